@@ -1,0 +1,55 @@
+"""The Python API: one call from numbers to a rendered derivation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Mapping
+
+from .derivation import Derivation, derive
+from .model import Model, build_model
+from .spec import Spec, load_spec
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """A spec with its exact model and derivation, computed on first use."""
+
+    spec: Spec
+
+    @cached_property
+    def model(self) -> Model:
+        return build_model(self.spec)
+
+    @cached_property
+    def derivation(self) -> Derivation:
+        return derive(self.spec, self.model)
+
+    def render(self, format: str = "markdown", *, standalone: bool = False) -> str:
+        from .renderer import render
+        return render(self.derivation, format, standalone=standalone)
+
+    def compute(self, digits: int = 15) -> dict[str, Any]:
+        from .intermediates import compute
+        return compute(self.spec, self.model, digits)
+
+    def _repr_markdown_(self) -> str:
+        return self.render("markdown")
+
+    def _repr_latex_(self) -> str:
+        # a fragment: nbconvert places it as is in a LaTeX document
+        return self.render("latex")
+
+
+def attention(Q: Any, K: Any, V: Any, **settings: Any) -> Result:
+    """Exact attention of Q, K, V (lists of rows of ints, strings, Fractions, Decimals).
+
+    ``settings`` are the other spec keys: tokens, focus, title, lang, scale,
+    rounding, expand, decimals.
+    """
+    return Result(load_spec({"Q": Q, "K": K, "V": V, **settings}))
+
+
+def solve(spec: str | Mapping[str, Any] | Spec) -> Result:
+    """A Result from a spec file path, a mapping of spec keys, or a Spec."""
+    return Result(load_spec(spec))

@@ -1,0 +1,27 @@
+"""The built-in examples shipped inside the package, one TOML file per name and language."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import SpecError
+
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+DEFAULT = "seed"
+
+
+def names() -> list[str]:
+    return sorted({p.name.split(".")[0] for p in EXAMPLES.glob("*.toml")})
+
+
+def example_path(name: str = DEFAULT, lang: str = "zh") -> Path:
+    """The file of one built-in example; in another language if ``lang`` has none."""
+    for candidate in (lang, "en", "zh"):
+        path = EXAMPLES / f"{name}.{candidate}.toml"
+        if path.is_file():
+            return path
+    raise SpecError("--example", None, f"no built-in example {name!r}; choose one of {', '.join(names())}")
+
+
+def example_text(name: str = DEFAULT, lang: str = "zh") -> str:
+    return example_path(name, lang).read_text(encoding="utf-8")

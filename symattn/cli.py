@@ -1,0 +1,141 @@
+"""The ``symattn`` command: a thin shell over the public functions.
+
+Bad input (any :class:`~symattn.errors.SymattnError`) prints one line,
+``symattn: <message>``, and exits 2. Real bugs still show a traceback.
+Each command imports only what it needs, to start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .errors import SymattnError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like every input error
+        sys.stderr.write(f"symattn: {message}\n")
+        raise SystemExit(2)
+
+
+class _UsageError(SymattnError, ValueError):
+    pass
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write the whole text or nothing: a temporary file renamed over the target."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise _UsageError(f"{path}: folder does not exist: {folder}")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        write_atomically(output, text)
+    else:
+        sys.stdout.write(text)
+
+
+def _load(spec_path: str | None, example: str | None, lang: str | None):
+    from . import builtin
+    from .spec import load_spec
+    if spec_path and example:
+        raise _UsageError("give a SPEC file or --example, not both")
+    if spec_path:
+        return load_spec(spec_path)
+    return load_spec(builtin.example_path(example or builtin.DEFAULT, lang or "zh"))
+
+
+def _render(args: argparse.Namespace) -> int:
+    from .derivation import derive
+    from .renderer import render
+    spec = _load(args.spec, args.example, args.lang).with_options(
+        lang=args.lang, focus=args.focus, expand=args.expand, rounding=args.rounding)
+    fmt = "latex" if args.format == "latex" else "markdown"
+    if args.standalone and fmt != "latex":
+        raise _UsageError("--standalone needs --format latex")
+    _emit(render(derive(spec), fmt, standalone=args.standalone), args.output)
+    return 0
+
+
+def _compute(args: argparse.Namespace) -> int:
+    import json
+
+    from .intermediates import MAX_DIGITS, compute
+    from .model import build_model
+    if not 1 <= args.digits <= MAX_DIGITS:
+        raise _UsageError(f"--digits: expected an integer from 1 to {MAX_DIGITS}, got {args.digits}")
+    spec = _load(args.spec, args.example, None)
+    data = compute(spec, build_model(spec), args.digits)
+    # one key per line, each value compact: matrices stay readable and diffable
+    lines = [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in data.items()]
+    _emit("{\n" + ",\n".join(lines) + "\n}\n", args.output)
+    return 0
+
+
+def _example(args: argparse.Namespace) -> int:
+    from . import builtin
+    _emit(builtin.example_text(args.name, args.lang), args.output)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="symattn", description="Exact, step-by-step Transformer attention derivations.")
+    from . import __version__
+    parser.add_argument("--version", action="version", version=f"symattn {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    render = sub.add_parser("render", help="render a derivation as Markdown or LaTeX")
+    render.add_argument("spec", nargs="?", metavar="SPEC", help="TOML or JSON spec; default: the built-in example")
+    render.add_argument("--example", metavar="NAME", help="render a built-in example (default: seed)")
+    render.add_argument("--format", choices=("markdown", "latex"), default="markdown")
+    render.add_argument("--standalone", action="store_true", help="a whole LaTeX document, not a fragment")
+    render.add_argument("--lang", help="language of the prose: zh or en (overrides the spec)")
+    render.add_argument("--focus", metavar="TOKEN", help="the token whose row is worked out (label or 1-based index)")
+    render.add_argument("--expand", choices=("focus", "all"))
+    render.add_argument("--rounding", choices=("exact", "hand"))
+    render.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
+    render.set_defaults(run=_render)
+
+    compute = sub.add_parser("compute", help="print every intermediate as JSON")
+    compute.add_argument("spec", nargs="?", metavar="SPEC", help="TOML or JSON spec; default: the built-in example")
+    compute.add_argument("--example", metavar="NAME")
+    compute.add_argument("--digits", type=int, default=15, help="significant digits (default 15)")
+    compute.add_argument("-o", "--output", metavar="FILE")
+    compute.set_defaults(run=_compute)
+
+    example = sub.add_parser("example", help="print a built-in spec as TOML, to copy and edit")
+    example.add_argument("--lang", default="zh", help="zh (default) or en")
+    example.add_argument("--name", default="seed", help="which example (default: seed)")
+    example.add_argument("-o", "--output", metavar="FILE")
+    example.set_defaults(run=_example)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except SymattnError as exc:
+        sys.stderr.write(f"symattn: {exc}\n")
+        return 2
+    except BrokenPipeError:  # e.g. `symattn render | head`
+        sys.stderr.close()
+        return 0

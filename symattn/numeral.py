@@ -1,0 +1,104 @@
+"""A strict grammar for the numbers users type.
+
+Never ``float``, ``eval`` or ``sympify``: a numeral is read from its text into
+an exact :class:`fractions.Fraction`, and the text is kept so that ``1.0`` is
+displayed as ``1.0``.
+
+Accepted forms::
+
+    decimal   [+-] digits [. digits] [e [+-] digits]     1.0  -.5  1e-2
+    fraction  [+-] digits / digits                        1/3  -2/7
+    percent   decimal %          (claims only)            40.3%
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+from .errors import SymattnError
+
+_DECIMAL = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
+_FRACTION = re.compile(r"([+-]?)(\d+)/(\d+)")
+
+MAX_LENGTH = 64
+MAX_EXPONENT = 50
+
+
+class NumeralError(SymattnError, ValueError):
+    """A text is not a number of our grammar. Callers add the location."""
+
+
+@dataclass(frozen=True)
+class Numeral:
+    """An exact number together with the way the user wrote it."""
+
+    text: str
+    value: Fraction
+    form: str  # "decimal", "fraction" or "percent"
+    # Digits after the point of ``value`` as written: "0.650" -> 3, "40.3%" -> 3,
+    # "1e-2" -> 2, "10" -> 0. None for fractions, which claim exactness.
+    decimals: int | None
+    mantissa: str = ""  # decimal part without exponent, sign included ("-1.5")
+    exponent: int = 0
+
+    @property
+    def is_negative(self) -> bool:
+        return self.value < 0
+
+
+def _parse_decimal(text: str, body: str) -> tuple[Fraction, int, str, int]:
+    match = _DECIMAL.fullmatch(body)
+    if not match or not (match.group(2) or match.group(3)):
+        raise NumeralError(f"not a number: {text!r}")
+    sign, whole, frac, exp = match.groups()
+    frac = frac or ""
+    exponent = int(exp) if exp else 0
+    if abs(exponent) > MAX_EXPONENT:
+        raise NumeralError(f"exponent out of range (at most {MAX_EXPONENT}): {text!r}")
+    digits = int((whole or "0") + frac)
+    value = Fraction(digits, 10 ** len(frac)) * Fraction(10) ** exponent
+    if sign == "-":
+        value = -value
+    mantissa = sign.replace("+", "") + (whole or "0") + ("." + frac if match.group(3) is not None else "")
+    return value, max(len(frac) - exponent, 0), mantissa, exponent
+
+
+def parse_numeral(raw: object, *, allow_percent: bool = False) -> Numeral:
+    """Read one number from a string, int, Fraction, Decimal or float.
+
+    A float is read through its shortest ``repr``, which is the literal the
+    user typed in Python source (``0.1`` -> 1/10), never its binary value.
+    """
+    if isinstance(raw, bool):
+        raise NumeralError(f"not a number: {raw!r}")
+    if isinstance(raw, int):
+        return Numeral(str(raw), Fraction(raw), "decimal", 0, str(raw), 0)
+    if isinstance(raw, Fraction):
+        if raw.denominator == 1:
+            return parse_numeral(raw.numerator)
+        return Numeral(str(raw), raw, "fraction", None)
+    if isinstance(raw, (Decimal, float)):
+        text = repr(raw) if isinstance(raw, float) else str(raw)
+        if text.lower().lstrip("+-") in ("inf", "infinity", "nan", "snan"):
+            raise NumeralError(f"not a finite number: {text!r}")
+        raw = text
+    if not isinstance(raw, str):
+        raise NumeralError(f"not a number: {raw!r}")
+    text = raw.strip()
+    if len(text) > MAX_LENGTH:
+        raise NumeralError(f"number longer than {MAX_LENGTH} characters")
+    match = _FRACTION.fullmatch(text)
+    if match:
+        sign, num, den = match.groups()
+        if int(den) == 0:
+            raise NumeralError(f"division by zero: {text!r}")
+        value = Fraction(int(num), int(den)) * (-1 if sign == "-" else 1)
+        return Numeral(text, value, "fraction", None)
+    if allow_percent and text.endswith("%"):
+        value, decimals, mantissa, exponent = _parse_decimal(text, text[:-1])
+        return Numeral(text, value / 100, "percent", decimals + 2, mantissa, exponent)
+    value, decimals, mantissa, exponent = _parse_decimal(text, text)
+    return Numeral(text, value, "decimal", decimals, mantissa, exponent)

@@ -1,0 +1,276 @@
+"""Correctly rounded decimals of exact values.
+
+Every shown digit must be right, so values are never rounded from a float or a
+single finite-precision evaluation. Instead each value is *enclosed*: mpmath's
+interval arithmetic gives a rigorous [lo, hi], which is turned into integers at
+a fixed binary point. Rounding half-up is decided when both ends round to the
+same decimal; otherwise the working precision doubles and the value is
+enclosed again. Rationals never go near intervals: they are rounded exactly.
+
+A rounding that cannot be decided (an exact tie hidden in a closed form) stops
+at :data:`MAX_BITS` with an :class:`~symattn.errors.EvaluationError` instead
+of looping forever.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from typing import Callable, Iterator, Sequence
+
+import sympy
+from mpmath import iv
+
+from .errors import EvaluationError
+
+GUARD_BITS = 24
+MAX_BITS = 1 << 14
+
+
+def round_half_up(value: Fraction, decimals: int) -> Decimal:
+    """Round an exact rational half-up (away from zero on ties) to fixed decimals."""
+    scaled = abs(value) * Fraction(10) ** decimals
+    q = (scaled.numerator * 2 + scaled.denominator) // (scaled.denominator * 2)
+    return _decimal(value < 0 and q != 0, q, decimals)
+
+
+def truncate(value: Fraction, decimals: int) -> Decimal:
+    """Cut an exact rational to fixed decimals (toward zero)."""
+    scaled = abs(value) * Fraction(10) ** decimals
+    q = scaled.numerator // scaled.denominator
+    return _decimal(value < 0 and q != 0, q, decimals)
+
+
+def _decimal(negative: bool, digits: int, decimals: int) -> Decimal:
+    return Decimal((1 if negative else 0, tuple(int(c) for c in str(digits)), -decimals))
+
+
+def terminating_decimals(value: Fraction) -> int | None:
+    """Digits after the point of a terminating decimal, or None if it repeats."""
+    den = value.denominator
+    twos = fives = 0
+    while den % 2 == 0:
+        den //= 2
+        twos += 1
+    while den % 5 == 0:
+        den //= 5
+        fives += 1
+    return max(twos, fives) if den == 1 else None
+
+
+def as_fraction(expr: sympy.Expr) -> Fraction | None:
+    """The exact rational value of a SymPy number, or None if it is not rational."""
+    if isinstance(expr, sympy.Rational):
+        return Fraction(int(expr.p), int(expr.q))
+    return None
+
+
+# --- fixed-point enclosures ----------------------------------------------
+
+@dataclass(frozen=True)
+class Fixed:
+    """The interval [lo, hi] * 2**-bits with integer ends."""
+
+    lo: int
+    hi: int
+    bits: int
+
+    @classmethod
+    def exact(cls, value: Fraction, bits: int) -> "Fixed":
+        scaled = value * (1 << bits)
+        lo = scaled.numerator // scaled.denominator
+        return cls(lo, lo if scaled.denominator == 1 else lo + 1, bits)
+
+    @classmethod
+    def from_interval(cls, x: "iv.mpf", bits: int) -> "Fixed":
+        a, b = x._mpi_
+        return cls(_floor_mpf(a, bits), _ceil_mpf(b, bits), bits)
+
+    def rounded(self, decimals: int) -> Decimal | None:
+        """The half-up rounding shared by every point of the interval, if any."""
+        lo, hi = _round_fixed(self.lo, self.bits, decimals), _round_fixed(self.hi, self.bits, decimals)
+        return lo if lo == hi else None
+
+    def exponent(self) -> int | None:
+        """floor(log10 |x|) shared by the whole interval, if decided."""
+        if self.lo <= 0 <= self.hi:
+            return None
+        lo, hi = sorted((abs(self.lo), abs(self.hi)))
+        a, b = _log10_floor(lo, self.bits), _log10_floor(hi, self.bits)
+        return a if a == b else None
+
+
+def _mpf_parts(x: tuple) -> tuple[int, int]:
+    sign, man, exp, _ = x
+    if not man and exp:  # inf or nan
+        raise EvaluationError("value is not finite")
+    return (-man if sign else man), exp
+
+
+def _floor_mpf(x: tuple, bits: int) -> int:
+    man, exp = _mpf_parts(x)
+    shift = exp + bits
+    return man << shift if shift >= 0 else man >> -shift
+
+
+def _ceil_mpf(x: tuple, bits: int) -> int:
+    man, exp = _mpf_parts(x)
+    shift = exp + bits
+    return man << shift if shift >= 0 else -((-man) >> -shift)
+
+
+def _round_fixed(n: int, bits: int, decimals: int) -> Decimal:
+    # round(|n| * 10**d / 2**bits) half-up, then restore the sign
+    if decimals >= 0:
+        num, den = abs(n) * 10**decimals, 1 << bits
+    else:
+        num, den = abs(n), (1 << bits) * 10**-decimals
+    q = (2 * num + den) // (2 * den)
+    return _decimal(n < 0 and q != 0, q, decimals)
+
+
+def _log10_floor(n: int, bits: int) -> int:
+    # floor(log10(n / 2**bits)) for n > 0
+    return log10_floor(Fraction(n, 1 << bits))
+
+
+def log10_floor(x: Fraction) -> int:
+    """floor(log10 |x|) of a nonzero rational, exactly."""
+    x = abs(x)
+    k = len(str(x.numerator)) - len(str(x.denominator))  # off by at most one
+    while x >= Fraction(10) ** (k + 1):
+        k += 1
+    while x < Fraction(10) ** k:
+        k -= 1
+    return k
+
+
+# --- enclosing SymPy expressions ------------------------------------------
+
+@contextmanager
+def working_precision(bits: int) -> Iterator[None]:
+    """Set mpmath's interval precision, restoring it afterwards."""
+    saved = iv.prec
+    iv.prec = bits
+    try:
+        yield
+    finally:
+        iv.prec = saved
+
+
+def enclose(expr: sympy.Expr, prec: int, cache: dict | None = None) -> "iv.mpf":
+    """A rigorous interval for a closed form built from rationals, +, *, powers, sqrt and exp."""
+    cache = {} if cache is None else cache
+    hit = cache.get(expr)
+    if hit is not None:
+        return hit
+    with working_precision(prec):
+        result = _enclose(expr, prec, cache)
+    cache[expr] = result
+    return result
+
+
+def _enclose(expr: sympy.Expr, prec: int, cache: dict) -> "iv.mpf":
+    if isinstance(expr, sympy.Rational):
+        return iv.mpf(int(expr.p)) / iv.mpf(int(expr.q))
+    if expr is sympy.E:
+        return iv.exp(iv.mpf(1))
+    if expr is sympy.pi:
+        return iv.pi
+    args = [enclose(a, prec, cache) for a in expr.args]
+    if isinstance(expr, sympy.Add):
+        total = args[0]
+        for a in args[1:]:
+            total = total + a
+        return total
+    if isinstance(expr, sympy.Mul):
+        total = args[0]
+        for a in args[1:]:
+            total = total * a
+        return total
+    if isinstance(expr, sympy.exp):
+        return iv.exp(args[0])
+    if isinstance(expr, sympy.Pow):
+        base, exponent = expr.args
+        if isinstance(exponent, sympy.Integer):
+            return args[0] ** int(exponent)
+        if exponent == sympy.S.Half:
+            return iv.sqrt(args[0])
+        if isinstance(exponent, sympy.Rational) and exponent == -sympy.S.Half:
+            return 1 / iv.sqrt(args[0])
+        return iv.exp(args[1] * iv.log(args[0]))
+    raise EvaluationError(f"cannot evaluate {expr} numerically (does it contain a symbol without a value?)")
+
+
+def start_bits(decimals: int, magnitude_bits: int = 0) -> int:
+    return int(decimals * 3.33) + magnitude_bits + GUARD_BITS
+
+
+def decide(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fraction | None],
+           decimals: int | Sequence[int], bits: int, what: str) -> list[Decimal]:
+    """Round each value half-up; raise precision only while some rounding is undecided.
+
+    ``enclosures(bits)`` encloses every value at a working precision; entries
+    whose exact rational value is known are rounded exactly instead.
+    """
+    count = len(exact)
+    places = [decimals] * count if isinstance(decimals, int) else list(decimals)
+    result: list[Decimal | None] = [
+        round_half_up(e, places[i]) if e is not None else None for i, e in enumerate(exact)
+    ]
+    while any(r is None for r in result):
+        if bits > MAX_BITS:
+            index = result.index(None)
+            raise EvaluationError(f"cannot decide the rounding of {what} (entry {index + 1}): it may be an exact tie")
+        boxes = enclosures(bits)
+        for i, box in enumerate(boxes):
+            if result[i] is None:
+                result[i] = box.rounded(places[i])
+        bits *= 2
+    return result  # type: ignore[return-value]
+
+
+def decide_significant(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fraction | None],
+                       digits: int, bits: int, what: str) -> list[Decimal]:
+    """Like :func:`decide`, to ``digits`` significant digits."""
+    count = len(exact)
+    result: list[Decimal | None] = [None] * count
+    for i, e in enumerate(exact):
+        if e is not None:
+            result[i] = _significant_exact(e, digits)
+    while any(r is None for r in result):
+        if bits > MAX_BITS:
+            index = result.index(None)
+            raise EvaluationError(f"cannot decide the rounding of {what} (entry {index + 1}): it may be an exact tie")
+        boxes = enclosures(bits)
+        for i, box in enumerate(boxes):
+            if result[i] is None:
+                k = box.exponent()
+                if k is not None:
+                    r = box.rounded(digits - 1 - k)
+                    result[i] = None if r is None else _normalize_significant(r, digits)
+        bits *= 2
+    return result  # type: ignore[return-value]
+
+
+def _significant_exact(value: Fraction, digits: int) -> Decimal:
+    if value == 0:
+        return Decimal(0)
+    return _normalize_significant(round_half_up(value, digits - 1 - log10_floor(value)), digits)
+
+
+def _normalize_significant(value: Decimal, digits: int) -> Decimal:
+    # a carry (9.99 -> 10.00) adds a trailing zero digit: drop it
+    sign, ds, exp = value.as_tuple()
+    if len(ds) > digits:
+        value = Decimal((sign, ds[:digits], exp + len(ds) - digits))
+    return value
+
+
+def round_expr(expr: sympy.Expr, decimals: int) -> Decimal:
+    """Round one closed form half-up to ``decimals`` places, correctly."""
+    def boxes(bits: int) -> list[Fixed]:
+        return [Fixed.from_interval(enclose(expr, bits + 32), bits)]
+    return decide(boxes, [as_fraction(expr)], decimals, start_bits(decimals), str(expr))[0]

@@ -1,0 +1,212 @@
+"""Render a derivation (or a check report) to Markdown or LaTeX with Jinja2.
+
+Templates are ``<kind>.<format>.j2``, one per step kind and format, with the
+LaTeX-safe delimiters of nbconvert: ``((* block *))``, ``((( value )))``,
+``((= comment =))``. Prose comes from ``lang/<lang>.toml``; the math layout is
+shared by both languages. Templates do no math: every number arrives rounded.
+"""
+
+from __future__ import annotations
+
+import string
+import tomllib
+from decimal import Decimal
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import jinja2
+
+from .errors import RenderError
+from .escape import ESCAPERS, MATH_TEXT_ESCAPERS
+from .numeral import Numeral
+from .rounding import Num
+
+FORMATS = ("markdown", "latex")
+
+_HERE = Path(__file__).resolve().parent
+# An installed wheel carries the templates inside the package; a checkout keeps
+# them at the top level.
+TEMPLATE_PATHS = (_HERE / "templates", _HERE.parent / "templates")
+
+
+def _search_paths() -> list[Path]:
+    return [p for p in TEMPLATE_PATHS if p.is_dir()]
+
+
+class _Loader(jinja2.ChoiceLoader):
+    """Search every template folder in order; name them all when nothing is found."""
+
+    def __init__(self) -> None:
+        super().__init__([jinja2.FileSystemLoader(str(p), encoding="utf-8") for p in _search_paths()])
+
+    def get_source(self, environment: jinja2.Environment, template: str):
+        try:
+            return super().get_source(environment, template)
+        except jinja2.TemplateNotFound:
+            searched = ", ".join(str(p) for p in TEMPLATE_PATHS)
+            raise RenderError(f"template {template!r} not found; searched {searched}") from None
+
+
+# --- values to LaTeX math -------------------------------------------------
+
+def tex_number(x: Num | Numeral | Decimal | int) -> str:
+    """A shown number, or a number as the user typed it, in LaTeX math."""
+    if isinstance(x, Num):
+        return format(x.value, "f")
+    if isinstance(x, Decimal):
+        return format(x, "f")
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, Numeral):
+        if x.form == "fraction":
+            sign = "-" if x.value < 0 else ""
+            return f"{sign}\\frac{{{abs(x.value.numerator)}}}{{{x.value.denominator}}}"
+        mantissa = x.mantissa.lstrip("+")
+        if x.exponent:
+            mantissa += f"\\times 10^{{{x.exponent}}}"
+        return mantissa + ("\\%" if x.form == "percent" else "")
+    raise TypeError(f"not a number: {x!r}")
+
+
+def tex_operand(x: Num | Numeral) -> str:
+    """A factor in a product: negatives and scientific forms get parentheses."""
+    text = tex_number(x)
+    needs = x.is_negative or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction"))
+    return f"\\left({text}\\right)" if needs else text
+
+
+def _label_filter(fmt: str) -> Callable[[str], str]:
+    escape = MATH_TEXT_ESCAPERS[fmt]
+    return lambda label: f"\\text{{{escape(label)}}}"
+
+
+def relation(exact: bool) -> str:
+    return "=" if exact else "\\approx"
+
+
+# --- languages -----------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def load_language(lang: str) -> Mapping[str, Any]:
+    """The prose of one language, from the first ``lang/<lang>.toml`` found."""
+    for folder in TEMPLATE_PATHS:
+        path = folder / "lang" / f"{lang}.toml"
+        if path.is_file():
+            with path.open("rb") as fh:
+                return tomllib.load(fh)
+    searched = ", ".join(str(p / "lang") for p in TEMPLATE_PATHS)
+    raise RenderError(f"no language {lang!r}: lang/{lang}.toml not found; searched {searched}")
+
+
+def languages() -> list[str]:
+    """Every language with a prose file."""
+    found = {p.stem for folder in TEMPLATE_PATHS if (folder / "lang").is_dir()
+             for p in (folder / "lang").glob("*.toml")}
+    return sorted(found)
+
+
+class Phrases:
+    """``t(key, **values)``: a phrase with its literal text escaped for the format.
+
+    Values must already be in the target format (escaped labels, math spans).
+    """
+
+    def __init__(self, prose: Mapping[str, Any], escape: Callable[[str], str], lang: str):
+        self.prose = prose
+        self.escape = escape
+        self.lang = lang
+
+    def raw(self, key: str) -> Any:
+        node: Any = self.prose
+        for part in key.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                raise RenderError(f"language {self.lang!r} has no phrase {key!r}")
+            node = node[part]
+        return node
+
+    def __call__(self, key: str, **values: Any) -> str:
+        return self.fill(self.raw(key), **values)
+
+    def fill(self, phrase: str, **values: Any) -> str:
+        out = []
+        for literal, name, _spec, _conv in string.Formatter().parse(phrase):
+            out.append(self.escape(literal))
+            if name is not None:
+                if name not in values:
+                    raise RenderError(f"phrase {phrase!r} needs a value for {{{name}}}")
+                out.append(str(values[name]))
+        return "".join(out)
+
+    def quoted(self, labels: list[str]) -> str:
+        """Labels, each escaped and quoted, joined as the language lists things."""
+        sep = self.escape(self.raw("list_sep"))
+        return sep.join(self("quote", x=self.escape(label)) for label in labels)
+
+    def count(self, n: int) -> str:
+        words = self.prose.get("numbers", [])
+        return words[n] if n < len(words) else str(n)
+
+
+# --- environments --------------------------------------------------------
+
+def _inline_math(fmt: str) -> Callable[[str], str]:
+    return (lambda tex: f"${tex}$") if fmt == "markdown" else (lambda tex: f"\\({tex}\\)")
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "val": tex_number,
+    "opnd": tex_operand,
+    "rel": relation,
+    "pick": lambda indices, items: [items[i] for i in indices],
+    "fill": lambda phrase, phrases, **values: phrases.fill(phrase, **values),
+}
+
+
+@lru_cache(maxsize=None)
+def environment(fmt: str) -> jinja2.Environment:
+    """The Jinja2 environment of one output format."""
+    if fmt not in FORMATS:
+        raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    env = jinja2.Environment(
+        loader=_Loader(),
+        block_start_string="((*", block_end_string="*))",
+        variable_start_string="(((", variable_end_string=")))",
+        comment_start_string="((=", comment_end_string="=))",
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters.update(FILTERS)
+    env.filters["esc"] = ESCAPERS[fmt]
+    env.filters["im"] = _inline_math(fmt)
+    env.filters["label"] = _label_filter(fmt)
+    env.filters["mesc"] = MATH_TEXT_ESCAPERS[fmt]
+    env.globals["format"] = fmt
+    return env
+
+
+def render_template(name: str, fmt: str, lang: str, **context: Any) -> str:
+    """Render ``<name>.<fmt>.j2`` with the phrases of ``lang``."""
+    env = environment(fmt)
+    prose = load_language(lang)
+    phrases = Phrases(prose, ESCAPERS[fmt], lang)
+    math_phrases = Phrases(prose, MATH_TEXT_ESCAPERS[fmt], lang)  # for \text{} inside math
+    template = env.get_template(f"{name}.{fmt}.j2")
+    try:
+        return template.render(t=phrases, tm=math_phrases, lang=lang, **context)
+    except jinja2.UndefinedError as exc:
+        raise RenderError(f"template {name}.{fmt}.j2: {exc.message}") from None
+
+
+def _has_cjk(texts: list[str]) -> bool:
+    return any(ord(ch) >= 0x2E80 for text in texts for ch in text)
+
+
+def render(derivation, fmt: str = "markdown", *, standalone: bool = False) -> str:
+    """Render a derivation as Markdown, or as a LaTeX fragment or standalone document."""
+    if fmt not in FORMATS:
+        raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    texts = list(derivation.tokens) + list(derivation.key_tokens) + [derivation.title or ""]
+    return render_template("document", fmt, derivation.lang, d=derivation, standalone=standalone,
+                           has_cjk=_has_cjk(texts))
