@@ -178,7 +178,7 @@ def _enclose(expr: sympy.Expr, prec: int, cache: dict) -> "iv.mpf":
     if expr is sympy.E:
         return iv.exp(iv.mpf(1))
     if expr is sympy.pi:
-        return iv.pi
+        return +iv.pi  # force evaluation at this precision
     args = [enclose(a, prec, cache) for a in expr.args]
     if isinstance(expr, sympy.Add):
         total = args[0]

@@ -1,0 +1,63 @@
+"""Real clients: KaTeX parses every math span, TeX Live compiles every document."""
+
+import pytest
+
+from symattn import builtin
+from symattn.derivation import derive
+from symattn.renderer import render
+from symattn.spec import load_spec
+
+pytestmark = pytest.mark.client
+
+SPECIAL = ["a_b & 50%", "x^2 {y} #1 $5 ~ \\ | < > *"]
+
+CASES = {
+    "seed": {},
+    "hand-all": {"rounding": "hand", "expand": "all"},
+    "special": {"tokens": SPECIAL + ["c"], "title": "Q&A: 100% {safe} $x$"},
+    "scale-none": {"scale": "none", "focus": 1},
+    "scale-number": {"scale": "1/2", "expand": "all"},
+    "fractions": {"Q": [["1/3", "-2/7"], ["1e-2", "-0.5"], ["1", "1"]], "expand": "all"},
+}
+
+
+def spec_for(case: str, lang: str):
+    base = dict(tokens=["小猫", "吃", "它"] if lang == "zh" else ["cat", "eats", "it"],
+                Q=[["1.0", "0.0"], ["0.0", "1.0"], ["0.9", "0.1"]],
+                K=[["1.0", "0.2"], ["0.1", "1.0"], ["0.8", "0.3"]],
+                V=[[10, 0], [0, 10], [1, 1]], lang=lang)
+    return load_spec({**base, **CASES[case]})
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_markdown_math_parses_in_katex(katex, case, lang):
+    errors = katex(render(derive(spec_for(case, lang)), "markdown"))
+    assert errors == []
+
+
+def test_katex_catches_bad_math(katex):
+    # the checker itself must be able to fail: raw CJK in math is rejected in strict mode
+    assert katex("$$\n小猫\n$$\n") != []
+
+
+@pytest.mark.parametrize("case", ["seed", "hand-all", "special"])
+def test_chinese_latex_compiles_with_xelatex(latex, tmp_path, case):
+    latex(render(derive(spec_for(case, "zh")), "latex", standalone=True), "xelatex", tmp_path)
+
+
+@pytest.mark.parametrize("case", ["seed", "hand-all", "special", "fractions"])
+def test_english_latex_compiles_with_pdflatex(latex, tmp_path, case):
+    latex(render(derive(spec_for(case, "en")), "latex", standalone=True), "pdflatex", tmp_path)
+
+
+def test_english_prose_with_chinese_labels_compiles_with_xelatex(latex, tmp_path):
+    spec = load_spec(builtin.example_path("seed", "zh")).with_options(lang="en")
+    latex(render(derive(spec), "latex", standalone=True), "xelatex", tmp_path)
+
+
+def test_missing_glyphs_fail(latex, tmp_path):
+    # cmr10 has no glyph 200: the helper must refuse, not pass silently
+    doc = "\\documentclass{article}\\begin{document}\\font\\x=cmr10 \\x \\char200 ok\\end{document}\n"
+    with pytest.raises(AssertionError, match="dropped glyphs"):
+        latex(doc, "pdflatex", tmp_path)

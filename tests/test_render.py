@@ -1,0 +1,129 @@
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from symattn import builtin
+from symattn.derivation import STEP_KINDS, derive
+from symattn.errors import RenderError
+from symattn.escape import escape_katex_text, escape_latex, escape_markdown
+from symattn.renderer import FORMATS, TEMPLATE_PATHS, languages, load_language, render
+from symattn.spec import load_spec
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+
+def seed_spec(lang="zh"):
+    return load_spec(builtin.example_path("seed", lang))
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("fmt, ext", [("markdown", "md"), ("latex", "tex")])
+def test_golden_seed(golden, lang, fmt, ext):
+    golden(f"seed.{lang}.{ext}", render(derive(seed_spec(lang)), fmt, standalone=(fmt == "latex")))
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_golden_seed_hand_all(golden, lang):
+    spec = seed_spec(lang).with_options(rounding="hand", expand="all")
+    golden(f"seed.hand-all.{lang}.md", render(derive(spec), "markdown"))
+
+
+def test_output_is_deterministic():
+    spec = seed_spec("zh")
+    assert render(derive(spec), "latex") == render(derive(load_spec(builtin.example_path("seed", "zh"))), "latex")
+
+
+def test_every_step_kind_has_a_template_in_every_format():
+    for kind in STEP_KINDS + ("document",):
+        for fmt in FORMATS:
+            assert (TEMPLATES / f"{kind}.{fmt}.j2").is_file(), f"{kind}.{fmt}.j2"
+
+
+def _keys(node, prefix=""):
+    if isinstance(node, dict):
+        return {k for key, value in node.items() for k in _keys(value, f"{prefix}{key}.")}
+    return {prefix.rstrip(".")}
+
+
+def test_every_phrase_exists_in_every_language():
+    files = sorted((TEMPLATES / "lang").glob("*.toml"))
+    assert [f.stem for f in files] == ["en", "zh"] == languages()
+    keys = [_keys(tomllib.loads(f.read_text(encoding="utf-8"))) for f in files]
+    assert keys[0] == keys[1]
+
+
+def test_every_phrase_used_by_a_template_exists():
+    used = set()
+    for path in TEMPLATES.glob("*.j2"):
+        used |= set(re.findall(r"\bt(?:m)?(?:\.raw)?\('([a-z_.]+)'", path.read_text(encoding="utf-8")))
+    used = {key for key in used if not key.endswith(".")} | {"rounding.exact", "rounding.hand"}
+    for lang in languages():
+        known = _keys(load_language(lang))
+        assert used - known == set(), lang
+
+
+SPECIAL = "a_b & 50%"
+
+
+@pytest.mark.parametrize("text, latex, markdown, katex", [
+    (SPECIAL, r"a\_b \& 50\%", r"a\_b \& 50%", r"a\_b \& 50\%"),
+    ("x^2 {y} #1 $5 ~", r"x\textasciicircum{}2 \{y\} \#1 \$5 \textasciitilde{}", r"x^2 \{y\} \#1 \$5 \~",
+     r"x\textasciicircum{}2 \{y\} \#1 \$5 \textasciitilde{}"),
+    (r"a\b|c<d>*e*", r"a\textbackslash{}b\textbar{}c\textless{}d\textgreater{}*e*", r"a\\b\|c\<d\>\*e\*",
+     r"a\textbackslash{}b\textbar{}c\textless{}d\textgreater{}*e*"),
+    ("≈ → ×", r"\ensuremath{\approx} \ensuremath{\rightarrow} \ensuremath{\times}", "≈ → ×", "≈ → ×"),
+])
+def test_escape_tables(text, latex, markdown, katex):
+    assert escape_latex(text) == latex
+    assert escape_markdown(text) == markdown
+    assert escape_katex_text(text) == katex
+
+
+def special_spec(lang="en"):
+    return load_spec({"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]],
+                      "tokens": [SPECIAL, "x^2 {y} #1 $5 ~"], "title": "Q&A: 100% {safe}", "lang": lang})
+
+
+def test_special_labels_come_out_literally_in_markdown():
+    text = render(derive(special_spec()), "markdown")
+    assert text.startswith("# Q\\&A: 100% \\{safe\\}\n")
+    assert "| token | $Q$ |\n|---|---|\n| a\\_b \\& 50% | $[1,\\ 0]$ |\n" in text
+    assert "\\cdot K_{\\text{a\\_b \\& 50\\%}} &= " in text
+    assert SPECIAL not in text
+
+
+def test_special_labels_come_out_literally_in_latex():
+    text = render(derive(special_spec()), "latex")
+    assert text.startswith("\\section*{Q\\&A: 100\\% \\{safe\\}}\n")
+    assert "a\\_b \\& 50\\% & \\([1,\\ 0]\\) \\\\\n" in text
+    assert SPECIAL not in text
+
+
+def test_unknown_language_names_the_searched_paths(seed):
+    spec = load_spec({**seed, "lang": "fr"})
+    with pytest.raises(RenderError) as info:
+        render(derive(spec))
+    searched = ", ".join(str(p / "lang") for p in TEMPLATE_PATHS)
+    assert str(info.value) == f"no language 'fr': lang/fr.toml not found; searched {searched}"
+
+
+def test_unknown_format(seed):
+    with pytest.raises(RenderError) as info:
+        render(derive(load_spec(seed)), "html")
+    assert str(info.value) == "unknown format 'html'; expected one of markdown, latex"
+
+
+def test_expand_all_expands_every_product():
+    text = render(derive(seed_spec("zh").with_options(expand="all")), "markdown")
+    assert text.count(r"\cdot K_{") == 9
+    assert text.count(r"\text{Output}_{") == 6
+    assert "\\text{Output}_{\\text{它},1} &\\approx 0.403\\times 10 + 0.240\\times 0 + 0.357\\times 1 \\approx 4.384" in text
+
+
+def test_negative_operands_get_parentheses():
+    spec = load_spec({"Q": [["-0.5", "1/3"]], "K": [["2", "1e-2"]], "V": [[1]]})
+    text = render(derive(spec), "markdown")
+    assert (r"Q_{\text{t1}}\cdot K_{\text{t1}} &= \left(-0.5\right)\times 2 + \left(\frac{1}{3}\right)"
+            r"\times \left(1\times 10^{-2}\right) \approx -0.997") in text
