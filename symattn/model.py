@@ -13,6 +13,8 @@ evaluate every exponential once and round each value correctly
 
 from __future__ import annotations
 
+import math
+import operator
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -20,7 +22,6 @@ from functools import cached_property
 from typing import Sequence
 
 import sympy
-from mpmath import iv
 from sympy import ImmutableMatrix
 from sympy.polys.domains import QQ
 from sympy.polys.matrices import DomainMatrix
@@ -45,23 +46,46 @@ def _fraction(x: sympy.Expr) -> Fraction:
 
 @dataclass(frozen=True, eq=False)
 class Model:
-    """Exact Q, K, V and everything computed from them. Build with :func:`build_model`."""
+    """Exact Q, K, V and everything computed from them. Build with :func:`build_model`.
 
-    Q: ImmutableMatrix
-    K: ImmutableMatrix
-    V: ImmutableMatrix
+    The fields are DomainMatrix objects over QQ; the SymPy matrices (``Q``,
+    ``scores``, ``weights``, …) are built from them on first use.
+    """
+
+    q: DomainMatrix
+    k: DomainMatrix
+    v: DomainMatrix
+    s: DomainMatrix  # S = Q Kᵀ
     d_k: int
     scale: sympy.Expr  # Z = S * scale
-    scores: ImmutableMatrix
-    scaled: ImmutableMatrix
 
     @property
     def n_queries(self) -> int:
-        return self.Q.rows
+        return self.q.shape[0]
 
     @property
     def n_keys(self) -> int:
-        return self.K.rows
+        return self.k.shape[0]
+
+    @cached_property
+    def Q(self) -> ImmutableMatrix:
+        return ImmutableMatrix(self.q.to_Matrix())
+
+    @cached_property
+    def K(self) -> ImmutableMatrix:
+        return ImmutableMatrix(self.k.to_Matrix())
+
+    @cached_property
+    def V(self) -> ImmutableMatrix:
+        return ImmutableMatrix(self.v.to_Matrix())
+
+    @cached_property
+    def scores(self) -> ImmutableMatrix:
+        return ImmutableMatrix(self.s.to_Matrix())
+
+    @cached_property
+    def scaled(self) -> ImmutableMatrix:
+        return self.scores.applyfunc(lambda x: x * self.scale)
 
     @cached_property
     def sqrt_dk(self) -> sympy.Expr:
@@ -113,42 +137,124 @@ class Model:
             boxes, exact, digits, bits + numeric.start_bits(digits), quantity))
 
     def _numbers(self, quantity: str, method) -> Rows:
-        exact_matrix = self.exact(quantity)
-        rows, cols = exact_matrix.shape
-        exact = [x for row in self.rationals(quantity) for x in row]
-        flat = method(lambda bits: self._enclosures(quantity, bits), exact, self._magnitude_bits(quantity))
-        return tuple(tuple(flat[i * cols:(i + 1) * cols]) for i in range(rows))
+        exact = self.rationals(quantity)
+        cols = len(exact[0])
+        flat = method(lambda bits: self._enclosures(quantity, bits), [x for row in exact for x in row],
+                      self._magnitude_bits(quantity))
+        return tuple(tuple(flat[i * cols:(i + 1) * cols]) for i in range(len(exact)))
 
     def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
-        """The exact rational value of each entry, or None where it is irrational."""
-        matrix = self.exact(quantity)
+        """The exact rational value of each entry, or None where it is irrational.
+
+        Decided from the structure, without building closed forms: by
+        Lindemann–Weierstrass, e^z (z algebraic) is rational only at z = 0, and a
+        softmax weight only when its whole row of z is equal.
+        """
+        n, m = self.n_queries, self.n_keys
+        if quantity in ("scale", "sqrt_dk", "scores", "scaled"):
+            matrix = self.exact(quantity)
+            return tuple(tuple(numeric.as_fraction(x) for x in matrix.row(i)) for i in range(matrix.rows))
+        scores = self._score_integers[1]
+        if quantity == "exp":
+            return tuple(tuple(Fraction(1) if x == 0 else None for x in row) for row in scores)
+        if quantity == "exp_sum":
+            return tuple((Fraction(m) if all(x == 0 for x in row) else None,) for row in scores)
+        weights = tuple((Fraction(1, m) if self._row_is_flat(i) else None,) * m for i in range(n))
+        if quantity == "weights":
+            return weights
+        if quantity == "products":
+            return tuple(tuple(self._product(weights[i][j], v) for v in self._v_rows[j])
+                         for i in range(n) for j in range(m))
         if quantity == "output":
-            return tuple(tuple(self._rational_output(i, k) for k in range(matrix.cols)) for i in range(matrix.rows))
-        return tuple(tuple(numeric.as_fraction(x) for x in matrix.row(i)) for i in range(matrix.rows))
+            return tuple(tuple(self._rational_output(i, k) for k in range(self.v.shape[1])) for i in range(n))
+        raise ValueError(f"unknown quantity {quantity!r}; expected one of {', '.join(QUANTITIES)}")
+
+    @cached_property
+    def _z_rows(self) -> list[list[sympy.Expr]]:
+        return self.scaled.tolist()  # indexing a SymPy matrix per entry is slow
+
+    @cached_property
+    def _v_rows(self) -> list[list[Fraction]]:
+        return _fractions(self.v)
+
+    @cached_property
+    def _constant_columns(self) -> list[Fraction | None]:
+        out = []
+        for k in range(self.v.shape[1]):
+            column = {row[k] for row in self._v_rows}
+            out.append(column.pop() if len(column) == 1 else None)
+        return out
+
+    @cached_property
+    def _score_rows(self) -> list[list[Fraction]]:
+        return _fractions(self.s)
+
+    @cached_property
+    def _score_integers(self) -> tuple[int, list[list[int]]]:
+        """S = rows / den with integer rows (fast to hash, compare and multiply)."""
+        den, ints = self.s.clear_denoms(convert=True)
+        return int(den.element), [[int(x) for x in row] for row in ints.to_list()]
+
+    @cached_property
+    def _distinct_z(self) -> list[int]:
+        # how many different z each row has: z = s * scale with scale > 0
+        return [len(set(row)) for row in self._score_integers[1]]
+
+    def _row_is_flat(self, i: int) -> bool:
+        return self._distinct_z[i] == 1
+
+    @staticmethod
+    def _product(weight: Fraction | None, v: Fraction) -> Fraction | None:
+        if v == 0:
+            return Fraction(0)
+        return None if weight is None else weight * v
 
     def _rational_output(self, i: int, k: int) -> Fraction | None:
         # By Lindemann–Weierstrass, Σ_j V_jk e^{z_j} / Σ_j e^{z_j} (z algebraic) is
         # rational iff the mean of V over each group of equal z is the same.
-        groups: dict[sympy.Expr, list[Fraction]] = {}
-        for j in range(self.n_keys):
-            v = self.V[j, k]
-            if not isinstance(v, sympy.Rational):
-                return None
-            groups.setdefault(self.scaled[i, j], []).append(_fraction(v))
-        means = {sum(vs, Fraction(0)) / len(vs) for vs in groups.values()}
-        return means.pop() if len(means) == 1 else None
+        if self._distinct_z[i] == self.n_keys:  # all distinct: rational iff the column is constant
+            return self._constant_columns[k]
+        den, columns = self._v_integers
+        column = columns[k]
+        sums = [(sum(column[j] for j in group), len(group)) for group in self._groups[i]]
+        first, count = sums[0]
+        if any(total * count != first * size for total, size in sums[1:]):
+            return None
+        return Fraction(first, count * den)
+
+    @cached_property
+    def _groups(self) -> list[list[list[int]]]:
+        # the keys of each row grouped by equal score
+        out = []
+        for row in self._score_integers[1]:
+            groups: dict[int, list[int]] = {}
+            for j, x in enumerate(row):
+                groups.setdefault(x, []).append(j)
+            out.append(list(groups.values()))
+        return out
+
+    @cached_property
+    def _v_integers(self) -> tuple[int, list[list[int]]]:
+        """V = columns / den with integer columns."""
+        den = 1
+        for row in self._v_rows:
+            for v in row:
+                den = den * v.denominator // math.gcd(den, v.denominator)
+        rows = self._v_rows
+        return den, [[int(row[k] * den) for row in rows] for k in range(len(rows[0]))]
 
     def _magnitude_bits(self, quantity: str) -> int:
         return self._exp_bits if quantity in ("exp", "exp_sum") else 0
 
     @cached_property
     def _exp_bits(self) -> int:
-        # bits above the point that e^z may need: z * log2(e), from a coarse enclosure
-        top = max(Fixed.from_interval(z, 0).hi for row in self._z_box(16) for z in row)
-        return max(0, top * 3 // 2 + 8)
+        # bits above the point that e^z may need: z * log2(e) < 1.5 z, with scale <= 1 or exact
+        den, rows = self._score_integers
+        top = Fraction(max(max(row) for row in rows), den) * _upper(self.scale)
+        return max(0, int(top * 3 // 2) + 8)
 
     def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
-        bits = -(-bits // 64) * 64  # coarse steps, so quantities share one evaluation
+        bits = -(-bits // 32) * 32  # coarse steps, so quantities share one evaluation
         if bits not in self._boxes:
             self._boxes[bits] = _Boxes(self, bits)
         return getattr(self._boxes[bits], quantity)()
@@ -157,10 +263,28 @@ class Model:
     def _boxes(self) -> dict[int, "_Boxes"]:
         return {}
 
-    def _z_box(self, bits: int) -> list[list["iv.mpf"]]:
-        cache: dict = {}
-        return [[numeric.enclose(self.scaled[i, j], bits, cache) for j in range(self.n_keys)]
-                for i in range(self.n_queries)]
+    def _z_fixed(self, bits: int) -> list[list[Fixed]]:
+        """z = s * scale at 2**-bits: the scale enclosed once, then exact integer products."""
+        den, rows = self._score_integers
+        c = Fixed.from_interval(numeric.enclose(self.scale, bits + 8), bits)
+        out = []
+        for row in rows:
+            boxes = []
+            for n in row:
+                lo, hi = (n * c.lo, n * c.hi) if n >= 0 else (n * c.hi, n * c.lo)
+                boxes.append(Fixed(lo // den, -(-hi // den), bits))
+            out.append(boxes)
+        return out
+
+
+def _fractions(m: DomainMatrix) -> list[list[Fraction]]:
+    return [[Fraction(int(x.numerator), int(x.denominator)) for x in row] for row in m.to_list()]
+
+
+def _upper(x: sympy.Expr) -> Fraction:
+    # a rational upper bound of a positive constant
+    box = Fixed.from_interval(numeric.enclose(x, 64), 32)
+    return Fraction(box.hi, 1 << 32)
 
 
 def _seq(x: int | Sequence[int]) -> Sequence[int]:
@@ -186,19 +310,23 @@ class _Boxes:
         return self._flat(ImmutableMatrix([[self.model.sqrt_dk]]))
 
     def scores(self) -> list[Fixed]:
-        return self._flat(self.model.scores)
+        return [Fixed.exact(x, self.bits) for row in self.model._score_rows for x in row]
 
     def scaled(self) -> list[Fixed]:
-        return self._flat(self.model.scaled)
+        return [b for row in self._z for b in row]
 
     @cached_property
-    def _z(self) -> list[list["iv.mpf"]]:
-        return self.model._z_box(self.prec)
+    def _z(self) -> list[list[Fixed]]:
+        return self.model._z_fixed(self.prec)
+
+    def _exps(self, shifts: Sequence[int]) -> list[list[Fixed]]:
+        # e^(z - shift) for each row, one exp per entry, at 2**-bits
+        return [[numeric.exp_fixed(Fixed(b.lo - shift, b.hi - shift, b.bits), self.prec, self.bits) for b in row]
+                for row, shift in zip(self._z, shifts)]
 
     @cached_property
     def _exp(self) -> list[Fixed]:
-        with numeric.working_precision(self.prec):
-            return [Fixed.from_interval(iv.exp(z), self.bits) for row in self._z for z in row]
+        return [b for row in self._exps([0] * len(self._z)) for b in row]
 
     def exp(self) -> list[Fixed]:
         return self._exp
@@ -215,73 +343,39 @@ class _Boxes:
         # the quotient does not depend on the shift
         bits = self.bits
         rows = []
-        with numeric.working_precision(self.prec):
-            for zs in self._z:
-                shift = max(Fixed.from_interval(z, 16).hi for z in zs) * iv.mpf(2) ** -16
-                boxes = [Fixed.from_interval(iv.exp(z - shift), bits) for z in zs]
-                lo_sum = sum(b.lo for b in boxes)
-                hi_sum = sum(b.hi for b in boxes)
-                rows.append([Fixed((b.lo << bits) // hi_sum, -((-(b.hi << bits)) // lo_sum), bits)
-                             for b in boxes])
+        for row in self._exps([max(b.hi for b in row) for row in self._z]):
+            lo_sum = sum(b.lo for b in row)
+            hi_sum = sum(b.hi for b in row)
+            rows.append([Fixed((b.lo << bits) // hi_sum, -((-(b.hi << bits)) // lo_sum), bits) for b in row])
         return rows
 
     def weights(self) -> list[Fixed]:
         return [b for row in self._weights for b in row]
 
     def products(self) -> list[Fixed]:
-        V = self.model.V
-        if not all(isinstance(v, sympy.Rational) for v in V):
-            return self._flat(self.model.products)
         out = []
         for row in self._weights:
-            for j, b in enumerate(row):
-                for k in range(V.cols):
-                    v = _fraction(V[j, k])
+            for b, values in zip(row, self.model._v_rows):
+                for v in values:
                     ends = sorted((b.lo * v, b.hi * v))
                     out.append(Fixed(ends[0].numerator // ends[0].denominator,
                                      -((-ends[1].numerator) // ends[1].denominator), self.bits))
         return out
 
     def output(self) -> list[Fixed]:
-        V = self.model.V
-        if all(isinstance(v, sympy.Rational) for v in V):
-            return self._output_rational(V)
-        return self._output_general(V)
-
-    def _output_rational(self, V: ImmutableMatrix) -> list[Fixed]:
-        # O = A V / 1 with V = v / D in integers: exact integer dot products of the ends
-        den = 1
-        for v in V:
-            den = den * int(v.q) // _gcd(den, int(v.q))
-        cols = [[int(V[j, k] * den) for j in range(V.rows)] for k in range(V.cols)]
+        # O = A V with V = v / D in integers. Each weight is mid ± rad; the mids
+        # go through one exact integer product, the radii bound the rest.
+        den, cols = self.model._v_integers
+        spans = [sum(abs(v) for v in col) for col in cols]
         out = []
         for row in self._weights:
-            for col in cols:
-                lo = sum(b.lo * v if v >= 0 else b.hi * v for b, v in zip(row, col))
-                hi = sum(b.hi * v if v >= 0 else b.lo * v for b, v in zip(row, col))
-                out.append(Fixed(lo // den, -((-hi) // den), self.bits))
+            mids = [(b.lo + b.hi) >> 1 for b in row]
+            rad = max(b.hi - b.lo for b in row) + 1
+            for col, span in zip(cols, spans):
+                total = sum(map(operator.mul, mids, col))
+                err = rad * span
+                out.append(Fixed((total - err) // den, -((-(total + err)) // den), self.bits))
         return out
-
-    def _output_general(self, V: ImmutableMatrix) -> list[Fixed]:
-        cache: dict = {}
-        one = 1 << self.bits
-        out = []
-        with numeric.working_precision(self.prec):
-            v_boxes = [[numeric.enclose(V[j, k], self.prec, cache) for k in range(V.cols)] for j in range(V.rows)]
-            for row in self._weights:
-                a = [iv.mpf([iv.mpf(b.lo) / one, iv.mpf(b.hi) / one]) for b in row]
-                for k in range(V.cols):
-                    total = iv.mpf(0)
-                    for j, w in enumerate(a):
-                        total += w * v_boxes[j][k]
-                    out.append(Fixed.from_interval(total, self.bits))
-        return out
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
 
 
 def _chunks(items: list, size: int) -> list[list]:
@@ -299,11 +393,7 @@ def _scale(spec: Spec) -> sympy.Expr:
 def build_model(spec: Spec) -> Model:
     """Compute the exact model of a validated spec."""
     Q, K, V = (_domain_matrix(m) for m in (spec.Q, spec.K, spec.V))
-    scores = (Q * K.transpose()).to_Matrix()
-    scale = _scale(spec)
-    return Model(
-        Q=ImmutableMatrix(Q.to_Matrix()), K=ImmutableMatrix(K.to_Matrix()), V=ImmutableMatrix(V.to_Matrix()),
-        d_k=spec.d_k, scale=scale,
-        scores=ImmutableMatrix(scores),
-        scaled=ImmutableMatrix(scores).applyfunc(lambda s: s * scale),
-    )
+    # clear denominators: the product over ZZ is the same matrix, many times faster than over QQ
+    (dq, q), (dk, k) = Q.clear_denoms(convert=True), K.clear_denoms(convert=True)
+    S = (q * k.transpose()).to_field() / (dq * dk)
+    return Model(q=Q, k=K, v=V, s=S, d_k=spec.d_k, scale=_scale(spec))

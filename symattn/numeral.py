@@ -59,9 +59,10 @@ def _parse_decimal(text: str, body: str) -> tuple[Fraction, int, str, int]:
     if abs(exponent) > MAX_EXPONENT:
         raise NumeralError(f"exponent out of range (at most {MAX_EXPONENT}): {text!r}")
     digits = int((whole or "0") + frac)
-    value = Fraction(digits, 10 ** len(frac)) * Fraction(10) ** exponent
     if sign == "-":
-        value = -value
+        digits = -digits
+    power = exponent - len(frac)
+    value = Fraction(digits * 10**power) if power >= 0 else Fraction(digits, 10**-power)
     mantissa = sign.replace("+", "") + (whole or "0") + ("." + frac if match.group(3) is not None else "")
     return value, max(len(frac) - exponent, 0), mantissa, exponent
 

@@ -21,7 +21,7 @@ from fractions import Fraction
 from typing import Callable, Iterator, Sequence
 
 import sympy
-from mpmath import iv
+from mpmath import iv, libmp
 
 from .errors import EvaluationError
 
@@ -44,7 +44,8 @@ def truncate(value: Fraction, decimals: int) -> Decimal:
 
 
 def _decimal(negative: bool, digits: int, decimals: int) -> Decimal:
-    return Decimal((1 if negative else 0, tuple(int(c) for c in str(digits)), -decimals))
+    # from a string: exact, and no context precision applies
+    return Decimal(f"{'-' if negative else ''}{digits}E{-decimals}")
 
 
 def terminating_decimals(value: Fraction) -> int | None:
@@ -90,8 +91,8 @@ class Fixed:
 
     def rounded(self, decimals: int) -> Decimal | None:
         """The half-up rounding shared by every point of the interval, if any."""
-        lo, hi = _round_fixed(self.lo, self.bits, decimals), _round_fixed(self.hi, self.bits, decimals)
-        return lo if lo == hi else None
+        lo, hi = _round_int(self.lo, self.bits, decimals), _round_int(self.hi, self.bits, decimals)
+        return _decimal(lo < 0, abs(lo), decimals) if lo == hi else None
 
     def exponent(self) -> int | None:
         """floor(log10 |x|) shared by the whole interval, if decided."""
@@ -121,19 +122,28 @@ def _ceil_mpf(x: tuple, bits: int) -> int:
     return man << shift if shift >= 0 else -((-man) >> -shift)
 
 
-def _round_fixed(n: int, bits: int, decimals: int) -> Decimal:
-    # round(|n| * 10**d / 2**bits) half-up, then restore the sign
+def _round_int(n: int, bits: int, decimals: int) -> int:
+    # round(n * 10**d / 2**bits) half-up (ties away from zero), as a signed integer
     if decimals >= 0:
         num, den = abs(n) * 10**decimals, 1 << bits
     else:
         num, den = abs(n), (1 << bits) * 10**-decimals
     q = (2 * num + den) // (2 * den)
-    return _decimal(n < 0 and q != 0, q, decimals)
+    return -q if n < 0 else q
 
 
 def _log10_floor(n: int, bits: int) -> int:
-    # floor(log10(n / 2**bits)) for n > 0
-    return log10_floor(Fraction(n, 1 << bits))
+    # floor(log10(n / 2**bits)) for n > 0, in integers: estimate from the bit length, then fix
+    k = int((n.bit_length() - bits) * 0.30102999566398120) - 1
+
+    def at_least(k: int) -> bool:  # n / 2**bits >= 10**k
+        return n >= (10**k << bits) if k >= 0 else n * 10**-k >= 1 << bits
+
+    while at_least(k + 1):
+        k += 1
+    while not at_least(k):
+        k -= 1
+    return k
 
 
 def log10_floor(x: Fraction) -> int:
@@ -202,6 +212,25 @@ def _enclose(expr: sympy.Expr, prec: int, cache: dict) -> "iv.mpf":
             return 1 / iv.sqrt(args[0])
         return iv.exp(args[1] * iv.log(args[0]))
     raise EvaluationError(f"cannot evaluate {expr} numerically (does it contain a symbol without a value?)")
+
+
+def exp_fixed(z: Fixed, prec: int, bits: int) -> Fixed:
+    """e^z for z in [lo, hi] * 2**-z.bits, as an enclosure at 2**-bits.
+
+    One exp per interval: mpmath's exp rounded down at the lower end gives L with
+    L <= e^lo < L + ulp(L); then e^hi <= (L + ulp) * e^(hi - lo) and
+    e^d <= 1 + 2d for 0 <= d <= 1.
+    """
+    low = libmp.mpf_exp(libmp.from_man_exp(z.lo, -z.bits), prec, libmp.round_floor)
+    lo = _floor_mpf(low, bits)
+    man, exp = _mpf_parts(low)
+    ulp = 1 << max(exp + abs(man).bit_length() - prec + bits, 0)  # one unit in the last place of L
+    width = z.hi - z.lo
+    if width >= 1 << (z.bits - 1):
+        raise EvaluationError("interval too wide for exp_fixed")
+    upper = lo + ulp + 1
+    upper += -(-(upper * 2 * width) >> z.bits)  # * (1 + 2d), rounded up
+    return Fixed(lo, upper, bits)
 
 
 def start_bits(decimals: int, magnitude_bits: int = 0) -> int:

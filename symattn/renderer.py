@@ -8,6 +8,7 @@ shared by both languages. Templates do no math: every number arrives rounded.
 
 from __future__ import annotations
 
+import os
 import string
 import tomllib
 from decimal import Decimal
@@ -163,6 +164,19 @@ FILTERS: dict[str, Callable[..., Any]] = {
 }
 
 
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    # Compiling the templates costs more than rendering them; keep the compiled
+    # code in the user's cache folder (never in the installed package). Jinja
+    # checks each entry against the template source, so stale entries are harmless.
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "symattn", f"jinja-{jinja2.__version__}")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(folder) if os.access(folder, os.W_OK) else None
+
+
 @lru_cache(maxsize=None)
 def environment(fmt: str) -> jinja2.Environment:
     """The Jinja2 environment of one output format."""
@@ -176,6 +190,7 @@ def environment(fmt: str) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
         autoescape=False,
+        bytecode_cache=_bytecode_cache(),
     )
     env.filters.update(FILTERS)
     env.filters["esc"] = ESCAPERS[fmt]

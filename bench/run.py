@@ -1,0 +1,109 @@
+"""Benchmarks: symattn against a plain SymPy script, as ratios measured in one run.
+
+    python bench/run.py            # sizes 3, 8, 16, 32, 64 at 50 digits, and CLI start-up
+    python bench/run.py --quick    # sizes up to 16
+
+Absolute times on shared machines are noise; the ratio of two runs made side by
+side in the same process is the figure to quote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import sympy
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from symattn.derivation import derive  # noqa: E402
+from symattn.model import build_model  # noqa: E402
+from symattn.renderer import render  # noqa: E402
+from symattn.spec import load_spec  # noqa: E402
+
+
+def random_spec(n: int, d: int, seed: int = 0) -> dict:
+    rng = random.Random(seed)
+
+    def matrix(rows: int, cols: int) -> list[list[str]]:
+        return [[f"{rng.randint(-100, 100) / 100:.2f}" for _ in range(cols)] for _ in range(rows)]
+
+    return {"Q": matrix(n, d), "K": matrix(n, d), "V": matrix(n, d)}
+
+
+def plain_sympy(raw: dict, digits: int):
+    """What a careful user writes with SymPy alone: exact matrices, then evalf."""
+    Q, K, V = (sympy.Matrix([[sympy.Rational(x) for x in row] for row in raw[k]]) for k in ("Q", "K", "V"))
+    n = Q.rows
+    Z = (Q * K.T) / sympy.sqrt(Q.cols)
+    A = sympy.Matrix(n, n, lambda i, j: sympy.exp(Z[i, j]) / sum(sympy.exp(Z[i, k]) for k in range(n)))
+    weights = A.evalf(digits)
+    return weights, (weights * V).evalf(digits)
+
+
+def ours(raw: dict, digits: int):
+    model = build_model(load_spec(raw))
+    return model.significant("weights", digits), model.significant("output", digits)
+
+
+def timed(fn, *args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def best_of(repeat: int, fn, *args) -> float:
+    return min(timed(fn, *args) for _ in range(repeat))
+
+
+def end_to_end_seed() -> None:
+    from symattn import builtin
+    spec = load_spec(builtin.example_path("seed", "zh"))
+    render(derive(spec), "markdown")
+
+
+def startup(runs: int) -> tuple[float, float]:
+    env_cmd = [sys.executable, "-m", "symattn", "render", "-o", "/dev/null"]
+    base_cmd = [sys.executable, "-c", "import sympy"]
+    ours_t, base_t = [], []
+    for _ in range(runs):  # interleaved, so drift hits both alike
+        base_t.append(timed(subprocess.run, base_cmd))
+        ours_t.append(timed(lambda: subprocess.run(env_cmd, cwd=ROOT, check=True)))
+    return statistics.median(ours_t), statistics.median(base_t)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--digits", type=int, default=50)
+    args = parser.parse_args()
+    sizes = [3, 8, 16] if args.quick else [3, 8, 16, 32, 64]
+
+    print(f"{'size':>8} {'digits':>6} {'plain sympy s':>14} {'symattn s':>10} {'speed-up':>9}")
+    for n in sizes:
+        raw = random_spec(n, n)
+        repeat = 3 if n <= 16 else 1
+        ours_s = best_of(repeat, ours, raw, args.digits)
+        plain_s = best_of(repeat, plain_sympy, raw, args.digits)
+        print(f"{n:>4}x{n:<3} {args.digits:>6} {plain_s:>14.3f} {ours_s:>10.3f} {plain_s / ours_s:>8.1f}x", flush=True)
+
+    seed_raw = {"Q": [["1.0", "0.0"], ["0.0", "1.0"], ["0.9", "0.1"]],
+                "K": [["1.0", "0.2"], ["0.1", "1.0"], ["0.8", "0.3"]], "V": [["10", "0"], ["0", "10"], ["1", "1"]]}
+    e2e = best_of(5, end_to_end_seed)
+    plain_seed = best_of(5, plain_sympy, seed_raw, 15)
+    print(f"built-in example end to end (spec -> Markdown): {e2e * 1000:.1f} ms; "
+          f"{e2e / plain_seed:.2f}x the plain script's numbers alone")
+
+    mine, base = startup(11)
+    print(f"CLI start-up: symattn render {mine * 1000:.0f} ms vs python -c 'import sympy' {base * 1000:.0f} ms "
+          f"= {mine / base:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
