@@ -11,7 +11,12 @@ DEFAULT = "seed"
 
 
 def names() -> list[str]:
-    return sorted({p.name.split(".")[0] for p in EXAMPLES.glob("*.toml")})
+    """The built-in specs (claims files, named ``*-claims``, are not specs)."""
+    return sorted({p.name.split(".")[0] for p in EXAMPLES.glob("*.toml")} - {n for n in _claims()})
+
+
+def _claims() -> set[str]:
+    return {p.name.split(".")[0] for p in EXAMPLES.glob("*-claims.*.toml")}
 
 
 def example_path(name: str = DEFAULT, lang: str = "zh") -> Path:

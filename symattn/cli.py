@@ -95,6 +95,35 @@ def _example(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from . import builtin
+    from .checker import check, report_data
+    if bool(args.claims) == bool(args.example):
+        raise _UsageError("give a CLAIMS file or --example (not both)")
+    if args.example:
+        path = builtin.example_path("seed-claims", args.lang or "zh")
+        report = replace(check(None, str(path)), source=f"{path.name} (built-in)")
+    else:
+        report = check(None, args.claims)
+    if args.lang:
+        report = replace(report, lang=_language(args.lang))
+    if args.format == "json":
+        import json
+        text = json.dumps(report_data(report), ensure_ascii=False, indent=2) + "\n"
+    else:
+        from .renderer import render_report
+        text = render_report(report, args.format, standalone=args.standalone)
+    _emit(text, args.output)
+    return 0 if report.ok else 1
+
+
+def _language(lang: str) -> str:
+    from .spec import _Reader
+    return _Reader("--lang").lang(lang, "--lang")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="symattn", description="Exact, step-by-step Transformer attention derivations.")
     from . import __version__
@@ -119,6 +148,15 @@ def build_parser() -> argparse.ArgumentParser:
     compute.add_argument("--digits", type=int, default=15, help="significant digits (default 15)")
     compute.add_argument("-o", "--output", metavar="FILE")
     compute.set_defaults(run=_compute)
+
+    check = sub.add_parser("check", help="check hand-computed numbers; exit 1 if any is wrong")
+    check.add_argument("claims", nargs="?", metavar="CLAIMS", help="TOML or JSON claims file")
+    check.add_argument("--example", action="store_true", help="check the worked example's own numbers")
+    check.add_argument("--format", choices=("text", "json", "markdown", "latex"), default="text")
+    check.add_argument("--standalone", action="store_true", help="with --format latex: a whole document")
+    check.add_argument("--lang", help="language of the report: zh or en (overrides the spec)")
+    check.add_argument("-o", "--output", metavar="FILE")
+    check.set_defaults(run=_check)
 
     example = sub.add_parser("example", help="print a built-in spec as TOML, to copy and edit")
     example.add_argument("--lang", default="zh", help="zh (default) or en")

@@ -31,6 +31,7 @@ _LATEX_SYMBOLS = {
     "×": r"\ensuremath{\times}",
     "·": r"\ensuremath{\cdot}",
     "−": r"\ensuremath{-}",
+    "√": r"\ensuremath{\surd}",
 }
 
 # CommonMark backslash escapes: any ASCII punctuation may be escaped; these matter.
@@ -56,5 +57,10 @@ def escape_markdown(text: str) -> str:
     return text.translate(_MARKDOWN_TABLE)
 
 
-ESCAPERS = {"latex": escape_latex, "markdown": escape_markdown}
-MATH_TEXT_ESCAPERS = {"latex": escape_latex, "markdown": escape_katex_text}
+def keep(text: str) -> str:
+    """Plain text needs no escaping."""
+    return text
+
+
+ESCAPERS = {"latex": escape_latex, "markdown": escape_markdown, "text": keep}
+MATH_TEXT_ESCAPERS = {"latex": escape_latex, "markdown": escape_katex_text, "text": keep}

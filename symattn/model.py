@@ -27,6 +27,7 @@ from sympy.polys.domains import QQ
 from sympy.polys.matrices import DomainMatrix
 
 from . import numeric
+from .errors import EvaluationError
 from .numeric import Fixed
 from .spec import Matrix, Spec
 
@@ -135,6 +136,23 @@ class Model:
         """Every entry rounded half-up to ``digits`` significant digits."""
         return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide_significant(
             boxes, exact, digits, bits + numeric.start_bits(digits), quantity))
+
+    def compare(self, quantity: str, row: int, col: int, r: Fraction) -> int:
+        """The sign of (entry - r): -1, 0 or 1, decided exactly."""
+        exact = self.rationals(quantity)[row][col]
+        if exact is not None:
+            return (exact > r) - (exact < r)
+        cols = len(self.rationals(quantity)[0])
+        bits = numeric.start_bits(0, self._magnitude_bits(quantity)) + max(0, -numeric.log10_floor(r) * 4 if r else 0)
+        while bits <= numeric.MAX_BITS:
+            box = self._enclosures(quantity, bits)[row * cols + col]
+            scaled = r * (1 << box.bits)
+            if box.hi < scaled:
+                return -1
+            if box.lo > scaled:
+                return 1
+            bits *= 2
+        raise EvaluationError(f"cannot compare {quantity} entry with {r}: it may be equal")
 
     def _numbers(self, quantity: str, method) -> Rows:
         exact = self.rationals(quantity)

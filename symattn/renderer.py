@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import string
+import unicodedata
 import tomllib
 from decimal import Decimal
 from functools import lru_cache
@@ -24,6 +25,7 @@ from .numeral import Numeral
 from .rounding import Num
 
 FORMATS = ("markdown", "latex")
+REPORT_FORMATS = ("text", "markdown", "latex")
 
 _HERE = Path(__file__).resolve().parent
 # An installed wheel carries the templates inside the package; a checkout keeps
@@ -84,6 +86,38 @@ def _label_filter(fmt: str) -> Callable[[str], str]:
 
 def relation(exact: bool) -> str:
     return "=" if exact else "\\approx"
+
+
+def plain_number(x: Num | Numeral | Decimal | int) -> str:
+    """A number for plain text: shown digits, or the user's text as typed."""
+    if isinstance(x, Numeral):
+        return x.text.lstrip("+")
+    return tex_number(x)
+
+
+def plain_operand(x: Num | Numeral) -> str:
+    text = plain_number(x)
+    return f"({text})" if x.is_negative else text
+
+
+def plain_relation(exact: bool) -> str:
+    return "=" if exact else "≈"
+
+
+def _closed_form(fmt: str) -> Callable[[Any], str]:
+    import sympy
+    return str if fmt == "text" else sympy.latex
+
+
+def _text_width(text: str) -> int:
+    # terminal columns: wide (CJK) characters take two
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in str(text))
+
+
+def pad(text: Any, width: int) -> str:
+    """Left-align text in ``width`` terminal columns."""
+    text = str(text)
+    return text + " " * max(0, width - _text_width(text))
 
 
 # --- languages -----------------------------------------------------------
@@ -180,8 +214,8 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 @lru_cache(maxsize=None)
 def environment(fmt: str) -> jinja2.Environment:
     """The Jinja2 environment of one output format."""
-    if fmt not in FORMATS:
-        raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if fmt not in REPORT_FORMATS:
+        raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
     env = jinja2.Environment(
         loader=_Loader(),
         block_start_string="((*", block_end_string="*))",
@@ -197,6 +231,9 @@ def environment(fmt: str) -> jinja2.Environment:
     env.filters["im"] = _inline_math(fmt)
     env.filters["label"] = _label_filter(fmt)
     env.filters["mesc"] = MATH_TEXT_ESCAPERS[fmt]
+    env.filters["closed"] = _closed_form(fmt)
+    if fmt == "text":
+        env.filters.update(val=plain_number, opnd=plain_operand, rel=plain_relation, pad=pad)
     env.globals["format"] = fmt
     return env
 
@@ -216,6 +253,14 @@ def render_template(name: str, fmt: str, lang: str, **context: Any) -> str:
 
 def _has_cjk(texts: list[str]) -> bool:
     return any(ord(ch) >= 0x2E80 for text in texts for ch in text)
+
+
+def render_report(report, fmt: str = "text", *, standalone: bool = False) -> str:
+    """Render a check report as plain text, Markdown, or LaTeX (fragment or standalone)."""
+    if fmt not in REPORT_FORMATS:
+        raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
+    texts = list(report.tokens) + [report.title or ""]
+    return render_template("report", fmt, report.lang, r=report, standalone=standalone, has_cjk=_has_cjk(texts))
 
 
 def render(derivation, fmt: str = "markdown", *, standalone: bool = False) -> str:

@@ -61,3 +61,24 @@ def test_missing_glyphs_fail(latex, tmp_path):
     doc = "\\documentclass{article}\\begin{document}\\font\\x=cmr10 \\x \\char200 ok\\end{document}\n"
     with pytest.raises(AssertionError, match="dropped glyphs"):
         latex(doc, "pdflatex", tmp_path)
+
+
+def _report(lang):
+    from symattn.checker import check
+    return check(None, str(builtin.example_path("seed-claims", lang)))
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_report_markdown_math_parses_in_katex(katex, lang):
+    from symattn.renderer import render_report
+    assert katex(render_report(_report(lang), "markdown")) == []
+
+
+def test_chinese_report_compiles_with_xelatex(latex, tmp_path):
+    from symattn.renderer import render_report
+    latex(render_report(_report("zh"), "latex", standalone=True), "xelatex", tmp_path)
+
+
+def test_english_report_compiles_with_pdflatex(latex, tmp_path):
+    from symattn.renderer import render_report
+    latex(render_report(_report("en"), "latex", standalone=True), "pdflatex", tmp_path)

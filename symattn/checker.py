@@ -1,0 +1,323 @@
+"""Check hand-computed numbers against the exact model, and say why each is right or wrong.
+
+Each claim gets one verdict, the first that holds:
+
+``exact``       it equals the exact value;
+``rounded``     the exact value rounded half-up to the claim's decimals gives it;
+``carried``     it follows from the claimant's own earlier numbers (error carried
+                forward): the hand chain of :mod:`symattn.rounding` run on what they
+                claimed, or a rounding of their own more precise claim of the same number;
+``last-digit``  one unit off in the last place from the rounded exact or carried
+                value (``truncated`` when cutting the exact value gives it);
+``wrong``       anything else.
+
+Unclaimed steps of the chain are filled in from the claimant's earlier claims
+(their implied values), or from the exact values where nothing is claimed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from functools import cached_property
+from typing import Any, Mapping
+
+import sympy
+
+from . import numeric
+from .claims import STAGE, Claim, Claims, load_claims
+from .model import Model, build_model
+from .numeral import Numeral
+from .rounding import Num
+from .spec import Spec
+
+VERDICTS = ("exact", "rounded", "carried", "last-digit", "wrong")
+SIGNIFICANT = 6
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """How the right number comes about, with the user's inputs: operands and result."""
+
+    quantity: str
+    row: int | None
+    col: int | None
+    operands: tuple[Any, ...]  # Numerals, Nums, or pairs of them for sums of products
+    result: Num
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: Claim
+    verdict: str
+    truncated: bool
+    value: Num  # the exact value to SIGNIFICANT digits
+    closed_form: sympy.Expr
+    expected: Decimal | None  # the exact value rounded to the claim's decimals
+    carried: Decimal | None  # what the claimant's own numbers give at those decimals
+    explanation: Explanation | None
+    row_label: str | None  # the query token
+    col_label: str | int | None  # the key token, or the 1-based output column
+
+    @property
+    def is_problem(self) -> bool:
+        return self.verdict in ("wrong", "last-digit")
+
+
+@dataclass(frozen=True)
+class Report:
+    title: str | None
+    lang: str
+    tokens: tuple[str, ...]
+    key_tokens: tuple[str, ...]
+    source: str
+    results: tuple[Verdict, ...]  # in the order of the derivation
+
+    @property
+    def counts(self) -> tuple[tuple[str, int], ...]:
+        return tuple((v, sum(r.verdict == v for r in self.results)) for v in VERDICTS)
+
+    @property
+    def first_problem(self) -> Verdict | None:
+        """The first wrong or last-digit claim in the order of the derivation: fix it first."""
+        return next((r for r in self.results if r.is_problem), None)
+
+    @property
+    def ok(self) -> bool:
+        return self.first_problem is None
+
+
+def _rational(x: Fraction) -> sympy.Rational:
+    return sympy.Rational(x.numerator, x.denominator)
+
+
+def _order(claim: Claim) -> tuple:
+    return (STAGE[claim.quantity], claim.row if claim.row is not None else -1,
+            claim.col if claim.col is not None else -1, claim.in_row_section, claim.quantity == "percent")
+
+
+class _Checker:
+    def __init__(self, spec: Spec, model: Model, claims: tuple[Claim, ...]):
+        self.spec = spec
+        self.model = model
+        self.claims = claims
+        self.index: dict[tuple[str, int | None, int | None], list[Claim]] = {}
+        for c in claims:
+            quantity = "weights" if c.quantity == "percent" else c.quantity
+            self.index.setdefault((quantity, c.row, c.col), []).append(c)
+
+    # --- the claimant's implied values: (closed form, depends on a claim) ----
+
+    def claimed(self, quantity: str, row: int | None, col: int | None) -> Fraction | None:
+        found = self.index.get((quantity, row, col), [])
+        if not found:
+            return None
+        # a row section feeds its own row; the most precise of several claims wins
+        best = max(found, key=lambda c: (c.in_row_section, c.number.decimals is None,
+                                         c.number.decimals or 0))
+        return best.number.value
+
+    def implied(self, quantity: str, row: int | None = None, col: int | None = None) -> tuple[sympy.Expr, bool]:
+        value = self.claimed(quantity, row, col)
+        if value is not None:
+            return _rational(value), True
+        return self.computed(quantity, row, col)
+
+    @cached_property
+    def _cache(self) -> dict:
+        return {}
+
+    def computed(self, quantity: str, row: int | None, col: int | None) -> tuple[sympy.Expr, bool]:
+        """The value of one quantity from the implied values before it."""
+        key = (quantity, row, col)
+        if key in self._cache:
+            return self._cache[key]
+        m = self.model
+        if quantity == "sqrt_dk":
+            result = (m.sqrt_dk, False)
+        elif quantity == "scores":
+            result = (m.scores[row, col], False)
+        elif quantity == "scaled":
+            score, a = self.implied("scores", row, col)
+            if self.spec.scale == "sqrt":
+                root, b = self.implied("sqrt_dk")
+                result = (score / root, a or b)
+            else:
+                result = (score * m.scale, a)
+        elif quantity == "exp":
+            z, a = self.implied("scaled", row, col)
+            result = (sympy.exp(z), a)
+        elif quantity == "exp_sum":
+            terms = [self.implied("exp", row, j) for j in range(m.n_keys)]
+            result = (sympy.Add(*[t for t, _ in terms]), any(a for _, a in terms))
+        elif quantity == "weights":
+            e, a = self.implied("exp", row, col)
+            total, b = self.implied("exp_sum", row)
+            result = (e / total, a or b)
+        elif quantity == "output":
+            terms = [self.implied("weights", row, j) for j in range(m.n_keys)]
+            result = (sympy.Add(*[w * m.V[j, col] for j, (w, _) in enumerate(terms)]), any(a for _, a in terms))
+        else:  # pragma: no cover - the claims reader allows no other quantity
+            raise ValueError(quantity)
+        self._cache[key] = result
+        return result
+
+    # --- verdicts --------------------------------------------------------
+
+    def exact_rows(self, quantity: str):
+        return self.model.rationals(quantity)
+
+    def position(self, claim: Claim) -> tuple[int, int]:
+        if claim.quantity == "sqrt_dk":
+            return 0, 0
+        if claim.quantity == "exp_sum":
+            return claim.row, 0
+        return claim.row, claim.col
+
+    def verdict(self, claim: Claim) -> Verdict:
+        quantity = "weights" if claim.quantity == "percent" else claim.quantity
+        i, j = self.position(claim)
+        number = claim.number
+        d = number.decimals
+        c = number.value
+        exact = self.model.rationals(quantity)[i][j]
+        closed = self.model.exact(quantity)[i, j]
+        value = self.model.significant(quantity, SIGNIFICANT)[i][j]
+        shown = Num(value, exact is not None and Fraction(value) == exact)
+        expected = self.model.rounded(quantity, d)[i][j] if d is not None else None
+        y, from_claims = self.computed(quantity, claim.row, claim.col)
+        if y.has(sympy.nan, sympy.zoo):  # e.g. weights from a claimed sum of 0: no value to carry
+            from_claims = False
+        carried = numeric.round_expr(y, d) if (from_claims and d is not None) else None
+
+        truncated = False
+        if exact is not None and exact == c:
+            verdict = "exact"
+        elif expected is not None and Fraction(expected) == c:
+            verdict = "rounded"
+        elif self.is_carried(claim, y, from_claims, carried):
+            verdict = "carried"
+        elif d is not None and self.one_off(c, d, expected, carried):
+            verdict = "last-digit"
+            truncated = self.is_truncation(quantity, i, j, c, d)
+        else:
+            verdict = "wrong"
+        explanation = self.explain(quantity, claim.row, claim.col, shown) if verdict in ("wrong", "last-digit") else None
+        if claim.quantity == "percent":  # report in the claim's own unit
+            expected, carried = (None if x is None else x.scaleb(2) for x in (expected, carried))
+        row_label = None if claim.row is None else self.spec.tokens[claim.row]
+        col_label = None if claim.col is None else (
+            claim.col + 1 if quantity == "output" else self.spec.tokens[claim.col])
+        return Verdict(claim, verdict, truncated, shown, closed, expected, carried, explanation, row_label, col_label)
+
+    def is_carried(self, claim: Claim, y: sympy.Expr, from_claims: bool, carried: Decimal | None) -> bool:
+        c, d = claim.number.value, claim.number.decimals
+        quantity = "weights" if claim.quantity == "percent" else claim.quantity
+        for other in self.index.get((quantity, claim.row, claim.col), []):
+            od = other.number.decimals
+            if other is not claim and d is not None and (od is None or od > d) and \
+                    Fraction(numeric.round_half_up(other.number.value, d)) == c:
+                return True
+        if not from_claims:
+            return False
+        if d is None:
+            return isinstance(y, sympy.Rational) and Fraction(int(y.p), int(y.q)) == c
+        return Fraction(carried) == c
+
+    @staticmethod
+    def one_off(c: Fraction, d: int, expected: Decimal | None, carried: Decimal | None) -> bool:
+        unit = Fraction(1, 10**d)
+        return any(ref is not None and abs(Fraction(ref) - c) == unit for ref in (expected, carried))
+
+    def is_truncation(self, quantity: str, i: int, j: int, c: Fraction, d: int) -> bool:
+        # cutting x toward zero gives c  <=>  c <= x < c + unit (x >= 0), mirrored below zero
+        unit = Fraction(1, 10**d)
+        low, high = (c, c + unit) if c >= 0 else (c - unit, c)
+        return self.model.compare(quantity, i, j, low) >= 0 > self.model.compare(quantity, i, j, high) \
+            if c >= 0 else self.model.compare(quantity, i, j, low) > 0 >= self.model.compare(quantity, i, j, high)
+
+    # --- explanations ----------------------------------------------------
+
+    def sig(self, quantity: str, i: int, j: int) -> Num:
+        exact = self.model.rationals(quantity)[i][j]
+        places = None if exact is None else numeric.terminating_decimals(exact)
+        if places is not None:  # a terminating value is shown whole: 0.92, not 0.920000
+            return Num(numeric.round_half_up(exact, places), True)
+        value = self.model.significant(quantity, SIGNIFICANT)[i][j]
+        return Num(value, exact is not None and Fraction(value) == exact)
+
+    def explain(self, quantity: str, row: int | None, col: int | None, result: Num) -> Explanation:
+        spec, m = self.spec, self.model
+        if quantity == "sqrt_dk":
+            operands: tuple = (spec.d_k,)
+        elif quantity == "scores":
+            operands = tuple(zip(spec.Q[row], spec.K[col]))
+        elif quantity == "scaled":
+            operands = (self.sig("scores", row, col), spec.d_k if spec.scale == "sqrt" else spec.scale)
+        elif quantity == "exp":
+            operands = (self.sig("scaled", row, col),)
+        elif quantity == "exp_sum":
+            operands = tuple(self.sig("exp", row, j) for j in range(m.n_keys))
+        elif quantity == "weights":
+            operands = (self.sig("exp", row, col), self.sig("exp_sum", row, 0))
+        else:
+            operands = tuple((self.sig("weights", row, j), spec.V[j][col]) for j in range(m.n_keys))
+        return Explanation(quantity, row, col, operands, result)
+
+
+def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str) -> Report:
+    """Check claimed numbers against the exact values of a spec (or a Result, or a Model's spec).
+
+    ``claims`` is a claims file path, a mapping with a ``claims`` table (inputs
+    inline or by path are ignored in favour of ``spec_or_result``), or Claims.
+    """
+    spec = getattr(spec_or_result, "spec", spec_or_result)
+    model = getattr(spec_or_result, "model", None)
+    if spec is None:
+        loaded = load_claims(claims)
+        spec = loaded.spec
+    else:
+        from .spec import load_spec
+        spec = load_spec(spec)
+        loaded = load_claims(claims, spec=spec)
+    model = model if isinstance(model, Model) else build_model(spec)
+    checker = _Checker(spec, model, loaded.claims)
+    results = tuple(checker.verdict(c) for c in sorted(loaded.claims, key=_order))
+    return Report(spec.title, spec.lang, spec.tokens, spec.tokens, loaded.source, results)
+
+
+def report_data(report: Report) -> dict[str, Any]:
+    """The report as JSON-ready data: one object per claim, then a summary."""
+    def text(x: Decimal | None) -> str | None:
+        return None if x is None else format(x, "f")
+
+    claims = [{
+        "quantity": v.claim.quantity,
+        "row": v.row_label,
+        "col": v.col_label,
+        "claimed": v.claim.number.text,
+        "exact": str(v.closed_form),
+        "value": format(v.value.value, "f"),
+        "verdict": v.verdict,
+        "truncated": v.truncated,
+        "expected": text(v.expected),
+        "carried": text(v.carried),
+        "key": v.claim.key,
+    } for v in report.results]
+    first = report.first_problem
+    return {
+        "claims": claims,
+        "summary": {
+            "counts": dict(report.counts),
+            "first_wrong": None if first is None else claims[report.results.index(first)],
+        },
+    }
+
+
+def check_file(path: str) -> Report:
+    """Check a claims file that carries its own inputs."""
+    return check(None, path)
+
+
+__all__ = ["Explanation", "Numeral", "Report", "VERDICTS", "Verdict", "check", "check_file"]

@@ -1,0 +1,188 @@
+"""Read a claims file: the inputs (inline or ``spec = "path"``) and the numbers someone computed.
+
+Claimed numbers keep their digits as written (``0.650`` claims three decimals,
+``0.65`` two) and are read from their text, never through floats.
+
+    spec = "seed.toml"
+    [claims]
+    scaled = [[0.707, 0.071, 0.566], ...]      # a whole matrix
+    "weights[2][3]" = 0.33                       # one entry (1-based)
+    [claims.rows."它"]                           # one row: a token label or a 1-based index
+    exp = [1.916, 1.143, 1.699]
+    exp_sum = 4.758
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import SpecError
+from .numeral import Numeral
+from .spec import Spec, _kind, _Reader, check_keys, read_table, spec_from_mapping
+
+# In the order of the derivation; "percent" is the weights written in percent.
+QUANTITIES = ("sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "percent", "output")
+STAGE = {q: i for i, q in enumerate(QUANTITIES)} | {"percent": QUANTITIES.index("weights")}
+_KEY = re.compile(r"([a-z_]+)((?:\[\d+\])*)")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claimed number and where it stands."""
+
+    quantity: str
+    row: int | None  # 0-based query row
+    col: int | None  # 0-based key (or output column)
+    number: Numeral
+    in_row_section: bool  # written under [claims.rows.<token>]
+    key: str  # as in the file, for messages
+
+
+@dataclass(frozen=True)
+class Claims:
+    spec: Spec
+    claims: tuple[Claim, ...]
+    source: str
+
+
+def _shape(quantity: str, spec: Spec) -> tuple[int, ...]:
+    """The shape of a quantity claimed for the whole matrix."""
+    n, m = len(spec.Q), len(spec.K)
+    if quantity == "sqrt_dk":
+        return ()
+    if quantity == "exp_sum":
+        return (n,)
+    if quantity == "output":
+        return (n, len(spec.V[0]))
+    return (n, m)
+
+
+class _ClaimReader(_Reader):
+    def __init__(self, source: str, spec: Spec):
+        super().__init__(source)
+        self.spec = spec
+        self.out: list[Claim] = []
+
+    def number_of(self, quantity: str, raw: object, key: str, position: tuple[int, ...]) -> Numeral:
+        if quantity == "percent" and not (isinstance(raw, str) and raw.strip().endswith("%")):
+            # a bare number under "percent" is a percentage: 40.3 means 40.3%
+            number = self.number(raw, key, position)
+            if number.form != "decimal":
+                raise self.error(key, f"expected a percentage such as 40.3%, got {number.text!r}", position)
+            raw = number.text + "%"
+        return self.number(raw, key, position, allow_percent=True)
+
+    def add(self, quantity: str, row: int | None, col: int | None, number: Numeral, in_row: bool, key: str):
+        self.out.append(Claim(quantity, row, col, number, in_row, key))
+
+    def section(self, table: Mapping[str, Any], prefix: str, row: int | None) -> None:
+        for raw_key, value in table.items():
+            key = f"{prefix}.{raw_key}"
+            if row is None and raw_key == "rows":
+                self.rows(value, key)
+                continue
+            match = _KEY.fullmatch(str(raw_key))
+            name = match.group(1) if match else str(raw_key)
+            if name not in QUANTITIES or (row is not None and name == "sqrt_dk"):
+                allowed = [q for q in QUANTITIES if row is None or q != "sqrt_dk"] + ([] if row is not None else ["rows"])
+                raise self.error(key, "unknown quantity; expected one of " + ", ".join(allowed))
+            shape = _shape(name, self.spec)
+            if row is not None:
+                shape = shape[1:]
+            indices = tuple(int(i) for i in re.findall(r"\[(\d+)\]", match.group(2))) if match else ()
+            if len(indices) > len(shape):
+                raise self.error(key, f"{name} takes {len(shape)} index(es), got {len(indices)}")
+            for axis, (index, size) in enumerate(zip(indices, shape)):
+                if not 1 <= index <= size:
+                    raise self.error(key, f"index {index} is out of range 1..{size}")
+            self.values(name, value, shape[len(indices):], indices, row, key)
+
+    def values(self, name: str, value: Any, shape: tuple[int, ...], indices: tuple[int, ...], row: int | None,
+               key: str) -> None:
+        fixed = tuple(i - 1 for i in indices)
+        if not shape:
+            self.place(name, fixed, row, self.number_of(name, value, key, ()), key)
+            return
+        if len(shape) == 1:
+            items = self.vector(value, key, shape[0], name)
+            for j, item in enumerate(items):
+                self.place(name, fixed + (j,), row, self.number_of(name, item, key, (j + 1,)), key)
+            return
+        rows = self.vector(value, key, shape[0], name, matrix=True)
+        for i, line in enumerate(rows):
+            items = self.vector(line, key, shape[1], name, position=(i + 1,))
+            for j, item in enumerate(items):
+                self.place(name, (i, j), row, self.number_of(name, item, key, (i + 1, j + 1)), key)
+
+    def vector(self, value: Any, key: str, size: int, name: str, *, matrix: bool = False,
+               position: tuple[int, ...] = ()) -> list:
+        if not isinstance(value, (list, tuple)):
+            what = "a matrix (a list of rows)" if matrix else "a list"
+            raise self.error(key, f"expected {what}, got {_kind(value)}", position)
+        if len(value) != size:
+            unit = "rows" if matrix else "entries"
+            raise self.error(key, f"shape mismatch: {name} has {size} {unit} here, got {len(value)}", position)
+        return list(value)
+
+    def place(self, name: str, index: tuple[int, ...], row: int | None, number: Numeral, key: str) -> None:
+        if row is not None:
+            index = (row,) + index
+        padded = index + (None,) * (2 - len(index))
+        self.add(name, padded[0], padded[1], number, row is not None, key)
+
+    def rows(self, table: Any, key: str) -> None:
+        if not isinstance(table, Mapping):
+            raise self.error(key, f"expected a table of rows, got {_kind(table)}")
+        for label, claims in table.items():
+            row = self.focus(label, self.spec.tokens, f"{key}.{label}")
+            if not isinstance(claims, Mapping):
+                raise self.error(f"{key}.{label}", f"expected a table of claims, got {_kind(claims)}")
+            self.section(claims, f"{key}.{label}", row)
+
+
+_SPEC_KEYS = ("title", "lang", "tokens", "focus", "Q", "K", "V", "scale", "rounding", "expand", "decimals")
+
+
+def claims_from_mapping(data: Mapping[str, Any], source: str = "<dict>", base: Path | None = None,
+                        spec: Spec | None = None) -> Claims:
+    """Validate a claims mapping. ``spec`` (a Spec) replaces the file's own inputs."""
+    reader = _Reader(source)
+    if not isinstance(data, Mapping):
+        raise reader.error(None, f"expected a table, got {_kind(data)}")
+    check_keys(reader, data, _SPEC_KEYS + ("spec", "claims"))
+    inline = {k: v for k, v in data.items() if k not in ("spec", "claims")}
+    if spec is None:
+        if "spec" in data:
+            if inline:
+                raise reader.error(next(iter(inline)), "give the inputs inline or as spec = \"path\", not both")
+            path = data["spec"]
+            if not isinstance(path, str):
+                raise reader.error("spec", f"expected a path, got {_kind(path)}")
+            full = (base or Path(".")) / path
+            spec = spec_from_mapping(read_table(full), str(full))
+        else:
+            spec = spec_from_mapping(inline, source)
+    if "claims" not in data:
+        raise reader.error("claims", "missing")
+    table = data["claims"]
+    if not isinstance(table, Mapping):
+        raise reader.error("claims", f"expected a table of claims, got {_kind(table)}")
+    claim_reader = _ClaimReader(source, spec)
+    claim_reader.section(table, "claims", None)
+    return Claims(spec, tuple(claim_reader.out), source)
+
+
+def load_claims(claims: str | Path | Mapping[str, Any] | Claims, spec: Spec | None = None) -> Claims:
+    """Load a claims file (TOML or JSON), a mapping, or pass Claims through."""
+    if isinstance(claims, Claims):
+        return claims
+    if isinstance(claims, Mapping):
+        return claims_from_mapping(claims, spec=spec)
+    path = Path(claims)
+    return claims_from_mapping(read_table(path), str(claims), path.parent, spec)
+
+
+__all__ = ["Claim", "Claims", "QUANTITIES", "STAGE", "SpecError", "load_claims"]
