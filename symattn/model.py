@@ -1,10 +1,13 @@
 """The exact attention model: every intermediate as a SymPy closed form.
 
     S = Q Kᵀ                      rational (DomainMatrix over QQ)
-    Z = S · scale                 scale = 1/√d_k stays algebraic
-    E = e^Z, sums Σ_k E_ik        exp stays symbolic
+    Z = S · scale                 scale = 1/√d_k stays algebraic; masked entries are −∞
+    E = e^Z, sums Σ_k E_ik        exp stays symbolic; e^−∞ = 0
     A_ij = E_ij / Σ_k E_ik
     O = A V
+
+"Stable" softmax subtracts each row's maximum first (``shifted``,
+``exp_shifted``, ``exp_shifted_sum``); the weights are the same.
 
 Numbers come from :meth:`Model.rounded` and :meth:`Model.significant`, which
 evaluate every exponential once and round each value correctly
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
-from typing import Sequence
+from typing import Callable, Sequence
 
 import sympy
 from sympy import ImmutableMatrix
@@ -32,8 +35,12 @@ from .numeric import Fixed
 from .spec import Matrix, Spec
 
 Rows = tuple[tuple[Decimal, ...], ...]
+Mask = tuple[tuple[bool, ...], ...]
 
-QUANTITIES = ("scale", "sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "products", "output")
+QUANTITIES = ("scale", "sqrt_dk", "scores", "scaled", "shifted", "exp", "exp_sum", "exp_shifted",
+              "exp_shifted_sum", "weights", "products", "output")
+NEG_INFINITY = Decimal("-Infinity")
+_INFINITE = ("scaled", "shifted")  # quantities that are −∞ where masked
 
 
 def _domain_matrix(m: Matrix) -> DomainMatrix:
@@ -41,8 +48,16 @@ def _domain_matrix(m: Matrix) -> DomainMatrix:
                         (len(m), len(m[0])), QQ)
 
 
-def _fraction(x: sympy.Expr) -> Fraction:
-    return Fraction(int(x.p), int(x.q))
+def _fractions(m: DomainMatrix) -> list[list[Fraction]]:
+    return [[Fraction(int(x.numerator), int(x.denominator)) for x in row] for row in m.to_list()]
+
+
+def _lcm_of_denominators(rows: Sequence[Sequence[Fraction]]) -> int:
+    den = 1
+    for row in rows:
+        for x in row:
+            den = den * x.denominator // math.gcd(den, x.denominator)
+    return den
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +74,7 @@ class Model:
     s: DomainMatrix  # S = Q Kᵀ
     d_k: int
     scale: sympy.Expr  # Z = S * scale
+    allowed: Mask | None = None  # True where a query may attend to a key; None: everywhere
 
     @property
     def n_queries(self) -> int:
@@ -67,6 +83,11 @@ class Model:
     @property
     def n_keys(self) -> int:
         return self.k.shape[0]
+
+    def may_attend(self, i: int, j: int) -> bool:
+        return self.allowed is None or self.allowed[i][j]
+
+    # --- closed forms ----------------------------------------------------
 
     @cached_property
     def Q(self) -> ImmutableMatrix:
@@ -85,20 +106,44 @@ class Model:
         return ImmutableMatrix(self.s.to_Matrix())
 
     @cached_property
-    def scaled(self) -> ImmutableMatrix:
-        return self.scores.applyfunc(lambda x: x * self.scale)
-
-    @cached_property
     def sqrt_dk(self) -> sympy.Expr:
         return sympy.sqrt(self.d_k)
+
+    @cached_property
+    def scaled(self) -> ImmutableMatrix:
+        S = self.scores
+        return ImmutableMatrix(S.rows, S.cols, lambda i, j: S[i, j] * self.scale if self.may_attend(i, j)
+                               else sympy.S.NegativeInfinity)
+
+    @cached_property
+    def row_max(self) -> tuple[int, ...]:
+        """For each row, the key with the largest score that may be attended to."""
+        scores = self._score_integers[1]
+        return tuple(max((j for j in range(self.n_keys) if self.may_attend(i, j)), key=lambda j: row[j])
+                     for i, row in enumerate(scores))
+
+    @cached_property
+    def shifted(self) -> ImmutableMatrix:
+        S = self.scores
+        return ImmutableMatrix(S.rows, S.cols, lambda i, j: (S[i, j] - S[i, self.row_max[i]]) * self.scale
+                               if self.may_attend(i, j) else sympy.S.NegativeInfinity)
 
     @cached_property
     def exp(self) -> ImmutableMatrix:
         return self.scaled.applyfunc(sympy.exp)
 
     @cached_property
+    def exp_shifted(self) -> ImmutableMatrix:
+        return self.shifted.applyfunc(sympy.exp)
+
+    @cached_property
     def exp_sum(self) -> ImmutableMatrix:
         e = self.exp
+        return ImmutableMatrix([[sympy.Add(*e.row(i))] for i in range(e.rows)])
+
+    @cached_property
+    def exp_shifted_sum(self) -> ImmutableMatrix:
+        e = self.exp_shifted
         return ImmutableMatrix([[sympy.Add(*e.row(i))] for i in range(e.rows)])
 
     @cached_property
@@ -121,6 +166,8 @@ class Model:
 
     def exact(self, quantity: str) -> ImmutableMatrix:
         """The closed forms of one quantity as a matrix (1×1 for scalars)."""
+        if quantity not in QUANTITIES:
+            raise ValueError(f"unknown quantity {quantity!r}; expected one of {', '.join(QUANTITIES)}")
         if quantity in ("scale", "sqrt_dk"):
             return ImmutableMatrix([[getattr(self, quantity)]])
         return getattr(self, quantity)
@@ -128,7 +175,7 @@ class Model:
     # --- numbers ---------------------------------------------------------
 
     def rounded(self, quantity: str, decimals: int | Sequence[int]) -> Rows:
-        """Every entry rounded half-up to ``decimals`` places, each digit correct."""
+        """Every entry rounded half-up to ``decimals`` places, each digit correct (−∞ where masked)."""
         return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide(
             boxes, exact, decimals, bits + numeric.start_bits(max(_seq(decimals))), quantity))
 
@@ -154,30 +201,45 @@ class Model:
             bits *= 2
         raise EvaluationError(f"cannot compare {quantity} entry with {r}: it may be equal")
 
-    def _numbers(self, quantity: str, method) -> Rows:
+    def _numbers(self, quantity: str, method: Callable) -> Rows:
         exact = self.rationals(quantity)
         cols = len(exact[0])
-        flat = method(lambda bits: self._enclosures(quantity, bits), [x for row in exact for x in row],
-                      self._magnitude_bits(quantity))
+        infinite = quantity in _INFINITE and self.allowed is not None
+        flat_exact = [x for row in exact for x in row]
+        if infinite:  # masked entries are −∞: nothing to evaluate there
+            flat_exact = [x if self.may_attend(p // cols, p % cols) else Fraction(0) for p, x in enumerate(flat_exact)]
+        flat = method(lambda bits: self._enclosures(quantity, bits), flat_exact, self._magnitude_bits(quantity))
+        if infinite:
+            flat = [x if self.may_attend(p // cols, p % cols) else NEG_INFINITY for p, x in enumerate(flat)]
         return tuple(tuple(flat[i * cols:(i + 1) * cols]) for i in range(len(exact)))
 
     def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
-        """The exact rational value of each entry, or None where it is irrational.
+        """The exact rational value of each entry, or None where it is irrational (or −∞).
 
         Decided from the structure, without building closed forms: by
         Lindemann–Weierstrass, e^z (z algebraic) is rational only at z = 0, and a
-        softmax weight only when its whole row of z is equal.
+        softmax weight only when every score its query may attend to is equal.
         """
         n, m = self.n_queries, self.n_keys
-        if quantity in ("scale", "sqrt_dk", "scores", "scaled"):
+        ok = self.may_attend
+        if quantity in ("scale", "sqrt_dk", "scores", "scaled", "shifted"):
             matrix = self.exact(quantity)
             return tuple(tuple(numeric.as_fraction(x) for x in matrix.row(i)) for i in range(matrix.rows))
         scores = self._score_integers[1]
+        top = [row[self.row_max[i]] for i, row in enumerate(scores)]
         if quantity == "exp":
-            return tuple(tuple(Fraction(1) if x == 0 else None for x in row) for row in scores)
-        if quantity == "exp_sum":
-            return tuple((Fraction(m) if all(x == 0 for x in row) else None,) for row in scores)
-        weights = tuple((Fraction(1, m) if self._row_is_flat(i) else None,) * m for i in range(n))
+            return tuple(tuple((Fraction(1) if x == 0 else None) if ok(i, j) else Fraction(0)
+                               for j, x in enumerate(row)) for i, row in enumerate(scores))
+        if quantity == "exp_shifted":
+            return tuple(tuple((Fraction(1) if x == top[i] else None) if ok(i, j) else Fraction(0)
+                               for j, x in enumerate(row)) for i, row in enumerate(scores))
+        if quantity in ("exp_sum", "exp_shifted_sum"):
+            target = (lambda i: 0) if quantity == "exp_sum" else (lambda i: top[i])
+            return tuple((Fraction(self._allowed_count(i)) if all(x == target(i) for j, x in enumerate(row) if ok(i, j))
+                          else None,) for i, row in enumerate(scores))
+        weights = tuple(tuple(Fraction(0) if not ok(i, j) else (Fraction(1, self._allowed_count(i))
+                                                                  if self._row_is_flat(i) else None)
+                              for j in range(m)) for i in range(n))
         if quantity == "weights":
             return weights
         if quantity == "products":
@@ -187,25 +249,19 @@ class Model:
             return tuple(tuple(self._rational_output(i, k) for k in range(self.v.shape[1])) for i in range(n))
         raise ValueError(f"unknown quantity {quantity!r}; expected one of {', '.join(QUANTITIES)}")
 
-    @cached_property
-    def _z_rows(self) -> list[list[sympy.Expr]]:
-        return self.scaled.tolist()  # indexing a SymPy matrix per entry is slow
+    def _allowed_count(self, i: int) -> int:
+        return self.n_keys if self.allowed is None else sum(self.allowed[i])
 
     @cached_property
     def _v_rows(self) -> list[list[Fraction]]:
         return _fractions(self.v)
 
     @cached_property
-    def _constant_columns(self) -> list[Fraction | None]:
-        out = []
-        for k in range(self.v.shape[1]):
-            column = {row[k] for row in self._v_rows}
-            out.append(column.pop() if len(column) == 1 else None)
-        return out
-
-    @cached_property
-    def _score_rows(self) -> list[list[Fraction]]:
-        return _fractions(self.s)
+    def _v_integers(self) -> tuple[int, list[list[int]]]:
+        """V = columns / den with integer columns."""
+        rows = self._v_rows
+        den = _lcm_of_denominators(rows)
+        return den, [[int(row[k] * den) for row in rows] for k in range(len(rows[0]))]
 
     @cached_property
     def _score_integers(self) -> tuple[int, list[list[int]]]:
@@ -214,12 +270,19 @@ class Model:
         return int(den.element), [[int(x) for x in row] for row in ints.to_list()]
 
     @cached_property
-    def _distinct_z(self) -> list[int]:
-        # how many different z each row has: z = s * scale with scale > 0
-        return [len(set(row)) for row in self._score_integers[1]]
+    def _groups(self) -> list[list[list[int]]]:
+        # the keys each row may attend to, grouped by equal score
+        out = []
+        for i, row in enumerate(self._score_integers[1]):
+            groups: dict[int, list[int]] = {}
+            for j, x in enumerate(row):
+                if self.may_attend(i, j):
+                    groups.setdefault(x, []).append(j)
+            out.append(list(groups.values()))
+        return out
 
     def _row_is_flat(self, i: int) -> bool:
-        return self._distinct_z[i] == 1
+        return len(self._groups[i]) == 1
 
     @staticmethod
     def _product(weight: Fraction | None, v: Fraction) -> Fraction | None:
@@ -230,8 +293,6 @@ class Model:
     def _rational_output(self, i: int, k: int) -> Fraction | None:
         # By Lindemann–Weierstrass, Σ_j V_jk e^{z_j} / Σ_j e^{z_j} (z algebraic) is
         # rational iff the mean of V over each group of equal z is the same.
-        if self._distinct_z[i] == self.n_keys:  # all distinct: rational iff the column is constant
-            return self._constant_columns[k]
         den, columns = self._v_integers
         column = columns[k]
         sums = [(sum(column[j] for j in group), len(group)) for group in self._groups[i]]
@@ -240,33 +301,12 @@ class Model:
             return None
         return Fraction(first, count * den)
 
-    @cached_property
-    def _groups(self) -> list[list[list[int]]]:
-        # the keys of each row grouped by equal score
-        out = []
-        for row in self._score_integers[1]:
-            groups: dict[int, list[int]] = {}
-            for j, x in enumerate(row):
-                groups.setdefault(x, []).append(j)
-            out.append(list(groups.values()))
-        return out
-
-    @cached_property
-    def _v_integers(self) -> tuple[int, list[list[int]]]:
-        """V = columns / den with integer columns."""
-        den = 1
-        for row in self._v_rows:
-            for v in row:
-                den = den * v.denominator // math.gcd(den, v.denominator)
-        rows = self._v_rows
-        return den, [[int(row[k] * den) for row in rows] for k in range(len(rows[0]))]
-
     def _magnitude_bits(self, quantity: str) -> int:
         return self._exp_bits if quantity in ("exp", "exp_sum") else 0
 
     @cached_property
     def _exp_bits(self) -> int:
-        # bits above the point that e^z may need: z * log2(e) < 1.5 z, with scale <= 1 or exact
+        # bits above the point that e^z may need: z * log2(e) < 1.5 z
         den, rows = self._score_integers
         top = Fraction(max(max(row) for row in rows), den) * _upper(self.scale)
         return max(0, int(top * 3 // 2) + 8)
@@ -281,22 +321,24 @@ class Model:
     def _boxes(self) -> dict[int, "_Boxes"]:
         return {}
 
-    def _z_fixed(self, bits: int) -> list[list[Fixed]]:
-        """z = s * scale at 2**-bits: the scale enclosed once, then exact integer products."""
+    def _z_fixed(self, bits: int, shifted: bool) -> list[list[Fixed | None]]:
+        """z (or z minus its row maximum) at 2**-bits: the scale enclosed once, then
+        exact integer products. None where masked."""
         den, rows = self._score_integers
         c = Fixed.from_interval(numeric.enclose(self.scale, bits + 8), bits)
         out = []
-        for row in rows:
-            boxes = []
-            for n in row:
+        for i, row in enumerate(rows):
+            offset = row[self.row_max[i]] if shifted else 0
+            boxes: list[Fixed | None] = []
+            for j, n in enumerate(row):
+                if not self.may_attend(i, j):
+                    boxes.append(None)
+                    continue
+                n -= offset
                 lo, hi = (n * c.lo, n * c.hi) if n >= 0 else (n * c.hi, n * c.lo)
                 boxes.append(Fixed(lo // den, -(-hi // den), bits))
             out.append(boxes)
         return out
-
-
-def _fractions(m: DomainMatrix) -> list[list[Fraction]]:
-    return [[Fraction(int(x.numerator), int(x.denominator)) for x in row] for row in m.to_list()]
 
 
 def _upper(x: sympy.Expr) -> Fraction:
@@ -317,51 +359,72 @@ class _Boxes:
         self.bits = bits
         self.prec = bits + 32 + model._exp_bits
 
-    def _flat(self, matrix: ImmutableMatrix) -> list[Fixed]:
-        cache: dict = {}
-        return [Fixed.from_interval(numeric.enclose(x, self.prec, cache), self.bits) for x in matrix]
+    def _scalar(self, x: sympy.Expr) -> list[Fixed]:
+        return [Fixed.from_interval(numeric.enclose(x, self.prec), self.bits)]
 
     def scale(self) -> list[Fixed]:
-        return self._flat(ImmutableMatrix([[self.model.scale]]))
+        return self._scalar(self.model.scale)
 
     def sqrt_dk(self) -> list[Fixed]:
-        return self._flat(ImmutableMatrix([[self.model.sqrt_dk]]))
+        return self._scalar(self.model.sqrt_dk)
 
     def scores(self) -> list[Fixed]:
-        return [Fixed.exact(x, self.bits) for row in self.model._score_rows for x in row]
+        den, rows = self.model._score_integers
+        return [Fixed.exact(Fraction(x, den), self.bits) for row in rows for x in row]
+
+    def _flat(self, rows: list[list[Fixed | None]]) -> list[Fixed]:
+        zero = Fixed(0, 0, self.bits)
+        return [zero if b is None else Fixed(b.lo >> (b.bits - self.bits), -(-b.hi >> (b.bits - self.bits)), self.bits)
+                for row in rows for b in row]
+
+    @cached_property
+    def _z(self) -> list[list[Fixed | None]]:
+        return self.model._z_fixed(self.prec, shifted=False)
+
+    @cached_property
+    def _z_shifted(self) -> list[list[Fixed | None]]:
+        return self.model._z_fixed(self.prec, shifted=True)
 
     def scaled(self) -> list[Fixed]:
-        return [b for row in self._z for b in row]
+        return self._flat(self._z)
+
+    def shifted(self) -> list[Fixed]:
+        return self._flat(self._z_shifted)
+
+    def _exps(self, rows: list[list[Fixed | None]]) -> list[list[Fixed]]:
+        zero = Fixed(0, 0, self.bits)  # e^−∞
+        return [[zero if b is None else numeric.exp_fixed(b, self.prec, self.bits) for b in row] for row in rows]
 
     @cached_property
-    def _z(self) -> list[list[Fixed]]:
-        return self.model._z_fixed(self.prec)
-
-    def _exps(self, shifts: Sequence[int]) -> list[list[Fixed]]:
-        # e^(z - shift) for each row, one exp per entry, at 2**-bits
-        return [[numeric.exp_fixed(Fixed(b.lo - shift, b.hi - shift, b.bits), self.prec, self.bits) for b in row]
-                for row, shift in zip(self._z, shifts)]
+    def _exp(self) -> list[list[Fixed]]:
+        return self._exps(self._z)
 
     @cached_property
-    def _exp(self) -> list[Fixed]:
-        return [b for row in self._exps([0] * len(self._z)) for b in row]
+    def _exp_shifted(self) -> list[list[Fixed]]:
+        return self._exps(self._z_shifted)
 
     def exp(self) -> list[Fixed]:
-        return self._exp
+        return [b for row in self._exp for b in row]
+
+    def exp_shifted(self) -> list[Fixed]:
+        return [b for row in self._exp_shifted for b in row]
+
+    def _sums(self, rows: list[list[Fixed]]) -> list[Fixed]:
+        return [Fixed(sum(b.lo for b in row), sum(b.hi for b in row), self.bits) for row in rows]
 
     def exp_sum(self) -> list[Fixed]:
-        out = []
-        for row in _chunks(self.exp(), self.model.n_keys):
-            out.append(Fixed(sum(b.lo for b in row), sum(b.hi for b in row), self.bits))
-        return out
+        return self._sums(self._exp)
+
+    def exp_shifted_sum(self) -> list[Fixed]:
+        return self._sums(self._exp_shifted)
 
     @cached_property
     def _weights(self) -> list[list[Fixed]]:
-        # shift each row by about its maximum so no exp overflows or vanishes;
-        # the quotient does not depend on the shift
+        # from the exps of z minus the row maximum: none overflows or vanishes,
+        # and the quotient is the same
         bits = self.bits
         rows = []
-        for row in self._exps([max(b.hi for b in row) for row in self._z]):
+        for row in self._exp_shifted:
             lo_sum = sum(b.lo for b in row)
             hi_sum = sum(b.hi for b in row)
             rows.append([Fixed((b.lo << bits) // hi_sum, -((-(b.hi << bits)) // lo_sum), bits) for b in row])
@@ -380,24 +443,13 @@ class _Boxes:
                                      -((-ends[1].numerator) // ends[1].denominator), self.bits))
         return out
 
-    def output(self) -> list[Fixed]:
-        # O = A V with V = v / D in integers. Each weight is mid ± rad; the mids
-        # go through one exact integer product, the radii bound the rest.
+    @cached_property
+    def _output(self) -> list[list[Fixed]]:
         den, cols = self.model._v_integers
-        spans = [sum(abs(v) for v in col) for col in cols]
-        out = []
-        for row in self._weights:
-            mids = [(b.lo + b.hi) >> 1 for b in row]
-            rad = max(b.hi - b.lo for b in row) + 1
-            for col, span in zip(cols, spans):
-                total = sum(map(operator.mul, mids, col))
-                err = rad * span
-                out.append(Fixed((total - err) // den, -((-(total + err)) // den), self.bits))
-        return out
+        return [numeric.weighted_sums(row, cols, den, self.bits) for row in self._weights]
 
-
-def _chunks(items: list, size: int) -> list[list]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    def output(self) -> list[Fixed]:
+        return [b for row in self._output for b in row]
 
 
 def _scale(spec: Spec) -> sympy.Expr:
@@ -408,10 +460,26 @@ def _scale(spec: Spec) -> sympy.Expr:
     return sympy.Rational(spec.scale.value.numerator, spec.scale.value.denominator)
 
 
-def build_model(spec: Spec) -> Model:
-    """Compute the exact model of a validated spec."""
-    Q, K, V = (_domain_matrix(m) for m in (spec.Q, spec.K, spec.V))
+def _columns(m: Matrix, head: int | None, heads: int) -> Matrix:
+    if head is None:
+        return m
+    width = len(m[0]) // heads
+    return tuple(row[head * width:(head + 1) * width] for row in m)
+
+
+def build_model(spec: Spec, head: int | None = None) -> Model:
+    """The exact model of a validated spec, or of one head (0-based) of a multi-head spec."""
+    if head is None and spec.heads > 1:
+        raise ValueError("a multi-head spec has one model per head: use build_heads")
+    Q, K, V = (_domain_matrix(_columns(m, head, spec.heads)) for m in (spec.Q, spec.K, spec.V))
     # clear denominators: the product over ZZ is the same matrix, many times faster than over QQ
     (dq, q), (dk, k) = Q.clear_denoms(convert=True), K.clear_denoms(convert=True)
     S = (q * k.transpose()).to_field() / (dq * dk)
-    return Model(q=Q, k=K, v=V, s=S, d_k=spec.d_k, scale=_scale(spec))
+    return Model(q=Q, k=K, v=V, s=S, d_k=spec.d_k, scale=_scale(spec), allowed=spec.allowed)
+
+
+def build_heads(spec: Spec) -> tuple[Model, ...]:
+    """One model per head (a single one without heads)."""
+    if spec.heads == 1:
+        return (build_model(spec),)
+    return tuple(build_model(spec, h) for h in range(spec.heads))

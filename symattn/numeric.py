@@ -14,6 +14,7 @@ of looping forever.
 
 from __future__ import annotations
 
+import operator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -303,3 +304,19 @@ def round_expr(expr: sympy.Expr, decimals: int) -> Decimal:
     def boxes(bits: int) -> list[Fixed]:
         return [Fixed.from_interval(enclose(expr, bits + 32), bits)]
     return decide(boxes, [as_fraction(expr)], decimals, start_bits(decimals), str(expr))[0]
+
+
+def weighted_sums(boxes: Sequence[Fixed], columns: Sequence[Sequence[int]], den: int, bits: int) -> list[Fixed]:
+    """Σ_j box_j · columns[k][j] / den for each column k, enclosed.
+
+    Each box is mid ± rad: the mids go through one exact integer dot product,
+    the radii bound the rest.
+    """
+    mids = [(b.lo + b.hi) >> 1 for b in boxes]
+    rad = max(b.hi - b.lo for b in boxes) + 1
+    out = []
+    for col in columns:
+        total = sum(map(operator.mul, mids, col))
+        err = rad * sum(map(abs, col))
+        out.append(Fixed((total - err) // den, -((-(total + err)) // den), bits))
+    return out

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from .errors import ShapeError, SpecError
 from .numeral import Numeral, NumeralError, parse_numeral
+from .projection import Projection, project
 
 MAX_TOKENS = 128
 MAX_DIM = 256
@@ -25,6 +26,9 @@ MAX_TITLE = 200
 SCALES = ("sqrt", "none")
 ROUNDINGS = ("exact", "hand")
 EXPANDS = ("focus", "all")
+MASKS = ("none", "causal")
+SOFTMAXES = ("plain", "stable")
+MAX_HEADS = 16
 
 Matrix = tuple[tuple[Numeral, ...], ...]
 
@@ -58,10 +62,28 @@ class Spec:
     expand: str = "focus"
     decimals: Decimals = field(default_factory=Decimals)
     source: str = "<dict>"
+    key_tokens: tuple[str, ...] = ()  # labels of the keys; empty: the same tokens
+    mask: str = "none"  # "none", "causal" or "matrix"
+    allowed: tuple[tuple[bool, ...], ...] | None = None  # mask and key padding: True = may attend
+    key_padding: tuple[bool, ...] | None = None  # True = a padding key, never attended
+    softmax: str = "plain"  # "stable" subtracts the row maximum first
+    projection: Projection | None = None  # Q, K, V computed from X and W
+    heads: int = 1
+    W_O: Matrix | None = None
+    b_O: tuple[Numeral, ...] | None = None
 
     @property
     def d_k(self) -> int:
-        return len(self.Q[0])
+        """Width of one head's queries and keys."""
+        return len(self.Q[0]) // self.heads
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return self.key_tokens or self.tokens
+
+    @property
+    def is_cross(self) -> bool:
+        return bool(self.key_tokens)
 
     def with_options(self, **options: Any) -> "Spec":
         """Override settings (as the CLI flags do), validated like the spec keys."""
@@ -83,7 +105,9 @@ class Spec:
 
 
 _OVERRIDABLE = {"lang", "rounding", "expand", "focus"}
-_KEYS = ("title", "lang", "tokens", "focus", "Q", "K", "V", "scale", "rounding", "expand", "decimals")
+_KEYS = ("title", "lang", "tokens", "focus", "Q", "K", "V", "scale", "rounding", "expand", "decimals",
+         "key_tokens", "mask", "key_padding", "softmax", "X", "X_kv", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V",
+         "heads", "W_O", "b_O")
 
 
 def _kind(value: object) -> str:
@@ -137,9 +161,16 @@ class _Reader:
             raise self.error(key, "control characters (such as newlines) are not allowed", position)
         return raw
 
-    def labels(self, raw: object, key: str, count: int, rows_of: str) -> tuple[str, ...]:
+    def vector(self, raw: object, key: str) -> tuple[Numeral, ...]:
+        if not isinstance(raw, (list, tuple)) or not raw:
+            raise self.error(key, f"expected a non-empty list of numbers, got {_kind(raw)}")
+        if len(raw) > MAX_DIM:
+            raise self.error(key, f"{len(raw)} entries; at most {MAX_DIM} are supported")
+        return tuple(self.number(x, key, (j,)) for j, x in enumerate(raw, 1))
+
+    def labels(self, raw: object, key: str, count: int, rows_of: str, default: str = "t") -> tuple[str, ...]:
         if raw is None:
-            return tuple(f"t{i}" for i in range(1, count + 1))
+            return tuple(f"{default}{i}" for i in range(1, count + 1))
         if not isinstance(raw, (list, tuple)):
             raise self.error(key, f"expected a list of labels, got {_kind(raw)}")
         if len(raw) != count:
@@ -215,28 +246,122 @@ def _shape(m: Matrix) -> str:
     return f"{len(m)}×{len(m[0])}"
 
 
+def _mismatch(source: str, key: str, a: str, A: Matrix, b: str, B: Matrix, need: str) -> ShapeError:
+    return ShapeError(source, key, f"shape mismatch: {a} is {_shape(A)} and {b} is {_shape(B)}; {need}")
+
+
+def _projection(reader: _Reader, data: Mapping[str, Any]) -> Projection:
+    source = reader.source
+    for key in ("W_Q", "W_K", "W_V"):
+        if key not in data:
+            raise reader.error(key, "missing (X needs W_Q, W_K and W_V)")
+    X = reader.matrix(data["X"], "X")
+    X_kv = reader.matrix(data["X_kv"], "X_kv") if "X_kv" in data else None
+    W = {k: reader.matrix(data[k], k, max_rows=MAX_DIM) for k in ("W_Q", "W_K", "W_V")}
+    for key, inputs, name in (("W_Q", X, "X"), ("W_K", X_kv or X, "X_kv" if X_kv else "X"),
+                              ("W_V", X_kv or X, "X_kv" if X_kv else "X")):
+        if len(W[key]) != len(inputs[0]):
+            raise _mismatch(source, key, name, inputs, key, W[key], f"{key} needs one row per column of {name}")
+    if len(W["W_K"][0]) != len(W["W_Q"][0]):
+        raise _mismatch(source, "W_K", "W_Q", W["W_Q"], "W_K", W["W_K"],
+                        "W_Q and W_K need the same number of columns (d_k)")
+    biases = {}
+    for name in ("Q", "K", "V"):
+        key = f"b_{name}"
+        if key in data:
+            row = reader.vector(data[key], key)
+            width = len(W[f"W_{name}"][0])
+            if len(row) != width:
+                raise ShapeError(source, key, f"{len(row)} entries for the {width} columns of W_{name}")
+            biases[key] = row
+    return Projection(X, X_kv, W["W_Q"], W["W_K"], W["W_V"], **biases)
+
+
+def _mask(reader: _Reader, data: Mapping[str, Any], tokens: tuple[str, ...], keys: tuple[str, ...]):
+    n, m = len(tokens), len(keys)
+    raw = data.get("mask", "none")
+    if isinstance(raw, str):
+        kind = reader.choice(raw, "mask", MASKS)
+        allowed = [[kind == "none" or j <= i for j in range(m)] for i in range(n)]  # causal: top-left aligned
+    else:
+        kind = "matrix"
+        if not isinstance(raw, (list, tuple)) or not raw or not all(isinstance(r, (list, tuple)) for r in raw):
+            raise reader.error("mask", f"expected 'none', 'causal' or a matrix of 0 and 1, got {_kind(raw)}")
+        if len(raw) != n or any(len(r) != m for r in raw):
+            cols = len(raw[0]) if all(len(r) == len(raw[0]) for r in raw) else "?"
+            raise ShapeError(reader.source, "mask", f"shape mismatch: expected {n}×{m} (queries × keys), "
+                             f"got {len(raw)}×{cols}")
+        allowed = []
+        for i, r in enumerate(raw, 1):
+            out = []
+            for j, x in enumerate(r, 1):
+                if x in (0, 1, "0", "1") and not isinstance(x, float):
+                    out.append(x in (1, "1"))
+                elif isinstance(x, bool):
+                    out.append(x)
+                else:
+                    raise reader.error("mask", f"expected 0 or 1, got {x!r}", (i, j))
+            allowed.append(out)
+    padding = None
+    if "key_padding" in data:
+        pad = data["key_padding"]
+        if not isinstance(pad, (list, tuple)):
+            raise reader.error("key_padding", f"expected a list of true/false over the keys, got {_kind(pad)}")
+        if len(pad) != m:
+            raise ShapeError(reader.source, "key_padding", f"{len(pad)} entries for {m} keys")
+        for j, x in enumerate(pad, 1):
+            if not isinstance(x, bool):
+                raise reader.error("key_padding", f"expected true or false, got {x!r}", (j,))
+        padding = tuple(pad)
+        allowed = [[a and not padding[j] for j, a in enumerate(row)] for row in allowed]
+    for i, row in enumerate(allowed):
+        if not any(row):
+            raise reader.error("mask", f"row {i + 1} ({tokens[i]}) may attend to no key; softmax is undefined there")
+    full = all(all(row) for row in allowed)
+    return kind, (None if full else tuple(tuple(row) for row in allowed)), padding
+
+
 def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     """Validate a mapping of spec keys (as read from TOML/JSON, or written in Python)."""
     reader = _Reader(source)
     if not isinstance(data, Mapping):
         raise reader.error(None, f"expected a table of spec keys, got {_kind(data)}")
     check_keys(reader, data, _KEYS)
-    for key in ("Q", "K", "V"):
-        if key not in data:
-            raise reader.error(key, "missing")
-    Q = reader.matrix(data["Q"], "Q")
-    K = reader.matrix(data["K"], "K")
-    V = reader.matrix(data["V"], "V")
-    if len(Q[0]) != len(K[0]):
-        raise ShapeError(source, "K", f"shape mismatch: Q is {_shape(Q)} and K is {_shape(K)}; "
-                         "Q and K need the same number of columns (d_k)")
-    if len(Q) != len(K):
-        raise ShapeError(source, "K", f"shape mismatch: Q is {_shape(Q)} and K is {_shape(K)}; "
-                         "Q and K need one row per token")
-    if len(V) != len(K):
-        raise ShapeError(source, "V", f"shape mismatch: K is {_shape(K)} and V is {_shape(V)}; "
-                         "V needs one row per row of K")
-    tokens = reader.labels(data.get("tokens"), "tokens", len(Q), "Q")
+    projection = None
+    if "X" in data:
+        given = [k for k in ("Q", "K", "V") if k in data]
+        if given:
+            raise reader.error(given[0], "give Q, K, V or X with W_Q, W_K, W_V, not both")
+        projection = _projection(reader, data)
+        Q, K, V = (project(projection, name) for name in ("Q", "K", "V"))
+        rows_of = "X"
+    else:
+        for key in ("Q", "K", "V"):
+            if key not in data:
+                raise reader.error(key, "missing")
+        for key in ("X_kv", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V"):
+            if key in data:
+                raise reader.error(key, "needs X (the inputs that W projects)")
+        Q = reader.matrix(data["Q"], "Q")
+        K = reader.matrix(data["K"], "K")
+        V = reader.matrix(data["V"], "V")
+        if len(Q[0]) != len(K[0]):
+            raise _mismatch(source, "K", "Q", Q, "K", K, "Q and K need the same number of columns (d_k)")
+        if len(V) != len(K):
+            raise _mismatch(source, "V", "K", K, "V", V, "V needs one row per row of K")
+        rows_of = "Q"
+    cross = len(Q) != len(K) or (projection is not None and projection.X_kv is not None)
+    tokens = reader.labels(data.get("tokens"), "tokens", len(Q), rows_of)
+    if cross:
+        key_tokens = reader.labels(data.get("key_tokens"), "key_tokens", len(K),
+                                   "X_kv" if projection is not None else "K", default="k")
+    elif "key_tokens" in data:
+        raise reader.error("key_tokens", "only for cross-attention (X_kv, or Q with a different number of rows "
+                                         "from K and V)")
+    else:
+        key_tokens = ()
+    heads, W_O, b_O = _heads(reader, data, projection, len(V[0]), len(Q[0]))
+    mask, allowed, padding = _mask(reader, data, tokens, key_tokens or tokens)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
     title = reader.text(data["title"], "title", MAX_TITLE) if "title" in data else None
     return Spec(
@@ -246,8 +371,42 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         rounding=reader.choice(data.get("rounding", "exact"), "rounding", ROUNDINGS),
         expand=reader.choice(data.get("expand", "focus"), "expand", EXPANDS),
         decimals=reader.decimals(data["decimals"], "decimals") if "decimals" in data else Decimals(),
-        source=source,
+        source=source, key_tokens=key_tokens, mask=mask, allowed=allowed, key_padding=padding,
+        softmax=reader.choice(data.get("softmax", "plain"), "softmax", SOFTMAXES),
+        projection=projection, heads=heads, W_O=W_O, b_O=b_O,
     )
+
+
+def _heads(reader: _Reader, data: Mapping[str, Any], projection: Projection | None, d_v: int, d_q: int):
+    heads = data.get("heads", 1)
+    if isinstance(heads, str) and heads.isdigit():
+        heads = int(heads)
+    if not isinstance(heads, int) or isinstance(heads, bool) or not 1 <= heads <= MAX_HEADS:
+        raise reader.error("heads", f"expected an integer from 1 to {MAX_HEADS}, got {heads!r}")
+    if heads > 1 and projection is None:
+        raise reader.error("heads", "several heads need X with W_Q, W_K, W_V (d_model × d_model)")
+    if heads > 1:
+        d_model = len(projection.X[0])
+        for key in ("W_Q", "W_K", "W_V"):
+            W = getattr(projection, key)
+            if len(W[0]) != d_model:
+                raise ShapeError(reader.source, key, f"shape mismatch: {key} is {_shape(W)}; with heads "
+                                 f"it must be d_model × d_model = {d_model}×{d_model}")
+        if d_model % heads:
+            raise reader.error("heads", f"d_model = {d_model} is not divisible by heads = {heads}")
+    W_O = b_O = None
+    if "W_O" in data:
+        W_O = reader.matrix(data["W_O"], "W_O", max_rows=MAX_DIM)
+        if len(W_O) != d_v:
+            raise ShapeError(reader.source, "W_O", f"shape mismatch: the heads give {d_v} columns and W_O is "
+                             f"{_shape(W_O)}; W_O needs one row per column")
+    if "b_O" in data:
+        if W_O is None:
+            raise reader.error("b_O", "needs W_O")
+        b_O = reader.vector(data["b_O"], "b_O")
+        if len(b_O) != len(W_O[0]):
+            raise ShapeError(reader.source, "b_O", f"{len(b_O)} entries for the {len(W_O[0])} columns of W_O")
+    return heads, W_O, b_O
 
 
 def _toml_float(text: str) -> str:

@@ -55,8 +55,9 @@ def test_scale_number(seed):
 
 
 BAD = [
-    ({"colour": 1}, SpecError, "<dict>: colour: unknown key; expected one of K, Q, V, decimals, expand, focus, lang, "
-                               "rounding, scale, title, tokens"),
+    ({"colour": 1}, SpecError, "<dict>: colour: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, "
+                               "b_K, b_O, b_Q, b_V, decimals, expand, focus, heads, key_padding, key_tokens, lang, "
+                               "mask, rounding, scale, softmax, title, tokens"),
     ({"Q": None}, SpecError, "<dict>: Q: expected a matrix (a list of rows), got NoneType"),
     ({"Q": []}, SpecError, "<dict>: Q: empty matrix"),
     ({"Q": [[]]}, SpecError, "<dict>: Q[1]: empty row"),
@@ -66,8 +67,10 @@ BAD = [
     ({"V": [[1, 0], [0, 1], [1, True]]}, SpecError, "<dict>: V[3][2]: not a number: True"),
     ({"K": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}, ShapeError,
      "<dict>: K: shape mismatch: Q is 3×2 and K is 3×3; Q and K need the same number of columns (d_k)"),
-    ({"K": [[1, 0], [0, 1]]}, ShapeError,
-     "<dict>: K: shape mismatch: Q is 3×2 and K is 2×2; Q and K need one row per token"),
+    ({"K": [[1, 0], [0, 1]], "V": [[1, 0], [0, 1]], "key_tokens": ["a"]}, SpecError,
+     "<dict>: key_tokens: 1 labels for 2 rows of K"),
+    ({"key_tokens": ["a", "b", "c"]}, SpecError, "<dict>: key_tokens: only for cross-attention (X_kv, or Q with a "
+                                                 "different number of rows from K and V)"),
     ({"V": [[1, 0], [0, 1]]}, ShapeError,
      "<dict>: V: shape mismatch: K is 3×2 and V is 2×2; V needs one row per row of K"),
     ({"tokens": ["a", "b"]}, SpecError, "<dict>: tokens: 2 labels for 3 rows of Q"),

@@ -1,0 +1,62 @@
+"""Learned projections: Q = X W_Q + b_Q (and K, V), computed exactly.
+
+The products are exact rationals; they become the Q, K, V of the model, each
+written as its exact decimal (or as a fraction where it does not terminate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from . import numeric
+from .numeral import Numeral, parse_numeral
+
+Matrix = tuple[tuple[Numeral, ...], ...]
+Row = tuple[Numeral, ...]
+
+
+@dataclass(frozen=True)
+class Projection:
+    """The inputs of Q = X W_Q + b_Q, K = X_kv W_K + b_K, V = X_kv W_V + b_V."""
+
+    X: Matrix
+    X_kv: Matrix | None  # cross-attention: keys and values from another sequence
+    W_Q: Matrix
+    W_K: Matrix
+    W_V: Matrix
+    b_Q: Row | None = None
+    b_K: Row | None = None
+    b_V: Row | None = None
+
+    @property
+    def source_of_keys(self) -> Matrix:
+        return self.X if self.X_kv is None else self.X_kv
+
+    def weights(self, name: str) -> tuple[Matrix, Matrix, Row | None]:
+        """(input, W, b) of one projection: "Q", "K" or "V"."""
+        X = self.X if name == "Q" else self.source_of_keys
+        return X, getattr(self, f"W_{name}"), getattr(self, f"b_{name}")
+
+
+def numeral_of(value: Fraction) -> Numeral:
+    """A computed exact value as a numeral: its exact decimal, or p/q if it repeats."""
+    places = numeric.terminating_decimals(value)
+    if places is None:
+        return parse_numeral(value)
+    return parse_numeral(format(numeric.round_half_up(value, places), "f"))
+
+
+def product(X: Matrix, W: Matrix, b: Row | None) -> tuple[tuple[Fraction, ...], ...]:
+    """X W + b, exactly."""
+    cols = list(zip(*W))
+    return tuple(
+        tuple(sum((x.value * w.value for x, w in zip(row, col)), Fraction(0)) + (b[k].value if b else 0)
+              for k, col in enumerate(cols))
+        for row in X)
+
+
+def project(projection: Projection, name: str) -> Matrix:
+    """Q, K or V as numerals."""
+    X, W, b = projection.weights(name)
+    return tuple(tuple(numeral_of(v) for v in row) for row in product(X, W, b))
