@@ -31,7 +31,7 @@ class Result:
 
     def compute(self, digits: int = 15) -> dict[str, Any]:
         from .intermediates import compute
-        return compute(self.spec, self.model, digits)
+        return compute(self.spec, None if self.spec.heads > 1 or self.spec.W_O is not None else self.model, digits)
 
     def _repr_markdown_(self) -> str:
         return self.render("markdown")

@@ -7,7 +7,7 @@ template per step ``kind`` and a language file for the prose.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Union
 
 from .model import Model, build_model
@@ -25,7 +25,8 @@ class Dot:
     row: int
     col: int
     terms: tuple[tuple[Operand, Operand], ...]
-    result: Num
+    result: Operand
+    bias: Numeral | None = None  # + b, in a projection
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,39 @@ class Setup:
     Q: Matrix
     K: Matrix
     V: Matrix
+    projected: bool = False  # Q, K, V come from the projection step
+    heads: int = 1
+    d_model: int | None = None
+
+
+@dataclass(frozen=True)
+class Projected:
+    """One of Q = X W_Q + b_Q, K, V."""
+
+    name: str  # "Q", "K" or "V"
+    source: str  # "X" or "X_kv"
+    W: Matrix
+    b: tuple[Numeral, ...] | None
+    result: Matrix
+    dots: tuple[Dot, ...]
+
+
+@dataclass(frozen=True)
+class Projecting:
+    kind: ClassVar[str] = "projecting"
+    X: Matrix
+    X_kv: Matrix | None
+    products: tuple[Projected, ...]
+
+
+@dataclass(frozen=True)
+class Masking:
+    kind: ClassVar[str] = "masking"
+    mask: str  # "none" (key padding only), "causal" or "matrix"
+    allowed: tuple[tuple[bool, ...], ...]
+    key_padding: tuple[bool, ...] | None
+    Z: NumRows  # −∞ where masked
+    exact: bool
 
 
 @dataclass(frozen=True)
@@ -63,13 +97,16 @@ class Scaling:
 @dataclass(frozen=True)
 class SoftmaxRow:
     row: int
-    z: NumRow
+    z: NumRow  # what goes into e^z: the scaled scores, or those minus shift
     exp: NumRow
     total: Num
     weights: NumRow
     percent: NumRow
     top: tuple[int, ...]  # the most-attended keys (ties share the top)
     weights_exact: bool
+    scaled: NumRow = ()  # the scaled scores before a stable shift
+    shift: Num | None = None  # stable softmax: the row maximum subtracted
+    z_exact: bool = True
 
 
 @dataclass(frozen=True)
@@ -108,6 +145,35 @@ class MatrixForm:
 
 
 @dataclass(frozen=True)
+class Head:
+    """One head of multi-head attention: the core steps on its slice of columns."""
+
+    kind: ClassVar[str] = "head"
+    index: int  # 0-based
+    first: int  # first column of Q, K, V (0-based)
+    width: int  # d_head
+    derivation: "Derivation"
+
+
+@dataclass(frozen=True)
+class Concat:
+    kind: ClassVar[str] = "concat"
+    heads: int
+    O: NumRows
+    exact: bool
+
+
+@dataclass(frozen=True)
+class OutputProjection:
+    kind: ClassVar[str] = "output_projection"
+    W_O: Matrix
+    b_O: tuple[Numeral, ...] | None
+    result: NumRows
+    exact: bool
+    dots: tuple[Dot, ...]
+
+
+@dataclass(frozen=True)
 class Recap:
     kind: ClassVar[str] = "recap"
     top: int
@@ -123,8 +189,10 @@ class ToyVsReal:
     n_tokens: int
 
 
-Step = Union[Setup, Scores, Scaling, Softmax, WeightedSum, MatrixForm, Recap, ToyVsReal]
-STEP_KINDS = ("setup", "scores", "scaling", "softmax", "weighted_sum", "matrix_form", "recap", "toy_vs_real")
+Step = Union[Setup, Projecting, Scores, Scaling, Masking, Softmax, WeightedSum, MatrixForm, Head, Concat,
+             OutputProjection, Recap, ToyVsReal]
+STEP_KINDS = ("setup", "projecting", "scores", "scaling", "masking", "softmax", "weighted_sum", "matrix_form",
+              "head", "concat", "output_projection", "recap", "toy_vs_real")
 
 
 @dataclass(frozen=True)
@@ -137,37 +205,41 @@ class Derivation:
     rounding: str
     expand: str
     steps: tuple[Step, ...]
+    softmax: str = "plain"
+    mask: str = "none"
 
 
 def _top(model: Model, row: int) -> tuple[int, ...]:
-    # e^z is increasing and scale > 0, so the largest exact score wins
-    scores = [model.scores[row, j] for j in range(model.n_keys)]
-    best = max(scores)
-    return tuple(j for j, s in enumerate(scores) if s == best)
+    # e^z is increasing and scale > 0, so the largest exact score wins (among keys it may attend to)
+    scores = [(model.scores[row, j], j) for j in range(model.n_keys) if model.may_attend(row, j)]
+    best = max(s for s, _ in scores)
+    return tuple(j for s, j in scores if s == best)
 
 
 def _transpose(m: Matrix) -> Matrix:
     return tuple(zip(*m))
 
 
-def derive(spec: Spec, model: Model | None = None) -> Derivation:
-    """Build the whole derivation of a spec, in the document's order of steps."""
-    model = build_model(spec) if model is None else model
-    fig: Figures = figures(model, spec)
+def _scale(spec: Spec) -> tuple[str, Numeral | None]:
+    return (spec.scale, None) if isinstance(spec.scale, str) else ("number", spec.scale)
+
+
+def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
+    """Scores, scaling, masking, softmax, weights × V and the matrix form."""
     f = spec.focus
     rows = range(model.n_queries) if spec.expand == "all" else [f]
-    scale_kind = spec.scale if isinstance(spec.scale, str) else "number"
-    scale_value = None if isinstance(spec.scale, str) else spec.scale
-
-    dots = tuple(
-        Dot(i, j, tuple(zip(spec.Q[i], spec.K[j])), fig.scores[i][j])
-        for i in rows for j in range(model.n_keys))
+    scale_kind, scale_value = _scale(spec)
+    dots = tuple(Dot(i, j, tuple(zip(spec.Q[i], spec.K[j])), fig.scores[i][j])
+                 for i in rows for j in range(model.n_keys))
+    stable = fig.row_max is not None
     softmax_rows = tuple(
-        SoftmaxRow(i, fig.scaled[i], fig.exp[i], fig.exp_sum[i], fig.weights[i], fig.percent[i], _top(model, i),
-                   is_exact([fig.weights[i]]))
+        SoftmaxRow(i, fig.softmax_input[i], fig.exp[i], fig.exp_sum[i], fig.weights[i], fig.percent[i],
+                   _top(model, i), is_exact([fig.weights[i]]), fig.scaled[i], fig.row_max[i] if stable else None,
+                   is_exact([fig.softmax_input[i]]))
         for i in rows)
     weighted = tuple(
-        WeightedRow(i, fig.weights[i], fig.products[i], fig.output[i], spec.V[i] if i < len(spec.V) else (),
+        WeightedRow(i, fig.weights[i], fig.products[i], fig.output[i],
+                    spec.V[i] if not spec.is_cross and i < len(spec.V) else (),
                     is_exact([fig.weights[i]]), is_exact(fig.products[i]), is_exact([fig.output[i]]))
         for i in rows)
     av_dots = ()
@@ -175,20 +247,106 @@ def derive(spec: Spec, model: Model | None = None) -> Derivation:
         av_dots = tuple(
             Dot(i, k, tuple((fig.weights[i][j], spec.V[j][k]) for j in range(model.n_keys)), fig.output[i][k])
             for i in range(model.n_queries) for k in range(model.V.cols))
-    top = _top(model, f)[0]
-    steps = (
-        Setup(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, spec.Q, spec.K, spec.V),
+    steps: list[Step] = [
         Scores(_transpose(spec.K), dots, fig.scores, is_exact(fig.scores)),
-        Scaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, fig.scaled, is_exact(fig.scaled)),
+        Scaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, fig.unmasked, is_exact(fig.unmasked)),
+    ]
+    if spec.allowed is not None:
+        steps.append(Masking(spec.mask, spec.allowed, spec.key_padding, fig.scaled, is_exact(fig.scaled)))
+    steps += [
         Softmax(softmax_rows),
         WeightedSum(spec.V, weighted),
         MatrixForm(fig.weights, is_exact(fig.weights), fig.output, is_exact(fig.output), av_dots),
-        Recap(top, fig.scores[f][top], fig.percent_whole[f][top], spec.V[top]),
-        ToyVsReal(spec.d_k, len(spec.tokens)),
-    )
-    return Derivation(spec.title, spec.lang, spec.tokens, spec.tokens, f, spec.rounding, spec.expand, steps)
+    ]
+    return tuple(steps)
 
 
-__all__ = ["Derivation", "Dot", "Num", "STEP_KINDS", "derive"] + [
-    "Setup", "Scores", "Scaling", "Softmax", "SoftmaxRow", "WeightedSum", "WeightedRow",
-    "MatrixForm", "Recap", "ToyVsReal"]
+def _projecting(spec: Spec) -> Projecting:
+    p = spec.projection
+    products = []
+    for name, result in (("Q", spec.Q), ("K", spec.K), ("V", spec.V)):
+        X, W, b = p.weights(name)
+        if spec.expand == "all":
+            rows = range(len(X))
+        elif name == "Q" or not spec.is_cross:
+            rows = [spec.focus]
+        else:
+            rows = []
+        dots = tuple(Dot(i, k, tuple((x, W[c][k]) for c, x in enumerate(X[i])), result[i][k],
+                         b[k] if b else None)
+                     for i in rows for k in range(len(W[0])))
+        products.append(Projected(name, "X" if name == "Q" or p.X_kv is None else "X_kv", W, b, result, dots))
+    return Projecting(p.X, p.X_kv, tuple(products))
+
+
+def _derivation(spec: Spec, steps: tuple[Step, ...]) -> Derivation:
+    return Derivation(spec.title, spec.lang, spec.tokens, spec.keys, spec.focus, spec.rounding, spec.expand,
+                      steps, spec.softmax, spec.mask)
+
+
+def derive(spec: Spec, model: Model | None = None) -> Derivation:
+    """Build the whole derivation of a spec, in the document's order of steps."""
+    if spec.heads > 1 or spec.W_O is not None:
+        return _derive_heads(spec)
+    model = build_model(spec) if model is None else model
+    fig: Figures = figures(model, spec)
+    f = spec.focus
+    scale_kind, scale_value = _scale(spec)
+    top = _top(model, f)[0]
+    steps: list[Step] = [Setup(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, spec.Q, spec.K, spec.V,
+                               projected=spec.projection is not None)]
+    if spec.projection is not None:
+        steps.append(_projecting(spec))
+    steps += _core_steps(spec, model, fig)
+    steps += [Recap(top, fig.scores[f][top], fig.percent_whole[f][top], spec.V[top]),
+              ToyVsReal(spec.d_k, len(spec.tokens))]
+    return _derivation(spec, tuple(steps))
+
+
+def head_spec(spec: Spec, head: int) -> Spec:
+    """The single-head spec of one head: its slice of Q, K and V columns."""
+    width = len(spec.Q[0]) // spec.heads
+
+    def cols(m: Matrix) -> Matrix:
+        return tuple(row[head * width:(head + 1) * width] for row in m)
+
+    return replace(spec, Q=cols(spec.Q), K=cols(spec.K), V=cols(spec.V), heads=1, projection=None,
+                   W_O=None, b_O=None, title=None)
+
+
+def _derive_heads(spec: Spec) -> Derivation:
+    from .multihead import build_multihead
+    mh = build_multihead(spec)
+    heads = []
+    concat_rows: list[list[Num]] = [[] for _ in spec.tokens]
+    for h, model in enumerate(mh.heads):
+        sub = head_spec(spec, h)
+        fig = figures(model, sub)
+        width = len(sub.Q[0])
+        heads.append(Head(h, h * width, width, _derivation(sub, _core_steps(sub, model, fig))))
+        for i, row in enumerate(fig.output):
+            concat_rows[i] += row
+    concat = tuple(tuple(row) for row in concat_rows)
+    scale_kind, scale_value = _scale(spec)
+    sqrt_dk = figures(mh.heads[0], head_spec(spec, 0)).sqrt_dk
+    steps: list[Step] = [
+        Setup(spec.d_k, scale_kind, scale_value, sqrt_dk, spec.Q, spec.K, spec.V, projected=True,
+              heads=spec.heads, d_model=len(spec.projection.X[0])),
+        _projecting(spec),
+        *heads,
+        Concat(spec.heads, concat, is_exact(concat)),
+    ]
+    if spec.W_O is not None:
+        result = mh.figures_output(spec, concat)
+        rows = range(len(spec.tokens)) if spec.expand == "all" else [spec.focus]
+        dots = tuple(Dot(i, k, tuple((concat[i][c], spec.W_O[c][k]) for c in range(len(spec.W_O))), result[i][k],
+                         spec.b_O[k] if spec.b_O else None)
+                     for i in rows for k in range(len(spec.W_O[0])))
+        steps.append(OutputProjection(spec.W_O, spec.b_O, result, is_exact(result), dots))
+    steps.append(ToyVsReal(spec.d_k, len(spec.tokens)))
+    return _derivation(spec, tuple(steps))
+
+
+__all__ = ["Derivation", "Dot", "Num", "STEP_KINDS", "derive", "head_spec"] + [
+    "Setup", "Projecting", "Projected", "Scores", "Scaling", "Masking", "Softmax", "SoftmaxRow", "WeightedSum",
+    "WeightedRow", "MatrixForm", "Head", "Concat", "OutputProjection", "Recap", "ToyVsReal"]

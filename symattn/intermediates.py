@@ -8,27 +8,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import Model
-from .spec import Spec
+from .model import Model, build_model
+from .spec import Matrix, Spec
 
 MAX_DIGITS = 1000
 MATRICES = ("scores", "scaled", "exp", "weights", "output")
 
 
-def _entry(model: Model, quantity: str, digits: int) -> dict[str, Any]:
-    exact = model.exact(quantity)
-    values = model.significant(quantity, digits)
+def _entry(source: Any, quantity: str, digits: int) -> dict[str, Any]:
+    exact = source.exact(quantity) if hasattr(source, "exact") else getattr(source, quantity)
+    values = source.significant(quantity, digits)
     return {
         "exact": [[str(x) for x in exact.row(i)] for i in range(exact.rows)],
-        "value": [[str(v) for v in row] for row in values],
+        "value": [[_text(v) for v in row] for row in values],
     }
 
 
-def compute(spec: Spec, model: Model, digits: int = 15) -> dict[str, Any]:
-    """All intermediates, each exact and to ``digits`` significant digits."""
-    if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= MAX_DIGITS:
-        raise ValueError(f"digits must be an integer from 1 to {MAX_DIGITS}, got {digits!r}")
-    out: dict[str, Any] = {"tokens": list(spec.tokens), "d_k": spec.d_k}
+def _text(value: Any) -> str:
+    return "-inf" if value.is_infinite() else str(value)
+
+
+def _head(model: Model, digits: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"d_k": model.d_k}
     for scalar in ("scale", "sqrt_dk"):
         entry = _entry(model, scalar, digits)
         out[scalar] = {"exact": entry["exact"][0][0], "value": entry["value"][0][0]}
@@ -37,4 +38,31 @@ def compute(spec: Spec, model: Model, digits: int = 15) -> dict[str, Any]:
         if quantity == "exp":
             column = _entry(model, "exp_sum", digits)
             out["exp_sum"] = {"exact": [r[0] for r in column["exact"]], "value": [r[0] for r in column["value"]]}
+    return out
+
+
+def _exact_matrix(m: Matrix) -> dict[str, Any]:
+    return {"exact": [[str(x.value) for x in row] for row in m]}
+
+
+def compute(spec: Spec, model: Model | None = None, digits: int = 15) -> dict[str, Any]:
+    """All intermediates, each exact and to ``digits`` significant digits."""
+    if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= MAX_DIGITS:
+        raise ValueError(f"digits must be an integer from 1 to {MAX_DIGITS}, got {digits!r}")
+    out: dict[str, Any] = {"tokens": list(spec.tokens)}
+    if spec.is_cross:
+        out["key_tokens"] = list(spec.key_tokens)
+    if spec.projection is not None:
+        out.update(Q=_exact_matrix(spec.Q), K=_exact_matrix(spec.K), V=_exact_matrix(spec.V))
+    out["mask"] = [[spec.allowed is None or spec.allowed[i][j] for j in range(len(spec.keys))]
+                   for i in range(len(spec.tokens))]
+    if spec.heads == 1 and spec.W_O is None:
+        out.update(_head(model or build_model(spec), digits))
+        return out
+    from .multihead import build_multihead
+    mh = build_multihead(spec)
+    out["d_model"] = len(spec.Q[0])
+    out["heads"] = [_head(h, digits) for h in mh.heads]
+    out["concat"] = _entry(mh, "concat", digits)
+    out["output"] = _entry(mh, "output", digits)
     return out

@@ -48,6 +48,15 @@ class Numeral:
     def is_negative(self) -> bool:
         return self.value < 0
 
+    @property
+    def is_infinite(self) -> bool:
+        return False
+
+    @property
+    def exact(self) -> bool:
+        """A numeral is its own exact value."""
+        return True
+
 
 def _parse_decimal(text: str, body: str) -> tuple[Fraction, int, str, int]:
     match = _DECIMAL.fullmatch(body)

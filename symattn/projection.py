@@ -39,12 +39,13 @@ class Projection:
         return X, getattr(self, f"W_{name}"), getattr(self, f"b_{name}")
 
 
-def numeral_of(value: Fraction) -> Numeral:
-    """A computed exact value as a numeral: its exact decimal, or p/q if it repeats."""
+def numeral_of(value: Fraction, width: int = 0) -> Numeral:
+    """A computed exact value as a numeral: its exact decimal (at least ``width``
+    places), or p/q if it repeats."""
     places = numeric.terminating_decimals(value)
     if places is None:
         return parse_numeral(value)
-    return parse_numeral(format(numeric.round_half_up(value, places), "f"))
+    return parse_numeral(format(numeric.round_half_up(value, max(places, width)), "f"))
 
 
 def product(X: Matrix, W: Matrix, b: Row | None) -> tuple[tuple[Fraction, ...], ...]:
@@ -57,6 +58,9 @@ def product(X: Matrix, W: Matrix, b: Row | None) -> tuple[tuple[Fraction, ...], 
 
 
 def project(projection: Projection, name: str) -> Matrix:
-    """Q, K or V as numerals."""
+    """Q, K or V as numerals, padded to the same decimals across the matrix."""
     X, W, b = projection.weights(name)
-    return tuple(tuple(numeral_of(v) for v in row) for row in product(X, W, b))
+    values = product(X, W, b)
+    places = [numeric.terminating_decimals(v) for row in values for v in row]
+    width = max((p for p in places if p is not None), default=0)
+    return tuple(tuple(numeral_of(v, width) for v in row) for row in values)

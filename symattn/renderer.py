@@ -56,7 +56,7 @@ class _Loader(jinja2.ChoiceLoader):
 def tex_number(x: Num | Numeral | Decimal | int) -> str:
     """A shown number, or a number as the user typed it, in LaTeX math."""
     if isinstance(x, Num):
-        return format(x.value, "f")
+        return "-\\infty" if x.is_infinite else format(x.value, "f")
     if isinstance(x, Decimal):
         return format(x, "f")
     if isinstance(x, int):
@@ -75,7 +75,7 @@ def tex_number(x: Num | Numeral | Decimal | int) -> str:
 def tex_operand(x: Num | Numeral) -> str:
     """A factor in a product: negatives and scientific forms get parentheses."""
     text = tex_number(x)
-    needs = x.is_negative or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction"))
+    needs = (x.is_negative and not x.is_infinite) or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction"))
     return f"\\left({text}\\right)" if needs else text
 
 
@@ -92,6 +92,8 @@ def plain_number(x: Num | Numeral | Decimal | int) -> str:
     """A number for plain text: shown digits, or the user's text as typed."""
     if isinstance(x, Numeral):
         return x.text.lstrip("+")
+    if isinstance(x, Num) and x.is_infinite:
+        return "−∞"
     return tex_number(x)
 
 
@@ -194,6 +196,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "opnd": tex_operand,
     "rel": relation,
     "pick": lambda indices, items: [items[i] for i in indices],
+    "select_true": lambda flags: [i for i, flag in enumerate(flags) if flag],
     "fill": lambda phrase, phrases, **values: phrases.fill(phrase, **values),
 }
 

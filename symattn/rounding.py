@@ -12,7 +12,7 @@ quantity's decimals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 from typing import Sequence
@@ -36,8 +36,15 @@ class Num:
         return self.value.is_signed() and self.value != 0
 
     @property
+    def is_infinite(self) -> bool:
+        return self.value.is_infinite()
+
+    @property
     def fraction(self) -> Fraction:
         return Fraction(self.value)
+
+
+NEG_INFINITY = Num(Decimal("-Infinity"), True)  # a masked score
 
 
 NumRow = tuple[Num, ...]
@@ -50,8 +57,11 @@ class Figures:
 
     sqrt_dk: Num
     scores: NumRows
-    scaled: NumRows
-    exp: NumRows
+    unmasked: NumRows  # S · scale before the mask
+    scaled: NumRows  # −∞ where masked
+    row_max: NumRow | None  # stable softmax: the maximum subtracted from each row
+    softmax_input: NumRows  # what goes into e^z: z, or z minus the row maximum
+    exp: NumRows  # e^ of softmax_input
     exp_sum: NumRow
     weights: NumRows
     percent: NumRows
@@ -78,6 +88,8 @@ def _rounded(values: Sequence[Sequence[Fraction]], decimals: int) -> NumRows:
 
 
 def _num(shown: Decimal, value: Fraction | None) -> Num:
+    if shown.is_infinite():
+        return NEG_INFINITY
     return Num(shown, value is not None and Fraction(shown) == value)
 
 
@@ -105,23 +117,37 @@ def _scores(model: Model, decimals: Decimals) -> NumRows:
                              decimals.scores)
 
 
-def exact_figures(model: Model, decimals: Decimals) -> Figures:
+def exact_figures(model: Model, decimals: Decimals, stable: bool = False) -> Figures:
     """Each number is the exact value, rounded for display."""
     n, m = model.n_queries, model.n_keys
     weights = _from_model(model, "weights", decimals.weights)
     products = _from_model(model, "products", decimals.output)
+    scaled = _from_model(model, "scaled", decimals.scaled)
+    unmasked = scaled if model.allowed is None else _from_model(replace(model, allowed=None), "scaled", decimals.scaled)
+    suffix = "_shifted" if stable else ""
     return Figures(
         sqrt_dk=_from_model(model, "sqrt_dk", decimals.sqrt_dk)[0][0],
         scores=_scores(model, decimals),
-        scaled=_from_model(model, "scaled", decimals.scaled),
-        exp=_from_model(model, "exp", decimals.exp),
-        exp_sum=tuple(row[0] for row in _from_model(model, "exp_sum", decimals.exp)),
+        unmasked=unmasked,
+        scaled=scaled,
+        row_max=tuple(scaled[i][j] for i, j in enumerate(model.row_max)) if stable else None,
+        softmax_input=_from_model(model, "shifted", decimals.scaled) if stable else scaled,
+        exp=_from_model(model, "exp" + suffix, decimals.exp),
+        exp_sum=tuple(row[0] for row in _from_model(model, f"exp{suffix}_sum", decimals.exp)),
         weights=weights,
         percent=_percent(_from_model(model, "weights", decimals.percent + 2)),
         percent_whole=_percent(_from_model(model, "weights", 2)),
         products=tuple(products[i * m:(i + 1) * m] for i in range(n)),
         output=_from_model(model, "output", decimals.output),
     )
+
+
+def _exp_of(x: Num, decimals: int) -> Num:
+    if x.is_infinite:
+        return Num(Decimal(0).scaleb(-decimals), True)  # e^−∞ = 0
+    value = x.fraction
+    shown = numeric.round_expr(sympy.exp(sympy.Rational(value.numerator, value.denominator)), decimals)
+    return _num(shown, Fraction(1) if value == 0 else None)
 
 
 def hand_figures(model: Model, spec: Spec) -> Figures:
@@ -135,10 +161,18 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
         z = _fractions(scores)
     else:
         z = [[s.fraction * spec.scale.value for s in row] for row in scores]
-    scaled = _rounded(z, decimals.scaled) if spec.scale != "none" else scores
-    exp = tuple(tuple(_num(numeric.round_expr(sympy.exp(sympy.Rational(x.fraction.numerator, x.fraction.denominator)),
-                                              decimals.exp), None if x.value else Fraction(1))
-                      for x in row) for row in scaled)
+    unmasked = _rounded(z, decimals.scaled) if spec.scale != "none" else scores
+    scaled = tuple(tuple(x if model.may_attend(i, j) else NEG_INFINITY for j, x in enumerate(row))
+                   for i, row in enumerate(unmasked))
+    row_max = None
+    softmax_input = scaled
+    if spec.softmax == "stable":
+        row_max = tuple(row[j] for row, j in zip(scaled, model.row_max))
+        softmax_input = tuple(
+            _exact_or_rounded([[x.fraction - top.fraction for x in row if not x.is_infinite]], decimals.scaled)[0]
+            for row, top in zip(scaled, row_max))
+        softmax_input = tuple(_reinsert(row, shifted) for row, shifted in zip(scaled, softmax_input))
+    exp = tuple(tuple(_exp_of(x, decimals.exp) for x in row) for row in softmax_input)
     exp_sum = _exact_or_rounded([[sum((e.fraction for e in row), Fraction(0))] for row in exp], decimals.exp)
     weights = _rounded([[e.fraction / total[0].fraction for e in row] for row, total in zip(exp, exp_sum)],
                        decimals.weights)
@@ -148,7 +182,8 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     output = _exact_or_rounded([[sum((w.fraction * V[j][k] for j, w in enumerate(row)), Fraction(0))
                                  for k in range(len(V[0]))] for row in weights], decimals.output)
     return Figures(
-        sqrt_dk=sqrt_dk, scores=scores, scaled=scaled, exp=exp, exp_sum=tuple(r[0] for r in exp_sum),
+        sqrt_dk=sqrt_dk, scores=scores, unmasked=unmasked, scaled=scaled, row_max=row_max,
+        softmax_input=softmax_input, exp=exp, exp_sum=tuple(r[0] for r in exp_sum),
         weights=weights,
         percent=_exact_or_rounded([[w.fraction * 100 for w in row] for row in weights], decimals.percent),
         percent_whole=_rounded([[w.fraction * 100 for w in row] for row in weights], 0),
@@ -156,5 +191,13 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     )
 
 
+def _reinsert(row: NumRow, finite: NumRow) -> NumRow:
+    # put shifted values back where the row is not masked
+    values = iter(finite)
+    return tuple(x if x.is_infinite else next(values) for x in row)
+
+
 def figures(model: Model, spec: Spec) -> Figures:
-    return hand_figures(model, spec) if spec.rounding == "hand" else exact_figures(model, spec.decimals)
+    if spec.rounding == "hand":
+        return hand_figures(model, spec)
+    return exact_figures(model, spec.decimals, stable=spec.softmax == "stable")

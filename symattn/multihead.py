@@ -1,0 +1,116 @@
+"""Multi-head attention: one exact model per head, their concatenation, and W_O.
+
+The layout is torch.nn.MultiheadAttention's, with weights as we multiply them
+(X W, where torch computes x Wᵀ): head h takes columns h·d_head … (h+1)·d_head − 1
+of Q, K and V and is scaled by 1/√d_head; the head outputs are concatenated in
+order and multiplied by W_O, plus b_O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from typing import Sequence
+
+import sympy
+from sympy import ImmutableMatrix
+
+from . import numeric
+from .model import Model, Rows, _lcm_of_denominators, _seq, build_heads
+from .numeric import Fixed
+from .rounding import NumRows, _exact_or_rounded, _num
+from .spec import Spec
+
+
+@dataclass(frozen=True, eq=False)
+class MultiHead:
+    heads: tuple[Model, ...]
+    W_O: tuple[tuple[Fraction, ...], ...] | None = None
+    b_O: tuple[Fraction, ...] | None = None
+
+    @cached_property
+    def concat(self) -> ImmutableMatrix:
+        return ImmutableMatrix.hstack(*[h.output for h in self.heads])
+
+    @cached_property
+    def output(self) -> ImmutableMatrix:
+        """concat · W_O + b_O (the concatenation itself without W_O)."""
+        if self.W_O is None:
+            return self.concat
+        C = self.concat
+        W = self.W_O
+        b = self.b_O or (Fraction(0),) * len(W[0])
+        return ImmutableMatrix(C.rows, len(W[0]), lambda i, k: sympy.Add(
+            *[C[i, c] * sympy.Rational(W[c][k].numerator, W[c][k].denominator) for c in range(C.cols)])
+            + sympy.Rational(b[k].numerator, b[k].denominator))
+
+    # --- numbers ---------------------------------------------------------
+
+    def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
+        concat = tuple(sum((list(r) for r in rows), []) for rows in
+                       zip(*[h.rationals("output") for h in self.heads]))
+        if quantity == "concat" or self.W_O is None:
+            return tuple(tuple(row) for row in concat)
+        b = self.b_O or (Fraction(0),) * len(self.W_O[0])
+        return tuple(tuple(None if any(x is None for x in row) else
+                           sum((x * self.W_O[c][k] for c, x in enumerate(row)), Fraction(0)) + b[k]
+                           for k in range(len(self.W_O[0]))) for row in concat)
+
+    def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
+        bits = -(-bits // 32) * 32
+        per_head = [h._enclosures("output", bits) for h in self.heads]
+        widths = [h.v.shape[1] for h in self.heads]
+        rows = []
+        for i in range(self.heads[0].n_queries):
+            row: list[Fixed] = []
+            for boxes, width in zip(per_head, widths):
+                row += boxes[i * width:(i + 1) * width]
+            rows.append(row)
+        if quantity == "concat" or self.W_O is None:
+            return [b for row in rows for b in row]
+        den = _lcm_of_denominators(list(self.W_O) + [self.b_O or ()])
+        cols = [[int(self.W_O[c][k] * den) for c in range(len(self.W_O))] for k in range(len(self.W_O[0]))]
+        bias = self.b_O or (Fraction(0),) * len(cols)
+        out = []
+        for row in rows:
+            for box, b in zip(numeric.weighted_sums(row, cols, den, bits), bias):
+                shift = Fixed.exact(b, bits)
+                out.append(Fixed(box.lo + shift.lo, box.hi + shift.hi, bits))
+        return out
+
+    def _numbers(self, quantity: str, method) -> Rows:
+        exact = self.rationals(quantity)
+        cols = len(exact[0])
+        flat = method(lambda bits: self._enclosures(quantity, bits), [x for row in exact for x in row])
+        return tuple(tuple(flat[i * cols:(i + 1) * cols]) for i in range(len(exact)))
+
+    def rounded(self, quantity: str, decimals: int | Sequence[int]) -> Rows:
+        return self._numbers(quantity, lambda boxes, exact: numeric.decide(
+            boxes, exact, decimals, numeric.start_bits(max(_seq(decimals))), quantity))
+
+    def significant(self, quantity: str, digits: int) -> Rows:
+        return self._numbers(quantity, lambda boxes, exact: numeric.decide_significant(
+            boxes, exact, digits, numeric.start_bits(digits), quantity))
+
+    def figures_output(self, spec: Spec, concat: NumRows) -> NumRows:
+        """The output after W_O as shown: exact values rounded, or (hand) from the shown concat."""
+        decimals = spec.decimals.output
+        if spec.rounding == "hand":
+            b = self.b_O or (Fraction(0),) * len(self.W_O[0])
+            return _exact_or_rounded([[sum((x.fraction * self.W_O[c][k] for c, x in enumerate(row)), Fraction(0))
+                                       + b[k] for k in range(len(self.W_O[0]))] for row in concat], decimals)
+        shown: Rows = self.rounded("output", decimals)
+        return tuple(tuple(_num(d, e) for d, e in zip(row, exact))
+                     for row, exact in zip(shown, self.rationals("output")))
+
+
+def build_multihead(spec: Spec) -> MultiHead:
+    def fractions(m):
+        return None if m is None else tuple(tuple(x.value for x in row) for row in m)
+
+    b_O = None if spec.b_O is None else tuple(x.value for x in spec.b_O)
+    return MultiHead(build_heads(spec), fractions(spec.W_O), b_O)
+
+
+__all__ = ["MultiHead", "build_multihead"]
