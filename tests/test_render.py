@@ -18,10 +18,12 @@ def seed_spec(lang="zh"):
     return load_spec(builtin.example_path("seed", lang))
 
 
+@pytest.mark.parametrize("name", builtin.names())
 @pytest.mark.parametrize("lang", ["zh", "en"])
 @pytest.mark.parametrize("fmt, ext", [("markdown", "md"), ("latex", "tex")])
-def test_golden_seed(golden, lang, fmt, ext):
-    golden(f"seed.{lang}.{ext}", render(derive(seed_spec(lang)), fmt, standalone=(fmt == "latex")))
+def test_golden_examples(golden, name, lang, fmt, ext):
+    spec = load_spec(builtin.example_path(name, lang))
+    golden(f"{name}.{lang}.{ext}", render(derive(spec), fmt, standalone=(fmt == "latex")))
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
