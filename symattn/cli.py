@@ -66,12 +66,25 @@ def _render(args: argparse.Namespace) -> int:
     from .derivation import derive
     from .renderer import render
     spec = _load(args.spec, args.example, args.lang).with_options(
-        lang=args.lang, focus=args.focus, expand=args.expand, rounding=args.rounding)
+        lang=args.lang, focus=args.focus, expand=args.expand, rounding=args.rounding, subs=_subs(args.subs))
     fmt = "latex" if args.format == "latex" else "markdown"
     if args.standalone and fmt != "latex":
         raise _UsageError("--standalone needs --format latex")
     _emit(render(derive(spec), fmt, standalone=args.standalone), args.output)
     return 0
+
+
+def _subs(pairs: list[str] | None) -> dict[str, str] | None:
+    """--subs a=0.5 --subs b=1/3 as a mapping; values are parsed by the spec reader."""
+    if not pairs:
+        return None
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise _UsageError(f"--subs: expected NAME=VALUE, got {pair!r}")
+        out[name.strip()] = value.strip()
+    return out
 
 
 def _compute(args: argparse.Namespace) -> int:
@@ -80,7 +93,7 @@ def _compute(args: argparse.Namespace) -> int:
     from .intermediates import MAX_DIGITS, compute
     if not 1 <= args.digits <= MAX_DIGITS:
         raise _UsageError(f"--digits: expected an integer from 1 to {MAX_DIGITS}, got {args.digits}")
-    spec = _load(args.spec, args.example, None)
+    spec = _load(args.spec, args.example, None).with_options(subs=_subs(args.subs))
     data = compute(spec, digits=args.digits)
     # one key per line, each value compact: matrices stay readable and diffable
     lines = [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in data.items()]
@@ -138,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--focus", metavar="TOKEN", help="the token whose row is worked out (label or 1-based index)")
     render.add_argument("--expand", choices=("focus", "all"))
     render.add_argument("--rounding", choices=("exact", "hand"))
+    render.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
     render.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
     render.set_defaults(run=_render)
 
@@ -145,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     compute.add_argument("spec", nargs="?", metavar="SPEC", help="TOML or JSON spec; default: the built-in example")
     compute.add_argument("--example", metavar="NAME")
     compute.add_argument("--digits", type=int, default=15, help="significant digits (default 15)")
+    compute.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
     compute.add_argument("-o", "--output", metavar="FILE")
     compute.set_defaults(run=_compute)
 

@@ -174,6 +174,15 @@ class OutputProjection:
 
 
 @dataclass(frozen=True)
+class Substitution:
+    """The values of the symbols, and the numeric derivation that follows from them."""
+
+    kind: ClassVar[str] = "substitution"
+    values: tuple[tuple[str, Numeral], ...]
+    derivation: "Derivation"
+
+
+@dataclass(frozen=True)
 class Recap:
     kind: ClassVar[str] = "recap"
     top: int
@@ -190,9 +199,9 @@ class ToyVsReal:
 
 
 Step = Union[Setup, Projecting, Scores, Scaling, Masking, Softmax, WeightedSum, MatrixForm, Head, Concat,
-             OutputProjection, Recap, ToyVsReal]
+             OutputProjection, Substitution, Recap, ToyVsReal]
 STEP_KINDS = ("setup", "projecting", "scores", "scaling", "masking", "softmax", "weighted_sum", "matrix_form",
-              "head", "concat", "output_projection", "recap", "toy_vs_real")
+              "head", "concat", "output_projection", "substitution", "recap", "toy_vs_real")
 
 
 @dataclass(frozen=True)
@@ -207,6 +216,7 @@ class Derivation:
     steps: tuple[Step, ...]
     softmax: str = "plain"
     mask: str = "none"
+    symbolic: bool = False  # formulas instead of numbers
 
 
 def _top(model: Model, row: int) -> tuple[int, ...]:
@@ -279,13 +289,50 @@ def _projecting(spec: Spec) -> Projecting:
     return Projecting(p.X, p.X_kv, tuple(products))
 
 
-def _derivation(spec: Spec, steps: tuple[Step, ...]) -> Derivation:
+def _derivation(spec: Spec, steps: tuple[Step, ...], symbolic: bool = False) -> Derivation:
     return Derivation(spec.title, spec.lang, spec.tokens, spec.keys, spec.focus, spec.rounding, spec.expand,
-                      steps, spec.softmax, spec.mask)
+                      steps, spec.softmax, spec.mask, symbolic)
+
+
+def _derive_symbolic(spec: Spec) -> Derivation:
+    import sympy
+
+    from .formula import Formula
+    from .symbolic import build_symbolic, formulas, has_all_values, substitute
+    model = build_symbolic(spec)
+    rows = range(len(spec.tokens)) if spec.expand == "all" else [spec.focus]
+    scale_kind, scale_value = _scale(spec)
+    root = Formula("", sympy.sqrt(spec.d_k))
+    S, Z, E, A, O = (formulas(getattr(model, q)) for q in ("scores", "scaled", "exp", "weights", "output"))
+    sums = formulas(model.exp_sum)
+    unmasked = Z if spec.allowed is None else formulas(replace(model, allowed=None).scaled)
+    dots = tuple(Dot(i, j, tuple(zip(spec.Q[i], spec.K[j])), S[i][j]) for i in rows for j in range(len(spec.keys)))
+    steps: list[Step] = [
+        Setup(spec.d_k, scale_kind, scale_value, root, spec.Q, spec.K, spec.V),
+        Scores(_transpose(spec.K), dots, S, True),
+        Scaling(spec.d_k, scale_kind, scale_value, root, unmasked, True),
+    ]
+    if spec.allowed is not None:
+        steps.append(Masking(spec.mask, spec.allowed, spec.key_padding, Z, True))
+    steps.append(Softmax(tuple(SoftmaxRow(i, Z[i], E[i], sums[i][0], A[i], (), (), True, Z[i]) for i in rows)))
+    steps.append(WeightedSum(spec.V, tuple(
+        WeightedRow(i, A[i], formulas(model.products[i]), O[i], spec.V[i] if not spec.is_cross else (),
+                    True, True, True) for i in rows)))
+    av_dots = ()
+    if spec.expand == "all":
+        av_dots = tuple(Dot(i, k, tuple((A[i][j], spec.V[j][k]) for j in range(len(spec.keys))), O[i][k])
+                        for i in range(len(spec.tokens)) for k in range(len(spec.V[0])))
+    steps.append(MatrixForm(A, True, O, True, av_dots))
+    if has_all_values(spec):
+        steps.append(Substitution(spec.subs, derive(substitute(spec))))
+    steps.append(ToyVsReal(spec.d_k, len(spec.tokens)))
+    return _derivation(spec, tuple(steps), symbolic=True)
 
 
 def derive(spec: Spec, model: Model | None = None) -> Derivation:
     """Build the whole derivation of a spec, in the document's order of steps."""
+    if spec.is_symbolic:
+        return _derive_symbolic(spec)
     if spec.heads > 1 or spec.W_O is not None:
         return _derive_heads(spec)
     model = build_model(spec) if model is None else model

@@ -49,6 +49,8 @@ def compute(spec: Spec, model: Model | None = None, digits: int = 15) -> dict[st
     """All intermediates, each exact and to ``digits`` significant digits."""
     if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= MAX_DIGITS:
         raise ValueError(f"digits must be an integer from 1 to {MAX_DIGITS}, got {digits!r}")
+    if spec.is_symbolic:
+        return _symbolic(spec, digits)
     out: dict[str, Any] = {"tokens": list(spec.tokens)}
     if spec.is_cross:
         out["key_tokens"] = list(spec.key_tokens)
@@ -65,4 +67,17 @@ def compute(spec: Spec, model: Model | None = None, digits: int = 15) -> dict[st
     out["heads"] = [_head(h, digits) for h in mh.heads]
     out["concat"] = _entry(mh, "concat", digits)
     out["output"] = _entry(mh, "output", digits)
+    return out
+
+
+def _symbolic(spec: Spec, digits: int) -> dict[str, Any]:
+    """Formulas in the symbols; with a value for each symbol, the numbers too."""
+    from .symbolic import build_symbolic, has_all_values, substitute
+    model = build_symbolic(spec)
+    out: dict[str, Any] = {"tokens": list(spec.tokens), "symbols": list(spec.symbols),
+                           "subs": {name: value.text for name, value in spec.subs}}
+    out["formulas"] = {q: [[str(x) for x in getattr(model, q).row(i)] for i in range(getattr(model, q).rows)]
+                       for q in ("scores", "scaled", "exp", "weights", "output")}
+    if has_all_values(spec):
+        out["values"] = compute(substitute(spec), digits=digits)
     return out

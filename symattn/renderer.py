@@ -21,6 +21,7 @@ import jinja2
 
 from .errors import RenderError
 from .escape import ESCAPERS, MATH_TEXT_ESCAPERS
+from .formula import Formula, symbol
 from .numeral import Numeral
 from .rounding import Num
 
@@ -55,6 +56,9 @@ class _Loader(jinja2.ChoiceLoader):
 
 def tex_number(x: Num | Numeral | Decimal | int) -> str:
     """A shown number, or a number as the user typed it, in LaTeX math."""
+    if isinstance(x, Formula):
+        import sympy
+        return "-\\infty" if x.is_infinite else sympy.latex(x.expr)
     if isinstance(x, Num):
         return "-\\infty" if x.is_infinite else format(x.value, "f")
     if isinstance(x, Decimal):
@@ -75,7 +79,8 @@ def tex_number(x: Num | Numeral | Decimal | int) -> str:
 def tex_operand(x: Num | Numeral) -> str:
     """A factor in a product: negatives and scientific forms get parentheses."""
     text = tex_number(x)
-    needs = (x.is_negative and not x.is_infinite) or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction"))
+    needs = (x.is_negative and not x.is_infinite) or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction")) \
+        or (isinstance(x, Formula) and x.is_sum)
     return f"\\left({text}\\right)" if needs else text
 
 
@@ -92,6 +97,8 @@ def plain_number(x: Num | Numeral | Decimal | int) -> str:
     """A number for plain text: shown digits, or the user's text as typed."""
     if isinstance(x, Numeral):
         return x.text.lstrip("+")
+    if isinstance(x, Formula):
+        return x.text or str(x.expr)
     if isinstance(x, Num) and x.is_infinite:
         return "−∞"
     return tex_number(x)
@@ -197,6 +204,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "rel": relation,
     "pick": lambda indices, items: [items[i] for i in indices],
     "select_true": lambda flags: [i for i, flag in enumerate(flags) if flag],
+    "symbol_tex": lambda name: tex_number(Formula(name, symbol(name))),
     "fill": lambda phrase, phrases, **values: phrases.fill(phrase, **values),
 }
 

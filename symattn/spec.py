@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from .errors import ShapeError, SpecError
 from .numeral import Numeral, NumeralError, parse_numeral
+from .formula import Formula, FormulaError, is_symbol_name, parse_formula
 from .projection import Projection, project
 
 MAX_TOKENS = 128
@@ -71,6 +72,18 @@ class Spec:
     heads: int = 1
     W_O: Matrix | None = None
     b_O: tuple[Numeral, ...] | None = None
+    subs: tuple[tuple[str, Numeral], ...] = ()  # values for symbols
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """Every symbol used in Q, K and V, sorted."""
+        names = {name for m in (self.Q, self.K, self.V) for row in m for x in row
+                 if isinstance(x, Formula) for name in x.symbols}
+        return tuple(sorted(names))
+
+    @property
+    def is_symbolic(self) -> bool:
+        return any(isinstance(x, Formula) for m in (self.Q, self.K, self.V) for row in m for x in row)
 
     @property
     def d_k(self) -> int:
@@ -101,13 +114,17 @@ class Spec:
             changes["expand"] = reader.choice(raw["expand"], "--expand", EXPANDS)
         if "focus" in raw:
             changes["focus"] = reader.focus(raw["focus"], self.tokens, "--focus")
+        if "subs" in raw:
+            given = dict(self.subs)
+            given.update(dict(reader.subs(raw["subs"], "--subs", self.symbols)))
+            changes["subs"] = tuple(sorted(given.items()))
         return replace(self, **changes)
 
 
-_OVERRIDABLE = {"lang", "rounding", "expand", "focus"}
+_OVERRIDABLE = {"lang", "rounding", "expand", "focus", "subs"}
 _KEYS = ("title", "lang", "tokens", "focus", "Q", "K", "V", "scale", "rounding", "expand", "decimals",
          "key_tokens", "mask", "key_padding", "softmax", "X", "X_kv", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V",
-         "heads", "W_O", "b_O")
+         "heads", "W_O", "b_O", "subs")
 
 
 def _kind(value: object) -> str:
@@ -124,7 +141,7 @@ class _Reader:
     def error(self, key: str | None, problem: str, position: tuple[int, ...] = ()) -> SpecError:
         return SpecError(self.source, key, problem, position)
 
-    def matrix(self, raw: object, key: str, *, max_rows: int = MAX_TOKENS) -> Matrix:
+    def matrix(self, raw: object, key: str, *, max_rows: int = MAX_TOKENS, symbolic: bool = False) -> Matrix:
         if not isinstance(raw, (list, tuple)):
             raise self.error(key, f"expected a matrix (a list of rows), got {_kind(raw)}")
         if not raw:
@@ -141,8 +158,22 @@ class _Reader:
                 raise self.error(key, f"{len(row)} columns; at most {MAX_DIM} are supported", (i,))
             if rows and len(row) != len(rows[0]):
                 raise self.error(key, f"row has {len(row)} entries but row 1 has {len(rows[0])}", (i,))
-            rows.append(tuple(self.number(x, key, (i, j)) for j, x in enumerate(row, 1)))
+            rows.append(tuple(self.entry(x, key, (i, j)) if symbolic else self.number(x, key, (i, j))
+                              for j, x in enumerate(row, 1)))
         return tuple(rows)
+
+    def entry(self, raw: object, key: str, position: tuple[int, ...]) -> Numeral | Formula:
+        """A number, or (for text that is not one) a formula with symbols."""
+        try:
+            return parse_numeral(raw)
+        except NumeralError as exc:
+            if not isinstance(raw, str) or isinstance(raw, FloatText) or \
+                    not any(ch.isalpha() or ch in "()^*" for ch in raw):
+                raise self.error(key, str(exc), position) from None
+        try:
+            return parse_formula(raw)
+        except FormulaError as exc:
+            raise self.error(key, str(exc), position) from None
 
     def number(self, raw: object, key: str, position: tuple[int, ...] = (), **kw: Any) -> Numeral:
         try:
@@ -219,6 +250,19 @@ class _Reader:
         if number.value <= 0:
             raise self.error(key, f"must be positive, got {number.text!r}")
         return number
+
+    def subs(self, raw: object, key: str, symbols: tuple[str, ...]) -> tuple[tuple[str, Numeral], ...]:
+        if not isinstance(raw, Mapping):
+            raise self.error(key, f"expected a table of symbol = value, got {_kind(raw)}")
+        out = []
+        for name, value in raw.items():
+            if not is_symbol_name(name):
+                raise self.error(f"{key}.{name}", "not a symbol name (a letter, then letters, digits or _)")
+            if name not in symbols:
+                used = ", ".join(symbols) or "none"
+                raise self.error(f"{key}.{name}", f"no entry uses this symbol; symbols: {used}")
+            out.append((name, self.number(value, f"{key}.{name}")))
+        return tuple(sorted(out))
 
     def decimals(self, raw: object, key: str) -> Decimals:
         if not isinstance(raw, Mapping):
@@ -342,9 +386,9 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         for key in ("X_kv", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V"):
             if key in data:
                 raise reader.error(key, "needs X (the inputs that W projects)")
-        Q = reader.matrix(data["Q"], "Q")
-        K = reader.matrix(data["K"], "K")
-        V = reader.matrix(data["V"], "V")
+        Q = reader.matrix(data["Q"], "Q", symbolic=True)
+        K = reader.matrix(data["K"], "K", symbolic=True)
+        V = reader.matrix(data["V"], "V", symbolic=True)
         if len(Q[0]) != len(K[0]):
             raise _mismatch(source, "K", "Q", Q, "K", K, "Q and K need the same number of columns (d_k)")
         if len(V) != len(K):
@@ -364,7 +408,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     mask, allowed, padding = _mask(reader, data, tokens, key_tokens or tokens)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
     title = reader.text(data["title"], "title", MAX_TITLE) if "title" in data else None
-    return Spec(
+    spec = Spec(
         Q=Q, K=K, V=V, tokens=tokens, focus=focus, title=title,
         lang=reader.lang(data["lang"], "lang") if "lang" in data else "en",
         scale=reader.scale(data["scale"], "scale") if "scale" in data else "sqrt",
@@ -375,6 +419,9 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         softmax=reader.choice(data.get("softmax", "plain"), "softmax", SOFTMAXES),
         projection=projection, heads=heads, W_O=W_O, b_O=b_O,
     )
+    if "subs" in data:
+        spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
+    return spec
 
 
 def _heads(reader: _Reader, data: Mapping[str, Any], projection: Projection | None, d_v: int, d_q: int):
@@ -409,8 +456,12 @@ def _heads(reader: _Reader, data: Mapping[str, Any], projection: Projection | No
     return heads, W_O, b_O
 
 
+class FloatText(str):
+    """The text of a TOML or JSON float: a number, never a formula."""
+
+
 def _toml_float(text: str) -> str:
-    return text.replace("_", "")
+    return FloatText(text.replace("_", ""))
 
 
 def read_table(path: str | Path) -> dict[str, Any]:
@@ -427,7 +478,7 @@ def read_table(path: str | Path) -> dict[str, Any]:
         raise SpecError(source, None, "not UTF-8 text") from None
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(text, parse_float=str, parse_int=str, parse_constant=_reject_constant)
+            data = json.loads(text, parse_float=FloatText, parse_int=FloatText, parse_constant=_reject_constant)
         except json.JSONDecodeError as exc:
             raise SpecError(source, None, f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
         except NumeralError as exc:

@@ -90,9 +90,9 @@ class _nothing:
 
 def test_bad_spec_file(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
-    bad.write_text('Q = [[1, 0], [0, "x"]]\nK = [[1, 0], [0, 1]]\nV = [[1], [2]]\n', encoding="utf-8")
+    bad.write_text('Q = [[1, 0], [0, "1,5"]]\nK = [[1, 0], [0, 1]]\nV = [[1], [2]]\n', encoding="utf-8")
     code, out, err = run(capsys, "render", str(bad))
-    assert (code, out, err) == (2, "", f"symattn: {bad}: Q[2][2]: not a number: 'x'\n")
+    assert (code, out, err) == (2, "", f"symattn: {bad}: Q[2][2]: not a number: '1,5'\n")
 
 
 def test_failed_render_leaves_no_file_and_keeps_the_old_one(tmp_path, capsys):

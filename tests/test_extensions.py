@@ -124,3 +124,59 @@ def test_bad_input(raw, kind, message):
     with pytest.raises(kind) as info:
         load_spec(raw)
     assert str(info.value) == message
+
+
+# --- symbolic entries ------------------------------------------------------
+
+def test_symbolic_2x2_softmax_is_the_logistic_of_the_score_gap():
+    from symattn.formula import symbol
+    from symattn.symbolic import build_symbolic
+    spec = load_spec({"Q": [[1, 0], [0, 1]], "K": [["a", 0], ["b", 0]], "V": [["v_1"], ["v_2"]]})
+    a, b = symbol("a"), symbol("b")
+    weight = build_symbolic(spec).weights[0, 0]
+    assert sympy.simplify(weight - 1 / (1 + sympy.exp((b - a) / sympy.sqrt(2)))) == 0
+
+
+def test_symbolic_values_follow_from_subs():
+    spec = load_spec(builtin.example_path("symbolic", "en"))
+    assert spec.symbols == ("a", "b", "v_1", "v_2")
+    data = compute(spec, digits=6)
+    assert data["formulas"]["scores"] == [["a", "b"], ["0", "0"]]
+    assert data["values"]["weights"]["value"][0] == ["0.587479", "0.412521"]  # 1/(1+e^((b-a)/√2)) with a = 1, b = 0.5
+    derivation = derive(spec.with_options(subs={"a": "0"}))
+    values = derivation.steps[-2]
+    assert values.kind == "substitution" and dict(values.values)["a"].text == "0"
+
+
+def test_symbolic_without_values_shows_formulas_only():
+    spec = load_spec({"Q": [["q", 1]], "K": [[1, "k"]], "V": [[2]]})
+    derivation = derive(spec)
+    assert derivation.symbolic and all(step.kind != "substitution" for step in derivation.steps)
+    assert "values" not in compute(spec)
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"Q": [["__import__('os')"]], "K": [[1]], "V": [[1]]},
+     "<dict>: Q[1][1]: unknown function '__import__' in \"__import__('os')\"; allowed: exp, sqrt"),
+    ({"Q": [["log(a)"]], "K": [[1]], "V": [[1]]}, "<dict>: Q[1][1]: unknown function 'log' in 'log(a)'; allowed: exp, sqrt"),
+    ({"Q": [["a.real"]], "K": [[1]], "V": [[1]]}, "<dict>: Q[1][1]: expected an operator before '.' in 'a.real'"),
+    ({"Q": [["2a"]], "K": [[1]], "V": [[1]]}, "<dict>: Q[1][1]: expected an operator before 'a' in '2a'"),
+    ({"Q": [["_x"]], "K": [[1]], "V": [[1]]},
+     "<dict>: Q[1][1]: '_x' is not a symbol name (a letter, then letters, digits or _)"),
+    ({"Q": [["a^b"]], "K": [[1]], "V": [[1]]}, "<dict>: Q[1][1]: an exponent must be a number from -16 to 16 in 'a^b'"),
+    ({"Q": [["a"]], "K": [[1]], "V": [[1]], "subs": {"2a": 1}},
+     "<dict>: subs.2a: not a symbol name (a letter, then letters, digits or _)"),
+    ({"Q": [["a"]], "K": [[1]], "V": [[1]], "subs": {"z": 1}}, "<dict>: subs.z: no entry uses this symbol; symbols: a"),
+])
+def test_bad_symbolic_input(raw, message):
+    with pytest.raises(SpecError) as info:
+        load_spec(raw)
+    assert str(info.value) == message
+
+
+def test_irrational_values_are_refused_with_a_reason():
+    spec = load_spec({"Q": [["sqrt(a)"]], "K": [[1]], "V": [[1]], "subs": {"a": 2}})
+    with pytest.raises(SpecError) as info:
+        derive(spec)
+    assert str(info.value) == ("<dict>: Q[1][1]: with the given values 'sqrt(a)' is sqrt(2), which is not rational; "
+                               "numbers are computed for rational entries only")

@@ -57,13 +57,14 @@ def test_scale_number(seed):
 BAD = [
     ({"colour": 1}, SpecError, "<dict>: colour: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, "
                                "b_K, b_O, b_Q, b_V, decimals, expand, focus, heads, key_padding, key_tokens, lang, "
-                               "mask, rounding, scale, softmax, title, tokens"),
+                               "mask, rounding, scale, softmax, subs, title, tokens"),
     ({"Q": None}, SpecError, "<dict>: Q: expected a matrix (a list of rows), got NoneType"),
     ({"Q": []}, SpecError, "<dict>: Q: empty matrix"),
     ({"Q": [[]]}, SpecError, "<dict>: Q[1]: empty row"),
     ({"Q": "1,2"}, SpecError, "<dict>: Q: expected a matrix (a list of rows), got a string"),
     ({"Q": [[1, 0], [0]]}, SpecError, "<dict>: Q[2]: row has 1 entries but row 1 has 2"),
-    ({"Q": [[1, 0], [0, 1], [0.9, "abc"]]}, SpecError, "<dict>: Q[3][2]: not a number: 'abc'"),
+    ({"Q": [[1, 0], [0, 1], [0.9, "1..2"]]}, SpecError, "<dict>: Q[3][2]: not a number: '1..2'"),
+    ({"Q": [[1, 0], [0, 1], [0.9, "a+"]]}, SpecError, "<dict>: Q[3][2]: unexpected end of 'a+'"),
     ({"V": [[1, 0], [0, 1], [1, True]]}, SpecError, "<dict>: V[3][2]: not a number: True"),
     ({"K": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}, ShapeError,
      "<dict>: K: shape mismatch: Q is 3×2 and K is 3×3; Q and K need the same number of columns (d_k)"),

@@ -1,0 +1,112 @@
+"""Attention with symbolic entries: general formulas, then numbers once values are given.
+
+The formulas are SymPy closed forms of the same steps as the numeric model.
+With a value for every symbol (``[subs]`` or ``--subs a=0.5``), the entries
+are substituted and the numeric derivation follows. Numbers are only ever
+shown for values; a formula is never filled with placeholders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from functools import cached_property
+
+import sympy
+from sympy import ImmutableMatrix
+
+from .errors import SpecError
+from .formula import Formula, symbol, value_of
+from .numeral import Numeral
+from .projection import numeral_of
+from .spec import Matrix, Spec
+
+
+def _matrix(m: Matrix) -> ImmutableMatrix:
+    return ImmutableMatrix([[value_of(x) for x in row] for row in m])
+
+
+@dataclass(frozen=True, eq=False)
+class SymbolicModel:
+    Q: ImmutableMatrix
+    K: ImmutableMatrix
+    V: ImmutableMatrix
+    d_k: int
+    scale: sympy.Expr
+    allowed: tuple[tuple[bool, ...], ...] | None = None
+
+    def may_attend(self, i: int, j: int) -> bool:
+        return self.allowed is None or self.allowed[i][j]
+
+    @cached_property
+    def scores(self) -> ImmutableMatrix:
+        return (self.Q * self.K.T).applyfunc(sympy.expand)
+
+    @cached_property
+    def scaled(self) -> ImmutableMatrix:
+        S = self.scores
+        return ImmutableMatrix(S.rows, S.cols, lambda i, j: sympy.expand(S[i, j] * self.scale)
+                               if self.may_attend(i, j) else sympy.S.NegativeInfinity)
+
+    @cached_property
+    def exp(self) -> ImmutableMatrix:
+        return self.scaled.applyfunc(sympy.exp)
+
+    @cached_property
+    def exp_sum(self) -> ImmutableMatrix:
+        e = self.exp
+        return ImmutableMatrix([[sympy.Add(*e.row(i))] for i in range(e.rows)])
+
+    @cached_property
+    def weights(self) -> ImmutableMatrix:
+        e, sums = self.exp, self.exp_sum
+        return ImmutableMatrix(e.rows, e.cols, lambda i, j: e[i, j] / sums[i, 0])
+
+    @cached_property
+    def products(self) -> tuple[ImmutableMatrix, ...]:
+        """For each query, row j holds A_ij · V_j."""
+        A, V = self.weights, self.V
+        return tuple(ImmutableMatrix(V.rows, V.cols, lambda j, k: A[i, j] * V[j, k]) for i in range(A.rows))
+
+    @cached_property
+    def output(self) -> ImmutableMatrix:
+        e, sums, V = self.exp, self.exp_sum, self.V
+        return ImmutableMatrix(e.rows, V.cols, lambda i, k: sympy.Add(
+            *[V[j, k] * e[i, j] for j in range(e.cols)]) / sums[i, 0])
+
+
+def build_symbolic(spec: Spec) -> SymbolicModel:
+    if spec.scale == "sqrt":
+        scale = 1 / sympy.sqrt(spec.d_k)
+    elif spec.scale == "none":
+        scale = sympy.Integer(1)
+    else:
+        scale = sympy.Rational(spec.scale.value.numerator, spec.scale.value.denominator)
+    return SymbolicModel(_matrix(spec.Q), _matrix(spec.K), _matrix(spec.V), spec.d_k, scale, spec.allowed)
+
+
+def formulas(m: ImmutableMatrix) -> tuple[tuple[Formula, ...], ...]:
+    return tuple(tuple(Formula("", x) for x in m.row(i)) for i in range(m.rows))
+
+
+def has_all_values(spec: Spec) -> bool:
+    return set(spec.symbols) <= {name for name, _ in spec.subs}
+
+
+def substitute(spec: Spec) -> Spec:
+    """The numeric spec: every formula entry replaced by its value (which must be rational)."""
+    values = {symbol(name): sympy.Rational(v.value.numerator, v.value.denominator) for name, v in spec.subs}
+
+    def entry(x: Numeral | Formula, key: str, position: tuple[int, int]) -> Numeral:
+        if isinstance(x, Numeral):
+            return x
+        value = x.expr.subs(values)  # SymPy objects for SymPy symbols; no text is parsed here
+        if not isinstance(value, sympy.Rational):
+            raise SpecError(spec.source, key, f"with the given values {x.text!r} is {value}, which is not "
+                                              "rational; numbers are computed for rational entries only", position)
+        return numeral_of(Fraction(int(value.p), int(value.q)))
+
+    def matrix(m: Matrix, key: str) -> Matrix:
+        return tuple(tuple(entry(x, key, (i, j)) for j, x in enumerate(row, 1)) for i, row in enumerate(m, 1))
+
+    return replace(spec, Q=matrix(spec.Q, "Q"), K=matrix(spec.K, "K"), V=matrix(spec.V, "V"), subs=())
