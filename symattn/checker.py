@@ -203,7 +203,9 @@ class _Checker:
             truncated = self.is_truncation(quantity, i, j, c, d)
         else:
             verdict = "wrong"
-        explanation = self.explain(quantity, claim.row, claim.col, shown) if verdict in ("wrong", "last-digit") else None
+        explanation = None
+        if verdict in ("wrong", "last-digit"):
+            explanation = self.explain(quantity, claim.row, claim.col, shown)
         if claim.quantity == "percent":  # report in the claim's own unit
             expected, carried = (None if x is None else x.scaleb(2) for x in (expected, carried))
         row_label = None if claim.row is None else self.spec.tokens[claim.row]

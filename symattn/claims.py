@@ -87,7 +87,8 @@ class _ClaimReader(_Reader):
             match = _KEY.fullmatch(str(raw_key))
             name = match.group(1) if match else str(raw_key)
             if name not in QUANTITIES or (row is not None and name == "sqrt_dk"):
-                allowed = [q for q in QUANTITIES if row is None or q != "sqrt_dk"] + ([] if row is not None else ["rows"])
+                allowed = [q for q in QUANTITIES if row is None or q != "sqrt_dk"]
+                allowed += [] if row is not None else ["rows"]
                 raise self.error(key, "unknown quantity; expected one of " + ", ".join(allowed))
             shape = _shape(name, self.spec)
             if row is not None:
@@ -95,7 +96,7 @@ class _ClaimReader(_Reader):
             indices = tuple(int(i) for i in re.findall(r"\[(\d+)\]", match.group(2))) if match else ()
             if len(indices) > len(shape):
                 raise self.error(key, f"{name} takes {len(shape)} index(es), got {len(indices)}")
-            for axis, (index, size) in enumerate(zip(indices, shape)):
+            for index, size in zip(indices, shape):
                 if not 1 <= index <= size:
                     raise self.error(key, f"index {index} is out of range 1..{size}")
             self.values(name, value, shape[len(indices):], indices, row, key)

@@ -17,7 +17,6 @@ evaluate every exponential once and round each value correctly
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -60,8 +59,40 @@ def _lcm_of_denominators(rows: Sequence[Sequence[Fraction]]) -> int:
     return den
 
 
+class ClosedForms:
+    """exp, their row sums, weights and output from ``scaled`` and ``V``: shared by
+    the numeric model and the symbolic one."""
+
+    scaled: ImmutableMatrix
+    V: ImmutableMatrix
+
+    @cached_property
+    def exp(self) -> ImmutableMatrix:
+        return self.scaled.applyfunc(sympy.exp)
+
+    @cached_property
+    def exp_sum(self) -> ImmutableMatrix:
+        return _row_sums(self.exp)
+
+    @cached_property
+    def weights(self) -> ImmutableMatrix:
+        e, sums = self.exp, self.exp_sum
+        return ImmutableMatrix(e.rows, e.cols, lambda i, j: e[i, j] / sums[i, 0])
+
+    @cached_property
+    def output(self) -> ImmutableMatrix:
+        # Σ_j V_jk e^{z_ij} over the row sum: one fraction per entry, as a reader writes it
+        e, sums, V = self.exp, self.exp_sum, self.V
+        return ImmutableMatrix(e.rows, V.cols, lambda i, k: sympy.Add(
+            *[V[j, k] * e[i, j] for j in range(e.cols)]) / sums[i, 0])
+
+
+def _row_sums(e: ImmutableMatrix) -> ImmutableMatrix:
+    return ImmutableMatrix([[sympy.Add(*e.row(i))] for i in range(e.rows)])
+
+
 @dataclass(frozen=True, eq=False)
-class Model:
+class Model(ClosedForms):
     """Exact Q, K, V and everything computed from them. Build with :func:`build_model`.
 
     The fields are DomainMatrix objects over QQ; the SymPy matrices (``Q``,
@@ -129,34 +160,12 @@ class Model:
                                if self.may_attend(i, j) else sympy.S.NegativeInfinity)
 
     @cached_property
-    def exp(self) -> ImmutableMatrix:
-        return self.scaled.applyfunc(sympy.exp)
-
-    @cached_property
     def exp_shifted(self) -> ImmutableMatrix:
         return self.shifted.applyfunc(sympy.exp)
 
     @cached_property
-    def exp_sum(self) -> ImmutableMatrix:
-        e = self.exp
-        return ImmutableMatrix([[sympy.Add(*e.row(i))] for i in range(e.rows)])
-
-    @cached_property
     def exp_shifted_sum(self) -> ImmutableMatrix:
-        e = self.exp_shifted
-        return ImmutableMatrix([[sympy.Add(*e.row(i))] for i in range(e.rows)])
-
-    @cached_property
-    def weights(self) -> ImmutableMatrix:
-        e, sums = self.exp, self.exp_sum
-        return ImmutableMatrix(e.rows, e.cols, lambda i, j: e[i, j] / sums[i, 0])
-
-    @cached_property
-    def output(self) -> ImmutableMatrix:
-        # Σ_j V_jk e^{z_ij} over the row sum: one fraction per entry, as a reader writes it
-        e, sums, V = self.exp, self.exp_sum, self.V
-        return ImmutableMatrix(e.rows, V.cols, lambda i, k: sympy.Add(
-            *[V[j, k] * e[i, j] for j in range(e.cols)]) / sums[i, 0])
+        return _row_sums(self.exp_shifted)
 
     @cached_property
     def products(self) -> ImmutableMatrix:

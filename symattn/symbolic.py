@@ -17,6 +17,7 @@ from sympy import ImmutableMatrix
 
 from .errors import SpecError
 from .formula import Formula, symbol, value_of
+from .model import ClosedForms
 from .numeral import Numeral
 from .projection import numeral_of
 from .spec import Matrix, Spec
@@ -27,7 +28,7 @@ def _matrix(m: Matrix) -> ImmutableMatrix:
 
 
 @dataclass(frozen=True, eq=False)
-class SymbolicModel:
+class SymbolicModel(ClosedForms):
     Q: ImmutableMatrix
     K: ImmutableMatrix
     V: ImmutableMatrix
@@ -49,30 +50,11 @@ class SymbolicModel:
                                if self.may_attend(i, j) else sympy.S.NegativeInfinity)
 
     @cached_property
-    def exp(self) -> ImmutableMatrix:
-        return self.scaled.applyfunc(sympy.exp)
-
-    @cached_property
-    def exp_sum(self) -> ImmutableMatrix:
-        e = self.exp
-        return ImmutableMatrix([[sympy.Add(*e.row(i))] for i in range(e.rows)])
-
-    @cached_property
-    def weights(self) -> ImmutableMatrix:
-        e, sums = self.exp, self.exp_sum
-        return ImmutableMatrix(e.rows, e.cols, lambda i, j: e[i, j] / sums[i, 0])
-
-    @cached_property
     def products(self) -> tuple[ImmutableMatrix, ...]:
         """For each query, row j holds A_ij · V_j."""
         A, V = self.weights, self.V
-        return tuple(ImmutableMatrix(V.rows, V.cols, lambda j, k: A[i, j] * V[j, k]) for i in range(A.rows))
+        return tuple(ImmutableMatrix(V.rows, V.cols, lambda j, k, i=i: A[i, j] * V[j, k]) for i in range(A.rows))
 
-    @cached_property
-    def output(self) -> ImmutableMatrix:
-        e, sums, V = self.exp, self.exp_sum, self.V
-        return ImmutableMatrix(e.rows, V.cols, lambda i, k: sympy.Add(
-            *[V[j, k] * e[i, j] for j in range(e.cols)]) / sums[i, 0])
 
 
 def build_symbolic(spec: Spec) -> SymbolicModel:

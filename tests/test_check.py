@@ -13,7 +13,6 @@ from symattn.checker import check, report_data
 from symattn.cli import main
 from symattn.errors import SpecError
 from symattn.model import build_model
-from symattn.renderer import render_report
 from symattn.spec import load_spec
 
 from .strategies import specs

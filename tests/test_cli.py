@@ -67,7 +67,7 @@ def test_compute_json(capsys):
     (["render", "--format", "pdf"],
      "symattn: argument --format: invalid choice: 'pdf' (choose from 'markdown', 'latex')\n"),
     (["compute", "--digits", "0"], "symattn: --digits: expected an integer from 1 to 1000, got 0\n"),
-    (["render", "--example", "nope"], "symattn: --example: no built-in example 'nope'; choose one of causal, cross, multihead, projection, seed\n"),
+    (["render", "--example", "nope"], "symattn: --example: no built-in example 'nope'; choose one of causal, cross, multihead, projection, seed, symbolic\n"),
 ])
 def test_errors_are_one_line_exit_2(capsys, argv, message):
     with pytest.raises(SystemExit) if argv[-1] == "pdf" else _nothing():
