@@ -307,8 +307,11 @@ def _derive_symbolic(spec: Spec) -> Derivation:
     sums = formulas(model.exp_sum)
     unmasked = Z if spec.allowed is None else formulas(replace(model, allowed=None).scaled)
     dots = tuple(Dot(i, j, tuple(zip(spec.Q[i], spec.K[j])), S[i][j]) for i in rows for j in range(len(spec.keys)))
-    steps: list[Step] = [
-        Setup(spec.d_k, scale_kind, scale_value, root, spec.Q, spec.K, spec.V),
+    steps: list[Step] = [Setup(spec.d_k, scale_kind, scale_value, root, spec.Q, spec.K, spec.V,
+                               projected=spec.projection is not None)]
+    if spec.projection is not None:
+        steps.append(_projecting(spec))
+    steps += [
         Scores(_transpose(spec.K), dots, S, True),
         Scaling(spec.d_k, scale_kind, scale_value, root, unmasked, True),
     ]

@@ -33,6 +33,11 @@ class Projection:
     def source_of_keys(self) -> Matrix:
         return self.X if self.X_kv is None else self.X_kv
 
+    def inputs(self) -> list[Matrix]:
+        """Every matrix given (biases as one-row matrices)."""
+        out = [self.X, self.W_Q, self.W_K, self.W_V] + ([self.X_kv] if self.X_kv is not None else [])
+        return out + [(b,) for b in (self.b_Q, self.b_K, self.b_V) if b is not None]
+
     def weights(self, name: str) -> tuple[Matrix, Matrix, Row | None]:
         """(input, W, b) of one projection: "Q", "K" or "V"."""
         X = self.X if name == "Q" else self.source_of_keys
@@ -57,9 +62,28 @@ def product(X: Matrix, W: Matrix, b: Row | None) -> tuple[tuple[Fraction, ...], 
         for row in X)
 
 
+def _symbolic_product(X: Matrix, W: Matrix, b: Row | None) -> Matrix:
+    import sympy
+
+    from .formula import Formula, value_of
+    out = []
+    for row in X:
+        entries = []
+        for k in range(len(W[0])):
+            expr = sympy.expand(sympy.Add(*[value_of(x) * value_of(w[k]) for x, w in zip(row, W)])
+                                + (value_of(b[k]) if b else 0))
+            entries.append(numeral_of(Fraction(int(expr.p), int(expr.q))) if isinstance(expr, sympy.Rational)
+                           else Formula("", expr))
+        out.append(tuple(entries))
+    return tuple(out)
+
+
 def project(projection: Projection, name: str) -> Matrix:
-    """Q, K or V as numerals, padded to the same decimals across the matrix."""
+    """Q, K or V as numerals, padded to the same decimals across the matrix (formulas with symbols)."""
     X, W, b = projection.weights(name)
+    if any(not isinstance(x, Numeral) for m in (X, W, (b or ())) for x in (m if m is b else
+                                                                           [e for row in m for e in row])):
+        return _symbolic_product(X, W, b)
     values = product(X, W, b)
     places = [numeric.terminating_decimals(v) for row in values for v in row]
     width = max((p for p in places if p is not None), default=0)

@@ -76,9 +76,11 @@ class Spec:
 
     @property
     def symbols(self) -> tuple[str, ...]:
-        """Every symbol used in Q, K and V, sorted."""
-        names = {name for m in (self.Q, self.K, self.V) for row in m for x in row
-                 if isinstance(x, Formula) for name in x.symbols}
+        """Every symbol used in the entries (Q, K, V, or X, W and b), sorted."""
+        matrices = [self.Q, self.K, self.V]
+        if self.projection is not None:
+            matrices += self.projection.inputs()
+        names = {name for m in matrices for row in m for x in row if isinstance(x, Formula) for name in x.symbols}
         return tuple(sorted(names))
 
     @property
@@ -192,12 +194,13 @@ class _Reader:
             raise self.error(key, "control characters (such as newlines) are not allowed", position)
         return raw
 
-    def vector(self, raw: object, key: str) -> tuple[Numeral, ...]:
+    def vector(self, raw: object, key: str, symbolic: bool = False) -> tuple[Numeral, ...]:
         if not isinstance(raw, (list, tuple)) or not raw:
             raise self.error(key, f"expected a non-empty list of numbers, got {_kind(raw)}")
         if len(raw) > MAX_DIM:
             raise self.error(key, f"{len(raw)} entries; at most {MAX_DIM} are supported")
-        return tuple(self.number(x, key, (j,)) for j, x in enumerate(raw, 1))
+        read = self.entry if symbolic else self.number
+        return tuple(read(x, key, (j,)) for j, x in enumerate(raw, 1))
 
     def labels(self, raw: object, key: str, count: int, rows_of: str, default: str = "t") -> tuple[str, ...]:
         if raw is None:
@@ -299,9 +302,9 @@ def _projection(reader: _Reader, data: Mapping[str, Any]) -> Projection:
     for key in ("W_Q", "W_K", "W_V"):
         if key not in data:
             raise reader.error(key, "missing (X needs W_Q, W_K and W_V)")
-    X = reader.matrix(data["X"], "X")
-    X_kv = reader.matrix(data["X_kv"], "X_kv") if "X_kv" in data else None
-    W = {k: reader.matrix(data[k], k, max_rows=MAX_DIM) for k in ("W_Q", "W_K", "W_V")}
+    X = reader.matrix(data["X"], "X", symbolic=True)
+    X_kv = reader.matrix(data["X_kv"], "X_kv", symbolic=True) if "X_kv" in data else None
+    W = {k: reader.matrix(data[k], k, max_rows=MAX_DIM, symbolic=True) for k in ("W_Q", "W_K", "W_V")}
     for key, inputs, name in (("W_Q", X, "X"), ("W_K", X_kv or X, "X_kv" if X_kv else "X"),
                               ("W_V", X_kv or X, "X_kv" if X_kv else "X")):
         if len(W[key]) != len(inputs[0]):
@@ -313,7 +316,7 @@ def _projection(reader: _Reader, data: Mapping[str, Any]) -> Projection:
     for name in ("Q", "K", "V"):
         key = f"b_{name}"
         if key in data:
-            row = reader.vector(data[key], key)
+            row = reader.vector(data[key], key, symbolic=True)
             width = len(W[f"W_{name}"][0])
             if len(row) != width:
                 raise ShapeError(source, key, f"{len(row)} entries for the {width} columns of W_{name}")
@@ -405,6 +408,8 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     else:
         key_tokens = ()
     heads, W_O, b_O = _heads(reader, data, projection, len(V[0]), len(Q[0]))
+    if heads > 1 and any(isinstance(x, Formula) for m in (Q, K, V) for row in m for x in row):
+        raise reader.error("heads", "symbols are supported with one head only")
     mask, allowed, padding = _mask(reader, data, tokens, key_tokens or tokens)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
     title = reader.text(data["title"], "title", MAX_TITLE) if "title" in data else None

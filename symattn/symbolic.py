@@ -19,7 +19,7 @@ from .errors import SpecError
 from .formula import Formula, symbol, value_of
 from .model import ClosedForms
 from .numeral import Numeral
-from .projection import numeral_of
+from .projection import numeral_of, project
 from .spec import Matrix, Spec
 
 
@@ -91,4 +91,14 @@ def substitute(spec: Spec) -> Spec:
     def matrix(m: Matrix, key: str) -> Matrix:
         return tuple(tuple(entry(x, key, (i, j)) for j, x in enumerate(row, 1)) for i, row in enumerate(m, 1))
 
+    def vector(v, key: str):
+        return None if v is None else tuple(entry(x, key, (j,)) for j, x in enumerate(v, 1))
+
+    p = spec.projection
+    if p is not None:
+        p = replace(p, X=matrix(p.X, "X"), X_kv=None if p.X_kv is None else matrix(p.X_kv, "X_kv"),
+                    W_Q=matrix(p.W_Q, "W_Q"), W_K=matrix(p.W_K, "W_K"), W_V=matrix(p.W_V, "W_V"),
+                    b_Q=vector(p.b_Q, "b_Q"), b_K=vector(p.b_K, "b_K"), b_V=vector(p.b_V, "b_V"))
+        Q, K, V = (project(p, name) for name in ("Q", "K", "V"))
+        return replace(spec, projection=p, Q=Q, K=K, V=V, subs=())
     return replace(spec, Q=matrix(spec.Q, "Q"), K=matrix(spec.K, "K"), V=matrix(spec.V, "V"), subs=())

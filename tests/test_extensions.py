@@ -180,3 +180,17 @@ def test_irrational_values_are_refused_with_a_reason():
         derive(spec)
     assert str(info.value) == ("<dict>: Q[1][1]: with the given values 'sqrt(a)' is sqrt(2), which is not rational; "
                                "numbers are computed for rational entries only")
+
+
+def test_symbols_in_projections():
+    spec = load_spec({"X": [["x", "0"], ["0", "1"]], "W_Q": [[1, 0], [0, 1]], "W_K": [["w", 0], [0, 1]],
+                      "W_V": [[1, 0], [0, 1]], "b_Q": ["c", 0], "subs": {"x": 2, "w": "0.5", "c": 1}})
+    assert spec.symbols == ("c", "w", "x")
+    assert str(spec.Q[0][0].expr) == "c + x"
+    # Q = [[3, 0], [1, 1]] and K = I: row 1 has scores [3, 0], so its first weight is 1/(1 + e^(-3/√2))
+    assert compute(spec, digits=6)["values"]["weights"]["value"][0] == ["0.892958", "0.107042"]
+    assert [step.kind for step in derive(spec).steps][:3] == ["setup", "projecting", "scores"]
+    with pytest.raises(SpecError) as info:
+        load_spec({**raw_projection(X=[["x", 0, 0, 0]], W_Q=[[1] * 4] * 4, W_K=[[1] * 4] * 4, W_V=[[1] * 4] * 4),
+                   "heads": 2})
+    assert str(info.value) == "<dict>: heads: symbols are supported with one head only"
