@@ -26,10 +26,11 @@ from typing import Any, Mapping
 import sympy
 
 from . import numeric
-from .claims import STAGE, Claim, Claims, load_claims
+from .claims import INPUTS, STAGE, Claim, Claims, load_claims
 from .model import Model, build_model
 from .numeral import Numeral
 from .rounding import Num
+from .errors import SpecError
 from .spec import Spec
 
 VERDICTS = ("exact", "rounded", "carried", "last-digit", "wrong")
@@ -134,10 +135,16 @@ class _Checker:
         if key in self._cache:
             return self._cache[key]
         m = self.model
-        if quantity == "sqrt_dk":
+        if quantity in INPUTS:
+            result = (_rational(getattr(self.spec, quantity)[row][col].value), False)
+        elif quantity == "sqrt_dk":
             result = (m.sqrt_dk, False)
         elif quantity == "scores":
-            result = (m.scores[row, col], False)
+            if any(key[0] in ("Q", "K") for key in self.index):  # from the claimant's own Q and K
+                terms = [(self.implied("Q", row, k), self.implied("K", col, k)) for k in range(len(self.spec.Q[0]))]
+                result = (sympy.Add(*[q * k for (q, _), (k, _) in terms]), any(a or b for (_, a), (_, b) in terms))
+            else:
+                result = (m.scores[row, col], False)
         elif quantity == "scaled":
             score, a = self.implied("scores", row, col)
             if self.spec.scale == "sqrt":
@@ -156,8 +163,8 @@ class _Checker:
             total, b = self.implied("exp_sum", row)
             result = (e / total, a or b)
         elif quantity == "output":
-            terms = [self.implied("weights", row, j) for j in range(m.n_keys)]
-            result = (sympy.Add(*[w * m.V[j, col] for j, (w, _) in enumerate(terms)]), any(a for _, a in terms))
+            terms = [(self.implied("weights", row, j), self.implied("V", j, col)) for j in range(m.n_keys)]
+            result = (sympy.Add(*[w * v for (w, _), (v, _) in terms]), any(a or b for (_, a), (_, b) in terms))
         else:  # pragma: no cover - the claims reader allows no other quantity
             raise ValueError(quantity)
         self._cache[key] = result
@@ -175,17 +182,23 @@ class _Checker:
             return claim.row, 0
         return claim.row, claim.col
 
+    def exact_value(self, quantity: str, i: int, j: int, decimals: int | None):
+        """(rational or None, closed form, SIGNIFICANT-digit Num, rounded to decimals)."""
+        if quantity in INPUTS:
+            exact = getattr(self.spec, quantity)[i][j].value
+            rounded = None if decimals is None else numeric.round_half_up(exact, decimals)
+            return exact, _rational(exact), self.sig(quantity, i, j), rounded
+        exact = self.model.rationals(quantity)[i][j]
+        rounded = self.model.rounded(quantity, decimals)[i][j] if decimals is not None else None
+        return exact, self.model.exact(quantity)[i, j], self.sig(quantity, i, j), rounded
+
     def verdict(self, claim: Claim) -> Verdict:
         quantity = "weights" if claim.quantity == "percent" else claim.quantity
         i, j = self.position(claim)
         number = claim.number
         d = number.decimals
         c = number.value
-        exact = self.model.rationals(quantity)[i][j]
-        closed = self.model.exact(quantity)[i, j]
-        value = self.model.significant(quantity, SIGNIFICANT)[i][j]
-        shown = Num(value, exact is not None and Fraction(value) == exact)
-        expected = self.model.rounded(quantity, d)[i][j] if d is not None else None
+        exact, closed, shown, expected = self.exact_value(quantity, i, j, d)
         y, from_claims = self.computed(quantity, claim.row, claim.col)
         if y.has(sympy.nan, sympy.zoo):  # e.g. weights from a claimed sum of 0: no value to carry
             from_claims = False
@@ -200,7 +213,7 @@ class _Checker:
             verdict = "carried"
         elif d is not None and self.one_off(c, d, expected, carried):
             verdict = "last-digit"
-            truncated = self.is_truncation(quantity, i, j, c, d)
+            truncated = self.is_truncation(quantity, i, j, c, d, exact)
         else:
             verdict = "wrong"
         explanation = None
@@ -208,9 +221,10 @@ class _Checker:
             explanation = self.explain(quantity, claim.row, claim.col, shown)
         if claim.quantity == "percent":  # report in the claim's own unit
             expected, carried = (None if x is None else x.scaleb(2) for x in (expected, carried))
-        row_label = None if claim.row is None else self.spec.tokens[claim.row]
+        rows = self.spec.keys if quantity in ("K", "V") else self.spec.tokens
+        row_label = None if claim.row is None else rows[claim.row]
         col_label = None if claim.col is None else (
-            claim.col + 1 if quantity == "output" else self.spec.tokens[claim.col])
+            claim.col + 1 if quantity in ("output",) + INPUTS else self.spec.keys[claim.col])
         return Verdict(claim, verdict, truncated, shown, closed, expected, carried, explanation, row_label, col_label)
 
     def is_carried(self, claim: Claim, y: sympy.Expr, from_claims: bool, carried: Decimal | None) -> bool:
@@ -232,7 +246,9 @@ class _Checker:
         unit = Fraction(1, 10**d)
         return any(ref is not None and abs(Fraction(ref) - c) == unit for ref in (expected, carried))
 
-    def is_truncation(self, quantity: str, i: int, j: int, c: Fraction, d: int) -> bool:
+    def is_truncation(self, quantity: str, i: int, j: int, c: Fraction, d: int, exact: Fraction | None) -> bool:
+        if exact is not None:
+            return Fraction(numeric.truncate(exact, d)) == c
         # cutting x toward zero gives c  <=>  c <= x < c + unit (x >= 0), mirrored below zero
         unit = Fraction(1, 10**d)
         low, high = (c, c + unit) if c >= 0 else (c - unit, c)
@@ -242,7 +258,10 @@ class _Checker:
     # --- explanations ----------------------------------------------------
 
     def sig(self, quantity: str, i: int, j: int) -> Num:
-        exact = self.model.rationals(quantity)[i][j]
+        if quantity in INPUTS:
+            exact = getattr(self.spec, quantity)[i][j].value
+        else:
+            exact = self.model.rationals(quantity)[i][j]
         places = None if exact is None else numeric.terminating_decimals(exact)
         if places is not None:  # a terminating value is shown whole: 0.92, not 0.920000
             return Num(numeric.round_half_up(exact, places), True)
@@ -251,7 +270,10 @@ class _Checker:
 
     def explain(self, quantity: str, row: int | None, col: int | None, result: Num) -> Explanation:
         spec, m = self.spec, self.model
-        if quantity == "sqrt_dk":
+        if quantity in INPUTS:
+            X, W, b = spec.projection.weights(quantity)
+            operands: tuple = (tuple(zip(X[row], [w[col] for w in W])), b[col] if b else None)
+        elif quantity == "sqrt_dk":
             operands: tuple = (spec.d_k,)
         elif quantity == "scores":
             operands = tuple(zip(spec.Q[row], spec.K[col]))
@@ -283,10 +305,25 @@ def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str) -> Repo
         from .spec import load_spec
         spec = load_spec(spec)
         loaded = load_claims(claims, spec=spec)
+    spec = _numeric(spec)
     model = model if isinstance(model, Model) else build_model(spec)
     checker = _Checker(spec, model, loaded.claims)
     results = tuple(checker.verdict(c) for c in sorted(loaded.claims, key=_order))
-    return Report(spec.title, spec.lang, spec.tokens, spec.tokens, loaded.source, results)
+    return Report(spec.title, spec.lang, spec.tokens, spec.keys, loaded.source, results)
+
+
+def _numeric(spec: Spec) -> Spec:
+    """The spec whose numbers are checked: values substituted for symbols; one head."""
+    if spec.heads > 1 or spec.W_O is not None:
+        raise SpecError(spec.source, "heads", "checking claims supports one head without W_O")
+    if spec.is_symbolic:
+        from .symbolic import has_all_values, substitute
+        if not has_all_values(spec):
+            missing = sorted(set(spec.symbols) - {name for name, _ in spec.subs})
+            raise SpecError(spec.source, "subs", "give a value for every symbol to check numbers; missing: "
+                            + ", ".join(missing))
+        spec = substitute(spec)
+    return spec
 
 
 def report_data(report: Report) -> dict[str, Any]:

@@ -21,12 +21,14 @@ from typing import Any, Mapping
 
 from .errors import SpecError
 from .numeral import Numeral
+from .spec import SPEC_KEYS
 from .spec import Spec, _kind, _Reader, check_keys, read_table, spec_from_mapping
 
 # In the order of the derivation; "percent" is the weights written in percent.
-QUANTITIES = ("sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "percent", "output")
+QUANTITIES = ("Q", "K", "V", "sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "percent", "output")
+INPUTS = ("Q", "K", "V")  # claimable when they are computed from X and W
 STAGE = {q: i for i, q in enumerate(QUANTITIES)} | {"percent": QUANTITIES.index("weights")}
-_KEY = re.compile(r"([a-z_]+)((?:\[\d+\])*)")
+_KEY = re.compile(r"([A-Za-z_]+)((?:\[\d+\])*)")
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,9 @@ class Claims:
 def _shape(quantity: str, spec: Spec) -> tuple[int, ...]:
     """The shape of a quantity claimed for the whole matrix."""
     n, m = len(spec.Q), len(spec.K)
+    if quantity in INPUTS:
+        matrix = getattr(spec, quantity)
+        return (len(matrix), len(matrix[0]))
     if quantity == "sqrt_dk":
         return ()
     if quantity == "exp_sum":
@@ -86,8 +91,11 @@ class _ClaimReader(_Reader):
                 continue
             match = _KEY.fullmatch(str(raw_key))
             name = match.group(1) if match else str(raw_key)
-            if name not in QUANTITIES or (row is not None and name == "sqrt_dk"):
-                allowed = [q for q in QUANTITIES if row is None or q != "sqrt_dk"]
+            if name in INPUTS and row is None and self.spec.projection is None:
+                raise self.error(key, f"{name} is an input here; claims on Q, K and V need X with W_Q, W_K, W_V")
+            if name not in QUANTITIES or (row is not None and name in ("sqrt_dk",) + INPUTS):
+                allowed = [q for q in QUANTITIES if (row is None or q not in ("sqrt_dk",) + INPUTS)
+                           and (q not in INPUTS or self.spec.projection is not None)]
                 allowed += [] if row is not None else ["rows"]
                 raise self.error(key, "unknown quantity; expected one of " + ", ".join(allowed))
             shape = _shape(name, self.spec)
@@ -144,7 +152,6 @@ class _ClaimReader(_Reader):
             self.section(claims, f"{key}.{label}", row)
 
 
-_SPEC_KEYS = ("title", "lang", "tokens", "focus", "Q", "K", "V", "scale", "rounding", "expand", "decimals")
 
 
 def claims_from_mapping(data: Mapping[str, Any], source: str = "<dict>", base: Path | None = None,
@@ -153,7 +160,7 @@ def claims_from_mapping(data: Mapping[str, Any], source: str = "<dict>", base: P
     reader = _Reader(source)
     if not isinstance(data, Mapping):
         raise reader.error(None, f"expected a table, got {_kind(data)}")
-    check_keys(reader, data, _SPEC_KEYS + ("spec", "claims"))
+    check_keys(reader, data, SPEC_KEYS + ("spec", "claims"))
     inline = {k: v for k, v in data.items() if k not in ("spec", "claims")}
     if spec is None:
         if "spec" in data:

@@ -124,7 +124,7 @@ class Spec:
 
 
 _OVERRIDABLE = {"lang", "rounding", "expand", "focus", "subs"}
-_KEYS = ("title", "lang", "tokens", "focus", "Q", "K", "V", "scale", "rounding", "expand", "decimals",
+SPEC_KEYS = ("title", "lang", "tokens", "focus", "Q", "K", "V", "scale", "rounding", "expand", "decimals",
          "key_tokens", "mask", "key_padding", "softmax", "X", "X_kv", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V",
          "heads", "W_O", "b_O", "subs")
 
@@ -373,7 +373,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     reader = _Reader(source)
     if not isinstance(data, Mapping):
         raise reader.error(None, f"expected a table of spec keys, got {_kind(data)}")
-    check_keys(reader, data, _KEYS)
+    check_keys(reader, data, SPEC_KEYS)
     projection = None
     if "X" in data:
         given = [k for k in ("Q", "K", "V") if k in data]

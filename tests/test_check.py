@@ -125,8 +125,9 @@ def test_bad_claims(tmp_path, monkeypatch, claims, message):
 @pytest.mark.parametrize("data, message", [
     ({"spec": "s.toml", "Q": [[1]], "claims": {}}, "c.json: Q: give the inputs inline or as spec = \"path\", not both"),
     ({"spec": "s.toml"}, "c.json: claims: missing"),
-    ({"spec": "s.toml", "claim": {}}, "c.json: claim: unknown key; expected one of K, Q, V, claims, decimals, expand, "
-                                      "focus, lang, rounding, scale, spec, title, tokens"),
+    ({"spec": "s.toml", "claim": {}}, "c.json: claim: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, "
+                                      "X_kv, b_K, b_O, b_Q, b_V, claims, decimals, expand, focus, heads, key_padding, "
+                                      "key_tokens, lang, mask, rounding, scale, softmax, spec, subs, title, tokens"),
     ({"spec": "nope.toml", "claims": {}}, "nope.toml: cannot read file: No such file or directory"),
 ])
 def test_bad_claims_files(tmp_path, monkeypatch, data, message):
@@ -202,3 +203,41 @@ def test_an_early_error_is_carried_forward(raw, decimals, units, data):
     report = check(spec, {"claims": {"rows": {str(i + 1): row}}})
     later = [v for v in report.results if v.claim.quantity != "scaled"]
     assert {v.verdict for v in later} <= {"exact", "rounded", "carried"}
+
+
+def test_claims_on_projected_q_k_v(tmp_path):
+    claims = {"spec": str(builtin.example_path("projection", "en")),
+              "claims": {"Q[3][1]": "1.2", "K[1][2]": "0.45", "scores[3][2]": "0.12", "scores[3][1]": "1.2"}}
+    report = check(None, claims_file(tmp_path, claims))
+    got = {(v.claim.quantity, v.row_label, v.col_label): v.verdict for v in report.results}
+    # Q[3][1] is 1.1; the score 1.2 follows from their own 1.2 (1.2×1.00 + 0.0×0.45)
+    assert got == {("Q", "it", 1): "last-digit", ("K", "cat", 2): "exact", ("scores", "it", "cat"): "carried",
+                   ("scores", "it", "eats"): "carried"}
+    first = report.first_problem
+    assert (first.claim.quantity, str(first.expected)) == ("Q", "1.1")
+    assert first.explanation.operands[1].text == "0.1"  # + b_Q
+
+
+def test_claims_on_q_need_a_projection(tmp_path):
+    claims = {"spec": str(builtin.example_path("seed", "en")), "claims": {"Q[1][1]": 1}}
+    with pytest.raises(SpecError) as info:
+        check(None, claims_file(tmp_path, claims))
+    assert str(info.value).endswith("claims.Q[1][1]: Q is an input here; claims on Q, K and V need X with W_Q, W_K, W_V")
+
+
+def test_check_refuses_several_heads_and_missing_values(tmp_path):
+    with pytest.raises(SpecError) as info:
+        check(None, claims_file(tmp_path, {"spec": str(builtin.example_path("multihead", "en")), "claims": {}}))
+    assert str(info.value).endswith(": heads: checking claims supports one head without W_O")
+    spec = {"Q": [["a", 0]], "K": [[1, 0]], "V": [[2]], "claims": {"weights": [[1]]}}
+    with pytest.raises(SpecError) as info:
+        check(None, claims_file(tmp_path, spec))
+    assert str(info.value).endswith(": subs: give a value for every symbol to check numbers; missing: a")
+    report = check(None, claims_file(tmp_path, {**spec, "subs": {"a": 3}}))
+    assert report.results[0].verdict == "exact"
+
+
+def claims_file(tmp_path, data):
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
