@@ -290,6 +290,15 @@ class Model(ClosedForms):
             out.append(list(groups.values()))
         return out
 
+    @cached_property
+    def _all_distinct(self) -> list[bool]:
+        return [all(len(group) == 1 for group in groups) for groups in self._groups]
+
+    @cached_property
+    def _constant_columns(self) -> list[Fraction | None]:
+        den, columns = self._v_integers
+        return [Fraction(col[0], den) if len(set(col)) == 1 else None for col in columns]
+
     def _row_is_flat(self, i: int) -> bool:
         return len(self._groups[i]) == 1
 
@@ -304,7 +313,13 @@ class Model(ClosedForms):
         # rational iff the mean of V over each group of equal z is the same.
         den, columns = self._v_integers
         column = columns[k]
-        sums = [(sum(column[j] for j in group), len(group)) for group in self._groups[i]]
+        groups = self._groups[i]
+        if self._all_distinct[i]:  # rational iff V is constant over the keys this row may attend to
+            if self.allowed is None:
+                return self._constant_columns[k]
+            values = {column[group[0]] for group in groups}
+            return Fraction(values.pop(), den) if len(values) == 1 else None
+        sums = [(sum(column[j] for j in group), len(group)) for group in groups]
         first, count = sums[0]
         if any(total * count != first * size for total, size in sums[1:]):
             return None
