@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import sympy
 from sympy import ImmutableMatrix
-from sympy.polys.domains import QQ
+from sympy.polys.domains import ZZ
 from sympy.polys.matrices import DomainMatrix
 
 from . import numeric
@@ -42,13 +42,15 @@ NEG_INFINITY = Decimal("-Infinity")
 _INFINITE = ("scaled", "shifted")  # quantities that are −∞ where masked
 
 
-def _domain_matrix(m: Matrix) -> DomainMatrix:
-    return DomainMatrix([[QQ(x.value.numerator, x.value.denominator) for x in row] for row in m],
-                        (len(m), len(m[0])), QQ)
+def _integers(m: Matrix) -> tuple[DomainMatrix, int]:
+    """The matrix as (integer matrix over ZZ, common denominator)."""
+    den = _lcm_of_denominators([[x.value for x in row] for row in m])
+    rows = [[x.value.numerator * (den // x.value.denominator) for x in row] for row in m]
+    return DomainMatrix(rows, (len(m), len(m[0])), ZZ), den
 
 
-def _fractions(m: DomainMatrix) -> list[list[Fraction]]:
-    return [[Fraction(int(x.numerator), int(x.denominator)) for x in row] for row in m.to_list()]
+def _rational_matrix(m: DomainMatrix, den: int) -> ImmutableMatrix:
+    return ImmutableMatrix(m.to_Matrix()) / den
 
 
 def _lcm_of_denominators(rows: Sequence[Sequence[Fraction]]) -> int:
@@ -95,14 +97,18 @@ def _row_sums(e: ImmutableMatrix) -> ImmutableMatrix:
 class Model(ClosedForms):
     """Exact Q, K, V and everything computed from them. Build with :func:`build_model`.
 
-    The fields are DomainMatrix objects over QQ; the SymPy matrices (``Q``,
-    ``scores``, ``weights``, …) are built from them on first use.
+    Each matrix is held as integers over ZZ and a common denominator (Q = q / dq);
+    integer products are many times faster than products over QQ. The SymPy
+    matrices (``Q``, ``scores``, ``weights``, …) are built on first use.
     """
 
     q: DomainMatrix
     k: DomainMatrix
     v: DomainMatrix
-    s: DomainMatrix  # S = Q Kᵀ
+    s: DomainMatrix  # S = Q Kᵀ = s / (dq dk)
+    dq: int
+    dk: int
+    dv: int
     d_k: int
     scale: sympy.Expr  # Z = S * scale
     allowed: Mask | None = None  # True where a query may attend to a key; None: everywhere
@@ -122,19 +128,19 @@ class Model(ClosedForms):
 
     @cached_property
     def Q(self) -> ImmutableMatrix:
-        return ImmutableMatrix(self.q.to_Matrix())
+        return _rational_matrix(self.q, self.dq)
 
     @cached_property
     def K(self) -> ImmutableMatrix:
-        return ImmutableMatrix(self.k.to_Matrix())
+        return _rational_matrix(self.k, self.dk)
 
     @cached_property
     def V(self) -> ImmutableMatrix:
-        return ImmutableMatrix(self.v.to_Matrix())
+        return _rational_matrix(self.v, self.dv)
 
     @cached_property
     def scores(self) -> ImmutableMatrix:
-        return ImmutableMatrix(self.s.to_Matrix())
+        return _rational_matrix(self.s, self.dq * self.dk)
 
     @cached_property
     def sqrt_dk(self) -> sympy.Expr:
@@ -263,20 +269,18 @@ class Model(ClosedForms):
 
     @cached_property
     def _v_rows(self) -> list[list[Fraction]]:
-        return _fractions(self.v)
+        return [[Fraction(int(x), self.dv) for x in row] for row in self.v.to_list()]
 
     @cached_property
     def _v_integers(self) -> tuple[int, list[list[int]]]:
         """V = columns / den with integer columns."""
-        rows = self._v_rows
-        den = _lcm_of_denominators(rows)
-        return den, [[int(row[k] * den) for row in rows] for k in range(len(rows[0]))]
+        rows = self.v.to_list()
+        return self.dv, [[int(row[k]) for row in rows] for k in range(self.v.shape[1])]
 
     @cached_property
     def _score_integers(self) -> tuple[int, list[list[int]]]:
         """S = rows / den with integer rows (fast to hash, compare and multiply)."""
-        den, ints = self.s.clear_denoms(convert=True)
-        return int(den.element), [[int(x) for x in row] for row in ints.to_list()]
+        return self.dq * self.dk, [[int(x) for x in row] for row in self.s.to_list()]
 
     @cached_property
     def _groups(self) -> list[list[list[int]]]:
@@ -495,11 +499,9 @@ def build_model(spec: Spec, head: int | None = None) -> Model:
     """The exact model of a validated spec, or of one head (0-based) of a multi-head spec."""
     if head is None and spec.heads > 1:
         raise ValueError("a multi-head spec has one model per head: use build_heads")
-    Q, K, V = (_domain_matrix(_columns(m, head, spec.heads)) for m in (spec.Q, spec.K, spec.V))
-    # clear denominators: the product over ZZ is the same matrix, many times faster than over QQ
-    (dq, q), (dk, k) = Q.clear_denoms(convert=True), K.clear_denoms(convert=True)
-    S = (q * k.transpose()).to_field() / (dq * dk)
-    return Model(q=Q, k=K, v=V, s=S, d_k=spec.d_k, scale=_scale(spec), allowed=spec.allowed)
+    (q, dq), (k, dk), (v, dv) = (_integers(_columns(m, head, spec.heads)) for m in (spec.Q, spec.K, spec.V))
+    return Model(q=q, k=k, v=v, s=q * k.transpose(), dq=dq, dk=dk, dv=dv, d_k=spec.d_k, scale=_scale(spec),
+                 allowed=spec.allowed)
 
 
 def build_heads(spec: Spec) -> tuple[Model, ...]:
