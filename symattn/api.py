@@ -18,12 +18,19 @@ class Result:
     spec: Spec
 
     @cached_property
-    def model(self) -> Model:
+    def model(self) -> Any:
+        """The exact model: a Model; a MultiHead with several heads or W_O; a SymbolicModel with symbols."""
+        if self.spec.is_symbolic:
+            from .symbolic import build_symbolic
+            return build_symbolic(self.spec)
+        if self.spec.heads > 1 or self.spec.W_O is not None:
+            from .multihead import build_multihead
+            return build_multihead(self.spec)
         return build_model(self.spec)
 
     @cached_property
     def derivation(self) -> Derivation:
-        return derive(self.spec, self.model)
+        return derive(self.spec, self.model if isinstance(self.model, Model) else None)
 
     def render(self, format: str = "markdown", *, standalone: bool = False) -> str:
         from .renderer import render
@@ -31,7 +38,7 @@ class Result:
 
     def compute(self, digits: int = 15) -> dict[str, Any]:
         from .intermediates import compute
-        return compute(self.spec, None if self.spec.heads > 1 or self.spec.W_O is not None else self.model, digits)
+        return compute(self.spec, self.model if isinstance(self.model, Model) else None, digits)
 
     def _repr_markdown_(self) -> str:
         return self.render("markdown")
