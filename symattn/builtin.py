@@ -20,12 +20,15 @@ def _claims() -> set[str]:
 
 
 def example_path(name: str = DEFAULT, lang: str = "zh") -> Path:
-    """The file of one built-in example; in another language if ``lang`` has none."""
-    for candidate in (lang, "en", "zh"):
-        path = EXAMPLES / f"{name}.{candidate}.toml"
-        if path.is_file():
-            return path
-    raise SpecError("--example", None, f"no built-in example {name!r}; choose one of {', '.join(names())}")
+    """The file of one built-in example in one language."""
+    path = EXAMPLES / f"{name}.{lang}.toml"
+    if path.is_file():
+        return path
+    languages = sorted(p.name.split(".")[1] for p in EXAMPLES.glob(f"{name}.*.toml"))
+    if not languages:
+        raise SpecError("--example", None, f"no built-in example {name!r}; choose one of {', '.join(names())}")
+    raise SpecError("--lang", None, f"the built-in example {name!r} has no language {lang!r}; "
+                                    f"choose one of {', '.join(languages)}")
 
 
 def example_text(name: str = DEFAULT, lang: str = "zh") -> str:

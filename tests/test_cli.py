@@ -61,7 +61,10 @@ def test_compute_json(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["render", "missing.toml"], "symattn: missing.toml: cannot read file: No such file or directory\n"),
-    (["render", "--lang", "fr-CA"], None),
+    (["render", "--lang", "fr-CA"], "symattn: --lang: the built-in example 'seed' has no language 'fr-CA'; "
+                                    "choose one of en, zh\n"),
+    (["example", "--lang", "fr"], "symattn: --lang: the built-in example 'seed' has no language 'fr'; "
+                                  "choose one of en, zh\n"),
     (["render", "--focus", "dog"], "symattn: {seed}: --focus: no token labelled 'dog'; tokens are 小猫, 吃, 它\n"),
     (["render", "--standalone"], "symattn: --standalone needs --format latex\n"),
     (["render", "--format", "pdf"],
