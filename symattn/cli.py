@@ -94,7 +94,7 @@ def _compute(args: argparse.Namespace) -> int:
     if not 1 <= args.digits <= MAX_DIGITS:
         raise _UsageError(f"--digits: expected an integer from 1 to {MAX_DIGITS}, got {args.digits}")
     spec = _load(args.spec, args.example, None).with_options(subs=_subs(args.subs))
-    data = compute(spec, digits=args.digits)
+    data = compute(spec, digits=args.digits, exact=not args.no_exact)
     # one key per line, each value compact: matrices stay readable and diffable
     lines = [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in data.items()]
     _emit("{\n" + ",\n".join(lines) + "\n}\n", args.output)
@@ -160,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     compute.add_argument("--example", metavar="NAME")
     compute.add_argument("--digits", type=int, default=15, help="significant digits (default 15)")
     compute.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
+    compute.add_argument("--no-exact", action="store_true",
+                         help="leave out the closed forms (much faster for large inputs)")
     compute.add_argument("-o", "--output", metavar="FILE")
     compute.set_defaults(run=_compute)
 

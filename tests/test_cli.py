@@ -125,3 +125,11 @@ def test_python_dash_m_and_traceback_free_errors(tmp_path):
                          text=True, env=env, cwd=tmp_path)
     assert (bad.returncode, bad.stdout) == (2, "")
     assert bad.stderr == "symattn: nope.toml: cannot read file: No such file or directory\n"
+
+
+def test_compute_without_closed_forms(capsys):
+    assert main(["compute", "--no-exact", "--digits", "4"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["weights"] == {"value": [["0.4171", "0.2207", "0.3621"], ["0.2608", "0.4592", "0.2799"],
+                                         ["0.4027", "0.2403", "0.3570"]]}
+    assert data["scale"] == {"value": "0.7071"}

@@ -97,3 +97,14 @@ def test_recap_and_top(seed):
     assert softmax.rows[0].top == (0,)
     recap = d.steps[6]
     assert (recap.top, str(recap.score.value), str(recap.percent.value)) == (0, "0.92", "40")
+
+
+def test_compute_prints_exactly_as_sympy_str(seed):
+    from symattn.intermediates import compute
+    spec = load_spec({**seed, "mask": "causal"})
+    data = compute(spec, digits=5)
+    model = build_model(spec)
+    for quantity in ("scores", "scaled", "exp", "weights", "output"):
+        matrix = model.exact(quantity)
+        assert data[quantity]["exact"] == [[str(x) for x in matrix.row(i)] for i in range(matrix.rows)]
+    assert data["scaled"]["value"][0] == ["0.70711", "-inf", "-inf"]
