@@ -28,7 +28,6 @@ import sympy
 from . import numeric
 from .claims import INPUTS, STAGE, Claim, Claims, load_claims
 from .model import Model, build_model
-from .numeral import Numeral
 from .rounding import Num
 from .errors import SpecError
 from .spec import Spec
@@ -171,9 +170,6 @@ class _Checker:
         return result
 
     # --- verdicts --------------------------------------------------------
-
-    def exact_rows(self, quantity: str):
-        return self.model.rationals(quantity)
 
     def position(self, claim: Claim) -> tuple[int, int]:
         if claim.quantity == "sqrt_dk":
@@ -354,9 +350,4 @@ def report_data(report: Report) -> dict[str, Any]:
     }
 
 
-def check_file(path: str) -> Report:
-    """Check a claims file that carries its own inputs."""
-    return check(None, path)
-
-
-__all__ = ["Explanation", "Numeral", "Report", "VERDICTS", "Verdict", "check", "check_file"]
+__all__ = ["Explanation", "Report", "VERDICTS", "Verdict", "check", "report_data"]
