@@ -313,9 +313,9 @@ def _numeric(spec: Spec) -> Spec:
     if spec.heads > 1 or spec.W_O is not None:
         raise SpecError(spec.source, "heads", "checking claims supports one head without W_O")
     if spec.is_symbolic:
-        from .symbolic import has_all_values, substitute
-        if not has_all_values(spec):
-            missing = sorted(set(spec.symbols) - {name for name, _ in spec.subs})
+        from .symbolic import substitute
+        missing = sorted(set(spec.symbols) - {name for name, _ in spec.subs})
+        if missing:
             raise SpecError(spec.source, "subs", "give a value for every symbol to check numbers; missing: "
                             + ", ".join(missing))
         spec = substitute(spec)

@@ -72,7 +72,8 @@ def formulas(m: ImmutableMatrix) -> tuple[tuple[Formula, ...], ...]:
 
 
 def has_all_values(spec: Spec) -> bool:
-    return set(spec.symbols) <= {name for name, _ in spec.subs}
+    """Symbols, each with a value (entries such as sqrt(2) without symbols have none to give)."""
+    return bool(spec.symbols) and set(spec.symbols) <= {name for name, _ in spec.subs}
 
 
 def substitute(spec: Spec) -> Spec:

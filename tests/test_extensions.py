@@ -194,3 +194,11 @@ def test_symbols_in_projections():
         load_spec({**raw_projection(X=[["x", 0, 0, 0]], W_Q=[[1] * 4] * 4, W_K=[[1] * 4] * 4, W_V=[[1] * 4] * 4),
                    "heads": 2})
     assert str(info.value) == "<dict>: heads: symbols are supported with one head only"
+
+
+def test_irrational_entries_without_symbols_show_formulas():
+    spec = load_spec({"Q": [["sqrt(2)", 0]], "K": [[1, "exp(1)"]], "V": [[3]]})
+    assert spec.symbols == () and spec.is_symbolic
+    steps = [step.kind for step in derive(spec).steps]
+    assert "substitution" not in steps and derive(spec).symbolic
+    assert compute(spec)["formulas"]["scores"] == [["sqrt(2)"]]
