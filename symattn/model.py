@@ -1,6 +1,6 @@
 """The exact attention model: every intermediate as a SymPy closed form.
 
-    S = Q Kᵀ                      rational (DomainMatrix over QQ)
+    S = Q Kᵀ                      exact rationals (DomainMatrix over ZZ with a common denominator)
     Z = S · scale                 scale = 1/√d_k stays algebraic; masked entries are −∞
     E = e^Z, sums Σ_k E_ik        exp stays symbolic; e^−∞ = 0
     A_ij = E_ij / Σ_k E_ik
