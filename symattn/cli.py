@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -29,6 +28,8 @@ class _UsageError(SymattnError, ValueError):
 
 def write_atomically(path: str, text: str) -> None:
     """Write the whole text or nothing: a temporary file renamed over the target."""
+    import tempfile
+
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
