@@ -353,32 +353,22 @@ def derive(spec: Spec, model: Model | None = None) -> Derivation:
     return _derivation(spec, tuple(steps))
 
 
-def head_spec(spec: Spec, head: int) -> Spec:
-    """The single-head spec of one head: its slice of Q, K and V columns."""
-    width = len(spec.Q[0]) // spec.heads
-
-    def cols(m: Matrix) -> Matrix:
-        return tuple(row[head * width:(head + 1) * width] for row in m)
-
-    return replace(spec, Q=cols(spec.Q), K=cols(spec.K), V=cols(spec.V), heads=1, projection=None,
-                   W_O=None, b_O=None, title=None)
-
-
 def _derive_heads(spec: Spec) -> Derivation:
     from .multihead import build_multihead
     mh = build_multihead(spec)
     heads = []
     concat_rows: list[list[Num]] = [[] for _ in spec.tokens]
     for h, model in enumerate(mh.heads):
-        sub = head_spec(spec, h)
+        sub = spec.head(h)
         fig = figures(model, sub)
         width = len(sub.Q[0])
         heads.append(Head(h, h * width, width, _derivation(sub, _core_steps(sub, model, fig))))
         for i, row in enumerate(fig.output):
             concat_rows[i] += row
+        if h == 0:
+            sqrt_dk = fig.sqrt_dk  # the same for every head
     concat = tuple(tuple(row) for row in concat_rows)
     scale_kind, scale_value = _scale(spec)
-    sqrt_dk = figures(mh.heads[0], head_spec(spec, 0)).sqrt_dk
     steps: list[Step] = [
         Setup(spec.d_k, scale_kind, scale_value, sqrt_dk, spec.Q, spec.K, spec.V, projected=True,
               heads=spec.heads, d_model=len(spec.projection.X[0])),
@@ -397,6 +387,6 @@ def _derive_heads(spec: Spec) -> Derivation:
     return _derivation(spec, tuple(steps))
 
 
-__all__ = ["Derivation", "Dot", "Num", "STEP_KINDS", "derive", "head_spec"] + [
+__all__ = ["Derivation", "Dot", "Num", "STEP_KINDS", "derive"] + [
     "Setup", "Projecting", "Projected", "Scores", "Scaling", "Masking", "Softmax", "SoftmaxRow", "WeightedSum",
     "WeightedRow", "MatrixForm", "Head", "Concat", "OutputProjection", "Recap", "ToyVsReal"]

@@ -89,12 +89,46 @@ class ClosedForms:
             *[V[j, k] * e[i, j] for j in range(e.cols)]) / sums[i, 0])
 
 
+class Rounding:
+    """Correctly rounded numbers of an exact model's quantities.
+
+    Subclasses give ``rationals(quantity)`` (exact values where rational) and
+    ``_enclosures(quantity, bits)`` (rigorous boxes of every entry).
+    """
+
+    def rounded(self, quantity: str, decimals: int | Sequence[int]) -> Rows:
+        """Every entry rounded half-up to ``decimals`` places, each digit correct (−∞ where masked)."""
+        return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide(
+            boxes, exact, decimals, bits + numeric.start_bits(max(_seq(decimals))), quantity))
+
+    def significant(self, quantity: str, digits: int) -> Rows:
+        """Every entry rounded half-up to ``digits`` significant digits."""
+        return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide_significant(
+            boxes, exact, digits, bits + numeric.start_bits(digits), quantity))
+
+    def _magnitude_bits(self, quantity: str) -> int:
+        return 0
+
+    def _is_infinite(self, quantity: str, row: int, col: int) -> bool:
+        return False
+
+    def _numbers(self, quantity: str, method: Callable) -> Rows:
+        exact = self.rationals(quantity)
+        cols = len(exact[0])
+        # −∞ entries (masked scores) have nothing to evaluate: a placeholder, then −∞
+        infinite = [self._is_infinite(quantity, p // cols, p % cols) for p in range(len(exact) * cols)]
+        flat_exact = [Fraction(0) if inf else x for inf, x in zip(infinite, (x for row in exact for x in row))]
+        flat = method(lambda bits: self._enclosures(quantity, bits), flat_exact, self._magnitude_bits(quantity))
+        flat = [NEG_INFINITY if inf else x for inf, x in zip(infinite, flat)]
+        return tuple(tuple(flat[i * cols:(i + 1) * cols]) for i in range(len(exact)))
+
+
 def _row_sums(e: ImmutableMatrix) -> ImmutableMatrix:
     return ImmutableMatrix([[sympy.Add(*e.row(i))] for i in range(e.rows)])
 
 
 @dataclass(frozen=True, eq=False)
-class Model(ClosedForms):
+class Model(ClosedForms, Rounding):
     """Exact Q, K, V and everything computed from them. Build with :func:`build_model`.
 
     Each matrix is held as integers over ZZ and a common denominator (Q = q / dq);
@@ -155,7 +189,7 @@ class Model(ClosedForms):
     @cached_property
     def row_max(self) -> tuple[int, ...]:
         """For each row, the key with the largest score that may be attended to."""
-        scores = self._score_integers[1]
+        scores = self.score_integers[1]
         return tuple(max((j for j in range(self.n_keys) if self.may_attend(i, j)), key=lambda j: row[j])
                      for i, row in enumerate(scores))
 
@@ -189,16 +223,6 @@ class Model(ClosedForms):
 
     # --- numbers ---------------------------------------------------------
 
-    def rounded(self, quantity: str, decimals: int | Sequence[int]) -> Rows:
-        """Every entry rounded half-up to ``decimals`` places, each digit correct (−∞ where masked)."""
-        return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide(
-            boxes, exact, decimals, bits + numeric.start_bits(max(_seq(decimals))), quantity))
-
-    def significant(self, quantity: str, digits: int) -> Rows:
-        """Every entry rounded half-up to ``digits`` significant digits."""
-        return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide_significant(
-            boxes, exact, digits, bits + numeric.start_bits(digits), quantity))
-
     def compare(self, quantity: str, row: int, col: int, r: Fraction) -> int:
         """The sign of (entry - r): -1, 0 or 1, decided exactly."""
         exact = self.rationals(quantity)[row][col]
@@ -216,17 +240,8 @@ class Model(ClosedForms):
             bits *= 2
         raise EvaluationError(f"cannot compare {quantity} entry with {r}: it may be equal")
 
-    def _numbers(self, quantity: str, method: Callable) -> Rows:
-        exact = self.rationals(quantity)
-        cols = len(exact[0])
-        infinite = quantity in _INFINITE and self.allowed is not None
-        flat_exact = [x for row in exact for x in row]
-        if infinite:  # masked entries are −∞: nothing to evaluate there
-            flat_exact = [x if self.may_attend(p // cols, p % cols) else Fraction(0) for p, x in enumerate(flat_exact)]
-        flat = method(lambda bits: self._enclosures(quantity, bits), flat_exact, self._magnitude_bits(quantity))
-        if infinite:
-            flat = [x if self.may_attend(p // cols, p % cols) else NEG_INFINITY for p, x in enumerate(flat)]
-        return tuple(tuple(flat[i * cols:(i + 1) * cols]) for i in range(len(exact)))
+    def _is_infinite(self, quantity: str, row: int, col: int) -> bool:
+        return quantity in _INFINITE and not self.may_attend(row, col)
 
     def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
         """The exact rational value of each entry, or None where it is irrational (or −∞).
@@ -240,7 +255,7 @@ class Model(ClosedForms):
         if quantity in ("scale", "sqrt_dk", "scores", "scaled", "shifted"):
             matrix = self.exact(quantity)
             return tuple(tuple(numeric.as_fraction(x) for x in matrix.row(i)) for i in range(matrix.rows))
-        scores = self._score_integers[1]
+        scores = self.score_integers[1]
         top = [row[self.row_max[i]] for i, row in enumerate(scores)]
         if quantity == "exp":
             return tuple(tuple((Fraction(1) if x == 0 else None) if ok(i, j) else Fraction(0)
@@ -258,7 +273,7 @@ class Model(ClosedForms):
         if quantity == "weights":
             return weights
         if quantity == "products":
-            return tuple(tuple(self._product(weights[i][j], v) for v in self._v_rows[j])
+            return tuple(tuple(self._product(weights[i][j], v) for v in self.v_rows[j])
                          for i in range(n) for j in range(m))
         if quantity == "output":
             return tuple(tuple(self._rational_output(i, k) for k in range(self.v.shape[1])) for i in range(n))
@@ -268,7 +283,7 @@ class Model(ClosedForms):
         return self.n_keys if self.allowed is None else sum(self.allowed[i])
 
     @cached_property
-    def _v_rows(self) -> list[list[Fraction]]:
+    def v_rows(self) -> list[list[Fraction]]:
         return [[Fraction(int(x), self.dv) for x in row] for row in self.v.to_list()]
 
     @cached_property
@@ -278,7 +293,7 @@ class Model(ClosedForms):
         return self.dv, [[int(row[k]) for row in rows] for k in range(self.v.shape[1])]
 
     @cached_property
-    def _score_integers(self) -> tuple[int, list[list[int]]]:
+    def score_integers(self) -> tuple[int, list[list[int]]]:
         """S = rows / den with integer rows (fast to hash, compare and multiply)."""
         return self.dq * self.dk, [[int(x) for x in row] for row in self.s.to_list()]
 
@@ -286,7 +301,7 @@ class Model(ClosedForms):
     def _groups(self) -> list[list[list[int]]]:
         # the keys each row may attend to, grouped by equal score
         out = []
-        for i, row in enumerate(self._score_integers[1]):
+        for i, row in enumerate(self.score_integers[1]):
             groups: dict[int, list[int]] = {}
             for j, x in enumerate(row):
                 if self.may_attend(i, j):
@@ -335,7 +350,7 @@ class Model(ClosedForms):
     @cached_property
     def _exp_bits(self) -> int:
         # bits above the point that e^z may need: z * log2(e) < 1.5 z
-        den, rows = self._score_integers
+        den, rows = self.score_integers
         top = Fraction(max(max(row) for row in rows), den) * _upper(self.scale)
         return max(0, int(top * 3 // 2) + 8)
 
@@ -352,7 +367,7 @@ class Model(ClosedForms):
     def _z_fixed(self, bits: int, shifted: bool) -> list[list[Fixed | None]]:
         """z (or z minus its row maximum) at 2**-bits: the scale enclosed once, then
         exact integer products. None where masked."""
-        den, rows = self._score_integers
+        den, rows = self.score_integers
         c = Fixed.from_interval(numeric.enclose(self.scale, bits + 8), bits)
         out = []
         for i, row in enumerate(rows):
@@ -397,7 +412,7 @@ class _Boxes:
         return self._scalar(self.model.sqrt_dk)
 
     def scores(self) -> list[Fixed]:
-        den, rows = self.model._score_integers
+        den, rows = self.model.score_integers
         return [Fixed.exact(Fraction(x, den), self.bits) for row in rows for x in row]
 
     def _flat(self, rows: list[list[Fixed | None]]) -> list[Fixed]:
@@ -464,7 +479,7 @@ class _Boxes:
     def products(self) -> list[Fixed]:
         out = []
         for row in self._weights:
-            for b, values in zip(row, self.model._v_rows):
+            for b, values in zip(row, self.model.v_rows):
                 for v in values:
                     ends = sorted((b.lo * v, b.hi * v))
                     out.append(Fixed(ends[0].numerator // ends[0].denominator,
@@ -480,7 +495,8 @@ class _Boxes:
         return [b for row in self._output for b in row]
 
 
-def _scale(spec: Spec) -> sympy.Expr:
+def scale_of(spec: Spec) -> sympy.Expr:
+    """The exact factor Z = S · scale."""
     if spec.scale == "sqrt":
         return 1 / sympy.sqrt(spec.d_k)
     if spec.scale == "none":
@@ -488,19 +504,12 @@ def _scale(spec: Spec) -> sympy.Expr:
     return sympy.Rational(spec.scale.value.numerator, spec.scale.value.denominator)
 
 
-def _columns(m: Matrix, head: int | None, heads: int) -> Matrix:
-    if head is None:
-        return m
-    width = len(m[0]) // heads
-    return tuple(row[head * width:(head + 1) * width] for row in m)
-
-
-def build_model(spec: Spec, head: int | None = None) -> Model:
-    """The exact model of a validated spec, or of one head (0-based) of a multi-head spec."""
-    if head is None and spec.heads > 1:
+def build_model(spec: Spec) -> Model:
+    """The exact model of a validated single-head spec."""
+    if spec.heads > 1:
         raise ValueError("a multi-head spec has one model per head: use build_heads")
-    (q, dq), (k, dk), (v, dv) = (_integers(_columns(m, head, spec.heads)) for m in (spec.Q, spec.K, spec.V))
-    return Model(q=q, k=k, v=v, s=q * k.transpose(), dq=dq, dk=dk, dv=dv, d_k=spec.d_k, scale=_scale(spec),
+    (q, dq), (k, dk), (v, dv) = (_integers(m) for m in (spec.Q, spec.K, spec.V))
+    return Model(q=q, k=k, v=v, s=q * k.transpose(), dq=dq, dk=dk, dv=dv, d_k=spec.d_k, scale=scale_of(spec),
                  allowed=spec.allowed)
 
 
@@ -508,4 +517,4 @@ def build_heads(spec: Spec) -> tuple[Model, ...]:
     """One model per head (a single one without heads)."""
     if spec.heads == 1:
         return (build_model(spec),)
-    return tuple(build_model(spec, h) for h in range(spec.heads))
+    return tuple(build_model(spec.head(h)) for h in range(spec.heads))

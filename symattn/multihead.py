@@ -11,20 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import Sequence
 
 import sympy
 from sympy import ImmutableMatrix
 
 from . import numeric
-from .model import Model, Rows, _lcm_of_denominators, _seq, build_heads
+from .model import Model, Rows, Rounding, _lcm_of_denominators, build_heads
 from .numeric import Fixed
 from .rounding import NumRows, _exact_or_rounded, _num
 from .spec import Spec
 
 
 @dataclass(frozen=True, eq=False)
-class MultiHead:
+class MultiHead(Rounding):
     heads: tuple[Model, ...]
     W_O: tuple[tuple[Fraction, ...], ...] | None = None
     b_O: tuple[Fraction, ...] | None = None
@@ -78,20 +77,6 @@ class MultiHead:
                 shift = Fixed.exact(b, bits)
                 out.append(Fixed(box.lo + shift.lo, box.hi + shift.hi, bits))
         return out
-
-    def _numbers(self, quantity: str, method) -> Rows:
-        exact = self.rationals(quantity)
-        cols = len(exact[0])
-        flat = method(lambda bits: self._enclosures(quantity, bits), [x for row in exact for x in row])
-        return tuple(tuple(flat[i * cols:(i + 1) * cols]) for i in range(len(exact)))
-
-    def rounded(self, quantity: str, decimals: int | Sequence[int]) -> Rows:
-        return self._numbers(quantity, lambda boxes, exact: numeric.decide(
-            boxes, exact, decimals, numeric.start_bits(max(_seq(decimals))), quantity))
-
-    def significant(self, quantity: str, digits: int) -> Rows:
-        return self._numbers(quantity, lambda boxes, exact: numeric.decide_significant(
-            boxes, exact, digits, numeric.start_bits(digits), quantity))
 
     def figures_output(self, spec: Spec, concat: NumRows) -> NumRows:
         """The output after W_O as shown: exact values rounded, or (hand) from the shown concat."""

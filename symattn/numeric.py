@@ -238,51 +238,42 @@ def start_bits(decimals: int, magnitude_bits: int = 0) -> int:
     return int(decimals * 3.33) + magnitude_bits + GUARD_BITS
 
 
-def decide(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fraction | None],
-           decimals: int | Sequence[int], bits: int, what: str) -> list[Decimal]:
-    """Round each value half-up; raise precision only while some rounding is undecided.
-
-    ``enclosures(bits)`` encloses every value at a working precision; entries
-    whose exact rational value is known are rounded exactly instead.
-    """
-    count = len(exact)
-    places = [decimals] * count if isinstance(decimals, int) else list(decimals)
-    result: list[Decimal | None] = [
-        round_half_up(e, places[i]) if e is not None else None for i, e in enumerate(exact)
-    ]
+def _refine(enclosures: Callable[[int], Sequence[Fixed]], result: list[Decimal | None],
+            pick: Callable[[int, Fixed], Decimal | None], bits: int, what: str) -> list[Decimal]:
+    # raise the precision only while some rounding is undecided
     while any(r is None for r in result):
         if bits > MAX_BITS:
             index = result.index(None)
             raise EvaluationError(f"cannot decide the rounding of {what} (entry {index + 1}): it may be an exact tie")
-        boxes = enclosures(bits)
-        for i, box in enumerate(boxes):
+        for i, box in enumerate(enclosures(bits)):
             if result[i] is None:
-                result[i] = box.rounded(places[i])
+                result[i] = pick(i, box)
         bits *= 2
     return result  # type: ignore[return-value]
+
+
+def decide(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fraction | None],
+           decimals: int | Sequence[int], bits: int, what: str) -> list[Decimal]:
+    """Round each value half-up to fixed decimals.
+
+    ``enclosures(bits)`` encloses every value at a working precision; entries
+    whose exact rational value is known are rounded exactly instead.
+    """
+    places = [decimals] * len(exact) if isinstance(decimals, int) else list(decimals)
+    result = [None if e is None else round_half_up(e, places[i]) for i, e in enumerate(exact)]
+    return _refine(enclosures, result, lambda i, box: box.rounded(places[i]), bits, what)
 
 
 def decide_significant(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fraction | None],
                        digits: int, bits: int, what: str) -> list[Decimal]:
     """Like :func:`decide`, to ``digits`` significant digits."""
-    count = len(exact)
-    result: list[Decimal | None] = [None] * count
-    for i, e in enumerate(exact):
-        if e is not None:
-            result[i] = _significant_exact(e, digits)
-    while any(r is None for r in result):
-        if bits > MAX_BITS:
-            index = result.index(None)
-            raise EvaluationError(f"cannot decide the rounding of {what} (entry {index + 1}): it may be an exact tie")
-        boxes = enclosures(bits)
-        for i, box in enumerate(boxes):
-            if result[i] is None:
-                k = box.exponent()
-                if k is not None:
-                    r = box.rounded(digits - 1 - k)
-                    result[i] = None if r is None else _normalize_significant(r, digits)
-        bits *= 2
-    return result  # type: ignore[return-value]
+    def pick(_: int, box: Fixed) -> Decimal | None:
+        k = box.exponent()
+        r = None if k is None else box.rounded(digits - 1 - k)
+        return None if r is None else _normalize_significant(r, digits)
+
+    result = [None if e is None else _significant_exact(e, digits) for e in exact]
+    return _refine(enclosures, result, pick, bits, what)
 
 
 def _significant_exact(value: Fraction, digits: int) -> Decimal:

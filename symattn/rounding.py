@@ -107,14 +107,9 @@ def _fractions(rows: NumRows) -> list[list[Fraction]]:
     return [[x.fraction for x in row] for row in rows]
 
 
-def _v(model: Model) -> list[list[Fraction]]:
-    return [[Fraction(int(model.V[j, k].p), int(model.V[j, k].q)) for k in range(model.V.cols)]
-            for j in range(model.V.rows)]
-
-
 def _scores(model: Model, decimals: Decimals) -> NumRows:
-    return _exact_or_rounded([[Fraction(int(s.p), int(s.q)) for s in row] for row in model.scores.tolist()],
-                             decimals.scores)
+    den, rows = model.score_integers
+    return _exact_or_rounded([[Fraction(x, den) for x in row] for row in rows], decimals.scores)
 
 
 def exact_figures(model: Model, decimals: Decimals, stable: bool = False) -> Figures:
@@ -176,7 +171,7 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     exp_sum = _exact_or_rounded([[sum((e.fraction for e in row), Fraction(0))] for row in exp], decimals.exp)
     weights = _rounded([[e.fraction / total[0].fraction for e in row] for row, total in zip(exp, exp_sum)],
                        decimals.weights)
-    V = _v(model)
+    V = model.v_rows
     products = tuple(_exact_or_rounded([[w.fraction * v for v in V[j]] for j, w in enumerate(row)], decimals.output)
                      for row in weights)
     output = _exact_or_rounded([[sum((w.fraction * V[j][k] for j, w in enumerate(row)), Fraction(0))

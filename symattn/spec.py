@@ -100,6 +100,16 @@ class Spec:
     def is_cross(self) -> bool:
         return bool(self.key_tokens)
 
+    def head(self, index: int) -> "Spec":
+        """The single-head spec of one head (0-based): its slice of Q, K and V columns."""
+        width = len(self.Q[0]) // self.heads
+
+        def columns(m: Matrix) -> Matrix:
+            return tuple(row[index * width:(index + 1) * width] for row in m)
+
+        return replace(self, Q=columns(self.Q), K=columns(self.K), V=columns(self.V), heads=1, projection=None,
+                       W_O=None, b_O=None, title=None)
+
     def with_options(self, **options: Any) -> "Spec":
         """Override settings (as the CLI flags do), validated like the spec keys."""
         raw = {k: v for k, v in options.items() if v is not None}

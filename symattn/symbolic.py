@@ -17,7 +17,7 @@ from sympy import ImmutableMatrix
 
 from .errors import SpecError
 from .formula import Formula, symbol, value_of
-from .model import ClosedForms
+from .model import ClosedForms, scale_of
 from .numeral import Numeral
 from .projection import numeral_of, project
 from .spec import Matrix, Spec
@@ -58,13 +58,7 @@ class SymbolicModel(ClosedForms):
 
 
 def build_symbolic(spec: Spec) -> SymbolicModel:
-    if spec.scale == "sqrt":
-        scale = 1 / sympy.sqrt(spec.d_k)
-    elif spec.scale == "none":
-        scale = sympy.Integer(1)
-    else:
-        scale = sympy.Rational(spec.scale.value.numerator, spec.scale.value.denominator)
-    return SymbolicModel(_matrix(spec.Q), _matrix(spec.K), _matrix(spec.V), spec.d_k, scale, spec.allowed)
+    return SymbolicModel(_matrix(spec.Q), _matrix(spec.K), _matrix(spec.V), spec.d_k, scale_of(spec), spec.allowed)
 
 
 def formulas(m: ImmutableMatrix) -> tuple[tuple[Formula, ...], ...]:
