@@ -13,44 +13,49 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import SymattnError
+from .errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, shown
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, like every input error
-        sys.stderr.write(f"symattn: {message}\n")
-        raise SystemExit(2)
+        _say(message)
+        raise SystemExit(EXIT_INPUT)
 
 
 class _UsageError(SymattnError, ValueError):
     pass
 
 
-def write_atomically(path: str, text: str) -> None:
-    """Write the whole text or nothing: a temporary file renamed over the target."""
-    import tempfile
-
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise _UsageError(f"{path}: folder does not exist: {folder}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+def _say(message: object) -> None:
+    """``symattn: <message>`` on stderr, one line, whatever stderr can encode."""
+    line = f"symattn: {shown(message)}\n"
+    stream = sys.stderr
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        stream.flush()
+        stream.buffer.write(line.encode(stream.encoding or "utf-8", "backslashreplace"))
+        stream.buffer.flush()
+    except (AttributeError, ValueError):  # a stream without bytes (tests, IDEs)
+        stream.write(line)
+    except OSError:
+        pass  # nowhere left to say it
 
 
 def _emit(text: str, output: str | None) -> None:
-    if output:
-        write_atomically(output, text)
-    else:
-        sys.stdout.write(text)
+    """The document, UTF-8 whatever the locale, to ``-o`` or stdout."""
+    if output is not None:
+        from .output import write_output
+        write_output(output, text)
+        return
+    data = text.encode("utf-8")
+    stream = sys.stdout
+    try:
+        stream.flush()
+        stream.buffer.write(data)
+        stream.buffer.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError.from_os("<stdout>", exc) from None
 
 
 def _load(spec_path: str | None, example: str | None, lang: str | None):
@@ -137,6 +142,30 @@ def _language(lang: str) -> str:
     return _Reader("--lang").lang(lang, "--lang")
 
 
+def _max_seconds(parser: argparse.ArgumentParser) -> None:
+    from .limits import SECONDS
+    parser.add_argument("--max-seconds", type=_seconds, default=SECONDS, metavar="S",
+                        help=f"stop with an error after S seconds (default {SECONDS})")
+
+
+def _whole(text: str) -> int:
+    """A count typed on the command line: ASCII digits only (never '²' or '١٥')."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 9):
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    from .limits import MAX_SECONDS
+    try:
+        value = float(text) if text.isascii() and text.replace(".", "", 1).isdigit() else -1.0
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to {MAX_SECONDS}, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="symattn", description="Exact, step-by-step Transformer attention derivations.")
     from . import __version__
@@ -154,16 +183,18 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--rounding", choices=("exact", "hand"))
     render.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
     render.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
+    _max_seconds(render)
     render.set_defaults(run=_render)
 
     compute = sub.add_parser("compute", help="print every intermediate as JSON")
     compute.add_argument("spec", nargs="?", metavar="SPEC", help="TOML or JSON spec; default: the built-in example")
     compute.add_argument("--example", metavar="NAME")
-    compute.add_argument("--digits", type=int, default=15, help="significant digits (default 15)")
+    compute.add_argument("--digits", type=_whole, default=15, help="significant digits (default 15)")
     compute.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
     compute.add_argument("--no-exact", action="store_true",
                          help="leave out the closed forms (much faster for large inputs)")
     compute.add_argument("-o", "--output", metavar="FILE")
+    _max_seconds(compute)
     compute.set_defaults(run=_compute)
 
     check = sub.add_parser("check", help="check hand-computed numbers; exit 1 if any is wrong")
@@ -173,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--standalone", action="store_true", help="with --format latex: a whole document")
     check.add_argument("--lang", help="language of the report: zh or en (overrides the spec)")
     check.add_argument("-o", "--output", metavar="FILE")
+    _max_seconds(check)
     check.set_defaults(run=_check)
 
     example = sub.add_parser("example", help="print a built-in spec as TOML, to copy and edit")
@@ -184,13 +216,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    run: Callable[[argparse.Namespace], int] = args.run
     try:
-        return run(args)
+        args = build_parser().parse_args(argv)
+        run: Callable[[argparse.Namespace], int] = args.run
+        if not hasattr(args, "max_seconds"):
+            return run(args)
+        from .limits import deadline
+        with deadline(args.max_seconds, getattr(args, "spec", None) or getattr(args, "claims", None) or args.command):
+            return run(args)
     except SymattnError as exc:
-        sys.stderr.write(f"symattn: {exc}\n")
-        return 2
-    except BrokenPipeError:  # e.g. `symattn render | head`
-        sys.stderr.close()
-        return 0
+        _say(exc)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # e.g. `symattn render | head`: stop quietly, as the shell's own tools do
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _quiet_stdout() -> None:
+    # Python flushes stdout again at exit; point it at nothing so that flush cannot fail too
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):
+        pass

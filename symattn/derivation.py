@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar, Union
 
+from . import limits
+from .errors import LimitError
 from .model import Model, build_model
 from .numeral import Numeral
 from .rounding import Figures, Num, NumRow, NumRows, figures, is_exact
@@ -332,8 +334,23 @@ def _derive_symbolic(spec: Spec) -> Derivation:
     return _derivation(spec, tuple(steps), symbolic=True)
 
 
+def _check_size(spec: Spec) -> None:
+    """A document shows every row and column: refuse sizes no page can hold."""
+    matrices = {"Q": spec.Q, "K": spec.K, "V": spec.V}
+    if spec.projection is not None:
+        matrices.update(X=spec.projection.X, W_Q=spec.projection.W_Q)
+    for key, m in matrices.items():
+        if len(m) > limits.DOCUMENT_TOKENS:
+            raise LimitError(spec.source, key, f"{len(m)} rows; a document shows at most {limits.DOCUMENT_TOKENS} "
+                                               f"(compute and check take up to {limits.TOKENS})")
+        if len(m[0]) > limits.DOCUMENT_DIMS:
+            raise LimitError(spec.source, key, f"{len(m[0])} columns; a document shows at most "
+                                               f"{limits.DOCUMENT_DIMS} (compute and check take up to {limits.DIMS})")
+
+
 def derive(spec: Spec, model: Model | None = None) -> Derivation:
     """Build the whole derivation of a spec, in the document's order of steps."""
+    _check_size(spec)
     if spec.is_symbolic:
         return _derive_symbolic(spec)
     if spec.heads > 1 or spec.W_O is not None:

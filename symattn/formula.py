@@ -15,20 +15,20 @@ attribute, a string) is rejected before anything is built.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
 
 import sympy
 
+from .limits import FORMULA_BITS, FORMULA_DEPTH, FORMULA_LENGTH, FORMULA_POWER, FORMULA_TERMS, expanded_terms
 from .numeral import NumeralError, parse_numeral
 
 FUNCTIONS = {"sqrt": sympy.sqrt, "exp": sympy.exp}
-MAX_LENGTH = 200
-MAX_DEPTH = 40
-MAX_POWER = 16
+RESERVED = {"inf", "infinity", "nan", "oo", "zoo"}  # read as numbers by other tools; never symbols here
 SYMBOL = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_TOKEN = re.compile(r"\s*(?:(?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)"
+_TOKEN = re.compile(r"\s*(?:(?P<number>[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)"
                     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[-+*/^()])|(?P<other>\S))")
 
 
@@ -37,7 +37,19 @@ class FormulaError(NumeralError):
 
 
 def is_symbol_name(name: object) -> bool:
-    return isinstance(name, str) and SYMBOL.fullmatch(name) is not None and name not in FUNCTIONS
+    return (isinstance(name, str) and SYMBOL.fullmatch(name) is not None and name not in FUNCTIONS
+            and name.lower() not in RESERVED)
+
+
+def terms(expr: sympy.Expr) -> int:
+    """An upper bound on the terms of ``expr`` once multiplied out (as ``sympy.expand`` does)."""
+    if isinstance(expr, sympy.Add):
+        return sum(terms(a) for a in expr.args)
+    if isinstance(expr, sympy.Mul):
+        return math.prod(terms(a) for a in expr.args)
+    if isinstance(expr, sympy.Pow) and isinstance(expr.exp, sympy.Integer) and expr.exp > 0:
+        return expanded_terms(terms(expr.base), int(expr.exp))
+    return 1  # a number, a symbol, exp(), sqrt(), 1/(…): expand keeps it whole
 
 
 def symbol(name: str) -> sympy.Symbol:
@@ -116,13 +128,13 @@ class _Parser:
 
     def expr(self) -> sympy.Expr:
         self.depth += 1
-        if self.depth > MAX_DEPTH:
+        if self.depth > FORMULA_DEPTH:
             raise FormulaError(f"nested too deeply: {self.text!r}")
         value = self.term()
         while self.peek() in (("op", "+"), ("op", "-")):
             op = self.take()[1]
             right = self.term()
-            value = value + right if op == "+" else value - right
+            value = self.checked(value + right if op == "+" else value - right)
         self.depth -= 1
         return value
 
@@ -133,7 +145,15 @@ class _Parser:
             right = self.unary()
             if op == "/" and right == 0:
                 raise FormulaError(f"division by zero in {self.text!r}")
-            value = value * right if op == "*" else value / right
+            value = self.checked(value * right if op == "*" else value / right)
+        return value
+
+    def checked(self, value: sympy.Expr) -> sympy.Expr:
+        # refuse a formula as soon as it grows past what can be worked with, before the next step
+        if isinstance(value, sympy.Rational) and max(abs(value.p).bit_length(), value.q.bit_length()) > FORMULA_BITS:
+            raise FormulaError(f"a number in {self.text!r} has more than {FORMULA_BITS} bits (the limit)")
+        if terms(value) > FORMULA_TERMS:
+            raise FormulaError(f"{self.text!r} has more than {FORMULA_TERMS} terms once multiplied out (the limit)")
         return value
 
     def unary(self) -> sympy.Expr:
@@ -148,9 +168,15 @@ class _Parser:
         if self.peek() == ("op", "^"):
             self.take()
             exponent = self.unary()
-            if not exponent.is_number or abs(exponent) > MAX_POWER:
-                raise FormulaError(f"an exponent must be a number from -{MAX_POWER} to {MAX_POWER} in {self.text!r}")
-            return base ** exponent
+            if not exponent.is_number or abs(exponent) > FORMULA_POWER:
+                raise FormulaError(f"an exponent must be a number from -{FORMULA_POWER} to {FORMULA_POWER} "
+                                   f"in {self.text!r}")
+            if isinstance(base, sympy.Rational) and \
+                    abs(exponent) * max(abs(base.p).bit_length(), base.q.bit_length()) > FORMULA_BITS:
+                raise FormulaError(f"a number in {self.text!r} has more than {FORMULA_BITS} bits (the limit)")
+            if base == 0 and exponent.is_negative:
+                raise FormulaError(f"division by zero in {self.text!r}")
+            return self.checked(base ** exponent)
         return base
 
     def atom(self) -> sympy.Expr:
@@ -182,8 +208,8 @@ def parse_formula(text: str) -> Formula:
     """Parse a formula entry. Raises FormulaError, never evaluates anything."""
     if not isinstance(text, str):
         raise FormulaError(f"not a number: {text!r}")
-    if len(text) > MAX_LENGTH:
-        raise FormulaError(f"formula longer than {MAX_LENGTH} characters")
+    if len(text) > FORMULA_LENGTH:
+        raise FormulaError(f"formula longer than {FORMULA_LENGTH} characters")
     return Formula(text.strip(), _Parser(text.strip()).parse())
 
 

@@ -29,7 +29,8 @@ from sympy.polys.domains import ZZ
 from sympy.polys.matrices import DomainMatrix
 
 from . import numeric
-from .errors import EvaluationError
+from .errors import EvaluationError, LimitError
+from .limits import ABS_Z, PRECISION_BITS, WORK_BITS
 from .numeric import Fixed
 from .spec import Matrix, Spec
 
@@ -99,15 +100,17 @@ class Rounding:
     def rounded(self, quantity: str, decimals: int | Sequence[int]) -> Rows:
         """Every entry rounded half-up to ``decimals`` places, each digit correct (−∞ where masked)."""
         return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide(
-            boxes, exact, decimals, bits + numeric.start_bits(max(_seq(decimals))), quantity))
+            boxes, exact, decimals, bits + numeric.start_bits(max(_seq(decimals))), quantity, self._headroom_bits))
 
     def significant(self, quantity: str, digits: int) -> Rows:
         """Every entry rounded half-up to ``digits`` significant digits."""
         return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide_significant(
-            boxes, exact, digits, bits + numeric.start_bits(digits), quantity))
+            boxes, exact, digits, bits + numeric.start_bits(digits), quantity, self._headroom_bits))
 
     def _magnitude_bits(self, quantity: str) -> int:
         return 0
+
+    _headroom_bits = 0  # extra precision that very large or very small values may need
 
     def _is_infinite(self, quantity: str, row: int, col: int) -> bool:
         return False
@@ -230,7 +233,7 @@ class Model(ClosedForms, Rounding):
             return (exact > r) - (exact < r)
         cols = len(self.rationals(quantity)[0])
         bits = numeric.start_bits(0, self._magnitude_bits(quantity)) + max(0, -numeric.log10_floor(r) * 4 if r else 0)
-        while bits <= numeric.MAX_BITS:
+        while bits <= PRECISION_BITS + self._headroom_bits:
             box = self._enclosures(quantity, bits)[row * cols + col]
             scaled = r * (1 << box.bits)
             if box.hi < scaled:
@@ -353,6 +356,19 @@ class Model(ClosedForms, Rounding):
         den, rows = self.score_integers
         top = Fraction(max(max(row) for row in rows), den) * _upper(self.scale)
         return max(0, int(top * 3 // 2) + 8)
+
+    @cached_property
+    def largest_z(self) -> tuple[Fraction, int, int]:
+        """An upper bound of max |z| over the entries that may be attended to, and where it is."""
+        den, rows = self.score_integers
+        top, i, j = max((abs(x), i, j) for i, row in enumerate(rows) for j, x in enumerate(row)
+                        if self.may_attend(i, j))
+        return Fraction(top, den) * _upper(self.scale), i, j
+
+    @cached_property
+    def _headroom_bits(self) -> int:
+        # e^z needs 1.5 |z| bits above the point; a weight e^(z_j − max) as many below it
+        return int(3 * self.largest_z[0]) + 64
 
     def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
         bits = -(-bits // 32) * 32  # coarse steps, so quantities share one evaluation
@@ -509,8 +525,33 @@ def build_model(spec: Spec) -> Model:
     if spec.heads > 1:
         raise ValueError("a multi-head spec has one model per head: use build_heads")
     (q, dq), (k, dk), (v, dv) = (_integers(m) for m in (spec.Q, spec.K, spec.V))
-    return Model(q=q, k=k, v=v, s=q * k.transpose(), dq=dq, dk=dk, dv=dv, d_k=spec.d_k, scale=scale_of(spec),
-                 allowed=spec.allowed)
+    model = Model(q=q, k=k, v=v, s=q * k.transpose(), dq=dq, dk=dk, dv=dv, d_k=spec.d_k, scale=scale_of(spec),
+                  allowed=spec.allowed)
+    _check_work(model, spec.source)
+    return model
+
+
+def _check_work(model: Model, source: str) -> None:
+    """Refuse scores whose exponentials no one could print or store, before any is evaluated."""
+    z, i, j = model.largest_z
+    if z > ABS_Z:
+        digits = z * Fraction(4343, 10000)  # log10(e) < 0.4343
+        raise LimitError(source, "scaled", f"|z| = |S·scale| is about {_approximately(z)}, more than {ABS_Z} "
+                                           f"(the limit): e^z would have about {_approximately(digits)} digits",
+                         (i + 1, j + 1))
+    work = model.n_queries * model.n_keys * model._headroom_bits
+    if work > WORK_BITS:
+        raise LimitError(source, "scaled", f"{model.n_queries}×{model.n_keys} scores with |z| up to "
+                                           f"{_approximately(z)} need {work // 8 // 2**20} MiB of exact digits; "
+                                           f"the limit is {WORK_BITS // 8 // 2**20} MiB", (i + 1, j + 1))
+
+
+def _approximately(x: Fraction) -> str:
+    # an integer for a message, without str() of a huge int
+    n = int(x)
+    if n.bit_length() < 60:
+        return str(n)
+    return f"10^{int(n.bit_length() * 0.30103)}"
 
 
 def build_heads(spec: Spec) -> tuple[Model, ...]:

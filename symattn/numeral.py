@@ -20,11 +20,13 @@ from fractions import Fraction
 
 from .errors import SymattnError
 
-_DECIMAL = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
-_FRACTION = re.compile(r"([+-]?)(\d+)/(\d+)")
+from .limits import NUMBER_EXPONENT, NUMBER_LENGTH
 
-MAX_LENGTH = 64
-MAX_EXPONENT = 50
+# ASCII digits only: Python's \d also matches '٣' and '３', which no reader of a
+# handout would take for a digit and pdflatex cannot set
+_DECIMAL = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
+_FRACTION = re.compile(r"([+-]?)([0-9]+)/([0-9]+)")
+_NOT_FINITE = {"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan", "+nan", "-nan", "snan"}
 
 
 class NumeralError(SymattnError, ValueError):
@@ -58,15 +60,28 @@ class Numeral:
         return True
 
 
+_MAX_INT_BITS = int(NUMBER_LENGTH * 3.33) + 1  # about NUMBER_LENGTH decimal digits
+
+
+def _not_a_number(text: str) -> str:
+    if re.fullmatch(r"[+-]?[0-9]+,[0-9]+", text):
+        return f"not a number: {text!r} (a decimal comma? write {text.replace(',', '.')!r})"
+    if any(ch.isdigit() and not ch.isascii() for ch in text):
+        return f"not a number: {text!r} (digits must be 0-9)"
+    return f"not a number: {text!r}"
+
+
 def _parse_decimal(text: str, body: str) -> tuple[Fraction, int, str, int]:
     match = _DECIMAL.fullmatch(body)
     if not match or not (match.group(2) or match.group(3)):
-        raise NumeralError(f"not a number: {text!r}")
+        raise NumeralError(_not_a_number(text))
     sign, whole, frac, exp = match.groups()
     frac = frac or ""
+    if exp and len(exp.lstrip("+-0")) > 3:
+        raise NumeralError(f"exponent out of range (at most {NUMBER_EXPONENT}): {text!r}")
     exponent = int(exp) if exp else 0
-    if abs(exponent) > MAX_EXPONENT:
-        raise NumeralError(f"exponent out of range (at most {MAX_EXPONENT}): {text!r}")
+    if abs(exponent) > NUMBER_EXPONENT:
+        raise NumeralError(f"exponent out of range (at most {NUMBER_EXPONENT}): {text!r}")
     digits = int((whole or "0") + frac)
     if sign == "-":
         digits = -digits
@@ -85,21 +100,24 @@ def parse_numeral(raw: object, *, allow_percent: bool = False) -> Numeral:
     if isinstance(raw, bool):
         raise NumeralError(f"not a number: {raw!r}")
     if isinstance(raw, int):
+        if raw.bit_length() > _MAX_INT_BITS:
+            raise NumeralError(f"number longer than {NUMBER_LENGTH} digits")
         return Numeral(str(raw), Fraction(raw), "decimal", 0, str(raw), 0)
     if isinstance(raw, Fraction):
+        if max(abs(raw.numerator).bit_length(), raw.denominator.bit_length()) > _MAX_INT_BITS:
+            raise NumeralError(f"number longer than {NUMBER_LENGTH} digits")
         if raw.denominator == 1:
             return parse_numeral(raw.numerator)
         return Numeral(str(raw), raw, "fraction", None)
     if isinstance(raw, (Decimal, float)):
-        text = repr(raw) if isinstance(raw, float) else str(raw)
-        if text.lower().lstrip("+-") in ("inf", "infinity", "nan", "snan"):
-            raise NumeralError(f"not a finite number: {text!r}")
-        raw = text
+        raw = repr(raw) if isinstance(raw, float) else str(raw)
     if not isinstance(raw, str):
         raise NumeralError(f"not a number: {raw!r}")
     text = raw.strip()
-    if len(text) > MAX_LENGTH:
-        raise NumeralError(f"number longer than {MAX_LENGTH} characters")
+    if len(text) > NUMBER_LENGTH:
+        raise NumeralError(f"number longer than {NUMBER_LENGTH} characters: {text[:20]!r}…")
+    if text.lower() in _NOT_FINITE:
+        raise NumeralError(f"not a finite number: {text!r}")
     match = _FRACTION.fullmatch(text)
     if match:
         sign, num, den = match.groups()

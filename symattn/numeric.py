@@ -8,8 +8,8 @@ same decimal; otherwise the working precision doubles and the value is
 enclosed again. Rationals never go near intervals: they are rounded exactly.
 
 A rounding that cannot be decided (an exact tie hidden in a closed form) stops
-at :data:`MAX_BITS` with an :class:`~symattn.errors.EvaluationError` instead
-of looping forever.
+at :data:`~symattn.limits.PRECISION_BITS` beyond the value's magnitude, with an
+:class:`~symattn.errors.EvaluationError` instead of looping forever.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import sympy
 from mpmath import iv, libmp
 
 from .errors import EvaluationError
+from .limits import PRECISION_BITS
 
 GUARD_BITS = 24
-MAX_BITS = 1 << 14
 
 
 def round_half_up(value: Fraction, decimals: int) -> Decimal:
@@ -45,8 +45,8 @@ def truncate(value: Fraction, decimals: int) -> Decimal:
 
 
 def _decimal(negative: bool, digits: int, decimals: int) -> Decimal:
-    # from a string: exact, and no context precision applies
-    return Decimal(f"{'-' if negative else ''}{digits}E{-decimals}")
+    # exact, with no context rounding, and no str(int) (which stops at 4300 digits)
+    return Decimal((int(negative), Decimal(digits).as_tuple().digits, -decimals))
 
 
 def terminating_decimals(value: Fraction) -> int | None:
@@ -239,10 +239,10 @@ def start_bits(decimals: int, magnitude_bits: int = 0) -> int:
 
 
 def _refine(enclosures: Callable[[int], Sequence[Fixed]], result: list[Decimal | None],
-            pick: Callable[[int, Fixed], Decimal | None], bits: int, what: str) -> list[Decimal]:
+            pick: Callable[[int, Fixed], Decimal | None], bits: int, what: str, headroom: int) -> list[Decimal]:
     # raise the precision only while some rounding is undecided
     while any(r is None for r in result):
-        if bits > MAX_BITS:
+        if bits > PRECISION_BITS + headroom:
             index = result.index(None)
             raise EvaluationError(f"cannot decide the rounding of {what} (entry {index + 1}): it may be an exact tie")
         for i, box in enumerate(enclosures(bits)):
@@ -253,19 +253,20 @@ def _refine(enclosures: Callable[[int], Sequence[Fixed]], result: list[Decimal |
 
 
 def decide(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fraction | None],
-           decimals: int | Sequence[int], bits: int, what: str) -> list[Decimal]:
+           decimals: int | Sequence[int], bits: int, what: str, headroom: int = 0) -> list[Decimal]:
     """Round each value half-up to fixed decimals.
 
     ``enclosures(bits)`` encloses every value at a working precision; entries
     whose exact rational value is known are rounded exactly instead.
+    ``headroom``: bits the values' magnitudes may need beyond the usual precision.
     """
     places = [decimals] * len(exact) if isinstance(decimals, int) else list(decimals)
     result = [None if e is None else round_half_up(e, places[i]) for i, e in enumerate(exact)]
-    return _refine(enclosures, result, lambda i, box: box.rounded(places[i]), bits, what)
+    return _refine(enclosures, result, lambda i, box: box.rounded(places[i]), bits, what, headroom)
 
 
 def decide_significant(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fraction | None],
-                       digits: int, bits: int, what: str) -> list[Decimal]:
+                       digits: int, bits: int, what: str, headroom: int = 0) -> list[Decimal]:
     """Like :func:`decide`, to ``digits`` significant digits."""
     def pick(_: int, box: Fixed) -> Decimal | None:
         k = box.exponent()
@@ -273,7 +274,7 @@ def decide_significant(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequ
         return None if r is None else _normalize_significant(r, digits)
 
     result = [None if e is None else _significant_exact(e, digits) for e in exact]
-    return _refine(enclosures, result, pick, bits, what)
+    return _refine(enclosures, result, pick, bits, what, headroom)
 
 
 def _significant_exact(value: Fraction, digits: int) -> Decimal:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from . import numeric
-from .numeral import Numeral, parse_numeral
+from .numeral import Numeral
 
 Matrix = tuple[tuple[Numeral, ...], ...]
 Row = tuple[Numeral, ...]
@@ -47,10 +47,13 @@ class Projection:
 def numeral_of(value: Fraction, width: int = 0) -> Numeral:
     """A computed exact value as a numeral: its exact decimal (at least ``width``
     places), or p/q if it repeats."""
+    # built directly, not parsed: a computed value is not held to the length of typed numbers
     places = numeric.terminating_decimals(value)
     if places is None:
-        return parse_numeral(value)
-    return parse_numeral(format(numeric.round_half_up(value, max(places, width)), "f"))
+        return Numeral(str(value), value, "fraction", None) if value.denominator != 1 else \
+            Numeral(str(value), value, "decimal", 0, str(value))
+    text = format(numeric.round_half_up(value, max(places, width)), "f")
+    return Numeral(text, value, "decimal", max(places, width), text)
 
 
 def product(X: Matrix, W: Matrix, b: Row | None) -> tuple[tuple[Fraction, ...], ...]:

@@ -12,7 +12,7 @@ quantity's decimals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from decimal import Decimal
 from fractions import Fraction
 from typing import Sequence
@@ -20,6 +20,8 @@ from typing import Sequence
 import sympy
 
 from . import numeric
+from .errors import LimitError
+from .limits import FIXED_DIGITS
 from .model import Model
 from .spec import Decimals, Spec
 
@@ -193,6 +195,21 @@ def _reinsert(row: NumRow, finite: NumRow) -> NumRow:
 
 
 def figures(model: Model, spec: Spec) -> Figures:
-    if spec.rounding == "hand":
-        return hand_figures(model, spec)
-    return exact_figures(model, spec.decimals, stable=spec.softmax == "stable")
+    fig = hand_figures(model, spec) if spec.rounding == "hand" else \
+        exact_figures(model, spec.decimals, stable=spec.softmax == "stable")
+    _check_fixed(fig, spec.source)
+    return fig
+
+
+def _check_fixed(fig: Figures, source: str) -> None:
+    """Refuse numbers too long to print in fixed notation (e^9900 has 4300 digits)."""
+    for f in fields(fig):
+        rows = getattr(fig, f.name)
+        rows = () if rows is None else (rows,) if isinstance(rows, Num) else rows
+        for i, row in enumerate(rows, 1):
+            for j, x in enumerate((row,) if isinstance(row, Num) else row, 1):
+                for k, y in enumerate((x,) if isinstance(x, Num) else x, 1):
+                    if y.value.is_finite() and y.value != 0 and y.value.adjusted() >= FIXED_DIGITS:
+                        raise LimitError(source, f.name, f"a number with {y.value.adjusted() + 1} digits before "
+                                         f"the point; documents show at most {FIXED_DIGITS} (compute gives "
+                                         "significant digits)", (i, j) if isinstance(x, Num) else (i, j, k))

@@ -7,29 +7,40 @@ read from their text (see :mod:`symattn.numeral`); every problem raises a
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
+import re
+import stat
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import ShapeError, SpecError
+from . import limits
+from .errors import LimitError, ShapeError, SpecError, shown
+from .escape import unsupported_character
 from .numeral import Numeral, NumeralError, parse_numeral
-from .formula import Formula, FormulaError, is_symbol_name, parse_formula
+from .formula import Formula, FormulaError, is_symbol_name, parse_formula, terms
 from .projection import Projection, project
-
-MAX_TOKENS = 128
-MAX_DIM = 256
-MAX_DECIMALS = 50
-MAX_LABEL = 40
-MAX_TITLE = 200
 
 SCALES = ("sqrt", "none")
 ROUNDINGS = ("exact", "hand")
 EXPANDS = ("focus", "all")
 MASKS = ("none", "causal")
 SOFTMAXES = ("plain", "stable")
-MAX_HEADS = 16
+_INDEX = re.compile(r"[0-9]{1,9}")  # a 1-based index as text: ASCII digits, never '²'
+
+
+def parse_index(raw: object) -> int | None:
+    """A whole number given as an int or as ASCII digits; None for anything else."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and _INDEX.fullmatch(raw.strip()):
+        return int(raw.strip())
+    return None
 
 Matrix = tuple[tuple[Numeral, ...], ...]
 
@@ -153,21 +164,24 @@ class _Reader:
     def error(self, key: str | None, problem: str, position: tuple[int, ...] = ()) -> SpecError:
         return SpecError(self.source, key, problem, position)
 
-    def matrix(self, raw: object, key: str, *, max_rows: int = MAX_TOKENS, symbolic: bool = False) -> Matrix:
+    def limit(self, key: str | None, problem: str, position: tuple[int, ...] = ()) -> LimitError:
+        return LimitError(self.source, key, problem, position)
+
+    def matrix(self, raw: object, key: str, *, max_rows: int = limits.TOKENS, symbolic: bool = False) -> Matrix:
         if not isinstance(raw, (list, tuple)):
             raise self.error(key, f"expected a matrix (a list of rows), got {_kind(raw)}")
         if not raw:
             raise self.error(key, "empty matrix")
         if len(raw) > max_rows:
-            raise self.error(key, f"{len(raw)} rows; at most {max_rows} are supported")
+            raise self.limit(key, f"{len(raw)} rows; at most {max_rows} are supported")
         rows = []
         for i, row in enumerate(raw, 1):
             if not isinstance(row, (list, tuple)):
                 raise self.error(key, f"expected a row (a list of numbers), got {_kind(row)}", (i,))
             if not row:
                 raise self.error(key, "empty row", (i,))
-            if len(row) > MAX_DIM:
-                raise self.error(key, f"{len(row)} columns; at most {MAX_DIM} are supported", (i,))
+            if len(row) > limits.DIMS:
+                raise self.limit(key, f"{len(row)} columns; at most {limits.DIMS} are supported", (i,))
             if rows and len(row) != len(rows[0]):
                 raise self.error(key, f"row has {len(row)} entries but row 1 has {len(rows[0])}", (i,))
             rows.append(tuple(self.entry(x, key, (i, j)) if symbolic else self.number(x, key, (i, j))
@@ -199,16 +213,17 @@ class _Reader:
         if not raw.strip():
             raise self.error(key, "empty text", position)
         if len(raw) > limit:
-            raise self.error(key, f"longer than {limit} characters", position)
-        if any(ch < " " or ch == "\x7f" for ch in raw):
-            raise self.error(key, "control characters (such as newlines) are not allowed", position)
+            raise self.limit(key, f"longer than {limit} characters", position)
+        bad = unsupported_character(raw)
+        if bad is not None:
+            raise self.error(key, bad, position)
         return raw
 
     def vector(self, raw: object, key: str, symbolic: bool = False) -> tuple[Numeral, ...]:
         if not isinstance(raw, (list, tuple)) or not raw:
             raise self.error(key, f"expected a non-empty list of numbers, got {_kind(raw)}")
-        if len(raw) > MAX_DIM:
-            raise self.error(key, f"{len(raw)} entries; at most {MAX_DIM} are supported")
+        if len(raw) > limits.DIMS:
+            raise self.limit(key, f"{len(raw)} entries; at most {limits.DIMS} are supported")
         read = self.entry if symbolic else self.number
         return tuple(read(x, key, (j,)) for j, x in enumerate(raw, 1))
 
@@ -221,35 +236,35 @@ class _Reader:
             raise self.error(key, f"{len(raw)} labels for {count} rows of {rows_of}")
         seen: dict[str, int] = {}
         for i, label in enumerate(raw, 1):
-            self.text(label, key, MAX_LABEL, (i,))
+            self.text(label, key, limits.LABEL, (i,))
             if label in seen:
                 raise self.error(key, f"duplicate label {label!r} (also {key}[{seen[label]}])", (i,))
             seen[label] = i
         return tuple(raw)
 
     def choice(self, raw: object, key: str, options: tuple[str, ...]) -> str:
-        if raw not in options:
+        if not isinstance(raw, str) or raw not in options:
             listed = ", ".join(repr(o) for o in options)
-            raise self.error(key, f"expected one of {listed}, got {raw!r}")
-        return raw  # type: ignore[return-value]
+            raise self.error(key, f"expected one of {listed}, got {_brief(raw)}{_did_you_mean(raw, options)}")
+        return raw
 
     def lang(self, raw: object, key: str) -> str:
-        if not (isinstance(raw, str) and raw.isascii() and raw.isidentifier() and len(raw) <= 16):
-            raise self.error(key, f"expected a language code such as 'en' or 'zh', got {raw!r}")
+        from .renderer import languages
+        known = languages()
+        if not (isinstance(raw, str) and raw in known):
+            raise self.error(key, f"expected {' or '.join(known)}, got {_brief(raw)}{_did_you_mean(raw, known)}")
         return raw
 
     def focus(self, raw: object, tokens: tuple[str, ...], key: str) -> int:
         if isinstance(raw, str) and raw in tokens:
             return tokens.index(raw)
-        index = raw
-        if isinstance(raw, str) and raw.strip().isdigit():
-            index = int(raw)
-        if isinstance(index, int) and not isinstance(index, bool):
+        index = parse_index(raw)
+        if index is not None:
             if 1 <= index <= len(tokens):
                 return index - 1
-            raise self.error(key, f"{index} is out of range 1..{len(tokens)}")
+            raise self.error(key, f"{_brief(index)} is out of range 1..{len(tokens)}")
         known = ", ".join(tokens)
-        raise self.error(key, f"no token labelled {raw!r}; tokens are {known}")
+        raise self.error(key, f"no token labelled {_brief(raw)}; tokens are {known}")
 
     def scale(self, raw: object, key: str) -> str | Numeral:
         if raw in SCALES:
@@ -259,7 +274,8 @@ class _Reader:
         try:
             number = parse_numeral(raw)
         except NumeralError:
-            raise self.error(key, f"expected 'sqrt', 'none' or an exact number such as '1/2', got {raw!r}") from None
+            raise self.error(key, f"expected 'sqrt', 'none' or an exact number such as '1/2', "
+                                  f"got {_brief(raw)}") from None
         if number.value <= 0:
             raise self.error(key, f"must be positive, got {number.text!r}")
         return number
@@ -284,19 +300,65 @@ class _Reader:
         values = {}
         for name, value in raw.items():
             if name not in names:
-                raise self.error(f"{key}.{name}", "unknown key; expected one of " + ", ".join(names))
-            if isinstance(value, str) and value.isdigit():
-                value = int(value)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_DECIMALS:
-                raise self.error(f"{key}.{name}", f"expected an integer from 0 to {MAX_DECIMALS}, got {value!r}")
-            values[name] = value
+                raise self.error(f"{key}.{name}", "unknown key; expected one of " + ", ".join(names)
+                                 + _did_you_mean(name, names))
+            number = parse_index(value)
+            if number is None or not 0 <= number <= limits.DECIMALS:
+                raise self.error(f"{key}.{name}", f"expected an integer from 0 to {limits.DECIMALS}, "
+                                                  f"got {_brief(value)}")
+            values[name] = number
         return Decimals(**values)
+
+
+def _brief(raw: object) -> str:
+    """A value the user gave, for a message: repr-escaped and cut short."""
+    text = repr(raw) if isinstance(raw, str) else (str(raw) if isinstance(raw, (int, float)) else _kind(raw))
+    if isinstance(raw, int) and raw.bit_length() > 64:
+        return "a number too large"
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _did_you_mean(raw: object, options: tuple[str, ...] | list[str]) -> str:
+    if not isinstance(raw, str) or len(raw) > 40:
+        return ""
+    close = difflib.get_close_matches(raw, list(options), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _terms(x: object) -> int:
+    return terms(x.expr) if isinstance(x, Formula) else 1
+
+
+def _has_symbols(m: Matrix | None) -> bool:
+    return m is not None and any(isinstance(x, Formula) for row in m for x in row)
+
+
+def _check_symbolic(reader: _Reader, matrices: list[tuple[str, Matrix | None]]) -> None:
+    """Formulas are for small teaching examples; their products grow fast."""
+    for key, m in matrices:
+        if _has_symbols(m) and max(len(m), len(m[0])) > limits.SYMBOLIC_SIZE:
+            raise reader.limit(key, f"{len(m)}×{len(m[0])} with symbols; at most {limits.SYMBOLIC_SIZE} rows and "
+                                    f"columns may hold formulas")
+
+
+def _check_products(reader: _Reader, name: str, A: Matrix, B: Matrix) -> None:
+    """Refuse rows·rows products of formulas that would multiply out past the limit (before SymPy does)."""
+    if not (_has_symbols(A) or _has_symbols(B)) or len(A[0]) != len(B[0]):
+        return
+    a_terms = [[_terms(x) for x in row] for row in A]
+    b_terms = [[_terms(x) for x in row] for row in B]
+    for i, a in enumerate(a_terms, 1):
+        for j, b in enumerate(b_terms, 1):
+            if sum(x * y for x, y in zip(a, b)) > limits.FORMULA_TERMS:
+                raise reader.limit(name, f"more than {limits.FORMULA_TERMS} terms once multiplied out (the limit)",
+                                   (i, j))
 
 
 def check_keys(reader: _Reader, data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
     for key in data:
         if key not in allowed:
-            raise reader.error(str(key), "unknown key; expected one of " + ", ".join(sorted(allowed)))
+            raise reader.error(str(key), "unknown key; expected one of " + ", ".join(sorted(allowed))
+                               + _did_you_mean(key, allowed))
 
 
 def _shape(m: Matrix) -> str:
@@ -314,7 +376,7 @@ def _projection(reader: _Reader, data: Mapping[str, Any]) -> Projection:
             raise reader.error(key, "missing (X needs W_Q, W_K and W_V)")
     X = reader.matrix(data["X"], "X", symbolic=True)
     X_kv = reader.matrix(data["X_kv"], "X_kv", symbolic=True) if "X_kv" in data else None
-    W = {k: reader.matrix(data[k], k, max_rows=MAX_DIM, symbolic=True) for k in ("W_Q", "W_K", "W_V")}
+    W = {k: reader.matrix(data[k], k, max_rows=limits.DIMS, symbolic=True) for k in ("W_Q", "W_K", "W_V")}
     for key, inputs, name in (("W_Q", X, "X"), ("W_K", X_kv or X, "X_kv" if X_kv else "X"),
                               ("W_V", X_kv or X, "X_kv" if X_kv else "X")):
         if len(W[key]) != len(inputs[0]):
@@ -390,6 +452,11 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         if given:
             raise reader.error(given[0], "give Q, K, V or X with W_Q, W_K, W_V, not both")
         projection = _projection(reader, data)
+        _check_symbolic(reader, [("X", projection.X), ("X_kv", projection.X_kv)] +
+                        [(k, getattr(projection, k)) for k in ("W_Q", "W_K", "W_V")])
+        for name in ("Q", "K", "V"):
+            X, W, _ = projection.weights(name)
+            _check_products(reader, f"X W_{name}", X, tuple(zip(*W)))
         Q, K, V = (project(projection, name) for name in ("Q", "K", "V"))
         rows_of = "X"
     else:
@@ -407,6 +474,8 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         if len(V) != len(K):
             raise _mismatch(source, "V", "K", K, "V", V, "V needs one row per row of K")
         rows_of = "Q"
+        _check_symbolic(reader, [("Q", Q), ("K", K), ("V", V)])
+    _check_products(reader, "Q Kᵀ", Q, K)
     cross = len(Q) != len(K) or (projection is not None and projection.X_kv is not None)
     tokens = reader.labels(data.get("tokens"), "tokens", len(Q), rows_of)
     if cross:
@@ -422,7 +491,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         raise reader.error("heads", "symbols are supported with one head only")
     mask, allowed, padding = _mask(reader, data, tokens, key_tokens or tokens)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
-    title = reader.text(data["title"], "title", MAX_TITLE) if "title" in data else None
+    title = reader.text(data["title"], "title", limits.TITLE) if "title" in data else None
     spec = Spec(
         Q=Q, K=K, V=V, tokens=tokens, focus=focus, title=title,
         lang=reader.lang(data["lang"], "lang") if "lang" in data else "en",
@@ -440,11 +509,9 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
 
 
 def _heads(reader: _Reader, data: Mapping[str, Any], projection: Projection | None, d_v: int, d_q: int):
-    heads = data.get("heads", 1)
-    if isinstance(heads, str) and heads.isdigit():
-        heads = int(heads)
-    if not isinstance(heads, int) or isinstance(heads, bool) or not 1 <= heads <= MAX_HEADS:
-        raise reader.error("heads", f"expected an integer from 1 to {MAX_HEADS}, got {heads!r}")
+    heads = parse_index(data.get("heads", 1))
+    if heads is None or not 1 <= heads <= limits.HEADS:
+        raise reader.error("heads", f"expected an integer from 1 to {limits.HEADS}, got {_brief(data.get('heads'))}")
     if heads > 1 and projection is None:
         raise reader.error("heads", "several heads need X with W_Q, W_K, W_V (d_model × d_model)")
     if heads > 1:
@@ -457,8 +524,10 @@ def _heads(reader: _Reader, data: Mapping[str, Any], projection: Projection | No
         if d_model % heads:
             raise reader.error("heads", f"d_model = {d_model} is not divisible by heads = {heads}")
     W_O = b_O = None
+    if "W_O" in data and projection is None:
+        raise reader.error("W_O", "needs X with W_Q, W_K, W_V (the output projection follows the input projections)")
     if "W_O" in data:
-        W_O = reader.matrix(data["W_O"], "W_O", max_rows=MAX_DIM)
+        W_O = reader.matrix(data["W_O"], "W_O", max_rows=limits.DIMS)
         if len(W_O) != d_v:
             raise ShapeError(reader.source, "W_O", f"shape mismatch: the heads give {d_v} columns and W_O is "
                              f"{_shape(W_O)}; W_O needs one row per column")
@@ -480,18 +549,37 @@ def _toml_float(text: str) -> str:
 
 
 def read_table(path: str | Path) -> dict[str, Any]:
-    """Read a TOML or JSON file with every float kept as its text."""
+    """Read a TOML or JSON file with every float kept as its text.
+
+    The size is checked before reading (and the read is bounded, for devices
+    and pipes that have no size), and so is the nesting of lists and tables.
+    """
     path = Path(path)
     source = str(path)
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_size > limits.FILE_BYTES:
+                raise _too_large(source)
+            raw = fh.read(limits.FILE_BYTES + 1)
     except OSError as exc:
         raise SpecError(source, None, f"cannot read file: {exc.strerror or exc}") from None
+    if len(raw) > limits.FILE_BYTES:
+        raise _too_large(source)
     try:
         text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise SpecError(source, None, "not UTF-8 text") from None
-    if path.suffix.lower() == ".json":
+    except UnicodeDecodeError as exc:
+        raise SpecError(source, None, f"not UTF-8 text (byte {exc.start + 1})") from None
+    try:
+        data = _parse(text, source, json_=path.suffix.lower() == ".json")
+    except RecursionError:
+        raise _too_deep(source, None) from None
+    _check_nesting(data, source)
+    return data
+
+
+def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
+    if json_:
         try:
             data = json.loads(text, parse_float=FloatText, parse_int=FloatText, parse_constant=_reject_constant)
         except json.JSONDecodeError as exc:
@@ -504,7 +592,31 @@ def read_table(path: str | Path) -> dict[str, Any]:
     try:
         return tomllib.loads(text, parse_float=_toml_float)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(source, None, f"invalid TOML: {exc}") from None
+        raise SpecError(source, None, f"invalid TOML: {shown(exc)}") from None
+
+
+def _too_large(source: str) -> LimitError:
+    return LimitError(source, None, f"larger than {limits.FILE_BYTES // 2**20} MiB (the limit for a spec or claims file)")
+
+
+def _too_deep(source: str, key: str | None) -> LimitError:
+    return LimitError(source, key, f"lists and tables nested more than {limits.NESTING} deep (the limit)")
+
+
+def _check_nesting(data: object, source: str) -> None:
+    # level by level, so that no depth of input can exhaust the stack; scalars are not carried
+    level: list[tuple[tuple, object]] = [((), data)]
+    for _ in range(limits.NESTING):
+        following = []
+        for path, value in level:
+            items = value.items() if isinstance(value, dict) else enumerate(value, 1)
+            following += [(path + (k,), v) for k, v in items if isinstance(v, (dict, list))]
+        if not following:
+            return
+        level = following
+    path = level[0][0]
+    key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    raise _too_deep(source, key)
 
 
 def _reject_constant(name: str) -> None:

@@ -95,7 +95,7 @@ def test_bad_spec_file(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text('Q = [[1, 0], [0, "1,5"]]\nK = [[1, 0], [0, 1]]\nV = [[1], [2]]\n', encoding="utf-8")
     code, out, err = run(capsys, "render", str(bad))
-    assert (code, out, err) == (2, "", f"symattn: {bad}: Q[2][2]: not a number: '1,5'\n")
+    assert (code, out, err) == (2, "", f"symattn: {bad}: Q[2][2]: not a number: '1,5' (a decimal comma? write '1.5')\n")
 
 
 def test_failed_render_leaves_no_file_and_keeps_the_old_one(tmp_path, capsys):
@@ -104,7 +104,7 @@ def test_failed_render_leaves_no_file_and_keeps_the_old_one(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text('{"Q": [[1]], "K": [[1]], "V": [[1]], "lang": "xx"}', encoding="utf-8")
     code, _, err = run(capsys, "render", str(bad), "-o", str(target))
-    assert code == 2 and err.startswith("symattn: no language 'xx'")
+    assert (code, err) == (2, f"symattn: {bad}: lang: expected en or zh, got 'xx'\n")
     assert target.read_text(encoding="utf-8") == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "out.md"]
 

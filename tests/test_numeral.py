@@ -49,11 +49,11 @@ def test_percent_only_when_allowed():
     ("__import__('os')", "not a number: \"__import__('os')\""),
     ("1/0", "division by zero: '1/0'"),
     ("1e999", "exponent out of range (at most 50): '1e999'"),
-    ("nan", "not a number: 'nan'"),
+    ("nan", "not a finite number: 'nan'"),
     (float("inf"), "not a finite number: 'inf'"),
     (True, "not a number: True"),
     (None, "not a number: None"),
-    ("9" * 65, "number longer than 64 characters"),
+    ("9" * 65, "number longer than 64 characters: '99999999999999999999'…"),
 ])
 def test_rejects(raw, message):
     with pytest.raises(NumeralError) as info:

@@ -85,13 +85,14 @@ BAD = [
     ({"scale": "cube"}, SpecError, "<dict>: scale: expected 'sqrt', 'none' or an exact number such as '1/2', got 'cube'"),
     ({"scale": "-1"}, SpecError, "<dict>: scale: must be positive, got '-1'"),
     ({"rounding": "banker"}, SpecError, "<dict>: rounding: expected one of 'exact', 'hand', got 'banker'"),
-    ({"lang": "fr-CA"}, SpecError, "<dict>: lang: expected a language code such as 'en' or 'zh', got 'fr-CA'"),
+    ({"lang": "fr-CA"}, SpecError, "<dict>: lang: expected en or zh, got 'fr-CA'"),
+    ({"lang": "cn"}, SpecError, "<dict>: lang: expected en or zh, got 'cn'"),
     ({"decimals": {"weights": 99}}, SpecError, "<dict>: decimals.weights: expected an integer from 0 to 50, got 99"),
     ({"decimals": {"colour": 1}}, SpecError,
      "<dict>: decimals.colour: unknown key; expected one of scores, sqrt_dk, scaled, exp, weights, percent, output"),
-    ({"Q": [[0] * 2] * 129, "K": [[0] * 2] * 129, "V": [[0]] * 129}, SpecError,
-     "<dict>: Q: 129 rows; at most 128 are supported"),
-    ({"Q": [[0] * 300] * 3}, SpecError, "<dict>: Q[1]: 300 columns; at most 256 are supported"),
+    ({"Q": [[0] * 2] * 1025, "K": [[0] * 2] * 1025, "V": [[0]] * 1025, "tokens": None}, SpecError,
+     "<dict>: Q: 1025 rows; at most 1024 are supported"),
+    ({"Q": [[0] * 1025] * 3}, SpecError, "<dict>: Q[1]: 1025 columns; at most 1024 are supported"),
     ({"title": "x" * 201}, SpecError, "<dict>: title: longer than 200 characters"),
 ]
 
@@ -113,7 +114,7 @@ def test_missing_matrix():
     ("bad.toml", "Q = [[1,", "bad.toml: invalid TOML: "),
     ("bad.json", "{\"Q\": [[1,]]}", "bad.json: invalid JSON at line 1, column 11: Expecting value"),
     ("nan.json", "{\"Q\": [[NaN]]}", "nan.json: not a finite number: NaN"),
-    ("inf.toml", "Q = [[inf]]\nK = [[1]]\nV = [[1]]", "inf.toml: Q[1][1]: not a number: 'inf'"),
+    ("inf.toml", "Q = [[inf]]\nK = [[1]]\nV = [[1]]", "inf.toml: Q[1][1]: not a finite number: 'inf'"),
     ("list.json", "[1, 2]", "list.json: expected a JSON object, got a list"),
 ])
 def test_bad_files(tmp_path, monkeypatch, name, text, message):

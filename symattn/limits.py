@@ -1,0 +1,82 @@
+"""Every limit on input size and on expensive work, in one place.
+
+Tiny input must never take gigabytes or minutes, so each size and each costly
+step is bounded here, and every limit that is hit says which one it was. The
+README's "Limits" table lists the same names and numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+from .errors import LimitError
+
+# --- reading input ----------------------------------------------------------
+FILE_BYTES = 4 * 1024 * 1024  # a spec or claims file; checked before it is read
+NESTING = 32  # lists and tables inside one another in TOML or JSON
+
+# --- sizes ------------------------------------------------------------------
+TOKENS = 1024  # rows of Q, K, V or X, for compute and check
+DIMS = 1024  # columns of any input matrix
+DOCUMENT_TOKENS = 128  # rows (queries or keys) a rendered document may show
+DOCUMENT_DIMS = 512  # columns a rendered document may show
+HEADS = 16
+LABEL = 40  # characters of a token label
+TITLE = 200  # characters of a title
+CLAIMS = 100_000  # claimed numbers in one claims file
+
+# --- numbers ----------------------------------------------------------------
+NUMBER_LENGTH = 64  # characters of one literal number
+NUMBER_EXPONENT = 50  # |e| in 1.5e-3
+DECIMALS = 50  # digits after the point for any quantity
+DIGITS = 1000  # significant digits of compute
+ABS_Z = 10_000  # |S · scale| before the softmax; e^10000 has 4343 digits
+FIXED_DIGITS = 40  # digits before the point of a number shown in fixed notation
+WORK_BITS = 1 << 28  # bits of all the exps of one model together (queries · keys · bits of e^|z|)
+PRECISION_BITS = 1 << 16  # working precision for deciding one rounding, beyond a value's magnitude
+
+# --- formulas with symbols ---------------------------------------------------
+FORMULA_LENGTH = 200  # characters of one formula
+FORMULA_DEPTH = 40  # parentheses inside one another
+FORMULA_POWER = 16  # |n| in x^n
+FORMULA_BITS = 4096  # bits of an exact number that a formula makes (16^16^16 is refused)
+FORMULA_TERMS = 1000  # terms of an entry, or of a score, once multiplied out
+SYMBOLIC_SIZE = 16  # rows and columns of a matrix that holds formulas
+
+# --- time -----------------------------------------------------------------------
+SECONDS = 60  # wall clock for one command; --max-seconds raises it
+MAX_SECONDS = 86_400  # the most --max-seconds takes
+
+
+def expanded_terms(terms: int, power: int) -> int:
+    """How many monomials (x_1 + … + x_terms)^power can have: C(terms + power − 1, power)."""
+    return math.comb(terms + power - 1, power)
+
+
+@contextmanager
+def deadline(seconds: float | None, what: str) -> Iterator[None]:
+    """Stop the work inside with a :class:`LimitError` once ``seconds`` have passed.
+
+    Uses SIGALRM, so it acts only in the main thread of a Unix process (the
+    CLI); elsewhere it is a no-op and the size limits still hold.
+    """
+    usable = (seconds is not None and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise LimitError(what, None, f"took longer than {seconds:g} s (the time limit; raise it with --max-seconds)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
