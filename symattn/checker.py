@@ -17,7 +17,7 @@ Unclaimed steps of the chain are filled in from the claimant's earlier claims
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
@@ -59,6 +59,7 @@ class Verdict:
     explanation: Explanation | None
     row_label: str | None  # the query token
     col_label: str | int | None  # the key token, or the 1-based output column
+    masked: bool = False  # a finite claim on a masked score, compared with the score before the mask
 
     @property
     def is_problem(self) -> bool:
@@ -110,7 +111,7 @@ class _Checker:
     # --- the claimant's implied values: (closed form, depends on a claim) ----
 
     def claimed(self, quantity: str, row: int | None, col: int | None) -> Fraction | None:
-        found = self.index.get((quantity, row, col), [])
+        found = [c for c in self.index.get((quantity, row, col), []) if not c.number.is_infinite]
         if not found:
             return None
         # a row section feeds its own row; the most precise of several claims wins
@@ -151,6 +152,8 @@ class _Checker:
                 result = (score / root, a or b)
             else:
                 result = (score * m.scale, a)
+        elif quantity in ("exp", "weights") and not m.may_attend(row, col):
+            result = (sympy.Integer(0), False)  # masked: e^−∞ = 0, whatever was claimed before the mask
         elif quantity == "exp":
             z, a = self.implied("scaled", row, col)
             result = (sympy.exp(z), a)
@@ -178,23 +181,32 @@ class _Checker:
             return claim.row, 0
         return claim.row, claim.col
 
-    def exact_value(self, quantity: str, i: int, j: int, decimals: int | None):
+    @cached_property
+    def unmasked(self) -> Model:
+        """The model without its mask: what a score printed before masking is compared with."""
+        return replace(self.model, allowed=None)
+
+    def exact_value(self, quantity: str, i: int, j: int, decimals: int | None, model: Model | None = None):
         """(rational or None, closed form, SIGNIFICANT-digit Num, rounded to decimals)."""
         if quantity in INPUTS:
             exact = getattr(self.spec, quantity)[i][j].value
             rounded = None if decimals is None else numeric.round_half_up(exact, decimals)
             return exact, _rational(exact), self.sig(quantity, i, j), rounded
-        exact = self.model.rationals(quantity)[i][j]
-        rounded = self.model.rounded(quantity, decimals)[i][j] if decimals is not None else None
-        return exact, self.model.exact(quantity)[i, j], self.sig(quantity, i, j), rounded
+        model = model or self.model
+        exact = model.rationals(quantity)[i][j]
+        rounded = model.rounded(quantity, decimals)[i][j] if decimals is not None else None
+        return exact, model.exact(quantity)[i, j], self.sig(quantity, i, j, model), rounded
 
     def verdict(self, claim: Claim) -> Verdict:
         quantity = "weights" if claim.quantity == "percent" else claim.quantity
         i, j = self.position(claim)
         number = claim.number
+        is_masked = quantity == "scaled" and not self.model.may_attend(i, j)
+        if number.is_infinite:
+            return self.infinite(claim, quantity, i, j, is_masked)
         d = number.decimals
         c = number.value
-        exact, closed, shown, expected = self.exact_value(quantity, i, j, d)
+        exact, closed, shown, expected = self.exact_value(quantity, i, j, d, self.unmasked if is_masked else None)
         y, from_claims = self.computed(quantity, claim.row, claim.col)
         if y.has(sympy.nan, sympy.zoo):  # e.g. weights from a claimed sum of 0: no value to carry
             from_claims = False
@@ -209,7 +221,7 @@ class _Checker:
             verdict = "carried"
         elif d is not None and self.one_off(c, d, expected, carried):
             verdict = "last-digit"
-            truncated = self.is_truncation(quantity, i, j, c, d, exact)
+            truncated = self.is_truncation(self.unmasked if is_masked else self.model, quantity, i, j, c, d, exact)
         else:
             verdict = "wrong"
         explanation = None
@@ -217,11 +229,23 @@ class _Checker:
             explanation = self.explain(quantity, claim.row, claim.col, shown)
         if claim.quantity == "percent":  # report in the claim's own unit
             expected, carried = (None if x is None else x.scaleb(2) for x in (expected, carried))
+        return Verdict(claim, verdict, truncated, shown, closed, expected, carried, explanation, *self.labels(claim),
+                       masked=is_masked)
+
+    def labels(self, claim: Claim) -> tuple[str | None, str | int | None]:
+        quantity = "weights" if claim.quantity == "percent" else claim.quantity
         rows = self.spec.keys if quantity in ("K", "V") else self.spec.tokens
         row_label = None if claim.row is None else rows[claim.row]
         col_label = None if claim.col is None else (
             claim.col + 1 if quantity in ("output",) + INPUTS else self.spec.keys[claim.col])
-        return Verdict(claim, verdict, truncated, shown, closed, expected, carried, explanation, row_label, col_label)
+        return row_label, col_label
+
+    def infinite(self, claim: Claim, quantity: str, i: int, j: int, is_masked: bool) -> Verdict:
+        """−∞ is exact for a masked score and wrong anywhere else."""
+        _, closed, shown, _ = self.exact_value(quantity, i, j, None)
+        explanation = None if is_masked else self.explain(quantity, claim.row, claim.col, shown)
+        return Verdict(claim, "exact" if is_masked else "wrong", False, shown, closed, None, None, explanation,
+                       *self.labels(claim))
 
     def is_carried(self, claim: Claim, y: sympy.Expr, from_claims: bool, carried: Decimal | None) -> bool:
         c, d = claim.number.value, claim.number.decimals
@@ -242,26 +266,28 @@ class _Checker:
         unit = Fraction(1, 10**d)
         return any(ref is not None and abs(Fraction(ref) - c) == unit for ref in (expected, carried))
 
-    def is_truncation(self, quantity: str, i: int, j: int, c: Fraction, d: int, exact: Fraction | None) -> bool:
+    @staticmethod
+    def is_truncation(model: Model, quantity: str, i: int, j: int, c: Fraction, d: int, exact: Fraction | None) -> bool:
         if exact is not None:
             return Fraction(numeric.truncate(exact, d)) == c
         # cutting x toward zero gives c  <=>  c <= x < c + unit (x >= 0), mirrored below zero
         unit = Fraction(1, 10**d)
         low, high = (c, c + unit) if c >= 0 else (c - unit, c)
-        return self.model.compare(quantity, i, j, low) >= 0 > self.model.compare(quantity, i, j, high) \
-            if c >= 0 else self.model.compare(quantity, i, j, low) > 0 >= self.model.compare(quantity, i, j, high)
+        return model.compare(quantity, i, j, low) >= 0 > model.compare(quantity, i, j, high) \
+            if c >= 0 else model.compare(quantity, i, j, low) > 0 >= model.compare(quantity, i, j, high)
 
     # --- explanations ----------------------------------------------------
 
-    def sig(self, quantity: str, i: int, j: int) -> Num:
+    def sig(self, quantity: str, i: int, j: int, model: Model | None = None) -> Num:
+        model = model or self.model
         if quantity in INPUTS:
             exact = getattr(self.spec, quantity)[i][j].value
         else:
-            exact = self.model.rationals(quantity)[i][j]
+            exact = model.rationals(quantity)[i][j]
         places = None if exact is None else numeric.terminating_decimals(exact)
         if places is not None:  # a terminating value is shown whole: 0.92, not 0.920000
             return Num(numeric.round_half_up(exact, places), True)
-        value = self.model.significant(quantity, SIGNIFICANT)[i][j]
+        value = model.significant(quantity, SIGNIFICANT)[i][j]
         return Num(value, exact is not None and Fraction(value) == exact)
 
     def explain(self, quantity: str, row: int | None, col: int | None, result: Num) -> Explanation:

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import SpecError
-from .numeral import Numeral
+from .limits import CLAIMS
+from .numeral import Numeral, NumeralError, parse_claimed
 from .spec import SPEC_KEYS
 from .spec import Spec, _kind, _Reader, check_keys, read_table, spec_from_mapping
 
@@ -28,7 +29,8 @@ from .spec import Spec, _kind, _Reader, check_keys, read_table, spec_from_mappin
 QUANTITIES = ("Q", "K", "V", "sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "percent", "output")
 INPUTS = ("Q", "K", "V")  # claimable when they are computed from X and W
 STAGE = {q: i for i, q in enumerate(QUANTITIES)} | {"percent": QUANTITIES.index("weights")}
-_KEY = re.compile(r"([A-Za-z_]+)((?:\[\d+\])*)")
+_KEY = re.compile(r"([A-Za-z_]+)((?:\[[0-9]+\])*)")  # ASCII digits: never '²'
+_INDEX = re.compile(r"\[([0-9]+)\]")
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,14 @@ class _ClaimReader(_Reader):
             if number.form != "decimal":
                 raise self.error(key, f"expected a percentage such as 40.3%, got {number.text!r}", position)
             raw = number.text + "%"
-        return self.number(raw, key, position, allow_percent=True)
+        try:
+            return parse_claimed(raw)
+        except NumeralError as exc:
+            raise self.error(key, str(exc), position) from None
 
     def add(self, quantity: str, row: int | None, col: int | None, number: Numeral, in_row: bool, key: str):
+        if len(self.out) >= CLAIMS:
+            raise self.limit(key, f"more than {CLAIMS} claims (the limit)")
         self.out.append(Claim(quantity, row, col, number, in_row, key))
 
     def section(self, table: Mapping[str, Any], prefix: str, row: int | None) -> None:
@@ -101,7 +108,10 @@ class _ClaimReader(_Reader):
             shape = _shape(name, self.spec)
             if row is not None:
                 shape = shape[1:]
-            indices = tuple(int(i) for i in re.findall(r"\[(\d+)\]", match.group(2))) if match else ()
+            found = _INDEX.findall(match.group(2)) if match else []
+            if any(len(i) > 9 for i in found):
+                raise self.error(key, "an index has more than 9 digits")
+            indices = tuple(int(i) for i in found)
             if len(indices) > len(shape):
                 raise self.error(key, f"{name} takes {len(shape)} index(es), got {len(indices)}")
             for index, size in zip(indices, shape):

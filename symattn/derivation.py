@@ -219,6 +219,7 @@ class Derivation:
     softmax: str = "plain"
     mask: str = "none"
     symbolic: bool = False  # formulas instead of numbers
+    columns: int = 0  # the most columns of any matrix shown (LaTeX's bmatrix needs to know above 10)
 
 
 def _top(model: Model, row: int) -> tuple[int, ...]:
@@ -293,7 +294,14 @@ def _projecting(spec: Spec) -> Projecting:
 
 def _derivation(spec: Spec, steps: tuple[Step, ...], symbolic: bool = False) -> Derivation:
     return Derivation(spec.title, spec.lang, spec.tokens, spec.keys, spec.focus, spec.rounding, spec.expand,
-                      steps, spec.softmax, spec.mask, symbolic)
+                      steps, spec.softmax, spec.mask, symbolic, _columns(spec))
+
+
+def _columns(spec: Spec) -> int:
+    matrices = [spec.Q, spec.K, spec.V] + ([spec.W_O] if spec.W_O is not None else [])
+    if spec.projection is not None:
+        matrices += spec.projection.inputs()
+    return max([len(spec.keys), len(spec.tokens)] + [len(m[0]) for m in matrices])
 
 
 def _derive_symbolic(spec: Spec) -> Derivation:

@@ -6,8 +6,11 @@ replaced once, so no replacement is ever escaped again.
 
 from __future__ import annotations
 
-# Text mode of LaTeX. The same escapes work inside \text{} in KaTeX.
+# Text mode of LaTeX. The same escapes work inside \text{} in KaTeX. "[" and "*" are
+# braced so that text after a line break (\\) or \item is never read as its option.
 _LATEX = {
+    "[": "{[}",
+    "*": "{*}",
     "\\": r"\textbackslash{}",
     "{": r"\{",
     "}": r"\}",
@@ -32,6 +35,7 @@ _LATEX_SYMBOLS = {
     "·": r"\ensuremath{\cdot}",
     "−": r"\ensuremath{-}",
     "√": r"\ensuremath{\surd}",
+    "∞": r"\ensuremath{\infty}",
 }
 
 # CommonMark backslash escapes: any ASCII punctuation may be escaped; these matter.

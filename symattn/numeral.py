@@ -39,7 +39,7 @@ class Numeral:
 
     text: str
     value: Fraction
-    form: str  # "decimal", "fraction" or "percent"
+    form: str  # "decimal", "fraction", "percent", or "-infinity" (claims on masked scores)
     # Digits after the point of ``value`` as written: "0.650" -> 3, "40.3%" -> 3,
     # "1e-2" -> 2, "10" -> 0. None for fractions, which claim exactness.
     decimals: int | None
@@ -52,7 +52,8 @@ class Numeral:
 
     @property
     def is_infinite(self) -> bool:
-        return False
+        """Only a claim can be −∞ (a masked score); its ``value`` is then a placeholder 0."""
+        return self.form == "-infinity"
 
     @property
     def exact(self) -> bool:
@@ -89,6 +90,18 @@ def _parse_decimal(text: str, body: str) -> tuple[Fraction, int, str, int]:
     value = Fraction(digits * 10**power) if power >= 0 else Fraction(digits, 10**-power)
     mantissa = sign.replace("+", "") + (whole or "0") + ("." + frac if match.group(3) is not None else "")
     return value, max(len(frac) - exponent, 0), mantissa, exponent
+
+
+NEG_INFINITY_TEXTS = ("-inf", "-infinity", "−∞", "-∞")
+
+
+def parse_claimed(raw: object) -> Numeral:
+    """A claimed number: a numeral, a percentage, or −∞ (written -inf, −∞ or -∞) for a masked score."""
+    if isinstance(raw, str) and raw.strip().lower() in NEG_INFINITY_TEXTS:
+        return Numeral(raw.strip(), Fraction(0), "-infinity", None)
+    if isinstance(raw, float) and raw == float("-inf"):
+        return Numeral("-inf", Fraction(0), "-infinity", None)
+    return parse_numeral(raw, allow_percent=True)
 
 
 def parse_numeral(raw: object, *, allow_percent: bool = False) -> Numeral:

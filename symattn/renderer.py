@@ -115,7 +115,9 @@ def plain_relation(exact: bool) -> str:
 
 def _closed_form(fmt: str) -> Callable[[Any], str]:
     import sympy
-    return str if fmt == "text" else sympy.latex
+    printer = str if fmt == "text" else sympy.latex
+    infinity = "−∞" if fmt == "text" else "-\\infty"
+    return lambda expr: infinity if expr == sympy.S.NegativeInfinity else printer(expr)
 
 
 def _text_width(text: str) -> int:

@@ -74,8 +74,9 @@ SPECIAL = "a_b & 50%"
     (SPECIAL, r"a\_b \& 50\%", r"a\_b \& 50%", r"a\_b \& 50\%"),
     ("x^2 {y} #1 $5 ~", r"x\textasciicircum{}2 \{y\} \#1 \$5 \textasciitilde{}", r"x^2 \{y\} \#1 \$5 \~",
      r"x\textasciicircum{}2 \{y\} \#1 \$5 \textasciitilde{}"),
-    (r"a\b|c<d>*e*", r"a\textbackslash{}b\textbar{}c\textless{}d\textgreater{}*e*", r"a\\b\|c\<d\>\*e\*",
-     r"a\textbackslash{}b\textbar{}c\textless{}d\textgreater{}*e*"),
+    (r"a\b|c<d>*e*", r"a\textbackslash{}b\textbar{}c\textless{}d\textgreater{}{*}e{*}", r"a\\b\|c\<d\>\*e\*",
+     r"a\textbackslash{}b\textbar{}c\textless{}d\textgreater{}{*}e{*}"),
+    ("[CLS]", "{[}CLS]", r"\[CLS\]", "{[}CLS]"),
     ("≈ → ×", r"\ensuremath{\approx} \ensuremath{\rightarrow} \ensuremath{\times}", "≈ → ×", "≈ → ×"),
 ])
 def test_escape_tables(text, latex, markdown, katex):
