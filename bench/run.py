@@ -14,6 +14,7 @@ import gc
 import random
 import statistics
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -74,7 +75,9 @@ def end_to_end_seed() -> None:
 
 
 def startup(runs: int) -> tuple[float, float]:
-    env_cmd = [sys.executable, "-m", "symattn", "render", "-o", "/dev/null"]
+    # -o into a temporary folder: a benchmark never writes to a system path
+    out = Path(tempfile.mkdtemp(prefix="symattn-bench-")) / "seed.md"
+    env_cmd = [sys.executable, "-m", "symattn", "render", "-o", str(out)]
     base_cmd = [sys.executable, "-c", "import sympy"]
     ours_t, base_t = [], []
     for _ in range(runs):  # interleaved, so drift hits both alike

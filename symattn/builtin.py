@@ -19,17 +19,16 @@ def _claims() -> set[str]:
     return {p.name.split(".")[0] for p in EXAMPLES.glob("*-claims.*.toml")}
 
 
-def example_path(name: str = DEFAULT, lang: str = "zh") -> Path:
-    """The file of one built-in example in one language."""
-    path = EXAMPLES / f"{name}.{lang}.toml"
-    if path.is_file():
-        return path
+def example_path(name: str = DEFAULT, lang: str = "zh", flag: str = "--example") -> Path:
+    """The file of one built-in example in one language (only names of built-in examples: never a path)."""
+    if name not in names() and name not in _claims():
+        raise SpecError(flag, None, f"no built-in example {name!r}; choose one of {', '.join(names())}")
     languages = sorted(p.name.split(".")[1] for p in EXAMPLES.glob(f"{name}.*.toml"))
-    if not languages:
-        raise SpecError("--example", None, f"no built-in example {name!r}; choose one of {', '.join(names())}")
+    if lang in languages:
+        return EXAMPLES / f"{name}.{lang}.toml"
     raise SpecError("--lang", None, f"the built-in example {name!r} has no language {lang!r}; "
                                     f"choose one of {', '.join(languages)}")
 
 
-def example_text(name: str = DEFAULT, lang: str = "zh") -> str:
-    return example_path(name, lang).read_text(encoding="utf-8")
+def example_text(name: str = DEFAULT, lang: str = "zh", flag: str = "--example") -> str:
+    return example_path(name, lang, flag).read_text(encoding="utf-8")

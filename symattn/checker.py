@@ -181,6 +181,17 @@ class _Checker:
             return claim.row, 0
         return claim.row, claim.col
 
+    def table(self, model: Model, method: str, quantity: str, *args: int) -> tuple:
+        """A whole matrix of the model's numbers, computed once for every claim on it."""
+        key = (model is self.model, method, quantity, *args)
+        if key not in self._tables:
+            self._tables[key] = getattr(model, method)(quantity, *args)
+        return self._tables[key]
+
+    @cached_property
+    def _tables(self) -> dict:
+        return {}
+
     @cached_property
     def unmasked(self) -> Model:
         """The model without its mask: what a score printed before masking is compared with."""
@@ -193,8 +204,8 @@ class _Checker:
             rounded = None if decimals is None else numeric.round_half_up(exact, decimals)
             return exact, _rational(exact), self.sig(quantity, i, j), rounded
         model = model or self.model
-        exact = model.rationals(quantity)[i][j]
-        rounded = model.rounded(quantity, decimals)[i][j] if decimals is not None else None
+        exact = self.table(model, "rationals", quantity)[i][j]
+        rounded = self.table(model, "rounded", quantity, decimals)[i][j] if decimals is not None else None
         return exact, model.exact(quantity)[i, j], self.sig(quantity, i, j, model), rounded
 
     def verdict(self, claim: Claim) -> Verdict:
@@ -210,7 +221,8 @@ class _Checker:
         y, from_claims = self.computed(quantity, claim.row, claim.col)
         if y.has(sympy.nan, sympy.zoo):  # e.g. weights from a claimed sum of 0: no value to carry
             from_claims = False
-        carried = numeric.round_expr(y, d) if (from_claims and d is not None) else None
+        carried = numeric.round_expr(y, d, self._tables.setdefault("enclosures", {})) \
+            if (from_claims and d is not None) else None
 
         truncated = False
         if exact is not None and exact == c:
@@ -283,11 +295,11 @@ class _Checker:
         if quantity in INPUTS:
             exact = getattr(self.spec, quantity)[i][j].value
         else:
-            exact = model.rationals(quantity)[i][j]
+            exact = self.table(model, "rationals", quantity)[i][j]
         places = None if exact is None else numeric.terminating_decimals(exact)
         if places is not None:  # a terminating value is shown whole: 0.92, not 0.920000
             return Num(numeric.round_half_up(exact, places), True)
-        value = model.significant(quantity, SIGNIFICANT)[i][j]
+        value = self.table(model, "significant", quantity, SIGNIFICANT)[i][j]
         return Num(value, exact is not None and Fraction(value) == exact)
 
     def explain(self, quantity: str, row: int | None, col: int | None, result: Num) -> Explanation:

@@ -109,7 +109,7 @@ def _compute(args: argparse.Namespace) -> int:
 
 def _example(args: argparse.Namespace) -> int:
     from . import builtin
-    _emit(builtin.example_text(args.name, args.lang), args.output)
+    _emit(builtin.example_text(args.name, args.lang, "--name"), args.output)
     return 0
 
 
@@ -217,7 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exc:  # --help, --version, or a usage error already said
+            return exc.code if isinstance(exc.code, int) else EXIT_INPUT
         run: Callable[[argparse.Namespace], int] = args.run
         if not hasattr(args, "max_seconds"):
             return run(args)

@@ -33,6 +33,10 @@ class NumeralError(SymattnError, ValueError):
     """A text is not a number of our grammar. Callers add the location."""
 
 
+class NotFiniteError(NumeralError):
+    """inf or nan: never a number here, and never a symbol name either."""
+
+
 @dataclass(frozen=True)
 class Numeral:
     """An exact number together with the way the user wrote it."""
@@ -130,7 +134,7 @@ def parse_numeral(raw: object, *, allow_percent: bool = False) -> Numeral:
     if len(text) > NUMBER_LENGTH:
         raise NumeralError(f"number longer than {NUMBER_LENGTH} characters: {text[:20]!r}…")
     if text.lower() in _NOT_FINITE:
-        raise NumeralError(f"not a finite number: {text!r}")
+        raise NotFiniteError(f"not a finite number: {text!r}")
     match = _FRACTION.fullmatch(text)
     if match:
         sign, num, den = match.groups()

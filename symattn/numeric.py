@@ -291,11 +291,17 @@ def _normalize_significant(value: Decimal, digits: int) -> Decimal:
     return value
 
 
-def round_expr(expr: sympy.Expr, decimals: int) -> Decimal:
-    """Round one closed form half-up to ``decimals`` places, correctly."""
+def round_expr(expr: sympy.Expr, decimals: int, caches: dict[int, dict] | None = None) -> Decimal:
+    """Round one closed form half-up to ``decimals`` places, correctly.
+
+    ``caches`` (one dict per precision) shares the enclosures of common
+    subexpressions, such as a row's sum of exps, across many calls.
+    """
+    caches = {} if caches is None else caches
+
     def boxes(bits: int) -> list[Fixed]:
-        return [Fixed.from_interval(enclose(expr, bits + 32), bits)]
-    return decide(boxes, [as_fraction(expr)], decimals, start_bits(decimals), str(expr))[0]
+        return [Fixed.from_interval(enclose(expr, bits + 32, caches.setdefault(bits + 32, {})), bits)]
+    return decide(boxes, [as_fraction(expr)], decimals, start_bits(decimals), "a closed form")[0]
 
 
 def weighted_sums(boxes: Sequence[Fixed], columns: Sequence[Sequence[int]], den: int, bits: int) -> list[Fixed]:

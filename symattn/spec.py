@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from . import limits
 from .errors import LimitError, ShapeError, SpecError, shown
 from .escape import unsupported_character
-from .numeral import Numeral, NumeralError, parse_numeral
+from .numeral import NotFiniteError, Numeral, NumeralError, parse_numeral
 from .formula import Formula, FormulaError, is_symbol_name, parse_formula, terms
 from .projection import Projection, project
 
@@ -193,7 +193,7 @@ class _Reader:
         try:
             return parse_numeral(raw)
         except NumeralError as exc:
-            if not isinstance(raw, str) or isinstance(raw, FloatText) or \
+            if isinstance(exc, NotFiniteError) or not isinstance(raw, str) or isinstance(raw, FloatText) or \
                     not any(ch.isalpha() or ch in "()^*" for ch in raw):
                 raise self.error(key, str(exc), position) from None
         try:
@@ -593,6 +593,9 @@ def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
         return tomllib.loads(text, parse_float=_toml_float)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(source, None, f"invalid TOML: {shown(exc)}") from None
+    except ValueError:  # tomllib turns integers into int(), which stops at 4300 digits
+        raise LimitError(source, None, f"an integer with thousands of digits; numbers may have at most "
+                                       f"{limits.NUMBER_LENGTH} characters") from None
 
 
 def _too_large(source: str) -> LimitError:

@@ -78,6 +78,9 @@ def substitute(spec: Spec) -> Spec:
         if isinstance(x, Numeral):
             return x
         value = x.expr.subs(values)  # SymPy objects for SymPy symbols; no text is parsed here
+        if value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+            given = ", ".join(f"{name} = {v.text}" for name, v in spec.subs if name in x.symbols)
+            raise SpecError(spec.source, key, f"division by zero: {x.text!r} with {given}", position)
         if not isinstance(value, sympy.Rational):
             raise SpecError(spec.source, key, f"with the given values {x.text!r} is {value}, which is not "
                                               "rational; numbers are computed for rational entries only", position)
