@@ -20,7 +20,7 @@ from typing import Sequence
 import sympy
 
 from . import numeric
-from .errors import LimitError
+from .errors import LimitError, SpecError
 from .limits import FIXED_DIGITS
 from .model import Model
 from .spec import Decimals, Spec
@@ -171,6 +171,11 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
         softmax_input = tuple(_reinsert(row, shifted) for row, shifted in zip(scaled, softmax_input))
     exp = tuple(tuple(_exp_of(x, decimals.exp) for x in row) for row in softmax_input)
     exp_sum = _exact_or_rounded([[sum((e.fraction for e in row), Fraction(0))] for row in exp], decimals.exp)
+    for i, total in enumerate(exp_sum):
+        if total[0].fraction == 0:
+            raise SpecError(spec.source, "rounding", f"by hand, every e^z of row {i + 1} ({spec.tokens[i]}) shows "
+                            f"as 0 at {decimals.exp} decimals, so its weights would be 0/0; use softmax = "
+                            "\"stable\", or more decimals for exp")
     weights = _rounded([[e.fraction / total[0].fraction for e in row] for row, total in zip(exp, exp_sum)],
                        decimals.weights)
     V = model.v_rows
