@@ -37,7 +37,7 @@ DIGITS = 1000  # significant digits of compute
 ABS_Z = 10_000  # |S · scale| before the softmax; e^10000 has 4343 digits
 FIXED_DIGITS = 40  # digits before the point of a number shown in fixed notation
 WORK_BITS = 1 << 28  # bits of all the exps of one model together (queries · keys · bits of e^|z|)
-PRECISION_BITS = 1 << 16  # working precision for deciding one rounding, beyond a value's magnitude
+PRECISION_BITS = 1 << 14  # working precision for deciding one rounding, beyond a value's magnitude
 
 # --- formulas with symbols ---------------------------------------------------
 FORMULA_LENGTH = 200  # characters of one formula

@@ -239,12 +239,14 @@ def start_bits(decimals: int, magnitude_bits: int = 0) -> int:
 
 
 def _refine(enclosures: Callable[[int], Sequence[Fixed]], result: list[Decimal | None],
-            pick: Callable[[int, Fixed], Decimal | None], bits: int, what: str, headroom: int) -> list[Decimal]:
+            pick: Callable[[int, Fixed], Decimal | None], bits: int, what: str | Callable[[], str],
+            headroom: int) -> list[Decimal]:
     # raise the precision only while some rounding is undecided
     while any(r is None for r in result):
         if bits > PRECISION_BITS + headroom:
             index = result.index(None)
-            raise EvaluationError(f"cannot decide the rounding of {what} (entry {index + 1}): it may be an exact tie")
+            name = what() if callable(what) else what
+            raise EvaluationError(f"cannot decide the rounding of {name} (entry {index + 1}): it may be an exact tie")
         for i, box in enumerate(enclosures(bits)):
             if result[i] is None:
                 result[i] = pick(i, box)
@@ -253,7 +255,7 @@ def _refine(enclosures: Callable[[int], Sequence[Fixed]], result: list[Decimal |
 
 
 def decide(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fraction | None],
-           decimals: int | Sequence[int], bits: int, what: str, headroom: int = 0) -> list[Decimal]:
+           decimals: int | Sequence[int], bits: int, what: str | Callable[[], str], headroom: int = 0) -> list[Decimal]:
     """Round each value half-up to fixed decimals.
 
     ``enclosures(bits)`` encloses every value at a working precision; entries
@@ -298,10 +300,19 @@ def round_expr(expr: sympy.Expr, decimals: int, caches: dict[int, dict] | None =
     subexpressions, such as a row's sum of exps, across many calls.
     """
     caches = {} if caches is None else caches
+    exact = as_fraction(expr)
+    magnitude = 0 if exact is not None else _magnitude_bits(enclose(expr, 64, caches.setdefault(64, {})))
 
     def boxes(bits: int) -> list[Fixed]:
-        return [Fixed.from_interval(enclose(expr, bits + 32, caches.setdefault(bits + 32, {})), bits)]
-    return decide(boxes, [as_fraction(expr)], decimals, start_bits(decimals), "a closed form")[0]
+        prec = bits + magnitude + 32  # mpmath's precision is relative: a large value needs its own bits too
+        return [Fixed.from_interval(enclose(expr, prec, caches.setdefault(prec, {})), bits)]
+    return decide(boxes, [exact], decimals, start_bits(decimals), lambda: str(expr), magnitude)[0]
+
+
+def _magnitude_bits(x: "iv.mpf") -> int:
+    """Bits above the binary point of the larger end of an interval (0 for |x| < 1)."""
+    ends = [_mpf_parts(end) for end in x._mpi_]
+    return max(0, max(abs(man).bit_length() + exp for man, exp in ends))
 
 
 def weighted_sums(boxes: Sequence[Fixed], columns: Sequence[Sequence[int]], den: int, bits: int) -> list[Fixed]:
