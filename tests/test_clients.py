@@ -91,3 +91,37 @@ def test_chinese_report_compiles_with_xelatex(latex, tmp_path):
 def test_english_report_compiles_with_pdflatex(latex, tmp_path):
     from symattn.renderer import render_report
     latex(render_report(_report("en"), "latex", standalone=True), "pdflatex", tmp_path)
+
+
+def _bert(n: int, lang: str):
+    """n tokens framed by [CLS] … [SEP], with a [MASK] on a later row; 12 dims, 11 value columns."""
+    labels = ["[CLS]"] + [f"w{i}" for i in range(1, n - 1)] + ["[SEP]"]
+    labels[2] = "[MASK]"
+    rows = lambda r, c, k: [[f"{((i * 7 + j * k) % 19 - 9) / 10:.1f}" for j in range(c)] for i in range(r)]  # noqa: E731
+    return load_spec({"lang": lang, "tokens": labels, "Q": rows(n, 12, 3), "K": rows(n, 12, 5),
+                      "V": rows(n, 11, 2), "focus": "[SEP]", "expand": "all"})
+
+
+@pytest.mark.parametrize("n", [11, 16])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_wide_bert_style_specs_compile(katex, latex, tmp_path, n, lang):
+    # more than 10 columns (amsmath's default) and labels that start with "[" after a line break
+    spec = _bert(n, lang)
+    latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    assert katex(render(derive(spec), "markdown")) == []
+
+
+def test_every_label_character_is_set_by_every_client(katex, latex, tmp_path):
+    # the characters labels may use (escape.is_settable), as labels in both languages and all clients
+    from symattn.escape import is_settable
+    latin = "".join(chr(c) for c in range(0xC0, 0x180) if is_settable(chr(c))) + "–—‘’“”"
+    labels = [latin[i:i + 40] for i in range(0, len(latin), 40)]
+    cjk = ["小猫「吃」、。", "ひらがなカタカナ", "（全角）ＡＢＣ"]
+    for lang, engine, extra in (("en", "pdflatex", []), ("zh", "xelatex", cjk)):
+        tokens = labels + extra
+        n = len(tokens)
+        spec = load_spec({"lang": lang, "tokens": tokens, "Q": [[1]] * n, "K": [[1]] * n, "V": [[1]] * n})
+        assert katex(render(derive(spec), "markdown")) == []
+        folder = tmp_path / lang
+        folder.mkdir()
+        latex(render(derive(spec), "latex", standalone=True), engine, folder)
