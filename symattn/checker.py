@@ -28,7 +28,7 @@ import sympy
 from . import numeric
 from .claims import INPUTS, STAGE, Claim, Claims, load_claims
 from .model import Model, build_model
-from .rounding import Num
+from .rounding import Num, is_extreme
 from .errors import SpecError
 from .spec import Spec
 
@@ -275,7 +275,7 @@ class _Checker:
 
     @staticmethod
     def one_off(c: Fraction, d: int, expected: Decimal | None, carried: Decimal | None) -> bool:
-        unit = Fraction(1, 10**d)
+        unit = Fraction(10) ** -d
         return any(ref is not None and abs(Fraction(ref) - c) == unit for ref in (expected, carried))
 
     @staticmethod
@@ -283,7 +283,7 @@ class _Checker:
         if exact is not None:
             return Fraction(numeric.truncate(exact, d)) == c
         # cutting x toward zero gives c  <=>  c <= x < c + unit (x >= 0), mirrored below zero
-        unit = Fraction(1, 10**d)
+        unit = Fraction(10) ** -d
         low, high = (c, c + unit) if c >= 0 else (c - unit, c)
         return model.compare(quantity, i, j, low) >= 0 > model.compare(quantity, i, j, high) \
             if c >= 0 else model.compare(quantity, i, j, low) > 0 >= model.compare(quantity, i, j, high)
@@ -297,10 +297,11 @@ class _Checker:
         else:
             exact = self.table(model, "rationals", quantity)[i][j]
         places = None if exact is None else numeric.terminating_decimals(exact)
-        if places is not None:  # a terminating value is shown whole: 0.92, not 0.920000
+        if places is not None and not is_extreme(exact):  # a terminating value is shown whole: 0.92, not 0.920000
             return Num(numeric.round_half_up(exact, places), True)
         value = self.table(model, "significant", quantity, SIGNIFICANT)[i][j]
-        return Num(value, exact is not None and Fraction(value) == exact)
+        return Num(value, exact is not None and Fraction(value) == exact,
+                   value.is_finite() and is_extreme(Fraction(value)))
 
     def explain(self, quantity: str, row: int | None, col: int | None, result: Num) -> Explanation:
         spec, m = self.spec, self.model
@@ -371,7 +372,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "col": v.col_label,
         "claimed": v.claim.number.text,
         "exact": str(v.closed_form),
-        "value": format(v.value.value, "f"),
+        "value": str(v.value.value) if v.value.scientific else format(v.value.value, "f"),
         "verdict": v.verdict,
         "truncated": v.truncated,
         "expected": text(v.expected),

@@ -32,6 +32,7 @@ CLAIMS = 100_000  # claimed numbers in one claims file
 # --- numbers ----------------------------------------------------------------
 NUMBER_LENGTH = 64  # characters of one literal number
 NUMBER_EXPONENT = 50  # |e| in 1.5e-3
+CLAIM_EXPONENT = 5000  # |e| in a claimed 1.444e-2850 (values reach 10^±4343)
 DECIMALS = 50  # digits after the point for any quantity
 DIGITS = 1000  # significant digits of compute
 ABS_Z = 10_000  # |S · scale| before the softmax; e^10000 has 4343 digits
@@ -80,3 +81,6 @@ def deadline(seconds: float | None, what: str) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+# --- exports ------------------------------------------------------------------
+LATEX_SECONDS = 120  # wall clock of one latexmk run for --format pdf (on top of --max-seconds)

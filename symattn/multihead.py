@@ -16,9 +16,9 @@ import sympy
 from sympy import ImmutableMatrix
 
 from . import numeric
-from .model import Model, Rows, Rounding, _lcm_of_denominators, build_heads
+from .model import Model, Rounding, _lcm_of_denominators, build_heads
 from .numeric import Fixed
-from .rounding import NumRows, _exact_or_rounded, _num
+from .rounding import NumRows, _exact_or_rounded, _from_model
 from .spec import Spec
 
 
@@ -84,10 +84,9 @@ class MultiHead(Rounding):
         if spec.rounding == "hand":
             b = self.b_O or (Fraction(0),) * len(self.W_O[0])
             return _exact_or_rounded([[sum((x.fraction * self.W_O[c][k] for c, x in enumerate(row)), Fraction(0))
-                                       + b[k] for k in range(len(self.W_O[0]))] for row in concat], decimals)
-        shown: Rows = self.rounded("output", decimals)
-        return tuple(tuple(_num(d, e) for d, e in zip(row, exact))
-                     for row, exact in zip(shown, self.rationals("output")))
+                                       + b[k] for k in range(len(self.W_O[0]))] for row in concat], decimals,
+                                     spec.notation)
+        return _from_model(self, "output", decimals, spec.notation)
 
 
 def build_multihead(spec: Spec) -> MultiHead:

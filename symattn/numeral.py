@@ -20,7 +20,7 @@ from fractions import Fraction
 
 from .errors import SymattnError
 
-from .limits import NUMBER_EXPONENT, NUMBER_LENGTH
+from .limits import CLAIM_EXPONENT, NUMBER_EXPONENT, NUMBER_LENGTH
 
 # ASCII digits only: Python's \d also matches '٣' and '３', which no reader of a
 # handout would take for a digit and pdflatex cannot set
@@ -76,17 +76,17 @@ def _not_a_number(text: str) -> str:
     return f"not a number: {text!r}"
 
 
-def _parse_decimal(text: str, body: str) -> tuple[Fraction, int, str, int]:
+def _parse_decimal(text: str, body: str, max_exponent: int = NUMBER_EXPONENT) -> tuple[Fraction, int, str, int]:
     match = _DECIMAL.fullmatch(body)
     if not match or not (match.group(2) or match.group(3)):
         raise NumeralError(_not_a_number(text))
     sign, whole, frac, exp = match.groups()
     frac = frac or ""
-    if exp and len(exp.lstrip("+-0")) > 3:
-        raise NumeralError(f"exponent out of range (at most {NUMBER_EXPONENT}): {text!r}")
+    if exp and len(exp.lstrip("+-0")) > len(str(max_exponent)):
+        raise NumeralError(f"exponent out of range (at most {max_exponent}): {text!r}")
     exponent = int(exp) if exp else 0
-    if abs(exponent) > NUMBER_EXPONENT:
-        raise NumeralError(f"exponent out of range (at most {NUMBER_EXPONENT}): {text!r}")
+    if abs(exponent) > max_exponent:
+        raise NumeralError(f"exponent out of range (at most {max_exponent}): {text!r}")
     digits = int((whole or "0") + frac)
     if sign == "-":
         digits = -digits
@@ -97,6 +97,8 @@ def _parse_decimal(text: str, body: str) -> tuple[Fraction, int, str, int]:
 
 
 NEG_INFINITY_TEXTS = ("-inf", "-infinity", "−∞", "-∞")
+# 5.12×10^30, 5.12 x 10^{30}, 5.12*10^-3, 5.12·10^30: as a handout writes m × 10^k
+_TIMES_TEN = re.compile(r"([+-]?[0-9]*\.?[0-9]+)\s*[×x*·]\s*10\s*\^\s*\{?\s*([+-−]?[0-9]+)\s*\}?")
 
 
 def parse_claimed(raw: object) -> Numeral:
@@ -105,6 +107,17 @@ def parse_claimed(raw: object) -> Numeral:
         return Numeral(raw.strip(), Fraction(0), "-infinity", None)
     if isinstance(raw, float) and raw == float("-inf"):
         return Numeral("-inf", Fraction(0), "-infinity", None)
+    if isinstance(raw, str):
+        text = raw.strip()
+        times = _TIMES_TEN.fullmatch(text)
+        body = f"{times.group(1)}e{times.group(2).replace('−', '-')}" if times else text
+        if times or re.fullmatch(r"[+-]?[0-9]*\.?[0-9]*[eE][+-]?[0-9]+", body):
+            if len(body) > NUMBER_LENGTH:
+                raise NumeralError(f"number longer than {NUMBER_LENGTH} characters: {text[:20]!r}…")
+            # scientific claims say how many significant digits they claim: 5.12e30 rounds at 10^28
+            value, _, mantissa, exponent = _parse_decimal(text, body, CLAIM_EXPONENT)
+            frac = mantissa.partition(".")[2]
+            return Numeral(text, value, "decimal", len(frac) - exponent, mantissa, exponent)
     return parse_numeral(raw, allow_percent=True)
 
 

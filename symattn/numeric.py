@@ -279,6 +279,11 @@ def decide_significant(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequ
     return _refine(enclosures, result, pick, bits, what, headroom)
 
 
+def significant_exact(value: Fraction, digits: int) -> Decimal:
+    """An exact rational rounded half-up to ``digits`` significant digits."""
+    return _significant_exact(value, digits)
+
+
 def _significant_exact(value: Fraction, digits: int) -> Decimal:
     if value == 0:
         return Decimal(0)
@@ -293,8 +298,10 @@ def _normalize_significant(value: Decimal, digits: int) -> Decimal:
     return value
 
 
-def round_expr(expr: sympy.Expr, decimals: int, caches: dict[int, dict] | None = None) -> Decimal:
-    """Round one closed form half-up to ``decimals`` places, correctly.
+def round_expr(expr: sympy.Expr, decimals: int, caches: dict[int, dict] | None = None,
+               significant: bool = False) -> Decimal:
+    """Round one closed form half-up to ``decimals`` places (or, with ``significant``,
+    to ``decimals`` significant digits), correctly.
 
     ``caches`` (one dict per precision) shares the enclosures of common
     subexpressions, such as a row's sum of exps, across many calls.
@@ -306,6 +313,8 @@ def round_expr(expr: sympy.Expr, decimals: int, caches: dict[int, dict] | None =
     def boxes(bits: int) -> list[Fixed]:
         prec = bits + magnitude + 32  # mpmath's precision is relative: a large value needs its own bits too
         return [Fixed.from_interval(enclose(expr, prec, caches.setdefault(prec, {})), bits)]
+    if significant:
+        return decide_significant(boxes, [exact], decimals, start_bits(decimals), lambda: str(expr), magnitude)[0]
     return decide(boxes, [exact], decimals, start_bits(decimals), lambda: str(expr), magnitude)[0]
 
 

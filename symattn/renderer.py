@@ -60,9 +60,13 @@ def tex_number(x: Num | Numeral | Decimal | int) -> str:
         import sympy
         return "-\\infty" if x.is_infinite else sympy.latex(x.expr)
     if isinstance(x, Num):
-        return "-\\infty" if x.is_infinite else format(x.value, "f")
+        if x.is_infinite:
+            return "-\\infty"
+        if x.scientific:
+            return _scientific(x.value, "\\times 10^{{{}}}")
+        return format(x.value, "f")
     if isinstance(x, Decimal):
-        return format(x, "f")
+        return _scientific(x, "\\times 10^{{{}}}") if _is_scientific(x) else format(x, "f")
     if isinstance(x, int):
         return str(x)
     if isinstance(x, Numeral):
@@ -76,11 +80,23 @@ def tex_number(x: Num | Numeral | Decimal | int) -> str:
     raise TypeError(f"not a number: {x!r}")
 
 
+def _is_scientific(value: Decimal) -> bool:
+    # a Decimal rounded above its units place (5.12E+30) came from significant digits
+    return value.is_finite() and value != 0 and value.as_tuple().exponent > 0
+
+
+def _scientific(value: Decimal, power: str) -> str:
+    """m × 10^k with the digits as decided: 5.120 × 10^30 keeps its trailing zero."""
+    sign, digits, _ = value.as_tuple()
+    mantissa = str(digits[0]) + ("." + "".join(map(str, digits[1:])) if len(digits) > 1 else "")
+    return ("-" if sign else "") + mantissa + power.format(value.adjusted())
+
+
 def tex_operand(x: Num | Numeral) -> str:
     """A factor in a product: negatives and scientific forms get parentheses."""
     text = tex_number(x)
     needs = (x.is_negative and not x.is_infinite) or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction")) \
-        or (isinstance(x, Formula) and x.is_sum)
+        or (isinstance(x, Formula) and x.is_sum) or (isinstance(x, Num) and x.scientific)
     return f"\\left({text}\\right)" if needs else text
 
 
@@ -101,6 +117,10 @@ def plain_number(x: Num | Numeral | Decimal | int) -> str:
         return x.text or str(x.expr)
     if isinstance(x, Num) and x.is_infinite:
         return "−∞"
+    if isinstance(x, Num) and x.scientific:
+        return _scientific(x.value, "×10^{}")
+    if isinstance(x, Decimal) and _is_scientific(x):
+        return _scientific(x, "×10^{}")
     return tex_number(x)
 
 
@@ -126,9 +146,9 @@ def _text_width(text: str) -> int:
 
 
 def pad(text: Any, width: int) -> str:
-    """Left-align text in ``width`` terminal columns."""
+    """Left-align text in ``width`` terminal columns, with at least one space after it."""
     text = str(text)
-    return text + " " * max(0, width - _text_width(text))
+    return text + " " * max(1, width - _text_width(text))
 
 
 # --- languages -----------------------------------------------------------

@@ -8,6 +8,13 @@
 Sums and products of shown numbers that terminate are shown exactly, padded
 to the same decimals across one matrix; everything else is rounded to its
 quantity's decimals.
+
+Notation: ``fixed`` shows every number with its quantity's decimals;
+``scientific`` shows every nonzero number as m × 10^k with one more significant
+digit than decimals (3 decimals: 5.120 × 10^30); ``auto`` does so only where
+|x| ≥ 10^6 or 0 < |x| < 10^-4, and keeps fixed decimals elsewhere. Either way
+the digits are the correct rounding of the exact value (or, by hand, of the
+shown numbers before it), never a re-rounding of fixed digits.
 """
 
 from __future__ import annotations
@@ -23,15 +30,20 @@ from . import numeric
 from .errors import LimitError, SpecError
 from .limits import FIXED_DIGITS
 from .model import Model
-from .spec import Decimals, Spec
+from .spec import NOTATIONS, Decimals, Spec  # noqa: F401 (NOTATIONS: the choices)
+
+
+_LARGE = Fraction(10**6)
+_SMALL = Fraction(1, 10**4)
 
 
 @dataclass(frozen=True)
 class Num:
-    """A number as shown: its digits, and whether they are the whole value."""
+    """A number as shown: its digits, whether they are the whole value, and whether it is m × 10^k."""
 
     value: Decimal
     exact: bool
+    scientific: bool = False
 
     @property
     def is_negative(self) -> bool:
@@ -76,89 +88,145 @@ def is_exact(rows: Sequence[Sequence[Num]]) -> bool:
     return all(x.exact for row in rows for x in row)
 
 
-def _exact_or_rounded(values: Sequence[Sequence[Fraction]], decimals: int) -> NumRows:
+def is_extreme(value: Fraction, shift: int = 0) -> bool:
+    """Whether ``auto`` shows value · 10^shift as m × 10^k: nonzero and |·| ≥ 10^6 or < 10^-4."""
+    x = abs(value) * Fraction(10) ** shift
+    return x != 0 and (x >= _LARGE or x < _SMALL)
+
+
+def _wants_scientific(value: Fraction, notation: str, shift: int = 0) -> bool:
+    return value != 0 and (notation == "scientific" or (notation == "auto" and is_extreme(value, shift)))
+
+
+def _exact_or_rounded(values: Sequence[Sequence[Fraction]], decimals: int, notation: str = "fixed") -> NumRows:
     # terminating everywhere: exact, padded to one width; otherwise all rounded
     places = [numeric.terminating_decimals(v) for row in values for v in row]
     if all(p is not None for p in places):
         width = max(places)
-        return tuple(tuple(Num(numeric.round_half_up(v, width), True) for v in row) for row in values)
-    return _rounded(values, decimals)
+        return tuple(tuple(Num(_exact_digits(v), True, True) if _wants_scientific(v, notation) else
+                           Num(numeric.round_half_up(v, width), True) for v in row) for row in values)
+    return _rounded(values, decimals, notation)
 
 
-def _rounded(values: Sequence[Sequence[Fraction]], decimals: int) -> NumRows:
-    return tuple(tuple(_num(numeric.round_half_up(v, decimals), v) for v in row) for row in values)
+def _exact_digits(value: Fraction) -> Decimal:
+    """A terminating value as a Decimal with no trailing zeros (m × 10^k shows every digit, no more)."""
+    sign, digits, exponent = numeric.round_half_up(value, numeric.terminating_decimals(value)).as_tuple()
+    while len(digits) > 1 and digits[-1] == 0:
+        digits, exponent = digits[:-1], exponent + 1
+    return Decimal((sign, digits, exponent))
+
+
+def _rounded(values: Sequence[Sequence[Fraction]], decimals: int, notation: str = "fixed", shift: int = 0,
+             digits: int | None = None) -> NumRows:
+    return tuple(tuple(_shown(v, decimals, notation, shift, digits) for v in row) for row in values)
+
+
+def _shown(value: Fraction, decimals: int, notation: str, shift: int = 0, digits: int | None = None) -> Num:
+    """An exact rational as shown: fixed decimals, or significant digits in scientific notation."""
+    if _wants_scientific(value, notation, shift):
+        shown = numeric.significant_exact(value, digits or decimals + 1)
+        return Num(shown, Fraction(shown) == value, True)
+    return _num(numeric.round_half_up(value, decimals), value)
 
 
 def _num(shown: Decimal, value: Fraction | None) -> Num:
     if shown.is_infinite():
         return NEG_INFINITY
+    if value is not None and value.denominator == 1:
+        return Num(Decimal(value.numerator), True)  # √4 = 2, not 2.000: decimals are for rounded values
     return Num(shown, value is not None and Fraction(shown) == value)
 
 
-def _from_model(model: Model, quantity: str, decimals: int) -> NumRows:
+def _from_model(model: Model, quantity: str, decimals: int, notation: str = "fixed", shift: int = 0,
+                digits: int | None = None) -> NumRows:
+    """The model's values as shown; ``shift``: they are displayed × 10^shift (percent: 2)."""
     shown = model.rounded(quantity, decimals)
-    return tuple(tuple(_num(d, e) for d, e in zip(row, exact_row))
-                 for row, exact_row in zip(shown, model.rationals(quantity)))
+    exact = model.rationals(quantity)
+    rows = [[_num(d, e) for d, e in zip(row, exact_row)] for row, exact_row in zip(shown, exact)]
+    if notation != "fixed":
+        # only entries that may be extreme need their significant digits decided
+        maybe = [(i, j) for i, row in enumerate(rows) for j, x in enumerate(row) if not x.is_infinite and (
+            _wants_scientific(exact[i][j], notation, shift) if exact[i][j] is not None else
+            notation == "scientific" or x.value == 0 or is_extreme(x.fraction, shift))]
+        if maybe:
+            significant = model.significant(quantity, digits or decimals + 1)
+            for i, j in maybe:
+                d = significant[i][j]
+                if _wants_scientific(Fraction(d), notation, shift):
+                    rows[i][j] = Num(d, exact[i][j] is not None and Fraction(d) == exact[i][j], True)
+    return tuple(tuple(row) for row in rows)
 
 
 def _percent(weights: NumRows, shift: int = 2) -> NumRows:
-    return tuple(tuple(Num(w.value.scaleb(shift), w.exact) for w in row) for row in weights)
+    return tuple(tuple(Num(w.value.scaleb(shift), w.exact, w.scientific) for w in row) for row in weights)
 
 
 def _fractions(rows: NumRows) -> list[list[Fraction]]:
     return [[x.fraction for x in row] for row in rows]
 
 
-def _scores(model: Model, decimals: Decimals) -> NumRows:
+def _scores(model: Model, decimals: Decimals, notation: str) -> NumRows:
     den, rows = model.score_integers
-    return _exact_or_rounded([[Fraction(x, den) for x in row] for row in rows], decimals.scores)
+    return _exact_or_rounded([[Fraction(x, den) for x in row] for row in rows], decimals.scores, notation)
 
 
-def exact_figures(model: Model, decimals: Decimals, stable: bool = False) -> Figures:
+def exact_figures(model: Model, decimals: Decimals, stable: bool = False, notation: str = "auto") -> Figures:
     """Each number is the exact value, rounded for display."""
     n, m = model.n_queries, model.n_keys
-    weights = _from_model(model, "weights", decimals.weights)
-    products = _from_model(model, "products", decimals.output)
-    scaled = _from_model(model, "scaled", decimals.scaled)
-    unmasked = scaled if model.allowed is None else _from_model(replace(model, allowed=None), "scaled", decimals.scaled)
+
+    def shown(quantity: str, places: int, model: Model = model) -> NumRows:
+        return _from_model(model, quantity, places, notation)
+
+    weights = shown("weights", decimals.weights)
+    products = shown("products", decimals.output)
+    scaled = shown("scaled", decimals.scaled)
+    unmasked = scaled if model.allowed is None else shown("scaled", decimals.scaled, replace(model, allowed=None))
     suffix = "_shifted" if stable else ""
     return Figures(
-        sqrt_dk=_from_model(model, "sqrt_dk", decimals.sqrt_dk)[0][0],
-        scores=_scores(model, decimals),
+        sqrt_dk=shown("sqrt_dk", decimals.sqrt_dk)[0][0],
+        scores=_scores(model, decimals, notation),
         unmasked=unmasked,
         scaled=scaled,
         row_max=tuple(scaled[i][j] for i, j in enumerate(model.row_max)) if stable else None,
-        softmax_input=_from_model(model, "shifted", decimals.scaled) if stable else scaled,
-        exp=_from_model(model, "exp" + suffix, decimals.exp),
-        exp_sum=tuple(row[0] for row in _from_model(model, f"exp{suffix}_sum", decimals.exp)),
+        softmax_input=shown("shifted", decimals.scaled) if stable else scaled,
+        exp=shown("exp" + suffix, decimals.exp),
+        exp_sum=tuple(row[0] for row in shown(f"exp{suffix}_sum", decimals.exp)),
         weights=weights,
-        percent=_percent(_from_model(model, "weights", decimals.percent + 2)),
+        percent=_percent(_from_model(model, "weights", decimals.percent + 2, notation, 2, decimals.percent + 1)),
         percent_whole=_percent(_from_model(model, "weights", 2)),
         products=tuple(products[i * m:(i + 1) * m] for i in range(n)),
-        output=_from_model(model, "output", decimals.output),
+        output=shown("output", decimals.output),
     )
 
 
-def _exp_of(x: Num, decimals: int) -> Num:
+def _exp_of(x: Num, decimals: int, notation: str) -> Num:
     if x.is_infinite:
-        return Num(Decimal(0).scaleb(-decimals), True)  # e^−∞ = 0
+        return Num(Decimal(0), True)  # e^−∞ = 0
     value = x.fraction
-    shown = numeric.round_expr(sympy.exp(sympy.Rational(value.numerator, value.denominator)), decimals)
-    return _num(shown, Fraction(1) if value == 0 else None)
+    if value == 0:
+        return Num(Decimal(1), True)  # e^0 = 1
+    power = sympy.exp(sympy.Rational(value.numerator, value.denominator))
+    shown = numeric.round_expr(power, decimals)
+    if notation == "scientific" or (notation == "auto" and (shown == 0 or is_extreme(Fraction(shown)))):
+        significant = numeric.round_expr(power, decimals + 1, significant=True)
+        if notation == "scientific" or is_extreme(Fraction(significant)):
+            return Num(significant, False, True)
+    return _num(shown, None)
 
 
 def hand_figures(model: Model, spec: Spec) -> Figures:
     """Each number is computed from the shown numbers before it."""
     decimals = spec.decimals
-    sqrt_dk = _from_model(model, "sqrt_dk", decimals.sqrt_dk)[0][0]
-    scores = _scores(model, decimals)
+    notation = spec.notation
+    sqrt_dk = _from_model(model, "sqrt_dk", decimals.sqrt_dk, notation)[0][0]
+    scores = _scores(model, decimals, notation)
     if spec.scale == "sqrt":
         z = [[s.fraction / sqrt_dk.fraction for s in row] for row in scores]
     elif spec.scale == "none":
         z = _fractions(scores)
     else:
         z = [[s.fraction * spec.scale.value for s in row] for row in scores]
-    unmasked = _rounded(z, decimals.scaled) if spec.scale != "none" else scores
+    unmasked = _rounded(z, decimals.scaled, notation) if spec.scale != "none" else scores
     scaled = tuple(tuple(x if model.may_attend(i, j) else NEG_INFINITY for j, x in enumerate(row))
                    for i, row in enumerate(unmasked))
     row_max = None
@@ -166,28 +234,30 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     if spec.softmax == "stable":
         row_max = tuple(row[j] for row, j in zip(scaled, model.row_max))
         softmax_input = tuple(
-            _exact_or_rounded([[x.fraction - top.fraction for x in row if not x.is_infinite]], decimals.scaled)[0]
+            _exact_or_rounded([[x.fraction - top.fraction for x in row if not x.is_infinite]], decimals.scaled,
+                              notation)[0]
             for row, top in zip(scaled, row_max))
         softmax_input = tuple(_reinsert(row, shifted) for row, shifted in zip(scaled, softmax_input))
-    exp = tuple(tuple(_exp_of(x, decimals.exp) for x in row) for row in softmax_input)
-    exp_sum = _exact_or_rounded([[sum((e.fraction for e in row), Fraction(0))] for row in exp], decimals.exp)
+    exp = tuple(tuple(_exp_of(x, decimals.exp, notation) for x in row) for row in softmax_input)
+    exp_sum = _exact_or_rounded([[sum((e.fraction for e in row), Fraction(0))] for row in exp], decimals.exp,
+                                notation)
     for i, total in enumerate(exp_sum):
         if total[0].fraction == 0:
             raise SpecError(spec.source, "rounding", f"by hand, every e^z of row {i + 1} ({spec.tokens[i]}) shows "
                             f"as 0 at {decimals.exp} decimals, so its weights would be 0/0; use softmax = "
                             "\"stable\", or more decimals for exp")
     weights = _rounded([[e.fraction / total[0].fraction for e in row] for row, total in zip(exp, exp_sum)],
-                       decimals.weights)
+                       decimals.weights, notation)
     V = model.v_rows
-    products = tuple(_exact_or_rounded([[w.fraction * v for v in V[j]] for j, w in enumerate(row)], decimals.output)
-                     for row in weights)
+    products = tuple(_exact_or_rounded([[w.fraction * v for v in V[j]] for j, w in enumerate(row)], decimals.output,
+                                       notation) for row in weights)
     output = _exact_or_rounded([[sum((w.fraction * V[j][k] for j, w in enumerate(row)), Fraction(0))
-                                 for k in range(len(V[0]))] for row in weights], decimals.output)
+                                 for k in range(len(V[0]))] for row in weights], decimals.output, notation)
     return Figures(
         sqrt_dk=sqrt_dk, scores=scores, unmasked=unmasked, scaled=scaled, row_max=row_max,
         softmax_input=softmax_input, exp=exp, exp_sum=tuple(r[0] for r in exp_sum),
         weights=weights,
-        percent=_exact_or_rounded([[w.fraction * 100 for w in row] for row in weights], decimals.percent),
+        percent=_exact_or_rounded([[w.fraction * 100 for w in row] for row in weights], decimals.percent, notation),
         percent_whole=_rounded([[w.fraction * 100 for w in row] for row in weights], 0),
         products=products, output=output,
     )
@@ -201,7 +271,7 @@ def _reinsert(row: NumRow, finite: NumRow) -> NumRow:
 
 def figures(model: Model, spec: Spec) -> Figures:
     fig = hand_figures(model, spec) if spec.rounding == "hand" else \
-        exact_figures(model, spec.decimals, stable=spec.softmax == "stable")
+        exact_figures(model, spec.decimals, stable=spec.softmax == "stable", notation=spec.notation)
     _check_fixed(fig, spec.source)
     return fig
 
@@ -214,7 +284,8 @@ def _check_fixed(fig: Figures, source: str) -> None:
         for i, row in enumerate(rows, 1):
             for j, x in enumerate((row,) if isinstance(row, Num) else row, 1):
                 for k, y in enumerate((x,) if isinstance(x, Num) else x, 1):
-                    if y.value.is_finite() and y.value != 0 and y.value.adjusted() >= FIXED_DIGITS:
+                    if not y.scientific and y.value.is_finite() and y.value != 0 and \
+                            y.value.adjusted() >= FIXED_DIGITS:
                         raise LimitError(source, f.name, f"a number with {y.value.adjusted() + 1} digits before "
                                          f"the point; documents show at most {FIXED_DIGITS} (compute gives "
-                                         "significant digits)", (i, j) if isinstance(x, Num) else (i, j, k))
+                                         "significant digits, or notation = \"auto\")", (i, j) if isinstance(x, Num) else (i, j, k))

@@ -29,6 +29,7 @@ ROUNDINGS = ("exact", "hand")
 EXPANDS = ("focus", "all")
 MASKS = ("none", "causal")
 SOFTMAXES = ("plain", "stable")
+NOTATIONS = ("auto", "fixed", "scientific")  # how shown numbers are written (see rounding)
 _INDEX = re.compile(r"[0-9]{1,9}")  # a 1-based index as text: ASCII digits, never '²'
 
 
@@ -84,6 +85,7 @@ class Spec:
     W_O: Matrix | None = None
     b_O: tuple[Numeral, ...] | None = None
     subs: tuple[tuple[str, Numeral], ...] = ()  # values for symbols
+    notation: str = "auto"  # "auto", "fixed" or "scientific"
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -137,6 +139,8 @@ class Spec:
             changes["expand"] = reader.choice(raw["expand"], "--expand", EXPANDS)
         if "focus" in raw:
             changes["focus"] = reader.focus(raw["focus"], self.tokens, "--focus")
+        if "notation" in raw:
+            changes["notation"] = reader.choice(raw["notation"], "--notation", NOTATIONS)
         if "subs" in raw:
             given = dict(self.subs)
             given.update(dict(reader.subs(raw["subs"], "--subs", self.symbols)))
@@ -144,10 +148,10 @@ class Spec:
         return replace(self, **changes)
 
 
-_OVERRIDABLE = {"lang", "rounding", "expand", "focus", "subs"}
+_OVERRIDABLE = {"lang", "rounding", "expand", "focus", "subs", "notation"}
 SPEC_KEYS = ("title", "lang", "tokens", "focus", "Q", "K", "V", "scale", "rounding", "expand", "decimals",
          "key_tokens", "mask", "key_padding", "softmax", "X", "X_kv", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V",
-         "heads", "W_O", "b_O", "subs")
+         "heads", "W_O", "b_O", "subs", "notation")
 
 
 def _kind(value: object) -> str:
@@ -501,6 +505,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         decimals=reader.decimals(data["decimals"], "decimals") if "decimals" in data else Decimals(),
         source=source, key_tokens=key_tokens, mask=mask, allowed=allowed, key_padding=padding,
         softmax=reader.choice(data.get("softmax", "plain"), "softmax", SOFTMAXES),
+        notation=reader.choice(data.get("notation", "auto"), "notation", NOTATIONS),
         projection=projection, heads=heads, W_O=W_O, b_O=b_O,
     )
     if "subs" in data:

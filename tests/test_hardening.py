@@ -59,12 +59,12 @@ TABLE = [
      "e^z would have about 4343000000 digits"),
     ({"Q": [["1e20"]], "K": [[1]], "V": [[1]]}, [],
      "scaled[1][1]: |z| = |S·scale| is about 10^20, more than 10000 (the limit): e^z would have about 10^19 digits"),
-    ({"Q": [["99.5"]], "K": [["99.5"]], "V": [[1]]}, [],
+    ({"Q": [["99.5"]], "K": [["99.5"]], "V": [[1]], "notation": "fixed"}, [],
      "exp[1][1]: a number with 4300 digits before the point; documents show at most 40 (compute gives "
-     "significant digits)"),
-    ({"Q": [["99.5"]], "K": [["99.5"]], "V": [[1]], "rounding": "hand"}, [],
+     "significant digits, or notation = \"auto\")"),
+    ({"Q": [["99.5"]], "K": [["99.5"]], "V": [[1]], "rounding": "hand"}, ["--notation", "fixed"],
      "exp[1][1]: a number with 4300 digits before the point; documents show at most 40 (compute gives "
-     "significant digits)"),
+     "significant digits, or notation = \"auto\")"),
     # documents beyond what a page holds; compute and check take more
     ({"Q": [[0]] * 129, "K": [[0]] * 129, "V": [[0]] * 129}, [],
      "Q: 129 rows; a document shows at most 128 (compute and check take up to 1024)"),
@@ -103,11 +103,11 @@ TABLE = [
      "tokens[1]: the character '\\u202e' (U+202E RIGHT-TO-LEFT OVERRIDE) cannot be set in every output; " + CHOICE),
     # user text in messages stays on one line
     ({**SEED, "Q\nx": 1}, [], "Q\\nx: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, b_O, "
-                              "b_Q, b_V, decimals, expand, focus, heads, key_padding, key_tokens, lang, mask, rounding, "
-                              "scale, softmax, subs, title, tokens"),
+                              "b_Q, b_V, decimals, expand, focus, heads, key_padding, key_tokens, lang, mask, notation, "
+                              "rounding, scale, softmax, subs, title, tokens"),
     ({**SEED, "maks": "causal"}, [], "maks: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, "
                                      "b_O, b_Q, b_V, decimals, expand, focus, heads, key_padding, key_tokens, lang, "
-                                     "mask, rounding, scale, softmax, subs, title, tokens (did you mean 'mask'?)"),
+                                     "mask, notation, rounding, scale, softmax, subs, title, tokens (did you mean 'mask'?)"),
     ({**SEED, "lang": "cn"}, [], "lang: expected en or zh, got 'cn'"),
     ({**SEED, "mask": "casual"}, [], "mask: expected one of 'none', 'causal', got 'casual' (did you mean 'causal'?)"),
     ({**SEED, "Q": [["1/a", 1], [0, 1]], "subs": {"a": 0}}, [], "Q[1][1]: division by zero: '1/a' with a = 0"),
@@ -195,6 +195,15 @@ def test_big_but_valid_values_compute(tmp_path, capsys):
     path = spec_file(tmp_path, {"scale": "none", "Q": [[1], [0]], "K": [[0], [-6562]], "V": [[1], [2]]})
     code, out, _ = run(capsys, "compute", path, "--no-exact", "--digits", "5")
     assert code == 0 and json.loads(out)["weights"]["value"][0] == ["1.0000", "1.4441E-2850"]
+
+
+@pytest.mark.parametrize("rounding", ["exact", "hand"])
+def test_big_values_render_in_scientific_notation(tmp_path, capsys, rounding):
+    path = spec_file(tmp_path, {"Q": [["99.5"]], "K": [["99.5"]], "V": [[1]], "scale": "none", "lang": "en",
+                                "rounding": rounding})
+    code, out, err = run(capsys, "render", path)
+    assert (code, err) == (0, "")
+    assert "&\\approx 4.207\\times 10^{4299} \\\\\n" in out
 
 
 def test_long_exact_products_are_not_numbers_typed(tmp_path, capsys):
