@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from .errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, shown
 
@@ -40,13 +41,13 @@ def _say(message: object) -> None:
         pass  # nowhere left to say it
 
 
-def _emit(text: str, output: str | None) -> None:
-    """The document, UTF-8 whatever the locale, to ``-o`` or stdout."""
+def _emit(document: str | bytes, output: str | None) -> None:
+    """The document (text goes out as UTF-8 whatever the locale; a PDF as it is) to ``-o`` or stdout."""
     if output is not None:
         from .output import write_output
-        write_output(output, text)
+        write_output(output, document)
         return
-    data = text.encode("utf-8")
+    data = document if isinstance(document, bytes) else document.encode("utf-8")
     stream = sys.stdout
     try:
         stream.flush()
@@ -71,13 +72,68 @@ def _load(spec_path: str | None, example: str | None, lang: str | None):
 def _render(args: argparse.Namespace) -> int:
     from .derivation import derive
     from .renderer import render
-    spec = _load(args.spec, args.example, args.lang).with_options(
-        lang=args.lang, focus=args.focus, expand=args.expand, rounding=args.rounding, subs=_subs(args.subs))
-    fmt = "latex" if args.format == "latex" else "markdown"
-    if args.standalone and fmt != "latex":
+    fmt = args.format = _format(args, "markdown")
+    if args.standalone and fmt not in ("latex", "pdf"):  # a PDF is always made from a whole document
         raise _UsageError("--standalone needs --format latex")
-    _emit(render(derive(spec), fmt, standalone=args.standalone), args.output)
+    _check_export(args)
+    spec = _load(args.spec, args.example, args.lang).with_options(
+        lang=args.lang, focus=args.focus, expand=args.expand, rounding=args.rounding, subs=_subs(args.subs),
+        notation=args.notation)
+    derivation = derive(spec)
+    if fmt == "html":
+        from .html import derivation_page
+        _emit(derivation_page(derivation), args.output)
+    elif fmt == "pdf":
+        _emit_pdf(render(derivation, "latex", standalone=True), derivation.lang, args)
+    else:
+        _emit(render(derivation, fmt, standalone=args.standalone), args.output)
     return 0
+
+
+def _format(args: argparse.Namespace, default: str) -> str:
+    """--format, else what -o's name says for a PDF or a web page (-o x.pdf, -o x.html), else ``default``."""
+    if args.format:
+        return args.format
+    suffix = os.path.splitext(args.output or "")[1].lower()
+    return {".pdf": "pdf", ".html": "html", ".htm": "html"}.get(suffix, default)
+
+
+def _check_export(args: argparse.Namespace) -> None:
+    """--engine only with a PDF; a PDF never goes to a terminal. Checked before any work."""
+    if args.engine and args.format != "pdf":
+        raise _UsageError("--engine needs --format pdf")
+    if args.format == "pdf" and args.output is None and _is_terminal(sys.stdout):
+        raise _UsageError("a PDF is binary and stdout is a terminal; write it to a file with -o FILE.pdf")
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _emit_pdf(tex: str, lang: str, args: argparse.Namespace) -> None:
+    from .pdf import latex_to_pdf
+    with _latex_clock():
+        data = latex_to_pdf(tex, engine=args.engine, lang=lang)
+    _emit(data, args.output)
+
+
+@contextmanager
+def _latex_clock() -> Iterator[None]:
+    """TeX has its own time limit (limits.LATEX_SECONDS): --max-seconds stops counting while it runs."""
+    import signal
+    import threading
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    remaining, _ = signal.setitimer(signal.ITIMER_REAL, 0)
+    try:
+        yield
+    finally:
+        if remaining:
+            signal.setitimer(signal.ITIMER_REAL, remaining)
 
 
 def _subs(pairs: list[str] | None) -> dict[str, str] | None:
@@ -120,6 +176,8 @@ def _check(args: argparse.Namespace) -> int:
     from .checker import check, report_data
     if bool(args.claims) == bool(args.example):
         raise _UsageError("give a CLAIMS file or --example (not both)")
+    args.format = _format(args, "text")
+    _check_export(args)
     if args.example:
         path = builtin.example_path("seed-claims", args.lang or "zh")
         report = replace(check(None, str(path)), source=f"{path.name} (built-in)")
@@ -129,11 +187,16 @@ def _check(args: argparse.Namespace) -> int:
         report = replace(report, lang=_language(args.lang))
     if args.format == "json":
         import json
-        text = json.dumps(report_data(report), ensure_ascii=False, indent=2) + "\n"
+        _emit(json.dumps(report_data(report), ensure_ascii=False, indent=2) + "\n", args.output)
+    elif args.format == "html":
+        from .html import report_page
+        _emit(report_page(report), args.output)
+    elif args.format == "pdf":
+        from .renderer import render_report
+        _emit_pdf(render_report(report, "latex", standalone=True), report.lang, args)
     else:
         from .renderer import render_report
-        text = render_report(report, args.format, standalone=args.standalone)
-    _emit(text, args.output)
+        _emit(render_report(report, args.format, standalone=args.standalone), args.output)
     return 0 if report.ok else 1
 
 
@@ -146,6 +209,11 @@ def _max_seconds(parser: argparse.ArgumentParser) -> None:
     from .limits import SECONDS
     parser.add_argument("--max-seconds", type=_seconds, default=SECONDS, metavar="S",
                         help=f"stop with an error after S seconds (default {SECONDS})")
+
+
+def _engine(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--engine", choices=("xelatex", "pdflatex", "lualatex"),
+                        help="TeX engine for --format pdf (default: xelatex for Chinese text, else pdflatex)")
 
 
 def _whole(text: str) -> int:
@@ -175,12 +243,17 @@ def build_parser() -> argparse.ArgumentParser:
     render = sub.add_parser("render", help="render a derivation as Markdown or LaTeX")
     render.add_argument("spec", nargs="?", metavar="SPEC", help="TOML or JSON spec; default: the built-in example")
     render.add_argument("--example", metavar="NAME", help="render a built-in example (default: seed)")
-    render.add_argument("--format", choices=("markdown", "latex"), default="markdown")
+    render.add_argument("--format", choices=("markdown", "latex", "pdf", "html"),
+                        help="markdown (default; pdf or html when -o names a .pdf or .html file); "
+                             "pdf: compiled with latexmk; html: one offline page, math typeset by KaTeX")
     render.add_argument("--standalone", action="store_true", help="a whole LaTeX document, not a fragment")
+    _engine(render)
     render.add_argument("--lang", help="language of the prose: zh or en (overrides the spec)")
     render.add_argument("--focus", metavar="TOKEN", help="the token whose row is worked out (label or 1-based index)")
     render.add_argument("--expand", choices=("focus", "all"))
     render.add_argument("--rounding", choices=("exact", "hand"))
+    render.add_argument("--notation", choices=("auto", "fixed", "scientific"),
+                        help="auto (default): m × 10^k where |x| ≥ 10^6 or < 10^-4; fixed; scientific")
     render.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
     render.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
     _max_seconds(render)
@@ -200,8 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="check hand-computed numbers; exit 1 if any is wrong")
     check.add_argument("claims", nargs="?", metavar="CLAIMS", help="TOML or JSON claims file")
     check.add_argument("--example", action="store_true", help="check the worked example's own numbers")
-    check.add_argument("--format", choices=("text", "json", "markdown", "latex"), default="text")
+    check.add_argument("--format", choices=("text", "json", "markdown", "latex", "pdf", "html"),
+                       help="text (default; pdf or html when -o names a .pdf or .html file)")
     check.add_argument("--standalone", action="store_true", help="with --format latex: a whole document")
+    _engine(check)
     check.add_argument("--lang", help="language of the report: zh or en (overrides the spec)")
     check.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(check)

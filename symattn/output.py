@@ -11,7 +11,7 @@ What the path holds decides how it is written, as careful Unix tools do:
 - a folder, a read-only file, an empty name: refused with one line.
 
 The text is encoded in full before anything is opened, so a failure in the
-document never leaves a half-written file.
+document never leaves a half-written file. Bytes (a PDF) are written as they are.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import stat
 from .errors import OutputError, shown
 
 
-def write_output(path: str, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path``; raise :class:`OutputError` on any problem."""
+def write_output(path: str, text: str | bytes) -> None:
+    """Write ``text`` (UTF-8), or bytes as they are, to ``path``; raise :class:`OutputError` on any problem."""
     if not path:
         raise OutputError(path, "empty file name")
-    data = text.encode("utf-8")
+    data = bytes(text) if isinstance(text, (bytes, bytearray, memoryview)) else text.encode("utf-8")
     target = _resolve(path)
     try:
         info = os.stat(target)

@@ -67,8 +67,9 @@ def test_compute_json(capsys):
                                   "choose one of en, zh\n"),
     (["render", "--focus", "dog"], "symattn: {seed}: --focus: no token labelled 'dog'; tokens are 小猫, 吃, 它\n"),
     (["render", "--standalone"], "symattn: --standalone needs --format latex\n"),
-    (["render", "--format", "pdf"],
-     "symattn: argument --format: invalid choice: 'pdf' (choose from 'markdown', 'latex')\n"),
+    (["render", "--format", "docx"],
+     "symattn: argument --format: invalid choice: 'docx' (choose from 'markdown', 'latex', 'pdf', 'html')\n"),
+    (["render", "--engine", "xelatex"], "symattn: --engine needs --format pdf\n"),
     (["compute", "--digits", "0"], "symattn: --digits: expected an integer from 1 to 1000, got 0\n"),
     (["render", "--example", "nope"], "symattn: --example: no built-in example 'nope'; choose one of causal, cross, multihead, projection, seed, symbolic\n"),
 ])

@@ -1,0 +1,65 @@
+"""Make the README's pictures of the PDF and HTML exports.
+
+    python docs/make_pictures.py
+
+writes docs/seed-html.png (the Chinese seed page in headless Chromium at
+1280×900) and docs/seed-pdf.png (page 1 of the English seed PDF, pdftoppm at
+80 dpi). Needs TeX Live with latexmk, poppler-utils, chromium, chromium-driver
+and selenium: the clients of tests/test_export.py. For a fair picture of the
+Chinese page, install a CJK sans-serif font as readers have one (Debian:
+fonts-wqy-microhei or fonts-noto-cjk); TeX Live's Arphic fonts alone set a Kaiti.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+
+
+def symattn(*argv: str) -> None:
+    subprocess.run([sys.executable, "-m", "symattn", *argv], check=True, cwd=DOCS.parent)
+
+
+def html_picture(folder: Path) -> None:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    page = folder / "seed.zh.html"
+    symattn("render", "--lang", "zh", "--format", "html", "-o", str(page))
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--hide-scrollbars", "--window-size=1280,900", "--host-resolver-rules=MAP * ~NOTFOUND"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    try:
+        # the viewport itself is 1280×900, whatever the window's frame takes
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+        driver.get(page.as_uri())
+        driver.execute_async_script("const done = arguments[0]; document.fonts.ready.then(() => done());")
+        driver.save_screenshot(str(DOCS / "seed-html.png"))
+    finally:
+        driver.quit()
+
+
+def pdf_picture(folder: Path) -> None:
+    pdf = folder / "seed.en.pdf"
+    symattn("render", "--lang", "en", "--format", "pdf", "-o", str(pdf))
+    subprocess.run(["pdftoppm", "-png", "-r", "80", "-f", "1", "-l", "1", "-singlefile",
+                    str(pdf), str(DOCS / "seed-pdf")], check=True)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="symattn-pictures-") as tmp:
+        html_picture(Path(tmp))
+        pdf_picture(Path(tmp))
+    print("wrote", DOCS / "seed-html.png", "and", DOCS / "seed-pdf.png")
+
+
+if __name__ == "__main__":
+    main()
