@@ -74,6 +74,7 @@ class Report:
     key_tokens: tuple[str, ...]
     source: str
     results: tuple[Verdict, ...]  # in the order of the derivation
+    builtin: bool = False  # the claims file is a built-in example (the report says so in its language)
 
     @property
     def counts(self) -> tuple[tuple[str, int], ...]:

@@ -128,12 +128,12 @@ def _latex_clock() -> Iterator[None]:
     if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
         return
-    remaining, _ = signal.setitimer(signal.ITIMER_REAL, 0)
+    remaining, interval = signal.setitimer(signal.ITIMER_REAL, 0)
     try:
         yield
     finally:
         if remaining:
-            signal.setitimer(signal.ITIMER_REAL, remaining)
+            signal.setitimer(signal.ITIMER_REAL, remaining, interval)
 
 
 def _subs(pairs: list[str] | None) -> dict[str, str] | None:
@@ -180,7 +180,7 @@ def _check(args: argparse.Namespace) -> int:
     _check_export(args)
     if args.example:
         path = builtin.example_path("seed-claims", args.lang or "zh")
-        report = replace(check(None, str(path)), source=f"{path.name} (built-in)")
+        report = replace(check(None, str(path)), source=path.name, builtin=True)
     else:
         report = check(None, args.claims)
     if args.lang:

@@ -195,9 +195,23 @@ class Recap:
 
 @dataclass(frozen=True)
 class ToyVsReal:
+    """What this example is, fact by fact, to set beside a real model."""
+
     kind: ClassVar[str] = "toy_vs_real"
     d_k: int
     n_tokens: int
+    n_keys: int
+    cross: bool
+    projected: bool  # Q, K, V from X and W
+    heads: int
+    d_model: int | None
+    output_projection: bool  # W_O
+    mask: str  # "none", "causal" or "matrix"
+    padding: bool
+    scale: str  # "sqrt", "none" or "number"
+    scale_value: Numeral | None
+    softmax: str
+    symbolic: bool
 
 
 Step = Union[Setup, Projecting, Scores, Scaling, Masking, Softmax, WeightedSum, MatrixForm, Head, Concat,
@@ -338,8 +352,18 @@ def _derive_symbolic(spec: Spec) -> Derivation:
     steps.append(MatrixForm(A, True, O, True, av_dots))
     if has_all_values(spec):
         steps.append(Substitution(spec.subs, derive(substitute(spec))))
-    steps.append(ToyVsReal(spec.d_k, len(spec.tokens)))
+    steps.append(_toy(spec))
     return _derivation(spec, tuple(steps), symbolic=True)
+
+
+def _toy(spec: Spec) -> ToyVsReal:
+    scale_kind, scale_value = _scale(spec)
+    return ToyVsReal(
+        d_k=spec.d_k, n_tokens=len(spec.tokens), n_keys=len(spec.keys), cross=spec.is_cross,
+        projected=spec.projection is not None, heads=spec.heads,
+        d_model=len(spec.projection.X[0]) if spec.projection is not None else None,
+        output_projection=spec.W_O is not None, mask=spec.mask, padding=spec.key_padding is not None,
+        scale=scale_kind, scale_value=scale_value, softmax=spec.softmax, symbolic=spec.is_symbolic)
 
 
 def _check_size(spec: Spec) -> None:
@@ -374,7 +398,7 @@ def derive(spec: Spec, model: Model | None = None) -> Derivation:
         steps.append(_projecting(spec))
     steps += _core_steps(spec, model, fig)
     steps += [Recap(top, fig.scores[f][top], fig.percent_whole[f][top], spec.V[top]),
-              ToyVsReal(spec.d_k, len(spec.tokens))]
+              _toy(spec)]
     return _derivation(spec, tuple(steps))
 
 
@@ -408,7 +432,7 @@ def _derive_heads(spec: Spec) -> Derivation:
                          spec.b_O[k] if spec.b_O else None)
                      for i in rows for k in range(len(spec.W_O[0])))
         steps.append(OutputProjection(spec.W_O, spec.b_O, result, is_exact(result), dots))
-    steps.append(ToyVsReal(spec.d_k, len(spec.tokens)))
+    steps.append(_toy(spec))
     return _derivation(spec, tuple(steps))
 
 

@@ -6,6 +6,8 @@ replaced once, so no replacement is ever escaped again.
 
 from __future__ import annotations
 
+import re
+
 # Text mode of LaTeX. The same escapes work inside \text{} in KaTeX. "[" and "*" are
 # braced so that text after a line break (\\) or \item is never read as its option.
 _LATEX = {
@@ -110,4 +112,41 @@ def unsupported_character(text: str) -> str | None:
             shown = repr(ch)[1:-1] if ch.isprintable() else f"\\u{ord(ch):04x}"
             return (f"the character '{shown}' ({what}) cannot be set in every output; use Latin letters, "
                     "digits, punctuation, or Chinese and Japanese characters")
+    return None
+
+
+# --- titles with inline math ------------------------------------------------
+_DOLLAR = re.compile(r"(?<!\\)\$")
+FORBIDDEN_MATH = ("\\input", "\\include", "\\write", "\\openout", "\\openin", "\\read", "\\catcode", "\\def",
+                  "\\edef", "\\gdef", "\\xdef", "\\let", "\\csname", "\\newcommand", "\\renewcommand",
+                  "\\providecommand", "\\immediate", "\\special", "\\usepackage", "\\href", "\\url", "\\directlua")
+
+
+def split_math(text: str) -> list[tuple[bool, str]]:
+    """A title as (is_math, piece) pairs: ``$...$`` is inline math, ``\\$`` a dollar sign."""
+    pieces = _DOLLAR.split(text)
+    return [(i % 2 == 1, piece if i % 2 else piece.replace("\\$", "$")) for i, piece in enumerate(pieces) if piece]
+
+
+def math_problem(text: str) -> str | None:
+    """Why the ``$...$`` spans of a title cannot be passed to LaTeX and KaTeX, or None."""
+    if len(_DOLLAR.findall(text)) % 2:
+        return "an unclosed $ (write \\$ for a dollar sign)"
+    for is_math, piece in split_math(text):
+        if not is_math:
+            continue
+        if not piece.strip():
+            return "empty math $$"
+        if not piece.isascii():
+            return f"math ${piece}$ may hold ASCII only (put words outside the $…$)"
+        for command in FORBIDDEN_MATH:
+            if re.search(re.escape(command) + r"(?![A-Za-z])", piece):
+                return f"{command} is not allowed in math"
+        depth = 0
+        for ch in piece.replace("\\{", "").replace("\\}", ""):
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            if depth < 0:
+                break
+        if depth:
+            return f"unbalanced braces in ${piece}$"
     return None

@@ -75,7 +75,8 @@ def deadline(seconds: float | None, what: str) -> Iterator[None]:
         raise LimitError(what, None, f"took longer than {seconds:g} s (the time limit; raise it with --max-seconds)")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # repeating: an exception raised where Python cannot pass it on (a finalizer) is lost, so ask again
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
     try:
         yield
     finally:

@@ -20,8 +20,9 @@ from typing import Any, Callable, Mapping
 import jinja2
 
 from .errors import RenderError
-from .escape import ESCAPERS, MATH_TEXT_ESCAPERS
+from .escape import ESCAPERS, MATH_TEXT_ESCAPERS, split_math
 from .formula import Formula, symbol
+from .layout import chain, fits, relation_lines, side_by_side, sum_lines, table_fits
 from .numeral import Numeral
 from .rounding import Num
 
@@ -98,6 +99,13 @@ def tex_operand(x: Num | Numeral) -> str:
     needs = (x.is_negative and not x.is_infinite) or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction")) \
         or (isinstance(x, Formula) and x.is_sum) or (isinstance(x, Num) and x.scientific)
     return f"\\left({text}\\right)" if needs else text
+
+
+def _title_filter(fmt: str) -> Callable[[str], str]:
+    """A title: its text escaped, its ``$...$`` math passed through (checked when the spec was read)."""
+    escape = ESCAPERS[fmt]
+    math = (lambda tex: f"${tex}$") if fmt == "text" else _inline_math(fmt)
+    return lambda title: "".join(math(piece) if is_math else escape(piece) for is_math, piece in split_math(title))
 
 
 def _label_filter(fmt: str) -> Callable[[str], str]:
@@ -217,7 +225,10 @@ class Phrases:
 # --- environments --------------------------------------------------------
 
 def _inline_math(fmt: str) -> Callable[[str], str]:
-    return (lambda tex: f"${tex}$") if fmt == "markdown" else (lambda tex: f"\\({tex}\\)")
+    # a long vector in running text may break after its commas (TeX breaks inline math only where allowed)
+    def breakable(tex: str) -> str:
+        return tex.replace(",\\ ", ",\\allowbreak\\ ") if len(tex) > 60 else tex
+    return (lambda tex: f"${breakable(tex)}$") if fmt == "markdown" else (lambda tex: f"\\({breakable(tex)}\\)")
 
 
 FILTERS: dict[str, Callable[..., Any]] = {
@@ -228,6 +239,29 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "select_true": lambda flags: [i for i, flag in enumerate(flags) if flag],
     "symbol_tex": lambda name: tex_number(Formula(name, symbol(name))),
     "fill": lambda phrase, phrases, **values: phrases.fill(phrase, **values),
+    "products": lambda pairs: [f"{tex_operand(a)}\\times {tex_operand(b)}" for a, b in pairs],
+    "sum_lines": sum_lines,
+    "side_by_side": side_by_side,
+    "relation_lines": relation_lines,
+    "chain": chain,
+    "table_fits": lambda rows: table_fits(*rows),
+    "fits": lambda pieces: fits(*pieces),
+    "vector": lambda items: "[" + ",\\ ".join(tex_number(x) for x in items) + "]",
+    "scaled_vectors": lambda weights, vectors: [
+        f"{tex_operand(w)}\\cdot[" + ",\\ ".join(tex_number(x) for x in v) + "]" for w, v in zip(weights, vectors)],
+}
+
+
+def _latex_heading(text: str, depth: int) -> str:
+    # the title is \section*; steps are one level below it, and each nested part (a head) one more
+    command = ("subsection", "subsubsection", "paragraph")[min(depth, 2)]
+    return f"\\{command}*{{{text}}}"
+
+
+HEADINGS: dict[str, Callable[[str, int], str]] = {
+    "markdown": lambda text, depth: "#" * min(depth + 2, 6) + " " + text,
+    "latex": _latex_heading,
+    "text": lambda text, depth: text,
 }
 
 
@@ -261,6 +295,8 @@ def environment(fmt: str) -> jinja2.Environment:
     )
     env.filters.update(FILTERS)
     env.filters["esc"] = ESCAPERS[fmt]
+    env.filters["title"] = _title_filter(fmt)
+    env.filters["heading"] = HEADINGS[fmt]
     env.filters["im"] = _inline_math(fmt)
     env.filters["label"] = _label_filter(fmt)
     env.filters["mesc"] = MATH_TEXT_ESCAPERS[fmt]
@@ -293,7 +329,8 @@ def render_report(report, fmt: str = "text", *, standalone: bool = False) -> str
     if fmt not in REPORT_FORMATS:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
     texts = list(report.tokens) + [report.title or ""]
-    return render_template("report", fmt, report.lang, r=report, standalone=standalone, has_cjk=_has_cjk(texts))
+    return render_template("report", fmt, report.lang, r=report, standalone=standalone, has_cjk=_has_cjk(texts),
+                           report=True)
 
 
 def render(derivation, fmt: str = "markdown", *, standalone: bool = False) -> str:
@@ -302,4 +339,4 @@ def render(derivation, fmt: str = "markdown", *, standalone: bool = False) -> st
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     texts = list(derivation.tokens) + list(derivation.key_tokens) + [derivation.title or ""]
     return render_template("document", fmt, derivation.lang, d=derivation, standalone=standalone,
-                           has_cjk=_has_cjk(texts))
+                           has_cjk=_has_cjk(texts), depth=0)

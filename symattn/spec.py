@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from . import limits
 from .errors import LimitError, ShapeError, SpecError, shown
-from .escape import unsupported_character
+from .escape import math_problem, unsupported_character
 from .numeral import NotFiniteError, Numeral, NumeralError, parse_numeral
 from .formula import Formula, FormulaError, is_symbol_name, parse_formula, terms
 from .projection import Projection, project
@@ -222,6 +222,14 @@ class _Reader:
         if bad is not None:
             raise self.error(key, bad, position)
         return raw
+
+    def title(self, raw: object, key: str) -> str:
+        """Text with optional inline math ``$...$``, checked before any client sees it."""
+        text = self.text(raw, key, limits.TITLE)
+        problem = math_problem(text)
+        if problem:
+            raise self.error(key, problem)
+        return text
 
     def vector(self, raw: object, key: str, symbolic: bool = False) -> tuple[Numeral, ...]:
         if not isinstance(raw, (list, tuple)) or not raw:
@@ -495,7 +503,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         raise reader.error("heads", "symbols are supported with one head only")
     mask, allowed, padding = _mask(reader, data, tokens, key_tokens or tokens)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
-    title = reader.text(data["title"], "title", limits.TITLE) if "title" in data else None
+    title = reader.title(data["title"], "title") if "title" in data else None
     spec = Spec(
         Q=Q, K=K, V=V, tokens=tokens, focus=focus, title=title,
         lang=reader.lang(data["lang"], "lang") if "lang" in data else "en",

@@ -113,6 +113,11 @@ TABLE = [
     ({**SEED, "Q": [["1/a", 1], [0, 1]], "subs": {"a": 0}}, [], "Q[1][1]: division by zero: '1/a' with a = 0"),
     ({**SEED, "Q": [["a", 1], [0, 1]]}, ["--subs", "b\x1b=1"],
      "--subs.b\\x1b: not a symbol name (a letter, then letters, digits or _)"),
+    # titles: text escaped, $…$ math passed through only when it is safe for every client
+    ({**SEED, "title": "a $\\input{/etc/passwd}$"}, [], "title: \\input is not allowed in math"),
+    ({**SEED, "title": "costs $5"}, [], "title: an unclosed $ (write \\$ for a dollar sign)"),
+    ({**SEED, "title": "$x}{$"}, [], "title: unbalanced braces in $x}{$"),
+    ({**SEED, "title": "$小猫$"}, [], "title: math $小猫$ may hold ASCII only (put words outside the $…$)"),
     # an output projection needs input projections
     ({**SEED, "W_O": [[1, 0], [0, 1]]}, [],
      "W_O: needs X with W_Q, W_K, W_V (the output projection follows the input projections)"),

@@ -122,8 +122,8 @@ def test_unknown_format(seed):
 def test_expand_all_expands_every_product():
     text = render(derive(seed_spec("zh").with_options(expand="all")), "markdown")
     assert text.count(r"\cdot K_{") == 9
-    assert text.count(r"\text{Output}_{") == 6
-    assert "\\text{Output}_{\\text{它},1} &\\approx 0.403\\times 10 + 0.240\\times 0 + 0.357\\times 1 \\approx 4.384" in text
+    assert text.count(r"\text{输出}_{") == 9  # 3 weighted sums, 6 entries of the matrix form
+    assert "\\text{输出}_{\\text{它},1} &\\approx 0.403\\times 10 + 0.240\\times 0 + 0.357\\times 1 \\approx 4.384" in text
 
 
 def test_negative_operands_get_parentheses():

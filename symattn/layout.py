@@ -1,0 +1,221 @@
+"""Measure before you place: estimated widths of math, and where long lines break.
+
+TeX does not break display math, and KaTeX in a narrow column scrolls; so the
+layout decides from the shown strings, deterministically, where a long sum
+continues on the next line (``&\\quad +``) and when matrices side by side are
+stacked instead. Widths are estimates in TeX points at 10 pt (an em is 10 pt),
+a little generous, so that what is estimated to fit does fit.
+"""
+
+from __future__ import annotations
+
+import re
+
+TEXT_WIDTH = 330.0  # pt: article's 345 pt text width at 10 pt on A4 and Letter, less a margin of safety
+
+# widths of what shows, in pt at 10 pt (Computer Modern math)
+_COMMANDS = {
+    "times": 10.0, "cdot": 7.8, "approx": 13.9, "le": 13.9, "to": 15.0, "leftarrow": 15.0, "infty": 10.0,
+    "quad": 10.0, "qquad": 20.0, ",": 1.7, ";": 2.8, " ": 3.3, "!": -1.7, "top": 7.8, "sum": 10.6,
+    "alpha": 6.4, "mathrm": 0.0, "left": 0.0, "right": 0.0, "ldots": 13.0, "surd": 8.3,
+}
+_CHAR = {".": 2.8, ",": 4.5, "[": 2.8, "]": 2.8, "(": 3.9, ")": 3.9, "+": 13.3, "-": 13.3, "=": 13.9,
+         "&": 0.0, "{": 0.0, "}": 0.0, " ": 0.0, "^": 0.0, "_": 0.0, "|": 2.8}
+_TOKEN = re.compile(r"\\(?:[A-Za-z]+|.)|.", re.S)
+_GROUP_COMMANDS = ("text", "mathrm", "operatorname")
+
+
+def tex_width(tex: str) -> float:
+    """An estimate of the width of inline or display math, in pt at 10 pt."""
+    return _width(tex, 1.0)
+
+
+def _width(tex: str, scale: float) -> float:
+    total = 0.0
+    i = 0
+    while i < len(tex):
+        m = _TOKEN.match(tex, i)
+        token = m.group(0)
+        i = m.end()
+        if token in ("^", "_"):
+            arg, i = _argument(tex, i)
+            total += _width(arg, scale * 0.7)
+        elif token in ("\\frac", "\\dfrac", "\\tfrac"):
+            num, i = _argument(tex, i)
+            den, i = _argument(tex, i)
+            inner = 1.0 if token == "\\dfrac" else 0.75
+            total += max(_width(num, scale * inner), _width(den, scale * inner)) + 2.4 * scale
+        elif token == "\\sqrt":
+            arg, i = _argument(tex, i)
+            total += _width(arg, scale) + 8.3 * scale
+        elif token[1:] in _GROUP_COMMANDS:
+            arg, i = _argument(tex, i)
+            total += _text_width(arg) * scale
+        elif token == "\\begin":
+            name, i = _argument(tex, i)
+            body, i = _environment(tex, i, name)
+            total += _table_width(name, body) * scale
+        elif token.startswith("\\"):
+            total += _COMMANDS.get(token[1:], 8.0) * scale
+        elif token in _CHAR:
+            total += _CHAR[token] * scale
+        elif token.isdigit():
+            total += 5.0 * scale
+        elif ord(token) >= 0x2E80:
+            total += 10.0 * scale
+        else:
+            total += 5.6 * scale
+    return total
+
+
+_ENV = re.compile(r"\\(begin|end)\{([A-Za-z*]+)\}")
+
+
+def _environment(tex: str, i: int, name: str) -> tuple[str, int]:
+    """The body of ``\\begin{name}`` starting at ``i`` (after its name), and the position after its end."""
+    if name == "array":
+        _, i = _argument(tex, i)  # the column spec
+    depth = 1
+    for m in _ENV.finditer(tex, i):
+        if m.group(2) != name:
+            continue
+        depth += 1 if m.group(1) == "begin" else -1
+        if depth == 0:
+            return tex[i:m.start()], m.end()
+    return tex[i:], len(tex)
+
+
+def _split(tex: str, separator: str) -> list[str]:
+    """Split at a separator that is not inside braces or a nested environment."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(tex):
+        if tex.startswith("\\begin", i) or (tex[i] == "{" and (i == 0 or tex[i - 1] != "\\")):
+            depth += 1
+        elif tex.startswith("\\end", i) or (tex[i] == "}" and tex[i - 1] != "\\"):
+            depth -= 1
+        if depth == 0 and tex.startswith(separator, i) and not (separator == "&" and tex[i - 1:i] == "\\"):
+            parts.append(tex[start:i])
+            i += len(separator)
+            start = i
+            continue
+        i += 1
+    parts.append(tex[start:])
+    return parts
+
+
+def _table_width(name: str, body: str) -> float:
+    """Rows split at \\\\, cells at &: the widest row of each column, plus the gaps and brackets."""
+    rows = [[_width(cell, 1.0) for cell in _split(row, "&")] for row in _split(body, "\\\\")]
+    columns = [max((row[k] for row in rows if k < len(row)), default=0.0) for k in range(max(map(len, rows)))]
+    gap = 0.0 if name in ("aligned", "gathered", "split") else 10.0
+    brackets = 8.0 if name.endswith("matrix") and name != "matrix" else 0.0
+    return sum(columns) + gap * (len(columns) - 1) + brackets
+
+
+def _text_width(text: str) -> float:
+    width = 0.0
+    for ch in re.sub(r"\\[A-Za-z]+\{\}|\\(.)", r"\1", text):
+        width += 10.0 if ord(ch) >= 0x2E80 else (3.3 if ch == " " else 5.2)
+    return width
+
+
+def _argument(tex: str, i: int) -> tuple[str, int]:
+    """The braced group (or single token) at ``i``, and the position after it."""
+    while i < len(tex) and tex[i] == " ":
+        i += 1
+    if i >= len(tex):
+        return "", i
+    if tex[i] != "{":
+        m = _TOKEN.match(tex, i)
+        return m.group(0), m.end()
+    depth = 0
+    for j in range(i, len(tex)):
+        if tex[j] == "\\":
+            continue
+        if tex[j] == "{" and (j == 0 or tex[j - 1] != "\\"):
+            depth += 1
+        elif tex[j] == "}" and tex[j - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return tex[i + 1:j], j + 1
+    return tex[i + 1:], len(tex)
+
+
+def sum_lines(terms: list[str], start: str, end: str, joiner: str = " + ", width: float = TEXT_WIDTH) -> str:
+    """``start t1 + t2 + … end`` inside an aligned block, continued on new lines where it would be too wide.
+
+    Continuation lines begin ``&\\quad +`` (so they align after the ``=``), and
+    the end (``= 0.92``) stays with the last term.
+    """
+    if not terms:
+        return start + end
+    lines: list[list[str]] = [[terms[0]]]
+    used = tex_width(start) + tex_width(terms[0])
+    indent = tex_width(_lead(start)) + 10.0 + tex_width(joiner)
+    for term in terms[1:]:
+        w = tex_width(joiner) + tex_width(term)
+        if used + w > width:
+            lines.append([term])
+            used = indent + tex_width(term)
+        else:
+            lines[-1].append(term)
+            used += w
+    if len(lines) > 1 and used + tex_width(end) > width:
+        lines.append([])  # the result alone on a last line
+    out = start + joiner.join(lines[0])
+    for line in lines[1:]:
+        out += " \\\\\n&\\quad" + (joiner.rstrip() + " " + joiner.join(line) if line else "")
+    return out + end
+
+
+def _lead(start: str) -> str:
+    # what a continuation line is indented by: the width of the left-hand side up to '&'
+    return start.split("&", 1)[0]
+
+
+def fits(*pieces: str, width: float = TEXT_WIDTH) -> bool:
+    """Whether math pieces set side by side fit the line."""
+    return sum(tex_width(p) for p in pieces) <= width
+
+
+def side_by_side(pieces: list[str], separator: str = ",\\; ", width: float = TEXT_WIDTH) -> str:
+    """Math pieces on one line when they fit; otherwise one under another (``gathered``)."""
+    pieces = [p for p in pieces if p]
+    if fits(separator.join(pieces), width=width):
+        return separator.join(pieces)
+    return "\\begin{gathered}" + " \\\\ ".join(relation_lines(p, width=width) for p in pieces) + "\\end{gathered}"
+
+
+_RELATION = re.compile(r"(=|\\approx)(?=\\begin\{bmatrix\}|\s*\\left\[)")
+
+
+def relation_lines(piece: str, width: float = TEXT_WIDTH) -> str:
+    """``lhs ≈ [matrix]``; when too wide, the matrix goes under its name."""
+    if fits(piece, width=width):
+        return piece
+    match = None
+    for match in _RELATION.finditer(piece):
+        pass
+    if match is None:
+        return piece
+    lhs, rhs = piece[:match.start()], piece[match.start():]
+    return "\\begin{aligned}&" + lhs + " \\\\ &" + rhs + "\\end{aligned}"
+
+
+def chain(pieces: list[str], width: float = TEXT_WIDTH) -> str:
+    """``a ≈ b ≈ c`` on one line when it fits; otherwise each link on its own line, aligned left."""
+    pieces = [p for p in pieces if p]
+    if fits(" ".join(pieces), width=width):
+        return " ".join(pieces)
+    return "\\begin{aligned}&" + " \\\\ &".join(relation_lines(p, width=width) for p in pieces) + "\\end{aligned}"
+
+
+def table_fits(*rows: list[str], width: float = TEXT_WIDTH) -> bool:
+    """Whether a table of text cells (math in ``\\(...\\)`` or ``$...$``) fits the line, 12 pt between columns."""
+    def cell(text: str) -> float:
+        math = re.findall(r"\\\((.*?)\\\)|\$(.*?)\$", text)
+        rest = re.sub(r"\\\(.*?\\\)|\$.*?\$", "", text)
+        return _text_width(rest) + sum(tex_width(a or b) for a, b in math)
+    columns = max(len(r) for r in rows)
+    widths = [max(cell(r[k]) for r in rows if k < len(r)) for k in range(columns)]
+    return sum(widths) + 12.0 * columns <= width
