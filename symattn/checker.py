@@ -75,6 +75,9 @@ class Report:
     source: str
     results: tuple[Verdict, ...]  # in the order of the derivation
     builtin: bool = False  # the claims file is a built-in example (the report says so in its language)
+    paper: str = "a4"  # "a4" or "letter"
+    cjk_font: str | None = None
+    engine: str | None = None
 
     @property
     def counts(self) -> tuple[tuple[str, int], ...]:
@@ -345,7 +348,8 @@ def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str) -> Repo
     model = model if isinstance(model, Model) else build_model(spec)
     checker = _Checker(spec, model, loaded.claims)
     results = tuple(checker.verdict(c) for c in sorted(loaded.claims, key=_order))
-    return Report(spec.title, spec.lang, spec.tokens, spec.keys, loaded.source, results)
+    return Report(spec.title, spec.lang, spec.tokens, spec.keys, loaded.source, results, paper=spec.page,
+                  cjk_font=spec.cjk_font, engine=spec.engine)
 
 
 def _numeric(spec: Spec) -> Spec:

@@ -78,13 +78,13 @@ def _render(args: argparse.Namespace) -> int:
     _check_export(args)
     spec = _load(args.spec, args.example, args.lang).with_options(
         lang=args.lang, focus=args.focus, expand=args.expand, rounding=args.rounding, subs=_subs(args.subs),
-        notation=args.notation)
+        notation=args.notation, paper=args.paper, engine=args.engine, cjk_font=args.cjk_font)
     derivation = derive(spec)
     if fmt == "html":
         from .html import derivation_page
         _emit(derivation_page(derivation), args.output)
     elif fmt == "pdf":
-        _emit_pdf(render(derivation, "latex", standalone=True), derivation.lang, args)
+        _emit_pdf(render(derivation, "latex", standalone=True), derivation.lang, spec.engine, args)
     else:
         _emit(render(derivation, fmt, standalone=args.standalone), args.output)
     return 0
@@ -113,10 +113,10 @@ def _is_terminal(stream) -> bool:
         return False
 
 
-def _emit_pdf(tex: str, lang: str, args: argparse.Namespace) -> None:
+def _emit_pdf(tex: str, lang: str, engine: str | None, args: argparse.Namespace) -> None:
     from .pdf import latex_to_pdf
     with _latex_clock():
-        data = latex_to_pdf(tex, engine=args.engine, lang=lang)
+        data = latex_to_pdf(tex, engine=engine, lang=lang)
     _emit(data, args.output)
 
 
@@ -185,6 +185,9 @@ def _check(args: argparse.Namespace) -> int:
         report = check(None, args.claims)
     if args.lang:
         report = replace(report, lang=_language(args.lang))
+    if args.paper or args.cjk_font or args.engine:
+        report = replace(report, paper=args.paper or report.paper, cjk_font=args.cjk_font or report.cjk_font,
+                         engine=args.engine or report.engine)
     if args.format == "json":
         import json
         _emit(json.dumps(report_data(report), ensure_ascii=False, indent=2) + "\n", args.output)
@@ -193,7 +196,7 @@ def _check(args: argparse.Namespace) -> int:
         _emit(report_page(report), args.output)
     elif args.format == "pdf":
         from .renderer import render_report
-        _emit_pdf(render_report(report, "latex", standalone=True), report.lang, args)
+        _emit_pdf(render_report(report, "latex", standalone=True), report.lang, report.engine, args)
     else:
         from .renderer import render_report
         _emit(render_report(report, args.format, standalone=args.standalone), args.output)
@@ -212,8 +215,11 @@ def _max_seconds(parser: argparse.ArgumentParser) -> None:
 
 
 def _engine(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--engine", choices=("xelatex", "pdflatex", "lualatex"),
+    from .spec import CJK_FONTS, ENGINES, PAPERS
+    parser.add_argument("--engine", choices=ENGINES,
                         help="TeX engine for --format pdf (default: xelatex for Chinese text, else pdflatex)")
+    parser.add_argument("--paper", choices=PAPERS, help="paper of LaTeX and PDF (default: a4 for zh, letter for en)")
+    parser.add_argument("--cjk-font", choices=CJK_FONTS, help="ctex's fontset for Chinese (default: ctex's own)")
 
 
 def _whole(text: str) -> int:

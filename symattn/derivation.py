@@ -234,6 +234,8 @@ class Derivation:
     mask: str = "none"
     symbolic: bool = False  # formulas instead of numbers
     columns: int = 0  # the most columns of any matrix shown (LaTeX's bmatrix needs to know above 10)
+    paper: str = "letter"  # "a4" or "letter"
+    cjk_font: str | None = None  # ctex's fontset, or None for ctex's own
 
 
 def _top(model: Model, row: int) -> tuple[int, ...]:
@@ -308,7 +310,7 @@ def _projecting(spec: Spec) -> Projecting:
 
 def _derivation(spec: Spec, steps: tuple[Step, ...], symbolic: bool = False) -> Derivation:
     return Derivation(spec.title, spec.lang, spec.tokens, spec.keys, spec.focus, spec.rounding, spec.expand,
-                      steps, spec.softmax, spec.mask, symbolic, _columns(spec))
+                      steps, spec.softmax, spec.mask, symbolic, _columns(spec), spec.page, spec.cjk_font)
 
 
 def _columns(spec: Spec) -> int:

@@ -330,7 +330,7 @@ def render_report(report, fmt: str = "text", *, standalone: bool = False) -> str
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
     texts = list(report.tokens) + [report.title or ""]
     return render_template("report", fmt, report.lang, r=report, standalone=standalone, has_cjk=_has_cjk(texts),
-                           report=True)
+                           report=True, paper=report.paper, cjk_font=report.cjk_font)
 
 
 def render(derivation, fmt: str = "markdown", *, standalone: bool = False) -> str:
@@ -339,4 +339,4 @@ def render(derivation, fmt: str = "markdown", *, standalone: bool = False) -> st
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     texts = list(derivation.tokens) + list(derivation.key_tokens) + [derivation.title or ""]
     return render_template("document", fmt, derivation.lang, d=derivation, standalone=standalone,
-                           has_cjk=_has_cjk(texts), depth=0)
+                           has_cjk=_has_cjk(texts), depth=0, paper=derivation.paper, cjk_font=derivation.cjk_font)

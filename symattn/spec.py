@@ -30,6 +30,9 @@ EXPANDS = ("focus", "all")
 MASKS = ("none", "causal")
 SOFTMAXES = ("plain", "stable")
 NOTATIONS = ("auto", "fixed", "scientific")  # how shown numbers are written (see rounding)
+PAPERS = ("a4", "letter")
+ENGINES = ("xelatex", "pdflatex", "lualatex")
+CJK_FONTS = ("fandol", "adobe", "founder", "ubuntu", "windows", "mac", "macnew", "macold")  # ctex's fontsets
 _INDEX = re.compile(r"[0-9]{1,9}")  # a 1-based index as text: ASCII digits, never '²'
 
 
@@ -86,6 +89,14 @@ class Spec:
     b_O: tuple[Numeral, ...] | None = None
     subs: tuple[tuple[str, Numeral], ...] = ()  # values for symbols
     notation: str = "auto"  # "auto", "fixed" or "scientific"
+    paper: str | None = None  # "a4" or "letter"; None: A4 for Chinese, Letter for English
+    engine: str | None = None  # TeX engine for PDF; None: xelatex for Chinese text, else pdflatex
+    cjk_font: str | None = None  # ctex's fontset for Chinese; None: ctex's own choice
+
+    @property
+    def page(self) -> str:
+        """The paper a document is set on."""
+        return self.paper or ("a4" if self.lang == "zh" else "letter")
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -141,6 +152,9 @@ class Spec:
             changes["focus"] = reader.focus(raw["focus"], self.tokens, "--focus")
         if "notation" in raw:
             changes["notation"] = reader.choice(raw["notation"], "--notation", NOTATIONS)
+        for key, options in (("paper", PAPERS), ("engine", ENGINES), ("cjk_font", CJK_FONTS)):
+            if key in raw:
+                changes[key] = reader.choice(raw[key], "--" + key.replace("_", "-"), options)
         if "subs" in raw:
             given = dict(self.subs)
             given.update(dict(reader.subs(raw["subs"], "--subs", self.symbols)))
@@ -148,10 +162,10 @@ class Spec:
         return replace(self, **changes)
 
 
-_OVERRIDABLE = {"lang", "rounding", "expand", "focus", "subs", "notation"}
+_OVERRIDABLE = {"lang", "rounding", "expand", "focus", "subs", "notation", "paper", "engine", "cjk_font"}
 SPEC_KEYS = ("title", "lang", "tokens", "focus", "Q", "K", "V", "scale", "rounding", "expand", "decimals",
          "key_tokens", "mask", "key_padding", "softmax", "X", "X_kv", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V",
-         "heads", "W_O", "b_O", "subs", "notation")
+         "heads", "W_O", "b_O", "subs", "notation", "paper", "engine", "cjk_font")
 
 
 def _kind(value: object) -> str:
@@ -514,6 +528,9 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         source=source, key_tokens=key_tokens, mask=mask, allowed=allowed, key_padding=padding,
         softmax=reader.choice(data.get("softmax", "plain"), "softmax", SOFTMAXES),
         notation=reader.choice(data.get("notation", "auto"), "notation", NOTATIONS),
+        paper=reader.choice(data["paper"], "paper", PAPERS) if "paper" in data else None,
+        engine=reader.choice(data["engine"], "engine", ENGINES) if "engine" in data else None,
+        cjk_font=reader.choice(data["cjk_font"], "cjk_font", CJK_FONTS) if "cjk_font" in data else None,
         projection=projection, heads=heads, W_O=W_O, b_O=b_O,
     )
     if "subs" in data:

@@ -126,8 +126,9 @@ def test_bad_claims(tmp_path, monkeypatch, claims, message):
     ({"spec": "s.toml", "Q": [[1]], "claims": {}}, "c.json: Q: give the inputs inline or as spec = \"path\", not both"),
     ({"spec": "s.toml"}, "c.json: claims: missing"),
     ({"spec": "s.toml", "claim": {}}, "c.json: claim: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, "
-                                      "X_kv, b_K, b_O, b_Q, b_V, claims, decimals, expand, focus, heads, key_padding, "
-                                      "key_tokens, lang, mask, notation, rounding, scale, softmax, spec, subs, title, tokens "
+                                      "X_kv, b_K, b_O, b_Q, b_V, cjk_font, claims, decimals, engine, expand, focus, heads, "
+                                      "key_padding, key_tokens, lang, mask, notation, paper, rounding, scale, softmax, spec, "
+                                      "subs, title, tokens "
                                       "(did you mean 'claims'?)"),
     ({"spec": "nope.toml", "claims": {}}, "nope.toml: cannot read file: No such file or directory"),
 ])

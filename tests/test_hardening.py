@@ -19,6 +19,8 @@ from symattn.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 SEED = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}
 TINY = {"Q": [[1]], "K": [[1]], "V": [[1]]}
+ALL_KEYS = ("K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, b_O, b_Q, b_V, cjk_font, decimals, engine, expand, focus, "
+            "heads, key_padding, key_tokens, lang, mask, notation, paper, rounding, scale, softmax, subs, title, tokens")
 CHOICE = "use Latin letters, digits, punctuation, or Chinese and Japanese characters"
 
 
@@ -102,12 +104,8 @@ TABLE = [
     ({**SEED, "tokens": ["a\u202eb", "b"]}, [],
      "tokens[1]: the character '\\u202e' (U+202E RIGHT-TO-LEFT OVERRIDE) cannot be set in every output; " + CHOICE),
     # user text in messages stays on one line
-    ({**SEED, "Q\nx": 1}, [], "Q\\nx: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, b_O, "
-                              "b_Q, b_V, decimals, expand, focus, heads, key_padding, key_tokens, lang, mask, notation, "
-                              "rounding, scale, softmax, subs, title, tokens"),
-    ({**SEED, "maks": "causal"}, [], "maks: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, "
-                                     "b_O, b_Q, b_V, decimals, expand, focus, heads, key_padding, key_tokens, lang, "
-                                     "mask, notation, rounding, scale, softmax, subs, title, tokens (did you mean 'mask'?)"),
+    ({**SEED, "Q\nx": 1}, [], "Q\\nx: unknown key; expected one of " + ALL_KEYS),
+    ({**SEED, "maks": "causal"}, [], "maks: unknown key; expected one of " + ALL_KEYS + " (did you mean 'mask'?)"),
     ({**SEED, "lang": "cn"}, [], "lang: expected en or zh, got 'cn'"),
     ({**SEED, "mask": "casual"}, [], "mask: expected one of 'none', 'causal', got 'casual' (did you mean 'causal'?)"),
     ({**SEED, "Q": [["1/a", 1], [0, 1]], "subs": {"a": 0}}, [], "Q[1][1]: division by zero: '1/a' with a = 0"),

@@ -118,4 +118,4 @@ def test_chinese_report_has_no_english_words():
 def test_derivation_preamble_is_unchanged():
     from symattn import derive, load_spec, render
     tex = render(derive(load_spec(builtin.example_path("seed", "en"))), "latex", standalone=True)
-    assert "longtable" not in tex and "geometry" not in tex
+    assert "longtable" not in tex and "\\usepackage[pass,letterpaper]{geometry}" in tex  # page size only

@@ -56,8 +56,8 @@ def test_scale_number(seed):
 
 BAD = [
     ({"colour": 1}, SpecError, "<dict>: colour: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, "
-                               "b_K, b_O, b_Q, b_V, decimals, expand, focus, heads, key_padding, key_tokens, lang, "
-                               "mask, notation, rounding, scale, softmax, subs, title, tokens"),
+                               "b_K, b_O, b_Q, b_V, cjk_font, decimals, engine, expand, focus, heads, key_padding, "
+                               "key_tokens, lang, mask, notation, paper, rounding, scale, softmax, subs, title, tokens"),
     ({"Q": None}, SpecError, "<dict>: Q: expected a matrix (a list of rows), got NoneType"),
     ({"Q": []}, SpecError, "<dict>: Q: empty matrix"),
     ({"Q": [[]]}, SpecError, "<dict>: Q[1]: empty row"),
