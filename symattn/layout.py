@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 
-TEXT_WIDTH = 330.0  # pt: article's 345 pt text width at 10 pt on A4 and Letter, less a margin of safety
+TEXT_WIDTH = 325.0  # pt: article's 345 pt text width at 10 pt on A4 and Letter, less a margin of safety
 
 # widths of what shows, in pt at 10 pt (Computer Modern math)
 _COMMANDS = {
-    "times": 10.0, "cdot": 7.8, "approx": 13.9, "le": 13.9, "to": 15.0, "leftarrow": 15.0, "infty": 10.0,
+    "times": 12.2, "cdot": 7.2, "approx": 13.9, "le": 13.9, "to": 15.0, "leftarrow": 15.0, "infty": 10.0,
     "quad": 10.0, "qquad": 20.0, ",": 1.7, ";": 2.8, " ": 3.3, "!": -1.7, "top": 7.8, "sum": 10.6,
     "alpha": 6.4, "mathrm": 0.0, "left": 0.0, "right": 0.0, "ldots": 13.0, "surd": 8.3,
 }
@@ -160,7 +160,7 @@ def sum_lines(terms: list[str], start: str, end: str, joiner: str = " + ", width
         else:
             lines[-1].append(term)
             used += w
-    if len(lines) > 1 and used + tex_width(end) > width:
+    if end.strip() and len(lines) > 1 and used + tex_width(end) > width:
         lines.append([])  # the result alone on a last line
     out = start + joiner.join(lines[0])
     for line in lines[1:]:

@@ -21,12 +21,12 @@ from __future__ import annotations
 import sympy
 from sympy import Add, Mul, Pow, S
 from sympy.printing.latex import LatexPrinter
+from sympy.printing.precedence import PRECEDENCE
 from sympy.simplify import fraction
 
 from .layout import tex_width
 
 LONG_EXPONENT = 80.0  # pt (estimated at full size): longer exponents are written \exp\!\left(…\right)
-LARGEST_ROOT = 1024  # a/(2√2) is written a/√8, a root of up to this (d_k of real models is at most ~256)
 
 
 def _root_of(factor: sympy.Expr) -> int | None:
@@ -40,7 +40,7 @@ def over_root(expr: sympy.Expr) -> tuple[sympy.Expr, int, int] | None:
     """``(numerator, r, m)`` with expr == numerator / (r·√m), when expr carries a rationalized 1/√m.
 
     Every term must hold the same √m once and a denominator divisible by m
-    (√2·a/2 = a/√2, √2·a/4 = a/(2√2)); the numerator then has integer
+    (√2·a/2 = a/√2, √2·a/4 = a/(2√2), as with d_k = 8); the numerator then has integer
     coefficients and no roots or fractions left at its top level.
     """
     terms = Add.make_args(expr)
@@ -73,16 +73,17 @@ def logistic(expr: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr] | None:
     if not isinstance(expr, Mul):
         return None
     numer, denom = fraction(expr, exact=True)
+    scale, denom = denom.as_coeff_Mul()  # 3·(e^x + e^y): the number goes with c
     if not (isinstance(denom, Add) and len(denom.args) == 2 and all(isinstance(t, sympy.exp) for t in denom.args)):
         return None
     factors = Mul.make_args(numer)
     for lead, other in (denom.args, denom.args[::-1]):
         if lead in factors:
-            c = numer / lead
+            c = numer / (scale * lead)
             d = sympy.expand(other.args[0] - lead.args[0])
             if c.has(sympy.exp(lead.args[0])):
                 continue
-            if sympy.expand(sympy.powsimp(sympy.expand(c * lead * (1 + sympy.exp(d)) - c * denom))) == 0:
+            if sympy.expand(sympy.powsimp(sympy.expand(c * scale * lead * (1 + sympy.exp(d)) - c * scale * denom))) == 0:
                 return c, d
     return None
 
@@ -90,15 +91,18 @@ def logistic(expr: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr] | None:
 class FormulaPrinter(LatexPrinter):
     """SymPy's LatexPrinter with the forms above; ``inline=True`` writes fractions with ``/``."""
 
-    printmethod = "_symattn_latex"
     _default_settings = {**LatexPrinter._default_settings, "inline": False, "fold_frac_powers": True}
+
+    def __init__(self, settings: dict | None = None):
+        super().__init__(settings)
+        self._given = dict(settings or {})
 
     @property
     def inline(self) -> bool:
         return bool(self._settings["inline"])
 
     def _inline_printer(self) -> "FormulaPrinter":
-        return self if self.inline else FormulaPrinter({**self._settings, "inline": True})
+        return self if self.inline else FormulaPrinter({**self._given, "inline": True})
 
     def _sup(self, expr: sympy.Expr) -> str:
         """An exponent: always inline, so no fraction sits in a superscript."""
@@ -113,9 +117,8 @@ class FormulaPrinter(LatexPrinter):
         sign = ""
         if numerator.could_extract_minus_sign() and not isinstance(numerator, Add):
             sign, numerator = "- " if not self.inline else "-", -numerator
-        root = f"\\sqrt{{{r * r * m}}}" if r * r * m <= LARGEST_ROOT else f"{r} \\sqrt{{{m}}}"
-        compound = r * r * m > LARGEST_ROOT
-        return sign + self._fraction(self._print(numerator), root, isinstance(numerator, Add), compound)
+        root = f"\\sqrt{{{m}}}" if r == 1 else f"{r} \\sqrt{{{m}}}"
+        return sign + self._fraction(self._print(numerator), root, isinstance(numerator, Add), r != 1)
 
     # --- exponentials and powers ---------------------------------------------
 
@@ -136,7 +139,7 @@ class FormulaPrinter(LatexPrinter):
 
     def _helper_print_standard_power(self, expr: Pow, template: str) -> str:
         # as SymPy's, with the exponent printed inline
-        base = self.parenthesize(expr.base, sympy.printing.precedence.PRECEDENCE["Pow"])
+        base = self.parenthesize(expr.base, PRECEDENCE["Pow"])
         if expr.base.is_Symbol:
             base = self.parenthesize_super(base)
         return template % (base, self._sup(expr.exp))
@@ -173,7 +176,8 @@ class FormulaPrinter(LatexPrinter):
             sign, c = ("-" if self.inline else "- "), -c
         cn, cd = fraction(c, exact=True)
         one_plus = f"1 + {self._print(sympy.exp(d))}"
-        denom = one_plus if cd == 1 else f"{self._print(cd)} \\left({one_plus}\\right)"
+        brackets = "({})" if self.inline else "\\left({}\\right)"
+        denom = one_plus if cd == 1 else f"{self._print(cd)} {brackets.format(one_plus)}"
         return sign + self._fraction(self._print(cn), denom, isinstance(cn, Add), True)
 
     def _print_Add(self, expr: sympy.Expr, order: str | None = None) -> str:

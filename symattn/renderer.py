@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 
 import jinja2
 
+from . import printing
 from .errors import RenderError
 from .escape import ESCAPERS, MATH_TEXT_ESCAPERS, split_math
 from .formula import Formula, symbol
@@ -58,8 +59,7 @@ class _Loader(jinja2.ChoiceLoader):
 def tex_number(x: Num | Numeral | Decimal | int) -> str:
     """A shown number, or a number as the user typed it, in LaTeX math."""
     if isinstance(x, Formula):
-        import sympy
-        return "-\\infty" if x.is_infinite else sympy.latex(x.expr)
+        return "-\\infty" if x.is_infinite else printing.latex(x.expr)
     if isinstance(x, Num):
         if x.is_infinite:
             return "-\\infty"
@@ -97,8 +97,25 @@ def tex_operand(x: Num | Numeral) -> str:
     """A factor in a product: negatives and scientific forms get parentheses."""
     text = tex_number(x)
     needs = (x.is_negative and not x.is_infinite) or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction")) \
-        or (isinstance(x, Formula) and x.is_sum) or (isinstance(x, Num) and x.scientific)
+        or (isinstance(x, Formula) and printing.is_compound_sum(x.expr)) or (isinstance(x, Num) and x.scientific)
     return f"\\left({text}\\right)" if needs else text
+
+
+def tex_inline(x: Num | Numeral) -> str:
+    """A number no taller than a line, for table cells and superscripts: a formula's fractions use ``/``."""
+    if isinstance(x, Formula) and not x.is_infinite:
+        return printing.latex(x.expr, inline=True)
+    if isinstance(x, Numeral) and x.form == "fraction":
+        return f"{'-' if x.value < 0 else ''}{abs(x.value.numerator)}/{x.value.denominator}"
+    return tex_number(x)
+
+
+def tex_vector(items, number: Callable[[Any], str] = tex_number) -> str:
+    """``[x, y]``; brackets that grow (``\\left[…\\right]``) around formulas with fractions."""
+    texts = [number(x) for x in items]
+    tall = any(isinstance(x, Formula) and "\\frac" in text for x, text in zip(items, texts))
+    left, right = ("\\left[", "\\right]") if tall else ("[", "]")
+    return left + ",\\ ".join(texts) + right
 
 
 def _title_filter(fmt: str) -> Callable[[str], str]:
@@ -246,9 +263,11 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "chain": chain,
     "table_fits": lambda rows: table_fits(*rows),
     "fits": lambda pieces: fits(*pieces),
-    "vector": lambda items: "[" + ",\\ ".join(tex_number(x) for x in items) + "]",
+    "vector": tex_vector,
+    "inline": tex_inline,
+    "inline_vector": lambda items: tex_vector(items, tex_inline),
     "scaled_vectors": lambda weights, vectors: [
-        f"{tex_operand(w)}\\cdot[" + ",\\ ".join(tex_number(x) for x in v) + "]" for w, v in zip(weights, vectors)],
+        f"{tex_operand(w)}\\cdot{tex_vector(v)}" for w, v in zip(weights, vectors)],
 }
 
 
