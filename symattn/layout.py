@@ -115,7 +115,7 @@ def _table_width(name: str, body: str) -> float:
 def _text_width(text: str) -> float:
     width = 0.0
     for ch in re.sub(r"\\[A-Za-z]+\{\}|\\(.)", r"\1", text):
-        width += 10.0 if ord(ch) >= 0x2E80 else (3.3 if ch == " " else 5.2)
+        width += 10.5 if ord(ch) >= 0x2E80 else {" ": 3.3, "%": 8.3, ".": 2.8}.get(ch, 5.2)
     return width
 
 
@@ -149,6 +149,7 @@ def sum_lines(terms: list[str], start: str, end: str, joiner: str = " + ", width
     """
     if not terms:
         return start + end
+    terms = terms[:-1] + [terms[-1] + end]
     lines: list[list[str]] = [[terms[0]]]
     used = tex_width(start) + tex_width(terms[0])
     indent = tex_width(_lead(start)) + 10.0 + tex_width(joiner)
@@ -160,12 +161,10 @@ def sum_lines(terms: list[str], start: str, end: str, joiner: str = " + ", width
         else:
             lines[-1].append(term)
             used += w
-    if end.strip() and len(lines) > 1 and used + tex_width(end) > width:
-        lines.append([])  # the result alone on a last line
     out = start + joiner.join(lines[0])
     for line in lines[1:]:
-        out += " \\\\\n&\\quad" + (joiner.rstrip() + " " + joiner.join(line) if line else "")
-    return out + end
+        out += " \\\\\n&\\quad" + joiner.rstrip() + " " + joiner.join(line)
+    return out
 
 
 def _lead(start: str) -> str:
@@ -219,3 +218,26 @@ def table_fits(*rows: list[str], width: float = TEXT_WIDTH) -> bool:
     columns = max(len(r) for r in rows)
     widths = [max(cell(r[k]) for r in rows if k < len(r)) for k in range(columns)]
     return sum(widths) + 12.0 * columns <= width
+
+
+_DISPLAY = re.compile(r"^\\\[\n(.*?)\n\\\]$", re.S | re.M)
+# sizes a display may drop to when no break makes it fit: (command, scale of the width)
+_SMALLER = (("\\small", 0.9), ("\\footnotesize", 0.8), ("\\scriptsize", 0.7))
+
+
+def shrink_wide_displays(latex: str, width: float = TEXT_WIDTH + 25.0) -> str:
+    """Set a display that is still too wide after every break one size smaller (never the document).
+
+    The last resort of the layout: a single 8-column matrix of four-decimal
+    numbers, or one long vector, cannot be broken; ``\\small`` (or smaller)
+    around that one display keeps it inside the margins.
+    """
+    def fit(match: re.Match) -> str:
+        needed = tex_width(match.group(1))
+        if needed <= width:
+            return match.group(0)
+        for command, scale in _SMALLER:
+            if needed * scale <= width:
+                break
+        return "\\begingroup" + command + "\n" + match.group(0) + "\n\\endgroup"
+    return _DISPLAY.sub(fit, latex)

@@ -23,7 +23,7 @@ from . import printing
 from .errors import RenderError
 from .escape import ESCAPERS, MATH_TEXT_ESCAPERS, split_math
 from .formula import Formula, symbol
-from .layout import chain, fits, relation_lines, side_by_side, sum_lines, table_fits
+from .layout import shrink_wide_displays, chain, fits, relation_lines, side_by_side, sum_lines, table_fits
 from .numeral import Numeral
 from .rounding import Num
 
@@ -262,6 +262,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "relation_lines": relation_lines,
     "chain": chain,
     "table_fits": lambda rows: table_fits(*rows),
+    "format_percent": lambda text: f"{text}\\%",
     "fits": lambda pieces: fits(*pieces),
     "vector": tex_vector,
     "inline": tex_inline,
@@ -357,5 +358,6 @@ def render(derivation, fmt: str = "markdown", *, standalone: bool = False) -> st
     if fmt not in FORMATS:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     texts = list(derivation.tokens) + list(derivation.key_tokens) + [derivation.title or ""]
-    return render_template("document", fmt, derivation.lang, d=derivation, standalone=standalone,
+    text = render_template("document", fmt, derivation.lang, d=derivation, standalone=standalone,
                            has_cjk=_has_cjk(texts), depth=0, paper=derivation.paper, cjk_font=derivation.cjk_font)
+    return shrink_wide_displays(text) if fmt == "latex" else text
