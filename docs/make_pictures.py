@@ -3,8 +3,8 @@
     python docs/make_pictures.py
 
 writes docs/seed-html.png (the Chinese seed page in headless Chromium at
-1280×900) and docs/seed-pdf.png (page 1 of the English seed PDF, pdftoppm at
-80 dpi). Needs TeX Live with latexmk, poppler-utils, chromium, chromium-driver
+1280×900), docs/seed-pdf.png (page 1 of the English seed PDF, pdftoppm at
+80 dpi) and docs/causal4-pdf.png (page 4 of docs/causal4.toml's PDF). Needs TeX Live with latexmk, poppler-utils, chromium, chromium-driver
 and selenium: the clients of tests/test_export.py. For a fair picture of the
 Chinese page, install a CJK sans-serif font as readers have one (Debian:
 fonts-wqy-microhei or fonts-noto-cjk); TeX Live's Arphic fonts alone set a Kaiti.
@@ -54,11 +54,20 @@ def pdf_picture(folder: Path) -> None:
                     str(pdf), str(DOCS / "seed-pdf")], check=True)
 
 
+def causal_picture(folder: Path) -> None:
+    # page 4 of the 4-token causal example: the weighted sum broken under its ≈, the matrix form
+    pdf = folder / "causal4.pdf"
+    symattn("render", str(DOCS / "causal4.toml"), "--format", "pdf", "-o", str(pdf))
+    subprocess.run(["pdftoppm", "-png", "-r", "80", "-f", "4", "-l", "4", "-singlefile",
+                    str(pdf), str(DOCS / "causal4-pdf")], check=True)
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="symattn-pictures-") as tmp:
         html_picture(Path(tmp))
         pdf_picture(Path(tmp))
-    print("wrote", DOCS / "seed-html.png", "and", DOCS / "seed-pdf.png")
+        causal_picture(Path(tmp))
+    print("wrote", DOCS / "seed-html.png", DOCS / "seed-pdf.png", "and", DOCS / "causal4-pdf.png")
 
 
 if __name__ == "__main__":
