@@ -36,6 +36,13 @@ class Result:
         from .renderer import render
         return render(self.derivation, format, standalone=standalone)
 
+    def pdf(self, engine: str | None = None) -> bytes:
+        """The derivation as a PDF (latexmk; xelatex for Chinese), for notebooks whose own PDF export
+        cannot set Chinese."""
+        from .pdf import latex_to_pdf
+        return latex_to_pdf(self.render("latex", standalone=True), engine=engine or self.spec.engine,
+                            lang=self.spec.lang)
+
     def compute(self, digits: int = 15) -> dict[str, Any]:
         from .intermediates import compute
         return compute(self.spec, self.model if isinstance(self.model, Model) else None, digits)

@@ -369,3 +369,14 @@ def test_wide_math_scrolls_in_its_own_box(browser, tmp_path):
     box = browser.execute_script(
         "const b = document.querySelector('div.math'); return [b.scrollWidth, b.clientWidth, getComputedStyle(b).overflowX]")
     assert box[0] > box[1] and box[2] == "auto"
+
+
+def test_result_pdf_for_notebooks(tmp_path):
+    # nbconvert's PDF export cannot set Chinese; Result.pdf() is the way out, and it is whole
+    needs("latexmk", "xelatex")
+    import symattn
+    path = tmp_path / "seed.pdf"
+    path.write_bytes(symattn.solve(str(builtin.example_path("seed", "zh"))).pdf())
+    info, text = pdf_text(path)
+    assert info["Page size"] == "595.28 x 841.89 pts (A4)"
+    assert all(token in text for token in ("小猫", "吃", "它"))

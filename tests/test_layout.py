@@ -9,6 +9,8 @@ from symattn.layout import side_by_side, sum_lines, tex_width
 from symattn.renderer import render
 from symattn.spec import load_spec
 
+from .test_export import browser, open_page  # noqa: F401 (a fixture)
+
 
 @pytest.mark.parametrize("tex, width", [
     ("0.92", 17.8),
@@ -84,3 +86,17 @@ def test_the_grid_fits_the_page(latex, tmp_path, n, d, variant, lang, paper):
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     overfull = [float(w) for w in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)]
     assert [w for w in overfull if w > 1] == []
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("n, d, variant", GRID)
+def test_the_grid_in_a_browser(browser, tmp_path, n, d, variant, lang):
+    # the same grid as one offline HTML page each, in Chromium at 1000 px
+    from symattn.html import derivation_page
+    page = tmp_path / "grid.html"
+    page.write_text(derivation_page(derive(grid_spec(n, d, variant, lang, "a4"))), encoding="utf-8")
+    state = open_page(browser, page)
+    assert (state["errors"], state["typeset"] == state["math"], "$" in state["text"]) == (0, True, False)
+    assert state["scrollWidth"] <= state["innerWidth"] == 1000
+    assert state["network"] == []
