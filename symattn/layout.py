@@ -17,7 +17,8 @@ TEXT_WIDTH = 325.0  # pt: article's 345 pt text width at 10 pt on A4 and Letter,
 _COMMANDS = {
     "times": 12.2, "cdot": 7.2, "approx": 13.9, "le": 13.9, "to": 15.0, "leftarrow": 15.0, "infty": 10.0,
     "quad": 10.0, "qquad": 20.0, ",": 1.7, ";": 2.8, " ": 3.3, "!": -1.7, "top": 7.8, "sum": 10.6,
-    "alpha": 6.4, "mathrm": 0.0, "left": 0.0, "right": 0.0, "ldots": 13.0, "surd": 8.3,
+    "alpha": 6.4, "mathrm": 0.0, "left": 0.0, "right": 0.0, "ldots": 13.0, "surd": 8.3, "exp": 16.7,
+    "log": 13.9, "ln": 10.0,
 }
 _CHAR = {".": 2.8, ",": 4.5, "[": 2.8, "]": 2.8, "(": 3.9, ")": 3.9, "+": 13.3, "-": 13.3, "=": 13.9,
          "&": 0.0, "{": 0.0, "}": 0.0, " ": 0.0, "^": 0.0, "_": 0.0, "|": 2.8}
@@ -43,7 +44,8 @@ def _width(tex: str, scale: float) -> float:
         elif token in ("\\frac", "\\dfrac", "\\tfrac"):
             num, i = _argument(tex, i)
             den, i = _argument(tex, i)
-            inner = 1.0 if token == "\\dfrac" else 0.75
+            # display style (our math is mostly display): a fraction's parts at full size, smaller when nested
+            inner = 1.0 if token == "\\dfrac" or scale == 1.0 else 0.75
             total += max(_width(num, scale * inner), _width(den, scale * inner)) + 2.4 * scale
         elif token == "\\sqrt":
             arg, i = _argument(tex, i)

@@ -63,6 +63,9 @@ def grid_spec(n, d, variant, lang, paper):
         spec.update(expand="all", rounding="hand")
     if variant == "cross":
         spec.update(Q=rows(n - 1, d, 3), tokens=TOKENS[lang][:n - 1], key_tokens=[t + "'" for t in TOKENS[lang][:n]])
+    if variant == "symbolic":
+        spec.update(tokens=TOKENS[lang][:2], Q=[["a", "1"], ["0", "b"]], K=[["1", "a"], ["b", "1"]],
+                    V=[["v_1", "0"], ["0", "v_2"]], expand="all")
     if variant.startswith("heads") or variant == "projection":
         h = int(variant[5:]) if variant.startswith("heads") else 1
         spec = {"lang": lang, "paper": paper, "tokens": TOKENS[lang][:n], "X": rows(n, d, 3), "W_Q": rows(d, d, 5),
@@ -73,7 +76,7 @@ def grid_spec(n, d, variant, lang, paper):
 
 
 GRID = [(8, 8, "plain"), (8, 8, "two-decimals"), (8, 8, "all-hand"), (4, 3, "causal"), (8, 5, "cross"),
-        (8, 8, "heads4"), (8, 8, "projection"), (6, 4, "heads2"), (2, 2, "plain")]
+        (8, 8, "heads4"), (8, 8, "projection"), (6, 4, "heads2"), (2, 2, "plain"), (2, 2, "symbolic")]
 
 
 @pytest.mark.client
