@@ -24,6 +24,7 @@ _EXPORTS = {
     "check": "checker", "Report": "checker", "report_data": "checker",
     "load_claims": "claims", "Claims": "claims",
     "compute": "intermediates",
+    "exercise": "exercises", "Variant": "exercises", "grade": "grading", "Gradebook": "grading",
     "SymattnError": "errors", "SpecError": "errors", "ShapeError": "errors",
     "EvaluationError": "errors", "RenderError": "errors",
 }

@@ -11,6 +11,11 @@ Each claim gets one verdict, the first that holds:
                 value (``truncated`` when cutting the exact value gives it);
 ``wrong``       anything else.
 
+A blank (``"weights[3][1]" = ""`` in a claims file, as ``symattn exercise`` writes
+them) is not a claim: it gets no verdict and is never a problem. The report lists
+blanks in ``Report.blanks``, and ``report_data`` gives them under
+``summary.blanks`` when there are any.
+
 Unclaimed steps of the chain are filled in from the claimant's earlier claims
 (their implied values), or from the exact values where nothing is claimed.
 """
@@ -78,6 +83,8 @@ class Report:
     paper: str = "a4"  # "a4" or "letter"
     cjk_font: str | None = None
     engine: str | None = None
+    blanks: tuple[str, ...] = ()  # keys left blank (""), not checked
+    student: str | None = None  # the claims file's ``student`` id
 
     @property
     def counts(self) -> tuple[tuple[str, int], ...]:
@@ -349,7 +356,7 @@ def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str) -> Repo
     checker = _Checker(spec, model, loaded.claims)
     results = tuple(checker.verdict(c) for c in sorted(loaded.claims, key=_order))
     return Report(spec.title, spec.lang, spec.tokens, spec.keys, loaded.source, results, paper=spec.page,
-                  cjk_font=spec.cjk_font, engine=spec.engine)
+                  cjk_font=spec.cjk_font, engine=spec.engine, blanks=loaded.blanks, student=loaded.student)
 
 
 def _numeric(spec: Spec) -> Spec:
@@ -385,13 +392,13 @@ def report_data(report: Report) -> dict[str, Any]:
         "key": v.claim.key,
     } for v in report.results]
     first = report.first_problem
-    return {
-        "claims": claims,
-        "summary": {
-            "counts": dict(report.counts),
-            "first_wrong": None if first is None else claims[report.results.index(first)],
-        },
+    summary: dict[str, Any] = {
+        "counts": dict(report.counts),
+        "first_wrong": None if first is None else claims[report.results.index(first)],
     }
+    if report.blanks:
+        summary["blanks"] = list(report.blanks)
+    return {"claims": claims, "summary": summary}
 
 
 __all__ = ["Explanation", "Report", "VERDICTS", "Verdict", "check", "report_data"]

@@ -7,6 +7,7 @@ Claimed numbers keep their digits as written (``0.650`` claims three decimals,
     [claims]
     scaled = [[0.707, 0.071, 0.566], ...]      # a whole matrix
     "weights[2][3]" = 0.33                       # one entry (1-based)
+    "weights[2][1]" = ""                         # blank: not answered (listed in Claims.blanks, not checked)
     [claims.rows."它"]                           # one row: a token label or a 1-based index
     exp = [1.916, 1.143, 1.699]
     exp_sum = 4.758
@@ -50,6 +51,8 @@ class Claims:
     spec: Spec
     claims: tuple[Claim, ...]
     source: str
+    blanks: tuple[str, ...] = ()  # keys left as "" (an answers sheet not yet filled in), 1-based, in file order
+    student: str | None = None  # ``student = "id"``: whose answers these are (symattn exercise writes it)
 
 
 def _shape(quantity: str, spec: Spec) -> tuple[int, ...]:
@@ -72,6 +75,14 @@ class _ClaimReader(_Reader):
         super().__init__(source)
         self.spec = spec
         self.out: list[Claim] = []
+        self.blanks: list[str] = []
+
+    def is_blank(self, raw: object, key: str, position: tuple[int, ...]) -> bool:
+        """An empty string is a blank left to fill in: recorded, never checked."""
+        if isinstance(raw, str) and not raw.strip():
+            self.blanks.append(key + "".join(f"[{p}]" for p in position))
+            return True
+        return False
 
     def number_of(self, quantity: str, raw: object, key: str, position: tuple[int, ...]) -> Numeral:
         if quantity == "percent" and not (isinstance(raw, str) and raw.strip().endswith("%")):
@@ -123,18 +134,21 @@ class _ClaimReader(_Reader):
                key: str) -> None:
         fixed = tuple(i - 1 for i in indices)
         if not shape:
-            self.place(name, fixed, row, self.number_of(name, value, key, ()), key)
+            if not self.is_blank(value, key, ()):
+                self.place(name, fixed, row, self.number_of(name, value, key, ()), key)
             return
         if len(shape) == 1:
             items = self.vector(value, key, shape[0], name)
             for j, item in enumerate(items):
-                self.place(name, fixed + (j,), row, self.number_of(name, item, key, (j + 1,)), key)
+                if not self.is_blank(item, key, (j + 1,)):
+                    self.place(name, fixed + (j,), row, self.number_of(name, item, key, (j + 1,)), key)
             return
         rows = self.vector(value, key, shape[0], name, matrix=True)
         for i, line in enumerate(rows):
             items = self.vector(line, key, shape[1], name, position=(i + 1,))
             for j, item in enumerate(items):
-                self.place(name, (i, j), row, self.number_of(name, item, key, (i + 1, j + 1)), key)
+                if not self.is_blank(item, key, (i + 1, j + 1)):
+                    self.place(name, (i, j), row, self.number_of(name, item, key, (i + 1, j + 1)), key)
 
     def vector(self, value: Any, key: str, size: int, name: str, *, matrix: bool = False,
                position: tuple[int, ...] = ()) -> list:
@@ -170,8 +184,11 @@ def claims_from_mapping(data: Mapping[str, Any], source: str = "<dict>", base: P
     reader = _Reader(source)
     if not isinstance(data, Mapping):
         raise reader.error(None, f"expected a table, got {_kind(data)}")
-    check_keys(reader, data, SPEC_KEYS + ("spec", "claims"))
-    inline = {k: v for k, v in data.items() if k not in ("spec", "claims")}
+    student = data.get("student")  # accepted, though not listed among the keys a claims file takes
+    check_keys(reader, {k: v for k, v in data.items() if k != "student"}, SPEC_KEYS + ("spec", "claims"))
+    if student is not None and not (isinstance(student, str) and student.strip()):
+        raise reader.error("student", f"expected a student id as a non-empty string, got {_kind(student)}")
+    inline = {k: v for k, v in data.items() if k not in ("spec", "claims", "student")}
     if spec is None:
         if "spec" in data:
             if inline:
@@ -190,7 +207,7 @@ def claims_from_mapping(data: Mapping[str, Any], source: str = "<dict>", base: P
         raise reader.error("claims", f"expected a table of claims, got {_kind(table)}")
     claim_reader = _ClaimReader(source, spec)
     claim_reader.section(table, "claims", None)
-    return Claims(spec, tuple(claim_reader.out), source)
+    return Claims(spec, tuple(claim_reader.out), source, tuple(claim_reader.blanks), student)
 
 
 def load_claims(claims: str | Path | Mapping[str, Any] | Claims, spec: Spec | None = None) -> Claims:

@@ -203,6 +203,79 @@ def _check(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+_STUDENT_ID = __import__("re").compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _roster(path: str) -> list[tuple[str, str]]:
+    """Students from a CSV file with an ``id,name`` header; ids become folder names, so they are plain."""
+    import csv
+    import io
+    from .errors import SpecError
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise SpecError(path, None, f"cannot read file: {exc.strerror or exc}") from None
+    rows = list(csv.DictReader(io.StringIO(text)))
+    if not rows or "id" not in rows[0]:
+        raise SpecError(path, "id", "expected a CSV file with an id,name header and one student per line")
+    out = []
+    for line, row in enumerate(rows, 2):
+        student = (row.get("id") or "").strip()
+        if not _STUDENT_ID.fullmatch(student):
+            raise SpecError(path, "id", f"expected an id of letters, digits, '.', '_' or '-', got {student!r}",
+                            (line,))
+        out.append((student, (row.get("name") or "").strip()))
+    return out
+
+
+def _exercise(args: argparse.Namespace) -> int:
+    import hashlib
+
+    from .exercises import EXTENSIONS, exercise, files, load_template
+    from .output import write_output
+    if (args.count is None) == (args.roster is None):
+        raise _UsageError("give --count N or --roster FILE (not both)")
+    fmt = args.format or "markdown"
+    lang = _language(args.lang) if args.lang else None
+    if args.count is not None:
+        if not 1 <= args.count <= 10_000:
+            raise _UsageError(f"--count: expected 1 to 10000, got {args.count}")
+        width = max(2, len(str(args.count)))
+        students = [(f"s{i:0{width}d}", "") for i in range(1, args.count + 1)]
+    else:
+        students = _roster(args.roster)
+    template = load_template(args.template)
+    variants = exercise(template, students, args.seed)
+    os.makedirs(args.output, exist_ok=True)
+    header = ["id", "name", "seed"] + [f"{name}_sha256" for name in
+                                       (f"sheet.{EXTENSIONS[fmt]}", f"key.{EXTENSIONS[fmt]}", "answers.toml")]
+    lines = [header]
+    for v in variants:
+        folder = os.path.join(args.output, v.id)
+        os.makedirs(folder, exist_ok=True)
+        digests = []
+        for name, content in files(v, fmt, lang):
+            data = content if isinstance(content, bytes) else content.encode("utf-8")
+            write_output(os.path.join(folder, name), data)
+            digests.append(hashlib.sha256(data).hexdigest())
+        lines.append([v.id, v.name, str(v.seed)] + digests)
+    import csv
+    import io
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(lines)
+    write_output(os.path.join(args.output, "index.csv"), buffer.getvalue())
+    # the template travels with the index, so that `symattn grade DIR` can rebuild every variant
+    write_output(os.path.join(args.output, "template.toml"), Path(args.template).read_bytes())
+    return 0
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from .grading import grade, gradebook_text
+    book = grade(args.folder, args.index, args.template)
+    _emit(gradebook_text(book, args.format or "csv"), args.output)
+    return 0
+
+
 def _language(lang: str) -> str:
     from .spec import _Reader
     return _Reader("--lang").lang(lang, "--lang")
@@ -288,6 +361,28 @@ def build_parser() -> argparse.ArgumentParser:
     _max_seconds(check)
     check.set_defaults(run=_check)
 
+    exercise = sub.add_parser("exercise", help="one variant per student: sheet, key and answers.toml")
+    exercise.add_argument("template", metavar="TEMPLATE", help="a spec with a [vary] table (TOML or JSON)")
+    exercise.add_argument("--count", type=_whole, metavar="N", help="N students, named s01, s02, ...")
+    exercise.add_argument("--roster", metavar="CSV", help="students from a CSV file with an id,name header")
+    exercise.add_argument("--seed", default="0", metavar="S", help="the class seed (default 0)")
+    exercise.add_argument("--lang", help="language of sheets and keys: zh or en (overrides the template)")
+    exercise.add_argument("--format", choices=("markdown", "latex", "pdf", "html"),
+                          help="format of sheets and keys (default markdown)")
+    exercise.add_argument("-o", "--output", metavar="DIR", required=True, help="folder to write into")
+    _max_seconds(exercise)
+    exercise.set_defaults(run=_exercise)
+
+    grade = sub.add_parser("grade", help="grade returned answers.toml files into a gradebook")
+    grade.add_argument("folder", metavar="DIR", help="folder of returned answers (searched recursively)")
+    grade.add_argument("--index", metavar="CSV", help="index.csv of the class (default: DIR/index.csv)")
+    grade.add_argument("--template", metavar="FILE",
+                       help="the exercise template (default: template.toml next to the index)")
+    grade.add_argument("--format", choices=("csv", "markdown", "json"), help="csv (default), markdown or json")
+    grade.add_argument("-o", "--output", metavar="FILE")
+    _max_seconds(grade)
+    grade.set_defaults(run=_grade)
+
     example = sub.add_parser("example", help="print a built-in spec as TOML, to copy and edit")
     example.add_argument("--lang", default="zh", help="zh (default) or en")
     example.add_argument("--name", default="seed", help="which example (default: seed)")
@@ -306,7 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not hasattr(args, "max_seconds"):
             return run(args)
         from .limits import deadline
-        with deadline(args.max_seconds, getattr(args, "spec", None) or getattr(args, "claims", None) or args.command):
+        with deadline(args.max_seconds, getattr(args, "spec", None) or getattr(args, "claims", None) or \
+                getattr(args, "template", None) or getattr(args, "folder", None) or args.command):
             return run(args)
     except SymattnError as exc:
         _say(exc)

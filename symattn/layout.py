@@ -10,6 +10,7 @@ a little generous, so that what is estimated to fit does fit.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 TEXT_WIDTH = 325.0  # pt: article's 345 pt text width at 10 pt on A4 and Letter, less a margin of safety
 
@@ -26,6 +27,7 @@ _TOKEN = re.compile(r"\\(?:[A-Za-z]+|.)|.", re.S)
 _GROUP_COMMANDS = ("text", "mathrm", "operatorname")
 
 
+@lru_cache(maxsize=4096)
 def tex_width(tex: str) -> float:
     """An estimate of the width of inline or display math, in pt at 10 pt."""
     return _width(tex, 1.0)

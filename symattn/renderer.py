@@ -19,7 +19,6 @@ from typing import Any, Callable, Mapping
 
 import jinja2
 
-from . import printing
 from .errors import RenderError
 from .escape import ESCAPERS, MATH_TEXT_ESCAPERS, split_math
 from .formula import Formula, symbol
@@ -59,6 +58,7 @@ class _Loader(jinja2.ChoiceLoader):
 def tex_number(x: Num | Numeral | Decimal | int) -> str:
     """A shown number, or a number as the user typed it, in LaTeX math."""
     if isinstance(x, Formula):
+        from . import printing  # SymPy's LaTeX printer: only documents with symbols need it
         return "-\\infty" if x.is_infinite else printing.latex(x.expr)
     if isinstance(x, Num):
         if x.is_infinite:
@@ -93,17 +93,23 @@ def _scientific(value: Decimal, power: str) -> str:
     return ("-" if sign else "") + mantissa + power.format(value.adjusted())
 
 
+def _is_compound_sum(x: Formula) -> bool:
+    from . import printing
+    return printing.is_compound_sum(x.expr)
+
+
 def tex_operand(x: Num | Numeral) -> str:
     """A factor in a product: negatives and scientific forms get parentheses."""
     text = tex_number(x)
     needs = (x.is_negative and not x.is_infinite) or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction")) \
-        or (isinstance(x, Formula) and printing.is_compound_sum(x.expr)) or (isinstance(x, Num) and x.scientific)
+        or (isinstance(x, Formula) and _is_compound_sum(x)) or (isinstance(x, Num) and x.scientific)
     return f"\\left({text}\\right)" if needs else text
 
 
 def tex_inline(x: Num | Numeral) -> str:
     """A number no taller than a line, for table cells and superscripts: a formula's fractions use ``/``."""
     if isinstance(x, Formula) and not x.is_infinite:
+        from . import printing
         return printing.latex(x.expr, inline=True)
     if isinstance(x, Numeral) and x.form == "fraction":
         return f"{'-' if x.value < 0 else ''}{abs(x.value.numerator)}/{x.value.denominator}"

@@ -1,0 +1,169 @@
+import os
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+
+import symattn
+from symattn import exercises as ex
+from symattn.checker import check
+from symattn.errors import SpecError
+from symattn.model import build_model
+from symattn.rounding import exact_figures, hand_figures
+
+ROOT = Path(__file__).resolve().parent.parent
+HOMEWORK = ROOT / "examples" / "homework.toml"
+
+
+def key_numbers(v):
+    """The asked numbers as the key shows them (the hand chain), by claims key."""
+    fig = hand_figures(build_model(v.spec), v.spec)
+    out = {}
+    for a in v.asked:
+        if a.quantity == "sqrt_dk":
+            num = fig.sqrt_dk
+        elif a.quantity == "exp_sum":
+            num = fig.exp_sum[a.row]
+        else:
+            num = getattr(fig, a.quantity)[a.row][a.col]
+        out[a.key] = format(num.value, "f")
+    return out
+
+
+def test_variant_seed_is_the_documented_hash():
+    import hashlib
+    assert ex.variant_seed(1, "s01") == int.from_bytes(hashlib.sha256(b"1:s01").digest()[:8], "big")
+    assert ex.variant_seed(1, "s01") == 12775270704000215215
+
+
+def test_first_variant_exact_numbers():
+    (v,) = ex.exercise(HOMEWORK, ["s01"], 1)
+    m = v.mapping
+    assert m["Q"] == [["-0.2", "-0.4"], ["-0.8", "-0.4"], ["-1.0", "0.4"]]
+    assert m["K"] == [["0.3", "-0.6"], ["-0.3", "0.3"], ["-0.6", "0.8"]]
+    assert m["V"] == [["0", "2"], ["8", "10"], ["2", "9"]]
+    assert [a.key for a in v.asked] == [
+        "scores[3][1]", "scores[3][2]", "scores[3][3]", "scaled[3][1]", "scaled[3][2]", "scaled[3][3]",
+        "weights[3][1]", "weights[3][2]", "weights[3][3]", "output[3][1]", "output[3][2]"]
+    assert v.spec.rounding == "hand"
+    assert symattn.exercise(HOMEWORK, ["s01"], 1) == (v,)
+
+
+def test_different_seed_gives_different_numbers():
+    a = ex.exercise(HOMEWORK, ["s01", "s02"], 1)
+    b = ex.exercise(HOMEWORK, ["s01", "s02"], 2)
+    assert [v.data for v in a] != [v.data for v in b]
+    assert a[0].data != a[1].data
+
+
+def _run_exercise(out: Path, hashseed: str) -> dict[str, bytes]:
+    env = dict(os.environ, PYTHONHASHSEED=hashseed)
+    subprocess.run([sys.executable, "-m", "symattn", "exercise", str(HOMEWORK), "--count", "3", "--seed", "7",
+                    "-o", str(out)], check=True, env=env, cwd=ROOT)
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_same_seed_same_bytes_across_processes(tmp_path):
+    first = _run_exercise(tmp_path / "a", "1")
+    second = _run_exercise(tmp_path / "b", "12345")
+    assert first == second
+    assert sorted(first) == ["index.csv", "s01/answers.toml", "s01/key.md", "s01/sheet.md", "s02/answers.toml",
+                             "s02/key.md", "s02/sheet.md", "s03/answers.toml", "s03/key.md", "s03/sheet.md",
+                             "template.toml"]
+
+
+def test_answers_file_is_read_by_check_as_it_is(tmp_path):
+    (v,) = ex.exercise(HOMEWORK, ["s01"], 1)
+    path = tmp_path / "answers.toml"
+    path.write_text(ex.answers(v), encoding="utf-8")
+    report = check(None, str(path))
+    assert report.results == ()
+    assert report.ok
+    assert report.student == "s01"
+    assert report.blanks == tuple("claims." + a.key for a in v.asked)
+    assert '"weights[3][1]" = ""\n' in ex.answers(v)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=2**32), st.sampled_from(["focus", "all"]))
+def test_every_draw_suits_hand_work_and_its_key_checks(seed, rows):
+    template = ex.load_template(HOMEWORK)
+    from dataclasses import replace
+    template = replace(template, answer_rows=rows)
+    v = ex.draw(template, seed)
+    spec = v.spec
+    assert ex._failed(spec, template) is None
+    model = build_model(spec)
+    # unique largest score in every row, no all-zero row
+    for row in model.score_integers[1]:
+        assert row.count(max(row)) == 1
+    for m in (spec.Q, spec.K, spec.V):
+        assert all(any(x.value != 0 for x in r) for r in m)
+    shown = sorted(Fraction(w.value) for w in exact_figures(model, spec.decimals).weights[spec.focus])
+    assert all(b - a >= Fraction(2, 100) for a, b in zip(shown, shown[1:]))
+    # the key, checked as claims against its own variant: exact or rounded (the output by hand: carried)
+    report = check(spec, {"claims": key_numbers(v)})
+    assert len(report.results) == len(v.asked)
+    assert {r.verdict for r in report.results} <= {"exact", "rounded", "carried"}
+    assert all(r.verdict in ("exact", "rounded") for r in report.results if r.claim.quantity != "output")
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"tokens": ["a", "b"], "Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 0], [0, 1]]},
+     "<dict>: vary: missing: a template needs a [vary] table that says how numbers are drawn"),
+    ({"tokens": ["a", "b"], "vary": {"Q": {"range": ["-1", "1"]}, "K": {}, "V": {}}},
+     "<dict>: vary.Q.step: missing (e.g. step = 0.1 for one decimal)"),
+    ({"tokens": ["a", "b"], "vary": {"Q": {"range": ["-1", "1"], "step": "0.3"}}},
+     "<dict>: vary.Q.range: low and high must be whole multiples of step"),
+    ({"tokens": ["a", "b"], "vary": {"Q": {"range": ["1"], "step": "0.1"}}},
+     "<dict>: vary.Q.range: expected [low, high], got a list"),
+    ({"tokens": ["a", "b"], "vary": {"Q": {"range": ["-1", "1"], "step": 0.1}}},
+     "<dict>: vary.Q.step: give an exact number (a string such as \"0.1\"), got the float 0.1"),
+    ({"tokens": ["a", "b"], "vary": {"Q": {"range": ["-1", "1"], "step": "0.1", "fixed": {"1;2": "0"}}}},
+     "<dict>: vary.Q.fixed.1;2: expected \"row,column\", 1-based, such as \"1,2\""),
+    ({"tokens": ["a", "b"], "vary": {"W": {}}},
+     "<dict>: vary.W: unknown key; expected one of Q, K, V, tokens, d_k, d_v, min_gap, tries"),
+    ({"tokens": ["a", "b"], "ask": ["weight"], "vary": {"Q": {"range": ["-1", "1"], "step": "0.1"},
+                                                        "K": {"range": ["-1", "1"], "step": "0.1"},
+                                                        "V": {"range": ["0", "9"], "step": "1"}}},
+     "<dict>: ask[1]: unknown quantity 'weight'; expected one of sqrt_dk, scores, scaled, exp, exp_sum, weights, "
+     "output"),
+])
+def test_bad_templates(data, message):
+    with pytest.raises(SpecError) as info:
+        ex.exercise(data, ["s01"], 1)
+    assert str(info.value) == message
+
+
+def test_giving_up_names_the_condition():
+    data = {"tokens": ["a", "b"], "vary": {"Q": {"range": ["0", "0"], "step": "1"},
+                                           "K": {"range": ["1", "1"], "step": "1"},
+                                           "V": {"range": ["1", "2"], "step": "1"}, "tries": 5}}
+    with pytest.raises(SpecError) as info:
+        ex.exercise(data, ["s01"], 1)
+    assert str(info.value) == ("<dict>: vary: no draw suits hand work after 5 tries; most failed: zero-row (5 times); "
+                               "widen the ranges or change the step")
+
+
+def test_fixed_entries_and_token_choice():
+    data = {"vary": {"tokens": {"choose": [["a", "b", "c"], ["x", "y", "z"]]},
+                     "Q": {"range": ["-1", "1"], "step": "0.1", "fixed": {"1,2": "0.5"}},
+                     "K": {"range": ["-1", "1"], "step": "0.1"}, "V": {"range": ["0", "9"], "step": "1"}}}
+    for v in ex.exercise(data, [f"s{i}" for i in range(6)], 3):
+        assert v.mapping["Q"][0][1] == "0.5"
+        assert v.mapping["tokens"] in (["a", "b", "c"], ["x", "y", "z"])
+
+
+def test_sheet_and_key_in_both_languages():
+    (v,) = ex.exercise(HOMEWORK, [("s01", "Ann Lee")], 1)
+    sheet = ex.sheet(v, "markdown")
+    assert "Student: Ann Lee (s01)" in sheet
+    assert "| 7 | weight A | sat | the | `weights[3][1]` ________ |" in sheet
+    zh = ex.sheet(v, "latex", lang="zh")
+    assert zh.startswith("\\documentclass[a4paper]{ctexart}")
+    assert "10 & 输出 & sat & 第 1 列 & \\framebox[6em]{\\strut} \\\\" in zh
+    assert "Hand rounding" in ex.key(v, "markdown")
+    assert ex.key(v, "latex").rstrip().endswith("\\end{document}")
