@@ -38,6 +38,8 @@ from .errors import SpecError
 from .spec import Spec
 
 VERDICTS = ("exact", "rounded", "carried", "last-digit", "wrong")
+# the classic slips a wrong claim is tested against, in this order
+SLIPS = ("no_scaling", "column_softmax", "no_exp", "transposed_V")
 SIGNIFICANT = 6
 
 
@@ -65,6 +67,7 @@ class Verdict:
     row_label: str | None  # the query token
     col_label: str | int | None  # the key token, or the 1-based output column
     masked: bool = False  # a finite claim on a masked score, compared with the score before the mask
+    diagnosis: str | None = None  # a wrong claim that one of the classic slips (SLIPS) gives exactly
 
     @property
     def is_problem(self) -> bool:
@@ -252,8 +255,46 @@ class _Checker:
             explanation = self.explain(quantity, claim.row, claim.col, shown)
         if claim.quantity == "percent":  # report in the claim's own unit
             expected, carried = (None if x is None else x.scaleb(2) for x in (expected, carried))
+        diagnosis = self.diagnose(quantity, i, j, c, d) if verdict == "wrong" else None
         return Verdict(claim, verdict, truncated, shown, closed, expected, carried, explanation, *self.labels(claim),
-                       masked=is_masked)
+                       masked=is_masked, diagnosis=diagnosis)
+
+    # --- the classic slips ------------------------------------------------
+
+    def diagnose(self, quantity: str, i: int, j: int, c: Fraction, d: int | None) -> str | None:
+        """The first classic slip that gives the claimed digits exactly, if any (unmasked specs only).
+
+        A claim of fewer than three significant digits (0.40) could match a slip by chance: none is named.
+        """
+        if d is None or self.model.allowed is not None or abs(c) * Fraction(10) ** d < 100:
+            return None
+        for slip in SLIPS:
+            value = self.slip_value(slip, quantity, i, j)
+            if value is not None and Fraction(numeric.round_expr(value, d, self._tables.setdefault("slips", {}))) == c:
+                return slip
+        return None
+
+    def slip_value(self, slip: str, quantity: str, i: int, j: int) -> sympy.Expr | None:
+        """What a quantity's entry is when computed with one classic slip, or None where it does not apply."""
+        m = self.model
+        S, V, n, keys = m.scores, m.V, m.n_queries, m.n_keys
+        if slip == "no_scaling":
+            if m.scale == 1 or quantity not in ("scaled", "exp", "weights", "output"):
+                return None
+            if quantity == "scaled":
+                return S[i, j]
+            if quantity == "exp":
+                return sympy.exp(S[i, j])
+            weights = [sympy.exp(S[i, k]) / sympy.Add(*[sympy.exp(S[i, r]) for r in range(keys)]) for k in range(keys)]
+            return weights[j] if quantity == "weights" else sympy.Add(*[w * V[k, j] for k, w in enumerate(weights)])
+        if slip == "column_softmax" and quantity == "weights" and n > 1:
+            return m.exp[i, j] / sympy.Add(*[m.exp[r, j] for r in range(n)])
+        if slip == "no_exp" and quantity == "weights":
+            total = sympy.Add(*[m.scaled[i, k] for k in range(keys)])
+            return None if total == 0 else m.scaled[i, j] / total
+        if slip == "transposed_V" and quantity == "output" and V.rows == V.cols:
+            return sympy.Add(*[m.weights[i, k] * V[j, k] for k in range(keys)])
+        return None
 
     def labels(self, claim: Claim) -> tuple[str | None, str | int | None]:
         quantity = "weights" if claim.quantity == "percent" else claim.quantity
@@ -390,6 +431,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "expected": text(v.expected),
         "carried": text(v.carried),
         "key": v.claim.key,
+        "diagnosis": v.diagnosis,
     } for v in report.results]
     first = report.first_problem
     summary: dict[str, Any] = {

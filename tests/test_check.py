@@ -57,7 +57,8 @@ def test_json_keys_and_values():
     first = data["claims"][16]
     assert first == {"quantity": "scaled", "row": "它", "col": "小猫", "claimed": "0.650",
                      "exact": "23*sqrt(2)/50", "value": "0.650538", "verdict": "last-digit", "truncated": True,
-                     "expected": "0.651", "carried": "0.651", "key": "claims.scaled"}
+                     "expected": "0.651", "carried": "0.651", "key": "claims.scaled",
+                     "diagnosis": None}
     assert data["summary"]["first_wrong"] == first
     assert data["summary"]["counts"] == {"exact": 9, "rounded": 20, "carried": 6, "last-digit": 2, "wrong": 5}
 
@@ -243,3 +244,16 @@ def claims_file(tmp_path, data):
     path = tmp_path / "claims.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     return str(path)
+
+
+@pytest.mark.parametrize("claims, diagnosis", [
+    ({"scaled[1][1]": "1.000"}, "no_scaling"),  # S itself: never divided by √d_k
+    ({"weights[1][2]": "0.196"}, "column_softmax"),  # e^{z_12} over the column's exps
+    ({"weights[2][1]": "0.333"}, "no_exp"),  # z_21 / (z_21 + z_22)
+    ({"output[1][1]": "1.330"}, "transposed_V"),  # Σ_k A_1k V_1k
+    ({"weights[1][2]": "0.500"}, None),  # wrong, and no classic slip gives it
+])
+def test_classic_slips_are_named(claims, diagnosis):
+    spec = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [1, 2]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}
+    report = check(spec, {"claims": claims})
+    assert [(r.verdict, r.diagnosis) for r in report.results] == [("wrong", diagnosis)]
