@@ -11,7 +11,6 @@ import argparse
 import os
 import sys
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from .errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, shown
@@ -203,69 +202,20 @@ def _check(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-_STUDENT_ID = __import__("re").compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-def _roster(path: str) -> list[tuple[str, str]]:
-    """Students from a CSV file with an ``id,name`` header; ids become folder names, so they are plain."""
-    import csv
-    import io
-    from .errors import SpecError
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise SpecError(path, None, f"cannot read file: {exc.strerror or exc}") from None
-    rows = list(csv.DictReader(io.StringIO(text)))
-    if not rows or "id" not in rows[0]:
-        raise SpecError(path, "id", "expected a CSV file with an id,name header and one student per line")
-    out = []
-    for line, row in enumerate(rows, 2):
-        student = (row.get("id") or "").strip()
-        if not _STUDENT_ID.fullmatch(student):
-            raise SpecError(path, "id", f"expected an id of letters, digits, '.', '_' or '-', got {student!r}",
-                            (line,))
-        out.append((student, (row.get("name") or "").strip()))
-    return out
-
-
 def _exercise(args: argparse.Namespace) -> int:
-    import hashlib
-
-    from .exercises import EXTENSIONS, exercise, files, load_template
-    from .output import write_output
+    from .exercises import exercise, load_template, read_roster, write_class
     if (args.count is None) == (args.roster is None):
         raise _UsageError("give --count N or --roster FILE (not both)")
-    fmt = args.format or "markdown"
-    lang = _language(args.lang) if args.lang else None
     if args.count is not None:
         if not 1 <= args.count <= 10_000:
             raise _UsageError(f"--count: expected 1 to 10000, got {args.count}")
         width = max(2, len(str(args.count)))
         students = [(f"s{i:0{width}d}", "") for i in range(1, args.count + 1)]
     else:
-        students = _roster(args.roster)
-    template = load_template(args.template)
-    variants = exercise(template, students, args.seed)
-    os.makedirs(args.output, exist_ok=True)
-    header = ["id", "name", "seed"] + [f"{name}_sha256" for name in
-                                       (f"sheet.{EXTENSIONS[fmt]}", f"key.{EXTENSIONS[fmt]}", "answers.toml")]
-    lines = [header]
-    for v in variants:
-        folder = os.path.join(args.output, v.id)
-        os.makedirs(folder, exist_ok=True)
-        digests = []
-        for name, content in files(v, fmt, lang):
-            data = content if isinstance(content, bytes) else content.encode("utf-8")
-            write_output(os.path.join(folder, name), data)
-            digests.append(hashlib.sha256(data).hexdigest())
-        lines.append([v.id, v.name, str(v.seed)] + digests)
-    import csv
-    import io
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(lines)
-    write_output(os.path.join(args.output, "index.csv"), buffer.getvalue())
-    # the template travels with the index, so that `symattn grade DIR` can rebuild every variant
-    write_output(os.path.join(args.output, "template.toml"), Path(args.template).read_bytes())
+        students = read_roster(args.roster)
+    variants = exercise(load_template(args.template), students, args.seed)
+    write_class(variants, args.output, args.template, args.format or "markdown",
+                _language(args.lang) if args.lang else None)
     return 0
 
 
@@ -288,7 +238,7 @@ def _max_seconds(parser: argparse.ArgumentParser) -> None:
 
 
 def _engine(parser: argparse.ArgumentParser) -> None:
-    from .spec import CJK_FONTS, ENGINES, PAPERS
+    from .choices import CJK_FONTS, ENGINES, PAPERS
     parser.add_argument("--engine", choices=ENGINES,
                         help="TeX engine for --format pdf (default: xelatex for Chinese text, else pdflatex)")
     parser.add_argument("--paper", choices=PAPERS, help="paper of LaTeX and PDF (default: a4 for zh, letter for en)")
@@ -314,6 +264,7 @@ def _seconds(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .choices import EXPANDS, NOTATIONS, ROUNDINGS
     parser = _Parser(prog="symattn", description="Exact, step-by-step Transformer attention derivations.")
     from . import __version__
     parser.add_argument("--version", action="version", version=f"symattn {__version__}")
@@ -329,9 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     _engine(render)
     render.add_argument("--lang", help="language of the prose: zh or en (overrides the spec)")
     render.add_argument("--focus", metavar="TOKEN", help="the token whose row is worked out (label or 1-based index)")
-    render.add_argument("--expand", choices=("focus", "all"))
-    render.add_argument("--rounding", choices=("exact", "hand"))
-    render.add_argument("--notation", choices=("auto", "fixed", "scientific"),
+    render.add_argument("--expand", choices=EXPANDS)
+    render.add_argument("--rounding", choices=ROUNDINGS)
+    render.add_argument("--notation", choices=NOTATIONS,
                         help="auto (default): m × 10^k where |x| ≥ 10^6 or < 10^-4; fixed; scientific")
     render.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
     render.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")

@@ -37,8 +37,12 @@ drawn again, at most ``tries`` times):
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
+import os
 import random
+import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
@@ -47,7 +51,6 @@ from typing import Any, Iterable, Mapping, Sequence
 from . import numeric
 from .errors import EvaluationError, SpecError
 from .model import Model, build_model
-from .numeral import NumeralError, parse_numeral
 from .rounding import exact_figures, hand_figures
 from .spec import Spec, _kind, _Reader, read_table, spec_from_mapping
 
@@ -134,11 +137,7 @@ def load_template(template: str | Path | Mapping[str, Any] | Template) -> Templa
 def _exact(reader: _Reader, raw: object, key: str, position: tuple[int, ...] = ()) -> Fraction:
     if isinstance(raw, float) and not isinstance(raw, str):
         raise reader.error(key, f"give an exact number (a string such as \"0.1\"), got the float {raw!r}", position)
-    try:
-        number = parse_numeral(raw)
-    except NumeralError as exc:
-        raise reader.error(key, str(exc), position) from None
-    return number.value
+    return reader.number(raw, key, position).value
 
 
 def _whole(reader: _Reader, raw: object, key: str, low: int, high: int) -> tuple[int, ...]:
@@ -547,6 +546,50 @@ def files(v: Variant, fmt: str = "markdown", lang: str | None = None) -> tuple[t
     return ((f"sheet.{ext}", sheet(v, fmt, lang)), (f"key.{ext}", key(v, fmt, lang)), ("answers.toml", answers(v, lang)))
 
 
+_STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def read_roster(path: str | Path) -> list[tuple[str, str]]:
+    """Students from a CSV file with an ``id,name`` header; ids become folder names, so they are plain."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise SpecError(str(path), None, f"cannot read file: {exc.strerror or exc}") from None
+    rows = list(csv.DictReader(io.StringIO(text)))
+    if not rows or "id" not in rows[0]:
+        raise SpecError(str(path), "id", "expected a CSV file with an id,name header and one student per line")
+    out = []
+    for line, row in enumerate(rows, 2):
+        student = (row.get("id") or "").strip()
+        if not _STUDENT_ID.fullmatch(student):
+            raise SpecError(str(path), "id", f"expected an id of letters, digits, '.', '_' or '-', got {student!r}",
+                            (line,))
+        out.append((student, (row.get("name") or "").strip()))
+    return out
+
+
+def write_class(variants: Sequence[Variant], folder: str, template_path: str | Path, fmt: str = "markdown",
+                lang: str | None = None) -> None:
+    """Each student's files in ``<folder>/<id>/``, then ``index.csv`` and a copy of the template."""
+    from .output import write_output
+    os.makedirs(folder, exist_ok=True)
+    names = (f"sheet.{EXTENSIONS[fmt]}", f"key.{EXTENSIONS[fmt]}", "answers.toml")
+    lines = [["id", "name", "seed"] + [f"{name}_sha256" for name in names]]
+    for v in variants:
+        os.makedirs(os.path.join(folder, v.id), exist_ok=True)
+        digests = []
+        for name, content in files(v, fmt, lang):
+            data = content if isinstance(content, bytes) else content.encode("utf-8")
+            write_output(os.path.join(folder, v.id, name), data)
+            digests.append(hashlib.sha256(data).hexdigest())
+        lines.append([v.id, v.name, str(v.seed)] + digests)
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(lines)
+    write_output(os.path.join(folder, "index.csv"), buffer.getvalue())
+    # the template travels with the index, so that `symattn grade DIR` can rebuild every variant
+    write_output(os.path.join(folder, "template.toml"), Path(template_path).read_bytes())
+
+
 __all__ = ["Asked", "Variant", "Template", "answers", "asked", "draw", "exercise", "files", "key", "load_template",
-           "sheet", "variant_seed"]
+           "read_roster", "sheet", "variant_seed", "write_class"]
 

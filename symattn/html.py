@@ -124,18 +124,8 @@ def _katex() -> tuple[str, str]:
 
 
 def _environment():
-    import jinja2
-
-    from .renderer import _Loader
-    return jinja2.Environment(
-        loader=_Loader(),
-        block_start_string="((*", block_end_string="*))",
-        variable_start_string="(((", variable_end_string=")))",
-        comment_start_string="((=", comment_end_string="=))",
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
-        autoescape=True,
-    )
+    from .renderer import template_environment
+    return template_environment(autoescape=True)
 
 
 def page(markdown: str, lang: str, title: str | None = None) -> str:

@@ -18,9 +18,9 @@ import signal
 import subprocess
 import tempfile
 
+from .choices import ENGINES
 from .errors import RenderError
 
-ENGINES = ("xelatex", "pdflatex", "lualatex")
 
 # latexmk's switch for each engine
 _SWITCH = {"xelatex": "-xelatex", "pdflatex": "-pdf", "lualatex": "-lualatex"}

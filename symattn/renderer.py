@@ -304,21 +304,27 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     return jinja2.FileSystemBytecodeCache(folder) if os.access(folder, os.W_OK) else None
 
 
-@lru_cache(maxsize=None)
-def environment(fmt: str) -> jinja2.Environment:
-    """The Jinja2 environment of one output format."""
-    if fmt not in REPORT_FORMATS:
-        raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
-    env = jinja2.Environment(
+def template_environment(*, autoescape: bool = False,
+                         bytecode_cache: jinja2.BytecodeCache | None = None) -> jinja2.Environment:
+    """Our templates' Jinja2 settings: nbconvert's LaTeX-safe delimiters, strict undefined, trimmed blocks."""
+    return jinja2.Environment(
         loader=_Loader(),
         block_start_string="((*", block_end_string="*))",
         variable_start_string="(((", variable_end_string=")))",
         comment_start_string="((=", comment_end_string="=))",
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
-        autoescape=False,
-        bytecode_cache=_bytecode_cache(),
+        autoescape=autoescape,
+        bytecode_cache=bytecode_cache,
     )
+
+
+@lru_cache(maxsize=None)
+def environment(fmt: str) -> jinja2.Environment:
+    """The Jinja2 environment of one output format."""
+    if fmt not in REPORT_FORMATS:
+        raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
+    env = template_environment(bytecode_cache=_bytecode_cache())
     env.filters.update(FILTERS)
     env.filters["esc"] = ESCAPERS[fmt]
     env.filters["title"] = _title_filter(fmt)

@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from decimal import Decimal
 from fractions import Fraction
-from typing import Sequence
+from functools import cache
+from typing import Callable, Sequence
 
 import sympy
 
@@ -30,7 +31,7 @@ from . import numeric
 from .errors import LimitError, SpecError
 from .limits import FIXED_DIGITS
 from .model import Model
-from .spec import NOTATIONS, Decimals, Spec  # noqa: F401 (NOTATIONS: the choices)
+from .spec import Decimals, Spec
 
 
 _LARGE = Fraction(10**6)
@@ -121,12 +122,30 @@ def _rounded(values: Sequence[Sequence[Fraction]], decimals: int, notation: str 
     return tuple(tuple(_shown(v, decimals, notation, shift, digits) for v in row) for row in values)
 
 
+def _in_notation(fixed: Num, exact: Fraction | None, significant: Callable[[], Decimal], notation: str,
+                 shift: int = 0) -> Num:
+    """The fixed form of a value, or m × 10^k where the notation asks for it.
+
+    Whether it is extreme is decided on the exact value where known, else on its
+    significant digits, which ``significant()`` decides (only when they may be needed).
+    """
+    if notation == "fixed" or fixed.is_infinite:
+        return fixed
+    if exact is not None:
+        if not _wants_scientific(exact, notation, shift):
+            return fixed
+    elif not (notation == "scientific" or fixed.value == 0 or is_extreme(fixed.fraction, shift)):
+        return fixed
+    d = significant()
+    if not _wants_scientific(Fraction(d), notation, shift):
+        return fixed
+    return Num(d, exact is not None and Fraction(d) == exact, True)
+
+
 def _shown(value: Fraction, decimals: int, notation: str, shift: int = 0, digits: int | None = None) -> Num:
     """An exact rational as shown: fixed decimals, or significant digits in scientific notation."""
-    if _wants_scientific(value, notation, shift):
-        shown = numeric.significant_exact(value, digits or decimals + 1)
-        return Num(shown, Fraction(shown) == value, True)
-    return _num(numeric.round_half_up(value, decimals), value)
+    return _in_notation(_num(numeric.round_half_up(value, decimals), value), value,
+                        lambda: numeric.significant_exact(value, digits or decimals + 1), notation, shift)
 
 
 def _num(shown: Decimal, value: Fraction | None) -> Num:
@@ -142,19 +161,10 @@ def _from_model(model: Model, quantity: str, decimals: int, notation: str = "fix
     """The model's values as shown; ``shift``: they are displayed × 10^shift (percent: 2)."""
     shown = model.rounded(quantity, decimals)
     exact = model.rationals(quantity)
-    rows = [[_num(d, e) for d, e in zip(row, exact_row)] for row, exact_row in zip(shown, exact)]
-    if notation != "fixed":
-        # only entries that may be extreme need their significant digits decided
-        maybe = [(i, j) for i, row in enumerate(rows) for j, x in enumerate(row) if not x.is_infinite and (
-            _wants_scientific(exact[i][j], notation, shift) if exact[i][j] is not None else
-            notation == "scientific" or x.value == 0 or is_extreme(x.fraction, shift))]
-        if maybe:
-            significant = model.significant(quantity, digits or decimals + 1)
-            for i, j in maybe:
-                d = significant[i][j]
-                if _wants_scientific(Fraction(d), notation, shift):
-                    rows[i][j] = Num(d, exact[i][j] is not None and Fraction(d) == exact[i][j], True)
-    return tuple(tuple(row) for row in rows)
+    significant = cache(lambda: model.significant(quantity, digits or decimals + 1))  # decided at most once
+    return tuple(tuple(_in_notation(_num(d, e), e, lambda i=i, j=j: significant()[i][j], notation, shift)
+                       for j, (d, e) in enumerate(zip(row, exact_row)))
+                 for i, (row, exact_row) in enumerate(zip(shown, exact)))
 
 
 def _percent(weights: NumRows, shift: int = 2) -> NumRows:
@@ -206,12 +216,8 @@ def _exp_of(x: Num, decimals: int, notation: str) -> Num:
     if value == 0:
         return Num(Decimal(1), True)  # e^0 = 1
     power = sympy.exp(sympy.Rational(value.numerator, value.denominator))
-    shown = numeric.round_expr(power, decimals)
-    if notation == "scientific" or (notation == "auto" and (shown == 0 or is_extreme(Fraction(shown)))):
-        significant = numeric.round_expr(power, decimals + 1, significant=True)
-        if notation == "scientific" or is_extreme(Fraction(significant)):
-            return Num(significant, False, True)
-    return _num(shown, None)
+    return _in_notation(_num(numeric.round_expr(power, decimals), None), None,
+                        lambda: numeric.round_expr(power, decimals + 1, significant=True), notation)
 
 
 def hand_figures(model: Model, spec: Spec) -> Figures:

@@ -18,21 +18,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import limits
+from .choices import CJK_FONTS, ENGINES, EXPANDS, MASKS, NOTATIONS, PAPERS, ROUNDINGS, SCALES, SOFTMAXES
 from .errors import LimitError, ShapeError, SpecError, shown
 from .escape import math_problem, unsupported_character
 from .numeral import NotFiniteError, Numeral, NumeralError, parse_numeral
 from .formula import Formula, FormulaError, is_symbol_name, parse_formula, terms
 from .projection import Projection, project
 
-SCALES = ("sqrt", "none")
-ROUNDINGS = ("exact", "hand")
-EXPANDS = ("focus", "all")
-MASKS = ("none", "causal")
-SOFTMAXES = ("plain", "stable")
-NOTATIONS = ("auto", "fixed", "scientific")  # how shown numbers are written (see rounding)
-PAPERS = ("a4", "letter")
-ENGINES = ("xelatex", "pdflatex", "lualatex")
-CJK_FONTS = ("fandol", "adobe", "founder", "ubuntu", "windows", "mac", "macnew", "macold")  # ctex's fontsets
 _INDEX = re.compile(r"[0-9]{1,9}")  # a 1-based index as text: ASCII digits, never '²'
 
 

@@ -1,0 +1,15 @@
+"""The values each setting may take: one place, cheap to import.
+
+The spec reader validates against these, and the command line offers them as
+``choices`` without loading SymPy (``symattn example`` and ``--help`` stay fast).
+"""
+
+SCALES = ("sqrt", "none")
+ROUNDINGS = ("exact", "hand")
+EXPANDS = ("focus", "all")
+MASKS = ("none", "causal")
+SOFTMAXES = ("plain", "stable")
+NOTATIONS = ("auto", "fixed", "scientific")  # how shown numbers are written (see rounding)
+PAPERS = ("a4", "letter")
+ENGINES = ("xelatex", "pdflatex", "lualatex")
+CJK_FONTS = ("fandol", "adobe", "founder", "ubuntu", "windows", "mac", "macnew", "macold")  # ctex's fontsets
