@@ -1,7 +1,13 @@
-"""Benchmarks: symattn against a plain SymPy script, as ratios measured in one run.
+"""Benchmarks: symattn against a plain SymPy script and the lean flint+arb pipeline, as ratios
+measured in one run.
 
-    python bench/run.py            # sizes 3, 8, 16, 32, 64 at 50 digits, and CLI start-up
-    python bench/run.py --quick    # sizes up to 16
+    python bench/run.py            # sizes 3, 8, 16, 32, 64 at 50 digits, the scale targets, CLI start-up
+    python bench/run.py --quick    # sizes up to 16, no scale targets
+
+Scale targets (issue 12): 64×64 at 50 digits in process, every intermediate numeric, within 3× of
+bench/lean_flint.py (and the mpmath engine beside it); `symattn compute --no-exact` on 128×64 at
+30 digits ≤ 3 s whole process; 512×64 at 30 digits finishes under 2 GB peak RSS; the default
+`symattn compute` (with exact strings) at 64×64 at most 3× the `--no-exact` time.
 
 Absolute times on shared machines are noise; the ratio of two runs made side by
 side in the same process is the figure to quote.
@@ -11,12 +17,14 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import random
 import statistics
 import subprocess
 import tempfile
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import sympy
@@ -25,7 +33,9 @@ from sympy.core.cache import clear_cache
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from symattn import engine  # noqa: E402
 from symattn.derivation import derive  # noqa: E402
+from symattn.intermediates import compute  # noqa: E402
 from symattn.model import build_model  # noqa: E402
 from symattn.renderer import render  # noqa: E402
 from symattn.spec import load_spec  # noqa: E402
@@ -75,6 +85,9 @@ def end_to_end_seed() -> None:
 
 
 def startup(runs: int) -> tuple[float, float]:
+    # as installed: pip byte-compiles a package, and SymPy's bytecode is there already; a source tree
+    # run with PYTHONDONTWRITEBYTECODE would compile every module on every start instead
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "symattn")], check=True)
     # -o into a temporary folder: a benchmark never writes to a system path
     out = Path(tempfile.mkdtemp(prefix="symattn-bench-")) / "seed.md"
     env_cmd = [sys.executable, "-m", "symattn", "render", "-o", str(out)]
@@ -84,6 +97,56 @@ def startup(runs: int) -> tuple[float, float]:
         base_t.append(timed(subprocess.run, base_cmd))
         ours_t.append(timed(lambda: subprocess.run(env_cmd, cwd=ROOT, check=True)))
     return statistics.median(ours_t), statistics.median(base_t)
+
+
+def all_intermediates(raw: dict, digits: int) -> None:
+    compute(load_spec(raw), digits=digits, exact=False)
+
+
+def lean_flint(raw: dict, digits: int) -> None:
+    from lean_flint import lean
+    Q, K, V = ([[int(Fraction(x) * 100) for x in row] for row in raw[k]] for k in ("Q", "K", "V"))
+    lean(Q, K, V, 100, len(Q[0]), digits)
+
+
+# run the CLI in a child that reports its own peak resident memory (kB on Linux) on its last line
+_CHILD = ("import resource, sys\nfrom symattn.cli import main\ncode = main(sys.argv[1:])\n"
+          "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(code)")
+
+
+def cli_compute(raw: dict, *args: str) -> tuple[float, int]:
+    """Seconds and peak RSS (MiB) of `symattn compute SPEC ARGS` as a new process."""
+    folder = Path(tempfile.mkdtemp(prefix="symattn-bench-"))
+    spec = folder / "spec.json"
+    spec.write_text(json.dumps(raw))
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _CHILD, "compute", str(spec), "-o", str(folder / "out.json"),
+                           "--max-seconds", "3600", *args], cwd=ROOT, check=True, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    return seconds, int(done.stderr.split()[-1]) // 1024
+
+
+def scale_targets() -> None:
+    from symattn.engine import name
+    sys.path.insert(0, str(ROOT / "bench"))
+    raw = random_spec(64, 64)
+    ours_s = best_of(5, all_intermediates, raw, 50)
+    lean_s = best_of(5, lean_flint, raw, 50)
+    with engine.use("mpmath"):
+        mpmath_s = best_of(3, all_intermediates, raw, 50)
+    print(f"64x64 at 50 digits, all intermediates numeric, in process ({name()} engine): {ours_s * 1000:.1f} ms; "
+          f"lean flint+arb {lean_s * 1000:.1f} ms = {ours_s / lean_s:.2f}x (target <= 3x); "
+          f"mpmath engine {mpmath_s * 1000:.1f} ms = {mpmath_s / lean_s:.2f}x", flush=True)
+    no_exact = min(cli_compute(raw, "--no-exact")[0] for _ in range(3))
+    with_exact = min(cli_compute(raw)[0] for _ in range(3))
+    print(f"symattn compute 64x64 (15 digits), whole process: {with_exact:.2f} s with exact strings, "
+          f"{no_exact:.2f} s --no-exact = {with_exact / no_exact:.2f}x (target <= 3x)", flush=True)
+    seconds, rss = min(cli_compute(random_spec(128, 64), "--no-exact", "--digits", "30") for _ in range(3))
+    print(f"symattn compute --no-exact 128x64 at 30 digits, whole process: {seconds:.2f} s (target <= 3 s), "
+          f"peak RSS {rss} MiB", flush=True)
+    seconds, rss = cli_compute(random_spec(512, 64), "--no-exact", "--digits", "30")
+    print(f"symattn compute --no-exact 512x64 at 30 digits, whole process: {seconds:.1f} s, peak RSS {rss} MiB "
+          f"(target < 2048 MiB)", flush=True)
 
 
 def main() -> None:
@@ -106,6 +169,9 @@ def main() -> None:
     plain_seed = best_of(5, plain_sympy, seed_raw, 15)
     print(f"built-in example end to end (spec -> Markdown): {e2e * 1000:.1f} ms, "
           f"{e2e / plain_seed:.2f}x the time the plain script needs for the numbers alone")
+
+    if not args.quick:
+        scale_targets()
 
     mine, base = startup(11)
     print(f"CLI start-up: symattn render {mine * 1000:.0f} ms vs python -c 'import sympy' {base * 1000:.0f} ms "

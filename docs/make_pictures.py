@@ -4,7 +4,8 @@
 
 writes docs/seed-html.png (the Chinese seed page in headless Chromium at
 1280×900), docs/seed-pdf.png (page 1 of the English seed PDF, pdftoppm at
-80 dpi) and docs/causal4-pdf.png (page 4 of docs/causal4.toml's PDF). Needs TeX Live with latexmk, poppler-utils, chromium, chromium-driver
+80 dpi), docs/causal4-pdf.png (page 4 of docs/causal4.toml's PDF) and docs/sheet.png
+(student s01's exercise sheet). Needs TeX Live with latexmk, poppler-utils, chromium, chromium-driver
 and selenium: the clients of tests/test_export.py. For a fair picture of the
 Chinese page, install a CJK sans-serif font as readers have one (Debian:
 fonts-wqy-microhei or fonts-noto-cjk); TeX Live's Arphic fonts alone set a Kaiti.
@@ -62,12 +63,21 @@ def causal_picture(folder: Path) -> None:
                     str(pdf), str(DOCS / "causal4-pdf")], check=True)
 
 
+def sheet_picture(folder: Path) -> None:
+    # student s01's sheet of the README's walkthrough: symattn exercise examples/homework.toml --seed 1
+    symattn("exercise", "examples/homework.toml", "--count", "1", "--seed", "1", "--format", "pdf",
+            "-o", str(folder / "class"))
+    subprocess.run(["pdftoppm", "-png", "-r", "80", "-f", "1", "-l", "1", "-singlefile",
+                    str(folder / "class" / "s01" / "sheet.pdf"), str(DOCS / "sheet")], check=True)
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="symattn-pictures-") as tmp:
         html_picture(Path(tmp))
         pdf_picture(Path(tmp))
         causal_picture(Path(tmp))
-    print("wrote", DOCS / "seed-html.png", DOCS / "seed-pdf.png", "and", DOCS / "causal4-pdf.png")
+        sheet_picture(Path(tmp))
+    print("wrote", DOCS / "seed-html.png", DOCS / "seed-pdf.png", DOCS / "causal4-pdf.png", "and", DOCS / "sheet.png")
 
 
 if __name__ == "__main__":

@@ -18,13 +18,15 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "attention": "api", "solve": "api", "Result": "api",
     "load_spec": "spec", "Spec": "spec", "Decimals": "spec",
-    "build_model": "model", "Model": "model",
+    "build_model": "model", "Model": "model", "build": "model", "AttentionModel": "model",
+    "BackwardModel": "backward",
     "derive": "derivation", "Derivation": "derivation",
     "render": "renderer", "render_report": "renderer",
     "check": "checker", "Report": "checker", "report_data": "checker",
     "load_claims": "claims", "Claims": "claims",
     "compute": "intermediates",
     "exercise": "exercises", "Variant": "exercises", "grade": "grading", "Gradebook": "grading",
+    "compare": "compare", "Comparison": "compare", "read_result": "floats",
     "SymattnError": "errors", "SpecError": "errors", "ShapeError": "errors",
     "EvaluationError": "errors", "RenderError": "errors",
 }

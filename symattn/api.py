@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import Any, Mapping
 
 from .derivation import Derivation, derive
-from .model import Model, build_model
+from .model import AttentionModel, build
 from .spec import Spec, load_spec
 
 
@@ -18,19 +18,14 @@ class Result:
     spec: Spec
 
     @cached_property
-    def model(self) -> Any:
-        """The exact model: a Model; a MultiHead with several heads or W_O; a SymbolicModel with symbols."""
-        if self.spec.is_symbolic:
-            from .symbolic import build_symbolic
-            return build_symbolic(self.spec)
-        if self.spec.heads > 1 or self.spec.W_O is not None:
-            from .multihead import build_multihead
-            return build_multihead(self.spec)
-        return build_model(self.spec)
+    def model(self) -> AttentionModel:
+        """The exact model (:func:`~symattn.model.build`): one head, several heads (or W_O), symbols,
+        or the backward pass over one of them."""
+        return build(self.spec)
 
     @cached_property
     def derivation(self) -> Derivation:
-        return derive(self.spec, self.model if isinstance(self.model, Model) else None)
+        return derive(self.spec, self.model)
 
     def render(self, format: str = "markdown", *, standalone: bool = False) -> str:
         from .renderer import render
@@ -45,7 +40,7 @@ class Result:
 
     def compute(self, digits: int = 15) -> dict[str, Any]:
         from .intermediates import compute
-        return compute(self.spec, self.model if isinstance(self.model, Model) else None, digits)
+        return compute(self.spec, self.model, digits)
 
     def _repr_markdown_(self) -> str:
         return self.render("markdown")

@@ -30,9 +30,9 @@ from typing import Any, Mapping
 
 import sympy
 
-from . import numeric
-from .claims import INPUTS, STAGE, Claim, Claims, load_claims
-from .model import Model, build_model
+from . import numeric, progress
+from .claims import GRADIENTS, INPUTS, STAGE, Claim, Claims, load_claims
+from .model import Model, build
 from .rounding import Num, is_extreme
 from .errors import SpecError
 from .spec import Spec
@@ -113,9 +113,10 @@ def _order(claim: Claim) -> tuple:
 
 
 class _Checker:
-    def __init__(self, spec: Spec, model: Model, claims: tuple[Claim, ...]):
+    def __init__(self, spec: Spec, model, claims: tuple[Claim, ...]):
         self.spec = spec
-        self.model = model
+        self.model: Model = model.forward
+        self.gradients = model.backward  # the backward model, or None
         self.claims = claims
         self.index: dict[tuple[str, int | None, int | None], list[Claim]] = {}
         for c in claims:
@@ -181,10 +182,65 @@ class _Checker:
         elif quantity == "output":
             terms = [(self.implied("weights", row, j), self.implied("V", j, col)) for j in range(m.n_keys)]
             result = (sympy.Add(*[w * v for (w, _), (v, _) in terms]), any(a or b for (_, a), (_, b) in terms))
+        elif quantity in GRADIENTS or quantity in ("dO", "dot"):
+            result = self.gradient(quantity, row, col)
         else:  # pragma: no cover - the claims reader allows no other quantity
             raise ValueError(quantity)
         self._cache[key] = result
         return result
+
+    def _sum(self, pairs: list) -> tuple[sympy.Expr, bool]:
+        return sympy.Add(*[a * b for (a, _), (b, _) in pairs]), any(x or y for (_, x), (_, y) in pairs)
+
+    def gradient(self, quantity: str, row: int, col: int) -> tuple[sympy.Expr, bool]:
+        """A gradient from the claimant's own weights (and dA, dZ, ...) before it: error carried forward."""
+        m, b = self.model, self.spec.backward
+        n, keys, dv = m.n_queries, m.n_keys, len(self.spec.V[0])
+        if quantity == "dO":
+            if b.loss == "sum":
+                return sympy.Integer(1), False
+            if b.loss == "given":
+                return _rational(b.grad_output[row][col].value), False
+            out, a = self.implied("output", row, col)
+            return out - _rational(b.target[row][col].value), a
+        if quantity == "dV":
+            return self._sum([(self.implied("weights", i, row), self.implied("dO", i, col)) for i in range(n)])
+        if quantity == "dA":
+            return self._sum([(self.implied("dO", row, k), self.implied("V", col, k)) for k in range(dv)])
+        if quantity == "dot":
+            return self._sum([(self.implied("dA", row, k), self.implied("weights", row, k)) for k in range(keys)])
+        if quantity == "dZ":
+            if not m.may_attend(row, col):
+                return sympy.Integer(0), False
+            (w, a), (g, c), (r, e) = (self.implied("weights", row, col), self.implied("dA", row, col),
+                                      self.implied("dot", row, 0))
+            return w * (g - r), a or c or e
+        if quantity == "dS":
+            z, a = self.implied("dZ", row, col)
+            if self.spec.scale == "sqrt":
+                root, c = self.implied("sqrt_dk")
+                return z / root, a or c
+            return z * m.scale, a
+        if quantity == "dQ":
+            return self._sum([(self.implied("dS", row, j), self.implied("K", j, col)) for j in range(keys)])
+        if quantity == "dK":
+            return self._sum([(self.implied("dS", i, row), self.implied("Q", i, col)) for i in range(n)])
+        p = self.spec.projection
+        if quantity == "dX":
+            terms = []
+            for name in ("Q", "K", "V"):
+                W = getattr(p, f"W_{name}")
+                terms += [(self.implied(f"d{name}", row, c), (_rational(W[col][c].value), False))
+                          for c in range(len(W[0]))]
+            return self._sum(terms)
+        name = quantity[-1]  # dW_Q, dW_K, dW_V: Xᵀ dQ (X_kv for K and V)
+        X = p.X if name == "Q" else p.source_of_keys
+        return self._sum([((_rational(X[i][row].value), False), self.implied(f"d{name}", i, col))
+                          for i in range(len(X))])
+
+    def source(self, quantity: str):
+        """The model whose quantity it is: the backward model for gradients."""
+        return self.gradients if quantity in GRADIENTS else self.model
 
     # --- verdicts --------------------------------------------------------
 
@@ -197,7 +253,7 @@ class _Checker:
 
     def table(self, model: Model, method: str, quantity: str, *args: int) -> tuple:
         """A whole matrix of the model's numbers, computed once for every claim on it."""
-        key = (model is self.model, method, quantity, *args)
+        key = (id(model), method, quantity, *args)
         if key not in self._tables:
             self._tables[key] = getattr(model, method)(quantity, *args)
         return self._tables[key]
@@ -217,7 +273,7 @@ class _Checker:
             exact = getattr(self.spec, quantity)[i][j].value
             rounded = None if decimals is None else numeric.round_half_up(exact, decimals)
             return exact, _rational(exact), self.sig(quantity, i, j), rounded
-        model = model or self.model
+        model = model or self.source(quantity)
         exact = self.table(model, "rationals", quantity)[i][j]
         rounded = self.table(model, "rounded", quantity, decimals)[i][j] if decimals is not None else None
         return exact, model.exact(quantity)[i, j], self.sig(quantity, i, j, model), rounded
@@ -247,7 +303,8 @@ class _Checker:
             verdict = "carried"
         elif d is not None and self.one_off(c, d, expected, carried):
             verdict = "last-digit"
-            truncated = self.is_truncation(self.unmasked if is_masked else self.model, quantity, i, j, c, d, exact)
+            truncated = self.is_truncation(self.unmasked if is_masked else self.source(quantity), quantity, i, j, c, d,
+                                           exact)
         else:
             verdict = "wrong"
         explanation = None
@@ -273,6 +330,33 @@ class _Checker:
             if value is not None and Fraction(numeric.round_expr(value, d, self._tables.setdefault("slips", {}))) == c:
                 return slip
         return None
+
+    def diagnose_rows(self, results: tuple[Verdict, ...]) -> tuple[Verdict, ...]:
+        """Short claims (fewer than three significant digits) named after all, when a whole row shows the slip.
+
+        One 0.4 may match a slip by chance; a row of two or more wrong claims of one quantity that each
+        match the same slip at their own decimals (scaled = the scores, say) is the slip.
+        """
+        if self.model.allowed is not None:
+            return results
+        rows: dict[tuple[str, int], list[int]] = {}
+        for k, v in enumerate(results):
+            if v.verdict == "wrong" and v.diagnosis is None and v.claim.number.decimals is not None \
+                    and not v.claim.number.is_infinite and v.claim.quantity != "percent":
+                rows.setdefault((v.claim.quantity, self.position(v.claim)[0]), []).append(k)
+        out = list(results)
+        tables = self._tables.setdefault("slips", {})
+        for (quantity, i), members in rows.items():
+            if len(members) < 2:
+                continue
+            for slip in SLIPS:
+                values = [self.slip_value(slip, quantity, i, self.position(results[k].claim)[1]) for k in members]
+                if all(x is not None and Fraction(numeric.round_expr(x, results[k].claim.number.decimals, tables))
+                       == results[k].claim.number.value for x, k in zip(values, members)):
+                    for k in members:
+                        out[k] = replace(out[k], diagnosis=slip)
+                    break
+        return tuple(out)
 
     def slip_value(self, slip: str, quantity: str, i: int, j: int) -> sympy.Expr | None:
         """What a quantity's entry is when computed with one classic slip, or None where it does not apply."""
@@ -343,7 +427,7 @@ class _Checker:
     # --- explanations ----------------------------------------------------
 
     def sig(self, quantity: str, i: int, j: int, model: Model | None = None) -> Num:
-        model = model or self.model
+        model = model or self.source(quantity)
         if quantity in INPUTS:
             exact = getattr(self.spec, quantity)[i][j].value
         else:
@@ -372,16 +456,50 @@ class _Checker:
             operands = tuple(self.sig("exp", row, j) for j in range(m.n_keys))
         elif quantity == "weights":
             operands = (self.sig("exp", row, col), self.sig("exp_sum", row, 0))
+        elif quantity in GRADIENTS:
+            operands = self.explain_gradient(quantity, row, col)
         else:
             operands = tuple((self.sig("weights", row, j), spec.V[j][col]) for j in range(m.n_keys))
         return Explanation(quantity, row, col, operands, result)
 
 
-def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str) -> Report:
+def _gradient_operands(self, quantity: str, row: int, col: int) -> tuple:
+    """Pairs whose products sum to the gradient (for dZ: α × (dA − r); for dS: dZ × scale)."""
+    g, spec, m = self.gradients, self.spec, self.model
+    n, keys = m.n_queries, m.n_keys
+
+    def sig(q: str, i: int, j: int) -> Num:
+        return self.sig(q, i, j, g)
+    if quantity == "dV":
+        return tuple((self.sig("weights", i, row), sig("dO", i, col)) for i in range(n))
+    if quantity == "dA":
+        return tuple((sig("dO", row, k), spec.V[col][k]) for k in range(len(spec.V[0])))
+    if quantity == "dZ":
+        difference = g.significant("dA", SIGNIFICANT)[row][col] - g.significant("dot", SIGNIFICANT)[row][0]
+        return ((self.sig("weights", row, col), Num(difference, False)),)
+    if quantity == "dS":
+        return ((sig("dZ", row, col), Num(self.model.significant("scale", SIGNIFICANT)[0][0], False)),)
+    if quantity == "dQ":
+        return tuple((sig("dS", row, j), spec.K[j][col]) for j in range(keys))
+    if quantity == "dK":
+        return tuple((sig("dS", i, row), spec.Q[i][col]) for i in range(n))
+    p = spec.projection
+    if quantity == "dX":
+        return tuple((sig(f"d{name}", row, c), getattr(p, f"W_{name}")[col][c])
+                     for name in ("Q", "K", "V") for c in range(len(getattr(p, f"W_{name}")[0])))
+    X = p.X if quantity == "dW_Q" else p.source_of_keys
+    return tuple((X[i][row], sig(f"d{quantity[-1]}", i, col)) for i in range(len(X)))
+
+
+_Checker.explain_gradient = _gradient_operands
+
+
+def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str, *, backward: bool = False) -> Report:
     """Check claimed numbers against the exact values of a spec (or a Result, or a Model's spec).
 
     ``claims`` is a claims file path, a mapping with a ``claims`` table (inputs
     inline or by path are ignored in favour of ``spec_or_result``), or Claims.
+    ``backward``: add the backward pass (L = Σ O) when the spec has no ``[backward]``, as ``--backward`` does.
     """
     spec = getattr(spec_or_result, "spec", spec_or_result)
     model = getattr(spec_or_result, "model", None)
@@ -392,12 +510,24 @@ def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str) -> Repo
         from .spec import load_spec
         spec = load_spec(spec)
         loaded = load_claims(claims, spec=spec)
-    spec = _numeric(spec)
-    model = model if isinstance(model, Model) else build_model(spec)
+    given = spec
+    spec = _numeric(spec.with_options(backward=True) if backward and spec.backward is None else spec)
+    if spec.backward is None:
+        gradient = next((c for c in loaded.claims if c.quantity in GRADIENTS), None)
+        if gradient is not None:
+            raise SpecError(loaded.source, gradient.key, "a claim on a gradient needs [backward] in the spec "
+                                                         "(or --backward)")
+    if model is None or spec is not given:  # a Result's model is reused when its spec is the one checked
+        model = build(spec)
     checker = _Checker(spec, model, loaded.claims)
-    results = tuple(checker.verdict(c) for c in sorted(loaded.claims, key=_order))
+    results = checker.diagnose_rows(tuple(_verdict(checker, c) for c in sorted(loaded.claims, key=_order)))
     return Report(spec.title, spec.lang, spec.tokens, spec.keys, loaded.source, results, paper=spec.page,
                   cjk_font=spec.cjk_font, engine=spec.engine, blanks=loaded.blanks, student=loaded.student)
+
+
+def _verdict(checker: "_Checker", claim: Claim) -> Verdict:
+    progress.step("claim")
+    return checker.verdict(claim)
 
 
 def _numeric(spec: Spec) -> Spec:

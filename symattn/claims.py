@@ -27,7 +27,10 @@ from .spec import SPEC_KEYS
 from .spec import Spec, _kind, _Reader, check_keys, read_table, spec_from_mapping
 
 # In the order of the derivation; "percent" is the weights written in percent.
-QUANTITIES = ("Q", "K", "V", "sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "percent", "output")
+GRADIENTS = ("dV", "dA", "dZ", "dS", "dQ", "dK", "dW_Q", "dW_K", "dW_V", "dX")  # need [backward] or --backward
+PROJECTED_GRADIENTS = ("dW_Q", "dW_K", "dW_V", "dX")  # need X with W_Q, W_K, W_V
+QUANTITIES = ("Q", "K", "V", "sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "percent",
+              "output") + GRADIENTS
 INPUTS = ("Q", "K", "V")  # claimable when they are computed from X and W
 STAGE = {q: i for i, q in enumerate(QUANTITIES)} | {"percent": QUANTITIES.index("weights")}
 _KEY = re.compile(r"([A-Za-z_]+)((?:\[[0-9]+\])*)")  # ASCII digits: never '²'
@@ -65,8 +68,16 @@ def _shape(quantity: str, spec: Spec) -> tuple[int, ...]:
         return ()
     if quantity == "exp_sum":
         return (n,)
-    if quantity == "output":
-        return (n, len(spec.V[0]))
+    if quantity in ("output", "dQ"):
+        return (n, len((spec.V if quantity == "output" else spec.Q)[0]))
+    if quantity in ("dV", "dK"):
+        return (m, len((spec.V if quantity == "dV" else spec.K)[0]))
+    if quantity in PROJECTED_GRADIENTS:
+        p = spec.projection
+        if quantity == "dX":
+            return (len(p.X), len(p.X[0]))
+        W = getattr(p, "W_" + quantity[-1])
+        return (len(W), len(W[0]))
     return (n, m)
 
 
@@ -111,9 +122,18 @@ class _ClaimReader(_Reader):
             name = match.group(1) if match else str(raw_key)
             if name in INPUTS and row is None and self.spec.projection is None:
                 raise self.error(key, f"{name} is an input here; claims on Q, K and V need X with W_Q, W_K, W_V")
+            if name in PROJECTED_GRADIENTS and self.spec.projection is None:
+                raise self.error(key, f"claims on {name} need X with W_Q, W_K, W_V")
+            if name in ("dX",) and self.spec.projection is not None and self.spec.projection.X_kv is not None:
+                raise self.error(key, "claims on dX are for self-attention (with X_kv, dX has two parts)")
+            if row is not None and name in ("dV", "dK") + PROJECTED_GRADIENTS:
+                raise self.error(key, f"{name} is claimed as a whole matrix or by entry ({name}[i][j]), not in a "
+                                      "row section (its rows are keys or input dimensions)")
             if name not in QUANTITIES or (row is not None and name in ("sqrt_dk",) + INPUTS):
                 allowed = [q for q in QUANTITIES if (row is None or q not in ("sqrt_dk",) + INPUTS)
-                           and (q not in INPUTS or self.spec.projection is not None)]
+                           and (q not in INPUTS or self.spec.projection is not None)
+                           and (q not in GRADIENTS or self.spec.backward is not None)
+                           and (q not in PROJECTED_GRADIENTS or self.spec.projection is not None)]
                 allowed += [] if row is not None else ["rows"]
                 raise self.error(key, "unknown quantity; expected one of " + ", ".join(allowed))
             shape = _shape(name, self.spec)
@@ -220,4 +240,4 @@ def load_claims(claims: str | Path | Mapping[str, Any] | Claims, spec: Spec | No
     return claims_from_mapping(read_table(path), str(claims), path.parent, spec)
 
 
-__all__ = ["Claim", "Claims", "QUANTITIES", "STAGE", "SpecError", "load_claims"]
+__all__ = ["Claim", "Claims", "GRADIENTS", "QUANTITIES", "STAGE", "SpecError", "load_claims"]

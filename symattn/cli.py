@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Callable, Iterator, Sequence
 
 from .errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, shown
@@ -77,7 +77,7 @@ def _render(args: argparse.Namespace) -> int:
     _check_export(args)
     spec = _load(args.spec, args.example, args.lang).with_options(
         lang=args.lang, focus=args.focus, expand=args.expand, rounding=args.rounding, subs=_subs(args.subs),
-        notation=args.notation, paper=args.paper, engine=args.engine, cjk_font=args.cjk_font)
+        notation=args.notation, paper=args.paper, engine=args.engine, cjk_font=args.cjk_font, backward=args.backward)
     derivation = derive(spec)
     if fmt == "html":
         from .html import derivation_page
@@ -99,7 +99,7 @@ def _format(args: argparse.Namespace, default: str) -> str:
 
 def _check_export(args: argparse.Namespace) -> None:
     """--engine only with a PDF; a PDF never goes to a terminal. Checked before any work."""
-    if args.engine and args.format != "pdf":
+    if getattr(args, "engine", None) and args.format != "pdf":
         raise _UsageError("--engine needs --format pdf")
     if args.format == "pdf" and args.output is None and _is_terminal(sys.stdout):
         raise _UsageError("a PDF is binary and stdout is a terminal; write it to a file with -o FILE.pdf")
@@ -154,8 +154,8 @@ def _compute(args: argparse.Namespace) -> int:
     from .intermediates import MAX_DIGITS, compute
     if not 1 <= args.digits <= MAX_DIGITS:
         raise _UsageError(f"--digits: expected an integer from 1 to {MAX_DIGITS}, got {args.digits}")
-    spec = _load(args.spec, args.example, None).with_options(subs=_subs(args.subs))
-    data = compute(spec, digits=args.digits, exact=not args.no_exact)
+    spec = _load(args.spec, args.example, None).with_options(subs=_subs(args.subs), backward=args.backward)
+    data = compute(spec, digits=args.digits, exact=not args.no_exact, certify=args.certify)
     # one key per line, each value compact: matrices stay readable and diffable
     lines = [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in data.items()]
     _emit("{\n" + ",\n".join(lines) + "\n}\n", args.output)
@@ -179,9 +179,9 @@ def _check(args: argparse.Namespace) -> int:
     _check_export(args)
     if args.example:
         path = builtin.example_path("seed-claims", args.lang or "zh")
-        report = replace(check(None, str(path)), source=path.name, builtin=True)
+        report = replace(check(None, str(path), backward=args.backward), source=path.name, builtin=True)
     else:
-        report = check(None, args.claims)
+        report = check(None, args.claims, backward=args.backward)
     if args.lang:
         report = replace(report, lang=_language(args.lang))
     if args.paper or args.cjk_font or args.engine:
@@ -204,26 +204,121 @@ def _check(args: argparse.Namespace) -> int:
 
 def _exercise(args: argparse.Namespace) -> int:
     from .exercises import exercise, load_template, read_roster, write_class
+    from .limits import STUDENTS
     if (args.count is None) == (args.roster is None):
         raise _UsageError("give --count N or --roster FILE (not both)")
     if args.count is not None:
-        if not 1 <= args.count <= 10_000:
-            raise _UsageError(f"--count: expected 1 to 10000, got {args.count}")
+        if not 1 <= args.count <= STUDENTS:
+            raise _UsageError(f"--count: expected 1 to {STUDENTS}, got {args.count}")
         width = max(2, len(str(args.count)))
         students = [(f"s{i:0{width}d}", "") for i in range(1, args.count + 1)]
     else:
         students = read_roster(args.roster)
-    variants = exercise(load_template(args.template), students, args.seed)
+    variants = exercise(load_template(args.template), students, args.seed, _progress("drawing"))
     write_class(variants, args.output, args.template, args.format or "markdown",
-                _language(args.lang) if args.lang else None)
+                _language(args.lang) if args.lang else None, _progress(f"writing {args.format or 'markdown'}"))
     return 0
+
+
+@contextmanager
+def _steps(label: str) -> Iterator[None]:
+    """For a long render, compute or check on a terminal: a counter of the steps done (each quantity rounded,
+    each claim checked), shown once the run has taken half a second (SYMATTN_PROGRESS_DELAY seconds); nothing
+    when stderr is not a terminal."""
+    if not _is_terminal(sys.stderr):
+        yield
+        return
+    from tqdm import tqdm
+
+    from .progress import listening
+    delay = float(os.environ.get("SYMATTN_PROGRESS_DELAY", "0.5")) if os.environ.get(
+        "SYMATTN_PROGRESS_DELAY", "").replace(".", "", 1).isdigit() else 0.5
+    bar = tqdm(desc=label, unit=" steps", delay=delay, leave=False, file=sys.stderr, dynamic_ncols=True)
+
+    def done(what: str) -> None:
+        bar.set_postfix_str(what, refresh=False)
+        bar.update()
+    try:
+        with listening(done):
+            yield
+    finally:
+        bar.close()
+
+
+def _progress(label: str) -> Callable | None:
+    """A progress bar for a batch, on stderr when it is a terminal; None (silence) otherwise."""
+    if not _is_terminal(sys.stderr):
+        return None
+    from tqdm import tqdm
+
+    def bar(items):
+        return tqdm(items, desc=label, unit="student", leave=False, file=sys.stderr, dynamic_ncols=True)
+    return bar
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from .grading import grade, gradebook_text
-    book = grade(args.folder, args.index, args.template)
-    _emit(gradebook_text(book, args.format or "csv"), args.output)
+    from .grading import POLICY, feedback_files, grade, gradebook_document, read_policy
+    fmt = args.format = _format(args, "csv")
+    _check_export(args)
+    lang = _language(args.lang) if args.lang else "en"
+    policy = read_policy(args.policy) if args.policy else POLICY
+    book = grade(args.folder, args.index, args.template, policy, _progress("grading"))
+    with _latex_clock() if "pdf" in (fmt, args.feedback_format) else nullcontext():
+        document = gradebook_document(book, fmt, lang)
+        made = feedback_files(book, args.feedback_format) if args.feedback else ()
+    if args.feedback:  # everything is made before anything is written
+        from .output import write_output
+        os.makedirs(args.feedback, exist_ok=True)
+        for name, content in made:
+            write_output(os.path.join(args.feedback, name), content)
+    _emit(document, args.output)
     return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    import json
+
+    from .compare import compare, comparison_data, render_comparison
+    from .floats import read_result
+    from .spec import load_spec
+    spec = load_spec(args.spec)
+    comparison = compare(spec, read_result(args.result, args.dtype), args.quantity)
+    if args.format == "json":
+        _emit(json.dumps(comparison_data(comparison), ensure_ascii=False, indent=2) + "\n", args.output)
+    else:
+        _emit(render_comparison(comparison, _language(args.lang) if args.lang else "en", args.all), args.output)
+    worst = comparison.worst
+    over = args.max_ulp is not None and worst is not None and worst.ulps > args.max_ulp
+    return 1 if over or comparison.not_finite else 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from .certificate import verify
+    from .spec import read_table
+    result = verify(read_table(args.certificate))
+    for line in result.failures:
+        _say(f"{args.certificate}: {line}")
+    if result.ok:
+        _emit(f"{args.certificate}: {result.checked} values verified: each exact value lies in its bounds, and "
+              "every point of the bounds rounds to the value shown\n", None)
+        return 0
+    return 1
+
+
+def _ulps(text: str):
+    from decimal import Decimal, InvalidOperation
+    try:
+        value = Decimal(text) if text.isascii() and text.replace(".", "", 1).isdigit() else None
+    except InvalidOperation:
+        value = None
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected a number of ULPs such as 0.5 or 2, got {text!r}")
+    return value
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import serve  # the web extra is imported only here; serve says how to install it
+    return serve(args)
 
 
 def _language(lang: str) -> str:
@@ -285,6 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--notation", choices=NOTATIONS,
                         help="auto (default): m × 10^k where |x| ≥ 10^6 or < 10^-4; fixed; scientific")
     render.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
+    render.add_argument("--backward", action="store_true",
+                        help="add the backward pass (gradients); loss = \"sum\" unless "
+                             "the spec's [backward] says otherwise")
     render.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
     _max_seconds(render)
     render.set_defaults(run=_render)
@@ -294,8 +392,14 @@ def build_parser() -> argparse.ArgumentParser:
     compute.add_argument("--example", metavar="NAME")
     compute.add_argument("--digits", type=_whole, default=15, help="significant digits (default 15)")
     compute.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
+    compute.add_argument("--backward", action="store_true",
+                         help="add the backward pass (gradients); loss = \"sum\" unless "
+                              "the spec's [backward] says otherwise")
     compute.add_argument("--no-exact", action="store_true",
                          help="leave out the closed forms (much faster for large inputs)")
+    compute.add_argument("--certify", action="store_true",
+                         help="add each value's deciding enclosure (bounds) and a certificate that "
+                              "symattn verify-certificate re-checks independently (one head)")
     compute.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(compute)
     compute.set_defaults(run=_compute)
@@ -308,6 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--standalone", action="store_true", help="with --format latex: a whole document")
     _engine(check)
     check.add_argument("--lang", help="language of the report: zh or en (overrides the spec)")
+    check.add_argument("--backward", action="store_true",
+                       help="claims on gradients too; loss = \"sum\" unless the spec's [backward] says otherwise")
     check.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(check)
     check.set_defaults(run=_check)
@@ -329,10 +435,57 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--index", metavar="CSV", help="index.csv of the class (default: DIR/index.csv)")
     grade.add_argument("--template", metavar="FILE",
                        help="the exercise template (default: template.toml next to the index)")
-    grade.add_argument("--format", choices=("csv", "markdown", "json"), help="csv (default), markdown or json")
+    grade.add_argument("--format", choices=("csv", "markdown", "json", "latex", "html", "pdf"),
+                       help="csv (default; pdf or html when -o names a .pdf or .html file); markdown, latex, html "
+                            "and pdf add the notes and the class summary; json has both")
+    grade.add_argument("--lang", help="language of the gradebook: zh or en (default en); feedback is always in "
+                                      "each student's own language")
+    grade.add_argument("--policy", metavar="FILE",
+                       help="scores per verdict, 0 to 1, in TOML or JSON (default: exact, rounded and carried 1, "
+                            "last-digit 0.5, wrong and blank 0)")
+    grade.add_argument("--feedback", metavar="DIR", help="also write each student's check report here, as <id>.<ext>")
+    grade.add_argument("--feedback-format", choices=("text", "markdown", "latex", "html", "pdf"), default="text",
+                       help="format of the feedback reports (default text, as symattn check prints; "
+                            "html is one offline page each)")
     grade.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(grade)
     grade.set_defaults(run=_grade)
+
+    compare = sub.add_parser("compare", help="a float result of O or A (.npy or JSON) against the exact values, "
+                                             "in ULPs; exit 1 past --max-ulp or on NaN")
+    compare.add_argument("spec", metavar="SPEC", help="the TOML or JSON spec the result was computed from")
+    compare.add_argument("result", metavar="RESULT", help=".npy (float16, float32 or float64; numpy.save of a "
+                                                          "tensor) or JSON (an array of rows)")
+    compare.add_argument("--quantity", choices=("output", "weights"), default="output",
+                         help="what the result holds: the output O (default) or the weights A")
+    compare.add_argument("--dtype", choices=("float16", "bfloat16", "float32", "float64"),
+                         help="the format whose ULP measures a JSON result (default float64; a .npy file says its own)")
+    compare.add_argument("--format", choices=("text", "json"), default="text")
+    compare.add_argument("--all", action="store_true", help="list every entry, not only the ten largest errors")
+    compare.add_argument("--max-ulp", type=_ulps, metavar="X", help="exit 1 if any error exceeds X ULP")
+    compare.add_argument("--lang", help="language of the text report: zh or en (default en)")
+    compare.add_argument("-o", "--output", metavar="FILE")
+    _max_seconds(compare)
+    compare.set_defaults(run=_compare)
+
+    verify = sub.add_parser("verify-certificate", help="re-check compute --certify's bounds with mpmath intervals; "
+                                                       "exit 1 if any value is not proved")
+    verify.add_argument("certificate", metavar="FILE", help="the JSON of symattn compute --certify")
+    _max_seconds(verify)
+    verify.set_defaults(run=_verify)
+
+    serve = sub.add_parser("serve", help="a local web page: edit the numbers, watch the derivation and the check")
+    serve.add_argument("spec", nargs="?", metavar="SPEC",
+                       help="TOML or JSON spec to open (default: the built-in example)")
+    serve.add_argument("--port", type=_whole, default=8765, help="port (default 8765; 0 picks a free one)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, loopback only)")
+    serve.add_argument("--allow-remote", action="store_true",
+                       help="needed for a --host that is not loopback: anyone who can reach it can use the page")
+    serve.add_argument("--open", action="store_true", help="open the page in the default browser")
+    # not --max-seconds's dest: that one bounds the whole command, this one each request
+    serve.add_argument("--max-seconds", dest="request_seconds", type=_seconds, default=None, metavar="S",
+                       help="time limit of each request's computation (default: the limits module's)")
+    serve.set_defaults(run=_serve)
 
     example = sub.add_parser("example", help="print a built-in spec as TOML, to copy and edit")
     example.add_argument("--lang", default="zh", help="zh (default) or en")
@@ -353,8 +506,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run(args)
         from .limits import deadline
         with deadline(args.max_seconds, getattr(args, "spec", None) or getattr(args, "claims", None) or \
-                getattr(args, "template", None) or getattr(args, "folder", None) or args.command):
-            return run(args)
+                getattr(args, "template", None) or getattr(args, "folder", None) or \
+                getattr(args, "certificate", None) or args.command):
+            with _steps(args.command) if args.command in ("render", "compute", "check") else nullcontext():
+                return run(args)
     except SymattnError as exc:
         _say(exc)
         return exc.exit_code

@@ -12,7 +12,7 @@ from typing import ClassVar, Union
 
 from . import limits
 from .errors import LimitError
-from .model import Model, build_model
+from .model import AttentionModel, Model, build
 from .numeral import Numeral
 from .rounding import Figures, Num, NumRow, NumRows, figures, is_exact
 from .spec import Matrix, Spec
@@ -214,10 +214,13 @@ class ToyVsReal:
     symbolic: bool
 
 
+# the steps of the backward pass (backward_derivation.py, imported only for them) are steps too
 Step = Union[Setup, Projecting, Scores, Scaling, Masking, Softmax, WeightedSum, MatrixForm, Head, Concat,
              OutputProjection, Substitution, Recap, ToyVsReal]
 STEP_KINDS = ("setup", "projecting", "scores", "scaling", "masking", "softmax", "weighted_sum", "matrix_form",
-              "head", "concat", "output_projection", "substitution", "recap", "toy_vs_real")
+              "head", "concat", "output_projection", "substitution", "recap", "toy_vs_real", "backward_loss",
+              "backward_values", "backward_softmax", "backward_scaling", "backward_qk", "backward_projections",
+              "backward_output_projection", "backward_head", "backward_recap")
 
 
 @dataclass(frozen=True)
@@ -320,12 +323,11 @@ def _columns(spec: Spec) -> int:
     return max([len(spec.keys), len(spec.tokens)] + [len(m[0]) for m in matrices])
 
 
-def _derive_symbolic(spec: Spec) -> Derivation:
+def _derive_symbolic(spec: Spec, model: AttentionModel) -> Derivation:
     import sympy
 
     from .formula import Formula
-    from .symbolic import build_symbolic, formulas, has_all_values, substitute
-    model = build_symbolic(spec)
+    from .symbolic import formulas, has_all_values, substitute
     rows = range(len(spec.tokens)) if spec.expand == "all" else [spec.focus]
     scale_kind, scale_value = _scale(spec)
     root = Formula("", sympy.sqrt(spec.d_k))
@@ -382,14 +384,17 @@ def _check_size(spec: Spec) -> None:
                                                f"{limits.DOCUMENT_DIMS} (compute and check take up to {limits.DIMS})")
 
 
-def derive(spec: Spec, model: Model | None = None) -> Derivation:
-    """Build the whole derivation of a spec, in the document's order of steps."""
+def derive(spec: Spec, model: AttentionModel | None = None) -> Derivation:
+    """Build the whole derivation of a spec, in the document's order of steps.
+
+    ``model``: the spec's exact model (:func:`~symattn.model.build`), if already built.
+    """
     _check_size(spec)
-    if spec.is_symbolic:
-        return _derive_symbolic(spec)
-    if spec.heads > 1 or spec.W_O is not None:
-        return _derive_heads(spec)
-    model = build_model(spec) if model is None else model
+    model = build(spec) if model is None else model
+    return _DERIVE[model.kind](spec, model)
+
+
+def _derive_head(spec: Spec, model: Model) -> Derivation:
     fig: Figures = figures(model, spec)
     f = spec.focus
     scale_kind, scale_value = _scale(spec)
@@ -404,9 +409,7 @@ def derive(spec: Spec, model: Model | None = None) -> Derivation:
     return _derivation(spec, tuple(steps))
 
 
-def _derive_heads(spec: Spec) -> Derivation:
-    from .multihead import build_multihead
-    mh = build_multihead(spec)
+def _derive_heads(spec: Spec, mh: AttentionModel) -> Derivation:
     heads = []
     concat_rows: list[list[Num]] = [[] for _ in spec.tokens]
     for h, model in enumerate(mh.heads):
@@ -436,6 +439,16 @@ def _derive_heads(spec: Spec) -> Derivation:
         steps.append(OutputProjection(spec.W_O, spec.b_O, result, is_exact(result), dots))
     steps.append(_toy(spec))
     return _derivation(spec, tuple(steps))
+
+
+def _derive_backward(spec: Spec, model: AttentionModel) -> Derivation:
+    """The forward derivation, then the backward steps before the closing toy-vs-real table."""
+    from .backward_derivation import backward_steps
+    forward = _DERIVE[model.forward.kind](spec, model.forward)
+    return replace(forward, steps=forward.steps[:-1] + backward_steps(spec, model) + forward.steps[-1:])
+
+
+_DERIVE = {"head": _derive_head, "heads": _derive_heads, "symbolic": _derive_symbolic, "backward": _derive_backward}
 
 
 __all__ = ["Derivation", "Dot", "Num", "STEP_KINDS", "derive"] + [

@@ -46,10 +46,10 @@ import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from . import numeric
-from .errors import EvaluationError, SpecError
+from . import limits, numeric
+from .errors import EvaluationError, LimitError, SpecError
 from .model import Model, build_model
 from .rounding import exact_figures, hand_figures
 from .spec import Spec, _kind, _Reader, read_table, spec_from_mapping
@@ -410,12 +410,19 @@ def draw(template: str | Path | Mapping[str, Any] | Template, seed: int, student
 
 
 def exercise(template: str | Path | Mapping[str, Any] | Template, ids: Iterable[str | tuple[str, str]],
-             seed: int | str) -> tuple[Variant, ...]:
-    """One variant per student id (or (id, name) pair), from the class seed."""
+             seed: int | str, progress: Callable[[Sequence[Any]], Iterable[Any]] | None = None
+             ) -> tuple[Variant, ...]:
+    """One variant per student id (or (id, name) pair), from the class seed.
+
+    ``progress`` wraps the list of students (the CLI passes a progress bar on a terminal).
+    """
     t = load_template(template)
     out = []
     seen: set[str] = set()
-    for entry in ids:
+    entries = list(ids)
+    if len(entries) > limits.STUDENTS:
+        raise LimitError(t.source, "ids", f"{len(entries)} students; an exercise has at most {limits.STUDENTS}")
+    for entry in (progress(entries) if progress else entries):
         student, name = (entry, "") if isinstance(entry, str) else (str(entry[0]), str(entry[1]))
         if not student or student in seen:
             raise SpecError(t.source, "ids", f"empty or duplicate student id {student!r}")
@@ -506,44 +513,47 @@ def key(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | byt
     return render(derivation, fmt, standalone=fmt == "latex")
 
 
-def _toml_value(value: Any) -> str:
-    import json
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(str(value), ensure_ascii=False)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in value) + "]"
-    if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in value.items()) + " }"
-    raise TypeError(f"cannot write {value!r} as TOML")
-
-
-def _toml_key(key: str) -> str:
-    import json
-    import re
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key, ensure_ascii=False)
+def key_all(variants: Sequence[Variant], fmt: str = "markdown", lang: str | None = None) -> str | bytes:
+    """Every student's key in one document, for the teacher (LaTeX and PDF: one student per page)."""
+    from .derivation import derive
+    from .renderer import render, render_template
+    if not variants:
+        raise SpecError("ids", None, "no students: nothing to put in the keys")
+    variants = [_with_lang(v, lang) for v in variants]
+    first = variants[0].spec
+    body = "latex" if fmt in ("latex", "pdf") else "markdown"
+    keys = [(v, render(derive(v.spec), body, depth=1 if body == "latex" else 2).strip("\n")) for v in variants]
+    texts = [v.name for v in variants] + [first.title or ""] + [x for v in variants for x in v.spec.tokens]
+    text = render_template("keys", body, first.lang, keys=keys, title=first.title, paper=first.page,
+                           cjk_font=first.cjk_font, has_cjk=any(ord(ch) >= 0x2E80 for x in texts for ch in x))
+    if fmt == "html":
+        from .html import page
+        return page(text, first.lang)
+    if fmt == "pdf":
+        from .pdf import latex_to_pdf
+        return latex_to_pdf(text, engine=first.engine, lang=first.lang)
+    return text
 
 
 def answers(v: Variant, lang: str | None = None) -> str:
     """A claims file to fill in: the student's id and inputs inline, every asked number as ``""``."""
+    from .tomlwrite import toml_key, toml_value
     data = dict(v.data)
     if lang is not None:
         data["lang"] = lang
     lines = [f"# {v.spec.title or 'symattn exercise'}: answers of {v.id}. Replace each \"\" with your number "
              "(keep the inputs as they are), then: symattn check answers.toml",
-             f"student = {_toml_value(v.id)}"]
-    lines += [f"{_toml_key(k)} = {_toml_value(x)}" for k, x in data.items()]
-    lines += ["", "[claims]"] + [f"{_toml_key(a.key)} = \"\"" for a in v.asked]
+             f"student = {toml_value(v.id)}"]
+    lines += [f"{toml_key(k)} = {toml_value(x)}" for k, x in data.items()]
+    lines += ["", "[claims]"] + [f"{toml_key(a.key)} = \"\"" for a in v.asked]
     return "\n".join(lines) + "\n"
 
 
 def files(v: Variant, fmt: str = "markdown", lang: str | None = None) -> tuple[tuple[str, str | bytes], ...]:
     """The files of one student, as (name, content): sheet, key, answers.toml."""
     ext = EXTENSIONS[fmt]
-    return ((f"sheet.{ext}", sheet(v, fmt, lang)), (f"key.{ext}", key(v, fmt, lang)), ("answers.toml", answers(v, lang)))
+    return ((f"sheet.{ext}", sheet(v, fmt, lang)), (f"key.{ext}", key(v, fmt, lang)),
+            ("answers.toml", answers(v, lang)))
 
 
 _STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -555,7 +565,12 @@ def read_roster(path: str | Path) -> list[tuple[str, str]]:
         text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise SpecError(str(path), None, f"cannot read file: {exc.strerror or exc}") from None
-    rows = list(csv.DictReader(io.StringIO(text)))
+    try:
+        rows = list(csv.DictReader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise SpecError(str(path), None, f"not a CSV file: {exc}") from None
+    if len(rows) > limits.STUDENTS:
+        raise LimitError(str(path), "id", f"{len(rows)} students; an exercise has at most {limits.STUDENTS}")
     if not rows or "id" not in rows[0]:
         raise SpecError(str(path), "id", "expected a CSV file with an id,name header and one student per line")
     out = []
@@ -568,28 +583,52 @@ def read_roster(path: str | Path) -> list[tuple[str, str]]:
     return out
 
 
-def write_class(variants: Sequence[Variant], folder: str, template_path: str | Path, fmt: str = "markdown",
-                lang: str | None = None) -> None:
-    """Each student's files in ``<folder>/<id>/``, then ``index.csv`` and a copy of the template."""
-    from .output import write_output
-    os.makedirs(folder, exist_ok=True)
-    names = (f"sheet.{EXTENSIONS[fmt]}", f"key.{EXTENSIONS[fmt]}", "answers.toml")
+def class_files(variants: Sequence[Variant], template: bytes, fmt: str = "markdown", lang: str | None = None,
+                progress: Callable[[Sequence[Variant]], Iterable[Variant]] | None = None
+                ) -> tuple[tuple[str, bytes], ...]:
+    """Every file of a class as (path relative to the class folder, bytes), made before anything is written.
+
+    Each student's ``<id>/sheet.*``, ``<id>/key.*`` and ``<id>/answers.toml``; ``key-all.*`` (every key in
+    one document); ``index.csv`` (id, name, variant seed, SHA-256 of each file); ``template.toml``, so that
+    ``symattn grade DIR`` can rebuild every variant. ``progress`` wraps the students (a bar on a terminal).
+    """
+    ext = EXTENSIONS[fmt]
+    names = (f"sheet.{ext}", f"key.{ext}", "answers.toml")
     lines = [["id", "name", "seed"] + [f"{name}_sha256" for name in names]]
-    for v in variants:
-        os.makedirs(os.path.join(folder, v.id), exist_ok=True)
+    out = []
+    for v in (progress(variants) if progress else variants):
         digests = []
         for name, content in files(v, fmt, lang):
             data = content if isinstance(content, bytes) else content.encode("utf-8")
-            write_output(os.path.join(folder, v.id, name), data)
+            out.append((f"{v.id}/{name}", data))
             digests.append(hashlib.sha256(data).hexdigest())
         lines.append([v.id, v.name, str(v.seed)] + digests)
+    every = key_all(variants, fmt, lang)
+    out.append((f"key-all.{ext}", every if isinstance(every, bytes) else every.encode("utf-8")))
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(lines)
-    write_output(os.path.join(folder, "index.csv"), buffer.getvalue())
-    # the template travels with the index, so that `symattn grade DIR` can rebuild every variant
-    write_output(os.path.join(folder, "template.toml"), Path(template_path).read_bytes())
+    out.append(("index.csv", buffer.getvalue().encode("utf-8")))
+    out.append(("template.toml", template))
+    return tuple(out)
 
 
-__all__ = ["Asked", "Variant", "Template", "answers", "asked", "draw", "exercise", "files", "key", "load_template",
+def write_class(variants: Sequence[Variant], folder: str, template_path: str | Path, fmt: str = "markdown",
+                lang: str | None = None, progress: Callable[[Sequence[Variant]], Iterable[Variant]] | None = None
+                ) -> None:
+    """The class's files (see :func:`class_files`) in ``folder``; nothing is written if any file fails to build."""
+    from .output import write_output
+    try:
+        template = Path(template_path).read_bytes()
+    except OSError as exc:
+        raise SpecError(str(template_path), None, f"cannot read file: {exc.strerror or exc}") from None
+    made = class_files(variants, template, fmt, lang, progress)
+    for relative, data in made:
+        path = os.path.join(folder, *relative.split("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_output(path, data)
+
+
+__all__ = ["Asked", "Variant", "Template", "answers", "asked", "class_files", "draw", "exercise", "files", "key",
+           "key_all", "load_template",
            "read_roster", "sheet", "variant_seed", "write_class"]
 

@@ -1,19 +1,23 @@
 """Grade returned answers.toml files, each against its own student's variant, with error carried forward.
 
-``grade(folder, index=None, template=None)`` reads every ``*.toml`` under the folder
-that holds a ``[claims]`` table (renamed files and flat folders too: a file is
-matched by the ``student`` id inside it), rebuilds that student's variant from the
-index (``index.csv``: id, name, seed) and the class template (``template.toml``
-next to the index), and checks the claims against the variant's own inputs.
+``grade(folder, index=None, template=None, policy=POLICY)`` reads every ``*.toml``
+under the folder (renamed files and flat folders too: a file is matched by the
+``student`` id inside it), rebuilds that student's variant from the index
+(``index.csv``: id, name, seed) and the class template (``template.toml`` next to
+the index), and checks the claims against the variant's own inputs.
 
-Default policy: exact, rounded and carried score 1; last-digit 0.5; wrong and
-blank 0. An asked number missing from the file counts as blank.
+Default policy, per asked number: exact, rounded and carried 1; last-digit 0.5;
+wrong and blank 0 (an asked number missing from the file is blank).
 
-Bad returns never stop the batch; they become rows with an ``error``:
-unreadable TOML, a missing or unknown student id, a claims file that does not
-parse. Findings that still allow grading are ``notes``: inputs edited so that
-they no longer match the variant (the claims are then checked against the
-variant's own inputs), numbers written with a decimal comma (read as a point).
+Bad returns never stop the batch: they are rows with an ``error`` (unreadable
+TOML, no or an unknown student id, claims that do not parse), and every student
+of the index with no return is a row too. Findings that still allow grading are
+``notes``: edited inputs (the claims are checked against the variant's own),
+decimal commas (read as a point), a second return of the same student.
+
+The gradebook's summary counts, per step and per classic slip, the students whose
+claims show it; each row keeps its check report, for feedback in the student's
+own language.
 """
 
 from __future__ import annotations
@@ -22,19 +26,40 @@ import csv
 import io
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .errors import SymattnError
+from .errors import SpecError, SymattnError
 from .spec import read_table
 
 POLICY = {"exact": Fraction(1), "rounded": Fraction(1), "carried": Fraction(1), "last-digit": Fraction(1, 2),
           "wrong": Fraction(0), "blank": Fraction(0)}
 COUNTED = ("exact", "rounded", "carried", "last-digit", "wrong", "blank")
-INPUTS_CHANGED = "inputs do not match the variant"
+FORMATS = ("csv", "json", "markdown", "latex", "html", "pdf")
+FEEDBACK_FORMATS = ("text", "markdown", "latex", "html", "pdf")
+# the steps in the order of the derivation, for the class summary
+STEPS = ("sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
 _COMMA = re.compile(r"\s*[-+−]?[0-9]+,[0-9]+\s*%?\s*")
+
+
+@dataclass(frozen=True)
+class Note:
+    """A finding about one return, as a code of the language files' ``[grade.note]`` and its details.
+
+    Codes: ``inputs_changed``, ``decimal_comma`` (key, text), ``duplicate`` (text: how many returns),
+    and, for returns that could not be graded, ``unreadable`` (text: the reader's message),
+    ``no_student``, ``unknown_student`` (text: the id), ``not_checked`` (text: the checker's message),
+    ``not_returned`` (a student of the index with no answers file).
+    """
+
+    code: str
+    key: str = ""
+    text: str = ""
+
+
+INPUTS_CHANGED = Note("inputs_changed")
 
 
 @dataclass(frozen=True)
@@ -48,28 +73,93 @@ class Row:
     score: Fraction
     asked: int
     first_to_fix: str | None  # the claims key of the first wrong or last-digit claim
-    notes: tuple[str, ...] = ()
-    error: str | None = None
+    notes: tuple[Note, ...] = ()
+    error: Note | None = None
+    lang: str = "en"  # the student's language: their answers file's, else the template's
+    wrong: tuple[str, ...] = ()  # steps (STEPS) with a wrong claim
+    slips: tuple[str, ...] = ()  # classic slips (checker.SLIPS) the claims show
+    report: Any = field(default=None, compare=False, repr=False)  # the check report, for feedback
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the class got wrong: per step and per classic slip, how many students (most first)."""
+
+    graded: int
+    not_graded: int  # returns that could not be graded
+    not_returned: int  # students of the index with no return
+    steps: tuple[tuple[str, int], ...]
+    slips: tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True)
 class Gradebook:
     rows: tuple[Row, ...]  # by id, then file
+    policy: tuple[tuple[str, Fraction], ...] = tuple(POLICY.items())
+    source: str = ""
 
-    def as_data(self) -> list[dict[str, Any]]:
-        return [{"id": r.id, "name": r.name, "file": r.file, **dict(r.counts), "score": _score(r.score),
-                 "asked": r.asked, "first_to_fix": r.first_to_fix, "notes": list(r.notes), "error": r.error}
+    @property
+    def summary(self) -> Summary:
+        graded = [r for r in self.rows if r.error is None]
+
+        def tally(names: Iterable[str], of: Callable[[Row], tuple[str, ...]]) -> tuple[tuple[str, int], ...]:
+            counts = [(name, sum(name in of(r) for r in graded)) for name in names]
+            # most first; ties in the order of the derivation (sorted() is stable)
+            return tuple(sorted(((n, c) for n, c in counts if c), key=lambda x: -x[1]))
+        from .checker import SLIPS
+        missing = sum(r.error is not None and r.error.code == "not_returned" for r in self.rows)
+        return Summary(len(graded), len(self.rows) - len(graded) - missing, missing, tally(STEPS, lambda r: r.wrong),
+                       tally(SLIPS, lambda r: r.slips))
+
+    def as_data(self, lang: str = "en") -> list[dict[str, Any]]:
+        say = note_text(lang)
+        return [{"id": r.id, "name": r.name, "file": r.file, **dict(r.counts), "score": score_text(r.score),
+                 "asked": r.asked, "first_to_fix": r.first_to_fix, "notes": [say(n) for n in r.notes],
+                 "error": None if r.error is None else say(r.error), "lang": r.lang, "wrong_steps": list(r.wrong),
+                 "slips": list(r.slips)}
                 for r in self.rows]
 
 
-def _score(x: Fraction) -> str:
-    return str(x.numerator) if x.denominator == 1 else format(x.numerator / x.denominator, "g") \
-        if x.denominator in (2, 4, 5, 10) else str(x)
+def score_text(x: Fraction) -> str:
+    """A score as a short exact decimal where it has one (10.5), else as a fraction (31/3)."""
+    from . import numeric
+    places = numeric.terminating_decimals(x)
+    if places is None or places > 6:
+        return str(x)
+    return format(numeric.round_half_up(x, places), "f")
+
+
+def note_text(lang: str) -> Callable[[Note], str]:
+    """A note in words, from the language file (plain text: for CSV, JSON and the templates to escape)."""
+    from .renderer import Phrases, load_language
+    phrases = Phrases(load_language(lang), lambda s: s, lang)
+    return lambda n: phrases(f"grade.note.{n.code}", where=n.key, text=n.text)
+
+
+def read_policy(path: str | Path) -> dict[str, Fraction]:
+    """A scoring policy from a TOML or JSON file: a score from 0 to 1 per verdict; the rest keep the default.
+
+    For example ``"last-digit" = 0`` and ``carried = "0.5"``.
+    """
+    from .spec import _Reader, _kind
+    source = str(path)
+    data = read_table(path)
+    reader = _Reader(source)
+    policy = dict(POLICY)
+    for key, raw in data.items():
+        if key not in POLICY:
+            raise reader.error(key, "unknown verdict; expected one of " + ", ".join(COUNTED))
+        if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+            raise reader.error(key, f"expected a score from 0 to 1, got {_kind(raw)}")
+        value = reader.number(raw, key).value
+        if not 0 <= value <= 1:
+            raise reader.error(key, f"expected a score from 0 to 1, got {raw}")
+        policy[key] = value
+    return policy
 
 
 def read_index(path: str | Path) -> dict[str, tuple[str, int]]:
     """id -> (name, variant seed), from index.csv."""
-    from .errors import SpecError
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
@@ -86,14 +176,14 @@ def read_index(path: str | Path) -> dict[str, tuple[str, int]]:
     return out
 
 
-def _decimal_commas(table: Any, notes: list[str], key: str = "claims") -> Any:
+def _decimal_commas(table: Any, notes: list[Note], key: str = "claims") -> Any:
     """Claims written with a decimal comma ("0,403"), read as "0.403"; each one noted."""
     if isinstance(table, Mapping):
         return {k: _decimal_commas(v, notes, f"{key}.{k}") for k, v in table.items()}
     if isinstance(table, list):
         return [_decimal_commas(v, notes, key) for v in table]
     if isinstance(table, str) and _COMMA.fullmatch(table):
-        notes.append(f"decimal comma read as a point: {key} = {table.strip()!r}")
+        notes.append(Note("decimal_comma", key, table.strip()))
         return table.replace(",", ".")
     return table
 
@@ -115,98 +205,189 @@ def _inputs_match(data: Mapping[str, Any], variant) -> bool:
 
 def grade_file(path: Path, template, index: Mapping[str, tuple[str, int]], shown: str,
                policy: Mapping[str, Fraction] = POLICY) -> Row:
+    """One returned file against its student's own variant; a bad return is a row with an ``error``."""
     from .checker import check
     from .exercises import draw
-    notes: list[str] = []
+    notes: list[Note] = []
     try:
         data = read_table(path)
     except SymattnError as exc:
-        return _error("", "", shown, str(exc))
+        return _error("", "", shown, Note("unreadable", text=str(exc)))
     student = data.get("student")
     if not isinstance(student, str) or not student:
-        return _error("", "", shown, "no student id in the file (student = \"...\")")
+        return _error("", "", shown, Note("no_student"))
     if student not in index:
-        return _error(student, "", shown, f"unknown student id {student!r}")
+        return _error(student, "", shown, Note("unknown_student", text=student))
     name, seed = index[student]
     try:
         variant = draw(template, seed, student, name)
+        lang = data.get("lang") if data.get("lang") in _languages() else variant.spec.lang
         if not _inputs_match(data, variant):
             notes.append(INPUTS_CHANGED)
-        claims = dict(data)
-        claims["claims"] = _decimal_commas(data.get("claims"), notes)
-        claims.pop("student", None)
-        report = check(variant.spec, {"claims": claims["claims"]})
+        claims = _decimal_commas(data.get("claims"), notes)
+        # against the variant's own inputs: edited inputs must not change what is right
+        report = check(variant.spec, {"claims": claims})
     except SymattnError as exc:
-        return _error(student, name, shown, str(exc), tuple(notes))
+        return _error(student, name, shown, Note("not_checked", text=str(exc)), tuple(notes))
+    report = replace(report, lang=lang, source=shown, student=student)
     asked = {a.key for a in variant.asked}
-    given = [v for v in report.results]
     counts = {v: 0 for v in COUNTED}
-    for v in given:
+    for v in report.results:
         counts[v.verdict] += 1
-    answered = {_canonical(v) for v in given}
+    answered = {_canonical(v) for v in report.results}
     counts["blank"] = sum(1 for a in variant.asked if a.key not in answered)
-    scored = {}
-    for v in given:  # one score per asked number (the first claim of it in the derivation's order)
+    scored: dict[str, Fraction] = {}
+    for v in report.results:  # one score per asked number (the first claim of it in the derivation's order)
         scored.setdefault(_canonical(v), policy[v.verdict])
-    score = sum((x for k, x in scored.items() if k in asked), Fraction(0))
+    score = sum((x for k, x in scored.items() if k in asked), Fraction(0)) + \
+        policy["blank"] * counts["blank"]
     first = report.first_problem
+    wrong = {_step(v) for v in report.results if v.verdict == "wrong"}
+    slips = {v.diagnosis for v in report.results if v.diagnosis}
+    from .checker import SLIPS
     return Row(student, name, shown, tuple(counts.items()), score, len(variant.asked),
-               None if first is None else _canonical(first), tuple(notes))
+               None if first is None else _canonical(first), tuple(notes), None, lang,
+               tuple(q for q in STEPS if q in wrong), tuple(s for s in SLIPS if s in slips), report)
+
+
+def _languages() -> list[str]:
+    from .renderer import languages
+    return languages()
+
+
+def _step(v) -> str:
+    return "weights" if v.claim.quantity == "percent" else v.claim.quantity
 
 
 def _canonical(v) -> str:
     """A verdict's place as a 1-based claims key: weights[3][1]."""
     c = v.claim
-    quantity = "weights" if c.quantity == "percent" else c.quantity
-    return quantity + "".join(f"[{i + 1}]" for i in (c.row, c.col) if i is not None)
+    return _step(v) + "".join(f"[{i + 1}]" for i in (c.row, c.col) if i is not None)
 
 
-def _error(student: str, name: str, shown: str, error: str, notes: tuple[str, ...] = ()) -> Row:
+def _error(student: str, name: str, shown: str, error: Note, notes: tuple[Note, ...] = ()) -> Row:
     return Row(student, name, shown, tuple((v, 0) for v in COUNTED), Fraction(0), 0, None, notes, error)
 
 
 def _is_answers(path: Path) -> bool:
-    return path.is_file() and path.suffix.lower() == ".toml" and path.name != "template.toml"
+    return path.is_file() and path.suffix.lower() == ".toml" and path.name not in ("template.toml", "policy.toml")
+
+
+def returned_files(folder: str | Path) -> list[Path]:
+    """Every answers file under the folder, in a fixed order (not the template or a policy)."""
+    from .errors import LimitError
+    from .limits import RETURNS
+    folder = Path(folder)
+    found = []
+    for p in folder.rglob("*.toml"):
+        if _is_answers(p):
+            found.append(p)
+            if len(found) > RETURNS:
+                raise LimitError(str(folder), None, f"more than {RETURNS} answers files; grade fewer at a time")
+    return sorted(found, key=lambda p: p.relative_to(folder).parts)
 
 
 def grade(folder: str | Path, index: str | Path | None = None, template: str | Path | Mapping | None = None,
-          policy: Mapping[str, Fraction] = POLICY) -> Gradebook:
-    """Grade every answers file under ``folder``; index.csv and template.toml default to the folder's own."""
+          policy: Mapping[str, Fraction] = POLICY,
+          progress: Callable[[Sequence[Path]], Iterable[Path]] | None = None) -> Gradebook:
+    """Grade every answers file under ``folder``; index.csv and template.toml default to the folder's own.
+
+    ``progress`` wraps the list of files (the CLI passes a progress bar on a terminal).
+    """
     from .exercises import load_template
     folder = Path(folder)
+    if not folder.is_dir():
+        raise SpecError(str(folder), None, "not a folder of returned answers")
     index_path = Path(index) if index is not None else folder / "index.csv"
     students = read_index(index_path)
     t = load_template(template if template is not None else index_path.parent / "template.toml")
-    rows = []
-    for path in sorted(p for p in folder.rglob("*.toml") if _is_answers(p)):
-        shown = path.relative_to(folder).as_posix()
-        rows.append(grade_file(path, t, students, shown, policy))
-    return Gradebook(tuple(sorted(rows, key=lambda r: (r.id, r.file))))
+    paths = returned_files(folder)
+    rows = [grade_file(path, t, students, path.relative_to(folder).as_posix(), policy)
+            for path in (progress(paths) if progress else paths)]
+    returns: dict[str, int] = {}
+    for r in rows:
+        if r.error is None:
+            returns[r.id] = returns.get(r.id, 0) + 1
+    rows = [replace(r, notes=r.notes + (Note("duplicate", text=str(returns[r.id])),))
+            if r.error is None and returns[r.id] > 1 else r for r in rows]
+    # a student of the index with no return at all is a row too: the teacher must see who is missing
+    returned = {r.id for r in rows}
+    rows += [_error(student, name, "", Note("not_returned")) for student, (name, _) in students.items()
+             if student not in returned]
+    # by id, then file; returns with no id last
+    return Gradebook(tuple(sorted(rows, key=lambda r: (not r.id, r.id, r.file))), tuple(policy.items()), str(folder))
 
 
-def gradebook_text(book: Gradebook, fmt: str = "csv") -> str:
-    """The gradebook as CSV, Markdown or JSON."""
-    data = book.as_data()
-    columns = ["id", "name", *COUNTED, "score", "asked", "first_to_fix", "notes", "error", "file"]
+CSV_COLUMNS = ("id", "name", *COUNTED, "score", "asked", "first_to_fix", "notes", "error", "file")
+
+
+def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
+    """The gradebook as CSV (one row per student), JSON (rows, summary, policy), Markdown or LaTeX."""
     if fmt == "json":
+        summary = book.summary
+        data = {"students": book.as_data(lang),
+                "summary": {"graded": summary.graded, "not_graded": summary.not_graded,
+                            "not_returned": summary.not_returned,
+                            "steps": dict(summary.steps), "slips": dict(summary.slips)},
+                "policy": {k: score_text(v) for k, v in book.policy}}
         return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(CSV_COLUMNS)
+        for r in book.as_data(lang):
+            writer.writerow(["; ".join(r[c]) if isinstance(r[c], list) else "" if r[c] is None else str(r[c])
+                             for c in CSV_COLUMNS])
+        return out.getvalue()
+    if fmt in ("markdown", "latex"):
+        from .renderer import render_template
+        texts = [r.name for r in book.rows] + [r.id for r in book.rows]
+        return render_template("gradebook", fmt, lang, b=book, summary=book.summary, say=note_text(lang),
+                               score=score_text, has_cjk=any(ord(ch) >= 0x2E80 for x in texts for ch in x),
+                               paper="a4" if lang == "zh" else "letter", cjk_font=None, report=True)
+    raise ValueError(f"unknown gradebook format {fmt!r}")
 
-    def cell(row: dict, c: str) -> str:
-        value = row[c]
-        if isinstance(value, list):
-            return "; ".join(value)
-        return "" if value is None else str(value)
-    if fmt == "markdown":
-        lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-        lines += ["| " + " | ".join(cell(r, c).replace("|", "\\|") for c in columns) + " |" for r in data]
-        return "\n".join(lines) + "\n"
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    for r in data:
-        writer.writerow([cell(r, c) for c in columns])
-    return out.getvalue()
+
+def gradebook_document(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str | bytes:
+    """The gradebook in any of FORMATS: HTML is one offline page, PDF is compiled from the LaTeX."""
+    if fmt == "html":
+        from .html import page
+        return page(gradebook_text(book, "markdown", lang), lang)
+    if fmt == "pdf":
+        from .pdf import latex_to_pdf
+        return latex_to_pdf(gradebook_text(book, "latex", lang), lang=lang)
+    return gradebook_text(book, fmt, lang)
 
 
-__all__ = ["COUNTED", "Gradebook", "POLICY", "Row", "grade", "gradebook_text", "read_index"]
+def feedback(row: Row, fmt: str = "markdown") -> str | bytes:
+    """A student's check report, in the student's language (the same renderer as ``symattn check``)."""
+    if row.report is None:
+        raise ValueError(f"{row.file}: not graded, so there is no report")
+    if fmt == "html":
+        from .html import report_page
+        return report_page(row.report)
+    from .renderer import render_report
+    if fmt == "pdf":
+        from .pdf import latex_to_pdf
+        return latex_to_pdf(render_report(row.report, "latex", standalone=True), lang=row.report.lang)
+    return render_report(row.report, fmt, standalone=fmt == "latex")
 
+
+FEEDBACK_EXTENSIONS = {"text": "txt", "markdown": "md", "latex": "tex", "html": "html", "pdf": "pdf"}
+
+
+def feedback_files(book: Gradebook, fmt: str = "markdown") -> tuple[tuple[str, str | bytes], ...]:
+    """(file name, content) of every graded student's feedback: ``<id>.<ext>``, ``<id>-2.<ext>`` for a second return."""
+    out = []
+    seen: dict[str, int] = {}
+    for r in book.rows:
+        if r.report is None:
+            continue
+        seen[r.id] = seen.get(r.id, 0) + 1
+        suffix = "" if seen[r.id] == 1 else f"-{seen[r.id]}"
+        out.append((f"{r.id}{suffix}.{FEEDBACK_EXTENSIONS[fmt]}", feedback(r, fmt)))
+    return tuple(out)
+
+
+__all__ = ["COUNTED", "FORMATS", "FEEDBACK_FORMATS", "Gradebook", "Note", "POLICY", "Row", "Summary", "feedback",
+           "feedback_files", "grade", "gradebook_document", "gradebook_text", "read_index", "read_policy"]

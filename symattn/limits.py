@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import math
 import signal
+import sys
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 from .errors import LimitError
 
 # --- reading input ----------------------------------------------------------
 FILE_BYTES = 4 * 1024 * 1024  # a spec or claims file; checked before it is read
+RESULT_BYTES = 64 * 1024 * 1024  # a float result (.npy or JSON) that `compare` reads
 NESTING = 32  # lists and tables inside one another in TOML or JSON
 
 # --- sizes ------------------------------------------------------------------
@@ -28,6 +30,8 @@ HEADS = 16
 LABEL = 40  # characters of a token label
 TITLE = 200  # characters of a title
 CLAIMS = 100_000  # claimed numbers in one claims file
+STUDENTS = 1000  # students of one exercise (count or roster)
+RETURNS = 5000  # answers files one grade run reads (several returns per student are allowed)
 
 # --- numbers ----------------------------------------------------------------
 NUMBER_LENGTH = 64  # characters of one literal number
@@ -47,6 +51,20 @@ FORMULA_POWER = 16  # |n| in x^n
 FORMULA_BITS = 4096  # bits of an exact number that a formula makes (16^16^16 is refused)
 FORMULA_TERMS = 1000  # terms of an entry, or of a score, once multiplied out
 SYMBOLIC_SIZE = 16  # rows and columns of a matrix that holds formulas
+
+# --- the backward pass: deciding which gradients are exactly rational ---------------
+# Past these an entry is shown with ≈ (its digits are still correct); they bound the work, not the answer.
+EXPANDED_TERMS = 20_000  # terms of one expanded denominator before exactness is left undecided
+PRODUCT_WORK = 200_000  # term products of one multiplication while deciding exactness
+EXACTNESS_WORK = 3_000_000  # term products of the whole exactness run; past it, entries left are undecided
+COMBINE_WORK = 20_000  # term products of bringing one entry's fractions over one denominator
+
+# --- symattn serve ---------------------------------------------------------------
+BODY_BYTES = 256 * 1024  # one request body
+REQUEST_SECONDS = 10.0  # one request's computation; symattn serve --max-seconds changes it
+WORKERS = 2  # worker processes: the work of two requests at once
+WAITING = 256  # requests queued for a worker before the server answers 503
+GRACE_SECONDS = 2.0  # past the limit, a worker that has not stopped itself is killed
 
 # --- time -----------------------------------------------------------------------
 SECONDS = 60  # wall clock for one command; --max-seconds raises it
@@ -74,14 +92,23 @@ def deadline(seconds: float | None, what: str) -> Iterator[None]:
     def expire(signum: int, frame: object) -> None:
         raise LimitError(what, None, f"took longer than {seconds:g} s (the time limit; raise it with --max-seconds)")
 
+    hook = sys.unraisablehook
+
+    def quiet(unraisable: Any) -> None:
+        # raised where Python cannot pass it on (a finalizer): not a bug to report; the timer asks again
+        if not isinstance(unraisable.exc_value, LimitError):
+            hook(unraisable)
+
     previous = signal.signal(signal.SIGALRM, expire)
-    # repeating: an exception raised where Python cannot pass it on (a finalizer) is lost, so ask again
+    sys.unraisablehook = quiet
+    # repeating: an exception lost in a finalizer is raised again 50 ms later, where it stops the work
     signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        sys.unraisablehook = hook
 
 # --- exports ------------------------------------------------------------------
 LATEX_SECONDS = 120  # wall clock of one latexmk run for --format pdf (on top of --max-seconds)

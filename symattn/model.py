@@ -21,20 +21,21 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Protocol, Sequence, runtime_checkable
 
 import sympy
 from sympy import ImmutableMatrix
 from sympy.polys.domains import ZZ
 from sympy.polys.matrices import DomainMatrix
 
-from . import numeric
+from . import engine, numeric, progress
 from .errors import EvaluationError, LimitError
 from .limits import ABS_Z, PRECISION_BITS, WORK_BITS
 from .numeric import Fixed
 from .spec import Matrix, Spec
 
 Rows = tuple[tuple[Decimal, ...], ...]
+Bounds = "tuple[Fraction, Fraction] | None"
 Mask = tuple[tuple[bool, ...], ...]
 
 QUANTITIES = ("scale", "sqrt_dk", "scores", "scaled", "shifted", "exp", "exp_sum", "exp_shifted",
@@ -107,6 +108,26 @@ class Rounding:
         return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide_significant(
             boxes, exact, digits, bits + numeric.start_bits(digits), quantity, self._headroom_bits))
 
+    def certified(self, quantity: str, digits: int) -> tuple[Rows, tuple[tuple[Bounds, ...], ...]]:
+        """:meth:`significant`, with the enclosure that decided each value: (lo, hi) holding the exact
+        value, every point of which rounds to the shown digits (None where the value is −∞)."""
+        exact = self.rationals(quantity)
+        cols = len(exact[0])
+        witness: list[Fixed | None] = [None] * (len(exact) * cols)
+        rows = self._numbers(quantity, lambda boxes, ex, bits: numeric.decide_significant(
+            boxes, ex, digits, bits + numeric.start_bits(digits), quantity, self._headroom_bits, witness))
+        start = numeric.start_bits(digits)
+        bounds = []
+        for p, value in enumerate(x for row in rows for x in row):
+            known, box = exact[p // cols][p % cols], witness[p]
+            if value.is_infinite():
+                bounds.append(None)
+            elif box is None:  # rational: decided exactly
+                bounds.append(numeric.rational_bounds(known if known is not None else Fraction(0), digits, start))
+            else:
+                bounds.append((Fraction(box.lo, 1 << box.bits), Fraction(box.hi, 1 << box.bits)))
+        return rows, tuple(tuple(bounds[i * cols:(i + 1) * cols]) for i in range(len(exact)))
+
     def _magnitude_bits(self, quantity: str) -> int:
         return 0
 
@@ -115,11 +136,17 @@ class Rounding:
     def _is_infinite(self, quantity: str, row: int, col: int) -> bool:
         return False
 
+    def _may_be_infinite(self, quantity: str) -> bool:
+        # False when no entry of the quantity is −∞: the check per entry is skipped
+        return True
+
     def _numbers(self, quantity: str, method: Callable) -> Rows:
+        progress.step(quantity)
         exact = self.rationals(quantity)
         cols = len(exact[0])
         # −∞ entries (masked scores) have nothing to evaluate: a placeholder, then −∞
-        infinite = [self._is_infinite(quantity, p // cols, p % cols) for p in range(len(exact) * cols)]
+        infinite = [self._is_infinite(quantity, p // cols, p % cols) for p in range(len(exact) * cols)] \
+            if self._may_be_infinite(quantity) else [False] * (len(exact) * cols)
         flat_exact = [Fraction(0) if inf else x for inf, x in zip(infinite, (x for row in exact for x in row))]
         flat = method(lambda bits: self._enclosures(quantity, bits), flat_exact, self._magnitude_bits(quantity))
         flat = [NEG_INFINITY if inf else x for inf, x in zip(infinite, flat)]
@@ -128,6 +155,42 @@ class Rounding:
 
 def _row_sums(e: ImmutableMatrix) -> ImmutableMatrix:
     return ImmutableMatrix([[sympy.Add(*e.row(i))] for i in range(e.rows)])
+
+
+@runtime_checkable
+class AttentionModel(Protocol):
+    """What every model kind offers (one head, several heads, symbols, the backward pass).
+
+    The derivation, ``compute`` and the checker dispatch on ``kind`` through a
+    table, as SymPy's printers dispatch on the class: no caller tests types.
+    """
+
+    kind: ClassVar[str]  # "head", "heads", "symbolic" or "backward"
+
+    def exact(self, quantity: str) -> ImmutableMatrix:
+        """The closed forms of one quantity."""
+
+
+def build(spec: Spec) -> AttentionModel:
+    """The exact model a spec asks for: symbols, several heads (or W_O), or one head; with
+    ``[backward]``, the backward pass over it."""
+    if spec.is_symbolic:
+        from .symbolic import build_symbolic, has_all_values
+        if spec.backward is not None and not has_all_values(spec):
+            # gradients are derived with numbers: the formulas stop at the forward pass
+            from .errors import SpecError
+            raise SpecError(spec.source, "backward", "the backward pass of a spec with symbols needs a value for "
+                                                     "every symbol ([subs] or --subs)")
+        model: AttentionModel = build_symbolic(spec)
+    elif spec.heads > 1 or spec.W_O is not None:
+        from .multihead import build_multihead
+        model = build_multihead(spec)
+    else:
+        model = build_model(spec)
+    if spec.backward is not None and not spec.is_symbolic:
+        from .backward import build_backward
+        return build_backward(spec, model)
+    return model
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,6 +212,17 @@ class Model(ClosedForms, Rounding):
     d_k: int
     scale: sympy.Expr  # Z = S * scale
     allowed: Mask | None = None  # True where a query may attend to a key; None: everywhere
+    kind: ClassVar[str] = "head"
+
+    @property
+    def forward(self) -> "Model":
+        """The forward model (itself; a backward model's is the model it differentiates)."""
+        return self
+
+    @property
+    def backward(self) -> None:
+        """The backward model: None, as this kind has no gradients."""
+        return None
 
     @property
     def n_queries(self) -> int:
@@ -246,6 +320,9 @@ class Model(ClosedForms, Rounding):
     def _is_infinite(self, quantity: str, row: int, col: int) -> bool:
         return quantity in _INFINITE and not self.may_attend(row, col)
 
+    def _may_be_infinite(self, quantity: str) -> bool:
+        return quantity in _INFINITE and self.allowed is not None
+
     def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
         """The exact rational value of each entry, or None where it is irrational (or −∞).
 
@@ -253,12 +330,28 @@ class Model(ClosedForms, Rounding):
         Lindemann–Weierstrass, e^z (z algebraic) is rational only at z = 0, and a
         softmax weight only when every score its query may attend to is equal.
         """
+        table = self._rational_tables.get(quantity)
+        if table is None:
+            table = self._rational_tables[quantity] = self._rationals(quantity)
+        return table
+
+    @cached_property
+    def _rational_tables(self) -> dict[str, tuple[tuple[Fraction | None, ...], ...]]:
+        return {}
+
+    def _rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
         n, m = self.n_queries, self.n_keys
         ok = self.may_attend
-        if quantity in ("scale", "sqrt_dk", "scores", "scaled", "shifted"):
-            matrix = self.exact(quantity)
-            return tuple(tuple(numeric.as_fraction(x) for x in matrix.row(i)) for i in range(matrix.rows))
-        scores = self.score_integers[1]
+        if quantity in ("scale", "sqrt_dk"):
+            return ((numeric.as_fraction(getattr(self, quantity)),),)
+        den, scores = self.score_integers
+        if quantity in ("scores", "scaled", "shifted"):
+            # from the integers, not the closed forms: z = n·scale/den is rational iff the scale is, or n = 0
+            c = Fraction(1) if quantity == "scores" else numeric.as_fraction(self.scale)
+            top = [row[self.row_max[i]] if quantity == "shifted" else 0 for i, row in enumerate(scores)]
+            return tuple(tuple(None if quantity != "scores" and not ok(i, j) else Fraction((x - top[i]) * c.numerator, den * c.denominator)
+                               if c is not None else Fraction(0) if x == top[i] else None
+                               for j, x in enumerate(row)) for i, row in enumerate(scores))
         top = [row[self.row_max[i]] for i, row in enumerate(scores)]
         if quantity == "exp":
             return tuple(tuple((Fraction(1) if x == 0 else None) if ok(i, j) else Fraction(0)
@@ -341,10 +434,10 @@ class Model(ClosedForms, Rounding):
                 return self._constant_columns[k]
             values = {column[group[0]] for group in groups}
             return Fraction(values.pop(), den) if len(values) == 1 else None
-        sums = [(sum(column[j] for j in group), len(group)) for group in groups]
-        first, count = sums[0]
-        if any(total * count != first * size for total, size in sums[1:]):
-            return None
+        first, count = sum(column[j] for j in groups[0]), len(groups[0])
+        for group in groups[1:]:  # usually the second group already differs
+            if sum(column[j] for j in group) * count != first * len(group):
+                return None
         return Fraction(first, count * den)
 
     def _magnitude_bits(self, quantity: str) -> int:
@@ -380,22 +473,30 @@ class Model(ClosedForms, Rounding):
     def _boxes(self) -> dict[int, "_Boxes"]:
         return {}
 
-    def _z_fixed(self, bits: int, shifted: bool) -> list[list[Fixed | None]]:
-        """z (or z minus its row maximum) at 2**-bits: the scale enclosed once, then
-        exact integer products. None where masked."""
-        den, rows = self.score_integers
-        c = Fixed.from_interval(numeric.enclose(self.scale, bits + 8), bits)
+    @cached_property
+    def numeric_engine(self) -> str:
+        """The numeric engine of this model's enclosures, chosen when it is first needed."""
+        return engine.name()
+
+    def _exp_arguments(self, shifted: bool) -> list[list[int | None]]:
+        """The integers n with z = n · scale / den (minus the row maximum when ``shifted``); None where masked."""
+        rows = self.score_integers[1]
+        return [[x - (row[self.row_max[i]] if shifted else 0) if self.may_attend(i, j) else None
+                 for j, x in enumerate(row)] for i, row in enumerate(rows)]
+
+    def _z_fixed(self, c: Fixed, shifted: bool) -> list[list[Fixed | None]]:
+        """z (or z minus its row maximum) at 2**-c.bits, from ``c`` enclosing the scale: exact
+        integer products. None where masked."""
+        den = self.score_integers[0]
         out = []
-        for i, row in enumerate(rows):
-            offset = row[self.row_max[i]] if shifted else 0
+        for row in self._exp_arguments(shifted):
             boxes: list[Fixed | None] = []
-            for j, n in enumerate(row):
-                if not self.may_attend(i, j):
+            for n in row:
+                if n is None:
                     boxes.append(None)
                     continue
-                n -= offset
                 lo, hi = (n * c.lo, n * c.hi) if n >= 0 else (n * c.hi, n * c.lo)
-                boxes.append(Fixed(lo // den, -(-hi // den), bits))
+                boxes.append(Fixed(lo // den, -(-hi // den), c.bits))
             out.append(boxes)
         return out
 
@@ -437,12 +538,17 @@ class _Boxes:
                 for row in rows for b in row]
 
     @cached_property
+    def _scale(self) -> Fixed:
+        # the scale once per precision, shared by z and every exp
+        return Fixed.from_interval(numeric.enclose(self.model.scale, self.prec + 8), self.prec)
+
+    @cached_property
     def _z(self) -> list[list[Fixed | None]]:
-        return self.model._z_fixed(self.prec, shifted=False)
+        return self.model._z_fixed(self._scale, shifted=False)
 
     @cached_property
     def _z_shifted(self) -> list[list[Fixed | None]]:
-        return self.model._z_fixed(self.prec, shifted=True)
+        return self.model._z_fixed(self._scale, shifted=True)
 
     def scaled(self) -> list[Fixed]:
         return self._flat(self._z)
@@ -450,17 +556,17 @@ class _Boxes:
     def shifted(self) -> list[Fixed]:
         return self._flat(self._z_shifted)
 
-    def _exps(self, rows: list[list[Fixed | None]]) -> list[list[Fixed]]:
-        zero = Fixed(0, 0, self.bits)  # e^−∞
-        return [[zero if b is None else numeric.exp_fixed(b, self.prec, self.bits) for b in row] for row in rows]
+    def _exps(self, shifted: bool) -> list[list[Fixed]]:
+        return engine.exps(self.model._exp_arguments(shifted), self.model.score_integers[0], self._scale,
+                           self.prec, self.bits, self.model.numeric_engine)
 
     @cached_property
     def _exp(self) -> list[list[Fixed]]:
-        return self._exps(self._z)
+        return self._exps(shifted=False)
 
     @cached_property
     def _exp_shifted(self) -> list[list[Fixed]]:
-        return self._exps(self._z_shifted)
+        return self._exps(shifted=True)
 
     def exp(self) -> list[Fixed]:
         return [b for row in self._exp for b in row]
@@ -486,7 +592,7 @@ class _Boxes:
         for row in self._exp_shifted:
             lo_sum = sum(b.lo for b in row)
             hi_sum = sum(b.hi for b in row)
-            rows.append([Fixed((b.lo << bits) // hi_sum, -((-(b.hi << bits)) // lo_sum), bits) for b in row])
+            rows.append([Fixed((lo << bits) // hi_sum, -((-(hi << bits)) // lo_sum), bits) for lo, hi, _ in row])
         return rows
 
     def weights(self) -> list[Fixed]:
@@ -505,7 +611,7 @@ class _Boxes:
     @cached_property
     def _output(self) -> list[list[Fixed]]:
         den, cols = self.model._v_integers
-        return [numeric.weighted_sums(row, cols, den, self.bits) for row in self._weights]
+        return engine.weighted_sums(self._weights, cols, den, self.bits, self.model.numeric_engine)
 
     def output(self) -> list[Fixed]:
         return [b for row in self._output for b in row]

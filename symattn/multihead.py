@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
+from typing import ClassVar
 
 import sympy
 from sympy import ImmutableMatrix
 
-from . import numeric
+from . import engine
 from .model import Model, Rounding, _lcm_of_denominators, build_heads
 from .numeric import Fixed
 from .rounding import NumRows, _exact_or_rounded, _from_model
@@ -27,6 +28,20 @@ class MultiHead(Rounding):
     heads: tuple[Model, ...]
     W_O: tuple[tuple[Fraction, ...], ...] | None = None
     b_O: tuple[Fraction, ...] | None = None
+    kind: ClassVar[str] = "heads"
+
+    @property
+    def forward(self) -> "MultiHead":
+        return self
+
+    @property
+    def backward(self) -> None:
+        return None
+
+    def exact(self, quantity: str) -> ImmutableMatrix:
+        if quantity not in ("concat", "output"):
+            raise ValueError(f"unknown quantity {quantity!r}; expected concat or output")
+        return getattr(self, quantity)
 
     @cached_property
     def concat(self) -> ImmutableMatrix:
@@ -71,12 +86,10 @@ class MultiHead(Rounding):
         den = _lcm_of_denominators(list(self.W_O) + [self.b_O or ()])
         cols = [[int(self.W_O[c][k] * den) for c in range(len(self.W_O))] for k in range(len(self.W_O[0]))]
         bias = self.b_O or (Fraction(0),) * len(cols)
-        out = []
-        for row in rows:
-            for box, b in zip(numeric.weighted_sums(row, cols, den, bits), bias):
-                shift = Fixed.exact(b, bits)
-                out.append(Fixed(box.lo + shift.lo, box.hi + shift.hi, bits))
-        return out
+        shifts = [Fixed.exact(b, bits) for b in bias]
+        return [Fixed(box.lo + shift.lo, box.hi + shift.hi, bits)
+                for row in engine.weighted_sums(rows, cols, den, bits, self.heads[0].numeric_engine)
+                for box, shift in zip(row, shifts)]
 
     def figures_output(self, spec: Spec, concat: NumRows) -> NumRows:
         """The output after W_O as shown: exact values rounded, or (hand) from the shown concat."""

@@ -14,12 +14,13 @@ at :data:`~symattn.limits.PRECISION_BITS` beyond the value's magnitude, with an
 
 from __future__ import annotations
 
+import decimal
+import math
 import operator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 import sympy
 from mpmath import iv, libmp
@@ -71,9 +72,9 @@ def as_fraction(expr: sympy.Expr) -> Fraction | None:
 
 # --- fixed-point enclosures ----------------------------------------------
 
-@dataclass(frozen=True)
-class Fixed:
-    """The interval [lo, hi] * 2**-bits with integer ends."""
+class Fixed(NamedTuple):
+    """The interval [lo, hi] * 2**-bits with integer ends (a named tuple: large models make
+    millions of them, and a tuple is made several times faster than a frozen dataclass)."""
 
     lo: int
     hi: int
@@ -240,8 +241,8 @@ def start_bits(decimals: int, magnitude_bits: int = 0) -> int:
 
 def _refine(enclosures: Callable[[int], Sequence[Fixed]], result: list[Decimal | None],
             pick: Callable[[int, Fixed], Decimal | None], bits: int, what: str | Callable[[], str],
-            headroom: int) -> list[Decimal]:
-    # raise the precision only while some rounding is undecided
+            headroom: int, witness: list[Fixed | None] | None = None) -> list[Decimal]:
+    # raise the precision only while some rounding is undecided; ``witness`` keeps the box that decided each
     while any(r is None for r in result):
         if bits > PRECISION_BITS + headroom:
             index = result.index(None)
@@ -250,6 +251,8 @@ def _refine(enclosures: Callable[[int], Sequence[Fixed]], result: list[Decimal |
         for i, box in enumerate(enclosures(bits)):
             if result[i] is None:
                 result[i] = pick(i, box)
+                if witness is not None and result[i] is not None:
+                    witness[i] = box
         bits *= 2
     return result  # type: ignore[return-value]
 
@@ -268,15 +271,121 @@ def decide(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fractio
 
 
 def decide_significant(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fraction | None],
-                       digits: int, bits: int, what: str, headroom: int = 0) -> list[Decimal]:
-    """Like :func:`decide`, to ``digits`` significant digits."""
+                       digits: int, bits: int, what: str, headroom: int = 0,
+                       witness: list[Fixed | None] | None = None) -> list[Decimal]:
+    """Like :func:`decide`, to ``digits`` significant digits; ``witness`` receives the deciding boxes."""
     def pick(_: int, box: Fixed) -> Decimal | None:
-        k = box.exponent()
-        r = None if k is None else box.rounded(digits - 1 - k)
-        return None if r is None else _normalize_significant(r, digits)
+        lo, hi, b = box
+        if lo > 0:
+            return _significant_box(lo, hi, b, digits, 1)
+        if hi < 0:
+            return _significant_box(-hi, -lo, b, digits, -1)
+        return None  # the box holds 0: no exponent yet
 
     result = [None if e is None else _significant_exact(e, digits) for e in exact]
-    return _refine(enclosures, result, pick, bits, what, headroom)
+    return _refine(enclosures, result, pick, bits, what, headroom, witness)
+
+
+_LOG10_2 = math.log10(2)
+_POWERS: dict[int, int] = {}
+
+
+def _pow10(k: int) -> int:
+    p = _POWERS.get(k)
+    if p is None:
+        p = _POWERS[k] = 10**k
+    return p
+
+
+def _at_least(n: int, den_bits: int, k: int) -> bool:
+    # n / 2**den_bits >= 10**k
+    return n >= (_pow10(k) << den_bits) if k >= 0 else n * _pow10(-k) >= 1 << den_bits
+
+
+def _significant_box(lo: int, hi: int, bits: int, digits: int, sign: int) -> Decimal | None:
+    """The rounding to ``digits`` significant digits shared by [lo, hi] * 2**-bits (0 < lo), if any.
+
+    The same decision as :meth:`Fixed.exponent` then :meth:`Fixed.rounded`, in integers and in one
+    function (it runs once per value of a large model).
+    """
+    # k = floor(log10 lo·2^-bits), estimated with floats; e = digits - 1 - k
+    e = digits - 1 - math.floor(math.log10(lo) - bits * _LOG10_2)
+    if e >= 0:
+        low, high = _BOUNDS.get((digits, bits)) or _bounds(digits, bits)
+        p = _POWERS.get(e) or _pow10(e)
+        a, b = lo * p, hi * p
+        if low <= a and b < high:  # the estimate was right, and hi has the same exponent
+            half = 1 << bits >> 1
+            q = (a + half) >> bits
+            return _significant_decimal(sign, q, e, digits) if q == (b + half) >> bits else None
+    k = _exponent(lo, bits)  # the estimate was off by one, or the value is huge: the slow way
+    if _at_least(hi, bits, k + 1):
+        return None  # the ends have different exponents
+    e = digits - 1 - k
+    q = _half_up(lo, bits, e)
+    return _significant_decimal(sign, q, e, digits) if q == _half_up(hi, bits, e) else None
+
+
+_BOUNDS: dict[tuple[int, int], tuple[int, int]] = {}
+
+
+def _bounds(digits: int, bits: int) -> tuple[int, int]:
+    # x·10^e at 2^-bits has exactly ``digits`` digits before the point iff low <= it < high
+    if len(_BOUNDS) > 1000:
+        _BOUNDS.clear()
+    b = _BOUNDS[digits, bits] = (_pow10(digits - 1) << bits, _pow10(digits) << bits)
+    return b
+
+
+def _exponent(n: int, bits: int) -> int:
+    """floor(log10(n / 2**bits)) for n > 0: a float estimate, checked in integers."""
+    k = math.floor(math.log10(n) - bits * _LOG10_2)
+    while _at_least(n, bits, k + 1):
+        k += 1
+    while not _at_least(n, bits, k):
+        k -= 1
+    return k
+
+
+def _half_up(n: int, bits: int, e: int) -> int:
+    # round(n * 10**e / 2**bits) half-up, for n >= 0
+    if e >= 0:
+        return (n * _pow10(e) + (1 << bits >> 1)) >> bits
+    den = _pow10(-e) << bits
+    return (2 * n + den) // (2 * den)
+
+
+def _significant_decimal(sign: int, q: int, e: int, digits: int) -> Decimal:
+    # sign · q × 10**-e; a carry (9.99 -> 10.0) gives digits + 1 digits: drop the trailing zero
+    if q >= (_POWERS.get(digits) or _pow10(digits)):
+        q //= 10
+        e -= 1
+    return Decimal(sign * q).scaleb(-e, _EXACT)
+
+
+# scaleb in this context never rounds (and is twice as fast as parsing "qE-e")
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
+def rational_bounds(value: Fraction, digits: int, bits: int) -> tuple[Fraction, Fraction]:
+    """Dyadic bounds of a rational that decide its rounding to ``digits`` significant digits.
+
+    Floor and ceiling at 2^-bits, refined until both ends round alike; only a value exactly on a
+    rounding boundary (0.15 to one digit) is its own bound, since nothing around it rounds alike.
+    """
+    shown = _significant_exact(value, digits)
+    if value != 0:
+        step = Fraction(10) ** (log10_floor(abs(value)) - digits + 1)
+        if (abs(value) / step - Fraction(1, 2)).denominator == 1:
+            return value, value
+    if value == 0:
+        return value, value
+    while True:
+        box = Fixed.exact(value, bits)
+        lo, hi = Fraction(box.lo, 1 << bits), Fraction(box.hi, 1 << bits)
+        if _significant_exact(lo, digits) == shown == _significant_exact(hi, digits):
+            return lo, hi
+        bits *= 2
 
 
 def significant_exact(value: Fraction, digits: int) -> Decimal:
@@ -285,9 +394,30 @@ def significant_exact(value: Fraction, digits: int) -> Decimal:
 
 
 def _significant_exact(value: Fraction, digits: int) -> Decimal:
-    if value == 0:
+    # in integers: Fraction arithmetic costs more than the rounding itself
+    p, q = value.numerator, value.denominator
+    if p == 0:
         return Decimal(0)
-    return _normalize_significant(round_half_up(value, digits - 1 - log10_floor(value)), digits)
+    sign = -1 if p < 0 else 1
+    p = abs(p)
+    k = math.floor(math.log10(p) - math.log10(q))  # floor(log10 p/q), or one off
+    e = digits - 1 - k
+    if e >= 0:
+        num = p * (_POWERS.get(e) or _pow10(e))
+        if q * (_POWERS.get(digits - 1) or _pow10(digits - 1)) <= num < q * _pow10(digits):
+            return _significant_decimal(sign, (2 * num + q) // (2 * q), e, digits)
+    while _ratio_at_least(p, q, k + 1):
+        k += 1
+    while not _ratio_at_least(p, q, k):
+        k -= 1
+    e = digits - 1 - k
+    num, den = (p * _pow10(e), q) if e >= 0 else (p, q * _pow10(-e))
+    return _significant_decimal(sign, (2 * num + den) // (2 * den), e, digits)
+
+
+def _ratio_at_least(p: int, q: int, k: int) -> bool:
+    # p / q >= 10**k
+    return p >= q * _pow10(k) if k >= 0 else p * _pow10(-k) >= q
 
 
 def _normalize_significant(value: Decimal, digits: int) -> Decimal:

@@ -191,7 +191,10 @@ def load_language(lang: str) -> Mapping[str, Any]:
         path = folder / "lang" / f"{lang}.toml"
         if path.is_file():
             with path.open("rb") as fh:
-                return tomllib.load(fh)
+                prose = tomllib.load(fh)
+            # the gradients' names live in [backward.quantity]; reports find every name under "quantity"
+            extra = prose.get("backward", {}).get("quantity", {})
+            return {**prose, "quantity": {**prose.get("quantity", {}), **extra}} if extra else prose
     searched = ", ".join(str(p / "lang") for p in TEMPLATE_PATHS)
     raise RenderError(f"no language {lang!r}: lang/{lang}.toml not found; searched {searched}")
 
@@ -279,8 +282,8 @@ FILTERS: dict[str, Callable[..., Any]] = {
 
 
 def _latex_heading(text: str, depth: int) -> str:
-    # the title is \section*; steps are one level below it, and each nested part (a head) one more
-    command = ("subsection", "subsubsection", "paragraph")[min(depth, 2)]
+    # the title is \section* (depth -1); steps are one level below it, and each nested part (a head) one more
+    command = ("section", "subsection", "subsubsection", "paragraph")[max(0, min(depth + 1, 3))]
     return f"\\{command}*{{{text}}}"
 
 
@@ -365,11 +368,14 @@ def render_report(report, fmt: str = "text", *, standalone: bool = False) -> str
                            report=True, paper=report.paper, cjk_font=report.cjk_font)
 
 
-def render(derivation, fmt: str = "markdown", *, standalone: bool = False) -> str:
-    """Render a derivation as Markdown, or as a LaTeX fragment or standalone document."""
+def render(derivation, fmt: str = "markdown", *, standalone: bool = False, depth: int = 0) -> str:
+    """Render a derivation as Markdown, or as a LaTeX fragment or standalone document.
+
+    ``depth`` 1 sets the whole derivation one heading level lower, to sit under a heading of its own.
+    """
     if fmt not in FORMATS:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     texts = list(derivation.tokens) + list(derivation.key_tokens) + [derivation.title or ""]
     text = render_template("document", fmt, derivation.lang, d=derivation, standalone=standalone,
-                           has_cjk=_has_cjk(texts), depth=0, paper=derivation.paper, cjk_font=derivation.cjk_font)
+                           has_cjk=_has_cjk(texts), depth=depth, paper=derivation.paper, cjk_font=derivation.cjk_font)
     return shrink_wide_displays(text) if fmt == "latex" else text

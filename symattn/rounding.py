@@ -295,3 +295,72 @@ def _check_fixed(fig: Figures, source: str) -> None:
                         raise LimitError(source, f.name, f"a number with {y.value.adjusted() + 1} digits before "
                                          f"the point; documents show at most {FIXED_DIGITS} (compute gives "
                                          "significant digits, or notation = \"auto\")", (i, j) if isinstance(x, Num) else (i, j, k))
+
+
+# --- the backward pass ------------------------------------------------------------
+
+class _Hand:
+    """Rational arithmetic on shown numbers; the scale as shown (÷ 1.414 for 1/√2)."""
+
+    zero = Fraction(0)
+
+    def __init__(self, spec: Spec, sqrt_dk: Num):
+        self.spec, self.sqrt_dk = spec, sqrt_dk
+
+    @staticmethod
+    def const(x: Fraction) -> Fraction:
+        return x
+
+    def scale(self, x: Fraction) -> Fraction:
+        if self.spec.scale == "sqrt":
+            return x / self.sqrt_dk.fraction
+        if self.spec.scale == "none":
+            return x
+        return x * self.spec.scale.value
+
+
+def gradient_figures(model, spec: Spec, weights: Sequence[NumRows], shown_output: NumRows | None = None,
+                     shown_concat: NumRows | None = None, sqrt_dk: Num | None = None) -> dict[str, NumRows]:
+    """Every gradient as shown, by name (``name@h`` per head): the exact values rounded, or (hand)
+    each step from the shown numbers of the step before (the weights, O and the concatenation as shown)."""
+    decimals, notation = spec.decimals.gradients, spec.notation
+    names = list(model._rationals)
+    if spec.rounding != "hand":
+        shown = {name: _from_model(model, name, decimals, notation) for name in names}
+        for name in names:  # exactly, the Jacobian times dA is dZ
+            if name.startswith("dZ"):
+                shown["jacobian_dA" + name[2:]] = shown[name]
+        return shown
+    from .backward import _gradients, _jacobian
+    alg = _Hand(spec, sqrt_dk)
+    shown: dict[str, NumRows] = {}
+    forward = {"O": shown_output, "concat": shown_concat}
+
+    def hook(name: str, values):
+        if name in forward:
+            return _fractions(forward[name])
+        shown[name] = _exact_or_rounded(values, decimals, notation)
+        return _fractions(shown[name])
+
+    A = [_fractions(w) for w in weights]
+    _gradients(alg, model.inputs, A, hook)
+    for h, a in enumerate(A):
+        suffix = f"@{h}" if model.is_split else ""
+        shown["jacobian" + suffix] = J = _exact_or_rounded(_jacobian(alg, a), decimals, notation)
+        m = len(a[0])
+        dA = shown["dA" + suffix]
+        # the Jacobian times dA, from the shown Jacobian (the compact form uses the shown mean instead)
+        shown["jacobian_dA" + suffix] = _exact_or_rounded(
+            [[sum((J[i * m + j][k].fraction * dA[i][j].fraction for j in range(m)), Fraction(0)) for k in range(m)]
+             for i in range(len(a))], decimals, notation)
+    first = 0
+    for h, a in enumerate(A if model.is_split else ()):  # each head's dO is its slice of the shown one
+        width = len(model.inputs.V[h][0])
+        source = shown["dconcat"] if "dconcat" in shown else shown["dO"]
+        shown[f"dO@{h}"] = tuple(row[first:first + width] for row in source)
+        first += width
+    for name in names:  # the concatenated dQ, dK, dV of several heads are the heads' shown numbers side by side
+        if name not in shown:
+            parts = [shown[f"{name}@{h}"] for h in range(len(weights))]
+            shown[name] = tuple(sum((p[i] for p in parts), ()) for i in range(len(parts[0])))
+    return shown

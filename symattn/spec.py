@@ -52,6 +52,23 @@ class Decimals:
     weights: int = 3
     percent: int = 1
     output: int = 3
+    gradients: int = 3  # every gradient of the backward pass
+
+
+LOSSES = ("sum", "mse", "given")
+
+
+@dataclass(frozen=True)
+class Backward:
+    """The ``[backward]`` table: where dL/dO comes from.
+
+    ``sum``: L = Σ O, so dL/dO is all ones; ``mse``: L = ½ Σ (O − T)², so dL/dO = O − T;
+    ``given``: dL/dO written out as ``grad_output``.
+    """
+
+    loss: str = "sum"
+    grad_output: "Matrix | None" = None
+    target: "Matrix | None" = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,7 @@ class Spec:
     paper: str | None = None  # "a4" or "letter"; None: A4 for Chinese, Letter for English
     engine: str | None = None  # TeX engine for PDF; None: xelatex for Chinese text, else pdflatex
     cjk_font: str | None = None  # ctex's fontset for Chinese; None: ctex's own choice
+    backward: Backward | None = None  # the backward pass, when asked for
 
     @property
     def page(self) -> str:
@@ -124,7 +142,7 @@ class Spec:
             return tuple(row[index * width:(index + 1) * width] for row in m)
 
         return replace(self, Q=columns(self.Q), K=columns(self.K), V=columns(self.V), heads=1, projection=None,
-                       W_O=None, b_O=None, title=None)
+                       W_O=None, b_O=None, title=None, backward=None)
 
     def with_options(self, **options: Any) -> "Spec":
         """Override settings (as the CLI flags do), validated like the spec keys."""
@@ -151,13 +169,15 @@ class Spec:
             given = dict(self.subs)
             given.update(dict(reader.subs(raw["subs"], "--subs", self.symbols)))
             changes["subs"] = tuple(sorted(given.items()))
+        if raw.get("backward") and self.backward is None:  # --backward: L = Σ O unless the spec says otherwise
+            changes["backward"] = Backward("sum")
         return replace(self, **changes)
 
 
-_OVERRIDABLE = {"lang", "rounding", "expand", "focus", "subs", "notation", "paper", "engine", "cjk_font"}
+_OVERRIDABLE = {"lang", "rounding", "expand", "focus", "subs", "notation", "paper", "engine", "cjk_font", "backward"}
 SPEC_KEYS = ("title", "lang", "tokens", "focus", "Q", "K", "V", "scale", "rounding", "expand", "decimals",
          "key_tokens", "mask", "key_padding", "softmax", "X", "X_kv", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V",
-         "heads", "W_O", "b_O", "subs", "notation", "paper", "engine", "cjk_font")
+         "heads", "W_O", "b_O", "subs", "notation", "paper", "engine", "cjk_font", "backward")
 
 
 def _kind(value: object) -> str:
@@ -527,7 +547,44 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     )
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
+    if "backward" in data:
+        spec = replace(spec, backward=_backward(reader, data["backward"], len(tokens),
+                                                len(W_O[0]) if W_O is not None else len(V[0])))
     return spec
+
+
+def _backward(reader: _Reader, raw: object, rows: int, cols: int) -> Backward:
+    """``[backward]``: loss = "sum" | "mse" (with target), or grad_output; dL/dO has the shape of O."""
+    if not isinstance(raw, Mapping):
+        raise reader.error("backward", f"expected a table, got {_kind(raw)}")
+    names = ("loss", "grad_output", "target")
+    check_keys(reader, {f"backward.{k}": v for k, v in raw.items()}, tuple(f"backward.{n}" for n in names))
+    given = "grad_output" in raw
+    loss = reader.choice(raw.get("loss", "given" if given else "sum"), "backward.loss", LOSSES)
+
+    def matrix(name: str) -> Matrix:
+        key = f"backward.{name}"
+        m = reader.matrix(raw[name], key)
+        if len(m) != rows or len(m[0]) != cols:
+            raise ShapeError(reader.source, key, f"shape mismatch: the output O is {rows}×{cols} and {name} is "
+                                                 f"{_shape(m)}; {name} needs the shape of O")
+        return m
+
+    if loss == "given":
+        if not given:
+            raise reader.error("backward.grad_output", "missing (loss = \"given\" takes dL/dO as grad_output)")
+        if "target" in raw:
+            raise reader.error("backward.target", "only with loss = \"mse\"")
+        return Backward("given", grad_output=matrix("grad_output"))
+    if given:
+        raise reader.error("backward.grad_output", f"give loss = \"{loss}\" or grad_output, not both")
+    if loss == "mse":
+        if "target" not in raw:
+            raise reader.error("backward.target", "missing (loss = \"mse\" needs the target T)")
+        return Backward("mse", target=matrix("target"))
+    if "target" in raw:
+        raise reader.error("backward.target", "only with loss = \"mse\"")
+    return Backward("sum")
 
 
 def _heads(reader: _Reader, data: Mapping[str, Any], projection: Projection | None, d_v: int, d_q: int):
@@ -592,8 +649,13 @@ def read_table(path: str | Path) -> dict[str, Any]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SpecError(source, None, f"not UTF-8 text (byte {exc.start + 1})") from None
+    return parse_text(text, source, json_=path.suffix.lower() == ".json")
+
+
+def parse_text(text: str, source: str, json_: bool = False) -> dict[str, Any]:
+    """TOML (or JSON) text as a table, every float kept as its text, nesting bounded; nothing in it is run."""
     try:
-        data = _parse(text, source, json_=path.suffix.lower() == ".json")
+        data = _parse(text, source, json_)
     except RecursionError:
         raise _too_deep(source, None) from None
     _check_nesting(data, source)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import cached_property
+from typing import ClassVar
 
 import sympy
 from sympy import ImmutableMatrix
@@ -35,6 +36,10 @@ class SymbolicModel(ClosedForms):
     d_k: int
     scale: sympy.Expr
     allowed: tuple[tuple[bool, ...], ...] | None = None
+    kind: ClassVar[str] = "symbolic"
+
+    def exact(self, quantity: str) -> ImmutableMatrix:
+        return getattr(self, quantity)
 
     def may_attend(self, i: int, j: int) -> bool:
         return self.allowed is None or self.allowed[i][j]

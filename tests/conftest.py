@@ -100,3 +100,51 @@ def latex():
         return workdir / "doc.pdf"
 
     return compile_
+
+
+def chromium_driver(window: str = "1000,800", loopback: bool = False, scrollbars: bool = True):
+    """Debian's headless Chromium through selenium, resolving no host (``loopback``: but 127.0.0.1);
+    skips the test when selenium, chromium or chromium-driver is missing. The caller quits it."""
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium (a test extra) drives Chromium")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    chromedriver = shutil.which("chromedriver")
+    if not chromium or not chromedriver:
+        pytest.skip("chromium and chromium-driver not installed")
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    rules = "MAP * ~NOTFOUND" + (", EXCLUDE 127.0.0.1" if loopback else "")
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                f"--window-size={window}", f"--host-resolver-rules={rules}",
+                "--disable-background-networking", "--disable-component-update", "--no-first-run") + \
+            (() if scrollbars else ("--hide-scrollbars",)):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(chromedriver), options=options)
+
+
+def run_in_terminal(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run a command on a pseudo-terminal 100 columns wide (a new pty is 0 wide, and tqdm draws nothing
+    there); its exit code and everything it wrote."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import termios
+    main_fd, child_fd = pty.openpty()
+    fcntl.ioctl(child_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    process = subprocess.Popen(argv, stdin=child_fd, stdout=child_fd, stderr=child_fd, cwd=cwd,
+                               env={**os.environ, **(env or {})})
+    os.close(child_fd)
+    shown = b""
+    while select.select([main_fd], [], [], 120)[0]:
+        try:
+            chunk = os.read(main_fd, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    code = process.wait(timeout=120)
+    os.close(main_fd)
+    return code, shown.decode("utf-8", "replace")

@@ -55,8 +55,10 @@ def test_compute_json(capsys):
     assert data["weights"]["value"][2] == ["0.402653", "0.240300", "0.357047"]
     assert data["output"]["value"][2] == ["4.38358", "2.76005"]
     assert data["exp_sum"]["value"] == ["4.86204", "4.41634", "4.75986"]
-    assert data["weights"]["exact"][2][0] == (
-        "exp(23*sqrt(2)/50)/(exp(19*sqrt(2)/200) + exp(3*sqrt(2)/8) + exp(23*sqrt(2)/50))")
+    # a weight refers to its row's sum by name; the sum is written once, in exp_sum
+    assert data["weights"]["exact"][2][0] == "exp(23*sqrt(2)/50)/s_3"
+    assert data["exp_sum"]["name"][2] == "s_3"
+    assert data["exp_sum"]["exact"][2] == "exp(19*sqrt(2)/200) + exp(3*sqrt(2)/8) + exp(23*sqrt(2)/50)"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -71,7 +73,7 @@ def test_compute_json(capsys):
      "symattn: argument --format: invalid choice: 'docx' (choose from 'markdown', 'latex', 'pdf', 'html')\n"),
     (["render", "--engine", "xelatex"], "symattn: --engine needs --format pdf\n"),
     (["compute", "--digits", "0"], "symattn: --digits: expected an integer from 1 to 1000, got 0\n"),
-    (["render", "--example", "nope"], "symattn: --example: no built-in example 'nope'; choose one of causal, cross, multihead, projection, seed, symbolic\n"),
+    (["render", "--example", "nope"], "symattn: --example: no built-in example 'nope'; choose one of backward, backward-mse, causal, cross, multihead, projection, seed, symbolic\n"),
 ])
 def test_errors_are_one_line_exit_2(capsys, argv, message):
     assert main(argv) == 2

@@ -1,6 +1,8 @@
 import os
+import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -13,6 +15,8 @@ from symattn.checker import check
 from symattn.errors import SpecError
 from symattn.model import build_model
 from symattn.rounding import exact_figures, hand_figures
+
+from .conftest import run_in_terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 HOMEWORK = ROOT / "examples" / "homework.toml"
@@ -70,7 +74,7 @@ def test_same_seed_same_bytes_across_processes(tmp_path):
     first = _run_exercise(tmp_path / "a", "1")
     second = _run_exercise(tmp_path / "b", "12345")
     assert first == second
-    assert sorted(first) == ["index.csv", "s01/answers.toml", "s01/key.md", "s01/sheet.md", "s02/answers.toml",
+    assert sorted(first) == ["index.csv", "key-all.md", "s01/answers.toml", "s01/key.md", "s01/sheet.md", "s02/answers.toml",
                              "s02/key.md", "s02/sheet.md", "s03/answers.toml", "s03/key.md", "s03/sheet.md",
                              "template.toml"]
 
@@ -85,13 +89,18 @@ def test_answers_file_is_read_by_check_as_it_is(tmp_path):
     assert report.student == "s01"
     assert report.blanks == tuple("claims." + a.key for a in v.asked)
     assert '"weights[3][1]" = ""\n' in ex.answers(v)
+    from symattn.renderer import render_report
+    assert render_report(report, "text").endswith(
+        "exact: 0, rounded: 0, carried: 0, last-digit: 0, wrong: 0, blank (not checked): 11\n"
+        "  Nothing wrong so far: every number given is exact, correctly rounded, or follows correctly from your "
+        "earlier numbers. Still blank: 11.\n")
+    assert "- 空白（未核对）：11" in render_report(replace(report, lang="zh"), "markdown")
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(min_value=0, max_value=2**32), st.sampled_from(["focus", "all"]))
 def test_every_draw_suits_hand_work_and_its_key_checks(seed, rows):
     template = ex.load_template(HOMEWORK)
-    from dataclasses import replace
     template = replace(template, answer_rows=rows)
     v = ex.draw(template, seed)
     spec = v.spec
@@ -167,3 +176,78 @@ def test_sheet_and_key_in_both_languages():
     assert "10 & 输出 & sat & 第 1 列 & \\framebox[6em]{\\strut} \\\\" in zh
     assert "Hand rounding" in ex.key(v, "markdown")
     assert ex.key(v, "latex").rstrip().endswith("\\end{document}")
+
+
+def test_key_all_holds_every_key_under_its_student():
+    variants = ex.exercise(HOMEWORK, [("s01", "Ann Lee"), ("s02", "")], 1)
+    text = ex.key_all(variants)
+    headings = [line for line in text.splitlines() if line.startswith("#")]
+    assert headings[:4] == ["# Answer keys of the class: Homework 3: attention by hand", "## Answer key of Ann Lee (s01)",
+                            "### Homework 3: attention by hand", "#### Setup"]
+    assert headings.count("## Answer key of s02") == 1
+    for v in variants:  # each student's own key, whole, one level down
+        own = [line for line in ex.key(v).splitlines() if line.startswith("#")]
+        assert own[0] == "# Homework 3: attention by hand" and own[1] == "## Setup"
+    assert text.count("#### Step 1:") == 2
+    tex = ex.key_all(variants, "latex", lang="zh")
+    assert tex.count("\\clearpage") == 1 and "\\section*{Ann Lee（s01）的参考答案}" in tex
+    assert tex.count("\\subsection*{Homework 3: attention by hand}") == 2
+
+
+@pytest.mark.parametrize("lang, engine", [("en", "pdflatex"), ("zh", "xelatex")])
+def test_sheet_key_and_key_all_compile(latex, tmp_path, lang, engine):
+    variants = ex.exercise(HOMEWORK, [("s01", "Ann Lee"), ("s02", "")], 1)
+    for name, tex in (("sheet", ex.sheet(variants[0], "latex", lang)), ("key", ex.key(variants[0], "latex", lang)),
+                      ("key-all", ex.key_all(variants, "latex", lang))):
+        folder = tmp_path / name
+        folder.mkdir()
+        assert latex(tex, engine, folder).read_bytes().startswith(b"%PDF-")
+
+
+def test_progress_bar_only_on_a_terminal(tmp_path):
+    """On a terminal (a pty) the batch shows a bar on stderr; piped, nothing is printed at all."""
+    argv = [sys.executable, "-m", "symattn", "exercise", str(HOMEWORK), "--count", "3", "-o"]
+    piped = subprocess.run(argv + [str(tmp_path / "a")], capture_output=True, text=True, cwd=ROOT)
+    assert (piped.returncode, piped.stdout, piped.stderr) == (0, "", "")
+    code, text = run_in_terminal(argv + [str(tmp_path / "b")], ROOT)
+    assert code == 0
+    assert "drawing:   0%" in text and "writing markdown:   0%" in text and "0/3 [" in text
+    first = {p.relative_to(tmp_path / "a").as_posix(): p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}
+    second = {p.relative_to(tmp_path / "b").as_posix(): p.read_bytes() for p in (tmp_path / "b").rglob("*") if p.is_file()}
+    assert first == second  # the bar changes nothing that is written
+
+
+def test_steps_of_a_long_compute_on_a_terminal(tmp_path):
+    """compute, render and check count their steps on a terminal (after SYMATTN_PROGRESS_DELAY seconds)."""
+    argv = [sys.executable, "-m", "symattn", "compute", "--no-exact", "-o", str(tmp_path / "c.json")]
+    code, text = run_in_terminal(argv, ROOT, {"SYMATTN_PROGRESS_DELAY": "0"})
+    assert code == 0 and "compute: 0 steps [" in text  # later counts show as often as tqdm redraws
+    code, text = run_in_terminal([sys.executable, "-m", "symattn", "check", "--example", "--lang", "en"], ROOT,
+                                 {"SYMATTN_PROGRESS_DELAY": "0"})
+    assert code == 1 and "check: 0 steps [" in text
+    piped = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env={**os.environ,
+                                                                                "SYMATTN_PROGRESS_DELAY": "0"})
+    assert (piped.returncode, piped.stderr) == (0, "")
+
+
+def test_class_size_limit(tmp_path, capsys):
+    from symattn.cli import main
+    assert main(["exercise", str(HOMEWORK), "--count", "1001", "-o", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err == "symattn: --count: expected 1 to 1000, got 1001\n"
+    with pytest.raises(SpecError) as info:
+        ex.exercise(HOMEWORK, [f"s{i}" for i in range(1001)], 1)
+    assert str(info.value) == f"{HOMEWORK}: ids: 1001 students; an exercise has at most 1000"
+    assert not (tmp_path / "x").exists()
+
+
+def test_exercise_pdf_through_the_cli(tmp_path):
+    if not (shutil.which("latexmk") and shutil.which("xelatex")):
+        pytest.skip("latexmk and xelatex not installed (TeX Live)")
+    from symattn.cli import main
+    assert main(["exercise", str(HOMEWORK), "--count", "1", "--lang", "zh", "--format", "pdf",
+                 "-o", str(tmp_path / "c")]) == 0
+    names = sorted(p.relative_to(tmp_path / "c").as_posix() for p in (tmp_path / "c").rglob("*") if p.is_file())
+    assert names == ["index.csv", "key-all.pdf", "s01/answers.toml", "s01/key.pdf", "s01/sheet.pdf", "template.toml"]
+    for name in ("key-all.pdf", "s01/key.pdf", "s01/sheet.pdf"):
+        assert (tmp_path / "c" / name).read_bytes().startswith(b"%PDF-")
+    assert 'lang = "zh"' in (tmp_path / "c" / "s01" / "answers.toml").read_text(encoding="utf-8")

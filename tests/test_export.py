@@ -24,6 +24,8 @@ from symattn.errors import RenderError
 from symattn.renderer import render
 from symattn.spec import load_spec
 
+from .conftest import chromium_driver
+
 pytestmark = [pytest.mark.client, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -284,19 +286,7 @@ def test_vendored_katex_matches_the_test_copy():
 
 @pytest.fixture(scope="session")
 def browser():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium (a test extra) drives Chromium")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    chromedriver = shutil.which("chromedriver")
-    if not chromium or not chromedriver:
-        pytest.skip("chromium and chromium-driver not installed")
-    from selenium.webdriver.chrome.service import Service
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1000,800", "--host-resolver-rules=MAP * ~NOTFOUND",
-                "--disable-background-networking", "--disable-component-update", "--no-first-run"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(chromedriver), options=options)
+    driver = chromium_driver()
     try:
         yield driver
     finally:

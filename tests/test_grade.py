@@ -7,107 +7,237 @@ import pytest
 
 from symattn import exercises as ex
 from symattn.cli import main
-from symattn.grading import INPUTS_CHANGED, grade, gradebook_text
+from symattn.grading import INPUTS_CHANGED, Note, feedback, grade, gradebook_text, read_policy
+from symattn.errors import SpecError
+from symattn.model import build_model
+from symattn.rounding import hand_figures
+from symattn.spec import spec_from_mapping
 
 from .test_exercise import HOMEWORK, key_numbers
+from .test_export import browser  # noqa: F401  (the Chromium fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
+IDS = [f"s{i:02d}" for i in range(1, 31)]
 
 
-def fill(v, numbers):
-    text = ex.answers(v)
+def fill(v, numbers, lang=None):
+    text = ex.answers(v, lang)
     for k, value in numbers.items():
         text = text.replace(f'"{k}" = ""', f'"{k}" = "{value}"')
     return text
 
 
+def outputs_from(v, numbers):
+    """The outputs a student gets from their own weights (error carried forward), exactly."""
+    V = v.spec.V
+    weights = [Fraction(Decimal(numbers[f"weights[3][{j}]"])) for j in (1, 2, 3)]
+    out = dict(numbers)
+    for k in (1, 2):
+        total = sum(w * V[j][k - 1].value for j, w in enumerate(weights))
+        out[f"output[3][{k}]"] = format(Decimal(total.numerator) / Decimal(total.denominator), "f")
+    return out
+
+
+def without_scaling(v, right):
+    """The classic slip: scaled = scores, so every later number is that of a spec with no scaling."""
+    spec = spec_from_mapping(dict(v.mapping, scale="none"))
+    fig = hand_figures(build_model(spec), spec)
+    numbers = dict(right)
+    for j in (1, 2, 3):
+        numbers[f"scaled[3][{j}]"] = right[f"scores[3][{j}]"]
+        numbers[f"weights[3][{j}]"] = format(fig.weights[2][j - 1].value, "f")
+    return outputs_from(v, numbers)
+
+
 @pytest.fixture(scope="module")
 def classroom(tmp_path_factory):
+    """30 students; the returns hold every kind of answer a teacher gets back."""
     out = tmp_path_factory.mktemp("class")
-    assert main(["exercise", str(HOMEWORK), "--count", "10", "--seed", "1", "-o", str(out)]) == 0
-    variants = ex.exercise(HOMEWORK, [f"s{i:02d}" for i in range(1, 11)], 1)
+    assert main(["exercise", str(HOMEWORK), "--count", "30", "--seed", "1", "-o", str(out)]) == 0
+    v = {x.id: x for x in ex.exercise(HOMEWORK, IDS, 1)}
+    right = {i: key_numbers(x) for i, x in v.items()}
     returned = tmp_path_factory.mktemp("returned")
     shutil.copy(out / "index.csv", returned / "index.csv")
     shutil.copy(out / "template.toml", returned / "template.toml")
-    v = {x.id: x for x in variants}
-    right = {i: key_numbers(x) for i, x in v.items()}
-    for i in ("s01", "s02", "s03"):  # all correct
-        (returned / i).mkdir()
-        (returned / i / "answers.toml").write_text(fill(v[i], right[i]), encoding="utf-8")
-    # s04: a slip in the first weight; the outputs carried from the slipped weights
-    slip = dict(right["s04"])
+
+    def hand_in(name, text):
+        (returned / name).parent.mkdir(parents=True, exist_ok=True)
+        (returned / name).write_text(text, encoding="utf-8")
+    for i in IDS[:17]:  # s01-s17: all correct; s02 works in Chinese
+        hand_in(f"{i}/answers.toml", fill(v[i], right[i], "zh" if i == "s02" else None))
+    # s18: a slip in the first weight; the outputs carried from the slipped weights (flat and renamed)
+    slip = dict(right["s18"])
     slip["weights[3][1]"] = format(Decimal(slip["weights[3][1]"]) + Decimal("0.1"), "f")
-    V = v["s04"].spec.V
-    weights = [Fraction(Decimal(slip[f"weights[3][{j}]"])) for j in (1, 2, 3)]
-    for k in (1, 2):
-        total = sum(w * V[j][k - 1].value for j, w in enumerate(weights))
-        slip[f"output[3][{k}]"] = format(Decimal(total.numerator) / Decimal(total.denominator), "f")
-    (returned / "s04.toml").write_text(fill(v["s04"], slip), encoding="utf-8")  # flat and renamed
-    # s05: three blanks
-    partial = {k: x for k, x in right["s05"].items() if not k.startswith("scores")}
-    (returned / "s05.toml").write_text(fill(v["s05"], partial), encoding="utf-8")
-    # s06: a tampered input
-    tampered = fill(v["s06"], right["s06"]).replace("Q = [[", 'Q = [["9", ', 1)
-    tampered = tampered.replace('Q = [["9", "' + v["s06"].mapping["Q"][0][0] + '", ', 'Q = [["9", ', 1)
-    (returned / "s06.toml").write_text(tampered, encoding="utf-8")
-    # s07: a decimal comma
-    comma = dict(right["s07"])
+    hand_in("s18.toml", fill(v["s18"], outputs_from(v["s18"], slip)))
+    for i in ("s19", "s20", "s21"):  # the scaling forgotten
+        hand_in(f"{i}.toml", fill(v[i], without_scaling(v[i], right[i])))
+    # s22: the three scores left blank
+    hand_in("s22.toml", fill(v["s22"], {k: x for k, x in right["s22"].items() if not k.startswith("scores")}))
+    # s23: a tampered input
+    tampered = fill(v["s23"], right["s23"]).replace("Q = [[", 'Q = [["9", ', 1)
+    hand_in("s23.toml", tampered.replace('Q = [["9", "' + v["s23"].mapping["Q"][0][0] + '", ', 'Q = [["9", ', 1))
+    # s24: a decimal comma
+    comma = dict(right["s24"])
     comma["weights[3][1]"] = comma["weights[3][1]"].replace(".", ",")
-    (returned / "s07.toml").write_text(fill(v["s07"], comma), encoding="utf-8")
-    # s08: an unknown id; s09: unreadable TOML; s10: correct, in a nested folder with another name
-    (returned / "s08.toml").write_text(fill(v["s08"], right["s08"]).replace('student = "s08"', 'student = "zz99"'),
-                                       encoding="utf-8")
-    (returned / "s09.toml").write_text("student = \"s09\"\n[claims\n", encoding="utf-8")
-    (returned / "late" / "x").mkdir(parents=True)
-    (returned / "late" / "x" / "mine.toml").write_text(fill(v["s10"], right["s10"]), encoding="utf-8")
-    return out, returned, v
+    hand_in("s24.toml", fill(v["s24"], comma))
+    # s25: an unknown id; s26: unreadable TOML; s27: correct, nested and renamed; s28: returned twice
+    hand_in("s25.toml", fill(v["s25"], right["s25"]).replace('student = "s25"', 'student = "zz99"'))
+    hand_in("s26.toml", "student = \"s26\"\n[claims\n")
+    hand_in("late/x/mine.toml", fill(v["s27"], right["s27"]))
+    hand_in("s28.toml", fill(v["s28"], right["s28"]))
+    hand_in("s28-again.toml", fill(v["s28"], right["s28"]))
+    # s29 and s30 return nothing
+    return out, returned, v, right
 
 
 def rows_by_id(book):
-    return {r.id or r.file: r for r in book.rows}
+    return {r.id or r.file: r for r in book.rows if r.error is None or r.error.code != "not_returned"}
+
+
+FULL = (3, 11, 11, None, None)  # exact, score, asked, first to fix, error
 
 
 def test_gradebook_counts(classroom):
-    _, returned, v = classroom
+    _, returned, v, right = classroom
     book = grade(returned)
     rows = rows_by_id(book)
-    assert sorted(rows) == ["s01", "s02", "s03", "s04", "s05", "s06", "s07", "s09.toml", "s10", "zz99"]
-    for i in ("s01", "s02", "s03", "s10"):
+    assert [(r.id, r.file) for r in book.rows][-9:] == [
+        ("s25", ""), ("s26", ""), ("s27", "late/x/mine.toml"), ("s28", "s28-again.toml"), ("s28", "s28.toml"),
+        ("s29", ""), ("s30", ""), ("zz99", "s25.toml"), ("", "s26.toml")]  # returns with no id last
+    for i in IDS[:17] + ["s27"]:
         c = dict(rows[i].counts)
         assert (c["wrong"], c["last-digit"], c["blank"]) == (0, 0, 0)
         assert c["exact"] + c["rounded"] + c["carried"] == 11
-        assert (rows[i].score, rows[i].asked, rows[i].first_to_fix, rows[i].error) == (11, 11, None, None)
-    s04 = rows["s04"]
-    assert dict(s04.counts)["wrong"] == 1 and dict(s04.counts)["carried"] >= 2
-    assert (s04.score, s04.first_to_fix, s04.file) == (10, "weights[3][1]", "s04.toml")
-    s05 = rows["s05"]
-    assert (dict(s05.counts)["blank"], s05.score) == (3, 8)
-    assert rows["s06"].notes == (INPUTS_CHANGED,)
-    assert rows["s06"].score == 11
-    assert rows["s07"].notes == ("decimal comma read as a point: claims.weights[3][1] = "
-                                 f"'{key_numbers(v['s07'])['weights[3][1]'].replace('.', ',')}'",)
-    assert rows["s07"].score == 11
-    assert rows["zz99"].error == "unknown student id 'zz99'"
-    assert rows["s09.toml"].error.startswith(f"{returned / 's09.toml'}: invalid TOML")
-    assert rows["s10"].file == "late/x/mine.toml"
+        assert (c["exact"], rows[i].score, rows[i].asked, rows[i].first_to_fix, rows[i].error) == FULL
+        assert (rows[i].wrong, rows[i].slips, rows[i].notes) == ((), (), ())
+    assert dict(rows["s01"].counts) == {"exact": 3, "rounded": 7, "carried": 1, "last-digit": 0, "wrong": 0,
+                                        "blank": 0}
+    s18 = rows["s18"]
+    assert tuple(dict(s18.counts).values()) == (3, 5, 2, 0, 1, 0)
+    assert (s18.score, s18.first_to_fix, s18.file, s18.wrong, s18.slips) == (10, "weights[3][1]", "s18.toml",
+                                                                             ("weights",), ())
+    for i, counts, score in (("s19", (3, 0, 5, 0, 3, 0), 8), ("s20", (3, 0, 5, 0, 3, 0), 8),
+                             ("s21", (3, 0, 4, 1, 3, 0), Fraction(15, 2))):
+        assert tuple(dict(rows[i].counts).values()) == counts
+        assert (rows[i].score, rows[i].first_to_fix, rows[i].wrong, rows[i].slips) == (
+            score, "scaled[3][1]", ("scaled",), ("no_scaling",))
+        # the short scaled claims (two decimals) are named by the whole row: all three are the scores
+        assert [(x.verdict, x.diagnosis) for x in rows[i].report.results if x.claim.quantity == "scaled"] == \
+            [("wrong", "no_scaling")] * 3
+    assert (tuple(dict(rows["s22"].counts).values()), rows["s22"].score) == ((0, 6, 2, 0, 0, 3), 8)
+    assert (rows["s23"].notes, rows["s23"].score) == ((INPUTS_CHANGED,), 11)
+    comma = right["s24"]["weights[3][1]"].replace(".", ",")
+    assert (rows["s24"].notes, rows["s24"].score) == ((Note("decimal_comma", "claims.weights[3][1]", comma),), 11)
+    assert rows["zz99"].error == Note("unknown_student", text="zz99")
+    assert rows["s26.toml"].error == Note("unreadable", text=f"{returned / 's26.toml'}: invalid TOML: Expected ']' "
+                                                              "at the end of a table declaration (at line 2, column 8)")
+    assert [r.notes for r in book.rows if r.id == "s28"] == [(Note("duplicate", text="2"),)] * 2
+    missing = [r.id for r in book.rows if r.error and r.error.code == "not_returned"]
+    assert missing == ["s25", "s26", "s29", "s30"]
+    assert (rows["s02"].lang, rows["s01"].lang) == ("zh", "en")
+
+
+def test_class_summary(classroom):
+    _, returned, _, _ = classroom
+    summary = grade(returned).summary
+    assert (summary.graded, summary.not_graded, summary.not_returned) == (27, 2, 4)
+    assert summary.steps == (("scaled", 3), ("weights", 1))
+    assert summary.slips == (("no_scaling", 3),)
+
+
+def test_gradebook_markdown(classroom):
+    _, returned, _, _ = classroom
+    text = gradebook_text(grade(returned), "markdown")
+    lines = text.splitlines()
+    assert lines[:9] == [
+        "# Gradebook", "", f"Returned answers: {returned}", "",
+        "Score per asked number: exact 1, rounded 1, carried 1, last-digit 0.5, wrong 0, blank 0.", "",
+        "| id | name | exact | rounded | carried | last-digit | wrong | blank | score | fix first |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| s01 |  | 3 | 7 | 1 | 0 | 0 | 0 | 11 / 11 |  |"]
+    assert "| s26.toml |  |  |  |  |  |  |  |  | not graded |" in lines
+    assert "| s21 |  | 3 | 0 | 4 | 1 | 3 | 0 | 7.5 / 11 | `scaled[3][1]` |" in lines
+    assert "| s29 |  |  |  |  |  |  |  |  | not returned |" in lines
+    assert "- s29: no answers file returned" in lines
+    assert "- s28 (s28.toml): returned 2 times; each return is graded" in lines
+    assert text.endswith(
+        "## Class summary\n\n27 returns graded, 2 could not be graded, 4 students returned nothing.\n\n"
+        "Steps with wrong numbers, most often first:\n\n- scaled S/√d\\_k: 3 students\n- weight A: 1 student\n\n"
+        "Classic slips recognised:\n\n- the scores were not divided by the square root of the dimension: 3 students\n")
+    zh = gradebook_text(grade(returned), "markdown", "zh")
+    assert "已评分 27 份，未能评分 2 份，4 人没有交。" in zh and "- 分数没有除以维度的平方根：3 人" in zh
+    assert "- s28 (s28.toml)：交了 2 份；每份都评分" in zh
+
+
+def test_policy(classroom, tmp_path):
+    _, returned, _, _ = classroom
+    policy = tmp_path / "policy.toml"
+    policy.write_text('"last-digit" = 0\ncarried = "0.5"\nblank = 0.25\n', encoding="utf-8")
+    rows = rows_by_id(grade(returned, policy=read_policy(policy)))
+    assert rows["s21"].score == 3 + Fraction(4, 2)  # exact 3, carried 4 × 0.5, last-digit 0, wrong 0
+    assert rows["s22"].score == 6 + 1 + Fraction(3, 4)  # rounded 6, carried 2 × 0.5, blank 3 × 0.25
+    for text, message in (('wrongg = 0\n', "wrongg: unknown verdict; expected one of exact, rounded, carried, "
+                                            "last-digit, wrong, blank"),
+                          ('wrong = 2\n', "wrong: expected a score from 0 to 1, got 2"),
+                          ('wrong = true\n', "wrong: expected a score from 0 to 1, got a boolean"),
+                          ('wrong = "1/0"\n', None)):
+        policy.write_text(text, encoding="utf-8")
+        with pytest.raises(SpecError) as info:
+            read_policy(policy)
+        if message:
+            assert str(info.value) == f"{policy}: {message}"
+
+
+def test_feedback_in_the_students_language(classroom):
+    _, returned, _, _ = classroom
+    rows = rows_by_id(grade(returned))
+    zh = feedback(rows["s02"], "text")
+    assert zh.startswith("手算结果核对: Homework 3: attention by hand\n核对文件：s02/answers.toml\n")
+    en = feedback(rows["s19"], "markdown")
+    assert en.startswith("# Checking hand-computed numbers: Homework 3: attention by hand\nClaims file: s19.toml\n")
+    assert "wrong (the scores were not divided by the square root of the dimension)" in en
+
+
+def test_grade_cli(classroom, tmp_path, capsys):
+    _, returned, _, _ = classroom
+    assert main(["grade", str(returned), "-o", str(tmp_path / "book.csv"), "--feedback", str(tmp_path / "fb")]) == 0
+    lines = (tmp_path / "book.csv").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "id,name,exact,rounded,carried,last-digit,wrong,blank,score,asked,first_to_fix,notes,error,file"
+    assert len(lines) == 34
+    assert "s21,,3,0,4,1,3,0,7.5,11,scaled[3][1],,,s21.toml" in lines
+    assert "s29,,0,0,0,0,0,0,0,0,,,no answers file returned," in lines
+    feedback_files = sorted(p.name for p in (tmp_path / "fb").iterdir())
+    assert len(feedback_files) == 27 and feedback_files[:2] == ["s01.txt", "s02.txt"]
+    assert "s28-2.txt" in feedback_files and "zz99.txt" not in feedback_files
+    assert main(["grade", str(returned), "--format", "json"]) == 0
+    import json
+    data = json.loads(capsys.readouterr().out)
+    assert data["summary"] == {"graded": 27, "not_graded": 2, "not_returned": 4, "steps": {"scaled": 3, "weights": 1},
+                               "slips": {"no_scaling": 3}}
+    assert data["policy"] == {"exact": "1", "rounded": "1", "carried": "1", "last-digit": "0.5", "wrong": "0",
+                              "blank": "0"}
+    assert [s["id"] for s in data["students"]][:2] == ["s01", "s02"]
+    # a bad policy is one line and nothing is written
+    (tmp_path / "bad.toml").write_text("exact = 3\n", encoding="utf-8")
+    assert main(["grade", str(returned), "--policy", str(tmp_path / "bad.toml"), "-o", str(tmp_path / "x.csv")]) == 2
+    assert capsys.readouterr().err == f"symattn: {tmp_path / 'bad.toml'}: exact: expected a score from 0 to 1, got 3\n"
+    assert not (tmp_path / "x.csv").exists()
+    assert main(["grade", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err == f"symattn: {tmp_path / 'nowhere'}: not a folder of returned answers\n"
 
 
 def test_untouched_class_is_all_blank(classroom):
-    out, _, _ = classroom
+    out, _, _, _ = classroom
     book = grade(out)
-    assert len(book.rows) == 10
+    assert len(book.rows) == 30
     assert all(dict(r.counts)["blank"] == 11 and r.score == 0 and r.error is None and not r.notes for r in book.rows)
 
 
-def test_grade_cli_writes_csv(classroom, tmp_path, capsys):
-    _, returned, _ = classroom
-    assert main(["grade", str(returned), "-o", str(tmp_path / "book.csv")]) == 0
-    lines = (tmp_path / "book.csv").read_text(encoding="utf-8").splitlines()
-    assert lines[0] == "id,name,exact,rounded,carried,last-digit,wrong,blank,score,asked,first_to_fix,notes,error,file"
-    assert len(lines) == 11
-    assert main(["grade", str(returned), "--format", "json"]) == 0
-    assert '"id": "s05"' in capsys.readouterr().out
-    assert gradebook_text(grade(returned), "markdown").startswith("| id | name |")
+@pytest.mark.parametrize("lang, engine", [("en", "pdflatex"), ("zh", "xelatex")])
+def test_gradebook_latex_compiles(classroom, latex, tmp_path, lang, engine):
+    _, returned, _, _ = classroom
+    pdf = latex(gradebook_text(grade(returned), "latex", lang), engine, tmp_path)
+    assert pdf.read_bytes().startswith(b"%PDF-")
 
 
 def test_roster(tmp_path):
@@ -119,3 +249,25 @@ def test_roster(tmp_path):
     assert "Student: Ann Lee (ann)" in (tmp_path / "o" / "ann" / "sheet.md").read_text(encoding="utf-8")
     roster.write_text("id,name\n../x,Evil\n", encoding="utf-8")
     assert main(["exercise", str(HOMEWORK), "--roster", str(roster), "-o", str(tmp_path / "p")]) == 2
+    assert not (tmp_path / "p").exists()
+
+
+def test_class_pages_in_chromium(classroom, browser, tmp_path):
+    """Sheet, every key, gradebook and a feedback report as offline pages: all math typeset, nothing fetched."""
+    from symattn.grading import gradebook_document
+
+    from .test_export import open_page
+    _, returned, v, _ = classroom
+    book = grade(returned)
+    pages = {"sheet": ex.sheet(v["s01"], "html"), "key-all": ex.key_all([v["s01"], v["s02"]], "html", "zh"),
+             "gradebook": gradebook_document(book, "html", "zh"),
+             "feedback": feedback(rows_by_id(book)["s19"], "html")}
+    for name, page in pages.items():
+        target = tmp_path / f"{name}.html"
+        target.write_text(page, encoding="utf-8")
+        state = open_page(browser, target)
+        assert (state["typeset"], state["errors"], state["network"]) == (state["math"], 0, []), name
+        assert state["scrollWidth"] <= state["innerWidth"], name
+        assert "$" not in state["text"] and "\\begin{" not in state["text"], name
+    assert state["lang"] == "en" and "Fix first: scaled S/√d_k (sat, the) is given as" in state["text"]
+    assert pages["gradebook"].count("<tr>") == 34 and '<html lang="zh-CN">' in pages["gradebook"]

@@ -19,7 +19,7 @@ from symattn.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 SEED = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}
 TINY = {"Q": [[1]], "K": [[1]], "V": [[1]]}
-ALL_KEYS = ("K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, b_O, b_Q, b_V, cjk_font, decimals, engine, expand, focus, "
+ALL_KEYS = ("K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, focus, "
             "heads, key_padding, key_tokens, lang, mask, notation, paper, rounding, scale, softmax, subs, title, tokens")
 CHOICE = "use Latin letters, digits, punctuation, or Chinese and Japanese characters"
 
@@ -164,11 +164,11 @@ def test_the_read_is_bounded(tmp_path, capsys):
     (["compute", "--digits", "١٥"], "argument --digits: expected a whole number, got '١٥'"),
     (["render", "--max-seconds", "nan"], "argument --max-seconds: expected seconds from 0 to 86400, got 'nan'"),
     (["render", "--max-seconds", "0"], "argument --max-seconds: expected seconds from 0 to 86400, got '0'"),
-    (["example", "--name", "/x"], "--name: no built-in example '/x'; choose one of causal, cross, multihead, "
+    (["example", "--name", "/x"], "--name: no built-in example '/x'; choose one of backward, backward-mse, causal, cross, multihead, "
                                   "projection, seed, symbolic"),
-    (["example", "--name", "../../x"], "--name: no built-in example '../../x'; choose one of causal, cross, multihead, "
+    (["example", "--name", "../../x"], "--name: no built-in example '../../x'; choose one of backward, backward-mse, causal, cross, multihead, "
                                        "projection, seed, symbolic"),
-    (["render", "--example", "../seed"], "--example: no built-in example '../seed'; choose one of causal, cross, "
+    (["render", "--example", "../seed"], "--example: no built-in example '../seed'; choose one of backward, backward-mse, causal, cross, "
                                          "multihead, projection, seed, symbolic"),
     (["render", "-o", ""], "'': empty file name"),
 ])
@@ -218,9 +218,10 @@ def test_long_exact_products_are_not_numbers_typed(tmp_path, capsys):
 
 
 def test_time_limit(tmp_path, capsys):
-    rows = [[str((i * 7 + j * 3) % 19 / 10) for j in range(48)] for i in range(48)]
+    # 128 tokens at 1000 digits: several seconds of work since the flint engine (48×48 at 15 digits is 0.1 s)
+    rows = [[str((i * 7 + j * 3) % 19 / 10) for j in range(48)] for i in range(128)]
     path = spec_file(tmp_path, {"Q": rows, "K": rows, "V": rows})
-    assert run(capsys, "compute", path, "--max-seconds", "0.5") == (
+    assert run(capsys, "compute", path, "--digits", "1000", "--max-seconds", "0.5") == (
         2, "", f"symattn: {path}: took longer than 0.5 s (the time limit; raise it with --max-seconds)\n")
 
 

@@ -104,7 +104,13 @@ def test_compute_prints_exactly_as_sympy_str(seed):
     spec = load_spec({**seed, "mask": "causal"})
     data = compute(spec, digits=5)
     model = build_model(spec)
-    for quantity in ("scores", "scaled", "exp", "weights", "output"):
+    for quantity in ("scores", "scaled", "exp"):
         matrix = model.exact(quantity)
         assert data[quantity]["exact"] == [[str(x) for x in matrix.row(i)] for i in range(matrix.rows)]
+    assert data["exp_sum"]["exact"] == [str(x) for x in model.exp_sum]
+    # weights name their row's sum (s_1, …): written in, they are str() of the closed forms
+    sums = data["exp_sum"]["exact"]
+    assert [[x.replace(f"s_{i + 1}", f"({sums[i]})") for x in row] for i, row in enumerate(data["weights"]["exact"])] \
+        == [[str(x) for x in model.weights.row(i)] for i in range(3)]
+    assert data["weights"]["exact"][0] == ["1", "0", "0"]  # causal: the first query sees itself only
     assert data["scaled"]["value"][0] == ["0.70711", "-inf", "-inf"]

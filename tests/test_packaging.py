@@ -28,7 +28,9 @@ def test_wheel_ships_templates_languages_and_examples(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in ("symattn/templates/document.markdown.j2", "symattn/templates/math.j2",
                      "symattn/templates/lang/zh.toml", "symattn/templates/lang/en.toml",
-                     "symattn/examples/seed.zh.toml", "symattn/examples/seed.en.toml"):
+                     "symattn/examples/seed.zh.toml", "symattn/examples/seed.en.toml",
+                     "symattn/templates/app.html.j2", "symattn/web/app.js", "symattn/web/app.css",
+                     "symattn/templates/gradebook.latex.j2", "symattn/templates/keys.markdown.j2"):
         assert required in names
     assert not any(name.startswith("templates/") for name in names)
 

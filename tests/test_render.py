@@ -100,7 +100,7 @@ def test_special_labels_come_out_literally_in_markdown():
 
 def test_special_labels_come_out_literally_in_latex():
     text = render(derive(special_spec()), "latex")
-    assert text.startswith("\\section*{Q\\&A: 100\\% \\{safe\\}}\n")
+    assert text.startswith("\\section*{\\raggedright Q\\&A: 100\\% \\{safe\\}}\n")
     assert "a\\_b \\& 50\\% & \\([1,\\ 0]\\) \\\\\n" in text
     assert SPECIAL not in text
 

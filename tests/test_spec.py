@@ -56,7 +56,7 @@ def test_scale_number(seed):
 
 BAD = [
     ({"colour": 1}, SpecError, "<dict>: colour: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, "
-                               "b_K, b_O, b_Q, b_V, cjk_font, decimals, engine, expand, focus, heads, key_padding, "
+                               "b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, focus, heads, key_padding, "
                                "key_tokens, lang, mask, notation, paper, rounding, scale, softmax, subs, title, tokens"),
     ({"Q": None}, SpecError, "<dict>: Q: expected a matrix (a list of rows), got NoneType"),
     ({"Q": []}, SpecError, "<dict>: Q: empty matrix"),
@@ -89,7 +89,7 @@ BAD = [
     ({"lang": "cn"}, SpecError, "<dict>: lang: expected en or zh, got 'cn'"),
     ({"decimals": {"weights": 99}}, SpecError, "<dict>: decimals.weights: expected an integer from 0 to 50, got 99"),
     ({"decimals": {"colour": 1}}, SpecError,
-     "<dict>: decimals.colour: unknown key; expected one of scores, sqrt_dk, scaled, exp, weights, percent, output"),
+     "<dict>: decimals.colour: unknown key; expected one of scores, sqrt_dk, scaled, exp, weights, percent, output, gradients"),
     ({"Q": [[0] * 2] * 1025, "K": [[0] * 2] * 1025, "V": [[0]] * 1025, "tokens": None}, SpecError,
      "<dict>: Q: 1025 rows; at most 1024 are supported"),
     ({"Q": [[0] * 1025] * 3}, SpecError, "<dict>: Q[1]: 1025 columns; at most 1024 are supported"),

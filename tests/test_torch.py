@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from symattn.intermediates import compute
 from symattn.spec import load_spec
 
-from .strategies import decimal_text
+from .strategies import decimal_text, matrix, multihead_base
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (CI installs torch==2.13.0)")
 F = torch.nn.functional
@@ -22,10 +22,6 @@ SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 
 def tensor(rows):
     return torch.tensor([[float(x) for x in row] for row in rows], dtype=torch.float64)
-
-
-def matrix(draw, rows, cols):
-    return draw(st.lists(st.lists(decimal_text(), min_size=cols, max_size=cols), min_size=rows, max_size=rows))
 
 
 def assert_close(ours, theirs, scale):
@@ -89,15 +85,7 @@ def test_sdpa_is_causal(raw):
 
 @st.composite
 def multihead_inputs(draw):
-    heads = draw(st.integers(1, 2))
-    E = heads * draw(st.integers(1, 2))
-    n_q, n_k = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    cross = n_q != n_k or draw(st.booleans())
-    raw = {"X": matrix(draw, n_q, E), "heads": heads,
-           **{w: matrix(draw, E, E) for w in ("W_Q", "W_K", "W_V", "W_O")},
-           **{b: draw(st.lists(decimal_text(), min_size=E, max_size=E)) for b in ("b_Q", "b_K", "b_V", "b_O")}}
-    if cross:
-        raw["X_kv"] = matrix(draw, n_k, E)
+    raw, E, n_q, n_k = multihead_base(draw)
     if draw(st.booleans()):
         padding = draw(st.lists(st.booleans(), min_size=n_k, max_size=n_k))
         padding[draw(st.integers(0, n_k - 1))] = False  # some key stays visible
