@@ -154,9 +154,9 @@ def test_gradebook_markdown(classroom):
         "Score per asked number: exact 1, rounded 1, carried 1, last-digit 0.5, wrong 0, blank 0.", "",
         "| id | name | exact | rounded | carried | last-digit | wrong | blank | score | fix first |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
-        "| s01 |  | 3 | 7 | 1 | 0 | 0 | 0 | 11 / 11 |  |"]
+        "| s01 |  | 3 | 7 | 1 | 0 | 0 | 0 | 11/11 |  |"]
     assert "| s26.toml |  |  |  |  |  |  |  |  | not graded |" in lines
-    assert "| s21 |  | 3 | 0 | 4 | 1 | 3 | 0 | 7.5 / 11 | `scaled[3][1]` |" in lines
+    assert "| s21 |  | 3 | 0 | 4 | 1 | 3 | 0 | 7.5/11 | `scaled[3][1]` |" in lines
     assert "| s29 |  |  |  |  |  |  |  |  | not returned |" in lines
     assert "- s29: no answers file returned" in lines
     assert "- s28 (s28.toml): returned 2 times; each return is graded" in lines
