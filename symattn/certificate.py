@@ -38,16 +38,16 @@ class Verification:
         return not self.failures and self.checked > 0
 
 
-def _fraction(text: Any, where: str) -> Fraction:
+def _fraction(text: Any, where: str, source: str = "certificate") -> Fraction:
     if not isinstance(text, str) or not text or len(text) > 20000:
-        raise SpecError("certificate", where, f"expected a decimal or fraction as a string, got {text!r}")
+        raise SpecError(source, where, f"expected a decimal or fraction as a string, got {text!r}")
     try:
         if "/" in text:
             num, den = text.split("/")
             return Fraction(int(num), int(den))
         return Fraction(Decimal(text))
     except (ValueError, ZeroDivisionError, InvalidOperation):
-        raise SpecError("certificate", where, f"not a number: {text!r}") from None
+        raise SpecError(source, where, f"not a number: {text!r}") from None
 
 
 def _round_significant(x: Fraction, digits: int) -> Fraction:
@@ -70,15 +70,15 @@ def _shown_digits(text: str) -> int:
 
 
 class _Inputs:
-    def __init__(self, cert: Mapping[str, Any], mask: Any):
+    def __init__(self, cert: Mapping[str, Any], mask: Any, source: str):
         inputs = cert.get("inputs")
         if not isinstance(inputs, Mapping):
-            raise SpecError("certificate", "certificate.inputs", "missing: the exact Q, K, V and scale")
-        self.Q, self.K, self.V = ([[_fraction(x, f"certificate.inputs.{name}") for x in row] for row in inputs[name]]
-                                  for name in ("Q", "K", "V"))
+            raise SpecError(source, "certificate.inputs", "missing: the exact Q, K, V and scale")
+        self.Q, self.K, self.V = ([[_fraction(x, f"certificate.inputs.{name}", source) for x in row]
+                                   for row in inputs[name]] for name in ("Q", "K", "V"))
         self.d_k = len(self.Q[0])
         scale = inputs.get("scale")
-        self.scale = "sqrt" if scale == "sqrt" else _fraction(scale, "certificate.inputs.scale")
+        self.scale = "sqrt" if scale == "sqrt" else _fraction(scale, "certificate.inputs.scale", source)
         self.mask = mask
 
     def enclosures(self, prec: int) -> dict[str, Any]:
@@ -159,12 +159,12 @@ def _matrix(entry: Any, name: str) -> list[list[Any]]:
     return entry
 
 
-def verify(data: Mapping[str, Any]) -> Verification:
-    """Re-check every value of a certificate (the JSON of ``compute --certify``)."""
+def verify(data: Mapping[str, Any], source: str = "<certificate>") -> Verification:
+    """Re-check every value of a certificate (the JSON of ``compute --certify``; ``source`` names it in errors)."""
     cert = data.get("certificate") if isinstance(data, Mapping) else None
     if not isinstance(cert, Mapping):
-        raise SpecError("certificate", "certificate", "missing: not the output of symattn compute --certify")
-    inputs = _Inputs(cert, data.get("mask"))
+        raise SpecError(source, "certificate", "missing: not the output of symattn compute --certify")
+    inputs = _Inputs(cert, data.get("mask"), source)
     rational = cert.get("rational", {})
     failures: list[str] = []
     pending: list[tuple[str, int, int, Fraction, Fraction, str]] = []

@@ -216,7 +216,8 @@ def _exercise(args: argparse.Namespace) -> int:
         students = read_roster(args.roster)
     variants = exercise(load_template(args.template), students, args.seed, _progress("drawing"))
     write_class(variants, args.output, args.template, args.format or "markdown",
-                _language(args.lang) if args.lang else None, _progress(f"writing {args.format or 'markdown'}"))
+                _language(args.lang) if args.lang else None, _progress(f"writing {args.format or 'markdown'}"),
+                force=args.force)
     return 0
 
 
@@ -295,7 +296,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from .certificate import verify
     from .spec import read_table
-    result = verify(read_table(args.certificate))
+    result = verify(read_table(args.certificate), args.certificate)
     for line in result.failures:
         _say(f"{args.certificate}: {line}")
     if result.ok:
@@ -347,6 +348,13 @@ def _whole(text: str) -> int:
     return int(text)
 
 
+def _port(text: str) -> int:
+    value = int(text) if text.isascii() and text.isdigit() and len(text) <= 5 else -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
+    return value
+
+
 def _seconds(text: str) -> float:
     from .limits import MAX_SECONDS
     try:
@@ -354,7 +362,7 @@ def _seconds(text: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 < value <= MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"expected seconds from 0 to {MAX_SECONDS}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most {MAX_SECONDS}, got {text!r}")
     return value
 
 
@@ -426,7 +434,10 @@ def build_parser() -> argparse.ArgumentParser:
     exercise.add_argument("--lang", help="language of sheets and keys: zh or en (overrides the template)")
     exercise.add_argument("--format", choices=("markdown", "latex", "pdf", "html"),
                           help="format of sheets and keys (default markdown)")
-    exercise.add_argument("-o", "--output", metavar="DIR", required=True, help="folder to write into")
+    exercise.add_argument("-o", "--output", metavar="DIR", required=True,
+                          help="folder to write into (a new or empty one; see --force)")
+    exercise.add_argument("--force", action="store_true",
+                          help="write over a folder that already holds files (answers in it would be lost)")
     _max_seconds(exercise)
     exercise.set_defaults(run=_exercise)
 
@@ -477,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="a local web page: edit the numbers, watch the derivation and the check")
     serve.add_argument("spec", nargs="?", metavar="SPEC",
                        help="TOML or JSON spec to open (default: the built-in example)")
-    serve.add_argument("--port", type=_whole, default=8765, help="port (default 8765; 0 picks a free one)")
+    serve.add_argument("--port", type=_port, default=8765, help="port (default 8765; 0 picks a free one)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, loopback only)")
     serve.add_argument("--allow-remote", action="store_true",
                        help="needed for a --host that is not loopback: anyone who can reach it can use the page")

@@ -613,10 +613,16 @@ def class_files(variants: Sequence[Variant], template: bytes, fmt: str = "markdo
 
 
 def write_class(variants: Sequence[Variant], folder: str, template_path: str | Path, fmt: str = "markdown",
-                lang: str | None = None, progress: Callable[[Sequence[Variant]], Iterable[Variant]] | None = None
-                ) -> None:
-    """The class's files (see :func:`class_files`) in ``folder``; nothing is written if any file fails to build."""
+                lang: str | None = None, progress: Callable[[Sequence[Variant]], Iterable[Variant]] | None = None,
+                force: bool = False) -> None:
+    """The class's files (see :func:`class_files`) in ``folder``; nothing is written if any file fails to build.
+
+    A folder that already holds files is refused unless ``force``: it may hold answers students filled in.
+    """
     from .output import write_output
+    if not force and os.path.isdir(folder) and any(os.scandir(folder)):
+        raise SpecError(folder, None, "the folder is not empty (it may hold returned answers); write the class to "
+                                      "a new folder, or give --force to write over it")
     try:
         template = Path(template_path).read_bytes()
     except OSError as exc:

@@ -57,7 +57,7 @@ def _read_bytes(path: str | Path) -> bytes:
     source = str(path)
     try:
         p = Path(path)
-        if not p.is_file():
+        if p.exists() and not p.is_file():
             raise SpecError(source, None, "not a regular file")
         with p.open("rb") as f:
             data = f.read(limits.RESULT_BYTES + 1)

@@ -87,8 +87,8 @@ def test_cli(tmp_path, capsys):
     assert err.startswith(f"symattn: {target}: exp[2][2]: 2.0281149816474724808 is not the rounding of every point")
     target.write_text("{}", encoding="utf-8")
     assert main(["verify-certificate", str(target)]) == 2
-    assert capsys.readouterr().err == ("symattn: certificate: certificate: missing: not the output of symattn compute "
-                                       "--certify\n")
+    assert capsys.readouterr().err == (f"symattn: {target}: certificate: missing: not the output of symattn "
+                                       "compute --certify\n")
 
 
 def numbers(rows, cols):

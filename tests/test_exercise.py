@@ -230,6 +230,24 @@ def test_steps_of_a_long_compute_on_a_terminal(tmp_path):
     assert (piped.returncode, piped.stderr) == (0, "")
 
 
+def test_a_class_folder_is_never_written_over_by_mistake(tmp_path, capsys):
+    from symattn.cli import main
+    out = tmp_path / "class"
+    assert main(["exercise", str(HOMEWORK), "--count", "2", "-o", str(out)]) == 0
+    answers = out / "s01" / "answers.toml"
+    answers.write_text(answers.read_text(encoding="utf-8").replace('"scores[3][1]" = ""', '"scores[3][1]" = "0.1"'),
+                       encoding="utf-8")
+    filled = answers.read_bytes()
+    assert main(["exercise", str(HOMEWORK), "--count", "2", "--seed", "5", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (f"symattn: {out}: the folder is not empty (it may hold returned answers); "
+                                       "write the class to a new folder, or give --force to write over it\n")
+    assert answers.read_bytes() == filled
+    assert main(["exercise", str(HOMEWORK), "--count", "2", "--seed", "5", "--force", "-o", str(out)]) == 0
+    assert answers.read_bytes() != filled
+    (tmp_path / "empty").mkdir()
+    assert main(["exercise", str(HOMEWORK), "--count", "1", "-o", str(tmp_path / "empty")]) == 0
+
+
 def test_class_size_limit(tmp_path, capsys):
     from symattn.cli import main
     assert main(["exercise", str(HOMEWORK), "--count", "1001", "-o", str(tmp_path / "x")]) == 2

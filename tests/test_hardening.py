@@ -162,8 +162,10 @@ def test_the_read_is_bounded(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["render", "--focus", "²"], "{seed}: --focus: no token labelled '²'; tokens are 小猫, 吃, 它"),
     (["compute", "--digits", "١٥"], "argument --digits: expected a whole number, got '١٥'"),
-    (["render", "--max-seconds", "nan"], "argument --max-seconds: expected seconds from 0 to 86400, got 'nan'"),
-    (["render", "--max-seconds", "0"], "argument --max-seconds: expected seconds from 0 to 86400, got '0'"),
+    (["render", "--max-seconds", "nan"], "argument --max-seconds: expected seconds above 0 and at most 86400, got 'nan'"),
+    (["render", "--max-seconds", "0"], "argument --max-seconds: expected seconds above 0 and at most 86400, got '0'"),
+    (["serve", "--port", "99999"], "argument --port: expected a port from 0 to 65535, got '99999'"),
+    (["serve", "--port", "-1"], "argument --port: expected a port from 0 to 65535, got '-1'"),
     (["example", "--name", "/x"], "--name: no built-in example '/x'; choose one of backward, backward-mse, causal, cross, multihead, "
                                   "projection, seed, symbolic"),
     (["example", "--name", "../../x"], "--name: no built-in example '../../x'; choose one of backward, backward-mse, causal, cross, multihead, "
