@@ -498,33 +498,47 @@ def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | b
     return tex
 
 
+def answer_values(v: Variant) -> tuple[Any, ...]:
+    """Each asked number as the sheet asks for it (its decimals), in the order of the sheet's boxes.
+
+    The exact values, rounded; the draw made sure the hand chain shows the same digits.
+    """
+    spec = v.spec
+    fig = exact_figures(build_model(spec), spec.decimals, stable=spec.softmax == "stable", notation=spec.notation)
+    out = []
+    for a in v.asked:
+        if a.quantity == "sqrt_dk":
+            out.append(fig.sqrt_dk)
+        elif a.quantity == "exp_sum":
+            out.append(fig.exp_sum[a.row])
+        else:
+            out.append(getattr(fig, a.quantity)[a.row][a.col])
+    return tuple(out)
+
+
 def key(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | bytes:
-    """The worked solution: the whole derivation in hand-rounding mode."""
-    from .derivation import derive
-    from .renderer import render
-    v = _with_lang(v, lang)
-    derivation = derive(v.spec)
-    if fmt == "html":
-        from .html import derivation_page
-        return derivation_page(derivation)
-    if fmt == "pdf":
-        from .pdf import latex_to_pdf
-        return latex_to_pdf(render(derivation, "latex", standalone=True), engine=v.spec.engine, lang=v.spec.lang)
-    return render(derivation, fmt, standalone=fmt == "latex")
+    """The worked solution: the answers as the sheet asks for them, then the derivation in hand-rounding mode."""
+    return _keys([v], fmt, lang, single=True)
 
 
 def key_all(variants: Sequence[Variant], fmt: str = "markdown", lang: str | None = None) -> str | bytes:
     """Every student's key in one document, for the teacher (LaTeX and PDF: one student per page)."""
-    from .derivation import derive
-    from .renderer import render, render_template
     if not variants:
         raise SpecError("ids", None, "no students: nothing to put in the keys")
+    return _keys(variants, fmt, lang, single=False)
+
+
+def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool) -> str | bytes:
+    from .derivation import derive
+    from .renderer import render, render_template
     variants = [_with_lang(v, lang) for v in variants]
     first = variants[0].spec
     body = "latex" if fmt in ("latex", "pdf") else "markdown"
-    keys = [(v, render(derive(v.spec), body, depth=1 if body == "latex" else 2).strip("\n")) for v in variants]
+    depth = 1 if body == "latex" or single else 2
+    keys = [(v, tuple(zip(v.asked, answer_values(v))), render(derive(v.spec), body, depth=depth).strip("\n"))
+            for v in variants]
     texts = [v.name for v in variants] + [first.title or ""] + [x for v in variants for x in v.spec.tokens]
-    text = render_template("keys", body, first.lang, keys=keys, title=first.title, paper=first.page,
+    text = render_template("keys", body, first.lang, keys=keys, title=first.title, paper=first.page, single=single,
                            cjk_font=first.cjk_font, has_cjk=any(ord(ch) >= 0x2E80 for x in texts for ch in x))
     if fmt == "html":
         from .html import page
@@ -634,7 +648,7 @@ def write_class(variants: Sequence[Variant], folder: str, template_path: str | P
         write_output(path, data)
 
 
-__all__ = ["Asked", "Variant", "Template", "answers", "asked", "class_files", "draw", "exercise", "files", "key",
+__all__ = ["Asked", "Variant", "Template", "answer_values", "answers", "asked", "class_files", "draw", "exercise", "files", "key",
            "key_all", "load_template",
            "read_roster", "sheet", "variant_seed", "write_class"]
 

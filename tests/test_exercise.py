@@ -182,12 +182,25 @@ def test_key_all_holds_every_key_under_its_student():
     variants = ex.exercise(HOMEWORK, [("s01", "Ann Lee"), ("s02", "")], 1)
     text = ex.key_all(variants)
     headings = [line for line in text.splitlines() if line.startswith("#")]
-    assert headings[:4] == ["# Answer keys of the class: Homework 3: attention by hand", "## Answer key of Ann Lee (s01)",
-                            "### Homework 3: attention by hand", "#### Setup"]
+    assert headings[:5] == ["# Answer keys of the class: Homework 3: attention by hand", "## Answer key of Ann Lee (s01)",
+                            "### Answers, as the sheet asks for them", "### Homework 3: attention by hand",
+                            "#### Setup"]
     assert headings.count("## Answer key of s02") == 1
-    for v in variants:  # each student's own key, whole, one level down
-        own = [line for line in ex.key(v).splitlines() if line.startswith("#")]
-        assert own[0] == "# Homework 3: attention by hand" and own[1] == "## Setup"
+    for v in variants:  # each student's own key: the answers, then the derivation one level down
+        own = ex.key(v).splitlines()
+        assert [line for line in own if line.startswith("#")][:4] == [
+            f"# Answer key of {v.name + ' (' + v.id + ')' if v.name else v.id}",
+            "## Answers, as the sheet asks for them", "## Homework 3: attention by hand", "### Setup"]
+    # the boxes of the sheet, answered at the sheet's decimals (the output to 1 decimal, as asked)
+    assert ex.key(variants[0]).splitlines()[4:17] == [
+        "| \\# | quantity | row | column | answer |", "|---:|---|---|---|---:|",
+        "| 1 | score S | sat | the | -0.54 |", "| 2 | score S | sat | cat | 0.42 |",
+        "| 3 | score S | sat | sat | 0.92 |", "| 4 | scaled S/√d\\_k | sat | the | -0.382 |",
+        "| 5 | scaled S/√d\\_k | sat | cat | 0.297 |", "| 6 | scaled S/√d\\_k | sat | sat | 0.651 |",
+        "| 7 | weight A | sat | the | 0.173 |", "| 8 | weight A | sat | cat | 0.341 |",
+        "| 9 | weight A | sat | sat | 0.486 |", "| 10 | output | sat | column 1 | 3.7 |",
+        "| 11 | output | sat | column 2 | 8.1 |"]
+    assert [str(x.value) for x in ex.answer_values(variants[0])][9:] == ["3.7", "8.1"]
     assert text.count("#### Step 1:") == 2
     tex = ex.key_all(variants, "latex", lang="zh")
     assert tex.count("\\clearpage") == 1 and "\\section*{Ann Lee（s01）的参考答案}" in tex
