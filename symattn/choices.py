@@ -11,5 +11,10 @@ MASKS = ("none", "causal")
 SOFTMAXES = ("plain", "stable")
 NOTATIONS = ("auto", "fixed", "scientific")  # how shown numbers are written (see rounding)
 PAPERS = ("a4", "letter")
+
+
+def default_paper(lang: str) -> str:
+    """A4 for Chinese, US Letter for English."""
+    return "a4" if lang == "zh" else "letter"
 ENGINES = ("xelatex", "pdflatex", "lualatex")
 CJK_FONTS = ("fandol", "adobe", "founder", "ubuntu", "windows", "mac", "macnew", "macold")  # ctex's fontsets

@@ -232,8 +232,8 @@ def _steps(label: str) -> Iterator[None]:
     from tqdm import tqdm
 
     from .progress import listening
-    delay = float(os.environ.get("SYMATTN_PROGRESS_DELAY", "0.5")) if os.environ.get(
-        "SYMATTN_PROGRESS_DELAY", "").replace(".", "", 1).isdigit() else 0.5
+    text = os.environ.get("SYMATTN_PROGRESS_DELAY", "")
+    delay = float(text) if text.replace(".", "", 1).isdigit() else 0.5
     bar = tqdm(desc=label, unit=" steps", delay=delay, leave=False, file=sys.stderr, dynamic_ncols=True)
 
     def done(what: str) -> None:

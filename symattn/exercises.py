@@ -478,11 +478,9 @@ def _with_lang(v: Variant, lang: str | None) -> Variant:
 
 def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | bytes:
     """The exercise sheet: the student's numbers and a blank for every asked number."""
-    from .renderer import render_template
+    from .renderer import has_cjk, render_template
     v = _with_lang(v, lang)
     spec = v.spec
-    texts = list(spec.tokens) + [spec.title or "", v.name, v.id]
-    has_cjk = any(ord(ch) >= 0x2E80 for text in texts for ch in text)
     view = _sheet_view(v)
     if fmt in ("markdown", "html"):
         text = render_template("sheet", "markdown", spec.lang, s=view)
@@ -490,7 +488,8 @@ def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | b
             from .html import page
             return page(text, spec.lang)
         return text
-    tex = render_template("sheet", "latex", spec.lang, s=view, has_cjk=has_cjk, paper=spec.page,
+    tex = render_template("sheet", "latex", spec.lang, s=view, has_cjk=has_cjk(
+                          list(spec.tokens) + [spec.title or "", v.name, v.id]), paper=spec.page,
                           cjk_font=spec.cjk_font)
     if fmt == "pdf":
         from .pdf import latex_to_pdf
@@ -530,7 +529,7 @@ def key_all(variants: Sequence[Variant], fmt: str = "markdown", lang: str | None
 
 def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool) -> str | bytes:
     from .derivation import derive
-    from .renderer import render, render_template
+    from .renderer import has_cjk, render, render_template
     variants = [_with_lang(v, lang) for v in variants]
     first = variants[0].spec
     body = "latex" if fmt in ("latex", "pdf") else "markdown"
@@ -539,7 +538,7 @@ def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool)
             for v in variants]
     texts = [v.name for v in variants] + [first.title or ""] + [x for v in variants for x in v.spec.tokens]
     text = render_template("keys", body, first.lang, keys=keys, title=first.title, paper=first.page, single=single,
-                           cjk_font=first.cjk_font, has_cjk=any(ord(ch) >= 0x2E80 for x in texts for ch in x))
+                           cjk_font=first.cjk_font, has_cjk=has_cjk(texts))
     if fmt == "html":
         from .html import page
         return page(text, first.lang)

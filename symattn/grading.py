@@ -340,11 +340,12 @@ def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
                              for c in CSV_COLUMNS])
         return out.getvalue()
     if fmt in ("markdown", "latex"):
-        from .renderer import render_template
+        from .choices import default_paper
+        from .renderer import has_cjk, render_template
         texts = [r.name for r in book.rows] + [r.id for r in book.rows]
         return render_template("gradebook", fmt, lang, b=book, summary=book.summary, say=note_text(lang),
-                               score=score_text, has_cjk=any(ord(ch) >= 0x2E80 for x in texts for ch in x),
-                               paper="a4" if lang == "zh" else "letter", cjk_font=None, report=True)
+                               score=score_text, has_cjk=has_cjk(texts), paper=default_paper(lang), cjk_font=None,
+                               report=True)
     raise ValueError(f"unknown gradebook format {fmt!r}")
 
 

@@ -193,8 +193,21 @@ def build(spec: Spec) -> AttentionModel:
     return model
 
 
+class ForwardPass:
+    """The forward kinds' part of the interface: each is its own forward model, and has no gradients
+    (a backward model's ``forward`` is the model it differentiates)."""
+
+    @property
+    def forward(self) -> "ForwardPass":
+        return self
+
+    @property
+    def backward(self) -> None:
+        return None
+
+
 @dataclass(frozen=True, eq=False)
-class Model(ClosedForms, Rounding):
+class Model(ClosedForms, Rounding, ForwardPass):
     """Exact Q, K, V and everything computed from them. Build with :func:`build_model`.
 
     Each matrix is held as integers over ZZ and a common denominator (Q = q / dq);
@@ -213,16 +226,6 @@ class Model(ClosedForms, Rounding):
     scale: sympy.Expr  # Z = S * scale
     allowed: Mask | None = None  # True where a query may attend to a key; None: everywhere
     kind: ClassVar[str] = "head"
-
-    @property
-    def forward(self) -> "Model":
-        """The forward model (itself; a backward model's is the model it differentiates)."""
-        return self
-
-    @property
-    def backward(self) -> None:
-        """The backward model: None, as this kind has no gradients."""
-        return None
 
     @property
     def n_queries(self) -> int:

@@ -17,26 +17,18 @@ import sympy
 from sympy import ImmutableMatrix
 
 from . import engine
-from .model import Model, Rounding, _lcm_of_denominators, build_heads
+from .model import ForwardPass, Model, Rounding, _lcm_of_denominators, build_heads
 from .numeric import Fixed
 from .rounding import NumRows, _exact_or_rounded, _from_model
 from .spec import Spec
 
 
 @dataclass(frozen=True, eq=False)
-class MultiHead(Rounding):
+class MultiHead(Rounding, ForwardPass):
     heads: tuple[Model, ...]
     W_O: tuple[tuple[Fraction, ...], ...] | None = None
     b_O: tuple[Fraction, ...] | None = None
     kind: ClassVar[str] = "heads"
-
-    @property
-    def forward(self) -> "MultiHead":
-        return self
-
-    @property
-    def backward(self) -> None:
-        return None
 
     def exact(self, quantity: str) -> ImmutableMatrix:
         if quantity not in ("concat", "output"):

@@ -355,7 +355,8 @@ def render_template(name: str, fmt: str, lang: str, **context: Any) -> str:
         raise RenderError(f"template {name}.{fmt}.j2: {exc.message}") from None
 
 
-def _has_cjk(texts: list[str]) -> bool:
+def has_cjk(texts: list[str]) -> bool:
+    """Whether any text has Chinese (or other CJK) characters: LaTeX then needs ctex and xelatex."""
     return any(ord(ch) >= 0x2E80 for text in texts for ch in text)
 
 
@@ -364,7 +365,7 @@ def render_report(report, fmt: str = "text", *, standalone: bool = False) -> str
     if fmt not in REPORT_FORMATS:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
     texts = list(report.tokens) + [report.title or ""]
-    return render_template("report", fmt, report.lang, r=report, standalone=standalone, has_cjk=_has_cjk(texts),
+    return render_template("report", fmt, report.lang, r=report, standalone=standalone, has_cjk=has_cjk(texts),
                            report=True, paper=report.paper, cjk_font=report.cjk_font)
 
 
@@ -377,5 +378,5 @@ def render(derivation, fmt: str = "markdown", *, standalone: bool = False, depth
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     texts = list(derivation.tokens) + list(derivation.key_tokens) + [derivation.title or ""]
     text = render_template("document", fmt, derivation.lang, d=derivation, standalone=standalone,
-                           has_cjk=_has_cjk(texts), depth=depth, paper=derivation.paper, cjk_font=derivation.cjk_font)
+                           has_cjk=has_cjk(texts), depth=depth, paper=derivation.paper, cjk_font=derivation.cjk_font)
     return shrink_wide_displays(text) if fmt == "latex" else text

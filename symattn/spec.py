@@ -106,7 +106,8 @@ class Spec:
     @property
     def page(self) -> str:
         """The paper a document is set on."""
-        return self.paper or ("a4" if self.lang == "zh" else "letter")
+        from .choices import default_paper
+        return self.paper or default_paper(self.lang)
 
     @property
     def symbols(self) -> tuple[str, ...]:

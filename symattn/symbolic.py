@@ -18,7 +18,7 @@ from sympy import ImmutableMatrix
 
 from .errors import SpecError
 from .formula import Formula, symbol, value_of
-from .model import ClosedForms, scale_of
+from .model import ClosedForms, ForwardPass, scale_of
 from .numeral import Numeral
 from .projection import numeral_of, project
 from .spec import Matrix, Spec
@@ -29,7 +29,7 @@ def _matrix(m: Matrix) -> ImmutableMatrix:
 
 
 @dataclass(frozen=True, eq=False)
-class SymbolicModel(ClosedForms):
+class SymbolicModel(ClosedForms, ForwardPass):
     Q: ImmutableMatrix
     K: ImmutableMatrix
     V: ImmutableMatrix
