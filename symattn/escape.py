@@ -117,9 +117,6 @@ def unsupported_character(text: str) -> str | None:
 
 # --- titles with inline math ------------------------------------------------
 _DOLLAR = re.compile(r"(?<!\\)\$")
-FORBIDDEN_MATH = ("\\input", "\\include", "\\write", "\\openout", "\\openin", "\\read", "\\catcode", "\\def",
-                  "\\edef", "\\gdef", "\\xdef", "\\let", "\\csname", "\\newcommand", "\\renewcommand",
-                  "\\providecommand", "\\immediate", "\\special", "\\usepackage", "\\href", "\\url", "\\directlua")
 
 
 def split_math(text: str) -> list[tuple[bool, str]]:
@@ -129,7 +126,8 @@ def split_math(text: str) -> list[tuple[bool, str]]:
 
 
 def math_problem(text: str) -> str | None:
-    """Why the ``$...$`` spans of a title cannot be passed to LaTeX and KaTeX, or None."""
+    """Why the ``$...$`` spans of a title are outside the title-math grammar, or None."""
+    from .titlemath import check
     if len(_DOLLAR.findall(text)) % 2:
         return "an unclosed $ (write \\$ for a dollar sign)"
     for is_math, piece in split_math(text):
@@ -139,14 +137,7 @@ def math_problem(text: str) -> str | None:
             return "empty math $$"
         if not piece.isascii():
             return f"math ${piece}$ may hold ASCII only (put words outside the $…$)"
-        for command in FORBIDDEN_MATH:
-            if re.search(re.escape(command) + r"(?![A-Za-z])", piece):
-                return f"{command} is not allowed in math"
-        depth = 0
-        for ch in piece.replace("\\{", "").replace("\\}", ""):
-            depth += {"{": 1, "}": -1}.get(ch, 0)
-            if depth < 0:
-                break
-        if depth:
-            return f"unbalanced braces in ${piece}$"
+        problem = check(piece)
+        if problem:
+            return problem
     return None

@@ -2,8 +2,9 @@
 
 The document is what ``render(..., "latex", standalone=True)`` (or
 ``render_report``) writes; TeX Live does the typesetting. The run is kept
-small and safe: a private temporary folder, no shell escape, no rc files, a
-time limit (:data:`symattn.limits.LATEX_SECONDS`), and fixed dates
+small and safe: a private temporary folder that TeX may not read or write
+outside of, no shell escape, lualatex ``--safer``, no rc files, a time limit
+(:data:`symattn.limits.LATEX_SECONDS`), and fixed dates
 (``SOURCE_DATE_EPOCH=0``), so the same document gives the same bytes.
 
 Every failure is one line: a missing program names the Debian packages to
@@ -22,8 +23,13 @@ from .choices import ENGINES
 from .errors import RenderError
 
 
-# latexmk's switch for each engine
-_SWITCH = {"xelatex": "-xelatex", "pdflatex": "-pdf", "lualatex": "-lualatex"}
+# latexmk's switches for each engine; lualatex without Lua's os, io.popen and sockets
+_SWITCH = {"xelatex": ["-xelatex"], "pdflatex": ["-pdf"],
+           "lualatex": ["-lualatex", "-e", "$lualatex=q/lualatex --safer --nosocket %O %S/"]}
+
+# Defence in depth behind the title grammar: kpathsea lets TeX open files only in its own folder
+# (no absolute paths, no parent folders, no dot files), for reading and writing, and no shell escape
+_SANDBOX = {"openin_any": "p", "openout_any": "p", "shell_escape": "f"}
 
 # Debian packages that provide each engine (with what our documents use)
 _PACKAGES = {
@@ -78,9 +84,9 @@ def latex_to_pdf(tex: str, *, engine: str | None = None, lang: str | None = None
     try:
         with open(os.path.join(folder, "document.tex"), "w", encoding="utf-8", newline="\n") as fh:
             fh.write(tex)
-        command = [latexmk, "-norc", _SWITCH[engine], "-no-shell-escape", "-interaction=nonstopmode",
+        command = [latexmk, "-norc", *_SWITCH[engine], "-no-shell-escape", "-interaction=nonstopmode",
                    "-halt-on-error", "-quiet", "document.tex"]
-        env = dict(os.environ, SOURCE_DATE_EPOCH="0", FORCE_SOURCE_DATE="1")
+        env = dict(os.environ, SOURCE_DATE_EPOCH="0", FORCE_SOURCE_DATE="1", TEXMFOUTPUT=folder, **_SANDBOX)
         code, output = _run(command, folder, env, seconds, engine)
         pdf = os.path.join(folder, "document.pdf")
         if code != 0 or not os.path.isfile(pdf):
@@ -92,26 +98,68 @@ def latex_to_pdf(tex: str, *, engine: str | None = None, lang: str | None = None
 
 
 def _run(command: list[str], folder: str, env: dict[str, str], seconds: float, engine: str) -> tuple[int, str]:
-    """Run latexmk in its own process group; end the whole group on a timeout or an interrupt."""
-    process = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    """Run latexmk in its own process group; end the whole group on a timeout, an interrupt or :func:`end_tex`."""
+    # SIGTERM waits until the run is on the list, so that end_tex (serve's workers call it then) sees it
+    blocked = _block(signal.SIGTERM)
+    try:
+        process = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        _RUNNING.append(process)
+    finally:
+        _unblock(blocked)
     try:
         output, _ = process.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:
         _end(process)
-        raise RenderError(f"{engine} took longer than {seconds:g} s (the time limit of a TeX run)") from None
-    except BaseException:  # Ctrl-C, or the command's own deadline: leave no TeX behind
+        raise TexTimeLimit(f"{engine} took longer than {seconds:g} s (the time limit of a TeX run)") from None
+    except BaseException:  # Ctrl-C, SIGTERM, or the command's own deadline: leave no TeX behind
         _end(process)
         raise
+    finally:
+        _RUNNING.remove(process)
     return process.returncode, output.decode("utf-8", "replace")
 
 
 def _end(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    """Kill the run's whole process group (latexmk and the engine it started), then reap latexmk."""
+    # only while latexmk is unreaped: its pid, which names the group, cannot have been reused
+    if process.returncode is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     process.wait()
+
+
+class TexTimeLimit(RenderError):
+    """A TeX run went past its time limit (and was killed)."""
+
+
+# the TeX runs of this process now (one, but a caller's thread may start another)
+_RUNNING: list[subprocess.Popen] = []
+
+
+def end_tex() -> None:
+    """Kill every TeX run of this process: for a SIGTERM handler, before the process ends."""
+    for process in list(_RUNNING):
+        if process.returncode is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _block(signum: int) -> bool:
+    # only the main thread runs Python's signal handlers; elsewhere there is nothing to hold back
+    import threading
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        return False
+    return signum not in signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
+
+
+def _unblock(blocked: bool) -> None:
+    if blocked:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def _failure(folder: str, engine: str, output: str) -> str:
