@@ -37,10 +37,7 @@ drawn again, at most ``tries`` times):
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
-import os
 import random
 import re
 from dataclasses import dataclass, replace
@@ -422,10 +419,11 @@ def exercise(template: str | Path | Mapping[str, Any] | Template, ids: Iterable[
     entries = list(ids)
     if len(entries) > limits.STUDENTS:
         raise LimitError(t.source, "ids", f"{len(entries)} students; an exercise has at most {limits.STUDENTS}")
-    for entry in (progress(entries) if progress else entries):
+    for i, entry in enumerate(progress(entries) if progress else entries, 1):
         student, name = (entry, "") if isinstance(entry, str) else (str(entry[0]), str(entry[1]))
-        if not student or student in seen:
-            raise SpecError(t.source, "ids", f"empty or duplicate student id {student!r}")
+        if student in seen:
+            raise SpecError(t.source, "ids", f"duplicate student id {student!r}", (i,))
+        check_student_id(student, t.source, "ids", i)
         seen.add(student)
         out.append(draw(t, variant_seed(seed, student), student, name))
     return tuple(out)
@@ -572,28 +570,24 @@ def files(v: Variant, fmt: str = "markdown", lang: str | None = None) -> tuple[t
 _STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
+def check_student_id(student: str, source: str, key: str, position: int) -> str:
+    """A student id as exercise allows it: it names the student's folder and feedback file, so it is plain."""
+    if not _STUDENT_ID.fullmatch(student):
+        raise SpecError(source, key, "expected an id of at most 64 letters, digits, '.', '_' or '-', starting "
+                                     f"with a letter or digit, got {student!r}", (position,))
+    return student
+
+
 def read_roster(path: str | Path) -> list[tuple[str, str]]:
     """Students from a CSV file with an ``id,name`` header; ids become folder names, so they are plain."""
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise SpecError(str(path), None, f"cannot read file: {exc.strerror or exc}") from None
-    try:
-        rows = list(csv.DictReader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise SpecError(str(path), None, f"not a CSV file: {exc}") from None
+    from .csvfile import read_csv
+    header, rows = read_csv(path, "a roster", quoted=False)
     if len(rows) > limits.STUDENTS:
         raise LimitError(str(path), "id", f"{len(rows)} students; an exercise has at most {limits.STUDENTS}")
-    if not rows or "id" not in rows[0]:
+    if not rows or "id" not in header:
         raise SpecError(str(path), "id", "expected a CSV file with an id,name header and one student per line")
-    out = []
-    for line, row in enumerate(rows, 2):
-        student = (row.get("id") or "").strip()
-        if not _STUDENT_ID.fullmatch(student):
-            raise SpecError(str(path), "id", f"expected an id of letters, digits, '.', '_' or '-', got {student!r}",
-                            (line,))
-        out.append((student, (row.get("name") or "").strip()))
-    return out
+    return [(check_student_id((row.get("id") or "").strip(), str(path), "id", line), (row.get("name") or "").strip())
+            for line, row in enumerate(rows, 2)]
 
 
 def class_files(variants: Sequence[Variant], template: bytes, fmt: str = "markdown", lang: str | None = None,
@@ -605,6 +599,7 @@ def class_files(variants: Sequence[Variant], template: bytes, fmt: str = "markdo
     one document); ``index.csv`` (id, name, variant seed, SHA-256 of each file); ``template.toml``, so that
     ``symattn grade DIR`` can rebuild every variant. ``progress`` wraps the students (a bar on a terminal).
     """
+    from .csvfile import csv_text
     ext = EXTENSIONS[fmt]
     names = (f"sheet.{ext}", f"key.{ext}", "answers.toml")
     lines = [["id", "name", "seed"] + [f"{name}_sha256" for name in names]]
@@ -618,9 +613,7 @@ def class_files(variants: Sequence[Variant], template: bytes, fmt: str = "markdo
         lines.append([v.id, v.name, str(v.seed)] + digests)
     every = key_all(variants, fmt, lang)
     out.append((f"key-all.{ext}", every if isinstance(every, bytes) else every.encode("utf-8")))
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(lines)
-    out.append(("index.csv", buffer.getvalue().encode("utf-8")))
+    out.append(("index.csv", csv_text(lines[0], lines[1:]).encode("utf-8")))
     out.append(("template.toml", template))
     return tuple(out)
 
@@ -632,19 +625,13 @@ def write_class(variants: Sequence[Variant], folder: str, template_path: str | P
 
     A folder that already holds files is refused unless ``force``: it may hold answers students filled in.
     """
-    from .output import write_output
-    if not force and os.path.isdir(folder) and any(os.scandir(folder)):
-        raise SpecError(folder, None, "the folder is not empty (it may hold returned answers); write the class to "
-                                      "a new folder, or give --force to write over it")
+    from .output import check_folder, write_files
+    check_folder(folder, force, "returned answers", "the class")
     try:
         template = Path(template_path).read_bytes()
     except OSError as exc:
         raise SpecError(str(template_path), None, f"cannot read file: {exc.strerror or exc}") from None
-    made = class_files(variants, template, fmt, lang, progress)
-    for relative, data in made:
-        path = os.path.join(folder, *relative.split("/"))
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_output(path, data)
+    write_files(folder, class_files(variants, template, fmt, lang, progress))
 
 
 __all__ = ["Asked", "Variant", "Template", "answer_values", "answers", "asked", "class_files", "draw", "exercise", "files", "key",

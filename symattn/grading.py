@@ -22,10 +22,10 @@ own language.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -51,7 +51,8 @@ class Note:
     Codes: ``inputs_changed``, ``decimal_comma`` (key, text), ``duplicate`` (text: how many returns),
     and, for returns that could not be graded, ``unreadable`` (text: the reader's message),
     ``no_student``, ``unknown_student`` (text: the id), ``not_checked`` (text: the checker's message),
-    ``not_returned`` (a student of the index with no answers file).
+    ``not_returned`` (a student of the index with no answers file), and, for files that are not read,
+    ``outside`` (text: where the link leads, outside the returns folder), ``not_a_file`` (a FIFO, device or socket).
     """
 
     code: str
@@ -159,20 +160,26 @@ def read_policy(path: str | Path) -> dict[str, Fraction]:
 
 
 def read_index(path: str | Path) -> dict[str, tuple[str, int]]:
-    """id -> (name, variant seed), from index.csv."""
+    """id -> (name, variant seed), from index.csv; ids as exercise allows them (they name feedback files)."""
+    from .csvfile import read_csv
+    from .errors import LimitError
+    from .exercises import check_student_id
+    from .limits import STUDENTS
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise SpecError(source, None, f"cannot read file: {exc.strerror or exc}") from None
+    header, rows = read_csv(path, "an index file", quoted=True)
+    if not {"id", "seed"} <= set(header):
+        raise SpecError(source, None, "expected the columns id, name and seed (the index.csv that exercise wrote)")
+    if len(rows) > STUDENTS:
+        raise LimitError(source, "id", f"{len(rows)} students; a class has at most {STUDENTS}")
     out = {}
-    reader = csv.DictReader(io.StringIO(text))
-    for line, row in enumerate(reader, 2):
-        try:
-            out[row["id"]] = (row.get("name") or "", int(row["seed"]))
-        except (KeyError, TypeError, ValueError):
-            raise SpecError(source, "seed", "expected the columns id, name and seed with a whole seed", (line,)) \
-                from None
+    for line, row in enumerate(rows, 2):
+        student = check_student_id(row.get("id", ""), source, "id", line)
+        if student in out:
+            raise SpecError(source, "id", f"duplicate student id {student!r}", (line,))
+        seed = row.get("seed", "")
+        if not (seed.isascii() and seed.isdigit() and len(seed) <= 20):
+            raise SpecError(source, "seed", f"expected a whole variant seed, got {seed!r}", (line,))
+        out[student] = (row.get("name", ""), int(seed))
     return out
 
 
@@ -270,11 +277,28 @@ def _error(student: str, name: str, shown: str, error: Note, notes: tuple[Note, 
 
 
 def _is_answers(path: Path) -> bool:
-    return path.is_file() and path.suffix.lower() == ".toml" and path.name not in ("template.toml", "policy.toml")
+    # a folder named x.toml is not a return; anything else that is not a regular file is refused by _not_read
+    return not path.is_dir() and path.suffix.lower() == ".toml" and path.name not in ("template.toml", "policy.toml")
+
+
+def _not_read(path: Path, root: str) -> Note | None:
+    """Why a return is not read: a link that leads out of the returns folder, or not a regular file
+    (reading a FIFO waits forever, a device never ends)."""
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, root]) != root:
+        return Note("outside", text=real)
+    try:
+        info = os.stat(real)
+    except OSError:
+        return None  # a link to nothing: the reader says so
+    return None if stat.S_ISREG(info.st_mode) else Note("not_a_file")
 
 
 def returned_files(folder: str | Path) -> list[Path]:
-    """Every answers file under the folder, in a fixed order (not the template or a policy)."""
+    """Every answers file under the folder, in a fixed order (not the template or a policy).
+
+    Links and special files are listed too: :func:`grade` notes and skips those it must not read.
+    """
     from .errors import LimitError
     from .limits import RETURNS
     folder = Path(folder)
@@ -302,8 +326,12 @@ def grade(folder: str | Path, index: str | Path | None = None, template: str | P
     students = read_index(index_path)
     t = load_template(template if template is not None else index_path.parent / "template.toml")
     paths = returned_files(folder)
-    rows = [grade_file(path, t, students, path.relative_to(folder).as_posix(), policy)
-            for path in (progress(paths) if progress else paths)]
+    root = os.path.realpath(folder)
+    rows = []
+    for path in progress(paths) if progress else paths:
+        shown = path.relative_to(folder).as_posix()
+        refused = _not_read(path, root)
+        rows.append(_error("", "", shown, refused) if refused else grade_file(path, t, students, shown, policy))
     returns: dict[str, int] = {}
     for r in rows:
         if r.error is None:
@@ -319,6 +347,7 @@ def grade(folder: str | Path, index: str | Path | None = None, template: str | P
 
 
 CSV_COLUMNS = ("id", "name", *COUNTED, "score", "asked", "first_to_fix", "notes", "error", "file")
+CSV_NUMBERS = (*COUNTED, "score", "asked")  # our own numbers: never quoted (a negative score stays a number)
 
 
 def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
@@ -332,13 +361,10 @@ def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
                 "policy": {k: score_text(v) for k, v in book.policy}}
         return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(CSV_COLUMNS)
-        for r in book.as_data(lang):
-            writer.writerow(["; ".join(r[c]) if isinstance(r[c], list) else "" if r[c] is None else str(r[c])
-                             for c in CSV_COLUMNS])
-        return out.getvalue()
+        from .csvfile import csv_text
+        rows = ([("; ".join(r[c]) if isinstance(r[c], list) else "" if r[c] is None else str(r[c]))
+                 for c in CSV_COLUMNS] for r in book.as_data(lang))
+        return csv_text(CSV_COLUMNS, rows, numbers=CSV_NUMBERS)
     if fmt in ("markdown", "latex"):
         from .choices import default_paper
         from .renderer import has_cjk, render_template
@@ -379,16 +405,29 @@ FEEDBACK_EXTENSIONS = {"text": "txt", "markdown": "md", "latex": "tex", "html": 
 
 def feedback_files(book: Gradebook, fmt: str = "markdown") -> tuple[tuple[str, str | bytes], ...]:
     """(file name, content) of every graded student's feedback: ``<id>.<ext>``, ``<id>-2.<ext>`` for a second return."""
+    from .exercises import check_student_id
     out = []
     seen: dict[str, int] = {}
-    for r in book.rows:
+    for i, r in enumerate(book.rows, 1):
         if r.report is None:
             continue
+        check_student_id(r.id, book.source or "<gradebook>", "id", i)  # it names a file
         seen[r.id] = seen.get(r.id, 0) + 1
         suffix = "" if seen[r.id] == 1 else f"-{seen[r.id]}"
         out.append((f"{r.id}{suffix}.{FEEDBACK_EXTENSIONS[fmt]}", feedback(r, fmt)))
     return tuple(out)
 
 
+def write_feedback(files: Sequence[tuple[str, str | bytes]], folder: str, force: bool = False) -> None:
+    """Feedback files (see :func:`feedback_files`) into ``folder``, never outside it.
+
+    A folder that already holds files is refused unless ``force``: they may be feedback already sent.
+    """
+    from .output import check_folder, write_files
+    check_folder(folder, force, "earlier feedback", "the feedback")
+    write_files(folder, list(files))
+
+
 __all__ = ["COUNTED", "FORMATS", "FEEDBACK_FORMATS", "Gradebook", "Note", "POLICY", "Row", "Summary", "feedback",
-           "feedback_files", "grade", "gradebook_document", "gradebook_text", "read_index", "read_policy"]
+           "feedback_files", "grade", "gradebook_document", "gradebook_text", "read_index", "read_policy",
+           "write_feedback"]

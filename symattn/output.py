@@ -12,6 +12,9 @@ What the path holds decides how it is written, as careful Unix tools do:
 
 The text is encoded in full before anything is opened, so a failure in the
 document never leaves a half-written file. Bytes (a PDF) are written as they are.
+
+A folder of files (a class, feedback) is written by :func:`write_files`, which
+never follows a link: nothing it writes lands outside the folder.
 """
 
 from __future__ import annotations
@@ -130,3 +133,54 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def check_folder(folder: str, force: bool, holds: str, what: str) -> None:
+    """Refuse a folder to write ``what`` into that is not a folder, or, unless ``force``, that already holds
+    files (they may be ``holds``, which writing would lose)."""
+    _check_is_folder(folder)
+    try:
+        busy = os.path.isdir(folder) and any(os.scandir(folder))
+    except OSError as exc:
+        raise OutputError.from_os(folder, exc) from None
+    if busy and not force:
+        raise OutputError(folder, f"the folder is not empty (it may hold {holds}); write {what} to a new folder, "
+                                  "or give --force to write over it")
+
+
+def write_files(folder: str, files: list[tuple[str, str | bytes]] | tuple[tuple[str, str | bytes], ...]) -> None:
+    """Write each (path inside ``folder``, '/'-separated; content), making the folders it needs.
+
+    Nothing lands outside the folder: a path that is not a plain name inside it, or that passes through a
+    symlink or onto anything but a regular file, is refused before the first file is written.
+    """
+    _check_is_folder(folder)
+    targets = []
+    for relative, data in files:
+        parts = relative.split("/")
+        if any(p in ("", ".", "..") or "\0" in p for p in parts):
+            raise OutputError(relative, "not a plain file name inside the folder " + shown(folder))
+        path = folder
+        for i, part in enumerate(parts):
+            path = os.path.join(path, part)
+            last = i == len(parts) - 1
+            if os.path.islink(path):
+                raise OutputError(path, "is a link; refusing to write through it")
+            if os.path.lexists(path) and not (os.path.isfile(path) if last else os.path.isdir(path)):
+                raise OutputError(path, "not a regular file; refusing to write over it" if last else "not a folder")
+        targets.append((path, data))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise OutputError.from_os(folder, exc) from None
+    for path, data in targets:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError as exc:
+            raise OutputError.from_os(os.path.dirname(path), exc) from None
+        write_output(path, data)
+
+
+def _check_is_folder(folder: str) -> None:
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        raise OutputError(folder, "not a folder; give a new or empty folder")

@@ -182,7 +182,9 @@ SPEC_KEYS = ("title", "lang", "tokens", "focus", "Q", "K", "V", "scale", "roundi
 
 
 def _kind(value: object) -> str:
-    names = {str: "a string", bool: "a boolean", int: "a number", dict: "a table", list: "a list"}
+    # in the words of TOML and JSON (a JSON number arrives as FloatText); a Python name only for Python input
+    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number", FloatText: "a number",
+             dict: "a table", list: "a list", tuple: "a list", type(None): "null"}
     return names.get(type(value), type(value).__name__)
 
 
@@ -631,26 +633,32 @@ def _toml_float(text: str) -> str:
 def read_table(path: str | Path) -> dict[str, Any]:
     """Read a TOML or JSON file with every float kept as its text.
 
-    The size is checked before reading (and the read is bounded, for devices
-    and pipes that have no size), and so is the nesting of lists and tables.
+    The size is checked (see :func:`read_text`), and so is the nesting of lists and tables.
     """
     path = Path(path)
+    return parse_text(read_text(path), str(path), json_=path.suffix.lower() == ".json")
+
+
+def read_text(path: str | Path, what: str = "a spec or claims file") -> str:
+    """A file's UTF-8 text (a BOM allowed), at most ``limits.FILE_BYTES``; ``what`` names the file in the error.
+
+    The size is checked before reading, and the read is bounded, for devices and pipes that have no size.
+    """
     source = str(path)
     try:
         with open(path, "rb") as fh:
             info = os.fstat(fh.fileno())
             if stat.S_ISREG(info.st_mode) and info.st_size > limits.FILE_BYTES:
-                raise _too_large(source)
+                raise _too_large(source, what)
             raw = fh.read(limits.FILE_BYTES + 1)
     except OSError as exc:
         raise SpecError(source, None, f"cannot read file: {exc.strerror or exc}") from None
     if len(raw) > limits.FILE_BYTES:
-        raise _too_large(source)
+        raise _too_large(source, what)
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SpecError(source, None, f"not UTF-8 text (byte {exc.start + 1})") from None
-    return parse_text(text, source, json_=path.suffix.lower() == ".json")
 
 
 def parse_text(text: str, source: str, json_: bool = False) -> dict[str, Any]:
@@ -683,8 +691,8 @@ def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
                                        f"{limits.NUMBER_LENGTH} characters") from None
 
 
-def _too_large(source: str) -> LimitError:
-    return LimitError(source, None, f"larger than {limits.FILE_BYTES // 2**20} MiB (the limit for a spec or claims file)")
+def _too_large(source: str, what: str) -> LimitError:
+    return LimitError(source, None, f"larger than {limits.FILE_BYTES // 2**20} MiB (the limit for {what})")
 
 
 def _too_deep(source: str, key: str | None) -> LimitError:
