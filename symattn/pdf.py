@@ -99,14 +99,9 @@ def latex_to_pdf(tex: str, *, engine: str | None = None, lang: str | None = None
 
 def _run(command: list[str], folder: str, env: dict[str, str], seconds: float, engine: str) -> tuple[int, str]:
     """Run latexmk in its own process group; end the whole group on a timeout, an interrupt or :func:`end_tex`."""
-    # SIGTERM waits until the run is on the list, so that end_tex (serve's workers call it then) sees it
-    blocked = _block(signal.SIGTERM)
-    try:
-        process = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-        _RUNNING.append(process)
-    finally:
-        _unblock(blocked)
+    process = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    _RUNNING.append(process)
     try:
         output, _ = process.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:
@@ -122,12 +117,7 @@ def _run(command: list[str], folder: str, env: dict[str, str], seconds: float, e
 
 def _end(process: subprocess.Popen) -> None:
     """Kill the run's whole process group (latexmk and the engine it started), then reap latexmk."""
-    # only while latexmk is unreaped: its pid, which names the group, cannot have been reused
-    if process.returncode is None:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    _kill_group(process)
     process.wait()
 
 
@@ -135,31 +125,23 @@ class TexTimeLimit(RenderError):
     """A TeX run went past its time limit (and was killed)."""
 
 
-# the TeX runs of this process now (one, but a caller's thread may start another)
+# the TeX runs of this process now: one, unless a caller runs several in threads
 _RUNNING: list[subprocess.Popen] = []
 
 
 def end_tex() -> None:
-    """Kill every TeX run of this process: for a SIGTERM handler, before the process ends."""
+    """Kill every TeX run of this process, without waiting: for a SIGTERM handler, before the process ends."""
     for process in list(_RUNNING):
-        if process.returncode is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        _kill_group(process)
 
 
-def _block(signum: int) -> bool:
-    # only the main thread runs Python's signal handlers; elsewhere there is nothing to hold back
-    import threading
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        return False
-    return signum not in signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
-
-
-def _unblock(blocked: bool) -> None:
-    if blocked:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+def _kill_group(process: subprocess.Popen) -> None:
+    # only while latexmk is unreaped: then its pid, which names the group, cannot have been reused
+    if process.returncode is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _failure(folder: str, engine: str, output: str) -> str:

@@ -13,19 +13,21 @@ scripts may use too:
 ``GET /api/examples``  the built-in examples.
 
 Bad input answers 400 with ``{"error": <the CLI's one-line message>, "where": {source, key,
-position}}``; a body over :data:`BODY_BYTES` 413; work over the time limit 422.
+position}}``; a body over :data:`BODY_BYTES` 413; work over the time limit 422 (TeX's own limit
+too); a full queue 503.
 
 Work never runs on the event loop: a few worker processes (:class:`_Pool`) do it,
 each request under SIGALRM (:func:`symattn.limits.deadline`, which works in a
 process's main thread) and, as a backstop for code that ignores signals, killed
 and replaced by the server when it runs past the limit. A thread could not be
-stopped. Starlette and uvicorn (the ``web`` extra) are imported only here, on use.
+stopped. PDF exports queue for all workers but one, so TeX never holds them all; a
+worker's TeX run (its own process group) ends with the worker, at SIGTERM, when the
+server stops or dies. Starlette and uvicorn (the ``web`` extra) are imported only here, on use.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from typing import Any, Mapping
@@ -79,10 +81,17 @@ def _spec(raw: Any):
 
 
 def _flag(body: Mapping[str, Any], key: str, default: bool) -> bool:
+    from .spec import _brief
     value = body.get(key, default)
     if not isinstance(value, bool):
-        raise _reader(REQUEST_SOURCE).error(key, f"expected true or false, got {shown(value)!r}")
+        raise _reader(REQUEST_SOURCE).error(key, f"expected true or false, got {_brief(value)}")
     return value
+
+
+def _is_text(value: Any) -> bool:
+    # a JSON number comes as its text (FloatText, a str) so that 0.1 stays one tenth: it is not a string
+    from .spec import FloatText
+    return isinstance(value, str) and not isinstance(value, FloatText)
 
 
 def _derivation(spec: Any) -> tuple[Any, Any]:
@@ -141,13 +150,18 @@ def check_task(body: Any) -> dict[str, Any]:
     return data
 
 
-def export_task(body: Any) -> tuple[bytes, str, str]:
-    """POST /api/export: (content, media type, file name) of a derivation, a report or the spec."""
+def export_task(body: Any, tex: bool = False) -> tuple[bytes, str, str]:
+    """POST /api/export: (content, media type, file name) of a derivation, a report or the spec.
+
+    ``tex``: the server sent it as a PDF export (:func:`is_pdf_export`), under its limit on TeX runs.
+    """
     reader = _reader(REQUEST_SOURCE)
     body = _request(body, ("spec", "format", "what", "claims"), ("spec", "format"))
     what = reader.choice(body.get("what", "derivation"), "what", ("derivation", "report"))
     formats = EXPORT_FORMATS if what == "derivation" else REPORT_EXPORT_FORMATS
     fmt = reader.choice(body["format"], "format", formats)
+    if (fmt == "pdf") != tex:
+        raise RuntimeError("a PDF export must come as the task export-pdf, and only a PDF export")
     spec = _spec(body["spec"])
     name = "symattn" if what == "derivation" else "symattn-check"
     if fmt == "toml":
@@ -210,10 +224,10 @@ def parse_task(body: Any) -> dict[str, Any]:
     reader = _reader(REQUEST_SOURCE)
     body = _request(body, ("toml", "name"), ("toml",))
     text = body["toml"]
-    if not isinstance(text, str):
+    if not _is_text(text):
         raise reader.error("toml", "expected the text of a TOML file")
     name = body.get("name", "<pasted>")
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+    if not _is_text(name) or not name.strip() or len(name) > 200:
         raise reader.error("name", "expected a file name")
     name = name.replace("\\", "/").rsplit("/", 1)[-1] or "<pasted>"
     data = parse_text(text.lstrip("\ufeff"), name)
@@ -229,7 +243,13 @@ def parse_task(body: Any) -> dict[str, Any]:
     return out
 
 
-TASKS = {"render": render_task, "check": check_task, "export": export_task, "parse": parse_task}
+def is_pdf_export(body: Any) -> bool:
+    """Whether a POST /api/export body asks for TeX (the server decides so before a worker reads it)."""
+    return isinstance(body, Mapping) and body.get("format") == "pdf"
+
+
+TASKS = {"render": render_task, "check": check_task, "export": export_task,
+         "export-pdf": lambda body: export_task(body, tex=True), "parse": parse_task}
 
 
 # --- the spec as TOML ------------------------------------------------------------
@@ -282,16 +302,30 @@ def _reads_back(text: str, spec: Mapping[str, Any]) -> bool:
 def run_task(name: str, body: Any, seconds: float) -> tuple[str, Any]:
     """("ok", result) or ("error", (status, message, where)): never raises for bad input."""
     from .limits import deadline
+    from .pdf import TexTimeLimit
     start = time.monotonic()
     try:
         with deadline(seconds, REQUEST_SOURCE):
             return "ok", TASKS[name](body)
+    except TexTimeLimit as exc:
+        return "error", (422, str(exc), None)
     except SymattnError as exc:
         if isinstance(exc, LimitError) and time.monotonic() - start >= seconds:
             return "error", (422, str(exc), None)
         return "error", (400, str(exc), _where(exc))
     except RecursionError:
         return "error", (400, f"{REQUEST_SOURCE}: nested too deep", None)
+    except Exception as exc:
+        if time.monotonic() - start < seconds:
+            raise  # a bug: the worker logs it and answers 500
+        # the alarm landed where some code turned it into another error: it is still the time limit
+        print(f"symattn serve: the time limit surfaced as {type(exc).__name__}: {shown(exc)}", file=sys.stderr,
+              flush=True)
+        return "error", (422, time_limit_message(seconds), None)
+
+
+def time_limit_message(seconds: float) -> str:
+    return f"{REQUEST_SOURCE}: took longer than {seconds:g} s (the time limit; raise it with --max-seconds)"
 
 
 def _where(exc: SymattnError) -> dict[str, Any] | None:
@@ -316,10 +350,15 @@ def _write_frame(stream, data: bytes) -> None:
 
 
 def worker_main() -> None:
-    """A worker process: tasks in on stdin, results out on stdout, one at a time, until stdin closes."""
+    """A worker process: tasks in on stdin, results out on stdout, one at a time, until stdin closes.
+
+    SIGTERM (the server stopping, or dying: see :func:`_end_with_parent`) kills its TeX run first.
+    """
     import pickle
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it ends us
+    signal.signal(signal.SIGTERM, _terminate)
+    _end_with_parent()
     channel_in, channel_out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not corrupt the channel
     _warm()
@@ -330,15 +369,32 @@ def worker_main() -> None:
         name, body, seconds = pickle.loads(frame)
         try:
             result = run_task(name, body, seconds)
-        except Exception as exc:  # a bug in symattn: say so, keep serving
+        except Exception:  # a bug in symattn: say so, keep serving
             import traceback
             traceback.print_exc()
-            result = "error", (500, f"internal error in symattn ({type(exc).__name__}); the server's log "
-                                    "has the details", None)
+            result = "error", (500, f"{REQUEST_SOURCE}: internal error in symattn; the server's log has the "
+                                    "details", None)
         try:
             _write_frame(channel_out, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, ValueError):
             return
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    from .pdf import end_tex
+    end_tex()  # first, whatever the exit below meets on its way
+    raise SystemExit(128 + signum)
+
+
+def _end_with_parent() -> None:
+    """Linux: SIGTERM when the server dies, however it dies, so that no TeX run outlives it."""
+    import ctypes
+    import signal
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # elsewhere the server's own stop ends us; an orphan ends when stdin does
 
 
 def _warm() -> None:
@@ -363,6 +419,10 @@ class Failure(Exception):
         self.status, self.message, self.where = status, message, where
 
 
+# what a worker process runs (tests swap in a worker whose TeX runs are slow)
+WORKER_CODE = "from symattn.serve import worker_main; worker_main()"
+
+
 class _Worker:
     """One worker process (``python -c``, so that nothing of the server's state or main module is copied)."""
 
@@ -373,7 +433,7 @@ class _Worker:
         package_root = str(Path(__file__).resolve().parent.parent)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
         # its own session: Ctrl-C in the terminal reaches the server only, which ends the workers
-        self.process = subprocess.Popen([sys.executable, "-c", "from symattn.serve import worker_main; worker_main()"],
+        self.process = subprocess.Popen([sys.executable, "-c", WORKER_CODE],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
                                         start_new_session=True)
 
@@ -383,7 +443,17 @@ class _Worker:
         return _read_frame(self.process.stdout)
 
     def end(self) -> None:
+        """Kill it now, and its TeX run with it (TeX has a process group of its own, which a kill misses)."""
+        import os
+        import signal
         if self.process.poll() is None:
+            try:
+                # stopped, it can neither start nor reap a child while we kill them
+                os.kill(self.process.pid, signal.SIGSTOP)
+                for child in _children(self.process.pid):
+                    _kill_group_of(child)
+            except ProcessLookupError:
+                pass
             self.process.kill()
         self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
@@ -393,24 +463,63 @@ class _Worker:
                 pass
 
     def close(self, seconds: float = 2.0) -> None:
-        """Ask it to stop (end of input), then make sure."""
+        """Ask it to stop (end of input; SIGTERM, which ends a TeX run too), then make sure."""
         import subprocess
         try:
             self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.terminate()
             self.process.wait(seconds)
         except (OSError, subprocess.TimeoutExpired):
             pass
         self.end()
 
 
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (Linux; elsewhere none are known, and a worker's SIGTERM must do)."""
+    import os
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found = []
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/children") as fh:
+                found += [int(p) for p in fh.read().split()]
+        except OSError:
+            pass
+    return found
+
+
+def _kill_group_of(pid: int) -> None:
+    """Kill a worker's child (latexmk) and the process group it leads; the worker is stopped meanwhile."""
+    import os
+    import signal
+    for kill, target in ((os.killpg, pid), (os.kill, pid)):  # os.kill too: a child not yet in its own group
+        try:
+            kill(target, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 class _Pool:
-    """WORKERS processes, each doing one task at a time; one that runs past its time is killed and replaced."""
+    """WORKERS processes, each doing one task at a time; one that runs past its time is killed and replaced.
+
+    PDF exports take a TeX slot as well as a worker, and there is one slot fewer than workers: however
+    many exports are asked for, and however long their TeX runs, one worker stays free for the rest.
+    """
 
     def __init__(self, size: int = WORKERS, seconds: float = REQUEST_SECONDS):
         from concurrent.futures import ThreadPoolExecutor
+        if size < 2:
+            raise ValueError("a pool needs two workers at least: one of them never runs TeX")
         self.size, self.seconds = size, seconds
         self.waiting = 0
         self.idle = None
+        self.tex_slots = None
         # one blocking exchange per busy worker: never on the event loop
         self.threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="symattn-worker")
         self.workers: list[_Worker] = []
@@ -428,6 +537,7 @@ class _Pool:
     async def start(self) -> None:
         import asyncio
         self.idle = asyncio.Queue()
+        self.tex_slots = asyncio.Semaphore(self.size - 1)
         for _ in range(self.size):
             self.idle.put_nowait(self._spawn())
 
@@ -438,16 +548,31 @@ class _Pool:
         self.workers.clear()
         self.threads.shutdown(wait=False, cancel_futures=True)
 
-    async def run(self, name: str, body: Any, extra_seconds: float = 0.0) -> Any:
-        import asyncio
-        import pickle
+    async def run(self, name: str, body: Any, extra_seconds: float = 0.0, tex: bool = False) -> Any:
+        """The result of a task; ``tex``: it runs TeX, so it waits for a TeX slot first (exports queue)."""
         if self.waiting >= WAITING:
             raise Failure(503, f"{REQUEST_SOURCE}: the server is busy ({WAITING} requests waiting); try again")
         self.waiting += 1
         try:
-            worker = await self.idle.get()
+            if tex:
+                await self.tex_slots.acquire()
+            try:
+                worker = await self.idle.get()
+            except BaseException:
+                if tex:
+                    self.tex_slots.release()
+                raise
         finally:
             self.waiting -= 1
+        try:
+            return await self._exchange(worker, name, body, extra_seconds)
+        finally:
+            if tex:
+                self.tex_slots.release()
+
+    async def _exchange(self, worker: _Worker, name: str, body: Any, extra_seconds: float) -> Any:
+        import asyncio
+        import pickle
         replace = True
         try:
             message = pickle.dumps((name, body, self.seconds), protocol=pickle.HIGHEST_PROTOCOL)
@@ -460,8 +585,7 @@ class _Pool:
             status, result = pickle.loads(frame)
             replace = False
         except asyncio.TimeoutError:
-            raise Failure(422, f"{REQUEST_SOURCE}: took longer than {self.seconds:g} s (the time limit; "
-                               "raise it with --max-seconds)") from None
+            raise Failure(422, time_limit_message(self.seconds)) from None
         except OSError:
             raise Failure(503, f"{REQUEST_SOURCE}: the computation stopped unexpectedly; try again") from None
         finally:
@@ -580,11 +704,17 @@ def create_app(initial: Mapping[str, Any] | None = None, seconds: float | None =
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > BODY_BYTES):
             raise Failure(413, _too_large())
+        from starlette.requests import ClientDisconnect
         data = bytearray()
-        async for chunk in request.stream():
-            data += chunk
-            if len(data) > BODY_BYTES:
-                raise Failure(413, _too_large())
+        try:
+            async for chunk in request.stream():
+                data += chunk
+                if len(data) > BODY_BYTES:
+                    raise Failure(413, _too_large())
+        except ClientDisconnect:
+            print(f"symattn serve: {request.method} {request.url.path}: the client went away before sending the "
+                  f"whole body ({len(data)} bytes came)", file=sys.stderr, flush=True)
+            raise Failure(400, f"{REQUEST_SOURCE}: the body ended early") from None
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -600,11 +730,10 @@ def create_app(initial: Mapping[str, Any] | None = None, seconds: float | None =
         async def endpoint(request):
             try:
                 body = await body_of(request)
-                extra = 0.0
-                if name == "export" and isinstance(body, Mapping) and body.get("format") == "pdf":
+                if name == "export" and is_pdf_export(body):
                     from .limits import LATEX_SECONDS
-                    extra = LATEX_SECONDS
-                return respond(await pool.run(name, body, extra))
+                    return respond(await pool.run("export-pdf", body, LATEX_SECONDS, tex=True))
+                return respond(await pool.run(name, body))
             except Failure as exc:
                 return failure(exc.status, exc.message, exc.where)
         return endpoint
@@ -663,14 +792,6 @@ class _Guard:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        if self.hosts is not None:
-            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
-            name = host.rsplit("]", 1)[0].lstrip("[") if host.startswith("[") else host.split(":")[0]
-            if name not in self.hosts:
-                from starlette.responses import JSONResponse
-                response = JSONResponse({"error": f"{REQUEST_SOURCE}: host {shown(host)!r} is not this server's",
-                                         "where": None}, status_code=421)
-                return await response(scope, receive, send)
 
         async def secured(message):
             if message["type"] == "http.response.start":
@@ -678,6 +799,14 @@ class _Guard:
                     [(k.encode(), v.encode()) for k, v in _SECURITY_HEADERS.items()]
             await send(message)
 
+        if self.hosts is not None:
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
+            name = host.rsplit("]", 1)[0].lstrip("[") if host.startswith("[") else host.split(":")[0]
+            if name not in self.hosts:
+                from starlette.responses import JSONResponse
+                response = JSONResponse({"error": f"{REQUEST_SOURCE}: host {shown(host)!r} is not this server's",
+                                         "where": None}, status_code=421)
+                return await response(scope, receive, secured)
         return await self.app(scope, receive, secured)
 
 

@@ -381,9 +381,10 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _start(*argv: str, cwd: Path) -> tuple[subprocess.Popen, str, str]:
-    """A real `symattn serve`; returns the process, its URL and what it said on stderr before it."""
-    process = subprocess.Popen([sys.executable, "-m", "symattn", "serve", "--port", "0", *argv], cwd=cwd,
+def _start(*argv: str, cwd: Path, launcher: tuple[str, ...] = ("-m", "symattn")) -> tuple[subprocess.Popen, str, str]:
+    """A real `symattn serve` (``launcher``: what Python runs instead of ``-m symattn``); returns the process,
+    its URL and what it said on stderr before it."""
+    process = subprocess.Popen([sys.executable, *launcher, "serve", "--port", "0", *argv], cwd=cwd,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ready, _, _ = select.select([process.stdout], [], [], 60)
     line = process.stdout.readline() if ready else ""
@@ -546,13 +547,47 @@ def page_math(driver) -> list:
     return driver.execute_script(PAGE_MATH)
 
 
+# the math on the page and the last render answer that came (app.js sets data-answered), read at once
+SHOWN = "return [" + PAGE_MATH.removeprefix("return ").rstrip(";") + ", Number(document.body.dataset.answered || 0)];"
+
+# resolves when a render answer later than arguments[0] lands: the browser waits, nothing polls
+NEXT_ANSWER = """
+const after = arguments[0], done = arguments[arguments.length - 1];
+const landed = () => Number(document.body.dataset.answered || 0) > after;
+if (landed()) { done(true); return; }
+const observer = new MutationObserver(() => { if (landed()) { observer.disconnect(); done(true); } });
+observer.observe(document.body, {attributes: true, attributeFilter: ["data-answered"]});
+"""
+
+
+def wait_math(driver, expected: list, what: str, seconds: float = 60) -> list:
+    """Wait, answer by answer, until the page shows the math ``expected``; a timeout says what it shows."""
+    from selenium.common.exceptions import TimeoutException
+    end = time.monotonic() + seconds
+    while True:
+        math, answered = driver.execute_script(SHOWN)
+        if math == expected:
+            return math
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        driver.set_script_timeout(left)
+        try:
+            driver.execute_async_script(NEXT_ANSWER, answered)
+        except TimeoutException:
+            break
+    error = driver.execute_script("const e = document.getElementById('input-error'); return e ? e.textContent : "
+                                  "document.getElementById('status').textContent;")
+    pytest.fail(f"timed out waiting for {what}: {len(math)} formulas shown, answer {answered}; the page says {error!r}")
+
+
 def open_fresh(driver, url: str, raw: dict | None = None) -> list[str]:
     """The page with nothing kept from an earlier test; returns the math once it shows ``raw`` (default: seed)."""
     driver.get(url)
     driver.execute_script("localStorage.clear();")
     driver.get(url)
     expected = math_of(fragment(as_json(raw or seed_raw())))
-    wait(driver, lambda: page_math(driver) == expected, what="the seed derivation")
+    wait_math(driver, expected, "the seed derivation")
     return expected
 
 
@@ -584,7 +619,7 @@ def test_edit_q31_updates_the_sums_and_weights(chrome, server):
     raw = as_json(seed_raw())
     raw["Q"][2][0] = "0.8"
     expected = math_of(fragment(raw))
-    wait(chrome, lambda: page_math(chrome) == expected, what="the derivation of Q[3][1] = 0.8")
+    wait_math(chrome, expected, "the derivation of Q[3][1] = 0.8")
     math = page_math(chrome)
     # worked by hand: 0.8·1.0 + 0.1·0.2 = 0.82, …; softmax of (0.82, 0.18, 0.67)/√2 = 0.3944, 0.2509, 0.3547
     assert ("\\begin{aligned}\nQ_{\\text{它}}\\cdot K_{\\text{小猫}} &= 0.8\\times 1.0 + 0.1\\times 0.2 = 0.82 \\\\\n"
@@ -602,7 +637,7 @@ def test_language_and_rounding(chrome, server):
     choose(chrome, "set-lang", "en")
     raw = as_json(seed_raw())
     raw["lang"] = "en"
-    wait(chrome, lambda: page_math(chrome) == math_of(fragment(raw)), what="the English derivation")
+    wait_math(chrome, math_of(fragment(raw)), "the English derivation")
     ui = load_language("en")["ui"]
     assert chrome.find_element("css selector", "h1").text == ui["heading"]
     assert chrome.find_element("id", "tab-check").text == ui["check"]
@@ -615,7 +650,7 @@ def test_language_and_rounding(chrome, server):
                             "Step 3: softmax of that row (scores become weights)"]
     choose(chrome, "set-rounding", "hand")
     raw["rounding"] = "hand"
-    wait(chrome, lambda: page_math(chrome) == math_of(fragment(raw)), what="the hand-rounded derivation")
+    wait_math(chrome, math_of(fragment(raw)), "the hand-rounded derivation")
     assert page_math(chrome) != math_of(fragment(dict(raw, rounding="exact")))
     assert_local(chrome, server)
 
@@ -712,8 +747,9 @@ def test_reload_from_the_url_restores_the_view(chrome, server):
     raw = as_json(seed_raw())
     raw["V"][2][1], raw["lang"] = "2", "en"
     expected = math_of(fragment(raw))
-    wait(chrome, lambda: page_math(chrome) == expected and
-         chrome.find_element("id", "box-exp-2-1").get_attribute("data-verdict") == "rounded", what="the edits")
+    wait_math(chrome, expected, "the edits")
+    wait(chrome, lambda: chrome.find_element("id", "box-exp-2-1").get_attribute("data-verdict") == "rounded",
+         what="the edited check")
     wait(chrome, lambda: '"1.144"' in (chrome.execute_script("return localStorage.getItem('symattn.serve.state')") or ""),
          what="the state saved")
     link = chrome.current_url
@@ -724,7 +760,7 @@ def test_reload_from_the_url_restores_the_view(chrome, server):
     chrome.execute_script("localStorage.clear();")  # only the link carries the view now
     chrome.get("about:blank")
     chrome.get(link)
-    wait(chrome, lambda: page_math(chrome) == expected, what="the restored derivation")
+    wait_math(chrome, expected, "the restored derivation")
     assert cell(chrome, "V", "3,2").get_attribute("value") == "2"
     assert chrome.find_element("id", "set-lang").get_attribute("value") == "en"
     assert chrome.find_element("id", "tab-check").get_attribute("aria-selected") == "true"
@@ -738,7 +774,7 @@ def test_download_latex_compiles(chrome, server, downloads, latex, tmp_path):
     choose(chrome, "set-lang", "en")
     raw = as_json(seed_raw())
     raw["lang"] = "en"
-    wait(chrome, lambda: page_math(chrome) == math_of(fragment(raw)), what="the English derivation")
+    wait_math(chrome, math_of(fragment(raw)), "the English derivation")
     target = downloads / "symattn.tex"
     if target.exists():
         target.unlink()
@@ -767,7 +803,8 @@ def test_keystroke_to_math_within_300_ms(chrome, server):
         retype(target, value)
         raw["Q"][2][0] = value
         expected = math_of(fragment(raw))
-        wait(chrome, lambda: page_math(chrome) == expected and count() > before, what=f"edit {i + 1}")
+        wait_math(chrome, expected, f"edit {i + 1}")
+        wait(chrome, lambda: count() > before, what=f"the measure of edit {i + 1}")
         # the last measure is the one from the last keystroke (a slow typist's earlier keys may have their own)
         times.append(chrome.execute_script("const m = performance.getEntriesByName('symattn:update');"
                                            "return m[m.length - 1].duration;"))
@@ -859,7 +896,7 @@ def test_open_toml_by_pasting(chrome, server):
     chrome.execute_script("arguments[0].value = arguments[1];", area, text)
     chrome.find_element("id", "paste-open").click()
     raw = as_json(read_table(builtin.example_path("causal", "en")))
-    wait(chrome, lambda: page_math(chrome) == math_of(fragment(raw)), what="the pasted spec")
+    wait_math(chrome, math_of(fragment(raw)), "the pasted spec")
     assert chrome.find_element("id", "set-mask").get_attribute("value") == "causal"
 
 
@@ -869,7 +906,7 @@ def test_open_a_toml_file(chrome, server, tmp_path):
     path.write_text(builtin.example_text("projection", "zh"), encoding="utf-8")
     chrome.find_element("id", "open-file").send_keys(str(path))
     raw = as_json(read_table(builtin.example_path("projection", "zh")))
-    wait(chrome, lambda: page_math(chrome) == math_of(fragment(raw)), what="the opened spec")
+    wait_math(chrome, math_of(fragment(raw)), "the opened spec")
     grids = chrome.execute_script("return Array.from(document.querySelectorAll('.grid-wrap')).map(g => g.dataset.grid)")
     assert grids == [k for k in ("X", "X_kv", "W_Q", "W_K", "W_V", "Q", "K", "V", "W_O", "b_Q", "b_K", "b_V", "b_O")
                      if k in raw]

@@ -58,7 +58,7 @@ BAD = [
     ({"colour": 1}, SpecError, "<dict>: colour: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, "
                                "b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, focus, heads, key_padding, "
                                "key_tokens, lang, mask, notation, paper, rounding, scale, softmax, subs, title, tokens"),
-    ({"Q": None}, SpecError, "<dict>: Q: expected a matrix (a list of rows), got NoneType"),
+    ({"Q": None}, SpecError, "<dict>: Q: expected a matrix (a list of rows), got null"),
     ({"Q": []}, SpecError, "<dict>: Q: empty matrix"),
     ({"Q": [[]]}, SpecError, "<dict>: Q[1]: empty row"),
     ({"Q": "1,2"}, SpecError, "<dict>: Q: expected a matrix (a list of rows), got a string"),

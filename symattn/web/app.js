@@ -307,6 +307,7 @@
     if (id < shown) return; // a later answer is already on the page
     if (!ok) {
       if (id === sent) showError(data ? data.error : ui("offline"), data && data.where);
+      document.body.dataset.answered = String(id);
       return;
     }
     shown = id;
@@ -322,7 +323,8 @@
     if (id === sent) clearError();
     buildCheckRows();
     if (state.tab === "check") { buildBoxes(); scheduleCheck(0); }
-    document.body.dataset.rendered = String(id); // for tests and scripts: which answer is shown
+    // for tests and scripts: which answer is shown (rendered), and the last one that came, shown or refused
+    document.body.dataset.rendered = document.body.dataset.answered = String(id);
   }
 
   function typeset(root) {
