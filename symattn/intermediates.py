@@ -15,6 +15,7 @@ SymPy.
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from fractions import Fraction
 
 import sympy
@@ -292,7 +293,7 @@ def _certificate(spec: Spec, model: Model, out: dict[str, Any], digits: int) -> 
                       [rows] if isinstance(rows[0], list) else [[rows]]):
             for lo, _ in bound:
                 if lo != "-inf":
-                    bits = max(bits, Fraction(lo).denominator.bit_length() - 1)
+                    bits = max(bits, Fraction(Decimal(lo)).denominator.bit_length() - 1)  # past int(str)'s limit
     scale = spec.scale if spec.scale == "sqrt" else "1" if spec.scale == "none" else str(spec.scale.value)
     rational = {}
     for name in CERTIFIED:
