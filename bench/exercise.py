@@ -18,12 +18,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from symattn import exercises as ex  # noqa: E402
-from symattn.derivation import derive  # noqa: E402
-from symattn.pdf import latex_to_pdf  # noqa: E402
-from symattn.renderer import render  # noqa: E402
-from symattn.spec import load_spec  # noqa: E402
-from symattn import builtin  # noqa: E402
+from symattn.classroom import exercises as ex  # noqa: E402
+from symattn.derivation.derive import derive  # noqa: E402
+from symattn.rendering.pdf import latex_to_pdf  # noqa: E402
+from symattn.rendering.renderer import render  # noqa: E402
+from symattn.input.spec import load_spec  # noqa: E402
+from symattn.input import builtin  # noqa: E402
 
 HOMEWORK = ROOT / "examples" / "homework.toml"
 

@@ -33,12 +33,12 @@ from sympy.core.cache import clear_cache
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from symattn import engine  # noqa: E402
-from symattn.derivation import derive  # noqa: E402
-from symattn.intermediates import compute  # noqa: E402
-from symattn.model import build_model  # noqa: E402
-from symattn.renderer import render  # noqa: E402
-from symattn.spec import load_spec  # noqa: E402
+from symattn.exact import engine  # noqa: E402
+from symattn.derivation.derive import derive  # noqa: E402
+from symattn.derivation.intermediates import compute  # noqa: E402
+from symattn.exact.model import build_model  # noqa: E402
+from symattn.rendering.renderer import render  # noqa: E402
+from symattn.input.spec import load_spec  # noqa: E402
 
 
 def random_spec(n: int, d: int, seed: int = 0) -> dict:
@@ -79,7 +79,7 @@ def best_of(repeat: int, fn, *args) -> float:
 
 
 def end_to_end_seed() -> None:
-    from symattn import builtin
+    from symattn.input import builtin
     spec = load_spec(builtin.example_path("seed", "zh"))
     render(derive(spec), "markdown")
 
@@ -110,7 +110,7 @@ def lean_flint(raw: dict, digits: int) -> None:
 
 
 # run the CLI in a child that reports its own peak resident memory (kB on Linux) on its last line
-_CHILD = ("import resource, sys\nfrom symattn.cli import main\ncode = main(sys.argv[1:])\n"
+_CHILD = ("import resource, sys\nfrom symattn.cli.commands import main\ncode = main(sys.argv[1:])\n"
           "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(code)")
 
 
@@ -127,7 +127,7 @@ def cli_compute(raw: dict, *args: str) -> tuple[float, int]:
 
 
 def scale_targets() -> None:
-    from symattn.engine import name
+    from symattn.exact.engine import name
     sys.path.insert(0, str(ROOT / "bench"))
     raw = random_spec(64, 64)
     ours_s = best_of(5, all_intermediates, raw, 50)

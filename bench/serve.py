@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from symattn import builtin  # noqa: E402
-from symattn.serve import create_app, render_task  # noqa: E402
-from symattn.spec import read_table  # noqa: E402
+from symattn.input import builtin  # noqa: E402
+from symattn.web.serve import create_app, render_task  # noqa: E402
+from symattn.input.spec import read_table  # noqa: E402
 
 TARGET_MS = 50.0
 

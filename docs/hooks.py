@@ -31,10 +31,10 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 # Where the generated pages look in the package: the one place to change when modules move.
-CLI_MODULE = "symattn.cli"            # exports PARSER_FUNCTION
+CLI_MODULE = "symattn.cli.commands"            # exports PARSER_FUNCTION
 PARSER_FUNCTION = "build_parser"
-LIMITS_MODULE = "symattn.limits"
-TITLE_MATH_MODULE = "symattn.titlemath"
+LIMITS_MODULE = "symattn.input.limits"
+TITLE_MATH_MODULE = "symattn.input.titlemath"
 PACKAGE = "symattn"
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,18 +17,18 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "attention": "api", "solve": "api", "Result": "api",
-    "load_spec": "spec", "Spec": "spec", "Decimals": "spec",
-    "build_model": "model", "Model": "model", "build": "model", "AttentionModel": "model",
-    "BackwardModel": "backward",
-    "derive": "derivation", "Derivation": "derivation",
-    "render": "renderer", "render_report": "renderer",
-    "check": "checker", "Report": "checker", "report_data": "checker",
-    "load_claims": "claims", "Claims": "claims",
-    "compute": "intermediates",
-    "exercise": "exercises", "Variant": "exercises", "grade": "grading", "Gradebook": "grading",
-    "compare": "compare", "Comparison": "compare", "read_result": "floats",
-    "SymattnError": "errors", "SpecError": "errors", "ShapeError": "errors",
-    "EvaluationError": "errors", "RenderError": "errors",
+    "load_spec": "input.spec", "Spec": "input.spec", "Decimals": "input.spec",
+    "build_model": "exact.model", "Model": "exact.model", "build": "exact.model", "AttentionModel": "exact.model",
+    "BackwardModel": "exact.backward",
+    "derive": "derivation.derive", "Derivation": "derivation.derive",
+    "render": "rendering.renderer", "render_report": "rendering.renderer",
+    "check": "checking.checker", "Report": "checking.checker", "report_data": "checking.checker",
+    "load_claims": "input.claims", "Claims": "input.claims",
+    "compute": "derivation.intermediates",
+    "exercise": "classroom.exercises", "Variant": "classroom.exercises", "grade": "classroom.grading", "Gradebook": "classroom.grading",
+    "compare": "checking.compare", "Comparison": "checking.compare", "read_result": "input.floats",
+    "SymattnError": "input.errors", "SpecError": "input.errors", "ShapeError": "input.errors",
+    "EvaluationError": "input.errors", "RenderError": "input.errors",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,4 +1,4 @@
-from .cli import main
+from symattn.cli.commands import main
 
 if __name__ == "__main__":  # not when a worker process (spawn) imports the module
     raise SystemExit(main())

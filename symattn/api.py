@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Mapping
 
-from .derivation import Derivation, derive
-from .model import AttentionModel, build
-from .spec import Spec, load_spec
+from symattn.derivation.derive import Derivation, derive
+from symattn.exact.model import AttentionModel, build
+from symattn.input.spec import Spec, load_spec
 
 
 @dataclass(frozen=True, eq=False)
@@ -19,7 +19,7 @@ class Result:
 
     @cached_property
     def model(self) -> AttentionModel:
-        """The exact model (:func:`~symattn.model.build`): one head, several heads (or W_O), symbols,
+        """The exact model (:func:`~symattn.exact.model.build`): one head, several heads (or W_O), symbols,
         or the backward pass over one of them."""
         return build(self.spec)
 
@@ -28,18 +28,18 @@ class Result:
         return derive(self.spec, self.model)
 
     def render(self, format: str = "markdown", *, standalone: bool = False) -> str:
-        from .renderer import render
+        from symattn.rendering.renderer import render
         return render(self.derivation, format, standalone=standalone)
 
     def pdf(self, engine: str | None = None) -> bytes:
         """The derivation as a PDF (latexmk; xelatex for Chinese), for notebooks whose own PDF export
         cannot set Chinese."""
-        from .pdf import latex_to_pdf
+        from symattn.rendering.pdf import latex_to_pdf
         return latex_to_pdf(self.render("latex", standalone=True), engine=engine or self.spec.engine,
                             lang=self.spec.lang)
 
     def compute(self, digits: int = 15) -> dict[str, Any]:
-        from .intermediates import compute
+        from symattn.derivation.intermediates import compute
         return compute(self.spec, self.model, digits)
 
     def _repr_markdown_(self) -> str:

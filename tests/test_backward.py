@@ -12,16 +12,16 @@ import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symattn import builtin
-from symattn.backward import _Exps, _gradients, _head_gradients, _jacobian, _rational, _SymPy
-from symattn.checker import check, report_data
-from symattn.cli import main
-from symattn.derivation import derive
-from symattn.errors import SpecError
-from symattn.intermediates import compute
-from symattn.model import build
-from symattn.renderer import render
-from symattn.spec import load_spec
+from symattn.input import builtin
+from symattn.exact.backward import _Exps, _gradients, _head_gradients, _jacobian, _rational, _SymPy
+from symattn.checking.checker import check, report_data
+from symattn.cli.commands import main
+from symattn.derivation.derive import derive
+from symattn.input.errors import SpecError
+from symattn.derivation.intermediates import compute
+from symattn.exact.model import build
+from symattn.rendering.renderer import render
+from symattn.input.spec import load_spec
 
 from .conftest import SEED
 from .strategies import decimal_text, matrix, multihead_base

@@ -7,12 +7,12 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
-from symattn import builtin
-from symattn.certificate import verify
-from symattn.cli import main
-from symattn.errors import SpecError
-from symattn.intermediates import _decimal, compute
-from symattn.spec import load_spec
+from symattn.input import builtin
+from symattn.checking.certificate import verify
+from symattn.cli.commands import main
+from symattn.input.errors import SpecError
+from symattn.derivation.intermediates import _decimal, compute
+from symattn.input.spec import load_spec
 
 
 def certified(name="seed", lang="en", digits=15, **keys):

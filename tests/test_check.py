@@ -8,12 +8,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from symattn import builtin, numeric
-from symattn.checker import check, report_data
-from symattn.cli import main
-from symattn.errors import SpecError
-from symattn.model import build_model
-from symattn.spec import load_spec
+from symattn.input import builtin
+
+from symattn.exact import numeric
+from symattn.checking.checker import check, report_data
+from symattn.cli.commands import main
+from symattn.input.errors import SpecError
+from symattn.exact.model import build_model
+from symattn.input.spec import load_spec
 
 from .strategies import specs
 

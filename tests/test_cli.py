@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from symattn import builtin
-from symattn.cli import main
+from symattn.input import builtin
+from symattn.cli.commands import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from symattn import builtin
-from symattn.derivation import derive
-from symattn.renderer import render
-from symattn.spec import load_spec
+from symattn.input import builtin
+from symattn.derivation.derive import derive
+from symattn.rendering.renderer import render
+from symattn.input.spec import load_spec
 
 pytestmark = pytest.mark.client
 
@@ -73,23 +73,23 @@ def test_missing_glyphs_fail(latex, tmp_path):
 
 
 def _report(lang):
-    from symattn.checker import check
+    from symattn.checking.checker import check
     return check(None, str(builtin.example_path("seed-claims", lang)))
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_report_markdown_math_parses_in_katex(katex, lang):
-    from symattn.renderer import render_report
+    from symattn.rendering.renderer import render_report
     assert katex(render_report(_report(lang), "markdown")) == []
 
 
 def test_chinese_report_compiles_with_xelatex(latex, tmp_path):
-    from symattn.renderer import render_report
+    from symattn.rendering.renderer import render_report
     latex(render_report(_report("zh"), "latex", standalone=True), "xelatex", tmp_path)
 
 
 def test_english_report_compiles_with_pdflatex(latex, tmp_path):
-    from symattn.renderer import render_report
+    from symattn.rendering.renderer import render_report
     latex(render_report(_report("en"), "latex", standalone=True), "pdflatex", tmp_path)
 
 
@@ -113,7 +113,7 @@ def test_wide_bert_style_specs_compile(katex, latex, tmp_path, n, lang):
 
 def test_every_label_character_is_set_by_every_client(katex, latex, tmp_path):
     # the characters labels may use (escape.is_settable), as labels in both languages and all clients
-    from symattn.escape import is_settable
+    from symattn.rendering.escape import is_settable
     latin = "".join(chr(c) for c in range(0xC0, 0x180) if is_settable(chr(c))) + "–—‘’“”"
     labels = [latin[i:i + 40] for i in range(0, len(latin), 40)]
     cjk = ["小猫「吃」、。", "ひらがなカタカナ", "（全角）ＡＢＣ"]

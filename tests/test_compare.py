@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
-from symattn import builtin
-from symattn.cli import main
-from symattn.compare import compare, comparison_data
-from symattn.errors import LimitError, ShapeError, SpecError
-from symattn.floats import read_result, ulp
-from symattn.spec import load_spec
+from symattn.input import builtin
+from symattn.cli.commands import main
+from symattn.checking.compare import compare, comparison_data
+from symattn.input.errors import LimitError, ShapeError, SpecError
+from symattn.input.floats import read_result, ulp
+from symattn.input.spec import load_spec
 
 np = pytest.importorskip("numpy")
 SEED = builtin.example_path("seed", "en")
@@ -136,8 +136,8 @@ def test_truncated_npy(tmp_path):
 
 
 def test_result_size_limit(tmp_path, monkeypatch):
-    import symattn.limits
-    monkeypatch.setattr(symattn.limits, "RESULT_BYTES", 100)
+    import symattn.input.limits
+    monkeypatch.setattr(symattn.input.limits, "RESULT_BYTES", 100)
     path = save(tmp_path / "big.npy", np.zeros((8, 8)))
     with pytest.raises(LimitError) as info:
         read_result(path)
@@ -163,7 +163,7 @@ def test_errors_agree_with_mpmath(tmp_path, entries, fmt):
         exact.append([sum(w[j] * mpmath.mpf(spec["V"][j][c]) for j in range(2)) for c in range(2)])
     values = np.array([[float(x) for x in row] for row in exact]).astype(fmt)
     c = compare(spec, read_result(save(tmp_path / "x.npy", values)))
-    from symattn.numeric import significant_exact
+    from symattn.exact.numeric import significant_exact
     for e in c.entries:
         x = mpmath.mpf(e.value.numerator) / e.value.denominator
         u = ulp(Fraction(mpmath.nstr(exact[e.row][e.col], 50)), fmt)

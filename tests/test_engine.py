@@ -6,12 +6,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symattn import certificate, engine
-from symattn.errors import EvaluationError
-from symattn.intermediates import compute
-from symattn.model import build_model
-from symattn.numeric import Fixed
-from symattn.spec import load_spec
+from symattn.checking import certificate
+
+from symattn.exact import engine
+from symattn.input.errors import EvaluationError
+from symattn.derivation.intermediates import compute
+from symattn.exact.model import build_model
+from symattn.exact.numeric import Fixed
+from symattn.input.spec import load_spec
 
 from .strategies import matrix, multihead_base
 

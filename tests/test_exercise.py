@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import symattn
-from symattn import exercises as ex
-from symattn.checker import check
-from symattn.errors import SpecError
-from symattn.model import build_model
-from symattn.rounding import exact_figures, hand_figures
+from symattn.classroom import exercises as ex
+from symattn.checking.checker import check
+from symattn.input.errors import SpecError
+from symattn.exact.model import build_model
+from symattn.exact.rounding import exact_figures, hand_figures
 
 from .conftest import run_in_terminal
 
@@ -89,7 +89,7 @@ def test_answers_file_is_read_by_check_as_it_is(tmp_path):
     assert report.student == "s01"
     assert report.blanks == tuple("claims." + a.key for a in v.asked)
     assert '"weights[3][1]" = ""\n' in ex.answers(v)
-    from symattn.renderer import render_report
+    from symattn.rendering.renderer import render_report
     assert render_report(report, "text").endswith(
         "exact: 0, rounded: 0, carried: 0, last-digit: 0, wrong: 0, blank (not checked): 11\n"
         "  Nothing wrong so far: every number given is exact, correctly rounded, or follows correctly from your "
@@ -244,7 +244,7 @@ def test_steps_of_a_long_compute_on_a_terminal(tmp_path):
 
 
 def test_a_class_folder_is_never_written_over_by_mistake(tmp_path, capsys):
-    from symattn.cli import main
+    from symattn.cli.commands import main
     out = tmp_path / "class"
     assert main(["exercise", str(HOMEWORK), "--count", "2", "-o", str(out)]) == 0
     answers = out / "s01" / "answers.toml"
@@ -262,7 +262,7 @@ def test_a_class_folder_is_never_written_over_by_mistake(tmp_path, capsys):
 
 
 def test_class_size_limit(tmp_path, capsys):
-    from symattn.cli import main
+    from symattn.cli.commands import main
     assert main(["exercise", str(HOMEWORK), "--count", "1001", "-o", str(tmp_path / "x")]) == 2
     assert capsys.readouterr().err == "symattn: --count: expected 1 to 1000, got 1001\n"
     with pytest.raises(SpecError) as info:
@@ -274,7 +274,7 @@ def test_class_size_limit(tmp_path, capsys):
 def test_exercise_pdf_through_the_cli(tmp_path):
     if not (shutil.which("latexmk") and shutil.which("xelatex")):
         pytest.skip("latexmk and xelatex not installed (TeX Live)")
-    from symattn.cli import main
+    from symattn.cli.commands import main
     assert main(["exercise", str(HOMEWORK), "--count", "1", "--lang", "zh", "--format", "pdf",
                  "-o", str(tmp_path / "c")]) == 0
     names = sorted(p.relative_to(tmp_path / "c").as_posix() for p in (tmp_path / "c").rglob("*") if p.is_file())

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from symattn import builtin
-from symattn.cli import main
-from symattn.derivation import derive
-from symattn.errors import RenderError
-from symattn.renderer import render
-from symattn.spec import load_spec
+from symattn.input import builtin
+from symattn.cli.commands import main
+from symattn.derivation.derive import derive
+from symattn.input.errors import RenderError
+from symattn.rendering.renderer import render
+from symattn.input.spec import load_spec
 
 from .conftest import chromium_driver
 
@@ -108,7 +108,7 @@ def test_pdf_is_byte_identical_across_runs(tmp_path, capsys):
 
 
 def test_engine_choice():
-    from symattn.pdf import choose_engine
+    from symattn.rendering.pdf import choose_engine
     assert choose_engine(seed_tex("en")) == "pdflatex"
     assert choose_engine(seed_tex("zh")) == "xelatex"
     assert choose_engine("\\documentclass{article}\\begin{document}小\\end{document}") == "xelatex"
@@ -138,7 +138,7 @@ def test_missing_tex_is_one_line(tmp_path, lang, message):
 
 def test_tex_error_keeps_the_log(capsys):
     needs("latexmk", "pdflatex")
-    from symattn.pdf import latex_to_pdf
+    from symattn.rendering.pdf import latex_to_pdf
     broken = "\\documentclass{article}\n\\begin{document}\nfine so far \\nosuchcommand\n\\end{document}\n"
     with pytest.raises(RenderError) as err:
         latex_to_pdf(broken)
@@ -157,22 +157,22 @@ def test_tex_time_limit():
     needs("latexmk", "pdflatex")
     import time
 
-    from symattn.pdf import latex_to_pdf
+    from symattn.rendering.pdf import latex_to_pdf
     forever = "\\documentclass{article}\n\\begin{document}\n\\loop\\iftrue\\repeat\n\\end{document}\n"
     start = time.monotonic()
     with pytest.raises(RenderError) as err:
         latex_to_pdf(forever, seconds=3)
     assert str(err.value) == "pdflatex took longer than 3 s (the time limit of a TeX run)"
     assert time.monotonic() - start < 10
-    from symattn.limits import LATEX_SECONDS
+    from symattn.input.limits import LATEX_SECONDS
     assert LATEX_SECONDS == 120
 
 
 def test_tex_error_through_the_cli(tmp_path, capsys, monkeypatch):
     needs("latexmk", "pdflatex")
-    import symattn.renderer
-    real = symattn.renderer.render
-    monkeypatch.setattr(symattn.renderer, "render",
+    import symattn.rendering.renderer
+    real = symattn.rendering.renderer.render
+    monkeypatch.setattr(symattn.rendering.renderer, "render",
                         lambda d, fmt="markdown", **kw: real(d, fmt, **kw).replace("\\end{document}", "\\oops\n\\end{document}"))
     target = tmp_path / "x.pdf"
     target.write_bytes(b"old")
@@ -203,7 +203,7 @@ def test_pdf_to_a_pipe(capsysbinary):
 
 
 def test_write_output_takes_bytes(tmp_path):
-    from symattn.output import write_output
+    from symattn.rendering.output import write_output
     target = tmp_path / "b.bin"
     write_output(str(target), b"\x00\xff%PDF")
     assert target.read_bytes() == b"\x00\xff%PDF"
@@ -240,7 +240,7 @@ def test_html_page_is_self_contained_and_deterministic(capsys):
 
 
 def test_html_escapes_text():
-    from symattn.html import markdown_to_html
+    from symattn.rendering.html import markdown_to_html
     body, title = markdown_to_html("# a <b> & $x<y$\n\n<script>alert(1)</script>\n")
     assert body == ('<h1>a &lt;b&gt; &amp; <span class="math">x&lt;y</span></h1>\n'
                     "<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>\n")
@@ -248,7 +248,7 @@ def test_html_escapes_text():
 
 
 def test_html_joins_chinese_lines():
-    from symattn.html import markdown_to_html
+    from symattn.rendering.html import markdown_to_html
     assert markdown_to_html("摊开。\n句子\nword\n词")[0] == "<p>摊开。句子\nword\n词</p>\n"
 
 
@@ -257,7 +257,7 @@ def test_html_math_is_the_markdown_math(golden_md):
     """Every $…$ and $$…$$ span the KaTeX tests parse becomes one math element, in order, and nothing else."""
     import html
 
-    from symattn.html import markdown_to_html
+    from symattn.rendering.html import markdown_to_html
 
     from .conftest import math_spans
     markdown = (ROOT / "tests" / "golden" / golden_md).read_text(encoding="utf-8")
@@ -339,7 +339,7 @@ def test_html_in_chromium(browser, tmp_path, capsys, command, name, lang):
 
 
 def test_katex_error_shows_red(browser, tmp_path):
-    from symattn.html import page
+    from symattn.rendering.html import page
     target = tmp_path / "bad.html"
     target.write_text(page("# t\n\n$\\frac{1}{$ and $x$\n", "en"), encoding="utf-8")
     state = open_page(browser, target)
@@ -350,7 +350,7 @@ def test_katex_error_shows_red(browser, tmp_path):
 
 
 def test_wide_math_scrolls_in_its_own_box(browser, tmp_path):
-    from symattn.html import page
+    from symattn.rendering.html import page
     target = tmp_path / "wide.html"
     row = " & ".join(["0.123456"] * 40)
     target.write_text(page(f"# wide\n\n$$\n\\begin{{bmatrix}}{row}\\end{{bmatrix}}\n$$\n", "en"), encoding="utf-8")

@@ -6,13 +6,13 @@ import pytest
 import sympy
 from sympy import Rational, exp, sqrt
 
-from symattn import builtin
-from symattn.derivation import derive
-from symattn.errors import ShapeError, SpecError
-from symattn.intermediates import compute
-from symattn.model import build_model
-from symattn.multihead import build_multihead
-from symattn.spec import load_spec
+from symattn.input import builtin
+from symattn.derivation.derive import derive
+from symattn.input.errors import ShapeError, SpecError
+from symattn.derivation.intermediates import compute
+from symattn.exact.model import build_model
+from symattn.exact.multihead import build_multihead
+from symattn.input.spec import load_spec
 
 SEED = {"Q": [["1.0", "0.0"], ["0.0", "1.0"], ["0.9", "0.1"]], "K": [["1.0", "0.2"], ["0.1", "1.0"], ["0.8", "0.3"]],
         "V": [[10, 0], [0, 10], [1, 1]]}
@@ -129,8 +129,8 @@ def test_bad_input(raw, kind, message):
 # --- symbolic entries ------------------------------------------------------
 
 def test_symbolic_2x2_softmax_is_the_logistic_of_the_score_gap():
-    from symattn.formula import symbol
-    from symattn.symbolic import build_symbolic
+    from symattn.input.formula import symbol
+    from symattn.exact.symbolic import build_symbolic
     spec = load_spec({"Q": [[1, 0], [0, 1]], "K": [["a", 0], ["b", 0]], "V": [["v_1"], ["v_2"]]})
     a, b = symbol("a"), symbol("b")
     weight = build_symbolic(spec).weights[0, 0]

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symattn.cli import main
-from symattn.spec import SPEC_KEYS
+from symattn.cli.commands import main
+from symattn.input.spec import SPEC_KEYS
 
 OLD = b"old output \x00\xff"  # not UTF-8: a rewrite could never produce it by accident
 

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from symattn import exercises as ex
-from symattn.cli import main
-from symattn.grading import INPUTS_CHANGED, Note, feedback, grade, gradebook_text, read_policy
-from symattn.errors import SpecError
-from symattn.model import build_model
-from symattn.rounding import hand_figures
-from symattn.spec import spec_from_mapping
+from symattn.classroom import exercises as ex
+from symattn.cli.commands import main
+from symattn.classroom.grading import INPUTS_CHANGED, Note, feedback, grade, gradebook_text, read_policy
+from symattn.input.errors import SpecError
+from symattn.exact.model import build_model
+from symattn.exact.rounding import hand_figures
+from symattn.input.spec import spec_from_mapping
 
 from .test_exercise import HOMEWORK, key_numbers
 from .test_export import browser  # noqa: F401  (the Chromium fixture)
@@ -254,7 +254,7 @@ def test_roster(tmp_path):
 
 def test_class_pages_in_chromium(classroom, browser, tmp_path):
     """Sheet, every key, gradebook and a feedback report as offline pages: all math typeset, nothing fetched."""
-    from symattn.grading import gradebook_document
+    from symattn.classroom.grading import gradebook_document
 
     from .test_export import open_page
     _, returned, v, _ = classroom

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from symattn.cli import main
+from symattn.cli.commands import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}
@@ -175,7 +175,7 @@ def test_the_read_is_bounded(tmp_path, capsys):
     (["render", "-o", ""], "'': empty file name"),
 ])
 def test_bad_arguments(capsys, argv, message):
-    from symattn import builtin
+    from symattn.input import builtin
     code, out, err = run(capsys, *argv)
     seed = builtin.example_path("seed", "zh")
     assert (code, out, err) == (2, "", "symattn: " + message.format(seed=seed) + "\n")
@@ -422,7 +422,7 @@ def test_broken_pipe_is_quiet():
 def test_ctrl_c_is_one_line():
     rows = [[str((i * 7 + j * 3) % 19 / 10) for j in range(40)] for i in range(40)]
     spec = json.dumps({"Q": rows, "K": rows, "V": rows})
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from symattn.cli import main; "
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from symattn.cli.commands import main; "
                              f"open('s.json', 'w').write({spec!r}); sys.exit(main(['compute', 's.json']))"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=os.environ.get("TMPDIR", "/tmp"),
                             env={**os.environ, "PYTHONPATH": str(ROOT)})

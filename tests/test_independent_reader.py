@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from symattn.cli import main
+from symattn.cli.commands import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "symattn" / "examples"
 getcontext().prec = 60

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from symattn import builtin
-from symattn.checker import check
-from symattn.derivation import derive
-from symattn.renderer import render, render_report
-from symattn.spec import load_spec
+from symattn.input import builtin
+from symattn.checking.checker import check
+from symattn.derivation.derive import derive
+from symattn.rendering.renderer import render, render_report
+from symattn.input.spec import load_spec
 
 # words a Chinese handout keeps in Latin letters: the names of the math, and the name of the model
 MATH_NAMES = {"Q", "K", "V", "X", "W", "O", "S", "A", "softmax", "Softmax", "Attention", "Transformer", "SymPy",

@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from symattn.derivation import derive
-from symattn.layout import side_by_side, sum_lines, tex_width
-from symattn.renderer import render
-from symattn.spec import load_spec
+from symattn.derivation.derive import derive
+from symattn.rendering.layout import side_by_side, sum_lines, tex_width
+from symattn.rendering.renderer import render
+from symattn.input.spec import load_spec
 
 from .test_export import browser, open_page  # noqa: F401 (a fixture)
 
@@ -96,7 +96,7 @@ def test_the_grid_fits_the_page(latex, tmp_path, n, d, variant, lang, paper):
 @pytest.mark.parametrize("n, d, variant", GRID)
 def test_the_grid_in_a_browser(browser, tmp_path, n, d, variant, lang):
     # the same grid as one offline HTML page each, in Chromium at 1000 px
-    from symattn.html import derivation_page
+    from symattn.rendering.html import derivation_page
     page = tmp_path / "grid.html"
     page.write_text(derivation_page(derive(grid_spec(n, d, variant, lang, "a4"))), encoding="utf-8")
     state = open_page(browser, page)

@@ -6,10 +6,10 @@ from fractions import Fraction
 import sympy
 from sympy import Rational, exp, sqrt
 
-from symattn.derivation import derive
-from symattn.model import build_model
-from symattn.rounding import exact_figures, hand_figures
-from symattn.spec import load_spec
+from symattn.derivation.derive import derive
+from symattn.exact.model import build_model
+from symattn.exact.rounding import exact_figures, hand_figures
+from symattn.input.spec import load_spec
 
 
 def D(*xs):
@@ -100,7 +100,7 @@ def test_recap_and_top(seed):
 
 
 def test_compute_prints_exactly_as_sympy_str(seed):
-    from symattn.intermediates import compute
+    from symattn.derivation.intermediates import compute
     spec = load_spec({**seed, "mask": "causal"})
     data = compute(spec, digits=5)
     model = build_model(spec)

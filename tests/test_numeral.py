@@ -2,7 +2,7 @@ from fractions import Fraction
 
 import pytest
 
-from symattn.numeral import NumeralError, parse_numeral
+from symattn.input.numeral import NumeralError, parse_numeral
 
 
 @pytest.mark.parametrize("raw, value, decimals, form", [

@@ -4,10 +4,10 @@ import mpmath
 import pytest
 import sympy
 
-from symattn import numeric
-from symattn.errors import EvaluationError
-from symattn.model import build_model
-from symattn.spec import load_spec
+from symattn.exact import numeric
+from symattn.input.errors import EvaluationError
+from symattn.exact.model import build_model
+from symattn.input.spec import load_spec
 
 
 @pytest.mark.parametrize("value, decimals, expected", [

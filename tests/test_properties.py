@@ -7,9 +7,9 @@ import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symattn import numeric
-from symattn.model import build_model
-from symattn.spec import load_spec
+from symattn.exact import numeric
+from symattn.exact.model import build_model
+from symattn.input.spec import load_spec
 
 from .strategies import specs
 

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from symattn import builtin
-from symattn.derivation import STEP_KINDS, derive
-from symattn.errors import RenderError
-from symattn.escape import escape_katex_text, escape_latex, escape_markdown
-from symattn.renderer import FORMATS, TEMPLATE_PATHS, languages, load_language, render
-from symattn.spec import load_spec
+from symattn.input import builtin
+from symattn.derivation.derive import STEP_KINDS, derive
+from symattn.input.errors import RenderError
+from symattn.rendering.escape import escape_katex_text, escape_latex, escape_markdown
+from symattn.rendering.renderer import FORMATS, TEMPLATE_PATHS, languages, load_language, render
+from symattn.input.spec import load_spec
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 

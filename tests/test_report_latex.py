@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from symattn import builtin
-from symattn.checker import check
-from symattn.cli import main
-from symattn.renderer import render_report
+from symattn.input import builtin
+from symattn.checking.checker import check
+from symattn.cli.commands import main
+from symattn.rendering.renderer import render_report
 
 ENGINES = {"zh": "xelatex", "en": "pdflatex"}
 VERDICT_WORDS = {"zh": ["精确", "正确舍入", "沿用前面的数", "末位差一", "错误"],

@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
-from symattn import builtin
-from symattn.certificate import verify
-from symattn.cli import main
-from symattn.errors import LimitError, SpecError
-from symattn.intermediates import compute
-from symattn.limits import BOUND_LENGTH
-from symattn.spec import load_spec
+from symattn.input import builtin
+from symattn.checking.certificate import verify
+from symattn.cli.commands import main
+from symattn.input.errors import LimitError, SpecError
+from symattn.derivation.intermediates import compute
+from symattn.input.limits import BOUND_LENGTH
+from symattn.input.spec import load_spec
 
 from .conftest import ROOT
 

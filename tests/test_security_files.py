@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from symattn import exercises as ex
-from symattn.cli import main
-from symattn.csvfile import cell, uncell
-from symattn.errors import OutputError, SpecError
-from symattn.grading import COUNTED, Gradebook, Row, feedback_files, grade, gradebook_text, read_index
-from symattn.output import write_files
+from symattn.classroom import exercises as ex
+from symattn.cli.commands import main
+from symattn.input.csvfile import cell, uncell
+from symattn.input.errors import OutputError, SpecError
+from symattn.classroom.grading import COUNTED, Gradebook, Row, feedback_files, grade, gradebook_text, read_index
+from symattn.rendering.output import write_files
 
 from .test_exercise import HOMEWORK
 

@@ -28,9 +28,9 @@ httpx = pytest.importorskip("httpx", reason="httpx drives the API tests")
 
 from starlette.testclient import TestClient  # noqa: E402
 
-import symattn.serve  # noqa: E402
-from symattn.errors import LimitError  # noqa: E402
-from symattn.serve import _SECURITY_HEADERS, create_app, export_task  # noqa: E402
+import symattn.web.serve  # noqa: E402
+from symattn.input.errors import LimitError  # noqa: E402
+from symattn.web.serve import _SECURITY_HEADERS, create_app, export_task  # noqa: E402
 
 from .test_serve import _children, _start, _stop, as_json, seed_raw  # noqa: E402
 
@@ -40,9 +40,9 @@ LOOP = "\\documentclass{article}\n\\begin{document}\n\\loop\\iftrue\\repeat\n\\e
 def looping_worker(tex_seconds: float | None = None) -> str:
     """Worker code whose PDF exports typeset LOOP (for real, with latexmk) instead of the derivation."""
     limit = "" if tex_seconds is None else f", seconds={tex_seconds}"
-    return ("import symattn.pdf as pdf; typeset = pdf.latex_to_pdf; "
+    return ("import symattn.rendering.pdf as pdf; typeset = pdf.latex_to_pdf; "
             f"pdf.latex_to_pdf = lambda tex, **kw: typeset({LOOP!r}, **kw{limit}); "
-            "from symattn.serve import worker_main; worker_main()")
+            "from symattn.web.serve import worker_main; worker_main()")
 
 
 def needs_tex() -> None:
@@ -104,7 +104,7 @@ def gone(pgid: int, seconds: float = 5.0) -> bool:
 
 def test_two_pdf_exports_leave_a_worker_for_rendering(monkeypatch):
     needs_tex()
-    monkeypatch.setattr(symattn.serve, "WORKER_CODE", looping_worker(tex_seconds=5))
+    monkeypatch.setattr(symattn.web.serve, "WORKER_CODE", looping_worker(tex_seconds=5))
     with TestClient(create_app(hosts=("testserver",))) as client, ThreadPoolExecutor(2) as threads:
         pool = client.app.state.pool
         render = {"spec": seed_raw(), "compute": False}
@@ -143,7 +143,7 @@ def test_tex_runs_only_as_a_pdf_export():
 
 def test_time_limit_kills_the_whole_tex_group(monkeypatch):
     needs_tex()
-    import symattn.pdf as pdf
+    import symattn.rendering.pdf as pdf
     started = []
 
     class Recorded(subprocess.Popen):
@@ -160,8 +160,8 @@ def test_time_limit_kills_the_whole_tex_group(monkeypatch):
 
 def test_a_stuck_worker_is_killed_with_its_tex(monkeypatch):
     needs_tex()
-    monkeypatch.setattr(symattn.serve, "WORKER_CODE", looping_worker())
-    worker = symattn.serve._Worker()
+    monkeypatch.setattr(symattn.web.serve, "WORKER_CODE", looping_worker())
+    worker = symattn.web.serve._Worker()
     with ThreadPoolExecutor(1) as threads:
         answer = threads.submit(worker.exchange, pickle.dumps(("export-pdf", export_body(), 10.0)))
         pgid = wait_for(lambda: tex_groups([worker.process.pid]), 60, "the TeX run")[worker.process.pid]
@@ -176,8 +176,8 @@ def test_a_stuck_worker_is_killed_with_its_tex(monkeypatch):
 def test_no_tex_outlives_the_server(tmp_path, how):
     """Ctrl-C, a polite kill, or a hard one (then the workers learn of it from the kernel)."""
     needs_tex()
-    launcher = ("-c", f"import sys, symattn.serve as s; s.WORKER_CODE = {looping_worker()!r}; "
-                      "from symattn.cli import main; sys.exit(main(sys.argv[1:]))")
+    launcher = ("-c", f"import sys, symattn.web.serve as s; s.WORKER_CODE = {looping_worker()!r}; "
+                      "from symattn.cli.commands import main; sys.exit(main(sys.argv[1:]))")
     process, url, _ = _start(cwd=tmp_path, launcher=launcher)
     workers = []
     try:
@@ -213,8 +213,8 @@ def test_no_tex_outlives_the_server(tmp_path, how):
 def failing_worker() -> str:
     # render: with "bug", fails at once; otherwise waits for the alarm and turns it into a KeyError,
     # as the backward pass's caches once did
-    return ("import time, symattn.serve as s\n"
-            "from symattn.errors import LimitError\n"
+    return ("import time, symattn.web.serve as s\n"
+            "from symattn.input.errors import LimitError\n"
             "def render(body):\n"
             "    if 'bug' in body:\n"
             "        return {}['bug']\n"
@@ -227,7 +227,7 @@ def failing_worker() -> str:
 
 
 def test_time_limit_that_surfaces_as_another_error_is_still_422(monkeypatch, capfd):
-    monkeypatch.setattr(symattn.serve, "WORKER_CODE", failing_worker())
+    monkeypatch.setattr(symattn.web.serve, "WORKER_CODE", failing_worker())
     with TestClient(create_app(hosts=("testserver",), seconds=0.5)) as client:
         late = client.post("/api/render", json={"spec": {}})
         bug = client.post("/api/render", json={"bug": True})
@@ -248,12 +248,12 @@ def test_run_task_maps_a_late_error_to_the_time_limit(monkeypatch):
         except LimitError:
             raise KeyError("cache") from None
 
-    monkeypatch.setitem(symattn.serve.TASKS, "render", swallowing)
-    assert symattn.serve.run_task("render", {}, 0.2) == (
+    monkeypatch.setitem(symattn.web.serve.TASKS, "render", swallowing)
+    assert symattn.web.serve.run_task("render", {}, 0.2) == (
         "error", (422, "request: took longer than 0.2 s (the time limit; raise it with --max-seconds)", None))
-    monkeypatch.setitem(symattn.serve.TASKS, "render", lambda body: {}["bug"])
+    monkeypatch.setitem(symattn.web.serve.TASKS, "render", lambda body: {}["bug"])
     with pytest.raises(KeyError):  # early: a bug, which the worker answers with 500
-        symattn.serve.run_task("render", {}, 5)
+        symattn.web.serve.run_task("render", {}, 5)
 
 
 # --- housekeeping --------------------------------------------------------------------------

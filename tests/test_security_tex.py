@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from symattn.cli import main
-from symattn.errors import RenderError
-from symattn.escape import escape_katex_text, escape_latex, math_problem
-from symattn.pdf import latex_to_pdf
-from symattn.titlemath import emit, parse
+from symattn.cli.commands import main
+from symattn.input.errors import RenderError
+from symattn.rendering.escape import escape_katex_text, escape_latex, math_problem
+from symattn.rendering.pdf import latex_to_pdf
+from symattn.input.titlemath import emit, parse
 
 CANARY = "CANARY7Q2X"
 TINY = {"lang": "en", "Q": [[1]], "K": [[1]], "V": [[1]]}
@@ -130,7 +130,7 @@ def test_exercise_refuses_an_attack_title(capsys, tmp_path, secret):
 def test_web_export_refuses_every_attack_title(secret):
     pytest.importorskip("starlette")
     from starlette.testclient import TestClient
-    from symattn.serve import create_app
+    from symattn.web.serve import create_app
     with TestClient(create_app(hosts=("testserver",))) as client:
         for title in _attack_titles(secret):
             for fmt in ("latex", "pdf", "markdown"):
@@ -190,7 +190,7 @@ def test_downloaded_latex_compiles_as_a_user_would(tmp_path):
     _needs_tex()
     pytest.importorskip("starlette")
     from starlette.testclient import TestClient
-    from symattn.serve import create_app
+    from symattn.web.serve import create_app
     title = "Check $\\operatorname{softmax}(QK^\\top/\\sqrt{d_k})$ at 50% \\$ & #1"
     with TestClient(create_app(hosts=("testserver",))) as client:
         response = client.post("/api/export", json={"spec": {**TINY, "title": title}, "format": "latex"})

@@ -21,15 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from symattn import builtin
-from symattn.checker import check, report_data
-from symattn.claims import claims_from_mapping
-from symattn.cli import main
-from symattn.derivation import derive
-from symattn.html import markdown_to_html
-from symattn.intermediates import compute
-from symattn.renderer import load_language, render, render_report
-from symattn.spec import read_table, spec_from_mapping
+from symattn.input import builtin
+from symattn.checking.checker import check, report_data
+from symattn.input.claims import claims_from_mapping
+from symattn.cli.commands import main
+from symattn.derivation.derive import derive
+from symattn.rendering.html import markdown_to_html
+from symattn.derivation.intermediates import compute
+from symattn.rendering.renderer import load_language, render, render_report
+from symattn.input.spec import read_table, spec_from_mapping
 
 pytest.importorskip("starlette", reason="starlette (the web extra) is needed for symattn serve")
 pytest.importorskip("uvicorn", reason="uvicorn (the web extra) is needed for symattn serve")
@@ -37,7 +37,7 @@ pytest.importorskip("httpx", reason="httpx drives the API tests")
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from symattn.serve import BODY_BYTES, create_app, spec_toml  # noqa: E402
+from symattn.web.serve import BODY_BYTES, create_app, spec_toml  # noqa: E402
 
 from .conftest import chromium_driver  # noqa: E402
 
@@ -149,7 +149,7 @@ def test_export_report(client):
 def test_export_pdf(client):
     if not (shutil.which("latexmk") and shutil.which("pdflatex")):
         pytest.skip("latexmk and pdflatex not installed (TeX Live)")
-    from symattn.pdf import latex_to_pdf
+    from symattn.rendering.pdf import latex_to_pdf
     raw = as_json(seed_raw("en"))
     raw["tokens"], raw["focus"] = ["cat", "eats", "it"], "it"
     raw["title"] = "Attention by hand"
@@ -171,7 +171,7 @@ def test_toml_download_reads_back_to_the_same_spec(client, name, tmp_path):
 
 
 def test_toml_keeps_numbers_as_typed_and_escapes_text():
-    from symattn.tomlwrite import toml_string as _toml_string
+    from symattn.rendering.tomlwrite import toml_string as _toml_string
     raw = {"title": 'a "q" \\ b', "tokens": ["x", "1"], "focus": "1", "Q": [["1.50", "1/3"], ["-2", "1e-3"]],
            "K": [["0", "007"], ["1", "2"]], "V": [["1"], ["2"]], "decimals": {"weights": "4"}}
     text = spec_toml(raw)
@@ -782,7 +782,7 @@ def test_download_latex_compiles(chrome, server, downloads, latex, tmp_path):
     wait(chrome, lambda: target.exists() and target.stat().st_size > 0, what="the download")
     tex = target.read_text(encoding="utf-8")
     assert tex == render(derive(spec_from_mapping(raw)), "latex", standalone=True)
-    from symattn.pdf import choose_engine
+    from symattn.rendering.pdf import choose_engine
     engine = choose_engine(tex, "en")
     assert engine == "xelatex"  # the labels are Chinese: xelatex with ctex, as the CLI would choose
     pdf = latex(tex, engine, tmp_path)

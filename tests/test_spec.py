@@ -3,8 +3,8 @@ from fractions import Fraction
 
 import pytest
 
-from symattn.errors import ShapeError, SpecError
-from symattn.spec import Decimals, load_spec
+from symattn.input.errors import ShapeError, SpecError
+from symattn.input.spec import Decimals, load_spec
 
 
 def values(matrix):

@@ -9,9 +9,9 @@ import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symattn.intermediates import compute
-from symattn.model import build_model
-from symattn.spec import load_spec
+from symattn.derivation.intermediates import compute
+from symattn.exact.model import build_model
+from symattn.input.spec import load_spec
 
 from .strategies import matrix
 

@@ -5,12 +5,12 @@ import re
 import pytest
 import sympy
 
-from symattn import builtin
-from symattn.derivation import derive
-from symattn.formula import symbol
-from symattn.printing import latex, logistic, over_root
-from symattn.renderer import render
-from symattn.spec import load_spec
+from symattn.input import builtin
+from symattn.derivation.derive import derive
+from symattn.input.formula import symbol
+from symattn.rendering.printing import latex, logistic, over_root
+from symattn.rendering.renderer import render
+from symattn.input.spec import load_spec
 
 a, b, c, x, v1 = (symbol(n) for n in ("a", "b", "c", "x", "v_1"))
 r2 = sympy.sqrt(2)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symattn.intermediates import compute
-from symattn.spec import load_spec
+from symattn.derivation.intermediates import compute
+from symattn.input.spec import load_spec
 
 from .strategies import decimal_text, matrix, multihead_base
 

@@ -1,0 +1,432 @@
+"""Re-check a certificate of ``symattn compute --certify`` independently of the engine that made it.
+
+A certificate holds, for every value, the enclosure ``[lo, hi]`` that decided its digits,
+and the inputs (Q, K, V as exact fractions, the scale, the mask). This module recomputes
+attention from those inputs on its own: exact fractions for the scores, then mpmath's
+interval arithmetic (``mpmath.iv``), not the fixed-point engine of ``numeric.py``, for √d_k,
+every exp, sum, weight and output. For each value it proves two things:
+
+1. the exact value lies in ``[lo, hi]``: mpmath's interval, which holds the exact value,
+   lies inside it (the precision is raised until it does, or a bound is seen to be wrong);
+2. every point of ``[lo, hi]`` rounds half-up to the shown value, at the shown significant
+   digits: so the shown value is the exact value correctly rounded.
+
+Rational values are also checked against their exact fraction.
+
+Before any of that the certificate's shape is checked against its own inputs: every matrix has
+exactly the shape Q, K and V imply, the mask has one true or false per score and no row without a
+key, -inf and 0 stand exactly where the mask hides a key, and every number is a finite decimal no
+longer than :data:`~symattn.input.limits.BOUND_LENGTH`, its length checked before it is matched or
+converted. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Mapping
+
+from symattn.input.errors import LimitError, SpecError
+from symattn.input.limits import BOUND_LENGTH, DIMS, TOKENS
+
+CHECKED = ("sqrt_dk", "scale", "scores", "scaled", "exp", "exp_sum", "weights", "output")
+START_BITS = 128
+MAX_BITS = 1 << 16
+
+# Matched whole and only once the length is known to be bounded: linear time. A bound has no exponent,
+# and a shown value's exponent is bounded, so no conversion makes a number of millions of digits.
+_FORMS = {"bound": (re.compile(r"-?[0-9]+(?:\.[0-9]+)?"), 'a finite decimal in a string, such as "0.25"'),
+          "exact": (re.compile(r"-?[0-9]+(?:\.[0-9]+)?|-?[0-9]+/[0-9]+"),
+                    'an exact number in a string, such as "3/10" or "0.25"'),
+          "shown": (re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?([0-9]+))?"),
+                    'a value in a string as compute --certify shows it, such as "0.4171" or "2.028E+4"')}
+MASKED = {"scaled": "-inf", "exp": "0", "weights": "0"}  # each one's value at a key the mask hides
+POSITIVE = ("sqrt_dk", "scale", "exp", "exp_sum", "weights")  # where the mask allows the key
+
+
+@dataclass(frozen=True)
+class Verification:
+    checked: int  # values proved
+    failures: tuple[str, ...]  # one line each: where, and what is wrong
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and self.checked > 0
+
+
+@dataclass(frozen=True)
+class _Value:
+    """One shown value, its bounds (None where it is -inf) and the certificate's exact fraction, if any."""
+    name: str
+    row: int  # as the enclosures index it: scalars [0][0], exp_sum [i][0]
+    col: int
+    where: str  # weights[1][2], exp_sum[2], sqrt_dk
+    text: str
+    shown: Fraction | None  # None, as bounds, where the value is -inf
+    bounds: tuple[Fraction, Fraction] | None
+    bound_text: tuple[str, str]
+    exact: Fraction | None
+
+
+def _kind(raw: Any) -> str:
+    if isinstance(raw, bool):
+        return "a boolean"
+    if isinstance(raw, str):  # the readers keep a JSON number as its text, in a subclass of str
+        return "a string" if type(raw) is str else "a number"
+    if isinstance(raw, (int, float)):
+        return "a number"
+    if isinstance(raw, Mapping):
+        return "a table"
+    if isinstance(raw, (list, tuple)):
+        return "an empty list" if not raw else "a list"
+    return "null" if raw is None else "something else"
+
+
+def _brief(raw: Any) -> str:
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw.bit_length() <= 64:
+        return str(raw)
+    if not isinstance(raw, str):
+        return _kind(raw)
+    if type(raw) is not str:  # a JSON number, as written
+        return str(raw) if len(raw) <= 60 else str(raw[:50]) + "…"
+    return repr(str(raw)) if len(raw) <= 60 else repr(str(raw[:50])) + "…"
+
+
+def _plural(noun: str) -> str:
+    return {"entry": "entries", "query": "queries"}.get(noun, noun + "s")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun if n == 1 else _plural(noun)}"
+
+
+class _Reader:
+    """Reads the parts of one certificate; every error names the file, the key and the position."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def error(self, key: str, problem: str, position: tuple[int, ...] = ()) -> SpecError:
+        return SpecError(self.source, key, problem, position)
+
+    def number(self, raw: Any, key: str, position: tuple[int, ...], form: str) -> Fraction:
+        pattern, expected = _FORMS[form]
+        if not isinstance(raw, str):
+            raise self.error(key, f"expected {expected}, got {_kind(raw)}", position)
+        if len(raw) > BOUND_LENGTH:
+            raise LimitError(self.source, key, f"a number of {len(raw)} characters; the limit is {BOUND_LENGTH}",
+                             position)
+        match = pattern.fullmatch(raw)
+        if match is None:
+            raise self.error(key, f"expected {expected}, got {_brief(raw)}", position)
+        exponent = (match[1] or "").lstrip("0") if form == "shown" else ""
+        if len(exponent) > 9 or exponent and int(exponent) > BOUND_LENGTH:
+            raise LimitError(self.source, key, f"the exponent of {_brief(raw)} is beyond ±{BOUND_LENGTH}, "
+                                               "past any bound of the limit's length", position)
+        num, _, den = raw.partition("/")
+        if den and not den.strip("0"):
+            raise self.error(key, f"{_brief(raw)} divides by zero", position)
+        # through Decimal: exact, and never Python's limit on int(str)
+        return Fraction(Decimal(num)) / (Fraction(Decimal(den)) if den else 1)
+
+    def sized(self, raw: Any, key: str, noun: str, dim: tuple[int, str, str], position: tuple[int, ...] = ()) -> list:
+        size, thing, owner = dim
+        if not isinstance(raw, (list, tuple)):
+            raise self.error(key, f"expected a list of {_plural(noun)}, one per {thing} of {owner}, "
+                                  f"got {_kind(raw)}", position)
+        if len(raw) != size:
+            raise self.error(key, f"{_count(len(raw), noun)} for the {_count(size, thing)} of {owner}", position)
+        return list(raw)
+
+    def cells(self, raw: Any, key: str, shape: tuple[tuple[int, str, str], ...]) -> list[list[Any]]:
+        """``raw`` as rows of entries: a scalar (shape ()), a column (one dimension) or a matrix (two)."""
+        if not shape:
+            return [[raw]]
+        rows = self.sized(raw, key, "row" if len(shape) == 2 else "entry", shape[0])
+        if len(shape) == 1:
+            return [[x] for x in rows]
+        return [self.sized(row, key, "entry", shape[1], (i + 1,)) for i, row in enumerate(rows)]
+
+    def matrix(self, inputs: Mapping[str, Any], name: str, rows: tuple[int, str, str] | None = None,
+               cols: tuple[int, str, str] | None = None) -> list[list[Fraction]]:
+        """An input matrix: ``rows`` and ``cols`` as another input gives them, or as its own first row does."""
+        key = f"certificate.inputs.{name}"
+        if name not in inputs:
+            raise self.error(key, f"missing: the exact fractions of {name}, a list of rows")
+        raw = inputs[name]
+        if not isinstance(raw, (list, tuple)) or not raw:
+            raise self.error(key, f"expected a list of rows, got {_kind(raw)}")
+        if len(raw) > TOKENS:
+            raise LimitError(self.source, key, f"{len(raw)} rows; the limit is {TOKENS}")
+        if rows is not None:
+            self.sized(raw, key, "row", rows)
+        out = []
+        for i, row in enumerate(raw):
+            if not isinstance(row, (list, tuple)) or not row:
+                raise self.error(key, f"expected a list of entries, got {_kind(row)}", (i + 1,))
+            if len(row) > DIMS:
+                raise LimitError(self.source, key, f"{len(row)} entries; the limit is {DIMS}", (i + 1,))
+            if cols is not None:
+                self.sized(row, key, "entry", cols, (i + 1,))
+            elif len(row) != len(raw[0]):
+                raise self.error(key, f"{_count(len(row), 'entry')}, but row 1 has {len(raw[0])}", (i + 1,))
+            out.append([self.number(x, key, (i + 1, j + 1), "exact") for j, x in enumerate(row)])
+        return out
+
+    def bounds(self, raw: Any, key: str, position: tuple[int, ...]) -> tuple[Any, Any]:
+        if not isinstance(raw, (list, tuple)) or len(raw) != 2:
+            got = _count(len(raw), "entry") if isinstance(raw, (list, tuple)) else _kind(raw)
+            raise self.error(key, f"expected [lo, hi], got {got}", position)
+        return raw[0], raw[1]
+
+
+def _round_significant(x: Fraction, digits: int) -> Fraction:
+    """x rounded half-up (away from zero on ties) to ``digits`` significant digits, exactly."""
+    if x == 0:
+        return Fraction(0)
+    a = abs(x)
+    k = (a.numerator.bit_length() - a.denominator.bit_length()) * 30103 // 100000  # about log10(a)
+    while Fraction(10) ** k > a:  # make 10^k <= a < 10^(k+1)
+        k -= 1
+    while Fraction(10) ** (k + 1) <= a:
+        k += 1
+    unit = Fraction(10) ** (k - digits + 1)
+    q = (a / unit * 2 + 1).__floor__() // 2
+    return (q * unit) * (1 if x > 0 else -1)
+
+
+def _shown_digits(text: str) -> int:
+    return len(Decimal(text).as_tuple().digits)
+
+
+class _Inputs:
+    """Q, K, V, the scale and the mask, read and checked against one another."""
+
+    def __init__(self, data: Mapping[str, Any], cert: Mapping[str, Any], read: _Reader):
+        inputs = cert.get("inputs")
+        if not isinstance(inputs, Mapping):
+            raise read.error("certificate.inputs", "missing: the exact Q, K, V and scale")
+        self.Q = read.matrix(inputs, "Q")
+        self.d_k = len(self.Q[0])
+        self.K = read.matrix(inputs, "K", cols=(self.d_k, "column", "certificate.inputs.Q"))
+        self.V = read.matrix(inputs, "V", rows=(len(self.K), "key", "certificate.inputs.K"))
+        # the dimensions every other matrix is checked against
+        self.queries = (len(self.Q), "query", "certificate.inputs.Q")
+        self.keys = (len(self.K), "key", "certificate.inputs.K")
+        self.columns = (len(self.V[0]), "column", "certificate.inputs.V")
+        if "scale" not in inputs:
+            raise read.error("certificate.inputs.scale", 'missing: "sqrt" or an exact number')
+        scale = inputs["scale"]
+        self.scale = "sqrt" if scale == "sqrt" else read.number(scale, "certificate.inputs.scale", (), "exact")
+        if self.scale != "sqrt" and self.scale <= 0:
+            raise read.error("certificate.inputs.scale", f"must be positive, got {_brief(scale)}")
+        if "d_k" in data and str(data["d_k"]) != str(self.d_k):
+            raise read.error("d_k", f"{_brief(data['d_k'])}, but certificate.inputs.Q has "
+                                    f"{_count(self.d_k, 'column')}")
+        if "mask" not in data:
+            raise read.error("mask", "missing: one true or false per score, a row per query")
+        self.mask = read.cells(data["mask"], "mask", (self.queries, self.keys))
+        for i, row in enumerate(self.mask):
+            for j, allowed in enumerate(row):
+                if not isinstance(allowed, bool):
+                    raise read.error("mask", f"expected true or false, got {_brief(allowed)}", (i + 1, j + 1))
+            if not any(row):
+                raise read.error("mask", "no key is allowed: softmax is undefined on a row without keys", (i + 1,))
+
+    def enclosures(self, prec: int) -> dict[str, Any]:
+        """mpmath intervals of every value, and ``known``: the values this module knows exactly, by structure."""
+        from mpmath import iv
+        iv.prec = prec
+        n, m, dv = len(self.Q), len(self.K), len(self.V[0])
+
+        def ivf(x: Fraction):
+            return iv.mpf(x.numerator) / x.denominator
+        scores = [[sum((a * b for a, b in zip(q, k)), Fraction(0)) for k in self.K] for q in self.Q]
+        root = _exact_root(self.d_k)
+        sqrt_dk = iv.sqrt(self.d_k)
+        c_exact = (None if root is None else 1 / Fraction(root)) if self.scale == "sqrt" else self.scale
+        c = (1 / sqrt_dk) if c_exact is None else ivf(c_exact)
+        known: dict[str, list[list[Fraction | None]]] = {
+            "sqrt_dk": [[None if root is None else Fraction(root)]], "scale": [[c_exact]], "scores": scores}
+        scaled, exps, sums, weights, outputs = [], [], [], [], []
+        k_scaled, k_exp, k_sum, k_weights, k_out = [], [], [], [], []
+        for i in range(n):
+            allowed = [j for j in range(m) if self.mask[i][j]]
+            z = [ivf(scores[i][j]) * c if self.mask[i][j] else None for j in range(m)]
+            e = [iv.exp(x) if x is not None else iv.mpf(0) for x in z]
+            total = sum(e[1:], e[0])
+            w = [x / total for x in e]
+            scaled.append(z)
+            exps.append(e)
+            sums.append([total])
+            weights.append(w)
+            outputs.append([sum((w[j] * ivf(self.V[j][k]) for j in range(m)), iv.mpf(0)) for k in range(dv)])
+            # exactly known, by Lindemann–Weierstrass: e^z is rational only at z = 0
+            zs = [None if c_exact is None and scores[i][j] != 0 else scores[i][j] * (c_exact or 0)
+                  for j in range(m)]
+            k_scaled.append(zs)
+            ke = [(Fraction(1) if zs[j] == 0 else None) if self.mask[i][j] else Fraction(0) for j in range(m)]
+            k_exp.append(ke)
+            k_sum.append([sum(ke, Fraction(0)) if all(x is not None for x in ke) else None])
+            groups: dict[Fraction, list[int]] = {}
+            for j in allowed:
+                groups.setdefault(scores[i][j], []).append(j)
+            flat = len(groups) == 1 or c_exact == 0
+            kw = [(Fraction(1, len(allowed)) if flat else None) if self.mask[i][j] else Fraction(0) for j in range(m)]
+            k_weights.append(kw)
+            row_out: list[Fraction | None] = []
+            for k in range(dv):
+                means = {sum((self.V[j][k] for j in g), Fraction(0)) / len(g) for g in groups.values()}
+                row_out.append(means.pop() if flat or len(means) == 1 else None)
+            k_out.append(row_out)
+        known.update(scaled=k_scaled, exp=k_exp, exp_sum=k_sum, weights=k_weights, output=k_out)
+        return {"sqrt_dk": [[sqrt_dk]], "scale": [[c]], "scores": [[ivf(x) for x in row] for row in scores],
+                "scaled": scaled, "exp": exps, "exp_sum": sums, "weights": weights, "output": outputs,
+                "known": known}
+
+
+def _exact_root(n: int) -> int | None:
+    from math import isqrt
+    r = isqrt(n)
+    return r if r * r == n else None
+
+
+def _ends(x: Any) -> tuple[Fraction, Fraction]:
+    """The ends of an mpmath interval, exactly: each a raw binary float (sign, mantissa, exponent, bits)."""
+    def exact(end: tuple) -> Fraction:
+        sign, man, exp, _ = end
+        if not man and exp:  # ±infinity (or NaN): no finite bound
+            raise OverflowError
+        return Fraction(-man if sign else man) * Fraction(2) ** exp
+    lo, hi = x._mpi_
+    return exact(lo), exact(hi)
+
+
+def _values(data: Mapping[str, Any], cert: Mapping[str, Any], inputs: _Inputs, read: _Reader) -> list[_Value]:
+    """Every shown value with its bounds, each quantity shaped as the inputs imply."""
+    rational = cert.get("rational")
+    rational = {} if rational is None else rational
+    if not isinstance(rational, Mapping):
+        raise read.error("certificate.rational", f"expected a table, got {_kind(rational)}")
+    shapes: dict[str, tuple[tuple[int, str, str], ...]] = {
+        "sqrt_dk": (), "scale": (), "exp_sum": (inputs.queries,), "output": (inputs.queries, inputs.columns)}
+    out = []
+    for name in CHECKED:
+        if name not in data:
+            raise read.error(name, "missing: compute --certify gives every quantity, with its bounds")
+        entry = data[name]
+        if not isinstance(entry, Mapping):
+            raise read.error(name, f"expected a table with value and bounds, got {_kind(entry)}")
+        for part in ("value", "bounds"):
+            if part not in entry:
+                raise read.error(f"{name}.{part}", "missing")
+        shape = shapes.get(name, (inputs.queries, inputs.keys))
+        values = read.cells(entry["value"], f"{name}.value", shape)
+        bounds = read.cells(entry["bounds"], f"{name}.bounds", shape)
+        exacts = (read.cells(rational[name], f"certificate.rational.{name}", shape)
+                  if rational.get(name) is not None else None)
+        for i, row in enumerate(values):
+            for j, text in enumerate(row):
+                position = (i + 1, j + 1)[:len(shape)]
+                out.append(_value(read, inputs, name, i, j, position, text, bounds[i][j],
+                                  None if exacts is None else exacts[i][j]))
+    return out
+
+
+def _value(read: _Reader, inputs: _Inputs, name: str, i: int, j: int, position: tuple[int, ...],
+           text: Any, bound: Any, exact: Any) -> _Value:
+    where = name + "".join(f"[{p}]" for p in position)
+    lo_text, hi_text = read.bounds(bound, f"{name}.bounds", position)
+    hidden = name in MASKED and not inputs.mask[i][j]
+    if hidden:
+        expected = MASKED[name]
+        if text != expected:
+            raise read.error(f"{name}.value", f"expected {expected!r} where the mask is false, got {_brief(text)}",
+                             position)
+        if (lo_text, hi_text) != (expected, expected):
+            raise read.error(f"{name}.bounds", f"expected [{expected!r}, {expected!r}] where the mask is false, "
+                                               f"got [{_brief(lo_text)}, {_brief(hi_text)}]", position)
+        if expected == "-inf":
+            if exact is not None:
+                raise read.error(f"certificate.rational.{name}", f"expected null where the value is -inf, "
+                                                                 f"got {_brief(exact)}", position)
+            return _Value(name, i, j, where, text, None, None, (lo_text, hi_text), None)
+    for part, raw in (("value", text), ("bounds", lo_text), ("bounds", hi_text)):
+        if raw == "-inf":
+            raise read.error(f"{name}.{part}", "-inf where the mask is true" if name in MASKED else
+                             "-inf, but only scaled is -inf, and only where the mask is false", position)
+    shown = read.number(text, f"{name}.value", position, "shown")
+    lo = read.number(lo_text, f"{name}.bounds", position, "bound")
+    hi = read.number(hi_text, f"{name}.bounds", position, "bound")
+    if name in POSITIVE and not hidden and shown <= 0:
+        raise read.error(f"{name}.value", f"must be positive{' where the mask is true' if name in MASKED else ''}, "
+                                          f"got {_brief(text)}", position)
+    known = None if exact is None else read.number(exact, f"certificate.rational.{name}", position, "exact")
+    return _Value(name, i, j, where, text, shown, (lo, hi), (lo_text, hi_text), known)
+
+
+def verify(data: Mapping[str, Any], source: str = "<certificate>") -> Verification:
+    """Re-check every value of a certificate (the JSON of ``compute --certify``; ``source`` names it in errors).
+
+    A certificate whose shape or numbers do not fit its own inputs raises :class:`SpecError` before
+    anything is computed; values that are merely wrong come back as ``failures``.
+    """
+    cert = data.get("certificate") if isinstance(data, Mapping) else None
+    if not isinstance(cert, Mapping):
+        raise SpecError(source, "certificate", "missing: not the output of symattn compute --certify")
+    read = _Reader(source)
+    inputs = _Inputs(data, cert, read)
+    values = _values(data, cert, inputs, read)
+    failures: list[str] = []
+    pending: list[tuple[str, int, int, Fraction, Fraction, str]] = []
+    checked = 0
+    for v in values:
+        if v.bounds is None:  # -inf at a key the mask hides, as the mask says
+            checked += 1
+            continue
+        lo, hi = v.bounds
+        digits = _shown_digits(v.text)
+        if lo > hi:
+            failures.append(f"{v.where}: the bounds are the wrong way round")
+        elif _round_significant(lo, digits) != v.shown or _round_significant(hi, digits) != v.shown:
+            failures.append(f"{v.where}: {v.text} is not the rounding of every point of "
+                            f"[{v.bound_text[0]}, {v.bound_text[1]}]")
+        else:
+            pending.append((v.name, v.row, v.col, lo, hi, v.where))
+        if v.exact is not None and not lo <= v.exact <= hi:
+            failures.append(f"{v.where}: the exact fraction {v.exact} is outside the bounds")
+    bits = START_BITS
+    while pending and bits <= MAX_BITS:
+        boxes = inputs.enclosures(bits)
+        still = []
+        for name, i, j, lo, hi, where in pending:
+            known = boxes["known"][name][i][j]
+            if known is not None:  # exactly known here too (scores, exp 0, masked keys, flat rows)
+                if lo <= known <= hi:
+                    checked += 1
+                else:
+                    failures.append(f"{where}: the exact value {known} is outside [{lo}, {hi}]")
+                continue
+            if lo == hi:
+                failures.append(f"{where}: a bound of zero width needs a value known exactly, and this one is not")
+                continue
+            try:
+                a, b = _ends(boxes[name][i][j])
+            except OverflowError:
+                still.append((name, i, j, lo, hi, where))
+                continue
+            if lo <= a and b <= hi:
+                checked += 1
+            elif b < lo or a > hi:
+                failures.append(f"{where}: the exact value is outside [{lo}, {hi}]")
+            else:
+                still.append((name, i, j, lo, hi, where))
+        pending = still
+        bits *= 2
+    failures += [f"{where}: not decided at {MAX_BITS} bits" for *_, where in pending]
+    return Verification(checked, tuple(failures))
+
+
+__all__ = ["Verification", "verify"]

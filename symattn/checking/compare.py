@@ -1,0 +1,223 @@
+"""How far a float result of attention is from the exact one: per entry in ULPs and relative, and in summary.
+
+This is the tool a kernel author runs: save the kernel's O (or A) as ``.npy`` or JSON,
+then ``symattn compare SPEC RESULT``. Each float is read exactly (``floats.py``); the
+exact value is enclosed by the model's correctly rounded digits, and every error shown
+is decided on that enclosure, so its three digits and its histogram bucket are right:
+the model's precision doubles until both ends of the error's interval agree.
+
+The ULP is that of the exact value in the result's format (the spacing of the floats
+around it), so an error of at most 0.5 ULP means the float is the correctly rounded one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from symattn.input import limits
+from symattn.exact import numeric
+from symattn.input.errors import EvaluationError, ShapeError, SpecError
+from symattn.input.floats import FloatResult, ulp
+
+QUANTITIES = ("output", "weights")
+SHOWN_DIGITS = 3  # of each error
+EXACT_DIGITS = 17  # of each exact value shown (enough to tell float64 neighbours apart)
+START_DIGITS = 40  # the model's first enclosure; doubled until every error is decided
+# histogram buckets (in ULPs): 0, (0, 1/2], (1/2, 1], (1, 2], (2, 4], ..., (2^19, 2^20], beyond
+EDGES = (Fraction(0), Fraction(1, 2)) + tuple(Fraction(2) ** k for k in range(0, 21))
+
+
+@dataclass(frozen=True)
+class Entry:
+    row: int
+    col: int
+    value: Fraction | None  # the float, exactly; None where it is NaN or infinite
+    exact: Decimal  # the exact value to EXACT_DIGITS significant digits
+    ulps: Decimal | None  # |value − exact| / ulp(exact), to SHOWN_DIGITS significant digits
+    relative: Decimal | None  # |value − exact| / |exact|; None where the exact value is 0
+    bucket: int  # index into EDGES: 0 for no error, k for (EDGES[k-1], EDGES[k]], len(EDGES) beyond the last
+
+
+@dataclass(frozen=True)
+class Comparison:
+    source: str
+    quantity: str
+    format: str
+    entries: tuple[Entry, ...]  # row by row
+    not_finite: tuple[tuple[tuple[int, int], str], ...]
+    digits: int  # the model's significant digits that decided every error
+
+    @property
+    def histogram(self) -> tuple[tuple[int, int], ...]:
+        """(bucket, count) for every bucket with an entry, not-finite entries left out."""
+        counts: dict[int, int] = {}
+        for e in self.entries:
+            if e.value is not None:
+                counts[e.bucket] = counts.get(e.bucket, 0) + 1
+        return tuple(sorted(counts.items()))
+
+    @property
+    def worst(self) -> Entry | None:
+        finite = [e for e in self.entries if e.ulps is not None]
+        return max(finite, key=lambda e: (e.bucket, e.ulps)) if finite else None
+
+    @property
+    def worst_relative(self) -> Entry | None:
+        finite = [e for e in self.entries if e.relative is not None]
+        return max(finite, key=lambda e: e.relative) if finite else None
+
+    @property
+    def correctly_rounded(self) -> int:
+        return sum(1 for e in self.entries if e.value is not None and e.bucket <= 1)
+
+
+def _bucket(e: Fraction) -> int:
+    for k, edge in enumerate(EDGES):
+        if e <= edge:
+            return k
+    return len(EDGES)
+
+
+def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Comparison:
+    """Compare a float matrix with the exact ``quantity`` (``output`` or ``weights``) of a spec."""
+    from symattn.api import solve
+    if quantity not in QUANTITIES:
+        raise SpecError("--quantity", None, f"expected one of {', '.join(QUANTITIES)}, got {quantity!r}")
+    solved = solve(spec)
+    if solved.spec.is_symbolic:
+        raise SpecError(solved.spec.source, "subs", "compare needs numbers, not symbols")
+    model = solved.model
+    rationals = model.rationals(quantity)
+    rows, cols = len(rationals), len(rationals[0])
+    got = (len(result.rows), len(result.rows[0]))
+    if got != (rows, cols):
+        raise ShapeError(result.source, "shape", f"the result is {got[0]}×{got[1]} and the exact {quantity} is "
+                                                 f"{rows}×{cols}")
+    shown = model.significant(quantity, EXACT_DIGITS)
+    pending = {(i, j) for i in range(rows) for j in range(cols) if result.rows[i][j] is not None}
+    decided: dict[tuple[int, int], tuple[Decimal, Decimal | None, int]] = {}
+    digits = START_DIGITS
+    while True:
+        approx = model.significant(quantity, digits) if any(rationals[i][j] is None for i, j in pending) else None
+        for i, j in sorted(pending):
+            x = result.rows[i][j]
+            exact = rationals[i][j]
+            if exact is not None:
+                lo = hi = exact
+            else:
+                middle = Fraction(approx[i][j])
+                half = _half_unit(approx[i][j])
+                lo, hi = middle - half, middle + half
+            outcome = _decide(x, lo, hi, result.format)
+            if outcome is not None:
+                decided[(i, j)] = outcome
+        pending -= set(decided)
+        if not pending:
+            break
+        digits *= 2
+        if digits > limits.DIGITS:
+            i, j = min(pending)
+            raise EvaluationError(f"{result.source}: the error of entry ({i + 1}, {j + 1}) is not decided at "
+                                  f"{limits.DIGITS} digits")
+    entries = []
+    for i in range(rows):
+        for j in range(cols):
+            if (i, j) in decided:
+                ulps, relative, bucket = decided[(i, j)]
+                entries.append(Entry(i, j, result.rows[i][j], shown[i][j], ulps, relative, bucket))
+            else:
+                entries.append(Entry(i, j, None, shown[i][j], None, None, len(EDGES)))
+    return Comparison(result.source, quantity, result.format, tuple(entries), result.not_finite, digits)
+
+
+def _half_unit(value: Decimal) -> Fraction:
+    # a value rounded half-up to its digits lies within half a unit of its last digit
+    return Fraction(1, 2) * Fraction(10) ** value.as_tuple().exponent
+
+
+def _decide(x: Fraction, lo: Fraction, hi: Fraction, fmt: str) -> tuple[Decimal, Decimal | None, int] | None:
+    """The error of x against every exact value in [lo, hi], if the shown digits and bucket are the same."""
+    far = max(abs(x - lo), abs(x - hi))
+    near = Fraction(0) if lo <= x <= hi else min(abs(x - lo), abs(x - hi))
+    units = sorted({ulp(lo, fmt), ulp(hi, fmt)} | ({ulp(Fraction(0), fmt)} if lo < 0 < hi else set()))
+    e_lo, e_hi = near / units[-1], far / units[0]
+    shown = numeric.significant_exact(e_lo, SHOWN_DIGITS)
+    bucket = _bucket(e_lo)
+    if shown != numeric.significant_exact(e_hi, SHOWN_DIGITS) or bucket != _bucket(e_hi):
+        return None
+    if lo <= 0 <= hi:
+        if lo == hi:  # exactly 0: no relative error
+            return shown, None, bucket
+        return None
+    mags = (abs(lo), abs(hi)) if lo > 0 else (abs(hi), abs(lo))
+    r_lo, r_hi = near / mags[1], far / mags[0]
+    relative = numeric.significant_exact(r_lo, SHOWN_DIGITS)
+    if relative != numeric.significant_exact(r_hi, SHOWN_DIGITS):
+        return None
+    return shown, relative, bucket
+
+
+def comparison_data(c: Comparison) -> dict[str, Any]:
+    """JSON-ready: every entry, then the summary and the histogram."""
+    def text(x: Decimal | None) -> str | None:
+        return None if x is None else number_text(x)
+    worst, worst_relative = c.worst, c.worst_relative
+    return {
+        "source": c.source, "quantity": c.quantity, "format": c.format,
+        "entries": [{"row": e.row + 1, "col": e.col + 1,
+                     "value": None if e.value is None else _float_text(e.value), "exact": str(e.exact),
+                     "ulps": text(e.ulps), "relative": text(e.relative)} for e in c.entries],
+        "not_finite": [{"row": i + 1, "col": j + 1, "value": v} for (i, j), v in c.not_finite],
+        "summary": {"entries": len(c.entries), "correctly_rounded": c.correctly_rounded,
+                    "max_ulps": None if worst is None else text(worst.ulps),
+                    "max_ulps_at": None if worst is None else [worst.row + 1, worst.col + 1],
+                    "max_relative": None if worst_relative is None else text(worst_relative.relative),
+                    "histogram": [{"ulps": bucket_label(b), "count": n} for b, n in c.histogram]},
+        "decided_at_digits": c.digits,
+    }
+
+
+def render_comparison(c: Comparison, lang: str = "en", every: bool = False, worst: int = 10) -> str:
+    """The comparison as plain text: summary, histogram, then the worst entries (or every entry)."""
+    from symattn.rendering.renderer import render_template
+    total = max(1, len(c.entries))
+    ranked = sorted((e for e in c.entries if e.value is not None), key=lambda e: (-e.bucket, -(e.ulps or 0)))
+    shown = list(c.entries) if every else [e for e in c.entries if e.value is None] + ranked[:worst]
+    # a bar of up to 40 marks per bucket, at least one for a bucket that has an entry
+    histogram = [(b, n, max(1, (n * 40 + total - 1) // total)) for b, n in c.histogram]
+    return render_template("compare", "text", lang, c=c, shown=shown, all_shown=every, histogram=histogram,
+                           worst=c.worst, worst_relative=c.worst_relative, label=bucket_label, num=number_text,
+                           value=lambda e: "—" if e.value is None else _float_text(e.value))
+
+
+def number_text(x: Decimal) -> str:
+    """7.83e-8 for small and large numbers, 0.744 and 12.5 otherwise (digits as decided, none added)."""
+    if x == 0 or -5 <= x.adjusted() < 6:
+        return format(x, "f")
+    sign, digits, _ = x.as_tuple()
+    mantissa = "".join(map(str, digits))
+    mantissa = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
+    return f"{'-' if sign else ''}{mantissa}e{x.adjusted()}"
+
+
+def _float_text(x: Fraction) -> str:
+    # the float to EXACT_DIGITS significant digits, correctly rounded from its exact value
+    return str(numeric.significant_exact(x, EXACT_DIGITS))
+
+
+def bucket_label(b: int) -> str:
+    if b == 0:
+        return "0"
+    if b == len(EDGES):
+        return f"> {_edge(EDGES[-1])}"
+    return f"({_edge(EDGES[b - 1])}, {_edge(EDGES[b])}]"
+
+
+def _edge(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else format(numeric.round_half_up(x, 1), "f")
+
+
+__all__ = ["Comparison", "Entry", "bucket_label", "compare", "comparison_data", "render_comparison"]

@@ -1,0 +1,433 @@
+"""Grade returned answers.toml files, each against its own student's variant, with error carried forward.
+
+``grade(folder, index=None, template=None, policy=POLICY)`` reads every ``*.toml``
+under the folder (renamed files and flat folders too: a file is matched by the
+``student`` id inside it), rebuilds that student's variant from the index
+(``index.csv``: id, name, seed) and the class template (``template.toml`` next to
+the index), and checks the claims against the variant's own inputs.
+
+Default policy, per asked number: exact, rounded and carried 1; last-digit 0.5;
+wrong and blank 0 (an asked number missing from the file is blank).
+
+Bad returns never stop the batch: they are rows with an ``error`` (unreadable
+TOML, no or an unknown student id, claims that do not parse), and every student
+of the index with no return is a row too. Findings that still allow grading are
+``notes``: edited inputs (the claims are checked against the variant's own),
+decimal commas (read as a point), a second return of the same student.
+
+The gradebook's summary counts, per step and per classic slip, the students whose
+claims show it; each row keeps its check report, for feedback in the student's
+own language.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from symattn.input.errors import SpecError, SymattnError
+from symattn.input.spec import read_table
+
+POLICY = {"exact": Fraction(1), "rounded": Fraction(1), "carried": Fraction(1), "last-digit": Fraction(1, 2),
+          "wrong": Fraction(0), "blank": Fraction(0)}
+COUNTED = ("exact", "rounded", "carried", "last-digit", "wrong", "blank")
+FORMATS = ("csv", "json", "markdown", "latex", "html", "pdf")
+FEEDBACK_FORMATS = ("text", "markdown", "latex", "html", "pdf")
+# the steps in the order of the derivation, for the class summary
+STEPS = ("sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
+_COMMA = re.compile(r"\s*[-+−]?[0-9]+,[0-9]+\s*%?\s*")
+
+
+@dataclass(frozen=True)
+class Note:
+    """A finding about one return, as a code of the language files' ``[grade.note]`` and its details.
+
+    Codes: ``inputs_changed``, ``decimal_comma`` (key, text), ``duplicate`` (text: how many returns),
+    and, for returns that could not be graded, ``unreadable`` (text: the reader's message),
+    ``no_student``, ``unknown_student`` (text: the id), ``not_checked`` (text: the checker's message),
+    ``not_returned`` (a student of the index with no answers file), and, for files that are not read,
+    ``outside`` (text: where the link leads, outside the returns folder), ``not_a_file`` (a FIFO, device or socket).
+    """
+
+    code: str
+    key: str = ""
+    text: str = ""
+
+
+INPUTS_CHANGED = Note("inputs_changed")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One student's line of the gradebook."""
+
+    id: str
+    name: str
+    file: str
+    counts: tuple[tuple[str, int], ...]  # in COUNTED order
+    score: Fraction
+    asked: int
+    first_to_fix: str | None  # the claims key of the first wrong or last-digit claim
+    notes: tuple[Note, ...] = ()
+    error: Note | None = None
+    lang: str = "en"  # the student's language: their answers file's, else the template's
+    wrong: tuple[str, ...] = ()  # steps (STEPS) with a wrong claim
+    slips: tuple[str, ...] = ()  # classic slips (checker.SLIPS) the claims show
+    report: Any = field(default=None, compare=False, repr=False)  # the check report, for feedback
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the class got wrong: per step and per classic slip, how many students (most first)."""
+
+    graded: int
+    not_graded: int  # returns that could not be graded
+    not_returned: int  # students of the index with no return
+    steps: tuple[tuple[str, int], ...]
+    slips: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Gradebook:
+    rows: tuple[Row, ...]  # by id, then file
+    policy: tuple[tuple[str, Fraction], ...] = tuple(POLICY.items())
+    source: str = ""
+
+    @property
+    def summary(self) -> Summary:
+        graded = [r for r in self.rows if r.error is None]
+
+        def tally(names: Iterable[str], of: Callable[[Row], tuple[str, ...]]) -> tuple[tuple[str, int], ...]:
+            counts = [(name, sum(name in of(r) for r in graded)) for name in names]
+            # most first; ties in the order of the derivation (sorted() is stable)
+            return tuple(sorted(((n, c) for n, c in counts if c), key=lambda x: -x[1]))
+        from symattn.checking.checker import SLIPS
+        missing = sum(r.error is not None and r.error.code == "not_returned" for r in self.rows)
+        return Summary(len(graded), len(self.rows) - len(graded) - missing, missing, tally(STEPS, lambda r: r.wrong),
+                       tally(SLIPS, lambda r: r.slips))
+
+    def as_data(self, lang: str = "en") -> list[dict[str, Any]]:
+        say = note_text(lang)
+        return [{"id": r.id, "name": r.name, "file": r.file, **dict(r.counts), "score": score_text(r.score),
+                 "asked": r.asked, "first_to_fix": r.first_to_fix, "notes": [say(n) for n in r.notes],
+                 "error": None if r.error is None else say(r.error), "lang": r.lang, "wrong_steps": list(r.wrong),
+                 "slips": list(r.slips)}
+                for r in self.rows]
+
+
+def score_text(x: Fraction) -> str:
+    """A score as a short exact decimal where it has one (10.5), else as a fraction (31/3)."""
+    from symattn.exact import numeric
+    places = numeric.terminating_decimals(x)
+    if places is None or places > 6:
+        return str(x)
+    return format(numeric.round_half_up(x, places), "f")
+
+
+def note_text(lang: str) -> Callable[[Note], str]:
+    """A note in words, from the language file (plain text: for CSV, JSON and the templates to escape)."""
+    from symattn.rendering.renderer import Phrases, load_language
+    phrases = Phrases(load_language(lang), lambda s: s, lang)
+    return lambda n: phrases(f"grade.note.{n.code}", where=n.key, text=n.text)
+
+
+def read_policy(path: str | Path) -> dict[str, Fraction]:
+    """A scoring policy from a TOML or JSON file: a score from 0 to 1 per verdict; the rest keep the default.
+
+    For example ``"last-digit" = 0`` and ``carried = "0.5"``.
+    """
+    from symattn.input.spec import _Reader, _kind
+    source = str(path)
+    data = read_table(path)
+    reader = _Reader(source)
+    policy = dict(POLICY)
+    for key, raw in data.items():
+        if key not in POLICY:
+            raise reader.error(key, "unknown verdict; expected one of " + ", ".join(COUNTED))
+        if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+            raise reader.error(key, f"expected a score from 0 to 1, got {_kind(raw)}")
+        value = reader.number(raw, key).value
+        if not 0 <= value <= 1:
+            raise reader.error(key, f"expected a score from 0 to 1, got {raw}")
+        policy[key] = value
+    return policy
+
+
+def read_index(path: str | Path) -> dict[str, tuple[str, int]]:
+    """id -> (name, variant seed), from index.csv; ids as exercise allows them (they name feedback files)."""
+    from symattn.input.csvfile import read_csv
+    from symattn.input.errors import LimitError
+    from symattn.classroom.exercises import check_student_id
+    from symattn.input.limits import STUDENTS
+    source = str(path)
+    header, rows = read_csv(path, "an index file", quoted=True)
+    if not {"id", "seed"} <= set(header):
+        raise SpecError(source, None, "expected the columns id, name and seed (the index.csv that exercise wrote)")
+    if len(rows) > STUDENTS:
+        raise LimitError(source, "id", f"{len(rows)} students; a class has at most {STUDENTS}")
+    out = {}
+    for line, row in enumerate(rows, 2):
+        student = check_student_id(row.get("id", ""), source, "id", line)
+        if student in out:
+            raise SpecError(source, "id", f"duplicate student id {student!r}", (line,))
+        seed = row.get("seed", "")
+        if not (seed.isascii() and seed.isdigit() and len(seed) <= 20):
+            raise SpecError(source, "seed", f"expected a whole variant seed, got {seed!r}", (line,))
+        out[student] = (row.get("name", ""), int(seed))
+    return out
+
+
+def _decimal_commas(table: Any, notes: list[Note], key: str = "claims") -> Any:
+    """Claims written with a decimal comma ("0,403"), read as "0.403"; each one noted."""
+    if isinstance(table, Mapping):
+        return {k: _decimal_commas(v, notes, f"{key}.{k}") for k, v in table.items()}
+    if isinstance(table, list):
+        return [_decimal_commas(v, notes, key) for v in table]
+    if isinstance(table, str) and _COMMA.fullmatch(table):
+        notes.append(Note("decimal_comma", key, table.strip()))
+        return table.replace(",", ".")
+    return table
+
+
+def _inputs_match(data: Mapping[str, Any], variant) -> bool:
+    from symattn.input.spec import spec_from_mapping
+    inline = {k: v for k, v in data.items() if k not in ("spec", "claims", "student")}
+    try:
+        spec = spec_from_mapping(inline, "<answers>")
+    except SymattnError:
+        return False
+    mine = variant.spec
+
+    def values(s):
+        return [[x.value for x in row] for m in (s.Q, s.K, s.V) for row in m]
+    return values(spec) == values(mine) and spec.tokens == mine.tokens and spec.focus == mine.focus and \
+        spec.scale == mine.scale
+
+
+def grade_file(path: Path, template, index: Mapping[str, tuple[str, int]], shown: str,
+               policy: Mapping[str, Fraction] = POLICY) -> Row:
+    """One returned file against its student's own variant; a bad return is a row with an ``error``."""
+    from symattn.checking.checker import check
+    from symattn.classroom.exercises import draw
+    notes: list[Note] = []
+    try:
+        data = read_table(path)
+    except SymattnError as exc:
+        return _error("", "", shown, Note("unreadable", text=str(exc)))
+    student = data.get("student")
+    if not isinstance(student, str) or not student:
+        return _error("", "", shown, Note("no_student"))
+    if student not in index:
+        return _error(student, "", shown, Note("unknown_student", text=student))
+    name, seed = index[student]
+    try:
+        variant = draw(template, seed, student, name)
+        lang = data.get("lang") if data.get("lang") in _languages() else variant.spec.lang
+        if not _inputs_match(data, variant):
+            notes.append(INPUTS_CHANGED)
+        claims = _decimal_commas(data.get("claims"), notes)
+        # against the variant's own inputs: edited inputs must not change what is right
+        report = check(variant.spec, {"claims": claims})
+    except SymattnError as exc:
+        return _error(student, name, shown, Note("not_checked", text=str(exc)), tuple(notes))
+    report = replace(report, lang=lang, source=shown, student=student)
+    asked = {a.key for a in variant.asked}
+    counts = {v: 0 for v in COUNTED}
+    for v in report.results:
+        counts[v.verdict] += 1
+    answered = {_canonical(v) for v in report.results}
+    counts["blank"] = sum(1 for a in variant.asked if a.key not in answered)
+    scored: dict[str, Fraction] = {}
+    for v in report.results:  # one score per asked number (the first claim of it in the derivation's order)
+        scored.setdefault(_canonical(v), policy[v.verdict])
+    score = sum((x for k, x in scored.items() if k in asked), Fraction(0)) + \
+        policy["blank"] * counts["blank"]
+    first = report.first_problem
+    wrong = {_step(v) for v in report.results if v.verdict == "wrong"}
+    slips = {v.diagnosis for v in report.results if v.diagnosis}
+    from symattn.checking.checker import SLIPS
+    return Row(student, name, shown, tuple(counts.items()), score, len(variant.asked),
+               None if first is None else _canonical(first), tuple(notes), None, lang,
+               tuple(q for q in STEPS if q in wrong), tuple(s for s in SLIPS if s in slips), report)
+
+
+def _languages() -> list[str]:
+    from symattn.rendering.renderer import languages
+    return languages()
+
+
+def _step(v) -> str:
+    return "weights" if v.claim.quantity == "percent" else v.claim.quantity
+
+
+def _canonical(v) -> str:
+    """A verdict's place as a 1-based claims key: weights[3][1]."""
+    c = v.claim
+    return _step(v) + "".join(f"[{i + 1}]" for i in (c.row, c.col) if i is not None)
+
+
+def _error(student: str, name: str, shown: str, error: Note, notes: tuple[Note, ...] = ()) -> Row:
+    return Row(student, name, shown, tuple((v, 0) for v in COUNTED), Fraction(0), 0, None, notes, error)
+
+
+def _is_answers(path: Path) -> bool:
+    # a folder named x.toml is not a return; anything else that is not a regular file is refused by _not_read
+    return not path.is_dir() and path.suffix.lower() == ".toml" and path.name not in ("template.toml", "policy.toml")
+
+
+def _not_read(path: Path, root: str) -> Note | None:
+    """Why a return is not read: a link that leads out of the returns folder, or not a regular file
+    (reading a FIFO waits forever, a device never ends)."""
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, root]) != root:
+        return Note("outside", text=real)
+    try:
+        info = os.stat(real)
+    except OSError:
+        return None  # a link to nothing: the reader says so
+    return None if stat.S_ISREG(info.st_mode) else Note("not_a_file")
+
+
+def returned_files(folder: str | Path) -> list[Path]:
+    """Every answers file under the folder, in a fixed order (not the template or a policy).
+
+    Links and special files are listed too: :func:`grade` notes and skips those it must not read.
+    """
+    from symattn.input.errors import LimitError
+    from symattn.input.limits import RETURNS
+    folder = Path(folder)
+    found = []
+    for p in folder.rglob("*.toml"):
+        if _is_answers(p):
+            found.append(p)
+            if len(found) > RETURNS:
+                raise LimitError(str(folder), None, f"more than {RETURNS} answers files; grade fewer at a time")
+    return sorted(found, key=lambda p: p.relative_to(folder).parts)
+
+
+def grade(folder: str | Path, index: str | Path | None = None, template: str | Path | Mapping | None = None,
+          policy: Mapping[str, Fraction] = POLICY,
+          progress: Callable[[Sequence[Path]], Iterable[Path]] | None = None) -> Gradebook:
+    """Grade every answers file under ``folder``; index.csv and template.toml default to the folder's own.
+
+    ``progress`` wraps the list of files (the CLI passes a progress bar on a terminal).
+    """
+    from symattn.classroom.exercises import load_template
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SpecError(str(folder), None, "not a folder of returned answers")
+    index_path = Path(index) if index is not None else folder / "index.csv"
+    students = read_index(index_path)
+    t = load_template(template if template is not None else index_path.parent / "template.toml")
+    paths = returned_files(folder)
+    root = os.path.realpath(folder)
+    rows = []
+    for path in progress(paths) if progress else paths:
+        shown = path.relative_to(folder).as_posix()
+        refused = _not_read(path, root)
+        rows.append(_error("", "", shown, refused) if refused else grade_file(path, t, students, shown, policy))
+    returns: dict[str, int] = {}
+    for r in rows:
+        if r.error is None:
+            returns[r.id] = returns.get(r.id, 0) + 1
+    rows = [replace(r, notes=r.notes + (Note("duplicate", text=str(returns[r.id])),))
+            if r.error is None and returns[r.id] > 1 else r for r in rows]
+    # a student of the index with no return at all is a row too: the teacher must see who is missing
+    returned = {r.id for r in rows}
+    rows += [_error(student, name, "", Note("not_returned")) for student, (name, _) in students.items()
+             if student not in returned]
+    # by id, then file; returns with no id last
+    return Gradebook(tuple(sorted(rows, key=lambda r: (not r.id, r.id, r.file))), tuple(policy.items()), str(folder))
+
+
+CSV_COLUMNS = ("id", "name", *COUNTED, "score", "asked", "first_to_fix", "notes", "error", "file")
+CSV_NUMBERS = (*COUNTED, "score", "asked")  # our own numbers: never quoted (a negative score stays a number)
+
+
+def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
+    """The gradebook as CSV (one row per student), JSON (rows, summary, policy), Markdown or LaTeX."""
+    if fmt == "json":
+        summary = book.summary
+        data = {"students": book.as_data(lang),
+                "summary": {"graded": summary.graded, "not_graded": summary.not_graded,
+                            "not_returned": summary.not_returned,
+                            "steps": dict(summary.steps), "slips": dict(summary.slips)},
+                "policy": {k: score_text(v) for k, v in book.policy}}
+        return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    if fmt == "csv":
+        from symattn.input.csvfile import csv_text
+        rows = ([("; ".join(r[c]) if isinstance(r[c], list) else "" if r[c] is None else str(r[c]))
+                 for c in CSV_COLUMNS] for r in book.as_data(lang))
+        return csv_text(CSV_COLUMNS, rows, numbers=CSV_NUMBERS)
+    if fmt in ("markdown", "latex"):
+        from symattn.input.choices import default_paper
+        from symattn.rendering.renderer import has_cjk, render_template
+        texts = [r.name for r in book.rows] + [r.id for r in book.rows]
+        return render_template("gradebook", fmt, lang, b=book, summary=book.summary, say=note_text(lang),
+                               score=score_text, has_cjk=has_cjk(texts), paper=default_paper(lang), cjk_font=None,
+                               report=True)
+    raise ValueError(f"unknown gradebook format {fmt!r}")
+
+
+def gradebook_document(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str | bytes:
+    """The gradebook in any of FORMATS: HTML is one offline page, PDF is compiled from the LaTeX."""
+    if fmt == "html":
+        from symattn.rendering.html import page
+        return page(gradebook_text(book, "markdown", lang), lang)
+    if fmt == "pdf":
+        from symattn.rendering.pdf import latex_to_pdf
+        return latex_to_pdf(gradebook_text(book, "latex", lang), lang=lang)
+    return gradebook_text(book, fmt, lang)
+
+
+def feedback(row: Row, fmt: str = "markdown") -> str | bytes:
+    """A student's check report, in the student's language (the same renderer as ``symattn check``)."""
+    if row.report is None:
+        raise ValueError(f"{row.file}: not graded, so there is no report")
+    if fmt == "html":
+        from symattn.rendering.html import report_page
+        return report_page(row.report)
+    from symattn.rendering.renderer import render_report
+    if fmt == "pdf":
+        from symattn.rendering.pdf import latex_to_pdf
+        return latex_to_pdf(render_report(row.report, "latex", standalone=True), lang=row.report.lang)
+    return render_report(row.report, fmt, standalone=fmt == "latex")
+
+
+FEEDBACK_EXTENSIONS = {"text": "txt", "markdown": "md", "latex": "tex", "html": "html", "pdf": "pdf"}
+
+
+def feedback_files(book: Gradebook, fmt: str = "markdown") -> tuple[tuple[str, str | bytes], ...]:
+    """(file name, content) of every graded student's feedback: ``<id>.<ext>``, ``<id>-2.<ext>`` for a second return."""
+    from symattn.classroom.exercises import check_student_id
+    out = []
+    seen: dict[str, int] = {}
+    for i, r in enumerate(book.rows, 1):
+        if r.report is None:
+            continue
+        check_student_id(r.id, book.source or "<gradebook>", "id", i)  # it names a file
+        seen[r.id] = seen.get(r.id, 0) + 1
+        suffix = "" if seen[r.id] == 1 else f"-{seen[r.id]}"
+        out.append((f"{r.id}{suffix}.{FEEDBACK_EXTENSIONS[fmt]}", feedback(r, fmt)))
+    return tuple(out)
+
+
+def write_feedback(files: Sequence[tuple[str, str | bytes]], folder: str, force: bool = False) -> None:
+    """Feedback files (see :func:`feedback_files`) into ``folder``, never outside it.
+
+    A folder that already holds files is refused unless ``force``: they may be feedback already sent.
+    """
+    from symattn.rendering.output import check_folder, write_files
+    check_folder(folder, force, "earlier feedback", "the feedback")
+    write_files(folder, list(files))
+
+
+__all__ = ["COUNTED", "FORMATS", "FEEDBACK_FORMATS", "Gradebook", "Note", "POLICY", "Row", "Summary", "feedback",
+           "feedback_files", "grade", "gradebook_document", "gradebook_text", "read_index", "read_policy",
+           "write_feedback"]

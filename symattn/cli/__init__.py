@@ -1,0 +1,5 @@
+"""The command line: a thin shell over the public functions."""
+
+from symattn.cli.commands import main
+
+__all__ = ["main"]

@@ -1,0 +1,239 @@
+"""The steps of the backward pass as plain data: dL/dO, dV and dA, the softmax, the scaling, dQ and dK,
+the projections, and a recap. Imported only for a derivation with ``[backward]``, which keeps the
+classes (each costs start-up time to define) out of every other run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from symattn.derivation.derive import Derivation, Dot, Step, _derivation, _scale, _top
+from symattn.exact.model import AttentionModel, Model
+from symattn.input.numeral import Numeral
+from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
+from symattn.input.spec import Matrix, Spec
+
+
+@dataclass(frozen=True)
+class Loss:
+    """The loss and dL/dO."""
+
+    kind: ClassVar[str] = "backward_loss"
+    loss: str  # "sum", "mse" or "given"
+    O: NumRows  # the output as shown
+    O_exact: bool
+    T: Matrix | None  # the target (mse)
+    dO: NumRows
+    exact: bool
+
+
+@dataclass(frozen=True)
+class GradValues:
+    """dV = Aᵀ dO and dA = dO Vᵀ."""
+
+    kind: ClassVar[str] = "backward_values"
+    dV: NumRows
+    dV_exact: bool
+    dV_dots: tuple[Dot, ...]  # row: a key, col: a column of V; terms A_ij × dO_ik over the queries
+    dA: NumRows
+    dA_exact: bool
+    dA_dots: tuple[Dot, ...]  # row: a query, col: a key; terms dO_ik × V_jk
+
+
+@dataclass(frozen=True)
+class SoftmaxGradRow:
+    row: int
+    alpha: NumRow
+    jacobian: NumRows  # ∂α_j/∂z_k, m × m
+    jacobian_exact: bool
+    dA: NumRow
+    products: tuple[Dot, ...]  # dZ_k = Σ_j J_jk dA_j
+    dot: Num  # rowsum(dA ⊙ A)
+    dot_terms: tuple[tuple[Num, Num], ...]  # (dA_k, α_k)
+    dZ: NumRow
+    dZ_exact: bool
+    masked: tuple[int, ...]  # keys this query may not attend to: zero gradient
+
+
+@dataclass(frozen=True)
+class GradSoftmax:
+    kind: ClassVar[str] = "backward_softmax"
+    rows: tuple[SoftmaxGradRow, ...]
+    dZ: NumRows
+    exact: bool
+    stable: bool
+
+
+@dataclass(frozen=True)
+class GradScaling:
+    kind: ClassVar[str] = "backward_scaling"
+    d_k: int
+    scale: str
+    scale_value: Numeral | None
+    sqrt_dk: Num
+    dS: NumRows
+    exact: bool
+
+
+@dataclass(frozen=True)
+class GradQK:
+    """dQ = dS K and dK = dSᵀ Q."""
+
+    kind: ClassVar[str] = "backward_qk"
+    dQ: NumRows
+    dQ_exact: bool
+    dQ_dots: tuple[Dot, ...]
+    dK: NumRows
+    dK_exact: bool
+    dK_dots: tuple[Dot, ...]
+
+
+@dataclass(frozen=True)
+class GradProjected:
+    name: str  # "Q", "K" or "V"
+    source: str  # "X" or "X_kv"
+    dW: NumRows
+    dW_exact: bool
+    db: NumRow | None
+    db_exact: bool
+
+
+@dataclass(frozen=True)
+class GradProjections:
+    kind: ClassVar[str] = "backward_projections"
+    products: tuple[GradProjected, ...]
+    dX: NumRows
+    dX_exact: bool
+    dX_kv: NumRows | None
+    dX_kv_exact: bool
+
+
+@dataclass(frozen=True)
+class GradOutputProjection:
+    kind: ClassVar[str] = "backward_output_projection"
+    dO: NumRows
+    dW_O: NumRows
+    dW_O_exact: bool
+    db_O: NumRow | None
+    db_O_exact: bool
+    dconcat: NumRows
+    dconcat_exact: bool
+    heads: int
+
+
+@dataclass(frozen=True)
+class BackwardHead:
+    """One head's backward steps, on its slice of dL/d(concat)."""
+
+    kind: ClassVar[str] = "backward_head"
+    index: int
+    first: int
+    width: int
+    dO: NumRows
+    dO_exact: bool
+    derivation: "Derivation"
+
+
+@dataclass(frozen=True)
+class GradRecap:
+    kind: ClassVar[str] = "backward_recap"
+    shapes: tuple[tuple[str, int, int], ...]  # (gradient, rows, columns) in the order of the steps
+
+
+def _shape(rows: NumRows) -> tuple[int, int]:
+    return len(rows), len(rows[0])
+
+
+def _head_backward(spec: Spec, model: Model, fig: Figures, shown: dict[str, NumRows], suffix: str,
+                   dO: NumRows) -> tuple[Step, ...]:
+    """dV and dA, the softmax step, the scaling, dQ and dK of one head."""
+    g = {name: shown[name + suffix] for name in ("dV", "dA", "dot", "dZ", "dS", "dQ", "dK", "jacobian", "jacobian_dA")}
+    n, m = model.n_queries, model.n_keys
+    f = spec.focus
+    every = spec.expand == "all"
+    rows = range(n) if every else [f]
+    keys = range(m) if every else [_top(model, f)[0]]
+    A = fig.weights
+    V, K, Q = spec.V, spec.K, spec.Q
+    dV_dots = tuple(Dot(j, k, tuple((A[i][j], dO[i][k]) for i in range(n)), g["dV"][j][k])
+                    for j in keys for k in range(len(V[0])))
+    dA_dots = tuple(Dot(i, j, tuple((dO[i][k], V[j][k]) for k in range(len(V[0]))), g["dA"][i][j])
+                    for i in rows for j in range(m))
+    softmax_rows = []
+    for i in rows:
+        J = g["jacobian"][i * m:(i + 1) * m]
+        products = tuple(Dot(i, k, tuple((J[j][k], g["dA"][i][j]) for j in range(m)), g["jacobian_dA"][i][k])
+                         for k in range(m))
+        softmax_rows.append(SoftmaxGradRow(
+            i, A[i], J, is_exact(J), g["dA"][i], products, g["dot"][i][0],
+            tuple((g["dA"][i][k], A[i][k]) for k in range(m)), g["dZ"][i], is_exact([g["dZ"][i]]),
+            tuple(j for j in range(m) if not model.may_attend(i, j))))
+    scale_kind, scale_value = _scale(spec)
+    dQ_dots = tuple(Dot(i, t, tuple((g["dS"][i][j], K[j][t]) for j in range(m)), g["dQ"][i][t])
+                    for i in rows for t in range(len(K[0])))
+    dK_dots = tuple(Dot(j, t, tuple((g["dS"][i][j], Q[i][t]) for i in range(n)), g["dK"][j][t])
+                    for j in keys for t in range(len(Q[0])))
+    return (
+        GradValues(g["dV"], is_exact(g["dV"]), dV_dots, g["dA"], is_exact(g["dA"]), dA_dots),
+        GradSoftmax(tuple(softmax_rows), g["dZ"], is_exact(g["dZ"]), spec.softmax == "stable"),
+        GradScaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, g["dS"], is_exact(g["dS"])),
+        GradQK(g["dQ"], is_exact(g["dQ"]), dQ_dots, g["dK"], is_exact(g["dK"]), dK_dots),
+    )
+
+
+def _grad_projections(spec: Spec, shown: dict[str, NumRows]) -> GradProjections:
+    p = spec.projection
+    products = []
+    for name in ("Q", "K", "V"):
+        db = shown.get(f"db_{name}")
+        products.append(GradProjected(name, "X" if name == "Q" or p.X_kv is None else "X_kv", shown[f"dW_{name}"],
+                                      is_exact(shown[f"dW_{name}"]), None if db is None else db[0],
+                                      db is not None and is_exact(db)))
+    dX_kv = shown.get("dX_kv")
+    return GradProjections(tuple(products), shown["dX"], is_exact(shown["dX"]), dX_kv,
+                           dX_kv is not None and is_exact(dX_kv))
+
+
+def backward_steps(spec: Spec, model: AttentionModel) -> tuple[Step, ...]:
+    """The steps of the backward pass, in the order a reader works them."""
+    from symattn.exact.rounding import gradient_figures
+    heads = model.heads
+    subs = [spec.head(h) for h in range(spec.heads)] if spec.heads > 1 else [spec]
+    figs = [figures(h, sub) for h, sub in zip(heads, subs)]
+    concat = tuple(sum((f.output[i] for f in figs), ()) for i in range(len(spec.tokens)))
+    output = concat
+    if spec.W_O is not None:
+        output = model.forward.figures_output(spec, concat)
+    shown = gradient_figures(model, spec, [f.weights for f in figs], output, concat, figs[0].sqrt_dk)
+    b = spec.backward
+    steps: list[Step] = [Loss(b.loss, output, is_exact(output), b.target, shown["dO"], is_exact(shown["dO"]))]
+    shapes = [("dO", *_shape(shown["dO"]))]
+    if not model.is_split:
+        steps += _head_backward(spec, heads[0], figs[0], shown, "", shown["dO"])
+    else:
+        if spec.W_O is not None:
+            db = shown.get("db_O")
+            steps.append(GradOutputProjection(
+                shown["dO"], shown["dW_O"], is_exact(shown["dW_O"]), None if db is None else db[0],
+                db is not None and is_exact(db), shown["dconcat"], is_exact(shown["dconcat"]), spec.heads))
+            shapes += [("dW_O", *_shape(shown["dW_O"]))] + ([("db_O", 1, len(db[0]))] if db else []) + \
+                [("dconcat", *_shape(shown["dconcat"]))]
+        for h, (head, sub, fig) in enumerate(zip(heads, subs, figs)):
+            width = len(sub.V[0])
+            dO = shown[f"dO@{h}"]
+            inner = _derivation(sub, _head_backward(sub, head, fig, shown, f"@{h}", dO))
+            steps.append(BackwardHead(h, h * width, width, dO, is_exact(dO), inner))
+    shapes += [(name, *_shape(shown[name])) for name in ("dV", "dA", "dZ", "dS", "dQ", "dK")
+               if name in shown]
+    if spec.projection is not None:
+        steps.append(_grad_projections(spec, shown))
+        for name in ("dW_Q", "db_Q", "dW_K", "db_K", "dW_V", "db_V", "dX", "dX_kv"):
+            if name in shown:
+                shapes.append((name, *_shape(shown[name])))
+    steps.append(GradRecap(tuple(shapes)))
+    return tuple(steps)
+
+
+__all__ = ["BackwardHead", "GradOutputProjection", "GradProjected", "GradProjections", "GradQK", "GradRecap",
+           "GradScaling", "GradSoftmax", "GradValues", "Loss", "SoftmaxGradRow", "backward_steps"]

@@ -1,0 +1,362 @@
+"""Every intermediate of the exact model as JSON-ready data, for scripts.
+
+``exact`` holds the text of each closed form; ``value`` holds decimal strings
+correctly rounded to a number of significant digits.
+
+The closed forms of one head are written from the model's structure
+(:class:`_Structure`), not by SymPy's printer, which takes minutes at 64×64:
+scores, scaled, exp and each row's sum of exps are the text SymPy's ``str()``
+gives; a weight or an output refers to its row's sum by the name in
+``exp_sum.name`` (``s_1``, ``s_2``, …), as ``exp(z)/s_1``, so that the sum is
+written once. Other models (heads after W_O, symbols, gradients) are printed by
+SymPy.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from fractions import Fraction
+
+import sympy
+from typing import Any
+
+from symattn.exact import numeric
+from symattn.input.errors import SpecError
+
+from symattn.exact.model import AttentionModel, Model, build
+from symattn.input.spec import Matrix, Spec
+
+MAX_DIGITS = 1000
+MATRICES = ("scores", "scaled", "exp", "weights", "output")
+
+
+class _Printer:
+    """str() of SymPy expressions, each distinct subexpression printed once.
+
+    A row's sum of exps appears in every weight and output of that row; SymPy's
+    printer would order and print it again each time.
+    """
+
+    def __init__(self) -> None:
+        from sympy.printing.str import StrPrinter
+
+        memo: dict = {}
+
+        class Memo(StrPrinter):
+            def _print(self, expr, **kwargs):  # same text as str(expr): printing is context-free
+                if kwargs:
+                    return super()._print(expr, **kwargs)
+                if expr not in memo:
+                    memo[expr] = super()._print(expr)
+                return memo[expr]
+
+        self.printer = Memo()
+
+    def __call__(self, expr: Any) -> str:
+        return self.printer.doprint(expr)
+
+
+class _Structure:
+    """The text of one head's closed forms, from its integers: z_ij = n_ij · c·√m / den.
+
+    A sum lists its terms a·e^z by increasing value, as SymPy's str() orders a sum of numbers
+    (it sorts on their float values; only terms whose floats tie could come out in another
+    order); terms with equal z are collected (2*exp(z)).
+    """
+
+    def __init__(self, model: Model) -> None:
+        import sympy
+
+        self.model = model
+        self.den, self.rows = model.score_integers
+        c, root = model.scale.as_coeff_Mul()  # the scale is c·√m, m square-free (1: rational)
+        self.c = Fraction(int(c.p), int(c.q))
+        self.root = "" if root == 1 else f"sqrt({int(root.base)})" if isinstance(root, sympy.Pow) and \
+            root.exp == sympy.S.Half and root.base.is_Integer else None
+        if self.root is None:
+            raise ValueError(f"the scale {model.scale} is not a rational times a square root")
+        self._exp_text: dict[int, str] = {}
+        self._sums: list[str] | None = None
+
+    def names(self) -> list[str]:
+        return [f"s_{i + 1}" for i in range(len(self.rows))]
+
+    def z(self, n: int) -> str:
+        """The text of z = n · c·√m / den."""
+        r = Fraction(n * self.c.numerator, self.den * self.c.denominator)
+        if not self.root or r == 0:
+            return str(r)
+        p, q = r.numerator, r.denominator
+        head = self.root if p == 1 else "-" + self.root if p == -1 else f"{p}*{self.root}"
+        return head if q == 1 else f"{head}/{q}"
+
+    def exp(self, n: int) -> str:
+        """e^z: 1 at z = 0, E at z = 1."""
+        text = self._exp_text.get(n)
+        if text is None:
+            z = self.z(n)
+            text = self._exp_text[n] = "1" if z == "0" else "E" if z == "1" else f"exp({z})"
+        return text
+
+    def matrix(self, quantity: str) -> list[list[str]]:
+        ok, rows = self.model.may_attend, self.rows
+        if quantity == "scores":
+            return [[str(Fraction(n, self.den)) for n in row] for row in rows]
+        if quantity == "scaled":
+            return [[self.z(n) if ok(i, j) else "-oo" for j, n in enumerate(row)] for i, row in enumerate(rows)]
+        if quantity == "exp":
+            return [[self.exp(n) if ok(i, j) else "0" for j, n in enumerate(row)] for i, row in enumerate(rows)]
+        if quantity == "exp_sum":
+            return [[text] for text in self.sums()]
+        names = self.names()
+        if quantity == "weights":
+            rational = self.model.rationals("weights")
+            return [[str(rational[i][j]) if rational[i][j] is not None else
+                     _over(self.exp(n), names[i]) for j, n in enumerate(row)] for i, row in enumerate(rows)]
+        if quantity == "output":
+            return self._output(names)
+        raise ValueError(f"no structural text for {quantity!r}")
+
+    def _terms(self, i: int) -> list[tuple[int, list[int]]]:
+        # the keys row i may attend to, grouped by score
+        return [(self.rows[i][g[0]], g) for g in self.model._groups[i]]
+
+    def _sorted(self, parts: list[tuple[int, int]], den: int) -> list[tuple[int, int, str]]:
+        """Terms (t/den)·e^z, z from the score integer n, by increasing value (in logarithms: e^z may
+        overflow a float), as (p, q, text of e^z) with p/q = t/den in lowest terms."""
+        factor = float(self.c) * (math.sqrt(int(self.root[5:-1])) if self.root else 1.0) / self.den
+        log = math.log
+
+        def key(part: tuple[int, int]) -> tuple[int, float]:
+            t, n = part
+            size = log(abs(t)) + n * factor
+            return (1, size) if t > 0 else (0, -size)
+        out = []
+        for t, n in sorted(parts, key=key):
+            g = math.gcd(t, den)
+            out.append((t // g, den // g, self.exp(n)))
+        return out
+
+    def _plain(self, parts: list[tuple[int, int]]) -> bool:
+        # SymPy's str() orders a sum by value except around a rational term (e^0 = 1) or E (e^1):
+        # "1 - exp(1/100)"; such a sum (rare: a score of exactly 0 or 1/scale) is printed by SymPy itself
+        return len(parts) < 2 or all(self.exp(n) not in ("1", "E") for _, n in parts)
+
+    def sums(self) -> list[str]:
+        if self._sums is None:
+            self._sums = []
+            for i in range(len(self.rows)):
+                parts = [(len(g), n) for n, g in self._terms(i)]
+                self._sums.append(_join(self._sorted(parts, 1)) if self._plain(parts)
+                                  else str(self.model.exact("exp_sum")[i, 0]))
+        return self._sums
+
+    def _output(self, names: list[str]) -> list[list[str]]:
+        den, columns = self.model._v_integers
+        rational = self.model.rationals("output")
+        out = []
+        for i in range(len(self.rows)):
+            terms = self._terms(i)
+            row = []
+            for k, column in enumerate(columns):
+                if rational[i][k] is not None:
+                    row.append(str(rational[i][k]))
+                    continue
+                parts = [(column[g[0]] if len(g) == 1 else sum(column[j] for j in g), n) for n, g in terms]
+                parts = [(t, n) for t, n in parts if t]
+                if not self._plain(parts):
+                    top = sympy.Add(*[self.model.V[j, k] * self.model.exp[i, j] for _, g in terms for j in g])
+                    row.append(f"({top})/{names[i]}")
+                    continue
+                parts = self._sorted(parts, den)
+                if len(parts) == 1:
+                    row.append(_times(*parts[0], names[i]))
+                else:
+                    row.append(f"({_join(parts)})/{names[i]}")
+            out.append(row)
+        return out
+
+
+def _over(x: str, name: str) -> str:
+    return f"{x}/{name}"
+
+
+def _times(p: int, q: int, x: str, name: str | None = None) -> str:
+    """(p/q)·x / name as SymPy prints a product: 3*exp(z)/(10*s_1), -E/2, 5/2, -1/(3*s_1)."""
+    top = str(abs(p)) if x == "1" else x if abs(p) == 1 else f"{abs(p)}*{x}"
+    sign = "-" if p < 0 else ""
+    if name is None:
+        return f"{sign}{top}" if q == 1 else f"{sign}{top}/{q}"
+    return f"{sign}{top}/{name}" if q == 1 else f"{sign}{top}/({q}*{name})"
+
+
+def _join(parts: list[tuple[int, int, str]]) -> str:
+    """A sum Σ (p/q)·x as SymPy prints it: terms in the order given, negative ones with " - "."""
+    text = []
+    for p, q, x in parts:
+        term = _times(p, q, x)
+        if not text:
+            text.append(term)
+        elif p < 0:
+            text.append(" - " + term[1:])
+        else:
+            text.append(" + " + term)
+    return "".join(text) if text else "0"
+
+
+def _entry(source: Any, quantity: str, digits: int, printer: "_Printer | _Structure | None" = None,
+           exact: bool = True, certify: bool = False) -> dict[str, Any]:
+    if certify:
+        values, bounds = source.certified(quantity, digits)
+    else:
+        values, bounds = source.significant(quantity, digits), None
+    out = {"value": [[_text(v) for v in row] for row in values]}
+    if bounds is not None:
+        out["bounds"] = [[["-inf", "-inf"] if b is None else [_decimal(b[0]), _decimal(b[1])] for b in row]
+                         for row in bounds]
+    if exact and isinstance(printer, _Structure) and quantity not in ("scale", "sqrt_dk"):
+        out = {"exact": printer.matrix(quantity), **out}
+    elif exact:
+        forms = source.exact(quantity) if hasattr(source, "exact") else getattr(source, quantity)
+        show = printer if isinstance(printer, _Printer) else _Printer()
+        out = {"exact": [[show(x) for x in forms.row(i)] for i in range(forms.rows)], **out}
+    return out
+
+
+def _decimal(x: Fraction) -> str:
+    """A terminating rational (a bound: dyadic, or a terminating decimal) as its exact decimal text."""
+    places = numeric.terminating_decimals(x)
+    if places is None:
+        raise ValueError(f"{x} has no finite decimal expansion")
+    return format(numeric.round_half_up(x, places), "f")
+
+
+def _text(value: Any) -> str:
+    return "-inf" if value.is_infinite() else str(value)
+
+
+def _head(model: Model, digits: int, exact: bool = True, certify: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {"d_k": model.d_k}
+    structure = _Structure(model) if exact else None
+    for scalar in ("scale", "sqrt_dk"):
+        entry = _entry(model, scalar, digits, None, exact, certify)
+        out[scalar] = {key: rows[0][0] for key, rows in entry.items()}
+    for quantity in MATRICES:
+        out[quantity] = _entry(model, quantity, digits, structure, exact, certify)
+        if quantity == "exp":
+            column = _entry(model, "exp_sum", digits, structure, exact, certify)
+            out["exp_sum"] = {key: [r[0] for r in rows] for key, rows in column.items()}
+            if structure is not None:  # the names that weights and output use for the row sums
+                out["exp_sum"] = {"exact": out["exp_sum"]["exact"], "name": structure.names(),
+                                  **{k: v for k, v in out["exp_sum"].items() if k != "exact"}}
+    return out
+
+
+def _exact_matrix(m: Matrix) -> dict[str, Any]:
+    return {"exact": [[str(x.value) for x in row] for row in m]}
+
+
+def compute(spec: Spec, model: AttentionModel | None = None, digits: int = 15, exact: bool = True,
+            certify: bool = False) -> dict[str, Any]:
+    """All intermediates, each exact and to ``digits`` significant digits.
+
+    ``exact=False`` leaves out the closed forms: printing them is most of the
+    time for large inputs. ``model``: the spec's exact model, if already built.
+    ``certify`` adds each value's deciding enclosure (``bounds``) and a ``certificate``
+    section that ``symattn verify-certificate`` re-checks on its own (one head).
+    """
+    if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= MAX_DIGITS:
+        raise ValueError(f"digits must be an integer from 1 to {MAX_DIGITS}, got {digits!r}")
+    model = build(spec) if model is None else model
+    if certify:
+        if model.kind != "head":
+            raise SpecError(spec.source, None, "--certify covers one head without symbols or --backward")
+        out = {**_inputs(spec), **_head(model, digits, exact, certify=True)}
+        out["certificate"] = _certificate(spec, model, out, digits)
+        return out
+    return _COMPUTE[model.kind](spec, model, digits, exact)
+
+
+CERTIFIED = ("scale", "sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
+
+
+def _certificate(spec: Spec, model: Model, out: dict[str, Any], digits: int) -> dict[str, Any]:
+    """How the bounds were found, the exact inputs they follow from, and the values known to be rational."""
+    def exact(m: Matrix) -> list[list[str]]:
+        return [[str(x.value) for x in row] for row in m]
+
+    bits = 0
+    for name in CERTIFIED:
+        rows = out[name]["bounds"]
+        for bound in (rows if isinstance(rows[0], list) and isinstance(rows[0][0], list) else
+                      [rows] if isinstance(rows[0], list) else [[rows]]):
+            for lo, _ in bound:
+                if lo != "-inf":
+                    bits = max(bits, Fraction(Decimal(lo)).denominator.bit_length() - 1)  # past int(str)'s limit
+    scale = spec.scale if spec.scale == "sqrt" else "1" if spec.scale == "none" else str(spec.scale.value)
+    rational = {}
+    for name in CERTIFIED:
+        table = [[None if x is None else str(x) for x in row] for row in model.rationals(name)]
+        # shaped as the values are: scalars, a column as a list, matrices
+        rational[name] = table[0][0] if name in ("scale", "sqrt_dk") else \
+            [row[0] for row in table] if name == "exp_sum" else table
+    balls = "python-flint arb balls for exp" if model.numeric_engine == "flint" else "mpmath for exp"
+    return {"method": f"interval arithmetic at a fixed binary point (mpmath intervals for √d_k, {balls}, exact "
+                      "integers for sums and products); rationals exactly",
+            "precision_bits": bits, "digits": digits,
+            "inputs": {"Q": exact(spec.Q), "K": exact(spec.K), "V": exact(spec.V), "scale": scale},
+            "rational": rational}
+
+
+def _inputs(spec: Spec) -> dict[str, Any]:
+    out: dict[str, Any] = {"tokens": list(spec.tokens)}
+    if spec.is_cross:
+        out["key_tokens"] = list(spec.key_tokens)
+    if spec.projection is not None:
+        out.update(Q=_exact_matrix(spec.Q), K=_exact_matrix(spec.K), V=_exact_matrix(spec.V))
+    out["mask"] = [[spec.allowed is None or spec.allowed[i][j] for j in range(len(spec.keys))]
+                   for i in range(len(spec.tokens))]
+    return out
+
+
+def _single(spec: Spec, model: Model, digits: int, exact: bool) -> dict[str, Any]:
+    return {**_inputs(spec), **_head(model, digits, exact)}
+
+
+def _heads(spec: Spec, mh: AttentionModel, digits: int, exact: bool) -> dict[str, Any]:
+    out = _inputs(spec)
+    out["d_model"] = len(spec.Q[0])
+    out["heads"] = [_head(h, digits, exact) for h in mh.heads]
+    out["concat"] = _entry(mh, "concat", digits, exact=exact)
+    out["output"] = _entry(mh, "output", digits, exact=exact)
+    return out
+
+
+def _symbolic(spec: Spec, model: AttentionModel, digits: int, exact: bool) -> dict[str, Any]:
+    """Formulas in the symbols; with a value for each symbol, the numbers too."""
+    from symattn.exact.symbolic import has_all_values, substitute
+    out: dict[str, Any] = {"tokens": list(spec.tokens), "symbols": list(spec.symbols),
+                           "subs": {name: value.text for name, value in spec.subs}}
+    out["formulas"] = {q: [[str(x) for x in getattr(model, q).row(i)] for i in range(getattr(model, q).rows)]
+                       for q in ("scores", "scaled", "exp", "weights", "output")}
+    if has_all_values(spec):
+        out["values"] = compute(substitute(spec), digits=digits)
+    return out
+
+
+def _backward(spec: Spec, model: AttentionModel, digits: int, exact: bool) -> dict[str, Any]:
+    """The forward intermediates, then ``backward``: every gradient (per head, with several)."""
+    out = _COMPUTE[model.forward.kind](spec, model.forward, digits, exact)
+    printer = _Printer()
+    grads: dict[str, Any] = {"loss": model.loss}
+    for name in model.top_quantities:
+        grads[name] = _entry(model, name, digits, printer, exact)
+    if model.head_views:
+        grads["heads"] = [{name: _entry(view, name, digits, printer, exact) for name in view.quantities}
+                          for view in model.head_views]
+    out["backward"] = grads
+    return out
+
+
+_COMPUTE = {"head": _single, "heads": _heads, "symbolic": _symbolic, "backward": _backward}

@@ -1,0 +1,672 @@
+"""The exact attention model: every intermediate as a SymPy closed form.
+
+    S = Q Kᵀ                      exact rationals (DomainMatrix over ZZ with a common denominator)
+    Z = S · scale                 scale = 1/√d_k stays algebraic; masked entries are −∞
+    E = e^Z, sums Σ_k E_ik        exp stays symbolic; e^−∞ = 0
+    A_ij = E_ij / Σ_k E_ik
+    O = A V
+
+"Stable" softmax subtracts each row's maximum first (``shifted``,
+``exp_shifted``, ``exp_shifted_sum``); the weights are the same.
+
+Numbers come from :meth:`Model.rounded` and :meth:`Model.significant`, which
+evaluate every exponential once and round each value correctly
+(see :mod:`symattn.exact.numeric`). The model makes no strings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from functools import cached_property
+from typing import Callable, ClassVar, Protocol, Sequence, runtime_checkable
+
+import sympy
+from sympy import ImmutableMatrix
+from sympy.polys.domains import ZZ
+from sympy.polys.matrices import DomainMatrix
+
+from symattn.exact import engine
+from symattn.exact import numeric
+from symattn.exact import progress
+from symattn.input.errors import EvaluationError, LimitError
+from symattn.input.limits import ABS_Z, PRECISION_BITS, WORK_BITS
+from symattn.exact.numeric import Fixed
+from symattn.input.spec import Matrix, Spec
+
+Rows = tuple[tuple[Decimal, ...], ...]
+Bounds = "tuple[Fraction, Fraction] | None"
+Mask = tuple[tuple[bool, ...], ...]
+
+QUANTITIES = ("scale", "sqrt_dk", "scores", "scaled", "shifted", "exp", "exp_sum", "exp_shifted",
+              "exp_shifted_sum", "weights", "products", "output")
+NEG_INFINITY = Decimal("-Infinity")
+_INFINITE = ("scaled", "shifted")  # quantities that are −∞ where masked
+
+
+def _integers(m: Matrix) -> tuple[DomainMatrix, int]:
+    """The matrix as (integer matrix over ZZ, common denominator)."""
+    den = _lcm_of_denominators([[x.value for x in row] for row in m])
+    rows = [[x.value.numerator * (den // x.value.denominator) for x in row] for row in m]
+    return DomainMatrix(rows, (len(m), len(m[0])), ZZ), den
+
+
+def _rational_matrix(m: DomainMatrix, den: int) -> ImmutableMatrix:
+    return ImmutableMatrix(m.to_Matrix()) / den
+
+
+def _lcm_of_denominators(rows: Sequence[Sequence[Fraction]]) -> int:
+    den = 1
+    for row in rows:
+        for x in row:
+            den = den * x.denominator // math.gcd(den, x.denominator)
+    return den
+
+
+class ClosedForms:
+    """exp, their row sums, weights and output from ``scaled`` and ``V``: shared by
+    the numeric model and the symbolic one."""
+
+    scaled: ImmutableMatrix
+    V: ImmutableMatrix
+
+    @cached_property
+    def exp(self) -> ImmutableMatrix:
+        return self.scaled.applyfunc(sympy.exp)
+
+    @cached_property
+    def exp_sum(self) -> ImmutableMatrix:
+        return _row_sums(self.exp)
+
+    @cached_property
+    def weights(self) -> ImmutableMatrix:
+        e, sums = self.exp, self.exp_sum
+        return ImmutableMatrix(e.rows, e.cols, lambda i, j: e[i, j] / sums[i, 0])
+
+    @cached_property
+    def output(self) -> ImmutableMatrix:
+        # Σ_j V_jk e^{z_ij} over the row sum: one fraction per entry, as a reader writes it
+        e, sums, V = self.exp, self.exp_sum, self.V
+        return ImmutableMatrix(e.rows, V.cols, lambda i, k: sympy.Add(
+            *[V[j, k] * e[i, j] for j in range(e.cols)]) / sums[i, 0])
+
+
+class Rounding:
+    """Correctly rounded numbers of an exact model's quantities.
+
+    Subclasses give ``rationals(quantity)`` (exact values where rational) and
+    ``_enclosures(quantity, bits)`` (rigorous boxes of every entry).
+    """
+
+    def rounded(self, quantity: str, decimals: int | Sequence[int]) -> Rows:
+        """Every entry rounded half-up to ``decimals`` places, each digit correct (−∞ where masked)."""
+        return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide(
+            boxes, exact, decimals, bits + numeric.start_bits(max(_seq(decimals))), quantity, self._headroom_bits))
+
+    def significant(self, quantity: str, digits: int) -> Rows:
+        """Every entry rounded half-up to ``digits`` significant digits."""
+        return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide_significant(
+            boxes, exact, digits, bits + numeric.start_bits(digits), quantity, self._headroom_bits))
+
+    def certified(self, quantity: str, digits: int) -> tuple[Rows, tuple[tuple[Bounds, ...], ...]]:
+        """:meth:`significant`, with the enclosure that decided each value: (lo, hi) holding the exact
+        value, every point of which rounds to the shown digits (None where the value is −∞)."""
+        exact = self.rationals(quantity)
+        cols = len(exact[0])
+        witness: list[Fixed | None] = [None] * (len(exact) * cols)
+        rows = self._numbers(quantity, lambda boxes, ex, bits: numeric.decide_significant(
+            boxes, ex, digits, bits + numeric.start_bits(digits), quantity, self._headroom_bits, witness))
+        start = numeric.start_bits(digits)
+        bounds = []
+        for p, value in enumerate(x for row in rows for x in row):
+            known, box = exact[p // cols][p % cols], witness[p]
+            if value.is_infinite():
+                bounds.append(None)
+            elif box is None:  # rational: decided exactly
+                bounds.append(numeric.rational_bounds(known if known is not None else Fraction(0), digits, start))
+            else:
+                bounds.append((Fraction(box.lo, 1 << box.bits), Fraction(box.hi, 1 << box.bits)))
+        return rows, tuple(tuple(bounds[i * cols:(i + 1) * cols]) for i in range(len(exact)))
+
+    def _magnitude_bits(self, quantity: str) -> int:
+        return 0
+
+    _headroom_bits = 0  # extra precision that very large or very small values may need
+
+    def _is_infinite(self, quantity: str, row: int, col: int) -> bool:
+        return False
+
+    def _may_be_infinite(self, quantity: str) -> bool:
+        # False when no entry of the quantity is −∞: the check per entry is skipped
+        return True
+
+    def _numbers(self, quantity: str, method: Callable) -> Rows:
+        progress.step(quantity)
+        exact = self.rationals(quantity)
+        cols = len(exact[0])
+        # −∞ entries (masked scores) have nothing to evaluate: a placeholder, then −∞
+        infinite = [self._is_infinite(quantity, p // cols, p % cols) for p in range(len(exact) * cols)] \
+            if self._may_be_infinite(quantity) else [False] * (len(exact) * cols)
+        flat_exact = [Fraction(0) if inf else x for inf, x in zip(infinite, (x for row in exact for x in row))]
+        flat = method(lambda bits: self._enclosures(quantity, bits), flat_exact, self._magnitude_bits(quantity))
+        flat = [NEG_INFINITY if inf else x for inf, x in zip(infinite, flat)]
+        return tuple(tuple(flat[i * cols:(i + 1) * cols]) for i in range(len(exact)))
+
+
+def _row_sums(e: ImmutableMatrix) -> ImmutableMatrix:
+    return ImmutableMatrix([[sympy.Add(*e.row(i))] for i in range(e.rows)])
+
+
+@runtime_checkable
+class AttentionModel(Protocol):
+    """What every model kind offers (one head, several heads, symbols, the backward pass).
+
+    The derivation, ``compute`` and the checker dispatch on ``kind`` through a
+    table, as SymPy's printers dispatch on the class: no caller tests types.
+    """
+
+    kind: ClassVar[str]  # "head", "heads", "symbolic" or "backward"
+
+    def exact(self, quantity: str) -> ImmutableMatrix:
+        """The closed forms of one quantity."""
+
+
+def build(spec: Spec) -> AttentionModel:
+    """The exact model a spec asks for: symbols, several heads (or W_O), or one head; with
+    ``[backward]``, the backward pass over it."""
+    if spec.is_symbolic:
+        from symattn.exact.symbolic import build_symbolic, has_all_values
+        if spec.backward is not None and not has_all_values(spec):
+            # gradients are derived with numbers: the formulas stop at the forward pass
+            from symattn.input.errors import SpecError
+            raise SpecError(spec.source, "backward", "the backward pass of a spec with symbols needs a value for "
+                                                     "every symbol ([subs] or --subs)")
+        model: AttentionModel = build_symbolic(spec)
+    elif spec.heads > 1 or spec.W_O is not None:
+        from symattn.exact.multihead import build_multihead
+        model = build_multihead(spec)
+    else:
+        model = build_model(spec)
+    if spec.backward is not None and not spec.is_symbolic:
+        from symattn.exact.backward import build_backward
+        return build_backward(spec, model)
+    return model
+
+
+class ForwardPass:
+    """The forward kinds' part of the interface: each is its own forward model, and has no gradients
+    (a backward model's ``forward`` is the model it differentiates)."""
+
+    @property
+    def forward(self) -> "ForwardPass":
+        return self
+
+    @property
+    def backward(self) -> None:
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class Model(ClosedForms, Rounding, ForwardPass):
+    """Exact Q, K, V and everything computed from them. Build with :func:`build_model`.
+
+    Each matrix is held as integers over ZZ and a common denominator (Q = q / dq);
+    integer products are many times faster than products over QQ. The SymPy
+    matrices (``Q``, ``scores``, ``weights``, …) are built on first use.
+    """
+
+    q: DomainMatrix
+    k: DomainMatrix
+    v: DomainMatrix
+    s: DomainMatrix  # S = Q Kᵀ = s / (dq dk)
+    dq: int
+    dk: int
+    dv: int
+    d_k: int
+    scale: sympy.Expr  # Z = S * scale
+    allowed: Mask | None = None  # True where a query may attend to a key; None: everywhere
+    kind: ClassVar[str] = "head"
+
+    @property
+    def n_queries(self) -> int:
+        return self.q.shape[0]
+
+    @property
+    def n_keys(self) -> int:
+        return self.k.shape[0]
+
+    def may_attend(self, i: int, j: int) -> bool:
+        return self.allowed is None or self.allowed[i][j]
+
+    # --- closed forms ----------------------------------------------------
+
+    @cached_property
+    def Q(self) -> ImmutableMatrix:
+        return _rational_matrix(self.q, self.dq)
+
+    @cached_property
+    def K(self) -> ImmutableMatrix:
+        return _rational_matrix(self.k, self.dk)
+
+    @cached_property
+    def V(self) -> ImmutableMatrix:
+        return _rational_matrix(self.v, self.dv)
+
+    @cached_property
+    def scores(self) -> ImmutableMatrix:
+        return _rational_matrix(self.s, self.dq * self.dk)
+
+    @cached_property
+    def sqrt_dk(self) -> sympy.Expr:
+        return sympy.sqrt(self.d_k)
+
+    @cached_property
+    def scaled(self) -> ImmutableMatrix:
+        S = self.scores
+        return ImmutableMatrix(S.rows, S.cols, lambda i, j: S[i, j] * self.scale if self.may_attend(i, j)
+                               else sympy.S.NegativeInfinity)
+
+    @cached_property
+    def row_max(self) -> tuple[int, ...]:
+        """For each row, the key with the largest score that may be attended to."""
+        scores = self.score_integers[1]
+        return tuple(max((j for j in range(self.n_keys) if self.may_attend(i, j)), key=lambda j: row[j])
+                     for i, row in enumerate(scores))
+
+    @cached_property
+    def shifted(self) -> ImmutableMatrix:
+        S = self.scores
+        return ImmutableMatrix(S.rows, S.cols, lambda i, j: (S[i, j] - S[i, self.row_max[i]]) * self.scale
+                               if self.may_attend(i, j) else sympy.S.NegativeInfinity)
+
+    @cached_property
+    def exp_shifted(self) -> ImmutableMatrix:
+        return self.shifted.applyfunc(sympy.exp)
+
+    @cached_property
+    def exp_shifted_sum(self) -> ImmutableMatrix:
+        return _row_sums(self.exp_shifted)
+
+    @cached_property
+    def products(self) -> ImmutableMatrix:
+        """Row i*n_keys + j holds A_ij · V_j: the terms of output row i."""
+        A, V = self.weights, self.V
+        return ImmutableMatrix(A.rows * A.cols, V.cols, lambda r, k: A[r // A.cols, r % A.cols] * V[r % A.cols, k])
+
+    def exact(self, quantity: str) -> ImmutableMatrix:
+        """The closed forms of one quantity as a matrix (1×1 for scalars)."""
+        if quantity not in QUANTITIES:
+            raise ValueError(f"unknown quantity {quantity!r}; expected one of {', '.join(QUANTITIES)}")
+        if quantity in ("scale", "sqrt_dk"):
+            return ImmutableMatrix([[getattr(self, quantity)]])
+        return getattr(self, quantity)
+
+    # --- numbers ---------------------------------------------------------
+
+    def compare(self, quantity: str, row: int, col: int, r: Fraction) -> int:
+        """The sign of (entry - r): -1, 0 or 1, decided exactly."""
+        exact = self.rationals(quantity)[row][col]
+        if exact is not None:
+            return (exact > r) - (exact < r)
+        cols = len(self.rationals(quantity)[0])
+        bits = numeric.start_bits(0, self._magnitude_bits(quantity)) + max(0, -numeric.log10_floor(r) * 4 if r else 0)
+        while bits <= PRECISION_BITS + self._headroom_bits:
+            box = self._enclosures(quantity, bits)[row * cols + col]
+            scaled = r * (1 << box.bits)
+            if box.hi < scaled:
+                return -1
+            if box.lo > scaled:
+                return 1
+            bits *= 2
+        raise EvaluationError(f"cannot compare {quantity} entry with {r}: it may be equal")
+
+    def _is_infinite(self, quantity: str, row: int, col: int) -> bool:
+        return quantity in _INFINITE and not self.may_attend(row, col)
+
+    def _may_be_infinite(self, quantity: str) -> bool:
+        return quantity in _INFINITE and self.allowed is not None
+
+    def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
+        """The exact rational value of each entry, or None where it is irrational (or −∞).
+
+        Decided from the structure, without building closed forms: by
+        Lindemann–Weierstrass, e^z (z algebraic) is rational only at z = 0, and a
+        softmax weight only when every score its query may attend to is equal.
+        """
+        table = self._rational_tables.get(quantity)
+        if table is None:
+            table = self._rational_tables[quantity] = self._rationals(quantity)
+        return table
+
+    @cached_property
+    def _rational_tables(self) -> dict[str, tuple[tuple[Fraction | None, ...], ...]]:
+        return {}
+
+    def _rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
+        n, m = self.n_queries, self.n_keys
+        ok = self.may_attend
+        if quantity in ("scale", "sqrt_dk"):
+            return ((numeric.as_fraction(getattr(self, quantity)),),)
+        den, scores = self.score_integers
+        if quantity in ("scores", "scaled", "shifted"):
+            # from the integers, not the closed forms: z = n·scale/den is rational iff the scale is, or n = 0
+            c = Fraction(1) if quantity == "scores" else numeric.as_fraction(self.scale)
+            top = [row[self.row_max[i]] if quantity == "shifted" else 0 for i, row in enumerate(scores)]
+            return tuple(tuple(None if quantity != "scores" and not ok(i, j) else Fraction((x - top[i]) * c.numerator, den * c.denominator)
+                               if c is not None else Fraction(0) if x == top[i] else None
+                               for j, x in enumerate(row)) for i, row in enumerate(scores))
+        top = [row[self.row_max[i]] for i, row in enumerate(scores)]
+        if quantity == "exp":
+            return tuple(tuple((Fraction(1) if x == 0 else None) if ok(i, j) else Fraction(0)
+                               for j, x in enumerate(row)) for i, row in enumerate(scores))
+        if quantity == "exp_shifted":
+            return tuple(tuple((Fraction(1) if x == top[i] else None) if ok(i, j) else Fraction(0)
+                               for j, x in enumerate(row)) for i, row in enumerate(scores))
+        if quantity in ("exp_sum", "exp_shifted_sum"):
+            target = (lambda i: 0) if quantity == "exp_sum" else (lambda i: top[i])
+            return tuple((Fraction(self._allowed_count(i)) if all(x == target(i) for j, x in enumerate(row) if ok(i, j))
+                          else None,) for i, row in enumerate(scores))
+        weights = tuple(tuple(Fraction(0) if not ok(i, j) else (Fraction(1, self._allowed_count(i))
+                                                                  if self._row_is_flat(i) else None)
+                              for j in range(m)) for i in range(n))
+        if quantity == "weights":
+            return weights
+        if quantity == "products":
+            return tuple(tuple(self._product(weights[i][j], v) for v in self.v_rows[j])
+                         for i in range(n) for j in range(m))
+        if quantity == "output":
+            return tuple(tuple(self._rational_output(i, k) for k in range(self.v.shape[1])) for i in range(n))
+        raise ValueError(f"unknown quantity {quantity!r}; expected one of {', '.join(QUANTITIES)}")
+
+    def _allowed_count(self, i: int) -> int:
+        return self.n_keys if self.allowed is None else sum(self.allowed[i])
+
+    @cached_property
+    def v_rows(self) -> list[list[Fraction]]:
+        return [[Fraction(int(x), self.dv) for x in row] for row in self.v.to_list()]
+
+    @cached_property
+    def _v_integers(self) -> tuple[int, list[list[int]]]:
+        """V = columns / den with integer columns."""
+        rows = self.v.to_list()
+        return self.dv, [[int(row[k]) for row in rows] for k in range(self.v.shape[1])]
+
+    @cached_property
+    def score_integers(self) -> tuple[int, list[list[int]]]:
+        """S = rows / den with integer rows (fast to hash, compare and multiply)."""
+        return self.dq * self.dk, [[int(x) for x in row] for row in self.s.to_list()]
+
+    @cached_property
+    def _groups(self) -> list[list[list[int]]]:
+        # the keys each row may attend to, grouped by equal score
+        out = []
+        for i, row in enumerate(self.score_integers[1]):
+            groups: dict[int, list[int]] = {}
+            for j, x in enumerate(row):
+                if self.may_attend(i, j):
+                    groups.setdefault(x, []).append(j)
+            out.append(list(groups.values()))
+        return out
+
+    @cached_property
+    def _all_distinct(self) -> list[bool]:
+        return [all(len(group) == 1 for group in groups) for groups in self._groups]
+
+    @cached_property
+    def _constant_columns(self) -> list[Fraction | None]:
+        den, columns = self._v_integers
+        return [Fraction(col[0], den) if len(set(col)) == 1 else None for col in columns]
+
+    def _row_is_flat(self, i: int) -> bool:
+        return len(self._groups[i]) == 1
+
+    @staticmethod
+    def _product(weight: Fraction | None, v: Fraction) -> Fraction | None:
+        if v == 0:
+            return Fraction(0)
+        return None if weight is None else weight * v
+
+    def _rational_output(self, i: int, k: int) -> Fraction | None:
+        # By Lindemann–Weierstrass, Σ_j V_jk e^{z_j} / Σ_j e^{z_j} (z algebraic) is
+        # rational iff the mean of V over each group of equal z is the same.
+        den, columns = self._v_integers
+        column = columns[k]
+        groups = self._groups[i]
+        if self._all_distinct[i]:  # rational iff V is constant over the keys this row may attend to
+            if self.allowed is None:
+                return self._constant_columns[k]
+            values = {column[group[0]] for group in groups}
+            return Fraction(values.pop(), den) if len(values) == 1 else None
+        first, count = sum(column[j] for j in groups[0]), len(groups[0])
+        for group in groups[1:]:  # usually the second group already differs
+            if sum(column[j] for j in group) * count != first * len(group):
+                return None
+        return Fraction(first, count * den)
+
+    def _magnitude_bits(self, quantity: str) -> int:
+        return self._exp_bits if quantity in ("exp", "exp_sum") else 0
+
+    @cached_property
+    def _exp_bits(self) -> int:
+        # bits above the point that e^z may need: z * log2(e) < 1.5 z
+        den, rows = self.score_integers
+        top = Fraction(max(max(row) for row in rows), den) * _upper(self.scale)
+        return max(0, int(top * 3 // 2) + 8)
+
+    @cached_property
+    def largest_z(self) -> tuple[Fraction, int, int]:
+        """An upper bound of max |z| over the entries that may be attended to, and where it is."""
+        den, rows = self.score_integers
+        top, i, j = max((abs(x), i, j) for i, row in enumerate(rows) for j, x in enumerate(row)
+                        if self.may_attend(i, j))
+        return Fraction(top, den) * _upper(self.scale), i, j
+
+    @cached_property
+    def _headroom_bits(self) -> int:
+        # e^z needs 1.5 |z| bits above the point; a weight e^(z_j − max) as many below it
+        return int(3 * self.largest_z[0]) + 64
+
+    def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
+        bits = -(-bits // 32) * 32  # coarse steps, so quantities share one evaluation
+        if bits not in self._boxes:
+            self._boxes[bits] = _Boxes(self, bits)
+        return getattr(self._boxes[bits], quantity)()
+
+    @cached_property
+    def _boxes(self) -> dict[int, "_Boxes"]:
+        return {}
+
+    @cached_property
+    def numeric_engine(self) -> str:
+        """The numeric engine of this model's enclosures, chosen when it is first needed."""
+        return engine.name()
+
+    def _exp_arguments(self, shifted: bool) -> list[list[int | None]]:
+        """The integers n with z = n · scale / den (minus the row maximum when ``shifted``); None where masked."""
+        rows = self.score_integers[1]
+        return [[x - (row[self.row_max[i]] if shifted else 0) if self.may_attend(i, j) else None
+                 for j, x in enumerate(row)] for i, row in enumerate(rows)]
+
+    def _z_fixed(self, c: Fixed, shifted: bool) -> list[list[Fixed | None]]:
+        """z (or z minus its row maximum) at 2**-c.bits, from ``c`` enclosing the scale: exact
+        integer products. None where masked."""
+        den = self.score_integers[0]
+        out = []
+        for row in self._exp_arguments(shifted):
+            boxes: list[Fixed | None] = []
+            for n in row:
+                if n is None:
+                    boxes.append(None)
+                    continue
+                lo, hi = (n * c.lo, n * c.hi) if n >= 0 else (n * c.hi, n * c.lo)
+                boxes.append(Fixed(lo // den, -(-hi // den), c.bits))
+            out.append(boxes)
+        return out
+
+
+def _upper(x: sympy.Expr) -> Fraction:
+    # a rational upper bound of a positive constant
+    box = Fixed.from_interval(numeric.enclose(x, 64), 32)
+    return Fraction(box.hi, 1 << 32)
+
+
+def _seq(x: int | Sequence[int]) -> Sequence[int]:
+    return [x] if isinstance(x, int) else x
+
+
+class _Boxes:
+    """Enclosures of every quantity at one working precision, each exp computed once."""
+
+    def __init__(self, model: Model, bits: int):
+        self.model = model
+        self.bits = bits
+        self.prec = bits + 32 + model._exp_bits
+
+    def _scalar(self, x: sympy.Expr) -> list[Fixed]:
+        return [Fixed.from_interval(numeric.enclose(x, self.prec), self.bits)]
+
+    def scale(self) -> list[Fixed]:
+        return self._scalar(self.model.scale)
+
+    def sqrt_dk(self) -> list[Fixed]:
+        return self._scalar(self.model.sqrt_dk)
+
+    def scores(self) -> list[Fixed]:
+        den, rows = self.model.score_integers
+        return [Fixed.exact(Fraction(x, den), self.bits) for row in rows for x in row]
+
+    def _flat(self, rows: list[list[Fixed | None]]) -> list[Fixed]:
+        zero = Fixed(0, 0, self.bits)
+        return [zero if b is None else Fixed(b.lo >> (b.bits - self.bits), -(-b.hi >> (b.bits - self.bits)), self.bits)
+                for row in rows for b in row]
+
+    @cached_property
+    def _scale(self) -> Fixed:
+        # the scale once per precision, shared by z and every exp
+        return Fixed.from_interval(numeric.enclose(self.model.scale, self.prec + 8), self.prec)
+
+    @cached_property
+    def _z(self) -> list[list[Fixed | None]]:
+        return self.model._z_fixed(self._scale, shifted=False)
+
+    @cached_property
+    def _z_shifted(self) -> list[list[Fixed | None]]:
+        return self.model._z_fixed(self._scale, shifted=True)
+
+    def scaled(self) -> list[Fixed]:
+        return self._flat(self._z)
+
+    def shifted(self) -> list[Fixed]:
+        return self._flat(self._z_shifted)
+
+    def _exps(self, shifted: bool) -> list[list[Fixed]]:
+        return engine.exps(self.model._exp_arguments(shifted), self.model.score_integers[0], self._scale,
+                           self.prec, self.bits, self.model.numeric_engine)
+
+    @cached_property
+    def _exp(self) -> list[list[Fixed]]:
+        return self._exps(shifted=False)
+
+    @cached_property
+    def _exp_shifted(self) -> list[list[Fixed]]:
+        return self._exps(shifted=True)
+
+    def exp(self) -> list[Fixed]:
+        return [b for row in self._exp for b in row]
+
+    def exp_shifted(self) -> list[Fixed]:
+        return [b for row in self._exp_shifted for b in row]
+
+    def _sums(self, rows: list[list[Fixed]]) -> list[Fixed]:
+        return [Fixed(sum(b.lo for b in row), sum(b.hi for b in row), self.bits) for row in rows]
+
+    def exp_sum(self) -> list[Fixed]:
+        return self._sums(self._exp)
+
+    def exp_shifted_sum(self) -> list[Fixed]:
+        return self._sums(self._exp_shifted)
+
+    @cached_property
+    def _weights(self) -> list[list[Fixed]]:
+        # from the exps of z minus the row maximum: none overflows or vanishes,
+        # and the quotient is the same
+        bits = self.bits
+        rows = []
+        for row in self._exp_shifted:
+            lo_sum = sum(b.lo for b in row)
+            hi_sum = sum(b.hi for b in row)
+            rows.append([Fixed((lo << bits) // hi_sum, -((-(hi << bits)) // lo_sum), bits) for lo, hi, _ in row])
+        return rows
+
+    def weights(self) -> list[Fixed]:
+        return [b for row in self._weights for b in row]
+
+    def products(self) -> list[Fixed]:
+        out = []
+        for row in self._weights:
+            for b, values in zip(row, self.model.v_rows):
+                for v in values:
+                    ends = sorted((b.lo * v, b.hi * v))
+                    out.append(Fixed(ends[0].numerator // ends[0].denominator,
+                                     -((-ends[1].numerator) // ends[1].denominator), self.bits))
+        return out
+
+    @cached_property
+    def _output(self) -> list[list[Fixed]]:
+        den, cols = self.model._v_integers
+        return engine.weighted_sums(self._weights, cols, den, self.bits, self.model.numeric_engine)
+
+    def output(self) -> list[Fixed]:
+        return [b for row in self._output for b in row]
+
+
+def scale_of(spec: Spec) -> sympy.Expr:
+    """The exact factor Z = S · scale."""
+    if spec.scale == "sqrt":
+        return 1 / sympy.sqrt(spec.d_k)
+    if spec.scale == "none":
+        return sympy.Integer(1)
+    return sympy.Rational(spec.scale.value.numerator, spec.scale.value.denominator)
+
+
+def build_model(spec: Spec) -> Model:
+    """The exact model of a validated single-head spec."""
+    if spec.heads > 1:
+        raise ValueError("a multi-head spec has one model per head: use build_heads")
+    (q, dq), (k, dk), (v, dv) = (_integers(m) for m in (spec.Q, spec.K, spec.V))
+    model = Model(q=q, k=k, v=v, s=q * k.transpose(), dq=dq, dk=dk, dv=dv, d_k=spec.d_k, scale=scale_of(spec),
+                  allowed=spec.allowed)
+    _check_work(model, spec.source)
+    return model
+
+
+def _check_work(model: Model, source: str) -> None:
+    """Refuse scores whose exponentials no one could print or store, before any is evaluated."""
+    z, i, j = model.largest_z
+    if z > ABS_Z:
+        digits = z * Fraction(4343, 10000)  # log10(e) < 0.4343
+        raise LimitError(source, "scaled", f"|z| = |S·scale| is about {_approximately(z)}, more than {ABS_Z} "
+                                           f"(the limit): e^z would have about {_approximately(digits)} digits",
+                         (i + 1, j + 1))
+    work = model.n_queries * model.n_keys * model._headroom_bits
+    if work > WORK_BITS:
+        raise LimitError(source, "scaled", f"{model.n_queries}×{model.n_keys} scores with |z| up to "
+                                           f"{_approximately(z)} need {work // 8 // 2**20} MiB of exact digits; "
+                                           f"the limit is {WORK_BITS // 8 // 2**20} MiB", (i + 1, j + 1))
+
+
+def _approximately(x: Fraction) -> str:
+    # an integer for a message, without str() of a huge int
+    n = int(x)
+    if n.bit_length() < 60:
+        return str(n)
+    return f"10^{int(n.bit_length() * 0.30103)}"
+
+
+def build_heads(spec: Spec) -> tuple[Model, ...]:
+    """One model per head (a single one without heads)."""
+    if spec.heads == 1:
+        return (build_model(spec),)
+    return tuple(build_model(spec.head(h)) for h in range(spec.heads))

@@ -1,0 +1,366 @@
+"""Which number each step shows, in the two rounding modes.
+
+``exact``: every number is the exact value, rounded half-up for display.
+``hand``:  every number is computed from the numbers shown before it, as a
+           reader with a calculator does: z = shown score / 1.414, then e^z
+           of the shown z, the sum of the shown exps, and so on.
+
+Sums and products of shown numbers that terminate are shown exactly, padded
+to the same decimals across one matrix; everything else is rounded to its
+quantity's decimals.
+
+Notation: ``fixed`` shows every number with its quantity's decimals;
+``scientific`` shows every nonzero number as m × 10^k with one more significant
+digit than decimals (3 decimals: 5.120 × 10^30); ``auto`` does so only where
+|x| ≥ 10^6 or 0 < |x| < 10^-4, and keeps fixed decimals elsewhere. Either way
+the digits are the correct rounding of the exact value (or, by hand, of the
+shown numbers before it), never a re-rounding of fixed digits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from decimal import Decimal
+from fractions import Fraction
+from functools import cache
+from typing import Callable, Sequence
+
+import sympy
+
+from symattn.exact import numeric
+from symattn.input.errors import LimitError, SpecError
+from symattn.input.limits import FIXED_DIGITS
+from symattn.exact.model import Model
+from symattn.input.spec import Decimals, Spec
+
+
+_LARGE = Fraction(10**6)
+_SMALL = Fraction(1, 10**4)
+
+
+@dataclass(frozen=True)
+class Num:
+    """A number as shown: its digits, whether they are the whole value, and whether it is m × 10^k."""
+
+    value: Decimal
+    exact: bool
+    scientific: bool = False
+
+    @property
+    def is_negative(self) -> bool:
+        return self.value.is_signed() and self.value != 0
+
+    @property
+    def is_infinite(self) -> bool:
+        return self.value.is_infinite()
+
+    @property
+    def fraction(self) -> Fraction:
+        return Fraction(self.value)
+
+
+NEG_INFINITY = Num(Decimal("-Infinity"), True)  # a masked score
+
+
+NumRow = tuple[Num, ...]
+NumRows = tuple[NumRow, ...]
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Every number the derivation shows."""
+
+    sqrt_dk: Num
+    scores: NumRows
+    unmasked: NumRows  # S · scale before the mask
+    scaled: NumRows  # −∞ where masked
+    row_max: NumRow | None  # stable softmax: the maximum subtracted from each row
+    softmax_input: NumRows  # what goes into e^z: z, or z minus the row maximum
+    exp: NumRows  # e^ of softmax_input
+    exp_sum: NumRow
+    weights: NumRows
+    percent: NumRows
+    percent_whole: NumRows  # "about 40%" in the recap
+    products: tuple[NumRows, ...]  # [i][j] = weight_ij × V_j, the terms of output row i
+    output: NumRows
+
+
+def is_exact(rows: Sequence[Sequence[Num]]) -> bool:
+    return all(x.exact for row in rows for x in row)
+
+
+def is_extreme(value: Fraction, shift: int = 0) -> bool:
+    """Whether ``auto`` shows value · 10^shift as m × 10^k: nonzero and |·| ≥ 10^6 or < 10^-4."""
+    x = abs(value) * Fraction(10) ** shift
+    return x != 0 and (x >= _LARGE or x < _SMALL)
+
+
+def _wants_scientific(value: Fraction, notation: str, shift: int = 0) -> bool:
+    return value != 0 and (notation == "scientific" or (notation == "auto" and is_extreme(value, shift)))
+
+
+def _exact_or_rounded(values: Sequence[Sequence[Fraction]], decimals: int, notation: str = "fixed") -> NumRows:
+    # terminating everywhere: exact, padded to one width; otherwise all rounded
+    places = [numeric.terminating_decimals(v) for row in values for v in row]
+    if all(p is not None for p in places):
+        width = max(places)
+        return tuple(tuple(Num(_exact_digits(v), True, True) if _wants_scientific(v, notation) else
+                           Num(numeric.round_half_up(v, width), True) for v in row) for row in values)
+    return _rounded(values, decimals, notation)
+
+
+def _exact_digits(value: Fraction) -> Decimal:
+    """A terminating value as a Decimal with no trailing zeros (m × 10^k shows every digit, no more)."""
+    sign, digits, exponent = numeric.round_half_up(value, numeric.terminating_decimals(value)).as_tuple()
+    while len(digits) > 1 and digits[-1] == 0:
+        digits, exponent = digits[:-1], exponent + 1
+    return Decimal((sign, digits, exponent))
+
+
+def _rounded(values: Sequence[Sequence[Fraction]], decimals: int, notation: str = "fixed", shift: int = 0,
+             digits: int | None = None) -> NumRows:
+    return tuple(tuple(_shown(v, decimals, notation, shift, digits) for v in row) for row in values)
+
+
+def _in_notation(fixed: Num, exact: Fraction | None, significant: Callable[[], Decimal], notation: str,
+                 shift: int = 0) -> Num:
+    """The fixed form of a value, or m × 10^k where the notation asks for it.
+
+    Whether it is extreme is decided on the exact value where known, else on its
+    significant digits, which ``significant()`` decides (only when they may be needed).
+    """
+    if notation == "fixed" or fixed.is_infinite:
+        return fixed
+    if exact is not None:
+        if not _wants_scientific(exact, notation, shift):
+            return fixed
+    elif not (notation == "scientific" or fixed.value == 0 or is_extreme(fixed.fraction, shift)):
+        return fixed
+    d = significant()
+    if not _wants_scientific(Fraction(d), notation, shift):
+        return fixed
+    return Num(d, exact is not None and Fraction(d) == exact, True)
+
+
+def _shown(value: Fraction, decimals: int, notation: str, shift: int = 0, digits: int | None = None) -> Num:
+    """An exact rational as shown: fixed decimals, or significant digits in scientific notation."""
+    return _in_notation(_num(numeric.round_half_up(value, decimals), value), value,
+                        lambda: numeric.significant_exact(value, digits or decimals + 1), notation, shift)
+
+
+def _num(shown: Decimal, value: Fraction | None) -> Num:
+    if shown.is_infinite():
+        return NEG_INFINITY
+    if value is not None and value.denominator == 1:
+        return Num(Decimal(value.numerator), True)  # √4 = 2, not 2.000: decimals are for rounded values
+    return Num(shown, value is not None and Fraction(shown) == value)
+
+
+def _from_model(model: Model, quantity: str, decimals: int, notation: str = "fixed", shift: int = 0,
+                digits: int | None = None) -> NumRows:
+    """The model's values as shown; ``shift``: they are displayed × 10^shift (percent: 2)."""
+    shown = model.rounded(quantity, decimals)
+    exact = model.rationals(quantity)
+    significant = cache(lambda: model.significant(quantity, digits or decimals + 1))  # decided at most once
+    return tuple(tuple(_in_notation(_num(d, e), e, lambda i=i, j=j: significant()[i][j], notation, shift)
+                       for j, (d, e) in enumerate(zip(row, exact_row)))
+                 for i, (row, exact_row) in enumerate(zip(shown, exact)))
+
+
+def _percent(weights: NumRows, shift: int = 2) -> NumRows:
+    return tuple(tuple(Num(w.value.scaleb(shift), w.exact, w.scientific) for w in row) for row in weights)
+
+
+def _fractions(rows: NumRows) -> list[list[Fraction]]:
+    return [[x.fraction for x in row] for row in rows]
+
+
+def _scores(model: Model, decimals: Decimals, notation: str) -> NumRows:
+    den, rows = model.score_integers
+    return _exact_or_rounded([[Fraction(x, den) for x in row] for row in rows], decimals.scores, notation)
+
+
+def exact_figures(model: Model, decimals: Decimals, stable: bool = False, notation: str = "auto") -> Figures:
+    """Each number is the exact value, rounded for display."""
+    n, m = model.n_queries, model.n_keys
+
+    def shown(quantity: str, places: int, model: Model = model) -> NumRows:
+        return _from_model(model, quantity, places, notation)
+
+    weights = shown("weights", decimals.weights)
+    products = shown("products", decimals.output)
+    scaled = shown("scaled", decimals.scaled)
+    unmasked = scaled if model.allowed is None else shown("scaled", decimals.scaled, replace(model, allowed=None))
+    suffix = "_shifted" if stable else ""
+    return Figures(
+        sqrt_dk=shown("sqrt_dk", decimals.sqrt_dk)[0][0],
+        scores=_scores(model, decimals, notation),
+        unmasked=unmasked,
+        scaled=scaled,
+        row_max=tuple(scaled[i][j] for i, j in enumerate(model.row_max)) if stable else None,
+        softmax_input=shown("shifted", decimals.scaled) if stable else scaled,
+        exp=shown("exp" + suffix, decimals.exp),
+        exp_sum=tuple(row[0] for row in shown(f"exp{suffix}_sum", decimals.exp)),
+        weights=weights,
+        percent=_percent(_from_model(model, "weights", decimals.percent + 2, notation, 2, decimals.percent + 1)),
+        percent_whole=_percent(_from_model(model, "weights", 2)),
+        products=tuple(products[i * m:(i + 1) * m] for i in range(n)),
+        output=shown("output", decimals.output),
+    )
+
+
+def _exp_of(x: Num, decimals: int, notation: str) -> Num:
+    if x.is_infinite:
+        return Num(Decimal(0), True)  # e^−∞ = 0
+    value = x.fraction
+    if value == 0:
+        return Num(Decimal(1), True)  # e^0 = 1
+    power = sympy.exp(sympy.Rational(value.numerator, value.denominator))
+    return _in_notation(_num(numeric.round_expr(power, decimals), None), None,
+                        lambda: numeric.round_expr(power, decimals + 1, significant=True), notation)
+
+
+def hand_figures(model: Model, spec: Spec) -> Figures:
+    """Each number is computed from the shown numbers before it."""
+    decimals = spec.decimals
+    notation = spec.notation
+    sqrt_dk = _from_model(model, "sqrt_dk", decimals.sqrt_dk, notation)[0][0]
+    scores = _scores(model, decimals, notation)
+    if spec.scale == "sqrt":
+        z = [[s.fraction / sqrt_dk.fraction for s in row] for row in scores]
+    elif spec.scale == "none":
+        z = _fractions(scores)
+    else:
+        z = [[s.fraction * spec.scale.value for s in row] for row in scores]
+    unmasked = _rounded(z, decimals.scaled, notation) if spec.scale != "none" else scores
+    scaled = tuple(tuple(x if model.may_attend(i, j) else NEG_INFINITY for j, x in enumerate(row))
+                   for i, row in enumerate(unmasked))
+    row_max = None
+    softmax_input = scaled
+    if spec.softmax == "stable":
+        row_max = tuple(row[j] for row, j in zip(scaled, model.row_max))
+        softmax_input = tuple(
+            _exact_or_rounded([[x.fraction - top.fraction for x in row if not x.is_infinite]], decimals.scaled,
+                              notation)[0]
+            for row, top in zip(scaled, row_max))
+        softmax_input = tuple(_reinsert(row, shifted) for row, shifted in zip(scaled, softmax_input))
+    exp = tuple(tuple(_exp_of(x, decimals.exp, notation) for x in row) for row in softmax_input)
+    exp_sum = _exact_or_rounded([[sum((e.fraction for e in row), Fraction(0))] for row in exp], decimals.exp,
+                                notation)
+    for i, total in enumerate(exp_sum):
+        if total[0].fraction == 0:
+            raise SpecError(spec.source, "rounding", f"by hand, every e^z of row {i + 1} ({spec.tokens[i]}) shows "
+                            f"as 0 at {decimals.exp} decimals, so its weights would be 0/0; use softmax = "
+                            "\"stable\", or more decimals for exp")
+    weights = _rounded([[e.fraction / total[0].fraction for e in row] for row, total in zip(exp, exp_sum)],
+                       decimals.weights, notation)
+    V = model.v_rows
+    products = tuple(_exact_or_rounded([[w.fraction * v for v in V[j]] for j, w in enumerate(row)], decimals.output,
+                                       notation) for row in weights)
+    output = _exact_or_rounded([[sum((w.fraction * V[j][k] for j, w in enumerate(row)), Fraction(0))
+                                 for k in range(len(V[0]))] for row in weights], decimals.output, notation)
+    return Figures(
+        sqrt_dk=sqrt_dk, scores=scores, unmasked=unmasked, scaled=scaled, row_max=row_max,
+        softmax_input=softmax_input, exp=exp, exp_sum=tuple(r[0] for r in exp_sum),
+        weights=weights,
+        percent=_exact_or_rounded([[w.fraction * 100 for w in row] for row in weights], decimals.percent, notation),
+        percent_whole=_rounded([[w.fraction * 100 for w in row] for row in weights], 0),
+        products=products, output=output,
+    )
+
+
+def _reinsert(row: NumRow, finite: NumRow) -> NumRow:
+    # put shifted values back where the row is not masked
+    values = iter(finite)
+    return tuple(x if x.is_infinite else next(values) for x in row)
+
+
+def figures(model: Model, spec: Spec) -> Figures:
+    fig = hand_figures(model, spec) if spec.rounding == "hand" else \
+        exact_figures(model, spec.decimals, stable=spec.softmax == "stable", notation=spec.notation)
+    _check_fixed(fig, spec.source)
+    return fig
+
+
+def _check_fixed(fig: Figures, source: str) -> None:
+    """Refuse numbers too long to print in fixed notation (e^9900 has 4300 digits)."""
+    for f in fields(fig):
+        rows = getattr(fig, f.name)
+        rows = () if rows is None else (rows,) if isinstance(rows, Num) else rows
+        for i, row in enumerate(rows, 1):
+            for j, x in enumerate((row,) if isinstance(row, Num) else row, 1):
+                for k, y in enumerate((x,) if isinstance(x, Num) else x, 1):
+                    if not y.scientific and y.value.is_finite() and y.value != 0 and \
+                            y.value.adjusted() >= FIXED_DIGITS:
+                        raise LimitError(source, f.name, f"a number with {y.value.adjusted() + 1} digits before "
+                                         f"the point; documents show at most {FIXED_DIGITS} (compute gives "
+                                         "significant digits, or notation = \"auto\")", (i, j) if isinstance(x, Num) else (i, j, k))
+
+
+# --- the backward pass ------------------------------------------------------------
+
+class _Hand:
+    """Rational arithmetic on shown numbers; the scale as shown (÷ 1.414 for 1/√2)."""
+
+    zero = Fraction(0)
+
+    def __init__(self, spec: Spec, sqrt_dk: Num):
+        self.spec, self.sqrt_dk = spec, sqrt_dk
+
+    @staticmethod
+    def const(x: Fraction) -> Fraction:
+        return x
+
+    def scale(self, x: Fraction) -> Fraction:
+        if self.spec.scale == "sqrt":
+            return x / self.sqrt_dk.fraction
+        if self.spec.scale == "none":
+            return x
+        return x * self.spec.scale.value
+
+
+def gradient_figures(model, spec: Spec, weights: Sequence[NumRows], shown_output: NumRows | None = None,
+                     shown_concat: NumRows | None = None, sqrt_dk: Num | None = None) -> dict[str, NumRows]:
+    """Every gradient as shown, by name (``name@h`` per head): the exact values rounded, or (hand)
+    each step from the shown numbers of the step before (the weights, O and the concatenation as shown)."""
+    decimals, notation = spec.decimals.gradients, spec.notation
+    names = list(model._rationals)
+    if spec.rounding != "hand":
+        shown = {name: _from_model(model, name, decimals, notation) for name in names}
+        for name in names:  # exactly, the Jacobian times dA is dZ
+            if name.startswith("dZ"):
+                shown["jacobian_dA" + name[2:]] = shown[name]
+        return shown
+    from symattn.exact.backward import _gradients, _jacobian
+    alg = _Hand(spec, sqrt_dk)
+    shown: dict[str, NumRows] = {}
+    forward = {"O": shown_output, "concat": shown_concat}
+
+    def hook(name: str, values):
+        if name in forward:
+            return _fractions(forward[name])
+        shown[name] = _exact_or_rounded(values, decimals, notation)
+        return _fractions(shown[name])
+
+    A = [_fractions(w) for w in weights]
+    _gradients(alg, model.inputs, A, hook)
+    for h, a in enumerate(A):
+        suffix = f"@{h}" if model.is_split else ""
+        shown["jacobian" + suffix] = J = _exact_or_rounded(_jacobian(alg, a), decimals, notation)
+        m = len(a[0])
+        dA = shown["dA" + suffix]
+        # the Jacobian times dA, from the shown Jacobian (the compact form uses the shown mean instead)
+        shown["jacobian_dA" + suffix] = _exact_or_rounded(
+            [[sum((J[i * m + j][k].fraction * dA[i][j].fraction for j in range(m)), Fraction(0)) for k in range(m)]
+             for i in range(len(a))], decimals, notation)
+    first = 0
+    for h, a in enumerate(A if model.is_split else ()):  # each head's dO is its slice of the shown one
+        width = len(model.inputs.V[h][0])
+        source = shown["dconcat"] if "dconcat" in shown else shown["dO"]
+        shown[f"dO@{h}"] = tuple(row[first:first + width] for row in source)
+        first += width
+    for name in names:  # the concatenated dQ, dK, dV of several heads are the heads' shown numbers side by side
+        if name not in shown:
+            parts = [shown[f"{name}@{h}"] for h in range(len(weights))]
+            shown[name] = tuple(sum((p[i] for p in parts), ()) for i in range(len(parts[0])))
+    return shown

@@ -1,0 +1,89 @@
+"""Errors symattn raises on bad input.
+
+Every error names where the problem is: the file (or ``<dict>`` for Python
+input), the key, and the 1-based position inside a matrix. The CLI prints
+``symattn: <message>`` and exits 2 for these and only these.
+"""
+
+from __future__ import annotations
+
+import errno
+
+
+EXIT_INPUT = 2  # bad input, a limit, an output path refused
+EXIT_IO = 74  # writing failed: disk full, I/O error (sysexits' EX_IOERR)
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+EXIT_BROKEN_PIPE = 141  # the reader went away (128 + SIGPIPE)
+
+
+class SymattnError(Exception):
+    """Base class of every error caused by user input."""
+
+    exit_code = EXIT_INPUT
+
+
+def shown(text: object) -> str:
+    """User text for a one-line message: controls, separators and format characters escaped.
+
+    Printable text (Chinese labels included) stays as it is; any other
+    character is written as ``repr`` writes it (``\\n``, ``\\u2028``, ``\\x85``),
+    so a message is always one line and never sends a control sequence to the
+    terminal.
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def _where(source: str, key: str | None, position: tuple[int, ...]) -> str:
+    parts = [shown(source)]
+    if key:
+        parts.append(shown(key) + "".join(f"[{p}]" for p in position))
+    return ": ".join(parts)
+
+
+class SpecError(SymattnError, ValueError):
+    """A spec or claims file is malformed: bad key, shape, number or label."""
+
+    def __init__(self, source: str, key: str | None, problem: str, position: tuple[int, ...] = ()):
+        self.source = source
+        self.key = key
+        self.position = position
+        self.problem = problem
+        super().__init__(f"{_where(source, key, position)}: {problem}")
+
+
+class ShapeError(SpecError):
+    """Two matrices do not fit together."""
+
+
+class EvaluationError(SymattnError, ArithmeticError):
+    """A value could not be rounded reliably (e.g. a tie hidden in a closed form)."""
+
+
+class RenderError(SymattnError, ValueError):
+    """A derivation cannot be rendered as asked (unknown format, language or template)."""
+
+
+class LimitError(SpecError):
+    """An input is larger, or its work longer, than a limit of :mod:`symattn.input.limits` allows."""
+
+
+class OutputError(SymattnError, OSError):
+    """The output path cannot be written, or writing it failed."""
+
+    def __init__(self, path: str, problem: str, error_number: int | None = None):
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{shown(path) if path else repr(path)}: {problem}")
+        if error_number in _IO_ERRNOS:
+            self.exit_code = EXIT_IO
+
+    @classmethod
+    def from_os(cls, path: str, exc: OSError) -> "OutputError":
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        return cls(path, f"cannot write: {reason[0].lower()}{reason[1:]}", exc.errno)
+
+
+_IO_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT}

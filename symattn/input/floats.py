@@ -1,0 +1,179 @@
+"""Float results read exactly: a ``.npy`` file (NumPy's format, also what ``numpy.save(t.numpy())``
+writes for a torch tensor) or a JSON array, each entry as the exact rational it stands for.
+
+A binary float is a dyadic rational, so ``Fraction(x)`` is exact; a JSON number is
+read from its decimal text with a strict grammar, never through ``float()``. NaN and
+infinities stay as they are (``None`` with a note of which): a kernel that returns
+them has an error the report must show, not a crash.
+
+The ``.npy`` header is a Python dict literal; it is matched against a fixed grammar,
+never evaluated.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from symattn.input import limits
+from symattn.input.errors import LimitError, SpecError
+
+# precision p (significand bits, with the hidden one) and the smallest normal exponent of each format
+FORMATS = {"float16": (11, -14), "bfloat16": (8, -126), "float32": (24, -126), "float64": (53, -1022)}
+_NPY_TYPES = {"f2": ("float16", "e", 2), "f4": ("float32", "f", 4), "f8": ("float64", "d", 8)}
+_MAGIC = b"\x93NUMPY"
+_HEADER = re.compile(
+    r"\{\s*'descr'\s*:\s*'(?P<descr>[<>|=]f[248])'\s*,\s*'fortran_order'\s*:\s*(?P<fortran>True|False)\s*,"
+    r"\s*'shape'\s*:\s*\((?P<shape>[0-9,\s]*)\)\s*,?\s*\}\s*")
+_DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]{1,4})?")
+
+
+@dataclass(frozen=True)
+class FloatResult:
+    """A matrix of floats: each entry exact (a Fraction) or None where it is not finite."""
+
+    source: str
+    format: str  # a key of FORMATS: the format the entries are measured in
+    rows: tuple[tuple[Fraction | None, ...], ...]
+    not_finite: tuple[tuple[tuple[int, int], str], ...]  # ((row, col) 0-based, "nan" | "inf" | "-inf")
+
+
+def read_result(path: str | Path, fmt: str | None = None) -> FloatResult:
+    """A float matrix from ``.npy`` (its own dtype; ``fmt`` must agree) or ``.json`` (``fmt``, default float64)."""
+    source = str(path)
+    if fmt is not None and fmt not in FORMATS:
+        raise SpecError(source, None, f"unknown float format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    data = _read_bytes(path)
+    if source.lower().endswith(".npy") or data.startswith(_MAGIC):
+        return _npy(source, data, fmt)
+    return _json(source, data, fmt or "float64")
+
+
+def _read_bytes(path: str | Path) -> bytes:
+    source = str(path)
+    try:
+        p = Path(path)
+        if p.exists() and not p.is_file():
+            raise SpecError(source, None, "not a regular file")
+        with p.open("rb") as f:
+            data = f.read(limits.RESULT_BYTES + 1)
+    except OSError as exc:
+        raise SpecError(source, None, f"cannot read file: {exc.strerror or exc}") from None
+    if len(data) > limits.RESULT_BYTES:
+        raise LimitError(source, None, f"larger than {limits.RESULT_BYTES // 2**20} MiB")
+    return data
+
+
+def _npy(source: str, data: bytes, fmt: str | None) -> FloatResult:
+    if not data.startswith(_MAGIC) or len(data) < 10:
+        raise SpecError(source, None, "not a .npy file (no \\x93NUMPY magic)")
+    major = data[6]
+    if major == 1:
+        size, start = struct.unpack("<H", data[8:10])[0], 10
+    elif major in (2, 3) and len(data) >= 12:
+        size, start = struct.unpack("<I", data[8:12])[0], 12
+    else:
+        raise SpecError(source, None, f"unsupported .npy version {major}")
+    header = data[start:start + size].decode("latin-1")
+    match = _HEADER.fullmatch(header)
+    if match is None:
+        raise SpecError(source, "descr", "expected a float16, float32 or float64 array (header "
+                                         f"{header.strip()[:80]!r})")
+    descr = match["descr"]
+    name, code, width = _NPY_TYPES[descr[1:]]
+    if fmt is not None and fmt != name:
+        raise SpecError(source, "descr", f"the file holds {name}, not {fmt}")
+    parts = [p.strip() for p in match["shape"].split(",") if p.strip()]
+    shape = [int(p) for p in parts]
+    while len(shape) > 2 and shape[0] == 1:  # (1, n, d) and (1, 1, n, d): a batch of one, one head
+        shape.pop(0)
+    if len(shape) == 1:
+        shape = [1, shape[0]]
+    if len(shape) != 2 or 0 in shape:
+        raise SpecError(source, "shape", f"expected a matrix (rows, columns), got shape ({', '.join(parts)})")
+    rows, cols = shape
+    if rows > limits.TOKENS or cols > limits.DIMS:
+        raise LimitError(source, "shape", f"{rows}×{cols}; at most {limits.TOKENS}×{limits.DIMS}")
+    body = data[start + size:]
+    if len(body) != rows * cols * width:
+        raise SpecError(source, "shape", f"{len(body)} bytes of data for {rows}×{cols} {name} "
+                                         f"({rows * cols * width} expected)")
+    order = ">" if descr[0] == ">" else "<"
+    flat = struct.unpack(f"{order}{rows * cols}{code}", body)
+    if match["fortran"] == "True":
+        flat = tuple(flat[j * rows + i] for i in range(rows) for j in range(cols))
+    return _result(source, name, [list(flat[i * cols:(i + 1) * cols]) for i in range(rows)])
+
+
+def _result(source: str, name: str, rows: list[list[object]]) -> FloatResult:
+    out, bad = [], []
+    for i, row in enumerate(rows):
+        values: list[Fraction | None] = []
+        for j, x in enumerate(row):
+            if isinstance(x, float):
+                if x != x or x in (float("inf"), float("-inf")):
+                    bad.append(((i, j), "nan" if x != x else ("inf" if x > 0 else "-inf")))
+                    values.append(None)
+                else:
+                    values.append(Fraction(x))  # exact: a binary float is a dyadic rational
+            else:
+                values.append(x)  # type: ignore[arg-type]
+        out.append(tuple(values))
+    return FloatResult(source, name, tuple(out), tuple(bad))
+
+
+def _json(source: str, data: bytes, fmt: str) -> FloatResult:
+    try:
+        raw = json.loads(data.decode("utf-8"), parse_float=str, parse_int=str,
+                         parse_constant=lambda name: {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}[name])
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpecError(source, None, f"invalid JSON: {exc}") from None
+    if isinstance(raw, list) and raw and not isinstance(raw[0], list):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw or not all(isinstance(r, list) and r for r in raw):
+        raise SpecError(source, None, "expected a JSON array of rows of numbers")
+    if len(raw) > limits.TOKENS or max(len(r) for r in raw) > limits.DIMS:
+        raise LimitError(source, None, f"at most {limits.TOKENS}×{limits.DIMS} entries")
+    if len({len(r) for r in raw}) != 1:
+        raise SpecError(source, None, "rows of different lengths")
+    rows: list[list[object]] = []
+    bad = []
+    for i, row in enumerate(raw):
+        values: list[object] = []
+        for j, x in enumerate(row):
+            if x in ("nan", "inf", "-inf"):
+                bad.append(((i, j), x))
+                values.append(None)
+            elif isinstance(x, str) and _DECIMAL.fullmatch(x):
+                values.append(_decimal(x))
+            else:
+                raise SpecError(source, "result", f"not a number: {x!r}", (i + 1, j + 1))
+        rows.append(values)
+    return FloatResult(source, fmt, tuple(tuple(r) for r in rows), tuple(bad))  # type: ignore[misc]
+
+
+def _decimal(text: str) -> Fraction:
+    mantissa, _, exponent = text.lower().partition("e")
+    whole, _, digits = mantissa.partition(".")
+    value = Fraction(int(whole + digits), 10 ** len(digits))
+    e = int(exponent) if exponent else 0
+    return value * Fraction(10) ** e
+
+
+def ulp(value: Fraction, fmt: str) -> Fraction:
+    """The unit in the last place of ``value`` in a binary format (subnormals included; ulp(0) is the smallest)."""
+    precision, emin = FORMATS[fmt]
+    x = abs(value)
+    if x == 0:
+        return Fraction(2) ** (emin - precision + 1)
+    e = x.numerator.bit_length() - x.denominator.bit_length()  # floor(log2 x) is e or e - 1
+    if Fraction(2) ** e > x:
+        e -= 1
+    return Fraction(2) ** (max(e, emin) - precision + 1)
+
+
+__all__ = ["FORMATS", "FloatResult", "read_result", "ulp"]

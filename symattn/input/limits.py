@@ -1,0 +1,117 @@
+"""Every limit on input size and on expensive work, in one place.
+
+Tiny input must never take gigabytes or minutes, so each size and each costly
+step is bounded here, and every limit that is hit says which one it was. The
+README's "Limits" table lists the same names and numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from symattn.input.errors import LimitError
+
+# --- reading input ----------------------------------------------------------
+FILE_BYTES = 4 * 1024 * 1024  # a spec or claims file; checked before it is read
+RESULT_BYTES = 64 * 1024 * 1024  # a float result (.npy or JSON) that `compare` reads
+NESTING = 32  # lists and tables inside one another in TOML or JSON
+
+# --- sizes ------------------------------------------------------------------
+TOKENS = 1024  # rows of Q, K, V or X, for compute and check
+DIMS = 1024  # columns of any input matrix
+DOCUMENT_TOKENS = 128  # rows (queries or keys) a rendered document may show
+DOCUMENT_DIMS = 512  # columns a rendered document may show
+HEADS = 16
+LABEL = 40  # characters of a token label
+TITLE = 200  # characters of a title
+CLAIMS = 100_000  # claimed numbers in one claims file
+STUDENTS = 1000  # students of one exercise (count or roster)
+RETURNS = 5000  # answers files one grade run reads (several returns per student are allowed)
+
+# --- numbers ----------------------------------------------------------------
+NUMBER_LENGTH = 64  # characters of one literal number
+NUMBER_EXPONENT = 50  # |e| in 1.5e-3
+CLAIM_EXPONENT = 5000  # |e| in a claimed 1.444e-2850 (values reach 10^±4343)
+DECIMALS = 50  # digits after the point for any quantity
+DIGITS = 1000  # significant digits of compute
+ABS_Z = 10_000  # |S · scale| before the softmax; e^10000 has 4343 digits
+FIXED_DIGITS = 40  # digits before the point of a number shown in fixed notation
+WORK_BITS = 1 << 28  # bits of all the exps of one model together (queries · keys · bits of e^|z|)
+PRECISION_BITS = 1 << 14  # working precision for deciding one rounding, beyond a value's magnitude
+# characters of one number in a certificate: a bound has up to PRECISION_BITS + 3·ABS_Z + 64 digits
+# after the point (its binary point) and 4344 before it (e^ABS_Z); checked before the text is converted
+BOUND_LENGTH = 64_000
+
+# --- formulas with symbols ---------------------------------------------------
+FORMULA_LENGTH = 200  # characters of one formula
+FORMULA_DEPTH = 40  # parentheses inside one another
+FORMULA_POWER = 16  # |n| in x^n
+FORMULA_BITS = 4096  # bits of an exact number that a formula makes (16^16^16 is refused)
+FORMULA_TERMS = 1000  # terms of an entry, or of a score, once multiplied out
+SYMBOLIC_SIZE = 16  # rows and columns of a matrix that holds formulas
+
+# --- the backward pass: deciding which gradients are exactly rational ---------------
+# Past these an entry is shown with ≈ (its digits are still correct); they bound the work, not the answer.
+EXPANDED_TERMS = 20_000  # terms of one expanded denominator before exactness is left undecided
+PRODUCT_WORK = 200_000  # term products of one multiplication while deciding exactness
+EXACTNESS_WORK = 3_000_000  # term products of the whole exactness run; past it, entries left are undecided
+COMBINE_WORK = 20_000  # term products of bringing one entry's fractions over one denominator
+
+# --- symattn serve ---------------------------------------------------------------
+BODY_BYTES = 256 * 1024  # one request body
+REQUEST_SECONDS = 10.0  # one request's computation; symattn serve --max-seconds changes it
+WORKERS = 2  # worker processes: the work of two requests at once
+WAITING = 256  # requests queued for a worker before the server answers 503
+GRACE_SECONDS = 2.0  # past the limit, a worker that has not stopped itself is killed
+
+# --- time -----------------------------------------------------------------------
+SECONDS = 60  # wall clock for one command; --max-seconds raises it
+MAX_SECONDS = 86_400  # the most --max-seconds takes
+
+
+def expanded_terms(terms: int, power: int) -> int:
+    """How many monomials (x_1 + … + x_terms)^power can have: C(terms + power − 1, power)."""
+    return math.comb(terms + power - 1, power)
+
+
+@contextmanager
+def deadline(seconds: float | None, what: str) -> Iterator[None]:
+    """Stop the work inside with a :class:`LimitError` once ``seconds`` have passed.
+
+    Uses SIGALRM, so it acts only in the main thread of a Unix process (the
+    CLI); elsewhere it is a no-op and the size limits still hold.
+    """
+    usable = (seconds is not None and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise LimitError(what, None, f"took longer than {seconds:g} s (the time limit; raise it with --max-seconds)")
+
+    hook = sys.unraisablehook
+
+    def quiet(unraisable: Any) -> None:
+        # raised where Python cannot pass it on (a finalizer): not a bug to report; the timer asks again
+        if not isinstance(unraisable.exc_value, LimitError):
+            hook(unraisable)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    sys.unraisablehook = quiet
+    # repeating: an exception lost in a finalizer is raised again 50 ms later, where it stops the work
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        sys.unraisablehook = hook
+
+# --- exports ------------------------------------------------------------------
+LATEX_SECONDS = 120  # wall clock of one latexmk run for --format pdf (on top of --max-seconds)

@@ -1,0 +1,186 @@
+"""Write a finished text to ``-o PATH`` without harming what is there.
+
+What the path holds decides how it is written, as careful Unix tools do:
+
+- a new path or a regular file: a temporary file in the same folder, fsync,
+  then rename over it. A new file gets ``0666 & ~umask``; an existing one keeps
+  its mode and, where the process may set it, its owner;
+- a symlink: the file it points to is written (the link stays);
+- a file with several hard links: written in place, so every link sees it;
+- a device, FIFO or socket: opened and written, never renamed over;
+- a folder, a read-only file, an empty name: refused with one line.
+
+The text is encoded in full before anything is opened, so a failure in the
+document never leaves a half-written file. Bytes (a PDF) are written as they are.
+
+A folder of files (a class, feedback) is written by :func:`write_files`, which
+never follows a link: nothing it writes lands outside the folder.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from symattn.input.errors import OutputError, shown
+
+
+def write_output(path: str, text: str | bytes) -> None:
+    """Write ``text`` (UTF-8), or bytes as they are, to ``path``; raise :class:`OutputError` on any problem."""
+    if not path:
+        raise OutputError(path, "empty file name")
+    data = bytes(text) if isinstance(text, (bytes, bytearray, memoryview)) else text.encode("utf-8")
+    target = _resolve(path)
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise OutputError.from_os(path, exc) from None
+    try:
+        if info is None:
+            _replace(target, data, None)
+        elif stat.S_ISDIR(info.st_mode):
+            raise OutputError(path, "is a folder; give a file name")
+        elif not stat.S_ISREG(info.st_mode):
+            _write_special(target, data, info)
+        else:
+            if not (info.st_mode & 0o222) or not os.access(target, os.W_OK):
+                raise OutputError(path, f"the file is read-only (mode {stat.S_IMODE(info.st_mode):04o}); "
+                                        "refusing to replace it")
+            if info.st_nlink > 1:
+                _write_in_place(target, data)
+            else:
+                _replace(target, data, info)
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise OutputError.from_os(path, exc) from None
+
+
+def _resolve(path: str) -> str:
+    """Follow symlinks to the file that is to be written."""
+    try:
+        return os.path.realpath(path, strict=True)
+    except FileNotFoundError:
+        return os.path.realpath(path)  # a new file, or a link to one not yet made
+    except OSError as exc:  # a loop of links
+        raise OutputError.from_os(path, exc) from None
+
+
+def _replace(target: str, data: bytes, info: os.stat_result | None) -> None:
+    folder = os.path.dirname(target) or "."
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, f"the folder {shown(folder)} does not exist")
+    tmp = _temporary(folder, os.path.basename(target))
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            _write_all(fd, data)
+            if info is not None:
+                os.fchmod(fd, stat.S_IMODE(info.st_mode))
+                try:
+                    os.fchown(fd, info.st_uid, info.st_gid)
+                except PermissionError:
+                    pass  # only root may give a file away; the mode is kept all the same
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _temporary(folder: str, name: str) -> str:
+    # a fresh name next to the target; O_EXCL makes a clash an error, never a clobber
+    return os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+
+
+def _write_in_place(target: str, data: bytes) -> None:
+    fd = os.open(target, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0))
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_special(target: str, data: bytes, info: os.stat_result) -> None:
+    if stat.S_ISSOCK(info.st_mode):
+        raise OSError(errno.ENXIO, "is a socket")
+    flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+    if stat.S_ISFIFO(info.st_mode):
+        flags |= os.O_NONBLOCK  # no reader: fail at once (ENXIO) instead of waiting forever
+    try:
+        fd = os.open(target, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO and stat.S_ISFIFO(info.st_mode):
+            raise OSError(errno.ENXIO, "the FIFO has no reader") from None
+        raise
+    try:
+        os.set_blocking(fd, True)
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def check_folder(folder: str, force: bool, holds: str, what: str) -> None:
+    """Refuse a folder to write ``what`` into that is not a folder, or, unless ``force``, that already holds
+    files (they may be ``holds``, which writing would lose)."""
+    _check_is_folder(folder)
+    try:
+        busy = os.path.isdir(folder) and any(os.scandir(folder))
+    except OSError as exc:
+        raise OutputError.from_os(folder, exc) from None
+    if busy and not force:
+        raise OutputError(folder, f"the folder is not empty (it may hold {holds}); write {what} to a new folder, "
+                                  "or give --force to write over it")
+
+
+def write_files(folder: str, files: list[tuple[str, str | bytes]] | tuple[tuple[str, str | bytes], ...]) -> None:
+    """Write each (path inside ``folder``, '/'-separated; content), making the folders it needs.
+
+    Nothing lands outside the folder: a path that is not a plain name inside it, or that passes through a
+    symlink or onto anything but a regular file, is refused before the first file is written.
+    """
+    _check_is_folder(folder)
+    targets = []
+    for relative, data in files:
+        parts = relative.split("/")
+        if any(p in ("", ".", "..") or "\0" in p for p in parts):
+            raise OutputError(relative, "not a plain file name inside the folder " + shown(folder))
+        path = folder
+        for i, part in enumerate(parts):
+            path = os.path.join(path, part)
+            last = i == len(parts) - 1
+            if os.path.islink(path):
+                raise OutputError(path, "is a link; refusing to write through it")
+            if os.path.lexists(path) and not (os.path.isfile(path) if last else os.path.isdir(path)):
+                raise OutputError(path, "not a regular file; refusing to write over it" if last else "not a folder")
+        targets.append((path, data))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise OutputError.from_os(folder, exc) from None
+    for path, data in targets:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError as exc:
+            raise OutputError.from_os(os.path.dirname(path), exc) from None
+        write_output(path, data)
+
+
+def _check_is_folder(folder: str) -> None:
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        raise OutputError(folder, "not a folder; give a new or empty folder")

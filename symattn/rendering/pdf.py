@@ -1,0 +1,164 @@
+"""Compile a standalone LaTeX document to PDF with latexmk.
+
+The document is what ``render(..., "latex", standalone=True)`` (or
+``render_report``) writes; TeX Live does the typesetting. The run is kept
+small and safe: a private temporary folder that TeX may not read or write
+outside of, no shell escape, lualatex ``--safer``, no rc files, a time limit
+(:data:`symattn.input.limits.LATEX_SECONDS`), and fixed dates
+(``SOURCE_DATE_EPOCH=0``), so the same document gives the same bytes.
+
+Every failure is one line: a missing program names the Debian packages to
+install; a TeX error quotes the log's first ``!`` line and keeps the log.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+
+from symattn.input.choices import ENGINES
+from symattn.input.errors import RenderError
+
+
+# latexmk's switches for each engine; lualatex without Lua's os, io.popen and sockets
+_SWITCH = {"xelatex": ["-xelatex"], "pdflatex": ["-pdf"],
+           "lualatex": ["-lualatex", "-e", "$lualatex=q/lualatex --safer --nosocket %O %S/"]}
+
+# Defence in depth behind the title grammar: kpathsea lets TeX open files only in its own folder
+# (no absolute paths, no parent folders, no dot files), for reading and writing, and no shell escape
+_SANDBOX = {"openin_any": "p", "openout_any": "p", "shell_escape": "f"}
+
+# Debian packages that provide each engine (with what our documents use)
+_PACKAGES = {
+    "xelatex": ["texlive-xetex"],
+    "pdflatex": ["texlive-latex-base", "texlive-fonts-recommended", "lmodern"],
+    "lualatex": ["texlive-luatex"],
+}
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a CJK character (anything from U+2E80 on)."""
+    return any(ord(ch) >= 0x2E80 for ch in text)
+
+
+def choose_engine(tex: str, lang: str | None = None, engine: str | None = None) -> str:
+    """The TeX engine for a document: ``engine`` if given, else xelatex for CJK or Chinese, else pdflatex."""
+    if engine is not None:
+        if engine not in ENGINES:
+            raise RenderError(f"unknown TeX engine {engine!r}; expected one of {', '.join(ENGINES)}")
+        return engine
+    return "xelatex" if lang == "zh" or has_cjk(tex) else "pdflatex"
+
+
+def install_hint(engine: str, cjk: bool) -> str:
+    """The one-line message for a missing latexmk or engine."""
+    packages = ["latexmk", *_PACKAGES[engine]]
+    if cjk:
+        packages.append("texlive-lang-chinese")
+    packages.append("texlive-latex-recommended")
+    return (f"latexmk and {engine} are needed for PDF output; "
+            f"install them with: apt-get install {' '.join(packages)}")
+
+
+def latex_to_pdf(tex: str, *, engine: str | None = None, lang: str | None = None,
+                 seconds: float | None = None) -> bytes:
+    """The PDF of a standalone LaTeX document, as bytes.
+
+    ``engine`` is ``xelatex``, ``pdflatex`` or ``lualatex``; by default xelatex
+    when the document holds CJK text or ``lang`` is ``"zh"``, else pdflatex.
+    Raises :class:`RenderError` (one line) when latexmk or the engine is
+    missing, when TeX stops with an error (the log is kept, and its path is
+    in the message), or when the run takes longer than ``seconds``
+    (default :data:`symattn.input.limits.LATEX_SECONDS`).
+    """
+    from symattn.input.limits import LATEX_SECONDS
+    engine = choose_engine(tex, lang, engine)
+    seconds = LATEX_SECONDS if seconds is None else seconds
+    latexmk, program = shutil.which("latexmk"), shutil.which(engine)
+    if latexmk is None or program is None:
+        raise RenderError(install_hint(engine, has_cjk(tex) or lang == "zh"))
+    folder = tempfile.mkdtemp(prefix="symattn-pdf-")
+    try:
+        with open(os.path.join(folder, "document.tex"), "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(tex)
+        command = [latexmk, "-norc", *_SWITCH[engine], "-no-shell-escape", "-interaction=nonstopmode",
+                   "-halt-on-error", "-quiet", "document.tex"]
+        env = dict(os.environ, SOURCE_DATE_EPOCH="0", FORCE_SOURCE_DATE="1", TEXMFOUTPUT=folder, **_SANDBOX)
+        code, output = _run(command, folder, env, seconds, engine)
+        pdf = os.path.join(folder, "document.pdf")
+        if code != 0 or not os.path.isfile(pdf):
+            raise RenderError(_failure(folder, engine, output))
+        with open(pdf, "rb") as fh:
+            return fh.read()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run(command: list[str], folder: str, env: dict[str, str], seconds: float, engine: str) -> tuple[int, str]:
+    """Run latexmk in its own process group; end the whole group on a timeout, an interrupt or :func:`end_tex`."""
+    process = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    _RUNNING.append(process)
+    try:
+        output, _ = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        _end(process)
+        raise TexTimeLimit(f"{engine} took longer than {seconds:g} s (the time limit of a TeX run)") from None
+    except BaseException:  # Ctrl-C, SIGTERM, or the command's own deadline: leave no TeX behind
+        _end(process)
+        raise
+    finally:
+        _RUNNING.remove(process)
+    return process.returncode, output.decode("utf-8", "replace")
+
+
+def _end(process: subprocess.Popen) -> None:
+    """Kill the run's whole process group (latexmk and the engine it started), then reap latexmk."""
+    _kill_group(process)
+    process.wait()
+
+
+class TexTimeLimit(RenderError):
+    """A TeX run went past its time limit (and was killed)."""
+
+
+# the TeX runs of this process now: one, unless a caller runs several in threads
+_RUNNING: list[subprocess.Popen] = []
+
+
+def end_tex() -> None:
+    """Kill every TeX run of this process, without waiting: for a SIGTERM handler, before the process ends."""
+    for process in list(_RUNNING):
+        _kill_group(process)
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    # only while latexmk is unreaped: then its pid, which names the group, cannot have been reused
+    if process.returncode is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _failure(folder: str, engine: str, output: str) -> str:
+    """The one-line message of a failed run; the log is copied where it survives the folder."""
+    log_path = os.path.join(folder, "document.log")
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as fh:
+            log = fh.read()
+    except OSError:
+        log = ""
+    first = next((line.strip() for line in log.splitlines() if line.startswith("!")), None)
+    if first is None:
+        lines = [line.strip() for line in output.splitlines() if line.strip()]
+        first = lines[-1] if lines else "latexmk failed without a message"
+    if not log:
+        return f"{engine} failed: {first}"
+    fd, kept = tempfile.mkstemp(prefix="symattn-", suffix=".log")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(log)
+    return f"{engine} failed: {first} (the log is kept at {kept})"

@@ -1,0 +1,384 @@
+"""Render a derivation (or a check report) to Markdown or LaTeX with Jinja2.
+
+Templates are ``<kind>.<format>.j2``, one per step kind and format, with the
+LaTeX-safe delimiters of nbconvert: ``((* block *))``, ``((( value )))``,
+``((= comment =))``. Prose comes from ``lang/<lang>.toml``; the math layout is
+shared by both languages. Templates do no math: every number arrives rounded.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+import unicodedata
+import tomllib
+from decimal import Decimal
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import jinja2
+
+from symattn.input.errors import RenderError
+from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, split_math
+from symattn.input.formula import Formula, symbol
+from symattn.rendering.layout import shrink_wide_displays, chain, fits, relation_lines, side_by_side, sum_lines, table_fits
+from symattn.input.numeral import Numeral
+from symattn.exact.rounding import Num
+
+FORMATS = ("markdown", "latex")
+REPORT_FORMATS = ("text", "markdown", "latex")
+
+_HERE = Path(__file__).resolve().parents[1]  # the package
+# An installed wheel carries the templates inside the package; a checkout keeps
+# them at the top level.
+TEMPLATE_PATHS = (_HERE / "templates", _HERE.parent / "templates")
+
+
+def _search_paths() -> list[Path]:
+    return [p for p in TEMPLATE_PATHS if p.is_dir()]
+
+
+class _Loader(jinja2.ChoiceLoader):
+    """Search every template folder in order; name them all when nothing is found."""
+
+    def __init__(self) -> None:
+        super().__init__([jinja2.FileSystemLoader(str(p), encoding="utf-8") for p in _search_paths()])
+
+    def get_source(self, environment: jinja2.Environment, template: str):
+        try:
+            return super().get_source(environment, template)
+        except jinja2.TemplateNotFound:
+            searched = ", ".join(str(p) for p in TEMPLATE_PATHS)
+            raise RenderError(f"template {template!r} not found; searched {searched}") from None
+
+
+# --- values to LaTeX math -------------------------------------------------
+
+def tex_number(x: Num | Numeral | Decimal | int) -> str:
+    """A shown number, or a number as the user typed it, in LaTeX math."""
+    if isinstance(x, Formula):
+        from symattn.rendering import printing  # SymPy's LaTeX printer: only documents with symbols need it
+        return "-\\infty" if x.is_infinite else printing.latex(x.expr)
+    if isinstance(x, Num):
+        if x.is_infinite:
+            return "-\\infty"
+        if x.scientific:
+            return _scientific(x.value, "\\times 10^{{{}}}")
+        return format(x.value, "f")
+    if isinstance(x, Decimal):
+        return _scientific(x, "\\times 10^{{{}}}") if _is_scientific(x) else format(x, "f")
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, Numeral):
+        if x.form == "fraction":
+            sign = "-" if x.value < 0 else ""
+            return f"{sign}\\frac{{{abs(x.value.numerator)}}}{{{x.value.denominator}}}"
+        mantissa = x.mantissa.lstrip("+")
+        if x.exponent:
+            mantissa += f"\\times 10^{{{x.exponent}}}"
+        return mantissa + ("\\%" if x.form == "percent" else "")
+    raise TypeError(f"not a number: {x!r}")
+
+
+def _is_scientific(value: Decimal) -> bool:
+    # a Decimal rounded above its units place (5.12E+30) came from significant digits
+    return value.is_finite() and value != 0 and value.as_tuple().exponent > 0
+
+
+def _scientific(value: Decimal, power: str) -> str:
+    """m × 10^k with the digits as decided: 5.120 × 10^30 keeps its trailing zero."""
+    sign, digits, _ = value.as_tuple()
+    mantissa = str(digits[0]) + ("." + "".join(map(str, digits[1:])) if len(digits) > 1 else "")
+    return ("-" if sign else "") + mantissa + power.format(value.adjusted())
+
+
+def _is_compound_sum(x: Formula) -> bool:
+    from symattn.rendering import printing
+    return printing.is_compound_sum(x.expr)
+
+
+def tex_operand(x: Num | Numeral) -> str:
+    """A factor in a product: negatives and scientific forms get parentheses."""
+    text = tex_number(x)
+    needs = (x.is_negative and not x.is_infinite) or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction")) \
+        or (isinstance(x, Formula) and _is_compound_sum(x)) or (isinstance(x, Num) and x.scientific)
+    return f"\\left({text}\\right)" if needs else text
+
+
+def tex_inline(x: Num | Numeral) -> str:
+    """A number no taller than a line, for table cells and superscripts: a formula's fractions use ``/``."""
+    if isinstance(x, Formula) and not x.is_infinite:
+        from symattn.rendering import printing
+        return printing.latex(x.expr, inline=True)
+    if isinstance(x, Numeral) and x.form == "fraction":
+        return f"{'-' if x.value < 0 else ''}{abs(x.value.numerator)}/{x.value.denominator}"
+    return tex_number(x)
+
+
+def tex_vector(items, number: Callable[[Any], str] = tex_number) -> str:
+    """``[x, y]``; brackets that grow (``\\left[…\\right]``) around formulas with fractions."""
+    texts = [number(x) for x in items]
+    tall = any(isinstance(x, Formula) and "\\frac" in text for x, text in zip(items, texts))
+    left, right = ("\\left[", "\\right]") if tall else ("[", "]")
+    return left + ",\\ ".join(texts) + right
+
+
+def _title_filter(fmt: str) -> Callable[[str], str]:
+    """A title: its text escaped, its ``$...$`` math re-emitted from the title-math parse tree."""
+    from symattn.input.titlemath import emit, parse
+    escape, text_escape = ESCAPERS[fmt], MATH_TEXT_ESCAPERS[fmt]
+    wrap = (lambda tex: f"${tex}$") if fmt == "text" else _inline_math(fmt)
+    return lambda title: "".join(wrap(emit(parse(piece), text_escape)) if is_math else escape(piece)
+                                 for is_math, piece in split_math(title))
+
+
+def _label_filter(fmt: str) -> Callable[[str], str]:
+    escape = MATH_TEXT_ESCAPERS[fmt]
+    return lambda label: f"\\text{{{escape(label)}}}"
+
+
+def relation(exact: bool) -> str:
+    return "=" if exact else "\\approx"
+
+
+def plain_number(x: Num | Numeral | Decimal | int) -> str:
+    """A number for plain text: shown digits, or the user's text as typed."""
+    if isinstance(x, Numeral):
+        return x.text.lstrip("+")
+    if isinstance(x, Formula):
+        return x.text or str(x.expr)
+    if isinstance(x, Num) and x.is_infinite:
+        return "−∞"
+    if isinstance(x, Num) and x.scientific:
+        return _scientific(x.value, "×10^{}")
+    if isinstance(x, Decimal) and _is_scientific(x):
+        return _scientific(x, "×10^{}")
+    return tex_number(x)
+
+
+def plain_operand(x: Num | Numeral) -> str:
+    text = plain_number(x)
+    return f"({text})" if x.is_negative else text
+
+
+def plain_relation(exact: bool) -> str:
+    return "=" if exact else "≈"
+
+
+def _closed_form(fmt: str) -> Callable[[Any], str]:
+    import sympy
+    printer = str if fmt == "text" else sympy.latex
+    infinity = "−∞" if fmt == "text" else "-\\infty"
+    return lambda expr: infinity if expr == sympy.S.NegativeInfinity else printer(expr)
+
+
+def _text_width(text: str) -> int:
+    # terminal columns: wide (CJK) characters take two
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in str(text))
+
+
+def pad(text: Any, width: int) -> str:
+    """Left-align text in ``width`` terminal columns, with at least one space after it."""
+    text = str(text)
+    return text + " " * max(1, width - _text_width(text))
+
+
+# --- languages -----------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def load_language(lang: str) -> Mapping[str, Any]:
+    """The prose of one language, from the first ``lang/<lang>.toml`` found."""
+    for folder in TEMPLATE_PATHS:
+        path = folder / "lang" / f"{lang}.toml"
+        if path.is_file():
+            with path.open("rb") as fh:
+                prose = tomllib.load(fh)
+            # the gradients' names live in [backward.quantity]; reports find every name under "quantity"
+            extra = prose.get("backward", {}).get("quantity", {})
+            return {**prose, "quantity": {**prose.get("quantity", {}), **extra}} if extra else prose
+    searched = ", ".join(str(p / "lang") for p in TEMPLATE_PATHS)
+    raise RenderError(f"no language {lang!r}: lang/{lang}.toml not found; searched {searched}")
+
+
+def languages() -> list[str]:
+    """Every language with a prose file."""
+    found = {p.stem for folder in TEMPLATE_PATHS if (folder / "lang").is_dir()
+             for p in (folder / "lang").glob("*.toml")}
+    return sorted(found)
+
+
+class Phrases:
+    """``t(key, **values)``: a phrase with its literal text escaped for the format.
+
+    Values must already be in the target format (escaped labels, math spans).
+    """
+
+    def __init__(self, prose: Mapping[str, Any], escape: Callable[[str], str], lang: str):
+        self.prose = prose
+        self.escape = escape
+        self.lang = lang
+
+    def raw(self, key: str) -> Any:
+        node: Any = self.prose
+        for part in key.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                raise RenderError(f"language {self.lang!r} has no phrase {key!r}")
+            node = node[part]
+        return node
+
+    def __call__(self, key: str, **values: Any) -> str:
+        return self.fill(self.raw(key), **values)
+
+    def fill(self, phrase: str, **values: Any) -> str:
+        out = []
+        for literal, name, _spec, _conv in string.Formatter().parse(phrase):
+            out.append(self.escape(literal))
+            if name is not None:
+                if name not in values:
+                    raise RenderError(f"phrase {phrase!r} needs a value for {{{name}}}")
+                out.append(str(values[name]))
+        return "".join(out)
+
+    def quoted(self, labels: list[str]) -> str:
+        """Labels, each escaped and quoted, joined as the language lists things."""
+        sep = self.escape(self.raw("list_sep"))
+        return sep.join(self("quote", x=self.escape(label)) for label in labels)
+
+    def count(self, n: int) -> str:
+        words = self.prose.get("numbers", [])
+        return words[n] if n < len(words) else str(n)
+
+
+# --- environments --------------------------------------------------------
+
+def _inline_math(fmt: str) -> Callable[[str], str]:
+    # a long vector in running text may break after its commas (TeX breaks inline math only where allowed)
+    def breakable(tex: str) -> str:
+        return tex.replace(",\\ ", ",\\allowbreak\\ ") if len(tex) > 60 else tex
+    return (lambda tex: f"${breakable(tex)}$") if fmt == "markdown" else (lambda tex: f"\\({breakable(tex)}\\)")
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "val": tex_number,
+    "opnd": tex_operand,
+    "rel": relation,
+    "pick": lambda indices, items: [items[i] for i in indices],
+    "select_true": lambda flags: [i for i, flag in enumerate(flags) if flag],
+    "symbol_tex": lambda name: tex_number(Formula(name, symbol(name))),
+    "fill": lambda phrase, phrases, **values: phrases.fill(phrase, **values),
+    "products": lambda pairs: [f"{tex_operand(a)}\\times {tex_operand(b)}" for a, b in pairs],
+    "sum_lines": sum_lines,
+    "side_by_side": side_by_side,
+    "relation_lines": relation_lines,
+    "chain": chain,
+    "table_fits": lambda rows: table_fits(*rows),
+    "format_percent": lambda text: f"{text}\\%",
+    "fits": lambda pieces: fits(*pieces),
+    "vector": tex_vector,
+    "inline": tex_inline,
+    "inline_vector": lambda items: tex_vector(items, tex_inline),
+    "scaled_vectors": lambda weights, vectors: [
+        f"{tex_operand(w)}\\cdot{tex_vector(v)}" for w, v in zip(weights, vectors)],
+}
+
+
+def _latex_heading(text: str, depth: int) -> str:
+    # the title is \section* (depth -1); steps are one level below it, and each nested part (a head) one more
+    command = ("section", "subsection", "subsubsection", "paragraph")[max(0, min(depth + 1, 3))]
+    return f"\\{command}*{{{text}}}"
+
+
+HEADINGS: dict[str, Callable[[str, int], str]] = {
+    "markdown": lambda text, depth: "#" * min(depth + 2, 6) + " " + text,
+    "latex": _latex_heading,
+    "text": lambda text, depth: text,
+}
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    # Compiling the templates costs more than rendering them; keep the compiled
+    # code in the user's cache folder (never in the installed package). Jinja
+    # checks each entry against the template source, so stale entries are harmless.
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "symattn", f"jinja-{jinja2.__version__}")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(folder) if os.access(folder, os.W_OK) else None
+
+
+def template_environment(*, autoescape: bool = False,
+                         bytecode_cache: jinja2.BytecodeCache | None = None) -> jinja2.Environment:
+    """Our templates' Jinja2 settings: nbconvert's LaTeX-safe delimiters, strict undefined, trimmed blocks."""
+    return jinja2.Environment(
+        loader=_Loader(),
+        block_start_string="((*", block_end_string="*))",
+        variable_start_string="(((", variable_end_string=")))",
+        comment_start_string="((=", comment_end_string="=))",
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+        autoescape=autoescape,
+        bytecode_cache=bytecode_cache,
+    )
+
+
+@lru_cache(maxsize=None)
+def environment(fmt: str) -> jinja2.Environment:
+    """The Jinja2 environment of one output format."""
+    if fmt not in REPORT_FORMATS:
+        raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
+    env = template_environment(bytecode_cache=_bytecode_cache())
+    env.filters.update(FILTERS)
+    env.filters["esc"] = ESCAPERS[fmt]
+    env.filters["title"] = _title_filter(fmt)
+    env.filters["heading"] = HEADINGS[fmt]
+    env.filters["im"] = _inline_math(fmt)
+    env.filters["label"] = _label_filter(fmt)
+    env.filters["mesc"] = MATH_TEXT_ESCAPERS[fmt]
+    env.filters["closed"] = _closed_form(fmt)
+    if fmt == "text":
+        env.filters.update(val=plain_number, opnd=plain_operand, rel=plain_relation, pad=pad)
+    env.globals["format"] = fmt
+    return env
+
+
+def render_template(name: str, fmt: str, lang: str, **context: Any) -> str:
+    """Render ``<name>.<fmt>.j2`` with the phrases of ``lang``."""
+    env = environment(fmt)
+    prose = load_language(lang)
+    phrases = Phrases(prose, ESCAPERS[fmt], lang)
+    math_phrases = Phrases(prose, MATH_TEXT_ESCAPERS[fmt], lang)  # for \text{} inside math
+    template = env.get_template(f"{name}.{fmt}.j2")
+    try:
+        return template.render(t=phrases, tm=math_phrases, lang=lang, **context)
+    except jinja2.UndefinedError as exc:
+        raise RenderError(f"template {name}.{fmt}.j2: {exc.message}") from None
+
+
+def has_cjk(texts: list[str]) -> bool:
+    """Whether any text has Chinese (or other CJK) characters: LaTeX then needs ctex and xelatex."""
+    return any(ord(ch) >= 0x2E80 for text in texts for ch in text)
+
+
+def render_report(report, fmt: str = "text", *, standalone: bool = False) -> str:
+    """Render a check report as plain text, Markdown, or LaTeX (fragment or standalone)."""
+    if fmt not in REPORT_FORMATS:
+        raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
+    texts = list(report.tokens) + [report.title or ""]
+    return render_template("report", fmt, report.lang, r=report, standalone=standalone, has_cjk=has_cjk(texts),
+                           report=True, paper=report.paper, cjk_font=report.cjk_font)
+
+
+def render(derivation, fmt: str = "markdown", *, standalone: bool = False, depth: int = 0) -> str:
+    """Render a derivation as Markdown, or as a LaTeX fragment or standalone document.
+
+    ``depth`` 1 sets the whole derivation one heading level lower, to sit under a heading of its own.
+    """
+    if fmt not in FORMATS:
+        raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    texts = list(derivation.tokens) + list(derivation.key_tokens) + [derivation.title or ""]
+    text = render_template("document", fmt, derivation.lang, d=derivation, standalone=standalone,
+                           has_cjk=has_cjk(texts), depth=depth, paper=derivation.paper, cjk_font=derivation.cjk_font)
+    return shrink_wide_displays(text) if fmt == "latex" else text
