@@ -113,7 +113,7 @@ def test_wide_bert_style_specs_compile(katex, latex, tmp_path, n, lang):
 
 def test_every_label_character_is_set_by_every_client(katex, latex, tmp_path):
     # the characters labels may use (escape.is_settable), as labels in both languages and all clients
-    from symattn.rendering.escape import is_settable
+    from symattn.input.text import is_settable
     latin = "".join(chr(c) for c in range(0xC0, 0x180) if is_settable(chr(c))) + "–—‘’“”"
     labels = [latin[i:i + 40] for i in range(0, len(latin), 40)]
     cjk = ["小猫「吃」、。", "ひらがなカタカナ", "（全角）ＡＢＣ"]

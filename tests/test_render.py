@@ -9,7 +9,8 @@ from symattn.input import builtin
 from symattn.derivation.derive import STEP_KINDS, derive
 from symattn.input.errors import RenderError
 from symattn.rendering.escape import escape_katex_text, escape_latex, escape_markdown
-from symattn.rendering.renderer import FORMATS, TEMPLATE_PATHS, languages, load_language, render
+from symattn.input.languages import TEMPLATE_PATHS, languages
+from symattn.rendering.renderer import FORMATS, load_language, render
 from symattn.input.spec import load_spec
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"

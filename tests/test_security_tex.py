@@ -13,7 +13,8 @@ import pytest
 
 from symattn.cli.commands import main
 from symattn.input.errors import RenderError
-from symattn.rendering.escape import escape_katex_text, escape_latex, math_problem
+from symattn.input.text import math_problem
+from symattn.rendering.escape import escape_katex_text, escape_latex
 from symattn.rendering.pdf import latex_to_pdf
 from symattn.input.titlemath import emit, parse
 

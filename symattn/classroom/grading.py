@@ -258,7 +258,7 @@ def grade_file(path: Path, template, index: Mapping[str, tuple[str, int]], shown
 
 
 def _languages() -> list[str]:
-    from symattn.rendering.renderer import languages
+    from symattn.input.languages import languages
     return languages()
 
 

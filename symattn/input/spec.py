@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from symattn.input import limits
 from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, MASKS, NOTATIONS, PAPERS, ROUNDINGS, SCALES, SOFTMAXES
 from symattn.input.errors import LimitError, ShapeError, SpecError, shown
-from symattn.rendering.escape import math_problem, unsupported_character
+from symattn.input.text import math_problem, unsupported_character
 from symattn.input.numeral import NotFiniteError, Numeral, NumeralError, parse_numeral
 from symattn.input.formula import Formula, FormulaError, is_symbol_name, parse_formula, terms
 from symattn.input.projection import Projection, project
@@ -290,7 +290,7 @@ class _Reader:
         return raw
 
     def lang(self, raw: object, key: str) -> str:
-        from symattn.rendering.renderer import languages
+        from symattn.input.languages import languages
         known = languages()
         if not (isinstance(raw, str) and raw in known):
             raise self.error(key, f"expected {' or '.join(known)}, got {_brief(raw)}{_did_you_mean(raw, known)}")

@@ -20,7 +20,9 @@ from typing import Any, Callable, Mapping
 import jinja2
 
 from symattn.input.errors import RenderError
-from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, split_math
+from symattn.input.languages import TEMPLATE_PATHS
+from symattn.input.text import split_math
+from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS
 from symattn.input.formula import Formula, symbol
 from symattn.rendering.layout import shrink_wide_displays, chain, fits, relation_lines, side_by_side, sum_lines, table_fits
 from symattn.input.numeral import Numeral
@@ -29,10 +31,6 @@ from symattn.exact.rounding import Num
 FORMATS = ("markdown", "latex")
 REPORT_FORMATS = ("text", "markdown", "latex")
 
-_HERE = Path(__file__).resolve().parents[1]  # the package
-# An installed wheel carries the templates inside the package; a checkout keeps
-# them at the top level.
-TEMPLATE_PATHS = (_HERE / "templates", _HERE.parent / "templates")
 
 
 def _search_paths() -> list[Path]:
@@ -199,13 +197,6 @@ def load_language(lang: str) -> Mapping[str, Any]:
             return {**prose, "quantity": {**prose.get("quantity", {}), **extra}} if extra else prose
     searched = ", ".join(str(p / "lang") for p in TEMPLATE_PATHS)
     raise RenderError(f"no language {lang!r}: lang/{lang}.toml not found; searched {searched}")
-
-
-def languages() -> list[str]:
-    """Every language with a prose file."""
-    found = {p.stem for folder in TEMPLATE_PATHS if (folder / "lang").is_dir()
-             for p in (folder / "lang").glob("*.toml")}
-    return sorted(found)
 
 
 class Phrases:

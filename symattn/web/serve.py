@@ -608,7 +608,8 @@ def _web():
 
 def _ui_strings() -> dict[str, dict[str, Any]]:
     """What the page says, per language: its own [ui] phrases and the report's words for verdicts."""
-    from symattn.rendering.renderer import languages, load_language
+    from symattn.input.languages import languages
+    from symattn.rendering.renderer import load_language
     out = {}
     for lang in languages():
         prose = load_language(lang)
@@ -645,7 +646,8 @@ def page_html(initial: Mapping[str, Any], lang: str = "zh", given: bool = False)
     import markupsafe
     from symattn.input.choices import EXPANDS, MASKS, ROUNDINGS
     from symattn.rendering.html import katex_version
-    from symattn.rendering.renderer import languages, template_environment
+    from symattn.input.languages import languages
+    from symattn.rendering.renderer import template_environment
     strings = _ui_strings()
     boot = {"initial": initial, "given": given, "strings": strings, "languages": languages(), "tex": _has_tex(),
             "choices": {"rounding": ROUNDINGS, "expand": EXPANDS, "mask": MASKS},
