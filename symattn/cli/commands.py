@@ -149,16 +149,14 @@ def _subs(pairs: list[str] | None) -> dict[str, str] | None:
 
 
 def _compute(args: argparse.Namespace) -> int:
-    import json
-
-    from symattn.derivation.intermediates import MAX_DIGITS, compute
+    from symattn.derivation.intermediates import MAX_DIGITS, compute_json
     if not 1 <= args.digits <= MAX_DIGITS:
         raise _UsageError(f"--digits: expected an integer from 1 to {MAX_DIGITS}, got {args.digits}")
     spec = _load(args.spec, args.example, None).with_options(subs=_subs(args.subs), backward=args.backward)
-    data = compute(spec, digits=args.digits, exact=not args.no_exact, certify=args.certify)
-    # one key per line, each value compact: matrices stay readable and diffable
-    lines = [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in data.items()]
-    _emit("{\n" + ",\n".join(lines) + "\n}\n", args.output)
+    # one key per line, each value compact: matrices stay readable and diffable; as bytes, made section
+    # by section, so that no section's strings outlive it
+    parts = compute_json(spec, digits=args.digits, exact=not args.no_exact, certify=args.certify)
+    _emit(b"".join(part.encode("utf-8") for part in parts), args.output)
     return 0
 
 
@@ -258,7 +256,7 @@ def _progress(label: str) -> Callable | None:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from symattn.classroom.grading import POLICY, feedback_files, grade, gradebook_document, read_policy
+    from symattn.classroom.grading import POLICY, feedback_files, grade, gradebook_document, read_policy, write_feedback
     fmt = args.format = _format(args, "csv")
     _check_export(args)
     lang = _language(args.lang) if args.lang else "en"
@@ -268,10 +266,7 @@ def _grade(args: argparse.Namespace) -> int:
         document = gradebook_document(book, fmt, lang)
         made = feedback_files(book, args.feedback_format) if args.feedback else ()
     if args.feedback:  # everything is made before anything is written
-        from symattn.rendering.output import write_output
-        os.makedirs(args.feedback, exist_ok=True)
-        for name, content in made:
-            write_output(os.path.join(args.feedback, name), content)
+        write_feedback(made, args.feedback, args.force)
     _emit(document, args.output)
     return 0
 
@@ -458,6 +453,9 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--feedback-format", choices=("text", "markdown", "latex", "html", "pdf"), default="text",
                        help="format of the feedback reports (default text, as symattn check prints; "
                             "html is one offline page each)")
+    grade.add_argument("--force", action="store_true",
+                       help="write feedback into a folder that already holds files (files of the same name are "
+                            "replaced)")
     grade.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(grade)
     grade.set_defaults(run=_grade)

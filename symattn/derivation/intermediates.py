@@ -14,12 +14,14 @@ SymPy.
 
 from __future__ import annotations
 
+import json
 import math
 from decimal import Decimal
 from fractions import Fraction
+from types import GeneratorType
+from typing import Any, Iterator
 
 import sympy
-from typing import Any
 
 from symattn.exact import numeric
 from symattn.input.errors import SpecError
@@ -236,21 +238,32 @@ def _text(value: Any) -> str:
     return "-inf" if value.is_infinite() else str(value)
 
 
-def _head(model: Model, digits: int, exact: bool = True, certify: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {"d_k": model.d_k}
+def _head(model: Model, digits: int, exact: bool = True, certify: bool = False,
+          release: bool = False) -> Iterator[tuple[str, Any]]:
+    yield "d_k", model.d_k
     structure = _Structure(model) if exact else None
     for scalar in ("scale", "sqrt_dk"):
         entry = _entry(model, scalar, digits, None, exact, certify)
-        out[scalar] = {key: rows[0][0] for key, rows in entry.items()}
+        yield scalar, {key: rows[0][0] for key, rows in entry.items()}
     for quantity in MATRICES:
-        out[quantity] = _entry(model, quantity, digits, structure, exact, certify)
+        yield quantity, _entry(model, quantity, digits, structure, exact, certify)
         if quantity == "exp":
             column = _entry(model, "exp_sum", digits, structure, exact, certify)
-            out["exp_sum"] = {key: [r[0] for r in rows] for key, rows in column.items()}
+            exp_sum = {key: [r[0] for r in rows] for key, rows in column.items()}
             if structure is not None:  # the names that weights and output use for the row sums
-                out["exp_sum"] = {"exact": out["exp_sum"]["exact"], "name": structure.names(),
-                                  **{k: v for k, v in out["exp_sum"].items() if k != "exact"}}
-    return out
+                exp_sum = {"exact": exp_sum["exact"], "name": structure.names(),
+                           **{k: v for k, v in exp_sum.items() if k != "exact"}}
+            yield "exp_sum", exp_sum
+        if release:
+            _release(model, (quantity, "exp_sum"))
+
+
+def _release(model: Model, quantities: tuple[str, ...]) -> None:
+    """Let go of a model's caches once its quantities are written: its enclosures at each precision and its
+    exact tables hold a million Python numbers each at 1024 tokens. Whatever needs them again remakes them."""
+    model.__dict__.pop("_boxes", None)
+    for quantity in quantities:
+        model._rational_tables.pop(quantity, None)
 
 
 def _exact_matrix(m: Matrix) -> dict[str, Any]:
@@ -266,16 +279,50 @@ def compute(spec: Spec, model: AttentionModel | None = None, digits: int = 15, e
     ``certify`` adds each value's deciding enclosure (``bounds``) and a ``certificate``
     section that ``symattn verify-certificate`` re-checks on its own (one head).
     """
+    return _whole(_sections(spec, model, digits, exact, certify))
+
+
+def compute_json(spec: Spec, model: AttentionModel | None = None, digits: int = 15, exact: bool = True,
+                 certify: bool = False) -> Iterator[str]:
+    """:func:`compute` as the text of a JSON object, one key per line, each value compact, in pieces.
+
+    Each section is turned into text as soon as it is computed and then let go: at 1024 tokens
+    the strings of every matrix at once would take hundreds of MB.
+    """
+    yield "{\n"
+    first = True
+    for key, value in _sections(spec, model, digits, exact, certify):
+        yield ("" if first else ",\n") + f"  {json.dumps(key)}: {_json(value)}"
+        first = False
+    yield "\n}\n"
+
+
+def _json(value: Any) -> str:
+    if isinstance(value, GeneratorType):  # a table made section by section
+        return "{" + ", ".join(f"{json.dumps(k)}: {_json(v)}" for k, v in value) + "}"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _whole(value: Any) -> Any:
+    if isinstance(value, GeneratorType):
+        return {k: _whole(v) for k, v in value}
+    return value
+
+
+def _sections(spec: Spec, model: AttentionModel | None, digits: int, exact: bool,
+              certify: bool) -> Iterator[tuple[str, Any]]:
     if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= MAX_DIGITS:
         raise ValueError(f"digits must be an integer from 1 to {MAX_DIGITS}, got {digits!r}")
-    model = build(spec) if model is None else model
+    owned = model is None  # a model of our own: its caches go as soon as they have served
+    model = build(spec) if owned else model
     if certify:
         if model.kind != "head":
             raise SpecError(spec.source, None, "--certify covers one head without symbols or --backward")
-        out = {**_inputs(spec), **_head(model, digits, exact, certify=True)}
+        out = {**_inputs(spec), **dict(_head(model, digits, exact, certify=True))}
         out["certificate"] = _certificate(spec, model, out, digits)
-        return out
-    return _COMPUTE[model.kind](spec, model, digits, exact)
+        yield from out.items()
+        return
+    yield from _COMPUTE[model.kind](spec, model, digits, exact, owned)
 
 
 CERTIFIED = ("scale", "sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
@@ -320,43 +367,48 @@ def _inputs(spec: Spec) -> dict[str, Any]:
     return out
 
 
-def _single(spec: Spec, model: Model, digits: int, exact: bool) -> dict[str, Any]:
-    return {**_inputs(spec), **_head(model, digits, exact)}
+# Each kind's sections, made one at a time (a generator as a value: a table made the same way).
+
+def _single(spec: Spec, model: Model, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
+    yield from _inputs(spec).items()
+    yield from _head(model, digits, exact, release=release)
 
 
-def _heads(spec: Spec, mh: AttentionModel, digits: int, exact: bool) -> dict[str, Any]:
-    out = _inputs(spec)
-    out["d_model"] = len(spec.Q[0])
-    out["heads"] = [_head(h, digits, exact) for h in mh.heads]
-    out["concat"] = _entry(mh, "concat", digits, exact=exact)
-    out["output"] = _entry(mh, "output", digits, exact=exact)
-    return out
+def _heads(spec: Spec, mh: AttentionModel, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
+    yield from _inputs(spec).items()
+    yield "d_model", len(spec.Q[0])
+    yield "heads", [_whole(_head(h, digits, exact)) for h in mh.heads]
+    yield "concat", _entry(mh, "concat", digits, exact=exact)
+    yield "output", _entry(mh, "output", digits, exact=exact)
 
 
-def _symbolic(spec: Spec, model: AttentionModel, digits: int, exact: bool) -> dict[str, Any]:
+def _symbolic(spec: Spec, model: AttentionModel, digits: int, exact: bool,
+              release: bool) -> Iterator[tuple[str, Any]]:
     """Formulas in the symbols; with a value for each symbol, the numbers too."""
     from symattn.exact.symbolic import has_all_values, substitute
-    out: dict[str, Any] = {"tokens": list(spec.tokens), "symbols": list(spec.symbols),
-                           "subs": {name: value.text for name, value in spec.subs}}
-    out["formulas"] = {q: [[str(x) for x in getattr(model, q).row(i)] for i in range(getattr(model, q).rows)]
+    yield from {"tokens": list(spec.tokens), "symbols": list(spec.symbols),
+                "subs": {name: value.text for name, value in spec.subs}}.items()
+    yield "formulas", {q: [[str(x) for x in getattr(model, q).row(i)] for i in range(getattr(model, q).rows)]
                        for q in ("scores", "scaled", "exp", "weights", "output")}
     if has_all_values(spec):
-        out["values"] = compute(substitute(spec), digits=digits)
-    return out
+        yield "values", compute(substitute(spec), digits=digits)
 
 
-def _backward(spec: Spec, model: AttentionModel, digits: int, exact: bool) -> dict[str, Any]:
+def _backward(spec: Spec, model: AttentionModel, digits: int, exact: bool,
+              release: bool) -> Iterator[tuple[str, Any]]:
     """The forward intermediates, then ``backward``: every gradient (per head, with several)."""
-    out = _COMPUTE[model.forward.kind](spec, model.forward, digits, exact)
+    yield from _COMPUTE[model.forward.kind](spec, model.forward, digits, exact, release)
+    yield "backward", _gradients(model, digits, exact)
+
+
+def _gradients(model: AttentionModel, digits: int, exact: bool) -> Iterator[tuple[str, Any]]:
     printer = _Printer()
-    grads: dict[str, Any] = {"loss": model.loss}
+    yield "loss", model.loss
     for name in model.top_quantities:
-        grads[name] = _entry(model, name, digits, printer, exact)
+        yield name, _entry(model, name, digits, printer, exact)
     if model.head_views:
-        grads["heads"] = [{name: _entry(view, name, digits, printer, exact) for name in view.quantities}
-                          for view in model.head_views]
-    out["backward"] = grads
-    return out
+        yield "heads", [{name: _entry(view, name, digits, printer, exact) for name in view.quantities}
+                        for view in model.head_views]
 
 
 _COMPUTE = {"head": _single, "heads": _heads, "symbolic": _symbolic, "backward": _backward}

@@ -21,16 +21,18 @@ makes no strings.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, lru_cache
-from typing import Any, Callable, ClassVar, Iterable, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 import sympy
 from sympy import ImmutableMatrix
 
+from symattn.input import limits
 from symattn.exact import numeric
-from symattn.input.errors import SpecError
+from symattn.input.errors import LimitError, SpecError
 from symattn.exact.model import AttentionModel, Model, Rounding
 from symattn.input.limits import COMBINE_WORK, EXACTNESS_WORK, EXPANDED_TERMS, PRODUCT_WORK
 from symattn.exact.numeric import Fixed
@@ -454,6 +456,18 @@ def _group_value(groups: list) -> Fraction | None:
 
 # --- the model ----------------------------------------------------------------------
 
+@contextmanager
+def _whole() -> Iterator[None]:
+    """Around each of the caches below: filled whole, or not at all when the time limit rings meanwhile
+    (Fraction's hash may swallow the alarm, leaving a dict half filled; see limits.alarm_guard)."""
+    try:
+        with limits.alarm_guard():
+            yield
+    except LimitError:
+        _power.cache_clear()  # it may keep a product made while the alarm was lost
+        raise
+
+
 def _fractions(m) -> tuple:
     return tuple(tuple(x.value for x in row) for row in m)
 
@@ -499,29 +513,58 @@ class BackwardModel(Rounding):
     def head_views(self) -> tuple["HeadGradients", ...]:
         return tuple(HeadGradients(self, h) for h in range(len(self.heads))) if self.is_split else ()
 
-    def _names(self) -> set[str]:
-        return set(self._closed_forms)
+    @cached_property
+    def _jacobian_names(self) -> tuple[str, ...]:
+        return tuple(f"jacobian@{h}" if self.is_split else "jacobian" for h in range(len(self.heads)))
+
+    @property
+    def quantity_names(self) -> tuple[str, ...]:
+        """Every gradient, then the softmax's Jacobians: those have n·m² entries (10^9 at 1024 tokens), so
+        each is made only when it is asked for (a derivation shows them; compute does not)."""
+        return tuple(self._rationals) + self._jacobian_names
 
     def _run(self, alg, weights: Sequence[Grid]) -> dict[str, Grid]:
-        out = _gradients(alg, self.inputs, weights)
-        for h, A in enumerate(weights):
-            out[f"jacobian@{h}" if self.is_split else "jacobian"] = _jacobian(alg, A)
-        return out
+        return _gradients(alg, self.inputs, weights)
 
     @cached_property
     def _closed_forms(self) -> dict[str, Grid]:
-        return self._run(_SymPy(self.scale), [
-            [[h.weights[i, j] for j in range(h.n_keys)] for i in range(h.n_queries)] for h in self.heads])
+        with _whole():
+            return self._run(_SymPy(self.scale), self._closed_weights)
+
+    @property
+    def _closed_weights(self) -> list[Grid]:
+        return [[[h.weights[i, j] for j in range(h.n_keys)] for i in range(h.n_queries)] for h in self.heads]
+
+    @cached_property
+    def _jacobian_forms(self) -> dict[str, Grid]:
+        return {}
+
+    @cached_property
+    def _jacobian_rationals(self) -> dict[str, tuple]:
+        """α_j(δ_jk − α_k): rational where both weights are (a row whose scores are all equal), 0 where
+        α_j is masked (or α_k, off the diagonal), and irrational elsewhere: by Lindemann–Weierstrass, as
+        e^{z_j}(δ_jk s − e^{z_k}) has other exponents than s² when the row's scores differ."""
+        out = {}
+        for name, head in zip(self._jacobian_names, self.heads):
+            A = head.rationals("weights")
+            ok = head.may_attend
+            m = head.n_keys
+            out[name] = tuple(tuple(
+                Fraction(0) if not ok(i, j) or (j != k and not ok(i, k)) else
+                A[i][j] * ((j == k) - A[i][k]) if A[i][j] is not None and A[i][k] is not None else None
+                for k in range(m)) for i in range(head.n_queries) for j in range(m))
+        return out
 
     @cached_property
     def _rationals(self) -> dict[str, tuple]:
         alg = _Exps(self.scale)
         _work[0] = 0
-        try:
-            grids = self._run(alg, [alg.weights(h) for h in self.heads])
-            return {name: tuple(tuple(_rational(x) for x in row) for row in m) for name, m in grids.items()}
-        except _Undecided:
-            return self._structural_rationals()
+        with _whole():
+            try:
+                grids = self._run(alg, [alg.weights(h) for h in self.heads])
+                return {name: tuple(tuple(_rational(x) for x in row) for row in m) for name, m in grids.items()}
+            except _Undecided:
+                return self._structural_rationals()
 
     def _structural_rationals(self) -> dict[str, tuple]:
         """Too large to decide every entry: the exact zeros of masked keys, the rational dO, and None elsewhere."""
@@ -535,8 +578,6 @@ class BackwardModel(Rounding):
             zero = [[not head.may_attend(i, j) for j in range(m)] for i in range(n)]
             for name in ("dZ", "dS"):
                 out[name + suffix] = tuple(tuple(Fraction(0) if zero[i][j] else None for j in range(m)) for i in range(n))
-            out["jacobian" + suffix] = tuple(tuple(Fraction(0) if zero[i][j] or (zero[i][k] and j != k) else None
-                                                   for k in range(m)) for i in range(n) for j in range(m))
         return out
 
     @cached_property
@@ -545,6 +586,9 @@ class BackwardModel(Rounding):
         return {name: (len(m), len(m[0])) for name, m in self._enclosure_grids(32).items()}
 
     def _enclosure_grids(self, bits: int) -> dict[str, Grid]:
+        return self._box_run(bits)[0]
+
+    def _box_run(self, bits: int) -> tuple[dict[str, Grid], "_Boxes", list[Grid]]:
         if bits not in self._box_cache:
             work = -(-(bits + 64) // 32) * 32
             alg = _Boxes(self.scale, work)
@@ -555,7 +599,8 @@ class BackwardModel(Rounding):
                 weights.append([[_Box(b.lo, b.hi, work) for b in flat[i * m:(i + 1) * m]]
                                 for i in range(h.n_queries)])
             self._box_cache.clear()  # one precision at a time: refinement only goes up
-            self._box_cache[bits] = self._run(alg, weights)
+            with _whole():
+                self._box_cache[bits] = (self._run(alg, weights), alg, weights)
         return self._box_cache[bits]
 
     @cached_property
@@ -568,26 +613,40 @@ class BackwardModel(Rounding):
 
     # --- the interface of every model kind ---------------------------------------------
 
+    def _is_gradient(self, quantity: str) -> bool:
+        return quantity in self._jacobian_names or quantity in self._rationals
+
     def exact(self, quantity: str) -> ImmutableMatrix:
+        if quantity in self._jacobian_names:
+            if quantity not in self._jacobian_forms:
+                h = self._jacobian_names.index(quantity)
+                with _whole():
+                    self._jacobian_forms[quantity] = _jacobian(_SymPy(self.scale), self._closed_weights[h])
+            return ImmutableMatrix(self._jacobian_forms[quantity])
         if quantity in self._rationals:
             return ImmutableMatrix(self._closed_forms[quantity])
         return self.forward.exact(quantity)
 
     def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
+        if quantity in self._jacobian_names:
+            return self._jacobian_rationals[quantity]
         if quantity in self._rationals:
             return self._rationals[quantity]
         return self.forward.rationals(quantity)
 
     def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
-        return [b.fixed(bits) for row in self._enclosure_grids(bits)[quantity] for b in row]
+        grids, alg, weights = self._box_run(bits)
+        if quantity not in grids and quantity in self._jacobian_names:
+            grids[quantity] = _jacobian(alg, weights[self._jacobian_names.index(quantity)])
+        return [b.fixed(bits) for row in grids[quantity] for b in row]
 
     def rounded(self, quantity: str, decimals):
-        if quantity in self._rationals:
+        if self._is_gradient(quantity):
             return super().rounded(quantity, decimals)
         return self.forward.rounded(quantity, decimals)
 
     def significant(self, quantity: str, digits: int):
-        if quantity in self._rationals:
+        if self._is_gradient(quantity):
             return super().significant(quantity, digits)
         return self.forward.significant(quantity, digits)
 
@@ -618,12 +677,26 @@ class HeadGradients(Rounding):
         return self.parent._enclosures(self._name(quantity), bits)
 
 
+def _check_size(spec: Spec, heads: Sequence[Model]) -> None:
+    """Refuse a backward pass whose gradients hold more terms than BACKWARD_TERMS, before any is made."""
+    terms = sum(h.n_queries * h.n_keys * (h.n_keys + h.q.shape[1] + h.v.shape[1]) for h in heads)
+    p = spec.projection
+    if p is not None:  # dW = Xᵀ dQ and dX = dQ W_Qᵀ + …: rows × columns of X, times the widths of the W's
+        width = sum(len(getattr(p, f"W_{name}")[0]) for name in ("Q", "K", "V"))
+        terms += sum(len(X) * len(X[0]) * width for X in (p.X, p.X_kv) if X is not None)
+    if terms > limits.BACKWARD_TERMS:
+        raise LimitError(spec.source, "backward", f"the gradients of {heads[0].n_queries}×{heads[0].n_keys} "
+                         f"scores hold {terms} terms; at most {limits.BACKWARD_TERMS} (the limit; "
+                         "64 tokens with 64 dimensions hold 786432)")
+
+
 def build_backward(spec: Spec, forward: AttentionModel) -> BackwardModel:
     """The backward pass of a numeric spec with ``[backward]`` over its forward model."""
     b = spec.backward
     if b is None:
         raise SpecError(spec.source, "backward", "missing: give [backward] or --backward")
     heads = getattr(forward, "heads", None) or (forward,)
+    _check_size(spec, heads)
     if spec.heads > 1:
         subs = [spec.head(h) for h in range(spec.heads)]
     else:

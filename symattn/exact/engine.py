@@ -106,11 +106,10 @@ def _flint_exps(rows: Sequence[Sequence[int | None]], den: int, c: Fixed, prec: 
 
 def _to_fixed(x, bits: int) -> Fixed:
     """An arb ball as integers at 2**-bits: floor of its lower end, ceiling of its upper end, exactly."""
-    try:
-        man, exp = x.mid().man_exp()
-        rman, rexp = x.rad().man_exp()
-    except ValueError:  # an infinite or NaN ball
-        raise EvaluationError("value is not finite") from None
+    if not x.is_finite():  # asked, not caught as a ValueError: the time limit's LimitError is one too
+        raise EvaluationError("value is not finite")
+    man, exp = x.mid().man_exp()
+    rman, rexp = x.rad().man_exp()
     man, shift = int(man), int(exp) + bits
     if shift >= 0:
         lo = hi = man << shift

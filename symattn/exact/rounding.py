@@ -324,7 +324,7 @@ def gradient_figures(model, spec: Spec, weights: Sequence[NumRows], shown_output
     """Every gradient as shown, by name (``name@h`` per head): the exact values rounded, or (hand)
     each step from the shown numbers of the step before (the weights, O and the concatenation as shown)."""
     decimals, notation = spec.decimals.gradients, spec.notation
-    names = list(model._rationals)
+    names = list(model.quantity_names)
     if spec.rounding != "hand":
         shown = {name: _from_model(model, name, decimals, notation) for name in names}
         for name in names:  # exactly, the Jacobian times dA is dZ

@@ -28,7 +28,7 @@ _NPY_TYPES = {"f2": ("float16", "e", 2), "f4": ("float32", "f", 4), "f8": ("floa
 _MAGIC = b"\x93NUMPY"
 _HEADER = re.compile(
     r"\{\s*'descr'\s*:\s*'(?P<descr>[<>|=]f[248])'\s*,\s*'fortran_order'\s*:\s*(?P<fortran>True|False)\s*,"
-    r"\s*'shape'\s*:\s*\((?P<shape>[0-9,\s]*)\)\s*,?\s*\}\s*")
+    r"\s*'shape'\s*:\s*\((?P<shape>[0-9,\s]*)\)\s*(?:,\s*)?\}\s*")  # no two \s* side by side: linear
 _DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]{1,4})?")
 
 
@@ -78,6 +78,8 @@ def _npy(source: str, data: bytes, fmt: str | None) -> FloatResult:
         size, start = struct.unpack("<I", data[8:12])[0], 12
     else:
         raise SpecError(source, None, f"unsupported .npy version {major}")
+    if size > limits.NPY_HEADER:  # before matching: a long header is never a float matrix's
+        raise LimitError(source, None, f"a .npy header of {size} bytes; at most {limits.NPY_HEADER} (the limit)")
     header = data[start:start + size].decode("latin-1")
     match = _HEADER.fullmatch(header)
     if match is None:
@@ -88,6 +90,8 @@ def _npy(source: str, data: bytes, fmt: str | None) -> FloatResult:
     if fmt is not None and fmt != name:
         raise SpecError(source, "descr", f"the file holds {name}, not {fmt}")
     parts = [p.strip() for p in match["shape"].split(",") if p.strip()]
+    if any(len(p) > 9 for p in parts):  # refused before int(), which stops at 4300 digits
+        raise LimitError(source, "shape", f"a dimension of more than 9 digits; at most {limits.TOKENS}×{limits.DIMS}")
     shape = [int(p) for p in parts]
     while len(shape) > 2 and shape[0] == 1:  # (1, n, d) and (1, 1, n, d): a batch of one, one head
         shape.pop(0)
@@ -132,6 +136,8 @@ def _json(source: str, data: bytes, fmt: str) -> FloatResult:
                          parse_constant=lambda name: {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}[name])
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SpecError(source, None, f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise LimitError(source, None, "lists nested too deep (a result is rows of numbers)") from None
     if isinstance(raw, list) and raw and not isinstance(raw[0], list):
         raw = [raw]
     if not isinstance(raw, list) or not raw or not all(isinstance(r, list) and r for r in raw):
@@ -148,12 +154,19 @@ def _json(source: str, data: bytes, fmt: str) -> FloatResult:
             if x in ("nan", "inf", "-inf"):
                 bad.append(((i, j), x))
                 values.append(None)
+            elif isinstance(x, str) and len(x) > limits.RESULT_NUMBER_LENGTH:  # before it is matched or converted
+                raise LimitError(source, "result", f"{len(x)} characters; a number has at most "
+                                 f"{limits.RESULT_NUMBER_LENGTH} (the limit)", (i + 1, j + 1))
             elif isinstance(x, str) and _DECIMAL.fullmatch(x):
                 values.append(_decimal(x))
             else:
-                raise SpecError(source, "result", f"not a number: {x!r}", (i + 1, j + 1))
+                what = repr(x) if isinstance(x, str) else _KINDS.get(type(x), "null")  # never a deep repr
+                raise SpecError(source, "result", f"not a number: {what}", (i + 1, j + 1))
         rows.append(values)
     return FloatResult(source, fmt, tuple(tuple(r) for r in rows), tuple(bad))  # type: ignore[misc]
+
+
+_KINDS = {list: "a list", dict: "an object", bool: "a boolean"}
 
 
 def _decimal(text: str) -> Fraction:

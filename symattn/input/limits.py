@@ -61,6 +61,10 @@ EXPANDED_TERMS = 20_000  # terms of one expanded denominator before exactness is
 PRODUCT_WORK = 200_000  # term products of one multiplication while deciding exactness
 EXACTNESS_WORK = 3_000_000  # term products of the whole exactness run; past it, entries left are undecided
 COMBINE_WORK = 20_000  # term products of bringing one entry's fractions over one denominator
+# --backward is refused past this (no ≈ here): terms of the gradients' closed forms, Σ over heads of
+# n·m·(m + d_k + d_v), plus X·W's with projections; checked before anything is built (64 tokens × 64
+# dimensions is 786,432). Beyond it the n×m gradients alone pass 1 GB (1024 × 1 took 1.8 GB)
+BACKWARD_TERMS = 1 << 20
 
 # --- symattn serve ---------------------------------------------------------------
 BODY_BYTES = 256 * 1024  # one request body
@@ -93,7 +97,9 @@ def deadline(seconds: float | None, what: str) -> Iterator[None]:
         return
 
     def expire(signum: int, frame: object) -> None:
-        raise LimitError(what, None, f"took longer than {seconds:g} s (the time limit; raise it with --max-seconds)")
+        global _rung
+        _rung = LimitError(what, None, f"took longer than {seconds:g} s (the time limit; raise it with --max-seconds)")
+        raise _rung
 
     hook = sys.unraisablehook
 
@@ -102,6 +108,8 @@ def deadline(seconds: float | None, what: str) -> Iterator[None]:
         if not isinstance(unraisable.exc_value, LimitError):
             hook(unraisable)
 
+    global _rung
+    outer, _rung = _rung, None
     previous = signal.signal(signal.SIGALRM, expire)
     sys.unraisablehook = quiet
     # repeating: an exception lost in a finalizer is raised again 50 ms later, where it stops the work
@@ -112,6 +120,39 @@ def deadline(seconds: float | None, what: str) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         sys.unraisablehook = hook
+        _rung = outer
+
+
+_rung: LimitError | None = None  # the time limit of the innermost deadline, once its alarm has rung
+
+
+@contextmanager
+def alarm_guard() -> Iterator[None]:
+    """Work that fills a cache, which the time limit may interrupt anywhere: once the alarm has rung, the
+    work ends in the time limit, and what it made is not kept.
+
+    The alarm can land inside code that catches a ValueError, which a LimitError is: Fraction's own
+    hash does, and then returns a wrong hash. The work goes on with a half-filled dict and fails with
+    another error (a KeyError), or finishes with a wrong result. Either is the time limit.
+    """
+    try:
+        yield
+    except Exception as exc:
+        if _rung is None or isinstance(exc, LimitError):
+            raise
+        raise _again(_rung) from None
+    if _rung is not None:
+        raise _again(_rung)
+
+
+def _again(error: LimitError) -> LimitError:
+    return LimitError(error.source, error.key, error.problem)
 
 # --- exports ------------------------------------------------------------------
 LATEX_SECONDS = 120  # wall clock of one latexmk run for --format pdf (on top of --max-seconds)
+
+# --- float results (compare) ----------------------------------------------------
+NPY_HEADER = 10_000  # bytes of a .npy header (NumPy's own max_header_size); checked before it is matched
+# characters of one JSON number of a float result: the exact decimal of any float64 (up to 767
+# significant digits, 1074 after the point) fits; checked before the text is converted
+RESULT_NUMBER_LENGTH = 1100

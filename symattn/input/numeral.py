@@ -109,11 +109,11 @@ def parse_claimed(raw: object) -> Numeral:
         return Numeral("-inf", Fraction(0), "-infinity", None)
     if isinstance(raw, str):
         text = raw.strip()
+        if len(text) > NUMBER_LENGTH:  # before any pattern: on long text they backtrack for minutes
+            raise NumeralError(f"number longer than {NUMBER_LENGTH} characters: {text[:20]!r}…")
         times = _TIMES_TEN.fullmatch(text)
         body = f"{times.group(1)}e{times.group(2).replace('−', '-')}" if times else text
         if times or re.fullmatch(r"[+-]?[0-9]*\.?[0-9]*[eE][+-]?[0-9]+", body):
-            if len(body) > NUMBER_LENGTH:
-                raise NumeralError(f"number longer than {NUMBER_LENGTH} characters: {text[:20]!r}…")
             # scientific claims say how many significant digits they claim: 5.12e30 rounds at 10^28
             value, _, mantissa, exponent = _parse_decimal(text, body, CLAIM_EXPONENT)
             frac = mantissa.partition(".")[2]
