@@ -18,9 +18,9 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "attention": "api", "solve": "api", "Result": "api",
     "load_spec": "input.spec", "Spec": "input.spec", "Decimals": "input.spec",
-    "build_model": "exact.model", "Model": "exact.model", "build": "exact.model", "AttentionModel": "exact.model",
+    "build_model": "exact.model", "Model": "exact.model", "build": "exact.factory", "AttentionModel": "exact.base",
     "BackwardModel": "exact.backward",
-    "derive": "derivation.derive", "Derivation": "derivation.derive",
+    "derive": "derivation.derive", "Derivation": "derivation.steps",
     "render": "rendering.renderer", "render_report": "rendering.renderer",
     "check": "checking.checker", "Report": "checking.checker", "report_data": "checking.checker",
     "load_claims": "input.claims", "Claims": "input.claims",

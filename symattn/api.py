@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Mapping
 
-from symattn.derivation.derive import Derivation, derive
-from symattn.exact.model import AttentionModel, build
+from symattn.derivation.derive import derive
+from symattn.derivation.steps import Derivation
+from symattn.exact.base import AttentionModel
+from symattn.exact.factory import build
 from symattn.input.spec import Spec, load_spec
 
 
@@ -19,7 +21,7 @@ class Result:
 
     @cached_property
     def model(self) -> AttentionModel:
-        """The exact model (:func:`~symattn.exact.model.build`): one head, several heads (or W_O), symbols,
+        """The exact model (:func:`~symattn.exact.factory.build`): one head, several heads (or W_O), symbols,
         or the backward pass over one of them."""
         return build(self.spec)
 

@@ -19,7 +19,7 @@ from symattn.cli.commands import main
 from symattn.derivation.derive import derive
 from symattn.input.errors import SpecError
 from symattn.derivation.intermediates import compute
-from symattn.exact.model import build
+from symattn.exact.factory import build
 from symattn.rendering.renderer import render
 from symattn.input.spec import load_spec
 

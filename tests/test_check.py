@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from symattn.input.decimals import round_half_up
 from symattn.input import builtin
 
 from symattn.exact import numeric
@@ -198,12 +199,12 @@ def test_an_early_error_is_carried_forward(raw, decimals, units, data):
             for x in z]
     total = sum(Fraction(e) for e in exps)
     assume(total > 0)  # every exp rounded to zero leaves nothing to divide by
-    weights = [numeric.round_half_up(Fraction(e) / total, decimals) for e in exps]
+    weights = [round_half_up(Fraction(e) / total, decimals) for e in exps]
     V = [[x.value for x in row] for row in spec.V]
-    output = [numeric.round_half_up(sum(Fraction(w) * V[j][k] for j, w in enumerate(weights)), decimals)
+    output = [round_half_up(sum(Fraction(w) * V[j][k] for j, w in enumerate(weights)), decimals)
               for k in range(len(V[0]))]
-    row = {"scaled": [format(numeric.round_half_up(x, decimals), "f") for x in z],
-           "exp": [format(e, "f") for e in exps], "exp_sum": format(numeric.round_half_up(total, decimals), "f"),
+    row = {"scaled": [format(round_half_up(x, decimals), "f") for x in z],
+           "exp": [format(e, "f") for e in exps], "exp_sum": format(round_half_up(total, decimals), "f"),
            "weights": [format(w, "f") for w in weights], "output": [format(o, "f") for o in output]}
     report = check(spec, {"claims": {"rows": {str(i + 1): row}}})
     later = [v for v in report.results if v.claim.quantity != "scaled"]

@@ -4,6 +4,7 @@ import mpmath
 import pytest
 import sympy
 
+from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.exact import numeric
 from symattn.input.errors import EvaluationError
 from symattn.exact.model import build_model
@@ -22,14 +23,14 @@ from symattn.input.spec import load_spec
     (Fraction(123, 1), 0, "123"),
 ])
 def test_round_half_up(value, decimals, expected):
-    assert str(numeric.round_half_up(value, decimals)) == expected
+    assert str(round_half_up(value, decimals)) == expected
 
 
 @pytest.mark.parametrize("value, expected", [
     (Fraction(1, 10), 1), (Fraction(23, 25), 2), (Fraction(1, 3), None), (Fraction(7), 0), (Fraction(1, 64), 6),
 ])
 def test_terminating_decimals(value, expected):
-    assert numeric.terminating_decimals(value) == expected
+    assert terminating_decimals(value) == expected
 
 
 @pytest.mark.parametrize("expr, decimals, expected", [

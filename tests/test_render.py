@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from symattn.input import builtin
-from symattn.derivation.derive import STEP_KINDS, derive
+from symattn.derivation.derive import derive
+from symattn.derivation.steps import STEP_KINDS
 from symattn.input.errors import RenderError
 from symattn.rendering.escape import escape_katex_text, escape_latex, escape_markdown
 from symattn.input.languages import TEMPLATE_PATHS, languages

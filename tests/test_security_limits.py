@@ -16,7 +16,7 @@ from symattn.cli.commands import main
 from symattn.input.errors import EvaluationError, LimitError, SpecError
 from symattn.input.floats import read_result
 from symattn.derivation.intermediates import compute, compute_json
-from symattn.exact.model import build
+from symattn.exact.factory import build
 from symattn.input.numeral import NumeralError, parse_claimed
 from symattn.input.spec import load_spec
 

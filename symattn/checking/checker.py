@@ -30,10 +30,12 @@ from typing import Any, Mapping
 
 import sympy
 
+from symattn.input.decimals import round_half_up, terminating_decimals, truncate
 from symattn.exact import numeric
 from symattn.exact import progress
 from symattn.input.claims import GRADIENTS, INPUTS, STAGE, Claim, Claims, load_claims
-from symattn.exact.model import Model, build
+from symattn.exact.factory import build
+from symattn.exact.model import Model
 from symattn.exact.rounding import Num, is_extreme
 from symattn.input.errors import SpecError
 from symattn.input.spec import Spec
@@ -272,7 +274,7 @@ class _Checker:
         """(rational or None, closed form, SIGNIFICANT-digit Num, rounded to decimals)."""
         if quantity in INPUTS:
             exact = getattr(self.spec, quantity)[i][j].value
-            rounded = None if decimals is None else numeric.round_half_up(exact, decimals)
+            rounded = None if decimals is None else round_half_up(exact, decimals)
             return exact, _rational(exact), self.sig(quantity, i, j), rounded
         model = model or self.source(quantity)
         exact = self.table(model, "rationals", quantity)[i][j]
@@ -402,7 +404,7 @@ class _Checker:
         for other in self.index.get((quantity, claim.row, claim.col), []):
             od = other.number.decimals
             if other is not claim and d is not None and (od is None or od > d) and \
-                    Fraction(numeric.round_half_up(other.number.value, d)) == c:
+                    Fraction(round_half_up(other.number.value, d)) == c:
                 return True
         if not from_claims:
             return False
@@ -418,7 +420,7 @@ class _Checker:
     @staticmethod
     def is_truncation(model: Model, quantity: str, i: int, j: int, c: Fraction, d: int, exact: Fraction | None) -> bool:
         if exact is not None:
-            return Fraction(numeric.truncate(exact, d)) == c
+            return Fraction(truncate(exact, d)) == c
         # cutting x toward zero gives c  <=>  c <= x < c + unit (x >= 0), mirrored below zero
         unit = Fraction(10) ** -d
         low, high = (c, c + unit) if c >= 0 else (c - unit, c)
@@ -433,9 +435,9 @@ class _Checker:
             exact = getattr(self.spec, quantity)[i][j].value
         else:
             exact = self.table(model, "rationals", quantity)[i][j]
-        places = None if exact is None else numeric.terminating_decimals(exact)
+        places = None if exact is None else terminating_decimals(exact)
         if places is not None and not is_extreme(exact):  # a terminating value is shown whole: 0.92, not 0.920000
-            return Num(numeric.round_half_up(exact, places), True)
+            return Num(round_half_up(exact, places), True)
         value = self.table(model, "significant", quantity, SIGNIFICANT)[i][j]
         return Num(value, exact is not None and Fraction(value) == exact,
                    value.is_finite() and is_extreme(Fraction(value)))

@@ -17,6 +17,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from symattn.input.decimals import round_half_up
 from symattn.input import limits
 from symattn.exact import numeric
 from symattn.input.errors import EvaluationError, ShapeError, SpecError
@@ -83,13 +84,14 @@ def _bucket(e: Fraction) -> int:
 
 def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Comparison:
     """Compare a float matrix with the exact ``quantity`` (``output`` or ``weights``) of a spec."""
-    from symattn.api import solve
+    from symattn.exact.factory import build
+    from symattn.input.spec import load_spec
     if quantity not in QUANTITIES:
         raise SpecError("--quantity", None, f"expected one of {', '.join(QUANTITIES)}, got {quantity!r}")
-    solved = solve(spec)
-    if solved.spec.is_symbolic:
-        raise SpecError(solved.spec.source, "subs", "compare needs numbers, not symbols")
-    model = solved.model
+    spec = load_spec(spec)
+    if spec.is_symbolic:
+        raise SpecError(spec.source, "subs", "compare needs numbers, not symbols")
+    model = build(spec)
     rationals = model.rationals(quantity)
     rows, cols = len(rationals), len(rationals[0])
     got = (len(result.rows), len(result.rows[0]))
@@ -217,7 +219,7 @@ def bucket_label(b: int) -> str:
 
 
 def _edge(x: Fraction) -> str:
-    return str(x.numerator) if x.denominator == 1 else format(numeric.round_half_up(x, 1), "f")
+    return str(x.numerator) if x.denominator == 1 else format(round_half_up(x, 1), "f")
 
 
 __all__ = ["Comparison", "Entry", "bucket_label", "compare", "comparison_data", "render_comparison"]

@@ -45,8 +45,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input import limits
-from symattn.exact import numeric
 from symattn.input.errors import EvaluationError, LimitError, SpecError
 from symattn.exact.model import Model, build_model
 from symattn.exact.rounding import exact_figures, hand_figures
@@ -167,7 +167,7 @@ def _rule(reader: _Reader, name: str, raw: object) -> _Rule:
     if "step" not in raw:
         raise reader.error(f"{key}.step", "missing (e.g. step = 0.1 for one decimal)")
     step = _exact(reader, raw["step"], f"{key}.step")
-    decimals = numeric.terminating_decimals(step) if step > 0 else None
+    decimals = terminating_decimals(step) if step > 0 else None
     if decimals is None:
         raise reader.error(f"{key}.step", "expected a positive terminating decimal such as 0.1 or 1")
     span = (hi - lo) / step
@@ -259,7 +259,7 @@ def _number(rule: _Rule, rng: random.Random) -> str:
     while True:
         value = rule.lo + rng.randrange(rule.count + 1) * rule.step
         if not (rule.nonzero and value == 0):
-            return format(numeric.round_half_up(value, rule.decimals), "f")
+            return format(round_half_up(value, rule.decimals), "f")
 
 
 def _draw(t: Template, rng: random.Random) -> dict[str, Any]:
@@ -353,7 +353,7 @@ def _same_digits(exact, hand, ask: Sequence[str], rows: Sequence[int]) -> bool:
                     return False
                 continue
             places = max(0, -e.value.as_tuple().exponent)
-            if numeric.round_half_up(Fraction(h.value), places) != e.value or \
+            if round_half_up(Fraction(h.value), places) != e.value or \
                     -h.value.as_tuple().exponent < places:
                 return False
     return True

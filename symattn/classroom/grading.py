@@ -31,6 +31,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError, SymattnError
 from symattn.input.spec import read_table
 
@@ -123,11 +124,10 @@ class Gradebook:
 
 def score_text(x: Fraction) -> str:
     """A score as a short exact decimal where it has one (10.5), else as a fraction (31/3)."""
-    from symattn.exact import numeric
-    places = numeric.terminating_decimals(x)
+    places = terminating_decimals(x)
     if places is None or places > 6:
         return str(x)
-    return format(numeric.round_half_up(x, places), "f")
+    return format(round_half_up(x, places), "f")
 
 
 def note_text(lang: str) -> Callable[[Note], str]:

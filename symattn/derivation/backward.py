@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from symattn.derivation.derive import Derivation, Dot, Step, _derivation, _scale, _top
-from symattn.exact.model import AttentionModel, Model
+from symattn.derivation.steps import Derivation, Dot, Step, assemble, scale_parts, top_keys
+from symattn.exact.base import AttentionModel
+from symattn.exact.model import Model
 from symattn.input.numeral import Numeral
 from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
 from symattn.input.spec import Matrix, Spec
@@ -153,7 +154,7 @@ def _head_backward(spec: Spec, model: Model, fig: Figures, shown: dict[str, NumR
     f = spec.focus
     every = spec.expand == "all"
     rows = range(n) if every else [f]
-    keys = range(m) if every else [_top(model, f)[0]]
+    keys = range(m) if every else [top_keys(model, f)[0]]
     A = fig.weights
     V, K, Q = spec.V, spec.K, spec.Q
     dV_dots = tuple(Dot(j, k, tuple((A[i][j], dO[i][k]) for i in range(n)), g["dV"][j][k])
@@ -169,7 +170,7 @@ def _head_backward(spec: Spec, model: Model, fig: Figures, shown: dict[str, NumR
             i, A[i], J, is_exact(J), g["dA"][i], products, g["dot"][i][0],
             tuple((g["dA"][i][k], A[i][k]) for k in range(m)), g["dZ"][i], is_exact([g["dZ"][i]]),
             tuple(j for j in range(m) if not model.may_attend(i, j))))
-    scale_kind, scale_value = _scale(spec)
+    scale_kind, scale_value = scale_parts(spec)
     dQ_dots = tuple(Dot(i, t, tuple((g["dS"][i][j], K[j][t]) for j in range(m)), g["dQ"][i][t])
                     for i in rows for t in range(len(K[0])))
     dK_dots = tuple(Dot(j, t, tuple((g["dS"][i][j], Q[i][t]) for i in range(n)), g["dK"][j][t])
@@ -222,7 +223,7 @@ def backward_steps(spec: Spec, model: AttentionModel) -> tuple[Step, ...]:
         for h, (head, sub, fig) in enumerate(zip(heads, subs, figs)):
             width = len(sub.V[0])
             dO = shown[f"dO@{h}"]
-            inner = _derivation(sub, _head_backward(sub, head, fig, shown, f"@{h}", dO))
+            inner = assemble(sub, _head_backward(sub, head, fig, shown, f"@{h}", dO))
             steps.append(BackwardHead(h, h * width, width, dO, is_exact(dO), inner))
     shapes += [(name, *_shape(shown[name])) for name in ("dV", "dA", "dZ", "dS", "dQ", "dK")
                if name in shown]

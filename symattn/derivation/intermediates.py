@@ -23,10 +23,14 @@ from typing import Any, Iterator
 
 import sympy
 
-from symattn.exact import numeric
+from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError
 
-from symattn.exact.model import AttentionModel, Model, build
+from symattn.exact.base import AttentionModel
+
+from symattn.exact.factory import build
+
+from symattn.exact.model import Model
 from symattn.input.spec import Matrix, Spec
 
 MAX_DIGITS = 1000
@@ -228,10 +232,10 @@ def _entry(source: Any, quantity: str, digits: int, printer: "_Printer | _Struct
 
 def _decimal(x: Fraction) -> str:
     """A terminating rational (a bound: dyadic, or a terminating decimal) as its exact decimal text."""
-    places = numeric.terminating_decimals(x)
+    places = terminating_decimals(x)
     if places is None:
         raise ValueError(f"{x} has no finite decimal expansion")
-    return format(numeric.round_half_up(x, places), "f")
+    return format(round_half_up(x, places), "f")
 
 
 def _text(value: Any) -> str:

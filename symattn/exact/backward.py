@@ -33,7 +33,8 @@ from sympy import ImmutableMatrix
 from symattn.input import limits
 from symattn.exact import numeric
 from symattn.input.errors import LimitError, SpecError
-from symattn.exact.model import AttentionModel, Model, Rounding
+from symattn.exact.base import AttentionModel, Rounding
+from symattn.exact.model import Model
 from symattn.input.limits import COMBINE_WORK, EXACTNESS_WORK, EXPANDED_TERMS, PRODUCT_WORK
 from symattn.exact.numeric import Fixed
 from symattn.input.spec import Spec

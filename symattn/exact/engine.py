@@ -16,7 +16,6 @@ The flint engine is used when python-flint can be imported; ``SYMATTN_ENGINE=mpm
 
 from __future__ import annotations
 
-import operator
 import os
 from contextlib import contextmanager
 from typing import Iterator, Sequence

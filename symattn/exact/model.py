@@ -16,197 +16,23 @@ evaluate every exponential once and round each value correctly
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
-from typing import Callable, ClassVar, Protocol, Sequence, runtime_checkable
+from typing import ClassVar
 
 import sympy
 from sympy import ImmutableMatrix
-from sympy.polys.domains import ZZ
 from sympy.polys.matrices import DomainMatrix
 
 from symattn.exact import engine
 from symattn.exact import numeric
-from symattn.exact import progress
 from symattn.input.errors import EvaluationError, LimitError
 from symattn.input.limits import ABS_Z, PRECISION_BITS, WORK_BITS
 from symattn.exact.numeric import Fixed
-from symattn.input.spec import Matrix, Spec
-
-Rows = tuple[tuple[Decimal, ...], ...]
-Bounds = "tuple[Fraction, Fraction] | None"
-Mask = tuple[tuple[bool, ...], ...]
-
-QUANTITIES = ("scale", "sqrt_dk", "scores", "scaled", "shifted", "exp", "exp_sum", "exp_shifted",
-              "exp_shifted_sum", "weights", "products", "output")
-NEG_INFINITY = Decimal("-Infinity")
-_INFINITE = ("scaled", "shifted")  # quantities that are −∞ where masked
-
-
-def _integers(m: Matrix) -> tuple[DomainMatrix, int]:
-    """The matrix as (integer matrix over ZZ, common denominator)."""
-    den = _lcm_of_denominators([[x.value for x in row] for row in m])
-    rows = [[x.value.numerator * (den // x.value.denominator) for x in row] for row in m]
-    return DomainMatrix(rows, (len(m), len(m[0])), ZZ), den
-
-
-def _rational_matrix(m: DomainMatrix, den: int) -> ImmutableMatrix:
-    return ImmutableMatrix(m.to_Matrix()) / den
-
-
-def _lcm_of_denominators(rows: Sequence[Sequence[Fraction]]) -> int:
-    den = 1
-    for row in rows:
-        for x in row:
-            den = den * x.denominator // math.gcd(den, x.denominator)
-    return den
-
-
-class ClosedForms:
-    """exp, their row sums, weights and output from ``scaled`` and ``V``: shared by
-    the numeric model and the symbolic one."""
-
-    scaled: ImmutableMatrix
-    V: ImmutableMatrix
-
-    @cached_property
-    def exp(self) -> ImmutableMatrix:
-        return self.scaled.applyfunc(sympy.exp)
-
-    @cached_property
-    def exp_sum(self) -> ImmutableMatrix:
-        return _row_sums(self.exp)
-
-    @cached_property
-    def weights(self) -> ImmutableMatrix:
-        e, sums = self.exp, self.exp_sum
-        return ImmutableMatrix(e.rows, e.cols, lambda i, j: e[i, j] / sums[i, 0])
-
-    @cached_property
-    def output(self) -> ImmutableMatrix:
-        # Σ_j V_jk e^{z_ij} over the row sum: one fraction per entry, as a reader writes it
-        e, sums, V = self.exp, self.exp_sum, self.V
-        return ImmutableMatrix(e.rows, V.cols, lambda i, k: sympy.Add(
-            *[V[j, k] * e[i, j] for j in range(e.cols)]) / sums[i, 0])
-
-
-class Rounding:
-    """Correctly rounded numbers of an exact model's quantities.
-
-    Subclasses give ``rationals(quantity)`` (exact values where rational) and
-    ``_enclosures(quantity, bits)`` (rigorous boxes of every entry).
-    """
-
-    def rounded(self, quantity: str, decimals: int | Sequence[int]) -> Rows:
-        """Every entry rounded half-up to ``decimals`` places, each digit correct (−∞ where masked)."""
-        return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide(
-            boxes, exact, decimals, bits + numeric.start_bits(max(_seq(decimals))), quantity, self._headroom_bits))
-
-    def significant(self, quantity: str, digits: int) -> Rows:
-        """Every entry rounded half-up to ``digits`` significant digits."""
-        return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide_significant(
-            boxes, exact, digits, bits + numeric.start_bits(digits), quantity, self._headroom_bits))
-
-    def certified(self, quantity: str, digits: int) -> tuple[Rows, tuple[tuple[Bounds, ...], ...]]:
-        """:meth:`significant`, with the enclosure that decided each value: (lo, hi) holding the exact
-        value, every point of which rounds to the shown digits (None where the value is −∞)."""
-        exact = self.rationals(quantity)
-        cols = len(exact[0])
-        witness: list[Fixed | None] = [None] * (len(exact) * cols)
-        rows = self._numbers(quantity, lambda boxes, ex, bits: numeric.decide_significant(
-            boxes, ex, digits, bits + numeric.start_bits(digits), quantity, self._headroom_bits, witness))
-        start = numeric.start_bits(digits)
-        bounds = []
-        for p, value in enumerate(x for row in rows for x in row):
-            known, box = exact[p // cols][p % cols], witness[p]
-            if value.is_infinite():
-                bounds.append(None)
-            elif box is None:  # rational: decided exactly
-                bounds.append(numeric.rational_bounds(known if known is not None else Fraction(0), digits, start))
-            else:
-                bounds.append((Fraction(box.lo, 1 << box.bits), Fraction(box.hi, 1 << box.bits)))
-        return rows, tuple(tuple(bounds[i * cols:(i + 1) * cols]) for i in range(len(exact)))
-
-    def _magnitude_bits(self, quantity: str) -> int:
-        return 0
-
-    _headroom_bits = 0  # extra precision that very large or very small values may need
-
-    def _is_infinite(self, quantity: str, row: int, col: int) -> bool:
-        return False
-
-    def _may_be_infinite(self, quantity: str) -> bool:
-        # False when no entry of the quantity is −∞: the check per entry is skipped
-        return True
-
-    def _numbers(self, quantity: str, method: Callable) -> Rows:
-        progress.step(quantity)
-        exact = self.rationals(quantity)
-        cols = len(exact[0])
-        # −∞ entries (masked scores) have nothing to evaluate: a placeholder, then −∞
-        infinite = [self._is_infinite(quantity, p // cols, p % cols) for p in range(len(exact) * cols)] \
-            if self._may_be_infinite(quantity) else [False] * (len(exact) * cols)
-        flat_exact = [Fraction(0) if inf else x for inf, x in zip(infinite, (x for row in exact for x in row))]
-        flat = method(lambda bits: self._enclosures(quantity, bits), flat_exact, self._magnitude_bits(quantity))
-        flat = [NEG_INFINITY if inf else x for inf, x in zip(infinite, flat)]
-        return tuple(tuple(flat[i * cols:(i + 1) * cols]) for i in range(len(exact)))
-
-
-def _row_sums(e: ImmutableMatrix) -> ImmutableMatrix:
-    return ImmutableMatrix([[sympy.Add(*e.row(i))] for i in range(e.rows)])
-
-
-@runtime_checkable
-class AttentionModel(Protocol):
-    """What every model kind offers (one head, several heads, symbols, the backward pass).
-
-    The derivation, ``compute`` and the checker dispatch on ``kind`` through a
-    table, as SymPy's printers dispatch on the class: no caller tests types.
-    """
-
-    kind: ClassVar[str]  # "head", "heads", "symbolic" or "backward"
-
-    def exact(self, quantity: str) -> ImmutableMatrix:
-        """The closed forms of one quantity."""
-
-
-def build(spec: Spec) -> AttentionModel:
-    """The exact model a spec asks for: symbols, several heads (or W_O), or one head; with
-    ``[backward]``, the backward pass over it."""
-    if spec.is_symbolic:
-        from symattn.exact.symbolic import build_symbolic, has_all_values
-        if spec.backward is not None and not has_all_values(spec):
-            # gradients are derived with numbers: the formulas stop at the forward pass
-            from symattn.input.errors import SpecError
-            raise SpecError(spec.source, "backward", "the backward pass of a spec with symbols needs a value for "
-                                                     "every symbol ([subs] or --subs)")
-        model: AttentionModel = build_symbolic(spec)
-    elif spec.heads > 1 or spec.W_O is not None:
-        from symattn.exact.multihead import build_multihead
-        model = build_multihead(spec)
-    else:
-        model = build_model(spec)
-    if spec.backward is not None and not spec.is_symbolic:
-        from symattn.exact.backward import build_backward
-        return build_backward(spec, model)
-    return model
-
-
-class ForwardPass:
-    """The forward kinds' part of the interface: each is its own forward model, and has no gradients
-    (a backward model's ``forward`` is the model it differentiates)."""
-
-    @property
-    def forward(self) -> "ForwardPass":
-        return self
-
-    @property
-    def backward(self) -> None:
-        return None
-
+from symattn.exact.base import (QUANTITIES, INFINITE_QUANTITIES, ClosedForms, ForwardPass, Mask, Rounding, integer_matrix,
+                                rational_matrix, row_sums)
+from symattn.input.spec import Spec
 
 @dataclass(frozen=True, eq=False)
 class Model(ClosedForms, Rounding, ForwardPass):
@@ -244,19 +70,19 @@ class Model(ClosedForms, Rounding, ForwardPass):
 
     @cached_property
     def Q(self) -> ImmutableMatrix:
-        return _rational_matrix(self.q, self.dq)
+        return rational_matrix(self.q, self.dq)
 
     @cached_property
     def K(self) -> ImmutableMatrix:
-        return _rational_matrix(self.k, self.dk)
+        return rational_matrix(self.k, self.dk)
 
     @cached_property
     def V(self) -> ImmutableMatrix:
-        return _rational_matrix(self.v, self.dv)
+        return rational_matrix(self.v, self.dv)
 
     @cached_property
     def scores(self) -> ImmutableMatrix:
-        return _rational_matrix(self.s, self.dq * self.dk)
+        return rational_matrix(self.s, self.dq * self.dk)
 
     @cached_property
     def sqrt_dk(self) -> sympy.Expr:
@@ -287,7 +113,7 @@ class Model(ClosedForms, Rounding, ForwardPass):
 
     @cached_property
     def exp_shifted_sum(self) -> ImmutableMatrix:
-        return _row_sums(self.exp_shifted)
+        return row_sums(self.exp_shifted)
 
     @cached_property
     def products(self) -> ImmutableMatrix:
@@ -323,10 +149,10 @@ class Model(ClosedForms, Rounding, ForwardPass):
         raise EvaluationError(f"cannot compare {quantity} entry with {r}: it may be equal")
 
     def _is_infinite(self, quantity: str, row: int, col: int) -> bool:
-        return quantity in _INFINITE and not self.may_attend(row, col)
+        return quantity in INFINITE_QUANTITIES and not self.may_attend(row, col)
 
     def _may_be_infinite(self, quantity: str) -> bool:
-        return quantity in _INFINITE and self.allowed is not None
+        return quantity in INFINITE_QUANTITIES and self.allowed is not None
 
     def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
         """The exact rational value of each entry, or None where it is irrational (or −∞).
@@ -512,10 +338,6 @@ def _upper(x: sympy.Expr) -> Fraction:
     return Fraction(box.hi, 1 << 32)
 
 
-def _seq(x: int | Sequence[int]) -> Sequence[int]:
-    return [x] if isinstance(x, int) else x
-
-
 class _Boxes:
     """Enclosures of every quantity at one working precision, each exp computed once."""
 
@@ -635,7 +457,7 @@ def build_model(spec: Spec) -> Model:
     """The exact model of a validated single-head spec."""
     if spec.heads > 1:
         raise ValueError("a multi-head spec has one model per head: use build_heads")
-    (q, dq), (k, dk), (v, dv) = (_integers(m) for m in (spec.Q, spec.K, spec.V))
+    (q, dq), (k, dk), (v, dv) = (integer_matrix(m) for m in (spec.Q, spec.K, spec.V))
     model = Model(q=q, k=k, v=v, s=q * k.transpose(), dq=dq, dk=dk, dv=dv, d_k=spec.d_k, scale=scale_of(spec),
                   allowed=spec.allowed)
     _check_work(model, spec.source)

@@ -17,7 +17,8 @@ import sympy
 from sympy import ImmutableMatrix
 
 from symattn.exact import engine
-from symattn.exact.model import ForwardPass, Model, Rounding, _lcm_of_denominators, build_heads
+from symattn.exact.base import ForwardPass, Rounding, lcm_of_denominators
+from symattn.exact.model import Model, build_heads
 from symattn.exact.numeric import Fixed
 from symattn.exact.rounding import NumRows, _exact_or_rounded, _from_model
 from symattn.input.spec import Spec
@@ -75,7 +76,7 @@ class MultiHead(Rounding, ForwardPass):
             rows.append(row)
         if quantity == "concat" or self.W_O is None:
             return [b for row in rows for b in row]
-        den = _lcm_of_denominators(list(self.W_O) + [self.b_O or ()])
+        den = lcm_of_denominators(list(self.W_O) + [self.b_O or ()])
         cols = [[int(self.W_O[c][k] * den) for c in range(len(self.W_O))] for k in range(len(self.W_O[0]))]
         bias = self.b_O or (Fraction(0),) * len(cols)
         shifts = [Fixed.exact(b, bits) for b in bias]

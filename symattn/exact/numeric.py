@@ -25,42 +25,11 @@ from typing import Callable, Iterator, NamedTuple, Sequence
 import sympy
 from mpmath import iv, libmp
 
+from symattn.input.decimals import exact_decimal, round_half_up
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
 
 GUARD_BITS = 24
-
-
-def round_half_up(value: Fraction, decimals: int) -> Decimal:
-    """Round an exact rational half-up (away from zero on ties) to fixed decimals."""
-    scaled = abs(value) * Fraction(10) ** decimals
-    q = (scaled.numerator * 2 + scaled.denominator) // (scaled.denominator * 2)
-    return _decimal(value < 0 and q != 0, q, decimals)
-
-
-def truncate(value: Fraction, decimals: int) -> Decimal:
-    """Cut an exact rational to fixed decimals (toward zero)."""
-    scaled = abs(value) * Fraction(10) ** decimals
-    q = scaled.numerator // scaled.denominator
-    return _decimal(value < 0 and q != 0, q, decimals)
-
-
-def _decimal(negative: bool, digits: int, decimals: int) -> Decimal:
-    # exact, with no context rounding, and no str(int) (which stops at 4300 digits)
-    return Decimal((int(negative), Decimal(digits).as_tuple().digits, -decimals))
-
-
-def terminating_decimals(value: Fraction) -> int | None:
-    """Digits after the point of a terminating decimal, or None if it repeats."""
-    den = value.denominator
-    twos = fives = 0
-    while den % 2 == 0:
-        den //= 2
-        twos += 1
-    while den % 5 == 0:
-        den //= 5
-        fives += 1
-    return max(twos, fives) if den == 1 else None
 
 
 def as_fraction(expr: sympy.Expr) -> Fraction | None:
@@ -94,7 +63,7 @@ class Fixed(NamedTuple):
     def rounded(self, decimals: int) -> Decimal | None:
         """The half-up rounding shared by every point of the interval, if any."""
         lo, hi = _round_int(self.lo, self.bits, decimals), _round_int(self.hi, self.bits, decimals)
-        return _decimal(lo < 0, abs(lo), decimals) if lo == hi else None
+        return exact_decimal(lo < 0, abs(lo), decimals) if lo == hi else None
 
     def exponent(self) -> int | None:
         """floor(log10 |x|) shared by the whole interval, if decided."""

@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 
 import sympy
 
+from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.exact import numeric
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.limits import FIXED_DIGITS
@@ -101,17 +102,17 @@ def _wants_scientific(value: Fraction, notation: str, shift: int = 0) -> bool:
 
 def _exact_or_rounded(values: Sequence[Sequence[Fraction]], decimals: int, notation: str = "fixed") -> NumRows:
     # terminating everywhere: exact, padded to one width; otherwise all rounded
-    places = [numeric.terminating_decimals(v) for row in values for v in row]
+    places = [terminating_decimals(v) for row in values for v in row]
     if all(p is not None for p in places):
         width = max(places)
         return tuple(tuple(Num(_exact_digits(v), True, True) if _wants_scientific(v, notation) else
-                           Num(numeric.round_half_up(v, width), True) for v in row) for row in values)
+                           Num(round_half_up(v, width), True) for v in row) for row in values)
     return _rounded(values, decimals, notation)
 
 
 def _exact_digits(value: Fraction) -> Decimal:
     """A terminating value as a Decimal with no trailing zeros (m × 10^k shows every digit, no more)."""
-    sign, digits, exponent = numeric.round_half_up(value, numeric.terminating_decimals(value)).as_tuple()
+    sign, digits, exponent = round_half_up(value, terminating_decimals(value)).as_tuple()
     while len(digits) > 1 and digits[-1] == 0:
         digits, exponent = digits[:-1], exponent + 1
     return Decimal((sign, digits, exponent))
@@ -144,7 +145,7 @@ def _in_notation(fixed: Num, exact: Fraction | None, significant: Callable[[], D
 
 def _shown(value: Fraction, decimals: int, notation: str, shift: int = 0, digits: int | None = None) -> Num:
     """An exact rational as shown: fixed decimals, or significant digits in scientific notation."""
-    return _in_notation(_num(numeric.round_half_up(value, decimals), value), value,
+    return _in_notation(_num(round_half_up(value, decimals), value), value,
                         lambda: numeric.significant_exact(value, digits or decimals + 1), notation, shift)
 
 

@@ -18,7 +18,8 @@ from sympy import ImmutableMatrix
 
 from symattn.input.errors import SpecError
 from symattn.input.formula import Formula, symbol, value_of
-from symattn.exact.model import ClosedForms, ForwardPass, scale_of
+from symattn.exact.base import ClosedForms, ForwardPass
+from symattn.exact.model import scale_of
 from symattn.input.numeral import Numeral
 from symattn.input.projection import numeral_of, project
 from symattn.input.spec import Matrix, Spec

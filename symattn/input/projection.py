@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from symattn.exact import numeric
+from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.numeral import Numeral
 
 Matrix = tuple[tuple[Numeral, ...], ...]
@@ -48,11 +48,11 @@ def numeral_of(value: Fraction, width: int = 0) -> Numeral:
     """A computed exact value as a numeral: its exact decimal (at least ``width``
     places), or p/q if it repeats."""
     # built directly, not parsed: a computed value is not held to the length of typed numbers
-    places = numeric.terminating_decimals(value)
+    places = terminating_decimals(value)
     if places is None:
         return Numeral(str(value), value, "fraction", None) if value.denominator != 1 else \
             Numeral(str(value), value, "decimal", 0, str(value))
-    text = format(numeric.round_half_up(value, max(places, width)), "f")
+    text = format(round_half_up(value, max(places, width)), "f")
     return Numeral(text, value, "decimal", max(places, width), text)
 
 
@@ -88,6 +88,6 @@ def project(projection: Projection, name: str) -> Matrix:
                                                                            [e for row in m for e in row])):
         return _symbolic_product(X, W, b)
     values = product(X, W, b)
-    places = [numeric.terminating_decimals(v) for row in values for v in row]
+    places = [terminating_decimals(v) for row in values for v in row]
     width = max((p for p in places if p is not None), default=0)
     return tuple(tuple(numeral_of(v, width) for v in row) for row in values)

@@ -95,12 +95,10 @@ def _is_text(value: Any) -> bool:
 
 
 def _derivation(spec: Any) -> tuple[Any, Any]:
-    """The derivation and the exact model (None for several heads or symbols, which derive builds)."""
+    """The derivation and the exact model it was derived from (of any kind: compute takes each)."""
     from symattn.api import Result
-    from symattn.exact.model import Model
     result = Result(spec)
-    model = result.model
-    return result.derivation, (model if isinstance(model, Model) else None)
+    return result.derivation, result.model
 
 
 def render_task(body: Any) -> dict[str, Any]:

@@ -1,0 +1,257 @@
+"""The forward pass's steps: QKᵀ with its sums, the scaling, the mask, the softmax, ×V and the matrix form,
+for one head, several heads and symbols."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from symattn.exact.base import AttentionModel
+from symattn.exact.model import Model
+from symattn.exact.rounding import Figures, Num, figures, is_exact
+from symattn.input.spec import Spec
+from symattn.derivation.steps import (
+    Concat,
+    Derivation,
+    Dot,
+    Head,
+    Masking,
+    MatrixForm,
+    OutputProjection,
+    Projected,
+    Projecting,
+    Recap,
+    Scaling,
+    Scores,
+    Setup,
+    Softmax,
+    SoftmaxRow,
+    Step,
+    ToyVsReal,
+    WeightedRow,
+    WeightedSum,
+    assemble,
+    scale_parts,
+    top_keys,
+    transpose,
+)
+
+
+def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
+    """Scores, scaling, masking, softmax, weights × V and the matrix form."""
+    f = spec.focus
+    rows = range(model.n_queries) if spec.expand == "all" else [f]
+    scale_kind, scale_value = scale_parts(spec)
+    dots = tuple(
+        Dot(i, j, tuple(zip(spec.Q[i], spec.K[j])), fig.scores[i][j]) for i in rows for j in range(model.n_keys)
+    )
+    stable = fig.row_max is not None
+    softmax_rows = tuple(
+        SoftmaxRow(
+            i,
+            fig.softmax_input[i],
+            fig.exp[i],
+            fig.exp_sum[i],
+            fig.weights[i],
+            fig.percent[i],
+            top_keys(model, i),
+            is_exact([fig.weights[i]]),
+            fig.scaled[i],
+            fig.row_max[i] if stable else None,
+            is_exact([fig.softmax_input[i]]),
+        )
+        for i in rows
+    )
+    weighted = tuple(
+        WeightedRow(
+            i,
+            fig.weights[i],
+            fig.products[i],
+            fig.output[i],
+            spec.V[i] if not spec.is_cross and i < len(spec.V) else (),
+            is_exact([fig.weights[i]]),
+            is_exact(fig.products[i]),
+            is_exact([fig.output[i]]),
+        )
+        for i in rows
+    )
+    av_dots = ()
+    if spec.expand == "all":
+        av_dots = tuple(
+            Dot(i, k, tuple((fig.weights[i][j], spec.V[j][k]) for j in range(model.n_keys)), fig.output[i][k])
+            for i in range(model.n_queries)
+            for k in range(model.V.cols)
+        )
+    steps: list[Step] = [
+        Scores(transpose(spec.K), dots, fig.scores, is_exact(fig.scores)),
+        Scaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, fig.unmasked, is_exact(fig.unmasked)),
+    ]
+    if spec.allowed is not None:
+        steps.append(Masking(spec.mask, spec.allowed, spec.key_padding, fig.scaled, is_exact(fig.scaled)))
+    steps += [
+        Softmax(softmax_rows),
+        WeightedSum(spec.V, weighted),
+        MatrixForm(fig.weights, is_exact(fig.weights), fig.output, is_exact(fig.output), av_dots),
+    ]
+    return tuple(steps)
+
+
+def _projecting(spec: Spec) -> Projecting:
+    p = spec.projection
+    products = []
+    for name, result in (("Q", spec.Q), ("K", spec.K), ("V", spec.V)):
+        X, W, b = p.weights(name)
+        if spec.expand == "all":
+            rows = range(len(X))
+        elif name == "Q" or not spec.is_cross:
+            rows = [spec.focus]
+        else:
+            rows = []
+        dots = tuple(
+            Dot(i, k, tuple((x, W[c][k]) for c, x in enumerate(X[i])), result[i][k], b[k] if b else None)
+            for i in rows
+            for k in range(len(W[0]))
+        )
+        products.append(Projected(name, "X" if name == "Q" or p.X_kv is None else "X_kv", W, b, result, dots))
+    return Projecting(p.X, p.X_kv, tuple(products))
+
+
+def derive_symbolic(spec: Spec, model: AttentionModel) -> Derivation:
+    import sympy
+
+    from symattn.input.formula import Formula
+    from symattn.exact.symbolic import formulas
+
+    rows = range(len(spec.tokens)) if spec.expand == "all" else [spec.focus]
+    scale_kind, scale_value = scale_parts(spec)
+    root = Formula("", sympy.sqrt(spec.d_k))
+    S, Z, E, A, O = (formulas(getattr(model, q)) for q in ("scores", "scaled", "exp", "weights", "output"))
+    sums = formulas(model.exp_sum)
+    unmasked = Z if spec.allowed is None else formulas(replace(model, allowed=None).scaled)
+    dots = tuple(Dot(i, j, tuple(zip(spec.Q[i], spec.K[j])), S[i][j]) for i in rows for j in range(len(spec.keys)))
+    steps: list[Step] = [
+        Setup(spec.d_k, scale_kind, scale_value, root, spec.Q, spec.K, spec.V, projected=spec.projection is not None)
+    ]
+    if spec.projection is not None:
+        steps.append(_projecting(spec))
+    steps += [
+        Scores(transpose(spec.K), dots, S, True),
+        Scaling(spec.d_k, scale_kind, scale_value, root, unmasked, True),
+    ]
+    if spec.allowed is not None:
+        steps.append(Masking(spec.mask, spec.allowed, spec.key_padding, Z, True))
+    steps.append(Softmax(tuple(SoftmaxRow(i, Z[i], E[i], sums[i][0], A[i], (), (), True, Z[i]) for i in rows)))
+    steps.append(
+        WeightedSum(
+            spec.V,
+            tuple(
+                WeightedRow(
+                    i, A[i], formulas(model.products[i]), O[i], spec.V[i] if not spec.is_cross else (), True, True, True
+                )
+                for i in rows
+            ),
+        )
+    )
+    av_dots = ()
+    if spec.expand == "all":
+        av_dots = tuple(
+            Dot(i, k, tuple((A[i][j], spec.V[j][k]) for j in range(len(spec.keys))), O[i][k])
+            for i in range(len(spec.tokens))
+            for k in range(len(spec.V[0]))
+        )
+    steps.append(MatrixForm(A, True, O, True, av_dots))
+    steps.append(_toy(spec))
+    return assemble(spec, tuple(steps), symbolic=True)
+
+
+def _toy(spec: Spec) -> ToyVsReal:
+    scale_kind, scale_value = scale_parts(spec)
+    return ToyVsReal(
+        d_k=spec.d_k,
+        n_tokens=len(spec.tokens),
+        n_keys=len(spec.keys),
+        cross=spec.is_cross,
+        projected=spec.projection is not None,
+        heads=spec.heads,
+        d_model=len(spec.projection.X[0]) if spec.projection is not None else None,
+        output_projection=spec.W_O is not None,
+        mask=spec.mask,
+        padding=spec.key_padding is not None,
+        scale=scale_kind,
+        scale_value=scale_value,
+        softmax=spec.softmax,
+        symbolic=spec.is_symbolic,
+    )
+
+
+def derive_head(spec: Spec, model: Model) -> Derivation:
+    fig: Figures = figures(model, spec)
+    f = spec.focus
+    scale_kind, scale_value = scale_parts(spec)
+    top = top_keys(model, f)[0]
+    steps: list[Step] = [
+        Setup(
+            spec.d_k,
+            scale_kind,
+            scale_value,
+            fig.sqrt_dk,
+            spec.Q,
+            spec.K,
+            spec.V,
+            projected=spec.projection is not None,
+        )
+    ]
+    if spec.projection is not None:
+        steps.append(_projecting(spec))
+    steps += _core_steps(spec, model, fig)
+    steps += [Recap(top, fig.scores[f][top], fig.percent_whole[f][top], spec.V[top]), _toy(spec)]
+    return assemble(spec, tuple(steps))
+
+
+def derive_heads(spec: Spec, mh: AttentionModel) -> Derivation:
+    heads = []
+    concat_rows: list[list[Num]] = [[] for _ in spec.tokens]
+    for h, model in enumerate(mh.heads):
+        sub = spec.head(h)
+        fig = figures(model, sub)
+        width = len(sub.Q[0])
+        heads.append(Head(h, h * width, width, assemble(sub, _core_steps(sub, model, fig))))
+        for i, row in enumerate(fig.output):
+            concat_rows[i] += row
+        if h == 0:
+            sqrt_dk = fig.sqrt_dk  # the same for every head
+    concat = tuple(tuple(row) for row in concat_rows)
+    scale_kind, scale_value = scale_parts(spec)
+    steps: list[Step] = [
+        Setup(
+            spec.d_k,
+            scale_kind,
+            scale_value,
+            sqrt_dk,
+            spec.Q,
+            spec.K,
+            spec.V,
+            projected=True,
+            heads=spec.heads,
+            d_model=len(spec.projection.X[0]),
+        ),
+        _projecting(spec),
+        *heads,
+        Concat(spec.heads, concat, is_exact(concat)),
+    ]
+    if spec.W_O is not None:
+        result = mh.figures_output(spec, concat)
+        rows = range(len(spec.tokens)) if spec.expand == "all" else [spec.focus]
+        dots = tuple(
+            Dot(
+                i,
+                k,
+                tuple((concat[i][c], spec.W_O[c][k]) for c in range(len(spec.W_O))),
+                result[i][k],
+                spec.b_O[k] if spec.b_O else None,
+            )
+            for i in rows
+            for k in range(len(spec.W_O[0]))
+        )
+        steps.append(OutputProjection(spec.W_O, spec.b_O, result, is_exact(result), dots))
+    steps.append(_toy(spec))
+    return assemble(spec, tuple(steps))

@@ -1,0 +1,268 @@
+"""The derivation's steps as immutable plain data, and the Derivation that holds them.
+
+A derivation records *what was done* and *which numbers are shown*, never how
+it reads: no strings but the user's own labels and title. The renderer picks a
+template per step ``kind`` and a language file for the prose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Union
+
+from symattn.exact.model import Model
+from symattn.exact.rounding import Num, NumRow, NumRows
+from symattn.input.numeral import Numeral
+from symattn.input.spec import Matrix, Spec
+
+Operand = Union[Numeral, Num]
+
+
+@dataclass(frozen=True)
+class Dot:
+    """One expanded sum of products: Σ a×b = result, for entry (row, col)."""
+
+    row: int
+    col: int
+    terms: tuple[tuple[Operand, Operand], ...]
+    result: Operand
+    bias: Numeral | None = None  # + b, in a projection
+
+
+@dataclass(frozen=True)
+class Setup:
+    kind: ClassVar[str] = "setup"
+    d_k: int
+    scale: str  # "sqrt", "none" or "number"
+    scale_value: Numeral | None
+    sqrt_dk: Num
+    Q: Matrix
+    K: Matrix
+    V: Matrix
+    projected: bool = False  # Q, K, V come from the projection step
+    heads: int = 1
+    d_model: int | None = None
+
+
+@dataclass(frozen=True)
+class Projected:
+    """One of Q = X W_Q + b_Q, K, V."""
+
+    name: str  # "Q", "K" or "V"
+    source: str  # "X" or "X_kv"
+    W: Matrix
+    b: tuple[Numeral, ...] | None
+    result: Matrix
+    dots: tuple[Dot, ...]
+
+
+@dataclass(frozen=True)
+class Projecting:
+    kind: ClassVar[str] = "projecting"
+    X: Matrix
+    X_kv: Matrix | None
+    products: tuple[Projected, ...]
+
+
+@dataclass(frozen=True)
+class Masking:
+    kind: ClassVar[str] = "masking"
+    mask: str  # "none" (key padding only), "causal" or "matrix"
+    allowed: tuple[tuple[bool, ...], ...]
+    key_padding: tuple[bool, ...] | None
+    Z: NumRows  # −∞ where masked
+    exact: bool
+
+
+@dataclass(frozen=True)
+class Scores:
+    kind: ClassVar[str] = "scores"
+    KT: Matrix
+    dots: tuple[Dot, ...]
+    S: NumRows
+    exact: bool
+
+
+@dataclass(frozen=True)
+class Scaling:
+    kind: ClassVar[str] = "scaling"
+    d_k: int
+    scale: str
+    scale_value: Numeral | None
+    sqrt_dk: Num
+    Z: NumRows
+    exact: bool
+
+
+@dataclass(frozen=True)
+class SoftmaxRow:
+    row: int
+    z: NumRow  # what goes into e^z: the scaled scores, or those minus shift
+    exp: NumRow
+    total: Num
+    weights: NumRow
+    percent: NumRow
+    top: tuple[int, ...]  # the most-attended keys (ties share the top)
+    weights_exact: bool
+    scaled: NumRow = ()  # the scaled scores before a stable shift
+    shift: Num | None = None  # stable softmax: the row maximum subtracted
+    z_exact: bool = True
+
+
+@dataclass(frozen=True)
+class Softmax:
+    kind: ClassVar[str] = "softmax"
+    rows: tuple[SoftmaxRow, ...]
+
+
+@dataclass(frozen=True)
+class WeightedRow:
+    row: int
+    weights: NumRow
+    products: NumRows  # weight_j × V_j, one vector per key
+    output: NumRow
+    before: tuple[Numeral, ...]  # V of the same token, for the before/after table
+    weights_exact: bool
+    products_exact: bool
+    output_exact: bool
+
+
+@dataclass(frozen=True)
+class WeightedSum:
+    kind: ClassVar[str] = "weighted_sum"
+    V: Matrix
+    rows: tuple[WeightedRow, ...]
+
+
+@dataclass(frozen=True)
+class MatrixForm:
+    kind: ClassVar[str] = "matrix_form"
+    A: NumRows
+    A_exact: bool
+    O: NumRows
+    O_exact: bool
+    dots: tuple[Dot, ...]  # every entry of AV, with expand = "all"
+
+
+@dataclass(frozen=True)
+class Head:
+    """One head of multi-head attention: the core steps on its slice of columns."""
+
+    kind: ClassVar[str] = "head"
+    index: int  # 0-based
+    first: int  # first column of Q, K, V (0-based)
+    width: int  # d_head
+    derivation: "Derivation"
+
+
+@dataclass(frozen=True)
+class Concat:
+    kind: ClassVar[str] = "concat"
+    heads: int
+    O: NumRows
+    exact: bool
+
+
+@dataclass(frozen=True)
+class OutputProjection:
+    kind: ClassVar[str] = "output_projection"
+    W_O: Matrix
+    b_O: tuple[Numeral, ...] | None
+    result: NumRows
+    exact: bool
+    dots: tuple[Dot, ...]
+
+
+@dataclass(frozen=True)
+class Substitution:
+    """The values of the symbols, and the numeric derivation that follows from them."""
+
+    kind: ClassVar[str] = "substitution"
+    values: tuple[tuple[str, Numeral], ...]
+    derivation: "Derivation"
+
+
+@dataclass(frozen=True)
+class Recap:
+    kind: ClassVar[str] = "recap"
+    top: int
+    score: Num
+    percent: Num  # the top weight in whole percent
+    value: tuple[Numeral, ...]  # V of the top token
+
+
+@dataclass(frozen=True)
+class ToyVsReal:
+    """What this example is, fact by fact, to set beside a real model."""
+
+    kind: ClassVar[str] = "toy_vs_real"
+    d_k: int
+    n_tokens: int
+    n_keys: int
+    cross: bool
+    projected: bool  # Q, K, V from X and W
+    heads: int
+    d_model: int | None
+    output_projection: bool  # W_O
+    mask: str  # "none", "causal" or "matrix"
+    padding: bool
+    scale: str  # "sqrt", "none" or "number"
+    scale_value: Numeral | None
+    softmax: str
+    symbolic: bool
+
+
+# the steps of the backward pass (backward_derivation.py, imported only for them) are steps too
+Step = Union[Setup, Projecting, Scores, Scaling, Masking, Softmax, WeightedSum, MatrixForm, Head, Concat,
+             OutputProjection, Substitution, Recap, ToyVsReal]
+STEP_KINDS = ("setup", "projecting", "scores", "scaling", "masking", "softmax", "weighted_sum", "matrix_form",
+              "head", "concat", "output_projection", "substitution", "recap", "toy_vs_real", "backward_loss",
+              "backward_values", "backward_softmax", "backward_scaling", "backward_qk", "backward_projections",
+              "backward_output_projection", "backward_head", "backward_recap")
+
+
+@dataclass(frozen=True)
+class Derivation:
+    title: str | None
+    lang: str
+    tokens: tuple[str, ...]  # query labels
+    key_tokens: tuple[str, ...]  # key labels (the same tokens in self-attention)
+    focus: int
+    rounding: str
+    expand: str
+    steps: tuple[Step, ...]
+    softmax: str = "plain"
+    mask: str = "none"
+    symbolic: bool = False  # formulas instead of numbers
+    columns: int = 0  # the most columns of any matrix shown (LaTeX's bmatrix needs to know above 10)
+    paper: str = "letter"  # "a4" or "letter"
+    cjk_font: str | None = None  # ctex's fontset, or None for ctex's own
+
+
+def top_keys(model: Model, row: int) -> tuple[int, ...]:
+    # e^z is increasing and scale > 0, so the largest exact score wins (among keys it may attend to)
+    scores = [(model.scores[row, j], j) for j in range(model.n_keys) if model.may_attend(row, j)]
+    best = max(s for s, _ in scores)
+    return tuple(j for s, j in scores if s == best)
+
+
+def transpose(m: Matrix) -> Matrix:
+    return tuple(zip(*m))
+
+
+def scale_parts(spec: Spec) -> tuple[str, Numeral | None]:
+    return (spec.scale, None) if isinstance(spec.scale, str) else ("number", spec.scale)
+
+
+def assemble(spec: Spec, steps: tuple[Step, ...], symbolic: bool = False) -> Derivation:
+    return Derivation(spec.title, spec.lang, spec.tokens, spec.keys, spec.focus, spec.rounding, spec.expand,
+                      steps, spec.softmax, spec.mask, symbolic, columns(spec), spec.page, spec.cjk_font)
+
+
+def columns(spec: Spec) -> int:
+    matrices = [spec.Q, spec.K, spec.V] + ([spec.W_O] if spec.W_O is not None else [])
+    if spec.projection is not None:
+        matrices += spec.projection.inputs()
+    return max([len(spec.keys), len(spec.tokens)] + [len(m[0]) for m in matrices])
+
+
