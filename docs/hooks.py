@@ -31,7 +31,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 # Where the generated pages look in the package: the one place to change when modules move.
-CLI_MODULE = "symattn.cli.commands"            # exports PARSER_FUNCTION
+CLI_MODULE = "symattn.cli.parser"              # exports PARSER_FUNCTION
 PARSER_FUNCTION = "build_parser"
 LIMITS_MODULE = "symattn.input.limits"
 TITLE_MATH_MODULE = "symattn.input.titlemath"

@@ -13,8 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from symattn.input import builtin
-from symattn.exact.backward import _Exps, _gradients, _head_gradients, _jacobian, _rational, _SymPy
-from symattn.checking.checker import check, report_data
+from symattn.exact.exactness import Exps, rational
+from symattn.exact.gradients import _head_gradients, gradients, jacobian
+from symattn.exact.backward import _SymPy
+from symattn.checking.checker import check
+from symattn.checking.report import report_data
 from symattn.cli.commands import main
 from symattn.derivation.derive import derive
 from symattn.input.errors import SpecError
@@ -125,7 +128,7 @@ def test_rows_of_dZ_sum_to_zero_and_the_jacobian_equals_the_compact_form(m):
     alg = _SymPy(sympy.Integer(1))
     out = _head_gradients(alg, A, V, [[sympy.Integer(1)] for _ in range(m)], [[sympy.Integer(1)]], dO, lambda n, x: x)
     assert sympy.simplify(sympy.Add(*out["dZ"][0])) == 0
-    J = _jacobian(alg, A)
+    J = jacobian(alg, A)
     for k in range(m):
         jacobian_form = sympy.Add(*[J[j][k] * out["dA"][0][j] for j in range(m)])
         assert sympy.simplify(jacobian_form - out["dZ"][0][k]) == 0
@@ -150,11 +153,11 @@ def test_adding_a_constant_to_a_row_of_scores_changes_no_gradient(m):
 def test_the_exactness_algebra_proves_rows_of_dZ_sum_to_zero():
     spec = load_spec({**SEED, "backward": {"loss": "mse", "target": [[1, 2], [3, 4], [5, 6]]}})
     model = build(spec)
-    alg = _Exps(model.scale)
-    out = _gradients(alg, model.inputs, [alg.weights(model.forward)])
+    alg = Exps(model.scale)
+    out = gradients(alg, model.inputs, [alg.weights(model.forward)])
     for row in out["dZ"]:
         total = row[0] + row[1] + row[2]
-        assert total.parts == {} and _rational(total) == 0
+        assert total.parts == {} and rational(total) == 0
 
 
 # --- PyTorch autograd, float64 ------------------------------------------------------------------

@@ -142,7 +142,7 @@ def test_a_lost_alarm_then_a_key_error_is_the_time_limit(monkeypatch):
     def weights(self, model):
         ring_where_caught()
         raise KeyError("a half-filled dict")
-    monkeypatch.setattr(backward._Exps, "weights", weights)
+    monkeypatch.setattr(backward.Exps, "weights", weights)
     spec = load_spec(BACKWARD)
     model = build(spec)
     with pytest.raises(LimitError) as info:
@@ -153,18 +153,18 @@ def test_a_lost_alarm_then_a_key_error_is_the_time_limit(monkeypatch):
 
 
 def test_a_lost_alarm_in_a_cache_that_then_finishes_is_not_kept(monkeypatch):
-    real = backward._Exps.weights
+    real = backward.Exps.weights
 
     def weights(self, model):
         ring_where_caught()
         return real(self, model)
-    monkeypatch.setattr(backward._Exps, "weights", weights)
+    monkeypatch.setattr(backward.Exps, "weights", weights)
     model = build(load_spec(BACKWARD))
     with limits.deadline(60, "b.json"):
         with pytest.raises(LimitError) as info:
             model.rationals("dV")
     assert str(info.value) == MESSAGE and "_rationals" not in model.__dict__
-    monkeypatch.setattr(backward._Exps, "weights", real)
+    monkeypatch.setattr(backward.Exps, "weights", real)
     assert model.rationals("dV") == ((Fraction(1),) * 2, (Fraction(1),) * 2)  # made again, whole
 
 
@@ -172,7 +172,7 @@ def test_a_lost_alarm_in_the_cli_is_one_line(tmp_path, capsys, monkeypatch):
     def weights(self, model):
         ring_where_caught()
         return {}["weights"]
-    monkeypatch.setattr(backward._Exps, "weights", weights)
+    monkeypatch.setattr(backward.Exps, "weights", weights)
     path = tmp_path / "b.json"
     path.write_text(json.dumps(BACKWARD), encoding="utf-8")
     out = tmp_path / "out.json"
@@ -182,7 +182,7 @@ def test_a_lost_alarm_in_the_cli_is_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_without_an_alarm_a_key_error_is_a_bug(monkeypatch):
-    monkeypatch.setattr(backward._Exps, "weights", lambda self, model: {}["bug"])
+    monkeypatch.setattr(backward.Exps, "weights", lambda self, model: {}["bug"])
     with pytest.raises(KeyError):
         with limits.deadline(60, "b.json"):
             compute(load_spec(BACKWARD), exact=False)
@@ -208,7 +208,7 @@ def test_the_time_limit_inside_flint_is_not_a_value_that_is_not_finite():
 def test_compute_makes_no_jacobian(monkeypatch):
     def refuse(alg, A):
         raise AssertionError("the Jacobian was made")
-    monkeypatch.setattr(backward, "_jacobian", refuse)
+    monkeypatch.setattr(backward, "jacobian", refuse)
     data = compute(load_spec(BACKWARD), exact=True)
     assert data["backward"]["dV"]["value"] == DV
 
@@ -216,9 +216,9 @@ def test_compute_makes_no_jacobian(monkeypatch):
 def test_jacobians_are_exact_where_the_exponential_polynomials_say(monkeypatch):
     spec = load_spec({**SPEC, "Q": [["1", "0"], ["0", "0"]], "mask": "causal", "backward": {"loss": "sum"}})
     model = build(spec)
-    alg = backward._Exps(model.scale)
-    decided = [[backward._rational(x) for x in row]
-               for row in backward._jacobian(alg, alg.weights(model.heads[0]))]
+    alg = backward.Exps(model.scale)
+    decided = [[backward.rational(x) for x in row]
+               for row in backward.jacobian(alg, alg.weights(model.heads[0]))]
     assert [list(row) for row in model.rationals("jacobian")] == decided
     assert decided[2:] == [[Fraction(1, 4), Fraction(-1, 4)], [Fraction(-1, 4), Fraction(1, 4)]]  # a flat row
 
@@ -238,7 +238,7 @@ def test_a_backward_pass_past_the_limit_is_refused_before_it_is_built(tmp_path, 
     rows = [[str(i % 7)] for i in range(1024)]
     path = tmp_path / "b.json"
     path.write_text(json.dumps({"Q": rows, "K": rows, "V": rows, "backward": {"loss": "sum"}}), encoding="utf-8")
-    monkeypatch.setattr(backward, "_gradients", lambda *a, **k: pytest.fail("built"))
+    monkeypatch.setattr(backward, "gradients", lambda *a, **k: pytest.fail("built"))
     assert run(capsys, "compute", path, "--no-exact") == (
         2, "", f"symattn: {path}: backward: the gradients of 1024×1024 scores hold 1075838976 terms; at most "
                "1048576 (the limit; 64 tokens with 64 dimensions hold 786432)\n")

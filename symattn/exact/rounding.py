@@ -332,7 +332,7 @@ def gradient_figures(model, spec: Spec, weights: Sequence[NumRows], shown_output
             if name.startswith("dZ"):
                 shown["jacobian_dA" + name[2:]] = shown[name]
         return shown
-    from symattn.exact.backward import _gradients, _jacobian
+    from symattn.exact.gradients import gradients, jacobian
     alg = _Hand(spec, sqrt_dk)
     shown: dict[str, NumRows] = {}
     forward = {"O": shown_output, "concat": shown_concat}
@@ -344,10 +344,10 @@ def gradient_figures(model, spec: Spec, weights: Sequence[NumRows], shown_output
         return _fractions(shown[name])
 
     A = [_fractions(w) for w in weights]
-    _gradients(alg, model.inputs, A, hook)
+    gradients(alg, model.inputs, A, hook)
     for h, a in enumerate(A):
         suffix = f"@{h}" if model.is_split else ""
-        shown["jacobian" + suffix] = J = _exact_or_rounded(_jacobian(alg, a), decimals, notation)
+        shown["jacobian" + suffix] = J = _exact_or_rounded(jacobian(alg, a), decimals, notation)
         m = len(a[0])
         dA = shown["dA" + suffix]
         # the Jacobian times dA, from the shown Jacobian (the compact form uses the shown mean instead)

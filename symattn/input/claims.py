@@ -24,7 +24,9 @@ from symattn.input.errors import SpecError
 from symattn.input.limits import CLAIMS
 from symattn.input.numeral import Numeral, NumeralError, parse_claimed
 from symattn.input.spec import SPEC_KEYS
-from symattn.input.spec import Spec, _kind, _Reader, check_keys, read_table, spec_from_mapping
+from symattn.input.files import kind_of, read_table
+from symattn.input.reader import Reader, check_keys
+from symattn.input.spec import Spec, spec_from_mapping
 
 # In the order of the derivation; "percent" is the weights written in percent.
 GRADIENTS = ("dV", "dA", "dZ", "dS", "dQ", "dK", "dW_Q", "dW_K", "dW_V", "dX")  # need [backward] or --backward
@@ -81,7 +83,7 @@ def _shape(quantity: str, spec: Spec) -> tuple[int, ...]:
     return (n, m)
 
 
-class _ClaimReader(_Reader):
+class _ClaimReader(Reader):
     def __init__(self, source: str, spec: Spec):
         super().__init__(source)
         self.spec = spec
@@ -174,7 +176,7 @@ class _ClaimReader(_Reader):
                position: tuple[int, ...] = ()) -> list:
         if not isinstance(value, (list, tuple)):
             what = "a matrix (a list of rows)" if matrix else "a list"
-            raise self.error(key, f"expected {what}, got {_kind(value)}", position)
+            raise self.error(key, f"expected {what}, got {kind_of(value)}", position)
         if len(value) != size:
             unit = "rows" if matrix else "entries"
             raise self.error(key, f"shape mismatch: {name} has {size} {unit} here, got {len(value)}", position)
@@ -188,11 +190,11 @@ class _ClaimReader(_Reader):
 
     def rows(self, table: Any, key: str) -> None:
         if not isinstance(table, Mapping):
-            raise self.error(key, f"expected a table of rows, got {_kind(table)}")
+            raise self.error(key, f"expected a table of rows, got {kind_of(table)}")
         for label, claims in table.items():
             row = self.focus(label, self.spec.tokens, f"{key}.{label}")
             if not isinstance(claims, Mapping):
-                raise self.error(f"{key}.{label}", f"expected a table of claims, got {_kind(claims)}")
+                raise self.error(f"{key}.{label}", f"expected a table of claims, got {kind_of(claims)}")
             self.section(claims, f"{key}.{label}", row)
 
 
@@ -201,13 +203,13 @@ class _ClaimReader(_Reader):
 def claims_from_mapping(data: Mapping[str, Any], source: str = "<dict>", base: Path | None = None,
                         spec: Spec | None = None) -> Claims:
     """Validate a claims mapping. ``spec`` (a Spec) replaces the file's own inputs."""
-    reader = _Reader(source)
+    reader = Reader(source)
     if not isinstance(data, Mapping):
-        raise reader.error(None, f"expected a table, got {_kind(data)}")
+        raise reader.error(None, f"expected a table, got {kind_of(data)}")
     student = data.get("student")  # accepted, though not listed among the keys a claims file takes
     check_keys(reader, {k: v for k, v in data.items() if k != "student"}, SPEC_KEYS + ("spec", "claims"))
     if student is not None and not (isinstance(student, str) and student.strip()):
-        raise reader.error("student", f"expected a student id as a non-empty string, got {_kind(student)}")
+        raise reader.error("student", f"expected a student id as a non-empty string, got {kind_of(student)}")
     inline = {k: v for k, v in data.items() if k not in ("spec", "claims", "student")}
     if spec is None:
         if "spec" in data:
@@ -215,7 +217,7 @@ def claims_from_mapping(data: Mapping[str, Any], source: str = "<dict>", base: P
                 raise reader.error(next(iter(inline)), "give the inputs inline or as spec = \"path\", not both")
             path = data["spec"]
             if not isinstance(path, str):
-                raise reader.error("spec", f"expected a path, got {_kind(path)}")
+                raise reader.error("spec", f"expected a path, got {kind_of(path)}")
             full = (base or Path(".")) / path
             spec = spec_from_mapping(read_table(full), str(full))
         else:
@@ -224,7 +226,7 @@ def claims_from_mapping(data: Mapping[str, Any], source: str = "<dict>", base: P
         raise reader.error("claims", "missing")
     table = data["claims"]
     if not isinstance(table, Mapping):
-        raise reader.error("claims", f"expected a table of claims, got {_kind(table)}")
+        raise reader.error("claims", f"expected a table of claims, got {kind_of(table)}")
     claim_reader = _ClaimReader(source, spec)
     claim_reader.section(table, "claims", None)
     return Claims(spec, tuple(claim_reader.out), source, tuple(claim_reader.blanks), student)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Container, Iterable, Sequence
 
 from symattn.input.errors import SpecError
-from symattn.input.spec import read_text
+from symattn.input.files import read_text
 
 _FORMULA = ("=", "+", "-", "@", "\t", "\r", "'")
 

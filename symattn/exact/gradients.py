@@ -1,0 +1,148 @@
+"""The gradients of attention, written once over any *algebra* (an element type with +, −, ·, a
+constant and the scale), the chain rule step by step:
+
+    dO = dL/dO               ones (L = Σ O), O − T (L = ½ Σ (O − T)²), or given
+    dV = Aᵀ dO               dA = dO Vᵀ
+    dZ = A ⊙ (dA − rowsum(dA ⊙ A))      the softmax Jacobian, row by row
+    dS = scale · dZ          dQ = dS K          dK = dSᵀ Q
+    then W_O (several heads), and the projections: dW = Xᵀ dQ, db = Σ_rows dQ, dX.
+
+The backward model runs them on closed forms, enclosures and exponential polynomials
+(:mod:`symattn.exact.backward`, :mod:`symattn.exact.exactness`); the hand chain of
+:mod:`symattn.exact.rounding` runs them on the numbers as shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable, Iterable, Sequence
+
+Grid = list  # a matrix: a list of rows of algebra elements
+
+
+def _sum(alg, items: Iterable) -> Any:
+    total = None
+    for x in items:
+        total = x if total is None else total + x
+    return alg.zero if total is None else total
+
+
+def _matmul(alg, A: Grid, B: Grid) -> Grid:
+    """A B for matrices of elements."""
+    return [[_sum(alg, (row[t] * B[t][k] for t in range(len(B)))) for k in range(len(B[0]))] for row in A]
+
+
+def _T(A: Grid) -> Grid:
+    return [list(col) for col in zip(*A)]
+
+
+def _consts(alg, rows: Sequence[Sequence[Fraction]]) -> Grid:
+    return [[alg.const(x) for x in row] for row in rows]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The exact inputs of the backward pass, as rationals (weights come from the algebra)."""
+
+    V: tuple[tuple[tuple[Fraction, ...], ...], ...]  # per head
+    K: tuple[tuple[tuple[Fraction, ...], ...], ...]
+    Q: tuple[tuple[tuple[Fraction, ...], ...], ...]
+    W_O: tuple[tuple[Fraction, ...], ...] | None
+    b_O: tuple[Fraction, ...] | None
+    loss: str
+    dO: tuple[tuple[Fraction, ...], ...] | None  # given, or all ones
+    target: tuple[tuple[Fraction, ...], ...] | None
+    X: tuple[tuple[Fraction, ...], ...] | None
+    X_kv: tuple[tuple[Fraction, ...], ...] | None
+    W: dict | None  # "Q", "K", "V" -> weight matrix
+    biases: tuple[str, ...]  # "Q", "K", "V" with a bias
+
+
+def _head_gradients(alg, A: Grid, V: Grid, K: Grid, Q: Grid, dO: Grid, hook: Callable) -> dict[str, Grid]:
+    """One head's gradients, each passed through ``hook`` (hand rounding replaces it by what is shown)."""
+    n, m = len(A), len(A[0])
+    out = {"dO": dO}
+    out["dV"] = hook("dV", _matmul(alg, _T(A), dO))
+    out["dA"] = dA = hook("dA", _matmul(alg, dO, _T(V)))
+    out["dot"] = dot = hook("dot", [[_sum(alg, (dA[i][k] * A[i][k] for k in range(m)))] for i in range(n)])
+    out["dZ"] = dZ = hook("dZ", [[A[i][j] * (dA[i][j] - dot[i][0]) for j in range(m)] for i in range(n)])
+    out["dS"] = dS = hook("dS", [[alg.scale(x) for x in row] for row in dZ])
+    out["dQ"] = hook("dQ", _matmul(alg, dS, K))
+    out["dK"] = hook("dK", _matmul(alg, _T(dS), Q))
+    return out
+
+
+def gradients(alg, inputs: Inputs, weights: Sequence[Grid], hook: Callable = lambda name, m: m) -> dict[str, Grid]:
+    """Every gradient; per-head ones are named ``name@h`` (h from 0) when there are several heads or W_O."""
+    heads = len(weights)
+    Vs = [_consts(alg, v) for v in inputs.V]
+    outputs = [_matmul(alg, A, V) for A, V in zip(weights, Vs)]
+    concat = [sum((o[i] for o in outputs), []) for i in range(len(outputs[0]))]
+    out: dict[str, Grid] = {}
+    if inputs.loss == "mse":
+        O = concat
+        if inputs.W_O is not None:
+            concat = hook("concat", concat)
+            O = _matmul(alg, concat, _consts(alg, inputs.W_O))
+            if inputs.b_O is not None:
+                O = [[x + alg.const(b) for x, b in zip(row, inputs.b_O)] for row in O]
+        O = hook("O", O)
+        dO = [[o - alg.const(t) for o, t in zip(row, trow)] for row, trow in zip(O, inputs.target)]
+    else:
+        dO = _consts(alg, inputs.dO)
+        if inputs.W_O is not None:
+            concat = hook("concat", concat)
+    out["dO"] = dO = hook("dO", dO)
+    split = heads > 1 or inputs.W_O is not None
+    if inputs.W_O is not None:
+        out["dW_O"] = hook("dW_O", _matmul(alg, _T(concat), dO))
+        if inputs.b_O is not None:
+            out["db_O"] = hook("db_O", [[_sum(alg, col) for col in zip(*dO)]])
+        dO = out["dconcat"] = hook("dconcat", _matmul(alg, dO, _T(_consts(alg, inputs.W_O))))
+    per_head = []
+    first = 0
+    for h, A in enumerate(weights):
+        width = len(inputs.V[h][0])
+        dO_h = [row[first:first + width] for row in dO]
+        first += width
+        prefix = (lambda name, m, h=h: hook(f"{name}@{h}", m)) if split else hook
+        grads = _head_gradients(alg, A, Vs[h], _consts(alg, inputs.K[h]), _consts(alg, inputs.Q[h]), dO_h, prefix)
+        per_head.append(grads)
+        if split:
+            out.update({f"{name}@{h}": m for name, m in grads.items()})
+    if split:
+        for name in ("dQ", "dK", "dV"):
+            out[name] = [sum((g[name][i] for g in per_head), []) for i in range(len(per_head[0][name]))]
+    else:
+        out.update(per_head[0])
+    if inputs.X is not None:
+        _projections(alg, inputs, out, hook)
+    return out
+
+
+def _projections(alg, inputs: Inputs, out: dict[str, Grid], hook: Callable) -> None:
+    X = _consts(alg, inputs.X)
+    X_kv = X if inputs.X_kv is None else _consts(alg, inputs.X_kv)
+    for name, source in (("Q", X), ("K", X_kv), ("V", X_kv)):
+        grad = out[f"d{name}"]
+        out[f"dW_{name}"] = hook(f"dW_{name}", _matmul(alg, _T(source), grad))
+        if name in inputs.biases:
+            out[f"db_{name}"] = hook(f"db_{name}", [[_sum(alg, col) for col in zip(*grad)]])
+    W = {name: _T(_consts(alg, inputs.W[name])) for name in ("Q", "K", "V")}
+    from_q = _matmul(alg, out["dQ"], W["Q"])
+    from_kv = _matmul(alg, out["dK"], W["K"])
+    from_kv = [[a + b for a, b in zip(r, s)] for r, s in zip(from_kv, _matmul(alg, out["dV"], W["V"]))]
+    if inputs.X_kv is None:
+        out["dX"] = hook("dX", [[a + b for a, b in zip(r, s)] for r, s in zip(from_q, from_kv)])
+    else:
+        out["dX"] = hook("dX", from_q)
+        out["dX_kv"] = hook("dX_kv", from_kv)
+
+
+def jacobian(alg, A: Grid) -> Grid:
+    """∂α_j/∂z_k = α_j(δ_jk − α_k) of every row: row i·m + j, column k."""
+    one, zero = alg.const(Fraction(1)), alg.zero
+    m = len(A[0])
+    return [[row[j] * ((one if j == k else zero) - row[k]) for k in range(m)] for row in A for j in range(m)]
+

@@ -1,0 +1,119 @@
+"""Spec, claims and other input files read safely: bounded in size and nesting, UTF-8, every float kept as
+the text the user typed (TOML and JSON alike)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from symattn.input import limits
+from symattn.input.errors import LimitError, SpecError, shown
+from symattn.input.numeral import NumeralError
+
+
+class FloatText(str):
+    """The text of a TOML or JSON float: a number, never a formula."""
+
+
+def kind_of(value: object) -> str:
+    # in the words of TOML and JSON (a JSON number arrives as FloatText); a Python name only for Python input
+    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number", FloatText: "a number",
+             dict: "a table", list: "a list", tuple: "a list", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _toml_float(text: str) -> str:
+    return FloatText(text.replace("_", ""))
+
+
+def read_table(path: str | Path) -> dict[str, Any]:
+    """Read a TOML or JSON file with every float kept as its text.
+
+    The size is checked (see :func:`read_text`), and so is the nesting of lists and tables.
+    """
+    path = Path(path)
+    return parse_text(read_text(path), str(path), json_=path.suffix.lower() == ".json")
+
+
+def read_text(path: str | Path, what: str = "a spec or claims file") -> str:
+    """A file's UTF-8 text (a BOM allowed), at most ``limits.FILE_BYTES``; ``what`` names the file in the error.
+
+    The size is checked before reading, and the read is bounded, for devices and pipes that have no size.
+    """
+    source = str(path)
+    try:
+        with open(path, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_size > limits.FILE_BYTES:
+                raise _too_large(source, what)
+            raw = fh.read(limits.FILE_BYTES + 1)
+    except OSError as exc:
+        raise SpecError(source, None, f"cannot read file: {exc.strerror or exc}") from None
+    if len(raw) > limits.FILE_BYTES:
+        raise _too_large(source, what)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SpecError(source, None, f"not UTF-8 text (byte {exc.start + 1})") from None
+
+
+def parse_text(text: str, source: str, json_: bool = False) -> dict[str, Any]:
+    """TOML (or JSON) text as a table, every float kept as its text, nesting bounded; nothing in it is run."""
+    try:
+        data = _parse(text, source, json_)
+    except RecursionError:
+        raise _too_deep(source, None) from None
+    _check_nesting(data, source)
+    return data
+
+
+def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
+    if json_:
+        try:
+            data = json.loads(text, parse_float=FloatText, parse_int=FloatText, parse_constant=_reject_constant)
+        except json.JSONDecodeError as exc:
+            raise SpecError(source, None, f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        except NumeralError as exc:
+            raise SpecError(source, None, str(exc)) from None
+        if not isinstance(data, dict):
+            raise SpecError(source, None, f"expected a JSON object, got {kind_of(data)}")
+        return data
+    try:
+        return tomllib.loads(text, parse_float=_toml_float)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(source, None, f"invalid TOML: {shown(exc)}") from None
+    except ValueError:  # tomllib turns integers into int(), which stops at 4300 digits
+        raise LimitError(source, None, f"an integer with thousands of digits; numbers may have at most "
+                                       f"{limits.NUMBER_LENGTH} characters") from None
+
+
+def _too_large(source: str, what: str) -> LimitError:
+    return LimitError(source, None, f"larger than {limits.FILE_BYTES // 2**20} MiB (the limit for {what})")
+
+
+def _too_deep(source: str, key: str | None) -> LimitError:
+    return LimitError(source, key, f"lists and tables nested more than {limits.NESTING} deep (the limit)")
+
+
+def _check_nesting(data: object, source: str) -> None:
+    # level by level, so that no depth of input can exhaust the stack; scalars are not carried
+    level: list[tuple[tuple, object]] = [((), data)]
+    for _ in range(limits.NESTING):
+        following = []
+        for path, value in level:
+            items = value.items() if isinstance(value, dict) else enumerate(value, 1)
+            following += [(path + (k,), v) for k, v in items if isinstance(v, (dict, list))]
+        if not following:
+            return
+        level = following
+    path = level[0][0]
+    key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    raise _too_deep(source, key)
+
+
+def _reject_constant(name: str) -> None:
+    raise NumeralError(f"not a finite number: {name}")

@@ -1,0 +1,203 @@
+"""Reading a spec's values one key at a time, with messages that name the file, the key and the position.
+
+:class:`Reader` is shared by specs, claims, exercise templates and the web page's requests.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any, Mapping
+
+from symattn.input import limits
+from symattn.input.choices import SCALES
+from symattn.input.errors import LimitError, SpecError
+from symattn.input.files import FloatText, kind_of
+from symattn.input.formula import Formula, FormulaError, is_symbol_name, parse_formula
+from symattn.input.numeral import NotFiniteError, Numeral, NumeralError, parse_numeral
+from symattn.input.text import math_problem, unsupported_character
+
+Matrix = tuple[tuple[Numeral, ...], ...]
+
+
+_INDEX = re.compile(r"[0-9]{1,9}")  # a 1-based index as text: ASCII digits, never '²'
+
+
+def parse_index(raw: object) -> int | None:
+    """A whole number given as an int or as ASCII digits; None for anything else."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and _INDEX.fullmatch(raw.strip()):
+        return int(raw.strip())
+    return None
+
+
+class Reader:
+    """Validation helpers that know the source name for error messages."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def error(self, key: str | None, problem: str, position: tuple[int, ...] = ()) -> SpecError:
+        return SpecError(self.source, key, problem, position)
+
+    def limit(self, key: str | None, problem: str, position: tuple[int, ...] = ()) -> LimitError:
+        return LimitError(self.source, key, problem, position)
+
+    def matrix(self, raw: object, key: str, *, max_rows: int = limits.TOKENS, symbolic: bool = False) -> Matrix:
+        if not isinstance(raw, (list, tuple)):
+            raise self.error(key, f"expected a matrix (a list of rows), got {kind_of(raw)}")
+        if not raw:
+            raise self.error(key, "empty matrix")
+        if len(raw) > max_rows:
+            raise self.limit(key, f"{len(raw)} rows; at most {max_rows} are supported")
+        rows = []
+        for i, row in enumerate(raw, 1):
+            if not isinstance(row, (list, tuple)):
+                raise self.error(key, f"expected a row (a list of numbers), got {kind_of(row)}", (i,))
+            if not row:
+                raise self.error(key, "empty row", (i,))
+            if len(row) > limits.DIMS:
+                raise self.limit(key, f"{len(row)} columns; at most {limits.DIMS} are supported", (i,))
+            if rows and len(row) != len(rows[0]):
+                raise self.error(key, f"row has {len(row)} entries but row 1 has {len(rows[0])}", (i,))
+            rows.append(tuple(self.entry(x, key, (i, j)) if symbolic else self.number(x, key, (i, j))
+                              for j, x in enumerate(row, 1)))
+        return tuple(rows)
+
+    def entry(self, raw: object, key: str, position: tuple[int, ...]) -> Numeral | Formula:
+        """A number, or (for text that is not one) a formula with symbols."""
+        try:
+            return parse_numeral(raw)
+        except NumeralError as exc:
+            if isinstance(exc, NotFiniteError) or not isinstance(raw, str) or isinstance(raw, FloatText) or \
+                    not any(ch.isalpha() or ch in "()^*" for ch in raw):
+                raise self.error(key, str(exc), position) from None
+        try:
+            return parse_formula(raw)
+        except FormulaError as exc:
+            raise self.error(key, str(exc), position) from None
+
+    def number(self, raw: object, key: str, position: tuple[int, ...] = (), **kw: Any) -> Numeral:
+        try:
+            return parse_numeral(raw, **kw)
+        except NumeralError as exc:
+            raise self.error(key, str(exc), position) from None
+
+    def text(self, raw: object, key: str, limit: int, position: tuple[int, ...] = ()) -> str:
+        if not isinstance(raw, str):
+            raise self.error(key, f"expected a string, got {kind_of(raw)}", position)
+        if not raw.strip():
+            raise self.error(key, "empty text", position)
+        if len(raw) > limit:
+            raise self.limit(key, f"longer than {limit} characters", position)
+        bad = unsupported_character(raw)
+        if bad is not None:
+            raise self.error(key, bad, position)
+        return raw
+
+    def title(self, raw: object, key: str) -> str:
+        """Text with optional inline math ``$...$``, checked before any client sees it."""
+        text = self.text(raw, key, limits.TITLE)
+        problem = math_problem(text)
+        if problem:
+            raise self.error(key, problem)
+        return text
+
+    def vector(self, raw: object, key: str, symbolic: bool = False) -> tuple[Numeral, ...]:
+        if not isinstance(raw, (list, tuple)) or not raw:
+            raise self.error(key, f"expected a non-empty list of numbers, got {kind_of(raw)}")
+        if len(raw) > limits.DIMS:
+            raise self.limit(key, f"{len(raw)} entries; at most {limits.DIMS} are supported")
+        read = self.entry if symbolic else self.number
+        return tuple(read(x, key, (j,)) for j, x in enumerate(raw, 1))
+
+    def labels(self, raw: object, key: str, count: int, rows_of: str, default: str = "t") -> tuple[str, ...]:
+        if raw is None:
+            return tuple(f"{default}{i}" for i in range(1, count + 1))
+        if not isinstance(raw, (list, tuple)):
+            raise self.error(key, f"expected a list of labels, got {kind_of(raw)}")
+        if len(raw) != count:
+            raise self.error(key, f"{len(raw)} labels for {count} rows of {rows_of}")
+        seen: dict[str, int] = {}
+        for i, label in enumerate(raw, 1):
+            self.text(label, key, limits.LABEL, (i,))
+            if label in seen:
+                raise self.error(key, f"duplicate label {label!r} (also {key}[{seen[label]}])", (i,))
+            seen[label] = i
+        return tuple(raw)
+
+    def choice(self, raw: object, key: str, options: tuple[str, ...]) -> str:
+        if not isinstance(raw, str) or raw not in options:
+            listed = ", ".join(repr(o) for o in options)
+            raise self.error(key, f"expected one of {listed}, got {brief(raw)}{did_you_mean(raw, options)}")
+        return raw
+
+    def lang(self, raw: object, key: str) -> str:
+        from symattn.input.languages import languages
+        known = languages()
+        if not (isinstance(raw, str) and raw in known):
+            raise self.error(key, f"expected {' or '.join(known)}, got {brief(raw)}{did_you_mean(raw, known)}")
+        return raw
+
+    def focus(self, raw: object, tokens: tuple[str, ...], key: str) -> int:
+        if isinstance(raw, str) and raw in tokens:
+            return tokens.index(raw)
+        index = parse_index(raw)
+        if index is not None:
+            if 1 <= index <= len(tokens):
+                return index - 1
+            raise self.error(key, f"{brief(index)} is out of range 1..{len(tokens)}")
+        known = ", ".join(tokens)
+        raise self.error(key, f"no token labelled {brief(raw)}; tokens are {known}")
+
+    def scale(self, raw: object, key: str) -> str | Numeral:
+        if raw in SCALES:
+            return raw  # type: ignore[return-value]
+        if isinstance(raw, str) and raw.strip() in SCALES:
+            return raw.strip()
+        try:
+            number = parse_numeral(raw)
+        except NumeralError:
+            raise self.error(key, f"expected 'sqrt', 'none' or an exact number such as '1/2', "
+                                  f"got {brief(raw)}") from None
+        if number.value <= 0:
+            raise self.error(key, f"must be positive, got {number.text!r}")
+        return number
+
+    def subs(self, raw: object, key: str, symbols: tuple[str, ...]) -> tuple[tuple[str, Numeral], ...]:
+        if not isinstance(raw, Mapping):
+            raise self.error(key, f"expected a table of symbol = value, got {kind_of(raw)}")
+        out = []
+        for name, value in raw.items():
+            if not is_symbol_name(name):
+                raise self.error(f"{key}.{name}", "not a symbol name (a letter, then letters, digits or _)")
+            if name not in symbols:
+                used = ", ".join(symbols) or "none"
+                raise self.error(f"{key}.{name}", f"no entry uses this symbol; symbols: {used}")
+            out.append((name, self.number(value, f"{key}.{name}")))
+        return tuple(sorted(out))
+
+
+def brief(raw: object) -> str:
+    """A value the user gave, for a message: repr-escaped and cut short."""
+    text = repr(raw) if isinstance(raw, str) else (str(raw) if isinstance(raw, (int, float)) else kind_of(raw))
+    if isinstance(raw, int) and raw.bit_length() > 64:
+        return "a number too large"
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def did_you_mean(raw: object, options: tuple[str, ...] | list[str]) -> str:
+    if not isinstance(raw, str) or len(raw) > 40:
+        return ""
+    close = difflib.get_close_matches(raw, list(options), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_keys(reader: Reader, data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    for key in data:
+        if key not in allowed:
+            raise reader.error(str(key), "unknown key; expected one of " + ", ".join(sorted(allowed))
+                               + did_you_mean(key, allowed))
