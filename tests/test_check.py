@@ -12,7 +12,8 @@ from symattn.input.decimals import round_half_up
 from symattn.input import builtin
 
 from symattn.exact import numeric
-from symattn.checking.checker import check, report_data
+from symattn.checking.checker import check
+from symattn.checking.report import report_data
 from symattn.cli.commands import main
 from symattn.input.errors import SpecError
 from symattn.exact.model import build_model

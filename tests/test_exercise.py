@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import symattn
-from symattn.classroom import exercises as ex
+from symattn.classroom import exercises as ex, sheets
+from symattn.classroom.template import load_template
+from symattn.classroom.variants import draw, failed, variant_seed
 from symattn.checking.checker import check
 from symattn.input.errors import SpecError
 from symattn.exact.model import build_model
@@ -39,8 +41,8 @@ def key_numbers(v):
 
 def test_variant_seed_is_the_documented_hash():
     import hashlib
-    assert ex.variant_seed(1, "s01") == int.from_bytes(hashlib.sha256(b"1:s01").digest()[:8], "big")
-    assert ex.variant_seed(1, "s01") == 12775270704000215215
+    assert variant_seed(1, "s01") == int.from_bytes(hashlib.sha256(b"1:s01").digest()[:8], "big")
+    assert variant_seed(1, "s01") == 12775270704000215215
 
 
 def test_first_variant_exact_numbers():
@@ -82,13 +84,13 @@ def test_same_seed_same_bytes_across_processes(tmp_path):
 def test_answers_file_is_read_by_check_as_it_is(tmp_path):
     (v,) = ex.exercise(HOMEWORK, ["s01"], 1)
     path = tmp_path / "answers.toml"
-    path.write_text(ex.answers(v), encoding="utf-8")
+    path.write_text(sheets.answers(v), encoding="utf-8")
     report = check(None, str(path))
     assert report.results == ()
     assert report.ok
     assert report.student == "s01"
     assert report.blanks == tuple("claims." + a.key for a in v.asked)
-    assert '"weights[3][1]" = ""\n' in ex.answers(v)
+    assert '"weights[3][1]" = ""\n' in sheets.answers(v)
     from symattn.rendering.renderer import render_report
     assert render_report(report, "text").endswith(
         "exact: 0, rounded: 0, carried: 0, last-digit: 0, wrong: 0, blank (not checked): 11\n"
@@ -100,11 +102,11 @@ def test_answers_file_is_read_by_check_as_it_is(tmp_path):
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(min_value=0, max_value=2**32), st.sampled_from(["focus", "all"]))
 def test_every_draw_suits_hand_work_and_its_key_checks(seed, rows):
-    template = ex.load_template(HOMEWORK)
+    template = load_template(HOMEWORK)
     template = replace(template, answer_rows=rows)
-    v = ex.draw(template, seed)
+    v = draw(template, seed)
     spec = v.spec
-    assert ex._failed(spec, template) is None
+    assert failed(spec, template) is None
     model = build_model(spec)
     # unique largest score in every row, no all-zero row
     for row in model.score_integers[1]:
@@ -168,31 +170,31 @@ def test_fixed_entries_and_token_choice():
 
 def test_sheet_and_key_in_both_languages():
     (v,) = ex.exercise(HOMEWORK, [("s01", "Ann Lee")], 1)
-    sheet = ex.sheet(v, "markdown")
+    sheet = sheets.sheet(v, "markdown")
     assert "Student: Ann Lee (s01)" in sheet
     assert "| 7 | weight A | sat | the | `weights[3][1]` ________ |" in sheet
-    zh = ex.sheet(v, "latex", lang="zh")
+    zh = sheets.sheet(v, "latex", lang="zh")
     assert zh.startswith("\\documentclass[a4paper]{ctexart}")
     assert "10 & 输出 & sat & 第 1 列 & \\framebox[6em]{\\strut} \\\\" in zh
-    assert "Hand rounding" in ex.key(v, "markdown")
-    assert ex.key(v, "latex").rstrip().endswith("\\end{document}")
+    assert "Hand rounding" in sheets.key(v, "markdown")
+    assert sheets.key(v, "latex").rstrip().endswith("\\end{document}")
 
 
 def test_key_all_holds_every_key_under_its_student():
     variants = ex.exercise(HOMEWORK, [("s01", "Ann Lee"), ("s02", "")], 1)
-    text = ex.key_all(variants)
+    text = sheets.key_all(variants)
     headings = [line for line in text.splitlines() if line.startswith("#")]
     assert headings[:5] == ["# Answer keys of the class: Homework 3: attention by hand", "## Answer key of Ann Lee (s01)",
                             "### Answers, as the sheet asks for them", "### Homework 3: attention by hand",
                             "#### Setup"]
     assert headings.count("## Answer key of s02") == 1
     for v in variants:  # each student's own key: the answers, then the derivation one level down
-        own = ex.key(v).splitlines()
+        own = sheets.key(v).splitlines()
         assert [line for line in own if line.startswith("#")][:4] == [
             f"# Answer key of {v.name + ' (' + v.id + ')' if v.name else v.id}",
             "## Answers, as the sheet asks for them", "## Homework 3: attention by hand", "### Setup"]
     # the boxes of the sheet, answered at the sheet's decimals (the output to 1 decimal, as asked)
-    assert ex.key(variants[0]).splitlines()[4:17] == [
+    assert sheets.key(variants[0]).splitlines()[4:17] == [
         "| \\# | quantity | row | column | answer |", "|---:|---|---|---|---:|",
         "| 1 | score S | sat | the | -0.54 |", "| 2 | score S | sat | cat | 0.42 |",
         "| 3 | score S | sat | sat | 0.92 |", "| 4 | scaled S/√d\\_k | sat | the | -0.382 |",
@@ -200,9 +202,9 @@ def test_key_all_holds_every_key_under_its_student():
         "| 7 | weight A | sat | the | 0.173 |", "| 8 | weight A | sat | cat | 0.341 |",
         "| 9 | weight A | sat | sat | 0.486 |", "| 10 | output | sat | column 1 | 3.7 |",
         "| 11 | output | sat | column 2 | 8.1 |"]
-    assert [str(x.value) for x in ex.answer_values(variants[0])][9:] == ["3.7", "8.1"]
+    assert [str(x.value) for x in sheets.answer_values(variants[0])][9:] == ["3.7", "8.1"]
     assert text.count("#### Step 1:") == 2
-    tex = ex.key_all(variants, "latex", lang="zh")
+    tex = sheets.key_all(variants, "latex", lang="zh")
     assert tex.count("\\clearpage") == 1 and "\\section*{Ann Lee（s01）的参考答案}" in tex
     assert tex.count("\\subsection*{Homework 3: attention by hand}") == 2
 
@@ -210,8 +212,9 @@ def test_key_all_holds_every_key_under_its_student():
 @pytest.mark.parametrize("lang, engine", [("en", "pdflatex"), ("zh", "xelatex")])
 def test_sheet_key_and_key_all_compile(latex, tmp_path, lang, engine):
     variants = ex.exercise(HOMEWORK, [("s01", "Ann Lee"), ("s02", "")], 1)
-    for name, tex in (("sheet", ex.sheet(variants[0], "latex", lang)), ("key", ex.key(variants[0], "latex", lang)),
-                      ("key-all", ex.key_all(variants, "latex", lang))):
+    for name, tex in (("sheet", sheets.sheet(variants[0], "latex", lang)),
+                      ("key", sheets.key(variants[0], "latex", lang)),
+                      ("key-all", sheets.key_all(variants, "latex", lang))):
         folder = tmp_path / name
         folder.mkdir()
         assert latex(tex, engine, folder).read_bytes().startswith(b"%PDF-")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from symattn.classroom import exercises as ex
+from symattn.classroom import exercises as ex, sheets
 from symattn.cli.commands import main
 from symattn.classroom.grading import INPUTS_CHANGED, Note, feedback, grade, gradebook_text, read_policy
 from symattn.input.errors import SpecError
@@ -21,7 +21,7 @@ IDS = [f"s{i:02d}" for i in range(1, 31)]
 
 
 def fill(v, numbers, lang=None):
-    text = ex.answers(v, lang)
+    text = sheets.answers(v, lang)
     for k, value in numbers.items():
         text = text.replace(f'"{k}" = ""', f'"{k}" = "{value}"')
     return text
@@ -259,7 +259,7 @@ def test_class_pages_in_chromium(classroom, browser, tmp_path):
     from .test_export import open_page
     _, returned, v, _ = classroom
     book = grade(returned)
-    pages = {"sheet": ex.sheet(v["s01"], "html"), "key-all": ex.key_all([v["s01"], v["s02"]], "html", "zh"),
+    pages = {"sheet": sheets.sheet(v["s01"], "html"), "key-all": sheets.key_all([v["s01"], v["s02"]], "html", "zh"),
              "gradebook": gradebook_document(book, "html", "zh"),
              "feedback": feedback(rows_by_id(book)["s19"], "html")}
     for name, page in pages.items():

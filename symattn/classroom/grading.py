@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError, SymattnError
-from symattn.input.spec import read_table
+from symattn.input.files import read_table
 
 POLICY = {"exact": Fraction(1), "rounded": Fraction(1), "carried": Fraction(1), "last-digit": Fraction(1, 2),
           "wrong": Fraction(0), "blank": Fraction(0)}
@@ -79,7 +79,7 @@ class Row:
     error: Note | None = None
     lang: str = "en"  # the student's language: their answers file's, else the template's
     wrong: tuple[str, ...] = ()  # steps (STEPS) with a wrong claim
-    slips: tuple[str, ...] = ()  # classic slips (checker.SLIPS) the claims show
+    slips: tuple[str, ...] = ()  # classic slips (checking.slips.SLIPS) the claims show
     report: Any = field(default=None, compare=False, repr=False)  # the check report, for feedback
 
 
@@ -108,7 +108,7 @@ class Gradebook:
             counts = [(name, sum(name in of(r) for r in graded)) for name in names]
             # most first; ties in the order of the derivation (sorted() is stable)
             return tuple(sorted(((n, c) for n, c in counts if c), key=lambda x: -x[1]))
-        from symattn.checking.checker import SLIPS
+        from symattn.checking.slips import SLIPS
         missing = sum(r.error is not None and r.error.code == "not_returned" for r in self.rows)
         return Summary(len(graded), len(self.rows) - len(graded) - missing, missing, tally(STEPS, lambda r: r.wrong),
                        tally(SLIPS, lambda r: r.slips))
@@ -142,16 +142,17 @@ def read_policy(path: str | Path) -> dict[str, Fraction]:
 
     For example ``"last-digit" = 0`` and ``carried = "0.5"``.
     """
-    from symattn.input.spec import _Reader, _kind
+    from symattn.input.files import kind_of
+    from symattn.input.reader import Reader
     source = str(path)
     data = read_table(path)
-    reader = _Reader(source)
+    reader = Reader(source)
     policy = dict(POLICY)
     for key, raw in data.items():
         if key not in POLICY:
             raise reader.error(key, "unknown verdict; expected one of " + ", ".join(COUNTED))
         if isinstance(raw, bool) or not isinstance(raw, (int, str)):
-            raise reader.error(key, f"expected a score from 0 to 1, got {_kind(raw)}")
+            raise reader.error(key, f"expected a score from 0 to 1, got {kind_of(raw)}")
         value = reader.number(raw, key).value
         if not 0 <= value <= 1:
             raise reader.error(key, f"expected a score from 0 to 1, got {raw}")
@@ -214,7 +215,7 @@ def grade_file(path: Path, template, index: Mapping[str, tuple[str, int]], shown
                policy: Mapping[str, Fraction] = POLICY) -> Row:
     """One returned file against its student's own variant; a bad return is a row with an ``error``."""
     from symattn.checking.checker import check
-    from symattn.classroom.exercises import draw
+    from symattn.classroom.variants import draw
     notes: list[Note] = []
     try:
         data = read_table(path)
@@ -251,7 +252,7 @@ def grade_file(path: Path, template, index: Mapping[str, tuple[str, int]], shown
     first = report.first_problem
     wrong = {_step(v) for v in report.results if v.verdict == "wrong"}
     slips = {v.diagnosis for v in report.results if v.diagnosis}
-    from symattn.checking.checker import SLIPS
+    from symattn.checking.slips import SLIPS
     return Row(student, name, shown, tuple(counts.items()), score, len(variant.asked),
                None if first is None else _canonical(first), tuple(notes), None, lang,
                tuple(q for q in STEPS if q in wrong), tuple(s for s in SLIPS if s in slips), report)
@@ -318,7 +319,7 @@ def grade(folder: str | Path, index: str | Path | None = None, template: str | P
 
     ``progress`` wraps the list of files (the CLI passes a progress bar on a terminal).
     """
-    from symattn.classroom.exercises import load_template
+    from symattn.classroom.template import load_template
     folder = Path(folder)
     if not folder.is_dir():
         raise SpecError(str(folder), None, "not a folder of returned answers")

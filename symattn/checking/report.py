@@ -1,0 +1,110 @@
+"""The data of a check report: a verdict per claim, with its explanation, and ``report_data``, the report as JSON.
+
+``VERDICTS`` are the verdicts a claim can get, in the order they are tried (what each
+means: :mod:`symattn.checking.verdicts`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import sympy
+
+from symattn.input.claims import Claim
+from symattn.exact.rounding import Num
+
+VERDICTS = ("exact", "rounded", "carried", "last-digit", "wrong")
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """How the right number comes about, with the user's inputs: operands and result."""
+
+    quantity: str
+    row: int | None
+    col: int | None
+    operands: tuple[Any, ...]  # Numerals, Nums, or pairs of them for sums of products
+    result: Num
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: Claim
+    verdict: str
+    truncated: bool
+    value: Num  # the exact value to SIGNIFICANT digits
+    closed_form: sympy.Expr
+    expected: Decimal | None  # the exact value rounded to the claim's decimals
+    carried: Decimal | None  # what the claimant's own numbers give at those decimals
+    explanation: Explanation | None
+    row_label: str | None  # the query token
+    col_label: str | int | None  # the key token, or the 1-based output column
+    masked: bool = False  # a finite claim on a masked score, compared with the score before the mask
+    diagnosis: str | None = None  # a wrong claim that one of the classic slips (SLIPS) gives exactly
+
+    @property
+    def is_problem(self) -> bool:
+        return self.verdict in ("wrong", "last-digit")
+
+
+@dataclass(frozen=True)
+class Report:
+    title: str | None
+    lang: str
+    tokens: tuple[str, ...]
+    key_tokens: tuple[str, ...]
+    source: str
+    results: tuple[Verdict, ...]  # in the order of the derivation
+    builtin: bool = False  # the claims file is a built-in example (the report says so in its language)
+    paper: str = "a4"  # "a4" or "letter"
+    cjk_font: str | None = None
+    engine: str | None = None
+    blanks: tuple[str, ...] = ()  # keys left blank (""), not checked
+    student: str | None = None  # the claims file's ``student`` id
+
+    @property
+    def counts(self) -> tuple[tuple[str, int], ...]:
+        return tuple((v, sum(r.verdict == v for r in self.results)) for v in VERDICTS)
+
+    @property
+    def first_problem(self) -> Verdict | None:
+        """The first wrong or last-digit claim in the order of the derivation: fix it first."""
+        return next((r for r in self.results if r.is_problem), None)
+
+    @property
+    def ok(self) -> bool:
+        return self.first_problem is None
+
+
+def report_data(report: Report) -> dict[str, Any]:
+    """The report as JSON-ready data: one object per claim, then a summary."""
+    def text(x: Decimal | None) -> str | None:
+        return None if x is None else format(x, "f")
+
+    claims = [{
+        "quantity": v.claim.quantity,
+        "row": v.row_label,
+        "col": v.col_label,
+        "claimed": v.claim.number.text,
+        "exact": str(v.closed_form),
+        "value": str(v.value.value) if v.value.scientific else format(v.value.value, "f"),
+        "verdict": v.verdict,
+        "truncated": v.truncated,
+        "expected": text(v.expected),
+        "carried": text(v.carried),
+        "key": v.claim.key,
+        "diagnosis": v.diagnosis,
+    } for v in report.results]
+    first = report.first_problem
+    summary: dict[str, Any] = {
+        "counts": dict(report.counts),
+        "first_wrong": None if first is None else claims[report.results.index(first)],
+    }
+    if report.blanks:
+        summary["blanks"] = list(report.blanks)
+    return {"claims": claims, "summary": summary}
+
+
+__all__ = ["Explanation", "Report", "VERDICTS", "Verdict", "report_data"]
