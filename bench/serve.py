@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from symattn.input import builtin  # noqa: E402
-from symattn.web.serve import create_app, render_task  # noqa: E402
-from symattn.input.spec import read_table  # noqa: E402
+from symattn.web.app import create_app  # noqa: E402
+from symattn.web.tasks import render_task  # noqa: E402
+from symattn.input.files import read_table  # noqa: E402
 
 TARGET_MS = 50.0
 

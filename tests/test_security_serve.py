@@ -28,9 +28,11 @@ httpx = pytest.importorskip("httpx", reason="httpx drives the API tests")
 
 from starlette.testclient import TestClient  # noqa: E402
 
-import symattn.web.serve  # noqa: E402
+import symattn.web.pool  # noqa: E402
+import symattn.web.tasks  # noqa: E402
 from symattn.input.errors import LimitError  # noqa: E402
-from symattn.web.serve import _SECURITY_HEADERS, create_app, export_task  # noqa: E402
+from symattn.web.app import SECURITY_HEADERS, create_app  # noqa: E402
+from symattn.web.tasks import export_task  # noqa: E402
 
 from .test_serve import _children, _start, _stop, as_json, seed_raw  # noqa: E402
 
@@ -42,7 +44,7 @@ def looping_worker(tex_seconds: float | None = None) -> str:
     limit = "" if tex_seconds is None else f", seconds={tex_seconds}"
     return ("import symattn.rendering.pdf as pdf; typeset = pdf.latex_to_pdf; "
             f"pdf.latex_to_pdf = lambda tex, **kw: typeset({LOOP!r}, **kw{limit}); "
-            "from symattn.web.serve import worker_main; worker_main()")
+            "from symattn.web.pool import worker_main; worker_main()")
 
 
 def needs_tex() -> None:
@@ -104,7 +106,7 @@ def gone(pgid: int, seconds: float = 5.0) -> bool:
 
 def test_two_pdf_exports_leave_a_worker_for_rendering(monkeypatch):
     needs_tex()
-    monkeypatch.setattr(symattn.web.serve, "WORKER_CODE", looping_worker(tex_seconds=5))
+    monkeypatch.setattr(symattn.web.pool, "WORKER_CODE", looping_worker(tex_seconds=5))
     with TestClient(create_app(hosts=("testserver",))) as client, ThreadPoolExecutor(2) as threads:
         pool = client.app.state.pool
         render = {"spec": seed_raw(), "compute": False}
@@ -160,8 +162,8 @@ def test_time_limit_kills_the_whole_tex_group(monkeypatch):
 
 def test_a_stuck_worker_is_killed_with_its_tex(monkeypatch):
     needs_tex()
-    monkeypatch.setattr(symattn.web.serve, "WORKER_CODE", looping_worker())
-    worker = symattn.web.serve._Worker()
+    monkeypatch.setattr(symattn.web.pool, "WORKER_CODE", looping_worker())
+    worker = symattn.web.pool.Worker()
     with ThreadPoolExecutor(1) as threads:
         answer = threads.submit(worker.exchange, pickle.dumps(("export-pdf", export_body(), 10.0)))
         pgid = wait_for(lambda: tex_groups([worker.process.pid]), 60, "the TeX run")[worker.process.pid]
@@ -176,7 +178,7 @@ def test_a_stuck_worker_is_killed_with_its_tex(monkeypatch):
 def test_no_tex_outlives_the_server(tmp_path, how):
     """Ctrl-C, a polite kill, or a hard one (then the workers learn of it from the kernel)."""
     needs_tex()
-    launcher = ("-c", f"import sys, symattn.web.serve as s; s.WORKER_CODE = {looping_worker()!r}; "
+    launcher = ("-c", f"import sys, symattn.web.pool as s; s.WORKER_CODE = {looping_worker()!r}; "
                       "from symattn.cli.commands import main; sys.exit(main(sys.argv[1:]))")
     process, url, _ = _start(cwd=tmp_path, launcher=launcher)
     workers = []
@@ -213,7 +215,7 @@ def test_no_tex_outlives_the_server(tmp_path, how):
 def failing_worker() -> str:
     # render: with "bug", fails at once; otherwise waits for the alarm and turns it into a KeyError,
     # as the backward pass's caches once did
-    return ("import time, symattn.web.serve as s\n"
+    return ("import time, symattn.web.pool as p, symattn.web.tasks as s\n"
             "from symattn.input.errors import LimitError\n"
             "def render(body):\n"
             "    if 'bug' in body:\n"
@@ -223,11 +225,11 @@ def failing_worker() -> str:
             "    except LimitError:\n"
             "        return {}['cache']\n"
             "s.TASKS['render'] = render\n"
-            "s.worker_main()\n")
+            "p.worker_main()\n")
 
 
 def test_time_limit_that_surfaces_as_another_error_is_still_422(monkeypatch, capfd):
-    monkeypatch.setattr(symattn.web.serve, "WORKER_CODE", failing_worker())
+    monkeypatch.setattr(symattn.web.pool, "WORKER_CODE", failing_worker())
     with TestClient(create_app(hosts=("testserver",), seconds=0.5)) as client:
         late = client.post("/api/render", json={"spec": {}})
         bug = client.post("/api/render", json={"bug": True})
@@ -248,12 +250,12 @@ def test_run_task_maps_a_late_error_to_the_time_limit(monkeypatch):
         except LimitError:
             raise KeyError("cache") from None
 
-    monkeypatch.setitem(symattn.web.serve.TASKS, "render", swallowing)
-    assert symattn.web.serve.run_task("render", {}, 0.2) == (
+    monkeypatch.setitem(symattn.web.tasks.TASKS, "render", swallowing)
+    assert symattn.web.tasks.run_task("render", {}, 0.2) == (
         "error", (422, "request: took longer than 0.2 s (the time limit; raise it with --max-seconds)", None))
-    monkeypatch.setitem(symattn.web.serve.TASKS, "render", lambda body: {}["bug"])
+    monkeypatch.setitem(symattn.web.tasks.TASKS, "render", lambda body: {}["bug"])
     with pytest.raises(KeyError):  # early: a bug, which the worker answers with 500
-        symattn.web.serve.run_task("render", {}, 5)
+        symattn.web.tasks.run_task("render", {}, 5)
 
 
 # --- housekeeping --------------------------------------------------------------------------
@@ -263,7 +265,7 @@ def test_421_carries_the_security_headers():
         refused = client.get("/")
         served = client.get("/", headers={"host": "127.0.0.1"})
     assert refused.status_code == 421 and served.status_code == 200
-    for name, value in _SECURITY_HEADERS.items():
+    for name, value in SECURITY_HEADERS.items():
         assert refused.headers[name] == served.headers[name] == value, name
 
 

@@ -131,7 +131,7 @@ def test_exercise_refuses_an_attack_title(capsys, tmp_path, secret):
 def test_web_export_refuses_every_attack_title(secret):
     pytest.importorskip("starlette")
     from starlette.testclient import TestClient
-    from symattn.web.serve import create_app
+    from symattn.web.app import create_app
     with TestClient(create_app(hosts=("testserver",))) as client:
         for title in _attack_titles(secret):
             for fmt in ("latex", "pdf", "markdown"):
@@ -191,7 +191,7 @@ def test_downloaded_latex_compiles_as_a_user_would(tmp_path):
     _needs_tex()
     pytest.importorskip("starlette")
     from starlette.testclient import TestClient
-    from symattn.web.serve import create_app
+    from symattn.web.app import create_app
     title = "Check $\\operatorname{softmax}(QK^\\top/\\sqrt{d_k})$ at 50% \\$ & #1"
     with TestClient(create_app(hosts=("testserver",))) as client:
         response = client.post("/api/export", json={"spec": {**TINY, "title": title}, "format": "latex"})

@@ -22,14 +22,16 @@ from pathlib import Path
 import pytest
 
 from symattn.input import builtin
-from symattn.checking.checker import check, report_data
+from symattn.checking.checker import check
+from symattn.checking.report import report_data
 from symattn.input.claims import claims_from_mapping
 from symattn.cli.commands import main
 from symattn.derivation.derive import derive
 from symattn.rendering.html import markdown_to_html
 from symattn.derivation.intermediates import compute
 from symattn.rendering.renderer import load_language, render, render_report
-from symattn.input.spec import read_table, spec_from_mapping
+from symattn.input.files import read_table
+from symattn.input.spec import spec_from_mapping
 
 pytest.importorskip("starlette", reason="starlette (the web extra) is needed for symattn serve")
 pytest.importorskip("uvicorn", reason="uvicorn (the web extra) is needed for symattn serve")
@@ -37,7 +39,9 @@ pytest.importorskip("httpx", reason="httpx drives the API tests")
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from symattn.web.serve import BODY_BYTES, create_app, spec_toml  # noqa: E402
+from symattn.input.limits import BODY_BYTES  # noqa: E402
+from symattn.web.app import create_app  # noqa: E402
+from symattn.web.tasks import spec_toml  # noqa: E402
 
 from .conftest import chromium_driver  # noqa: E402
 

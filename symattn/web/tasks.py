@@ -1,0 +1,300 @@
+"""The work a request asks for, done in a worker process: the JSON API's tasks (render, check, export,
+parse), the spec as a TOML download, and :func:`run_task`, which answers every bad input as an HTTP error."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, Mapping
+
+from symattn.input.errors import LimitError, SpecError, SymattnError, shown
+
+SPEC_SOURCE, CLAIMS_SOURCE, REQUEST_SOURCE = "spec", "claims", "request"
+
+RENDER_FORMATS = ("html", "markdown", "latex")
+EXPORT_FORMATS = ("markdown", "latex", "pdf", "html", "toml")
+REPORT_EXPORT_FORMATS = ("markdown", "latex", "pdf", "html", "text", "json")
+_SUFFIX = {"markdown": "md", "latex": "tex", "pdf": "pdf", "html": "html", "toml": "toml", "text": "txt",
+           "json": "json"}
+_MEDIA = {"markdown": "text/markdown; charset=utf-8", "latex": "application/x-tex; charset=utf-8",
+          "pdf": "application/pdf", "html": "text/html; charset=utf-8", "toml": "application/toml; charset=utf-8",
+          "text": "text/plain; charset=utf-8", "json": "application/json"}
+
+
+def _reader(source: str):
+    from symattn.input.reader import Reader
+    return Reader(source)
+
+
+def _request(body: Any, allowed: tuple[str, ...], required: tuple[str, ...] = ("spec",)) -> dict[str, Any]:
+    from symattn.input.reader import check_keys
+    reader = _reader(REQUEST_SOURCE)
+    if not isinstance(body, Mapping):
+        raise reader.error(None, "expected a JSON object")
+    check_keys(reader, body, allowed)
+    for key in required:
+        if key not in body:
+            raise reader.error(key, "missing")
+    return dict(body)
+
+
+def _spec(raw: Any):
+    from symattn.input.spec import spec_from_mapping
+    return spec_from_mapping(raw, SPEC_SOURCE)
+
+
+def _flag(body: Mapping[str, Any], key: str, default: bool) -> bool:
+    from symattn.input.reader import brief
+    value = body.get(key, default)
+    if not isinstance(value, bool):
+        raise _reader(REQUEST_SOURCE).error(key, f"expected true or false, got {brief(value)}")
+    return value
+
+
+def _is_text(value: Any) -> bool:
+    # a JSON number comes as its text (FloatText, a str) so that 0.1 stays one tenth: it is not a string
+    from symattn.input.files import FloatText
+    return isinstance(value, str) and not isinstance(value, FloatText)
+
+
+def _derivation(spec: Any) -> tuple[Any, Any]:
+    """The derivation and the exact model it was derived from (of any kind: compute takes each)."""
+    from symattn.derivation.derive import derive
+    from symattn.exact.factory import build
+    model = build(spec)
+    return derive(spec, model), model
+
+
+def render_task(body: Any) -> dict[str, Any]:
+    """POST /api/render: the derivation as an HTML fragment (or Markdown, LaTeX) and its intermediates."""
+    from symattn.rendering.html import markdown_to_html
+    from symattn.derivation.intermediates import MAX_DIGITS, compute
+    from symattn.rendering.renderer import render
+    from symattn.input.reader import parse_index
+    reader = _reader(REQUEST_SOURCE)
+    body = _request(body, ("spec", "format", "compute", "exact", "digits"))
+    fmt = reader.choice(body.get("format", "html"), "format", RENDER_FORMATS)
+    digits = parse_index(body.get("digits", 15))
+    if digits is None or not 1 <= digits <= MAX_DIGITS:
+        raise reader.error("digits", f"expected an integer from 1 to {MAX_DIGITS}")
+    spec = _spec(body["spec"])
+    derivation, model = _derivation(spec)
+    out: dict[str, Any] = {"lang": derivation.lang}
+    if fmt == "html":
+        out["html"], out["title"] = markdown_to_html(render(derivation, "markdown"))
+    else:
+        out["text"] = render(derivation, fmt)
+    if _flag(body, "compute", True):
+        # closed forms are most of compute's time (an 8×8 spec: 0.2 s), so they are asked for
+        out["compute"] = compute(spec, model, digits, exact=_flag(body, "exact", False))
+    return out
+
+
+def _claims(spec: Any, raw: Any):
+    from symattn.input.claims import claims_from_mapping
+    return claims_from_mapping({"claims": raw}, CLAIMS_SOURCE, spec=spec)
+
+
+def check_task(body: Any) -> dict[str, Any]:
+    """POST /api/check: the verdicts (report_data, with 0-based places) and the report as an HTML fragment."""
+    from symattn.checking.checker import check
+    from symattn.checking.report import report_data
+    from symattn.rendering.html import markdown_to_html
+    from symattn.rendering.renderer import render_report
+    body = _request(body, ("spec", "claims", "html"), ("spec", "claims"))
+    spec = _spec(body["spec"])
+    report = check(spec, _claims(spec, body["claims"]))
+    data = report_data(report)
+    # where each verdict stands, 0-based, so the page finds its box without matching labels
+    data["places"] = [[v.claim.quantity, v.claim.row, v.claim.col] for v in report.results]
+    if _flag(body, "html", True):
+        data["html"], _ = markdown_to_html(render_report(report, "markdown"))
+    data["lang"] = report.lang
+    return data
+
+
+def export_task(body: Any, tex: bool = False) -> tuple[bytes, str, str]:
+    """POST /api/export: (content, media type, file name) of a derivation, a report or the spec.
+
+    ``tex``: the server sent it as a PDF export (:func:`is_pdf_export`), under its limit on TeX runs.
+    """
+    reader = _reader(REQUEST_SOURCE)
+    body = _request(body, ("spec", "format", "what", "claims"), ("spec", "format"))
+    what = reader.choice(body.get("what", "derivation"), "what", ("derivation", "report"))
+    formats = EXPORT_FORMATS if what == "derivation" else REPORT_EXPORT_FORMATS
+    fmt = reader.choice(body["format"], "format", formats)
+    if (fmt == "pdf") != tex:
+        raise RuntimeError("a PDF export must come as the task export-pdf, and only a PDF export")
+    spec = _spec(body["spec"])
+    name = "symattn" if what == "derivation" else "symattn-check"
+    if fmt == "toml":
+        content: str | bytes = spec_toml(body["spec"])
+    elif what == "derivation":
+        content = _export_derivation(spec, fmt)
+    else:
+        if "claims" not in body:
+            raise reader.error("claims", "missing (a report needs claims)")
+        content = _export_report(spec, body["claims"], fmt)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    return data, _MEDIA[fmt], f"{name}.{_SUFFIX[fmt]}"
+
+
+def _export_derivation(spec: Any, fmt: str) -> str | bytes:
+    from symattn.rendering.renderer import render
+    derivation, _ = _derivation(spec)
+    if fmt == "html":
+        from symattn.rendering.html import derivation_page
+        return derivation_page(derivation)
+    if fmt == "pdf":
+        return _pdf(render(derivation, "latex", standalone=True), derivation.lang, spec.engine)
+    return render(derivation, fmt, standalone=fmt == "latex")  # a LaTeX download is a whole document
+
+
+def _export_report(spec: Any, claims: Any, fmt: str) -> str | bytes:
+    from symattn.checking.checker import check
+    from symattn.checking.report import report_data
+    from symattn.rendering.renderer import render_report
+    report = check(spec, _claims(spec, claims))
+    if fmt == "json":
+        return json.dumps(report_data(report), ensure_ascii=False, indent=2) + "\n"
+    if fmt == "html":
+        from symattn.rendering.html import report_page
+        return report_page(report)
+    if fmt == "pdf":
+        return _pdf(render_report(report, "latex", standalone=True), report.lang, report.engine)
+    return render_report(report, fmt, standalone=fmt == "latex")
+
+
+def _pdf(tex: str, lang: str, engine: str | None) -> bytes:
+    # TeX has its own time limit (limits.LATEX_SECONDS); the request's clock stops while it runs,
+    # as the CLI's does
+    from symattn.rendering.pdf import latex_to_pdf
+    import signal
+    remaining, interval = signal.setitimer(signal.ITIMER_REAL, 0)
+    try:
+        return latex_to_pdf(tex, engine=engine, lang=lang)
+    finally:
+        if remaining:
+            signal.setitimer(signal.ITIMER_REAL, remaining, interval)
+
+
+def parse_task(body: Any) -> dict[str, Any]:
+    """POST /api/parse: a TOML spec (or claims file) read as the spec reader reads files, then checked.
+
+    ``{"toml": text, "name": file name}`` in; ``{"spec": {…}}`` out, with
+    ``"claims"`` when the file has a claims table. Nothing in the text is run.
+    """
+    from symattn.input.files import parse_text
+    reader = _reader(REQUEST_SOURCE)
+    body = _request(body, ("toml", "name"), ("toml",))
+    text = body["toml"]
+    if not _is_text(text):
+        raise reader.error("toml", "expected the text of a TOML file")
+    name = body.get("name", "<pasted>")
+    if not _is_text(name) or not name.strip() or len(name) > 200:
+        raise reader.error("name", "expected a file name")
+    name = name.replace("\\", "/").rsplit("/", 1)[-1] or "<pasted>"
+    data = parse_text(text.lstrip("\ufeff"), name)
+    if "spec" in data and isinstance(data.get("spec"), str):
+        raise _reader(name).error("spec", "a spec given by path cannot be opened in the page; "
+                                          "open the spec file, or put its keys in this file")
+    spec = {k: v for k, v in data.items() if k not in ("claims", "student")}
+    from symattn.input.spec import spec_from_mapping
+    spec_from_mapping(spec, name)  # the same messages as the CLI's, naming the file
+    out: dict[str, Any] = {"spec": spec}
+    if "claims" in data:
+        out["claims"] = data["claims"]
+    return out
+
+
+def is_pdf_export(body: Any) -> bool:
+    """Whether a POST /api/export body asks for TeX (the server decides so before a worker reads it)."""
+    return isinstance(body, Mapping) and body.get("format") == "pdf"
+
+
+TASKS = {"render": render_task, "check": check_task, "export": export_task,
+         "export-pdf": lambda body: export_task(body, tex=True), "parse": parse_task}
+
+
+# --- the spec as TOML ------------------------------------------------------------
+
+# keys whose values are text: a label "1" must stay a string; elsewhere a number's text is written bare
+_TEXT_KEYS = {"title", "tokens", "key_tokens", "lang", "rounding", "expand", "softmax", "notation", "paper", "engine",
+              "cjk_font"}
+
+
+def spec_toml(spec: Mapping[str, Any]) -> str:
+    """A (valid) spec mapping as a TOML file that reads back to the same spec."""
+    text = _toml_document(spec, numbers=True)
+    if _reads_back(text, spec):
+        return text
+    return _toml_document(spec, numbers=False)  # every value as the request gave it: the same spec, surely
+
+
+def _toml_document(spec: Mapping[str, Any], numbers: bool) -> str:
+    from symattn.input.spec import SPEC_KEYS
+    from symattn.rendering.tomlwrite import toml_key, toml_value
+    order = {k: i for i, k in enumerate(SPEC_KEYS)}
+    keys = sorted(spec, key=lambda k: order.get(k, len(order)))
+    tokens = spec.get("tokens") or []
+    lines = ["# symattn spec, written by symattn serve; render it with: symattn render FILE.toml"]
+    tables = []
+    for key in keys:
+        value = spec[key]
+        numeric = numbers and key not in _TEXT_KEYS and not (key == "focus" and value in tokens)
+        if isinstance(value, Mapping):
+            tables.append((key, value, numeric))
+        else:
+            lines.append(f"{toml_key(key)} = {toml_value(value, numeric)}")
+    for key, table, numeric in tables:
+        lines += ["", f"[{toml_key(key)}]"]
+        lines += [f"{toml_key(k)} = {toml_value(v, numeric)}" for k, v in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _reads_back(text: str, spec: Mapping[str, Any]) -> bool:
+    from symattn.input.files import parse_text
+    from symattn.input.spec import spec_from_mapping
+    try:
+        return spec_from_mapping(parse_text(text, SPEC_SOURCE), SPEC_SOURCE) == \
+            spec_from_mapping(spec, SPEC_SOURCE)
+    except SymattnError:
+        return False
+
+
+# --- running one task, in the worker -------------------------------------------
+
+def run_task(name: str, body: Any, seconds: float) -> tuple[str, Any]:
+    """("ok", result) or ("error", (status, message, where)): never raises for bad input."""
+    from symattn.input.limits import deadline
+    from symattn.rendering.pdf import TexTimeLimit
+    start = time.monotonic()
+    try:
+        with deadline(seconds, REQUEST_SOURCE):
+            return "ok", TASKS[name](body)
+    except TexTimeLimit as exc:
+        return "error", (422, str(exc), None)
+    except SymattnError as exc:
+        if isinstance(exc, LimitError) and time.monotonic() - start >= seconds:
+            return "error", (422, str(exc), None)
+        return "error", (400, str(exc), where(exc))
+    except RecursionError:
+        return "error", (400, f"{REQUEST_SOURCE}: nested too deep", None)
+    except Exception as exc:
+        if time.monotonic() - start < seconds:
+            raise  # a bug: the worker logs it and answers 500
+        # the alarm landed where some code turned it into another error: it is still the time limit
+        print(f"symattn serve: the time limit surfaced as {type(exc).__name__}: {shown(exc)}", file=sys.stderr,
+              flush=True)
+        return "error", (422, time_limit_message(seconds), None)
+
+
+def time_limit_message(seconds: float) -> str:
+    return f"{REQUEST_SOURCE}: took longer than {seconds:g} s (the time limit; raise it with --max-seconds)"
+
+
+def where(exc: SymattnError) -> dict[str, Any] | None:
+    if isinstance(exc, SpecError):
+        return {"source": exc.source, "key": exc.key, "position": list(exc.position)}
+    return None
