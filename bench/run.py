@@ -3,6 +3,7 @@ measured in one run.
 
     python bench/run.py            # sizes 3, 8, 16, 32, 64 at 50 digits, the scale targets, CLI start-up
     python bench/run.py --quick    # sizes up to 16, no scale targets
+    python bench/run.py --startup  # only the CLI start-up ratio (the goal: at most 1.3x)
 
 Scale targets (issue 12): 64×64 at 50 digits in process, every intermediate numeric, within 3× of
 bench/lean_flint.py (and the mpmath engine beside it); `symattn compute --no-exact` on 128×64 at
@@ -153,7 +154,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--digits", type=int, default=50)
+    parser.add_argument("--startup", action="store_true", help="only the CLI start-up ratio")
     args = parser.parse_args()
+    if args.startup:
+        return _print_startup()
     sizes = [3, 8, 16] if args.quick else [3, 8, 16, 32, 64]
 
     print(f"{'size':>8} {'digits':>6} {'plain sympy s':>14} {'symattn s':>10} {'speed-up':>9}")
@@ -173,6 +177,10 @@ def main() -> None:
     if not args.quick:
         scale_targets()
 
+    _print_startup()
+
+
+def _print_startup() -> None:
     mine, base = startup(11)
     print(f"CLI start-up: symattn render {mine * 1000:.0f} ms vs python -c 'import sympy' {base * 1000:.0f} ms "
           f"= {mine / base:.2f}x")
