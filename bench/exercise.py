@@ -20,10 +20,10 @@ sys.path.insert(0, str(ROOT))
 
 from symattn.classroom import exercises as ex  # noqa: E402
 from symattn.derivation.derive import derive  # noqa: E402
+from symattn.input import builtin  # noqa: E402
+from symattn.input.spec import load_spec  # noqa: E402
 from symattn.rendering.pdf import latex_to_pdf  # noqa: E402
 from symattn.rendering.renderer import render  # noqa: E402
-from symattn.input.spec import load_spec  # noqa: E402
-from symattn.input import builtin  # noqa: E402
 
 HOMEWORK = ROOT / "examples" / "homework.toml"
 
@@ -52,8 +52,10 @@ def main() -> None:
     print(f"baseline: one standalone PDF (seed, pdflatex) {one_pdf:.2f} s")
     print(f"draw {n} variants: {draw_s:.2f} s ({draw_s / n * 1000:.0f} ms per student)")
     print(f"markdown class ({len(files)} files): {markdown_s:.2f} s ({markdown_s / n * 1000:.0f} ms per student)")
-    print(f"PDF class, sheets + keys + key-all: {pdf_s:.1f} s, {pdf_s / n:.2f} s per student "
-          f"= {pdf_s / n / one_pdf:.2f}x one PDF compile")
+    print(
+        f"PDF class, sheets + keys + key-all: {pdf_s:.1f} s, {pdf_s / n:.2f} s per student "
+        f"= {pdf_s / n / one_pdf:.2f}x one PDF compile"
+    )
 
 
 if __name__ == "__main__":

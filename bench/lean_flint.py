@@ -18,10 +18,12 @@ import sys
 import time
 
 
-def lean(Q: list[list[int]], K: list[list[int]], V: list[list[int]], den: int, d_k: int, digits: int
-         ) -> tuple[list[list[str]], list[list[str]]]:
+def lean(
+    Q: list[list[int]], K: list[list[int]], V: list[list[int]], den: int, d_k: int, digits: int
+) -> tuple[list[list[str]], list[list[str]]]:
     """Weights and output of attention, inputs = integers / den, to ``digits`` significant digits."""
     from flint import arb, arb_mat, ctx, fmpz_mat
+
     S = fmpz_mat(Q) * fmpz_mat(K).transpose()  # exact: den² · scores
     n, m = S.nrows(), S.ncols()
     prec = int(digits * 3.33) + 32
@@ -39,15 +41,19 @@ def lean(Q: list[list[int]], K: list[list[int]], V: list[list[int]], den: int, d
         if all(x.rad() <= bound * abs(x.mid()) for M in (A, O) for x in M.entries() if x.mid() != 0):
             break
         prec *= 2
+
     def strings(M):
         return [[M[i, j].str(digits, radius=False) for j in range(M.ncols())] for i in range(M.nrows())]
+
     return strings(A), strings(O)
 
 
 def random_inputs(n: int, d: int, seed: int = 0) -> tuple[list[list[int]], list[list[int]], list[list[int]]]:
     rng = random.Random(seed)  # the same draws as bench/run.py: integers in [-100, 100], / 100
+
     def matrix(rows: int, cols: int) -> list[list[int]]:
         return [[rng.randint(-100, 100) for _ in range(cols)] for _ in range(rows)]
+
     return matrix(n, d), matrix(n, d), matrix(n, d)
 
 
@@ -64,8 +70,11 @@ def main() -> None:
         start = time.perf_counter()
         weights, output = lean(Q, K, V, 100, args.d, args.digits)
         best = min(best, time.perf_counter() - start)
-    print(f"lean flint+arb: {args.n}x{args.d} at {args.digits} digits: {best * 1000:.1f} ms "
-          f"(best of {args.repeat}); output[0][0] = {output[0][0]}", file=sys.stdout)
+    print(
+        f"lean flint+arb: {args.n}x{args.d} at {args.digits} digits: {best * 1000:.1f} ms "
+        f"(best of {args.repeat}); output[0][0] = {output[0][0]}",
+        file=sys.stdout,
+    )
 
 
 if __name__ == "__main__":

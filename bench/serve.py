@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from symattn.input import builtin  # noqa: E402
+from symattn.input.files import read_table  # noqa: E402
 from symattn.web.app import create_app  # noqa: E402
 from symattn.web.tasks import render_task  # noqa: E402
-from symattn.input.files import read_table  # noqa: E402
 
 TARGET_MS = 50.0
 
@@ -64,10 +64,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
     from starlette.testclient import TestClient
+
     cases = [("seed", read_table(builtin.example_path("seed", "zh"))), ("8x8", square(8))]
     failed = False
     with TestClient(create_app(hosts=("testserver",))) as client:
         for name, raw in cases:
+
             def served(spec: dict) -> None:
                 response = client.post("/api/render", json={"spec": spec, "format": "html"})
                 assert response.status_code == 200, response.text
@@ -82,9 +84,11 @@ def main() -> int:
             server, baseline = median_ms(served, specs), median_ms(direct, specs)
             ok = server <= TARGET_MS
             failed |= not ok
-            print(f"{name:5s} server {server:6.1f} ms per update (median of {args.runs}), "
-                  f"direct call {baseline:6.1f} ms, ratio {server / baseline:4.2f}; "
-                  f"target ≤ {TARGET_MS:.0f} ms: {'ok' if ok else 'MISSED'}")
+            print(
+                f"{name:5s} server {server:6.1f} ms per update (median of {args.runs}), "
+                f"direct call {baseline:6.1f} ms, ratio {server / baseline:4.2f}; "
+                f"target ≤ {TARGET_MS:.0f} ms: {'ok' if ok else 'MISSED'}"
+            )
     return 1 if failed else 0
 
 

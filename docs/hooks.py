@@ -31,7 +31,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 # Where the generated pages look in the package: the one place to change when modules move.
-CLI_MODULE = "symattn.cli.parser"              # exports PARSER_FUNCTION
+CLI_MODULE = "symattn.cli.parser"  # exports PARSER_FUNCTION
 PARSER_FUNCTION = "build_parser"
 LIMITS_MODULE = "symattn.input.limits"
 TITLE_MATH_MODULE = "symattn.input.titlemath"
@@ -39,7 +39,7 @@ PACKAGE = "symattn"
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-SECONDS = 120          # one symattn run; a TeX compile is the slowest
+SECONDS = 120  # one symattn run; a TeX compile is the slowest
 PICTURE_DPI = "60"
 MARKER = re.compile(r"^<!-- symattn: ([a-z0-9-]+) -->$", re.MULTILINE)
 
@@ -52,17 +52,26 @@ if str(ROOT) not in sys.path:
 
 # --- running symattn ------------------------------------------------------------------------------
 
+
 def run(*argv: str, cwd: Path, codes: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
     """Run ``python -m symattn ARGV`` on the checkout; an exit code not in ``codes`` stops the build."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     try:
-        done = subprocess.run([sys.executable, "-m", "symattn", *argv], cwd=cwd, env=env, capture_output=True,
-                              timeout=SECONDS, stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "symattn", *argv],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            timeout=SECONDS,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise PluginError(f"symattn {' '.join(argv)}: took longer than {SECONDS} s") from None
     if done.returncode not in codes:
-        raise PluginError(f"symattn {' '.join(argv)}: exit {done.returncode}: "
-                          f"{done.stderr.decode('utf-8', 'replace').strip()}")
+        raise PluginError(
+            f"symattn {' '.join(argv)}: exit {done.returncode}: {done.stderr.decode('utf-8', 'replace').strip()}"
+        )
     return done
 
 
@@ -87,7 +96,7 @@ def between(text: str, start: str, end: str | None = None) -> str:
 
 def fence(text: str, lang: str = "text", title: str | None = None) -> str:
     ticks = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
-    head = f'{ticks}{lang}' + (f' title="{title}"' if title else "")
+    head = f"{ticks}{lang}" + (f' title="{title}"' if title else "")
     return f"{head}\n{text.rstrip()}\n{ticks}"
 
 
@@ -97,6 +106,7 @@ def collapsed(summary: str, body: str) -> str:
 
 
 # --- the pieces made by running symattn -----------------------------------------------------------
+
 
 def derivation_zh(tmp: Path) -> str:
     return fence(between(symattn("render", cwd=tmp), "「它」那一行", "## 步骤 3"), "markdown")
@@ -128,13 +138,20 @@ def latex_fragment(tmp: Path) -> str:
 
 def latex_preamble(tmp: Path) -> str:
     text = symattn("render", "--lang", "en", "--format", "latex", "--standalone", cwd=tmp)
-    return fence(between(text, "\\documentclass", "\\begin{document}"), "latex", "symattn render --lang en --format latex --standalone")
+    return fence(
+        between(text, "\\documentclass", "\\begin{document}"),
+        "latex",
+        "symattn render --lang en --format latex --standalone",
+    )
 
 
 def report_preamble(tmp: Path) -> str:
     text = symattn("check", "--example", "--lang", "en", "--format", "latex", "--standalone", cwd=tmp, codes=(1,))
-    return fence(between(text, "\\documentclass", "\\begin{document}"), "latex",
-                 "symattn check --example --lang en --format latex --standalone")
+    return fence(
+        between(text, "\\documentclass", "\\begin{document}"),
+        "latex",
+        "symattn check --example --lang en --format latex --standalone",
+    )
 
 
 def example_spec(tmp: Path) -> str:
@@ -158,20 +175,26 @@ def check_json(tmp: Path) -> str:
     data = json.loads(symattn("check", "--example", "--lang", "en", "--format", "json", cwd=tmp, codes=(1,)))
     claim = next(c for c in data["claims"] if c["verdict"] == "last-digit")
     excerpt = {"claims": [claim, "…"], "summary": data["summary"]}
-    return fence(json.dumps(excerpt, ensure_ascii=False, indent=2), "json",
-                 "symattn check --example --lang en --format json (excerpt)")
+    return fence(
+        json.dumps(excerpt, ensure_ascii=False, indent=2),
+        "json",
+        "symattn check --example --lang en --format json (excerpt)",
+    )
 
 
 def compute_json(tmp: Path) -> str:
-    kept = [line for line in symattn("compute", cwd=tmp).splitlines() if line.startswith(('  "exp_sum"', '  "weights"', '  "output"'))]
+    kept = [
+        line
+        for line in symattn("compute", cwd=tmp).splitlines()
+        if line.startswith(('  "exp_sum"', '  "weights"', '  "output"'))
+    ]
     if len(kept) != 3:
         raise PluginError("compute: expected exp_sum, weights and output lines")
     return fence("{\n" + "\n".join(kept) + "\n}", "json")
 
 
 def kernel_code(tmp: Path) -> str:
-    return fence((DOCS / "examples" / "float_kernel.py").read_text(encoding="utf-8"), "python",
-                 "float_kernel.py")
+    return fence((DOCS / "examples" / "float_kernel.py").read_text(encoding="utf-8"), "python", "float_kernel.py")
 
 
 def _kernel_results(tmp: Path) -> Path:
@@ -180,8 +203,13 @@ def _kernel_results(tmp: Path) -> Path:
         folder.mkdir(exist_ok=True)
         symattn("example", "--lang", "en", "-o", "seed.toml", cwd=folder)
         try:
-            subprocess.run([sys.executable, str(DOCS / "examples" / "float_kernel.py")], cwd=folder, check=True,
-                           capture_output=True, timeout=SECONDS)
+            subprocess.run(
+                [sys.executable, str(DOCS / "examples" / "float_kernel.py")],
+                cwd=folder,
+                check=True,
+                capture_output=True,
+                timeout=SECONDS,
+            )
         except subprocess.SubprocessError as exc:
             raise PluginError(f"float_kernel.py failed: {exc}") from None
     return folder
@@ -193,9 +221,11 @@ def compare_f64(tmp: Path) -> str:
     summary = json.loads(symattn("compare", "seed.toml", "o64.json", "--format", "json", cwd=folder))["summary"]
     off = summary["entries"] - summary["correctly_rounded"]
     done = run("compare", "seed.toml", "o64.json", "--max-ulp", "1", cwd=folder, codes=(0, 1)).returncode
-    return (fence(text) + f"\n\n{off} of {summary['entries']} entries are not correctly rounded, and the largest "
-            f"error is {summary['max_ulps']} ULP, so `symattn compare seed.toml o64.json --max-ulp 1` exits {done} "
-            "(1 past the bound, or on a NaN; 0 otherwise).")
+    return (
+        fence(text) + f"\n\n{off} of {summary['entries']} entries are not correctly rounded, and the largest "
+        f"error is {summary['max_ulps']} ULP, so `symattn compare seed.toml o64.json --max-ulp 1` exits {done} "
+        "(1 past the bound, or on a NaN; 0 otherwise)."
+    )
 
 
 def compare_f32(tmp: Path) -> str:
@@ -215,22 +245,30 @@ def certificate(tmp: Path) -> str:
     symattn("compute", "--certify", "--no-exact", "--digits", "30", "-o", "cert.json", cwd=folder)
     said = symattn("verify-certificate", "cert.json", cwd=folder)
     data = json.loads((folder / "cert.json").read_text(encoding="utf-8"))
-    shown = {"sqrt_dk": data["sqrt_dk"], "certificate": {k: v for k, v in data["certificate"].items()
-                                                           if not isinstance(v, (dict, list))}}
-    return (fence(json.dumps(shown, indent=2), "json", "cert.json (excerpt)") + "\n\n"
-            + fence("$ symattn verify-certificate cert.json\n" + said, "console"))
+    shown = {
+        "sqrt_dk": data["sqrt_dk"],
+        "certificate": {k: v for k, v in data["certificate"].items() if not isinstance(v, (dict, list))},
+    }
+    return (
+        fence(json.dumps(shown, indent=2), "json", "cert.json (excerpt)")
+        + "\n\n"
+        + fence("$ symattn verify-certificate cert.json\n" + said, "console")
+    )
 
 
 def exercise_class(tmp: Path) -> str:
-    symattn("exercise", str(ROOT / "examples" / "homework.toml"), "--count", "3", "--seed", "1", "-o", "out",
-            cwd=tmp)
+    symattn("exercise", str(ROOT / "examples" / "homework.toml"), "--count", "3", "--seed", "1", "-o", "out", cwd=tmp)
     out = tmp / "out"
     listing = "\n".join(str(p.relative_to(tmp)) for p in sorted(out.rglob("*")) if p.is_file())
     sheet = (out / "s01" / "sheet.md").read_text(encoding="utf-8")
     answers = (out / "s01" / "answers.toml").read_text(encoding="utf-8")
-    return (fence(listing, "text", "the files written") + "\n\n"
-            + collapsed("out/s01/sheet.md", fence(sheet, "markdown")) + "\n\n"
-            + fence(answers, "toml", "out/s01/answers.toml"))
+    return (
+        fence(listing, "text", "the files written")
+        + "\n\n"
+        + collapsed("out/s01/sheet.md", fence(sheet, "markdown"))
+        + "\n\n"
+        + fence(answers, "toml", "out/s01/answers.toml")
+    )
 
 
 def _fill(answers: Path, tmp: Path, slip: bool) -> None:
@@ -238,8 +276,7 @@ def _fill(answers: Path, tmp: Path, slip: bool) -> None:
     text = answers.read_text(encoding="utf-8")
     inputs, _, _ = text.partition("[claims]")
     spec = tmp / f"{answers.parent.name}-spec.toml"
-    spec.write_text("\n".join(line for line in inputs.splitlines() if not line.startswith("student")),
-                    encoding="utf-8")
+    spec.write_text("\n".join(line for line in inputs.splitlines() if not line.startswith("student")), encoding="utf-8")
     values = json.loads(symattn("compute", "--no-exact", str(spec), cwd=tmp))
 
     def number(match: re.Match) -> str:
@@ -292,17 +329,47 @@ PIECES = {
 
 # name: (what it shows, the symattn arguments that write out.pdf, page, TeX engine it needs)
 PICTURES = {
-    "picture-seed-en": ("Page 1 of the English derivation (pdflatex)",
-                        ["render", "--lang", "en", "--format", "pdf", "-o", "out.pdf"], 1, "pdflatex"),
-    "picture-seed-zh": ("Page 1 of the Chinese derivation (xelatex and ctex)",
-                        ["render", "--format", "pdf", "-o", "out.pdf"], 1, "xelatex"),
-    "picture-check-en": ("Page 1 of the check report of the worked example",
-                         ["check", "--example", "--lang", "en", "--format", "pdf", "-o", "out.pdf"], 1, "pdflatex"),
-    "picture-causal4": ("Page 4 of the 4-token causal example",
-                        ["render", str(DOCS / "causal4.toml"), "--format", "pdf", "-o", "out.pdf"], 4, "pdflatex"),
-    "picture-sheet": ("Student s01's exercise sheet (--format pdf)",
-                      ["exercise", str(ROOT / "examples" / "homework.toml"), "--count", "1", "--seed", "1",
-                       "--format", "pdf", "-o", "class"], 1, "pdflatex"),
+    "picture-seed-en": (
+        "Page 1 of the English derivation (pdflatex)",
+        ["render", "--lang", "en", "--format", "pdf", "-o", "out.pdf"],
+        1,
+        "pdflatex",
+    ),
+    "picture-seed-zh": (
+        "Page 1 of the Chinese derivation (xelatex and ctex)",
+        ["render", "--format", "pdf", "-o", "out.pdf"],
+        1,
+        "xelatex",
+    ),
+    "picture-check-en": (
+        "Page 1 of the check report of the worked example",
+        ["check", "--example", "--lang", "en", "--format", "pdf", "-o", "out.pdf"],
+        1,
+        "pdflatex",
+    ),
+    "picture-causal4": (
+        "Page 4 of the 4-token causal example",
+        ["render", str(DOCS / "causal4.toml"), "--format", "pdf", "-o", "out.pdf"],
+        4,
+        "pdflatex",
+    ),
+    "picture-sheet": (
+        "Student s01's exercise sheet (--format pdf)",
+        [
+            "exercise",
+            str(ROOT / "examples" / "homework.toml"),
+            "--count",
+            "1",
+            "--seed",
+            "1",
+            "--format",
+            "pdf",
+            "-o",
+            "class",
+        ],
+        1,
+        "pdflatex",
+    ),
 }
 PICTURE_PDF = {"picture-sheet": "class/s01/sheet.pdf"}
 
@@ -328,12 +395,29 @@ def picture(name: str, tmp: Path) -> bytes | None:
     folder.mkdir()
     symattn(*argv, cwd=folder, codes=(0, 1))  # check --example exits 1: it finds wrong claims
     pdf = folder / PICTURE_PDF.get(name, "out.pdf")
-    subprocess.run(["pdftoppm", "-png", "-r", PICTURE_DPI, "-f", str(page), "-l", str(page), "-singlefile",
-                    str(pdf), str(folder / "page")], check=True, capture_output=True, timeout=SECONDS)
+    subprocess.run(
+        [
+            "pdftoppm",
+            "-png",
+            "-r",
+            PICTURE_DPI,
+            "-f",
+            str(page),
+            "-l",
+            str(page),
+            "-singlefile",
+            str(pdf),
+            str(folder / "page"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=SECONDS,
+    )
     return (folder / "page.png").read_bytes()
 
 
 # --- the command-line reference, walked from the parser --------------------------------------------
+
 
 def _cell(text: str) -> str:
     """Prose (a help text, a comment, a docstring) in a Markdown table cell: code spans kept, the rest escaped."""
@@ -381,7 +465,7 @@ def _narrow(parser: argparse.ArgumentParser) -> None:
 def usage(parser: argparse.ArgumentParser) -> str:
     """The usage lines without "usage: ", continuation lines still under the first argument."""
     first, *rest = parser.format_usage().rstrip().split("\n")
-    return "\n".join([first.removeprefix("usage: ")] + [line[len("usage: "):] for line in rest])
+    return "\n".join([first.removeprefix("usage: ")] + [line[len("usage: ") :] for line in rest])
 
 
 def subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argparse.ArgumentParser]]:
@@ -397,16 +481,28 @@ def cli_reference(tmp: Path) -> str:
     commands = subcommands(parser)
     for _, _, sub in commands:
         _narrow(sub)
-    out = [parser.description or "", "",
-           ("Every command, its usage and its options, as `symattn --help` and `symattn COMMAND --help` say them "
-            "(this page is generated from the program's own argument parser when the site is built)."), "",
-           "| command | what it does |", "|---|---|"]
+    out = [
+        parser.description or "",
+        "",
+        (
+            "Every command, its usage and its options, as `symattn --help` and `symattn COMMAND --help` say them "
+            "(this page is generated from the program's own argument parser when the site is built)."
+        ),
+        "",
+        "| command | what it does |",
+        "|---|---|",
+    ]
     out += [f"| [`{name}`](#symattn-{name}) | {_cell(help)} |" for name, help, _ in commands]
-    out += ["", fence("\n".join(usage(sub) for _, _, sub in commands),
-                      "text", "synopsis"), ""]
+    out += ["", fence("\n".join(usage(sub) for _, _, sub in commands), "text", "synopsis"), ""]
     for name, help, sub in commands:
-        out += [f"## symattn {name} {{#symattn-{name}}}", "", _cell(help[:1].upper() + help[1:]) + ".", "",
-                fence(usage(sub)), ""]
+        out += [
+            f"## symattn {name} {{#symattn-{name}}}",
+            "",
+            _cell(help[:1].upper() + help[1:]) + ".",
+            "",
+            fence(usage(sub)),
+            "",
+        ]
         out += _option_rows(sub) + [""]
     out += ["## symattn", "", fence(usage(parser)), ""]
     out += _option_rows(parser)
@@ -414,6 +510,7 @@ def cli_reference(tmp: Path) -> str:
 
 
 # --- the limits table, read from the limits module -------------------------------------------------
+
 
 def _header(comment: str) -> str | None:
     found = re.match(r"#\s*-{3,}\s*(.*?)\s*-*\s*$", comment)
@@ -428,12 +525,20 @@ def limits_sections() -> list[tuple[str, str, list[tuple[str, object, str, str]]
     """
     module = importlib.import_module(LIMITS_MODULE)
     source = Path(module.__file__).read_text(encoding="utf-8")
-    comments = {token.start[0]: token.string.lstrip("#").strip()
-                for token in tokenize.generate_tokens(io.StringIO(source).readline) if token.type == tokenize.COMMENT}
+    comments = {
+        token.start[0]: token.string.lstrip("#").strip()
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    }
     constants = {}
     for node in ast.parse(source).body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
-            node.target if isinstance(node, ast.AnnAssign) else None
+        target = (
+            node.targets[0]
+            if isinstance(node, ast.Assign) and len(node.targets) == 1
+            else node.target
+            if isinstance(node, ast.AnnAssign)
+            else None
+        )
         if isinstance(target, ast.Name) and target.id.isupper():
             constants[node.lineno] = (target.id, ast.get_source_segment(source, node.value) or "")
     sections: list[tuple[str, list[str], list]] = [("", [], [])]
@@ -481,7 +586,9 @@ def limits_table(tmp: Path) -> str:
         for name, value, written, comment in rows:
             plain = written.replace("_", "") == str(value)
             size = _bytes(value) if name.endswith("BYTES") else ""
-            out.append(f"| `{name}` | {limit_value(value)}{size} | {'' if plain else f'`{written}`'} | {_cell(comment)} |")
+            out.append(
+                f"| `{name}` | {limit_value(value)}{size} | {'' if plain else f'`{written}`'} | {_cell(comment)} |"
+            )
         out.append("")
     module = importlib.import_module(LIMITS_MODULE)
     out.append(f"Read from `{LIMITS_MODULE}` ({Path(module.__file__).relative_to(ROOT)}) when the site was built.")
@@ -490,6 +597,7 @@ def limits_table(tmp: Path) -> str:
 
 # --- the package map, read from the package's own sources ------------------------------------------
 
+
 def _imports(tree: ast.Module, module: str, is_package: bool) -> set[str]:
     """The package's modules that ``module`` imports, inside functions too."""
     found = set()
@@ -497,7 +605,7 @@ def _imports(tree: ast.Module, module: str, is_package: bool) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
-                parent = base[:len(base) - node.level + 1]
+                parent = base[: len(base) - node.level + 1]
                 name = ".".join(parent + ([node.module] if node.module else []))
             else:
                 name = node.module or ""
@@ -534,14 +642,21 @@ def package_map(tmp: Path) -> str:
     out = []
     for folder, names in folders.items():
         path = folder.replace(".", "/") + "/"
-        out += [f"### `{path}`", "", _cell(modules[folder][0]) if folder in modules else "", "",
-                "| module | its job | imports from the package |", "|---|---|---|"]
+        out += [
+            f"### `{path}`",
+            "",
+            _cell(modules[folder][0]) if folder in modules else "",
+            "",
+            "| module | its job | imports from the package |",
+            "|---|---|---|",
+        ]
         for name in names:
             if name == folder:
                 continue
             uses = sorted({short(n) for n in modules[name][1]} - {short(name), PACKAGE})
-            out.append(f"| `{name.rsplit('.', 1)[-1]}` | {_cell(modules[name][0])} | "
-                       f"{', '.join(f'`{u}`' for u in uses)} |")
+            out.append(
+                f"| `{name.rsplit('.', 1)[-1]}` | {_cell(modules[name][0])} | {', '.join(f'`{u}`' for u in uses)} |"
+            )
         out.append("")
     return "\n".join(out)
 
@@ -552,13 +667,21 @@ def title_grammar(tmp: Path) -> str:
     grammar = doc.split("::", 1)[1].split("\n\n", 2)[1] if "::" in doc else ""
     commands = ", ".join(f"`\\{name}`" for name in sorted(module.COMMANDS))
     symbols = " ".join(f"`\\{c}`" for c in sorted(getattr(module, "_CONTROL_SYMBOLS", ())) if c != " ")
-    return (fence("\n".join(line[4:] for line in grammar.splitlines()), "text", "the grammar of a title's math")
-            + f"\n\nThe commands it accepts (and nothing else): {commands}; and the control symbols {symbols} "
-            "and `\\` followed by a space.")
+    return (
+        fence("\n".join(line[4:] for line in grammar.splitlines()), "text", "the grammar of a title's math")
+        + f"\n\nThe commands it accepts (and nothing else): {commands}; and the control symbols {symbols} "
+        "and `\\` followed by a space."
+    )
 
 
-PIECES.update({"cli-reference": cli_reference, "limits-table": limits_table, "package-map": package_map,
-               "title-grammar": title_grammar})
+PIECES.update(
+    {
+        "cli-reference": cli_reference,
+        "limits-table": limits_table,
+        "package-map": package_map,
+        "title-grammar": title_grammar,
+    }
+)
 
 
 # --- mkdocs events --------------------------------------------------------------------------------
@@ -577,8 +700,10 @@ def on_files(files, config):
         for key, (alt, *_rest) in PICTURES.items():
             png = picture(key, tmp)
             if png is None:
-                _made[key] = (f'!!! note "Picture not built"\n\n    {alt}: this site was built without TeX '
-                              "(latexmk, the engine and pdftoppm); a build with TeX Live shows it here.")
+                _made[key] = (
+                    f'!!! note "Picture not built"\n\n    {alt}: this site was built without TeX '
+                    "(latexmk, the engine and pdftoppm); a build with TeX Live shows it here."
+                )
                 continue
             uri = f"generated/{key.removeprefix('picture-')}.png"
             files.append(File.generated(config, uri, content=png))

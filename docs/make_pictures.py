@@ -29,18 +29,28 @@ def symattn(*argv: str) -> None:
 def html_picture(folder: Path) -> None:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
+
     page = folder / "seed.zh.html"
     symattn("render", "--lang", "zh", "--format", "html", "-o", str(page))
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--hide-scrollbars", "--window-size=1280,900", "--host-resolver-rules=MAP * ~NOTFOUND"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--window-size=1280,900",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
     try:
         # the viewport itself is 1280×900, whatever the window's frame takes
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                               {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+        )
         driver.get(page.as_uri())
         driver.execute_async_script("const done = arguments[0]; document.fonts.ready.then(() => done());")
         driver.save_screenshot(str(DOCS / "seed-html.png"))
@@ -51,24 +61,52 @@ def html_picture(folder: Path) -> None:
 def pdf_picture(folder: Path) -> None:
     pdf = folder / "seed.en.pdf"
     symattn("render", "--lang", "en", "--format", "pdf", "-o", str(pdf))
-    subprocess.run(["pdftoppm", "-png", "-r", "80", "-f", "1", "-l", "1", "-singlefile",
-                    str(pdf), str(DOCS / "seed-pdf")], check=True)
+    subprocess.run(
+        ["pdftoppm", "-png", "-r", "80", "-f", "1", "-l", "1", "-singlefile", str(pdf), str(DOCS / "seed-pdf")],
+        check=True,
+    )
 
 
 def causal_picture(folder: Path) -> None:
     # page 4 of the 4-token causal example: the weighted sum broken under its ≈, the matrix form
     pdf = folder / "causal4.pdf"
     symattn("render", str(DOCS / "causal4.toml"), "--format", "pdf", "-o", str(pdf))
-    subprocess.run(["pdftoppm", "-png", "-r", "80", "-f", "4", "-l", "4", "-singlefile",
-                    str(pdf), str(DOCS / "causal4-pdf")], check=True)
+    subprocess.run(
+        ["pdftoppm", "-png", "-r", "80", "-f", "4", "-l", "4", "-singlefile", str(pdf), str(DOCS / "causal4-pdf")],
+        check=True,
+    )
 
 
 def sheet_picture(folder: Path) -> None:
     # student s01's sheet of the README's walkthrough: symattn exercise examples/homework.toml --seed 1
-    symattn("exercise", "examples/homework.toml", "--count", "1", "--seed", "1", "--format", "pdf",
-            "-o", str(folder / "class"))
-    subprocess.run(["pdftoppm", "-png", "-r", "80", "-f", "1", "-l", "1", "-singlefile",
-                    str(folder / "class" / "s01" / "sheet.pdf"), str(DOCS / "sheet")], check=True)
+    symattn(
+        "exercise",
+        "examples/homework.toml",
+        "--count",
+        "1",
+        "--seed",
+        "1",
+        "--format",
+        "pdf",
+        "-o",
+        str(folder / "class"),
+    )
+    subprocess.run(
+        [
+            "pdftoppm",
+            "-png",
+            "-r",
+            "80",
+            "-f",
+            "1",
+            "-l",
+            "1",
+            "-singlefile",
+            str(folder / "class" / "s01" / "sheet.pdf"),
+            str(DOCS / "sheet"),
+        ],
+        check=True,
+    )
 
 
 def main() -> None:

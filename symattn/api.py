@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any
 
 from symattn.derivation.derive import derive
 from symattn.derivation.steps import Derivation
@@ -31,17 +32,21 @@ class Result:
 
     def render(self, format: str = "markdown", *, standalone: bool = False) -> str:
         from symattn.rendering.renderer import render
+
         return render(self.derivation, format, standalone=standalone)
 
     def pdf(self, engine: str | None = None) -> bytes:
         """The derivation as a PDF (latexmk; xelatex for Chinese), for notebooks whose own PDF export
         cannot set Chinese."""
         from symattn.rendering.pdf import latex_to_pdf
-        return latex_to_pdf(self.render("latex", standalone=True), engine=engine or self.spec.engine,
-                            lang=self.spec.lang)
+
+        return latex_to_pdf(
+            self.render("latex", standalone=True), engine=engine or self.spec.engine, lang=self.spec.lang
+        )
 
     def compute(self, digits: int = 15) -> dict[str, Any]:
         from symattn.derivation.intermediates import compute
+
         return compute(self.spec, self.model, digits)
 
     def _repr_markdown_(self) -> str:

@@ -43,8 +43,11 @@ def golden(request: pytest.FixtureRequest):
             return
         expected = path.read_text(encoding="utf-8")
         if text != expected:
-            diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
-                                                f"golden/{name}", "rendered", n=2))
+            diff = "".join(
+                difflib.unified_diff(
+                    expected.splitlines(True), text.splitlines(True), f"golden/{name}", "rendered", n=2
+                )
+            )
             pytest.fail(f"output differs from golden/{name} (run pytest --regen-golden to accept):\n{diff}")
 
     return check
@@ -73,14 +76,21 @@ def katex():
     def parse(markdown: str) -> list[tuple[str, str]]:
         spans = math_spans(markdown)
         assert spans, "no math found"
-        out = subprocess.run([node, str(KATEX_DIR / "check.js")], input=json.dumps(spans),
-                             capture_output=True, text=True, check=True, cwd=KATEX_DIR)
+        out = subprocess.run(
+            [node, str(KATEX_DIR / "check.js")],
+            input=json.dumps(spans),
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=KATEX_DIR,
+        )
         return [(s["tex"], err) for s, err in zip(spans, json.loads(out.stdout)) if err]
 
     return parse
 
 
 # --- TeX Live --------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def latex():
@@ -90,9 +100,20 @@ def latex():
         src = workdir / "doc.tex"
         src.write_text(tex, encoding="utf-8")
         # \tracinglostchars=2 logs every glyph a font lacks, which we then fail on
-        run = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error", "-jobname=doc",
-                              r"\tracinglostchars=2\relax\input{doc.tex}"],
-                             cwd=workdir, capture_output=True, text=True, errors="replace", timeout=300)
+        run = subprocess.run(
+            [
+                engine,
+                "-interaction=nonstopmode",
+                "-halt-on-error",
+                "-jobname=doc",
+                r"\tracinglostchars=2\relax\input{doc.tex}",
+            ],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=300,
+        )
         log = (workdir / "doc.log").read_text(encoding="utf-8", errors="replace")
         assert run.returncode == 0, f"{engine} failed:\n" + "\n".join(log.splitlines()[-40:])
         missing = [line for line in log.splitlines() if "Missing character" in line]
@@ -111,13 +132,21 @@ def chromium_driver(window: str = "1000,800", loopback: bool = False, scrollbars
     if not chromium or not chromedriver:
         pytest.skip("chromium and chromium-driver not installed")
     from selenium.webdriver.chrome.service import Service
+
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     rules = "MAP * ~NOTFOUND" + (", EXCLUDE 127.0.0.1" if loopback else "")
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                f"--window-size={window}", f"--host-resolver-rules={rules}",
-                "--disable-background-networking", "--disable-component-update", "--no-first-run") + \
-            (() if scrollbars else ("--hide-scrollbars",)):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        f"--window-size={window}",
+        f"--host-resolver-rules={rules}",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+    ) + (() if scrollbars else ("--hide-scrollbars",)):
         options.add_argument(arg)
     return webdriver.Chrome(service=Service(chromedriver), options=options)
 
@@ -131,10 +160,12 @@ def run_in_terminal(argv: list[str], cwd: Path, env: dict[str, str] | None = Non
     import select
     import struct
     import termios
+
     main_fd, child_fd = pty.openpty()
     fcntl.ioctl(child_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    process = subprocess.Popen(argv, stdin=child_fd, stdout=child_fd, stderr=child_fd, cwd=cwd,
-                               env={**os.environ, **(env or {})})
+    process = subprocess.Popen(
+        argv, stdin=child_fd, stdout=child_fd, stderr=child_fd, cwd=cwd, env={**os.environ, **(env or {})}
+    )
     os.close(child_fd)
     shown = b""
     while select.select([main_fd], [], [], 120)[0]:

@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 def decimal_text(max_abs: int = 3, places: int = 2):
     scale = 10**places
     return st.integers(-max_abs * scale, max_abs * scale).map(
-        lambda n: f"{'-' if n < 0 else ''}{abs(n) // scale}.{abs(n) % scale:0{places}d}")
+        lambda n: f"{'-' if n < 0 else ''}{abs(n) // scale}.{abs(n) % scale:0{places}d}"
+    )
 
 
 @st.composite
@@ -33,9 +34,12 @@ def multihead_base(draw) -> tuple[dict, int, int, int]:
     heads = draw(st.integers(1, 2))
     E = heads * draw(st.integers(1, 2))
     n_q, n_k = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    raw = {"X": matrix(draw, n_q, E), "heads": heads,
-           **{w: matrix(draw, E, E) for w in ("W_Q", "W_K", "W_V", "W_O")},
-           **{b: draw(st.lists(decimal_text(), min_size=E, max_size=E)) for b in ("b_Q", "b_K", "b_V", "b_O")}}
+    raw = {
+        "X": matrix(draw, n_q, E),
+        "heads": heads,
+        **{w: matrix(draw, E, E) for w in ("W_Q", "W_K", "W_V", "W_O")},
+        **{b: draw(st.lists(decimal_text(), min_size=E, max_size=E)) for b in ("b_Q", "b_K", "b_V", "b_O")},
+    }
     if n_q != n_k or draw(st.booleans()):
         raw["X_kv"] = matrix(draw, n_k, E)
     return raw, E, n_q, n_k

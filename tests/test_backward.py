@@ -12,22 +12,22 @@ import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symattn.input import builtin
-from symattn.exact.exactness import Exps, rational
-from symattn.exact.gradients import _head_gradients, gradients, jacobian
-from symattn.exact.backward import _SymPy
 from symattn.checking.checker import check
 from symattn.checking.report import report_data
 from symattn.cli.commands import main
 from symattn.derivation.derive import derive
-from symattn.input.errors import SpecError
 from symattn.derivation.intermediates import compute
+from symattn.exact.backward import _SymPy
+from symattn.exact.exactness import Exps, rational
 from symattn.exact.factory import build
-from symattn.rendering.renderer import render
+from symattn.exact.gradients import _head_gradients, gradients, jacobian
+from symattn.input import builtin
+from symattn.input.errors import SpecError
 from symattn.input.spec import load_spec
+from symattn.rendering.renderer import render
 
 from .conftest import SEED
-from .strategies import decimal_text, matrix, multihead_base
+from .strategies import matrix, multihead_base
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EN = {**SEED, "tokens": ["cat", "eats", "it"], "lang": "en"}
@@ -40,6 +40,7 @@ def grads(raw, *names, head=None):
 
 
 # --- exact values -------------------------------------------------------------------------
+
 
 def test_the_seed_gradients_with_loss_sum():
     dV, dA, dZ, dQ, dK = grads({**SEED, "backward": {"loss": "sum"}}, "dV", "dA", "dZ", "dQ", "dK")
@@ -68,34 +69,56 @@ def test_a_constant_dA_row_gives_an_exactly_zero_dZ_row():
 
 def test_a_flat_row_is_rational():
     # equal scores: the weights are 1/3 and every gradient of that row is rational
-    model = build(load_spec({"Q": [[0, 0]], "K": [[1, 2], [3, 4], [5, 6]], "V": [[1], [2], [6]], "key_tokens": ["a", "b", "c"],
-                             "backward": {"loss": "sum"}}))
+    model = build(
+        load_spec(
+            {
+                "Q": [[0, 0]],
+                "K": [[1, 2], [3, 4], [5, 6]],
+                "V": [[1], [2], [6]],
+                "key_tokens": ["a", "b", "c"],
+                "backward": {"loss": "sum"},
+            }
+        )
+    )
     assert model.rationals("dZ") == ((Fraction(-2, 3), Fraction(-1, 3), 1),)
     assert model.rationals("dV") == ((Fraction(1, 3),), (Fraction(1, 3),), (Fraction(1, 3),))
 
 
 def test_identical_rows_of_opposite_gradient_cancel_exactly():
     # two identical queries with opposite dO: dV is exactly 0, though each term is irrational
-    model = build(load_spec({"Q": [[1, 0], [1, 0]], "K": [[1, 0], [0, 1]], "V": [[1], [2]],
-                             "backward": {"grad_output": [[1], [-1]]}}))
+    model = build(
+        load_spec(
+            {"Q": [[1, 0], [1, 0]], "K": [[1, 0], [0, 1]], "V": [[1], [2]], "backward": {"grad_output": [[1], [-1]]}}
+        )
+    )
     assert model.rationals("dV") == ((0,), (0,))
     assert model.rationals("dK") == ((0, 0), (0, 0))
     assert model.rationals("dZ")[0][0] is None
 
 
-@pytest.mark.parametrize("raw, message", [
-    ({"backward": 3}, "<dict>: backward: expected a table, got a number"),
-    ({"backward": {"loss": "l1"}}, "<dict>: backward.loss: expected one of 'sum', 'mse', 'given', got 'l1'"),
-    ({"backward": {"loss": "mse"}}, "<dict>: backward.target: missing (loss = \"mse\" needs the target T)"),
-    ({"backward": {"grad_output": [[1, 2]]}},
-     "<dict>: backward.grad_output: shape mismatch: the output O is 3×2 and grad_output is 1×2; grad_output needs "
-     "the shape of O"),
-    ({"backward": {"loss": "sum", "grad_output": [[1, 1]] * 3}},
-     "<dict>: backward.grad_output: give loss = \"sum\" or grad_output, not both"),
-    ({"backward": {"loss": "mse", "target": [[1, "x"]] * 3}}, None),
-    ({"backward": {"lose": "sum"}}, "<dict>: backward.lose: unknown key; expected one of backward.grad_output, "
-                                    "backward.loss, backward.target (did you mean 'backward.loss'?)"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ({"backward": 3}, "<dict>: backward: expected a table, got a number"),
+        ({"backward": {"loss": "l1"}}, "<dict>: backward.loss: expected one of 'sum', 'mse', 'given', got 'l1'"),
+        ({"backward": {"loss": "mse"}}, '<dict>: backward.target: missing (loss = "mse" needs the target T)'),
+        (
+            {"backward": {"grad_output": [[1, 2]]}},
+            "<dict>: backward.grad_output: shape mismatch: the output O is 3×2 and grad_output is 1×2; grad_output needs "
+            "the shape of O",
+        ),
+        (
+            {"backward": {"loss": "sum", "grad_output": [[1, 1]] * 3}},
+            '<dict>: backward.grad_output: give loss = "sum" or grad_output, not both',
+        ),
+        ({"backward": {"loss": "mse", "target": [[1, "x"]] * 3}}, None),
+        (
+            {"backward": {"lose": "sum"}},
+            "<dict>: backward.lose: unknown key; expected one of backward.grad_output, "
+            "backward.loss, backward.target (did you mean 'backward.loss'?)",
+        ),
+    ],
+)
 def test_bad_backward_tables(raw, message):
     with pytest.raises(SpecError) as err:
         load_spec({**SEED, **raw})
@@ -113,6 +136,7 @@ def test_backward_flag_turns_on_loss_sum_and_keeps_the_spec_loss():
 
 
 # --- exact identities, proved with SymPy -----------------------------------------------------
+
 
 def _symbolic_row(m):
     z = sympy.symbols(f"z1:{m + 1}", real=True)
@@ -181,8 +205,6 @@ def close(ours, theirs, scale):
     for row, expected in zip(ours, theirs):
         for value, want in zip(row, expected):
             assert abs(float(value) - want) <= 1e-12 * max(abs(want), scale), (value, want)
-
-
 
 
 @st.composite
@@ -254,8 +276,9 @@ def test_multihead_in_proj_and_out_proj_gradients_agree_with_autograd(raw):
     mha = torch.nn.MultiheadAttention(E, raw["heads"], dropout=0.0, bias=True, batch_first=True, dtype=torch.float64)
     with torch.no_grad():  # we multiply X W; torch multiplies x Wᵀ
         mha.in_proj_weight.copy_(torch.cat([transpose(raw[w]) for w in ("W_Q", "W_K", "W_V")]))
-        mha.in_proj_bias.copy_(torch.tensor([float(x) for b in ("b_Q", "b_K", "b_V") for x in raw[b]],
-                                            dtype=torch.float64))
+        mha.in_proj_bias.copy_(
+            torch.tensor([float(x) for b in ("b_Q", "b_K", "b_V") for x in raw[b]], dtype=torch.float64)
+        )
         mha.out_proj.weight.copy_(transpose(raw["W_O"]))
         mha.out_proj.bias.copy_(torch.tensor([float(x) for x in raw["b_O"]], dtype=torch.float64))
     x = tensor(raw["X"], True)
@@ -265,14 +288,27 @@ def test_multihead_in_proj_and_out_proj_gradients_agree_with_autograd(raw):
         out[0].backward(tensor(raw["backward"]["grad_output"]))
     else:
         out.sum().backward()
-    names = ["dW_Q", "dW_K", "dW_V", "db_Q", "db_K", "db_V", "dW_O", "db_O", "dX"] + (["dX_kv"] if "X_kv" in raw else [])
+    names = ["dW_Q", "dW_K", "dW_V", "db_Q", "db_K", "db_V", "dW_O", "db_O", "dX"] + (
+        ["dX_kv"] if "X_kv" in raw else []
+    )
     ours = dict(zip(names, grads(raw, *names)))
-    size = max([1.0] + [abs(float(v)) for key in ("X", "X_kv", "W_Q", "W_K", "W_V", "W_O")
-                        for row in raw.get(key, []) for v in row]) ** 5 * E ** 3
+    size = (
+        max(
+            [1.0]
+            + [
+                abs(float(v))
+                for key in ("X", "X_kv", "W_Q", "W_K", "W_V", "W_O")
+                for row in raw.get(key, [])
+                for v in row
+            ]
+        )
+        ** 5
+        * E**3
+    )
     W = mha.in_proj_weight.grad
     for i, name in enumerate(("Q", "K", "V")):
-        close(ours[f"dW_{name}"], W[i * E:(i + 1) * E].T, size)  # torch's gradient of Wᵀ, transposed back
-        close(ours[f"db_{name}"], mha.in_proj_bias.grad[i * E:(i + 1) * E][None], size)
+        close(ours[f"dW_{name}"], W[i * E : (i + 1) * E].T, size)  # torch's gradient of Wᵀ, transposed back
+        close(ours[f"db_{name}"], mha.in_proj_bias.grad[i * E : (i + 1) * E][None], size)
     close(ours["dW_O"], mha.out_proj.weight.grad.T, size)
     close(ours["db_O"], mha.out_proj.bias.grad[None], size)
     if "X_kv" in raw:
@@ -284,11 +320,14 @@ def test_multihead_in_proj_and_out_proj_gradients_agree_with_autograd(raw):
 
 # --- derivation, documents and clients ------------------------------------------------------------
 
+
 def test_the_focus_sums_are_expanded():
     text = render(derive(load_spec(builtin.example_path("backward", "zh"))), "markdown")
     assert r"dV_{\text{小猫},1} &= 0.417\times 1 + 0.261\times 1 + 0.403\times 1 \approx 1.081" in text
-    assert r"J_{\text{它}} \approx \begin{bmatrix}0.241 & -0.097 & -0.144 \\ -0.097 & 0.183 & -0.086 \\ " \
-           r"-0.144 & -0.086 & 0.230\end{bmatrix}" in text
+    assert (
+        r"J_{\text{它}} \approx \begin{bmatrix}0.241 & -0.097 & -0.144 \\ -0.097 & 0.183 & -0.086 \\ "
+        r"-0.144 & -0.086 & 0.230\end{bmatrix}" in text
+    )
     assert r"dZ_{\text{它},\text{小猫}} &= 0.403\times\left( 10 - 7.144\right) \approx 1.150" in text
     assert r"dK_{\text{小猫},1} &= 0.854\times 1.0 + 0.413\times 0.0 + 0.813\times 0.9 \approx 1.586" in text
 
@@ -327,8 +366,7 @@ def test_compute_json_has_the_backward_section(capsys):
 @pytest.mark.parametrize("name", ["backward", "backward-mse"])
 @pytest.mark.parametrize("lang", ["zh", "en"])
 @pytest.mark.parametrize("variant", [{}, {"expand": "all", "rounding": "hand"}])
-def test_backward_documents_pass_katex_and_compile_without_overfull_boxes(katex, latex, tmp_path, name, lang,
-                                                                           variant):
+def test_backward_documents_pass_katex_and_compile_without_overfull_boxes(katex, latex, tmp_path, name, lang, variant):
     spec = load_spec(builtin.example_path(name, lang)).with_options(**variant)
     assert katex(render(derive(spec), "markdown")) == []
     latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
@@ -363,23 +401,33 @@ CLAIMS = {
 
 def test_a_hand_worked_backward_example_with_planted_slips():
     report = check({**EN, "backward": {"loss": "sum"}}, {"claims": CLAIMS})
-    verdicts = {r.claim.key + ("" if "[" in r.claim.key else f"[{r.claim.row + 1}][{r.claim.col + 1}]"): r.verdict
-                for r in report.results if not r.claim.key.startswith("claims.weights")}
-    assert verdicts == {"claims.dV[1][1]": "rounded", **{f"claims.dA[{i}][{j}]": "exact" for i in (1, 2, 3)
-                                                          for j in (1, 2, 3)},
-                        "claims.dZ[1][1]": "last-digit", "claims.dZ[3][1]": "wrong", "claims.dS[3][1]": "carried",
-                        "claims.dQ[3][2]": "rounded", "claims.dK[1][1]": "carried"}
+    verdicts = {
+        r.claim.key + ("" if "[" in r.claim.key else f"[{r.claim.row + 1}][{r.claim.col + 1}]"): r.verdict
+        for r in report.results
+        if not r.claim.key.startswith("claims.weights")
+    }
+    assert verdicts == {
+        "claims.dV[1][1]": "rounded",
+        **{f"claims.dA[{i}][{j}]": "exact" for i in (1, 2, 3) for j in (1, 2, 3)},
+        "claims.dZ[1][1]": "last-digit",
+        "claims.dZ[3][1]": "wrong",
+        "claims.dS[3][1]": "carried",
+        "claims.dQ[3][2]": "rounded",
+        "claims.dK[1][1]": "carried",
+    }
     data = report_data(report)
     assert data["summary"]["first_wrong"]["key"] == "claims.dZ[1][1]"
     assert data["summary"]["first_wrong"]["expected"] == "1.208"
     wrong = next(v for v in report.results if v.claim.key == "claims.dZ[3][1]")
     assert str(wrong.expected) == "1.15"
-    (alpha, difference), = wrong.explanation.operands  # α × (dA − r)
+    ((alpha, difference),) = wrong.explanation.operands  # α × (dA − r)
     assert (str(alpha.value), str(difference.value)) == ("0.402653", "2.85638")
 
 
 def test_gradient_claims_need_the_backward_pass():
     with pytest.raises(SpecError) as err:
         check(EN, {"claims": {"dV[1][1]": "1.081"}})
-    assert str(err.value) == "<dict>: claims.dV[1][1]: a claim on a gradient needs [backward] in the spec (or --backward)"
+    assert (
+        str(err.value) == "<dict>: claims.dV[1][1]: a claim on a gradient needs [backward] in the spec (or --backward)"
+    )
     assert check(EN, {"claims": {"dV[1][1]": "1.081"}}, backward=True).results[0].verdict == "rounded"

@@ -5,13 +5,14 @@ import json
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from symattn.input import builtin
 from symattn.checking.certificate import verify
 from symattn.cli.commands import main
-from symattn.input.errors import SpecError
 from symattn.derivation.intermediates import _decimal, compute
+from symattn.input import builtin
+from symattn.input.errors import SpecError
 from symattn.input.spec import load_spec
 
 
@@ -25,12 +26,16 @@ def test_seed_certificate():
     assert data["weights"]["value"][0] == ["0.417133", "0.220745", "0.362123"]
     lo, hi = (Fraction(x) for x in data["weights"]["bounds"][0][0])
     assert lo < hi and hi - lo < Fraction(1, 10**12)  # far finer than the 6 digits shown
-    assert data["scores"]["bounds"][0][1] == ["0.1", "0.1"] or \
-        Fraction(data["scores"]["bounds"][0][1][0]) < Fraction(1, 10) < Fraction(data["scores"]["bounds"][0][1][1])
+    assert data["scores"]["bounds"][0][1] == ["0.1", "0.1"] or Fraction(data["scores"]["bounds"][0][1][0]) < Fraction(
+        1, 10
+    ) < Fraction(data["scores"]["bounds"][0][1][1])
     cert = data["certificate"]
-    assert cert["inputs"] == {"Q": [["1", "0"], ["0", "1"], ["9/10", "1/10"]],
-                              "K": [["1", "1/5"], ["1/10", "1"], ["4/5", "3/10"]],
-                              "V": [["10", "0"], ["0", "10"], ["1", "1"]], "scale": "sqrt"}
+    assert cert["inputs"] == {
+        "Q": [["1", "0"], ["0", "1"], ["9/10", "1/10"]],
+        "K": [["1", "1/5"], ["1/10", "1"], ["4/5", "3/10"]],
+        "V": [["10", "0"], ["0", "10"], ["1", "1"]],
+        "scale": "sqrt",
+    }
     assert cert["rational"]["scores"][2] == ["23/25", "19/100", "3/4"]
     assert cert["rational"]["weights"][0] == [None, None, None] and cert["rational"]["sqrt_dk"] is None
     assert cert["precision_bits"] >= 64 and cert["digits"] == 6
@@ -50,7 +55,8 @@ def test_a_changed_digit_is_caught():
     bad["weights"]["value"][0][0] = "0.4171325334"  # the shown value is 0.4171325333
     assert verify(bad).failures == (
         "weights[1][1]: 0.4171325334 is not the rounding of every point of "
-        f"[{data['weights']['bounds'][0][0][0]}, {data['weights']['bounds'][0][0][1]}]",)
+        f"[{data['weights']['bounds'][0][0][0]}, {data['weights']['bounds'][0][0][1]}]",
+    )
     moved = copy.deepcopy(data)  # bounds that still round to the value shown but miss the exact value
     lo, hi = (Fraction(x) for x in data["output"]["bounds"][0][0])
     moved["output"]["bounds"][0][0] = [_decimal(lo + 3 * (hi - lo)), _decimal(hi + 3 * (hi - lo))]
@@ -59,8 +65,9 @@ def test_a_changed_digit_is_caught():
 
 def test_exact_boundary_and_masks():
     # 0.15 rounds half-up to 0.2 at one digit: a bound of zero width, proved by knowing the value exactly
-    data = compute(load_spec({"Q": [["0.15"]], "K": [["1"]], "V": [["1"]], "scale": "none"}), digits=1,
-                   exact=False, certify=True)
+    data = compute(
+        load_spec({"Q": [["0.15"]], "K": [["1"]], "V": [["1"]], "scale": "none"}), digits=1, exact=False, certify=True
+    )
     assert data["scores"]["value"] == [["0.2"]] and data["scores"]["bounds"] == [[["0.15", "0.15"]]]
     assert verify(data).ok
     causal = certified("causal")
@@ -77,8 +84,10 @@ def test_cli(tmp_path, capsys):
     target = tmp_path / "c.json"
     assert main(["compute", "--certify", "--no-exact", "--digits", "20", "-o", str(target)]) == 0
     assert main(["verify-certificate", str(target)]) == 0
-    assert capsys.readouterr().out == (f"{target}: 47 values verified: each exact value lies in its bounds, and every "
-                                       "point of the bounds rounds to the value shown\n")
+    assert capsys.readouterr().out == (
+        f"{target}: 47 values verified: each exact value lies in its bounds, and every "
+        "point of the bounds rounds to the value shown\n"
+    )
     data = json.loads(target.read_text(encoding="utf-8"))
     data["exp"]["value"][1][1] = "2.0281149816474724808"  # one digit up
     target.write_text(json.dumps(data), encoding="utf-8")
@@ -87,18 +96,28 @@ def test_cli(tmp_path, capsys):
     assert err.startswith(f"symattn: {target}: exp[2][2]: 2.0281149816474724808 is not the rounding of every point")
     target.write_text("{}", encoding="utf-8")
     assert main(["verify-certificate", str(target)]) == 2
-    assert capsys.readouterr().err == (f"symattn: {target}: certificate: missing: not the output of symattn "
-                                       "compute --certify\n")
+    assert capsys.readouterr().err == (
+        f"symattn: {target}: certificate: missing: not the output of symattn compute --certify\n"
+    )
 
 
 def numbers(rows, cols):
-    return st.lists(st.lists(st.integers(-30, 30).map(lambda x: str(Fraction(x, 10))), min_size=cols, max_size=cols),
-                    min_size=rows, max_size=rows)
+    return st.lists(
+        st.lists(st.integers(-30, 30).map(lambda x: str(Fraction(x, 10))), min_size=cols, max_size=cols),
+        min_size=rows,
+        max_size=rows,
+    )
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(1, 3), st.integers(1, 3), st.data(), st.sampled_from(["sqrt", "none", "1/3"]),
-       st.booleans(), st.integers(1, 40))
+@given(
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.data(),
+    st.sampled_from(["sqrt", "none", "1/3"]),
+    st.booleans(),
+    st.integers(1, 40),
+)
 def test_random_certificates_verify(n, d, data, scale, causal, digits):
     Q, K, V = (data.draw(numbers(n, d)) for _ in range(3))
     spec = {"Q": Q, "K": K, "V": V, "scale": scale}

@@ -8,15 +8,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from symattn.input.decimals import round_half_up
-from symattn.input import builtin
-
-from symattn.exact import numeric
 from symattn.checking.checker import check
 from symattn.checking.report import report_data
 from symattn.cli.commands import main
-from symattn.input.errors import SpecError
+from symattn.exact import numeric
 from symattn.exact.model import build_model
+from symattn.input import builtin
+from symattn.input.decimals import round_half_up
+from symattn.input.errors import SpecError
 from symattn.input.spec import load_spec
 
 from .strategies import specs
@@ -34,7 +33,8 @@ def test_the_documents_numbers():
     # steps 1 to 4: all exact, rounded or carried, except the truncated scaled score
     early = {k: v for k, v in got.items() if k[0] in ("sqrt_dk", "scores", "scaled", "exp", "exp_sum")}
     assert {k: v for k, v in early.items() if v not in ("exact", "rounded", "carried")} == {
-        ("scaled", "它", "小猫", "0.650"): "last-digit"}
+        ("scaled", "它", "小猫", "0.650"): "last-digit"
+    }
     truncated = [v for v in report.results if v.truncated]
     assert [(v.claim.quantity, v.row_label, v.col_label) for v in truncated] == [("scaled", "它", "小猫")]
     assert got[("exp", "它", "小猫", "1.916")] == "carried"  # e^0.650 of their own truncated z
@@ -44,25 +44,44 @@ def test_the_documents_numbers():
     assert got[("output", "它", 2, "2.757")] == "carried"
     assert got[("output", "它", 1, "4.39")] == "carried"  # rounds their own 4.387
     # step 5's "illustrative" rows 1 and 2 are wrong, but 0.21 is one unit off 0.22
-    assert [got[("weights", "小猫", k, x)] for k, x in (("小猫", "0.40"), ("吃", "0.21"), ("它", "0.39"))] == \
-        ["wrong", "last-digit", "wrong"]
-    assert [got[("weights", "吃", k, x)] for k, x in (("小猫", "0.24"), ("吃", "0.43"), ("它", "0.33"))] == \
-        ["wrong"] * 3
-    assert [got[("weights", "它", k, x)] for k, x in (("小猫", "0.40"), ("吃", "0.24"), ("它", "0.36"))] == \
-        ["rounded"] * 3
+    assert [got[("weights", "小猫", k, x)] for k, x in (("小猫", "0.40"), ("吃", "0.21"), ("它", "0.39"))] == [
+        "wrong",
+        "last-digit",
+        "wrong",
+    ]
+    assert [got[("weights", "吃", k, x)] for k, x in (("小猫", "0.24"), ("吃", "0.43"), ("它", "0.33"))] == [
+        "wrong"
+    ] * 3
+    assert [got[("weights", "它", k, x)] for k, x in (("小猫", "0.40"), ("吃", "0.24"), ("它", "0.36"))] == [
+        "rounded"
+    ] * 3
     assert dict(report.counts) == {"exact": 9, "rounded": 20, "carried": 6, "last-digit": 2, "wrong": 5}
     first = report.first_problem
-    assert (first.claim.quantity, first.row_label, first.col_label, str(first.expected)) == \
-        ("scaled", "它", "小猫", "0.651")
+    assert (first.claim.quantity, first.row_label, first.col_label, str(first.expected)) == (
+        "scaled",
+        "它",
+        "小猫",
+        "0.651",
+    )
 
 
 def test_json_keys_and_values():
     data = report_data(check(None, str(SEED_CLAIMS)))
     first = data["claims"][16]
-    assert first == {"quantity": "scaled", "row": "它", "col": "小猫", "claimed": "0.650",
-                     "exact": "23*sqrt(2)/50", "value": "0.650538", "verdict": "last-digit", "truncated": True,
-                     "expected": "0.651", "carried": "0.651", "key": "claims.scaled",
-                     "diagnosis": None}
+    assert first == {
+        "quantity": "scaled",
+        "row": "它",
+        "col": "小猫",
+        "claimed": "0.650",
+        "exact": "23*sqrt(2)/50",
+        "value": "0.650538",
+        "verdict": "last-digit",
+        "truncated": True,
+        "expected": "0.651",
+        "carried": "0.651",
+        "key": "claims.scaled",
+        "diagnosis": None,
+    }
     assert data["summary"]["first_wrong"] == first
     assert data["summary"]["counts"] == {"exact": 9, "rounded": 20, "carried": 6, "last-digit": 2, "wrong": 5}
 
@@ -78,8 +97,9 @@ def test_report_golden(golden, lang, fmt, ext, capsys):
 
 def test_check_exit_codes(tmp_path, capsys):
     good = tmp_path / "good.toml"
-    good.write_text('Q = [[1, 0]]\nK = [[1, 0]]\nV = [[2, 3]]\n[claims]\nweights = [[1]]\noutput = [["2.0", 3]]\n',
-                    encoding="utf-8")
+    good.write_text(
+        'Q = [[1, 0]]\nK = [[1, 0]]\nV = [[2, 3]]\n[claims]\nweights = [[1]]\noutput = [["2.0", 3]]\n', encoding="utf-8"
+    )
     assert main(["check", str(good)]) == 0
     assert "exact: 3" in capsys.readouterr().out
     bad = tmp_path / "bad.toml"
@@ -90,27 +110,46 @@ def test_check_exit_codes(tmp_path, capsys):
 def test_spec_by_path_and_api(tmp_path):
     (tmp_path / "s.toml").write_text(builtin.example_text("seed", "en"), encoding="utf-8")
     claims = tmp_path / "c.json"
-    claims.write_text(json.dumps({"spec": "s.toml", "claims": {"weights[3][1]": 0.403, "rows": {"2": {"exp_sum": 4.42}}}}))
+    claims.write_text(
+        json.dumps({"spec": "s.toml", "claims": {"weights[3][1]": 0.403, "rows": {"2": {"exp_sum": 4.42}}}})
+    )
     report = check(None, str(claims))
     assert [(v.claim.key, v.verdict) for v in report.results] == [
-        ("claims.rows.2.exp_sum", "rounded"), ("claims.weights[3][1]", "rounded")]
+        ("claims.rows.2.exp_sum", "rounded"),
+        ("claims.weights[3][1]", "rounded"),
+    ]
     # the same claims against a spec given in Python
     spec = load_spec(tmp_path / "s.toml")
-    assert verdicts(check(spec, {"claims": {"scaled": [["0.707", "0.071", "0.566"]] * 3}}))[
-        ("scaled", "it", "cat", "0.707")] == "wrong"
+    assert (
+        verdicts(check(spec, {"claims": {"scaled": [["0.707", "0.071", "0.566"]] * 3}}))[
+            ("scaled", "it", "cat", "0.707")
+        ]
+        == "wrong"
+    )
 
 
 BAD = [
-    ({"colour": 1}, "c.json: claims.colour: unknown quantity; expected one of sqrt_dk, scores, scaled, exp, exp_sum, "
-                    "weights, percent, output, rows"),
+    (
+        {"colour": 1},
+        "c.json: claims.colour: unknown quantity; expected one of sqrt_dk, scores, scaled, exp, exp_sum, "
+        "weights, percent, output, rows",
+    ),
     ({"weights": [[1, 0]]}, "c.json: claims.weights: shape mismatch: weights has 3 rows here, got 1"),
-    ({"weights": [[1, 0], [1, 0], [1, 0]]}, "c.json: claims.weights[1]: shape mismatch: weights has 3 entries here, "
-                                            "got 2"),
+    (
+        {"weights": [[1, 0], [1, 0], [1, 0]]},
+        "c.json: claims.weights[1]: shape mismatch: weights has 3 entries here, got 2",
+    ),
     ({"scaled": [["0.7", "x", 0]] * 3}, "c.json: claims.scaled[1][2]: not a number: 'x'"),
-    ({"rows": {"dog": {"exp": [1, 2, 3]}}}, "c.json: claims.rows.dog: no token labelled 'dog'; tokens are cat, eats, it"),
+    (
+        {"rows": {"dog": {"exp": [1, 2, 3]}}},
+        "c.json: claims.rows.dog: no token labelled 'dog'; tokens are cat, eats, it",
+    ),
     ({"rows": {"4": {"exp": [1, 2, 3]}}}, "c.json: claims.rows.4: 4 is out of range 1..3"),
-    ({"rows": {"it": {"sqrt_dk": 1}}}, "c.json: claims.rows.it.sqrt_dk: unknown quantity; expected one of scores, "
-                                       "scaled, exp, exp_sum, weights, percent, output"),
+    (
+        {"rows": {"it": {"sqrt_dk": 1}}},
+        "c.json: claims.rows.it.sqrt_dk: unknown quantity; expected one of scores, "
+        "scaled, exp, exp_sum, weights, percent, output",
+    ),
     ({"weights[4][1]": 1}, "c.json: claims.weights[4][1]: index 4 is out of range 1..3"),
     ({"output[1][1][1]": 1}, "c.json: claims.output[1][1][1]: output takes 2 index(es), got 3"),
     ({"percent[1][1]": "1/3"}, "c.json: claims.percent[1][1]: expected a percentage such as 40.3%, got '1/3'"),
@@ -127,16 +166,25 @@ def test_bad_claims(tmp_path, monkeypatch, claims, message):
     assert str(info.value) == message
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"spec": "s.toml", "Q": [[1]], "claims": {}}, "c.json: Q: give the inputs inline or as spec = \"path\", not both"),
-    ({"spec": "s.toml"}, "c.json: claims: missing"),
-    ({"spec": "s.toml", "claim": {}}, "c.json: claim: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, "
-                                      "X_kv, b_K, b_O, b_Q, b_V, backward, cjk_font, claims, decimals, engine, expand, focus, heads, "
-                                      "key_padding, key_tokens, lang, mask, notation, paper, rounding, scale, softmax, spec, "
-                                      "subs, title, tokens "
-                                      "(did you mean 'claims'?)"),
-    ({"spec": "nope.toml", "claims": {}}, "nope.toml: cannot read file: No such file or directory"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (
+            {"spec": "s.toml", "Q": [[1]], "claims": {}},
+            'c.json: Q: give the inputs inline or as spec = "path", not both',
+        ),
+        ({"spec": "s.toml"}, "c.json: claims: missing"),
+        (
+            {"spec": "s.toml", "claim": {}},
+            "c.json: claim: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, "
+            "X_kv, b_K, b_O, b_Q, b_V, backward, cjk_font, claims, decimals, engine, expand, focus, heads, "
+            "key_padding, key_tokens, lang, mask, notation, paper, rounding, scale, softmax, spec, "
+            "subs, title, tokens "
+            "(did you mean 'claims'?)",
+        ),
+        ({"spec": "nope.toml", "claims": {}}, "nope.toml: cannot read file: No such file or directory"),
+    ],
+)
 def test_bad_claims_files(tmp_path, monkeypatch, data, message):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "s.toml").write_text(builtin.example_text("seed", "en"), encoding="utf-8")
@@ -172,8 +220,9 @@ def test_the_models_own_values_are_never_wrong(raw, decimals):
 
 
 @SETTINGS
-@given(specs(max_tokens=3), st.integers(1, 6), st.sampled_from(QUANTITIES), st.integers(2, 50), st.booleans(),
-       st.data())
+@given(
+    specs(max_tokens=3), st.integers(1, 6), st.sampled_from(QUANTITIES), st.integers(2, 50), st.booleans(), st.data()
+)
 def test_a_claim_two_units_off_is_wrong_or_carried(raw, decimals, quantity, units, up, data):
     spec = load_spec(raw)
     model = build_model(spec)
@@ -196,30 +245,42 @@ def test_an_early_error_is_carried_forward(raw, decimals, units, data):
     # the claimant gets one scaled score wrong, then computes on correctly from their own numbers
     z = [Fraction(x) for x in model.rounded("scaled", decimals)[i]]
     z[0] += units * unit
-    exps = [numeric.round_expr(numeric.sympy.exp(numeric.sympy.Rational(x.numerator, x.denominator)), decimals)
-            for x in z]
+    exps = [
+        numeric.round_expr(numeric.sympy.exp(numeric.sympy.Rational(x.numerator, x.denominator)), decimals) for x in z
+    ]
     total = sum(Fraction(e) for e in exps)
     assume(total > 0)  # every exp rounded to zero leaves nothing to divide by
     weights = [round_half_up(Fraction(e) / total, decimals) for e in exps]
     V = [[x.value for x in row] for row in spec.V]
-    output = [round_half_up(sum(Fraction(w) * V[j][k] for j, w in enumerate(weights)), decimals)
-              for k in range(len(V[0]))]
-    row = {"scaled": [format(round_half_up(x, decimals), "f") for x in z],
-           "exp": [format(e, "f") for e in exps], "exp_sum": format(round_half_up(total, decimals), "f"),
-           "weights": [format(w, "f") for w in weights], "output": [format(o, "f") for o in output]}
+    output = [
+        round_half_up(sum(Fraction(w) * V[j][k] for j, w in enumerate(weights)), decimals) for k in range(len(V[0]))
+    ]
+    row = {
+        "scaled": [format(round_half_up(x, decimals), "f") for x in z],
+        "exp": [format(e, "f") for e in exps],
+        "exp_sum": format(round_half_up(total, decimals), "f"),
+        "weights": [format(w, "f") for w in weights],
+        "output": [format(o, "f") for o in output],
+    }
     report = check(spec, {"claims": {"rows": {str(i + 1): row}}})
     later = [v for v in report.results if v.claim.quantity != "scaled"]
     assert {v.verdict for v in later} <= {"exact", "rounded", "carried"}
 
 
 def test_claims_on_projected_q_k_v(tmp_path):
-    claims = {"spec": str(builtin.example_path("projection", "en")),
-              "claims": {"Q[3][1]": "1.2", "K[1][2]": "0.45", "scores[3][2]": "0.12", "scores[3][1]": "1.2"}}
+    claims = {
+        "spec": str(builtin.example_path("projection", "en")),
+        "claims": {"Q[3][1]": "1.2", "K[1][2]": "0.45", "scores[3][2]": "0.12", "scores[3][1]": "1.2"},
+    }
     report = check(None, claims_file(tmp_path, claims))
     got = {(v.claim.quantity, v.row_label, v.col_label): v.verdict for v in report.results}
     # Q[3][1] is 1.1; the score 1.2 follows from their own 1.2 (1.2×1.00 + 0.0×0.45)
-    assert got == {("Q", "it", 1): "last-digit", ("K", "cat", 2): "exact", ("scores", "it", "cat"): "carried",
-                   ("scores", "it", "eats"): "carried"}
+    assert got == {
+        ("Q", "it", 1): "last-digit",
+        ("K", "cat", 2): "exact",
+        ("scores", "it", "cat"): "carried",
+        ("scores", "it", "eats"): "carried",
+    }
     first = report.first_problem
     assert (first.claim.quantity, str(first.expected)) == ("Q", "1.1")
     assert first.explanation.operands[1].text == "0.1"  # + b_Q
@@ -229,7 +290,9 @@ def test_claims_on_q_need_a_projection(tmp_path):
     claims = {"spec": str(builtin.example_path("seed", "en")), "claims": {"Q[1][1]": 1}}
     with pytest.raises(SpecError) as info:
         check(None, claims_file(tmp_path, claims))
-    assert str(info.value).endswith("claims.Q[1][1]: Q is an input here; claims on Q, K and V need X with W_Q, W_K, W_V")
+    assert str(info.value).endswith(
+        "claims.Q[1][1]: Q is an input here; claims on Q, K and V need X with W_Q, W_K, W_V"
+    )
 
 
 def test_check_refuses_several_heads_and_missing_values(tmp_path):
@@ -250,13 +313,16 @@ def claims_file(tmp_path, data):
     return str(path)
 
 
-@pytest.mark.parametrize("claims, diagnosis", [
-    ({"scaled[1][1]": "1.000"}, "no_scaling"),  # S itself: never divided by √d_k
-    ({"weights[1][2]": "0.196"}, "column_softmax"),  # e^{z_12} over the column's exps
-    ({"weights[2][1]": "0.333"}, "no_exp"),  # z_21 / (z_21 + z_22)
-    ({"output[1][1]": "1.330"}, "transposed_V"),  # Σ_k A_1k V_1k
-    ({"weights[1][2]": "0.500"}, None),  # wrong, and no classic slip gives it
-])
+@pytest.mark.parametrize(
+    "claims, diagnosis",
+    [
+        ({"scaled[1][1]": "1.000"}, "no_scaling"),  # S itself: never divided by √d_k
+        ({"weights[1][2]": "0.196"}, "column_softmax"),  # e^{z_12} over the column's exps
+        ({"weights[2][1]": "0.333"}, "no_exp"),  # z_21 / (z_21 + z_22)
+        ({"output[1][1]": "1.330"}, "transposed_V"),  # Σ_k A_1k V_1k
+        ({"weights[1][2]": "0.500"}, None),  # wrong, and no classic slip gives it
+    ],
+)
 def test_classic_slips_are_named(claims, diagnosis):
     spec = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [1, 2]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}
     report = check(spec, {"claims": claims})

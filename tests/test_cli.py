@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from symattn.input import builtin
 from symattn.cli.commands import main
+from symattn.input import builtin
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,20 +61,32 @@ def test_compute_json(capsys):
     assert data["exp_sum"]["exact"][2] == "exp(19*sqrt(2)/200) + exp(3*sqrt(2)/8) + exp(23*sqrt(2)/50)"
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["render", "missing.toml"], "symattn: missing.toml: cannot read file: No such file or directory\n"),
-    (["render", "--lang", "fr-CA"], "symattn: --lang: the built-in example 'seed' has no language 'fr-CA'; "
-                                    "choose one of en, zh\n"),
-    (["example", "--lang", "fr"], "symattn: --lang: the built-in example 'seed' has no language 'fr'; "
-                                  "choose one of en, zh\n"),
-    (["render", "--focus", "dog"], "symattn: {seed}: --focus: no token labelled 'dog'; tokens are 小猫, 吃, 它\n"),
-    (["render", "--standalone"], "symattn: --standalone needs --format latex\n"),
-    (["render", "--format", "docx"],
-     "symattn: argument --format: invalid choice: 'docx' (choose from 'markdown', 'latex', 'pdf', 'html')\n"),
-    (["render", "--engine", "xelatex"], "symattn: --engine needs --format pdf\n"),
-    (["compute", "--digits", "0"], "symattn: --digits: expected an integer from 1 to 1000, got 0\n"),
-    (["render", "--example", "nope"], "symattn: --example: no built-in example 'nope'; choose one of backward, backward-mse, causal, cross, multihead, projection, seed, symbolic\n"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["render", "missing.toml"], "symattn: missing.toml: cannot read file: No such file or directory\n"),
+        (
+            ["render", "--lang", "fr-CA"],
+            "symattn: --lang: the built-in example 'seed' has no language 'fr-CA'; choose one of en, zh\n",
+        ),
+        (
+            ["example", "--lang", "fr"],
+            "symattn: --lang: the built-in example 'seed' has no language 'fr'; choose one of en, zh\n",
+        ),
+        (["render", "--focus", "dog"], "symattn: {seed}: --focus: no token labelled 'dog'; tokens are 小猫, 吃, 它\n"),
+        (["render", "--standalone"], "symattn: --standalone needs --format latex\n"),
+        (
+            ["render", "--format", "docx"],
+            "symattn: argument --format: invalid choice: 'docx' (choose from 'markdown', 'latex', 'pdf', 'html')\n",
+        ),
+        (["render", "--engine", "xelatex"], "symattn: --engine needs --format pdf\n"),
+        (["compute", "--digits", "0"], "symattn: --digits: expected an integer from 1 to 1000, got 0\n"),
+        (
+            ["render", "--example", "nope"],
+            "symattn: --example: no built-in example 'nope'; choose one of backward, backward-mse, causal, cross, multihead, projection, seed, symbolic\n",
+        ),
+    ],
+)
 def test_errors_are_one_line_exit_2(capsys, argv, message):
     assert main(argv) == 2
     out, err = capsys.readouterr()
@@ -111,11 +123,17 @@ def test_output_file_is_written_whole(tmp_path, capsys, golden):
 
 def test_python_dash_m_and_traceback_free_errors(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    ok = subprocess.run([sys.executable, "-m", "symattn", "render", "--lang", "en"], capture_output=True,
-                        text=True, env=env, cwd=tmp_path)
+    ok = subprocess.run(
+        [sys.executable, "-m", "symattn", "render", "--lang", "en"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert ok.returncode == 0 and ok.stdout.startswith("# Transformer attention: Q/K/V by hand\n")
-    bad = subprocess.run([sys.executable, "-m", "symattn", "render", "nope.toml"], capture_output=True,
-                         text=True, env=env, cwd=tmp_path)
+    bad = subprocess.run(
+        [sys.executable, "-m", "symattn", "render", "nope.toml"], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
     assert (bad.returncode, bad.stdout) == (2, "")
     assert bad.stderr == "symattn: nope.toml: cannot read file: No such file or directory\n"
 
@@ -123,6 +141,7 @@ def test_python_dash_m_and_traceback_free_errors(tmp_path):
 def test_compute_without_closed_forms(capsys):
     assert main(["compute", "--no-exact", "--digits", "4"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["weights"] == {"value": [["0.4171", "0.2207", "0.3621"], ["0.2608", "0.4592", "0.2799"],
-                                         ["0.4027", "0.2403", "0.3570"]]}
+    assert data["weights"] == {
+        "value": [["0.4171", "0.2207", "0.3621"], ["0.2608", "0.4592", "0.2799"], ["0.4027", "0.2403", "0.3570"]]
+    }
     assert data["scale"] == {"value": "0.7071"}

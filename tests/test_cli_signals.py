@@ -12,9 +12,11 @@ import pytest
 
 LOOP = "\\documentclass{article}\n\\begin{document}\n\\loop\\iftrue\\repeat\n\\end{document}\n"
 # the real command line, whose PDF step typesets a document that never ends (with latexmk, for real)
-LAUNCHER = ("import sys, symattn.rendering.pdf as pdf; typeset = pdf.latex_to_pdf; "
-            f"pdf.latex_to_pdf = lambda tex, **kw: typeset({LOOP!r}, **kw); "
-            "from symattn.cli import main; sys.exit(main(sys.argv[1:]))")
+LAUNCHER = (
+    "import sys, symattn.rendering.pdf as pdf; typeset = pdf.latex_to_pdf; "
+    f"pdf.latex_to_pdf = lambda tex, **kw: typeset({LOOP!r}, **kw); "
+    "from symattn.cli import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 def _processes() -> list[tuple[int, str, int, int]]:
@@ -26,9 +28,9 @@ def _processes() -> list[tuple[int, str, int, int]]:
                 stat = Path(f"/proc/{entry}/stat").read_text()
             except OSError:
                 continue
-            state, ppid, group = stat[stat.rindex(")") + 2:].split()[:3]
+            state, ppid, group = stat[stat.rindex(")") + 2 :].split()[:3]
             if state != "Z":
-                found.append((int(entry), stat[stat.index("(") + 1:stat.rindex(")")], int(ppid), int(group)))
+                found.append((int(entry), stat[stat.index("(") + 1 : stat.rindex(")")], int(ppid), int(group)))
     return found
 
 
@@ -57,8 +59,13 @@ def _wait(condition, seconds: float):
 def test_sigterm_kills_the_tex_run(tmp_path):
     if not (shutil.which("latexmk") and shutil.which("pdflatex")):
         pytest.skip("latexmk and pdflatex not installed (TeX Live)")
-    process = subprocess.Popen([sys.executable, "-c", LAUNCHER, "render", "--lang", "en", "-o", "out.pdf"],
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, "render", "--lang", "en", "-o", "out.pdf"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         group = _wait(lambda: _tex_group(process.pid), 60)
         assert group, "pdflatex never started"

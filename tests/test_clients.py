@@ -2,10 +2,10 @@
 
 import pytest
 
-from symattn.input import builtin
 from symattn.derivation.derive import derive
-from symattn.rendering.renderer import render
+from symattn.input import builtin
 from symattn.input.spec import load_spec
+from symattn.rendering.renderer import render
 
 pytestmark = pytest.mark.client
 
@@ -22,10 +22,13 @@ CASES = {
 
 
 def spec_for(case: str, lang: str):
-    base = dict(tokens=["小猫", "吃", "它"] if lang == "zh" else ["cat", "eats", "it"],
-                Q=[["1.0", "0.0"], ["0.0", "1.0"], ["0.9", "0.1"]],
-                K=[["1.0", "0.2"], ["0.1", "1.0"], ["0.8", "0.3"]],
-                V=[[10, 0], [0, 10], [1, 1]], lang=lang)
+    base = dict(
+        tokens=["小猫", "吃", "它"] if lang == "zh" else ["cat", "eats", "it"],
+        Q=[["1.0", "0.0"], ["0.0", "1.0"], ["0.9", "0.1"]],
+        K=[["1.0", "0.2"], ["0.1", "1.0"], ["0.8", "0.3"]],
+        V=[[10, 0], [0, 10], [1, 1]],
+        lang=lang,
+    )
     return load_spec({**base, **CASES[case]})
 
 
@@ -74,22 +77,26 @@ def test_missing_glyphs_fail(latex, tmp_path):
 
 def _report(lang):
     from symattn.checking.checker import check
+
     return check(None, str(builtin.example_path("seed-claims", lang)))
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_report_markdown_math_parses_in_katex(katex, lang):
     from symattn.rendering.renderer import render_report
+
     assert katex(render_report(_report(lang), "markdown")) == []
 
 
 def test_chinese_report_compiles_with_xelatex(latex, tmp_path):
     from symattn.rendering.renderer import render_report
+
     latex(render_report(_report("zh"), "latex", standalone=True), "xelatex", tmp_path)
 
 
 def test_english_report_compiles_with_pdflatex(latex, tmp_path):
     from symattn.rendering.renderer import render_report
+
     latex(render_report(_report("en"), "latex", standalone=True), "pdflatex", tmp_path)
 
 
@@ -98,8 +105,17 @@ def _bert(n: int, lang: str):
     labels = ["[CLS]"] + [f"w{i}" for i in range(1, n - 1)] + ["[SEP]"]
     labels[2] = "[MASK]"
     rows = lambda r, c, k: [[f"{((i * 7 + j * k) % 19 - 9) / 10:.1f}" for j in range(c)] for i in range(r)]  # noqa: E731
-    return load_spec({"lang": lang, "tokens": labels, "Q": rows(n, 12, 3), "K": rows(n, 12, 5),
-                      "V": rows(n, 11, 2), "focus": "[SEP]", "expand": "all"})
+    return load_spec(
+        {
+            "lang": lang,
+            "tokens": labels,
+            "Q": rows(n, 12, 3),
+            "K": rows(n, 12, 5),
+            "V": rows(n, 11, 2),
+            "focus": "[SEP]",
+            "expand": "all",
+        }
+    )
 
 
 @pytest.mark.parametrize("n", [11, 16])
@@ -114,8 +130,9 @@ def test_wide_bert_style_specs_compile(katex, latex, tmp_path, n, lang):
 def test_every_label_character_is_set_by_every_client(katex, latex, tmp_path):
     # the characters labels may use (escape.is_settable), as labels in both languages and all clients
     from symattn.input.text import is_settable
+
     latin = "".join(chr(c) for c in range(0xC0, 0x180) if is_settable(chr(c))) + "–—‘’“”"
-    labels = [latin[i:i + 40] for i in range(0, len(latin), 40)]
+    labels = [latin[i : i + 40] for i in range(0, len(latin), 40)]
     cjk = ["小猫「吃」、。", "ひらがなカタカナ", "（全角）ＡＢＣ"]
     for lang, engine, extra in (("en", "pdflatex", []), ("zh", "xelatex", cjk)):
         tokens = labels + extra

@@ -2,16 +2,15 @@
 
 import json
 from decimal import Decimal
-import struct
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from symattn.input import builtin
-from symattn.cli.commands import main
 from symattn.checking.compare import compare, comparison_data
+from symattn.cli.commands import main
+from symattn.input import builtin
 from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import read_result, ulp
 from symattn.input.spec import load_spec
@@ -19,8 +18,11 @@ from symattn.input.spec import load_spec
 np = pytest.importorskip("numpy")
 SEED = builtin.example_path("seed", "en")
 # the seed's exact output, from its closed form, to 17 significant digits (as symattn compute prints it)
-EXACT = [["4.5334478644787376", "2.5695718798943505"], ["2.8882336413574332", "4.8722427184502641"],
-         ["4.3835785136956441", "2.7600456274426432"]]
+EXACT = [
+    ["4.5334478644787376", "2.5695718798943505"],
+    ["2.8882336413574332", "4.8722427184502641"],
+    ["4.3835785136956441", "2.7600456274426432"],
+]
 
 
 def test_ulp_of_each_format():
@@ -39,8 +41,14 @@ def save(path, array):
 
 def test_float32_result_exact_errors(tmp_path):
     """Each float's error, checked against an independent exact computation: (x − exact) / spacing, by hand."""
-    values = np.array([[4.5334482192993164, 2.5695719718933105], [2.8882336616516113, 4.8722429275512695],
-                       [4.3835783004760742, 2.7600455284118652]], dtype=np.float32)
+    values = np.array(
+        [
+            [4.5334482192993164, 2.5695719718933105],
+            [2.8882336616516113, 4.8722429275512695],
+            [4.3835783004760742, 2.7600455284118652],
+        ],
+        dtype=np.float32,
+    )
     c = compare(load_spec(SEED), read_result(save(tmp_path / "o.npy", values)))
     assert [str(e.exact) for e in c.entries] == [x for row in EXACT for x in row]
     assert [str(e.ulps) for e in c.entries] == ["0.744", "0.386", "0.0851", "0.439", "0.447", "0.415"]
@@ -49,9 +57,14 @@ def test_float32_result_exact_errors(tmp_path):
     assert (c.correctly_rounded, c.worst.row, c.worst.col) == (5, 0, 0)
     assert c.histogram == ((1, 5), (2, 1))
     data = comparison_data(c)
-    assert data["summary"] == {"entries": 6, "correctly_rounded": 5, "max_ulps": "0.744", "max_ulps_at": [1, 1],
-                               "max_relative": "7.83e-8",
-                               "histogram": [{"ulps": "(0, 0.5]", "count": 5}, {"ulps": "(0.5, 1]", "count": 1}]}
+    assert data["summary"] == {
+        "entries": 6,
+        "correctly_rounded": 5,
+        "max_ulps": "0.744",
+        "max_ulps_at": [1, 1],
+        "max_relative": "7.83e-8",
+        "histogram": [{"ulps": "(0, 0.5]", "count": 5}, {"ulps": "(0.5, 1]", "count": 1}],
+    }
 
 
 @pytest.mark.parametrize("fmt", ["float16", "float32", "float64"])
@@ -60,8 +73,9 @@ def test_planted_errors_of_known_ulps(tmp_path, fmt):
     spec = {"Q": [["0"], ["0"]], "K": [["1"], ["2"]], "V": [["1", "1"], ["2", "1.5"]]}
     exact = [[Fraction(3, 2), Fraction(5, 4)], [Fraction(3, 2), Fraction(5, 4)]]
     planted = [[0, 1], [3, -7]]
-    values = np.array([[float(exact[i][j] + planted[i][j] * ulp(exact[i][j], fmt)) for j in range(2)]
-                       for i in range(2)]).astype(fmt)
+    values = np.array(
+        [[float(exact[i][j] + planted[i][j] * ulp(exact[i][j], fmt)) for j in range(2)] for i in range(2)]
+    ).astype(fmt)
     c = compare(spec, read_result(save(tmp_path / "p.npy", values)))
     assert [e.ulps for e in c.entries] == [0, Decimal("1.00"), Decimal("3.00"), Decimal("7.00")]
     assert [e.bucket for e in c.entries] == [0, 2, 4, 5]  # 0, (0.5, 1], (2, 4], (4, 8]
@@ -72,8 +86,12 @@ def test_layouts_of_npy(tmp_path):
     """Fortran order, big-endian, a batch and head of one, float16: the same numbers."""
     base = np.array([[4.5, 2.5], [2.875, 4.875], [4.375, 2.75]])
     reference = read_result(save(tmp_path / "a.npy", base)).rows
-    for name, array in (("f.npy", np.asfortranarray(base)), ("b.npy", base.astype(">f8")),
-                        ("h.npy", base[None, None]), ("p.npy", base.astype(np.float16))):
+    for name, array in (
+        ("f.npy", np.asfortranarray(base)),
+        ("b.npy", base.astype(">f8")),
+        ("h.npy", base[None, None]),
+        ("p.npy", base.astype(np.float16)),
+    ):
         assert read_result(save(tmp_path / name, array)).rows == reference
     assert read_result(tmp_path / "p.npy").format == "float16"
 
@@ -84,6 +102,7 @@ def test_torch_float64_attention_is_within_a_few_ulps(tmp_path):
 
     def t(m):
         return torch.tensor([[float(x.value) for x in row] for row in m], dtype=torch.float64)[None]
+
     out = torch.nn.functional.scaled_dot_product_attention(t(spec.Q), t(spec.K), t(spec.V))[0]
     c = compare(spec, read_result(save(tmp_path / "o.npy", out.numpy())))
     assert c.format == "float64" and all(e.bucket <= 3 for e in c.entries)  # at most 2 ULP
@@ -102,8 +121,13 @@ def test_json_results_and_weights(tmp_path):
 
 
 def test_not_finite_entries_and_exit_codes(tmp_path, capsys):
-    values = np.array([[4.5334478644787376, np.nan], [2.8882336413574332, 4.8722427184502641],
-                       [4.3835785136956441, 2.7600456274426432]])
+    values = np.array(
+        [
+            [4.5334478644787376, np.nan],
+            [2.8882336413574332, 4.8722427184502641],
+            [4.3835785136956441, 2.7600456274426432],
+        ]
+    )
     path = save(tmp_path / "n.npy", values)
     assert main(["compare", str(SEED), str(path)]) == 1
     out = capsys.readouterr().out
@@ -113,12 +137,15 @@ def test_not_finite_entries_and_exit_codes(tmp_path, capsys):
     assert "6 of 6 entries are correctly rounded (error at most 0.5 ULP)." in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"\x93NUMPY\x01\x00\x10\x00{'descr': '<i4'}", "descr: expected a float16, float32 or float64 array"),
-    (b"[[1, 2], [3]]", "rows of different lengths"),
-    (b"[[1, \"x\"]]", "result[1][2]: not a number: 'x'"),
-    (b"{}", "expected a JSON array of rows of numbers"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"\x93NUMPY\x01\x00\x10\x00{'descr': '<i4'}", "descr: expected a float16, float32 or float64 array"),
+        (b"[[1, 2], [3]]", "rows of different lengths"),
+        (b'[[1, "x"]]', "result[1][2]: not a number: 'x'"),
+        (b"{}", "expected a JSON array of rows of numbers"),
+    ],
+)
 def test_bad_results(tmp_path, content, message):
     path = tmp_path / "r.json"
     path.write_bytes(content)
@@ -137,6 +164,7 @@ def test_truncated_npy(tmp_path):
 
 def test_result_size_limit(tmp_path, monkeypatch):
     import symattn.input.limits
+
     monkeypatch.setattr(symattn.input.limits, "RESULT_BYTES", 100)
     path = save(tmp_path / "big.npy", np.zeros((8, 8)))
     with pytest.raises(LimitError) as info:
@@ -144,26 +172,34 @@ def test_result_size_limit(tmp_path, monkeypatch):
     assert str(info.value) == f"{path}: larger than 0 MiB"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(st.integers(-20, 20), min_size=12, max_size=12), st.sampled_from(["float16", "float32"]))
 def test_errors_agree_with_mpmath(tmp_path, entries, fmt):
     """Every shown ULP error is the correctly rounded error of an independent 60-digit computation."""
     import mpmath
+
     q, k, v = entries[:4], entries[4:8], entries[8:]
     Q, K, V = ([[x / 10 for x in m[:2]], [x / 10 for x in m[2:]]] for m in (q, k, v))
-    spec = {"Q": [[str(x) for x in r] for r in Q], "K": [[str(x) for x in r] for r in K],
-            "V": [[str(x) for x in r] for r in V]}
+    spec = {
+        "Q": [[str(x) for x in r] for r in Q],
+        "K": [[str(x) for x in r] for r in K],
+        "V": [[str(x) for x in r] for r in V],
+    }
     mpmath.mp.dps = 60
     exact = []
     for i in range(2):
-        z = [sum(mpmath.mpf(spec["Q"][i][d]) * mpmath.mpf(spec["K"][j][d]) for d in range(2)) / mpmath.sqrt(2)
-             for j in range(2)]
+        z = [
+            sum(mpmath.mpf(spec["Q"][i][d]) * mpmath.mpf(spec["K"][j][d]) for d in range(2)) / mpmath.sqrt(2)
+            for j in range(2)
+        ]
         w = [mpmath.exp(x) / sum(mpmath.exp(y) for y in z) for x in z]
         exact.append([sum(w[j] * mpmath.mpf(spec["V"][j][c]) for j in range(2)) for c in range(2)])
     values = np.array([[float(x) for x in row] for row in exact]).astype(fmt)
     c = compare(spec, read_result(save(tmp_path / "x.npy", values)))
     from symattn.exact.numeric import significant_exact
+
     for e in c.entries:
         x = mpmath.mpf(e.value.numerator) / e.value.denominator
         u = ulp(Fraction(mpmath.nstr(exact[e.row][e.col], 50)), fmt)

@@ -25,8 +25,14 @@ _spec.loader.exec_module(hooks)
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
@@ -55,11 +61,18 @@ def test_the_cli_page_lists_every_subcommand_of_the_parser(site):
 def test_the_limits_page_lists_every_constant_with_its_value(site):
     module = importlib.import_module(hooks.LIMITS_MODULE)
     tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
-    names = [node.targets[0].id for node in tree.body if isinstance(node, ast.Assign)
-             and isinstance(node.targets[0], ast.Name) and node.targets[0].id.isupper()]
+    names = [
+        node.targets[0].id
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id.isupper()
+    ]
     assert "LATEX_SECONDS" in names and len(names) > 30
-    rows = dict(re.findall(r"<td><code>([A-Z_]+)</code></td>\s*<td[^>]*>([^<]+)</td>",
-                           (site / "limits" / "index.html").read_text(encoding="utf-8")))
+    rows = dict(
+        re.findall(
+            r"<td><code>([A-Z_]+)</code></td>\s*<td[^>]*>([^<]+)</td>",
+            (site / "limits" / "index.html").read_text(encoding="utf-8"),
+        )
+    )
     assert sorted(rows) == sorted(names)
     for name in names:
         value = getattr(module, name)
@@ -72,8 +85,9 @@ def test_the_limits_page_lists_every_constant_with_its_value(site):
 def test_the_examples_are_symattns_own_output(site):
     text = text_of(site / "student" / "index.html")
     assert "Fix first: scaled S/√d_k (it, cat) is given as 0.650 but should be 0.651" in text
-    assert r"Q_{\text{它}}\cdot K_{\text{小猫}} &= 0.9\times 1.0 + 0.1\times 0.2 = 0.92" in \
-        text_of(site / "getting-started" / "index.html")
+    assert r"Q_{\text{它}}\cdot K_{\text{小猫}} &= 0.9\times 1.0 + 0.1\times 0.2 = 0.92" in text_of(
+        site / "getting-started" / "index.html"
+    )
     assert "<!-- symattn:" not in "".join(p.read_text(encoding="utf-8") for p in site.rglob("*.html"))
     if shutil.which("latexmk") and shutil.which("pdflatex") and shutil.which("pdftoppm"):
         png = (site / "generated" / "seed-en.png").read_bytes()

@@ -7,12 +7,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from symattn.checking import certificate
-
-from symattn.exact import engine
-from symattn.input.errors import EvaluationError
 from symattn.derivation.intermediates import compute
+from symattn.exact import engine
 from symattn.exact.model import build_model
 from symattn.exact.numeric import Fixed
+from symattn.input.errors import EvaluationError
 from symattn.input.spec import load_spec
 
 from .strategies import matrix, multihead_base
@@ -27,8 +26,12 @@ def head_specs(draw):
     """One head: cross-attention (n_q ≠ n_k) sometimes, a mask matrix or causal sometimes, any scale."""
     n_q, n_k = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     d, dv = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    raw = {"Q": matrix(draw, n_q, d), "K": matrix(draw, n_k, d), "V": matrix(draw, n_k, dv),
-           "scale": draw(st.sampled_from(["sqrt", "none", "1/3", "2"]))}
+    raw = {
+        "Q": matrix(draw, n_q, d),
+        "K": matrix(draw, n_k, d),
+        "V": matrix(draw, n_k, dv),
+        "scale": draw(st.sampled_from(["sqrt", "none", "1/3", "2"])),
+    }
     mask = draw(st.sampled_from(["none", "causal", "matrix"]))
     if mask == "causal" and n_q == n_k:
         raw["mask"] = "causal"
@@ -82,8 +85,13 @@ def test_certified_bounds_verify_on_both_engines(raw, digits):
 
 def test_engines_agree_on_large_scores_and_exact_ties():
     # e^z with z near 180 (headroom bits), a flat row (rational weights), equal scores in a row
-    raw = {"Q": [["30", "0"], ["1", "1"], ["0.5", "0.5"]], "K": [["12", "0"], ["1", "1"], ["1", "1"]],
-           "V": [["1", "2"], ["3", "4"], ["3", "5"]], "scale": "none", "mask": [[1, 1, 1], [1, 1, 1], [0, 1, 1]]}
+    raw = {
+        "Q": [["30", "0"], ["1", "1"], ["0.5", "0.5"]],
+        "K": [["12", "0"], ["1", "1"], ["1", "1"]],
+        "V": [["1", "2"], ["3", "4"], ["3", "5"]],
+        "scale": "none",
+        "mask": [[1, 1, 1], [1, 1, 1], [0, 1, 1]],
+    }
     flint_out, mpmath_out = both(raw, digits=40)
     assert flint_out == mpmath_out
     data = json.loads(flint_out)

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from symattn.input import builtin
 from symattn.cli.commands import main
 from symattn.derivation.derive import derive
+from symattn.input import builtin
 from symattn.input.errors import RenderError
-from symattn.rendering.renderer import render
 from symattn.input.spec import load_spec
+from symattn.rendering.renderer import render
 
 from .conftest import chromium_driver
 
@@ -48,8 +48,7 @@ def pdf_text(path: Path) -> tuple[dict[str, str], str]:
     info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
     fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
     fields = {k.strip(): v.strip() for k, v in fields.items()}
-    text = subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True, text=True,
-                          check=True).stdout
+    text = subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True, text=True, check=True).stdout
     return fields, text
 
 
@@ -99,8 +98,9 @@ def test_pdf_is_byte_identical_across_runs(tmp_path, capsys):
     for engine in ("pdflatex", "xelatex"):
         for attempt in (1, 2):
             target = tmp_path / f"{engine}-{attempt}.pdf"
-            assert run(capsys, "render", "--lang", "en", "--format", "pdf", "--engine", engine,
-                       "-o", str(target))[0] == 0
+            assert (
+                run(capsys, "render", "--lang", "en", "--format", "pdf", "--engine", engine, "-o", str(target))[0] == 0
+            )
             digests[engine, attempt] = hashlib.sha256(target.read_bytes()).hexdigest()
         assert digests[engine, 1] == digests[engine, 2], engine
     info, _ = pdf_text(tmp_path / "pdflatex-1.pdf")
@@ -109,6 +109,7 @@ def test_pdf_is_byte_identical_across_runs(tmp_path, capsys):
 
 def test_engine_choice():
     from symattn.rendering.pdf import choose_engine
+
     assert choose_engine(seed_tex("en")) == "pdflatex"
     assert choose_engine(seed_tex("zh")) == "xelatex"
     assert choose_engine("\\documentclass{article}\\begin{document}小\\end{document}") == "xelatex"
@@ -119,19 +120,32 @@ def test_engine_choice():
     assert str(err.value) == "unknown TeX engine 'tex'; expected one of xelatex, pdflatex, lualatex"
 
 
-@pytest.mark.parametrize("lang, message", [
-    ("zh", "symattn: latexmk and xelatex are needed for PDF output; install them with: apt-get install "
-           "latexmk texlive-xetex texlive-lang-chinese texlive-latex-recommended\n"),
-    ("en", "symattn: latexmk and pdflatex are needed for PDF output; install them with: apt-get install "
-           "latexmk texlive-latex-base texlive-fonts-recommended lmodern texlive-latex-recommended\n"),
-])
+@pytest.mark.parametrize(
+    "lang, message",
+    [
+        (
+            "zh",
+            "symattn: latexmk and xelatex are needed for PDF output; install them with: apt-get install "
+            "latexmk texlive-xetex texlive-lang-chinese texlive-latex-recommended\n",
+        ),
+        (
+            "en",
+            "symattn: latexmk and pdflatex are needed for PDF output; install them with: apt-get install "
+            "latexmk texlive-latex-base texlive-fonts-recommended lmodern texlive-latex-recommended\n",
+        ),
+    ],
+)
 def test_missing_tex_is_one_line(tmp_path, lang, message):
     empty = tmp_path / "empty"
     empty.mkdir()
     target = tmp_path / "x.pdf"
-    out = subprocess.run([sys.executable, "-m", "symattn", "render", "--lang", lang, "--format", "pdf",
-                          "-o", str(target)], capture_output=True, text=True, cwd=ROOT,
-                         env=dict(os.environ, PATH=str(empty)))
+    out = subprocess.run(
+        [sys.executable, "-m", "symattn", "render", "--lang", lang, "--format", "pdf", "-o", str(target)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, PATH=str(empty)),
+    )
     assert (out.returncode, out.stdout, out.stderr) == (2, "", message)
     assert not target.exists()
 
@@ -139,6 +153,7 @@ def test_missing_tex_is_one_line(tmp_path, lang, message):
 def test_tex_error_keeps_the_log(capsys):
     needs("latexmk", "pdflatex")
     from symattn.rendering.pdf import latex_to_pdf
+
     broken = "\\documentclass{article}\n\\begin{document}\nfine so far \\nosuchcommand\n\\end{document}\n"
     with pytest.raises(RenderError) as err:
         latex_to_pdf(broken)
@@ -158,6 +173,7 @@ def test_tex_time_limit():
     import time
 
     from symattn.rendering.pdf import latex_to_pdf
+
     forever = "\\documentclass{article}\n\\begin{document}\n\\loop\\iftrue\\repeat\n\\end{document}\n"
     start = time.monotonic()
     with pytest.raises(RenderError) as err:
@@ -165,15 +181,20 @@ def test_tex_time_limit():
     assert str(err.value) == "pdflatex took longer than 3 s (the time limit of a TeX run)"
     assert time.monotonic() - start < 10
     from symattn.input.limits import LATEX_SECONDS
+
     assert LATEX_SECONDS == 120
 
 
 def test_tex_error_through_the_cli(tmp_path, capsys, monkeypatch):
     needs("latexmk", "pdflatex")
     import symattn.rendering.renderer
+
     real = symattn.rendering.renderer.render
-    monkeypatch.setattr(symattn.rendering.renderer, "render",
-                        lambda d, fmt="markdown", **kw: real(d, fmt, **kw).replace("\\end{document}", "\\oops\n\\end{document}"))
+    monkeypatch.setattr(
+        symattn.rendering.renderer,
+        "render",
+        lambda d, fmt="markdown", **kw: real(d, fmt, **kw).replace("\\end{document}", "\\oops\n\\end{document}"),
+    )
     target = tmp_path / "x.pdf"
     target.write_bytes(b"old")
     code, out, err = run(capsys, "render", "--lang", "en", "--format", "pdf", "-o", str(target))
@@ -187,11 +208,20 @@ def test_tex_error_through_the_cli(tmp_path, capsys, monkeypatch):
 def test_pdf_refuses_a_terminal_and_bad_flags(capsys, monkeypatch):
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
     assert run(capsys, "render", "--format", "pdf") == (
-        2, "", "symattn: a PDF is binary and stdout is a terminal; write it to a file with -o FILE.pdf\n")
+        2,
+        "",
+        "symattn: a PDF is binary and stdout is a terminal; write it to a file with -o FILE.pdf\n",
+    )
     assert run(capsys, "check", "--example", "--format", "pdf") == (
-        2, "", "symattn: a PDF is binary and stdout is a terminal; write it to a file with -o FILE.pdf\n")
+        2,
+        "",
+        "symattn: a PDF is binary and stdout is a terminal; write it to a file with -o FILE.pdf\n",
+    )
     assert run(capsys, "render", "--format", "html", "--engine", "xelatex") == (
-        2, "", "symattn: --engine needs --format pdf\n")
+        2,
+        "",
+        "symattn: --engine needs --format pdf\n",
+    )
     assert run(capsys, "render", "--engine", "tex")[0] == 2
 
 
@@ -204,14 +234,16 @@ def test_pdf_to_a_pipe(capsysbinary):
 
 def test_write_output_takes_bytes(tmp_path):
     from symattn.rendering.output import write_output
+
     target = tmp_path / "b.bin"
     write_output(str(target), b"\x00\xff%PDF")
     assert target.read_bytes() == b"\x00\xff%PDF"
     write_output(str(target), "π\n")
-    assert target.read_bytes() == "π\n".encode("utf-8")
+    assert target.read_bytes() == "π\n".encode()
 
 
 # --- HTML: the page itself -----------------------------------------------------
+
 
 def html_page(capsys, *argv: str) -> str:
     code = main(list(argv) + ["--format", "html"])
@@ -241,14 +273,17 @@ def test_html_page_is_self_contained_and_deterministic(capsys):
 
 def test_html_escapes_text():
     from symattn.rendering.html import markdown_to_html
+
     body, title = markdown_to_html("# a <b> & $x<y$\n\n<script>alert(1)</script>\n")
-    assert body == ('<h1>a &lt;b&gt; &amp; <span class="math">x&lt;y</span></h1>\n'
-                    "<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>\n")
+    assert body == (
+        '<h1>a &lt;b&gt; &amp; <span class="math">x&lt;y</span></h1>\n<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>\n'
+    )
     assert title == "a <b> & x<y"
 
 
 def test_html_joins_chinese_lines():
     from symattn.rendering.html import markdown_to_html
+
     assert markdown_to_html("摊开。\n句子\nword\n词")[0] == "<p>摊开。句子\nword\n词</p>\n"
 
 
@@ -260,6 +295,7 @@ def test_html_math_is_the_markdown_math(golden_md):
     from symattn.rendering.html import markdown_to_html
 
     from .conftest import math_spans
+
     markdown = (ROOT / "tests" / "golden" / golden_md).read_text(encoding="utf-8")
     body, _ = markdown_to_html(markdown)
     elements = re.findall(r'<(span|div) class="math(?: display)?">(.*?)</\1>', body, re.S)
@@ -274,15 +310,18 @@ def test_vendored_katex_matches_the_test_copy():
     if not npm.is_dir():
         pytest.skip("KaTeX not installed (run: npm ci --prefix tests/katex)")
     import json
+
     assert (vendor / "VERSION").read_text() == json.loads((npm / "package.json").read_text())["version"] + "\n"
     for name in ("katex.min.js", "katex.min.css"):
         assert (vendor / name).read_bytes() == (npm / "dist" / name).read_bytes()
     assert sorted(p.name for p in (vendor / "fonts").iterdir()) == sorted(
-        p.name for p in (npm / "dist" / "fonts").glob("*.woff2"))
+        p.name for p in (npm / "dist" / "fonts").glob("*.woff2")
+    )
     assert (vendor / "LICENSE").read_bytes() == (npm / "LICENSE").read_bytes()
 
 
 # --- HTML in a real browser ----------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def browser():
@@ -315,14 +354,15 @@ def open_page(driver, path: Path) -> dict:
     return driver.execute_script(PAGE_STATE)
 
 
-PAGES = [("render", name, lang) for name in builtin.names() for lang in ("zh", "en")] + \
-        [("check", "seed-claims", lang) for lang in ("zh", "en")]
+PAGES = [("render", name, lang) for name in builtin.names() for lang in ("zh", "en")] + [
+    ("check", "seed-claims", lang) for lang in ("zh", "en")
+]
 
 
 @pytest.mark.parametrize("command, name, lang", PAGES)
 def test_html_in_chromium(browser, tmp_path, capsys, command, name, lang):
     target = tmp_path / f"{name}.{lang}.html"
-    argv = (["render", "--example", name] if command == "render" else ["check", "--example"])
+    argv = ["render", "--example", name] if command == "render" else ["check", "--example"]
     assert main(argv + ["--lang", lang, "-o", str(target)]) in (0, 1)  # -o x.html implies html
     assert capsys.readouterr().err == ""
     state = open_page(browser, target)
@@ -340,24 +380,26 @@ def test_html_in_chromium(browser, tmp_path, capsys, command, name, lang):
 
 def test_katex_error_shows_red(browser, tmp_path):
     from symattn.rendering.html import page
+
     target = tmp_path / "bad.html"
     target.write_text(page("# t\n\n$\\frac{1}{$ and $x$\n", "en"), encoding="utf-8")
     state = open_page(browser, target)
     assert (state["math"], state["typeset"], state["errors"]) == (2, 1, 1)
-    color = browser.execute_script(
-        "return getComputedStyle(document.querySelector('.katex-error')).color")
+    color = browser.execute_script("return getComputedStyle(document.querySelector('.katex-error')).color")
     assert color == "rgb(204, 0, 0)"
 
 
 def test_wide_math_scrolls_in_its_own_box(browser, tmp_path):
     from symattn.rendering.html import page
+
     target = tmp_path / "wide.html"
     row = " & ".join(["0.123456"] * 40)
     target.write_text(page(f"# wide\n\n$$\n\\begin{{bmatrix}}{row}\\end{{bmatrix}}\n$$\n", "en"), encoding="utf-8")
     state = open_page(browser, target)
     assert state["errors"] == 0 and state["scrollWidth"] <= state["innerWidth"]
     box = browser.execute_script(
-        "const b = document.querySelector('div.math'); return [b.scrollWidth, b.clientWidth, getComputedStyle(b).overflowX]")
+        "const b = document.querySelector('div.math'); return [b.scrollWidth, b.clientWidth, getComputedStyle(b).overflowX]"
+    )
     assert box[0] > box[1] and box[2] == "auto"
 
 
@@ -365,6 +407,7 @@ def test_result_pdf_for_notebooks(tmp_path):
     # nbconvert's PDF export cannot set Chinese; Result.pdf() is the way out, and it is whole
     needs("latexmk", "xelatex")
     import symattn
+
     path = tmp_path / "seed.pdf"
     path.write_bytes(symattn.solve(str(builtin.example_path("seed", "zh"))).pdf())
     info, text = pdf_text(path)

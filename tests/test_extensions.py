@@ -6,16 +6,19 @@ import pytest
 import sympy
 from sympy import Rational, exp, sqrt
 
-from symattn.input import builtin
 from symattn.derivation.derive import derive
-from symattn.input.errors import ShapeError, SpecError
 from symattn.derivation.intermediates import compute
 from symattn.exact.model import build_model
 from symattn.exact.multihead import build_multihead
+from symattn.input import builtin
+from symattn.input.errors import ShapeError, SpecError
 from symattn.input.spec import load_spec
 
-SEED = {"Q": [["1.0", "0.0"], ["0.0", "1.0"], ["0.9", "0.1"]], "K": [["1.0", "0.2"], ["0.1", "1.0"], ["0.8", "0.3"]],
-        "V": [[10, 0], [0, 10], [1, 1]]}
+SEED = {
+    "Q": [["1.0", "0.0"], ["0.0", "1.0"], ["0.9", "0.1"]],
+    "K": [["1.0", "0.2"], ["0.1", "1.0"], ["0.8", "0.3"]],
+    "V": [[10, 0], [0, 10], [1, 1]],
+}
 
 
 def test_causal_3x3_exact():
@@ -62,10 +65,15 @@ def test_cross_2x3_exact():
 
 
 def test_two_heads_2x4_exact():
-    spec = load_spec({"X": [[1, 0, 0, 1], [0, 1, 1, 0]], "heads": 2,
-                      "W_Q": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]],
-                      "W_K": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]],
-                      "W_V": [[2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 2]]})
+    spec = load_spec(
+        {
+            "X": [[1, 0, 0, 1], [0, 1, 1, 0]],
+            "heads": 2,
+            "W_Q": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]],
+            "W_K": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]],
+            "W_V": [[2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 2]],
+        }
+    )
     mh = build_multihead(spec)
     # head 1 sees columns 1-2: token 1 is [1, 0], token 2 is [0, 1]; scores are the identity, scaled by 1/√2
     a = exp(sqrt(2) / 2)
@@ -95,23 +103,40 @@ def raw_projection(**changes):
 
 
 BAD = [
-    (raw_projection(W_Q=[[1, 0], [0, 1], [1, 1]]), ShapeError,
-     "<dict>: W_Q: shape mismatch: X is 2×2 and W_Q is 3×2; W_Q needs one row per column of X"),
-    (raw_projection(W_K=[[1], [0]]), ShapeError,
-     "<dict>: W_K: shape mismatch: W_Q is 2×2 and W_K is 2×1; W_Q and W_K need the same number of columns (d_k)"),
+    (
+        raw_projection(W_Q=[[1, 0], [0, 1], [1, 1]]),
+        ShapeError,
+        "<dict>: W_Q: shape mismatch: X is 2×2 and W_Q is 3×2; W_Q needs one row per column of X",
+    ),
+    (
+        raw_projection(W_K=[[1], [0]]),
+        ShapeError,
+        "<dict>: W_K: shape mismatch: W_Q is 2×2 and W_K is 2×1; W_Q and W_K need the same number of columns (d_k)",
+    ),
     (raw_projection(b_Q=[1, 2, 3]), ShapeError, "<dict>: b_Q: 3 entries for the 2 columns of W_Q"),
-    (raw_projection(heads=3, X=[[1, 0, 0, 0]], W_Q=[[1] * 4] * 4, W_K=[[1] * 4] * 4, W_V=[[1] * 4] * 4), SpecError,
-     "<dict>: heads: d_model = 4 is not divisible by heads = 3"),
-    ({**SEED, "heads": 2}, SpecError,
-     "<dict>: heads: several heads need X with W_Q, W_K, W_V (d_model × d_model)"),
-    ({**SEED, "mask": [[1, 0, 0], [0, 0, 0], [1, 1, 1]]}, SpecError,
-     "<dict>: mask: row 2 (t2) may attend to no key; softmax is undefined there"),
-    ({**SEED, "mask": [[1, 0], [1, 1]]}, ShapeError, "<dict>: mask: shape mismatch: expected 3×3 (queries × keys), "
-                                                     "got 2×2"),
+    (
+        raw_projection(heads=3, X=[[1, 0, 0, 0]], W_Q=[[1] * 4] * 4, W_K=[[1] * 4] * 4, W_V=[[1] * 4] * 4),
+        SpecError,
+        "<dict>: heads: d_model = 4 is not divisible by heads = 3",
+    ),
+    ({**SEED, "heads": 2}, SpecError, "<dict>: heads: several heads need X with W_Q, W_K, W_V (d_model × d_model)"),
+    (
+        {**SEED, "mask": [[1, 0, 0], [0, 0, 0], [1, 1, 1]]},
+        SpecError,
+        "<dict>: mask: row 2 (t2) may attend to no key; softmax is undefined there",
+    ),
+    (
+        {**SEED, "mask": [[1, 0], [1, 1]]},
+        ShapeError,
+        "<dict>: mask: shape mismatch: expected 3×3 (queries × keys), got 2×2",
+    ),
     ({**SEED, "mask": [[1, 0, 0], [1, 2, 0], [1, 1, 1]]}, SpecError, "<dict>: mask[2][2]: expected 0 or 1, got 2"),
     ({**SEED, "mask": "future"}, SpecError, "<dict>: mask: expected one of 'none', 'causal', got 'future'"),
-    ({**SEED, "key_padding": [True, True, True]}, SpecError,
-     "<dict>: mask: row 1 (t1) may attend to no key; softmax is undefined there"),
+    (
+        {**SEED, "key_padding": [True, True, True]},
+        SpecError,
+        "<dict>: mask: row 1 (t1) may attend to no key; softmax is undefined there",
+    ),
     ({**SEED, "key_padding": [True]}, ShapeError, "<dict>: key_padding: 1 entries for 3 keys"),
     ({**SEED, "X": [[1]]}, SpecError, "<dict>: Q: give Q, K, V or X with W_Q, W_K, W_V, not both"),
     ({**SEED, "W_Q": [[1]]}, SpecError, "<dict>: W_Q: needs X (the inputs that W projects)"),
@@ -128,9 +153,11 @@ def test_bad_input(raw, kind, message):
 
 # --- symbolic entries ------------------------------------------------------
 
+
 def test_symbolic_2x2_softmax_is_the_logistic_of_the_score_gap():
-    from symattn.input.formula import symbol
     from symattn.exact.symbolic import build_symbolic
+    from symattn.input.formula import symbol
+
     spec = load_spec({"Q": [[1, 0], [0, 1]], "K": [["a", 0], ["b", 0]], "V": [["v_1"], ["v_2"]]})
     a, b = symbol("a"), symbol("b")
     weight = build_symbolic(spec).weights[0, 0]
@@ -155,19 +182,37 @@ def test_symbolic_without_values_shows_formulas_only():
     assert "values" not in compute(spec)
 
 
-@pytest.mark.parametrize("raw, message", [
-    ({"Q": [["__import__('os')"]], "K": [[1]], "V": [[1]]},
-     "<dict>: Q[1][1]: unknown function '__import__' in \"__import__('os')\"; allowed: exp, sqrt"),
-    ({"Q": [["log(a)"]], "K": [[1]], "V": [[1]]}, "<dict>: Q[1][1]: unknown function 'log' in 'log(a)'; allowed: exp, sqrt"),
-    ({"Q": [["a.real"]], "K": [[1]], "V": [[1]]}, "<dict>: Q[1][1]: expected an operator before '.' in 'a.real'"),
-    ({"Q": [["2a"]], "K": [[1]], "V": [[1]]}, "<dict>: Q[1][1]: expected an operator before 'a' in '2a'"),
-    ({"Q": [["_x"]], "K": [[1]], "V": [[1]]},
-     "<dict>: Q[1][1]: '_x' is not a symbol name (a letter, then letters, digits or _)"),
-    ({"Q": [["a^b"]], "K": [[1]], "V": [[1]]}, "<dict>: Q[1][1]: an exponent must be a number from -16 to 16 in 'a^b'"),
-    ({"Q": [["a"]], "K": [[1]], "V": [[1]], "subs": {"2a": 1}},
-     "<dict>: subs.2a: not a symbol name (a letter, then letters, digits or _)"),
-    ({"Q": [["a"]], "K": [[1]], "V": [[1]], "subs": {"z": 1}}, "<dict>: subs.z: no entry uses this symbol; symbols: a"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (
+            {"Q": [["__import__('os')"]], "K": [[1]], "V": [[1]]},
+            "<dict>: Q[1][1]: unknown function '__import__' in \"__import__('os')\"; allowed: exp, sqrt",
+        ),
+        (
+            {"Q": [["log(a)"]], "K": [[1]], "V": [[1]]},
+            "<dict>: Q[1][1]: unknown function 'log' in 'log(a)'; allowed: exp, sqrt",
+        ),
+        ({"Q": [["a.real"]], "K": [[1]], "V": [[1]]}, "<dict>: Q[1][1]: expected an operator before '.' in 'a.real'"),
+        ({"Q": [["2a"]], "K": [[1]], "V": [[1]]}, "<dict>: Q[1][1]: expected an operator before 'a' in '2a'"),
+        (
+            {"Q": [["_x"]], "K": [[1]], "V": [[1]]},
+            "<dict>: Q[1][1]: '_x' is not a symbol name (a letter, then letters, digits or _)",
+        ),
+        (
+            {"Q": [["a^b"]], "K": [[1]], "V": [[1]]},
+            "<dict>: Q[1][1]: an exponent must be a number from -16 to 16 in 'a^b'",
+        ),
+        (
+            {"Q": [["a"]], "K": [[1]], "V": [[1]], "subs": {"2a": 1}},
+            "<dict>: subs.2a: not a symbol name (a letter, then letters, digits or _)",
+        ),
+        (
+            {"Q": [["a"]], "K": [[1]], "V": [[1]], "subs": {"z": 1}},
+            "<dict>: subs.z: no entry uses this symbol; symbols: a",
+        ),
+    ],
+)
 def test_bad_symbolic_input(raw, message):
     with pytest.raises(SpecError) as info:
         load_spec(raw)
@@ -178,21 +223,32 @@ def test_irrational_values_are_refused_with_a_reason():
     spec = load_spec({"Q": [["sqrt(a)"]], "K": [[1]], "V": [[1]], "subs": {"a": 2}})
     with pytest.raises(SpecError) as info:
         derive(spec)
-    assert str(info.value) == ("<dict>: Q[1][1]: with the given values 'sqrt(a)' is sqrt(2), which is not rational; "
-                               "numbers are computed for rational entries only")
+    assert str(info.value) == (
+        "<dict>: Q[1][1]: with the given values 'sqrt(a)' is sqrt(2), which is not rational; "
+        "numbers are computed for rational entries only"
+    )
 
 
 def test_symbols_in_projections():
-    spec = load_spec({"X": [["x", "0"], ["0", "1"]], "W_Q": [[1, 0], [0, 1]], "W_K": [["w", 0], [0, 1]],
-                      "W_V": [[1, 0], [0, 1]], "b_Q": ["c", 0], "subs": {"x": 2, "w": "0.5", "c": 1}})
+    spec = load_spec(
+        {
+            "X": [["x", "0"], ["0", "1"]],
+            "W_Q": [[1, 0], [0, 1]],
+            "W_K": [["w", 0], [0, 1]],
+            "W_V": [[1, 0], [0, 1]],
+            "b_Q": ["c", 0],
+            "subs": {"x": 2, "w": "0.5", "c": 1},
+        }
+    )
     assert spec.symbols == ("c", "w", "x")
     assert str(spec.Q[0][0].expr) == "c + x"
     # Q = [[3, 0], [1, 1]] and K = I: row 1 has scores [3, 0], so its first weight is 1/(1 + e^(-3/√2))
     assert compute(spec, digits=6)["values"]["weights"]["value"][0] == ["0.892958", "0.107042"]
     assert [step.kind for step in derive(spec).steps][:3] == ["setup", "projecting", "scores"]
     with pytest.raises(SpecError) as info:
-        load_spec({**raw_projection(X=[["x", 0, 0, 0]], W_Q=[[1] * 4] * 4, W_K=[[1] * 4] * 4, W_V=[[1] * 4] * 4),
-                   "heads": 2})
+        load_spec(
+            {**raw_projection(X=[["x", 0, 0, 0]], W_Q=[[1] * 4] * 4, W_K=[[1] * 4] * 4, W_V=[[1] * 4] * 4), "heads": 2}
+        )
     assert str(info.value) == "<dict>: heads: symbols are supported with one head only"
 
 

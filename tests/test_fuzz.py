@@ -10,7 +10,6 @@ times as many (CI does not select it).
 
 import io
 import json
-import os
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -62,39 +61,70 @@ def assert_clean(folder: Path, argv: list[str], keep: set[str]) -> tuple[int, st
 
 # --- strategies -------------------------------------------------------------------------------
 
+
 def numeral_texts() -> st.SearchStrategy[str]:
     digits = st.text("0123456789", min_size=1, max_size=4)
     return st.one_of(
         st.builds(lambda s, a, b: f"{s}{a}.{b}", st.sampled_from(["", "-", "+"]), digits, digits),
         st.builds(lambda a, b: f"{a}/{b}", digits, digits),
         st.builds(lambda a, e: f"{a}e{e}", digits, st.integers(-60, 60)),
-        st.sampled_from(["0,5", "٣", "３", "²", "inf", "-inf", "nan", "1e999", "1/0", "", " ", "1..2", "--1",
-                         "9" * 70, "40.3%", "1_000", "0x10", "1e-50", "99.5"]),
+        st.sampled_from(
+            [
+                "0,5",
+                "٣",
+                "３",
+                "²",
+                "inf",
+                "-inf",
+                "nan",
+                "1e999",
+                "1/0",
+                "",
+                " ",
+                "1..2",
+                "--1",
+                "9" * 70,
+                "40.3%",
+                "1_000",
+                "0x10",
+                "1e-50",
+                "99.5",
+            ]
+        ),
     )
 
 
 def formula_texts() -> st.SearchStrategy[str]:
-    atoms = st.sampled_from(["a", "b", "x_1", "2", "0.5", "sqrt(2)", "exp(a)", "(a+b)", "inf", "__import__",
-                             "a.b", "sin(a)", "0"])
+    atoms = st.sampled_from(
+        ["a", "b", "x_1", "2", "0.5", "sqrt(2)", "exp(a)", "(a+b)", "inf", "__import__", "a.b", "sin(a)", "0"]
+    )
     ops = st.sampled_from(["+", "-", "*", "/", "^", "^16^16", "^-1", " ", "(", ")"])
     return st.lists(st.tuples(atoms, ops), min_size=1, max_size=5).map(
-        lambda parts: "".join(a + o for a, o in parts)[:-1] or "a")
+        lambda parts: "".join(a + o for a, o in parts)[:-1] or "a"
+    )
 
 
 ANY_TEXT = st.text(max_size=12)
 SCALARS = st.one_of(
-    numeral_texts(), formula_texts(), ANY_TEXT,
-    st.integers(-10, 10), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
-    st.booleans(), st.none(),
+    numeral_texts(),
+    formula_texts(),
+    ANY_TEXT,
+    st.integers(-10, 10),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.none(),
 )
-VALUES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                       st.dictionaries(ANY_TEXT, inner, max_size=3)), max_leaves=12)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(ANY_TEXT, inner, max_size=3)),
+    max_leaves=12,
+)
 
 
 def matrices(rows=st.integers(0, 4), cols=st.integers(0, 4), entries=SCALARS):
     return st.one_of(
-        st.builds(lambda n, m, data: [[data.draw(entries) for _ in range(m)] for _ in range(n)],
-                  rows, cols, st.data()),
+        st.builds(lambda n, m, data: [[data.draw(entries) for _ in range(m)] for _ in range(n)], rows, cols, st.data()),
         st.lists(st.lists(entries, max_size=4), max_size=4),  # ragged
         VALUES,
     )
@@ -115,8 +145,9 @@ SETTINGS = {
     "expand": st.sampled_from(["focus", "all"]),
     "softmax": st.sampled_from(["plain", "stable"]),
     "lang": st.sampled_from(["en", "zh"]),
-    "decimals": st.dictionaries(st.sampled_from(["scores", "scaled", "exp", "weights", "percent", "output"]),
-                                st.integers(0, 6), max_size=2),
+    "decimals": st.dictionaries(
+        st.sampled_from(["scores", "scaled", "exp", "weights", "percent", "output"]), st.integers(0, 6), max_size=2
+    ),
     "title": LABELS,
 }
 
@@ -160,6 +191,7 @@ def encode(spec: object, as_toml: bool) -> bytes:
 
 def toml(data: dict) -> str:
     """Just enough TOML for generated data: inline tables and arrays under top-level keys."""
+
     def value(v):
         if isinstance(v, bool):
             return "true" if v else "false"
@@ -172,16 +204,29 @@ def toml(data: dict) -> str:
         if isinstance(v, list):
             return "[" + ", ".join(value(x) for x in v) + "]"
         return "{" + ", ".join(f"{json.dumps(str(k))} = {value(x)}" for k, x in v.items()) + "}"
+
     return "".join(f"{json.dumps(str(k))} = {value(v)}\n" for k, v in data.items())
 
 
-COMMANDS = st.sampled_from([["render"], ["render", "--format", "latex"], ["render", "--format", "latex",
-                            "--standalone"], ["render", "--rounding", "hand"], ["render", "--expand", "all"],
-                            ["compute", "--digits", "6"], ["compute", "--no-exact"]])
+COMMANDS = st.sampled_from(
+    [
+        ["render"],
+        ["render", "--format", "latex"],
+        ["render", "--format", "latex", "--standalone"],
+        ["render", "--rounding", "hand"],
+        ["render", "--expand", "all"],
+        ["compute", "--digits", "6"],
+        ["compute", "--no-exact"],
+    ]
+)
 
 
-FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-                database=None, derandomize=True)
+FUZZ = settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    database=None,
+    derandomize=True,
+)
 
 
 def check_spec(spec: dict, as_toml: bool, command: list[str]) -> None:
@@ -198,8 +243,16 @@ def test_fuzz_specs(spec, as_toml, command):
     check_spec(spec, as_toml, command)
 
 
-CLAIM_SHAPES = {"sqrt_dk": (), "scores": (2, 2), "scaled": (2, 2), "exp": (2, 2), "exp_sum": (2,),
-                "weights": (2, 2), "percent": (2, 2), "output": (2, 2)}
+CLAIM_SHAPES = {
+    "sqrt_dk": (),
+    "scores": (2, 2),
+    "scaled": (2, 2),
+    "exp": (2, 2),
+    "exp_sum": (2,),
+    "weights": (2, 2),
+    "percent": (2, 2),
+    "output": (2, 2),
+}
 
 
 def shaped(shape, numbers):
@@ -210,8 +263,13 @@ def shaped(shape, numbers):
 
 @st.composite
 def claims_files(draw) -> dict:
-    spec = {"lang": draw(st.sampled_from(["en", "zh"])), "tokens": ["a", "b"], "Q": [[1, 0], [0, 1]],
-            "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}
+    spec = {
+        "lang": draw(st.sampled_from(["en", "zh"])),
+        "tokens": ["a", "b"],
+        "Q": [[1, 0], [0, 1]],
+        "K": [[1, 0], [0, 1]],
+        "V": [[1, 2], [3, 4]],
+    }
     if draw(st.booleans()):
         spec["mask"] = "causal"
     numbers = st.one_of(CLEAN_NUMBERS, st.sampled_from(["0.707", "0.330", "0.67", "2.028", "-inf", "−∞", "40.3%"]))
@@ -222,13 +280,19 @@ def claims_files(draw) -> dict:
         q = draw(st.sampled_from(["scores", "scaled", "exp", "weights", "output"]))
         claims[f"{q}[{draw(st.integers(1, 2))}][{draw(st.integers(1, 2))}]"] = draw(numbers)
     if draw(st.booleans()):
-        claims["rows"] = {draw(st.sampled_from(["a", "b", "1", "2"])): {
-            q: draw(shaped(CLAIM_SHAPES[q][1:], numbers)) for q in
-            draw(st.lists(st.sampled_from(["exp", "exp_sum", "weights", "output"]), max_size=3, unique=True))}}
+        claims["rows"] = {
+            draw(st.sampled_from(["a", "b", "1", "2"])): {
+                q: draw(shaped(CLAIM_SHAPES[q][1:], numbers))
+                for q in draw(
+                    st.lists(st.sampled_from(["exp", "exp_sum", "weights", "output"]), max_size=3, unique=True)
+                )
+            }
+        }
     if draw(st.integers(0, 3)) == 0:  # hostile: wrong keys, shapes and types
         quantities = st.sampled_from(["sqrt_dk", "scores", "weights", "Q", "rows", "nonsense"])
-        keys = st.one_of(quantities, st.builds(lambda q, i: f"{q}[{i}][1]", quantities,
-                                               st.sampled_from(["0", "3", "²", "9" * 12])))
+        keys = st.one_of(
+            quantities, st.builds(lambda q, i: f"{q}[{i}][1]", quantities, st.sampled_from(["0", "3", "²", "9" * 12]))
+        )
         claims.update(draw(st.dictionaries(keys, VALUES, max_size=3)))
     return {**spec, "claims": claims}
 
@@ -249,9 +313,37 @@ FLAGS = {
     "check": ["--format", "--lang", "--max-seconds"],
     "example": ["--lang", "--name"],
 }
-ARGUMENTS = st.one_of(st.sampled_from(["seed", "causal", "symbolic", "multihead", "cross", "projection", "zh", "en",
-                                       "小猫", "3", "0", "-1", "²", "all", "latex", "hand", "a=1", "a=", "=1",
-                                       "../x", "/x", "1e9", "nan", "0.001"]), st.text(max_size=8))
+ARGUMENTS = st.one_of(
+    st.sampled_from(
+        [
+            "seed",
+            "causal",
+            "symbolic",
+            "multihead",
+            "cross",
+            "projection",
+            "zh",
+            "en",
+            "小猫",
+            "3",
+            "0",
+            "-1",
+            "²",
+            "all",
+            "latex",
+            "hand",
+            "a=1",
+            "a=",
+            "=1",
+            "../x",
+            "/x",
+            "1e9",
+            "nan",
+            "0.001",
+        ]
+    ),
+    st.text(max_size=8),
+)
 
 
 @st.composite

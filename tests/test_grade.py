@@ -5,12 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from symattn.classroom import exercises as ex, sheets
-from symattn.cli.commands import main
+from symattn.classroom import exercises as ex
+from symattn.classroom import sheets
 from symattn.classroom.grading import INPUTS_CHANGED, Note, feedback, grade, gradebook_text, read_policy
-from symattn.input.errors import SpecError
+from symattn.cli.commands import main
 from symattn.exact.model import build_model
 from symattn.exact.rounding import hand_figures
+from symattn.input.errors import SpecError
 from symattn.input.spec import spec_from_mapping
 
 from .test_exercise import HOMEWORK, key_numbers
@@ -63,6 +64,7 @@ def classroom(tmp_path_factory):
     def hand_in(name, text):
         (returned / name).parent.mkdir(parents=True, exist_ok=True)
         (returned / name).write_text(text, encoding="utf-8")
+
     for i in IDS[:17]:  # s01-s17: all correct; s02 works in Chinese
         hand_in(f"{i}/answers.toml", fill(v[i], right[i], "zh" if i == "s02" else None))
     # s18: a slip in the first weight; the outputs carried from the slipped weights (flat and renamed)
@@ -82,7 +84,7 @@ def classroom(tmp_path_factory):
     hand_in("s24.toml", fill(v["s24"], comma))
     # s25: an unknown id; s26: unreadable TOML; s27: correct, nested and renamed; s28: returned twice
     hand_in("s25.toml", fill(v["s25"], right["s25"]).replace('student = "s25"', 'student = "zz99"'))
-    hand_in("s26.toml", "student = \"s26\"\n[claims\n")
+    hand_in("s26.toml", 'student = "s26"\n[claims\n')
     hand_in("late/x/mine.toml", fill(v["s27"], right["s27"]))
     hand_in("s28.toml", fill(v["s28"], right["s28"]))
     hand_in("s28-again.toml", fill(v["s28"], right["s28"]))
@@ -102,35 +104,58 @@ def test_gradebook_counts(classroom):
     book = grade(returned)
     rows = rows_by_id(book)
     assert [(r.id, r.file) for r in book.rows][-9:] == [
-        ("s25", ""), ("s26", ""), ("s27", "late/x/mine.toml"), ("s28", "s28-again.toml"), ("s28", "s28.toml"),
-        ("s29", ""), ("s30", ""), ("zz99", "s25.toml"), ("", "s26.toml")]  # returns with no id last
+        ("s25", ""),
+        ("s26", ""),
+        ("s27", "late/x/mine.toml"),
+        ("s28", "s28-again.toml"),
+        ("s28", "s28.toml"),
+        ("s29", ""),
+        ("s30", ""),
+        ("zz99", "s25.toml"),
+        ("", "s26.toml"),
+    ]  # returns with no id last
     for i in IDS[:17] + ["s27"]:
         c = dict(rows[i].counts)
         assert (c["wrong"], c["last-digit"], c["blank"]) == (0, 0, 0)
         assert c["exact"] + c["rounded"] + c["carried"] == 11
         assert (c["exact"], rows[i].score, rows[i].asked, rows[i].first_to_fix, rows[i].error) == FULL
         assert (rows[i].wrong, rows[i].slips, rows[i].notes) == ((), (), ())
-    assert dict(rows["s01"].counts) == {"exact": 3, "rounded": 7, "carried": 1, "last-digit": 0, "wrong": 0,
-                                        "blank": 0}
+    assert dict(rows["s01"].counts) == {"exact": 3, "rounded": 7, "carried": 1, "last-digit": 0, "wrong": 0, "blank": 0}
     s18 = rows["s18"]
     assert tuple(dict(s18.counts).values()) == (3, 5, 2, 0, 1, 0)
-    assert (s18.score, s18.first_to_fix, s18.file, s18.wrong, s18.slips) == (10, "weights[3][1]", "s18.toml",
-                                                                             ("weights",), ())
-    for i, counts, score in (("s19", (3, 0, 5, 0, 3, 0), 8), ("s20", (3, 0, 5, 0, 3, 0), 8),
-                             ("s21", (3, 0, 4, 1, 3, 0), Fraction(15, 2))):
+    assert (s18.score, s18.first_to_fix, s18.file, s18.wrong, s18.slips) == (
+        10,
+        "weights[3][1]",
+        "s18.toml",
+        ("weights",),
+        (),
+    )
+    for i, counts, score in (
+        ("s19", (3, 0, 5, 0, 3, 0), 8),
+        ("s20", (3, 0, 5, 0, 3, 0), 8),
+        ("s21", (3, 0, 4, 1, 3, 0), Fraction(15, 2)),
+    ):
         assert tuple(dict(rows[i].counts).values()) == counts
         assert (rows[i].score, rows[i].first_to_fix, rows[i].wrong, rows[i].slips) == (
-            score, "scaled[3][1]", ("scaled",), ("no_scaling",))
+            score,
+            "scaled[3][1]",
+            ("scaled",),
+            ("no_scaling",),
+        )
         # the short scaled claims (two decimals) are named by the whole row: all three are the scores
-        assert [(x.verdict, x.diagnosis) for x in rows[i].report.results if x.claim.quantity == "scaled"] == \
-            [("wrong", "no_scaling")] * 3
+        assert [(x.verdict, x.diagnosis) for x in rows[i].report.results if x.claim.quantity == "scaled"] == [
+            ("wrong", "no_scaling")
+        ] * 3
     assert (tuple(dict(rows["s22"].counts).values()), rows["s22"].score) == ((0, 6, 2, 0, 0, 3), 8)
     assert (rows["s23"].notes, rows["s23"].score) == ((INPUTS_CHANGED,), 11)
     comma = right["s24"]["weights[3][1]"].replace(".", ",")
     assert (rows["s24"].notes, rows["s24"].score) == ((Note("decimal_comma", "claims.weights[3][1]", comma),), 11)
     assert rows["zz99"].error == Note("unknown_student", text="zz99")
-    assert rows["s26.toml"].error == Note("unreadable", text=f"{returned / 's26.toml'}: invalid TOML: Expected ']' "
-                                                              "at the end of a table declaration (at line 2, column 8)")
+    assert rows["s26.toml"].error == Note(
+        "unreadable",
+        text=f"{returned / 's26.toml'}: invalid TOML: Expected ']' "
+        "at the end of a table declaration (at line 2, column 8)",
+    )
     assert [r.notes for r in book.rows if r.id == "s28"] == [(Note("duplicate", text="2"),)] * 2
     missing = [r.id for r in book.rows if r.error and r.error.code == "not_returned"]
     assert missing == ["s25", "s26", "s29", "s30"]
@@ -150,11 +175,16 @@ def test_gradebook_markdown(classroom):
     text = gradebook_text(grade(returned), "markdown")
     lines = text.splitlines()
     assert lines[:9] == [
-        "# Gradebook", "", f"Returned answers: {returned}", "",
-        "Score per asked number: exact 1, rounded 1, carried 1, last-digit 0.5, wrong 0, blank 0.", "",
+        "# Gradebook",
+        "",
+        f"Returned answers: {returned}",
+        "",
+        "Score per asked number: exact 1, rounded 1, carried 1, last-digit 0.5, wrong 0, blank 0.",
+        "",
         "| id | name | exact | rounded | carried | last-digit | wrong | blank | score | fix first |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
-        "| s01 |  | 3 | 7 | 1 | 0 | 0 | 0 | 11/11 |  |"]
+        "| s01 |  | 3 | 7 | 1 | 0 | 0 | 0 | 11/11 |  |",
+    ]
     assert "| s26.toml |  |  |  |  |  |  |  |  | not graded |" in lines
     assert "| s21 |  | 3 | 0 | 4 | 1 | 3 | 0 | 7.5/11 | `scaled[3][1]` |" in lines
     assert "| s29 |  |  |  |  |  |  |  |  | not returned |" in lines
@@ -163,7 +193,8 @@ def test_gradebook_markdown(classroom):
     assert text.endswith(
         "## Class summary\n\n27 returns graded, 2 could not be graded, 4 students returned nothing.\n\n"
         "Steps with wrong numbers, most often first:\n\n- scaled S/√d\\_k: 3 students\n- weight A: 1 student\n\n"
-        "Classic slips recognised:\n\n- the scores were not divided by the square root of the dimension: 3 students\n")
+        "Classic slips recognised:\n\n- the scores were not divided by the square root of the dimension: 3 students\n"
+    )
     zh = gradebook_text(grade(returned), "markdown", "zh")
     assert "已评分 27 份，未能评分 2 份，4 人没有交。" in zh and "- 分数没有除以维度的平方根：3 人" in zh
     assert "- s28 (s28.toml)：交了 2 份；每份都评分" in zh
@@ -176,11 +207,12 @@ def test_policy(classroom, tmp_path):
     rows = rows_by_id(grade(returned, policy=read_policy(policy)))
     assert rows["s21"].score == 3 + Fraction(4, 2)  # exact 3, carried 4 × 0.5, last-digit 0, wrong 0
     assert rows["s22"].score == 6 + 1 + Fraction(3, 4)  # rounded 6, carried 2 × 0.5, blank 3 × 0.25
-    for text, message in (('wrongg = 0\n', "wrongg: unknown verdict; expected one of exact, rounded, carried, "
-                                            "last-digit, wrong, blank"),
-                          ('wrong = 2\n', "wrong: expected a score from 0 to 1, got 2"),
-                          ('wrong = true\n', "wrong: expected a score from 0 to 1, got a boolean"),
-                          ('wrong = "1/0"\n', None)):
+    for text, message in (
+        ("wrongg = 0\n", "wrongg: unknown verdict; expected one of exact, rounded, carried, last-digit, wrong, blank"),
+        ("wrong = 2\n", "wrong: expected a score from 0 to 1, got 2"),
+        ("wrong = true\n", "wrong: expected a score from 0 to 1, got a boolean"),
+        ('wrong = "1/0"\n', None),
+    ):
         policy.write_text(text, encoding="utf-8")
         with pytest.raises(SpecError) as info:
             read_policy(policy)
@@ -211,11 +243,23 @@ def test_grade_cli(classroom, tmp_path, capsys):
     assert "s28-2.txt" in feedback_files and "zz99.txt" not in feedback_files
     assert main(["grade", str(returned), "--format", "json"]) == 0
     import json
+
     data = json.loads(capsys.readouterr().out)
-    assert data["summary"] == {"graded": 27, "not_graded": 2, "not_returned": 4, "steps": {"scaled": 3, "weights": 1},
-                               "slips": {"no_scaling": 3}}
-    assert data["policy"] == {"exact": "1", "rounded": "1", "carried": "1", "last-digit": "0.5", "wrong": "0",
-                              "blank": "0"}
+    assert data["summary"] == {
+        "graded": 27,
+        "not_graded": 2,
+        "not_returned": 4,
+        "steps": {"scaled": 3, "weights": 1},
+        "slips": {"no_scaling": 3},
+    }
+    assert data["policy"] == {
+        "exact": "1",
+        "rounded": "1",
+        "carried": "1",
+        "last-digit": "0.5",
+        "wrong": "0",
+        "blank": "0",
+    }
     assert [s["id"] for s in data["students"]][:2] == ["s01", "s02"]
     # a bad policy is one line and nothing is written
     (tmp_path / "bad.toml").write_text("exact = 3\n", encoding="utf-8")
@@ -257,11 +301,15 @@ def test_class_pages_in_chromium(classroom, browser, tmp_path):
     from symattn.classroom.grading import gradebook_document
 
     from .test_export import open_page
+
     _, returned, v, _ = classroom
     book = grade(returned)
-    pages = {"sheet": sheets.sheet(v["s01"], "html"), "key-all": sheets.key_all([v["s01"], v["s02"]], "html", "zh"),
-             "gradebook": gradebook_document(book, "html", "zh"),
-             "feedback": feedback(rows_by_id(book)["s19"], "html")}
+    pages = {
+        "sheet": sheets.sheet(v["s01"], "html"),
+        "key-all": sheets.key_all([v["s01"], v["s02"]], "html", "zh"),
+        "gradebook": gradebook_document(book, "html", "zh"),
+        "feedback": feedback(rows_by_id(book)["s19"], "html"),
+    }
     for name, page in pages.items():
         target = tmp_path / f"{name}.html"
         target.write_text(page, encoding="utf-8")

@@ -19,8 +19,10 @@ from symattn.cli.commands import main
 ROOT = Path(__file__).resolve().parent.parent
 SEED = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}
 TINY = {"Q": [[1]], "K": [[1]], "V": [[1]]}
-ALL_KEYS = ("K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, focus, "
-            "heads, key_padding, key_tokens, lang, mask, notation, paper, rounding, scale, softmax, subs, title, tokens")
+ALL_KEYS = (
+    "K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, focus, "
+    "heads, key_padding, key_tokens, lang, mask, notation, paper, rounding, scale, softmax, subs, title, tokens"
+)
 CHOICE = "use Latin letters, digits, punctuation, or Chinese and Japanese characters"
 
 
@@ -40,36 +42,72 @@ def spec_file(tmp_path, data, name="s.json"):
 
 TABLE = [
     # formulas that would grow without bound
-    ({**TINY, "Q": [["((((((((16^16)^16)^16)^16)^16)^16)^16)^16)"]]}, [],
-     "Q[1][1]: a number in '((((((((16^16)^16)^16)^16)^16)^16)^16)^16)' has more than 4096 bits (the limit)"),
-    ({**TINY, "Q": [["(a+b+c+d+e+f+g+h)^16"]], "K": [["(a+b+c+d+e+f+g+h)^16"]]}, [],
-     "Q[1][1]: '(a+b+c+d+e+f+g+h)^16' has more than 1000 terms once multiplied out (the limit)"),
-    ({**TINY, "Q": [["(a+b+c+d+e+f)^3", "1"]], "K": [["(a+b+c+d+e+f)^3", "1"]]}, [],
-     "Q Kᵀ[1][1]: more than 1000 terms once multiplied out (the limit)"),
-    ({**TINY, "Q": [["a"] * 17], "K": [["1"] * 17]}, [],
-     "Q: 1×17 with symbols; at most 16 rows and columns may hold formulas"),
+    (
+        {**TINY, "Q": [["((((((((16^16)^16)^16)^16)^16)^16)^16)^16)"]]},
+        [],
+        "Q[1][1]: a number in '((((((((16^16)^16)^16)^16)^16)^16)^16)^16)' has more than 4096 bits (the limit)",
+    ),
+    (
+        {**TINY, "Q": [["(a+b+c+d+e+f+g+h)^16"]], "K": [["(a+b+c+d+e+f+g+h)^16"]]},
+        [],
+        "Q[1][1]: '(a+b+c+d+e+f+g+h)^16' has more than 1000 terms once multiplied out (the limit)",
+    ),
+    (
+        {**TINY, "Q": [["(a+b+c+d+e+f)^3", "1"]], "K": [["(a+b+c+d+e+f)^3", "1"]]},
+        [],
+        "Q Kᵀ[1][1]: more than 1000 terms once multiplied out (the limit)",
+    ),
+    (
+        {**TINY, "Q": [["a"] * 17], "K": [["1"] * 17]},
+        [],
+        "Q: 1×17 with symbols; at most 16 rows and columns may hold formulas",
+    ),
     # scores whose exponentials no one could print
-    ({"scale": "none", "Q": [["1e5"], [0]], "K": [["1e5"], [0]], "V": [[1], [2]]}, [],
-     "scaled[1][1]: |z| = |S·scale| is about 10000000000, more than 10000 (the limit): "
-     "e^z would have about 4343000000 digits"),
-    ({"scale": "none", "Q": [["1e4"]], "K": [["1e4"]], "V": [[1]]}, [],
-     "scaled[1][1]: |z| = |S·scale| is about 100000000, more than 10000 (the limit): e^z would have about 43430000 digits"),
-    ({"scale": "1e50", "Q": [[1]], "K": [[1]], "V": [[1]]}, [],
-     "scaled[1][1]: |z| = |S·scale| is about 10^50, more than 10000 (the limit): e^z would have about 10^49 digits"),
-    ({"Q": [["1e10"]], "K": [[1]], "V": [[1]]}, [],
-     "scaled[1][1]: |z| = |S·scale| is about 10000000000, more than 10000 (the limit): "
-     "e^z would have about 4343000000 digits"),
-    ({"Q": [["1e20"]], "K": [[1]], "V": [[1]]}, [],
-     "scaled[1][1]: |z| = |S·scale| is about 10^20, more than 10000 (the limit): e^z would have about 10^19 digits"),
-    ({"Q": [["99.5"]], "K": [["99.5"]], "V": [[1]], "notation": "fixed"}, [],
-     "exp[1][1]: a number with 4300 digits before the point; documents show at most 40 (compute gives "
-     "significant digits, or notation = \"auto\")"),
-    ({"Q": [["99.5"]], "K": [["99.5"]], "V": [[1]], "rounding": "hand"}, ["--notation", "fixed"],
-     "exp[1][1]: a number with 4300 digits before the point; documents show at most 40 (compute gives "
-     "significant digits, or notation = \"auto\")"),
+    (
+        {"scale": "none", "Q": [["1e5"], [0]], "K": [["1e5"], [0]], "V": [[1], [2]]},
+        [],
+        "scaled[1][1]: |z| = |S·scale| is about 10000000000, more than 10000 (the limit): "
+        "e^z would have about 4343000000 digits",
+    ),
+    (
+        {"scale": "none", "Q": [["1e4"]], "K": [["1e4"]], "V": [[1]]},
+        [],
+        "scaled[1][1]: |z| = |S·scale| is about 100000000, more than 10000 (the limit): e^z would have about 43430000 digits",
+    ),
+    (
+        {"scale": "1e50", "Q": [[1]], "K": [[1]], "V": [[1]]},
+        [],
+        "scaled[1][1]: |z| = |S·scale| is about 10^50, more than 10000 (the limit): e^z would have about 10^49 digits",
+    ),
+    (
+        {"Q": [["1e10"]], "K": [[1]], "V": [[1]]},
+        [],
+        "scaled[1][1]: |z| = |S·scale| is about 10000000000, more than 10000 (the limit): "
+        "e^z would have about 4343000000 digits",
+    ),
+    (
+        {"Q": [["1e20"]], "K": [[1]], "V": [[1]]},
+        [],
+        "scaled[1][1]: |z| = |S·scale| is about 10^20, more than 10000 (the limit): e^z would have about 10^19 digits",
+    ),
+    (
+        {"Q": [["99.5"]], "K": [["99.5"]], "V": [[1]], "notation": "fixed"},
+        [],
+        "exp[1][1]: a number with 4300 digits before the point; documents show at most 40 (compute gives "
+        'significant digits, or notation = "auto")',
+    ),
+    (
+        {"Q": [["99.5"]], "K": [["99.5"]], "V": [[1]], "rounding": "hand"},
+        ["--notation", "fixed"],
+        "exp[1][1]: a number with 4300 digits before the point; documents show at most 40 (compute gives "
+        'significant digits, or notation = "auto")',
+    ),
     # documents beyond what a page holds; compute and check take more
-    ({"Q": [[0]] * 129, "K": [[0]] * 129, "V": [[0]] * 129}, [],
-     "Q: 129 rows; a document shows at most 128 (compute and check take up to 1024)"),
+    (
+        {"Q": [[0]] * 129, "K": [[0]] * 129, "V": [[0]] * 129},
+        [],
+        "Q: 129 rows; a document shows at most 128 (compute and check take up to 1024)",
+    ),
     # Unicode digits where a number or an index is expected
     ({**SEED, "focus": "²"}, [], "focus: no token labelled '²'; tokens are a, b"),
     ({**SEED, "heads": "²"}, [], "heads: expected an integer from 1 to 16, got '²'"),
@@ -80,45 +118,78 @@ TABLE = [
     ({**TINY, "Q": [["inf"]]}, [], "Q[1][1]: not a finite number: 'inf'"),
     ({**TINY, "Q": [["nan"]]}, [], "Q[1][1]: not a finite number: 'nan'"),
     ({**TINY, "Q": [["2*inf"]]}, [], "Q[1][1]: 'inf' is not a symbol name (a letter, then letters, digits or _)"),
-    ('{"Q": [[' + "9" * 5000 + ']], "K": [[1]], "V": [[1]]}', [],
-     "Q[1][1]: number longer than 64 characters: '99999999999999999999'…"),
+    (
+        '{"Q": [[' + "9" * 5000 + ']], "K": [[1]], "V": [[1]]}',
+        [],
+        "Q[1][1]: number longer than 64 characters: '99999999999999999999'…",
+    ),
     ({**SEED, "focus": "9" * 5000}, [], "focus: no token labelled '" + "9" * 56 + "…; tokens are a, b"),
     # nesting, surrogates, separators, controls, scripts no client sets
     ('{"Q": ' + "[" * 100_000 + "]" * 100_000 + "}", [], "lists and tables nested more than 32 deep (the limit)"),
-    ('{"Q": [[1]], "K": [[1]], "V": [[1]], "tokens": ["\\udc80"]}', [],
-     "tokens[1]: the character '\\udc80' (U+DC80) cannot be set in every output; " + CHOICE),
-    ({**SEED, "tokens": ["a\u2028b", "c"]}, [],
-     "tokens[1]: the character '\\u2028' (U+2028 LINE SEPARATOR) cannot be set in every output; " + CHOICE),
+    (
+        '{"Q": [[1]], "K": [[1]], "V": [[1]], "tokens": ["\\udc80"]}',
+        [],
+        "tokens[1]: the character '\\udc80' (U+DC80) cannot be set in every output; " + CHOICE,
+    ),
+    (
+        {**SEED, "tokens": ["a\u2028b", "c"]},
+        [],
+        "tokens[1]: the character '\\u2028' (U+2028 LINE SEPARATOR) cannot be set in every output; " + CHOICE,
+    ),
     ({**SEED, "tokens": ["a\x85", "c"]}, [], "tokens[1]: control characters (such as newlines) are not allowed"),
     ({**SEED, "tokens": ["a\x9b", "c"]}, [], "tokens[1]: control characters (such as newlines) are not allowed"),
-    ({**SEED, "tokens": ["α", "β"]}, [],
-     "tokens[1]: the character 'α' (U+03B1 GREEK SMALL LETTER ALPHA) cannot be set in every output; " + CHOICE),
-    ({**SEED, "tokens": ["שלום", "b"]}, [],
-     "tokens[1]: the character 'ש' (U+05E9 HEBREW LETTER SHIN) cannot be set in every output; " + CHOICE),
-    ({**SEED, "tokens": ["مرحبا", "b"]}, [],
-     "tokens[1]: the character 'م' (U+0645 ARABIC LETTER MEEM) cannot be set in every output; " + CHOICE),
-    ({**SEED, "tokens": ["😀", "b"]}, [],
-     "tokens[1]: the character '😀' (U+1F600 GRINNING FACE) cannot be set in every output; " + CHOICE),
-    ({**SEED, "tokens": ["a\u200bb", "b"]}, [],
-     "tokens[1]: the character '\\u200b' (U+200B ZERO WIDTH SPACE) cannot be set in every output; " + CHOICE),
-    ({**SEED, "tokens": ["a\u202eb", "b"]}, [],
-     "tokens[1]: the character '\\u202e' (U+202E RIGHT-TO-LEFT OVERRIDE) cannot be set in every output; " + CHOICE),
+    (
+        {**SEED, "tokens": ["α", "β"]},
+        [],
+        "tokens[1]: the character 'α' (U+03B1 GREEK SMALL LETTER ALPHA) cannot be set in every output; " + CHOICE,
+    ),
+    (
+        {**SEED, "tokens": ["שלום", "b"]},
+        [],
+        "tokens[1]: the character 'ש' (U+05E9 HEBREW LETTER SHIN) cannot be set in every output; " + CHOICE,
+    ),
+    (
+        {**SEED, "tokens": ["مرحبا", "b"]},
+        [],
+        "tokens[1]: the character 'م' (U+0645 ARABIC LETTER MEEM) cannot be set in every output; " + CHOICE,
+    ),
+    (
+        {**SEED, "tokens": ["😀", "b"]},
+        [],
+        "tokens[1]: the character '😀' (U+1F600 GRINNING FACE) cannot be set in every output; " + CHOICE,
+    ),
+    (
+        {**SEED, "tokens": ["a\u200bb", "b"]},
+        [],
+        "tokens[1]: the character '\\u200b' (U+200B ZERO WIDTH SPACE) cannot be set in every output; " + CHOICE,
+    ),
+    (
+        {**SEED, "tokens": ["a\u202eb", "b"]},
+        [],
+        "tokens[1]: the character '\\u202e' (U+202E RIGHT-TO-LEFT OVERRIDE) cannot be set in every output; " + CHOICE,
+    ),
     # user text in messages stays on one line
     ({**SEED, "Q\nx": 1}, [], "Q\\nx: unknown key; expected one of " + ALL_KEYS),
     ({**SEED, "maks": "causal"}, [], "maks: unknown key; expected one of " + ALL_KEYS + " (did you mean 'mask'?)"),
     ({**SEED, "lang": "cn"}, [], "lang: expected en or zh, got 'cn'"),
     ({**SEED, "mask": "casual"}, [], "mask: expected one of 'none', 'causal', got 'casual' (did you mean 'causal'?)"),
     ({**SEED, "Q": [["1/a", 1], [0, 1]], "subs": {"a": 0}}, [], "Q[1][1]: division by zero: '1/a' with a = 0"),
-    ({**SEED, "Q": [["a", 1], [0, 1]]}, ["--subs", "b\x1b=1"],
-     "--subs.b\\x1b: not a symbol name (a letter, then letters, digits or _)"),
+    (
+        {**SEED, "Q": [["a", 1], [0, 1]]},
+        ["--subs", "b\x1b=1"],
+        "--subs.b\\x1b: not a symbol name (a letter, then letters, digits or _)",
+    ),
     # titles: text escaped, $…$ math passed through only when it is safe for every client
     ({**SEED, "title": "a $\\input{/etc/passwd}$"}, [], "title: \\input is not allowed in math"),
     ({**SEED, "title": "costs $5"}, [], "title: an unclosed $ (write \\$ for a dollar sign)"),
     ({**SEED, "title": "$x}{$"}, [], "title: unbalanced braces in $x}{$"),
     ({**SEED, "title": "$小猫$"}, [], "title: math $小猫$ may hold ASCII only (put words outside the $…$)"),
     # an output projection needs input projections
-    ({**SEED, "W_O": [[1, 0], [0, 1]]}, [],
-     "W_O: needs X with W_Q, W_K, W_V (the output projection follows the input projections)"),
+    (
+        {**SEED, "W_O": [[1, 0], [0, 1]]},
+        [],
+        "W_O: needs X with W_Q, W_K, W_V (the output projection follows the input projections)",
+    ),
 ]
 
 
@@ -132,7 +203,10 @@ def test_bad_input_table(tmp_path, capsys, content, extra, message):
 def test_toml_integer_of_thousands_of_digits(tmp_path, capsys):
     path = spec_file(tmp_path, "Q = [[" + "9" * 5000 + "]]\nK = [[1]]\nV = [[1]]\n", "s.toml")
     assert run(capsys, "render", path) == (
-        2, "", f"symattn: {path}: an integer with thousands of digits; numbers may have at most 64 characters\n")
+        2,
+        "",
+        f"symattn: {path}: an integer with thousands of digits; numbers may have at most 64 characters\n",
+    )
 
 
 def test_deep_inline_tables(tmp_path, capsys):
@@ -143,7 +217,8 @@ def test_deep_inline_tables(tmp_path, capsys):
 def test_nesting_just_past_the_limit_names_the_key(tmp_path, capsys):
     path = spec_file(tmp_path, {**SEED, "Q": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]})
     assert run(capsys, "render", path)[2] == (
-        f"symattn: {path}: Q" + "[1]" * 31 + ": lists and tables nested more than 32 deep (the limit)\n")
+        f"symattn: {path}: Q" + "[1]" * 31 + ": lists and tables nested more than 32 deep (the limit)\n"
+    )
 
 
 def test_file_names_are_escaped(tmp_path, capsys):
@@ -156,36 +231,60 @@ def test_the_read_is_bounded(tmp_path, capsys):
     # a file that grows without end (here: larger than the limit) is refused before it is read whole
     path = tmp_path / "big.toml"
     path.write_bytes(b"#" * (4 * 1024 * 1024 + 1))
-    assert run(capsys, "render", path)[2] == f"symattn: {path}: larger than 4 MiB (the limit for a spec or claims file)\n"
+    assert (
+        run(capsys, "render", path)[2] == f"symattn: {path}: larger than 4 MiB (the limit for a spec or claims file)\n"
+    )
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["render", "--focus", "²"], "{seed}: --focus: no token labelled '²'; tokens are 小猫, 吃, 它"),
-    (["compute", "--digits", "١٥"], "argument --digits: expected a whole number, got '١٥'"),
-    (["render", "--max-seconds", "nan"], "argument --max-seconds: expected seconds above 0 and at most 86400, got 'nan'"),
-    (["render", "--max-seconds", "0"], "argument --max-seconds: expected seconds above 0 and at most 86400, got '0'"),
-    (["serve", "--port", "99999"], "argument --port: expected a port from 0 to 65535, got '99999'"),
-    (["serve", "--port", "-1"], "argument --port: expected a port from 0 to 65535, got '-1'"),
-    (["example", "--name", "/x"], "--name: no built-in example '/x'; choose one of backward, backward-mse, causal, cross, multihead, "
-                                  "projection, seed, symbolic"),
-    (["example", "--name", "../../x"], "--name: no built-in example '../../x'; choose one of backward, backward-mse, causal, cross, multihead, "
-                                       "projection, seed, symbolic"),
-    (["render", "--example", "../seed"], "--example: no built-in example '../seed'; choose one of backward, backward-mse, causal, cross, "
-                                         "multihead, projection, seed, symbolic"),
-    (["render", "-o", ""], "'': empty file name"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["render", "--focus", "²"], "{seed}: --focus: no token labelled '²'; tokens are 小猫, 吃, 它"),
+        (["compute", "--digits", "١٥"], "argument --digits: expected a whole number, got '١٥'"),
+        (
+            ["render", "--max-seconds", "nan"],
+            "argument --max-seconds: expected seconds above 0 and at most 86400, got 'nan'",
+        ),
+        (
+            ["render", "--max-seconds", "0"],
+            "argument --max-seconds: expected seconds above 0 and at most 86400, got '0'",
+        ),
+        (["serve", "--port", "99999"], "argument --port: expected a port from 0 to 65535, got '99999'"),
+        (["serve", "--port", "-1"], "argument --port: expected a port from 0 to 65535, got '-1'"),
+        (
+            ["example", "--name", "/x"],
+            "--name: no built-in example '/x'; choose one of backward, backward-mse, causal, cross, multihead, "
+            "projection, seed, symbolic",
+        ),
+        (
+            ["example", "--name", "../../x"],
+            "--name: no built-in example '../../x'; choose one of backward, backward-mse, causal, cross, multihead, "
+            "projection, seed, symbolic",
+        ),
+        (
+            ["render", "--example", "../seed"],
+            "--example: no built-in example '../seed'; choose one of backward, backward-mse, causal, cross, "
+            "multihead, projection, seed, symbolic",
+        ),
+        (["render", "-o", ""], "'': empty file name"),
+    ],
+)
 def test_bad_arguments(capsys, argv, message):
     from symattn.input import builtin
+
     code, out, err = run(capsys, *argv)
     seed = builtin.example_path("seed", "zh")
     assert (code, out, err) == (2, "", "symattn: " + message.format(seed=seed) + "\n")
 
 
 def test_claim_keys_with_unicode_digits_and_huge_indices(tmp_path, capsys):
-    for key, message in [('"weights[²][1]"', "claims.weights[²][1]: unknown quantity"),
-                         ('"weights[' + "9" * 5000 + '][1]"', "an index has more than 9 digits")]:
-        path = spec_file(tmp_path, 'lang = "en"\nQ = [[1]]\nK = [[1]]\nV = [[1]]\n[claims]\n' + key + " = 1\n",
-                         "c.toml")
+    for key, message in [
+        ('"weights[²][1]"', "claims.weights[²][1]: unknown quantity"),
+        ('"weights[' + "9" * 5000 + '][1]"', "an index has more than 9 digits"),
+    ]:
+        path = spec_file(
+            tmp_path, 'lang = "en"\nQ = [[1]]\nK = [[1]]\nV = [[1]]\n[claims]\n' + key + " = 1\n", "c.toml"
+        )
         code, _, err = run(capsys, "check", path)
         assert code == 2 and message in err and err.count("\n") == 1
     path = spec_file(tmp_path, 'lang = "en"\nQ = [[1]]\nK = [[1]]\nV = [[1]]\n[claims.rows."²"]\nexp = [1]\n', "c.toml")
@@ -204,8 +303,9 @@ def test_big_but_valid_values_compute(tmp_path, capsys):
 
 @pytest.mark.parametrize("rounding", ["exact", "hand"])
 def test_big_values_render_in_scientific_notation(tmp_path, capsys, rounding):
-    path = spec_file(tmp_path, {"Q": [["99.5"]], "K": [["99.5"]], "V": [[1]], "scale": "none", "lang": "en",
-                                "rounding": rounding})
+    path = spec_file(
+        tmp_path, {"Q": [["99.5"]], "K": [["99.5"]], "V": [[1]], "scale": "none", "lang": "en", "rounding": rounding}
+    )
     code, out, err = run(capsys, "render", path)
     assert (code, err) == (0, "")
     assert "&\\approx 4.207\\times 10^{4299} \\\\\n" in out
@@ -213,8 +313,9 @@ def test_big_values_render_in_scientific_notation(tmp_path, capsys, rounding):
 
 def test_long_exact_products_are_not_numbers_typed(tmp_path, capsys):
     x = "0." + "1" * 30
-    path = spec_file(tmp_path, {"X": [[x, x], [x, "1"]], "W_Q": [[x, 1], [1, x]], "W_K": [[x, 1], [1, x]],
-                                "W_V": [[x, 1], [1, x]]})
+    path = spec_file(
+        tmp_path, {"X": [[x, x], [x, "1"]], "W_Q": [[x, 1], [1, x]], "W_K": [[x, 1], [1, x]], "W_V": [[x, 1], [1, x]]}
+    )
     code, out, err = run(capsys, "compute", path, "--no-exact", "--digits", "3")
     assert (code, err) == (0, "")
 
@@ -224,7 +325,10 @@ def test_time_limit(tmp_path, capsys):
     rows = [[str((i * 7 + j * 3) % 19 / 10) for j in range(48)] for i in range(128)]
     path = spec_file(tmp_path, {"Q": rows, "K": rows, "V": rows})
     assert run(capsys, "compute", path, "--digits", "1000", "--max-seconds", "0.5") == (
-        2, "", f"symattn: {path}: took longer than 0.5 s (the time limit; raise it with --max-seconds)\n")
+        2,
+        "",
+        f"symattn: {path}: took longer than 0.5 s (the time limit; raise it with --max-seconds)\n",
+    )
 
 
 # --- masked entries in the checker --------------------------------------------------------------
@@ -233,15 +337,30 @@ MASKED = {**SEED, "mask": "causal"}
 
 
 def test_claims_on_masked_scores(tmp_path, capsys):
-    path = spec_file(tmp_path, {**MASKED, "claims": {
-        "scaled": [["0.707", "0.000"], ["0", "0.707"]], "exp[1][2]": "0", "weights[1][2]": 0, "weights[1][1]": 1}})
+    path = spec_file(
+        tmp_path,
+        {
+            **MASKED,
+            "claims": {
+                "scaled": [["0.707", "0.000"], ["0", "0.707"]],
+                "exp[1][2]": "0",
+                "weights[1][2]": 0,
+                "weights[1][1]": 1,
+            },
+        },
+    )
     code, out, _ = run(capsys, "check", path, "--format", "json")
     data = json.loads(out)
     assert code == 0
     assert [(c["key"], c["verdict"]) for c in data["claims"]] == [
-        ("claims.scaled", "rounded"), ("claims.scaled", "exact"), ("claims.scaled", "exact"),
-        ("claims.scaled", "rounded"), ("claims.exp[1][2]", "exact"), ("claims.weights[1][1]", "exact"),
-        ("claims.weights[1][2]", "exact")]
+        ("claims.scaled", "rounded"),
+        ("claims.scaled", "exact"),
+        ("claims.scaled", "exact"),
+        ("claims.scaled", "rounded"),
+        ("claims.exp[1][2]", "exact"),
+        ("claims.weights[1][1]", "exact"),
+        ("claims.weights[1][2]", "exact"),
+    ]
     code, out, _ = run(capsys, "check", path)
     assert "0 = 0 (masked; compared with the score before the mask)" in out
 
@@ -251,10 +370,15 @@ def test_minus_infinity_claims(tmp_path, capsys):
     code, out, _ = run(capsys, "check", path, "--format", "json")
     assert code == 1
     assert [(c["claimed"], c["verdict"]) for c in json.loads(out)["claims"]] == [
-        ("0.707", "rounded"), ("-inf", "exact"), ("0", "exact"), ("−∞", "wrong")]
+        ("0.707", "rounded"),
+        ("-inf", "exact"),
+        ("0", "exact"),
+        ("−∞", "wrong"),
+    ]
 
 
 # --- -o: never harm what is there ----------------------------------------------------------------
+
 
 def render_to(capsys, target, *extra):
     return run(capsys, "render", "--lang", "en", *extra, "-o", target)
@@ -348,7 +472,10 @@ def test_device_nodes_stay_devices(tmp_path, capsys):
     assert render_to(capsys, null)[0] == 0
     after = null.lstat()
     assert stat.S_ISCHR(after.st_mode) and (after.st_mode, after.st_rdev, after.st_ino) == (
-        before.st_mode, before.st_rdev, before.st_ino)
+        before.st_mode,
+        before.st_rdev,
+        before.st_ino,
+    )
     full = tmp_path / "full"
     os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
     assert render_to(capsys, full) == (74, "", f"symattn: {full}: cannot write: no space left on device\n")
@@ -360,14 +487,20 @@ def test_read_only_file_is_refused(tmp_path, capsys):
     target.write_text("keep")
     target.chmod(0o444)
     assert render_to(capsys, target) == (
-        2, "", f"symattn: {target}: the file is read-only (mode 0444); refusing to replace it\n")
+        2,
+        "",
+        f"symattn: {target}: the file is read-only (mode 0444); refusing to replace it\n",
+    )
     assert target.read_text() == "keep"
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda p: p.mkdir(), "is a folder; give a file name"),
-    (lambda p: None, "cannot write: the folder {parent}/missing does not exist"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: p.mkdir(), "is a folder; give a file name"),
+        (lambda p: None, "cannot write: the folder {parent}/missing does not exist"),
+    ],
+)
 def test_unwritable_targets(tmp_path, capsys, make, message):
     target = tmp_path / "t"
     make(target)
@@ -387,6 +520,7 @@ def test_a_failure_leaves_the_old_file_and_no_temporary(tmp_path, capsys):
 
 
 # --- the streams --------------------------------------------------------------------------------
+
 
 def cli(*argv, **kw):
     env = {**os.environ, "PYTHONPATH": str(ROOT), **kw.pop("env", {})}
@@ -422,10 +556,18 @@ def test_broken_pipe_is_quiet():
 def test_ctrl_c_is_one_line():
     rows = [[str((i * 7 + j * 3) % 19 / 10) for j in range(40)] for i in range(40)]
     spec = json.dumps({"Q": rows, "K": rows, "V": rows})
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from symattn.cli.commands import main; "
-                             f"open('s.json', 'w').write({spec!r}); sys.exit(main(['compute', 's.json']))"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=os.environ.get("TMPDIR", "/tmp"),
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from symattn.cli.commands import main; "
+            f"open('s.json', 'w').write({spec!r}); sys.exit(main(['compute', 's.json']))",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=os.environ.get("TMPDIR", "/tmp"),
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     threading.Event().wait(3)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(60)

@@ -19,14 +19,16 @@ from symattn.cli.commands import main
 EXAMPLES = Path(__file__).resolve().parent.parent / "symattn" / "examples"
 getcontext().prec = 60
 
-_DOT = re.compile(r"Q_\{\\text\{(?P<q>[^}]*)\}\}\\cdot K_\{\\text\{(?P<k>[^}]*)\}\} &= (?P<terms>.+?) = (?P<result>-?[0-9.]+)")
+_DOT = re.compile(
+    r"Q_\{\\text\{(?P<q>[^}]*)\}\}\\cdot K_\{\\text\{(?P<k>[^}]*)\}\} &= (?P<terms>.+?) = (?P<result>-?[0-9.]+)"
+)
 _TERM = re.compile(r"^(?:\\left\()?(-?[0-9.]+)(?:\\right\))?\\times (?:\\left\()?(-?[0-9.]+)(?:\\right\))?$")
 
 
 def _matrix_after(markdown: str, lead: str) -> list[list[Decimal]]:
     """The bmatrix shown right after ``lead`` (``A\\approx``), as Decimals exactly as printed."""
     start = markdown.index(lead + "\\begin{bmatrix}") + len(lead) + len("\\begin{bmatrix}")
-    body = markdown[start:markdown.index("\\end{bmatrix}", start)]
+    body = markdown[start : markdown.index("\\end{bmatrix}", start)]
     return [[Decimal(x.strip()) for x in row.split("&")] for row in body.split("\\\\")]
 
 
@@ -42,7 +44,8 @@ def _spec(name: str, lang: str) -> dict:
     text = (EXAMPLES / f"{name}.{lang}.toml").read_text(encoding="utf-8")
     data = tomllib.loads(text, parse_float=Decimal)
     return {key: [[Fraction(str(x)) for x in row] for row in data[key]] for key in ("Q", "K", "V")} | {
-        "tokens": data["tokens"]}
+        "tokens": data["tokens"]
+    }
 
 
 def _render(capsys, *argv: str) -> str:
@@ -84,8 +87,11 @@ def test_exact_mode_shows_each_exact_value_rounded_half_up(capsys, lang):
     spec = _spec("seed", lang)
     markdown = _render(capsys, "--lang", lang)
     chain = _exact_chain(spec)
-    for lead, exact in (("\\frac{S}{\\sqrt{2}}\\approx", chain["z"]), ("A\\approx", chain["A"]),
-                        ("AV\\approx", chain["out"])):
+    for lead, exact in (
+        ("\\frac{S}{\\sqrt{2}}\\approx", chain["z"]),
+        ("A\\approx", chain["A"]),
+        ("AV\\approx", chain["out"]),
+    ):
         shown = _matrix_after(markdown, lead)
         assert shown == [[_rounded(x, s) for x, s in zip(row, srow)] for row, srow in zip(exact, shown)], lead
     # the focus row's exps, e^{z} ≈ …, of the exact z

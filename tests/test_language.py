@@ -8,18 +8,66 @@ import re
 
 import pytest
 
-from symattn.input import builtin
 from symattn.checking.checker import check
 from symattn.derivation.derive import derive
-from symattn.rendering.renderer import render, render_report
+from symattn.input import builtin
 from symattn.input.spec import load_spec
+from symattn.rendering.renderer import render, render_report
 
 # words a Chinese handout keeps in Latin letters: the names of the math, and the name of the model
-MATH_NAMES = {"Q", "K", "V", "X", "W", "O", "S", "A", "softmax", "Softmax", "Attention", "Transformer", "SymPy",
-              "Concat", "head", "model", "d_k", "d_model", "d_head", "b_O", "W_O", "W_Q", "W_K", "W_V", "e", "z",
-              "mathrm", "text", "frac", "dfrac", "sqrt", "top", "to", "times", "approx", "cdot", "left", "right",
-              "begin", "end", "bmatrix", "aligned", "array", "leftarrow", "alpha", "sum_k", "infty", "le", "quad",
-              "ldots", "exp"}
+MATH_NAMES = {
+    "Q",
+    "K",
+    "V",
+    "X",
+    "W",
+    "O",
+    "S",
+    "A",
+    "softmax",
+    "Softmax",
+    "Attention",
+    "Transformer",
+    "SymPy",
+    "Concat",
+    "head",
+    "model",
+    "d_k",
+    "d_model",
+    "d_head",
+    "b_O",
+    "W_O",
+    "W_Q",
+    "W_K",
+    "W_V",
+    "e",
+    "z",
+    "mathrm",
+    "text",
+    "frac",
+    "dfrac",
+    "sqrt",
+    "top",
+    "to",
+    "times",
+    "approx",
+    "cdot",
+    "left",
+    "right",
+    "begin",
+    "end",
+    "bmatrix",
+    "aligned",
+    "array",
+    "leftarrow",
+    "alpha",
+    "sum_k",
+    "infty",
+    "le",
+    "quad",
+    "ldots",
+    "exp",
+}
 WORD = re.compile(r"[A-Za-z][A-Za-z_]*")
 CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]")
 
@@ -42,7 +90,7 @@ def test_chinese_documents_are_chinese(name, fmt):
     spec = load_spec(builtin.example_path(name, "zh")).with_options(expand="all")
     text = render(derive(spec), fmt, standalone=True) if fmt == "latex" else render(derive(spec), fmt)
     if fmt == "latex":
-        text = text[text.index("\\begin{document}"):]
+        text = text[text.index("\\begin{document}") :]
     labels = list(spec.tokens) + list(spec.keys) + [spec.title or ""]
     assert prose_words(text, labels) == set()
 

@@ -22,9 +22,13 @@ def shown(rows):
 
 def test_scores_are_exact_rationals(seed):
     m = build_model(load_spec(seed))
-    assert m.scores == sympy.Matrix([[1, Rational(1, 10), Rational(4, 5)],
-                                     [Rational(1, 5), 1, Rational(3, 10)],
-                                     [Rational(23, 25), Rational(19, 100), Rational(3, 4)]])
+    assert m.scores == sympy.Matrix(
+        [
+            [1, Rational(1, 10), Rational(4, 5)],
+            [Rational(1, 5), 1, Rational(3, 10)],
+            [Rational(23, 25), Rational(19, 100), Rational(3, 4)],
+        ]
+    )
 
 
 def test_scaled_keeps_sqrt2(seed):
@@ -45,8 +49,7 @@ def test_document_numbers_steps_1_to_4(seed):
     assert shown(fig.scores) == (("1.00", "0.10", "0.80"), ("0.20", "1.00", "0.30"), ("0.92", "0.19", "0.75"))
     assert all(x.exact for row in fig.scores for x in row)
     # the document truncates 0.6505… to 0.650; rounded half-up it is 0.651
-    assert shown(fig.scaled) == (("0.707", "0.071", "0.566"), ("0.141", "0.707", "0.212"),
-                                 ("0.651", "0.134", "0.530"))
+    assert shown(fig.scaled) == (("0.707", "0.071", "0.566"), ("0.141", "0.707", "0.212"), ("0.651", "0.134", "0.530"))
     assert shown(fig.exp)[2] == ("1.917", "1.144", "1.699")
     assert str(fig.exp_sum[2].value) == "4.760"
     assert shown(fig.weights)[2] == ("0.403", "0.240", "0.357")
@@ -57,8 +60,7 @@ def test_document_numbers_steps_1_to_4(seed):
 def test_step5_rows_are_computed_not_illustrative(seed):
     fig = exact_figures(build_model(load_spec(seed)), load_spec(seed).decimals)
     # the document's "illustrative" A has [0.40, 0.21, 0.39] and [0.24, 0.43, 0.33]
-    assert shown(fig.weights) == (("0.417", "0.221", "0.362"), ("0.261", "0.459", "0.280"),
-                                  ("0.403", "0.240", "0.357"))
+    assert shown(fig.weights) == (("0.417", "0.221", "0.362"), ("0.261", "0.459", "0.280"), ("0.403", "0.240", "0.357"))
 
 
 def test_hand_mode_reproduces_the_documents_chain(seed):
@@ -76,8 +78,7 @@ def test_hand_mode_reproduces_the_documents_chain(seed):
 
 def test_rational_output_tie_is_rounded_exactly():
     # every V row equal: the output is exactly 0.5 whatever the weights; 0 decimals -> 1 (half-up)
-    spec = load_spec({"Q": [[1, 2], [3, 4]], "K": [[1, 0], [0, 1]], "V": [["0.5"], ["0.5"]],
-                      "decimals": {"output": 0}})
+    spec = load_spec({"Q": [[1, 2], [3, 4]], "K": [[1, 0], [0, 1]], "V": [["0.5"], ["0.5"]], "decimals": {"output": 0}})
     m = build_model(spec)
     assert m.rationals("output") == ((Fraction(1, 2),), (Fraction(1, 2),))
     assert m.rounded("output", 0) == (D("1"), D("1"))
@@ -101,6 +102,7 @@ def test_recap_and_top(seed):
 
 def test_compute_prints_exactly_as_sympy_str(seed):
     from symattn.derivation.intermediates import compute
+
     spec = load_spec({**seed, "mask": "causal"})
     data = compute(spec, digits=5)
     model = build_model(spec)
@@ -110,7 +112,8 @@ def test_compute_prints_exactly_as_sympy_str(seed):
     assert data["exp_sum"]["exact"] == [str(x) for x in model.exp_sum]
     # weights name their row's sum (s_1, …): written in, they are str() of the closed forms
     sums = data["exp_sum"]["exact"]
-    assert [[x.replace(f"s_{i + 1}", f"({sums[i]})") for x in row] for i, row in enumerate(data["weights"]["exact"])] \
-        == [[str(x) for x in model.weights.row(i)] for i in range(3)]
+    assert [
+        [x.replace(f"s_{i + 1}", f"({sums[i]})") for x in row] for i, row in enumerate(data["weights"]["exact"])
+    ] == [[str(x) for x in model.weights.row(i)] for i in range(3)]
     assert data["weights"]["exact"][0] == ["1", "0", "0"]  # causal: the first query sees itself only
     assert data["scaled"]["value"][0] == ["0.70711", "-inf", "-inf"]

@@ -4,43 +4,56 @@ import mpmath
 import pytest
 import sympy
 
-from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.exact import numeric
-from symattn.input.errors import EvaluationError
 from symattn.exact.model import build_model
+from symattn.input.decimals import round_half_up, terminating_decimals
+from symattn.input.errors import EvaluationError
 from symattn.input.spec import load_spec
 
 
-@pytest.mark.parametrize("value, decimals, expected", [
-    (Fraction(5, 1000), 2, "0.01"),      # tie: half-up, not half-even
-    (Fraction(15, 1000), 2, "0.02"),
-    (Fraction(25, 1000), 2, "0.03"),
-    (Fraction(-5, 1000), 2, "-0.01"),    # ties go away from zero
-    (Fraction(-4, 1000), 2, "0.00"),     # no negative zero
-    (Fraction(1, 3), 3, "0.333"),
-    (Fraction(2, 3), 0, "1"),
-    (Fraction(9995, 10000), 3, "1.000"),
-    (Fraction(123, 1), 0, "123"),
-])
+@pytest.mark.parametrize(
+    "value, decimals, expected",
+    [
+        (Fraction(5, 1000), 2, "0.01"),  # tie: half-up, not half-even
+        (Fraction(15, 1000), 2, "0.02"),
+        (Fraction(25, 1000), 2, "0.03"),
+        (Fraction(-5, 1000), 2, "-0.01"),  # ties go away from zero
+        (Fraction(-4, 1000), 2, "0.00"),  # no negative zero
+        (Fraction(1, 3), 3, "0.333"),
+        (Fraction(2, 3), 0, "1"),
+        (Fraction(9995, 10000), 3, "1.000"),
+        (Fraction(123, 1), 0, "123"),
+    ],
+)
 def test_round_half_up(value, decimals, expected):
     assert str(round_half_up(value, decimals)) == expected
 
 
-@pytest.mark.parametrize("value, expected", [
-    (Fraction(1, 10), 1), (Fraction(23, 25), 2), (Fraction(1, 3), None), (Fraction(7), 0), (Fraction(1, 64), 6),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (Fraction(1, 10), 1),
+        (Fraction(23, 25), 2),
+        (Fraction(1, 3), None),
+        (Fraction(7), 0),
+        (Fraction(1, 64), 6),
+    ],
+)
 def test_terminating_decimals(value, expected):
     assert terminating_decimals(value) == expected
 
 
-@pytest.mark.parametrize("expr, decimals, expected", [
-    (sympy.sqrt(2), 3, "1.414"),
-    (sympy.exp(sympy.Rational(13, 20)), 3, "1.916"),  # e^0.650 of the document
-    (sympy.exp(sympy.Rational(651, 1000)), 3, "1.917"),
-    (sympy.exp(-sympy.sqrt(2) * 50), 3, "0.000"),
-    (sympy.exp(sympy.Integer(0)), 3, "1.000"),
-    (sympy.pi, 30, "3.141592653589793238462643383280"),
-])
+@pytest.mark.parametrize(
+    "expr, decimals, expected",
+    [
+        (sympy.sqrt(2), 3, "1.414"),
+        (sympy.exp(sympy.Rational(13, 20)), 3, "1.916"),  # e^0.650 of the document
+        (sympy.exp(sympy.Rational(651, 1000)), 3, "1.917"),
+        (sympy.exp(-sympy.sqrt(2) * 50), 3, "0.000"),
+        (sympy.exp(sympy.Integer(0)), 3, "1.000"),
+        (sympy.pi, 30, "3.141592653589793238462643383280"),
+    ],
+)
 def test_round_expr(expr, decimals, expected):
     assert str(numeric.round_expr(expr, decimals)) == expected
 

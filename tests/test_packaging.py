@@ -18,19 +18,30 @@ pytestmark = pytest.mark.slow
 def wheel(tmp_path_factory):
     pytest.importorskip("hatchling", reason="hatchling (a test extra) builds the wheel")
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(out), str(ROOT)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
     (path,) = out.glob("symattn-*.whl")
     return path
 
 
 def test_wheel_ships_templates_languages_and_examples(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for required in ("symattn/templates/document.markdown.j2", "symattn/templates/math.j2",
-                     "symattn/templates/lang/zh.toml", "symattn/templates/lang/en.toml",
-                     "symattn/examples/seed.zh.toml", "symattn/examples/seed.en.toml",
-                     "symattn/templates/app.html.j2", "symattn/web/app.js", "symattn/web/app.css",
-                     "symattn/templates/gradebook.latex.j2", "symattn/templates/keys.markdown.j2"):
+    for required in (
+        "symattn/templates/document.markdown.j2",
+        "symattn/templates/math.j2",
+        "symattn/templates/lang/zh.toml",
+        "symattn/templates/lang/en.toml",
+        "symattn/examples/seed.zh.toml",
+        "symattn/examples/seed.en.toml",
+        "symattn/templates/app.html.j2",
+        "symattn/web/app.js",
+        "symattn/web/app.css",
+        "symattn/templates/gradebook.latex.j2",
+        "symattn/templates/keys.markdown.j2",
+    ):
         assert required in names
     assert not any(name.startswith("templates/") for name in names)
 
@@ -41,17 +52,30 @@ def test_installed_wheel_renders_from_any_folder(wheel, tmp_path):
     # own symattn comes first on the path
     venv.EnvBuilder(with_pip=True, system_site_packages=True).create(env_dir)
     python = env_dir / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    where = subprocess.run([str(python), "-c", "import symattn, sys; print(symattn.__file__)"],
-                           cwd=elsewhere, capture_output=True, text=True, check=True).stdout.strip()
+    where = subprocess.run(
+        [str(python), "-c", "import symattn, sys; print(symattn.__file__)"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert where.startswith(str(env_dir))
     script = env_dir / "bin" / "symattn"
     for args, golden in ((["render"], "seed.zh.md"), (["render", "--lang", "en"], "seed.en.md")):
         out = subprocess.run([str(script), *args], cwd=elsewhere, capture_output=True, text=True, check=True)
         assert out.stdout == (GOLDEN / golden).read_text(encoding="utf-8")
-    out = subprocess.run([str(python), "-m", "symattn", "example", "--lang", "en"], cwd=elsewhere,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [str(python), "-m", "symattn", "example", "--lang", "en"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.startswith("# Built-in example")

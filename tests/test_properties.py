@@ -60,7 +60,10 @@ def test_float64_agrees_within_1e_12(raw):
     A = E / E.sum(axis=1, keepdims=True)
     O = A @ V
     scale = max(1.0, float(np.abs(V).max()))
-    for exact, approx, size in ((model.significant("weights", 17), A, 1.0), (model.significant("output", 17), O, scale)):
+    for exact, approx, size in (
+        (model.significant("weights", 17), A, 1.0),
+        (model.significant("output", 17), O, scale),
+    ):
         for i, row in enumerate(exact):
             for j, value in enumerate(row):
                 assert abs(float(value) - approx[i, j]) <= 1e-12 * max(abs(approx[i, j]), size)

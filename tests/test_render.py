@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from symattn.input import builtin
 from symattn.derivation.derive import derive
 from symattn.derivation.steps import STEP_KINDS
+from symattn.input import builtin
 from symattn.input.errors import RenderError
-from symattn.rendering.escape import escape_katex_text, escape_latex, escape_markdown
 from symattn.input.languages import TEMPLATE_PATHS, languages
-from symattn.rendering.renderer import FORMATS, load_language, render
 from symattn.input.spec import load_spec
+from symattn.rendering.escape import escape_katex_text, escape_latex, escape_markdown
+from symattn.rendering.renderer import FORMATS, load_language, render
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -72,15 +72,26 @@ def test_every_phrase_used_by_a_template_exists():
 SPECIAL = "a_b & 50%"
 
 
-@pytest.mark.parametrize("text, latex, markdown, katex", [
-    (SPECIAL, r"a\_b \& 50\%", r"a\_b \& 50%", r"a\_b \& 50\%"),
-    ("x^2 {y} #1 $5 ~", r"x\textasciicircum{}2 \{y\} \#1 \$5 \textasciitilde{}", r"x^2 \{y\} \#1 \$5 \~",
-     r"x\textasciicircum{}2 \{y\} \#1 \$5 \textasciitilde{}"),
-    (r"a\b|c<d>*e*", r"a\textbackslash{}b\textbar{}c\textless{}d\textgreater{}{*}e{*}", r"a\\b\|c\<d\>\*e\*",
-     r"a\textbackslash{}b\textbar{}c\textless{}d\textgreater{}{*}e{*}"),
-    ("[CLS]", "{[}CLS]", r"\[CLS\]", "{[}CLS]"),
-    ("≈ → ×", r"\ensuremath{\approx} \ensuremath{\rightarrow} \ensuremath{\times}", "≈ → ×", "≈ → ×"),
-])
+@pytest.mark.parametrize(
+    "text, latex, markdown, katex",
+    [
+        (SPECIAL, r"a\_b \& 50\%", r"a\_b \& 50%", r"a\_b \& 50\%"),
+        (
+            "x^2 {y} #1 $5 ~",
+            r"x\textasciicircum{}2 \{y\} \#1 \$5 \textasciitilde{}",
+            r"x^2 \{y\} \#1 \$5 \~",
+            r"x\textasciicircum{}2 \{y\} \#1 \$5 \textasciitilde{}",
+        ),
+        (
+            r"a\b|c<d>*e*",
+            r"a\textbackslash{}b\textbar{}c\textless{}d\textgreater{}{*}e{*}",
+            r"a\\b\|c\<d\>\*e\*",
+            r"a\textbackslash{}b\textbar{}c\textless{}d\textgreater{}{*}e{*}",
+        ),
+        ("[CLS]", "{[}CLS]", r"\[CLS\]", "{[}CLS]"),
+        ("≈ → ×", r"\ensuremath{\approx} \ensuremath{\rightarrow} \ensuremath{\times}", "≈ → ×", "≈ → ×"),
+    ],
+)
 def test_escape_tables(text, latex, markdown, katex):
     assert escape_latex(text) == latex
     assert escape_markdown(text) == markdown
@@ -88,8 +99,16 @@ def test_escape_tables(text, latex, markdown, katex):
 
 
 def special_spec(lang="en"):
-    return load_spec({"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]],
-                      "tokens": [SPECIAL, "x^2 {y} #1 $5 ~"], "title": "Q&A: 100% {safe}", "lang": lang})
+    return load_spec(
+        {
+            "Q": [[1, 0], [0, 1]],
+            "K": [[1, 0], [0, 1]],
+            "V": [[1, 2], [3, 4]],
+            "tokens": [SPECIAL, "x^2 {y} #1 $5 ~"],
+            "title": "Q&A: 100% {safe}",
+            "lang": lang,
+        }
+    )
 
 
 def test_special_labels_come_out_literally_in_markdown():
@@ -125,11 +144,15 @@ def test_expand_all_expands_every_product():
     text = render(derive(seed_spec("zh").with_options(expand="all")), "markdown")
     assert text.count(r"\cdot K_{") == 9
     assert text.count(r"\text{输出}_{") == 9  # 3 weighted sums, 6 entries of the matrix form
-    assert "\\text{输出}_{\\text{它},1} &\\approx 0.403\\times 10 + 0.240\\times 0 + 0.357\\times 1 \\approx 4.384" in text
+    assert (
+        "\\text{输出}_{\\text{它},1} &\\approx 0.403\\times 10 + 0.240\\times 0 + 0.357\\times 1 \\approx 4.384" in text
+    )
 
 
 def test_negative_operands_get_parentheses():
     spec = load_spec({"Q": [["-0.5", "1/3"]], "K": [["2", "1e-2"]], "V": [[1]]})
     text = render(derive(spec), "markdown")
-    assert (r"Q_{\text{t1}}\cdot K_{\text{t1}} &= \left(-0.5\right)\times 2 + \left(\frac{1}{3}\right)"
-            r"\times \left(1\times 10^{-2}\right) \approx -0.997") in text
+    assert (
+        r"Q_{\text{t1}}\cdot K_{\text{t1}} &= \left(-0.5\right)\times 2 + \left(\frac{1}{3}\right)"
+        r"\times \left(1\times 10^{-2}\right) \approx -0.997"
+    ) in text

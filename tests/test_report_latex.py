@@ -9,14 +9,16 @@ from dataclasses import replace
 
 import pytest
 
-from symattn.input import builtin
 from symattn.checking.checker import check
 from symattn.cli.commands import main
+from symattn.input import builtin
 from symattn.rendering.renderer import render_report
 
 ENGINES = {"zh": "xelatex", "en": "pdflatex"}
-VERDICT_WORDS = {"zh": ["精确", "正确舍入", "沿用前面的数", "末位差一", "错误"],
-                 "en": ["exact", "rounded", "carried", "last-digit", "wrong"]}
+VERDICT_WORDS = {
+    "zh": ["精确", "正确舍入", "沿用前面的数", "末位差一", "错误"],
+    "en": ["exact", "rounded", "carried", "last-digit", "wrong"],
+}
 # names that are math, not English, and may stand in Chinese text
 MATH_NAMES = {"Q", "K", "V", "S", "A", "e", "z", "d", "k", "softmax"}
 
@@ -50,8 +52,7 @@ def test_seed_report_pdf_fits_two_pages(tmp_path, capsys, lang):
     info = subprocess.run(["pdfinfo", str(target)], capture_output=True, text=True, check=True).stdout
     pages = int(re.search(r"^Pages:\s+(\d+)$", info, re.M).group(1))
     assert pages <= 2
-    text = subprocess.run(["pdftotext", "-layout", str(target), "-"], capture_output=True, text=True,
-                          check=True).stdout
+    text = subprocess.run(["pdftotext", "-layout", str(target), "-"], capture_output=True, text=True, check=True).stdout
     for key in ["0.650", "0.651", "0.650538", "4.387", "4.38358", *VERDICT_WORDS[lang]]:
         assert key in text, key
     assert ("（内置）" if lang == "zh" else "(built-in)") in text
@@ -61,25 +62,34 @@ def test_seed_report_pdf_fits_two_pages(tmp_path, capsys, lang):
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_table_and_quantities_typeset(lang):
     tex = seed_tex(lang)
-    for needle in [r"\begin{longtable}", r"\toprule", r"\midrule", r"\bottomrule", r"\end{longtable}",
-                   r"\usepackage{array,booktabs,longtable}"]:
+    for needle in [
+        r"\begin{longtable}",
+        r"\toprule",
+        r"\midrule",
+        r"\bottomrule",
+        r"\end{longtable}",
+        r"\usepackage{array,booktabs,longtable}",
+    ]:
         assert needle in tex
     rows = [line for line in tex.splitlines() if re.match(r"\d+ & ", line)]
     assert len(rows) == 42
     if lang == "en":
         assert rows[0] == r"1 & \(\sqrt{d_k}\) & \(1\) & \(.414\) & rounded & \(1\) & \(.41421\) \\"
-        assert rows[16] == (r"17 & scaled \(S/\sqrt{d_k}\) (it, cat) & \(0\) & \(.650\) & "
-                            r"\textbf{last-digit} (truncated instead of rounded) & \(0\) & \(.650538\) \\")
+        assert rows[16] == (
+            r"17 & scaled \(S/\sqrt{d_k}\) (it, cat) & \(0\) & \(.650\) & "
+            r"\textbf{last-digit} (truncated instead of rounded) & \(0\) & \(.650538\) \\"
+        )
         assert rows[19] == r"20 & \(e^{z}\) (it, cat) & \(1\) & \(.916\) & carried & \(1\) & \(.91657\) \\"
         assert rows[22] == r"23 & sum of \(e^{z}\) (it) & \(4\) & \(.758\) & carried & \(4\) & \(.75986\) \\"
         assert rows[31] == r"32 & weight (percent) (it, cat) & \(40\) & \(.3\%\) & rounded & \(0\) & \(.402653\) \\"
-        assert (r"Fix first: scaled \(S/\sqrt{d_k}\) (it, cat) is given as \(0.650\) but should be \(0.651\)"
-                in tex)
+        assert r"Fix first: scaled \(S/\sqrt{d_k}\) (it, cat) is given as \(0.650\) but should be \(0.651\)" in tex
         assert r"\dfrac{0.92}{\sqrt{2}} \approx 0.650538\qquad \text{exact} = \frac{23 \sqrt{2}}{50}" in tex
         assert "exact: 9, rounded: 20, carried: 6, last-digit: 2, wrong: 5" in tex
     else:
-        assert rows[16] == (r"17 & 缩放后 \(S/\sqrt{d_k}\) (它, 小猫) & \(0\) & \(.650\) & "
-                            r"\textbf{末位差一}（截断而非四舍五入） & \(0\) & \(.650538\) \\")
+        assert rows[16] == (
+            r"17 & 缩放后 \(S/\sqrt{d_k}\) (它, 小猫) & \(0\) & \(.650\) & "
+            r"\textbf{末位差一}（截断而非四舍五入） & \(0\) & \(.650538\) \\"
+        )
         assert "精确：9、正确舍入：20、沿用前面的数：6、末位差一：2、错误：5" in tex
         assert r"\section*{手算结果核对\\[0.4ex]{\large\mdseries Transformer 注意力：Q/K/V 手算示例}}" in tex
     # the quantity names never show as plain text any more
@@ -117,5 +127,6 @@ def test_chinese_report_has_no_english_words():
 
 def test_derivation_preamble_is_unchanged():
     from symattn import derive, load_spec, render
+
     tex = render(derive(load_spec(builtin.example_path("seed", "en"))), "latex", standalone=True)
     assert "longtable" not in tex and "\\usepackage[pass,letterpaper]{geometry}" in tex  # page size only

@@ -25,8 +25,12 @@ def square(n: int) -> list[list[str]]:
 
 def claims_64() -> dict:
     rows = square(64)
-    return {"Q": rows, "K": rows, "V": rows, "claims": {q: [["0.5"] * 64 for _ in range(64)]
-                                                        for q in ("scaled", "weights", "output")}}
+    return {
+        "Q": rows,
+        "K": rows,
+        "V": rows,
+        "claims": {q: [["0.5"] * 64 for _ in range(64)] for q in ("scaled", "weights", "output")},
+    }
 
 
 HOSTILE = {
@@ -54,9 +58,13 @@ def test_hostile_input_ends_in_time_and_memory(tmp_path, name):
     path = tmp_path / "input.json"
     path.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "symattn", command, str(path), "--max-seconds", "6"],
-                          capture_output=True, timeout=60, preexec_fn=_limit_memory,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "symattn", command, str(path), "--max-seconds", "6"],
+        capture_output=True,
+        timeout=60,
+        preexec_fn=_limit_memory,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     elapsed = time.monotonic() - start
     err = done.stderr.decode("utf-8")
     assert done.returncode in (0, 1, 2), err
@@ -65,21 +73,36 @@ def test_hostile_input_ends_in_time_and_memory(tmp_path, name):
         assert err.count("\n") == 1 and err.startswith("symattn: "), err
 
 
-@pytest.mark.parametrize("content", [
-    "Q = " + "{a=" * 3000 + "1" + "}" * 3000 + "\n",
-    "Q = [[" + "9" * 100_000 + "]]\n",
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Q = " + "{a=" * 3000 + "1" + "}" * 3000 + "\n",
+        "Q = [[" + "9" * 100_000 + "]]\n",
+    ],
+)
 def test_hostile_toml(tmp_path, content):
     path = tmp_path / "input.toml"
     path.write_text(content, encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "symattn", "render", str(path)], capture_output=True, timeout=60,
-                          preexec_fn=_limit_memory, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "symattn", "render", str(path)],
+        capture_output=True,
+        timeout=60,
+        preexec_fn=_limit_memory,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 2 and done.stderr.count(b"\n") == 1
 
 
 def test_reading_a_device_is_bounded():
     # /dev/zero never ends; it is read-only here, never written
-    done = subprocess.run([sys.executable, "-m", "symattn", "render", "/dev/zero"], capture_output=True, timeout=60,
-                          preexec_fn=_limit_memory, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "symattn", "render", "/dev/zero"],
+        capture_output=True,
+        timeout=60,
+        preexec_fn=_limit_memory,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert (done.returncode, done.stderr) == (
-        2, b"symattn: /dev/zero: larger than 4 MiB (the limit for a spec or claims file)\n")
+        2,
+        b"symattn: /dev/zero: larger than 4 MiB (the limit for a spec or claims file)\n",
+    )

@@ -10,13 +10,13 @@ import pytest
 
 import symattn.exact.backward as backward
 import symattn.input.numeral as numeral
-from symattn.exact import engine
-from symattn.input import builtin, limits
 from symattn.cli.commands import main
+from symattn.derivation.intermediates import compute, compute_json
+from symattn.exact import engine
+from symattn.exact.factory import build
+from symattn.input import builtin, limits
 from symattn.input.errors import EvaluationError, LimitError, SpecError
 from symattn.input.floats import read_result
-from symattn.derivation.intermediates import compute, compute_json
-from symattn.exact.factory import build
 from symattn.input.numeral import NumeralError, parse_claimed
 from symattn.input.spec import load_spec
 
@@ -44,13 +44,17 @@ class Recorder:
 
 # --- claims: the length is checked before any pattern ---------------------------------------------
 
-@pytest.mark.parametrize("text, message", [
-    ("1" * 150_000, LONG),
-    ("1" * 150_000 + "e5", LONG),
-    ("1." + "1" * 150_000 + " × 10^{3}", "number longer than 64 characters: '1.111111111111111111'…"),
-    ("1,1" + " " * 400_000, "not a number: '1,1' (a decimal comma? write '1.1')"),
-    ("1,1" + " " * 400_000 + "x", "number longer than 64 characters: '1,1                 '…"),
-])
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("1" * 150_000, LONG),
+        ("1" * 150_000 + "e5", LONG),
+        ("1." + "1" * 150_000 + " × 10^{3}", "number longer than 64 characters: '1.111111111111111111'…"),
+        ("1,1" + " " * 400_000, "not a number: '1,1' (a decimal comma? write '1.1')"),
+        ("1,1" + " " * 400_000 + "x", "number longer than 64 characters: '1,1                 '…"),
+    ],
+)
 def test_long_claims_are_refused_before_matching(monkeypatch, text, message):
     times = Recorder(numeral._TIMES_TEN)
     monkeypatch.setattr(numeral, "_TIMES_TEN", times)
@@ -73,6 +77,7 @@ def test_a_claims_file_with_a_150000_digit_claim(tmp_path, capsys):
 
 # --- compare: .npy headers and JSON results ------------------------------------------------------
 
+
 def npy(header: str, body: bytes = b"") -> bytes:
     data = header.encode("latin-1")
     return b"\x93NUMPY\x02\x00" + struct.pack("<I", len(data)) + data + body
@@ -81,16 +86,25 @@ def npy(header: str, body: bytes = b"") -> bytes:
 HEADER = "{'descr': '<f8', 'fortran_order': False, 'shape': (%s), }"
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("spaces.npy", npy(" " * 2**20), "a .npy header of 1048576 bytes; at most 10000 (the limit)"),
-    ("shape.npy", npy(HEADER % ("9" * 5000 + ", 1")),
-     "shape: a dimension of more than 9 digits; at most 1024×1024"),
-    ("number.json", ("[[" + "1" * 5000 + "]]").encode(),
-     "result[1][1]: 5000 characters; a number has at most 1100 (the limit)"),
-    ("deep.json", ("[" * 100_000 + "]" * 100_000).encode(), "lists nested too deep (a result is rows of numbers)"),
-    ("list.json", ("[[" + "[" * 900 + "]" * 900 + "]]").encode(), "result[1][1]: not a number: a list"),
-    ("object.json", b'[[{"a": 1}]]', "result[1][1]: not a number: an object"),
-])
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("spaces.npy", npy(" " * 2**20), "a .npy header of 1048576 bytes; at most 10000 (the limit)"),
+        (
+            "shape.npy",
+            npy(HEADER % ("9" * 5000 + ", 1")),
+            "shape: a dimension of more than 9 digits; at most 1024×1024",
+        ),
+        (
+            "number.json",
+            ("[[" + "1" * 5000 + "]]").encode(),
+            "result[1][1]: 5000 characters; a number has at most 1100 (the limit)",
+        ),
+        ("deep.json", ("[" * 100_000 + "]" * 100_000).encode(), "lists nested too deep (a result is rows of numbers)"),
+        ("list.json", ("[[" + "[" * 900 + "]" * 900 + "]]").encode(), "result[1][1]: not a number: a list"),
+        ("object.json", b'[[{"a": 1}]]', "result[1][1]: not a number: an object"),
+    ],
+)
 def test_hostile_results_are_one_line(tmp_path, capsys, name, content, message):
     path = tmp_path / name
     path.write_bytes(content)
@@ -103,6 +117,7 @@ def test_hostile_results_are_one_line(tmp_path, capsys, name, content, message):
 def test_the_npy_header_pattern_has_no_two_spaces_in_a_row():
     # \s*,?\s* backtracks quadratically on spaces before a mismatch; each \s* here stands next to a literal
     from symattn.input.floats import _HEADER
+
     assert r"\s*,?\s*" not in _HEADER.pattern and r"\s*(?:,\s*)?\}" in _HEADER.pattern
 
 
@@ -142,6 +157,7 @@ def test_a_lost_alarm_then_a_key_error_is_the_time_limit(monkeypatch):
     def weights(self, model):
         ring_where_caught()
         raise KeyError("a half-filled dict")
+
     monkeypatch.setattr(backward.Exps, "weights", weights)
     spec = load_spec(BACKWARD)
     model = build(spec)
@@ -158,6 +174,7 @@ def test_a_lost_alarm_in_a_cache_that_then_finishes_is_not_kept(monkeypatch):
     def weights(self, model):
         ring_where_caught()
         return real(self, model)
+
     monkeypatch.setattr(backward.Exps, "weights", weights)
     model = build(load_spec(BACKWARD))
     with limits.deadline(60, "b.json"):
@@ -172,12 +189,16 @@ def test_a_lost_alarm_in_the_cli_is_one_line(tmp_path, capsys, monkeypatch):
     def weights(self, model):
         ring_where_caught()
         return {}["weights"]
+
     monkeypatch.setattr(backward.Exps, "weights", weights)
     path = tmp_path / "b.json"
     path.write_text(json.dumps(BACKWARD), encoding="utf-8")
     out = tmp_path / "out.json"
     assert run(capsys, "compute", path, "--no-exact", "-o", out) == (
-        2, "", f"symattn: {path}: took longer than 60 s (the time limit; raise it with --max-seconds)\n")
+        2,
+        "",
+        f"symattn: {path}: took longer than 60 s (the time limit; raise it with --max-seconds)\n",
+    )
     assert not out.exists()
 
 
@@ -205,9 +226,11 @@ def test_the_time_limit_inside_flint_is_not_a_value_that_is_not_finite():
 
 # --- the backward pass: Jacobians only when asked ------------------------------------------------
 
+
 def test_compute_makes_no_jacobian(monkeypatch):
     def refuse(alg, A):
         raise AssertionError("the Jacobian was made")
+
     monkeypatch.setattr(backward, "jacobian", refuse)
     data = compute(load_spec(BACKWARD), exact=True)
     assert data["backward"]["dV"]["value"] == DV
@@ -217,8 +240,7 @@ def test_jacobians_are_exact_where_the_exponential_polynomials_say(monkeypatch):
     spec = load_spec({**SPEC, "Q": [["1", "0"], ["0", "0"]], "mask": "causal", "backward": {"loss": "sum"}})
     model = build(spec)
     alg = backward.Exps(model.scale)
-    decided = [[backward.rational(x) for x in row]
-               for row in backward.jacobian(alg, alg.weights(model.heads[0]))]
+    decided = [[backward.rational(x) for x in row] for row in backward.jacobian(alg, alg.weights(model.heads[0]))]
     assert [list(row) for row in model.rationals("jacobian")] == decided
     assert decided[2:] == [[Fraction(1, 4), Fraction(-1, 4)], [Fraction(-1, 4), Fraction(1, 4)]]  # a flat row
 
@@ -234,14 +256,18 @@ def test_compute_json_is_compute_one_key_per_line():
 
 # --- memory: the backward pass is refused past BACKWARD_TERMS, before anything is built ---------------
 
+
 def test_a_backward_pass_past_the_limit_is_refused_before_it_is_built(tmp_path, capsys, monkeypatch):
     rows = [[str(i % 7)] for i in range(1024)]
     path = tmp_path / "b.json"
     path.write_text(json.dumps({"Q": rows, "K": rows, "V": rows, "backward": {"loss": "sum"}}), encoding="utf-8")
     monkeypatch.setattr(backward, "gradients", lambda *a, **k: pytest.fail("built"))
     assert run(capsys, "compute", path, "--no-exact") == (
-        2, "", f"symattn: {path}: backward: the gradients of 1024×1024 scores hold 1075838976 terms; at most "
-               "1048576 (the limit; 64 tokens with 64 dimensions hold 786432)\n")
+        2,
+        "",
+        f"symattn: {path}: backward: the gradients of 1024×1024 scores hold 1075838976 terms; at most "
+        "1048576 (the limit; 64 tokens with 64 dimensions hold 786432)\n",
+    )
 
 
 def test_64_tokens_with_64_dimensions_are_allowed():

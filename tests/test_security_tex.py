@@ -14,9 +14,9 @@ import pytest
 from symattn.cli.commands import main
 from symattn.input.errors import RenderError
 from symattn.input.text import math_problem
+from symattn.input.titlemath import emit, parse
 from symattn.rendering.escape import escape_katex_text, escape_latex
 from symattn.rendering.pdf import latex_to_pdf
-from symattn.input.titlemath import emit, parse
 
 CANARY = "CANARY7Q2X"
 TINY = {"lang": "en", "Q": [[1]], "K": [[1]], "V": [[1]]}
@@ -85,6 +85,7 @@ def test_one_title_means_the_same_in_every_format(capsys, tmp_path):
 
 # --- every route to TeX ---------------------------------------------------------------------------
 
+
 @pytest.fixture()
 def secret(tmp_path):
     path = tmp_path / "secret.txt"
@@ -118,20 +119,25 @@ def test_exercise_refuses_an_attack_title(capsys, tmp_path, secret):
     template = (Path(__file__).resolve().parent.parent / "examples" / "homework.toml").read_text(encoding="utf-8")
     title = _attack_titles(secret)[0]
     hostile = tmp_path / "t.toml"
-    hostile.write_text(template.replace('title = "Homework 3: attention by hand"',
-                                        "title = " + json.dumps(title)), encoding="utf-8")
+    hostile.write_text(
+        template.replace('title = "Homework 3: attention by hand"', "title = " + json.dumps(title)), encoding="utf-8"
+    )
     out = tmp_path / "class"
     assert main(["exercise", str(hostile), "--count", "2", "--format", "pdf", "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err == (f"symattn: {hostile}: title: '^^' is not allowed (TeX reads it as a character code) in "
-                   f"$^^5cinput{{{secret}}}$\n")
+    assert err == (
+        f"symattn: {hostile}: title: '^^' is not allowed (TeX reads it as a character code) in "
+        f"$^^5cinput{{{secret}}}$\n"
+    )
     assert not out.exists() or not any(out.iterdir())
 
 
 def test_web_export_refuses_every_attack_title(secret):
     pytest.importorskip("starlette")
     from starlette.testclient import TestClient
+
     from symattn.web.app import create_app
+
     with TestClient(create_app(hosts=("testserver",))) as client:
         for title in _attack_titles(secret):
             for fmt in ("latex", "pdf", "markdown"):
@@ -143,6 +149,7 @@ def test_web_export_refuses_every_attack_title(secret):
 
 # --- defence in depth: TeX itself cannot leave its folder -----------------------------------------
 
+
 def _document(body: str) -> str:
     return "\\documentclass{article}\n\\begin{document}\n" + body + "\n\\end{document}\n"
 
@@ -153,8 +160,10 @@ def test_tex_reads_nothing_outside_its_folder(engine, secret):
     _needs_tex()
     if not shutil.which(engine):
         pytest.skip(f"{engine} not installed")
-    body = (f"\\IfFileExists{{{secret}}}{{FOUND}}{{ABSENT}} "
-            f"\\IfFileExists{{../{secret.parent.name}/{secret.name}}}{{FOUND}}{{ABSENT}} done")
+    body = (
+        f"\\IfFileExists{{{secret}}}{{FOUND}}{{ABSENT}} "
+        f"\\IfFileExists{{../{secret.parent.name}/{secret.name}}}{{FOUND}}{{ABSENT}} done"
+    )
     pdf = latex_to_pdf(_document(body), engine=engine)
     text = _pdf_text(pdf)
     assert text.split() == ["ABSENT", "ABSENT", "done", "1"]
@@ -179,8 +188,10 @@ def test_lualatex_runs_without_lua_file_access(tmp_path):
     if not shutil.which("lualatex"):
         pytest.skip("lualatex not installed")
     target = tmp_path / "lua.txt"
-    body = (f"\\directlua{{local f = io.open('{target}', 'w') if f then f:write('x') f:close() "
-            f"tex.print('OPENED') else tex.print('REFUSED') end}}")
+    body = (
+        f"\\directlua{{local f = io.open('{target}', 'w') if f then f:write('x') f:close() "
+        f"tex.print('OPENED') else tex.print('REFUSED') end}}"
+    )
     assert _pdf_text(latex_to_pdf(_document(body), engine="lualatex")).split() == ["REFUSED", "1"]
     assert not target.exists()
 
@@ -191,14 +202,22 @@ def test_downloaded_latex_compiles_as_a_user_would(tmp_path):
     _needs_tex()
     pytest.importorskip("starlette")
     from starlette.testclient import TestClient
+
     from symattn.web.app import create_app
+
     title = "Check $\\operatorname{softmax}(QK^\\top/\\sqrt{d_k})$ at 50% \\$ & #1"
     with TestClient(create_app(hosts=("testserver",))) as client:
         response = client.post("/api/export", json={"spec": {**TINY, "title": title}, "format": "latex"})
     assert response.status_code == 200
     (tmp_path / "doc.tex").write_bytes(response.content)
-    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
-                         capture_output=True, text=True, errors="replace", timeout=120)
+    run = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=120,
+    )
     assert run.returncode == 0, run.stdout[-2000:]
     text = _pdf_text((tmp_path / "doc.pdf").read_bytes())
     assert "Check softmax(QK ⊤ / dk ) at 50% $ & #1" in text.splitlines()

@@ -21,17 +21,17 @@ from pathlib import Path
 
 import pytest
 
-from symattn.input import builtin
 from symattn.checking.checker import check
 from symattn.checking.report import report_data
-from symattn.input.claims import claims_from_mapping
 from symattn.cli.commands import main
 from symattn.derivation.derive import derive
-from symattn.rendering.html import markdown_to_html
 from symattn.derivation.intermediates import compute
-from symattn.rendering.renderer import load_language, render, render_report
+from symattn.input import builtin
+from symattn.input.claims import claims_from_mapping
 from symattn.input.files import read_table
 from symattn.input.spec import spec_from_mapping
+from symattn.rendering.html import markdown_to_html
+from symattn.rendering.renderer import load_language, render, render_report
 
 pytest.importorskip("starlette", reason="starlette (the web extra) is needed for symattn serve")
 pytest.importorskip("uvicorn", reason="uvicorn (the web extra) is needed for symattn serve")
@@ -72,6 +72,7 @@ def math_of(fragment_html: str) -> list[str]:
 
 # --- the API, in process ---------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def client():
     with TestClient(create_app(hosts=("testserver",)), raise_server_exceptions=True) as c:
@@ -106,19 +107,34 @@ def test_render_exact_closed_forms(client):
 
 def test_check_gives_each_verdict_and_its_place(client):
     raw = seed_raw()
-    claims = {"sqrt_dk": "1.414", "rows": {"它": {"scaled": ["0.650", "0.134", "0.530"], "exp_sum": "4.758",
-                                                   "weights": ["0.40", "", "0.2"]}}}
+    claims = {
+        "sqrt_dk": "1.414",
+        "rows": {"它": {"scaled": ["0.650", "0.134", "0.530"], "exp_sum": "4.758", "weights": ["0.40", "", "0.2"]}},
+    }
     data = client.post("/api/check", json={"spec": raw, "claims": claims}).json()
     spec = spec_from_mapping(as_json(raw), "spec")
     report = check(spec, claims_from_mapping({"claims": claims}, "claims", spec=spec))
     expected = report_data(report)
     assert data["claims"] == expected["claims"] and data["summary"] == expected["summary"]
     assert data["html"] == markdown_to_html(render_report(report, "markdown"))[0]
-    assert data["places"] == [["sqrt_dk", None, None], ["scaled", 2, 0], ["scaled", 2, 1], ["scaled", 2, 2],
-                              ["exp_sum", 2, None], ["weights", 2, 0], ["weights", 2, 2]]
+    assert data["places"] == [
+        ["sqrt_dk", None, None],
+        ["scaled", 2, 0],
+        ["scaled", 2, 1],
+        ["scaled", 2, 2],
+        ["exp_sum", 2, None],
+        ["weights", 2, 0],
+        ["weights", 2, 2],
+    ]
     assert [(c["verdict"], c["truncated"]) for c in data["claims"]] == [
-        ("rounded", False), ("last-digit", True), ("rounded", False), ("rounded", False), ("carried", False),
-        ("rounded", False), ("wrong", False)]
+        ("rounded", False),
+        ("last-digit", True),
+        ("rounded", False),
+        ("rounded", False),
+        ("carried", False),
+        ("rounded", False),
+        ("wrong", False),
+    ]
     assert data["summary"]["blanks"] == ["claims.rows.它.weights[2]"]
 
 
@@ -146,14 +162,16 @@ def test_export_report(client):
     response = client.post("/api/export", json={"spec": raw, "format": "markdown", "what": "report", "claims": claims})
     spec = spec_from_mapping(as_json(raw), "spec")
     assert response.headers["content-disposition"] == 'attachment; filename="symattn-check.md"'
-    assert response.text == render_report(check(spec, claims_from_mapping({"claims": claims}, "claims", spec=spec)),
-                                          "markdown")
+    assert response.text == render_report(
+        check(spec, claims_from_mapping({"claims": claims}, "claims", spec=spec)), "markdown"
+    )
 
 
 def test_export_pdf(client):
     if not (shutil.which("latexmk") and shutil.which("pdflatex")):
         pytest.skip("latexmk and pdflatex not installed (TeX Live)")
     from symattn.rendering.pdf import latex_to_pdf
+
     raw = as_json(seed_raw("en"))
     raw["tokens"], raw["focus"] = ["cat", "eats", "it"], "it"
     raw["title"] = "Attention by hand"
@@ -176,14 +194,32 @@ def test_toml_download_reads_back_to_the_same_spec(client, name, tmp_path):
 
 def test_toml_keeps_numbers_as_typed_and_escapes_text():
     from symattn.rendering.tomlwrite import toml_string as _toml_string
-    raw = {"title": 'a "q" \\ b', "tokens": ["x", "1"], "focus": "1", "Q": [["1.50", "1/3"], ["-2", "1e-3"]],
-           "K": [["0", "007"], ["1", "2"]], "V": [["1"], ["2"]], "decimals": {"weights": "4"}}
+
+    raw = {
+        "title": 'a "q" \\ b',
+        "tokens": ["x", "1"],
+        "focus": "1",
+        "Q": [["1.50", "1/3"], ["-2", "1e-3"]],
+        "K": [["0", "007"], ["1", "2"]],
+        "V": [["1"], ["2"]],
+        "decimals": {"weights": "4"},
+    }
     text = spec_toml(raw)
     assert text.splitlines()[1:] == [
-        'title = "a \\"q\\" \\\\ b"', 'tokens = ["x", "1"]', 'focus = "1"', 'Q = [[1.50, "1/3"], [-2, 1e-3]]',
-        'K = [[0, "007"], [1, 2]]', 'V = [[1], [2]]', "", "[decimals]", "weights = 4"]
+        'title = "a \\"q\\" \\\\ b"',
+        'tokens = ["x", "1"]',
+        'focus = "1"',
+        'Q = [[1.50, "1/3"], [-2, 1e-3]]',
+        'K = [[0, "007"], [1, 2]]',
+        "V = [[1], [2]]",
+        "",
+        "[decimals]",
+        "weights = 4",
+    ]
     assert tomllib.loads(text)["title"] == raw["title"]
-    assert _toml_string("a\x7fb\n") == '"a\\u007fb\\n"' and tomllib.loads(f"x = {_toml_string(chr(127))}")["x"] == chr(127)
+    assert _toml_string("a\x7fb\n") == '"a\\u007fb\\n"' and tomllib.loads(f"x = {_toml_string(chr(127))}")["x"] == chr(
+        127
+    )
 
 
 def test_parse_reads_toml_with_the_spec_reader(client):
@@ -192,7 +228,9 @@ def test_parse_reads_toml_with_the_spec_reader(client):
     assert data == {"spec": as_json(seed_raw("en"))}
     claims = '"Q" = [["1"]]\n"K" = [["1"]]\n"V" = [["2"]]\n[claims]\nweights = [[1]]\n'
     assert client.post("/api/parse", json={"toml": claims}).json() == {
-        "spec": {"Q": [["1"]], "K": [["1"]], "V": [["2"]]}, "claims": {"weights": [[1]]}}
+        "spec": {"Q": [["1"]], "K": [["1"]], "V": [["2"]]},
+        "claims": {"weights": [[1]]},
+    }
 
 
 # Every error path: 400 and the CLI's one-line message (for a spec, with "spec" where the CLI names the file).
@@ -235,38 +273,72 @@ def _seed_json() -> str:
 
 
 REQUEST_ERRORS = [
-    ("/api/render", b"{", "request: invalid JSON at line 1, column 2: Expecting property name enclosed in double quotes"),
+    (
+        "/api/render",
+        b"{",
+        "request: invalid JSON at line 1, column 2: Expecting property name enclosed in double quotes",
+    ),
     ("/api/render", b"[1]", "request: expected a JSON object, got a list"),
     ("/api/render", b'{"spec": {"Q": NaN}}', "request: not a finite number: NaN"),
     ("/api/render", b"\xff{}", "request: not UTF-8 text (byte 1)"),
     ("/api/render", b"{}", "request: spec: missing"),
     ("/api/render", b'{"spec": [1]}', "spec: expected a table of spec keys, got a list"),
-    ("/api/render", '{"spec": S, "colour": 1}', "request: colour: unknown key; expected one of compute, digits, exact, "
-                                                "format, spec"),
-    ("/api/render", '{"spec": S, "format": "pdf"}', "request: format: expected one of 'html', 'markdown', 'latex', "
-                                                    "got 'pdf'"),
+    (
+        "/api/render",
+        '{"spec": S, "colour": 1}',
+        "request: colour: unknown key; expected one of compute, digits, exact, format, spec",
+    ),
+    (
+        "/api/render",
+        '{"spec": S, "format": "pdf"}',
+        "request: format: expected one of 'html', 'markdown', 'latex', got 'pdf'",
+    ),
     ("/api/render", '{"spec": S, "digits": 0}', "request: digits: expected an integer from 1 to 1000"),
     ("/api/render", '{"spec": S, "compute": "yes"}', "request: compute: expected true or false, got 'yes'"),
-    ("/api/render", b'{"spec": ' + b"[" * 40 + b"]" * 40 + b"}",
-     "request: spec" + "[1]" * 31 + ": lists and tables nested more than 32 deep (the limit)"),
+    (
+        "/api/render",
+        b'{"spec": ' + b"[" * 40 + b"]" * 40 + b"}",
+        "request: spec" + "[1]" * 31 + ": lists and tables nested more than 32 deep (the limit)",
+    ),
     ("/api/check", '{"spec": S}', "request: claims: missing"),
-    ("/api/check", '{"spec": S, "claims": {"rows": {"它": {"exp": ["1,9", "", ""]}}}}',
-     "claims: claims.rows.它.exp[1]: not a number: '1,9' (a decimal comma? write '1.9')"),
-    ("/api/check", '{"spec": S, "claims": {"logits": 1}}',
-     "claims: claims.logits: unknown quantity; expected one of sqrt_dk, scores, scaled, exp, exp_sum, weights, "
-     "percent, output, rows"),
-    ("/api/check", '{"spec": S, "claims": {"rows": {"狗": {}}}}',
-     "claims: claims.rows.狗: no token labelled '狗'; tokens are 小猫, 吃, 它"),
-    ("/api/export", '{"spec": S, "format": "docx"}', "request: format: expected one of 'markdown', 'latex', 'pdf', "
-                                                     "'html', 'toml', got 'docx'"),
-    ("/api/export", '{"spec": S, "format": "markdown", "what": "report"}',
-     "request: claims: missing (a report needs claims)"),
+    (
+        "/api/check",
+        '{"spec": S, "claims": {"rows": {"它": {"exp": ["1,9", "", ""]}}}}',
+        "claims: claims.rows.它.exp[1]: not a number: '1,9' (a decimal comma? write '1.9')",
+    ),
+    (
+        "/api/check",
+        '{"spec": S, "claims": {"logits": 1}}',
+        "claims: claims.logits: unknown quantity; expected one of sqrt_dk, scores, scaled, exp, exp_sum, weights, "
+        "percent, output, rows",
+    ),
+    (
+        "/api/check",
+        '{"spec": S, "claims": {"rows": {"狗": {}}}}',
+        "claims: claims.rows.狗: no token labelled '狗'; tokens are 小猫, 吃, 它",
+    ),
+    (
+        "/api/export",
+        '{"spec": S, "format": "docx"}',
+        "request: format: expected one of 'markdown', 'latex', 'pdf', 'html', 'toml', got 'docx'",
+    ),
+    (
+        "/api/export",
+        '{"spec": S, "format": "markdown", "what": "report"}',
+        "request: claims: missing (a report needs claims)",
+    ),
     ("/api/parse", '{"toml": "Q = [[1, 2]"}', "<pasted>: invalid TOML: Unclosed array (at end of document)"),
-    ("/api/parse", '{"toml": "spec = \\"seed.toml\\"\\n[claims]\\n", "name": "a.toml"}',
-     "a.toml: spec: a spec given by path cannot be opened in the page; open the spec file, or put its keys in "
-     "this file"),
-    ("/api/parse", '{"toml": "Q = [[1]]\\nK = [[1]]\\nV = [[x]]"}', "<pasted>: invalid TOML: Invalid value "
-                                                                  "(at line 3, column 7)"),
+    (
+        "/api/parse",
+        '{"toml": "spec = \\"seed.toml\\"\\n[claims]\\n", "name": "a.toml"}',
+        "a.toml: spec: a spec given by path cannot be opened in the page; open the spec file, or put its keys in "
+        "this file",
+    ),
+    (
+        "/api/parse",
+        '{"toml": "Q = [[1]]\\nK = [[1]]\\nV = [[x]]"}',
+        "<pasted>: invalid TOML: Invalid value (at line 3, column 7)",
+    ),
 ]
 
 
@@ -283,8 +355,10 @@ def test_checking_several_heads_says_why(client):
     raw = as_json(read_table(builtin.example_path("multihead", "en")))
     response = client.post("/api/check", json={"spec": raw, "claims": {}})
     assert response.status_code == 400
-    assert response.json() == {"error": "spec: heads: checking claims supports one head without W_O",
-                               "where": {"source": "spec", "key": "heads", "position": []}}
+    assert response.json() == {
+        "error": "spec: heads: checking claims supports one head without W_O",
+        "where": {"source": "spec", "key": "heads", "position": []},
+    }
 
 
 def test_json_only(client):
@@ -303,6 +377,7 @@ def test_oversize_body_413(client):
         for _ in range(BODY_BYTES // 1024 + 1):
             yield b" " * 1024
         yield b"{}"
+
     response = client.post("/api/render", content=chunks(), headers={"content-type": "application/json"})
     assert response.status_code == 413
 
@@ -334,13 +409,15 @@ def test_page_and_assets(client):
     for path in ("/static/app.js", "/static/app.css", "/katex/katex.min.js", "/katex/fonts/KaTeX_Main-Regular.woff2"):
         assert client.get(path).status_code == 200, path
     # every [ui] phrase the page names exists in every language
-    used = set(re.findall(r'data-ui="([a-z_]+)"', page.text)) | set(re.findall(r'\bui\("([a-z_]+)"[,)]',
-                                                                               (ROOT / "symattn/web/app.js").read_text()))
+    used = set(re.findall(r'data-ui="([a-z_]+)"', page.text)) | set(
+        re.findall(r'\bui\("([a-z_]+)"[,)]', (ROOT / "symattn/web/app.js").read_text())
+    )
     for lang in ("zh", "en"):
         assert used - set(load_language(lang)["ui"]) == set(), lang
 
 
 # --- time limit: the SIGALRM path and the kill path ----------------------------------
+
 
 def slow_spec() -> dict:
     # 128 tokens (the most a document shows) at 1000 digits: seconds of work, far past the 0.5 s limit
@@ -353,8 +430,10 @@ def test_time_limit_422_and_the_server_stays_responsive():
         start = time.monotonic()
         response = c.post("/api/render", json={"spec": slow_spec(), "exact": True, "digits": 1000})
         assert response.status_code == 422
-        assert response.json() == {"error": "request: took longer than 0.5 s (the time limit; raise it with "
-                                            "--max-seconds)", "where": None}
+        assert response.json() == {
+            "error": "request: took longer than 0.5 s (the time limit; raise it with --max-seconds)",
+            "where": None,
+        }
         assert time.monotonic() - start < 2.4  # stopped by its own alarm, not by the kill 2 s later
         assert c.post("/api/render", json={"spec": seed_raw()}).status_code == 200
 
@@ -378,6 +457,7 @@ def test_time_limit_422_and_the_server_stays_responsive():
 
 # --- the real server -----------------------------------------------------------------
 
+
 def _children(pid: int) -> list[int]:
     try:
         return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
@@ -388,8 +468,13 @@ def _children(pid: int) -> list[int]:
 def _start(*argv: str, cwd: Path, launcher: tuple[str, ...] = ("-m", "symattn")) -> tuple[subprocess.Popen, str, str]:
     """A real `symattn serve` (``launcher``: what Python runs instead of ``-m symattn``); returns the process,
     its URL and what it said on stderr before it."""
-    process = subprocess.Popen([sys.executable, *launcher, "serve", "--port", "0", *argv], cwd=cwd,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, *launcher, "serve", "--port", "0", *argv],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     ready, _, _ = select.select([process.stdout], [], [], 60)
     line = process.stdout.readline() if ready else ""
     match = re.fullmatch(r"symattn serve: (http://\S+/) \(Ctrl-C stops\)\n", line)
@@ -418,8 +503,11 @@ def _stop(process: subprocess.Popen) -> None:
     deadline = time.monotonic() + 10
     left = workers
     while left and time.monotonic() < deadline:
-        left = [pid for pid in left if Path(f"/proc/{pid}").exists() and
-                Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"]
+        left = [
+            pid
+            for pid in left
+            if Path(f"/proc/{pid}").exists() and Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+        ]
         time.sleep(0.1)
     for pid in left:
         os.kill(pid, signal.SIGKILL)
@@ -469,8 +557,9 @@ def test_the_command_prints_its_address_and_stops_cleanly(tmp_path):
 def test_open_starts_the_browser_on_the_page(tmp_path, monkeypatch):
     seen = tmp_path / "opened.txt"
     # webbrowser runs $BROWSER with the address for %s: here, a script that writes it down
-    monkeypatch.setenv("BROWSER", f"{sys.executable} -c \"import sys; open(sys.argv[1], 'w').write(sys.argv[2])\" "
-                                  f"{seen} %s")
+    monkeypatch.setenv(
+        "BROWSER", f"{sys.executable} -c \"import sys; open(sys.argv[1], 'w').write(sys.argv[2])\" {seen} %s"
+    )
     process, url, _ = _start("--open", cwd=tmp_path)
     try:
         end = time.monotonic() + 20
@@ -483,13 +572,17 @@ def test_open_starts_the_browser_on_the_page(tmp_path, monkeypatch):
 
 def test_remote_host_needs_the_flag_and_warns(tmp_path, capsys):
     assert main(["serve", "--host", "0.0.0.0"]) == 2
-    assert capsys.readouterr().err == ("symattn: --host 0.0.0.0 is not a loopback address: anyone who can reach it "
-                                       "could use the page; add --allow-remote to listen there anyway\n")
+    assert capsys.readouterr().err == (
+        "symattn: --host 0.0.0.0 is not a loopback address: anyone who can reach it "
+        "could use the page; add --allow-remote to listen there anyway\n"
+    )
     process, url, err = _start("--host", "0.0.0.0", "--allow-remote", cwd=tmp_path)
     try:
         assert url.startswith("http://0.0.0.0:")
-        assert err == ("symattn: warning: listening on 0.0.0.0, which is not loopback: anyone who can reach it "
-                       "can use the page (no login, no encryption)\n")
+        assert err == (
+            "symattn: warning: listening on 0.0.0.0, which is not loopback: anyone who can reach it "
+            "can use the page (no login, no encryption)\n"
+        )
     finally:
         _stop(process)
 
@@ -500,19 +593,25 @@ def test_bad_spec_port_in_use_and_missing_extra(tmp_path, capsys, monkeypatch):
     assert main(["serve", str(bad)]) == 2
     assert capsys.readouterr().err == f"symattn: {bad}: Q[1][1]: not a number: '0,5' (a decimal comma? write '0.5')\n"
     import socket
+
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
         assert main(["serve", "--port", str(port)]) == 2
-        assert capsys.readouterr().err == f"symattn: --port {port}: cannot listen on 127.0.0.1: Address already in use\n"
+        assert (
+            capsys.readouterr().err == f"symattn: --port {port}: cannot listen on 127.0.0.1: Address already in use\n"
+        )
     monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if the web extra were not installed
     assert main(["serve"]) == 2
-    assert capsys.readouterr().err == ('symattn: symattn serve needs the web extra (Starlette and uvicorn); install it '
-                                       'with: pip install "symattn[web]"\n')
+    assert capsys.readouterr().err == (
+        "symattn: symattn serve needs the web extra (Starlette and uvicorn); install it "
+        'with: pip install "symattn[web]"\n'
+    )
 
 
 # --- the page in Chromium ------------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def downloads(tmp_path_factory) -> Path:
@@ -524,8 +623,10 @@ def chrome(downloads):
     # not tests/test_export.py's browser: that one resolves no host at all, and this page is on 127.0.0.1
     driver = chromium_driver("1280,900", loopback=True, scrollbars=False)
     try:
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                               {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+        )
         driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
         yield driver
     finally:
@@ -567,6 +668,7 @@ observer.observe(document.body, {attributes: true, attributeFilter: ["data-answe
 def wait_math(driver, expected: list, what: str, seconds: float = 60) -> list:
     """Wait, answer by answer, until the page shows the math ``expected``; a timeout says what it shows."""
     from selenium.common.exceptions import TimeoutException
+
     end = time.monotonic() + seconds
     while True:
         math, answered = driver.execute_script(SHOWN)
@@ -580,8 +682,10 @@ def wait_math(driver, expected: list, what: str, seconds: float = 60) -> list:
             driver.execute_async_script(NEXT_ANSWER, answered)
         except TimeoutException:
             break
-    error = driver.execute_script("const e = document.getElementById('input-error'); return e ? e.textContent : "
-                                  "document.getElementById('status').textContent;")
+    error = driver.execute_script(
+        "const e = document.getElementById('input-error'); return e ? e.textContent : "
+        "document.getElementById('status').textContent;"
+    )
     pytest.fail(f"timed out waiting for {what}: {len(math)} formulas shown, answer {answered}; the page says {error!r}")
 
 
@@ -597,18 +701,21 @@ def open_fresh(driver, url: str, raw: dict | None = None) -> list[str]:
 
 def cell(driver, key: str, pos: str):
     from selenium.webdriver.common.by import By
+
     return driver.find_element(By.CSS_SELECTOR, f'input[data-key="{key}"][data-pos="{pos}"]')
 
 
 def retype(element, text: str) -> None:
     from selenium.webdriver.common.keys import Keys
+
     element.send_keys(Keys.CONTROL, "a")
     element.send_keys(text)
 
 
 def choose(driver, element_id: str, value: str) -> None:
-    from selenium.webdriver.support.ui import Select
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
     Select(driver.find_element(By.ID, element_id)).select_by_value(value)
 
 
@@ -626,9 +733,11 @@ def test_edit_q31_updates_the_sums_and_weights(chrome, server):
     wait_math(chrome, expected, "the derivation of Q[3][1] = 0.8")
     math = page_math(chrome)
     # worked by hand: 0.8·1.0 + 0.1·0.2 = 0.82, …; softmax of (0.82, 0.18, 0.67)/√2 = 0.3944, 0.2509, 0.3547
-    assert ("\\begin{aligned}\nQ_{\\text{它}}\\cdot K_{\\text{小猫}} &= 0.8\\times 1.0 + 0.1\\times 0.2 = 0.82 \\\\\n"
-            "Q_{\\text{它}}\\cdot K_{\\text{吃}} &= 0.8\\times 0.1 + 0.1\\times 1.0 = 0.18 \\\\\n"
-            "Q_{\\text{它}}\\cdot K_{\\text{它}} &= 0.8\\times 0.8 + 0.1\\times 0.3 = 0.67\n\\end{aligned}") in math
+    assert (
+        "\\begin{aligned}\nQ_{\\text{它}}\\cdot K_{\\text{小猫}} &= 0.8\\times 1.0 + 0.1\\times 0.2 = 0.82 \\\\\n"
+        "Q_{\\text{它}}\\cdot K_{\\text{吃}} &= 0.8\\times 0.1 + 0.1\\times 1.0 = 0.18 \\\\\n"
+        "Q_{\\text{它}}\\cdot K_{\\text{它}} &= 0.8\\times 0.8 + 0.1\\times 0.3 = 0.67\n\\end{aligned}"
+    ) in math
     assert any(m.endswith("\\approx \\begin{bmatrix}0.394 & 0.251 & 0.355\\end{bmatrix}") for m in math)
     text = chrome.find_element("id", "derivation").text
     assert "39.4%" in text and "25.1%" in text and "35.5%" in text
@@ -647,11 +756,19 @@ def test_language_and_rounding(chrome, server):
     assert chrome.find_element("id", "tab-check").text == ui["check"]
     assert chrome.execute_script("return [document.documentElement.lang, document.title]") == ["en", ui["page_title"]]
     headings = [html.unescape(MATH.sub("$", h)) for h in re.findall(r"<h2>(.*?)</h2>", fragment(raw))]
-    assert chrome.execute_script(
-        "return Array.from(document.querySelectorAll('#derivation h2')).map(h => { const c = h.cloneNode(true);"
-        "c.querySelectorAll('.math').forEach(m => m.replaceWith('$')); return c.textContent; })") == headings
-    assert headings[:4] == ["Setup", "Step 1: compute $ (the dot product of every Q with every K)", "Step 2: scale $",
-                            "Step 3: softmax of that row (scores become weights)"]
+    assert (
+        chrome.execute_script(
+            "return Array.from(document.querySelectorAll('#derivation h2')).map(h => { const c = h.cloneNode(true);"
+            "c.querySelectorAll('.math').forEach(m => m.replaceWith('$')); return c.textContent; })"
+        )
+        == headings
+    )
+    assert headings[:4] == [
+        "Setup",
+        "Step 1: compute $ (the dot product of every Q with every K)",
+        "Step 2: scale $",
+        "Step 3: softmax of that row (scores become weights)",
+    ]
     choose(chrome, "set-rounding", "hand")
     raw["rounding"] = "hand"
     wait_math(chrome, math_of(fragment(raw)), "the hand-rounded derivation")
@@ -684,42 +801,69 @@ def test_check_tab_verdicts(chrome, server):
     raw = seed_raw()
     spec = spec_from_mapping(as_json(raw), "spec")
     report = check(spec, claims_from_mapping({"claims": claims}, "claims", spec=spec))
-    expected = {f"box-{v.claim.quantity}-{'n' if v.claim.row is None else v.claim.row}-"
-                f"{'n' if v.claim.col is None else v.claim.col}": v.verdict for v in report.results}
-    assert len(expected) == typed + 1 == 19  # 3 scores, 3 scaled, 3 exps, their sum, 3 weights, 3 percents, 2 outputs, √d_k
+    expected = {
+        f"box-{v.claim.quantity}-{'n' if v.claim.row is None else v.claim.row}-"
+        f"{'n' if v.claim.col is None else v.claim.col}": v.verdict
+        for v in report.results
+    }
+    assert (
+        len(expected) == typed + 1 == 19
+    )  # 3 scores, 3 scaled, 3 exps, their sum, 3 weights, 3 percents, 2 outputs, √d_k
     shown = lambda: chrome.execute_script(  # noqa: E731
         "const out = {}; for (const b of document.querySelectorAll('#boxes .box')) out[b.id] = b.dataset.verdict;"
-        "return out;")
+        "return out;"
+    )
     wait(chrome, lambda: shown() == expected, what="every box's verdict")
     words = load_language("zh")
     box = chrome.find_element("id", "box-scaled-2-0")
     assert box.find_element("css selector", "input").get_attribute("value") == "0.650"
     assert box.get_attribute("data-verdict") == "last-digit"
-    assert box.find_element("css selector", ".verdict").text == f"≈\n{words['verdict']['last-digit']} · " \
-                                                                f"{words['report']['truncated']}"
+    assert (
+        box.find_element("css selector", ".verdict").text == f"≈\n{words['verdict']['last-digit']} · "
+        f"{words['report']['truncated']}"
+    )
     explain = box.find_element("css selector", ".explain")
     assert not explain.is_displayed()
     box.find_element("css selector", "input").click()  # focus shows the reason
     assert explain.is_displayed()
     sep = words["report"]["sep"]
-    assert explain.text == sep.join([words["verdict"]["last-digit"], words["report"]["truncated"],
-                                     words["report"]["expected"].format(value="0.651")]) == "末位差一；截断而非四舍五入；正确舍入：0.651"
+    assert (
+        explain.text
+        == sep.join(
+            [
+                words["verdict"]["last-digit"],
+                words["report"]["truncated"],
+                words["report"]["expected"].format(value="0.651"),
+            ]
+        )
+        == "末位差一；截断而非四舍五入；正确舍入：0.651"
+    )
     # one wrong number, so that every tone is on the page
     retype(chrome.find_element("id", "box-output-2-1-input"), "9.99")
-    wait(chrome, lambda: chrome.find_element("id", "box-output-2-1").get_attribute("data-verdict") == "wrong",
-         what="the wrong verdict")
+    wait(
+        chrome,
+        lambda: chrome.find_element("id", "box-output-2-1").get_attribute("data-verdict") == "wrong",
+        what="the wrong verdict",
+    )
     # colour is not the only signal: each verdict has its icon and its word
     tones = chrome.execute_script(
         "const out = {}; for (const b of document.querySelectorAll('#boxes .box')) out[b.dataset.verdict] = "
         "[b.className, b.querySelector('.icon').textContent, b.querySelector('.word').textContent, "
-        "getComputedStyle(b.querySelector('input')).borderTopColor]; return out;")
+        "getComputedStyle(b.querySelector('input')).borderTopColor]; return out;"
+    )
     verdict = words["verdict"]
     assert tones == {
         "exact": ["box tone-good", "✔", verdict["exact"], "rgb(26, 127, 55)"],
         "rounded": ["box tone-good", "✔", verdict["rounded"], "rgb(26, 127, 55)"],
         "carried": ["box tone-carried", "↪", verdict["carried"], "rgb(9, 105, 218)"],
-        "last-digit": ["box tone-near", "≈", f"{verdict['last-digit']} · {words['report']['truncated']}", "rgb(154, 103, 0)"],
-        "wrong": ["box tone-wrong", "✘", verdict["wrong"], "rgb(207, 34, 46)"]}
+        "last-digit": [
+            "box tone-near",
+            "≈",
+            f"{verdict['last-digit']} · {words['report']['truncated']}",
+            "rgb(154, 103, 0)",
+        ],
+        "wrong": ["box tone-wrong", "✘", verdict["wrong"], "rgb(207, 34, 46)"],
+    }
     assert_contrast(chrome, "#panel-check")
     assert_local(chrome, server)
 
@@ -733,7 +877,9 @@ def test_bad_entry_shows_the_error_at_its_cell_and_keeps_the_derivation(chrome, 
     assert target.get_attribute("aria-invalid") == "true"
     assert target.get_attribute("aria-describedby") == "input-error"
     # next to its cell: in the Q grid's box, just under the table
-    assert chrome.execute_script("return document.getElementById('input-error').closest('.grid-wrap').dataset.grid") == "Q"
+    assert (
+        chrome.execute_script("return document.getElementById('input-error').closest('.grid-wrap').dataset.grid") == "Q"
+    )
     assert page_math(chrome) == good
     assert chrome.find_element("id", "status").text == load_language("zh")["ui"]["stale"]
     retype(target, "0.9")
@@ -752,10 +898,16 @@ def test_reload_from_the_url_restores_the_view(chrome, server):
     raw["V"][2][1], raw["lang"] = "2", "en"
     expected = math_of(fragment(raw))
     wait_math(chrome, expected, "the edits")
-    wait(chrome, lambda: chrome.find_element("id", "box-exp-2-1").get_attribute("data-verdict") == "rounded",
-         what="the edited check")
-    wait(chrome, lambda: '"1.144"' in (chrome.execute_script("return localStorage.getItem('symattn.serve.state')") or ""),
-         what="the state saved")
+    wait(
+        chrome,
+        lambda: chrome.find_element("id", "box-exp-2-1").get_attribute("data-verdict") == "rounded",
+        what="the edited check",
+    )
+    wait(
+        chrome,
+        lambda: '"1.144"' in (chrome.execute_script("return localStorage.getItem('symattn.serve.state')") or ""),
+        what="the state saved",
+    )
     link = chrome.current_url
     assert re.fullmatch(re.escape(server) + r"#z=[A-Za-z0-9_-]+", link)
     assert len(link) - len(server) < 700
@@ -768,8 +920,11 @@ def test_reload_from_the_url_restores_the_view(chrome, server):
     assert cell(chrome, "V", "3,2").get_attribute("value") == "2"
     assert chrome.find_element("id", "set-lang").get_attribute("value") == "en"
     assert chrome.find_element("id", "tab-check").get_attribute("aria-selected") == "true"
-    wait(chrome, lambda: chrome.find_element("id", "box-exp-2-1").get_attribute("data-verdict") == "rounded",
-         what="the restored check")
+    wait(
+        chrome,
+        lambda: chrome.find_element("id", "box-exp-2-1").get_attribute("data-verdict") == "rounded",
+        what="the restored check",
+    )
     assert chrome.find_element("id", "box-exp-2-1-input").get_attribute("value") == "1.144"
 
 
@@ -787,6 +942,7 @@ def test_download_latex_compiles(chrome, server, downloads, latex, tmp_path):
     tex = target.read_text(encoding="utf-8")
     assert tex == render(derive(spec_from_mapping(raw)), "latex", standalone=True)
     from symattn.rendering.pdf import choose_engine
+
     engine = choose_engine(tex, "en")
     assert engine == "xelatex"  # the labels are Chinese: xelatex with ctex, as the CLI would choose
     pdf = latex(tex, engine, tmp_path)
@@ -808,10 +964,13 @@ def test_keystroke_to_math_within_300_ms(chrome, server):
         raw["Q"][2][0] = value
         expected = math_of(fragment(raw))
         wait_math(chrome, expected, f"edit {i + 1}")
-        wait(chrome, lambda: count() > before, what=f"the measure of edit {i + 1}")
+        wait(chrome, lambda before=before: count() > before, what=f"the measure of edit {i + 1}")
         # the last measure is the one from the last keystroke (a slow typist's earlier keys may have their own)
-        times.append(chrome.execute_script("const m = performance.getEntriesByName('symattn:update');"
-                                           "return m[m.length - 1].duration;"))
+        times.append(
+            chrome.execute_script(
+                "const m = performance.getEntriesByName('symattn:update');return m[m.length - 1].duration;"
+            )
+        )
     print(f"keystroke to math over 20 edits: median {statistics.median(times):.0f} ms, max {max(times):.0f} ms")
     assert statistics.median(times) <= 300
 
@@ -861,10 +1020,12 @@ return out;
 
 def test_accessible_labels_keyboard_and_contrast(chrome, server):
     from selenium.webdriver.common.keys import Keys
+
     open_fresh(chrome, server)
     assert chrome.execute_script(LABELS) == []
     assert cell(chrome, "Q", "3,1").get_attribute("aria-label") == load_language("zh")["ui"]["cell"].format(
-        matrix="Q", row=3, col=1)
+        matrix="Q", row=3, col=1
+    )
     # Tab walks a grid row by row
     first = cell(chrome, "Q", "1,1")
     first.click()
@@ -912,9 +1073,12 @@ def test_open_a_toml_file(chrome, server, tmp_path):
     raw = as_json(read_table(builtin.example_path("projection", "zh")))
     wait_math(chrome, math_of(fragment(raw)), "the opened spec")
     grids = chrome.execute_script("return Array.from(document.querySelectorAll('.grid-wrap')).map(g => g.dataset.grid)")
-    assert grids == [k for k in ("X", "X_kv", "W_Q", "W_K", "W_V", "Q", "K", "V", "W_O", "b_Q", "b_K", "b_V", "b_O")
-                     if k in raw]
-    assert chrome.find_element("id", "status").text == load_language("zh")["ui"]["opened"].format(name="projection.toml")
+    assert grids == [
+        k for k in ("X", "X_kv", "W_Q", "W_K", "W_V", "Q", "K", "V", "W_O", "b_Q", "b_K", "b_V", "b_O") if k in raw
+    ]
+    assert chrome.find_element("id", "status").text == load_language("zh")["ui"]["opened"].format(
+        name="projection.toml"
+    )
 
 
 def test_check_tab_all_rows_and_several_heads(chrome, server):
@@ -926,12 +1090,18 @@ def test_check_tab_all_rows_and_several_heads(chrome, server):
     assert len(chrome.find_elements("css selector", "#boxes input.claim")) == 1 + 3 * 18
     choose(chrome, "check-row", "1")
     chrome.find_element("id", "box-scores-0-0-input").send_keys("1")
-    wait(chrome, lambda: chrome.find_element("id", "box-scores-0-0").get_attribute("data-verdict") == "exact",
-         what="the verdict of row 1")
+    wait(
+        chrome,
+        lambda: chrome.find_element("id", "box-scores-0-0").get_attribute("data-verdict") == "exact",
+        what="the verdict of row 1",
+    )
     raw = as_json(read_table(builtin.example_path("multihead", "zh")))
     chrome.execute_script("arguments[0].hidden = false;", chrome.find_element("id", "paste-box"))
-    chrome.execute_script("arguments[0].value = arguments[1];", chrome.find_element("id", "paste-text"),
-                          builtin.example_text("multihead", "zh"))
+    chrome.execute_script(
+        "arguments[0].value = arguments[1];",
+        chrome.find_element("id", "paste-text"),
+        builtin.example_text("multihead", "zh"),
+    )
     chrome.find_element("id", "paste-open").click()
     error = wait(chrome, lambda: chrome.find_element("id", "check-error").text, what="the check's message")
     assert error == "spec: heads: checking claims supports one head without W_O"

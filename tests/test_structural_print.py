@@ -27,11 +27,19 @@ def head_specs(draw):
     small = st.sampled_from(["0", "1", "-1", "0.5", "2", "0.25", "-0.3", "1.1"])
 
     def grid(rows, cols):
-        return draw(st.one_of(st.just(matrix(draw, rows, cols)),
-                              st.lists(st.lists(small, min_size=cols, max_size=cols), min_size=rows, max_size=rows)))
+        return draw(
+            st.one_of(
+                st.just(matrix(draw, rows, cols)),
+                st.lists(st.lists(small, min_size=cols, max_size=cols), min_size=rows, max_size=rows),
+            )
+        )
 
-    raw = {"Q": grid(n_q, d), "K": grid(n_k, d), "V": grid(n_k, dv),
-           "scale": draw(st.sampled_from(["sqrt", "sqrt", "none", "1/3", "2"]))}
+    raw = {
+        "Q": grid(n_q, d),
+        "K": grid(n_k, d),
+        "V": grid(n_k, dv),
+        "scale": draw(st.sampled_from(["sqrt", "sqrt", "none", "1/3", "2"])),
+    }
     if draw(st.booleans()):
         rows = draw(st.lists(st.lists(st.integers(0, 1), min_size=n_k, max_size=n_k), min_size=n_q, max_size=n_q))
         raw["mask"] = [row if any(row) else [1] + row[1:] for row in rows]
@@ -56,8 +64,9 @@ def test_structural_text_is_sympy_str(raw):
     assert sums == [str(x) for x in model.exp_sum]
     assert data["exp_sum"]["name"] == [f"s_{i + 1}" for i in range(model.n_queries)]
     weights = model.exact("weights")
-    assert [[inline(x, sums) for x in row] for row in data["weights"]["exact"]] == \
-        [[str(x) for x in weights.row(i)] for i in range(weights.rows)]
+    assert [[inline(x, sums) for x in row] for row in data["weights"]["exact"]] == [
+        [str(x) for x in weights.row(i)] for i in range(weights.rows)
+    ]
     output = model.exact("output")
     for i, row in enumerate(data["output"]["exact"]):
         name = sympy.Symbol(f"s_{i + 1}")
@@ -71,22 +80,38 @@ def test_structural_text_is_sympy_str(raw):
 
 
 def test_seed_text():
-    data = compute(load_spec({"Q": [["1.0", "0.0"], ["0.0", "1.0"], ["0.9", "0.1"]],
-                              "K": [["1.0", "0.2"], ["0.1", "1.0"], ["0.8", "0.3"]],
-                              "V": [["10", "0"], ["0", "10"], ["1", "1"]]}), digits=6)
+    data = compute(
+        load_spec(
+            {
+                "Q": [["1.0", "0.0"], ["0.0", "1.0"], ["0.9", "0.1"]],
+                "K": [["1.0", "0.2"], ["0.1", "1.0"], ["0.8", "0.3"]],
+                "V": [["10", "0"], ["0", "10"], ["1", "1"]],
+            }
+        ),
+        digits=6,
+    )
     assert data["exp_sum"]["exact"][2] == "exp(19*sqrt(2)/200) + exp(3*sqrt(2)/8) + exp(23*sqrt(2)/50)"
     assert data["exp_sum"]["name"] == ["s_1", "s_2", "s_3"]
-    assert data["weights"]["exact"][2] == ["exp(23*sqrt(2)/50)/s_3", "exp(19*sqrt(2)/200)/s_3",
-                                           "exp(3*sqrt(2)/8)/s_3"]
-    assert data["output"]["exact"][2] == ["(exp(3*sqrt(2)/8) + 10*exp(23*sqrt(2)/50))/s_3",
-                                          "(exp(3*sqrt(2)/8) + 10*exp(19*sqrt(2)/200))/s_3"]
+    assert data["weights"]["exact"][2] == ["exp(23*sqrt(2)/50)/s_3", "exp(19*sqrt(2)/200)/s_3", "exp(3*sqrt(2)/8)/s_3"]
+    assert data["output"]["exact"][2] == [
+        "(exp(3*sqrt(2)/8) + 10*exp(23*sqrt(2)/50))/s_3",
+        "(exp(3*sqrt(2)/8) + 10*exp(19*sqrt(2)/200))/s_3",
+    ]
 
 
 def test_collected_terms_ones_and_single_terms():
     # row 1: scores 0, 0, 1 (scale none): 2 + E; V column 2 is zero except on the last key
-    data = compute(load_spec({"Q": [["1"], ["0"]], "K": [["0"], ["0"], ["1"]], "V": [["1", "0"], ["1", "0"],
-                                                                                      ["-3/2", "-3/10"]],
-                              "scale": "none"}), digits=5)
+    data = compute(
+        load_spec(
+            {
+                "Q": [["1"], ["0"]],
+                "K": [["0"], ["0"], ["1"]],
+                "V": [["1", "0"], ["1", "0"], ["-3/2", "-3/10"]],
+                "scale": "none",
+            }
+        ),
+        digits=5,
+    )
     assert data["exp"]["exact"] == [["1", "1", "E"], ["1", "1", "1"]]
     assert data["exp_sum"]["exact"] == ["2 + E", "3"]
     assert data["weights"]["exact"] == [["1/s_1", "1/s_1", "E/s_1"], ["1/3", "1/3", "1/3"]]

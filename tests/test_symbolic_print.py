@@ -5,12 +5,12 @@ import re
 import pytest
 import sympy
 
-from symattn.input import builtin
 from symattn.derivation.derive import derive
+from symattn.input import builtin
 from symattn.input.formula import symbol
+from symattn.input.spec import load_spec
 from symattn.rendering.printing import latex, logistic, over_root
 from symattn.rendering.renderer import render
-from symattn.input.spec import load_spec
 
 a, b, c, x, v1 = (symbol(n) for n in ("a", "b", "c", "x", "v_1"))
 r2 = sympy.sqrt(2)
@@ -31,8 +31,11 @@ TABLE = [
     # exp of a scaled symbol, of a sum, of a long sum, of a negative
     (ea, r"e^{a/\sqrt{2}}", r"e^{a/\sqrt{2}}"),
     (sympy.exp(za + zb), r"e^{(a + b)/\sqrt{2}}", r"e^{(a + b)/\sqrt{2}}"),
-    (sympy.exp(za + zb + zc + r2 * x / 2), r"\exp\!\left(\frac{a + b + c + x}{\sqrt{2}}\right)",
-     r"\exp\!\left((a + b + c + x)/\sqrt{2}\right)"),
+    (
+        sympy.exp(za + zb + zc + r2 * x / 2),
+        r"\exp\!\left(\frac{a + b + c + x}{\sqrt{2}}\right)",
+        r"\exp\!\left((a + b + c + x)/\sqrt{2}\right)",
+    ),
     (sympy.exp(-za), r"e^{-a/\sqrt{2}}", r"e^{-a/\sqrt{2}}"),
     (sympy.exp(a / 2), r"e^{a/2}", r"e^{a/2}"),
     (sympy.exp(sympy.exp(a / 2)), r"e^{e^{a/2}}", r"e^{e^{a/2}}"),
@@ -43,14 +46,20 @@ TABLE = [
     (-v1 * ea / (ea + eb), r"- \frac{v_{1}}{1 + e^{(b - a)/\sqrt{2}}}", r"-v_{1}/(1 + e^{(b - a)/\sqrt{2}})"),
     (ea / (ea + eb) / 3, r"\frac{1}{3 \left(1 + e^{(b - a)/\sqrt{2}}\right)}", r"1/(3 (1 + e^{(b - a)/\sqrt{2}}))"),
     # ... but not with three keys, nor with a numerator that is a sum
-    (ea / (ea + eb + ec), r"\frac{e^{a/\sqrt{2}}}{e^{a/\sqrt{2}} + e^{b/\sqrt{2}} + e^{c/\sqrt{2}}}",
-     r"e^{a/\sqrt{2}}/(e^{a/\sqrt{2}} + e^{b/\sqrt{2}} + e^{c/\sqrt{2}})"),
-    ((v1 * ea + eb) / (ea + eb), r"\frac{v_{1} e^{a/\sqrt{2}} + e^{b/\sqrt{2}}}{e^{a/\sqrt{2}} + e^{b/\sqrt{2}}}",
-     r"(v_{1} e^{a/\sqrt{2}} + e^{b/\sqrt{2}})/(e^{a/\sqrt{2}} + e^{b/\sqrt{2}})"),
+    (
+        ea / (ea + eb + ec),
+        r"\frac{e^{a/\sqrt{2}}}{e^{a/\sqrt{2}} + e^{b/\sqrt{2}} + e^{c/\sqrt{2}}}",
+        r"e^{a/\sqrt{2}}/(e^{a/\sqrt{2}} + e^{b/\sqrt{2}} + e^{c/\sqrt{2}})",
+    ),
+    (
+        (v1 * ea + eb) / (ea + eb),
+        r"\frac{v_{1} e^{a/\sqrt{2}} + e^{b/\sqrt{2}}}{e^{a/\sqrt{2}} + e^{b/\sqrt{2}}}",
+        r"(v_{1} e^{a/\sqrt{2}} + e^{b/\sqrt{2}})/(e^{a/\sqrt{2}} + e^{b/\sqrt{2}})",
+    ),
     # roots, powers, sums
     (sympy.sqrt(1 + r2), r"\sqrt{1 + \sqrt{2}}", r"\sqrt{1 + \sqrt{2}}"),
     (sympy.sqrt(a + sympy.sqrt(b)), r"\sqrt{a + \sqrt{b}}", r"\sqrt{a + \sqrt{b}}"),
-    (a ** -2, r"\frac{1}{a^{2}}", r"1/a^{2}"),
+    (a**-2, r"\frac{1}{a^{2}}", r"1/a^{2}"),
     (1 / sympy.sqrt(a), r"\frac{1}{\sqrt{a}}", r"1/\sqrt{a}"),
     (a ** sympy.Rational(3, 2), r"a^{3/2}", r"a^{3/2}"),
     (a ** sympy.Rational(-3, 2), r"a^{-3/2}", r"a^{-3/2}"),
@@ -94,6 +103,7 @@ def test_output_is_deterministic():
 
 # --- end to end --------------------------------------------------------------
 
+
 def _outputs(lang, **options):
     spec = load_spec(builtin.example_path("symbolic", lang)).with_options(**options)
     d = derive(spec)
@@ -125,10 +135,13 @@ def test_numeric_vectors_keep_plain_brackets():
     assert r"\left[" not in markdown.split("## With values")[1]
 
 
-HARD = {"tokens": ["p", "q", "r"], "focus": "p",  # three keys, d_k = 3, a long exponent, fractions in K and V
-        "Q": [["a", "0", "1"], ["0", "1", "0"], ["1", "1", "1"]],
-        "K": [["b + c + d + f", "0", "1"], ["(a + b)/2", "1", "0"], ["-a", "c^2", "1/3"]],
-        "V": [["v_1", "1/2"], ["0", "v_2"], ["1", "sqrt(w)"]]}
+HARD = {
+    "tokens": ["p", "q", "r"],
+    "focus": "p",  # three keys, d_k = 3, a long exponent, fractions in K and V
+    "Q": [["a", "0", "1"], ["0", "1", "0"], ["1", "1", "1"]],
+    "K": [["b + c + d + f", "0", "1"], ["(a + b)/2", "1", "0"], ["-a", "c^2", "1/3"]],
+    "V": [["v_1", "1/2"], ["0", "v_2"], ["1", "sqrt(w)"]],
+}
 
 
 def test_a_harder_spec_has_no_fraction_in_a_superscript_or_a_table():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from symattn.derivation.intermediates import compute
 from symattn.input.spec import load_spec
 
-from .strategies import decimal_text, matrix, multihead_base
+from .strategies import matrix, multihead_base
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (CI installs torch==2.13.0)")
 F = torch.nn.functional
@@ -101,13 +101,13 @@ def transpose(rows):
 @given(multihead_inputs())
 def test_multihead_attention(raw):
     E = len(raw["X"][0])
-    mha = torch.nn.MultiheadAttention(E, raw["heads"], dropout=0.0, bias=True, batch_first=True,
-                                      dtype=torch.float64)
+    mha = torch.nn.MultiheadAttention(E, raw["heads"], dropout=0.0, bias=True, batch_first=True, dtype=torch.float64)
     with torch.no_grad():
         # we multiply X W; torch multiplies x Wᵀ, so its weights are ours transposed
         mha.in_proj_weight.copy_(torch.cat([transpose(raw[w]) for w in ("W_Q", "W_K", "W_V")]))
-        mha.in_proj_bias.copy_(torch.tensor([float(x) for b in ("b_Q", "b_K", "b_V") for x in raw[b]],
-                                            dtype=torch.float64))
+        mha.in_proj_bias.copy_(
+            torch.tensor([float(x) for b in ("b_Q", "b_K", "b_V") for x in raw[b]], dtype=torch.float64)
+        )
         mha.out_proj.weight.copy_(transpose(raw["W_O"]))
         mha.out_proj.bias.copy_(torch.tensor([float(x) for x in raw["b_O"]], dtype=torch.float64))
     x = tensor(raw["X"])[None]

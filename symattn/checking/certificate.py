@@ -23,10 +23,11 @@ converted. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any
 
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.limits import BOUND_LENGTH, DIMS, TOKENS
@@ -37,11 +38,17 @@ MAX_BITS = 1 << 16
 
 # Matched whole and only once the length is known to be bounded: linear time. A bound has no exponent,
 # and a shown value's exponent is bounded, so no conversion makes a number of millions of digits.
-_FORMS = {"bound": (re.compile(r"-?[0-9]+(?:\.[0-9]+)?"), 'a finite decimal in a string, such as "0.25"'),
-          "exact": (re.compile(r"-?[0-9]+(?:\.[0-9]+)?|-?[0-9]+/[0-9]+"),
-                    'an exact number in a string, such as "3/10" or "0.25"'),
-          "shown": (re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?([0-9]+))?"),
-                    'a value in a string as compute --certify shows it, such as "0.4171" or "2.028E+4"')}
+_FORMS = {
+    "bound": (re.compile(r"-?[0-9]+(?:\.[0-9]+)?"), 'a finite decimal in a string, such as "0.25"'),
+    "exact": (
+        re.compile(r"-?[0-9]+(?:\.[0-9]+)?|-?[0-9]+/[0-9]+"),
+        'an exact number in a string, such as "3/10" or "0.25"',
+    ),
+    "shown": (
+        re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?([0-9]+))?"),
+        'a value in a string as compute --certify shows it, such as "0.4171" or "2.028E+4"',
+    ),
+}
 MASKED = {"scaled": "-inf", "exp": "0", "weights": "0"}  # each one's value at a key the mask hides
 POSITIVE = ("sqrt_dk", "scale", "exp", "exp_sum", "weights")  # where the mask allows the key
 
@@ -59,6 +66,7 @@ class Verification:
 @dataclass(frozen=True)
 class _Value:
     """One shown value, its bounds (None where it is -inf) and the certificate's exact fraction, if any."""
+
     name: str
     row: int  # as the enclosures index it: scalars [0][0], exp_sum [i][0]
     col: int
@@ -116,15 +124,20 @@ class _Reader:
         if not isinstance(raw, str):
             raise self.error(key, f"expected {expected}, got {_kind(raw)}", position)
         if len(raw) > BOUND_LENGTH:
-            raise LimitError(self.source, key, f"a number of {len(raw)} characters; the limit is {BOUND_LENGTH}",
-                             position)
+            raise LimitError(
+                self.source, key, f"a number of {len(raw)} characters; the limit is {BOUND_LENGTH}", position
+            )
         match = pattern.fullmatch(raw)
         if match is None:
             raise self.error(key, f"expected {expected}, got {_brief(raw)}", position)
         exponent = (match[1] or "").lstrip("0") if form == "shown" else ""
         if len(exponent) > 9 or exponent and int(exponent) > BOUND_LENGTH:
-            raise LimitError(self.source, key, f"the exponent of {_brief(raw)} is beyond ±{BOUND_LENGTH}, "
-                                               "past any bound of the limit's length", position)
+            raise LimitError(
+                self.source,
+                key,
+                f"the exponent of {_brief(raw)} is beyond ±{BOUND_LENGTH}, past any bound of the limit's length",
+                position,
+            )
         num, _, den = raw.partition("/")
         if den and not den.strip("0"):
             raise self.error(key, f"{_brief(raw)} divides by zero", position)
@@ -134,8 +147,9 @@ class _Reader:
     def sized(self, raw: Any, key: str, noun: str, dim: tuple[int, str, str], position: tuple[int, ...] = ()) -> list:
         size, thing, owner = dim
         if not isinstance(raw, (list, tuple)):
-            raise self.error(key, f"expected a list of {_plural(noun)}, one per {thing} of {owner}, "
-                                  f"got {_kind(raw)}", position)
+            raise self.error(
+                key, f"expected a list of {_plural(noun)}, one per {thing} of {owner}, got {_kind(raw)}", position
+            )
         if len(raw) != size:
             raise self.error(key, f"{_count(len(raw), noun)} for the {_count(size, thing)} of {owner}", position)
         return list(raw)
@@ -149,8 +163,13 @@ class _Reader:
             return [[x] for x in rows]
         return [self.sized(row, key, "entry", shape[1], (i + 1,)) for i, row in enumerate(rows)]
 
-    def matrix(self, inputs: Mapping[str, Any], name: str, rows: tuple[int, str, str] | None = None,
-               cols: tuple[int, str, str] | None = None) -> list[list[Fraction]]:
+    def matrix(
+        self,
+        inputs: Mapping[str, Any],
+        name: str,
+        rows: tuple[int, str, str] | None = None,
+        cols: tuple[int, str, str] | None = None,
+    ) -> list[list[Fraction]]:
         """An input matrix: ``rows`` and ``cols`` as another input gives them, or as its own first row does."""
         key = f"certificate.inputs.{name}"
         if name not in inputs:
@@ -223,8 +242,7 @@ class _Inputs:
         if self.scale != "sqrt" and self.scale <= 0:
             raise read.error("certificate.inputs.scale", f"must be positive, got {_brief(scale)}")
         if "d_k" in data and str(data["d_k"]) != str(self.d_k):
-            raise read.error("d_k", f"{_brief(data['d_k'])}, but certificate.inputs.Q has "
-                                    f"{_count(self.d_k, 'column')}")
+            raise read.error("d_k", f"{_brief(data['d_k'])}, but certificate.inputs.Q has {_count(self.d_k, 'column')}")
         if "mask" not in data:
             raise read.error("mask", "missing: one true or false per score, a row per query")
         self.mask = read.cells(data["mask"], "mask", (self.queries, self.keys))
@@ -238,18 +256,23 @@ class _Inputs:
     def enclosures(self, prec: int) -> dict[str, Any]:
         """mpmath intervals of every value, and ``known``: the values this module knows exactly, by structure."""
         from mpmath import iv
+
         iv.prec = prec
         n, m, dv = len(self.Q), len(self.K), len(self.V[0])
 
         def ivf(x: Fraction):
             return iv.mpf(x.numerator) / x.denominator
+
         scores = [[sum((a * b for a, b in zip(q, k)), Fraction(0)) for k in self.K] for q in self.Q]
         root = _exact_root(self.d_k)
         sqrt_dk = iv.sqrt(self.d_k)
         c_exact = (None if root is None else 1 / Fraction(root)) if self.scale == "sqrt" else self.scale
         c = (1 / sqrt_dk) if c_exact is None else ivf(c_exact)
         known: dict[str, list[list[Fraction | None]]] = {
-            "sqrt_dk": [[None if root is None else Fraction(root)]], "scale": [[c_exact]], "scores": scores}
+            "sqrt_dk": [[None if root is None else Fraction(root)]],
+            "scale": [[c_exact]],
+            "scores": scores,
+        }
         scaled, exps, sums, weights, outputs = [], [], [], [], []
         k_scaled, k_exp, k_sum, k_weights, k_out = [], [], [], [], []
         for i in range(n):
@@ -264,8 +287,7 @@ class _Inputs:
             weights.append(w)
             outputs.append([sum((w[j] * ivf(self.V[j][k]) for j in range(m)), iv.mpf(0)) for k in range(dv)])
             # exactly known, by Lindemann–Weierstrass: e^z is rational only at z = 0
-            zs = [None if c_exact is None and scores[i][j] != 0 else scores[i][j] * (c_exact or 0)
-                  for j in range(m)]
+            zs = [None if c_exact is None and scores[i][j] != 0 else scores[i][j] * (c_exact or 0) for j in range(m)]
             k_scaled.append(zs)
             ke = [(Fraction(1) if zs[j] == 0 else None) if self.mask[i][j] else Fraction(0) for j in range(m)]
             k_exp.append(ke)
@@ -282,24 +304,35 @@ class _Inputs:
                 row_out.append(means.pop() if flat or len(means) == 1 else None)
             k_out.append(row_out)
         known.update(scaled=k_scaled, exp=k_exp, exp_sum=k_sum, weights=k_weights, output=k_out)
-        return {"sqrt_dk": [[sqrt_dk]], "scale": [[c]], "scores": [[ivf(x) for x in row] for row in scores],
-                "scaled": scaled, "exp": exps, "exp_sum": sums, "weights": weights, "output": outputs,
-                "known": known}
+        return {
+            "sqrt_dk": [[sqrt_dk]],
+            "scale": [[c]],
+            "scores": [[ivf(x) for x in row] for row in scores],
+            "scaled": scaled,
+            "exp": exps,
+            "exp_sum": sums,
+            "weights": weights,
+            "output": outputs,
+            "known": known,
+        }
 
 
 def _exact_root(n: int) -> int | None:
     from math import isqrt
+
     r = isqrt(n)
     return r if r * r == n else None
 
 
 def _ends(x: Any) -> tuple[Fraction, Fraction]:
     """The ends of an mpmath interval, exactly: each a raw binary float (sign, mantissa, exponent, bits)."""
+
     def exact(end: tuple) -> Fraction:
         sign, man, exp, _ = end
         if not man and exp:  # ±infinity (or NaN): no finite bound
             raise OverflowError
         return Fraction(-man if sign else man) * Fraction(2) ** exp
+
     lo, hi = x._mpi_
     return exact(lo), exact(hi)
 
@@ -311,7 +344,11 @@ def _values(data: Mapping[str, Any], cert: Mapping[str, Any], inputs: _Inputs, r
     if not isinstance(rational, Mapping):
         raise read.error("certificate.rational", f"expected a table, got {_kind(rational)}")
     shapes: dict[str, tuple[tuple[int, str, str], ...]] = {
-        "sqrt_dk": (), "scale": (), "exp_sum": (inputs.queries,), "output": (inputs.queries, inputs.columns)}
+        "sqrt_dk": (),
+        "scale": (),
+        "exp_sum": (inputs.queries,),
+        "output": (inputs.queries, inputs.columns),
+    }
     out = []
     for name in CHECKED:
         if name not in data:
@@ -325,44 +362,75 @@ def _values(data: Mapping[str, Any], cert: Mapping[str, Any], inputs: _Inputs, r
         shape = shapes.get(name, (inputs.queries, inputs.keys))
         values = read.cells(entry["value"], f"{name}.value", shape)
         bounds = read.cells(entry["bounds"], f"{name}.bounds", shape)
-        exacts = (read.cells(rational[name], f"certificate.rational.{name}", shape)
-                  if rational.get(name) is not None else None)
+        exacts = (
+            read.cells(rational[name], f"certificate.rational.{name}", shape)
+            if rational.get(name) is not None
+            else None
+        )
         for i, row in enumerate(values):
             for j, text in enumerate(row):
-                position = (i + 1, j + 1)[:len(shape)]
-                out.append(_value(read, inputs, name, i, j, position, text, bounds[i][j],
-                                  None if exacts is None else exacts[i][j]))
+                position = (i + 1, j + 1)[: len(shape)]
+                out.append(
+                    _value(
+                        read, inputs, name, i, j, position, text, bounds[i][j], None if exacts is None else exacts[i][j]
+                    )
+                )
     return out
 
 
-def _value(read: _Reader, inputs: _Inputs, name: str, i: int, j: int, position: tuple[int, ...],
-           text: Any, bound: Any, exact: Any) -> _Value:
+def _value(
+    read: _Reader,
+    inputs: _Inputs,
+    name: str,
+    i: int,
+    j: int,
+    position: tuple[int, ...],
+    text: Any,
+    bound: Any,
+    exact: Any,
+) -> _Value:
     where = name + "".join(f"[{p}]" for p in position)
     lo_text, hi_text = read.bounds(bound, f"{name}.bounds", position)
     hidden = name in MASKED and not inputs.mask[i][j]
     if hidden:
         expected = MASKED[name]
         if text != expected:
-            raise read.error(f"{name}.value", f"expected {expected!r} where the mask is false, got {_brief(text)}",
-                             position)
+            raise read.error(
+                f"{name}.value", f"expected {expected!r} where the mask is false, got {_brief(text)}", position
+            )
         if (lo_text, hi_text) != (expected, expected):
-            raise read.error(f"{name}.bounds", f"expected [{expected!r}, {expected!r}] where the mask is false, "
-                                               f"got [{_brief(lo_text)}, {_brief(hi_text)}]", position)
+            raise read.error(
+                f"{name}.bounds",
+                f"expected [{expected!r}, {expected!r}] where the mask is false, "
+                f"got [{_brief(lo_text)}, {_brief(hi_text)}]",
+                position,
+            )
         if expected == "-inf":
             if exact is not None:
-                raise read.error(f"certificate.rational.{name}", f"expected null where the value is -inf, "
-                                                                 f"got {_brief(exact)}", position)
+                raise read.error(
+                    f"certificate.rational.{name}",
+                    f"expected null where the value is -inf, got {_brief(exact)}",
+                    position,
+                )
             return _Value(name, i, j, where, text, None, None, (lo_text, hi_text), None)
     for part, raw in (("value", text), ("bounds", lo_text), ("bounds", hi_text)):
         if raw == "-inf":
-            raise read.error(f"{name}.{part}", "-inf where the mask is true" if name in MASKED else
-                             "-inf, but only scaled is -inf, and only where the mask is false", position)
+            raise read.error(
+                f"{name}.{part}",
+                "-inf where the mask is true"
+                if name in MASKED
+                else "-inf, but only scaled is -inf, and only where the mask is false",
+                position,
+            )
     shown = read.number(text, f"{name}.value", position, "shown")
     lo = read.number(lo_text, f"{name}.bounds", position, "bound")
     hi = read.number(hi_text, f"{name}.bounds", position, "bound")
     if name in POSITIVE and not hidden and shown <= 0:
-        raise read.error(f"{name}.value", f"must be positive{' where the mask is true' if name in MASKED else ''}, "
-                                          f"got {_brief(text)}", position)
+        raise read.error(
+            f"{name}.value",
+            f"must be positive{' where the mask is true' if name in MASKED else ''}, got {_brief(text)}",
+            position,
+        )
     known = None if exact is None else read.number(exact, f"certificate.rational.{name}", position, "exact")
     return _Value(name, i, j, where, text, shown, (lo, hi), (lo_text, hi_text), known)
 
@@ -391,8 +459,9 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>") -> Verificati
         if lo > hi:
             failures.append(f"{v.where}: the bounds are the wrong way round")
         elif _round_significant(lo, digits) != v.shown or _round_significant(hi, digits) != v.shown:
-            failures.append(f"{v.where}: {v.text} is not the rounding of every point of "
-                            f"[{v.bound_text[0]}, {v.bound_text[1]}]")
+            failures.append(
+                f"{v.where}: {v.text} is not the rounding of every point of [{v.bound_text[0]}, {v.bound_text[1]}]"
+            )
         else:
             pending.append((v.name, v.row, v.col, lo, hi, v.where))
         if v.exact is not None and not lo <= v.exact <= hi:

@@ -12,20 +12,26 @@ blanks in ``Report.blanks``, and ``report_data`` gives them under
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from symattn.exact import progress
-from symattn.input.claims import GRADIENTS, STAGE, Claim, Claims, load_claims
-from symattn.exact.factory import build
-from symattn.input.errors import SpecError
-from symattn.input.spec import Spec
 from symattn.checking.report import Report, Verdict
 from symattn.checking.verdicts import Checker
+from symattn.exact import progress
+from symattn.exact.factory import build
+from symattn.input.claims import GRADIENTS, STAGE, Claim, Claims, load_claims
+from symattn.input.errors import SpecError
+from symattn.input.spec import Spec
 
 
 def _order(claim: Claim) -> tuple:
-    return (STAGE[claim.quantity], claim.row if claim.row is not None else -1,
-            claim.col if claim.col is not None else -1, claim.in_row_section, claim.quantity == "percent")
+    return (
+        STAGE[claim.quantity],
+        claim.row if claim.row is not None else -1,
+        claim.col if claim.col is not None else -1,
+        claim.in_row_section,
+        claim.quantity == "percent",
+    )
 
 
 def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str, *, backward: bool = False) -> Report:
@@ -42,6 +48,7 @@ def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str, *, back
         spec = loaded.spec
     else:
         from symattn.input.spec import load_spec
+
         spec = load_spec(spec)
         loaded = load_claims(claims, spec=spec)
     given = spec
@@ -49,15 +56,28 @@ def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str, *, back
     if spec.backward is None:
         gradient = next((c for c in loaded.claims if c.quantity in GRADIENTS), None)
         if gradient is not None:
-            raise SpecError(loaded.source, gradient.key, "a claim on a gradient needs [backward] in the spec "
-                                                         "(or --backward)")
+            raise SpecError(
+                loaded.source, gradient.key, "a claim on a gradient needs [backward] in the spec (or --backward)"
+            )
     if model is None or spec is not given:  # a Result's model is reused when its spec is the one checked
         model = build(spec)
     checker = Checker(spec, model, loaded.claims)
-    results = checker.slips.diagnose_rows(tuple(_verdict(checker, c) for c in sorted(loaded.claims, key=_order)),
-                                      checker.position)
-    return Report(spec.title, spec.lang, spec.tokens, spec.keys, loaded.source, results, paper=spec.page,
-                  cjk_font=spec.cjk_font, engine=spec.engine, blanks=loaded.blanks, student=loaded.student)
+    results = checker.slips.diagnose_rows(
+        tuple(_verdict(checker, c) for c in sorted(loaded.claims, key=_order)), checker.position
+    )
+    return Report(
+        spec.title,
+        spec.lang,
+        spec.tokens,
+        spec.keys,
+        loaded.source,
+        results,
+        paper=spec.page,
+        cjk_font=spec.cjk_font,
+        engine=spec.engine,
+        blanks=loaded.blanks,
+        student=loaded.student,
+    )
 
 
 def _verdict(checker: Checker, claim: Claim) -> Verdict:
@@ -71,10 +91,12 @@ def _numeric(spec: Spec) -> Spec:
         raise SpecError(spec.source, "heads", "checking claims supports one head without W_O")
     if spec.is_symbolic:
         from symattn.exact.symbolic import substitute
+
         missing = sorted(set(spec.symbols) - {name for name, _ in spec.subs})
         if missing:
-            raise SpecError(spec.source, "subs", "give a value for every symbol to check numbers; missing: "
-                            + ", ".join(missing))
+            raise SpecError(
+                spec.source, "subs", "give a value for every symbol to check numbers; missing: " + ", ".join(missing)
+            )
         spec = substitute(spec)
     return spec
 

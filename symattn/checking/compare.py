@@ -17,9 +17,9 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from symattn.input.decimals import round_half_up
-from symattn.input import limits
 from symattn.exact import numeric
+from symattn.input import limits
+from symattn.input.decimals import round_half_up
 from symattn.input.errors import EvaluationError, ShapeError, SpecError
 from symattn.input.floats import FloatResult, ulp
 
@@ -86,6 +86,7 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Compari
     """Compare a float matrix with the exact ``quantity`` (``output`` or ``weights``) of a spec."""
     from symattn.exact.factory import build
     from symattn.input.spec import load_spec
+
     if quantity not in QUANTITIES:
         raise SpecError("--quantity", None, f"expected one of {', '.join(QUANTITIES)}, got {quantity!r}")
     spec = load_spec(spec)
@@ -96,8 +97,9 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Compari
     rows, cols = len(rationals), len(rationals[0])
     got = (len(result.rows), len(result.rows[0]))
     if got != (rows, cols):
-        raise ShapeError(result.source, "shape", f"the result is {got[0]}×{got[1]} and the exact {quantity} is "
-                                                 f"{rows}×{cols}")
+        raise ShapeError(
+            result.source, "shape", f"the result is {got[0]}×{got[1]} and the exact {quantity} is {rows}×{cols}"
+        )
     shown = model.significant(quantity, EXACT_DIGITS)
     pending = {(i, j) for i in range(rows) for j in range(cols) if result.rows[i][j] is not None}
     decided: dict[tuple[int, int], tuple[Decimal, Decimal | None, int]] = {}
@@ -122,8 +124,9 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Compari
         digits *= 2
         if digits > limits.DIGITS:
             i, j = min(pending)
-            raise EvaluationError(f"{result.source}: the error of entry ({i + 1}, {j + 1}) is not decided at "
-                                  f"{limits.DIGITS} digits")
+            raise EvaluationError(
+                f"{result.source}: the error of entry ({i + 1}, {j + 1}) is not decided at {limits.DIGITS} digits"
+            )
     entries = []
     for i in range(rows):
         for j in range(cols):
@@ -164,20 +167,35 @@ def _decide(x: Fraction, lo: Fraction, hi: Fraction, fmt: str) -> tuple[Decimal,
 
 def comparison_data(c: Comparison) -> dict[str, Any]:
     """JSON-ready: every entry, then the summary and the histogram."""
+
     def text(x: Decimal | None) -> str | None:
         return None if x is None else number_text(x)
+
     worst, worst_relative = c.worst, c.worst_relative
     return {
-        "source": c.source, "quantity": c.quantity, "format": c.format,
-        "entries": [{"row": e.row + 1, "col": e.col + 1,
-                     "value": None if e.value is None else _float_text(e.value), "exact": str(e.exact),
-                     "ulps": text(e.ulps), "relative": text(e.relative)} for e in c.entries],
+        "source": c.source,
+        "quantity": c.quantity,
+        "format": c.format,
+        "entries": [
+            {
+                "row": e.row + 1,
+                "col": e.col + 1,
+                "value": None if e.value is None else _float_text(e.value),
+                "exact": str(e.exact),
+                "ulps": text(e.ulps),
+                "relative": text(e.relative),
+            }
+            for e in c.entries
+        ],
         "not_finite": [{"row": i + 1, "col": j + 1, "value": v} for (i, j), v in c.not_finite],
-        "summary": {"entries": len(c.entries), "correctly_rounded": c.correctly_rounded,
-                    "max_ulps": None if worst is None else text(worst.ulps),
-                    "max_ulps_at": None if worst is None else [worst.row + 1, worst.col + 1],
-                    "max_relative": None if worst_relative is None else text(worst_relative.relative),
-                    "histogram": [{"ulps": bucket_label(b), "count": n} for b, n in c.histogram]},
+        "summary": {
+            "entries": len(c.entries),
+            "correctly_rounded": c.correctly_rounded,
+            "max_ulps": None if worst is None else text(worst.ulps),
+            "max_ulps_at": None if worst is None else [worst.row + 1, worst.col + 1],
+            "max_relative": None if worst_relative is None else text(worst_relative.relative),
+            "histogram": [{"ulps": bucket_label(b), "count": n} for b, n in c.histogram],
+        },
         "decided_at_digits": c.digits,
     }
 
@@ -185,14 +203,26 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
 def render_comparison(c: Comparison, lang: str = "en", every: bool = False, worst: int = 10) -> str:
     """The comparison as plain text: summary, histogram, then the worst entries (or every entry)."""
     from symattn.rendering.renderer import render_template
+
     total = max(1, len(c.entries))
     ranked = sorted((e for e in c.entries if e.value is not None), key=lambda e: (-e.bucket, -(e.ulps or 0)))
     shown = list(c.entries) if every else [e for e in c.entries if e.value is None] + ranked[:worst]
     # a bar of up to 40 marks per bucket, at least one for a bucket that has an entry
     histogram = [(b, n, max(1, (n * 40 + total - 1) // total)) for b, n in c.histogram]
-    return render_template("compare", "text", lang, c=c, shown=shown, all_shown=every, histogram=histogram,
-                           worst=c.worst, worst_relative=c.worst_relative, label=bucket_label, num=number_text,
-                           value=lambda e: "—" if e.value is None else _float_text(e.value))
+    return render_template(
+        "compare",
+        "text",
+        lang,
+        c=c,
+        shown=shown,
+        all_shown=every,
+        histogram=histogram,
+        worst=c.worst,
+        worst_relative=c.worst_relative,
+        label=bucket_label,
+        num=number_text,
+        value=lambda e: "—" if e.value is None else _float_text(e.value),
+    )
 
 
 def number_text(x: Decimal) -> str:

@@ -12,8 +12,8 @@ from typing import Any
 
 import sympy
 
-from symattn.input.claims import Claim
 from symattn.exact.rounding import Num
+from symattn.input.claims import Claim
 
 VERDICTS = ("exact", "rounded", "carried", "last-digit", "wrong")
 
@@ -80,23 +80,27 @@ class Report:
 
 def report_data(report: Report) -> dict[str, Any]:
     """The report as JSON-ready data: one object per claim, then a summary."""
+
     def text(x: Decimal | None) -> str | None:
         return None if x is None else format(x, "f")
 
-    claims = [{
-        "quantity": v.claim.quantity,
-        "row": v.row_label,
-        "col": v.col_label,
-        "claimed": v.claim.number.text,
-        "exact": str(v.closed_form),
-        "value": str(v.value.value) if v.value.scientific else format(v.value.value, "f"),
-        "verdict": v.verdict,
-        "truncated": v.truncated,
-        "expected": text(v.expected),
-        "carried": text(v.carried),
-        "key": v.claim.key,
-        "diagnosis": v.diagnosis,
-    } for v in report.results]
+    claims = [
+        {
+            "quantity": v.claim.quantity,
+            "row": v.row_label,
+            "col": v.col_label,
+            "claimed": v.claim.number.text,
+            "exact": str(v.closed_form),
+            "value": str(v.value.value) if v.value.scientific else format(v.value.value, "f"),
+            "verdict": v.verdict,
+            "truncated": v.truncated,
+            "expected": text(v.expected),
+            "carried": text(v.carried),
+            "key": v.claim.key,
+            "diagnosis": v.diagnosis,
+        }
+        for v in report.results
+    ]
     first = report.first_problem
     summary: dict[str, Any] = {
         "counts": dict(report.counts),

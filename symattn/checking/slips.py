@@ -7,16 +7,16 @@ A wrong claim is tested against each slip in ``SLIPS``, in this order: ``no_scal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
-from typing import Callable
 
 import sympy
 
+from symattn.checking.report import Verdict
 from symattn.exact import numeric
 from symattn.exact.model import Model
 from symattn.input.claims import Claim
-from symattn.checking.report import Verdict
 
 SLIPS = ("no_scaling", "column_softmax", "no_exp", "transposed_V")
 
@@ -41,8 +41,9 @@ class Slips:
                 return slip
         return None
 
-    def diagnose_rows(self, results: tuple[Verdict, ...], position: Callable[[Claim], tuple[int, int]]
-                      ) -> tuple[Verdict, ...]:
+    def diagnose_rows(
+        self, results: tuple[Verdict, ...], position: Callable[[Claim], tuple[int, int]]
+    ) -> tuple[Verdict, ...]:
         """Short claims (fewer than three significant digits) named after all, when a whole row shows the slip.
 
         One 0.4 may match a slip by chance; a row of two or more wrong claims of one quantity that each
@@ -52,8 +53,13 @@ class Slips:
             return results
         rows: dict[tuple[str, int], list[int]] = {}
         for k, v in enumerate(results):
-            if v.verdict == "wrong" and v.diagnosis is None and v.claim.number.decimals is not None \
-                    and not v.claim.number.is_infinite and v.claim.quantity != "percent":
+            if (
+                v.verdict == "wrong"
+                and v.diagnosis is None
+                and v.claim.number.decimals is not None
+                and not v.claim.number.is_infinite
+                and v.claim.quantity != "percent"
+            ):
                 rows.setdefault((v.claim.quantity, position(v.claim)[0]), []).append(k)
         out = list(results)
         tables = self.tables.setdefault("slips", {})
@@ -62,8 +68,12 @@ class Slips:
                 continue
             for slip in SLIPS:
                 values = [self.value(slip, quantity, i, position(results[k].claim)[1]) for k in members]
-                if all(x is not None and Fraction(numeric.round_expr(x, results[k].claim.number.decimals, tables))
-                       == results[k].claim.number.value for x, k in zip(values, members)):
+                if all(
+                    x is not None
+                    and Fraction(numeric.round_expr(x, results[k].claim.number.decimals, tables))
+                    == results[k].claim.number.value
+                    for x, k in zip(values, members)
+                ):
                     for k in members:
                         out[k] = replace(out[k], diagnosis=slip)
                     break

@@ -24,14 +24,14 @@ from functools import cached_property
 
 import sympy
 
-from symattn.input.decimals import round_half_up, terminating_decimals, truncate
-from symattn.exact import numeric
-from symattn.input.claims import GRADIENTS, INPUTS, Claim
-from symattn.exact.model import Model
-from symattn.exact.rounding import Num, is_extreme
-from symattn.input.spec import Spec
 from symattn.checking.report import Explanation, Verdict
 from symattn.checking.slips import Slips
+from symattn.exact import numeric
+from symattn.exact.model import Model
+from symattn.exact.rounding import Num, is_extreme
+from symattn.input.claims import GRADIENTS, INPUTS, Claim
+from symattn.input.decimals import round_half_up, terminating_decimals, truncate
+from symattn.input.spec import Spec
 
 SIGNIFICANT = 6
 
@@ -60,8 +60,7 @@ class Checker:
         if not found:
             return None
         # a row section feeds its own row; the most precise of several claims wins
-        best = max(found, key=lambda c: (c.in_row_section, c.number.decimals is None,
-                                         c.number.decimals or 0))
+        best = max(found, key=lambda c: (c.in_row_section, c.number.decimals is None, c.number.decimals or 0))
         return best.number.value
 
     def implied(self, quantity: str, row: int | None = None, col: int | None = None) -> tuple[sympy.Expr, bool]:
@@ -142,8 +141,11 @@ class Checker:
         if quantity == "dZ":
             if not m.may_attend(row, col):
                 return sympy.Integer(0), False
-            (w, a), (g, c), (r, e) = (self.implied("weights", row, col), self.implied("dA", row, col),
-                                      self.implied("dot", row, 0))
+            (w, a), (g, c), (r, e) = (
+                self.implied("weights", row, col),
+                self.implied("dA", row, col),
+                self.implied("dot", row, 0),
+            )
             return w * (g - r), a or c or e
         if quantity == "dS":
             z, a = self.implied("dZ", row, col)
@@ -160,13 +162,15 @@ class Checker:
             terms = []
             for name in ("Q", "K", "V"):
                 W = getattr(p, f"W_{name}")
-                terms += [(self.implied(f"d{name}", row, c), (_rational(W[col][c].value), False))
-                          for c in range(len(W[0]))]
+                terms += [
+                    (self.implied(f"d{name}", row, c), (_rational(W[col][c].value), False)) for c in range(len(W[0]))
+                ]
             return self._sum(terms)
         name = quantity[-1]  # dW_Q, dW_K, dW_V: Xᵀ dQ (X_kv for K and V)
         X = p.X if name == "Q" else p.source_of_keys
-        return self._sum([((_rational(X[i][row].value), False), self.implied(f"d{name}", i, col))
-                          for i in range(len(X))])
+        return self._sum(
+            [((_rational(X[i][row].value), False), self.implied(f"d{name}", i, col)) for i in range(len(X))]
+        )
 
     def source(self, quantity: str):
         """The model whose quantity it is: the backward model for gradients."""
@@ -227,8 +231,11 @@ class Checker:
         y, from_claims = self.computed(quantity, claim.row, claim.col)
         if y.has(sympy.nan, sympy.zoo):  # e.g. weights from a claimed sum of 0: no value to carry
             from_claims = False
-        carried = numeric.round_expr(y, d, self._tables.setdefault("enclosures", {})) \
-            if (from_claims and d is not None) else None
+        carried = (
+            numeric.round_expr(y, d, self._tables.setdefault("enclosures", {}))
+            if (from_claims and d is not None)
+            else None
+        )
 
         truncated = False
         if exact is not None and exact == c:
@@ -239,8 +246,9 @@ class Checker:
             verdict = "carried"
         elif d is not None and self.one_off(c, d, expected, carried):
             verdict = "last-digit"
-            truncated = self.is_truncation(self.unmasked if is_masked else self.source(quantity), quantity, i, j, c, d,
-                                           exact)
+            truncated = self.is_truncation(
+                self.unmasked if is_masked else self.source(quantity), quantity, i, j, c, d, exact
+            )
         else:
             verdict = "wrong"
         explanation = None
@@ -249,31 +257,50 @@ class Checker:
         if claim.quantity == "percent":  # report in the claim's own unit
             expected, carried = (None if x is None else x.scaleb(2) for x in (expected, carried))
         diagnosis = self.slips.diagnose(quantity, i, j, c, d) if verdict == "wrong" else None
-        return Verdict(claim, verdict, truncated, shown, closed, expected, carried, explanation, *self.labels(claim),
-                       masked=is_masked, diagnosis=diagnosis)
+        return Verdict(
+            claim,
+            verdict,
+            truncated,
+            shown,
+            closed,
+            expected,
+            carried,
+            explanation,
+            *self.labels(claim),
+            masked=is_masked,
+            diagnosis=diagnosis,
+        )
 
     def labels(self, claim: Claim) -> tuple[str | None, str | int | None]:
         quantity = "weights" if claim.quantity == "percent" else claim.quantity
         rows = self.spec.keys if quantity in ("K", "V") else self.spec.tokens
         row_label = None if claim.row is None else rows[claim.row]
-        col_label = None if claim.col is None else (
-            claim.col + 1 if quantity in ("output",) + INPUTS else self.spec.keys[claim.col])
+        col_label = (
+            None
+            if claim.col is None
+            else (claim.col + 1 if quantity in ("output",) + INPUTS else self.spec.keys[claim.col])
+        )
         return row_label, col_label
 
     def infinite(self, claim: Claim, quantity: str, i: int, j: int, is_masked: bool) -> Verdict:
         """−∞ is exact for a masked score and wrong anywhere else."""
         _, closed, shown, _ = self.exact_value(quantity, i, j, None)
         explanation = None if is_masked else self.explain(quantity, claim.row, claim.col, shown)
-        return Verdict(claim, "exact" if is_masked else "wrong", False, shown, closed, None, None, explanation,
-                       *self.labels(claim))
+        return Verdict(
+            claim, "exact" if is_masked else "wrong", False, shown, closed, None, None, explanation, *self.labels(claim)
+        )
 
     def is_carried(self, claim: Claim, y: sympy.Expr, from_claims: bool, carried: Decimal | None) -> bool:
         c, d = claim.number.value, claim.number.decimals
         quantity = "weights" if claim.quantity == "percent" else claim.quantity
         for other in self.index.get((quantity, claim.row, claim.col), []):
             od = other.number.decimals
-            if other is not claim and d is not None and (od is None or od > d) and \
-                    Fraction(round_half_up(other.number.value, d)) == c:
+            if (
+                other is not claim
+                and d is not None
+                and (od is None or od > d)
+                and Fraction(round_half_up(other.number.value, d)) == c
+            ):
                 return True
         if not from_claims:
             return False
@@ -293,8 +320,11 @@ class Checker:
         # cutting x toward zero gives c  <=>  c <= x < c + unit (x >= 0), mirrored below zero
         unit = Fraction(10) ** -d
         low, high = (c, c + unit) if c >= 0 else (c - unit, c)
-        return model.compare(quantity, i, j, low) >= 0 > model.compare(quantity, i, j, high) \
-            if c >= 0 else model.compare(quantity, i, j, low) > 0 >= model.compare(quantity, i, j, high)
+        return (
+            model.compare(quantity, i, j, low) >= 0 > model.compare(quantity, i, j, high)
+            if c >= 0
+            else model.compare(quantity, i, j, low) > 0 >= model.compare(quantity, i, j, high)
+        )
 
     # --- explanations ----------------------------------------------------
 
@@ -308,8 +338,9 @@ class Checker:
         if places is not None and not is_extreme(exact):  # a terminating value is shown whole: 0.92, not 0.920000
             return Num(round_half_up(exact, places), True)
         value = self.table(model, "significant", quantity, SIGNIFICANT)[i][j]
-        return Num(value, exact is not None and Fraction(value) == exact,
-                   value.is_finite() and is_extreme(Fraction(value)))
+        return Num(
+            value, exact is not None and Fraction(value) == exact, value.is_finite() and is_extreme(Fraction(value))
+        )
 
     def explain(self, quantity: str, row: int | None, col: int | None, result: Num) -> Explanation:
         spec, m = self.spec, self.model
@@ -341,6 +372,7 @@ class Checker:
 
         def sig(q: str, i: int, j: int) -> Num:
             return self.sig(q, i, j, g)
+
         if quantity == "dV":
             return tuple((self.sig("weights", i, row), sig("dO", i, col)) for i in range(n))
         if quantity == "dA":
@@ -356,8 +388,11 @@ class Checker:
             return tuple((sig("dS", i, row), spec.Q[i][col]) for i in range(n))
         p = spec.projection
         if quantity == "dX":
-            return tuple((sig(f"d{name}", row, c), getattr(p, f"W_{name}")[col][c])
-                         for name in ("Q", "K", "V") for c in range(len(getattr(p, f"W_{name}")[0])))
+            return tuple(
+                (sig(f"d{name}", row, c), getattr(p, f"W_{name}")[col][c])
+                for name in ("Q", "K", "V")
+                for c in range(len(getattr(p, f"W_{name}")[0]))
+            )
         X = p.X if quantity == "dW_Q" else p.source_of_keys
         return tuple((X[i][row], sig(f"d{quantity[-1]}", i, col)) for i in range(len(X)))
 

@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
-from symattn.input import limits
-from symattn.input.errors import LimitError, SpecError
 from symattn.classroom.sheets import EXTENSIONS, files, key_all
 from symattn.classroom.template import Template, load_template
 from symattn.classroom.variants import Variant, draw, variant_seed
+from symattn.input import limits
+from symattn.input.errors import LimitError, SpecError
 
-def exercise(template: str | Path | Mapping[str, Any] | Template, ids: Iterable[str | tuple[str, str]],
-             seed: int | str, progress: Callable[[Sequence[Any]], Iterable[Any]] | None = None
-             ) -> tuple[Variant, ...]:
+
+def exercise(
+    template: str | Path | Mapping[str, Any] | Template,
+    ids: Iterable[str | tuple[str, str]],
+    seed: int | str,
+    progress: Callable[[Sequence[Any]], Iterable[Any]] | None = None,
+) -> tuple[Variant, ...]:
     """One variant per student id (or (id, name) pair), from the class seed.
 
     ``progress`` wraps the list of students (the CLI passes a progress bar on a terminal).
@@ -48,26 +53,38 @@ _STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 def check_student_id(student: str, source: str, key: str, position: int) -> str:
     """A student id as exercise allows it: it names the student's folder and feedback file, so it is plain."""
     if not _STUDENT_ID.fullmatch(student):
-        raise SpecError(source, key, "expected an id of at most 64 letters, digits, '.', '_' or '-', starting "
-                                     f"with a letter or digit, got {student!r}", (position,))
+        raise SpecError(
+            source,
+            key,
+            "expected an id of at most 64 letters, digits, '.', '_' or '-', starting "
+            f"with a letter or digit, got {student!r}",
+            (position,),
+        )
     return student
 
 
 def read_roster(path: str | Path) -> list[tuple[str, str]]:
     """Students from a CSV file with an ``id,name`` header; ids become folder names, so they are plain."""
     from symattn.input.csvfile import read_csv
+
     header, rows = read_csv(path, "a roster", quoted=False)
     if len(rows) > limits.STUDENTS:
         raise LimitError(str(path), "id", f"{len(rows)} students; an exercise has at most {limits.STUDENTS}")
     if not rows or "id" not in header:
         raise SpecError(str(path), "id", "expected a CSV file with an id,name header and one student per line")
-    return [(check_student_id((row.get("id") or "").strip(), str(path), "id", line), (row.get("name") or "").strip())
-            for line, row in enumerate(rows, 2)]
+    return [
+        (check_student_id((row.get("id") or "").strip(), str(path), "id", line), (row.get("name") or "").strip())
+        for line, row in enumerate(rows, 2)
+    ]
 
 
-def class_files(variants: Sequence[Variant], template: bytes, fmt: str = "markdown", lang: str | None = None,
-                progress: Callable[[Sequence[Variant]], Iterable[Variant]] | None = None
-                ) -> tuple[tuple[str, bytes], ...]:
+def class_files(
+    variants: Sequence[Variant],
+    template: bytes,
+    fmt: str = "markdown",
+    lang: str | None = None,
+    progress: Callable[[Sequence[Variant]], Iterable[Variant]] | None = None,
+) -> tuple[tuple[str, bytes], ...]:
     """Every file of a class as (path relative to the class folder, bytes), made before anything is written.
 
     Each student's ``<id>/sheet.*``, ``<id>/key.*`` and ``<id>/answers.toml``; ``key-all.*`` (every key in
@@ -75,11 +92,12 @@ def class_files(variants: Sequence[Variant], template: bytes, fmt: str = "markdo
     ``symattn grade DIR`` can rebuild every variant. ``progress`` wraps the students (a bar on a terminal).
     """
     from symattn.input.csvfile import csv_text
+
     ext = EXTENSIONS[fmt]
     names = (f"sheet.{ext}", f"key.{ext}", "answers.toml")
     lines = [["id", "name", "seed"] + [f"{name}_sha256" for name in names]]
     out = []
-    for v in (progress(variants) if progress else variants):
+    for v in progress(variants) if progress else variants:
         digests = []
         for name, content in files(v, fmt, lang):
             data = content if isinstance(content, bytes) else content.encode("utf-8")
@@ -93,14 +111,21 @@ def class_files(variants: Sequence[Variant], template: bytes, fmt: str = "markdo
     return tuple(out)
 
 
-def write_class(variants: Sequence[Variant], folder: str, template_path: str | Path, fmt: str = "markdown",
-                lang: str | None = None, progress: Callable[[Sequence[Variant]], Iterable[Variant]] | None = None,
-                force: bool = False) -> None:
+def write_class(
+    variants: Sequence[Variant],
+    folder: str,
+    template_path: str | Path,
+    fmt: str = "markdown",
+    lang: str | None = None,
+    progress: Callable[[Sequence[Variant]], Iterable[Variant]] | None = None,
+    force: bool = False,
+) -> None:
     """The class's files (see :func:`class_files`) in ``folder``; nothing is written if any file fails to build.
 
     A folder that already holds files is refused unless ``force``: it may hold answers students filled in.
     """
     from symattn.rendering.output import check_folder, write_files
+
     check_folder(folder, force, "returned answers", "the class")
     try:
         template = Path(template_path).read_bytes()

@@ -26,17 +26,24 @@ import json
 import os
 import re
 import stat
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError, SymattnError
 from symattn.input.files import read_table
 
-POLICY = {"exact": Fraction(1), "rounded": Fraction(1), "carried": Fraction(1), "last-digit": Fraction(1, 2),
-          "wrong": Fraction(0), "blank": Fraction(0)}
+POLICY = {
+    "exact": Fraction(1),
+    "rounded": Fraction(1),
+    "carried": Fraction(1),
+    "last-digit": Fraction(1, 2),
+    "wrong": Fraction(0),
+    "blank": Fraction(0),
+}
 COUNTED = ("exact", "rounded", "carried", "last-digit", "wrong", "blank")
 FORMATS = ("csv", "json", "markdown", "latex", "html", "pdf")
 FEEDBACK_FORMATS = ("text", "markdown", "latex", "html", "pdf")
@@ -108,18 +115,37 @@ class Gradebook:
             counts = [(name, sum(name in of(r) for r in graded)) for name in names]
             # most first; ties in the order of the derivation (sorted() is stable)
             return tuple(sorted(((n, c) for n, c in counts if c), key=lambda x: -x[1]))
+
         from symattn.checking.slips import SLIPS
+
         missing = sum(r.error is not None and r.error.code == "not_returned" for r in self.rows)
-        return Summary(len(graded), len(self.rows) - len(graded) - missing, missing, tally(STEPS, lambda r: r.wrong),
-                       tally(SLIPS, lambda r: r.slips))
+        return Summary(
+            len(graded),
+            len(self.rows) - len(graded) - missing,
+            missing,
+            tally(STEPS, lambda r: r.wrong),
+            tally(SLIPS, lambda r: r.slips),
+        )
 
     def as_data(self, lang: str = "en") -> list[dict[str, Any]]:
         say = note_text(lang)
-        return [{"id": r.id, "name": r.name, "file": r.file, **dict(r.counts), "score": score_text(r.score),
-                 "asked": r.asked, "first_to_fix": r.first_to_fix, "notes": [say(n) for n in r.notes],
-                 "error": None if r.error is None else say(r.error), "lang": r.lang, "wrong_steps": list(r.wrong),
-                 "slips": list(r.slips)}
-                for r in self.rows]
+        return [
+            {
+                "id": r.id,
+                "name": r.name,
+                "file": r.file,
+                **dict(r.counts),
+                "score": score_text(r.score),
+                "asked": r.asked,
+                "first_to_fix": r.first_to_fix,
+                "notes": [say(n) for n in r.notes],
+                "error": None if r.error is None else say(r.error),
+                "lang": r.lang,
+                "wrong_steps": list(r.wrong),
+                "slips": list(r.slips),
+            }
+            for r in self.rows
+        ]
 
 
 def score_text(x: Fraction) -> str:
@@ -133,6 +159,7 @@ def score_text(x: Fraction) -> str:
 def note_text(lang: str) -> Callable[[Note], str]:
     """A note in words, from the language file (plain text: for CSV, JSON and the templates to escape)."""
     from symattn.rendering.renderer import Phrases, load_language
+
     phrases = Phrases(load_language(lang), lambda s: s, lang)
     return lambda n: phrases(f"grade.note.{n.code}", where=n.key, text=n.text)
 
@@ -144,6 +171,7 @@ def read_policy(path: str | Path) -> dict[str, Fraction]:
     """
     from symattn.input.files import kind_of
     from symattn.input.reader import Reader
+
     source = str(path)
     data = read_table(path)
     reader = Reader(source)
@@ -162,10 +190,11 @@ def read_policy(path: str | Path) -> dict[str, Fraction]:
 
 def read_index(path: str | Path) -> dict[str, tuple[str, int]]:
     """id -> (name, variant seed), from index.csv; ids as exercise allows them (they name feedback files)."""
+    from symattn.classroom.exercises import check_student_id
     from symattn.input.csvfile import read_csv
     from symattn.input.errors import LimitError
-    from symattn.classroom.exercises import check_student_id
     from symattn.input.limits import STUDENTS
+
     source = str(path)
     header, rows = read_csv(path, "an index file", quoted=True)
     if not {"id", "seed"} <= set(header):
@@ -198,6 +227,7 @@ def _decimal_commas(table: Any, notes: list[Note], key: str = "claims") -> Any:
 
 def _inputs_match(data: Mapping[str, Any], variant) -> bool:
     from symattn.input.spec import spec_from_mapping
+
     inline = {k: v for k, v in data.items() if k not in ("spec", "claims", "student")}
     try:
         spec = spec_from_mapping(inline, "<answers>")
@@ -207,15 +237,22 @@ def _inputs_match(data: Mapping[str, Any], variant) -> bool:
 
     def values(s):
         return [[x.value for x in row] for m in (s.Q, s.K, s.V) for row in m]
-    return values(spec) == values(mine) and spec.tokens == mine.tokens and spec.focus == mine.focus and \
-        spec.scale == mine.scale
+
+    return (
+        values(spec) == values(mine)
+        and spec.tokens == mine.tokens
+        and spec.focus == mine.focus
+        and spec.scale == mine.scale
+    )
 
 
-def grade_file(path: Path, template, index: Mapping[str, tuple[str, int]], shown: str,
-               policy: Mapping[str, Fraction] = POLICY) -> Row:
+def grade_file(
+    path: Path, template, index: Mapping[str, tuple[str, int]], shown: str, policy: Mapping[str, Fraction] = POLICY
+) -> Row:
     """One returned file against its student's own variant; a bad return is a row with an ``error``."""
     from symattn.checking.checker import check
     from symattn.classroom.variants import draw
+
     notes: list[Note] = []
     try:
         data = read_table(path)
@@ -247,19 +284,32 @@ def grade_file(path: Path, template, index: Mapping[str, tuple[str, int]], shown
     scored: dict[str, Fraction] = {}
     for v in report.results:  # one score per asked number (the first claim of it in the derivation's order)
         scored.setdefault(_canonical(v), policy[v.verdict])
-    score = sum((x for k, x in scored.items() if k in asked), Fraction(0)) + \
-        policy["blank"] * counts["blank"]
+    score = sum((x for k, x in scored.items() if k in asked), Fraction(0)) + policy["blank"] * counts["blank"]
     first = report.first_problem
     wrong = {_step(v) for v in report.results if v.verdict == "wrong"}
     slips = {v.diagnosis for v in report.results if v.diagnosis}
     from symattn.checking.slips import SLIPS
-    return Row(student, name, shown, tuple(counts.items()), score, len(variant.asked),
-               None if first is None else _canonical(first), tuple(notes), None, lang,
-               tuple(q for q in STEPS if q in wrong), tuple(s for s in SLIPS if s in slips), report)
+
+    return Row(
+        student,
+        name,
+        shown,
+        tuple(counts.items()),
+        score,
+        len(variant.asked),
+        None if first is None else _canonical(first),
+        tuple(notes),
+        None,
+        lang,
+        tuple(q for q in STEPS if q in wrong),
+        tuple(s for s in SLIPS if s in slips),
+        report,
+    )
 
 
 def _languages() -> list[str]:
     from symattn.input.languages import languages
+
     return languages()
 
 
@@ -302,6 +352,7 @@ def returned_files(folder: str | Path) -> list[Path]:
     """
     from symattn.input.errors import LimitError
     from symattn.input.limits import RETURNS
+
     folder = Path(folder)
     found = []
     for p in folder.rglob("*.toml"):
@@ -312,14 +363,19 @@ def returned_files(folder: str | Path) -> list[Path]:
     return sorted(found, key=lambda p: p.relative_to(folder).parts)
 
 
-def grade(folder: str | Path, index: str | Path | None = None, template: str | Path | Mapping | None = None,
-          policy: Mapping[str, Fraction] = POLICY,
-          progress: Callable[[Sequence[Path]], Iterable[Path]] | None = None) -> Gradebook:
+def grade(
+    folder: str | Path,
+    index: str | Path | None = None,
+    template: str | Path | Mapping | None = None,
+    policy: Mapping[str, Fraction] = POLICY,
+    progress: Callable[[Sequence[Path]], Iterable[Path]] | None = None,
+) -> Gradebook:
     """Grade every answers file under ``folder``; index.csv and template.toml default to the folder's own.
 
     ``progress`` wraps the list of files (the CLI passes a progress bar on a terminal).
     """
     from symattn.classroom.template import load_template
+
     folder = Path(folder)
     if not folder.is_dir():
         raise SpecError(str(folder), None, "not a folder of returned answers")
@@ -337,12 +393,19 @@ def grade(folder: str | Path, index: str | Path | None = None, template: str | P
     for r in rows:
         if r.error is None:
             returns[r.id] = returns.get(r.id, 0) + 1
-    rows = [replace(r, notes=r.notes + (Note("duplicate", text=str(returns[r.id])),))
-            if r.error is None and returns[r.id] > 1 else r for r in rows]
+    rows = [
+        replace(r, notes=r.notes + (Note("duplicate", text=str(returns[r.id])),))
+        if r.error is None and returns[r.id] > 1
+        else r
+        for r in rows
+    ]
     # a student of the index with no return at all is a row too: the teacher must see who is missing
     returned = {r.id for r in rows}
-    rows += [_error(student, name, "", Note("not_returned")) for student, (name, _) in students.items()
-             if student not in returned]
+    rows += [
+        _error(student, name, "", Note("not_returned"))
+        for student, (name, _) in students.items()
+        if student not in returned
+    ]
     # by id, then file; returns with no id last
     return Gradebook(tuple(sorted(rows, key=lambda r: (not r.id, r.id, r.file))), tuple(policy.items()), str(folder))
 
@@ -355,24 +418,44 @@ def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
     """The gradebook as CSV (one row per student), JSON (rows, summary, policy), Markdown or LaTeX."""
     if fmt == "json":
         summary = book.summary
-        data = {"students": book.as_data(lang),
-                "summary": {"graded": summary.graded, "not_graded": summary.not_graded,
-                            "not_returned": summary.not_returned,
-                            "steps": dict(summary.steps), "slips": dict(summary.slips)},
-                "policy": {k: score_text(v) for k, v in book.policy}}
+        data = {
+            "students": book.as_data(lang),
+            "summary": {
+                "graded": summary.graded,
+                "not_graded": summary.not_graded,
+                "not_returned": summary.not_returned,
+                "steps": dict(summary.steps),
+                "slips": dict(summary.slips),
+            },
+            "policy": {k: score_text(v) for k, v in book.policy},
+        }
         return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     if fmt == "csv":
         from symattn.input.csvfile import csv_text
-        rows = ([("; ".join(r[c]) if isinstance(r[c], list) else "" if r[c] is None else str(r[c]))
-                 for c in CSV_COLUMNS] for r in book.as_data(lang))
+
+        rows = (
+            [("; ".join(r[c]) if isinstance(r[c], list) else "" if r[c] is None else str(r[c])) for c in CSV_COLUMNS]
+            for r in book.as_data(lang)
+        )
         return csv_text(CSV_COLUMNS, rows, numbers=CSV_NUMBERS)
     if fmt in ("markdown", "latex"):
         from symattn.input.choices import default_paper
         from symattn.rendering.renderer import has_cjk, render_template
+
         texts = [r.name for r in book.rows] + [r.id for r in book.rows]
-        return render_template("gradebook", fmt, lang, b=book, summary=book.summary, say=note_text(lang),
-                               score=score_text, has_cjk=has_cjk(texts), paper=default_paper(lang), cjk_font=None,
-                               report=True)
+        return render_template(
+            "gradebook",
+            fmt,
+            lang,
+            b=book,
+            summary=book.summary,
+            say=note_text(lang),
+            score=score_text,
+            has_cjk=has_cjk(texts),
+            paper=default_paper(lang),
+            cjk_font=None,
+            report=True,
+        )
     raise ValueError(f"unknown gradebook format {fmt!r}")
 
 
@@ -380,9 +463,11 @@ def gradebook_document(book: Gradebook, fmt: str = "csv", lang: str = "en") -> s
     """The gradebook in any of FORMATS: HTML is one offline page, PDF is compiled from the LaTeX."""
     if fmt == "html":
         from symattn.rendering.html import page
+
         return page(gradebook_text(book, "markdown", lang), lang)
     if fmt == "pdf":
         from symattn.rendering.pdf import latex_to_pdf
+
         return latex_to_pdf(gradebook_text(book, "latex", lang), lang=lang)
     return gradebook_text(book, fmt, lang)
 
@@ -393,10 +478,13 @@ def feedback(row: Row, fmt: str = "markdown") -> str | bytes:
         raise ValueError(f"{row.file}: not graded, so there is no report")
     if fmt == "html":
         from symattn.rendering.html import report_page
+
         return report_page(row.report)
     from symattn.rendering.renderer import render_report
+
     if fmt == "pdf":
         from symattn.rendering.pdf import latex_to_pdf
+
         return latex_to_pdf(render_report(row.report, "latex", standalone=True), lang=row.report.lang)
     return render_report(row.report, fmt, standalone=fmt == "latex")
 
@@ -407,6 +495,7 @@ FEEDBACK_EXTENSIONS = {"text": "txt", "markdown": "md", "latex": "tex", "html": 
 def feedback_files(book: Gradebook, fmt: str = "markdown") -> tuple[tuple[str, str | bytes], ...]:
     """(file name, content) of every graded student's feedback: ``<id>.<ext>``, ``<id>-2.<ext>`` for a second return."""
     from symattn.classroom.exercises import check_student_id
+
     out = []
     seen: dict[str, int] = {}
     for i, r in enumerate(book.rows, 1):
@@ -425,10 +514,26 @@ def write_feedback(files: Sequence[tuple[str, str | bytes]], folder: str, force:
     A folder that already holds files is refused unless ``force``: they may be feedback already sent.
     """
     from symattn.rendering.output import check_folder, write_files
+
     check_folder(folder, force, "earlier feedback", "the feedback")
     write_files(folder, list(files))
 
 
-__all__ = ["COUNTED", "FORMATS", "FEEDBACK_FORMATS", "Gradebook", "Note", "POLICY", "Row", "Summary", "feedback",
-           "feedback_files", "grade", "gradebook_document", "gradebook_text", "read_index", "read_policy",
-           "write_feedback"]
+__all__ = [
+    "COUNTED",
+    "FORMATS",
+    "FEEDBACK_FORMATS",
+    "Gradebook",
+    "Note",
+    "POLICY",
+    "Row",
+    "Summary",
+    "feedback",
+    "feedback_files",
+    "grade",
+    "gradebook_document",
+    "gradebook_text",
+    "read_index",
+    "read_policy",
+    "write_feedback",
+]

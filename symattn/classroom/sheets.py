@@ -5,13 +5,14 @@ Also every student's key in one document, for the teacher. Sheets and keys come 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
-from symattn.input.errors import SpecError
+from symattn.classroom.variants import Asked, Variant
 from symattn.exact.model import build_model
 from symattn.exact.rounding import exact_figures
-from symattn.classroom.variants import Asked, Variant
+from symattn.input.errors import SpecError
 
 FORMATS = ("markdown", "latex", "pdf", "html")
 EXTENSIONS = {"markdown": "md", "latex": "tex", "pdf": "pdf", "html": "html"}
@@ -39,17 +40,35 @@ class SheetView:
 
 def _sheet_view(v: Variant) -> SheetView:
     spec = v.spec
-    rounded = {"sqrt_dk": spec.decimals.sqrt_dk, "scaled": spec.decimals.scaled, "exp": spec.decimals.exp,
-               "exp_sum": spec.decimals.exp, "weights": spec.decimals.weights, "output": spec.decimals.output}
+    rounded = {
+        "sqrt_dk": spec.decimals.sqrt_dk,
+        "scaled": spec.decimals.scaled,
+        "exp": spec.decimals.exp,
+        "exp_sum": spec.decimals.exp,
+        "weights": spec.decimals.weights,
+        "output": spec.decimals.output,
+    }
     quantities = []
     for a in v.asked:
         if a.quantity in rounded and a.quantity not in quantities:
             quantities.append(a.quantity)
     scale = spec.scale if isinstance(spec.scale, str) else "number"
-    return SheetView(v.id, v.name, spec.title, spec.tokens, spec.focus, scale,
-                     None if isinstance(spec.scale, str) else spec.scale, spec.d_k, spec.Q, spec.K, spec.V, v.asked,
-                     len(v.asked) > 0 and len({a.row for a in v.asked if a.row is not None}) > 1,
-                     tuple((q, rounded[q]) for q in quantities))
+    return SheetView(
+        v.id,
+        v.name,
+        spec.title,
+        spec.tokens,
+        spec.focus,
+        scale,
+        None if isinstance(spec.scale, str) else spec.scale,
+        spec.d_k,
+        spec.Q,
+        spec.K,
+        spec.V,
+        v.asked,
+        len(v.asked) > 0 and len({a.row for a in v.asked if a.row is not None}) > 1,
+        tuple((q, rounded[q]) for q in quantities),
+    )
 
 
 def _with_lang(v: Variant, lang: str | None) -> Variant:
@@ -59,6 +78,7 @@ def _with_lang(v: Variant, lang: str | None) -> Variant:
 def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | bytes:
     """The exercise sheet: the student's numbers and a blank for every asked number."""
     from symattn.rendering.renderer import has_cjk, render_template
+
     v = _with_lang(v, lang)
     spec = v.spec
     view = _sheet_view(v)
@@ -66,13 +86,21 @@ def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | b
         text = render_template("sheet", "markdown", spec.lang, s=view)
         if fmt == "html":
             from symattn.rendering.html import page
+
             return page(text, spec.lang)
         return text
-    tex = render_template("sheet", "latex", spec.lang, s=view, has_cjk=has_cjk(
-                          list(spec.tokens) + [spec.title or "", v.name, v.id]), paper=spec.page,
-                          cjk_font=spec.cjk_font)
+    tex = render_template(
+        "sheet",
+        "latex",
+        spec.lang,
+        s=view,
+        has_cjk=has_cjk(list(spec.tokens) + [spec.title or "", v.name, v.id]),
+        paper=spec.page,
+        cjk_font=spec.cjk_font,
+    )
     if fmt == "pdf":
         from symattn.rendering.pdf import latex_to_pdf
+
         return latex_to_pdf(tex, engine=spec.engine, lang=spec.lang)
     return tex
 
@@ -110,20 +138,34 @@ def key_all(variants: Sequence[Variant], fmt: str = "markdown", lang: str | None
 def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool) -> str | bytes:
     from symattn.derivation.derive import derive
     from symattn.rendering.renderer import has_cjk, render, render_template
+
     variants = [_with_lang(v, lang) for v in variants]
     first = variants[0].spec
     body = "latex" if fmt in ("latex", "pdf") else "markdown"
     depth = 1 if body == "latex" or single else 2
-    keys = [(v, tuple(zip(v.asked, answer_values(v))), render(derive(v.spec), body, depth=depth).strip("\n"))
-            for v in variants]
+    keys = [
+        (v, tuple(zip(v.asked, answer_values(v))), render(derive(v.spec), body, depth=depth).strip("\n"))
+        for v in variants
+    ]
     texts = [v.name for v in variants] + [first.title or ""] + [x for v in variants for x in v.spec.tokens]
-    text = render_template("keys", body, first.lang, keys=keys, title=first.title, paper=first.page, single=single,
-                           cjk_font=first.cjk_font, has_cjk=has_cjk(texts))
+    text = render_template(
+        "keys",
+        body,
+        first.lang,
+        keys=keys,
+        title=first.title,
+        paper=first.page,
+        single=single,
+        cjk_font=first.cjk_font,
+        has_cjk=has_cjk(texts),
+    )
     if fmt == "html":
         from symattn.rendering.html import page
+
         return page(text, first.lang)
     if fmt == "pdf":
         from symattn.rendering.pdf import latex_to_pdf
+
         return latex_to_pdf(text, engine=first.engine, lang=first.lang)
     return text
 
@@ -131,22 +173,28 @@ def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool)
 def answers(v: Variant, lang: str | None = None) -> str:
     """A claims file to fill in: the student's id and inputs inline, every asked number as ``""``."""
     from symattn.rendering.tomlwrite import toml_key, toml_value
+
     data = dict(v.data)
     if lang is not None:
         data["lang"] = lang
-    lines = [f"# {v.spec.title or 'symattn exercise'}: answers of {v.id}. Replace each \"\" with your number "
-             "(keep the inputs as they are), then: symattn check answers.toml",
-             f"student = {toml_value(v.id)}"]
+    lines = [
+        f'# {v.spec.title or "symattn exercise"}: answers of {v.id}. Replace each "" with your number '
+        "(keep the inputs as they are), then: symattn check answers.toml",
+        f"student = {toml_value(v.id)}",
+    ]
     lines += [f"{toml_key(k)} = {toml_value(x)}" for k, x in data.items()]
-    lines += ["", "[claims]"] + [f"{toml_key(a.key)} = \"\"" for a in v.asked]
+    lines += ["", "[claims]"] + [f'{toml_key(a.key)} = ""' for a in v.asked]
     return "\n".join(lines) + "\n"
 
 
 def files(v: Variant, fmt: str = "markdown", lang: str | None = None) -> tuple[tuple[str, str | bytes], ...]:
     """The files of one student, as (name, content): sheet, key, answers.toml."""
     ext = EXTENSIONS[fmt]
-    return ((f"sheet.{ext}", sheet(v, fmt, lang)), (f"key.{ext}", key(v, fmt, lang)),
-            ("answers.toml", answers(v, lang)))
+    return (
+        (f"sheet.{ext}", sheet(v, fmt, lang)),
+        (f"key.{ext}", key(v, fmt, lang)),
+        ("answers.toml", answers(v, lang)),
+    )
 
 
 __all__ = ["EXTENSIONS", "FORMATS", "SheetView", "answer_values", "answers", "files", "key", "key_all", "sheet"]

@@ -23,10 +23,11 @@ How a variant is drawn from a template: :mod:`symattn.classroom.variants`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from symattn.input.decimals import terminating_decimals
 from symattn.input.files import kind_of, read_table
@@ -78,7 +79,7 @@ def load_template(template: str | Path | Mapping[str, Any] | Template) -> Templa
 
 def _exact(reader: Reader, raw: object, key: str, position: tuple[int, ...] = ()) -> Fraction:
     if isinstance(raw, float) and not isinstance(raw, str):
-        raise reader.error(key, f"give an exact number (a string such as \"0.1\"), got the float {raw!r}", position)
+        raise reader.error(key, f'give an exact number (a string such as "0.1"), got the float {raw!r}', position)
     return reader.number(raw, key, position).value
 
 
@@ -89,8 +90,9 @@ def _whole(reader: Reader, raw: object, key: str, low: int, high: int) -> tuple[
     out = []
     for i, x in enumerate(values, 1):
         if isinstance(x, bool) or not isinstance(x, int) or not low <= x <= high:
-            raise reader.error(key, f"expected a whole number from {low} to {high}, got {x!r}",
-                               (i,) if isinstance(raw, list) else ())
+            raise reader.error(
+                key, f"expected a whole number from {low} to {high}, got {x!r}", (i,) if isinstance(raw, list) else ()
+            )
         out.append(x)
     return tuple(out)
 
@@ -124,12 +126,12 @@ def _rule(reader: Reader, name: str, raw: object) -> Rule:
         raise reader.error(f"{key}.range", "nonzero leaves no value to draw")
     fixed_raw = raw.get("fixed", {})
     if not isinstance(fixed_raw, Mapping):
-        raise reader.error(f"{key}.fixed", f"expected a table such as {{ \"1,2\" = \"0.5\" }}, got {kind_of(fixed_raw)}")
+        raise reader.error(f"{key}.fixed", f'expected a table such as {{ "1,2" = "0.5" }}, got {kind_of(fixed_raw)}')
     fixed = []
     for where, value in fixed_raw.items():
         parts = str(where).split(",")
         if len(parts) != 2 or not all(p.strip().isascii() and p.strip().isdigit() and int(p) >= 1 for p in parts):
-            raise reader.error(f"{key}.fixed.{where}", "expected \"row,column\", 1-based, such as \"1,2\"")
+            raise reader.error(f"{key}.fixed.{where}", 'expected "row,column", 1-based, such as "1,2"')
         text = value if isinstance(value, str) else None
         if text is None or isinstance(value, bool):
             raise reader.error(f"{key}.fixed.{where}", f"expected a number as a string, got {kind_of(value)}")
@@ -162,15 +164,20 @@ def _template(data: Mapping[str, Any], source: str) -> Template:
         choose = vary["tokens"]
         lists = choose.get("choose") if isinstance(choose, Mapping) else None
         if not isinstance(lists, list) or not lists or not all(isinstance(x, list) and x for x in lists):
-            raise reader.error("vary.tokens", "expected { choose = [[\"a\", \"b\"], ...] }")
+            raise reader.error("vary.tokens", 'expected { choose = [["a", "b"], ...] }')
         if len({len(x) for x in lists}) != 1:
             raise reader.error("vary.tokens.choose", "every list of tokens needs the same length")
-        for i, labels in enumerate(lists, 1):
+        for labels in lists:
             reader.labels(labels, "vary.tokens.choose", len(labels), "Q")
         tokens = tuple(tuple(x) for x in lists)
     elif "tokens" in base:
-        tokens = (tuple(reader.labels(base["tokens"], "tokens", len(base["tokens"]) if isinstance(
-            base["tokens"], list) else 0, "Q")),)
+        tokens = (
+            tuple(
+                reader.labels(
+                    base["tokens"], "tokens", len(base["tokens"]) if isinstance(base["tokens"], list) else 0, "Q"
+                )
+            ),
+        )
     elif "Q" in base:
         tokens = ()
     else:

@@ -23,17 +23,18 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from symattn.input.decimals import round_half_up
-from symattn.input.errors import EvaluationError, SpecError
+from symattn.classroom.template import Rule, Template, load_template
 from symattn.exact.model import Model, build_model
 from symattn.exact.rounding import exact_figures, hand_figures
+from symattn.input.decimals import round_half_up
+from symattn.input.errors import EvaluationError, SpecError
 from symattn.input.spec import Spec, spec_from_mapping
-from symattn.classroom.template import Rule, Template, load_template
 
 CONDITIONS = ("zero-row", "tie", "gap", "hand-digits", "boundary")
 BOUNDARY = Fraction(1, 10**9)
@@ -68,7 +69,7 @@ class Variant:
 
 def variant_seed(class_seed: int | str, student_id: str) -> int:
     """The documented per-student seed: the first 8 bytes of SHA-256 of ``"<class_seed>:<student_id>"``."""
-    return int.from_bytes(hashlib.sha256(f"{class_seed}:{student_id}".encode("utf-8")).digest()[:8], "big")
+    return int.from_bytes(hashlib.sha256(f"{class_seed}:{student_id}".encode()).digest()[:8], "big")
 
 
 def _number(rule: Rule, rng: random.Random) -> str:
@@ -169,18 +170,29 @@ def _same_digits(exact, hand, ask: Sequence[str], rows: Sequence[int]) -> bool:
                     return False
                 continue
             places = max(0, -e.value.as_tuple().exponent)
-            if round_half_up(Fraction(h.value), places) != e.value or \
-                    -h.value.as_tuple().exponent < places:
+            if round_half_up(Fraction(h.value), places) != e.value or -h.value.as_tuple().exponent < places:
                 return False
     return True
 
 
 def _near_boundary(model: Model, spec: Spec, exact) -> bool:
     d = spec.decimals
-    shown = {"sqrt_dk": ((exact.sqrt_dk,),), "scaled": exact.scaled, "exp": exact.exp,
-             "exp_sum": tuple((x,) for x in exact.exp_sum), "weights": exact.weights, "output": exact.output}
-    places = {"sqrt_dk": d.sqrt_dk, "scaled": d.scaled, "exp": d.exp, "exp_sum": d.exp, "weights": d.weights,
-              "output": d.output}
+    shown = {
+        "sqrt_dk": ((exact.sqrt_dk,),),
+        "scaled": exact.scaled,
+        "exp": exact.exp,
+        "exp_sum": tuple((x,) for x in exact.exp_sum),
+        "weights": exact.weights,
+        "output": exact.output,
+    }
+    places = {
+        "sqrt_dk": d.sqrt_dk,
+        "scaled": d.scaled,
+        "exp": d.exp,
+        "exp_sum": d.exp,
+        "weights": d.weights,
+        "output": d.output,
+    }
     for quantity, rows in shown.items():
         half = Fraction(1, 2) * Fraction(10) ** -places[quantity]
         rationals = model.rationals(quantity)
@@ -195,8 +207,10 @@ def _near_boundary(model: Model, spec: Spec, exact) -> bool:
                         if value is not None:
                             near = abs(value - bound) < BOUNDARY
                         else:
-                            near = model.compare(quantity, i, j, bound - BOUNDARY) > 0 and \
-                                model.compare(quantity, i, j, bound + BOUNDARY) < 0
+                            near = (
+                                model.compare(quantity, i, j, bound - BOUNDARY) > 0
+                                and model.compare(quantity, i, j, bound + BOUNDARY) < 0
+                            )
                     except EvaluationError:
                         near = True
                     if near:
@@ -204,8 +218,9 @@ def _near_boundary(model: Model, spec: Spec, exact) -> bool:
     return False
 
 
-def draw(template: str | Path | Mapping[str, Any] | Template, seed: int, student_id: str = "",
-         name: str = "") -> Variant:
+def draw(
+    template: str | Path | Mapping[str, Any] | Template, seed: int, student_id: str = "", name: str = ""
+) -> Variant:
     """One variant from a variant seed: redrawn until every hand-work condition holds."""
     t = load_template(template)
     rng = random.Random(seed)
@@ -215,12 +230,17 @@ def draw(template: str | Path | Mapping[str, Any] | Template, seed: int, student
         spec = spec_from_mapping(data, t.source)
         problem = failed(spec, t)
         if problem is None:
-            return Variant(student_id, name, seed, tuple(data.items()), spec,
-                           asked(spec, t.ask, t.answer_rows), attempt)
+            return Variant(
+                student_id, name, seed, tuple(data.items()), spec, asked(spec, t.ask, t.answer_rows), attempt
+            )
         failures[problem] += 1
     worst = max(CONDITIONS, key=lambda c: failures[c])
-    raise SpecError(t.source, "vary", f"no draw suits hand work after {t.tries} tries; most failed: {worst} "
-                    f"({failures[worst]} times); widen the ranges or change the step")
+    raise SpecError(
+        t.source,
+        "vary",
+        f"no draw suits hand work after {t.tries} tries; most failed: {worst} "
+        f"({failures[worst]} times); widen the ranges or change the step",
+    )
 
 
 __all__ = ["Asked", "CONDITIONS", "Variant", "asked", "draw", "failed", "variant_seed"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Callable, Iterator, Sequence
 
 from symattn.cli.parser import build_parser, say
 from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError
@@ -25,6 +25,7 @@ def _emit(document: str | bytes, output: str | None) -> None:
     """The document (text goes out as UTF-8 whatever the locale; a PDF as it is) to ``-o`` or stdout."""
     if output is not None:
         from symattn.rendering.output import write_output
+
         write_output(output, document)
         return
     data = document if isinstance(document, bytes) else document.encode("utf-8")
@@ -42,6 +43,7 @@ def _emit(document: str | bytes, output: str | None) -> None:
 def _load(spec_path: str | None, example: str | None, lang: str | None):
     from symattn.input import builtin
     from symattn.input.spec import load_spec
+
     if spec_path and example:
         raise _UsageError("give a SPEC file or --example, not both")
     if spec_path:
@@ -52,16 +54,27 @@ def _load(spec_path: str | None, example: str | None, lang: str | None):
 def _render(args: argparse.Namespace) -> int:
     from symattn.derivation.derive import derive
     from symattn.rendering.renderer import render
+
     fmt = args.format = _format(args, "markdown")
     if args.standalone and fmt not in ("latex", "pdf"):  # a PDF is always made from a whole document
         raise _UsageError("--standalone needs --format latex")
     _check_export(args)
     spec = _load(args.spec, args.example, args.lang).with_options(
-        lang=args.lang, focus=args.focus, expand=args.expand, rounding=args.rounding, subs=_subs(args.subs),
-        notation=args.notation, paper=args.paper, engine=args.engine, cjk_font=args.cjk_font, backward=args.backward)
+        lang=args.lang,
+        focus=args.focus,
+        expand=args.expand,
+        rounding=args.rounding,
+        subs=_subs(args.subs),
+        notation=args.notation,
+        paper=args.paper,
+        engine=args.engine,
+        cjk_font=args.cjk_font,
+        backward=args.backward,
+    )
     derivation = derive(spec)
     if fmt == "html":
         from symattn.rendering.html import derivation_page
+
         _emit(derivation_page(derivation), args.output)
     elif fmt == "pdf":
         _emit_pdf(render(derivation, "latex", standalone=True), derivation.lang, spec.engine, args)
@@ -95,6 +108,7 @@ def _is_terminal(stream) -> bool:
 
 def _emit_pdf(tex: str, lang: str, engine: str | None, args: argparse.Namespace) -> None:
     from symattn.rendering.pdf import latex_to_pdf
+
     with _latex_clock():
         data = latex_to_pdf(tex, engine=engine, lang=lang)
     _emit(data, args.output)
@@ -105,6 +119,7 @@ def _latex_clock() -> Iterator[None]:
     """TeX has its own time limit (limits.LATEX_SECONDS): --max-seconds stops counting while it runs."""
     import signal
     import threading
+
     if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -131,6 +146,7 @@ def _subs(pairs: list[str] | None) -> dict[str, str] | None:
 
 def _compute(args: argparse.Namespace) -> int:
     from symattn.derivation.intermediates import MAX_DIGITS, compute_json
+
     if not 1 <= args.digits <= MAX_DIGITS:
         raise _UsageError(f"--digits: expected an integer from 1 to {MAX_DIGITS}, got {args.digits}")
     spec = _load(args.spec, args.example, None).with_options(subs=_subs(args.subs), backward=args.backward)
@@ -143,6 +159,7 @@ def _compute(args: argparse.Namespace) -> int:
 
 def _example(args: argparse.Namespace) -> int:
     from symattn.input import builtin
+
     _emit(builtin.example_text(args.name, args.lang, "--name"), args.output)
     return 0
 
@@ -150,9 +167,10 @@ def _example(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from symattn.input import builtin
     from symattn.checking.checker import check
     from symattn.checking.report import report_data
+    from symattn.input import builtin
+
     if bool(args.claims) == bool(args.example):
         raise _UsageError("give a CLAIMS file or --example (not both)")
     args.format = _format(args, "text")
@@ -165,19 +183,27 @@ def _check(args: argparse.Namespace) -> int:
     if args.lang:
         report = replace(report, lang=_language(args.lang))
     if args.paper or args.cjk_font or args.engine:
-        report = replace(report, paper=args.paper or report.paper, cjk_font=args.cjk_font or report.cjk_font,
-                         engine=args.engine or report.engine)
+        report = replace(
+            report,
+            paper=args.paper or report.paper,
+            cjk_font=args.cjk_font or report.cjk_font,
+            engine=args.engine or report.engine,
+        )
     if args.format == "json":
         import json
+
         _emit(json.dumps(report_data(report), ensure_ascii=False, indent=2) + "\n", args.output)
     elif args.format == "html":
         from symattn.rendering.html import report_page
+
         _emit(report_page(report), args.output)
     elif args.format == "pdf":
         from symattn.rendering.renderer import render_report
+
         _emit_pdf(render_report(report, "latex", standalone=True), report.lang, report.engine, args)
     else:
         from symattn.rendering.renderer import render_report
+
         _emit(render_report(report, args.format, standalone=args.standalone), args.output)
     return 0 if report.ok else 1
 
@@ -186,6 +212,7 @@ def _exercise(args: argparse.Namespace) -> int:
     from symattn.classroom.exercises import exercise, read_roster, write_class
     from symattn.classroom.template import load_template
     from symattn.input.limits import STUDENTS
+
     if (args.count is None) == (args.roster is None):
         raise _UsageError("give --count N or --roster FILE (not both)")
     if args.count is not None:
@@ -196,9 +223,15 @@ def _exercise(args: argparse.Namespace) -> int:
     else:
         students = read_roster(args.roster)
     variants = exercise(load_template(args.template), students, args.seed, _progress("drawing"))
-    write_class(variants, args.output, args.template, args.format or "markdown",
-                _language(args.lang) if args.lang else None, _progress(f"writing {args.format or 'markdown'}"),
-                force=args.force)
+    write_class(
+        variants,
+        args.output,
+        args.template,
+        args.format or "markdown",
+        _language(args.lang) if args.lang else None,
+        _progress(f"writing {args.format or 'markdown'}"),
+        force=args.force,
+    )
     return 0
 
 
@@ -213,6 +246,7 @@ def _steps(label: str) -> Iterator[None]:
     from tqdm import tqdm
 
     from symattn.exact.progress import listening
+
     text = os.environ.get("SYMATTN_PROGRESS_DELAY", "")
     delay = float(text) if text.replace(".", "", 1).isdigit() else 0.5
     bar = tqdm(desc=label, unit=" steps", delay=delay, leave=False, file=sys.stderr, dynamic_ncols=True)
@@ -220,6 +254,7 @@ def _steps(label: str) -> Iterator[None]:
     def done(what: str) -> None:
         bar.set_postfix_str(what, refresh=False)
         bar.update()
+
     try:
         with listening(done):
             yield
@@ -235,11 +270,13 @@ def _progress(label: str) -> Callable | None:
 
     def bar(items):
         return tqdm(items, desc=label, unit="student", leave=False, file=sys.stderr, dynamic_ncols=True)
+
     return bar
 
 
 def _grade(args: argparse.Namespace) -> int:
     from symattn.classroom.grading import POLICY, feedback_files, grade, gradebook_document, read_policy, write_feedback
+
     fmt = args.format = _format(args, "csv")
     _check_export(args)
     lang = _language(args.lang) if args.lang else "en"
@@ -260,6 +297,7 @@ def _compare(args: argparse.Namespace) -> int:
     from symattn.checking.compare import compare, comparison_data, render_comparison
     from symattn.input.floats import read_result
     from symattn.input.spec import load_spec
+
     spec = load_spec(args.spec)
     comparison = compare(spec, read_result(args.result, args.dtype), args.quantity)
     if args.format == "json":
@@ -274,23 +312,29 @@ def _compare(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from symattn.checking.certificate import verify
     from symattn.input.files import read_table
+
     result = verify(read_table(args.certificate), args.certificate)
     for line in result.failures:
         say(f"{args.certificate}: {line}")
     if result.ok:
-        _emit(f"{args.certificate}: {result.checked} values verified: each exact value lies in its bounds, and "
-              "every point of the bounds rounds to the value shown\n", None)
+        _emit(
+            f"{args.certificate}: {result.checked} values verified: each exact value lies in its bounds, and "
+            "every point of the bounds rounds to the value shown\n",
+            None,
+        )
         return 0
     return 1
 
 
 def _serve(args: argparse.Namespace) -> int:
     from symattn.web.serve import serve  # the web extra is imported only here; serve says how to install it
+
     return serve(args)
 
 
 def _language(lang: str) -> str:
     from symattn.input.reader import Reader
+
     return Reader("--lang").lang(lang, "--lang")
 
 
@@ -341,9 +385,16 @@ def _main(argv: Sequence[str] | None) -> int:
         if not hasattr(args, "max_seconds"):
             return run(args)
         from symattn.input.limits import deadline
-        with deadline(args.max_seconds, getattr(args, "spec", None) or getattr(args, "claims", None) or \
-                getattr(args, "template", None) or getattr(args, "folder", None) or \
-                getattr(args, "certificate", None) or args.command):
+
+        with deadline(
+            args.max_seconds,
+            getattr(args, "spec", None)
+            or getattr(args, "claims", None)
+            or getattr(args, "template", None)
+            or getattr(args, "folder", None)
+            or getattr(args, "certificate", None)
+            or args.command,
+        ):
             with _steps(args.command) if args.command in ("render", "compute", "check") else nullcontext():
                 return run(args)
     except SymattnError as exc:

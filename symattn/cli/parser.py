@@ -31,6 +31,7 @@ def say(message: object) -> None:
 
 def _ulps(text: str):
     from decimal import Decimal, InvalidOperation
+
     try:
         value = Decimal(text) if text.isascii() and text.replace(".", "", 1).isdigit() else None
     except InvalidOperation:
@@ -42,14 +43,24 @@ def _ulps(text: str):
 
 def _max_seconds(parser: argparse.ArgumentParser) -> None:
     from symattn.input.limits import SECONDS
-    parser.add_argument("--max-seconds", type=_seconds, default=SECONDS, metavar="S",
-                        help=f"stop with an error after S seconds (default {SECONDS})")
+
+    parser.add_argument(
+        "--max-seconds",
+        type=_seconds,
+        default=SECONDS,
+        metavar="S",
+        help=f"stop with an error after S seconds (default {SECONDS})",
+    )
 
 
 def _engine(parser: argparse.ArgumentParser) -> None:
     from symattn.input.choices import CJK_FONTS, ENGINES, PAPERS
-    parser.add_argument("--engine", choices=ENGINES,
-                        help="TeX engine for --format pdf (default: xelatex for Chinese text, else pdflatex)")
+
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help="TeX engine for --format pdf (default: xelatex for Chinese text, else pdflatex)",
+    )
     parser.add_argument("--paper", choices=PAPERS, help="paper of LaTeX and PDF (default: a4 for zh, letter for en)")
     parser.add_argument("--cjk-font", choices=CJK_FONTS, help="ctex's fontset for Chinese (default: ctex's own)")
 
@@ -70,6 +81,7 @@ def _port(text: str) -> int:
 
 def _seconds(text: str) -> float:
     from symattn.input.limits import MAX_SECONDS
+
     try:
         value = float(text) if text.isascii() and text.replace(".", "", 1).isdigit() else -1.0
     except ValueError:
@@ -81,29 +93,37 @@ def _seconds(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     from symattn.input.choices import EXPANDS, NOTATIONS, ROUNDINGS
+
     parser = Parser(prog="symattn", description="Exact, step-by-step Transformer attention derivations.")
     from symattn import __version__
+
     parser.add_argument("--version", action="version", version=f"symattn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     render = sub.add_parser("render", help="render a derivation as Markdown, LaTeX, PDF or HTML")
     render.add_argument("spec", nargs="?", metavar="SPEC", help="TOML or JSON spec; default: the built-in example")
     render.add_argument("--example", metavar="NAME", help="render a built-in example (default: seed)")
-    render.add_argument("--format", choices=("markdown", "latex", "pdf", "html"),
-                        help="markdown (default; pdf or html when -o names a .pdf or .html file); "
-                             "pdf: compiled with latexmk; html: one offline page, math typeset by KaTeX")
+    render.add_argument(
+        "--format",
+        choices=("markdown", "latex", "pdf", "html"),
+        help="markdown (default; pdf or html when -o names a .pdf or .html file); "
+        "pdf: compiled with latexmk; html: one offline page, math typeset by KaTeX",
+    )
     render.add_argument("--standalone", action="store_true", help="a whole LaTeX document, not a fragment")
     _engine(render)
     render.add_argument("--lang", help="language of the prose: zh or en (overrides the spec)")
     render.add_argument("--focus", metavar="TOKEN", help="the token whose row is worked out (label or 1-based index)")
     render.add_argument("--expand", choices=EXPANDS)
     render.add_argument("--rounding", choices=ROUNDINGS)
-    render.add_argument("--notation", choices=NOTATIONS,
-                        help="auto (default): m × 10^k where |x| ≥ 10^6 or < 10^-4; fixed; scientific")
+    render.add_argument(
+        "--notation", choices=NOTATIONS, help="auto (default): m × 10^k where |x| ≥ 10^6 or < 10^-4; fixed; scientific"
+    )
     render.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
-    render.add_argument("--backward", action="store_true",
-                        help="add the backward pass (gradients); loss = \"sum\" unless "
-                             "the spec's [backward] says otherwise")
+    render.add_argument(
+        "--backward",
+        action="store_true",
+        help='add the backward pass (gradients); loss = "sum" unless the spec\'s [backward] says otherwise',
+    )
     render.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
     _max_seconds(render)
 
@@ -112,27 +132,39 @@ def build_parser() -> argparse.ArgumentParser:
     compute.add_argument("--example", metavar="NAME")
     compute.add_argument("--digits", type=_whole, default=15, help="significant digits (default 15)")
     compute.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
-    compute.add_argument("--backward", action="store_true",
-                         help="add the backward pass (gradients); loss = \"sum\" unless "
-                              "the spec's [backward] says otherwise")
-    compute.add_argument("--no-exact", action="store_true",
-                         help="leave out the closed forms (much faster for large inputs)")
-    compute.add_argument("--certify", action="store_true",
-                         help="add each value's deciding enclosure (bounds) and a certificate that "
-                              "symattn verify-certificate re-checks independently (one head)")
+    compute.add_argument(
+        "--backward",
+        action="store_true",
+        help='add the backward pass (gradients); loss = "sum" unless the spec\'s [backward] says otherwise',
+    )
+    compute.add_argument(
+        "--no-exact", action="store_true", help="leave out the closed forms (much faster for large inputs)"
+    )
+    compute.add_argument(
+        "--certify",
+        action="store_true",
+        help="add each value's deciding enclosure (bounds) and a certificate that "
+        "symattn verify-certificate re-checks independently (one head)",
+    )
     compute.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(compute)
 
     check = sub.add_parser("check", help="check hand-computed numbers; exit 1 if any is wrong")
     check.add_argument("claims", nargs="?", metavar="CLAIMS", help="TOML or JSON claims file")
     check.add_argument("--example", action="store_true", help="check the worked example's own numbers")
-    check.add_argument("--format", choices=("text", "json", "markdown", "latex", "pdf", "html"),
-                       help="text (default; pdf or html when -o names a .pdf or .html file)")
+    check.add_argument(
+        "--format",
+        choices=("text", "json", "markdown", "latex", "pdf", "html"),
+        help="text (default; pdf or html when -o names a .pdf or .html file)",
+    )
     check.add_argument("--standalone", action="store_true", help="with --format latex: a whole document")
     _engine(check)
     check.add_argument("--lang", help="language of the report: zh or en (overrides the spec)")
-    check.add_argument("--backward", action="store_true",
-                       help="claims on gradients too; loss = \"sum\" unless the spec's [backward] says otherwise")
+    check.add_argument(
+        "--backward",
+        action="store_true",
+        help='claims on gradients too; loss = "sum" unless the spec\'s [backward] says otherwise',
+    )
     check.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(check)
 
@@ -142,46 +174,78 @@ def build_parser() -> argparse.ArgumentParser:
     exercise.add_argument("--roster", metavar="CSV", help="students from a CSV file with an id,name header")
     exercise.add_argument("--seed", default="0", metavar="S", help="the class seed (default 0)")
     exercise.add_argument("--lang", help="language of sheets and keys: zh or en (overrides the template)")
-    exercise.add_argument("--format", choices=("markdown", "latex", "pdf", "html"),
-                          help="format of sheets and keys (default markdown)")
-    exercise.add_argument("-o", "--output", metavar="DIR", required=True,
-                          help="folder to write into (a new or empty one; see --force)")
-    exercise.add_argument("--force", action="store_true",
-                          help="write over a folder that already holds files (answers in it would be lost)")
+    exercise.add_argument(
+        "--format", choices=("markdown", "latex", "pdf", "html"), help="format of sheets and keys (default markdown)"
+    )
+    exercise.add_argument(
+        "-o", "--output", metavar="DIR", required=True, help="folder to write into (a new or empty one; see --force)"
+    )
+    exercise.add_argument(
+        "--force",
+        action="store_true",
+        help="write over a folder that already holds files (answers in it would be lost)",
+    )
     _max_seconds(exercise)
 
     grade = sub.add_parser("grade", help="grade returned answers.toml files into a gradebook")
     grade.add_argument("folder", metavar="DIR", help="folder of returned answers (searched recursively)")
     grade.add_argument("--index", metavar="CSV", help="index.csv of the class (default: DIR/index.csv)")
-    grade.add_argument("--template", metavar="FILE",
-                       help="the exercise template (default: template.toml next to the index)")
-    grade.add_argument("--format", choices=("csv", "markdown", "json", "latex", "html", "pdf"),
-                       help="csv (default; pdf or html when -o names a .pdf or .html file); markdown, latex, html "
-                            "and pdf add the notes and the class summary; json has both")
-    grade.add_argument("--lang", help="language of the gradebook: zh or en (default en); feedback is always in "
-                                      "each student's own language")
-    grade.add_argument("--policy", metavar="FILE",
-                       help="scores per verdict, 0 to 1, in TOML or JSON (default: exact, rounded and carried 1, "
-                            "last-digit 0.5, wrong and blank 0)")
+    grade.add_argument(
+        "--template", metavar="FILE", help="the exercise template (default: template.toml next to the index)"
+    )
+    grade.add_argument(
+        "--format",
+        choices=("csv", "markdown", "json", "latex", "html", "pdf"),
+        help="csv (default; pdf or html when -o names a .pdf or .html file); markdown, latex, html "
+        "and pdf add the notes and the class summary; json has both",
+    )
+    grade.add_argument(
+        "--lang",
+        help="language of the gradebook: zh or en (default en); feedback is always in each student's own language",
+    )
+    grade.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="scores per verdict, 0 to 1, in TOML or JSON (default: exact, rounded and carried 1, "
+        "last-digit 0.5, wrong and blank 0)",
+    )
     grade.add_argument("--feedback", metavar="DIR", help="also write each student's check report here, as <id>.<ext>")
-    grade.add_argument("--feedback-format", choices=("text", "markdown", "latex", "html", "pdf"), default="text",
-                       help="format of the feedback reports (default text, as symattn check prints; "
-                            "html is one offline page each)")
-    grade.add_argument("--force", action="store_true",
-                       help="write feedback into a folder that already holds files (files of the same name are "
-                            "replaced)")
+    grade.add_argument(
+        "--feedback-format",
+        choices=("text", "markdown", "latex", "html", "pdf"),
+        default="text",
+        help="format of the feedback reports (default text, as symattn check prints; html is one offline page each)",
+    )
+    grade.add_argument(
+        "--force",
+        action="store_true",
+        help="write feedback into a folder that already holds files (files of the same name are replaced)",
+    )
     grade.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(grade)
 
-    compare = sub.add_parser("compare", help="a float result of O or A (.npy or JSON) against the exact values, "
-                                             "in ULPs; exit 1 past --max-ulp or on NaN")
+    compare = sub.add_parser(
+        "compare",
+        help="a float result of O or A (.npy or JSON) against the exact values, "
+        "in ULPs; exit 1 past --max-ulp or on NaN",
+    )
     compare.add_argument("spec", metavar="SPEC", help="the TOML or JSON spec the result was computed from")
-    compare.add_argument("result", metavar="RESULT", help=".npy (float16, float32 or float64; numpy.save of a "
-                                                          "tensor) or JSON (an array of rows)")
-    compare.add_argument("--quantity", choices=("output", "weights"), default="output",
-                         help="what the result holds: the output O (default) or the weights A")
-    compare.add_argument("--dtype", choices=("float16", "bfloat16", "float32", "float64"),
-                         help="the format whose ULP measures a JSON result (default float64; a .npy file says its own)")
+    compare.add_argument(
+        "result",
+        metavar="RESULT",
+        help=".npy (float16, float32 or float64; numpy.save of a tensor) or JSON (an array of rows)",
+    )
+    compare.add_argument(
+        "--quantity",
+        choices=("output", "weights"),
+        default="output",
+        help="what the result holds: the output O (default) or the weights A",
+    )
+    compare.add_argument(
+        "--dtype",
+        choices=("float16", "bfloat16", "float32", "float64"),
+        help="the format whose ULP measures a JSON result (default float64; a .npy file says its own)",
+    )
     compare.add_argument("--format", choices=("text", "json"), default="text")
     compare.add_argument("--all", action="store_true", help="list every entry, not only the ten largest errors")
     compare.add_argument("--max-ulp", type=_ulps, metavar="X", help="exit 1 if any error exceeds X ULP")
@@ -189,22 +253,34 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(compare)
 
-    verify = sub.add_parser("verify-certificate", help="re-check compute --certify's bounds with mpmath intervals; "
-                                                       "exit 1 if any value is not proved")
+    verify = sub.add_parser(
+        "verify-certificate",
+        help="re-check compute --certify's bounds with mpmath intervals; exit 1 if any value is not proved",
+    )
     verify.add_argument("certificate", metavar="FILE", help="the JSON of symattn compute --certify")
     _max_seconds(verify)
 
     serve = sub.add_parser("serve", help="a local web page: edit the numbers, watch the derivation and the check")
-    serve.add_argument("spec", nargs="?", metavar="SPEC",
-                       help="TOML or JSON spec to open (default: the built-in example)")
+    serve.add_argument(
+        "spec", nargs="?", metavar="SPEC", help="TOML or JSON spec to open (default: the built-in example)"
+    )
     serve.add_argument("--port", type=_port, default=8765, help="port (default 8765; 0 picks a free one)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, loopback only)")
-    serve.add_argument("--allow-remote", action="store_true",
-                       help="needed for a --host that is not loopback: anyone who can reach it can use the page")
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="needed for a --host that is not loopback: anyone who can reach it can use the page",
+    )
     serve.add_argument("--open", action="store_true", help="open the page in the default browser")
     # not --max-seconds's dest: that one bounds the whole command, this one each request
-    serve.add_argument("--max-seconds", dest="request_seconds", type=_seconds, default=None, metavar="S",
-                       help="time limit of each request's computation (default: the limits module's)")
+    serve.add_argument(
+        "--max-seconds",
+        dest="request_seconds",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help="time limit of each request's computation (default: the limits module's)",
+    )
 
     example = sub.add_parser("example", help="print a built-in spec as TOML, to copy and edit")
     example.add_argument("--lang", default="zh", help="zh (default) or en")

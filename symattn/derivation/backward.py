@@ -11,8 +11,8 @@ from typing import ClassVar
 from symattn.derivation.steps import Derivation, Dot, Step, assemble, scale_parts, top_keys
 from symattn.exact.base import AttentionModel
 from symattn.exact.model import Model
-from symattn.input.numeral import Numeral
 from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
+from symattn.input.numeral import Numeral
 from symattn.input.spec import Matrix, Spec
 
 
@@ -133,7 +133,7 @@ class BackwardHead:
     width: int
     dO: NumRows
     dO_exact: bool
-    derivation: "Derivation"
+    derivation: Derivation
 
 
 @dataclass(frozen=True)
@@ -146,8 +146,9 @@ def _shape(rows: NumRows) -> tuple[int, int]:
     return len(rows), len(rows[0])
 
 
-def _head_backward(spec: Spec, model: Model, fig: Figures, shown: dict[str, NumRows], suffix: str,
-                   dO: NumRows) -> tuple[Step, ...]:
+def _head_backward(
+    spec: Spec, model: Model, fig: Figures, shown: dict[str, NumRows], suffix: str, dO: NumRows
+) -> tuple[Step, ...]:
     """dV and dA, the softmax step, the scaling, dQ and dK of one head."""
     g = {name: shown[name + suffix] for name in ("dV", "dA", "dot", "dZ", "dS", "dQ", "dK", "jacobian", "jacobian_dA")}
     n, m = model.n_queries, model.n_keys
@@ -157,24 +158,44 @@ def _head_backward(spec: Spec, model: Model, fig: Figures, shown: dict[str, NumR
     keys = range(m) if every else [top_keys(model, f)[0]]
     A = fig.weights
     V, K, Q = spec.V, spec.K, spec.Q
-    dV_dots = tuple(Dot(j, k, tuple((A[i][j], dO[i][k]) for i in range(n)), g["dV"][j][k])
-                    for j in keys for k in range(len(V[0])))
-    dA_dots = tuple(Dot(i, j, tuple((dO[i][k], V[j][k]) for k in range(len(V[0]))), g["dA"][i][j])
-                    for i in rows for j in range(m))
+    dV_dots = tuple(
+        Dot(j, k, tuple((A[i][j], dO[i][k]) for i in range(n)), g["dV"][j][k]) for j in keys for k in range(len(V[0]))
+    )
+    dA_dots = tuple(
+        Dot(i, j, tuple((dO[i][k], V[j][k]) for k in range(len(V[0]))), g["dA"][i][j]) for i in rows for j in range(m)
+    )
     softmax_rows = []
     for i in rows:
-        J = g["jacobian"][i * m:(i + 1) * m]
-        products = tuple(Dot(i, k, tuple((J[j][k], g["dA"][i][j]) for j in range(m)), g["jacobian_dA"][i][k])
-                         for k in range(m))
-        softmax_rows.append(SoftmaxGradRow(
-            i, A[i], J, is_exact(J), g["dA"][i], products, g["dot"][i][0],
-            tuple((g["dA"][i][k], A[i][k]) for k in range(m)), g["dZ"][i], is_exact([g["dZ"][i]]),
-            tuple(j for j in range(m) if not model.may_attend(i, j))))
+        J = g["jacobian"][i * m : (i + 1) * m]
+        products = tuple(
+            Dot(i, k, tuple((J[j][k], g["dA"][i][j]) for j in range(m)), g["jacobian_dA"][i][k]) for k in range(m)
+        )
+        softmax_rows.append(
+            SoftmaxGradRow(
+                i,
+                A[i],
+                J,
+                is_exact(J),
+                g["dA"][i],
+                products,
+                g["dot"][i][0],
+                tuple((g["dA"][i][k], A[i][k]) for k in range(m)),
+                g["dZ"][i],
+                is_exact([g["dZ"][i]]),
+                tuple(j for j in range(m) if not model.may_attend(i, j)),
+            )
+        )
     scale_kind, scale_value = scale_parts(spec)
-    dQ_dots = tuple(Dot(i, t, tuple((g["dS"][i][j], K[j][t]) for j in range(m)), g["dQ"][i][t])
-                    for i in rows for t in range(len(K[0])))
-    dK_dots = tuple(Dot(j, t, tuple((g["dS"][i][j], Q[i][t]) for i in range(n)), g["dK"][j][t])
-                    for j in keys for t in range(len(Q[0])))
+    dQ_dots = tuple(
+        Dot(i, t, tuple((g["dS"][i][j], K[j][t]) for j in range(m)), g["dQ"][i][t])
+        for i in rows
+        for t in range(len(K[0]))
+    )
+    dK_dots = tuple(
+        Dot(j, t, tuple((g["dS"][i][j], Q[i][t]) for i in range(n)), g["dK"][j][t])
+        for j in keys
+        for t in range(len(Q[0]))
+    )
     return (
         GradValues(g["dV"], is_exact(g["dV"]), dV_dots, g["dA"], is_exact(g["dA"]), dA_dots),
         GradSoftmax(tuple(softmax_rows), g["dZ"], is_exact(g["dZ"]), spec.softmax == "stable"),
@@ -188,17 +209,26 @@ def _grad_projections(spec: Spec, shown: dict[str, NumRows]) -> GradProjections:
     products = []
     for name in ("Q", "K", "V"):
         db = shown.get(f"db_{name}")
-        products.append(GradProjected(name, "X" if name == "Q" or p.X_kv is None else "X_kv", shown[f"dW_{name}"],
-                                      is_exact(shown[f"dW_{name}"]), None if db is None else db[0],
-                                      db is not None and is_exact(db)))
+        products.append(
+            GradProjected(
+                name,
+                "X" if name == "Q" or p.X_kv is None else "X_kv",
+                shown[f"dW_{name}"],
+                is_exact(shown[f"dW_{name}"]),
+                None if db is None else db[0],
+                db is not None and is_exact(db),
+            )
+        )
     dX_kv = shown.get("dX_kv")
-    return GradProjections(tuple(products), shown["dX"], is_exact(shown["dX"]), dX_kv,
-                           dX_kv is not None and is_exact(dX_kv))
+    return GradProjections(
+        tuple(products), shown["dX"], is_exact(shown["dX"]), dX_kv, dX_kv is not None and is_exact(dX_kv)
+    )
 
 
 def backward_steps(spec: Spec, model: AttentionModel) -> tuple[Step, ...]:
     """The steps of the backward pass, in the order a reader works them."""
     from symattn.exact.rounding import gradient_figures
+
     heads = model.heads
     subs = [spec.head(h) for h in range(spec.heads)] if spec.heads > 1 else [spec]
     figs = [figures(h, sub) for h, sub in zip(heads, subs)]
@@ -215,18 +245,29 @@ def backward_steps(spec: Spec, model: AttentionModel) -> tuple[Step, ...]:
     else:
         if spec.W_O is not None:
             db = shown.get("db_O")
-            steps.append(GradOutputProjection(
-                shown["dO"], shown["dW_O"], is_exact(shown["dW_O"]), None if db is None else db[0],
-                db is not None and is_exact(db), shown["dconcat"], is_exact(shown["dconcat"]), spec.heads))
-            shapes += [("dW_O", *_shape(shown["dW_O"]))] + ([("db_O", 1, len(db[0]))] if db else []) + \
-                [("dconcat", *_shape(shown["dconcat"]))]
+            steps.append(
+                GradOutputProjection(
+                    shown["dO"],
+                    shown["dW_O"],
+                    is_exact(shown["dW_O"]),
+                    None if db is None else db[0],
+                    db is not None and is_exact(db),
+                    shown["dconcat"],
+                    is_exact(shown["dconcat"]),
+                    spec.heads,
+                )
+            )
+            shapes += (
+                [("dW_O", *_shape(shown["dW_O"]))]
+                + ([("db_O", 1, len(db[0]))] if db else [])
+                + [("dconcat", *_shape(shown["dconcat"]))]
+            )
         for h, (head, sub, fig) in enumerate(zip(heads, subs, figs)):
             width = len(sub.V[0])
             dO = shown[f"dO@{h}"]
             inner = assemble(sub, _head_backward(sub, head, fig, shown, f"@{h}", dO))
             steps.append(BackwardHead(h, h * width, width, dO, is_exact(dO), inner))
-    shapes += [(name, *_shape(shown[name])) for name in ("dV", "dA", "dZ", "dS", "dQ", "dK")
-               if name in shown]
+    shapes += [(name, *_shape(shown[name])) for name in ("dV", "dA", "dZ", "dS", "dQ", "dK") if name in shown]
     if spec.projection is not None:
         steps.append(_grad_projections(spec, shown))
         for name in ("dW_Q", "db_Q", "dW_K", "db_K", "dW_V", "db_V", "dX", "dX_kv"):
@@ -236,5 +277,17 @@ def backward_steps(spec: Spec, model: AttentionModel) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-__all__ = ["BackwardHead", "GradOutputProjection", "GradProjected", "GradProjections", "GradQK", "GradRecap",
-           "GradScaling", "GradSoftmax", "GradValues", "Loss", "SoftmaxGradRow", "backward_steps"]
+__all__ = [
+    "BackwardHead",
+    "GradOutputProjection",
+    "GradProjected",
+    "GradProjections",
+    "GradQK",
+    "GradRecap",
+    "GradScaling",
+    "GradSoftmax",
+    "GradValues",
+    "Loss",
+    "SoftmaxGradRow",
+    "backward_steps",
+]

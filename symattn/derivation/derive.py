@@ -22,11 +22,19 @@ def _check_size(spec: Spec) -> None:
         matrices.update(X=spec.projection.X, W_Q=spec.projection.W_Q)
     for key, m in matrices.items():
         if len(m) > limits.DOCUMENT_TOKENS:
-            raise LimitError(spec.source, key, f"{len(m)} rows; a document shows at most {limits.DOCUMENT_TOKENS} "
-                                               f"(compute and check take up to {limits.TOKENS})")
+            raise LimitError(
+                spec.source,
+                key,
+                f"{len(m)} rows; a document shows at most {limits.DOCUMENT_TOKENS} "
+                f"(compute and check take up to {limits.TOKENS})",
+            )
         if len(m[0]) > limits.DOCUMENT_DIMS:
-            raise LimitError(spec.source, key, f"{len(m[0])} columns; a document shows at most "
-                                               f"{limits.DOCUMENT_DIMS} (compute and check take up to {limits.DIMS})")
+            raise LimitError(
+                spec.source,
+                key,
+                f"{len(m[0])} columns; a document shows at most "
+                f"{limits.DOCUMENT_DIMS} (compute and check take up to {limits.DIMS})",
+            )
 
 
 def derive(spec: Spec, model: AttentionModel | None = None) -> Derivation:
@@ -58,5 +66,3 @@ _DERIVE = {"head": derive_head, "heads": derive_heads, "symbolic": _derive_symbo
 
 
 __all__ = ["derive"]
-
-

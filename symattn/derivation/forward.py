@@ -5,10 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from symattn.exact.base import AttentionModel
-from symattn.exact.model import Model
-from symattn.exact.rounding import Figures, Num, figures, is_exact
-from symattn.input.spec import Spec
 from symattn.derivation.steps import (
     Concat,
     Derivation,
@@ -34,6 +30,10 @@ from symattn.derivation.steps import (
     top_keys,
     transpose,
 )
+from symattn.exact.base import AttentionModel
+from symattn.exact.model import Model
+from symattn.exact.rounding import Figures, Num, figures, is_exact
+from symattn.input.spec import Spec
 
 
 def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
@@ -118,8 +118,8 @@ def _projecting(spec: Spec) -> Projecting:
 def derive_symbolic(spec: Spec, model: AttentionModel) -> Derivation:
     import sympy
 
-    from symattn.input.formula import Formula
     from symattn.exact.symbolic import formulas
+    from symattn.input.formula import Formula
 
     rows = range(len(spec.tokens)) if spec.expand == "all" else [spec.focus]
     scale_kind, scale_value = scale_parts(spec)

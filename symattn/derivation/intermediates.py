@@ -16,21 +16,19 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from decimal import Decimal
 from fractions import Fraction
 from types import GeneratorType
-from typing import Any, Iterator
+from typing import Any
 
 import sympy
 
+from symattn.exact.base import AttentionModel
+from symattn.exact.factory import build
+from symattn.exact.model import Model
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError
-
-from symattn.exact.base import AttentionModel
-
-from symattn.exact.factory import build
-
-from symattn.exact.model import Model
 from symattn.input.spec import Matrix, Spec
 
 MAX_DIGITS = 1000
@@ -78,8 +76,13 @@ class _Structure:
         self.den, self.rows = model.score_integers
         c, root = model.scale.as_coeff_Mul()  # the scale is c·√m, m square-free (1: rational)
         self.c = Fraction(int(c.p), int(c.q))
-        self.root = "" if root == 1 else f"sqrt({int(root.base)})" if isinstance(root, sympy.Pow) and \
-            root.exp == sympy.S.Half and root.base.is_Integer else None
+        self.root = (
+            ""
+            if root == 1
+            else f"sqrt({int(root.base)})"
+            if isinstance(root, sympy.Pow) and root.exp == sympy.S.Half and root.base.is_Integer
+            else None
+        )
         if self.root is None:
             raise ValueError(f"the scale {model.scale} is not a rational times a square root")
         self._exp_text: dict[int, str] = {}
@@ -118,8 +121,13 @@ class _Structure:
         names = self.names()
         if quantity == "weights":
             rational = self.model.rationals("weights")
-            return [[str(rational[i][j]) if rational[i][j] is not None else
-                     _over(self.exp(n), names[i]) for j, n in enumerate(row)] for i, row in enumerate(rows)]
+            return [
+                [
+                    str(rational[i][j]) if rational[i][j] is not None else _over(self.exp(n), names[i])
+                    for j, n in enumerate(row)
+                ]
+                for i, row in enumerate(rows)
+            ]
         if quantity == "output":
             return self._output(names)
         raise ValueError(f"no structural text for {quantity!r}")
@@ -138,6 +146,7 @@ class _Structure:
             t, n = part
             size = log(abs(t)) + n * factor
             return (1, size) if t > 0 else (0, -size)
+
         out = []
         for t, n in sorted(parts, key=key):
             g = math.gcd(t, den)
@@ -154,8 +163,9 @@ class _Structure:
             self._sums = []
             for i in range(len(self.rows)):
                 parts = [(len(g), n) for n, g in self._terms(i)]
-                self._sums.append(_join(self._sorted(parts, 1)) if self._plain(parts)
-                                  else str(self.model.exact("exp_sum")[i, 0]))
+                self._sums.append(
+                    _join(self._sorted(parts, 1)) if self._plain(parts) else str(self.model.exact("exp_sum")[i, 0])
+                )
         return self._sums
 
     def _output(self, names: list[str]) -> list[list[str]]:
@@ -211,16 +221,23 @@ def _join(parts: list[tuple[int, int, str]]) -> str:
     return "".join(text) if text else "0"
 
 
-def _entry(source: Any, quantity: str, digits: int, printer: "_Printer | _Structure | None" = None,
-           exact: bool = True, certify: bool = False) -> dict[str, Any]:
+def _entry(
+    source: Any,
+    quantity: str,
+    digits: int,
+    printer: _Printer | _Structure | None = None,
+    exact: bool = True,
+    certify: bool = False,
+) -> dict[str, Any]:
     if certify:
         values, bounds = source.certified(quantity, digits)
     else:
         values, bounds = source.significant(quantity, digits), None
     out = {"value": [[_text(v) for v in row] for row in values]}
     if bounds is not None:
-        out["bounds"] = [[["-inf", "-inf"] if b is None else [_decimal(b[0]), _decimal(b[1])] for b in row]
-                         for row in bounds]
+        out["bounds"] = [
+            [["-inf", "-inf"] if b is None else [_decimal(b[0]), _decimal(b[1])] for b in row] for row in bounds
+        ]
     if exact and isinstance(printer, _Structure) and quantity not in ("scale", "sqrt_dk"):
         out = {"exact": printer.matrix(quantity), **out}
     elif exact:
@@ -242,8 +259,9 @@ def _text(value: Any) -> str:
     return "-inf" if value.is_infinite() else str(value)
 
 
-def _head(model: Model, digits: int, exact: bool = True, certify: bool = False,
-          release: bool = False) -> Iterator[tuple[str, Any]]:
+def _head(
+    model: Model, digits: int, exact: bool = True, certify: bool = False, release: bool = False
+) -> Iterator[tuple[str, Any]]:
     yield "d_k", model.d_k
     structure = _Structure(model) if exact else None
     for scalar in ("scale", "sqrt_dk"):
@@ -255,8 +273,11 @@ def _head(model: Model, digits: int, exact: bool = True, certify: bool = False,
             column = _entry(model, "exp_sum", digits, structure, exact, certify)
             exp_sum = {key: [r[0] for r in rows] for key, rows in column.items()}
             if structure is not None:  # the names that weights and output use for the row sums
-                exp_sum = {"exact": exp_sum["exact"], "name": structure.names(),
-                           **{k: v for k, v in exp_sum.items() if k != "exact"}}
+                exp_sum = {
+                    "exact": exp_sum["exact"],
+                    "name": structure.names(),
+                    **{k: v for k, v in exp_sum.items() if k != "exact"},
+                }
             yield "exp_sum", exp_sum
         if release:
             _release(model, (quantity, "exp_sum"))
@@ -274,8 +295,9 @@ def _exact_matrix(m: Matrix) -> dict[str, Any]:
     return {"exact": [[str(x.value) for x in row] for row in m]}
 
 
-def compute(spec: Spec, model: AttentionModel | None = None, digits: int = 15, exact: bool = True,
-            certify: bool = False) -> dict[str, Any]:
+def compute(
+    spec: Spec, model: AttentionModel | None = None, digits: int = 15, exact: bool = True, certify: bool = False
+) -> dict[str, Any]:
     """All intermediates, each exact and to ``digits`` significant digits.
 
     ``exact=False`` leaves out the closed forms: printing them is most of the
@@ -286,8 +308,9 @@ def compute(spec: Spec, model: AttentionModel | None = None, digits: int = 15, e
     return _whole(_sections(spec, model, digits, exact, certify))
 
 
-def compute_json(spec: Spec, model: AttentionModel | None = None, digits: int = 15, exact: bool = True,
-                 certify: bool = False) -> Iterator[str]:
+def compute_json(
+    spec: Spec, model: AttentionModel | None = None, digits: int = 15, exact: bool = True, certify: bool = False
+) -> Iterator[str]:
     """:func:`compute` as the text of a JSON object, one key per line, each value compact, in pieces.
 
     Each section is turned into text as soon as it is computed and then let go: at 1024 tokens
@@ -313,8 +336,9 @@ def _whole(value: Any) -> Any:
     return value
 
 
-def _sections(spec: Spec, model: AttentionModel | None, digits: int, exact: bool,
-              certify: bool) -> Iterator[tuple[str, Any]]:
+def _sections(
+    spec: Spec, model: AttentionModel | None, digits: int, exact: bool, certify: bool
+) -> Iterator[tuple[str, Any]]:
     if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= MAX_DIGITS:
         raise ValueError(f"digits must be an integer from 1 to {MAX_DIGITS}, got {digits!r}")
     owned = model is None  # a model of our own: its caches go as soon as they have served
@@ -334,14 +358,20 @@ CERTIFIED = ("scale", "sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights"
 
 def _certificate(spec: Spec, model: Model, out: dict[str, Any], digits: int) -> dict[str, Any]:
     """How the bounds were found, the exact inputs they follow from, and the values known to be rational."""
+
     def exact(m: Matrix) -> list[list[str]]:
         return [[str(x.value) for x in row] for row in m]
 
     bits = 0
     for name in CERTIFIED:
         rows = out[name]["bounds"]
-        for bound in (rows if isinstance(rows[0], list) and isinstance(rows[0][0], list) else
-                      [rows] if isinstance(rows[0], list) else [[rows]]):
+        for bound in (
+            rows
+            if isinstance(rows[0], list) and isinstance(rows[0][0], list)
+            else [rows]
+            if isinstance(rows[0], list)
+            else [[rows]]
+        ):
             for lo, _ in bound:
                 if lo != "-inf":
                     bits = max(bits, Fraction(Decimal(lo)).denominator.bit_length() - 1)  # past int(str)'s limit
@@ -350,14 +380,18 @@ def _certificate(spec: Spec, model: Model, out: dict[str, Any], digits: int) -> 
     for name in CERTIFIED:
         table = [[None if x is None else str(x) for x in row] for row in model.rationals(name)]
         # shaped as the values are: scalars, a column as a list, matrices
-        rational[name] = table[0][0] if name in ("scale", "sqrt_dk") else \
-            [row[0] for row in table] if name == "exp_sum" else table
+        rational[name] = (
+            table[0][0] if name in ("scale", "sqrt_dk") else [row[0] for row in table] if name == "exp_sum" else table
+        )
     balls = "python-flint arb balls for exp" if model.numeric_engine == "flint" else "mpmath for exp"
-    return {"method": f"interval arithmetic at a fixed binary point (mpmath intervals for √d_k, {balls}, exact "
-                      "integers for sums and products); rationals exactly",
-            "precision_bits": bits, "digits": digits,
-            "inputs": {"Q": exact(spec.Q), "K": exact(spec.K), "V": exact(spec.V), "scale": scale},
-            "rational": rational}
+    return {
+        "method": f"interval arithmetic at a fixed binary point (mpmath intervals for √d_k, {balls}, exact "
+        "integers for sums and products); rationals exactly",
+        "precision_bits": bits,
+        "digits": digits,
+        "inputs": {"Q": exact(spec.Q), "K": exact(spec.K), "V": exact(spec.V), "scale": scale},
+        "rational": rational,
+    }
 
 
 def _inputs(spec: Spec) -> dict[str, Any]:
@@ -366,12 +400,14 @@ def _inputs(spec: Spec) -> dict[str, Any]:
         out["key_tokens"] = list(spec.key_tokens)
     if spec.projection is not None:
         out.update(Q=_exact_matrix(spec.Q), K=_exact_matrix(spec.K), V=_exact_matrix(spec.V))
-    out["mask"] = [[spec.allowed is None or spec.allowed[i][j] for j in range(len(spec.keys))]
-                   for i in range(len(spec.tokens))]
+    out["mask"] = [
+        [spec.allowed is None or spec.allowed[i][j] for j in range(len(spec.keys))] for i in range(len(spec.tokens))
+    ]
     return out
 
 
 # Each kind's sections, made one at a time (a generator as a value: a table made the same way).
+
 
 def _single(spec: Spec, model: Model, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
     yield from _inputs(spec).items()
@@ -386,20 +422,27 @@ def _heads(spec: Spec, mh: AttentionModel, digits: int, exact: bool, release: bo
     yield "output", _entry(mh, "output", digits, exact=exact)
 
 
-def _symbolic(spec: Spec, model: AttentionModel, digits: int, exact: bool,
-              release: bool) -> Iterator[tuple[str, Any]]:
+def _symbolic(spec: Spec, model: AttentionModel, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
     """Formulas in the symbols; with a value for each symbol, the numbers too."""
     from symattn.exact.symbolic import has_all_values, substitute
-    yield from {"tokens": list(spec.tokens), "symbols": list(spec.symbols),
-                "subs": {name: value.text for name, value in spec.subs}}.items()
-    yield "formulas", {q: [[str(x) for x in getattr(model, q).row(i)] for i in range(getattr(model, q).rows)]
-                       for q in ("scores", "scaled", "exp", "weights", "output")}
+
+    yield from {
+        "tokens": list(spec.tokens),
+        "symbols": list(spec.symbols),
+        "subs": {name: value.text for name, value in spec.subs},
+    }.items()
+    yield (
+        "formulas",
+        {
+            q: [[str(x) for x in getattr(model, q).row(i)] for i in range(getattr(model, q).rows)]
+            for q in ("scores", "scaled", "exp", "weights", "output")
+        },
+    )
     if has_all_values(spec):
         yield "values", compute(substitute(spec), digits=digits)
 
 
-def _backward(spec: Spec, model: AttentionModel, digits: int, exact: bool,
-              release: bool) -> Iterator[tuple[str, Any]]:
+def _backward(spec: Spec, model: AttentionModel, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
     """The forward intermediates, then ``backward``: every gradient (per head, with several)."""
     yield from _COMPUTE[model.forward.kind](spec, model.forward, digits, exact, release)
     yield "backward", _gradients(model, digits, exact)
@@ -411,8 +454,13 @@ def _gradients(model: AttentionModel, digits: int, exact: bool) -> Iterator[tupl
     for name in model.top_quantities:
         yield name, _entry(model, name, digits, printer, exact)
     if model.head_views:
-        yield "heads", [{name: _entry(view, name, digits, printer, exact) for name in view.quantities}
-                        for view in model.head_views]
+        yield (
+            "heads",
+            [
+                {name: _entry(view, name, digits, printer, exact) for name in view.quantities}
+                for view in model.head_views
+            ],
+        )
 
 
 _COMPUTE = {"head": _single, "heads": _heads, "symbolic": _symbolic, "backward": _backward}

@@ -8,14 +8,14 @@ template per step ``kind`` and a language file for the prose.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Union
+from typing import ClassVar
 
 from symattn.exact.model import Model
 from symattn.exact.rounding import Num, NumRow, NumRows
 from symattn.input.numeral import Numeral
 from symattn.input.spec import Matrix, Spec
 
-Operand = Union[Numeral, Num]
+Operand = Numeral | Num
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ class Head:
     index: int  # 0-based
     first: int  # first column of Q, K, V (0-based)
     width: int  # d_head
-    derivation: "Derivation"
+    derivation: Derivation
 
 
 @dataclass(frozen=True)
@@ -179,7 +179,7 @@ class Substitution:
 
     kind: ClassVar[str] = "substitution"
     values: tuple[tuple[str, Numeral], ...]
-    derivation: "Derivation"
+    derivation: Derivation
 
 
 @dataclass(frozen=True)
@@ -213,12 +213,47 @@ class ToyVsReal:
 
 
 # the steps of the backward pass (backward_derivation.py, imported only for them) are steps too
-Step = Union[Setup, Projecting, Scores, Scaling, Masking, Softmax, WeightedSum, MatrixForm, Head, Concat,
-             OutputProjection, Substitution, Recap, ToyVsReal]
-STEP_KINDS = ("setup", "projecting", "scores", "scaling", "masking", "softmax", "weighted_sum", "matrix_form",
-              "head", "concat", "output_projection", "substitution", "recap", "toy_vs_real", "backward_loss",
-              "backward_values", "backward_softmax", "backward_scaling", "backward_qk", "backward_projections",
-              "backward_output_projection", "backward_head", "backward_recap")
+Step = (
+    Setup
+    | Projecting
+    | Scores
+    | Scaling
+    | Masking
+    | Softmax
+    | WeightedSum
+    | MatrixForm
+    | Head
+    | Concat
+    | OutputProjection
+    | Substitution
+    | Recap
+    | ToyVsReal
+)
+STEP_KINDS = (
+    "setup",
+    "projecting",
+    "scores",
+    "scaling",
+    "masking",
+    "softmax",
+    "weighted_sum",
+    "matrix_form",
+    "head",
+    "concat",
+    "output_projection",
+    "substitution",
+    "recap",
+    "toy_vs_real",
+    "backward_loss",
+    "backward_values",
+    "backward_softmax",
+    "backward_scaling",
+    "backward_qk",
+    "backward_projections",
+    "backward_output_projection",
+    "backward_head",
+    "backward_recap",
+)
 
 
 @dataclass(frozen=True)
@@ -255,8 +290,22 @@ def scale_parts(spec: Spec) -> tuple[str, Numeral | None]:
 
 
 def assemble(spec: Spec, steps: tuple[Step, ...], symbolic: bool = False) -> Derivation:
-    return Derivation(spec.title, spec.lang, spec.tokens, spec.keys, spec.focus, spec.rounding, spec.expand,
-                      steps, spec.softmax, spec.mask, symbolic, columns(spec), spec.page, spec.cjk_font)
+    return Derivation(
+        spec.title,
+        spec.lang,
+        spec.tokens,
+        spec.keys,
+        spec.focus,
+        spec.rounding,
+        spec.expand,
+        steps,
+        spec.softmax,
+        spec.mask,
+        symbolic,
+        columns(spec),
+        spec.page,
+        spec.cjk_font,
+    )
 
 
 def columns(spec: Spec) -> int:
@@ -264,5 +313,3 @@ def columns(spec: Spec) -> int:
     if spec.projection is not None:
         matrices += spec.projection.inputs()
     return max([len(spec.keys), len(spec.tokens)] + [len(m[0]) for m in matrices])
-
-

@@ -10,23 +10,24 @@ makes no strings. Build it with :func:`build_backward`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import ClassVar, Iterator, Sequence
+from typing import ClassVar
 
 import sympy
 from sympy import ImmutableMatrix
 
-from symattn.input import limits
 from symattn.exact import exactness, numeric
-from symattn.input.errors import LimitError, SpecError
 from symattn.exact.base import AttentionModel, Rounding
 from symattn.exact.exactness import Exps, Undecided, rational
 from symattn.exact.gradients import Grid, Inputs, gradients, jacobian
 from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
+from symattn.input import limits
+from symattn.input.errors import LimitError, SpecError
 from symattn.input.spec import Spec
 
 HEAD_QUANTITIES = ("dO", "dV", "dA", "dot", "dZ", "dS", "dQ", "dK")  # "dot": rowsum(dA ⊙ A), one column
@@ -34,6 +35,7 @@ BIASES = ("db_Q", "db_K", "db_V", "db_O")
 
 
 # --- algebra 1: SymPy closed forms --------------------------------------------------
+
 
 class _SymPy:
     zero = sympy.Integer(0)
@@ -51,6 +53,7 @@ class _SymPy:
 
 # --- algebra 2: enclosures ---------------------------------------------------------
 
+
 class _Box:
     """[lo, hi] · 2^−bits with integer ends; arithmetic rounds outward."""
 
@@ -59,13 +62,13 @@ class _Box:
     def __init__(self, lo: int, hi: int, bits: int):
         self.lo, self.hi, self.bits = lo, hi, bits
 
-    def __add__(self, other: "_Box") -> "_Box":
+    def __add__(self, other: _Box) -> _Box:
         return _Box(self.lo + other.lo, self.hi + other.hi, self.bits)
 
-    def __sub__(self, other: "_Box") -> "_Box":
+    def __sub__(self, other: _Box) -> _Box:
         return _Box(self.lo - other.hi, self.hi - other.lo, self.bits)
 
-    def __mul__(self, other: "_Box") -> "_Box":
+    def __mul__(self, other: _Box) -> _Box:
         ends = (self.lo * other.lo, self.lo * other.hi, self.hi * other.lo, self.hi * other.hi)
         return _Box(min(ends) >> self.bits, -((-max(ends)) >> self.bits), self.bits)
 
@@ -90,6 +93,7 @@ class _Boxes:
 
 
 # --- the model ----------------------------------------------------------------------
+
 
 @contextmanager
 def _whole() -> Iterator[None]:
@@ -123,7 +127,7 @@ class BackwardModel(Rounding):
         return self.inputs.loss
 
     @property
-    def backward(self) -> "BackwardModel":
+    def backward(self) -> BackwardModel:
         return self
 
     @property
@@ -145,7 +149,7 @@ class BackwardModel(Rounding):
         return tuple(n for n in names if n != "dot")
 
     @cached_property
-    def head_views(self) -> tuple["HeadGradients", ...]:
+    def head_views(self) -> tuple[HeadGradients, ...]:
         return tuple(HeadGradients(self, h) for h in range(len(self.heads))) if self.is_split else ()
 
     @cached_property
@@ -184,10 +188,18 @@ class BackwardModel(Rounding):
             A = head.rationals("weights")
             ok = head.may_attend
             m = head.n_keys
-            out[name] = tuple(tuple(
-                Fraction(0) if not ok(i, j) or (j != k and not ok(i, k)) else
-                A[i][j] * ((j == k) - A[i][k]) if A[i][j] is not None and A[i][k] is not None else None
-                for k in range(m)) for i in range(head.n_queries) for j in range(m))
+            out[name] = tuple(
+                tuple(
+                    Fraction(0)
+                    if not ok(i, j) or (j != k and not ok(i, k))
+                    else A[i][j] * ((j == k) - A[i][k])
+                    if A[i][j] is not None and A[i][k] is not None
+                    else None
+                    for k in range(m)
+                )
+                for i in range(head.n_queries)
+                for j in range(m)
+            )
         return out
 
     @cached_property
@@ -212,7 +224,9 @@ class BackwardModel(Rounding):
             n, m = head.n_queries, head.n_keys
             zero = [[not head.may_attend(i, j) for j in range(m)] for i in range(n)]
             for name in ("dZ", "dS"):
-                out[name + suffix] = tuple(tuple(Fraction(0) if zero[i][j] else None for j in range(m)) for i in range(n))
+                out[name + suffix] = tuple(
+                    tuple(Fraction(0) if zero[i][j] else None for j in range(m)) for i in range(n)
+                )
         return out
 
     @cached_property
@@ -223,7 +237,7 @@ class BackwardModel(Rounding):
     def _enclosure_grids(self, bits: int) -> dict[str, Grid]:
         return self._box_run(bits)[0]
 
-    def _box_run(self, bits: int) -> tuple[dict[str, Grid], "_Boxes", list[Grid]]:
+    def _box_run(self, bits: int) -> tuple[dict[str, Grid], _Boxes, list[Grid]]:
         if bits not in self._box_cache:
             work = -(-(bits + 64) // 32) * 32
             alg = _Boxes(self.scale, work)
@@ -231,8 +245,9 @@ class BackwardModel(Rounding):
             for h in self.heads:
                 flat = h._enclosures("weights", work)
                 m = h.n_keys
-                weights.append([[_Box(b.lo, b.hi, work) for b in flat[i * m:(i + 1) * m]]
-                                for i in range(h.n_queries)])
+                weights.append(
+                    [[_Box(b.lo, b.hi, work) for b in flat[i * m : (i + 1) * m]] for i in range(h.n_queries)]
+                )
             self._box_cache.clear()  # one precision at a time: refinement only goes up
             with _whole():
                 self._box_cache[bits] = (self._run(alg, weights), alg, weights)
@@ -320,9 +335,13 @@ def _check_size(spec: Spec, heads: Sequence[Model]) -> None:
         width = sum(len(getattr(p, f"W_{name}")[0]) for name in ("Q", "K", "V"))
         terms += sum(len(X) * len(X[0]) * width for X in (p.X, p.X_kv) if X is not None)
     if terms > limits.BACKWARD_TERMS:
-        raise LimitError(spec.source, "backward", f"the gradients of {heads[0].n_queries}×{heads[0].n_keys} "
-                         f"scores hold {terms} terms; at most {limits.BACKWARD_TERMS} (the limit; "
-                         "64 tokens with 64 dimensions hold 786432)")
+        raise LimitError(
+            spec.source,
+            "backward",
+            f"the gradients of {heads[0].n_queries}×{heads[0].n_keys} "
+            f"scores hold {terms} terms; at most {limits.BACKWARD_TERMS} (the limit; "
+            "64 tokens with 64 dimensions hold 786432)",
+        )
 
 
 def build_backward(spec: Spec, forward: AttentionModel) -> BackwardModel:
@@ -340,15 +359,18 @@ def build_backward(spec: Spec, forward: AttentionModel) -> BackwardModel:
     width = len(spec.W_O[0]) if spec.W_O is not None else len(spec.V[0])
     p = spec.projection
     inputs = Inputs(
-        V=tuple(_fractions(s.V) for s in subs), K=tuple(_fractions(s.K) for s in subs),
+        V=tuple(_fractions(s.V) for s in subs),
+        K=tuple(_fractions(s.K) for s in subs),
         Q=tuple(_fractions(s.Q) for s in subs),
         W_O=None if spec.W_O is None else _fractions(spec.W_O),
         b_O=None if spec.b_O is None else tuple(x.value for x in spec.b_O),
         loss=b.loss,
-        dO=_fractions(b.grad_output) if b.loss == "given" else
-        (tuple((Fraction(1),) * width for _ in range(n)) if b.loss == "sum" else None),
+        dO=_fractions(b.grad_output)
+        if b.loss == "given"
+        else (tuple((Fraction(1),) * width for _ in range(n)) if b.loss == "sum" else None),
         target=None if b.target is None else _fractions(b.target),
-        X=None if p is None else _fractions(p.X), X_kv=None if p is None or p.X_kv is None else _fractions(p.X_kv),
+        X=None if p is None else _fractions(p.X),
+        X_kv=None if p is None or p.X_kv is None else _fractions(p.X_kv),
         W=None if p is None else {name: _fractions(getattr(p, f"W_{name}")) for name in ("Q", "K", "V")},
         biases=() if p is None else tuple(name for name in ("Q", "K", "V") if getattr(p, f"b_{name}") is not None),
     )

@@ -5,18 +5,18 @@ and the interface (``kind``, ``exact``, ``forward``, ``backward``) that callers 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
-from typing import Callable, ClassVar, Protocol, Sequence, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import sympy
 from sympy import ImmutableMatrix
 from sympy.polys.domains import ZZ
 from sympy.polys.matrices import DomainMatrix
 
-from symattn.exact import numeric
-from symattn.exact import progress
+from symattn.exact import numeric, progress
 from symattn.exact.numeric import Fixed
 from symattn.input.spec import Matrix
 
@@ -24,8 +24,20 @@ Rows = tuple[tuple[Decimal, ...], ...]
 Bounds = "tuple[Fraction, Fraction] | None"
 Mask = tuple[tuple[bool, ...], ...]
 
-QUANTITIES = ("scale", "sqrt_dk", "scores", "scaled", "shifted", "exp", "exp_sum", "exp_shifted",
-              "exp_shifted_sum", "weights", "products", "output")
+QUANTITIES = (
+    "scale",
+    "sqrt_dk",
+    "scores",
+    "scaled",
+    "shifted",
+    "exp",
+    "exp_sum",
+    "exp_shifted",
+    "exp_shifted_sum",
+    "weights",
+    "products",
+    "output",
+)
 NEG_INFINITY = Decimal("-Infinity")
 INFINITE_QUANTITIES = ("scaled", "shifted")  # quantities that are −∞ where masked
 
@@ -73,8 +85,9 @@ class ClosedForms:
     def output(self) -> ImmutableMatrix:
         # Σ_j V_jk e^{z_ij} over the row sum: one fraction per entry, as a reader writes it
         e, sums, V = self.exp, self.exp_sum, self.V
-        return ImmutableMatrix(e.rows, V.cols, lambda i, k: sympy.Add(
-            *[V[j, k] * e[i, j] for j in range(e.cols)]) / sums[i, 0])
+        return ImmutableMatrix(
+            e.rows, V.cols, lambda i, k: sympy.Add(*[V[j, k] * e[i, j] for j in range(e.cols)]) / sums[i, 0]
+        )
 
 
 class Rounding:
@@ -86,13 +99,21 @@ class Rounding:
 
     def rounded(self, quantity: str, decimals: int | Sequence[int]) -> Rows:
         """Every entry rounded half-up to ``decimals`` places, each digit correct (−∞ where masked)."""
-        return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide(
-            boxes, exact, decimals, bits + numeric.start_bits(max(_seq(decimals))), quantity, self._headroom_bits))
+        return self._numbers(
+            quantity,
+            lambda boxes, exact, bits: numeric.decide(
+                boxes, exact, decimals, bits + numeric.start_bits(max(_seq(decimals))), quantity, self._headroom_bits
+            ),
+        )
 
     def significant(self, quantity: str, digits: int) -> Rows:
         """Every entry rounded half-up to ``digits`` significant digits."""
-        return self._numbers(quantity, lambda boxes, exact, bits: numeric.decide_significant(
-            boxes, exact, digits, bits + numeric.start_bits(digits), quantity, self._headroom_bits))
+        return self._numbers(
+            quantity,
+            lambda boxes, exact, bits: numeric.decide_significant(
+                boxes, exact, digits, bits + numeric.start_bits(digits), quantity, self._headroom_bits
+            ),
+        )
 
     def certified(self, quantity: str, digits: int) -> tuple[Rows, tuple[tuple[Bounds, ...], ...]]:
         """:meth:`significant`, with the enclosure that decided each value: (lo, hi) holding the exact
@@ -100,8 +121,12 @@ class Rounding:
         exact = self.rationals(quantity)
         cols = len(exact[0])
         witness: list[Fixed | None] = [None] * (len(exact) * cols)
-        rows = self._numbers(quantity, lambda boxes, ex, bits: numeric.decide_significant(
-            boxes, ex, digits, bits + numeric.start_bits(digits), quantity, self._headroom_bits, witness))
+        rows = self._numbers(
+            quantity,
+            lambda boxes, ex, bits: numeric.decide_significant(
+                boxes, ex, digits, bits + numeric.start_bits(digits), quantity, self._headroom_bits, witness
+            ),
+        )
         start = numeric.start_bits(digits)
         bounds = []
         for p, value in enumerate(x for row in rows for x in row):
@@ -112,7 +137,7 @@ class Rounding:
                 bounds.append(numeric.rational_bounds(known if known is not None else Fraction(0), digits, start))
             else:
                 bounds.append((Fraction(box.lo, 1 << box.bits), Fraction(box.hi, 1 << box.bits)))
-        return rows, tuple(tuple(bounds[i * cols:(i + 1) * cols]) for i in range(len(exact)))
+        return rows, tuple(tuple(bounds[i * cols : (i + 1) * cols]) for i in range(len(exact)))
 
     def _magnitude_bits(self, quantity: str) -> int:
         return 0
@@ -131,12 +156,15 @@ class Rounding:
         exact = self.rationals(quantity)
         cols = len(exact[0])
         # −∞ entries (masked scores) have nothing to evaluate: a placeholder, then −∞
-        infinite = [self._is_infinite(quantity, p // cols, p % cols) for p in range(len(exact) * cols)] \
-            if self._may_be_infinite(quantity) else [False] * (len(exact) * cols)
+        infinite = (
+            [self._is_infinite(quantity, p // cols, p % cols) for p in range(len(exact) * cols)]
+            if self._may_be_infinite(quantity)
+            else [False] * (len(exact) * cols)
+        )
         flat_exact = [Fraction(0) if inf else x for inf, x in zip(infinite, (x for row in exact for x in row))]
         flat = method(lambda bits: self._enclosures(quantity, bits), flat_exact, self._magnitude_bits(quantity))
         flat = [NEG_INFINITY if inf else x for inf, x in zip(infinite, flat)]
-        return tuple(tuple(flat[i * cols:(i + 1) * cols]) for i in range(len(exact)))
+        return tuple(tuple(flat[i * cols : (i + 1) * cols]) for i in range(len(exact)))
 
 
 def row_sums(e: ImmutableMatrix) -> ImmutableMatrix:
@@ -162,7 +190,7 @@ class ForwardPass:
     (a backward model's ``forward`` is the model it differentiates)."""
 
     @property
-    def forward(self) -> "ForwardPass":
+    def forward(self) -> ForwardPass:
         return self
 
     @property

@@ -17,12 +17,12 @@ The flint engine is used when python-flint can be imported; ``SYMATTN_ENGINE=mpm
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Sequence
 
 from symattn.exact import numeric
-from symattn.input.errors import EvaluationError
 from symattn.exact.numeric import Fixed
+from symattn.input.errors import EvaluationError
 
 ENGINES = ("flint", "mpmath")
 VARIABLE = "SYMATTN_ENGINE"
@@ -65,8 +65,9 @@ def use(engine: str) -> Iterator[None]:
         _chosen = saved
 
 
-def exps(rows: Sequence[Sequence[int | None]], den: int, c: Fixed, prec: int, bits: int,
-         engine: str) -> list[list[Fixed]]:
+def exps(
+    rows: Sequence[Sequence[int | None]], den: int, c: Fixed, prec: int, bits: int, engine: str
+) -> list[list[Fixed]]:
     """e^(n · c / den) for every integer n of ``rows`` (0 where n is None: e^−∞), at 2**-bits.
 
     ``c`` encloses the scale; ``prec`` is the working precision of the exps, at least ``c.bits``.
@@ -88,8 +89,7 @@ def exps(rows: Sequence[Sequence[int | None]], den: int, c: Fixed, prec: int, bi
     return out
 
 
-def _flint_exps(rows: Sequence[Sequence[int | None]], den: int, c: Fixed, prec: int, bits: int
-                ) -> list[list[Fixed]]:
+def _flint_exps(rows: Sequence[Sequence[int | None]], den: int, c: Fixed, prec: int, bits: int) -> list[list[Fixed]]:
     from flint import arb, ctx
 
     saved = ctx.prec
@@ -119,8 +119,9 @@ def _to_fixed(x, bits: int) -> Fixed:
     return Fixed(lo - rad, hi + rad, bits)
 
 
-def weighted_sums(rows: Sequence[Sequence[Fixed]], columns: Sequence[Sequence[int]], den: int, bits: int,
-                  engine: str) -> list[list[Fixed]]:
+def weighted_sums(
+    rows: Sequence[Sequence[Fixed]], columns: Sequence[Sequence[int]], den: int, bits: int, engine: str
+) -> list[list[Fixed]]:
     """Σ_j box_ij · columns[k][j] / den for each row i and column k, enclosed.
 
     Each box is mid ± rad: the mids go through one exact integer product, the radii bound the rest.
@@ -135,8 +136,12 @@ def weighted_sums(rows: Sequence[Sequence[Fixed]], columns: Sequence[Sequence[in
     out = []
     for row, sums in zip(rows, totals):
         rad = max(hi - lo for lo, hi, _ in row) + 1
-        out.append([Fixed((t - err) // den, -((-t - err) // den), bits)
-                    for t, err in zip(map(int, sums), [rad * w for w in weights])])
+        out.append(
+            [
+                Fixed((t - err) // den, -((-t - err) // den), bits)
+                for t, err in zip(map(int, sums), [rad * w for w in weights])
+            ]
+        )
     return out
 
 

@@ -88,23 +88,23 @@ class _Exp:
 
     __slots__ = ("parts", "alg")
 
-    def __init__(self, parts: dict, alg: "Exps"):
+    def __init__(self, parts: dict, alg: Exps):
         self.parts = parts  # (scaled, bases) -> (powers, Poly)
         self.alg = alg
 
-    def _merge(self, other: "_Exp", sign: int) -> "_Exp":
+    def _merge(self, other: _Exp, sign: int) -> _Exp:
         parts = dict(self.parts)
         for key, (powers, poly) in other.parts.items():
             _accumulate(parts, key, powers, poly, sign)
         return _Exp(parts, self.alg)
 
-    def __add__(self, other: "_Exp") -> "_Exp":
+    def __add__(self, other: _Exp) -> _Exp:
         return self._merge(other, 1)
 
-    def __sub__(self, other: "_Exp") -> "_Exp":
+    def __sub__(self, other: _Exp) -> _Exp:
         return self._merge(other, -1)
 
-    def __mul__(self, other: "_Exp") -> "_Exp":
+    def __mul__(self, other: _Exp) -> _Exp:
         parts: dict = {}
         for (s1, b1), (p1, n1) in self.parts.items():
             for (s2, b2), (p2, n2) in other.parts.items():
@@ -156,7 +156,7 @@ class Exps:
         self.zero = _Exp({}, self)
         rational = numeric.as_fraction(scale)
         self.c_rational = rational
-        self.c2 = numeric.as_fraction(sympy.expand(scale ** 2))
+        self.c2 = numeric.as_fraction(sympy.expand(scale**2))
 
     def const(self, x: Fraction) -> _Exp:
         return _Exp({(0, ()): ((), {Fraction(0): x})} if x else {}, self)
@@ -183,8 +183,12 @@ class Exps:
             for q in exps.values():
                 counts[q] = counts.get(q, 0) + 1
             base = tuple(sorted(counts.items()))
-            out.append([_Exp({(0, (base,)): ((1,), {exps[j]: Fraction(1)})}, self) if j in exps else self.zero
-                        for j in range(len(row))])
+            out.append(
+                [
+                    _Exp({(0, (base,)): ((1,), {exps[j]: Fraction(1)})}, self) if j in exps else self.zero
+                    for j in range(len(row))
+                ]
+            )
         return out
 
 
@@ -241,4 +245,3 @@ def _group_value(groups: list) -> Fraction | None:
         return total
     r = _ratio(num, den)
     return None if r is None else total + r
-

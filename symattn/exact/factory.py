@@ -14,18 +14,25 @@ def build(spec: Spec) -> AttentionModel:
     ``[backward]``, the backward pass over it."""
     if spec.is_symbolic:
         from symattn.exact.symbolic import build_symbolic, has_all_values
+
         if spec.backward is not None and not has_all_values(spec):
             # gradients are derived with numbers: the formulas stop at the forward pass
             from symattn.input.errors import SpecError
-            raise SpecError(spec.source, "backward", "the backward pass of a spec with symbols needs a value for "
-                                                     "every symbol ([subs] or --subs)")
+
+            raise SpecError(
+                spec.source,
+                "backward",
+                "the backward pass of a spec with symbols needs a value for every symbol ([subs] or --subs)",
+            )
         model: AttentionModel = build_symbolic(spec)
     elif spec.heads > 1 or spec.W_O is not None:
         from symattn.exact.multihead import build_multihead
+
         model = build_multihead(spec)
     else:
         model = build_model(spec)
     if spec.backward is not None and not spec.is_symbolic:
         from symattn.exact.backward import build_backward
+
         return build_backward(spec, model)
     return model

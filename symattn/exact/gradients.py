@@ -14,9 +14,10 @@ The backward model runs them on closed forms, enclosures and exponential polynom
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 Grid = list  # a matrix: a list of rows of algebra elements
 
@@ -104,7 +105,7 @@ def gradients(alg, inputs: Inputs, weights: Sequence[Grid], hook: Callable = lam
     first = 0
     for h, A in enumerate(weights):
         width = len(inputs.V[h][0])
-        dO_h = [row[first:first + width] for row in dO]
+        dO_h = [row[first : first + width] for row in dO]
         first += width
         prefix = (lambda name, m, h=h: hook(f"{name}@{h}", m)) if split else hook
         grads = _head_gradients(alg, A, Vs[h], _consts(alg, inputs.K[h]), _consts(alg, inputs.Q[h]), dO_h, prefix)
@@ -145,4 +146,3 @@ def jacobian(alg, A: Grid) -> Grid:
     one, zero = alg.const(Fraction(1)), alg.zero
     m = len(A[0])
     return [[row[j] * ((one if j == k else zero) - row[k]) for k in range(m)] for row in A for j in range(m)]
-

@@ -25,14 +25,23 @@ import sympy
 from sympy import ImmutableMatrix
 from sympy.polys.matrices import DomainMatrix
 
-from symattn.exact import engine
-from symattn.exact import numeric
+from symattn.exact import engine, numeric
+from symattn.exact.base import (
+    INFINITE_QUANTITIES,
+    QUANTITIES,
+    ClosedForms,
+    ForwardPass,
+    Mask,
+    Rounding,
+    integer_matrix,
+    rational_matrix,
+    row_sums,
+)
+from symattn.exact.numeric import Fixed
 from symattn.input.errors import EvaluationError, LimitError
 from symattn.input.limits import ABS_Z, PRECISION_BITS, WORK_BITS
-from symattn.exact.numeric import Fixed
-from symattn.exact.base import (QUANTITIES, INFINITE_QUANTITIES, ClosedForms, ForwardPass, Mask, Rounding, integer_matrix,
-                                rational_matrix, row_sums)
 from symattn.input.spec import Spec
+
 
 @dataclass(frozen=True, eq=False)
 class Model(ClosedForms, Rounding, ForwardPass):
@@ -91,21 +100,29 @@ class Model(ClosedForms, Rounding, ForwardPass):
     @cached_property
     def scaled(self) -> ImmutableMatrix:
         S = self.scores
-        return ImmutableMatrix(S.rows, S.cols, lambda i, j: S[i, j] * self.scale if self.may_attend(i, j)
-                               else sympy.S.NegativeInfinity)
+        return ImmutableMatrix(
+            S.rows, S.cols, lambda i, j: S[i, j] * self.scale if self.may_attend(i, j) else sympy.S.NegativeInfinity
+        )
 
     @cached_property
     def row_max(self) -> tuple[int, ...]:
         """For each row, the key with the largest score that may be attended to."""
         scores = self.score_integers[1]
-        return tuple(max((j for j in range(self.n_keys) if self.may_attend(i, j)), key=lambda j: row[j])
-                     for i, row in enumerate(scores))
+        return tuple(
+            max((j for j in range(self.n_keys) if self.may_attend(i, j)), key=lambda j: row[j])
+            for i, row in enumerate(scores)
+        )
 
     @cached_property
     def shifted(self) -> ImmutableMatrix:
         S = self.scores
-        return ImmutableMatrix(S.rows, S.cols, lambda i, j: (S[i, j] - S[i, self.row_max[i]]) * self.scale
-                               if self.may_attend(i, j) else sympy.S.NegativeInfinity)
+        return ImmutableMatrix(
+            S.rows,
+            S.cols,
+            lambda i, j: (
+                (S[i, j] - S[i, self.row_max[i]]) * self.scale if self.may_attend(i, j) else sympy.S.NegativeInfinity
+            ),
+        )
 
     @cached_property
     def exp_shifted(self) -> ImmutableMatrix:
@@ -180,28 +197,53 @@ class Model(ClosedForms, Rounding, ForwardPass):
             # from the integers, not the closed forms: z = n·scale/den is rational iff the scale is, or n = 0
             c = Fraction(1) if quantity == "scores" else numeric.as_fraction(self.scale)
             top = [row[self.row_max[i]] if quantity == "shifted" else 0 for i, row in enumerate(scores)]
-            return tuple(tuple(None if quantity != "scores" and not ok(i, j) else Fraction((x - top[i]) * c.numerator, den * c.denominator)
-                               if c is not None else Fraction(0) if x == top[i] else None
-                               for j, x in enumerate(row)) for i, row in enumerate(scores))
+            return tuple(
+                tuple(
+                    None
+                    if quantity != "scores" and not ok(i, j)
+                    else Fraction((x - top[i]) * c.numerator, den * c.denominator)
+                    if c is not None
+                    else Fraction(0)
+                    if x == top[i]
+                    else None
+                    for j, x in enumerate(row)
+                )
+                for i, row in enumerate(scores)
+            )
         top = [row[self.row_max[i]] for i, row in enumerate(scores)]
         if quantity == "exp":
-            return tuple(tuple((Fraction(1) if x == 0 else None) if ok(i, j) else Fraction(0)
-                               for j, x in enumerate(row)) for i, row in enumerate(scores))
+            return tuple(
+                tuple((Fraction(1) if x == 0 else None) if ok(i, j) else Fraction(0) for j, x in enumerate(row))
+                for i, row in enumerate(scores)
+            )
         if quantity == "exp_shifted":
-            return tuple(tuple((Fraction(1) if x == top[i] else None) if ok(i, j) else Fraction(0)
-                               for j, x in enumerate(row)) for i, row in enumerate(scores))
+            return tuple(
+                tuple((Fraction(1) if x == top[i] else None) if ok(i, j) else Fraction(0) for j, x in enumerate(row))
+                for i, row in enumerate(scores)
+            )
         if quantity in ("exp_sum", "exp_shifted_sum"):
             target = (lambda i: 0) if quantity == "exp_sum" else (lambda i: top[i])
-            return tuple((Fraction(self._allowed_count(i)) if all(x == target(i) for j, x in enumerate(row) if ok(i, j))
-                          else None,) for i, row in enumerate(scores))
-        weights = tuple(tuple(Fraction(0) if not ok(i, j) else (Fraction(1, self._allowed_count(i))
-                                                                  if self._row_is_flat(i) else None)
-                              for j in range(m)) for i in range(n))
+            return tuple(
+                (
+                    Fraction(self._allowed_count(i))
+                    if all(x == target(i) for j, x in enumerate(row) if ok(i, j))
+                    else None,
+                )
+                for i, row in enumerate(scores)
+            )
+        weights = tuple(
+            tuple(
+                Fraction(0) if not ok(i, j) else (Fraction(1, self._allowed_count(i)) if self._row_is_flat(i) else None)
+                for j in range(m)
+            )
+            for i in range(n)
+        )
         if quantity == "weights":
             return weights
         if quantity == "products":
-            return tuple(tuple(self._product(weights[i][j], v) for v in self.v_rows[j])
-                         for i in range(n) for j in range(m))
+            return tuple(
+                tuple(self._product(weights[i][j], v) for v in self.v_rows[j]) for i in range(n) for j in range(m)
+            )
         if quantity == "output":
             return tuple(tuple(self._rational_output(i, k) for k in range(self.v.shape[1])) for i in range(n))
         raise ValueError(f"unknown quantity {quantity!r}; expected one of {', '.join(QUANTITIES)}")
@@ -285,8 +327,9 @@ class Model(ClosedForms, Rounding, ForwardPass):
     def largest_z(self) -> tuple[Fraction, int, int]:
         """An upper bound of max |z| over the entries that may be attended to, and where it is."""
         den, rows = self.score_integers
-        top, i, j = max((abs(x), i, j) for i, row in enumerate(rows) for j, x in enumerate(row)
-                        if self.may_attend(i, j))
+        top, i, j = max(
+            (abs(x), i, j) for i, row in enumerate(rows) for j, x in enumerate(row) if self.may_attend(i, j)
+        )
         return Fraction(top, den) * _upper(self.scale), i, j
 
     @cached_property
@@ -301,7 +344,7 @@ class Model(ClosedForms, Rounding, ForwardPass):
         return getattr(self._boxes[bits], quantity)()
 
     @cached_property
-    def _boxes(self) -> dict[int, "_Boxes"]:
+    def _boxes(self) -> dict[int, _Boxes]:
         return {}
 
     @cached_property
@@ -312,8 +355,10 @@ class Model(ClosedForms, Rounding, ForwardPass):
     def _exp_arguments(self, shifted: bool) -> list[list[int | None]]:
         """The integers n with z = n · scale / den (minus the row maximum when ``shifted``); None where masked."""
         rows = self.score_integers[1]
-        return [[x - (row[self.row_max[i]] if shifted else 0) if self.may_attend(i, j) else None
-                 for j, x in enumerate(row)] for i, row in enumerate(rows)]
+        return [
+            [x - (row[self.row_max[i]] if shifted else 0) if self.may_attend(i, j) else None for j, x in enumerate(row)]
+            for i, row in enumerate(rows)
+        ]
 
     def _z_fixed(self, c: Fixed, shifted: bool) -> list[list[Fixed | None]]:
         """z (or z minus its row maximum) at 2**-c.bits, from ``c`` enclosing the scale: exact
@@ -361,8 +406,11 @@ class _Boxes:
 
     def _flat(self, rows: list[list[Fixed | None]]) -> list[Fixed]:
         zero = Fixed(0, 0, self.bits)
-        return [zero if b is None else Fixed(b.lo >> (b.bits - self.bits), -(-b.hi >> (b.bits - self.bits)), self.bits)
-                for row in rows for b in row]
+        return [
+            zero if b is None else Fixed(b.lo >> (b.bits - self.bits), -(-b.hi >> (b.bits - self.bits)), self.bits)
+            for row in rows
+            for b in row
+        ]
 
     @cached_property
     def _scale(self) -> Fixed:
@@ -384,8 +432,14 @@ class _Boxes:
         return self._flat(self._z_shifted)
 
     def _exps(self, shifted: bool) -> list[list[Fixed]]:
-        return engine.exps(self.model._exp_arguments(shifted), self.model.score_integers[0], self._scale,
-                           self.prec, self.bits, self.model.numeric_engine)
+        return engine.exps(
+            self.model._exp_arguments(shifted),
+            self.model.score_integers[0],
+            self._scale,
+            self.prec,
+            self.bits,
+            self.model.numeric_engine,
+        )
 
     @cached_property
     def _exp(self) -> list[list[Fixed]]:
@@ -431,8 +485,13 @@ class _Boxes:
             for b, values in zip(row, self.model.v_rows):
                 for v in values:
                     ends = sorted((b.lo * v, b.hi * v))
-                    out.append(Fixed(ends[0].numerator // ends[0].denominator,
-                                     -((-ends[1].numerator) // ends[1].denominator), self.bits))
+                    out.append(
+                        Fixed(
+                            ends[0].numerator // ends[0].denominator,
+                            -((-ends[1].numerator) // ends[1].denominator),
+                            self.bits,
+                        )
+                    )
         return out
 
     @cached_property
@@ -458,8 +517,18 @@ def build_model(spec: Spec) -> Model:
     if spec.heads > 1:
         raise ValueError("a multi-head spec has one model per head: use build_heads")
     (q, dq), (k, dk), (v, dv) = (integer_matrix(m) for m in (spec.Q, spec.K, spec.V))
-    model = Model(q=q, k=k, v=v, s=q * k.transpose(), dq=dq, dk=dk, dv=dv, d_k=spec.d_k, scale=scale_of(spec),
-                  allowed=spec.allowed)
+    model = Model(
+        q=q,
+        k=k,
+        v=v,
+        s=q * k.transpose(),
+        dq=dq,
+        dk=dk,
+        dv=dv,
+        d_k=spec.d_k,
+        scale=scale_of(spec),
+        allowed=spec.allowed,
+    )
     _check_work(model, spec.source)
     return model
 
@@ -469,14 +538,23 @@ def _check_work(model: Model, source: str) -> None:
     z, i, j = model.largest_z
     if z > ABS_Z:
         digits = z * Fraction(4343, 10000)  # log10(e) < 0.4343
-        raise LimitError(source, "scaled", f"|z| = |S·scale| is about {_approximately(z)}, more than {ABS_Z} "
-                                           f"(the limit): e^z would have about {_approximately(digits)} digits",
-                         (i + 1, j + 1))
+        raise LimitError(
+            source,
+            "scaled",
+            f"|z| = |S·scale| is about {_approximately(z)}, more than {ABS_Z} "
+            f"(the limit): e^z would have about {_approximately(digits)} digits",
+            (i + 1, j + 1),
+        )
     work = model.n_queries * model.n_keys * model._headroom_bits
     if work > WORK_BITS:
-        raise LimitError(source, "scaled", f"{model.n_queries}×{model.n_keys} scores with |z| up to "
-                                           f"{_approximately(z)} need {work // 8 // 2**20} MiB of exact digits; "
-                                           f"the limit is {WORK_BITS // 8 // 2**20} MiB", (i + 1, j + 1))
+        raise LimitError(
+            source,
+            "scaled",
+            f"{model.n_queries}×{model.n_keys} scores with |z| up to "
+            f"{_approximately(z)} need {work // 8 // 2**20} MiB of exact digits; "
+            f"the limit is {WORK_BITS // 8 // 2**20} MiB",
+            (i + 1, j + 1),
+        )
 
 
 def _approximately(x: Fraction) -> str:

@@ -48,21 +48,31 @@ class MultiHead(Rounding, ForwardPass):
         C = self.concat
         W = self.W_O
         b = self.b_O or (Fraction(0),) * len(W[0])
-        return ImmutableMatrix(C.rows, len(W[0]), lambda i, k: sympy.Add(
-            *[C[i, c] * sympy.Rational(W[c][k].numerator, W[c][k].denominator) for c in range(C.cols)])
-            + sympy.Rational(b[k].numerator, b[k].denominator))
+        return ImmutableMatrix(
+            C.rows,
+            len(W[0]),
+            lambda i, k: (
+                sympy.Add(*[C[i, c] * sympy.Rational(W[c][k].numerator, W[c][k].denominator) for c in range(C.cols)])
+                + sympy.Rational(b[k].numerator, b[k].denominator)
+            ),
+        )
 
     # --- numbers ---------------------------------------------------------
 
     def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
-        concat = tuple(sum((list(r) for r in rows), []) for rows in
-                       zip(*[h.rationals("output") for h in self.heads]))
+        concat = tuple(sum((list(r) for r in rows), []) for rows in zip(*[h.rationals("output") for h in self.heads]))
         if quantity == "concat" or self.W_O is None:
             return tuple(tuple(row) for row in concat)
         b = self.b_O or (Fraction(0),) * len(self.W_O[0])
-        return tuple(tuple(None if any(x is None for x in row) else
-                           sum((x * self.W_O[c][k] for c, x in enumerate(row)), Fraction(0)) + b[k]
-                           for k in range(len(self.W_O[0]))) for row in concat)
+        return tuple(
+            tuple(
+                None
+                if any(x is None for x in row)
+                else sum((x * self.W_O[c][k] for c, x in enumerate(row)), Fraction(0)) + b[k]
+                for k in range(len(self.W_O[0]))
+            )
+            for row in concat
+        )
 
     def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
         bits = -(-bits // 32) * 32
@@ -72,7 +82,7 @@ class MultiHead(Rounding, ForwardPass):
         for i in range(self.heads[0].n_queries):
             row: list[Fixed] = []
             for boxes, width in zip(per_head, widths):
-                row += boxes[i * width:(i + 1) * width]
+                row += boxes[i * width : (i + 1) * width]
             rows.append(row)
         if quantity == "concat" or self.W_O is None:
             return [b for row in rows for b in row]
@@ -80,18 +90,28 @@ class MultiHead(Rounding, ForwardPass):
         cols = [[int(self.W_O[c][k] * den) for c in range(len(self.W_O))] for k in range(len(self.W_O[0]))]
         bias = self.b_O or (Fraction(0),) * len(cols)
         shifts = [Fixed.exact(b, bits) for b in bias]
-        return [Fixed(box.lo + shift.lo, box.hi + shift.hi, bits)
-                for row in engine.weighted_sums(rows, cols, den, bits, self.heads[0].numeric_engine)
-                for box, shift in zip(row, shifts)]
+        return [
+            Fixed(box.lo + shift.lo, box.hi + shift.hi, bits)
+            for row in engine.weighted_sums(rows, cols, den, bits, self.heads[0].numeric_engine)
+            for box, shift in zip(row, shifts)
+        ]
 
     def figures_output(self, spec: Spec, concat: NumRows) -> NumRows:
         """The output after W_O as shown: exact values rounded, or (hand) from the shown concat."""
         decimals = spec.decimals.output
         if spec.rounding == "hand":
             b = self.b_O or (Fraction(0),) * len(self.W_O[0])
-            return _exact_or_rounded([[sum((x.fraction * self.W_O[c][k] for c, x in enumerate(row)), Fraction(0))
-                                       + b[k] for k in range(len(self.W_O[0]))] for row in concat], decimals,
-                                     spec.notation)
+            return _exact_or_rounded(
+                [
+                    [
+                        sum((x.fraction * self.W_O[c][k] for c, x in enumerate(row)), Fraction(0)) + b[k]
+                        for k in range(len(self.W_O[0]))
+                    ]
+                    for row in concat
+                ],
+                decimals,
+                spec.notation,
+            )
         return _from_model(self, "output", decimals, spec.notation)
 
 

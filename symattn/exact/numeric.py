@@ -17,10 +17,11 @@ from __future__ import annotations
 import decimal
 import math
 import operator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from fractions import Fraction
-from typing import Callable, Iterator, NamedTuple, Sequence
+from typing import NamedTuple
 
 import sympy
 from mpmath import iv, libmp
@@ -41,6 +42,7 @@ def as_fraction(expr: sympy.Expr) -> Fraction | None:
 
 # --- fixed-point enclosures ----------------------------------------------
 
+
 class Fixed(NamedTuple):
     """The interval [lo, hi] * 2**-bits with integer ends (a named tuple: large models make
     millions of them, and a tuple is made several times faster than a frozen dataclass)."""
@@ -50,13 +52,13 @@ class Fixed(NamedTuple):
     bits: int
 
     @classmethod
-    def exact(cls, value: Fraction, bits: int) -> "Fixed":
+    def exact(cls, value: Fraction, bits: int) -> Fixed:
         scaled = value * (1 << bits)
         lo = scaled.numerator // scaled.denominator
         return cls(lo, lo if scaled.denominator == 1 else lo + 1, bits)
 
     @classmethod
-    def from_interval(cls, x: "iv.mpf", bits: int) -> "Fixed":
+    def from_interval(cls, x: iv.mpf, bits: int) -> Fixed:
         a, b = x._mpi_
         return cls(_floor_mpf(a, bits), _ceil_mpf(b, bits), bits)
 
@@ -130,6 +132,7 @@ def log10_floor(x: Fraction) -> int:
 
 # --- enclosing SymPy expressions ------------------------------------------
 
+
 @contextmanager
 def working_precision(bits: int) -> Iterator[None]:
     """Set mpmath's interval precision, restoring it afterwards."""
@@ -141,7 +144,7 @@ def working_precision(bits: int) -> Iterator[None]:
         iv.prec = saved
 
 
-def enclose(expr: sympy.Expr, prec: int, cache: dict | None = None) -> "iv.mpf":
+def enclose(expr: sympy.Expr, prec: int, cache: dict | None = None) -> iv.mpf:
     """A rigorous interval for a closed form built from rationals, +, *, powers, sqrt and exp."""
     cache = {} if cache is None else cache
     hit = cache.get(expr)
@@ -153,7 +156,7 @@ def enclose(expr: sympy.Expr, prec: int, cache: dict | None = None) -> "iv.mpf":
     return result
 
 
-def _enclose(expr: sympy.Expr, prec: int, cache: dict) -> "iv.mpf":
+def _enclose(expr: sympy.Expr, prec: int, cache: dict) -> iv.mpf:
     if isinstance(expr, sympy.Rational):
         return iv.mpf(int(expr.p)) / iv.mpf(int(expr.q))
     if expr is sympy.E:
@@ -208,9 +211,15 @@ def start_bits(decimals: int, magnitude_bits: int = 0) -> int:
     return int(decimals * 3.33) + magnitude_bits + GUARD_BITS
 
 
-def _refine(enclosures: Callable[[int], Sequence[Fixed]], result: list[Decimal | None],
-            pick: Callable[[int, Fixed], Decimal | None], bits: int, what: str | Callable[[], str],
-            headroom: int, witness: list[Fixed | None] | None = None) -> list[Decimal]:
+def _refine(
+    enclosures: Callable[[int], Sequence[Fixed]],
+    result: list[Decimal | None],
+    pick: Callable[[int, Fixed], Decimal | None],
+    bits: int,
+    what: str | Callable[[], str],
+    headroom: int,
+    witness: list[Fixed | None] | None = None,
+) -> list[Decimal]:
     # raise the precision only while some rounding is undecided; ``witness`` keeps the box that decided each
     while any(r is None for r in result):
         if bits > PRECISION_BITS + headroom:
@@ -226,8 +235,14 @@ def _refine(enclosures: Callable[[int], Sequence[Fixed]], result: list[Decimal |
     return result  # type: ignore[return-value]
 
 
-def decide(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fraction | None],
-           decimals: int | Sequence[int], bits: int, what: str | Callable[[], str], headroom: int = 0) -> list[Decimal]:
+def decide(
+    enclosures: Callable[[int], Sequence[Fixed]],
+    exact: Sequence[Fraction | None],
+    decimals: int | Sequence[int],
+    bits: int,
+    what: str | Callable[[], str],
+    headroom: int = 0,
+) -> list[Decimal]:
     """Round each value half-up to fixed decimals.
 
     ``enclosures(bits)`` encloses every value at a working precision; entries
@@ -239,10 +254,17 @@ def decide(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fractio
     return _refine(enclosures, result, lambda i, box: box.rounded(places[i]), bits, what, headroom)
 
 
-def decide_significant(enclosures: Callable[[int], Sequence[Fixed]], exact: Sequence[Fraction | None],
-                       digits: int, bits: int, what: str, headroom: int = 0,
-                       witness: list[Fixed | None] | None = None) -> list[Decimal]:
+def decide_significant(
+    enclosures: Callable[[int], Sequence[Fixed]],
+    exact: Sequence[Fraction | None],
+    digits: int,
+    bits: int,
+    what: str,
+    headroom: int = 0,
+    witness: list[Fixed | None] | None = None,
+) -> list[Decimal]:
     """Like :func:`decide`, to ``digits`` significant digits; ``witness`` receives the deciding boxes."""
+
     def pick(_: int, box: Fixed) -> Decimal | None:
         lo, hi, b = box
         if lo > 0:
@@ -397,8 +419,9 @@ def _normalize_significant(value: Decimal, digits: int) -> Decimal:
     return value
 
 
-def round_expr(expr: sympy.Expr, decimals: int, caches: dict[int, dict] | None = None,
-               significant: bool = False) -> Decimal:
+def round_expr(
+    expr: sympy.Expr, decimals: int, caches: dict[int, dict] | None = None, significant: bool = False
+) -> Decimal:
     """Round one closed form half-up to ``decimals`` places (or, with ``significant``,
     to ``decimals`` significant digits), correctly.
 
@@ -412,12 +435,13 @@ def round_expr(expr: sympy.Expr, decimals: int, caches: dict[int, dict] | None =
     def boxes(bits: int) -> list[Fixed]:
         prec = bits + magnitude + 32  # mpmath's precision is relative: a large value needs its own bits too
         return [Fixed.from_interval(enclose(expr, prec, caches.setdefault(prec, {})), bits)]
+
     if significant:
         return decide_significant(boxes, [exact], decimals, start_bits(decimals), lambda: str(expr), magnitude)[0]
     return decide(boxes, [exact], decimals, start_bits(decimals), lambda: str(expr), magnitude)[0]
 
 
-def _magnitude_bits(x: "iv.mpf") -> int:
+def _magnitude_bits(x: iv.mpf) -> int:
     """Bits above the binary point of the larger end of an interval (0 for |x| < 1)."""
     ends = [_mpf_parts(end) for end in x._mpi_]
     return max(0, max(abs(man).bit_length() + exp for man, exp in ends))

@@ -6,9 +6,9 @@ for each claim; with no listener (the library, a pipe, the web page) a step cost
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Callable, Iterator
 
 _listener: ContextVar[Callable[[str], None] | None] = ContextVar("symattn_progress", default=None)
 

@@ -19,21 +19,20 @@ shown numbers before it), never a re-rounding of fixed digits.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from decimal import Decimal
 from fractions import Fraction
 from functools import cache
-from typing import Callable, Sequence
 
 import sympy
 
-from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.exact import numeric
+from symattn.exact.model import Model
+from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.limits import FIXED_DIGITS
-from symattn.exact.model import Model
 from symattn.input.spec import Decimals, Spec
-
 
 _LARGE = Fraction(10**6)
 _SMALL = Fraction(1, 10**4)
@@ -105,8 +104,15 @@ def _exact_or_rounded(values: Sequence[Sequence[Fraction]], decimals: int, notat
     places = [terminating_decimals(v) for row in values for v in row]
     if all(p is not None for p in places):
         width = max(places)
-        return tuple(tuple(Num(_exact_digits(v), True, True) if _wants_scientific(v, notation) else
-                           Num(round_half_up(v, width), True) for v in row) for row in values)
+        return tuple(
+            tuple(
+                Num(_exact_digits(v), True, True)
+                if _wants_scientific(v, notation)
+                else Num(round_half_up(v, width), True)
+                for v in row
+            )
+            for row in values
+        )
     return _rounded(values, decimals, notation)
 
 
@@ -118,13 +124,19 @@ def _exact_digits(value: Fraction) -> Decimal:
     return Decimal((sign, digits, exponent))
 
 
-def _rounded(values: Sequence[Sequence[Fraction]], decimals: int, notation: str = "fixed", shift: int = 0,
-             digits: int | None = None) -> NumRows:
+def _rounded(
+    values: Sequence[Sequence[Fraction]],
+    decimals: int,
+    notation: str = "fixed",
+    shift: int = 0,
+    digits: int | None = None,
+) -> NumRows:
     return tuple(tuple(_shown(v, decimals, notation, shift, digits) for v in row) for row in values)
 
 
-def _in_notation(fixed: Num, exact: Fraction | None, significant: Callable[[], Decimal], notation: str,
-                 shift: int = 0) -> Num:
+def _in_notation(
+    fixed: Num, exact: Fraction | None, significant: Callable[[], Decimal], notation: str, shift: int = 0
+) -> Num:
     """The fixed form of a value, or m × 10^k where the notation asks for it.
 
     Whether it is extreme is decided on the exact value where known, else on its
@@ -145,8 +157,13 @@ def _in_notation(fixed: Num, exact: Fraction | None, significant: Callable[[], D
 
 def _shown(value: Fraction, decimals: int, notation: str, shift: int = 0, digits: int | None = None) -> Num:
     """An exact rational as shown: fixed decimals, or significant digits in scientific notation."""
-    return _in_notation(_num(round_half_up(value, decimals), value), value,
-                        lambda: numeric.significant_exact(value, digits or decimals + 1), notation, shift)
+    return _in_notation(
+        _num(round_half_up(value, decimals), value),
+        value,
+        lambda: numeric.significant_exact(value, digits or decimals + 1),
+        notation,
+        shift,
+    )
 
 
 def _num(shown: Decimal, value: Fraction | None) -> Num:
@@ -157,15 +174,20 @@ def _num(shown: Decimal, value: Fraction | None) -> Num:
     return Num(shown, value is not None and Fraction(shown) == value)
 
 
-def _from_model(model: Model, quantity: str, decimals: int, notation: str = "fixed", shift: int = 0,
-                digits: int | None = None) -> NumRows:
+def _from_model(
+    model: Model, quantity: str, decimals: int, notation: str = "fixed", shift: int = 0, digits: int | None = None
+) -> NumRows:
     """The model's values as shown; ``shift``: they are displayed × 10^shift (percent: 2)."""
     shown = model.rounded(quantity, decimals)
     exact = model.rationals(quantity)
     significant = cache(lambda: model.significant(quantity, digits or decimals + 1))  # decided at most once
-    return tuple(tuple(_in_notation(_num(d, e), e, lambda i=i, j=j: significant()[i][j], notation, shift)
-                       for j, (d, e) in enumerate(zip(row, exact_row)))
-                 for i, (row, exact_row) in enumerate(zip(shown, exact)))
+    return tuple(
+        tuple(
+            _in_notation(_num(d, e), e, lambda i=i, j=j: significant()[i][j], notation, shift)
+            for j, (d, e) in enumerate(zip(row, exact_row))
+        )
+        for i, (row, exact_row) in enumerate(zip(shown, exact))
+    )
 
 
 def _percent(weights: NumRows, shift: int = 2) -> NumRows:
@@ -205,7 +227,7 @@ def exact_figures(model: Model, decimals: Decimals, stable: bool = False, notati
         weights=weights,
         percent=_percent(_from_model(model, "weights", decimals.percent + 2, notation, 2, decimals.percent + 1)),
         percent_whole=_percent(_from_model(model, "weights", 2)),
-        products=tuple(products[i * m:(i + 1) * m] for i in range(n)),
+        products=tuple(products[i * m : (i + 1) * m] for i in range(n)),
         output=shown("output", decimals.output),
     )
 
@@ -217,8 +239,12 @@ def _exp_of(x: Num, decimals: int, notation: str) -> Num:
     if value == 0:
         return Num(Decimal(1), True)  # e^0 = 1
     power = sympy.exp(sympy.Rational(value.numerator, value.denominator))
-    return _in_notation(_num(numeric.round_expr(power, decimals), None), None,
-                        lambda: numeric.round_expr(power, decimals + 1, significant=True), notation)
+    return _in_notation(
+        _num(numeric.round_expr(power, decimals), None),
+        None,
+        lambda: numeric.round_expr(power, decimals + 1, significant=True),
+        notation,
+    )
 
 
 def hand_figures(model: Model, spec: Spec) -> Figures:
@@ -234,39 +260,62 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     else:
         z = [[s.fraction * spec.scale.value for s in row] for row in scores]
     unmasked = _rounded(z, decimals.scaled, notation) if spec.scale != "none" else scores
-    scaled = tuple(tuple(x if model.may_attend(i, j) else NEG_INFINITY for j, x in enumerate(row))
-                   for i, row in enumerate(unmasked))
+    scaled = tuple(
+        tuple(x if model.may_attend(i, j) else NEG_INFINITY for j, x in enumerate(row))
+        for i, row in enumerate(unmasked)
+    )
     row_max = None
     softmax_input = scaled
     if spec.softmax == "stable":
         row_max = tuple(row[j] for row, j in zip(scaled, model.row_max))
         softmax_input = tuple(
-            _exact_or_rounded([[x.fraction - top.fraction for x in row if not x.is_infinite]], decimals.scaled,
-                              notation)[0]
-            for row, top in zip(scaled, row_max))
+            _exact_or_rounded(
+                [[x.fraction - top.fraction for x in row if not x.is_infinite]], decimals.scaled, notation
+            )[0]
+            for row, top in zip(scaled, row_max)
+        )
         softmax_input = tuple(_reinsert(row, shifted) for row, shifted in zip(scaled, softmax_input))
     exp = tuple(tuple(_exp_of(x, decimals.exp, notation) for x in row) for row in softmax_input)
-    exp_sum = _exact_or_rounded([[sum((e.fraction for e in row), Fraction(0))] for row in exp], decimals.exp,
-                                notation)
+    exp_sum = _exact_or_rounded([[sum((e.fraction for e in row), Fraction(0))] for row in exp], decimals.exp, notation)
     for i, total in enumerate(exp_sum):
         if total[0].fraction == 0:
-            raise SpecError(spec.source, "rounding", f"by hand, every e^z of row {i + 1} ({spec.tokens[i]}) shows "
-                            f"as 0 at {decimals.exp} decimals, so its weights would be 0/0; use softmax = "
-                            "\"stable\", or more decimals for exp")
-    weights = _rounded([[e.fraction / total[0].fraction for e in row] for row, total in zip(exp, exp_sum)],
-                       decimals.weights, notation)
+            raise SpecError(
+                spec.source,
+                "rounding",
+                f"by hand, every e^z of row {i + 1} ({spec.tokens[i]}) shows "
+                f"as 0 at {decimals.exp} decimals, so its weights would be 0/0; use softmax = "
+                '"stable", or more decimals for exp',
+            )
+    weights = _rounded(
+        [[e.fraction / total[0].fraction for e in row] for row, total in zip(exp, exp_sum)], decimals.weights, notation
+    )
     V = model.v_rows
-    products = tuple(_exact_or_rounded([[w.fraction * v for v in V[j]] for j, w in enumerate(row)], decimals.output,
-                                       notation) for row in weights)
-    output = _exact_or_rounded([[sum((w.fraction * V[j][k] for j, w in enumerate(row)), Fraction(0))
-                                 for k in range(len(V[0]))] for row in weights], decimals.output, notation)
+    products = tuple(
+        _exact_or_rounded([[w.fraction * v for v in V[j]] for j, w in enumerate(row)], decimals.output, notation)
+        for row in weights
+    )
+    output = _exact_or_rounded(
+        [
+            [sum((w.fraction * V[j][k] for j, w in enumerate(row)), Fraction(0)) for k in range(len(V[0]))]
+            for row in weights
+        ],
+        decimals.output,
+        notation,
+    )
     return Figures(
-        sqrt_dk=sqrt_dk, scores=scores, unmasked=unmasked, scaled=scaled, row_max=row_max,
-        softmax_input=softmax_input, exp=exp, exp_sum=tuple(r[0] for r in exp_sum),
+        sqrt_dk=sqrt_dk,
+        scores=scores,
+        unmasked=unmasked,
+        scaled=scaled,
+        row_max=row_max,
+        softmax_input=softmax_input,
+        exp=exp,
+        exp_sum=tuple(r[0] for r in exp_sum),
         weights=weights,
         percent=_exact_or_rounded([[w.fraction * 100 for w in row] for row in weights], decimals.percent, notation),
         percent_whole=_rounded([[w.fraction * 100 for w in row] for row in weights], 0),
-        products=products, output=output,
+        products=products,
+        output=output,
     )
 
 
@@ -277,8 +326,11 @@ def _reinsert(row: NumRow, finite: NumRow) -> NumRow:
 
 
 def figures(model: Model, spec: Spec) -> Figures:
-    fig = hand_figures(model, spec) if spec.rounding == "hand" else \
-        exact_figures(model, spec.decimals, stable=spec.softmax == "stable", notation=spec.notation)
+    fig = (
+        hand_figures(model, spec)
+        if spec.rounding == "hand"
+        else exact_figures(model, spec.decimals, stable=spec.softmax == "stable", notation=spec.notation)
+    )
     _check_fixed(fig, spec.source)
     return fig
 
@@ -291,14 +343,19 @@ def _check_fixed(fig: Figures, source: str) -> None:
         for i, row in enumerate(rows, 1):
             for j, x in enumerate((row,) if isinstance(row, Num) else row, 1):
                 for k, y in enumerate((x,) if isinstance(x, Num) else x, 1):
-                    if not y.scientific and y.value.is_finite() and y.value != 0 and \
-                            y.value.adjusted() >= FIXED_DIGITS:
-                        raise LimitError(source, f.name, f"a number with {y.value.adjusted() + 1} digits before "
-                                         f"the point; documents show at most {FIXED_DIGITS} (compute gives "
-                                         "significant digits, or notation = \"auto\")", (i, j) if isinstance(x, Num) else (i, j, k))
+                    if not y.scientific and y.value.is_finite() and y.value != 0 and y.value.adjusted() >= FIXED_DIGITS:
+                        raise LimitError(
+                            source,
+                            f.name,
+                            f"a number with {y.value.adjusted() + 1} digits before "
+                            f"the point; documents show at most {FIXED_DIGITS} (compute gives "
+                            'significant digits, or notation = "auto")',
+                            (i, j) if isinstance(x, Num) else (i, j, k),
+                        )
 
 
 # --- the backward pass ------------------------------------------------------------
+
 
 class _Hand:
     """Rational arithmetic on shown numbers; the scale as shown (÷ 1.414 for 1/√2)."""
@@ -320,8 +377,14 @@ class _Hand:
         return x * self.spec.scale.value
 
 
-def gradient_figures(model, spec: Spec, weights: Sequence[NumRows], shown_output: NumRows | None = None,
-                     shown_concat: NumRows | None = None, sqrt_dk: Num | None = None) -> dict[str, NumRows]:
+def gradient_figures(
+    model,
+    spec: Spec,
+    weights: Sequence[NumRows],
+    shown_output: NumRows | None = None,
+    shown_concat: NumRows | None = None,
+    sqrt_dk: Num | None = None,
+) -> dict[str, NumRows]:
     """Every gradient as shown, by name (``name@h`` per head): the exact values rounded, or (hand)
     each step from the shown numbers of the step before (the weights, O and the concatenation as shown)."""
     decimals, notation = spec.decimals.gradients, spec.notation
@@ -333,6 +396,7 @@ def gradient_figures(model, spec: Spec, weights: Sequence[NumRows], shown_output
                 shown["jacobian_dA" + name[2:]] = shown[name]
         return shown
     from symattn.exact.gradients import gradients, jacobian
+
     alg = _Hand(spec, sqrt_dk)
     shown: dict[str, NumRows] = {}
     forward = {"O": shown_output, "concat": shown_concat}
@@ -352,13 +416,18 @@ def gradient_figures(model, spec: Spec, weights: Sequence[NumRows], shown_output
         dA = shown["dA" + suffix]
         # the Jacobian times dA, from the shown Jacobian (the compact form uses the shown mean instead)
         shown["jacobian_dA" + suffix] = _exact_or_rounded(
-            [[sum((J[i * m + j][k].fraction * dA[i][j].fraction for j in range(m)), Fraction(0)) for k in range(m)]
-             for i in range(len(a))], decimals, notation)
+            [
+                [sum((J[i * m + j][k].fraction * dA[i][j].fraction for j in range(m)), Fraction(0)) for k in range(m)]
+                for i in range(len(a))
+            ],
+            decimals,
+            notation,
+        )
     first = 0
-    for h, a in enumerate(A if model.is_split else ()):  # each head's dO is its slice of the shown one
+    for h in range(len(A) if model.is_split else 0):  # each head's dO is its slice of the shown one
         width = len(model.inputs.V[h][0])
         source = shown["dconcat"] if "dconcat" in shown else shown["dO"]
-        shown[f"dO@{h}"] = tuple(row[first:first + width] for row in source)
+        shown[f"dO@{h}"] = tuple(row[first : first + width] for row in source)
         first += width
     for name in names:  # the concatenated dQ, dK, dV of several heads are the heads' shown numbers side by side
         if name not in shown:

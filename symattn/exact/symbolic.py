@@ -16,10 +16,10 @@ from typing import ClassVar
 import sympy
 from sympy import ImmutableMatrix
 
-from symattn.input.errors import SpecError
-from symattn.input.formula import Formula, symbol, value_of
 from symattn.exact.base import ClosedForms, ForwardPass
 from symattn.exact.model import scale_of
+from symattn.input.errors import SpecError
+from symattn.input.formula import Formula, symbol, value_of
 from symattn.input.numeral import Numeral
 from symattn.input.projection import numeral_of, project
 from symattn.input.spec import Matrix, Spec
@@ -52,15 +52,17 @@ class SymbolicModel(ClosedForms, ForwardPass):
     @cached_property
     def scaled(self) -> ImmutableMatrix:
         S = self.scores
-        return ImmutableMatrix(S.rows, S.cols, lambda i, j: sympy.expand(S[i, j] * self.scale)
-                               if self.may_attend(i, j) else sympy.S.NegativeInfinity)
+        return ImmutableMatrix(
+            S.rows,
+            S.cols,
+            lambda i, j: sympy.expand(S[i, j] * self.scale) if self.may_attend(i, j) else sympy.S.NegativeInfinity,
+        )
 
     @cached_property
     def products(self) -> tuple[ImmutableMatrix, ...]:
         """For each query, row j holds A_ij · V_j."""
         A, V = self.weights, self.V
         return tuple(ImmutableMatrix(V.rows, V.cols, lambda j, k, i=i: A[i, j] * V[j, k]) for i in range(A.rows))
-
 
 
 def build_symbolic(spec: Spec) -> SymbolicModel:
@@ -88,8 +90,13 @@ def substitute(spec: Spec) -> Spec:
             given = ", ".join(f"{name} = {v.text}" for name, v in spec.subs if name in x.symbols)
             raise SpecError(spec.source, key, f"division by zero: {x.text!r} with {given}", position)
         if not isinstance(value, sympy.Rational):
-            raise SpecError(spec.source, key, f"with the given values {x.text!r} is {value}, which is not "
-                                              "rational; numbers are computed for rational entries only", position)
+            raise SpecError(
+                spec.source,
+                key,
+                f"with the given values {x.text!r} is {value}, which is not "
+                "rational; numbers are computed for rational entries only",
+                position,
+            )
         return numeral_of(Fraction(int(value.p), int(value.q)))
 
     def matrix(m: Matrix, key: str) -> Matrix:
@@ -100,9 +107,17 @@ def substitute(spec: Spec) -> Spec:
 
     p = spec.projection
     if p is not None:
-        p = replace(p, X=matrix(p.X, "X"), X_kv=None if p.X_kv is None else matrix(p.X_kv, "X_kv"),
-                    W_Q=matrix(p.W_Q, "W_Q"), W_K=matrix(p.W_K, "W_K"), W_V=matrix(p.W_V, "W_V"),
-                    b_Q=vector(p.b_Q, "b_Q"), b_K=vector(p.b_K, "b_K"), b_V=vector(p.b_V, "b_V"))
+        p = replace(
+            p,
+            X=matrix(p.X, "X"),
+            X_kv=None if p.X_kv is None else matrix(p.X_kv, "X_kv"),
+            W_Q=matrix(p.W_Q, "W_Q"),
+            W_K=matrix(p.W_K, "W_K"),
+            W_V=matrix(p.W_V, "W_V"),
+            b_Q=vector(p.b_Q, "b_Q"),
+            b_K=vector(p.b_K, "b_K"),
+            b_V=vector(p.b_V, "b_V"),
+        )
         Q, K, V = (project(p, name) for name in ("Q", "K", "V"))
         return replace(spec, projection=p, Q=Q, K=K, V=V, subs=())
     return replace(spec, Q=matrix(spec.Q, "Q"), K=matrix(spec.K, "K"), V=matrix(spec.V, "V"), subs=())

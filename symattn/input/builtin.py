@@ -26,8 +26,9 @@ def example_path(name: str = DEFAULT, lang: str = "zh", flag: str = "--example")
     languages = sorted(p.name.split(".")[1] for p in EXAMPLES.glob(f"{name}.*.toml"))
     if lang in languages:
         return EXAMPLES / f"{name}.{lang}.toml"
-    raise SpecError("--lang", None, f"the built-in example {name!r} has no language {lang!r}; "
-                                    f"choose one of {', '.join(languages)}")
+    raise SpecError(
+        "--lang", None, f"the built-in example {name!r} has no language {lang!r}; choose one of {', '.join(languages)}"
+    )
 
 
 def example_text(name: str = DEFAULT, lang: str = "zh", flag: str = "--example") -> str:

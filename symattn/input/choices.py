@@ -16,5 +16,7 @@ PAPERS = ("a4", "letter")
 def default_paper(lang: str) -> str:
     """A4 for Chinese, US Letter for English."""
     return "a4" if lang == "zh" else "letter"
+
+
 ENGINES = ("xelatex", "pdflatex", "lualatex")
 CJK_FONTS = ("fandol", "adobe", "founder", "ubuntu", "windows", "mac", "macnew", "macold")  # ctex's fontsets

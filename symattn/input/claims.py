@@ -16,23 +16,34 @@ Claimed numbers keep their digits as written (``0.650`` claims three decimals,
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from symattn.input.errors import SpecError
+from symattn.input.files import kind_of, read_table
 from symattn.input.limits import CLAIMS
 from symattn.input.numeral import Numeral, NumeralError, parse_claimed
-from symattn.input.spec import SPEC_KEYS
-from symattn.input.files import kind_of, read_table
 from symattn.input.reader import Reader, check_keys
-from symattn.input.spec import Spec, spec_from_mapping
+from symattn.input.spec import SPEC_KEYS, Spec, spec_from_mapping
 
 # In the order of the derivation; "percent" is the weights written in percent.
 GRADIENTS = ("dV", "dA", "dZ", "dS", "dQ", "dK", "dW_Q", "dW_K", "dW_V", "dX")  # need [backward] or --backward
 PROJECTED_GRADIENTS = ("dW_Q", "dW_K", "dW_V", "dX")  # need X with W_Q, W_K, W_V
-QUANTITIES = ("Q", "K", "V", "sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "percent",
-              "output") + GRADIENTS
+QUANTITIES = (
+    "Q",
+    "K",
+    "V",
+    "sqrt_dk",
+    "scores",
+    "scaled",
+    "exp",
+    "exp_sum",
+    "weights",
+    "percent",
+    "output",
+) + GRADIENTS
 INPUTS = ("Q", "K", "V")  # claimable when they are computed from X and W
 STAGE = {q: i for i, q in enumerate(QUANTITIES)} | {"percent": QUANTITIES.index("weights")}
 _KEY = re.compile(r"([A-Za-z_]+)((?:\[[0-9]+\])*)")  # ASCII digits: never '²'
@@ -129,13 +140,20 @@ class _ClaimReader(Reader):
             if name in ("dX",) and self.spec.projection is not None and self.spec.projection.X_kv is not None:
                 raise self.error(key, "claims on dX are for self-attention (with X_kv, dX has two parts)")
             if row is not None and name in ("dV", "dK") + PROJECTED_GRADIENTS:
-                raise self.error(key, f"{name} is claimed as a whole matrix or by entry ({name}[i][j]), not in a "
-                                      "row section (its rows are keys or input dimensions)")
+                raise self.error(
+                    key,
+                    f"{name} is claimed as a whole matrix or by entry ({name}[i][j]), not in a "
+                    "row section (its rows are keys or input dimensions)",
+                )
             if name not in QUANTITIES or (row is not None and name in ("sqrt_dk",) + INPUTS):
-                allowed = [q for q in QUANTITIES if (row is None or q not in ("sqrt_dk",) + INPUTS)
-                           and (q not in INPUTS or self.spec.projection is not None)
-                           and (q not in GRADIENTS or self.spec.backward is not None)
-                           and (q not in PROJECTED_GRADIENTS or self.spec.projection is not None)]
+                allowed = [
+                    q
+                    for q in QUANTITIES
+                    if (row is None or q not in ("sqrt_dk",) + INPUTS)
+                    and (q not in INPUTS or self.spec.projection is not None)
+                    and (q not in GRADIENTS or self.spec.backward is not None)
+                    and (q not in PROJECTED_GRADIENTS or self.spec.projection is not None)
+                ]
                 allowed += [] if row is not None else ["rows"]
                 raise self.error(key, "unknown quantity; expected one of " + ", ".join(allowed))
             shape = _shape(name, self.spec)
@@ -150,10 +168,11 @@ class _ClaimReader(Reader):
             for index, size in zip(indices, shape):
                 if not 1 <= index <= size:
                     raise self.error(key, f"index {index} is out of range 1..{size}")
-            self.values(name, value, shape[len(indices):], indices, row, key)
+            self.values(name, value, shape[len(indices) :], indices, row, key)
 
-    def values(self, name: str, value: Any, shape: tuple[int, ...], indices: tuple[int, ...], row: int | None,
-               key: str) -> None:
+    def values(
+        self, name: str, value: Any, shape: tuple[int, ...], indices: tuple[int, ...], row: int | None, key: str
+    ) -> None:
         fixed = tuple(i - 1 for i in indices)
         if not shape:
             if not self.is_blank(value, key, ()):
@@ -172,8 +191,9 @@ class _ClaimReader(Reader):
                 if not self.is_blank(item, key, (i + 1, j + 1)):
                     self.place(name, (i, j), row, self.number_of(name, item, key, (i + 1, j + 1)), key)
 
-    def vector(self, value: Any, key: str, size: int, name: str, *, matrix: bool = False,
-               position: tuple[int, ...] = ()) -> list:
+    def vector(
+        self, value: Any, key: str, size: int, name: str, *, matrix: bool = False, position: tuple[int, ...] = ()
+    ) -> list:
         if not isinstance(value, (list, tuple)):
             what = "a matrix (a list of rows)" if matrix else "a list"
             raise self.error(key, f"expected {what}, got {kind_of(value)}", position)
@@ -198,10 +218,9 @@ class _ClaimReader(Reader):
             self.section(claims, f"{key}.{label}", row)
 
 
-
-
-def claims_from_mapping(data: Mapping[str, Any], source: str = "<dict>", base: Path | None = None,
-                        spec: Spec | None = None) -> Claims:
+def claims_from_mapping(
+    data: Mapping[str, Any], source: str = "<dict>", base: Path | None = None, spec: Spec | None = None
+) -> Claims:
     """Validate a claims mapping. ``spec`` (a Spec) replaces the file's own inputs."""
     reader = Reader(source)
     if not isinstance(data, Mapping):
@@ -214,7 +233,7 @@ def claims_from_mapping(data: Mapping[str, Any], source: str = "<dict>", base: P
     if spec is None:
         if "spec" in data:
             if inline:
-                raise reader.error(next(iter(inline)), "give the inputs inline or as spec = \"path\", not both")
+                raise reader.error(next(iter(inline)), 'give the inputs inline or as spec = "path", not both')
             path = data["spec"]
             if not isinstance(path, str):
                 raise reader.error("spec", f"expected a path, got {kind_of(path)}")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Container, Iterable, Sequence
 from pathlib import Path
-from typing import Container, Iterable, Sequence
 
 from symattn.input.errors import SpecError
 from symattn.input.files import read_text
@@ -56,8 +56,9 @@ def read_csv(path: str | Path, what: str, quoted: bool) -> tuple[tuple[str, ...]
     except csv.Error as exc:
         raise SpecError(source, None, f"not a CSV file: {exc} (line {reader.line_num})") from None
     undo = uncell if quoted else str
-    return tuple(reader.fieldnames or ()), [{k: undo(v) for k, v in row.items()
-                                             if isinstance(k, str) and isinstance(v, str)} for row in rows]
+    return tuple(reader.fieldnames or ()), [
+        {k: undo(v) for k, v in row.items() if isinstance(k, str) and isinstance(v, str)} for row in rows
+    ]
 
 
 __all__ = ["cell", "csv_text", "read_csv", "uncell"]

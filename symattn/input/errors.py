@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 
-
 EXIT_INPUT = 2  # bad input, a limit, an output path refused
 EXIT_IO = 74  # writing failed: disk full, I/O error (sysexits' EX_IOERR)
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
@@ -81,7 +80,7 @@ class OutputError(SymattnError, OSError):
             self.exit_code = EXIT_IO
 
     @classmethod
-    def from_os(cls, path: str, exc: OSError) -> "OutputError":
+    def from_os(cls, path: str, exc: OSError) -> OutputError:
         reason = exc.strerror or str(exc) or type(exc).__name__
         return cls(path, f"cannot write: {reason[0].lower()}{reason[1:]}", exc.errno)
 

@@ -21,8 +21,17 @@ class FloatText(str):
 
 def kind_of(value: object) -> str:
     # in the words of TOML and JSON (a JSON number arrives as FloatText); a Python name only for Python input
-    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number", FloatText: "a number",
-             dict: "a table", list: "a list", tuple: "a list", type(None): "null"}
+    names = {
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        FloatText: "a number",
+        dict: "a table",
+        list: "a list",
+        tuple: "a list",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)
 
 
@@ -87,8 +96,11 @@ def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(source, None, f"invalid TOML: {shown(exc)}") from None
     except ValueError:  # tomllib turns integers into int(), which stops at 4300 digits
-        raise LimitError(source, None, f"an integer with thousands of digits; numbers may have at most "
-                                       f"{limits.NUMBER_LENGTH} characters") from None
+        raise LimitError(
+            source,
+            None,
+            f"an integer with thousands of digits; numbers may have at most {limits.NUMBER_LENGTH} characters",
+        ) from None
 
 
 def _too_large(source: str, what: str) -> LimitError:

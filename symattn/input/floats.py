@@ -28,7 +28,8 @@ _NPY_TYPES = {"f2": ("float16", "e", 2), "f4": ("float32", "f", 4), "f8": ("floa
 _MAGIC = b"\x93NUMPY"
 _HEADER = re.compile(
     r"\{\s*'descr'\s*:\s*'(?P<descr>[<>|=]f[248])'\s*,\s*'fortran_order'\s*:\s*(?P<fortran>True|False)\s*,"
-    r"\s*'shape'\s*:\s*\((?P<shape>[0-9,\s]*)\)\s*(?:,\s*)?\}\s*")  # no two \s* side by side: linear
+    r"\s*'shape'\s*:\s*\((?P<shape>[0-9,\s]*)\)\s*(?:,\s*)?\}\s*"
+)  # no two \s* side by side: linear
 _DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]{1,4})?")
 
 
@@ -80,11 +81,12 @@ def _npy(source: str, data: bytes, fmt: str | None) -> FloatResult:
         raise SpecError(source, None, f"unsupported .npy version {major}")
     if size > limits.NPY_HEADER:  # before matching: a long header is never a float matrix's
         raise LimitError(source, None, f"a .npy header of {size} bytes; at most {limits.NPY_HEADER} (the limit)")
-    header = data[start:start + size].decode("latin-1")
+    header = data[start : start + size].decode("latin-1")
     match = _HEADER.fullmatch(header)
     if match is None:
-        raise SpecError(source, "descr", "expected a float16, float32 or float64 array (header "
-                                         f"{header.strip()[:80]!r})")
+        raise SpecError(
+            source, "descr", f"expected a float16, float32 or float64 array (header {header.strip()[:80]!r})"
+        )
     descr = match["descr"]
     name, code, width = _NPY_TYPES[descr[1:]]
     if fmt is not None and fmt != name:
@@ -102,15 +104,16 @@ def _npy(source: str, data: bytes, fmt: str | None) -> FloatResult:
     rows, cols = shape
     if rows > limits.TOKENS or cols > limits.DIMS:
         raise LimitError(source, "shape", f"{rows}×{cols}; at most {limits.TOKENS}×{limits.DIMS}")
-    body = data[start + size:]
+    body = data[start + size :]
     if len(body) != rows * cols * width:
-        raise SpecError(source, "shape", f"{len(body)} bytes of data for {rows}×{cols} {name} "
-                                         f"({rows * cols * width} expected)")
+        raise SpecError(
+            source, "shape", f"{len(body)} bytes of data for {rows}×{cols} {name} ({rows * cols * width} expected)"
+        )
     order = ">" if descr[0] == ">" else "<"
     flat = struct.unpack(f"{order}{rows * cols}{code}", body)
     if match["fortran"] == "True":
         flat = tuple(flat[j * rows + i] for i in range(rows) for j in range(cols))
-    return _result(source, name, [list(flat[i * cols:(i + 1) * cols]) for i in range(rows)])
+    return _result(source, name, [list(flat[i * cols : (i + 1) * cols]) for i in range(rows)])
 
 
 def _result(source: str, name: str, rows: list[list[object]]) -> FloatResult:
@@ -132,8 +135,12 @@ def _result(source: str, name: str, rows: list[list[object]]) -> FloatResult:
 
 def _json(source: str, data: bytes, fmt: str) -> FloatResult:
     try:
-        raw = json.loads(data.decode("utf-8"), parse_float=str, parse_int=str,
-                         parse_constant=lambda name: {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}[name])
+        raw = json.loads(
+            data.decode("utf-8"),
+            parse_float=str,
+            parse_int=str,
+            parse_constant=lambda name: {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}[name],
+        )
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SpecError(source, None, f"invalid JSON: {exc}") from None
     except RecursionError:
@@ -155,8 +162,12 @@ def _json(source: str, data: bytes, fmt: str) -> FloatResult:
                 bad.append(((i, j), x))
                 values.append(None)
             elif isinstance(x, str) and len(x) > limits.RESULT_NUMBER_LENGTH:  # before it is matched or converted
-                raise LimitError(source, "result", f"{len(x)} characters; a number has at most "
-                                 f"{limits.RESULT_NUMBER_LENGTH} (the limit)", (i + 1, j + 1))
+                raise LimitError(
+                    source,
+                    "result",
+                    f"{len(x)} characters; a number has at most {limits.RESULT_NUMBER_LENGTH} (the limit)",
+                    (i + 1, j + 1),
+                )
             elif isinstance(x, str) and _DECIMAL.fullmatch(x):
                 values.append(_decimal(x))
             else:

@@ -22,14 +22,23 @@ from fractions import Fraction
 
 import sympy
 
-from symattn.input.limits import FORMULA_BITS, FORMULA_DEPTH, FORMULA_LENGTH, FORMULA_POWER, FORMULA_TERMS, expanded_terms
+from symattn.input.limits import (
+    FORMULA_BITS,
+    FORMULA_DEPTH,
+    FORMULA_LENGTH,
+    FORMULA_POWER,
+    FORMULA_TERMS,
+    expanded_terms,
+)
 from symattn.input.numeral import NumeralError, parse_numeral
 
 FUNCTIONS = {"sqrt": sympy.sqrt, "exp": sympy.exp}
 RESERVED = {"inf", "infinity", "nan", "oo", "zoo"}  # read as numbers by other tools; never symbols here
 SYMBOL = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_TOKEN = re.compile(r"\s*(?:(?P<number>[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)"
-                    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[-+*/^()])|(?P<other>\S))")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<number>[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[-+*/^()])|(?P<other>\S))"
+)
 
 
 class FormulaError(NumeralError):
@@ -37,8 +46,12 @@ class FormulaError(NumeralError):
 
 
 def is_symbol_name(name: object) -> bool:
-    return (isinstance(name, str) and SYMBOL.fullmatch(name) is not None and name not in FUNCTIONS
-            and name.lower() not in RESERVED)
+    return (
+        isinstance(name, str)
+        and SYMBOL.fullmatch(name) is not None
+        and name not in FUNCTIONS
+        and name.lower() not in RESERVED
+    )
 
 
 def terms(expr: sympy.Expr) -> int:
@@ -169,14 +182,17 @@ class _Parser:
             self.take()
             exponent = self.unary()
             if not exponent.is_number or abs(exponent) > FORMULA_POWER:
-                raise FormulaError(f"an exponent must be a number from -{FORMULA_POWER} to {FORMULA_POWER} "
-                                   f"in {self.text!r}")
-            if isinstance(base, sympy.Rational) and \
-                    abs(exponent) * max(abs(base.p).bit_length(), base.q.bit_length()) > FORMULA_BITS:
+                raise FormulaError(
+                    f"an exponent must be a number from -{FORMULA_POWER} to {FORMULA_POWER} in {self.text!r}"
+                )
+            if (
+                isinstance(base, sympy.Rational)
+                and abs(exponent) * max(abs(base.p).bit_length(), base.q.bit_length()) > FORMULA_BITS
+            ):
                 raise FormulaError(f"a number in {self.text!r} has more than {FORMULA_BITS} bits (the limit)")
             if base == 0 and exponent.is_negative:
                 raise FormulaError(f"division by zero in {self.text!r}")
-            return self.checked(base ** exponent)
+            return self.checked(base**exponent)
         return base
 
     def atom(self) -> sympy.Expr:

@@ -15,6 +15,7 @@ TEMPLATE_PATHS = (_PACKAGE / "templates", _PACKAGE.parent / "templates")
 
 def languages() -> list[str]:
     """Every language with a prose file."""
-    found = {p.stem for folder in TEMPLATE_PATHS if (folder / "lang").is_dir()
-             for p in (folder / "lang").glob("*.toml")}
+    found = {
+        p.stem for folder in TEMPLATE_PATHS if (folder / "lang").is_dir() for p in (folder / "lang").glob("*.toml")
+    }
     return sorted(found)

@@ -11,8 +11,9 @@ import math
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from symattn.input.errors import LimitError
 
@@ -90,8 +91,9 @@ def deadline(seconds: float | None, what: str) -> Iterator[None]:
     Uses SIGALRM, so it acts only in the main thread of a Unix process (the
     CLI); elsewhere it is a no-op and the size limits still hold.
     """
-    usable = (seconds is not None and hasattr(signal, "setitimer")
-              and threading.current_thread() is threading.main_thread())
+    usable = (
+        seconds is not None and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    )
     if not usable:
         yield
         return
@@ -147,6 +149,7 @@ def alarm_guard() -> Iterator[None]:
 
 def _again(error: LimitError) -> LimitError:
     return LimitError(error.source, error.key, error.problem)
+
 
 # --- exports ------------------------------------------------------------------
 LATEX_SECONDS = 120  # wall clock of one latexmk run for --format pdf (on top of --max-seconds)

@@ -19,7 +19,6 @@ from decimal import Decimal
 from fractions import Fraction
 
 from symattn.input.errors import SymattnError
-
 from symattn.input.limits import CLAIM_EXPONENT, NUMBER_EXPONENT, NUMBER_LENGTH
 
 # ASCII digits only: Python's \d also matches '٣' and '３', which no reader of a

@@ -50,8 +50,11 @@ def numeral_of(value: Fraction, width: int = 0) -> Numeral:
     # built directly, not parsed: a computed value is not held to the length of typed numbers
     places = terminating_decimals(value)
     if places is None:
-        return Numeral(str(value), value, "fraction", None) if value.denominator != 1 else \
-            Numeral(str(value), value, "decimal", 0, str(value))
+        return (
+            Numeral(str(value), value, "fraction", None)
+            if value.denominator != 1
+            else Numeral(str(value), value, "decimal", 0, str(value))
+        )
     text = format(round_half_up(value, max(places, width)), "f")
     return Numeral(text, value, "decimal", max(places, width), text)
 
@@ -60,23 +63,31 @@ def product(X: Matrix, W: Matrix, b: Row | None) -> tuple[tuple[Fraction, ...], 
     """X W + b, exactly."""
     cols = list(zip(*W))
     return tuple(
-        tuple(sum((x.value * w.value for x, w in zip(row, col)), Fraction(0)) + (b[k].value if b else 0)
-              for k, col in enumerate(cols))
-        for row in X)
+        tuple(
+            sum((x.value * w.value for x, w in zip(row, col)), Fraction(0)) + (b[k].value if b else 0)
+            for k, col in enumerate(cols)
+        )
+        for row in X
+    )
 
 
 def _symbolic_product(X: Matrix, W: Matrix, b: Row | None) -> Matrix:
     import sympy
 
     from symattn.input.formula import Formula, value_of
+
     out = []
     for row in X:
         entries = []
         for k in range(len(W[0])):
-            expr = sympy.expand(sympy.Add(*[value_of(x) * value_of(w[k]) for x, w in zip(row, W)])
-                                + (value_of(b[k]) if b else 0))
-            entries.append(numeral_of(Fraction(int(expr.p), int(expr.q))) if isinstance(expr, sympy.Rational)
-                           else Formula("", expr))
+            expr = sympy.expand(
+                sympy.Add(*[value_of(x) * value_of(w[k]) for x, w in zip(row, W)]) + (value_of(b[k]) if b else 0)
+            )
+            entries.append(
+                numeral_of(Fraction(int(expr.p), int(expr.q)))
+                if isinstance(expr, sympy.Rational)
+                else Formula("", expr)
+            )
         out.append(tuple(entries))
     return tuple(out)
 
@@ -84,8 +95,9 @@ def _symbolic_product(X: Matrix, W: Matrix, b: Row | None) -> Matrix:
 def project(projection: Projection, name: str) -> Matrix:
     """Q, K or V as numerals, padded to the same decimals across the matrix (formulas with symbols)."""
     X, W, b = projection.weights(name)
-    if any(not isinstance(x, Numeral) for m in (X, W, (b or ())) for x in (m if m is b else
-                                                                           [e for row in m for e in row])):
+    if any(
+        not isinstance(x, Numeral) for m in (X, W, (b or ())) for x in (m if m is b else [e for row in m for e in row])
+    ):
         return _symbolic_product(X, W, b)
     values = product(X, W, b)
     places = [terminating_decimals(v) for row in values for v in row]

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from symattn.input import limits
 from symattn.input.choices import SCALES
@@ -63,8 +64,12 @@ class Reader:
                 raise self.limit(key, f"{len(row)} columns; at most {limits.DIMS} are supported", (i,))
             if rows and len(row) != len(rows[0]):
                 raise self.error(key, f"row has {len(row)} entries but row 1 has {len(rows[0])}", (i,))
-            rows.append(tuple(self.entry(x, key, (i, j)) if symbolic else self.number(x, key, (i, j))
-                              for j, x in enumerate(row, 1)))
+            rows.append(
+                tuple(
+                    self.entry(x, key, (i, j)) if symbolic else self.number(x, key, (i, j))
+                    for j, x in enumerate(row, 1)
+                )
+            )
         return tuple(rows)
 
     def entry(self, raw: object, key: str, position: tuple[int, ...]) -> Numeral | Formula:
@@ -72,8 +77,12 @@ class Reader:
         try:
             return parse_numeral(raw)
         except NumeralError as exc:
-            if isinstance(exc, NotFiniteError) or not isinstance(raw, str) or isinstance(raw, FloatText) or \
-                    not any(ch.isalpha() or ch in "()^*" for ch in raw):
+            if (
+                isinstance(exc, NotFiniteError)
+                or not isinstance(raw, str)
+                or isinstance(raw, FloatText)
+                or not any(ch.isalpha() or ch in "()^*" for ch in raw)
+            ):
                 raise self.error(key, str(exc), position) from None
         try:
             return parse_formula(raw)
@@ -137,6 +146,7 @@ class Reader:
 
     def lang(self, raw: object, key: str) -> str:
         from symattn.input.languages import languages
+
         known = languages()
         if not (isinstance(raw, str) and raw in known):
             raise self.error(key, f"expected {' or '.join(known)}, got {brief(raw)}{did_you_mean(raw, known)}")
@@ -161,8 +171,9 @@ class Reader:
         try:
             number = parse_numeral(raw)
         except NumeralError:
-            raise self.error(key, f"expected 'sqrt', 'none' or an exact number such as '1/2', "
-                                  f"got {brief(raw)}") from None
+            raise self.error(
+                key, f"expected 'sqrt', 'none' or an exact number such as '1/2', got {brief(raw)}"
+            ) from None
         if number.value <= 0:
             raise self.error(key, f"must be positive, got {number.text!r}")
         return number
@@ -199,5 +210,6 @@ def did_you_mean(raw: object, options: tuple[str, ...] | list[str]) -> str:
 def check_keys(reader: Reader, data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
     for key in data:
         if key not in allowed:
-            raise reader.error(str(key), "unknown key; expected one of " + ", ".join(sorted(allowed))
-                               + did_you_mean(key, allowed))
+            raise reader.error(
+                str(key), "unknown key; expected one of " + ", ".join(sorted(allowed)) + did_you_mean(key, allowed)
+            )

@@ -7,20 +7,19 @@ read from their text (see :mod:`symattn.input.numeral`); every problem raises a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from symattn.input import limits
 from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, MASKS, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
 from symattn.input.errors import ShapeError
-from symattn.input.numeral import Numeral
-from symattn.input.formula import Formula, terms
-from symattn.input.projection import Projection, project
-
 from symattn.input.files import read_table
+from symattn.input.formula import Formula, terms
+from symattn.input.numeral import Numeral
+from symattn.input.projection import Projection, project
 from symattn.input.reader import Matrix, Reader, brief, check_keys, did_you_mean, kind_of, parse_index
-
 
 
 @dataclass(frozen=True)
@@ -49,8 +48,8 @@ class Backward:
     """
 
     loss: str = "sum"
-    grad_output: "Matrix | None" = None
-    target: "Matrix | None" = None
+    grad_output: Matrix | None = None
+    target: Matrix | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +88,7 @@ class Spec:
     def page(self) -> str:
         """The paper a document is set on."""
         from symattn.input.choices import default_paper
+
         return self.paper or default_paper(self.lang)
 
     @property
@@ -117,17 +117,27 @@ class Spec:
     def is_cross(self) -> bool:
         return bool(self.key_tokens)
 
-    def head(self, index: int) -> "Spec":
+    def head(self, index: int) -> Spec:
         """The single-head spec of one head (0-based): its slice of Q, K and V columns."""
         width = len(self.Q[0]) // self.heads
 
         def columns(m: Matrix) -> Matrix:
-            return tuple(row[index * width:(index + 1) * width] for row in m)
+            return tuple(row[index * width : (index + 1) * width] for row in m)
 
-        return replace(self, Q=columns(self.Q), K=columns(self.K), V=columns(self.V), heads=1, projection=None,
-                       W_O=None, b_O=None, title=None, backward=None)
+        return replace(
+            self,
+            Q=columns(self.Q),
+            K=columns(self.K),
+            V=columns(self.V),
+            heads=1,
+            projection=None,
+            W_O=None,
+            b_O=None,
+            title=None,
+            backward=None,
+        )
 
-    def with_options(self, **options: Any) -> "Spec":
+    def with_options(self, **options: Any) -> Spec:
         """Override settings (as the CLI flags do), validated like the spec keys."""
         raw = {k: v for k, v in options.items() if v is not None}
         unknown = sorted(set(raw) - _OVERRIDABLE)
@@ -158,9 +168,40 @@ class Spec:
 
 
 _OVERRIDABLE = {"lang", "rounding", "expand", "focus", "subs", "notation", "paper", "engine", "cjk_font", "backward"}
-SPEC_KEYS = ("title", "lang", "tokens", "focus", "Q", "K", "V", "scale", "rounding", "expand", "decimals",
-         "key_tokens", "mask", "key_padding", "softmax", "X", "X_kv", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V",
-         "heads", "W_O", "b_O", "subs", "notation", "paper", "engine", "cjk_font", "backward")
+SPEC_KEYS = (
+    "title",
+    "lang",
+    "tokens",
+    "focus",
+    "Q",
+    "K",
+    "V",
+    "scale",
+    "rounding",
+    "expand",
+    "decimals",
+    "key_tokens",
+    "mask",
+    "key_padding",
+    "softmax",
+    "X",
+    "X_kv",
+    "W_Q",
+    "W_K",
+    "W_V",
+    "b_Q",
+    "b_K",
+    "b_V",
+    "heads",
+    "W_O",
+    "b_O",
+    "subs",
+    "notation",
+    "paper",
+    "engine",
+    "cjk_font",
+    "backward",
+)
 
 
 def _terms(x: object) -> int:
@@ -175,8 +216,10 @@ def _check_symbolic(reader: Reader, matrices: list[tuple[str, Matrix | None]]) -
     """Formulas are for small teaching examples; their products grow fast."""
     for key, m in matrices:
         if _has_symbols(m) and max(len(m), len(m[0])) > limits.SYMBOLIC_SIZE:
-            raise reader.limit(key, f"{len(m)}×{len(m[0])} with symbols; at most {limits.SYMBOLIC_SIZE} rows and "
-                                    f"columns may hold formulas")
+            raise reader.limit(
+                key,
+                f"{len(m)}×{len(m[0])} with symbols; at most {limits.SYMBOLIC_SIZE} rows and columns may hold formulas",
+            )
 
 
 def _check_products(reader: Reader, name: str, A: Matrix, B: Matrix) -> None:
@@ -188,8 +231,9 @@ def _check_products(reader: Reader, name: str, A: Matrix, B: Matrix) -> None:
     for i, a in enumerate(a_terms, 1):
         for j, b in enumerate(b_terms, 1):
             if sum(x * y for x, y in zip(a, b)) > limits.FORMULA_TERMS:
-                raise reader.limit(name, f"more than {limits.FORMULA_TERMS} terms once multiplied out (the limit)",
-                                   (i, j))
+                raise reader.limit(
+                    name, f"more than {limits.FORMULA_TERMS} terms once multiplied out (the limit)", (i, j)
+                )
 
 
 def _shape(m: Matrix) -> str:
@@ -208,13 +252,17 @@ def _projection(reader: Reader, data: Mapping[str, Any]) -> Projection:
     X = reader.matrix(data["X"], "X", symbolic=True)
     X_kv = reader.matrix(data["X_kv"], "X_kv", symbolic=True) if "X_kv" in data else None
     W = {k: reader.matrix(data[k], k, max_rows=limits.DIMS, symbolic=True) for k in ("W_Q", "W_K", "W_V")}
-    for key, inputs, name in (("W_Q", X, "X"), ("W_K", X_kv or X, "X_kv" if X_kv else "X"),
-                              ("W_V", X_kv or X, "X_kv" if X_kv else "X")):
+    for key, inputs, name in (
+        ("W_Q", X, "X"),
+        ("W_K", X_kv or X, "X_kv" if X_kv else "X"),
+        ("W_V", X_kv or X, "X_kv" if X_kv else "X"),
+    ):
         if len(W[key]) != len(inputs[0]):
             raise _mismatch(source, key, name, inputs, key, W[key], f"{key} needs one row per column of {name}")
     if len(W["W_K"][0]) != len(W["W_Q"][0]):
-        raise _mismatch(source, "W_K", "W_Q", W["W_Q"], "W_K", W["W_K"],
-                        "W_Q and W_K need the same number of columns (d_k)")
+        raise _mismatch(
+            source, "W_K", "W_Q", W["W_Q"], "W_K", W["W_K"], "W_Q and W_K need the same number of columns (d_k)"
+        )
     biases = {}
     for name in ("Q", "K", "V"):
         key = f"b_{name}"
@@ -239,8 +287,9 @@ def _mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], keys
             raise reader.error("mask", f"expected 'none', 'causal' or a matrix of 0 and 1, got {kind_of(raw)}")
         if len(raw) != n or any(len(r) != m for r in raw):
             cols = len(raw[0]) if all(len(r) == len(raw[0]) for r in raw) else "?"
-            raise ShapeError(reader.source, "mask", f"shape mismatch: expected {n}×{m} (queries × keys), "
-                             f"got {len(raw)}×{cols}")
+            raise ShapeError(
+                reader.source, "mask", f"shape mismatch: expected {n}×{m} (queries × keys), got {len(raw)}×{cols}"
+            )
         allowed = []
         for i, r in enumerate(raw, 1):
             out = []
@@ -283,8 +332,11 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         if given:
             raise reader.error(given[0], "give Q, K, V or X with W_Q, W_K, W_V, not both")
         projection = _projection(reader, data)
-        _check_symbolic(reader, [("X", projection.X), ("X_kv", projection.X_kv)] +
-                        [(k, getattr(projection, k)) for k in ("W_Q", "W_K", "W_V")])
+        _check_symbolic(
+            reader,
+            [("X", projection.X), ("X_kv", projection.X_kv)]
+            + [(k, getattr(projection, k)) for k in ("W_Q", "W_K", "W_V")],
+        )
         for name in ("Q", "K", "V"):
             X, W, _ = projection.weights(name)
             _check_products(reader, f"X W_{name}", X, tuple(zip(*W)))
@@ -310,11 +362,13 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     cross = len(Q) != len(K) or (projection is not None and projection.X_kv is not None)
     tokens = reader.labels(data.get("tokens"), "tokens", len(Q), rows_of)
     if cross:
-        key_tokens = reader.labels(data.get("key_tokens"), "key_tokens", len(K),
-                                   "X_kv" if projection is not None else "K", default="k")
+        key_tokens = reader.labels(
+            data.get("key_tokens"), "key_tokens", len(K), "X_kv" if projection is not None else "K", default="k"
+        )
     elif "key_tokens" in data:
-        raise reader.error("key_tokens", "only for cross-attention (X_kv, or Q with a different number of rows "
-                                         "from K and V)")
+        raise reader.error(
+            "key_tokens", "only for cross-attention (X_kv, or Q with a different number of rows from K and V)"
+        )
     else:
         key_tokens = ()
     heads, W_O, b_O = _heads(reader, data, projection, len(V[0]), len(Q[0]))
@@ -324,25 +378,39 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
     title = reader.title(data["title"], "title") if "title" in data else None
     spec = Spec(
-        Q=Q, K=K, V=V, tokens=tokens, focus=focus, title=title,
+        Q=Q,
+        K=K,
+        V=V,
+        tokens=tokens,
+        focus=focus,
+        title=title,
         lang=reader.lang(data["lang"], "lang") if "lang" in data else "en",
         scale=reader.scale(data["scale"], "scale") if "scale" in data else "sqrt",
         rounding=reader.choice(data.get("rounding", "exact"), "rounding", ROUNDINGS),
         expand=reader.choice(data.get("expand", "focus"), "expand", EXPANDS),
         decimals=_decimals(reader, data["decimals"], "decimals") if "decimals" in data else Decimals(),
-        source=source, key_tokens=key_tokens, mask=mask, allowed=allowed, key_padding=padding,
+        source=source,
+        key_tokens=key_tokens,
+        mask=mask,
+        allowed=allowed,
+        key_padding=padding,
         softmax=reader.choice(data.get("softmax", "plain"), "softmax", SOFTMAXES),
         notation=reader.choice(data.get("notation", "auto"), "notation", NOTATIONS),
         paper=reader.choice(data["paper"], "paper", PAPERS) if "paper" in data else None,
         engine=reader.choice(data["engine"], "engine", ENGINES) if "engine" in data else None,
         cjk_font=reader.choice(data["cjk_font"], "cjk_font", CJK_FONTS) if "cjk_font" in data else None,
-        projection=projection, heads=heads, W_O=W_O, b_O=b_O,
+        projection=projection,
+        heads=heads,
+        W_O=W_O,
+        b_O=b_O,
     )
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
     if "backward" in data:
-        spec = replace(spec, backward=_backward(reader, data["backward"], len(tokens),
-                                                len(W_O[0]) if W_O is not None else len(V[0])))
+        spec = replace(
+            spec,
+            backward=_backward(reader, data["backward"], len(tokens), len(W_O[0]) if W_O is not None else len(V[0])),
+        )
     return spec
 
 
@@ -359,24 +427,27 @@ def _backward(reader: Reader, raw: object, rows: int, cols: int) -> Backward:
         key = f"backward.{name}"
         m = reader.matrix(raw[name], key)
         if len(m) != rows or len(m[0]) != cols:
-            raise ShapeError(reader.source, key, f"shape mismatch: the output O is {rows}×{cols} and {name} is "
-                                                 f"{_shape(m)}; {name} needs the shape of O")
+            raise ShapeError(
+                reader.source,
+                key,
+                f"shape mismatch: the output O is {rows}×{cols} and {name} is {_shape(m)}; {name} needs the shape of O",
+            )
         return m
 
     if loss == "given":
         if not given:
-            raise reader.error("backward.grad_output", "missing (loss = \"given\" takes dL/dO as grad_output)")
+            raise reader.error("backward.grad_output", 'missing (loss = "given" takes dL/dO as grad_output)')
         if "target" in raw:
-            raise reader.error("backward.target", "only with loss = \"mse\"")
+            raise reader.error("backward.target", 'only with loss = "mse"')
         return Backward("given", grad_output=matrix("grad_output"))
     if given:
-        raise reader.error("backward.grad_output", f"give loss = \"{loss}\" or grad_output, not both")
+        raise reader.error("backward.grad_output", f'give loss = "{loss}" or grad_output, not both')
     if loss == "mse":
         if "target" not in raw:
-            raise reader.error("backward.target", "missing (loss = \"mse\" needs the target T)")
+            raise reader.error("backward.target", 'missing (loss = "mse" needs the target T)')
         return Backward("mse", target=matrix("target"))
     if "target" in raw:
-        raise reader.error("backward.target", "only with loss = \"mse\"")
+        raise reader.error("backward.target", 'only with loss = "mse"')
     return Backward("sum")
 
 
@@ -391,8 +462,12 @@ def _heads(reader: Reader, data: Mapping[str, Any], projection: Projection | Non
         for key in ("W_Q", "W_K", "W_V"):
             W = getattr(projection, key)
             if len(W[0]) != d_model:
-                raise ShapeError(reader.source, key, f"shape mismatch: {key} is {_shape(W)}; with heads "
-                                 f"it must be d_model × d_model = {d_model}×{d_model}")
+                raise ShapeError(
+                    reader.source,
+                    key,
+                    f"shape mismatch: {key} is {_shape(W)}; with heads "
+                    f"it must be d_model × d_model = {d_model}×{d_model}",
+                )
         if d_model % heads:
             raise reader.error("heads", f"d_model = {d_model} is not divisible by heads = {heads}")
     W_O = b_O = None
@@ -401,8 +476,11 @@ def _heads(reader: Reader, data: Mapping[str, Any], projection: Projection | Non
     if "W_O" in data:
         W_O = reader.matrix(data["W_O"], "W_O", max_rows=limits.DIMS)
         if len(W_O) != d_v:
-            raise ShapeError(reader.source, "W_O", f"shape mismatch: the heads give {d_v} columns and W_O is "
-                             f"{_shape(W_O)}; W_O needs one row per column")
+            raise ShapeError(
+                reader.source,
+                "W_O",
+                f"shape mismatch: the heads give {d_v} columns and W_O is {_shape(W_O)}; W_O needs one row per column",
+            )
     if "b_O" in data:
         if W_O is None:
             raise reader.error("b_O", "needs W_O")
@@ -419,12 +497,12 @@ def _decimals(reader: Reader, raw: object, key: str) -> Decimals:
     values = {}
     for name, value in raw.items():
         if name not in names:
-            raise reader.error(f"{key}.{name}", "unknown key; expected one of " + ", ".join(names)
-                             + did_you_mean(name, names))
+            raise reader.error(
+                f"{key}.{name}", "unknown key; expected one of " + ", ".join(names) + did_you_mean(name, names)
+            )
         number = parse_index(value)
         if number is None or not 0 <= number <= limits.DECIMALS:
-            raise reader.error(f"{key}.{name}", f"expected an integer from 0 to {limits.DECIMALS}, "
-                                              f"got {brief(value)}")
+            raise reader.error(f"{key}.{name}", f"expected an integer from 0 to {limits.DECIMALS}, got {brief(value)}")
         values[name] = number
     return Decimals(**values)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-
 # --- what every output can set ---------------------------------------------
 # Labels and titles reach pdflatex, xelatex + ctex and KaTeX (strict). These
 # ranges are what all of them set: ASCII, Latin letters with accents, a few
@@ -27,8 +26,19 @@ _TEXT_RANGES = (
     (0x4E00, 0x9FFF),  # CJK Unified Ideographs
     (0xFF01, 0xFF5E),  # full-width forms （），
 )
-_NOT_TEXT = {0xD7, 0xF7,  # × ÷ are math, not letters
-             0x126, 0x127, 0x138, 0x13F, 0x140, 0x149, 0x166, 0x167, 0x17F}  # Ħ ħ ĸ Ŀ ŀ ŉ Ŧ ŧ ſ: no T1 glyph
+_NOT_TEXT = {
+    0xD7,
+    0xF7,  # × ÷ are math, not letters
+    0x126,
+    0x127,
+    0x138,
+    0x13F,
+    0x140,
+    0x149,
+    0x166,
+    0x167,
+    0x17F,
+}  # Ħ ħ ĸ Ŀ ŀ ŉ Ŧ ŧ ſ: no T1 glyph
 
 
 def is_settable(ch: str) -> bool:
@@ -40,6 +50,7 @@ def is_settable(ch: str) -> bool:
 def unsupported_character(text: str) -> str | None:
     """Why ``text`` cannot be a label or title, or None if every output can set it."""
     import unicodedata
+
     for ch in text:
         if unicodedata.category(ch) == "Cc":
             return "control characters (such as newlines) are not allowed"
@@ -47,8 +58,10 @@ def unsupported_character(text: str) -> str | None:
             name = unicodedata.name(ch, "")
             what = f"U+{ord(ch):04X}" + (f" {name}" if name else "")
             shown = repr(ch)[1:-1] if ch.isprintable() else f"\\u{ord(ch):04x}"
-            return (f"the character '{shown}' ({what}) cannot be set in every output; use Latin letters, "
-                    "digits, punctuation, or Chinese and Japanese characters")
+            return (
+                f"the character '{shown}' ({what}) cannot be set in every output; use Latin letters, "
+                "digits, punctuation, or Chinese and Japanese characters"
+            )
     return None
 
 
@@ -65,6 +78,7 @@ def split_math(text: str) -> list[tuple[bool, str]]:
 def math_problem(text: str) -> str | None:
     """Why the ``$...$`` spans of a title are outside the title-math grammar, or None."""
     from symattn.input.titlemath import check
+
     if len(_DOLLAR.findall(text)) % 2:
         return "an unclosed $ (write \\$ for a dollar sign)"
     for is_math, piece in split_math(text):

@@ -19,22 +19,45 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_GREEK = ("alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi "
-          "varpi rho varrho sigma varsigma tau upsilon phi varphi chi psi omega "
-          "Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega").split()
-_SYMBOLS = ("cdot times div pm mp le leq ge geq ne neq approx sim simeq equiv propto in notin subset subseteq "
-            "cup cap to rightarrow leftarrow Rightarrow mapsto infty partial nabla sum prod top "
-            "ldots cdots dots prime star circ odot otimes oplus ell forall exists mid langle rangle lfloor "
-            "rfloor lceil rceil vert Vert log ln exp max min sin cos tan tanh quad qquad").split()
+_GREEK = (
+    "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi "
+    "varpi rho varrho sigma varsigma tau upsilon phi varphi chi psi omega "
+    "Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega"
+).split()
+_SYMBOLS = (
+    "cdot times div pm mp le leq ge geq ne neq approx sim simeq equiv propto in notin subset subseteq "
+    "cup cap to rightarrow leftarrow Rightarrow mapsto infty partial nabla sum prod top "
+    "ldots cdots dots prime star circ odot otimes oplus ell forall exists mid langle rangle lfloor "
+    "rfloor lceil rceil vert Vert log ln exp max min sin cos tan tanh quad qquad"
+).split()
 
 # name -> how it reads its arguments: "m" a math argument, "t" a text argument, "o" an optional [math]
 COMMANDS: dict[str, str] = {
     **{name: "" for name in _GREEK + _SYMBOLS},
-    **{name: "m" for name in ("mathrm", "mathbf", "mathit", "mathsf", "mathtt", "mathcal",
-                              "operatorname", "hat", "bar", "tilde", "vec", "dot", "overline", "underline",
-                              "widehat")},
+    **{
+        name: "m"
+        for name in (
+            "mathrm",
+            "mathbf",
+            "mathit",
+            "mathsf",
+            "mathtt",
+            "mathcal",
+            "operatorname",
+            "hat",
+            "bar",
+            "tilde",
+            "vec",
+            "dot",
+            "overline",
+            "underline",
+            "widehat",
+        )
+    },
     "sqrt": "om",
-    "frac": "mm", "tfrac": "mm", "dfrac": "mm",
+    "frac": "mm",
+    "tfrac": "mm",
+    "dfrac": "mm",
     "text": "t",
 }
 _CONTROL_SYMBOLS = frozenset(",;:! {}|%")  # \, \; \: \! \␣ spacing; \{ \} \| \% printed characters
@@ -123,8 +146,11 @@ class _Parser:
             op = self.peek()
             self.pos += 1
             if self.peek() in ("^", "_"):
-                raise self.error("'^^' is not allowed (TeX reads it as a character code)"
-                                 if self.peek() == op == "^" else f"'{op}' needs something to raise or lower")
+                raise self.error(
+                    "'^^' is not allowed (TeX reads it as a character code)"
+                    if self.peek() == op == "^"
+                    else f"'{op}' needs something to raise or lower"
+                )
             self.skip_spaces()
             if self.peek() in ("", "}"):
                 raise self.error(f"'{op}' needs something to raise or lower")
@@ -159,7 +185,7 @@ class _Parser:
         self.pos += 1
         while self.peek().isascii() and self.peek().isalpha():
             self.pos += 1
-        name = self.source[start + 1:self.pos]
+        name = self.source[start + 1 : self.pos]
         if not name:
             ch = self.peek()
             if ch not in _CONTROL_SYMBOLS:
@@ -200,7 +226,7 @@ class _Parser:
         end = self.source.find("}", self.pos)
         if end < 0:
             raise self.error("unbalanced braces")
-        text = self.source[self.pos + 1:end]
+        text = self.source[self.pos + 1 : end]
         for ch in text:
             if not (ch.isascii() and (ch.isalnum() or ch in _TEXT_CHARS)):
                 raise self.error(f"the character {_shown(ch)} is not allowed in \\{name}{{…}}")

@@ -6,7 +6,6 @@ replaced once, so no replacement is ever escaped again.
 
 from __future__ import annotations
 
-
 # Text mode of LaTeX. The same escapes work inside \text{} in KaTeX. "[" and "*" are
 # braced so that text after a line break (\\) or \item is never read as its option.
 _LATEX = {

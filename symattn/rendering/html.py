@@ -36,13 +36,21 @@ def _parser():
         from markdown_it import MarkdownIt
         from mdit_py_plugins.dollarmath import dollarmath_plugin
     except ImportError:  # pragma: no cover - both are dependencies
-        raise RenderError("markdown-it-py and mdit-py-plugins are needed for HTML output; "
-                          "install them with: pip install markdown-it-py mdit-py-plugins") from None
+        raise RenderError(
+            "markdown-it-py and mdit-py-plugins are needed for HTML output; "
+            "install them with: pip install markdown-it-py mdit-py-plugins"
+        ) from None
     # html=False: any HTML in the text (a label such as "<b>") is shown, never run
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable("table")
-    md.use(dollarmath_plugin, allow_labels=False, allow_space=True, allow_digits=True, allow_blank_lines=False,
-           double_inline=False)
+    md.use(
+        dollarmath_plugin,
+        allow_labels=False,
+        allow_space=True,
+        allow_digits=True,
+        allow_blank_lines=False,
+        double_inline=False,
+    )
     # "$$" on the line after a paragraph starts display math (as GitHub reads it): let the rule end a paragraph
     rule = next(r.fn for r in md.block.ruler.__rules__ if r.name == "math_block")
     md.block.ruler.at("math_block", _interrupting(rule), {"alt": ["paragraph", "reference", "blockquote", "list"]})
@@ -75,6 +83,7 @@ def _parser():
 
 def _interrupting(rule):
     """A block rule that may end a paragraph: asked silently, it only says whether it matches."""
+
     def check(state, start: int, end: int, silent: bool) -> bool:
         if not silent:
             return rule(state, start, end, False)
@@ -83,6 +92,7 @@ def _interrupting(rule):
         del state.tokens[count:]
         state.line = line
         return found
+
     return check
 
 
@@ -97,8 +107,9 @@ def markdown_to_html(markdown: str) -> tuple[str, str]:
     title = ""
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and i + 1 < len(tokens):
-            title = "".join(child.content if child.type != "softbreak" else " "
-                            for child in tokens[i + 1].children or [])
+            title = "".join(
+                child.content if child.type != "softbreak" else " " for child in tokens[i + 1].children or []
+            )
             break
     return md.renderer.render(tokens, md.options, {}), title
 
@@ -116,8 +127,12 @@ def _katex() -> tuple[str, str]:
         return f'src:url(data:font/woff2;base64,{data}) format("woff2")'
 
     # each @font-face lists woff2, woff and ttf; keep the woff2 only, inlined
-    css, count = re.subn(r'src:url\(fonts/([A-Za-z0-9_-]+)\.woff2\) format\("woff2"\)'
-                         r'(?:,url\(fonts/[^)]+\) format\("[a-z]+"\))*', font, css)
+    css, count = re.subn(
+        r'src:url\(fonts/([A-Za-z0-9_-]+)\.woff2\) format\("woff2"\)'
+        r'(?:,url\(fonts/[^)]+\) format\("[a-z]+"\))*',
+        font,
+        css,
+    )
     if not count or "url(fonts/" in css:
         raise RenderError(f"the vendored KaTeX CSS in {VENDOR} has an unexpected form")
     return js, css
@@ -125,28 +140,36 @@ def _katex() -> tuple[str, str]:
 
 def _environment():
     from symattn.rendering.renderer import template_environment
+
     return template_environment(autoescape=True)
 
 
 def page(markdown: str, lang: str, title: str | None = None) -> str:
     """One self-contained HTML page of rendered Markdown (``lang`` is ``"zh"`` or ``"en"``)."""
     import markupsafe
+
     body, heading = markdown_to_html(markdown)
     js, css = _katex()
     template = _environment().get_template("page.html.j2")
     return template.render(
-        lang=_HTML_LANG.get(lang, lang), title=title or heading or "symattn",
-        body=markupsafe.Markup(body), katex_css=markupsafe.Markup(css), katex_js=markupsafe.Markup(js),
-        katex_version=katex_version())
+        lang=_HTML_LANG.get(lang, lang),
+        title=title or heading or "symattn",
+        body=markupsafe.Markup(body),
+        katex_css=markupsafe.Markup(css),
+        katex_js=markupsafe.Markup(js),
+        katex_version=katex_version(),
+    )
 
 
 def derivation_page(derivation: Any) -> str:
     """The HTML page of a derivation."""
     from symattn.rendering.renderer import render
+
     return page(render(derivation, "markdown"), derivation.lang)
 
 
 def report_page(report: Any) -> str:
     """The HTML page of a check report."""
     from symattn.rendering.renderer import render_report
+
     return page(render_report(report, "markdown"), report.lang)

@@ -16,13 +16,49 @@ TEXT_WIDTH = 325.0  # pt: article's 345 pt text width at 10 pt on A4 and Letter,
 
 # widths of what shows, in pt at 10 pt (Computer Modern math)
 _COMMANDS = {
-    "times": 12.2, "cdot": 7.2, "approx": 13.9, "le": 13.9, "to": 15.0, "leftarrow": 15.0, "infty": 10.0,
-    "quad": 10.0, "qquad": 20.0, ",": 1.7, ";": 2.8, " ": 3.3, "!": -1.7, "top": 7.8, "sum": 10.6,
-    "alpha": 6.4, "mathrm": 0.0, "left": 0.0, "right": 0.0, "ldots": 13.0, "surd": 8.3, "exp": 16.7,
-    "log": 13.9, "ln": 10.0,
+    "times": 12.2,
+    "cdot": 7.2,
+    "approx": 13.9,
+    "le": 13.9,
+    "to": 15.0,
+    "leftarrow": 15.0,
+    "infty": 10.0,
+    "quad": 10.0,
+    "qquad": 20.0,
+    ",": 1.7,
+    ";": 2.8,
+    " ": 3.3,
+    "!": -1.7,
+    "top": 7.8,
+    "sum": 10.6,
+    "alpha": 6.4,
+    "mathrm": 0.0,
+    "left": 0.0,
+    "right": 0.0,
+    "ldots": 13.0,
+    "surd": 8.3,
+    "exp": 16.7,
+    "log": 13.9,
+    "ln": 10.0,
 }
-_CHAR = {".": 2.8, ",": 4.5, "[": 2.8, "]": 2.8, "(": 3.9, ")": 3.9, "+": 13.3, "-": 13.3, "=": 13.9,
-         "&": 0.0, "{": 0.0, "}": 0.0, " ": 0.0, "^": 0.0, "_": 0.0, "|": 2.8}
+_CHAR = {
+    ".": 2.8,
+    ",": 4.5,
+    "[": 2.8,
+    "]": 2.8,
+    "(": 3.9,
+    ")": 3.9,
+    "+": 13.3,
+    "-": 13.3,
+    "=": 13.9,
+    "&": 0.0,
+    "{": 0.0,
+    "}": 0.0,
+    " ": 0.0,
+    "^": 0.0,
+    "_": 0.0,
+    "|": 2.8,
+}
 _TOKEN = re.compile(r"\\(?:[A-Za-z]+|.)|.", re.S)
 _GROUP_COMMANDS = ("text", "mathrm", "operatorname")
 
@@ -85,7 +121,7 @@ def _environment(tex: str, i: int, name: str) -> tuple[str, int]:
             continue
         depth += 1 if m.group(1) == "begin" else -1
         if depth == 0:
-            return tex[i:m.start()], m.end()
+            return tex[i : m.start()], m.end()
     return tex[i:], len(tex)
 
 
@@ -97,7 +133,7 @@ def _split(tex: str, separator: str) -> list[str]:
             depth += 1
         elif tex.startswith("\\end", i) or (tex[i] == "}" and tex[i - 1] != "\\"):
             depth -= 1
-        if depth == 0 and tex.startswith(separator, i) and not (separator == "&" and tex[i - 1:i] == "\\"):
+        if depth == 0 and tex.startswith(separator, i) and not (separator == "&" and tex[i - 1 : i] == "\\"):
             parts.append(tex[start:i])
             i += len(separator)
             start = i
@@ -141,8 +177,8 @@ def _argument(tex: str, i: int) -> tuple[str, int]:
         elif tex[j] == "}" and tex[j - 1] != "\\":
             depth -= 1
             if depth == 0:
-                return tex[i + 1:j], j + 1
-    return tex[i + 1:], len(tex)
+                return tex[i + 1 : j], j + 1
+    return tex[i + 1 :], len(tex)
 
 
 def sum_lines(terms: list[str], start: str, end: str, joiner: str = " + ", width: float = TEXT_WIDTH) -> str:
@@ -196,12 +232,10 @@ def relation_lines(piece: str, width: float = TEXT_WIDTH) -> str:
     """``lhs ≈ [matrix]``; when too wide, the matrix goes under its name."""
     if fits(piece, width=width):
         return piece
-    match = None
-    for match in _RELATION.finditer(piece):
-        pass
+    *_, match = [None, *_RELATION.finditer(piece)]  # the last relation
     if match is None:
         return piece
-    lhs, rhs = piece[:match.start()], piece[match.start():]
+    lhs, rhs = piece[: match.start()], piece[match.start() :]
     return "\\begin{aligned}&" + lhs + " \\\\ &" + rhs + "\\end{aligned}"
 
 
@@ -215,10 +249,12 @@ def chain(pieces: list[str], width: float = TEXT_WIDTH) -> str:
 
 def table_fits(*rows: list[str], width: float = TEXT_WIDTH) -> bool:
     """Whether a table of text cells (math in ``\\(...\\)`` or ``$...$``) fits the line, 12 pt between columns."""
+
     def cell(text: str) -> float:
         math = re.findall(r"\\\((.*?)\\\)|\$(.*?)\$", text)
         rest = re.sub(r"\\\(.*?\\\)|\$.*?\$", "", text)
         return _text_width(rest) + sum(tex_width(a or b) for a, b in math)
+
     columns = max(len(r) for r in rows)
     widths = [max(cell(r[k]) for r in rows if k < len(r)) for k in range(columns)]
     return sum(widths) + 12.0 * columns <= width
@@ -236,12 +272,13 @@ def shrink_wide_displays(latex: str, width: float = TEXT_WIDTH + 25.0) -> str:
     numbers, or one long vector, cannot be broken; ``\\small`` (or smaller)
     around that one display keeps it inside the margins.
     """
+
     def fit(match: re.Match) -> str:
         needed = tex_width(match.group(1))
         if needed <= width:
             return match.group(0)
-        for command, scale in _SMALLER:
-            if needed * scale <= width:
-                break
+        # the first size that fits, else the smallest
+        command = next((c for c, scale in _SMALLER if needed * scale <= width), _SMALLER[-1][0])
         return "\\begingroup" + command + "\n" + match.group(0) + "\n\\endgroup"
+
     return _DISPLAY.sub(fit, latex)

@@ -47,8 +47,9 @@ def write_output(path: str, text: str | bytes) -> None:
             _write_special(target, data, info)
         else:
             if not (info.st_mode & 0o222) or not os.access(target, os.W_OK):
-                raise OutputError(path, f"the file is read-only (mode {stat.S_IMODE(info.st_mode):04o}); "
-                                        "refusing to replace it")
+                raise OutputError(
+                    path, f"the file is read-only (mode {stat.S_IMODE(info.st_mode):04o}); refusing to replace it"
+                )
             if info.st_nlink > 1:
                 _write_in_place(target, data)
             else:
@@ -132,7 +133,7 @@ def _write_special(target: str, data: bytes, info: os.stat_result) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def check_folder(folder: str, force: bool, holds: str, what: str) -> None:
@@ -144,8 +145,11 @@ def check_folder(folder: str, force: bool, holds: str, what: str) -> None:
     except OSError as exc:
         raise OutputError.from_os(folder, exc) from None
     if busy and not force:
-        raise OutputError(folder, f"the folder is not empty (it may hold {holds}); write {what} to a new folder, "
-                                  "or give --force to write over it")
+        raise OutputError(
+            folder,
+            f"the folder is not empty (it may hold {holds}); write {what} to a new folder, "
+            "or give --force to write over it",
+        )
 
 
 def write_files(folder: str, files: list[tuple[str, str | bytes]] | tuple[tuple[str, str | bytes], ...]) -> None:

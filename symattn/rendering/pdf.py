@@ -22,10 +22,12 @@ import tempfile
 from symattn.input.choices import ENGINES
 from symattn.input.errors import RenderError
 
-
 # latexmk's switches for each engine; lualatex without Lua's os, io.popen and sockets
-_SWITCH = {"xelatex": ["-xelatex"], "pdflatex": ["-pdf"],
-           "lualatex": ["-lualatex", "-e", "$lualatex=q/lualatex --safer --nosocket %O %S/"]}
+_SWITCH = {
+    "xelatex": ["-xelatex"],
+    "pdflatex": ["-pdf"],
+    "lualatex": ["-lualatex", "-e", "$lualatex=q/lualatex --safer --nosocket %O %S/"],
+}
 
 # Defence in depth behind the title grammar: kpathsea lets TeX open files only in its own folder
 # (no absolute paths, no parent folders, no dot files), for reading and writing, and no shell escape
@@ -59,12 +61,12 @@ def install_hint(engine: str, cjk: bool) -> str:
     if cjk:
         packages.append("texlive-lang-chinese")
     packages.append("texlive-latex-recommended")
-    return (f"latexmk and {engine} are needed for PDF output; "
-            f"install them with: apt-get install {' '.join(packages)}")
+    return f"latexmk and {engine} are needed for PDF output; install them with: apt-get install {' '.join(packages)}"
 
 
-def latex_to_pdf(tex: str, *, engine: str | None = None, lang: str | None = None,
-                 seconds: float | None = None) -> bytes:
+def latex_to_pdf(
+    tex: str, *, engine: str | None = None, lang: str | None = None, seconds: float | None = None
+) -> bytes:
     """The PDF of a standalone LaTeX document, as bytes.
 
     ``engine`` is ``xelatex``, ``pdflatex`` or ``lualatex``; by default xelatex
@@ -75,6 +77,7 @@ def latex_to_pdf(tex: str, *, engine: str | None = None, lang: str | None = None
     (default :data:`symattn.input.limits.LATEX_SECONDS`).
     """
     from symattn.input.limits import LATEX_SECONDS
+
     engine = choose_engine(tex, lang, engine)
     seconds = LATEX_SECONDS if seconds is None else seconds
     latexmk, program = shutil.which("latexmk"), shutil.which(engine)
@@ -84,8 +87,16 @@ def latex_to_pdf(tex: str, *, engine: str | None = None, lang: str | None = None
     try:
         with open(os.path.join(folder, "document.tex"), "w", encoding="utf-8", newline="\n") as fh:
             fh.write(tex)
-        command = [latexmk, "-norc", *_SWITCH[engine], "-no-shell-escape", "-interaction=nonstopmode",
-                   "-halt-on-error", "-quiet", "document.tex"]
+        command = [
+            latexmk,
+            "-norc",
+            *_SWITCH[engine],
+            "-no-shell-escape",
+            "-interaction=nonstopmode",
+            "-halt-on-error",
+            "-quiet",
+            "document.tex",
+        ]
         env = dict(os.environ, SOURCE_DATE_EPOCH="0", FORCE_SOURCE_DATE="1", TEXMFOUTPUT=folder, **_SANDBOX)
         code, output = _run(command, folder, env, seconds, engine)
         pdf = os.path.join(folder, "document.pdf")
@@ -99,8 +110,15 @@ def latex_to_pdf(tex: str, *, engine: str | None = None, lang: str | None = None
 
 def _run(command: list[str], folder: str, env: dict[str, str], seconds: float, engine: str) -> tuple[int, str]:
     """Run latexmk in its own process group; end the whole group on a timeout, an interrupt or :func:`end_tex`."""
-    process = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        command,
+        cwd=folder,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     _RUNNING.append(process)
     try:
         output, _ = process.communicate(timeout=seconds)

@@ -58,8 +58,9 @@ def over_root(expr: sympy.Expr) -> tuple[sympy.Expr, int, int] | None:
     if not isinstance(content, sympy.Rational) or content.q % m:
         return None
     numerator = content.p * rest
-    if fraction(numerator, exact=True)[1] != 1 or any(_root_of(f) for t in Add.make_args(numerator)
-                                                          for f in Mul.make_args(t)):
+    if fraction(numerator, exact=True)[1] != 1 or any(
+        _root_of(f) for t in Add.make_args(numerator) for f in Mul.make_args(t)
+    ):
         return None
     return numerator, content.q // m, m
 
@@ -83,7 +84,10 @@ def logistic(expr: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr] | None:
             d = sympy.expand(other.args[0] - lead.args[0])
             if c.has(sympy.exp(lead.args[0])):
                 continue
-            if sympy.expand(sympy.powsimp(sympy.expand(c * scale * lead * (1 + sympy.exp(d)) - c * scale * denom))) == 0:
+            if (
+                sympy.expand(sympy.powsimp(sympy.expand(c * scale * lead * (1 + sympy.exp(d)) - c * scale * denom)))
+                == 0
+            ):
                 return c, d
     return None
 
@@ -101,7 +105,7 @@ class FormulaPrinter(LatexPrinter):
     def inline(self) -> bool:
         return bool(self._settings["inline"])
 
-    def _inline_printer(self) -> "FormulaPrinter":
+    def _inline_printer(self) -> FormulaPrinter:
         return self if self.inline else FormulaPrinter({**self._given, "inline": True})
 
     def _sup(self, expr: sympy.Expr) -> str:
@@ -132,8 +136,12 @@ class FormulaPrinter(LatexPrinter):
         return self._do_exponent(tex, exp)
 
     def _print_Pow(self, expr: Pow) -> str:
-        if self.inline and expr.exp.is_number and expr.exp.is_negative and not (
-                expr.exp.is_Rational and expr.exp.q != 1 and abs(expr.exp.p) != 1):
+        if (
+            self.inline
+            and expr.exp.is_number
+            and expr.exp.is_negative
+            and not (expr.exp.is_Rational and expr.exp.q != 1 and abs(expr.exp.p) != 1)
+        ):
             return self._print_Mul(expr)
         return super()._print_Pow(expr)
 
@@ -167,8 +175,9 @@ class FormulaPrinter(LatexPrinter):
         numer, denom = fraction(expr, exact=True)
         if denom == 1:
             return sign + (super()._print_Mul(expr) if isinstance(expr, Mul) else self._print(expr))
-        return sign + self._fraction(self._print(numer), self._print(denom), isinstance(numer, Add),
-                                     isinstance(denom, (Add, Mul)))
+        return sign + self._fraction(
+            self._print(numer), self._print(denom), isinstance(numer, Add), isinstance(denom, (Add, Mul))
+        )
 
     def _print_logistic(self, c: sympy.Expr, d: sympy.Expr) -> str:
         sign = ""

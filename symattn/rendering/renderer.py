@@ -10,27 +10,35 @@ from __future__ import annotations
 
 import os
 import string
-import unicodedata
 import tomllib
+import unicodedata
+from collections.abc import Callable, Mapping
 from decimal import Decimal
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import jinja2
 
+from symattn.exact.rounding import Num
 from symattn.input.errors import RenderError
+from symattn.input.formula import Formula, symbol
 from symattn.input.languages import TEMPLATE_PATHS
+from symattn.input.numeral import Numeral
 from symattn.input.text import split_math
 from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS
-from symattn.input.formula import Formula, symbol
-from symattn.rendering.layout import shrink_wide_displays, chain, fits, relation_lines, side_by_side, sum_lines, table_fits
-from symattn.input.numeral import Numeral
-from symattn.exact.rounding import Num
+from symattn.rendering.layout import (
+    chain,
+    fits,
+    relation_lines,
+    shrink_wide_displays,
+    side_by_side,
+    sum_lines,
+    table_fits,
+)
 
 FORMATS = ("markdown", "latex")
 REPORT_FORMATS = ("text", "markdown", "latex")
-
 
 
 def _search_paths() -> list[Path]:
@@ -53,10 +61,12 @@ class _Loader(jinja2.ChoiceLoader):
 
 # --- values to LaTeX math -------------------------------------------------
 
+
 def tex_number(x: Num | Numeral | Decimal | int) -> str:
     """A shown number, or a number as the user typed it, in LaTeX math."""
     if isinstance(x, Formula):
         from symattn.rendering import printing  # SymPy's LaTeX printer: only documents with symbols need it
+
         return "-\\infty" if x.is_infinite else printing.latex(x.expr)
     if isinstance(x, Num):
         if x.is_infinite:
@@ -93,14 +103,19 @@ def _scientific(value: Decimal, power: str) -> str:
 
 def _is_compound_sum(x: Formula) -> bool:
     from symattn.rendering import printing
+
     return printing.is_compound_sum(x.expr)
 
 
 def tex_operand(x: Num | Numeral) -> str:
     """A factor in a product: negatives and scientific forms get parentheses."""
     text = tex_number(x)
-    needs = (x.is_negative and not x.is_infinite) or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction")) \
-        or (isinstance(x, Formula) and _is_compound_sum(x)) or (isinstance(x, Num) and x.scientific)
+    needs = (
+        (x.is_negative and not x.is_infinite)
+        or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction"))
+        or (isinstance(x, Formula) and _is_compound_sum(x))
+        or (isinstance(x, Num) and x.scientific)
+    )
     return f"\\left({text}\\right)" if needs else text
 
 
@@ -108,6 +123,7 @@ def tex_inline(x: Num | Numeral) -> str:
     """A number no taller than a line, for table cells and superscripts: a formula's fractions use ``/``."""
     if isinstance(x, Formula) and not x.is_infinite:
         from symattn.rendering import printing
+
         return printing.latex(x.expr, inline=True)
     if isinstance(x, Numeral) and x.form == "fraction":
         return f"{'-' if x.value < 0 else ''}{abs(x.value.numerator)}/{x.value.denominator}"
@@ -125,10 +141,12 @@ def tex_vector(items, number: Callable[[Any], str] = tex_number) -> str:
 def _title_filter(fmt: str) -> Callable[[str], str]:
     """A title: its text escaped, its ``$...$`` math re-emitted from the title-math parse tree."""
     from symattn.input.titlemath import emit, parse
+
     escape, text_escape = ESCAPERS[fmt], MATH_TEXT_ESCAPERS[fmt]
     wrap = (lambda tex: f"${tex}$") if fmt == "text" else _inline_math(fmt)
-    return lambda title: "".join(wrap(emit(parse(piece), text_escape)) if is_math else escape(piece)
-                                 for is_math, piece in split_math(title))
+    return lambda title: "".join(
+        wrap(emit(parse(piece), text_escape)) if is_math else escape(piece) for is_math, piece in split_math(title)
+    )
 
 
 def _label_filter(fmt: str) -> Callable[[str], str]:
@@ -166,6 +184,7 @@ def plain_relation(exact: bool) -> str:
 
 def _closed_form(fmt: str) -> Callable[[Any], str]:
     import sympy
+
     printer = str if fmt == "text" else sympy.latex
     infinity = "−∞" if fmt == "text" else "-\\infty"
     return lambda expr: infinity if expr == sympy.S.NegativeInfinity else printer(expr)
@@ -184,7 +203,8 @@ def pad(text: Any, width: int) -> str:
 
 # --- languages -----------------------------------------------------------
 
-@lru_cache(maxsize=None)
+
+@cache
 def load_language(lang: str) -> Mapping[str, Any]:
     """The prose of one language, from the first ``lang/<lang>.toml`` found."""
     for folder in TEMPLATE_PATHS:
@@ -243,10 +263,12 @@ class Phrases:
 
 # --- environments --------------------------------------------------------
 
+
 def _inline_math(fmt: str) -> Callable[[str], str]:
     # a long vector in running text may break after its commas (TeX breaks inline math only where allowed)
     def breakable(tex: str) -> str:
         return tex.replace(",\\ ", ",\\allowbreak\\ ") if len(tex) > 60 else tex
+
     return (lambda tex: f"${breakable(tex)}$") if fmt == "markdown" else (lambda tex: f"\\({breakable(tex)}\\)")
 
 
@@ -270,7 +292,8 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "inline": tex_inline,
     "inline_vector": lambda items: tex_vector(items, tex_inline),
     "scaled_vectors": lambda weights, vectors: [
-        f"{tex_operand(w)}\\cdot{tex_vector(v)}" for w, v in zip(weights, vectors)],
+        f"{tex_operand(w)}\\cdot{tex_vector(v)}" for w, v in zip(weights, vectors)
+    ],
 }
 
 
@@ -300,22 +323,28 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     return jinja2.FileSystemBytecodeCache(folder) if os.access(folder, os.W_OK) else None
 
 
-def template_environment(*, autoescape: bool = False,
-                         bytecode_cache: jinja2.BytecodeCache | None = None) -> jinja2.Environment:
+def template_environment(
+    *, autoescape: bool = False, bytecode_cache: jinja2.BytecodeCache | None = None
+) -> jinja2.Environment:
     """Our templates' Jinja2 settings: nbconvert's LaTeX-safe delimiters, strict undefined, trimmed blocks."""
     return jinja2.Environment(
         loader=_Loader(),
-        block_start_string="((*", block_end_string="*))",
-        variable_start_string="(((", variable_end_string=")))",
-        comment_start_string="((=", comment_end_string="=))",
+        block_start_string="((*",
+        block_end_string="*))",
+        variable_start_string="(((",
+        variable_end_string=")))",
+        comment_start_string="((=",
+        comment_end_string="=))",
         undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
         autoescape=autoescape,
         bytecode_cache=bytecode_cache,
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def environment(fmt: str) -> jinja2.Environment:
     """The Jinja2 environment of one output format."""
     if fmt not in REPORT_FORMATS:
@@ -358,8 +387,17 @@ def render_report(report, fmt: str = "text", *, standalone: bool = False) -> str
     if fmt not in REPORT_FORMATS:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
     texts = list(report.tokens) + [report.title or ""]
-    return render_template("report", fmt, report.lang, r=report, standalone=standalone, has_cjk=has_cjk(texts),
-                           report=True, paper=report.paper, cjk_font=report.cjk_font)
+    return render_template(
+        "report",
+        fmt,
+        report.lang,
+        r=report,
+        standalone=standalone,
+        has_cjk=has_cjk(texts),
+        report=True,
+        paper=report.paper,
+        cjk_font=report.cjk_font,
+    )
 
 
 def render(derivation, fmt: str = "markdown", *, standalone: bool = False, depth: int = 0) -> str:
@@ -370,6 +408,15 @@ def render(derivation, fmt: str = "markdown", *, standalone: bool = False, depth
     if fmt not in FORMATS:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     texts = list(derivation.tokens) + list(derivation.key_tokens) + [derivation.title or ""]
-    text = render_template("document", fmt, derivation.lang, d=derivation, standalone=standalone,
-                           has_cjk=has_cjk(texts), depth=depth, paper=derivation.paper, cjk_font=derivation.cjk_font)
+    text = render_template(
+        "document",
+        fmt,
+        derivation.lang,
+        d=derivation,
+        standalone=standalone,
+        has_cjk=has_cjk(texts),
+        depth=depth,
+        paper=derivation.paper,
+        cjk_font=derivation.cjk_font,
+    )
     return shrink_wide_displays(text) if fmt == "latex" else text

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from symattn.input.errors import SymattnError, shown
 from symattn.input.limits import BODY_BYTES, REQUEST_SECONDS, WORKERS
@@ -49,28 +50,32 @@ def _ui_strings() -> dict[str, dict[str, Any]]:
     """What the page says, per language: its own [ui] phrases and the report's words for verdicts."""
     from symattn.input.languages import languages
     from symattn.rendering.renderer import load_language
+
     out = {}
     for lang in languages():
         prose = load_language(lang)
         out[lang] = {section: prose[section] for section in ("ui", "verdict", "quantity", "slip")}
-        out[lang]["report"] = {k: prose["report"][k] for k in ("expected", "carried_from", "truncated", "masked", "sep")}
+        out[lang]["report"] = {
+            k: prose["report"][k] for k in ("expected", "carried_from", "truncated", "masked", "sep")
+        }
     return out
 
 
 def _examples() -> list[dict[str, Any]]:
     from symattn.input import builtin
     from symattn.input.files import read_table
+
     out = []
     for name in builtin.names():
         for path in sorted(builtin.EXAMPLES.glob(f"{name}.*.toml")):
             data = read_table(path)
-            out.append({"name": name, "lang": path.name.split(".")[1], "title": data.get("title", name),
-                        "spec": data})
+            out.append({"name": name, "lang": path.name.split(".")[1], "title": data.get("title", name), "spec": data})
     return out
 
 
 def _has_tex() -> bool:
     import shutil
+
     return shutil.which("latexmk") is not None and (shutil.which("xelatex") or shutil.which("pdflatex")) is not None
 
 
@@ -83,33 +88,53 @@ def page_html(initial: Mapping[str, Any], lang: str = "zh", given: bool = False)
     """The page, in the language of the spec it opens with (``given``: named on the command line, so it
     wins over what the browser kept from last time)."""
     import markupsafe
+
     from symattn.input.choices import EXPANDS, MASKS, ROUNDINGS
-    from symattn.rendering.html import katex_version
     from symattn.input.languages import languages
+    from symattn.rendering.html import katex_version
     from symattn.rendering.renderer import template_environment
+
     strings = _ui_strings()
-    boot = {"initial": initial, "given": given, "strings": strings, "languages": languages(), "tex": _has_tex(),
-            "choices": {"rounding": ROUNDINGS, "expand": EXPANDS, "mask": MASKS},
-            "limits": {"body": BODY_BYTES}}
+    boot = {
+        "initial": initial,
+        "given": given,
+        "strings": strings,
+        "languages": languages(),
+        "tex": _has_tex(),
+        "choices": {"rounding": ROUNDINGS, "expand": EXPANDS, "mask": MASKS},
+        "limits": {"body": BODY_BYTES},
+    }
     template = template_environment(autoescape=True).get_template("app.html.j2")
-    return template.render(lang=lang, html_lang={"zh": "zh-CN"}.get(lang, lang), ui=strings[lang]["ui"],
-                           languages=languages(), strings=strings, boot=markupsafe.Markup(_script_json(boot)),
-                           katex_version=katex_version(), tex=boot["tex"],
-                           choices=boot["choices"])
+    return template.render(
+        lang=lang,
+        html_lang={"zh": "zh-CN"}.get(lang, lang),
+        ui=strings[lang]["ui"],
+        languages=languages(),
+        strings=strings,
+        boot=markupsafe.Markup(_script_json(boot)),
+        katex_version=katex_version(),
+        tex=boot["tex"],
+        choices=boot["choices"],
+    )
 
 
 SECURITY_HEADERS = {
     # everything comes from this server: no CDN, no inline script; KaTeX sets inline styles
     "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-                               "img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; "
-                               "base-uri 'none'; frame-ancestors 'none'; form-action 'none'",
+    "img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; "
+    "base-uri 'none'; frame-ancestors 'none'; form-action 'none'",
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
 }
 
 
-def create_app(initial: Mapping[str, Any] | None = None, seconds: float | None = None, *,
-               workers: int = WORKERS, hosts: tuple[str, ...] | None = ("127.0.0.1", "localhost", "::1")):
+def create_app(
+    initial: Mapping[str, Any] | None = None,
+    seconds: float | None = None,
+    *,
+    workers: int = WORKERS,
+    hosts: tuple[str, ...] | None = ("127.0.0.1", "localhost", "::1"),
+):
     """The Starlette application. ``initial``: the spec mapping the page opens with (default: the
     built-in example). ``hosts``: the names the Host header may give (None: any, for --allow-remote);
     a page on another name (DNS rebinding) gets 421."""
@@ -123,8 +148,8 @@ def create_app(initial: Mapping[str, Any] | None = None, seconds: float | None =
     from starlette.staticfiles import StaticFiles
 
     from symattn.input import builtin
-    from symattn.rendering.html import VENDOR
     from symattn.input.files import read_table
+    from symattn.rendering.html import VENDOR
 
     given = initial is not None
     if initial is None:
@@ -138,6 +163,7 @@ def create_app(initial: Mapping[str, Any] | None = None, seconds: float | None =
 
     async def body_of(request) -> Any:
         from symattn.input.files import parse_text
+
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != "application/json":
             # a cross-site form cannot send JSON without asking first (CORS), which this server never allows
@@ -146,6 +172,7 @@ def create_app(initial: Mapping[str, Any] | None = None, seconds: float | None =
         if length is not None and (not length.isdigit() or int(length) > BODY_BYTES):
             raise Failure(413, _too_large())
         from starlette.requests import ClientDisconnect
+
         data = bytearray()
         try:
             async for chunk in request.stream():
@@ -153,8 +180,12 @@ def create_app(initial: Mapping[str, Any] | None = None, seconds: float | None =
                 if len(data) > BODY_BYTES:
                     raise Failure(413, _too_large())
         except ClientDisconnect:
-            print(f"symattn serve: {request.method} {request.url.path}: the client went away before sending the "
-                  f"whole body ({len(data)} bytes came)", file=sys.stderr, flush=True)
+            print(
+                f"symattn serve: {request.method} {request.url.path}: the client went away before sending the "
+                f"whole body ({len(data)} bytes came)",
+                file=sys.stderr,
+                flush=True,
+            )
             raise Failure(400, f"{REQUEST_SOURCE}: the body ended early") from None
         try:
             text = bytes(data).decode("utf-8")
@@ -173,10 +204,12 @@ def create_app(initial: Mapping[str, Any] | None = None, seconds: float | None =
                 body = await body_of(request)
                 if name == "export" and is_pdf_export(body):
                     from symattn.input.limits import LATEX_SECONDS
+
                     return respond(await pool.run("export-pdf", body, LATEX_SECONDS, tex=True))
                 return respond(await pool.run(name, body))
             except Failure as exc:
                 return failure(exc.status, exc.message, exc.where)
+
         return endpoint
 
     def download(result) -> Response:
@@ -236,8 +269,9 @@ class _Guard:
 
         async def secured(message):
             if message["type"] == "http.response.start":
-                message["headers"] = list(message.get("headers", [])) + \
-                    [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+                message["headers"] = list(message.get("headers", [])) + [
+                    (k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()
+                ]
             await send(message)
 
         if self.hosts is not None:
@@ -245,7 +279,10 @@ class _Guard:
             name = host.rsplit("]", 1)[0].lstrip("[") if host.startswith("[") else host.split(":")[0]
             if name not in self.hosts:
                 from starlette.responses import JSONResponse
-                response = JSONResponse({"error": f"{REQUEST_SOURCE}: host {shown(host)!r} is not this server's",
-                                         "where": None}, status_code=421)
+
+                response = JSONResponse(
+                    {"error": f"{REQUEST_SOURCE}: host {shown(host)!r} is not this server's", "where": None},
+                    status_code=421,
+                )
                 return await response(scope, receive, secured)
         return await self.app(scope, receive, secured)

@@ -18,6 +18,7 @@ from symattn.web.tasks import REQUEST_SOURCE, check_task, render_task, run_task,
 
 # --- in the worker process ----------------------------------------------------------
 
+
 def _read_frame(stream) -> bytes | None:
     """One length-prefixed message from a pipe; None at its end."""
     head = stream.read(4)
@@ -40,6 +41,7 @@ def worker_main() -> None:
     """
     import pickle
     import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it ends us
     signal.signal(signal.SIGTERM, _terminate)
     _end_with_parent()
@@ -55,9 +57,12 @@ def worker_main() -> None:
             result = run_task(name, body, seconds)
         except Exception:  # a bug in symattn: say so, keep serving
             import traceback
+
             traceback.print_exc()
-            result = "error", (500, f"{REQUEST_SOURCE}: internal error in symattn; the server's log has the "
-                                    "details", None)
+            result = (
+                "error",
+                (500, f"{REQUEST_SOURCE}: internal error in symattn; the server's log has the details", None),
+            )
         try:
             _write_frame(channel_out, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, ValueError):
@@ -66,6 +71,7 @@ def worker_main() -> None:
 
 def _terminate(signum: int, frame: Any) -> None:
     from symattn.rendering.pdf import end_tex
+
     end_tex()  # first, whatever the exit below meets on its way
     raise SystemExit(128 + signum)
 
@@ -74,6 +80,7 @@ def _end_with_parent() -> None:
     """Linux: SIGTERM when the server dies, however it dies, so that no TeX run outlives it."""
     import ctypes
     import signal
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
@@ -85,6 +92,7 @@ def _warm() -> None:
     """Import and compile what a request needs before the first one comes (templates, SymPy)."""
     from symattn.input import builtin
     from symattn.input.files import read_table
+
     try:
         raw = read_table(builtin.example_path(builtin.DEFAULT, "zh"))
         render_task({"spec": raw})
@@ -94,6 +102,7 @@ def _warm() -> None:
 
 
 # --- the worker pool, on the server's side -----------------------------------------
+
 
 class Failure(Exception):
     """A request that ends in an HTTP error: status, message, where."""
@@ -114,12 +123,18 @@ class Worker:
         import os
         import subprocess
         from pathlib import Path
+
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
         # its own session: Ctrl-C in the terminal reaches the server only, which ends the workers
-        self.process = subprocess.Popen([sys.executable, "-c", WORKER_CODE],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", WORKER_CODE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            close_fds=True,
+            start_new_session=True,
+        )
 
     def exchange(self, message: bytes) -> bytes | None:
         """Send a task and wait for its result (in a thread: both block)."""
@@ -130,6 +145,7 @@ class Worker:
         """Kill it now, and its TeX run with it (TeX has a process group of its own, which a kill misses)."""
         import os
         import signal
+
         if self.process.poll() is None:
             try:
                 # stopped, it can neither start nor reap a child while we kill them
@@ -149,6 +165,7 @@ class Worker:
     def close(self, seconds: float = 2.0) -> None:
         """Ask it to stop (end of input; SIGTERM, which ends a TeX run too), then make sure."""
         import subprocess
+
         try:
             self.process.stdin.close()
         except OSError:
@@ -164,6 +181,7 @@ class Worker:
 def _children(pid: int) -> list[int]:
     """The child processes of ``pid`` (Linux; elsewhere none are known, and a worker's SIGTERM must do)."""
     import os
+
     try:
         threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -182,6 +200,7 @@ def _kill_group_of(pid: int) -> None:
     """Kill a worker's child (latexmk) and the process group it leads; the worker is stopped meanwhile."""
     import os
     import signal
+
     for kill, target in ((os.killpg, pid), (os.kill, pid)):  # os.kill too: a child not yet in its own group
         try:
             kill(target, signal.SIGKILL)
@@ -198,6 +217,7 @@ class Pool:
 
     def __init__(self, size: int = WORKERS, seconds: float = REQUEST_SECONDS):
         from concurrent.futures import ThreadPoolExecutor
+
         if size < 2:
             raise ValueError("a pool needs two workers at least: one of them never runs TeX")
         self.size, self.seconds = size, seconds
@@ -220,6 +240,7 @@ class Pool:
 
     async def start(self) -> None:
         import asyncio
+
         self.idle = asyncio.Queue()
         self.tex_slots = asyncio.Semaphore(self.size - 1)
         for _ in range(self.size):
@@ -227,6 +248,7 @@ class Pool:
 
     async def stop(self) -> None:
         import asyncio
+
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(loop.run_in_executor(None, w.close) for w in self.workers))
         self.workers.clear()
@@ -257,18 +279,22 @@ class Pool:
     async def _exchange(self, worker: Worker, name: str, body: Any, extra_seconds: float) -> Any:
         import asyncio
         import pickle
+
         replace = True
         try:
             message = pickle.dumps((name, body, self.seconds), protocol=pickle.HIGHEST_PROTOCOL)
             loop = asyncio.get_running_loop()
-            frame = await asyncio.wait_for(loop.run_in_executor(self.threads, worker.exchange, message),
-                                           self.seconds + extra_seconds + GRACE_SECONDS)
+            frame = await asyncio.wait_for(
+                loop.run_in_executor(self.threads, worker.exchange, message),
+                self.seconds + extra_seconds + GRACE_SECONDS,
+            )
             if frame is None:
-                raise Failure(503, f"{REQUEST_SOURCE}: the computation stopped unexpectedly (out of memory?); "
-                                   "try again")
+                raise Failure(
+                    503, f"{REQUEST_SOURCE}: the computation stopped unexpectedly (out of memory?); try again"
+                )
             status, result = pickle.loads(frame)
             replace = False
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise Failure(422, time_limit_message(self.seconds)) from None
         except OSError:
             raise Failure(503, f"{REQUEST_SOURCE}: the computation stopped unexpectedly; try again") from None

@@ -22,6 +22,7 @@ class ServeError(SymattnError, ValueError):
 def _is_loopback(host: str) -> bool:
     import ipaddress
     import socket
+
     if host.lower() == "localhost":
         return True
     try:
@@ -37,6 +38,7 @@ def _is_loopback(host: str) -> bool:
 
 def _listen(host: str, port: int):
     import socket
+
     try:
         infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
@@ -60,6 +62,7 @@ def _initial(path: str | None) -> dict[str, Any] | None:
         return None
     from symattn.input.files import read_table
     from symattn.input.spec import spec_from_mapping
+
     data = read_table(path)
     spec_from_mapping(data, path)
     return data
@@ -72,10 +75,13 @@ def serve(args) -> int:
         raise ServeError("--host: empty")
     loopback = _is_loopback(host)
     if not loopback and not args.allow_remote:
-        raise ServeError(f"--host {shown(host)} is not a loopback address: anyone who can reach it could use the "
-                         "page; add --allow-remote to listen there anyway")
+        raise ServeError(
+            f"--host {shown(host)} is not a loopback address: anyone who can reach it could use the "
+            "page; add --allow-remote to listen there anyway"
+        )
     web_extra()
     import uvicorn
+
     initial = _initial(args.spec)
     seconds = args.request_seconds or REQUEST_SECONDS
     sock = _listen(host, args.port)
@@ -83,12 +89,17 @@ def serve(args) -> int:
     shown_host = f"[{host.strip('[]')}]" if ":" in host else host
     url = f"http://{shown_host}:{port}/"
     if not loopback:
-        print(f"symattn: warning: listening on {shown(host)}, which is not loopback: anyone who can reach it can "
-              "use the page (no login, no encryption)", file=sys.stderr, flush=True)
+        print(
+            f"symattn: warning: listening on {shown(host)}, which is not loopback: anyone who can reach it can "
+            "use the page (no login, no encryption)",
+            file=sys.stderr,
+            flush=True,
+        )
     hosts = None if not loopback else tuple({"127.0.0.1", "localhost", "::1", host.strip("[]")})
     app = create_app(initial, seconds, hosts=hosts)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                                           timeout_graceful_shutdown=3))
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=3)
+    )
     print(f"symattn serve: {url} (Ctrl-C stops)", flush=True)
     if args.open:
         _open_when_ready(server, url)

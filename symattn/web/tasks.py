@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from symattn.input.errors import LimitError, SpecError, SymattnError, shown
 
@@ -15,20 +16,35 @@ SPEC_SOURCE, CLAIMS_SOURCE, REQUEST_SOURCE = "spec", "claims", "request"
 RENDER_FORMATS = ("html", "markdown", "latex")
 EXPORT_FORMATS = ("markdown", "latex", "pdf", "html", "toml")
 REPORT_EXPORT_FORMATS = ("markdown", "latex", "pdf", "html", "text", "json")
-_SUFFIX = {"markdown": "md", "latex": "tex", "pdf": "pdf", "html": "html", "toml": "toml", "text": "txt",
-           "json": "json"}
-_MEDIA = {"markdown": "text/markdown; charset=utf-8", "latex": "application/x-tex; charset=utf-8",
-          "pdf": "application/pdf", "html": "text/html; charset=utf-8", "toml": "application/toml; charset=utf-8",
-          "text": "text/plain; charset=utf-8", "json": "application/json"}
+_SUFFIX = {
+    "markdown": "md",
+    "latex": "tex",
+    "pdf": "pdf",
+    "html": "html",
+    "toml": "toml",
+    "text": "txt",
+    "json": "json",
+}
+_MEDIA = {
+    "markdown": "text/markdown; charset=utf-8",
+    "latex": "application/x-tex; charset=utf-8",
+    "pdf": "application/pdf",
+    "html": "text/html; charset=utf-8",
+    "toml": "application/toml; charset=utf-8",
+    "text": "text/plain; charset=utf-8",
+    "json": "application/json",
+}
 
 
 def _reader(source: str):
     from symattn.input.reader import Reader
+
     return Reader(source)
 
 
 def _request(body: Any, allowed: tuple[str, ...], required: tuple[str, ...] = ("spec",)) -> dict[str, Any]:
     from symattn.input.reader import check_keys
+
     reader = _reader(REQUEST_SOURCE)
     if not isinstance(body, Mapping):
         raise reader.error(None, "expected a JSON object")
@@ -41,11 +57,13 @@ def _request(body: Any, allowed: tuple[str, ...], required: tuple[str, ...] = ("
 
 def _spec(raw: Any):
     from symattn.input.spec import spec_from_mapping
+
     return spec_from_mapping(raw, SPEC_SOURCE)
 
 
 def _flag(body: Mapping[str, Any], key: str, default: bool) -> bool:
     from symattn.input.reader import brief
+
     value = body.get(key, default)
     if not isinstance(value, bool):
         raise _reader(REQUEST_SOURCE).error(key, f"expected true or false, got {brief(value)}")
@@ -55,6 +73,7 @@ def _flag(body: Mapping[str, Any], key: str, default: bool) -> bool:
 def _is_text(value: Any) -> bool:
     # a JSON number comes as its text (FloatText, a str) so that 0.1 stays one tenth: it is not a string
     from symattn.input.files import FloatText
+
     return isinstance(value, str) and not isinstance(value, FloatText)
 
 
@@ -62,16 +81,18 @@ def _derivation(spec: Any) -> tuple[Any, Any]:
     """The derivation and the exact model it was derived from (of any kind: compute takes each)."""
     from symattn.derivation.derive import derive
     from symattn.exact.factory import build
+
     model = build(spec)
     return derive(spec, model), model
 
 
 def render_task(body: Any) -> dict[str, Any]:
     """POST /api/render: the derivation as an HTML fragment (or Markdown, LaTeX) and its intermediates."""
-    from symattn.rendering.html import markdown_to_html
     from symattn.derivation.intermediates import MAX_DIGITS, compute
-    from symattn.rendering.renderer import render
     from symattn.input.reader import parse_index
+    from symattn.rendering.html import markdown_to_html
+    from symattn.rendering.renderer import render
+
     reader = _reader(REQUEST_SOURCE)
     body = _request(body, ("spec", "format", "compute", "exact", "digits"))
     fmt = reader.choice(body.get("format", "html"), "format", RENDER_FORMATS)
@@ -93,6 +114,7 @@ def render_task(body: Any) -> dict[str, Any]:
 
 def _claims(spec: Any, raw: Any):
     from symattn.input.claims import claims_from_mapping
+
     return claims_from_mapping({"claims": raw}, CLAIMS_SOURCE, spec=spec)
 
 
@@ -102,6 +124,7 @@ def check_task(body: Any) -> dict[str, Any]:
     from symattn.checking.report import report_data
     from symattn.rendering.html import markdown_to_html
     from symattn.rendering.renderer import render_report
+
     body = _request(body, ("spec", "claims", "html"), ("spec", "claims"))
     spec = _spec(body["spec"])
     report = check(spec, _claims(spec, body["claims"]))
@@ -142,9 +165,11 @@ def export_task(body: Any, tex: bool = False) -> tuple[bytes, str, str]:
 
 def _export_derivation(spec: Any, fmt: str) -> str | bytes:
     from symattn.rendering.renderer import render
+
     derivation, _ = _derivation(spec)
     if fmt == "html":
         from symattn.rendering.html import derivation_page
+
         return derivation_page(derivation)
     if fmt == "pdf":
         return _pdf(render(derivation, "latex", standalone=True), derivation.lang, spec.engine)
@@ -155,11 +180,13 @@ def _export_report(spec: Any, claims: Any, fmt: str) -> str | bytes:
     from symattn.checking.checker import check
     from symattn.checking.report import report_data
     from symattn.rendering.renderer import render_report
+
     report = check(spec, _claims(spec, claims))
     if fmt == "json":
         return json.dumps(report_data(report), ensure_ascii=False, indent=2) + "\n"
     if fmt == "html":
         from symattn.rendering.html import report_page
+
         return report_page(report)
     if fmt == "pdf":
         return _pdf(render_report(report, "latex", standalone=True), report.lang, report.engine)
@@ -169,8 +196,10 @@ def _export_report(spec: Any, claims: Any, fmt: str) -> str | bytes:
 def _pdf(tex: str, lang: str, engine: str | None) -> bytes:
     # TeX has its own time limit (limits.LATEX_SECONDS); the request's clock stops while it runs,
     # as the CLI's does
-    from symattn.rendering.pdf import latex_to_pdf
     import signal
+
+    from symattn.rendering.pdf import latex_to_pdf
+
     remaining, interval = signal.setitimer(signal.ITIMER_REAL, 0)
     try:
         return latex_to_pdf(tex, engine=engine, lang=lang)
@@ -186,6 +215,7 @@ def parse_task(body: Any) -> dict[str, Any]:
     ``"claims"`` when the file has a claims table. Nothing in the text is run.
     """
     from symattn.input.files import parse_text
+
     reader = _reader(REQUEST_SOURCE)
     body = _request(body, ("toml", "name"), ("toml",))
     text = body["toml"]
@@ -197,10 +227,13 @@ def parse_task(body: Any) -> dict[str, Any]:
     name = name.replace("\\", "/").rsplit("/", 1)[-1] or "<pasted>"
     data = parse_text(text.lstrip("\ufeff"), name)
     if "spec" in data and isinstance(data.get("spec"), str):
-        raise _reader(name).error("spec", "a spec given by path cannot be opened in the page; "
-                                          "open the spec file, or put its keys in this file")
+        raise _reader(name).error(
+            "spec",
+            "a spec given by path cannot be opened in the page; open the spec file, or put its keys in this file",
+        )
     spec = {k: v for k, v in data.items() if k not in ("claims", "student")}
     from symattn.input.spec import spec_from_mapping
+
     spec_from_mapping(spec, name)  # the same messages as the CLI's, naming the file
     out: dict[str, Any] = {"spec": spec}
     if "claims" in data:
@@ -213,15 +246,31 @@ def is_pdf_export(body: Any) -> bool:
     return isinstance(body, Mapping) and body.get("format") == "pdf"
 
 
-TASKS = {"render": render_task, "check": check_task, "export": export_task,
-         "export-pdf": lambda body: export_task(body, tex=True), "parse": parse_task}
+TASKS = {
+    "render": render_task,
+    "check": check_task,
+    "export": export_task,
+    "export-pdf": lambda body: export_task(body, tex=True),
+    "parse": parse_task,
+}
 
 
 # --- the spec as TOML ------------------------------------------------------------
 
 # keys whose values are text: a label "1" must stay a string; elsewhere a number's text is written bare
-_TEXT_KEYS = {"title", "tokens", "key_tokens", "lang", "rounding", "expand", "softmax", "notation", "paper", "engine",
-              "cjk_font"}
+_TEXT_KEYS = {
+    "title",
+    "tokens",
+    "key_tokens",
+    "lang",
+    "rounding",
+    "expand",
+    "softmax",
+    "notation",
+    "paper",
+    "engine",
+    "cjk_font",
+}
 
 
 def spec_toml(spec: Mapping[str, Any]) -> str:
@@ -235,6 +284,7 @@ def spec_toml(spec: Mapping[str, Any]) -> str:
 def _toml_document(spec: Mapping[str, Any], numbers: bool) -> str:
     from symattn.input.spec import SPEC_KEYS
     from symattn.rendering.tomlwrite import toml_key, toml_value
+
     order = {k: i for i, k in enumerate(SPEC_KEYS)}
     keys = sorted(spec, key=lambda k: order.get(k, len(order)))
     tokens = spec.get("tokens") or []
@@ -256,19 +306,21 @@ def _toml_document(spec: Mapping[str, Any], numbers: bool) -> str:
 def _reads_back(text: str, spec: Mapping[str, Any]) -> bool:
     from symattn.input.files import parse_text
     from symattn.input.spec import spec_from_mapping
+
     try:
-        return spec_from_mapping(parse_text(text, SPEC_SOURCE), SPEC_SOURCE) == \
-            spec_from_mapping(spec, SPEC_SOURCE)
+        return spec_from_mapping(parse_text(text, SPEC_SOURCE), SPEC_SOURCE) == spec_from_mapping(spec, SPEC_SOURCE)
     except SymattnError:
         return False
 
 
 # --- running one task, in the worker -------------------------------------------
 
+
 def run_task(name: str, body: Any, seconds: float) -> tuple[str, Any]:
     """("ok", result) or ("error", (status, message, where)): never raises for bad input."""
     from symattn.input.limits import deadline
     from symattn.rendering.pdf import TexTimeLimit
+
     start = time.monotonic()
     try:
         with deadline(seconds, REQUEST_SOURCE):
@@ -285,8 +337,9 @@ def run_task(name: str, body: Any, seconds: float) -> tuple[str, Any]:
         if time.monotonic() - start < seconds:
             raise  # a bug: the worker logs it and answers 500
         # the alarm landed where some code turned it into another error: it is still the time limit
-        print(f"symattn serve: the time limit surfaced as {type(exc).__name__}: {shown(exc)}", file=sys.stderr,
-              flush=True)
+        print(
+            f"symattn serve: the time limit surfaced as {type(exc).__name__}: {shown(exc)}", file=sys.stderr, flush=True
+        )
         return "error", (422, time_limit_message(seconds), None)
 
 
