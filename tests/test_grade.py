@@ -7,7 +7,8 @@ import pytest
 
 from symattn.classroom import exercises as ex
 from symattn.classroom import sheets
-from symattn.classroom.grading import INPUTS_CHANGED, Note, feedback, grade, gradebook_text, read_policy
+from symattn.classroom.gradebook import feedback, gradebook_text
+from symattn.classroom.grading import INPUTS_CHANGED, Note, grade, read_policy
 from symattn.cli.commands import main
 from symattn.exact.model import build_model
 from symattn.exact.rounding import hand_figures
@@ -298,7 +299,7 @@ def test_roster(tmp_path):
 
 def test_class_pages_in_chromium(classroom, browser, tmp_path):
     """Sheet, every key, gradebook and a feedback report as offline pages: all math typeset, nothing fetched."""
-    from symattn.classroom.grading import gradebook_document
+    from symattn.classroom.gradebook import gradebook_document
 
     from .test_export import open_page
 

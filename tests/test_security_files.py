@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from symattn.classroom import exercises as ex
-from symattn.classroom.grading import COUNTED, Gradebook, Row, feedback_files, grade, gradebook_text, read_index
+from symattn.classroom.gradebook import feedback_files, gradebook_text
+from symattn.classroom.grading import COUNTED, Gradebook, Row, grade, read_index
 from symattn.cli.commands import main
 from symattn.input.csvfile import cell, uncell
 from symattn.input.errors import OutputError, SpecError

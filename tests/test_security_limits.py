@@ -273,3 +273,13 @@ def test_a_backward_pass_past_the_limit_is_refused_before_it_is_built(tmp_path, 
 def test_64_tokens_with_64_dimensions_are_allowed():
     rows = [[str((i * 7 + j * 3) % 19 / 10) for j in range(64)] for i in range(64)]
     assert build(load_spec({"Q": rows, "K": rows, "V": rows, "backward": {"loss": "sum"}})).kind == "backward"
+
+
+def test_decimal_commas_are_read_from_bounded_text():
+    from symattn.classroom.grading import _decimal_commas
+
+    notes: list = []
+    # once quadratic in the spaces: now matched only on stripped text no longer than a number may be
+    assert _decimal_commas("1,1" + " " * 40_000 + "x", notes, "k") == "1,1" + " " * 40_000 + "x"
+    assert _decimal_commas(" 0,311 ", notes, "scaled[1][1]") == " 0.311 "
+    assert [(n.code, n.key, n.text) for n in notes] == [("decimal_comma", "scaled[1][1]", "0,311")]

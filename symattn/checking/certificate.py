@@ -22,33 +22,19 @@ converted. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from symattn.input.errors import LimitError, SpecError
-from symattn.input.limits import BOUND_LENGTH, DIMS, TOKENS
+from symattn.checking.certificate_reader import Reader, Value, brief, count, kind_of
+from symattn.input.errors import SpecError
 
 CHECKED = ("sqrt_dk", "scale", "scores", "scaled", "exp", "exp_sum", "weights", "output")
 START_BITS = 128
 MAX_BITS = 1 << 16
 
-# Matched whole and only once the length is known to be bounded: linear time. A bound has no exponent,
-# and a shown value's exponent is bounded, so no conversion makes a number of millions of digits.
-_FORMS = {
-    "bound": (re.compile(r"-?[0-9]+(?:\.[0-9]+)?"), 'a finite decimal in a string, such as "0.25"'),
-    "exact": (
-        re.compile(r"-?[0-9]+(?:\.[0-9]+)?|-?[0-9]+/[0-9]+"),
-        'an exact number in a string, such as "3/10" or "0.25"',
-    ),
-    "shown": (
-        re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?([0-9]+))?"),
-        'a value in a string as compute --certify shows it, such as "0.4171" or "2.028E+4"',
-    ),
-}
 MASKED = {"scaled": "-inf", "exp": "0", "weights": "0"}  # each one's value at a key the mask hides
 POSITIVE = ("sqrt_dk", "scale", "exp", "exp_sum", "weights")  # where the mask allows the key
 
@@ -61,144 +47,6 @@ class Verification:
     @property
     def ok(self) -> bool:
         return not self.failures and self.checked > 0
-
-
-@dataclass(frozen=True)
-class _Value:
-    """One shown value, its bounds (None where it is -inf) and the certificate's exact fraction, if any."""
-
-    name: str
-    row: int  # as the enclosures index it: scalars [0][0], exp_sum [i][0]
-    col: int
-    where: str  # weights[1][2], exp_sum[2], sqrt_dk
-    text: str
-    shown: Fraction | None  # None, as bounds, where the value is -inf
-    bounds: tuple[Fraction, Fraction] | None
-    bound_text: tuple[str, str]
-    exact: Fraction | None
-
-
-def _kind(raw: Any) -> str:
-    if isinstance(raw, bool):
-        return "a boolean"
-    if isinstance(raw, str):  # the readers keep a JSON number as its text, in a subclass of str
-        return "a string" if type(raw) is str else "a number"
-    if isinstance(raw, (int, float)):
-        return "a number"
-    if isinstance(raw, Mapping):
-        return "a table"
-    if isinstance(raw, (list, tuple)):
-        return "an empty list" if not raw else "a list"
-    return "null" if raw is None else "something else"
-
-
-def _brief(raw: Any) -> str:
-    if isinstance(raw, int) and not isinstance(raw, bool) and raw.bit_length() <= 64:
-        return str(raw)
-    if not isinstance(raw, str):
-        return _kind(raw)
-    if type(raw) is not str:  # a JSON number, as written
-        return str(raw) if len(raw) <= 60 else str(raw[:50]) + "…"
-    return repr(str(raw)) if len(raw) <= 60 else repr(str(raw[:50])) + "…"
-
-
-def _plural(noun: str) -> str:
-    return {"entry": "entries", "query": "queries"}.get(noun, noun + "s")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun if n == 1 else _plural(noun)}"
-
-
-class _Reader:
-    """Reads the parts of one certificate; every error names the file, the key and the position."""
-
-    def __init__(self, source: str):
-        self.source = source
-
-    def error(self, key: str, problem: str, position: tuple[int, ...] = ()) -> SpecError:
-        return SpecError(self.source, key, problem, position)
-
-    def number(self, raw: Any, key: str, position: tuple[int, ...], form: str) -> Fraction:
-        pattern, expected = _FORMS[form]
-        if not isinstance(raw, str):
-            raise self.error(key, f"expected {expected}, got {_kind(raw)}", position)
-        if len(raw) > BOUND_LENGTH:
-            raise LimitError(
-                self.source, key, f"a number of {len(raw)} characters; the limit is {BOUND_LENGTH}", position
-            )
-        match = pattern.fullmatch(raw)
-        if match is None:
-            raise self.error(key, f"expected {expected}, got {_brief(raw)}", position)
-        exponent = (match[1] or "").lstrip("0") if form == "shown" else ""
-        if len(exponent) > 9 or exponent and int(exponent) > BOUND_LENGTH:
-            raise LimitError(
-                self.source,
-                key,
-                f"the exponent of {_brief(raw)} is beyond ±{BOUND_LENGTH}, past any bound of the limit's length",
-                position,
-            )
-        num, _, den = raw.partition("/")
-        if den and not den.strip("0"):
-            raise self.error(key, f"{_brief(raw)} divides by zero", position)
-        # through Decimal: exact, and never Python's limit on int(str)
-        return Fraction(Decimal(num)) / (Fraction(Decimal(den)) if den else 1)
-
-    def sized(self, raw: Any, key: str, noun: str, dim: tuple[int, str, str], position: tuple[int, ...] = ()) -> list:
-        size, thing, owner = dim
-        if not isinstance(raw, (list, tuple)):
-            raise self.error(
-                key, f"expected a list of {_plural(noun)}, one per {thing} of {owner}, got {_kind(raw)}", position
-            )
-        if len(raw) != size:
-            raise self.error(key, f"{_count(len(raw), noun)} for the {_count(size, thing)} of {owner}", position)
-        return list(raw)
-
-    def cells(self, raw: Any, key: str, shape: tuple[tuple[int, str, str], ...]) -> list[list[Any]]:
-        """``raw`` as rows of entries: a scalar (shape ()), a column (one dimension) or a matrix (two)."""
-        if not shape:
-            return [[raw]]
-        rows = self.sized(raw, key, "row" if len(shape) == 2 else "entry", shape[0])
-        if len(shape) == 1:
-            return [[x] for x in rows]
-        return [self.sized(row, key, "entry", shape[1], (i + 1,)) for i, row in enumerate(rows)]
-
-    def matrix(
-        self,
-        inputs: Mapping[str, Any],
-        name: str,
-        rows: tuple[int, str, str] | None = None,
-        cols: tuple[int, str, str] | None = None,
-    ) -> list[list[Fraction]]:
-        """An input matrix: ``rows`` and ``cols`` as another input gives them, or as its own first row does."""
-        key = f"certificate.inputs.{name}"
-        if name not in inputs:
-            raise self.error(key, f"missing: the exact fractions of {name}, a list of rows")
-        raw = inputs[name]
-        if not isinstance(raw, (list, tuple)) or not raw:
-            raise self.error(key, f"expected a list of rows, got {_kind(raw)}")
-        if len(raw) > TOKENS:
-            raise LimitError(self.source, key, f"{len(raw)} rows; the limit is {TOKENS}")
-        if rows is not None:
-            self.sized(raw, key, "row", rows)
-        out = []
-        for i, row in enumerate(raw):
-            if not isinstance(row, (list, tuple)) or not row:
-                raise self.error(key, f"expected a list of entries, got {_kind(row)}", (i + 1,))
-            if len(row) > DIMS:
-                raise LimitError(self.source, key, f"{len(row)} entries; the limit is {DIMS}", (i + 1,))
-            if cols is not None:
-                self.sized(row, key, "entry", cols, (i + 1,))
-            elif len(row) != len(raw[0]):
-                raise self.error(key, f"{_count(len(row), 'entry')}, but row 1 has {len(raw[0])}", (i + 1,))
-            out.append([self.number(x, key, (i + 1, j + 1), "exact") for j, x in enumerate(row)])
-        return out
-
-    def bounds(self, raw: Any, key: str, position: tuple[int, ...]) -> tuple[Any, Any]:
-        if not isinstance(raw, (list, tuple)) or len(raw) != 2:
-            got = _count(len(raw), "entry") if isinstance(raw, (list, tuple)) else _kind(raw)
-            raise self.error(key, f"expected [lo, hi], got {got}", position)
-        return raw[0], raw[1]
 
 
 def _round_significant(x: Fraction, digits: int) -> Fraction:
@@ -223,7 +71,7 @@ def _shown_digits(text: str) -> int:
 class _Inputs:
     """Q, K, V, the scale and the mask, read and checked against one another."""
 
-    def __init__(self, data: Mapping[str, Any], cert: Mapping[str, Any], read: _Reader):
+    def __init__(self, data: Mapping[str, Any], cert: Mapping[str, Any], read: Reader):
         inputs = cert.get("inputs")
         if not isinstance(inputs, Mapping):
             raise read.error("certificate.inputs", "missing: the exact Q, K, V and scale")
@@ -240,16 +88,16 @@ class _Inputs:
         scale = inputs["scale"]
         self.scale = "sqrt" if scale == "sqrt" else read.number(scale, "certificate.inputs.scale", (), "exact")
         if self.scale != "sqrt" and self.scale <= 0:
-            raise read.error("certificate.inputs.scale", f"must be positive, got {_brief(scale)}")
+            raise read.error("certificate.inputs.scale", f"must be positive, got {brief(scale)}")
         if "d_k" in data and str(data["d_k"]) != str(self.d_k):
-            raise read.error("d_k", f"{_brief(data['d_k'])}, but certificate.inputs.Q has {_count(self.d_k, 'column')}")
+            raise read.error("d_k", f"{brief(data['d_k'])}, but certificate.inputs.Q has {count(self.d_k, 'column')}")
         if "mask" not in data:
             raise read.error("mask", "missing: one true or false per score, a row per query")
         self.mask = read.cells(data["mask"], "mask", (self.queries, self.keys))
         for i, row in enumerate(self.mask):
             for j, allowed in enumerate(row):
                 if not isinstance(allowed, bool):
-                    raise read.error("mask", f"expected true or false, got {_brief(allowed)}", (i + 1, j + 1))
+                    raise read.error("mask", f"expected true or false, got {brief(allowed)}", (i + 1, j + 1))
             if not any(row):
                 raise read.error("mask", "no key is allowed: softmax is undefined on a row without keys", (i + 1,))
 
@@ -337,12 +185,12 @@ def _ends(x: Any) -> tuple[Fraction, Fraction]:
     return exact(lo), exact(hi)
 
 
-def _values(data: Mapping[str, Any], cert: Mapping[str, Any], inputs: _Inputs, read: _Reader) -> list[_Value]:
+def _values(data: Mapping[str, Any], cert: Mapping[str, Any], inputs: _Inputs, read: Reader) -> list[Value]:
     """Every shown value with its bounds, each quantity shaped as the inputs imply."""
     rational = cert.get("rational")
     rational = {} if rational is None else rational
     if not isinstance(rational, Mapping):
-        raise read.error("certificate.rational", f"expected a table, got {_kind(rational)}")
+        raise read.error("certificate.rational", f"expected a table, got {kind_of(rational)}")
     shapes: dict[str, tuple[tuple[int, str, str], ...]] = {
         "sqrt_dk": (),
         "scale": (),
@@ -355,7 +203,7 @@ def _values(data: Mapping[str, Any], cert: Mapping[str, Any], inputs: _Inputs, r
             raise read.error(name, "missing: compute --certify gives every quantity, with its bounds")
         entry = data[name]
         if not isinstance(entry, Mapping):
-            raise read.error(name, f"expected a table with value and bounds, got {_kind(entry)}")
+            raise read.error(name, f"expected a table with value and bounds, got {kind_of(entry)}")
         for part in ("value", "bounds"):
             if part not in entry:
                 raise read.error(f"{name}.{part}", "missing")
@@ -379,7 +227,7 @@ def _values(data: Mapping[str, Any], cert: Mapping[str, Any], inputs: _Inputs, r
 
 
 def _value(
-    read: _Reader,
+    read: Reader,
     inputs: _Inputs,
     name: str,
     i: int,
@@ -388,7 +236,7 @@ def _value(
     text: Any,
     bound: Any,
     exact: Any,
-) -> _Value:
+) -> Value:
     where = name + "".join(f"[{p}]" for p in position)
     lo_text, hi_text = read.bounds(bound, f"{name}.bounds", position)
     hidden = name in MASKED and not inputs.mask[i][j]
@@ -396,23 +244,23 @@ def _value(
         expected = MASKED[name]
         if text != expected:
             raise read.error(
-                f"{name}.value", f"expected {expected!r} where the mask is false, got {_brief(text)}", position
+                f"{name}.value", f"expected {expected!r} where the mask is false, got {brief(text)}", position
             )
         if (lo_text, hi_text) != (expected, expected):
             raise read.error(
                 f"{name}.bounds",
                 f"expected [{expected!r}, {expected!r}] where the mask is false, "
-                f"got [{_brief(lo_text)}, {_brief(hi_text)}]",
+                f"got [{brief(lo_text)}, {brief(hi_text)}]",
                 position,
             )
         if expected == "-inf":
             if exact is not None:
                 raise read.error(
                     f"certificate.rational.{name}",
-                    f"expected null where the value is -inf, got {_brief(exact)}",
+                    f"expected null where the value is -inf, got {brief(exact)}",
                     position,
                 )
-            return _Value(name, i, j, where, text, None, None, (lo_text, hi_text), None)
+            return Value(name, i, j, where, text, None, None, (lo_text, hi_text), None)
     for part, raw in (("value", text), ("bounds", lo_text), ("bounds", hi_text)):
         if raw == "-inf":
             raise read.error(
@@ -428,11 +276,11 @@ def _value(
     if name in POSITIVE and not hidden and shown <= 0:
         raise read.error(
             f"{name}.value",
-            f"must be positive{' where the mask is true' if name in MASKED else ''}, got {_brief(text)}",
+            f"must be positive{' where the mask is true' if name in MASKED else ''}, got {brief(text)}",
             position,
         )
     known = None if exact is None else read.number(exact, f"certificate.rational.{name}", position, "exact")
-    return _Value(name, i, j, where, text, shown, (lo, hi), (lo_text, hi_text), known)
+    return Value(name, i, j, where, text, shown, (lo, hi), (lo_text, hi_text), known)
 
 
 def verify(data: Mapping[str, Any], source: str = "<certificate>") -> Verification:
@@ -444,7 +292,7 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>") -> Verificati
     cert = data.get("certificate") if isinstance(data, Mapping) else None
     if not isinstance(cert, Mapping):
         raise SpecError(source, "certificate", "missing: not the output of symattn compute --certify")
-    read = _Reader(source)
+    read = Reader(source)
     inputs = _Inputs(data, cert, read)
     values = _values(data, cert, inputs, read)
     failures: list[str] = []

@@ -22,7 +22,6 @@ own language.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -35,6 +34,7 @@ from typing import Any
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError, SymattnError
 from symattn.input.files import read_table
+from symattn.input.limits import NUMBER_LENGTH
 
 POLICY = {
     "exact": Fraction(1),
@@ -49,7 +49,7 @@ FORMATS = ("csv", "json", "markdown", "latex", "html", "pdf")
 FEEDBACK_FORMATS = ("text", "markdown", "latex", "html", "pdf")
 # the steps in the order of the derivation, for the class summary
 STEPS = ("sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
-_COMMA = re.compile(r"\s*[-+−]?[0-9]+,[0-9]+\s*%?\s*")
+_COMMA = re.compile(r"[-+−]?[0-9]+,[0-9]+\s*%?")  # matched on stripped text of bounded length only
 
 
 @dataclass(frozen=True)
@@ -219,7 +219,7 @@ def _decimal_commas(table: Any, notes: list[Note], key: str = "claims") -> Any:
         return {k: _decimal_commas(v, notes, f"{key}.{k}") for k, v in table.items()}
     if isinstance(table, list):
         return [_decimal_commas(v, notes, key) for v in table]
-    if isinstance(table, str) and _COMMA.fullmatch(table):
+    if isinstance(table, str) and len(table.strip()) <= NUMBER_LENGTH and _COMMA.fullmatch(table.strip()):
         notes.append(Note("decimal_comma", key, table.strip()))
         return table.replace(",", ".")
     return table
@@ -410,130 +410,16 @@ def grade(
     return Gradebook(tuple(sorted(rows, key=lambda r: (not r.id, r.id, r.file))), tuple(policy.items()), str(folder))
 
 
-CSV_COLUMNS = ("id", "name", *COUNTED, "score", "asked", "first_to_fix", "notes", "error", "file")
-CSV_NUMBERS = (*COUNTED, "score", "asked")  # our own numbers: never quoted (a negative score stays a number)
-
-
-def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
-    """The gradebook as CSV (one row per student), JSON (rows, summary, policy), Markdown or LaTeX."""
-    if fmt == "json":
-        summary = book.summary
-        data = {
-            "students": book.as_data(lang),
-            "summary": {
-                "graded": summary.graded,
-                "not_graded": summary.not_graded,
-                "not_returned": summary.not_returned,
-                "steps": dict(summary.steps),
-                "slips": dict(summary.slips),
-            },
-            "policy": {k: score_text(v) for k, v in book.policy},
-        }
-        return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-    if fmt == "csv":
-        from symattn.input.csvfile import csv_text
-
-        rows = (
-            [("; ".join(r[c]) if isinstance(r[c], list) else "" if r[c] is None else str(r[c])) for c in CSV_COLUMNS]
-            for r in book.as_data(lang)
-        )
-        return csv_text(CSV_COLUMNS, rows, numbers=CSV_NUMBERS)
-    if fmt in ("markdown", "latex"):
-        from symattn.input.choices import default_paper
-        from symattn.rendering.renderer import has_cjk, render_template
-
-        texts = [r.name for r in book.rows] + [r.id for r in book.rows]
-        return render_template(
-            "gradebook",
-            fmt,
-            lang,
-            b=book,
-            summary=book.summary,
-            say=note_text(lang),
-            score=score_text,
-            has_cjk=has_cjk(texts),
-            paper=default_paper(lang),
-            cjk_font=None,
-            report=True,
-        )
-    raise ValueError(f"unknown gradebook format {fmt!r}")
-
-
-def gradebook_document(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str | bytes:
-    """The gradebook in any of FORMATS: HTML is one offline page, PDF is compiled from the LaTeX."""
-    if fmt == "html":
-        from symattn.rendering.html import page
-
-        return page(gradebook_text(book, "markdown", lang), lang)
-    if fmt == "pdf":
-        from symattn.rendering.pdf import latex_to_pdf
-
-        return latex_to_pdf(gradebook_text(book, "latex", lang), lang=lang)
-    return gradebook_text(book, fmt, lang)
-
-
-def feedback(row: Row, fmt: str = "markdown") -> str | bytes:
-    """A student's check report, in the student's language (the same renderer as ``symattn check``)."""
-    if row.report is None:
-        raise ValueError(f"{row.file}: not graded, so there is no report")
-    if fmt == "html":
-        from symattn.rendering.html import report_page
-
-        return report_page(row.report)
-    from symattn.rendering.renderer import render_report
-
-    if fmt == "pdf":
-        from symattn.rendering.pdf import latex_to_pdf
-
-        return latex_to_pdf(render_report(row.report, "latex", standalone=True), lang=row.report.lang)
-    return render_report(row.report, fmt, standalone=fmt == "latex")
-
-
-FEEDBACK_EXTENSIONS = {"text": "txt", "markdown": "md", "latex": "tex", "html": "html", "pdf": "pdf"}
-
-
-def feedback_files(book: Gradebook, fmt: str = "markdown") -> tuple[tuple[str, str | bytes], ...]:
-    """(file name, content) of every graded student's feedback: ``<id>.<ext>``, ``<id>-2.<ext>`` for a second return."""
-    from symattn.classroom.exercises import check_student_id
-
-    out = []
-    seen: dict[str, int] = {}
-    for i, r in enumerate(book.rows, 1):
-        if r.report is None:
-            continue
-        check_student_id(r.id, book.source or "<gradebook>", "id", i)  # it names a file
-        seen[r.id] = seen.get(r.id, 0) + 1
-        suffix = "" if seen[r.id] == 1 else f"-{seen[r.id]}"
-        out.append((f"{r.id}{suffix}.{FEEDBACK_EXTENSIONS[fmt]}", feedback(r, fmt)))
-    return tuple(out)
-
-
-def write_feedback(files: Sequence[tuple[str, str | bytes]], folder: str, force: bool = False) -> None:
-    """Feedback files (see :func:`feedback_files`) into ``folder``, never outside it.
-
-    A folder that already holds files is refused unless ``force``: they may be feedback already sent.
-    """
-    from symattn.rendering.output import check_folder, write_files
-
-    check_folder(folder, force, "earlier feedback", "the feedback")
-    write_files(folder, list(files))
-
-
 __all__ = [
     "COUNTED",
-    "FORMATS",
     "FEEDBACK_FORMATS",
+    "FORMATS",
+    "POLICY",
     "Gradebook",
     "Note",
-    "POLICY",
     "Row",
     "Summary",
-    "feedback",
-    "feedback_files",
     "grade",
-    "gradebook_document",
-    "gradebook_text",
     "read_index",
     "read_policy",
-    "write_feedback",
 ]

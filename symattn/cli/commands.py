@@ -275,7 +275,8 @@ def _progress(label: str) -> Callable | None:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from symattn.classroom.grading import POLICY, feedback_files, grade, gradebook_document, read_policy, write_feedback
+    from symattn.classroom.gradebook import feedback_files, gradebook_document, write_feedback
+    from symattn.classroom.grading import POLICY, grade, read_policy
 
     fmt = args.format = _format(args, "csv")
     _check_export(args)

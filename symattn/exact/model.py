@@ -37,6 +37,7 @@ from symattn.exact.base import (
     rational_matrix,
     row_sums,
 )
+from symattn.exact.boxes import Boxes
 from symattn.exact.numeric import Fixed
 from symattn.input.errors import EvaluationError, LimitError
 from symattn.input.limits import ABS_Z, PRECISION_BITS, WORK_BITS
@@ -340,11 +341,11 @@ class Model(ClosedForms, Rounding, ForwardPass):
     def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
         bits = -(-bits // 32) * 32  # coarse steps, so quantities share one evaluation
         if bits not in self._boxes:
-            self._boxes[bits] = _Boxes(self, bits)
+            self._boxes[bits] = Boxes(self, bits)
         return getattr(self._boxes[bits], quantity)()
 
     @cached_property
-    def _boxes(self) -> dict[int, _Boxes]:
+    def _boxes(self) -> dict[int, Boxes]:
         return {}
 
     @cached_property
@@ -381,126 +382,6 @@ def _upper(x: sympy.Expr) -> Fraction:
     # a rational upper bound of a positive constant
     box = Fixed.from_interval(numeric.enclose(x, 64), 32)
     return Fraction(box.hi, 1 << 32)
-
-
-class _Boxes:
-    """Enclosures of every quantity at one working precision, each exp computed once."""
-
-    def __init__(self, model: Model, bits: int):
-        self.model = model
-        self.bits = bits
-        self.prec = bits + 32 + model._exp_bits
-
-    def _scalar(self, x: sympy.Expr) -> list[Fixed]:
-        return [Fixed.from_interval(numeric.enclose(x, self.prec), self.bits)]
-
-    def scale(self) -> list[Fixed]:
-        return self._scalar(self.model.scale)
-
-    def sqrt_dk(self) -> list[Fixed]:
-        return self._scalar(self.model.sqrt_dk)
-
-    def scores(self) -> list[Fixed]:
-        den, rows = self.model.score_integers
-        return [Fixed.exact(Fraction(x, den), self.bits) for row in rows for x in row]
-
-    def _flat(self, rows: list[list[Fixed | None]]) -> list[Fixed]:
-        zero = Fixed(0, 0, self.bits)
-        return [
-            zero if b is None else Fixed(b.lo >> (b.bits - self.bits), -(-b.hi >> (b.bits - self.bits)), self.bits)
-            for row in rows
-            for b in row
-        ]
-
-    @cached_property
-    def _scale(self) -> Fixed:
-        # the scale once per precision, shared by z and every exp
-        return Fixed.from_interval(numeric.enclose(self.model.scale, self.prec + 8), self.prec)
-
-    @cached_property
-    def _z(self) -> list[list[Fixed | None]]:
-        return self.model._z_fixed(self._scale, shifted=False)
-
-    @cached_property
-    def _z_shifted(self) -> list[list[Fixed | None]]:
-        return self.model._z_fixed(self._scale, shifted=True)
-
-    def scaled(self) -> list[Fixed]:
-        return self._flat(self._z)
-
-    def shifted(self) -> list[Fixed]:
-        return self._flat(self._z_shifted)
-
-    def _exps(self, shifted: bool) -> list[list[Fixed]]:
-        return engine.exps(
-            self.model._exp_arguments(shifted),
-            self.model.score_integers[0],
-            self._scale,
-            self.prec,
-            self.bits,
-            self.model.numeric_engine,
-        )
-
-    @cached_property
-    def _exp(self) -> list[list[Fixed]]:
-        return self._exps(shifted=False)
-
-    @cached_property
-    def _exp_shifted(self) -> list[list[Fixed]]:
-        return self._exps(shifted=True)
-
-    def exp(self) -> list[Fixed]:
-        return [b for row in self._exp for b in row]
-
-    def exp_shifted(self) -> list[Fixed]:
-        return [b for row in self._exp_shifted for b in row]
-
-    def _sums(self, rows: list[list[Fixed]]) -> list[Fixed]:
-        return [Fixed(sum(b.lo for b in row), sum(b.hi for b in row), self.bits) for row in rows]
-
-    def exp_sum(self) -> list[Fixed]:
-        return self._sums(self._exp)
-
-    def exp_shifted_sum(self) -> list[Fixed]:
-        return self._sums(self._exp_shifted)
-
-    @cached_property
-    def _weights(self) -> list[list[Fixed]]:
-        # from the exps of z minus the row maximum: none overflows or vanishes,
-        # and the quotient is the same
-        bits = self.bits
-        rows = []
-        for row in self._exp_shifted:
-            lo_sum = sum(b.lo for b in row)
-            hi_sum = sum(b.hi for b in row)
-            rows.append([Fixed((lo << bits) // hi_sum, -((-(hi << bits)) // lo_sum), bits) for lo, hi, _ in row])
-        return rows
-
-    def weights(self) -> list[Fixed]:
-        return [b for row in self._weights for b in row]
-
-    def products(self) -> list[Fixed]:
-        out = []
-        for row in self._weights:
-            for b, values in zip(row, self.model.v_rows):
-                for v in values:
-                    ends = sorted((b.lo * v, b.hi * v))
-                    out.append(
-                        Fixed(
-                            ends[0].numerator // ends[0].denominator,
-                            -((-ends[1].numerator) // ends[1].denominator),
-                            self.bits,
-                        )
-                    )
-        return out
-
-    @cached_property
-    def _output(self) -> list[list[Fixed]]:
-        den, cols = self.model._v_integers
-        return engine.weighted_sums(self._weights, cols, den, self.bits, self.model.numeric_engine)
-
-    def output(self) -> list[Fixed]:
-        return [b for row in self._output for b in row]
 
 
 def scale_of(spec: Spec) -> sympy.Expr:

@@ -8,48 +8,28 @@ read from their text (see :mod:`symattn.input.numeral`); every problem raises a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from symattn.input import limits
-from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, MASKS, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
-from symattn.input.errors import ShapeError
+from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
 from symattn.input.files import read_table
-from symattn.input.formula import Formula, terms
+from symattn.input.formula import Formula
 from symattn.input.numeral import Numeral
+from symattn.input.parts import (
+    Backward,
+    Decimals,
+    check_products,
+    check_symbolic,
+    mismatch,
+    read_backward,
+    read_decimals,
+    read_heads,
+    read_mask,
+    read_projection,
+)
 from symattn.input.projection import Projection, project
-from symattn.input.reader import Matrix, Reader, brief, check_keys, did_you_mean, kind_of, parse_index
-
-
-@dataclass(frozen=True)
-class Decimals:
-    """Digits after the point shown for each quantity."""
-
-    scores: int = 3  # used only where a score does not terminate
-    sqrt_dk: int = 3
-    scaled: int = 3
-    exp: int = 3  # also the row sums of exps
-    weights: int = 3
-    percent: int = 1
-    output: int = 3
-    gradients: int = 3  # every gradient of the backward pass
-
-
-LOSSES = ("sum", "mse", "given")
-
-
-@dataclass(frozen=True)
-class Backward:
-    """The ``[backward]`` table: where dL/dO comes from.
-
-    ``sum``: L = Σ O, so dL/dO is all ones; ``mse``: L = ½ Σ (O − T)², so dL/dO = O − T;
-    ``given``: dL/dO written out as ``grad_output``.
-    """
-
-    loss: str = "sum"
-    grad_output: Matrix | None = None
-    target: Matrix | None = None
+from symattn.input.reader import Matrix, Reader, check_keys, kind_of
 
 
 @dataclass(frozen=True)
@@ -204,122 +184,6 @@ SPEC_KEYS = (
 )
 
 
-def _terms(x: object) -> int:
-    return terms(x.expr) if isinstance(x, Formula) else 1
-
-
-def _has_symbols(m: Matrix | None) -> bool:
-    return m is not None and any(isinstance(x, Formula) for row in m for x in row)
-
-
-def _check_symbolic(reader: Reader, matrices: list[tuple[str, Matrix | None]]) -> None:
-    """Formulas are for small teaching examples; their products grow fast."""
-    for key, m in matrices:
-        if _has_symbols(m) and max(len(m), len(m[0])) > limits.SYMBOLIC_SIZE:
-            raise reader.limit(
-                key,
-                f"{len(m)}×{len(m[0])} with symbols; at most {limits.SYMBOLIC_SIZE} rows and columns may hold formulas",
-            )
-
-
-def _check_products(reader: Reader, name: str, A: Matrix, B: Matrix) -> None:
-    """Refuse rows·rows products of formulas that would multiply out past the limit (before SymPy does)."""
-    if not (_has_symbols(A) or _has_symbols(B)) or len(A[0]) != len(B[0]):
-        return
-    a_terms = [[_terms(x) for x in row] for row in A]
-    b_terms = [[_terms(x) for x in row] for row in B]
-    for i, a in enumerate(a_terms, 1):
-        for j, b in enumerate(b_terms, 1):
-            if sum(x * y for x, y in zip(a, b)) > limits.FORMULA_TERMS:
-                raise reader.limit(
-                    name, f"more than {limits.FORMULA_TERMS} terms once multiplied out (the limit)", (i, j)
-                )
-
-
-def _shape(m: Matrix) -> str:
-    return f"{len(m)}×{len(m[0])}"
-
-
-def _mismatch(source: str, key: str, a: str, A: Matrix, b: str, B: Matrix, need: str) -> ShapeError:
-    return ShapeError(source, key, f"shape mismatch: {a} is {_shape(A)} and {b} is {_shape(B)}; {need}")
-
-
-def _projection(reader: Reader, data: Mapping[str, Any]) -> Projection:
-    source = reader.source
-    for key in ("W_Q", "W_K", "W_V"):
-        if key not in data:
-            raise reader.error(key, "missing (X needs W_Q, W_K and W_V)")
-    X = reader.matrix(data["X"], "X", symbolic=True)
-    X_kv = reader.matrix(data["X_kv"], "X_kv", symbolic=True) if "X_kv" in data else None
-    W = {k: reader.matrix(data[k], k, max_rows=limits.DIMS, symbolic=True) for k in ("W_Q", "W_K", "W_V")}
-    for key, inputs, name in (
-        ("W_Q", X, "X"),
-        ("W_K", X_kv or X, "X_kv" if X_kv else "X"),
-        ("W_V", X_kv or X, "X_kv" if X_kv else "X"),
-    ):
-        if len(W[key]) != len(inputs[0]):
-            raise _mismatch(source, key, name, inputs, key, W[key], f"{key} needs one row per column of {name}")
-    if len(W["W_K"][0]) != len(W["W_Q"][0]):
-        raise _mismatch(
-            source, "W_K", "W_Q", W["W_Q"], "W_K", W["W_K"], "W_Q and W_K need the same number of columns (d_k)"
-        )
-    biases = {}
-    for name in ("Q", "K", "V"):
-        key = f"b_{name}"
-        if key in data:
-            row = reader.vector(data[key], key, symbolic=True)
-            width = len(W[f"W_{name}"][0])
-            if len(row) != width:
-                raise ShapeError(source, key, f"{len(row)} entries for the {width} columns of W_{name}")
-            biases[key] = row
-    return Projection(X, X_kv, W["W_Q"], W["W_K"], W["W_V"], **biases)
-
-
-def _mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], keys: tuple[str, ...]):
-    n, m = len(tokens), len(keys)
-    raw = data.get("mask", "none")
-    if isinstance(raw, str):
-        kind = reader.choice(raw, "mask", MASKS)
-        allowed = [[kind == "none" or j <= i for j in range(m)] for i in range(n)]  # causal: top-left aligned
-    else:
-        kind = "matrix"
-        if not isinstance(raw, (list, tuple)) or not raw or not all(isinstance(r, (list, tuple)) for r in raw):
-            raise reader.error("mask", f"expected 'none', 'causal' or a matrix of 0 and 1, got {kind_of(raw)}")
-        if len(raw) != n or any(len(r) != m for r in raw):
-            cols = len(raw[0]) if all(len(r) == len(raw[0]) for r in raw) else "?"
-            raise ShapeError(
-                reader.source, "mask", f"shape mismatch: expected {n}×{m} (queries × keys), got {len(raw)}×{cols}"
-            )
-        allowed = []
-        for i, r in enumerate(raw, 1):
-            out = []
-            for j, x in enumerate(r, 1):
-                if x in (0, 1, "0", "1") and not isinstance(x, float):
-                    out.append(x in (1, "1"))
-                elif isinstance(x, bool):
-                    out.append(x)
-                else:
-                    raise reader.error("mask", f"expected 0 or 1, got {x!r}", (i, j))
-            allowed.append(out)
-    padding = None
-    if "key_padding" in data:
-        pad = data["key_padding"]
-        if not isinstance(pad, (list, tuple)):
-            raise reader.error("key_padding", f"expected a list of true/false over the keys, got {kind_of(pad)}")
-        if len(pad) != m:
-            raise ShapeError(reader.source, "key_padding", f"{len(pad)} entries for {m} keys")
-        for j, x in enumerate(pad, 1):
-            if not isinstance(x, bool):
-                raise reader.error("key_padding", f"expected true or false, got {x!r}", (j,))
-        padding = tuple(pad)
-        allowed = [[a and not padding[j] for j, a in enumerate(row)] for row in allowed]
-    for i, row in enumerate(allowed):
-        if not any(row):
-            raise reader.error("mask", f"row {i + 1} ({tokens[i]}) may attend to no key; softmax is undefined there")
-    full = all(all(row) for row in allowed)
-    return kind, (None if full else tuple(tuple(row) for row in allowed)), padding
-
-
 def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     """Validate a mapping of spec keys (as read from TOML/JSON, or written in Python)."""
     reader = Reader(source)
@@ -331,15 +195,15 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         given = [k for k in ("Q", "K", "V") if k in data]
         if given:
             raise reader.error(given[0], "give Q, K, V or X with W_Q, W_K, W_V, not both")
-        projection = _projection(reader, data)
-        _check_symbolic(
+        projection = read_projection(reader, data)
+        check_symbolic(
             reader,
             [("X", projection.X), ("X_kv", projection.X_kv)]
             + [(k, getattr(projection, k)) for k in ("W_Q", "W_K", "W_V")],
         )
         for name in ("Q", "K", "V"):
             X, W, _ = projection.weights(name)
-            _check_products(reader, f"X W_{name}", X, tuple(zip(*W)))
+            check_products(reader, f"X W_{name}", X, tuple(zip(*W)))
         Q, K, V = (project(projection, name) for name in ("Q", "K", "V"))
         rows_of = "X"
     else:
@@ -353,12 +217,12 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         K = reader.matrix(data["K"], "K", symbolic=True)
         V = reader.matrix(data["V"], "V", symbolic=True)
         if len(Q[0]) != len(K[0]):
-            raise _mismatch(source, "K", "Q", Q, "K", K, "Q and K need the same number of columns (d_k)")
+            raise mismatch(source, "K", "Q", Q, "K", K, "Q and K need the same number of columns (d_k)")
         if len(V) != len(K):
-            raise _mismatch(source, "V", "K", K, "V", V, "V needs one row per row of K")
+            raise mismatch(source, "V", "K", K, "V", V, "V needs one row per row of K")
         rows_of = "Q"
-        _check_symbolic(reader, [("Q", Q), ("K", K), ("V", V)])
-    _check_products(reader, "Q Kᵀ", Q, K)
+        check_symbolic(reader, [("Q", Q), ("K", K), ("V", V)])
+    check_products(reader, "Q Kᵀ", Q, K)
     cross = len(Q) != len(K) or (projection is not None and projection.X_kv is not None)
     tokens = reader.labels(data.get("tokens"), "tokens", len(Q), rows_of)
     if cross:
@@ -371,10 +235,10 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         )
     else:
         key_tokens = ()
-    heads, W_O, b_O = _heads(reader, data, projection, len(V[0]), len(Q[0]))
+    heads, W_O, b_O = read_heads(reader, data, projection, len(V[0]), len(Q[0]))
     if heads > 1 and any(isinstance(x, Formula) for m in (Q, K, V) for row in m for x in row):
         raise reader.error("heads", "symbols are supported with one head only")
-    mask, allowed, padding = _mask(reader, data, tokens, key_tokens or tokens)
+    mask, allowed, padding = read_mask(reader, data, tokens, key_tokens or tokens)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
     title = reader.title(data["title"], "title") if "title" in data else None
     spec = Spec(
@@ -388,7 +252,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         scale=reader.scale(data["scale"], "scale") if "scale" in data else "sqrt",
         rounding=reader.choice(data.get("rounding", "exact"), "rounding", ROUNDINGS),
         expand=reader.choice(data.get("expand", "focus"), "expand", EXPANDS),
-        decimals=_decimals(reader, data["decimals"], "decimals") if "decimals" in data else Decimals(),
+        decimals=read_decimals(reader, data["decimals"], "decimals") if "decimals" in data else Decimals(),
         source=source,
         key_tokens=key_tokens,
         mask=mask,
@@ -409,102 +273,11 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     if "backward" in data:
         spec = replace(
             spec,
-            backward=_backward(reader, data["backward"], len(tokens), len(W_O[0]) if W_O is not None else len(V[0])),
+            backward=read_backward(
+                reader, data["backward"], len(tokens), len(W_O[0]) if W_O is not None else len(V[0])
+            ),
         )
     return spec
-
-
-def _backward(reader: Reader, raw: object, rows: int, cols: int) -> Backward:
-    """``[backward]``: loss = "sum" | "mse" (with target), or grad_output; dL/dO has the shape of O."""
-    if not isinstance(raw, Mapping):
-        raise reader.error("backward", f"expected a table, got {kind_of(raw)}")
-    names = ("loss", "grad_output", "target")
-    check_keys(reader, {f"backward.{k}": v for k, v in raw.items()}, tuple(f"backward.{n}" for n in names))
-    given = "grad_output" in raw
-    loss = reader.choice(raw.get("loss", "given" if given else "sum"), "backward.loss", LOSSES)
-
-    def matrix(name: str) -> Matrix:
-        key = f"backward.{name}"
-        m = reader.matrix(raw[name], key)
-        if len(m) != rows or len(m[0]) != cols:
-            raise ShapeError(
-                reader.source,
-                key,
-                f"shape mismatch: the output O is {rows}×{cols} and {name} is {_shape(m)}; {name} needs the shape of O",
-            )
-        return m
-
-    if loss == "given":
-        if not given:
-            raise reader.error("backward.grad_output", 'missing (loss = "given" takes dL/dO as grad_output)')
-        if "target" in raw:
-            raise reader.error("backward.target", 'only with loss = "mse"')
-        return Backward("given", grad_output=matrix("grad_output"))
-    if given:
-        raise reader.error("backward.grad_output", f'give loss = "{loss}" or grad_output, not both')
-    if loss == "mse":
-        if "target" not in raw:
-            raise reader.error("backward.target", 'missing (loss = "mse" needs the target T)')
-        return Backward("mse", target=matrix("target"))
-    if "target" in raw:
-        raise reader.error("backward.target", 'only with loss = "mse"')
-    return Backward("sum")
-
-
-def _heads(reader: Reader, data: Mapping[str, Any], projection: Projection | None, d_v: int, d_q: int):
-    heads = parse_index(data.get("heads", 1))
-    if heads is None or not 1 <= heads <= limits.HEADS:
-        raise reader.error("heads", f"expected an integer from 1 to {limits.HEADS}, got {brief(data.get('heads'))}")
-    if heads > 1 and projection is None:
-        raise reader.error("heads", "several heads need X with W_Q, W_K, W_V (d_model × d_model)")
-    if heads > 1:
-        d_model = len(projection.X[0])
-        for key in ("W_Q", "W_K", "W_V"):
-            W = getattr(projection, key)
-            if len(W[0]) != d_model:
-                raise ShapeError(
-                    reader.source,
-                    key,
-                    f"shape mismatch: {key} is {_shape(W)}; with heads "
-                    f"it must be d_model × d_model = {d_model}×{d_model}",
-                )
-        if d_model % heads:
-            raise reader.error("heads", f"d_model = {d_model} is not divisible by heads = {heads}")
-    W_O = b_O = None
-    if "W_O" in data and projection is None:
-        raise reader.error("W_O", "needs X with W_Q, W_K, W_V (the output projection follows the input projections)")
-    if "W_O" in data:
-        W_O = reader.matrix(data["W_O"], "W_O", max_rows=limits.DIMS)
-        if len(W_O) != d_v:
-            raise ShapeError(
-                reader.source,
-                "W_O",
-                f"shape mismatch: the heads give {d_v} columns and W_O is {_shape(W_O)}; W_O needs one row per column",
-            )
-    if "b_O" in data:
-        if W_O is None:
-            raise reader.error("b_O", "needs W_O")
-        b_O = reader.vector(data["b_O"], "b_O")
-        if len(b_O) != len(W_O[0]):
-            raise ShapeError(reader.source, "b_O", f"{len(b_O)} entries for the {len(W_O[0])} columns of W_O")
-    return heads, W_O, b_O
-
-
-def _decimals(reader: Reader, raw: object, key: str) -> Decimals:
-    if not isinstance(raw, Mapping):
-        raise reader.error(key, f"expected a table of integers, got {kind_of(raw)}")
-    names = [f.name for f in fields(Decimals)]
-    values = {}
-    for name, value in raw.items():
-        if name not in names:
-            raise reader.error(
-                f"{key}.{name}", "unknown key; expected one of " + ", ".join(names) + did_you_mean(name, names)
-            )
-        number = parse_index(value)
-        if number is None or not 0 <= number <= limits.DECIMALS:
-            raise reader.error(f"{key}.{name}", f"expected an integer from 0 to {limits.DECIMALS}, got {brief(value)}")
-        values[name] = number
-    return Decimals(**values)
 
 
 def load_spec(spec: str | Path | Mapping[str, Any] | Spec) -> Spec:
