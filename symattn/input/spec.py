@@ -19,7 +19,7 @@ from symattn.input.files import read_table
 from symattn.input.formula import Formula, terms
 from symattn.input.numeral import Numeral
 from symattn.input.projection import Projection, project
-from symattn.input.reader import Matrix, Reader, brief, check_keys, did_you_mean, kind_of, parse_index
+from symattn.input.reader import Matrix, Reader, Scale, brief, check_keys, did_you_mean, kind_of, parse_index
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Spec:
     focus: int  # 0-based row of Q
     title: str | None = None
     lang: str = "en"
-    scale: str | Numeral = "sqrt"
+    scale: Scale = "sqrt"
     rounding: str = "exact"
     expand: str = "focus"
     decimals: Decimals = field(default_factory=Decimals)
