@@ -124,12 +124,15 @@ class Checker:
     def gradient(self, quantity: str, row: int, col: int) -> tuple[sympy.Expr, bool]:
         """A gradient from the claimant's own weights (and dA, dZ, ...) before it: error carried forward."""
         m, b = self.model, self.spec.backward
+        assert b is not None  # gradient claims are checked only with [backward]
         n, keys, dv = m.n_queries, m.n_keys, len(self.spec.V[0])
         if quantity == "dO":
             if b.loss == "sum":
                 return sympy.Integer(1), False
             if b.loss == "given":
+                assert b.grad_output is not None  # the reader requires grad_output for loss "given"
                 return _rational(b.grad_output[row][col].value), False
+            assert b.target is not None  # and a target for the squared error
             out, a = self.implied("output", row, col)
             return out - _rational(b.target[row][col].value), a
         if quantity == "dV":
@@ -348,7 +351,7 @@ class Checker:
             X, W, b = spec.projection.weights(quantity)
             operands: tuple = (tuple(zip(X[row], [w[col] for w in W])), b[col] if b else None)
         elif quantity == "sqrt_dk":
-            operands: tuple = (spec.d_k,)
+            operands = (spec.d_k,)
         elif quantity == "scores":
             operands = tuple(zip(spec.Q[row], spec.K[col]))
         elif quantity == "scaled":

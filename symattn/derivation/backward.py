@@ -6,14 +6,16 @@ classes (each costs start-up time to define) out of every other run.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from symattn.derivation.steps import Derivation, Dot, Step, assemble, scale_parts, top_keys
-from symattn.exact.base import AttentionModel
 from symattn.exact.model import Model
 from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
 from symattn.input.numeral import Numeral
 from symattn.input.spec import Matrix, Spec
+
+if TYPE_CHECKING:
+    from symattn.exact.backward import BackwardModel
 
 
 @dataclass(frozen=True)
@@ -225,7 +227,7 @@ def _grad_projections(spec: Spec, shown: dict[str, NumRows]) -> GradProjections:
     )
 
 
-def backward_steps(spec: Spec, model: AttentionModel) -> tuple[Step, ...]:
+def backward_steps(spec: Spec, model: BackwardModel) -> tuple[Step, ...]:
     """The steps of the backward pass, in the order a reader works them."""
     from symattn.exact.rounding import gradient_figures
 

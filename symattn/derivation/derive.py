@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from symattn.derivation.backward import backward_steps
 from symattn.derivation.forward import derive_head, derive_heads, derive_symbolic
@@ -13,6 +15,10 @@ from symattn.exact.symbolic import has_all_values, substitute
 from symattn.input import limits
 from symattn.input.errors import LimitError
 from symattn.input.spec import Spec
+
+if TYPE_CHECKING:
+    from symattn.exact.backward import BackwardModel
+    from symattn.exact.symbolic import SymbolicModel
 
 
 def _check_size(spec: Spec) -> None:
@@ -47,7 +53,7 @@ def derive(spec: Spec, model: AttentionModel | None = None) -> Derivation:
     return _DERIVE[model.kind](spec, model)
 
 
-def _derive_symbolic(spec: Spec, model: AttentionModel) -> Derivation:
+def _derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
     """The formulas; with a value for every symbol, the numbers too (derived again), before the closing table."""
     derivation = derive_symbolic(spec, model)
     if not has_all_values(spec):
@@ -56,13 +62,19 @@ def _derive_symbolic(spec: Spec, model: AttentionModel) -> Derivation:
     return replace(derivation, steps=steps[:-1] + (Substitution(spec.subs, derive(substitute(spec))),) + steps[-1:])
 
 
-def _derive_backward(spec: Spec, model: AttentionModel) -> Derivation:
+def _derive_backward(spec: Spec, model: BackwardModel) -> Derivation:
     """The forward derivation, then the backward steps before the closing toy-vs-real table."""
     forward = _DERIVE[model.forward.kind](spec, model.forward)
     return replace(forward, steps=forward.steps[:-1] + backward_steps(spec, model) + forward.steps[-1:])
 
 
-_DERIVE = {"head": derive_head, "heads": derive_heads, "symbolic": _derive_symbolic, "backward": _derive_backward}
+# each entry takes the model of its kind
+_DERIVE: dict[str, Callable[[Spec, Any], Derivation]] = {
+    "head": derive_head,
+    "heads": derive_heads,
+    "symbolic": _derive_symbolic,
+    "backward": _derive_backward,
+}
 
 
 __all__ = ["derive"]

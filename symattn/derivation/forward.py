@@ -4,6 +4,7 @@ for one head, several heads and symbols."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from symattn.derivation.steps import (
     Concat,
@@ -30,10 +31,13 @@ from symattn.derivation.steps import (
     top_keys,
     transpose,
 )
-from symattn.exact.base import AttentionModel
 from symattn.exact.model import Model
 from symattn.exact.rounding import Figures, Num, figures, is_exact
 from symattn.input.spec import Spec
+
+if TYPE_CHECKING:
+    from symattn.exact.multihead import MultiHead
+    from symattn.exact.symbolic import SymbolicModel
 
 
 def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
@@ -115,7 +119,7 @@ def _projecting(spec: Spec) -> Projecting:
     return Projecting(p.X, p.X_kv, tuple(products))
 
 
-def derive_symbolic(spec: Spec, model: AttentionModel) -> Derivation:
+def derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
     import sympy
 
     from symattn.exact.symbolic import formulas
@@ -207,7 +211,7 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
     return assemble(spec, tuple(steps))
 
 
-def derive_heads(spec: Spec, mh: AttentionModel) -> Derivation:
+def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
     heads = []
     concat_rows: list[list[Num]] = [[] for _ in spec.tokens]
     for h, model in enumerate(mh.heads):

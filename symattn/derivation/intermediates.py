@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from fractions import Fraction
 from types import GeneratorType
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import sympy
 
@@ -30,6 +30,11 @@ from symattn.exact.model import Model
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError
 from symattn.input.spec import Matrix, Spec
+
+if TYPE_CHECKING:
+    from symattn.exact.backward import BackwardModel
+    from symattn.exact.multihead import MultiHead
+    from symattn.exact.symbolic import SymbolicModel
 
 MAX_DIGITS = 1000
 MATRICES = ("scores", "scaled", "exp", "weights", "output")
@@ -342,12 +347,13 @@ def _sections(
     if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= MAX_DIGITS:
         raise ValueError(f"digits must be an integer from 1 to {MAX_DIGITS}, got {digits!r}")
     owned = model is None  # a model of our own: its caches go as soon as they have served
-    model = build(spec) if owned else model
+    model = build(spec) if model is None else model
     if certify:
         if model.kind != "head":
             raise SpecError(spec.source, None, "--certify covers one head without symbols or --backward")
-        out = {**_inputs(spec), **dict(_head(model, digits, exact, certify=True))}
-        out["certificate"] = _certificate(spec, model, out, digits)
+        head = cast(Model, model)  # kind "head" is one Model
+        out = {**_inputs(spec), **dict(_head(head, digits, exact, certify=True))}
+        out["certificate"] = _certificate(spec, head, out, digits)
         yield from out.items()
         return
     yield from _COMPUTE[model.kind](spec, model, digits, exact, owned)
@@ -414,7 +420,7 @@ def _single(spec: Spec, model: Model, digits: int, exact: bool, release: bool) -
     yield from _head(model, digits, exact, release=release)
 
 
-def _heads(spec: Spec, mh: AttentionModel, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
+def _heads(spec: Spec, mh: MultiHead, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
     yield from _inputs(spec).items()
     yield "d_model", len(spec.Q[0])
     yield "heads", [_whole(_head(h, digits, exact)) for h in mh.heads]
@@ -422,7 +428,7 @@ def _heads(spec: Spec, mh: AttentionModel, digits: int, exact: bool, release: bo
     yield "output", _entry(mh, "output", digits, exact=exact)
 
 
-def _symbolic(spec: Spec, model: AttentionModel, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
+def _symbolic(spec: Spec, model: SymbolicModel, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
     """Formulas in the symbols; with a value for each symbol, the numbers too."""
     from symattn.exact.symbolic import has_all_values, substitute
 
@@ -442,13 +448,13 @@ def _symbolic(spec: Spec, model: AttentionModel, digits: int, exact: bool, relea
         yield "values", compute(substitute(spec), digits=digits)
 
 
-def _backward(spec: Spec, model: AttentionModel, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
+def _backward(spec: Spec, model: BackwardModel, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
     """The forward intermediates, then ``backward``: every gradient (per head, with several)."""
     yield from _COMPUTE[model.forward.kind](spec, model.forward, digits, exact, release)
     yield "backward", _gradients(model, digits, exact)
 
 
-def _gradients(model: AttentionModel, digits: int, exact: bool) -> Iterator[tuple[str, Any]]:
+def _gradients(model: BackwardModel, digits: int, exact: bool) -> Iterator[tuple[str, Any]]:
     printer = _Printer()
     yield "loss", model.loss
     for name in model.top_quantities:
@@ -463,4 +469,10 @@ def _gradients(model: AttentionModel, digits: int, exact: bool) -> Iterator[tupl
         )
 
 
-_COMPUTE = {"head": _single, "heads": _heads, "symbolic": _symbolic, "backward": _backward}
+# each entry takes the model of its kind
+_COMPUTE: dict[str, Callable[..., Iterator[tuple[str, Any]]]] = {
+    "head": _single,
+    "heads": _heads,
+    "symbolic": _symbolic,
+    "backward": _backward,
+}

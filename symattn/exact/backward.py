@@ -15,13 +15,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 import sympy
 from sympy import ImmutableMatrix
 
 from symattn.exact import exactness, numeric
-from symattn.exact.base import AttentionModel, Rounding
+from symattn.exact.base import Rounding
 from symattn.exact.exactness import Exps, Undecided, rational
 from symattn.exact.gradients import Grid, Inputs, gradients, jacobian
 from symattn.exact.model import Model
@@ -29,6 +29,9 @@ from symattn.exact.numeric import Fixed
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.spec import Spec
+
+if TYPE_CHECKING:
+    from symattn.exact.multihead import MultiHead
 
 HEAD_QUANTITIES = ("dO", "dV", "dA", "dot", "dZ", "dS", "dQ", "dK")  # "dot": rowsum(dA ⊙ A), one column
 BIASES = ("db_Q", "db_K", "db_V", "db_O")
@@ -107,6 +110,11 @@ def _whole() -> Iterator[None]:
         raise
 
 
+def _jacobian_entry(a_j: Fraction | None, a_k: Fraction | None, same: bool) -> Fraction | None:
+    """α_j(δ_jk − α_k), or None where either weight is irrational."""
+    return None if a_j is None or a_k is None else a_j * (same - a_k)
+
+
 def _fractions(m) -> tuple:
     return tuple(tuple(x.value for x in row) for row in m)
 
@@ -115,7 +123,7 @@ def _fractions(m) -> tuple:
 class BackwardModel(Rounding):
     """The gradients of a forward model (one head, or several with W_O). Build with :func:`build_backward`."""
 
-    forward: AttentionModel
+    forward: Model | MultiHead
     heads: tuple[Model, ...]
     inputs: Inputs
     scale: sympy.Expr
@@ -192,9 +200,7 @@ class BackwardModel(Rounding):
                 tuple(
                     Fraction(0)
                     if not ok(i, j) or (j != k and not ok(i, k))
-                    else A[i][j] * ((j == k) - A[i][k])
-                    if A[i][j] is not None and A[i][k] is not None
-                    else None
+                    else _jacobian_entry(A[i][j], A[i][k], j == k)
                     for k in range(m)
                 )
                 for i in range(head.n_queries)
@@ -216,7 +222,9 @@ class BackwardModel(Rounding):
     def _structural_rationals(self) -> dict[str, tuple]:
         """Too large to decide every entry: the exact zeros of masked keys, the rational dO, and None elsewhere."""
         shapes = self._closed_form_shapes
-        out = {name: tuple((None,) * cols for _ in range(rows)) for name, (rows, cols) in shapes.items()}
+        out: dict[str, tuple[tuple[Fraction | None, ...], ...]] = {
+            name: tuple((None,) * cols for _ in range(rows)) for name, (rows, cols) in shapes.items()
+        }
         if self.inputs.dO is not None:
             out["dO"] = self.inputs.dO
         for h, head in enumerate(self.heads):
@@ -258,7 +266,7 @@ class BackwardModel(Rounding):
         return {}
 
     @property
-    def _headroom_bits(self) -> int:  # type: ignore[override]
+    def _headroom_bits(self) -> int:
         return max(h._headroom_bits for h in self.heads)
 
     # --- the interface of every model kind ---------------------------------------------
@@ -314,7 +322,7 @@ class HeadGradients(Rounding):
         return f"{quantity}@{self.index}"
 
     @property
-    def _headroom_bits(self) -> int:  # type: ignore[override]
+    def _headroom_bits(self) -> int:
         return self.parent._headroom_bits
 
     def exact(self, quantity: str) -> ImmutableMatrix:
@@ -344,12 +352,13 @@ def _check_size(spec: Spec, heads: Sequence[Model]) -> None:
         )
 
 
-def build_backward(spec: Spec, forward: AttentionModel) -> BackwardModel:
+def build_backward(spec: Spec, forward: Model | MultiHead) -> BackwardModel:
     """The backward pass of a numeric spec with ``[backward]`` over its forward model."""
     b = spec.backward
     if b is None:
         raise SpecError(spec.source, "backward", "missing: give [backward] or --backward")
-    heads = getattr(forward, "heads", None) or (forward,)
+    # a MultiHead's heads, or the one head
+    heads: tuple[Model, ...] = getattr(forward, "heads", None) or (cast(Model, forward),)
     _check_size(spec, heads)
     if spec.heads > 1:
         subs = [spec.head(h) for h in range(spec.heads)]

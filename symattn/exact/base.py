@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, Self, runtime_checkable
 
 import sympy
 from sympy import ImmutableMatrix
@@ -20,8 +20,11 @@ from symattn.exact import numeric, progress
 from symattn.exact.numeric import Fixed
 from symattn.input.spec import Matrix
 
+if TYPE_CHECKING:
+    from symattn.exact.backward import BackwardModel
+
 Rows = tuple[tuple[Decimal, ...], ...]
-Bounds = "tuple[Fraction, Fraction] | None"
+Bounds = tuple[Fraction, Fraction] | None
 Mask = tuple[tuple[bool, ...], ...]
 
 QUANTITIES = (
@@ -128,7 +131,7 @@ class Rounding:
             ),
         )
         start = numeric.start_bits(digits)
-        bounds = []
+        bounds: list[Bounds] = []
         for p, value in enumerate(x for row in rows for x in row):
             known, box = exact[p // cols][p % cols], witness[p]
             if value.is_infinite():
@@ -139,10 +142,19 @@ class Rounding:
                 bounds.append((Fraction(box.lo, 1 << box.bits), Fraction(box.hi, 1 << box.bits)))
         return rows, tuple(tuple(bounds[i * cols : (i + 1) * cols]) for i in range(len(exact)))
 
+    def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
+        raise NotImplementedError
+
+    def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
+        raise NotImplementedError
+
     def _magnitude_bits(self, quantity: str) -> int:
         return 0
 
-    _headroom_bits = 0  # extra precision that very large or very small values may need
+    @property
+    def _headroom_bits(self) -> int:
+        # extra precision that very large or very small values may need
+        return 0
 
     def _is_infinite(self, quantity: str, row: int, col: int) -> bool:
         return False
@@ -184,13 +196,21 @@ class AttentionModel(Protocol):
     def exact(self, quantity: str) -> ImmutableMatrix:
         """The closed forms of one quantity."""
 
+    @property
+    def forward(self) -> AttentionModel:
+        """The forward model: itself, or the one a backward model differentiates."""
+
+    @property
+    def backward(self) -> BackwardModel | None:
+        """The backward model, or None for the forward kinds."""
+
 
 class ForwardPass:
     """The forward kinds' part of the interface: each is its own forward model, and has no gradients
     (a backward model's ``forward`` is the model it differentiates)."""
 
     @property
-    def forward(self) -> ForwardPass:
+    def forward(self) -> Self:
         return self
 
     @property

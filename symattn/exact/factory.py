@@ -4,9 +4,14 @@ call :func:`build` and then use the model through its interface (:class:`~symatt
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from symattn.exact.base import AttentionModel
-from symattn.exact.model import build_model
+from symattn.exact.model import Model, build_model
 from symattn.input.spec import Spec
+
+if TYPE_CHECKING:
+    from symattn.exact.multihead import MultiHead
 
 
 def build(spec: Spec) -> AttentionModel:
@@ -24,15 +29,16 @@ def build(spec: Spec) -> AttentionModel:
                 "backward",
                 "the backward pass of a spec with symbols needs a value for every symbol ([subs] or --subs)",
             )
-        model: AttentionModel = build_symbolic(spec)
-    elif spec.heads > 1 or spec.W_O is not None:
+        return build_symbolic(spec)
+    numeric: Model | MultiHead
+    if spec.heads > 1 or spec.W_O is not None:
         from symattn.exact.multihead import build_multihead
 
-        model = build_multihead(spec)
+        numeric = build_multihead(spec)
     else:
-        model = build_model(spec)
-    if spec.backward is not None and not spec.is_symbolic:
+        numeric = build_model(spec)
+    if spec.backward is not None:
         from symattn.exact.backward import build_backward
 
-        return build_backward(spec, model)
-    return model
+        return build_backward(spec, numeric)
+    return numeric

@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, cast
 
 from symattn.input import limits
 from symattn.input.choices import SCALES
@@ -17,6 +17,8 @@ from symattn.input.files import FloatText, kind_of
 from symattn.input.formula import Formula, FormulaError, is_symbol_name, parse_formula
 from symattn.input.numeral import NotFiniteError, Numeral, NumeralError, parse_numeral
 from symattn.input.text import math_problem, unsupported_character
+
+Scale = Literal["sqrt", "none"] | Numeral  # Z = S/√d_k, Z = S, or Z = S · number
 
 Matrix = tuple[tuple[Numeral, ...], ...]
 
@@ -163,11 +165,11 @@ class Reader:
         known = ", ".join(tokens)
         raise self.error(key, f"no token labelled {brief(raw)}; tokens are {known}")
 
-    def scale(self, raw: object, key: str) -> str | Numeral:
+    def scale(self, raw: object, key: str) -> Scale:
         if raw in SCALES:
-            return raw  # type: ignore[return-value]
+            return cast(Scale, raw)
         if isinstance(raw, str) and raw.strip() in SCALES:
-            return raw.strip()
+            return cast(Scale, raw.strip())
         try:
             number = parse_numeral(raw)
         except NumeralError:

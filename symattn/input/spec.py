@@ -29,7 +29,7 @@ from symattn.input.parts import (
     read_projection,
 )
 from symattn.input.projection import Projection, project
-from symattn.input.reader import Matrix, Reader, check_keys, kind_of
+from symattn.input.reader import Matrix, Reader, Scale, check_keys, kind_of
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Spec:
     focus: int  # 0-based row of Q
     title: str | None = None
     lang: str = "en"
-    scale: str | Numeral = "sqrt"
+    scale: Scale = "sqrt"
     rounding: str = "exact"
     expand: str = "focus"
     decimals: Decimals = field(default_factory=Decimals)
