@@ -22,11 +22,11 @@ converted. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 from symattn.checking.certificate_reader import Reader, Value, brief, count, kind_of
 from symattn.input.errors import SpecError
@@ -86,9 +86,11 @@ class _Inputs:
         if "scale" not in inputs:
             raise read.error("certificate.inputs.scale", 'missing: "sqrt" or an exact number')
         scale = inputs["scale"]
-        self.scale = "sqrt" if scale == "sqrt" else read.number(scale, "certificate.inputs.scale", (), "exact")
-        if self.scale != "sqrt" and self.scale <= 0:
-            raise read.error("certificate.inputs.scale", f"must be positive, got {brief(scale)}")
+        self.scale: Literal["sqrt"] | Fraction = "sqrt"
+        if scale != "sqrt":
+            self.scale = read.number(scale, "certificate.inputs.scale", (), "exact")
+            if self.scale <= 0:
+                raise read.error("certificate.inputs.scale", f"must be positive, got {brief(scale)}")
         if "d_k" in data and str(data["d_k"]) != str(self.d_k):
             raise read.error("d_k", f"{brief(data['d_k'])}, but certificate.inputs.Q has {count(self.d_k, 'column')}")
         if "mask" not in data:
@@ -116,7 +118,7 @@ class _Inputs:
         sqrt_dk = iv.sqrt(self.d_k)
         c_exact = (None if root is None else 1 / Fraction(root)) if self.scale == "sqrt" else self.scale
         c = (1 / sqrt_dk) if c_exact is None else ivf(c_exact)
-        known: dict[str, list[list[Fraction | None]]] = {
+        known: dict[str, Sequence[Sequence[Fraction | None]]] = {
             "sqrt_dk": [[None if root is None else Fraction(root)]],
             "scale": [[c_exact]],
             "scores": scores,
@@ -139,7 +141,8 @@ class _Inputs:
             k_scaled.append(zs)
             ke = [(Fraction(1) if zs[j] == 0 else None) if self.mask[i][j] else Fraction(0) for j in range(m)]
             k_exp.append(ke)
-            k_sum.append([sum(ke, Fraction(0)) if all(x is not None for x in ke) else None])
+            ke_known = [x for x in ke if x is not None]
+            k_sum.append([sum(ke_known, Fraction(0)) if len(ke_known) == len(ke) else None])
             groups: dict[Fraction, list[int]] = {}
             for j in allowed:
                 groups.setdefault(scores[i][j], []).append(j)

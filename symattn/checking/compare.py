@@ -67,8 +67,8 @@ class Comparison:
 
     @property
     def worst_relative(self) -> Entry | None:
-        finite = [e for e in self.entries if e.relative is not None]
-        return max(finite, key=lambda e: e.relative) if finite else None
+        finite = [(e.relative, e) for e in self.entries if e.relative is not None]
+        return max(finite, key=lambda pair: pair[0])[1] if finite else None
 
     @property
     def correctly_rounded(self) -> int:
@@ -84,6 +84,7 @@ def _bucket(e: Fraction) -> int:
 
 def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Comparison:
     """Compare a float matrix with the exact ``quantity`` (``output`` or ``weights``) of a spec."""
+    from symattn.exact.base import Rounding
     from symattn.exact.factory import build
     from symattn.input.spec import load_spec
 
@@ -93,6 +94,7 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Compari
     if spec.is_symbolic:
         raise SpecError(spec.source, "subs", "compare needs numbers, not symbols")
     model = build(spec)
+    assert isinstance(model, Rounding)  # every kind but the symbolic one rounds
     rationals = model.rationals(quantity)
     rows, cols = len(rationals), len(rationals[0])
     got = (len(result.rows), len(result.rows[0]))
@@ -108,10 +110,12 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Compari
         approx = model.significant(quantity, digits) if any(rationals[i][j] is None for i, j in pending) else None
         for i, j in sorted(pending):
             x = result.rows[i][j]
+            assert x is not None  # pending holds the finite floats only
             exact = rationals[i][j]
             if exact is not None:
                 lo = hi = exact
             else:
+                assert approx is not None  # computed while an entry without an exact value is pending
                 middle = Fraction(approx[i][j])
                 half = _half_unit(approx[i][j])
                 lo, hi = middle - half, middle + half
@@ -140,7 +144,9 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Compari
 
 def _half_unit(value: Decimal) -> Fraction:
     # a value rounded half-up to its digits lies within half a unit of its last digit
-    return Fraction(1, 2) * Fraction(10) ** value.as_tuple().exponent
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)  # a finite value's ("n", "N", "F": NaN and infinity)
+    return Fraction(1, 2) * Fraction(10) ** exponent
 
 
 def _decide(x: Fraction, lo: Fraction, hi: Fraction, fmt: str) -> tuple[Decimal, Decimal | None, int] | None:

@@ -70,7 +70,7 @@ class Slips:
                 values = [self.value(slip, quantity, i, position(results[k].claim)[1]) for k in members]
                 if all(
                     x is not None
-                    and Fraction(numeric.round_expr(x, results[k].claim.number.decimals, tables))
+                    and Fraction(numeric.round_expr(x, _decimals(results[k].claim), tables))
                     == results[k].claim.number.value
                     for x, k in zip(values, members)
                 ):
@@ -100,6 +100,12 @@ class Slips:
         if slip == "transposed_V" and quantity == "output" and V.rows == V.cols:
             return sympy.Add(*[m.weights[i, k] * V[j, k] for k in range(keys)])
         return None
+
+
+def _decimals(claim: Claim) -> int:
+    d = claim.number.decimals
+    assert d is not None  # only claims with decimals are grouped in rows
+    return d
 
 
 __all__ = ["SLIPS", "Slips"]

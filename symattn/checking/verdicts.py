@@ -31,6 +31,8 @@ from symattn.exact.model import Model
 from symattn.exact.rounding import Num, is_extreme
 from symattn.input.claims import GRADIENTS, INPUTS, Claim
 from symattn.input.decimals import round_half_up, terminating_decimals, truncate
+from symattn.input.numeral import Numeral
+from symattn.input.reader import Entry
 from symattn.input.spec import Spec
 
 SIGNIFICANT = 6
@@ -38,6 +40,17 @@ SIGNIFICANT = 6
 
 def _rational(x: Fraction) -> sympy.Rational:
     return sympy.Rational(x.numerator, x.denominator)
+
+
+def _number(x: Entry) -> Fraction:
+    assert isinstance(x, Numeral)  # the checker's spec has numbers only: values are substituted for symbols
+    return x.value
+
+
+def _entry(row: int | None, col: int | None) -> tuple[int, int]:
+    """The position of one entry of a matrix quantity: a claim on one has both (only sqrt_dk and exp_sum lack some)."""
+    assert row is not None and col is not None
+    return row, col
 
 
 class Checker:
@@ -96,14 +109,14 @@ class Checker:
                 result = (score / root, a or b)
             else:
                 result = (score * m.scale, a)
-        elif quantity in ("exp", "weights") and not m.may_attend(row, col):
+        elif quantity in ("exp", "weights") and not m.may_attend(*_entry(row, col)):
             result = (sympy.Integer(0), False)  # masked: e^−∞ = 0, whatever was claimed before the mask
         elif quantity == "exp":
             z, a = self.implied("scaled", row, col)
             result = (sympy.exp(z), a)
         elif quantity == "exp_sum":
-            terms = [self.implied("exp", row, j) for j in range(m.n_keys)]
-            result = (sympy.Add(*[t for t, _ in terms]), any(a for _, a in terms))
+            exps = [self.implied("exp", row, j) for j in range(m.n_keys)]
+            result = (sympy.Add(*[t for t, _ in exps]), any(a for _, a in exps))
         elif quantity == "weights":
             e, a = self.implied("exp", row, col)
             total, b = self.implied("exp_sum", row)
@@ -112,7 +125,7 @@ class Checker:
             terms = [(self.implied("weights", row, j), self.implied("V", j, col)) for j in range(m.n_keys)]
             result = (sympy.Add(*[w * v for (w, _), (v, _) in terms]), any(a or b for (_, a), (_, b) in terms))
         elif quantity in GRADIENTS or quantity in ("dO", "dot"):
-            result = self.gradient(quantity, row, col)
+            result = self.gradient(quantity, *_entry(row, col))
         else:  # pragma: no cover - the claims reader allows no other quantity
             raise ValueError(quantity)
         self._cache[key] = result
@@ -161,6 +174,7 @@ class Checker:
         if quantity == "dK":
             return self._sum([(self.implied("dS", i, row), self.implied("Q", i, col)) for i in range(n)])
         p = self.spec.projection
+        assert p is not None  # dX and dW_* are claimed only with X and W (the claims reader says so)
         if quantity == "dX":
             terms = []
             for name in ("Q", "K", "V"):
@@ -172,7 +186,7 @@ class Checker:
         name = quantity[-1]  # dW_Q, dW_K, dW_V: Xᵀ dQ (X_kv for K and V)
         X = p.X if name == "Q" else p.source_of_keys
         return self._sum(
-            [((_rational(X[i][row].value), False), self.implied(f"d{name}", i, col)) for i in range(len(X))]
+            [((_rational(_number(X[i][row])), False), self.implied(f"d{name}", i, col)) for i in range(len(X))]
         )
 
     def source(self, quantity: str):
@@ -186,8 +200,8 @@ class Checker:
         if claim.quantity == "sqrt_dk":
             return 0, 0
         if claim.quantity == "exp_sum":
-            return claim.row, 0
-        return claim.row, claim.col
+            return _entry(claim.row, 0)
+        return _entry(claim.row, claim.col)
 
     def table(self, model: Model, method: str, quantity: str, *args: int) -> tuple:
         """A whole matrix of the model's numbers, computed once for every claim on it."""
@@ -309,6 +323,7 @@ class Checker:
             return False
         if d is None:
             return isinstance(y, sympy.Rational) and Fraction(int(y.p), int(y.q)) == c
+        assert carried is not None  # verdict() rounds y whenever it follows from claims and d is given
         return Fraction(carried) == c
 
     @staticmethod
@@ -347,25 +362,30 @@ class Checker:
 
     def explain(self, quantity: str, row: int | None, col: int | None, result: Num) -> Explanation:
         spec, m = self.spec, self.model
+        if quantity == "sqrt_dk":  # a scalar: no row, no column
+            return Explanation(quantity, row, col, (spec.d_k,), result)
+        if quantity == "exp_sum":  # a column: a row, no column
+            assert row is not None
+            return Explanation(quantity, row, col, tuple(self.sig("exp", row, j) for j in range(m.n_keys)), result)
+        i, k = _entry(row, col)  # every other quantity is a matrix
+        operands: tuple
         if quantity in INPUTS:
-            X, W, b = spec.projection.weights(quantity)
-            operands: tuple = (tuple(zip(X[row], [w[col] for w in W])), b[col] if b else None)
-        elif quantity == "sqrt_dk":
-            operands = (spec.d_k,)
+            p = spec.projection
+            assert p is not None  # Q, K and V are claimed only when computed from X and W
+            X, W, b = p.weights(quantity)
+            operands = (tuple(zip(X[i], [w[k] for w in W])), b[k] if b else None)
         elif quantity == "scores":
-            operands = tuple(zip(spec.Q[row], spec.K[col]))
+            operands = tuple(zip(spec.Q[i], spec.K[k]))
         elif quantity == "scaled":
-            operands = (self.sig("scores", row, col), spec.d_k if spec.scale == "sqrt" else spec.scale)
+            operands = (self.sig("scores", i, k), spec.d_k if spec.scale == "sqrt" else spec.scale)
         elif quantity == "exp":
-            operands = (self.sig("scaled", row, col),)
-        elif quantity == "exp_sum":
-            operands = tuple(self.sig("exp", row, j) for j in range(m.n_keys))
+            operands = (self.sig("scaled", i, k),)
         elif quantity == "weights":
-            operands = (self.sig("exp", row, col), self.sig("exp_sum", row, 0))
+            operands = (self.sig("exp", i, k), self.sig("exp_sum", i, 0))
         elif quantity in GRADIENTS:
-            operands = self.explain_gradient(quantity, row, col)
+            operands = self.explain_gradient(quantity, i, k)
         else:
-            operands = tuple((self.sig("weights", row, j), spec.V[j][col]) for j in range(m.n_keys))
+            operands = tuple((self.sig("weights", i, j), spec.V[j][k]) for j in range(m.n_keys))
         return Explanation(quantity, row, col, operands, result)
 
     def explain_gradient(self, quantity: str, row: int, col: int) -> tuple:
@@ -390,6 +410,7 @@ class Checker:
         if quantity == "dK":
             return tuple((sig("dS", i, row), spec.Q[i][col]) for i in range(n))
         p = spec.projection
+        assert p is not None  # dX and dW_* are claimed only with X and W (the claims reader says so)
         if quantity == "dX":
             return tuple(
                 (sig(f"d{name}", row, c), getattr(p, f"W_{name}")[col][c])

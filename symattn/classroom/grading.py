@@ -266,7 +266,8 @@ def grade_file(
     name, seed = index[student]
     try:
         variant = draw(template, seed, student, name)
-        lang = data.get("lang") if data.get("lang") in _languages() else variant.spec.lang
+        given = data.get("lang")
+        lang = given if isinstance(given, str) and given in _languages() else variant.spec.lang
         if not _inputs_match(data, variant):
             notes.append(INPUTS_CHANGED)
         claims = _decimal_commas(data.get("claims"), notes)

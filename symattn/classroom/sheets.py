@@ -117,6 +117,7 @@ def answer_values(v: Variant) -> tuple[Any, ...]:
         if a.quantity == "sqrt_dk":
             out.append(fig.sqrt_dk)
         elif a.quantity == "exp_sum":
+            assert a.row is not None  # exp_sum is asked row by row (see variants.asked)
             out.append(fig.exp_sum[a.row])
         else:
             out.append(getattr(fig, a.quantity)[a.row][a.col])

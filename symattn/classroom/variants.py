@@ -34,6 +34,7 @@ from symattn.exact.model import Model, build_model
 from symattn.exact.rounding import exact_figures, hand_figures
 from symattn.input.decimals import round_half_up
 from symattn.input.errors import EvaluationError, SpecError
+from symattn.input.numeral import Numeral
 from symattn.input.spec import Spec, spec_from_mapping
 
 CONDITIONS = ("zero-row", "tie", "gap", "hand-digits", "boundary")
@@ -118,7 +119,8 @@ def asked(spec: Spec, ask: Sequence[str], answer_rows: str) -> tuple[Asked, ...]
 def failed(spec: Spec, t: Template) -> str | None:
     """The first hand-work condition the draw breaks, or None."""
     for m in (spec.Q, spec.K, spec.V):
-        if any(all(x.value == 0 for x in row) for row in m):
+        # (a formula is never drawn; a template's fixed one is refused by build_model below)
+        if any(all(isinstance(x, Numeral) and x.value == 0 for x in row) for row in m):
             return "zero-row"
     model = build_model(spec)
     den, scores = model.score_integers
@@ -131,8 +133,8 @@ def failed(spec: Spec, t: Template) -> str | None:
         hand = hand_figures(model, spec)
     except (SpecError, EvaluationError):
         return "hand-digits"
-    for row in exact.weights:
-        shown = [w.value for w in row]
+    for weights in exact.weights:
+        shown = [w.value for w in weights]
         if shown.count(max(shown)) > 1:
             return "tie"
     focus = sorted(Fraction(w.value) for w in exact.weights[spec.focus])

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import NoReturn
 
 from symattn.input.errors import EXIT_INPUT, shown
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like every input error
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like every input error
         say(message)
         raise SystemExit(EXIT_INPUT)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from symattn.derivation.steps import Derivation, Dot, Step, assemble, scale_parts, top_keys
+from symattn.derivation.steps import Derivation, Dot, assemble, scale_parts, top_keys
 from symattn.exact.model import Model
 from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
 from symattn.input.numeral import Numeral
@@ -144,13 +144,27 @@ class GradRecap:
     shapes: tuple[tuple[str, int, int], ...]  # (gradient, rows, columns) in the order of the steps
 
 
+# the steps of the backward pass (each one an AnyStep of steps.py, which cannot name them)
+BackwardStep = (
+    Loss
+    | GradValues
+    | GradSoftmax
+    | GradScaling
+    | GradQK
+    | GradProjections
+    | GradOutputProjection
+    | BackwardHead
+    | GradRecap
+)
+
+
 def _shape(rows: NumRows) -> tuple[int, int]:
     return len(rows), len(rows[0])
 
 
 def _head_backward(
     spec: Spec, model: Model, fig: Figures, shown: dict[str, NumRows], suffix: str, dO: NumRows
-) -> tuple[Step, ...]:
+) -> tuple[BackwardStep, ...]:
     """dV and dA, the softmax step, the scaling, dQ and dK of one head."""
     g = {name: shown[name + suffix] for name in ("dV", "dA", "dot", "dZ", "dS", "dQ", "dK", "jacobian", "jacobian_dA")}
     n, m = model.n_queries, model.n_keys
@@ -208,6 +222,7 @@ def _head_backward(
 
 def _grad_projections(spec: Spec, shown: dict[str, NumRows]) -> GradProjections:
     p = spec.projection
+    assert p is not None  # called only for a spec with X and W
     products = []
     for name in ("Q", "K", "V"):
         db = shown.get(f"db_{name}")
@@ -227,7 +242,7 @@ def _grad_projections(spec: Spec, shown: dict[str, NumRows]) -> GradProjections:
     )
 
 
-def backward_steps(spec: Spec, model: BackwardModel) -> tuple[Step, ...]:
+def backward_steps(spec: Spec, model: BackwardModel) -> tuple[BackwardStep, ...]:
     """The steps of the backward pass, in the order a reader works them."""
     from symattn.exact.rounding import gradient_figures
 
@@ -237,10 +252,14 @@ def backward_steps(spec: Spec, model: BackwardModel) -> tuple[Step, ...]:
     concat = tuple(sum((f.output[i] for f in figs), ()) for i in range(len(spec.tokens)))
     output = concat
     if spec.W_O is not None:
+        from symattn.exact.multihead import MultiHead  # loaded already: W_O makes the forward model one
+
+        assert isinstance(model.forward, MultiHead)
         output = model.forward.figures_output(spec, concat)
     shown = gradient_figures(model, spec, [f.weights for f in figs], output, concat, figs[0].sqrt_dk)
     b = spec.backward
-    steps: list[Step] = [Loss(b.loss, output, is_exact(output), b.target, shown["dO"], is_exact(shown["dO"]))]
+    assert b is not None  # the backward model is built only for a spec with [backward]
+    steps: list[BackwardStep] = [Loss(b.loss, output, is_exact(output), b.target, shown["dO"], is_exact(shown["dO"]))]
     shapes = [("dO", *_shape(shown["dO"]))]
     if not model.is_split:
         steps += _head_backward(spec, heads[0], figs[0], shown, "", shown["dO"])
@@ -281,6 +300,7 @@ def backward_steps(spec: Spec, model: BackwardModel) -> tuple[Step, ...]:
 
 __all__ = [
     "BackwardHead",
+    "BackwardStep",
     "GradOutputProjection",
     "GradProjected",
     "GradProjections",

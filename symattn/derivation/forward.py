@@ -48,7 +48,6 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
     dots = tuple(
         Dot(i, j, tuple(zip(spec.Q[i], spec.K[j])), fig.scores[i][j]) for i in rows for j in range(model.n_keys)
     )
-    stable = fig.row_max is not None
     softmax_rows = tuple(
         SoftmaxRow(
             i,
@@ -60,7 +59,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             top_keys(model, i),
             is_exact([fig.weights[i]]),
             fig.scaled[i],
-            fig.row_max[i] if stable else None,
+            fig.row_max[i] if fig.row_max is not None else None,
             is_exact([fig.softmax_input[i]]),
         )
         for i in rows
@@ -78,7 +77,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
         )
         for i in rows
     )
-    av_dots = ()
+    av_dots: tuple[Dot, ...] = ()
     if spec.expand == "all":
         av_dots = tuple(
             Dot(i, k, tuple((fig.weights[i][j], spec.V[j][k]) for j in range(model.n_keys)), fig.output[i][k])
@@ -101,9 +100,11 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
 
 def _projecting(spec: Spec) -> Projecting:
     p = spec.projection
+    assert p is not None  # called only for a spec with X and W
     products = []
     for name, result in (("Q", spec.Q), ("K", spec.K), ("V", spec.V)):
         X, W, b = p.weights(name)
+        rows: range | list[int]
         if spec.expand == "all":
             rows = range(len(X))
         elif name == "Q" or not spec.is_cross:
@@ -155,7 +156,7 @@ def derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
             ),
         )
     )
-    av_dots = ()
+    av_dots: tuple[Dot, ...] = ()
     if spec.expand == "all":
         av_dots = tuple(
             Dot(i, k, tuple((A[i][j], spec.V[j][k]) for j in range(len(spec.keys))), O[i][k])
@@ -212,6 +213,7 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
 
 
 def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
+    assert spec.projection is not None  # several heads, and W_O, need X and W (the spec reader says so)
     heads = []
     concat_rows: list[list[Num]] = [[] for _ in spec.tokens]
     for h, model in enumerate(mh.heads):

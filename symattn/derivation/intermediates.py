@@ -29,6 +29,7 @@ from symattn.exact.factory import build
 from symattn.exact.model import Model
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError
+from symattn.input.reader import is_numbers
 from symattn.input.spec import Matrix, Spec
 
 if TYPE_CHECKING:
@@ -190,11 +191,11 @@ class _Structure:
                     top = sympy.Add(*[self.model.V[j, k] * self.model.exp[i, j] for _, g in terms for j in g])
                     row.append(f"({top})/{names[i]}")
                     continue
-                parts = self._sorted(parts, den)
-                if len(parts) == 1:
-                    row.append(_times(*parts[0], names[i]))
+                ordered = self._sorted(parts, den)
+                if len(ordered) == 1:
+                    row.append(_times(*ordered[0], names[i]))
                 else:
-                    row.append(f"({_join(parts)})/{names[i]}")
+                    row.append(f"({_join(ordered)})/{names[i]}")
             out.append(row)
         return out
 
@@ -214,7 +215,7 @@ def _times(p: int, q: int, x: str, name: str | None = None) -> str:
 
 def _join(parts: list[tuple[int, int, str]]) -> str:
     """A sum Σ (p/q)·x as SymPy prints it: terms in the order given, negative ones with " - "."""
-    text = []
+    text: list[str] = []
     for p, q, x in parts:
         term = _times(p, q, x)
         if not text:
@@ -238,7 +239,7 @@ def _entry(
         values, bounds = source.certified(quantity, digits)
     else:
         values, bounds = source.significant(quantity, digits), None
-    out = {"value": [[_text(v) for v in row] for row in values]}
+    out: dict[str, Any] = {"value": [[_text(v) for v in row] for row in values]}
     if bounds is not None:
         out["bounds"] = [
             [["-inf", "-inf"] if b is None else [_decimal(b[0]), _decimal(b[1])] for b in row] for row in bounds
@@ -297,6 +298,7 @@ def _release(model: Model, quantities: tuple[str, ...]) -> None:
 
 
 def _exact_matrix(m: Matrix) -> dict[str, Any]:
+    assert is_numbers(m)  # the numeric kinds' inputs: symbols have their own sections
     return {"exact": [[str(x.value) for x in row] for row in m]}
 
 
@@ -366,6 +368,7 @@ def _certificate(spec: Spec, model: Model, out: dict[str, Any], digits: int) -> 
     """How the bounds were found, the exact inputs they follow from, and the values known to be rational."""
 
     def exact(m: Matrix) -> list[list[str]]:
+        assert is_numbers(m)  # a certificate is of one head without symbols
         return [[str(x.value) for x in row] for row in m]
 
     bits = 0

@@ -8,14 +8,20 @@ template per step ``kind`` and a language file for the prose.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from symattn.exact.model import Model
-from symattn.exact.rounding import Num, NumRow, NumRows
+from symattn.exact.rounding import Num, NumRows
+from symattn.input.formula import Formula
 from symattn.input.numeral import Numeral
+from symattn.input.reader import Entry
 from symattn.input.spec import Matrix, Spec
 
-Operand = Numeral | Num
+# a shown value: a rounded number, or (in a symbolic derivation) a formula
+Shown = Num | Formula
+ShownRow = tuple[Shown, ...]
+ShownRows = tuple[ShownRow, ...]
+Operand = Numeral | Shown
 
 
 @dataclass(frozen=True)
@@ -26,7 +32,7 @@ class Dot:
     col: int
     terms: tuple[tuple[Operand, Operand], ...]
     result: Operand
-    bias: Numeral | None = None  # + b, in a projection
+    bias: Entry | None = None  # + b, in a projection
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,7 @@ class Setup:
     d_k: int
     scale: str  # "sqrt", "none" or "number"
     scale_value: Numeral | None
-    sqrt_dk: Num
+    sqrt_dk: Shown
     Q: Matrix
     K: Matrix
     V: Matrix
@@ -51,7 +57,7 @@ class Projected:
     name: str  # "Q", "K" or "V"
     source: str  # "X" or "X_kv"
     W: Matrix
-    b: tuple[Numeral, ...] | None
+    b: tuple[Entry, ...] | None
     result: Matrix
     dots: tuple[Dot, ...]
 
@@ -70,7 +76,7 @@ class Masking:
     mask: str  # "none" (key padding only), "causal" or "matrix"
     allowed: tuple[tuple[bool, ...], ...]
     key_padding: tuple[bool, ...] | None
-    Z: NumRows  # −∞ where masked
+    Z: ShownRows  # −∞ where masked
     exact: bool
 
 
@@ -79,7 +85,7 @@ class Scores:
     kind: ClassVar[str] = "scores"
     KT: Matrix
     dots: tuple[Dot, ...]
-    S: NumRows
+    S: ShownRows
     exact: bool
 
 
@@ -89,22 +95,22 @@ class Scaling:
     d_k: int
     scale: str
     scale_value: Numeral | None
-    sqrt_dk: Num
-    Z: NumRows
+    sqrt_dk: Shown
+    Z: ShownRows
     exact: bool
 
 
 @dataclass(frozen=True)
 class SoftmaxRow:
     row: int
-    z: NumRow  # what goes into e^z: the scaled scores, or those minus shift
-    exp: NumRow
-    total: Num
-    weights: NumRow
-    percent: NumRow
+    z: ShownRow  # what goes into e^z: the scaled scores, or those minus shift
+    exp: ShownRow
+    total: Shown
+    weights: ShownRow
+    percent: ShownRow
     top: tuple[int, ...]  # the most-attended keys (ties share the top)
     weights_exact: bool
-    scaled: NumRow = ()  # the scaled scores before a stable shift
+    scaled: ShownRow = ()  # the scaled scores before a stable shift
     shift: Num | None = None  # stable softmax: the row maximum subtracted
     z_exact: bool = True
 
@@ -118,10 +124,10 @@ class Softmax:
 @dataclass(frozen=True)
 class WeightedRow:
     row: int
-    weights: NumRow
-    products: NumRows  # weight_j × V_j, one vector per key
-    output: NumRow
-    before: tuple[Numeral, ...]  # V of the same token, for the before/after table
+    weights: ShownRow
+    products: ShownRows  # weight_j × V_j, one vector per key
+    output: ShownRow
+    before: tuple[Entry, ...]  # V of the same token, for the before/after table
     weights_exact: bool
     products_exact: bool
     output_exact: bool
@@ -137,9 +143,9 @@ class WeightedSum:
 @dataclass(frozen=True)
 class MatrixForm:
     kind: ClassVar[str] = "matrix_form"
-    A: NumRows
+    A: ShownRows
     A_exact: bool
-    O: NumRows
+    O: ShownRows
     O_exact: bool
     dots: tuple[Dot, ...]  # every entry of AV, with expand = "all"
 
@@ -188,7 +194,7 @@ class Recap:
     top: int
     score: Num
     percent: Num  # the top weight in whole percent
-    value: tuple[Numeral, ...]  # V of the top token
+    value: tuple[Entry, ...]  # V of the top token
 
 
 @dataclass(frozen=True)
@@ -212,7 +218,17 @@ class ToyVsReal:
     symbolic: bool
 
 
-# the steps of the backward pass (backward_derivation.py, imported only for them) are steps too
+class AnyStep(Protocol):
+    """Any step a derivation holds: plain data with its kind, one of ``Step`` below or of ``BackwardStep``.
+
+    A protocol, not a union: the backward steps live in backward.py, which imports this module (and is
+    imported only for a derivation with ``[backward]``), so this module cannot name them.
+    """
+
+    kind: ClassVar[str]
+
+
+# the steps of the forward pass
 Step = (
     Setup
     | Projecting
@@ -265,7 +281,7 @@ class Derivation:
     focus: int
     rounding: str
     expand: str
-    steps: tuple[Step, ...]
+    steps: tuple[AnyStep, ...]
     softmax: str = "plain"
     mask: str = "none"
     symbolic: bool = False  # formulas instead of numbers
@@ -289,7 +305,7 @@ def scale_parts(spec: Spec) -> tuple[str, Numeral | None]:
     return (spec.scale, None) if isinstance(spec.scale, str) else ("number", spec.scale)
 
 
-def assemble(spec: Spec, steps: tuple[Step, ...], symbolic: bool = False) -> Derivation:
+def assemble(spec: Spec, steps: tuple[AnyStep, ...], symbolic: bool = False) -> Derivation:
     return Derivation(
         spec.title,
         spec.lang,

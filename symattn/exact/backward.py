@@ -15,13 +15,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar, cast
 
 import sympy
 from sympy import ImmutableMatrix
 
 from symattn.exact import exactness, numeric
-from symattn.exact.base import Rounding
+from symattn.exact.base import ForwardModel, Rounding
 from symattn.exact.exactness import Exps, Undecided, rational
 from symattn.exact.gradients import Grid, Inputs, gradients, jacobian
 from symattn.exact.model import Model
@@ -29,9 +29,6 @@ from symattn.exact.numeric import Fixed
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.spec import Spec
-
-if TYPE_CHECKING:
-    from symattn.exact.multihead import MultiHead
 
 HEAD_QUANTITIES = ("dO", "dV", "dA", "dot", "dZ", "dS", "dQ", "dK")  # "dot": rowsum(dA ⊙ A), one column
 BIASES = ("db_Q", "db_K", "db_V", "db_O")
@@ -123,7 +120,7 @@ def _fractions(m) -> tuple:
 class BackwardModel(Rounding):
     """The gradients of a forward model (one head, or several with W_O). Build with :func:`build_backward`."""
 
-    forward: Model | MultiHead
+    forward: ForwardModel
     heads: tuple[Model, ...]
     inputs: Inputs
     scale: sympy.Expr
@@ -352,7 +349,7 @@ def _check_size(spec: Spec, heads: Sequence[Model]) -> None:
         )
 
 
-def build_backward(spec: Spec, forward: Model | MultiHead) -> BackwardModel:
+def build_backward(spec: Spec, forward: ForwardModel) -> BackwardModel:
     """The backward pass of a numeric spec with ``[backward]`` over its forward model."""
     b = spec.backward
     if b is None:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar, Protocol, Self, runtime_checkable
+from typing import ClassVar, Protocol, Self, runtime_checkable
 
 import sympy
 from sympy import ImmutableMatrix
@@ -18,10 +18,7 @@ from sympy.polys.matrices import DomainMatrix
 
 from symattn.exact import numeric, progress
 from symattn.exact.numeric import Fixed
-from symattn.input.spec import Matrix
-
-if TYPE_CHECKING:
-    from symattn.exact.backward import BackwardModel
+from symattn.input.reader import Numerals
 
 Rows = tuple[tuple[Decimal, ...], ...]
 Bounds = tuple[Fraction, Fraction] | None
@@ -45,7 +42,7 @@ NEG_INFINITY = Decimal("-Infinity")
 INFINITE_QUANTITIES = ("scaled", "shifted")  # quantities that are −∞ where masked
 
 
-def integer_matrix(m: Matrix) -> tuple[DomainMatrix, int]:
+def integer_matrix(m: Numerals) -> tuple[DomainMatrix, int]:
     """The matrix as (integer matrix over ZZ, common denominator)."""
     den = lcm_of_denominators([[x.value for x in row] for row in m])
     rows = [[x.value.numerator * (den // x.value.denominator) for x in row] for row in m]
@@ -201,8 +198,19 @@ class AttentionModel(Protocol):
         """The forward model: itself, or the one a backward model differentiates."""
 
     @property
-    def backward(self) -> BackwardModel | None:
+    def backward(self) -> AttentionModel | None:
         """The backward model, or None for the forward kinds."""
+
+
+class ForwardModel(AttentionModel, Protocol):
+    """A model a backward pass can differentiate (one head, or several heads with W_O): its exact values and
+    their correctly rounded numbers."""
+
+    def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]: ...
+
+    def rounded(self, quantity: str, decimals: int | Sequence[int]) -> Rows: ...
+
+    def significant(self, quantity: str, digits: int) -> Rows: ...
 
 
 class ForwardPass:

@@ -218,12 +218,12 @@ def _group_value(groups: list) -> Fraction | None:
     total = Fraction(0)
     irrational = []
     for bases, powers, poly in groups:
-        den = _expand(bases, powers)
-        if den is None:
+        expanded = _expand(bases, powers)
+        if expanded is None:
             raise Undecided
-        r = _ratio(poly, den)
+        r = _ratio(poly, expanded)
         if r is None:
-            irrational.append((poly, den))
+            irrational.append((poly, expanded))
         else:
             total += r
     if not irrational:

@@ -79,7 +79,7 @@ def gradients(alg, inputs: Inputs, weights: Sequence[Grid], hook: Callable = lam
     heads = len(weights)
     Vs = [_consts(alg, v) for v in inputs.V]
     outputs = [_matmul(alg, A, V) for A, V in zip(weights, Vs)]
-    concat = [sum((o[i] for o in outputs), []) for i in range(len(outputs[0]))]
+    concat: Grid = [sum((o[i] for o in outputs), []) for i in range(len(outputs[0]))]
     out: dict[str, Grid] = {}
     if inputs.loss == "mse":
         O = concat
@@ -89,8 +89,10 @@ def gradients(alg, inputs: Inputs, weights: Sequence[Grid], hook: Callable = lam
             if inputs.b_O is not None:
                 O = [[x + alg.const(b) for x, b in zip(row, inputs.b_O)] for row in O]
         O = hook("O", O)
+        assert inputs.target is not None  # the squared error always has its target (see build_backward)
         dO = [[o - alg.const(t) for o, t in zip(row, trow)] for row, trow in zip(O, inputs.target)]
     else:
+        assert inputs.dO is not None  # given, or all ones, for every loss but the squared error
         dO = _consts(alg, inputs.dO)
         if inputs.W_O is not None:
             concat = hook("concat", concat)
@@ -123,6 +125,7 @@ def gradients(alg, inputs: Inputs, weights: Sequence[Grid], hook: Callable = lam
 
 
 def _projections(alg, inputs: Inputs, out: dict[str, Grid], hook: Callable) -> None:
+    assert inputs.X is not None and inputs.W is not None  # called only with a projection, which gives both
     X = _consts(alg, inputs.X)
     X_kv = X if inputs.X_kv is None else _consts(alg, inputs.X_kv)
     for name, source in (("Q", X), ("K", X_kv), ("V", X_kv)):

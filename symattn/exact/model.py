@@ -41,6 +41,7 @@ from symattn.exact.boxes import Boxes
 from symattn.exact.numeric import Fixed
 from symattn.input.errors import EvaluationError, LimitError
 from symattn.input.limits import ABS_Z, PRECISION_BITS, WORK_BITS
+from symattn.input.reader import is_numbers
 from symattn.input.spec import Spec
 
 
@@ -397,7 +398,10 @@ def build_model(spec: Spec) -> Model:
     """The exact model of a validated single-head spec."""
     if spec.heads > 1:
         raise ValueError("a multi-head spec has one model per head: use build_heads")
-    (q, dq), (k, dk), (v, dv) = (integer_matrix(m) for m in (spec.Q, spec.K, spec.V))
+    Q, K, V = spec.Q, spec.K, spec.V
+    if not (is_numbers(Q) and is_numbers(K) and is_numbers(V)):
+        raise ValueError("a spec with formulas has a symbolic model: use build_symbolic")
+    (q, dq), (k, dk), (v, dv) = (integer_matrix(m) for m in (Q, K, V))
     model = Model(
         q=q,
         k=k,

@@ -100,12 +100,14 @@ class MultiHead(Rounding, ForwardPass):
         """The output after W_O as shown: exact values rounded, or (hand) from the shown concat."""
         decimals = spec.decimals.output
         if spec.rounding == "hand":
-            b = self.b_O or (Fraction(0),) * len(self.W_O[0])
+            W_O = self.W_O
+            assert W_O is not None  # called only for a spec with W_O (the caller checks spec.W_O)
+            b = self.b_O or (Fraction(0),) * len(W_O[0])
             return _exact_or_rounded(
                 [
                     [
-                        sum((x.fraction * self.W_O[c][k] for c, x in enumerate(row)), Fraction(0)) + b[k]
-                        for k in range(len(self.W_O[0]))
+                        sum((x.fraction * W_O[c][k] for c, x in enumerate(row)), Fraction(0)) + b[k]
+                        for k in range(len(W_O[0]))
                     ]
                     for row in concat
                 ],

@@ -259,7 +259,7 @@ def decide_significant(
     exact: Sequence[Fraction | None],
     digits: int,
     bits: int,
-    what: str,
+    what: str | Callable[[], str],
     headroom: int = 0,
     witness: list[Fixed | None] | None = None,
 ) -> list[Decimal]:
@@ -414,6 +414,7 @@ def _ratio_at_least(p: int, q: int, k: int) -> bool:
 def _normalize_significant(value: Decimal, digits: int) -> Decimal:
     # a carry (9.99 -> 10.00) adds a trailing zero digit: drop it
     sign, ds, exp = value.as_tuple()
+    assert isinstance(exp, int)  # a rounded value is finite (not NaN or infinite): its exponent is a number
     if len(ds) > digits:
         value = Decimal((sign, ds[:digits], exp + len(ds) - digits))
     return value

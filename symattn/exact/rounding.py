@@ -28,6 +28,7 @@ from functools import cache
 import sympy
 
 from symattn.exact import numeric
+from symattn.exact.base import Rounding
 from symattn.exact.model import Model
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import LimitError, SpecError
@@ -102,8 +103,9 @@ def _wants_scientific(value: Fraction, notation: str, shift: int = 0) -> bool:
 def _exact_or_rounded(values: Sequence[Sequence[Fraction]], decimals: int, notation: str = "fixed") -> NumRows:
     # terminating everywhere: exact, padded to one width; otherwise all rounded
     places = [terminating_decimals(v) for row in values for v in row]
-    if all(p is not None for p in places):
-        width = max(places)
+    known = [p for p in places if p is not None]
+    if len(known) == len(places):
+        width = max(known)
         return tuple(
             tuple(
                 Num(_exact_digits(v), True, True)
@@ -118,7 +120,10 @@ def _exact_or_rounded(values: Sequence[Sequence[Fraction]], decimals: int, notat
 
 def _exact_digits(value: Fraction) -> Decimal:
     """A terminating value as a Decimal with no trailing zeros (m × 10^k shows every digit, no more)."""
-    sign, digits, exponent = round_half_up(value, terminating_decimals(value)).as_tuple()
+    places = terminating_decimals(value)
+    assert places is not None  # called for terminating values only
+    sign, digits, exponent = round_half_up(value, places).as_tuple()
+    assert isinstance(exponent, int)  # a finite Decimal (not NaN or infinite): its exponent is a number
     while len(digits) > 1 and digits[-1] == 0:
         digits, exponent = digits[:-1], exponent + 1
     return Decimal((sign, digits, exponent))
@@ -175,17 +180,18 @@ def _num(shown: Decimal, value: Fraction | None) -> Num:
 
 
 def _from_model(
-    model: Model, quantity: str, decimals: int, notation: str = "fixed", shift: int = 0, digits: int | None = None
+    model: Rounding, quantity: str, decimals: int, notation: str = "fixed", shift: int = 0, digits: int | None = None
 ) -> NumRows:
     """The model's values as shown; ``shift``: they are displayed × 10^shift (percent: 2)."""
     shown = model.rounded(quantity, decimals)
     exact = model.rationals(quantity)
     significant = cache(lambda: model.significant(quantity, digits or decimals + 1))  # decided at most once
+
+    def entry(i: int, j: int) -> Callable[[], Decimal]:
+        return lambda: significant()[i][j]
+
     return tuple(
-        tuple(
-            _in_notation(_num(d, e), e, lambda i=i, j=j: significant()[i][j], notation, shift)
-            for j, (d, e) in enumerate(zip(row, exact_row))
-        )
+        tuple(_in_notation(_num(d, e), e, entry(i, j), notation, shift) for j, (d, e) in enumerate(zip(row, exact_row)))
         for i, (row, exact_row) in enumerate(zip(shown, exact))
     )
 
@@ -362,7 +368,7 @@ class _Hand:
 
     zero = Fraction(0)
 
-    def __init__(self, spec: Spec, sqrt_dk: Num):
+    def __init__(self, spec: Spec, sqrt_dk: Num | None):
         self.spec, self.sqrt_dk = spec, sqrt_dk
 
     @staticmethod
@@ -371,6 +377,7 @@ class _Hand:
 
     def scale(self, x: Fraction) -> Fraction:
         if self.spec.scale == "sqrt":
+            assert self.sqrt_dk is not None  # the figures of a 1/√d_k scale always show √d_k
             return x / self.sqrt_dk.fraction
         if self.spec.scale == "none":
             return x
@@ -390,11 +397,11 @@ def gradient_figures(
     decimals, notation = spec.decimals.gradients, spec.notation
     names = list(model.quantity_names)
     if spec.rounding != "hand":
-        shown = {name: _from_model(model, name, decimals, notation) for name in names}
+        exact = {name: _from_model(model, name, decimals, notation) for name in names}
         for name in names:  # exactly, the Jacobian times dA is dZ
             if name.startswith("dZ"):
-                shown["jacobian_dA" + name[2:]] = shown[name]
-        return shown
+                exact["jacobian_dA" + name[2:]] = exact[name]
+        return exact
     from symattn.exact.gradients import gradients, jacobian
 
     alg = _Hand(spec, sqrt_dk)
@@ -403,7 +410,9 @@ def gradient_figures(
 
     def hook(name: str, values):
         if name in forward:
-            return _fractions(forward[name])
+            given = forward[name]
+            assert given is not None  # the caller gives O and the concatenation as shown wherever they are used
+            return _fractions(given)
         shown[name] = _exact_or_rounded(values, decimals, notation)
         return _fractions(shown[name])
 

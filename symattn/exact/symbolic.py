@@ -22,7 +22,8 @@ from symattn.input.errors import SpecError
 from symattn.input.formula import Formula, symbol, value_of
 from symattn.input.numeral import Numeral
 from symattn.input.projection import numeral_of, project
-from symattn.input.spec import Matrix, Spec
+from symattn.input.reader import Entry, Matrix, Numerals
+from symattn.input.spec import Spec
 
 
 def _matrix(m: Matrix) -> ImmutableMatrix:
@@ -82,7 +83,7 @@ def substitute(spec: Spec) -> Spec:
     """The numeric spec: every formula entry replaced by its value (which must be rational)."""
     values = {symbol(name): sympy.Rational(v.value.numerator, v.value.denominator) for name, v in spec.subs}
 
-    def entry(x: Numeral | Formula, key: str, position: tuple[int, int]) -> Numeral:
+    def entry(x: Entry, key: str, position: tuple[int, ...]) -> Numeral:
         if isinstance(x, Numeral):
             return x
         value = x.expr.subs(values)  # SymPy objects for SymPy symbols; no text is parsed here
@@ -99,10 +100,10 @@ def substitute(spec: Spec) -> Spec:
             )
         return numeral_of(Fraction(int(value.p), int(value.q)))
 
-    def matrix(m: Matrix, key: str) -> Matrix:
+    def matrix(m: Matrix, key: str) -> Numerals:
         return tuple(tuple(entry(x, key, (i, j)) for j, x in enumerate(row, 1)) for i, row in enumerate(m, 1))
 
-    def vector(v, key: str):
+    def vector(v: tuple[Entry, ...] | None, key: str) -> tuple[Numeral, ...] | None:
         return None if v is None else tuple(entry(x, key, (j,)) for j, x in enumerate(v, 1))
 
     p = spec.projection

@@ -87,6 +87,7 @@ def _shape(quantity: str, spec: Spec) -> tuple[int, ...]:
         return (m, len((spec.V if quantity == "dV" else spec.K)[0]))
     if quantity in PROJECTED_GRADIENTS:
         p = spec.projection
+        assert p is not None  # claims on these are refused without a projection (see _ClaimReader)
         if quantity == "dX":
             return (len(p.X), len(p.X[0]))
         W = getattr(p, "W_" + quantity[-1])
@@ -179,19 +180,19 @@ class _ClaimReader(Reader):
                 self.place(name, fixed, row, self.number_of(name, value, key, ()), key)
             return
         if len(shape) == 1:
-            items = self.vector(value, key, shape[0], name)
+            items = self.listed(value, key, shape[0], name)
             for j, item in enumerate(items):
                 if not self.is_blank(item, key, (j + 1,)):
                     self.place(name, fixed + (j,), row, self.number_of(name, item, key, (j + 1,)), key)
             return
-        rows = self.vector(value, key, shape[0], name, matrix=True)
+        rows = self.listed(value, key, shape[0], name, matrix=True)
         for i, line in enumerate(rows):
-            items = self.vector(line, key, shape[1], name, position=(i + 1,))
+            items = self.listed(line, key, shape[1], name, position=(i + 1,))
             for j, item in enumerate(items):
                 if not self.is_blank(item, key, (i + 1, j + 1)):
                     self.place(name, (i, j), row, self.number_of(name, item, key, (i + 1, j + 1)), key)
 
-    def vector(
+    def listed(
         self, value: Any, key: str, size: int, name: str, *, matrix: bool = False, position: tuple[int, ...] = ()
     ) -> list:
         if not isinstance(value, (list, tuple)):

@@ -111,9 +111,9 @@ def _too_deep(source: str, key: str | None) -> LimitError:
     return LimitError(source, key, f"lists and tables nested more than {limits.NESTING} deep (the limit)")
 
 
-def _check_nesting(data: object, source: str) -> None:
+def _check_nesting(data: dict[str, Any], source: str) -> None:
     # level by level, so that no depth of input can exhaust the stack; scalars are not carried
-    level: list[tuple[tuple, object]] = [((), data)]
+    level: list[tuple[tuple, dict | list]] = [((), data)]
     for _ in range(limits.NESTING):
         following = []
         for path, value in level:

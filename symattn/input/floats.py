@@ -153,10 +153,10 @@ def _json(source: str, data: bytes, fmt: str) -> FloatResult:
         raise LimitError(source, None, f"at most {limits.TOKENS}×{limits.DIMS} entries")
     if len({len(r) for r in raw}) != 1:
         raise SpecError(source, None, "rows of different lengths")
-    rows: list[list[object]] = []
+    rows: list[list[Fraction | None]] = []
     bad = []
     for i, row in enumerate(raw):
-        values: list[object] = []
+        values: list[Fraction | None] = []
         for j, x in enumerate(row):
             if x in ("nan", "inf", "-inf"):
                 bad.append(((i, j), x))
@@ -174,7 +174,7 @@ def _json(source: str, data: bytes, fmt: str) -> FloatResult:
                 what = repr(x) if isinstance(x, str) else _KINDS.get(type(x), "null")  # never a deep repr
                 raise SpecError(source, "result", f"not a number: {what}", (i + 1, j + 1))
         rows.append(values)
-    return FloatResult(source, fmt, tuple(tuple(r) for r in rows), tuple(bad))  # type: ignore[misc]
+    return FloatResult(source, fmt, tuple(tuple(r) for r in rows), tuple(bad))
 
 
 _KINDS = {list: "a list", dict: "an object", bool: "a boolean"}

@@ -113,6 +113,7 @@ class _Parser:
                     break
                 raise FormulaError(f"unexpected {text[i:].strip()[0]!r} in {text!r}")
             kind = match.lastgroup
+            assert kind is not None  # every alternative of _TOKEN is a named group
             tokens.append((kind, match.group(kind)))
             i = match.end()
         return tokens
@@ -134,8 +135,9 @@ class _Parser:
 
     def parse(self) -> sympy.Expr:
         expr = self.expr()
-        if self.peek() is not None:
-            found = self.peek()[1]
+        token = self.peek()
+        if token is not None:
+            found = token[1]
             raise FormulaError(f"expected an operator before {found!r} in {self.text!r}")
         return expr
 

@@ -94,7 +94,7 @@ def deadline(seconds: float | None, what: str) -> Iterator[None]:
     usable = (
         seconds is not None and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     )
-    if not usable:
+    if seconds is None or not usable:  # (None is never usable; said again for the type checker)
         yield
         return
 

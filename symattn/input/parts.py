@@ -12,7 +12,7 @@ from symattn.input.choices import MASKS
 from symattn.input.errors import ShapeError
 from symattn.input.formula import Formula, terms
 from symattn.input.projection import Projection
-from symattn.input.reader import Matrix, Reader, brief, check_keys, did_you_mean, kind_of, parse_index
+from symattn.input.reader import Matrix, Numerals, Reader, brief, check_keys, did_you_mean, kind_of, parse_index
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,8 @@ class Backward:
     """
 
     loss: str = "sum"
-    grad_output: Matrix | None = None
-    target: Matrix | None = None
+    grad_output: Numerals | None = None
+    target: Numerals | None = None
 
 
 def _terms(x: object) -> int:
@@ -56,7 +56,7 @@ def _has_symbols(m: Matrix | None) -> bool:
 def check_symbolic(reader: Reader, matrices: list[tuple[str, Matrix | None]]) -> None:
     """Formulas are for small teaching examples; their products grow fast."""
     for key, m in matrices:
-        if _has_symbols(m) and max(len(m), len(m[0])) > limits.SYMBOLIC_SIZE:
+        if m is not None and _has_symbols(m) and max(len(m), len(m[0])) > limits.SYMBOLIC_SIZE:
             raise reader.limit(
                 key,
                 f"{len(m)}×{len(m[0])} with symbols; at most {limits.SYMBOLIC_SIZE} rows and columns may hold formulas",
@@ -170,7 +170,7 @@ def read_backward(reader: Reader, raw: object, rows: int, cols: int) -> Backward
     given = "grad_output" in raw
     loss = reader.choice(raw.get("loss", "given" if given else "sum"), "backward.loss", LOSSES)
 
-    def matrix(name: str) -> Matrix:
+    def matrix(name: str) -> Numerals:
         key = f"backward.{name}"
         m = reader.matrix(raw[name], key)
         if len(m) != rows or len(m[0]) != cols:
@@ -205,6 +205,7 @@ def read_heads(reader: Reader, data: Mapping[str, Any], projection: Projection |
     if heads > 1 and projection is None:
         raise reader.error("heads", "several heads need X with W_Q, W_K, W_V (d_model × d_model)")
     if heads > 1:
+        assert projection is not None  # refused just above
         d_model = len(projection.X[0])
         for key in ("W_Q", "W_K", "W_V"):
             W = getattr(projection, key)

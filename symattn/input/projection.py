@@ -11,9 +11,9 @@ from fractions import Fraction
 
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.numeral import Numeral
+from symattn.input.reader import Entry, Matrix, Numerals, is_number_row, is_numbers
 
-Matrix = tuple[tuple[Numeral, ...], ...]
-Row = tuple[Numeral, ...]
+Row = tuple[Entry, ...]
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def numeral_of(value: Fraction, width: int = 0) -> Numeral:
     return Numeral(text, value, "decimal", max(places, width), text)
 
 
-def product(X: Matrix, W: Matrix, b: Row | None) -> tuple[tuple[Fraction, ...], ...]:
+def product(X: Numerals, W: Numerals, b: tuple[Numeral, ...] | None) -> tuple[tuple[Fraction, ...], ...]:
     """X W + b, exactly."""
     cols = list(zip(*W))
     return tuple(
@@ -95,9 +95,7 @@ def _symbolic_product(X: Matrix, W: Matrix, b: Row | None) -> Matrix:
 def project(projection: Projection, name: str) -> Matrix:
     """Q, K or V as numerals, padded to the same decimals across the matrix (formulas with symbols)."""
     X, W, b = projection.weights(name)
-    if any(
-        not isinstance(x, Numeral) for m in (X, W, (b or ())) for x in (m if m is b else [e for row in m for e in row])
-    ):
+    if not (is_numbers(X) and is_numbers(W) and (b is None or is_number_row(b))):
         return _symbolic_product(X, W, b)
     values = product(X, W, b)
     places = [terminating_decimals(v) for row in values for v in row]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeGuard, cast, overload
 
 from symattn.input import limits
 from symattn.input.choices import SCALES
@@ -20,7 +20,19 @@ from symattn.input.text import math_problem, unsupported_character
 
 Scale = Literal["sqrt", "none"] | Numeral  # Z = S/√d_k, Z = S, or Z = S · number
 
-Matrix = tuple[tuple[Numeral, ...], ...]
+Entry = Numeral | Formula  # one entry as read: a number or, where symbols are allowed, a formula
+Matrix = tuple[tuple[Entry, ...], ...]  # Q, K, V, X and the W: formulas allowed
+Numerals = tuple[tuple[Numeral, ...], ...]  # numbers only (W_O, dL/dO, the target)
+
+
+def is_number_row(row: tuple[Entry, ...]) -> TypeGuard[tuple[Numeral, ...]]:
+    """True if every entry is a number (no formula)."""
+    return all(isinstance(x, Numeral) for x in row)
+
+
+def is_numbers(m: Matrix) -> TypeGuard[Numerals]:
+    """True if every entry is a number (no formula)."""
+    return all(is_number_row(row) for row in m)
 
 
 _INDEX = re.compile(r"[0-9]{1,9}")  # a 1-based index as text: ASCII digits, never '²'
@@ -49,6 +61,10 @@ class Reader:
     def limit(self, key: str | None, problem: str, position: tuple[int, ...] = ()) -> LimitError:
         return LimitError(self.source, key, problem, position)
 
+    @overload
+    def matrix(self, raw: object, key: str, *, max_rows: int = ..., symbolic: Literal[False] = ...) -> Numerals: ...
+    @overload
+    def matrix(self, raw: object, key: str, *, max_rows: int = ..., symbolic: bool) -> Matrix: ...
     def matrix(self, raw: object, key: str, *, max_rows: int = limits.TOKENS, symbolic: bool = False) -> Matrix:
         if not isinstance(raw, (list, tuple)):
             raise self.error(key, f"expected a matrix (a list of rows), got {kind_of(raw)}")
@@ -56,7 +72,7 @@ class Reader:
             raise self.error(key, "empty matrix")
         if len(raw) > max_rows:
             raise self.limit(key, f"{len(raw)} rows; at most {max_rows} are supported")
-        rows = []
+        rows: list[tuple[Entry, ...]] = []
         for i, row in enumerate(raw, 1):
             if not isinstance(row, (list, tuple)):
                 raise self.error(key, f"expected a row (a list of numbers), got {kind_of(row)}", (i,))
@@ -74,7 +90,7 @@ class Reader:
             )
         return tuple(rows)
 
-    def entry(self, raw: object, key: str, position: tuple[int, ...]) -> Numeral | Formula:
+    def entry(self, raw: object, key: str, position: tuple[int, ...]) -> Entry:
         """A number, or (for text that is not one) a formula with symbols."""
         try:
             return parse_numeral(raw)
@@ -117,7 +133,11 @@ class Reader:
             raise self.error(key, problem)
         return text
 
-    def vector(self, raw: object, key: str, symbolic: bool = False) -> tuple[Numeral, ...]:
+    @overload
+    def vector(self, raw: object, key: str, symbolic: Literal[False] = ...) -> tuple[Numeral, ...]: ...
+    @overload
+    def vector(self, raw: object, key: str, symbolic: bool) -> tuple[Entry, ...]: ...
+    def vector(self, raw: object, key: str, symbolic: bool = False) -> tuple[Entry, ...]:
         if not isinstance(raw, (list, tuple)) or not raw:
             raise self.error(key, f"expected a non-empty list of numbers, got {kind_of(raw)}")
         if len(raw) > limits.DIMS:

@@ -135,9 +135,9 @@ class Spec:
             changes["focus"] = reader.focus(raw["focus"], self.tokens, "--focus")
         if "notation" in raw:
             changes["notation"] = reader.choice(raw["notation"], "--notation", NOTATIONS)
-        for key, options in (("paper", PAPERS), ("engine", ENGINES), ("cjk_font", CJK_FONTS)):
+        for key, names in (("paper", PAPERS), ("engine", ENGINES), ("cjk_font", CJK_FONTS)):
             if key in raw:
-                changes[key] = reader.choice(raw[key], "--" + key.replace("_", "-"), options)
+                changes[key] = reader.choice(raw[key], "--" + key.replace("_", "-"), names)
         if "subs" in raw:
             given = dict(self.subs)
             given.update(dict(reader.subs(raw["subs"], "--subs", self.symbols)))

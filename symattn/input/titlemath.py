@@ -112,7 +112,7 @@ class _Parser:
         return self.math(closing=False)
 
     def math(self, closing: bool) -> Group:
-        items = []
+        items: list[object] = []
         while True:
             ch = self.peek()
             if ch == "":

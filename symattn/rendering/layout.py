@@ -74,6 +74,7 @@ def _width(tex: str, scale: float) -> float:
     i = 0
     while i < len(tex):
         m = _TOKEN.match(tex, i)
+        assert m is not None  # _TOKEN matches any one character
         token = m.group(0)
         i = m.end()
         if token in ("^", "_"):
@@ -167,6 +168,7 @@ def _argument(tex: str, i: int) -> tuple[str, int]:
         return "", i
     if tex[i] != "{":
         m = _TOKEN.match(tex, i)
+        assert m is not None  # _TOKEN matches any one character
         return m.group(0), m.end()
     depth = 0
     for j in range(i, len(tex)):

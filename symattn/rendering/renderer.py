@@ -62,7 +62,7 @@ class _Loader(jinja2.ChoiceLoader):
 # --- values to LaTeX math -------------------------------------------------
 
 
-def tex_number(x: Num | Numeral | Decimal | int) -> str:
+def tex_number(x: Num | Numeral | Formula | Decimal | int) -> str:
     """A shown number, or a number as the user typed it, in LaTeX math."""
     if isinstance(x, Formula):
         from symattn.rendering import printing  # SymPy's LaTeX printer: only documents with symbols need it
@@ -91,7 +91,8 @@ def tex_number(x: Num | Numeral | Decimal | int) -> str:
 
 def _is_scientific(value: Decimal) -> bool:
     # a Decimal rounded above its units place (5.12E+30) came from significant digits
-    return value.is_finite() and value != 0 and value.as_tuple().exponent > 0
+    exponent = value.as_tuple().exponent  # a letter for NaN and infinities, which are not finite
+    return value.is_finite() and value != 0 and isinstance(exponent, int) and exponent > 0
 
 
 def _scientific(value: Decimal, power: str) -> str:

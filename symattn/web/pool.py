@@ -10,11 +10,14 @@ worker's TeX run (its own process group) ends with the worker, at SIGTERM, when 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from symattn.input.errors import SymattnError
 from symattn.input.limits import GRACE_SECONDS, REQUEST_SECONDS, WAITING, WORKERS
 from symattn.web.tasks import REQUEST_SOURCE, check_task, render_task, run_task, time_limit_message
+
+if TYPE_CHECKING:
+    import asyncio
 
 # --- in the worker process ----------------------------------------------------------
 
@@ -157,6 +160,7 @@ class Worker:
             self.process.kill()
         self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
+            assert stream is not None  # both are pipes (see __init__)
             try:
                 stream.close()
             except OSError:
@@ -166,6 +170,7 @@ class Worker:
         """Ask it to stop (end of input; SIGTERM, which ends a TeX run too), then make sure."""
         import subprocess
 
+        assert self.process.stdin is not None  # a pipe (see __init__)
         try:
             self.process.stdin.close()
         except OSError:
@@ -222,8 +227,8 @@ class Pool:
             raise ValueError("a pool needs two workers at least: one of them never runs TeX")
         self.size, self.seconds = size, seconds
         self.waiting = 0
-        self.idle = None
-        self.tex_slots = None
+        self.idle: asyncio.Queue[Worker] | None = None  # both made by start(), on the event loop
+        self.tex_slots: asyncio.Semaphore | None = None
         # one blocking exchange per busy worker: never on the event loop
         self.threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="symattn-worker")
         self.workers: list[Worker] = []
@@ -241,10 +246,10 @@ class Pool:
     async def start(self) -> None:
         import asyncio
 
-        self.idle = asyncio.Queue()
+        self.idle = idle = asyncio.Queue[Worker]()
         self.tex_slots = asyncio.Semaphore(self.size - 1)
         for _ in range(self.size):
-            self.idle.put_nowait(self._spawn())
+            idle.put_nowait(self._spawn())
 
     async def stop(self) -> None:
         import asyncio
@@ -256,17 +261,18 @@ class Pool:
 
     async def run(self, name: str, body: Any, extra_seconds: float = 0.0, tex: bool = False) -> Any:
         """The result of a task; ``tex``: it runs TeX, so it waits for a TeX slot first (exports queue)."""
+        idle, tex_slots = self._started()
         if self.waiting >= WAITING:
             raise Failure(503, f"{REQUEST_SOURCE}: the server is busy ({WAITING} requests waiting); try again")
         self.waiting += 1
         try:
             if tex:
-                await self.tex_slots.acquire()
+                await tex_slots.acquire()
             try:
-                worker = await self.idle.get()
+                worker = await idle.get()
             except BaseException:
                 if tex:
-                    self.tex_slots.release()
+                    tex_slots.release()
                 raise
         finally:
             self.waiting -= 1
@@ -274,7 +280,11 @@ class Pool:
             return await self._exchange(worker, name, body, extra_seconds)
         finally:
             if tex:
-                self.tex_slots.release()
+                tex_slots.release()
+
+    def _started(self) -> tuple[asyncio.Queue[Worker], asyncio.Semaphore]:
+        assert self.idle is not None and self.tex_slots is not None, "Pool.start() first"
+        return self.idle, self.tex_slots
 
     async def _exchange(self, worker: Worker, name: str, body: Any, extra_seconds: float) -> Any:
         import asyncio
@@ -300,7 +310,7 @@ class Pool:
             raise Failure(503, f"{REQUEST_SOURCE}: the computation stopped unexpectedly; try again") from None
         finally:
             # a worker that ran over, died, or whose client went away mid-task is replaced
-            self.idle.put_nowait(self._replace(worker) if replace else worker)
+            self._started()[0].put_nowait(self._replace(worker) if replace else worker)
         if status == "error":
             raise Failure(*result)
         return result

@@ -30,7 +30,8 @@ def _is_loopback(host: str) -> bool:
     except ValueError:
         pass
     try:
-        found = {info[4][0] for info in socket.getaddrinfo(host, None)}
+        # an IP address for the internet families (the only ones a host name resolves to)
+        found = {info[4][0] for info in socket.getaddrinfo(host, None) if isinstance(info[4][0], str)}
     except (OSError, UnicodeError):
         raise ServeError(f"--host {shown(host)}: cannot resolve this name") from None
     return bool(found) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in found)

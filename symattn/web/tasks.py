@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from symattn.input.errors import LimitError, SpecError, SymattnError, shown
@@ -246,7 +246,7 @@ def is_pdf_export(body: Any) -> bool:
     return isinstance(body, Mapping) and body.get("format") == "pdf"
 
 
-TASKS = {
+TASKS: dict[str, Callable[[Any], Any]] = {
     "render": render_task,
     "check": check_task,
     "export": export_task,
