@@ -196,6 +196,14 @@ def test_every_draw_suits_hand_work_and_its_key_checks(seed, rows):
             "<dict>: ask[1]: unknown quantity 'weight'; expected one of sqrt_dk, scores, scaled, exp, exp_sum, weights, "
             "output",
         ),
+        (
+            {
+                "tokens": ["a", "b"],
+                "K": [["a", "0"], ["0", "1"]],
+                "vary": {"Q": {"range": ["-1", "1"], "step": "0.1"}, "V": {"range": ["0", "9"], "step": "1"}},
+            },
+            "<dict>: K: exercises need numbers, not symbols (a)",
+        ),
     ],
 )
 def test_bad_templates(data, message):

@@ -34,6 +34,7 @@ from symattn.exact.model import Model, build_model
 from symattn.exact.rounding import exact_figures, hand_figures
 from symattn.input.decimals import round_half_up
 from symattn.input.errors import EvaluationError, SpecError
+from symattn.input.formula import Formula
 from symattn.input.numeral import Numeral
 from symattn.input.spec import Spec, spec_from_mapping
 
@@ -230,6 +231,11 @@ def draw(
     for attempt in range(1, t.tries + 1):
         data = _draw(t, rng)
         spec = spec_from_mapping(data, t.source)
+        if spec.is_symbolic:  # a fixed matrix of the template holds symbols: nothing to work by hand
+            key = next(
+                k for k in ("Q", "K", "V") if any(isinstance(x, Formula) for row in getattr(spec, k) for x in row)
+            )
+            raise SpecError(t.source, key, f"exercises need numbers, not symbols ({', '.join(spec.symbols)})")
         problem = failed(spec, t)
         if problem is None:
             return Variant(
