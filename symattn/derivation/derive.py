@@ -6,12 +6,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from symattn.derivation.backward import backward_steps
 from symattn.derivation.forward import derive_head, derive_heads, derive_symbolic
 from symattn.derivation.steps import Derivation, Substitution
 from symattn.exact.base import AttentionModel
 from symattn.exact.factory import build
-from symattn.exact.symbolic import has_all_values, substitute
 from symattn.input import limits
 from symattn.input.errors import LimitError
 from symattn.input.spec import Spec
@@ -55,6 +53,8 @@ def derive(spec: Spec, model: AttentionModel | None = None) -> Derivation:
 
 def _derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
     """The formulas; with a value for every symbol, the numbers too (derived again), before the closing table."""
+    from symattn.exact.symbolic import has_all_values, substitute  # only documents with symbols need them
+
     derivation = derive_symbolic(spec, model)
     if not has_all_values(spec):
         return derivation
@@ -64,6 +64,8 @@ def _derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
 
 def _derive_backward(spec: Spec, model: BackwardModel) -> Derivation:
     """The forward derivation, then the backward steps before the closing toy-vs-real table."""
+    from symattn.derivation.backward import backward_steps  # only the backward pass needs its step kinds
+
     forward = _DERIVE[model.forward.kind](spec, model.forward)
     return replace(forward, steps=forward.steps[:-1] + backward_steps(spec, model) + forward.steps[-1:])
 

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from typing import Any, Literal, TypeGuard, cast, overload
@@ -225,6 +224,8 @@ def brief(raw: object) -> str:
 def did_you_mean(raw: object, options: tuple[str, ...] | list[str]) -> str:
     if not isinstance(raw, str) or len(raw) > 40:
         return ""
+    import difflib  # only a misspelt key needs it
+
     close = difflib.get_close_matches(raw, list(options), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

@@ -77,8 +77,6 @@ def split_math(text: str) -> list[tuple[bool, str]]:
 
 def math_problem(text: str) -> str | None:
     """Why the ``$...$`` spans of a title are outside the title-math grammar, or None."""
-    from symattn.input.titlemath import check
-
     if len(_DOLLAR.findall(text)) % 2:
         return "an unclosed $ (write \\$ for a dollar sign)"
     for is_math, piece in split_math(text):
@@ -88,6 +86,8 @@ def math_problem(text: str) -> str | None:
             return "empty math $$"
         if not piece.isascii():
             return f"math ${piece}$ may hold ASCII only (put words outside the $…$)"
+        from symattn.input.titlemath import check  # only titles with math need the grammar
+
         problem = check(piece)
         if problem:
             return problem

@@ -141,13 +141,15 @@ def tex_vector(items, number: Callable[[Any], str] = tex_number) -> str:
 
 def _title_filter(fmt: str) -> Callable[[str], str]:
     """A title: its text escaped, its ``$...$`` math re-emitted from the title-math parse tree."""
-    from symattn.input.titlemath import emit, parse
-
     escape, text_escape = ESCAPERS[fmt], MATH_TEXT_ESCAPERS[fmt]
     wrap = (lambda tex: f"${tex}$") if fmt == "text" else _inline_math(fmt)
-    return lambda title: "".join(
-        wrap(emit(parse(piece), text_escape)) if is_math else escape(piece) for is_math, piece in split_math(title)
-    )
+
+    def math(piece: str) -> str:
+        from symattn.input.titlemath import emit, parse  # only titles with math need the grammar
+
+        return wrap(emit(parse(piece), text_escape))
+
+    return lambda title: "".join(math(piece) if is_math else escape(piece) for is_math, piece in split_math(title))
 
 
 def _label_filter(fmt: str) -> Callable[[str], str]:
