@@ -267,6 +267,17 @@ class Phrases:
 # --- environments --------------------------------------------------------
 
 
+def _text_number(math: Callable[[str], str]) -> Callable[[Any], str]:
+    """A shown number in running text or a table cell: as it is, or as inline math where it needs TeX
+    (``2.0\\times 10^{-29}``), which text mode cannot set."""
+
+    def number(x: Any) -> str:
+        tex = tex_number(x)
+        return math(tex) if "\\" in tex or "^" in tex else tex
+
+    return number
+
+
 def _inline_math(fmt: str) -> Callable[[str], str]:
     # a long vector in running text may break after its commas (TeX breaks inline math only where allowed)
     def breakable(tex: str) -> str:
@@ -358,6 +369,7 @@ def environment(fmt: str) -> jinja2.Environment:
     env.filters["title"] = _title_filter(fmt)
     env.filters["heading"] = HEADINGS[fmt]
     env.filters["im"] = _inline_math(fmt)
+    env.filters["tval"] = _text_number(_inline_math(fmt) if fmt != "text" else (lambda tex: tex))
     env.filters["label"] = _label_filter(fmt)
     env.filters["mesc"] = MATH_TEXT_ESCAPERS[fmt]
     env.filters["closed"] = _closed_form(fmt)
