@@ -10,6 +10,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from symattn.input import files
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.limits import BOUND_LENGTH, DIMS, TOKENS
 
@@ -44,17 +45,10 @@ class Value:
 
 
 def kind_of(raw: Any) -> str:
-    if isinstance(raw, bool):
-        return "a boolean"
-    if isinstance(raw, str):  # the readers keep a JSON number as its text, in a subclass of str
-        return "a string" if type(raw) is str else "a number"
-    if isinstance(raw, (int, float)):
-        return "a number"
-    if isinstance(raw, Mapping):
-        return "a table"
-    if isinstance(raw, (list, tuple)):
-        return "an empty list" if not raw else "a list"
-    return "null" if raw is None else "something else"
+    # the readers' words, and an empty row said as such (a certificate's rows are never empty)
+    if isinstance(raw, (list, tuple)) and not raw:
+        return "an empty list"
+    return "a table" if isinstance(raw, Mapping) else files.kind_of(raw)
 
 
 def brief(raw: Any) -> str:
