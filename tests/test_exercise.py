@@ -248,7 +248,7 @@ def test_sheet_and_key_in_both_languages():
     (v,) = ex.exercise(HOMEWORK, [("s01", "Ann Lee")], 1)
     sheet = sheets.sheet(v, "markdown")
     assert "Student: Ann Lee (s01)" in sheet
-    assert "| 7 | weight A | sat | the | `weights[3][1]` ________ |" in sheet
+    assert "| 7 | weight $A$ | sat | the | `weights[3][1]` ________ |" in sheet
     zh = sheets.sheet(v, "latex", lang="zh")
     assert zh.startswith("\\documentclass[a4paper]{ctexart}")
     assert "10 & 输出 & sat & 第 1 列 & \\framebox[6em]{\\strut} \\\\" in zh
@@ -280,15 +280,15 @@ def test_key_all_holds_every_key_under_its_student():
     assert sheets.key(variants[0]).splitlines()[4:17] == [
         "| \\# | quantity | row | column | answer |",
         "|---:|---|---|---|---:|",
-        "| 1 | score S | sat | the | -0.54 |",
-        "| 2 | score S | sat | cat | 0.42 |",
-        "| 3 | score S | sat | sat | 0.92 |",
-        "| 4 | scaled S/√d\\_k | sat | the | -0.382 |",
-        "| 5 | scaled S/√d\\_k | sat | cat | 0.297 |",
-        "| 6 | scaled S/√d\\_k | sat | sat | 0.651 |",
-        "| 7 | weight A | sat | the | 0.173 |",
-        "| 8 | weight A | sat | cat | 0.341 |",
-        "| 9 | weight A | sat | sat | 0.486 |",
+        "| 1 | score $S$ | sat | the | -0.54 |",
+        "| 2 | score $S$ | sat | cat | 0.42 |",
+        "| 3 | score $S$ | sat | sat | 0.92 |",
+        "| 4 | scaled $S/\\sqrt{d_k}$ | sat | the | -0.382 |",
+        "| 5 | scaled $S/\\sqrt{d_k}$ | sat | cat | 0.297 |",
+        "| 6 | scaled $S/\\sqrt{d_k}$ | sat | sat | 0.651 |",
+        "| 7 | weight $A$ | sat | the | 0.173 |",
+        "| 8 | weight $A$ | sat | cat | 0.341 |",
+        "| 9 | weight $A$ | sat | sat | 0.486 |",
         "| 10 | output | sat | column 1 | 3.7 |",
         "| 11 | output | sat | column 2 | 8.1 |",
     ]

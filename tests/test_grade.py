@@ -193,7 +193,7 @@ def test_gradebook_markdown(classroom):
     assert "- s28 (s28.toml): returned 2 times; each return is graded" in lines
     assert text.endswith(
         "## Class summary\n\n27 returns graded, 2 could not be graded, 4 students returned nothing.\n\n"
-        "Steps with wrong numbers, most often first:\n\n- scaled S/√d\\_k: 3 students\n- weight A: 1 student\n\n"
+        "Steps with wrong numbers, most often first:\n\n- scaled $S/\\sqrt{d_k}$: 3 students\n- weight $A$: 1 student\n\n"
         "Classic slips recognised:\n\n- the scores were not divided by the square root of the dimension: 3 students\n"
     )
     zh = gradebook_text(grade(returned), "markdown", "zh")
@@ -318,5 +318,7 @@ def test_class_pages_in_chromium(classroom, browser, tmp_path):
         assert (state["typeset"], state["errors"], state["network"]) == (state["math"], 0, []), name
         assert state["scrollWidth"] <= state["innerWidth"], name
         assert "$" not in state["text"] and "\\begin{" not in state["text"], name
-    assert state["lang"] == "en" and "Fix first: scaled S/√d_k (sat, the) is given as" in state["text"]
+    # the quantity's name is math (typeset by KaTeX), the rest of the sentence text
+    assert state["lang"] == "en" and "Fix first: scaled " in state["text"]
+    assert " (sat, the) is given as 0.20 but should be 0.14" in state["text"]
     assert pages["gradebook"].count("<tr>") == 34 and '<html lang="zh-CN">' in pages["gradebook"]

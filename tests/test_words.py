@@ -1,0 +1,80 @@
+"""Words and numbers true to the page: math names set as math, scaling as a division, in both languages."""
+
+import pytest
+
+from symattn.cli.commands import main
+from symattn.derivation.derive import derive
+from symattn.input import builtin
+from symattn.input.spec import load_spec
+from symattn.rendering.renderer import render
+
+
+def _documents(lang):
+    for name in builtin.names():
+        spec = load_spec(builtin.example_path(name, lang)).with_options(backward=True, expand="all")
+        derivation = derive(spec)
+        for fmt in ("markdown", "latex"):
+            yield name, fmt, render(derivation, fmt)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_math_name_is_escaped_text(lang):
+    # no label of the built-in examples has an underscore: an escaped one is a math name set as text
+    for name, fmt, text in _documents(lang):
+        assert "\\_" not in text, (name, fmt)
+
+
+@pytest.mark.parametrize(
+    "lang, fmt, row",
+    [
+        ("en", "markdown", "| $dW_Q$ | $3\\times 2$ | how fast the loss rises with each entry of $W_Q$ (training"),
+        ("zh", "markdown", "| $dW_Q$ | $3\\times 2$ | $W_Q$ 的每个元素增大时"),
+        ("en", "latex", "\\(dW_Q\\) & \\(3\\times 2\\) & how fast the loss rises with each entry of \\(W_Q\\) (training"),
+        ("zh", "latex", "\\(dW_Q\\) & \\(3\\times 2\\) & \\(W_Q\\) 的每个元素增大时"),
+    ],
+)
+def test_the_gradient_recap_sets_the_weights_as_math(lang, fmt, row):
+    spec = load_spec(builtin.example_path("projection", lang)).with_options(backward=True)
+    assert row in render(derive(spec), fmt)
+
+
+def test_the_chinese_projections_name_every_weight_as_math():
+    spec = load_spec(builtin.example_path("projection", "zh")).with_options(backward=True)
+    assert "所以权重的梯度是 $dW_Q = X^\\top dQ$，$W_K$、$W_V$ 同理；" in render(derive(spec), "markdown")
+
+
+@pytest.mark.parametrize("lang, fmt", [("en", "markdown"), ("zh", "markdown"), ("en", "latex"), ("zh", "latex")])
+def test_reports_set_the_quantity_names_as_math(capsys, lang, fmt):
+    assert main(["check", "--example", "--lang", lang, "--format", fmt]) == 1  # the example has wrong numbers
+    text = capsys.readouterr().out
+    if fmt == "markdown":
+        assert "| 1 | $\\sqrt{d_k}$ |  |  | 1.414 |" in text and "$S/\\sqrt{d_k}$ | " in text
+    else:
+        assert "\\(\\sqrt{d_k}\\)" in text and "\\(S/\\sqrt{d_k}\\)" in text
+    assert "d\\_k" not in text
+
+
+@pytest.mark.parametrize(
+    "lang, setup, heads",
+    [
+        (
+            "en",
+            "Dimension $d_k = 2$; the scores are divided by $\\sqrt{d_k} = \\sqrt{2} \\approx 1.414$.",
+            "2 heads: $d_{model} = 4$, each head has $d_{head} = 2$, and its scores are divided by $\\sqrt{d_{head}}$.",
+        ),
+        (
+            "zh",
+            "维度 $d_k = 2$，分数除以 $\\sqrt{d_k} = \\sqrt{2} \\approx 1.414$。",
+            "2 个头：$d_{model} = 4$，每个头 $d_{head} = 2$，各自的分数除以 $\\sqrt{d_{head}}$。",
+        ),
+    ],
+)
+def test_the_scores_are_divided_by_the_root(lang, setup, heads):
+    text = render(derive(load_spec(builtin.example_path("multihead", lang))), "markdown")
+    assert setup in text and heads in text
+
+
+@pytest.mark.parametrize("lang, words", [("en", ("scaling factor", "scaled by", "scale by")), ("zh", ("缩放因子",))])
+def test_no_document_says_scale_by(lang, words):
+    for name, fmt, text in _documents(lang):
+        assert [w for w in words if w in text] == [], (name, fmt)
