@@ -78,3 +78,23 @@ def test_the_scores_are_divided_by_the_root(lang, setup, heads):
 def test_no_document_says_scale_by(lang, words):
     for name, fmt, text in _documents(lang):
         assert [w for w in words if w in text] == [], (name, fmt)
+
+
+@pytest.mark.parametrize(
+    "name, rounding, line",
+    [
+        # the Jacobian's entries are rounded, so dZ is not equal to the shown products: ≈ from the start
+        ("backward", "exact", r"dZ_{\text{it},\text{cat}} &\approx 0.241\times 10 + \left(-0.097\right)\times 10"),
+        ("backward", "exact", r"r_{\text{it}} = \sum_k dA_k\,\alpha_k &\approx 10\times 0.403"),
+        ("backward", "exact", r"dZ_{\text{it},\text{cat}} &\approx 0.403\times\left( 10 - 7.144\right) \approx 1.150"),
+        ("multihead", "exact", r"\text{Output}_{\text{it},1} &\approx 0.699\times 0.5 + 0.301\times 0.0"),
+        # by hand the Jacobian is the exact product of the shown weights, and the output of the shown concat
+        ("backward", "hand", r"dZ_{\text{it},\text{cat}} &= 0.240591\times 10 + \left(-0.096720\right)\times 10"),
+        ("multihead", "hand", r"\text{Output}_{\text{it},1} &= 0.6994\times 0.5 + 0.3006\times 0.0"),
+        # exact inputs: =
+        ("seed", "exact", r"Q_{\text{it}}\cdot K_{\text{cat}} &= 0.9\times 1.0 + 0.1\times 0.2 = 0.92"),
+    ],
+)
+def test_a_line_of_rounded_terms_starts_with_approx(name, rounding, line):
+    spec = load_spec(builtin.example_path(name, "en")).with_options(rounding=rounding)
+    assert line in render(derive(spec), "markdown")

@@ -286,6 +286,11 @@ def _inline_math(fmt: str) -> Callable[[str], str]:
     return (lambda tex: f"${breakable(tex)}$") if fmt == "markdown" else (lambda tex: f"\\({breakable(tex)}\\)")
 
 
+def _all_exact(items: Any) -> bool:
+    """Whether every shown number (in a list, or a list of pairs) is its whole value: a line of them is exact."""
+    return all(_all_exact(x) if isinstance(x, tuple | list) else getattr(x, "exact", True) for x in items)
+
+
 FILTERS: dict[str, Callable[..., Any]] = {
     "val": tex_number,
     "opnd": tex_operand,
@@ -303,6 +308,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "format_percent": lambda text: f"{text}\\%",
     "fits": lambda pieces: fits(*pieces),
     "vector": tex_vector,
+    "all_exact": _all_exact,
     "inline": tex_inline,
     "inline_vector": lambda items: tex_vector(items, tex_inline),
     "scaled_vectors": lambda weights, vectors: [
