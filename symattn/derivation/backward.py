@@ -42,6 +42,7 @@ class GradValues:
     dA: NumRows
     dA_exact: bool
     dA_dots: tuple[Dot, ...]  # row: a query, col: a key; terms dO_ik × V_jk
+    note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class GradSoftmax:
     dZ: NumRows
     exact: bool
     stable: bool
+    note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class GradQK:
     dK: NumRows
     dK_exact: bool
     dK_dots: tuple[Dot, ...]
+    note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
 @dataclass(frozen=True)

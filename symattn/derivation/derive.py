@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from symattn.derivation.addition import mark_first_inexact
 from symattn.derivation.forward import derive_head, derive_heads, derive_symbolic
 from symattn.derivation.steps import Derivation, Substitution
 from symattn.exact.base import AttentionModel
@@ -48,7 +49,7 @@ def derive(spec: Spec, model: AttentionModel | None = None) -> Derivation:
     """
     _check_size(spec)
     model = build(spec) if model is None else model
-    return _DERIVE[model.kind](spec, model)
+    return mark_first_inexact(_DERIVE[model.kind](spec, model))
 
 
 def _derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:

@@ -68,6 +68,7 @@ class Projecting:
     X: Matrix
     X_kv: Matrix | None
     products: tuple[Projected, ...]
+    note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class Scores:
     dots: tuple[Dot, ...]
     S: ShownRows
     exact: bool
+    note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ class SoftmaxRow:
 class Softmax:
     kind: ClassVar[str] = "softmax"
     rows: tuple[SoftmaxRow, ...]
+    note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,7 @@ class WeightedSum:
     kind: ClassVar[str] = "weighted_sum"
     V: Matrix
     rows: tuple[WeightedRow, ...]
+    note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,7 @@ class MatrixForm:
     O: ShownRows
     O_exact: bool
     dots: tuple[Dot, ...]  # every entry of AV, with expand = "all"
+    note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,7 @@ class OutputProjection:
     result: NumRows
     exact: bool
     dots: tuple[Dot, ...]
+    note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
 @dataclass(frozen=True)

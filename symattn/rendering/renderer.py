@@ -26,7 +26,7 @@ from symattn.input.formula import Formula, symbol
 from symattn.input.languages import TEMPLATE_PATHS
 from symattn.input.numeral import Numeral
 from symattn.input.text import split_math
-from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS
+from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, escape_latex
 from symattn.rendering.layout import (
     chain,
     fits,
@@ -150,6 +150,14 @@ def _title_filter(fmt: str) -> Callable[[str], str]:
         return wrap(emit(parse(piece), text_escape))
 
     return lambda title: "".join(math(piece) if is_math else escape(piece) for is_math, piece in split_math(title))
+
+
+# a command-line option in prose, as code
+CODE: dict[str, Callable[[str], str]] = {
+    "markdown": lambda text: f"`{text}`",
+    "latex": lambda text: "\\texttt{" + escape_latex(text).replace("-", "-{}") + "}",  # -- is no dash here
+    "text": lambda text: text,
+}
 
 
 def _label_filter(fmt: str) -> Callable[[str], str]:
@@ -377,6 +385,7 @@ def environment(fmt: str) -> jinja2.Environment:
     env.filters["im"] = _inline_math(fmt)
     env.filters["tval"] = _text_number(_inline_math(fmt) if fmt != "text" else (lambda tex: tex))
     env.filters["label"] = _label_filter(fmt)
+    env.filters["code"] = CODE[fmt]
     env.filters["mesc"] = MATH_TEXT_ESCAPERS[fmt]
     env.filters["closed"] = _closed_form(fmt)
     if fmt == "text":
