@@ -98,3 +98,46 @@ def test_no_document_says_scale_by(lang, words):
 def test_a_line_of_rounded_terms_starts_with_approx(name, rounding, line):
     spec = load_spec(builtin.example_path(name, "en")).with_options(rounding=rounding)
     assert line in render(derive(spec), "markdown")
+
+
+def _symbolic(lang, fmt, **options):
+    spec = load_spec(builtin.example_path("symbolic", lang)).with_options(**options)
+    return render(derive(spec), fmt)
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "latex"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("expand", ["focus", "all"])
+def test_symbolic_steps_print_no_line_that_repeats_itself(lang, fmt, expand):
+    text = _symbolic(lang, fmt, expand=expand)
+    lines = [line.rstrip(" \\") for line in text.splitlines() if "&=" in line]
+    assert [line for line in lines if line.split("&=")[0].strip() == line.split("&=")[1].strip()] == []
+    assert "e^{a/\\sqrt{2}} &=" not in text
+    sum_word = {"en": "sum", "zh": "和"}[lang]
+    assert f"\\text{{{sum_word}}} &= e^{{a/\\sqrt{{2}}}} + e^{{b/\\sqrt{{2}}}}" in text  # the sum names each e^z
+
+
+@pytest.mark.parametrize(
+    "lang, fmt, lead",
+    [
+        ("en", "markdown", "These are the weights $\\alpha_{\\text{x1}}$ of step 3, in the logistic form "),
+        ("zh", "markdown", "这就是步骤 3 的权重 $\\alpha_{\\text{我}}$，写成逻辑斯谛形式 "),
+        ("en", "latex", "These are the weights \\(\\alpha_{\\text{x1}}\\) of step 3, in the logistic form "),
+    ],
+)
+def test_step_4_names_the_logistic_form_as_alpha(lang, fmt, lead):
+    text = _symbolic(lang, fmt)
+    label = "x1" if lang == "en" else "我"
+    logistic = (
+        f"\\alpha_{{\\text{{{label}}}}} = \\begin{{bmatrix}}\\frac{{1}}{{1 + e^{{(b - a)/\\sqrt{{2}}}}}} & "
+        "\\frac{1}{1 + e^{(a - b)/\\sqrt{2}}}\\end{bmatrix}"
+    )
+    step4 = text.index(lead)
+    assert text.index(logistic, step4) < text.index("\\text{", text.index(logistic, step4) + len(logistic))
+    assert text.count(lead) == 1  # the row of equal weights (1/2) is not rewritten, so not named again
+
+
+def test_a_row_of_exact_weights_is_equal_to_its_fractions():
+    # e^0 / (e^0 + e^0): the shown numbers are exact, so α = [1/2, 1/2] exactly, not ≈
+    text = _symbolic("en", "markdown", expand="all")
+    assert "\\alpha_{\\text{x2}} = \\begin{bmatrix}\\dfrac{1}{2} & \\dfrac{1}{2}\\end{bmatrix} = " in text

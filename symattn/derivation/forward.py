@@ -123,7 +123,7 @@ def _projecting(spec: Spec) -> Projecting:
 def derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
     import sympy
 
-    from symattn.exact.symbolic import formulas
+    from symattn.exact.symbolic import formulas, logistic
     from symattn.input.formula import Formula
 
     rows = range(len(spec.tokens)) if spec.expand == "all" else [spec.focus]
@@ -144,13 +144,28 @@ def derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
     ]
     if spec.allowed is not None:
         steps.append(Masking(spec.mask, spec.allowed, spec.key_padding, Z, True))
-    steps.append(Softmax(tuple(SoftmaxRow(i, Z[i], E[i], sums[i][0], A[i], (), (), True, Z[i]) for i in rows)))
+    # e^z that SymPy leaves as it is (not e^0 = 1, nor e^−∞ = 0) would only repeat itself
+    as_is = [
+        tuple(isinstance(e.expr, sympy.exp) and e.expr == sympy.exp(z.expr) for z, e in zip(Z[i], E[i]))
+        for i in range(len(spec.tokens))
+    ]
+    steps.append(
+        Softmax(tuple(SoftmaxRow(i, Z[i], E[i], sums[i][0], A[i], (), (), True, Z[i], exp_as_is=as_is[i]) for i in rows))
+    )
     steps.append(
         WeightedSum(
             spec.V,
             tuple(
                 WeightedRow(
-                    i, A[i], formulas(model.products[i]), O[i], spec.V[i] if not spec.is_cross else (), True, True, True
+                    i,
+                    A[i],
+                    formulas(model.products[i]),
+                    O[i],
+                    spec.V[i] if not spec.is_cross else (),
+                    True,
+                    True,
+                    True,
+                    logistic=any(logistic(a.expr) is not None for a in A[i]),
                 )
                 for i in rows
             ),

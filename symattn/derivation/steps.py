@@ -115,6 +115,7 @@ class SoftmaxRow:
     scaled: ShownRow = ()  # the scaled scores before a stable shift
     shift: Num | None = None  # stable softmax: the row maximum subtracted
     z_exact: bool = True
+    exp_as_is: tuple[bool, ...] = ()  # (symbols) e^z has no simpler form, so its line would read e^z = e^z
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ class WeightedRow:
     weights_exact: bool
     products_exact: bool
     output_exact: bool
+    logistic: bool = False  # (symbols) the weights are written c/(1 + e^d), not as step 3's e^z/sum
 
 
 @dataclass(frozen=True)

@@ -122,3 +122,30 @@ def substitute(spec: Spec) -> Spec:
         Q, K, V = (project(p, name) for name in ("Q", "K", "V"))
         return replace(spec, projection=p, Q=Q, K=K, V=V, subs=())
     return replace(spec, Q=matrix(spec.Q, "Q"), K=matrix(spec.K, "K"), V=matrix(spec.V, "V"), subs=())
+
+
+def logistic(expr: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """``(c, d)`` with expr == c / (1 + e^d), for expr = c·e^x / (e^x + e^y), proved by SymPy.
+
+    Only a denominator of exactly two exponentials qualifies (two keys); the
+    proof multiplies out c·e^x·(1 + e^d) − c·(e^x + e^y) and checks that it is 0.
+    """
+    if not isinstance(expr, sympy.Mul):
+        return None
+    numer, denom = sympy.fraction(expr, exact=True)
+    scale, denom = denom.as_coeff_Mul()  # 3·(e^x + e^y): the number goes with c
+    if not (isinstance(denom, sympy.Add) and len(denom.args) == 2 and all(isinstance(t, sympy.exp) for t in denom.args)):
+        return None
+    factors = sympy.Mul.make_args(numer)
+    for lead, other in (denom.args, denom.args[::-1]):
+        if lead in factors:
+            c = numer / (scale * lead)
+            d = sympy.expand(other.args[0] - lead.args[0])
+            if c.has(sympy.exp(lead.args[0])):
+                continue
+            if (
+                sympy.expand(sympy.powsimp(sympy.expand(c * scale * lead * (1 + sympy.exp(d)) - c * scale * denom)))
+                == 0
+            ):
+                return c, d
+    return None

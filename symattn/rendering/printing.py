@@ -24,6 +24,7 @@ from sympy.printing.latex import LatexPrinter
 from sympy.printing.precedence import PRECEDENCE
 from sympy.simplify import fraction
 
+from symattn.exact.symbolic import logistic
 from symattn.rendering.layout import tex_width
 
 LONG_EXPONENT = 80.0  # pt (estimated at full size): longer exponents are written \exp\!\left(…\right)
@@ -63,33 +64,6 @@ def over_root(expr: sympy.Expr) -> tuple[sympy.Expr, int, int] | None:
     ):
         return None
     return numerator, content.q // m, m
-
-
-def logistic(expr: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr] | None:
-    """``(c, d)`` with expr == c / (1 + e^d), for expr = c·e^x / (e^x + e^y), proved by SymPy.
-
-    Only a denominator of exactly two exponentials qualifies (two keys); the
-    proof multiplies out c·e^x·(1 + e^d) − c·(e^x + e^y) and checks that it is 0.
-    """
-    if not isinstance(expr, Mul):
-        return None
-    numer, denom = fraction(expr, exact=True)
-    scale, denom = denom.as_coeff_Mul()  # 3·(e^x + e^y): the number goes with c
-    if not (isinstance(denom, Add) and len(denom.args) == 2 and all(isinstance(t, sympy.exp) for t in denom.args)):
-        return None
-    factors = Mul.make_args(numer)
-    for lead, other in (denom.args, denom.args[::-1]):
-        if lead in factors:
-            c = numer / (scale * lead)
-            d = sympy.expand(other.args[0] - lead.args[0])
-            if c.has(sympy.exp(lead.args[0])):
-                continue
-            if (
-                sympy.expand(sympy.powsimp(sympy.expand(c * scale * lead * (1 + sympy.exp(d)) - c * scale * denom)))
-                == 0
-            ):
-                return c, d
-    return None
 
 
 class FormulaPrinter(LatexPrinter):
