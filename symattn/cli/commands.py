@@ -70,6 +70,8 @@ def _render(args: argparse.Namespace) -> int:
         engine=args.engine,
         cjk_font=args.cjk_font,
         backward=args.backward,
+        heading_level=args.heading_level,
+        numbered=True if args.numbered else None,  # absent: as the spec says
     )
     derivation = derive(spec)
     if fmt == "html":

@@ -73,6 +73,12 @@ def _whole(text: str) -> int:
     return int(text)
 
 
+def _heading_level(text: str) -> int:
+    if text not in ("1", "2", "3"):  # ASCII only: int() would also read '３'
+        raise argparse.ArgumentTypeError(f"expected 1, 2 or 3, got {text!r}")
+    return int(text)
+
+
 def _port(text: str) -> int:
     value = int(text) if text.isascii() and text.isdigit() and len(text) <= 5 else -1
     if not 0 <= value <= 65535:
@@ -111,6 +117,19 @@ def build_parser() -> argparse.ArgumentParser:
         "pdf: compiled with latexmk; html: one offline page, math typeset by KaTeX",
     )
     render.add_argument("--standalone", action="store_true", help="a whole LaTeX document, not a fragment")
+    render.add_argument(
+        "--heading-level",
+        type=_heading_level,
+        metavar="{1,2,3}",
+        help="level of the top heading: 1 = \\section and # (default), 2 = \\subsection and ##, "
+        "3 = \\subsubsection and ###; the steps one level below",
+    )
+    render.add_argument(
+        "--numbered",
+        action="store_true",
+        help="LaTeX: numbered headings (\\section, not \\section*), which enter the table of contents; "
+        "Markdown has no numbered headings and is unchanged",
+    )
     _engine(render)
     render.add_argument("--lang", help="language of the prose: zh or en (overrides the spec)")
     render.add_argument("--focus", metavar="TOKEN", help="the token whose row is worked out (label or 1-based index)")

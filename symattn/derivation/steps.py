@@ -296,6 +296,8 @@ class Derivation:
     columns: int = 0  # the most columns of any matrix shown (LaTeX's bmatrix needs to know above 10)
     paper: str = "letter"  # "a4" or "letter"
     cjk_font: str | None = None  # ctex's fontset, or None for ctex's own
+    heading_level: int = 1  # the level of the top heading (1: LaTeX \section, Markdown #)
+    numbered: bool = False  # LaTeX headings numbered, in the table of contents
 
 
 def top_keys(model: Model, row: int) -> tuple[int, ...]:
@@ -329,6 +331,8 @@ def assemble(spec: Spec, steps: tuple[AnyStep, ...], symbolic: bool = False) -> 
         columns(spec),
         spec.page,
         spec.cjk_font,
+        spec.heading_level,
+        spec.numbered,
     )
 
 

@@ -11,6 +11,7 @@ MASKS = ("none", "causal")
 SOFTMAXES = ("plain", "stable")
 NOTATIONS = ("auto", "fixed", "scientific")  # how shown numbers are written (see rounding)
 PAPERS = ("a4", "letter")
+HEADING_LEVELS = (1, 2, 3)  # the top heading: LaTeX \section, \subsection, \subsubsection; Markdown #, ##, ###
 
 
 def default_paper(lang: str) -> str:

@@ -165,6 +165,19 @@ class Reader:
             raise self.error(key, f"expected one of {listed}, got {brief(raw)}{did_you_mean(raw, options)}")
         return raw
 
+    def heading_level(self, raw: object, key: str) -> int:
+        from symattn.input.choices import HEADING_LEVELS
+
+        level = parse_index(raw)
+        if level not in HEADING_LEVELS:
+            raise self.error(key, f"expected a heading level 1, 2 or 3, got {brief(raw)}")
+        return level
+
+    def flag(self, raw: object, key: str) -> bool:
+        if not isinstance(raw, bool):
+            raise self.error(key, f"expected true or false, got {brief(raw)}")
+        return raw
+
     def lang(self, raw: object, key: str) -> str:
         from symattn.input.languages import languages
 

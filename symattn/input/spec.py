@@ -63,6 +63,8 @@ class Spec:
     engine: str | None = None  # TeX engine for PDF; None: xelatex for Chinese text, else pdflatex
     cjk_font: str | None = None  # ctex's fontset for Chinese; None: ctex's own choice
     backward: Backward | None = None  # the backward pass, when asked for
+    heading_level: int = 1  # the top heading: 1 = LaTeX \section / Markdown #, 2 one lower, 3 two lower
+    numbered: bool = False  # LaTeX headings numbered (no *), so that they enter the table of contents
 
     @property
     def page(self) -> str:
@@ -142,12 +144,29 @@ class Spec:
             given = dict(self.subs)
             given.update(dict(reader.subs(raw["subs"], "--subs", self.symbols)))
             changes["subs"] = tuple(sorted(given.items()))
+        if "heading_level" in raw:
+            changes["heading_level"] = reader.heading_level(raw["heading_level"], "--heading-level")
+        if "numbered" in raw:
+            changes["numbered"] = reader.flag(raw["numbered"], "--numbered")
         if raw.get("backward") and self.backward is None:  # --backward: L = Σ O unless the spec says otherwise
             changes["backward"] = Backward("sum")
         return replace(self, **changes)
 
 
-_OVERRIDABLE = {"lang", "rounding", "expand", "focus", "subs", "notation", "paper", "engine", "cjk_font", "backward"}
+_OVERRIDABLE = {
+    "lang",
+    "rounding",
+    "expand",
+    "focus",
+    "subs",
+    "notation",
+    "paper",
+    "engine",
+    "cjk_font",
+    "backward",
+    "heading_level",
+    "numbered",
+}
 SPEC_KEYS = (
     "title",
     "lang",
@@ -181,6 +200,8 @@ SPEC_KEYS = (
     "engine",
     "cjk_font",
     "backward",
+    "heading_level",
+    "numbered",
 )
 
 
@@ -263,6 +284,8 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         paper=reader.choice(data["paper"], "paper", PAPERS) if "paper" in data else None,
         engine=reader.choice(data["engine"], "engine", ENGINES) if "engine" in data else None,
         cjk_font=reader.choice(data["cjk_font"], "cjk_font", CJK_FONTS) if "cjk_font" in data else None,
+        heading_level=reader.heading_level(data["heading_level"], "heading_level") if "heading_level" in data else 1,
+        numbered=reader.flag(data["numbered"], "numbered") if "numbered" in data else False,
         projection=projection,
         heads=heads,
         W_O=W_O,

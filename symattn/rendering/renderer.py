@@ -325,16 +325,23 @@ FILTERS: dict[str, Callable[..., Any]] = {
 }
 
 
-def _latex_heading(text: str, depth: int) -> str:
-    # the title is \section* (depth -1); steps are one level below it, and each nested part (a head) one more
-    command = ("section", "subsection", "subsubsection", "paragraph")[max(0, min(depth + 1, 3))]
-    return f"\\{command}*{{{text}}}"
+_LATEX_LEVELS = ("section", "subsection", "subsubsection", "paragraph", "subparagraph")
 
 
-HEADINGS: dict[str, Callable[[str, int], str]] = {
-    "markdown": lambda text, depth: "#" * min(depth + 2, 6) + " " + text,
+def _latex_heading(text: str, depth: int, numbered: bool = False, toc: str | None = None) -> str:
+    # the title is depth -1 (\section at heading level 1); steps are one level below it, and each nested part
+    # (a head) one more. Numbered headings enter the table of contents, which takes ``toc`` (the title
+    # without \raggedright), braced so that a ] in it cannot end the optional argument.
+    command = _LATEX_LEVELS[max(0, min(depth + 1, len(_LATEX_LEVELS) - 1))]
+    if not numbered:
+        return f"\\{command}*{{{text}}}"
+    return f"\\{command}" + ("" if toc is None else f"[{{{toc}}}]") + f"{{{text}}}"
+
+
+HEADINGS: dict[str, Callable[..., str]] = {
+    "markdown": lambda text, depth, numbered=False, toc=None: "#" * max(1, min(depth + 2, 6)) + " " + text,
     "latex": _latex_heading,
-    "text": lambda text, depth: text,
+    "text": lambda text, depth, numbered=False, toc=None: text,
 }
 
 
@@ -373,15 +380,18 @@ def template_environment(
 
 
 @cache
-def environment(fmt: str) -> jinja2.Environment:
-    """The Jinja2 environment of one output format."""
+def environment(fmt: str, numbered: bool = False) -> jinja2.Environment:
+    """The Jinja2 environment of one output format; ``numbered``: its LaTeX headings are numbered.
+
+    (A setting of the filter, not of the context: compiled templates are cached, and must not depend on it.)
+    """
     if fmt not in REPORT_FORMATS:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
     env = template_environment(bytecode_cache=_bytecode_cache())
     env.filters.update(FILTERS)
     env.filters["esc"] = ESCAPERS[fmt]
     env.filters["title"] = _title_filter(fmt)
-    env.filters["heading"] = HEADINGS[fmt]
+    env.filters["heading"] = lambda text, depth, toc=None: HEADINGS[fmt](text, depth, numbered, toc)
     env.filters["im"] = _inline_math(fmt)
     env.filters["tval"] = _text_number(_inline_math(fmt) if fmt != "text" else (lambda tex: tex))
     env.filters["label"] = _label_filter(fmt)
@@ -394,9 +404,9 @@ def environment(fmt: str) -> jinja2.Environment:
     return env
 
 
-def render_template(name: str, fmt: str, lang: str, **context: Any) -> str:
+def render_template(name: str, fmt: str, lang: str, *, numbered: bool = False, **context: Any) -> str:
     """Render ``<name>.<fmt>.j2`` with the phrases of ``lang``."""
-    env = environment(fmt)
+    env = environment(fmt, numbered)
     prose = load_language(lang)
     phrases = Phrases(prose, ESCAPERS[fmt], lang)
     math_phrases = Phrases(prose, MATH_TEXT_ESCAPERS[fmt], lang)  # for \text{} inside math
@@ -433,7 +443,8 @@ def render_report(report, fmt: str = "text", *, standalone: bool = False) -> str
 def render(derivation, fmt: str = "markdown", *, standalone: bool = False, depth: int = 0) -> str:
     """Render a derivation as Markdown, or as a LaTeX fragment or standalone document.
 
-    ``depth`` 1 sets the whole derivation one heading level lower, to sit under a heading of its own.
+    The top heading is at the derivation's ``heading_level`` (1: ``\\section``, ``#``); ``depth`` 1 sets the
+    whole derivation one level lower still, to sit under a heading of its own.
     """
     if fmt not in FORMATS:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
@@ -445,7 +456,8 @@ def render(derivation, fmt: str = "markdown", *, standalone: bool = False, depth
         d=derivation,
         standalone=standalone,
         has_cjk=has_cjk(texts),
-        depth=depth,
+        depth=depth + derivation.heading_level - 1,
+        numbered=derivation.numbered,
         paper=derivation.paper,
         cjk_font=derivation.cjk_font,
     )
