@@ -72,7 +72,12 @@ def test_by_hand_every_line_adds_up(name, expand, lang):
 
 def test_the_issue_s_line_is_found_in_the_backward_softmax():
     def rows(**options):
-        return [r for s in _derive("backward", expand="all", **options).steps if s.kind == "backward_softmax" for r in s.rows]
+        return [
+            r
+            for s in _derive("backward", expand="all", **options).steps
+            if s.kind == "backward_softmax"
+            for r in s.rows
+        ]
 
     line = rows()[2].products[0]  # dZ(it, cat) ≈ 0.241×10 + (−0.097)×10 + (−0.144)×2: the terms give 1.152
     assert (line.result.value, dot_adds_up(line)) == (Decimal("1.150"), False)

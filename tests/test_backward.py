@@ -336,7 +336,10 @@ def test_hand_rounding_uses_the_shown_numbers():
     spec = load_spec(builtin.example_path("backward", "en")).with_options(rounding="hand")
     text = render(derive(spec), "markdown")
     # r = 10×0.403 + 10×0.240 + 2×0.357 = 7.144 from the shown weights, exactly (≈ the exact r: they are rounded)
-    assert r"r_{\text{it}} = \sum_k dA_k\,\alpha_k &\approx 10\times 0.403 + 10\times 0.240 + 2\times 0.357 = 7.144" in text
+    assert (
+        r"r_{\text{it}} = \sum_k dA_k\,\alpha_k &\approx 10\times 0.403 + 10\times 0.240 + 2\times 0.357 = 7.144"
+        in text
+    )
     assert r"dZ_{\text{it},\text{cat}} &\approx 0.403\times\left( 10 - 7.144\right) = 1.150968" in text
 
 

@@ -70,7 +70,9 @@ def test_the_default_is_unchanged():
 
 def test_the_chinese_title_enters_the_contents_as_it_is():
     # ctexart sets its headings its own way: no \raggedright, the same text in the contents
-    assert _render("latex", lang="zh", numbered=True).startswith("\\section[{多头注意力：2 个头}]{多头注意力：2 个头}\n")
+    assert _render("latex", lang="zh", numbered=True).startswith(
+        "\\section[{多头注意力：2 个头}]{多头注意力：2 个头}\n"
+    )
 
 
 def test_a_bracket_in_the_title_cannot_end_the_optional_argument():

@@ -124,14 +124,14 @@ def _weighted_row(row: Any, V: Sequence[Sequence[Value]]) -> bool:
     products = all(
         _adds(_times(w, v), p) for w, vector, shown in zip(row.weights, V, row.products) for v, p in zip(vector, shown)
     )
-    return products and all(
-        _adds(_sum(_exact(p[k]) for p in row.products), out) for k, out in enumerate(row.output)
-    )
+    return products and all(_adds(_sum(_exact(p[k]) for p in row.products), out) for k, out in enumerate(row.output))
 
 
 def _grad_softmax_row(row: Any) -> bool:
     """J dA entry by entry, r = Σ dA α, and each α (dA − r)."""
-    compact = all(_adds(_times(alpha, _Shown(_minus(dA, row.dot))), dz) for alpha, dA, dz in zip(row.alpha, row.dA, row.dZ))
+    compact = all(
+        _adds(_times(alpha, _Shown(_minus(dA, row.dot))), dz) for alpha, dA, dz in zip(row.alpha, row.dA, row.dZ)
+    )
     return _dots(row.products) and _adds(_sum(_times(a, b) for a, b in row.dot_terms), row.dot) and compact
 
 

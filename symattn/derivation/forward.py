@@ -150,7 +150,9 @@ def derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
         for i in range(len(spec.tokens))
     ]
     steps.append(
-        Softmax(tuple(SoftmaxRow(i, Z[i], E[i], sums[i][0], A[i], (), (), True, Z[i], exp_as_is=as_is[i]) for i in rows))
+        Softmax(
+            tuple(SoftmaxRow(i, Z[i], E[i], sums[i][0], A[i], (), (), True, Z[i], exp_as_is=as_is[i]) for i in rows)
+        )
     )
     steps.append(
         WeightedSum(

@@ -134,7 +134,9 @@ def logistic(expr: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr] | None:
         return None
     numer, denom = sympy.fraction(expr, exact=True)
     scale, denom = denom.as_coeff_Mul()  # 3·(e^x + e^y): the number goes with c
-    if not (isinstance(denom, sympy.Add) and len(denom.args) == 2 and all(isinstance(t, sympy.exp) for t in denom.args)):
+    if not (
+        isinstance(denom, sympy.Add) and len(denom.args) == 2 and all(isinstance(t, sympy.exp) for t in denom.args)
+    ):
         return None
     factors = sympy.Mul.make_args(numer)
     for lead, other in (denom.args, denom.args[::-1]):
