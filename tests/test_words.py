@@ -29,7 +29,11 @@ def test_no_math_name_is_escaped_text(lang):
     [
         ("en", "markdown", "| $dW_Q$ | $3\\times 2$ | how fast the loss rises with each entry of $W_Q$ (training"),
         ("zh", "markdown", "| $dW_Q$ | $3\\times 2$ | $W_Q$ 的每个元素增大时"),
-        ("en", "latex", "\\(dW_Q\\) & \\(3\\times 2\\) & how fast the loss rises with each entry of \\(W_Q\\) (training"),
+        (
+            "en",
+            "latex",
+            "\\(dW_Q\\) & \\(3\\times 2\\) & how fast the loss rises with each entry of \\(W_Q\\) (training",
+        ),
         ("zh", "latex", "\\(dW_Q\\) & \\(3\\times 2\\) & \\(W_Q\\) 的每个元素增大时"),
     ],
 )
@@ -141,3 +145,18 @@ def test_a_row_of_exact_weights_is_equal_to_its_fractions():
     # e^0 / (e^0 + e^0): the shown numbers are exact, so α = [1/2, 1/2] exactly, not ≈
     text = _symbolic("en", "markdown", expand="all")
     assert "\\alpha_{\\text{x2}} = \\begin{bmatrix}\\dfrac{1}{2} & \\dfrac{1}{2}\\end{bmatrix} = " in text
+
+
+def test_a_negative_row_maximum_is_subtracted_in_parentheses():
+    spec = load_spec(
+        {
+            "tokens": ["a", "b"],
+            "Q": [[-1, 0], [0, -1]],
+            "K": [[1, 0], [1, 0]],
+            "V": [[1, 2], [3, 4]],
+            "softmax": "stable",
+            "focus": "a",
+        }
+    )
+    text = render(derive(spec), "markdown")
+    assert "z - \\left(-0.707\\right) = [0,\\ 0]" in text and "z - -" not in text
