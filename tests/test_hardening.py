@@ -21,7 +21,8 @@ SEED = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [0, 1]], "K": [[1, 0],
 TINY = {"Q": [[1]], "K": [[1]], "V": [[1]]}
 ALL_KEYS = (
     "K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, focus, "
-    "heads, key_padding, key_tokens, lang, mask, notation, paper, rounding, scale, softmax, subs, title, tokens"
+    "heading_level, heads, key_padding, key_tokens, lang, mask, notation, numbered, paper, rounding, scale, softmax, "
+    "subs, title, tokens"
 )
 CHOICE = "use Latin letters, digits, punctuation, or Chinese and Japanese characters"
 
