@@ -35,7 +35,9 @@ from symattn.rendering.layout import (
     side_by_side,
     sum_lines,
     table_fits,
+    two_columns,
 )
+from symattn.rendering.paging import BlockNote, paginate
 
 FORMATS = ("markdown", "latex")
 REPORT_FORMATS = ("text", "markdown", "latex")
@@ -300,6 +302,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "relation_lines": relation_lines,
     "chain": chain,
     "table_fits": lambda rows: table_fits(*rows),
+    "two_columns": two_columns,
     "format_percent": lambda text: f"{text}\\%",
     "fits": lambda pieces: fits(*pieces),
     "vector": tex_vector,
@@ -434,4 +437,20 @@ def render(derivation, fmt: str = "markdown", *, standalone: bool = False, depth
         paper=derivation.paper,
         cjk_font=derivation.cjk_font,
     )
-    return shrink_wide_displays(text) if fmt == "latex" else text
+    if fmt != "latex":
+        return text
+    return shrink_wide_displays(paginate(text, block_note(derivation.lang)))
+
+
+def block_note(lang: str) -> BlockNote:
+    """The note under each block of a matrix cut into blocks, in ``lang``, for ``\\text{}`` in LaTeX."""
+    phrases = Phrases(load_language(lang), MATH_TEXT_ESCAPERS["latex"], lang)
+
+    def note(first_row: int, last_row: int, rows: int, first: int, last: int, columns: int) -> str:
+        if first == 1 and last == columns:
+            return phrases("blocks.rows", first=first_row, last=last_row, count=rows)
+        if first_row == 1 and last_row == rows:
+            return phrases("blocks.columns", first=first, last=last, count=columns)
+        return phrases("blocks.both", first_row=first_row, last_row=last_row, first=first, last=last)
+
+    return note
