@@ -77,7 +77,14 @@ def prose_words(text: str, labels) -> set[str]:
     for label in sorted(filter(None, labels), key=len, reverse=True):
         text = re.sub(rf"(?<![A-Za-z\\\\]){re.escape(label)}(?![A-Za-z])", " ", text)
     texts = " ".join(re.findall(r"\\text\{([^{}]*)\}", text))
-    for pattern in (r"\$\$.*?\$\$", r"\$[^$]*\$", r"\\\[.*?\\\]", r"\\\(.*?\\\)"):
+    text = re.sub(r"\d+(?:\.\d+)?(?:pt|em|ex)\b", " ", text)  # lengths (\emergencystretch=2em)
+    for pattern in (
+        r"\$\$.*?\$\$",
+        r"\$[^$]*\$",
+        r"\\\[.*?\\\]",
+        r"\\\(.*?\\\)",
+        r"\\begin\{align\*\}.*?\\end\{align\*\}",
+    ):
         text = re.sub(pattern, " ", text, flags=re.S)
     text = re.sub(r"\\[A-Za-z]+\*?(\[[^]]*\])?(\{(?:[^{}]|\{[^{}]*\})*\})*", " ", text + " " + texts)
     text = re.sub(r"(?<![A-Za-z])[A-Za-z]\\?_(\{[^}]*\}|[A-Za-z0-9]+)", " ", text)  # d_k, W_Q written as text

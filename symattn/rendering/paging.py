@@ -31,7 +31,6 @@ PAGE_HEIGHT = 420.0
 LINE_HEIGHT = 14.0  # one line of display math
 MATRIX_ROW = 12.5  # one row of a bmatrix
 FRACTION_ROW = 26.0  # one row holding a display-style fraction
-SUM_LINES = 6  # lines of one sum kept together on a page
 TABLE_ROWS = 28  # rows of one table (a table cannot break across pages)
 SMALLEST = 0.8  # \scriptsize, the smallest size a whole display may be set at (see layout._SMALLER)
 
@@ -62,15 +61,23 @@ def _display(whole: str, body: str, note: BlockNote, width: float) -> str:
         # once the display is rebuilt, it is set at full size: a row must fit as it is
         big = _too_big(_right(row), width - left, 1.0)
         lines.extend(_block_lines(row, note, width - left) if big else [_aligned(row)])
-    # a page may turn between lines and between the blocks of a matrix, but not inside a sum of a few lines
-    runs: list[list[str]] = []
-    for line in lines:
-        if runs and line.startswith("&\\quad"):
-            runs[-1].append(line)
-        else:
-            runs.append([line])
-    text = " \\\\\n".join((" \\\\*\n" if len(run) <= SUM_LINES else " \\\\\n").join(run) for run in runs)
-    return "\\begingroup\\allowdisplaybreaks\n\\begin{align*}\n" + text + "\n\\end{align*}\n\\endgroup"
+    return "\\begingroup\\allowdisplaybreaks\n\\begin{align*}\n" + _join(lines) + "\n\\end{align*}\n\\endgroup"
+
+
+_CONTINUES = ("&\\quad", "&=", "&\\approx", "&\\phantom")
+
+
+def _join(lines: list[str]) -> str:
+    """Lines of align*: the page may turn between equations and between a tall one's lines, never after
+    a name whose value is on the next line, nor inside an equation short enough to stay whole."""
+    text, height, first = lines[0], _height(lines[0]), True
+    for line in lines[1:]:
+        h = _height(line)
+        keep = line.startswith(_CONTINUES) and (first or height + h <= PAGE_HEIGHT / 2)
+        text += (" \\\\*\n" if keep else " \\\\\n") + line
+        continues = line.startswith(_CONTINUES)
+        height, first = (height + h, False) if continues else (h, True)
+    return text
 
 
 def _rows(body: str) -> list[str]:
