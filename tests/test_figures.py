@@ -371,3 +371,10 @@ def test_html_carries_the_heatmap_inline(browser, tmp_path, name, lang):  # noqa
     assert shown["width"] > 100 and shown["height"] > 100  # drawn, not collapsed
     logs = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert logs == []
+
+
+def test_the_readme_pictures_are_current():
+    d = example("causal", "en")
+    for fid in ("weights", "tokens"):
+        committed = (ROOT / "docs" / f"causal.{fid}.svg").read_text(encoding="utf-8")
+        assert committed == svg(figure(d, fid)), "stale: run python docs/make_pictures.py"
