@@ -3,6 +3,7 @@ HTML page in Chromium, the SVG files beside Markdown, and ``figures = "none"`` e
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -100,6 +101,8 @@ def test_causal_mask_cells_are_hatched_and_keep_their_number():
     assert all(c.get("fill") == f"url(#{hatch.get('id')})" for c in cells(root) if "masked" in c.get("class"))
     assert all(c.get("fill").startswith("#") for c in cells(root) if "masked" not in c.get("class"))
     assert [cell_texts(root)[k] for k in sorted(masked)] == ["0", "0", "0"]
+    tex = render(d, "latex")
+    assert tex.count(r"\fill[pattern=north east lines,pattern color=black!55]") == 2  # the cells and the legend
     # the legend shows the hatch and names it
     assert root.find(f".//{SVG}rect[@class='swatch']") is not None
     assert "masked" in [t.text for t in root.iter(f"{SVG}text")]
@@ -275,9 +278,11 @@ def test_markdown_to_a_file_never_writes_through_a_link(tmp_path, capsys):
     assert elsewhere.read_text(encoding="utf-8") == "keep"
 
 
-def test_markdown_to_a_device_has_no_figure(capsys):
-    assert main(["render", "--example", "seed", "--lang", "en", "-o", "/dev/stdout"]) == 0
-    assert ".svg" not in capsys.readouterr().out
+def test_markdown_to_a_device_has_no_figure(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["render", "--example", "seed", "--lang", "en", "-o", os.devnull]) == 0
+    assert not Path(os.devnull + ".weights.svg").exists() and not Path("null.weights.svg").exists()
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- TeX Live, pdftotext, Chromium --------------------------------------------------
