@@ -70,12 +70,12 @@ def _diagram_panel(
         return left, right, nums
 
     left, right, nums = widths(label)
-    room = width - left - right - nums - PAD * 6
-    if room < 60:  # long labels: smaller, to leave the lines room
+    spare = width - left - right - nums - PAD * 6
+    if spare < 60:  # long labels: smaller, to leave the lines room
         label = max(LABEL_MIN, floor(label * (width - 60 - PAD * 6) / (left + right + nums)))
         left, right, nums = widths(label)
-        room = width - left - right - nums - PAD * 6
-    span = q(max(Decimal(40), min(Decimal(140), room)))
+        spare = width - left - right - nums - PAD * 6
+    span = q(max(Decimal(40), min(Decimal(140), spare)))  # the lines' length
     x1 = q(left + PAD * 2)
     x2 = q(x1 + span)
     middle = q(title_h + pitch * m / 2)
