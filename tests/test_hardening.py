@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SEED = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}
 TINY = {"Q": [[1]], "K": [[1]], "V": [[1]]}
 ALL_KEYS = (
-    "K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, focus, "
+    "K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, figures, focus, "
     "heads, key_padding, key_tokens, lang, mask, notation, paper, rounding, scale, softmax, subs, title, tokens"
 )
 CHOICE = "use Latin letters, digits, punctuation, or Chinese and Japanese characters"
@@ -381,7 +381,8 @@ def test_minus_infinity_claims(tmp_path, capsys):
 
 
 def render_to(capsys, target, *extra):
-    return run(capsys, "render", "--lang", "en", *extra, "-o", target)
+    # how the file is written, not its figures (tests/test_figures.py writes those): the text is stdout's
+    return run(capsys, "render", "--lang", "en", "--figures", "none", *extra, "-o", target)
 
 
 def expected_text(capsys):

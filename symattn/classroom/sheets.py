@@ -144,9 +144,12 @@ def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool)
     first = variants[0].spec
     body = "latex" if fmt in ("latex", "pdf") else "markdown"
     depth = 1 if body == "latex" or single else 2
+    from symattn.rendering.figures import has_pictures
+
+    derivations = [derive(v.spec) for v in variants]
     keys = [
-        (v, tuple(zip(v.asked, answer_values(v))), render(derive(v.spec), body, depth=depth).strip("\n"))
-        for v in variants
+        (v, tuple(zip(v.asked, answer_values(v))), render(d, body, depth=depth).strip("\n"))
+        for v, d in zip(variants, derivations)
     ]
     texts = [v.name for v in variants] + [first.title or ""] + [x for v in variants for x in v.spec.tokens]
     text = render_template(
@@ -159,6 +162,7 @@ def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool)
         single=single,
         cjk_font=first.cjk_font,
         has_cjk=has_cjk(texts),
+        pictures=body == "latex" and any(has_pictures(d) for d in derivations),  # the preamble loads TikZ
     )
     if fmt == "html":
         from symattn.rendering.html import page

@@ -11,6 +11,7 @@ MASKS = ("none", "causal")
 SOFTMAXES = ("plain", "stable")
 NOTATIONS = ("auto", "fixed", "scientific")  # how shown numbers are written (see rounding)
 PAPERS = ("a4", "letter")
+FIGURES = ("all", "weights", "none")  # the heatmaps and the token diagram, the heatmaps only, or no figure
 
 
 def default_paper(lang: str) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
+from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, FIGURES, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
 from symattn.input.files import read_table
 from symattn.input.formula import Formula
 from symattn.input.numeral import Numeral
@@ -63,6 +63,7 @@ class Spec:
     engine: str | None = None  # TeX engine for PDF; None: xelatex for Chinese text, else pdflatex
     cjk_font: str | None = None  # ctex's fontset for Chinese; None: ctex's own choice
     backward: Backward | None = None  # the backward pass, when asked for
+    figures: str = "all"  # "all": heatmaps and the token diagram; "weights": the heatmaps; "none"
 
     @property
     def page(self) -> str:
@@ -135,6 +136,8 @@ class Spec:
             changes["focus"] = reader.focus(raw["focus"], self.tokens, "--focus")
         if "notation" in raw:
             changes["notation"] = reader.choice(raw["notation"], "--notation", NOTATIONS)
+        if "figures" in raw:
+            changes["figures"] = reader.choice(raw["figures"], "--figures", FIGURES)
         for key, names in (("paper", PAPERS), ("engine", ENGINES), ("cjk_font", CJK_FONTS)):
             if key in raw:
                 changes[key] = reader.choice(raw[key], "--" + key.replace("_", "-"), names)
@@ -147,7 +150,19 @@ class Spec:
         return replace(self, **changes)
 
 
-_OVERRIDABLE = {"lang", "rounding", "expand", "focus", "subs", "notation", "paper", "engine", "cjk_font", "backward"}
+_OVERRIDABLE = {
+    "lang",
+    "rounding",
+    "expand",
+    "focus",
+    "subs",
+    "notation",
+    "paper",
+    "engine",
+    "cjk_font",
+    "backward",
+    "figures",
+}
 SPEC_KEYS = (
     "title",
     "lang",
@@ -181,6 +196,7 @@ SPEC_KEYS = (
     "engine",
     "cjk_font",
     "backward",
+    "figures",
 )
 
 
@@ -263,6 +279,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         paper=reader.choice(data["paper"], "paper", PAPERS) if "paper" in data else None,
         engine=reader.choice(data["engine"], "engine", ENGINES) if "engine" in data else None,
         cjk_font=reader.choice(data["cjk_font"], "cjk_font", CJK_FONTS) if "cjk_font" in data else None,
+        figures=reader.choice(data.get("figures", "all"), "figures", FIGURES),
         projection=projection,
         heads=heads,
         W_O=W_O,

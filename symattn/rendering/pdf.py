@@ -60,7 +60,7 @@ def install_hint(engine: str, cjk: bool) -> str:
     packages = ["latexmk", *_PACKAGES[engine]]
     if cjk:
         packages.append("texlive-lang-chinese")
-    packages.append("texlive-latex-recommended")
+    packages += ["texlive-latex-recommended", "texlive-pictures"]  # and TikZ, for the figures
     return f"latexmk and {engine} are needed for PDF output; install them with: apt-get install {' '.join(packages)}"
 
 

@@ -308,10 +308,18 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "vector": tex_vector,
     "inline": tex_inline,
     "inline_vector": lambda items: tex_vector(items, tex_inline),
+    "figures": lambda derivation, step: _figures(derivation, step),
+    "tikz_colour": lambda c: f"{{rgb,255:red,{int(c[1:3], 16)};green,{int(c[3:5], 16)};blue,{int(c[5:7], 16)}}}",
     "scaled_vectors": lambda weights, vectors: [
         f"{tex_operand(w)}\\cdot{tex_vector(v)}" for w, v in zip(weights, vectors)
     ],
 }
+
+
+def _figures(derivation, step):
+    from symattn.rendering.figures import figures  # only documents with pictures measure them
+
+    return figures(derivation, step)
 
 
 def _latex_heading(text: str, depth: int) -> str:
@@ -418,11 +426,22 @@ def render_report(report, fmt: str = "text", *, standalone: bool = False) -> str
     )
 
 
-def render(derivation, fmt: str = "markdown", *, standalone: bool = False, depth: int = 0) -> str:
+def render(
+    derivation,
+    fmt: str = "markdown",
+    *,
+    standalone: bool = False,
+    depth: int = 0,
+    figure_link: Callable[[str], str] | None = None,
+) -> str:
     """Render a derivation as Markdown, or as a LaTeX fragment or standalone document.
 
     ``depth`` 1 sets the whole derivation one heading level lower, to sit under a heading of its own.
+    LaTeX draws its figures with TikZ. Markdown has a figure only with ``figure_link``, which gives the
+    link of each figure's SVG from its id (``weights``, ``tokens``, ``dz``; see :mod:`.figures`).
     """
+    from symattn.rendering.figures import has_pictures
+
     if fmt not in FORMATS:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     texts = list(derivation.tokens) + list(derivation.key_tokens) + [derivation.title or ""]
@@ -436,6 +455,8 @@ def render(derivation, fmt: str = "markdown", *, standalone: bool = False, depth
         depth=depth,
         paper=derivation.paper,
         cjk_font=derivation.cjk_font,
+        pictures=fmt == "latex" and has_pictures(derivation),
+        figure_link=figure_link if fmt == "markdown" else None,
     )
     if fmt != "latex":
         return text
