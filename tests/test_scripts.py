@@ -487,3 +487,28 @@ def test_roster_names_are_read_like_labels(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"symattn: {roster}: name[3]: the character '😀' (U+1F600 GRINNING FACE) {WHY['font']}\n"
     )
+
+
+def test_install_hint_names_the_fonts():
+    from symattn.rendering.pdf import install_hint
+
+    assert install_hint("xelatex", False, True) == (
+        "latexmk and xelatex are needed for PDF output; install them with: apt-get install latexmk texlive-xetex "
+        "texlive-latex-recommended fonts-noto-core fonts-noto-cjk"
+    )
+
+
+@pytest.mark.client
+def test_a_missing_font_is_one_line_naming_the_packages():
+    from symattn.rendering.pdf import latex_to_pdf
+
+    if not (shutil.which("latexmk") and shutil.which("xelatex")):
+        pytest.skip("latexmk and xelatex not installed (TeX Live)")
+    tex = "\\documentclass{article}\\usepackage{fontspec}\\newfontfamily\\x{No Such Serif}\\begin{document}x\\end{document}"
+    with pytest.raises(RenderError) as err:
+        latex_to_pdf(tex, engine="xelatex")
+    assert re.fullmatch(
+        r'xelatex failed: ! Package fontspec Error: The font "No Such Serif" cannot be found\.; install '
+        r"fonts-noto-core and fonts-noto-cjk \(the log is kept at \S+\.log\)",
+        str(err.value),
+    )
