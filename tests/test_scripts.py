@@ -411,27 +411,46 @@ return null;
 """
 
 
-@pytest.mark.client
-def test_html_sets_right_to_left_runs_in_chromium(tmp_path):
-    from symattn.rendering.html import derivation_page
-
-    spec = load_spec({"lang": "en", "tokens": ["قطة سوداء", "חתול", "고양이"], **MATRICES})
-    page = tmp_path / "page.html"
-    page.write_text(derivation_page(derive(spec)), encoding="utf-8")
+@pytest.fixture(scope="module")
+def chrome():
     driver = chromium_driver()
     try:
-        driver.get(page.as_uri())
-        driver.execute_async_script("const done = arguments[0]; document.fonts.ready.then(() => done());")
-        assert driver.execute_script("return document.querySelectorAll('.katex-error').length") == 0
-        sentence = driver.execute_script("return document.querySelector('p:nth-of-type(1)').innerText")
-        assert "“\u2067قطة سوداء\u2069 / \u2067חתול\u2069 / 고양이”" in sentence
-        # each run reads right to left (its first letter is rightmost), and the labels stay in order
-        arabic = driver.execute_script(RTL_ORDER, "قطة سوداء", 0, 8)
-        hebrew = driver.execute_script(RTL_ORDER, "חתול", 0, 3)
-        assert arabic[0] > arabic[1] and hebrew[0] > hebrew[1]
-        assert max(arabic) < min(hebrew)
+        yield driver
     finally:
         driver.quit()
+
+
+def open_page(driver, path, spec) -> dict:
+    from symattn.rendering.html import derivation_page
+
+    path.write_text(derivation_page(derive(spec)), encoding="utf-8")
+    driver.get(path.as_uri())
+    driver.execute_async_script("const done = arguments[0]; document.fonts.ready.then(() => done());")
+    return driver.execute_script(
+        "const math = document.querySelectorAll('span.math, div.math');"
+        "return {math: math.length, errors: document.querySelectorAll('.katex-error').length,"
+        " typeset: Array.from(math).filter(el => el.querySelector('.katex')).length};"
+    )
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_html_has_no_katex_error_in_chromium(chrome, tmp_path, case):
+    state = open_page(chrome, tmp_path / "page.html", spec_of(case))
+    assert state["math"] > 0 and state["typeset"] == state["math"] and state["errors"] == 0
+
+
+@pytest.mark.client
+def test_html_sets_right_to_left_runs_in_chromium(chrome, tmp_path):
+    spec = load_spec({"lang": "en", "tokens": ["قطة سوداء", "חתול", "고양이"], **MATRICES})
+    assert open_page(chrome, tmp_path / "page.html", spec)["errors"] == 0
+    sentence = chrome.execute_script("return document.querySelector('p').innerText")
+    assert "“\u2067قطة سوداء\u2069 / \u2067חתול\u2069 / 고양이”" in sentence
+    # each run reads right to left (its first letter is rightmost), and the labels stay in order
+    arabic = chrome.execute_script(RTL_ORDER, "قطة سوداء", 0, 8)
+    hebrew = chrome.execute_script(RTL_ORDER, "חתול", 0, 3)
+    assert arabic[0] > arabic[1] and hebrew[0] > hebrew[1]
+    assert max(arabic) < min(hebrew)
 
 
 @pytest.mark.client
@@ -511,4 +530,21 @@ def test_a_missing_font_is_one_line_naming_the_packages():
         r'xelatex failed: ! Package fontspec Error: The font "No Such Serif" cannot be found\.; install '
         r"fonts-noto-core and fonts-noto-cjk \(the log is kept at \S+\.log\)",
         str(err.value),
+    )
+
+
+@pytest.mark.client
+def test_render_pdf_through_the_cli_picks_xelatex(tmp_path, capsys):
+    if not (shutil.which("latexmk") and shutil.which("xelatex")):
+        pytest.skip("latexmk and xelatex not installed (TeX Live)")
+    spec = tmp_path / "korean.json"
+    spec.write_text(json.dumps({"lang": "en", "tokens": ["고양이", "قطة", "बिल्ली"], **MATRICES}), encoding="utf-8")
+    target = tmp_path / "korean.pdf"
+    assert main(["render", str(spec), "-o", str(target)]) == 0
+    assert capsys.readouterr().err == ""
+    text = pdf_text(target)
+    assert "고양이" in text and ARABIC_IN_PDF["قطة"] in text and "बिल्ली" in text
+    assert main(["render", str(spec), "--engine", "pdflatex", "-o", str(tmp_path / "x.pdf")]) == 2
+    assert capsys.readouterr().err == (
+        "symattn: pdflatex cannot set '고' (U+ACE0 HANGUL SYLLABLE GO) in this document; use xelatex\n"
     )
