@@ -15,6 +15,7 @@ with XeTeX's ``\\beginR … \\endR`` and isolated (RLI … PDI) in Markdown.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
@@ -282,7 +283,6 @@ def _scripts(text: str) -> list[Script | None]:
     return out
 
 
-@lru_cache(maxsize=4096)  # the same labels and phrases are escaped again and again
 def runs(text: str) -> tuple[tuple[Script | None, str], ...]:
     """``text`` in runs that each take one font: (the run's font, the run). None: the document's own font.
 
@@ -292,6 +292,16 @@ def runs(text: str) -> tuple[tuple[Script | None, str], ...]:
     character; otherwise the whole run is set in Noto Serif, so that one word
     never mixes two fonts. A CJK run stays with ctex's font within GB 2312.
     """
+    # the same labels and phrases are escaped again and again; a whole document is read once
+    return _cached_runs(text) if len(text) <= 256 else _runs(text)
+
+
+@lru_cache(maxsize=4096)
+def _cached_runs(text: str) -> tuple[tuple[Script | None, str], ...]:
+    return _runs(text)
+
+
+def _runs(text: str) -> tuple[tuple[Script | None, str], ...]:
     if is_pdflatex_text(text):  # English, Latin-1: all in the document's own font
         return ((None, text),)
     scripts = _scripts(text)
@@ -343,17 +353,23 @@ def _in_gb2312(ch: str) -> bool:
 
 
 @cache
-def _pdflatex_extra() -> frozenset[str]:
+def _beyond_pdflatex() -> re.Pattern[str]:
     # beyond ASCII, what pdflatex sets with T1 and TS1 fonts (inputenc utf8) or the escaper writes as math
     latin1 = {chr(c) for c in range(0xA1, 0x100) if c != 0xAD}
     extended_a = {chr(c) for c in range(0x100, 0x180)} - set("ĦħĸĿŀŉŦŧſ")  # T1 has no glyph for these nine
-    return frozenset(latin1 | extended_a | set("–—‘’“”") | MATH_SYMBOLS)
+    sets = "".join(sorted(latin1 | extended_a | set("–—‘’“”") | MATH_SYMBOLS))
+    return re.compile(f"[^\x00-\x7f{re.escape(sets)}]")  # a regex: a whole document is read at C speed
 
 
 def is_pdflatex_text(text: str) -> bool:
     """Whether pdflatex (T1 fonts, inputenc utf8) sets every character of ``text``."""
-    extra = _pdflatex_extra()
-    return all(ord(ch) < 0x80 or ch in extra for ch in text)
+    return _beyond_pdflatex().search(text) is None
+
+
+def beyond_pdflatex(text: str) -> str | None:
+    """The first character of ``text`` that pdflatex does not set, or None."""
+    found = _beyond_pdflatex().search(text)
+    return found.group(0) if found else None
 
 
 def engine_for(texts: list[str], lang: str | None = None) -> str:
@@ -364,6 +380,12 @@ def engine_for(texts: list[str], lang: str | None = None) -> str:
 def fonts_for(texts: list[str]) -> tuple[Script, ...]:
     """The fonts beyond the document's own that the runs of ``texts`` need, in a fixed order."""
     used = {font.key for text in texts for font, _ in runs(text) if font is not None}
+    return tuple(s for s in (*SCRIPTS, CHINESE, JAPANESE) if s.key in used)
+
+
+def fonts_named(tex: str) -> tuple[Script, ...]:
+    """The script fonts a LaTeX document uses, by the names of its ``\\symattn<key>`` macros."""
+    used = set(re.findall(r"\\symattn([a-z]+)", tex))
     return tuple(s for s in (*SCRIPTS, CHINESE, JAPANESE) if s.key in used)
 
 

@@ -21,7 +21,7 @@ import tempfile
 
 from symattn.input.choices import ENGINES
 from symattn.input.errors import RenderError
-from symattn.input.scripts import engine_for, fonts_for, has_cjk, is_pdflatex_text
+from symattn.input.scripts import beyond_pdflatex, engine_for, fonts_named, has_cjk
 
 # latexmk's switches for each engine; lualatex without Lua's os, io.popen and sockets
 _SWITCH = {
@@ -56,11 +56,11 @@ def choose_engine(tex: str, lang: str | None = None, engine: str | None = None) 
     if engine not in ENGINES:
         raise RenderError(f"unknown TeX engine {engine!r}; expected one of {', '.join(ENGINES)}")
     if engine == "pdflatex" and needed != "pdflatex":
-        ch = next((ch for ch in tex if not is_pdflatex_text(ch)), None)
+        ch = beyond_pdflatex(tex)
         what = "Chinese text" if ch is None else _named(ch)
         raise RenderError(f"pdflatex cannot set {what} in this document; use xelatex")
-    fonts = fonts_for([tex])
-    if engine == "lualatex" and fonts:
+    fonts = fonts_named(tex) if engine == "lualatex" else ()
+    if fonts:
         names = ", ".join(dict.fromkeys(font.name for font in fonts))
         raise RenderError(f"the document's {names} text is set up for xelatex; use xelatex, not lualatex")
     return engine
@@ -102,7 +102,7 @@ def latex_to_pdf(
     seconds = LATEX_SECONDS if seconds is None else seconds
     latexmk, program = shutil.which("latexmk"), shutil.which(engine)
     if latexmk is None or program is None:
-        raise RenderError(install_hint(engine, has_cjk([tex]) or lang == "zh", bool(fonts_for([tex]))))
+        raise RenderError(install_hint(engine, has_cjk([tex]) or lang == "zh", bool(fonts_named(tex))))
     folder = tempfile.mkdtemp(prefix="symattn-pdf-")
     try:
         with open(os.path.join(folder, "document.tex"), "w", encoding="utf-8", newline="\n") as fh:
