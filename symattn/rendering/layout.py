@@ -160,7 +160,15 @@ def _table_width(name: str, body: str) -> float:
 # show nothing, nor the braces of its argument; an escaped character (\\%) shows itself
 _TEXT_TOKEN = re.compile(r"\\[A-Za-z]+\{\}|\\symattn[a-z]+|[{}]|\\(.)|(.)", re.S)
 # pt per character at 10 pt, measured in each script's font (xelatex), a little generous
-_SCRIPT_WIDTH = {"tamil": 8.5, "ethiopic": 8.6, "greek": 5.7, "cyrillic": 6.1, "georgian": 6.8, "thai": 6.0}
+_SCRIPT_WIDTH = {
+    "tamil": 8.5,
+    "ethiopic": 8.6,
+    "georgian": 6.8,
+    "cyrillic": 6.1,
+    "thai": 6.0,
+    "armenian": 6.0,
+    "greek": 5.7,
+}
 
 
 def _text_width(text: str) -> float:
