@@ -207,7 +207,7 @@ PAGES = [
     (128, 4, "plain", ("en",)),
 ]
 
-_DIMENSION = re.compile(r"\d+(?:\.\d+)?(?:pt|em|ex|cm|\\linewidth)")
+_DIMENSION = re.compile(r"\d+(?:\.\d+)?(?:pt|em|ex|cm|\\[a-z]*(?:width|height))")
 _DECIMAL = re.compile(r"\d+\.\d+")
 
 
@@ -302,6 +302,7 @@ def host(fragment: str, cls: str, size: str) -> str:
     fonts = "\\usepackage[T1]{fontenc}\\usepackage[utf8]{inputenc}\\usepackage{lmodern}\n" if cls == "article" else ""
     return (
         f"\\documentclass[{size},a4paper]{{{cls}}}\n{fonts}\\usepackage{{amsmath}}\n"
+        "\\usepackage{tikz}\\usetikzlibrary{patterns}\n"
         "\\begin{document}\n\\tableofcontents\n" + fragment + "\n\\end{document}\n"
     )
 

@@ -96,7 +96,8 @@ BAD = [
     (
         {"tokens": ["a", "b\nc", "d"]},
         SpecError,
-        "<dict>: tokens[2]: control characters (such as newlines) are not allowed",
+        "<dict>: tokens[2]: the character '\\n' (U+000A) is a control character or a line break; labels and titles "
+        "are one line of text",
     ),
     ({"tokens": ["a", 2, "c"]}, SpecError, "<dict>: tokens[2]: expected a string, got a number"),
     ({"focus": "dog"}, SpecError, "<dict>: focus: no token labelled 'dog'; tokens are 小猫, 吃, 它"),

@@ -77,7 +77,7 @@ def _with_lang(v: Variant, lang: str | None) -> Variant:
 
 def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | bytes:
     """The exercise sheet: the student's numbers and a blank for every asked number."""
-    from symattn.rendering.renderer import has_cjk, render_template
+    from symattn.rendering.renderer import latex_setup, render_template
 
     v = _with_lang(v, lang)
     spec = v.spec
@@ -94,9 +94,9 @@ def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | b
         "latex",
         spec.lang,
         s=view,
-        has_cjk=has_cjk(list(spec.tokens) + [spec.title or "", v.name, v.id]),
         paper=spec.page,
         cjk_font=spec.cjk_font,
+        **latex_setup(list(spec.tokens) + [spec.title or "", v.name, v.id], spec.lang),
     )
     if fmt == "pdf":
         from symattn.rendering.pdf import latex_to_pdf
@@ -138,7 +138,7 @@ def key_all(variants: Sequence[Variant], fmt: str = "markdown", lang: str | None
 
 def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool) -> str | bytes:
     from symattn.derivation.derive import derive
-    from symattn.rendering.renderer import has_cjk, render, render_template
+    from symattn.rendering.renderer import latex_setup, render, render_template
 
     variants = [_with_lang(v, lang) for v in variants]
     first = variants[0].spec
@@ -161,8 +161,8 @@ def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool)
         paper=first.page,
         single=single,
         cjk_font=first.cjk_font,
-        has_cjk=has_cjk(texts),
         pictures=body == "latex" and any(has_pictures(d) for d in derivations),  # the preamble loads TikZ
+        **latex_setup(texts, first.lang),
     )
     if fmt == "html":
         from symattn.rendering.html import page

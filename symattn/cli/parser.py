@@ -60,7 +60,7 @@ def _engine(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine",
         choices=ENGINES,
-        help="TeX engine for --format pdf (default: xelatex for Chinese text, else pdflatex)",
+        help="TeX engine for --format pdf (default: pdflatex for English in Latin-1, else xelatex)",
     )
     parser.add_argument("--paper", choices=PAPERS, help="paper of LaTeX and PDF (default: a4 for zh, letter for en)")
     parser.add_argument("--cjk-font", choices=CJK_FONTS, help="ctex's fontset for Chinese (default: ctex's own)")

@@ -60,7 +60,7 @@ class Spec:
     subs: tuple[tuple[str, Numeral], ...] = ()  # values for symbols
     notation: str = "auto"  # "auto", "fixed" or "scientific"
     paper: str | None = None  # "a4" or "letter"; None: A4 for Chinese, Letter for English
-    engine: str | None = None  # TeX engine for PDF; None: xelatex for Chinese text, else pdflatex
+    engine: str | None = None  # TeX engine for PDF; None: pdflatex for English in Latin-1, else xelatex
     cjk_font: str | None = None  # ctex's fontset for Chinese; None: ctex's own choice
     backward: Backward | None = None  # the backward pass, when asked for
     figures: str = "all"  # "all": heatmaps and the token diagram; "weights": the heatmaps; "none"

@@ -10,7 +10,10 @@ a little generous, so that what is estimated to fit does fit.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
+
+from symattn.input.scripts import script_of
 
 # pt at 10 pt: the narrowest line we set into (12 pt article: 390 pt at 1.2; ctexart: 345 pt at 10.5 pt), less 3%
 TEXT_WIDTH = 315.0
@@ -183,11 +186,39 @@ def _table_width(name: str, body: str, scale: float = 1.0) -> float:
 _TEXT_CHAR = {" ": 3.3, "%": 8.3, ".": 2.8, ",": 2.8, ":": 2.8, **dict.fromkeys("abcdefghijklmnopqrstuvwxyz", 4.8)}
 
 
+# text in words: a command with no argument (\\textbackslash{}) and a script's font macro (\\symattnhangul)
+# show nothing, nor the braces of its argument; an escaped character (\\%) shows itself
+_TEXT_TOKEN = re.compile(r"\\[A-Za-z]+\{\}|\\symattn[a-z]+|[{}]|\\(.)|(.)", re.S)
+# pt per character at 10 pt, measured in each script's font (xelatex), a little generous
+_SCRIPT_WIDTH = {
+    "tamil": 8.5,
+    "ethiopic": 8.6,
+    "georgian": 6.8,
+    "cyrillic": 6.1,
+    "thai": 6.0,
+    "armenian": 6.0,
+    "greek": 5.7,
+}
+
+
 def _text_width(text: str) -> float:
     width = 0.0
-    for ch in re.sub(r"\\[A-Za-z]+\{\}|\\(.)", r"\1", text):
-        width += 10.5 if ord(ch) >= 0x2E80 else _TEXT_CHAR.get(ch, 7.2 if ch.isupper() else 5.2)
+    for m in _TEXT_TOKEN.finditer(text):
+        ch = m.group(1) or m.group(2)
+        if ch:
+            width += _char_width(ch)
     return width
+
+
+def _char_width(ch: str) -> float:
+    if ch.isascii():
+        return _TEXT_CHAR.get(ch, 7.2 if ch.isupper() else 5.2)
+    if unicodedata.category(ch) in ("Mn", "Me", "Cf"):  # marks sit on their letter; joiners are invisible
+        return 0.0
+    if unicodedata.east_asian_width(ch) in "WF":  # CJK and Hangul
+        return 10.5
+    script = script_of(ch)
+    return _SCRIPT_WIDTH.get(script.key, 5.2) if script is not None else 5.2
 
 
 def _argument(tex: str, i: int) -> tuple[str, int]:

@@ -25,6 +25,7 @@ from symattn.input.errors import RenderError
 from symattn.input.formula import Formula, symbol
 from symattn.input.languages import TEMPLATE_PATHS
 from symattn.input.numeral import Numeral
+from symattn.input.scripts import engine_for, fonts_for, has_cjk
 from symattn.input.text import split_math
 from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS
 from symattn.rendering.layout import (
@@ -403,26 +404,27 @@ def render_template(name: str, fmt: str, lang: str, **context: Any) -> str:
         raise RenderError(f"template {name}.{fmt}.j2: {exc.message}") from None
 
 
-def has_cjk(texts: list[str]) -> bool:
-    """Whether any text has Chinese (or other CJK) characters: LaTeX then needs ctex and xelatex."""
-    return any(ord(ch) >= 0x2E80 for text in texts for ch in text)
+def latex_setup(texts: list[str], lang: str) -> dict[str, Any]:
+    """What the LaTeX preamble needs to know of a document's user text (labels, title, names): whether
+    ctex is needed, the fonts of its scripts, and the engine, which the document's first line names."""
+    return {"has_cjk": has_cjk(texts), "scripts": fonts_for(texts), "engine": engine_for(texts, lang)}
 
 
 def render_report(report, fmt: str = "text", *, standalone: bool = False) -> str:
     """Render a check report as plain text, Markdown, or LaTeX (fragment or standalone)."""
     if fmt not in REPORT_FORMATS:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
-    texts = list(report.tokens) + [report.title or ""]
+    texts = list(report.tokens) + [report.title or "", report.source]
     return render_template(
         "report",
         fmt,
         report.lang,
         r=report,
         standalone=standalone,
-        has_cjk=has_cjk(texts),
         report=True,
         paper=report.paper,
         cjk_font=report.cjk_font,
+        **latex_setup(texts, report.lang),
     )
 
 
@@ -451,12 +453,12 @@ def render(
         derivation.lang,
         d=derivation,
         standalone=standalone,
-        has_cjk=has_cjk(texts),
         depth=depth,
         paper=derivation.paper,
         cjk_font=derivation.cjk_font,
         pictures=fmt == "latex" and has_pictures(derivation),
         figure_link=figure_link if fmt == "markdown" else None,
+        **latex_setup(texts, derivation.lang),
     )
     if fmt != "latex":
         return text
