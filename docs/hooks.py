@@ -708,6 +708,14 @@ def on_files(files, config):
             uri = f"generated/{key.removeprefix('picture-')}.png"
             files.append(File.generated(config, uri, content=png))
             _made[key] = f"![{alt}](@ROOT@{uri})"
+        # the causal example's figures, as the SVG files that `render -o FILE.md` writes beside it
+        symattn("render", "--example", "causal", "--lang", "en", "-o", "causal.md", cwd=tmp)
+        shown = []
+        for name, alt in (("weights", "The heatmap of the weights"), ("tokens", "The token diagram")):
+            uri = f"generated/causal.{name}.svg"
+            files.append(File.generated(config, uri, content=(tmp / f"causal.{name}.svg").read_bytes()))
+            shown.append(f"![{alt}](@ROOT@{uri})")
+        _made["figure-causal"] = "\n\n".join(shown)
         for lang in ("zh", "en"):  # the offline page of `render --format html`, to open from the guides
             page = symattn("render", "--lang", lang, "--format", "html", cwd=tmp)
             files.append(File.generated(config, f"generated/seed-{lang}.html", content=page.encode("utf-8")))

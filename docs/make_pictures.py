@@ -5,7 +5,10 @@
 writes docs/seed-html.png (the Chinese seed page in headless Chromium at
 1280×900), docs/seed-pdf.png (page 1 of the English seed PDF, pdftoppm at
 80 dpi), docs/causal4-pdf.png (page 4 of docs/causal4.toml's PDF) and docs/sheet.png
-(student s01's exercise sheet). Needs TeX Live with latexmk, poppler-utils, chromium, chromium-driver
+(student s01's exercise sheet), docs/korean-pdf.png (page 4 of docs/korean.toml's PDF: Hangul labels), and
+docs/causal.weights.svg and docs/causal.tokens.svg (the pictures of
+the English causal example, as `render -o FILE.md` writes them; tests/test_figures.py checks they are
+current). Needs TeX Live with latexmk, poppler-utils, chromium, chromium-driver
 and selenium: the clients of tests/test_export.py. For a fair picture of the
 Chinese page, install a CJK sans-serif font as readers have one (Debian:
 fonts-wqy-microhei or fonts-noto-cjk); TeX Live's Arphic fonts alone set a Kaiti.
@@ -109,13 +112,34 @@ def sheet_picture(folder: Path) -> None:
     )
 
 
+def korean_picture(folder: Path) -> None:
+    # page 4 of docs/korean.toml's PDF: Hangul labels (xelatex, Noto Serif CJK) in the heatmap and the diagram
+    pdf = folder / "korean.pdf"
+    symattn("render", str(DOCS / "korean.toml"), "--format", "pdf", "-o", str(pdf))
+    subprocess.run(
+        ["pdftoppm", "-png", "-r", "80", "-f", "4", "-l", "4", "-singlefile", str(pdf), str(DOCS / "korean-pdf")],
+        check=True,
+    )
+
+
+def figure_pictures(folder: Path) -> None:
+    # the figures beside a Markdown file are SVG already: the causal example's, for the README
+    symattn("render", "--example", "causal", "--lang", "en", "-o", str(folder / "causal.md"))
+    for name in ("causal.weights.svg", "causal.tokens.svg"):
+        shutil.copyfile(folder / name, DOCS / name)
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="symattn-pictures-") as tmp:
+        figure_pictures(Path(tmp))
         html_picture(Path(tmp))
         pdf_picture(Path(tmp))
         causal_picture(Path(tmp))
         sheet_picture(Path(tmp))
+        korean_picture(Path(tmp))
     print("wrote", DOCS / "seed-html.png", DOCS / "seed-pdf.png", DOCS / "causal4-pdf.png", "and", DOCS / "sheet.png")
+    print("and", DOCS / "korean-pdf.png")
+    print("and", DOCS / "causal.weights.svg", DOCS / "causal.tokens.svg")
 
 
 if __name__ == "__main__":

@@ -36,8 +36,8 @@ class Result:
         return render(self.derivation, format, standalone=standalone)
 
     def pdf(self, engine: str | None = None) -> bytes:
-        """The derivation as a PDF (latexmk; xelatex for Chinese), for notebooks whose own PDF export
-        cannot set Chinese."""
+        """The derivation as a PDF (latexmk; xelatex for Chinese and labels beyond Latin-1), for notebooks
+        whose own PDF export cannot set them."""
         from symattn.rendering.pdf import latex_to_pdf
 
         return latex_to_pdf(

@@ -128,17 +128,31 @@ def test_wide_bert_style_specs_compile(katex, latex, tmp_path, n, lang):
 
 
 def test_every_label_character_is_set_by_every_client(katex, latex, tmp_path):
-    # the characters labels may use (escape.is_settable), as labels in both languages and all clients
-    from symattn.input.text import is_settable
+    # every character a label may hold in the document's own fonts, as labels in both languages and all clients:
+    # what pdflatex sets (Latin-1, Latin Extended-A, dashes, quotes) with pdflatex; all that Latin Modern has
+    # (Vietnamese, signs, arrows) with xelatex, and with xelatex and ctex, whose xeCJK takes some punctuation
+    from symattn.input import scripts
+    from symattn.input.text import unsupported_character
 
-    latin = "".join(chr(c) for c in range(0xC0, 0x180) if is_settable(chr(c))) + "–—‘’“”"
-    labels = [latin[i : i + 40] for i in range(0, len(latin), 40)]
+    allowed = [
+        chr(c)
+        for lo, hi in scripts._LATIN_MODERN
+        for c in range(lo, hi + 1)
+        if c > 0x20 and not scripts.is_mark(chr(c)) and unsupported_character(chr(c)) is None
+    ]
+    assert len(allowed) == 575
+    pdflatex = [ch for ch in allowed if scripts.is_pdflatex_text(ch)]
     cjk = ["小猫「吃」、。", "ひらがなカタカナ", "（全角）ＡＢＣ"]
-    for lang, engine, extra in (("en", "pdflatex", []), ("zh", "xelatex", cjk)):
-        tokens = labels + extra
+    for name, lang, engine, pool, extra in (
+        ("en-pdflatex", "en", "pdflatex", pdflatex, []),
+        ("zh-pdflatex", "zh", "xelatex", pdflatex, cjk),
+        ("en-xelatex", "en", "xelatex", allowed, []),
+        ("zh-xelatex", "zh", "xelatex", allowed, cjk),
+    ):
+        tokens = ["a" + "".join(pool[i : i + 39]) for i in range(0, len(pool), 39)] + extra
         n = len(tokens)
         spec = load_spec({"lang": lang, "tokens": tokens, "Q": [[1]] * n, "K": [[1]] * n, "V": [[1]] * n})
         assert katex(render(derive(spec), "markdown")) == []
-        folder = tmp_path / lang
+        folder = tmp_path / name
         folder.mkdir()
         latex(render(derive(spec), "latex", standalone=True), engine, folder)

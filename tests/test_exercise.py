@@ -250,7 +250,7 @@ def test_sheet_and_key_in_both_languages():
     assert "Student: Ann Lee (s01)" in sheet
     assert "| 7 | weight $A$ | sat | the | `weights[3][1]` ________ |" in sheet
     zh = sheets.sheet(v, "latex", lang="zh")
-    assert zh.startswith("\\documentclass[a4paper]{ctexart}")
+    assert zh.startswith("% !TEX program = xelatex\n\\documentclass[a4paper]{ctexart}")
     assert "10 & 输出 & sat & 第 1 列 & \\framebox[6em]{\\strut} \\\\" in zh
     assert "Hand rounding" in sheets.key(v, "markdown")
     assert sheets.key(v, "latex").rstrip().endswith("\\end{document}")

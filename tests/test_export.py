@@ -126,12 +126,13 @@ def test_engine_choice():
         (
             "zh",
             "symattn: latexmk and xelatex are needed for PDF output; install them with: apt-get install "
-            "latexmk texlive-xetex texlive-lang-chinese texlive-latex-recommended\n",
+            "latexmk texlive-xetex texlive-lang-chinese texlive-latex-recommended texlive-pictures\n",
         ),
         (
             "en",
             "symattn: latexmk and pdflatex are needed for PDF output; install them with: apt-get install "
-            "latexmk texlive-latex-base texlive-fonts-recommended lmodern texlive-latex-recommended\n",
+            "latexmk texlive-latex-base texlive-fonts-recommended lmodern texlive-latex-recommended "
+            "texlive-pictures\n",
         ),
     ],
 )

@@ -120,7 +120,7 @@ def test_a_numbered_fragment_enters_the_authors_table_of_contents(tmp_path):
         pytest.skip("pdflatex and pdftotext needed (TeX Live, poppler)")
     fragment = _render("latex", name="seed", heading_level=2, numbered=True)
     (tmp_path / "doc.tex").write_text(
-        "\\documentclass[11pt]{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{lmodern,amsmath}\n"
+        "\\documentclass[11pt]{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{lmodern,amsmath,tikz}\n\\usetikzlibrary{patterns}\n"
         "\\begin{document}\n\\tableofcontents\n\\section{Attention in class}\nOur example.\n\n"
         + fragment
         + "\n\\end{document}\n",

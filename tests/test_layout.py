@@ -1,6 +1,7 @@
 """Layout that fits the page: estimated widths, breaks, and a grid compiled with no overfull box."""
 
 import re
+from collections import Counter
 
 import pytest
 
@@ -17,9 +18,9 @@ from .test_export import browser, open_page  # noqa: F401 (a fixture)
     [
         ("0.92", 17.8),
         (r"0.9\times 1.0", 37.8),
-        (r"\begin{bmatrix}1 & 2 \\ 3 & 4\end{bmatrix}", 28.0),
+        (r"\begin{bmatrix}1 & 2 \\ 3 & 4\end{bmatrix}", 30.6),
         (r"\dfrac{1}{3.028}", 25.2),
-        (r"\text{sum}", 15.6),
+        (r"\text{sum}", 14.4),
     ],
 )
 def test_estimated_widths(tex, width):
@@ -146,3 +147,181 @@ def test_the_grid_in_a_browser(browser, tmp_path, n, d, variant, lang):
     assert (state["errors"], state["typeset"] == state["math"], "$" in state["text"]) == (0, True, False)
     assert state["scrollWidth"] <= state["innerWidth"] == 1000
     assert state["network"] == []
+
+
+# --- nothing off the page: long expansions, big matrices, read back with pdftotext --------------------
+
+
+def pages_spec(n, d, variant, lang):
+    """The sizes a teacher meets, and past them up to the document limits."""
+    if variant == "heads4-all":
+        return load_spec({**_raw(n, d, "heads4", lang), "expand": "all"})
+    raw = {
+        "lang": lang,
+        "tokens": [f"t{i + 1}" for i in range(n)] if n > 8 else TOKENS[lang][:n],
+        "Q": rows(n, d, 3),
+        "K": rows(n, d, 5),
+        "V": rows(n, d, 2),
+    }
+    if variant == "all-hand":
+        raw.update(expand="all", rounding="hand")
+    if variant == "all":
+        raw["expand"] = "all"
+    if variant == "backward-all":
+        raw.update(expand="all", backward={"loss": "sum"})
+    if variant == "big-scores":
+        raw.update(
+            tokens=raw["tokens"][:2],
+            Q=[["10", "0"], ["0", "1"]],
+            K=[["10", "0"], ["0", "1"]],
+            V=[["1", "0"], ["0", "1"]],
+        )
+    return load_spec(raw)
+
+
+def _raw(n, d, variant, lang):
+    h = int(variant[5])
+    return {
+        "lang": lang,
+        "tokens": TOKENS[lang][:n],
+        "X": rows(n, d, 3),
+        "W_Q": rows(d, d, 5),
+        "W_K": rows(d, d, 2),
+        "W_V": rows(d, d, 4),
+        "W_O": rows(d, d, 6),
+        "heads": h,
+    }
+
+
+PAGES = [
+    (6, 4, "all-hand", ("en", "zh")),
+    (8, 8, "all", ("en", "zh")),
+    (8, 8, "backward-all", ("en", "zh")),
+    (8, 8, "heads4-all", ("en",)),
+    (12, 4, "plain", ("en", "zh")),
+    (16, 16, "plain", ("en", "zh")),
+    (16, 16, "all", ("en",)),
+    (2, 2, "big-scores", ("en", "zh")),
+    (32, 32, "plain", ("en",)),
+    (8, 64, "plain", ("en",)),
+    (128, 4, "plain", ("en",)),
+]
+
+_DIMENSION = re.compile(r"\d+(?:\.\d+)?(?:pt|em|ex|cm|\\[a-z]*(?:width|height))")
+_DECIMAL = re.compile(r"\d+\.\d+")
+
+
+def shown_numbers(tex: str) -> "Counter[str]":
+    """Every decimal number the document sets (not its lengths)."""
+    body = tex.split("\\begin{document}", 1)[1]
+    body = re.sub(r"\\phantom\{[^{}]*\}", "", body)  # space, not ink
+    # a picture's coordinates are not shown (its numbers are read back in test_figures)
+    body = re.sub(r"\\begin\{tikzpicture\}.*?\\end\{tikzpicture\}", "", body, flags=re.S)
+    return Counter(_DECIMAL.findall(_DIMENSION.sub("", body)))
+
+
+def page_text(pdf) -> str:
+    """pdftotext's text, without the page numbers."""
+    import subprocess
+
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    return "\n".join(line for line in text.splitlines() if not re.fullmatch(r"\s*\d+\s*", line))
+
+
+@pytest.mark.client
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "n, d, variant, lang",
+    [(n, d, variant, lang) for n, d, variant, langs in PAGES for lang in langs],
+)
+def test_nothing_falls_off_the_page(latex, tmp_path, n, d, variant, lang):
+    import shutil
+
+    if not shutil.which("pdftotext"):
+        pytest.skip("pdftotext not installed (poppler-utils)")
+    derivation = derive(pages_spec(n, d, variant, lang))
+    tex = render(derivation, "latex", standalone=True)
+    pdf = latex(tex, "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    overfull = [float(w) for w in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)]
+    assert (re.findall(r"Overfull \\vbox \(([\d.]+)pt too high\)", log), [w for w in overfull if w > 1]) == ([], [])
+    text = page_text(pdf)
+    # every number the source sets is on a page (pdftotext reads only what lies inside the page)
+    found = Counter(_DECIMAL.findall(text))
+    assert shown_numbers(tex) - found == Counter()
+    text = re.sub(r"\s+", "", text)
+    # and every expanded dot product is there, by its name, in every head
+    heads = [s.derivation for s in derivation.steps if s.kind == "head"] or [derivation]
+    names = [
+        f"Q{head.tokens[dot.row]}·K{head.key_tokens[dot.col]}="
+        for head in heads
+        for dot in next(step for step in head.steps if step.kind == "scores").dots
+    ]
+    assert [name for name in names if name not in text] == []
+    assert len(names) == len(heads) * n * (n if "all" in variant else 1)
+
+
+# --- the estimates against TeX's own measure ------------------------------------------------------
+
+CALIBRATION = [
+    r"\begin{bmatrix}\dfrac{0.475}{10.084} & \dfrac{0.958}{10.084} & \dfrac{1.666}{10.084}\end{bmatrix}",
+    r"\begin{bmatrix}0.126 & 0.070 & 0.084 & -0.110\end{bmatrix}",
+    r"\begin{bmatrix}-0.9 & -0.6 \\ 0.3 & 0.0\end{bmatrix}",
+    r"[0.007,\ 0.022,\ -0.037,\ 0.051]",
+    r"0.9\times 1.0 + 0.1\times 0.2 = 0.92",
+    r"Q_{\text{t1}}\cdot K_{\text{t2}} = (-0.9)\times (-0.4)",
+    r"0.6\times \left(-0.8\right) + \left(-0.7\right)\times \left(-0.3\right)",
+    r"e^{0.354} \approx 1.425",
+    r"\text{output after attention}",
+    r"\begin{bmatrix}1\end{bmatrix}_{\text{columns 1–6 of 12}}",
+]
+
+
+@pytest.mark.client
+def test_estimates_are_never_short_and_at_most_a_tenth_long(latex, tmp_path):
+    # the layout trusts its estimates: one that is short lets a line run into the margin
+    boxes = "\n".join(
+        rf"\setbox0=\hbox{{$\displaystyle {tex}$}}\typeout{{WIDTH{i}=\the\wd0}}" for i, tex in enumerate(CALIBRATION)
+    )
+    document = (
+        "\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage[utf8]{inputenc}\\usepackage{lmodern}"
+        "\\usepackage{amsmath}\\begin{document}\n" + boxes + "\nx\n\\end{document}\n"
+    )
+    latex(document, "pdflatex", tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8")
+    measured = [float(re.search(rf"WIDTH{i}=([\d.]+)pt", log).group(1)) for i in range(len(CALIBRATION))]
+    ratios = [round(tex_width(tex) / real, 2) for tex, real in zip(CALIBRATION, measured)]
+    assert [r for r in ratios if not 0.98 <= r <= 1.1] == []
+
+
+# --- fragments in an author's own document -----------------------------------------------------------
+
+
+def host(fragment: str, cls: str, size: str) -> str:
+    """An author's document around a fragment: their class and size, only the packages the guide names."""
+    fonts = "\\usepackage[T1]{fontenc}\\usepackage[utf8]{inputenc}\\usepackage{lmodern}\n" if cls == "article" else ""
+    return (
+        f"\\documentclass[{size},a4paper]{{{cls}}}\n{fonts}\\usepackage{{amsmath}}\n"
+        "\\usepackage{tikz}\\usetikzlibrary{patterns}\n"
+        "\\begin{document}\n\\tableofcontents\n" + fragment + "\n\\end{document}\n"
+    )
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("size", ["10pt", "11pt", "12pt"])
+@pytest.mark.parametrize("cls, lang", [("article", "en"), ("ctexart", "zh")])
+@pytest.mark.parametrize(
+    "n, d, variant", [(3, 2, "seed"), (3, 2, "backward"), (8, 8, "plain"), (6, 4, "heads2"), (4, 3, "causal")]
+)
+def test_fragments_fit_the_authors_line(latex, tmp_path, size, cls, lang, n, d, variant):
+    if variant in ("seed", "backward"):
+        from symattn.input.builtin import example_path
+
+        spec = load_spec(example_path(variant, lang))
+    else:
+        spec = grid_spec(n, d, variant, lang, "a4")
+    fragment = render(derive(spec), "latex")
+    latex(host(fragment, cls, size), "pdflatex" if cls == "article" else "xelatex", tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    overfull = [float(w) for w in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)]
+    assert ([w for w in overfull if w > 1], "Overfull \\vbox" in log) == ([], False)

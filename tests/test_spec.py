@@ -59,7 +59,7 @@ BAD = [
         {"colour": 1},
         SpecError,
         "<dict>: colour: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, "
-        "b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, focus, heading_level, heads, "
+        "b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, figures, focus, heading_level, heads, "
         "key_padding, key_tokens, lang, mask, notation, numbered, paper, rounding, scale, softmax, subs, title, "
         "tokens",
     ),
@@ -97,7 +97,8 @@ BAD = [
     (
         {"tokens": ["a", "b\nc", "d"]},
         SpecError,
-        "<dict>: tokens[2]: control characters (such as newlines) are not allowed",
+        "<dict>: tokens[2]: the character '\\n' (U+000A) is a control character or a line break; labels and titles "
+        "are one line of text",
     ),
     ({"tokens": ["a", 2, "c"]}, SpecError, "<dict>: tokens[2]: expected a string, got a number"),
     ({"focus": "dog"}, SpecError, "<dict>: focus: no token labelled 'dog'; tokens are 小猫, 吃, 它"),

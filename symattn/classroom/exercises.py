@@ -73,9 +73,20 @@ def read_roster(path: str | Path) -> list[tuple[str, str]]:
     if not rows or "id" not in header:
         raise SpecError(str(path), "id", "expected a CSV file with an id,name header and one student per line")
     return [
-        (check_student_id((row.get("id") or "").strip(), str(path), "id", line), (row.get("name") or "").strip())
+        (check_student_id((row.get("id") or "").strip(), str(path), "id", line), _name(row.get("name"), path, line))
         for line, row in enumerate(rows, 2)
     ]
+
+
+def _name(raw: str | None, path: str | Path, line: int) -> str:
+    """A student's name as the sheets show it: in NFC, and only characters every output sets (as labels)."""
+    from symattn.input.text import normalize, unsupported_character
+
+    name = normalize((raw or "").strip())
+    bad = unsupported_character(name)
+    if bad is not None:
+        raise SpecError(str(path), "name", bad, (line,))
+    return name
 
 
 def class_files(

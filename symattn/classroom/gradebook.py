@@ -37,9 +37,9 @@ def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
         return csv_text(CSV_COLUMNS, rows, numbers=CSV_NUMBERS)
     if fmt in ("markdown", "latex"):
         from symattn.input.choices import default_paper
-        from symattn.rendering.renderer import has_cjk, render_template
+        from symattn.rendering.renderer import latex_setup, render_template
 
-        texts = [r.name for r in book.rows] + [r.id for r in book.rows]
+        texts = [r.name for r in book.rows] + [r.id for r in book.rows] + [book.source]
         return render_template(
             "gradebook",
             fmt,
@@ -48,10 +48,10 @@ def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
             summary=book.summary,
             say=note_text(lang),
             score=score_text,
-            has_cjk=has_cjk(texts),
             paper=default_paper(lang),
             cjk_font=None,
             report=True,
+            **latex_setup(texts, lang),
         )
     raise ValueError(f"unknown gradebook format {fmt!r}")
 

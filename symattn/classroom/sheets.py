@@ -77,7 +77,7 @@ def _with_lang(v: Variant, lang: str | None) -> Variant:
 
 def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | bytes:
     """The exercise sheet: the student's numbers and a blank for every asked number."""
-    from symattn.rendering.renderer import has_cjk, render_template
+    from symattn.rendering.renderer import latex_setup, render_template
 
     v = _with_lang(v, lang)
     spec = v.spec
@@ -94,9 +94,9 @@ def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | b
         "latex",
         spec.lang,
         s=view,
-        has_cjk=has_cjk(list(spec.tokens) + [spec.title or "", v.name, v.id]),
         paper=spec.page,
         cjk_font=spec.cjk_font,
+        **latex_setup(list(spec.tokens) + [spec.title or "", v.name, v.id], spec.lang),
     )
     if fmt == "pdf":
         from symattn.rendering.pdf import latex_to_pdf
@@ -138,15 +138,18 @@ def key_all(variants: Sequence[Variant], fmt: str = "markdown", lang: str | None
 
 def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool) -> str | bytes:
     from symattn.derivation.derive import derive
-    from symattn.rendering.renderer import has_cjk, render, render_template
+    from symattn.rendering.renderer import latex_setup, render, render_template
 
     variants = [_with_lang(v, lang) for v in variants]
     first = variants[0].spec
     body = "latex" if fmt in ("latex", "pdf") else "markdown"
     depth = 1 if body == "latex" or single else 2
+    from symattn.rendering.figures import has_pictures
+
+    derivations = [derive(v.spec) for v in variants]
     keys = [
-        (v, tuple(zip(v.asked, answer_values(v))), render(derive(v.spec), body, depth=depth).strip("\n"))
-        for v in variants
+        (v, tuple(zip(v.asked, answer_values(v))), render(d, body, depth=depth).strip("\n"))
+        for v, d in zip(variants, derivations)
     ]
     texts = [v.name for v in variants] + [first.title or ""] + [x for v in variants for x in v.spec.tokens]
     text = render_template(
@@ -158,7 +161,8 @@ def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool)
         paper=first.page,
         single=single,
         cjk_font=first.cjk_font,
-        has_cjk=has_cjk(texts),
+        pictures=body == "latex" and any(has_pictures(d) for d in derivations),  # the preamble loads TikZ
+        **latex_setup(texts, first.lang),
     )
     if fmt == "html":
         from symattn.rendering.html import page

@@ -72,17 +72,30 @@ def _render(args: argparse.Namespace) -> int:
         backward=args.backward,
         heading_level=args.heading_level,
         numbered=True if args.numbered else None,  # absent: as the spec says
+        figures=args.figures,
     )
     derivation = derive(spec)
     if fmt == "html":
         from symattn.rendering.html import derivation_page
 
         _emit(derivation_page(derivation), args.output)
+    elif fmt == "markdown" and args.output is not None and _has_room_beside(args.output):
+        from symattn.rendering.figures import markdown_with_files
+        from symattn.rendering.output import write_beside
+
+        text, files = markdown_with_files(derivation, args.output)
+        write_beside(args.output, text, files)  # the SVG files beside the document, linked from it
     elif fmt == "pdf":
         _emit_pdf(render(derivation, "latex", standalone=True), derivation.lang, spec.engine, args)
     else:
         _emit(render(derivation, fmt, standalone=args.standalone), args.output)
     return 0
+
+
+def _has_room_beside(path: str) -> bool:
+    from symattn.rendering.output import is_file_name
+
+    return is_file_name(path)
 
 
 def _format(args: argparse.Namespace, default: str) -> str:

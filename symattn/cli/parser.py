@@ -60,7 +60,7 @@ def _engine(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine",
         choices=ENGINES,
-        help="TeX engine for --format pdf (default: xelatex for Chinese text, else pdflatex)",
+        help="TeX engine for --format pdf (default: pdflatex for English in Latin-1, else xelatex)",
     )
     parser.add_argument("--paper", choices=PAPERS, help="paper of LaTeX and PDF (default: a4 for zh, letter for en)")
     parser.add_argument("--cjk-font", choices=CJK_FONTS, help="ctex's fontset for Chinese (default: ctex's own)")
@@ -99,7 +99,7 @@ def _seconds(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from symattn.input.choices import EXPANDS, NOTATIONS, ROUNDINGS
+    from symattn.input.choices import EXPANDS, FIGURES, NOTATIONS, ROUNDINGS
 
     parser = Parser(prog="symattn", description="Exact, step-by-step Transformer attention derivations.")
     from symattn import __version__
@@ -139,6 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--notation", choices=NOTATIONS, help="auto (default): m × 10^k where |x| ≥ 10^6 or < 10^-4; fixed; scientific"
     )
     render.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
+    render.add_argument(
+        "--figures",
+        choices=FIGURES,
+        help="all (default): a heatmap of the weights and the focus row's token diagram; weights: the heatmap "
+        "only; none. LaTeX and PDF draw them with TikZ, HTML inline; Markdown with -o FILE writes them as SVG "
+        "files beside it (FILE.weights.svg, ...); Markdown on stdout has no figure",
+    )
     render.add_argument(
         "--backward",
         action="store_true",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from symattn.derivation.steps import Derivation, Dot, assemble, scale_parts, top_keys
+from symattn.derivation.steps import Derivation, Dot, Picture, assemble, pictures, scale_parts, top_keys
 from symattn.exact.model import Model
 from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
 from symattn.input.numeral import Numeral
@@ -157,6 +157,7 @@ BackwardStep = (
     | GradProjections
     | GradOutputProjection
     | BackwardHead
+    | Picture
     | GradRecap
 )
 
@@ -265,7 +266,8 @@ def backward_steps(spec: Spec, model: BackwardModel) -> tuple[BackwardStep, ...]
     steps: list[BackwardStep] = [Loss(b.loss, output, is_exact(output), b.target, shown["dO"], is_exact(shown["dO"]))]
     shapes = [("dO", *_shape(shown["dO"]))]
     if not model.is_split:
-        steps += _head_backward(spec, heads[0], figs[0], shown, "", shown["dO"])
+        own = _head_backward(spec, heads[0], figs[0], shown, "", shown["dO"])
+        steps += own[:2] + pictures(spec, "dZ", (shown["dZ"],)) + own[2:]  # dZ drawn after its step
     else:
         if spec.W_O is not None:
             db = shown.get("db_O")
@@ -291,6 +293,7 @@ def backward_steps(spec: Spec, model: BackwardModel) -> tuple[BackwardStep, ...]
             dO = shown[f"dO@{h}"]
             inner = assemble(sub, _head_backward(sub, head, fig, shown, f"@{h}", dO))
             steps.append(BackwardHead(h, h * width, width, dO, is_exact(dO), inner))
+        steps += pictures(spec, "dZ", tuple(shown[f"dZ@{h}"] for h in range(spec.heads)))
     shapes += [(name, *_shape(shown[name])) for name in ("dV", "dA", "dZ", "dS", "dQ", "dK") if name in shown]
     if spec.projection is not None:
         steps.append(_grad_projections(spec, shown))

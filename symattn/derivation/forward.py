@@ -27,6 +27,7 @@ from symattn.derivation.steps import (
     WeightedRow,
     WeightedSum,
     assemble,
+    pictures,
     scale_parts,
     top_keys,
     transpose,
@@ -225,6 +226,7 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
     if spec.projection is not None:
         steps.append(_projecting(spec))
     steps += _core_steps(spec, model, fig)
+    steps += pictures(spec, "A", (fig.weights,))
     steps += [Recap(top, fig.scores[f][top], fig.percent_whole[f][top], spec.V[top]), _toy(spec)]
     return assemble(spec, tuple(steps))
 
@@ -232,10 +234,12 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
 def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
     assert spec.projection is not None  # several heads, and W_O, need X and W (the spec reader says so)
     heads = []
+    weights = []
     concat_rows: list[list[Num]] = [[] for _ in spec.tokens]
     for h, model in enumerate(mh.heads):
         sub = spec.head(h)
         fig = figures(model, sub)
+        weights.append(fig.weights)
         width = len(sub.Q[0])
         heads.append(Head(h, h * width, width, assemble(sub, _core_steps(sub, model, fig))))
         for i, row in enumerate(fig.output):
@@ -259,6 +263,7 @@ def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
         ),
         _projecting(spec),
         *heads,
+        *pictures(spec, "A", tuple(weights)),
         Concat(spec.heads, concat, is_exact(concat)),
     ]
     if spec.W_O is not None:

@@ -158,6 +158,18 @@ class MatrixForm:
 
 
 @dataclass(frozen=True)
+class Picture:
+    """A picture of a matrix as the document shows it: a heatmap (one panel per head), and for the weights
+    the focus row's token diagram. The renderer measures and draws it."""
+
+    kind: ClassVar[str] = "picture"
+    name: str  # "A" (the weights) or "dZ" (their gradient through the softmax)
+    panels: tuple[ShownRows, ...]  # the matrix of each head (one, for one head)
+    allowed: tuple[tuple[bool, ...], ...] | None  # False where masked
+    diagram: bool  # with the token diagram (the "figures" setting is "all")
+
+
+@dataclass(frozen=True)
 class Head:
     """One head of multi-head attention: the core steps on its slice of columns."""
 
@@ -246,6 +258,7 @@ Step = (
     | Softmax
     | WeightedSum
     | MatrixForm
+    | Picture
     | Head
     | Concat
     | OutputProjection
@@ -262,6 +275,7 @@ STEP_KINDS = (
     "softmax",
     "weighted_sum",
     "matrix_form",
+    "picture",
     "head",
     "concat",
     "output_projection",
@@ -298,6 +312,7 @@ class Derivation:
     cjk_font: str | None = None  # ctex's fontset, or None for ctex's own
     heading_level: int = 1  # the level of the top heading (1: LaTeX \section, Markdown #)
     numbered: bool = False  # LaTeX headings numbered, in the table of contents
+    figures: str = "all"  # "all", "weights" (the heatmaps only) or "none"
 
 
 def top_keys(model: Model, row: int) -> tuple[int, ...]:
@@ -305,6 +320,13 @@ def top_keys(model: Model, row: int) -> tuple[int, ...]:
     scores = [(model.scores[row, j], j) for j in range(model.n_keys) if model.may_attend(row, j)]
     best = max(s for s, _ in scores)
     return tuple(j for s, j in scores if s == best)
+
+
+def pictures(spec: Spec, name: str, panels: tuple[ShownRows, ...]) -> tuple[Picture, ...]:
+    """The picture of a matrix, one panel per head, unless the spec asks for no figures."""
+    if spec.figures == "none":
+        return ()
+    return (Picture(name, panels, spec.allowed, name == "A" and spec.figures == "all"),)
 
 
 def transpose(m: Matrix) -> Matrix:
@@ -333,6 +355,7 @@ def assemble(spec: Spec, steps: tuple[AnyStep, ...], symbolic: bool = False) -> 
         spec.cjk_font,
         spec.heading_level,
         spec.numbered,
+        spec.figures,
     )
 
 

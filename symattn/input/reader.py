@@ -15,7 +15,7 @@ from symattn.input.errors import LimitError, SpecError
 from symattn.input.files import FloatText, kind_of
 from symattn.input.formula import Formula, FormulaError, is_symbol_name, parse_formula
 from symattn.input.numeral import NotFiniteError, Numeral, NumeralError, parse_numeral
-from symattn.input.text import math_problem, unsupported_character
+from symattn.input.text import math_problem, normalize, unsupported_character
 
 Scale = Literal["sqrt", "none"] | Numeral  # Z = S/√d_k, Z = S, or Z = S · number
 
@@ -119,10 +119,11 @@ class Reader:
             raise self.error(key, "empty text", position)
         if len(raw) > limit:
             raise self.limit(key, f"longer than {limit} characters", position)
-        bad = unsupported_character(raw)
+        text = normalize(raw)
+        bad = unsupported_character(text)
         if bad is not None:
             raise self.error(key, bad, position)
-        return raw
+        return text
 
     def title(self, raw: object, key: str) -> str:
         """Text with optional inline math ``$...$``, checked before any client sees it."""
@@ -152,12 +153,12 @@ class Reader:
         if len(raw) != count:
             raise self.error(key, f"{len(raw)} labels for {count} rows of {rows_of}")
         seen: dict[str, int] = {}
-        for i, label in enumerate(raw, 1):
-            self.text(label, key, limits.LABEL, (i,))
+        for i, raw_label in enumerate(raw, 1):
+            label = self.text(raw_label, key, limits.LABEL, (i,))  # in NFC: one label however it was typed
             if label in seen:
                 raise self.error(key, f"duplicate label {label!r} (also {key}[{seen[label]}])", (i,))
             seen[label] = i
-        return tuple(raw)
+        return tuple(seen)
 
     def choice(self, raw: object, key: str, options: tuple[str, ...]) -> str:
         if not isinstance(raw, str) or raw not in options:
@@ -187,8 +188,8 @@ class Reader:
         return raw
 
     def focus(self, raw: object, tokens: tuple[str, ...], key: str) -> int:
-        if isinstance(raw, str) and raw in tokens:
-            return tokens.index(raw)
+        if isinstance(raw, str) and normalize(raw) in tokens:
+            return tokens.index(normalize(raw))
         index = parse_index(raw)
         if index is not None:
             if 1 <= index <= len(tokens):

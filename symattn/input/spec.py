@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
+from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, FIGURES, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
 from symattn.input.files import read_table
 from symattn.input.formula import Formula
 from symattn.input.numeral import Numeral
@@ -60,11 +60,12 @@ class Spec:
     subs: tuple[tuple[str, Numeral], ...] = ()  # values for symbols
     notation: str = "auto"  # "auto", "fixed" or "scientific"
     paper: str | None = None  # "a4" or "letter"; None: A4 for Chinese, Letter for English
-    engine: str | None = None  # TeX engine for PDF; None: xelatex for Chinese text, else pdflatex
+    engine: str | None = None  # TeX engine for PDF; None: pdflatex for English in Latin-1, else xelatex
     cjk_font: str | None = None  # ctex's fontset for Chinese; None: ctex's own choice
     backward: Backward | None = None  # the backward pass, when asked for
     heading_level: int = 1  # the top heading: 1 = LaTeX \section / Markdown #, 2 one lower, 3 two lower
     numbered: bool = False  # LaTeX headings numbered (no *), so that they enter the table of contents
+    figures: str = "all"  # "all": heatmaps and the token diagram; "weights": the heatmaps; "none"
 
     @property
     def page(self) -> str:
@@ -137,6 +138,8 @@ class Spec:
             changes["focus"] = reader.focus(raw["focus"], self.tokens, "--focus")
         if "notation" in raw:
             changes["notation"] = reader.choice(raw["notation"], "--notation", NOTATIONS)
+        if "figures" in raw:
+            changes["figures"] = reader.choice(raw["figures"], "--figures", FIGURES)
         for key, names in (("paper", PAPERS), ("engine", ENGINES), ("cjk_font", CJK_FONTS)):
             if key in raw:
                 changes[key] = reader.choice(raw[key], "--" + key.replace("_", "-"), names)
@@ -166,6 +169,7 @@ _OVERRIDABLE = {
     "backward",
     "heading_level",
     "numbered",
+    "figures",
 }
 SPEC_KEYS = (
     "title",
@@ -202,6 +206,7 @@ SPEC_KEYS = (
     "backward",
     "heading_level",
     "numbered",
+    "figures",
 )
 
 
@@ -286,6 +291,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         cjk_font=reader.choice(data["cjk_font"], "cjk_font", CJK_FONTS) if "cjk_font" in data else None,
         heading_level=reader.heading_level(data["heading_level"], "heading_level") if "heading_level" in data else 1,
         numbered=reader.flag(data["numbered"], "numbered") if "numbered" in data else False,
+        figures=reader.choice(data.get("figures", "all"), "figures", FIGURES),
         projection=projection,
         heads=heads,
         W_O=W_O,

@@ -1,68 +1,108 @@
 """Which characters a label or title may hold, and the ``$…$`` math of titles.
 
-Checked when input is read, so that no client (pdflatex, xelatex, KaTeX) ever
-sees text it cannot set; title math is parsed by :mod:`symattn.input.titlemath`.
+Checked when input is read, so that no client (pdflatex, xelatex, KaTeX, a
+browser) ever gets text it cannot show; which script each character is in, and
+which font sets it, is :mod:`symattn.input.scripts`; title math is parsed by
+:mod:`symattn.input.titlemath`.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from typing import Literal
 
-# --- what every output can set ---------------------------------------------
-# Labels and titles reach pdflatex, xelatex + ctex and KaTeX (strict). These
-# ranges are what all of them set: ASCII, Latin letters with accents, a few
-# typographic marks, and Chinese and Japanese (CJK punctuation, kana, Han,
-# full-width forms). Greek, Cyrillic, Hebrew, Arabic, emoji and invisible
-# format characters are refused rather than dropped by a client.
-_TEXT_RANGES = (
-    (0x20, 0x7E),  # ASCII
-    (0xC0, 0x17F),  # Latin-1 letters and Latin Extended-A (× and ÷ below)
-    (0x2013, 0x2014),  # – —
-    (0x2018, 0x2019),  # ‘ ’
-    (0x201C, 0x201D),  # “ ”
-    (0x3001, 0x303F),  # CJK punctuation 、。「」
-    (0x3041, 0x30FF),  # kana
-    (0x3400, 0x4DBF),  # CJK Extension A
-    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
-    (0xFF01, 0xFF5E),  # full-width forms （），
+from symattn.input import scripts
+
+# --- what a label or title may hold ------------------------------------------
+# A whitelist by Unicode properties: letters, marks, digits, punctuation, symbols
+# and the plain space, in a script that a PDF font of ours sets (input.scripts).
+# Refused, with the reason: controls and line breaks, bidirectional controls,
+# invisible characters that would make two labels look alike, unassigned and
+# private-use code points, lone surrogates, and what no font of ours has (emoji).
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): invisible wherever they stand
+_IGNORABLE = (
+    (0xAD, 0xAD),
+    (0x34F, 0x34F),
+    (0x61C, 0x61C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
 )
-_NOT_TEXT = {
-    0xD7,
-    0xF7,  # × ÷ are math, not letters
-    0x126,
-    0x127,
-    0x138,
-    0x13F,
-    0x140,
-    0x149,
-    0x166,
-    0x167,
-    0x17F,
-}  # Ħ ħ ĸ Ŀ ŀ ŉ Ŧ ŧ ſ: no T1 glyph
+
+NORMAL_FORM: Literal["NFC"] = "NFC"  # labels are compared as read in this form: a decomposed "người" is the same label
 
 
-def is_settable(ch: str) -> bool:
-    """Whether every output (pdflatex, xelatex + ctex, KaTeX strict) sets this character in text."""
-    code = ord(ch)
-    return code not in _NOT_TEXT and any(lo <= code <= hi for lo, hi in _TEXT_RANGES)
+def normalize(text: str) -> str:
+    """Text as symattn keeps it: Unicode NFC, so that two spellings of one label are one label."""
+    return unicodedata.normalize(NORMAL_FORM, text)
 
 
 def unsupported_character(text: str) -> str | None:
-    """Why ``text`` cannot be a label or title, or None if every output can set it."""
-    import unicodedata
-
-    for ch in text:
-        if unicodedata.category(ch) == "Cc":
-            return "control characters (such as newlines) are not allowed"
-        if not is_settable(ch):
+    """Why ``text`` (in NFC) cannot be a label or title: its first character that no output shows; or None."""
+    base: scripts.Script | None = None  # the script of the last letter, for the marks after it
+    for i, ch in enumerate(text):
+        category = unicodedata.category(ch)
+        why = _refusal(text, i, category, base)
+        if why is not None:
             name = unicodedata.name(ch, "")
             what = f"U+{ord(ch):04X}" + (f" {name}" if name else "")
-            shown = repr(ch)[1:-1] if ch.isprintable() else f"\\u{ord(ch):04x}"
-            return (
-                f"the character '{shown}' ({what}) cannot be set in every output; use Latin letters, "
-                "digits, punctuation, or Chinese and Japanese characters"
-            )
+            shown = ch if ch.isprintable() and category[0] not in "MZ" else ascii(ch)[1:-1]
+            return f"the character '{shown}' ({what}) {why}"
+        if category[0] != "M" and not scripts.is_joiner(ch):
+            base = scripts.script_of(ch)
     return None
+
+
+def _refusal(text: str, i: int, category: str, base: scripts.Script | None) -> str | None:
+    ch = text[i]
+    if category == "Cs":
+        return "is a lone surrogate, not a character"
+    if category in ("Cc", "Zl", "Zp"):
+        return "is a control character or a line break; labels and titles are one line of text"
+    if ch in _BIDI:
+        return "is a bidirectional control; right-to-left text is ordered without it"
+    if scripts.is_joiner(ch):
+        if _joins(text, i):
+            return None
+        return "is invisible here; it may stand only between two letters of an Indic or Arabic script"
+    if category == "Cf" or any(lo <= ord(ch) <= hi for lo, hi in _IGNORABLE):
+        return "is invisible and would make two labels look alike"
+    if category == "Cn":
+        return "is not an assigned Unicode character"
+    if category == "Co":
+        return "is a private-use character"
+    if category == "Zs" and ch != " ":
+        return "is a space other than U+0020 and would make two labels look alike"
+    if category[0] == "M" and (i == 0 or unicodedata.category(text[i - 1])[0] not in "LMN"):
+        return "is a combining mark with no letter before it"
+    if ch in "⟦⟧":  # Latin Modern has them, but KaTeX sets them only in math
+        return "is a math bracket that KaTeX does not set in text"
+    if not scripts.is_covered(ch, scripts.script_of(ch), base):
+        return "has no glyph in symattn's PDF fonts (Latin Modern, Noto, Fandol)"
+    return None
+
+
+def _joins(text: str, i: int) -> bool:
+    """A ZWJ or ZWNJ between two letters (or marks) of one script that uses them (Devanagari, Arabic, …)."""
+    if not 0 < i < len(text) - 1:
+        return False
+    before, after = text[i - 1], text[i + 1]
+    script = scripts.script_of(before)
+    letters = all(unicodedata.category(c)[0] in "LM" for c in (before, after))
+    return letters and script is not None and script.joiners and scripts.script_of(after) is script
 
 
 # --- titles with inline math ------------------------------------------------

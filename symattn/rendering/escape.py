@@ -6,6 +6,8 @@ replaced once, so no replacement is ever escaped again.
 
 from __future__ import annotations
 
+from symattn.input.scripts import runs
+
 # Text mode of LaTeX. The same escapes work inside \text{} in KaTeX. "[" and "*" are
 # braced so that text after a line break (\\) or \item is never read as its option.
 _LATEX = {
@@ -26,7 +28,8 @@ _LATEX = {
     "|": r"\textbar{}",
 }
 
-# Symbols that pdflatex cannot read as Unicode (xelatex could, pdflatex cannot).
+# Symbols that pdflatex cannot read as Unicode (xelatex could, pdflatex cannot); input.scripts.MATH_SYMBOLS
+# lets labels hold them.
 _LATEX_SYMBOLS = {
     "≈": r"\ensuremath{\approx}",
     "→": r"\ensuremath{\rightarrow}",
@@ -45,10 +48,22 @@ _LATEX_TABLE = str.maketrans({**_LATEX, **_LATEX_SYMBOLS})
 _KATEX_TABLE = str.maketrans(_LATEX)
 _MARKDOWN_TABLE = str.maketrans(_MARKDOWN)
 
+# a right-to-left run in Markdown and HTML: isolated, as \beginR … \endR isolates it in the PDF
+_RLI, _PDI = "\u2067", "\u2069"
+
 
 def escape_latex(text: str) -> str:
-    """Escape text for LaTeX text mode (and for ``\\text{}`` inside math)."""
-    return text.translate(_LATEX_TABLE)
+    """Escape text for LaTeX text mode (and for ``\\text{}`` inside math).
+
+    A run in a script that needs its own font is ``\\symattn<script>{…}``, a
+    macro that the standalone preamble defines (``input.scripts``).
+    """
+    if text.isascii():
+        return text.translate(_LATEX_TABLE)
+    return "".join(
+        piece.translate(_LATEX_TABLE) if font is None else f"\\symattn{font.key}{{{piece.translate(_LATEX_TABLE)}}}"
+        for font, piece in runs(text)
+    )
 
 
 def escape_katex_text(text: str) -> str:
@@ -57,8 +72,11 @@ def escape_katex_text(text: str) -> str:
 
 
 def escape_markdown(text: str) -> str:
-    """Escape text for GitHub-flavoured Markdown prose and table cells."""
-    return text.translate(_MARKDOWN_TABLE)
+    """Escape text for GitHub-flavoured Markdown prose and table cells; right-to-left runs are isolated."""
+    if text.isascii():
+        return text.translate(_MARKDOWN_TABLE)
+    pieces = ((font, piece.translate(_MARKDOWN_TABLE)) for font, piece in runs(text))
+    return "".join(_RLI + piece + _PDI if font is not None and font.rtl else piece for font, piece in pieces)
 
 
 def keep(text: str) -> str:

@@ -7,6 +7,11 @@ parsed by markdown-it-py (CommonMark, with tables and the dollarmath plugin for
 with the vendored KaTeX (``symattn/vendor/katex``) when the page loads. KaTeX's
 JavaScript and CSS are inlined, its woff2 fonts are ``data:`` URLs, so the one
 file works offline. The same input gives the same bytes.
+
+Figures are inline SVG. The Markdown links each one as an image whose address is ``symattn-figure:<id>``
+(our own template writes it; labels and titles are escaped, so no user text makes an image); the image
+rule swaps exactly those addresses for the SVG that :func:`~symattn.rendering.figures.svg` drew, and
+shows any other image as its text only.
 """
 
 from __future__ import annotations
@@ -73,7 +78,14 @@ def _parser():
         after = tokens[idx + 1].content[:1] if idx + 1 < len(tokens) else ""
         return "" if _is_cjk(before) and _is_cjk(after) else "\n"
 
+    def image(self, tokens, idx, options, env) -> str:
+        figure = env.get("figures", {}).get(tokens[idx].attrGet("src"))
+        if figure is not None:
+            return f'<span class="figure">{figure}</span>'
+        return html.escape(tokens[idx].content, quote=False)  # an offline page loads nothing
+
     md.add_render_rule("math_inline", inline)
+    md.add_render_rule("image", image)
     md.add_render_rule("softbreak", softbreak)
     md.add_render_rule("math_block", block)
     md.add_render_rule("table_open", table_open)
@@ -100,8 +112,14 @@ def _is_cjk(ch: str) -> bool:
     return bool(ch) and ord(ch) >= 0x2E80
 
 
-def markdown_to_html(markdown: str) -> tuple[str, str]:
-    """The body HTML of rendered Markdown, and the plain text of its first heading (for the title)."""
+FIGURE = "symattn-figure:"  # the address of a figure in the Markdown that becomes a page
+
+
+def markdown_to_html(markdown: str, figures: dict[str, str] | None = None) -> tuple[str, str]:
+    """The body HTML of rendered Markdown, and the plain text of its first heading (for the title).
+
+    ``figures``: the SVG of each figure, by its address (``symattn-figure:<id>``), to be set inline.
+    """
     md = _parser()
     tokens = md.parse(markdown)
     title = ""
@@ -111,7 +129,7 @@ def markdown_to_html(markdown: str) -> tuple[str, str]:
                 child.content if child.type != "softbreak" else " " for child in tokens[i + 1].children or []
             )
             break
-    return md.renderer.render(tokens, md.options, {}), title
+    return md.renderer.render(tokens, md.options, {"figures": figures or {}}), title
 
 
 @lru_cache(maxsize=1)
@@ -144,11 +162,12 @@ def _environment():
     return template_environment(autoescape=True)
 
 
-def page(markdown: str, lang: str, title: str | None = None) -> str:
-    """One self-contained HTML page of rendered Markdown (``lang`` is ``"zh"`` or ``"en"``)."""
+def page(markdown: str, lang: str, title: str | None = None, figures: dict[str, str] | None = None) -> str:
+    """One self-contained HTML page of rendered Markdown (``lang`` is ``"zh"`` or ``"en"``), with ``figures``
+    (SVG by address) inline."""
     import markupsafe
 
-    body, heading = markdown_to_html(markdown)
+    body, heading = markdown_to_html(markdown, figures)
     js, css = _katex()
     template = _environment().get_template("page.html.j2")
     return template.render(
@@ -162,10 +181,13 @@ def page(markdown: str, lang: str, title: str | None = None) -> str:
 
 
 def derivation_page(derivation: Any) -> str:
-    """The HTML page of a derivation."""
+    """The HTML page of a derivation, its figures inline SVG."""
+    from symattn.rendering.figures import all_figures, svg
     from symattn.rendering.renderer import render
 
-    return page(render(derivation, "markdown"), derivation.lang)
+    figures = {FIGURE + f.id: svg(f) for f in all_figures(derivation)}
+    markdown = render(derivation, "markdown", figure_link=(lambda name: FIGURE + name) if figures else None)
+    return page(markdown, derivation.lang, figures=figures)
 
 
 def report_page(report: Any) -> str:

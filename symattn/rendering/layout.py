@@ -10,9 +10,13 @@ a little generous, so that what is estimated to fit does fit.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
-TEXT_WIDTH = 325.0  # pt: article's 345 pt text width at 10 pt on A4 and Letter, less a margin of safety
+from symattn.input.scripts import script_of
+
+# pt at 10 pt: the narrowest line we set into (12 pt article: 390 pt at 1.2; ctexart: 345 pt at 10.5 pt), less 3%
+TEXT_WIDTH = 315.0
 
 # widths of what shows, in pt at 10 pt (Computer Modern math)
 _COMMANDS = {
@@ -33,6 +37,7 @@ _COMMANDS = {
     "sum": 10.6,
     "alpha": 6.4,
     "mathrm": 0.0,
+    "phantom": 0.0,
     "left": 0.0,
     "right": 0.0,
     "ldots": 13.0,
@@ -59,6 +64,15 @@ _CHAR = {
     "_": 0.0,
     "|": 2.8,
 }
+# sub- and superscripts are set at 7 pt, in fonts drawn a little wider than 0.7 of 10 pt ones
+_SCRIPT = 0.75
+_UNARY = "unary"  # a sign at the start of a cell or after an opening: no space around it
+
+
+def _opens(previous: str) -> bool:
+    return previous in ("", "(", "[", "{", "&", "=", "\\\\", "\\approx", "\\left", ",")
+
+
 _TOKEN = re.compile(r"\\(?:[A-Za-z]+|.)|.", re.S)
 _GROUP_COMMANDS = ("text", "mathrm", "operatorname")
 
@@ -69,17 +83,25 @@ def tex_width(tex: str) -> float:
     return _width(tex, 1.0)
 
 
+def tex_width_at(tex: str, scale: float) -> float:
+    """The width of math set at a smaller size (``scale`` of 10 pt): its gaps between columns stay."""
+    return _width(tex, scale)
+
+
 def _width(tex: str, scale: float) -> float:
     total = 0.0
     i = 0
+    previous = ""
     while i < len(tex):
         m = _TOKEN.match(tex, i)
         assert m is not None  # _TOKEN matches any one character
         token = m.group(0)
         i = m.end()
+        if token != " ":
+            token, previous = (_UNARY if token in "+-" and _opens(previous) else token), token
         if token in ("^", "_"):
             arg, i = _argument(tex, i)
-            total += _width(arg, scale * 0.7)
+            total += _width(arg, scale * _SCRIPT)
         elif token in ("\\frac", "\\dfrac", "\\tfrac"):
             num, i = _argument(tex, i)
             den, i = _argument(tex, i)
@@ -91,19 +113,23 @@ def _width(tex: str, scale: float) -> float:
             total += _width(arg, scale) + 8.3 * scale
         elif token[1:] in _GROUP_COMMANDS:
             arg, i = _argument(tex, i)
-            total += _text_width(arg) * scale
+            total += _text_width(arg) * (scale if scale == 1.0 else min(1.0, scale * 1.1))
         elif token == "\\begin":
             name, i = _argument(tex, i)
             body, i = _environment(tex, i, name)
-            total += _table_width(name, body) * scale
+            total += _table_width(name, body, scale)
         elif token.startswith("\\"):
             total += _COMMANDS.get(token[1:], 8.0) * scale
+        elif token == _UNARY:
+            total += 7.8 * scale
         elif token in _CHAR:
             total += _CHAR[token] * scale
         elif token.isdigit():
             total += 5.0 * scale
         elif ord(token) >= 0x2E80:
             total += 10.0 * scale
+        elif "A" <= token <= "Z":
+            total += 7.8 * scale  # math italic capitals (Q 7.9, K 8.5, V 5.8)
         else:
             total += 5.6 * scale
     return total
@@ -144,20 +170,55 @@ def _split(tex: str, separator: str) -> list[str]:
     return parts
 
 
-def _table_width(name: str, body: str) -> float:
-    """Rows split at \\\\, cells at &: the widest row of each column, plus the gaps and brackets."""
-    rows = [[_width(cell, 1.0) for cell in _split(row, "&")] for row in _split(body, "\\\\")]
+def _table_width(name: str, body: str, scale: float = 1.0) -> float:
+    """Rows split at \\\\, cells at &: the widest row of each column, plus the gaps and brackets.
+
+    The gaps (``\\arraycolsep``) are lengths of their own, the same at every font size.
+    """
+    rows = [[_width(cell, scale) for cell in _split(row, "&")] for row in _split(body, "\\\\")]
     columns = [max((row[k] for row in rows if k < len(row)), default=0.0) for k in range(max(map(len, rows)))]
     gap = 0.0 if name in ("aligned", "gathered", "split") else 10.0
-    brackets = 8.0 if name.endswith("matrix") and name != "matrix" else 0.0
-    return sum(columns) + gap * (len(columns) - 1) + brackets
+    brackets = 10.6 if name.endswith("matrix") and name != "matrix" else 0.0
+    return sum(columns) + gap * (len(columns) - 1) + brackets * scale
+
+
+# Computer Modern text at 10 pt, a little generous: lowercase letters average about 4.4 pt
+_TEXT_CHAR = {" ": 3.3, "%": 8.3, ".": 2.8, ",": 2.8, ":": 2.8, **dict.fromkeys("abcdefghijklmnopqrstuvwxyz", 4.8)}
+
+
+# text in words: a command with no argument (\\textbackslash{}) and a script's font macro (\\symattnhangul)
+# show nothing, nor the braces of its argument; an escaped character (\\%) shows itself
+_TEXT_TOKEN = re.compile(r"\\[A-Za-z]+\{\}|\\symattn[a-z]+|[{}]|\\(.)|(.)", re.S)
+# pt per character at 10 pt, measured in each script's font (xelatex), a little generous
+_SCRIPT_WIDTH = {
+    "tamil": 8.5,
+    "ethiopic": 8.6,
+    "georgian": 6.8,
+    "cyrillic": 6.1,
+    "thai": 6.0,
+    "armenian": 6.0,
+    "greek": 5.7,
+}
 
 
 def _text_width(text: str) -> float:
     width = 0.0
-    for ch in re.sub(r"\\[A-Za-z]+\{\}|\\(.)", r"\1", text):
-        width += 10.5 if ord(ch) >= 0x2E80 else {" ": 3.3, "%": 8.3, ".": 2.8}.get(ch, 5.2)
+    for m in _TEXT_TOKEN.finditer(text):
+        ch = m.group(1) or m.group(2)
+        if ch:
+            width += _char_width(ch)
     return width
+
+
+def _char_width(ch: str) -> float:
+    if ch.isascii():
+        return _TEXT_CHAR.get(ch, 7.2 if ch.isupper() else 5.2)
+    if unicodedata.category(ch) in ("Mn", "Me", "Cf"):  # marks sit on their letter; joiners are invisible
+        return 0.0
+    if unicodedata.east_asian_width(ch) in "WF":  # CJK and Hangul
+        return 10.5
+    script = script_of(ch)
+    return _SCRIPT_WIDTH.get(script.key, 5.2) if script is not None else 5.2
 
 
 def _argument(tex: str, i: int) -> tuple[str, int]:
@@ -183,7 +244,11 @@ def _argument(tex: str, i: int) -> tuple[str, int]:
     return tex[i + 1 :], len(tex)
 
 
-def sum_lines(terms: list[str], start: str, end: str, joiner: str = " + ", width: float = TEXT_WIDTH) -> str:
+# a sum is broken a little short of the line: the rows of one aligned block share the widest left side
+SUM_WIDTH = TEXT_WIDTH - 12.0
+
+
+def sum_lines(terms: list[str], start: str, end: str, joiner: str = " + ", width: float = SUM_WIDTH) -> str:
     """``start t1 + t2 + … end`` inside an aligned block, continued on new lines where it would be too wide.
 
     Continuation lines begin ``&\\quad +`` (so they align after the ``=``), and
@@ -262,12 +327,25 @@ def table_fits(*rows: list[str], width: float = TEXT_WIDTH) -> bool:
     return sum(widths) + 12.0 * columns <= width
 
 
+def two_columns(first: list[str], second: list[str], width: float = TEXT_WIDTH) -> str:
+    """The column spec of a two-column table: ``ll`` when it fits, else the second column wraps.
+
+    The wrapping column takes what the first leaves of ``\\linewidth`` (TeX does
+    the sum), so the table fits any host document's line.
+    """
+    if table_fits(*([a, b] for a, b in zip(first, second)), width=width):
+        return "ll"
+    label = max(_text_width(a) for a in first) * 1.1 + 4.0
+    return f"@{{}}lp{{\\dimexpr\\linewidth-{label:.0f}pt-2\\tabcolsep\\relax}}@{{}}"
+
+
 _DISPLAY = re.compile(r"^\\\[\n(.*?)\n\\\]$", re.S | re.M)
 # sizes a display may drop to when no break makes it fit: (command, scale of the width)
-_SMALLER = (("\\small", 0.9), ("\\footnotesize", 0.8), ("\\scriptsize", 0.7))
+# (smaller fonts are set relatively wider, and the 10 pt between a matrix's columns does not shrink)
+_SMALLER = (("\\small", 0.93), ("\\footnotesize", 0.86), ("\\scriptsize", 0.8))
 
 
-def shrink_wide_displays(latex: str, width: float = TEXT_WIDTH + 25.0) -> str:
+def shrink_wide_displays(latex: str, width: float = TEXT_WIDTH + 10.0) -> str:
     """Set a display that is still too wide after every break one size smaller (never the document).
 
     The last resort of the layout: a single 8-column matrix of four-decimal
@@ -276,11 +354,10 @@ def shrink_wide_displays(latex: str, width: float = TEXT_WIDTH + 25.0) -> str:
     """
 
     def fit(match: re.Match) -> str:
-        needed = tex_width(match.group(1))
-        if needed <= width:
+        if tex_width(match.group(1)) <= width:
             return match.group(0)
         # the first size that fits, else the smallest
-        command = next((c for c, scale in _SMALLER if needed * scale <= width), _SMALLER[-1][0])
+        command = next((c for c, scale in _SMALLER if _width(match.group(1), scale) <= width), _SMALLER[-1][0])
         return "\\begingroup" + command + "\n" + match.group(0) + "\n\\endgroup"
 
     return _DISPLAY.sub(fit, latex)

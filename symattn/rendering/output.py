@@ -159,6 +159,21 @@ def write_files(folder: str, files: list[tuple[str, str | bytes]] | tuple[tuple[
     symlink or onto anything but a regular file, is refused before the first file is written.
     """
     _check_is_folder(folder)
+    targets = _targets(folder, files)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise OutputError.from_os(folder, exc) from None
+    for path, data in targets:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError as exc:
+            raise OutputError.from_os(os.path.dirname(path), exc) from None
+        write_output(path, data)
+
+
+def _targets(folder: str, files) -> list[tuple[str, str | bytes]]:
+    """The path of each file inside ``folder``; refuses any that would leave it (see :func:`write_files`)."""
     targets = []
     for relative, data in files:
         parts = relative.split("/")
@@ -173,16 +188,25 @@ def write_files(folder: str, files: list[tuple[str, str | bytes]] | tuple[tuple[
             if os.path.lexists(path) and not (os.path.isfile(path) if last else os.path.isdir(path)):
                 raise OutputError(path, "not a regular file; refusing to write over it" if last else "not a folder")
         targets.append((path, data))
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as exc:
-        raise OutputError.from_os(folder, exc) from None
-    for path, data in targets:
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-        except OSError as exc:
-            raise OutputError.from_os(os.path.dirname(path), exc) from None
-        write_output(path, data)
+    return targets
+
+
+def is_file_name(path: str) -> bool:
+    """Whether ``-o PATH`` names a regular file or a new one (not a device, a FIFO or a folder): only such a
+    document has files beside it."""
+    return bool(path) and (not os.path.exists(path) or os.path.isfile(path))
+
+
+def write_beside(path: str, text: str | bytes, files: tuple[tuple[str, str | bytes], ...]) -> None:
+    """Write ``text`` to ``path`` (as :func:`write_output` does) and each (name, content) of ``files`` beside
+    it, in the folder that ``path`` names (a link's own folder, not its target's), where a relative link
+    from the document finds them. A name there that is a link or not a regular file is refused before
+    anything is written."""
+    folder = os.path.dirname(path) or "."
+    targets = _targets(folder, files) if os.path.isdir(folder) else []
+    write_output(path, text)  # refuses a missing folder, before any file is made
+    for target, data in targets:
+        write_output(target, data)
 
 
 def _check_is_folder(folder: str) -> None:

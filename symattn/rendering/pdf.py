@@ -21,6 +21,7 @@ import tempfile
 
 from symattn.input.choices import ENGINES
 from symattn.input.errors import RenderError
+from symattn.input.scripts import beyond_pdflatex, engine_for, fonts_named, has_cjk
 
 # latexmk's switches for each engine; lualatex without Lua's os, io.popen and sockets
 _SWITCH = {
@@ -41,26 +42,44 @@ _PACKAGES = {
 }
 
 
-def has_cjk(text: str) -> bool:
-    """Whether ``text`` holds a CJK character (anything from U+2E80 on)."""
-    return any(ord(ch) >= 0x2E80 for ch in text)
-
-
 def choose_engine(tex: str, lang: str | None = None, engine: str | None = None) -> str:
-    """The TeX engine for a document: ``engine`` if given, else xelatex for CJK or Chinese, else pdflatex."""
-    if engine is not None:
-        if engine not in ENGINES:
-            raise RenderError(f"unknown TeX engine {engine!r}; expected one of {', '.join(ENGINES)}")
-        return engine
-    return "xelatex" if lang == "zh" or has_cjk(tex) else "pdflatex"
+    """The TeX engine for a document, from its text (the labels and the title are what varies).
+
+    pdflatex when it sets every character (English, Latin-1); otherwise xelatex
+    (the document's first line, ``% !TEX program = …``, says the same). An
+    ``engine`` given is checked: pdflatex cannot set text beyond its fonts, and
+    the fonts of other scripts are set up for xelatex.
+    """
+    needed = engine_for([tex], lang)
+    if engine is None:
+        return needed
+    if engine not in ENGINES:
+        raise RenderError(f"unknown TeX engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    if engine == "pdflatex" and needed != "pdflatex":
+        ch = beyond_pdflatex(tex)
+        what = "Chinese text" if ch is None else _named(ch)
+        raise RenderError(f"pdflatex cannot set {what} in this document; use xelatex")
+    fonts = fonts_named(tex) if engine == "lualatex" else ()
+    if fonts:
+        names = ", ".join(dict.fromkeys(font.name for font in fonts))
+        raise RenderError(f"the document's {names} text is set up for xelatex; use xelatex, not lualatex")
+    return engine
 
 
-def install_hint(engine: str, cjk: bool) -> str:
-    """The one-line message for a missing latexmk or engine."""
+def _named(ch: str) -> str:
+    import unicodedata
+
+    return f"'{ch}' (U+{ord(ch):04X} {unicodedata.name(ch, '')})".replace(" )", ")")
+
+
+def install_hint(engine: str, cjk: bool, fonts: bool = False) -> str:
+    """The one-line message for a missing latexmk or engine (``fonts``: the document needs Noto fonts)."""
     packages = ["latexmk", *_PACKAGES[engine]]
     if cjk:
         packages.append("texlive-lang-chinese")
-    packages.append("texlive-latex-recommended")
+    packages += ["texlive-latex-recommended", "texlive-pictures"]  # and TikZ, for the figures
+    if fonts:
+        packages += ["fonts-noto-core", "fonts-noto-cjk"]
     return f"latexmk and {engine} are needed for PDF output; install them with: apt-get install {' '.join(packages)}"
 
 
@@ -69,8 +88,9 @@ def latex_to_pdf(
 ) -> bytes:
     """The PDF of a standalone LaTeX document, as bytes.
 
-    ``engine`` is ``xelatex``, ``pdflatex`` or ``lualatex``; by default xelatex
-    when the document holds CJK text or ``lang`` is ``"zh"``, else pdflatex.
+    ``engine`` is ``xelatex``, ``pdflatex`` or ``lualatex``; by default
+    pdflatex when it sets every character (English, Latin-1), else xelatex
+    (:func:`choose_engine`).
     Raises :class:`RenderError` (one line) when latexmk or the engine is
     missing, when TeX stops with an error (the log is kept, and its path is
     in the message), or when the run takes longer than ``seconds``
@@ -82,7 +102,7 @@ def latex_to_pdf(
     seconds = LATEX_SECONDS if seconds is None else seconds
     latexmk, program = shutil.which("latexmk"), shutil.which(engine)
     if latexmk is None or program is None:
-        raise RenderError(install_hint(engine, has_cjk(tex) or lang == "zh"))
+        raise RenderError(install_hint(engine, has_cjk([tex]) or lang == "zh", bool(fonts_named(tex))))
     folder = tempfile.mkdtemp(prefix="symattn-pdf-")
     try:
         with open(os.path.join(folder, "document.tex"), "w", encoding="utf-8", newline="\n") as fh:
@@ -174,6 +194,8 @@ def _failure(folder: str, engine: str, output: str) -> str:
     if first is None:
         lines = [line.strip() for line in output.splitlines() if line.strip()]
         first = lines[-1] if lines else "latexmk failed without a message"
+    if "fontspec Error" in first and "cannot be found" in first:
+        first += "; install fonts-noto-core and fonts-noto-cjk"
     if not log:
         return f"{engine} failed: {first}"
     fd, kept = tempfile.mkstemp(prefix="symattn-", suffix=".log")

@@ -25,6 +25,7 @@ from symattn.input.errors import RenderError
 from symattn.input.formula import Formula, symbol
 from symattn.input.languages import TEMPLATE_PATHS
 from symattn.input.numeral import Numeral
+from symattn.input.scripts import engine_for, fonts_for, has_cjk
 from symattn.input.text import split_math
 from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, escape_latex
 from symattn.rendering.layout import (
@@ -35,7 +36,9 @@ from symattn.rendering.layout import (
     side_by_side,
     sum_lines,
     table_fits,
+    two_columns,
 )
+from symattn.rendering.paging import BlockNote, paginate
 
 FORMATS = ("markdown", "latex")
 REPORT_FORMATS = ("text", "markdown", "latex")
@@ -313,16 +316,25 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "relation_lines": relation_lines,
     "chain": chain,
     "table_fits": lambda rows: table_fits(*rows),
+    "two_columns": two_columns,
     "format_percent": lambda text: f"{text}\\%",
     "fits": lambda pieces: fits(*pieces),
     "vector": tex_vector,
     "all_exact": _all_exact,
     "inline": tex_inline,
     "inline_vector": lambda items: tex_vector(items, tex_inline),
+    "figures": lambda derivation, step: _figures(derivation, step),
+    "tikz_colour": lambda c: f"{{rgb,255:red,{int(c[1:3], 16)};green,{int(c[3:5], 16)};blue,{int(c[5:7], 16)}}}",
     "scaled_vectors": lambda weights, vectors: [
         f"{tex_operand(w)}\\cdot{tex_vector(v)}" for w, v in zip(weights, vectors)
     ],
 }
+
+
+def _figures(derivation, step):
+    from symattn.rendering.figures import figures  # only documents with pictures measure them
+
+    return figures(derivation, step)
 
 
 _LATEX_LEVELS = ("section", "subsection", "subsubsection", "paragraph", "subparagraph")
@@ -417,35 +429,47 @@ def render_template(name: str, fmt: str, lang: str, *, numbered: bool = False, *
         raise RenderError(f"template {name}.{fmt}.j2: {exc.message}") from None
 
 
-def has_cjk(texts: list[str]) -> bool:
-    """Whether any text has Chinese (or other CJK) characters: LaTeX then needs ctex and xelatex."""
-    return any(ord(ch) >= 0x2E80 for text in texts for ch in text)
+def latex_setup(texts: list[str], lang: str) -> dict[str, Any]:
+    """What the LaTeX preamble needs to know of a document's user text (labels, title, names): whether
+    ctex is needed, the fonts of its scripts, and the engine, which the document's first line names."""
+    return {"has_cjk": has_cjk(texts), "scripts": fonts_for(texts), "engine": engine_for(texts, lang)}
 
 
 def render_report(report, fmt: str = "text", *, standalone: bool = False) -> str:
     """Render a check report as plain text, Markdown, or LaTeX (fragment or standalone)."""
     if fmt not in REPORT_FORMATS:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
-    texts = list(report.tokens) + [report.title or ""]
+    texts = list(report.tokens) + [report.title or "", report.source]
     return render_template(
         "report",
         fmt,
         report.lang,
         r=report,
         standalone=standalone,
-        has_cjk=has_cjk(texts),
         report=True,
         paper=report.paper,
         cjk_font=report.cjk_font,
+        **latex_setup(texts, report.lang),
     )
 
 
-def render(derivation, fmt: str = "markdown", *, standalone: bool = False, depth: int = 0) -> str:
+def render(
+    derivation,
+    fmt: str = "markdown",
+    *,
+    standalone: bool = False,
+    depth: int = 0,
+    figure_link: Callable[[str], str] | None = None,
+) -> str:
     """Render a derivation as Markdown, or as a LaTeX fragment or standalone document.
 
     The top heading is at the derivation's ``heading_level`` (1: ``\\section``, ``#``); ``depth`` 1 sets the
     whole derivation one level lower still, to sit under a heading of its own.
+    LaTeX draws its figures with TikZ. Markdown has a figure only with ``figure_link``, which gives the
+    link of each figure's SVG from its id (``weights``, ``tokens``, ``dz``; see :mod:`.figures`).
     """
+    from symattn.rendering.figures import has_pictures
+
     if fmt not in FORMATS:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     texts = list(derivation.tokens) + list(derivation.key_tokens) + [derivation.title or ""]
@@ -455,10 +479,28 @@ def render(derivation, fmt: str = "markdown", *, standalone: bool = False, depth
         derivation.lang,
         d=derivation,
         standalone=standalone,
-        has_cjk=has_cjk(texts),
         depth=depth + derivation.heading_level - 1,
         numbered=derivation.numbered,
         paper=derivation.paper,
         cjk_font=derivation.cjk_font,
+        pictures=fmt == "latex" and has_pictures(derivation),
+        figure_link=figure_link if fmt == "markdown" else None,
+        **latex_setup(texts, derivation.lang),
     )
-    return shrink_wide_displays(text) if fmt == "latex" else text
+    if fmt != "latex":
+        return text
+    return shrink_wide_displays(paginate(text, block_note(derivation.lang)))
+
+
+def block_note(lang: str) -> BlockNote:
+    """The note under each block of a matrix cut into blocks, in ``lang``, for ``\\text{}`` in LaTeX."""
+    phrases = Phrases(load_language(lang), MATH_TEXT_ESCAPERS["latex"], lang)
+
+    def note(first_row: int, last_row: int, rows: int, first: int, last: int, columns: int) -> str:
+        if first == 1 and last == columns:
+            return phrases("blocks.rows", first=first_row, last=last_row, count=rows)
+        if first_row == 1 and last_row == rows:
+            return phrases("blocks.columns", first=first, last=last, count=columns)
+        return phrases("blocks.both", first_row=first_row, last_row=last_row, first=first, last=last)
+
+    return note
