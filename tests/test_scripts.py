@@ -226,7 +226,7 @@ def test_project_prose_needs_no_script_font():
 @pytest.mark.parametrize(
     "text, width",
     [
-        ("\\text{cat}", 15.6),
+        ("\\text{cat}", 14.4),
         ("\\text{\\symattnhangul{고양이}}", 31.5),
         ("\\text{小猫}", 21.0),
         ("\\text{\\symattngreek{γάτα}}", 22.8),
@@ -513,7 +513,7 @@ def test_install_hint_names_the_fonts():
 
     assert install_hint("xelatex", False, True) == (
         "latexmk and xelatex are needed for PDF output; install them with: apt-get install latexmk texlive-xetex "
-        "texlive-latex-recommended fonts-noto-core fonts-noto-cjk"
+        "texlive-latex-recommended texlive-pictures fonts-noto-core fonts-noto-cjk"
     )
 
 
