@@ -205,6 +205,7 @@ PAGES = [
     (32, 32, "plain", ("en",)),
     (8, 64, "plain", ("en",)),
     (128, 4, "plain", ("en",)),
+    (4, 512, "plain", ("en",)),
 ]
 
 _DIMENSION = re.compile(r"\d+(?:\.\d+)?(?:pt|em|ex|cm|\\[a-z]*(?:width|height))")

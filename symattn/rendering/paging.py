@@ -47,7 +47,26 @@ _BRACKETS = 10.6  # the two brackets of a bmatrix
 def paginate(latex: str, note: BlockNote, width: float = TEXT_WIDTH) -> str:
     """The document with every too-tall display breakable, too-big matrices in blocks, and long tables cut."""
     latex = _DISPLAY.sub(lambda m: _display(m.group(0), m.group(1), note, width), latex)
-    return _cut_tables(latex)
+    return _cut_tables(_max_columns(latex))
+
+
+_MAX_COLUMNS = re.compile(r"\\setcounter\{MaxMatrixCols\}\{(\d+)\}")
+
+
+def _max_columns(latex: str) -> str:
+    """amsmath's MaxMatrixCols as small as the widest matrix left after the blocks.
+
+    Every bmatrix builds a template of MaxMatrixCols columns: at 512, a few hundred blocks take a minute.
+    """
+    if not _MAX_COLUMNS.search(latex):
+        return latex
+    widest = 10
+    for m in re.finditer(re.escape(_MATRIX_BEGIN), latex):
+        end = _matching_end(latex, m.start())
+        if end is not None:
+            inner = latex[m.end() : end]
+            widest = max(widest, *(len(_split(row, "&")) for row in _split(inner, "\\\\")))
+    return _MAX_COLUMNS.sub(lambda m: f"\\setcounter{{MaxMatrixCols}}{{{min(int(m.group(1)), widest)}}}", latex)
 
 
 def _display(whole: str, body: str, note: BlockNote, width: float) -> str:
@@ -61,23 +80,33 @@ def _display(whole: str, body: str, note: BlockNote, width: float) -> str:
         # once the display is rebuilt, it is set at full size: a row must fit as it is
         big = _too_big(_right(row), width - left, 1.0)
         lines.extend(_block_lines(row, note, width - left) if big else [_aligned(row)])
-    return "\\begingroup\\allowdisplaybreaks\n\\begin{align*}\n" + _join(lines) + "\n\\end{align*}\n\\endgroup"
+    return "\\begingroup\\allowdisplaybreaks\n" + _join(lines) + "\n\\endgroup"
 
 
 _CONTINUES = ("&\\quad", "&=", "&\\approx", "&\\phantom")
 
 
 def _join(lines: list[str]) -> str:
-    """Lines of align*: the page may turn between equations and between a tall one's lines, never after
-    a name whose value is on the next line, nor inside an equation short enough to stay whole."""
+    """Lines as align*: the page may turn between equations and between a tall one's lines, never after
+    a name whose value is on the next line, nor inside an equation short enough to stay whole.
+
+    A new align* begins about every page (where the page may turn anyway): TeX takes time that grows
+    with the square of an alignment's length, and one of a thousand lines takes minutes.
+    """
     text, height, first = lines[0], _height(lines[0]), True
+    chunk = height
     for line in lines[1:]:
         h = _height(line)
         keep = line.startswith(_CONTINUES) and (first or height + h <= PAGE_HEIGHT / 2)
-        text += (" \\\\*\n" if keep else " \\\\\n") + line
+        if not keep and chunk + h > PAGE_HEIGHT:
+            text += "\n\\end{align*}\n\\begin{align*}\n" + line
+            chunk = 0.0
+        else:
+            text += (" \\\\*\n" if keep else " \\\\\n") + line
+        chunk += h
         continues = line.startswith(_CONTINUES)
         height, first = (height + h, False) if continues else (h, True)
-    return text
+    return "\\begin{align*}\n" + text + "\n\\end{align*}"
 
 
 def _rows(body: str) -> list[str]:
