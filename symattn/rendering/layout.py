@@ -183,6 +183,15 @@ def _table_width(name: str, body: str, scale: float = 1.0) -> float:
 _TEXT_CHAR = {" ": 3.3, "%": 8.3, ".": 2.8, ",": 2.8, ":": 2.8, **dict.fromkeys("abcdefghijklmnopqrstuvwxyz", 4.8)}
 
 
+_INLINE_MATH = re.compile(r"\\\((.*?)\\\)", re.DOTALL)
+
+
+def text_width(latex: str) -> float:
+    """An estimate of the width of a line of LaTeX text with inline math \\( \\), in pt at 10 pt."""
+    parts = _INLINE_MATH.split(latex)  # text, math, text, ...
+    return sum(tex_width(part) if k % 2 else _text_width(part) for k, part in enumerate(parts))
+
+
 def _text_width(text: str) -> float:
     width = 0.0
     for ch in re.sub(r"\\[A-Za-z]+\{\}|\\(.)", r"\1", text):
