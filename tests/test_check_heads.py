@@ -12,6 +12,7 @@ from symattn.checking.checker import check
 from symattn.checking.report import report_data
 from symattn.derivation.derive import derive
 from symattn.derivation.intermediates import compute
+from symattn.exact.factory import build
 from symattn.exact.multihead import build_multihead
 from symattn.input import builtin
 from symattn.input.errors import SpecError
@@ -308,3 +309,55 @@ def test_a_slip_in_head_2_is_found_and_carried_into_concat(raw, decimals, units,
             assert verdict[("output", 1, c)] == "carried"
             assert verdict[("concat", None, w + c)] == "carried"  # carried into concat
     assert [v.verdict for v in report.results].count("wrong") == 1
+
+
+@st.composite
+def layers(draw):
+    """Several heads with projections, W_O and every bias (sometimes X_kv), a loss, maybe the stable softmax."""
+    from .strategies import multihead_base
+
+    raw = multihead_base(draw)[0]
+    raw["backward"] = {"loss": "sum"}
+    if draw(st.booleans()):
+        raw["softmax"] = "stable"
+    return raw
+
+
+def own_numbers(spec, model, decimals):
+    """Every claimable quantity of every head and of the layer, as the model rounds it."""
+
+    def text(rows):
+        return [[format(x, "f") for x in row] for row in rows]
+
+    def column(rows):
+        return [format(row[0], "f") for row in rows]
+
+    exp = "exp_shifted" if spec.softmax == "stable" else "exp"
+    claims = {q: [[x.text for x in row] for row in getattr(spec, q)] for q in "QKV"}
+    claims["sqrt_dk"] = format(model.forward.heads[0].rounded("sqrt_dk", decimals)[0][0], "f")
+    claims["scale"] = format(model.forward.heads[0].rounded("scale", decimals)[0][0], "f")
+    for h, (head, grads) in enumerate(zip(model.forward.heads, model.head_views), 1):
+        for q in ("scores", "scaled", "shifted", "weights", "output"):
+            claims[f"h{h}.{q}"] = text(head.rounded(q, decimals))
+        claims[f"h{h}.exp"] = text(head.rounded(exp, decimals))
+        claims[f"h{h}.exp_sum"] = column(head.rounded(exp + "_sum", decimals))
+        for q in ("dO", "dV", "dA", "dZ", "dS", "dQ", "dK"):
+            claims[f"h{h}.{q}"] = text(grads.rounded(q, decimals))
+        claims[f"h{h}.rowsum"] = column(grads.rounded("dot", decimals))
+    claims["concat"] = text(model.forward.rounded("concat", decimals))
+    claims["output"] = text(model.forward.rounded("output", decimals))
+    layer = ["dO", "dW_O", "dconcat", "dQ", "dK", "dV", "dW_Q", "dW_K", "dW_V"]
+    for q in layer + ([] if spec.projection.X_kv is not None else ["dX"]):
+        claims[q] = text(model.rounded(q, decimals))
+    return claims
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layers(), st.integers(1, 3))
+def test_a_layers_own_numbers_are_never_wrong(raw, decimals):
+    spec = load_spec(raw)
+    model = build(spec)
+    report = check(spec, {"claims": own_numbers(spec, model, decimals)})
+    assert {v.verdict for v in report.results} <= {"exact", "rounded"}
+    heads = {v.head for v in report.results}
+    assert heads == {None, *range(spec.heads)}
