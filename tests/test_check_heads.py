@@ -361,3 +361,39 @@ def test_a_layers_own_numbers_are_never_wrong(raw, decimals):
     assert {v.verdict for v in report.results} <= {"exact", "rounded"}
     heads = {v.head for v in report.results}
     assert heads == {None, *range(spec.heads)}
+
+
+def test_the_claims_file_syntax_of_several_heads(tmp_path):
+    """The forms a worksheet's answers take in TOML: a quoted key, a dotted key, a head's row section."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'lang = "zh"\ntokens = ["小猫", "吃", "它"]\nheads = 2\n'
+        + "".join(f"{k} = {json.dumps(EXERCISE[k])}\n" for k in ("Q", "K", "V", "W_O", "b_O")),
+        encoding="utf-8",
+    )
+    heads, concat = published()
+    claims = tmp_path / "answers.toml"
+    claims.write_text(
+        'spec = "spec.toml"\n[claims]\n'
+        '"h1.weights[1][2]" = "0.19"\n'
+        f"h2.output = {json.dumps([texts(row) for row in heads[1][5]])}\n"
+        f"concat = {json.dumps([texts(row) for row in concat])}\n"
+        '[claims.h1.rows."它"]\n'
+        f"weights = {json.dumps(texts(heads[0][4][2]))}\n"
+        f'exp_sum = "{ind.text(heads[0][3][2], 3)}"\n',
+        encoding="utf-8",
+    )
+    report = check(None, str(claims))
+    got = [(v.claim.key, v.head, v.row_label, v.col_label, v.verdict) for v in report.results]
+    assert got[:5] == [
+        ("claims.h1.rows.它.exp_sum", 0, "它", None, "rounded"),
+        ("claims.h1.weights[1][2]", 0, "小猫", "吃", "rounded"),
+        ("claims.h1.rows.它.weights", 0, "它", "小猫", "rounded"),
+        ("claims.h1.rows.它.weights", 0, "它", "吃", "rounded"),
+        ("claims.h1.rows.它.weights", 0, "它", "它", "rounded"),
+    ]
+    assert {v.verdict for v in report.results} <= {"exact", "rounded"}
+    assert len(report.results) == 5 + 6 + 12
+    text = render_report(report, "text")
+    assert "第 1 个头的e^z 之和 (它)" in text
+    assert "第 2 个头的输出 (它, 第 2 列)" in text
