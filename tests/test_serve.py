@@ -243,7 +243,7 @@ SPEC_ERRORS = [
     ("focus", "狗", ("focus", [])),
     ("tokens", ["a", "a", "b"], ("tokens", [2])),
     ("scale", "-1", ("scale", [])),
-    ("heads", "2", ("heads", [])),
+    ("heads", "3", ("heads", [])),
     ("mask", "diagonal", ("mask", [])),
     ("title", "a\u0007b", ("title", [])),
 ]
@@ -309,8 +309,8 @@ REQUEST_ERRORS = [
     (
         "/api/check",
         '{"spec": S, "claims": {"logits": 1}}',
-        "claims: claims.logits: unknown quantity; expected one of sqrt_dk, scores, scaled, exp, exp_sum, weights, "
-        "percent, output, rows",
+        "claims: claims.logits: unknown quantity; expected one of sqrt_dk, scale, scores, scaled, shifted, exp, "
+        "exp_sum, weights, percent, output, rows",
     ),
     (
         "/api/check",

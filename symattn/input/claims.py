@@ -11,6 +11,10 @@ Claimed numbers keep their digits as written (``0.650`` claims three decimals,
     [claims.rows."它"]                           # one row: a token label or a 1-based index
     exp = [1.916, 1.143, 1.699]
     exp_sum = 4.758
+
+With several heads (or W_O) a head's own quantities take a prefix: ``"h1.weights[1][2]" = "0.40"``,
+``h2.output = [[...]]``, ``[claims.h1.rows."它"]``; which quantities are a head's and which the
+layer's: :mod:`symattn.input.quantities`.
 """
 
 from __future__ import annotations
