@@ -119,7 +119,12 @@ BAD = [
         SpecError,
         "<dict>: heads: d_model = 4 is not divisible by heads = 3",
     ),
-    ({**SEED, "heads": 2}, SpecError, "<dict>: heads: several heads need X with W_Q, W_K, W_V (d_model × d_model)"),
+    ({**SEED, "heads": 3}, SpecError, "<dict>: heads: Q and K have 2 columns, not divisible by heads = 3"),
+    (
+        {**SEED, "V": [[1, 2, 3]] * 3, "heads": 2},
+        SpecError,
+        "<dict>: heads: V has 3 columns, not divisible by heads = 2",
+    ),
     (
         {**SEED, "mask": [[1, 0, 0], [0, 0, 0], [1, 1, 1]]},
         SpecError,

@@ -181,11 +181,11 @@ TABLE = [
     ({**SEED, "title": "costs $5"}, [], "title: an unclosed $ (write \\$ for a dollar sign)"),
     ({**SEED, "title": "$x}{$"}, [], "title: unbalanced braces in $x}{$"),
     ({**SEED, "title": "$小猫$"}, [], "title: math $小猫$ may hold ASCII only (put words outside the $…$)"),
-    # an output projection needs input projections
+    # an output projection takes one row per column of the heads (Q, K, V given directly or projected)
     (
-        {**SEED, "W_O": [[1, 0], [0, 1]]},
+        {**SEED, "W_O": [[1, 0], [0, 1], [1, 1]]},
         [],
-        "W_O: needs X with W_Q, W_K, W_V (the output projection follows the input projections)",
+        "W_O: shape mismatch: the heads give 2 columns and W_O is 3×2; W_O needs one row per column",
     ),
 ]
 

@@ -243,7 +243,7 @@ SPEC_ERRORS = [
     ("focus", "狗", ("focus", [])),
     ("tokens", ["a", "a", "b"], ("tokens", [2])),
     ("scale", "-1", ("scale", [])),
-    ("heads", "2", ("heads", [])),
+    ("heads", "3", ("heads", [])),
     ("mask", "diagonal", ("mask", [])),
     ("title", "a\u0007b", ("title", [])),
 ]
@@ -309,8 +309,8 @@ REQUEST_ERRORS = [
     (
         "/api/check",
         '{"spec": S, "claims": {"logits": 1}}',
-        "claims: claims.logits: unknown quantity; expected one of sqrt_dk, scores, scaled, exp, exp_sum, weights, "
-        "percent, output, rows",
+        "claims: claims.logits: unknown quantity; expected one of sqrt_dk, scale, scores, scaled, shifted, exp, "
+        "exp_sum, weights, percent, output, rows",
     ),
     (
         "/api/check",
@@ -356,7 +356,7 @@ def test_checking_several_heads_says_why(client):
     response = client.post("/api/check", json={"spec": raw, "claims": {}})
     assert response.status_code == 400
     assert response.json() == {
-        "error": "spec: heads: checking claims supports one head without W_O",
+        "error": "spec: heads: the page checks one head without W_O; use symattn check for several heads",
         "where": {"source": "spec", "key": "heads", "position": []},
     }
 
@@ -1104,7 +1104,7 @@ def test_check_tab_all_rows_and_several_heads(chrome, server):
     )
     chrome.find_element("id", "paste-open").click()
     error = wait(chrome, lambda: chrome.find_element("id", "check-error").text, what="the check's message")
-    assert error == "spec: heads: checking claims supports one head without W_O"
+    assert error == "spec: heads: the page checks one head without W_O; use symattn check for several heads"
     assert page_math(chrome) == math_of(fragment(raw))
 
 

@@ -1,8 +1,11 @@
 """Check hand-computed numbers against the exact model, and say why each is right or wrong.
 
 Each claim gets one verdict (``exact``, ``rounded``, ``carried``, ``last-digit`` or ``wrong``;
-how each is decided: :mod:`symattn.checking.verdicts`), a wrong one maybe a classic slip
+how each is decided: :mod:`symattn.checking.verdicts`, from the claimant's own numbers carried
+forward: :mod:`symattn.checking.chain`), a wrong one maybe a classic slip
 (:mod:`symattn.checking.slips`); the report and its JSON: :mod:`symattn.checking.report`.
+Claims name a quantity of one head (``h2.weights``, with several heads or W_O) or of the
+layer; :mod:`symattn.input.quantities` lists them.
 
 A blank (``"weights[3][1]" = ""`` in a claims file, as ``symattn exercise`` writes
 them) is not a claim: it gets no verdict and is never a problem. The report lists
@@ -16,17 +19,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from symattn.checking.report import Report, Verdict
+from symattn.checking.slips import diagnose_rows
 from symattn.checking.verdicts import Checker
 from symattn.exact import progress
 from symattn.exact.factory import build
-from symattn.input.claims import GRADIENTS, STAGE, Claim, Claims, load_claims
+from symattn.input.claims import Claim, Claims, load_claims
 from symattn.input.errors import SpecError
+from symattn.input.quantities import GRADIENTS, is_multihead, order
 from symattn.input.spec import Spec
 
 
-def _order(claim: Claim) -> tuple:
+def _order(claim: Claim, multihead: bool) -> tuple:
     return (
-        STAGE[claim.quantity],
+        order(claim.quantity, claim.head, multihead),
         claim.row if claim.row is not None else -1,
         claim.col if claim.col is not None else -1,
         claim.in_row_section,
@@ -62,9 +67,8 @@ def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str, *, back
     if model is None or spec is not given:  # a Result's model is reused when its spec is the one checked
         model = build(spec)
     checker = Checker(spec, model, loaded.claims)
-    results = checker.slips.diagnose_rows(
-        tuple(_verdict(checker, c) for c in sorted(loaded.claims, key=_order)), checker.position
-    )
+    ordered = sorted(loaded.claims, key=lambda c: _order(c, is_multihead(spec)))
+    results = diagnose_rows(tuple(_verdict(checker, c) for c in ordered), checker.slips_of, checker.position)
     return Report(
         spec.title,
         spec.lang,
@@ -77,6 +81,7 @@ def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str, *, back
         engine=spec.engine,
         blanks=loaded.blanks,
         student=loaded.student,
+        softmax=spec.softmax,
     )
 
 
@@ -86,9 +91,7 @@ def _verdict(checker: Checker, claim: Claim) -> Verdict:
 
 
 def _numeric(spec: Spec) -> Spec:
-    """The spec whose numbers are checked: values substituted for symbols; one head."""
-    if spec.heads > 1 or spec.W_O is not None:
-        raise SpecError(spec.source, "heads", "checking claims supports one head without W_O")
+    """The spec whose numbers are checked: values substituted for symbols."""
     if spec.is_symbolic:
         from symattn.exact.symbolic import substitute
 

@@ -27,6 +27,7 @@ class Explanation:
     col: int | None
     operands: tuple[Any, ...]  # Numerals, Nums, or pairs of them for sums of products
     result: Num
+    affine: bool = False  # operands are (pairs, bias or None): X W + b, concat W_O + b_O
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,18 @@ class Verdict:
     expected: Decimal | None  # the exact value rounded to the claim's decimals
     carried: Decimal | None  # what the claimant's own numbers give at those decimals
     explanation: Explanation | None
-    row_label: str | None  # the query token
-    col_label: str | int | None  # the key token, or the 1-based output column
+    row_label: str | int | None  # the query or key token, or a 1-based row (an input dimension of dW_Q)
+    col_label: str | int | None  # the key token, or a 1-based column
     masked: bool = False  # a finite claim on a masked score, compared with the score before the mask
     diagnosis: str | None = None  # a wrong claim that one of the classic slips (SLIPS) gives exactly
+    row_axis: str | None = "token"  # what the rows are: token, key, dim (a row of the matrix), input (dimension)
+    col_axis: str | None = "key"  # and the columns: key, dim (a column), input (dimension)
+    note: str | None = None  # "unshifted": an exp claimed as e^z where the document shows e^(z − max)
+
+    @property
+    def head(self) -> int | None:
+        """The 0-based head of a per-head claim."""
+        return self.claim.head
 
     @property
     def is_problem(self) -> bool:
@@ -63,6 +72,7 @@ class Report:
     engine: str | None = None
     blanks: tuple[str, ...] = ()  # keys left blank (""), not checked
     student: str | None = None  # the claims file's ``student`` id
+    softmax: str = "plain"  # "stable": the exps claimed are e^(z − max), and the report names them so
 
     @property
     def counts(self) -> tuple[tuple[str, int], ...]:
@@ -98,6 +108,8 @@ def report_data(report: Report) -> dict[str, Any]:
             "carried": text(v.carried),
             "key": v.claim.key,
             "diagnosis": v.diagnosis,
+            "head": None if v.head is None else v.head + 1,
+            "note": v.note,
         }
         for v in report.results
     ]

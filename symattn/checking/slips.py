@@ -24,9 +24,10 @@ SLIPS = ("no_scaling", "column_softmax", "no_exp", "transposed_V")
 class Slips:
     """The classic slips of one model: what each gives, and which one a wrong claim shows."""
 
-    def __init__(self, model: Model, tables: dict):
+    def __init__(self, model: Model, tables: dict, stable: bool = False):
         self.model = model
         self.tables = tables  # a cache shared with the checker; the slips' roundings under "slips"
+        self.stable = stable  # exps are e^(z − max)
 
     def diagnose(self, quantity: str, i: int, j: int, c: Fraction, d: int | None) -> str | None:
         """The first classic slip that gives the claimed digits exactly, if any (unmasked specs only).
@@ -41,44 +42,6 @@ class Slips:
                 return slip
         return None
 
-    def diagnose_rows(
-        self, results: tuple[Verdict, ...], position: Callable[[Claim], tuple[int, int]]
-    ) -> tuple[Verdict, ...]:
-        """Short claims (fewer than three significant digits) named after all, when a whole row shows the slip.
-
-        One 0.4 may match a slip by chance; a row of two or more wrong claims of one quantity that each
-        match the same slip at their own decimals (scaled = the scores, say) is the slip.
-        """
-        if self.model.allowed is not None:
-            return results
-        rows: dict[tuple[str, int], list[int]] = {}
-        for k, v in enumerate(results):
-            if (
-                v.verdict == "wrong"
-                and v.diagnosis is None
-                and v.claim.number.decimals is not None
-                and not v.claim.number.is_infinite
-                and v.claim.quantity != "percent"
-            ):
-                rows.setdefault((v.claim.quantity, position(v.claim)[0]), []).append(k)
-        out = list(results)
-        tables = self.tables.setdefault("slips", {})
-        for (quantity, i), members in rows.items():
-            if len(members) < 2:
-                continue
-            for slip in SLIPS:
-                values = [self.value(slip, quantity, i, position(results[k].claim)[1]) for k in members]
-                if all(
-                    x is not None
-                    and Fraction(numeric.round_expr(x, _decimals(results[k].claim), tables))
-                    == results[k].claim.number.value
-                    for x, k in zip(values, members)
-                ):
-                    for k in members:
-                        out[k] = replace(out[k], diagnosis=slip)
-                    break
-        return tuple(out)
-
     def value(self, slip: str, quantity: str, i: int, j: int) -> sympy.Expr | None:
         """What a quantity's entry is when computed with one classic slip, or None where it does not apply."""
         m = self.model
@@ -88,8 +51,8 @@ class Slips:
                 return None
             if quantity == "scaled":
                 return S[i, j]
-            if quantity == "exp":
-                return sympy.exp(S[i, j])
+            if quantity == "exp":  # e^S, or with the stable softmax e^(S − the row's largest S)
+                return sympy.exp(S[i, j] - (S[i, m.row_max[i]] if self.stable else 0))
             weights = [sympy.exp(S[i, k]) / sympy.Add(*[sympy.exp(S[i, r]) for r in range(keys)]) for k in range(keys)]
             return weights[j] if quantity == "weights" else sympy.Add(*[w * V[k, j] for k, w in enumerate(weights)])
         if slip == "column_softmax" and quantity == "weights" and n > 1:
@@ -102,10 +65,54 @@ class Slips:
         return None
 
 
+def diagnose_rows(
+    results: tuple[Verdict, ...],
+    slips_of: Callable[[Claim], Slips | None],
+    position: Callable[[Claim], tuple[int, int]],
+) -> tuple[Verdict, ...]:
+    """Short claims (fewer than three significant digits) named after all, when a whole row shows the slip.
+
+    One 0.4 may match a slip by chance; a row of two or more wrong claims of one quantity (of one head)
+    that each match the same slip at their own decimals (scaled = the scores, say) is the slip.
+    """
+    rows: dict[tuple[int | None, str, int], list[int]] = {}
+    for k, v in enumerate(results):
+        slips = slips_of(v.claim)
+        if (
+            slips is not None
+            and slips.model.allowed is None
+            and v.verdict == "wrong"
+            and v.diagnosis is None
+            and v.claim.number.decimals is not None
+            and not v.claim.number.is_infinite
+            and v.claim.quantity != "percent"
+        ):
+            rows.setdefault((v.claim.head, v.claim.quantity, position(v.claim)[0]), []).append(k)
+    out = list(results)
+    for (_, quantity, i), members in rows.items():
+        if len(members) < 2:
+            continue
+        slips = slips_of(results[members[0]].claim)
+        assert slips is not None  # grouped only where there are slips
+        tables = slips.tables.setdefault("slips", {})
+        for slip in SLIPS:
+            values = [slips.value(slip, quantity, i, position(results[k].claim)[1]) for k in members]
+            if all(
+                x is not None
+                and Fraction(numeric.round_expr(x, _decimals(results[k].claim), tables))
+                == results[k].claim.number.value
+                for x, k in zip(values, members)
+            ):
+                for k in members:
+                    out[k] = replace(out[k], diagnosis=slip)
+                break
+    return tuple(out)
+
+
 def _decimals(claim: Claim) -> int:
     d = claim.number.decimals
     assert d is not None  # only claims with decimals are grouped in rows
     return d
 
 
-__all__ = ["SLIPS", "Slips"]
+__all__ = ["SLIPS", "Slips", "diagnose_rows"]

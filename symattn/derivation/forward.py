@@ -195,7 +195,7 @@ def _toy(spec: Spec) -> ToyVsReal:
         cross=spec.is_cross,
         projected=spec.projection is not None,
         heads=spec.heads,
-        d_model=len(spec.projection.X[0]) if spec.projection is not None else None,
+        d_model=len(spec.Q[0]) if spec.projection is None and spec.heads > 1 else _d_model(spec),
         output_projection=spec.W_O is not None,
         mask=spec.mask,
         padding=spec.key_padding is not None,
@@ -204,6 +204,10 @@ def _toy(spec: Spec) -> ToyVsReal:
         softmax=spec.softmax,
         symbolic=spec.is_symbolic,
     )
+
+
+def _d_model(spec: Spec) -> int | None:
+    return len(spec.projection.X[0]) if spec.projection is not None else None
 
 
 def derive_head(spec: Spec, model: Model) -> Derivation:
@@ -232,7 +236,6 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
 
 
 def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
-    assert spec.projection is not None  # several heads, and W_O, need X and W (the spec reader says so)
     heads = []
     weights = []
     concat_rows: list[list[Num]] = [[] for _ in spec.tokens]
@@ -257,11 +260,11 @@ def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
             spec.Q,
             spec.K,
             spec.V,
-            projected=True,
+            projected=spec.projection is not None,
             heads=spec.heads,
-            d_model=len(spec.projection.X[0]),
+            d_model=len(spec.Q[0]),  # X W_Q is d_model wide; Q given directly is all the heads' columns
         ),
-        _projecting(spec),
+        *([_projecting(spec)] if spec.projection is not None else []),
         *heads,
         *pictures(spec, "A", tuple(weights)),
         Concat(spec.heads, concat, is_exact(concat)),

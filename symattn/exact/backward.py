@@ -314,6 +314,7 @@ class HeadGradients(Rounding):
     index: int
     kind: ClassVar[str] = "backward"
     quantities: ClassVar[tuple[str, ...]] = tuple(q for q in HEAD_QUANTITIES if q != "dot")
+    compare = Model.compare
 
     def _name(self, quantity: str) -> str:
         return f"{quantity}@{self.index}"

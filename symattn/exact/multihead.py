@@ -30,6 +30,11 @@ class MultiHead(Rounding, ForwardPass):
     W_O: tuple[tuple[Fraction, ...], ...] | None = None
     b_O: tuple[Fraction, ...] | None = None
     kind: ClassVar[str] = "heads"
+    compare = Model.compare  # the sign of (entry − r), decided exactly: the same code serves every Rounding
+
+    @property
+    def _headroom_bits(self) -> int:
+        return max(h._headroom_bits for h in self.heads)
 
     def exact(self, quantity: str) -> ImmutableMatrix:
         if quantity not in ("concat", "output"):

@@ -11,6 +11,10 @@ Claimed numbers keep their digits as written (``0.650`` claims three decimals,
     [claims.rows."它"]                           # one row: a token label or a 1-based index
     exp = [1.916, 1.143, 1.699]
     exp_sum = 4.758
+
+With several heads (or W_O) a head's own quantities take a prefix: ``"h1.weights[1][2]" = "0.40"``,
+``h2.output = [[...]]``, ``[claims.h1.rows."它"]``; which quantities are a head's and which the
+layer's: :mod:`symattn.input.quantities`.
 """
 
 from __future__ import annotations
@@ -21,33 +25,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from symattn.input import quantities
 from symattn.input.errors import SpecError
 from symattn.input.files import kind_of, read_table
 from symattn.input.limits import CLAIMS
 from symattn.input.numeral import Numeral, NumeralError, parse_claimed
+from symattn.input.quantities import (
+    GRADIENTS,
+    INPUTS,
+    NOT_IN_ROWS,
+    OUTPUT_PROJECTION,
+    PROJECTED_GRADIENTS,
+    QUANTITIES,
+    SHARED,
+    is_multihead,
+    is_per_head,
+)
 from symattn.input.reader import Reader, check_keys
 from symattn.input.spec import SPEC_KEYS, Spec, spec_from_mapping
 
-# In the order of the derivation; "percent" is the weights written in percent.
-GRADIENTS = ("dV", "dA", "dZ", "dS", "dQ", "dK", "dW_Q", "dW_K", "dW_V", "dX")  # need [backward] or --backward
-PROJECTED_GRADIENTS = ("dW_Q", "dW_K", "dW_V", "dX")  # need X with W_Q, W_K, W_V
-QUANTITIES = (
-    "Q",
-    "K",
-    "V",
-    "sqrt_dk",
-    "scores",
-    "scaled",
-    "exp",
-    "exp_sum",
-    "weights",
-    "percent",
-    "output",
-) + GRADIENTS
-INPUTS = ("Q", "K", "V")  # claimable when they are computed from X and W
-STAGE = {q: i for i, q in enumerate(QUANTITIES)} | {"percent": QUANTITIES.index("weights")}
 _KEY = re.compile(r"([A-Za-z_]+)((?:\[[0-9]+\])*)")  # ASCII digits: never '²'
 _INDEX = re.compile(r"\[([0-9]+)\]")
+_HEAD = re.compile(r"h([0-9]{1,9})")  # a table of one head's claims: [claims.h2]
+_PREFIXED = re.compile(r"h([0-9]{1,9})\.(.+)", re.DOTALL)  # "h2.weights[1][2]"
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ class Claim:
     number: Numeral
     in_row_section: bool  # written under [claims.rows.<token>]
     key: str  # as in the file, for messages
+    head: int | None = None  # 0-based head of a per-head claim (several heads or W_O); None: the layer's
 
 
 @dataclass(frozen=True)
@@ -69,30 +70,6 @@ class Claims:
     source: str
     blanks: tuple[str, ...] = ()  # keys left as "" (an answers sheet not yet filled in), 1-based, in file order
     student: str | None = None  # ``student = "id"``: whose answers these are (symattn exercise writes it)
-
-
-def _shape(quantity: str, spec: Spec) -> tuple[int, ...]:
-    """The shape of a quantity claimed for the whole matrix."""
-    n, m = len(spec.Q), len(spec.K)
-    if quantity in INPUTS:
-        matrix = getattr(spec, quantity)
-        return (len(matrix), len(matrix[0]))
-    if quantity == "sqrt_dk":
-        return ()
-    if quantity == "exp_sum":
-        return (n,)
-    if quantity in ("output", "dQ"):
-        return (n, len((spec.V if quantity == "output" else spec.Q)[0]))
-    if quantity in ("dV", "dK"):
-        return (m, len((spec.V if quantity == "dV" else spec.K)[0]))
-    if quantity in PROJECTED_GRADIENTS:
-        p = spec.projection
-        assert p is not None  # claims on these are refused without a projection (see _ClaimReader)
-        if quantity == "dX":
-            return (len(p.X), len(p.X[0]))
-        W = getattr(p, "W_" + quantity[-1])
-        return (len(W), len(W[0]))
-    return (n, m)
 
 
 class _ClaimReader(Reader):
@@ -121,76 +98,130 @@ class _ClaimReader(Reader):
         except NumeralError as exc:
             raise self.error(key, str(exc), position) from None
 
-    def add(self, quantity: str, row: int | None, col: int | None, number: Numeral, in_row: bool, key: str):
+    def add(self, quantity: str, at: tuple[int | None, int | None], number: Numeral, in_row: bool, key: str, head):
         if len(self.out) >= CLAIMS:
             raise self.limit(key, f"more than {CLAIMS} claims (the limit)")
-        self.out.append(Claim(quantity, row, col, number, in_row, key))
+        self.out.append(Claim(quantity, at[0], at[1], number, in_row, key, head))
 
-    def section(self, table: Mapping[str, Any], prefix: str, row: int | None) -> None:
+    def section(self, table: Mapping[str, Any], prefix: str, row: int | None, head: int | None = None) -> None:
         for raw_key, value in table.items():
-            key = f"{prefix}.{raw_key}"
-            if row is None and raw_key == "rows":
-                self.rows(value, key)
+            key, text = f"{prefix}.{raw_key}", str(raw_key)
+            if row is None and text == "rows":
+                self.rows(value, key, head)
                 continue
-            match = _KEY.fullmatch(str(raw_key))
-            name = match.group(1) if match else str(raw_key)
-            if name in INPUTS and row is None and self.spec.projection is None:
-                raise self.error(key, f"{name} is an input here; claims on Q, K and V need X with W_Q, W_K, W_V")
-            if name in PROJECTED_GRADIENTS and self.spec.projection is None:
-                raise self.error(key, f"claims on {name} need X with W_Q, W_K, W_V")
-            if name in ("dX",) and self.spec.projection is not None and self.spec.projection.X_kv is not None:
-                raise self.error(key, "claims on dX are for self-attention (with X_kv, dX has two parts)")
-            if row is not None and name in ("dV", "dK") + PROJECTED_GRADIENTS:
-                raise self.error(
-                    key,
-                    f"{name} is claimed as a whole matrix or by entry ({name}[i][j]), not in a "
-                    "row section (its rows are keys or input dimensions)",
-                )
-            if name not in QUANTITIES or (row is not None and name in ("sqrt_dk",) + INPUTS):
-                allowed = [
-                    q
-                    for q in QUANTITIES
-                    if (row is None or q not in ("sqrt_dk",) + INPUTS)
-                    and (q not in INPUTS or self.spec.projection is not None)
-                    and (q not in GRADIENTS or self.spec.backward is not None)
-                    and (q not in PROJECTED_GRADIENTS or self.spec.projection is not None)
-                ]
-                allowed += [] if row is not None else ["rows"]
-                raise self.error(key, "unknown quantity; expected one of " + ", ".join(allowed))
-            shape = _shape(name, self.spec)
-            if row is not None:
-                shape = shape[1:]
-            found = _INDEX.findall(match.group(2)) if match else []
-            if any(len(i) > 9 for i in found):
-                raise self.error(key, "an index has more than 9 digits")
-            indices = tuple(int(i) for i in found)
-            if len(indices) > len(shape):
-                raise self.error(key, f"{name} takes {len(shape)} index(es), got {len(indices)}")
-            for index, size in zip(indices, shape):
-                if not 1 <= index <= size:
-                    raise self.error(key, f"index {index} is out of range 1..{size}")
-            self.values(name, value, shape[len(indices) :], indices, row, key)
+            whole, prefixed = _HEAD.fullmatch(text), _PREFIXED.fullmatch(text)
+            if whole and head is None and isinstance(value, Mapping):  # [claims.h2]: one head's claims
+                self.section(value, key, row, self.head_of(whole.group(1), key))
+            elif prefixed and head is None:  # "h2.weights[1][2]"
+                self.claim(prefixed.group(2), value, key, row, self.head_of(prefixed.group(1), key))
+            else:
+                self.claim(text, value, key, row, head)
 
-    def values(
-        self, name: str, value: Any, shape: tuple[int, ...], indices: tuple[int, ...], row: int | None, key: str
-    ) -> None:
+    def head_of(self, digits: str, key: str) -> int | None:
+        """The 0-based head of a prefix hN; None for the one head of a spec without W_O (h1 is all there is)."""
+        n, heads = int(digits), self.spec.heads
+        if not 1 <= n <= heads:
+            raise self.error(key, f"head {n} is out of range 1..{heads}")
+        return n - 1 if is_multihead(self.spec) else None
+
+    def claim(self, text: str, value: Any, key: str, row: int | None, head: int | None) -> None:
+        match = _KEY.fullmatch(text)
+        name = match.group(1) if match else text
+        spec, prefixed = self.spec, head is not None
+        self.refuse(name, key, row, prefixed)
+        per_head = is_per_head(name, spec, prefixed)
+        shape = quantities.shape(name, spec, per_head or (prefixed and name in INPUTS))
+        offset = 0  # a head's slice of Q, K or V is a claim on the whole projection's columns
+        if prefixed and name in INPUTS:
+            assert head is not None  # prefixed
+            offset = head * shape[1]
+        if row is not None:
+            shape = shape[1:]
+        found = _INDEX.findall(match.group(2)) if match else []
+        if any(len(i) > 9 for i in found):
+            raise self.error(key, "an index has more than 9 digits")
+        indices = tuple(int(i) for i in found)
+        if len(indices) > len(shape):
+            raise self.error(key, f"{name} takes {len(shape)} index(es), got {len(indices)}")
+        for index, size in zip(indices, shape):
+            if not 1 <= index <= size:
+                raise self.error(key, f"index {index} is out of range 1..{size}")
+        where = _Where(name, row, head if per_head else None, offset)
+        self.values(where, value, shape[len(indices) :], indices, key)
+
+    def refuse(self, name: str, key: str, row: int | None, prefixed: bool) -> None:
+        """One line naming the claim for a quantity that this spec, place or prefix does not have."""
+        spec, p = self.spec, self.spec.projection
+        if name in INPUTS and row is None and p is None:
+            raise self.error(key, f"{name} is an input here; claims on Q, K and V need X with W_Q, W_K, W_V")
+        if name in PROJECTED_GRADIENTS and p is None:
+            raise self.error(key, f"claims on {name} need X with W_Q, W_K, W_V")
+        if name in ("dX",) and p is not None and p.X_kv is not None:
+            raise self.error(key, "claims on dX are for self-attention (with X_kv, dX has two parts)")
+        if name in OUTPUT_PROJECTION and not is_multihead(spec):
+            raise self.error(key, f"{name} is a quantity of several heads or W_O; this spec has one head")
+        if name in ("dW_O",) and spec.W_O is None:
+            raise self.error(key, "claims on dW_O need W_O")
+        if row is not None and name in NOT_IN_ROWS and name not in SHARED + INPUTS:
+            raise self.error(
+                key,
+                f"{name} is claimed as a whole matrix or by entry ({name}[i][j]), not in a "
+                "row section (its rows are keys or input dimensions)",
+            )
+        if name not in QUANTITIES or (row is not None and name in SHARED + INPUTS):
+            raise self.error(key, "unknown quantity; expected one of " + ", ".join(self.allowed(row, prefixed)))
+        if not is_multihead(spec) or name in INPUTS + SHARED:
+            return
+        heads = spec.heads
+        if prefixed and name in OUTPUT_PROJECTION + PROJECTED_GRADIENTS:
+            raise self.error(key, f"{name} is not per head: claim it without the prefix")
+        if not prefixed and is_per_head(name, spec, False):
+            more = f" to h{heads}.{name}" if heads > 1 else ""
+            raise self.error(key, f"{name} is claimed per head: h1.{name}{more}")
+
+    def allowed(self, row: int | None, prefixed: bool) -> list[str]:
+        spec = self.spec
+        out = []
+        for q in QUANTITIES:
+            if row is not None and q in SHARED + INPUTS:
+                continue
+            if row is not None and q in NOT_IN_ROWS:
+                continue
+            if q in INPUTS + PROJECTED_GRADIENTS and spec.projection is None:
+                continue
+            if q in GRADIENTS and spec.backward is None:
+                continue
+            if q in OUTPUT_PROJECTION and (not is_multihead(spec) or prefixed):
+                continue
+            if q == "dW_O" and spec.W_O is None:
+                continue
+            if is_multihead(spec) and q not in INPUTS + SHARED:
+                if prefixed and q in PROJECTED_GRADIENTS:
+                    continue
+                if not prefixed and is_per_head(q, spec, False):
+                    continue
+            out.append(q)
+        return out + ([] if row is not None else ["rows"])
+
+    def values(self, where: _Where, value: Any, shape: tuple[int, ...], indices: tuple[int, ...], key: str) -> None:
+        name = where.quantity
         fixed = tuple(i - 1 for i in indices)
         if not shape:
             if not self.is_blank(value, key, ()):
-                self.place(name, fixed, row, self.number_of(name, value, key, ()), key)
+                self.place(where, fixed, self.number_of(name, value, key, ()), key)
             return
         if len(shape) == 1:
             items = self.listed(value, key, shape[0], name)
             for j, item in enumerate(items):
                 if not self.is_blank(item, key, (j + 1,)):
-                    self.place(name, fixed + (j,), row, self.number_of(name, item, key, (j + 1,)), key)
+                    self.place(where, fixed + (j,), self.number_of(name, item, key, (j + 1,)), key)
             return
         rows = self.listed(value, key, shape[0], name, matrix=True)
         for i, line in enumerate(rows):
             items = self.listed(line, key, shape[1], name, position=(i + 1,))
             for j, item in enumerate(items):
                 if not self.is_blank(item, key, (i + 1, j + 1)):
-                    self.place(name, (i, j), row, self.number_of(name, item, key, (i + 1, j + 1)), key)
+                    self.place(where, (i, j), self.number_of(name, item, key, (i + 1, j + 1)), key)
 
     def listed(
         self, value: Any, key: str, size: int, name: str, *, matrix: bool = False, position: tuple[int, ...] = ()
@@ -203,20 +234,32 @@ class _ClaimReader(Reader):
             raise self.error(key, f"shape mismatch: {name} has {size} {unit} here, got {len(value)}", position)
         return list(value)
 
-    def place(self, name: str, index: tuple[int, ...], row: int | None, number: Numeral, key: str) -> None:
-        if row is not None:
-            index = (row,) + index
-        padded = index + (None,) * (2 - len(index))
-        self.add(name, padded[0], padded[1], number, row is not None, key)
+    def place(self, where: _Where, index: tuple[int, ...], number: Numeral, key: str) -> None:
+        if where.row is not None:
+            index = (where.row,) + index
+        row, col = index + (None,) * (2 - len(index))
+        if col is not None:
+            col += where.offset
+        self.add(where.quantity, (row, col), number, where.row is not None, key, where.head)
 
-    def rows(self, table: Any, key: str) -> None:
+    def rows(self, table: Any, key: str, head: int | None) -> None:
         if not isinstance(table, Mapping):
             raise self.error(key, f"expected a table of rows, got {kind_of(table)}")
         for label, claims in table.items():
             row = self.focus(label, self.spec.tokens, f"{key}.{label}")
             if not isinstance(claims, Mapping):
                 raise self.error(f"{key}.{label}", f"expected a table of claims, got {kind_of(claims)}")
-            self.section(claims, f"{key}.{label}", row)
+            self.section(claims, f"{key}.{label}", row, head)
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where the numbers of one key go: the quantity, the row of a row section, the head, a column offset."""
+
+    quantity: str
+    row: int | None
+    head: int | None
+    offset: int
 
 
 def claims_from_mapping(
@@ -262,4 +305,4 @@ def load_claims(claims: str | Path | Mapping[str, Any] | Claims, spec: Spec | No
     return claims_from_mapping(read_table(path), str(claims), path.parent, spec)
 
 
-__all__ = ["Claim", "Claims", "GRADIENTS", "QUANTITIES", "STAGE", "SpecError", "load_claims"]
+__all__ = ["Claim", "Claims", "GRADIENTS", "QUANTITIES", "SpecError", "load_claims"]

@@ -203,9 +203,14 @@ def read_heads(reader: Reader, data: Mapping[str, Any], projection: Projection |
     if heads is None or not 1 <= heads <= limits.HEADS:
         raise reader.error("heads", f"expected an integer from 1 to {limits.HEADS}, got {brief(data.get('heads'))}")
     if heads > 1 and projection is None:
-        raise reader.error("heads", "several heads need X with W_Q, W_K, W_V (d_model × d_model)")
-    if heads > 1:
-        assert projection is not None  # refused just above
+        # Q, K, V given directly, as torch's multi-head attention sees them after identity projections:
+        # each head takes its own columns
+        if d_q % heads:
+            raise reader.error("heads", f"Q and K have {d_q} columns, not divisible by heads = {heads}")
+        if d_v % heads:
+            raise reader.error("heads", f"V has {d_v} columns, not divisible by heads = {heads}")
+    elif heads > 1:
+        assert projection is not None  # the branch above takes Q, K, V given directly
         d_model = len(projection.X[0])
         for key in ("W_Q", "W_K", "W_V"):
             W = getattr(projection, key)
@@ -219,8 +224,6 @@ def read_heads(reader: Reader, data: Mapping[str, Any], projection: Projection |
         if d_model % heads:
             raise reader.error("heads", f"d_model = {d_model} is not divisible by heads = {heads}")
     W_O = b_O = None
-    if "W_O" in data and projection is None:
-        raise reader.error("W_O", "needs X with W_Q, W_K, W_V (the output projection follows the input projections)")
     if "W_O" in data:
         W_O = reader.matrix(data["W_O"], "W_O", max_rows=limits.DIMS)
         if len(W_O) != d_v:

@@ -102,9 +102,9 @@ class Spec:
 
     def head(self, index: int) -> Spec:
         """The single-head spec of one head (0-based): its slice of Q, K and V columns."""
-        width = len(self.Q[0]) // self.heads
 
         def columns(m: Matrix) -> Matrix:
+            width = len(m[0]) // self.heads  # V may be wider or narrower than Q and K
             return tuple(row[index * width : (index + 1) * width] for row in m)
 
         return replace(

@@ -199,6 +199,13 @@ _SCRIPT_WIDTH = {
     "armenian": 6.0,
     "greek": 5.7,
 }
+_INLINE_MATH = re.compile(r"\\\((.*?)\\\)", re.DOTALL)
+
+
+def text_width(latex: str) -> float:
+    """An estimate of the width of a line of LaTeX text with inline math \\( \\), in pt at 10 pt."""
+    parts = _INLINE_MATH.split(latex)  # text, math, text, ...
+    return sum(tex_width(part) if k % 2 else _text_width(part) for k, part in enumerate(parts))
 
 
 def _text_width(text: str) -> float:

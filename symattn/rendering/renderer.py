@@ -36,6 +36,7 @@ from symattn.rendering.layout import (
     side_by_side,
     sum_lines,
     table_fits,
+    text_width,
     two_columns,
 )
 from symattn.rendering.paging import BlockNote, paginate
@@ -312,6 +313,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "fill": lambda phrase, phrases, **values: phrases.fill(phrase, **values),
     "products": lambda pairs: [f"{tex_operand(a)}\\times {tex_operand(b)}" for a, b in pairs],
     "sum_lines": sum_lines,
+    "text_width": text_width,
     "side_by_side": side_by_side,
     "relation_lines": relation_lines,
     "chain": chain,

@@ -114,7 +114,12 @@ def render_task(body: Any) -> dict[str, Any]:
 
 def _claims(spec: Any, raw: Any):
     from symattn.input.claims import claims_from_mapping
+    from symattn.input.quantities import is_multihead
 
+    if is_multihead(spec):  # the page's boxes are one head's; symattn check takes per-head claims
+        raise SpecError(
+            spec.source, "heads", "the page checks one head without W_O; use symattn check for several heads"
+        )
     return claims_from_mapping({"claims": raw}, CLAIMS_SOURCE, spec=spec)
 
 

@@ -1,0 +1,207 @@
+"""The claimant's own numbers, carried forward: each step from their claims before it (error carried forward).
+
+``Chain.implied(quantity, row, col, head)`` is the claimed number where there is one (the most
+precise, a row section's first), and otherwise what the claimant's earlier numbers give, down to
+the inputs: (closed form, whether it depends on a claim). The steps are those of the derivation,
+within each head, from the heads' outputs into ``concat`` and the output after W_O, and back through
+the gradients. Exact closed forms only: nothing is evaluated here.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import sympy
+
+from symattn.checking.layout import Layout
+from symattn.input.claims import Claim
+from symattn.input.numeral import Numeral
+from symattn.input.quantities import INPUTS
+from symattn.input.reader import Entry
+
+Value = tuple[sympy.Expr, bool]  # a closed form, and whether it follows from a claim
+
+
+def rational(x: Fraction) -> sympy.Rational:
+    return sympy.Rational(x.numerator, x.denominator)
+
+
+def number(x: Entry) -> sympy.Rational:
+    assert isinstance(x, Numeral)  # the checker's spec has numbers only: values are substituted for symbols
+    return rational(x.value)
+
+
+def base(quantity: str) -> str:
+    """Weights in percent are the weights."""
+    return "weights" if quantity == "percent" else quantity
+
+
+def _sum(pairs: list[tuple[Value, Value]]) -> Value:
+    return sympy.Add(*[a * b for (a, _), (b, _) in pairs]), any(x or y for (_, x), (_, y) in pairs)
+
+
+class Chain:
+    """The implied values of one claims file against one layout."""
+
+    def __init__(self, layout: Layout, claims: tuple[Claim, ...]):
+        self.layout = layout
+        self.spec = layout.spec
+        self.index: dict[tuple[int | None, str, int | None, int | None], list[Claim]] = {}
+        for c in claims:
+            self.index.setdefault((c.head, base(c.quantity), c.row, c.col), []).append(c)
+        self.names = {name for _, name, _, _ in self.index}
+        self._cache: dict[tuple, Value] = {}
+
+    def claimed(self, quantity: str, row: int | None, col: int | None, head: int | None = None) -> Fraction | None:
+        found = [c for c in self.index.get((head, quantity, row, col), []) if not c.number.is_infinite]
+        if not found:
+            return None
+        # a row section feeds its own row; the most precise of several claims wins
+        best = max(found, key=lambda c: (c.in_row_section, c.number.decimals is None, c.number.decimals or 0))
+        return best.number.value
+
+    def implied(self, quantity: str, row: int | None = None, col: int | None = None, head: int | None = None) -> Value:
+        value = self.claimed(quantity, row, col, head)
+        if value is not None:
+            return rational(value), True
+        return self.computed(quantity, row, col, head)
+
+    def computed(self, quantity: str, row: int | None, col: int | None, head: int | None = None) -> Value:
+        """The value of one quantity from the implied values before it."""
+        key = (head, quantity, row, col)
+        if key not in self._cache:
+            if quantity in INPUTS or quantity in ("sqrt_dk", "scale") or self.layout.is_layer(quantity, head):
+                self._cache[key] = self._layer(quantity, row, col)
+            else:
+                assert row is not None  # every quantity of a head has a row
+                self._cache[key] = self._head(quantity, row, col, head)
+        return self._cache[key]
+
+    # --- the layer: inputs, scalars, concat and the output after W_O, the gradients around the heads -------
+
+    def _layer(self, quantity: str, row: int | None, col: int | None) -> Value:
+        L, spec = self.layout, self.spec
+        if quantity in INPUTS:
+            assert row is not None and col is not None  # an entry of a matrix
+            return number(getattr(spec, quantity)[row][col]), False
+        if quantity == "sqrt_dk":
+            return L.heads[0].sqrt_dk, False
+        if quantity == "scale":  # the claimant's multiplier: 1/(their √d_k) where the scale is 1/√d_k
+            if spec.scale == "sqrt":
+                root, a = self.implied("sqrt_dk")
+                return 1 / root, a
+            return L.heads[0].scale, False
+        assert row is not None and col is not None  # the layer's other quantities are matrices
+        if quantity in ("concat", "dQ", "dK", "dV"):  # the heads' side by side
+            width = L.width_v if quantity in ("concat", "dV") else L.width_q
+            head, local = divmod(col, width)
+            return self.implied("output" if quantity == "concat" else quantity, row, local, head)
+        if quantity == "output":
+            if spec.W_O is None:
+                return self.implied("concat", row, col)
+            pairs = [(self.implied("concat", row, c), (number(w[col]), False)) for c, w in enumerate(spec.W_O)]
+            total, a = _sum(pairs)
+            return total + (number(spec.b_O[col]) if spec.b_O else 0), a
+        return self._layer_gradient(quantity, row, col)
+
+    def _layer_gradient(self, quantity: str, row: int, col: int) -> Value:
+        spec, b = self.spec, self.spec.backward
+        assert b is not None  # gradient claims are checked only with [backward]
+        if quantity == "dO":
+            if b.loss == "sum":
+                return sympy.Integer(1), False
+            if b.loss == "given":
+                assert b.grad_output is not None  # the reader requires grad_output for loss "given"
+                return number(b.grad_output[row][col]), False
+            assert b.target is not None  # and a target for the squared error
+            out, a = self.implied("output", row, col)
+            return out - number(b.target[row][col]), a
+        if quantity == "dconcat":  # dO W_Oᵀ
+            assert spec.W_O is not None  # claimed only with W_O
+            W = spec.W_O[col]
+            return _sum([(self.implied("dO", row, k), (number(W[k]), False)) for k in range(len(W))])
+        if quantity == "dW_O":  # concatᵀ dO
+            return _sum([(self.implied("concat", i, row), self.implied("dO", i, col)) for i in range(len(spec.tokens))])
+        p = spec.projection
+        assert p is not None  # dX and dW_* are claimed only with X and W (the claims reader says so)
+        if quantity == "dX":
+            terms = []
+            for name in ("Q", "K", "V"):
+                W = getattr(p, f"W_{name}")
+                terms += [(self.implied(f"d{name}", row, c), (number(W[col][c]), False)) for c in range(len(W[0]))]
+            return _sum(terms)
+        name = quantity[-1]  # dW_Q, dW_K, dW_V: Xᵀ dQ (X_kv for K and V)
+        X = p.X if name == "Q" else p.source_of_keys
+        return _sum([((number(X[i][row]), False), self.implied(f"d{name}", i, col)) for i in range(len(X))])
+
+    # --- one head ----------------------------------------------------------------------------------------
+
+    def _head(self, quantity: str, row: int, col: int | None, head: int | None) -> Value:
+        L = self.layout
+        h = L.index(head)
+        m = L.heads[h]
+        q0, v0 = h * L.width_q, h * L.width_v  # the head's first columns of Q, K and of V
+
+        def at(name: str, i: int, j: int | None) -> Value:
+            return self.implied(name, i, j, head)
+
+        if quantity in ("exp", "weights", "dZ") and col is not None and not m.may_attend(row, col):
+            return sympy.Integer(0), False  # masked: e^−∞ = 0, whatever was claimed before the mask
+        if quantity == "scores":
+            if "Q" in self.names or "K" in self.names:  # from the claimant's own Q and K
+                assert col is not None
+                return _sum(
+                    [(self.implied("Q", row, q0 + k), self.implied("K", col, q0 + k)) for k in range(L.width_q)]
+                )
+            return m.scores[row, col], False
+        if quantity in ("scaled", "dS"):
+            (x, a), (factor, b) = at("scores" if quantity == "scaled" else "dZ", row, col), self.implied("scale")
+            return x * factor, a or b
+        if quantity == "shifted":  # z − the row's maximum
+            assert col is not None
+            (z, a), (top, b) = at("scaled", row, col), at("scaled", row, m.row_max[row])
+            return z - top, a or b
+        if quantity == "exp":
+            z, a = at("shifted" if L.stable else "scaled", row, col)
+            return sympy.exp(z), a
+        if quantity == "exp_sum":
+            exps = [at("exp", row, j) for j in range(m.n_keys)]
+            return sympy.Add(*[e for e, _ in exps]), any(a for _, a in exps)
+        if quantity == "weights":
+            (e, a), (total, b) = at("exp", row, col), at("exp_sum", row, None)
+            return e / total, a or b
+        if quantity == "output":
+            assert col is not None  # an entry of a matrix
+            return _sum([(at("weights", row, j), self.implied("V", j, v0 + col)) for j in range(m.n_keys)])
+        return self._head_gradient(quantity, row, col, head, (q0, v0))
+
+    def _head_gradient(self, quantity: str, row: int, col: int | None, head: int | None, first) -> Value:
+        """A head's gradient from the claimant's own weights (and dA, dZ, ...) before it."""
+        L = self.layout
+        m = L.heads[L.index(head)]
+        q0, v0 = first
+        n, keys = m.n_queries, m.n_keys
+
+        def at(name: str, i: int, j: int | None) -> Value:
+            return self.implied(name, i, j, head)
+
+        if quantity == "rowsum":  # r_i = Σ_k dA_ik α_ik
+            return _sum([(at("dA", row, k), at("weights", row, k)) for k in range(keys)])
+        assert col is not None
+        if quantity == "dO":  # one head's slice of dconcat (of dO without W_O)
+            return self.implied("dconcat" if self.spec.W_O is not None else "dO", row, v0 + col)
+        if quantity == "dV":
+            return _sum([(at("weights", i, row), at("dO", i, col)) for i in range(n)])
+        if quantity == "dA":
+            return _sum([(at("dO", row, k), self.implied("V", col, v0 + k)) for k in range(L.width_v)])
+        if quantity == "dZ":  # α × (dA − r)
+            (w, a), (g, c), (r, e) = at("weights", row, col), at("dA", row, col), at("rowsum", row, None)
+            return w * (g - r), a or c or e
+        if quantity == "dQ":
+            return _sum([(at("dS", row, j), self.implied("K", j, q0 + col)) for j in range(keys)])
+        if quantity == "dK":
+            return _sum([(at("dS", i, row), self.implied("Q", i, q0 + col)) for i in range(n)])
+        raise ValueError(quantity)  # pragma: no cover - the claims reader allows no other quantity
+
+
+__all__ = ["Chain", "Value", "base", "number", "rational"]

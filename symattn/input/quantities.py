@@ -1,0 +1,135 @@
+"""The quantities a claim may name: where each lives, its shape, what its rows and columns are, and its
+place in the order of the derivation.
+
+One head without W_O is a layer of its own: every quantity is claimed without a prefix. With several
+heads (or W_O) a head's own quantities take the prefix ``hN.`` (``h1.weights``), and the layer has
+``Q``, ``K``, ``V`` (every head's columns side by side), ``concat``, ``output`` (after W_O), ``dO``,
+``dconcat``, ``dW_O``, and ``dQ``, ``dK``, ``dV`` side by side with the projections' gradients.
+``sqrt_dk`` and ``scale`` are one number for every head.
+"""
+
+from __future__ import annotations
+
+from symattn.input.spec import Spec
+
+INPUTS = ("Q", "K", "V")  # claimable when they are computed from X and W
+SHARED = ("sqrt_dk", "scale")  # scalars, the same for every head
+HEAD_FORWARD = ("scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "output")
+HEAD_BACKWARD = ("dO", "dV", "dA", "rowsum", "dZ", "dS", "dQ", "dK")
+LAYER_FORWARD = ("concat", "output")
+LAYER_TOP = ("dO", "dW_O", "dconcat")  # the backward pass's start, before it splits into heads
+PROJECTED_GRADIENTS = ("dW_Q", "dW_K", "dW_V", "dX")  # need X with W_Q, W_K, W_V
+LAYER_BACKWARD = ("dQ", "dK", "dV") + PROJECTED_GRADIENTS  # after the heads: theirs side by side
+OUTPUT_PROJECTION = ("concat", "dW_O", "dconcat")  # only with several heads or W_O
+GRADIENTS = ("dO", "dW_O", "dconcat", "dV", "dA", "rowsum", "dZ", "dS", "dQ", "dK") + PROJECTED_GRADIENTS
+# every name a claims file may use, in the order of the derivation ("percent" is the weights in percent)
+QUANTITIES = (
+    INPUTS + SHARED + HEAD_FORWARD + ("concat", "dO", "dW_O", "dconcat") + HEAD_BACKWARD[1:] + (PROJECTED_GRADIENTS)
+)
+SCALARS = SHARED
+COLUMNS = ("exp_sum", "rowsum")  # one number per query: a row index, no column
+NOT_IN_ROWS = INPUTS + SHARED + ("dV", "dK", "dW_O") + PROJECTED_GRADIENTS  # rows that are not the queries
+
+# what the rows and columns are: a query token, a key token, a column of the matrix (1-based), an input
+# dimension (a column of X, a row of W)
+TOKEN, KEY, DIM, INPUT = "token", "key", "dim", "input"
+_AXES = {
+    "Q": (TOKEN, DIM),
+    "K": (KEY, DIM),
+    "V": (KEY, DIM),
+    "output": (TOKEN, DIM),
+    "concat": (TOKEN, DIM),
+    "dO": (TOKEN, DIM),
+    "dconcat": (TOKEN, DIM),
+    "dW_O": (DIM, DIM),
+    "dV": (KEY, DIM),
+    "dQ": (TOKEN, DIM),
+    "dK": (KEY, DIM),
+    "dW_Q": (INPUT, DIM),
+    "dW_K": (INPUT, DIM),
+    "dW_V": (INPUT, DIM),
+    "dX": (TOKEN, INPUT),
+}
+
+
+def is_multihead(spec: Spec) -> bool:
+    """Several heads or W_O: the heads' quantities are claimed with a prefix."""
+    return spec.heads > 1 or spec.W_O is not None
+
+
+def axes(quantity: str) -> tuple[str | None, str | None]:
+    """What the rows and the columns of a quantity are (None where it has none)."""
+    if quantity in SCALARS:
+        return None, None
+    if quantity in COLUMNS:
+        return TOKEN, None
+    return _AXES.get(quantity, (TOKEN, KEY))
+
+
+def is_per_head(quantity: str, spec: Spec, prefixed: bool) -> bool:
+    """Whether a claim names one head's quantity (prefixed ``output`` is the head's, plain the layer's)."""
+    if not is_multihead(spec) or quantity not in HEAD_FORWARD + HEAD_BACKWARD:
+        return False
+    return prefixed or quantity not in LAYER_FORWARD + LAYER_TOP + LAYER_BACKWARD
+
+
+def shape(quantity: str, spec: Spec, per_head: bool) -> tuple[int, ...]:
+    """The shape of a quantity claimed for the whole matrix: one head's, or the layer's."""
+    n, m = len(spec.Q), len(spec.K)
+    heads = spec.heads if per_head else 1
+    d_q, d_v = len(spec.Q[0]) // heads, len(spec.V[0]) // heads
+    if quantity in SCALARS:
+        return ()
+    if quantity in COLUMNS:
+        return (n,)
+    if quantity in INPUTS:
+        matrix = getattr(spec, quantity)
+        return (len(matrix), len(matrix[0]) // heads)
+    if quantity in ("output", "dO") and not per_head and spec.W_O is not None:
+        return (n, len(spec.W_O[0]))
+    if quantity in ("output", "concat", "dO", "dconcat"):
+        return (n, d_v)
+    if quantity == "dW_O":
+        assert spec.W_O is not None  # refused without W_O (see the claims reader)
+        return (len(spec.W_O), len(spec.W_O[0]))
+    if quantity == "dQ":
+        return (n, d_q)
+    if quantity in ("dV", "dK"):
+        return (m, d_v if quantity == "dV" else d_q)
+    if quantity in PROJECTED_GRADIENTS:
+        p = spec.projection
+        assert p is not None  # claims on these are refused without a projection (see the claims reader)
+        if quantity == "dX":
+            return (len(p.X), len(p.X[0]))
+        W = getattr(p, "W_" + quantity[-1])
+        return (len(W), len(W[0]))
+    return (n, m)
+
+
+def order(quantity: str, head: int | None, multihead: bool) -> tuple[int, int, int]:
+    """Where a quantity comes in the derivation: the inputs, each head's forward steps, concat and the
+    output, the backward pass's start, each head's gradients, then the gradients after the heads."""
+    stage = QUANTITIES.index("weights" if quantity == "percent" else quantity)
+    if quantity in INPUTS + SHARED:
+        block = 0
+    elif head is not None:
+        block = 1 if quantity in HEAD_FORWARD else 4
+    elif not multihead:  # one head without W_O: the head's quantities are the layer's
+        block = 1 if quantity in HEAD_FORWARD else 3 if quantity == "dO" else 4 if quantity in HEAD_BACKWARD else 5
+    elif quantity in LAYER_FORWARD:  # concat, then the output after W_O
+        block, stage = 2, LAYER_FORWARD.index(quantity)
+    else:
+        block = 3 if quantity in LAYER_TOP else 5
+    return (block, -1 if head is None else head, stage)
+
+
+__all__ = [
+    "GRADIENTS",
+    "INPUTS",
+    "QUANTITIES",
+    "axes",
+    "is_multihead",
+    "is_per_head",
+    "order",
+    "shape",
+]
