@@ -48,7 +48,7 @@ def test_backward_claims_are_labelled_by_their_rows_and_columns():
     )
     assert "  gradient dX (b, input dimension 3): 0.5 — wrong\n" in text
     table = render_report(report, "markdown")
-    assert "| 3 | gradient dW\\_Q | input dimension 3 | column 1 | 0.1 | 0 |" in table
+    assert "| 3 | gradient $dW_Q$ | input dimension 3 | column 1 | 0.1 | 0 |" in table
     data = report_data(report)["claims"]
     assert [(c["row"], c["col"]) for c in data] == [("a", 2), ("b", 1), (3, 1), ("b", 3)]
 
@@ -316,7 +316,7 @@ def test_new_names_in_text_and_markdown():
     assert "(given as e^z, without subtracting the row maximum; the document shows e^(z − max))" in text
     markdown = render_report(report, "markdown")
     assert "(given as $e^{z}$, without subtracting the row maximum; the document shows $e^{z - \\max}$)" in markdown
-    assert "| 2 | shifted z − max of head 1 | a | b | -1 |" in markdown
+    assert "| 2 | shifted $z - \\max$ of head 1 | a | b | -1 |" in markdown
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
