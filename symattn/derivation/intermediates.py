@@ -75,10 +75,11 @@ class _Structure:
     order); terms with equal z are collected (2*exp(z)).
     """
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, inline: bool = False) -> None:
         import sympy
 
         self.model = model
+        self.inline = inline  # each row's sum written out in place of its name: exactly SymPy's str()
         self.den, self.rows = model.score_integers
         c, root = model.scale.as_coeff_Mul()  # the scale is c·√m, m square-free (1: rational)
         self.c = Fraction(int(c.p), int(c.q))
@@ -95,6 +96,8 @@ class _Structure:
         self._sums: list[str] | None = None
 
     def names(self) -> list[str]:
+        if self.inline:
+            return [f"({text})" for text in self.sums()]
         return [f"s_{i + 1}" for i in range(len(self.rows))]
 
     def z(self, n: int) -> str:

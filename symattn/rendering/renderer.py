@@ -200,9 +200,18 @@ def plain_relation(exact: bool) -> str:
 def _closed_form(fmt: str) -> Callable[[Any], str]:
     import sympy
 
-    printer = str if fmt == "text" else sympy.latex
     infinity = "−∞" if fmt == "text" else "-\\infty"
-    return lambda expr: infinity if expr == sympy.S.NegativeInfinity else printer(expr)
+
+    def show(form: Any) -> str:
+        # a checked entry's closed form (symattn.checking.closed.Closed) prints as str() without
+        # building its expression; LaTeX needs the expression
+        if fmt == "text":
+            text = str(form)
+            return infinity if text == "-oo" else text
+        expr = getattr(form, "expr", form)
+        return infinity if expr == sympy.S.NegativeInfinity else sympy.latex(expr)
+
+    return show
 
 
 def _text_width(text: str) -> int:
