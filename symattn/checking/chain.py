@@ -9,6 +9,7 @@ the gradients. Exact closed forms only: nothing is evaluated here.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import sympy
@@ -40,8 +41,14 @@ def _sum(pairs: list[tuple[Value, Value]]) -> Value:
     carried = any(x or y for (_, x), (_, y) in pairs)
     if all(isinstance(a, sympy.Rational) and isinstance(b, sympy.Rational) for (a, _), (b, _) in pairs):
         # claimed numbers times inputs: the same rational, in integers (SymPy's Add of 64 terms is slow)
-        total = sum((Fraction(int(a.p) * int(b.p), int(a.q) * int(b.q)) for (a, _), (b, _) in pairs), Fraction(0))
-        return sympy.Rational(total.numerator, total.denominator), carried
+        num, den = 0, 1
+        for (a, _), (b, _) in pairs:
+            p, q = int(a.p) * int(b.p), int(a.q) * int(b.q)
+            if q != den:
+                common = math.lcm(den, q)
+                num, den, p = num * (common // den), common, p * (common // q)
+            num += p
+        return sympy.Rational(num, den), carried
     return sympy.Add(*[a * b for (a, _), (b, _) in pairs]), carried
 
 
