@@ -216,7 +216,10 @@ def _closed_form(fmt: str) -> Callable[[Any], str]:
 
 def _text_width(text: str) -> int:
     # terminal columns: wide (CJK) characters take two
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in str(text))
+    text = str(text)
+    if text.isascii():  # no wide characters: the common case, without a look-up per character
+        return len(text)
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def pad(text: Any, width: int) -> str:
