@@ -9,6 +9,7 @@ the gradients. Exact closed forms only: nothing is evaluated here.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import sympy
@@ -37,7 +38,18 @@ def base(quantity: str) -> str:
 
 
 def _sum(pairs: list[tuple[Value, Value]]) -> Value:
-    return sympy.Add(*[a * b for (a, _), (b, _) in pairs]), any(x or y for (_, x), (_, y) in pairs)
+    carried = any(x or y for (_, x), (_, y) in pairs)
+    if all(isinstance(a, sympy.Rational) and isinstance(b, sympy.Rational) for (a, _), (b, _) in pairs):
+        # claimed numbers times inputs: the same rational, in integers (SymPy's Add of 64 terms is slow)
+        num, den = 0, 1
+        for (a, _), (b, _) in pairs:
+            p, q = int(a.p) * int(b.p), int(a.q) * int(b.q)
+            if q != den:
+                common = math.lcm(den, q)
+                num, den, p = num * (common // den), common, p * (common // q)
+            num += p
+        return sympy.Rational(num, den), carried
+    return sympy.Add(*[a * b for (a, _), (b, _) in pairs]), carried
 
 
 class Chain:
@@ -51,6 +63,7 @@ class Chain:
             self.index.setdefault((c.head, base(c.quantity), c.row, c.col), []).append(c)
         self.names = {name for _, name, _, _ in self.index}
         self._cache: dict[tuple, Value] = {}
+        self._implied: dict[tuple, Value] = {}
 
     def claimed(self, quantity: str, row: int | None, col: int | None, head: int | None = None) -> Fraction | None:
         found = [c for c in self.index.get((head, quantity, row, col), []) if not c.number.is_infinite]
@@ -61,10 +74,14 @@ class Chain:
         return best.number.value
 
     def implied(self, quantity: str, row: int | None = None, col: int | None = None, head: int | None = None) -> Value:
-        value = self.claimed(quantity, row, col, head)
-        if value is not None:
-            return rational(value), True
-        return self.computed(quantity, row, col, head)
+        key = (head, quantity, row, col)
+        found = self._implied.get(key)
+        if found is None:  # an output row asks for each claimed weight once per column: looked up once
+            value = self.claimed(quantity, row, col, head)
+            found = self._implied[key] = (
+                (rational(value), True) if value is not None else self.computed(quantity, row, col, head)
+            )
+        return found
 
     def computed(self, quantity: str, row: int | None, col: int | None, head: int | None = None) -> Value:
         """The value of one quantity from the implied values before it."""

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
-
-import sympy
+from typing import TYPE_CHECKING, Any
 
 from symattn.exact.rounding import Num
 from symattn.input.claims import Claim
+
+if TYPE_CHECKING:
+    from symattn.checking.closed import Closed
 
 VERDICTS = ("exact", "rounded", "carried", "last-digit", "wrong")
 
@@ -36,7 +37,7 @@ class Verdict:
     verdict: str
     truncated: bool
     value: Num  # the exact value to SIGNIFICANT digits
-    closed_form: sympy.Expr
+    closed_form: Closed  # str() is SymPy's text; .expr the expression
     expected: Decimal | None  # the exact value rounded to the claim's decimals
     carried: Decimal | None  # what the claimant's own numbers give at those decimals
     explanation: Explanation | None

@@ -29,6 +29,7 @@ from typing import Any
 import sympy
 
 from symattn.checking.chain import Chain, base, rational
+from symattn.checking.closed import Closed, Texts
 from symattn.checking.explain import Explainer
 from symattn.checking.layout import Layout
 from symattn.checking.report import Verdict
@@ -49,7 +50,7 @@ class _Exact:
     SIGNIFICANT digits, and its rounding to the claim's decimals."""
 
     rational: Fraction | None
-    closed: sympy.Expr
+    closed: Closed
     shown: Num
     rounded: Decimal | None
 
@@ -63,6 +64,7 @@ class Checker:
         self.chain = Chain(self.layout, claims)
         self.explainer = Explainer(self.layout, self.sig)
         self._tables: dict = {}
+        self.texts = Texts()  # closed forms printed only when shown
 
     @staticmethod
     def position(claim: Claim) -> tuple[int, int]:
@@ -99,12 +101,12 @@ class Checker:
         if quantity in INPUTS:
             value = getattr(self.spec, quantity)[i][j].value
             rounded = None if decimals is None else round_half_up(value, decimals)
-            return _Exact(value, rational(value), self.sig(quantity, i, j), rounded)
+            return _Exact(value, Closed(self.texts, expr=rational(value)), self.sig(quantity, i, j), rounded)
         model = model or self.layout.model(quantity, head)
         name = self.layout.name(quantity)
         value = self.table(model, "rationals", name)[i][j]
         rounded = self.table(model, "rounded", name, decimals)[i][j] if decimals is not None else None
-        return _Exact(value, model.exact(name)[i, j], self.sig(quantity, i, j, head, model), rounded)
+        return _Exact(value, Closed(self.texts, model, name, (i, j)), self.sig(quantity, i, j, head, model), rounded)
 
     def sig(self, quantity: str, i: int, j: int, head: int | None = None, model=None) -> Num:
         """The exact value to SIGNIFICANT digits (a terminating one whole: 0.92, not 0.920000)."""

@@ -75,10 +75,10 @@ class _Structure:
     order); terms with equal z are collected (2*exp(z)).
     """
 
-    def __init__(self, model: Model) -> None:
-        import sympy
+    def __init__(self, model: Model, inline: bool = False) -> None:
 
         self.model = model
+        self.inline = inline  # each row's sum written out in place of its name: exactly SymPy's str()
         self.den, self.rows = model.score_integers
         c, root = model.scale.as_coeff_Mul()  # the scale is c·√m, m square-free (1: rational)
         self.c = Fraction(int(c.p), int(c.q))
@@ -95,6 +95,8 @@ class _Structure:
         self._sums: list[str] | None = None
 
     def names(self) -> list[str]:
+        if self.inline:
+            return [f"({text})" for text in self.sums()]
         return [f"s_{i + 1}" for i in range(len(self.rows))]
 
     def z(self, n: int) -> str:
@@ -129,7 +131,11 @@ class _Structure:
             rational = self.model.rationals("weights")
             return [
                 [
-                    str(rational[i][j]) if rational[i][j] is not None else _over(self.exp(n), names[i])
+                    _over(self.exp(n), names[i])
+                    if rational[i][j] is None
+                    else self._sympy("weights", i, j)
+                    if self.inline
+                    else str(rational[i][j])
                     for j, n in enumerate(row)
                 ]
                 for i, row in enumerate(rows)
@@ -137,6 +143,15 @@ class _Structure:
         if quantity == "output":
             return self._output(names)
         raise ValueError(f"no structural text for {quantity!r}")
+
+    def _sympy(self, quantity: str, i: int, k: int) -> str:
+        """str() of one rational weight or output entry's expression, built as the model builds it:
+        SymPy cancels some ((2*exp(z))/(4*exp(z)) is 1/2) and not others."""
+        e, sums = self.model.exp, self.model.exp_sum
+        if quantity == "weights":
+            return str(e[i, k] / sums[i, 0])
+        V = self.model.V
+        return str(sympy.Add(*[V[j, k] * e[i, j] for j in range(e.cols)]) / sums[i, 0])
 
     def _terms(self, i: int) -> list[tuple[int, list[int]]]:
         # the keys row i may attend to, grouped by score
@@ -159,19 +174,25 @@ class _Structure:
             out.append((t // g, den // g, self.exp(n)))
         return out
 
-    def _plain(self, parts: list[tuple[int, int]]) -> bool:
-        # SymPy's str() orders a sum by value except around a rational term (e^0 = 1) or E (e^1):
-        # "1 - exp(1/100)"; such a sum (rare: a score of exactly 0 or 1/scale) is printed by SymPy itself
-        return len(parts) < 2 or all(self.exp(n) not in ("1", "E") for _, n in parts)
+    def _ordered(self, parts: list[tuple[int, int]], den: int) -> list[tuple[int, int, str]]:
+        """The terms in the order SymPy's str() prints them: by value, except that a sum of a positive
+        number (a rational, e^0 = 1, or E itself) and one negative product puts the number first, as
+        in "1 - exp(1/100)" (Expr.as_ordered_terms)."""
+        out = self._sorted(parts, den)
+        if len(out) == 2:
+            numbers = [t for t in out if t[2] == "1" or (t[2] == "E" and t[:2] == (1, 1))]
+            if len(numbers) == 1 and numbers[0][0] > 0:
+                other = out[0] if out[1] is numbers[0] else out[1]
+                if other[0] < 0:
+                    return [numbers[0], other]
+        return out
 
     def sums(self) -> list[str]:
         if self._sums is None:
             self._sums = []
             for i in range(len(self.rows)):
                 parts = [(len(g), n) for n, g in self._terms(i)]
-                self._sums.append(
-                    _join(self._sorted(parts, 1)) if self._plain(parts) else str(self.model.exact("exp_sum")[i, 0])
-                )
+                self._sums.append(_join(self._ordered(parts, 1)))
         return self._sums
 
     def _output(self, names: list[str]) -> list[list[str]]:
@@ -183,15 +204,11 @@ class _Structure:
             row = []
             for k, column in enumerate(columns):
                 if rational[i][k] is not None:
-                    row.append(str(rational[i][k]))
+                    row.append(self._sympy("output", i, k) if self.inline else str(rational[i][k]))
                     continue
                 parts = [(column[g[0]] if len(g) == 1 else sum(column[j] for j in g), n) for n, g in terms]
                 parts = [(t, n) for t, n in parts if t]
-                if not self._plain(parts):
-                    top = sympy.Add(*[self.model.V[j, k] * self.model.exp[i, j] for _, g in terms for j in g])
-                    row.append(f"({top})/{names[i]}")
-                    continue
-                ordered = self._sorted(parts, den)
+                ordered = self._ordered(parts, den)
                 if len(ordered) == 1:
                     row.append(_times(*ordered[0], names[i]))
                 else:

@@ -200,14 +200,26 @@ def plain_relation(exact: bool) -> str:
 def _closed_form(fmt: str) -> Callable[[Any], str]:
     import sympy
 
-    printer = str if fmt == "text" else sympy.latex
     infinity = "−∞" if fmt == "text" else "-\\infty"
-    return lambda expr: infinity if expr == sympy.S.NegativeInfinity else printer(expr)
+
+    def show(form: Any) -> str:
+        # a checked entry's closed form (symattn.checking.closed.Closed) prints as str() without
+        # building its expression; LaTeX needs the expression
+        if fmt == "text":
+            text = str(form)
+            return infinity if text == "-oo" else text
+        expr = getattr(form, "expr", form)
+        return infinity if expr == sympy.S.NegativeInfinity else sympy.latex(expr)
+
+    return show
 
 
 def _text_width(text: str) -> int:
     # terminal columns: wide (CJK) characters take two
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in str(text))
+    text = str(text)
+    if text.isascii():  # no wide characters: the common case, without a look-up per character
+        return len(text)
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def pad(text: Any, width: int) -> str:
