@@ -83,6 +83,7 @@ def test_json_keys_and_values():
         "diagnosis": None,
         "head": None,
         "note": None,
+        "asked": None,
     }
     assert data["summary"]["first_wrong"] == first
     assert data["summary"]["counts"] == {"exact": 9, "rounded": 20, "carried": 6, "last-digit": 2, "wrong": 5}

@@ -7,6 +7,10 @@ Each claim gets one verdict, the first that holds:
 ``carried``     it follows from the claimant's own earlier numbers (error carried
                 forward, :mod:`symattn.checking.chain`), or is a rounding of their own
                 more precise claim of the same number;
+``too-coarse``  rounded or carried, but with fewer decimals than the claims file's
+                ``decimals`` table asks for its quantity (more are fine); ``expected`` is
+                the exact value at the asked decimals, and later claims that follow from
+                it are ``carried``;
 ``last-digit``  one unit off in the last place from the rounded exact or carried
                 value (``truncated`` when cutting the exact value gives it), where a
                 rounding slip is plausible: the claim has decimals, or the value is not
@@ -37,10 +41,24 @@ from symattn.exact import numeric
 from symattn.exact.rounding import Num, is_extreme
 from symattn.input.claims import Claim
 from symattn.input.decimals import round_half_up, terminating_decimals, truncate
-from symattn.input.quantities import COLUMNS, HEAD_FORWARD, INPUTS, SCALARS
+from symattn.input.quantities import COLUMNS, GRADIENTS, HEAD_FORWARD, INPUTS, SCALARS
 from symattn.input.spec import Spec
 
 SIGNIFICANT = 6
+# the field of a ``decimals`` table that asks for each claimed quantity's decimals
+ASKED_BY = {
+    "sqrt_dk": "sqrt_dk",
+    "scores": "scores",
+    "scaled": "scaled",
+    "shifted": "scaled",
+    "exp": "exp",
+    "exp_sum": "exp",
+    "weights": "weights",
+    "percent": "percent",
+    "output": "output",
+    "concat": "output",
+    **{g: "gradients" for g in GRADIENTS},
+}
 
 
 @dataclass(frozen=True)
@@ -57,8 +75,9 @@ class _Exact:
 class Checker:
     """The verdicts on one spec's claims: exact values, the claimant's own implied values, explanations."""
 
-    def __init__(self, spec: Spec, model: Any, claims: tuple[Claim, ...]):
+    def __init__(self, spec: Spec, model: Any, claims: tuple[Claim, ...], asked: tuple[tuple[str, int], ...] = ()):
         self.spec = spec
+        self.asked = dict(asked)  # Decimals field -> the decimals asked
         self.layout = Layout(spec, model)
         self.chain = Chain(self.layout, claims)
         self.explainer = Explainer(self.layout, self.sig)
@@ -145,13 +164,17 @@ class Checker:
             plain = self.unshifted(claim, i, j, d)
             if plain is not None:
                 exact, verdict, carried, note = plain[0], plain[1], plain[2], "unshifted"
+        asked = self.coarse(claim) if verdict in ("rounded", "carried") else None
+        if asked is not None:  # right at its own decimals, but the sheet asks for more
+            verdict, carried = "too-coarse", None  # the carried value at its own decimals is the claim
+            exact = self.exact(quantity, i, j, asked + (2 if claim.quantity == "percent" else 0), head, unmasked)
         truncated = False
         if verdict == "last-digit":
             assert d is not None  # one unit off in the last place: the claim has decimals
             model = unmasked or L.model(quantity, head)
             truncated = self.is_truncation(model, L.name(quantity), i, j, claim.number.value, d, exact.rational)
         explanation = None
-        if verdict in ("wrong", "last-digit"):
+        if verdict in ("wrong", "last-digit", "too-coarse"):
             explanation = self.explainer.explain(quantity, claim.row, claim.col, head, exact.shown)
         expected = exact.rounded
         if claim.quantity == "percent":  # report in the claim's own unit
@@ -175,7 +198,23 @@ class Checker:
             row_axis=row_axis,
             col_axis=col_axis,
             note=note,
+            asked=asked,
         )
+
+    def coarse(self, claim: Claim) -> int | None:
+        """The decimals asked for a claim's quantity (in its own unit) where it gives fewer."""
+        field = ASKED_BY.get(claim.quantity)
+        asked = None if field is None else self.asked.get(field)
+        d = claim.number.decimals
+        if asked is None or d is None:  # a fraction claims exactness
+            return None
+        unit = 2 if claim.quantity == "percent" else 0  # percent decimals are the percentage's
+        if d - unit >= asked:
+            return None
+        same = self.chain.index.get((claim.head, base(claim.quantity), claim.row, claim.col), [])
+        # a shorter copy of their own number given at the asked decimals loses nothing
+        precise = any(o.number.decimals is None or o.number.decimals >= asked + unit for o in same if o is not claim)
+        return None if precise else asked
 
     def decide(self, claim: Claim, exact: _Exact, y: sympy.Expr, from_claims: bool) -> tuple[str, Decimal | None]:
         """The verdict against one exact value and one carried value, and the carried value rounded."""
@@ -298,4 +337,4 @@ def is_plausible_rounding(claim: Claim, exact: Fraction | None) -> bool:
     return exact is None or (exact * (100 if percent else 1)).denominator != 1
 
 
-__all__ = ["Checker", "SIGNIFICANT", "is_plausible_rounding"]
+__all__ = ["ASKED_BY", "Checker", "SIGNIFICANT", "is_plausible_rounding"]
