@@ -1,6 +1,7 @@
 """Check hand-computed numbers against the exact model, and say why each is right or wrong.
 
-Each claim gets one verdict (``exact``, ``rounded``, ``carried``, ``too-coarse``, ``last-digit`` or ``wrong``;
+Each claim gets one verdict (``exact``, ``rounded``, ``carried``, ``input-rounding``, ``too-coarse``,
+``last-digit`` or ``wrong``;
 how each is decided: :mod:`symattn.checking.verdicts`, from the claimant's own numbers carried
 forward: :mod:`symattn.checking.chain`), a wrong one maybe a classic slip
 (:mod:`symattn.checking.slips`); the report and its JSON: :mod:`symattn.checking.report`.

@@ -15,8 +15,8 @@ import sympy
 from symattn.exact.rounding import Num
 from symattn.input.claims import Claim
 
-VERDICTS = ("exact", "rounded", "carried", "too-coarse", "last-digit", "wrong")
-OPTIONAL = ("too-coarse",)  # only where asked decimals are given
+VERDICTS = ("exact", "rounded", "carried", "input-rounding", "too-coarse", "last-digit", "wrong")
+OPTIONAL = ("input-rounding", "too-coarse")  # only with inputs = "rounded", or asked decimals
 PROBLEMS = ("too-coarse", "last-digit", "wrong")
 
 
@@ -50,6 +50,7 @@ class Verdict:
     col_axis: str | None = "key"  # and the columns: key, dim (a column), input (dimension)
     note: str | None = None  # "unshifted": an exp claimed as e^z where the document shows e^(z − max)
     asked: int | None = None  # too-coarse: the decimals asked (in the claim's unit), ``expected`` is at them
+    rounded_inputs: tuple[str, ...] = ()  # input-rounding: the inputs whose rounding explains it (Q[3], K, V[:,1])
 
     @property
     def head(self) -> int | None:
@@ -120,6 +121,7 @@ def report_data(report: Report) -> dict[str, Any]:
             "head": None if v.head is None else v.head + 1,
             "note": v.note,
             "asked": v.asked,
+            "rounded_inputs": list(v.rounded_inputs),
         }
         for v in report.results
     ]

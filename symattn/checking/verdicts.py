@@ -11,6 +11,9 @@ Each claim gets one verdict, the first that holds:
                 ``decimals`` table asks for its quantity (more are fine); ``expected`` is
                 the exact value at the asked decimals, and later claims that follow from
                 it are ``carried``;
+``input-rounding``  with ``inputs = "rounded"``, not right for the exact inputs but for some inputs
+                that round to the typed ones (decided on interval enclosures,
+                :mod:`symattn.checking.enclosure`); ``rounded_inputs`` names them;
 ``last-digit``  one unit off in the last place from the rounded exact or carried
                 value (``truncated`` when cutting the exact value gives it), where a
                 rounding slip is plausible: the claim has decimals, or the value is not
@@ -33,6 +36,7 @@ from typing import Any
 import sympy
 
 from symattn.checking.chain import Chain, base, rational
+from symattn.checking.enclosure import ROUNDED_QUANTITIES, Enclosure, depends_on, explains, is_supported
 from symattn.checking.explain import Explainer
 from symattn.checking.layout import Layout
 from symattn.checking.report import Verdict
@@ -168,6 +172,11 @@ class Checker:
         if asked is not None:  # right at its own decimals, but the sheet asks for more
             verdict, carried = "too-coarse", None  # the carried value at its own decimals is the claim
             exact = self.exact(quantity, i, j, asked + (2 if claim.quantity == "percent" else 0), head, unmasked)
+        rounded_inputs: tuple[str, ...] = ()
+        if verdict in ("wrong", "last-digit") and not is_masked:
+            rounded_inputs = self.input_rounding(claim, quantity, i, j)
+            if rounded_inputs:
+                verdict = "input-rounding"
         truncated = False
         if verdict == "last-digit":
             assert d is not None  # one unit off in the last place: the claim has decimals
@@ -199,7 +208,24 @@ class Checker:
             col_axis=col_axis,
             note=note,
             asked=asked,
+            rounded_inputs=rounded_inputs,
         )
+
+    @cached_property
+    def enclosure(self) -> Enclosure | None:
+        """The inputs' intervals through the forward pass, with ``inputs = "rounded"`` on a spec they cover."""
+        if self.spec.inputs != "rounded" or not is_supported(self.spec):
+            return None
+        return Enclosure(self.spec, self.layout.heads[0])
+
+    def input_rounding(self, claim: Claim, quantity: str, i: int, j: int) -> tuple[str, ...]:
+        """The inputs whose rounding explains a claim the exact inputs contradict (none: it is not explained)."""
+        enclosure = self.enclosure
+        if enclosure is None or quantity not in ROUNDED_QUANTITIES or claim.number.decimals is None:
+            return ()
+        if not explains(enclosure.at(quantity, i, j), claim.number):
+            return ()
+        return depends_on(self.spec, quantity, i, j)
 
     def coarse(self, claim: Claim) -> int | None:
         """The decimals asked for a claim's quantity (in its own unit) where it gives fewer."""

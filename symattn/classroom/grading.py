@@ -6,7 +6,7 @@ under the folder (renamed files and flat folders too: a file is matched by the
 (``index.csv``: id, name, seed) and the class template (``template.toml`` next to
 the index), and checks the claims against the variant's own inputs.
 
-Default policy, per asked number: exact, rounded and carried 1; too-coarse (fewer decimals
+Default policy, per asked number: exact, rounded, carried and input-rounding 1; too-coarse (fewer decimals
 than the sheet asks for) and last-digit 0.5; wrong and blank 0 (an asked number missing from
 the file is blank). The decimals asked are the sheet's, whatever the returned file says.
 
@@ -41,12 +41,13 @@ POLICY = {
     "exact": Fraction(1),
     "rounded": Fraction(1),
     "carried": Fraction(1),
+    "input-rounding": Fraction(1),
     "too-coarse": Fraction(1, 2),
     "last-digit": Fraction(1, 2),
     "wrong": Fraction(0),
     "blank": Fraction(0),
 }
-COUNTED = ("exact", "rounded", "carried", "too-coarse", "last-digit", "wrong", "blank")
+COUNTED = ("exact", "rounded", "carried", "input-rounding", "too-coarse", "last-digit", "wrong", "blank")
 FORMATS = ("csv", "json", "markdown", "latex", "html", "pdf")
 FEEDBACK_FORMATS = ("text", "markdown", "latex", "html", "pdf")
 # the steps in the order of the derivation, for the class summary

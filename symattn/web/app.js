@@ -22,8 +22,8 @@
   const COLUMN_PARTNERS = {Q: ["K"], K: ["Q"], W_Q: ["W_K", "b_Q", "b_K"], W_K: ["W_Q", "b_Q", "b_K"],
     W_V: ["b_V"], W_O: ["b_O"]};
   const ROW_QUANTITIES = ["scores", "scaled", "exp", "exp_sum", "weights", "percent", "output"];
-  const ICONS = {exact: "✔", rounded: "✔", carried: "↪", "too-coarse": "≈", "last-digit": "≈", wrong: "✘"};
-  const TONES = {exact: "good", rounded: "good", carried: "carried", "too-coarse": "near", "last-digit": "near", wrong: "wrong"};
+  const ICONS = {exact: "✔", rounded: "✔", carried: "↪", "input-rounding": "✔", "too-coarse": "≈", "last-digit": "≈", wrong: "✘"};
+  const TONES = {exact: "good", rounded: "good", carried: "carried", "input-rounding": "good", "too-coarse": "near", "last-digit": "near", wrong: "wrong"};
 
   const $ = (id) => document.getElementById(id);
   const el = (tag, attrs, ...children) => {
