@@ -116,3 +116,10 @@ def test_the_spec_key():
     with pytest.raises(SpecError) as info:
         spec_from_mapping({"tokens": ["a"], "Q": [["1"]], "K": [["1"]], "V": [["1"]], "inputs": "approx"})
     assert str(info.value) == "<dict>: inputs: expected one of 'exact', 'rounded', got 'approx'"
+    two = {"tokens": ["a"], "Q": [["1", "2"]], "K": [["1", "2"]], "V": [["1", "2"]], "heads": 2, "inputs": "rounded"}
+    with pytest.raises(SpecError) as info:
+        check(None, {**two, "claims": {"h1.scores[1][1]": "1"}})
+    assert str(info.value) == (
+        '<dict>: inputs: "rounded" is checked for one head with Q, K and V given directly '
+        "(not X and W, several heads or W_O)"
+    )

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from symattn.checking.enclosure import is_supported
 from symattn.checking.report import Report, Verdict
 from symattn.checking.slips import diagnose_rows
 from symattn.checking.verdicts import Checker
@@ -73,6 +74,12 @@ def check(
             raise SpecError(
                 loaded.source, gradient.key, "a claim on a gradient needs [backward] in the spec (or --backward)"
             )
+    if spec.inputs == "rounded" and not is_supported(spec):
+        raise SpecError(
+            spec.source,
+            "inputs",
+            '"rounded" is checked for one head with Q, K and V given directly (not X and W, several heads or W_O)',
+        )
     if model is None or spec is not given:  # a Result's model is reused when its spec is the one checked
         model = build(spec)
     checker = Checker(spec, model, loaded.claims, loaded.asked if asked is None else tuple(asked.items()))

@@ -68,8 +68,8 @@ def typed(x: Entry) -> Interval:
 
 
 def is_supported(spec: Spec) -> bool:
-    """Enclosures cover one head with Q, K and V typed directly (no projections, W_O or symbols)."""
-    return spec.heads == 1 and spec.projection is None and spec.W_O is None and not spec.is_symbolic
+    """Enclosures cover one head with Q, K and V typed directly (no projections or W_O)."""
+    return spec.heads == 1 and spec.projection is None and spec.W_O is None
 
 
 class Enclosure:
