@@ -83,6 +83,8 @@ def test_json_keys_and_values():
         "diagnosis": None,
         "head": None,
         "note": None,
+        "asked": None,
+        "rounded_inputs": [],
     }
     assert data["summary"]["first_wrong"] == first
     assert data["summary"]["counts"] == {"exact": 9, "rounded": 20, "carried": 6, "last-digit": 2, "wrong": 5}
@@ -180,7 +182,7 @@ def test_bad_claims(tmp_path, monkeypatch, claims, message):
             {"spec": "s.toml", "claim": {}},
             "c.json: claim: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, "
             "X_kv, b_K, b_O, b_Q, b_V, backward, cjk_font, claims, decimals, engine, expand, figures, focus, "
-            "heading_level, heads, key_padding, key_tokens, lang, mask, notation, numbered, paper, rounding, scale, "
+            "heading_level, heads, inputs, key_padding, key_tokens, lang, mask, notation, numbered, paper, rounding, scale, "
             "softmax, spec, "
             "subs, title, tokens "
             "(did you mean 'claims'?)",

@@ -121,9 +121,18 @@ def test_gradebook_counts(classroom):
         assert c["exact"] + c["rounded"] + c["carried"] == 11
         assert (c["exact"], rows[i].score, rows[i].asked, rows[i].first_to_fix, rows[i].error) == FULL
         assert (rows[i].wrong, rows[i].slips, rows[i].notes) == ((), (), ())
-    assert dict(rows["s01"].counts) == {"exact": 3, "rounded": 7, "carried": 1, "last-digit": 0, "wrong": 0, "blank": 0}
+    assert dict(rows["s01"].counts) == {
+        "exact": 3,
+        "rounded": 7,
+        "carried": 1,
+        "input-rounding": 0,
+        "too-coarse": 0,
+        "last-digit": 0,
+        "wrong": 0,
+        "blank": 0,
+    }
     s18 = rows["s18"]
-    assert tuple(dict(s18.counts).values()) == (3, 5, 2, 0, 1, 0)
+    assert tuple(dict(s18.counts).values()) == (3, 5, 2, 0, 0, 0, 1, 0)
     assert (s18.score, s18.first_to_fix, s18.file, s18.wrong, s18.slips) == (
         10,
         "weights[3][1]",
@@ -132,9 +141,9 @@ def test_gradebook_counts(classroom):
         (),
     )
     for i, counts, score in (
-        ("s19", (3, 0, 5, 0, 3, 0), 8),
-        ("s20", (3, 0, 5, 0, 3, 0), 8),
-        ("s21", (3, 0, 4, 1, 3, 0), Fraction(15, 2)),
+        ("s19", (3, 0, 5, 0, 0, 0, 3, 0), 8),
+        ("s20", (3, 0, 5, 0, 0, 0, 3, 0), 8),
+        ("s21", (3, 0, 4, 0, 0, 1, 3, 0), Fraction(15, 2)),
     ):
         assert tuple(dict(rows[i].counts).values()) == counts
         assert (rows[i].score, rows[i].first_to_fix, rows[i].wrong, rows[i].slips) == (
@@ -147,7 +156,7 @@ def test_gradebook_counts(classroom):
         assert [(x.verdict, x.diagnosis) for x in rows[i].report.results if x.claim.quantity == "scaled"] == [
             ("wrong", "no_scaling")
         ] * 3
-    assert (tuple(dict(rows["s22"].counts).values()), rows["s22"].score) == ((0, 6, 2, 0, 0, 3), 8)
+    assert (tuple(dict(rows["s22"].counts).values()), rows["s22"].score) == ((0, 6, 2, 0, 0, 0, 0, 3), 8)
     assert (rows["s23"].notes, rows["s23"].score) == ((INPUTS_CHANGED,), 11)
     comma = right["s24"]["weights[3][1]"].replace(".", ",")
     assert (rows["s24"].notes, rows["s24"].score) == ((Note("decimal_comma", "claims.weights[3][1]", comma),), 11)
@@ -180,15 +189,15 @@ def test_gradebook_markdown(classroom):
         "",
         f"Returned answers: {returned}",
         "",
-        "Score per asked number: exact 1, rounded 1, carried 1, last-digit 0.5, wrong 0, blank 0.",
+        "Score per asked number: exact 1, rounded 1, carried 1, rounded input 1, too coarse 0.5, last-digit 0.5, wrong 0, blank 0.",
         "",
-        "| id | name | exact | rounded | carried | last-digit | wrong | blank | score | fix first |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
-        "| s01 |  | 3 | 7 | 1 | 0 | 0 | 0 | 11/11 |  |",
+        "| id | name | exact | rounded | carried | rounded input | too coarse | last-digit | wrong | blank | score | fix first |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| s01 |  | 3 | 7 | 1 | 0 | 0 | 0 | 0 | 0 | 11/11 |  |",
     ]
-    assert "| s26.toml |  |  |  |  |  |  |  |  | not graded |" in lines
-    assert "| s21 |  | 3 | 0 | 4 | 1 | 3 | 0 | 7.5/11 | `scaled[3][1]` |" in lines
-    assert "| s29 |  |  |  |  |  |  |  |  | not returned |" in lines
+    assert "| s26.toml |  |  |  |  |  |  |  |  |  |  | not graded |" in lines
+    assert "| s21 |  | 3 | 0 | 4 | 0 | 0 | 1 | 3 | 0 | 7.5/11 | `scaled[3][1]` |" in lines
+    assert "| s29 |  |  |  |  |  |  |  |  |  |  | not returned |" in lines
     assert "- s29: no answers file returned" in lines
     assert "- s28 (s28.toml): returned 2 times; each return is graded" in lines
     assert text.endswith(
@@ -209,7 +218,10 @@ def test_policy(classroom, tmp_path):
     assert rows["s21"].score == 3 + Fraction(4, 2)  # exact 3, carried 4 × 0.5, last-digit 0, wrong 0
     assert rows["s22"].score == 6 + 1 + Fraction(3, 4)  # rounded 6, carried 2 × 0.5, blank 3 × 0.25
     for text, message in (
-        ("wrongg = 0\n", "wrongg: unknown verdict; expected one of exact, rounded, carried, last-digit, wrong, blank"),
+        (
+            "wrongg = 0\n",
+            "wrongg: unknown verdict; expected one of exact, rounded, carried, input-rounding, too-coarse, last-digit, wrong, blank",
+        ),
         ("wrong = 2\n", "wrong: expected a score from 0 to 1, got 2"),
         ("wrong = true\n", "wrong: expected a score from 0 to 1, got a boolean"),
         ('wrong = "1/0"\n', None),
@@ -235,10 +247,13 @@ def test_grade_cli(classroom, tmp_path, capsys):
     _, returned, _, _ = classroom
     assert main(["grade", str(returned), "-o", str(tmp_path / "book.csv"), "--feedback", str(tmp_path / "fb")]) == 0
     lines = (tmp_path / "book.csv").read_text(encoding="utf-8").splitlines()
-    assert lines[0] == "id,name,exact,rounded,carried,last-digit,wrong,blank,score,asked,first_to_fix,notes,error,file"
+    assert (
+        lines[0]
+        == "id,name,exact,rounded,carried,input-rounding,too-coarse,last-digit,wrong,blank,score,asked,first_to_fix,notes,error,file"
+    )
     assert len(lines) == 34
-    assert "s21,,3,0,4,1,3,0,7.5,11,scaled[3][1],,,s21.toml" in lines
-    assert "s29,,0,0,0,0,0,0,0,0,,,no answers file returned," in lines
+    assert "s21,,3,0,4,0,0,1,3,0,7.5,11,scaled[3][1],,,s21.toml" in lines
+    assert "s29,,0,0,0,0,0,0,0,0,0,0,,,no answers file returned," in lines
     feedback_files = sorted(p.name for p in (tmp_path / "fb").iterdir())
     assert len(feedback_files) == 27 and feedback_files[:2] == ["s01.txt", "s02.txt"]
     assert "s28-2.txt" in feedback_files and "zz99.txt" not in feedback_files
@@ -257,6 +272,8 @@ def test_grade_cli(classroom, tmp_path, capsys):
         "exact": "1",
         "rounded": "1",
         "carried": "1",
+        "input-rounding": "1",
+        "too-coarse": "0.5",
         "last-digit": "0.5",
         "wrong": "0",
         "blank": "0",

@@ -102,15 +102,15 @@ def test_gradebook_csv_has_no_formula_and_the_other_formats_show_the_text(hostil
     assert main(["grade", str(returned)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == (
-        '"\'=HYPERLINK(""http://x"")",,0,0,0,0,0,0,0,0,,,'
+        '"\'=HYPERLINK(""http://x"")",,0,0,0,0,0,0,0,0,0,0,,,'
         '"not graded: unknown student id \'=HYPERLINK(""http://x"")\'",x.toml'
     )
-    assert lines[2] == "ann,'=cmd|' /C calc'!A0,0,0,0,0,0,11,0,11,,,,ann.toml"
+    assert lines[2] == "ann,'=cmd|' /C calc'!A0,0,0,0,0,0,0,0,11,0,11,,,,ann.toml"
     assert lines[3:7] == [
-        "bo,'-1,0,0,0,0,0,0,0,0,,,no answers file returned,",
-        "cy,''quoted,0,0,0,0,0,0,0,0,,,no answers file returned,",
-        "di,'@SUM(A1),0,0,0,0,0,0,0,0,,,no answers file returned,",
-        "ed,'+1,0,0,0,0,0,0,0,0,,,no answers file returned,",
+        "bo,'-1,0,0,0,0,0,0,0,0,0,0,,,no answers file returned,",
+        "cy,''quoted,0,0,0,0,0,0,0,0,0,0,,,no answers file returned,",
+        "di,'@SUM(A1),0,0,0,0,0,0,0,0,0,0,,,no answers file returned,",
+        "ed,'+1,0,0,0,0,0,0,0,0,0,0,,,no answers file returned,",
     ]
     assert main(["grade", str(returned), "--format", "json"]) == 0
     students = json.loads(capsys.readouterr().out)["students"]
@@ -125,7 +125,10 @@ def test_gradebook_csv_has_no_formula_and_the_other_formats_show_the_text(hostil
 def test_numbers_in_the_gradebook_csv_are_never_quoted():
     # scores are 0 to 1 per verdict, so never negative; were one, it would stay a number, while text is quoted
     row = Row("s01", "-2", "-3.toml", tuple((v, -1) for v in COUNTED), Fraction(-1, 2), 11, None)
-    assert gradebook_text(Gradebook((row,)), "csv").splitlines()[1] == "s01,'-2,-1,-1,-1,-1,-1,-1,-0.5,11,,,,'-3.toml"
+    assert (
+        gradebook_text(Gradebook((row,)), "csv").splitlines()[1]
+        == "s01,'-2,-1,-1,-1,-1,-1,-1,-1,-1,-0.5,11,,,,'-3.toml"
+    )
 
 
 # --- returns read only from inside their folder ---------------------------------

@@ -1,6 +1,7 @@
 """Check hand-computed numbers against the exact model, and say why each is right or wrong.
 
-Each claim gets one verdict (``exact``, ``rounded``, ``carried``, ``last-digit`` or ``wrong``;
+Each claim gets one verdict (``exact``, ``rounded``, ``carried``, ``input-rounding``, ``too-coarse``,
+``last-digit`` or ``wrong``;
 how each is decided: :mod:`symattn.checking.verdicts`, from the claimant's own numbers carried
 forward: :mod:`symattn.checking.chain`), a wrong one maybe a classic slip
 (:mod:`symattn.checking.slips`); the report and its JSON: :mod:`symattn.checking.report`.
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from symattn.checking.enclosure import is_supported
 from symattn.checking.report import Report, Verdict
 from symattn.checking.slips import diagnose_rows
 from symattn.checking.verdicts import Checker
@@ -39,12 +41,20 @@ def _order(claim: Claim, multihead: bool) -> tuple:
     )
 
 
-def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str, *, backward: bool = False) -> Report:
+def check(
+    spec_or_result: Any,
+    claims: Claims | Mapping[str, Any] | str,
+    *,
+    backward: bool = False,
+    asked: Mapping[str, int] | None = None,
+) -> Report:
     """Check claimed numbers against the exact values of a spec (or a Result, or a Model's spec).
 
     ``claims`` is a claims file path, a mapping with a ``claims`` table (inputs
     inline or by path are ignored in favour of ``spec_or_result``), or Claims.
     ``backward``: add the backward pass (L = Σ O) when the spec has no ``[backward]``, as ``--backward`` does.
+    ``asked``: the decimals asked per ``decimals`` field (``{"scaled": 3}``), instead of the claims file's
+    own ``decimals`` table; a claim with fewer is ``too-coarse``.
     """
     spec = getattr(spec_or_result, "spec", spec_or_result)
     model = getattr(spec_or_result, "model", None)
@@ -64,9 +74,15 @@ def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str, *, back
             raise SpecError(
                 loaded.source, gradient.key, "a claim on a gradient needs [backward] in the spec (or --backward)"
             )
+    if spec.inputs == "rounded" and not is_supported(spec):
+        raise SpecError(
+            spec.source,
+            "inputs",
+            '"rounded" is checked for one head with Q, K and V given directly (not X and W, several heads or W_O)',
+        )
     if model is None or spec is not given:  # a Result's model is reused when its spec is the one checked
         model = build(spec)
-    checker = Checker(spec, model, loaded.claims)
+    checker = Checker(spec, model, loaded.claims, loaded.asked if asked is None else tuple(asked.items()))
     ordered = sorted(loaded.claims, key=lambda c: _order(c, is_multihead(spec)))
     results = diagnose_rows(tuple(_verdict(checker, c) for c in ordered), checker.slips_of, checker.position)
     return Report(

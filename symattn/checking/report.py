@@ -1,7 +1,7 @@
 """The data of a check report: a verdict per claim, with its explanation, and ``report_data``, the report as JSON.
 
 ``VERDICTS`` are the verdicts a claim can get, in the order they are tried (what each
-means: :mod:`symattn.checking.verdicts`).
+means: :mod:`symattn.checking.verdicts`); the counts list the ``OPTIONAL`` ones only where a claim has them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from symattn.input.claims import Claim
 if TYPE_CHECKING:
     from symattn.checking.closed import Closed
 
-VERDICTS = ("exact", "rounded", "carried", "last-digit", "wrong")
+VERDICTS = ("exact", "rounded", "carried", "input-rounding", "too-coarse", "last-digit", "wrong")
+OPTIONAL = ("input-rounding", "too-coarse")  # only with inputs = "rounded", or asked decimals
+PROBLEMS = ("too-coarse", "last-digit", "wrong")
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class Verdict:
     row_axis: str | None = "token"  # what the rows are: token, key, dim (a row of the matrix), input (dimension)
     col_axis: str | None = "key"  # and the columns: key, dim (a column), input (dimension)
     note: str | None = None  # "unshifted": an exp claimed as e^z where the document shows e^(z − max)
+    asked: int | None = None  # too-coarse: the decimals asked (in the claim's unit), ``expected`` is at them
+    rounded_inputs: tuple[str, ...] = ()  # input-rounding: the inputs whose rounding explains it (Q[3], K, V[:,1])
 
     @property
     def head(self) -> int | None:
@@ -56,7 +60,7 @@ class Verdict:
 
     @property
     def is_problem(self) -> bool:
-        return self.verdict in ("wrong", "last-digit")
+        return self.verdict in PROBLEMS
 
 
 @dataclass(frozen=True)
@@ -77,12 +81,18 @@ class Report:
 
     @property
     def counts(self) -> tuple[tuple[str, int], ...]:
-        return tuple((v, sum(r.verdict == v for r in self.results)) for v in VERDICTS)
+        counts = ((v, sum(r.verdict == v for r in self.results)) for v in VERDICTS)
+        return tuple((v, n) for v, n in counts if n or v not in OPTIONAL)
 
     @property
     def first_problem(self) -> Verdict | None:
-        """The first wrong or last-digit claim in the order of the derivation: fix it first."""
+        """The first wrong, last-digit or too-coarse claim in the order of the derivation: fix it first."""
         return next((r for r in self.results if r.is_problem), None)
+
+    @property
+    def precision_lost(self) -> Verdict | None:
+        """The first claim with fewer decimals than asked: where the chain lost its precision."""
+        return next((r for r in self.results if r.verdict == "too-coarse"), None)
 
     @property
     def ok(self) -> bool:
@@ -111,6 +121,8 @@ def report_data(report: Report) -> dict[str, Any]:
             "diagnosis": v.diagnosis,
             "head": None if v.head is None else v.head + 1,
             "note": v.note,
+            "asked": v.asked,
+            "rounded_inputs": list(v.rounded_inputs),
         }
         for v in report.results
     ]
@@ -121,7 +133,10 @@ def report_data(report: Report) -> dict[str, Any]:
     }
     if report.blanks:
         summary["blanks"] = list(report.blanks)
+    lost = report.precision_lost
+    if lost is not None:
+        summary["precision_lost"] = claims[report.results.index(lost)]
     return {"claims": claims, "summary": summary}
 
 
-__all__ = ["Explanation", "Report", "VERDICTS", "Verdict", "report_data"]
+__all__ = ["Explanation", "OPTIONAL", "PROBLEMS", "Report", "VERDICTS", "Verdict", "report_data"]

@@ -7,6 +7,13 @@ Each claim gets one verdict, the first that holds:
 ``carried``     it follows from the claimant's own earlier numbers (error carried
                 forward, :mod:`symattn.checking.chain`), or is a rounding of their own
                 more precise claim of the same number;
+``too-coarse``  rounded or carried, but with fewer decimals than the claims file's
+                ``decimals`` table asks for its quantity (more are fine); ``expected`` is
+                the exact value at the asked decimals, and later claims that follow from
+                it are ``carried``;
+``input-rounding``  with ``inputs = "rounded"``, not right for the exact inputs but for some inputs
+                that round to the typed ones (decided on interval enclosures,
+                :mod:`symattn.checking.enclosure`); ``rounded_inputs`` names them;
 ``last-digit``  one unit off in the last place from the rounded exact or carried
                 value (``truncated`` when cutting the exact value gives it), where a
                 rounding slip is plausible: the claim has decimals, or the value is not
@@ -30,6 +37,7 @@ import sympy
 
 from symattn.checking.chain import Chain, base, rational
 from symattn.checking.closed import Closed, Texts
+from symattn.checking.enclosure import ROUNDED_QUANTITIES, Enclosure, depends_on, explains, is_supported
 from symattn.checking.explain import Explainer
 from symattn.checking.layout import Layout
 from symattn.checking.report import Verdict
@@ -38,10 +46,24 @@ from symattn.exact import numeric
 from symattn.exact.rounding import Num, is_extreme
 from symattn.input.claims import Claim
 from symattn.input.decimals import round_half_up, terminating_decimals, truncate
-from symattn.input.quantities import COLUMNS, HEAD_FORWARD, INPUTS, SCALARS
+from symattn.input.quantities import COLUMNS, GRADIENTS, HEAD_FORWARD, INPUTS, SCALARS
 from symattn.input.spec import Spec
 
 SIGNIFICANT = 6
+# the field of a ``decimals`` table that asks for each claimed quantity's decimals
+ASKED_BY = {
+    "sqrt_dk": "sqrt_dk",
+    "scores": "scores",
+    "scaled": "scaled",
+    "shifted": "scaled",
+    "exp": "exp",
+    "exp_sum": "exp",
+    "weights": "weights",
+    "percent": "percent",
+    "output": "output",
+    "concat": "output",
+    **{g: "gradients" for g in GRADIENTS},
+}
 
 
 @dataclass(frozen=True)
@@ -58,8 +80,9 @@ class _Exact:
 class Checker:
     """The verdicts on one spec's claims: exact values, the claimant's own implied values, explanations."""
 
-    def __init__(self, spec: Spec, model: Any, claims: tuple[Claim, ...]):
+    def __init__(self, spec: Spec, model: Any, claims: tuple[Claim, ...], asked: tuple[tuple[str, int], ...] = ()):
         self.spec = spec
+        self.asked = dict(asked)  # Decimals field -> the decimals asked
         self.layout = Layout(spec, model)
         self.chain = Chain(self.layout, claims)
         self.explainer = Explainer(self.layout, self.sig)
@@ -147,13 +170,22 @@ class Checker:
             plain = self.unshifted(claim, i, j, d)
             if plain is not None:
                 exact, verdict, carried, note = plain[0], plain[1], plain[2], "unshifted"
+        asked = self.coarse(claim) if verdict in ("rounded", "carried") else None
+        if asked is not None:  # right at its own decimals, but the sheet asks for more
+            verdict, carried = "too-coarse", None  # the carried value at its own decimals is the claim
+            exact = self.exact(quantity, i, j, asked + (2 if claim.quantity == "percent" else 0), head, unmasked)
+        rounded_inputs: tuple[str, ...] = ()
+        if verdict in ("wrong", "last-digit") and not is_masked:
+            rounded_inputs = self.input_rounding(claim, quantity, i, j)
+            if rounded_inputs:
+                verdict = "input-rounding"
         truncated = False
         if verdict == "last-digit":
             assert d is not None  # one unit off in the last place: the claim has decimals
             model = unmasked or L.model(quantity, head)
             truncated = self.is_truncation(model, L.name(quantity), i, j, claim.number.value, d, exact.rational)
         explanation = None
-        if verdict in ("wrong", "last-digit"):
+        if verdict in ("wrong", "last-digit", "too-coarse"):
             explanation = self.explainer.explain(quantity, claim.row, claim.col, head, exact.shown)
         expected = exact.rounded
         if claim.quantity == "percent":  # report in the claim's own unit
@@ -177,7 +209,40 @@ class Checker:
             row_axis=row_axis,
             col_axis=col_axis,
             note=note,
+            asked=asked,
+            rounded_inputs=rounded_inputs,
         )
+
+    @cached_property
+    def enclosure(self) -> Enclosure | None:
+        """The inputs' intervals through the forward pass, with ``inputs = "rounded"`` on a spec they cover."""
+        if self.spec.inputs != "rounded" or not is_supported(self.spec):
+            return None
+        return Enclosure(self.spec, self.layout.heads[0])
+
+    def input_rounding(self, claim: Claim, quantity: str, i: int, j: int) -> tuple[str, ...]:
+        """The inputs whose rounding explains a claim the exact inputs contradict (none: it is not explained)."""
+        enclosure = self.enclosure
+        if enclosure is None or quantity not in ROUNDED_QUANTITIES or claim.number.decimals is None:
+            return ()
+        if not explains(enclosure.at(quantity, i, j), claim.number):
+            return ()
+        return depends_on(self.spec, quantity, i, j)
+
+    def coarse(self, claim: Claim) -> int | None:
+        """The decimals asked for a claim's quantity (in its own unit) where it gives fewer."""
+        field = ASKED_BY.get(claim.quantity)
+        asked = None if field is None else self.asked.get(field)
+        d = claim.number.decimals
+        if asked is None or d is None:  # a fraction claims exactness
+            return None
+        unit = 2 if claim.quantity == "percent" else 0  # percent decimals are the percentage's
+        if d - unit >= asked:
+            return None
+        same = self.chain.index.get((claim.head, base(claim.quantity), claim.row, claim.col), [])
+        # a shorter copy of their own number given at the asked decimals loses nothing
+        precise = any(o.number.decimals is None or o.number.decimals >= asked + unit for o in same if o is not claim)
+        return None if precise else asked
 
     def decide(self, claim: Claim, exact: _Exact, y: sympy.Expr, from_claims: bool) -> tuple[str, Decimal | None]:
         """The verdict against one exact value and one carried value, and the carried value rounded."""
@@ -300,4 +365,4 @@ def is_plausible_rounding(claim: Claim, exact: Fraction | None) -> bool:
     return exact is None or (exact * (100 if percent else 1)).denominator != 1
 
 
-__all__ = ["Checker", "SIGNIFICANT", "is_plausible_rounding"]
+__all__ = ["ASKED_BY", "Checker", "SIGNIFICANT", "is_plausible_rounding"]

@@ -6,8 +6,9 @@ under the folder (renamed files and flat folders too: a file is matched by the
 (``index.csv``: id, name, seed) and the class template (``template.toml`` next to
 the index), and checks the claims against the variant's own inputs.
 
-Default policy, per asked number: exact, rounded and carried 1; last-digit 0.5;
-wrong and blank 0 (an asked number missing from the file is blank).
+Default policy, per asked number: exact, rounded, carried and input-rounding 1; too-coarse (fewer decimals
+than the sheet asks for) and last-digit 0.5; wrong and blank 0 (an asked number missing from
+the file is blank). The decimals asked are the sheet's, whatever the returned file says.
 
 Bad returns never stop the batch: they are rows with an ``error`` (unreadable
 TOML, no or an unknown student id, claims that do not parse), and every student
@@ -40,11 +41,13 @@ POLICY = {
     "exact": Fraction(1),
     "rounded": Fraction(1),
     "carried": Fraction(1),
+    "input-rounding": Fraction(1),
+    "too-coarse": Fraction(1, 2),
     "last-digit": Fraction(1, 2),
     "wrong": Fraction(0),
     "blank": Fraction(0),
 }
-COUNTED = ("exact", "rounded", "carried", "last-digit", "wrong", "blank")
+COUNTED = ("exact", "rounded", "carried", "input-rounding", "too-coarse", "last-digit", "wrong", "blank")
 FORMATS = ("csv", "json", "markdown", "latex", "html", "pdf")
 FEEDBACK_FORMATS = ("text", "markdown", "latex", "html", "pdf")
 # the steps in the order of the derivation, for the class summary
@@ -81,7 +84,7 @@ class Row:
     counts: tuple[tuple[str, int], ...]  # in COUNTED order
     score: Fraction
     asked: int
-    first_to_fix: str | None  # the claims key of the first wrong or last-digit claim
+    first_to_fix: str | None  # the claims key of the first wrong, last-digit or too-coarse claim
     notes: tuple[Note, ...] = ()
     error: Note | None = None
     lang: str = "en"  # the student's language: their answers file's, else the template's
@@ -251,6 +254,7 @@ def grade_file(
 ) -> Row:
     """One returned file against its student's own variant; a bad return is a row with an ``error``."""
     from symattn.checking.checker import check
+    from symattn.classroom.sheets import asked_decimals
     from symattn.classroom.variants import draw
 
     notes: list[Note] = []
@@ -272,7 +276,7 @@ def grade_file(
             notes.append(INPUTS_CHANGED)
         claims = _decimal_commas(data.get("claims"), notes)
         # against the variant's own inputs: edited inputs must not change what is right
-        report = check(variant.spec, {"claims": claims})
+        report = check(variant.spec, {"claims": claims}, asked=asked_decimals(variant))
     except SymattnError as exc:
         return _error(student, name, shown, Note("not_checked", text=str(exc)), tuple(notes))
     report = replace(report, lang=lang, source=shown, student=student)

@@ -5,7 +5,7 @@ Also every student's key in one document, for the teacher. Sheets and keys come 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -175,11 +175,23 @@ def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool)
     return text
 
 
+def asked_decimals(v: Variant) -> dict[str, int]:
+    """The decimals the sheet asks for, as a claims file's ``decimals`` table: {"scaled": 3, ...}."""
+    from symattn.checking.verdicts import ASKED_BY
+
+    return {ASKED_BY[q]: n for q, n in _sheet_view(v).decimals}
+
+
 def answers(v: Variant, lang: str | None = None) -> str:
-    """A claims file to fill in: the student's id and inputs inline, every asked number as ``""``."""
+    """A claims file to fill in: the student's id and inputs inline, every asked number as ``""``.
+
+    Its ``decimals`` table names the decimals the sheet asks for: ``check`` calls a claim with fewer too coarse.
+    """
     from symattn.rendering.tomlwrite import toml_key, toml_value
 
     data = dict(v.data)
+    given = data.get("decimals")
+    data["decimals"] = {**(dict(given) if isinstance(given, Mapping) else {}), **asked_decimals(v)}
     if lang is not None:
         data["lang"] = lang
     lines = [
@@ -202,4 +214,15 @@ def files(v: Variant, fmt: str = "markdown", lang: str | None = None) -> tuple[t
     )
 
 
-__all__ = ["EXTENSIONS", "FORMATS", "SheetView", "answer_values", "answers", "files", "key", "key_all", "sheet"]
+__all__ = [
+    "EXTENSIONS",
+    "FORMATS",
+    "SheetView",
+    "answer_values",
+    "answers",
+    "asked_decimals",
+    "files",
+    "key",
+    "key_all",
+    "sheet",
+]

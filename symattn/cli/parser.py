@@ -233,8 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument(
         "--policy",
         metavar="FILE",
-        help="scores per verdict, 0 to 1, in TOML or JSON (default: exact, rounded and carried 1, "
-        "last-digit 0.5, wrong and blank 0)",
+        help="scores per verdict, 0 to 1, in TOML or JSON (default: exact, rounded, carried and input-rounding 1, "
+        "too-coarse and last-digit 0.5, wrong and blank 0)",
     )
     grade.add_argument("--feedback", metavar="DIR", help="also write each student's check report here, as <id>.<ext>")
     grade.add_argument(

@@ -12,6 +12,7 @@ SOFTMAXES = ("plain", "stable")
 NOTATIONS = ("auto", "fixed", "scientific")  # how shown numbers are written (see rounding)
 PAPERS = ("a4", "letter")
 HEADING_LEVELS = (1, 2, 3)  # the top heading: LaTeX \section, \subsection, \subsubsection; Markdown #, ##, ###
+INPUTS = ("exact", "rounded")  # typed inputs exact, or standing for any value that rounds to them
 FIGURES = ("all", "weights", "none")  # the heatmaps and the token diagram, the heatmaps only, or no figure
 
 

@@ -30,6 +30,7 @@ from symattn.input.errors import SpecError
 from symattn.input.files import kind_of, read_table
 from symattn.input.limits import CLAIMS
 from symattn.input.numeral import Numeral, NumeralError, parse_claimed
+from symattn.input.parts import read_decimals
 from symattn.input.quantities import (
     GRADIENTS,
     INPUTS,
@@ -70,6 +71,8 @@ class Claims:
     source: str
     blanks: tuple[str, ...] = ()  # keys left as "" (an answers sheet not yet filled in), 1-based, in file order
     student: str | None = None  # ``student = "id"``: whose answers these are (symattn exercise writes it)
+    # what the file's own ``decimals`` table asks for, (Decimals field, n); defaults and a spec file's ask nothing
+    asked: tuple[tuple[str, int], ...] = ()
 
 
 class _ClaimReader(Reader):
@@ -274,10 +277,13 @@ def claims_from_mapping(
     if student is not None and not (isinstance(student, str) and student.strip()):
         raise reader.error("student", f"expected a student id as a non-empty string, got {kind_of(student)}")
     inline = {k: v for k, v in data.items() if k not in ("spec", "claims", "student")}
+    # the file's own decimals ask for them; next to spec = "path" they are the only key allowed
+    asked = _asked(reader, inline.get("decimals"))
     if spec is None:
         if "spec" in data:
-            if inline:
-                raise reader.error(next(iter(inline)), 'give the inputs inline or as spec = "path", not both')
+            inputs = [k for k in inline if k != "decimals"]
+            if inputs:
+                raise reader.error(inputs[0], 'give the inputs inline or as spec = "path", not both')
             path = data["spec"]
             if not isinstance(path, str):
                 raise reader.error("spec", f"expected a path, got {kind_of(path)}")
@@ -292,7 +298,16 @@ def claims_from_mapping(
         raise reader.error("claims", f"expected a table of claims, got {kind_of(table)}")
     claim_reader = _ClaimReader(source, spec)
     claim_reader.section(table, "claims", None)
-    return Claims(spec, tuple(claim_reader.out), source, tuple(claim_reader.blanks), student)
+    return Claims(spec, tuple(claim_reader.out), source, tuple(claim_reader.blanks), student, asked)
+
+
+def _asked(reader: Reader, raw: object) -> tuple[tuple[str, int], ...]:
+    """The decimals a ``decimals`` table asks for: only the keys written (a default asks nothing)."""
+    if raw is None:
+        return ()
+    given = read_decimals(reader, raw, "decimals")
+    assert isinstance(raw, Mapping)  # read_decimals refuses anything else
+    return tuple((name, getattr(given, name)) for name in raw)
 
 
 def load_claims(claims: str | Path | Mapping[str, Any] | Claims, spec: Spec | None = None) -> Claims:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, FIGURES, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
+from symattn.input.choices import INPUTS as INPUT_MODES
 from symattn.input.files import read_table
 from symattn.input.formula import Formula
 from symattn.input.numeral import Numeral
@@ -66,6 +67,7 @@ class Spec:
     heading_level: int = 1  # the top heading: 1 = LaTeX \section / Markdown #, 2 one lower, 3 two lower
     numbered: bool = False  # LaTeX headings numbered (no *), so that they enter the table of contents
     figures: str = "all"  # "all": heatmaps and the token diagram; "weights": the heatmaps; "none"
+    inputs: str = "exact"  # "rounded": each typed input is any value that rounds to it (check: input-rounding)
 
     @property
     def page(self) -> str:
@@ -207,6 +209,7 @@ SPEC_KEYS = (
     "heading_level",
     "numbered",
     "figures",
+    "inputs",
 )
 
 
@@ -292,6 +295,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         heading_level=reader.heading_level(data["heading_level"], "heading_level") if "heading_level" in data else 1,
         numbered=reader.flag(data["numbered"], "numbered") if "numbered" in data else False,
         figures=reader.choice(data.get("figures", "all"), "figures", FIGURES),
+        inputs=reader.choice(data.get("inputs", "exact"), "inputs", INPUT_MODES),
         projection=projection,
         heads=heads,
         W_O=W_O,

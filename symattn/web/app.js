@@ -22,8 +22,8 @@
   const COLUMN_PARTNERS = {Q: ["K"], K: ["Q"], W_Q: ["W_K", "b_Q", "b_K"], W_K: ["W_Q", "b_Q", "b_K"],
     W_V: ["b_V"], W_O: ["b_O"]};
   const ROW_QUANTITIES = ["scores", "scaled", "exp", "exp_sum", "weights", "percent", "output"];
-  const ICONS = {exact: "✔", rounded: "✔", carried: "↪", "last-digit": "≈", wrong: "✘"};
-  const TONES = {exact: "good", rounded: "good", carried: "carried", "last-digit": "near", wrong: "wrong"};
+  const ICONS = {exact: "✔", rounded: "✔", carried: "↪", "input-rounding": "✔", "too-coarse": "≈", "last-digit": "≈", wrong: "✘"};
+  const TONES = {exact: "good", rounded: "good", carried: "carried", "input-rounding": "good", "too-coarse": "near", "last-digit": "near", wrong: "wrong"};
 
   const $ = (id) => document.getElementById(id);
   const el = (tag, attrs, ...children) => {
@@ -530,7 +530,7 @@
     });
     const counts = data.summary.counts;
     const answered = data.claims.length;
-    $("check-counts").textContent = ui("check_counts", {n: answered, problems: (counts.wrong || 0) + (counts["last-digit"] || 0)});
+    $("check-counts").textContent = ui("check_counts", {n: answered, problems: (counts.wrong || 0) + (counts["last-digit"] || 0) + (counts["too-coarse"] || 0)});
     const report = document.createElement("div");
     report.innerHTML = data.html;
     if ($("report-details").open) typeset(report);

@@ -1,0 +1,143 @@
+"""Every value a forward quantity can take when each typed input stands for any number that rounds to it.
+
+With ``inputs = "rounded"``, an input typed ``0.1235`` is any x with 0.12345 <= x <= 0.12355 (a
+fraction, ``1/3``, is exact). :class:`Enclosure` carries those intervals through one head's forward
+pass in exact rational interval arithmetic: sums and products of intervals, e^x through its exact
+bounds (e^x is monotone), each weight as 1 / Σ_k e^(z_k − z_j) so that the query's entries count once.
+The result encloses every reachable value (it may be a little wider, never narrower). Nothing is sampled.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import cached_property
+
+import sympy
+
+from symattn.input.numeral import Numeral
+from symattn.input.reader import Entry
+from symattn.input.spec import Spec
+
+Interval = tuple[Fraction, Fraction]
+_DIGITS = 40  # the digits of each irrational bound, before it is widened outward by one unit more
+ROUNDED_QUANTITIES = ("scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "output")
+
+
+def _outward(x: sympy.Expr) -> Interval:
+    """Rational bounds of a real constant: its digits, widened by more than their error."""
+    value = Fraction(str(sympy.N(x, _DIGITS + 10)))
+    slack = abs(value) * Fraction(1, 10**_DIGITS) + Fraction(1, 10 ** (2 * _DIGITS))
+    return value - slack, value + slack
+
+
+def _add(a: Interval, b: Interval) -> Interval:
+    return a[0] + b[0], a[1] + b[1]
+
+
+def _sub(a: Interval, b: Interval) -> Interval:
+    return a[0] - b[1], a[1] - b[0]
+
+
+def _mul(a: Interval, b: Interval) -> Interval:
+    products = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+    return min(products), max(products)
+
+
+def _exp(a: Interval) -> Interval:
+    return _outward(sympy.exp(_rational(a[0])))[0], _outward(sympy.exp(_rational(a[1])))[1]
+
+
+def _rational(x: Fraction) -> sympy.Rational:
+    return sympy.Rational(x.numerator, x.denominator)
+
+
+def _total(terms: list[Interval]) -> Interval:
+    out = (Fraction(0), Fraction(0))
+    for t in terms:
+        out = _add(out, t)
+    return out
+
+
+def typed(x: Entry) -> Interval:
+    """The numbers that round to a typed input at its typed decimals (a fraction: itself)."""
+    assert isinstance(x, Numeral)  # the checker's spec has numbers only: values are substituted for symbols
+    if x.decimals is None:
+        return x.value, x.value
+    half = Fraction(1, 2 * 10**x.decimals)
+    return x.value - half, x.value + half
+
+
+def is_supported(spec: Spec) -> bool:
+    """Enclosures cover one head with Q, K and V typed directly (no projections or W_O)."""
+    return spec.heads == 1 and spec.projection is None and spec.W_O is None
+
+
+class Enclosure:
+    """The intervals of one head's forward quantities, from the typed inputs' intervals."""
+
+    def __init__(self, spec: Spec, model):
+        self.spec = spec
+        self.model = model  # the exact model: its mask and the row maxima of the stable softmax
+        self.Q = [[typed(x) for x in row] for row in spec.Q]
+        self.K = [[typed(x) for x in row] for row in spec.K]
+        self.V = [[typed(x) for x in row] for row in spec.V]
+        self._cache: dict[tuple, Interval] = {}
+
+    @cached_property
+    def scale(self) -> Interval:
+        return _outward(self.model.scale)
+
+    def keys(self, i: int) -> list[int]:
+        return [j for j in range(len(self.K)) if self.model.may_attend(i, j)]
+
+    def difference(self, i: int, k: int, j: int) -> Interval:
+        """z_ik − z_ij, with each entry of the query once: Σ_m q_m (K_km − K_jm) · scale."""
+        q = self.Q[i]
+        dot = _total([_mul(q[m], _sub(self.K[k][m], self.K[j][m])) for m in range(len(q))])
+        return _mul(dot, self.scale)
+
+    def at(self, quantity: str, i: int, j: int) -> Interval:
+        """The interval of one entry (``exp_sum``: j is ignored; ``percent`` is the weight)."""
+        key = (quantity, i, j)
+        if key not in self._cache:
+            self._cache[key] = self._compute(quantity, i, j)
+        return self._cache[key]
+
+    def _compute(self, quantity: str, i: int, j: int) -> Interval:
+        stable = self.spec.softmax == "stable"
+        if quantity == "scores":
+            return _total([_mul(self.Q[i][m], self.K[j][m]) for m in range(len(self.Q[i]))])
+        if quantity == "scaled":
+            return _mul(self.at("scores", i, j), self.scale)
+        if quantity == "shifted":
+            return self.difference(i, j, self.model.row_max[i])
+        if quantity == "exp":
+            return _exp(self.at("shifted" if stable else "scaled", i, j))
+        if quantity == "exp_sum":
+            return _total([self.at("exp", i, k) for k in self.keys(i)])
+        if quantity in ("weights", "percent"):
+            # 1 / Σ_k e^(z_k − z_j): the terms share the query once, not once per exp
+            low, high = _total([_exp(self.difference(i, k, j)) for k in self.keys(i)])
+            return 1 / high, 1 / low
+        if quantity == "output":
+            return _total([_mul(self.at("weights", i, k), self.V[k][j]) for k in self.keys(i)])
+        raise ValueError(quantity)  # pragma: no cover - callers ask for ROUNDED_QUANTITIES only
+
+
+def explains(interval: Interval, claim: Numeral) -> bool:
+    """Whether some value in the interval rounds to the claim at its decimals."""
+    assert claim.decimals is not None  # a fraction claims exactness: rounding explains nothing
+    half = Fraction(1, 2 * 10**claim.decimals)
+    return interval[0] <= claim.value + half and claim.value - half <= interval[1]
+
+
+def depends_on(spec: Spec, quantity: str, i: int, j: int) -> tuple[str, ...]:
+    """The inputs a forward entry is computed from, named for the report: ``Q[3]`` (a row), ``K``, ``V[:,1]``."""
+    out = [f"Q[{i + 1}]"]
+    out.append(f"K[{j + 1}]" if quantity in ("scores", "scaled") else "K")
+    if quantity == "output":
+        out.append(f"V[:,{j + 1}]")
+    return tuple(out)
+
+
+__all__ = ["Enclosure", "Interval", "ROUNDED_QUANTITIES", "depends_on", "explains", "is_supported", "typed"]

@@ -1,0 +1,125 @@
+"""``inputs = "rounded"``: claims that only the typed inputs' rounding explains are ``input-rounding``.
+
+A notebook-like case: true inputs with 8 decimals, printed to 4; the printed outputs come from the
+true inputs (computed independently, tests/independent.py).
+"""
+
+import random
+from fractions import Fraction
+
+import pytest
+
+from symattn.checking.checker import check
+from symattn.checking.enclosure import Enclosure, typed
+from symattn.checking.report import report_data
+from symattn.exact.model import build_model
+from symattn.input.errors import SpecError
+from symattn.input.numeral import parse_numeral
+from symattn.input.spec import spec_from_mapping
+from symattn.rendering.renderer import render_report
+
+from . import independent as ind
+
+TOKENS = ["t1", "t2", "t3", "t4"]
+
+
+def notebook(seed: int):
+    """The printed inputs (4 decimals) and claims (4 decimals) of the true values."""
+    rng = random.Random(seed)
+    true = {k: [[Fraction(rng.randint(-2 * 10**8, 2 * 10**8), 10**8) for _ in range(4)] for _ in TOKENS] for k in "QKV"}
+    _, Z, _, _, A, O = ind.head(true["Q"], true["K"], true["V"], Fraction(1, 2))  # d_k = 4: 1/√4 exact
+    claims = {name: [[ind.text(x, 4) for x in row] for row in M] for name, M in (("scaled", Z), ("weights", A))}
+    claims["output"] = [[ind.text(x, 4) for x in row] for row in O]
+    printed = {k: [[ind.text(x, 4) for x in row] for row in M] for k, M in true.items()}
+    return {"tokens": TOKENS, **printed}, claims
+
+
+def verdicts(report):
+    return {f"{v.claim.quantity}[{v.claim.row + 1}][{v.claim.col + 1}]": v.verdict for v in report.results}
+
+
+def test_rounded_inputs_explain_what_the_exact_ones_flag():
+    inputs, claims = notebook(3)
+    plain = verdicts(check(None, {**inputs, "claims": claims}))
+    flagged = {k for k, v in plain.items() if v in ("wrong", "last-digit")}
+    assert len(flagged) == 9
+    rounded = check(None, {**inputs, "inputs": "rounded", "claims": claims})
+    got = verdicts(rounded)
+    assert {k for k, v in got.items() if v == "input-rounding"} == flagged
+    assert {k: v for k, v in got.items() if k not in flagged} == {k: v for k, v in plain.items() if k not in flagged}
+    assert rounded.ok and dict(rounded.counts)["input-rounding"] == 9
+    first = next(v for v in rounded.results if v.verdict == "input-rounding")
+    assert first.rounded_inputs[0].startswith("Q[")
+    data = report_data(rounded)["claims"]
+    assert next(c for c in data if c["verdict"] == "input-rounding")["rounded_inputs"] == list(first.rounded_inputs)
+
+
+def test_a_real_slip_stays_wrong():
+    inputs, claims = notebook(3)
+    claims["output"][1][2] = ind.text(Fraction(claims["output"][1][2]) + Fraction(1, 100), 4)
+    claims["weights"][2][0] = ind.text(Fraction(claims["weights"][2][0]) + Fraction(5, 1000), 4)
+    got = verdicts(check(None, {**inputs, "inputs": "rounded", "claims": claims}))
+    assert (got["output[2][3]"], got["weights[3][1]"]) == ("wrong", "wrong")
+
+
+def test_the_report_names_the_inputs():
+    spec = {"tokens": ["a"], "Q": [["0.5", "1.0"]], "K": [["1.0", "0.0"], ["0.0", "1.0"]], "V": [["1", "2"]] * 2}
+    spec["key_tokens"] = ["x", "y"]
+    # exact: 0.5 / √2 = 0.354 (0.35 at two decimals); the typed intervals reach 0.265 to 0.446
+    claims = {"scaled[1][1]": "0.38", "scaled[1][2]": "0.9"}
+    report = check(None, {**spec, "inputs": "rounded", "claims": claims})
+    assert [v.verdict for v in report.results] == ["input-rounding", "wrong"]
+    text = render_report(report, "text")
+    assert (
+        "rounded input 0.353553 = sqrt(2)/4 (right for inputs that round to the typed ones: the rounding of Q[1], K[1] explains it)"
+        in text
+    )
+    zh = render_report(check(None, {**spec, "lang": "zh", "inputs": "rounded", "claims": claims}), "text")
+    assert "(对舍入成所给输入的某些值是对的：Q[1], K[1] 的舍入可以解释它)" in zh
+
+
+def test_enclosures_hold_every_reachable_value():
+    data = {
+        "Q": [["0.3", "-1.2"], ["1", "0.25"]],
+        "K": [["0.1", "2"], ["-0.5", "1/3"]],
+        "V": [["1.5", "2"], ["-3", "0.7"]],
+    }
+    spec = spec_from_mapping({"tokens": ["a", "b"], "scale": "none", **data})
+    box = Enclosure(spec, build_model(spec))
+    assert typed(parse_numeral("0.25")) == (Fraction(49, 200), Fraction(51, 200))
+    assert typed(parse_numeral("1/3")) == (Fraction(1, 3), Fraction(1, 3))
+    # the typed values, and points of the box (a test of soundness: the checker never samples)
+    rng = random.Random(5)
+    intervals = {k: [[typed(parse_numeral(x)) for x in row] for row in m] for k, m in data.items()}
+    for trial in range(12):
+        pick = (
+            (lambda lo, hi: (lo + hi) / 2)
+            if trial == 0
+            else (lambda lo, hi: lo + (hi - lo) * Fraction(rng.randint(0, 1000), 1000))
+        )
+        point = {k: [[pick(*x) for x in row] for row in m] for k, m in intervals.items()}
+        S, _, E, sums, A, O = ind.head(point["Q"], point["K"], point["V"], Fraction(1))
+        for name, M in (("scores", S), ("exp", E), ("weights", A), ("output", O)):
+            for i in range(2):
+                for j in range(2):
+                    low, high = box.at(name, i, j)
+                    assert low <= M[i][j] <= high, (name, i, j)
+        assert all(box.at("exp_sum", i, 0)[0] <= sums[i] <= box.at("exp_sum", i, 0)[1] for i in range(2))
+    # the scores' enclosure is tight: the corners reach it (0.3 is 0.25..0.35, the integer 2 is 1.5..2.5)
+    assert box.at("scores", 0, 0) == (
+        Fraction(25, 100) * Fraction(5, 100) + Fraction(-125, 100) * Fraction(25, 10),
+        Fraction(35, 100) * Fraction(15, 100) + Fraction(-115, 100) * Fraction(15, 10),
+    )
+
+
+def test_the_spec_key():
+    with pytest.raises(SpecError) as info:
+        spec_from_mapping({"tokens": ["a"], "Q": [["1"]], "K": [["1"]], "V": [["1"]], "inputs": "approx"})
+    assert str(info.value) == "<dict>: inputs: expected one of 'exact', 'rounded', got 'approx'"
+    two = {"tokens": ["a"], "Q": [["1", "2"]], "K": [["1", "2"]], "V": [["1", "2"]], "heads": 2, "inputs": "rounded"}
+    with pytest.raises(SpecError) as info:
+        check(None, {**two, "claims": {"h1.scores[1][1]": "1"}})
+    assert str(info.value) == (
+        '<dict>: inputs: "rounded" is checked for one head with Q, K and V given directly '
+        "(not X and W, several heads or W_O)"
+    )
