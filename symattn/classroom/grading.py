@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -56,10 +57,12 @@ _COMMA = re.compile(r"[-+−]?[0-9]+,[0-9]+\s*%?")  # matched on stripped text o
 class Note:
     """A finding about one return, as a code of the language files' ``[grade.note]`` and its details.
 
-    Codes: ``inputs_changed``, ``decimal_comma`` (key, text), ``duplicate`` (text: how many returns),
+    Codes: ``inputs_changed``, ``decimal_comma`` (key, text), ``decimal_commas`` (key: the first, text:
+    how many claims), ``duplicate`` (text: how many returns),
     and, for returns that could not be graded, ``unreadable`` (text: the reader's message),
     ``no_student``, ``unknown_student`` (text: the id), ``not_checked`` (text: the checker's message),
-    ``not_returned`` (a student of the index with no answers file), and, for files that are not read,
+    ``not_returned`` (a student of the index with no answers file), ``time_limit`` (text: the limit, naming
+    the return), and, for files that are not read,
     ``outside`` (text: where the link leads, outside the returns folder), ``not_a_file`` (a FIFO, device or socket).
     """
 
@@ -99,6 +102,7 @@ class Summary:
     not_returned: int  # students of the index with no return
     steps: tuple[tuple[str, int], ...]
     slips: tuple[tuple[str, int], ...]
+    blank: int = 0  # graded returns with no number filled in
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,7 @@ class Gradebook:
             missing,
             tally(STEPS, lambda r: r.wrong),
             tally(SLIPS, lambda r: r.slips),
+            sum(dict(r.counts)["blank"] == sum(dict(r.counts).values()) for r in graded),
         )
 
     def as_data(self, lang: str = "en") -> list[dict[str, Any]]:
@@ -252,6 +257,7 @@ def grade_file(
     """One returned file against its student's own variant; a bad return is a row with an ``error``."""
     from symattn.checking.checker import check
     from symattn.classroom.variants import draw
+    from symattn.input.claims import claims_from_mapping
 
     notes: list[Note] = []
     try:
@@ -270,9 +276,13 @@ def grade_file(
         lang = given if isinstance(given, str) and given in _languages() else variant.spec.lang
         if not _inputs_match(data, variant):
             notes.append(INPUTS_CHANGED)
-        claims = _decimal_commas(data.get("claims"), notes)
+        commas: list[Note] = []
+        claims = _decimal_commas(data.get("claims"), commas)
+        if commas:  # one note for all of them: the same habit, not one finding per claim
+            notes.append(commas[0] if len(commas) == 1 else Note("decimal_commas", commas[0].key, str(len(commas))))
         # against the variant's own inputs: edited inputs must not change what is right
-        report = check(variant.spec, {"claims": claims})
+        # the claims' errors name the return, not "<dict>"
+        report = check(variant.spec, claims_from_mapping({"claims": claims}, shown, spec=variant.spec))
     except SymattnError as exc:
         return _error(student, name, shown, Note("not_checked", text=str(exc)), tuple(notes))
     report = replace(report, lang=lang, source=shown, student=student)
@@ -373,9 +383,13 @@ def grade(
 ) -> Gradebook:
     """Grade every answers file under ``folder``; index.csv and template.toml default to the folder's own.
 
-    ``progress`` wraps the list of files (the CLI passes a progress bar on a terminal).
+    ``progress`` wraps the list of files (the CLI passes a progress bar on a terminal). Under a time
+    limit (the CLI's --max-seconds) each return gets its share of the time still left, and a return that
+    takes longer is a row with the error ``time_limit``, named by its file.
     """
     from symattn.classroom.template import load_template
+    from symattn.input.errors import LimitError
+    from symattn.input.limits import alarm_guard, deadline, own_clocks
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -386,10 +400,21 @@ def grade(
     paths = returned_files(folder)
     root = os.path.realpath(folder)
     rows = []
-    for path in progress(paths) if progress else paths:
-        shown = path.relative_to(folder).as_posix()
-        refused = _not_read(path, root)
-        rows.append(_error("", "", shown, refused) if refused else grade_file(path, t, students, shown, policy))
+    with own_clocks() as budget:
+        start = time.monotonic()
+        for i, path in enumerate(progress(paths) if progress else paths):
+            shown = path.relative_to(folder).as_posix()
+            refused = _not_read(path, root)
+            if refused:
+                rows.append(_error("", "", shown, refused))
+                continue
+            # each return gets its share of the time still left, so one slow return cannot starve the rest
+            share = None if budget is None else max(budget - (time.monotonic() - start), 0.0) / (len(paths) - i)
+            try:
+                with deadline(None if share is None else max(share, 0.001), shown), alarm_guard():
+                    rows.append(grade_file(path, t, students, shown, policy))
+            except LimitError as exc:
+                rows.append(_error("", "", shown, Note("time_limit", text=str(exc))))
     returns: dict[str, int] = {}
     for r in rows:
         if r.error is None:
