@@ -412,9 +412,10 @@ def grade(
             share = None if budget is None else max(budget - (time.monotonic() - start), 0.0) / (len(paths) - i)
             try:
                 with deadline(None if share is None else max(share, 0.001), shown), alarm_guard():
-                    rows.append(grade_file(path, t, students, shown, policy))
-            except LimitError as exc:
-                rows.append(_error("", "", shown, Note("time_limit", text=str(exc))))
+                    row = grade_file(path, t, students, shown, policy)
+            except LimitError as exc:  # alarm_guard: also where grade_file took the time limit for a bad file
+                row = _error("", "", shown, Note("time_limit", text=str(exc)))
+            rows.append(row)
     returns: dict[str, int] = {}
     for r in rows:
         if r.error is None:

@@ -99,7 +99,6 @@ def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | b
         **latex_setup(list(spec.tokens) + [spec.title or "", v.name, v.id], spec.lang),
     )
     if fmt == "pdf":
-
         return pdf(tex, engine=spec.engine, lang=spec.lang)
     return tex
 
@@ -177,7 +176,6 @@ def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool)
 
         return page(text, first.lang)
     if fmt == "pdf":
-
         return pdf(text, engine=first.engine, lang=first.lang)
     return text
 

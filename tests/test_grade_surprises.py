@@ -1,0 +1,119 @@
+"""Grading a class without surprises (issue 19 §4): time, notes, one language per file."""
+
+import shutil
+import tomllib
+
+import pytest
+
+from symattn.classroom import exercises as ex
+from symattn.classroom import grading, sheets
+from symattn.classroom.gradebook import gradebook_text
+from symattn.classroom.grading import Note, grade
+from symattn.cli.commands import main
+
+from .test_exercise import HOMEWORK, key_numbers
+from .test_grade import fill
+
+IDS = ["s01", "s02", "s03"]
+
+
+@pytest.fixture()
+def small_class(tmp_path):
+    out = tmp_path / "class"
+    assert main(["exercise", str(HOMEWORK), "--count", "3", "--seed", "1", "-o", str(out)]) == 0
+    return out, {v.id: v for v in ex.exercise(HOMEWORK, IDS, 1)}
+
+
+def test_decimal_commas_are_one_note(small_class):
+    out, v = small_class
+    right = key_numbers(v["s01"])
+    commas = {k: x.replace(".", ",") for k, x in right.items()}
+    (out / "s01" / "answers.toml").write_text(fill(v["s01"], commas), encoding="utf-8")
+    row = next(r for r in grade(out).rows if r.id == "s01")
+    assert all("." in x for x in right.values()) and len(right) == 11
+    assert row.notes == (Note("decimal_commas", "claims.scores[3][1]", "11"),)
+    assert row.score == 11
+    lines = gradebook_text(grade(out), "markdown").splitlines()
+    assert (
+        "- s01 (s01/answers.toml): decimal commas in 11 claims, read as points (the first: claims.scores\\[3\\]\\[1\\])"
+        in lines
+    )
+    zh = gradebook_text(grade(out), "markdown", "zh")
+    assert "- s01 (s01/answers.toml)：11 个数用了小数逗号，按小数点读（第一个：claims.scores\\[3\\]\\[1\\]）" in zh
+
+
+def test_all_blank_class_says_so(small_class):
+    out, _ = small_class
+    text = gradebook_text(grade(out), "markdown")
+    assert text.endswith(
+        "3 returns graded, 0 could not be graded, 0 students returned nothing.\n\n"
+        "Every graded return is blank: no number was filled in.\n"
+    )
+    assert "No wrong numbers." not in text
+    zh = gradebook_text(grade(out), "latex", "zh")
+    assert "评分的答卷全是空白：一个数也没有填。" in zh
+
+
+def test_a_chinese_class_is_chinese_in_every_file(tmp_path):
+    out = tmp_path / "zh"
+    assert main(["exercise", str(HOMEWORK), "--count", "2", "--seed", "1", "--lang", "zh", "-o", str(out)]) == 0
+    answers = (out / "s01" / "answers.toml").read_text(encoding="utf-8")
+    assert answers.splitlines()[0] == (
+        '# Homework 3: attention by hand：s01 的答卷。把每个 "" 换成你算出的数（输入的数字保持不变），'
+        "然后运行：symattn check answers.toml"
+    )
+    assert tomllib.loads(answers)["lang"] == "zh"
+    for name in ("s01/sheet.md", "s01/key.md", "key-all.md"):
+        assert "Student" not in (out / name).read_text(encoding="utf-8"), name
+    v = ex.exercise(HOMEWORK, ["s01"], 1)[0]
+    assert sheets.answers(v).splitlines()[0] == (
+        '# Homework 3: attention by hand: answers of s01. Replace each "" with your number '
+        "(keep the inputs as they are), then: symattn check answers.toml"
+    )
+
+
+def test_a_claims_error_names_the_return(small_class):
+    out, _ = small_class
+    path = out / "s02" / "answers.toml"
+    path.write_text(path.read_text(encoding="utf-8").replace('"weights[3][1]" = ""', '"weights[3][1]" = "x"'))
+    row = next(r for r in grade(out).rows if r.id == "s02")
+    assert row.error is not None and row.error.code == "not_checked"
+    assert row.error.text.startswith("s02/answers.toml: claims.weights[3][1]: ")
+
+
+def test_a_slow_return_cannot_starve_the_rest(small_class, monkeypatch, capsys, tmp_path):
+    """The first return never finishes: it is stopped at its share of the time, and every other is graded."""
+    out, v = small_class
+    for i in IDS:
+        (out / i / "answers.toml").write_text(fill(v[i], key_numbers(v[i])), encoding="utf-8")
+    shutil.copy(out / "s01" / "answers.toml", out / "a-slow.toml")
+    read = grading.read_table
+
+    def slow(path):
+        if path.name == "a-slow.toml":
+            while True:  # pure Python, as a hostile return's work is: the time limit stops it
+                sum(range(1000))
+        return read(path)
+
+    monkeypatch.setattr(grading, "read_table", slow)
+    book = tmp_path / "book.csv"
+    assert main(["grade", str(out), "--max-seconds", "4", "-o", str(book)]) == 0
+    lines = book.read_text(encoding="utf-8").splitlines()
+    assert [line.split(",")[0] for line in lines[1:]] == ["s01", "s02", "s03", ""]
+    assert all(line.endswith(f"s0{i}/answers.toml") and ",11,11,," in line for i, line in zip((1, 2, 3), lines[1:]))
+    # the limit names the return (a share of the 4 s: about 1 s), not template.toml or the folder
+    slow_row = lines[-1]
+    assert slow_row.startswith(",,0,0,0,0,0,0,0,0,,,not graded: a-slow.toml: took longer than 0.")
+    assert slow_row.endswith(" s (the time limit; raise it with --max-seconds),a-slow.toml")
+    assert capsys.readouterr().err == ""
+
+
+def test_exercise_does_not_count_tex_time(tmp_path):
+    """Seven PDFs take pdflatex longer than 4 s; as in render, --max-seconds counts only symattn's own work."""
+    if not shutil.which("latexmk"):
+        pytest.skip("latexmk not installed (TeX Live)")
+    out = tmp_path / "pdf"
+    args = ["exercise", str(HOMEWORK), "--count", "3", "--seed", "1", "--format", "pdf", "--max-seconds", "4"]
+    assert main([*args, "-o", str(out)]) == 0
+    assert sorted(p.name for p in (out / "s01").iterdir()) == ["answers.toml", "key.pdf", "sheet.pdf"]
+    assert (out / "key-all.pdf").read_bytes().startswith(b"%PDF-")
