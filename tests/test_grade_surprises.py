@@ -117,3 +117,34 @@ def test_exercise_does_not_count_tex_time(tmp_path):
     assert main([*args, "-o", str(out)]) == 0
     assert sorted(p.name for p in (out / "s01").iterdir()) == ["answers.toml", "key.pdf", "sheet.pdf"]
     assert (out / "key-all.pdf").read_bytes().startswith(b"%PDF-")
+
+
+def test_check_reads_decimal_commas_as_grade_does(tmp_path, capsys):
+    claims = tmp_path / "c.toml"
+    claims.write_text(
+        'tokens = ["a", "b"]\nQ = [["1", "0"], ["0", "1"]]\nK = [["1", "0"], ["0", "1"]]\nV = [["1", "2"], ["3", "4"]]\n'
+        '[claims]\nsqrt_dk = "1,414"\n"weights[1][1]" = "0,67"\n"percent[1][2]" = "33,0"\n"weights[2][2]" = "0.67"\n',
+        encoding="utf-8",
+    )
+    assert main(["check", str(claims)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == (
+        "  exact: 0, rounded: 4, carried: 0, last-digit: 0, wrong: 0, "
+        "decimal commas in 3 claims, read as points (the first: claims.sqrt_dk)"
+    )
+    assert main(["check", str(claims), "--format", "json"]) == 0
+    import json
+
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["decimal_commas"] == ["claims.sqrt_dk", "claims.weights[1][1]", "claims.percent[1][2]"]
+    claims.write_text(claims.read_text(encoding="utf-8").replace('"1,414"', '"1.414"').replace('"33,0"', '"33.0"'))
+    assert main(["check", str(claims), "--lang", "zh"]) == 0
+    assert capsys.readouterr().out.splitlines()[-2].endswith("1 个数用了小数逗号，按小数点读：claims.weights[1][1]")
+    # the inputs still take points only
+    claims.write_text(
+        claims.read_text(encoding="utf-8").replace('[["1", "0"], ["0", "1"]]', '[["1,5", "0"], ["0", "1"]]', 1)
+    )
+    assert main(["check", str(claims)]) == 2
+    assert (
+        capsys.readouterr().err == f"symattn: {claims}: Q[1][1]: not a number: '1,5' (a decimal comma? write '1.5')\n"
+    )

@@ -82,6 +82,7 @@ def check(spec_or_result: Any, claims: Claims | Mapping[str, Any] | str, *, back
         blanks=loaded.blanks,
         student=loaded.student,
         softmax=spec.softmax,
+        commas=loaded.commas,
     )
 
 

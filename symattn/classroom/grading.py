@@ -23,7 +23,6 @@ own language.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,7 +34,6 @@ from typing import Any
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError, SymattnError
 from symattn.input.files import read_table
-from symattn.input.limits import NUMBER_LENGTH
 
 POLICY = {
     "exact": Fraction(1),
@@ -50,7 +48,6 @@ FORMATS = ("csv", "json", "markdown", "latex", "html", "pdf")
 FEEDBACK_FORMATS = ("text", "markdown", "latex", "html", "pdf")
 # the steps in the order of the derivation, for the class summary
 STEPS = ("sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
-_COMMA = re.compile(r"[-+−]?[0-9]+,[0-9]+\s*%?")  # matched on stripped text of bounded length only
 
 
 @dataclass(frozen=True)
@@ -218,18 +215,6 @@ def read_index(path: str | Path) -> dict[str, tuple[str, int]]:
     return out
 
 
-def _decimal_commas(table: Any, notes: list[Note], key: str = "claims") -> Any:
-    """Claims written with a decimal comma ("0,403"), read as "0.403"; each one noted."""
-    if isinstance(table, Mapping):
-        return {k: _decimal_commas(v, notes, f"{key}.{k}") for k, v in table.items()}
-    if isinstance(table, list):
-        return [_decimal_commas(v, notes, key) for v in table]
-    if isinstance(table, str) and len(table.strip()) <= NUMBER_LENGTH and _COMMA.fullmatch(table.strip()):
-        notes.append(Note("decimal_comma", key, table.strip()))
-        return table.replace(",", ".")
-    return table
-
-
 def _inputs_match(data: Mapping[str, Any], variant) -> bool:
     from symattn.input.spec import spec_from_mapping
 
@@ -276,13 +261,18 @@ def grade_file(
         lang = given if isinstance(given, str) and given in _languages() else variant.spec.lang
         if not _inputs_match(data, variant):
             notes.append(INPUTS_CHANGED)
-        commas: list[Note] = []
-        claims = _decimal_commas(data.get("claims"), commas)
+        # against the variant's own inputs: edited inputs must not change what is right; the claims'
+        # errors name the return, not "<dict>"
+        loaded = claims_from_mapping({"claims": data.get("claims")}, shown, spec=variant.spec)
+        report = check(variant.spec, loaded)
+        commas = loaded.commas  # read as points by the claims reader, as check reads them
         if commas:  # one note for all of them: the same habit, not one finding per claim
-            notes.append(commas[0] if len(commas) == 1 else Note("decimal_commas", commas[0].key, str(len(commas))))
-        # against the variant's own inputs: edited inputs must not change what is right
-        # the claims' errors name the return, not "<dict>"
-        report = check(variant.spec, claims_from_mapping({"claims": claims}, shown, spec=variant.spec))
+            key, written = commas[0]
+            notes.append(
+                Note("decimal_comma", key, written)
+                if len(commas) == 1
+                else Note("decimal_commas", key, str(len(commas)))
+            )
     except SymattnError as exc:
         return _error(student, name, shown, Note("not_checked", text=str(exc)), tuple(notes))
     report = replace(report, lang=lang, source=shown, student=student)
