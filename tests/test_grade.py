@@ -180,7 +180,8 @@ def test_gradebook_markdown(classroom):
         "",
         f"Returned answers: {returned}",
         "",
-        "Score per asked number: exact 1, rounded 1, carried 1, last-digit 0.5, wrong 0, blank 0.",
+        "Score per asked number: exact 1, rounded 1, carried 1, last-digit 0.5, wrong 0, blank 0, "
+        "carried from a trivial answer 0.5.",
         "",
         "| id | name | exact | rounded | carried | last-digit | wrong | blank | score | fix first |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
@@ -210,7 +211,10 @@ def test_policy(classroom, tmp_path):
     assert rows["s21"].score == 3 + Fraction(4, 2)  # exact 3, carried 4 × 0.5, last-digit 0, wrong 0
     assert rows["s22"].score == 6 + 1 + Fraction(3, 4)  # rounded 6, carried 2 × 0.5, blank 3 × 0.25
     for text, message in (
-        ("wrongg = 0\n", "wrongg: unknown verdict; expected one of exact, rounded, carried, last-digit, wrong, blank"),
+        (
+            "wrongg = 0\n",
+            "wrongg: unknown verdict; expected one of exact, rounded, carried, last-digit, wrong, blank, carried-trivial",
+        ),
         ("wrong = 2\n", "wrong: expected a score from 0 to 1, got 2"),
         ("wrong = true\n", "wrong: expected a score from 0 to 1, got a boolean"),
         ('wrong = "1/0"\n', None),
@@ -261,6 +265,7 @@ def test_grade_cli(classroom, tmp_path, capsys):
         "last-digit": "0.5",
         "wrong": "0",
         "blank": "0",
+        "carried-trivial": "0.5",
     }
     assert [s["id"] for s in data["students"]][:2] == ["s01", "s02"]
     # a bad policy is one line and nothing is written

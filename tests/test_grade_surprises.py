@@ -2,6 +2,8 @@
 
 import shutil
 import tomllib
+from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 
@@ -148,3 +150,115 @@ def test_check_reads_decimal_commas_as_grade_does(tmp_path, capsys):
     assert (
         capsys.readouterr().err == f"symattn: {claims}: Q[1][1]: not a number: '1,5' (a decimal comma? write '1.5')\n"
     )
+
+
+def trivial_numbers(v, score):
+    """Every score written as ``score``; the rest carried correctly from there (a uniform softmax)."""
+    V = v.spec.V
+    numbers = {f"scores[3][{j}]": score for j in (1, 2, 3)}
+    numbers.update({f"scaled[3][{j}]": "0.000" if score == "0" else "0.354" for j in (1, 2, 3)})
+    numbers.update({f"weights[3][{j}]": "0.333" for j in (1, 2, 3)})
+    for k in (0, 1):
+        total = sum(row[k].value for row in V) * Fraction(333, 1000)
+        numbers[f"output[3][{k + 1}]"] = format(Decimal(total.numerator) / Decimal(total.denominator), "f")
+    return numbers
+
+
+def test_a_class_of_30_without_surprises(tmp_path, monkeypatch):
+    """A Chinese class of 30, every situation of issue 19 §4 at once."""
+    out = tmp_path / "class"
+    ids = [f"s{i:02d}" for i in range(1, 31)]
+    assert main(["exercise", str(HOMEWORK), "--count", "30", "--seed", "7", "--lang", "zh", "-o", str(out)]) == 0
+    v = {x.id: x for x in ex.exercise(HOMEWORK, ids, 7)}
+    # one language per file: every answers file's header is Chinese
+    for i in ids:
+        assert (
+            (out / i / "answers.toml")
+            .read_text(encoding="utf-8")
+            .splitlines()[0]
+            .endswith(
+                f'：{i} 的答卷。把每个 "" 换成你算出的数（输入的数字保持不变），然后运行：symattn check answers.toml'
+            )
+        )
+    right = {i: key_numbers(x) for i, x in v.items()}
+
+    def hand_in(i, numbers):
+        (out / i / "answers.toml").write_text(fill(v[i], numbers, "zh"), encoding="utf-8")
+
+    for i in ids[:20]:  # s01-s20 right
+        hand_in(i, right[i])
+    hand_in("s21", {k: x.replace(".", ",") for k, x in right["s21"].items()})  # decimal commas throughout
+    hand_in("s22", trivial_numbers(v["s22"], "0"))  # 0 for every score, a uniform softmax carried
+    hand_in("s23", trivial_numbers(v["s23"], "0.5"))  # every score the same
+    slip = dict(right["s24"], **{"scaled[3][2]": "0.999"})  # one slip: fix first names it in words
+    hand_in("s24", slip)
+    # s25-s30 blank (as handed out); and a return that never finishes, last in the folder's order
+    shutil.copy(out / "s30" / "answers.toml", out / "zz-slow.toml")
+    read = grading.read_table
+
+    def slow(path):
+        if path.name == "zz-slow.toml":
+            while True:
+                sum(range(1000))
+        return read(path)
+
+    monkeypatch.setattr(grading, "read_table", slow)
+    from symattn.input.limits import deadline
+
+    with deadline(8, "test"):  # as the CLI's --max-seconds (see test_a_slow_return_cannot_starve_the_rest)
+        book = grade(out)
+    text = gradebook_text(book, "markdown", "zh")
+    rows = {(r.id or r.file): r for r in book.rows}
+    assert all(rows[i].score == 11 and rows[i].notes == () for i in ids[:20])
+    assert rows["s21"].notes == (Note("decimal_commas", "claims.scores[3][1]", "11"),) and rows["s21"].score == 11
+    # no method marks given silently: the 8 numbers carried from the zeros score ½ each
+    assert rows["s22"].notes == (Note("trivial_zeros", "scores", "8", "sat"),)
+    assert rows["s23"].notes == (Note("trivial_equal", "scores", "8", "sat"),)
+    assert all(rows[i].score < 11 - 3 for i in ("s22", "s23"))
+    assert rows["s24"].first_to_fix == "scaled[3][2]"
+    assert all(dict(rows[i].counts)["blank"] == 11 for i in ids[24:])
+    assert text.count("：11 个数用了小数逗号，按小数点读（第一个：claims.scores\\[3\\]\\[1\\]）") == 1
+    assert (
+        "- s22 (s22/answers.toml)：分数 S（sat）全写成 0；由它沿用的 8 个数按“沿用平凡答案”（carried-trivial）计分"
+        in text
+    )
+    assert "| s24 |  | " in text and "$S/\\sqrt{d_k}$ (sat, cat) |" in text and "scaled[3][2]" not in text
+    # the return that never finished is named by its own file, and every other return was graded
+    assert "- zz-slow.toml：未能评分：zz-slow.toml: took longer than " in text
+    assert "已评分 30 份，未能评分 1 份，0 人没有交。" in text
+    assert "没有错误的数。" not in text or "出错的步骤" in text
+
+
+def test_carried_trivial_is_a_policy_key(small_class, tmp_path):
+    out, v = small_class
+    (out / "s01" / "answers.toml").write_text(fill(v["s01"], trivial_numbers(v["s01"], "0")), encoding="utf-8")
+    policy = tmp_path / "policy.toml"
+    scores = []
+    for value in ("1", "0"):
+        policy.write_text(f'"carried-trivial" = {value}\n', encoding="utf-8")
+        scores.append(next(r for r in grade(out, policy=grading.read_policy(policy)).rows if r.id == "s01").score)
+    # rounded 1 + last-digit 2 × ½, then the 8 carried numbers at 1 (the old silent 10/11) or 0
+    assert scores == [10, 2] and next(r for r in grade(out).rows if r.id == "s01").score == 6
+
+
+def test_trivial_answers_of_each_kind():
+    from symattn.checking.checker import check
+    from symattn.input.spec import spec_from_mapping
+
+    spec = spec_from_mapping(
+        {
+            "tokens": ["a", "b"],
+            "Q": [["1", "2"], ["3", "4"]],
+            "K": [["1", "0"], ["0", "1"]],
+            "V": [["5", "6"], ["7", "8"]],
+        }
+    )
+
+    def kinds(claims):
+        return grading._trivial(check(spec, {"claims": claims}).results, spec)
+
+    assert kinds({"scores[1][1]": "1", "scores[1][2]": "2"}) == {}  # the right scores are Q's row: no dodge
+    assert kinds({"scores[2][1]": "1", "scores[2][2]": "2"}) == {("scores", 1): "inputs"}
+    assert kinds({"scores[2][1]": "0", "scores[2][2]": "0"}) == {("scores", 1): "zeros"}
+    assert kinds({"weights[1][1]": "0.5", "weights[1][2]": "0.5"}) == {("weights", 0): "equal"}
+    assert kinds({"output[2][1]": "5", "output[2][2]": "6"}) == {("output", 1): "inputs"}

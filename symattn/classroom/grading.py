@@ -7,7 +7,8 @@ under the folder (renamed files and flat folders too: a file is matched by the
 the index), and checks the claims against the variant's own inputs.
 
 Default policy, per asked number: exact, rounded and carried 1; last-digit 0.5;
-wrong and blank 0 (an asked number missing from the file is blank).
+wrong and blank 0 (an asked number missing from the file is blank); carried from a trivial wrong answer
+(all zeros, all equal, a row of the inputs copied) 0.5, with a note.
 
 Bad returns never stop the batch: they are rows with an ``error`` (unreadable
 TOML, no or an unknown student id, claims that do not parse), and every student
@@ -42,6 +43,9 @@ POLICY = {
     "last-digit": Fraction(1, 2),
     "wrong": Fraction(0),
     "blank": Fraction(0),
+    # a carried number whose chain starts from a trivial wrong answer (all zeros, all equal, the inputs
+    # copied): the method on such numbers shows little, so it scores apart from "carried"
+    "carried-trivial": Fraction(1, 2),
 }
 COUNTED = ("exact", "rounded", "carried", "last-digit", "wrong", "blank")
 FORMATS = ("csv", "json", "markdown", "latex", "html", "pdf")
@@ -58,7 +62,9 @@ class Note:
     how many claims), ``duplicate`` (text: how many returns),
     and, for returns that could not be graded, ``unreadable`` (text: the reader's message),
     ``no_student``, ``unknown_student`` (text: the id), ``not_checked`` (text: the checker's message),
-    ``not_returned`` (a student of the index with no answers file), ``time_limit`` (text: the limit, naming
+    ``trivial_zeros``, ``trivial_equal``, ``trivial_inputs`` (key: the
+    quantity, token: its row, text: how many carried numbers follow from it), ``not_returned`` (a student
+    of the index with no answers file), ``time_limit`` (text: the limit, naming
     the return), and, for files that are not read,
     ``outside`` (text: where the link leads, outside the returns folder), ``not_a_file`` (a FIFO, device or socket).
     """
@@ -66,6 +72,7 @@ class Note:
     code: str
     key: str = ""
     text: str = ""
+    token: str = ""  # with a quantity as key: the row's token (the note names the quantity in words)
 
 
 INPUTS_CHANGED = Note("inputs_changed")
@@ -163,13 +170,21 @@ def note_text(lang: str) -> Callable[[Note], str]:
     from symattn.rendering.renderer import Phrases, load_language
 
     phrases = Phrases(load_language(lang), lambda s: s, lang)
-    return lambda n: phrases(f"grade.note.{n.code}", where=n.key, text=n.text)
+
+    def say(n: Note) -> str:
+        where = (
+            n.key if not n.token else phrases("grade.note.place", quantity=phrases(f"quantity.{n.key}"), token=n.token)
+        )
+        return phrases(f"grade.note.{n.code}", where=where, text=n.text)
+
+    return say
 
 
 def read_policy(path: str | Path) -> dict[str, Fraction]:
     """A scoring policy from a TOML or JSON file: a score from 0 to 1 per verdict; the rest keep the default.
 
-    For example ``"last-digit" = 0`` and ``carried = "0.5"``.
+    For example ``"last-digit" = 0`` and ``carried = "0.5"``; ``carried-trivial`` scores the numbers
+    carried from a trivial wrong answer (all zeros, all equal, the inputs copied), default ½.
     """
     from symattn.input.files import kind_of
     from symattn.input.reader import Reader
@@ -180,7 +195,7 @@ def read_policy(path: str | Path) -> dict[str, Fraction]:
     policy = dict(POLICY)
     for key, raw in data.items():
         if key not in POLICY:
-            raise reader.error(key, "unknown verdict; expected one of " + ", ".join(COUNTED))
+            raise reader.error(key, "unknown verdict; expected one of " + ", ".join(POLICY))
         if isinstance(raw, bool) or not isinstance(raw, (int, str)):
             raise reader.error(key, f"expected a score from 0 to 1, got {kind_of(raw)}")
         value = reader.number(raw, key).value
@@ -282,9 +297,20 @@ def grade_file(
         counts[v.verdict] += 1
     answered = {_canonical(v) for v in report.results}
     counts["blank"] = sum(1 for a in variant.asked if a.key not in answered)
+    trivial = _trivial(report.results, variant.spec)
+    from_trivial = [v for v in report.results if _from_trivial(v, trivial)]
+    carried_trivial = {id(v) for v in from_trivial}
+    roots: set[int] = set()  # rows noted already: a trivial step carried from an earlier one is no new finding
+    for (step, row), kind in sorted(trivial.items(), key=lambda x: (STEPS.index(x[0][0]), x[0][1])):
+        later = sum(STEPS.index(_step(v)) > STEPS.index(step) and v.claim.row == row for v in from_trivial)
+        if row in roots or not later:
+            continue
+        roots.add(row)
+        if not any(x.code == f"trivial_{kind}" for x in notes):  # one note per kind
+            notes.append(Note(f"trivial_{kind}", step, str(later), variant.spec.tokens[row]))
     scored: dict[str, Fraction] = {}
     for v in report.results:  # one score per asked number (the first claim of it in the derivation's order)
-        scored.setdefault(_canonical(v), policy[v.verdict])
+        scored.setdefault(_canonical(v), policy["carried-trivial" if id(v) in carried_trivial else v.verdict])
     score = sum((x for k, x in scored.items() if k in asked), Fraction(0)) + policy["blank"] * counts["blank"]
     first = report.first_problem
     wrong = {_step(v) for v in report.results if v.verdict == "wrong"}
@@ -306,6 +332,41 @@ def grade_file(
         tuple(s for s in SLIPS if s in slips),
         report,
     )
+
+
+# the steps of one row that a trivial answer can start: each later step of the row is computed from it
+_ROW_STEPS = ("scores", "scaled", "exp", "weights", "output")
+
+
+def _trivial(results: Sequence[Any], spec: Any) -> dict[tuple[str, int], str]:
+    """(step, row) -> kind of each claimed row that is trivial and not right as given: ``zeros``, ``inputs``
+    (a row of Q, K or V copied) or ``equal`` (all entries the same)."""
+    rows: dict[tuple[str, int], list[Any]] = {}
+    for v in results:
+        if v.claim.quantity in _ROW_STEPS and v.claim.row is not None and v.head is None:
+            rows.setdefault((v.claim.quantity, v.claim.row), []).append(v)
+    inputs = [tuple(x.value for x in r) for m in (spec.Q, spec.K, spec.V) for r in m]
+    out = {}
+    for at, vs in rows.items():
+        # a row that is right as given (each claim exact or correctly rounded) is no dodge, even if trivial
+        if all(v.verdict in ("exact", "rounded") for v in vs) or any(v.claim.number.is_infinite for v in vs):
+            continue
+        values = tuple(v.claim.number.value for v in sorted(vs, key=lambda v: v.claim.col or 0))
+        if all(x == 0 for x in values):
+            out[at] = "zeros"
+        elif len(values) > 1 and values in inputs:
+            out[at] = "inputs"
+        elif len(values) > 1 and len(set(values)) == 1:
+            out[at] = "equal"
+    return out
+
+
+def _from_trivial(v: Any, trivial: Mapping[tuple[str, int], str]) -> bool:
+    """A carried claim of a row whose chain passes through a trivial answer of an earlier step."""
+    step = _step(v)
+    if v.verdict != "carried" or v.claim.row is None or step not in STEPS:
+        return False
+    return any(row == v.claim.row and STEPS.index(s) < STEPS.index(step) for s, row in trivial)
 
 
 def _languages() -> list[str]:
