@@ -297,7 +297,10 @@ def grade_file(
         counts[v.verdict] += 1
     answered = {_canonical(v) for v in report.results}
     counts["blank"] = sum(1 for a in variant.asked if a.key not in answered)
-    trivial = _trivial(report.results, variant.spec)
+    from symattn.classroom.trivial import from_trivial as _from_trivial
+    from symattn.classroom.trivial import trivial_rows
+
+    trivial = trivial_rows(report.results, variant.spec)
     from_trivial = [v for v in report.results if _from_trivial(v, trivial)]
     carried_trivial = {id(v) for v in from_trivial}
     roots: set[int] = set()  # rows noted already: a trivial step carried from an earlier one is no new finding
@@ -332,41 +335,6 @@ def grade_file(
         tuple(s for s in SLIPS if s in slips),
         report,
     )
-
-
-# the steps of one row that a trivial answer can start: each later step of the row is computed from it
-_ROW_STEPS = ("scores", "scaled", "exp", "weights", "output")
-
-
-def _trivial(results: Sequence[Any], spec: Any) -> dict[tuple[str, int], str]:
-    """(step, row) -> kind of each claimed row that is trivial and not right as given: ``zeros``, ``inputs``
-    (a row of Q, K or V copied) or ``equal`` (all entries the same)."""
-    rows: dict[tuple[str, int], list[Any]] = {}
-    for v in results:
-        if v.claim.quantity in _ROW_STEPS and v.claim.row is not None and v.head is None:
-            rows.setdefault((v.claim.quantity, v.claim.row), []).append(v)
-    inputs = [tuple(x.value for x in r) for m in (spec.Q, spec.K, spec.V) for r in m]
-    out = {}
-    for at, vs in rows.items():
-        # a row that is right as given (each claim exact or correctly rounded) is no dodge, even if trivial
-        if all(v.verdict in ("exact", "rounded") for v in vs) or any(v.claim.number.is_infinite for v in vs):
-            continue
-        values = tuple(v.claim.number.value for v in sorted(vs, key=lambda v: v.claim.col or 0))
-        if all(x == 0 for x in values):
-            out[at] = "zeros"
-        elif len(values) > 1 and values in inputs:
-            out[at] = "inputs"
-        elif len(values) > 1 and len(set(values)) == 1:
-            out[at] = "equal"
-    return out
-
-
-def _from_trivial(v: Any, trivial: Mapping[tuple[str, int], str]) -> bool:
-    """A carried claim of a row whose chain passes through a trivial answer of an earlier step."""
-    step = _step(v)
-    if v.verdict != "carried" or v.claim.row is None or step not in STEPS:
-        return False
-    return any(row == v.claim.row and STEPS.index(s) < STEPS.index(step) for s, row in trivial)
 
 
 def _languages() -> list[str]:
