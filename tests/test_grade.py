@@ -189,14 +189,16 @@ def test_gradebook_markdown(classroom):
         "",
         f"Returned answers: {returned}",
         "",
-        "Score per asked number: exact 1, rounded 1, carried 1, rounded input 1, too coarse 0.5, last-digit 0.5, wrong 0, blank 0.",
+        "Score per asked number: exact 1, rounded 1, carried 1, rounded input 1, too coarse 0.5, last-digit 0.5, "
+        "wrong 0, blank 0, carried from a trivial answer 0.5.",
         "",
         "| id | name | exact | rounded | carried | rounded input | too coarse | last-digit | wrong | blank | score | fix first |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         "| s01 |  | 3 | 7 | 1 | 0 | 0 | 0 | 0 | 0 | 11/11 |  |",
     ]
     assert "| s26.toml |  |  |  |  |  |  |  |  |  |  | not graded |" in lines
-    assert "| s21 |  | 3 | 0 | 4 | 0 | 0 | 1 | 3 | 0 | 7.5/11 | `scaled[3][1]` |" in lines
+    # fix first: the quantity and the tokens, not the claims key scaled[3][1]
+    assert "| s21 |  | 3 | 0 | 4 | 0 | 0 | 1 | 3 | 0 | 7.5/11 | scaled $S/\\sqrt{d_k}$ (sat, the) |" in lines
     assert "| s29 |  |  |  |  |  |  |  |  |  |  | not returned |" in lines
     assert "- s29: no answers file returned" in lines
     assert "- s28 (s28.toml): returned 2 times; each return is graded" in lines
@@ -220,7 +222,8 @@ def test_policy(classroom, tmp_path):
     for text, message in (
         (
             "wrongg = 0\n",
-            "wrongg: unknown verdict; expected one of exact, rounded, carried, input-rounding, too-coarse, last-digit, wrong, blank",
+            "wrongg: unknown verdict; expected one of exact, rounded, carried, input-rounding, too-coarse, "
+            "last-digit, wrong, blank, carried-trivial",
         ),
         ("wrong = 2\n", "wrong: expected a score from 0 to 1, got 2"),
         ("wrong = true\n", "wrong: expected a score from 0 to 1, got a boolean"),
@@ -277,6 +280,7 @@ def test_grade_cli(classroom, tmp_path, capsys):
         "last-digit": "0.5",
         "wrong": "0",
         "blank": "0",
+        "carried-trivial": "0.5",
     }
     assert [s["id"] for s in data["students"]][:2] == ["s01", "s02"]
     # a bad policy is one line and nothing is written

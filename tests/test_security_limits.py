@@ -276,10 +276,13 @@ def test_64_tokens_with_64_dimensions_are_allowed():
 
 
 def test_decimal_commas_are_read_from_bounded_text():
-    from symattn.classroom.grading import _decimal_commas
+    from symattn.input.claims import claims_from_mapping
+    from symattn.input.spec import spec_from_mapping
 
-    notes: list = []
-    # once quadratic in the spaces: now matched only on stripped text no longer than a number may be
-    assert _decimal_commas("1,1" + " " * 40_000 + "x", notes, "k") == "1,1" + " " * 40_000 + "x"
-    assert _decimal_commas(" 0,311 ", notes, "scaled[1][1]") == " 0.311 "
-    assert [(n.code, n.key, n.text) for n in notes] == [("decimal_comma", "scaled[1][1]", "0,311")]
+    spec = spec_from_mapping({"tokens": ["a", "b"], "Q": [["1"], ["0"]], "K": [["1"], ["0"]], "V": [["1"], ["2"]]})
+    # once quadratic in the spaces: now matched only on text no longer than twice a number's limit
+    with pytest.raises(SpecError) as info:
+        claims_from_mapping({"claims": {"scaled[1][1]": "1,1" + " " * 40_000 + "x"}}, "c", spec=spec)
+    assert str(info.value) == "c: claims.scaled[1][1]: number longer than 64 characters: '1,1                 '…"
+    loaded = claims_from_mapping({"claims": {"scaled[1][1]": " 0,311 "}}, "c", spec=spec)
+    assert loaded.commas == (("claims.scaled[1][1]", "0,311"),) and loaded.claims[0].number.text == "0.311"

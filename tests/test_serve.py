@@ -303,8 +303,8 @@ REQUEST_ERRORS = [
     ("/api/check", '{"spec": S}', "request: claims: missing"),
     (
         "/api/check",
-        '{"spec": S, "claims": {"rows": {"它": {"exp": ["1,9", "", ""]}}}}',
-        "claims: claims.rows.它.exp[1]: not a number: '1,9' (a decimal comma? write '1.9')",
+        '{"spec": S, "claims": {"rows": {"它": {"exp": ["1;9", "", ""]}}}}',
+        "claims: claims.rows.它.exp[1]: not a number: '1;9'",
     ),
     (
         "/api/check",

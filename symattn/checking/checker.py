@@ -98,6 +98,7 @@ def check(
         blanks=loaded.blanks,
         student=loaded.student,
         softmax=spec.softmax,
+        commas=loaded.commas,
     )
 
 

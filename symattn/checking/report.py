@@ -78,6 +78,7 @@ class Report:
     blanks: tuple[str, ...] = ()  # keys left blank (""), not checked
     student: str | None = None  # the claims file's ``student`` id
     softmax: str = "plain"  # "stable": the exps claimed are e^(z − max), and the report names them so
+    commas: tuple[tuple[str, str], ...] = ()  # (key, as written) of claims with a decimal comma, read as a point
 
     @property
     def counts(self) -> tuple[tuple[str, int], ...]:
@@ -136,6 +137,8 @@ def report_data(report: Report) -> dict[str, Any]:
     lost = report.precision_lost
     if lost is not None:
         summary["precision_lost"] = claims[report.results.index(lost)]
+    if report.commas:
+        summary["decimal_commas"] = [key for key, _ in report.commas]
     return {"claims": claims, "summary": summary}
 
 

@@ -63,9 +63,9 @@ def gradebook_document(book: Gradebook, fmt: str = "csv", lang: str = "en") -> s
 
         return page(gradebook_text(book, "markdown", lang), lang)
     if fmt == "pdf":
-        from symattn.rendering.pdf import latex_to_pdf
+        from symattn.classroom.sheets import pdf
 
-        return latex_to_pdf(gradebook_text(book, "latex", lang), lang=lang)
+        return pdf(gradebook_text(book, "latex", lang), lang=lang)
     return gradebook_text(book, fmt, lang)
 
 
@@ -80,9 +80,9 @@ def feedback(row: Row, fmt: str = "markdown") -> str | bytes:
     from symattn.rendering.renderer import render_report
 
     if fmt == "pdf":
-        from symattn.rendering.pdf import latex_to_pdf
+        from symattn.classroom.sheets import pdf
 
-        return latex_to_pdf(render_report(row.report, "latex", standalone=True), lang=row.report.lang)
+        return pdf(render_report(row.report, "latex", standalone=True), lang=row.report.lang)
     return render_report(row.report, fmt, standalone=fmt == "latex")
 
 

@@ -7,8 +7,9 @@ under the folder (renamed files and flat folders too: a file is matched by the
 the index), and checks the claims against the variant's own inputs.
 
 Default policy, per asked number: exact, rounded, carried and input-rounding 1; too-coarse (fewer decimals
-than the sheet asks for) and last-digit 0.5; wrong and blank 0 (an asked number missing from
-the file is blank). The decimals asked are the sheet's, whatever the returned file says.
+than the sheet asks for) and last-digit 0.5; wrong and blank 0 (an asked number missing from the file is
+blank); carried from a trivial wrong answer (all zeros, all equal, a row of the inputs copied) 0.5, with a
+note. The decimals asked are the sheet's, whatever the returned file says.
 
 Bad returns never stop the batch: they are rows with an ``error`` (unreadable
 TOML, no or an unknown student id, claims that do not parse), and every student
@@ -24,8 +25,8 @@ own language.
 from __future__ import annotations
 
 import os
-import re
 import stat
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -35,7 +36,6 @@ from typing import Any
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError, SymattnError
 from symattn.input.files import read_table
-from symattn.input.limits import NUMBER_LENGTH
 
 POLICY = {
     "exact": Fraction(1),
@@ -46,29 +46,36 @@ POLICY = {
     "last-digit": Fraction(1, 2),
     "wrong": Fraction(0),
     "blank": Fraction(0),
+    # a carried number whose chain starts from a trivial wrong answer (all zeros, all equal, the inputs
+    # copied): the method on such numbers shows little, so it scores apart from "carried"
+    "carried-trivial": Fraction(1, 2),
 }
 COUNTED = ("exact", "rounded", "carried", "input-rounding", "too-coarse", "last-digit", "wrong", "blank")
 FORMATS = ("csv", "json", "markdown", "latex", "html", "pdf")
 FEEDBACK_FORMATS = ("text", "markdown", "latex", "html", "pdf")
 # the steps in the order of the derivation, for the class summary
 STEPS = ("sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
-_COMMA = re.compile(r"[-+−]?[0-9]+,[0-9]+\s*%?")  # matched on stripped text of bounded length only
 
 
 @dataclass(frozen=True)
 class Note:
     """A finding about one return, as a code of the language files' ``[grade.note]`` and its details.
 
-    Codes: ``inputs_changed``, ``decimal_comma`` (key, text), ``duplicate`` (text: how many returns),
+    Codes: ``inputs_changed``, ``decimal_comma`` (key, text), ``decimal_commas`` (key: the first, text:
+    how many claims), ``duplicate`` (text: how many returns),
     and, for returns that could not be graded, ``unreadable`` (text: the reader's message),
     ``no_student``, ``unknown_student`` (text: the id), ``not_checked`` (text: the checker's message),
-    ``not_returned`` (a student of the index with no answers file), and, for files that are not read,
+    ``trivial_zeros``, ``trivial_equal``, ``trivial_inputs`` (key: the
+    quantity, token: its row, text: how many carried numbers follow from it), ``not_returned`` (a student
+    of the index with no answers file), ``time_limit`` (text: the limit, naming
+    the return), and, for files that are not read,
     ``outside`` (text: where the link leads, outside the returns folder), ``not_a_file`` (a FIFO, device or socket).
     """
 
     code: str
     key: str = ""
     text: str = ""
+    token: str = ""  # with a quantity as key: the row's token (the note names the quantity in words)
 
 
 INPUTS_CHANGED = Note("inputs_changed")
@@ -102,6 +109,7 @@ class Summary:
     not_returned: int  # students of the index with no return
     steps: tuple[tuple[str, int], ...]
     slips: tuple[tuple[str, int], ...]
+    blank: int = 0  # graded returns with no number filled in
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,7 @@ class Gradebook:
             missing,
             tally(STEPS, lambda r: r.wrong),
             tally(SLIPS, lambda r: r.slips),
+            sum(dict(r.counts)["blank"] == sum(dict(r.counts).values()) for r in graded),
         )
 
     def as_data(self, lang: str = "en") -> list[dict[str, Any]]:
@@ -164,13 +173,21 @@ def note_text(lang: str) -> Callable[[Note], str]:
     from symattn.rendering.renderer import Phrases, load_language
 
     phrases = Phrases(load_language(lang), lambda s: s, lang)
-    return lambda n: phrases(f"grade.note.{n.code}", where=n.key, text=n.text)
+
+    def say(n: Note) -> str:
+        where = (
+            n.key if not n.token else phrases("grade.note.place", quantity=phrases(f"quantity.{n.key}"), token=n.token)
+        )
+        return phrases(f"grade.note.{n.code}", where=where, text=n.text)
+
+    return say
 
 
 def read_policy(path: str | Path) -> dict[str, Fraction]:
     """A scoring policy from a TOML or JSON file: a score from 0 to 1 per verdict; the rest keep the default.
 
-    For example ``"last-digit" = 0`` and ``carried = "0.5"``.
+    For example ``"last-digit" = 0`` and ``carried = "0.5"``; ``carried-trivial`` scores the numbers
+    carried from a trivial wrong answer (all zeros, all equal, the inputs copied), default ½.
     """
     from symattn.input.files import kind_of
     from symattn.input.reader import Reader
@@ -181,7 +198,7 @@ def read_policy(path: str | Path) -> dict[str, Fraction]:
     policy = dict(POLICY)
     for key, raw in data.items():
         if key not in POLICY:
-            raise reader.error(key, "unknown verdict; expected one of " + ", ".join(COUNTED))
+            raise reader.error(key, "unknown verdict; expected one of " + ", ".join(POLICY))
         if isinstance(raw, bool) or not isinstance(raw, (int, str)):
             raise reader.error(key, f"expected a score from 0 to 1, got {kind_of(raw)}")
         value = reader.number(raw, key).value
@@ -216,18 +233,6 @@ def read_index(path: str | Path) -> dict[str, tuple[str, int]]:
     return out
 
 
-def _decimal_commas(table: Any, notes: list[Note], key: str = "claims") -> Any:
-    """Claims written with a decimal comma ("0,403"), read as "0.403"; each one noted."""
-    if isinstance(table, Mapping):
-        return {k: _decimal_commas(v, notes, f"{key}.{k}") for k, v in table.items()}
-    if isinstance(table, list):
-        return [_decimal_commas(v, notes, key) for v in table]
-    if isinstance(table, str) and len(table.strip()) <= NUMBER_LENGTH and _COMMA.fullmatch(table.strip()):
-        notes.append(Note("decimal_comma", key, table.strip()))
-        return table.replace(",", ".")
-    return table
-
-
 def _inputs_match(data: Mapping[str, Any], variant) -> bool:
     from symattn.input.spec import spec_from_mapping
 
@@ -256,6 +261,7 @@ def grade_file(
     from symattn.checking.checker import check
     from symattn.classroom.sheets import asked_decimals
     from symattn.classroom.variants import draw
+    from symattn.input.claims import claims_from_mapping
 
     notes: list[Note] = []
     try:
@@ -274,9 +280,18 @@ def grade_file(
         lang = given if isinstance(given, str) and given in _languages() else variant.spec.lang
         if not _inputs_match(data, variant):
             notes.append(INPUTS_CHANGED)
-        claims = _decimal_commas(data.get("claims"), notes)
-        # against the variant's own inputs: edited inputs must not change what is right
-        report = check(variant.spec, {"claims": claims}, asked=asked_decimals(variant))
+        # against the variant's own inputs: edited inputs must not change what is right; the claims'
+        # errors name the return, not "<dict>"
+        loaded = claims_from_mapping({"claims": data.get("claims")}, shown, spec=variant.spec)
+        report = check(variant.spec, loaded, asked=asked_decimals(variant))
+        commas = loaded.commas  # read as points by the claims reader, as check reads them
+        if commas:  # one note for all of them: the same habit, not one finding per claim
+            key, written = commas[0]
+            notes.append(
+                Note("decimal_comma", key, written)
+                if len(commas) == 1
+                else Note("decimal_commas", key, str(len(commas)))
+            )
     except SymattnError as exc:
         return _error(student, name, shown, Note("not_checked", text=str(exc)), tuple(notes))
     report = replace(report, lang=lang, source=shown, student=student)
@@ -286,9 +301,23 @@ def grade_file(
         counts[v.verdict] += 1
     answered = {_canonical(v) for v in report.results}
     counts["blank"] = sum(1 for a in variant.asked if a.key not in answered)
+    from symattn.classroom.trivial import from_trivial as _from_trivial
+    from symattn.classroom.trivial import trivial_rows
+
+    trivial = trivial_rows(report.results, variant.spec)
+    from_trivial = [v for v in report.results if _from_trivial(v, trivial)]
+    carried_trivial = {id(v) for v in from_trivial}
+    roots: set[int] = set()  # rows noted already: a trivial step carried from an earlier one is no new finding
+    for (step, row), kind in sorted(trivial.items(), key=lambda x: (STEPS.index(x[0][0]), x[0][1])):
+        later = sum(STEPS.index(_step(v)) > STEPS.index(step) and v.claim.row == row for v in from_trivial)
+        if row in roots or not later:
+            continue
+        roots.add(row)
+        if not any(x.code == f"trivial_{kind}" for x in notes):  # one note per kind
+            notes.append(Note(f"trivial_{kind}", step, str(later), variant.spec.tokens[row]))
     scored: dict[str, Fraction] = {}
     for v in report.results:  # one score per asked number (the first claim of it in the derivation's order)
-        scored.setdefault(_canonical(v), policy[v.verdict])
+        scored.setdefault(_canonical(v), policy["carried-trivial" if id(v) in carried_trivial else v.verdict])
     score = sum((x for k, x in scored.items() if k in asked), Fraction(0)) + policy["blank"] * counts["blank"]
     first = report.first_problem
     wrong = {_step(v) for v in report.results if v.verdict == "wrong"}
@@ -377,9 +406,13 @@ def grade(
 ) -> Gradebook:
     """Grade every answers file under ``folder``; index.csv and template.toml default to the folder's own.
 
-    ``progress`` wraps the list of files (the CLI passes a progress bar on a terminal).
+    ``progress`` wraps the list of files (the CLI passes a progress bar on a terminal). Under a time
+    limit (the CLI's --max-seconds) each return gets its share of the time still left, and a return that
+    takes longer is a row with the error ``time_limit``, named by its file.
     """
     from symattn.classroom.template import load_template
+    from symattn.input.errors import LimitError
+    from symattn.input.limits import alarm_guard, deadline, own_clocks
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -390,10 +423,22 @@ def grade(
     paths = returned_files(folder)
     root = os.path.realpath(folder)
     rows = []
-    for path in progress(paths) if progress else paths:
-        shown = path.relative_to(folder).as_posix()
-        refused = _not_read(path, root)
-        rows.append(_error("", "", shown, refused) if refused else grade_file(path, t, students, shown, policy))
+    with own_clocks() as budget:
+        start = time.monotonic()
+        for i, path in enumerate(progress(paths) if progress else paths):
+            shown = path.relative_to(folder).as_posix()
+            refused = _not_read(path, root)
+            if refused:
+                rows.append(_error("", "", shown, refused))
+                continue
+            # each return gets its share of the time still left, so one slow return cannot starve the rest
+            share = None if budget is None else max(budget - (time.monotonic() - start), 0.0) / (len(paths) - i)
+            try:
+                with deadline(None if share is None else max(share, 0.001), shown), alarm_guard():
+                    row = grade_file(path, t, students, shown, policy)
+            except LimitError as exc:  # alarm_guard: also where grade_file took the time limit for a bad file
+                row = _error("", "", shown, Note("time_limit", text=str(exc)))
+            rows.append(row)
     returns: dict[str, int] = {}
     for r in rows:
         if r.error is None:

@@ -99,10 +99,17 @@ def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | b
         **latex_setup(list(spec.tokens) + [spec.title or "", v.name, v.id], spec.lang),
     )
     if fmt == "pdf":
-        from symattn.rendering.pdf import latex_to_pdf
-
-        return latex_to_pdf(tex, engine=spec.engine, lang=spec.lang)
+        return pdf(tex, engine=spec.engine, lang=spec.lang)
     return tex
+
+
+def pdf(tex: str, engine: str | None = None, lang: str | None = None) -> bytes:
+    """A PDF of the LaTeX; TeX has its own time limit, so --max-seconds does not count it (as in render)."""
+    from symattn.input.limits import paused
+    from symattn.rendering.pdf import latex_to_pdf
+
+    with paused():
+        return latex_to_pdf(tex, engine=engine, lang=lang)
 
 
 def answer_values(v: Variant) -> tuple[Any, ...]:
@@ -169,9 +176,7 @@ def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool)
 
         return page(text, first.lang)
     if fmt == "pdf":
-        from symattn.rendering.pdf import latex_to_pdf
-
-        return latex_to_pdf(text, engine=first.engine, lang=first.lang)
+        return pdf(text, engine=first.engine, lang=first.lang)
     return text
 
 
@@ -194,9 +199,13 @@ def answers(v: Variant, lang: str | None = None) -> str:
     data["decimals"] = {**(dict(given) if isinstance(given, Mapping) else {}), **asked_decimals(v)}
     if lang is not None:
         data["lang"] = lang
+    from symattn.rendering.renderer import Phrases, load_language
+
+    # the header comment in the class's language, as every other file of the class
+    t = Phrases(load_language(lang or v.spec.lang), lambda s: s, lang or v.spec.lang)
+    comment = t("sheet.answers_comment", title=v.spec.title or t("sheet.untitled"), id=v.id)
     lines = [
-        f'# {v.spec.title or "symattn exercise"}: answers of {v.id}. Replace each "" with your number '
-        "(keep the inputs as they are), then: symattn check answers.toml",
+        "# " + " ".join(comment.splitlines()),
         f"student = {toml_value(v.id)}",
     ]
     lines += [f"{toml_key(k)} = {toml_value(x)}" for k, x in data.items()]

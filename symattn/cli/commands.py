@@ -129,21 +129,11 @@ def _emit_pdf(tex: str, lang: str, engine: str | None, args: argparse.Namespace)
     _emit(data, args.output)
 
 
-@contextmanager
-def _latex_clock() -> Iterator[None]:
+def _latex_clock():
     """TeX has its own time limit (limits.LATEX_SECONDS): --max-seconds stops counting while it runs."""
-    import signal
-    import threading
+    from symattn.input.limits import paused
 
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    remaining, interval = signal.setitimer(signal.ITIMER_REAL, 0)
-    try:
-        yield
-    finally:
-        if remaining:
-            signal.setitimer(signal.ITIMER_REAL, remaining, interval)
+    return paused()
 
 
 def _subs(pairs: list[str] | None) -> dict[str, str] | None:

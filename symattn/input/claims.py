@@ -28,7 +28,7 @@ from typing import Any
 from symattn.input import quantities
 from symattn.input.errors import SpecError
 from symattn.input.files import kind_of, read_table
-from symattn.input.limits import CLAIMS
+from symattn.input.limits import CLAIMS, NUMBER_LENGTH
 from symattn.input.numeral import Numeral, NumeralError, parse_claimed
 from symattn.input.parts import read_decimals
 from symattn.input.quantities import (
@@ -48,6 +48,7 @@ from symattn.input.spec import SPEC_KEYS, Spec, spec_from_mapping
 _KEY = re.compile(r"([A-Za-z_]+)((?:\[[0-9]+\])*)")  # ASCII digits: never '²'
 _INDEX = re.compile(r"\[([0-9]+)\]")
 _HEAD = re.compile(r"h([0-9]{1,9})")  # a table of one head's claims: [claims.h2]
+_COMMA = re.compile(r"[-+−]?[0-9]+,[0-9]+\s*%?")  # "0,311", "40,3%": a decimal comma (bounded text only)
 _PREFIXED = re.compile(r"h([0-9]{1,9})\.(.+)", re.DOTALL)  # "h2.weights[1][2]"
 
 
@@ -73,6 +74,8 @@ class Claims:
     student: str | None = None  # ``student = "id"``: whose answers these are (symattn exercise writes it)
     # what the file's own ``decimals`` table asks for, (Decimals field, n); defaults and a spec file's ask nothing
     asked: tuple[tuple[str, int], ...] = ()
+    # (key, as written) of claims written with a decimal comma ("0,311", read as 0.311), in file order
+    commas: tuple[tuple[str, str], ...] = ()
 
 
 class _ClaimReader(Reader):
@@ -81,6 +84,7 @@ class _ClaimReader(Reader):
         self.spec = spec
         self.out: list[Claim] = []
         self.blanks: list[str] = []
+        self.commas: list[tuple[str, str]] = []
 
     def is_blank(self, raw: object, key: str, position: tuple[int, ...]) -> bool:
         """An empty string is a blank left to fill in: recorded, never checked."""
@@ -90,6 +94,10 @@ class _ClaimReader(Reader):
         return False
 
     def number_of(self, quantity: str, raw: object, key: str, position: tuple[int, ...]) -> Numeral:
+        if isinstance(raw, str) and len(raw) <= 2 * NUMBER_LENGTH and _COMMA.fullmatch(raw.strip()):
+            # a decimal comma is read as a point, as grade reads it; the report notes it once
+            self.commas.append((key + "".join(f"[{p}]" for p in position), raw.strip()))
+            raw = raw.replace(",", ".")
         if quantity == "percent" and not (isinstance(raw, str) and raw.strip().endswith("%")):
             # a bare number under "percent" is a percentage: 40.3 means 40.3%
             number = self.number(raw, key, position)
@@ -298,7 +306,15 @@ def claims_from_mapping(
         raise reader.error("claims", f"expected a table of claims, got {kind_of(table)}")
     claim_reader = _ClaimReader(source, spec)
     claim_reader.section(table, "claims", None)
-    return Claims(spec, tuple(claim_reader.out), source, tuple(claim_reader.blanks), student, asked)
+    return Claims(
+        spec,
+        tuple(claim_reader.out),
+        source,
+        tuple(claim_reader.blanks),
+        student,
+        asked,
+        tuple(claim_reader.commas),
+    )
 
 
 def _asked(reader: Reader, raw: object) -> tuple[tuple[str, int], ...]:

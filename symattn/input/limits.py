@@ -128,6 +128,43 @@ def deadline(seconds: float | None, what: str) -> Iterator[None]:
 _rung: LimitError | None = None  # the time limit of the innermost deadline, once its alarm has rung
 
 
+def _timer_stopped() -> tuple[float, float] | None:
+    """The command's timer, stopped: (seconds left, interval); None where there is none to stop."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """Work with its own time limit (TeX: LATEX_SECONDS) that --max-seconds does not count."""
+    stopped = _timer_stopped()
+    try:
+        yield
+    finally:
+        if stopped and stopped[0]:
+            signal.setitimer(signal.ITIMER_REAL, *stopped)
+
+
+@contextmanager
+def own_clocks() -> Iterator[float | None]:
+    """Work that shares out the command's time among its parts, each under its own :func:`deadline`.
+
+    Yields the seconds the command has left (None: no time limit runs); the command's timer stops
+    meanwhile, and goes on afterwards with what the work did not use.
+    """
+    import time
+
+    stopped = _timer_stopped()
+    start = time.monotonic()
+    try:
+        yield stopped[0] if stopped and stopped[0] else None
+    finally:
+        if stopped and stopped[0]:
+            left = stopped[0] - (time.monotonic() - start)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 0.001), stopped[1])
+
+
 @contextmanager
 def alarm_guard() -> Iterator[None]:
     """Work that fills a cache, which the time limit may interrupt anywhere: once the alarm has rung, the
