@@ -106,7 +106,7 @@ def test_a_slow_return_cannot_starve_the_rest(small_class, monkeypatch, capsys, 
     assert all(line.endswith(f"s0{i}/answers.toml") and ",11,11,," in line for i, line in zip((1, 2, 3), lines[1:]))
     # the limit names the return (a share of the 4 s: about 1 s), not template.toml or the folder
     slow_row = lines[-1]
-    assert slow_row.startswith(",,0,0,0,0,0,0,0,0,,,not graded: a-slow.toml: took longer than 0.")
+    assert slow_row.startswith(",,0,0,0,0,0,0,0,0,0,0,,,not graded: a-slow.toml: took longer than 0.")
     assert slow_row.endswith(" s (the time limit; raise it with --max-seconds),a-slow.toml")
     assert capsys.readouterr().err == ""
 
