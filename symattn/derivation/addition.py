@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from symattn.derivation.steps import AnyStep, Derivation, Dot
+from symattn.input.decimals import round_half_up
 
 # a shown value, or an entry as typed: a Num, a Numeral or (symbolic) a Formula
 Value = Any
@@ -45,10 +46,7 @@ def rounds_to(value: Fraction, shown: Value) -> bool:
         return _exact(shown) == value
     exponent = shown.value.as_tuple().exponent
     assert isinstance(exponent, int)  # a finite Decimal
-    unit = Fraction(10) ** exponent
-    scaled = abs(value) / unit
-    q = (scaled.numerator * 2 + scaled.denominator) // (scaled.denominator * 2)  # half-up, away from zero
-    return (q if value >= 0 else -q) * unit == Fraction(shown.value)
+    return round_half_up(value, -exponent) == shown.value
 
 
 def _sum(values: Iterable[Fraction | None]) -> Fraction | None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from symattn.rendering.figure_parts import Figure
+if TYPE_CHECKING:  # a document without pictures never loads the layout of figures
+    from symattn.rendering.figure_parts import Figure
 
 
 def figures(derivation: Any, step: Any) -> tuple[Figure, ...]:

@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from symattn.rendering.layout import TEXT_WIDTH, _split, tex_width, tex_width_at
+from symattn.rendering.layout import TEXT_WIDTH, _environment, _split, tex_width, tex_width_at
 
 # pt at 10 pt: a little less than article's text height on A4 and Letter (about 550 pt), so that a
 # display that starts low on a page still breaks where it must
@@ -62,10 +62,8 @@ def _max_columns(latex: str) -> str:
         return latex
     widest = 10
     for m in re.finditer(re.escape(_MATRIX_BEGIN), latex):
-        end = _matching_end(latex, m.start())
-        if end is not None:
-            inner = latex[m.end() : end]
-            widest = max(widest, *(len(_split(row, "&")) for row in _split(inner, "\\\\")))
+        inner, _ = _environment(latex, m.end(), "bmatrix")
+        widest = max(widest, *(len(_split(row, "&")) for row in _split(inner, "\\\\")))
     return _MAX_COLUMNS.sub(lambda m: f"\\setcounter{{MaxMatrixCols}}{{{min(int(m.group(1)), widest)}}}", latex)
 
 
@@ -177,25 +175,22 @@ def _matrix(row: str) -> _Found | None:
         elif row[i] == "}":
             depth -= 1
         elif depth == 0 and environments == 0 and row.startswith(_MATRIX_BEGIN, i):
-            end = _matching_end(row, i)
-            if end is None:
-                return best
-            inner = row[i + len(_MATRIX_BEGIN) : end]
+            inner, end = _environment(row, i + len(_MATRIX_BEGIN), "bmatrix")
             cells = [[c.strip() for c in _split(r, "&")] for r in _split(inner, "\\\\")]
-            w = tex_width(row[i : end + len(_MATRIX_END)])
+            w = tex_width(row[i:end])
             if w > best_width:
-                best, best_width = _Found(row[:i], cells, row[end + len(_MATRIX_END) :]), w
-            i = end + len(_MATRIX_END)
+                best, best_width = _Found(row[:i], cells, row[end:]), w
+            i = end
             continue
         elif depth == 0 and environments == 0 and row[i] == "[" and not row.endswith("\\left", 0, i):
             # a vector [a,\ b,\ …] as tex_vector writes it: a matrix of one row
-            end = _closing_bracket(row, i)
-            if end is not None and ",\\ " in row[i:end]:
-                cells = [[c.strip() for c in _split(row[i + 1 : end], ",\\ ")]]
-                w = tex_width(row[i : end + 1])
+            close = _closing_bracket(row, i)
+            if close is not None and ",\\ " in row[i:close]:
+                cells = [[c.strip() for c in _split(row[i + 1 : close], ",\\ ")]]
+                w = tex_width(row[i : close + 1])
                 if w > best_width:
-                    best, best_width = _Found(row[:i], cells, row[end + 1 :]), w
-                i = end + 1
+                    best, best_width = _Found(row[:i], cells, row[close + 1 :]), w
+                i = close + 1
                 continue
         i += 1
     return best
@@ -204,7 +199,7 @@ def _matrix(row: str) -> _Found | None:
 def _closing_bracket(row: str, start: int) -> int | None:
     depth = 0
     for j in range(start + 1, len(row)):
-        if row[j] in "{" and row[j - 1] != "\\":
+        if row[j] == "{" and row[j - 1] != "\\":
             depth += 1
         elif row[j] == "}" and row[j - 1] != "\\":
             depth -= 1
@@ -212,15 +207,6 @@ def _closing_bracket(row: str, start: int) -> int | None:
             return j
         elif row[j] == "[" and depth == 0:
             return None
-    return None
-
-
-def _matching_end(row: str, start: int) -> int | None:
-    depth = 0
-    for m in re.finditer(r"\\(begin|end)\{bmatrix\}", row[start:]):
-        depth += 1 if m.group(1) == "begin" else -1
-        if depth == 0:
-            return start + m.start()
     return None
 
 
