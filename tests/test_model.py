@@ -8,6 +8,7 @@ from sympy import Rational, exp, sqrt
 
 from symattn.derivation.derive import derive
 from symattn.exact.model import build_model
+from symattn.exact.multihead import build_multihead
 from symattn.exact.rounding import exact_figures, hand_figures
 from symattn.input.spec import load_spec
 
@@ -82,6 +83,16 @@ def test_rational_output_tie_is_rounded_exactly():
     m = build_model(spec)
     assert m.rationals("output") == ((Fraction(1, 2),), (Fraction(1, 2),))
     assert m.rounded("output", 0) == (D("1"), D("1"))
+
+
+def test_an_output_projection_of_zeros_gives_exact_values():
+    # irrational weights times a column of W_O that is all 0: the output is b_O exactly, not an undecidable tie
+    base = {"X": [[1, 0], [0, 1]], "W_Q": [[1, 0], [0, 1]], "W_K": [[1, 0], [0, 1]], "W_V": [[1, 0], [0, 1]]}
+    spec = load_spec(base | {"W_O": [[0, 1], [0, 0]], "b_O": ["0.25", 0]})
+    m = build_multihead(spec)
+    assert m.rationals("output")[0] == (Fraction(1, 4), None)
+    assert m.rounded("output", 2)[0] == D("0.25", "0.67")
+    assert build_multihead(load_spec(base | {"W_O": [[0, 0], [0, 0]]})).rounded("output", 3) == (D("0", "0"),) * 2
 
 
 def test_equal_scores_give_exact_weights():

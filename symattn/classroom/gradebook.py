@@ -65,7 +65,7 @@ def gradebook_document(book: Gradebook, fmt: str = "csv", lang: str = "en") -> s
     if fmt == "pdf":
         from symattn.classroom.sheets import pdf
 
-        return pdf(gradebook_text(book, "latex", lang), lang=lang)
+        return pdf(gradebook_text(book, "latex", lang), lang=lang, report=True)
     return gradebook_text(book, fmt, lang)
 
 
@@ -82,7 +82,7 @@ def feedback(row: Row, fmt: str = "markdown") -> str | bytes:
     if fmt == "pdf":
         from symattn.classroom.sheets import pdf
 
-        return pdf(render_report(row.report, "latex", standalone=True), lang=row.report.lang)
+        return pdf(render_report(row.report, "latex", standalone=True), lang=row.report.lang, report=True)
     return render_report(row.report, fmt, standalone=fmt == "latex")
 
 

@@ -103,13 +103,16 @@ def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | b
     return tex
 
 
-def pdf(tex: str, engine: str | None = None, lang: str | None = None) -> bytes:
-    """A PDF of the LaTeX; TeX has its own time limit, so --max-seconds does not count it (as in render)."""
+def pdf(tex: str, engine: str | None = None, lang: str | None = None, *, report: bool = False) -> bytes:
+    """A PDF of the LaTeX; TeX has its own time limit, so --max-seconds does not count it (as in render).
+
+    A ``report`` (feedback, a gradebook) folds a near-empty last page into the one before.
+    """
     from symattn.input.limits import paused
     from symattn.rendering.pdf import latex_to_pdf
 
     with paused():
-        return latex_to_pdf(tex, engine=engine, lang=lang)
+        return latex_to_pdf(tex, engine=engine, lang=lang, fit_last_page=report)
 
 
 def answer_values(v: Variant) -> tuple[Any, ...]:

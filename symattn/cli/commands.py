@@ -121,11 +121,11 @@ def _is_terminal(stream) -> bool:
         return False
 
 
-def _emit_pdf(tex: str, lang: str, engine: str | None, args: argparse.Namespace) -> None:
+def _emit_pdf(tex: str, lang: str, engine: str | None, args: argparse.Namespace, report: bool = False) -> None:
     from symattn.rendering.pdf import latex_to_pdf
 
     with _latex_clock():
-        data = latex_to_pdf(tex, engine=engine, lang=lang)
+        data = latex_to_pdf(tex, engine=engine, lang=lang, fit_last_page=report)
     _emit(data, args.output)
 
 
@@ -205,7 +205,7 @@ def _check(args: argparse.Namespace) -> int:
     elif args.format == "pdf":
         from symattn.rendering.renderer import render_report
 
-        _emit_pdf(render_report(report, "latex", standalone=True), report.lang, report.engine, args)
+        _emit_pdf(render_report(report, "latex", standalone=True), report.lang, report.engine, args, report=True)
     else:
         from symattn.rendering.renderer import render_report
 

@@ -68,13 +68,15 @@ class MultiHead(Rounding, ForwardPass):
         concat = tuple(sum((list(r) for r in rows), []) for rows in zip(*[h.rationals("output") for h in self.heads]))
         if quantity == "concat" or self.W_O is None:
             return tuple(tuple(row) for row in concat)
-        b = self.b_O or (Fraction(0),) * len(self.W_O[0])
+        W, b = self.W_O, self.b_O or (Fraction(0),) * len(self.W_O[0])
+        # an irrational entry of concat times an exact 0 of W_O adds nothing: the sum may still be rational
+        # (all of W_O's column 0: the output is exactly b_O, whose rounding no enclosure could decide)
         return tuple(
             tuple(
                 None
-                if any(x is None for x in row)
-                else sum((x * self.W_O[c][k] for c, x in enumerate(row)), Fraction(0)) + b[k]
-                for k in range(len(self.W_O[0]))
+                if any(x is None and W[c][k] != 0 for c, x in enumerate(row))
+                else sum((x * W[c][k] for c, x in enumerate(row) if W[c][k] != 0), Fraction(0)) + b[k]
+                for k in range(len(W[0]))
             )
             for row in concat
         )

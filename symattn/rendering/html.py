@@ -162,9 +162,16 @@ def _environment():
     return template_environment(autoescape=True)
 
 
-def page(markdown: str, lang: str, title: str | None = None, figures: dict[str, str] | None = None) -> str:
+def page(
+    markdown: str,
+    lang: str,
+    title: str | None = None,
+    figures: dict[str, str] | None = None,
+    report: bool = False,
+) -> str:
     """One self-contained HTML page of rendered Markdown (``lang`` is ``"zh"`` or ``"en"``), with ``figures``
-    (SVG by address) inline."""
+    (SVG by address) inline; a ``report``'s first table is a check report's (wider, places unbroken,
+    closed forms at display size)."""
     import markupsafe
 
     body, heading = markdown_to_html(markdown, figures)
@@ -177,6 +184,7 @@ def page(markdown: str, lang: str, title: str | None = None, figures: dict[str, 
         katex_css=markupsafe.Markup(css),
         katex_js=markupsafe.Markup(js),
         katex_version=katex_version(),
+        report=report,
     )
 
 
@@ -194,4 +202,4 @@ def report_page(report: Any) -> str:
     """The HTML page of a check report."""
     from symattn.rendering.renderer import render_report
 
-    return page(render_report(report, "markdown"), report.lang)
+    return page(render_report(report, "markdown"), report.lang, report=True)

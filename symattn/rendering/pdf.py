@@ -14,6 +14,7 @@ install; a TeX error quotes the log's first ``!`` line and keeps the log.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -84,7 +85,12 @@ def install_hint(engine: str, cjk: bool, fonts: bool = False) -> str:
 
 
 def latex_to_pdf(
-    tex: str, *, engine: str | None = None, lang: str | None = None, seconds: float | None = None
+    tex: str,
+    *,
+    engine: str | None = None,
+    lang: str | None = None,
+    seconds: float | None = None,
+    fit_last_page: bool = False,
 ) -> bytes:
     """The PDF of a standalone LaTeX document, as bytes.
 
@@ -95,7 +101,66 @@ def latex_to_pdf(
     missing, when TeX stops with an error (the log is kept, and its path is
     in the message), or when the run takes longer than ``seconds``
     (default :data:`symattn.input.limits.LATEX_SECONDS`).
+
+    With ``fit_last_page`` (a report or a feedback file: a page or two, with
+    its own ``geometry``), a last page that holds only a few lines is set
+    again with a taller text block (:func:`_refit`), so those lines join the
+    page before.
     """
+    if not fit_last_page:
+        return _compile(tex, engine, lang, seconds)[0]
+    first, first_log = _compile(tex.replace(_BEGIN, _MEASURE + _BEGIN, 1), engine, lang, seconds)
+    margin = _refit(first_log)
+    if margin is None:
+        return first
+    second, log = _compile(
+        tex.replace(_BEGIN, f"\\geometry{{vmargin={margin}pt}}\n" + _MEASURE + _BEGIN, 1), engine, lang, seconds
+    )
+    before, after = _fill(first_log), _fill(log)
+    return second if before is not None and after is not None and after[0] < before[0] else first
+
+
+_BEGIN = "\\begin{document}"
+# at shipout, where the last paragraph ended: its page, the height used down to it from the text block's top,
+# the text block's height and the paper's (engines without \\pdfsavepos, lualatex, are not measured)
+_MEASURE = (
+    "\\AtEndDocument{\\par\\ifdefined\\pdfsavepos\\pdfsavepos\\write-1{symattn-fill:\\the\\value{page}:"
+    "\\the\\dimexpr\\paperheight-\\pdflastypos sp-1in-\\topmargin-\\headheight-\\headsep\\relax:"
+    "\\the\\textheight:\\the\\paperheight}\\fi}\n"
+)
+_FILL = re.compile(r"^symattn-fill:(\d+):([\d.]+)pt:([\d.]+)pt:([\d.]+)pt$", re.M)
+NEAR_EMPTY = 0.2  # of the text height: a last page holding less than this is folded into the one before
+MIN_MARGIN = 36.0  # pt, top and bottom together at least twice this (about 1.3 cm each)
+
+
+def _fill(log: str) -> tuple[int, float, float, float] | None:
+    m = _FILL.search(log)
+    if m is None:
+        return None
+    return int(m[1]), float(m[2]), float(m[3]), float(m[4])
+
+
+def _refit(log: str) -> str | None:
+    """The top and bottom margin (in pt, as TeX reads it) whose taller text block takes a report's few last
+    lines back onto the pages before.
+
+    The last page's lines, and a little slack for the skips between them, are shared out among the
+    pages before it, if the margins keep :data:`MIN_MARGIN`.
+    """
+    fill = _fill(log)
+    if fill is None:
+        return None
+    pages, used, height, paper = fill
+    if pages < 2 or used > NEAR_EMPTY * height:
+        return None
+    taller = height + (used + 24) / (pages - 1)
+    if paper - taller < 2 * MIN_MARGIN:
+        return None
+    return f"{(paper - taller) / 2:.2f}"
+
+
+def _compile(tex: str, engine: str | None, lang: str | None, seconds: float | None) -> tuple[bytes, str]:
+    """The PDF and the engine's log."""
     from symattn.input.limits import LATEX_SECONDS
 
     engine = choose_engine(tex, lang, engine)
@@ -123,7 +188,9 @@ def latex_to_pdf(
         if code != 0 or not os.path.isfile(pdf):
             raise RenderError(_failure(folder, engine, output))
         with open(pdf, "rb") as fh:
-            return fh.read()
+            data = fh.read()
+        with open(os.path.join(folder, "document.log"), encoding="utf-8", errors="replace") as fh:
+            return data, fh.read()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
