@@ -318,6 +318,14 @@ def test_roster(tmp_path):
     assert not (tmp_path / "p").exists()
 
 
+def test_roster_names_have_a_limit(tmp_path, capsys):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name\nann,Ann Lee\nbo," + "B" * 101 + "\n", encoding="utf-8")
+    assert main(["exercise", str(HOMEWORK), "--roster", str(roster), "-o", str(tmp_path / "p")]) == 2
+    assert capsys.readouterr().err == f"symattn: {roster}: name[3]: a name of 101 characters; at most 100\n"
+    assert not (tmp_path / "p").exists()
+
+
 def test_class_pages_in_chromium(classroom, browser, tmp_path):
     """Sheet, every key, gradebook and a feedback report as offline pages: all math typeset, nothing fetched."""
     from symattn.classroom.gradebook import gradebook_document

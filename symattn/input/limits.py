@@ -32,6 +32,7 @@ LABEL = 40  # characters of a token label
 TITLE = 200  # characters of a title
 CLAIMS = 100_000  # claimed numbers in one claims file
 STUDENTS = 1000  # students of one exercise (count or roster)
+STUDENT_NAME = 100  # characters of a student's name in a roster (it heads the sheet)
 RETURNS = 5000  # answers files one grade run reads (several returns per student are allowed)
 
 # --- numbers ----------------------------------------------------------------
