@@ -84,9 +84,7 @@ def _name(raw: str | None, path: str | Path, line: int) -> str:
 
     name = normalize((raw or "").strip())
     if len(name) > limits.STUDENT_NAME:
-        raise LimitError(
-            str(path), "name", f"a name of {len(name)} characters; at most {limits.STUDENT_NAME}", (line,)
-        )
+        raise LimitError(str(path), "name", f"a name of {len(name)} characters; at most {limits.STUDENT_NAME}", (line,))
     bad = unsupported_character(name)
     if bad is not None:
         raise SpecError(str(path), "name", bad, (line,))
