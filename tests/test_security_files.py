@@ -171,6 +171,37 @@ def test_a_link_inside_the_folder_is_read(hostile_class, tmp_path):
     assert [(r.file, r.error, r.asked) for r in rows] == [("link.toml", None, 11), ("real/cy.toml", None, 11)]
 
 
+def test_a_return_swapped_after_the_look_is_not_read(hostile_class, monkeypatch, tmp_path):
+    """A return that becomes a FIFO or a link out between grade's look and its open: refused as opened."""
+    from symattn.classroom import grading
+
+    _, out, _ = hostile_class
+    returned = tmp_path / "r"
+    returned.mkdir()
+    for name in ("index.csv", "template.toml"):
+        (returned / name).write_bytes((out / name).read_bytes())
+    (returned / "a.toml").write_bytes((out / "ann" / "answers.toml").read_bytes())
+    (returned / "b.toml").write_bytes((out / "cy" / "answers.toml").read_bytes())
+    looked = grading._not_read
+
+    def swap(path, root):  # the look sees a regular file; then the file is swapped
+        seen = looked(path, root)
+        path.unlink()
+        if path.name == "a.toml":
+            os.mkfifo(path)
+        else:
+            path.symlink_to(out / "bo" / "answers.toml")
+        return seen
+
+    monkeypatch.setattr(grading, "_not_read", swap)
+    rows = {r.file: r for r in grade(returned).rows if r.file}  # a FIFO opened blocking would hang here
+    assert rows["a.toml"].error == grading.Note("unreadable", text=f"{returned / 'a.toml'}: not a regular file")
+    assert rows["b.toml"].error == grading.Note(
+        "unreadable", text=f"{returned / 'b.toml'}: cannot read file: Too many levels of symbolic links"
+    )
+    assert rows["a.toml"].id == rows["b.toml"].id == ""
+
+
 # --- feedback only into its folder ---------------------------------------------------
 
 

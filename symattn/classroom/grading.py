@@ -255,9 +255,18 @@ def _inputs_match(data: Mapping[str, Any], variant) -> bool:
 
 
 def grade_file(
-    path: Path, template, index: Mapping[str, tuple[str, int]], shown: str, policy: Mapping[str, Fraction] = POLICY
+    path: Path,
+    template,
+    index: Mapping[str, tuple[str, int]],
+    shown: str,
+    policy: Mapping[str, Fraction] = POLICY,
+    real: str | None = None,
 ) -> Row:
-    """One returned file against its student's own variant; a bad return is a row with an ``error``."""
+    """One returned file against its student's own variant; a bad return is a row with an ``error``.
+
+    ``real`` is where the file was found to lead (a link resolved inside the returns folder): that is
+    what is opened, and only if it is still a regular file, not a link, as it is opened.
+    """
     from symattn.checking.checker import check
     from symattn.classroom.sheets import asked_decimals
     from symattn.classroom.variants import draw
@@ -265,7 +274,7 @@ def grade_file(
 
     notes: list[Note] = []
     try:
-        data = read_table(path)
+        data = read_table(path if real is None else real, regular_only=real is not None)
     except SymattnError as exc:
         return _error("", "", shown, Note("unreadable", text=str(exc)))
     student = data.get("student")
@@ -366,17 +375,17 @@ def _is_answers(path: Path) -> bool:
     return not path.is_dir() and path.suffix.lower() == ".toml" and path.name not in ("template.toml", "policy.toml")
 
 
-def _not_read(path: Path, root: str) -> Note | None:
+def _not_read(path: Path, root: str) -> tuple[Note | None, str]:
     """Why a return is not read: a link that leads out of the returns folder, or not a regular file
-    (reading a FIFO waits forever, a device never ends)."""
+    (reading a FIFO waits forever, a device never ends); and the file it leads to, the one to open."""
     real = os.path.realpath(path)
     if os.path.commonpath([real, root]) != root:
-        return Note("outside", text=real)
+        return Note("outside", text=real), real
     try:
         info = os.stat(real)
     except OSError:
-        return None  # a link to nothing: the reader says so
-    return None if stat.S_ISREG(info.st_mode) else Note("not_a_file")
+        return None, real  # a link to nothing: the reader says so
+    return (None if stat.S_ISREG(info.st_mode) else Note("not_a_file")), real
 
 
 def returned_files(folder: str | Path) -> list[Path]:
@@ -427,7 +436,7 @@ def grade(
         start = time.monotonic()
         for i, path in enumerate(progress(paths) if progress else paths):
             shown = path.relative_to(folder).as_posix()
-            refused = _not_read(path, root)
+            refused, real = _not_read(path, root)
             if refused:
                 rows.append(_error("", "", shown, refused))
                 continue
@@ -435,7 +444,7 @@ def grade(
             share = None if budget is None else max(budget - (time.monotonic() - start), 0.0) / (len(paths) - i)
             try:
                 with deadline(None if share is None else max(share, 0.001), shown), alarm_guard():
-                    row = grade_file(path, t, students, shown, policy)
+                    row = grade_file(path, t, students, shown, policy, real)
             except LimitError as exc:  # alarm_guard: also where grade_file took the time limit for a bad file
                 row = _error("", "", shown, Note("time_limit", text=str(exc)))
             rows.append(row)

@@ -39,24 +39,30 @@ def _toml_float(text: str) -> str:
     return FloatText(text.replace("_", ""))
 
 
-def read_table(path: str | Path) -> dict[str, Any]:
+def read_table(path: str | Path, regular_only: bool = False) -> dict[str, Any]:
     """Read a TOML or JSON file with every float kept as its text.
 
     The size is checked (see :func:`read_text`), and so is the nesting of lists and tables.
     """
     path = Path(path)
-    return parse_text(read_text(path), str(path), json_=path.suffix.lower() == ".json")
+    return parse_text(read_text(path, regular_only=regular_only), str(path), json_=path.suffix.lower() == ".json")
 
 
-def read_text(path: str | Path, what: str = "a spec or claims file") -> str:
+def read_text(path: str | Path, what: str = "a spec or claims file", regular_only: bool = False) -> str:
     """A file's UTF-8 text (a BOM allowed), at most ``limits.FILE_BYTES``; ``what`` names the file in the error.
 
     The size is checked before reading, and the read is bounded, for devices and pipes that have no size.
+    ``regular_only`` (files found in a folder, not named by the user) refuses anything but a regular file
+    as it is opened: a link, a FIFO (opened without waiting for a writer) or a device swapped in after
+    the caller looked are refused, not read.
     """
     source = str(path)
+    flags = os.O_RDONLY | (os.O_NONBLOCK | os.O_NOFOLLOW if regular_only else 0)
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(os.open(path, flags), "rb") as fh:
             info = os.fstat(fh.fileno())
+            if regular_only and not stat.S_ISREG(info.st_mode):
+                raise SpecError(source, None, "not a regular file")
             if stat.S_ISREG(info.st_mode) and info.st_size > limits.FILE_BYTES:
                 raise _too_large(source, what)
             raw = fh.read(limits.FILE_BYTES + 1)
