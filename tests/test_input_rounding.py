@@ -112,6 +112,56 @@ def test_enclosures_hold_every_reachable_value():
     )
 
 
+def projected_notebook(seed: int):
+    """X and the W printed to 4 decimals, as a notebook prints its tensors; Q, K, V and the outputs claimed
+    from the true values (d_k = 4: 1/√4 exact)."""
+    rng = random.Random(seed)
+
+    def draw(rows, cols):
+        return [[Fraction(rng.randint(-(10**8), 10**8), 10**8) for _ in range(cols)] for _ in range(rows)]
+
+    X, W = draw(3, 3), {k: draw(3, 4) for k in ("W_Q", "W_K", "W_V")}
+    Q, K, V = (ind.matmul(X, W[k]) for k in ("W_Q", "W_K", "W_V"))
+    _, Z, _, _, A, O = ind.head(Q, K, V, Fraction(1, 2))
+    claims = {n: [[ind.text(x, 4) for x in row] for row in M] for n, M in (("Q", Q), ("weights", A), ("output", O))}
+    printed = {k: [[ind.text(x, 4) for x in row] for row in M] for k, M in [("X", X), *W.items()]}
+    return {"tokens": TOKENS[:3], **printed}, claims, X, W
+
+
+def test_projected_inputs_are_rounded_too():
+    inputs, claims, X, W = projected_notebook(11)
+    plain = verdicts(check(None, {**inputs, "claims": claims}))
+    flagged = {k for k, v in plain.items() if v in ("wrong", "last-digit")}
+    assert len(flagged) == 7 and any(k.startswith("Q[") for k in flagged)
+    rounded = check(None, {**inputs, "inputs": "rounded", "claims": claims})
+    got = verdicts(rounded)
+    assert {k for k, v in got.items() if v == "input-rounding"} == flagged
+    assert rounded.ok
+    named = {f"{v.claim.quantity}[{v.claim.row + 1}][{v.claim.col + 1}]": v.rounded_inputs for v in rounded.results}
+    q = next(k for k in sorted(flagged) if k.startswith("Q["))
+    assert named[q] == (f"X[{q[2]}]", f"W_Q[:,{q[5]}]")
+    o = next(k for k in sorted(flagged) if k.startswith("output["))
+    assert named[o] == (f"X[{o[7]}]", "W_Q", "W_K", f"W_V[:,{o[10]}]")
+    # a real slip in Q stays wrong
+    claims["Q"][0][0] = ind.text(Fraction(claims["Q"][0][0]) + Fraction(1, 100), 4)
+    assert verdicts(check(None, {**inputs, "inputs": "rounded", "claims": claims}))["Q[1][1]"] == "wrong"
+
+
+def test_projected_enclosures_hold_the_true_values():
+    inputs, _, X, W = projected_notebook(11)
+    spec = spec_from_mapping({**inputs, "inputs": "rounded"})
+    from symattn.exact.factory import build
+
+    box = Enclosure(spec, build(spec))
+    Q, K, V = (ind.matmul(X, W[k]) for k in ("W_Q", "W_K", "W_V"))
+    S, _, _, _, A, O = ind.head(Q, K, V, Fraction(1, 2))
+    for name, M in (("Q", Q), ("K", K), ("V", V), ("scores", S), ("weights", A), ("output", O)):
+        for i in range(3):
+            for j in range(len(M[0])):
+                low, high = box.at(name, i, j)
+                assert low <= M[i][j] <= high, (name, i, j)
+
+
 def test_the_spec_key():
     with pytest.raises(SpecError) as info:
         spec_from_mapping({"tokens": ["a"], "Q": [["1"]], "K": [["1"]], "V": [["1"]], "inputs": "approx"})
@@ -120,6 +170,6 @@ def test_the_spec_key():
     with pytest.raises(SpecError) as info:
         check(None, {**two, "claims": {"h1.scores[1][1]": "1"}})
     assert str(info.value) == (
-        '<dict>: inputs: "rounded" is checked for one head with Q, K and V given directly '
-        "(not X and W, several heads or W_O)"
+        '<dict>: inputs: "rounded" is checked for one head, with Q, K and V given or projected from X '
+        "(not several heads or W_O)"
     )

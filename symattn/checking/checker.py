@@ -78,7 +78,7 @@ def check(
         raise SpecError(
             spec.source,
             "inputs",
-            '"rounded" is checked for one head with Q, K and V given directly (not X and W, several heads or W_O)',
+            '"rounded" is checked for one head, with Q, K and V given or projected from X (not several heads or W_O)',
         )
     if model is None or spec is not given:  # a Result's model is reused when its spec is the one checked
         model = build(spec)

@@ -2,9 +2,10 @@
 
 With ``inputs = "rounded"``, an input typed ``0.1235`` is any x with 0.12345 <= x <= 0.12355 (a
 fraction, ``1/3``, is exact). :class:`Enclosure` carries those intervals through one head's forward
-pass in exact rational interval arithmetic: sums and products of intervals, e^x through its exact
-bounds (e^x is monotone), each weight as 1 / Σ_k e^(z_k − z_j) so that the query's entries count once.
-The result encloses every reachable value (it may be a little wider, never narrower). Nothing is sampled.
+pass (from X and the W where Q, K and V are projected) in exact rational interval arithmetic: sums
+and products of intervals, e^x through its exact bounds (e^x is monotone), each weight as
+1 / Σ_k e^(z_k − z_j) so that the query's entries count once. The result encloses every reachable
+value (it may be a little wider, never narrower). Nothing is sampled.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from symattn.input.spec import Spec
 
 Interval = tuple[Fraction, Fraction]
 _DIGITS = 40  # the digits of each irrational bound, before it is widened outward by one unit more
-ROUNDED_QUANTITIES = ("scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "output")
+ROUNDED_QUANTITIES = ("Q", "K", "V", "scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "output")
 
 
 def _outward(x: sympy.Expr) -> Interval:
@@ -68,8 +69,16 @@ def typed(x: Entry) -> Interval:
 
 
 def is_supported(spec: Spec) -> bool:
-    """Enclosures cover one head with Q, K and V typed directly (no projections or W_O)."""
-    return spec.heads == 1 and spec.projection is None and spec.W_O is None
+    """Enclosures cover one head, with Q, K and V typed or projected from X (no W_O)."""
+    return spec.heads == 1 and spec.W_O is None
+
+
+def _projected(X: list[list[Interval]], W: list[list[Interval]], b: list[Interval] | None) -> list[list[Interval]]:
+    """X W + b, entry by entry (each X entry is used once per entry of the product, so this is tight)."""
+    zero = (Fraction(0), Fraction(0))
+    bias = [zero] * len(W[0]) if b is None else b
+    cols = range(len(W[0]))
+    return [[_add(_total([_mul(row[m], W[m][j]) for m in range(len(W))]), bias[j]) for j in cols] for row in X]
 
 
 class Enclosure:
@@ -78,9 +87,18 @@ class Enclosure:
     def __init__(self, spec: Spec, model):
         self.spec = spec
         self.model = model  # the exact model: its mask and the row maxima of the stable softmax
-        self.Q = [[typed(x) for x in row] for row in spec.Q]
-        self.K = [[typed(x) for x in row] for row in spec.K]
-        self.V = [[typed(x) for x in row] for row in spec.V]
+        P = spec.projection
+        if P is None:
+            self.Q, self.K, self.V = ([[typed(x) for x in row] for row in m] for m in (spec.Q, spec.K, spec.V))
+        else:  # spec.Q holds the exact products: the typed numbers are X, the W and the b
+
+            def typed_rows(m):
+                return [[typed(x) for x in row] for row in m]
+
+            self.Q, self.K, self.V = (
+                _projected(typed_rows(X), typed_rows(W), None if b is None else [typed(x) for x in b])
+                for X, W, b in (P.weights(name) for name in ("Q", "K", "V"))
+            )
         self._cache: dict[tuple, Interval] = {}
 
     @cached_property
@@ -105,6 +123,8 @@ class Enclosure:
 
     def _compute(self, quantity: str, i: int, j: int) -> Interval:
         stable = self.spec.softmax == "stable"
+        if quantity in ("Q", "K", "V"):
+            return getattr(self, quantity)[i][j]
         if quantity == "scores":
             return _total([_mul(self.Q[i][m], self.K[j][m]) for m in range(len(self.Q[i]))])
         if quantity == "scaled":
@@ -132,7 +152,19 @@ def explains(interval: Interval, claim: Numeral) -> bool:
 
 
 def depends_on(spec: Spec, quantity: str, i: int, j: int) -> tuple[str, ...]:
-    """The inputs a forward entry is computed from, named for the report: ``Q[3]`` (a row), ``K``, ``V[:,1]``."""
+    """The inputs a forward entry is computed from, named for the report: ``Q[3]`` (a row), ``K``, ``V[:,1]``;
+    with projections ``X[3]``, ``W_Q``, ``W_K[:,1]``."""
+    P = spec.projection
+    if P is not None:
+        keys = "X" if P.X_kv is None else "X_kv"
+        if quantity in ("Q", "K", "V"):
+            source = "X" if quantity == "Q" else keys
+            return (f"{source}[{i + 1}]", f"W_{quantity}[:,{j + 1}]") + (
+                (f"b_{quantity}",) if getattr(P, f"b_{quantity}") is not None else ()
+            )
+        out = [f"X[{i + 1}]", "W_Q"] + ([] if keys == "X" else [keys]) + ["W_K"]
+        out += [f"W_V[:,{j + 1}]"] if quantity == "output" else []
+        return tuple(out + [f"b_{n}" for n in "QKV" if getattr(P, f"b_{n}") is not None])
     out = [f"Q[{i + 1}]"]
     out.append(f"K[{j + 1}]" if quantity in ("scores", "scaled") else "K")
     if quantity == "output":
