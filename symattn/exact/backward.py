@@ -2,8 +2,9 @@
 
 :class:`BackwardModel` runs the formulas of :mod:`symattn.exact.gradients` in three
 algebras: SymPy closed forms (``exact``), enclosures at a binary precision (the
-numbers, correctly rounded by :class:`~symattn.exact.model.Rounding`), and the exponential
-polynomials of :mod:`symattn.exact.exactness`, which decide exactly which entries are rational.
+numbers, correctly rounded by :class:`~symattn.exact.model.Rounding`), and the values at the limit
+weights of :mod:`symattn.exact.candidates`, which rule out most entries as irrational at once, leaving
+the exponential polynomials of :mod:`symattn.exact.exactness` to decide the few others.
 The stable softmax gives the same weights, hence the same gradients. The model
 makes no strings. Build it with :func:`build_backward`.
 """
@@ -20,7 +21,7 @@ from typing import ClassVar, cast
 import sympy
 from sympy import ImmutableMatrix
 
-from symattn.exact import exactness, numeric
+from symattn.exact import candidates, exactness, numeric
 from symattn.exact.base import ForwardModel, Rounding
 from symattn.exact.exactness import Exps, Undecided, rational
 from symattn.exact.gradients import Grid, Inputs, gradients, jacobian
@@ -32,6 +33,7 @@ from symattn.input.spec import Spec
 
 HEAD_QUANTITIES = ("dO", "dV", "dA", "dot", "dZ", "dS", "dQ", "dK")  # "dot": rowsum(dA ⊙ A), one column
 BIASES = ("db_Q", "db_K", "db_V", "db_O")
+CANDIDATE_BITS = 64  # enclosures that rule out the entries whose limit they do not hold
 
 
 # --- algebra 1: SymPy closed forms --------------------------------------------------
@@ -207,37 +209,47 @@ class BackwardModel(Rounding):
 
     @cached_property
     def _rationals(self) -> dict[str, tuple]:
-        alg = Exps(self.scale)
-        exactness.work[0] = 0
+        """The exact value of every entry that is rational, None elsewhere (irrational, or not decided
+        within the work limits: then shown with ≈). Only the entries whose value at the limit weights is
+        rational and inside their enclosure can be rational (:mod:`symattn.exact.candidates`); the
+        exponential polynomials decide those, one entry at a time, from a graph of the gradients."""
+        c = numeric.as_fraction(self.scale)
+        limit = candidates.Limits(c, numeric.as_fraction(sympy.expand(self.scale**2)) or Fraction(0))
         with _whole():
+            at_limit = self._run(limit, [candidates.limit_weights(limit, h) for h in self.heads])
+            boxes = self._enclosure_grids(CANDIDATE_BITS)
+            out = {}
+            pending = []  # entries that may be rational: their limit is rational and inside their enclosure
+            for name, grid in at_limit.items():
+                table = []
+                for i, row in enumerate(grid):
+                    values = [r.rational for r in row]
+                    for j, (r, value) in enumerate(zip(row, values)):
+                        if r.w and value is not None:
+                            values[j] = None
+                            if candidates.holds(boxes[name][i][j], value):
+                                pending.append((name, i, j, value))
+                    table.append(values)
+                out[name] = table
+            if pending:
+                self._decide(pending, out)
+            return {name: tuple(tuple(row) for row in table) for name, table in out.items()}
+
+    def _decide(self, pending: list, out: dict) -> None:
+        """Each entry that may be rational, decided by the exponential polynomials, from the graph of the
+        gradients (made only now: most specs need none of it), each node made once."""
+        graph = self._run(candidates.Lazy(), candidates.lazy_weights(self.heads))
+        alg = Exps(self.scale)
+        weights = [alg.weights(h) for h in self.heads]
+        memo: dict[int, object] = {}
+        exactness.work[0] = 0
+        for name, i, j, r in pending:
             try:
-                grids = self._run(alg, [alg.weights(h) for h in self.heads])
-                return {name: tuple(tuple(rational(x) for x in row) for row in m) for name, m in grids.items()}
-            except Undecided:
-                return self._structural_rationals()
-
-    def _structural_rationals(self) -> dict[str, tuple]:
-        """Too large to decide every entry: the exact zeros of masked keys, the rational dO, and None elsewhere."""
-        shapes = self._closed_form_shapes
-        out: dict[str, tuple[tuple[Fraction | None, ...], ...]] = {
-            name: tuple((None,) * cols for _ in range(rows)) for name, (rows, cols) in shapes.items()
-        }
-        if self.inputs.dO is not None:
-            out["dO"] = self.inputs.dO
-        for h, head in enumerate(self.heads):
-            suffix = f"@{h}" if self.is_split else ""
-            n, m = head.n_queries, head.n_keys
-            zero = [[not head.may_attend(i, j) for j in range(m)] for i in range(n)]
-            for name in ("dZ", "dS"):
-                out[name + suffix] = tuple(
-                    tuple(Fraction(0) if zero[i][j] else None for j in range(m)) for i in range(n)
-                )
-        return out
-
-    @cached_property
-    def _closed_form_shapes(self) -> dict[str, tuple[int, int]]:
-        # the shapes of every quantity, from a run on the cheapest algebra (enclosures at a few bits)
-        return {name: (len(m), len(m[0])) for name, m in self._enclosure_grids(32).items()}
+                value = rational(candidates.evaluate(graph[name][i][j], alg, weights, memo))
+            except Undecided:  # the whole run's work is spent: the rest is left undecided (≈)
+                return
+            assert value is None or value == r, (name, i, j, value, r)  # a rational entry equals its limit
+            out[name][i][j] = value
 
     def _enclosure_grids(self, bits: int) -> dict[str, Grid]:
         return self._box_run(bits)[0]
