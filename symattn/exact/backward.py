@@ -1,6 +1,6 @@
 """The backward pass: every gradient of attention as an exact quantity.
 
-:class:`BackwardModel` runs the formulas of :mod:`symattn.exact.gradients` in three
+:class:`BackwardModel` runs the formulas of :mod:`symattn.exact.gradients` in four
 algebras: SymPy closed forms (``exact``), enclosures at a binary precision (the
 numbers, correctly rounded by :class:`~symattn.exact.model.Rounding`), and the values at the limit
 weights of :mod:`symattn.exact.candidates`, which rule out most entries as irrational at once, leaving
@@ -126,6 +126,8 @@ class BackwardModel(Rounding):
     heads: tuple[Model, ...]
     inputs: Inputs
     scale: sympy.Expr
+    terms: int = 0  # the terms of the closed forms (see _terms); past BACKWARD_CLOSED_FORMS none are made
+    source: str = "<dict>"
     kind: ClassVar[str] = "backward"
     compare = Model.compare  # the sign of (entry − r), decided exactly: the same code serves every Rounding
 
@@ -283,7 +285,21 @@ class BackwardModel(Rounding):
     def _is_gradient(self, quantity: str) -> bool:
         return quantity in self._jacobian_names or quantity in self._rationals
 
+    @property
+    def has_closed_forms(self) -> bool:
+        """Whether the gradients' SymPy closed forms are small enough to make (BACKWARD_CLOSED_FORMS)."""
+        return self.terms <= limits.BACKWARD_CLOSED_FORMS
+
     def exact(self, quantity: str) -> ImmutableMatrix:
+        if self._is_gradient(quantity) and not self.has_closed_forms:
+            n, m = self.heads[0].n_queries, self.heads[0].n_keys
+            raise LimitError(
+                self.source,
+                "backward",
+                f"the closed forms of the gradients of {n}×{m} scores hold {self.terms} terms; "
+                f"at most {limits.BACKWARD_CLOSED_FORMS} (the limit; compute shows each gradient entry as its "
+                "exact rational or with ≈ past it)",
+            )
         if quantity in self._jacobian_names:
             if quantity not in self._jacobian_forms:
                 h = self._jacobian_names.index(quantity)
@@ -345,13 +361,18 @@ class HeadGradients(Rounding):
         return self.parent._enclosures(self._name(quantity), bits)
 
 
-def _check_size(spec: Spec, heads: Sequence[Model]) -> None:
-    """Refuse a backward pass whose gradients hold more terms than BACKWARD_TERMS, before any is made."""
+def _terms(spec: Spec, heads: Sequence[Model]) -> int:
+    """The terms of the gradients' closed forms: Σ over heads of n·m·(m + d_k + d_v), and the projections'."""
     terms = sum(h.n_queries * h.n_keys * (h.n_keys + h.q.shape[1] + h.v.shape[1]) for h in heads)
     p = spec.projection
     if p is not None:  # dW = Xᵀ dQ and dX = dQ W_Qᵀ + …: rows × columns of X, times the widths of the W's
         width = sum(len(getattr(p, f"W_{name}")[0]) for name in ("Q", "K", "V"))
         terms += sum(len(X) * len(X[0]) * width for X in (p.X, p.X_kv) if X is not None)
+    return terms
+
+
+def _check_size(spec: Spec, terms: int, heads: Sequence[Model]) -> None:
+    """Refuse a backward pass whose gradients hold more terms than BACKWARD_TERMS, before any is made."""
     if terms > limits.BACKWARD_TERMS:
         raise LimitError(
             spec.source,
@@ -369,7 +390,8 @@ def build_backward(spec: Spec, forward: ForwardModel) -> BackwardModel:
         raise SpecError(spec.source, "backward", "missing: give [backward] or --backward")
     # a MultiHead's heads, or the one head
     heads: tuple[Model, ...] = getattr(forward, "heads", None) or (cast(Model, forward),)
-    _check_size(spec, heads)
+    terms = _terms(spec, heads)
+    _check_size(spec, terms, heads)
     if spec.heads > 1:
         subs = [spec.head(h) for h in range(spec.heads)]
     else:
@@ -393,7 +415,7 @@ def build_backward(spec: Spec, forward: ForwardModel) -> BackwardModel:
         W=None if p is None else {name: _fractions(getattr(p, f"W_{name}")) for name in ("Q", "K", "V")},
         biases=() if p is None else tuple(name for name in ("Q", "K", "V") if getattr(p, f"b_{name}") is not None),
     )
-    return BackwardModel(forward, tuple(heads), inputs, heads[0].scale)
+    return BackwardModel(forward, tuple(heads), inputs, heads[0].scale, terms, spec.source)
 
 
 __all__ = ["BackwardModel", "HeadGradients", "build_backward", "HEAD_QUANTITIES"]
