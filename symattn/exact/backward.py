@@ -33,7 +33,9 @@ from symattn.input.spec import Spec
 
 HEAD_QUANTITIES = ("dO", "dV", "dA", "dot", "dZ", "dS", "dQ", "dK")  # "dot": rowsum(dA ⊙ A), one column
 BIASES = ("db_Q", "db_K", "db_V", "db_O")
-CANDIDATE_BITS = 64  # enclosures that rule out the entries whose limit they do not hold
+# enclosures that rule out the entries whose limit they do not hold: at the precision that compute's
+# default 15 digits start from, so that one run of the enclosures serves both
+CANDIDATE_BITS = numeric.start_bits(15)
 
 
 # --- algebra 1: SymPy closed forms --------------------------------------------------
@@ -257,8 +259,8 @@ class BackwardModel(Rounding):
         return self._box_run(bits)[0]
 
     def _box_run(self, bits: int) -> tuple[dict[str, Grid], _Boxes, list[Grid]]:
-        if bits not in self._box_cache:
-            work = -(-(bits + 64) // 32) * 32
+        work = -(-(bits + 64) // 32) * 32  # the run depends on this alone
+        if work not in self._box_cache:
             alg = _Boxes(self.scale, work)
             weights = []
             for h in self.heads:
@@ -269,8 +271,8 @@ class BackwardModel(Rounding):
                 )
             self._box_cache.clear()  # one precision at a time: refinement only goes up
             with _whole():
-                self._box_cache[bits] = (self._run(alg, weights), alg, weights)
-        return self._box_cache[bits]
+                self._box_cache[work] = (self._run(alg, weights), alg, weights)
+        return self._box_cache[work]
 
     @cached_property
     def _box_cache(self) -> dict:
