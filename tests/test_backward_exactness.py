@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from symattn.checking.checker import check
 from symattn.cli.commands import main
 from symattn.derivation.intermediates import compute
 from symattn.exact import candidates
@@ -18,7 +19,6 @@ from symattn.exact.exactness import Exps, rational
 from symattn.exact.factory import build
 from symattn.exact.gradients import gradients
 from symattn.input import limits
-from symattn.input.errors import LimitError
 from symattn.input.spec import load_spec
 
 from .test_backward import multihead_inputs, sdpa_inputs
@@ -79,16 +79,24 @@ def test_small_specs_keep_their_closed_forms():
     assert out["dZ"]["exact"][1][0].startswith("(-8/5 - 6*exp(21/200)/(5*(exp(-3/25) + ")  # SymPy's closed form
 
 
-def test_closed_forms_past_the_limit_are_refused_in_one_line():
-    model = build(load_spec(MID))
-    assert model.terms == 896 > limits.BACKWARD_CLOSED_FORMS
-    with pytest.raises(LimitError) as err:
-        model.exact("dQ")
-    assert str(err.value) == (
-        "<dict>: backward: the closed forms of the gradients of 8×8 scores hold 896 terms; at most 512 (the "
-        "limit; compute shows each gradient entry as its exact rational or with ≈ past it)"
+def test_closed_forms_past_the_limit_are_refused_in_one_line(tmp_path, capsys):
+    raw = {"Q": rows(16, 8, 3), "K": rows(17, 8, 5), "V": rows(17, 8, 2), "key_tokens": [f"k{j}" for j in range(17)]}
+    model = build(load_spec({**raw, "backward": {"loss": "sum"}}))
+    assert model.terms == 16 * 17 * (17 + 8 + 8) > limits.BACKWARD_FORMS
+    assert model.exact("weights").shape == (16, 17)  # the forward closed forms are not gradients
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps({**raw, "claims": {"dQ[1][1]": "0.1"}}), encoding="utf-8")
+    assert main(["check", str(path), "--backward"]) == 2
+    assert capsys.readouterr().err == (
+        f"symattn: {path}: backward: the closed forms of the gradients of 16×17 scores hold 8976 terms; at "
+        "most 8192 (the limit); compute --backward gives every gradient entry, as its exact rational or with ≈\n"
     )
-    assert model.exact("weights").shape == (8, 8)  # the forward closed forms are not gradients
+
+
+def test_a_mid_size_check_of_gradient_claims_still_shows_closed_forms():
+    claims = check(MID, {"claims": {"dQ[1][1]": "0.2836", "dQ[2][1]": "0.3055"}}, backward=True)
+    closed = [str(c.closed_form) for c in claims.results]
+    assert closed[0] == "363/1280" and closed[1].startswith("-(-1/5 - 8*exp(-3/40)/(5*(exp(-39/200) + ")
 
 
 def test_32_tokens_with_16_dimensions_decide_without_the_exponential_polynomials(monkeypatch):

@@ -289,18 +289,18 @@ class BackwardModel(Rounding):
 
     @property
     def has_closed_forms(self) -> bool:
-        """Whether the gradients' SymPy closed forms are small enough to make (BACKWARD_CLOSED_FORMS)."""
+        """Whether compute writes the gradients' SymPy closed forms (BACKWARD_CLOSED_FORMS)."""
         return self.terms <= limits.BACKWARD_CLOSED_FORMS
 
     def exact(self, quantity: str) -> ImmutableMatrix:
-        if self._is_gradient(quantity) and not self.has_closed_forms:
+        if self.terms > limits.BACKWARD_FORMS and self._is_gradient(quantity):
             n, m = self.heads[0].n_queries, self.heads[0].n_keys
             raise LimitError(
                 self.source,
                 "backward",
-                f"the closed forms of the gradients of {n}×{m} scores hold {self.terms} terms; "
-                f"at most {limits.BACKWARD_CLOSED_FORMS} (the limit; compute shows each gradient entry as its "
-                "exact rational or with ≈ past it)",
+                f"the closed forms of the gradients of {n}×{m} scores hold {self.terms} terms; at most "
+                f"{limits.BACKWARD_FORMS} (the limit); compute --backward gives every gradient entry, as its "
+                "exact rational or with ≈",
             )
         if quantity in self._jacobian_names:
             if quantity not in self._jacobian_forms:
