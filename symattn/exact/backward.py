@@ -128,7 +128,7 @@ class BackwardModel(Rounding):
     heads: tuple[Model, ...]
     inputs: Inputs
     scale: sympy.Expr
-    terms: int = 0  # the terms of the closed forms (see _terms); past BACKWARD_CLOSED_FORMS none are made
+    terms: int = 0  # of the closed forms (_terms): printed up to BACKWARD_CLOSED_FORMS, none made past BACKWARD_FORMS
     source: str = "<dict>"
     kind: ClassVar[str] = "backward"
     compare = Model.compare  # the sign of (entry − r), decided exactly: the same code serves every Rounding
