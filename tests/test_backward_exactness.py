@@ -25,7 +25,7 @@ from .test_backward import multihead_inputs, sdpa_inputs
 from .test_layout import rows
 
 # 8 tokens × 4 dimensions (896 terms: past the closed forms' limit); the first query is 0, so its row of
-# weights is uniform and every gradient of that row is rational
+# weights is uniform, and its dZ, dS and dQ rows are rational (the scale 1/√4 is too)
 MID = {"Q": [["0"] * 4] + rows(7, 4, 3), "K": rows(8, 4, 5), "V": rows(8, 2, 2), "backward": {"loss": "sum"}}
 
 
