@@ -476,17 +476,24 @@ def _backward(spec: Spec, model: BackwardModel, digits: int, exact: bool, releas
 
 def _gradients(model: BackwardModel, digits: int, exact: bool) -> Iterator[tuple[str, Any]]:
     printer = _Printer()
+    closed = exact and model.has_closed_forms
+
+    def entry(source: Any, name: str) -> dict[str, Any]:
+        out = _entry(source, name, digits, printer, closed)
+        return out if closed or not exact else {"exact": _decided(source, name, out["value"]), **out}
+
     yield "loss", model.loss
     for name in model.top_quantities:
-        yield name, _entry(model, name, digits, printer, exact)
+        yield name, entry(model, name)
     if model.head_views:
-        yield (
-            "heads",
-            [
-                {name: _entry(view, name, digits, printer, exact) for name in view.quantities}
-                for view in model.head_views
-            ],
-        )
+        yield "heads", [{name: entry(view, name) for name in view.quantities} for view in model.head_views]
+
+
+def _decided(source: Any, name: str, values: list[list[str]]) -> list[list[str]]:
+    """Past BACKWARD_CLOSED_FORMS, each gradient entry's exact rational where it has one, else ≈ and its
+    digits (all correct)."""
+    rationals = source.rationals(name)
+    return [[f"≈{v}" if r is None else str(r) for r, v in zip(rrow, vrow)] for rrow, vrow in zip(rationals, values)]
 
 
 # each entry takes the model of its kind

@@ -1,9 +1,10 @@
 """The backward pass: every gradient of attention as an exact quantity.
 
-:class:`BackwardModel` runs the formulas of :mod:`symattn.exact.gradients` in three
+:class:`BackwardModel` runs the formulas of :mod:`symattn.exact.gradients` in four
 algebras: SymPy closed forms (``exact``), enclosures at a binary precision (the
-numbers, correctly rounded by :class:`~symattn.exact.model.Rounding`), and the exponential
-polynomials of :mod:`symattn.exact.exactness`, which decide exactly which entries are rational.
+numbers, correctly rounded by :class:`~symattn.exact.model.Rounding`), and the values at the limit
+weights of :mod:`symattn.exact.candidates`, which rule out most entries as irrational at once, leaving
+the exponential polynomials of :mod:`symattn.exact.exactness` to decide the few others.
 The stable softmax gives the same weights, hence the same gradients. The model
 makes no strings. Build it with :func:`build_backward`.
 """
@@ -20,7 +21,7 @@ from typing import ClassVar, cast
 import sympy
 from sympy import ImmutableMatrix
 
-from symattn.exact import exactness, numeric
+from symattn.exact import candidates, exactness, numeric
 from symattn.exact.base import ForwardModel, Rounding
 from symattn.exact.exactness import Exps, Undecided, rational
 from symattn.exact.gradients import Grid, Inputs, gradients, jacobian
@@ -32,6 +33,9 @@ from symattn.input.spec import Spec
 
 HEAD_QUANTITIES = ("dO", "dV", "dA", "dot", "dZ", "dS", "dQ", "dK")  # "dot": rowsum(dA ⊙ A), one column
 BIASES = ("db_Q", "db_K", "db_V", "db_O")
+# enclosures that rule out the entries whose limit they do not hold: at the precision that compute's
+# default 15 digits start from, so that one run of the enclosures serves both
+CANDIDATE_BITS = numeric.start_bits(15)
 
 
 # --- algebra 1: SymPy closed forms --------------------------------------------------
@@ -124,6 +128,8 @@ class BackwardModel(Rounding):
     heads: tuple[Model, ...]
     inputs: Inputs
     scale: sympy.Expr
+    terms: int = 0  # of the closed forms (_terms): printed up to BACKWARD_CLOSED_FORMS, none made past BACKWARD_FORMS
+    source: str = "<dict>"
     kind: ClassVar[str] = "backward"
     compare = Model.compare  # the sign of (entry − r), decided exactly: the same code serves every Rounding
 
@@ -207,44 +213,54 @@ class BackwardModel(Rounding):
 
     @cached_property
     def _rationals(self) -> dict[str, tuple]:
-        alg = Exps(self.scale)
-        exactness.work[0] = 0
+        """The exact value of every entry that is rational, None elsewhere (irrational, or not decided
+        within the work limits: then shown with ≈). Only the entries whose value at the limit weights is
+        rational and inside their enclosure can be rational (:mod:`symattn.exact.candidates`); the
+        exponential polynomials decide those, one entry at a time, from a graph of the gradients."""
+        c = numeric.as_fraction(self.scale)
+        limit = candidates.Limits(c, numeric.as_fraction(sympy.expand(self.scale**2)) or Fraction(0))
         with _whole():
+            at_limit = self._run(limit, [candidates.limit_weights(limit, h) for h in self.heads])
+            boxes = self._enclosure_grids(CANDIDATE_BITS)
+            out = {}
+            pending = []  # entries that may be rational: their limit is rational and inside their enclosure
+            for name, grid in at_limit.items():
+                table = []
+                for i, row in enumerate(grid):
+                    values = [r.rational for r in row]
+                    for j, (r, value) in enumerate(zip(row, values)):
+                        if r.w and value is not None:
+                            values[j] = None
+                            if candidates.holds(boxes[name][i][j], value):
+                                pending.append((name, i, j, value))
+                    table.append(values)
+                out[name] = table
+            if pending:
+                self._decide(pending, out)
+            return {name: tuple(tuple(row) for row in table) for name, table in out.items()}
+
+    def _decide(self, pending: list, out: dict) -> None:
+        """Each entry that may be rational, decided by the exponential polynomials, from the graph of the
+        gradients (made only now: most specs need none of it), each node made once."""
+        graph = self._run(candidates.Lazy(), candidates.lazy_weights(self.heads))
+        alg = Exps(self.scale)
+        weights = [alg.weights(h) for h in self.heads]
+        memo: dict[int, object] = {}
+        exactness.work[0] = 0
+        for name, i, j, r in pending:
             try:
-                grids = self._run(alg, [alg.weights(h) for h in self.heads])
-                return {name: tuple(tuple(rational(x) for x in row) for row in m) for name, m in grids.items()}
-            except Undecided:
-                return self._structural_rationals()
-
-    def _structural_rationals(self) -> dict[str, tuple]:
-        """Too large to decide every entry: the exact zeros of masked keys, the rational dO, and None elsewhere."""
-        shapes = self._closed_form_shapes
-        out: dict[str, tuple[tuple[Fraction | None, ...], ...]] = {
-            name: tuple((None,) * cols for _ in range(rows)) for name, (rows, cols) in shapes.items()
-        }
-        if self.inputs.dO is not None:
-            out["dO"] = self.inputs.dO
-        for h, head in enumerate(self.heads):
-            suffix = f"@{h}" if self.is_split else ""
-            n, m = head.n_queries, head.n_keys
-            zero = [[not head.may_attend(i, j) for j in range(m)] for i in range(n)]
-            for name in ("dZ", "dS"):
-                out[name + suffix] = tuple(
-                    tuple(Fraction(0) if zero[i][j] else None for j in range(m)) for i in range(n)
-                )
-        return out
-
-    @cached_property
-    def _closed_form_shapes(self) -> dict[str, tuple[int, int]]:
-        # the shapes of every quantity, from a run on the cheapest algebra (enclosures at a few bits)
-        return {name: (len(m), len(m[0])) for name, m in self._enclosure_grids(32).items()}
+                value = rational(candidates.evaluate(graph[name][i][j], alg, weights, memo))
+            except Undecided:  # the whole run's work is spent: the rest is left undecided (≈)
+                return
+            assert value is None or value == r, (name, i, j, value, r)  # a rational entry equals its limit
+            out[name][i][j] = value
 
     def _enclosure_grids(self, bits: int) -> dict[str, Grid]:
         return self._box_run(bits)[0]
 
     def _box_run(self, bits: int) -> tuple[dict[str, Grid], _Boxes, list[Grid]]:
-        if bits not in self._box_cache:
-            work = -(-(bits + 64) // 32) * 32
+        work = -(-(bits + 64) // 32) * 32  # the run depends on this alone
+        if work not in self._box_cache:
             alg = _Boxes(self.scale, work)
             weights = []
             for h in self.heads:
@@ -255,8 +271,8 @@ class BackwardModel(Rounding):
                 )
             self._box_cache.clear()  # one precision at a time: refinement only goes up
             with _whole():
-                self._box_cache[bits] = (self._run(alg, weights), alg, weights)
-        return self._box_cache[bits]
+                self._box_cache[work] = (self._run(alg, weights), alg, weights)
+        return self._box_cache[work]
 
     @cached_property
     def _box_cache(self) -> dict:
@@ -271,7 +287,21 @@ class BackwardModel(Rounding):
     def _is_gradient(self, quantity: str) -> bool:
         return quantity in self._jacobian_names or quantity in self._rationals
 
+    @property
+    def has_closed_forms(self) -> bool:
+        """Whether compute writes the gradients' SymPy closed forms (BACKWARD_CLOSED_FORMS)."""
+        return self.terms <= limits.BACKWARD_CLOSED_FORMS
+
     def exact(self, quantity: str) -> ImmutableMatrix:
+        if self.terms > limits.BACKWARD_FORMS and self._is_gradient(quantity):
+            n, m = self.heads[0].n_queries, self.heads[0].n_keys
+            raise LimitError(
+                self.source,
+                "backward",
+                f"the closed forms of the gradients of {n}×{m} scores hold {self.terms} terms; at most "
+                f"{limits.BACKWARD_FORMS} (the limit); compute --backward gives every gradient entry, as its "
+                "exact rational or with ≈",
+            )
         if quantity in self._jacobian_names:
             if quantity not in self._jacobian_forms:
                 h = self._jacobian_names.index(quantity)
@@ -333,13 +363,18 @@ class HeadGradients(Rounding):
         return self.parent._enclosures(self._name(quantity), bits)
 
 
-def _check_size(spec: Spec, heads: Sequence[Model]) -> None:
-    """Refuse a backward pass whose gradients hold more terms than BACKWARD_TERMS, before any is made."""
+def _terms(spec: Spec, heads: Sequence[Model]) -> int:
+    """The terms of the gradients' closed forms: Σ over heads of n·m·(m + d_k + d_v), and the projections'."""
     terms = sum(h.n_queries * h.n_keys * (h.n_keys + h.q.shape[1] + h.v.shape[1]) for h in heads)
     p = spec.projection
     if p is not None:  # dW = Xᵀ dQ and dX = dQ W_Qᵀ + …: rows × columns of X, times the widths of the W's
         width = sum(len(getattr(p, f"W_{name}")[0]) for name in ("Q", "K", "V"))
         terms += sum(len(X) * len(X[0]) * width for X in (p.X, p.X_kv) if X is not None)
+    return terms
+
+
+def _check_size(spec: Spec, terms: int, heads: Sequence[Model]) -> None:
+    """Refuse a backward pass whose gradients hold more terms than BACKWARD_TERMS, before any is made."""
     if terms > limits.BACKWARD_TERMS:
         raise LimitError(
             spec.source,
@@ -357,7 +392,8 @@ def build_backward(spec: Spec, forward: ForwardModel) -> BackwardModel:
         raise SpecError(spec.source, "backward", "missing: give [backward] or --backward")
     # a MultiHead's heads, or the one head
     heads: tuple[Model, ...] = getattr(forward, "heads", None) or (cast(Model, forward),)
-    _check_size(spec, heads)
+    terms = _terms(spec, heads)
+    _check_size(spec, terms, heads)
     if spec.heads > 1:
         subs = [spec.head(h) for h in range(spec.heads)]
     else:
@@ -381,7 +417,7 @@ def build_backward(spec: Spec, forward: ForwardModel) -> BackwardModel:
         W=None if p is None else {name: _fractions(getattr(p, f"W_{name}")) for name in ("Q", "K", "V")},
         biases=() if p is None else tuple(name for name in ("Q", "K", "V") if getattr(p, f"b_{name}") is not None),
     )
-    return BackwardModel(forward, tuple(heads), inputs, heads[0].scale)
+    return BackwardModel(forward, tuple(heads), inputs, heads[0].scale, terms, spec.source)
 
 
 __all__ = ["BackwardModel", "HeadGradients", "build_backward", "HEAD_QUANTITIES"]

@@ -67,6 +67,13 @@ COMBINE_WORK = 20_000  # term products of bringing one entry's fractions over on
 # n·m·(m + d_k + d_v), plus X·W's with projections; checked before anything is built (64 tokens × 64
 # dimensions is 786,432). Beyond it the n×m gradients alone pass 1 GB (1024 × 1 took 1.8 GB)
 BACKWARD_TERMS = 1 << 20
+# compute writes the gradients' SymPy closed forms up to this many of those terms (6 tokens × 4
+# dimensions hold 504 and print in a second; 8 × 4 hold 1024 and take three, 32 × 16 would take
+# minutes). Past it, each entry is written as its exact rational where it has one, else ≈ and its digits
+BACKWARD_CLOSED_FORMS = 512
+# the gradients' closed forms are made at all (a check's closed-form column of gradient claims) up to this
+# many terms: 16 tokens × 8 dimensions hold 8192; 32 × 16 hold 65536, took 15 s and a megabyte of text
+BACKWARD_FORMS = 8192
 
 # --- symattn serve ---------------------------------------------------------------
 BODY_BYTES = 256 * 1024  # one request body
