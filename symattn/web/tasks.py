@@ -87,7 +87,10 @@ def _derivation(spec: Any) -> tuple[Any, Any]:
 
 
 def render_task(body: Any) -> dict[str, Any]:
-    """POST /api/render: the derivation as an HTML fragment (or Markdown, LaTeX) and its intermediates."""
+    """POST /api/render: the derivation as an HTML fragment (or Markdown, LaTeX) and its intermediates.
+
+    With HTML come its figures (``figures``: id, kind and SVG of each) and the LaTeX of each step the
+    fragment shows (``latex_steps``, one per ``<h2>``, in order)."""
     from symattn.derivation.intermediates import MAX_DIGITS, compute
     from symattn.input.reader import parse_index
     from symattn.rendering.html import markdown_to_html
@@ -103,7 +106,13 @@ def render_task(body: Any) -> dict[str, Any]:
     derivation, model = _derivation(spec)
     out: dict[str, Any] = {"lang": derivation.lang}
     if fmt == "html":
+        from symattn.rendering.figures import all_figures, svg
+        from symattn.rendering.step_latex import step_latex
+
         out["html"], out["title"] = markdown_to_html(render(derivation, "markdown"))
+        # the handouts' own SVG pictures, and each shown step's LaTeX for its "copy as LaTeX" button
+        out["figures"] = [{"id": f.id, "kind": f.kind, "svg": svg(f)} for f in all_figures(derivation)]
+        out["latex_steps"] = list(step_latex(derivation))
     else:
         out["text"] = render(derivation, fmt)
     if _flag(body, "compute", True):
