@@ -29,14 +29,15 @@
     const exact = weights.exact[row][col];
     const lines = [ui("cell_title", {name, exact, value: weights.value[row][col]})];
     // the closed form names its row's sum s_i: say what that is
-    const sum = `s_${row + 1}`;
-    if (sums && sums.exact && new RegExp(`\\b${sum}\\b`).test(exact)) lines.push(ui("sum_title", {name: sum, exact: sums.exact[row]}));
+    const sum = sums && sums.exact && sums.name ? sums.name[row] : null;
+    if (sum && new RegExp(`\\b${sum}\\b`).test(exact)) lines.push(ui("sum_title", {name: sum, exact: sums.exact[row]}));
     return lines.join("\n");
   }
 
   function addTitle(node, text) {
     if (text === null) return;
     const title = document.createElementNS(SVG, "title");
+    title.setAttribute("class", "hover");
     title.textContent = text;
     node.prepend(title);
   }
@@ -58,7 +59,7 @@
   }
 
   function titleFigures(data) {
-    for (const node of document.querySelectorAll("#figures svg title")) node.remove();
+    for (const node of document.querySelectorAll("#figures title.hover")) node.remove();
     for (const panel of document.querySelectorAll("#figures .heatmap g.panel")) {
       const head = Number(panel.dataset.head);
       for (const cell of panel.querySelectorAll("rect.cell")) {
