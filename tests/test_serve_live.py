@@ -306,3 +306,145 @@ def test_variant_softmax(english, server):
     assert english.execute_script(
         "return Array.from(document.querySelectorAll('#variant [data-key]')).map(n => n.id)"
     ) == ["set-mask", "set-softmax", "set-heads"]
+
+
+# --- practice mode ------------------------------------------------------------------
+
+
+HINT_ROW = {"scores": ["0.92", "", "-0.75"], "exp": ["1.9", "1.1", "1.7"], "exp_sum": "4.7"}
+
+
+def hint(client, quantity: str, lang: str = "en") -> str:
+    claims = {"rows": {"it" if lang == "en" else "它": HINT_ROW}}
+    response = client.post("/api/hint", json={"spec": seed(lang), "quantity": quantity, "claims": claims})
+    assert response.status_code == 200, response.json()
+    return response.json()["html"]
+
+
+def test_hint_is_the_formula_with_the_students_numbers(client):
+    assert hint(client, "scaled") == (
+        "<p>Divide each of your scores by the scale:</p>\n"
+        '<div class="math display">\\begin{aligned}\n'
+        "z_{\\text{cat}} &amp;= \\frac{s_{\\text{cat}}}{\\sqrt{2}} = \\frac{0.92}{\\sqrt{2}} \\\\\n"
+        "z_{\\text{eats}} &amp;= \\frac{s_{\\text{eats}}}{\\sqrt{2}} = \\frac{\\square}{\\sqrt{2}} \\\\\n"
+        "z_{\\text{it}} &amp;= \\frac{s_{\\text{it}}}{\\sqrt{2}} = \\frac{-0.75}{\\sqrt{2}}\n"
+        "\\end{aligned}</div>\n"
+    )
+    assert "Q_{\\text{it}}\\cdot K_{\\text{cat}} &amp;= 0.9\\times 1.0 + 0.1\\times 0.2 \\\\" in hint(client, "scores")
+    weights = hint(client, "weights")
+    assert (
+        "A_{\\text{it},\\text{eats}} &amp;= \\frac{e^{z_{\\text{eats}}}}{\\sum_j e^{z_j}} = \\frac{1.1}{4.7}" in weights
+    )
+    assert "\\textstyle\\sum_j e^{z_j} &amp;= 1.9 + 1.1 + 1.7" in hint(client, "exp_sum")
+    assert hint(client, "exp_sum", "zh").startswith("<p>把你的指数加起来：</p>")
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            {"quantity": "softmax"},
+            "request: quantity: expected one of 'scores', 'scaled', 'exp', 'exp_sum', 'weights', 'output', got 'softmax'",
+        ),
+        (
+            {"quantity": "exp", "claims": {"rows": {"it": {"scores": ["1", "os.system", "2"]}}}},
+            "claims: claims.rows.it.scores[2]: not a number: 'os.system'",
+        ),
+    ],
+)
+def test_hint_errors(client, body, message):
+    response = client.post("/api/hint", json={"spec": seed("en"), **body})
+    assert response.status_code == 400 and response.json()["error"] == message
+
+
+def test_hint_of_several_heads_says_why(client):
+    raw = as_json(read_table(builtin.example_path("multihead", "en")))
+    response = client.post("/api/hint", json={"spec": raw, "quantity": "scores"})
+    assert response.json()["error"] == (
+        "spec: heads: the page checks one head without W_O; use symattn check for several heads"
+    )
+
+
+def practice_verdicts(driver) -> dict:
+    return driver.execute_script(
+        "const out = {}; for (const b of document.querySelectorAll('#practice-boxes .box')) "
+        "out[b.id] = b.dataset.verdict; return out;"
+    )
+
+
+def test_practice_reveals_the_step_only_after_the_answer(english, server):
+    open_fresh(english, server, seed("en"))
+    english.find_element("id", "tab-practice").click()
+    question = wait(english, lambda: english.find_element("id", "practice-question").text, what="the question")
+    assert question == "Compute the score S of “it”."
+    assert english.find_element("id", "practice-progress").text == "Step 1 of 6"
+    reveal = english.find_element("id", "practice-reveal")
+    assert not reveal.is_enabled() and not english.find_element("id", "practice-step").is_displayed()
+    assert english.find_element("id", "practice-wait").text == load_language("en")["ui"]["practice_wait"]
+    english.find_element("id", "practice-scores-0-input").send_keys("0.92")
+    english.find_element("id", "practice-scores-1-input").send_keys("0.5")
+    two = {"practice-scores-0": "exact", "practice-scores-1": "wrong", "practice-scores-2": ""}
+    wait(english, lambda: practice_verdicts(english) == two, what="two verdicts")
+    assert not reveal.is_enabled()  # one box is still empty
+    english.execute_script("arguments[0].click();", reveal)  # even a click on the disabled button shows nothing
+    assert not english.find_element("id", "practice-step").is_displayed()
+    english.find_element("id", "practice-scores-2-input").send_keys("0.75")
+    wait(english, lambda: reveal.is_enabled(), what="the reveal button")
+    assert english.find_element("css selector", "#practice-scores-1 .verdict").text == "✘\nwrong"
+    reveal.click()
+    assert english.find_element("id", "practice-step").is_displayed()
+    # the revealed step is the derivation's own scores step
+    assert english.execute_script(
+        "const d = document.querySelectorAll('#derivation > h2')[1].textContent;"
+        "return document.querySelector('#practice-step > h2').textContent === d && d.startsWith('Step 1: compute');"
+    )
+    assert_contrast(english, "#panel-practice")
+    assert_local(english, server)
+
+
+def test_practice_hint_and_progress_survive_a_reload(english, server):
+    open_fresh(english, server, seed("en"))
+    english.find_element("id", "tab-practice").click()
+    wait(english, lambda: english.find_elements("id", "practice-scores-2-input"), what="the boxes")
+    for j, value in enumerate(["0.92", "0.19", "0.75"]):
+        english.find_element("id", f"practice-scores-{j}-input").send_keys(value)
+    reveal = english.find_element("id", "practice-reveal")
+    wait(english, lambda: reveal.is_enabled(), what="the reveal button")
+    reveal.click()
+    english.find_element("id", "practice-next").click()
+    assert english.find_element("id", "practice-question").text == "Compute the scaled S/√d_k of “it”."
+    english.find_element("id", "practice-scaled-0-input").send_keys("0.651")
+    english.find_element("id", "practice-hint").click()
+    wait(english, lambda: english.find_element("id", "practice-hint-text").is_displayed(), what="the hint")
+    tex = english.execute_script(
+        "return Array.from(document.querySelectorAll('#practice-hint-text annotation')).map(a => a.textContent)"
+    )
+    assert tex == [
+        "\\begin{aligned}\n"
+        "z_{\\text{cat}} &= \\frac{s_{\\text{cat}}}{\\sqrt{2}} = \\frac{0.92}{\\sqrt{2}} \\\\\n"
+        "z_{\\text{eats}} &= \\frac{s_{\\text{eats}}}{\\sqrt{2}} = \\frac{0.19}{\\sqrt{2}} \\\\\n"
+        "z_{\\text{it}} &= \\frac{s_{\\text{it}}}{\\sqrt{2}} = \\frac{0.75}{\\sqrt{2}}\n"
+        "\\end{aligned}"
+    ]
+    assert (
+        english.find_element("css selector", "#practice-hint-text p").text == "Divide each of your scores by the scale:"
+    )
+    # 0.92/√2 = 0.6505…: 0.651 is correctly rounded
+    wait(english, lambda: practice_verdicts(english)["practice-scaled-0"] == "rounded", what="the verdict of 0.651")
+    saved = lambda: english.execute_script("return localStorage.getItem('symattn.serve.state')") or ""  # noqa: E731
+    wait(english, lambda: '"0.651"' in saved(), what="the progress saved")
+    # reload from the link alone: the tab, the step, the numbers and what was revealed come back
+    link = english.current_url
+    english.get("about:blank")
+    english.get(server)
+    english.execute_script("localStorage.clear();")
+    english.get("about:blank")
+    english.get(link)
+    wait(english, lambda: english.find_elements("id", "practice-scaled-0-input"), what="the restored step")
+    assert english.find_element("id", "tab-practice").get_attribute("aria-selected") == "true"
+    assert english.find_element("id", "practice-scaled-0-input").get_attribute("value") == "0.651"
+    wait(english, lambda: practice_verdicts(english)["practice-scaled-0"] == "rounded", what="the restored verdict")
+    english.find_element("id", "practice-previous").click()
+    typed = [english.find_element("id", f"practice-scores-{j}-input").get_attribute("value") for j in range(3)]
+    assert typed == ["0.92", "0.19", "0.75"]
+    wait(english, lambda: english.find_element("id", "practice-step").is_displayed(), what="the revealed step again")

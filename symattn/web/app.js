@@ -40,7 +40,8 @@
     return node;
   };
 
-  let state = {spec: {}, claims: {}, tab: "derivation", row: "focus"};
+  // practice: practice mode's progress (practice.js): its step, the numbers typed, the steps revealed
+  let state = {spec: {}, claims: {}, tab: "derivation", row: "focus", practice: {}};
   let lang = "en";
   let compute = null; // the last good render's intermediates: the check tab's shape
   let sent = 0, shown = 0, checkSent = 0, checkShown = 0;
@@ -595,16 +596,20 @@
 
   // --- tabs ----------------------------------------------------------------------
 
+  const TABS = ["derivation", "check", "practice"];
+
   function selectTab(name, focus) {
-    state.tab = name === "check" ? "check" : "derivation";
-    for (const [tab, panel] of [["tab-derivation", "panel-derivation"], ["tab-check", "panel-check"]]) {
-      const on = tab === "tab-" + state.tab;
+    state.tab = TABS.includes(name) ? name : "derivation";
+    for (const name of TABS) {
+      const [tab, panel] = ["tab-" + name, "panel-" + name];
+      const on = name === state.tab;
       $(tab).setAttribute("aria-selected", on ? "true" : "false");
       $(tab).tabIndex = on ? 0 : -1;
       $(panel).hidden = !on;
       if (on && focus) $(tab).focus();
     }
     if (state.tab === "check") { buildBoxes(); scheduleCheck(0); }
+    document.dispatchEvent(new CustomEvent("symattn:tab", {detail: {tab: state.tab}}));
   }
 
   // --- saving: URL fragment and localStorage ----------------------------------------
@@ -637,7 +642,7 @@
     return JSON.parse(new TextDecoder().decode(bytes));
   }
 
-  function snapshot() { return {spec: state.spec, claims: state.claims, tab: state.tab, row: state.row}; }
+  function snapshot() { return {spec: state.spec, claims: state.claims, tab: state.tab, row: state.row, practice: state.practice}; }
 
   function save() {
     clearTimeout(saveTimer);
@@ -706,6 +711,7 @@
     state.spec = normal(spec);
     state.claims = claims ? claimsOfFile(claims) : {};
     state.row = "focus";
+    state.practice = {};
     compute = null;
     setLanguage(state.spec.lang || "en");
     buildAll();
@@ -780,11 +786,14 @@
     $("report-details").addEventListener("toggle", () => { if ($("report-details").open) typeset($("report")); });
     $("tab-derivation").onclick = () => { selectTab("derivation"); save(); };
     $("tab-check").onclick = () => { selectTab("check"); save(); };
-    for (const tab of ["tab-derivation", "tab-check"]) {
-      $(tab).addEventListener("keydown", (event) => {
-        if (!["ArrowLeft", "ArrowRight", "Home", "End"].includes(event.key)) return;
+    $("tab-practice").onclick = () => { selectTab("practice"); save(); };
+    for (const name of TABS) {
+      $("tab-" + name).addEventListener("keydown", (event) => {
+        const k = TABS.indexOf(state.tab), n = TABS.length;
+        const next = {ArrowLeft: (k + n - 1) % n, ArrowRight: (k + 1) % n, Home: 0, End: n - 1}[event.key];
+        if (next === undefined) return;
         event.preventDefault();
-        selectTab(state.tab === "check" ? "derivation" : "check", true);
+        selectTab(TABS[next], true);
         save();
       });
     }
@@ -854,7 +863,8 @@
       // nothing kept: a spec named on the command line, or the built-in example in the browser's language
       saved = {spec: boot.given ? boot.initial : boot.builtin[browserLanguage()] || boot.initial};
     }
-    state = {spec: normal(saved.spec), claims: saved.claims || {}, tab: saved.tab || "derivation", row: saved.row || "focus"};
+    state = {spec: normal(saved.spec), claims: saved.claims || {}, tab: saved.tab || "derivation", row: saved.row || "focus",
+      practice: saved.practice && typeof saved.practice === "object" ? saved.practice : {}};
     setLanguage(state.spec.lang || "en");
     wire();
     buildAll();

@@ -11,6 +11,8 @@ scripts may use too:
 ``POST /api/export``   ``{"spec": {…}, "format": …}``: Markdown, LaTeX, PDF, HTML or the spec as
                        TOML (``"what": "report"`` with claims: the check report) as a download;
 ``POST /api/parse``    ``{"toml": "…"}``: a TOML file read by the spec reader (never evaluated);
+``POST /api/hint``     ``{"spec": {…}, "quantity": …, "claims": {…}}``: practice mode's hint of one step
+                       (:mod:`symattn.web.practice`);
 ``GET /api/examples``  the built-in examples.
 
 Bad input answers 400 with ``{"error": <the CLI's one-line message>, "where": {source, key,
@@ -57,6 +59,7 @@ def _ui_strings() -> dict[str, dict[str, Any]]:
     for lang in languages():
         prose = load_language(lang)
         out[lang] = {section: prose[section] for section in ("ui", "verdict", "quantity", "slip")}
+        out[lang]["practice"] = {"question": prose["practice"]["question"], "quote": prose["quote"]}
         out[lang]["report"] = {
             k: prose["report"][k] for k in ("expected", "carried_from", "truncated", "masked", "sep")
         }
@@ -297,6 +300,7 @@ def create_app(
         Route("/api/check", api("check", JSONResponse), methods=["POST"]),
         Route("/api/export", api("export", download), methods=["POST"]),
         Route("/api/parse", api("parse", JSONResponse), methods=["POST"]),
+        Route("/api/hint", api("hint", JSONResponse), methods=["POST"]),
         Route("/api/examples", examples),
         Mount("/static", StaticFiles(directory=str(here))),
         Mount("/katex", StaticFiles(directory=str(VENDOR))),

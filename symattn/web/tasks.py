@@ -90,7 +90,7 @@ def render_task(body: Any) -> dict[str, Any]:
     """POST /api/render: the derivation as an HTML fragment (or Markdown, LaTeX) and its intermediates.
 
     With HTML come its figures (``figures``: id, kind and SVG of each) and the LaTeX of each step the
-    fragment shows (``latex_steps``, one per ``<h2>``, in order)."""
+    fragment shows (``latex_steps``, one per ``<h2>``, in order, and ``step_kinds``, the kind of each)."""
     from symattn.derivation.intermediates import MAX_DIGITS, compute
     from symattn.input.reader import parse_index
     from symattn.rendering.html import markdown_to_html
@@ -113,6 +113,7 @@ def render_task(body: Any) -> dict[str, Any]:
         # the handouts' own SVG pictures, and each shown step's LaTeX for its "copy as LaTeX" button
         out["figures"] = [{"id": f.id, "kind": f.kind, "svg": svg(f)} for f in all_figures(derivation)]
         out["latex_steps"] = list(step_latex(derivation))
+        out["step_kinds"] = [step.kind for step in derivation.steps if step.kind != "picture"]
     else:
         out["text"] = render(derivation, fmt)
     if _flag(body, "compute", True):
@@ -266,7 +267,14 @@ TASKS: dict[str, Callable[[Any], Any]] = {
     "export": export_task,
     "export-pdf": lambda body: export_task(body, tex=True),
     "parse": parse_task,
+    "hint": lambda body: _hint(body),
 }
+
+
+def _hint(body: Any) -> dict[str, Any]:
+    from symattn.web.practice import hint_task  # practice mode's own module, which builds on this one
+
+    return hint_task(body)
 
 
 # --- the spec as TOML ------------------------------------------------------------
