@@ -448,3 +448,14 @@ def test_practice_hint_and_progress_survive_a_reload(english, server):
     typed = [english.find_element("id", f"practice-scores-{j}-input").get_attribute("value") for j in range(3)]
     assert typed == ["0.92", "0.19", "0.75"]
     wait(english, lambda: english.find_element("id", "practice-step").is_displayed(), what="the revealed step again")
+
+
+def test_hint_escapes_the_labels(client):
+    raw = seed("en")
+    raw["tokens"], raw["focus"] = ["<img src=x onerror=alert(1)>", "a&b", "}\\x"], "3"
+    response = client.post("/api/hint", json={"spec": raw, "quantity": "weights"})
+    html = response.json()["html"]
+    assert response.status_code == 200 and "<img" not in html
+    # TeX's own escapes inside \text{}, then HTML's
+    assert "\\text{\\textless{}img src=x onerror=alert(1)\\textgreater{}}" in html
+    assert "A_{\\text{\\}\\textbackslash{}x},\\text{a\\&amp;b}}" in html
