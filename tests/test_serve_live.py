@@ -106,6 +106,7 @@ def test_plain_title(title, plain):
         ("en;q=0.2, zh;q=0.7", "zh"),
         ("", "en"),
         ("en;q=bad, *", "en"),
+        ("en;q=nan, zh;q=0.1", "zh"),
     ],
 )
 def test_browser_language(header, lang):
@@ -459,3 +460,26 @@ def test_hint_escapes_the_labels(client):
     # TeX's own escapes inside \text{}, then HTML's
     assert "\\text{\\textless{}img src=x onerror=alert(1)\\textgreater{}}" in html
     assert "A_{\\text{\\}\\textbackslash{}x},\\text{a\\&amp;b}}" in html
+
+
+def test_a_variant_control_is_one_entry(monkeypatch):
+    import symattn.web.app as app
+
+    # a new key (here one whose [ui] phrase exists already) is one entry: its control and its label come
+    extra = [
+        {"key": "expand", "kind": "text", "default": ""},
+        {"key": "rounding", "kind": "number", "min": 0, "max": 9},
+    ]
+    monkeypatch.setattr(app, "variants", lambda: variants() + extra)
+    page = app.page_html(seed("en"), "en")
+    area = re.search(r'<fieldset class="settings variant" id="variant">(.*?)</fieldset>', page, re.S).group(1)
+    assert re.findall(r'data-key="([a-z_]+)" data-variant="([a-z]+)"', area) == [
+        ("mask", "select"),
+        ("softmax", "select"),
+        ("heads", "number"),
+        ("expand", "text"),
+        ("rounding", "number"),
+    ]
+    assert '<label for="set-expand" data-ui="expand">Expand</label>' in area
+    boot = json.loads(re.search(r'<script id="boot" type="application/json">(.*?)</script>', page, re.S).group(1))
+    assert boot["variants"][-2:] == extra  # app.js builds, fills and reads the controls from this list

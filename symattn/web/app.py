@@ -105,8 +105,10 @@ def browser_language(accept: str) -> str:
             name, _, value = param.strip().partition("=")
             if name.strip() == "q":
                 try:
-                    weight = float(value)
+                    weight = float(value)  # a preference's weight, never a number of the math
                 except ValueError:
+                    weight = 0.0
+                if not 0.0 <= weight <= 1.0:  # nan and out-of-range weights count for nothing
                     weight = 0.0
         tags.append((-weight, k, tag.strip().lower().split("-")[0]))
     return next((code for _, _, code in sorted(tags) if code in ("zh", "en")), "en")
@@ -124,9 +126,11 @@ def _script_json(data: Any) -> str:
 
 
 def variants() -> list[dict[str, Any]]:
-    """The page's "variant" area, one entry per spec key: its kind ("select" with its choices, or "number"
-    with its bounds) and the value a spec without the key has. Adding a variant key to the page is one
-    entry here (and its [ui] phrase, named as the key, and one per choice, ``<key>_<choice>``)."""
+    """The page's "variant" area, one entry per spec key: its kind ("select" with its choices, "number" with
+    its bounds, or "text": a number or word as typed, sent as text for the spec reader to read) and the
+    value a spec without the key has. Adding a variant key to the page is one entry here (and its [ui]
+    phrase, named as the key, and for a select one per choice, ``<key>_<choice>``); an empty number or
+    text leaves the key out of the spec."""
     from symattn.input.choices import MASKS, SOFTMAXES
 
     return [
