@@ -59,10 +59,13 @@ def client():
 @pytest.mark.parametrize("name", ["seed", "causal", "multihead", "backward", "symbolic"])
 def test_render_carries_the_figures_and_each_steps_latex(client, name):
     raw = as_json(read_table(builtin.example_path(name, "en")))
-    data = client.post("/api/render", json={"spec": raw}).json()
+    data = client.post("/api/render", json={"spec": raw, "latex_steps": True}).json()
     derivation = derive(spec_from_mapping(raw, "spec"))
     assert data["figures"] == [{"id": f.id, "kind": f.kind, "svg": svg(f)} for f in all_figures(derivation)]
     assert data["latex_steps"] == list(step_latex(derivation))
+    assert data["step_kinds"] == [step.kind for step in derivation.steps if step.kind != "picture"]
+    # the LaTeX costs as much as the whole document: only when asked for
+    assert "latex_steps" not in client.post("/api/render", json={"spec": raw, "compute": False}).json()
     # one per heading of the fragment, each the very text the LaTeX document holds for that step
     assert len(data["latex_steps"]) == data["html"].count("<h2>")
     document = render(derivation, "latex")

@@ -338,7 +338,8 @@
     const id = ++sent;
     const inputAt = lastInputAt;
     setStatus("updating");
-    const {ok, data} = await post("/api/render", {spec: state.spec, format: "html", exact: true});
+    const spec = JSON.parse(JSON.stringify(state.spec)); // what this answer is of (live.js asks for its LaTeX)
+    const {ok, data} = await post("/api/render", {spec, format: "html", exact: true});
     if (id < shown) return; // a later answer is already on the page
     if (!ok) {
       if (id === sent) showError(data ? data.error : ui("offline"), data && data.where);
@@ -351,7 +352,7 @@
     box.innerHTML = data.html;
     typeset(box);
     $("derivation").replaceChildren(...box.childNodes);
-    document.dispatchEvent(new CustomEvent("symattn:rendered", {detail: data}));
+    document.dispatchEvent(new CustomEvent("symattn:rendered", {detail: Object.assign({spec}, data)}));
     if (inputAt && inputAt === lastInputAt) {
       // keystroke to updated math, for the browser test and for anyone curious (performance.getEntriesByName)
       performance.measure("symattn:update", {start: inputAt, end: performance.now()});

@@ -2,8 +2,9 @@
  *
  * The heatmap and the token diagram are the handouts' own SVG (the answer's "figures"); hovering a cell
  * or a line shows its closed form and value from the answer's compute data (nothing is computed here).
- * Every step's heading gets a "copy as LaTeX" button; the LaTeX is the server's (the answer's
- * "latex_steps", one per <h2>). app.js announces each answer with the event "symattn:rendered".
+ * Every step's heading gets a "copy as LaTeX" button; the LaTeX is the server's, asked for on the first
+ * press (POST /api/render with "latex_steps": one per <h2>, of the spec that answer shows). app.js
+ * announces each answer, with its spec, by the event "symattn:rendered".
  */
 "use strict";
 (function () {
@@ -74,7 +75,7 @@
   }
 
   function copyButtons(data) {
-    const steps = data.latex_steps || [];
+    const steps = data.step_kinds || [];
     const headings = document.querySelectorAll("#derivation > h2");
     if (headings.length !== steps.length) return; // never a wrong step's LaTeX
     const ui = page().ui;
@@ -89,11 +90,20 @@
     });
   }
 
+  async function latexSteps(answer) {
+    if (!answer.latex) {
+      answer.latex = page().post("/api/render", {spec: answer.spec, format: "html", compute: false, latex_steps: true})
+        .then(({ok, data}) => (ok ? data.latex_steps : Promise.reject(new Error(data ? data.error : page().ui("offline")))));
+      answer.latex.catch(() => { answer.latex = null; }); // asked again on the next press
+    }
+    return answer.latex;
+  }
+
   async function copy(button) {
-    const steps = (last && last.latex_steps) || [];
-    const tex = steps[Number(button.dataset.step)];
-    if (tex === undefined) return;
+    if (!last) return;
     try {
+      const tex = (await latexSteps(last))[Number(button.dataset.step)];
+      if (tex === undefined) return;
       await navigator.clipboard.writeText(tex);
       page().setStatus("copied");
     } catch (e) {
