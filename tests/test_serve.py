@@ -286,7 +286,7 @@ REQUEST_ERRORS = [
     (
         "/api/render",
         '{"spec": S, "colour": 1}',
-        "request: colour: unknown key; expected one of compute, digits, exact, format, spec",
+        "request: colour: unknown key; expected one of compute, digits, exact, format, latex_steps, spec",
     ),
     (
         "/api/render",

@@ -486,3 +486,18 @@ def test_a_variant_control_is_one_entry(monkeypatch):
     assert '<label for="set-expand" data-ui="expand">Expand</label>' in area
     boot = json.loads(re.search(r'<script id="boot" type="application/json">(.*?)</script>', page, re.S).group(1))
     assert boot["variants"][-2:] == extra  # app.js builds, fills and reads the controls from this list
+
+
+def test_only_the_weights_have_closed_forms_on_hover(english, server):
+    open_fresh(english, server, seed("en"))
+    examples = json.loads(english.execute_script("return fetch('/api/examples').then(r => r.text())"))
+    index = next(i for i, e in enumerate(examples) if (e["name"], e["lang"]) == ("backward", "en"))
+    choose(english, "example", str(index))
+    english.find_element("id", "load-example").click()
+    raw = as_json(read_table(builtin.example_path("backward", "en")))
+    wait_math(english, math_of(fragment(raw)), "the backward example")
+    figures = english.execute_script(
+        "return Array.from(document.querySelectorAll('#figures .figure')).map(f => [f.dataset.figure, "
+        "f.querySelectorAll('rect.cell, line.weight').length, f.querySelectorAll('title.hover').length])"
+    )
+    assert figures == [["weights", 9, 9], ["tokens", 3, 3], ["dz", 9, 0]]

@@ -61,14 +61,15 @@
 
   function titleFigures(data) {
     for (const node of document.querySelectorAll("#figures title.hover")) node.remove();
-    for (const panel of document.querySelectorAll("#figures .heatmap g.panel")) {
+    // the weights' heatmap and the token diagram (not the heatmap of dZ: its cells are other numbers)
+    for (const panel of document.querySelectorAll('#figures [data-figure="weights"] g.panel')) {
       const head = Number(panel.dataset.head);
       for (const cell of panel.querySelectorAll("rect.cell")) {
         addTitle(cell, titleOf(data, head, Number(cell.dataset.row), Number(cell.dataset.col)));
       }
     }
     const row = page().focusIndex(); // the diagram draws the focus row
-    for (const panel of document.querySelectorAll("#figures .diagram g.panel")) {
+    for (const panel of document.querySelectorAll('#figures [data-figure="tokens"] g.panel')) {
       const head = Number(panel.dataset.head);
       for (const line of panel.querySelectorAll("line.weight")) addTitle(line, titleOf(data, head, row, Number(line.dataset.key)));
     }
@@ -107,7 +108,7 @@
       await navigator.clipboard.writeText(tex);
       page().setStatus("copied");
     } catch (e) {
-      page().setStatus("copy_failed", {error: e && e.message ? e.message : String(e)}, true);
+      page().setStatus("copy_failed", {error: e && e.message ? e.message : String(e)}); // the derivation is not stale
     }
     document.body.dataset.copied = button.dataset.step;
   }
