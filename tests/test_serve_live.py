@@ -64,6 +64,8 @@ def test_render_carries_the_figures_and_each_steps_latex(client, name):
     assert data["figures"] == [{"id": f.id, "kind": f.kind, "svg": svg(f)} for f in all_figures(derivation)]
     assert data["latex_steps"] == list(step_latex(derivation))
     assert data["step_kinds"] == [step.kind for step in derivation.steps if step.kind != "picture"]
+    bad = client.post("/api/render", json={"spec": raw, "latex_steps": [1]})
+    assert bad.json()["error"] == "request: latex_steps: expected true or false, got a list"
     # the LaTeX costs as much as the whole document: only when asked for
     assert "latex_steps" not in client.post("/api/render", json={"spec": raw, "compute": False}).json()
     # one per heading of the fragment, each the very text the LaTeX document holds for that step
@@ -354,6 +356,13 @@ def test_hint_is_the_formula_with_the_students_numbers(client):
             {"quantity": "exp", "claims": {"rows": {"it": {"scores": ["1", "os.system", "2"]}}}},
             "claims: claims.rows.it.scores[2]: not a number: 'os.system'",
         ),
+        (
+            {"quantity": None},
+            "request: quantity: expected one of 'scores', 'scaled', 'exp', 'exp_sum', 'weights', 'output', got null",
+        ),
+        ({}, "request: quantity: missing"),
+        ({"quantity": "exp", "claims": None}, "claims: claims: expected a table of claims, got null"),
+        ({"quantity": "exp", "x": 1}, "request: x: unknown key; expected one of claims, quantity, spec"),
     ],
 )
 def test_hint_errors(client, body, message):
