@@ -123,9 +123,12 @@ def latex():
     return compile_
 
 
-def chromium_driver(window: str = "1000,800", loopback: bool = False, scrollbars: bool = True):
-    """Debian's headless Chromium through selenium, resolving no host (``loopback``: but 127.0.0.1);
-    skips the test when selenium, chromium or chromium-driver is missing. The caller quits it."""
+def chromium_driver(
+    window: str = "1000,800", loopback: bool = False, scrollbars: bool = True, languages: str = "en-US,en"
+):
+    """Debian's headless Chromium through selenium, resolving no host (``loopback``: but 127.0.0.1), its
+    ``languages`` those of navigator.languages and Accept-Language; skips the test when selenium, chromium
+    or chromium-driver is missing. The caller quits it."""
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium (a test extra) drives Chromium")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     chromedriver = shutil.which("chromedriver")
@@ -146,8 +149,10 @@ def chromium_driver(window: str = "1000,800", loopback: bool = False, scrollbars
         "--disable-background-networking",
         "--disable-component-update",
         "--no-first-run",
+        f"--lang={languages.split(',')[0]}",
     ) + (() if scrollbars else ("--hide-scrollbars",)):
         options.add_argument(arg)
+    options.add_experimental_option("prefs", {"intl.accept_languages": languages})
     return webdriver.Chrome(service=Service(chromedriver), options=options)
 
 

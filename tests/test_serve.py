@@ -286,7 +286,7 @@ REQUEST_ERRORS = [
     (
         "/api/render",
         '{"spec": S, "colour": 1}',
-        "request: colour: unknown key; expected one of compute, digits, exact, format, spec",
+        "request: colour: unknown key; expected one of compute, digits, exact, format, latex_steps, spec",
     ),
     (
         "/api/render",
@@ -398,7 +398,7 @@ def test_other_hosts_are_refused():
 
 
 def test_page_and_assets(client):
-    page = client.get("/")
+    page = client.get("/", headers={"accept-language": "zh-CN,zh;q=0.9,en;q=0.8"})
     assert page.status_code == 200
     assert "script-src 'self'" in page.headers["content-security-policy"]
     ui = load_language("zh")["ui"]
@@ -406,12 +406,22 @@ def test_page_and_assets(client):
     boot = json.loads(re.search(r'<script id="boot" type="application/json">(.*?)</script>', page.text, re.S).group(1))
     assert boot["initial"] == as_json(seed_raw()) and boot["given"] is False
     assert boot["strings"]["en"]["ui"] == load_language("en")["ui"]
-    for path in ("/static/app.js", "/static/app.css", "/katex/katex.min.js", "/katex/fonts/KaTeX_Main-Regular.woff2"):
+    for path in (
+        "/static/app.js",
+        "/static/live.js",
+        "/static/app.css",
+        "/katex/katex.min.js",
+        "/katex/fonts/KaTeX_Main-Regular.woff2",
+    ):
         assert client.get(path).status_code == 200, path
     # every [ui] phrase the page names exists in every language
-    used = set(re.findall(r'data-ui="([a-z_]+)"', page.text)) | set(
-        re.findall(r'\bui\("([a-z_]+)"[,)]', (ROOT / "symattn/web/app.js").read_text())
+    scripts = "".join(path.read_text() for path in sorted((ROOT / "symattn/web").glob("*.js")))
+    used = (
+        set(re.findall(r'data-ui="([a-z_]+)"', page.text))
+        | set(re.findall(r'\bui\("([a-z_]+)"[,)]', scripts))
+        | set(re.findall(r'setStatus\("([a-z_]+)"', scripts))
     )
+    assert {"practice_step", "copied", "check_column", "updated"} <= used
     for lang in ("zh", "en"):
         assert used - set(load_language(lang)["ui"]) == set(), lang
 
@@ -621,7 +631,8 @@ def downloads(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def chrome(downloads):
     # not tests/test_export.py's browser: that one resolves no host at all, and this page is on 127.0.0.1
-    driver = chromium_driver("1280,900", loopback=True, scrollbars=False)
+    # a Chinese browser: the page opens the built-in example in Chinese (tests/test_serve_live.py: English)
+    driver = chromium_driver("1280,900", loopback=True, scrollbars=False, languages="zh-CN,zh")
     try:
         driver.execute_cdp_cmd(
             "Emulation.setDeviceMetricsOverride",
@@ -748,8 +759,7 @@ def test_edit_q31_updates_the_sums_and_weights(chrome, server):
 def test_language_and_rounding(chrome, server):
     open_fresh(chrome, server)
     choose(chrome, "set-lang", "en")
-    raw = as_json(seed_raw())
-    raw["lang"] = "en"
+    raw = as_json(seed_raw("en"))  # the built-in example's title and tokens follow the language
     wait_math(chrome, math_of(fragment(raw)), "the English derivation")
     ui = load_language("en")["ui"]
     assert chrome.find_element("css selector", "h1").text == ui["heading"]
@@ -891,13 +901,13 @@ def test_reload_from_the_url_restores_the_view(chrome, server):
     open_fresh(chrome, server)
     retype(cell(chrome, "V", "3,2"), "2")
     choose(chrome, "set-lang", "en")
+    raw = as_json(seed_raw("en"))
+    raw["V"][2][1] = "2"
+    expected = math_of(fragment(raw))
+    wait_math(chrome, expected, "the edits")  # the tokens are English now: the boxes are built for them
     chrome.find_element("id", "tab-check").click()
     box = wait(chrome, lambda: chrome.find_elements("id", "box-exp-2-1-input"), what="boxes")[0]
     box.send_keys("1.144")
-    raw = as_json(seed_raw())
-    raw["V"][2][1], raw["lang"] = "2", "en"
-    expected = math_of(fragment(raw))
-    wait_math(chrome, expected, "the edits")
     wait(
         chrome,
         lambda: chrome.find_element("id", "box-exp-2-1").get_attribute("data-verdict") == "rounded",
@@ -930,9 +940,10 @@ def test_reload_from_the_url_restores_the_view(chrome, server):
 
 def test_download_latex_compiles(chrome, server, downloads, latex, tmp_path):
     open_fresh(chrome, server)
+    retype(chrome.find_element("id", "tokens-1"), "小猫咪")  # labels of the user's own stay in any language
     choose(chrome, "set-lang", "en")
     raw = as_json(seed_raw())
-    raw["lang"] = "en"
+    raw["lang"], raw["tokens"][0] = "en", "小猫咪"
     wait_math(chrome, math_of(fragment(raw)), "the English derivation")
     target = downloads / "symattn.tex"
     if target.exists():

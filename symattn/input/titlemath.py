@@ -308,6 +308,44 @@ def _emit_script(node, escape_text, out: list[str]) -> None:
     out.append("}")
 
 
+# the commands whose plain text is one character; the others are written as their name
+_PLAIN = {
+    **dict(zip(_GREEK, "αβγδεεζηθθικλμνξπϖρϱσςτυφφχψωΓΔΘΛΞΠΣΥΦΨΩ", strict=True)),
+    **{"cdot": "·", "times": "×", "div": "÷", "pm": "±", "mp": "∓", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥"},
+    **{"ne": "≠", "neq": "≠", "approx": "≈", "sim": "∼", "to": "→", "rightarrow": "→", "leftarrow": "←"},
+    **{"Rightarrow": "⇒", "mapsto": "↦", "infty": "∞", "partial": "∂", "nabla": "∇", "sum": "∑", "prod": "∏"},
+    **{"top": "ᵀ", "ldots": "…", "cdots": "⋯", "dots": "…", "prime": "′", "in": "∈", "quad": " ", "qquad": " "},
+    **{",": " ", ";": " ", ":": " ", " ": " ", "!": "", "{": "{", "}": "}", "|": "‖", "%": "%"},
+}
+
+
+def plain(node) -> str:
+    """The tree as plain text, for where TeX is not typeset (a menu): Greek and symbols as Unicode, a
+    fraction as a/b, a root as √, scripts as ``_`` and ``^``."""
+    if isinstance(node, Char):
+        return node.text
+    if isinstance(node, Group):
+        return "".join(plain(item) for item in node.items)
+    if isinstance(node, Text):
+        return node.text
+    if isinstance(node, Command):
+        parts = [plain(argument) for _, argument in node.arguments]
+        if node.name in ("frac", "tfrac", "dfrac"):
+            return f"({parts[0]})/({parts[1]})"
+        if node.name == "sqrt":
+            return "√(" + parts[-1] + ")"
+        if parts:
+            return "".join(parts)
+        return _PLAIN.get(node.name, node.name)
+    if isinstance(node, Scripted):
+        out = plain(node.base) + "′" * node.primes
+        for op, script in node.scripts:
+            text = plain(script)
+            out += text if (op, text) == ("^", "ᵀ") else op + (text if len(text) == 1 else "{" + text + "}")
+        return out
+    raise TypeError(f"not a title-math node: {node!r}")  # pragma: no cover - the parser makes no other node
+
+
 def check(source: str) -> str | None:
     """Why ``source`` is outside the grammar, or None."""
     try:

@@ -58,9 +58,11 @@ def has_pictures(derivation: Any) -> bool:
 
 @lru_cache(maxsize=1)
 def _svg_environment() -> Any:
-    from symattn.rendering.renderer import template_environment
+    from symattn.rendering.renderer import _bytecode_cache, template_environment
 
-    return template_environment(autoescape=True)  # every value XML-escaped
+    # every value XML-escaped; compiled once per machine, as the documents' templates are (the web page's
+    # workers draw figures for every edit and compile them at start)
+    return template_environment(autoescape=True, bytecode_cache=_bytecode_cache())
 
 
 def svg(figure: Figure) -> str:

@@ -16,8 +16,10 @@
   const DEBOUNCE_MS = 80;
   const MATRICES = ["X", "X_kv", "W_Q", "W_K", "W_V", "Q", "K", "V", "W_O"];
   const VECTORS = ["b_Q", "b_K", "b_V", "b_O"];
+  // the "variant" area: one entry per spec key, listed once, in symattn/web/app.py (variants)
+  const VARIANTS = boot.variants;
   const CONTROLLED = new Set([...MATRICES, ...VECTORS, "title", "lang", "tokens", "key_tokens", "focus", "scale",
-    "rounding", "expand", "mask", "heads"]);
+    "rounding", "expand", ...VARIANTS.map((v) => v.key)]);
   // Q and K share d_k: a column added to one is added to the other (and to the matching bias)
   const COLUMN_PARTNERS = {Q: ["K"], K: ["Q"], W_Q: ["W_K", "b_Q", "b_K"], W_K: ["W_Q", "b_Q", "b_K"],
     W_V: ["b_V"], W_O: ["b_O"]};
@@ -38,13 +40,15 @@
     return node;
   };
 
-  let state = {spec: {}, claims: {}, tab: "derivation", row: "focus"};
+  // practice: practice mode's progress (practice.js): its step, the numbers typed, the steps revealed
+  let state = {spec: {}, claims: {}, tab: "derivation", row: "focus", practice: {}};
   let lang = "en";
   let compute = null; // the last good render's intermediates: the check tab's shape
   let sent = 0, shown = 0, checkSent = 0, checkShown = 0;
   let renderTimer = null, checkTimer = null, saveTimer = null;
   let lastInputAt = 0; // performance.now() of the last edit, for the keystroke-to-math measure
-  let notice = ""; // what the status line says once the page is up to date (a file opened), until the next edit
+  let notice = null; // what the status line says once the page is up to date (a file opened), until the next edit
+  let status = null; // what it says now, as [phrase, values, stale], so that it follows the language
   const texCache = new Map();
 
   // --- language -------------------------------------------------------------------
@@ -58,10 +62,23 @@
   function ui(key, values) { return fill(phrases().ui[key], values); }
 
   function setLanguage(code) {
+    const before = lang;
     lang = boot.strings[code] ? code : boot.languages[0];
     document.documentElement.lang = lang === "zh" ? "zh-CN" : lang;
     document.title = ui("page_title");
     for (const node of document.querySelectorAll("[data-ui]")) node.textContent = ui(node.dataset.ui);
+    if (status) setStatus(...status);
+    if (examples) buildExamples();
+    if (before !== lang) document.dispatchEvent(new CustomEvent("symattn:language", {detail: {lang}}));
+  }
+
+  function browserLanguage() {
+    // zh for any zh-* the browser prefers first among the page's languages, else en
+    for (const tag of navigator.languages || [navigator.language || ""]) {
+      const code = String(tag).toLowerCase().split("-")[0];
+      if (code === "zh" || code === "en") return code;
+    }
+    return "en";
   }
 
   // --- the spec -------------------------------------------------------------------
@@ -114,11 +131,11 @@
     $("set-rounding").value = spec.rounding || "exact";
     $("set-expand").value = spec.expand || "focus";
     $("set-scale").value = "scale" in spec ? text(spec.scale) : "sqrt";
-    $("set-heads").value = "heads" in spec ? text(spec.heads) : "1";
+    for (const v of VARIANTS) $("set-" + v.key).value = v.key in spec && !Array.isArray(spec[v.key]) ? text(spec[v.key]) : v.default;
     const matrixMask = $("set-mask").querySelector('option[value="matrix"]');
     const isMatrix = Array.isArray(spec.mask);
     matrixMask.hidden = matrixMask.disabled = !isMatrix;
-    $("set-mask").value = isMatrix ? "matrix" : (spec.mask || "none");
+    if (isMatrix) $("set-mask").value = "matrix";
     const kept = Object.keys(spec).filter((k) => !CONTROLLED.has(k));
     $("kept").hidden = !kept.length;
     $("kept").textContent = kept.length ? ui("kept", {keys: kept.join(", ")}) : "";
@@ -268,13 +285,31 @@
     const spec = state.spec;
     const key = target.dataset.key;
     const value = target.value;
+    const variant = VARIANTS.find((v) => v.key === key);
     if (key === "mask") {
       if (value !== "matrix") spec.mask = value;
       buildGrids();
-    } else if (key === "title" || key === "scale" || key === "focus" || key === "heads") {
+    } else if (key === "title" || key === "scale" || key === "focus" || (variant && variant.kind !== "select")) {
       if (value.trim() === "") delete spec[key]; else spec[key] = value;
     } else spec[key] = value;
-    if (key === "lang") { setLanguage(value); buildAll(); buildCheckRows(); buildBoxes(); }
+    if (key === "lang") { translateExample(value); setLanguage(value); buildAll(); buildCheckRows(); buildBoxes(); }
+  }
+
+  function translateExample(code) {
+    // the built-in example's own title and labels follow the language; labels the user typed stay
+    if (!examples) return;
+    const spec = state.spec;
+    const same = (a, b) => JSON.stringify(a === undefined ? null : a.map(text)) === JSON.stringify(b === undefined ? null : b.map(text));
+    const from = examples.find((e) => e.lang !== code && (e.spec.title || "") === (spec.title || "") &&
+      same(e.spec.tokens, spec.tokens) && same(e.spec.key_tokens, spec.key_tokens));
+    const to = from && examples.find((e) => e.name === from.name && e.lang === code);
+    if (!to) return;
+    for (const key of ["title", "tokens", "key_tokens"]) {
+      if (key in to.spec) spec[key] = key === "title" ? to.spec[key] : to.spec[key].map(text); else delete spec[key];
+    }
+    if (typeof spec.focus === "string" && from.spec.tokens && from.spec.tokens.map(text).includes(spec.focus)) {
+      spec.focus = to.spec.tokens.map(text)[from.spec.tokens.map(text).indexOf(spec.focus)];
+    }
   }
 
   // --- talking to the server ------------------------------------------------------
@@ -292,7 +327,7 @@
   }
 
   function edited(message) {
-    notice = message || "";
+    notice = message || null;
     lastInputAt = performance.now();
     save();
     clearTimeout(renderTimer);
@@ -302,8 +337,9 @@
   async function update() {
     const id = ++sent;
     const inputAt = lastInputAt;
-    setStatus(ui("updating"));
-    const {ok, data} = await post("/api/render", {spec: state.spec, format: "html"});
+    setStatus("updating");
+    const spec = JSON.parse(JSON.stringify(state.spec)); // what this answer is of (live.js asks for its LaTeX)
+    const {ok, data} = await post("/api/render", {spec, format: "html", exact: true});
     if (id < shown) return; // a later answer is already on the page
     if (!ok) {
       if (id === sent) showError(data ? data.error : ui("offline"), data && data.where);
@@ -316,6 +352,7 @@
     box.innerHTML = data.html;
     typeset(box);
     $("derivation").replaceChildren(...box.childNodes);
+    document.dispatchEvent(new CustomEvent("symattn:rendered", {detail: Object.assign({spec}, data)}));
     if (inputAt && inputAt === lastInputAt) {
       // keystroke to updated math, for the browser test and for anyone curious (performance.getEntriesByName)
       performance.measure("symattn:update", {start: inputAt, end: performance.now()});
@@ -343,8 +380,10 @@
     }
   }
 
-  function setStatus(message, stale) {
-    $("status").textContent = message;
+  function setStatus(phrase, values, stale) {
+    // a [ui] phrase and its values: said again in the new language when the language changes
+    status = [phrase, values, stale];
+    $("status").textContent = ui(phrase, values);
     $("status").classList.toggle("stale", !!stale);
     $("derivation").classList.toggle("stale", !!stale);
   }
@@ -359,7 +398,7 @@
     const old = $("input-error");
     if (old) old.remove();
     $("general-error").hidden = true;
-    setStatus(notice || ui("updated"));
+    if (notice) setStatus(...notice); else setStatus("updated");
   }
 
   function anchorOf(where, scope) {
@@ -374,7 +413,7 @@
 
   function showError(message, where) {
     clearError();
-    setStatus(ui("stale"), true);
+    setStatus("stale", null, true);
     const anchor = where && where.source === "spec" ? anchorOf(where, $("inputs")) : null;
     if (!anchor) {
       $("general-error").textContent = message;
@@ -558,16 +597,20 @@
 
   // --- tabs ----------------------------------------------------------------------
 
+  const TABS = ["derivation", "check", "practice"];
+
   function selectTab(name, focus) {
-    state.tab = name === "check" ? "check" : "derivation";
-    for (const [tab, panel] of [["tab-derivation", "panel-derivation"], ["tab-check", "panel-check"]]) {
-      const on = tab === "tab-" + state.tab;
+    state.tab = TABS.includes(name) ? name : "derivation";
+    for (const name of TABS) {
+      const [tab, panel] = ["tab-" + name, "panel-" + name];
+      const on = name === state.tab;
       $(tab).setAttribute("aria-selected", on ? "true" : "false");
       $(tab).tabIndex = on ? 0 : -1;
       $(panel).hidden = !on;
       if (on && focus) $(tab).focus();
     }
     if (state.tab === "check") { buildBoxes(); scheduleCheck(0); }
+    document.dispatchEvent(new CustomEvent("symattn:tab", {detail: {tab: state.tab}}));
   }
 
   // --- saving: URL fragment and localStorage ----------------------------------------
@@ -600,7 +643,7 @@
     return JSON.parse(new TextDecoder().decode(bytes));
   }
 
-  function snapshot() { return {spec: state.spec, claims: state.claims, tab: state.tab, row: state.row}; }
+  function snapshot() { return {spec: state.spec, claims: state.claims, tab: state.tab, row: state.row, practice: state.practice}; }
 
   function save() {
     clearTimeout(saveTimer);
@@ -616,9 +659,9 @@
   // --- files -----------------------------------------------------------------------
 
   async function download(body, name) {
-    setStatus(ui("preparing", {name}));
+    setStatus("preparing", {name});
     const {ok, data, response} = await post("/api/export", body);
-    if (!ok) { setStatus(ui("failed", {error: data ? data.error : ui("offline")}), true); return; }
+    if (!ok) { if (data) setStatus("failed", {error: data.error}, true); else setStatus("offline", null, true); return; }
     const blob = await response.blob();
     const disposition = response.headers.get("content-disposition") || "";
     const match = /filename="([^"]+)"/.exec(disposition);
@@ -627,7 +670,7 @@
     a.click();
     a.remove();
     setTimeout(() => URL.revokeObjectURL(a.href), 10000);
-    setStatus(ui("updated"));
+    setStatus("updated");
   }
 
   function claimsOfFile(raw) {
@@ -662,13 +705,14 @@
       $("general-error").hidden = false;
       return;
     }
-    load(data.spec, data.claims, ui("opened", {name}));
+    load(data.spec, data.claims, ["opened", {name}]);
   }
 
   function load(spec, claims, message) {
     state.spec = normal(spec);
     state.claims = claims ? claimsOfFile(claims) : {};
     state.row = "focus";
+    state.practice = {};
     compute = null;
     setLanguage(state.spec.lang || "en");
     buildAll();
@@ -677,17 +721,26 @@
     edited(message);
   }
 
+  let examples = null; // the built-in examples (GET /api/examples), once loaded
+
   async function loadExamples() {
     const response = await fetch("/api/examples");
-    const list = await response.json();
-    const select = $("example");
-    select.replaceChildren(...list.map((item, i) => el("option", {value: String(i), text: `${item.name} (${ui("lang_" + item.lang)}): ${item.title}`})));
-    const current = list.findIndex((item) => item.name === "seed" && item.lang === lang);
-    if (current >= 0) select.value = String(current);
+    examples = await response.json();
+    buildExamples();
     $("load-example").onclick = () => {
-      const item = list[Number(select.value)];
-      if (item) load(item.spec, null, ui("loaded", {name: item.name}));
+      const item = examples[Number($("example").value)];
+      if (item) load(item.spec, null, ["loaded", {name: item.plain_title}]);
     };
+  }
+
+  function buildExamples() {
+    // the examples of the page's language, each by its title as plain text (no TeX)
+    const select = $("example");
+    const chosen = examples[Number(select.value)];
+    const mine = examples.map((item, i) => [item, i]).filter(([item]) => item.lang === lang);
+    select.replaceChildren(...mine.map(([item, i]) => el("option", {value: String(i), text: item.plain_title})));
+    const same = mine.find(([item]) => item.name === (chosen ? chosen.name : "seed"));
+    if (same) select.value = String(same[1]);
   }
 
   // --- wiring ----------------------------------------------------------------------
@@ -734,11 +787,14 @@
     $("report-details").addEventListener("toggle", () => { if ($("report-details").open) typeset($("report")); });
     $("tab-derivation").onclick = () => { selectTab("derivation"); save(); };
     $("tab-check").onclick = () => { selectTab("check"); save(); };
-    for (const tab of ["tab-derivation", "tab-check"]) {
-      $(tab).addEventListener("keydown", (event) => {
-        if (!["ArrowLeft", "ArrowRight", "Home", "End"].includes(event.key)) return;
+    $("tab-practice").onclick = () => { selectTab("practice"); save(); };
+    for (const name of TABS) {
+      $("tab-" + name).addEventListener("keydown", (event) => {
+        const k = TABS.indexOf(state.tab), n = TABS.length;
+        const next = {ArrowLeft: (k + n - 1) % n, ArrowRight: (k + 1) % n, Home: 0, End: n - 1}[event.key];
+        if (next === undefined) return;
         event.preventDefault();
-        selectTab(state.tab === "check" ? "derivation" : "check", true);
+        selectTab(TABS[next], true);
         save();
       });
     }
@@ -795,6 +851,8 @@
 
   async function start() {
     setLanguage((boot.initial && boot.initial.lang) || "en");
+    window.symattnPage = {ui, phrases, post, el, typeset, setStatus, save, focusIndex, state: () => state,
+      lang: () => lang};
     let saved = null;
     if (location.hash.length > 3) {
       try { saved = await decode(location.hash.slice(1)); } catch (e) { saved = null; }
@@ -802,8 +860,12 @@
     if (!saved && !boot.given) {
       try { saved = JSON.parse(localStorage.getItem(STORE) || "null"); } catch (e) { saved = null; }
     }
-    if (!saved || typeof saved.spec !== "object" || saved.spec === null) saved = {spec: boot.initial};
-    state = {spec: normal(saved.spec), claims: saved.claims || {}, tab: saved.tab || "derivation", row: saved.row || "focus"};
+    if (!saved || typeof saved.spec !== "object" || saved.spec === null) {
+      // nothing kept: a spec named on the command line, or the built-in example in the browser's language
+      saved = {spec: boot.given ? boot.initial : boot.builtin[browserLanguage()] || boot.initial};
+    }
+    state = {spec: normal(saved.spec), claims: saved.claims || {}, tab: saved.tab || "derivation", row: saved.row || "focus",
+      practice: saved.practice && typeof saved.practice === "object" ? saved.practice : {}};
     setLanguage(state.spec.lang || "en");
     wire();
     buildAll();

@@ -5,11 +5,14 @@ in the browser; the server keeps none. It calls a small JSON API, which
 scripts may use too:
 
 ``POST /api/render``   ``{"spec": {…}, "format": "html"}``: the HTML fragment (math as TeX, for
-                       KaTeX) or the Markdown or LaTeX text, and the intermediates of ``compute``;
+                       KaTeX) with the figures' SVG and each step's LaTeX, or the Markdown or LaTeX
+                       text, and the intermediates of ``compute``;
 ``POST /api/check``    ``{"spec": {…}, "claims": {…}}``: the report data and its HTML fragment;
 ``POST /api/export``   ``{"spec": {…}, "format": …}``: Markdown, LaTeX, PDF, HTML or the spec as
                        TOML (``"what": "report"`` with claims: the check report) as a download;
 ``POST /api/parse``    ``{"toml": "…"}``: a TOML file read by the spec reader (never evaluated);
+``POST /api/hint``     ``{"spec": {…}, "quantity": …, "claims": {…}}``: practice mode's hint of one step
+                       (:mod:`symattn.web.practice`);
 ``GET /api/examples``  the built-in examples.
 
 Bad input answers 400 with ``{"error": <the CLI's one-line message>, "where": {source, key,
@@ -30,6 +33,7 @@ from symattn.input.limits import BODY_BYTES, REQUEST_SECONDS, WORKERS
 from symattn.web.pool import Failure, Pool
 from symattn.web.tasks import REQUEST_SOURCE, is_pdf_export, where
 
+LANGS = ("zh", "en")  # the page's languages: a browser's zh-* opens it in Chinese, any other in English
 WEB_EXTRA = 'symattn serve needs the web extra (Starlette and uvicorn); install it with: pip install "symattn[web]"'
 
 
@@ -55,6 +59,7 @@ def _ui_strings() -> dict[str, dict[str, Any]]:
     for lang in languages():
         prose = load_language(lang)
         out[lang] = {section: prose[section] for section in ("ui", "verdict", "quantity", "slip")}
+        out[lang]["practice"] = {"question": prose["practice"]["question"], "quote": prose["quote"]}
         out[lang]["report"] = {
             k: prose["report"][k] for k in ("expected", "carried_from", "truncated", "masked", "sep")
         }
@@ -69,8 +74,44 @@ def _examples() -> list[dict[str, Any]]:
     for name in builtin.names():
         for path in sorted(builtin.EXAMPLES.glob(f"{name}.*.toml")):
             data = read_table(path)
-            out.append({"name": name, "lang": path.name.split(".")[1], "title": data.get("title", name), "spec": data})
+            title = data.get("title", name)
+            out.append(
+                {
+                    "name": name,
+                    "lang": path.name.split(".")[1],
+                    "title": title,
+                    "plain_title": plain_title(title),
+                    "spec": data,
+                }
+            )
     return out
+
+
+def plain_title(title: str) -> str:
+    """A title as plain text, for a menu: its ``$…$`` math written out from the title-math parse tree."""
+    from symattn.input.text import split_math
+    from symattn.input.titlemath import parse, plain
+
+    return "".join(plain(parse(piece)) if is_math else piece for is_math, piece in split_math(title))
+
+
+def browser_language(accept: str) -> str:
+    """The page's language from an Accept-Language header: zh for the first zh-* it prefers, else en."""
+    tags = []
+    for k, part in enumerate(accept.split(",")):
+        tag, _, params = part.strip().partition(";")
+        weight = 1.0
+        for param in params.split(";"):
+            name, _, value = param.strip().partition("=")
+            if name.strip() == "q":
+                try:
+                    weight = float(value)  # a preference's weight, never a number of the math
+                except ValueError:
+                    weight = 0.0
+                if not 0.0 <= weight <= 1.0:  # nan and out-of-range weights count for nothing
+                    weight = 0.0
+        tags.append((-weight, k, tag.strip().lower().split("-")[0]))
+    return next((code for _, _, code in sorted(tags) if code in ("zh", "en")), "en")
 
 
 def _has_tex() -> bool:
@@ -84,12 +125,30 @@ def _script_json(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
+def variants() -> list[dict[str, Any]]:
+    """The page's "variant" area, one entry per spec key: its kind ("select" with its choices, "number" with
+    its bounds, or "text": a number or word as typed, sent as text for the spec reader to read) and the
+    value a spec without the key has. Adding a variant key to the page is one entry here (and its [ui]
+    phrase, named as the key, and for a select one per choice, ``<key>_<choice>``); an empty number or
+    text leaves the key out of the spec."""
+    from symattn.input.choices import MASKS, SOFTMAXES
+
+    return [
+        {"key": "mask", "kind": "select", "choices": list(MASKS), "default": "none"},
+        {"key": "softmax", "kind": "select", "choices": list(SOFTMAXES), "default": "plain"},
+        {"key": "heads", "kind": "number", "min": 1, "max": 16, "default": "1"},
+    ]
+
+
 def page_html(initial: Mapping[str, Any], lang: str = "zh", given: bool = False) -> str:
     """The page, in the language of the spec it opens with (``given``: named on the command line, so it
-    wins over what the browser kept from last time)."""
+    wins over what the browser kept from last time; else the page opens the built-in example in the
+    browser's language, both of which it carries)."""
     import markupsafe
 
+    from symattn.input import builtin
     from symattn.input.choices import EXPANDS, MASKS, ROUNDINGS
+    from symattn.input.files import read_table
     from symattn.input.languages import languages
     from symattn.rendering.html import katex_version
     from symattn.rendering.renderer import template_environment
@@ -98,10 +157,12 @@ def page_html(initial: Mapping[str, Any], lang: str = "zh", given: bool = False)
     boot = {
         "initial": initial,
         "given": given,
+        "builtin": {} if given else {code: read_table(builtin.example_path(builtin.DEFAULT, code)) for code in LANGS},
         "strings": strings,
         "languages": languages(),
         "tex": _has_tex(),
         "choices": {"rounding": ROUNDINGS, "expand": EXPANDS, "mask": MASKS},
+        "variants": variants(),
         "limits": {"body": BODY_BYTES},
     }
     template = template_environment(autoescape=True).get_template("app.html.j2")
@@ -115,6 +176,7 @@ def page_html(initial: Mapping[str, Any], lang: str = "zh", given: bool = False)
         katex_version=katex_version(),
         tex=boot["tex"],
         choices=boot["choices"],
+        variants=boot["variants"],
     )
 
 
@@ -152,9 +214,7 @@ def create_app(
     from symattn.rendering.html import VENDOR
 
     given = initial is not None
-    if initial is None:
-        initial = read_table(builtin.example_path(builtin.DEFAULT, "zh"))
-    lang = initial.get("lang") if initial.get("lang") in ("zh", "en") else "en"
+    lang = initial.get("lang") if initial is not None and initial.get("lang") in ("zh", "en") else "en"
     pool = Pool(workers, seconds or REQUEST_SECONDS)
     cache: dict[str, Any] = {}
 
@@ -217,9 +277,12 @@ def create_app(
         return Response(data, media_type=media, headers={"content-disposition": f'attachment; filename="{filename}"'})
 
     async def index(request):
-        if "page" not in cache:
-            cache["page"] = page_html(initial, lang, given)
-        return HTMLResponse(cache["page"], headers={"cache-control": "no-cache"})
+        # a spec given is in its own language; the built-in example opens in the browser's
+        code = lang if given else browser_language(request.headers.get("accept-language", ""))
+        if ("page", code) not in cache:
+            shown = initial if given else read_table(builtin.example_path(builtin.DEFAULT, code))
+            cache["page", code] = page_html(shown, code, given)
+        return HTMLResponse(cache["page", code], headers={"cache-control": "no-cache", "vary": "accept-language"})
 
     async def examples(request):
         if "examples" not in cache:
@@ -241,6 +304,7 @@ def create_app(
         Route("/api/check", api("check", JSONResponse), methods=["POST"]),
         Route("/api/export", api("export", download), methods=["POST"]),
         Route("/api/parse", api("parse", JSONResponse), methods=["POST"]),
+        Route("/api/hint", api("hint", JSONResponse), methods=["POST"]),
         Route("/api/examples", examples),
         Mount("/static", StaticFiles(directory=str(here))),
         Mount("/katex", StaticFiles(directory=str(VENDOR))),

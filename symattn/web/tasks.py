@@ -87,14 +87,18 @@ def _derivation(spec: Any) -> tuple[Any, Any]:
 
 
 def render_task(body: Any) -> dict[str, Any]:
-    """POST /api/render: the derivation as an HTML fragment (or Markdown, LaTeX) and its intermediates."""
+    """POST /api/render: the derivation as an HTML fragment (or Markdown, LaTeX) and its intermediates.
+
+    With HTML come its figures (``figures``: id, kind and SVG of each) and the kind of each step the
+    fragment shows (``step_kinds``, one per ``<h2>``, in order); with ``"latex_steps": true``, the LaTeX
+    of each of those steps (``latex_steps``)."""
     from symattn.derivation.intermediates import MAX_DIGITS, compute
     from symattn.input.reader import parse_index
     from symattn.rendering.html import markdown_to_html
     from symattn.rendering.renderer import render
 
     reader = _reader(REQUEST_SOURCE)
-    body = _request(body, ("spec", "format", "compute", "exact", "digits"))
+    body = _request(body, ("spec", "format", "compute", "exact", "digits", "latex_steps"))
     fmt = reader.choice(body.get("format", "html"), "format", RENDER_FORMATS)
     digits = parse_index(body.get("digits", 15))
     if digits is None or not 1 <= digits <= MAX_DIGITS:
@@ -103,7 +107,16 @@ def render_task(body: Any) -> dict[str, Any]:
     derivation, model = _derivation(spec)
     out: dict[str, Any] = {"lang": derivation.lang}
     if fmt == "html":
+        from symattn.rendering.figures import all_figures, svg
+        from symattn.rendering.step_latex import step_latex
+
         out["html"], out["title"] = markdown_to_html(render(derivation, "markdown"))
+        # the handouts' own SVG pictures, and the kind of each step shown (one per <h2>)
+        out["figures"] = [{"id": f.id, "kind": f.kind, "svg": svg(f)} for f in all_figures(derivation)]
+        out["step_kinds"] = [step.kind for step in derivation.steps if step.kind != "picture"]
+        if _flag(body, "latex_steps", False):
+            # asked for when a "copy as LaTeX" button is pressed: it costs as much as the whole LaTeX
+            out["latex_steps"] = list(step_latex(derivation))
     else:
         out["text"] = render(derivation, fmt)
     if _flag(body, "compute", True):
@@ -257,7 +270,14 @@ TASKS: dict[str, Callable[[Any], Any]] = {
     "export": export_task,
     "export-pdf": lambda body: export_task(body, tex=True),
     "parse": parse_task,
+    "hint": lambda body: _hint(body),
 }
+
+
+def _hint(body: Any) -> dict[str, Any]:
+    from symattn.web.practice import hint_task  # practice mode's own module, which builds on this one
+
+    return hint_task(body)
 
 
 # --- the spec as TOML ------------------------------------------------------------
