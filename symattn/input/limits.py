@@ -81,6 +81,7 @@ REQUEST_SECONDS = 10.0  # one request's computation; symattn serve --max-seconds
 WORKERS = 2  # worker processes: the work of two requests at once
 WAITING = 256  # requests queued for a worker before the server answers 503
 GRACE_SECONDS = 2.0  # past the limit, a worker that has not stopped itself is killed
+WARM_SECONDS = 60.0  # a new worker's start-up (imports, templates), which no request's time counts
 
 # --- time -----------------------------------------------------------------------
 SECONDS = 60  # wall clock for one command; --max-seconds raises it

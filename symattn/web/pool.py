@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from symattn.input.errors import SymattnError
-from symattn.input.limits import GRACE_SECONDS, REQUEST_SECONDS, WAITING, WORKERS
+from symattn.input.limits import GRACE_SECONDS, REQUEST_SECONDS, WAITING, WARM_SECONDS, WORKERS
 from symattn.web.tasks import REQUEST_SOURCE, check_task, render_task, run_task, time_limit_message
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ def worker_main() -> None:
     channel_in, channel_out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not corrupt the channel
     _warm()
+    _write_frame(channel_out, READY)  # the server times a request from here, not from the start-up
     while True:
         frame = _read_frame(channel_in)
         if frame is None:
@@ -115,6 +116,8 @@ class Failure(Exception):
         self.status, self.message, self.where = status, message, where
 
 
+READY = b"ready"  # a worker's first frame: warmed up, waiting for tasks
+
 # what a worker process runs (tests swap in a worker whose TeX runs are slow)
 WORKER_CODE = "from symattn.web.pool import worker_main; worker_main()"
 
@@ -138,9 +141,18 @@ class Worker:
             close_fds=True,
             start_new_session=True,
         )
+        self.ready = False
+
+    def wait_ready(self) -> bool:
+        """Wait (in a thread: it blocks) for the worker's start-up to end; False if it died in it."""
+        if not self.ready:
+            self.ready = _read_frame(self.process.stdout) == READY
+        return self.ready
 
     def exchange(self, message: bytes) -> bytes | None:
         """Send a task and wait for its result (in a thread: both block)."""
+        if not self.wait_ready():
+            return None
         _write_frame(self.process.stdin, message)
         return _read_frame(self.process.stdout)
 
@@ -294,6 +306,13 @@ class Pool:
         try:
             message = pickle.dumps((name, body, self.seconds), protocol=pickle.HIGHEST_PROTOCOL)
             loop = asyncio.get_running_loop()
+            # a fresh worker's start-up (imports, templates) is not the request's time: wait for it apart
+            try:
+                started = await asyncio.wait_for(loop.run_in_executor(self.threads, worker.wait_ready), WARM_SECONDS)
+            except TimeoutError:
+                raise Failure(503, f"{REQUEST_SOURCE}: the server is still starting; try again") from None
+            if not started:
+                raise Failure(503, f"{REQUEST_SOURCE}: the computation stopped unexpectedly; try again")
             frame = await asyncio.wait_for(
                 loop.run_in_executor(self.threads, worker.exchange, message),
                 self.seconds + extra_seconds + GRACE_SECONDS,
