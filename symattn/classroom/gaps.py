@@ -74,11 +74,14 @@ def gaps(v: Variant) -> tuple[Gap, ...]:
             value = num.value if not num.exact else round_half_up(Fraction(num.value), decimals)
         else:  # not rounded (the scores): its own digits
             value = num.value
-            decimals = max(0, -value.as_tuple().exponent)  # type: ignore[operator]
+            exponent = value.as_tuple().exponent
+            assert isinstance(exponent, int)  # a finite number (checked above)
+            decimals = max(0, -exponent)
         found: list[Slip] = []
         seen = {value}
         i, j = _place(a)
         for name in SLIPS:
+            shown: Decimal | None
             if name == "truncated":
                 shown = _truncated(model, a.quantity, i, j, value, decimals)
             else:

@@ -79,7 +79,7 @@ def read_attempts(path: str | Path) -> list[Attempt]:
 
     source = str(path)
     text = read_text(path, "an LMS responses report")
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(text), strict=True)
     try:
         rows = []
         for row in reader:
@@ -129,10 +129,6 @@ def read_attempts(path: str | Path) -> list[Attempt]:
     return out
 
 
-def _key(values: Sequence[Fraction]) -> tuple[Fraction, ...]:
-    return tuple(values)
-
-
 def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str, Fraction] = POLICY) -> Gradebook:
     """Grade every attempt of the report against the variant its right answers name."""
     source = str(path)
@@ -140,14 +136,14 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
     gaps_of = {v.id: gaps(v) for v in variants}
     by_right: dict[tuple[Fraction, ...], Variant] = {}
     for v in variants:
-        by_right.setdefault(_key([Fraction(g.value) for g in gaps_of[v.id]]), v)
+        by_right.setdefault(tuple(Fraction(g.value) for g in gaps_of[v.id]), v)
 
     def variant_of(right: str) -> Variant | None:
         given = parts(right)
         values = [_value(given[k]) for k in sorted(given)]
         if not values or any(x is None for x in values) or sorted(given) != list(range(1, len(values) + 1)):
             return None
-        return by_right.get(_key([x for x in values if x is not None]))
+        return by_right.get(tuple(x for x in values if x is not None))
 
     ours = {slot for a in attempts for slot, _, right in a.responses if variant_of(right) is not None}
     if not ours:
@@ -161,8 +157,8 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
         for slot, response, right in a.responses:
             if slot not in ours or (response.strip() in _EMPTY and right in _EMPTY):
                 continue
-            v = variant_of(right)
-            if v is None:
+            variant = variant_of(right)
+            if variant is None:
                 raise SpecError(
                     source,
                     None,
@@ -170,7 +166,7 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
                     "--seed and --count (or --roster)",
                 )
             shown = f"row {a.line}" + (f", response {slot}" if len(ours) > 1 else "")
-            rows.append(_grade_attempt(a, v, gaps_of[v.id], response, shown, policy))
+            rows.append(_grade_attempt(a, variant, gaps_of[variant.id], response, shown, policy))
     returns: dict[str, int] = {}
     for r in rows:
         returns[r.id] = returns.get(r.id, 0) + 1

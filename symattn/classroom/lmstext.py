@@ -68,7 +68,8 @@ def intro(v: Variant, t) -> str:
 
     spec = v.spec
     tokens = spec.tokens
-    parts = [f"<p>{t('sheet.tokens', tokens=', '.join(user(x) for x in tokens))}</p>"]
+    listed = t.escape(t.raw("list_sep")).join(t("quote", x=user(x)) for x in tokens)
+    parts = [f"<p>{t('sheet.tokens', tokens=listed)}</p>"]
     if spec.scale == "sqrt":
         dims = t("sheet.dims_sqrt", dk=math(f"d_k = {spec.d_k}"), scale=math("\\sqrt{d_k}"))
     elif spec.scale == "none":
@@ -104,9 +105,20 @@ def label_cells(a: Asked, v: Variant, t) -> list[str]:
 
 
 def decimals_note(t: Callable, quantity_name: str, n: int) -> str:
-    """"weight A: 3 decimal places", in the language's singular or plural."""
+    """ "weight A: 3 decimal places", in the language's singular or plural."""
     forms = t.raw("sheet.decimals")  # type: ignore[attr-defined]
     return t.fill(forms[0 if n == 1 else 1], quantity=quantity_name, n=n)  # type: ignore[attr-defined]
 
 
-__all__ = ["IGNORED", "decimals_note", "intro", "label_cells", "math", "phrases", "plain_phrases", "text", "title", "user"]
+__all__ = [
+    "IGNORED",
+    "decimals_note",
+    "intro",
+    "label_cells",
+    "math",
+    "phrases",
+    "plain_phrases",
+    "text",
+    "title",
+    "user",
+]

@@ -6,7 +6,9 @@ asked number (see :mod:`symattn.classroom.gaps`). After the right answer come th
 question" from it per student.
 
 Written with :mod:`xml.etree.ElementTree` (stdlib): it escapes every text node; the question text is HTML
-made by :mod:`symattn.classroom.lmstext`, and the text inside a gap is escaped for Cloze by :func:`cloze`.
+made by :mod:`symattn.classroom.lmstext`, and the text inside a gap is escaped for Cloze by :func:`cloze`
+(Cloze's own characters ``}``, ``#``, ``~``, ``/``, ``"`` and the backslash as character references, since
+Moodle's parser undoes a backslash only before ``}`` and ``#``).
 """
 
 from __future__ import annotations
@@ -19,25 +21,30 @@ from symattn.classroom.lmstext import decimals_note, intro, label_cells, phrases
 from symattn.classroom.variants import Variant
 from symattn.input.errors import SpecError
 
-# inside a gap, these end or split the answer or its feedback; Moodle reads them escaped with a backslash
+# Moodle splits a gap at an unescaped "~" or "}" (and its answer at "#"), then decodes the feedback's
+# character references (html_entity_decode) and undoes only "\}" and "\#". So text in a gap is written
+# as references: none of them ends the gap, and the decoded feedback is the HTML of the text (hence
+# "&amp;lt;" for "<": decoded once, it is the "&lt;" that shows "<")
 _CLOZE = str.maketrans(
     {
-        "\\": "\\\\",
-        "}": "\\}",
-        "#": "\\#",
-        "~": "\\~",
-        "/": "\\/",
-        '"': '\\"',
-        "&": "&amp;",
-        "<": "&lt;",
-        ">": "&gt;",
+        "&": "&amp;amp;",
+        "<": "&amp;lt;",
+        ">": "&amp;gt;",
+        "~": "&#126;",
+        "}": "&#125;",
+        "{": "&#123;",
+        "#": "&#35;",
+        "\\": "&amp;#92;",  # decoded, still a reference: a backslash would make Moodle drop it before } and #
+        "/": "&#47;",
+        '"': "&quot;",
     }
 )
 PENALTY = "0.3333333"  # Moodle's default penalty per wrong try
 
 
 def cloze(s: str) -> str:
-    """Text as it may stand inside a Cloze gap's feedback: HTML-escaped, Cloze's own characters escaped."""
+    """Plain text as it may stand in a Cloze gap's feedback: no character of it ends the gap or its parts,
+    and once Moodle has decoded it, it is the text's HTML."""
     return s.translate(_CLOZE)
 
 
@@ -89,8 +96,8 @@ def _is_exact(g: Gap) -> bool:
 
 
 def _category(name: str) -> str:
-    # "/" separates a category path in Moodle XML; a literal slash in a name is written "//"
-    return "$course$/top/" + name.replace("/", "//")
+    # shown as HTML, so escaped as text; "/" separates a category path, so a slash in a name is written "//"
+    return "$course$/top/" + text(name).replace("/", "//")
 
 
 def _text_element(parent: ET.Element, tag: str, value: str, fmt: str | None = None) -> None:
@@ -117,9 +124,12 @@ def moodle_xml(variants: Sequence[Variant], lang: str | None = None) -> bytes:
         _text_element(q, "generalfeedback", "", "html")
         ET.SubElement(q, "penalty").text = PENALTY
         ET.SubElement(q, "hidden").text = "0"
-        ET.SubElement(q, "idnumber").text = v.id
+        # unique across classes too (Moodle refuses a second question with the same idnumber in a category)
+        ET.SubElement(q, "idnumber").text = f"symattn-{v.id}-{v.seed:016x}"
     ET.indent(quiz)
-    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(quiz, encoding="utf-8", xml_declaration=False) + b"\n"
+    return (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(quiz, encoding="utf-8", xml_declaration=False) + b"\n"
+    )
 
 
 __all__ = ["cloze", "feedback", "gap_text", "moodle_xml", "question_html"]

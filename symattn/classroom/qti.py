@@ -107,14 +107,18 @@ def manifest_xml(variants: Sequence[Variant], digest: str) -> bytes:
     resources = ET.SubElement(root, "resources")
     for v in variants:
         href = f"{ident(v)}/{ident(v)}.xml"
-        resource = ET.SubElement(resources, "resource", {"identifier": ident(v), "type": "imsqti_xmlv1p2"})
+        resource = ET.SubElement(
+            resources, "resource", {"identifier": f"resource-{ident(v)}", "type": "imsqti_xmlv1p2"}
+        )
         ET.SubElement(resource, "file", {"href": href})
     return _xml(root)
 
 
 def _xml(root: ET.Element) -> bytes:
     ET.indent(root)
-    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8", xml_declaration=False) + b"\n"
+    return (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8", xml_declaration=False) + b"\n"
+    )
 
 
 def qti_files(variants: Sequence[Variant], lang: str | None = None) -> tuple[tuple[str, bytes], ...]:
