@@ -306,7 +306,9 @@ def lms_moodle(tmp: Path) -> str:
     import xml.etree.ElementTree as ET
 
     question = ET.parse(tmp / "quiz.xml").getroot().findall("question")[1]
-    gaps = re.findall(r"<tr><td>(\d+)</td><td>([^<]*)</td>.*?(\{1:NUMERICAL:[^}]*\})", question.findtext("questiontext/text"))
+    gaps = re.findall(
+        r"<tr><td>(\d+)</td><td>([^<]*)</td>.*?(\{1:NUMERICAL:[^}]*\})", question.findtext("questiontext/text")
+    )
     lines = [f"{n:>2}  {what:<14} {gap}" for n, what, gap in gaps]
     return fence("\n".join(lines), "text", f"the gaps of {question.findtext('name/text')}")
 
@@ -330,7 +332,9 @@ def lms_grade(tmp: Path) -> str:
         slipped = [format({s.name: s.value for s in g.slips}.get("no_scaling", g.value), "f") for g in gaps(v)]
         given = right if email.startswith("ada") else slipped
         summary = "; ".join(f"part {k}: {x}" for k, x in enumerate(given, 1))
-        rows.append([surname, first, email, "Finished", summary, "; ".join(f"part {k}: {x}" for k, x in enumerate(right, 1))])
+        rows.append(
+            [surname, first, email, "Finished", summary, "; ".join(f"part {k}: {x}" for k, x in enumerate(right, 1))]
+        )
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["Surname", "First name", "Email address", "State", "Response 1", "Right answer 1"])

@@ -208,6 +208,14 @@ def test_hostile_text_stays_text():
     maths = re.findall(r"\\\((.*?)\\\)", outside)  # only our own math: numbers, d_k, Q, K, V
     assert len(maths) == 14 and all(re.fullmatch(r"[-0-9.]+,\\ [-0-9.]+|d_k = 2|\\sqrt\{d_k\}|[QKV]", m) for m in maths)
     assert html.unescape(question.findtext("name/text")) == 'Quiz {2:SA:=a} </text> & \\(x\\) #~/" (s01)'
+    # the QTI package shows the same HTML; its title attribute is plain text
+    (name, assessment), *_ = [(n, d) for n, d in qti_files([v]) if n != "imsmanifest.xml"]
+    root = ET.fromstring(assessment).find(f"{QTI}assessment")
+    assert root.get("title") == 'Quiz {2:SA:=a} </text> & \\(x\\) #~/" (s01)'
+    first = root.find(f"{QTI}section/{QTI}item/{QTI}presentation/{QTI}material/{QTI}mattext").text
+    spans = re.findall(f'<span class="{IGNORED}">(.*?)</span>', first)
+    assert {html.unescape(s) for s in spans} == set(tokens)
+    assert "{" not in re.sub(r"\\sqrt\{d_k\}", "", first) and "$" not in first
 
 
 @pytest.mark.parametrize(
@@ -255,6 +263,16 @@ def test_qti_package_structure_and_values(variants):
             assert Decimal(cond.findtext(f"{QTI}and/{QTI}varlte")) == value + tolerance
     assert len(idents) == len(set(idents))  # every identifier unique
     assert qti_zip(variants) == data  # the same bytes again
+
+
+def test_qti_in_chinese(variants):
+    files = dict(qti_files(variants[:1], "zh"))
+    root = ET.fromstring(files["symattn-s1/symattn-s1.xml"]).find(f"{QTI}assessment")
+    assert root.get("title") == "Homework 3: attention by hand（s1）"
+    items = root.findall(f"{QTI}section/{QTI}item")
+    assert items[0].get("title") == "你的数字"
+    text = items[4].find(f"{QTI}presentation/{QTI}material/{QTI}mattext").text
+    assert text.startswith("<p>缩放后 S/√d_k：") and text.endswith("<p>缩放后 S/√d_k 保留 3 位小数</p>")
 
 
 def test_qti_through_the_cli(tmp_path, variants):

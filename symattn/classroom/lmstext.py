@@ -86,8 +86,9 @@ def intro(v: Variant, t) -> str:
         rows.append(f"<tr><td>{user(token)}</td>{cells}</tr>")
     parts.append(f'<table border="1"><tr><th>{t("setup.token")}</th>{header}</tr>{"".join(rows)}</table>')
     rows_asked = {a.row for a in v.asked if a.row is not None}
-    task = t("sheet.task_all") if len(rows_asked) > 1 else t("sheet.task_focus", token=user(tokens[spec.focus]))
-    parts.append(f"<p>{t('lms.task')} {task}</p>")
+    focus = t("quote", x=user(tokens[spec.focus]))
+    task = t("sheet.task_all") if len(rows_asked) > 1 else t("sheet.task_focus", token=focus)
+    parts.append(f"<p>{t('lms.task')}</p><p>{task}</p>")
     return "".join(parts)
 
 

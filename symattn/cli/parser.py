@@ -217,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     exercise.add_argument(
         "--force",
         action="store_true",
-        help="write over a folder that already holds files (answers in it would be lost)",
+        help="write over a folder that already holds files (answers in it would be lost), or an existing quiz file",
     )
     _max_seconds(exercise)
 
