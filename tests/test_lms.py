@@ -426,3 +426,20 @@ def test_row_limit(tmp_path, quiz_class, monkeypatch):
 def test_lms_csv_usage(tmp_path, capsys, extra, message):
     assert main(["grade", "--lms-csv", str(tmp_path / "r.csv"), *extra]) == 2
     assert capsys.readouterr().err == message
+
+
+def test_a_masked_entry_is_shown_not_asked_and_graded_as_given(tmp_path):
+    data = dict(read_table(HOMEWORK), mask="causal", focus="cat")
+    (v,) = ex.exercise(data, ["s01"], 3)
+    assert [a.key for a in v.asked][3:6] == ["scaled[2][1]", "scaled[2][2]", "scaled[2][3]"]
+    text = ET.fromstring(moodle_xml([v])).findall("question")[1].findtext("questiontext/text")
+    rest, found = moodle_gaps(text)
+    assert len(found) == len(v.asked) - 1 == 10  # scaled[2][3] is −∞: the cat may not look at sat
+    assert "<td>{#5}</td></tr><tr><td>6</td><td>scaled S/√d_k</td>" in rest
+    assert "<td>\\(-\\infty\\)</td>" in rest
+    assert [alternatives[0][1] for _, alternatives in found][7] == "0.000"  # its weight is exactly 0
+    right = summary(alternatives[0][1] for _, alternatives in found)
+    path = tmp_path / "r.csv"
+    path.write_text(responses_csv([("A", "B", "a@x", right, right)]))
+    (row,) = grade_lms(path, [v]).rows
+    assert (dict(row.counts)["wrong"], dict(row.counts)["blank"], row.score, row.asked) == (0, 0, 11, 11)

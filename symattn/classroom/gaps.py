@@ -6,6 +6,7 @@ does not round, the scores, is its own digits); its tolerance is half a unit of 
 so that an LMS accepts exactly the answers that round to the value. Each slip (:data:`SLIPS`) is the
 classic slip's value at the same decimals, kept only where it differs from the right value and from the
 slips before it; ``truncated`` is the value cut off after the asked decimals instead of rounded.
+An entry that a mask makes −∞ is no gap (:func:`masked`).
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ def gaps(v: Variant) -> tuple[Gap, ...]:
     caches: dict[int, dict] = {}
     out = []
     for a, num in zip(v.asked, answer_values(v)):
-        if num.is_infinite or num.scientific:  # a drawn variant never shows these; an LMS gap cannot hold them
+        if num.is_infinite:  # masked: given, not asked (see masked)
+            continue
+        if num.scientific:  # a draw that suits hand work does not show these; an LMS gap cannot hold them
             raise SpecError(v.spec.source, a.key, f"an LMS gap needs a number in fixed notation, got {num.value}")
         field = ASKED_BY[a.quantity]
         if field in places:  # asked at these decimals (an exact value is written with them too)
@@ -84,6 +87,8 @@ def gaps(v: Variant) -> tuple[Gap, ...]:
             shown: Decimal | None
             if name == "truncated":
                 shown = _truncated(model, a.quantity, i, j, value, decimals)
+            elif model.allowed is not None:  # the slips are those of unmasked attention (as check names them)
+                shown = None
             else:
                 expr = slips.value(name, a.quantity, i, j)
                 shown = None if expr is None else numeric.round_expr(expr, decimals, caches)
@@ -92,6 +97,12 @@ def gaps(v: Variant) -> tuple[Gap, ...]:
                 found.append(Slip(name, shown))
         out.append(Gap(a, value, decimals, tuple(found)))
     return tuple(out)
+
+
+def masked(v: Variant) -> tuple[str, ...]:
+    """The asked numbers that a mask makes −∞: an LMS cannot ask them, so its quiz shows them as given,
+    and grading takes them as answered (claims ``-inf``)."""
+    return tuple(a.key for a, num in zip(v.asked, answer_values(v)) if num.is_infinite)
 
 
 def _truncated(model, quantity: str, i: int, j: int, rounded: Decimal, decimals: int) -> Decimal:
@@ -106,4 +117,4 @@ def _truncated(model, quantity: str, i: int, j: int, rounded: Decimal, decimals:
     return rounded  # (a value that rounds to 0 is 0 cut off too)
 
 
-__all__ = ["Gap", "SLIPS", "Slip", "gaps"]
+__all__ = ["Gap", "SLIPS", "Slip", "gaps", "masked"]

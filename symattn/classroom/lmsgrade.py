@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
-from symattn.classroom.gaps import Gap, gaps
+from symattn.classroom.gaps import Gap, gaps, masked
 from symattn.classroom.grading import POLICY, Gradebook, Note, Row, grade_variant, score_text
 from symattn.classroom.variants import Variant
 from symattn.input.errors import LimitError, SpecError
@@ -181,7 +181,7 @@ def _grade_attempt(
     a: Attempt, v: Variant, the_gaps: Sequence[Gap], response: str, shown: str, policy: Mapping[str, Fraction]
 ) -> Row:
     given = parts(response) if response.strip() not in _EMPTY else {}
-    claims: dict[str, str] = {}
+    claims = {key: "-inf" for key in masked(v)}  # shown in the quiz as given, never asked
     notes = []
     lms: dict[str, Fraction] = {}  # the LMS's own mark of each asked number: 1 within the tolerance, else 0
     for k, g in enumerate(the_gaps, 1):

@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from symattn.classroom.gaps import Gap, gaps
-from symattn.classroom.lmstext import decimals_note, intro, label_cells, phrases, text, title
+from symattn.classroom.lmstext import decimals_note, intro, label_cells, math, phrases, text, title
 from symattn.classroom.variants import Variant
 from symattn.input.errors import SpecError
 
@@ -83,10 +83,12 @@ def question_html(v: Variant, lang: str, the_gaps: Sequence[Gap] | None = None) 
         items = "".join(f"<li>{decimals_note(t, t(f'quantity.{q}'), places[q])}</li>" for q in shown)
         parts.append(f"<p>{t('sheet.rounding')}</p><ul>{items}</ul>")
     head = "".join(f"<th>{text(h)}</th>" for h in t.raw("sheet.header"))
-    rows = [
-        "<tr>" + "".join(f"<td>{c}</td>" for c in [str(k), *label_cells(g.asked, v, t), gap_text(g, t)]) + "</tr>"
-        for k, g in enumerate(the_gaps, 1)
-    ]
+    by_key = {g.asked.key: g for g in the_gaps}
+    rows = []
+    for k, a in enumerate(v.asked, 1):
+        gap = by_key.get(a.key)  # none where a mask makes the entry −∞: shown, not asked
+        cells = [str(k), *label_cells(a, v, t), math("-\\infty") if gap is None else gap_text(gap, t)]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     parts.append(f'<table border="1"><tr>{head}</tr>{"".join(rows)}</table>')
     return "".join(parts)
 
