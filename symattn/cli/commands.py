@@ -309,8 +309,10 @@ def _grade(args: argparse.Namespace) -> int:
         from symattn.classroom.exercises import exercise
         from symattn.classroom.lmsgrade import grade_lms
 
-        if args.folder is not None or args.index is not None:
+        if args.folder is not None:
             raise _UsageError("give a folder of returned answers or --lms-csv, not both")
+        if args.index is not None:
+            raise _UsageError("--index goes with a folder of returned answers; --lms-csv takes --seed and --count")
         if args.template is None or args.seed is None:
             raise _UsageError("--lms-csv needs --template and --seed (those the quiz was made with)")
         if args.feedback:
