@@ -358,10 +358,31 @@ def test_lms_csv_round_trip_with_a_carried_slip(tmp_path, quiz_class, capsys):
 
 
 def test_parts_of_a_cloze_response():
-    assert parts("part 1: 0.707; part 2: ; part 3: -1.2") == {1: "0.707", 2: "", 3: "-1.2"}
-    assert parts("Teil 1: 0,5; Teil 2: 3") == {1: "0,5", 2: "3"}  # another language's word
-    assert parts("part 1: 1; part 3: 2") == {1: "1; part 3: 2"}  # a part is found by its own number, in order
-    assert parts("") == {}
+    assert parts("part 1: 0.707; part 2: ; part 3: -1.2", 11) == {1: "0.707", 2: "", 3: "-1.2"}
+    assert parts("Teil 1: 0,5; Teil 2: 3", 11) == {1: "0,5", 2: "3"}  # another language's word
+    assert parts("part 1: 1; part 3: 2", 11) == {1: "1; part 3: 2"}  # each part found by its own number, in order
+    assert parts("part 1: 1; part 2: 2; part 3: 3", 2) == {1: "1", 2: "2; part 3: 3"}
+    assert parts("", 11) == {}
+
+
+@pytest.mark.parametrize(
+    "answer, note",
+    [
+        ("1e999999999", "scores[3][1]: '1e999999999' is not a number; counted blank"),  # no 10^999999999 is made
+        ("1" * 65, f"scores[3][1]: '{'1' * 65}' is not a number; counted blank"),  # longer than NUMBER_LENGTH
+        ("=1+1", "scores[3][1]: '=1+1' is not a number; counted blank"),
+    ],
+)
+def test_answers_that_are_not_numbers_count_blank(tmp_path, quiz_class, answer, note):
+    right = summary(format(g.value, "f") for g in gaps(quiz_class[0]))
+    path = tmp_path / "r.csv"
+    path.write_text(responses_csv([("A", "B", "a@x", f"part 1: {answer}; part 2: +0.42", right)]))
+    (row,) = grade_lms(path, quiz_class).rows
+    assert [n.code for n in row.notes] == ["lms_not_number"]  # the LMS marks the same: 1 of 11
+    assert (dict(row.counts)["exact"], dict(row.counts)["blank"]) == (1, 10)  # +0.42 is a number
+    from symattn.classroom.grading import note_text
+
+    assert note_text("en")(row.notes[0]) == note
 
 
 @pytest.mark.parametrize(

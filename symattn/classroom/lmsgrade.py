@@ -29,7 +29,7 @@ from symattn.classroom.grading import POLICY, Gradebook, Note, Row, grade_varian
 from symattn.classroom.variants import Variant
 from symattn.input.errors import LimitError, SpecError
 
-_NUMBER = re.compile(r"-?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:[eE][-+]?\d+)?")
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:[eE][-+]?\d+)?")
 _SLOT = re.compile(r"(Response|Right answer) (\d+)")
 _IDENTITY = ("Email address", "Username", "ID number")
 _EMPTY = ("", "-")
@@ -45,14 +45,15 @@ class Attempt:
     responses: tuple[tuple[int, str, str], ...]  # (slot, Response cell, Right answer cell)
 
 
-def parts(cell: str) -> dict[int, str]:
+def parts(cell: str, most: int) -> dict[int, str]:
     """``part 1: 0.707; part 2: ; part 3: 1.2`` as {1: "0.707", 2: "", 3: "1.2"}: each part is found by its
-    own number in order, so a word other than "part" (another language's) reads the same."""
+    own number in order, so a word other than "part" (another language's) reads the same. At most ``most``
+    parts are looked for (the rest is the last one's text)."""
     out: dict[int, str] = {}
     marks = []
     pos = 0
     k = 1
-    while True:
+    while k <= most:
         m = re.compile(rf"(?:^|;\s*)[^;\d:：]*?\b{k}\s*[:：] ?").search(cell, pos)
         if m is None:
             break
@@ -65,11 +66,15 @@ def parts(cell: str) -> dict[int, str]:
 
 
 def _value(text: str) -> Fraction | None:
-    """A number as an LMS wrote it (a decimal comma too), exactly; None if it is not one."""
-    if not _NUMBER.fullmatch(text):
+    """A number as an LMS wrote it (a decimal comma too), exactly; None if it is not one, or longer than a
+    claim may be (``NUMBER_LENGTH`` characters, an exponent of at most ``CLAIM_EXPONENT``)."""
+    from symattn.input.limits import CLAIM_EXPONENT, NUMBER_LENGTH
+
+    if len(text) > NUMBER_LENGTH or not _NUMBER.fullmatch(text):
         return None
     mantissa, _, exponent = text.replace(",", ".").lower().partition("e")
-    return Fraction(mantissa) * Fraction(10) ** int(exponent or 0)
+    power = int(exponent or 0)
+    return None if abs(power) > CLAIM_EXPONENT else Fraction(mantissa) * Fraction(10) ** power
 
 
 def read_attempts(path: str | Path) -> list[Attempt]:
@@ -138,8 +143,10 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
     for v in variants:
         by_right.setdefault(tuple(Fraction(g.value) for g in gaps_of[v.id]), v)
 
+    most = 1 + max((len(g) for g in gaps_of.values()), default=0)  # one more: a longer cell matches none
+
     def variant_of(right: str) -> Variant | None:
-        given = parts(right)
+        given = parts(right, most)
         values = [_value(given[k]) for k in sorted(given)]
         if not values or any(x is None for x in values) or sorted(given) != list(range(1, len(values) + 1)):
             return None
@@ -180,7 +187,7 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
 def _grade_attempt(
     a: Attempt, v: Variant, the_gaps: Sequence[Gap], response: str, shown: str, policy: Mapping[str, Fraction]
 ) -> Row:
-    given = parts(response) if response.strip() not in _EMPTY else {}
+    given = parts(response, len(the_gaps)) if response.strip() not in _EMPTY else {}
     claims = {key: "-inf" for key in masked(v)}  # shown in the quiz as given, never asked
     notes = []
     lms: dict[str, Fraction] = {}  # the LMS's own mark of each asked number: 1 within the tolerance, else 0
