@@ -449,6 +449,29 @@ def test_lms_csv_usage(tmp_path, capsys, extra, message):
     assert capsys.readouterr().err == message
 
 
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--lms-csv", "r.csv", "--template", str(HOMEWORK), "--seed", "1", "--count", "3", "--index", "i.csv"],
+            "symattn: --index goes with a folder of returned answers; --lms-csv takes --seed and --count\n",
+        ),
+        (
+            ["--lms-csv", "r.csv", "--template", str(HOMEWORK), "--seed", "1", "--count", "3", "--feedback", "fb"],
+            "symattn: --feedback needs returned answers files; an LMS gives its own feedback\n",
+        ),
+        (
+            ["DIR", "--seed", "1"],
+            "symattn: --seed, --count and --roster go with --lms-csv; a class folder has its index.csv\n",
+        ),
+        ([], "symattn: give a folder of returned answers, or --lms-csv FILE\n"),
+    ],
+)
+def test_grade_usage(capsys, argv, message):
+    assert main(["grade", *argv]) == 2
+    assert capsys.readouterr().err == message
+
+
 def test_a_masked_entry_is_shown_not_asked_and_graded_as_given(tmp_path):
     data = dict(read_table(HOMEWORK), mask="causal", focus="cat")
     (v,) = ex.exercise(data, ["s01"], 3)
