@@ -55,8 +55,9 @@ def _place(a: Asked) -> tuple[int, int]:
     return (a.row or 0, a.col or 0)
 
 
-def gaps(v: Variant) -> tuple[Gap, ...]:
-    """Every asked number of a variant as a gap, in the order of the sheet's boxes."""
+def gaps(v: Variant, with_slips: bool = True) -> tuple[Gap, ...]:
+    """Every asked number of a variant as a gap, in the order of the sheet's boxes (without the slips'
+    values unless ``with_slips``: grading needs only the right answers)."""
     from symattn.checking.slips import Slips
     from symattn.exact import numeric
     from symattn.exact.model import build_model
@@ -83,7 +84,7 @@ def gaps(v: Variant) -> tuple[Gap, ...]:
         found: list[Slip] = []
         seen = {value}
         i, j = _place(a)
-        for name in SLIPS:
+        for name in SLIPS if with_slips else ():
             shown: Decimal | None
             if name == "truncated":
                 shown = _truncated(model, a.quantity, i, j, value, decimals)

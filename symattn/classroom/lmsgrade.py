@@ -138,7 +138,7 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
     """Grade every attempt of the report against the variant its right answers name."""
     source = str(path)
     attempts = read_attempts(path)
-    gaps_of = {v.id: gaps(v) for v in variants}
+    gaps_of = {v.id: gaps(v, with_slips=False) for v in variants}
     by_right: dict[tuple[Fraction, ...], Variant] = {}
     for v in variants:
         by_right.setdefault(tuple(Fraction(g.value) for g in gaps_of[v.id]), v)
