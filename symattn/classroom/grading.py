@@ -287,26 +287,17 @@ def grade_file(
         return _error(student, name, shown, Note("not_checked", text=str(exc)))
     if not _inputs_match(data, variant):
         notes.append(INPUTS_CHANGED)
-    return grade_variant(data, variant, student, name, shown, policy, tuple(notes))
+    return grade_variant(data, variant, shown, policy, tuple(notes))
 
 
-def grade_variant(
-    data: Mapping[str, Any],
-    variant,
-    student: str,
-    name: str,
-    shown: str,
-    policy: Mapping[str, Fraction] = POLICY,
-    found: tuple[Note, ...] = (),
-) -> Row:
-    """One student's claims (``data["claims"]``, and ``data["lang"]`` if given) against a variant, with error
-    carried forward; ``found`` are notes made before (an LMS's, edited inputs). A bad return is a row with an
-    ``error``."""
+def grade_variant(data: Mapping[str, Any], variant, shown: str, policy=POLICY, found: tuple[Note, ...] = ()) -> Row:
+    """The claims (``data["claims"]``; ``data["lang"]``) of the student ``variant.id`` against their variant, with
+    error carried forward; ``found``: notes made before. A bad return is a row with an ``error``."""
     from symattn.checking.checker import check
     from symattn.classroom.sheets import asked_decimals
     from symattn.input.claims import claims_from_mapping
 
-    notes = list(found)
+    notes, student, name = list(found), variant.id, variant.name
     try:
         given = data.get("lang")
         lang = given if isinstance(given, str) and given in _languages() else variant.spec.lang

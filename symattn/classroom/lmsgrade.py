@@ -199,7 +199,7 @@ def _grade_attempt(
             claims[g.asked.key] = text
         elif text not in _EMPTY:
             notes.append(Note("lms_not_number", g.asked.key, text))
-    row = grade_variant({"claims": claims}, v, a.student, a.name, shown, policy, tuple(notes))
+    row = grade_variant({"claims": claims}, replace(v, id=a.student, name=a.name), shown, policy, tuple(notes))
     if row.error is not None:
         return row
     ours = dict(row.scores)
