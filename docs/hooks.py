@@ -300,6 +300,54 @@ def grade_class(tmp: Path) -> str:
     return fence(symattn("grade", "out", "--format", "markdown", cwd=tmp), "markdown")
 
 
+def lms_moodle(tmp: Path) -> str:
+    homework = str(ROOT / "examples" / "homework.toml")
+    symattn("exercise", homework, "--count", "3", "--seed", "1", "--format", "moodle", "-o", "quiz.xml", cwd=tmp)
+    import xml.etree.ElementTree as ET
+
+    question = ET.parse(tmp / "quiz.xml").getroot().findall("question")[1]
+    gaps = re.findall(
+        r"<tr><td>(\d+)</td><td>([^<]*)</td>.*?(\{1:NUMERICAL:[^}]*\})", question.findtext("questiontext/text")
+    )
+    lines = [f"{n:>2}  {what:<14} {gap}" for n, what, gap in gaps]
+    return fence("\n".join(lines), "text", f"the gaps of {question.findtext('name/text')}")
+
+
+def lms_grade(tmp: Path) -> str:
+    """A Responses report of two students, as Moodle writes it: s01 right, s02 with the scaling left out and
+    every later number carried from it."""
+    import csv
+    import io
+
+    from symattn.classroom.exercises import exercise
+    from symattn.classroom.gaps import gaps
+
+    homework = ROOT / "examples" / "homework.toml"
+    rows = []
+    for (surname, first, email), v in zip(
+        [("Ng", "Ada", "ada@example.org"), ("Okafor", "Ben", "ben@example.org")],
+        exercise(homework, ["s01", "s02", "s03"], 1),
+    ):
+        right = [format(g.value, "f") for g in gaps(v)]
+        slipped = [format({s.name: s.value for s in g.slips}.get("no_scaling", g.value), "f") for g in gaps(v)]
+        given = right if email.startswith("ada") else slipped
+        summary = "; ".join(f"part {k}: {x}" for k, x in enumerate(given, 1))
+        rows.append(
+            [surname, first, email, "Finished", summary, "; ".join(f"part {k}: {x}" for k, x in enumerate(right, 1))]
+        )
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["Surname", "First name", "Email address", "State", "Response 1", "Right answer 1"])
+    writer.writerows(rows)
+    (tmp / "responses.csv").write_text(out.getvalue(), encoding="utf-8")
+    args = ("grade", "--lms-csv", "responses.csv", "--template", str(homework), "--seed", "1", "--count", "3")
+    return (
+        collapsed("responses.csv", fence(out.getvalue(), "text"))
+        + "\n\n"
+        + fence(symattn(*args, "--format", "markdown", cwd=tmp), "markdown")
+    )
+
+
 PIECES = {
     "derivation-zh": derivation_zh,
     "derivation-en": derivation_en,
@@ -322,6 +370,8 @@ PIECES = {
     "certificate": certificate,
     "exercise-class": exercise_class,
     "grade-class": grade_class,
+    "lms-moodle": lms_moodle,
+    "lms-grade": lms_grade,
 }
 
 

@@ -41,6 +41,8 @@ _EXPORTS = {
     "Variant": "classroom.variants",
     "grade": "classroom.grading",
     "Gradebook": "classroom.grading",
+    "quiz_file": "classroom.lms",
+    "grade_lms": "classroom.lmsgrade",
     "compare": "checking.compare",
     "Comparison": "checking.compare",
     "read_result": "input.floats",

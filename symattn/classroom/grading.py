@@ -98,6 +98,7 @@ class Row:
     wrong: tuple[str, ...] = ()  # steps (STEPS) with a wrong claim
     slips: tuple[str, ...] = ()  # classic slips (checking.slips.SLIPS) the claims show
     report: Any = field(default=None, compare=False, repr=False)  # the check report, for feedback
+    scores: tuple[tuple[str, Fraction], ...] = ()  # the score of each asked number answered, by claims key
 
 
 @dataclass(frozen=True)
@@ -267,10 +268,7 @@ def grade_file(
     ``real`` is where the file was found to lead (a link resolved inside the returns folder): that is
     what is opened, and only if it is still a regular file, not a link, as it is opened.
     """
-    from symattn.checking.checker import check
-    from symattn.classroom.sheets import asked_decimals
     from symattn.classroom.variants import draw
-    from symattn.input.claims import claims_from_mapping
 
     notes: list[Note] = []
     try:
@@ -285,10 +283,24 @@ def grade_file(
     name, seed = index[student]
     try:
         variant = draw(template, seed, student, name)
+    except SymattnError as exc:
+        return _error(student, name, shown, Note("not_checked", text=str(exc)))
+    if not _inputs_match(data, variant):
+        notes.append(INPUTS_CHANGED)
+    return grade_variant(data, variant, shown, policy, tuple(notes))
+
+
+def grade_variant(data: Mapping[str, Any], variant, shown: str, policy=POLICY, found: tuple[Note, ...] = ()) -> Row:
+    """The claims (``data["claims"]``; ``data["lang"]``) of the student ``variant.id`` against their variant, with
+    error carried forward; ``found``: notes made before. A bad return is a row with an ``error``."""
+    from symattn.checking.checker import check
+    from symattn.classroom.sheets import asked_decimals
+    from symattn.input.claims import claims_from_mapping
+
+    notes, student, name = list(found), variant.id, variant.name
+    try:
         given = data.get("lang")
         lang = given if isinstance(given, str) and given in _languages() else variant.spec.lang
-        if not _inputs_match(data, variant):
-            notes.append(INPUTS_CHANGED)
         # against the variant's own inputs: edited inputs must not change what is right; the claims'
         # errors name the return, not "<dict>"
         loaded = claims_from_mapping({"claims": data.get("claims")}, shown, spec=variant.spec)
@@ -347,6 +359,7 @@ def grade_file(
         tuple(q for q in STEPS if q in wrong),
         tuple(s for s in SLIPS if s in slips),
         report,
+        tuple((k, x) for k, x in scored.items() if k in asked),
     )
 
 
@@ -479,6 +492,7 @@ __all__ = [
     "Row",
     "Summary",
     "grade",
+    "grade_variant",
     "read_index",
     "read_policy",
 ]

@@ -214,20 +214,17 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _exercise(args: argparse.Namespace) -> int:
-    from symattn.classroom.exercises import exercise, read_roster, write_class
+    from symattn.classroom.exercises import exercise, write_class
     from symattn.classroom.template import load_template
-    from symattn.input.limits import STUDENTS
 
-    if (args.count is None) == (args.roster is None):
-        raise _UsageError("give --count N or --roster FILE (not both)")
-    if args.count is not None:
-        if not 1 <= args.count <= STUDENTS:
-            raise _UsageError(f"--count: expected 1 to {STUDENTS}, got {args.count}")
-        width = max(2, len(str(args.count)))
-        students = [(f"s{i:0{width}d}", "") for i in range(1, args.count + 1)]
-    else:
-        students = read_roster(args.roster)
-    variants = exercise(load_template(args.template), students, args.seed, _progress("drawing"))
+    variants = exercise(load_template(args.template), _students(args), args.seed, _progress("drawing"))
+    if args.format in ("moodle", "qti"):  # one file, not a class folder
+        from symattn.classroom.lms import quiz_file
+
+        lang = _language(args.lang) if args.lang else None
+        _refuse_existing(args.output, args.force)
+        _emit(quiz_file(variants, args.format, lang), args.output)
+        return 0
     write_class(
         variants,
         args.output,
@@ -238,6 +235,27 @@ def _exercise(args: argparse.Namespace) -> int:
         force=args.force,
     )
     return 0
+
+
+def _students(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The class of --count N (s01, s02, ...) or --roster FILE."""
+    from symattn.classroom.exercises import read_roster
+    from symattn.input.limits import STUDENTS
+
+    if (args.count is None) == (args.roster is None):
+        raise _UsageError("give --count N or --roster FILE (not both)")
+    if args.count is not None:
+        if not 1 <= args.count <= STUDENTS:
+            raise _UsageError(f"--count: expected 1 to {STUDENTS}, got {args.count}")
+        width = max(2, len(str(args.count)))
+        return [(f"s{i:0{width}d}", "") for i in range(1, args.count + 1)]
+    return read_roster(args.roster)
+
+
+def _refuse_existing(path: str, force: bool) -> None:
+    # a quiz file may be one the class already took: replaced only when asked
+    if not force and os.path.lexists(path):
+        raise _UsageError(f"{path}: already exists; give --force to replace it")
 
 
 @contextmanager
@@ -287,7 +305,26 @@ def _grade(args: argparse.Namespace) -> int:
     _check_export(args)
     lang = _language(args.lang) if args.lang else "en"
     policy = read_policy(args.policy) if args.policy else POLICY
-    book = grade(args.folder, args.index, args.template, policy, _progress("grading"))
+    if args.lms_csv is not None:
+        from symattn.classroom.exercises import exercise
+        from symattn.classroom.lmsgrade import grade_lms
+
+        if args.folder is not None:
+            raise _UsageError("give a folder of returned answers or --lms-csv, not both")
+        if args.index is not None:
+            raise _UsageError("--index goes with a folder of returned answers; --lms-csv takes --seed and --count")
+        if args.template is None or args.seed is None:
+            raise _UsageError("--lms-csv needs --template and --seed (those the quiz was made with)")
+        if args.feedback:
+            raise _UsageError("--feedback needs returned answers files; an LMS gives its own feedback")
+        variants = exercise(args.template, _students(args), args.seed, _progress("drawing"))
+        book = grade_lms(args.lms_csv, variants, policy)
+    else:
+        if args.folder is None:
+            raise _UsageError("give a folder of returned answers, or --lms-csv FILE")
+        if args.seed is not None or args.count is not None or args.roster is not None:
+            raise _UsageError("--seed, --count and --roster go with --lms-csv; a class folder has its index.csv")
+        book = grade(args.folder, args.index, args.template, policy, _progress("grading"))
     with _latex_clock() if "pdf" in (fmt, args.feedback_format) else nullcontext():
         document = gradebook_document(book, fmt, lang)
         made = feedback_files(book, args.feedback_format) if args.feedback else ()

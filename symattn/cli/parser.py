@@ -202,20 +202,38 @@ def build_parser() -> argparse.ArgumentParser:
     exercise.add_argument("--seed", default="0", metavar="S", help="the class seed (default 0)")
     exercise.add_argument("--lang", help="language of sheets and keys: zh or en (overrides the template)")
     exercise.add_argument(
-        "--format", choices=("markdown", "latex", "pdf", "html"), help="format of sheets and keys (default markdown)"
+        "--format",
+        choices=("markdown", "latex", "pdf", "html", "moodle", "qti"),
+        help="format of sheets and keys (default markdown); moodle: one Moodle XML question bank (-o quiz.xml), "
+        "a Cloze question per variant; qti: one IMS QTI 1.2 zip for Canvas (-o quiz.zip), a quiz per variant",
     )
     exercise.add_argument(
-        "-o", "--output", metavar="DIR", required=True, help="folder to write into (a new or empty one; see --force)"
+        "-o",
+        "--output",
+        metavar="DIR",
+        required=True,
+        help="folder to write into (a new or empty one; see --force); with --format moodle or qti, the file",
     )
     exercise.add_argument(
         "--force",
         action="store_true",
-        help="write over a folder that already holds files (answers in it would be lost)",
+        help="write over a folder that already holds files (answers in it would be lost), or an existing quiz file",
     )
     _max_seconds(exercise)
 
-    grade = sub.add_parser("grade", help="grade returned answers.toml files into a gradebook")
-    grade.add_argument("folder", metavar="DIR", help="folder of returned answers (searched recursively)")
+    grade = sub.add_parser("grade", help="grade returned answers.toml files (or an LMS's responses) into a gradebook")
+    grade.add_argument(
+        "folder", nargs="?", metavar="DIR", help="folder of returned answers (searched recursively); or --lms-csv"
+    )
+    grade.add_argument(
+        "--lms-csv",
+        metavar="FILE",
+        help="grade Moodle's Responses report (CSV, with 'Right answer' ticked) of a quiz made by exercise "
+        "--format moodle; needs --template and the same --seed and --count or --roster",
+    )
+    grade.add_argument("--seed", metavar="S", help="with --lms-csv: the class seed the quiz was made with")
+    grade.add_argument("--count", type=_whole, metavar="N", help="with --lms-csv: the quiz's --count")
+    grade.add_argument("--roster", metavar="CSV", help="with --lms-csv: the quiz's --roster")
     grade.add_argument("--index", metavar="CSV", help="index.csv of the class (default: DIR/index.csv)")
     grade.add_argument(
         "--template", metavar="FILE", help="the exercise template (default: template.toml next to the index)"

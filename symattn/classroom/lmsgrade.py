@@ -1,0 +1,213 @@
+"""Grade an LMS's responses with error carried forward: Moodle's "Responses" report of a quiz that
+``symattn exercise --format moodle`` made.
+
+The report (Results → Responses → Download, CSV) has a row per attempt: ``Surname``, ``First name``, the
+identity columns (``Email address``, ``Username``, ``ID number``), then per question slot ``Response N``
+and, with "Right answer" ticked, ``Right answer N``. A Cloze question's cells read
+``part 1: 0.707; part 2: ; part 3: 1.2`` (the word "part" in the language of the Moodle that wrote them).
+
+Which variant a student had is found from the right answers: each slot's ``Right answer N`` holds the
+values of one variant's gaps, and no two variants of a class have the same ones (if two do, they are the
+same exercise and either grades it). A slot whose right answers never match a variant (another question of
+the quiz) is left alone. Each answer is then a claim of the variant's asked number, graded by
+:func:`symattn.classroom.grading.grade_variant` as a returned answers file is; the note ``lms_marks`` names
+the numbers whose mark differs from the LMS's own right/wrong (a number within the gap's tolerance).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from pathlib import Path
+
+from symattn.classroom.gaps import Gap, gaps, masked
+from symattn.classroom.grading import POLICY, Gradebook, Note, Row, grade_variant, score_text
+from symattn.classroom.variants import Variant
+from symattn.input.errors import LimitError, SpecError
+
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:[eE][-+]?\d+)?")
+_SLOT = re.compile(r"(Response|Right answer) (\d+)")
+_IDENTITY = ("Email address", "Username", "ID number")
+_EMPTY = ("", "-")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One row of the report: who, and per slot the answer text of each part (None: not given)."""
+
+    line: int  # the CSV's row number, the header being row 1
+    student: str
+    name: str
+    responses: tuple[tuple[int, str, str], ...]  # (slot, Response cell, Right answer cell)
+
+
+def parts(cell: str, most: int) -> dict[int, str]:
+    """``part 1: 0.707; part 2: ; part 3: 1.2`` as {1: "0.707", 2: "", 3: "1.2"}: each part is found by its
+    own number in order, so a word other than "part" (another language's) reads the same. At most ``most``
+    parts are looked for (the rest is the last one's text)."""
+    out: dict[int, str] = {}
+    marks = []
+    pos = 0
+    k = 1
+    while k <= most:
+        m = re.compile(rf"(?:^|;\s*)[^;\d:：]*?\b{k}\s*[:：] ?").search(cell, pos)
+        if m is None:
+            break
+        marks.append((k, m.start(), m.end()))
+        pos, k = m.end(), k + 1
+    for n, (k, _, end) in enumerate(marks):
+        stop = marks[n + 1][1] if n + 1 < len(marks) else len(cell)
+        out[k] = cell[end:stop].strip()
+    return out
+
+
+def _value(text: str) -> Fraction | None:
+    """A number as an LMS wrote it (a decimal comma too), exactly; None if it is not one, or longer than a
+    claim may be (``NUMBER_LENGTH`` characters, an exponent of at most ``CLAIM_EXPONENT``)."""
+    from symattn.input.limits import CLAIM_EXPONENT, NUMBER_LENGTH
+
+    if len(text) > NUMBER_LENGTH or not _NUMBER.fullmatch(text):
+        return None
+    mantissa, _, exponent = text.replace(",", ".").lower().partition("e")
+    power = int(exponent or 0)
+    return None if abs(power) > CLAIM_EXPONENT else Fraction(mantissa) * Fraction(10) ** power
+
+
+def read_attempts(path: str | Path) -> list[Attempt]:
+    """The report's rows; a malformed report is one error naming its row and column."""
+    from symattn.input.files import read_text
+    from symattn.input.limits import LMS_ROWS
+
+    source = str(path)
+    text = read_text(path, "an LMS responses report")
+    reader = csv.reader(io.StringIO(text), strict=True)
+    try:
+        rows = []
+        for row in reader:
+            rows.append(row)
+            if len(rows) > LMS_ROWS + 1:
+                raise LimitError(source, None, f"more than {LMS_ROWS} rows; grade fewer attempts at a time")
+    except csv.Error as exc:
+        raise SpecError(source, None, f"not a CSV file: {exc} (row {reader.line_num})") from None
+    if not rows:
+        raise SpecError(source, None, "empty: expected Moodle's Responses report (Results → Responses → Download)")
+    header = [h.strip() for h in rows[0]]
+    slots: dict[int, dict[str, int]] = {}
+    for col, name in enumerate(header):
+        m = _SLOT.fullmatch(name)
+        if m:
+            slots.setdefault(int(m.group(2)), {})[m.group(1)] = col
+    if not slots:
+        raise SpecError(source, None, "no 'Response 1' column: expected Moodle's Responses report (CSV)")
+    for slot, cols in sorted(slots.items()):
+        if "Right answer" not in cols:
+            raise SpecError(
+                source,
+                None,
+                f"row 1: no column 'Right answer {slot}' beside 'Response {slot}': download the Responses "
+                "report with 'Right answer' ticked, so that each attempt names its variant",
+            )
+        if "Response" not in cols:
+            raise SpecError(source, None, f"row 1: no column 'Response {slot}' beside 'Right answer {slot}'")
+    column = {name: col for col, name in enumerate(header)}
+    out = []
+    for line, row in enumerate(rows[1:], 2):
+        if len(row) > len(header):
+            raise SpecError(source, None, f"row {line}, column {len(header) + 1}: a cell beyond the header's columns")
+        row = row + [""] * (len(header) - len(row))
+
+        def cell(name: str, row: list[str] = row) -> str:
+            return row[column[name]].strip() if name in column else ""
+
+        responses = tuple(
+            (slot, row[cols["Response"]], row[cols["Right answer"]].strip()) for slot, cols in sorted(slots.items())
+        )
+        if all(r.strip() in _EMPTY and right in _EMPTY for _, r, right in responses):
+            continue  # not an attempt (an average row, or nothing answered and nothing to grade against)
+        student = next((cell(k) for k in _IDENTITY if cell(k)), "") or f"row-{line}"
+        name = " ".join(x for x in (cell("First name"), cell("Surname")) if x)
+        out.append(Attempt(line, student, name, responses))
+    return out
+
+
+def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str, Fraction] = POLICY) -> Gradebook:
+    """Grade every attempt of the report against the variant its right answers name."""
+    source = str(path)
+    attempts = read_attempts(path)
+    gaps_of = {v.id: gaps(v, with_slips=False) for v in variants}
+    by_right: dict[tuple[Fraction, ...], Variant] = {}
+    for v in variants:
+        by_right.setdefault(tuple(Fraction(g.value) for g in gaps_of[v.id]), v)
+
+    most = 1 + max((len(g) for g in gaps_of.values()), default=0)  # one more: a longer cell matches none
+
+    def variant_of(right: str) -> Variant | None:
+        given = parts(right, most)
+        values = [_value(given[k]) for k in sorted(given)]
+        if not values or any(x is None for x in values) or sorted(given) != list(range(1, len(values) + 1)):
+            return None
+        return by_right.get(tuple(x for x in values if x is not None))
+
+    ours = {slot for a in attempts for slot, _, right in a.responses if variant_of(right) is not None}
+    if not ours:
+        raise SpecError(
+            source,
+            None,
+            "no 'Right answer' matches a variant of the template with this --seed and --count (or --roster)",
+        )
+    rows = []
+    for a in attempts:
+        for slot, response, right in a.responses:
+            if slot not in ours or (response.strip() in _EMPTY and right in _EMPTY):
+                continue
+            variant = variant_of(right)
+            if variant is None:
+                raise SpecError(
+                    source,
+                    None,
+                    f"row {a.line}, column 'Right answer {slot}': matches no variant of the template with this "
+                    "--seed and --count (or --roster)",
+                )
+            shown = f"row {a.line}" + (f", response {slot}" if len(ours) > 1 else "")
+            rows.append(_grade_attempt(a, variant, gaps_of[variant.id], response, shown, policy))
+    returns: dict[str, int] = {}
+    for r in rows:
+        returns[r.id] = returns.get(r.id, 0) + 1
+    rows = [
+        replace(r, notes=r.notes + (Note("duplicate", text=str(returns[r.id])),)) if returns[r.id] > 1 else r
+        for r in rows
+    ]
+    return Gradebook(tuple(sorted(rows, key=lambda r: (r.id, r.file))), tuple(policy.items()), source)
+
+
+def _grade_attempt(
+    a: Attempt, v: Variant, the_gaps: Sequence[Gap], response: str, shown: str, policy: Mapping[str, Fraction]
+) -> Row:
+    given = parts(response, len(the_gaps)) if response.strip() not in _EMPTY else {}
+    claims = {key: "-inf" for key in masked(v)}  # shown in the quiz as given, never asked
+    notes = []
+    lms: dict[str, Fraction] = {}  # the LMS's own mark of each asked number: 1 within the tolerance, else 0
+    for k, g in enumerate(the_gaps, 1):
+        text = given.get(k, "")
+        value = _value(text) if text not in _EMPTY else None
+        lms[g.asked.key] = Fraction(int(value is not None and g.accepts(value)))
+        if value is not None:
+            claims[g.asked.key] = text
+        elif text not in _EMPTY:
+            notes.append(Note("lms_not_number", g.asked.key, text))
+    row = grade_variant({"claims": claims}, replace(v, id=a.student, name=a.name), shown, policy, tuple(notes))
+    if row.error is not None:
+        return row
+    ours = dict(row.scores)
+    changed = [key for key in lms if ours.get(key, policy["blank"]) != lms[key]]
+    if changed:
+        total = score_text(sum(lms.values(), Fraction(0)))
+        row = replace(row, notes=row.notes + (Note("lms_marks", ", ".join(changed), f"{total}/{len(lms)}"),))
+    return row
+
+
+__all__ = ["Attempt", "grade_lms", "parts", "read_attempts"]

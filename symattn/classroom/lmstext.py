@@ -1,0 +1,125 @@
+"""The HTML an LMS question shows: the student's numbers, the task and the asked numbers' labels.
+
+Moodle and Canvas show math through MathJax, written ``\\( \\)``; only symattn's own math goes there.
+User text (title, tokens) is escaped by one character map (:func:`text`) that also writes ``{``, ``}`` and
+``\\`` as character references, so that it can neither open a Cloze gap nor start math, and sits in a span
+that Moodle's filters (``nolink``) and MathJax (``tex2jax_ignore``, ``mathjax_ignore``) leave alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from symattn.classroom.variants import Asked, Variant
+
+_TEXT = str.maketrans(
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        '"': "&quot;",
+        "'": "&#39;",
+        "{": "&#123;",
+        "}": "&#125;",
+        "\\": "&#92;",
+        "$": "&#36;",
+    }
+)
+IGNORED = "nolink tex2jax_ignore mathjax_ignore"  # no Moodle filter and no MathJax looks inside
+
+
+def text(s: str) -> str:
+    """Plain text as HTML that no LMS reads as markup, math or a Cloze gap."""
+    return s.translate(_TEXT)
+
+
+def user(s: str) -> str:
+    """User text (a token, a title) in a span that filters and MathJax skip."""
+    return f'<span class="{IGNORED}">{text(s)}</span>'
+
+
+def math(tex: str) -> str:
+    """symattn's own TeX (numbers, d_k) as MathJax math; only & < > need escaping in HTML."""
+    return "\\(" + tex.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") + "\\)"
+
+
+def phrases(lang: str):
+    """The language's phrases, their text escaped as HTML by :func:`text`."""
+    from symattn.rendering.renderer import Phrases, load_language
+
+    return Phrases(load_language(lang), text, lang)
+
+
+def plain_phrases(lang: str):
+    """The language's phrases as plain text, for XML attributes (ElementTree escapes them)."""
+    from symattn.rendering.renderer import Phrases, load_language
+
+    return Phrases(load_language(lang), lambda s: s, lang)
+
+
+def title(v: Variant, t) -> str:
+    """The question's name: the template's title and the variant's id, escaped as ``t`` escapes."""
+    return t("lms.name", title=t.escape(v.spec.title) if v.spec.title else t("sheet.untitled"), id=t.escape(v.id))
+
+
+def intro(v: Variant, t) -> str:
+    """The student's numbers and the task, as HTML paragraphs and tables."""
+    from symattn.rendering.renderer import tex_number
+
+    spec = v.spec
+    tokens = spec.tokens
+    listed = t.escape(t.raw("list_sep")).join(t("quote", x=user(x)) for x in tokens)
+    parts = [f"<p>{t('sheet.tokens', tokens=listed)}</p>"]
+    if spec.scale == "sqrt":
+        dims = t("sheet.dims_sqrt", dk=math(f"d_k = {spec.d_k}"), scale=math("\\sqrt{d_k}"))
+    elif spec.scale == "none":
+        dims = t("sheet.dims_none", dk=math(f"d_k = {spec.d_k}"))
+    else:
+        dims = t("sheet.dims_number", dk=math(f"d_k = {spec.d_k}"), scale=math(tex_number(spec.scale)))
+    parts += [f"<p>{dims}</p>", f"<p>{t('sheet.inputs')}</p>"]
+    header = "".join(f"<th>{math(name)}</th>" for name in ("Q", "K", "V"))
+    rows = []
+    for i, token in enumerate(tokens):
+        cells = "".join(
+            "<td>" + math(",\\ ".join(tex_number(x) for x in m[i])) + "</td>" for m in (spec.Q, spec.K, spec.V)
+        )
+        rows.append(f"<tr><td>{user(token)}</td>{cells}</tr>")
+    parts.append(f'<table border="1"><tr><th>{t("setup.token")}</th>{header}</tr>{"".join(rows)}</table>')
+    rows_asked = {a.row for a in v.asked if a.row is not None}
+    focus = t("quote", x=user(tokens[spec.focus]))
+    task = t("sheet.task_all") if len(rows_asked) > 1 else t("sheet.task_focus", token=focus)
+    parts.append(f"<p>{t('lms.task')}</p><p>{task}</p>")
+    return "".join(parts)
+
+
+def label_cells(a: Asked, v: Variant, t) -> list[str]:
+    """The quantity, row and column of an asked number, as the sheet's table names them."""
+    tokens = v.spec.tokens
+    row = "" if a.row is None else user(tokens[a.row])
+    if a.col is None:
+        col = ""
+    elif a.quantity == "output":
+        col = t("sheet.column", n=a.col + 1)
+    else:
+        col = user(tokens[a.col])
+    return [t(f"quantity.{a.quantity}"), row, col]
+
+
+def decimals_note(t: Callable, quantity_name: str, n: int) -> str:
+    """ "weight A: 3 decimal places", in the language's singular or plural."""
+    forms = t.raw("sheet.decimals")  # type: ignore[attr-defined]
+    return t.fill(forms[0 if n == 1 else 1], quantity=quantity_name, n=n)  # type: ignore[attr-defined]
+
+
+__all__ = [
+    "IGNORED",
+    "decimals_note",
+    "intro",
+    "label_cells",
+    "math",
+    "phrases",
+    "plain_phrases",
+    "text",
+    "title",
+    "user",
+]
