@@ -20,7 +20,7 @@ from symattn.rendering.layout import shrink_wide_displays
 
 # pt at 10 pt: what one frame holds below a title of two lines (beamer's 16:9 text height is 244 pt at
 # 11 pt; the title, the footline and the 11 pt type take the rest), so a display taller than this breaks
-FRAME_HEIGHT = 140.0
+FRAME_HEIGHT = 120.0
 
 
 @cache
