@@ -4,7 +4,7 @@ The deck is ``beamer.latex.j2``: a title frame, then ``beamer_steps.latex.j2``, 
 (``<kind>.latex.j2``, the documents' own templates) in a frame of its own. Only the headings differ from
 a document: here a heading is the frame's title. A step taller than a frame continues on the next one
 (``allowframebreaks``); a matrix taller than a frame is cut into blocks of rows, as pages cut it
-(:mod:`.paging`, at the frame's height). The frames are 16:9 (160 mm × 90 mm) at 11 pt.
+(:mod:`.paging`, at :data:`FRAME_HEIGHT`). The frames are 16:9 (160 mm × 90 mm) at 11 pt.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from symattn.input.errors import RenderError
 from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS
 from symattn.rendering.layout import shrink_wide_displays
 
-# pt at 10 pt: what one frame holds below a title of two lines (beamer's 16:9 text height is 244 pt at
-# 11 pt; the title, the footline and the 11 pt type take the rest), so a display taller than this breaks
+# pt at 10 pt: the tallest display a frame keeps whole; a taller one may break between its lines, and a
+# taller matrix is cut into blocks. Beamer's 16:9 text height is 244 pt at 11 pt; each piece of a long step
+# fills at most 0.75 of it (beamer_steps.latex.j2), about 165 pt at 10 pt, and a title of two lines, a head's
+# subtitle and the 11 pt type take the rest
 FRAME_HEIGHT = 120.0
 
 
