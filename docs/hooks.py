@@ -769,6 +769,8 @@ def on_files(files, config):
         for lang in ("zh", "en"):  # the offline page of `render --format html`, to open from the guides
             page = symattn("render", "--lang", lang, "--format", "html", cwd=tmp)
             files.append(File.generated(config, f"generated/seed-{lang}.html", content=page.encode("utf-8")))
+            deck = symattn("render", "--lang", lang, "--format", "slides", cwd=tmp)  # and its HTML deck
+            files.append(File.generated(config, f"generated/seed-{lang}.slides.html", content=deck.encode("utf-8")))
     log.info("symattn docs: %d pieces made by running symattn in %.1f s", len(_made), time.monotonic() - started)
     return files
 

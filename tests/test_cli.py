@@ -77,7 +77,7 @@ def test_compute_json(capsys):
         (["render", "--standalone"], "symattn: --standalone needs --format latex\n"),
         (
             ["render", "--format", "docx"],
-            "symattn: argument --format: invalid choice: 'docx' (choose from 'markdown', 'latex', 'pdf', 'html')\n",
+            "symattn: argument --format: invalid choice: 'docx' (choose from 'markdown', 'latex', 'pdf', 'html', 'beamer', 'beamer-pdf', 'slides')\n",
         ),
         (["render", "--engine", "xelatex"], "symattn: --engine needs --format pdf\n"),
         (["compute", "--digits", "0"], "symattn: --digits: expected an integer from 1 to 1000, got 0\n"),

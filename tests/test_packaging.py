@@ -45,6 +45,10 @@ def test_wheel_ships_templates_languages_and_examples(wheel):
         "symattn/web/app.css",
         "symattn/templates/gradebook.latex.j2",
         "symattn/templates/keys.markdown.j2",
+        "symattn/templates/beamer.latex.j2",
+        "symattn/templates/slides.html.j2",
+        "symattn/vendor/revealjs/reveal.js",
+        "symattn/vendor/revealjs/LICENSE",
     ):
         assert required in names
     assert not any(name.startswith("templates/") for name in names)

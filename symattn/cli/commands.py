@@ -55,7 +55,7 @@ def _render(args: argparse.Namespace) -> int:
     from symattn.derivation.derive import derive
     from symattn.rendering.renderer import render
 
-    fmt = args.format = _format(args, "markdown")
+    fmt = args.format = _slides(args) if args.slides else _format(args, "markdown")
     if args.standalone and fmt not in ("latex", "pdf"):  # a PDF is always made from a whole document
         raise _UsageError("--standalone needs --format latex")
     _check_export(args)
@@ -79,6 +79,18 @@ def _render(args: argparse.Namespace) -> int:
         from symattn.rendering.html import derivation_page
 
         _emit(derivation_page(derivation), args.output)
+    elif fmt in ("beamer", "beamer-pdf"):
+        from symattn.rendering.beamer import render_beamer
+
+        deck = render_beamer(derivation)
+        if fmt == "beamer":
+            _emit(deck, args.output)
+        else:
+            _emit_pdf(deck, derivation.lang, spec.engine, args)
+    elif fmt == "slides":
+        from symattn.rendering.deck import deck_page
+
+        _emit(deck_page(derivation), args.output)
     elif fmt == "markdown" and args.output is not None and _has_room_beside(args.output):
         from symattn.rendering.figures import markdown_with_files
         from symattn.rendering.output import write_beside
@@ -106,11 +118,21 @@ def _format(args: argparse.Namespace, default: str) -> str:
     return {".pdf": "pdf", ".html": "html", ".htm": "html"}.get(suffix, default)
 
 
+def _slides(args: argparse.Namespace) -> str:
+    """--slides: the deck in the format -o's name says (x.pdf: compiled, x.html: the HTML deck), else Beamer."""
+    fmt = _format(args, "beamer")
+    decks = {"pdf": "beamer-pdf", "html": "slides", "latex": "beamer"}
+    if fmt not in (*decks, *decks.values()):
+        raise _UsageError(f"--slides makes a deck: beamer, beamer-pdf or slides, not --format {fmt}")
+    return decks.get(fmt, fmt)
+
+
 def _check_export(args: argparse.Namespace) -> None:
     """--engine only with a PDF; a PDF never goes to a terminal. Checked before any work."""
-    if getattr(args, "engine", None) and args.format != "pdf":
+    pdf = args.format in ("pdf", "beamer-pdf")
+    if getattr(args, "engine", None) and not pdf:
         raise _UsageError("--engine needs --format pdf")
-    if args.format == "pdf" and args.output is None and _is_terminal(sys.stdout):
+    if pdf and args.output is None and _is_terminal(sys.stdout):
         raise _UsageError("a PDF is binary and stdout is a terminal; write it to a file with -o FILE.pdf")
 
 

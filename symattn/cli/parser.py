@@ -60,7 +60,7 @@ def _engine(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine",
         choices=ENGINES,
-        help="TeX engine for --format pdf (default: pdflatex for English in Latin-1, else xelatex)",
+        help="TeX engine for --format pdf and beamer-pdf (default: pdflatex for English in Latin-1, else xelatex)",
     )
     parser.add_argument("--paper", choices=PAPERS, help="paper of LaTeX and PDF (default: a4 for zh, letter for en)")
     parser.add_argument("--cjk-font", choices=CJK_FONTS, help="ctex's fontset for Chinese (default: ctex's own)")
@@ -112,9 +112,17 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--example", metavar="NAME", help="render a built-in example (default: seed)")
     render.add_argument(
         "--format",
-        choices=("markdown", "latex", "pdf", "html"),
+        choices=("markdown", "latex", "pdf", "html", "beamer", "beamer-pdf", "slides"),
         help="markdown (default; pdf or html when -o names a .pdf or .html file); "
-        "pdf: compiled with latexmk; html: one offline page, math typeset by KaTeX",
+        "pdf: compiled with latexmk; html: one offline page, math typeset by KaTeX; "
+        "beamer: a Beamer deck (16:9, a frame per step); beamer-pdf: that deck compiled; "
+        "slides: one offline HTML deck (reveal.js), the same frames",
+    )
+    render.add_argument(
+        "--slides",
+        action="store_true",
+        help="a slide deck: -o FILE.pdf is the Beamer deck compiled (beamer-pdf), -o FILE.html the HTML deck "
+        "(slides), otherwise the Beamer source (beamer)",
     )
     render.add_argument("--standalone", action="store_true", help="a whole LaTeX document, not a fragment")
     render.add_argument(

@@ -44,10 +44,13 @@ _MATRIX_END = "\\end{bmatrix}"
 _BRACKETS = 10.6  # the two brackets of a bmatrix
 
 
-def paginate(latex: str, note: BlockNote, width: float = TEXT_WIDTH) -> str:
-    """The document with every too-tall display breakable, too-big matrices in blocks, and long tables cut."""
-    latex = _DISPLAY.sub(lambda m: _display(m.group(0), m.group(1), note, width), latex)
-    return _cut_tables(_max_columns(latex))
+def paginate(latex: str, note: BlockNote, width: float = TEXT_WIDTH, height: float = PAGE_HEIGHT) -> str:
+    """The document with every too-tall display breakable, too-big matrices in blocks, and long tables cut.
+
+    ``height``: what one page (or a slide's frame) holds, in pt at 10 pt.
+    """
+    latex = _DISPLAY.sub(lambda m: _display(m.group(0), m.group(1), note, width, height), latex)
+    return _cut_tables(_max_columns(latex), height)
 
 
 _MAX_COLUMNS = re.compile(r"\\setcounter\{MaxMatrixCols\}\{(\d+)\}")
@@ -67,24 +70,24 @@ def _max_columns(latex: str) -> str:
     return _MAX_COLUMNS.sub(lambda m: f"\\setcounter{{MaxMatrixCols}}{{{min(int(m.group(1)), widest)}}}", latex)
 
 
-def _display(whole: str, body: str, note: BlockNote, width: float) -> str:
+def _display(whole: str, body: str, note: BlockNote, width: float, height: float) -> str:
     rows = _rows(body)
-    if not any(_too_big(row, width) for row in rows) and sum(map(_height, rows)) <= PAGE_HEIGHT:
+    if not any(_too_big(row, width, height) for row in rows) and sum(map(_height, rows)) <= height:
         return whole
     # align* sets every row's right side after the widest left side (what comes before '&')
     left = max((tex_width(_split(row, "&")[0]) for row in rows if len(_split(row, "&")) > 1), default=0.0)
     lines: list[str] = []
     for row in rows:
         # once the display is rebuilt, it is set at full size: a row must fit as it is
-        big = _too_big(_right(row), width - left, 1.0)
-        lines.extend(_block_lines(row, note, width - left) if big else [_aligned(row)])
-    return "\\begingroup\\allowdisplaybreaks\n" + _join(lines) + "\n\\endgroup"
+        big = _too_big(_right(row), width - left, height, 1.0)
+        lines.extend(_block_lines(row, note, width - left, height) if big else [_aligned(row)])
+    return "\\begingroup\\allowdisplaybreaks\n" + _join(lines, height) + "\n\\endgroup"
 
 
 _CONTINUES = ("&\\quad", "&=", "&\\approx", "&\\phantom")
 
 
-def _join(lines: list[str]) -> str:
+def _join(lines: list[str], page: float) -> str:
     """Lines as align*: the page may turn between equations and between a tall one's lines, never after
     a name whose value is on the next line, nor inside an equation short enough to stay whole.
 
@@ -95,8 +98,8 @@ def _join(lines: list[str]) -> str:
     chunk = height
     for line in lines[1:]:
         h = _height(line)
-        keep = line.startswith(_CONTINUES) and (first or height + h <= PAGE_HEIGHT / 2)
-        if not keep and chunk + h > PAGE_HEIGHT:
+        keep = line.startswith(_CONTINUES) and (first or height + h <= page / 2)
+        if not keep and chunk + h > page:
             text += "\n\\end{align*}\n\\begin{align*}\n" + line
             chunk = 0.0
         else:
@@ -142,12 +145,12 @@ def _matrix_height(cells: list[list[str]]) -> float:
     return sum(FRACTION_ROW if any("frac" in c for c in row) else MATRIX_ROW for row in cells)
 
 
-def _too_big(row: str, width: float, scale: float = SMALLEST) -> bool:
+def _too_big(row: str, width: float, height: float, scale: float = SMALLEST) -> bool:
     """A row with a matrix too wide for the line (at ``scale``: by default the smallest size), or too tall."""
     found = _matrix(row)
     if found is None:
         return False
-    return tex_width_at(row, scale) > width or _matrix_height(found.cells) > PAGE_HEIGHT
+    return tex_width_at(row, scale) > width or _matrix_height(found.cells) > height
 
 
 @dataclass(frozen=True)
@@ -210,7 +213,7 @@ def _closing_bracket(row: str, start: int) -> int | None:
     return None
 
 
-def _block_lines(row: str, note: BlockNote, width: float) -> list[str]:
+def _block_lines(row: str, note: BlockNote, width: float, height: float) -> list[str]:
     """A row whose matrix is too big, as one line per block of that matrix (and its tail on a line of its own).
 
     ``width`` is what the right side of the row may take (the line less the widest left side).
@@ -227,7 +230,7 @@ def _block_lines(row: str, note: BlockNote, width: float) -> list[str]:
     widest = note(n_rows, n_rows, n_rows, n_cols, n_cols, n_cols)
     room = width - tex_width(rest) - tex_width("_{\\text{" + widest + "}}") - 4.0
     lines: list[str] = []
-    for r0, r1 in _row_blocks(cells):
+    for r0, r1 in _row_blocks(cells, height):
         for c0, c1 in _column_blocks(cells, room):
             block = " \\\\ ".join(" & ".join(r[c0:c1]) for r in cells[r0:r1])
             label = note(r0 + 1, r1, n_rows, c0 + 1, c1, n_cols)
@@ -235,17 +238,17 @@ def _block_lines(row: str, note: BlockNote, width: float) -> list[str]:
             lines.append((lead if not lines else indent) + matrix)
     if after and not re.fullmatch(r"[\s,.;]*", after):
         tail = "&" + after
-        lines.extend(_block_lines(tail, note, width) if _too_big(after, width, 1.0) else [tail])
+        lines.extend(_block_lines(tail, note, width, height) if _too_big(after, width, height, 1.0) else [tail])
     elif after:
         lines[-1] += after
     return lines
 
 
-def _row_blocks(cells: list[list[str]]) -> list[tuple[int, int]]:
+def _row_blocks(cells: list[list[str]], page: float) -> list[tuple[int, int]]:
     blocks, start, height = [], 0, 0.0
     for k, row in enumerate(cells):
         h = FRACTION_ROW if any("frac" in c for c in row) else MATRIX_ROW
-        if height + h > PAGE_HEIGHT and k > start:
+        if height + h > page and k > start:
             blocks.append((start, k))
             start, height = k, 0.0
         height += h
@@ -294,18 +297,18 @@ _TABLE = re.compile(
 )
 
 
-def _cut_tables(latex: str) -> str:
+def _cut_tables(latex: str, page: float) -> str:
     """A table of more than TABLE_ROWS rows as several tables, each with the header, a paragraph apart."""
 
     def cut(match: re.Match) -> str:
         begin, header, body, end = match.groups()
         rows = body.splitlines(keepends=True)
         heights = [_table_row_height(row) for row in rows]
-        if len(rows) <= TABLE_ROWS and sum(heights) <= PAGE_HEIGHT:
+        if len(rows) <= TABLE_ROWS and sum(heights) <= page:
             return match.group(0)
         pieces, start, used = [], 0, 0.0
         for k, h in enumerate(heights):
-            if (used + h > PAGE_HEIGHT or k - start == TABLE_ROWS) and k > start:
+            if (used + h > page or k - start == TABLE_ROWS) and k > start:
                 pieces.append("".join(rows[start:k]))
                 start, used = k, 0.0
             used += h
