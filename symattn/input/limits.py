@@ -196,3 +196,7 @@ NPY_HEADER = 10_000  # bytes of a .npy header (NumPy's own max_header_size); che
 # characters of one JSON number of a float result: the exact decimal of any float64 (up to 767
 # significant digits, 1074 after the point) fits; checked before the text is converted
 RESULT_NUMBER_LENGTH = 1100
+
+# --- issue 20 (modA): grouped-query heads and the sliding window ---------------------
+WINDOW = TOKENS  # keys of a sliding window; one of TOKENS or more would mean no window anyway
+KV_HEADS = HEADS  # key/value heads (grouped-query); never more than the query heads
