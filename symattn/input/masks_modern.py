@@ -6,7 +6,7 @@ what they allow with the mask and the key padding, and refuses a row left with n
     bottom-right (FlashAttention's):     query i may attend key j ≤ i + n_k − n_q
     window w, diagonal at i + offset:    i + offset − w < j ≤ i + offset
 
-A window of n_k keys or more sets no lower bound: it means no window, only its diagonal.
+A window of n_k keys or more sets no lower bound: it means no window, only its diagonal (j ≤ i + offset).
 """
 
 from __future__ import annotations
@@ -27,14 +27,15 @@ class Diagonal:
 
     align: str = "top-left"
     offset: int = 0  # query i's diagonal is key i + offset
-    window: int | None = None  # None: no window (none given, or one of n_k keys or more)
+    window: int | None = None  # as given; None: no window
+    keys: int = 0  # n_k: a window of as many keys or more has no lower bound
 
     def allows(self, causal: bool, i: int, j: int) -> bool:
         """Whether query i may attend key j under the causal mask (when ``causal``) and the window."""
         top = i + self.offset
-        if self.window is not None:
-            return top - self.window < j <= top
-        return not causal or j <= top
+        if self.window is None:
+            return not causal or j <= top
+        return j <= top and (self.window >= self.keys or top - self.window < j)
 
 
 def read_diagonal(reader: Reader, data: Mapping[str, Any], causal: bool, n_q: int, n_k: int) -> Diagonal:
@@ -51,7 +52,7 @@ def read_diagonal(reader: Reader, data: Mapping[str, Any], causal: bool, n_q: in
         if not causal and window is None:
             raise reader.error("causal_align", 'only with mask = "causal" or a window: it places their diagonal')
     offset = n_k - n_q if align == "bottom-right" else 0
-    return Diagonal(align, offset, window if window is not None and window < n_k else None)
+    return Diagonal(align, offset, window, n_k)
 
 
 def empty_row_reason(diagonal: Diagonal, i: int, n_k: int) -> tuple[str, str]:
@@ -60,6 +61,6 @@ def empty_row_reason(diagonal: Diagonal, i: int, n_k: int) -> tuple[str, str]:
     top = i + diagonal.offset
     if top < 0:
         return "causal_align", f" (causal_align = {diagonal.align!r} puts its diagonal before the first key)"
-    if diagonal.window is not None and top - diagonal.window + 1 >= n_k:
+    if diagonal.window is not None and diagonal.window < n_k and top - diagonal.window + 1 >= n_k:
         return "window", f" (its window of {diagonal.window} keys ends at key {top + 1}, past the last key {n_k})"
     return "mask", ""
