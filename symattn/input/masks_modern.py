@@ -62,5 +62,5 @@ def empty_row_reason(diagonal: Diagonal, i: int, n_k: int) -> tuple[str, str]:
     if top < 0:
         return "causal_align", f" (causal_align = {diagonal.align!r} puts its diagonal before the first key)"
     if diagonal.window is not None and diagonal.window < n_k and top - diagonal.window + 1 >= n_k:
-        return "window", f" (its window of {diagonal.window} keys ends at key {top + 1}, past the last key {n_k})"
+        return "window", f" (window = {diagonal.window} ends at key {top + 1}, past the last key {n_k})"
     return "mask", ""

@@ -224,13 +224,16 @@ def read_heads(
         # Q, K, V given directly, as torch's multi-head attention sees them after identity projections:
         # each head takes its own columns
         if d_q % heads:
-            raise reader.error("heads", f"Q has {d_q} columns, not divisible by heads = {heads}")
+            which = "Q and K have" if kv_heads is None else "Q has"
+            raise reader.error("heads", f"{which} {d_q} columns, not divisible by heads = {heads}")
         if kv_heads is not None and d_k != d_q // heads * kv_heads:
+            need = d_q // heads * kv_heads
             raise reader.error(
-                "K", f"K has {d_k} columns; kv_heads = {kv_heads} heads of d_k = {d_q // heads} need {d_q // heads * kv_heads}"
+                "K", f"K has {d_k} columns; kv_heads = {kv_heads} key/value heads of d_k = {d_q // heads} need {need}"
             )
         if d_v % groups:
-            raise reader.error("heads", f"V has {d_v} columns, not divisible by {groups} key/value heads")
+            by = f"heads = {heads}" if kv_heads is None else f"kv_heads = {kv_heads}"
+            raise reader.error("heads" if kv_heads is None else "kv_heads", f"V has {d_v} columns, not divisible by {by}")
     elif heads > 1 or kv_heads is not None:
         assert projection is not None  # the branch above takes Q, K, V given directly
         d_model = len(projection.X[0])
@@ -240,7 +243,7 @@ def read_heads(
             W = getattr(projection, key)
             width = d_model if key == "W_Q" else d_model // heads * groups
             if len(W[0]) != width:
-                need = "d_model × d_model" if width == d_model else f"d_model × (kv_heads · d_model / heads)"
+                need = "d_model × d_model" if width == d_model else "d_model × (kv_heads · d_model / heads)"
                 raise ShapeError(
                     reader.source,
                     key,
