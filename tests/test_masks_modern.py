@@ -12,7 +12,7 @@ from symattn.cli.commands import main
 from symattn.derivation.derive import derive
 from symattn.derivation.intermediates import compute
 from symattn.input import builtin
-from symattn.input.errors import LimitError, ShapeError, SpecError
+from symattn.input.errors import ShapeError, SpecError
 from symattn.input.spec import load_spec
 from symattn.rendering.renderer import render
 
@@ -259,4 +259,7 @@ def test_cli_refuses_a_bad_group_with_one_line(tmp_path, capsys):
     path.write_text("heads = 3\nkv_heads = 2\nQ = [[1, 0, 1]]\nK = [[1, 0]]\nV = [[1, 0]]\n", encoding="utf-8")
     assert main(["compute", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err == f"symattn: {path}: kv_heads: 2 key/value heads do not divide heads = 3; each group needs as many query heads\n"
+    assert (
+        err
+        == f"symattn: {path}: kv_heads: 2 key/value heads do not divide heads = 3; each group needs as many query heads\n"
+    )

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from symattn.exact.model import Model
+from symattn.input.groups import group_of
 from symattn.input.quantities import (
     DIM,
     GRADIENTS,
@@ -27,7 +28,6 @@ from symattn.input.quantities import (
     axes,
     is_multihead,
 )
-from symattn.input.groups import group_of
 from symattn.input.spec import Spec
 
 

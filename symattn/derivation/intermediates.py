@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import sympy
 
-from symattn.derivation.modern import kv_of, modern_inputs
+from symattn.derivation.modern import modern_inputs
 from symattn.exact.base import AttentionModel
 from symattn.exact.factory import build
 from symattn.exact.model import Model
@@ -430,8 +430,7 @@ def _inputs(spec: Spec) -> dict[str, Any]:
     out["mask"] = [
         [spec.allowed is None or spec.allowed[i][j] for j in range(len(spec.keys))] for i in range(len(spec.tokens))
     ]
-    out.update(modern_inputs(spec))  # issue 20: the window, the causal alignment
-    return out
+    return {**out, **modern_inputs(spec)}  # issue 20: the groups, the window, the causal alignment
 
 
 # Each kind's sections, made one at a time (a generator as a value: a table made the same way).
@@ -445,9 +444,6 @@ def _single(spec: Spec, model: Model, digits: int, exact: bool, release: bool) -
 def _heads(spec: Spec, mh: MultiHead, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
     yield from _inputs(spec).items()
     yield "d_model", len(spec.Q[0])
-    if spec.is_grouped:  # which key/value head each query head uses (0-based, as the heads list)
-        yield "kv_heads", spec.kv_groups
-        yield "kv_head_of", [kv_of(spec, h) for h in range(spec.heads)]
     yield "heads", [_whole(_head(h, digits, exact)) for h in mh.heads]
     yield "concat", _entry(mh, "concat", digits, exact=exact)
     yield "output", _entry(mh, "output", digits, exact=exact)

@@ -135,8 +135,12 @@ def grad_groups_step(spec: Spec, shown: dict[str, NumRows], is_exact) -> GradGro
 
 
 def modern_inputs(spec: Spec) -> dict[str, object]:
-    """What ``compute`` reports of the window and the causal alignment (nothing where neither is set)."""
+    """What ``compute`` reports of grouped heads (which key/value head each query head uses, 0-based as
+    the heads list), the window and the causal alignment (nothing where none is set)."""
     out: dict[str, object] = {}
+    if spec.is_grouped:
+        out["kv_heads"] = spec.kv_groups
+        out["kv_head_of"] = [kv_of(spec, h) for h in range(spec.heads)]
     if spec.window is not None:
         out["window"] = spec.window
     if spec.causal_align != "top-left":

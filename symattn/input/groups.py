@@ -28,7 +28,8 @@ def read_kv_heads(reader: Reader, data: Mapping[str, Any]) -> int | None:
 def check_kv_heads(reader: Reader, kv_heads: int | None, heads: int) -> None:
     if kv_heads is not None and heads % kv_heads:
         raise reader.error(
-            "kv_heads", f"{kv_heads} key/value heads do not divide heads = {heads}; each group needs as many query heads"
+            "kv_heads",
+            f"{kv_heads} key/value heads do not divide heads = {heads}; each group needs as many query heads",
         )
 
 

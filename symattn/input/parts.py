@@ -146,7 +146,9 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
             allowed.append(out)
     # the causal diagonal (top-left or bottom-right) and the sliding window, ANDed with the mask
     diagonal = read_diagonal(reader, data, kind == "causal", n, m)
-    allowed = [[a and diagonal.allows(kind == "causal", i, j) for j, a in enumerate(row)] for i, row in enumerate(allowed)]
+    allowed = [
+        [a and diagonal.allows(kind == "causal", i, j) for j, a in enumerate(row)] for i, row in enumerate(allowed)
+    ]
     padding = None
     if "key_padding" in data:
         pad = data["key_padding"]
@@ -233,7 +235,9 @@ def read_heads(
             )
         if d_v % groups:
             by = f"heads = {heads}" if kv_heads is None else f"kv_heads = {kv_heads}"
-            raise reader.error("heads" if kv_heads is None else "kv_heads", f"V has {d_v} columns, not divisible by {by}")
+            raise reader.error(
+                "heads" if kv_heads is None else "kv_heads", f"V has {d_v} columns, not divisible by {by}"
+            )
     elif heads > 1 or kv_heads is not None:
         assert projection is not None  # the branch above takes Q, K, V given directly
         d_model = len(projection.X[0])
@@ -243,11 +247,11 @@ def read_heads(
             W = getattr(projection, key)
             width = d_model if key == "W_Q" else d_model // heads * groups
             if len(W[0]) != width:
-                need = "d_model × d_model" if width == d_model else "d_model × (kv_heads · d_model / heads)"
+                form = "d_model × d_model" if width == d_model else "d_model × (kv_heads · d_model / heads)"
                 raise ShapeError(
                     reader.source,
                     key,
-                    f"shape mismatch: {key} is {_shape(W)}; with heads it must be {need} = {len(W)}×{width}",
+                    f"shape mismatch: {key} is {_shape(W)}; with heads it must be {form} = {len(W)}×{width}",
                 )
     d_v = d_v // groups * heads  # the heads' outputs side by side
     W_O = b_O = None
