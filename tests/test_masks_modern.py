@@ -263,3 +263,12 @@ def test_cli_refuses_a_bad_group_with_one_line(tmp_path, capsys):
         err
         == f"symattn: {path}: kv_heads: 2 key/value heads do not divide heads = 3; each group needs as many query heads\n"
     )
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_grouped_backward_document_passes_katex_and_tex(katex, latex, tmp_path, lang):
+    raw = {**BACKWARD, "mask": "causal", "window": 2, "lang": lang}
+    spec = load_spec(raw).with_options(rounding="hand")
+    assert katex(render(derive(spec), "markdown")) == []
+    latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
