@@ -198,5 +198,5 @@ NPY_HEADER = 10_000  # bytes of a .npy header (NumPy's own max_header_size); che
 RESULT_NUMBER_LENGTH = 1100
 
 # --- issue 20 (modA): grouped-query heads and the sliding window ---------------------
-WINDOW = TOKENS  # keys of a sliding window; one of TOKENS or more would mean no window anyway
-KV_HEADS = HEADS  # key/value heads (grouped-query); never more than the query heads
+WINDOW = 1024  # keys of a sliding window (as many as the tokens: a wider one would mean no window anyway)
+KV_HEADS = 16  # key/value heads (grouped-query): at most the query heads
