@@ -272,3 +272,28 @@ def test_the_grouped_backward_document_passes_katex_and_tex(katex, latex, tmp_pa
     spec = load_spec(raw).with_options(rounding="hand")
     assert katex(render(derive(spec), "markdown")) == []
     latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+
+
+def test_check_sums_a_claimants_own_head_gradients_into_the_shared_dK(tmp_path):
+    # both query heads use the one K: dK = dK^(1) + dK^(2), from the claimant's own per-head numbers
+    claims = {
+        "claims": {
+            "h1.dK": [[-3.404, 0], [0, 0], [3.404, 0]],
+            "h2.dK": [[0, -2.019], [0, -0.692], [0, 2.711]],
+            "dK": [[-3.404, -2.019], [0, -0.692], [3.404, 3.5]],
+        }
+    }
+    report = check(load_spec(BACKWARD), claims)
+    got = {(v.claim.quantity, v.head, v.claim.row, v.claim.col): v.verdict for v in report.results}
+    assert got[("dK", 0, 0, 0)] == "rounded" and got[("dK", 1, 1, 1)] == "rounded"
+    assert got[("dK", None, 0, 1)] == "rounded" and got[("dK", None, 1, 1)] == "rounded"
+    assert got[("dK", None, 2, 1)] == "wrong"  # 2.711 from head 2; head 1 adds 0
+
+
+def test_check_takes_claims_on_the_windowed_example():
+    spec = load_spec(builtin.example_path("window", "en"))
+    weights = [["0", "0.398", "0.280", "0.322", "0"], ["0", "0", "0.217", "0.372", "0.411"]]
+    claims = {"claims": {"weights": weights, "output": [["2.17", "6.15"], ["6.40", "2.70"]]}}
+    verdicts = [v.verdict for v in check(spec, claims).results]
+    # the window's masked weights are exactly 0; 2.70 for 2.7052… is a slip in the last digit
+    assert verdicts == ["exact"] + ["rounded"] * 3 + ["exact"] * 3 + ["rounded"] * 3 + ["rounded"] * 3 + ["last-digit"]
