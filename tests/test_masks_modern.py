@@ -297,3 +297,16 @@ def test_check_takes_claims_on_the_windowed_example():
     verdicts = [v.verdict for v in check(spec, claims).results]
     # the window's masked weights are exactly 0; 2.70 for 2.7052… is a slip in the last digit
     assert verdicts == ["exact"] + ["rounded"] * 3 + ["exact"] * 3 + ["rounded"] * 3 + ["rounded"] * 3 + ["last-digit"]
+
+
+def test_a_wrong_shared_gradient_is_explained_as_its_heads_sum(tmp_path, capsys):
+    path = tmp_path / "claims.toml"
+    path.write_text(
+        'heads = 2\nkv_heads = 1\ntokens = ["a", "b", "c"]\nQ = [[1, 0, 0, 1], [1, 0, 0, 1], [1, 0, 0, 1]]\n'
+        "K = [[1, 0], [0, 1], [1, 1]]\nV = [[1, 2], [3, 4], [5, 6]]\n"
+        '[backward]\nloss = "sum"\n[claims]\n"dK[3][2]" = 3.5\n',
+        encoding="utf-8",
+    )
+    assert main(["check", str(path), "--lang", "en"]) == 1
+    out = capsys.readouterr().out
+    assert "gradient dK (c, column 2): 3.5 — wrong\n    0 + 2.71148 ≈ 2.71148; correctly rounded: 2.7" in out

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from symattn.checking.layout import Layout
 from symattn.checking.report import Explanation
 from symattn.exact.rounding import Num
-from symattn.input.numeral import parse_numeral
 from symattn.input.quantities import INPUTS
 
 Sig = Callable[..., Num]  # sig(quantity, row, col, head): the exact value to SIGNIFICANT digits
@@ -60,9 +59,8 @@ class Explainer:
             head, local = divmod(col, width)
             name = "output" if quantity == "concat" else quantity
             if quantity in ("dK", "dV") and len(L.group(head)) > 1:  # a shared K or V: its heads' sum
-                one = parse_numeral("1")
-                terms = tuple((self.sig(quantity, row, local, h), one) for h in L.group(head))
-                return Explanation(quantity, row, col, terms, result)
+                terms = tuple(self.sig(quantity, row, local, h) for h in L.group(head))
+                return Explanation(quantity, row, col, terms, result, summed=True)
             return Explanation(quantity, row, col, self.operands(name, row, local, head), result)
         if quantity == "output":
             if spec.W_O is None:
