@@ -126,6 +126,11 @@ def derivation_multihead(tmp: Path) -> str:
     return fence(between(text, "## Concatenate the heads", "## Toy example"), "markdown")
 
 
+def derivation_window(tmp: Path) -> str:
+    text = symattn("render", "--example", "window", "--lang", "en", cwd=tmp)
+    return fence(between(text, "## Mask:", "Blocked scores become"), "markdown")
+
+
 def derivation_backward(tmp: Path) -> str:
     text = symattn("render", "--example", "backward", "--lang", "en", cwd=tmp)
     return fence(between(text, "## Backward 2:", "Each weight's gradient is"), "markdown")
@@ -354,6 +359,7 @@ PIECES = {
     "derivation-projection": derivation_projection,
     "derivation-multihead": derivation_multihead,
     "derivation-backward": derivation_backward,
+    "derivation-window": derivation_window,
     "latex-fragment": latex_fragment,
     "latex-preamble": latex_preamble,
     "report-preamble": report_preamble,

@@ -112,6 +112,9 @@ class Chain:
         if quantity in ("concat", "dQ", "dK", "dV"):  # the heads' side by side
             width = L.width_v if quantity in ("concat", "dV") else L.width_q
             head, local = divmod(col, width)
+            if quantity in ("dK", "dV"):  # a shared K or V: the sum over its group of query heads
+                parts = [self.implied(quantity, row, local, h) for h in L.group(head)]
+                return sympy.Add(*[x for x, _ in parts]), any(a for _, a in parts)
             return self.implied("output" if quantity == "concat" else quantity, row, local, head)
         if quantity == "output":
             if spec.W_O is None:
@@ -157,7 +160,8 @@ class Chain:
         L = self.layout
         h = L.index(head)
         m = L.heads[h]
-        q0, v0 = h * L.width_q, h * L.width_v  # the head's first columns of Q, K and of V
+        g = L.kv_index(h)  # grouped-query: the shared K and V of its group
+        q0, k0, v0 = h * L.width_q, g * L.width_q, g * L.width_v  # the head's first columns of Q, of K and of V
 
         def at(name: str, i: int, j: int | None) -> Value:
             return self.implied(name, i, j, head)
@@ -168,7 +172,7 @@ class Chain:
             if "Q" in self.names or "K" in self.names:  # from the claimant's own Q and K
                 assert col is not None
                 return _sum(
-                    [(self.implied("Q", row, q0 + k), self.implied("K", col, q0 + k)) for k in range(L.width_q)]
+                    [(self.implied("Q", row, q0 + k), self.implied("K", col, k0 + k)) for k in range(L.width_q)]
                 )
             return m.scores[row, col], False
         if quantity in ("scaled", "dS"):
@@ -190,13 +194,13 @@ class Chain:
         if quantity == "output":
             assert col is not None  # an entry of a matrix
             return _sum([(at("weights", row, j), self.implied("V", j, v0 + col)) for j in range(m.n_keys)])
-        return self._head_gradient(quantity, row, col, head, (q0, v0))
+        return self._head_gradient(quantity, row, col, head, (q0, k0, v0, h * L.width_v))
 
     def _head_gradient(self, quantity: str, row: int, col: int | None, head: int | None, first) -> Value:
         """A head's gradient from the claimant's own weights (and dA, dZ, ...) before it."""
         L = self.layout
         m = L.heads[L.index(head)]
-        q0, v0 = first
+        q0, k0, v0, o0 = first  # the head's first columns of Q, K, V and of the heads' outputs side by side
         n, keys = m.n_queries, m.n_keys
 
         def at(name: str, i: int, j: int | None) -> Value:
@@ -206,7 +210,7 @@ class Chain:
             return _sum([(at("dA", row, k), at("weights", row, k)) for k in range(keys)])
         assert col is not None
         if quantity == "dO":  # one head's slice of dconcat (of dO without W_O)
-            return self.implied("dconcat" if self.spec.W_O is not None else "dO", row, v0 + col)
+            return self.implied("dconcat" if self.spec.W_O is not None else "dO", row, o0 + col)
         if quantity == "dV":
             return _sum([(at("weights", i, row), at("dO", i, col)) for i in range(n)])
         if quantity == "dA":
@@ -215,7 +219,7 @@ class Chain:
             (w, a), (g, c), (r, e) = at("weights", row, col), at("dA", row, col), at("rowsum", row, None)
             return w * (g - r), a or c or e
         if quantity == "dQ":
-            return _sum([(at("dS", row, j), self.implied("K", j, q0 + col)) for j in range(keys)])
+            return _sum([(at("dS", row, j), self.implied("K", j, k0 + col)) for j in range(keys)])
         if quantity == "dK":
             return _sum([(at("dS", i, row), self.implied("Q", i, q0 + col)) for i in range(n)])
         raise ValueError(quantity)  # pragma: no cover - the claims reader allows no other quantity

@@ -58,6 +58,9 @@ class Explainer:
             width = L.width_v if quantity in ("concat", "dV") else L.width_q
             head, local = divmod(col, width)
             name = "output" if quantity == "concat" else quantity
+            if quantity in ("dK", "dV") and len(L.group(head)) > 1:  # a shared K or V: its heads' sum
+                terms = tuple(self.sig(quantity, row, local, h) for h in L.group(head))
+                return Explanation(quantity, row, col, terms, result, summed=True)
             return Explanation(quantity, row, col, self.operands(name, row, local, head), result)
         if quantity == "output":
             if spec.W_O is None:

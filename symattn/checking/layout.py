@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from symattn.exact.model import Model
+from symattn.input.groups import group_of
 from symattn.input.quantities import (
     DIM,
     GRADIENTS,
@@ -56,7 +57,16 @@ class Layout:
     @property
     def width_v(self) -> int:
         """The columns of V (and of each head's output) each head takes."""
-        return len(self.spec.V[0]) // self.spec.heads
+        return len(self.spec.V[0]) // self.spec.kv_groups
+
+    def kv_index(self, head: int) -> int:
+        """The key/value head whose columns of K and V a query head takes (itself, without grouping)."""
+        return group_of(head, self.spec.heads, self.spec.kv_groups)
+
+    def group(self, kv: int) -> range:
+        """The query heads that share key/value head ``kv`` (just ``kv``, without grouping)."""
+        size = self.spec.heads // self.spec.kv_groups
+        return range(kv * size, (kv + 1) * size)
 
     @staticmethod
     def index(head: int | None) -> int:

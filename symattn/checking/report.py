@@ -31,6 +31,7 @@ class Explanation:
     operands: tuple[Any, ...]  # Numerals, Nums, or pairs of them for sums of products
     result: Num
     affine: bool = False  # operands are (pairs, bias or None): X W + b, concat W_O + b_O
+    summed: bool = False  # operands are numbers that add up: a shared K's or V's gradient over its query heads
 
 
 @dataclass(frozen=True)

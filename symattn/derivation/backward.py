@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from symattn.derivation.modern import GradGroups, grad_groups_step
 from symattn.derivation.steps import Derivation, Dot, Picture, assemble, pictures, scale_parts, top_keys
 from symattn.exact.model import Model
 from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
@@ -157,6 +158,7 @@ BackwardStep = (
     | GradProjections
     | GradOutputProjection
     | BackwardHead
+    | GradGroups
     | Picture
     | GradRecap
 )
@@ -294,6 +296,7 @@ def backward_steps(spec: Spec, model: BackwardModel) -> tuple[BackwardStep, ...]
             inner = assemble(sub, _head_backward(sub, head, fig, shown, f"@{h}", dO))
             steps.append(BackwardHead(h, h * width, width, dO, is_exact(dO), inner))
         steps += pictures(spec, "dZ", tuple(shown[f"dZ@{h}"] for h in range(spec.heads)))
+        steps += [g for g in [grad_groups_step(spec, shown, is_exact)] if g is not None]  # shared K and V add up
     shapes += [(name, *_shape(shown[name])) for name in ("dV", "dA", "dZ", "dS", "dQ", "dK") if name in shown]
     if spec.projection is not None:
         steps.append(_grad_projections(spec, shown))

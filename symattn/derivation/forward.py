@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from symattn.derivation.modern import groups_step, kv_of, mask_diagonal
 from symattn.derivation.steps import (
     Concat,
     Derivation,
@@ -90,7 +91,9 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
         Scaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, fig.unmasked, is_exact(fig.unmasked)),
     ]
     if spec.allowed is not None:
-        steps.append(Masking(spec.mask, spec.allowed, spec.key_padding, fig.scaled, is_exact(fig.scaled)))
+        steps.append(
+            Masking(spec.mask, spec.allowed, spec.key_padding, fig.scaled, is_exact(fig.scaled), mask_diagonal(spec))
+        )
     steps += [
         Softmax(softmax_rows),
         WeightedSum(spec.V, weighted),
@@ -144,7 +147,7 @@ def derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
         Scaling(spec.d_k, scale_kind, scale_value, root, unmasked, True),
     ]
     if spec.allowed is not None:
-        steps.append(Masking(spec.mask, spec.allowed, spec.key_padding, Z, True))
+        steps.append(Masking(spec.mask, spec.allowed, spec.key_padding, Z, True, mask_diagonal(spec)))
     # e^z that SymPy leaves as it is (not e^0 = 1, nor e^−∞ = 0) would only repeat itself
     as_is = [
         tuple(isinstance(e.expr, sympy.exp) and e.expr == sympy.exp(z.expr) for z, e in zip(Z[i], E[i]))
@@ -203,6 +206,9 @@ def _toy(spec: Spec) -> ToyVsReal:
         scale_value=scale_value,
         softmax=spec.softmax,
         symbolic=spec.is_symbolic,
+        kv_heads=spec.kv_heads if spec.is_grouped else None,
+        window=spec.window,
+        causal_align=spec.causal_align,
     )
 
 
@@ -244,7 +250,7 @@ def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
         fig = figures(model, sub)
         weights.append(fig.weights)
         width = len(sub.Q[0])
-        heads.append(Head(h, h * width, width, assemble(sub, _core_steps(sub, model, fig))))
+        heads.append(Head(h, h * width, width, assemble(sub, _core_steps(sub, model, fig)), kv_of(spec, h)))
         for i, row in enumerate(fig.output):
             concat_rows[i] += row
         if h == 0:
@@ -265,6 +271,7 @@ def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
             d_model=len(spec.Q[0]),  # X W_Q is d_model wide; Q given directly is all the heads' columns
         ),
         *([_projecting(spec)] if spec.projection is not None else []),
+        *[g for g in [groups_step(spec)] if g is not None],
         *heads,
         *pictures(spec, "A", tuple(weights)),
         Concat(spec.heads, concat, is_exact(concat)),

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import sympy
 
+from symattn.derivation.modern import modern_inputs
 from symattn.exact.base import AttentionModel
 from symattn.exact.factory import build
 from symattn.exact.model import Model
@@ -429,7 +430,7 @@ def _inputs(spec: Spec) -> dict[str, Any]:
     out["mask"] = [
         [spec.allowed is None or spec.allowed[i][j] for j in range(len(spec.keys))] for i in range(len(spec.tokens))
     ]
-    return out
+    return {**out, **modern_inputs(spec)}  # issue 20: the groups, the window, the causal alignment
 
 
 # Each kind's sections, made one at a time (a generator as a value: a table made the same way).

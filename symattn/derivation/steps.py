@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
+from symattn.derivation.modern import Groups, MaskDiagonal
 from symattn.exact.model import Model
 from symattn.exact.rounding import Num, NumRows
 from symattn.input.formula import Formula
@@ -79,6 +80,7 @@ class Masking:
     key_padding: tuple[bool, ...] | None
     Z: ShownRows  # −∞ where masked
     exact: bool
+    diagonal: MaskDiagonal | None = None  # the causal diagonal's alignment and the window, where they matter
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,7 @@ class Head:
     first: int  # first column of Q, K, V (0-based)
     width: int  # d_head
     derivation: Derivation
+    kv_index: int | None = None  # grouped-query: the key/value head it uses (0-based); None: its own columns
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,9 @@ class ToyVsReal:
     scale_value: Numeral | None
     softmax: str
     symbolic: bool
+    kv_heads: int | None = None  # grouped-query: fewer key/value heads than heads
+    window: int | None = None
+    causal_align: str = "top-left"
 
 
 class AnyStep(Protocol):
@@ -251,6 +257,7 @@ class AnyStep(Protocol):
 # the steps of the forward pass
 Step = (
     Setup
+    | Groups
     | Projecting
     | Scores
     | Scaling
@@ -268,6 +275,7 @@ Step = (
 )
 STEP_KINDS = (
     "setup",
+    "groups",
     "projecting",
     "scores",
     "scaling",
@@ -291,6 +299,7 @@ STEP_KINDS = (
     "backward_output_projection",
     "backward_head",
     "backward_recap",
+    "backward_groups",
 )
 
 

@@ -399,7 +399,7 @@ def build_backward(spec: Spec, forward: ForwardModel) -> BackwardModel:
     else:
         subs = [spec]
     n = len(spec.tokens)
-    width = len(spec.W_O[0]) if spec.W_O is not None else len(spec.V[0])
+    width = len(spec.W_O[0]) if spec.W_O is not None else spec.concat_width
     p = spec.projection
     inputs = Inputs(
         V=tuple(_fractions(s.V) for s in subs),
@@ -416,6 +416,7 @@ def build_backward(spec: Spec, forward: ForwardModel) -> BackwardModel:
         X_kv=None if p is None or p.X_kv is None else _fractions(p.X_kv),
         W=None if p is None else {name: _fractions(getattr(p, f"W_{name}")) for name in ("Q", "K", "V")},
         biases=() if p is None else tuple(name for name in ("Q", "K", "V") if getattr(p, f"b_{name}") is not None),
+        kv_heads=spec.kv_groups,
     )
     return BackwardModel(forward, tuple(heads), inputs, heads[0].scale, terms, spec.source)
 

@@ -58,6 +58,7 @@ class Inputs:
     X_kv: tuple[tuple[Fraction, ...], ...] | None
     W: dict | None  # "Q", "K", "V" -> weight matrix
     biases: tuple[str, ...]  # "Q", "K", "V" with a bias
+    kv_heads: int = 0  # grouped-query: key/value heads shared by consecutive query heads; 0: one per head
 
 
 def _head_gradients(alg, A: Grid, V: Grid, K: Grid, Q: Grid, dO: Grid, hook: Callable) -> dict[str, Grid]:
@@ -115,13 +116,27 @@ def gradients(alg, inputs: Inputs, weights: Sequence[Grid], hook: Callable = lam
         if split:
             out.update({f"{name}@{h}": m for name, m in grads.items()})
     if split:
-        for name in ("dQ", "dK", "dV"):
-            out[name] = [sum((g[name][i] for g in per_head), []) for i in range(len(per_head[0][name]))]
+        out["dQ"] = _side_by_side(per_head, "dQ")
+        size = heads // (inputs.kv_heads or heads)
+        groups = [per_head[first : first + size] for first in range(0, heads, size)]
+        for name in ("dK", "dV"):  # a shared K or V gathers the gradients of every query head of its group
+            out[name] = _side_by_side([{name: _add(alg, [g[name] for g in group])} for group in groups], name)
     else:
         out.update(per_head[0])
     if inputs.X is not None:
         _projections(alg, inputs, out, hook)
     return out
+
+
+def _side_by_side(per_head: list[dict[str, Grid]], name: str) -> Grid:
+    return [sum((g[name][i] for g in per_head), []) for i in range(len(per_head[0][name]))]
+
+
+def _add(alg, grids: list[Grid]) -> Grid:
+    """The elementwise sum of equal-shaped matrices (one matrix stays as it is)."""
+    if len(grids) == 1:
+        return grids[0]
+    return [[_sum(alg, cells) for cells in zip(*rows)] for rows in zip(*grids)]
 
 
 def _projections(alg, inputs: Inputs, out: dict[str, Grid], hook: Callable) -> None:

@@ -438,8 +438,20 @@ def gradient_figures(
         source = shown["dconcat"] if "dconcat" in shown else shown["dO"]
         shown[f"dO@{h}"] = tuple(row[first : first + width] for row in source)
         first += width
+    heads = len(weights)
+    size = heads // (model.inputs.kv_heads or heads)  # grouped-query: the query heads sharing one K and V
     for name in names:  # the concatenated dQ, dK, dV of several heads are the heads' shown numbers side by side
         if name not in shown:
-            parts = [shown[f"{name}@{h}"] for h in range(len(weights))]
+            parts = [shown[f"{name}@{h}"] for h in range(heads)]
+            if name in ("dK", "dV") and size > 1:  # a shared K or V: the sum of its group's shown numbers
+                parts = [_group_sum(parts[g : g + size], decimals, notation) for g in range(0, heads, size)]
             shown[name] = tuple(sum((p[i] for p in parts), ()) for i in range(len(parts[0])))
     return shown
+
+
+def _group_sum(parts: list[NumRows], decimals: int, notation: str) -> NumRows:
+    sums = [
+        [sum((p[i][k].fraction for p in parts), Fraction(0)) for k in range(len(parts[0][0]))]
+        for i in range(len(parts[0]))
+    ]
+    return _exact_or_rounded(sums, decimals, notation)

@@ -206,3 +206,7 @@ NPY_HEADER = 10_000  # bytes of a .npy header (NumPy's own max_header_size); che
 # characters of one JSON number of a float result: the exact decimal of any float64 (up to 767
 # significant digits, 1074 after the point) fits; checked before the text is converted
 RESULT_NUMBER_LENGTH = 1100
+
+# --- issue 20 (modA): grouped-query heads and the sliding window ---------------------
+WINDOW = 1024  # keys of a sliding window (as many as the tokens: a wider one would mean no window anyway)
+KV_HEADS = 16  # key/value heads (grouped-query): at most the query heads

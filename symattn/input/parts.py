@@ -11,6 +11,8 @@ from symattn.input import limits
 from symattn.input.choices import MASKS
 from symattn.input.errors import ShapeError
 from symattn.input.formula import Formula, terms
+from symattn.input.groups import check_kv_heads
+from symattn.input.masks_modern import empty_row_reason, read_diagonal
 from symattn.input.projection import Projection
 from symattn.input.reader import Matrix, Numerals, Reader, brief, check_keys, did_you_mean, kind_of, parse_index
 
@@ -100,7 +102,7 @@ def read_projection(reader: Reader, data: Mapping[str, Any]) -> Projection:
     ):
         if len(W[key]) != len(inputs[0]):
             raise mismatch(source, key, name, inputs, key, W[key], f"{key} needs one row per column of {name}")
-    if len(W["W_K"][0]) != len(W["W_Q"][0]):
+    if len(W["W_K"][0]) != len(W["W_Q"][0]) and "kv_heads" not in data:  # grouped: see read_heads
         raise mismatch(
             source, "W_K", "W_Q", W["W_Q"], "W_K", W["W_K"], "W_Q and W_K need the same number of columns (d_k)"
         )
@@ -121,7 +123,7 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
     raw = data.get("mask", "none")
     if isinstance(raw, str):
         kind = reader.choice(raw, "mask", MASKS)
-        allowed = [[kind == "none" or j <= i for j in range(m)] for i in range(n)]  # causal: top-left aligned
+        allowed = [[True] * m for _ in range(n)]
     else:
         kind = "matrix"
         if not isinstance(raw, (list, tuple)) or not raw or not all(isinstance(r, (list, tuple)) for r in raw):
@@ -142,6 +144,11 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
                 else:
                     raise reader.error("mask", f"expected 0 or 1, got {x!r}", (i, j))
             allowed.append(out)
+    # the causal diagonal (top-left or bottom-right) and the sliding window, ANDed with the mask
+    diagonal = read_diagonal(reader, data, kind == "causal", n, m)
+    allowed = [
+        [a and diagonal.allows(kind == "causal", i, j) for j, a in enumerate(row)] for i, row in enumerate(allowed)
+    ]
     padding = None
     if "key_padding" in data:
         pad = data["key_padding"]
@@ -156,9 +163,10 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
         allowed = [[a and not padding[j] for j, a in enumerate(row)] for row in allowed]
     for i, row in enumerate(allowed):
         if not any(row):
-            raise reader.error("mask", f"row {i + 1} ({tokens[i]}) may attend to no key; softmax is undefined there")
+            key, why = empty_row_reason(diagonal, i, m)
+            raise reader.error(key, f"row {i + 1} ({tokens[i]}) may attend to no key{why}; softmax is undefined there")
     full = all(all(row) for row in allowed)
-    return kind, (None if full else tuple(tuple(row) for row in allowed)), padding
+    return kind, (None if full else tuple(tuple(row) for row in allowed)), padding, diagonal
 
 
 def read_backward(reader: Reader, raw: object, rows: int, cols: int) -> Backward:
@@ -198,31 +206,54 @@ def read_backward(reader: Reader, raw: object, rows: int, cols: int) -> Backward
     return Backward("sum")
 
 
-def read_heads(reader: Reader, data: Mapping[str, Any], projection: Projection | None, d_v: int, d_q: int):
+def read_heads(
+    reader: Reader,
+    data: Mapping[str, Any],
+    projection: Projection | None,
+    d_v: int,
+    d_q: int,
+    kv_heads: int | None = None,
+    d_k: int | None = None,
+):
+    """``heads``, W_O and b_O; with ``kv_heads`` (grouped-query), K and V have kv_heads head blocks
+    (``d_k``: the columns of K)."""
     heads = parse_index(data.get("heads", 1))
     if heads is None or not 1 <= heads <= limits.HEADS:
         raise reader.error("heads", f"expected an integer from 1 to {limits.HEADS}, got {brief(data.get('heads'))}")
-    if heads > 1 and projection is None:
+    check_kv_heads(reader, kv_heads, heads)
+    groups = kv_heads or heads
+    if projection is None and (heads > 1 or kv_heads is not None):
         # Q, K, V given directly, as torch's multi-head attention sees them after identity projections:
         # each head takes its own columns
         if d_q % heads:
-            raise reader.error("heads", f"Q and K have {d_q} columns, not divisible by heads = {heads}")
-        if d_v % heads:
-            raise reader.error("heads", f"V has {d_v} columns, not divisible by heads = {heads}")
-    elif heads > 1:
+            which = "Q and K have" if kv_heads is None else "Q has"
+            raise reader.error("heads", f"{which} {d_q} columns, not divisible by heads = {heads}")
+        if kv_heads is not None and d_k != d_q // heads * kv_heads:
+            need = d_q // heads * kv_heads
+            raise reader.error(
+                "K", f"K has {d_k} columns; kv_heads = {kv_heads} key/value heads of d_k = {d_q // heads} need {need}"
+            )
+        if d_v % groups:
+            by = f"heads = {heads}" if kv_heads is None else f"kv_heads = {kv_heads}"
+            raise reader.error(
+                "heads" if kv_heads is None else "kv_heads", f"V has {d_v} columns, not divisible by {by}"
+            )
+    elif heads > 1 or kv_heads is not None:
         assert projection is not None  # the branch above takes Q, K, V given directly
         d_model = len(projection.X[0])
+        if d_model % heads:
+            raise reader.error("heads", f"d_model = {d_model} is not divisible by heads = {heads}")
         for key in ("W_Q", "W_K", "W_V"):
             W = getattr(projection, key)
-            if len(W[0]) != d_model:
+            width = d_model if key == "W_Q" else d_model // heads * groups
+            if len(W[0]) != width:
+                form = "d_model × d_model" if width == d_model else "d_model × (kv_heads · d_model / heads)"
                 raise ShapeError(
                     reader.source,
                     key,
-                    f"shape mismatch: {key} is {_shape(W)}; with heads "
-                    f"it must be d_model × d_model = {d_model}×{d_model}",
+                    f"shape mismatch: {key} is {_shape(W)}; with heads it must be {form} = {len(W)}×{width}",
                 )
-        if d_model % heads:
-            raise reader.error("heads", f"d_model = {d_model} is not divisible by heads = {heads}")
+    d_v = d_v // groups * heads  # the heads' outputs side by side
     W_O = b_O = None
     if "W_O" in data:
         W_O = reader.matrix(data["W_O"], "W_O", max_rows=limits.DIMS)

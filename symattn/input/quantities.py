@@ -77,25 +77,26 @@ def shape(quantity: str, spec: Spec, per_head: bool) -> tuple[int, ...]:
     """The shape of a quantity claimed for the whole matrix: one head's, or the layer's."""
     n, m = len(spec.Q), len(spec.K)
     heads = spec.heads if per_head else 1
-    d_q, d_v = len(spec.Q[0]) // heads, len(spec.V[0]) // heads
+    groups = spec.kv_groups if per_head else 1  # grouped-query: K and V have fewer head blocks than Q
+    d_q, d_k, d_v = len(spec.Q[0]) // heads, len(spec.K[0]) // groups, len(spec.V[0]) // groups
     if quantity in SCALARS:
         return ()
     if quantity in COLUMNS:
         return (n,)
     if quantity in INPUTS:
         matrix = getattr(spec, quantity)
-        return (len(matrix), len(matrix[0]) // heads)
+        return (len(matrix), len(matrix[0]) // (heads if quantity == "Q" else groups))
     if quantity in ("output", "dO") and not per_head and spec.W_O is not None:
         return (n, len(spec.W_O[0]))
     if quantity in ("output", "concat", "dO", "dconcat"):
-        return (n, d_v)
+        return (n, d_v if per_head else spec.concat_width)
     if quantity == "dW_O":
         assert spec.W_O is not None  # refused without W_O (see the claims reader)
         return (len(spec.W_O), len(spec.W_O[0]))
     if quantity == "dQ":
         return (n, d_q)
     if quantity in ("dV", "dK"):
-        return (m, d_v if quantity == "dV" else d_q)
+        return (m, d_v if quantity == "dV" else d_k)
     if quantity in PROJECTED_GRADIENTS:
         p = spec.projection
         assert p is not None  # claims on these are refused without a projection (see the claims reader)

@@ -16,6 +16,7 @@ from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, FIGURES, NOTATION
 from symattn.input.choices import INPUTS as INPUT_MODES
 from symattn.input.files import read_table
 from symattn.input.formula import Formula
+from symattn.input.groups import group_of, read_kv_heads
 from symattn.input.numeral import Numeral
 from symattn.input.parts import (
     Backward,
@@ -68,6 +69,10 @@ class Spec:
     numbered: bool = False  # LaTeX headings numbered (no *), so that they enter the table of contents
     figures: str = "all"  # "all": heatmaps and the token diagram; "weights": the heatmaps; "none"
     inputs: str = "exact"  # "rounded": each typed input is any value that rounds to it (check: input-rounding)
+    # issue 20 (modA): grouped-query heads, the sliding window and where the causal diagonal starts
+    kv_heads: int | None = None  # key/value heads shared by the query heads; None: one per query head
+    window: int | None = None  # query i attends keys i + offset − window < j ≤ i + offset; None: no window
+    causal_align: str = "top-left"  # or "bottom-right": the diagonal ends at the last key (offset n_k − n_q)
 
     @property
     def page(self) -> str:
@@ -95,6 +100,21 @@ class Spec:
         return len(self.Q[0]) // self.heads
 
     @property
+    def kv_groups(self) -> int:
+        """The key/value heads: kv_heads, or one per query head."""
+        return self.kv_heads or self.heads
+
+    @property
+    def is_grouped(self) -> bool:
+        """Grouped-query (or multi-query) heads: fewer key/value heads than query heads."""
+        return self.kv_groups < self.heads
+
+    @property
+    def concat_width(self) -> int:
+        """Columns of the heads' outputs side by side (V's columns without grouping)."""
+        return len(self.V[0]) // self.kv_groups * self.heads
+
+    @property
     def keys(self) -> tuple[str, ...]:
         return self.key_tokens or self.tokens
 
@@ -105,16 +125,18 @@ class Spec:
     def head(self, index: int) -> Spec:
         """The single-head spec of one head (0-based): its slice of Q, K and V columns."""
 
-        def columns(m: Matrix) -> Matrix:
-            width = len(m[0]) // self.heads  # V may be wider or narrower than Q and K
-            return tuple(row[index * width : (index + 1) * width] for row in m)
+        def columns(m: Matrix, blocks: int, block: int) -> Matrix:
+            width = len(m[0]) // blocks  # V may be wider or narrower than Q and K
+            return tuple(row[block * width : (block + 1) * width] for row in m)
 
+        group = group_of(index, self.heads, self.kv_groups)  # grouped-query: the shared K and V
         return replace(
             self,
-            Q=columns(self.Q),
-            K=columns(self.K),
-            V=columns(self.V),
+            Q=columns(self.Q, self.heads, index),
+            K=columns(self.K, self.kv_groups, group),
+            V=columns(self.V, self.kv_groups, group),
             heads=1,
+            kv_heads=None,
             projection=None,
             W_O=None,
             b_O=None,
@@ -210,6 +232,9 @@ SPEC_KEYS = (
     "numbered",
     "figures",
     "inputs",
+    "kv_heads",
+    "window",
+    "causal_align",
 )
 
 
@@ -219,6 +244,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     if not isinstance(data, Mapping):
         raise reader.error(None, f"expected a table of spec keys, got {kind_of(data)}")
     check_keys(reader, data, SPEC_KEYS)
+    kv_heads = read_kv_heads(reader, data)  # issue 20: grouped-query heads (K and V checked in read_heads)
     projection = None
     if "X" in data:
         given = [k for k in ("Q", "K", "V") if k in data]
@@ -245,7 +271,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         Q = reader.matrix(data["Q"], "Q", symbolic=True)
         K = reader.matrix(data["K"], "K", symbolic=True)
         V = reader.matrix(data["V"], "V", symbolic=True)
-        if len(Q[0]) != len(K[0]):
+        if len(Q[0]) != len(K[0]) and kv_heads is None:
             raise mismatch(source, "K", "Q", Q, "K", K, "Q and K need the same number of columns (d_k)")
         if len(V) != len(K):
             raise mismatch(source, "V", "K", K, "V", V, "V needs one row per row of K")
@@ -264,10 +290,10 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         )
     else:
         key_tokens = ()
-    heads, W_O, b_O = read_heads(reader, data, projection, len(V[0]), len(Q[0]))
+    heads, W_O, b_O = read_heads(reader, data, projection, len(V[0]), len(Q[0]), kv_heads, len(K[0]))
     if heads > 1 and any(isinstance(x, Formula) for m in (Q, K, V) for row in m for x in row):
         raise reader.error("heads", "symbols are supported with one head only")
-    mask, allowed, padding = read_mask(reader, data, tokens, key_tokens or tokens)
+    mask, allowed, padding, diagonal = read_mask(reader, data, tokens, key_tokens or tokens)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
     title = reader.title(data["title"], "title") if "title" in data else None
     spec = Spec(
@@ -300,6 +326,9 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         heads=heads,
         W_O=W_O,
         b_O=b_O,
+        kv_heads=kv_heads,
+        window=diagonal.window,
+        causal_align=diagonal.align,
     )
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
@@ -307,7 +336,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         spec = replace(
             spec,
             backward=read_backward(
-                reader, data["backward"], len(tokens), len(W_O[0]) if W_O is not None else len(V[0])
+                reader, data["backward"], len(tokens), len(W_O[0]) if W_O is not None else spec.concat_width
             ),
         )
     return spec
