@@ -50,6 +50,7 @@ class Comparison:
     entries: tuple[Entry, ...]  # row by row
     not_finite: tuple[tuple[tuple[int, int], str], ...]
     digits: int  # the model's significant digits that decided every error
+    refined: int | None = None  # the float64 path (checking/kernel.py): entries arb decided; None: exact path
 
     @property
     def histogram(self) -> tuple[tuple[int, int], ...]:
@@ -93,6 +94,12 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Compari
     spec = load_spec(spec)
     if spec.is_symbolic:
         raise SpecError(spec.source, "subs", "compare needs numbers, not symbols")
+    if quantity in ("output", "weights"):
+        from symattn.checking import kernel
+
+        head = kernel.head_of(spec)
+        if head is not None:
+            return kernel.compare_head(head, result, quantity)
     model = build(spec)
     assert isinstance(model, Rounding)  # every kind but the symbolic one rounds
     rationals = model.rationals(quantity)
@@ -203,6 +210,7 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
             "histogram": [{"ulps": bucket_label(b), "count": n} for b, n in c.histogram],
         },
         "decided_at_digits": c.digits,
+        **({} if c.refined is None else {"engine": {"path": "float64", "refined": c.refined}}),
     }
 
 
