@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symattn.checking import kernel
+from symattn.checking import kernel, refine
 from symattn.checking.compare import compare
 from symattn.exact import float64
 from symattn.exact.numeric import significant_exact
@@ -123,9 +123,9 @@ def test_the_arb_value_lies_within_the_float64_bound(head):
     ):
         lo, hi = float64.interval(value, error)
         rows = list(range(head.Q.shape[0]))
-        for i, balls in zip(rows, kernel._arb_rows(head, quantity, rows, 256)):
+        for i, balls in zip(rows, refine._arb_rows(head, quantity, rows, 256)):
             for j, ball in enumerate(balls):
-                a, b = kernel._ends(ball)
+                a, b = refine._ends(ball)
                 assert Fraction(float(lo[i, j])) <= a and b <= Fraction(float(hi[i, j])), (quantity, i, j)
 
 
@@ -163,7 +163,7 @@ def test_float64_path_agrees_with_the_exact_path_on_small_heads(monkeypatch):
             result = result_of(in_format(x, "float32"), "float32")
             fast = compare(spec, result, quantity)
             with monkeypatch.context() as m:
-                m.setattr(kernel, "head_of", lambda spec: None)
+                m.setattr(kernel, "heads_of", lambda spec, quantity: None)
                 slow = compare(spec, result, quantity)
             assert fast.refined is not None and slow.refined is None
             assert [(e.ulps, e.relative, e.bucket) for e in fast.entries] == [
@@ -203,3 +203,26 @@ def test_torch_cpu_sdpa_float32_end_to_end(tmp_path):
     for i, j in [(0, 0), (40, 7), (95, 31), worst]:
         _, output = mp_row(Q, K, V, i)
         assert Decimal(by_position[(i + 1, j + 1)]["ulps"]) == ulps_of(x[i, j], output[j], "float32")
+
+
+def test_several_heads_in_two_processes_give_the_serial_and_exact_figures(monkeypatch):
+    rng = np.random.default_rng(13)
+    Q, K, V = (in_format(rng.standard_normal((10, 8)), "bfloat16") for _ in range(3))
+    spec = load_spec({**{k: [[exact_text(x) for x in r] for r in M] for k, M in zip("QKV", (Q, K, V))}, "heads": 2})
+    O = np.concatenate(
+        [
+            float_attention(Q[:, h * 4 : h * 4 + 4], K[:, h * 4 : h * 4 + 4], V[:, h * 4 : h * 4 + 4])[1]
+            for h in range(2)
+        ],
+        axis=1,
+    )
+    result = result_of(in_format(O, "bfloat16"), "bfloat16")
+    serial = compare(spec, result)
+    monkeypatch.setattr(kernel, "PARALLEL_WORK", 0)
+    parallel = compare(spec, result)
+    monkeypatch.setattr(kernel, "heads_of", lambda spec, quantity: None)
+    exact = compare(spec, result)
+    assert serial.refined is not None and serial == parallel
+    assert [(e.ulps, e.relative, e.bucket) for e in serial.entries] == [
+        (e.ulps, e.relative, e.bucket) for e in exact.entries
+    ]

@@ -97,9 +97,9 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Compari
     if quantity in ("output", "weights"):
         from symattn.checking import kernel
 
-        head = kernel.head_of(spec)
-        if head is not None:
-            return kernel.compare_head(head, result, quantity)
+        heads = kernel.heads_of(spec, quantity)
+        if heads is not None:
+            return kernel.compare_head(heads, result, quantity)
     model = build(spec)
     assert isinstance(model, Rounding)  # every kind but the symbolic one rounds
     rationals = model.rationals(quantity)

@@ -1,0 +1,115 @@
+"""Arb balls for the entries the float64 bound leaves open: their rows at rising precision.
+
+Like the exact path: python-flint's arb (matrix products in C, one exp per score), the precision doubled
+until each entry is decided. A row whose allowed scores are all equal has rational weights, known exactly.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from symattn.exact import float64, numeric
+from symattn.input import limits
+from symattn.input.errors import EvaluationError
+
+START_BITS = 128
+
+
+def refine(head: float64.Head, quantity: str, entries: dict[int, list[int]], decide_one, digits: int):
+    """Arb balls for the entries {row: [columns]} at rising precision until ``decide_one(i, j, lo, hi)``
+    decides each and both ends agree on ``digits``; {(i, j): (outcome, shown)} and the digits reached."""
+    out: dict[tuple[int, int], tuple] = {}
+    bits = START_BITS
+    for i, cols in entries.items():
+        known = _rational_row(head, quantity, i)
+        if known is None:
+            continue
+        for j in cols:
+            outcome = decide_one(i, j, known[j], known[j])
+            if outcome is not None:
+                out[(i, j)] = (outcome, numeric.significant_exact(known[j], digits))
+    pending = {i: [j for j in cols if (i, j) not in out] for i, cols in entries.items()}
+    pending = {i: cols for i, cols in pending.items() if cols}
+    while pending:
+        rows = sorted(pending)
+        for i, values in zip(rows, _arb_rows(head, quantity, rows, bits)):
+            for j in pending[i]:
+                lo, hi = _ends(values[j])
+                outcome = decide_one(i, j, lo, hi)
+                exact = numeric.significant_exact(lo, digits)
+                if outcome is not None and exact == numeric.significant_exact(hi, digits):
+                    out[(i, j)] = (outcome, exact)
+        pending = {i: [j for j in cols if (i, j) not in out] for i, cols in pending.items()}
+        pending = {i: cols for i, cols in pending.items() if cols}
+        if pending and bits * 2 > limits.DIGITS * 3.33:
+            i = min(pending)
+            raise EvaluationError(
+                f"the error of entry ({i + 1}, {pending[i][0] + 1}) is not decided at {limits.DIGITS} digits"
+            )
+        bits *= 2
+    return out, int(bits / 2 / 3.33)
+
+
+def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] | None:
+    """A row whose allowed scores are all equal has rational weights 1/count (Lindemann–Weierstrass
+    says no other row has): its weights or outputs exactly; None for any other row."""
+    keep = np.ones(head.K.shape[0], dtype=bool) if head.allowed is None else head.allowed[i]
+    keys = np.nonzero(keep)[0]
+    scores = head.K[keys] @ head.Q[i]
+    bound = 4 * float64.gamma(head.Q.shape[1]) * float(np.max(np.abs(head.K[keys]) @ np.abs(head.Q[i])))
+    if scores.max() - scores.min() > bound:
+        return None  # certainly not all equal: the float scores differ by more than their error
+    q = [Fraction(float(a)) for a in head.Q[i]]
+    exact = [sum((Fraction(float(a)) * b for a, b in zip(head.K[j], q)), Fraction(0)) for j in keys]
+    if any(e != exact[0] for e in exact):
+        return None
+    w = Fraction(1, len(keys))
+    if quantity == "weights":
+        return [w if k else Fraction(0) for k in keep]
+    return [w * sum((Fraction(float(head.V[j, c])) for j in keys), Fraction(0)) for c in range(head.V.shape[1])]
+
+
+def _arb_rows(head: float64.Head, quantity: str, rows: list[int], bits: int):
+    from flint import arb, arb_mat, ctx
+
+    saved = ctx.prec
+    ctx.prec = bits
+    try:
+        KT = arb_mat(head.K.T.tolist())  # exact: each float is a dyadic rational
+        V = arb_mat(head.V.tolist()) if quantity == "output" else None
+        d = head.Q.shape[1]
+        c = (
+            1 / arb(d).sqrt()
+            if head.exact_scale is None
+            else arb(head.exact_scale.numerator) / head.exact_scale.denominator
+        )
+        scores = arb_mat(head.Q[rows].tolist()) * KT  # one product in C for every row asked
+        m = scores.ncols()
+        zero = arb(0)
+        exps = []
+        for r, i in enumerate(rows):
+            keep = [True] * m if head.allowed is None else head.allowed[i].tolist()
+            exps.append([(scores[r, j] * c).exp() if keep[j] else zero for j in range(m)])
+        E = arb_mat(exps)
+        totals = E * arb_mat([[1]] * m)
+        weighted = E if V is None else E * V  # one product in C
+        for r in range(len(rows)):
+            total = totals[r, 0]
+            yield [weighted[r, k] / total for k in range(weighted.ncols())]
+    finally:
+        ctx.prec = saved
+
+
+def _ends(x) -> tuple[Fraction, Fraction]:
+    if not x.is_finite():
+        raise EvaluationError("value is not finite")
+    man, exp = x.mid().man_exp()
+    rman, rexp = x.rad().man_exp()
+    mid = Fraction(int(man)) * Fraction(2) ** int(exp)
+    rad = Fraction(int(rman)) * Fraction(2) ** int(rexp)
+    return mid - rad, mid + rad
+
+
+__all__ = ["refine"]
