@@ -5,10 +5,12 @@ shape, measured in one run (issue 22).
     python bench/kernel.py --quick      # 1024×1024×64 only
     python bench/kernel.py --grid       # also FlashAttention's grid, 9 × 6 heads × 1024×1024×64 (minutes)
 
-Each target runs in a fresh process (its peak RSS is its own): the kernel's result is the numpy
-reference rounded to float32, and symattn's compare (float64 path with bounds, then arb for the entries
-the bound leaves open) measures it entry by entry. Printed: seconds of each, their ratio, peak RSS, and
-the fraction of entries that needed arb.
+Each target runs in a fresh process (its peak RSS is its own). The kernel measured is the same formula
+computed in float32 (a naive float32 kernel, errors of a few ULPs); symattn's compare (the float64 path
+with bounds, then arb for the entries the bound leaves open) measures it entry by entry. Printed: the
+seconds of each, their ratio, peak RSS, and the fraction of entries that needed arb. The numpy reference
+is timed on the arrays; compare is timed from a FloatResult (what the .npy reader gives) to the report's
+data, spec reading left out; the last line is the whole `symattn compare` process from a TOML spec.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def reference(Q, K, V):
     """Plain numpy float64 attention with the row-max shift: what a kernel test suite uses as its oracle."""
     import numpy as np
 
-    Z = (Q @ K.T) / np.sqrt(Q.shape[1])
+    Z = (Q @ K.T) / Q.dtype.type(np.sqrt(Q.shape[1]))  # in the inputs' dtype
     E = np.exp(Z - Z.max(axis=1, keepdims=True))
     return (E @ V) / E.sum(axis=1, keepdims=True)
 
@@ -51,7 +53,9 @@ def one(n: int, d: int, heads: int, seed: int = 0) -> dict:
     start = time.perf_counter()
     outputs = [reference(h.Q, h.K, h.V) for h in made]
     numpy_s = time.perf_counter() - start
-    x = np.concatenate(outputs, axis=1).astype(np.float32)
+    # the kernel measured: the same formula computed in float32 (FlashAttention's "naive" of the dtype)
+    x = np.concatenate([reference(*(M.astype(np.float32) for M in (h.Q, h.K, h.V))) for h in made], axis=1)
+    assert x.dtype == np.float32 and outputs
     rows = tuple(tuple(map(Fraction, row)) for row in x.astype(np.float64).tolist())  # what the .npy reader gives
     result = FloatResult("bench", "float32", rows, ())
     start = time.perf_counter()
@@ -82,7 +86,7 @@ def whole_process(n: int, d: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         rows = lambda M: "[" + ",".join("[" + ",".join(str(Decimal(float(x))) for x in r) + "]" for r in M) + "]"  # noqa: E731
         Path(tmp, "s.toml").write_text(f"Q = {rows(Q)}\nK = {rows(K)}\nV = {rows(V)}\n")
-        np.save(Path(tmp, "o.npy"), reference(*(M.astype(np.float64) for M in (Q, K, V))).astype(np.float32))
+        np.save(Path(tmp, "o.npy"), reference(Q, K, V))
         start = time.perf_counter()
         subprocess.run(
             [sys.executable, "-m", "symattn", "compare", "s.toml", "o.npy"],

@@ -7,6 +7,7 @@ an entry too near a boundary for them is left to ``compare._decide``, in exact r
 
 from __future__ import annotations
 
+import functools
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
@@ -78,6 +79,7 @@ def _digits(lo: np.ndarray, hi: np.ndarray):
     return ok, q.astype(np.int64), k - 2
 
 
+@functools.lru_cache(maxsize=65536)  # the ULP figures of a comparison repeat: 900 digit triples, few exponents
 def figure(q: int, exponent: int) -> Decimal:
     """q·10^exponent as the Decimal that numeric.significant_exact gives for it (its digits, that exponent)."""
     return Decimal(f"{q}E{exponent}")

@@ -56,11 +56,11 @@ def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] |
     """A row whose allowed scores are all equal has rational weights 1/count (Lindemann–Weierstrass
     says no other row has): its weights or outputs exactly; None for any other row."""
     keep = np.ones(head.K.shape[0], dtype=bool) if head.allowed is None else head.allowed[i]
-    keys = np.nonzero(keep)[0]
-    scores = head.K[keys] @ head.Q[i]
-    bound = 4 * float64.gamma(head.Q.shape[1]) * float(np.max(np.abs(head.K[keys]) @ np.abs(head.Q[i])))
-    if scores.max() - scores.min() > bound:
+    scores = head.K @ head.Q[i]
+    bound = 4 * float64.gamma(head.Q.shape[1]) * float(np.max(np.abs(head.K) @ np.abs(head.Q[i])))
+    if np.ptp(scores[keep]) > bound:
         return None  # certainly not all equal: the float scores differ by more than their error
+    keys = np.nonzero(keep)[0]
     q = [Fraction(float(a)) for a in head.Q[i]]
     exact = [sum((Fraction(float(a)) * b for a, b in zip(head.K[j], q)), Fraction(0)) for j in keys]
     if any(e != exact[0] for e in exact):
