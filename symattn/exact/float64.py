@@ -4,16 +4,17 @@ This is the one place floats enter the exact side, and every float carries a bou
 arithmetic alone (round to nearest, unit roundoff u = 2^-53; γ_n = n·u / (1 − n·u)):
 
 - **Scores.** Inputs that are float32 values (float16 and bfloat16 included) have significands of at
-  most 24 bits, so each product q·k has at most 48 and is exact in float64. A sum of d exact products
-  in any order, fused multiply-adds included (BLAS), is off by at most γ_{d−1} Σ|q·k|, and Σ|q·k| is
-  enclosed by the float product |Q|·|K|ᵀ.
-- **exp.** Our own, not libm's: e^t = 2^k · e^r with k = rint(t / ln 2), r = t − k·ln 2 (Cody–Waite,
-  its first part exact by Sterbenz's lemma), and e^r by its Taylor polynomial of degree 13 in Horner's
-  form on |r| ≤ 0.35: truncation ≤ 0.35¹⁴/14! · e^0.7 < 0.1u relative, Horner's rounding ≤ γ_26 ·
-  e^{|r|}/e^{−|r|} (Higham, eq. 5.3) < 55u relative. Below t = −700 the value is 0 with an absolute
-  error of at most 2^-1000.
-- **Sums, division.** Row sums of positive terms lose at most γ_{m−1} of their sum; products e·v one
-  rounding more; each division and product one rounding. Every bound is formed in floats from
+  most 24 bits, so each product q·k has at most 48 and is exact in float64. Rows of Q and K are split
+  (``Split``) so that the high parts' product is exact in any summation order, fused multiply-adds
+  included (BLAS); only the small rest carries γ_d of its magnitude.
+- **exp.** Our own, not libm's: e^t = 2^k · e^r with k = rint(t / ln 2), r = t − k·ln 2 (Cody–Waite),
+  and e^r by its Taylor polynomial of degree 13 in Horner's form on |r| ≤ 0.35. RHO, its relative error,
+  is computed at import in exact rationals (``_relative_error``: Horner's rounding step by step, the
+  coefficients' rounding, Lagrange's remainder, the reduction's error): about 4.2u. Below t = −700 the
+  value is 0 with an absolute error of at most 2^-1000.
+- **Sums, division.** Row sums and the products with V are summed in chunks of about √m keys: each
+  loses at most γ_{chunk + chunks} of its sum of magnitudes (products e·v one rounding more), not γ_m;
+  each division and product one rounding. Every bound is formed in floats from
   non-negative terms and multiplied by SAFETY (1 + 10^-4), far more than the few roundings of forming it.
 
 The values and bounds come by blocks of query rows, so memory stays O(block · keys + N · D).
@@ -40,7 +41,38 @@ for _i in range(1, _DEGREE + 1):
 _INV_LN2 = 1.4426950408889634
 _LN2_HI = 0.693147180369123816490  # ln 2 to 32 significant bits: k · _LN2_HI is exact for |k| < 2^21
 _LN2_LO = 1.90821492927058770002e-10  # fl(ln 2 − _LN2_HI); |ln 2 − _LN2_HI − _LN2_LO| < 2^-86
-RHO = 64 * U  # the relative error of exp_bounded for t in [−700, 0]: 55u + 0.1u + the reduction's < 1u
+_TERMS = 80
+_LN2_BELOW = sum((Fraction(1, k * 2**k) for k in range(1, _TERMS + 1)), Fraction(0))  # ln 2 = Σ 1/(k·2^k)
+_LN2 = (_LN2_BELOW, _LN2_BELOW + Fraction(1, (_TERMS + 1) * 2**_TERMS))  # the rest is below 1/((n+1)·2^n)
+_REACH = Fraction(35, 100) + Fraction(1, 2**40)  # |r| ≤ _REACH for the exact reduced argument too
+
+
+def _relative_error() -> Fraction:
+    """A bound on |exp_bounded(t) − e^t| / e^t for t in [−700, 0], in exact rationals.
+
+    Horner's rounding by the running recursion E_i = ρE_{i+1} + u(2ρ(P_{i+1} + E_{i+1}) + ĉ_i) (two
+    roundings a step; P_i bounds the partial polynomial), the coefficients' own rounding, Lagrange's
+    remainder, and the argument's error: both Cody–Waite steps rounded, |k| ≤ 1011, ln 2's split.
+    """
+    u, rho = Fraction(U), _REACH
+    c = [Fraction(x) for x in _COEFFS]
+    P = [sum((c[j] * rho ** (j - i) for j in range(i, _DEGREE + 1)), Fraction(0)) for i in range(_DEGREE + 1)]
+    E = Fraction(0)
+    for i in range(_DEGREE - 1, -1, -1):
+        E = rho * E + u * (rho * (P[i + 1] + E) * (2 + u) + c[i])
+    factorials = [math.factorial(i) for i in range(_DEGREE + 2)]
+    coeffs = sum((abs(c[i] - Fraction(1, factorials[i])) * rho**i for i in range(_DEGREE + 1)), Fraction(0))
+    truncation = rho ** (_DEGREE + 1) / factorials[_DEGREE + 1] * Fraction(14192, 10000)  # e^0.35 < 1.4192
+    polynomial = (E + coeffs + truncation) / Fraction(7046, 10000)  # relative to e^r ≥ e^-0.35 > 0.7046
+    split = max(
+        abs(_LN2[0] - Fraction(_LN2_HI) - Fraction(_LN2_LO)), abs(_LN2[1] - Fraction(_LN2_HI) - Fraction(_LN2_LO))
+    )
+    argument = 2 * u * rho + u * 1011 * Fraction(_LN2_LO) + 1011 * split  # |r̂ − (t − k ln 2)|
+    growth = argument * Fraction(10001, 10000)  # e^δ − 1 ≤ 1.0001 δ for δ < 10^-4
+    return (1 + polynomial) * (1 + growth) - 1
+
+
+RHO = math.nextafter(float(_relative_error()), math.inf)  # the relative error of exp_bounded on [−700, 0]
 
 
 def gamma(n: int) -> float:
