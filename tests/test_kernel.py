@@ -226,3 +226,17 @@ def test_several_heads_in_two_processes_give_the_serial_and_exact_figures(monkey
     assert [(e.ulps, e.relative, e.bucket) for e in serial.entries] == [
         (e.ulps, e.relative, e.bucket) for e in exact.entries
     ]
+
+
+def test_the_text_report_says_how_many_entries_arb_refined():
+    from symattn.checking.compare import render_comparison
+
+    rng = np.random.default_rng(0)
+    Q, K, V = (in_format(rng.standard_normal((8, 4)), "float16") for _ in range(3))
+    c = compare(spec_of(Q, K, V), result_of(in_format(float_attention(Q, K, V)[1], "float32"), "float32"))
+    share = Decimal(100 * c.refined) / Decimal(32)
+    assert (
+        f"Decided by float64 with error bounds; {c.refined} of 32 entries ({share:.3f}%) refined with arb.\n"
+        in render_comparison(c)
+    )
+    assert f"32 个元素中有 {c.refined} 个（{share:.3f}%）用 arb 细化。" in render_comparison(c, "zh")

@@ -231,12 +231,18 @@ def render_comparison(c: Comparison, lang: str = "en", every: bool = False, wors
         shown=shown,
         all_shown=every,
         histogram=histogram,
+        percent=None if c.refined is None else _percent(c.refined, total),
         worst=c.worst,
         worst_relative=c.worst_relative,
         label=bucket_label,
         num=number_text,
         value=lambda e: "—" if e.value is None else _float_text(e.value),
     )
+
+
+def _percent(part: int, total: int) -> str:
+    # the share to three decimals, rounded half-up from the exact fraction
+    return format(round_half_up(Fraction(100 * part, total), 3), "f")
 
 
 def number_text(x: Decimal) -> str:
