@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from symattn.checking import kernel, refine
 from symattn.checking.compare import compare
-from symattn.exact import float64
+from symattn.exact import float64, logsumexp
 from symattn.exact.numeric import significant_exact
 from symattn.input.floats import FloatResult, ulp
 from symattn.input.spec import load_spec
@@ -240,3 +240,58 @@ def test_the_text_report_says_how_many_entries_arb_refined():
         in render_comparison(c)
     )
     assert f"32 个元素中有 {c.refined} 个（{share:.3f}%）用 arb 细化。" in render_comparison(c, "zh")
+
+
+def test_log_bounded_within_its_bound_against_mpmath():
+    rng = np.random.default_rng(9)
+    x = np.concatenate([1 + rng.random(3000) * 5000, 1 + rng.random(500) * 1e-6, [1.0, 2.0, np.sqrt(2), 2**40 + 3.0]])
+    value, error = logsumexp.log_bounded(x)
+    with mpmath.workdps(40):
+        for v, a, e in zip(value, x, error):
+            assert abs(mpmath.mpf(float(v)) - mpmath.log(mpmath.mpf(float(a)))) <= e
+
+
+def test_torch_flash_attention_lse_in_both_bases_end_to_end(tmp_path):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(21)
+    Q, K, V = (rng.standard_normal((1, 2, 48, 16)).astype(np.float32) for _ in range(3))
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(*(torch.tensor(M) for M in (Q, K, V)))[:2]
+    np.save(tmp_path / "lse.npy", lse.numpy())  # (1, 2, 48): a row per head
+    np.save(tmp_path / "lse2.npy", (lse / np.log(2)).numpy())
+    # heads side by side in the spec's columns: (48, 2·16)
+    flat = {k: M[0].transpose(1, 0, 2).reshape(48, 32) for k, M in zip("QKV", (Q, K, V))}
+    rows = lambda M: "[" + ", ".join("[" + ", ".join(exact_text(x) for x in r) + "]" for r in M) + "]"  # noqa: E731
+    (tmp_path / "s.toml").write_text("heads = 2\n" + "".join(f"{k} = {rows(M)}\n" for k, M in flat.items()))
+
+    def run(*extra: str) -> dict:
+        done = subprocess.run(
+            [sys.executable, "-m", "symattn", "compare", "s.toml", *extra, "--quantity", "lse", "--format", "json"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    natural, base2, mixed = run("lse.npy"), run("lse2.npy", "--lse-base", "2"), run("lse2.npy")
+    assert natural["summary"]["entries"] == 96 and natural["engine"]["path"] == "float64"
+    for h, i in [(0, 0), (1, 47), (1, 5)]:
+        entry = {(e["row"], e["col"]): e for e in natural["entries"]}[(h + 1, i + 1)]
+        with mpmath.workdps(60):
+            d = 16
+            q = [Fraction(float(a)) for a in Q[0, h, i]]
+            scores = [sum((Fraction(float(a)) * b for a, b in zip(k, q)), Fraction(0)) for k in K[0, h]]
+            exact = mpmath.log(
+                mpmath.fsum(mpmath.exp(mpmath.mpf(s.numerator) / s.denominator / mpmath.sqrt(d)) for s in scores)
+            )
+        assert Decimal(entry["ulps"]) == ulps_of(float(lse[0, h, i]), exact, "float32")
+    assert Decimal(natural["summary"]["max_ulps"]) < 8 and Decimal(base2["summary"]["max_ulps"]) < 8
+    assert Decimal(mixed["summary"]["max_relative"]) > Decimal("0.3")  # log2 read as ln: off by 1/ln 2 − 1
+
+
+def test_lse_of_decimal_inputs_is_refused_in_one_line(seed, tmp_path):
+    from symattn.input.errors import SpecError
+
+    with pytest.raises(SpecError, match="--quantity lse needs Q, K and V of float32 values"):
+        compare(load_spec(seed), result_of(np.zeros((1, len(seed["Q"]))), "float32"), "lse")

@@ -18,9 +18,10 @@ import numpy as np
 
 from symattn.checking.deciding import decide, figure, is_double, shown, shown_many
 from symattn.checking.refine import refine
-from symattn.exact import float64
+from symattn.exact import float64, logsumexp
 from symattn.input.floats import FloatResult
 
+LSE = {"lse": "e", "lse2": "2"}  # the log-sum-exp, natural or base 2: one row per head
 PARALLEL_WORK = 2**24  # multiply-adds of all heads' scores below which one process is quicker than two
 FLOAT_DIGITS = 13  # of an exact value the float64 bound decides: shown() and shown_many() agree up to 13
 
@@ -31,7 +32,7 @@ def heads_of(spec, quantity: str) -> list[float64.Head] | None:
     if spec.projection is not None or spec.backward is not None or spec.W_O is not None:
         return None
     if spec.heads > 1:
-        if quantity != "output":
+        if quantity == "weights":
             return None
         heads = [head_of(spec.head(h)) for h in range(spec.heads)]
         return None if any(h is None for h in heads) else heads  # type: ignore[return-value]
@@ -65,8 +66,14 @@ def head_of(spec) -> float64.Head | None:
 
 
 def intervals(head: float64.Head, quantity: str) -> tuple[np.ndarray, np.ndarray]:
-    """[lo, hi] around each exact weight or output of one head, from the float64 path."""
+    """[lo, hi] around each exact weight, output or log-sum-exp (a row: one per query) of one head."""
     n, m, dv = head.Q.shape[0], head.K.shape[0], head.V.shape[1]
+    if quantity in LSE:
+        lo, hi = np.empty((1, n)), np.empty((1, n))
+        for b in float64.blocks(head, weights=False):
+            value, error = logsumexp.lse(b, LSE[quantity])
+            lo[0, b.start : b.stop], hi[0, b.start : b.stop] = float64.interval(value, error)
+        return lo, hi
     shape = (n, m) if quantity == "weights" else (n, dv)
     lo, hi = np.empty(shape), np.empty(shape)
     for b in float64.blocks(head, weights=quantity == "weights"):
@@ -90,7 +97,8 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
     from symattn.checking.compare import EDGES, EXACT_DIGITS, Comparison, Entry, ShapeError, _decide
 
     parts = _all_intervals(heads, quantity)
-    lo, hi = np.concatenate([p[0] for p in parts], axis=1), np.concatenate([p[1] for p in parts], axis=1)
+    axis = 0 if quantity in LSE else 1  # heads side by side (O), or a row per head (the LSE)
+    lo, hi = np.concatenate([p[0] for p in parts], axis=axis), np.concatenate([p[1] for p in parts], axis=axis)
     offsets = np.cumsum([0] + [p[0].shape[1] for p in parts]).tolist()
     rows, cols = lo.shape
     got = (len(result.rows), len(result.rows[0]))
@@ -117,20 +125,27 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
 
     refined: dict[tuple[int, int], tuple] = {}
     digits = 15
-    for h, head in enumerate(heads):  # each head's open entries, its columns counted from 0
+    for h, head in enumerate(heads):  # each head's open entries, as (query row, column of the head)
         start, stop = offsets[h], offsets[h + 1]
-        mine = {i: [j - start for j in js if start <= j < stop] for i, js in open_rows.items()}
+        if quantity in LSE:
+            mine = {j: [0] for j in open_rows.get(h, [])}
+        else:
+            mine = {i: [j - start for j in js if start <= j < stop] for i, js in open_rows.items()}
         mine = {i: js for i, js in mine.items() if js}
         if not mine:
             continue
 
-        def decide_one(i: int, j: int, a: Fraction, b: Fraction, start: int = start):
-            v = result.rows[i][j + start]
+        def place(i: int, j: int, h: int = h, start: int = start) -> tuple[int, int]:
+            return (h, i) if quantity in LSE else (i, j + start)
+
+        def decide_one(i: int, j: int, a: Fraction, b: Fraction, place=place):
+            r, c = place(i, j)
+            v = result.rows[r][c]
             assert v is not None  # only finite entries are refined
             return _decide(v, a, b, result.format)
 
         done, reached = refine(head, quantity, mine, decide_one, EXACT_DIGITS)
-        refined.update({(i, j + start): outcome for (i, j), outcome in done.items()})
+        refined.update({place(i, j): outcome for (i, j), outcome in done.items()})
         digits = max(digits, reached)
     decided.update(refined)
     entries = []

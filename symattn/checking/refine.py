@@ -15,6 +15,7 @@ from symattn.input import limits
 from symattn.input.errors import EvaluationError
 
 START_BITS = 128
+ROWS_AT_ONCE = 32
 
 
 def refine(head: float64.Head, quantity: str, entries: dict[int, list[int]], decide_one, digits: int):
@@ -34,7 +35,7 @@ def refine(head: float64.Head, quantity: str, entries: dict[int, list[int]], dec
     pending = {i: cols for i, cols in pending.items() if cols}
     while pending:
         rows = sorted(pending)
-        for i, values in zip(rows, _arb_rows(head, quantity, rows, bits)):
+        for i, values in _by_rows(head, quantity, rows, bits):
             for j in pending[i]:
                 lo, hi = _ends(values[j])
                 outcome = decide_one(i, j, lo, hi)
@@ -61,6 +62,8 @@ def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] |
     if np.ptp(scores[keep]) > bound:
         return None  # certainly not all equal: the float scores differ by more than their error
     keys = np.nonzero(keep)[0]
+    if quantity in ("lse", "lse2"):  # log(count) + z: rational only for one key, a rational scale and base e
+        return None if len(keys) > 1 or quantity == "lse2" or head.exact_scale is None else _one_key(head, i, keys[0])
     q = [Fraction(float(a)) for a in head.Q[i]]
     exact = [sum((Fraction(float(a)) * b for a, b in zip(head.K[j], q)), Fraction(0)) for j in keys]
     if any(e != exact[0] for e in exact):
@@ -71,6 +74,19 @@ def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] |
     return [w * sum((Fraction(float(head.V[j, c])) for j in keys), Fraction(0)) for c in range(head.V.shape[1])]
 
 
+def _one_key(head: float64.Head, i: int, j: int) -> list[Fraction]:
+    assert head.exact_scale is not None  # asked for by the caller
+    score = sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(head.Q[i], head.K[j])), Fraction(0))
+    return [score * head.exact_scale]
+
+
+def _by_rows(head: float64.Head, quantity: str, rows: list[int], bits: int):
+    # ROWS_AT_ONCE rows of balls at a time: memory stays O(ROWS_AT_ONCE · keys), not O(rows · keys)
+    for start in range(0, len(rows), ROWS_AT_ONCE):
+        chunk = rows[start : start + ROWS_AT_ONCE]
+        yield from zip(chunk, _arb_rows(head, quantity, chunk, bits))
+
+
 def _arb_rows(head: float64.Head, quantity: str, rows: list[int], bits: int):
     from flint import arb, arb_mat, ctx
 
@@ -78,7 +94,7 @@ def _arb_rows(head: float64.Head, quantity: str, rows: list[int], bits: int):
     ctx.prec = bits
     try:
         KT = arb_mat(head.K.T.tolist())  # exact: each float is a dyadic rational
-        V = arb_mat(head.V.tolist()) if quantity == "output" else None
+        V = arb_mat(head.V.tolist()) if quantity == "output" else None  # weights, lse: no V
         d = head.Q.shape[1]
         c = (
             1 / arb(d).sqrt()
@@ -94,6 +110,11 @@ def _arb_rows(head: float64.Head, quantity: str, rows: list[int], bits: int):
             exps.append([(scores[r, j] * c).exp() if keep[j] else zero for j in range(m)])
         E = arb_mat(exps)
         totals = E * arb_mat([[1]] * m)
+        if quantity in ("lse", "lse2"):
+            ln2 = arb(2).log()
+            for r in range(len(rows)):
+                yield [totals[r, 0].log() / (ln2 if quantity == "lse2" else 1)]
+            return
         weighted = E if V is None else E * V  # one product in C
         for r in range(len(rows)):
             total = totals[r, 0]

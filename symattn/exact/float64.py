@@ -47,6 +47,21 @@ _LN2 = (_LN2_BELOW, _LN2_BELOW + Fraction(1, (_TERMS + 1) * 2**_TERMS))  # the r
 _REACH = Fraction(35, 100) + Fraction(1, 2**40)  # |r| ≤ _REACH for the exact reduced argument too
 
 
+def horner_error(coeffs: list[float], reach: Fraction) -> Fraction:
+    """A bound on |Horner's float value − the exact polynomial with these float coefficients| for |x| ≤ reach.
+
+    The running recursion E_i = ρE_{i+1} + u(ρ(P_{i+1} + E_{i+1})(2 + u) + |ĉ_i|): fl(fl(p·x) + c) rounds
+    twice a step, and P_i = Σ_{j≥i} |ĉ_j| ρ^(j−i) bounds the exact partial value.
+    """
+    u, rho, n = Fraction(U), reach, len(coeffs) - 1
+    c = [abs(Fraction(x)) for x in coeffs]
+    P = [sum((c[j] * rho ** (j - i) for j in range(i, n + 1)), Fraction(0)) for i in range(n + 1)]
+    E = Fraction(0)
+    for i in range(n - 1, -1, -1):
+        E = rho * E + u * (rho * (P[i + 1] + E) * (2 + u) + c[i])
+    return E
+
+
 def _relative_error() -> Fraction:
     """A bound on |exp_bounded(t) − e^t| / e^t for t in [−700, 0], in exact rationals.
 
@@ -56,10 +71,7 @@ def _relative_error() -> Fraction:
     """
     u, rho = Fraction(U), _REACH
     c = [Fraction(x) for x in _COEFFS]
-    P = [sum((c[j] * rho ** (j - i) for j in range(i, _DEGREE + 1)), Fraction(0)) for i in range(_DEGREE + 1)]
-    E = Fraction(0)
-    for i in range(_DEGREE - 1, -1, -1):
-        E = rho * E + u * (rho * (P[i + 1] + E) * (2 + u) + c[i])
+    E = horner_error(_COEFFS, rho)
     factorials = [math.factorial(i) for i in range(_DEGREE + 2)]
     coeffs = sum((abs(c[i] - Fraction(1, factorials[i])) * rho**i for i in range(_DEGREE + 1)), Fraction(0))
     truncation = rho ** (_DEGREE + 1) / factorials[_DEGREE + 1] * Fraction(14192, 10000)  # e^0.35 < 1.4192
@@ -127,6 +139,9 @@ class Block:
     weights_error: np.ndarray
     output: np.ndarray
     output_error: np.ndarray
+    shift: np.ndarray  # each row's maximum scaled score M (a float): the sum below is of e^(z − M)
+    total: np.ndarray  # Σ e^(z − M), a column
+    total_error: np.ndarray
 
 
 def blocks(head: Head, weights: bool = True, block: int = BLOCK) -> Iterator[Block]:
@@ -219,7 +234,7 @@ def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV:
         eA[~np.isfinite(eA)] = np.inf
     else:
         A = eA = np.empty((0, 0))
-    return Block(start, stop, A, eA, O, eO)
+    return Block(start, stop, A, eA, O, eO, M, ell, e_ell)
 
 
 def _chunked(E: np.ndarray, width: int, chunks: int, V: np.ndarray | None = None) -> np.ndarray:
