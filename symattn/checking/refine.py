@@ -82,19 +82,24 @@ def _one_key(head: float64.Head, i: int, j: int) -> list[Fraction]:
 
 def _by_rows(head: float64.Head, quantity: str, rows: list[int], bits: int):
     # ROWS_AT_ONCE rows of balls at a time: memory stays O(ROWS_AT_ONCE · keys), not O(rows · keys)
+    from flint import arb_mat
+
+    KT = arb_mat(head.K.T.tolist())  # exact at any precision: each float is a dyadic rational
+    V = arb_mat(head.V.tolist()) if quantity == "output" else None  # weights, lse: no V
     for start in range(0, len(rows), ROWS_AT_ONCE):
         chunk = rows[start : start + ROWS_AT_ONCE]
-        yield from zip(chunk, _arb_rows(head, quantity, chunk, bits))
+        yield from zip(chunk, _arb_rows(head, quantity, chunk, bits, (KT, V)))
 
 
-def _arb_rows(head: float64.Head, quantity: str, rows: list[int], bits: int):
+def _arb_rows(head: float64.Head, quantity: str, rows: list[int], bits: int, made=None):
     from flint import arb, arb_mat, ctx
 
     saved = ctx.prec
     ctx.prec = bits
     try:
-        KT = arb_mat(head.K.T.tolist())  # exact: each float is a dyadic rational
-        V = arb_mat(head.V.tolist()) if quantity == "output" else None  # weights, lse: no V
+        if made is None:
+            made = (arb_mat(head.K.T.tolist()), arb_mat(head.V.tolist()) if quantity == "output" else None)
+        KT, V = made
         d = head.Q.shape[1]
         c = (
             1 / arb(d).sqrt()
