@@ -117,14 +117,19 @@ def heads(draw):
 @given(heads())
 def test_the_arb_value_lies_within_the_float64_bound(head):
     block = next(float64.blocks(head, weights=True))
+    lse, lse_error = logsumexp.lse(block)
+    lse2, lse2_error = logsumexp.lse(block, "2")
     for quantity, value, error in (
         ("weights", block.weights, block.weights_error),
         ("output", block.output, block.output_error),
+        ("lse", lse[:, None], lse_error[:, None]),
+        ("lse2", lse2[:, None], lse2_error[:, None]),
     ):
         lo, hi = float64.interval(value, error)
-        rows = list(range(head.Q.shape[0]))
-        for i, balls in zip(rows, refine._arb_rows(head, quantity, rows, 256)):
-            for j, ball in enumerate(balls):
+        wanted = {i: list(range(value.shape[1])) for i in range(head.Q.shape[0])}
+        for i, balls in zip(wanted, refine._arb_rows(head, quantity, wanted, 256)):
+            assert sorted(balls) == wanted[i]
+            for j, ball in balls.items():
                 a, b = refine._ends(ball)
                 assert Fraction(float(lo[i, j])) <= a and b <= Fraction(float(hi[i, j])), (quantity, i, j)
 

@@ -34,8 +34,7 @@ def refine(head: float64.Head, quantity: str, entries: dict[int, list[int]], dec
     pending = {i: [j for j in cols if (i, j) not in out] for i, cols in entries.items()}
     pending = {i: cols for i, cols in pending.items() if cols}
     while pending:
-        rows = sorted(pending)
-        for i, values in _by_rows(head, quantity, rows, bits):
+        for i, values in _by_rows(head, quantity, pending, bits):
             for j in pending[i]:
                 lo, hi = _ends(values[j])
                 outcome = decide_one(i, j, lo, hi)
@@ -80,26 +79,26 @@ def _one_key(head: float64.Head, i: int, j: int) -> list[Fraction]:
     return [score * head.exact_scale]
 
 
-def _by_rows(head: float64.Head, quantity: str, rows: list[int], bits: int):
+def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int):
     # ROWS_AT_ONCE rows of balls at a time: memory stays O(ROWS_AT_ONCE · keys), not O(rows · keys)
     from flint import arb_mat
 
     KT = arb_mat(head.K.T.tolist())  # exact at any precision: each float is a dyadic rational
-    V = arb_mat(head.V.tolist()) if quantity == "output" else None  # weights, lse: no V
+    rows = sorted(wanted)
     for start in range(0, len(rows), ROWS_AT_ONCE):
         chunk = rows[start : start + ROWS_AT_ONCE]
-        yield from zip(chunk, _arb_rows(head, quantity, chunk, bits, (KT, V)))
+        yield from zip(chunk, _arb_rows(head, quantity, {i: wanted[i] for i in chunk}, bits, KT))
 
 
-def _arb_rows(head: float64.Head, quantity: str, rows: list[int], bits: int, made=None):
+def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, KT=None):
+    """For each row of ``wanted`` (in order), {column: ball} of its weights, outputs or log-sum-exp (column 0)."""
     from flint import arb, arb_mat, ctx
 
     saved = ctx.prec
     ctx.prec = bits
     try:
-        if made is None:
-            made = (arb_mat(head.K.T.tolist()), arb_mat(head.V.tolist()) if quantity == "output" else None)
-        KT, V = made
+        rows = list(wanted)
+        KT = arb_mat(head.K.T.tolist()) if KT is None else KT
         d = head.Q.shape[1]
         c = (
             1 / arb(d).sqrt()
@@ -118,12 +117,17 @@ def _arb_rows(head: float64.Head, quantity: str, rows: list[int], bits: int, mad
         if quantity in ("lse", "lse2"):
             ln2 = arb(2).log()
             for r in range(len(rows)):
-                yield [totals[r, 0].log() / (ln2 if quantity == "lse2" else 1)]
+                yield {0: totals[r, 0].log() / (ln2 if quantity == "lse2" else 1)}
             return
-        weighted = E if V is None else E * V  # one product in C
-        for r in range(len(rows)):
-            total = totals[r, 0]
-            yield [weighted[r, k] / total for k in range(weighted.ncols())]
+        if quantity == "weights":
+            for r, i in enumerate(rows):
+                yield {j: E[r, j] / totals[r, 0] for j in wanted[i]}
+            return
+        cols = sorted({k for i in rows for k in wanted[i]})  # only the outputs asked for: E · V[:, cols]
+        weighted = E * arb_mat(head.V[:, cols].tolist())
+        at = {k: n for n, k in enumerate(cols)}
+        for r, i in enumerate(rows):
+            yield {k: weighted[r, at[k]] / totals[r, 0] for k in wanted[i]}
     finally:
         ctx.prec = saved
 
