@@ -300,3 +300,24 @@ def test_lse_of_decimal_inputs_is_refused_in_one_line(seed, tmp_path):
 
     with pytest.raises(SpecError, match="--quantity lse needs Q, K and V of float32 values"):
         compare(load_spec(seed), result_of(np.zeros((1, len(seed["Q"]))), "float32"), "lse")
+
+
+@pytest.mark.parametrize("fmt", ["float16", "bfloat16", "float32", "float64"])
+def test_the_vectorised_decision_is_the_exact_one_wherever_it_decides(fmt):
+    from symattn.checking.compare import _decide
+    from symattn.checking.deciding import decide, figure
+
+    rng = np.random.default_rng(3)
+    exact = rng.standard_normal(4000) * 10.0 ** rng.integers(-6, 4, 4000)
+    x = in_format(exact + exact * 10.0 ** rng.uniform(-9, -1, 4000) * rng.choice([-1, 1], 4000), fmt)
+    half = np.abs(exact) * 10.0 ** rng.uniform(-16, -6, 4000)
+    lo, hi = exact - half, exact + half
+    ok, (q_u, k_u), (q_r, k_r), bucket = decide(x, lo, hi, fmt)
+    assert ok.mean() > 0.3
+    for i in np.nonzero(ok)[0]:
+        ulps, relative, b = _decide(Fraction(float(x[i])), Fraction(float(lo[i])), Fraction(float(hi[i])), fmt)
+        assert (figure(int(q_u[i]), int(k_u[i])), figure(int(q_r[i]), int(k_r[i])), int(bucket[i])) == (
+            ulps,
+            relative,
+            b,
+        )
