@@ -321,3 +321,20 @@ def test_the_vectorised_decision_is_the_exact_one_wherever_it_decides(fmt):
             relative,
             b,
         )
+
+
+@settings(max_examples=100, deadline=None)
+@given(heads())
+def test_the_arb_value_lies_within_the_compensated_bound(head):
+    from symattn.exact import compensated
+
+    pairs = [(i, k) for i in range(head.Q.shape[0]) for k in range(head.V.shape[1])]
+    value, error = compensated.outputs(head, pairs)
+    lo, hi = float64.interval(value, error)
+    wanted = {i: list(range(head.V.shape[1])) for i in range(head.Q.shape[0])}
+    balls = dict(zip(wanted, refine._arb_rows(head, "output", wanted, 256)))
+    first = next(float64.blocks(head, weights=False))
+    for n, (i, k) in enumerate(pairs):
+        a, b = refine._ends(balls[i][k])
+        assert Fraction(float(lo[n])) <= a and b <= Fraction(float(hi[n])), (i, k)
+        assert error[n] <= first.output_error[i, k] or not np.isfinite(first.output_error[i, k])

@@ -18,7 +18,7 @@ import numpy as np
 
 from symattn.checking.deciding import decide, figure, is_double, shown, shown_many
 from symattn.checking.refine import refine
-from symattn.exact import float64, logsumexp
+from symattn.exact import compensated, float64, logsumexp
 from symattn.input.floats import FloatResult
 
 LSE = {"lse": "e", "lse2": "2"}  # the log-sum-exp, natural or base 2: one row per head
@@ -110,6 +110,25 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
     exact_float = np.array([[v is not None and is_double(v) for v in row] for row in result.rows], dtype=bool)
     ok, (q_u, k_u), (q_r, k_r), bucket = decide(np.where(exact_float, x, 0.0), lo, hi, result.format)
     ok &= exact_float
+    if quantity == "output":  # the outputs left open: their sums again, error-free (a bound ~10x tighter)
+        for h, head in enumerate(heads):
+            start, stop = offsets[h], offsets[h + 1]
+            at = np.nonzero(~ok[:, start:stop] & exact_float[:, start:stop])
+            if not at[0].size:
+                continue
+            value, error = compensated.outputs(head, list(zip(at[0].tolist(), at[1].tolist())))
+            a, b = float64.interval(value, error)
+            i, j = at[0], at[1] + start
+            lo[i, j], hi[i, j] = np.maximum(lo[i, j], a), np.minimum(hi[i, j], b)  # both enclose: so does their meet
+            got = decide(x[i, j], lo[i, j], hi[i, j], result.format)
+            ok[i, j], q_u[i, j], k_u[i, j], q_r[i, j], k_r[i, j], bucket[i, j] = (
+                got[0],
+                got[1][0],
+                got[1][1],
+                got[2][0],
+                got[2][1],
+                got[3],
+            )
     decided: dict[tuple[int, int], tuple] = {}
     open_rows: dict[int, list[int]] = {}
     for i, j in zip(*np.nonzero(~ok)):

@@ -187,18 +187,16 @@ def _scores(q: np.ndarray, keys: Split) -> tuple[np.ndarray, np.ndarray]:
     return S, SAFETY * (U * np.abs(S) + U * np.abs(rest) + small)
 
 
-def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV: np.ndarray) -> Block:
-    m = head.K.shape[0]
-    width = math.isqrt(m - 1) + 1  # keys per chunk: sums of chunk sums lose γ_{width + chunks}, not γ_m
-    chunks = -(-m // width)
-    g_sum = gamma(width + chunks + 1)  # +1: the products e·v round once more
-    S, eS = _scores(head.Q[start:stop], split)
+def exps(head: Head, rows: slice | np.ndarray, split: Split):
+    """The exp stage of the given query rows: E = e^(z − M) and its error eE, the relative bound eps of
+    each entry, which entries underflowed (bounded by TINY), the row maxima M."""
+    S, eS = _scores(head.Q[rows], split)
     c = head.scale
     Z = S * c
     eZ = SAFETY * (U * np.abs(Z) + eS * c + (np.abs(S) + eS) * (c * head.scale_error))
     del eS
-    if head.allowed is not None:
-        mask = head.allowed[start:stop]
+    mask = None if head.allowed is None else head.allowed[rows]
+    if mask is not None:
         Z[~mask] = -np.inf
     M = np.max(Z, axis=1, keepdims=True)
     T = Z - M  # T ≤ 0; the softmax is the same for any shift, so shifting by the float M is exact
@@ -209,12 +207,20 @@ def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV:
     eps = SAFETY * (1 + 2 * RHO) * (eT * (1 + eT) + RHO)
     eps[big] = np.inf
     under = T < FLOOR
-    if head.allowed is not None:
+    if mask is not None:
         eps[~mask] = 0.0  # a masked key: exactly 0
         under &= mask
     eE = E * eps
     eE[under] = TINY
-    del T, eT
+    return E, eE, eps, under, M
+
+
+def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV: np.ndarray) -> Block:
+    m = head.K.shape[0]
+    width = math.isqrt(m - 1) + 1  # keys per chunk: sums of chunk sums lose γ_{width + chunks}, not γ_m
+    chunks = -(-m // width)
+    g_sum = gamma(width + chunks + 1)  # +1: the products e·v round once more
+    E, eE, eps, under, M = exps(head, slice(start, stop), split)
     ell = _chunked(E, width, chunks)
     e_ell = SAFETY * (g_sum * ell + np.sum(eE, axis=1, keepdims=True))
     eps_row = np.max(eps, axis=1, keepdims=True)
