@@ -118,10 +118,13 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
                 continue
             value, error = compensated.outputs(head, list(zip(at[0].tolist(), at[1].tolist())))
             a, b = float64.interval(value, error)
-            i, j = at[0], at[1] + start
-            lo[i, j], hi[i, j] = np.maximum(lo[i, j], a), np.minimum(hi[i, j], b)  # both enclose: so does their meet
-            got = decide(x[i, j], lo[i, j], hi[i, j], result.format)
-            ok[i, j], q_u[i, j], k_u[i, j], q_r[i, j], k_r[i, j], bucket[i, j] = (
+            rr, cc = at[0], at[1] + start
+            lo[rr, cc], hi[rr, cc] = (
+                np.maximum(lo[rr, cc], a),
+                np.minimum(hi[rr, cc], b),
+            )  # both enclose: so does their meet
+            got = decide(x[rr, cc], lo[rr, cc], hi[rr, cc], result.format)
+            ok[rr, cc], q_u[rr, cc], k_u[rr, cc], q_r[rr, cc], k_r[rr, cc], bucket[rr, cc] = (
                 got[0],
                 got[1][0],
                 got[1][1],
