@@ -23,8 +23,9 @@ def refine(head: float64.Head, quantity: str, entries: dict[int, list[int]], dec
     decides each and both ends agree on ``digits``; {(i, j): (outcome, shown)} and the digits reached."""
     out: dict[tuple[int, int], tuple] = {}
     bits = START_BITS
+    candidates = _equal_score_rows(head, sorted(entries))
     for i, cols in entries.items():
-        known = _rational_row(head, quantity, i)
+        known = _rational_row(head, quantity, i) if i in candidates else None
         if known is None:
             continue
         for j in cols:
@@ -56,10 +57,6 @@ def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] |
     """A row whose allowed scores are all equal has rational weights 1/count (Lindemann–Weierstrass
     says no other row has): its weights or outputs exactly; None for any other row."""
     keep = np.ones(head.K.shape[0], dtype=bool) if head.allowed is None else head.allowed[i]
-    scores = head.K @ head.Q[i]
-    bound = 4 * float64.gamma(head.Q.shape[1]) * float(np.max(np.abs(head.K) @ np.abs(head.Q[i])))
-    if np.ptp(scores[keep]) > bound:
-        return None  # certainly not all equal: the float scores differ by more than their error
     keys = np.nonzero(keep)[0]
     if quantity in ("lse", "lse2"):  # log(count) + z: rational only for one key, a rational scale and base e
         return None if len(keys) > 1 or quantity == "lse2" or head.exact_scale is None else _one_key(head, i, keys[0])
@@ -71,6 +68,22 @@ def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] |
     if quantity == "weights":
         return [w if k else Fraction(0) for k in keep]
     return [w * sum((Fraction(float(head.V[j, c])) for j in keys), Fraction(0)) for c in range(head.V.shape[1])]
+
+
+def _equal_score_rows(head: float64.Head, rows: list[int]) -> set[int]:
+    """The rows whose allowed float scores are all within their error of each other (the others certainly
+    have scores that differ): one matrix product for all of them."""
+    if not rows:
+        return set()
+    q = head.Q[rows]
+    S = q @ head.K.T
+    bound = 4 * float64.gamma(head.Q.shape[1]) * np.max(np.abs(q) @ np.abs(head.K).T, axis=1)
+    if head.allowed is not None:
+        keep = head.allowed[rows]
+        top, low = np.where(keep, S, -np.inf).max(axis=1), np.where(keep, S, np.inf).min(axis=1)
+    else:
+        top, low = S.max(axis=1), S.min(axis=1)
+    return {i for i, close in zip(rows, (top - low <= bound).tolist()) if close}
 
 
 def _one_key(head: float64.Head, i: int, j: int) -> list[Fraction]:

@@ -253,7 +253,8 @@ def _chunked(E: np.ndarray, width: int, chunks: int, V: np.ndarray | None = None
     parts = E.reshape(n, chunks, width)
     if V is None:
         return parts.sum(axis=2).sum(axis=1, keepdims=True)
-    return np.matmul(parts.transpose(1, 0, 2), V.reshape(chunks, width, V.shape[1])).sum(axis=0)
+    stacked = np.ascontiguousarray(parts.transpose(1, 0, 2))  # contiguous: one BLAS call per chunk
+    return np.matmul(stacked, V.reshape(chunks, width, V.shape[1])).sum(axis=0)
 
 
 def interval(value: np.ndarray, error: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
