@@ -92,11 +92,22 @@ def _one_key(head: float64.Head, i: int, j: int) -> list[Fraction]:
     return [score * head.exact_scale]
 
 
+def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
+    """a = ints · 2^-shift exactly (float32 values: each a dyadic rational of at most 24 bits)."""
+    nonzero = a[a != 0]
+    if not nonzero.size:
+        return [[0] * a.shape[1] for _ in range(a.shape[0])], 0
+    _, e = np.frexp(nonzero)
+    shift = max(0, 53 - int(e.min()))  # every entry's last bit at 2^-shift or above
+    return [[int(x) for x in row] for row in np.ldexp(a, shift).tolist()], shift
+
+
 def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int):
     # ROWS_AT_ONCE rows of balls at a time: memory stays O(ROWS_AT_ONCE · keys), not O(rows · keys)
-    from flint import arb_mat
+    from flint import fmpz_mat
 
-    KT = arb_mat(head.K.T.tolist())  # exact at any precision: each float is a dyadic rational
+    keys, shift = _integers(head.K)
+    KT = (fmpz_mat(keys).transpose(), shift)
     rows = sorted(wanted)
     for start in range(0, len(rows), ROWS_AT_ONCE):
         chunk = rows[start : start + ROWS_AT_ONCE]
@@ -105,20 +116,25 @@ def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bi
 
 def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, KT=None):
     """For each row of ``wanted`` (in order), {column: ball} of its weights, outputs or log-sum-exp (column 0)."""
-    from flint import arb, arb_mat, ctx
+    from flint import arb, arb_mat, ctx, fmpz_mat
 
     saved = ctx.prec
     ctx.prec = bits
     try:
         rows = list(wanted)
-        KT = arb_mat(head.K.T.tolist()) if KT is None else KT
+        if KT is None:
+            keys, shift = _integers(head.K)
+            KT = (fmpz_mat(keys).transpose(), shift)
+        queries, q_shift = _integers(head.Q[rows])
+        exact = fmpz_mat(queries) * KT[0]  # the scores exactly, as integers · 2^-(q_shift + KT[1])
         d = head.Q.shape[1]
         c = (
             1 / arb(d).sqrt()
             if head.exact_scale is None
             else arb(head.exact_scale.numerator) / head.exact_scale.denominator
         )
-        scores = arb_mat(head.Q[rows].tolist()) * KT  # one product in C for every row asked
+        c = c * arb(2) ** -(q_shift + KT[1])
+        scores = exact
         m = scores.ncols()
         zero = arb(0)
         exps = []
