@@ -14,7 +14,7 @@ from symattn.exact import float64, numeric
 from symattn.input import limits
 from symattn.input.errors import EvaluationError
 
-START_BITS = 128
+START_BITS = 96  # enough for most entries the float64 bounds leave open; doubled for the rest
 ROWS_AT_ONCE = 32
 
 
@@ -152,11 +152,10 @@ def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], b
             for r, i in enumerate(rows):
                 yield {j: E[r, j] / totals[r, 0] for j in wanted[i]}
             return
-        cols = sorted({k for i in rows for k in wanted[i]})  # only the outputs asked for: E · V[:, cols]
-        weighted = E * arb_mat(head.V[:, cols].tolist())
-        at = {k: n for n, k in enumerate(cols)}
-        for r, i in enumerate(rows):
-            yield {k: weighted[r, at[k]] / totals[r, 0] for k in wanted[i]}
+        for r, i in enumerate(rows):  # only the outputs asked for: each row's e · V[:, its columns]
+            cols = wanted[i]
+            weighted = arb_mat([exps[r]]) * arb_mat(head.V[:, cols].tolist())
+            yield {k: weighted[0, n] / totals[r, 0] for n, k in enumerate(cols)}
     finally:
         ctx.prec = saved
 
