@@ -23,7 +23,7 @@ from symattn.input.decimals import round_half_up
 from symattn.input.errors import EvaluationError, ShapeError, SpecError
 from symattn.input.floats import FloatResult, ulp
 
-QUANTITIES = ("output", "weights")
+QUANTITIES = ("output", "weights", "lse")
 SHOWN_DIGITS = 3  # of each error
 EXACT_DIGITS = 17  # of each exact value shown (enough to tell float64 neighbours apart)
 START_DIGITS = 40  # the model's first enclosure; doubled until every error is decided
@@ -50,6 +50,7 @@ class Comparison:
     entries: tuple[Entry, ...]  # row by row
     not_finite: tuple[tuple[tuple[int, int], str], ...]
     digits: int  # the model's significant digits that decided every error
+    refined: int | None = None  # the float64 path (checking/kernel.py): entries arb decided; None: exact path
 
     @property
     def histogram(self) -> tuple[tuple[int, int], ...]:
@@ -82,8 +83,9 @@ def _bucket(e: Fraction) -> int:
     return len(EDGES)
 
 
-def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Comparison:
-    """Compare a float matrix with the exact ``quantity`` (``output`` or ``weights``) of a spec."""
+def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: str = "e") -> Comparison:
+    """Compare a float matrix with the exact ``quantity`` (``output``, ``weights``, or ``lse``: each query's
+    log-sum-exp of its scaled scores, natural or with ``lse_base`` "2" in base 2, one row per head) of a spec."""
     from symattn.exact.base import Rounding
     from symattn.exact.factory import build
     from symattn.input.spec import load_spec
@@ -93,6 +95,17 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output") -> Compari
     spec = load_spec(spec)
     if spec.is_symbolic:
         raise SpecError(spec.source, "subs", "compare needs numbers, not symbols")
+    if lse_base not in ("e", "2"):
+        raise SpecError("--lse-base", None, f"expected e or 2, got {lse_base!r}")
+    from symattn.checking import kernel
+
+    heads = kernel.heads_of(spec, quantity)
+    if heads is not None:
+        return kernel.compare_head(heads, result, "lse2" if quantity == "lse" and lse_base == "2" else quantity)
+    if quantity == "lse":
+        raise SpecError(
+            spec.source, "Q", "--quantity lse needs Q, K and V of float32 values (the exact floats a kernel saw)"
+        )
     model = build(spec)
     assert isinstance(model, Rounding)  # every kind but the symbolic one rounds
     rationals = model.rationals(quantity)
@@ -203,6 +216,7 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
             "histogram": [{"ulps": bucket_label(b), "count": n} for b, n in c.histogram],
         },
         "decided_at_digits": c.digits,
+        **({} if c.refined is None else {"engine": {"path": "float64", "refined": c.refined}}),
     }
 
 
@@ -223,12 +237,18 @@ def render_comparison(c: Comparison, lang: str = "en", every: bool = False, wors
         shown=shown,
         all_shown=every,
         histogram=histogram,
+        percent=None if c.refined is None else _percent(c.refined, total),
         worst=c.worst,
         worst_relative=c.worst_relative,
         label=bucket_label,
         num=number_text,
         value=lambda e: "—" if e.value is None else _float_text(e.value),
     )
+
+
+def _percent(part: int, total: int) -> str:
+    # the share to three decimals, rounded half-up from the exact fraction
+    return format(round_half_up(Fraction(100 * part, total), 3), "f")
 
 
 def number_text(x: Decimal) -> str:

@@ -364,7 +364,7 @@ def _compare(args: argparse.Namespace) -> int:
     from symattn.input.spec import load_spec
 
     spec = load_spec(args.spec)
-    comparison = compare(spec, read_result(args.result, args.dtype), args.quantity)
+    comparison = compare(spec, read_result(args.result, args.dtype), args.quantity, args.lse_base)
     if args.format == "json":
         _emit(json.dumps(comparison_data(comparison), ensure_ascii=False, indent=2) + "\n", args.output)
     else:

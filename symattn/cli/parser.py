@@ -290,9 +290,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--quantity",
-        choices=("output", "weights"),
+        choices=("output", "weights", "lse"),
         default="output",
-        help="what the result holds: the output O (default) or the weights A",
+        help="what the result holds: the output O (default), the weights A, or lse: each query's "
+        "log-sum-exp of its scaled scores (one row per head; float32-valued inputs)",
+    )
+    compare.add_argument(
+        "--lse-base",
+        choices=("e", "2"),
+        default="e",
+        help="the base of --quantity lse: e (default) or 2, for kernels that return log2",
     )
     compare.add_argument(
         "--dtype",

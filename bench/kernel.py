@@ -1,0 +1,129 @@
+"""compare's float64 path at kernel sizes, as ratios against a plain numpy float64 attention of the same
+shape, measured in one run (issue 22).
+
+    python bench/kernel.py              # 1024×1024×64 and one head of 4096×4096×128, float32 inputs
+    python bench/kernel.py --quick      # 1024×1024×64 only
+    python bench/kernel.py --grid       # also FlashAttention's grid, 9 × 6 heads × 1024×1024×64 (minutes)
+
+Each target runs in a fresh process (its peak RSS is its own). The kernel measured is the same formula
+computed in float32 (a naive float32 kernel, errors of a few ULPs); symattn's compare (the float64 path
+with bounds, then arb for the entries the bound leaves open) measures it entry by entry. Printed: the
+seconds of each, their ratio, peak RSS, and the fraction of entries that needed arb. The numpy reference
+is timed on the arrays; compare is timed from a FloatResult (what the .npy reader gives) to the report's
+data, spec reading left out; the last line is the whole `symattn compare` process from a TOML spec.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def reference(Q, K, V):
+    """Plain numpy float64 attention with the row-max shift: what a kernel test suite uses as its oracle."""
+    import numpy as np
+
+    Z = (Q @ K.T) / Q.dtype.type(np.sqrt(Q.shape[1]))  # in the inputs' dtype
+    E = np.exp(Z - Z.max(axis=1, keepdims=True))
+    return (E @ V) / E.sum(axis=1, keepdims=True)
+
+
+def one(n: int, d: int, heads: int, seed: int = 0) -> dict:
+    """Time the reference and compare on `heads` heads of n×n×d float32 inputs, in this process."""
+    import numpy as np
+
+    from symattn.checking import kernel
+    from symattn.exact import float64
+    from symattn.input.floats import FloatResult
+
+    rng = np.random.default_rng(seed)
+    made = []
+    for _ in range(heads):
+        Q, K, V = (rng.standard_normal((n, d)).astype(np.float32).astype(np.float64) for _ in range(3))
+        made.append(float64.Head(Q, K, V, 1 / np.sqrt(d), 3 * float64.U, None, None))
+    start = time.perf_counter()
+    outputs = [reference(h.Q, h.K, h.V) for h in made]
+    numpy_s = time.perf_counter() - start
+    # the kernel measured: the same formula computed in float32 (FlashAttention's "naive" of the dtype)
+    x = np.concatenate([reference(*(M.astype(np.float32) for M in (h.Q, h.K, h.V))) for h in made], axis=1)
+    assert x.dtype == np.float32 and outputs
+    rows = tuple(tuple(map(Fraction, row)) for row in x.astype(np.float64).tolist())  # what the .npy reader gives
+    result = FloatResult("bench", "float32", rows, ())
+    start = time.perf_counter()
+    c = kernel.compare_head(made, result, "output")
+    symattn_s = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux: GiB
+    return {
+        "shape": f"{heads}×{n}×{n}×{d}",
+        "numpy_s": numpy_s,
+        "symattn_s": symattn_s,
+        "ratio": symattn_s / numpy_s,
+        "peak_gib": peak,
+        "refined": c.refined,
+        "entries": len(c.entries),
+        "max_ulps": str(c.worst.ulps) if c.worst else None,
+    }
+
+
+def whole_process(n: int, d: int) -> str:
+    """`symattn compare` as a user runs it, n×n×d: spec (TOML, exact decimals) and .npy result written first."""
+    import tempfile
+    from decimal import Decimal
+
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    Q, K, V = (rng.standard_normal((n, d)).astype(np.float32) for _ in range(3))
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = lambda M: "[" + ",".join("[" + ",".join(str(Decimal(float(x))) for x in r) + "]" for r in M) + "]"  # noqa: E731
+        Path(tmp, "s.toml").write_text(f"Q = {rows(Q)}\nK = {rows(K)}\nV = {rows(V)}\n")
+        np.save(Path(tmp, "o.npy"), reference(Q, K, V))
+        start = time.perf_counter()
+        run = subprocess.run(
+            [sys.executable, "-m", "symattn", "compare", "s.toml", "o.npy"],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
+        seconds = time.perf_counter() - start
+        if run.returncode == 2:  # refused, with one line
+            return f"refused: {run.stderr.strip()}"
+        return f"{seconds:.2f} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--grid", action="store_true", help="also 9 batches × 6 heads × 1024×1024×64")
+    parser.add_argument("--one", nargs=3, type=int, metavar=("N", "D", "HEADS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(*args.one)))
+        return
+    targets = [(1024, 64, 1)] + ([] if args.quick else [(4096, 128, 1)]) + ([(1024, 64, 54)] if args.grid else [])
+    for n, d, heads in targets:
+        run = subprocess.run(
+            [sys.executable, __file__, "--one", str(n), str(d), str(heads)], capture_output=True, text=True, check=True
+        )
+        r = json.loads(run.stdout)
+        print(
+            f"{r['shape']}: numpy {r['numpy_s']:.3f} s, symattn compare {r['symattn_s']:.3f} s "
+            f"({r['ratio']:.1f}x), peak {r['peak_gib']:.2f} GiB, refined by arb {r['refined']} of "
+            f"{r['entries']} ({100 * r['refined'] / r['entries']:.3f}%), max {r['max_ulps']} ULP"
+        )
+    for n in (1024, 512):  # a TOML spec of 1024×64 float32 values in exact decimals passes 4 MiB
+        print(f"symattn compare, whole process, {n}×{n}×64 from a TOML spec: {whole_process(n, 64)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""Deciding a float's error against an interval [lo, hi] of float64 ends, vectorised with numpy.
+
+An entry's error in ULPs (three digits), its histogram bucket and its relative error are decided when
+every point of [lo, hi] gives the same ones. numpy's own roundings are covered by margins (WIDEN, MARGIN);
+an entry too near a boundary for them is left to ``compare._decide``, in exact rationals.
+"""
+
+from __future__ import annotations
+
+import functools
+from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
+
+import numpy as np
+
+from symattn.exact import numeric
+from symattn.input.floats import FORMATS
+
+MARGIN = 1e-9  # in units of the third digit: far above numpy's own rounding of the figures (≈ 1e-12)
+WIDEN = 2.0**-48  # the relative rounding of near, far and the relative error's division
+_EDGES = None  # compare.EDGES as floats, made on first use
+
+
+def is_double(v: Fraction) -> bool:
+    """Whether a rational is a float64 value (then float() is exact): a dyadic one of at most 53 bits, in range."""
+    den, num = v.denominator, abs(v.numerator)
+    if den & (den - 1) or num == 0:
+        return num == 0
+    odd = num >> ((num & -num).bit_length() - 1)
+    return odd.bit_length() <= 53 and den.bit_length() <= 1075 and num.bit_length() - den.bit_length() <= 1023
+
+
+def decide(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str):
+    """Vectorised compare._decide: (decided, ulps, relative, bucket), each figure as (q, exponent) of
+    q·10^exponent with q of three digits (relative: q = −1 where it has none: an exact 0)."""
+    global _EDGES
+    from symattn.checking.compare import EDGES
+
+    if _EDGES is None:
+        _EDGES = np.array([float(e) for e in EDGES])
+    precision, emin = FORMATS[fmt]
+    inside = (lo <= x) & (x <= hi)
+    near = np.where(inside, 0.0, np.minimum(np.abs(x - lo), np.abs(x - hi))) * (1 - WIDEN)
+    far = np.maximum(np.abs(x - lo), np.abs(x - hi)) * (1 + WIDEN)
+    u_lo, u_hi = _ulp(lo, precision, emin), _ulp(hi, precision, emin)
+    crosses = (lo < 0) & (hi > 0)
+    u_small = np.where(crosses, 2.0 ** (emin - precision + 1), np.minimum(u_lo, u_hi))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        e_lo, e_hi = near / np.maximum(u_lo, u_hi), far / u_small
+        b_lo, b_hi = np.searchsorted(_EDGES, e_lo, "left"), np.searchsorted(_EDGES, e_hi, "left")
+        ok_u, q_u, k_u = _digits(e_lo, e_hi)
+        small = np.where(lo > 0, lo, -hi)
+        big = np.where(lo > 0, hi, -lo)
+        r_lo, r_hi = near / big * (1 - WIDEN), far / small * (1 + WIDEN)
+        ok_r, q_r, k_r = _digits(r_lo, r_hi)
+    ok = (b_lo == b_hi) & ok_u & ok_r & ~crosses & (lo != 0) & (hi != 0) & np.isfinite(x)
+    return ok, (q_u, k_u), (q_r, k_r), b_lo
+
+
+def _ulp(y: np.ndarray, precision: int, emin: int) -> np.ndarray:
+    _, e = np.frexp(y)  # |y| = m·2^e, m in [1/2, 1): floor(log2 |y|) = e − 1, exactly
+    return np.ldexp(1.0, np.maximum(e - 1, emin) - precision + 1)
+
+
+def _digits(lo: np.ndarray, hi: np.ndarray):
+    """Where every number in [lo, hi] rounds half-up to the same three significant digits: q, exponent."""
+    safe = np.where((lo > 0) & np.isfinite(hi), lo, 1.0)
+    k = np.floor(np.log10(safe)).astype(np.int64)
+    scale = 10.0 ** (2 - k).astype(np.float64)
+    t_lo, t_hi = lo * scale, hi * scale
+    q = np.floor(t_lo + 0.5 - MARGIN)
+    ok = (
+        (lo > 0)
+        & np.isfinite(hi)
+        & (t_lo >= 100 + MARGIN)
+        & (t_hi <= 999.5 - MARGIN)
+        & (q == np.floor(t_hi + 0.5 + MARGIN))
+    )
+    return ok, q.astype(np.int64), k - 2
+
+
+@functools.lru_cache(maxsize=65536)  # the ULP figures of a comparison repeat: 900 digit triples, few exponents
+def figure(q: int, exponent: int) -> Decimal:
+    """q·10^exponent as the Decimal that numeric.significant_exact gives for it (its digits, that exponent)."""
+    return Decimal(f"{q}E{exponent}")
+
+
+def shown_many(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised :func:`shown` for up to 13 digits, where numpy's scaling (relative error < 1e-15) stays far
+    from the rounding boundaries: (ok, signed q, exponent) with the value q·10^exponent."""
+    same = ((lo > 0) | (hi < 0)) & np.isfinite(lo) & np.isfinite(hi)
+    a, b = np.where(same, np.abs(lo), 1.0), np.where(same, np.abs(hi), 1.0)
+    top = np.floor(np.log10(np.maximum(a, b))).astype(np.int64)
+    ok = np.zeros(lo.shape, dtype=bool)
+    q = np.zeros(lo.shape, dtype=np.int64)
+    exponent = np.zeros(lo.shape, dtype=np.int64)
+    active = same.copy()
+    for k in range(13, 0, -1):
+        scale = 10.0 ** (k - 1 - top).astype(np.float64)
+        ta, tb = a * scale + 0.5, b * scale + 0.5
+        fa, fb = np.floor(ta), np.floor(tb)
+        clear = (  # each end far from a rounding boundary and inside the decade
+            (ta - fa > 0.01)
+            & (fa + 1 - ta > 0.01)
+            & (tb - fb > 0.01)
+            & (fb + 1 - tb > 0.01)
+            & (np.minimum(ta, tb) > 10.0 ** (k - 1) + 0.51)
+            & (np.maximum(ta, tb) < 10.0**k - 0.01)
+        )
+        fits = active & clear & (fa == fb)
+        q = np.where(fits, fa.astype(np.int64), q)
+        exponent = np.where(fits, top - k + 1, exponent)
+        ok |= fits
+        active &= clear & (fa != fb)  # unsure at k digits: left to shown()
+    return ok, np.where(lo < 0, -q, q), exponent
+
+
+def shown(lo: float, hi: float, digits: int) -> Decimal:
+    """The exact value to as many significant digits (at most ``digits``) as every point of [lo, hi] agrees on."""
+    a, b = Decimal(lo), Decimal(hi)  # exact: a float's decimal expansion is finite
+    if a == b:
+        return numeric.significant_exact(Fraction(lo), digits)
+    width = b - a
+    top = max(abs(a), abs(b))
+    k = min(digits, max(1, top.adjusted() - width.adjusted()))
+    while k >= 1:
+        ra, rb = _round(a, k), _round(b, k)
+        if ra == rb:
+            return ra
+        k -= 1
+    return Decimal(0) if a <= 0 <= b else _round(a, 1)
+
+
+def _round(x: Decimal, digits: int) -> Decimal:
+    if x == 0:
+        return Decimal(0)
+    q = x.quantize(Decimal(1).scaleb(x.adjusted() - digits + 1), ROUND_HALF_UP)
+    if len(q.as_tuple().digits) > digits:  # 9.99 → 10.0: one digit too many
+        q = q.quantize(Decimal(1).scaleb(q.adjusted() - digits + 1), ROUND_HALF_UP)
+    return q
+
+
+__all__ = ["decide", "figure", "is_double", "shown", "shown_many"]

@@ -1,0 +1,196 @@
+"""`compare` at kernel sizes: float64 values with rigorous bounds first, arb for the entries they leave open.
+
+The float64 path (:mod:`symattn.exact.float64`) encloses each exact value in [lo, hi]. An entry's
+error in ULPs (three digits), its histogram bucket and its relative error are decided when every point
+of [lo, hi] gives the same ones: numpy decides most entries at once, with margins that cover its own
+roundings; the rest are decided on the same interval in exact rationals (``compare._decide``); an entry
+still open is refined with arb balls of its row at rising precision, as the exact path does.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from fractions import Fraction
+
+import numpy as np
+
+from symattn.checking.deciding import decide, figure, is_double, shown, shown_many
+from symattn.checking.refine import refine
+from symattn.exact import compensated, float64, logsumexp
+from symattn.input.floats import FloatResult
+
+LSE = {"lse": "e", "lse2": "2"}  # the log-sum-exp, natural or base 2: one row per head
+PARALLEL_WORK = 2**24  # multiply-adds of all heads' scores below which one process is quicker than two
+FLOAT_DIGITS = 13  # of an exact value the float64 bound decides: shown() and shown_many() agree up to 13
+
+
+def heads_of(spec, quantity: str) -> list[float64.Head] | None:
+    """The spec's heads as float32-valued arrays, or None where the float64 path does not apply (decimal
+    inputs, projections, W_O; the weights of several heads)."""
+    if spec.projection is not None or spec.backward is not None or spec.W_O is not None:
+        return None
+    if spec.heads > 1:
+        if quantity == "weights":
+            return None
+        heads = [head_of(spec.head(h)) for h in range(spec.heads)]
+        return None if any(h is None for h in heads) else heads  # type: ignore[return-value]
+    head = head_of(spec)
+    return None if head is None else [head]
+
+
+def head_of(spec) -> float64.Head | None:
+    """One head's inputs as float32-valued arrays, or None where they are not all float32 values."""
+    arrays = []
+    for m in (spec.Q, spec.K, spec.V):
+        values = [x.value for row in m for x in row]
+        if not all(map(is_double, values)):  # a decimal like 0.1: not a float
+            return None
+        a = np.array([float(v) for v in values], dtype=np.float64).reshape(len(m), len(m[0]))
+        if not float64.is_float32(a):
+            return None
+        arrays.append(a)
+    if spec.scale == "sqrt":
+        d = arrays[0].shape[1]
+        scale, exact = 1.0 / np.sqrt(float(d)), None  # two roundings: within 2.01u
+    elif spec.scale == "none":
+        scale, exact = 1.0, Fraction(1)
+    else:
+        exact = spec.scale.value
+        scale = float(exact)  # correctly rounded: within u
+        if not 2.0**-900 < abs(scale) < 2.0**900:
+            return None
+    allowed = None if spec.allowed is None else np.array(spec.allowed, dtype=bool)
+    return float64.Head(arrays[0], arrays[1], arrays[2], scale, 3 * float64.U, exact, allowed)
+
+
+def intervals(head: float64.Head, quantity: str) -> tuple[np.ndarray, np.ndarray]:
+    """[lo, hi] around each exact weight, output or log-sum-exp (a row: one per query) of one head."""
+    n, m, dv = head.Q.shape[0], head.K.shape[0], head.V.shape[1]
+    if quantity in LSE:
+        lo, hi = np.empty((1, n)), np.empty((1, n))
+        for b in float64.blocks(head, weights=False):
+            value, error = logsumexp.lse(b, LSE[quantity])
+            lo[0, b.start : b.stop], hi[0, b.start : b.stop] = float64.interval(value, error)
+        return lo, hi
+    shape = (n, m) if quantity == "weights" else (n, dv)
+    lo, hi = np.empty(shape), np.empty(shape)
+    for b in float64.blocks(head, weights=quantity == "weights"):
+        value, error = (b.weights, b.weights_error) if quantity == "weights" else (b.output, b.output_error)
+        lo[b.start : b.stop], hi[b.start : b.stop] = float64.interval(value, error)
+    return lo, hi
+
+
+def _all_intervals(heads: list[float64.Head], quantity: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    # several heads: one process per core (numpy's own loops hold the GIL); map keeps their order
+    work = sum(h.Q.shape[0] * h.K.shape[0] * h.Q.shape[1] for h in heads)
+    cores = min(len(heads), os.cpu_count() or 1)
+    if cores < 2 or work < PARALLEL_WORK:
+        return [intervals(h, quantity) for h in heads]
+    with ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(intervals, heads, [quantity] * len(heads)))
+
+
+def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
+    """compare.compare for heads the float64 path takes (see heads_of): the same Comparison."""
+    from symattn.checking.compare import EDGES, EXACT_DIGITS, Comparison, Entry, ShapeError, _decide
+
+    parts = _all_intervals(heads, quantity)
+    axis = 0 if quantity in LSE else 1  # heads side by side (O), or a row per head (the LSE)
+    lo, hi = np.concatenate([p[0] for p in parts], axis=axis), np.concatenate([p[1] for p in parts], axis=axis)
+    offsets = np.cumsum([0] + [p[0].shape[1] for p in parts]).tolist()
+    rows, cols = lo.shape
+    got = (len(result.rows), len(result.rows[0]))
+    if got != (rows, cols):
+        raise ShapeError(
+            result.source, "shape", f"the result is {got[0]}×{got[1]} and the exact {quantity} is {rows}×{cols}"
+        )
+    x = np.array([[np.nan if v is None else float(v) for v in row] for row in result.rows], dtype=np.float64)
+    exact_float = np.array([[v is not None and is_double(v) for v in row] for row in result.rows], dtype=bool)
+    ok, (q_u, k_u), (q_r, k_r), bucket = decide(np.where(exact_float, x, 0.0), lo, hi, result.format)
+    ok &= exact_float
+    if quantity == "output":  # the outputs left open: their sums again, error-free (a bound ~10x tighter)
+        for h, head in enumerate(heads):
+            start, stop = offsets[h], offsets[h + 1]
+            at = np.nonzero(~ok[:, start:stop] & exact_float[:, start:stop])
+            if not at[0].size:
+                continue
+            value, error = compensated.outputs(head, list(zip(at[0].tolist(), at[1].tolist())))
+            a, b = float64.interval(value, error)
+            rr, cc = at[0], at[1] + start
+            lo[rr, cc], hi[rr, cc] = (
+                np.maximum(lo[rr, cc], a),
+                np.minimum(hi[rr, cc], b),
+            )  # both enclose: so does their meet
+            got = decide(x[rr, cc], lo[rr, cc], hi[rr, cc], result.format)
+            ok[rr, cc], q_u[rr, cc], k_u[rr, cc], q_r[rr, cc], k_r[rr, cc], bucket[rr, cc] = (
+                got[0],
+                got[1][0],
+                got[1][1],
+                got[2][0],
+                got[2][1],
+                got[3],
+            )
+    decided: dict[tuple[int, int], tuple] = {}
+    open_rows: dict[int, list[int]] = {}
+    for i, j in zip(*np.nonzero(~ok)):
+        i, j = int(i), int(j)
+        v = result.rows[i][j]
+        if v is None:
+            continue
+        outcome = _decide(v, Fraction(float(lo[i, j])), Fraction(float(hi[i, j])), result.format)
+        if outcome is not None:
+            decided[(i, j)] = (outcome, shown(float(lo[i, j]), float(hi[i, j]), FLOAT_DIGITS))
+        else:
+            open_rows.setdefault(i, []).append(j)
+
+    refined: dict[tuple[int, int], tuple] = {}
+    digits = 15
+    for h, head in enumerate(heads):  # each head's open entries, as (query row, column of the head)
+        start, stop = offsets[h], offsets[h + 1]
+        if quantity in LSE:
+            mine = {j: [0] for j in open_rows.get(h, [])}
+        else:
+            mine = {i: [j - start for j in js if start <= j < stop] for i, js in open_rows.items()}
+        mine = {i: js for i, js in mine.items() if js}
+        if not mine:
+            continue
+
+        def place(i: int, j: int, h: int = h, start: int = start) -> tuple[int, int]:
+            return (h, i) if quantity in LSE else (i, j + start)
+
+        def decide_one(i: int, j: int, a: Fraction, b: Fraction, place=place):
+            r, c = place(i, j)
+            v = result.rows[r][c]
+            assert v is not None  # only finite entries are refined
+            return _decide(v, a, b, result.format)
+
+        done, reached = refine(head, quantity, mine, decide_one, EXACT_DIGITS)
+        refined.update({place(i, j): outcome for (i, j), outcome in done.items()})
+        digits = max(digits, reached)
+    decided.update(refined)
+    entries = []
+    ok_list, lo_list, hi_list = ok.tolist(), lo.tolist(), hi.tolist()
+    qu, ku, qr, kr, bk = q_u.tolist(), k_u.tolist(), q_r.tolist(), k_r.tolist(), bucket.tolist()
+    ok_x, q_x, k_x = (a.tolist() for a in shown_many(lo, hi))
+    for i in range(rows):
+        for j in range(cols):
+            v = result.rows[i][j]
+            if ok_list[i][j]:
+                exact = (
+                    figure(q_x[i][j], k_x[i][j]) if ok_x[i][j] else shown(lo_list[i][j], hi_list[i][j], FLOAT_DIGITS)
+                )
+                entries.append(Entry(i, j, v, exact, figure(qu[i][j], ku[i][j]), figure(qr[i][j], kr[i][j]), bk[i][j]))
+            elif (i, j) in decided:
+                (ulps, relative, b), exact = decided[(i, j)]
+                entries.append(Entry(i, j, v, exact, ulps, relative, b))
+            else:  # not finite: its exact value still shown
+                exact = shown(lo_list[i][j], hi_list[i][j], FLOAT_DIGITS)
+                entries.append(Entry(i, j, None, exact, None, None, len(EDGES)))
+    return Comparison(
+        result.source, quantity, result.format, tuple(entries), result.not_finite, digits, refined=len(refined)
+    )
+
+
+__all__ = ["compare_head", "head_of", "heads_of", "intervals"]

@@ -1,0 +1,173 @@
+"""Arb balls for the entries the float64 bound leaves open: their rows at rising precision.
+
+Like the exact path: python-flint's arb (matrix products in C, one exp per score), the precision doubled
+until each entry is decided. A row whose allowed scores are all equal has rational weights, known exactly.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from symattn.exact import float64, numeric
+from symattn.input import limits
+from symattn.input.errors import EvaluationError
+
+START_BITS = 96  # enough for most entries the float64 bounds leave open; doubled for the rest
+ROWS_AT_ONCE = 32
+
+
+def refine(head: float64.Head, quantity: str, entries: dict[int, list[int]], decide_one, digits: int):
+    """Arb balls for the entries {row: [columns]} at rising precision until ``decide_one(i, j, lo, hi)``
+    decides each and both ends agree on ``digits``; {(i, j): (outcome, shown)} and the digits reached."""
+    out: dict[tuple[int, int], tuple] = {}
+    bits = START_BITS
+    candidates = _equal_score_rows(head, sorted(entries))
+    for i, cols in entries.items():
+        known = _rational_row(head, quantity, i) if i in candidates else None
+        if known is None:
+            continue
+        for j in cols:
+            outcome = decide_one(i, j, known[j], known[j])
+            if outcome is not None:
+                out[(i, j)] = (outcome, numeric.significant_exact(known[j], digits))
+    pending = {i: [j for j in cols if (i, j) not in out] for i, cols in entries.items()}
+    pending = {i: cols for i, cols in pending.items() if cols}
+    while pending:
+        for i, values in _by_rows(head, quantity, pending, bits):
+            for j in pending[i]:
+                lo, hi = _ends(values[j])
+                outcome = decide_one(i, j, lo, hi)
+                exact = numeric.significant_exact(lo, digits)
+                if outcome is not None and exact == numeric.significant_exact(hi, digits):
+                    out[(i, j)] = (outcome, exact)
+        pending = {i: [j for j in cols if (i, j) not in out] for i, cols in pending.items()}
+        pending = {i: cols for i, cols in pending.items() if cols}
+        if pending and bits * 2 > limits.DIGITS * 3.33:
+            i = min(pending)
+            raise EvaluationError(
+                f"the error of entry ({i + 1}, {pending[i][0] + 1}) is not decided at {limits.DIGITS} digits"
+            )
+        bits *= 2
+    return out, int(bits / 2 / 3.33)
+
+
+def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] | None:
+    """A row whose allowed scores are all equal has rational weights 1/count (Lindemann–Weierstrass
+    says no other row has): its weights or outputs exactly; None for any other row."""
+    keep = np.ones(head.K.shape[0], dtype=bool) if head.allowed is None else head.allowed[i]
+    keys = np.nonzero(keep)[0]
+    if quantity in ("lse", "lse2"):  # log(count) + z: rational only for one key, a rational scale and base e
+        return None if len(keys) > 1 or quantity == "lse2" or head.exact_scale is None else _one_key(head, i, keys[0])
+    q = [Fraction(float(a)) for a in head.Q[i]]
+    exact = [sum((Fraction(float(a)) * b for a, b in zip(head.K[j], q)), Fraction(0)) for j in keys]
+    if any(e != exact[0] for e in exact):
+        return None
+    w = Fraction(1, len(keys))
+    if quantity == "weights":
+        return [w if k else Fraction(0) for k in keep]
+    return [w * sum((Fraction(float(head.V[j, c])) for j in keys), Fraction(0)) for c in range(head.V.shape[1])]
+
+
+def _equal_score_rows(head: float64.Head, rows: list[int]) -> set[int]:
+    """The rows whose allowed float scores are all within their error of each other (the others certainly
+    have scores that differ): one matrix product for all of them."""
+    if not rows:
+        return set()
+    q = head.Q[rows]
+    S = q @ head.K.T
+    bound = 4 * float64.gamma(head.Q.shape[1]) * np.max(np.abs(q) @ np.abs(head.K).T, axis=1)
+    if head.allowed is not None:
+        keep = head.allowed[rows]
+        top, low = np.where(keep, S, -np.inf).max(axis=1), np.where(keep, S, np.inf).min(axis=1)
+    else:
+        top, low = S.max(axis=1), S.min(axis=1)
+    return {i for i, close in zip(rows, (top - low <= bound).tolist()) if close}
+
+
+def _one_key(head: float64.Head, i: int, j: int) -> list[Fraction]:
+    assert head.exact_scale is not None  # asked for by the caller
+    score = sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(head.Q[i], head.K[j])), Fraction(0))
+    return [score * head.exact_scale]
+
+
+def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
+    """a = ints · 2^-shift exactly (float32 values: each a dyadic rational of at most 24 bits)."""
+    nonzero = a[a != 0]
+    if not nonzero.size:
+        return [[0] * a.shape[1] for _ in range(a.shape[0])], 0
+    _, e = np.frexp(nonzero)
+    shift = max(0, 53 - int(e.min()))  # every entry's last bit at 2^-shift or above
+    return [[int(x) for x in row] for row in np.ldexp(a, shift).tolist()], shift
+
+
+def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int):
+    # ROWS_AT_ONCE rows of balls at a time: memory stays O(ROWS_AT_ONCE · keys), not O(rows · keys)
+    from flint import fmpz_mat
+
+    keys, shift = _integers(head.K)
+    KT = (fmpz_mat(keys).transpose(), shift)
+    rows = sorted(wanted)
+    for start in range(0, len(rows), ROWS_AT_ONCE):
+        chunk = rows[start : start + ROWS_AT_ONCE]
+        yield from zip(chunk, _arb_rows(head, quantity, {i: wanted[i] for i in chunk}, bits, KT))
+
+
+def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, KT=None):
+    """For each row of ``wanted`` (in order), {column: ball} of its weights, outputs or log-sum-exp (column 0)."""
+    from flint import arb, arb_mat, ctx, fmpz_mat
+
+    saved = ctx.prec
+    ctx.prec = bits
+    try:
+        rows = list(wanted)
+        if KT is None:
+            keys, shift = _integers(head.K)
+            KT = (fmpz_mat(keys).transpose(), shift)
+        queries, q_shift = _integers(head.Q[rows])
+        exact = fmpz_mat(queries) * KT[0]  # the scores exactly, as integers · 2^-(q_shift + KT[1])
+        d = head.Q.shape[1]
+        c = (
+            1 / arb(d).sqrt()
+            if head.exact_scale is None
+            else arb(head.exact_scale.numerator) / head.exact_scale.denominator
+        )
+        c = c * arb(2) ** -(q_shift + KT[1])
+        scores = exact
+        m = scores.ncols()
+        zero = arb(0)
+        exps = []
+        for r, i in enumerate(rows):
+            keep = [True] * m if head.allowed is None else head.allowed[i].tolist()
+            exps.append([(scores[r, j] * c).exp() if keep[j] else zero for j in range(m)])
+        E = arb_mat(exps)
+        totals = E * arb_mat([[1]] * m)
+        if quantity in ("lse", "lse2"):
+            ln2 = arb(2).log()
+            for r in range(len(rows)):
+                yield {0: totals[r, 0].log() / (ln2 if quantity == "lse2" else 1)}
+            return
+        if quantity == "weights":
+            for r, i in enumerate(rows):
+                yield {j: E[r, j] / totals[r, 0] for j in wanted[i]}
+            return
+        for r, i in enumerate(rows):  # only the outputs asked for: each row's e · V[:, its columns]
+            cols = wanted[i]
+            weighted = arb_mat([exps[r]]) * arb_mat(head.V[:, cols].tolist())
+            yield {k: weighted[0, n] / totals[r, 0] for n, k in enumerate(cols)}
+    finally:
+        ctx.prec = saved
+
+
+def _ends(x) -> tuple[Fraction, Fraction]:
+    if not x.is_finite():
+        raise EvaluationError("value is not finite")
+    man, exp = x.mid().man_exp()
+    rman, rexp = x.rad().man_exp()
+    mid = Fraction(int(man)) * Fraction(2) ** int(exp)
+    rad = Fraction(int(rman)) * Fraction(2) ** int(rexp)
+    return mid - rad, mid + rad
+
+
+__all__ = ["refine"]

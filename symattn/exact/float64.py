@@ -1,0 +1,265 @@
+"""Attention in float64 with a rigorous a-priori bound on every value's error: the kernel engine's cheap path.
+
+This is the one place floats enter the exact side, and every float carries a bound that holds by IEEE
+arithmetic alone (round to nearest, unit roundoff u = 2^-53; γ_n = n·u / (1 − n·u)):
+
+- **Scores.** Inputs that are float32 values (float16 and bfloat16 included) have significands of at
+  most 24 bits, so each product q·k has at most 48 and is exact in float64. Rows of Q and K are split
+  (``Split``) so that the high parts' product is exact in any summation order, fused multiply-adds
+  included (BLAS); only the small rest carries γ_d of its magnitude.
+- **exp.** Our own, not libm's: e^t = 2^k · e^r with k = rint(t / ln 2), r = t − k·ln 2 (Cody–Waite),
+  and e^r by its Taylor polynomial of degree 13 in Horner's form on |r| ≤ 0.35. RHO, its relative error,
+  is computed at import in exact rationals (``_relative_error``: Horner's rounding step by step, the
+  coefficients' rounding, Lagrange's remainder, the reduction's error): about 4.2u. Below t = −700 the
+  value is 0 with an absolute error of at most 2^-1000.
+- **Sums, division.** Row sums and the products with V are summed in chunks of about √m keys: each
+  loses at most γ_{chunk + chunks} of its sum of magnitudes (products e·v one rounding more), not γ_m;
+  each division and product one rounding. Every bound is formed in floats from
+  non-negative terms and multiplied by SAFETY (1 + 10^-4), far more than the few roundings of forming it.
+
+The values and bounds come by blocks of query rows, so memory stays O(block · keys + N · D).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+U = 2.0**-53
+SAFETY = 1.0001
+TINY = 2.0**-1000  # bounds e^t for t < −700 (e^-699 < 2^-1000)
+FLOOR = -700.0
+BLOCK = 256  # query rows per block
+_DEGREE = 13
+_COEFFS = [1.0]
+for _i in range(1, _DEGREE + 1):
+    _COEFFS.append(_COEFFS[-1] / _i)  # fl(1/i!): each within u of 1/i!, covered by RHO
+_INV_LN2 = 1.4426950408889634
+_LN2_HI = 0.693147180369123816490  # ln 2 to 32 significant bits: k · _LN2_HI is exact for |k| < 2^21
+_LN2_LO = 1.90821492927058770002e-10  # fl(ln 2 − _LN2_HI); |ln 2 − _LN2_HI − _LN2_LO| < 2^-86
+_TERMS = 80
+_LN2_BELOW = sum((Fraction(1, k * 2**k) for k in range(1, _TERMS + 1)), Fraction(0))  # ln 2 = Σ 1/(k·2^k)
+_LN2 = (_LN2_BELOW, _LN2_BELOW + Fraction(1, (_TERMS + 1) * 2**_TERMS))  # the rest is below 1/((n+1)·2^n)
+_REACH = Fraction(35, 100) + Fraction(1, 2**40)  # |r| ≤ _REACH for the exact reduced argument too
+
+
+def horner_error(coeffs: list[float], reach: Fraction) -> Fraction:
+    """A bound on |Horner's float value − the exact polynomial with these float coefficients| for |x| ≤ reach.
+
+    The running recursion E_i = ρE_{i+1} + u(ρ(P_{i+1} + E_{i+1})(2 + u) + |ĉ_i|): fl(fl(p·x) + c) rounds
+    twice a step, and P_i = Σ_{j≥i} |ĉ_j| ρ^(j−i) bounds the exact partial value.
+    """
+    u, rho, n = Fraction(U), reach, len(coeffs) - 1
+    c = [abs(Fraction(x)) for x in coeffs]
+    P = [sum((c[j] * rho ** (j - i) for j in range(i, n + 1)), Fraction(0)) for i in range(n + 1)]
+    E = Fraction(0)
+    for i in range(n - 1, -1, -1):
+        E = rho * E + u * (rho * (P[i + 1] + E) * (2 + u) + c[i])
+    return E
+
+
+def _relative_error() -> Fraction:
+    """A bound on |exp_bounded(t) − e^t| / e^t for t in [−700, 0], in exact rationals.
+
+    Horner's rounding by the running recursion E_i = ρE_{i+1} + u(2ρ(P_{i+1} + E_{i+1}) + ĉ_i) (two
+    roundings a step; P_i bounds the partial polynomial), the coefficients' own rounding, Lagrange's
+    remainder, and the argument's error: both Cody–Waite steps rounded, |k| ≤ 1011, ln 2's split.
+    """
+    u, rho = Fraction(U), _REACH
+    c = [Fraction(x) for x in _COEFFS]
+    E = horner_error(_COEFFS, rho)
+    factorials = [math.factorial(i) for i in range(_DEGREE + 2)]
+    coeffs = sum((abs(c[i] - Fraction(1, factorials[i])) * rho**i for i in range(_DEGREE + 1)), Fraction(0))
+    truncation = rho ** (_DEGREE + 1) / factorials[_DEGREE + 1] * Fraction(14192, 10000)  # e^0.35 < 1.4192
+    polynomial = (E + coeffs + truncation) / Fraction(7046, 10000)  # relative to e^r ≥ e^-0.35 > 0.7046
+    split = max(
+        abs(_LN2[0] - Fraction(_LN2_HI) - Fraction(_LN2_LO)), abs(_LN2[1] - Fraction(_LN2_HI) - Fraction(_LN2_LO))
+    )
+    argument = 2 * u * rho + u * 1011 * Fraction(_LN2_LO) + 1011 * split  # |r̂ − (t − k ln 2)|
+    growth = argument * Fraction(10001, 10000)  # e^δ − 1 ≤ 1.0001 δ for δ < 10^-4
+    return (1 + polynomial) * (1 + growth) - 1
+
+
+RHO = math.nextafter(float(_relative_error()), math.inf)  # the relative error of exp_bounded on [−700, 0]
+
+
+def gamma(n: int) -> float:
+    """γ_n rounded up generously: n·u/(1 − n·u) ≤ (n + 1)·u for n·u < 10^-6."""
+    assert n * U < 1e-6
+    return (n + 1) * U
+
+
+def exp_bounded(t: np.ndarray) -> np.ndarray:
+    """e^t for t ≤ 0 (masked entries −inf give 0), within RHO relative for t ≥ −700; 0 below."""
+    low = t < FLOOR
+    s = np.where(low, 0.0, t)
+    k = np.rint(s * _INV_LN2)
+    r = s - k * _LN2_HI  # exact: k·_LN2_HI is exact and, for k ≠ 0, within a factor 2 of s (Sterbenz)
+    r -= k * _LN2_LO
+    if r.size and float(np.max(np.abs(r))) > 0.35:  # never: |r| ≤ ln 2 / 2 + a few ulps
+        raise ArithmeticError("exp_bounded: argument reduction left |r| > 0.35")
+    p = np.full_like(r, _COEFFS[_DEGREE])
+    for c in reversed(_COEFFS[:_DEGREE]):
+        p *= r
+        p += c
+    out = np.ldexp(p, k.astype(np.int32))  # exact: p·2^k stays normal above e^-700
+    out[low] = 0.0
+    return out
+
+
+def is_float32(a: np.ndarray) -> bool:
+    """Every entry finite and a float32 value (float16 and bfloat16 ones are), so products are exact."""
+    return bool(np.all(np.isfinite(a)) and np.all(a.astype(np.float32).astype(np.float64) == a))
+
+
+@dataclass(frozen=True)
+class Head:
+    """One head's exact inputs as float64 arrays: Q (n×d), K (m×d), V (m×dv), all float32 values."""
+
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    scale: float  # a float within scale_error · scale of the scale c (Z = c·S)
+    scale_error: float  # relative
+    exact_scale: Fraction | None  # c exactly; None: 1/√d
+    allowed: np.ndarray | None  # n×m booleans, True = may attend; None: every key
+
+
+@dataclass(frozen=True)
+class Block:
+    """Query rows [start, stop): float values of the weights and output and bounds on their errors."""
+
+    start: int
+    stop: int
+    weights: np.ndarray
+    weights_error: np.ndarray
+    output: np.ndarray
+    output_error: np.ndarray
+    shift: np.ndarray  # each row's maximum scaled score M (a float): the sum below is of e^(z − M)
+    total: np.ndarray  # Σ e^(z − M), a column
+    total_error: np.ndarray
+
+
+def blocks(head: Head, weights: bool = True, block: int = BLOCK) -> Iterator[Block]:
+    """The head's weights (only with ``weights``) and output with their error bounds, block by block."""
+    split, absV = Split.of(head.K), np.abs(head.V)
+    for start in range(0, head.Q.shape[0], block):
+        with np.errstate(invalid="ignore", over="ignore"):  # 0·inf and overflow leave no bound: inf below
+            yield _block(head, start, min(start + block, head.Q.shape[0]), weights, split, absV)
+
+
+@dataclass(frozen=True)
+class Split:
+    """Rows x = high + low (Rump–Ogita–Oishi's ExtractScalar with σ = 2^(e+s), |x| ≤ 2^e per row):
+    high has at most 53 − s bits below 2^e, so that a sum of d products high·high' is exact in float64,
+    and |low| ≤ 2^(e+s−53)."""
+
+    whole: np.ndarray
+    high: np.ndarray
+    low: np.ndarray
+    top: np.ndarray  # 2^e of each row
+    s: int
+
+    @staticmethod
+    def of(x: np.ndarray, s: int | None = None) -> Split:
+        d = x.shape[1]
+        if s is None:  # 104 − 2s + log2 d ≤ 53: the grid of high·high' holds every partial sum
+            s = -(-(51 + max(1, d - 1).bit_length()) // 2)
+        _, e = np.frexp(np.max(np.abs(x), axis=1, keepdims=True))  # max < 2^e (e = 0 for a zero row)
+        sigma = np.ldexp(1.0, e + s)
+        high = (x + sigma) - sigma  # exact (ExtractScalar): a multiple of 2^(e+s−52)
+        return Split(x, high, x - high, np.ldexp(1.0, e), s)
+
+
+def _scores(q: np.ndarray, keys: Split) -> tuple[np.ndarray, np.ndarray]:
+    """S = q·Kᵀ and a bound on its error: the high parts' product is exact, the rest is small."""
+    d = q.shape[1]
+    rows = Split.of(q, keys.s)
+    exact = rows.high @ keys.high.T
+    rest = rows.high @ keys.low.T + rows.low @ keys.whole.T  # products exact (≤ 24 + 24 bits); sums not
+    S = exact + rest
+    # |high·low'| + |low·k'| ≤ d·2^(e+e'+s−53)·(2 + 2^(s−53)); each sum loses at most γ_d of it
+    small = (gamma(d) * d * 2.0 ** (keys.s - 52) * SAFETY) * (rows.top @ keys.top.T)
+    return S, SAFETY * (U * np.abs(S) + U * np.abs(rest) + small)
+
+
+def exps(head: Head, rows: slice | np.ndarray, split: Split):
+    """The exp stage of the given query rows: E = e^(z − M) and its error eE, the relative bound eps of
+    each entry, which entries underflowed (bounded by TINY), the row maxima M."""
+    S, eS = _scores(head.Q[rows], split)
+    c = head.scale
+    Z = S * c
+    eZ = SAFETY * (U * np.abs(Z) + eS * c + (np.abs(S) + eS) * (c * head.scale_error))
+    del eS
+    mask = None if head.allowed is None else head.allowed[rows]
+    if mask is not None:
+        Z[~mask] = -np.inf
+    M = np.max(Z, axis=1, keepdims=True)
+    T = Z - M  # T ≤ 0; the softmax is the same for any shift, so shifting by the float M is exact
+    eT = SAFETY * (U * np.abs(T) + eZ)
+    del Z, eZ
+    E = exp_bounded(T)
+    big = eT > 0.5  # where e^{eT} − 1 ≤ eT + eT² no longer bounds usefully: no bound at all
+    eps = SAFETY * (1 + 2 * RHO) * (eT * (1 + eT) + RHO)
+    eps[big] = np.inf
+    under = T < FLOOR
+    if mask is not None:
+        eps[~mask] = 0.0  # a masked key: exactly 0
+        under &= mask
+    eE = E * eps
+    eE[under] = TINY
+    return E, eE, eps, under, M
+
+
+def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV: np.ndarray) -> Block:
+    m = head.K.shape[0]
+    width = math.isqrt(m - 1) + 1  # keys per chunk: sums of chunk sums lose γ_{width + chunks}, not γ_m
+    chunks = -(-m // width)
+    g_sum = gamma(width + chunks + 1)  # +1: the products e·v round once more
+    E, eE, eps, under, M = exps(head, slice(start, stop), split)
+    ell = _chunked(E, width, chunks)
+    e_ell = SAFETY * (g_sum * ell + np.sum(eE, axis=1, keepdims=True))
+    eps_row = np.max(eps, axis=1, keepdims=True)
+    tiny_row = np.where(np.any(under, axis=1, keepdims=True), TINY, 0.0)
+    N = _chunked(E, width, chunks, head.V)
+    B = _chunked(E, width, chunks, absV)
+    eN = SAFETY * ((g_sum + eps_row * (1 + g_sum)) * B + tiny_row * np.sum(absV, axis=0))
+    O = N / ell
+    room = np.where(ell > e_ell, ell * (ell - e_ell), 0.0)  # no room: no bound (inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eO = SAFETY * (U * np.abs(O) + eN / ell + (np.abs(N) + eN) * e_ell / room)
+    eO[~np.isfinite(eO)] = np.inf
+    if weights:
+        A = E / ell
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eA = SAFETY * (U * A + eE / ell + (E + eE) * e_ell / room)
+        eA[~np.isfinite(eA)] = np.inf
+    else:
+        A = eA = np.empty((0, 0))
+    return Block(start, stop, A, eA, O, eO, M, ell, e_ell)
+
+
+def _chunked(E: np.ndarray, width: int, chunks: int, V: np.ndarray | None = None) -> np.ndarray:
+    """Row sums of E (or E·V) as sums over chunks of ``width`` keys of each chunk's sum, in any order."""
+    n, m = E.shape
+    if chunks * width != m:  # zeros pad the last chunk: they add nothing and lose nothing
+        E = np.concatenate([E, np.zeros((n, chunks * width - m))], axis=1)
+        if V is not None:
+            V = np.concatenate([V, np.zeros((chunks * width - m, V.shape[1]))], axis=0)
+    parts = E.reshape(n, chunks, width)
+    if V is None:
+        return parts.sum(axis=2).sum(axis=1, keepdims=True)
+    stacked = np.ascontiguousarray(parts.transpose(1, 0, 2))  # contiguous: one BLAS call per chunk
+    return np.matmul(stacked, V.reshape(chunks, width, V.shape[1])).sum(axis=0)
+
+
+def interval(value: np.ndarray, error: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[lo, hi] holding value ± error: each end moved one float outward past its rounding."""
+    return np.nextafter(value - error, -np.inf), np.nextafter(value + error, np.inf)
+
+
+__all__ = ["RHO", "Block", "Head", "blocks", "exp_bounded", "gamma", "interval", "is_float32"]
