@@ -138,7 +138,18 @@ def test_page_opens_in_the_browsers_language(client, header, lang):
 def test_variant_area_is_built_from_its_list(client):
     page = client.get("/").text
     area = re.search(r'<fieldset class="settings variant" id="variant">(.*?)</fieldset>', page, re.S).group(1)
-    assert re.findall(r'data-key="([a-z_]+)"', area) == [v["key"] for v in variants()] == ["mask", "softmax", "heads"]
+    assert (
+        re.findall(r'data-key="([a-z_]+)"', area)
+        == [v["key"] for v in variants()]
+        == [
+            "mask",
+            "softmax",
+            "heads",
+            "kv_heads",
+            "window",
+            "causal_align",
+        ]
+    )
     assert re.findall(r'<option value="([a-z]+)" data-ui="softmax_', area) == ["plain", "stable"]
 
 
@@ -311,7 +322,20 @@ def test_variant_softmax(english, server):
     wait_math(english, math_of(fragment(raw)), "the stable softmax")
     assert english.execute_script(
         "return Array.from(document.querySelectorAll('#variant [data-key]')).map(n => n.id)"
-    ) == ["set-mask", "set-softmax", "set-heads"]
+    ) == ["set-mask", "set-softmax", "set-heads", "set-kv_heads", "set-window", "set-causal_align"]
+
+
+def test_variant_window_and_alignment(english, server):
+    raw = seed("en")
+    open_fresh(english, server, raw)
+    retype(english.find_element("id", "set-window"), "2")
+    raw["window"] = "2"
+    wait_math(english, math_of(fragment(raw)), "the sliding window")
+    choose(english, "set-causal_align", "bottom-right")
+    choose(english, "set-causal_align", "top-left")  # back to the default: the key leaves the spec
+    retype(english.find_element("id", "set-window"), "1")
+    raw["window"] = "1"
+    wait_math(english, math_of(fragment(raw)), "a window of one key")
 
 
 # --- practice mode ------------------------------------------------------------------
@@ -489,6 +513,9 @@ def test_a_variant_control_is_one_entry(monkeypatch):
         ("mask", "select"),
         ("softmax", "select"),
         ("heads", "number"),
+        ("kv_heads", "number"),
+        ("window", "number"),
+        ("causal_align", "select"),
         ("expand", "text"),
         ("rounding", "number"),
     ]

@@ -291,7 +291,8 @@
       buildGrids();
     } else if (key === "title" || key === "scale" || key === "focus" || (variant && variant.kind !== "select")) {
       if (value.trim() === "") delete spec[key]; else spec[key] = value;
-    } else spec[key] = value;
+    } else if (variant && value === variant.default) delete spec[key];  // a spec without the key says the same
+    else spec[key] = value;
     if (key === "lang") { translateExample(value); setLanguage(value); buildAll(); buildCheckRows(); buildBoxes(); }
   }
 

@@ -131,12 +131,17 @@ def variants() -> list[dict[str, Any]]:
     value a spec without the key has. Adding a variant key to the page is one entry here (and its [ui]
     phrase, named as the key, and for a select one per choice, ``<key>_<choice>``); an empty number or
     text leaves the key out of the spec."""
+    from symattn.input import limits
     from symattn.input.choices import MASKS, SOFTMAXES
+    from symattn.input.masks_modern import ALIGNMENTS
 
     return [
         {"key": "mask", "kind": "select", "choices": list(MASKS), "default": "none"},
         {"key": "softmax", "kind": "select", "choices": list(SOFTMAXES), "default": "plain"},
-        {"key": "heads", "kind": "number", "min": 1, "max": 16, "default": "1"},
+        {"key": "heads", "kind": "number", "min": 1, "max": limits.HEADS, "default": "1"},
+        {"key": "kv_heads", "kind": "number", "min": 1, "max": limits.KV_HEADS, "default": ""},
+        {"key": "window", "kind": "number", "min": 1, "max": limits.WINDOW, "default": ""},
+        {"key": "causal_align", "kind": "select", "choices": list(ALIGNMENTS), "default": "top-left"},
     ]
 
 
