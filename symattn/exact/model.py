@@ -65,6 +65,8 @@ class Model(ClosedForms, Rounding, ForwardPass):
     scale: sympy.Expr  # Z = S * scale
     allowed: Mask | None = None  # True where a query may attend to a key; None: everywhere
     kind: ClassVar[str] = "head"
+    plain_scores: ClassVar[bool] = True  # z = n·scale/den, as compute's structure printer and certificates assume
+    extra_quantities: ClassVar[tuple[str, ...]] = ()  # a variant's own quantities (ALiBi's "bias")
 
     @property
     def n_queries(self) -> int:
@@ -396,6 +398,8 @@ def scale_of(spec: Spec) -> sympy.Expr:
 
 def build_model(spec: Spec) -> Model:
     """The exact model of a validated single-head spec."""
+    from symattn.exact.score_variants import with_score_variants  # it subclasses Model
+
     if spec.heads > 1:
         raise ValueError("a multi-head spec has one model per head: use build_heads")
     Q, K, V = spec.Q, spec.K, spec.V
@@ -414,6 +418,7 @@ def build_model(spec: Spec) -> Model:
         scale=scale_of(spec),
         allowed=spec.allowed,
     )
+    model = with_score_variants(model, spec)  # issue 20: ALiBi (symattn.exact.score_variants)
     _check_work(model, spec.source)
     return model
 

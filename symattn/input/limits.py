@@ -196,3 +196,6 @@ NPY_HEADER = 10_000  # bytes of a .npy header (NumPy's own max_header_size); che
 # characters of one JSON number of a float result: the exact decimal of any float64 (up to 767
 # significant digits, 1074 after the point) fits; checked before the text is converted
 RESULT_NUMBER_LENGTH = 1100
+
+# --- score variants (alibi) -------------------------------------------------------
+ALIBI_SLOPE = 100  # the largest alibi_slopes entry: the bias −m·|i − j| then stays within ABS_Z's reach

@@ -31,6 +31,8 @@ from symattn.input.parts import (
 )
 from symattn.input.projection import Projection, project
 from symattn.input.reader import Matrix, Reader, Scale, check_keys, kind_of
+from symattn.input.score_variants import KEYS as SCORE_VARIANT_KEYS
+from symattn.input.score_variants import Alibi, check_alibi, read_alibi
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class Spec:
     numbered: bool = False  # LaTeX headings numbered (no *), so that they enter the table of contents
     figures: str = "all"  # "all": heatmaps and the token diagram; "weights": the heatmaps; "none"
     inputs: str = "exact"  # "rounded": each typed input is any value that rounds to it (check: input-rounding)
+    # issue 20, the scores' variants (symattn.input.score_variants)
+    alibi: Alibi | None = None  # ALiBi's slopes, one per head
 
     @property
     def page(self) -> str:
@@ -120,6 +124,7 @@ class Spec:
             b_O=None,
             title=None,
             backward=None,
+            alibi=None if self.alibi is None else self.alibi.head(index),
         )
 
     def with_options(self, **options: Any) -> Spec:
@@ -155,7 +160,9 @@ class Spec:
             changes["numbered"] = reader.flag(raw["numbered"], "--numbered")
         if raw.get("backward") and self.backward is None:  # --backward: L = Σ O unless the spec says otherwise
             changes["backward"] = Backward("sum")
-        return replace(self, **changes)
+        new = replace(self, **changes)
+        check_alibi(reader, new.alibi, new.rounding, new.is_symbolic, new.backward is not None)
+        return new
 
 
 _OVERRIDABLE = {
@@ -210,6 +217,7 @@ SPEC_KEYS = (
     "numbered",
     "figures",
     "inputs",
+    *SCORE_VARIANT_KEYS,
 )
 
 
@@ -301,6 +309,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         W_O=W_O,
         b_O=b_O,
     )
+    spec = replace(spec, alibi=read_alibi(reader, data, heads, spec.rounding, spec.is_symbolic))
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
     if "backward" in data:

@@ -1,0 +1,308 @@
+"""ALiBi's distance bias in the exact model: z_ij = S_ij · scale − m·|i − j|.
+
+Each biased score is p·scale + q·m with rationals p = S_ij and q = −|i − j|. Whether two scores are
+equal, and whether one is rational, is decided from (p, q) alone:
+
+- when scale/m = t is rational (1/√2 with the paper's m = 2^(−1/2), or rational scale and slope),
+  z = (p·t + q)·m: order and equality are those of the rational p·t + q, since m > 0;
+- otherwise 1, scale and m are linearly independent over Q (scale is c·√r, m is k·2^e; 2^e lies in
+  Q(√r) only when it is rational or r = 2 and e − 1/2 is an integer, the case above), so z is
+  rational iff each of p·scale and q·m is, and two scores are equal iff their (p, q) are; the order
+  of unequal ones is decided by enclosures, which must separate them.
+
+e^z is then rational only at z = 0 (Lindemann–Weierstrass), and the weights and outputs follow the
+rules of :class:`~symattn.exact.model.Model` on the groups of equal scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from fractions import Fraction
+from functools import cached_property, cmp_to_key
+from typing import ClassVar
+
+import sympy
+from sympy import ImmutableMatrix
+
+from symattn.exact import numeric
+from symattn.exact.boxes import Boxes
+from symattn.exact.model import Model
+from symattn.exact.numeric import Fixed
+from symattn.input.errors import EvaluationError
+from symattn.input.limits import PRECISION_BITS
+from symattn.input.score_variants import Slope
+
+Form = tuple[Fraction, Fraction]  # (p, q): the value p·scale + q·m
+
+
+def slope_expr(slope: Slope) -> sympy.Expr:
+    """The exact slope: 2^e (algebraic, or rational when e is an integer), or the given decimal."""
+    if slope.given is not None:
+        value = slope.given.value
+        return sympy.Rational(value.numerator, value.denominator)
+    return sympy.Pow(2, sympy.Rational(slope.exponent.numerator, slope.exponent.denominator))
+
+
+def distance(i: int, j: int) -> int:
+    """|i − j|, query and key both counted 0, 1, … from the first row (cross-attention too)."""
+    return abs(i - j)
+
+
+@dataclass(frozen=True, eq=False)
+class BiasedModel(Model):
+    """A head whose scaled scores carry ALiBi's bias −m·|i − j| (m = k · 2^e)."""
+
+    plain_scores: ClassVar[bool] = False
+    extra_quantities: ClassVar[tuple[str, ...]] = ("bias",)
+    slope: sympy.Expr = sympy.Integer(0)
+    slope_k: Fraction = Fraction(1)
+    slope_e: Fraction = Fraction(0)
+
+    # --- exact structure ------------------------------------------------------
+
+    @cached_property
+    def bias(self) -> ImmutableMatrix:
+        """−m·|i − j| for every query i and key j (masked or not)."""
+        return ImmutableMatrix(self.n_queries, self.n_keys, lambda i, j: -self.slope * distance(i, j))
+
+    @cached_property
+    def _scale_parts(self) -> tuple[Fraction, int]:
+        c, root = self.scale.as_coeff_Mul()  # scale = c·√r, r square-free (1: rational)
+        r = 1 if root == 1 else int(root.base)
+        return Fraction(int(c.p), int(c.q)), r
+
+    @cached_property
+    def _ratio(self) -> Fraction | None:
+        """scale/m when it is rational, else None."""
+        c, r = self._scale_parts
+        e = self.slope_e
+        if r == 1 and e.denominator == 1:
+            power = -e
+        elif r == 2 and (e - Fraction(1, 2)).denominator == 1:
+            power = Fraction(1, 2) - e
+        else:
+            return None
+        return c / self.slope_k * Fraction(2) ** int(power)
+
+    @cached_property
+    def _slope_rational(self) -> Fraction | None:
+        return self.slope_k * Fraction(2) ** int(self.slope_e) if self.slope_e.denominator == 1 else None
+
+    def _form(self, i: int, j: int) -> Form:
+        den, rows = self.score_integers
+        return Fraction(rows[i][j], den), Fraction(-distance(i, j))
+
+    def _key(self, form: Form) -> object:
+        p, q = form
+        return p * self._ratio + q if self._ratio is not None else form
+
+    def _value(self, form: Form) -> Fraction | None:
+        """The exact rational value of p·scale + q·m, or None where it is irrational."""
+        p, q = form
+        if self._ratio is not None:
+            key = p * self._ratio + q
+            if key == 0:
+                return Fraction(0)
+            return None if self._slope_rational is None else key * self._slope_rational
+        c, r = self._scale_parts
+        total = Fraction(0)
+        if p != 0:
+            if r != 1:
+                return None
+            total += p * c
+        if q != 0:
+            if self._slope_rational is None:
+                return None
+            total += q * self._slope_rational
+        return total
+
+    def _compare(self, a: Form, b: Form) -> int:
+        """The sign of (value a − value b), exactly."""
+        diff = (a[0] - b[0], a[1] - b[1])
+        if self._key(a) == self._key(b):
+            return 0
+        if self._ratio is not None:
+            key = self._key(diff)
+            assert isinstance(key, Fraction)  # a rational ratio gives rational keys
+            return (key > 0) - (key < 0)
+        bits = 64
+        while bits <= PRECISION_BITS:  # unequal values: the enclosures separate them
+            box = self._form_box(diff, bits)
+            if box.lo > 0:
+                return 1
+            if box.hi < 0:
+                return -1
+            bits *= 2
+        raise EvaluationError("cannot order two biased scores")
+
+    def _form_box(self, form: Form, bits: int) -> Fixed:
+        scale = Fixed.from_interval(numeric.enclose(self.scale, bits + 8), bits)
+        slope = Fixed.from_interval(numeric.enclose(self.slope, bits + 8), bits)
+        return add(times(form[0], scale), times(form[1], slope))
+
+    # --- the model's quantities -------------------------------------------------
+
+    @cached_property
+    def scaled(self) -> ImmutableMatrix:
+        S, B = self.scores, self.bias
+        return ImmutableMatrix(
+            S.rows,
+            S.cols,
+            lambda i, j: S[i, j] * self.scale + B[i, j] if self.may_attend(i, j) else sympy.S.NegativeInfinity,
+        )
+
+    @cached_property
+    def shifted(self) -> ImmutableMatrix:
+        Z = self.scaled
+        return ImmutableMatrix(
+            Z.rows,
+            Z.cols,
+            lambda i, j: Z[i, j] - Z[i, self.row_max[i]] if self.may_attend(i, j) else sympy.S.NegativeInfinity,
+        )
+
+    def _comparer(self, i: int) -> Callable[[int, int], int]:
+        return lambda a, b: self._compare(self._form(i, a), self._form(i, b))
+
+    @cached_property
+    def row_max(self) -> tuple[int, ...]:
+        out = []
+        for i in range(self.n_queries):
+            keys = [j for j in range(self.n_keys) if self.may_attend(i, j)]
+            out.append(max(keys, key=cmp_to_key(self._comparer(i))))
+        return tuple(out)
+
+    @cached_property
+    def _groups(self) -> list[list[list[int]]]:
+        out = []
+        for i in range(self.n_queries):
+            groups: dict[object, list[int]] = {}
+            for j in range(self.n_keys):
+                if self.may_attend(i, j):
+                    groups.setdefault(self._key(self._form(i, j)), []).append(j)
+            out.append(list(groups.values()))
+        return out
+
+    def _shifted_form(self, i: int, j: int) -> Form:
+        (p, q), (p0, q0) = self._form(i, j), self._form(i, self.row_max[i])
+        return p - p0, q - q0
+
+    def exact(self, quantity: str) -> ImmutableMatrix:
+        return self.bias if quantity == "bias" else super().exact(quantity)
+
+    def _rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
+        n, m, ok = self.n_queries, self.n_keys, self.may_attend
+        if quantity == "bias":
+            return tuple(
+                tuple(self._value((Fraction(0), Fraction(-distance(i, j)))) for j in range(m)) for i in range(n)
+            )
+        if quantity in ("scaled", "shifted", "exp", "exp_shifted"):
+            form = self._form if quantity in ("scaled", "exp") else self._shifted_form
+            values = [[self._value(form(i, j)) if ok(i, j) else None for j in range(m)] for i in range(n)]
+            if quantity.startswith("exp"):  # e^z is rational only at z = 0; e^−∞ = 0
+                return tuple(
+                    tuple(Fraction(1) if v == 0 else None if ok(i, j) else Fraction(0) for j, v in enumerate(row))
+                    for i, row in enumerate(values)
+                )
+            return tuple(tuple(row) for row in values)
+        if quantity in ("exp_sum", "exp_shifted_sum"):
+            exps = self.rationals(quantity[: -len("_sum")])
+            return tuple(
+                (Fraction(self._allowed_count(i)) if all(e == 1 for j, e in enumerate(row) if ok(i, j)) else None,)
+                for i, row in enumerate(exps)
+            )
+        return super()._rationals(quantity)
+
+    @cached_property
+    def largest_z(self) -> tuple[Fraction, int, int]:
+        den, rows = self.score_integers
+        scale, slope = _upper(self.scale), _upper(self.slope)
+        top, i, j = max(
+            (abs(Fraction(x, den)) * scale + slope * distance(i, j), i, j)
+            for i, row in enumerate(rows)
+            for j, x in enumerate(row)
+            if self.may_attend(i, j)
+        )
+        return top, i, j
+
+    def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
+        bits = -(-bits // 32) * 32
+        if bits not in self._boxes:
+            self._boxes[bits] = BiasedBoxes(self, bits)
+        return getattr(self._boxes[bits], quantity)()
+
+
+class BiasedBoxes(Boxes):
+    """Enclosures of a biased head: each z from its (p, q), each exp from its z."""
+
+    model: BiasedModel
+
+    @cached_property
+    def _slope(self) -> Fixed:
+        return Fixed.from_interval(numeric.enclose(self.model.slope, self.prec + 8), self.prec)
+
+    def _box(self, form: Form) -> Fixed:
+        return add(times(form[0], self._scale), times(form[1], self._slope))
+
+    def _rows(self, shifted: bool) -> list[list[Fixed | None]]:
+        model = self.model
+        zero = Fixed(0, 0, self.prec)
+        out: list[list[Fixed | None]] = []
+        for i in range(model.n_queries):
+            top = {j for group in model._groups[i] for j in group if model.row_max[i] in group}
+            row: list[Fixed | None] = []
+            for j in range(model.n_keys):
+                if not model.may_attend(i, j):
+                    row.append(None)
+                elif shifted and j in top:
+                    row.append(zero)  # z − max z is exactly 0 for the maximum's group
+                else:
+                    row.append(self._box(model._shifted_form(i, j) if shifted else model._form(i, j)))
+            out.append(row)
+        return out
+
+    @cached_property
+    def _z(self) -> list[list[Fixed | None]]:
+        return self._rows(shifted=False)
+
+    @cached_property
+    def _z_shifted(self) -> list[list[Fixed | None]]:
+        return self._rows(shifted=True)
+
+    def _exps(self, shifted: bool) -> list[list[Fixed]]:
+        zero = Fixed(0, 0, self.bits)
+        rows = self._z_shifted if shifted else self._z
+        return [[zero if z is None else numeric.exp_fixed(z, self.prec, self.bits) for z in row] for row in rows]
+
+    def bias(self) -> list[Fixed]:
+        n, m = self.model.n_queries, self.model.n_keys
+        return self._flat([[self._box((Fraction(0), Fraction(-distance(i, j)))) for j in range(m)] for i in range(n)])
+
+
+def times(r: Fraction, box: Fixed) -> Fixed:
+    """r · box, rounded outward."""
+    lo, hi = (box.lo, box.hi) if r >= 0 else (box.hi, box.lo)
+    return Fixed((lo * r.numerator) // r.denominator, -((-hi * r.numerator) // r.denominator), box.bits)
+
+
+def add(a: Fixed, b: Fixed) -> Fixed:
+    return Fixed(a.lo + b.lo, a.hi + b.hi, a.bits)
+
+
+def _upper(x: sympy.Expr) -> Fraction:
+    box = Fixed.from_interval(numeric.enclose(x, 64), 32)
+    return Fraction(box.hi, 1 << 32)
+
+
+def with_score_variants(model: Model, spec) -> Model:  # spec: Spec (the input layer's)
+    """The model with the spec's ALiBi bias, or the model itself without one."""
+    if spec.alibi is None:
+        return model
+    slope = spec.alibi.slopes[0]
+    k = Fraction(1) if slope.given is None else slope.given.value
+    return BiasedModel(
+        **{f.name: getattr(model, f.name) for f in fields(model)},
+        slope=slope_expr(slope),
+        slope_k=k,
+        slope_e=slope.exponent,
+    )

@@ -1,0 +1,97 @@
+"""Read the keys that change the scores before the softmax: ALiBi's distance bias (``alibi``,
+``alibi_slopes``).
+
+ALiBi (Press et al., 2022) adds −m_h·|i − j| to each scaled score of head h, with the query at
+position i and the key at position j, both counted 0, 1, … from the first row. ``alibi = true``
+takes the paper's slopes m_h = 2^(−8h/H), h = 1..H; ``alibi_slopes`` gives one decimal per head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from symattn.input import limits
+from symattn.input.files import kind_of
+from symattn.input.numeral import Numeral
+from symattn.input.reader import Reader
+
+KEYS = ("alibi", "alibi_slopes")
+
+
+@dataclass(frozen=True)
+class Slope:
+    """One head's ALiBi slope: 2^exponent (the paper's), or the decimal the spec gives."""
+
+    exponent: Fraction = Fraction(0)  # m = 2^exponent when ``given`` is None
+    given: Numeral | None = None
+
+    @property
+    def is_paper(self) -> bool:
+        return self.given is None
+
+
+@dataclass(frozen=True)
+class Alibi:
+    """The slopes of every head (one for a single head)."""
+
+    slopes: tuple[Slope, ...]
+
+    @property
+    def is_paper(self) -> bool:
+        return self.slopes[0].is_paper
+
+    def head(self, index: int) -> Alibi:
+        return Alibi((self.slopes[index],))
+
+
+def paper_slopes(heads: int) -> tuple[Slope, ...]:
+    """The paper's slopes 2^(−8h/H), h = 1..H: a geometric sequence from 2^(−8/H) down to 2^(−8)."""
+    return tuple(Slope(Fraction(-8 * h, heads)) for h in range(1, heads + 1))
+
+
+def read_alibi(reader: Reader, data: Mapping[str, Any], heads: int, rounding: str, symbolic: bool) -> Alibi | None:
+    """``alibi = true`` or ``alibi_slopes = [...]`` (one positive decimal per head), or None."""
+    if "alibi" in data and "alibi_slopes" in data:
+        raise reader.error("alibi_slopes", "give alibi = true or alibi_slopes, not both")
+    if "alibi" in data:
+        if not reader.flag(data["alibi"], "alibi"):
+            return None
+        alibi = Alibi(paper_slopes(heads))
+    elif "alibi_slopes" in data:
+        raw = data["alibi_slopes"]
+        if not isinstance(raw, list):
+            raise reader.error("alibi_slopes", f"expected a list of {heads} slope(s), one per head, got {kind_of(raw)}")
+        if len(raw) != heads:
+            raise reader.error(
+                "alibi_slopes", f"expected {heads} slope(s), one per head (heads = {heads}), got {len(raw)}"
+            )
+        slopes = []
+        for h, x in enumerate(raw, 1):
+            m = reader.number(x, "alibi_slopes", (h,))
+            if not 0 < m.value <= limits.ALIBI_SLOPE:
+                raise reader.error(
+                    "alibi_slopes", f"a slope must be > 0 and at most {limits.ALIBI_SLOPE}, got {m.text}", (h,)
+                )
+            slopes.append(Slope(given=m))
+        alibi = Alibi(tuple(slopes))
+    else:
+        return None
+    check_alibi(reader, alibi, rounding, symbolic, "backward" in data, "alibi" if "alibi" in data else "alibi_slopes")
+    return alibi
+
+
+def check_alibi(
+    reader: Reader, alibi: Alibi | None, rounding: str, symbolic: bool, backward: bool, key: str = "alibi"
+) -> None:
+    """Refuse what ALiBi does not combine with (from the spec's keys, or from the command line's flags)."""
+    if alibi is None:
+        return
+    if rounding == "hand":
+        raise reader.error(key, 'rounding = "hand" is not supported with ALiBi; use rounding = "exact"')
+    if symbolic:
+        raise reader.error(key, "symbols are not supported with ALiBi; give numbers")
+    if backward:
+        raise reader.error(key, "the backward pass is not supported with ALiBi yet")

@@ -1,0 +1,90 @@
+"""Agreement with PyTorch (torch==2.13.0, CPU, float64) for the score variants of issue 20: ALiBi.
+
+ALiBi's bias −m_h·|i − j| (query i and key j counted 0, 1, … from the first row) is given to
+``scaled_dot_product_attention`` as an additive float mask built the same way; a boolean mask or the
+causal mask is folded into it as −∞.
+"""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from symattn.derivation.intermediates import compute
+from symattn.input.spec import load_spec
+
+from .strategies import matrix
+from .test_torch import SETTINGS, assert_close, magnitude, tensor
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (CI installs torch==2.13.0)")
+F = torch.nn.functional
+
+pytestmark = pytest.mark.client
+
+
+def alibi_bias(slope: float, n_q: int, n_k: int):
+    i = torch.arange(n_q, dtype=torch.float64)[:, None]
+    j = torch.arange(n_k, dtype=torch.float64)[None, :]
+    return -slope * (i - j).abs()
+
+
+@st.composite
+def alibi_inputs(draw):
+    heads = draw(st.integers(1, 3))
+    n_q, n_k = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    d, dv = draw(st.integers(1, 2)) * heads, draw(st.integers(1, 2)) * heads
+    raw = {"Q": matrix(draw, n_q, d), "K": matrix(draw, n_k, d), "V": matrix(draw, n_k, dv), "heads": heads}
+    if n_q != n_k:
+        raw["key_tokens"] = [f"k{j}" for j in range(n_k)]
+    if draw(st.booleans()):
+        raw["alibi"] = True
+    else:
+        raw["alibi_slopes"] = [draw(st.sampled_from(["0.5", "0.25", "1", "0.125", "2.5", "1/3"])) for _ in range(heads)]
+    mask = draw(st.sampled_from(["none", "causal", "matrix"]))
+    if mask == "causal":
+        raw["mask"] = "causal"
+    elif mask == "matrix":
+        rows = []
+        for _ in range(n_q):
+            row = draw(st.lists(st.sampled_from([0, 1]), min_size=n_k, max_size=n_k))
+            row[draw(st.integers(0, n_k - 1))] = 1
+            rows.append(row)
+        raw["mask"] = rows
+    if draw(st.booleans()):
+        raw["softmax"] = "stable"
+    return raw
+
+
+def slopes(raw):
+    from fractions import Fraction
+
+    heads = raw["heads"]
+    if "alibi" in raw:
+        return [2.0 ** (-8 * h / heads) for h in range(1, heads + 1)]
+    return [float(Fraction(x)) for x in raw["alibi_slopes"]]
+
+
+def theirs(raw):
+    n_q, n_k, heads = len(raw["Q"]), len(raw["K"]), raw["heads"]
+    q, k, v = (tensor(raw[x]) for x in "QKV")
+    split = [t.reshape(t.shape[0], heads, -1).transpose(0, 1) for t in (q, k, v)]  # heads × rows × width
+    bias = torch.stack([alibi_bias(m, n_q, n_k) for m in slopes(raw)])
+    if raw.get("mask") == "causal":
+        allowed = torch.ones(n_q, n_k, dtype=torch.bool).tril()
+    elif isinstance(raw.get("mask"), list):
+        allowed = torch.tensor(raw["mask"], dtype=torch.bool)
+    else:
+        allowed = torch.ones(n_q, n_k, dtype=torch.bool)
+    bias = bias.masked_fill(~allowed, float("-inf"))
+    out = F.scaled_dot_product_attention(*split, attn_mask=bias)  # heads × n_q × width
+    return out.transpose(0, 1).reshape(n_q, -1)
+
+
+@SETTINGS
+@given(alibi_inputs())
+def test_alibi_against_sdpa_additive_mask(raw):
+    data = compute(load_spec(raw), digits=17)
+    if raw["heads"] == 1:
+        ours = data["output"]["value"]
+    else:  # the heads side by side, as torch concatenates them
+        ours = [sum((h["output"]["value"][i] for h in data["heads"]), []) for i in range(len(raw["Q"]))]
+    assert_close(ours, theirs(raw), magnitude(raw["V"]))
