@@ -29,6 +29,10 @@ MATH_NAMES = {
     "Attention",
     "Transformer",
     "SymPy",
+    "ALiBi",  # issue 20's variants and the models that use them: names, in every language
+    "BLOOM",
+    "MPT",
+    "torch",
     "Concat",
     "head",
     "model",

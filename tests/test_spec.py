@@ -59,7 +59,7 @@ BAD = [
         {"colour": 1},
         SpecError,
         "<dict>: colour: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, "
-        "b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, figures, focus, heading_level, heads, "
+        "alibi, alibi_slopes, b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, figures, focus, heading_level, heads, "
         "inputs, key_padding, key_tokens, lang, mask, notation, numbered, paper, rounding, scale, softmax, subs, title, "
         "tokens",
     ),

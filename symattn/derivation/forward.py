@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from symattn.derivation.score_variants import score_variant_steps
 from symattn.derivation.steps import (
     Concat,
     Derivation,
@@ -27,6 +28,7 @@ from symattn.derivation.steps import (
     WeightedRow,
     WeightedSum,
     assemble,
+    attended_keys,
     pictures,
     scale_parts,
     top_keys,
@@ -57,7 +59,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             fig.exp_sum[i],
             fig.weights[i],
             fig.percent[i],
-            top_keys(model, i),
+            attended_keys(model, i),
             is_exact([fig.weights[i]]),
             fig.scaled[i],
             fig.row_max[i] if fig.row_max is not None else None,
@@ -87,7 +89,13 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
         )
     steps: list[Step] = [
         Scores(transpose(spec.K), dots, fig.scores, is_exact(fig.scores)),
-        Scaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, fig.unmasked, is_exact(fig.unmasked)),
+        # the scaling, then issue 20's variants of the scores (ALiBi) where the spec has them
+        *score_variant_steps(
+            spec,
+            model,
+            fig,
+            Scaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, fig.unmasked, is_exact(fig.unmasked)),
+        ),
     ]
     if spec.allowed is not None:
         steps.append(Masking(spec.mask, spec.allowed, spec.key_padding, fig.scaled, is_exact(fig.scaled)))
@@ -203,6 +211,7 @@ def _toy(spec: Spec) -> ToyVsReal:
         scale_value=scale_value,
         softmax=spec.softmax,
         symbolic=spec.is_symbolic,
+        alibi=spec.alibi is not None,
     )
 
 

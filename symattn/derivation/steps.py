@@ -236,6 +236,7 @@ class ToyVsReal:
     scale_value: Numeral | None
     softmax: str
     symbolic: bool
+    alibi: bool = False  # ALiBi's distance bias (issue 20)
 
 
 class AnyStep(Protocol):
@@ -282,6 +283,7 @@ STEP_KINDS = (
     "substitution",
     "recap",
     "toy_vs_real",
+    "alibi",
     "backward_loss",
     "backward_values",
     "backward_softmax",
@@ -320,6 +322,12 @@ def top_keys(model: Model, row: int) -> tuple[int, ...]:
     scores = [(model.scores[row, j], j) for j in range(model.n_keys) if model.may_attend(row, j)]
     best = max(s for s, _ in scores)
     return tuple(j for s, j in scores if s == best)
+
+
+def attended_keys(model: Model, row: int) -> tuple[int, ...]:
+    """The keys with the largest z (after any bias), which get the largest weight: ties share the top."""
+    best = model.row_max[row]
+    return next(tuple(group) for group in model._groups[row] if best in group)
 
 
 def pictures(spec: Spec, name: str, panels: tuple[ShownRows, ...]) -> tuple[Picture, ...]:

@@ -266,6 +266,7 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     else:
         z = [[s.fraction * spec.scale.value for s in row] for row in scores]
     unmasked = _rounded(z, decimals.scaled, notation) if spec.scale != "none" else scores
+    unmasked = _with_score_variants(model, unmasked, decimals.scaled, notation)  # issue 20: + ALiBi's bias
     scaled = tuple(
         tuple(x if model.may_attend(i, j) else NEG_INFINITY for j, x in enumerate(row))
         for i, row in enumerate(unmasked)
@@ -323,6 +324,12 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
         products=products,
         output=output,
     )
+
+
+def _with_score_variants(model: Model, unmasked: NumRows, decimals: int, notation: str) -> NumRows:
+    from symattn.exact.score_variants import biased_by_hand  # it imports this module
+
+    return biased_by_hand(model, unmasked, decimals, notation)
 
 
 def _reinsert(row: NumRow, finite: NumRow) -> NumRow:

@@ -25,10 +25,11 @@ from typing import ClassVar
 import sympy
 from sympy import ImmutableMatrix
 
-from symattn.exact import numeric
+from symattn.exact import numeric, rounding
 from symattn.exact.boxes import Boxes
 from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
+from symattn.exact.rounding import Num, NumRows
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
 from symattn.input.score_variants import Slope
@@ -58,6 +59,10 @@ class BiasedModel(Model):
     slope: sympy.Expr = sympy.Integer(0)
     slope_k: Fraction = Fraction(1)
     slope_e: Fraction = Fraction(0)
+
+    def plain(self) -> Model:
+        """The same head without the bias (the scaled scores before ALiBi)."""
+        return Model(**{f.name: getattr(self, f.name) for f in fields(Model)})
 
     # --- exact structure ------------------------------------------------------
 
@@ -306,3 +311,23 @@ def with_score_variants(model: Model, spec) -> Model:  # spec: Spec (the input l
         slope_k=k,
         slope_e=slope.exponent,
     )
+
+
+def bias_shown(model: Model, decimals: int, notation: str = "fixed") -> NumRows:
+    """ALiBi's bias as the document shows it: exact, padded to one width, where every entry terminates."""
+    exact = model.rationals("bias")
+    if all(x is not None for row in exact for x in row):
+        return rounding._exact_or_rounded(exact, decimals, notation)  # type: ignore[arg-type]
+    return tuple(
+        tuple(Num(d, x is not None and Fraction(d) == x) for d, x in zip(row, exact_row))
+        for row, exact_row in zip(model.rounded("bias", decimals), exact)
+    )
+
+
+def biased_by_hand(model: Model, unmasked: NumRows, decimals: int, notation: str) -> NumRows:
+    """By hand, the biased scores are the shown scaled scores plus the shown bias."""
+    if not isinstance(model, BiasedModel):
+        return unmasked
+    bias = bias_shown(model, decimals, notation)
+    values = [[z.fraction + b.fraction for z, b in zip(row, brow)] for row, brow in zip(unmasked, bias)]
+    return rounding._exact_or_rounded(values, decimals, notation)

@@ -27,6 +27,8 @@ class Slope:
 
     exponent: Fraction = Fraction(0)  # m = 2^exponent when ``given`` is None
     given: Numeral | None = None
+    head: int = 1  # which head (1-based), of how many: the paper's exponent is −8·head/heads
+    heads: int = 1
 
     @property
     def is_paper(self) -> bool:
@@ -49,10 +51,10 @@ class Alibi:
 
 def paper_slopes(heads: int) -> tuple[Slope, ...]:
     """The paper's slopes 2^(−8h/H), h = 1..H: a geometric sequence from 2^(−8/H) down to 2^(−8)."""
-    return tuple(Slope(Fraction(-8 * h, heads)) for h in range(1, heads + 1))
+    return tuple(Slope(Fraction(-8 * h, heads), None, h, heads) for h in range(1, heads + 1))
 
 
-def read_alibi(reader: Reader, data: Mapping[str, Any], heads: int, rounding: str, symbolic: bool) -> Alibi | None:
+def read_alibi(reader: Reader, data: Mapping[str, Any], heads: int, symbolic: bool) -> Alibi | None:
     """``alibi = true`` or ``alibi_slopes = [...]`` (one positive decimal per head), or None."""
     if "alibi" in data and "alibi_slopes" in data:
         raise reader.error("alibi_slopes", "give alibi = true or alibi_slopes, not both")
@@ -75,22 +77,18 @@ def read_alibi(reader: Reader, data: Mapping[str, Any], heads: int, rounding: st
                 raise reader.error(
                     "alibi_slopes", f"a slope must be > 0 and at most {limits.ALIBI_SLOPE}, got {m.text}", (h,)
                 )
-            slopes.append(Slope(given=m))
+            slopes.append(Slope(given=m, head=h, heads=heads))
         alibi = Alibi(tuple(slopes))
     else:
         return None
-    check_alibi(reader, alibi, rounding, symbolic, "backward" in data, "alibi" if "alibi" in data else "alibi_slopes")
+    check_alibi(reader, alibi, symbolic, "backward" in data, "alibi" if "alibi" in data else "alibi_slopes")
     return alibi
 
 
-def check_alibi(
-    reader: Reader, alibi: Alibi | None, rounding: str, symbolic: bool, backward: bool, key: str = "alibi"
-) -> None:
+def check_alibi(reader: Reader, alibi: Alibi | None, symbolic: bool, backward: bool, key: str = "alibi") -> None:
     """Refuse what ALiBi does not combine with (from the spec's keys, or from the command line's flags)."""
     if alibi is None:
         return
-    if rounding == "hand":
-        raise reader.error(key, 'rounding = "hand" is not supported with ALiBi; use rounding = "exact"')
     if symbolic:
         raise reader.error(key, "symbols are not supported with ALiBi; give numbers")
     if backward:

@@ -161,7 +161,7 @@ class Spec:
         if raw.get("backward") and self.backward is None:  # --backward: L = Σ O unless the spec says otherwise
             changes["backward"] = Backward("sum")
         new = replace(self, **changes)
-        check_alibi(reader, new.alibi, new.rounding, new.is_symbolic, new.backward is not None)
+        check_alibi(reader, new.alibi, new.is_symbolic, new.backward is not None)
         return new
 
 
@@ -309,7 +309,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         W_O=W_O,
         b_O=b_O,
     )
-    spec = replace(spec, alibi=read_alibi(reader, data, heads, spec.rounding, spec.is_symbolic))
+    spec = replace(spec, alibi=read_alibi(reader, data, heads, spec.is_symbolic))
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
     if "backward" in data:

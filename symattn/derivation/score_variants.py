@@ -1,0 +1,60 @@
+"""The steps of the scores' variants (issue 20): ALiBi's distance bias, after the scaling."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import ClassVar
+
+from symattn.derivation.steps import Scaling
+from symattn.exact import numeric
+from symattn.exact.model import Model
+from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
+from symattn.input.numeral import Numeral
+from symattn.input.spec import Spec
+
+
+@dataclass(frozen=True)
+class AlibiBias:
+    """z_ij = S_ij · scale − m·|i − j|: the slope, the focus row's distances and bias, the biased scores."""
+
+    kind: ClassVar[str] = "alibi"
+    slope: Num  # m as shown
+    exponent: Fraction | None  # the paper's m = 2^exponent; None when the spec gives m
+    given: Numeral | None  # the slope the spec gives
+    head: int  # 1-based, and of how many heads (the paper's 2^(−8h/H))
+    heads: int
+    distances: tuple[int, ...]  # |f − j| for the focus row f
+    bias: NumRow  # −m·|f − j|
+    Z: NumRows  # the scaled scores plus the bias, before any mask
+    exact: bool
+    cross: bool
+
+
+def score_variant_steps(spec: Spec, model: Model, fig: Figures, scaling: Scaling) -> tuple:
+    """The scaling step, then each variant's own step; the scaling alone for plain scores."""
+    from symattn.exact.score_variants import BiasedModel, bias_shown, distance
+
+    if not isinstance(model, BiasedModel) or spec.alibi is None:
+        return (scaling,)
+    plain = figures(model.plain(), spec).unmasked
+    slope = spec.alibi.slopes[0]
+    exact = numeric.as_fraction(model.slope)
+    shown = numeric.round_expr(model.slope, spec.decimals.scaled)
+    f = spec.focus
+    bias = bias_shown(model, spec.decimals.scaled, spec.notation)[f]
+    return (
+        replace(scaling, Z=plain, exact=is_exact(plain)),
+        AlibiBias(
+            slope=Num(shown, exact is not None and Fraction(shown) == exact),
+            exponent=None if slope.given is not None else slope.exponent,
+            given=slope.given,
+            head=slope.head,
+            heads=slope.heads,
+            distances=tuple(distance(f, j) for j in range(model.n_keys)),
+            bias=bias,
+            Z=fig.unmasked,
+            exact=is_exact(fig.unmasked),
+            cross=spec.is_cross,
+        ),
+    )
