@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from symattn.derivation.intermediates import compute
 from symattn.input.spec import load_spec
 
-from .strategies import matrix
+from .strategies import matrix, multihead_base
 from .test_torch import SETTINGS, assert_close, magnitude, tensor
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (CI installs torch==2.13.0)")
@@ -88,3 +88,35 @@ def test_alibi_against_sdpa_additive_mask(raw):
     else:  # the heads side by side, as torch concatenates them
         ours = [sum((h["output"]["value"][i] for h in data["heads"]), []) for i in range(len(raw["Q"]))]
     assert_close(ours, theirs(raw), magnitude(raw["V"]))
+
+
+@st.composite
+def projected_alibi_inputs(draw):
+    raw, E, n_q, n_k = multihead_base(draw)
+    raw["alibi"] = True
+    if draw(st.booleans()):
+        raw["mask"] = "causal"
+    return raw
+
+
+@SETTINGS
+@given(projected_alibi_inputs())
+def test_alibi_with_projections_and_w_o(raw):
+    x = tensor(raw["X"])
+    kv = tensor(raw.get("X_kv", raw["X"]))
+
+    def vec(name):
+        return torch.tensor([float(v) for v in raw[name]], dtype=torch.float64)
+
+    q, k, v = (src @ tensor(raw["W_" + n]) + vec("b_" + n) for src, n in ((x, "Q"), (kv, "K"), (kv, "V")))
+    n_q, n_k, heads = q.shape[0], k.shape[0], raw["heads"]
+    split = [t.reshape(t.shape[0], heads, -1).transpose(0, 1) for t in (q, k, v)]
+    bias = torch.stack([alibi_bias(m, n_q, n_k) for m in slopes(raw)])
+    if raw.get("mask") == "causal":
+        bias = bias.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(), float("-inf"))
+    heads_out = F.scaled_dot_product_attention(*split, attn_mask=bias).transpose(0, 1).reshape(n_q, -1)
+    out = heads_out @ tensor(raw["W_O"]) + vec("b_O")
+    data = compute(load_spec(raw), digits=17)
+    E = len(raw["X"][0])
+    scale = magnitude(raw["X"], raw.get("X_kv", []), raw["W_V"], raw["W_O"]) ** 3 * E * E
+    assert_close(data["output"]["value"], out, scale)

@@ -102,7 +102,8 @@ class Explainer:
         if quantity == "scores":
             return tuple(zip(sub.Q[i], sub.K[k]))
         if quantity == "scaled":
-            return (sig("scores", i, k), sub.d_k if sub.scale == "sqrt" else sub.scale)
+            operands = (sig("scores", i, k), sub.d_k if sub.scale == "sqrt" else sub.scale)
+            return operands + ((sig("bias", i, k),) if model.bias_of(i, k) != 0 else ())  # ALiBi's −m·|i − j|
         if quantity == "shifted":
             return (sig("scaled", i, k), sig("scaled", i, model.row_max[i]))
         if quantity == "exp":

@@ -79,6 +79,10 @@ class Model(ClosedForms, Rounding, ForwardPass):
     def may_attend(self, i: int, j: int) -> bool:
         return self.allowed is None or self.allowed[i][j]
 
+    def bias_of(self, i: int, j: int) -> sympy.Expr:
+        """What a variant of the scores adds to z_ij after the scale (ALiBi's −m·|i − j|); 0 here."""
+        return sympy.Integer(0)
+
     # --- closed forms ----------------------------------------------------
 
     @cached_property

@@ -192,6 +192,9 @@ class BiasedModel(Model):
         (p, q), (p0, q0) = self._form(i, j), self._form(i, self.row_max[i])
         return p - p0, q - q0
 
+    def bias_of(self, i: int, j: int) -> sympy.Expr:
+        return self.bias[i, j]
+
     def exact(self, quantity: str) -> ImmutableMatrix:
         return self.bias if quantity == "bias" else super().exact(quantity)
 

@@ -1,0 +1,201 @@
+"""ALiBi (issue 20): reading the keys, exact slopes and biased scores, the derivation, and check."""
+
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+import sympy
+
+from symattn.checking.checker import check
+from symattn.cli.commands import main
+from symattn.derivation.derive import derive
+from symattn.derivation.intermediates import compute
+from symattn.exact.factory import build
+from symattn.input import builtin
+from symattn.input.errors import LimitError, SpecError
+from symattn.input.spec import load_spec
+from symattn.rendering.renderer import render
+
+BASE = {
+    "tokens": ["a", "b", "c"],
+    "Q": [["1", "0"], ["0", "1"], ["1", "1"]],
+    "K": [["1", "0"], ["0", "1"], ["1", "1"]],
+    "V": [["1", "2"], ["3", "4"], ["5", "6"]],
+}
+
+
+def wide(heads, d_k=2, n=2, **extra):
+    """Q, K, V of ``heads`` heads, each d_k wide: every head sees the same numbers."""
+    row = ["1", "0"] * (heads * d_k // 2)
+    return {"Q": [row] * n, "K": [row] * n, "V": [["1"] * heads] * n, "heads": heads, "alibi": True, **extra}
+
+
+@pytest.mark.parametrize(
+    "change, kind, message",
+    [
+        (
+            {"alibi": True, "alibi_slopes": ["0.5"]},
+            SpecError,
+            "alibi_slopes: give alibi = true or alibi_slopes, not both",
+        ),
+        ({"alibi": "yes"}, SpecError, "alibi: expected true or false, got 'yes'"),
+        ({"alibi_slopes": "0.5"}, SpecError, "alibi_slopes: expected a list of 1 slope(s), one per head, got a string"),
+        (
+            {"alibi_slopes": ["0.5", "0.25"]},
+            SpecError,
+            "alibi_slopes: expected 1 slope(s), one per head (heads = 1), got 2",
+        ),
+        ({"alibi_slopes": ["0"]}, SpecError, "alibi_slopes[1]: a slope must be > 0 and at most 100, got 0"),
+        ({"alibi_slopes": ["-0.5"]}, SpecError, "alibi_slopes[1]: a slope must be > 0 and at most 100, got -0.5"),
+        ({"alibi_slopes": ["100.5"]}, SpecError, "alibi_slopes[1]: a slope must be > 0 and at most 100, got 100.5"),
+        ({"alibi_slopes": ["x"]}, SpecError, "alibi_slopes[1]:"),
+        (
+            {"alibi": True, "backward": {"loss": "sum"}},
+            SpecError,
+            "alibi: the backward pass is not supported with ALiBi yet",
+        ),
+        (
+            {"alibi": True, "Q": [["a", "0"], ["0", "1"], ["1", "1"]]},
+            SpecError,
+            "alibi: symbols are not supported with ALiBi; give numbers",
+        ),
+    ],
+)
+def test_bad_alibi_keys(change, kind, message):
+    with pytest.raises(kind) as info:
+        load_spec({**BASE, **change})
+    assert str(info.value).startswith("<dict>: " + message)
+
+
+def test_alibi_false_is_no_alibi():
+    assert load_spec({**BASE, "alibi": False}).alibi is None
+
+
+def test_backward_flag_is_refused_with_alibi():
+    with pytest.raises(SpecError, match=r"^<dict>: alibi: the backward pass is not supported with ALiBi yet$"):
+        load_spec({**BASE, "alibi": True}).with_options(backward=True)
+
+
+def test_cli_bad_alibi_is_one_line_and_exit_2(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text("Q = [[1, 0]]\nK = [[1, 0]]\nV = [[1]]\nalibi_slopes = [0, 1]\n", encoding="utf-8")
+    assert main(["compute", str(spec)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"symattn: {spec}: alibi_slopes: expected 1 slope(s), one per head (heads = 1), got 2\n"
+
+
+def test_certify_refuses_alibi():
+    with pytest.raises(SpecError, match="--certify does not cover ALiBi"):
+        compute(load_spec({**BASE, "alibi": True}), certify=True)
+
+
+def test_paper_slopes_are_exact_powers_of_two():
+    slopes = [m.slope for m in build(load_spec(wide(3))).heads]
+    assert slopes == [2 ** sympy.Rational(-8, 3), 2 ** sympy.Rational(-16, 3), sympy.Rational(1, 256)]
+    assert [m.slope for m in build(load_spec(wide(4))).heads] == [sympy.Rational(1, 4**h) for h in (1, 2, 3, 4)]
+
+
+def test_biased_scores_closed_forms_and_bias():
+    model = build(load_spec({**BASE, "alibi_slopes": ["1/2"]}))
+    r2 = sympy.sqrt(2)
+    assert model.scaled.row(2) == sympy.Matrix([[r2 / 2 - 1, r2 / 2 - sympy.Rational(1, 2), r2]])
+    assert model.rationals("bias")[2] == (Fraction(-1), Fraction(-1, 2), Fraction(0))
+    assert model.row_max == (0, 1, 2)
+
+
+def test_equal_biased_scores_give_exact_weights():
+    # z = S − |i − j|/2 with no scale: row b is [0.5 − 0.5, 0, 0.5 − 0.5], three equal scores
+    K = [["1/2"], ["0"], ["1/2"]]
+    spec = load_spec({"Q": [["1"]] * 3, "K": K, "V": [["3"], ["6"], ["9"]], "scale": "none", "alibi_slopes": ["0.5"]})
+    model = build(spec)
+    assert model.rationals("scaled")[1] == (Fraction(0), Fraction(0), Fraction(0))
+    assert model.rationals("weights")[1] == (Fraction(1, 3),) * 3
+    assert model.rationals("output")[1] == (Fraction(6),)
+    assert model.rationals("weights")[0] == (None, None, None)
+
+
+def test_irrational_slope_equal_to_the_scale_is_decided_exactly():
+    # 16 heads: head 1's slope 2^(−1/2) is the scale 1/√2 itself; S = [0, 1] makes z = [0, 0] in row 1
+    spec = load_spec(
+        {"Q": [["1", "0"] * 16, ["1", "0"] * 16], "K": [["0", "0"] * 16, ["1", "0"] * 16], "V": [["1"] * 16] * 2}
+        | {"heads": 16, "alibi": True}
+    )
+    head = build(spec).heads[0]
+    assert head.slope == 1 / sympy.sqrt(2)
+    assert head.rationals("scaled")[0] == (Fraction(0), Fraction(0))
+    assert head.rationals("weights")[0] == (Fraction(1, 2), Fraction(1, 2))
+    assert head.rationals("scaled")[1] == (None, None)
+
+
+def test_independent_slope_orders_by_enclosures():
+    # 3 heads: m = 2^(−8/3) ≈ 0.157490 and 1/√2 are independent; row 2's z = [0.707107 − 0.157490, 0]
+    spec = load_spec(
+        {"Q": [["1", "0"] * 3] * 2, "K": [["1", "0"] * 3, ["0", "0"] * 3], "V": [["1"] * 3] * 2}
+        | {"heads": 3, "alibi": True}
+    )
+    head = build(spec).heads[0]
+    assert head.row_max == (0, 0)
+    assert head.rounded("scaled", 6)[1] == (Decimal("0.549617"), Decimal("0.000000"))
+
+
+def test_largest_score_includes_the_bias():
+    # S = 0 everywhere, but the bias −100·|i − j| reaches 100 · 199 at the last key
+    spec = load_spec({"Q": [["0"]] * 2, "K": [["0"]] * 200, "V": [["0"]] * 200, "alibi_slopes": ["100"]})
+    with pytest.raises(
+        LimitError, match=r"^<dict>: scaled\[1\]\[200\]: \|z\| = \|S·scale\| is about 19900, more than 10000"
+    ):
+        build(spec)
+
+
+def test_compute_writes_the_bias_and_sympy_closed_forms():
+    data = compute(load_spec({**BASE, "alibi_slopes": ["0.5"]}), digits=6)
+    assert data["bias"]["exact"][2] == ["-1", "-1/2", "0"]
+    assert data["bias"]["value"][2] == ["-1.00000", "-0.500000", "0"]
+    assert data["scaled"]["exact"][2] == ["-1 + sqrt(2)/2", "-1/2 + sqrt(2)/2", "sqrt(2)"]
+    assert data["weights"]["value"][2] == ["0.122523", "0.202007", "0.675470"]
+
+
+def test_document_shows_the_slope_distances_and_bias():
+    spec = load_spec(builtin.example_path("alibi", "en"))
+    text = render(derive(spec), "markdown")
+    assert (
+        "\\lvert 3 - j\\rvert = [3,\\ 2,\\ 1,\\ 0], \\qquad -m\\,\\lvert 3 - j\\rvert = [-1.5,\\ -1.0,\\ -0.5,\\ 0.0]"
+        in text
+    )
+    assert "m = 0.5" in text
+    # the scaling step shows S/√2 before the bias, the ALiBi step the biased scores
+    assert "0.269 & 0.651 & 0.304 & 0.311" in text
+    assert "-1.231 & -0.349 & -0.196 & 0.311" in text
+
+
+def test_paper_slope_line():
+    spec = load_spec({**wide(3), "tokens": ["x", "y"]})
+    text = render(derive(spec), "markdown")
+    assert "m = 2^{-8 \\cdot 1 / 3} = 2^{-8/3} \\approx 0.157" in text
+    assert "m = 2^{-8 \\cdot 3 / 3} = 2^{-8} \\approx 0.004" in text
+
+
+def test_paper_slopes_pass_katex(katex):
+    for lang in ("en", "zh"):
+        spec = load_spec({**wide(3), "tokens": ["x", "y"], "lang": lang, "mask": "causal", "softmax": "stable"})
+        assert katex(render(derive(spec), "markdown")) == []
+
+
+def verdicts(rows):
+    spec = load_spec(builtin.example_path("alibi", "en"))
+    return [v.verdict for v in check(spec, {"claims": {"rows": {"down": rows}}}).results]
+
+
+def test_check_accepts_biased_numbers_and_explains_the_bias():
+    rows = {"scaled": ["-1.231", "-0.349", "-0.196", "0.311"], "weights": ["0.092", "0.221", "0.258", "0.429"]}
+    assert verdicts(rows) == ["rounded"] * 8
+
+
+def test_check_rejects_unbiased_scores():
+    assert verdicts({"scaled": ["0.269", "0.651", "0.304", "0.311"]}) == ["wrong", "wrong", "wrong", "rounded"]
+
+
+def test_claimed_scores_carry_into_the_biased_scores():
+    # a wrong score, then the biased score computed from it with the exact bias: carried, not a slip
+    rows = {"scores": ["0.40", "0.92", "0.43", "0.44"], "scaled": ["-1.217", "-0.349", "-0.196", "0.311"]}
+    assert verdicts(rows) == ["wrong", "exact", "exact", "exact", "carried", "rounded", "rounded", "rounded"]
