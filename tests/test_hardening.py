@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SEED = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}
 TINY = {"Q": [[1]], "K": [[1]], "V": [[1]]}
 ALL_KEYS = (
-    "K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, figures, focus, "
+    "K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, alibi, alibi_slopes, b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, "
+    "figures, focus, "
     "heading_level, heads, inputs, key_padding, key_tokens, lang, mask, notation, numbered, paper, rounding, scale, softmax, "
     "subs, title, tokens"
 )
@@ -250,17 +251,17 @@ def test_the_read_is_bounded(tmp_path, capsys):
         (["serve", "--port", "-1"], "argument --port: expected a port from 0 to 65535, got '-1'"),
         (
             ["example", "--name", "/x"],
-            "--name: no built-in example '/x'; choose one of backward, backward-mse, causal, cross, multihead, "
+            "--name: no built-in example '/x'; choose one of alibi, backward, backward-mse, causal, cross, multihead, "
             "projection, seed, symbolic",
         ),
         (
             ["example", "--name", "../../x"],
-            "--name: no built-in example '../../x'; choose one of backward, backward-mse, causal, cross, multihead, "
+            "--name: no built-in example '../../x'; choose one of alibi, backward, backward-mse, causal, cross, multihead, "
             "projection, seed, symbolic",
         ),
         (
             ["render", "--example", "../seed"],
-            "--example: no built-in example '../seed'; choose one of backward, backward-mse, causal, cross, "
+            "--example: no built-in example '../seed'; choose one of alibi, backward, backward-mse, causal, cross, "
             "multihead, projection, seed, symbolic",
         ),
         (["render", "-o", ""], "'': empty file name"),
