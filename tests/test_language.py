@@ -32,6 +32,7 @@ MATH_NAMES = {
     "ALiBi",  # issue 20's variants and the models that use them: names, in every language
     "BLOOM",
     "MPT",
+    "Gemma",
     "torch",
     "Concat",
     "head",

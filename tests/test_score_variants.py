@@ -199,3 +199,82 @@ def test_claimed_scores_carry_into_the_biased_scores():
     # a wrong score, then the biased score computed from it with the exact bias: carried, not a slip
     rows = {"scores": ["0.40", "0.92", "0.43", "0.44"], "scaled": ["-1.217", "-0.349", "-0.196", "0.311"]}
     assert verdicts(rows) == ["wrong", "exact", "exact", "exact", "carried", "rounded", "rounded", "rounded"]
+
+
+# --- softcap -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"softcap": "0"}, "softcap: expected a number > 0 and at most 1000, got 0"),
+        ({"softcap": "-2"}, "softcap: expected a number > 0 and at most 1000, got -2"),
+        ({"softcap": "1001"}, "softcap: expected a number > 0 and at most 1000, got 1001"),
+        ({"softcap": "two"}, "softcap:"),
+        ({"softcap": "2", "backward": {"loss": "sum"}}, "softcap: the backward pass is not supported with softcap yet"),
+        (
+            {"softcap": "2", "Q": [["a", "0"], ["0", "1"], ["1", "1"]]},
+            "softcap: symbols are not supported with softcap; give numbers",
+        ),
+    ],
+)
+def test_bad_softcap(change, message):
+    with pytest.raises(SpecError) as info:
+        load_spec({**BASE, **change})
+    assert str(info.value).startswith("<dict>: " + message)
+
+
+def test_softcap_closed_forms_and_exact_zero():
+    # row a: S = [1, 0, 1]; z = 2·tanh(S/(2√2)): the zero score stays exactly 0, e^0 = 1
+    model = build(load_spec({**BASE, "softcap": "2"}))
+    t = sympy.tanh(sympy.sqrt(2) / 4)
+    assert model.scaled.row(0) == sympy.Matrix([[2 * t, 0, 2 * t]])
+    assert model.rationals("scaled")[0] == (None, Fraction(0), None)
+    assert model.rationals("exp")[0] == (None, Fraction(1), None)
+
+
+def test_softcap_keeps_ties_exact():
+    # row c: S = [1, 1, 2]: the two equal scores stay equal after the cap, so their weights are equal
+    model = build(load_spec({**BASE, "softcap": "1/2", "softmax": "stable"}))
+    assert model._groups[2] == [[0, 1], [2]]
+    w = model.rounded("weights", 12)[2]
+    assert w[0] == w[1] and model.row_max[2] == 2
+
+
+def test_softcap_numbers_are_correctly_rounded():
+    import mpmath
+
+    model = build(load_spec({**BASE, "softcap": "2"}))
+    mpmath.mp.dps = 50
+    want = 2 * mpmath.tanh(mpmath.sqrt(2) / 4)
+    assert model.rounded("scaled", 12)[0][0] == Decimal(mpmath.nstr(want, 12, min_fixed=-1, max_fixed=1)).quantize(
+        Decimal("1e-12")
+    )
+
+
+def test_softcap_document_and_hand_rounding():
+    spec = load_spec(builtin.example_path("softcap", "en"))
+    text = render(derive(spec), "markdown")
+    assert (
+        "z \\approx [4.596,\\ 1.131,\\ 2.404], \\qquad 2 \\tanh\\!\\left(\\frac{z}{2}\\right) \\approx [1.960,\\ 1.024,\\ 1.669]"
+        in text
+    )
+    hand = render(derive(spec.with_options(rounding="hand")), "markdown")
+    # by hand, 2·tanh(1.131 / 2) of the shown 1.131 is 1.025 (the exact value rounds to 1.024)
+    assert "[1.960,\\ 1.025,\\ 1.669]" in hand
+
+
+def test_softcap_check_carries_the_claimed_score():
+    spec = load_spec(builtin.example_path("softcap", "en"))
+    # a wrong score 6.0, then 2·tanh(6.0/√2/2) from it: carried
+    rows = {"scores": ["6.0", "1.6", "3.4"], "scaled": ["1.943", "1.024", "1.669"]}
+    got = [v.verdict for v in check(spec, {"claims": {"rows": {"sat": rows}}}).results]
+    assert got == ["wrong", "exact", "exact", "carried", "rounded", "rounded"]
+
+
+def test_softcap_after_alibi_passes_katex(katex):
+    for lang in ("en", "zh"):
+        spec = load_spec({**BASE, "lang": lang, "alibi": True, "softcap": "0.5", "mask": "causal"})
+        text = render(derive(spec), "markdown")
+        assert katex(text) == []
+        assert text.index("ALiBi") < text.index("\\tanh\\!\\left(")

@@ -96,12 +96,14 @@ def projected_alibi_inputs(draw):
     raw["alibi"] = True
     if draw(st.booleans()):
         raw["mask"] = "causal"
+    if draw(st.booleans()):
+        raw["softcap"] = draw(st.sampled_from(["0.5", "2", "1/3"]))
     return raw
 
 
 @SETTINGS
 @given(projected_alibi_inputs())
-def test_alibi_with_projections_and_w_o(raw):
+def test_alibi_and_softcap_with_projections_and_w_o(raw):
     x = tensor(raw["X"])
     kv = tensor(raw.get("X_kv", raw["X"]))
 
@@ -115,8 +117,51 @@ def test_alibi_with_projections_and_w_o(raw):
     if raw.get("mask") == "causal":
         bias = bias.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(), float("-inf"))
     heads_out = F.scaled_dot_product_attention(*split, attn_mask=bias).transpose(0, 1).reshape(n_q, -1)
+    if "softcap" in raw:  # no SDPA takes tanh: the float64 formula
+        heads_out = softcapped(raw, q, k, v)
     out = heads_out @ tensor(raw["W_O"]) + vec("b_O")
     data = compute(load_spec(raw), digits=17)
     E = len(raw["X"][0])
     scale = magnitude(raw["X"], raw.get("X_kv", []), raw["W_V"], raw["W_O"]) ** 3 * E * E
     assert_close(data["output"]["value"], out, scale)
+
+
+@st.composite
+def softcap_inputs(draw):
+    raw = draw(alibi_inputs())
+    if draw(st.booleans()):  # soft-capping alone, or after ALiBi's bias
+        raw.pop("alibi", None)
+        raw.pop("alibi_slopes", None)
+    raw["softcap"] = draw(st.sampled_from(["0.5", "1", "2.5", "30", "1/3"]))
+    return raw
+
+
+def softcapped(raw, q=None, k=None, v=None):
+    """The float64 formula: z = c·tanh((S/√d + bias)/c), masked, softmax, × V (per head, concatenated)."""
+    from fractions import Fraction
+
+    if q is None:
+        q, k, v = (tensor(raw[x]) for x in "QKV")
+    n_q, n_k, heads = q.shape[0], k.shape[0], raw["heads"]
+    qs, ks, vs = (t.reshape(t.shape[0], heads, -1).transpose(0, 1) for t in (q, k, v))
+    z = qs @ ks.transpose(1, 2) / qs.shape[-1] ** 0.5
+    if "alibi" in raw or "alibi_slopes" in raw:
+        z = z + torch.stack([alibi_bias(m, n_q, n_k) for m in slopes(raw)])
+    c = float(Fraction(raw["softcap"]))
+    z = c * torch.tanh(z / c)
+    if raw.get("mask") == "causal":
+        z = z.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(), float("-inf"))
+    elif isinstance(raw.get("mask"), list):
+        z = z.masked_fill(~torch.tensor(raw["mask"], dtype=torch.bool), float("-inf"))
+    return (torch.softmax(z, dim=-1) @ vs).transpose(0, 1).reshape(n_q, -1)
+
+
+@SETTINGS
+@given(softcap_inputs())
+def test_softcap_against_the_float64_formula(raw):
+    data = compute(load_spec(raw), digits=17)
+    if raw["heads"] == 1:
+        ours = data["output"]["value"]
+    else:
+        ours = [sum((h["output"]["value"][i] for h in data["heads"]), []) for i in range(len(raw["Q"]))]
+    assert_close(ours, softcapped(raw), magnitude(raw["V"]))

@@ -175,7 +175,7 @@ class Chain:
             (x, a), (factor, b) = at("scores" if quantity == "scaled" else "dZ", row, col), self.implied("scale")
             if quantity == "scaled":
                 assert col is not None  # an entry of a matrix
-                return x * factor + m.bias_of(row, col), a or b  # + ALiBi's bias, where the spec has it
+                return m.vary(row, col, x * factor), a or b  # + ALiBi's bias, then any softcap
             return x * factor, a or b
         if quantity == "shifted":  # z − the row's maximum
             assert col is not None

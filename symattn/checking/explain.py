@@ -103,7 +103,11 @@ class Explainer:
             return tuple(zip(sub.Q[i], sub.K[k]))
         if quantity == "scaled":
             operands = (sig("scores", i, k), sub.d_k if sub.scale == "sqrt" else sub.scale)
-            return operands + ((sig("bias", i, k),) if model.bias_of(i, k) != 0 else ())  # ALiBi's −m·|i − j|
+            if model.plain_scores:
+                return operands
+            # + ALiBi's −m·|i − j| (None where 0), then c·tanh(·/c) (None without a softcap)
+            bias = sig("bias", i, k) if "bias" in model.extra_quantities() and i != k else None
+            return operands + (bias, sub.softcap)
         if quantity == "shifted":
             return (sig("scaled", i, k), sig("scaled", i, model.row_max[i]))
         if quantity == "exp":

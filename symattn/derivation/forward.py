@@ -212,6 +212,7 @@ def _toy(spec: Spec) -> ToyVsReal:
         softmax=spec.softmax,
         symbolic=spec.is_symbolic,
         alibi=spec.alibi is not None,
+        softcap=spec.softcap is not None,
     )
 
 

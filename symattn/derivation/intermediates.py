@@ -304,7 +304,7 @@ def _head(
             yield "exp_sum", exp_sum
         if release:
             _release(model, (quantity, "exp_sum"))
-    for quantity in model.extra_quantities:
+    for quantity in model.extra_quantities():
         yield quantity, _entry(model, quantity, digits, None, exact, certify)
 
 
@@ -373,7 +373,8 @@ def _sections(
         if model.kind != "head":
             raise SpecError(spec.source, None, "--certify covers one head without symbols or --backward")
         if not cast(Model, model).plain_scores:  # the certificate's reader recomputes z = S·scale
-            raise SpecError(spec.source, "alibi", "--certify does not cover ALiBi")
+            key = "alibi" if spec.alibi is not None else "softcap"
+            raise SpecError(spec.source, key, "--certify does not cover ALiBi or softcap")
         head = cast(Model, model)  # kind "head" is one Model
         out = {**_inputs(spec), **dict(_head(head, digits, exact, certify=True))}
         out["certificate"] = _certificate(spec, head, out, digits)

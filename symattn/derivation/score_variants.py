@@ -1,4 +1,5 @@
-"""The steps of the scores' variants (issue 20): ALiBi's distance bias, after the scaling."""
+"""The steps of the scores' variants (issue 20), after the scaling: ALiBi's distance bias, then the
+soft-capping z ← c·tanh(z / c)."""
 
 from __future__ import annotations
 
@@ -31,30 +32,56 @@ class AlibiBias:
     cross: bool
 
 
+@dataclass(frozen=True)
+class SoftCap:
+    """z ← c·tanh(z / c): the cap, the focus row before and after, and every capped score."""
+
+    kind: ClassVar[str] = "softcap"
+    cap: Numeral
+    before: NumRow  # the focus row's (biased) scaled scores
+    after: NumRow  # c·tanh(z / c) of each
+    Z: NumRows  # every capped score, before any mask
+    exact: bool
+    after_exact: bool
+
+
 def score_variant_steps(spec: Spec, model: Model, fig: Figures, scaling: Scaling) -> tuple:
     """The scaling step, then each variant's own step; the scaling alone for plain scores."""
     from symattn.exact.score_variants import BiasedModel, bias_shown, distance
 
-    if not isinstance(model, BiasedModel) or spec.alibi is None:
+    if not isinstance(model, BiasedModel):
         return (scaling,)
     plain = figures(model.plain(), spec).unmasked
-    slope = spec.alibi.slopes[0]
-    exact = numeric.as_fraction(model.slope)
-    shown = numeric.round_expr(model.slope, spec.decimals.scaled)
+    steps: list = [replace(scaling, Z=plain, exact=is_exact(plain))]
+    uncapped = figures(model.uncapped(), spec).unmasked if spec.softcap is not None else fig.unmasked
     f = spec.focus
-    bias = bias_shown(model, spec.decimals.scaled, spec.notation)[f]
-    return (
-        replace(scaling, Z=plain, exact=is_exact(plain)),
-        AlibiBias(
-            slope=Num(shown, exact is not None and Fraction(shown) == exact),
-            exponent=None if slope.given is not None else slope.exponent,
-            given=slope.given,
-            head=slope.head,
-            heads=slope.heads,
-            distances=tuple(distance(f, j) for j in range(model.n_keys)),
-            bias=bias,
-            Z=fig.unmasked,
-            exact=is_exact(fig.unmasked),
-            cross=spec.is_cross,
-        ),
-    )
+    if spec.alibi is not None:
+        slope = spec.alibi.slopes[0]
+        exact = numeric.as_fraction(model.slope)
+        shown = numeric.round_expr(model.slope, spec.decimals.scaled)
+        steps.append(
+            AlibiBias(
+                slope=Num(shown, exact is not None and Fraction(shown) == exact),
+                exponent=None if slope.given is not None else slope.exponent,
+                given=slope.given,
+                head=slope.head,
+                heads=slope.heads,
+                distances=tuple(distance(f, j) for j in range(model.n_keys)),
+                bias=bias_shown(model, spec.decimals.scaled, spec.notation)[f],
+                Z=uncapped,
+                exact=is_exact(uncapped),
+                cross=spec.is_cross,
+            )
+        )
+    if spec.softcap is not None:
+        steps.append(
+            SoftCap(
+                spec.softcap,
+                uncapped[f],
+                fig.unmasked[f],
+                fig.unmasked,
+                is_exact(fig.unmasked),
+                is_exact([fig.unmasked[f]]),
+            )
+        )
+    return tuple(steps)

@@ -237,6 +237,7 @@ class ToyVsReal:
     softmax: str
     symbolic: bool
     alibi: bool = False  # ALiBi's distance bias (issue 20)
+    softcap: bool = False  # z ← c·tanh(z / c) (issue 20)
 
 
 class AnyStep(Protocol):
@@ -284,6 +285,7 @@ STEP_KINDS = (
     "recap",
     "toy_vs_real",
     "alibi",
+    "softcap",
     "backward_loss",
     "backward_values",
     "backward_softmax",

@@ -66,7 +66,6 @@ class Model(ClosedForms, Rounding, ForwardPass):
     allowed: Mask | None = None  # True where a query may attend to a key; None: everywhere
     kind: ClassVar[str] = "head"
     plain_scores: ClassVar[bool] = True  # z = n·scale/den, as compute's structure printer and certificates assume
-    extra_quantities: ClassVar[tuple[str, ...]] = ()  # a variant's own quantities (ALiBi's "bias")
 
     @property
     def n_queries(self) -> int:
@@ -79,9 +78,13 @@ class Model(ClosedForms, Rounding, ForwardPass):
     def may_attend(self, i: int, j: int) -> bool:
         return self.allowed is None or self.allowed[i][j]
 
-    def bias_of(self, i: int, j: int) -> sympy.Expr:
-        """What a variant of the scores adds to z_ij after the scale (ALiBi's −m·|i − j|); 0 here."""
-        return sympy.Integer(0)
+    def vary(self, i: int, j: int, z: sympy.Expr) -> sympy.Expr:
+        """z_ij after the variants of the scores (ALiBi's bias, the softcap): itself here."""
+        return z
+
+    def extra_quantities(self) -> tuple[str, ...]:
+        """A variant's own quantities, for compute (ALiBi's "bias"); none here."""
+        return ()
 
     # --- closed forms ----------------------------------------------------
 

@@ -17,7 +17,7 @@ rules of :class:`~symattn.exact.model.Model` on the groups of equal scores.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 from functools import cached_property, cmp_to_key
 from typing import ClassVar
@@ -30,6 +30,7 @@ from symattn.exact.boxes import Boxes
 from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
 from symattn.exact.rounding import Num, NumRows
+from symattn.input.decimals import round_half_up
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
 from symattn.input.score_variants import Slope
@@ -55,14 +56,30 @@ class BiasedModel(Model):
     """A head whose scaled scores carry ALiBi's bias −m·|i − j| (m = k · 2^e)."""
 
     plain_scores: ClassVar[bool] = False
-    extra_quantities: ClassVar[tuple[str, ...]] = ("bias",)
     slope: sympy.Expr = sympy.Integer(0)
     slope_k: Fraction = Fraction(1)
     slope_e: Fraction = Fraction(0)
+    softcap: Fraction | None = None  # z ← c·tanh(z / c) after the bias (Gemma 2)
 
     def plain(self) -> Model:
         """The same head without the bias (the scaled scores before ALiBi)."""
         return Model(**{f.name: getattr(self, f.name) for f in fields(Model)})
+
+    def uncapped(self) -> BiasedModel:
+        """The same head before the soft-capping (with any bias)."""
+        return replace(self, softcap=None)
+
+    @property
+    def has_bias(self) -> bool:
+        return self.slope_k != 0
+
+    @cached_property
+    def _cap(self) -> sympy.Expr:
+        assert self.softcap is not None  # asked for only with a softcap
+        return sympy.Rational(self.softcap.numerator, self.softcap.denominator)
+
+    def _capped(self, z: sympy.Expr) -> sympy.Expr:
+        return z if self.softcap is None else self._cap * sympy.tanh(z / self._cap)
 
     # --- exact structure ------------------------------------------------------
 
@@ -80,6 +97,8 @@ class BiasedModel(Model):
     @cached_property
     def _ratio(self) -> Fraction | None:
         """scale/m when it is rational, else None."""
+        if not self.has_bias:
+            return None
         c, r = self._scale_parts
         e = self.slope_e
         if r == 1 and e.denominator == 1:
@@ -96,9 +115,10 @@ class BiasedModel(Model):
 
     def _form(self, i: int, j: int) -> Form:
         den, rows = self.score_integers
-        return Fraction(rows[i][j], den), Fraction(-distance(i, j))
+        return Fraction(rows[i][j], den), Fraction(-distance(i, j) if self.has_bias else 0)
 
     def _key(self, form: Form) -> object:
+        # equal keys, equal z: tanh is one-to-one, so soft-capping keeps the order and the ties
         p, q = form
         return p * self._ratio + q if self._ratio is not None else form
 
@@ -127,6 +147,8 @@ class BiasedModel(Model):
         diff = (a[0] - b[0], a[1] - b[1])
         if self._key(a) == self._key(b):
             return 0
+        if diff[1] == 0:  # the same distance: the scores decide (scale > 0)
+            return (diff[0] > 0) - (diff[0] < 0)
         if self._ratio is not None:
             key = self._key(diff)
             assert isinstance(key, Fraction)  # a rational ratio gives rational keys
@@ -154,7 +176,9 @@ class BiasedModel(Model):
         return ImmutableMatrix(
             S.rows,
             S.cols,
-            lambda i, j: S[i, j] * self.scale + B[i, j] if self.may_attend(i, j) else sympy.S.NegativeInfinity,
+            lambda i, j: (
+                self._capped(S[i, j] * self.scale + B[i, j]) if self.may_attend(i, j) else sympy.S.NegativeInfinity
+            ),
         )
 
     @cached_property
@@ -192,8 +216,11 @@ class BiasedModel(Model):
         (p, q), (p0, q0) = self._form(i, j), self._form(i, self.row_max[i])
         return p - p0, q - q0
 
-    def bias_of(self, i: int, j: int) -> sympy.Expr:
-        return self.bias[i, j]
+    def vary(self, i: int, j: int, z: sympy.Expr) -> sympy.Expr:
+        return self._capped(z + self.bias[i, j])
+
+    def extra_quantities(self) -> tuple[str, ...]:
+        return ("bias",) if self.has_bias else ()
 
     def exact(self, quantity: str) -> ImmutableMatrix:
         return self.bias if quantity == "bias" else super().exact(quantity)
@@ -206,7 +233,7 @@ class BiasedModel(Model):
             )
         if quantity in ("scaled", "shifted", "exp", "exp_shifted"):
             form = self._form if quantity in ("scaled", "exp") else self._shifted_form
-            values = [[self._value(form(i, j)) if ok(i, j) else None for j in range(m)] for i in range(n)]
+            values = [[self._capped_value(form(i, j), i, j) if ok(i, j) else None for j in range(m)] for i in range(n)]
             if quantity.startswith("exp"):  # e^z is rational only at z = 0; e^−∞ = 0
                 return tuple(
                     tuple(Fraction(1) if v == 0 else None if ok(i, j) else Fraction(0) for j, v in enumerate(row))
@@ -221,6 +248,18 @@ class BiasedModel(Model):
             )
         return super()._rationals(quantity)
 
+    def _capped_value(self, form: Form, i: int, j: int) -> Fraction | None:
+        """The value of a (shifted) score after any soft-capping, where it is known to be rational.
+
+        c·tanh(x/c) is 0 at x = 0 and transcendental at any other algebraic x; a capped score minus its
+        row's maximum is 0 in the maximum's group, and otherwise not known to be rational (None)."""
+        value = self._value(form)
+        if self.softcap is None or value is None:
+            return value if self.softcap is None else None
+        if form != self._form(i, j):  # shifted: zero exactly in the maximum's group
+            return Fraction(0) if value == 0 else None
+        return Fraction(0) if value == 0 else None
+
     @cached_property
     def largest_z(self) -> tuple[Fraction, int, int]:
         den, rows = self.score_integers
@@ -231,7 +270,7 @@ class BiasedModel(Model):
             for j, x in enumerate(row)
             if self.may_attend(i, j)
         )
-        return top, i, j
+        return (top if self.softcap is None else min(top, self.softcap)), i, j
 
     def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
         bits = -(-bits // 32) * 32
@@ -252,6 +291,11 @@ class BiasedBoxes(Boxes):
     def _box(self, form: Form) -> Fixed:
         return add(times(form[0], self._scale), times(form[1], self._slope))
 
+    def _capped_box(self, form: Form) -> Fixed:
+        z = self._box(form)
+        cap = self.model.softcap
+        return z if cap is None else softcap_fixed(z, cap, self.prec)
+
     def _rows(self, shifted: bool) -> list[list[Fixed | None]]:
         model = self.model
         zero = Fixed(0, 0, self.prec)
@@ -264,8 +308,12 @@ class BiasedBoxes(Boxes):
                     row.append(None)
                 elif shifted and j in top:
                     row.append(zero)  # z − max z is exactly 0 for the maximum's group
+                elif shifted and model.softcap is not None:  # the capped z minus the capped maximum
+                    row.append(
+                        sub(self._capped_box(model._form(i, j)), self._capped_box(model._form(i, model.row_max[i])))
+                    )
                 else:
-                    row.append(self._box(model._shifted_form(i, j) if shifted else model._form(i, j)))
+                    row.append(self._capped_box(model._shifted_form(i, j) if shifted else model._form(i, j)))
             out.append(row)
         return out
 
@@ -297,6 +345,22 @@ def add(a: Fixed, b: Fixed) -> Fixed:
     return Fixed(a.lo + b.lo, a.hi + b.hi, a.bits)
 
 
+def sub(a: Fixed, b: Fixed) -> Fixed:
+    return Fixed(a.lo - b.hi, a.hi - b.lo, a.bits)
+
+
+def softcap_fixed(z: Fixed, cap: Fraction, prec: int) -> Fixed:
+    """c·tanh(z/c) of a box, rigorously: tanh(x) = 1 − 2/(e^(2x) + 1) in mpmath's interval arithmetic
+    (x occurs once, so the interval is not widened by dependence)."""
+    from mpmath import iv
+
+    with numeric.working_precision(prec + 16):
+        c = iv.mpf(cap.numerator) / cap.denominator
+        x = iv.mpf([z.lo, z.hi]) / (iv.mpf(2) ** z.bits)
+        capped = c * (1 - 2 / (iv.exp(2 * x / c) + 1))
+    return Fixed.from_interval(capped, z.bits)
+
+
 def _upper(x: sympy.Expr) -> Fraction:
     box = Fixed.from_interval(numeric.enclose(x, 64), 32)
     return Fraction(box.hi, 1 << 32)
@@ -304,15 +368,16 @@ def _upper(x: sympy.Expr) -> Fraction:
 
 def with_score_variants(model: Model, spec) -> Model:  # spec: Spec (the input layer's)
     """The model with the spec's ALiBi bias, or the model itself without one."""
-    if spec.alibi is None:
+    if spec.alibi is None and spec.softcap is None:
         return model
-    slope = spec.alibi.slopes[0]
-    k = Fraction(1) if slope.given is None else slope.given.value
+    slope = spec.alibi.slopes[0] if spec.alibi is not None else Slope(given=None)
+    k = Fraction(0) if spec.alibi is None else Fraction(1) if slope.given is None else slope.given.value
     return BiasedModel(
         **{f.name: getattr(model, f.name) for f in fields(model)},
-        slope=slope_expr(slope),
+        slope=slope_expr(slope) if k != 0 else sympy.Integer(0),
         slope_k=k,
         slope_e=slope.exponent,
+        softcap=None if spec.softcap is None else spec.softcap.value,
     )
 
 
@@ -328,9 +393,23 @@ def bias_shown(model: Model, decimals: int, notation: str = "fixed") -> NumRows:
 
 
 def biased_by_hand(model: Model, unmasked: NumRows, decimals: int, notation: str) -> NumRows:
-    """By hand, the biased scores are the shown scaled scores plus the shown bias."""
+    """By hand, the biased scores are the shown scaled scores plus the shown bias, and the capped ones
+    c·tanh(shown z / c), rounded."""
     if not isinstance(model, BiasedModel):
         return unmasked
-    bias = bias_shown(model, decimals, notation)
-    values = [[z.fraction + b.fraction for z, b in zip(row, brow)] for row, brow in zip(unmasked, bias)]
-    return rounding._exact_or_rounded(values, decimals, notation)
+    if model.has_bias:
+        bias = bias_shown(model, decimals, notation)
+        values = [[z.fraction + b.fraction for z, b in zip(row, brow)] for row, brow in zip(unmasked, bias)]
+        unmasked = rounding._exact_or_rounded(values, decimals, notation)
+    if model.softcap is not None:
+        unmasked = tuple(tuple(capped_by_hand(model, z, decimals) for z in row) for row in unmasked)
+    return unmasked
+
+
+def capped_by_hand(model: BiasedModel, z: Num, decimals: int) -> Num:
+    """c·tanh(z / c) of a shown number, correctly rounded (0 stays exactly 0)."""
+    value = z.fraction
+    if value == 0:
+        return Num(round_half_up(value, decimals), True)
+    x = sympy.Rational(value.numerator, value.denominator)
+    return Num(numeric.round_expr(model._capped(x), decimals), False)

@@ -197,5 +197,6 @@ NPY_HEADER = 10_000  # bytes of a .npy header (NumPy's own max_header_size); che
 # significant digits, 1074 after the point) fits; checked before the text is converted
 RESULT_NUMBER_LENGTH = 1100
 
-# --- score variants (alibi) -------------------------------------------------------
+# --- score variants (alibi, softcap) ----------------------------------------------
 ALIBI_SLOPE = 100  # the largest alibi_slopes entry: the bias −m·|i − j| then stays within ABS_Z's reach
+SOFTCAP = 1000  # the largest softcap c: capped scores lie in (−c, c), well inside ABS_Z

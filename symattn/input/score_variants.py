@@ -1,5 +1,5 @@
 """Read the keys that change the scores before the softmax: ALiBi's distance bias (``alibi``,
-``alibi_slopes``).
+``alibi_slopes``) and Gemma 2's soft-capping (``softcap``).
 
 ALiBi (Press et al., 2022) adds −m_h·|i − j| to each scaled score of head h, with the query at
 position i and the key at position j, both counted 0, 1, … from the first row. ``alibi = true``
@@ -18,7 +18,7 @@ from symattn.input.files import kind_of
 from symattn.input.numeral import Numeral
 from symattn.input.reader import Reader
 
-KEYS = ("alibi", "alibi_slopes")
+KEYS = ("alibi", "alibi_slopes", "softcap")
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,27 @@ def read_alibi(reader: Reader, data: Mapping[str, Any], heads: int, symbolic: bo
         return None
     check_alibi(reader, alibi, symbolic, "backward" in data, "alibi" if "alibi" in data else "alibi_slopes")
     return alibi
+
+
+def read_softcap(reader: Reader, data: Mapping[str, Any], symbolic: bool) -> Numeral | None:
+    """``softcap = c``: z ← c·tanh(z / c) on the (biased) scaled scores, c a decimal > 0."""
+    if "softcap" not in data:
+        return None
+    c = reader.number(data["softcap"], "softcap")
+    if not 0 < c.value <= limits.SOFTCAP:
+        raise reader.error("softcap", f"expected a number > 0 and at most {limits.SOFTCAP}, got {c.text}")
+    check_softcap(reader, c, symbolic, "backward" in data)
+    return c
+
+
+def check_softcap(reader: Reader, softcap: Numeral | None, symbolic: bool, backward: bool) -> None:
+    """Refuse what soft-capping does not combine with."""
+    if softcap is None:
+        return
+    if symbolic:
+        raise reader.error("softcap", "symbols are not supported with softcap; give numbers")
+    if backward:
+        raise reader.error("softcap", "the backward pass is not supported with softcap yet")
 
 
 def check_alibi(reader: Reader, alibi: Alibi | None, symbolic: bool, backward: bool, key: str = "alibi") -> None:

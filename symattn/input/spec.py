@@ -32,7 +32,7 @@ from symattn.input.parts import (
 from symattn.input.projection import Projection, project
 from symattn.input.reader import Matrix, Reader, Scale, check_keys, kind_of
 from symattn.input.score_variants import KEYS as SCORE_VARIANT_KEYS
-from symattn.input.score_variants import Alibi, check_alibi, read_alibi
+from symattn.input.score_variants import Alibi, check_alibi, check_softcap, read_alibi, read_softcap
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ class Spec:
     inputs: str = "exact"  # "rounded": each typed input is any value that rounds to it (check: input-rounding)
     # issue 20, the scores' variants (symattn.input.score_variants)
     alibi: Alibi | None = None  # ALiBi's slopes, one per head
+    softcap: Numeral | None = None  # z ← c·tanh(z / c) before the mask and the softmax
 
     @property
     def page(self) -> str:
@@ -162,6 +163,7 @@ class Spec:
             changes["backward"] = Backward("sum")
         new = replace(self, **changes)
         check_alibi(reader, new.alibi, new.is_symbolic, new.backward is not None)
+        check_softcap(reader, new.softcap, new.is_symbolic, new.backward is not None)
         return new
 
 
@@ -310,6 +312,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         b_O=b_O,
     )
     spec = replace(spec, alibi=read_alibi(reader, data, heads, spec.is_symbolic))
+    spec = replace(spec, softcap=read_softcap(reader, data, spec.is_symbolic))
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
     if "backward" in data:
