@@ -33,6 +33,8 @@ MATH_NAMES = {
     "BLOOM",
     "MPT",
     "Gemma",
+    "gpt",  # gpt-oss
+    "oss",
     "torch",
     "Concat",
     "head",

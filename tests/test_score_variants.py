@@ -278,3 +278,94 @@ def test_softcap_after_alibi_passes_katex(katex):
         text = render(derive(spec), "markdown")
         assert katex(text) == []
         assert text.index("ALiBi") < text.index("\\tanh\\!\\left(")
+
+
+# --- sinks -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"sinks": "0.5"}, "sinks: expected a list of 1 sink logit(s), one per head, got a string"),
+        ({"sinks": ["0.5", "1"]}, "sinks: expected 1 sink logit(s), one per head (heads = 1), got 2"),
+        ({"sinks": ["100.5"]}, "sinks[1]: a sink logit must be at most 100 in size, got 100.5"),
+        ({"sinks": ["-101"]}, "sinks[1]: a sink logit must be at most 100 in size, got -101"),
+        ({"sinks": ["s"]}, "sinks[1]:"),
+        ({"sinks": ["1"], "backward": {"loss": "sum"}}, "sinks: the backward pass is not supported with sinks yet"),
+        (
+            {"sinks": ["1"], "Q": [["a", "0"], ["0", "1"], ["1", "1"]]},
+            "sinks: symbols are not supported with sinks; give numbers",
+        ),
+    ],
+)
+def test_bad_sinks(change, message):
+    with pytest.raises(SpecError) as info:
+        load_spec({**BASE, **change})
+    assert str(info.value).startswith("<dict>: " + message)
+
+
+def test_sink_closed_forms_and_share():
+    model = build(load_spec({**BASE, "sinks": ["1/2"]}))
+    r = sympy.sqrt(2) / 2
+    e = sympy.exp
+    assert model.exp_sum[0, 0] == e(r) + 1 + e(r) + e(sympy.Rational(1, 2))
+    assert model.sink_share[0, 0] == e(sympy.Rational(1, 2)) / model.exp_sum[0, 0]
+    assert model.weights[0, 1] == 1 / model.exp_sum[0, 0]
+
+
+def test_sink_equal_to_every_score_gives_exact_weights():
+    # no scale, S = 0 everywhere, s = 0: every weight and the share are 1/4, the output the mean × 3/4
+    spec = load_spec({"Q": [["0"]] * 2, "K": [["0"]] * 3, "V": [["4"], ["8"], ["0"]], "scale": "none", "sinks": ["0"]})
+    model = build(spec)
+    assert model.rationals("weights") == ((Fraction(1, 4),) * 3,) * 2
+    assert model.rationals("sink_share") == ((Fraction(1, 4),),) * 2
+    assert model.rationals("exp_sum") == ((Fraction(4),),) * 2
+    assert model.rationals("output") == ((Fraction(3),),) * 2
+    assert build(load_spec({**spec_dict(spec), "sinks": ["1"]})).rationals("weights")[0] == (None, None, None)
+
+
+def spec_dict(spec):
+    return {"Q": [["0"]] * 2, "K": [["0"]] * 3, "V": [["4"], ["8"], ["0"]], "scale": "none"}
+
+
+def test_stable_softmax_shifts_by_the_sink_when_it_is_the_largest():
+    spec = load_spec({**BASE, "sinks": ["3"], "softmax": "stable"})
+    model = build(spec)
+    assert model.sink_wins == (True, True, True)
+    assert model.shifted[2, 2] == sympy.sqrt(2) - 3
+    assert model.rationals("sink_exp_shifted") == ((Fraction(1),),) * 3
+    text = render(derive(spec), "markdown")
+    assert "First subtract the row maximum $3$" in text
+    assert "e^{3 - 3} &= 1\\quad\\text{sink}" in text
+
+
+def test_sink_document_says_the_weights_do_not_sum_to_one():
+    text = render(derive(load_spec(builtin.example_path("sinks", "en"))), "markdown")
+    assert "\\alpha_j = \\frac{e^{z_j}}{e^{s} + \\sum_k e^{z_k}}" in text
+    assert "e^{0.5 - 0.651} &\\approx 0.860\\quad\\text{sink}" in text
+    assert "\\text{sink} \\approx \\frac{0.860}{3.344} \\approx 0.257, \\qquad \\sum_j \\alpha_j = 1 - 0.257" in text
+    assert "[0.448,\\ 0.341,\\ 0.257]" in text
+
+
+def sink_verdicts(rows):
+    spec = load_spec(builtin.example_path("sinks", "en"))
+    return [v.verdict for v in check(spec, {"claims": {"rows": {"sat": rows}}}).results]
+
+
+def test_check_sink_numbers():
+    # the exact numbers, rounded as a paper would print them
+    rows = {"exp_sum": "6.409", "weights": ["0.299", "0.178", "0.265"], "output": ["3.256", "2.050"]}
+    assert sink_verdicts(rows) == ["rounded"] * 6
+    # weights normalised to 1, as if there were no sink: wrong
+    assert sink_verdicts({"weights": ["0.403", "0.240", "0.357"]}) == ["wrong"] * 3
+    # a sum without the sink's e^0.5, then weights from it: the sum is wrong, the weights follow from it
+    got = sink_verdicts(
+        {"exp": ["1.917", "1.144", "1.699"], "exp_sum": "4.760", "weights": ["0.403", "0.240", "0.357"]}
+    )
+    assert got == ["rounded", "rounded", "rounded", "wrong", "carried", "carried", "carried"]
+
+
+def test_sinks_pass_katex(katex):
+    for lang in ("en", "zh"):
+        spec = load_spec({**wide(2), "tokens": ["x", "y"], "lang": lang, "sinks": ["-1", "2"], "softcap": "3"})
+        assert katex(render(derive(spec), "markdown")) == []

@@ -165,3 +165,49 @@ def test_softcap_against_the_float64_formula(raw):
     else:
         ours = [sum((h["output"]["value"][i] for h in data["heads"]), []) for i in range(len(raw["Q"]))]
     assert_close(ours, softcapped(raw), magnitude(raw["V"]))
+
+
+@st.composite
+def sink_inputs(draw):
+    raw = draw(alibi_inputs())
+    if draw(st.booleans()):
+        raw.pop("alibi", None)
+        raw.pop("alibi_slopes", None)
+    if draw(st.booleans()):
+        raw["softcap"] = draw(st.sampled_from(["0.5", "2", "30"]))
+    raw["sinks"] = [draw(st.sampled_from(["0", "-1.5", "0.25", "3", "1/3", "-20"])) for _ in range(raw["heads"])]
+    return raw
+
+
+def with_sink_column(raw):
+    """Softmax over the scores with the sink as one more column, then that column dropped."""
+    from fractions import Fraction
+
+    n_q, n_k, heads = len(raw["Q"]), len(raw["K"]), raw["heads"]
+    q, k, v = (tensor(raw[x]) for x in "QKV")
+    qs, ks, vs = (t.reshape(t.shape[0], heads, -1).transpose(0, 1) for t in (q, k, v))
+    z = qs @ ks.transpose(1, 2) / qs.shape[-1] ** 0.5
+    if "alibi" in raw or "alibi_slopes" in raw:
+        z = z + torch.stack([alibi_bias(m, n_q, n_k) for m in slopes(raw)])
+    if "softcap" in raw:
+        c = float(Fraction(raw["softcap"]))
+        z = c * torch.tanh(z / c)
+    if raw.get("mask") == "causal":
+        z = z.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(), float("-inf"))
+    elif isinstance(raw.get("mask"), list):
+        z = z.masked_fill(~torch.tensor(raw["mask"], dtype=torch.bool), float("-inf"))
+    sinks = torch.tensor([float(Fraction(s)) for s in raw["sinks"]], dtype=torch.float64)
+    column = sinks[:, None, None].expand(heads, n_q, 1)
+    a = torch.softmax(torch.cat([z, column], dim=-1), dim=-1)
+    return (a[..., :-1] @ vs).transpose(0, 1).reshape(n_q, -1), a[..., -1]
+
+
+@SETTINGS
+@given(sink_inputs())
+def test_sinks_against_softmax_with_a_sink_column(raw):
+    data = compute(load_spec(raw), digits=17)
+    out, share = with_sink_column(raw)
+    heads = [data] if raw["heads"] == 1 else data["heads"]
+    ours = [sum((h["output"]["value"][i] for h in heads), []) for i in range(len(raw["Q"]))]
+    assert_close(ours, out, magnitude(raw["V"]))
+    assert_close([h["sink_share"]["value"] for h in heads], share, 1.0)

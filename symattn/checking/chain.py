@@ -186,7 +186,8 @@ class Chain:
             return sympy.exp(z), a
         if quantity == "exp_sum":
             exps = [at("exp", row, j) for j in range(m.n_keys)]
-            return sympy.Add(*[e for e, _ in exps]), any(a for _, a in exps)
+            sink = m.sink_term(row, L.stable)  # a sink's e^s in the denominator (0 without one)
+            return sympy.Add(*[e for e, _ in exps], sink), any(a for _, a in exps)
         if quantity == "weights":
             (e, a), (total, b) = at("exp", row, col), at("exp_sum", row, None)
             return e / total, a or b

@@ -35,7 +35,10 @@ class Explainer:
         assert row is not None
         if quantity == "exp_sum":  # a column: a row, no column
             keys = range(len(spec.keys))
-            return Explanation(quantity, row, col, tuple(self.sig("exp", row, j, head) for j in keys), result)
+            terms = tuple(self.sig("exp", row, j, head) for j in keys)
+            if "sink_exp" in L.heads[L.index(head)].extra_quantities():  # + the sink's e^s (issue 20)
+                terms += (self.sig("sink_exp_shifted" if L.stable else "sink_exp", row, 0, head),)
+            return Explanation(quantity, row, col, terms, result)
         if quantity == "rowsum":
             keys = range(len(spec.keys))
             pairs = tuple((self.sig("dA", row, k, head), self.sig("weights", row, k, head)) for k in keys)

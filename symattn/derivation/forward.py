@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from symattn.derivation.score_variants import score_variant_steps
+from symattn.derivation.score_variants import score_variant_steps, sink_steps
 from symattn.derivation.steps import (
     Concat,
     Derivation,
@@ -64,6 +64,8 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             fig.scaled[i],
             fig.row_max[i] if fig.row_max is not None else None,
             is_exact([fig.softmax_input[i]]),
+            sink=fig.sink_exp[i] if fig.sink_exp is not None else None,
+            sink_logit=spec.sinks[0] if spec.sinks is not None else None,
         )
         for i in rows
     )
@@ -101,6 +103,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
         steps.append(Masking(spec.mask, spec.allowed, spec.key_padding, fig.scaled, is_exact(fig.scaled)))
     steps += [
         Softmax(softmax_rows),
+        *sink_steps(spec, fig),  # issue 20: the sink's share of each row
         WeightedSum(spec.V, weighted),
         MatrixForm(fig.weights, is_exact(fig.weights), fig.output, is_exact(fig.output), av_dots),
     ]
@@ -213,6 +216,7 @@ def _toy(spec: Spec) -> ToyVsReal:
         symbolic=spec.is_symbolic,
         alibi=spec.alibi is not None,
         softcap=spec.softcap is not None,
+        sinks=spec.sinks is not None,
     )
 
 

@@ -305,7 +305,10 @@ def _head(
         if release:
             _release(model, (quantity, "exp_sum"))
     for quantity in model.extra_quantities():
-        yield quantity, _entry(model, quantity, digits, None, exact, certify)
+        entry = _entry(model, quantity, digits, None, exact, certify)
+        if quantity.startswith("sink_"):  # one number per query, a list as exp_sum is
+            entry = {key: [r[0] for r in rows] for key, rows in entry.items()}
+        yield quantity, entry
 
 
 def _release(model: Model, quantities: tuple[str, ...]) -> None:

@@ -45,6 +45,26 @@ class SoftCap:
     after_exact: bool
 
 
+@dataclass(frozen=True)
+class SinkShare:
+    """The sink's share of each row: e^s over the whole denominator; the weights add up to 1 minus it."""
+
+    kind: ClassVar[str] = "sinks"
+    logit: Numeral
+    sink: Num  # the focus row's e^s (or e^(s − shift)) as in its softmax
+    total: Num  # the focus row's denominator
+    share: Num  # the focus row's share
+    shares: NumRow  # every row's
+
+
+def sink_steps(spec: Spec, fig: Figures) -> tuple:
+    """The sink's step, after the softmax; none without sinks."""
+    if spec.sinks is None or fig.sink_exp is None or fig.sink_share is None:
+        return ()
+    f = spec.focus
+    return (SinkShare(spec.sinks[0], fig.sink_exp[f], fig.exp_sum[f], fig.sink_share[f], fig.sink_share),)
+
+
 def score_variant_steps(spec: Spec, model: Model, fig: Figures, scaling: Scaling) -> tuple:
     """The scaling step, then each variant's own step; the scaling alone for plain scores."""
     from symattn.exact.score_variants import BiasedModel, bias_shown, distance

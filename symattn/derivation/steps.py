@@ -116,6 +116,8 @@ class SoftmaxRow:
     shift: Num | None = None  # stable softmax: the row maximum subtracted
     z_exact: bool = True
     exp_as_is: tuple[bool, ...] = ()  # (symbols) e^z has no simpler form, so its line would read e^z = e^z
+    sink: Num | None = None  # with a sink (issue 20): its e^s (or e^(s − shift)) in the denominator
+    sink_logit: Numeral | None = None  # and s as the spec gives it
 
 
 @dataclass(frozen=True)
@@ -238,6 +240,7 @@ class ToyVsReal:
     symbolic: bool
     alibi: bool = False  # ALiBi's distance bias (issue 20)
     softcap: bool = False  # z ← c·tanh(z / c) (issue 20)
+    sinks: bool = False  # a sink logit in each softmax (issue 20)
 
 
 class AnyStep(Protocol):
@@ -286,6 +289,7 @@ STEP_KINDS = (
     "toy_vs_real",
     "alibi",
     "softcap",
+    "sinks",
     "backward_loss",
     "backward_values",
     "backward_softmax",

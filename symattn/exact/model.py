@@ -82,6 +82,10 @@ class Model(ClosedForms, Rounding, ForwardPass):
         """z_ij after the variants of the scores (ALiBi's bias, the softcap): itself here."""
         return z
 
+    def sink_term(self, i: int, stable: bool) -> sympy.Expr:
+        """A sink's term in row i's denominator (e^s, or e^(s − M) for the stable softmax); 0 here."""
+        return sympy.Integer(0)
+
     def extra_quantities(self) -> tuple[str, ...]:
         """A variant's own quantities, for compute (ALiBi's "bias"); none here."""
         return ()

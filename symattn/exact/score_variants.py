@@ -368,11 +368,18 @@ def _upper(x: sympy.Expr) -> Fraction:
 
 def with_score_variants(model: Model, spec) -> Model:  # spec: Spec (the input layer's)
     """The model with the spec's ALiBi bias, or the model itself without one."""
-    if spec.alibi is None and spec.softcap is None:
+    if spec.alibi is None and spec.softcap is None and spec.sinks is None:
         return model
     slope = spec.alibi.slopes[0] if spec.alibi is not None else Slope(given=None)
     k = Fraction(0) if spec.alibi is None else Fraction(1) if slope.given is None else slope.given.value
-    return BiasedModel(
+    extra: dict = {}
+    kind: type[BiasedModel] = BiasedModel
+    if spec.sinks is not None:
+        from symattn.exact.sinks import SinkModel  # it subclasses this module's model
+
+        kind, extra = SinkModel, {"sink": spec.sinks[0].value}
+    return kind(
+        **extra,
         **{f.name: getattr(model, f.name) for f in fields(model)},
         slope=slope_expr(slope) if k != 0 else sympy.Integer(0),
         slope_k=k,

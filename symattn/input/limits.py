@@ -200,3 +200,4 @@ RESULT_NUMBER_LENGTH = 1100
 # --- score variants (alibi, softcap) ----------------------------------------------
 ALIBI_SLOPE = 100  # the largest alibi_slopes entry: the bias −m·|i − j| then stays within ABS_Z's reach
 SOFTCAP = 1000  # the largest softcap c: capped scores lie in (−c, c), well inside ABS_Z
+SINK_LOGIT = 100  # the largest |s| of a sink logit: e^100 has 44 digits before the point

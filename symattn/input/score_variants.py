@@ -1,5 +1,5 @@
 """Read the keys that change the scores before the softmax: ALiBi's distance bias (``alibi``,
-``alibi_slopes``) and Gemma 2's soft-capping (``softcap``).
+``alibi_slopes``), Gemma 2's soft-capping (``softcap``) and gpt-oss's attention sinks (``sinks``).
 
 ALiBi (Press et al., 2022) adds −m_h·|i − j| to each scaled score of head h, with the query at
 position i and the key at position j, both counted 0, 1, … from the first row. ``alibi = true``
@@ -18,7 +18,7 @@ from symattn.input.files import kind_of
 from symattn.input.numeral import Numeral
 from symattn.input.reader import Reader
 
-KEYS = ("alibi", "alibi_slopes", "softcap")
+KEYS = ("alibi", "alibi_slopes", "softcap", "sinks")
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,35 @@ def read_softcap(reader: Reader, data: Mapping[str, Any], symbolic: bool) -> Num
         raise reader.error("softcap", f"expected a number > 0 and at most {limits.SOFTCAP}, got {c.text}")
     check_softcap(reader, c, symbolic, "backward" in data)
     return c
+
+
+def read_sinks(reader: Reader, data: Mapping[str, Any], heads: int, symbolic: bool) -> tuple[Numeral, ...] | None:
+    """``sinks = [s_1, …]``: one sink logit per head, a decimal of size at most SINK_LOGIT."""
+    if "sinks" not in data:
+        return None
+    raw = data["sinks"]
+    if not isinstance(raw, list):
+        raise reader.error("sinks", f"expected a list of {heads} sink logit(s), one per head, got {kind_of(raw)}")
+    if len(raw) != heads:
+        raise reader.error("sinks", f"expected {heads} sink logit(s), one per head (heads = {heads}), got {len(raw)}")
+    sinks = []
+    for h, x in enumerate(raw, 1):
+        s = reader.number(x, "sinks", (h,))
+        if abs(s.value) > limits.SINK_LOGIT:
+            raise reader.error("sinks", f"a sink logit must be at most {limits.SINK_LOGIT} in size, got {s.text}", (h,))
+        sinks.append(s)
+    check_sinks(reader, tuple(sinks), symbolic, "backward" in data)
+    return tuple(sinks)
+
+
+def check_sinks(reader: Reader, sinks: tuple[Numeral, ...] | None, symbolic: bool, backward: bool) -> None:
+    """Refuse what sinks do not combine with."""
+    if sinks is None:
+        return
+    if symbolic:
+        raise reader.error("sinks", "symbols are not supported with sinks; give numbers")
+    if backward:
+        raise reader.error("sinks", "the backward pass is not supported with sinks yet")
 
 
 def check_softcap(reader: Reader, softcap: Numeral | None, symbolic: bool, backward: bool) -> None:

@@ -32,7 +32,15 @@ from symattn.input.parts import (
 from symattn.input.projection import Projection, project
 from symattn.input.reader import Matrix, Reader, Scale, check_keys, kind_of
 from symattn.input.score_variants import KEYS as SCORE_VARIANT_KEYS
-from symattn.input.score_variants import Alibi, check_alibi, check_softcap, read_alibi, read_softcap
+from symattn.input.score_variants import (
+    Alibi,
+    check_alibi,
+    check_sinks,
+    check_softcap,
+    read_alibi,
+    read_sinks,
+    read_softcap,
+)
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,7 @@ class Spec:
     # issue 20, the scores' variants (symattn.input.score_variants)
     alibi: Alibi | None = None  # ALiBi's slopes, one per head
     softcap: Numeral | None = None  # z ← c·tanh(z / c) before the mask and the softmax
+    sinks: tuple[Numeral, ...] | None = None  # one sink logit per head, in each softmax's denominator
 
     @property
     def page(self) -> str:
@@ -126,6 +135,7 @@ class Spec:
             title=None,
             backward=None,
             alibi=None if self.alibi is None else self.alibi.head(index),
+            sinks=None if self.sinks is None else self.sinks[index : index + 1],
         )
 
     def with_options(self, **options: Any) -> Spec:
@@ -164,6 +174,7 @@ class Spec:
         new = replace(self, **changes)
         check_alibi(reader, new.alibi, new.is_symbolic, new.backward is not None)
         check_softcap(reader, new.softcap, new.is_symbolic, new.backward is not None)
+        check_sinks(reader, new.sinks, new.is_symbolic, new.backward is not None)
         return new
 
 
@@ -313,6 +324,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     )
     spec = replace(spec, alibi=read_alibi(reader, data, heads, spec.is_symbolic))
     spec = replace(spec, softcap=read_softcap(reader, data, spec.is_symbolic))
+    spec = replace(spec, sinks=read_sinks(reader, data, heads, spec.is_symbolic))
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
     if "backward" in data:
