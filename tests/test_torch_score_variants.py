@@ -1,8 +1,10 @@
-"""Agreement with PyTorch (torch==2.13.0, CPU, float64) for the score variants of issue 20: ALiBi.
+"""Agreement with PyTorch (torch==2.13.0, CPU, float64) for the score variants of issue 20: ALiBi,
+softcap and sinks.
 
 ALiBi's bias −m_h·|i − j| (query i and key j counted 0, 1, … from the first row) is given to
 ``scaled_dot_product_attention`` as an additive float mask built the same way; a boolean mask or the
-causal mask is folded into it as −∞.
+causal mask is folded into it as −∞. The softcap is the float64 formula c·tanh(z / c) before the
+softmax; sinks are a softmax over the scores with one more column (the sink logit), then dropped.
 """
 
 import pytest
@@ -98,12 +100,14 @@ def projected_alibi_inputs(draw):
         raw["mask"] = "causal"
     if draw(st.booleans()):
         raw["softcap"] = draw(st.sampled_from(["0.5", "2", "1/3"]))
+    if draw(st.booleans()):
+        raw["sinks"] = [draw(st.sampled_from(["0", "1.5", "-2"])) for _ in range(raw["heads"])]
     return raw
 
 
 @SETTINGS
 @given(projected_alibi_inputs())
-def test_alibi_and_softcap_with_projections_and_w_o(raw):
+def test_variants_with_projections_and_w_o(raw):
     x = tensor(raw["X"])
     kv = tensor(raw.get("X_kv", raw["X"]))
 
@@ -117,7 +121,9 @@ def test_alibi_and_softcap_with_projections_and_w_o(raw):
     if raw.get("mask") == "causal":
         bias = bias.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(), float("-inf"))
     heads_out = F.scaled_dot_product_attention(*split, attn_mask=bias).transpose(0, 1).reshape(n_q, -1)
-    if "softcap" in raw:  # no SDPA takes tanh: the float64 formula
+    if "sinks" in raw:  # the softmax with a sink column
+        heads_out = with_sink_column(raw, q, k, v)[0]
+    elif "softcap" in raw:  # no SDPA takes tanh: the float64 formula
         heads_out = softcapped(raw, q, k, v)
     out = heads_out @ tensor(raw["W_O"]) + vec("b_O")
     data = compute(load_spec(raw), digits=17)
@@ -179,12 +185,13 @@ def sink_inputs(draw):
     return raw
 
 
-def with_sink_column(raw):
+def with_sink_column(raw, q=None, k=None, v=None):
     """Softmax over the scores with the sink as one more column, then that column dropped."""
     from fractions import Fraction
 
-    n_q, n_k, heads = len(raw["Q"]), len(raw["K"]), raw["heads"]
-    q, k, v = (tensor(raw[x]) for x in "QKV")
+    if q is None:
+        q, k, v = (tensor(raw[x]) for x in "QKV")
+    n_q, n_k, heads = q.shape[0], k.shape[0], raw["heads"]
     qs, ks, vs = (t.reshape(t.shape[0], heads, -1).transpose(0, 1) for t in (q, k, v))
     z = qs @ ks.transpose(1, 2) / qs.shape[-1] ** 0.5
     if "alibi" in raw or "alibi_slopes" in raw:
