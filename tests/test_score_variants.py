@@ -369,3 +369,28 @@ def test_sinks_pass_katex(katex):
     for lang in ("en", "zh"):
         spec = load_spec({**wide(2), "tokens": ["x", "y"], "lang": lang, "sinks": ["-1", "2"], "softcap": "3"})
         assert katex(render(derive(spec), "markdown")) == []
+
+
+@pytest.mark.parametrize("lang, engine", [("en", "pdflatex"), ("zh", "xelatex")])
+def test_every_variant_at_once_compiles_without_overfull_boxes(latex, katex, tmp_path, lang, engine):
+    # two heads, cross-attention (3 queries, 4 keys), ALiBi's paper slopes, a softcap, sinks, causal, stable
+    raw = {
+        "lang": lang,
+        "tokens": ["x", "y", "z"],
+        "key_tokens": ["a", "b", "c", "d"],
+        "Q": [["1", "0", "0.5", "2"], ["0", "1", "1", "0"], ["0.9", "0.1", "0.3", "0.3"]],
+        "K": [["1", "0.2", "0", "1"], ["0.1", "1", "1", "0"], ["0.8", "0.3", "0.5", "0.5"], ["0.4", "0.4", "2", "1"]],
+        "V": [["10", "0"], ["0", "10"], ["1", "1"], ["4", "2"]],
+        "heads": 2,
+        "alibi": True,
+        "softcap": "1.5",
+        "sinks": ["0.5", "-1"],
+        "mask": "causal",
+        "softmax": "stable",
+    }
+    spec = load_spec(raw)
+    text = render(derive(spec), "markdown")
+    assert katex(text) == []
+    latex(render(derive(spec), "latex", standalone=True), engine, tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    assert "Overfull" not in log

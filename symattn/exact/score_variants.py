@@ -30,7 +30,7 @@ from symattn.exact.boxes import Boxes
 from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
 from symattn.exact.rounding import Num, NumRows
-from symattn.input.decimals import round_half_up
+from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
 from symattn.input.score_variants import Slope
@@ -391,7 +391,8 @@ def with_score_variants(model: Model, spec) -> Model:  # spec: Spec (the input l
 def bias_shown(model: Model, decimals: int, notation: str = "fixed") -> NumRows:
     """ALiBi's bias as the document shows it: exact, padded to one width, where every entry terminates."""
     exact = model.rationals("bias")
-    if all(x is not None for row in exact for x in row):
+    places = [terminating_decimals(x) if x is not None else None for row in exact for x in row]
+    if all(p is not None and p <= decimals for p in places):  # short enough to show whole (−1.5, not −1.500)
         return rounding._exact_or_rounded(exact, decimals, notation)  # type: ignore[arg-type]
     return tuple(
         tuple(Num(d, x is not None and Fraction(d) == x) for d, x in zip(row, exact_row))
