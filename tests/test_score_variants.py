@@ -394,3 +394,33 @@ def test_every_variant_at_once_compiles_without_overfull_boxes(latex, katex, tmp
     latex(render(derive(spec), "latex", standalone=True), engine, tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert "Overfull" not in log
+
+
+def test_check_sink_share_claims():
+    spec = load_spec(builtin.example_path("sinks", "en"))
+    report = check(
+        spec, {"claims": {"sink_share": ["0.448", "0.341", "0.3"], "rows": {"sat": {"sink_share": "0.300"}}}}
+    )
+    assert [(v.claim.quantity, v.verdict) for v in report.results] == [
+        ("sink_share", "rounded"),
+        ("sink_share", "rounded"),
+        ("sink_share", "rounded"),
+        ("sink_share", "wrong"),
+    ]
+    # from the claimant's own sum of exps: 0.860 / 3.5 is carried
+    assert sink_verdicts({"exp_sum": "3.5", "sink_share": "0.246"}) == ["wrong", "carried"]
+
+
+def test_sink_share_claims_need_sinks():
+    with pytest.raises(SpecError, match=r"claims\.sink_share: claims on sink_share need sinks$"):
+        check(load_spec(BASE), {"claims": {"sink_share": ["0.1", "0.2", "0.3"]}})
+
+
+def test_sink_share_per_head():
+    spec = load_spec({**wide(2), "sinks": ["0", "1"], "alibi": False})
+    data = compute(spec, digits=6)
+    shares = [h["sink_share"]["value"] for h in data["heads"]]
+    report = check(spec, {"claims": {"h1.sink_share": shares[0], "h2.sink_share": shares[1]}})
+    assert len(report.results) == 4 and all(v.verdict in ("exact", "rounded") for v in report.results)
+    wrong = check(spec, {"claims": {"h2.sink_share": ["0.9", "0.9"]}})
+    assert [v.verdict for v in wrong.results] == ["wrong", "wrong"]

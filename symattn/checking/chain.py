@@ -191,6 +191,9 @@ class Chain:
         if quantity == "weights":
             (e, a), (total, b) = at("exp", row, col), at("exp_sum", row, None)
             return e / total, a or b
+        if quantity == "sink_share":  # the sink's e^s over the claimant's (or the exact) sum
+            total, b = at("exp_sum", row, None)
+            return m.sink_term(row, L.stable) / total, b
         if quantity == "output":
             assert col is not None  # an entry of a matrix
             return _sum([(at("weights", row, j), self.implied("V", j, v0 + col)) for j in range(m.n_keys)])
