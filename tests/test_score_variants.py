@@ -424,3 +424,10 @@ def test_sink_share_per_head():
     assert len(report.results) == 4 and all(v.verdict in ("exact", "rounded") for v in report.results)
     wrong = check(spec, {"claims": {"h2.sink_share": ["0.9", "0.9"]}})
     assert [v.verdict for v in wrong.results] == ["wrong", "wrong"]
+
+
+@pytest.mark.parametrize("variant", [{"alibi": True}, {"softcap": "2"}, {"sinks": ["1"]}])
+def test_rounded_inputs_are_refused_with_the_variants(variant):
+    spec = load_spec({**BASE, **variant, "inputs": "rounded"})
+    with pytest.raises(SpecError, match=r'^<dict>: inputs: "rounded" is not checked with ALiBi, softcap or sinks yet$'):
+        check(spec, {"claims": {"weights": [["0.3", "0.3", "0.4"]] * 3}})

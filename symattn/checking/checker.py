@@ -75,10 +75,13 @@ def check(
                 loaded.source, gradient.key, "a claim on a gradient needs [backward] in the spec (or --backward)"
             )
     if spec.inputs == "rounded" and not is_supported(spec):
+        variants = spec.alibi is not None or spec.softcap is not None or spec.sinks is not None
         raise SpecError(
             spec.source,
             "inputs",
-            '"rounded" is checked for one head with Q, K and V given directly (not X and W, several heads or W_O)',
+            '"rounded" is not checked with ALiBi, softcap or sinks yet'
+            if variants
+            else '"rounded" is checked for one head with Q, K and V given directly (not X and W, several heads or W_O)',
         )
     if model is None or spec is not given:  # a Result's model is reused when its spec is the one checked
         model = build(spec)

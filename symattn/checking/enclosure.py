@@ -68,8 +68,10 @@ def typed(x: Entry) -> Interval:
 
 
 def is_supported(spec: Spec) -> bool:
-    """Enclosures cover one head with Q, K and V typed directly (no projections or W_O)."""
-    return spec.heads == 1 and spec.projection is None and spec.W_O is None
+    """Enclosures cover one head with Q, K and V typed directly (no projections or W_O), and plain scores
+    (none of issue 20's ALiBi, softcap or sinks)."""
+    plain = spec.alibi is None and spec.softcap is None and spec.sinks is None
+    return spec.heads == 1 and spec.projection is None and spec.W_O is None and plain
 
 
 class Enclosure:
