@@ -431,3 +431,13 @@ def test_rounded_inputs_are_refused_with_the_variants(variant):
     spec = load_spec({**BASE, **variant, "inputs": "rounded"})
     with pytest.raises(SpecError, match=r'^<dict>: inputs: "rounded" is not checked with ALiBi, softcap or sinks yet$'):
         check(spec, {"claims": {"weights": [["0.3", "0.3", "0.4"]] * 3}})
+
+
+@pytest.mark.parametrize("name", ["alibi", "softcap", "sinks"])
+def test_backward_flag_is_one_line_on_the_variant_examples(capsys, name):
+    assert main(["render", "--example", name, "--lang", "en", "--backward"]) == 2
+    key = name
+    out, err = capsys.readouterr()
+    assert out == "" and err.endswith(
+        f"{key}: the backward pass is not supported with {'ALiBi' if name == 'alibi' else name} yet\n"
+    )
