@@ -8,7 +8,6 @@ from symattn.input import builtin
 from symattn.input.spec import load_spec
 from symattn.rendering.renderer import render
 
-
 # issue 20's variants refuse the backward pass (not derived for them yet): their documents are forward only
 NO_BACKWARD = ("alibi", "sinks", "softcap")
 
