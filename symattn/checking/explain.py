@@ -41,8 +41,8 @@ class Explainer:
             return Explanation(quantity, row, col, terms, result)
         if quantity == "sink_share":  # e^s over the row's sum (issue 20)
             sink = "sink_exp_shifted" if L.stable else "sink_exp"
-            operands = (self.sig(sink, row, 0, head), self.sig("exp_sum", row, 0, head))
-            return Explanation(quantity, row, col, operands, result)
+            pair = (self.sig(sink, row, 0, head), self.sig("exp_sum", row, 0, head))
+            return Explanation(quantity, row, col, pair, result)
         if quantity == "rowsum":
             keys = range(len(spec.keys))
             pairs = tuple((self.sig("dA", row, k, head), self.sig("weights", row, k, head)) for k in keys)
