@@ -38,6 +38,11 @@ MATH_NAMES = {
     "FlashAttention",
     "torch",
     "is_causal",
+    "ALiBi",  # issue 20's variants and the models that use them: names, in every language
+    "BLOOM",
+    "MPT",
+    "gpt",  # gpt-oss
+    "oss",
     "Concat",
     "head",
     "model",

@@ -177,6 +177,9 @@ class Chain:
             return m.scores[row, col], False
         if quantity in ("scaled", "dS"):
             (x, a), (factor, b) = at("scores" if quantity == "scaled" else "dZ", row, col), self.implied("scale")
+            if quantity == "scaled":
+                assert col is not None  # an entry of a matrix
+                return m.vary(row, col, x * factor), a or b  # + ALiBi's bias, then any softcap
             return x * factor, a or b
         if quantity == "shifted":  # z − the row's maximum
             assert col is not None
@@ -187,10 +190,14 @@ class Chain:
             return sympy.exp(z), a
         if quantity == "exp_sum":
             exps = [at("exp", row, j) for j in range(m.n_keys)]
-            return sympy.Add(*[e for e, _ in exps]), any(a for _, a in exps)
+            sink = m.sink_term(row, L.stable)  # a sink's e^s in the denominator (0 without one)
+            return sympy.Add(*[e for e, _ in exps], sink), any(a for _, a in exps)
         if quantity == "weights":
             (e, a), (total, b) = at("exp", row, col), at("exp_sum", row, None)
             return e / total, a or b
+        if quantity == "sink_share":  # the sink's e^s over the claimant's (or the exact) sum
+            total, b = at("exp_sum", row, None)
+            return m.sink_term(row, L.stable) / total, b
         if quantity == "output":
             assert col is not None  # an entry of a matrix
             return _sum([(at("weights", row, j), self.implied("V", j, v0 + col)) for j in range(m.n_keys)])

@@ -35,7 +35,14 @@ class Explainer:
         assert row is not None
         if quantity == "exp_sum":  # a column: a row, no column
             keys = range(len(spec.keys))
-            return Explanation(quantity, row, col, tuple(self.sig("exp", row, j, head) for j in keys), result)
+            terms = tuple(self.sig("exp", row, j, head) for j in keys)
+            if "sink_exp" in L.heads[L.index(head)].extra_quantities():  # + the sink's e^s (issue 20)
+                terms += (self.sig("sink_exp_shifted" if L.stable else "sink_exp", row, 0, head),)
+            return Explanation(quantity, row, col, terms, result)
+        if quantity == "sink_share":  # e^s over the row's sum (issue 20)
+            sink = "sink_exp_shifted" if L.stable else "sink_exp"
+            pair = (self.sig(sink, row, 0, head), self.sig("exp_sum", row, 0, head))
+            return Explanation(quantity, row, col, pair, result)
         if quantity == "rowsum":
             keys = range(len(spec.keys))
             pairs = tuple((self.sig("dA", row, k, head), self.sig("weights", row, k, head)) for k in keys)
@@ -105,7 +112,12 @@ class Explainer:
         if quantity == "scores":
             return tuple(zip(sub.Q[i], sub.K[k]))
         if quantity == "scaled":
-            return (sig("scores", i, k), sub.d_k if sub.scale == "sqrt" else sub.scale)
+            operands = (sig("scores", i, k), sub.d_k if sub.scale == "sqrt" else sub.scale)
+            if model.plain_scores:
+                return operands
+            # + ALiBi's −m·|i − j| (None where 0), then c·tanh(·/c) (None without a softcap)
+            bias = sig("bias", i, k) if "bias" in model.extra_quantities() and i != k else None
+            return operands + (bias, sub.softcap)
         if quantity == "shifted":
             return (sig("scaled", i, k), sig("scaled", i, model.row_max[i]))
         if quantity == "exp":

@@ -291,7 +291,8 @@ class Checker:
                 else:
                     z, a = chain.implied("scaled", i, k, head)
                     terms.append((sympy.exp(z), a))
-            y, from_claims = sympy.Add(*[t for t, _ in terms]), any(a for _, a in terms)
+            # with a sink (issue 20), its e^s is a term of the sum too
+            y, from_claims = sympy.Add(*[t for t, _ in terms], model.sink_term(i, False)), any(a for _, a in terms)
         verdict, carried = self.decide(claim, exact, y, from_claims)
         return (exact, verdict, carried) if verdict in ("exact", "rounded", "carried") else None
 

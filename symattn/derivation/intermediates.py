@@ -287,7 +287,7 @@ def _head(
     model: Model, digits: int, exact: bool = True, certify: bool = False, release: bool = False
 ) -> Iterator[tuple[str, Any]]:
     yield "d_k", model.d_k
-    structure = _Structure(model) if exact else None
+    structure = _Structure(model) if exact and model.plain_scores else None
     for scalar in ("scale", "sqrt_dk"):
         entry = _entry(model, scalar, digits, None, exact, certify)
         yield scalar, {key: rows[0][0] for key, rows in entry.items()}
@@ -305,6 +305,11 @@ def _head(
             yield "exp_sum", exp_sum
         if release:
             _release(model, (quantity, "exp_sum"))
+    for quantity in model.extra_quantities():
+        entry = _entry(model, quantity, digits, None, exact, certify)
+        if quantity.startswith("sink_"):  # one number per query, a list as exp_sum is
+            entry = {key: [r[0] for r in rows] for key, rows in entry.items()}
+        yield quantity, entry
 
 
 def _release(model: Model, quantities: tuple[str, ...]) -> None:
@@ -371,6 +376,9 @@ def _sections(
     if certify:
         if model.kind != "head":
             raise SpecError(spec.source, None, "--certify covers one head without symbols or --backward")
+        if not cast(Model, model).plain_scores:  # the certificate's reader recomputes z = S·scale
+            key = "alibi" if spec.alibi is not None else "softcap"
+            raise SpecError(spec.source, key, "--certify does not cover ALiBi or softcap")
         head = cast(Model, model)  # kind "head" is one Model
         out = {**_inputs(spec), **dict(_head(head, digits, exact, certify=True))}
         out["certificate"] = _certificate(spec, head, out, digits)

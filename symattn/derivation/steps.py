@@ -118,6 +118,8 @@ class SoftmaxRow:
     shift: Num | None = None  # stable softmax: the row maximum subtracted
     z_exact: bool = True
     exp_as_is: tuple[bool, ...] = ()  # (symbols) e^z has no simpler form, so its line would read e^z = e^z
+    sink: Num | None = None  # with a sink (issue 20): its e^s (or e^(s − shift)) in the denominator
+    sink_logit: Numeral | None = None  # and s as the spec gives it
 
 
 @dataclass(frozen=True)
@@ -242,6 +244,9 @@ class ToyVsReal:
     kv_heads: int | None = None  # grouped-query: fewer key/value heads than heads
     window: int | None = None
     causal_align: str = "top-left"
+    alibi: bool = False  # ALiBi's distance bias (issue 20)
+    softcap: bool = False  # z ← c·tanh(z / c) (issue 20)
+    sinks: bool = False  # a sink logit in each softmax (issue 20)
 
 
 class AnyStep(Protocol):
@@ -290,6 +295,9 @@ STEP_KINDS = (
     "substitution",
     "recap",
     "toy_vs_real",
+    "alibi",
+    "softcap",
+    "sinks",
     "backward_loss",
     "backward_values",
     "backward_softmax",
@@ -329,6 +337,12 @@ def top_keys(model: Model, row: int) -> tuple[int, ...]:
     scores = [(model.scores[row, j], j) for j in range(model.n_keys) if model.may_attend(row, j)]
     best = max(s for s, _ in scores)
     return tuple(j for s, j in scores if s == best)
+
+
+def attended_keys(model: Model, row: int) -> tuple[int, ...]:
+    """The keys with the largest z (after any bias), which get the largest weight: ties share the top."""
+    best = model.row_max[row]
+    return next(tuple(group) for group in model._groups[row] if best in group)
 
 
 def pictures(spec: Spec, name: str, panels: tuple[ShownRows, ...]) -> tuple[Picture, ...]:

@@ -65,6 +65,7 @@ class Model(ClosedForms, Rounding, ForwardPass):
     scale: sympy.Expr  # Z = S * scale
     allowed: Mask | None = None  # True where a query may attend to a key; None: everywhere
     kind: ClassVar[str] = "head"
+    plain_scores: ClassVar[bool] = True  # z = n·scale/den, as compute's structure printer and certificates assume
 
     @property
     def n_queries(self) -> int:
@@ -76,6 +77,18 @@ class Model(ClosedForms, Rounding, ForwardPass):
 
     def may_attend(self, i: int, j: int) -> bool:
         return self.allowed is None or self.allowed[i][j]
+
+    def vary(self, i: int, j: int, z: sympy.Expr) -> sympy.Expr:
+        """z_ij after the variants of the scores (ALiBi's bias, the softcap): itself here."""
+        return z
+
+    def sink_term(self, i: int, stable: bool) -> sympy.Expr:
+        """A sink's term in row i's denominator (e^s, or e^(s − M) for the stable softmax); 0 here."""
+        return sympy.Integer(0)
+
+    def extra_quantities(self) -> tuple[str, ...]:
+        """A variant's own quantities, for compute (ALiBi's "bias"); none here."""
+        return ()
 
     # --- closed forms ----------------------------------------------------
 
@@ -396,6 +409,8 @@ def scale_of(spec: Spec) -> sympy.Expr:
 
 def build_model(spec: Spec) -> Model:
     """The exact model of a validated single-head spec."""
+    from symattn.exact.score_variants import with_score_variants  # it subclasses Model
+
     if spec.heads > 1:
         raise ValueError("a multi-head spec has one model per head: use build_heads")
     Q, K, V = spec.Q, spec.K, spec.V
@@ -414,6 +429,7 @@ def build_model(spec: Spec) -> Model:
         scale=scale_of(spec),
         allowed=spec.allowed,
     )
+    model = with_score_variants(model, spec)  # issue 20: ALiBi (symattn.exact.score_variants)
     _check_work(model, spec.source)
     return model
 

@@ -210,3 +210,7 @@ RESULT_NUMBER_LENGTH = 1100
 # --- issue 20 (modA): grouped-query heads and the sliding window ---------------------
 WINDOW = 1024  # keys of a sliding window (as many as the tokens: a wider one would mean no window anyway)
 KV_HEADS = 16  # key/value heads (grouped-query): at most the query heads
+# --- score variants (alibi, softcap) ----------------------------------------------
+ALIBI_SLOPE = 100  # the largest alibi_slopes entry: the bias −m·|i − j| then stays within ABS_Z's reach
+SOFTCAP = 1000  # the largest softcap c: capped scores lie in (−c, c), well inside ABS_Z
+SINK_LOGIT = 100  # the largest |s| of a sink logit: e^100 has 44 digits before the point

@@ -14,7 +14,7 @@ from symattn.input.spec import Spec
 
 INPUTS = ("Q", "K", "V")  # claimable when they are computed from X and W
 SHARED = ("sqrt_dk", "scale")  # scalars, the same for every head
-HEAD_FORWARD = ("scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "output")
+HEAD_FORWARD = ("scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "sink_share", "output")
 HEAD_BACKWARD = ("dO", "dV", "dA", "rowsum", "dZ", "dS", "dQ", "dK")
 LAYER_FORWARD = ("concat", "output")
 LAYER_TOP = ("dO", "dW_O", "dconcat")  # the backward pass's start, before it splits into heads
@@ -27,7 +27,7 @@ QUANTITIES = (
     INPUTS + SHARED + HEAD_FORWARD + ("concat", "dO", "dW_O", "dconcat") + HEAD_BACKWARD[1:] + (PROJECTED_GRADIENTS)
 )
 SCALARS = SHARED
-COLUMNS = ("exp_sum", "rowsum")  # one number per query: a row index, no column
+COLUMNS = ("exp_sum", "rowsum", "sink_share")  # one number per query: a row index, no column
 NOT_IN_ROWS = INPUTS + SHARED + ("dV", "dK", "dW_O") + PROJECTED_GRADIENTS  # rows that are not the queries
 
 # what the rows and columns are: a query token, a key token, a column of the matrix (1-based), an input

@@ -32,6 +32,16 @@ from symattn.input.parts import (
 )
 from symattn.input.projection import Projection, project
 from symattn.input.reader import Matrix, Reader, Scale, check_keys, kind_of
+from symattn.input.score_variants import KEYS as SCORE_VARIANT_KEYS
+from symattn.input.score_variants import (
+    Alibi,
+    check_alibi,
+    check_sinks,
+    check_softcap,
+    read_alibi,
+    read_sinks,
+    read_softcap,
+)
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,10 @@ class Spec:
     kv_heads: int | None = None  # key/value heads shared by the query heads; None: one per query head
     window: int | None = None  # query i attends keys i + offset − window < j ≤ i + offset; None: no window
     causal_align: str = "top-left"  # or "bottom-right": the diagonal ends at the last key (offset n_k − n_q)
+    # issue 20, the scores' variants (symattn.input.score_variants)
+    alibi: Alibi | None = None  # ALiBi's slopes, one per head
+    softcap: Numeral | None = None  # z ← c·tanh(z / c) before the mask and the softmax
+    sinks: tuple[Numeral, ...] | None = None  # one sink logit per head, in each softmax's denominator
 
     @property
     def page(self) -> str:
@@ -142,6 +156,8 @@ class Spec:
             b_O=None,
             title=None,
             backward=None,
+            alibi=None if self.alibi is None else self.alibi.head(index),
+            sinks=None if self.sinks is None else self.sinks[index : index + 1],
         )
 
     def with_options(self, **options: Any) -> Spec:
@@ -177,7 +193,11 @@ class Spec:
             changes["numbered"] = reader.flag(raw["numbered"], "--numbered")
         if raw.get("backward") and self.backward is None:  # --backward: L = Σ O unless the spec says otherwise
             changes["backward"] = Backward("sum")
-        return replace(self, **changes)
+        new = replace(self, **changes)
+        check_alibi(reader, new.alibi, new.is_symbolic, new.backward is not None)
+        check_softcap(reader, new.softcap, new.is_symbolic, new.backward is not None)
+        check_sinks(reader, new.sinks, new.is_symbolic, new.backward is not None)
+        return new
 
 
 _OVERRIDABLE = {
@@ -235,6 +255,7 @@ SPEC_KEYS = (
     "kv_heads",
     "window",
     "causal_align",
+    *SCORE_VARIANT_KEYS,
 )
 
 
@@ -330,6 +351,9 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         window=diagonal.window,
         causal_align=diagonal.align,
     )
+    spec = replace(spec, alibi=read_alibi(reader, data, heads, spec.is_symbolic))
+    spec = replace(spec, softcap=read_softcap(reader, data, spec.is_symbolic))
+    spec = replace(spec, sinks=read_sinks(reader, data, heads, spec.is_symbolic))
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
     if "backward" in data:
