@@ -148,6 +148,10 @@ def test_variant_area_is_built_from_its_list(client):
             "kv_heads",
             "window",
             "causal_align",
+            "alibi",
+            "alibi_slopes",
+            "softcap",
+            "sinks",
         ]
     )
     assert re.findall(r'<option value="([a-z]+)" data-ui="softmax_', area) == ["plain", "stable"]
@@ -322,7 +326,18 @@ def test_variant_softmax(english, server):
     wait_math(english, math_of(fragment(raw)), "the stable softmax")
     assert english.execute_script(
         "return Array.from(document.querySelectorAll('#variant [data-key]')).map(n => n.id)"
-    ) == ["set-mask", "set-softmax", "set-heads", "set-kv_heads", "set-window", "set-causal_align"]
+    ) == [
+        "set-mask",
+        "set-softmax",
+        "set-heads",
+        "set-kv_heads",
+        "set-window",
+        "set-causal_align",
+        "set-alibi",
+        "set-alibi_slopes",
+        "set-softcap",
+        "set-sinks",
+    ]
 
 
 def test_variant_window_and_alignment(english, server):
@@ -336,6 +351,24 @@ def test_variant_window_and_alignment(english, server):
     retype(english.find_element("id", "set-window"), "1")
     raw["window"] = "1"
     wait_math(english, math_of(fragment(raw)), "a window of one key")
+
+
+def test_variant_alibi_softcap_and_sinks(english, server):
+    raw = seed("en")
+    open_fresh(english, server, raw)
+    choose(english, "set-alibi", "true")
+    raw["alibi"] = True
+    wait_math(english, math_of(fragment(raw)), "ALiBi")
+    retype(english.find_element("id", "set-softcap"), "2")
+    raw["softcap"] = "2"
+    wait_math(english, math_of(fragment(raw)), "the soft-cap")
+    retype(english.find_element("id", "set-sinks"), " 0.5 ")
+    raw["sinks"] = ["0.5"]
+    wait_math(english, math_of(fragment(raw)), "a sink")
+    choose(english, "set-alibi", "false")
+    del raw["alibi"]
+    wait_math(english, math_of(fragment(raw)), "ALiBi off again")
+    assert english.find_element("id", "set-sinks").get_attribute("placeholder") == "e.g. 0.5, 0.25 (one per head)"
 
 
 # --- practice mode ------------------------------------------------------------------
@@ -516,6 +549,10 @@ def test_a_variant_control_is_one_entry(monkeypatch):
         ("kv_heads", "number"),
         ("window", "number"),
         ("causal_align", "select"),
+        ("alibi", "flag"),
+        ("alibi_slopes", "list"),
+        ("softcap", "text"),
+        ("sinks", "list"),
         ("expand", "text"),
         ("rounding", "number"),
     ]
