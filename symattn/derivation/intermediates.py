@@ -286,7 +286,9 @@ def _head(
     model: Model, digits: int, exact: bool = True, certify: bool = False, release: bool = False
 ) -> Iterator[tuple[str, Any]]:
     yield "d_k", model.d_k
-    structure = _Structure(model) if exact else None
+    structure = _Structure(model) if exact and not model.rotated else None  # RoPE: SymPy prints the trig
+    for quantity in model.rotated:
+        yield quantity, _entry(model, quantity, digits, None, exact, certify)
     for scalar in ("scale", "sqrt_dk"):
         entry = _entry(model, scalar, digits, None, exact, certify)
         yield scalar, {key: rows[0][0] for key, rows in entry.items()}

@@ -205,6 +205,8 @@ def _fractions(rows: NumRows) -> list[list[Fraction]]:
 
 
 def _scores(model: Model, decimals: Decimals, notation: str) -> NumRows:
+    if model.rotated:  # RoPE's scores have cos and sin: rounded from the model
+        return _from_model(model, "scores", decimals.scores, notation)
     den, rows = model.score_integers
     return _exact_or_rounded([[Fraction(x, den) for x in row] for row in rows], decimals.scores, notation)
 

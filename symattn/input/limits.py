@@ -196,3 +196,7 @@ NPY_HEADER = 10_000  # bytes of a .npy header (NumPy's own max_header_size); che
 # characters of one JSON number of a float result: the exact decimal of any float64 (up to 767
 # significant digits, 1074 after the point) fits; checked before the text is converted
 RESULT_NUMBER_LENGTH = 1100
+
+# --- rotary position embeddings (RoPE) ---------------------------------------------
+ROPE_BASE_MAX = 10**12  # rope_base from 1/10^12 to 10^12, numerator and denominator at most 10^12
+ROPE_TERMS = 2_000_000  # cos/sin terms of the rotated scores: heads × queries × keys × d_k/2

@@ -31,6 +31,7 @@ from symattn.input.parts import (
 )
 from symattn.input.projection import Projection, project
 from symattn.input.reader import Matrix, Reader, Scale, check_keys, kind_of
+from symattn.input.rope import ROPE_KEYS, Rope, read_rope
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class Spec:
     numbered: bool = False  # LaTeX headings numbered (no *), so that they enter the table of contents
     figures: str = "all"  # "all": heatmaps and the token diagram; "weights": the heatmaps; "none"
     inputs: str = "exact"  # "rounded": each typed input is any value that rounds to it (check: input-rounding)
+    # rotary position embeddings (input/rope.py): Q and K of each head rotated by position
+    rope: Rope | None = None
 
     @property
     def page(self) -> str:
@@ -210,6 +213,7 @@ SPEC_KEYS = (
     "numbered",
     "figures",
     "inputs",
+    *ROPE_KEYS,
 )
 
 
@@ -267,6 +271,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     heads, W_O, b_O = read_heads(reader, data, projection, len(V[0]), len(Q[0]))
     if heads > 1 and any(isinstance(x, Formula) for m in (Q, K, V) for row in m for x in row):
         raise reader.error("heads", "symbols are supported with one head only")
+    rope = read_rope(reader, data, len(Q[0]) // heads, heads, len(Q), len(K), _has_formula(Q, K))
     mask, allowed, padding = read_mask(reader, data, tokens, key_tokens or tokens)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
     title = reader.title(data["title"], "title") if "title" in data else None
@@ -300,6 +305,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         heads=heads,
         W_O=W_O,
         b_O=b_O,
+        rope=rope,
     )
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
@@ -311,6 +317,10 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
             ),
         )
     return spec
+
+
+def _has_formula(*matrices: Matrix) -> bool:
+    return any(isinstance(x, Formula) for m in matrices for row in m for x in row)
 
 
 def load_spec(spec: str | Path | Mapping[str, Any] | Spec) -> Spec:
