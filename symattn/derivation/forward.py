@@ -32,6 +32,7 @@ from symattn.derivation.steps import (
     top_keys,
     transpose,
 )
+from symattn.derivation.rope import rotation_step
 from symattn.exact.model import Model
 from symattn.exact.rounding import Figures, Num, figures, is_exact
 from symattn.input.spec import Spec
@@ -46,9 +47,9 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
     f = spec.focus
     rows = range(model.n_queries) if spec.expand == "all" else [f]
     scale_kind, scale_value = scale_parts(spec)
-    dots = tuple(
-        Dot(i, j, tuple(zip(spec.Q[i], spec.K[j])), fig.scores[i][j]) for i in rows for j in range(model.n_keys)
-    )
+    rope = rotation_step(spec, model, fig.scores) if model.rotated else None  # type: ignore[arg-type]
+    Q, K = (spec.Q, spec.K) if rope is None else (rope.Q_rot, rope.K_rot)  # RoPE: the dots of Q' and K'
+    dots = tuple(Dot(i, j, tuple(zip(Q[i], K[j])), fig.scores[i][j]) for i in rows for j in range(model.n_keys))
     softmax_rows = tuple(
         SoftmaxRow(
             i,
@@ -86,7 +87,8 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             for k in range(model.V.cols)
         )
     steps: list[Step] = [
-        Scores(transpose(spec.K), dots, fig.scores, is_exact(fig.scores)),
+        *(() if rope is None else (rope,)),
+        Scores(transpose(K), dots, fig.scores, is_exact(fig.scores), rotated=rope is not None),  # type: ignore[arg-type]
         Scaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, fig.unmasked, is_exact(fig.unmasked)),
     ]
     if spec.allowed is not None:
@@ -203,6 +205,7 @@ def _toy(spec: Spec) -> ToyVsReal:
         scale_value=scale_value,
         softmax=spec.softmax,
         symbolic=spec.is_symbolic,
+        rope=spec.rope is not None,
     )
 
 

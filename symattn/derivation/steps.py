@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
+from symattn.derivation.rope import Rotation
 from symattn.exact.model import Model
 from symattn.exact.rounding import Num, NumRows
 from symattn.input.formula import Formula
@@ -89,6 +90,7 @@ class Scores:
     S: ShownRows
     exact: bool
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
+    rotated: bool = False  # RoPE: the dots are of the rotated Q' and K' (derivation/rope.py)
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,7 @@ class ToyVsReal:
     scale_value: Numeral | None
     softmax: str
     symbolic: bool
+    rope: bool = False  # rotary positions on Q and K (derivation/rope.py)
 
 
 class AnyStep(Protocol):
@@ -265,6 +268,7 @@ Step = (
     | Substitution
     | Recap
     | ToyVsReal
+    | Rotation
 )
 STEP_KINDS = (
     "setup",
@@ -282,6 +286,7 @@ STEP_KINDS = (
     "substitution",
     "recap",
     "toy_vs_real",
+    "rotation",
     "backward_loss",
     "backward_values",
     "backward_softmax",
