@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from symattn.derivation.rope import rotation_step
 from symattn.derivation.steps import (
     Concat,
     Derivation,
@@ -32,7 +33,6 @@ from symattn.derivation.steps import (
     top_keys,
     transpose,
 )
-from symattn.derivation.rope import rotation_step
 from symattn.exact.model import Model
 from symattn.exact.rounding import Figures, Num, figures, is_exact
 from symattn.input.spec import Spec

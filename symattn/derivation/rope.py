@@ -4,14 +4,11 @@ focus row's scores change."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, ClassVar
 
-import sympy
-
-from symattn.exact.numeric import round_expr
-from symattn.exact.rounding import Num, NumRow, NumRows, _exact_or_rounded, _from_model
+from symattn.exact.rope_figures import shown_rotation
+from symattn.exact.rounding import Num, NumRow, NumRows, _exact_or_rounded
 from symattn.input.formula import Formula
 from symattn.input.numeral import Numeral
 from symattn.input.spec import Spec
@@ -52,47 +49,32 @@ class Rotation:
 
 
 def rotation_step(spec: Spec, model: RotaryModel, scores: NumRows) -> Rotation:
-    """The step, with Q' and K' shown to the scores' decimals (the same for cos and sin)."""
-    places, notation = spec.decimals.scores, spec.notation
-    Q_rot = _from_model(model, "Q_rot", places, notation)
-    K_rot = _from_model(model, "K_rot", places, notation)
+    """The step, with cos, sin, Q' and K' as the rounding mode shows them (to the scores' decimals)."""
+    shown = shown_rotation(model, spec.decimals.scores, spec.notation, spec.rounding == "hand")
     f = spec.focus
-    cos_sin = _trig_shown(model, f, places)  # in [−1, 1]: fixed decimals
     pairs = tuple(
         RotatedPair(
             t,
             a,
             b,
             Formula("", model.angle(f, t)),
-            cos_sin[t][0],
-            cos_sin[t][1],
+            shown.trig[f][t][0],
+            shown.trig[f][t][1],
             spec.Q[f][a],  # type: ignore[arg-type]  # numbers: RoPE refuses symbols
             spec.Q[f][b],  # type: ignore[arg-type]
-            Q_rot[f][a],
-            Q_rot[f][b],
+            shown.Q_rot[f][a],
+            shown.Q_rot[f][b],
         )
         for t, (a, b) in enumerate(model.pairs)
     )
     den = model.dq * model.dk
-    before = _exact_or_rounded([[Fraction(int(x), den) for x in model.s.to_list()[f]]], places, notation)[0]
+    before = _exact_or_rounded(
+        [[Fraction(int(x), den) for x in model.s.to_list()[f]]], spec.decimals.scores, spec.notation
+    )[0]
     assert spec.rope is not None  # the step of a spec with rope = true
     return Rotation(
-        spec.rope.style, spec.rope.base, model.d_k, f, pairs, Q_rot, K_rot, before, scores[f], spec.is_cross
+        spec.rope.style, spec.rope.base, model.d_k, f, pairs, shown.Q_rot, shown.K_rot, before, scores[f], spec.is_cross
     )
-
-
-def _trig_shown(model: RotaryModel, p: int, places: int) -> list[tuple[Num, Num]]:
-    """cos and sin of each pair's angle at position p, correctly rounded (exactly 1 and 0 at p = 0)."""
-    out = []
-    for t in range(len(model.pairs)):
-        angle = model.angle(p, t)
-        pair = [sympy.cos(angle), sympy.sin(angle)]
-        shown = [
-            Num(Decimal(int(x)), True) if isinstance(x, sympy.Integer) else Num(round_expr(x, places), False)
-            for x in pair
-        ]
-        out.append((shown[0], shown[1]))
-    return out
 
 
 __all__ = ["RotatedPair", "Rotation", "rotation_step"]
