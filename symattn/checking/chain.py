@@ -17,7 +17,7 @@ import sympy
 from symattn.checking.layout import Layout
 from symattn.input.claims import Claim
 from symattn.input.numeral import Numeral
-from symattn.input.quantities import INPUTS
+from symattn.input.quantities import INPUTS, ROTATED
 from symattn.input.reader import Entry
 
 Value = tuple[sympy.Expr, bool]  # a closed form, and whether it follows from a claim
@@ -164,6 +164,21 @@ class Chain:
 
         if quantity in ("exp", "weights", "dZ") and col is not None and not m.may_attend(row, col):
             return sympy.Integer(0), False  # masked: e^−∞ = 0, whatever was claimed before the mask
+        if quantity in ROTATED:  # RoPE: the claimant's own Q or K rotated, where claimed, else the exact one
+            assert col is not None
+            name = quantity[0]
+            if name not in self.names:
+                return getattr(m, quantity)[row, col], False
+            t = next(t for t, pair in enumerate(m.pairs) if col in pair)
+            a, b = m.pairs[t]
+            c, s = sympy.cos(m.angle(row, t)), sympy.sin(m.angle(row, t))
+            (x, u), (y, w) = self.implied(name, row, q0 + a), self.implied(name, row, q0 + b)
+            return (x * c - y * s if col == a else x * s + y * c), u or w
+        if quantity == "scores" and m.rotated:  # RoPE: from the claimant's own Q' and K', where claimed
+            assert col is not None
+            if "Q_rot" in self.names or "K_rot" in self.names:
+                return _sum([(at("Q_rot", row, k), at("K_rot", col, k)) for k in range(L.width_q)])
+            return m.scores[row, col], False
         if quantity == "scores":
             if "Q" in self.names or "K" in self.names:  # from the claimant's own Q and K
                 assert col is not None

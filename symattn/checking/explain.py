@@ -14,8 +14,9 @@ from collections.abc import Callable
 
 from symattn.checking.layout import Layout
 from symattn.checking.report import Explanation
+from symattn.exact.rope_figures import rotation_operands
 from symattn.exact.rounding import Num
-from symattn.input.quantities import INPUTS
+from symattn.input.quantities import INPUTS, ROTATED
 
 Sig = Callable[..., Num]  # sig(quantity, row, col, head): the exact value to SIGNIFICANT digits
 
@@ -99,6 +100,10 @@ class Explainer:
             return self.sig(name, r, c, head)
 
         keys = range(model.n_keys)
+        if quantity == "scores" and model.rotated:  # RoPE: the dot product of the rotated rows
+            return tuple((sig("Q_rot", i, c), sig("K_rot", k, c)) for c in range(model.d_k))
+        if quantity in ROTATED:  # x_a cos φ − x_b sin φ (or x_a sin φ + x_b cos φ), φ = p·θ_t
+            return rotation_operands(model, sub.Q if quantity == "Q_rot" else sub.K, i, k)
         if quantity == "scores":
             return tuple(zip(sub.Q[i], sub.K[k]))
         if quantity == "scaled":

@@ -66,4 +66,22 @@ def _cos_sin(angle: sympy.Expr, places: int) -> tuple[Num, Num]:
     return shown[0], shown[1]
 
 
-__all__ = ["ShownRotation", "shown_rotation"]
+def rotation_operands(model: RotaryModel, X, p: int, column: int) -> tuple[tuple[object, Num], ...]:
+    """The products whose sum is entry (p, column) of X rotated: (x_a, cos φ), (x_b, −sin φ) for the
+    first of a pair, (x_a, sin φ), (x_b, cos φ) for the second; cos and sin to six significant digits."""
+    t = next(t for t, pair in enumerate(model.pairs) if column in pair)
+    a, b = model.pairs[t]
+    angle = model.angle(p, t)
+
+    def shown(x: sympy.Expr) -> Num:
+        if isinstance(x, sympy.Integer):
+            return Num(Decimal(int(x)), True)
+        return Num(round_expr(x, 6, significant=True), False)
+
+    cos, sin = shown(sympy.cos(angle)), shown(sympy.sin(angle))
+    if column == a:
+        return ((X[p][a], cos), (X[p][b], Num(-sin.value, sin.exact)))
+    return ((X[p][a], sin), (X[p][b], cos))
+
+
+__all__ = ["ShownRotation", "rotation_operands", "shown_rotation"]
