@@ -65,8 +65,18 @@ def rope_inputs(draw):
     raw["rope_style"] = draw(st.sampled_from(("half", "interleaved")))
     if n_q != n_k:
         raw["key_tokens"] = [f"k{j}" for j in range(n_k)]
-    if draw(st.booleans()):
+    mask = draw(st.sampled_from(("none", "causal", "matrix")))
+    if mask == "causal":
         raw["mask"] = "causal"
+    elif mask == "matrix":
+        rows = []
+        for _ in range(n_q):
+            row = draw(st.lists(st.sampled_from([0, 1]), min_size=n_k, max_size=n_k))
+            row[draw(st.integers(0, n_k - 1))] = 1  # every query may attend to some key
+            rows.append(row)
+        raw["mask"] = rows
+    if draw(st.booleans()):
+        raw["softmax"] = "stable"
     return raw
 
 
@@ -80,8 +90,12 @@ def test_rope_sdpa(raw):
     assert_close(data["Q_rot"]["value"], q, scale)
     assert_close(data["K_rot"]["value"], k, scale)
     assert_close(data["scores"]["value"], q @ k.T, scale * scale * q.shape[1])
-    causal = raw.get("mask") == "causal"
-    theirs = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)[0]
+    mask = raw.get("mask")
+    if isinstance(mask, list):
+        allowed = torch.tensor(mask, dtype=torch.bool)  # True: may attend, as ours
+        theirs = F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=allowed)[0]
+    else:
+        theirs = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=mask == "causal")[0]
     assert_close(data["output"]["value"], theirs, magnitude(raw["V"]))
 
 

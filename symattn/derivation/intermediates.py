@@ -372,6 +372,8 @@ def _sections(
     if certify:
         if model.kind != "head":
             raise SpecError(spec.source, None, "--certify covers one head without symbols or --backward")
+        if spec.rope is not None:  # the certificate's re-check knows rational scores only
+            raise SpecError(spec.source, "rope", "--certify does not cover RoPE yet")
         head = cast(Model, model)  # kind "head" is one Model
         out = {**_inputs(spec), **dict(_head(head, digits, exact, certify=True))}
         out["certificate"] = _certificate(spec, head, out, digits)

@@ -52,6 +52,8 @@ def read_rope(
         raise reader.error("rope", "RoPE needs numbers in Q and K (symbols are not rotated)")
     if "backward" in data:
         raise reader.error("rope", "the backward pass with RoPE is not supported yet")
+    if data.get("inputs") == "rounded":
+        raise reader.error("inputs", 'inputs = "rounded" is not supported with RoPE yet')
     base = DEFAULT_BASE
     if "rope_base" in data:
         base = reader.number(data["rope_base"], "rope_base")
