@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING, cast
 
 import sympy
 
@@ -19,6 +20,9 @@ from symattn.input.claims import Claim
 from symattn.input.numeral import Numeral
 from symattn.input.quantities import INPUTS, ROTATED
 from symattn.input.reader import Entry
+
+if TYPE_CHECKING:
+    from symattn.exact.rope import RotaryModel
 
 Value = tuple[sympy.Expr, bool]  # a closed form, and whether it follows from a claim
 
@@ -169,9 +173,10 @@ class Chain:
             name = quantity[0]
             if name not in self.names:
                 return getattr(m, quantity)[row, col], False
-            t = next(t for t, pair in enumerate(m.pairs) if col in pair)
-            a, b = m.pairs[t]
-            c, s = sympy.cos(m.angle(row, t)), sympy.sin(m.angle(row, t))
+            rope = cast("RotaryModel", m)  # Q_rot and K_rot are claimed only with rope = true
+            t = next(t for t, pair in enumerate(rope.pairs) if col in pair)
+            a, b = rope.pairs[t]
+            c, s = sympy.cos(rope.angle(row, t)), sympy.sin(rope.angle(row, t))
             (x, u), (y, w) = self.implied(name, row, q0 + a), self.implied(name, row, q0 + b)
             return (x * c - y * s if col == a else x * s + y * c), u or w
         if quantity == "scores" and m.rotated:  # RoPE: from the claimant's own Q' and K', where claimed

@@ -11,12 +11,16 @@ Q, K, V and the output after W_O are ``affine``: products, plus a bias.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 from symattn.checking.layout import Layout
 from symattn.checking.report import Explanation
 from symattn.exact.rope_figures import rotation_operands
 from symattn.exact.rounding import Num
 from symattn.input.quantities import INPUTS, ROTATED
+
+if TYPE_CHECKING:
+    from symattn.exact.rope import RotaryModel
 
 Sig = Callable[..., Num]  # sig(quantity, row, col, head): the exact value to SIGNIFICANT digits
 
@@ -103,7 +107,8 @@ class Explainer:
         if quantity == "scores" and model.rotated:  # RoPE: the dot product of the rotated rows
             return tuple((sig("Q_rot", i, c), sig("K_rot", k, c)) for c in range(model.d_k))
         if quantity in ROTATED:  # x_a cos φ − x_b sin φ (or x_a sin φ + x_b cos φ), φ = p·θ_t
-            return rotation_operands(model, sub.Q if quantity == "Q_rot" else sub.K, i, k)
+            rope = cast("RotaryModel", model)  # Q_rot and K_rot are claimed only with rope = true
+            return rotation_operands(rope, sub.Q if quantity == "Q_rot" else sub.K, i, k)
         if quantity == "scores":
             return tuple(zip(sub.Q[i], sub.K[k]))
         if quantity == "scaled":

@@ -34,6 +34,7 @@ from symattn.exact.model import Model, _check_work, scale_of
 from symattn.exact.numeric import Fixed
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
+from symattn.input.reader import is_numbers
 from symattn.input.rope import Rope
 from symattn.input.spec import Spec
 
@@ -139,7 +140,7 @@ class RotaryModel(Model):
         return ImmutableMatrix([[closed(x) for x in row] for row in self.structures])
 
     @cached_property
-    def score_integers(self):  # type: ignore[override]
+    def score_integers(self):
         raise TypeError("the scores with RoPE are not rational: use structures")
 
     @cached_property
@@ -392,7 +393,9 @@ def _narrow(b: Fixed, bits: int) -> Fixed:
 def build_rotary(spec: Spec) -> RotaryModel:
     """The exact model of a single-head spec with RoPE."""
     assert spec.rope is not None  # called for specs with rope = true
-    (q, dq), (k, dk), (v, dv) = (integer_matrix(m) for m in (spec.Q, spec.K, spec.V))
+    Q, K, V = spec.Q, spec.K, spec.V
+    assert is_numbers(Q) and is_numbers(K) and is_numbers(V)  # the reader refuses symbols with RoPE
+    (q, dq), (k, dk), (v, dv) = (integer_matrix(m) for m in (Q, K, V))
     model = RotaryModel(
         q=q,
         k=k,
