@@ -21,7 +21,7 @@ SEED = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [0, 1]], "K": [[1, 0],
 TINY = {"Q": [[1]], "K": [[1]], "V": [[1]]}
 ALL_KEYS = (
     "K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, b_K, b_O, b_Q, b_V, backward, cjk_font, decimals, engine, expand, figures, focus, "
-    "heading_level, heads, inputs, key_padding, key_tokens, lang, mask, notation, numbered, paper, rounding, scale, softmax, "
+    "heading_level, heads, inputs, key_padding, key_tokens, lang, mask, notation, numbered, paper, rope, rope_base, rope_style, rounding, scale, softmax, "
     "subs, title, tokens"
 )
 ONE_LINE = "labels and titles are one line of text"
@@ -251,17 +251,17 @@ def test_the_read_is_bounded(tmp_path, capsys):
         (
             ["example", "--name", "/x"],
             "--name: no built-in example '/x'; choose one of backward, backward-mse, causal, cross, multihead, "
-            "projection, seed, symbolic",
+            "projection, rope, seed, symbolic",
         ),
         (
             ["example", "--name", "../../x"],
             "--name: no built-in example '../../x'; choose one of backward, backward-mse, causal, cross, multihead, "
-            "projection, seed, symbolic",
+            "projection, rope, seed, symbolic",
         ),
         (
             ["render", "--example", "../seed"],
             "--example: no built-in example '../seed'; choose one of backward, backward-mse, causal, cross, "
-            "multihead, projection, seed, symbolic",
+            "multihead, projection, rope, seed, symbolic",
         ),
         (["render", "-o", ""], "'': empty file name"),
     ],

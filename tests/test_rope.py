@@ -3,6 +3,7 @@
 from fractions import Fraction
 
 import pytest
+import sympy
 
 from symattn.checking.checker import check
 from symattn.derivation.intermediates import compute
@@ -34,7 +35,6 @@ def spec(**keys):
         ({"rope_base": 0}, "<dict>: rope_base: must be positive, got '0'"),
         ({"rope_base": "-2"}, "<dict>: rope_base: must be positive, got '-2'"),
         ({"Q": [["a", 0], [0, 1]]}, "<dict>: rope: RoPE needs numbers in Q and K (symbols are not rotated)"),
-        ({"backward": {"loss": "sum"}}, "<dict>: rope: the backward pass with RoPE is not supported yet"),
         ({"inputs": "rounded"}, '<dict>: inputs: inputs = "rounded" is not supported with RoPE yet'),
     ],
 )
@@ -55,9 +55,25 @@ def test_odd_head_width_is_refused_per_head():
         load_spec({"Q": [[1, 0]], "K": [[1, 0]], "V": [[1, 2]], "heads": 2, "rope": True})
 
 
-def test_backward_flag_is_refused():
-    with pytest.raises(SpecError, match="the backward pass with RoPE is not supported yet"):
-        build(spec().with_options(backward=True))
+def test_backward_turns_the_gradients_back():
+    m = build(spec(backward={"loss": "sum"}))
+    assert m.top_quantities == ("dO", "dV", "dA", "dZ", "dS", "dQ_rot", "dK_rot", "dQ", "dK")
+    dQ_rot, dQ = m.exact("dQ_rot"), m.exact("dQ")
+    # row 0 is not turned; row 1 turns back by 1: dq_1 = dq′_1 cos 1 + dq′_2 sin 1
+    assert dQ[0, 0] == dQ_rot[0, 0]
+    assert sympy.simplify(dQ[1, 0] - (dQ_rot[1, 0] * sympy.cos(1) + dQ_rot[1, 1] * sympy.sin(1))) == 0
+    data = compute(spec(backward={"loss": "sum"}), digits=6)["backward"]
+    assert list(data) == ["loss", "dO", "dV", "dA", "dZ", "dS", "dQ_rot", "dK_rot", "dQ", "dK"]
+
+
+def test_check_carries_the_claimants_own_dS_through_the_rotation():
+    s = spec(backward={"loss": "sum"})
+    m = build(s)
+    dS = m.rounded("dS", 3)
+    dQ = m.rounded("dQ", 3)
+    claims = {"claims": {"dS": [[str(x) for x in row] for row in dS], "dQ": [[str(x) for x in row] for row in dQ]}}
+    verdicts = {v.verdict for v in check(s, claims).results}
+    assert verdicts <= {"exact", "rounded", "carried"}
 
 
 def test_rotation_is_exact_and_position_zero_is_not_turned():

@@ -234,11 +234,32 @@ class Chain:
         if quantity == "dZ":  # α × (dA − r)
             (w, a), (g, c), (r, e) = at("weights", row, col), at("dA", row, col), at("rowsum", row, None)
             return w * (g - r), a or c or e
+        if quantity in ("dQ", "dK") and m.rotated:  # RoPE: dQ′ = dS K′ (dK′ = dSᵀ Q′), turned back by Rᵀ
+            return self._turned_back(quantity, row, col, head)
         if quantity == "dQ":
             return _sum([(at("dS", row, j), self.implied("K", j, q0 + col)) for j in range(keys)])
         if quantity == "dK":
             return _sum([(at("dS", i, row), self.implied("Q", i, q0 + col)) for i in range(n)])
         raise ValueError(quantity)  # pragma: no cover - the claims reader allows no other quantity
+
+    def _turned_back(self, quantity: str, row: int, col: int, head: int | None) -> Value:
+        """dQ (or dK) of a head with RoPE: the gradient of Q′ (K′) from the claimant's dS, turned back."""
+        m = cast("RotaryModel", self.layout.heads[self.layout.index(head)])
+
+        def rotated(c: int) -> Value:
+            if quantity == "dQ":
+                return _sum(
+                    [(self.implied("dS", row, j, head), self.implied("K_rot", j, c, head)) for j in range(m.n_keys)]
+                )
+            return _sum(
+                [(self.implied("dS", i, row, head), self.implied("Q_rot", i, c, head)) for i in range(m.n_queries)]
+            )
+
+        t = next(t for t, pair in enumerate(m.pairs) if col in pair)
+        a, b = m.pairs[t]
+        cos, sin = sympy.cos(m.angle(row, t)), sympy.sin(m.angle(row, t))
+        (x, u), (y, w) = rotated(a), rotated(b)
+        return (x * cos + y * sin if col == a else y * cos - x * sin), u or w
 
 
 __all__ = ["Chain", "Value", "base", "number", "rational"]

@@ -148,6 +148,8 @@ class Explainer:
             return ((sig("weights", row, col), difference),)
         if quantity == "dS":
             return ((sig("dZ", row, col), self.sig("scale", 0, 0)),)
+        if quantity in ("dQ", "dK") and model.rotated:
+            return ()  # RoPE: dQ′ turned back; the document shows how (the backward rotation step)
         if quantity == "dQ":
             return tuple((sig("dS", row, j), sub.K[j][col]) for j in range(keys))
         assert quantity == "dK"  # the last of a head's gradients

@@ -77,4 +77,83 @@ def rotation_step(spec: Spec, model: RotaryModel, scores: NumRows) -> Rotation:
     )
 
 
-__all__ = ["RotatedPair", "Rotation", "rotation_step"]
+def rotated_inputs(spec: Spec, model: RotaryModel) -> tuple[NumRows, NumRows]:
+    """Q′ and K′ as the rotation step shows them."""
+    shown = shown_rotation(model, spec.decimals.scores, spec.notation, spec.rounding == "hand")
+    return shown.Q_rot, shown.K_rot
+
+
+@dataclass(frozen=True)
+class TurnedBack:
+    """Pair t of one gradient row turned back: (dx_a, dx_b) = Rᵀ (dx′_a, dx′_b) by the angle p·θ_t."""
+
+    t: int
+    a: int
+    b: int
+    angle: Formula
+    cos: Num
+    sin: Num
+    rotated_a: Num  # dx′_a, dx′_b: the gradient of the rotated row
+    rotated_b: Num
+    out_a: Num  # dx_a, dx_b
+    out_b: Num
+
+
+@dataclass(frozen=True)
+class GradRotation:
+    """dQ = Rᵀ dQ′ and dK = Rᵀ dK′: the focus query's and one key's pairs turned back, and both matrices."""
+
+    kind: ClassVar[str] = "backward_rotation"
+    query: int  # the focus query (its position)
+    key: int  # the key shown pair by pair (the focus row's top key)
+    query_pairs: tuple[TurnedBack, ...]
+    key_pairs: tuple[TurnedBack, ...]
+    dQ: NumRows
+    dQ_exact: bool
+    dK: NumRows
+    dK_exact: bool
+
+
+def rotation_back_step(spec: Spec, model: RotaryModel, g: dict[str, NumRows], key: int) -> GradRotation:
+    from symattn.exact.rounding import is_exact
+
+    shown = shown_rotation(model, spec.decimals.scores, spec.notation, spec.rounding == "hand")
+
+    def pairs(p: int, rotated: NumRows, out: NumRows) -> tuple[TurnedBack, ...]:
+        return tuple(
+            TurnedBack(
+                t,
+                a,
+                b,
+                Formula("", model.angle(p, t)),
+                *shown.trig[p][t],
+                rotated[p][a],
+                rotated[p][b],
+                out[p][a],
+                out[p][b],
+            )
+            for t, (a, b) in enumerate(model.pairs)
+        )
+
+    f = spec.focus
+    return GradRotation(
+        f,
+        key,
+        pairs(f, g["dQ_rot"], g["dQ"]),
+        pairs(key, g["dK_rot"], g["dK"]),
+        g["dQ"],
+        is_exact(g["dQ"]),
+        g["dK"],
+        is_exact(g["dK"]),
+    )
+
+
+__all__ = [
+    "GradRotation",
+    "RotatedPair",
+    "Rotation",
+    "TurnedBack",
+    "rotated_inputs",
+    "rotation_back_step",
+    "rotation_step",
+]

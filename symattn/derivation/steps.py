@@ -292,6 +292,7 @@ STEP_KINDS = (
     "backward_softmax",
     "backward_scaling",
     "backward_qk",
+    "backward_rotation",
     "backward_projections",
     "backward_output_projection",
     "backward_head",

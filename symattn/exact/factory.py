@@ -40,10 +40,5 @@ def build(spec: Spec) -> AttentionModel:
     if spec.backward is not None:
         from symattn.exact.backward import build_backward
 
-        if spec.rope is not None:  # --backward on a spec with rope = true
-            from symattn.input.errors import SpecError
-
-            raise SpecError(spec.source, "rope", "the backward pass with RoPE is not supported yet")
-
         return build_backward(spec, numeric)
     return numeric

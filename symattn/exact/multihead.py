@@ -69,15 +69,16 @@ class MultiHead(Rounding, ForwardPass):
         if quantity == "concat" or self.W_O is None:
             return tuple(tuple(row) for row in concat)
         b = self.b_O or (Fraction(0),) * len(self.W_O[0])
-        return tuple(
-            tuple(
-                None
-                if any(x is None for x in row)
-                else sum((x * self.W_O[c][k] for c, x in enumerate(row)), Fraction(0)) + b[k]
-                for k in range(len(self.W_O[0]))
-            )
-            for row in concat
-        )
+        W = self.W_O
+
+        def entry(row: list[Fraction | None], k: int) -> Fraction | None:
+            # a zero weight makes its term 0 whatever the head's output (rational or not)
+            terms = [(x, W[c][k]) for c, x in enumerate(row) if W[c][k] != 0]
+            if any(x is None for x, _ in terms):
+                return None
+            return sum((x * w for x, w in terms), Fraction(0)) + b[k]  # type: ignore[operator]
+
+        return tuple(tuple(entry(row, k) for k in range(len(W[0]))) for row in concat)
 
     def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
         bits = -(-bits // 32) * 32

@@ -379,6 +379,12 @@ class _Hand:
     def const(x: Fraction) -> Fraction:
         return x
 
+    def trig(self, angle: sympy.Expr) -> tuple[Fraction, Fraction]:
+        """RoPE's cos and sin as the rotation step shows them (to the scores' decimals)."""
+        places = self.spec.decimals.scores
+        c, s = (Fraction(numeric.round_expr(f(angle), places)) for f in (sympy.cos, sympy.sin))
+        return c, s
+
     def scale(self, x: Fraction) -> Fraction:
         if self.spec.scale == "sqrt":
             assert self.sqrt_dk is not None  # the figures of a 1/√d_k scale always show √d_k

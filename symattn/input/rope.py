@@ -50,8 +50,6 @@ def read_rope(
         raise reader.error("rope", f"rotates pairs of dimensions: d_k must be even, got d_k = {d_k}")
     if symbolic:
         raise reader.error("rope", "RoPE needs numbers in Q and K (symbols are not rotated)")
-    if "backward" in data:
-        raise reader.error("rope", "the backward pass with RoPE is not supported yet")
     if data.get("inputs") == "rounded":
         raise reader.error("inputs", 'inputs = "rounded" is not supported with RoPE yet')
     base = DEFAULT_BASE
