@@ -185,3 +185,20 @@ def test_rotated_claims_need_rope():
 def test_certify_is_refused():
     with pytest.raises(SpecError, match="--certify does not cover RoPE yet"):
         compute(spec(), certify=True)
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("variant", [{}, {"expand": "all", "rounding": "hand"}])
+@pytest.mark.parametrize("backward", [False, True])
+def test_rope_documents_pass_katex_and_compile_without_overfull_boxes(katex, latex, tmp_path, lang, variant, backward):
+    import re
+
+    from symattn.derivation.derive import derive
+    from symattn.rendering.renderer import render
+
+    spec = load_spec(builtin.example_path("rope", lang)).with_options(**variant, backward=backward or None)
+    assert katex(render(derive(spec), "markdown")) == []
+    latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    assert re.findall(r"Overfull \\[hv]box \(([\d.]+)pt too \w+\)", log) == []
