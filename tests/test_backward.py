@@ -350,7 +350,7 @@ def test_masked_keys_are_named_in_the_softmax_step():
     assert "The stable softmax subtracts the row maximum first" in text
 
 
-@pytest.mark.parametrize("name", [n for n in builtin.names() if not n.startswith("backward") and n != "rope"])
+@pytest.mark.parametrize("name", [n for n in builtin.names() if not n.startswith("backward")])
 def test_backward_flag_works_on_every_example(capsys, name):
     assert main(["render", "--example", name, "--lang", "en", "--backward"]) == 0
     out = capsys.readouterr().out
