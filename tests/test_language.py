@@ -81,6 +81,10 @@ MATH_NAMES = {
     "quad",
     "ldots",
     "exp",
+    # RoPE's models and paper, by name
+    "RoPE",
+    "RoFormer",
+    "Qwen",
 }
 WORD = re.compile(r"[A-Za-z][A-Za-z_]*")
 CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]")

@@ -11,11 +11,16 @@ Q, K, V and the output after W_O are ``affine``: products, plus a bias.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 from symattn.checking.layout import Layout
 from symattn.checking.report import Explanation
+from symattn.exact.rope_figures import rotation_operands
 from symattn.exact.rounding import Num
-from symattn.input.quantities import INPUTS
+from symattn.input.quantities import INPUTS, ROTATED
+
+if TYPE_CHECKING:
+    from symattn.exact.rope import RotaryModel
 
 Sig = Callable[..., Num]  # sig(quantity, row, col, head): the exact value to SIGNIFICANT digits
 
@@ -109,6 +114,11 @@ class Explainer:
             return self.sig(name, r, c, head)
 
         keys = range(model.n_keys)
+        if quantity == "scores" and model.rotated:  # RoPE: the dot product of the rotated rows
+            return tuple((sig("Q_rot", i, c), sig("K_rot", k, c)) for c in range(model.d_k))
+        if quantity in ROTATED:  # x_a cos φ − x_b sin φ (or x_a sin φ + x_b cos φ), φ = p·θ_t
+            rope = cast("RotaryModel", model)  # Q_rot and K_rot are claimed only with rope = true
+            return rotation_operands(rope, sub.Q if quantity == "Q_rot" else sub.K, i, k)
         if quantity == "scores":
             return tuple(zip(sub.Q[i], sub.K[k]))
         if quantity == "scaled":
@@ -153,6 +163,8 @@ class Explainer:
             return ((sig("weights", row, col), difference),)
         if quantity == "dS":
             return ((sig("dZ", row, col), self.sig("scale", 0, 0)),)
+        if quantity in ("dQ", "dK") and model.rotated:
+            return ()  # RoPE: dQ′ turned back; the document shows how (the backward rotation step)
         if quantity == "dQ":
             return tuple((sig("dS", row, j), sub.K[j][col]) for j in range(keys))
         assert quantity == "dK"  # the last of a head's gradients

@@ -53,6 +53,8 @@ SIGNIFICANT = 6
 # the field of a ``decimals`` table that asks for each claimed quantity's decimals
 ASKED_BY = {
     "sqrt_dk": "sqrt_dk",
+    "Q_rot": "scores",  # RoPE's rotated Q and K: shown with the scores' decimals
+    "K_rot": "scores",
     "scores": "scores",
     "scaled": "scaled",
     "shifted": "scaled",

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from symattn.derivation.modern import groups_step, kv_of, mask_diagonal
+from symattn.derivation.rope import rotation_step
 from symattn.derivation.score_variants import score_variant_steps, sink_steps
 from symattn.derivation.steps import (
     Concat,
@@ -49,9 +50,9 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
     f = spec.focus
     rows = range(model.n_queries) if spec.expand == "all" else [f]
     scale_kind, scale_value = scale_parts(spec)
-    dots = tuple(
-        Dot(i, j, tuple(zip(spec.Q[i], spec.K[j])), fig.scores[i][j]) for i in rows for j in range(model.n_keys)
-    )
+    rope = rotation_step(spec, model, fig.scores) if model.rotated else None  # type: ignore[arg-type]
+    Q, K = (spec.Q, spec.K) if rope is None else (rope.Q_rot, rope.K_rot)  # RoPE: the dots of Q' and K'
+    dots = tuple(Dot(i, j, tuple(zip(Q[i], K[j])), fig.scores[i][j]) for i in rows for j in range(model.n_keys))
     softmax_rows = tuple(
         SoftmaxRow(
             i,
@@ -91,7 +92,8 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             for k in range(model.V.cols)
         )
     steps: list[Step] = [
-        Scores(transpose(spec.K), dots, fig.scores, is_exact(fig.scores)),
+        *(() if rope is None else (rope,)),
+        Scores(transpose(K), dots, fig.scores, is_exact(fig.scores), rotated=rope is not None),  # type: ignore[arg-type]
         # the scaling, then issue 20's variants of the scores (ALiBi) where the spec has them
         *score_variant_steps(
             spec,
@@ -223,6 +225,7 @@ def _toy(spec: Spec) -> ToyVsReal:
         alibi=spec.alibi is not None,
         softcap=spec.softcap is not None,
         sinks=spec.sinks is not None,
+        rope=spec.rope is not None,
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from symattn.derivation.modern import Groups, MaskDiagonal
+from symattn.derivation.rope import Rotation
 from symattn.exact.model import Model
 from symattn.exact.rounding import Num, NumRows
 from symattn.input.formula import Formula
@@ -91,6 +92,7 @@ class Scores:
     S: ShownRows
     exact: bool
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
+    rotated: bool = False  # RoPE: the dots are of the rotated Q' and K' (derivation/rope.py)
 
 
 @dataclass(frozen=True)
@@ -247,6 +249,7 @@ class ToyVsReal:
     alibi: bool = False  # ALiBi's distance bias (issue 20)
     softcap: bool = False  # z ← c·tanh(z / c) (issue 20)
     sinks: bool = False  # a sink logit in each softmax (issue 20)
+    rope: bool = False  # rotary positions on Q and K (derivation/rope.py)
 
 
 class AnyStep(Protocol):
@@ -277,6 +280,7 @@ Step = (
     | Substitution
     | Recap
     | ToyVsReal
+    | Rotation
 )
 STEP_KINDS = (
     "setup",
@@ -298,11 +302,13 @@ STEP_KINDS = (
     "alibi",
     "softcap",
     "sinks",
+    "rotation",
     "backward_loss",
     "backward_values",
     "backward_softmax",
     "backward_scaling",
     "backward_qk",
+    "backward_rotation",
     "backward_projections",
     "backward_output_projection",
     "backward_head",

@@ -66,6 +66,7 @@ class Model(ClosedForms, Rounding, ForwardPass):
     allowed: Mask | None = None  # True where a query may attend to a key; None: everywhere
     kind: ClassVar[str] = "head"
     plain_scores: ClassVar[bool] = True  # z = n·scale/den, as compute's structure printer and certificates assume
+    rotated: ClassVar[tuple[str, ...]] = ()  # quantities before the scores: RoPE's Q_rot, K_rot (exact/rope.py)
 
     @property
     def n_queries(self) -> int:
@@ -203,7 +204,6 @@ class Model(ClosedForms, Rounding, ForwardPass):
         return {}
 
     def _rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
-        n, m = self.n_queries, self.n_keys
         ok = self.may_attend
         if quantity in ("scale", "sqrt_dk"):
             return ((numeric.as_fraction(getattr(self, quantity)),),)
@@ -246,6 +246,12 @@ class Model(ClosedForms, Rounding, ForwardPass):
                 )
                 for i, row in enumerate(scores)
             )
+        return self._softmax_rationals(quantity)
+
+    def _softmax_rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
+        """weights, products and output: rational where the groups of equal scores say so."""
+        n, m = self.n_queries, self.n_keys
+        ok = self.may_attend
         weights = tuple(
             tuple(
                 Fraction(0) if not ok(i, j) else (Fraction(1, self._allowed_count(i)) if self._row_is_flat(i) else None)
@@ -413,6 +419,10 @@ def build_model(spec: Spec) -> Model:
 
     if spec.heads > 1:
         raise ValueError("a multi-head spec has one model per head: use build_heads")
+    if spec.rope is not None:  # RoPE rotates Q and K: scores with cos and sin
+        from symattn.exact.rope import build_rotary
+
+        return build_rotary(spec)
     Q, K, V = spec.Q, spec.K, spec.V
     if not (is_numbers(Q) and is_numbers(K) and is_numbers(V)):
         raise ValueError("a spec with formulas has a symbolic model: use build_symbolic")

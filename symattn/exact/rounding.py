@@ -206,7 +206,11 @@ def _fractions(rows: NumRows) -> list[list[Fraction]]:
     return [[x.fraction for x in row] for row in rows]
 
 
-def _scores(model: Model, decimals: Decimals, notation: str) -> NumRows:
+def _scores(model: Model, decimals: Decimals, notation: str, hand: bool = False) -> NumRows:
+    if model.rotated:  # RoPE: the scores of the rotated Q and K (exact/rope_figures.py)
+        from symattn.exact.rope_figures import shown_rotation
+
+        return shown_rotation(model, decimals.scores, notation, hand).scores  # type: ignore[arg-type]
     den, rows = model.score_integers
     return _exact_or_rounded([[Fraction(x, den) for x in row] for row in rows], decimals.scores, notation)
 
@@ -266,7 +270,7 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     decimals = spec.decimals
     notation = spec.notation
     sqrt_dk = _from_model(model, "sqrt_dk", decimals.sqrt_dk, notation)[0][0]
-    scores = _scores(model, decimals, notation)
+    scores = _scores(model, decimals, notation, hand=True)
     if spec.scale == "sqrt":
         z = [[s.fraction / sqrt_dk.fraction for s in row] for row in scores]
     elif spec.scale == "none":
@@ -425,6 +429,12 @@ class _Hand:
     @staticmethod
     def const(x: Fraction) -> Fraction:
         return x
+
+    def trig(self, angle: sympy.Expr) -> tuple[Fraction, Fraction]:
+        """RoPE's cos and sin as the rotation step shows them (to the scores' decimals)."""
+        places = self.spec.decimals.scores
+        c, s = (Fraction(numeric.round_expr(f(angle), places)) for f in (sympy.cos, sympy.sin))
+        return c, s
 
     def scale(self, x: Fraction) -> Fraction:
         if self.spec.scale == "sqrt":

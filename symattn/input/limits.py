@@ -214,3 +214,6 @@ KV_HEADS = 16  # key/value heads (grouped-query): at most the query heads
 ALIBI_SLOPE = 100  # the largest alibi_slopes entry: the bias −m·|i − j| then stays within ABS_Z's reach
 SOFTCAP = 1000  # the largest softcap c: capped scores lie in (−c, c), well inside ABS_Z
 SINK_LOGIT = 100  # the largest |s| of a sink logit: e^100 has 44 digits before the point
+# --- rotary position embeddings (RoPE) ---------------------------------------------
+ROPE_BASE_MAX = 10**12  # rope_base from 1/10^12 to 10^12, numerator and denominator at most 10^12
+ROPE_TERMS = 2_000_000  # cos/sin terms of the rotated scores: heads × queries × keys × d_k/2

@@ -32,6 +32,7 @@ from symattn.input.parts import (
 )
 from symattn.input.projection import Projection, project
 from symattn.input.reader import Matrix, Reader, Scale, check_keys, kind_of
+from symattn.input.rope import ROPE_KEYS, Rope, read_rope
 from symattn.input.score_variants import KEYS as SCORE_VARIANT_KEYS
 from symattn.input.score_variants import (
     Alibi,
@@ -87,6 +88,8 @@ class Spec:
     alibi: Alibi | None = None  # ALiBi's slopes, one per head
     softcap: Numeral | None = None  # z ← c·tanh(z / c) before the mask and the softmax
     sinks: tuple[Numeral, ...] | None = None  # one sink logit per head, in each softmax's denominator
+    # rotary position embeddings (input/rope.py): Q and K of each head rotated by position
+    rope: Rope | None = None
 
     @property
     def page(self) -> str:
@@ -256,6 +259,7 @@ SPEC_KEYS = (
     "window",
     "causal_align",
     *SCORE_VARIANT_KEYS,
+    *ROPE_KEYS,
 )
 
 
@@ -314,6 +318,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     heads, W_O, b_O = read_heads(reader, data, projection, len(V[0]), len(Q[0]), kv_heads, len(K[0]))
     if heads > 1 and any(isinstance(x, Formula) for m in (Q, K, V) for row in m for x in row):
         raise reader.error("heads", "symbols are supported with one head only")
+    rope = read_rope(reader, data, len(Q[0]) // heads, heads, len(Q), len(K), _has_formula(Q, K))
     mask, allowed, padding, diagonal = read_mask(reader, data, tokens, key_tokens or tokens)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
     title = reader.title(data["title"], "title") if "title" in data else None
@@ -350,6 +355,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         kv_heads=kv_heads,
         window=diagonal.window,
         causal_align=diagonal.align,
+        rope=rope,
     )
     spec = replace(spec, alibi=read_alibi(reader, data, heads, spec.is_symbolic))
     spec = replace(spec, softcap=read_softcap(reader, data, spec.is_symbolic))
@@ -364,6 +370,10 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
             ),
         )
     return spec
+
+
+def _has_formula(*matrices: Matrix) -> bool:
+    return any(isinstance(x, Formula) for m in matrices for row in m for x in row)
 
 
 def load_spec(spec: str | Path | Mapping[str, Any] | Spec) -> Spec:
