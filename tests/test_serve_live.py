@@ -152,6 +152,9 @@ def test_variant_area_is_built_from_its_list(client):
             "alibi_slopes",
             "softcap",
             "sinks",
+            "rope",
+            "rope_base",
+            "rope_style",
         ]
     )
     assert re.findall(r'<option value="([a-z]+)" data-ui="softmax_', area) == ["plain", "stable"]
@@ -337,6 +340,9 @@ def test_variant_softmax(english, server):
         "set-alibi_slopes",
         "set-softcap",
         "set-sinks",
+        "set-rope",
+        "set-rope_base",
+        "set-rope_style",
     ]
 
 
@@ -369,6 +375,18 @@ def test_variant_alibi_softcap_and_sinks(english, server):
     del raw["alibi"]
     wait_math(english, math_of(fragment(raw)), "ALiBi off again")
     assert english.find_element("id", "set-sinks").get_attribute("placeholder") == "e.g. 0.5, 0.25 (one per head)"
+
+
+def test_variant_rope(english, server):
+    raw = seed("en")
+    open_fresh(english, server, raw)
+    choose(english, "set-rope", "true")
+    raw["rope"] = True
+    wait_math(english, math_of(fragment(raw)), "RoPE")
+    choose(english, "set-rope_style", "interleaved")
+    retype(english.find_element("id", "set-rope_base"), "100")
+    raw["rope_style"], raw["rope_base"] = "interleaved", "100"
+    wait_math(english, math_of(fragment(raw)), "RoPE interleaved, base 100")
 
 
 # --- practice mode ------------------------------------------------------------------
@@ -553,6 +571,9 @@ def test_a_variant_control_is_one_entry(monkeypatch):
         ("alibi_slopes", "list"),
         ("softcap", "text"),
         ("sinks", "list"),
+        ("rope", "flag"),
+        ("rope_base", "text"),
+        ("rope_style", "select"),
         ("expand", "text"),
         ("rounding", "number"),
     ]

@@ -135,6 +135,7 @@ def variants() -> list[dict[str, Any]]:
     from symattn.input import limits
     from symattn.input.choices import MASKS, SOFTMAXES
     from symattn.input.masks_modern import ALIGNMENTS
+    from symattn.input.rope import ROPE_STYLES
 
     return [
         {"key": "mask", "kind": "select", "choices": list(MASKS), "default": "none"},
@@ -147,6 +148,9 @@ def variants() -> list[dict[str, Any]]:
         {"key": "alibi_slopes", "kind": "list", "default": ""},
         {"key": "softcap", "kind": "text", "default": ""},
         {"key": "sinks", "kind": "list", "default": ""},
+        {"key": "rope", "kind": "flag", "choices": ["false", "true"], "default": "false"},
+        {"key": "rope_base", "kind": "text", "default": ""},
+        {"key": "rope_style", "kind": "select", "choices": list(ROPE_STYLES), "default": "half"},
     ]
 
 
