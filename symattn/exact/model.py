@@ -361,8 +361,12 @@ class Model(ClosedForms, Rounding, ForwardPass):
     def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
         bits = -(-bits // 32) * 32  # coarse steps, so quantities share one evaluation
         if bits not in self._boxes:
-            self._boxes[bits] = Boxes(self, bits)
+            self._boxes[bits] = self._new_boxes(bits)
         return getattr(self._boxes[bits], quantity)()
+
+    def _new_boxes(self, bits: int) -> Boxes:
+        """The enclosures at one precision (a variant's model encloses its own scores)."""
+        return Boxes(self, bits)
 
     @cached_property
     def _boxes(self) -> dict[int, Boxes]:

@@ -314,11 +314,8 @@ class RotaryModel(Model):
         )
         return Fraction(top, 1 << 64) * _upper(self.scale), i, j
 
-    def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
-        bits = -(-bits // 32) * 32
-        if bits not in self._boxes:
-            self._boxes[bits] = RotaryBoxes(self, bits)
-        return getattr(self._boxes[bits], quantity)()
+    def _new_boxes(self, bits: int) -> RotaryBoxes:
+        return RotaryBoxes(self, bits)
 
 
 def _upper(x: sympy.Expr) -> Fraction:

@@ -272,11 +272,8 @@ class BiasedModel(Model):
         )
         return (top if self.softcap is None else min(top, self.softcap)), i, j
 
-    def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
-        bits = -(-bits // 32) * 32
-        if bits not in self._boxes:
-            self._boxes[bits] = BiasedBoxes(self, bits)
-        return getattr(self._boxes[bits], quantity)()
+    def _new_boxes(self, bits: int) -> BiasedBoxes:
+        return BiasedBoxes(self, bits)
 
 
 class BiasedBoxes(Boxes):

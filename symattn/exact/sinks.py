@@ -214,11 +214,8 @@ class SinkModel(BiasedModel):
     def _magnitude_bits(self, quantity: str) -> int:
         return self._exp_bits if quantity in ("exp", "exp_sum", "sink_exp") else 0
 
-    def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
-        bits = -(-bits // 32) * 32
-        if bits not in self._boxes:
-            self._boxes[bits] = SinkBoxes(self, bits)
-        return getattr(self._boxes[bits], quantity)()
+    def _new_boxes(self, bits: int) -> SinkBoxes:
+        return SinkBoxes(self, bits)
 
 
 class SinkBoxes(BiasedBoxes):
