@@ -16,6 +16,7 @@ evaluate every exponential once and round each value correctly
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -290,9 +291,13 @@ class Model(ClosedForms, Rounding, ForwardPass):
     @cached_property
     def _groups(self) -> list[list[list[int]]]:
         # the keys each row may attend to, grouped by equal score
+        return self._grouped(self.score_integers[1])
+
+    def _grouped(self, scores: Sequence[Sequence[Hashable]]) -> list[list[list[int]]]:
+        """The keys each row may attend to, grouped by equal ``scores`` (exact stand-ins for the scores)."""
         out = []
-        for i, row in enumerate(self.score_integers[1]):
-            groups: dict[int, list[int]] = {}
+        for i, row in enumerate(scores):
+            groups: dict[Hashable, list[int]] = {}
             for j, x in enumerate(row):
                 if self.may_attend(i, j):
                     groups.setdefault(x, []).append(j)

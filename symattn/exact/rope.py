@@ -145,14 +145,7 @@ class RotaryModel(Model):
 
     @cached_property
     def _groups(self) -> list[list[list[int]]]:
-        out = []
-        for i, row in enumerate(self.structures):
-            groups: dict[Structure, list[int]] = {}
-            for j, x in enumerate(row):
-                if self.may_attend(i, j):
-                    groups.setdefault(x, []).append(j)
-            out.append(list(groups.values()))
-        return out
+        return self._grouped(self.structures)
 
     @cached_property
     def row_max(self) -> tuple[int, ...]:
