@@ -8,19 +8,23 @@ softmax; sinks are a softmax over the scores with one more column (the sink logi
 """
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from symattn.derivation.intermediates import compute
 from symattn.input.spec import load_spec
 
 from .strategies import matrix, multihead_base
-from .test_torch import SETTINGS, assert_close, magnitude, tensor
+from .test_torch import SETTINGS as TORCH_SETTINGS
+from .test_torch import assert_close, magnitude, tensor
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (CI installs torch==2.13.0)")
 F = torch.nn.functional
 
 pytestmark = pytest.mark.client
+
+# each example builds one or more exact models with the variants: 60 keep the file to seconds
+SETTINGS = settings(TORCH_SETTINGS, max_examples=60)
 
 
 def alibi_bias(slope: float, n_q: int, n_k: int):
