@@ -361,6 +361,20 @@ def softcap_fixed(z: Fixed, cap: Fraction, prec: int) -> Fixed:
     return Fixed.from_interval(capped, z.bits)
 
 
+def tanh_primes(model: Model) -> tuple[tuple[sympy.Expr, ...], ...]:
+    """softcap's derivative 1 − tanh²(y/c) at each pre-cap score y = S·scale − m·|i − j| (0 where masked:
+    its gradient is 0 there anyway), for the backward pass."""
+    assert isinstance(model, BiasedModel) and model.softcap is not None  # asked for only with a softcap
+    S, B, c = model.scores, model.bias, model._cap
+    return tuple(
+        tuple(
+            1 - sympy.tanh((S[i, j] * model.scale + B[i, j]) / c) ** 2 if model.may_attend(i, j) else sympy.Integer(0)
+            for j in range(model.n_keys)
+        )
+        for i in range(model.n_queries)
+    )
+
+
 def _upper(x: sympy.Expr) -> Fraction:
     box = Fixed.from_interval(numeric.enclose(x, 64), 32)
     return Fraction(box.hi, 1 << 32)
