@@ -102,3 +102,17 @@ def test_every_variant_backward_in_chinese_compiles(katex, latex, tmp_path):
     latex(render(derive(spec), "latex", standalone=True), "xelatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log) == []
+
+
+def test_check_carries_a_claimed_dZ_through_the_cap():
+    from symattn.checking.checker import check
+
+    spec = load_spec({**SMALL, "softcap": "2", "alibi_slopes": ["1"]})
+    # dZ = (−0.406771, 0.406771), tanh′ = (1, 0.786448): a wrong dZ of 0.55 carries to dS = 0.55 × 0.786448
+    claims = {"dZ[1][2]": "0.55", "dS[1][2]": "0.4325", "dS[1][1]": "-0.4068"}
+    report = check(spec, {"claims": claims})
+    assert [(r.claim.key, r.verdict) for r in report.results] == [
+        ("claims.dZ[1][2]", "wrong"),
+        ("claims.dS[1][1]", "rounded"),
+        ("claims.dS[1][2]", "carried"),
+    ]

@@ -200,6 +200,11 @@ class Chain:
             if quantity == "scaled":
                 assert col is not None  # an entry of a matrix
                 return m.vary(row, col, x * factor), a or b  # + ALiBi's bias, then any softcap
+            if getattr(m, "softcap", None) is not None:  # back through c·tanh(y/c): × 1 − tanh²(y/c)
+                from symattn.exact.score_variants import tanh_prime
+
+                assert col is not None  # an entry of a matrix
+                return x * tanh_prime(m, row, col) * factor, a or b
             return x * factor, a or b
         if quantity == "shifted":  # z − the row's maximum
             assert col is not None

@@ -161,6 +161,8 @@ class Explainer:
         if quantity == "dZ":
             difference = Num(sig("dA", row, col).value - sig("rowsum", row, 0).value, False)
             return ((sig("weights", row, col), difference),)
+        if quantity == "dS" and getattr(model, "softcap", None) is not None:
+            return ()  # softcap: dZ × tanh′ × scale; the document shows how (the step through the cap)
         if quantity == "dS":
             return ((sig("dZ", row, col), self.sig("scale", 0, 0)),)
         if quantity in ("dQ", "dK") and model.rotated:
