@@ -116,3 +116,56 @@ def test_check_carries_a_claimed_dZ_through_the_cap():
         ("claims.dS[1][1]", "rounded"),
         ("claims.dS[1][2]", "carried"),
     ]
+
+
+def test_check_dsinks_claims():
+    from symattn.checking.checker import check
+
+    spec = load_spec(builtin.example_path("sinks", "en")).with_options(backward=True)
+    assert compute(spec, digits=6)["backward"]["dsinks"]["value"] == [["-6.08698"]]
+    # r of "sat" claimed as 5 (rounded, 5.306): ds from it is −(0.44841·5.51592 + 0.34144·6.58561 + 0.25727·5) = −6.008
+    report = check(spec, {"claims": {"rows": {"sat": {"rowsum": "5"}}, "dsinks": "-6.008"}})
+    assert [(r.claim.key, r.verdict) for r in report.results] == [
+        ("claims.rows.sat.rowsum", "rounded"),
+        ("claims.dsinks", "carried"),
+    ]
+    assert check(spec, {"claims": {"dsinks": "-6.087"}}).results[0].verdict == "rounded"
+    wrong = check(spec, {"claims": {"dsinks": "-4.5"}}).results[0]
+    assert wrong.verdict == "wrong"  # explained as Σ share × (−r)
+    assert [(str(a.value), str(b.value)) for a, b in wrong.explanation.operands][0] == ("0.448408", "-5.51592")
+
+
+def test_check_dsinks_per_head_and_refusals():
+    from symattn.checking.checker import check
+    from symattn.input.errors import SpecError
+
+    raw = {
+        "Q": [["1", "0", "0.5", "2"], ["0", "1", "1", "0"]],
+        "K": [["1", "0.2", "0", "1"], ["0.1", "1", "1", "0"]],
+        "V": [["1", "0"], ["0", "1"]],
+        "heads": 2,
+        "sinks": ["0.5", "-1"],
+        "backward": {"loss": "sum"},
+    }
+    spec = load_spec(raw)
+    assert compute(spec, digits=6)["backward"]["dsinks"]["value"] == [["-0.229646", "-0.0797177"]]
+    report = check(spec, {"claims": {"h1.dsinks": "-0.2296", "h2.dsinks": "0.5"}})
+    assert [(r.claim.key, r.verdict) for r in report.results] == [
+        ("claims.h1.dsinks", "rounded"),
+        ("claims.h2.dsinks", "wrong"),
+    ]
+    with pytest.raises(SpecError, match=r"^<dict>: claims\.dsinks: dsinks is claimed per head: h1\.dsinks to h2"):
+        check(spec, {"claims": {"dsinks": "1"}})
+    plain = load_spec({k: v for k, v in raw.items() if k != "sinks"})
+    with pytest.raises(SpecError, match=r"^<dict>: claims\.h1\.dsinks: claims on dsinks need sinks$"):
+        check(plain, {"claims": {"h1.dsinks": "1"}})
+
+
+@pytest.mark.parametrize("lang, name", [("en", "gradient $ds$ of the sink logit"), ("zh", "汇点分数的梯度 $ds$")])
+def test_report_names_dsinks(lang, name):
+    from symattn.checking.checker import check
+    from symattn.rendering.renderer import render_report
+
+    spec = load_spec(builtin.example_path("sinks", lang)).with_options(backward=True)
+    text = render_report(check(spec, {"claims": {"dsinks": "-4.5"}}), "markdown")
+    assert f"| 1 | {name} |  |  | -4.5 | -6.08698 |" in text

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from symattn.derivation.intermediates import compute
 from symattn.input.spec import load_spec
 
-from .strategies import matrix, multihead_base
+from .strategies import multihead_base
 from .test_torch_score_variants import alibi_bias, alibi_inputs, slopes
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (CI installs torch==2.13.0)")

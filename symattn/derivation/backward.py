@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 from symattn.derivation.modern import GradGroups, grad_groups_step
 from symattn.derivation.rope import GradRotation, rotated_inputs, rotation_back_step
-from symattn.derivation.variants_backward import GradVariants, variants_back_step
 from symattn.derivation.steps import Derivation, Dot, Picture, assemble, pictures, scale_parts, top_keys
+from symattn.derivation.variants_backward import GradVariants, variants_back_step
 from symattn.exact.model import Model
 from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
 from symattn.input.numeral import Numeral
@@ -178,7 +178,7 @@ def _head_backward(
     spec: Spec, model: Model, fig: Figures, shown: dict[str, NumRows], suffix: str, dO: NumRows
 ) -> tuple[BackwardStep, ...]:
     """dV and dA, the softmax step, the scaling, dQ and dK of one head."""
-    names = ("dV", "dA", "dot", "dZ", "dS", "dQ", "dK", "jacobian", "jacobian_dA")
+    names: tuple[str, ...] = ("dV", "dA", "dot", "dZ", "dS", "dQ", "dK", "jacobian", "jacobian_dA")
     names += ("dQ_rot", "dK_rot") if model.rotated else ()
     names += ("tanh_prime", "dZ_pre") if spec.softcap is not None else ()
     g = {name: shown[name + suffix] for name in names}

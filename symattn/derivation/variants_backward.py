@@ -49,9 +49,7 @@ def _neg(x: Num) -> Num:
     return Num(-x.value, x.exact, x.scientific)
 
 
-def variants_back_step(
-    spec: Spec, model: Model, fig: Figures, g: dict[str, NumRows], head: int
-) -> GradVariants | None:
+def variants_back_step(spec: Spec, model: Model, fig: Figures, g: dict[str, NumRows], head: int) -> GradVariants | None:
     """The step after the softmax's, for a head with softcap or a sink (None without either); ``spec`` is
     the head's own (its sink is ``sinks[0]``), ``head`` its index in dsinks."""
     cap = sink = None

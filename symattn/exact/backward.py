@@ -195,7 +195,7 @@ class BackwardModel(Rounding):
     def head_quantities(self) -> tuple[str, ...]:
         """One head's gradients (with softcap, tanh′ and dZ_pre before dS; with RoPE, dQ′ and dK′ before
         dQ and dK)."""
-        names = HEAD_QUANTITIES
+        names: tuple[str, ...] = HEAD_QUANTITIES
         if self.inputs.caps is not None:
             names = names[:5] + CAPPED_GRADIENTS + names[5:]
         if self.inputs.rope is not None:
@@ -303,8 +303,12 @@ class BackwardModel(Rounding):
     def is_variant(self) -> bool:
         """RoPE, ALiBi, softcap or sinks: scores that are not n·scale/den, so no limit weights (the
         shortcut of :mod:`symattn.exact.candidates`); the closed forms decide."""
-        return self.inputs.rope is not None or self.inputs.caps is not None or self.inputs.sink_shares is not None or any(
-            getattr(h, "has_bias", False) for h in self.heads
+        i = self.inputs
+        return (
+            i.rope is not None
+            or i.caps is not None
+            or i.sink_shares is not None
+            or any(getattr(h, "has_bias", False) for h in self.heads)
         )
 
     def _decide(self, pending: list, out: dict) -> None:

@@ -169,15 +169,13 @@ def gradients(alg, inputs: Inputs, weights: Sequence[Grid], hook: Callable = lam
         if split:
             out.update({f"{name}@{h}": m for name, m in grads.items()})
     if inputs.sink_shares is not None:  # the sink's logit: −Σ_i share_i · rowsum_i, one number per head
-        out["dsinks"] = hook(
-            "dsinks",
-            [
-                [
-                    alg.zero - _sum(alg, (alg.real(s) * r[0] for s, r in zip(shares, g["dot"])))
-                    for shares, g in zip(inputs.sink_shares, per_head)
-                ]
-            ],
-        )
+        ds = [
+            alg.zero - _sum(alg, (alg.real(s) * r[0] for s, r in zip(shares, g["dot"])))
+            for shares, g in zip(inputs.sink_shares, per_head)
+        ]
+        out["dsinks"] = hook("dsinks", [ds])
+        if split:  # each head's own, for check's claims on hN.dsinks
+            out.update({f"dsinks@{h}": hook(f"dsinks@{h}", [[x]]) for h, x in enumerate(out["dsinks"][0])})
     if split:
         out["dQ"] = _side_by_side(per_head, "dQ")
         size = heads // (inputs.kv_heads or heads)
