@@ -23,7 +23,7 @@ from sympy import ImmutableMatrix
 
 from symattn.exact import candidates, exactness, numeric
 from symattn.exact.base import ForwardModel, Rounding
-from symattn.exact.exactness import Exps, Undecided, rational
+from symattn.exact.exactness import Exps, Undecided, proved_rational, rational
 from symattn.exact.gradients import Grid, Inputs, Rotary, gradients, jacobian
 from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
@@ -138,22 +138,8 @@ def _whole() -> Iterator[None]:
         raise
 
 
-def _proved_rational(x: sympy.Expr, box: _Box) -> Fraction | None:
-    known = numeric.as_fraction(x)
-    if known is not None:
-        return known
-    lo, hi = Fraction(box.lo, 1 << box.bits), Fraction(box.hi, 1 << box.bits)
-    if hi - lo > Fraction(1, 1 << 40):
-        return None
-    guess = ((lo + hi) / 2).limit_denominator(10**6)
-    if not lo <= guess <= hi:
-        return None
-    x = sympy.powsimp(x, combine="exp")  # e^a · e^−a as SymPy leaves it: e^0 = 1
-    atoms = sorted(x.atoms(sympy.exp), key=sympy.default_sort_key)
-    formal = x.xreplace({a: sympy.Dummy() for a in atoms})
-    trig = sorted(formal.atoms(sympy.cos, sympy.sin, sympy.tanh), key=sympy.default_sort_key)
-    formal = formal.xreplace({a: sympy.Dummy() for a in trig})
-    return guess if sympy.cancel(formal - sympy.Rational(guess.numerator, guess.denominator)) == 0 else None
+def _proved(x: sympy.Expr, box: _Box) -> Fraction | None:
+    return proved_rational(x, Fraction(box.lo, 1 << box.bits), Fraction(box.hi, 1 << box.bits))
 
 
 def _jacobian_entry(a_j: Fraction | None, a_k: Fraction | None, same: bool) -> Fraction | None:
@@ -275,7 +261,7 @@ class BackwardModel(Rounding):
         within the work limits: then shown with ≈). Only the entries whose value at the limit weights is
         rational and inside their enclosure can be rational (:mod:`symattn.exact.candidates`); the
         exponential polynomials decide those, one entry at a time, from a graph of the gradients."""
-        if self.inputs.rope is not None or self.is_variant:
+        if self.is_variant:
             return self._closed_rationals()
         c = numeric.as_fraction(self.scale)
         limit = candidates.Limits(c, numeric.as_fraction(sympy.expand(self.scale**2)) or Fraction(0))
@@ -301,15 +287,8 @@ class BackwardModel(Rounding):
 
     @property
     def is_variant(self) -> bool:
-        """RoPE, ALiBi, softcap or sinks: scores that are not n·scale/den, so no limit weights (the
-        shortcut of :mod:`symattn.exact.candidates`); the closed forms decide."""
-        i = self.inputs
-        return (
-            i.rope is not None
-            or i.caps is not None
-            or i.sink_shares is not None
-            or any(getattr(h, "has_bias", False) for h in self.heads)
-        )
+        """RoPE, ALiBi, softcap or sinks: z is not n·scale/den, so no limit weights; the closed forms decide."""
+        return self.inputs.rope is not None or any(not h.plain_scores for h in self.heads)
 
     def _decide(self, pending: list, out: dict) -> None:
         """Each entry that may be rational, decided by the exponential polynomials, from the graph of the
@@ -329,21 +308,13 @@ class BackwardModel(Rounding):
 
     def _closed_rationals(self) -> dict[str, tuple]:
         """The gradients of RoPE, ALiBi, softcap and sinks: rational where the closed form is proved
-        rational, None elsewhere (cos, sin, tanh and the irrational slopes and sinks leave the exponential
-        polynomials that decide the rest).
-
-        A closed form SymPy writes as a rational is one; an entry whose enclosure holds a rational c of small
-        denominator (0, say, or Σ_j α_ij = 1) is c when the closed form minus c, its exps combined, cancels
-        to 0 with each e^z, cos, sin and tanh taken as an independent symbol: an identity of rational functions
-        holds for any values.
-        """
+        rational (:func:`~symattn.exact.exactness.proved_rational`: an identity of rational functions in
+        the e^z, cos, sin and tanh holds for any values), None elsewhere."""
         boxes = self._enclosure_grids(64)
-        out = {}
-        for name, grid in self._closed_forms.items():
-            out[name] = tuple(
-                tuple(_proved_rational(x, boxes[name][i][j]) for j, x in enumerate(row)) for i, row in enumerate(grid)
-            )
-        return out
+        return {
+            name: tuple(tuple(_proved(x, boxes[name][i][j]) for j, x in enumerate(row)) for i, row in enumerate(grid))
+            for name, grid in self._closed_forms.items()
+        }
 
     def _enclosure_grids(self, bits: int) -> dict[str, Grid]:
         return self._box_run(bits)[0]
