@@ -50,11 +50,6 @@ def wide(heads, d_k=2, n=2, **extra):
         ({"alibi_slopes": ["100.5"]}, SpecError, "alibi_slopes[1]: a slope must be > 0 and at most 100, got 100.5"),
         ({"alibi_slopes": ["x"]}, SpecError, "alibi_slopes[1]:"),
         (
-            {"alibi": True, "backward": {"loss": "sum"}},
-            SpecError,
-            "alibi: the backward pass is not supported with ALiBi yet",
-        ),
-        (
             {"alibi": True, "Q": [["a", "0"], ["0", "1"], ["1", "1"]]},
             SpecError,
             "alibi: symbols are not supported with ALiBi; give numbers",
@@ -71,9 +66,8 @@ def test_alibi_false_is_no_alibi():
     assert load_spec({**BASE, "alibi": False}).alibi is None
 
 
-def test_backward_flag_is_refused_with_alibi():
-    with pytest.raises(SpecError, match=r"^<dict>: alibi: the backward pass is not supported with ALiBi yet$"):
-        load_spec({**BASE, "alibi": True}).with_options(backward=True)
+def test_backward_flag_is_taken_with_alibi():
+    assert load_spec({**BASE, "alibi": True}).with_options(backward=True).backward is not None
 
 
 def test_cli_bad_alibi_is_one_line_and_exit_2(tmp_path, capsys):
@@ -211,7 +205,6 @@ def test_claimed_scores_carry_into_the_biased_scores():
         ({"softcap": "-2"}, "softcap: expected a number > 0 and at most 1000, got -2"),
         ({"softcap": "1001"}, "softcap: expected a number > 0 and at most 1000, got 1001"),
         ({"softcap": "two"}, "softcap:"),
-        ({"softcap": "2", "backward": {"loss": "sum"}}, "softcap: the backward pass is not supported with softcap yet"),
         (
             {"softcap": "2", "Q": [["a", "0"], ["0", "1"], ["1", "1"]]},
             "softcap: symbols are not supported with softcap; give numbers",
@@ -291,7 +284,6 @@ def test_softcap_after_alibi_passes_katex(katex):
         ({"sinks": ["100.5"]}, "sinks[1]: a sink logit must be at most 100 in size, got 100.5"),
         ({"sinks": ["-101"]}, "sinks[1]: a sink logit must be at most 100 in size, got -101"),
         ({"sinks": ["s"]}, "sinks[1]:"),
-        ({"sinks": ["1"], "backward": {"loss": "sum"}}, "sinks: the backward pass is not supported with sinks yet"),
         (
             {"sinks": ["1"], "Q": [["a", "0"], ["0", "1"], ["1", "1"]]},
             "sinks: symbols are not supported with sinks; give numbers",
@@ -431,13 +423,3 @@ def test_rounded_inputs_are_refused_with_the_variants(variant):
     spec = load_spec({**BASE, **variant, "inputs": "rounded"})
     with pytest.raises(SpecError, match=r'^<dict>: inputs: "rounded" is not checked with ALiBi, softcap or sinks yet$'):
         check(spec, {"claims": {"weights": [["0.3", "0.3", "0.4"]] * 3}})
-
-
-@pytest.mark.parametrize("name", ["alibi", "softcap", "sinks"])
-def test_backward_flag_is_one_line_on_the_variant_examples(capsys, name):
-    assert main(["render", "--example", name, "--lang", "en", "--backward"]) == 2
-    key = name
-    out, err = capsys.readouterr()
-    assert out == "" and err.endswith(
-        f"{key}: the backward pass is not supported with {'ALiBi' if name == 'alibi' else name} yet\n"
-    )

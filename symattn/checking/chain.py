@@ -91,7 +91,9 @@ class Chain:
         """The value of one quantity from the implied values before it."""
         key = (head, quantity, row, col)
         if key not in self._cache:
-            if quantity in INPUTS or quantity in ("sqrt_dk", "scale") or self.layout.is_layer(quantity, head):
+            if quantity == "dsinks":
+                self._cache[key] = self._dsink(head)
+            elif quantity in INPUTS or quantity in ("sqrt_dk", "scale") or self.layout.is_layer(quantity, head):
                 self._cache[key] = self._layer(quantity, row, col)
             else:
                 assert row is not None  # every quantity of a head has a row
@@ -200,6 +202,11 @@ class Chain:
             if quantity == "scaled":
                 assert col is not None  # an entry of a matrix
                 return m.vary(row, col, x * factor), a or b  # + ALiBi's bias, then any softcap
+            if getattr(m, "softcap", None) is not None:  # back through c·tanh(y/c): × 1 − tanh²(y/c)
+                from symattn.exact.score_variants import tanh_prime
+
+                assert col is not None  # an entry of a matrix
+                return x * tanh_prime(m, row, col) * factor, a or b
             return x * factor, a or b
         if quantity == "shifted":  # z − the row's maximum
             assert col is not None
@@ -252,6 +259,14 @@ class Chain:
         if quantity == "dK":
             return _sum([(at("dS", i, row), self.implied("Q", i, q0 + col)) for i in range(n)])
         raise ValueError(quantity)  # pragma: no cover - the claims reader allows no other quantity
+
+    def _dsink(self, head: int | None) -> Value:
+        """The sink logit's gradient −Σ_i share_i · r_i, from the claimant's shares and row sums."""
+        n = self.layout.heads[self.layout.index(head)].n_queries
+        total, carried = _sum(
+            [(self.implied("sink_share", i, None, head), self.implied("rowsum", i, None, head)) for i in range(n)]
+        )
+        return -total, carried
 
     def _turned_back(self, quantity: str, row: int, col: int, head: int | None) -> Value:
         """dQ (or dK) of a head with RoPE: the gradient of Q′ (K′) from the claimant's dS, turned back."""

@@ -37,6 +37,12 @@ class Explainer:
         if quantity == "scale":  # 1/√d_k, the spec's own number, or none (1)
             scale: tuple = (spec.d_k,) if spec.scale == "sqrt" else () if spec.scale == "none" else (spec.scale,)
             return Explanation(quantity, row, col, scale, result)
+        if quantity == "dsinks":  # Σ_i share_i × (−r_i), one number per head (issue 20)
+            n = L.heads[L.index(head)].n_queries
+            pairs = tuple(
+                (self.sig("sink_share", i, 0, head), _negative(self.sig("rowsum", i, 0, head))) for i in range(n)
+            )
+            return Explanation(quantity, row, col, pairs, result)
         assert row is not None
         if quantity == "exp_sum":  # a column: a row, no column
             keys = range(len(spec.keys))
@@ -161,6 +167,8 @@ class Explainer:
         if quantity == "dZ":
             difference = Num(sig("dA", row, col).value - sig("rowsum", row, 0).value, False)
             return ((sig("weights", row, col), difference),)
+        if quantity == "dS" and getattr(model, "softcap", None) is not None:
+            return ()  # softcap: dZ × tanh′ × scale; the document shows how (the step through the cap)
         if quantity == "dS":
             return ((sig("dZ", row, col), self.sig("scale", 0, 0)),)
         if quantity in ("dQ", "dK") and model.rotated:
@@ -169,6 +177,10 @@ class Explainer:
             return tuple((sig("dS", row, j), sub.K[j][col]) for j in range(keys))
         assert quantity == "dK"  # the last of a head's gradients
         return tuple((sig("dS", i, row), sub.Q[i][col]) for i in range(n))
+
+
+def _negative(x: Num) -> Num:
+    return Num(-x.value, x.exact, x.scientific)
 
 
 __all__ = ["Explainer"]

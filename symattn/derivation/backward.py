@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 from symattn.derivation.modern import GradGroups, grad_groups_step
 from symattn.derivation.rope import GradRotation, rotated_inputs, rotation_back_step
 from symattn.derivation.steps import Derivation, Dot, Picture, assemble, pictures, scale_parts, top_keys
+from symattn.derivation.variants_backward import GradVariants, variants_back_step
 from symattn.exact.model import Model
 from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
 from symattn.input.numeral import Numeral
@@ -81,6 +82,7 @@ class GradScaling:
     sqrt_dk: Num
     dS: NumRows
     exact: bool
+    capped: bool = False  # softcap: dS from dY, the gradient of the scores before the cap
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,7 @@ BackwardStep = (
     | Picture
     | GradRecap
     | GradRotation
+    | GradVariants
 )
 
 
@@ -175,8 +178,12 @@ def _head_backward(
     spec: Spec, model: Model, fig: Figures, shown: dict[str, NumRows], suffix: str, dO: NumRows
 ) -> tuple[BackwardStep, ...]:
     """dV and dA, the softmax step, the scaling, dQ and dK of one head."""
-    names = ("dV", "dA", "dot", "dZ", "dS", "dQ", "dK", "jacobian", "jacobian_dA")
-    g = {name: shown[name + suffix] for name in names + (("dQ_rot", "dK_rot") if model.rotated else ())}
+    names: tuple[str, ...] = ("dV", "dA", "dot", "dZ", "dS", "dQ", "dK", "jacobian", "jacobian_dA")
+    names += ("dQ_rot", "dK_rot") if model.rotated else ()
+    names += ("tanh_prime", "dZ_pre") if spec.softcap is not None else ()
+    g = {name: shown[name + suffix] for name in names}
+    if spec.sinks is not None:
+        g["dsinks"] = shown["dsinks"]
     n, m = model.n_queries, model.n_keys
     f = spec.focus
     every = spec.expand == "all"
@@ -227,10 +234,14 @@ def _head_backward(
         for j in keys
         for t in range(len(Q[0]))
     )
+    variants = variants_back_step(spec, model, fig, g, int(suffix[1:] or 0))
     steps: tuple[BackwardStep, ...] = (
         GradValues(g["dV"], is_exact(g["dV"]), dV_dots, g["dA"], is_exact(g["dA"]), dA_dots),
         GradSoftmax(tuple(softmax_rows), g["dZ"], is_exact(g["dZ"]), spec.softmax == "stable"),
-        GradScaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, g["dS"], is_exact(g["dS"])),
+        *((variants,) if variants is not None else ()),
+        GradScaling(
+            spec.d_k, scale_kind, scale_value, fig.sqrt_dk, g["dS"], is_exact(g["dS"]), spec.softcap is not None
+        ),
         GradQK(g[dQ], is_exact(g[dQ]), dQ_dots, g[dK], is_exact(g[dK]), dK_dots, rotated=rope is not None),
     )
     if rope is not None:

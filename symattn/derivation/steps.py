@@ -309,6 +309,7 @@ STEP_KINDS = (
     "backward_scaling",
     "backward_qk",
     "backward_rotation",
+    "backward_variants",
     "backward_projections",
     "backward_output_projection",
     "backward_head",

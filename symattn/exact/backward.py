@@ -23,10 +23,12 @@ from sympy import ImmutableMatrix
 
 from symattn.exact import candidates, exactness, numeric
 from symattn.exact.base import ForwardModel, Rounding
-from symattn.exact.exactness import Exps, Undecided, rational
+from symattn.exact.exactness import Exps, Undecided, proved_rational, rational
 from symattn.exact.gradients import Grid, Inputs, Rotary, gradients, jacobian
 from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
+from symattn.exact.score_variants import tanh_primes
+from symattn.exact.sinks import sink_shares
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.spec import Spec
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 
 HEAD_QUANTITIES = ("dO", "dV", "dA", "dot", "dZ", "dS", "dQ", "dK")  # "dot": rowsum(dA ⊙ A), one column
 ROTATED_GRADIENTS = ("dQ_rot", "dK_rot")  # with RoPE: the gradients of the rotated Q′ and K′, before dQ, dK
+CAPPED_GRADIENTS = ("tanh_prime", "dZ_pre")  # with softcap: 1 − tanh²(y/c), and the gradient of y, before dS
 BIASES = ("db_Q", "db_K", "db_V", "db_O")
 # enclosures that rule out the entries whose limit they do not hold: at the precision that compute's
 # default 15 digits start from, so that one run of the enclosures serves both
@@ -61,6 +64,10 @@ class _SymPy:
     @staticmethod
     def trig(angle: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
         return sympy.cos(angle), sympy.sin(angle)
+
+    @staticmethod
+    def real(x: sympy.Expr) -> sympy.Expr:
+        return x
 
 
 # --- algebra 2: enclosures ---------------------------------------------------------
@@ -110,6 +117,11 @@ class _Boxes:
             boxes.append(_Box(b.lo, b.hi, self.bits))
         return boxes[0], boxes[1]
 
+    def real(self, x: sympy.Expr) -> _Box:
+        """An exact real of the model (softcap's tanh′, a sink's share), enclosed."""
+        b = Fixed.from_interval(numeric.enclose(x, self.bits + 32), self.bits)
+        return _Box(b.lo, b.hi, self.bits)
+
 
 # --- the model ----------------------------------------------------------------------
 
@@ -126,22 +138,8 @@ def _whole() -> Iterator[None]:
         raise
 
 
-def _proved_rational(x: sympy.Expr, box: _Box) -> Fraction | None:
-    known = numeric.as_fraction(x)
-    if known is not None:
-        return known
-    lo, hi = Fraction(box.lo, 1 << box.bits), Fraction(box.hi, 1 << box.bits)
-    if hi - lo > Fraction(1, 1 << 40):
-        return None
-    guess = ((lo + hi) / 2).limit_denominator(10**6)
-    if not lo <= guess <= hi:
-        return None
-    x = sympy.powsimp(x, combine="exp")  # e^a · e^−a as SymPy leaves it: e^0 = 1
-    atoms = sorted(x.atoms(sympy.exp), key=sympy.default_sort_key)
-    formal = x.xreplace({a: sympy.Dummy() for a in atoms})
-    trig = sorted(formal.atoms(sympy.cos, sympy.sin), key=sympy.default_sort_key)
-    formal = formal.xreplace({a: sympy.Dummy() for a in trig})
-    return guess if sympy.cancel(formal - sympy.Rational(guess.numerator, guess.denominator)) == 0 else None
+def _proved(x: sympy.Expr, box: _Box) -> Fraction | None:
+    return proved_rational(x, Fraction(box.lo, 1 << box.bits), Fraction(box.hi, 1 << box.bits))
 
 
 def _jacobian_entry(a_j: Fraction | None, a_k: Fraction | None, same: bool) -> Fraction | None:
@@ -181,10 +179,14 @@ class BackwardModel(Rounding):
 
     @property
     def head_quantities(self) -> tuple[str, ...]:
-        """One head's gradients (with RoPE, dQ′ and dK′ before dQ and dK)."""
-        if self.inputs.rope is None:
-            return HEAD_QUANTITIES
-        return HEAD_QUANTITIES[:-2] + ROTATED_GRADIENTS + HEAD_QUANTITIES[-2:]
+        """One head's gradients (with softcap, tanh′ and dZ_pre before dS; with RoPE, dQ′ and dK′ before
+        dQ and dK)."""
+        names: tuple[str, ...] = HEAD_QUANTITIES
+        if self.inputs.caps is not None:
+            names = names[:5] + CAPPED_GRADIENTS + names[5:]
+        if self.inputs.rope is not None:
+            names = names[:-2] + ROTATED_GRADIENTS + names[-2:]
+        return names
 
     @cached_property
     def top_quantities(self) -> tuple[str, ...]:
@@ -193,6 +195,8 @@ class BackwardModel(Rounding):
             names += ["dW_O"] + (["db_O"] if self.inputs.b_O is not None else []) + ["dconcat"]
         if self.is_split:
             names += ["dQ", "dK", "dV"]
+        if self.inputs.sink_shares is not None:
+            names += ["dsinks"]
         if self.inputs.X is not None:
             for name in ("Q", "K", "V"):
                 names += [f"dW_{name}"] + ([f"db_{name}"] if name in self.inputs.biases else [])
@@ -257,7 +261,7 @@ class BackwardModel(Rounding):
         within the work limits: then shown with ≈). Only the entries whose value at the limit weights is
         rational and inside their enclosure can be rational (:mod:`symattn.exact.candidates`); the
         exponential polynomials decide those, one entry at a time, from a graph of the gradients."""
-        if self.inputs.rope is not None:  # RoPE's cos and sin: no limit weights, the closed forms decide
+        if self.is_variant:
             return self._closed_rationals()
         c = numeric.as_fraction(self.scale)
         limit = candidates.Limits(c, numeric.as_fraction(sympy.expand(self.scale**2)) or Fraction(0))
@@ -281,6 +285,11 @@ class BackwardModel(Rounding):
                 self._decide(pending, out)
             return {name: tuple(tuple(row) for row in table) for name, table in out.items()}
 
+    @property
+    def is_variant(self) -> bool:
+        """RoPE, ALiBi, softcap or sinks: z is not n·scale/den, so no limit weights; the closed forms decide."""
+        return self.inputs.rope is not None or any(not h.plain_scores for h in self.heads)
+
     def _decide(self, pending: list, out: dict) -> None:
         """Each entry that may be rational, decided by the exponential polynomials, from the graph of the
         gradients (made only now: most specs need none of it), each node made once."""
@@ -298,21 +307,14 @@ class BackwardModel(Rounding):
             out[name][i][j] = value
 
     def _closed_rationals(self) -> dict[str, tuple]:
-        """RoPE's gradients: rational where the closed form is proved rational, None elsewhere (RoPE's cos
-        and sin leave the exponential polynomials that decide the rest).
-
-        A closed form SymPy writes as a rational is one; an entry whose enclosure holds a rational c of small
-        denominator (0, say, or Σ_j α_ij = 1) is c when the closed form minus c, its exps combined, cancels
-        to 0 with each e^z, cos and sin taken as an independent symbol: an identity of rational functions
-        holds for any values.
-        """
+        """The gradients of RoPE, ALiBi, softcap and sinks: rational where the closed form is proved
+        rational (:func:`~symattn.exact.exactness.proved_rational`: an identity of rational functions in
+        the e^z, cos, sin and tanh holds for any values), None elsewhere."""
         boxes = self._enclosure_grids(64)
-        out = {}
-        for name, grid in self._closed_forms.items():
-            out[name] = tuple(
-                tuple(_proved_rational(x, boxes[name][i][j]) for j, x in enumerate(row)) for i, row in enumerate(grid)
-            )
-        return out
+        return {
+            name: tuple(tuple(_proved(x, boxes[name][i][j]) for j, x in enumerate(row)) for i, row in enumerate(grid))
+            for name, grid in self._closed_forms.items()
+        }
 
     def _enclosure_grids(self, bits: int) -> dict[str, Grid]:
         return self._box_run(bits)[0]
@@ -485,6 +487,8 @@ def build_backward(spec: Spec, forward: ForwardModel) -> BackwardModel:
         biases=() if p is None else tuple(name for name in ("Q", "K", "V") if getattr(p, f"b_{name}") is not None),
         kv_heads=spec.kv_groups,
         rope=None if spec.rope is None else tuple(_rotary(h) for h in heads),
+        caps=None if spec.softcap is None else tuple(tanh_primes(h) for h in heads),
+        sink_shares=None if spec.sinks is None else tuple(sink_shares(h) for h in heads),
     )
     return BackwardModel(forward, tuple(heads), inputs, heads[0].scale, terms, spec.source)
 

@@ -250,3 +250,23 @@ def _group_value(groups: list) -> Fraction | None:
         return total
     r = _ratio(num, den)
     return None if r is None else total + r
+
+
+def proved_rational(x: sympy.Expr, lo: Fraction, hi: Fraction) -> Fraction | None:
+    """x's value where it is proved rational, from its closed form and an enclosure [lo, hi]: a closed form
+    SymPy writes as a rational, or a rational of small denominator in [lo, hi] that x minus it cancels to
+    0 with each e^z, cos, sin and tanh taken as an independent symbol; None elsewhere."""
+    known = numeric.as_fraction(x)
+    if known is not None:
+        return known
+    if hi - lo > Fraction(1, 1 << 40):
+        return None
+    guess = ((lo + hi) / 2).limit_denominator(10**6)
+    if not lo <= guess <= hi:
+        return None
+    x = sympy.powsimp(x, combine="exp")  # e^a · e^−a as SymPy leaves it: e^0 = 1
+    atoms = sorted(x.atoms(sympy.exp), key=sympy.default_sort_key)
+    formal = x.xreplace({a: sympy.Dummy() for a in atoms})
+    trig = sorted(formal.atoms(sympy.cos, sympy.sin, sympy.tanh), key=sympy.default_sort_key)
+    formal = formal.xreplace({a: sympy.Dummy() for a in trig})
+    return guess if sympy.cancel(formal - sympy.Rational(guess.numerator, guess.denominator)) == 0 else None

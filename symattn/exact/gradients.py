@@ -5,6 +5,8 @@ constant and the scale), the chain rule step by step:
     dV = Aᵀ dO               dA = dO Vᵀ
     dZ = A ⊙ (dA − rowsum(dA ⊙ A))      the softmax Jacobian, row by row
     dS = scale · dZ          dQ = dS K          dK = dSᵀ Q
+    with softcap (z = c·tanh(y/c)):  tanh′ = 1 − tanh²(y/c),  dY = dZ ⊙ tanh′,  dS = scale · dY
+    with a sink s (no value):  dZ as above (the sink's column of dA is 0),  ds = −Σ_i share_i · rowsum_i
     with RoPE (Q′, K′ the rotated Q, K):  dQ′ = dS K′,  dK′ = dSᵀ Q′,  dQ = Rᵀ dQ′,  dK = Rᵀ dK′
     then W_O (several heads), and the projections: dW = Xᵀ dQ, db = Σ_rows dQ, dX.
 
@@ -61,6 +63,9 @@ class Inputs:
     biases: tuple[str, ...]  # "Q", "K", "V" with a bias
     kv_heads: int = 0  # grouped-query: key/value heads shared by consecutive query heads; 0: one per head
     rope: tuple[Rotary, ...] | None = None  # per head, with rope = true
+    # per head, softcap's tanh′ = 1 − tanh²(y/c) of each pre-cap score y (SymPy; 0 where masked)
+    caps: tuple[tuple[tuple[Any, ...], ...], ...] | None = None
+    sink_shares: tuple[tuple[Any, ...], ...] | None = None  # per head, each row's sink share (SymPy)
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,15 @@ def rotate(alg, M: Grid, rope: Rotary, back: bool = False) -> Grid:
 
 
 def _head_gradients(
-    alg, A: Grid, V: Grid, K: Grid, Q: Grid, dO: Grid, hook: Callable, rope: Rotary | None = None
+    alg,
+    A: Grid,
+    V: Grid,
+    K: Grid,
+    Q: Grid,
+    dO: Grid,
+    hook: Callable,
+    rope: Rotary | None = None,
+    cap: Sequence[Sequence[Any]] | None = None,
 ) -> dict[str, Grid]:
     """One head's gradients, each passed through ``hook`` (hand rounding replaces it by what is shown)."""
     n, m = len(A), len(A[0])
@@ -97,6 +110,9 @@ def _head_gradients(
     out["dA"] = dA = hook("dA", _matmul(alg, dO, _T(V)))
     out["dot"] = dot = hook("dot", [[_sum(alg, (dA[i][k] * A[i][k] for k in range(m)))] for i in range(n)])
     out["dZ"] = dZ = hook("dZ", [[A[i][j] * (dA[i][j] - dot[i][0]) for j in range(m)] for i in range(n)])
+    if cap is not None:  # softcap: back through c·tanh(y/c), whose derivative is 1 − tanh²(y/c)
+        out["tanh_prime"] = t = hook("tanh_prime", [[alg.real(x) for x in row] for row in cap])
+        out["dZ_pre"] = dZ = hook("dZ_pre", [[g * d for g, d in zip(row, trow)] for row, trow in zip(dZ, t)])
     out["dS"] = dS = hook("dS", [[alg.scale(x) for x in row] for row in dZ])
     if rope is not None:  # the scores are Q′K′ᵀ: the gradients of Q′ and K′, then turned back
         out["dQ_rot"] = dQ = hook("dQ_rot", _matmul(alg, dS, rotate(alg, K, rope)))
@@ -146,10 +162,20 @@ def gradients(alg, inputs: Inputs, weights: Sequence[Grid], hook: Callable = lam
         first += width
         prefix = (lambda name, m, h=h: hook(f"{name}@{h}", m)) if split else hook
         rope = None if inputs.rope is None else inputs.rope[h]
-        grads = _head_gradients(alg, A, Vs[h], _consts(alg, inputs.K[h]), _consts(alg, inputs.Q[h]), dO_h, prefix, rope)
+        cap = None if inputs.caps is None else inputs.caps[h]
+        K, Q = _consts(alg, inputs.K[h]), _consts(alg, inputs.Q[h])
+        grads = _head_gradients(alg, A, Vs[h], K, Q, dO_h, prefix, rope, cap)
         per_head.append(grads)
         if split:
             out.update({f"{name}@{h}": m for name, m in grads.items()})
+    if inputs.sink_shares is not None:  # the sink's logit: −Σ_i share_i · rowsum_i, one number per head
+        ds = [
+            alg.zero - _sum(alg, (alg.real(s) * r[0] for s, r in zip(shares, g["dot"])))
+            for shares, g in zip(inputs.sink_shares, per_head)
+        ]
+        out["dsinks"] = hook("dsinks", [ds])
+        if split:  # each head's own, for check's claims on hN.dsinks
+            out.update({f"dsinks@{h}": hook(f"dsinks@{h}", [[x]]) for h, x in enumerate(out["dsinks"][0])})
     if split:
         out["dQ"] = _side_by_side(per_head, "dQ")
         size = heads // (inputs.kv_heads or heads)

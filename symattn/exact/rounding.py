@@ -436,6 +436,10 @@ class _Hand:
         c, s = (Fraction(numeric.round_expr(f(angle), places)) for f in (sympy.cos, sympy.sin))
         return c, s
 
+    def real(self, x: sympy.Expr) -> Fraction:
+        """softcap's tanh′ and a sink's share, rounded to the weights' decimals (as the weights are)."""
+        return Fraction(numeric.round_expr(x, self.spec.decimals.weights))
+
     def scale(self, x: Fraction) -> Fraction:
         if self.spec.scale == "sqrt":
             assert self.sqrt_dk is not None  # the figures of a 1/√d_k scale always show √d_k

@@ -358,6 +358,20 @@ def softcap_fixed(z: Fixed, cap: Fraction, prec: int) -> Fixed:
     return Fixed.from_interval(capped, z.bits)
 
 
+def tanh_primes(model: Model) -> tuple[tuple[sympy.Expr, ...], ...]:
+    """softcap's derivative 1 − tanh²(y/c) at each pre-cap score y = S·scale − m·|i − j| (0 where masked:
+    its gradient is 0 there anyway), for the backward pass."""
+    return tuple(tuple(tanh_prime(model, i, j) for j in range(model.n_keys)) for i in range(model.n_queries))
+
+
+def tanh_prime(model: Model, i: int, j: int) -> sympy.Expr:
+    """1 − tanh²(y_ij/c) of one entry (0 where masked)."""
+    assert isinstance(model, BiasedModel) and model.softcap is not None  # asked for only with a softcap
+    if not model.may_attend(i, j):
+        return sympy.Integer(0)
+    return 1 - sympy.tanh((model.scores[i, j] * model.scale + model.bias[i, j]) / model._cap) ** 2
+
+
 def _upper(x: sympy.Expr) -> Fraction:
     box = Fixed.from_interval(numeric.enclose(x, 64), 32)
     return Fraction(box.hi, 1 << 32)

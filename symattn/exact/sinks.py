@@ -218,6 +218,12 @@ class SinkModel(BiasedModel):
         return SinkBoxes(self, bits)
 
 
+def sink_shares(model: Model) -> tuple[sympy.Expr, ...]:
+    """Each row's sink share e^s / (e^s + Σ_k e^{z_ik}), for the backward pass (dS_sink)."""
+    assert isinstance(model, SinkModel)  # asked for only with sinks
+    return tuple(model.sink_share[i, 0] for i in range(model.n_queries))
+
+
 class SinkBoxes(BiasedBoxes):
     """Enclosures with the sink's term in every denominator."""
 

@@ -174,8 +174,8 @@ class _ClaimReader(Reader):
             raise self.error(key, f"{name} is a quantity of several heads or W_O; this spec has one head")
         if name in ("dW_O",) and spec.W_O is None:
             raise self.error(key, "claims on dW_O need W_O")
-        if name == "sink_share" and spec.sinks is None:
-            raise self.error(key, "claims on sink_share need sinks")
+        if name in ("sink_share", "dsinks") and spec.sinks is None:
+            raise self.error(key, f"claims on {name} need sinks")
         if name in ROTATED and spec.rope is None:
             raise self.error(key, f"claims on {name} need rope = true (the rotated Q and K of RoPE)")
         if row is not None and name in NOT_IN_ROWS and name not in SHARED + INPUTS:
@@ -211,7 +211,9 @@ class _ClaimReader(Reader):
                 continue
             if q == "dW_O" and spec.W_O is None:
                 continue
-            if (q == "sink_share" and spec.sinks is None) or (q in ROTATED and spec.rope is None):  # issue 20
+            if q in ("sink_share", "dsinks") and spec.sinks is None:  # issue 20
+                continue
+            if q in ROTATED and spec.rope is None:
                 continue
             if is_multihead(spec) and q not in INPUTS + SHARED:
                 if prefixed and q in PROJECTED_GRADIENTS:

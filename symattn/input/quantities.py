@@ -16,20 +16,21 @@ INPUTS = ("Q", "K", "V")  # claimable when they are computed from X and W
 SHARED = ("sqrt_dk", "scale")  # scalars, the same for every head
 ROTATED = ("Q_rot", "K_rot")  # RoPE's rotated Q and K of each head (rope = true only)
 HEAD_FORWARD = ROTATED + ("scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "sink_share", "output")
-HEAD_BACKWARD = ("dO", "dV", "dA", "rowsum", "dZ", "dS", "dQ", "dK")
+HEAD_BACKWARD = ("dO", "dV", "dA", "rowsum", "dZ", "dS", "dQ", "dK", "dsinks")  # dsinks: the sink logit's, a number
 LAYER_FORWARD = ("concat", "output")
 LAYER_TOP = ("dO", "dW_O", "dconcat")  # the backward pass's start, before it splits into heads
 PROJECTED_GRADIENTS = ("dW_Q", "dW_K", "dW_V", "dX")  # need X with W_Q, W_K, W_V
 LAYER_BACKWARD = ("dQ", "dK", "dV") + PROJECTED_GRADIENTS  # after the heads: theirs side by side
 OUTPUT_PROJECTION = ("concat", "dW_O", "dconcat")  # only with several heads or W_O
-GRADIENTS = ("dO", "dW_O", "dconcat", "dV", "dA", "rowsum", "dZ", "dS", "dQ", "dK") + PROJECTED_GRADIENTS
+GRADIENTS = ("dO", "dW_O", "dconcat", "dV", "dA", "rowsum", "dZ", "dS", "dQ", "dK", "dsinks") + PROJECTED_GRADIENTS
 # every name a claims file may use, in the order of the derivation ("percent" is the weights in percent)
 QUANTITIES = (
     INPUTS + SHARED + HEAD_FORWARD + ("concat", "dO", "dW_O", "dconcat") + HEAD_BACKWARD[1:] + (PROJECTED_GRADIENTS)
 )
-SCALARS = SHARED
+SCALARS = SHARED + ("dsinks",)  # one number (dsinks: per head)
 COLUMNS = ("exp_sum", "rowsum", "sink_share")  # one number per query: a row index, no column
-NOT_IN_ROWS = INPUTS + SHARED + ("K_rot", "dV", "dK", "dW_O") + PROJECTED_GRADIENTS  # rows that are not the queries
+# rows that are not the queries (dsinks: no rows)
+NOT_IN_ROWS = INPUTS + SHARED + ("K_rot", "dV", "dK", "dW_O", "dsinks") + PROJECTED_GRADIENTS
 
 # what the rows and columns are: a query token, a key token, a column of the matrix (1-based), an input
 # dimension (a column of X, a row of W)

@@ -81,7 +81,7 @@ def read_alibi(reader: Reader, data: Mapping[str, Any], heads: int, symbolic: bo
         alibi = Alibi(tuple(slopes))
     else:
         return None
-    check_alibi(reader, alibi, symbolic, "backward" in data, "alibi" if "alibi" in data else "alibi_slopes")
+    check_alibi(reader, alibi, symbolic, "alibi" if "alibi" in data else "alibi_slopes")
     return alibi
 
 
@@ -92,7 +92,7 @@ def read_softcap(reader: Reader, data: Mapping[str, Any], symbolic: bool) -> Num
     c = reader.number(data["softcap"], "softcap")
     if not 0 < c.value <= limits.SOFTCAP:
         raise reader.error("softcap", f"expected a number > 0 and at most {limits.SOFTCAP}, got {c.text}")
-    check_softcap(reader, c, symbolic, "backward" in data)
+    check_softcap(reader, c, symbolic)
     return c
 
 
@@ -111,35 +111,29 @@ def read_sinks(reader: Reader, data: Mapping[str, Any], heads: int, symbolic: bo
         if abs(s.value) > limits.SINK_LOGIT:
             raise reader.error("sinks", f"a sink logit must be at most {limits.SINK_LOGIT} in size, got {s.text}", (h,))
         sinks.append(s)
-    check_sinks(reader, tuple(sinks), symbolic, "backward" in data)
+    check_sinks(reader, tuple(sinks), symbolic)
     return tuple(sinks)
 
 
-def check_sinks(reader: Reader, sinks: tuple[Numeral, ...] | None, symbolic: bool, backward: bool) -> None:
+def check_sinks(reader: Reader, sinks: tuple[Numeral, ...] | None, symbolic: bool) -> None:
     """Refuse what sinks do not combine with."""
     if sinks is None:
         return
     if symbolic:
         raise reader.error("sinks", "symbols are not supported with sinks; give numbers")
-    if backward:
-        raise reader.error("sinks", "the backward pass is not supported with sinks yet")
 
 
-def check_softcap(reader: Reader, softcap: Numeral | None, symbolic: bool, backward: bool) -> None:
+def check_softcap(reader: Reader, softcap: Numeral | None, symbolic: bool) -> None:
     """Refuse what soft-capping does not combine with."""
     if softcap is None:
         return
     if symbolic:
         raise reader.error("softcap", "symbols are not supported with softcap; give numbers")
-    if backward:
-        raise reader.error("softcap", "the backward pass is not supported with softcap yet")
 
 
-def check_alibi(reader: Reader, alibi: Alibi | None, symbolic: bool, backward: bool, key: str = "alibi") -> None:
+def check_alibi(reader: Reader, alibi: Alibi | None, symbolic: bool, key: str = "alibi") -> None:
     """Refuse what ALiBi does not combine with (from the spec's keys, or from the command line's flags)."""
     if alibi is None:
         return
     if symbolic:
         raise reader.error(key, "symbols are not supported with ALiBi; give numbers")
-    if backward:
-        raise reader.error(key, "the backward pass is not supported with ALiBi yet")

@@ -197,9 +197,9 @@ class Spec:
         if raw.get("backward") and self.backward is None:  # --backward: L = Σ O unless the spec says otherwise
             changes["backward"] = Backward("sum")
         new = replace(self, **changes)
-        check_alibi(reader, new.alibi, new.is_symbolic, new.backward is not None)
-        check_softcap(reader, new.softcap, new.is_symbolic, new.backward is not None)
-        check_sinks(reader, new.sinks, new.is_symbolic, new.backward is not None)
+        check_alibi(reader, new.alibi, new.is_symbolic)
+        check_softcap(reader, new.softcap, new.is_symbolic)
+        check_sinks(reader, new.sinks, new.is_symbolic)
         return new
 
 
