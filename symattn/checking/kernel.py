@@ -19,6 +19,7 @@ import numpy as np
 from symattn.checking.deciding import decide, figure, is_double, shown, shown_many
 from symattn.checking.refine import refine
 from symattn.exact import compensated, float64, logsumexp
+from symattn.input.filematrix import FileMatrix
 from symattn.input.floats import FloatResult
 
 LSE = {"lse": "e", "lse2": "2"}  # the log-sum-exp, natural or base 2: one row per head
@@ -44,6 +45,11 @@ def head_of(spec) -> float64.Head | None:
     """One head's inputs as float32-valued arrays, or None where they are not all float32 values."""
     arrays = []
     for m in (spec.Q, spec.K, spec.V):
+        if isinstance(m, FileMatrix):  # a file's floats: the array is exact, no Fraction made
+            if not float64.is_float32(m.array):
+                return None
+            arrays.append(m.array)
+            continue
         values = [x.value for row in m for x in row]
         if not all(map(is_double, values)):  # a decimal like 0.1: not a float
             return None

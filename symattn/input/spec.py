@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, FIGURES, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
 from symattn.input.choices import INPUTS as INPUT_MODES
+from symattn.input.filematrix import FileMatrix, has_formulas
 from symattn.input.files import read_table
 from symattn.input.formula import Formula
 from symattn.input.groups import group_of, read_kv_heads
@@ -87,12 +88,13 @@ class Spec:
         matrices = [self.Q, self.K, self.V]
         if self.projection is not None:
             matrices += self.projection.inputs()
-        names = {name for m in matrices for row in m for x in row if isinstance(x, Formula) for name in x.symbols}
+        formulas = [x for m in matrices if has_formulas(m) for row in m for x in row if isinstance(x, Formula)]
+        names = {name for x in formulas for name in x.symbols}
         return tuple(sorted(names))
 
     @property
     def is_symbolic(self) -> bool:
-        return any(isinstance(x, Formula) for m in (self.Q, self.K, self.V) for row in m for x in row)
+        return any(has_formulas(m) for m in (self.Q, self.K, self.V))
 
     @property
     def d_k(self) -> int:
@@ -127,6 +129,8 @@ class Spec:
 
         def columns(m: Matrix, blocks: int, block: int) -> Matrix:
             width = len(m[0]) // blocks  # V may be wider or narrower than Q and K
+            if isinstance(m, FileMatrix):  # a file's array stays an array (compare's float64 path takes it)
+                return cast(Matrix, m.columns(block * width, (block + 1) * width))
             return tuple(row[block * width : (block + 1) * width] for row in m)
 
         group = group_of(index, self.heads, self.kv_groups)  # grouped-query: the shared K and V
@@ -238,9 +242,13 @@ SPEC_KEYS = (
 )
 
 
-def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
-    """Validate a mapping of spec keys (as read from TOML/JSON, or written in Python)."""
-    reader = Reader(source)
+def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: Path | None = None) -> Spec:
+    """Validate a mapping of spec keys (as read from TOML/JSON, or written in Python).
+
+    ``folder`` is the spec file's: a matrix given as a file name is read from there (and only there);
+    without it, file names are refused.
+    """
+    reader = Reader(source, folder)
     if not isinstance(data, Mapping):
         raise reader.error(None, f"expected a table of spec keys, got {kind_of(data)}")
     check_keys(reader, data, SPEC_KEYS)
@@ -291,7 +299,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     else:
         key_tokens = ()
     heads, W_O, b_O = read_heads(reader, data, projection, len(V[0]), len(Q[0]), kv_heads, len(K[0]))
-    if heads > 1 and any(isinstance(x, Formula) for m in (Q, K, V) for row in m for x in row):
+    if heads > 1 and any(has_formulas(m) for m in (Q, K, V)):
         raise reader.error("heads", "symbols are supported with one head only")
     mask, allowed, padding, diagonal = read_mask(reader, data, tokens, key_tokens or tokens)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
@@ -348,4 +356,4 @@ def load_spec(spec: str | Path | Mapping[str, Any] | Spec) -> Spec:
         return spec
     if isinstance(spec, Mapping):
         return spec_from_mapping(spec)
-    return spec_from_mapping(read_table(spec), str(spec))
+    return spec_from_mapping(read_table(spec), str(spec), Path(spec).parent)
