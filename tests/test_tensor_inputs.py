@@ -371,3 +371,20 @@ def test_results_read_bfloat16_too(tmp_path):
     path = npy(tmp_path / "r.npy", "<V2", (1, 2), np.array([0x3F80, 0xBF40], dtype="<u2").tobytes())
     result = read_result(path)
     assert result.format == "bfloat16" and result.rows == ((Fraction(1), Fraction(-3, 4)),)
+
+
+def test_a_npy_result_keeps_its_array_and_compares_as_its_fractions_do(tmp_path):
+    from dataclasses import replace
+
+    from symattn.checking.compare import compare, comparison_data
+
+    rng = np.random.default_rng(11)
+    for name in "qkv":
+        np.save(tmp_path / f"{name}.npy", rng.standard_normal((24, 8)).astype(np.float32))
+    out = rng.standard_normal((24, 8)).astype(np.float32) / 4
+    out[3, 5] = np.inf
+    np.save(tmp_path / "o.npy", out)
+    spec = load_spec(spec_file(tmp_path, Q="q.npy", K="k.npy", V="v.npy"))
+    result = read_result(tmp_path / "o.npy")
+    assert result.array is not None and result.not_finite == (((3, 5), "inf"),)
+    assert comparison_data(compare(spec, result)) == comparison_data(compare(spec, replace(result, array=None)))

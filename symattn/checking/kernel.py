@@ -112,8 +112,12 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
         raise ShapeError(
             result.source, "shape", f"the result is {got[0]}×{got[1]} and the exact {quantity} is {rows}×{cols}"
         )
-    x = np.array([[np.nan if v is None else float(v) for v in row] for row in result.rows], dtype=np.float64)
-    exact_float = np.array([[v is not None and is_double(v) for v in row] for row in result.rows], dtype=bool)
+    if result.array is not None:  # a .npy file's floats, exactly: no Fraction turned back
+        x = result.array
+        exact_float = np.isfinite(x)
+    else:
+        x = np.array([[np.nan if v is None else float(v) for v in row] for row in result.rows], dtype=np.float64)
+        exact_float = np.array([[v is not None and is_double(v) for v in row] for row in result.rows], dtype=bool)
     ok, (q_u, k_u), (q_r, k_r), bucket = decide(np.where(exact_float, x, 0.0), lo, hi, result.format)
     ok &= exact_float
     if quantity == "output":  # the outputs left open: their sums again, error-free (a bound ~10x tighter)

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from symattn.input import limits, tensorfile
 from symattn.input.errors import LimitError, SpecError
@@ -34,6 +37,9 @@ class FloatResult:
     format: str  # a key of FORMATS: the format the entries are measured in
     rows: tuple[tuple[Fraction | None, ...], ...]
     not_finite: tuple[tuple[tuple[int, int], str], ...]  # ((row, col) 0-based, "nan" | "inf" | "-inf")
+    # a .npy file's floats as float64, exactly (NaN and infinities as they are): compare's float64 path
+    # takes them from here, not back from the Fractions
+    array: Any = field(default=None, compare=False, repr=False)
 
 
 def read_result(path: str | Path, fmt: str | None = None) -> FloatResult:
@@ -77,7 +83,11 @@ def _npy(source: str, data: bytes, fmt: str | None) -> FloatResult:
     rows, cols = shape
     if rows > limits.TOKENS or cols > limits.DIMS:
         raise LimitError(source, "shape", f"{rows}×{cols}; at most {limits.TOKENS}×{limits.DIMS}")
-    return _result(source, array.format, array.values.reshape(rows, cols).tolist())
+    values = array.values.reshape(rows, cols)
+    if not np.isfinite(values).all():
+        return replace(_result(source, array.format, values.tolist()), array=values)
+    exact = tuple(tuple(map(Fraction, row)) for row in values.tolist())  # exact: each a dyadic rational
+    return FloatResult(source, array.format, exact, (), values)
 
 
 def _result(source: str, name: str, rows: list[list[object]]) -> FloatResult:
