@@ -214,7 +214,7 @@ def test_hostile_npy_files_are_one_line_errors(tmp_path, capsys):
         ),
         (
             header_only("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 1), }", b"\0" * 16),
-            "Q: 'q.npy': expected a matrix (rows, columns), got shape (2, 2, 1)",
+            "Q: Q, K and V need 3 or 4 axes alike (bhnd); got Q (2, 2, 1), K (2, 2), V (2, 2)",
         ),
         (
             header_only("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2000), }", b"\0" * 8000),

@@ -99,6 +99,16 @@ def numeral(x: float) -> Numeral:
 
 def read(raw: str, key: str, source: str, folder: Path | None, max_rows: int) -> FileMatrix:
     """The matrix a spec key names as ``FILE.npy``, ``FILE.safetensors`` or ``FILE.safetensors:TENSOR``."""
+    return matrix_of(read_array(raw, key, source, folder), raw, key, source, max_rows)
+
+
+def names_file(raw: object) -> bool:
+    """Whether a spec value is a file name of ours (a string ending .npy, .safetensors or .safetensors:NAME)."""
+    return isinstance(raw, str) and _NAME.fullmatch(raw) is not None
+
+
+def read_array(raw: str, key: str, source: str, folder: Path | None) -> tensorfile.Array:
+    """The array of any shape (up to 4 axes) that a spec key names; not yet checked for NaN."""
 
     def error(problem: str, limit: bool = False) -> SpecError:
         return (LimitError if limit else SpecError)(source, key, problem)
@@ -128,12 +138,10 @@ def read(raw: str, key: str, source: str, folder: Path | None, max_rows: int) ->
     shown = _brief(name)
     try:
         if match["kind"] == "npy":
-            array = tensorfile.read_npy(shown, data)
-        else:
-            array = tensorfile.read_safetensors(shown, data, match["tensor"])
+            return tensorfile.read_npy(shown, data)
+        return tensorfile.read_safetensors(shown, data, match["tensor"])
     except SpecError as exc:
         raise (LimitError if isinstance(exc, LimitError) else SpecError)(source, key, str(exc)) from None
-    return _matrix(array, raw, key, source, max_rows)
 
 
 def _read_bytes(path: Path, name: str, error: Any) -> bytes:
@@ -149,7 +157,7 @@ def _read_bytes(path: Path, name: str, error: Any) -> bytes:
         raise error(f"{_brief(name)}: cannot read file: {exc.strerror or exc}") from None
 
 
-def _matrix(array: tensorfile.Array, raw: str, key: str, source: str, max_rows: int) -> FileMatrix:
+def matrix_of(array: tensorfile.Array, raw: str, key: str, source: str, max_rows: int) -> FileMatrix:
     values = array.values
     shape = list(values.shape)
     axes = ", ".join(map(str, shape))
@@ -172,4 +180,4 @@ def _brief(text: str) -> str:
     return repr(text if len(text) <= 80 else text[:80] + "…")
 
 
-__all__ = ["FileMatrix", "has_formulas", "numeral", "read"]
+__all__ = ["FileMatrix", "has_formulas", "matrix_of", "names_file", "numeral", "read", "read_array"]

@@ -38,7 +38,8 @@ class FloatResult:
     rows: tuple[tuple[Fraction | None, ...], ...]
     not_finite: tuple[tuple[tuple[int, int], str], ...]  # ((row, col) 0-based, "nan" | "inf" | "-inf")
     # a .npy file's floats as float64, exactly (NaN and infinities as they are): compare's float64 path
-    # takes them from here, not back from the Fractions
+    # takes them from here, not back from the Fractions. A result with batch and head axes (3 or 4 of
+    # them) has no rows yet: compare lines its heads up with the spec's (batched.arrange)
     array: Any = field(default=None, compare=False, repr=False)
 
 
@@ -78,6 +79,10 @@ def _npy(source: str, data: bytes, fmt: str | None) -> FloatResult:
         shape.pop(0)
     if len(shape) == 1:
         shape = [1, shape[0]]
+    if len(shape) in (3, 4) and 0 not in shape:  # batch and head axes: compare lines them up with the spec's
+        if array.values.size > limits.TENSOR_ENTRIES:
+            raise LimitError(source, "shape", f"({parts}): more than {limits.TENSOR_ENTRIES} entries (the limit)")
+        return FloatResult(source, array.format, (), (), array.values.reshape(shape))
     if len(shape) != 2 or 0 in shape:
         raise SpecError(source, "shape", f"expected a matrix (rows, columns), got shape ({parts})")
     rows, cols = shape

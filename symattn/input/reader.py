@@ -67,9 +67,11 @@ class Reader:
     @overload
     def matrix(self, raw: object, key: str, *, max_rows: int = ..., symbolic: bool) -> Matrix: ...
     def matrix(self, raw: object, key: str, *, max_rows: int = limits.TOKENS, symbolic: bool = False) -> Matrix:
-        if isinstance(raw, str) and not isinstance(raw, FloatText):  # "q.npy": the exact floats of a file
-            from symattn.input import filematrix
+        from symattn.input import filematrix
 
+        if isinstance(raw, filematrix.FileMatrix):  # one batch of a file with batch and head axes, checked
+            return cast(Matrix, raw)
+        if isinstance(raw, str) and not isinstance(raw, FloatText):  # "q.npy": the exact floats of a file
             return cast(Matrix, filematrix.read(raw, key, self.source, self.folder, max_rows))
         if not isinstance(raw, (list, tuple)):
             raise self.error(key, f"expected a matrix (a list of rows), got {kind_of(raw)}")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
+from symattn.input.batched import read_batched
 from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, FIGURES, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
 from symattn.input.choices import INPUTS as INPUT_MODES
 from symattn.input.filematrix import FileMatrix, has_formulas
@@ -74,6 +75,21 @@ class Spec:
     kv_heads: int | None = None  # key/value heads shared by the query heads; None: one per query head
     window: int | None = None  # query i attends keys i + offset − window < j ≤ i + offset; None: no window
     causal_align: str = "top-left"  # or "bottom-right": the diagonal ends at the last key (offset n_k − n_q)
+    # issue 22: Q, K, V files with batch and head axes; batches holds every batch's (Q, K, V), Q, K, V the first
+    layout: str = "bhnd"  # or "bnhd": the order of the files' axes (and of a result's)
+    batches: tuple[tuple[Matrix, Matrix, Matrix], ...] = ()  # empty: one batch, Q, K, V
+
+    @property
+    def batch(self) -> int:
+        """Batches of Q, K, V (files with a batch axis): compare takes them all, everything else one."""
+        return max(1, len(self.batches))
+
+    def of_batch(self, b: int) -> Spec:
+        """The spec of batch b (0-based): its Q, K and V, the rest the same."""
+        if not self.batches:
+            return self
+        Q, K, V = self.batches[b]
+        return replace(self, Q=Q, K=K, V=V, batches=())
 
     @property
     def page(self) -> str:
@@ -239,6 +255,7 @@ SPEC_KEYS = (
     "kv_heads",
     "window",
     "causal_align",
+    "layout",
 )
 
 
@@ -252,6 +269,10 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
     if not isinstance(data, Mapping):
         raise reader.error(None, f"expected a table of spec keys, got {kind_of(data)}")
     check_keys(reader, data, SPEC_KEYS)
+    batches: tuple = ()
+    layout = "bhnd"
+    if "X" not in data:  # Q, K, V files with batch and head axes: batch 0 as matrices, heads and kv_heads set
+        data, batches, layout = read_batched(reader, data)
     kv_heads = read_kv_heads(reader, data)  # issue 20: grouped-query heads (K and V checked in read_heads)
     projection = None
     if "X" in data:
@@ -337,6 +358,8 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
         kv_heads=kv_heads,
         window=diagonal.window,
         causal_align=diagonal.align,
+        layout=layout,
+        batches=batches,
     )
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
