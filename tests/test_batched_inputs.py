@@ -174,3 +174,51 @@ def test_several_batches_are_for_compare_only(tmp_path, capsys):
     np.save(tmp_path / "o.npy", np.ones((2, 4, 2), dtype=np.float32))  # no head axis: refused
     assert main(["compare", str(path), str(tmp_path / "o.npy")]) == 2
     assert capsys.readouterr().err.startswith(f"symattn: {tmp_path / 'o.npy'}: shape: ")
+
+
+def test_a_not_finite_entry_is_named_by_its_batch_and_head(tmp_path, capsys):
+    rng = np.random.default_rng(4)
+    for name in "qkv":
+        np.save(tmp_path / f"{name}.npy", rng.standard_normal((2, 2, 4, 2)).astype(np.float32))
+    out = np.zeros((2, 2, 4, 2), dtype=np.float32)
+    out[1, 0, 3, 1] = np.nan
+    np.save(tmp_path / "o.npy", out)
+    path = tmp_path / "s.toml"
+    path.write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
+    assert main(["compare", str(path), str(tmp_path / "o.npy")]) == 1
+    assert "Not finite at [2,1,4,2] (batch, head, row, column): nan." in capsys.readouterr().out
+    assert main(["compare", str(path), str(tmp_path / "o.npy"), "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["not_finite"] == [{"batch": 2, "head": 1, "row": 4, "col": 2, "value": "nan"}]
+
+
+def test_the_lse_of_each_batch_and_head_is_that_head_s_own(tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    Q, K, V = (rng.standard_normal((2, 2, 16, 8)).astype(np.float32) for _ in range(3))
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(*(torch.tensor(a) for a in (Q, K, V)))[:2]
+    write(tmp_path, "bhnd", q=Q, k=K, v=V)
+    np.save(tmp_path / "lse.npy", lse.numpy())  # (B, H, N)
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
+    assert (
+        main(["compare", str(tmp_path / "s.toml"), str(tmp_path / "lse.npy"), "--quantity", "lse", "--format", "json"])
+        == 0
+    )
+    whole = json.loads(capsys.readouterr().out)
+    for b in range(2):
+        for h in range(2):
+            one = tmp_path / f"{b}{h}"
+            one.mkdir()
+            for name, a in zip("qkv", (Q, K, V)):
+                np.save(one / f"{name}.npy", a[b, h])
+            np.save(one / "lse.npy", lse.numpy()[b, h][None])
+            (one / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
+            assert (
+                main(["compare", str(one / "s.toml"), str(one / "lse.npy"), "--quantity", "lse", "--format", "json"])
+                == 0
+            )
+            alone = json.loads(capsys.readouterr().out)
+            mine = [e for e in whole["entries"] if (e["batch"], e["head"]) == (b + 1, h + 1)]
+            assert [(e["row"], e["col"], e["ulps"], e["exact"]) for e in mine] == [
+                (e["row"], e["col"], e["ulps"], e["exact"]) for e in alone["entries"]
+            ]

@@ -226,7 +226,7 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
             }
             for e in c.entries
         ],
-        "not_finite": [{"row": i + 1, "col": j + 1, "value": v} for (i, j), v in c.not_finite],
+        "not_finite": [{**where(_at(i, j)), "value": v} for (i, j), v in c.not_finite],
         "summary": {
             "entries": len(c.entries),
             "correctly_rounded": c.correctly_rounded,
@@ -254,6 +254,11 @@ def _where(c: Comparison) -> Any:
         return {"batch": b + 1, "head": h + 1, "row": i + 1, "col": j + 1}
 
     return where
+
+
+def _at(i: int, j: int) -> Entry:
+    # a not-finite entry's place, to be found as an entry's is
+    return Entry(i, j, None, Decimal(0), None, None, len(EDGES))
 
 
 def _head_data(c: Comparison) -> list[dict[str, Any]]:
@@ -302,6 +307,7 @@ def render_comparison(c: Comparison, lang: str = "en", every: bool = False, wors
         value=lambda e: "—" if e.value is None else _float_text(e.value),
         heads=None if c.batch_heads is None else _head_data(c),
         place=lambda e: ",".join(str(v) for v in where(e).values()),
+        place_at=lambda i, j: ",".join(str(v) for v in where(_at(i, j)).values()),
     )
 
 
