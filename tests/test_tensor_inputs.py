@@ -388,3 +388,16 @@ def test_a_npy_result_keeps_its_array_and_compares_as_its_fractions_do(tmp_path)
     result = read_result(tmp_path / "o.npy")
     assert result.array is not None and result.not_finite == (((3, 5), "inf"),)
     assert comparison_data(compare(spec, result)) == comparison_data(compare(spec, replace(result, array=None)))
+
+
+def test_a_claims_file_s_spec_reads_its_files_beside_that_spec(tmp_path):
+    from symattn.input.claims import load_claims
+
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    np.save(folder / "q.npy", np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float16))
+    spec_file(folder, Q="q.npy", K="q.npy", V="q.npy")
+    claims = tmp_path / "c.toml"
+    claims.write_text('spec = "specs/s.toml"\n[claims]\nscores = [[1, 0], [0, 1]]\n')
+    loaded = load_claims(claims)
+    assert entries(loaded.spec.Q) == [1, 0, 0, 1]
