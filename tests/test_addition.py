@@ -65,7 +65,9 @@ def test_the_first_line_that_does_not_add_up(name, expand, where):
 @pytest.mark.parametrize("name", builtin.names())
 def test_by_hand_every_line_adds_up(name, expand, lang):
     # each number comes from the numbers shown before it: nothing to explain, and no note
-    derivation = _derive(name, lang, rounding="hand", expand=expand, backward=True)
+    # (issue 20's variants refuse the backward pass: their forward pass only)
+    backward = name not in ("alibi", "sinks", "softcap")
+    derivation = _derive(name, lang, rounding="hand", expand=expand, backward=backward)
     assert first_inexact(derivation) is None
     assert NOTE[lang] not in render(derivation, "markdown")
 

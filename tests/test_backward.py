@@ -350,7 +350,11 @@ def test_masked_keys_are_named_in_the_softmax_step():
     assert "The stable softmax subtracts the row maximum first" in text
 
 
-@pytest.mark.parametrize("name", [n for n in builtin.names() if not n.startswith("backward")])
+# issue 20's variants refuse the backward pass (not derived for them yet; see test_score_variants)
+NO_BACKWARD = ("alibi", "sinks", "softcap")
+
+
+@pytest.mark.parametrize("name", [n for n in builtin.names() if not n.startswith("backward") and n not in NO_BACKWARD])
 def test_backward_flag_works_on_every_example(capsys, name):
     assert main(["render", "--example", name, "--lang", "en", "--backward"]) == 0
     out = capsys.readouterr().out

@@ -38,6 +38,11 @@ MATH_NAMES = {
     "FlashAttention",
     "torch",
     "is_causal",
+    "ALiBi",  # issue 20's variants and the models that use them: names, in every language
+    "BLOOM",
+    "MPT",
+    "gpt",  # gpt-oss
+    "oss",
     "Concat",
     "head",
     "model",
@@ -76,6 +81,10 @@ MATH_NAMES = {
     "quad",
     "ldots",
     "exp",
+    # RoPE's models and paper, by name
+    "RoPE",
+    "RoFormer",
+    "Qwen",
 }
 WORD = re.compile(r"[A-Za-z][A-Za-z_]*")
 CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]")

@@ -138,7 +138,25 @@ def test_page_opens_in_the_browsers_language(client, header, lang):
 def test_variant_area_is_built_from_its_list(client):
     page = client.get("/").text
     area = re.search(r'<fieldset class="settings variant" id="variant">(.*?)</fieldset>', page, re.S).group(1)
-    assert re.findall(r'data-key="([a-z_]+)"', area) == [v["key"] for v in variants()] == ["mask", "softmax", "heads"]
+    assert (
+        re.findall(r'data-key="([a-z_]+)"', area)
+        == [v["key"] for v in variants()]
+        == [
+            "mask",
+            "softmax",
+            "heads",
+            "kv_heads",
+            "window",
+            "causal_align",
+            "alibi",
+            "alibi_slopes",
+            "softcap",
+            "sinks",
+            "rope",
+            "rope_base",
+            "rope_style",
+        ]
+    )
     assert re.findall(r'<option value="([a-z]+)" data-ui="softmax_', area) == ["plain", "stable"]
 
 
@@ -311,7 +329,64 @@ def test_variant_softmax(english, server):
     wait_math(english, math_of(fragment(raw)), "the stable softmax")
     assert english.execute_script(
         "return Array.from(document.querySelectorAll('#variant [data-key]')).map(n => n.id)"
-    ) == ["set-mask", "set-softmax", "set-heads"]
+    ) == [
+        "set-mask",
+        "set-softmax",
+        "set-heads",
+        "set-kv_heads",
+        "set-window",
+        "set-causal_align",
+        "set-alibi",
+        "set-alibi_slopes",
+        "set-softcap",
+        "set-sinks",
+        "set-rope",
+        "set-rope_base",
+        "set-rope_style",
+    ]
+
+
+def test_variant_window_and_alignment(english, server):
+    raw = seed("en")
+    open_fresh(english, server, raw)
+    retype(english.find_element("id", "set-window"), "2")
+    raw["window"] = "2"
+    wait_math(english, math_of(fragment(raw)), "the sliding window")
+    choose(english, "set-causal_align", "bottom-right")
+    choose(english, "set-causal_align", "top-left")  # back to the default: the key leaves the spec
+    retype(english.find_element("id", "set-window"), "1")
+    raw["window"] = "1"
+    wait_math(english, math_of(fragment(raw)), "a window of one key")
+
+
+def test_variant_alibi_softcap_and_sinks(english, server):
+    raw = seed("en")
+    open_fresh(english, server, raw)
+    choose(english, "set-alibi", "true")
+    raw["alibi"] = True
+    wait_math(english, math_of(fragment(raw)), "ALiBi")
+    retype(english.find_element("id", "set-softcap"), "2")
+    raw["softcap"] = "2"
+    wait_math(english, math_of(fragment(raw)), "the soft-cap")
+    retype(english.find_element("id", "set-sinks"), " 0.5 ")
+    raw["sinks"] = ["0.5"]
+    wait_math(english, math_of(fragment(raw)), "a sink")
+    choose(english, "set-alibi", "false")
+    del raw["alibi"]
+    wait_math(english, math_of(fragment(raw)), "ALiBi off again")
+    assert english.find_element("id", "set-sinks").get_attribute("placeholder") == "e.g. 0.5, 0.25 (one per head)"
+
+
+def test_variant_rope(english, server):
+    raw = seed("en")
+    open_fresh(english, server, raw)
+    choose(english, "set-rope", "true")
+    raw["rope"] = True
+    wait_math(english, math_of(fragment(raw)), "RoPE")
+    choose(english, "set-rope_style", "interleaved")
+    retype(english.find_element("id", "set-rope_base"), "100")
+    raw["rope_style"], raw["rope_base"] = "interleaved", "100"
+    wait_math(english, math_of(fragment(raw)), "RoPE interleaved, base 100")
 
 
 # --- practice mode ------------------------------------------------------------------
@@ -489,6 +564,16 @@ def test_a_variant_control_is_one_entry(monkeypatch):
         ("mask", "select"),
         ("softmax", "select"),
         ("heads", "number"),
+        ("kv_heads", "number"),
+        ("window", "number"),
+        ("causal_align", "select"),
+        ("alibi", "flag"),
+        ("alibi_slopes", "list"),
+        ("softcap", "text"),
+        ("sinks", "list"),
+        ("rope", "flag"),
+        ("rope_base", "text"),
+        ("rope_style", "select"),
         ("expand", "text"),
         ("rounding", "number"),
     ]

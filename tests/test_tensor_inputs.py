@@ -401,3 +401,20 @@ def test_a_claims_file_s_spec_reads_its_files_beside_that_spec(tmp_path):
     claims.write_text('spec = "specs/s.toml"\n[claims]\nscores = [[1, 0], [0, 1]]\n')
     loaded = load_claims(claims)
     assert entries(loaded.spec.Q) == [1, 0, 0, 1]
+
+
+@pytest.mark.parametrize("variant", ["softcap = 1", "sinks = [0.5]", "alibi = true", "rope = true"])
+def test_a_score_variant_keeps_the_exact_path(tmp_path, variant):
+    """The float64 path computes plain scores: a spec that changes them is decided on the exact model."""
+    from symattn.checking.compare import compare, comparison_data
+    from symattn.exact.factory import build
+
+    np.save(tmp_path / "q.npy", np.array([[0.5, 1.0], [1.0, -0.5]], dtype=np.float32))
+    path = tmp_path / "s.toml"
+    path.write_text(f'Q = "q.npy"\nK = "q.npy"\nV = "q.npy"\n{variant}\n')
+    spec = load_spec(path)
+    assert kernel.heads_of(spec, "output") is None
+    exact = build(spec).significant("output", 40)  # type: ignore[attr-defined]
+    np.save(tmp_path / "o.npy", np.array([[float(x) for x in row] for row in exact], dtype=np.float64))
+    data = comparison_data(compare(spec, read_result(tmp_path / "o.npy")))
+    assert "engine" not in data and data["summary"]["correctly_rounded"] == 4

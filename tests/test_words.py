@@ -8,10 +8,14 @@ from symattn.input import builtin
 from symattn.input.spec import load_spec
 from symattn.rendering.renderer import render
 
+# issue 20's variants refuse the backward pass (not derived for them yet): their documents are forward only
+NO_BACKWARD = ("alibi", "sinks", "softcap")
+
 
 def _documents(lang):
     for name in builtin.names():
-        spec = load_spec(builtin.example_path(name, lang)).with_options(backward=True, expand="all")
+        backward = name not in NO_BACKWARD
+        spec = load_spec(builtin.example_path(name, lang)).with_options(backward=backward, expand="all")
         derivation = derive(spec)
         for fmt in ("markdown", "latex"):
             yield name, fmt, render(derivation, fmt)

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING, cast
 
 import sympy
 
 from symattn.checking.layout import Layout
 from symattn.input.claims import Claim
 from symattn.input.numeral import Numeral
-from symattn.input.quantities import INPUTS
+from symattn.input.quantities import INPUTS, ROTATED
 from symattn.input.reader import Entry
+
+if TYPE_CHECKING:
+    from symattn.exact.rope import RotaryModel
 
 Value = tuple[sympy.Expr, bool]  # a closed form, and whether it follows from a claim
 
@@ -168,6 +172,22 @@ class Chain:
 
         if quantity in ("exp", "weights", "dZ") and col is not None and not m.may_attend(row, col):
             return sympy.Integer(0), False  # masked: e^−∞ = 0, whatever was claimed before the mask
+        if quantity in ROTATED:  # RoPE: the claimant's own Q or K rotated, where claimed, else the exact one
+            assert col is not None
+            name = quantity[0]
+            if name not in self.names:
+                return getattr(m, quantity)[row, col], False
+            rope = cast("RotaryModel", m)  # Q_rot and K_rot are claimed only with rope = true
+            t = next(t for t, pair in enumerate(rope.pairs) if col in pair)
+            a, b = rope.pairs[t]
+            c, s = sympy.cos(rope.angle(row, t)), sympy.sin(rope.angle(row, t))
+            (x, u), (y, w) = self.implied(name, row, q0 + a), self.implied(name, row, q0 + b)
+            return (x * c - y * s if col == a else x * s + y * c), u or w
+        if quantity == "scores" and m.rotated:  # RoPE: from the claimant's own Q' and K', where claimed
+            assert col is not None
+            if "Q_rot" in self.names or "K_rot" in self.names:
+                return _sum([(at("Q_rot", row, k), at("K_rot", col, k)) for k in range(L.width_q)])
+            return m.scores[row, col], False
         if quantity == "scores":
             if "Q" in self.names or "K" in self.names:  # from the claimant's own Q and K
                 assert col is not None
@@ -177,6 +197,9 @@ class Chain:
             return m.scores[row, col], False
         if quantity in ("scaled", "dS"):
             (x, a), (factor, b) = at("scores" if quantity == "scaled" else "dZ", row, col), self.implied("scale")
+            if quantity == "scaled":
+                assert col is not None  # an entry of a matrix
+                return m.vary(row, col, x * factor), a or b  # + ALiBi's bias, then any softcap
             return x * factor, a or b
         if quantity == "shifted":  # z − the row's maximum
             assert col is not None
@@ -187,10 +210,14 @@ class Chain:
             return sympy.exp(z), a
         if quantity == "exp_sum":
             exps = [at("exp", row, j) for j in range(m.n_keys)]
-            return sympy.Add(*[e for e, _ in exps]), any(a for _, a in exps)
+            sink = m.sink_term(row, L.stable)  # a sink's e^s in the denominator (0 without one)
+            return sympy.Add(*[e for e, _ in exps], sink), any(a for _, a in exps)
         if quantity == "weights":
             (e, a), (total, b) = at("exp", row, col), at("exp_sum", row, None)
             return e / total, a or b
+        if quantity == "sink_share":  # the sink's e^s over the claimant's (or the exact) sum
+            total, b = at("exp_sum", row, None)
+            return m.sink_term(row, L.stable) / total, b
         if quantity == "output":
             assert col is not None  # an entry of a matrix
             return _sum([(at("weights", row, j), self.implied("V", j, v0 + col)) for j in range(m.n_keys)])
@@ -218,11 +245,32 @@ class Chain:
         if quantity == "dZ":  # α × (dA − r)
             (w, a), (g, c), (r, e) = at("weights", row, col), at("dA", row, col), at("rowsum", row, None)
             return w * (g - r), a or c or e
+        if quantity in ("dQ", "dK") and m.rotated:  # RoPE: dQ′ = dS K′ (dK′ = dSᵀ Q′), turned back by Rᵀ
+            return self._turned_back(quantity, row, col, head)
         if quantity == "dQ":
             return _sum([(at("dS", row, j), self.implied("K", j, k0 + col)) for j in range(keys)])
         if quantity == "dK":
             return _sum([(at("dS", i, row), self.implied("Q", i, q0 + col)) for i in range(n)])
         raise ValueError(quantity)  # pragma: no cover - the claims reader allows no other quantity
+
+    def _turned_back(self, quantity: str, row: int, col: int, head: int | None) -> Value:
+        """dQ (or dK) of a head with RoPE: the gradient of Q′ (K′) from the claimant's dS, turned back."""
+        m = cast("RotaryModel", self.layout.heads[self.layout.index(head)])
+
+        def rotated(c: int) -> Value:
+            if quantity == "dQ":
+                return _sum(
+                    [(self.implied("dS", row, j, head), self.implied("K_rot", j, c, head)) for j in range(m.n_keys)]
+                )
+            return _sum(
+                [(self.implied("dS", i, row, head), self.implied("Q_rot", i, c, head)) for i in range(m.n_queries)]
+            )
+
+        t = next(t for t, pair in enumerate(m.pairs) if col in pair)
+        a, b = m.pairs[t]
+        cos, sin = sympy.cos(m.angle(row, t)), sympy.sin(m.angle(row, t))
+        (x, u), (y, w) = rotated(a), rotated(b)
+        return (x * cos + y * sin if col == a else y * cos - x * sin), u or w
 
 
 __all__ = ["Chain", "Value", "base", "number", "rational"]

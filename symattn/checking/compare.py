@@ -115,7 +115,10 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: 
             part = kernel.heads_of(spec.of_batch(b), quantity)
             if part is None:
                 raise SpecError(
-                    spec.source, "Q", f"a batch of {spec.batch} needs Q, K and V of float32 values (the float64 path)"
+                    spec.source,
+                    "Q",
+                    f"a batch of {spec.batch} needs the float64 path: Q, K and V of float32 values, and no "
+                    "projection, W_O, ALiBi, soft-capping, sinks or RoPE",
                 )
             heads += part
         return replace(kernel.compare_head(heads, result, how), batch_heads=axes)

@@ -11,11 +11,16 @@ Q, K, V and the output after W_O are ``affine``: products, plus a bias.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 from symattn.checking.layout import Layout
 from symattn.checking.report import Explanation
+from symattn.exact.rope_figures import rotation_operands
 from symattn.exact.rounding import Num
-from symattn.input.quantities import INPUTS
+from symattn.input.quantities import INPUTS, ROTATED
+
+if TYPE_CHECKING:
+    from symattn.exact.rope import RotaryModel
 
 Sig = Callable[..., Num]  # sig(quantity, row, col, head): the exact value to SIGNIFICANT digits
 
@@ -35,7 +40,14 @@ class Explainer:
         assert row is not None
         if quantity == "exp_sum":  # a column: a row, no column
             keys = range(len(spec.keys))
-            return Explanation(quantity, row, col, tuple(self.sig("exp", row, j, head) for j in keys), result)
+            terms = tuple(self.sig("exp", row, j, head) for j in keys)
+            if "sink_exp" in L.heads[L.index(head)].extra_quantities():  # + the sink's e^s (issue 20)
+                terms += (self.sig("sink_exp_shifted" if L.stable else "sink_exp", row, 0, head),)
+            return Explanation(quantity, row, col, terms, result)
+        if quantity == "sink_share":  # e^s over the row's sum (issue 20)
+            sink = "sink_exp_shifted" if L.stable else "sink_exp"
+            pair = (self.sig(sink, row, 0, head), self.sig("exp_sum", row, 0, head))
+            return Explanation(quantity, row, col, pair, result)
         if quantity == "rowsum":
             keys = range(len(spec.keys))
             pairs = tuple((self.sig("dA", row, k, head), self.sig("weights", row, k, head)) for k in keys)
@@ -102,10 +114,20 @@ class Explainer:
             return self.sig(name, r, c, head)
 
         keys = range(model.n_keys)
+        if quantity == "scores" and model.rotated:  # RoPE: the dot product of the rotated rows
+            return tuple((sig("Q_rot", i, c), sig("K_rot", k, c)) for c in range(model.d_k))
+        if quantity in ROTATED:  # x_a cos φ − x_b sin φ (or x_a sin φ + x_b cos φ), φ = p·θ_t
+            rope = cast("RotaryModel", model)  # Q_rot and K_rot are claimed only with rope = true
+            return rotation_operands(rope, sub.Q if quantity == "Q_rot" else sub.K, i, k)
         if quantity == "scores":
             return tuple(zip(sub.Q[i], sub.K[k]))
         if quantity == "scaled":
-            return (sig("scores", i, k), sub.d_k if sub.scale == "sqrt" else sub.scale)
+            operands = (sig("scores", i, k), sub.d_k if sub.scale == "sqrt" else sub.scale)
+            if model.plain_scores:
+                return operands
+            # + ALiBi's −m·|i − j| (None where 0), then c·tanh(·/c) (None without a softcap)
+            bias = sig("bias", i, k) if "bias" in model.extra_quantities() and i != k else None
+            return operands + (bias, sub.softcap)
         if quantity == "shifted":
             return (sig("scaled", i, k), sig("scaled", i, model.row_max[i]))
         if quantity == "exp":
@@ -141,6 +163,8 @@ class Explainer:
             return ((sig("weights", row, col), difference),)
         if quantity == "dS":
             return ((sig("dZ", row, col), self.sig("scale", 0, 0)),)
+        if quantity in ("dQ", "dK") and model.rotated:
+            return ()  # RoPE: dQ′ turned back; the document shows how (the backward rotation step)
         if quantity == "dQ":
             return tuple((sig("dS", row, j), sub.K[j][col]) for j in range(keys))
         assert quantity == "dK"  # the last of a head's gradients

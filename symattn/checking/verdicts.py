@@ -53,6 +53,8 @@ SIGNIFICANT = 6
 # the field of a ``decimals`` table that asks for each claimed quantity's decimals
 ASKED_BY = {
     "sqrt_dk": "sqrt_dk",
+    "Q_rot": "scores",  # RoPE's rotated Q and K: shown with the scores' decimals
+    "K_rot": "scores",
     "scores": "scores",
     "scaled": "scaled",
     "shifted": "scaled",
@@ -291,7 +293,8 @@ class Checker:
                 else:
                     z, a = chain.implied("scaled", i, k, head)
                     terms.append((sympy.exp(z), a))
-            y, from_claims = sympy.Add(*[t for t, _ in terms]), any(a for _, a in terms)
+            # with a sink (issue 20), its e^s is a term of the sum too
+            y, from_claims = sympy.Add(*[t for t, _ in terms], model.sink_term(i, False)), any(a for _, a in terms)
         verdict, carried = self.decide(claim, exact, y, from_claims)
         return (exact, verdict, carried) if verdict in ("exact", "rounded", "carried") else None
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from symattn.derivation.modern import GradGroups, grad_groups_step
+from symattn.derivation.rope import GradRotation, rotated_inputs, rotation_back_step
 from symattn.derivation.steps import Derivation, Dot, Picture, assemble, pictures, scale_parts, top_keys
 from symattn.exact.model import Model
 from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
@@ -94,6 +95,7 @@ class GradQK:
     dK_exact: bool
     dK_dots: tuple[Dot, ...]
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
+    rotated: bool = False  # RoPE: dQ′ = dS K′ and dK′ = dSᵀ Q′, turned back in the next step (derivation/rope.py)
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,7 @@ BackwardStep = (
     | GradGroups
     | Picture
     | GradRecap
+    | GradRotation
 )
 
 
@@ -172,7 +175,8 @@ def _head_backward(
     spec: Spec, model: Model, fig: Figures, shown: dict[str, NumRows], suffix: str, dO: NumRows
 ) -> tuple[BackwardStep, ...]:
     """dV and dA, the softmax step, the scaling, dQ and dK of one head."""
-    g = {name: shown[name + suffix] for name in ("dV", "dA", "dot", "dZ", "dS", "dQ", "dK", "jacobian", "jacobian_dA")}
+    names = ("dV", "dA", "dot", "dZ", "dS", "dQ", "dK", "jacobian", "jacobian_dA")
+    g = {name: shown[name + suffix] for name in names + (("dQ_rot", "dK_rot") if model.rotated else ())}
     n, m = model.n_queries, model.n_keys
     f = spec.focus
     every = spec.expand == "all"
@@ -180,6 +184,11 @@ def _head_backward(
     keys = range(m) if every else [top_keys(model, f)[0]]
     A = fig.weights
     V, K, Q = spec.V, spec.K, spec.Q
+    # RoPE: Q′ and K′ as the document shows them
+    rope = rotated_inputs(spec, model) if model.rotated else None  # type: ignore[arg-type]
+    if rope is not None:
+        Q, K = rope  # type: ignore[assignment]
+    dQ, dK = ("dQ_rot", "dK_rot") if rope is not None else ("dQ", "dK")
     dV_dots = tuple(
         Dot(j, k, tuple((A[i][j], dO[i][k]) for i in range(n)), g["dV"][j][k]) for j in keys for k in range(len(V[0]))
     )
@@ -209,21 +218,24 @@ def _head_backward(
         )
     scale_kind, scale_value = scale_parts(spec)
     dQ_dots = tuple(
-        Dot(i, t, tuple((g["dS"][i][j], K[j][t]) for j in range(m)), g["dQ"][i][t])
+        Dot(i, t, tuple((g["dS"][i][j], K[j][t]) for j in range(m)), g[dQ][i][t])
         for i in rows
         for t in range(len(K[0]))
     )
     dK_dots = tuple(
-        Dot(j, t, tuple((g["dS"][i][j], Q[i][t]) for i in range(n)), g["dK"][j][t])
+        Dot(j, t, tuple((g["dS"][i][j], Q[i][t]) for i in range(n)), g[dK][j][t])
         for j in keys
         for t in range(len(Q[0]))
     )
-    return (
+    steps: tuple[BackwardStep, ...] = (
         GradValues(g["dV"], is_exact(g["dV"]), dV_dots, g["dA"], is_exact(g["dA"]), dA_dots),
         GradSoftmax(tuple(softmax_rows), g["dZ"], is_exact(g["dZ"]), spec.softmax == "stable"),
         GradScaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, g["dS"], is_exact(g["dS"])),
-        GradQK(g["dQ"], is_exact(g["dQ"]), dQ_dots, g["dK"], is_exact(g["dK"]), dK_dots),
+        GradQK(g[dQ], is_exact(g[dQ]), dQ_dots, g[dK], is_exact(g[dK]), dK_dots, rotated=rope is not None),
     )
+    if rope is not None:
+        steps += (rotation_back_step(spec, model, g, keys[0]),)  # type: ignore[arg-type]
+    return steps
 
 
 def _grad_projections(spec: Spec, shown: dict[str, NumRows]) -> GradProjections:

@@ -7,6 +7,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from symattn.derivation.modern import groups_step, kv_of, mask_diagonal
+from symattn.derivation.rope import rotation_step
+from symattn.derivation.score_variants import score_variant_steps, sink_steps
 from symattn.derivation.steps import (
     Concat,
     Derivation,
@@ -28,6 +30,7 @@ from symattn.derivation.steps import (
     WeightedRow,
     WeightedSum,
     assemble,
+    attended_keys,
     pictures,
     scale_parts,
     top_keys,
@@ -47,9 +50,9 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
     f = spec.focus
     rows = range(model.n_queries) if spec.expand == "all" else [f]
     scale_kind, scale_value = scale_parts(spec)
-    dots = tuple(
-        Dot(i, j, tuple(zip(spec.Q[i], spec.K[j])), fig.scores[i][j]) for i in rows for j in range(model.n_keys)
-    )
+    rope = rotation_step(spec, model, fig.scores) if model.rotated else None  # type: ignore[arg-type]
+    Q, K = (spec.Q, spec.K) if rope is None else (rope.Q_rot, rope.K_rot)  # RoPE: the dots of Q' and K'
+    dots = tuple(Dot(i, j, tuple(zip(Q[i], K[j])), fig.scores[i][j]) for i in rows for j in range(model.n_keys))
     softmax_rows = tuple(
         SoftmaxRow(
             i,
@@ -58,11 +61,13 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             fig.exp_sum[i],
             fig.weights[i],
             fig.percent[i],
-            top_keys(model, i),
+            attended_keys(model, i),
             is_exact([fig.weights[i]]),
             fig.scaled[i],
             fig.row_max[i] if fig.row_max is not None else None,
             is_exact([fig.softmax_input[i]]),
+            sink=fig.sink_exp[i] if fig.sink_exp is not None else None,
+            sink_logit=spec.sinks[0] if spec.sinks is not None else None,
         )
         for i in rows
     )
@@ -87,8 +92,15 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             for k in range(model.V.cols)
         )
     steps: list[Step] = [
-        Scores(transpose(spec.K), dots, fig.scores, is_exact(fig.scores)),
-        Scaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, fig.unmasked, is_exact(fig.unmasked)),
+        *(() if rope is None else (rope,)),
+        Scores(transpose(K), dots, fig.scores, is_exact(fig.scores), rotated=rope is not None),  # type: ignore[arg-type]
+        # the scaling, then issue 20's variants of the scores (ALiBi) where the spec has them
+        *score_variant_steps(
+            spec,
+            model,
+            fig,
+            Scaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, fig.unmasked, is_exact(fig.unmasked)),
+        ),
     ]
     if spec.allowed is not None:
         steps.append(
@@ -96,6 +108,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
         )
     steps += [
         Softmax(softmax_rows),
+        *sink_steps(spec, fig),  # issue 20: the sink's share of each row
         WeightedSum(spec.V, weighted),
         MatrixForm(fig.weights, is_exact(fig.weights), fig.output, is_exact(fig.output), av_dots),
     ]
@@ -209,6 +222,10 @@ def _toy(spec: Spec) -> ToyVsReal:
         kv_heads=spec.kv_heads if spec.is_grouped else None,
         window=spec.window,
         causal_align=spec.causal_align,
+        alibi=spec.alibi is not None,
+        softcap=spec.softcap is not None,
+        sinks=spec.sinks is not None,
+        rope=spec.rope is not None,
     )
 
 

@@ -287,7 +287,10 @@ def _head(
     model: Model, digits: int, exact: bool = True, certify: bool = False, release: bool = False
 ) -> Iterator[tuple[str, Any]]:
     yield "d_k", model.d_k
-    structure = _Structure(model) if exact else None
+    # the variants' scores (ALiBi, softcap, RoPE's trig) are SymPy's to print
+    structure = _Structure(model) if exact and model.plain_scores and not model.rotated else None
+    for quantity in model.rotated:
+        yield quantity, _entry(model, quantity, digits, None, exact, certify)
     for scalar in ("scale", "sqrt_dk"):
         entry = _entry(model, scalar, digits, None, exact, certify)
         yield scalar, {key: rows[0][0] for key, rows in entry.items()}
@@ -305,6 +308,11 @@ def _head(
             yield "exp_sum", exp_sum
         if release:
             _release(model, (quantity, "exp_sum"))
+    for quantity in model.extra_quantities():
+        entry = _entry(model, quantity, digits, None, exact, certify)
+        if quantity.startswith("sink_"):  # one number per query, a list as exp_sum is
+            entry = {key: [r[0] for r in rows] for key, rows in entry.items()}
+        yield quantity, entry
 
 
 def _release(model: Model, quantities: tuple[str, ...]) -> None:
@@ -371,6 +379,11 @@ def _sections(
     if certify:
         if model.kind != "head":
             raise SpecError(spec.source, None, "--certify covers one head without symbols or --backward")
+        if spec.rope is not None:  # the certificate's re-check knows rational scores only
+            raise SpecError(spec.source, "rope", "--certify does not cover RoPE yet")
+        if not cast(Model, model).plain_scores:  # the certificate's reader recomputes z = S·scale
+            key = "alibi" if spec.alibi is not None else "softcap"
+            raise SpecError(spec.source, key, "--certify does not cover ALiBi or softcap")
         head = cast(Model, model)  # kind "head" is one Model
         out = {**_inputs(spec), **dict(_head(head, digits, exact, certify=True))}
         out["certificate"] = _certificate(spec, head, out, digits)
@@ -472,7 +485,9 @@ def _symbolic(spec: Spec, model: SymbolicModel, digits: int, exact: bool, releas
 def _backward(spec: Spec, model: BackwardModel, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
     """The forward intermediates, then ``backward``: every gradient (per head, with several)."""
     yield from _COMPUTE[model.forward.kind](spec, model.forward, digits, exact, release)
-    yield "backward", _gradients(model, digits, exact)
+    # RoPE's gradients run to thousands of characters an entry, and SymPy orders each sum by evaluating
+    # it: their closed forms are left out (the values stay; the document shows how they come about)
+    yield "backward", _gradients(model, digits, exact and model.inputs.rope is None)
 
 
 def _gradients(model: BackwardModel, digits: int, exact: bool) -> Iterator[tuple[str, Any]]:

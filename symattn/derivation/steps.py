@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from symattn.derivation.modern import Groups, MaskDiagonal
+from symattn.derivation.rope import Rotation
 from symattn.exact.model import Model
 from symattn.exact.rounding import Num, NumRows
 from symattn.input.formula import Formula
@@ -91,6 +92,7 @@ class Scores:
     S: ShownRows
     exact: bool
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
+    rotated: bool = False  # RoPE: the dots are of the rotated Q' and K' (derivation/rope.py)
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,8 @@ class SoftmaxRow:
     shift: Num | None = None  # stable softmax: the row maximum subtracted
     z_exact: bool = True
     exp_as_is: tuple[bool, ...] = ()  # (symbols) e^z has no simpler form, so its line would read e^z = e^z
+    sink: Num | None = None  # with a sink (issue 20): its e^s (or e^(s − shift)) in the denominator
+    sink_logit: Numeral | None = None  # and s as the spec gives it
 
 
 @dataclass(frozen=True)
@@ -242,6 +246,10 @@ class ToyVsReal:
     kv_heads: int | None = None  # grouped-query: fewer key/value heads than heads
     window: int | None = None
     causal_align: str = "top-left"
+    alibi: bool = False  # ALiBi's distance bias (issue 20)
+    softcap: bool = False  # z ← c·tanh(z / c) (issue 20)
+    sinks: bool = False  # a sink logit in each softmax (issue 20)
+    rope: bool = False  # rotary positions on Q and K (derivation/rope.py)
 
 
 class AnyStep(Protocol):
@@ -272,6 +280,7 @@ Step = (
     | Substitution
     | Recap
     | ToyVsReal
+    | Rotation
 )
 STEP_KINDS = (
     "setup",
@@ -290,11 +299,16 @@ STEP_KINDS = (
     "substitution",
     "recap",
     "toy_vs_real",
+    "alibi",
+    "softcap",
+    "sinks",
+    "rotation",
     "backward_loss",
     "backward_values",
     "backward_softmax",
     "backward_scaling",
     "backward_qk",
+    "backward_rotation",
     "backward_projections",
     "backward_output_projection",
     "backward_head",
@@ -329,6 +343,12 @@ def top_keys(model: Model, row: int) -> tuple[int, ...]:
     scores = [(model.scores[row, j], j) for j in range(model.n_keys) if model.may_attend(row, j)]
     best = max(s for s, _ in scores)
     return tuple(j for s, j in scores if s == best)
+
+
+def attended_keys(model: Model, row: int) -> tuple[int, ...]:
+    """The keys with the largest z (after any bias), which get the largest weight: ties share the top."""
+    best = model.row_max[row]
+    return next(tuple(group) for group in model._groups[row] if best in group)
 
 
 def pictures(spec: Spec, name: str, panels: tuple[ShownRows, ...]) -> tuple[Picture, ...]:

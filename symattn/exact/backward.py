@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 import sympy
 from sympy import ImmutableMatrix
@@ -24,14 +24,18 @@ from sympy import ImmutableMatrix
 from symattn.exact import candidates, exactness, numeric
 from symattn.exact.base import ForwardModel, Rounding
 from symattn.exact.exactness import Exps, Undecided, rational
-from symattn.exact.gradients import Grid, Inputs, gradients, jacobian
+from symattn.exact.gradients import Grid, Inputs, Rotary, gradients, jacobian
 from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.spec import Spec
 
+if TYPE_CHECKING:
+    from symattn.exact.rope import RotaryModel
+
 HEAD_QUANTITIES = ("dO", "dV", "dA", "dot", "dZ", "dS", "dQ", "dK")  # "dot": rowsum(dA ⊙ A), one column
+ROTATED_GRADIENTS = ("dQ_rot", "dK_rot")  # with RoPE: the gradients of the rotated Q′ and K′, before dQ, dK
 BIASES = ("db_Q", "db_K", "db_V", "db_O")
 # enclosures that rule out the entries whose limit they do not hold: at the precision that compute's
 # default 15 digits start from, so that one run of the enclosures serves both
@@ -53,6 +57,10 @@ class _SymPy:
 
     def scale(self, x: sympy.Expr) -> sympy.Expr:
         return x * self.c
+
+    @staticmethod
+    def trig(angle: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
+        return sympy.cos(angle), sympy.sin(angle)
 
 
 # --- algebra 2: enclosures ---------------------------------------------------------
@@ -95,6 +103,13 @@ class _Boxes:
     def scale(self, x: _Box) -> _Box:
         return x * self.c
 
+    def trig(self, angle: sympy.Expr) -> tuple[_Box, _Box]:
+        boxes = []
+        for f in (sympy.cos, sympy.sin):
+            b = Fixed.from_interval(numeric.enclose(f(angle), self.bits + 32), self.bits)
+            boxes.append(_Box(b.lo, b.hi, self.bits))
+        return boxes[0], boxes[1]
+
 
 # --- the model ----------------------------------------------------------------------
 
@@ -109,6 +124,24 @@ def _whole() -> Iterator[None]:
     except LimitError:
         exactness.power.cache_clear()  # it may keep a product made while the alarm was lost
         raise
+
+
+def _proved_rational(x: sympy.Expr, box: _Box) -> Fraction | None:
+    known = numeric.as_fraction(x)
+    if known is not None:
+        return known
+    lo, hi = Fraction(box.lo, 1 << box.bits), Fraction(box.hi, 1 << box.bits)
+    if hi - lo > Fraction(1, 1 << 40):
+        return None
+    guess = ((lo + hi) / 2).limit_denominator(10**6)
+    if not lo <= guess <= hi:
+        return None
+    x = sympy.powsimp(x, combine="exp")  # e^a · e^−a as SymPy leaves it: e^0 = 1
+    atoms = sorted(x.atoms(sympy.exp), key=sympy.default_sort_key)
+    formal = x.xreplace({a: sympy.Dummy() for a in atoms})
+    trig = sorted(formal.atoms(sympy.cos, sympy.sin), key=sympy.default_sort_key)
+    formal = formal.xreplace({a: sympy.Dummy() for a in trig})
+    return guess if sympy.cancel(formal - sympy.Rational(guess.numerator, guess.denominator)) == 0 else None
 
 
 def _jacobian_entry(a_j: Fraction | None, a_k: Fraction | None, same: bool) -> Fraction | None:
@@ -146,9 +179,16 @@ class BackwardModel(Rounding):
         """Several heads, or W_O: per-head gradients are named ``name@h``."""
         return len(self.heads) > 1 or self.inputs.W_O is not None
 
+    @property
+    def head_quantities(self) -> tuple[str, ...]:
+        """One head's gradients (with RoPE, dQ′ and dK′ before dQ and dK)."""
+        if self.inputs.rope is None:
+            return HEAD_QUANTITIES
+        return HEAD_QUANTITIES[:-2] + ROTATED_GRADIENTS + HEAD_QUANTITIES[-2:]
+
     @cached_property
     def top_quantities(self) -> tuple[str, ...]:
-        names = list(HEAD_QUANTITIES if not self.is_split else ("dO",))
+        names = list(self.head_quantities if not self.is_split else ("dO",))
         if self.inputs.W_O is not None:
             names += ["dW_O"] + (["db_O"] if self.inputs.b_O is not None else []) + ["dconcat"]
         if self.is_split:
@@ -217,6 +257,8 @@ class BackwardModel(Rounding):
         within the work limits: then shown with ≈). Only the entries whose value at the limit weights is
         rational and inside their enclosure can be rational (:mod:`symattn.exact.candidates`); the
         exponential polynomials decide those, one entry at a time, from a graph of the gradients."""
+        if self.inputs.rope is not None:  # RoPE's cos and sin: no limit weights, the closed forms decide
+            return self._closed_rationals()
         c = numeric.as_fraction(self.scale)
         limit = candidates.Limits(c, numeric.as_fraction(sympy.expand(self.scale**2)) or Fraction(0))
         with _whole():
@@ -254,6 +296,23 @@ class BackwardModel(Rounding):
                 return
             assert value is None or value == r, (name, i, j, value, r)  # a rational entry equals its limit
             out[name][i][j] = value
+
+    def _closed_rationals(self) -> dict[str, tuple]:
+        """RoPE's gradients: rational where the closed form is proved rational, None elsewhere (RoPE's cos
+        and sin leave the exponential polynomials that decide the rest).
+
+        A closed form SymPy writes as a rational is one; an entry whose enclosure holds a rational c of small
+        denominator (0, say, or Σ_j α_ij = 1) is c when the closed form minus c, its exps combined, cancels
+        to 0 with each e^z, cos and sin taken as an independent symbol: an identity of rational functions
+        holds for any values.
+        """
+        boxes = self._enclosure_grids(64)
+        out = {}
+        for name, grid in self._closed_forms.items():
+            out[name] = tuple(
+                tuple(_proved_rational(x, boxes[name][i][j]) for j, x in enumerate(row)) for i, row in enumerate(grid)
+            )
+        return out
 
     def _enclosure_grids(self, bits: int) -> dict[str, Grid]:
         return self._box_run(bits)[0]
@@ -343,8 +402,11 @@ class HeadGradients(Rounding):
     parent: BackwardModel
     index: int
     kind: ClassVar[str] = "backward"
-    quantities: ClassVar[tuple[str, ...]] = tuple(q for q in HEAD_QUANTITIES if q != "dot")
     compare = Model.compare
+
+    @property
+    def quantities(self) -> tuple[str, ...]:
+        return tuple(q for q in self.parent.head_quantities if q != "dot")
 
     def _name(self, quantity: str) -> str:
         return f"{quantity}@{self.index}"
@@ -385,6 +447,11 @@ def _check_size(spec: Spec, terms: int, heads: Sequence[Model]) -> None:
         )
 
 
+def _rotary(head: Model) -> Rotary:
+    rope = cast("RotaryModel", head)  # the heads of a spec with rope = true
+    return Rotary(rope.pairs, rope.thetas)
+
+
 def build_backward(spec: Spec, forward: ForwardModel) -> BackwardModel:
     """The backward pass of a numeric spec with ``[backward]`` over its forward model."""
     b = spec.backward
@@ -417,6 +484,7 @@ def build_backward(spec: Spec, forward: ForwardModel) -> BackwardModel:
         W=None if p is None else {name: _fractions(getattr(p, f"W_{name}")) for name in ("Q", "K", "V")},
         biases=() if p is None else tuple(name for name in ("Q", "K", "V") if getattr(p, f"b_{name}") is not None),
         kv_heads=spec.kv_groups,
+        rope=None if spec.rope is None else tuple(_rotary(h) for h in heads),
     )
     return BackwardModel(forward, tuple(heads), inputs, heads[0].scale, terms, spec.source)
 

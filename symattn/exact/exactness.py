@@ -161,6 +161,9 @@ class Exps:
     def const(self, x: Fraction) -> _Exp:
         return _Exp({(0, ()): ((), {Fraction(0): x})} if x else {}, self)
 
+    def trig(self, angle: sympy.Expr) -> tuple[_Exp, _Exp]:
+        raise Undecided  # RoPE's cos and sin are no exponential polynomials: left undecided (irrational)
+
     def scale(self, x: _Exp) -> _Exp:
         if self.c_rational is not None:
             return x * self.const(self.c_rational)
@@ -173,6 +176,8 @@ class Exps:
         return _Exp(parts, self)
 
     def weights(self, model: Model) -> Grid:
+        if model.rotated:  # RoPE's scores hold cos and sin: no exponential polynomials
+            raise Undecided
         den, rows = model.score_integers
         out = []
         for i, row in enumerate(rows):

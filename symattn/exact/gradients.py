@@ -5,6 +5,7 @@ constant and the scale), the chain rule step by step:
     dV = Aᵀ dO               dA = dO Vᵀ
     dZ = A ⊙ (dA − rowsum(dA ⊙ A))      the softmax Jacobian, row by row
     dS = scale · dZ          dQ = dS K          dK = dSᵀ Q
+    with RoPE (Q′, K′ the rotated Q, K):  dQ′ = dS K′,  dK′ = dSᵀ Q′,  dQ = Rᵀ dQ′,  dK = Rᵀ dK′
     then W_O (several heads), and the projections: dW = Xᵀ dQ, db = Σ_rows dQ, dX.
 
 The backward model runs them on closed forms, enclosures and exponential polynomials
@@ -59,9 +60,36 @@ class Inputs:
     W: dict | None  # "Q", "K", "V" -> weight matrix
     biases: tuple[str, ...]  # "Q", "K", "V" with a bias
     kv_heads: int = 0  # grouped-query: key/value heads shared by consecutive query heads; 0: one per head
+    rope: tuple[Rotary, ...] | None = None  # per head, with rope = true
 
 
-def _head_gradients(alg, A: Grid, V: Grid, K: Grid, Q: Grid, dO: Grid, hook: Callable) -> dict[str, Grid]:
+@dataclass(frozen=True)
+class Rotary:
+    """RoPE of one head: the pairs (a, b) and θ_t (SymPy); position p turns pair t by p·θ_t. An algebra
+    that runs it gives ``trig(angle)``: the (cos, sin) of an exact angle as two of its elements."""
+
+    pairs: tuple[tuple[int, int], ...]
+    thetas: tuple[Any, ...]
+
+
+def rotate(alg, M: Grid, rope: Rotary, back: bool = False) -> Grid:
+    """Each row p of M turned by p·θ_t pair by pair (R), or back (Rᵀ, which takes dQ′ to dQ)."""
+    out = [list(row) for row in M]
+    for p, row in enumerate(M):
+        if p == 0:
+            continue  # position 0 is not turned
+        for t, (a, b) in enumerate(rope.pairs):
+            c, s = alg.trig(p * rope.thetas[t])
+            if back:
+                out[p][a], out[p][b] = row[a] * c + row[b] * s, row[b] * c - row[a] * s
+            else:
+                out[p][a], out[p][b] = row[a] * c - row[b] * s, row[a] * s + row[b] * c
+    return out
+
+
+def _head_gradients(
+    alg, A: Grid, V: Grid, K: Grid, Q: Grid, dO: Grid, hook: Callable, rope: Rotary | None = None
+) -> dict[str, Grid]:
     """One head's gradients, each passed through ``hook`` (hand rounding replaces it by what is shown)."""
     n, m = len(A), len(A[0])
     out = {"dO": dO}
@@ -70,6 +98,12 @@ def _head_gradients(alg, A: Grid, V: Grid, K: Grid, Q: Grid, dO: Grid, hook: Cal
     out["dot"] = dot = hook("dot", [[_sum(alg, (dA[i][k] * A[i][k] for k in range(m)))] for i in range(n)])
     out["dZ"] = dZ = hook("dZ", [[A[i][j] * (dA[i][j] - dot[i][0]) for j in range(m)] for i in range(n)])
     out["dS"] = dS = hook("dS", [[alg.scale(x) for x in row] for row in dZ])
+    if rope is not None:  # the scores are Q′K′ᵀ: the gradients of Q′ and K′, then turned back
+        out["dQ_rot"] = dQ = hook("dQ_rot", _matmul(alg, dS, rotate(alg, K, rope)))
+        out["dK_rot"] = dK = hook("dK_rot", _matmul(alg, _T(dS), rotate(alg, Q, rope)))
+        out["dQ"] = hook("dQ", rotate(alg, dQ, rope, back=True))
+        out["dK"] = hook("dK", rotate(alg, dK, rope, back=True))
+        return out
     out["dQ"] = hook("dQ", _matmul(alg, dS, K))
     out["dK"] = hook("dK", _matmul(alg, _T(dS), Q))
     return out
@@ -111,7 +145,8 @@ def gradients(alg, inputs: Inputs, weights: Sequence[Grid], hook: Callable = lam
         dO_h = [row[first : first + width] for row in dO]
         first += width
         prefix = (lambda name, m, h=h: hook(f"{name}@{h}", m)) if split else hook
-        grads = _head_gradients(alg, A, Vs[h], _consts(alg, inputs.K[h]), _consts(alg, inputs.Q[h]), dO_h, prefix)
+        rope = None if inputs.rope is None else inputs.rope[h]
+        grads = _head_gradients(alg, A, Vs[h], _consts(alg, inputs.K[h]), _consts(alg, inputs.Q[h]), dO_h, prefix, rope)
         per_head.append(grads)
         if split:
             out.update({f"{name}@{h}": m for name, m in grads.items()})

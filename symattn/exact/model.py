@@ -16,6 +16,7 @@ evaluate every exponential once and round each value correctly
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -65,6 +66,8 @@ class Model(ClosedForms, Rounding, ForwardPass):
     scale: sympy.Expr  # Z = S * scale
     allowed: Mask | None = None  # True where a query may attend to a key; None: everywhere
     kind: ClassVar[str] = "head"
+    plain_scores: ClassVar[bool] = True  # z = n·scale/den, as compute's structure printer and certificates assume
+    rotated: ClassVar[tuple[str, ...]] = ()  # quantities before the scores: RoPE's Q_rot, K_rot (exact/rope.py)
 
     @property
     def n_queries(self) -> int:
@@ -76,6 +79,18 @@ class Model(ClosedForms, Rounding, ForwardPass):
 
     def may_attend(self, i: int, j: int) -> bool:
         return self.allowed is None or self.allowed[i][j]
+
+    def vary(self, i: int, j: int, z: sympy.Expr) -> sympy.Expr:
+        """z_ij after the variants of the scores (ALiBi's bias, the softcap): itself here."""
+        return z
+
+    def sink_term(self, i: int, stable: bool) -> sympy.Expr:
+        """A sink's term in row i's denominator (e^s, or e^(s − M) for the stable softmax); 0 here."""
+        return sympy.Integer(0)
+
+    def extra_quantities(self) -> tuple[str, ...]:
+        """A variant's own quantities, for compute (ALiBi's "bias"); none here."""
+        return ()
 
     # --- closed forms ----------------------------------------------------
 
@@ -190,7 +205,6 @@ class Model(ClosedForms, Rounding, ForwardPass):
         return {}
 
     def _rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
-        n, m = self.n_queries, self.n_keys
         ok = self.may_attend
         if quantity in ("scale", "sqrt_dk"):
             return ((numeric.as_fraction(getattr(self, quantity)),),)
@@ -233,6 +247,12 @@ class Model(ClosedForms, Rounding, ForwardPass):
                 )
                 for i, row in enumerate(scores)
             )
+        return self._softmax_rationals(quantity)
+
+    def _softmax_rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
+        """weights, products and output: rational where the groups of equal scores say so."""
+        n, m = self.n_queries, self.n_keys
+        ok = self.may_attend
         weights = tuple(
             tuple(
                 Fraction(0) if not ok(i, j) else (Fraction(1, self._allowed_count(i)) if self._row_is_flat(i) else None)
@@ -271,9 +291,13 @@ class Model(ClosedForms, Rounding, ForwardPass):
     @cached_property
     def _groups(self) -> list[list[list[int]]]:
         # the keys each row may attend to, grouped by equal score
+        return self._grouped(self.score_integers[1])
+
+    def _grouped(self, scores: Sequence[Sequence[Hashable]]) -> list[list[list[int]]]:
+        """The keys each row may attend to, grouped by equal ``scores`` (exact stand-ins for the scores)."""
         out = []
-        for i, row in enumerate(self.score_integers[1]):
-            groups: dict[int, list[int]] = {}
+        for i, row in enumerate(scores):
+            groups: dict[Hashable, list[int]] = {}
             for j, x in enumerate(row):
                 if self.may_attend(i, j):
                     groups.setdefault(x, []).append(j)
@@ -342,8 +366,12 @@ class Model(ClosedForms, Rounding, ForwardPass):
     def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
         bits = -(-bits // 32) * 32  # coarse steps, so quantities share one evaluation
         if bits not in self._boxes:
-            self._boxes[bits] = Boxes(self, bits)
+            self._boxes[bits] = self._new_boxes(bits)
         return getattr(self._boxes[bits], quantity)()
+
+    def _new_boxes(self, bits: int) -> Boxes:
+        """The enclosures at one precision (a variant's model encloses its own scores)."""
+        return Boxes(self, bits)
 
     @cached_property
     def _boxes(self) -> dict[int, Boxes]:
@@ -396,8 +424,14 @@ def scale_of(spec: Spec) -> sympy.Expr:
 
 def build_model(spec: Spec) -> Model:
     """The exact model of a validated single-head spec."""
+    from symattn.exact.score_variants import with_score_variants  # it subclasses Model
+
     if spec.heads > 1:
         raise ValueError("a multi-head spec has one model per head: use build_heads")
+    if spec.rope is not None:  # RoPE rotates Q and K: scores with cos and sin
+        from symattn.exact.rope import build_rotary
+
+        return build_rotary(spec)
     Q, K, V = spec.Q, spec.K, spec.V
     if not (is_numbers(Q) and is_numbers(K) and is_numbers(V)):
         raise ValueError("a spec with formulas has a symbolic model: use build_symbolic")
@@ -414,6 +448,7 @@ def build_model(spec: Spec) -> Model:
         scale=scale_of(spec),
         allowed=spec.allowed,
     )
+    model = with_score_variants(model, spec)  # issue 20: ALiBi (symattn.exact.score_variants)
     _check_work(model, spec.source)
     return model
 

@@ -145,7 +145,7 @@ def working_precision(bits: int) -> Iterator[None]:
 
 
 def enclose(expr: sympy.Expr, prec: int, cache: dict | None = None) -> iv.mpf:
-    """A rigorous interval for a closed form built from rationals, +, *, powers, sqrt and exp."""
+    """A rigorous interval for a closed form built from rationals, +, *, powers, sqrt, exp, tanh, cos and sin."""
     cache = {} if cache is None else cache
     hit = cache.get(expr)
     if hit is not None:
@@ -176,6 +176,12 @@ def _enclose(expr: sympy.Expr, prec: int, cache: dict) -> iv.mpf:
         return total
     if isinstance(expr, sympy.exp):
         return iv.exp(args[0])
+    if isinstance(expr, sympy.tanh):  # softcap's c·tanh(z/c): x occurs once, so this is tight
+        return 1 - 2 / (iv.exp(2 * args[0]) + 1)
+    if isinstance(expr, sympy.cos):  # RoPE's rotations (exact/rope.py)
+        return iv.cos(args[0])
+    if isinstance(expr, sympy.sin):
+        return iv.sin(args[0])
     if isinstance(expr, sympy.Pow):
         base, exponent = expr.args
         if isinstance(exponent, sympy.Integer):

@@ -84,6 +84,8 @@ class Figures:
     percent_whole: NumRows  # "about 40%" in the recap
     products: tuple[NumRows, ...]  # [i][j] = weight_ij × V_j, the terms of output row i
     output: NumRows
+    sink_exp: NumRow | None = None  # with a sink: e^s (or e^(s − M), stable) in each row's denominator
+    sink_share: NumRow | None = None  # and its share of the row, 1 − Σ_j α_ij
 
 
 def is_exact(rows: Sequence[Sequence[Num]]) -> bool:
@@ -204,7 +206,11 @@ def _fractions(rows: NumRows) -> list[list[Fraction]]:
     return [[x.fraction for x in row] for row in rows]
 
 
-def _scores(model: Model, decimals: Decimals, notation: str) -> NumRows:
+def _scores(model: Model, decimals: Decimals, notation: str, hand: bool = False) -> NumRows:
+    if model.rotated:  # RoPE: the scores of the rotated Q and K (exact/rope_figures.py)
+        from symattn.exact.rope_figures import shown_rotation
+
+        return shown_rotation(model, decimals.scores, notation, hand).scores  # type: ignore[arg-type]
     den, rows = model.score_integers
     return _exact_or_rounded([[Fraction(x, den) for x in row] for row in rows], decimals.scores, notation)
 
@@ -238,6 +244,12 @@ def exact_figures(model: Model, decimals: Decimals, stable: bool = False, notati
     )
 
 
+def _with_sinks(model: Model, fig: Figures, decimals: Decimals, stable: bool, notation: str) -> Figures:
+    from symattn.exact.sinks import sink_figures  # it imports this module
+
+    return sink_figures(model, fig, decimals, stable, notation)
+
+
 def _exp_of(x: Num, decimals: int, notation: str) -> Num:
     if x.is_infinite:
         return Num(Decimal(0), True)  # e^−∞ = 0
@@ -258,7 +270,7 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     decimals = spec.decimals
     notation = spec.notation
     sqrt_dk = _from_model(model, "sqrt_dk", decimals.sqrt_dk, notation)[0][0]
-    scores = _scores(model, decimals, notation)
+    scores = _scores(model, decimals, notation, hand=True)
     if spec.scale == "sqrt":
         z = [[s.fraction / sqrt_dk.fraction for s in row] for row in scores]
     elif spec.scale == "none":
@@ -266,6 +278,7 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     else:
         z = [[s.fraction * spec.scale.value for s in row] for row in scores]
     unmasked = _rounded(z, decimals.scaled, notation) if spec.scale != "none" else scores
+    unmasked = _with_score_variants(model, unmasked, decimals.scaled, notation)  # issue 20: + ALiBi's bias
     scaled = tuple(
         tuple(x if model.may_attend(i, j) else NEG_INFINITY for j, x in enumerate(row))
         for i, row in enumerate(unmasked)
@@ -274,6 +287,7 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     softmax_input = scaled
     if spec.softmax == "stable":
         row_max = tuple(row[j] for row, j in zip(scaled, model.row_max))
+        row_max = _sink_shift(model, row_max, decimals.scaled, notation)  # issue 20: the sink may be the max
         softmax_input = tuple(
             _exact_or_rounded(
                 [[x.fraction - top.fraction for x in row if not x.is_infinite]], decimals.scaled, notation
@@ -282,7 +296,15 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
         )
         softmax_input = tuple(_reinsert(row, shifted) for row, shifted in zip(scaled, softmax_input))
     exp = tuple(tuple(_exp_of(x, decimals.exp, notation) for x in row) for row in softmax_input)
-    exp_sum = _exact_or_rounded([[sum((e.fraction for e in row), Fraction(0))] for row in exp], decimals.exp, notation)
+    sink_exp = _sink_exps_by_hand(model, row_max, decimals.exp, notation)  # issue 20: e^s in each denominator
+    exp_sum = _exact_or_rounded(
+        [
+            [sum((e.fraction for e in row), Fraction(0)) + (sink_exp[i].fraction if sink_exp else 0)]
+            for i, row in enumerate(exp)
+        ],
+        decimals.exp,
+        notation,
+    )
     for i, total in enumerate(exp_sum):
         if total[0].fraction == 0:
             raise SpecError(
@@ -322,7 +344,34 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
         percent_whole=_rounded([[w.fraction * 100 for w in row] for row in weights], 0),
         products=products,
         output=output,
+        sink_exp=sink_exp,
+        sink_share=None
+        if sink_exp is None
+        else tuple(
+            r[0]
+            for r in _rounded(
+                [[e.fraction / t[0].fraction] for e, t in zip(sink_exp, exp_sum)], decimals.weights, notation
+            )
+        ),
     )
+
+
+def _sink_shift(model: Model, row_max: NumRow, decimals: int, notation: str) -> NumRow:
+    from symattn.exact.sinks import sink_shift
+
+    return sink_shift(model, row_max, decimals, notation)
+
+
+def _sink_exps_by_hand(model: Model, row_max: NumRow | None, decimals: int, notation: str) -> NumRow | None:
+    from symattn.exact.sinks import sink_exps_by_hand
+
+    return sink_exps_by_hand(model, row_max, decimals, notation)
+
+
+def _with_score_variants(model: Model, unmasked: NumRows, decimals: int, notation: str) -> NumRows:
+    from symattn.exact.score_variants import biased_by_hand  # it imports this module
+
+    return biased_by_hand(model, unmasked, decimals, notation)
 
 
 def _reinsert(row: NumRow, finite: NumRow) -> NumRow:
@@ -335,7 +384,13 @@ def figures(model: Model, spec: Spec) -> Figures:
     fig = (
         hand_figures(model, spec)
         if spec.rounding == "hand"
-        else exact_figures(model, spec.decimals, stable=spec.softmax == "stable", notation=spec.notation)
+        else _with_sinks(
+            model,
+            exact_figures(model, spec.decimals, stable=spec.softmax == "stable", notation=spec.notation),
+            spec.decimals,
+            spec.softmax == "stable",
+            spec.notation,
+        )
     )
     _check_fixed(fig, spec.source)
     return fig
@@ -374,6 +429,12 @@ class _Hand:
     @staticmethod
     def const(x: Fraction) -> Fraction:
         return x
+
+    def trig(self, angle: sympy.Expr) -> tuple[Fraction, Fraction]:
+        """RoPE's cos and sin as the rotation step shows them (to the scores' decimals)."""
+        places = self.spec.decimals.scores
+        c, s = (Fraction(numeric.round_expr(f(angle), places)) for f in (sympy.cos, sympy.sin))
+        return c, s
 
     def scale(self, x: Fraction) -> Fraction:
         if self.spec.scale == "sqrt":

@@ -38,6 +38,7 @@ from symattn.input.quantities import (
     OUTPUT_PROJECTION,
     PROJECTED_GRADIENTS,
     QUANTITIES,
+    ROTATED,
     SHARED,
     is_multihead,
     is_per_head,
@@ -173,6 +174,10 @@ class _ClaimReader(Reader):
             raise self.error(key, f"{name} is a quantity of several heads or W_O; this spec has one head")
         if name in ("dW_O",) and spec.W_O is None:
             raise self.error(key, "claims on dW_O need W_O")
+        if name == "sink_share" and spec.sinks is None:
+            raise self.error(key, "claims on sink_share need sinks")
+        if name in ROTATED and spec.rope is None:
+            raise self.error(key, f"claims on {name} need rope = true (the rotated Q and K of RoPE)")
         if row is not None and name in NOT_IN_ROWS and name not in SHARED + INPUTS:
             raise self.error(
                 key,
@@ -205,6 +210,8 @@ class _ClaimReader(Reader):
             if q in OUTPUT_PROJECTION and (not is_multihead(spec) or prefixed):
                 continue
             if q == "dW_O" and spec.W_O is None:
+                continue
+            if (q == "sink_share" and spec.sinks is None) or (q in ROTATED and spec.rope is None):  # issue 20
                 continue
             if is_multihead(spec) and q not in INPUTS + SHARED:
                 if prefixed and q in PROJECTED_GRADIENTS:

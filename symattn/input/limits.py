@@ -216,3 +216,10 @@ BATCH_HEADS = 64  # batches × heads of Q, K, V files with those axes (FlashAtte
 # --- issue 20 (modA): grouped-query heads and the sliding window ---------------------
 WINDOW = 1024  # keys of a sliding window (as many as the tokens: a wider one would mean no window anyway)
 KV_HEADS = 16  # key/value heads (grouped-query): at most the query heads
+# --- score variants (alibi, softcap) ----------------------------------------------
+ALIBI_SLOPE = 100  # the largest alibi_slopes entry: the bias −m·|i − j| then stays within ABS_Z's reach
+SOFTCAP = 1000  # the largest softcap c: capped scores lie in (−c, c), well inside ABS_Z
+SINK_LOGIT = 100  # the largest |s| of a sink logit: e^100 has 44 digits before the point
+# --- rotary position embeddings (RoPE) ---------------------------------------------
+ROPE_BASE_MAX = 10**12  # rope_base from 1/10^12 to 10^12, numerator and denominator at most 10^12
+ROPE_TERMS = 2_000_000  # cos/sin terms of the rotated scores: heads × queries × keys × d_k/2

@@ -14,7 +14,8 @@ from symattn.input.spec import Spec
 
 INPUTS = ("Q", "K", "V")  # claimable when they are computed from X and W
 SHARED = ("sqrt_dk", "scale")  # scalars, the same for every head
-HEAD_FORWARD = ("scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "output")
+ROTATED = ("Q_rot", "K_rot")  # RoPE's rotated Q and K of each head (rope = true only)
+HEAD_FORWARD = ROTATED + ("scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "sink_share", "output")
 HEAD_BACKWARD = ("dO", "dV", "dA", "rowsum", "dZ", "dS", "dQ", "dK")
 LAYER_FORWARD = ("concat", "output")
 LAYER_TOP = ("dO", "dW_O", "dconcat")  # the backward pass's start, before it splits into heads
@@ -27,8 +28,8 @@ QUANTITIES = (
     INPUTS + SHARED + HEAD_FORWARD + ("concat", "dO", "dW_O", "dconcat") + HEAD_BACKWARD[1:] + (PROJECTED_GRADIENTS)
 )
 SCALARS = SHARED
-COLUMNS = ("exp_sum", "rowsum")  # one number per query: a row index, no column
-NOT_IN_ROWS = INPUTS + SHARED + ("dV", "dK", "dW_O") + PROJECTED_GRADIENTS  # rows that are not the queries
+COLUMNS = ("exp_sum", "rowsum", "sink_share")  # one number per query: a row index, no column
+NOT_IN_ROWS = INPUTS + SHARED + ("K_rot", "dV", "dK", "dW_O") + PROJECTED_GRADIENTS  # rows that are not the queries
 
 # what the rows and columns are: a query token, a key token, a column of the matrix (1-based), an input
 # dimension (a column of X, a row of W)
@@ -36,6 +37,8 @@ TOKEN, KEY, DIM, INPUT = "token", "key", "dim", "input"
 _AXES = {
     "Q": (TOKEN, DIM),
     "K": (KEY, DIM),
+    "Q_rot": (TOKEN, DIM),
+    "K_rot": (KEY, DIM),
     "V": (KEY, DIM),
     "output": (TOKEN, DIM),
     "concat": (TOKEN, DIM),
@@ -93,8 +96,10 @@ def shape(quantity: str, spec: Spec, per_head: bool) -> tuple[int, ...]:
     if quantity == "dW_O":
         assert spec.W_O is not None  # refused without W_O (see the claims reader)
         return (len(spec.W_O), len(spec.W_O[0]))
-    if quantity == "dQ":
+    if quantity in ("dQ", "Q_rot"):
         return (n, d_q)
+    if quantity == "K_rot":
+        return (m, d_q)
     if quantity in ("dV", "dK"):
         return (m, d_v if quantity == "dV" else d_k)
     if quantity in PROJECTED_GRADIENTS:
@@ -126,6 +131,7 @@ def order(quantity: str, head: int | None, multihead: bool) -> tuple[int, int, i
 
 __all__ = [
     "GRADIENTS",
+    "ROTATED",
     "INPUTS",
     "QUANTITIES",
     "axes",

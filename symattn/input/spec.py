@@ -34,6 +34,17 @@ from symattn.input.parts import (
 )
 from symattn.input.projection import Projection, project
 from symattn.input.reader import Matrix, Reader, Scale, check_keys, kind_of
+from symattn.input.rope import ROPE_KEYS, Rope, read_rope
+from symattn.input.score_variants import KEYS as SCORE_VARIANT_KEYS
+from symattn.input.score_variants import (
+    Alibi,
+    check_alibi,
+    check_sinks,
+    check_softcap,
+    read_alibi,
+    read_sinks,
+    read_softcap,
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,12 @@ class Spec:
     kv_heads: int | None = None  # key/value heads shared by the query heads; None: one per query head
     window: int | None = None  # query i attends keys i + offset − window < j ≤ i + offset; None: no window
     causal_align: str = "top-left"  # or "bottom-right": the diagonal ends at the last key (offset n_k − n_q)
+    # issue 20, the scores' variants (symattn.input.score_variants)
+    alibi: Alibi | None = None  # ALiBi's slopes, one per head
+    softcap: Numeral | None = None  # z ← c·tanh(z / c) before the mask and the softmax
+    sinks: tuple[Numeral, ...] | None = None  # one sink logit per head, in each softmax's denominator
+    # rotary position embeddings (input/rope.py): Q and K of each head rotated by position
+    rope: Rope | None = None
     # issue 22: Q, K, V files with batch and head axes; batches holds every batch's (Q, K, V), Q, K, V the first
     layout: str = "bhnd"  # or "bnhd": the order of the files' axes (and of a result's)
     batches: tuple[tuple[Matrix, Matrix, Matrix], ...] = ()  # empty: one batch, Q, K, V
@@ -162,6 +179,8 @@ class Spec:
             b_O=None,
             title=None,
             backward=None,
+            alibi=None if self.alibi is None else self.alibi.head(index),
+            sinks=None if self.sinks is None else self.sinks[index : index + 1],
         )
 
     def with_options(self, **options: Any) -> Spec:
@@ -197,7 +216,11 @@ class Spec:
             changes["numbered"] = reader.flag(raw["numbered"], "--numbered")
         if raw.get("backward") and self.backward is None:  # --backward: L = Σ O unless the spec says otherwise
             changes["backward"] = Backward("sum")
-        return replace(self, **changes)
+        new = replace(self, **changes)
+        check_alibi(reader, new.alibi, new.is_symbolic, new.backward is not None)
+        check_softcap(reader, new.softcap, new.is_symbolic, new.backward is not None)
+        check_sinks(reader, new.sinks, new.is_symbolic, new.backward is not None)
+        return new
 
 
 _OVERRIDABLE = {
@@ -255,6 +278,8 @@ SPEC_KEYS = (
     "kv_heads",
     "window",
     "causal_align",
+    *SCORE_VARIANT_KEYS,
+    *ROPE_KEYS,
     "layout",
 )
 
@@ -322,6 +347,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
     heads, W_O, b_O = read_heads(reader, data, projection, len(V[0]), len(Q[0]), kv_heads, len(K[0]))
     if heads > 1 and any(has_formulas(m) for m in (Q, K, V)):
         raise reader.error("heads", "symbols are supported with one head only")
+    rope = read_rope(reader, data, len(Q[0]) // heads, heads, len(Q), len(K), _has_formula(Q, K))
     mask, allowed, padding, diagonal = read_mask(reader, data, tokens, key_tokens or tokens)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
     title = reader.title(data["title"], "title") if "title" in data else None
@@ -358,9 +384,13 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
         kv_heads=kv_heads,
         window=diagonal.window,
         causal_align=diagonal.align,
+        rope=rope,
         layout=layout,
         batches=batches,
     )
+    spec = replace(spec, alibi=read_alibi(reader, data, heads, spec.is_symbolic))
+    spec = replace(spec, softcap=read_softcap(reader, data, spec.is_symbolic))
+    spec = replace(spec, sinks=read_sinks(reader, data, heads, spec.is_symbolic))
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
     if "backward" in data:
@@ -371,6 +401,10 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
             ),
         )
     return spec
+
+
+def _has_formula(*matrices: Matrix) -> bool:
+    return any(has_formulas(m) for m in matrices)
 
 
 def load_spec(spec: str | Path | Mapping[str, Any] | Spec) -> Spec:

@@ -67,6 +67,7 @@
     document.documentElement.lang = lang === "zh" ? "zh-CN" : lang;
     document.title = ui("page_title");
     for (const node of document.querySelectorAll("[data-ui]")) node.textContent = ui(node.dataset.ui);
+    for (const node of document.querySelectorAll("[data-ui-placeholder]")) node.placeholder = ui(node.dataset.uiPlaceholder);
     if (status) setStatus(...status);
     if (examples) buildExamples();
     if (before !== lang) document.dispatchEvent(new CustomEvent("symattn:language", {detail: {lang}}));
@@ -131,7 +132,7 @@
     $("set-rounding").value = spec.rounding || "exact";
     $("set-expand").value = spec.expand || "focus";
     $("set-scale").value = "scale" in spec ? text(spec.scale) : "sqrt";
-    for (const v of VARIANTS) $("set-" + v.key).value = v.key in spec && !Array.isArray(spec[v.key]) ? text(spec[v.key]) : v.default;
+    for (const v of VARIANTS) $("set-" + v.key).value = variantShown(v, spec);
     const matrixMask = $("set-mask").querySelector('option[value="matrix"]');
     const isMatrix = Array.isArray(spec.mask);
     matrixMask.hidden = matrixMask.disabled = !isMatrix;
@@ -281,6 +282,15 @@
     }
   }
 
+  // what a variant's control shows for the spec: a list as "a, b", a flag as "true"/"false"
+  function variantShown(v, spec) {
+    if (!(v.key in spec)) return v.default;
+    const value = spec[v.key];
+    if (v.kind === "list") return Array.isArray(value) ? value.map(text).join(", ") : text(value);
+    if (v.kind === "flag") return value === true ? "true" : "false";
+    return Array.isArray(value) ? v.default : text(value);
+  }
+
   function onSetting(target) {
     const spec = state.spec;
     const key = target.dataset.key;
@@ -289,9 +299,15 @@
     if (key === "mask") {
       if (value !== "matrix") spec.mask = value;
       buildGrids();
+    } else if (variant && variant.kind === "list") {
+      const items = value.split(",").map((x) => x.trim()).filter((x) => x !== "");
+      if (items.length) spec[key] = items; else delete spec[key];
+    } else if (variant && variant.kind === "flag") {
+      if (value === "true") spec[key] = true; else delete spec[key];
     } else if (key === "title" || key === "scale" || key === "focus" || (variant && variant.kind !== "select")) {
       if (value.trim() === "") delete spec[key]; else spec[key] = value;
-    } else spec[key] = value;
+    } else if (variant && value === variant.default) delete spec[key];  // a spec without the key says the same
+    else spec[key] = value;
     if (key === "lang") { translateExample(value); setLanguage(value); buildAll(); buildCheckRows(); buildBoxes(); }
   }
 
