@@ -10,7 +10,8 @@ computed in float32 (a naive float32 kernel, errors of a few ULPs); symattn's co
 with bounds, then arb for the entries the bound leaves open) measures it entry by entry. Printed: the
 seconds of each, their ratio, peak RSS, and the fraction of entries that needed arb. The numpy reference
 is timed on the arrays; compare is timed from a FloatResult (what the .npy reader gives) to the report's
-data, spec reading left out; the last line is the whole `symattn compare` process from a TOML spec.
+data, spec reading left out; the last lines are the whole `symattn compare` process, from a spec naming
+.npy files and from a TOML spec of exact decimals.
 """
 
 from __future__ import annotations
@@ -74,8 +75,10 @@ def one(n: int, d: int, heads: int, seed: int = 0) -> dict:
     }
 
 
-def whole_process(n: int, d: int) -> str:
-    """`symattn compare` as a user runs it, n×n×d: spec (TOML, exact decimals) and .npy result written first."""
+def whole_process(n: int, d: int, files: bool = False) -> str:
+    """`symattn compare` as a user runs it, n×n×d: spec and .npy result written first. The spec holds Q, K, V
+    as exact decimals (TOML), or with ``files`` names q.npy, k.npy, v.npy (float32) beside it; the result
+    is the naive float32 kernel's (the same formula in float32)."""
     import tempfile
     from decimal import Decimal
 
@@ -84,8 +87,13 @@ def whole_process(n: int, d: int) -> str:
     rng = np.random.default_rng(1)
     Q, K, V = (rng.standard_normal((n, d)).astype(np.float32) for _ in range(3))
     with tempfile.TemporaryDirectory() as tmp:
-        rows = lambda M: "[" + ",".join("[" + ",".join(str(Decimal(float(x))) for x in r) + "]" for r in M) + "]"  # noqa: E731
-        Path(tmp, "s.toml").write_text(f"Q = {rows(Q)}\nK = {rows(K)}\nV = {rows(V)}\n")
+        if files:
+            for name, M in zip("qkv", (Q, K, V)):
+                np.save(Path(tmp, f"{name}.npy"), M)
+            Path(tmp, "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
+        else:
+            rows = lambda M: "[" + ",".join("[" + ",".join(str(Decimal(float(x))) for x in r) + "]" for r in M) + "]"  # noqa: E731
+            Path(tmp, "s.toml").write_text(f"Q = {rows(Q)}\nK = {rows(K)}\nV = {rows(V)}\n")
         np.save(Path(tmp, "o.npy"), reference(Q, K, V))
         start = time.perf_counter()
         run = subprocess.run(
@@ -121,6 +129,7 @@ def main() -> None:
             f"({r['ratio']:.1f}x), peak {r['peak_gib']:.2f} GiB, refined by arb {r['refined']} of "
             f"{r['entries']} ({100 * r['refined'] / r['entries']:.3f}%), max {r['max_ulps']} ULP"
         )
+    print(f"symattn compare, whole process, 1024×1024×64 from .npy files: {whole_process(1024, 64, files=True)}")
     for n in (1024, 512):  # a TOML spec of 1024×64 float32 values in exact decimals passes 4 MiB
         print(f"symattn compare, whole process, {n}×{n}×64 from a TOML spec: {whole_process(n, 64)}")
 

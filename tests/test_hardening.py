@@ -22,7 +22,7 @@ TINY = {"Q": [[1]], "K": [[1]], "V": [[1]]}
 ALL_KEYS = (
     "K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, alibi, alibi_slopes, b_K, b_O, b_Q, b_V, backward, causal_align, "
     "cjk_font, decimals, engine, expand, figures, focus, heading_level, heads, inputs, key_padding, key_tokens, "
-    "kv_heads, lang, mask, notation, numbered, paper, rope, rope_base, rope_style, rounding, scale, sinks, softcap, softmax, subs, title, tokens, "
+    "kv_heads, lang, layout, mask, notation, numbered, paper, rope, rope_base, rope_style, rounding, scale, sinks, softcap, softmax, subs, title, tokens, "
     "window"
 )
 ONE_LINE = "labels and titles are one line of text"

@@ -116,7 +116,7 @@ def test_hostile_results_are_one_line(tmp_path, capsys, name, content, message):
 
 def test_the_npy_header_pattern_has_no_two_spaces_in_a_row():
     # \s*,?\s* backtracks quadratically on spaces before a mismatch; each \s* here stands next to a literal
-    from symattn.input.floats import _HEADER
+    from symattn.input.tensorfile import _HEADER
 
     assert r"\s*,?\s*" not in _HEADER.pattern and r"\s*(?:,\s*)?\}" in _HEADER.pattern
 
@@ -126,7 +126,7 @@ def test_a_long_header_at_the_limit_is_matched_and_refused(tmp_path):
     path.write_bytes(npy(HEADER % "1, 1" + " " * 9000 + "x"))
     with pytest.raises(SpecError) as info:
         read_result(path)
-    assert str(info.value).startswith(f"{path}: descr: expected a float16, float32 or float64 array (header ")
+    assert str(info.value).startswith(f"{path}: descr: expected a float16, bfloat16, float32 or float64 array (header ")
 
 
 def test_the_exact_decimal_of_the_smallest_float64_is_read(tmp_path):

@@ -12,7 +12,7 @@ around it), so an error of at most 0.5 ULP means the float is the correctly roun
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -51,6 +51,9 @@ class Comparison:
     not_finite: tuple[tuple[tuple[int, int], str], ...]
     digits: int  # the model's significant digits that decided every error
     refined: int | None = None  # the float64 path (checking/kernel.py): entries arb decided; None: exact path
+    # issue 22: (B, H) where the inputs and the result have batch and head axes: the heads lie side by side
+    # (O: a block of columns each, batch by batch; LSE: a row each)
+    batch_heads: tuple[int, int] | None = None
 
     @property
     def histogram(self) -> tuple[tuple[int, int], ...]:
@@ -99,9 +102,29 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: 
         raise SpecError("--lse-base", None, f"expected e or 2, got {lse_base!r}")
     from symattn.checking import kernel
 
-    heads = kernel.heads_of(spec, quantity)
-    if heads is not None:
-        return kernel.compare_head(heads, result, "lse2" if quantity == "lse" and lse_base == "2" else quantity)
+    how = "lse2" if quantity == "lse" and lse_base == "2" else quantity
+    axes = None
+    if spec.batches or (result.array is not None and not result.rows):  # batch and head axes
+        from symattn.input.batched import arrange
+
+        result = arrange(result, spec.layout, quantity, spec.batch, spec.heads)
+        axes = (spec.batch, spec.heads)
+    if spec.batches:
+        heads: list = []
+        for b in range(spec.batch):
+            part = kernel.heads_of(spec.of_batch(b), quantity)
+            if part is None:
+                raise SpecError(
+                    spec.source,
+                    "Q",
+                    f"a batch of {spec.batch} needs the float64 path: Q, K and V of float32 values, and no "
+                    "projection, W_O, ALiBi, soft-capping, sinks or RoPE",
+                )
+            heads += part
+        return replace(kernel.compare_head(heads, result, how), batch_heads=axes)
+    heads_ = kernel.heads_of(spec, quantity)
+    if heads_ is not None:
+        return replace(kernel.compare_head(heads_, result, how), batch_heads=axes)
     if quantity == "lse":
         raise SpecError(
             spec.source, "Q", "--quantity lse needs Q, K and V of float32 values (the exact floats a kernel saw)"
@@ -152,7 +175,7 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: 
                 entries.append(Entry(i, j, result.rows[i][j], shown[i][j], ulps, relative, bucket))
             else:
                 entries.append(Entry(i, j, None, shown[i][j], None, None, len(EDGES)))
-    return Comparison(result.source, quantity, result.format, tuple(entries), result.not_finite, digits)
+    return Comparison(result.source, quantity, result.format, tuple(entries), result.not_finite, digits, None, axes)
 
 
 def _half_unit(value: Decimal) -> Fraction:
@@ -191,14 +214,14 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
         return None if x is None else number_text(x)
 
     worst, worst_relative = c.worst, c.worst_relative
+    where = _where(c)
     return {
         "source": c.source,
         "quantity": c.quantity,
         "format": c.format,
         "entries": [
             {
-                "row": e.row + 1,
-                "col": e.col + 1,
+                **where(e),
                 "value": None if e.value is None else _float_text(e.value),
                 "exact": str(e.exact),
                 "ulps": text(e.ulps),
@@ -206,7 +229,7 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
             }
             for e in c.entries
         ],
-        "not_finite": [{"row": i + 1, "col": j + 1, "value": v} for (i, j), v in c.not_finite],
+        "not_finite": [{**where(_at(i, j)), "value": v} for (i, j), v in c.not_finite],
         "summary": {
             "entries": len(c.entries),
             "correctly_rounded": c.correctly_rounded,
@@ -215,9 +238,50 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
             "max_relative": None if worst_relative is None else text(worst_relative.relative),
             "histogram": [{"ulps": bucket_label(b), "count": n} for b, n in c.histogram],
         },
+        **({} if c.batch_heads is None else {"heads": _head_data(c)}),
         "decided_at_digits": c.digits,
         **({} if c.refined is None else {"engine": {"path": "float64", "refined": c.refined}}),
     }
+
+
+def _where(c: Comparison) -> Any:
+    # an entry's place: (row, col) of the result, or with batch and head axes (batch, head, row, col) of its head
+    if c.batch_heads is None:
+        return lambda e: {"row": e.row + 1, "col": e.col + 1}
+    from symattn.checking.perhead import locator
+
+    position = locator(c)
+
+    def where(e: Entry) -> dict[str, int]:
+        b, h, i, j = position(e)
+        return {"batch": b + 1, "head": h + 1, "row": i + 1, "col": j + 1}
+
+    return where
+
+
+def _at(i: int, j: int) -> Entry:
+    # a not-finite entry's place, to be found as an entry's is
+    return Entry(i, j, None, Decimal(0), None, None, len(EDGES))
+
+
+def _head_data(c: Comparison) -> list[dict[str, Any]]:
+    from symattn.checking.perhead import summaries
+
+    def at(pair: tuple[int, int] | None) -> list[int] | None:
+        return None if pair is None else [pair[0] + 1, pair[1] + 1]
+
+    return [
+        {
+            "batch": s["batch"] + 1,
+            "head": s["head"] + 1,
+            "entries": s["entries"],
+            "correctly_rounded": s["correctly_rounded"],
+            "max_ulps": None if s["worst"] is None else number_text(s["worst"].ulps),
+            "max_ulps_at": at(s["worst_at"]),
+            "max_relative": None if s["worst_relative"] is None else number_text(s["worst_relative"].relative),
+        }
+        for s in summaries(c)
+    ]
 
 
 def render_comparison(c: Comparison, lang: str = "en", every: bool = False, worst: int = 10) -> str:
@@ -227,6 +291,7 @@ def render_comparison(c: Comparison, lang: str = "en", every: bool = False, wors
     total = max(1, len(c.entries))
     ranked = sorted((e for e in c.entries if e.value is not None), key=lambda e: (-e.bucket, -(e.ulps or 0)))
     shown = list(c.entries) if every else [e for e in c.entries if e.value is None] + ranked[:worst]
+    where = _where(c)
     # a bar of up to 40 marks per bucket, at least one for a bucket that has an entry
     histogram = [(b, n, max(1, (n * 40 + total - 1) // total)) for b, n in c.histogram]
     return render_template(
@@ -243,6 +308,9 @@ def render_comparison(c: Comparison, lang: str = "en", every: bool = False, wors
         label=bucket_label,
         num=number_text,
         value=lambda e: "—" if e.value is None else _float_text(e.value),
+        heads=None if c.batch_heads is None else _head_data(c),
+        place=lambda e: ",".join(str(v) for v in where(e).values()),
+        place_at=lambda i, j: ",".join(str(v) for v in where(_at(i, j)).values()),
     )
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from symattn.checking.deciding import decide, figure, is_double, shown, shown_many
 from symattn.checking.refine import refine
 from symattn.exact import compensated, float64, logsumexp
+from symattn.input.filematrix import FileMatrix
 from symattn.input.floats import FloatResult
 
 LSE = {"lse": "e", "lse2": "2"}  # the log-sum-exp, natural or base 2: one row per head
@@ -28,8 +29,10 @@ FLOAT_DIGITS = 13  # of an exact value the float64 bound decides: shown() and sh
 
 def heads_of(spec, quantity: str) -> list[float64.Head] | None:
     """The spec's heads as float32-valued arrays, or None where the float64 path does not apply (decimal
-    inputs, projections, W_O; the weights of several heads)."""
+    inputs, projections, W_O, ALiBi, soft-capping, sinks and RoPE; the weights of several heads)."""
     if spec.projection is not None or spec.backward is not None or spec.W_O is not None:
+        return None
+    if any(getattr(spec, v) is not None for v in ("alibi", "softcap", "sinks", "rope")):  # scores it does not model
         return None
     if spec.heads > 1:
         if quantity == "weights":
@@ -44,6 +47,11 @@ def head_of(spec) -> float64.Head | None:
     """One head's inputs as float32-valued arrays, or None where they are not all float32 values."""
     arrays = []
     for m in (spec.Q, spec.K, spec.V):
+        if isinstance(m, FileMatrix):  # a file's floats: the array is exact, no Fraction made
+            if not float64.is_float32(m.array):
+                return None
+            arrays.append(m.array)
+            continue
         values = [x.value for row in m for x in row]
         if not all(map(is_double, values)):  # a decimal like 0.1: not a float
             return None
@@ -106,8 +114,12 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
         raise ShapeError(
             result.source, "shape", f"the result is {got[0]}×{got[1]} and the exact {quantity} is {rows}×{cols}"
         )
-    x = np.array([[np.nan if v is None else float(v) for v in row] for row in result.rows], dtype=np.float64)
-    exact_float = np.array([[v is not None and is_double(v) for v in row] for row in result.rows], dtype=bool)
+    if result.array is not None:  # a .npy file's floats, exactly: no Fraction turned back
+        x = result.array
+        exact_float = np.isfinite(x)
+    else:
+        x = np.array([[np.nan if v is None else float(v) for v in row] for row in result.rows], dtype=np.float64)
+        exact_float = np.array([[v is not None and is_double(v) for v in row] for row in result.rows], dtype=bool)
     ok, (q_u, k_u), (q_r, k_r), bucket = decide(np.where(exact_float, x, 0.0), lo, hi, result.format)
     ok &= exact_float
     if quantity == "output":  # the outputs left open: their sums again, error-free (a bound ~10x tighter)

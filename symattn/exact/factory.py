@@ -17,6 +17,14 @@ if TYPE_CHECKING:
 def build(spec: Spec) -> AttentionModel:
     """The exact model a spec asks for: symbols, several heads (or W_O), or one head; with
     ``[backward]``, the backward pass over it."""
+    if spec.batches:  # issue 22: several batches are compare's, on its float64 path
+        from symattn.input.errors import SpecError
+
+        raise SpecError(
+            spec.source,
+            "Q",
+            f"a batch of {spec.batch} is for compare (with float32-valued inputs); a derivation takes one batch",
+        )
     if spec.is_symbolic:
         from symattn.exact.symbolic import build_symbolic, has_all_values
 

@@ -305,7 +305,7 @@ def claims_from_mapping(
             if not isinstance(path, str):
                 raise reader.error("spec", f"expected a path, got {kind_of(path)}")
             full = (base or Path(".")) / path
-            spec = spec_from_mapping(read_table(full), str(full))
+            spec = spec_from_mapping(read_table(full), str(full), full.parent)
         else:
             spec = spec_from_mapping(inline, source)
     if "claims" not in data:

@@ -7,29 +7,25 @@ infinities stay as they are (``None`` with a note of which): a kernel that retur
 them has an error the report must show, not a crash.
 
 The ``.npy`` header is a Python dict literal; it is matched against a fixed grammar,
-never evaluated.
+never evaluated (``tensorfile.py``, shared with the spec keys that name a file).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
-from symattn.input import limits
+import numpy as np
+
+from symattn.input import limits, tensorfile
 from symattn.input.errors import LimitError, SpecError
 
 # precision p (significand bits, with the hidden one) and the smallest normal exponent of each format
 FORMATS = {"float16": (11, -14), "bfloat16": (8, -126), "float32": (24, -126), "float64": (53, -1022)}
-_NPY_TYPES = {"f2": ("float16", "e", 2), "f4": ("float32", "f", 4), "f8": ("float64", "d", 8)}
-_MAGIC = b"\x93NUMPY"
-_HEADER = re.compile(
-    r"\{\s*'descr'\s*:\s*'(?P<descr>[<>|=]f[248])'\s*,\s*'fortran_order'\s*:\s*(?P<fortran>True|False)\s*,"
-    r"\s*'shape'\s*:\s*\((?P<shape>[0-9,\s]*)\)\s*(?:,\s*)?\}\s*"
-)  # no two \s* side by side: linear
 _DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]{1,4})?")
 
 
@@ -41,6 +37,10 @@ class FloatResult:
     format: str  # a key of FORMATS: the format the entries are measured in
     rows: tuple[tuple[Fraction | None, ...], ...]
     not_finite: tuple[tuple[tuple[int, int], str], ...]  # ((row, col) 0-based, "nan" | "inf" | "-inf")
+    # a .npy file's floats as float64, exactly (NaN and infinities as they are): compare's float64 path
+    # takes them from here, not back from the Fractions. A result with batch and head axes (3 or 4 of
+    # them) has no rows yet: compare lines its heads up with the spec's (batched.arrange)
+    array: Any = field(default=None, compare=False, repr=False)
 
 
 def read_result(path: str | Path, fmt: str | None = None) -> FloatResult:
@@ -49,7 +49,7 @@ def read_result(path: str | Path, fmt: str | None = None) -> FloatResult:
     if fmt is not None and fmt not in FORMATS:
         raise SpecError(source, None, f"unknown float format {fmt!r}; expected one of {', '.join(FORMATS)}")
     data = _read_bytes(path)
-    if source.lower().endswith(".npy") or data.startswith(_MAGIC):
+    if source.lower().endswith(".npy") or data.startswith(tensorfile.NPY_MAGIC):
         return _npy(source, data, fmt)
     return _json(source, data, fmt or "float64")
 
@@ -70,50 +70,29 @@ def _read_bytes(path: str | Path) -> bytes:
 
 
 def _npy(source: str, data: bytes, fmt: str | None) -> FloatResult:
-    if not data.startswith(_MAGIC) or len(data) < 10:
-        raise SpecError(source, None, "not a .npy file (no \\x93NUMPY magic)")
-    major = data[6]
-    if major == 1:
-        size, start = struct.unpack("<H", data[8:10])[0], 10
-    elif major in (2, 3) and len(data) >= 12:
-        size, start = struct.unpack("<I", data[8:12])[0], 12
-    else:
-        raise SpecError(source, None, f"unsupported .npy version {major}")
-    if size > limits.NPY_HEADER:  # before matching: a long header is never a float matrix's
-        raise LimitError(source, None, f"a .npy header of {size} bytes; at most {limits.NPY_HEADER} (the limit)")
-    header = data[start : start + size].decode("latin-1")
-    match = _HEADER.fullmatch(header)
-    if match is None:
-        raise SpecError(
-            source, "descr", f"expected a float16, float32 or float64 array (header {header.strip()[:80]!r})"
-        )
-    descr = match["descr"]
-    name, code, width = _NPY_TYPES[descr[1:]]
-    if fmt is not None and fmt != name:
-        raise SpecError(source, "descr", f"the file holds {name}, not {fmt}")
-    parts = [p.strip() for p in match["shape"].split(",") if p.strip()]
-    if any(len(p) > 9 for p in parts):  # refused before int(), which stops at 4300 digits
-        raise LimitError(source, "shape", f"a dimension of more than 9 digits; at most {limits.TOKENS}×{limits.DIMS}")
-    shape = [int(p) for p in parts]
+    array = tensorfile.read_npy(source, data)
+    if fmt is not None and fmt != array.format:
+        raise SpecError(source, "descr", f"the file holds {array.format}, not {fmt}")
+    shape = list(array.values.shape)
+    parts = ", ".join(map(str, shape))
     while len(shape) > 2 and shape[0] == 1:  # (1, n, d) and (1, 1, n, d): a batch of one, one head
         shape.pop(0)
     if len(shape) == 1:
         shape = [1, shape[0]]
+    if len(shape) in (3, 4) and 0 not in shape:  # batch and head axes: compare lines them up with the spec's
+        if array.values.size > limits.TENSOR_ENTRIES:
+            raise LimitError(source, "shape", f"({parts}): more than {limits.TENSOR_ENTRIES} entries (the limit)")
+        return FloatResult(source, array.format, (), (), array.values.reshape(shape))
     if len(shape) != 2 or 0 in shape:
-        raise SpecError(source, "shape", f"expected a matrix (rows, columns), got shape ({', '.join(parts)})")
+        raise SpecError(source, "shape", f"expected a matrix (rows, columns), got shape ({parts})")
     rows, cols = shape
     if rows > limits.TOKENS or cols > limits.DIMS:
         raise LimitError(source, "shape", f"{rows}×{cols}; at most {limits.TOKENS}×{limits.DIMS}")
-    body = data[start + size :]
-    if len(body) != rows * cols * width:
-        raise SpecError(
-            source, "shape", f"{len(body)} bytes of data for {rows}×{cols} {name} ({rows * cols * width} expected)"
-        )
-    order = ">" if descr[0] == ">" else "<"
-    flat = struct.unpack(f"{order}{rows * cols}{code}", body)
-    if match["fortran"] == "True":
-        flat = tuple(flat[j * rows + i] for i in range(rows) for j in range(cols))
-    return _result(source, name, [list(flat[i * cols : (i + 1) * cols]) for i in range(rows)])
+    values = array.values.reshape(rows, cols)
+    if not np.isfinite(values).all():
+        return replace(_result(source, array.format, values.tolist()), array=values)
+    exact = tuple(tuple(map(Fraction, row)) for row in values.tolist())  # exact: each a dyadic rational
+    return FloatResult(source, array.format, exact, (), values)
 
 
 def _result(source: str, name: str, rows: list[list[object]]) -> FloatResult:

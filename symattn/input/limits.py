@@ -207,6 +207,12 @@ NPY_HEADER = 10_000  # bytes of a .npy header (NumPy's own max_header_size); che
 # significant digits, 1074 after the point) fits; checked before the text is converted
 RESULT_NUMBER_LENGTH = 1100
 
+# --- issue 22: spec keys that name a .npy or .safetensors file -----------------------
+TENSOR_BYTES = 64 * 1024 * 1024  # one such file (1024 × 1024 float64 is 8 MiB); checked before it is read
+TENSOR_ENTRIES = 1 << 23  # entries of one array of a .npy or .safetensors file (64 MiB as float64)
+SAFETENSORS_HEADER = 1024 * 1024  # bytes of a .safetensors JSON header; checked before it is parsed
+BATCH_HEADS = 64  # batches × heads of Q, K, V files with those axes (FlashAttention's grid: 9 × 6)
+
 # --- issue 20 (modA): grouped-query heads and the sliding window ---------------------
 WINDOW = 1024  # keys of a sliding window (as many as the tokens: a wider one would mean no window anyway)
 KV_HEADS = 16  # key/value heads (grouped-query): at most the query heads

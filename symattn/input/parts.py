@@ -10,6 +10,7 @@ from typing import Any
 from symattn.input import limits
 from symattn.input.choices import MASKS
 from symattn.input.errors import ShapeError
+from symattn.input.filematrix import has_formulas
 from symattn.input.formula import Formula, terms
 from symattn.input.groups import check_kv_heads
 from symattn.input.masks_modern import empty_row_reason, read_diagonal
@@ -52,7 +53,7 @@ def _terms(x: object) -> int:
 
 
 def _has_symbols(m: Matrix | None) -> bool:
-    return m is not None and any(isinstance(x, Formula) for row in m for x in row)
+    return m is not None and has_formulas(m)
 
 
 def check_symbolic(reader: Reader, matrices: list[tuple[str, Matrix | None]]) -> None:
@@ -146,6 +147,8 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
             allowed.append(out)
     # the causal diagonal (top-left or bottom-right) and the sliding window, ANDed with the mask
     diagonal = read_diagonal(reader, data, kind == "causal", n, m)
+    if kind == "none" and diagonal.window is None and "key_padding" not in data:  # every key: no n×m loop
+        return kind, None, None, diagonal
     allowed = [
         [a and diagonal.allows(kind == "causal", i, j) for j, a in enumerate(row)] for i, row in enumerate(allowed)
     ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal, TypeGuard, cast, overload
 
 from symattn.input import limits
@@ -51,8 +52,9 @@ def parse_index(raw: object) -> int | None:
 class Reader:
     """Validation helpers that know the source name for error messages."""
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, folder: Path | None = None):
         self.source = source
+        self.folder = folder  # the spec file's folder, where a matrix given as a file name is found
 
     def error(self, key: str | None, problem: str, position: tuple[int, ...] = ()) -> SpecError:
         return SpecError(self.source, key, problem, position)
@@ -65,6 +67,12 @@ class Reader:
     @overload
     def matrix(self, raw: object, key: str, *, max_rows: int = ..., symbolic: bool) -> Matrix: ...
     def matrix(self, raw: object, key: str, *, max_rows: int = limits.TOKENS, symbolic: bool = False) -> Matrix:
+        from symattn.input import filematrix
+
+        if isinstance(raw, filematrix.FileMatrix):  # one batch of a file with batch and head axes, checked
+            return cast(Matrix, raw)
+        if isinstance(raw, str) and not isinstance(raw, FloatText):  # "q.npy": the exact floats of a file
+            return cast(Matrix, filematrix.read(raw, key, self.source, self.folder, max_rows))
         if not isinstance(raw, (list, tuple)):
             raise self.error(key, f"expected a matrix (a list of rows), got {kind_of(raw)}")
         if not raw:

@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from symattn.input.batched import read_batched
 from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, FIGURES, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
 from symattn.input.choices import INPUTS as INPUT_MODES
+from symattn.input.filematrix import FileMatrix, has_formulas
 from symattn.input.files import read_table
 from symattn.input.formula import Formula
 from symattn.input.groups import group_of, read_kv_heads
@@ -90,6 +92,21 @@ class Spec:
     sinks: tuple[Numeral, ...] | None = None  # one sink logit per head, in each softmax's denominator
     # rotary position embeddings (input/rope.py): Q and K of each head rotated by position
     rope: Rope | None = None
+    # issue 22: Q, K, V files with batch and head axes; batches holds every batch's (Q, K, V), Q, K, V the first
+    layout: str = "bhnd"  # or "bnhd": the order of the files' axes (and of a result's)
+    batches: tuple[tuple[Matrix, Matrix, Matrix], ...] = ()  # empty: one batch, Q, K, V
+
+    @property
+    def batch(self) -> int:
+        """Batches of Q, K, V (files with a batch axis): compare takes them all, everything else one."""
+        return max(1, len(self.batches))
+
+    def of_batch(self, b: int) -> Spec:
+        """The spec of batch b (0-based): its Q, K and V, the rest the same."""
+        if not self.batches:
+            return self
+        Q, K, V = self.batches[b]
+        return replace(self, Q=Q, K=K, V=V, batches=())
 
     @property
     def page(self) -> str:
@@ -104,12 +121,13 @@ class Spec:
         matrices = [self.Q, self.K, self.V]
         if self.projection is not None:
             matrices += self.projection.inputs()
-        names = {name for m in matrices for row in m for x in row if isinstance(x, Formula) for name in x.symbols}
+        formulas = [x for m in matrices if has_formulas(m) for row in m for x in row if isinstance(x, Formula)]
+        names = {name for x in formulas for name in x.symbols}
         return tuple(sorted(names))
 
     @property
     def is_symbolic(self) -> bool:
-        return any(isinstance(x, Formula) for m in (self.Q, self.K, self.V) for row in m for x in row)
+        return any(has_formulas(m) for m in (self.Q, self.K, self.V))
 
     @property
     def d_k(self) -> int:
@@ -144,6 +162,8 @@ class Spec:
 
         def columns(m: Matrix, blocks: int, block: int) -> Matrix:
             width = len(m[0]) // blocks  # V may be wider or narrower than Q and K
+            if isinstance(m, FileMatrix):  # a file's array stays an array (compare's float64 path takes it)
+                return cast(Matrix, m.columns(block * width, (block + 1) * width))
             return tuple(row[block * width : (block + 1) * width] for row in m)
 
         group = group_of(index, self.heads, self.kv_groups)  # grouped-query: the shared K and V
@@ -260,15 +280,24 @@ SPEC_KEYS = (
     "causal_align",
     *SCORE_VARIANT_KEYS,
     *ROPE_KEYS,
+    "layout",
 )
 
 
-def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
-    """Validate a mapping of spec keys (as read from TOML/JSON, or written in Python)."""
-    reader = Reader(source)
+def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: Path | None = None) -> Spec:
+    """Validate a mapping of spec keys (as read from TOML/JSON, or written in Python).
+
+    ``folder`` is the spec file's: a matrix given as a file name is read from there (and only there);
+    without it, file names are refused.
+    """
+    reader = Reader(source, folder)
     if not isinstance(data, Mapping):
         raise reader.error(None, f"expected a table of spec keys, got {kind_of(data)}")
     check_keys(reader, data, SPEC_KEYS)
+    batches: tuple = ()
+    layout = "bhnd"
+    if "X" not in data:  # Q, K, V files with batch and head axes: batch 0 as matrices, heads and kv_heads set
+        data, batches, layout = read_batched(reader, data)
     kv_heads = read_kv_heads(reader, data)  # issue 20: grouped-query heads (K and V checked in read_heads)
     projection = None
     if "X" in data:
@@ -316,7 +345,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
     else:
         key_tokens = ()
     heads, W_O, b_O = read_heads(reader, data, projection, len(V[0]), len(Q[0]), kv_heads, len(K[0]))
-    if heads > 1 and any(isinstance(x, Formula) for m in (Q, K, V) for row in m for x in row):
+    if heads > 1 and any(has_formulas(m) for m in (Q, K, V)):
         raise reader.error("heads", "symbols are supported with one head only")
     rope = read_rope(reader, data, len(Q[0]) // heads, heads, len(Q), len(K), _has_formula(Q, K))
     mask, allowed, padding, diagonal = read_mask(reader, data, tokens, key_tokens or tokens)
@@ -356,6 +385,8 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
         window=diagonal.window,
         causal_align=diagonal.align,
         rope=rope,
+        layout=layout,
+        batches=batches,
     )
     spec = replace(spec, alibi=read_alibi(reader, data, heads, spec.is_symbolic))
     spec = replace(spec, softcap=read_softcap(reader, data, spec.is_symbolic))
@@ -373,7 +404,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Spec:
 
 
 def _has_formula(*matrices: Matrix) -> bool:
-    return any(isinstance(x, Formula) for m in matrices for row in m for x in row)
+    return any(has_formulas(m) for m in matrices)
 
 
 def load_spec(spec: str | Path | Mapping[str, Any] | Spec) -> Spec:
@@ -382,4 +413,4 @@ def load_spec(spec: str | Path | Mapping[str, Any] | Spec) -> Spec:
         return spec
     if isinstance(spec, Mapping):
         return spec_from_mapping(spec)
-    return spec_from_mapping(read_table(spec), str(spec))
+    return spec_from_mapping(read_table(spec), str(spec), Path(spec).parent)

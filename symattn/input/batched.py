@@ -1,0 +1,139 @@
+"""Q, K and V files with batch and head axes, as kernels hold them (issue 22): (H, N, D) or (B, H, N, D)
+with ``layout = "bhnd"`` (the default), (N, H, D) or (B, N, H, D) with ``layout = "bnhd"``.
+
+Each batch becomes the multi-head spec symattn already knows: Q of N rows and H·D columns (the heads'
+blocks side by side), K and V with one block per key/value head, ``heads = H`` and, where K has fewer
+heads than Q, ``kv_heads`` (grouped-query). The batches past the first are kept beside the spec;
+only ``compare`` takes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from symattn.input import filematrix, limits, tensorfile
+from symattn.input.errors import LimitError, ShapeError, SpecError
+from symattn.input.filematrix import FileMatrix
+from symattn.input.reader import Reader
+
+LAYOUTS = ("bhnd", "bnhd")
+Batch = tuple[FileMatrix, FileMatrix, FileMatrix]  # one batch's Q, K, V, each (N, heads · D)
+
+
+def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[Batch, ...], str]:
+    """The spec's keys with Q, K, V of batch 0 as matrices (and heads, kv_heads set), every batch, the layout.
+
+    Q, K and V that are not all files of 3 or 4 axes are left as they are (no batches).
+    """
+    layout = reader.choice(data.get("layout", "bhnd"), "layout", LAYOUTS)
+    given = {key: data.get(key) for key in ("Q", "K", "V")}
+    if not all(filematrix.names_file(v) for v in given.values()) or reader.folder is None:
+        return dict(data), (), layout
+    raw = {key: str(v) for key, v in given.items()}
+    arrays = {key: filematrix.read_array(v, key, reader.source, reader.folder) for key, v in raw.items()}
+    axes = {key: a.values.ndim for key, a in arrays.items()}
+    if all(_leading_ones(a.values) for a in arrays.values()):  # matrices (or a batch of one, one head)
+        out = dict(data)
+        for key, a in arrays.items():
+            out[key] = filematrix.matrix_of(a, raw[key], key, reader.source, limits.TOKENS)
+        return out, (), layout
+    if len(set(axes.values())) != 1 or axes["Q"] not in (3, 4):
+        shapes = ", ".join(f"{k} {tuple(a.values.shape)}" for k, a in arrays.items())
+        raise ShapeError(reader.source, "Q", f"Q, K and V need 3 or 4 axes alike ({layout}); got {shapes}")
+    bhnd = {key: _bhnd(a.values, layout) for key, a in arrays.items()}
+    Q, K, V = bhnd["Q"], bhnd["K"], bhnd["V"]
+    batch, heads, n, d = Q.shape
+    if K.shape[0] != batch or V.shape[0] != batch:
+        raise ShapeError(reader.source, "K", f"a batch of {K.shape[0]} (K) and {V.shape[0]} (V); Q has {batch}")
+    kv = K.shape[1]
+    if V.shape[1] != kv or K.shape[2] != V.shape[2]:
+        raise ShapeError(
+            reader.source, "V", f"V {tuple(V.shape)} needs the batch, heads and keys of K {tuple(K.shape)} (bhnd)"
+        )
+    if K.shape[3] != d:
+        raise ShapeError(reader.source, "K", f"K's heads have {K.shape[3]} dimensions, Q's {d} (d_k)")
+    if heads % kv:
+        raise ShapeError(reader.source, "K", f"{kv} key/value heads do not divide Q's {heads} heads")
+    if batch * heads > limits.BATCH_HEADS:
+        raise LimitError(
+            reader.source, "Q", f"{batch} batches × {heads} heads; at most {limits.BATCH_HEADS} (the limit)"
+        )
+    _given(reader, data, "heads", heads)
+    if kv < heads or "kv_heads" in data:
+        _given(reader, data, "kv_heads", kv)
+    for key, M in bhnd.items():
+        bad = np.argwhere(~np.isfinite(M))
+        if bad.size:
+            at = tuple(int(i) + 1 for i in bad[0])
+            raise SpecError(reader.source, key, f"not a finite number ({layout} order)", at)
+    batches = tuple(
+        tuple(_side_by_side(bhnd[key][b], arrays[key].format, str(raw[key]), key, reader) for key in ("Q", "K", "V"))
+        for b in range(batch)
+    )
+    out = dict(data)
+    out["Q"], out["K"], out["V"] = batches[0]
+    out["heads"] = heads
+    if kv < heads:
+        out["kv_heads"] = kv
+    return out, batches if batch > 1 else (), layout  # type: ignore[return-value]
+
+
+def _leading_ones(values: np.ndarray) -> bool:
+    return values.ndim <= 2 or all(n == 1 for n in values.shape[:-2])
+
+
+def _bhnd(values: np.ndarray, layout: str) -> np.ndarray:
+    if values.ndim == 3:
+        values = values[None]
+    return values if layout == "bhnd" else values.transpose(0, 2, 1, 3)
+
+
+def _side_by_side(heads: np.ndarray, fmt: str, name: str, key: str, reader: Reader) -> FileMatrix:
+    """(H, N, D) as (N, H·D): the heads' column blocks side by side, as a multi-head spec has them."""
+    h, n, d = heads.shape
+    if n > limits.TOKENS or h * d > limits.DIMS:
+        raise LimitError(reader.source, key, f"{n}×{h * d} per batch; at most {limits.TOKENS}×{limits.DIMS}")
+    return FileMatrix(np.ascontiguousarray(heads.transpose(1, 0, 2).reshape(n, h * d)), fmt, name)
+
+
+def _given(reader: Reader, data: Mapping[str, Any], key: str, value: int) -> None:
+    if key in data and data[key] != value:
+        raise reader.error(key, f"{data[key]!r}, but the files have {value}")
+
+
+def arrange(result: Any, layout: str, quantity: str, batch: int, heads: int) -> Any:
+    """A result with batch and head axes as compare's float64 path lines heads up: (N, B·H·D) for O, and
+    (B·H, N) for the log-sum-exp (a row per head), batch by batch."""
+    from dataclasses import replace
+    from fractions import Fraction
+
+    values = result.array
+    if quantity == "weights":
+        raise SpecError("--quantity", None, "weights with batch and head axes: compare one head's (N, M) weights")
+    if values is None or (values.ndim < 3 and not (quantity.startswith("lse") and values.ndim == 2)):
+        raise ShapeError(
+            result.source, "shape", f"the spec has {batch} batches × {heads} heads: the result needs those axes too"
+        )
+    if quantity.startswith("lse"):  # (B, H, N), as FlashAttention returns it whatever the layout
+        values = values.reshape(-1, values.shape[-1])
+        if values.shape[0] != batch * heads:
+            raise ShapeError(result.source, "shape", f"{values.shape[0]} rows of LSE for {batch} × {heads} heads")
+    else:
+        values = _bhnd(values, layout)
+        if values.shape[:2] != (batch, heads):
+            raise ShapeError(
+                result.source,
+                "shape",
+                f"{values.shape[0]} batches × {values.shape[1]} heads ({layout}); the spec has {batch} × {heads}",
+            )
+        values = values.transpose(2, 0, 1, 3).reshape(values.shape[2], -1)
+    values = np.ascontiguousarray(values)
+    bad = tensorfile.not_finite(values)
+    rows = tuple(tuple(None if not np.isfinite(x) else Fraction(x) for x in row) for row in values.tolist())
+    return replace(result, rows=rows, not_finite=tuple(((i, j), v) for (i, j), v in bad), array=values)
+
+
+__all__ = ["LAYOUTS", "arrange", "read_batched"]
