@@ -12,7 +12,8 @@ around it), so an error of at most 0.5 ULP means the float is the correctly roun
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -51,6 +52,8 @@ class Comparison:
     not_finite: tuple[tuple[tuple[int, int], str], ...]
     digits: int  # the model's significant digits that decided every error
     refined: int | None = None  # the float64 path (checking/kernel.py): entries arb decided; None: exact path
+    # the exact values as intervals narrowed on demand (checking/enclosing.py), for the verdict of tolerance.py
+    enclose: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def histogram(self) -> tuple[tuple[int, int], ...]:
@@ -152,7 +155,17 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: 
                 entries.append(Entry(i, j, result.rows[i][j], shown[i][j], ulps, relative, bucket))
             else:
                 entries.append(Entry(i, j, None, shown[i][j], None, None, len(EDGES)))
-    return Comparison(result.source, quantity, result.format, tuple(entries), result.not_finite, digits)
+    from symattn.checking.enclosing import ExactEnclosure
+
+    return Comparison(
+        result.source,
+        quantity,
+        result.format,
+        tuple(entries),
+        result.not_finite,
+        digits,
+        enclose=lambda: ExactEnclosure(model, quantity, rationals),
+    )
 
 
 def _half_unit(value: Decimal) -> Fraction:
@@ -220,8 +233,12 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
     }
 
 
-def render_comparison(c: Comparison, lang: str = "en", every: bool = False, worst: int = 10) -> str:
-    """The comparison as plain text: summary, histogram, then the worst entries (or every entry)."""
+def render_comparison(
+    c: Comparison, lang: str = "en", every: bool = False, worst: int = 10, tolerance: Any = None
+) -> str:
+    """The comparison as plain text: summary, the verdict of ``tolerance`` (tolerance.Tolerance), the
+    histogram, then the worst entries (or every entry)."""
+    from symattn.checking.tolerance import fraction_text
     from symattn.rendering.renderer import render_template
 
     total = max(1, len(c.entries))
@@ -240,10 +257,18 @@ def render_comparison(c: Comparison, lang: str = "en", every: bool = False, wors
         percent=None if c.refined is None else _percent(c.refined, total),
         worst=c.worst,
         worst_relative=c.worst_relative,
+        tol=tolerance,
+        tol_text=fraction_text,
+        tol_source=None if tolerance is None else _not_finite_source(c, tolerance),
         label=bucket_label,
         num=number_text,
         value=lambda e: "—" if e.value is None else _float_text(e.value),
     )
+
+
+def _not_finite_source(c: Comparison, tolerance: Any) -> str:
+    # the result the first NaN or infinity is in: the result's own, else the naive one's
+    return c.source if c.not_finite or tolerance.naive is None else tolerance.naive
 
 
 def _percent(part: int, total: int) -> str:

@@ -188,8 +188,17 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
             else:  # not finite: its exact value still shown
                 exact = shown(lo_list[i][j], hi_list[i][j], FLOAT_DIGITS)
                 entries.append(Entry(i, j, None, exact, None, None, len(EDGES)))
+    from symattn.checking.enclosing import FloatEnclosure
+
     return Comparison(
-        result.source, quantity, result.format, tuple(entries), result.not_finite, digits, refined=len(refined)
+        result.source,
+        quantity,
+        result.format,
+        tuple(entries),
+        result.not_finite,
+        digits,
+        refined=len(refined),
+        enclose=lambda: FloatEnclosure(heads, quantity, lo, hi, offsets),
     )
 
 

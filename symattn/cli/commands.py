@@ -360,18 +360,34 @@ def _compare(args: argparse.Namespace) -> int:
     import json
 
     from symattn.checking.compare import compare, comparison_data, render_comparison
+    from symattn.checking.tolerance import decide, parse_tolerance, tolerance_data
     from symattn.input.floats import read_result
     from symattn.input.spec import load_spec
 
+    rtol = None if args.rtol is None else parse_tolerance(args.rtol, "--rtol")
+    atol = None if args.atol is None else parse_tolerance(args.atol, "--atol")
     spec = load_spec(args.spec)
-    comparison = compare(spec, read_result(args.result, args.dtype), args.quantity, args.lse_base)
+    result = read_result(args.result, args.dtype)
+    naive = None if args.naive is None else read_result(args.naive, args.dtype)
+    comparison = compare(spec, result, args.quantity, args.lse_base)
+    verdict = None
+    if naive is not None or rtol is not None or atol is not None:
+        assert comparison.enclose is not None  # every comparison can enclose its exact values
+        verdict = decide(result, comparison.enclose(), naive, rtol, atol)
     if args.format == "json":
-        _emit(json.dumps(comparison_data(comparison), ensure_ascii=False, indent=2) + "\n", args.output)
+        data = comparison_data(comparison)
+        if verdict is not None:
+            data["verdict"] = tolerance_data(verdict)
+            if verdict.rule == "flash":
+                data["ratio"] = data["verdict"]["ratio"]
+        _emit(json.dumps(data, ensure_ascii=False, indent=2) + "\n", args.output)
     else:
-        _emit(render_comparison(comparison, _language(args.lang) if args.lang else "en", args.all), args.output)
+        lang = _language(args.lang) if args.lang else "en"
+        _emit(render_comparison(comparison, lang, args.all, tolerance=verdict), args.output)
     worst = comparison.worst
     over = args.max_ulp is not None and worst is not None and worst.ulps > args.max_ulp
-    return 1 if over or comparison.not_finite else 0
+    failed = verdict is not None and not verdict.passed
+    return 1 if over or failed or comparison.not_finite else 0
 
 
 def _verify(args: argparse.Namespace) -> int:
