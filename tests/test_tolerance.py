@@ -177,16 +177,49 @@ def test_narrowed_ends_lie_inside_the_float64_bounds(quantity):
     zero = FloatResult("z.json", "float32", tuple((Fraction(0),) * cols for _ in range(rows)), ())
     enclosure = compare(spec, zero, quantity).enclose()
     points = [(0, 1), (0, 3)]
-    base, narrow = enclosure.at(points, 0), enclosure.at(points, 1)
-    for i, j in points:
-        (a, b), (c, d) = base[(i, j)], narrow[(i, j)]
-        assert a <= c <= d <= b and d - c < (b - a) / 1000
-        if quantity == "lse":
+    base = enclosure.at(points, 0)
+    arb_level = 2 if quantity == "output" else 1  # outputs: level 1 is the error-free sum (Sum2)
+    for level in range(1, arb_level + 1):
+        narrow = enclosure.at(points, level)
+        for i, j in points:
+            (a, b), (c, d) = base[(i, j)], narrow[(i, j)]
+            assert a <= c <= d <= b
+            if level == arb_level:
+                assert d - c < (b - a) / 1000
+            if quantity == "lse":
+                with mpmath.workdps(60):
+                    s = [sum(Fraction(float(x)) * Fraction(float(y)) for x, y in zip(Q[j], k)) for k in K]
+                    value = mpmath.log(mpmath.fsum(mpmath.exp(mpmath.mpf(x.numerator) / x.denominator / 2) for x in s))
+            else:
+                weights, output = mp_row(Q, K, V, i)
+                value = (weights if quantity == "weights" else output)[j]
             with mpmath.workdps(60):
-                s = [sum(Fraction(float(x)) * Fraction(float(y)) for x, y in zip(Q[j], k)) for k in K]
-                value = mpmath.log(mpmath.fsum(mpmath.exp(mpmath.mpf(x.numerator) / x.denominator / 2) for x in s))
-        else:
-            weights, output = mp_row(Q, K, V, i)
-            value = (weights if quantity == "weights" else output)[j]
-        with mpmath.workdps(60):
-            assert mpmath.mpf(c.numerator) / c.denominator <= value <= mpmath.mpf(d.numerator) / d.denominator
+                assert mpmath.mpf(c.numerator) / c.denominator <= value <= mpmath.mpf(d.numerator) / d.denominator
+
+
+def test_row_relative_error_of_an_output_near_zero_after_cancellation(tmp_path, capsys):
+    """An output column that cancels to about 1e-4 in a row of magnitude about 1: thousands of ULPs and a
+    large relative error, a small error relative to the row. The figures come from mpmath at 50 digits."""
+    rng = np.random.default_rng(3)
+    n, d = 64, 16
+    Q, K = (rng.standard_normal((n, d)).astype(np.float32).astype(np.float64) for _ in range(2))
+    V = rng.standard_normal((n, 4)).astype(np.float32).astype(np.float64)
+    weights = mp_row(Q, K, V, 0)[0]
+    with mpmath.workdps(60):  # V's column 4 chosen so that row 1's output there nearly cancels
+        shift = mpmath.fsum(w * float(V[j][3]) for j, w in enumerate(weights)) - mpmath.mpf("1e-4")
+    V[:, 3] = (V[:, 3] - float(shift)).astype(np.float32)
+    spec = {name: [[exact_text(x) for x in r] for r in M] for name, M in (("Q", Q), ("K", K), ("V", V))}
+    output = mp_row(Q, K, V, 0)[1]
+    with mpmath.workdps(60):
+        exact = [Fraction(mpmath.nstr(o, 55, min_fixed=-mpmath.inf, max_fixed=mpmath.inf)) for o in output]
+    out = np.zeros((n, 4), dtype=np.float32)
+    out[0] = [float(e) for e in exact]
+    out[0, 3] = np.float32(float(exact[3] * (1 + Fraction(1, 1000))))  # relative 1e-3 where it cancels
+    np.save(tmp_path / "c.npy", out)
+    data = compare(spec, read_result(tmp_path / "c.npy"))
+    e = data.entries[3]
+    scale = max(abs(x) for x in exact)
+    assert abs(exact[3]) < Fraction(1, 1000) < scale
+    assert e.row_relative == significant_exact(abs(Fraction(float(out[0, 3])) - exact[3]) / scale, 3)
+    assert e.relative == significant_exact(abs(Fraction(float(out[0, 3])) - exact[3]) / abs(exact[3]), 3)
+    assert (str(e.ulps), str(e.relative), str(e.row_relative)) == ("1.37E+4", "0.00100", "2.21E-7")

@@ -41,6 +41,8 @@ class Entry:
     ulps: Decimal | None  # |value − exact| / ulp(exact), to SHOWN_DIGITS significant digits
     relative: Decimal | None  # |value − exact| / |exact|; None where the exact value is 0
     bucket: int  # index into EDGES: 0 for no error, k for (EDGES[k-1], EDGES[k]], len(EDGES) beyond the last
+    # |value − exact| / (the row's largest |exact|), to SHOWN_DIGITS; None where not finite or the row is 0
+    row_relative: Decimal | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,12 @@ class Comparison:
     @property
     def worst_relative(self) -> Entry | None:
         finite = [(e.relative, e) for e in self.entries if e.relative is not None]
+        return max(finite, key=lambda pair: pair[0])[1] if finite else None
+
+    @property
+    def worst_row_relative(self) -> Entry | None:
+        # rounding is monotone: the largest rounded figure is the rounding of the largest
+        finite = [(e.row_relative, e) for e in self.entries if e.row_relative is not None]
         return max(finite, key=lambda pair: pair[0])[1] if finite else None
 
     @property
@@ -155,8 +163,15 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: 
                 entries.append(Entry(i, j, result.rows[i][j], shown[i][j], ulps, relative, bucket))
             else:
                 entries.append(Entry(i, j, None, shown[i][j], None, None, len(EDGES)))
-    from symattn.checking.enclosing import ExactEnclosure
+    from dataclasses import replace
 
+    from symattn.checking.enclosing import ExactEnclosure
+    from symattn.checking.rowscale import row_relative
+
+    enclosure = ExactEnclosure(model, quantity, rationals, digits)
+    zero = {(e.row, e.col) for e in entries if e.ulps == 0}  # an error of exactly 0 ULP: x is the exact value
+    figures = row_relative(result, enclosure, zero)
+    entries = [replace(e, row_relative=figures[e.row][e.col]) for e in entries]
     return Comparison(
         result.source,
         quantity,
@@ -164,7 +179,7 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: 
         tuple(entries),
         result.not_finite,
         digits,
-        enclose=lambda: ExactEnclosure(model, quantity, rationals),
+        enclose=lambda: enclosure,
     )
 
 
@@ -203,7 +218,7 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
     def text(x: Decimal | None) -> str | None:
         return None if x is None else number_text(x)
 
-    worst, worst_relative = c.worst, c.worst_relative
+    worst, worst_relative, worst_row = c.worst, c.worst_relative, c.worst_row_relative
     return {
         "source": c.source,
         "quantity": c.quantity,
@@ -216,6 +231,7 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
                 "exact": str(e.exact),
                 "ulps": text(e.ulps),
                 "relative": text(e.relative),
+                "row_relative": text(e.row_relative),
             }
             for e in c.entries
         ],
@@ -226,6 +242,8 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
             "max_ulps": None if worst is None else text(worst.ulps),
             "max_ulps_at": None if worst is None else [worst.row + 1, worst.col + 1],
             "max_relative": None if worst_relative is None else text(worst_relative.relative),
+            "max_row_relative": None if worst_row is None else text(worst_row.row_relative),
+            "max_row_relative_at": None if worst_row is None else [worst_row.row + 1, worst_row.col + 1],
             "histogram": [{"ulps": bucket_label(b), "count": n} for b, n in c.histogram],
         },
         "decided_at_digits": c.digits,
@@ -257,6 +275,7 @@ def render_comparison(
         percent=None if c.refined is None else _percent(c.refined, total),
         worst=c.worst,
         worst_relative=c.worst_relative,
+        worst_row=c.worst_row_relative,
         tol=tolerance,
         tol_text=fraction_text,
         tol_source=None if tolerance is None else _not_finite_source(c, tolerance),
