@@ -223,3 +223,81 @@ def test_row_relative_error_of_an_output_near_zero_after_cancellation(tmp_path, 
     assert e.row_relative == significant_exact(abs(Fraction(float(out[0, 3])) - exact[3]) / scale, 3)
     assert e.relative == significant_exact(abs(Fraction(float(out[0, 3])) - exact[3]) / abs(exact[3]), 3)
     assert (str(e.ulps), str(e.relative), str(e.row_relative)) == ("1.37E+4", "0.00100", "2.21E-7")
+
+
+def mp_gradients(Q, K, V, dO):
+    """dQ, dK, dV of softmax(Q Kᵀ/√d) V for dO, by mpmath at 50 digits (scores as exact fractions)."""
+    with mpmath.workdps(60):
+        n, m, d, dv = len(Q), len(K), len(Q[0]), len(V[0])
+        c = 1 / mpmath.sqrt(d)
+        S = [
+            [sum(Fraction(float(a)) * Fraction(float(b)) for a, b in zip(Q[i], K[j])) for j in range(m)]
+            for i in range(n)
+        ]
+        A = []
+        for i in range(n):
+            e = [mpmath.exp(mpmath.mpf(s.numerator) / s.denominator * c) for s in S[i]]
+            total = mpmath.fsum(e)
+            A.append([x / total for x in e])
+        dA = [[mpmath.fsum(float(dO[i][k]) * float(V[j][k]) for k in range(dv)) for j in range(m)] for i in range(n)]
+        dS = []
+        for i in range(n):
+            dot = mpmath.fsum(dA[i][j] * A[i][j] for j in range(m))
+            dS.append([A[i][j] * (dA[i][j] - dot) * c for j in range(m)])
+        dQ = [[mpmath.fsum(dS[i][j] * float(K[j][k]) for j in range(m)) for k in range(d)] for i in range(n)]
+        dK = [[mpmath.fsum(dS[i][j] * float(Q[i][k]) for i in range(n)) for k in range(d)] for j in range(m)]
+        dV = [[mpmath.fsum(A[i][j] * float(dO[i][k]) for i in range(n)) for k in range(dv)] for j in range(m)]
+        return {"dq": dQ, "dk": dK, "dv": dV}
+
+
+@pytest.mark.parametrize("quantity", ["dq", "dk", "dv"])
+def test_gradients_against_torch_autograd_and_mpmath(tmp_path, capsys, quantity):
+    """torch's float32 autograd measured: the exact values agree with torch's float64 autograd, and every
+    ULP figure with mpmath's 50 digits."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng({"dq": 1, "dk": 2, "dv": 3}[quantity])
+    n, m, d, dv = 12, 10, 4, 3
+    Q, K, V, dO = (rng.standard_normal(s).astype(np.float32) for s in ((n, d), (m, d), (m, dv), (n, dv)))
+    spec = {name: [[exact_text(x) for x in r] for r in M] for name, M in (("Q", Q), ("K", K), ("V", V))}
+    grads = {}
+    for dtype in (torch.float32, torch.float64):
+        q, k, v = (torch.tensor(M, dtype=dtype, requires_grad=True) for M in (Q, K, V))
+        o = torch.nn.functional.scaled_dot_product_attention(q[None], k[None], v[None])[0]
+        o.backward(torch.tensor(dO, dtype=dtype))
+        grads[dtype] = {"dq": q.grad, "dk": k.grad, "dv": v.grad}[quantity].numpy()
+    np.save(tmp_path / "g.npy", grads[torch.float32])
+    np.save(tmp_path / "dO.npy", dO)
+    c = compare(spec, read_result(tmp_path / "g.npy"), quantity, grad_output=read_result(tmp_path / "dO.npy"))
+    assert c.quantity == {"dq": "dQ", "dk": "dK", "dv": "dV"}[quantity]
+    reference = grads[torch.float64]
+    for e in c.entries:
+        assert abs(float(e.exact) - reference[e.row, e.col]) <= 1e-12 * max(1.0, abs(reference[e.row, e.col]))
+    exact = mp_gradients(Q, K, V, dO)[quantity]
+    for e in c.entries[::5]:
+        x = float(grads[torch.float32][e.row, e.col])
+        with mpmath.workdps(60):
+            want = Fraction(mpmath.nstr(exact[e.row][e.col], 55, min_fixed=-mpmath.inf, max_fixed=mpmath.inf))
+        assert e.ulps == significant_exact(abs(Fraction(x) - want) / ulp(want, "float32"), 3), (e.row, e.col)
+    cli = ["compare", "s.json", str(tmp_path / "g.npy"), "--quantity", quantity]
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    cli[1] = str(tmp_path / "s.json")
+    assert main([*cli, "--grad-output", str(tmp_path / "dO.npy"), "--format", "json"]) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["quantity"] == c.quantity
+    assert main(cli) == 2
+    assert "--grad-output: missing: --quantity dq, dk and dv need the dO file they are for" in capsys.readouterr().err
+
+
+def test_gradients_refuse_a_wrong_do_and_too_many_tokens(tmp_path, capsys, monkeypatch):
+    from symattn.input import limits
+
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps({"Q": [["1", "0"]] * 3, "K": [["0", "1"]] * 3, "V": [["1"]] * 3}))
+    np.save(tmp_path / "g.npy", np.zeros((3, 2), dtype=np.float32))
+    np.save(tmp_path / "dO.npy", np.zeros((3, 2), dtype=np.float32))
+    args = ["compare", str(spec), str(tmp_path / "g.npy"), "--quantity", "dq", "--grad-output"]
+    assert main([*args, str(tmp_path / "dO.npy")]) == 2
+    assert f"{tmp_path / 'dO.npy'}: shape: dO is 3×2 and O is 3×1" in capsys.readouterr().err
+    np.save(tmp_path / "dO.npy", np.zeros((3, 1), dtype=np.float32))
+    monkeypatch.setattr(limits, "GRADIENT_TOKENS", 2)
+    assert main([*args, str(tmp_path / "dO.npy")]) == 2
+    assert "3 tokens; --quantity dq, dk and dv take at most 2 (the exact backward pass)" in capsys.readouterr().err

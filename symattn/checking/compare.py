@@ -21,10 +21,11 @@ from typing import Any
 from symattn.exact import numeric
 from symattn.input import limits
 from symattn.input.decimals import round_half_up
-from symattn.input.errors import EvaluationError, ShapeError, SpecError
+from symattn.input.errors import EvaluationError, LimitError, ShapeError, SpecError
 from symattn.input.floats import FloatResult, ulp
 
-QUANTITIES = ("output", "weights", "lse")
+QUANTITIES = ("output", "weights", "lse", "dq", "dk", "dv")
+GRADIENTS = {"dq": "dQ", "dk": "dK", "dv": "dV"}  # for a given dO (--grad-output), from the backward model
 SHOWN_DIGITS = 3  # of each error
 EXACT_DIGITS = 17  # of each exact value shown (enough to tell float64 neighbours apart)
 START_DIGITS = 40  # the model's first enclosure; doubled until every error is decided
@@ -94,9 +95,16 @@ def _bucket(e: Fraction) -> int:
     return len(EDGES)
 
 
-def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: str = "e") -> Comparison:
+def compare(
+    spec: Any,
+    result: FloatResult,
+    quantity: str = "output",
+    lse_base: str = "e",
+    grad_output: FloatResult | None = None,
+) -> Comparison:
     """Compare a float matrix with the exact ``quantity`` (``output``, ``weights``, or ``lse``: each query's
-    log-sum-exp of its scaled scores, natural or with ``lse_base`` "2" in base 2, one row per head) of a spec."""
+    log-sum-exp of its scaled scores, natural or with ``lse_base`` "2" in base 2, one row per head; or
+    ``dq``, ``dk``, ``dv``: the gradients for the dO of ``grad_output``) of a spec."""
     from symattn.exact.base import Rounding
     from symattn.exact.factory import build
     from symattn.input.spec import load_spec
@@ -110,6 +118,10 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: 
         raise SpecError("--lse-base", None, f"expected e or 2, got {lse_base!r}")
     from symattn.checking import kernel
 
+    if quantity in GRADIENTS:
+        spec = _with_grad_output(spec, grad_output)
+    elif grad_output is not None:
+        raise SpecError("--grad-output", None, "is for --quantity dq, dk or dv")
     heads = kernel.heads_of(spec, quantity)
     if heads is not None:
         return kernel.compare_head(heads, result, "lse2" if quantity == "lse" and lse_base == "2" else quantity)
@@ -118,6 +130,8 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: 
             spec.source, "Q", "--quantity lse needs Q, K and V of float32 values (the exact floats a kernel saw)"
         )
     model = build(spec)
+    if quantity in GRADIENTS:
+        model, quantity = model.backward, GRADIENTS[quantity]
     assert isinstance(model, Rounding)  # every kind but the symbolic one rounds
     rationals = model.rationals(quantity)
     rows, cols = len(rationals), len(rationals[0])
@@ -181,6 +195,35 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: 
         digits,
         enclose=lambda: enclosure,
     )
+
+
+def _with_grad_output(spec: Any, grad_output: FloatResult | None) -> Any:
+    """The spec with ``[backward]`` given as the dO of a result file (its floats exactly), checked."""
+    from dataclasses import replace
+
+    from symattn.input.numeral import Numeral
+    from symattn.input.parts import Backward
+
+    if grad_output is None:
+        raise SpecError("--grad-output", None, "missing: --quantity dq, dk and dv need the dO file they are for")
+    if spec.projection is not None or spec.heads > 1 or spec.W_O is not None:
+        raise SpecError(spec.source, "heads", "--quantity dq, dk and dv take one head of Q, K and V (no X, W or W_O)")
+    queries, keys = len(spec.Q), len(spec.K)
+    if max(queries, keys) > limits.GRADIENT_TOKENS:
+        raise LimitError(
+            spec.source,
+            "Q",
+            f"{max(queries, keys)} tokens; --quantity dq, dk and dv take at most {limits.GRADIENT_TOKENS} "
+            "(the exact backward pass)",
+        )
+    shape, got = (queries, len(spec.V[0])), (len(grad_output.rows), len(grad_output.rows[0]))
+    if got != shape:
+        raise ShapeError(grad_output.source, "shape", f"dO is {got[0]}×{got[1]} and O is {shape[0]}×{shape[1]}")
+    if grad_output.not_finite:
+        (i, j), value = grad_output.not_finite[0]
+        raise SpecError(grad_output.source, "dO", f"not finite: {value}", (i + 1, j + 1))
+    rows = tuple(tuple(Numeral(str(v), v, "fraction", None) for v in row if v is not None) for row in grad_output.rows)
+    return replace(spec, backward=Backward("given", grad_output=rows))
 
 
 def _half_unit(value: Decimal) -> Fraction:

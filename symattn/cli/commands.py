@@ -369,7 +369,8 @@ def _compare(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     result = read_result(args.result, args.dtype)
     naive = None if args.naive is None else read_result(args.naive, args.dtype)
-    comparison = compare(spec, result, args.quantity, args.lse_base)
+    grad_output = None if args.grad_output is None else read_result(args.grad_output)
+    comparison = compare(spec, result, args.quantity, args.lse_base, grad_output)
     verdict = None
     if naive is not None or rtol is not None or atol is not None:
         assert comparison.enclose is not None  # every comparison can enclose its exact values

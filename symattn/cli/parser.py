@@ -290,10 +290,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--quantity",
-        choices=("output", "weights", "lse"),
+        choices=("output", "weights", "lse", "dq", "dk", "dv"),
         default="output",
-        help="what the result holds: the output O (default), the weights A, or lse: each query's "
-        "log-sum-exp of its scaled scores (one row per head; float32-valued inputs)",
+        help="what the result holds: the output O (default), the weights A, lse: each query's "
+        "log-sum-exp of its scaled scores (one row per head; float32-valued inputs), or the gradient "
+        "dQ, dK or dV for the dO of --grad-output",
     )
     compare.add_argument(
         "--lse-base",
@@ -309,6 +310,11 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--format", choices=("text", "json"), default="text")
     compare.add_argument("--all", action="store_true", help="list every entry, not only the ten largest errors")
     compare.add_argument("--max-ulp", type=_ulps, metavar="X", help="exit 1 if any error exceeds X ULP")
+    compare.add_argument(
+        "--grad-output",
+        metavar="FILE",
+        help="dO (dL/dO, the shape of O; .npy or JSON) for --quantity dq, dk or dv",
+    )
     compare.add_argument(
         "--naive",
         metavar="FILE",
