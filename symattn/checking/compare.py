@@ -129,9 +129,9 @@ def compare(
         raise SpecError(
             spec.source, "Q", "--quantity lse needs Q, K and V of float32 values (the exact floats a kernel saw)"
         )
-    model = build(spec)
+    model: Any = build(spec)
     if quantity in GRADIENTS:
-        model, quantity = model.backward, GRADIENTS[quantity]
+        model, quantity = model.backward, GRADIENTS[quantity]  # the spec has [backward] (_with_grad_output)
     assert isinstance(model, Rounding)  # every kind but the symbolic one rounds
     rationals = model.rationals(quantity)
     rows, cols = len(rationals), len(rationals[0])
