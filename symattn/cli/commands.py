@@ -392,19 +392,25 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from symattn.checking.certificate import verify
+    from symattn.input import limits
     from symattn.input.files import read_table
 
-    result = verify(read_table(args.certificate), args.certificate)
+    data = read_table(args.certificate, what="a certificate", limit=limits.CERTIFICATE_BYTES)
+    result = verify(data, args.certificate, Path(args.certificate).parent)
     for line in result.failures:
         say(f"{args.certificate}: {line}")
+    files = "".join(f"{args.certificate}: {line}\n" for line in result.files)  # what was hashed, or absent
     if result.ok:
         _emit(
             f"{args.certificate}: {result.checked} values verified: each exact value lies in its bounds, and "
-            "every point of the bounds rounds to the value shown\n",
+            "every point of the bounds rounds to the value shown\n" + files,
             None,
         )
         return 0
+    _emit(files, None)
     return 1
 
 
