@@ -188,6 +188,33 @@ def _allclose(out: FloatResult, enclosure, rtol: Fraction, atol: Fraction) -> To
     raise EvaluationError(f"{out.source}: the allclose verdict is not decided at the highest precision")
 
 
+def options(rtol: str | None, atol: str | None) -> tuple[Fraction | None, Fraction | None]:
+    """--rtol and --atol as typed (None where not given), each checked."""
+    return (
+        None if rtol is None else parse_tolerance(rtol, "--rtol"),
+        None if atol is None else parse_tolerance(atol, "--atol"),
+    )
+
+
+def verdict(comparison, out: FloatResult, naive: FloatResult | None, rtol, atol) -> Tolerance | None:
+    """The verdict compare's options ask for: FlashAttention's with a naive result, torch.allclose's with a
+    tolerance alone, none otherwise."""
+    if naive is None and rtol is None and atol is None:
+        return None
+    assert comparison.enclose is not None  # every comparison can enclose its exact values
+    return decide(out, comparison.enclose(), naive, rtol, atol)
+
+
+def with_verdict(data: dict[str, Any], t: Tolerance | None) -> dict[str, Any]:
+    """compare's JSON with the verdict, and FlashAttention's ratio at the top, as kernel tests read it."""
+    if t is None:
+        return data
+    data["verdict"] = tolerance_data(t)
+    if t.rule == "flash":
+        data["ratio"] = data["verdict"]["ratio"]
+    return data
+
+
 def tolerance_data(t: Tolerance) -> dict[str, Any]:
     """JSON-ready: the rule, its tolerances as typed, the verdict, the worst entry and the figure."""
     from symattn.checking.compare import number_text
@@ -218,4 +245,4 @@ def fraction_text(x: Fraction) -> str:
     return number_text(d.normalize()) if d else "0"
 
 
-__all__ = ["Tolerance", "decide", "parse_tolerance", "tolerance_data"]
+__all__ = ["Tolerance", "decide", "options", "parse_tolerance", "tolerance_data", "verdict", "with_verdict"]

@@ -359,28 +359,20 @@ def _grade(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     import json
 
+    from symattn.checking import tolerance
     from symattn.checking.compare import compare, comparison_data, render_comparison
-    from symattn.checking.tolerance import decide, parse_tolerance, tolerance_data
     from symattn.input.floats import read_result
     from symattn.input.spec import load_spec
 
-    rtol = None if args.rtol is None else parse_tolerance(args.rtol, "--rtol")
-    atol = None if args.atol is None else parse_tolerance(args.atol, "--atol")
+    rtol, atol = tolerance.options(args.rtol, args.atol)
     spec = load_spec(args.spec)
     result = read_result(args.result, args.dtype)
     naive = None if args.naive is None else read_result(args.naive, args.dtype)
     grad_output = None if args.grad_output is None else read_result(args.grad_output)
     comparison = compare(spec, result, args.quantity, args.lse_base, grad_output)
-    verdict = None
-    if naive is not None or rtol is not None or atol is not None:
-        assert comparison.enclose is not None  # every comparison can enclose its exact values
-        verdict = decide(result, comparison.enclose(), naive, rtol, atol)
+    verdict = tolerance.verdict(comparison, result, naive, rtol, atol)
     if args.format == "json":
-        data = comparison_data(comparison)
-        if verdict is not None:
-            data["verdict"] = tolerance_data(verdict)
-            if verdict.rule == "flash":
-                data["ratio"] = data["verdict"]["ratio"]
+        data = tolerance.with_verdict(comparison_data(comparison), verdict)
         _emit(json.dumps(data, ensure_ascii=False, indent=2) + "\n", args.output)
     else:
         lang = _language(args.lang) if args.lang else "en"
