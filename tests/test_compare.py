@@ -63,8 +63,19 @@ def test_float32_result_exact_errors(tmp_path):
         "max_ulps": "0.744",
         "max_ulps_at": [1, 1],
         "max_relative": "7.83e-8",
+        "max_row_relative": "7.83e-8",
+        "max_row_relative_at": [1, 1],
         "histogram": [{"ulps": "(0, 0.5]", "count": 5}, {"ulps": "(0.5, 1]", "count": 1}],
     }
+    # |x − exact| / (the row's largest |exact|): row 1's is 4.5334…, so [1,2] gives 9.19999e-8 / 4.53345
+    assert [str(e.row_relative) for e in c.entries] == [
+        "7.83E-8",
+        "2.03E-8",
+        "4.17E-9",
+        "4.29E-8",
+        "4.86E-8",
+        "2.26E-8",
+    ]
 
 
 @pytest.mark.parametrize("fmt", ["float16", "float32", "float64"])

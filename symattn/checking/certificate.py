@@ -22,10 +22,12 @@ converted. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, Literal
 
 from symattn.checking.certificate_reader import Reader, Value, brief, count, kind_of
@@ -43,6 +45,7 @@ POSITIVE = ("sqrt_dk", "scale", "exp", "exp_sum", "weights")  # where the mask a
 class Verification:
     checked: int  # values proved
     failures: tuple[str, ...]  # one line each: where, and what is wrong
+    files: tuple[str, ...] = ()  # one line per file the certificate names: its SHA-256 matched, or it is absent
 
     @property
     def ok(self) -> bool:
@@ -286,7 +289,7 @@ def _value(
     return Value(name, i, j, where, text, shown, (lo, hi), (lo_text, hi_text), known)
 
 
-def verify(data: Mapping[str, Any], source: str = "<certificate>") -> Verification:
+def verify(data: Mapping[str, Any], source: str = "<certificate>", base: Path | None = None) -> Verification:
     """Re-check every value of a certificate (the JSON of ``compute --certify``; ``source`` names it in errors).
 
     A certificate whose shape or numbers do not fit its own inputs raises :class:`SpecError` before
@@ -296,9 +299,10 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>") -> Verificati
     if not isinstance(cert, Mapping):
         raise SpecError(source, "certificate", "missing: not the output of symattn compute --certify")
     read = Reader(source)
+    file_failures, file_lines = _check_files(cert, read, base)
     inputs = _Inputs(data, cert, read)
     values = _values(data, cert, inputs, read)
-    failures: list[str] = []
+    failures: list[str] = list(file_failures)
     pending: list[tuple[str, int, int, Fraction, Fraction, str]] = []
     checked = 0
     for v in values:
@@ -346,7 +350,44 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>") -> Verificati
         pending = still
         bits *= 2
     failures += [f"{where}: not decided at {MAX_BITS} bits" for *_, where in pending]
-    return Verification(checked, tuple(failures))
+    return Verification(checked, tuple(failures), tuple(file_lines))
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_files(cert: Mapping[str, Any], read: Reader, base: Path | None) -> tuple[list[str], list[str]]:
+    """Each file the certificate names, hashed where it is present (as recorded, else beside the
+    certificate, ``base``): a failure where its SHA-256 differs; a line saying what was checked."""
+    from symattn.input.sources import sha256_file
+
+    files = cert.get("files", [])
+    if not isinstance(files, list):
+        raise read.error("certificate.files", f"expected a list of files, got {kind_of(files)}")
+    failures, lines = [], []
+    for n, entry in enumerate(files, 1):
+        if not isinstance(entry, Mapping) or set(entry) != {"name", "path", "sha256"}:
+            raise read.error("certificate.files", "expected a table of name, path and sha256", (n,))
+        name, path, digest = entry["name"], entry["path"], entry["sha256"]
+        for key, raw in (("name", name), ("path", path)):
+            if not isinstance(raw, str) or not 0 < len(raw) <= 4096:
+                raise read.error(
+                    f"certificate.files.{key}", f"expected a text of 1 to 4096 characters, got {brief(raw)}", (n,)
+                )
+        if not isinstance(digest, str) or _SHA256.fullmatch(digest) is None:
+            raise read.error("certificate.files.sha256", f"expected 64 lowercase hex digits, got {brief(digest)}", (n,))
+        where = next(
+            (p for p in (Path(path), None if base is None else base / path) if p is not None and p.is_file()), None
+        )
+        if where is None:
+            lines.append(f"{name} {path}: absent, its SHA-256 not checked")
+        elif (got := sha256_file(where)) != digest:
+            failures.append(
+                f"{name} {where}: its SHA-256 is {got}, the certificate's is {digest}: not the file certified"
+            )
+        else:
+            lines.append(f"{name} {where}: SHA-256 matches")
+    return failures, lines
 
 
 __all__ = ["Verification", "verify"]

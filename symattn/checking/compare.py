@@ -12,7 +12,8 @@ around it), so an error of at most 0.5 ULP means the float is the correctly roun
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -20,10 +21,11 @@ from typing import Any
 from symattn.exact import numeric
 from symattn.input import limits
 from symattn.input.decimals import round_half_up
-from symattn.input.errors import EvaluationError, ShapeError, SpecError
+from symattn.input.errors import EvaluationError, LimitError, ShapeError, SpecError
 from symattn.input.floats import FloatResult, ulp
 
-QUANTITIES = ("output", "weights", "lse")
+QUANTITIES = ("output", "weights", "lse", "dq", "dk", "dv")
+GRADIENTS = {"dq": "dQ", "dk": "dK", "dv": "dV"}  # for a given dO (--grad-output), from the backward model
 SHOWN_DIGITS = 3  # of each error
 EXACT_DIGITS = 17  # of each exact value shown (enough to tell float64 neighbours apart)
 START_DIGITS = 40  # the model's first enclosure; doubled until every error is decided
@@ -40,6 +42,8 @@ class Entry:
     ulps: Decimal | None  # |value − exact| / ulp(exact), to SHOWN_DIGITS significant digits
     relative: Decimal | None  # |value − exact| / |exact|; None where the exact value is 0
     bucket: int  # index into EDGES: 0 for no error, k for (EDGES[k-1], EDGES[k]], len(EDGES) beyond the last
+    # |value − exact| / (the row's largest |exact|), to SHOWN_DIGITS; None where not finite or the row is 0
+    row_relative: Decimal | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class Comparison:
     # issue 22: (B, H) where the inputs and the result have batch and head axes: the heads lie side by side
     # (O: a block of columns each, batch by batch; LSE: a row each)
     batch_heads: tuple[int, int] | None = None
+    # the exact values as intervals narrowed on demand (checking/enclosing.py), for the verdict of tolerance.py
+    enclose: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def histogram(self) -> tuple[tuple[int, int], ...]:
@@ -75,6 +81,12 @@ class Comparison:
         return max(finite, key=lambda pair: pair[0])[1] if finite else None
 
     @property
+    def worst_row_relative(self) -> Entry | None:
+        # rounding is monotone: the largest rounded figure is the rounding of the largest
+        finite = [(e.row_relative, e) for e in self.entries if e.row_relative is not None]
+        return max(finite, key=lambda pair: pair[0])[1] if finite else None
+
+    @property
     def correctly_rounded(self) -> int:
         return sum(1 for e in self.entries if e.value is not None and e.bucket <= 1)
 
@@ -86,9 +98,16 @@ def _bucket(e: Fraction) -> int:
     return len(EDGES)
 
 
-def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: str = "e") -> Comparison:
+def compare(
+    spec: Any,
+    result: FloatResult,
+    quantity: str = "output",
+    lse_base: str = "e",
+    grad_output: FloatResult | None = None,
+) -> Comparison:
     """Compare a float matrix with the exact ``quantity`` (``output``, ``weights``, or ``lse``: each query's
-    log-sum-exp of its scaled scores, natural or with ``lse_base`` "2" in base 2, one row per head) of a spec."""
+    log-sum-exp of its scaled scores, natural or with ``lse_base`` "2" in base 2, one row per head; or
+    ``dq``, ``dk``, ``dv``: the gradients for the dO of ``grad_output``) of a spec."""
     from symattn.exact.base import Rounding
     from symattn.exact.factory import build
     from symattn.input.spec import load_spec
@@ -103,6 +122,10 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: 
     from symattn.checking import kernel
 
     how = "lse2" if quantity == "lse" and lse_base == "2" else quantity
+    if quantity in GRADIENTS:
+        spec = _with_grad_output(spec, grad_output)
+    elif grad_output is not None:
+        raise SpecError("--grad-output", None, "is for --quantity dq, dk or dv")
     axes = None
     if spec.batches or (result.array is not None and not result.rows):  # batch and head axes
         from symattn.input.batched import arrange
@@ -129,7 +152,9 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: 
         raise SpecError(
             spec.source, "Q", "--quantity lse needs Q, K and V of float32 values (the exact floats a kernel saw)"
         )
-    model = build(spec)
+    model: Any = build(spec)
+    if quantity in GRADIENTS:
+        model, quantity = model.backward, GRADIENTS[quantity]  # the spec has [backward] (_with_grad_output)
     assert isinstance(model, Rounding)  # every kind but the symbolic one rounds
     rationals = model.rationals(quantity)
     rows, cols = len(rationals), len(rationals[0])
@@ -175,7 +200,51 @@ def compare(spec: Any, result: FloatResult, quantity: str = "output", lse_base: 
                 entries.append(Entry(i, j, result.rows[i][j], shown[i][j], ulps, relative, bucket))
             else:
                 entries.append(Entry(i, j, None, shown[i][j], None, None, len(EDGES)))
-    return Comparison(result.source, quantity, result.format, tuple(entries), result.not_finite, digits, None, axes)
+    from symattn.checking.enclosing import ExactEnclosure
+    from symattn.checking.rowscale import row_relative
+
+    enclosure = ExactEnclosure(model, quantity, rationals, digits)
+    zero = {(e.row, e.col) for e in entries if e.ulps == 0}  # an error of exactly 0 ULP: x is the exact value
+    figures = row_relative(result, enclosure, zero)
+    entries = [replace(e, row_relative=figures[e.row][e.col]) for e in entries]
+    return Comparison(
+        result.source,
+        quantity,
+        result.format,
+        tuple(entries),
+        result.not_finite,
+        digits,
+        None,
+        axes,
+        enclose=lambda: enclosure,
+    )
+
+
+def _with_grad_output(spec: Any, grad_output: FloatResult | None) -> Any:
+    """The spec with ``[backward]`` given as the dO of a result file (its floats exactly), checked."""
+    from symattn.input.numeral import Numeral
+    from symattn.input.parts import Backward
+
+    if grad_output is None:
+        raise SpecError("--grad-output", None, "missing: --quantity dq, dk and dv need the dO file they are for")
+    if spec.projection is not None or spec.heads > 1 or spec.W_O is not None:
+        raise SpecError(spec.source, "heads", "--quantity dq, dk and dv take one head of Q, K and V (no X, W or W_O)")
+    queries, keys = len(spec.Q), len(spec.K)
+    if max(queries, keys) > limits.GRADIENT_TOKENS:
+        raise LimitError(
+            spec.source,
+            "Q",
+            f"{max(queries, keys)} tokens; --quantity dq, dk and dv take at most {limits.GRADIENT_TOKENS} "
+            "(the exact backward pass)",
+        )
+    shape, got = (queries, len(spec.V[0])), (len(grad_output.rows), len(grad_output.rows[0]))
+    if got != shape:
+        raise ShapeError(grad_output.source, "shape", f"dO is {got[0]}×{got[1]} and O is {shape[0]}×{shape[1]}")
+    if grad_output.not_finite:
+        (i, j), value = grad_output.not_finite[0]
+        raise SpecError(grad_output.source, "dO", f"not finite: {value}", (i + 1, j + 1))
+    rows = tuple(tuple(Numeral(str(v), v, "fraction", None) for v in row if v is not None) for row in grad_output.rows)
+    return replace(spec, backward=Backward("given", grad_output=rows))
 
 
 def _half_unit(value: Decimal) -> Fraction:
@@ -213,7 +282,7 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
     def text(x: Decimal | None) -> str | None:
         return None if x is None else number_text(x)
 
-    worst, worst_relative = c.worst, c.worst_relative
+    worst, worst_relative, worst_row = c.worst, c.worst_relative, c.worst_row_relative
     where = _where(c)
     return {
         "source": c.source,
@@ -226,6 +295,7 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
                 "exact": str(e.exact),
                 "ulps": text(e.ulps),
                 "relative": text(e.relative),
+                "row_relative": text(e.row_relative),
             }
             for e in c.entries
         ],
@@ -236,6 +306,8 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
             "max_ulps": None if worst is None else text(worst.ulps),
             "max_ulps_at": None if worst is None else [worst.row + 1, worst.col + 1],
             "max_relative": None if worst_relative is None else text(worst_relative.relative),
+            "max_row_relative": None if worst_row is None else text(worst_row.row_relative),
+            "max_row_relative_at": None if worst_row is None else [worst_row.row + 1, worst_row.col + 1],
             "histogram": [{"ulps": bucket_label(b), "count": n} for b, n in c.histogram],
         },
         **({} if c.batch_heads is None else {"heads": _head_data(c)}),
@@ -284,8 +356,12 @@ def _head_data(c: Comparison) -> list[dict[str, Any]]:
     ]
 
 
-def render_comparison(c: Comparison, lang: str = "en", every: bool = False, worst: int = 10) -> str:
-    """The comparison as plain text: summary, histogram, then the worst entries (or every entry)."""
+def render_comparison(
+    c: Comparison, lang: str = "en", every: bool = False, worst: int = 10, tolerance: Any = None
+) -> str:
+    """The comparison as plain text: summary, the verdict of ``tolerance`` (tolerance.Tolerance), the
+    histogram, then the worst entries (or every entry)."""
+    from symattn.checking.tolerance import fraction_text
     from symattn.rendering.renderer import render_template
 
     total = max(1, len(c.entries))
@@ -305,6 +381,10 @@ def render_comparison(c: Comparison, lang: str = "en", every: bool = False, wors
         percent=None if c.refined is None else _percent(c.refined, total),
         worst=c.worst,
         worst_relative=c.worst_relative,
+        worst_row=c.worst_row_relative,
+        tol=tolerance,
+        tol_text=fraction_text,
+        tol_source=None if tolerance is None else _not_finite_source(c, tolerance),
         label=bucket_label,
         num=number_text,
         value=lambda e: "—" if e.value is None else _float_text(e.value),
@@ -312,6 +392,11 @@ def render_comparison(c: Comparison, lang: str = "en", every: bool = False, wors
         place=lambda e: ",".join(str(v) for v in where(e).values()),
         place_at=lambda i, j: ",".join(str(v) for v in where(_at(i, j)).values()),
     )
+
+
+def _not_finite_source(c: Comparison, tolerance: Any) -> str:
+    # the result the first NaN or infinity is in: the result's own, else the naive one's
+    return c.source if c.not_finite or tolerance.naive is None else tolerance.naive
 
 
 def _percent(part: int, total: int) -> str:

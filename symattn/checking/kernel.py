@@ -158,6 +158,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
             open_rows.setdefault(i, []).append(j)
 
     refined: dict[tuple[int, int], tuple] = {}
+    narrowed: dict[tuple[int, int], tuple[Fraction, Fraction]] = {}
     digits = 15
     for h, head in enumerate(heads):  # each head's open entries, as (query row, column of the head)
         start, stop = offsets[h], offsets[h + 1]
@@ -176,12 +177,19 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
             r, c = place(i, j)
             v = result.rows[r][c]
             assert v is not None  # only finite entries are refined
+            narrowed[(r, c)] = (a, b)  # the last, narrowest ends: kept for the row-relative errors
             return _decide(v, a, b, result.format)
 
         done, reached = refine(head, quantity, mine, decide_one, EXACT_DIGITS)
         refined.update({place(i, j): outcome for (i, j), outcome in done.items()})
         digits = max(digits, reached)
     decided.update(refined)
+    from symattn.checking.enclosing import FloatEnclosure
+    from symattn.checking.rowscale import row_relative
+
+    enclosure = FloatEnclosure(heads, quantity, lo, hi, offsets, narrowed)  # narrows lo and hi in place
+    zero = {p for p, ((ulps, _, _), _) in decided.items() if ulps == 0}  # 0 ULP: x is the exact value
+    by_row = row_relative(result, enclosure, zero)
     entries = []
     ok_list, lo_list, hi_list = ok.tolist(), lo.tolist(), hi.tolist()
     qu, ku, qr, kr, bk = q_u.tolist(), k_u.tolist(), q_r.tolist(), k_r.tolist(), bucket.tolist()
@@ -193,15 +201,33 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
                 exact = (
                     figure(q_x[i][j], k_x[i][j]) if ok_x[i][j] else shown(lo_list[i][j], hi_list[i][j], FLOAT_DIGITS)
                 )
-                entries.append(Entry(i, j, v, exact, figure(qu[i][j], ku[i][j]), figure(qr[i][j], kr[i][j]), bk[i][j]))
+                entries.append(
+                    Entry(
+                        i,
+                        j,
+                        v,
+                        exact,
+                        figure(qu[i][j], ku[i][j]),
+                        figure(qr[i][j], kr[i][j]),
+                        bk[i][j],
+                        by_row[i][j],
+                    )
+                )
             elif (i, j) in decided:
                 (ulps, relative, b), exact = decided[(i, j)]
-                entries.append(Entry(i, j, v, exact, ulps, relative, b))
+                entries.append(Entry(i, j, v, exact, ulps, relative, b, by_row[i][j]))
             else:  # not finite: its exact value still shown
                 exact = shown(lo_list[i][j], hi_list[i][j], FLOAT_DIGITS)
                 entries.append(Entry(i, j, None, exact, None, None, len(EDGES)))
     return Comparison(
-        result.source, quantity, result.format, tuple(entries), result.not_finite, digits, refined=len(refined)
+        result.source,
+        quantity,
+        result.format,
+        tuple(entries),
+        result.not_finite,
+        digits,
+        refined=len(refined),
+        enclose=lambda: enclosure,
     )
 
 

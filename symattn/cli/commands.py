@@ -359,35 +359,50 @@ def _grade(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     import json
 
+    from symattn.checking import tolerance
     from symattn.checking.compare import compare, comparison_data, render_comparison
     from symattn.input.floats import read_result
     from symattn.input.spec import load_spec
 
+    rtol, atol = tolerance.options(args.rtol, args.atol)
     spec = load_spec(args.spec)
-    comparison = compare(spec, read_result(args.result, args.dtype), args.quantity, args.lse_base)
+    result = read_result(args.result, args.dtype)
+    naive = None if args.naive is None else read_result(args.naive, args.dtype)
+    grad_output = None if args.grad_output is None else read_result(args.grad_output)
+    comparison = compare(spec, result, args.quantity, args.lse_base, grad_output)
+    verdict = tolerance.verdict(comparison, result, naive, rtol, atol)
     if args.format == "json":
-        _emit(json.dumps(comparison_data(comparison), ensure_ascii=False, indent=2) + "\n", args.output)
+        data = tolerance.with_verdict(comparison_data(comparison), verdict)
+        _emit(json.dumps(data, ensure_ascii=False, indent=2) + "\n", args.output)
     else:
-        _emit(render_comparison(comparison, _language(args.lang) if args.lang else "en", args.all), args.output)
+        lang = _language(args.lang) if args.lang else "en"
+        _emit(render_comparison(comparison, lang, args.all, tolerance=verdict), args.output)
     worst = comparison.worst
     over = args.max_ulp is not None and worst is not None and worst.ulps > args.max_ulp
-    return 1 if over or comparison.not_finite else 0
+    failed = verdict is not None and not verdict.passed
+    return 1 if over or failed or comparison.not_finite else 0
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from symattn.checking.certificate import verify
+    from symattn.input import limits
     from symattn.input.files import read_table
 
-    result = verify(read_table(args.certificate), args.certificate)
+    data = read_table(args.certificate, what="a certificate", limit=limits.CERTIFICATE_BYTES)
+    result = verify(data, args.certificate, Path(args.certificate).parent)
     for line in result.failures:
         say(f"{args.certificate}: {line}")
+    files = "".join(f"{args.certificate}: {line}\n" for line in result.files)  # what was hashed, or absent
     if result.ok:
         _emit(
             f"{args.certificate}: {result.checked} values verified: each exact value lies in its bounds, and "
-            "every point of the bounds rounds to the value shown\n",
+            "every point of the bounds rounds to the value shown\n" + files,
             None,
         )
         return 0
+    _emit(files, None)
     return 1
 
 

@@ -290,10 +290,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--quantity",
-        choices=("output", "weights", "lse"),
+        choices=("output", "weights", "lse", "dq", "dk", "dv"),
         default="output",
-        help="what the result holds: the output O (default), the weights A, or lse: each query's "
-        "log-sum-exp of its scaled scores (one row per head; float32-valued inputs)",
+        help="what the result holds: the output O (default), the weights A, lse: each query's "
+        "log-sum-exp of its scaled scores (one row per head; float32-valued inputs), or the gradient "
+        "dQ, dK or dV for the dO of --grad-output",
     )
     compare.add_argument(
         "--lse-base",
@@ -309,6 +310,27 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--format", choices=("text", "json"), default="text")
     compare.add_argument("--all", action="store_true", help="list every entry, not only the ten largest errors")
     compare.add_argument("--max-ulp", type=_ulps, metavar="X", help="exit 1 if any error exceeds X ULP")
+    compare.add_argument(
+        "--grad-output",
+        metavar="FILE",
+        help="dO (dL/dO, the shape of O; .npy or JSON) for --quantity dq, dk or dv",
+    )
+    compare.add_argument(
+        "--naive",
+        metavar="FILE",
+        help="the same formula computed in the kernel's dtype (same shape): FlashAttention's ratio "
+        "max|out − exact| / max|naive − exact|, and its rule max|out − exact| ≤ rtol·max|naive − exact| + atol "
+        "(rtol 2, atol 0 by default); exit 1 when it fails",
+    )
+    compare.add_argument(
+        "--rtol",
+        metavar="R",
+        help="with --naive: FlashAttention's factor (default 2); alone or with --atol: torch.allclose's rule "
+        "|out − exact| ≤ atol + rtol·|exact| for every entry (default 1e-5); exit 1 when it fails",
+    )
+    compare.add_argument(
+        "--atol", metavar="A", help="the absolute tolerance of either rule (default 0 with --naive, else 1e-8)"
+    )
     compare.add_argument("--lang", help="language of the text report: zh or en (default en)")
     compare.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(compare)

@@ -31,6 +31,7 @@ from symattn.exact.model import Model
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError
 from symattn.input.reader import is_numbers
+from symattn.input.sources import hashes, spec_sources
 from symattn.input.spec import Matrix, Spec
 
 if TYPE_CHECKING:
@@ -431,6 +432,8 @@ def _certificate(spec: Spec, model: Model, out: dict[str, Any], digits: int) -> 
         "digits": digits,
         "inputs": {"Q": exact(spec.Q), "K": exact(spec.K), "V": exact(spec.V), "scale": scale},
         "rational": rational,
+        # the SHA-256 of the spec file and of any input file it names: the certificate binds to them
+        "files": hashes(spec_sources(spec)),
     }
 
 

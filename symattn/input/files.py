@@ -39,17 +39,24 @@ def _toml_float(text: str) -> str:
     return FloatText(text.replace("_", ""))
 
 
-def read_table(path: str | Path, regular_only: bool = False) -> dict[str, Any]:
+def read_table(
+    path: str | Path, regular_only: bool = False, what: str = "a spec or claims file", limit: int | None = None
+) -> dict[str, Any]:
     """Read a TOML or JSON file with every float kept as its text.
 
-    The size is checked (see :func:`read_text`), and so is the nesting of lists and tables.
+    The size is checked (see :func:`read_text`; ``limit`` bytes, default ``limits.FILE_BYTES``), and so is the
+    nesting of lists and tables.
     """
     path = Path(path)
-    return parse_text(read_text(path, regular_only=regular_only), str(path), json_=path.suffix.lower() == ".json")
+    text = read_text(path, what, regular_only=regular_only, limit=limit)
+    return parse_text(text, str(path), json_=path.suffix.lower() == ".json")
 
 
-def read_text(path: str | Path, what: str = "a spec or claims file", regular_only: bool = False) -> str:
-    """A file's UTF-8 text (a BOM allowed), at most ``limits.FILE_BYTES``; ``what`` names the file in the error.
+def read_text(
+    path: str | Path, what: str = "a spec or claims file", regular_only: bool = False, limit: int | None = None
+) -> str:
+    """A file's UTF-8 text (a BOM allowed), at most ``limit`` bytes (default ``limits.FILE_BYTES``); ``what``
+    names the file in the error.
 
     The size is checked before reading, and the read is bounded, for devices and pipes that have no size.
     ``regular_only`` (files found in a folder, not named by the user) refuses anything but a regular file
@@ -57,19 +64,20 @@ def read_text(path: str | Path, what: str = "a spec or claims file", regular_onl
     the caller looked are refused, not read.
     """
     source = str(path)
+    most = limits.FILE_BYTES if limit is None else limit
     flags = os.O_RDONLY | (os.O_NONBLOCK | os.O_NOFOLLOW if regular_only else 0)
     try:
         with os.fdopen(os.open(path, flags), "rb") as fh:
             info = os.fstat(fh.fileno())
             if regular_only and not stat.S_ISREG(info.st_mode):
                 raise SpecError(source, None, "not a regular file")
-            if stat.S_ISREG(info.st_mode) and info.st_size > limits.FILE_BYTES:
-                raise _too_large(source, what)
-            raw = fh.read(limits.FILE_BYTES + 1)
+            if stat.S_ISREG(info.st_mode) and info.st_size > most:
+                raise _too_large(source, what, most)
+            raw = fh.read(most + 1)
     except OSError as exc:
         raise SpecError(source, None, f"cannot read file: {exc.strerror or exc}") from None
-    if len(raw) > limits.FILE_BYTES:
-        raise _too_large(source, what)
+    if len(raw) > most:
+        raise _too_large(source, what, most)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -109,8 +117,9 @@ def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
         ) from None
 
 
-def _too_large(source: str, what: str) -> LimitError:
-    return LimitError(source, None, f"larger than {limits.FILE_BYTES // 2**20} MiB (the limit for {what})")
+def _too_large(source: str, what: str, most: int | None = None) -> LimitError:
+    most = limits.FILE_BYTES if most is None else most
+    return LimitError(source, None, f"larger than {most // 2**20} MiB (the limit for {what})")
 
 
 def _too_deep(source: str, key: str | None) -> LimitError:

@@ -19,6 +19,8 @@ from symattn.input.errors import LimitError
 
 # --- reading input ----------------------------------------------------------
 FILE_BYTES = 4 * 1024 * 1024  # a spec or claims file; checked before it is read
+CERTIFICATE_BYTES = 1024 * 1024 * 1024  # a certificate that verify-certificate reads (256 × 64 is ~47 MB)
+HASHED_BYTES = 16 * 1024 * 1024 * 1024  # a spec or input file a certificate hashes (streamed, never held)
 RESULT_BYTES = 64 * 1024 * 1024  # a float result (.npy or JSON) that `compare` reads
 NESTING = 32  # lists and tables inside one another in TOML or JSON
 
@@ -223,3 +225,5 @@ SINK_LOGIT = 100  # the largest |s| of a sink logit: e^100 has 44 digits before 
 # --- rotary position embeddings (RoPE) ---------------------------------------------
 ROPE_BASE_MAX = 10**12  # rope_base from 1/10^12 to 10^12, numerator and denominator at most 10^12
 ROPE_TERMS = 2_000_000  # cos/sin terms of the rotated scores: heads × queries × keys × d_k/2
+
+GRADIENT_TOKENS = 64  # queries or keys of compare --quantity dq|dk|dv (the exact backward pass: 6.8 s at 64×64×64)

@@ -1,0 +1,99 @@
+"""Each entry's error relative to the largest magnitude of its row: |x − exact| / max_k |exact_ik|.
+
+Beside the ULP and the relative error, for entries near zero after cancellation, where both explode
+(12,400 ULP at a relative error of 1e-3) though the row is right to its own scale. Decided like every
+figure: numpy settles the entries whose three digits are the same at every point of the interval (with
+margins for its own roundings), exact rationals the rest; an entry still open is narrowed with the entries
+that may hold its row's maximum (:mod:`enclosing`), level by level.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+
+from symattn.checking.deciding import _digits, figure
+from symattn.exact import numeric
+from symattn.input.errors import EvaluationError
+from symattn.input.floats import FloatResult
+
+WIDEN = 2.0**-45  # numpy's relative roundings in one figure (a few, each at most 2^-53)
+
+
+def _magnitudes(lo, hi):
+    """The least and the largest |e| over [lo, hi] (0 where it holds zero)."""
+    small = np.where(lo > 0, lo, np.where(hi < 0, -hi, 0.0))
+    return small, np.maximum(np.abs(lo), np.abs(hi))
+
+
+def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]]) -> list[list[Decimal | None]]:
+    """Each finite entry's |x − exact| / (its row's largest |exact|) to three significant digits (None where
+    the entry is not finite or its row is exactly 0); ``zero``: the entries known to have no error at all."""
+    rows = result.rows
+    finite = np.array([[v is not None for v in row] for row in rows], dtype=bool)
+    x = np.array([[0.0 if v is None else float(v) for v in row] for row in rows], dtype=np.float64)
+    lo, hi = enclosure.lo, enclosure.hi
+    small, big = _magnitudes(lo, hi)
+    r_lo, r_hi = small.max(axis=1, keepdims=True), big.max(axis=1, keepdims=True)
+    slack = np.abs(x) * 2.0**-52  # a result that is no float64 (JSON decimals): float() moved it this far
+    inside = (lo <= x) & (x <= hi)
+    near = np.maximum(np.where(inside, 0.0, np.minimum(np.abs(x - lo), np.abs(x - hi))) - slack, 0.0)
+    far = np.maximum(np.abs(x - lo), np.abs(x - hi)) + slack
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        f_lo = near / r_hi * (1 - WIDEN) ** 2
+        f_hi = far / r_lo * (1 + WIDEN) ** 2
+        ok, q, k = _digits(np.where(np.isfinite(f_lo), f_lo, 0.0), f_hi)
+    ok &= finite
+    out: list[list[Decimal | None]] = [
+        [figure(a, b) if good else None for a, b, good in zip(qr, kr, okr)]
+        for qr, kr, okr in zip(q.tolist(), k.tolist(), ok.tolist())
+    ]
+    pending = {(int(i), int(j)) for i, j in zip(*np.nonzero(finite & ~ok))}
+    for i, j in pending & zero:
+        out[i][j] = Decimal(0)
+    pending -= zero
+    if not pending:
+        return out
+    # the entries that may hold each open row's largest magnitude: their largest |e| reaches the least max
+    open_rows = sorted({i for i, _ in pending})
+    holders = {i: [(i, int(j)) for j in np.nonzero(big[i] >= r_lo[i, 0])[0]] for i in open_rows}
+    for level in range(enclosure.levels + 1):
+        points = sorted(pending | {p for i in open_rows for p in holders[i]})
+        ends = enclosure.at(points, level)
+        for i in open_rows:
+            mags = [_exact_magnitudes(*ends[p]) for p in holders[i]]
+            low, high = max(m[0] for m in mags), max(m[1] for m in mags)
+            for p in [p for p in pending if p[0] == i]:
+                v = rows[p[0]][p[1]]
+                assert v is not None  # only finite entries are pending
+                a, b = ends[p]
+                if high == 0:  # the row is exactly 0: no scale to measure against
+                    out[p[0]][p[1]] = None
+                    pending.discard(p)
+                    continue
+                near_e = Fraction(0) if a <= v <= b else min(abs(v - a), abs(v - b))
+                far_e = max(abs(v - a), abs(v - b))
+                if not low:
+                    continue
+                shown = numeric.significant_exact(near_e / high, 3)
+                if shown == numeric.significant_exact(far_e / low, 3):
+                    out[p[0]][p[1]] = shown
+                    pending.discard(p)
+        open_rows = sorted({i for i, _ in pending})
+        if not pending:
+            return out
+    i, j = min(pending)
+    raise EvaluationError(
+        f"{result.source}: the error of entry ({i + 1}, {j + 1}) relative to its row is not decided "
+        "at the highest precision"
+    )
+
+
+def _exact_magnitudes(lo: Fraction, hi: Fraction) -> tuple[Fraction, Fraction]:
+    small = lo if lo > 0 else (-hi if hi < 0 else Fraction(0))
+    return small, max(abs(lo), abs(hi))
+
+
+__all__ = ["row_relative"]

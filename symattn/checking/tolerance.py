@@ -1,0 +1,248 @@
+"""The kernel author's verdict: pass or fail by the kernel libraries' own rules, decided on the exact values.
+
+Two rules, as the libraries test their kernels:
+
+- **FlashAttention's** (``--naive FILE``: the same formula run in the kernel's dtype): pass when
+  max|out − exact| ≤ rtol · max|naive − exact| + atol (rtol 2 by default, FlashAttention's factor); the
+  report gives the ratio max|out − exact| / max|naive − exact|.
+- **torch.allclose's** (``--rtol`` or ``--atol`` alone): pass when |out − exact| ≤ atol + rtol · |exact|
+  for every entry; the report gives the worst entry's |out − exact| / (atol + rtol · |exact|).
+
+Each maximum is enclosed from the comparison's intervals (:mod:`enclosing`): numpy finds the few entries
+that may hold it (with margins that cover its own roundings), exact rationals bound it, and only those
+entries are narrowed until the figure's three digits and the verdict are the same at every point.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from symattn.exact import numeric
+from symattn.input.errors import EvaluationError, ShapeError, SpecError
+from symattn.input.floats import FloatResult
+
+SHOWN_DIGITS = 3
+FLASH_RTOL = Fraction(2)  # FlashAttention's tests: max|out − ref| ≤ 2 · max|out_pt − ref| + atol
+ALLCLOSE_RTOL, ALLCLOSE_ATOL = Fraction(1, 10**5), Fraction(1, 10**8)  # torch.allclose's defaults
+WIDEN = 2.0**-45  # numpy's relative roundings in a candidate's figure (a few, each at most 2^-53)
+INF = float("inf")
+_TOLERANCE = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,3})?")  # whole, ASCII digits only
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rule: str  # "flash" or "allclose"
+    rtol: Fraction
+    atol: Fraction
+    passed: bool
+    worst: tuple[int, int] | None  # 0-based: the largest error (flash) or the largest share of the tolerance
+    ratio: Decimal | None = None  # flash: max|out − exact| / max|naive − exact|; None where undefined
+    share: Decimal | None = None  # allclose: the worst |out − exact| / (atol + rtol·|exact|); None: infinite
+    naive: str | None = None  # the naive result's source
+    not_finite: bool = False  # a NaN or infinity in either result: a fail, as in the libraries' tests
+
+
+def parse_tolerance(text: str, option: str) -> Fraction:
+    """A tolerance as the exact decimal typed (1e-3 is 1/1000), never through float(); one line otherwise."""
+    if len(text) > 64 or _TOLERANCE.fullmatch(text) is None:
+        raise SpecError(option, None, f"expected a number at least 0 such as 1e-3 or 0.01, got {text!r}")
+    return Fraction(Decimal(text))  # exact: a short decimal with an exponent of at most three digits
+
+
+class _Maximum:
+    """max over the finite entries of g(x, exact), enclosed, its candidates narrowed level by level."""
+
+    def __init__(self, result: FloatResult, enclosure, kind: str, rtol: Fraction, atol: Fraction):
+        self.result, self.enclosure, self.kind, self.rtol, self.atol = result, enclosure, kind, rtol, atol
+        rows = result.rows
+        finite = np.array([[v is not None for v in row] for row in rows], dtype=bool)
+        x = np.array([[0.0 if v is None else float(v) for v in row] for row in rows], dtype=np.float64)
+        g_lo, g_hi = self._float_figure(x, enclosure.lo, enclosure.hi)
+        g_lo, g_hi = np.where(finite, g_lo, -1.0), np.where(finite, g_hi, -1.0)
+        self.empty = not finite.any()
+        top = g_lo.max() if not self.empty else 0.0
+        self.candidates = [(int(i), int(j)) for i, j in zip(*np.nonzero(finite & (g_hi >= top)))]
+        self.bounds: tuple[Any, Any] = (Fraction(0), Fraction(0))
+        self.worst: tuple[int, int] | None = None
+
+    def _float_figure(self, x, lo, hi):
+        slack = np.abs(x) * 2.0**-52  # a result that is no float64 (JSON decimals): float() moved it this far
+        inside = (lo <= x) & (x <= hi)
+        near = np.maximum(np.where(inside, 0.0, np.minimum(np.abs(x - lo), np.abs(x - hi))) - slack, 0.0)
+        near = near * (1 - WIDEN)
+        far = (np.maximum(np.abs(x - lo), np.abs(x - hi)) + slack) * (1 + WIDEN)
+        if self.kind == "abs":
+            return near, far
+        rtol, atol = float(self.rtol), float(self.atol)
+        small = np.where(lo > 0, lo, np.where(hi < 0, -hi, 0.0))
+        big = np.maximum(np.abs(lo), np.abs(hi))
+        d_lo, d_hi = (atol + rtol * small) * (1 - WIDEN), (atol + rtol * big) * (1 + WIDEN)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q_lo = np.where(d_hi > 0, near / d_hi, np.where(near > 0, INF, 0.0)) * (1 - WIDEN)
+            q_hi = np.where(far == 0, 0.0, np.where(d_lo > 0, far / d_lo, INF)) * (1 + WIDEN)
+        return q_lo, q_hi
+
+    def _exact_figure(self, x: Fraction, lo: Fraction, hi: Fraction) -> tuple[Any, Any]:
+        near = Fraction(0) if lo <= x <= hi else min(abs(x - lo), abs(x - hi))
+        far = max(abs(x - lo), abs(x - hi))
+        if self.kind == "abs":
+            return near, far
+        small = lo if lo > 0 else (-hi if hi < 0 else Fraction(0))
+        d_lo, d_hi = self.atol + self.rtol * small, self.atol + self.rtol * max(abs(lo), abs(hi))
+        q_lo = near / d_hi if d_hi else (INF if near else Fraction(0))
+        q_hi = Fraction(0) if not far else (far / d_lo if d_lo else INF)
+        return q_lo, q_hi
+
+    def narrow(self, level: int) -> tuple[Any, Any]:
+        """The maximum's ends at ``level``; the candidates that may still hold it are kept."""
+        if self.empty:
+            return self.bounds
+        ends = self.enclosure.at(self.candidates, level)
+        figures = {}
+        for i, j in self.candidates:
+            v = self.result.rows[i][j]
+            assert v is not None  # candidates are finite entries
+            figures[(i, j)] = self._exact_figure(v, *ends[(i, j)])
+        low = max(f[0] for f in figures.values())
+        self.candidates = [p for p in self.candidates if figures[p][1] >= low]
+        self.bounds = (low, max(figures[p][1] for p in self.candidates))
+        self.worst = max(self.candidates, key=lambda p: (figures[p][0], -p[0], -p[1]))
+        return self.bounds
+
+
+def _digits(lo, hi) -> Decimal | None:
+    """The three digits every point of [lo, hi] rounds to, or None where they differ (or an end is infinite)."""
+    if lo == INF or hi == INF:
+        return None
+    a, b = numeric.significant_exact(Fraction(lo), SHOWN_DIGITS), numeric.significant_exact(Fraction(hi), SHOWN_DIGITS)
+    return a if a == b else None
+
+
+def _first_not_finite(*results: FloatResult | None) -> tuple[int, int] | None:
+    for r in results:
+        if r is not None and r.not_finite:
+            return r.not_finite[0][0]
+    return None
+
+
+def decide(
+    out: FloatResult,
+    enclosure,
+    naive: FloatResult | None = None,
+    rtol: Fraction | None = None,
+    atol: Fraction | None = None,
+) -> Tolerance:
+    """The verdict on ``out`` (and, with ``naive``, FlashAttention's ratio), every figure decided."""
+    if naive is not None:
+        shape, got = (len(out.rows), len(out.rows[0])), (len(naive.rows), len(naive.rows[0]))
+        if shape != got:
+            raise ShapeError(
+                naive.source, "shape", f"the naive result is {got[0]}×{got[1]} and the result is {shape[0]}×{shape[1]}"
+            )
+        return _flash(out, naive, enclosure, FLASH_RTOL if rtol is None else rtol, atol or Fraction(0))
+    rtol = ALLCLOSE_RTOL if rtol is None else rtol
+    atol = ALLCLOSE_ATOL if atol is None else atol
+    return _allclose(out, enclosure, rtol, atol)
+
+
+def _flash(out: FloatResult, naive: FloatResult, enclosure, rtol: Fraction, atol: Fraction) -> Tolerance:
+    bad = _first_not_finite(out, naive)
+    a = _Maximum(out, enclosure, "abs", rtol, atol)
+    if bad is not None:
+        return Tolerance("flash", rtol, atol, False, bad, naive=naive.source, not_finite=True)
+    b = _Maximum(naive, enclosure, "abs", rtol, atol)
+    same = out.rows == naive.rows  # then max|out − exact| = max|naive − exact| exactly
+    for level in range(enclosure.levels + 1):
+        a_lo, a_hi = a.narrow(level)
+        b_lo, b_hi = b.narrow(level)
+        if same:
+            ratio = None if b_hi == 0 else Decimal("1.00")  # exactly 1, to three digits
+            ends = sorted(((rtol - 1) * b_lo + atol, (rtol - 1) * b_hi + atol))
+        else:
+            ratio = None if b_hi == 0 else (_digits(a_lo / b_hi, a_hi / b_lo) if b_lo > 0 else None)
+            ends = [rtol * b_lo + atol - a_hi, rtol * b_hi + atol - a_lo]
+        ratio_done = b_hi == 0 or ratio is not None
+        if ratio_done and (ends[0] >= 0 or ends[1] < 0):
+            return Tolerance("flash", rtol, atol, ends[0] >= 0, a.worst, ratio=ratio, naive=naive.source)
+    raise EvaluationError(f"{out.source}: FlashAttention's verdict is not decided at the highest precision")
+
+
+def _allclose(out: FloatResult, enclosure, rtol: Fraction, atol: Fraction) -> Tolerance:
+    bad = _first_not_finite(out)
+    if bad is not None:
+        return Tolerance("allclose", rtol, atol, False, bad, not_finite=True)
+    m = _Maximum(out, enclosure, "share", rtol, atol)
+    for level in range(enclosure.levels + 1):
+        lo, hi = m.narrow(level)
+        if lo == INF:  # an exact 0 missed with atol 0: infinitely far past the tolerance
+            return Tolerance("allclose", rtol, atol, False, m.worst, share=None)
+        share = _digits(lo, hi)
+        if share is not None and (hi <= 1 or lo > 1):
+            return Tolerance("allclose", rtol, atol, hi <= 1, m.worst, share=share)
+    raise EvaluationError(f"{out.source}: the allclose verdict is not decided at the highest precision")
+
+
+def options(rtol: str | None, atol: str | None) -> tuple[Fraction | None, Fraction | None]:
+    """--rtol and --atol as typed (None where not given), each checked."""
+    return (
+        None if rtol is None else parse_tolerance(rtol, "--rtol"),
+        None if atol is None else parse_tolerance(atol, "--atol"),
+    )
+
+
+def verdict(comparison, out: FloatResult, naive: FloatResult | None, rtol, atol) -> Tolerance | None:
+    """The verdict compare's options ask for: FlashAttention's with a naive result, torch.allclose's with a
+    tolerance alone, none otherwise."""
+    if naive is None and rtol is None and atol is None:
+        return None
+    assert comparison.enclose is not None  # every comparison can enclose its exact values
+    return decide(out, comparison.enclose(), naive, rtol, atol)
+
+
+def with_verdict(data: dict[str, Any], t: Tolerance | None) -> dict[str, Any]:
+    """compare's JSON with the verdict, and FlashAttention's ratio at the top, as kernel tests read it."""
+    if t is None:
+        return data
+    data["verdict"] = tolerance_data(t)
+    if t.rule == "flash":
+        data["ratio"] = data["verdict"]["ratio"]
+    return data
+
+
+def tolerance_data(t: Tolerance) -> dict[str, Any]:
+    """JSON-ready: the rule, its tolerances as typed, the verdict, the worst entry and the figure."""
+    from symattn.checking.compare import number_text
+
+    data: dict[str, Any] = {
+        "rule": t.rule,
+        "rtol": fraction_text(t.rtol),
+        "atol": fraction_text(t.atol),
+        "pass": t.passed,
+        "worst_at": None if t.worst is None else [t.worst[0] + 1, t.worst[1] + 1],
+        "not_finite": t.not_finite,
+    }
+    if t.rule == "flash":
+        data["naive"] = t.naive
+        data["ratio"] = None if t.ratio is None else number_text(t.ratio)
+    else:
+        data["share"] = None if t.share is None else number_text(t.share)
+    return data
+
+
+def fraction_text(x: Fraction) -> str:
+    """A tolerance as a short exact decimal (every typed decimal is one): 2, 0.001, 1e-8."""
+    from symattn.checking.compare import number_text
+
+    with localcontext() as ctx:
+        ctx.prec = 2000  # exact: a typed decimal of at most 64 characters
+        d = Decimal(x.numerator) / Decimal(x.denominator)
+    return number_text(d.normalize()) if d else "0"
+
+
+__all__ = ["Tolerance", "decide", "options", "parse_tolerance", "tolerance_data", "verdict", "with_verdict"]

@@ -1,0 +1,94 @@
+"""Certificates bind to their files: the SHA-256 of the spec, checked by verify-certificate, with its own size limit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from symattn.cli.commands import main
+from symattn.input import limits
+from symattn.input.sources import sha256_file, spec_sources
+from symattn.input.spec import load_spec
+
+SPEC = 'Q = [["1", "0"], ["0", "1"]]\nK = [["1", "2"], ["0", "1"]]\nV = [["1", "0.5"], ["2", "-1"]]\n'
+
+
+def certify(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC, encoding="utf-8")
+    cert = tmp_path / "c.json"
+    assert main(["compute", str(spec), "--certify", "--no-exact", "--digits", "20", "-o", str(cert)]) == 0
+    capsys.readouterr()
+    return spec, cert
+
+
+def test_the_certificate_names_the_spec_files_sha256(tmp_path, capsys):
+    spec, cert = certify(tmp_path, capsys)
+    files = json.loads(cert.read_text(encoding="utf-8"))["certificate"]["files"]
+    assert files == [{"name": "spec", "path": str(spec), "sha256": hashlib.sha256(SPEC.encode()).hexdigest()}]
+    assert main(["verify-certificate", str(cert)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert captured.out == (
+        f"{cert}: 24 values verified: each exact value lies in its bounds, and every point of the bounds rounds "
+        f"to the value shown\n{cert}: spec {spec}: SHA-256 matches\n"
+    )
+    assert spec_sources(load_spec({"Q": [["1"]], "K": [["1"]], "V": [["1"]]})) == []  # a spec given as data
+
+
+def test_a_changed_spec_is_caught_in_one_line(tmp_path, capsys):
+    spec, cert = certify(tmp_path, capsys)
+    spec.write_text(SPEC.replace('"0.5"', '"0.25"'), encoding="utf-8")
+    assert main(["verify-certificate", str(cert)]) == 1
+    captured = capsys.readouterr()
+    err = captured.err
+    got = hashlib.sha256(spec.read_bytes()).hexdigest()
+    want = hashlib.sha256(SPEC.encode()).hexdigest()
+    assert err == (
+        f"symattn: {cert}: spec {spec}: its SHA-256 is {got}, the certificate's is {want}: not the file certified\n"
+    )
+    assert captured.out == ""
+    spec.unlink()  # absent: said, not checked, and the values still verified
+    assert main(["verify-certificate", str(cert)]) == 0
+    assert capsys.readouterr().out.endswith(f"\n{cert}: spec {spec}: absent, its SHA-256 not checked\n")
+
+
+def test_a_changed_value_or_bound_is_caught_in_one_line(tmp_path, capsys):
+    _, cert = certify(tmp_path, capsys)
+    data = json.loads(cert.read_text(encoding="utf-8"))
+    value = data["weights"]["value"][0][1]
+    lo, hi = data["weights"]["bounds"][0][1]
+    changed = json.loads(json.dumps(data))
+    changed["weights"]["value"][0][1] = value[:-1] + str((int(value[-1]) + 1) % 10)
+    cert.write_text(json.dumps(changed), encoding="utf-8")
+    assert main(["verify-certificate", str(cert)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"symattn: {cert}: weights[1][2]: {changed['weights']['value'][0][1]} is not the rounding of every point of [{lo}, {hi}]"
+    ]
+    changed = json.loads(json.dumps(data))
+    changed["weights"]["bounds"][0][1] = [hi, hi]  # a bound moved past the exact value
+    cert.write_text(json.dumps(changed), encoding="utf-8")
+    assert main(["verify-certificate", str(cert)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"symattn: {cert}: weights[1][2]: a bound of zero width needs a value known exactly, and this one is not"
+    ]
+    changed["certificate"]["files"][0]["sha256"] = "0" * 63 + "g"
+    cert.write_text(json.dumps(changed), encoding="utf-8")
+    assert main(["verify-certificate", str(cert)]) == 2
+    assert "certificate.files.sha256[1]: expected 64 lowercase hex digits, got '000" in capsys.readouterr().err
+
+
+def test_the_certificates_own_size_limit(tmp_path, capsys, monkeypatch):
+    _, cert = certify(tmp_path, capsys)
+    assert cert.stat().st_size > 1000
+    monkeypatch.setattr(limits, "FILE_BYTES", 1000)  # a spec's limit no longer applies to a certificate
+    assert main(["verify-certificate", str(cert)]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(limits, "CERTIFICATE_BYTES", 2**20 // 2)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (2**20))
+    assert main(["verify-certificate", str(big)]) == 2
+    assert capsys.readouterr().err == f"symattn: {big}: larger than 0 MiB (the limit for a certificate)\n"
+    assert limits.CERTIFICATE_BYTES != 4 * 2**20 and sha256_file(big) == hashlib.sha256(b" " * 2**20).hexdigest()
