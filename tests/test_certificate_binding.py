@@ -92,3 +92,28 @@ def test_the_certificates_own_size_limit(tmp_path, capsys, monkeypatch):
     assert main(["verify-certificate", str(big)]) == 2
     assert capsys.readouterr().err == f"symattn: {big}: larger than 0 MiB (the limit for a certificate)\n"
     assert limits.CERTIFICATE_BYTES != 4 * 2**20 and sha256_file(big) == hashlib.sha256(b" " * 2**20).hexdigest()
+
+
+def test_the_certificate_names_the_input_files_too(tmp_path, capsys):
+    import numpy as np
+
+    arrays = {"q": [[1, 0.5], [0, 1]], "k": [[1, 2], [0.25, 1]], "v": [[1, 0.5], [2, -1]]}
+    for name, rows in arrays.items():
+        np.save(tmp_path / f"{name}.npy", np.array(rows, dtype=np.float16))
+    spec = tmp_path / "s.toml"
+    spec.write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    cert = tmp_path / "c.json"
+    assert main(["compute", str(spec), "--certify", "--no-exact", "-o", str(cert)]) == 0
+    files = json.loads(cert.read_text(encoding="utf-8"))["certificate"]["files"]
+    assert [(f["name"], f["path"]) for f in files] == [("spec", str(spec))] + [
+        (n.upper(), str(tmp_path / f"{n}.npy")) for n in "qkv"
+    ]
+    assert all(f["sha256"] == sha256_file(f["path"]) for f in files)
+    capsys.readouterr()
+    k = np.load(tmp_path / "k.npy")
+    k[1, 0] = 0.5  # the kernel's input changed after the certificate was made
+    np.save(tmp_path / "k.npy", k)
+    assert main(["verify-certificate", str(cert)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"symattn: {cert}: K {tmp_path / 'k.npy'}: its SHA-256 is ")
+    assert err.endswith(f", the certificate's is {files[2]['sha256']}: not the file certified\n")

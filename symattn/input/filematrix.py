@@ -102,6 +102,13 @@ def read(raw: str, key: str, source: str, folder: Path | None, max_rows: int) ->
     return matrix_of(read_array(raw, key, source, folder), raw, key, source, max_rows)
 
 
+def file_part(raw: str) -> str:
+    """The file of a name that :func:`names_file` accepts (``qkv.safetensors:k``: ``qkv.safetensors``)."""
+    match = _NAME.fullmatch(raw)
+    assert match is not None  # the caller checked names_file
+    return match["path"]
+
+
 def names_file(raw: object) -> bool:
     """Whether a spec value is a file name of ours (a string ending .npy, .safetensors or .safetensors:NAME)."""
     return isinstance(raw, str) and _NAME.fullmatch(raw) is not None

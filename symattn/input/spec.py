@@ -95,6 +95,7 @@ class Spec:
     # issue 22: Q, K, V files with batch and head axes; batches holds every batch's (Q, K, V), Q, K, V the first
     layout: str = "bhnd"  # or "bnhd": the order of the files' axes (and of a result's)
     batches: tuple[tuple[Matrix, Matrix, Matrix], ...] = ()  # empty: one batch, Q, K, V
+    sources: tuple[tuple[str, str], ...] = ()  # (key, path) of each input read from a file: a certificate binds them
 
     @property
     def batch(self) -> int:
@@ -284,6 +285,19 @@ SPEC_KEYS = (
 )
 
 
+def _file_sources(data: Mapping[str, Any], folder: Path | None) -> tuple[tuple[str, str], ...]:
+    """(key, path) of each input a spec file names as a file (``Q = "q.npy"``, ``[backward]``'s too)."""
+    from symattn.input.filematrix import file_part, names_file
+
+    if folder is None:
+        return ()
+    backward = data.get("backward")
+    named = list(data.items()) + [
+        (f"backward.{k}", v) for k, v in (backward.items() if isinstance(backward, Mapping) else ())
+    ]
+    return tuple((key, str(folder / file_part(raw))) for key, raw in named if names_file(raw))
+
+
 def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: Path | None = None) -> Spec:
     """Validate a mapping of spec keys (as read from TOML/JSON, or written in Python).
 
@@ -294,6 +308,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
     if not isinstance(data, Mapping):
         raise reader.error(None, f"expected a table of spec keys, got {kind_of(data)}")
     check_keys(reader, data, SPEC_KEYS)
+    sources = _file_sources(data, folder)
     batches: tuple = ()
     layout = "bhnd"
     if "X" not in data:  # Q, K, V files with batch and head axes: batch 0 as matrices, heads and kv_heads set
@@ -387,6 +402,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
         rope=rope,
         layout=layout,
         batches=batches,
+        sources=sources,
     )
     spec = replace(spec, alibi=read_alibi(reader, data, heads, spec.is_symbolic))
     spec = replace(spec, softcap=read_softcap(reader, data, spec.is_symbolic))
