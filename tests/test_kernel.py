@@ -304,7 +304,7 @@ def test_lse_of_decimal_inputs_is_refused_in_one_line(seed, tmp_path):
 
 @pytest.mark.parametrize("fmt", ["float16", "bfloat16", "float32", "float64"])
 def test_the_vectorised_decision_is_the_exact_one_wherever_it_decides(fmt):
-    from symattn.checking.compare import _decide
+    from symattn.checking.comparison import _decide
     from symattn.checking.deciding import decide, figure
 
     rng = np.random.default_rng(3)

@@ -34,7 +34,7 @@ def decide(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str):
     """Vectorised compare._decide: (decided, ulps, relative, bucket), each figure as (q, exponent) of
     q·10^exponent with q of three digits (relative: q = −1 where it has none: an exact 0)."""
     global _EDGES
-    from symattn.checking.compare import EDGES
+    from symattn.checking.comparison import EDGES
 
     if _EDGES is None:
         _EDGES = np.array([float(e) for e in EDGES])

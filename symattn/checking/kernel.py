@@ -102,7 +102,8 @@ def _all_intervals(heads: list[float64.Head], quantity: str) -> list[tuple[np.nd
 
 def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
     """compare.compare for heads the float64 path takes (see heads_of): the same Comparison."""
-    from symattn.checking.compare import EDGES, EXACT_DIGITS, Comparison, Entry, ShapeError, _decide
+    from symattn.checking.comparison import EDGES, EXACT_DIGITS, Comparison, Entry, _decide
+    from symattn.input.errors import ShapeError
 
     parts = _all_intervals(heads, quantity)
     axis = 0 if quantity in LSE else 1  # heads side by side (O), or a row per head (the LSE)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from symattn.checking.compare import Comparison, Entry
+from symattn.checking.comparison import Comparison, Entry
 
 
 def locator(c: Comparison) -> Callable[[Entry], tuple[int, int, int, int]]:

@@ -217,7 +217,7 @@ def with_verdict(data: dict[str, Any], t: Tolerance | None) -> dict[str, Any]:
 
 def tolerance_data(t: Tolerance) -> dict[str, Any]:
     """JSON-ready: the rule, its tolerances as typed, the verdict, the worst entry and the figure."""
-    from symattn.checking.compare import number_text
+    from symattn.checking.comparison import number_text
 
     data: dict[str, Any] = {
         "rule": t.rule,
@@ -237,7 +237,7 @@ def tolerance_data(t: Tolerance) -> dict[str, Any]:
 
 def fraction_text(x: Fraction) -> str:
     """A tolerance as a short exact decimal (every typed decimal is one): 2, 0.001, 1e-8."""
-    from symattn.checking.compare import number_text
+    from symattn.checking.comparison import number_text
 
     with localcontext() as ctx:
         ctx.prec = 2000  # exact: a typed decimal of at most 64 characters

@@ -33,6 +33,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from symattn.classroom.template import ASKABLE
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError, SymattnError
 from symattn.input.files import read_table
@@ -54,7 +55,7 @@ COUNTED = ("exact", "rounded", "carried", "input-rounding", "too-coarse", "last-
 FORMATS = ("csv", "json", "markdown", "latex", "html", "pdf")
 FEEDBACK_FORMATS = ("text", "markdown", "latex", "html", "pdf")
 # the steps in the order of the derivation, for the class summary
-STEPS = ("sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
+STEPS = ASKABLE  # the steps of a sheet, in their order: the quantities a template may ask for
 
 
 @dataclass(frozen=True)

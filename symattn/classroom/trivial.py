@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from symattn.classroom.grading import STEPS
+from symattn.classroom.template import ASKABLE as STEPS  # a sheet's steps, in order
 
 # the steps of one row that a trivial answer can start: each later step of the row is computed from it
 _ROW_STEPS = ("scores", "scaled", "exp", "weights", "output")

@@ -1,0 +1,128 @@
+"""The data of a comparison of a float result with the exact values: each entry's error, the summary, and
+how one entry's error is decided on an enclosure of its exact value.
+
+Shared by the exact path (:mod:`symattn.checking.compare`) and the float64 engine
+(:mod:`symattn.checking.kernel`, ``deciding``, ``perhead``, ``rowscale``, ``tolerance``), so that none
+of them imports the module that dispatches to the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from symattn.exact import numeric
+from symattn.input.floats import ulp
+
+SHOWN_DIGITS = 3  # of each error
+EXACT_DIGITS = 17  # of each exact value shown (enough to tell float64 neighbours apart)
+START_DIGITS = 40  # the model's first enclosure; doubled until every error is decided
+# histogram buckets (in ULPs): 0, (0, 1/2], (1/2, 1], (1, 2], (2, 4], ..., (2^19, 2^20], beyond
+EDGES = (Fraction(0), Fraction(1, 2)) + tuple(Fraction(2) ** k for k in range(0, 21))
+
+
+@dataclass(frozen=True)
+class Entry:
+    row: int
+    col: int
+    value: Fraction | None  # the float, exactly; None where it is NaN or infinite
+    exact: Decimal  # the exact value to EXACT_DIGITS significant digits
+    ulps: Decimal | None  # |value − exact| / ulp(exact), to SHOWN_DIGITS significant digits
+    relative: Decimal | None  # |value − exact| / |exact|; None where the exact value is 0
+    bucket: int  # index into EDGES: 0 for no error, k for (EDGES[k-1], EDGES[k]], len(EDGES) beyond the last
+    # |value − exact| / (the row's largest |exact|), to SHOWN_DIGITS; None where not finite or the row is 0
+    row_relative: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    source: str
+    quantity: str
+    format: str
+    entries: tuple[Entry, ...]  # row by row
+    not_finite: tuple[tuple[tuple[int, int], str], ...]
+    digits: int  # the model's significant digits that decided every error
+    refined: int | None = None  # the float64 path (checking/kernel.py): entries arb decided; None: exact path
+    # issue 22: (B, H) where the inputs and the result have batch and head axes: the heads lie side by side
+    # (O: a block of columns each, batch by batch; LSE: a row each)
+    batch_heads: tuple[int, int] | None = None
+    # the exact values as intervals narrowed on demand (checking/enclosing.py), for the verdict of tolerance.py
+    enclose: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def histogram(self) -> tuple[tuple[int, int], ...]:
+        """(bucket, count) for every bucket with an entry, not-finite entries left out."""
+        counts: dict[int, int] = {}
+        for e in self.entries:
+            if e.value is not None:
+                counts[e.bucket] = counts.get(e.bucket, 0) + 1
+        return tuple(sorted(counts.items()))
+
+    @property
+    def worst(self) -> Entry | None:
+        finite = [e for e in self.entries if e.ulps is not None]
+        return max(finite, key=lambda e: (e.bucket, e.ulps)) if finite else None
+
+    @property
+    def worst_relative(self) -> Entry | None:
+        finite = [(e.relative, e) for e in self.entries if e.relative is not None]
+        return max(finite, key=lambda pair: pair[0])[1] if finite else None
+
+    @property
+    def worst_row_relative(self) -> Entry | None:
+        # rounding is monotone: the largest rounded figure is the rounding of the largest
+        finite = [(e.row_relative, e) for e in self.entries if e.row_relative is not None]
+        return max(finite, key=lambda pair: pair[0])[1] if finite else None
+
+    @property
+    def correctly_rounded(self) -> int:
+        return sum(1 for e in self.entries if e.value is not None and e.bucket <= 1)
+
+
+def _bucket(e: Fraction) -> int:
+    for k, edge in enumerate(EDGES):
+        if e <= edge:
+            return k
+    return len(EDGES)
+
+
+def _half_unit(value: Decimal) -> Fraction:
+    # a value rounded half-up to its digits lies within half a unit of its last digit
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)  # a finite value's ("n", "N", "F": NaN and infinity)
+    return Fraction(1, 2) * Fraction(10) ** exponent
+
+
+def _decide(x: Fraction, lo: Fraction, hi: Fraction, fmt: str) -> tuple[Decimal, Decimal | None, int] | None:
+    """The error of x against every exact value in [lo, hi], if the shown digits and bucket are the same."""
+    far = max(abs(x - lo), abs(x - hi))
+    near = Fraction(0) if lo <= x <= hi else min(abs(x - lo), abs(x - hi))
+    units = sorted({ulp(lo, fmt), ulp(hi, fmt)} | ({ulp(Fraction(0), fmt)} if lo < 0 < hi else set()))
+    e_lo, e_hi = near / units[-1], far / units[0]
+    shown = numeric.significant_exact(e_lo, SHOWN_DIGITS)
+    bucket = _bucket(e_lo)
+    if shown != numeric.significant_exact(e_hi, SHOWN_DIGITS) or bucket != _bucket(e_hi):
+        return None
+    if lo <= 0 <= hi:
+        if lo == hi:  # exactly 0: no relative error
+            return shown, None, bucket
+        return None
+    mags = (abs(lo), abs(hi)) if lo > 0 else (abs(hi), abs(lo))
+    r_lo, r_hi = near / mags[1], far / mags[0]
+    relative = numeric.significant_exact(r_lo, SHOWN_DIGITS)
+    if relative != numeric.significant_exact(r_hi, SHOWN_DIGITS):
+        return None
+    return shown, relative, bucket
+
+
+def number_text(x: Decimal) -> str:
+    """7.83e-8 for small and large numbers, 0.744 and 12.5 otherwise (digits as decided, none added)."""
+    if x == 0 or -5 <= x.adjusted() < 6:
+        return format(x, "f")
+    sign, digits, _ = x.as_tuple()
+    mantissa = "".join(map(str, digits))
+    mantissa = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
+    return f"{'-' if sign else ''}{mantissa}e{x.adjusted()}"
