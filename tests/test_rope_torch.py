@@ -14,6 +14,7 @@ from symattn.derivation.intermediates import compute
 from symattn.input.spec import load_spec
 
 from .strategies import matrix, multihead_base
+from .test_torch import assert_close, magnitude, tensor
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (CI installs torch==2.13.0)")
 F = torch.nn.functional
@@ -21,10 +22,6 @@ F = torch.nn.functional
 pytestmark = pytest.mark.client
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BASES = ("10000", "10", "2.5", "1/3", "1", "500000")
-
-
-def tensor(rows):
-    return torch.tensor([[float(Fraction(x)) for x in row] for row in rows], dtype=torch.float64)
 
 
 def rotate(x, base, style):
@@ -43,17 +40,6 @@ def rotate(x, base, style):
     out[:, 0::2] = a * cos - b * sin
     out[:, 1::2] = a * sin + b * cos
     return out
-
-
-def assert_close(ours, theirs, scale):
-    assert len(ours) == theirs.shape[0] and len(ours[0]) == theirs.shape[1]
-    for row, expected in zip(ours, theirs.tolist()):
-        for value, want in zip(row, expected):
-            assert abs(float(value) - want) <= 1e-12 * max(abs(want), scale), (value, want)
-
-
-def magnitude(*matrices):
-    return max([1.0] + [abs(float(Fraction(x))) for m in matrices for row in m for x in row])
 
 
 @st.composite

@@ -4,6 +4,8 @@ For random small specs, the exact values evaluated to 17 significant digits
 must equal PyTorch within 1e-12 relative.
 """
 
+from fractions import Fraction
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,7 +23,8 @@ SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 
 
 def tensor(rows):
-    return torch.tensor([[float(x) for x in row] for row in rows], dtype=torch.float64)
+    # through Fraction, so that "1/3" reads too (a decimal's float is the same either way: both correctly rounded)
+    return torch.tensor([[float(Fraction(x)) for x in row] for row in rows], dtype=torch.float64)
 
 
 def assert_close(ours, theirs, scale):
@@ -32,7 +35,7 @@ def assert_close(ours, theirs, scale):
 
 
 def magnitude(*matrices):
-    return max([1.0] + [abs(float(x)) for m in matrices for row in m for x in row])
+    return max([1.0] + [abs(float(Fraction(x))) for m in matrices for row in m for x in row])
 
 
 @st.composite

@@ -126,9 +126,9 @@ def test_variants_with_projections_and_w_o(raw):
         bias = bias.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(), float("-inf"))
     heads_out = F.scaled_dot_product_attention(*split, attn_mask=bias).transpose(0, 1).reshape(n_q, -1)
     if "sinks" in raw:  # the softmax with a sink column
-        heads_out = with_sink_column(raw, q, k, v)[0]
+        heads_out = variants(raw, q, k, v)[0]
     elif "softcap" in raw:  # no SDPA takes tanh: the float64 formula
-        heads_out = softcapped(raw, q, k, v)
+        heads_out = variants(raw, q, k, v)[0]
     out = heads_out @ tensor(raw["W_O"]) + vec("b_O")
     data = compute(load_spec(raw), digits=17)
     E = len(raw["X"][0])
@@ -146,24 +146,32 @@ def softcap_inputs(draw):
     return raw
 
 
-def softcapped(raw, q=None, k=None, v=None):
-    """The float64 formula: z = c·tanh((S/√d + bias)/c), masked, softmax, × V (per head, concatenated)."""
+def variants(raw, q=None, k=None, v=None, sinks=None):
+    """The float64 formula, per head and concatenated: z = S/√d + bias, c·tanh(z/c), masked, a softmax with the
+    sink as one more column (then dropped), × V. Returns O and each head's sink share (None without sinks);
+    differentiable in q, k, v and ``sinks`` (the logits; by default the spec's)."""
     from fractions import Fraction
 
     if q is None:
         q, k, v = (tensor(raw[x]) for x in "QKV")
+    if sinks is None and "sinks" in raw:
+        sinks = torch.tensor([float(Fraction(s)) for s in raw["sinks"]], dtype=torch.float64)
     n_q, n_k, heads = q.shape[0], k.shape[0], raw["heads"]
     qs, ks, vs = (t.reshape(t.shape[0], heads, -1).transpose(0, 1) for t in (q, k, v))
     z = qs @ ks.transpose(1, 2) / qs.shape[-1] ** 0.5
     if "alibi" in raw or "alibi_slopes" in raw:
         z = z + torch.stack([alibi_bias(m, n_q, n_k) for m in slopes(raw)])
-    c = float(Fraction(raw["softcap"]))
-    z = c * torch.tanh(z / c)
+    if "softcap" in raw:
+        c = float(Fraction(raw["softcap"]))
+        z = c * torch.tanh(z / c)
     if raw.get("mask") == "causal":
         z = z.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(), float("-inf"))
     elif isinstance(raw.get("mask"), list):
         z = z.masked_fill(~torch.tensor(raw["mask"], dtype=torch.bool), float("-inf"))
-    return (torch.softmax(z, dim=-1) @ vs).transpose(0, 1).reshape(n_q, -1)
+    if sinks is None:
+        return (torch.softmax(z, dim=-1) @ vs).transpose(0, 1).reshape(n_q, -1), None
+    a = torch.softmax(torch.cat([z, sinks[:, None, None].expand(heads, n_q, 1)], dim=-1), dim=-1)
+    return (a[..., :-1] @ vs).transpose(0, 1).reshape(n_q, -1), a[..., -1]
 
 
 @SETTINGS
@@ -174,7 +182,7 @@ def test_softcap_against_the_float64_formula(raw):
         ours = data["output"]["value"]
     else:
         ours = [sum((h["output"]["value"][i] for h in data["heads"]), []) for i in range(len(raw["Q"]))]
-    assert_close(ours, softcapped(raw), magnitude(raw["V"]))
+    assert_close(ours, variants(raw)[0], magnitude(raw["V"]))
 
 
 @st.composite
@@ -189,35 +197,11 @@ def sink_inputs(draw):
     return raw
 
 
-def with_sink_column(raw, q=None, k=None, v=None):
-    """Softmax over the scores with the sink as one more column, then that column dropped."""
-    from fractions import Fraction
-
-    if q is None:
-        q, k, v = (tensor(raw[x]) for x in "QKV")
-    n_q, n_k, heads = q.shape[0], k.shape[0], raw["heads"]
-    qs, ks, vs = (t.reshape(t.shape[0], heads, -1).transpose(0, 1) for t in (q, k, v))
-    z = qs @ ks.transpose(1, 2) / qs.shape[-1] ** 0.5
-    if "alibi" in raw or "alibi_slopes" in raw:
-        z = z + torch.stack([alibi_bias(m, n_q, n_k) for m in slopes(raw)])
-    if "softcap" in raw:
-        c = float(Fraction(raw["softcap"]))
-        z = c * torch.tanh(z / c)
-    if raw.get("mask") == "causal":
-        z = z.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(), float("-inf"))
-    elif isinstance(raw.get("mask"), list):
-        z = z.masked_fill(~torch.tensor(raw["mask"], dtype=torch.bool), float("-inf"))
-    sinks = torch.tensor([float(Fraction(s)) for s in raw["sinks"]], dtype=torch.float64)
-    column = sinks[:, None, None].expand(heads, n_q, 1)
-    a = torch.softmax(torch.cat([z, column], dim=-1), dim=-1)
-    return (a[..., :-1] @ vs).transpose(0, 1).reshape(n_q, -1), a[..., -1]
-
-
 @SETTINGS
 @given(sink_inputs())
 def test_sinks_against_softmax_with_a_sink_column(raw):
     data = compute(load_spec(raw), digits=17)
-    out, share = with_sink_column(raw)
+    out, share = variants(raw)
     heads = [data] if raw["heads"] == 1 else data["heads"]
     ours = [sum((h["output"]["value"][i] for h in heads), []) for i in range(len(raw["Q"]))]
     assert_close(ours, out, magnitude(raw["V"]))

@@ -16,7 +16,8 @@ from symattn.derivation.intermediates import compute
 from symattn.input.spec import load_spec
 
 from .strategies import multihead_base
-from .test_torch_score_variants import alibi_bias, alibi_inputs, slopes
+from .test_torch import assert_close, magnitude, tensor
+from .test_torch_score_variants import alibi_inputs, variants
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (CI installs torch==2.13.0)")
 
@@ -25,41 +26,9 @@ pytestmark = pytest.mark.client
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def tensor(rows):
-    return torch.tensor([[float(Fraction(x)) for x in row] for row in rows], dtype=torch.float64)
-
-
-def assert_close(ours, theirs, scale):
-    """Within 1e-12, relative, with an absolute floor of 1e-12 × the matrix's own scale."""
-    assert len(ours) == theirs.shape[0] and len(ours[0]) == theirs.shape[1]
-    for row, expected in zip(ours, theirs.tolist()):
-        for value, want in zip(row, expected):
-            assert abs(float(value) - want) <= 1e-12 * max(abs(want), scale), (value, want)
-
-
-def magnitude(*matrices):
-    return max([1.0] + [abs(float(Fraction(x))) for m in matrices for row in m for x in row])
-
-
 def forward(raw, q, k, v, sinks):
     """O (n_q × heads·d_v) in float64, differentiable in q, k, v and the sink logits."""
-    n_q, n_k, heads = q.shape[0], k.shape[0], raw["heads"]
-    qs, ks, vs = (t.reshape(t.shape[0], heads, -1).transpose(0, 1) for t in (q, k, v))
-    z = qs @ ks.transpose(1, 2) / qs.shape[-1] ** 0.5
-    if "alibi" in raw or "alibi_slopes" in raw:
-        z = z + torch.stack([alibi_bias(m, n_q, n_k) for m in slopes(raw)])
-    if "softcap" in raw:
-        c = float(Fraction(raw["softcap"]))
-        z = c * torch.tanh(z / c)
-    if raw.get("mask") == "causal":
-        z = z.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(), float("-inf"))
-    elif isinstance(raw.get("mask"), list):
-        z = z.masked_fill(~torch.tensor(raw["mask"], dtype=torch.bool), float("-inf"))
-    if sinks is None:
-        a = torch.softmax(z, dim=-1)
-    else:
-        a = torch.softmax(torch.cat([z, sinks[:, None, None].expand(heads, n_q, 1)], dim=-1), dim=-1)[..., :-1]
-    return (a @ vs).transpose(0, 1).reshape(n_q, -1)
+    return variants(raw, q, k, v, sinks)[0]
 
 
 def sink_tensor(raw):
