@@ -422,21 +422,14 @@ def scale_of(spec: Spec) -> sympy.Expr:
     return sympy.Rational(spec.scale.value.numerator, spec.scale.value.denominator)
 
 
-def build_model(spec: Spec) -> Model:
-    """The exact model of a validated single-head spec."""
-    from symattn.exact.score_variants import with_score_variants  # it subclasses Model
-
-    if spec.heads > 1:
-        raise ValueError("a multi-head spec has one model per head: use build_heads")
-    if spec.rope is not None:  # RoPE rotates Q and K: scores with cos and sin
-        from symattn.exact.rope import build_rotary
-
-        return build_rotary(spec)
+def model_fields(spec: Spec) -> dict:
+    """A numeric head's fields from its spec: Q, K, V as integers over a denominator, S = QKᵀ (for RoPE the
+    scores before the rotation), d_k, the scale and the mask. Every head model (and its variants) takes them."""
     Q, K, V = spec.Q, spec.K, spec.V
     if not (is_numbers(Q) and is_numbers(K) and is_numbers(V)):
         raise ValueError("a spec with formulas has a symbolic model: use build_symbolic")
     (q, dq), (k, dk), (v, dv) = (integer_matrix(m) for m in (Q, K, V))
-    model = Model(
+    return dict(
         q=q,
         k=k,
         v=v,
@@ -448,6 +441,19 @@ def build_model(spec: Spec) -> Model:
         scale=scale_of(spec),
         allowed=spec.allowed,
     )
+
+
+def build_model(spec: Spec) -> Model:
+    """The exact model of a validated single-head spec."""
+    from symattn.exact.score_variants import with_score_variants  # it subclasses Model
+
+    if spec.heads > 1:
+        raise ValueError("a multi-head spec has one model per head: use build_heads")
+    if spec.rope is not None:  # RoPE rotates Q and K: scores with cos and sin
+        from symattn.exact.rope import build_rotary
+
+        return build_rotary(spec)
+    model = Model(**model_fields(spec))
     model = with_score_variants(model, spec)  # issue 20: ALiBi (symattn.exact.score_variants)
     _check_work(model, spec.source)
     return model

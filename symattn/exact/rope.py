@@ -28,13 +28,12 @@ import sympy
 from sympy import ImmutableMatrix
 
 from symattn.exact import numeric
-from symattn.exact.base import QUANTITIES, integer_matrix, rational_matrix
+from symattn.exact.base import QUANTITIES, rational_matrix
 from symattn.exact.boxes import Boxes
-from symattn.exact.model import Model, _check_work, scale_of
+from symattn.exact.model import Model, _check_work, model_fields
 from symattn.exact.numeric import Fixed
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
-from symattn.input.reader import is_numbers
 from symattn.input.rope import Rope
 from symattn.input.spec import Spec
 
@@ -383,22 +382,7 @@ def _narrow(b: Fixed, bits: int) -> Fixed:
 def build_rotary(spec: Spec) -> RotaryModel:
     """The exact model of a single-head spec with RoPE."""
     assert spec.rope is not None  # called for specs with rope = true
-    Q, K, V = spec.Q, spec.K, spec.V
-    assert is_numbers(Q) and is_numbers(K) and is_numbers(V)  # the reader refuses symbols with RoPE
-    (q, dq), (k, dk), (v, dv) = (integer_matrix(m) for m in (Q, K, V))
-    model = RotaryModel(
-        q=q,
-        k=k,
-        v=v,
-        s=q * k.transpose(),  # the scores before the rotation (the derivation shows them too)
-        dq=dq,
-        dk=dk,
-        dv=dv,
-        d_k=spec.d_k,
-        scale=scale_of(spec),
-        allowed=spec.allowed,
-        rope=spec.rope,
-    )
+    model = RotaryModel(**model_fields(spec), rope=spec.rope)  # s: the scores before the rotation
     _check_work(model, spec.source)
     return model
 

@@ -182,12 +182,18 @@ class BiasedModel(Model):
         )
 
     @cached_property
+    def _shift(self) -> tuple[sympy.Expr, ...]:
+        # what the stable softmax subtracts from each row: its largest z (a sink's model: or the sink)
+        Z = self.scaled
+        return tuple(Z[i, self.row_max[i]] for i in range(Z.rows))
+
+    @cached_property
     def shifted(self) -> ImmutableMatrix:
         Z = self.scaled
         return ImmutableMatrix(
             Z.rows,
             Z.cols,
-            lambda i, j: Z[i, j] - Z[i, self.row_max[i]] if self.may_attend(i, j) else sympy.S.NegativeInfinity,
+            lambda i, j: Z[i, j] - self._shift[i] if self.may_attend(i, j) else sympy.S.NegativeInfinity,
         )
 
     def _comparer(self, i: int) -> Callable[[int, int], int]:

@@ -85,15 +85,6 @@ class SinkModel(BiasedModel):
         return tuple(self._s if win else Z[i, self.row_max[i]] for i, win in enumerate(self.sink_wins))
 
     @cached_property
-    def shifted(self) -> ImmutableMatrix:
-        Z = self.scaled
-        return ImmutableMatrix(
-            Z.rows,
-            Z.cols,
-            lambda i, j: Z[i, j] - self._shift[i] if self.may_attend(i, j) else sympy.S.NegativeInfinity,
-        )
-
-    @cached_property
     def sink_exp(self) -> ImmutableMatrix:
         return ImmutableMatrix([[sympy.exp(self._s)] for _ in range(self.n_queries)])
 
