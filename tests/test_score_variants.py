@@ -14,7 +14,7 @@ from symattn.exact.factory import build
 from symattn.input import builtin
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.spec import load_spec
-from symattn.rendering.renderer import render
+from symattn.rendering.renderer import render, render_report
 
 BASE = {
     "tokens": ["a", "b", "c"],
@@ -423,3 +423,20 @@ def test_rounded_inputs_are_refused_with_the_variants(variant):
     spec = load_spec({**BASE, **variant, "inputs": "rounded"})
     with pytest.raises(SpecError, match=r'^<dict>: inputs: "rounded" is not checked with ALiBi, softcap or sinks yet$'):
         check(spec, {"claims": {"weights": [["0.3", "0.3", "0.4"]] * 3}})
+
+
+@pytest.mark.parametrize(
+    "lang, softcap, name",
+    [("en", None, "biased z"), ("en", "2", "capped z"), ("zh", None, "加偏置后 z"), ("zh", "2", "软截断后 z")],
+)
+def test_reports_name_the_biased_scores_z(lang, softcap, name):
+    # a claimed "scaled" score with a bias or a cap is z, not S/√d_k: the report says which
+    spec = load_spec(builtin.example_path("alibi", "en")).with_options(lang=lang)
+    if softcap is not None:
+        spec = load_spec({**BASE, "lang": lang, "alibi": True, "softcap": softcap})
+    report = check(spec, {"claims": {"scaled[2][1]": "-0.36"}})
+    text = render_report(report, "text")
+    assert f"1   {name} (" in text
+    assert "S/√d_k" not in text
+    md = render_report(report, "markdown")
+    assert name.replace(" z", " $z$") in md

@@ -97,6 +97,7 @@ def check(
         blanks=loaded.blanks,
         student=loaded.student,
         softmax=spec.softmax,
+        z="capped" if spec.softcap is not None else "biased" if spec.alibi is not None else None,
         commas=loaded.commas,
     )
 
