@@ -19,6 +19,7 @@ from symattn.classroom.variants import draw, failed, variant_seed
 from symattn.exact.model import build_model
 from symattn.exact.rounding import exact_figures, hand_figures
 from symattn.input.errors import SpecError
+from symattn.input.spec import load_spec
 
 from .conftest import run_in_terminal
 
@@ -391,3 +392,14 @@ def test_exercise_pdf_through_the_cli(tmp_path):
     for name in ("key-all.pdf", "s01/key.pdf", "s01/sheet.pdf"):
         assert (tmp_path / "c" / name).read_bytes().startswith(b"%PDF-")
     assert 'lang = "zh"' in (tmp_path / "c" / "s01" / "answers.toml").read_text(encoding="utf-8")
+
+
+def test_a_tie_is_judged_on_the_biased_scores():
+    # d_k = 4, scale 1/2, ALiBi m = 1/2: row 2's plain scores 2 and 1 differ, but z = 2/2 − 1/2 and 1/2 tie
+    template = load_template(HOMEWORK)
+    tied = {"tokens": ["a", "b"], "alibi_slopes": ["0.5"], "V": [["1", "2"], ["3", "4"]]}
+    tied |= {"Q": [["1", "0", "0", "0"], ["0", "1", "0", "0"]], "K": [["1", "2", "0", "0"], ["0", "1", "0", "0"]]}
+    assert failed(load_spec(tied), template) == "tie"
+    # the plain scores 1 and 1 tie, but z = 1/2 − 1/2 and 1/2 do not
+    apart = tied | {"K": [["1", "1", "0", "0"], ["0", "1", "0", "0"]]}
+    assert failed(load_spec(apart), template) != "tie"

@@ -124,14 +124,9 @@ def failed(spec: Spec, t: Template) -> str | None:
         if any(all(isinstance(x, Numeral) and x.value == 0 for x in row) for row in m):
             return "zero-row"
     model = build_model(spec)
-    if model.rotated:  # RoPE: scores with cos and sin, equal exactly where their structures are
-        if any(len(next(g for g in groups if model.row_max[i] in g)) > 1 for i, groups in enumerate(model._groups)):
-            return "tie"
-    else:
-        for i, row in enumerate(model.score_integers[1]):
-            allowed = [x for j, x in enumerate(row) if model.may_attend(i, j)]
-            if allowed.count(max(allowed)) > 1:
-                return "tie"
+    # the softmax's own inputs decide: with RoPE, ALiBi or a softcap those are not the plain scores
+    if any(len(next(g for g in groups if model.row_max[i] in g)) > 1 for i, groups in enumerate(model._groups)):
+        return "tie"
     try:
         exact = exact_figures(model, spec.decimals, stable=spec.softmax == "stable", notation=spec.notation)
         hand = hand_figures(model, spec)
