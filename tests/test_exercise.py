@@ -19,6 +19,7 @@ from symattn.classroom.variants import draw, failed, variant_seed
 from symattn.exact.model import build_model
 from symattn.exact.rounding import exact_figures, hand_figures
 from symattn.input.errors import SpecError
+from symattn.input.files import read_table
 from symattn.input.spec import load_spec
 
 from .conftest import run_in_terminal
@@ -403,3 +404,38 @@ def test_a_tie_is_judged_on_the_biased_scores():
     # the plain scores 1 and 1 tie, but z = 1/2 − 1/2 and 1/2 do not
     apart = tied | {"K": [["1", "1", "0", "0"], ["0", "1", "0", "0"]]}
     assert failed(load_spec(apart), template) != "tie"
+
+
+def masked_homework():
+    return dict(read_table(HOMEWORK), mask="causal")
+
+
+def test_a_masked_sheet_says_what_each_token_attends_to():
+    (v,) = ex.exercise(masked_homework(), ["s01"], 1)
+    en, zh = sheets.sheet(v, "markdown", "en"), sheets.sheet(v, "markdown", "zh")
+    assert (
+        "Masked attention: each token attends only to the tokens listed here; a masked score is $-\\infty$ and "
+        "its weight 0.\n\n- “the” attends to “the”\n- “cat” attends to “the”, “cat”\n"
+        "- “sat” attends to “the”, “cat”, “sat”\n"
+    ) in en
+    assert "- 「cat」关注「the」、「cat」\n" in zh
+    assert "attends" not in sheets.sheet(ex.exercise(HOMEWORK, ["s01"], 1)[0], "markdown", "en")
+
+
+@pytest.mark.parametrize("lang, engine", [("en", "pdflatex"), ("zh", "xelatex")])
+def test_a_masked_sheet_compiles_with_its_list(latex, tmp_path, lang, engine):
+    (v,) = ex.exercise(masked_homework(), ["s01"], 1)
+    pdf = latex(sheets.sheet(v, "latex", lang), engine, tmp_path)
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    assert ("“sat” attends to “the”, “cat”, “sat”" if lang == "en" else "「sat」关注「the」、「cat」、「sat」") in text
+    assert "Overfull" not in (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+
+
+@pytest.mark.parametrize("key", ["alibi", "softcap", "sinks", "rope", "kv_heads", "key_tokens"])
+def test_keys_a_sheet_cannot_state_are_refused(key):
+    data = dict(read_table(HOMEWORK), **{key: True})
+    with pytest.raises(SpecError) as info:
+        ex.exercise(data, ["s01"], 1)
+    assert str(info.value) == (
+        f"<dict>: {key}: an exercise sheet does not state this key yet; remove it, or render the derivation"
+    )

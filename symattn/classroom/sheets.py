@@ -36,6 +36,7 @@ class SheetView:
     asked: tuple[Asked, ...]
     all_rows: bool
     decimals: tuple[tuple[str, int], ...]  # (quantity, decimals) of asked quantities that are rounded
+    attends: tuple[tuple[str, ...], ...] | None = None  # with a mask: the tokens each token may attend to
 
 
 def _sheet_view(v: Variant) -> SheetView:
@@ -68,6 +69,7 @@ def _sheet_view(v: Variant) -> SheetView:
         v.asked,
         len(v.asked) > 0 and len({a.row for a in v.asked if a.row is not None}) > 1,
         tuple((q, rounded[q]) for q in quantities),
+        None if spec.allowed is None else tuple(tuple(t for t, ok in zip(spec.tokens, r) if ok) for r in spec.allowed),
     )
 
 

@@ -32,6 +32,8 @@ from typing import Any
 from symattn.input.decimals import terminating_decimals
 from symattn.input.files import kind_of, read_table
 from symattn.input.reader import Reader
+from symattn.input.rope import ROPE_KEYS
+from symattn.input.score_variants import KEYS as SCORE_VARIANT_KEYS
 
 ASKABLE = ("sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
 DEFAULT_ASK = ("scores", "scaled", "weights", "output")
@@ -40,6 +42,8 @@ MATRICES = ("Q", "K", "V")
 VARY_KEYS = MATRICES + ("tokens", "d_k", "d_v", "min_gap", "tries")
 RULE_KEYS = ("range", "step", "nonzero", "fixed")
 TEMPLATE_KEYS = ("vary", "ask", "answer_rows")
+# keys that change the numbers but that a sheet does not put into words: a student could not work them
+UNSTATED = ("key_tokens", "kv_heads", "causal_align", "subs", "inputs", "backward", *SCORE_VARIANT_KEYS, *ROPE_KEYS)
 TRIES = 200
 MAX_TRIES = 10_000
 MIN_GAP = Fraction(2, 100)
@@ -155,6 +159,9 @@ def _template(data: Mapping[str, Any], source: str) -> Template:
     for k in ("X", "heads", "W_O"):
         if k in data:
             raise reader.error(k, "exercises draw Q, K and V directly; projections and heads are not supported")
+    for k in UNSTATED:
+        if k in data:
+            raise reader.error(k, "an exercise sheet does not state this key yet; remove it, or render the derivation")
     base = {k: v for k, v in data.items() if k not in TEMPLATE_KEYS}
     rules = tuple((name, _rule(reader, name, vary[name])) for name in MATRICES if name in vary)
     for name in MATRICES:
