@@ -258,6 +258,8 @@ def test_opens_in_english_and_every_message_follows_the_switch(english, server):
     examples = [e for e in json.loads(english.execute_script("return fetch('/api/examples').then(r => r.text())"))]
     assert options == [e["plain_title"] for e in examples if e["lang"] == "en"]
     assert "Attention with projections: Q = XW_Q, K = XW_K, V = XW_V" in options
+    # the menu opens on the example the page opened with, not on the first in the list
+    assert english.find_element("css selector", "#example option:checked").text == seed("en")["title"]
     # load an example: the status line says so, in English; then switch: Chinese, and so is everything else
     choose(
         english, "example", str(next(i for i, e in enumerate(examples) if (e["name"], e["lang"]) == ("causal", "en")))

@@ -752,7 +752,7 @@
   function buildExamples() {
     // the examples of the page's language, each by its title as plain text (no TeX)
     const select = $("example");
-    const chosen = examples[Number(select.value)];
+    const chosen = select.value === "" ? null : examples[Number(select.value)]; // none yet: the seed
     const mine = examples.map((item, i) => [item, i]).filter(([item]) => item.lang === lang);
     select.replaceChildren(...mine.map(([item, i]) => el("option", {value: String(i), text: item.plain_title})));
     const same = mine.find(([item]) => item.name === (chosen ? chosen.name : "seed"));
