@@ -1087,9 +1087,9 @@ def test_open_a_toml_file(chrome, server, tmp_path):
     assert grids == [
         k for k in ("X", "X_kv", "W_Q", "W_K", "W_V", "Q", "K", "V", "W_O", "b_Q", "b_K", "b_V", "b_O") if k in raw
     ]
-    assert chrome.find_element("id", "status").text == load_language("zh")["ui"]["opened"].format(
-        name="projection.toml"
-    )
+    opened = load_language("zh")["ui"]["opened"].format(name="projection.toml")
+    # the status line follows the math on a busy machine: wait for it too
+    wait(chrome, lambda: chrome.find_element("id", "status").text == opened, what="the status line")
 
 
 def test_check_tab_all_rows_and_several_heads(chrome, server):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from symattn.input.errors import SpecError
-from symattn.web.tasks import REQUEST_SOURCE, _claims, _reader, _request, _spec
+from symattn.web.body import REQUEST_SOURCE, claims_of, request_fields, request_reader, spec_of
 
 # the practice steps, in order: the check tab's quantities of one row (percent is the weights again)
 STEPS = ("scores", "scaled", "exp", "exp_sum", "weights", "output")
@@ -27,11 +27,11 @@ def hint_task(body: Any) -> dict[str, Any]:
     from symattn.rendering.html import markdown_to_html
     from symattn.rendering.renderer import render_template
 
-    reader = _reader(REQUEST_SOURCE)
-    body = _request(body, ("spec", "quantity", "claims"), ("spec", "quantity"))
+    reader = request_reader(REQUEST_SOURCE)
+    body = request_fields(body, ("spec", "quantity", "claims"), ("spec", "quantity"))
     quantity = reader.choice(body["quantity"], "quantity", STEPS)
-    spec = _spec(body["spec"])
-    claims = _claims(spec, body.get("claims", {}))  # one head only, as the check tab
+    spec = spec_of(body["spec"])
+    claims = claims_of(spec, body.get("claims", {}))  # one head only, as the check tab
     derivation = derive(spec, build(spec))
     steps = {step.kind: step for step in derivation.steps}
     values = steps.get("weighted_sum")

@@ -10,8 +10,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from symattn.input.errors import LimitError, SpecError, SymattnError, shown
-
-SPEC_SOURCE, CLAIMS_SOURCE, REQUEST_SOURCE = "spec", "claims", "request"
+from symattn.web.body import (
+    REQUEST_SOURCE,
+    SPEC_SOURCE,
+    claims_of,
+    flag,
+    request_fields,
+    request_reader,
+    spec_of,
+)
+from symattn.web.practice import hint_task
 
 RENDER_FORMATS = ("html", "markdown", "latex")
 EXPORT_FORMATS = ("markdown", "latex", "pdf", "html", "toml")
@@ -34,40 +42,6 @@ _MEDIA = {
     "text": "text/plain; charset=utf-8",
     "json": "application/json",
 }
-
-
-def _reader(source: str):
-    from symattn.input.reader import Reader
-
-    return Reader(source)
-
-
-def _request(body: Any, allowed: tuple[str, ...], required: tuple[str, ...] = ("spec",)) -> dict[str, Any]:
-    from symattn.input.reader import check_keys
-
-    reader = _reader(REQUEST_SOURCE)
-    if not isinstance(body, Mapping):
-        raise reader.error(None, "expected a JSON object")
-    check_keys(reader, body, allowed)
-    for key in required:
-        if key not in body:
-            raise reader.error(key, "missing")
-    return dict(body)
-
-
-def _spec(raw: Any):
-    from symattn.input.spec import spec_from_mapping
-
-    return spec_from_mapping(raw, SPEC_SOURCE)
-
-
-def _flag(body: Mapping[str, Any], key: str, default: bool) -> bool:
-    from symattn.input.reader import brief
-
-    value = body.get(key, default)
-    if not isinstance(value, bool):
-        raise _reader(REQUEST_SOURCE).error(key, f"expected true or false, got {brief(value)}")
-    return value
 
 
 def _is_text(value: Any) -> bool:
@@ -97,13 +71,13 @@ def render_task(body: Any) -> dict[str, Any]:
     from symattn.rendering.html import markdown_to_html
     from symattn.rendering.renderer import render
 
-    reader = _reader(REQUEST_SOURCE)
-    body = _request(body, ("spec", "format", "compute", "exact", "digits", "latex_steps"))
+    reader = request_reader(REQUEST_SOURCE)
+    body = request_fields(body, ("spec", "format", "compute", "exact", "digits", "latex_steps"))
     fmt = reader.choice(body.get("format", "html"), "format", RENDER_FORMATS)
     digits = parse_index(body.get("digits", 15))
     if digits is None or not 1 <= digits <= MAX_DIGITS:
         raise reader.error("digits", f"expected an integer from 1 to {MAX_DIGITS}")
-    spec = _spec(body["spec"])
+    spec = spec_of(body["spec"])
     derivation, model = _derivation(spec)
     out: dict[str, Any] = {"lang": derivation.lang}
     if fmt == "html":
@@ -114,26 +88,15 @@ def render_task(body: Any) -> dict[str, Any]:
         # the handouts' own SVG pictures, and the kind of each step shown (one per <h2>)
         out["figures"] = [{"id": f.id, "kind": f.kind, "svg": svg(f)} for f in all_figures(derivation)]
         out["step_kinds"] = [step.kind for step in derivation.steps if step.kind != "picture"]
-        if _flag(body, "latex_steps", False):
+        if flag(body, "latex_steps", False):
             # asked for when a "copy as LaTeX" button is pressed: it costs as much as the whole LaTeX
             out["latex_steps"] = list(step_latex(derivation))
     else:
         out["text"] = render(derivation, fmt)
-    if _flag(body, "compute", True):
+    if flag(body, "compute", True):
         # closed forms are most of compute's time (an 8×8 spec: 0.2 s), so they are asked for
-        out["compute"] = compute(spec, model, digits, exact=_flag(body, "exact", False))
+        out["compute"] = compute(spec, model, digits, exact=flag(body, "exact", False))
     return out
-
-
-def _claims(spec: Any, raw: Any):
-    from symattn.input.claims import claims_from_mapping
-    from symattn.input.quantities import is_multihead
-
-    if is_multihead(spec):  # the page's boxes are one head's; symattn check takes per-head claims
-        raise SpecError(
-            spec.source, "heads", "the page checks one head without W_O; use symattn check for several heads"
-        )
-    return claims_from_mapping({"claims": raw}, CLAIMS_SOURCE, spec=spec)
 
 
 def check_task(body: Any) -> dict[str, Any]:
@@ -143,13 +106,13 @@ def check_task(body: Any) -> dict[str, Any]:
     from symattn.rendering.html import markdown_to_html
     from symattn.rendering.renderer import render_report
 
-    body = _request(body, ("spec", "claims", "html"), ("spec", "claims"))
-    spec = _spec(body["spec"])
-    report = check(spec, _claims(spec, body["claims"]))
+    body = request_fields(body, ("spec", "claims", "html"), ("spec", "claims"))
+    spec = spec_of(body["spec"])
+    report = check(spec, claims_of(spec, body["claims"]))
     data = report_data(report)
     # where each verdict stands, 0-based, so the page finds its box without matching labels
     data["places"] = [[v.claim.quantity, v.claim.row, v.claim.col] for v in report.results]
-    if _flag(body, "html", True):
+    if flag(body, "html", True):
         data["html"], _ = markdown_to_html(render_report(report, "markdown"))
     data["lang"] = report.lang
     return data
@@ -160,14 +123,14 @@ def export_task(body: Any, tex: bool = False) -> tuple[bytes, str, str]:
 
     ``tex``: the server sent it as a PDF export (:func:`is_pdf_export`), under its limit on TeX runs.
     """
-    reader = _reader(REQUEST_SOURCE)
-    body = _request(body, ("spec", "format", "what", "claims"), ("spec", "format"))
+    reader = request_reader(REQUEST_SOURCE)
+    body = request_fields(body, ("spec", "format", "what", "claims"), ("spec", "format"))
     what = reader.choice(body.get("what", "derivation"), "what", ("derivation", "report"))
     formats = EXPORT_FORMATS if what == "derivation" else REPORT_EXPORT_FORMATS
     fmt = reader.choice(body["format"], "format", formats)
     if (fmt == "pdf") != tex:
         raise RuntimeError("a PDF export must come as the task export-pdf, and only a PDF export")
-    spec = _spec(body["spec"])
+    spec = spec_of(body["spec"])
     name = "symattn" if what == "derivation" else "symattn-check"
     if fmt == "toml":
         content: str | bytes = spec_toml(body["spec"])
@@ -199,7 +162,7 @@ def _export_report(spec: Any, claims: Any, fmt: str) -> str | bytes:
     from symattn.checking.report import report_data
     from symattn.rendering.renderer import render_report
 
-    report = check(spec, _claims(spec, claims))
+    report = check(spec, claims_of(spec, claims))
     if fmt == "json":
         return json.dumps(report_data(report), ensure_ascii=False, indent=2) + "\n"
     if fmt == "html":
@@ -234,8 +197,8 @@ def parse_task(body: Any) -> dict[str, Any]:
     """
     from symattn.input.files import parse_text
 
-    reader = _reader(REQUEST_SOURCE)
-    body = _request(body, ("toml", "name"), ("toml",))
+    reader = request_reader(REQUEST_SOURCE)
+    body = request_fields(body, ("toml", "name"), ("toml",))
     text = body["toml"]
     if not _is_text(text):
         raise reader.error("toml", "expected the text of a TOML file")
@@ -245,7 +208,7 @@ def parse_task(body: Any) -> dict[str, Any]:
     name = name.replace("\\", "/").rsplit("/", 1)[-1] or "<pasted>"
     data = parse_text(text.lstrip("\ufeff"), name)
     if "spec" in data and isinstance(data.get("spec"), str):
-        raise _reader(name).error(
+        raise request_reader(name).error(
             "spec",
             "a spec given by path cannot be opened in the page; open the spec file, or put its keys in this file",
         )
@@ -270,14 +233,8 @@ TASKS: dict[str, Callable[[Any], Any]] = {
     "export": export_task,
     "export-pdf": lambda body: export_task(body, tex=True),
     "parse": parse_task,
-    "hint": lambda body: _hint(body),
+    "hint": hint_task,
 }
-
-
-def _hint(body: Any) -> dict[str, Any]:
-    from symattn.web.practice import hint_task  # practice mode's own module, which builds on this one
-
-    return hint_task(body)
 
 
 # --- the spec as TOML ------------------------------------------------------------
