@@ -322,7 +322,7 @@ def test_new_names_in_text_and_markdown():
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_claim_quantity_has_a_name(lang):
     from symattn.input.quantities import QUANTITIES
-    from symattn.rendering.renderer import load_language
+    from symattn.rendering.phrases import load_language
 
     names = load_language(lang)["quantity"]
     assert [q for q in QUANTITIES + ("exp_shifted", "exp_shifted_sum") if q not in names] == []

@@ -21,9 +21,10 @@ from symattn.input.errors import SpecError
 from symattn.input.spec import load_spec
 from symattn.rendering import colours
 from symattn.rendering.figure_parts import LINE, TALL
-from symattn.rendering.figures import all_figures, svg, weights_svg
+from symattn.rendering.figures import all_figures
 from symattn.rendering.html import derivation_page
 from symattn.rendering.renderer import render
+from symattn.rendering.svg import svg, weights_svg
 
 from .test_export import browser, needs, open_page  # noqa: F401 (a fixture)
 
@@ -159,7 +160,7 @@ def test_labels_are_escaped_in_svg_and_in_tikz():
 def test_the_same_figure_is_the_same_bytes_in_another_process(tmp_path):
     script = (
         "from symattn.derivation.derive import derive; from symattn.input.spec import load_spec;"
-        "from symattn.input import builtin; from symattn.rendering.figures import all_figures, svg;"
+        "from symattn.input import builtin; from symattn.rendering.figures import all_figures; from symattn.rendering.svg import svg;"
         "from symattn.rendering.renderer import render;"
         "d = derive(load_spec(builtin.example_path('causal', 'zh')));"
         "print(''.join(svg(f) for f in all_figures(d)) + render(d, 'latex'))"

@@ -12,7 +12,8 @@ from symattn.input.errors import RenderError
 from symattn.input.languages import TEMPLATE_PATHS, languages
 from symattn.input.spec import load_spec
 from symattn.rendering.escape import escape_katex_text, escape_latex, escape_markdown
-from symattn.rendering.renderer import FORMATS, load_language, render
+from symattn.rendering.phrases import load_language
+from symattn.rendering.renderer import FORMATS, render
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 

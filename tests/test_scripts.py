@@ -206,7 +206,7 @@ def test_the_math_symbols_labels_may_hold_are_those_the_escaper_writes_as_math()
 
 def test_project_prose_needs_no_script_font():
     # phrases are escaped like labels: they must stay in the document's own fonts (no \symattn macro)
-    from symattn.rendering.renderer import load_language
+    from symattn.rendering.phrases import load_language
 
     def strings(node):
         if isinstance(node, str):

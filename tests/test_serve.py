@@ -31,7 +31,8 @@ from symattn.input.claims import claims_from_mapping
 from symattn.input.files import read_table
 from symattn.input.spec import spec_from_mapping
 from symattn.rendering.html import markdown_to_html
-from symattn.rendering.renderer import load_language, render, render_report
+from symattn.rendering.phrases import load_language
+from symattn.rendering.renderer import render, render_report
 
 pytest.importorskip("starlette", reason="starlette (the web extra) is needed for symattn serve")
 pytest.importorskip("uvicorn", reason="uvicorn (the web extra) is needed for symattn serve")

@@ -14,9 +14,11 @@ from symattn.derivation.intermediates import compute
 from symattn.input import builtin
 from symattn.input.files import read_table
 from symattn.input.spec import spec_from_mapping
-from symattn.rendering.figures import all_figures, svg
-from symattn.rendering.renderer import load_language, render
+from symattn.rendering.figures import all_figures
+from symattn.rendering.phrases import load_language
+from symattn.rendering.renderer import render
 from symattn.rendering.step_latex import step_latex
+from symattn.rendering.svg import svg
 
 pytest.importorskip("starlette", reason="starlette (the web extra) is needed for symattn serve")
 pytest.importorskip("uvicorn", reason="uvicorn (the web extra) is needed for symattn serve")

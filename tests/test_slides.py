@@ -17,8 +17,9 @@ from symattn.input import builtin
 from symattn.input.spec import load_spec
 from symattn.rendering.beamer import FRAME_HEIGHT, render_beamer
 from symattn.rendering.deck import VENDOR, deck_page, frames, reveal_version
+from symattn.rendering.numbers import tex_number
 from symattn.rendering.paging import paginate
-from symattn.rendering.renderer import block_note, tex_number
+from symattn.rendering.renderer import block_note
 
 from .conftest import chromium_driver
 from .test_export import needs

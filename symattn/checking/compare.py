@@ -272,7 +272,7 @@ def render_comparison(
     """The comparison as plain text: summary, the verdict of ``tolerance`` (tolerance.Tolerance), the
     histogram, then the worst entries (or every entry)."""
     from symattn.checking.tolerance import fraction_text
-    from symattn.rendering.renderer import render_template
+    from symattn.rendering.environment import render_template
 
     total = max(1, len(c.entries))
     ranked = sorted((e for e in c.entries if e.value is not None), key=lambda e: (-e.bucket, -(e.ulps or 0)))

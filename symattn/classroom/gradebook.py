@@ -37,7 +37,8 @@ def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
         return csv_text(CSV_COLUMNS, rows, numbers=CSV_NUMBERS)
     if fmt in ("markdown", "latex"):
         from symattn.input.choices import default_paper
-        from symattn.rendering.renderer import latex_setup, render_template
+        from symattn.rendering.environment import render_template
+        from symattn.rendering.renderer import latex_setup
 
         texts = [r.name for r in book.rows] + [r.id for r in book.rows] + [book.source]
         return render_template(

@@ -172,7 +172,7 @@ def score_text(x: Fraction) -> str:
 
 def note_text(lang: str) -> Callable[[Note], str]:
     """A note in words, from the language file (plain text: for CSV, JSON and the templates to escape)."""
-    from symattn.rendering.renderer import Phrases, load_language
+    from symattn.rendering.phrases import Phrases, load_language
 
     phrases = Phrases(load_language(lang), lambda s: s, lang)
 

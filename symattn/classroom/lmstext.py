@@ -45,14 +45,14 @@ def math(tex: str) -> str:
 
 def phrases(lang: str):
     """The language's phrases, their text escaped as HTML by :func:`text`."""
-    from symattn.rendering.renderer import Phrases, load_language
+    from symattn.rendering.phrases import Phrases, load_language
 
     return Phrases(load_language(lang), text, lang)
 
 
 def plain_phrases(lang: str):
     """The language's phrases as plain text, for XML attributes (ElementTree escapes them)."""
-    from symattn.rendering.renderer import Phrases, load_language
+    from symattn.rendering.phrases import Phrases, load_language
 
     return Phrases(load_language(lang), lambda s: s, lang)
 
@@ -64,7 +64,7 @@ def title(v: Variant, t) -> str:
 
 def intro(v: Variant, t) -> str:
     """The student's numbers and the task, as HTML paragraphs and tables."""
-    from symattn.rendering.renderer import tex_number
+    from symattn.rendering.numbers import tex_number
 
     spec = v.spec
     tokens = spec.tokens

@@ -79,7 +79,8 @@ def _with_lang(v: Variant, lang: str | None) -> Variant:
 
 def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | bytes:
     """The exercise sheet: the student's numbers and a blank for every asked number."""
-    from symattn.rendering.renderer import latex_setup, render_template
+    from symattn.rendering.environment import render_template
+    from symattn.rendering.renderer import latex_setup
 
     v = _with_lang(v, lang)
     spec = v.spec
@@ -150,7 +151,8 @@ def key_all(variants: Sequence[Variant], fmt: str = "markdown", lang: str | None
 
 def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool) -> str | bytes:
     from symattn.derivation.derive import derive
-    from symattn.rendering.renderer import latex_setup, render, render_template
+    from symattn.rendering.environment import render_template
+    from symattn.rendering.renderer import latex_setup, render
 
     variants = [_with_lang(v, lang) for v in variants]
     first = variants[0].spec
@@ -204,7 +206,7 @@ def answers(v: Variant, lang: str | None = None) -> str:
     data["decimals"] = {**(dict(given) if isinstance(given, Mapping) else {}), **asked_decimals(v)}
     if lang is not None:
         data["lang"] = lang
-    from symattn.rendering.renderer import Phrases, load_language
+    from symattn.rendering.phrases import Phrases, load_language
 
     # the header comment in the class's language, as every other file of the class
     t = Phrases(load_language(lang or v.spec.lang), lambda s: s, lang or v.spec.lang)

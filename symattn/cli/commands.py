@@ -92,8 +92,8 @@ def _render(args: argparse.Namespace) -> int:
 
         _emit(deck_page(derivation), args.output)
     elif fmt == "markdown" and args.output is not None and _has_room_beside(args.output):
-        from symattn.rendering.figures import markdown_with_files
         from symattn.rendering.output import write_beside
+        from symattn.rendering.svg import markdown_with_files
 
         text, files = markdown_with_files(derivation, args.output)
         write_beside(args.output, text, files)  # the SVG files beside the document, linked from it

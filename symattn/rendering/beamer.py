@@ -27,7 +27,7 @@ FRAME_HEIGHT = 120.0
 
 @cache
 def _environment() -> jinja2.Environment:
-    from symattn.rendering.renderer import environment
+    from symattn.rendering.environment import environment
 
     # a fresh LaTeX environment (not the cached one, whose headings are sections): headings are frame titles
     env = environment.__wrapped__("latex")
@@ -39,7 +39,8 @@ def render_beamer(derivation: Any) -> str:
     """The derivation as a standalone Beamer deck (LaTeX source)."""
     from symattn.rendering.figures import has_pictures
     from symattn.rendering.paging import paginate
-    from symattn.rendering.renderer import Phrases, block_note, latex_setup, load_language
+    from symattn.rendering.phrases import Phrases, load_language
+    from symattn.rendering.renderer import block_note, latex_setup
 
     lang = derivation.lang
     prose = load_language(lang)

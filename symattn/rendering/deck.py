@@ -43,9 +43,10 @@ def _reveal() -> tuple[str, str]:
 
 def frames(derivation: Any) -> list[str]:
     """The Markdown of each frame of the deck."""
+    from symattn.rendering.environment import render_template
     from symattn.rendering.figures import has_pictures
     from symattn.rendering.html import FIGURE
-    from symattn.rendering.renderer import latex_setup, render_template
+    from symattn.rendering.renderer import latex_setup
 
     texts = list(derivation.tokens) + list(derivation.key_tokens) + [derivation.title or ""]
     markdown = render_template(
@@ -71,9 +72,10 @@ def deck_page(derivation: Any) -> str:
     import markupsafe
 
     from symattn.rendering.escape import ESCAPERS
-    from symattn.rendering.figures import all_figures, svg
+    from symattn.rendering.figures import all_figures
     from symattn.rendering.html import FIGURE, _environment, _katex, katex_version, markdown_to_html
-    from symattn.rendering.renderer import Phrases, load_language
+    from symattn.rendering.phrases import Phrases, load_language
+    from symattn.rendering.svg import svg
 
     figures = {FIGURE + f.id: svg(f) for f in all_figures(derivation)}
     slides, title = [], ""

@@ -216,7 +216,7 @@ Figure = Heatmap | Diagram
 
 def shown_text(x: Num) -> tuple[str, str]:
     """A shown number as plain text and its power of ten: ("0.598", ""), ("2.0×10", "−29")."""
-    from symattn.rendering.renderer import plain_number
+    from symattn.rendering.numbers import plain_number
 
     text = plain_number(x).replace("-", "−")
     digits, _, power = text.partition("^")

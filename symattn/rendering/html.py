@@ -157,7 +157,7 @@ def _katex() -> tuple[str, str]:
 
 
 def _environment():
-    from symattn.rendering.renderer import template_environment
+    from symattn.rendering.environment import template_environment
 
     return template_environment(autoescape=True)
 
@@ -190,8 +190,9 @@ def page(
 
 def derivation_page(derivation: Any) -> str:
     """The HTML page of a derivation, its figures inline SVG."""
-    from symattn.rendering.figures import all_figures, svg
+    from symattn.rendering.figures import all_figures
     from symattn.rendering.renderer import render
+    from symattn.rendering.svg import svg
 
     figures = {FIGURE + f.id: svg(f) for f in all_figures(derivation)}
     markdown = render(derivation, "markdown", figure_link=(lambda name: FIGURE + name) if figures else None)

@@ -12,9 +12,10 @@ from typing import Any
 
 def step_latex(derivation: Any) -> tuple[str, ...]:
     """The LaTeX of every step that the Markdown (and so the page) shows: all but the pictures."""
+    from symattn.rendering.environment import render_template
     from symattn.rendering.layout import shrink_wide_displays
     from symattn.rendering.paging import paginate
-    from symattn.rendering.renderer import block_note, latex_setup, render_template
+    from symattn.rendering.renderer import block_note, latex_setup
 
     d = derivation
     texts = list(d.tokens) + list(d.key_tokens) + [d.title or ""]

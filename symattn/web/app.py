@@ -53,7 +53,7 @@ def web_extra() -> None:
 def _ui_strings() -> dict[str, dict[str, Any]]:
     """What the page says, per language: its own [ui] phrases and the report's words for verdicts."""
     from symattn.input.languages import languages
-    from symattn.rendering.renderer import load_language
+    from symattn.rendering.phrases import load_language
 
     out = {}
     for lang in languages():
@@ -164,8 +164,8 @@ def page_html(initial: Mapping[str, Any], lang: str = "zh", given: bool = False)
     from symattn.input.choices import EXPANDS, MASKS, ROUNDINGS
     from symattn.input.files import read_table
     from symattn.input.languages import languages
+    from symattn.rendering.environment import template_environment
     from symattn.rendering.html import katex_version
-    from symattn.rendering.renderer import template_environment
 
     strings = _ui_strings()
     boot = {

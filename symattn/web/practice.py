@@ -24,8 +24,8 @@ def hint_task(body: Any) -> dict[str, Any]:
     from symattn.derivation.derive import derive
     from symattn.derivation.steps import WeightedSum
     from symattn.exact.factory import build
+    from symattn.rendering.environment import render_template
     from symattn.rendering.html import markdown_to_html
-    from symattn.rendering.renderer import render_template
 
     reader = request_reader(REQUEST_SOURCE)
     body = request_fields(body, ("spec", "quantity", "claims"), ("spec", "quantity"))

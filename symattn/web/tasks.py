@@ -81,8 +81,9 @@ def render_task(body: Any) -> dict[str, Any]:
     derivation, model = _derivation(spec)
     out: dict[str, Any] = {"lang": derivation.lang}
     if fmt == "html":
-        from symattn.rendering.figures import all_figures, svg
+        from symattn.rendering.figures import all_figures
         from symattn.rendering.step_latex import step_latex
+        from symattn.rendering.svg import svg
 
         out["html"], out["title"] = markdown_to_html(render(derivation, "markdown"))
         # the handouts' own SVG pictures, and the kind of each step shown (one per <h2>)

@@ -1,0 +1,269 @@
+"""Our Jinja2 environments: nbconvert's LaTeX-safe delimiters, each output format's filters, and
+:func:`render_template`, which renders one template with the phrases of a language."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from symattn.input.errors import RenderError
+from symattn.input.formula import Formula, symbol
+from symattn.input.languages import TEMPLATE_PATHS
+from symattn.input.text import split_math
+from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, escape_latex
+from symattn.rendering.layout import (
+    chain,
+    fits,
+    relation_lines,
+    side_by_side,
+    sum_lines,
+    table_fits,
+    text_width,
+    two_columns,
+)
+from symattn.rendering.numbers import (
+    plain_number,
+    plain_operand,
+    plain_relation,
+    relation,
+    tex_inline,
+    tex_number,
+    tex_operand,
+    tex_vector,
+)
+from symattn.rendering.phrases import Phrases, load_language
+
+REPORT_FORMATS = ("text", "markdown", "latex")
+
+
+def _search_paths() -> list[Path]:
+    return [p for p in TEMPLATE_PATHS if p.is_dir()]
+
+
+class _Loader(jinja2.ChoiceLoader):
+    """Search every template folder in order; name them all when nothing is found."""
+
+    def __init__(self) -> None:
+        super().__init__([jinja2.FileSystemLoader(str(p), encoding="utf-8") for p in _search_paths()])
+
+    def get_source(self, environment: jinja2.Environment, template: str):
+        try:
+            return super().get_source(environment, template)
+        except jinja2.TemplateNotFound:
+            searched = ", ".join(str(p) for p in TEMPLATE_PATHS)
+            raise RenderError(f"template {template!r} not found; searched {searched}") from None
+
+
+def _title_filter(fmt: str) -> Callable[[str], str]:
+    """A title: its text escaped, its ``$...$`` math re-emitted from the title-math parse tree."""
+    escape, text_escape = ESCAPERS[fmt], MATH_TEXT_ESCAPERS[fmt]
+    wrap = (lambda tex: f"${tex}$") if fmt == "text" else _inline_math(fmt)
+
+    def math(piece: str) -> str:
+        from symattn.input.titlemath import emit, parse  # only titles with math need the grammar
+
+        return wrap(emit(parse(piece), text_escape))
+
+    return lambda title: "".join(math(piece) if is_math else escape(piece) for is_math, piece in split_math(title))
+
+
+# a command-line option in prose, as code
+CODE: dict[str, Callable[[str], str]] = {
+    "markdown": lambda text: f"`{text}`",
+    "latex": lambda text: "\\texttt{" + escape_latex(text).replace("-", "-{}") + "}",  # -- is no dash here
+    "text": lambda text: text,
+}
+
+
+def _label_filter(fmt: str) -> Callable[[str], str]:
+    escape = MATH_TEXT_ESCAPERS[fmt]
+    return lambda label: f"\\text{{{escape(label)}}}"
+
+
+def _closed_form(fmt: str) -> Callable[[Any], str]:
+    import sympy
+
+    infinity = "−∞" if fmt == "text" else "-\\infty"
+
+    def show(form: Any) -> str:
+        # a checked entry's closed form (symattn.checking.closed.Closed) prints as str() without
+        # building its expression; LaTeX needs the expression
+        if fmt == "text":
+            text = str(form)
+            return infinity if text == "-oo" else text
+        expr = getattr(form, "expr", form)
+        return infinity if expr == sympy.S.NegativeInfinity else sympy.latex(expr)
+
+    return show
+
+
+def _text_width(text: str) -> int:
+    # terminal columns: wide (CJK) characters take two
+    text = str(text)
+    if text.isascii():  # no wide characters: the common case, without a look-up per character
+        return len(text)
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def pad(text: Any, width: int) -> str:
+    """Left-align text in ``width`` terminal columns, with at least one space after it."""
+    text = str(text)
+    return text + " " * max(1, width - _text_width(text))
+
+
+def _text_number(math: Callable[[str], str]) -> Callable[[Any], str]:
+    """A shown number in running text or a table cell: as it is, or as inline math where it needs TeX
+    (``2.0\\times 10^{-29}``), which text mode cannot set."""
+
+    def number(x: Any) -> str:
+        tex = tex_number(x)
+        return math(tex) if "\\" in tex or "^" in tex else tex
+
+    return number
+
+
+def _inline_math(fmt: str) -> Callable[[str], str]:
+    # a long vector in running text may break after its commas (TeX breaks inline math only where allowed)
+    def breakable(tex: str) -> str:
+        return tex.replace(",\\ ", ",\\allowbreak\\ ") if len(tex) > 60 else tex
+
+    return (lambda tex: f"${breakable(tex)}$") if fmt == "markdown" else (lambda tex: f"\\({breakable(tex)}\\)")
+
+
+def _all_exact(items: Any) -> bool:
+    """Whether every shown number (in a list, or a list of pairs) is its whole value: a line of them is exact."""
+    return all(_all_exact(x) if isinstance(x, tuple | list) else getattr(x, "exact", True) for x in items)
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "val": tex_number,
+    "opnd": tex_operand,
+    "rel": relation,
+    "pick": lambda indices, items: [items[i] for i in indices],
+    "select_true": lambda flags: [i for i, flag in enumerate(flags) if flag],
+    "symbol_tex": lambda name: tex_number(Formula(name, symbol(name))),
+    "fill": lambda phrase, phrases, **values: phrases.fill(phrase, **values),
+    "products": lambda pairs: [f"{tex_operand(a)}\\times {tex_operand(b)}" for a, b in pairs],
+    "sum_lines": sum_lines,
+    "text_width": text_width,
+    "side_by_side": side_by_side,
+    "relation_lines": relation_lines,
+    "chain": chain,
+    "table_fits": lambda rows: table_fits(*rows),
+    "two_columns": two_columns,
+    "format_percent": lambda text: f"{text}\\%",
+    "fits": lambda pieces: fits(*pieces),
+    "vector": tex_vector,
+    "all_exact": _all_exact,
+    "inline": tex_inline,
+    "inline_vector": lambda items: tex_vector(items, tex_inline),
+    "figures": lambda derivation, step: _figures(derivation, step),
+    "tikz_colour": lambda c: f"{{rgb,255:red,{int(c[1:3], 16)};green,{int(c[3:5], 16)};blue,{int(c[5:7], 16)}}}",
+    "scaled_vectors": lambda weights, vectors: [
+        f"{tex_operand(w)}\\cdot{tex_vector(v)}" for w, v in zip(weights, vectors)
+    ],
+}
+
+
+def _figures(derivation, step):
+    from symattn.rendering.figures import figures  # only documents with pictures measure them
+
+    return figures(derivation, step)
+
+
+_LATEX_LEVELS = ("section", "subsection", "subsubsection", "paragraph", "subparagraph")
+
+
+def _latex_heading(text: str, depth: int, numbered: bool = False, toc: str | None = None) -> str:
+    # the title is depth -1 (\section at heading level 1); steps are one level below it, and each nested part
+    # (a head) one more. Numbered headings enter the table of contents, which takes ``toc`` (the title
+    # without \raggedright), braced so that a ] in it cannot end the optional argument.
+    command = _LATEX_LEVELS[max(0, min(depth + 1, len(_LATEX_LEVELS) - 1))]
+    if not numbered:
+        return f"\\{command}*{{{text}}}"
+    return f"\\{command}" + ("" if toc is None else f"[{{{toc}}}]") + f"{{{text}}}"
+
+
+HEADINGS: dict[str, Callable[..., str]] = {
+    "markdown": lambda text, depth, numbered=False, toc=None: "#" * max(1, min(depth + 2, 6)) + " " + text,
+    "latex": _latex_heading,
+    "text": lambda text, depth, numbered=False, toc=None: text,
+}
+
+
+def bytecode_cache() -> jinja2.BytecodeCache | None:
+    # Compiling the templates costs more than rendering them; keep the compiled
+    # code in the user's cache folder (never in the installed package). Jinja
+    # checks each entry against the template source, so stale entries are harmless.
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "symattn", f"jinja-{jinja2.__version__}")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(folder) if os.access(folder, os.W_OK) else None
+
+
+def template_environment(
+    *, autoescape: bool = False, bytecode_cache: jinja2.BytecodeCache | None = None
+) -> jinja2.Environment:
+    """Our templates' Jinja2 settings: nbconvert's LaTeX-safe delimiters, strict undefined, trimmed blocks."""
+    return jinja2.Environment(
+        loader=_Loader(),
+        block_start_string="((*",
+        block_end_string="*))",
+        variable_start_string="(((",
+        variable_end_string=")))",
+        comment_start_string="((=",
+        comment_end_string="=))",
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=autoescape,
+        bytecode_cache=bytecode_cache,
+    )
+
+
+@cache
+def environment(fmt: str, numbered: bool = False) -> jinja2.Environment:
+    """The Jinja2 environment of one output format; ``numbered``: its LaTeX headings are numbered.
+
+    (A setting of the filter, not of the context: compiled templates are cached, and must not depend on it.)
+    """
+    if fmt not in REPORT_FORMATS:
+        raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
+    env = template_environment(bytecode_cache=bytecode_cache())
+    env.filters.update(FILTERS)
+    env.filters["esc"] = ESCAPERS[fmt]
+    env.filters["title"] = _title_filter(fmt)
+    env.filters["heading"] = lambda text, depth, toc=None: HEADINGS[fmt](text, depth, numbered, toc)
+    env.filters["im"] = _inline_math(fmt)
+    env.filters["tval"] = _text_number(_inline_math(fmt) if fmt != "text" else (lambda tex: tex))
+    env.filters["label"] = _label_filter(fmt)
+    env.filters["code"] = CODE[fmt]
+    env.filters["mesc"] = MATH_TEXT_ESCAPERS[fmt]
+    env.filters["closed"] = _closed_form(fmt)
+    if fmt == "text":
+        env.filters.update(val=plain_number, opnd=plain_operand, rel=plain_relation, pad=pad)
+    env.globals["format"] = fmt
+    return env
+
+
+def render_template(name: str, fmt: str, lang: str, *, numbered: bool = False, **context: Any) -> str:
+    """Render ``<name>.<fmt>.j2`` with the phrases of ``lang``."""
+    env = environment(fmt, numbered)
+    prose = load_language(lang)
+    phrases = Phrases(prose, ESCAPERS[fmt], lang)
+    math_phrases = Phrases(prose, MATH_TEXT_ESCAPERS[fmt], lang)  # for \text{} inside math
+    template = env.get_template(f"{name}.{fmt}.j2")
+    try:
+        return template.render(t=phrases, tm=math_phrases, lang=lang, **context)
+    except jinja2.UndefinedError as exc:
+        raise RenderError(f"template {name}.{fmt}.j2: {exc.message}") from None
