@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from symattn.derivation.derive import derive  # noqa: E402
 from symattn.derivation.intermediates import compute  # noqa: E402
 from symattn.exact import engine  # noqa: E402
-from symattn.exact.model import build_model  # noqa: E402
+from symattn.exact.heads import build_model  # noqa: E402
 from symattn.input.spec import load_spec  # noqa: E402
 from symattn.rendering.renderer import render  # noqa: E402
 

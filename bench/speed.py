@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from symattn.exact.model import build_model  # noqa: E402
+from symattn.exact.heads import build_model  # noqa: E402
 from symattn.input.spec import load_spec  # noqa: E402
 
 

@@ -22,7 +22,7 @@ _EXPORTS = {
     "load_spec": "input.spec",
     "Spec": "input.spec",
     "Decimals": "input.spec",
-    "build_model": "exact.model",
+    "build_model": "exact.heads",
     "Model": "exact.model",
     "build": "exact.factory",
     "AttentionModel": "exact.base",

@@ -12,7 +12,7 @@ from symattn.checking.checker import check
 from symattn.checking.report import report_data
 from symattn.cli.commands import main
 from symattn.exact import numeric
-from symattn.exact.model import build_model
+from symattn.exact.heads import build_model
 from symattn.input import builtin
 from symattn.input.decimals import round_half_up
 from symattn.input.errors import SpecError

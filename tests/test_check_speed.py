@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from symattn.checking.checker import check
 from symattn.checking.closed import Closed, Texts
 from symattn.checking.report import report_data
-from symattn.exact.model import build_model
+from symattn.exact.heads import build_model
 from symattn.input.spec import load_spec
 
 from .strategies import specs

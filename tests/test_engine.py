@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from symattn.checking import certificate
 from symattn.derivation.intermediates import compute
 from symattn.exact import engine
-from symattn.exact.model import build_model
+from symattn.exact.heads import build_model
 from symattn.exact.numeric import Fixed
 from symattn.input.errors import EvaluationError
 from symattn.input.spec import load_spec

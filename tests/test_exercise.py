@@ -16,7 +16,7 @@ from symattn.classroom import exercises as ex
 from symattn.classroom import sheets
 from symattn.classroom.template import load_template
 from symattn.classroom.variants import draw, failed, variant_seed
-from symattn.exact.model import build_model
+from symattn.exact.heads import build_model
 from symattn.exact.rounding import exact_figures, hand_figures
 from symattn.input.errors import SpecError
 from symattn.input.files import read_table

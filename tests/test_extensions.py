@@ -8,7 +8,7 @@ from sympy import Rational, exp, sqrt
 
 from symattn.derivation.derive import derive
 from symattn.derivation.intermediates import compute
-from symattn.exact.model import build_model
+from symattn.exact.heads import build_model
 from symattn.exact.multihead import build_multihead
 from symattn.input import builtin
 from symattn.input.errors import ShapeError, SpecError

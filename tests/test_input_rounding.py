@@ -12,7 +12,7 @@ import pytest
 from symattn.checking.checker import check
 from symattn.checking.enclosure import Enclosure, typed
 from symattn.checking.report import report_data
-from symattn.exact.model import build_model
+from symattn.exact.heads import build_model
 from symattn.input.errors import SpecError
 from symattn.input.numeral import parse_numeral
 from symattn.input.spec import spec_from_mapping

@@ -5,7 +5,7 @@ import pytest
 import sympy
 
 from symattn.exact import numeric
-from symattn.exact.model import build_model
+from symattn.exact.heads import build_model
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import EvaluationError
 from symattn.input.spec import load_spec

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from symattn.exact import numeric
-from symattn.exact.model import build_model
+from symattn.exact.heads import build_model
 from symattn.input.spec import load_spec
 
 from .strategies import specs

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from symattn.derivation.intermediates import compute
-from symattn.exact.model import build_model
+from symattn.exact.heads import build_model
 from symattn.input.spec import load_spec
 
 from .strategies import matrix

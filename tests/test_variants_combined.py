@@ -1,14 +1,21 @@
 """Issue 20's variants at once: grouped-query heads, a sliding window aligned bottom-right, cross-attention,
-and ALiBi, soft-capping and sinks together, or RoPE (not yet with those three), on one spec, against
-PyTorch float64 written out step by step."""
+projections, and RoPE with ALiBi, soft-capping and sinks (each, and all three), on one spec, against
+PyTorch float64 written out step by step: forward, and backward through autograd."""
 
 import json
 import math
 import random
+from fractions import Fraction
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from symattn.api import solve
+
+from .test_rope_torch import rope_inputs, rotate
+from .test_torch import tensor
+from .test_torch_score_variants import variants
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (CI installs torch==2.13.0)")
 
@@ -30,13 +37,13 @@ def rope(x, positions, base: float, style: str):
     return out
 
 
-def reference(raw: dict):
-    """The concatenated heads' output, in float64, each variant as its paper writes it."""
-
-    def t(m):
-        return torch.tensor([[float(x) for x in row] for row in m], dtype=torch.float64)
-
-    Q, K, V = t(raw["Q"]), t(raw["K"]), t(raw["V"])
+def reference(raw: dict, Q=None, K=None, V=None, sinks=None):
+    """The concatenated heads' output, in float64, each variant as its paper writes it; differentiable in
+    Q, K, V and the sink logits (by default the spec's)."""
+    if Q is None:
+        Q, K, V = (tensor(raw[name]) for name in "QKV")
+    if sinks is None and "sinks" in raw:
+        sinks = torch.tensor([float(Fraction(s)) for s in raw["sinks"]], dtype=torch.float64)
     H, G, dk = raw["heads"], raw["kv_heads"], Q.shape[1] // raw["heads"]
     n_q, n_k = Q.shape[0], K.shape[0]
     i, j = torch.arange(n_q)[:, None], torch.arange(n_k)[None, :]
@@ -57,7 +64,7 @@ def reference(raw: dict):
             z = c * torch.tanh(z / c)
         z = z.masked_fill(~allowed, -math.inf)
         if "sinks" in raw:
-            sink = torch.full((n_q, 1), float(raw["sinks"][h]), dtype=torch.float64)
+            sink = sinks[h].expand(n_q, 1)
             out.append(torch.softmax(torch.cat([z, sink], 1), 1)[:, :n_k] @ v)
         else:
             out.append(torch.softmax(z, 1) @ v)
@@ -86,32 +93,24 @@ def draw(seed: int) -> dict:
     }
     if n_q != n_k:  # cross-attention: the keys are labelled apart
         raw["key_tokens"] = [f"k{r}" for r in range(n_k)]
-    if seed % 2:
-        raw |= {
-            "rope": True,
-            "rope_base": rng.choice(["10000", "100"]),
-            "rope_style": rng.choice(["half", "interleaved"]),
-        }
-    else:
-        raw |= {
-            "alibi": True,
-            "softcap": rng.choice(["2", "5", "0.5"]),
-            "sinks": [f"{rng.randint(-10, 10) / 10:.1f}" for _ in range(H)],
-        }
+    rope = {"rope": True, "rope_base": rng.choice(["10000", "100"]), "rope_style": rng.choice(["half", "interleaved"])}
+    variants = {
+        "alibi": True,
+        "softcap": rng.choice(["2", "5", "0.5"]),
+        "sinks": [f"{rng.randint(-10, 10) / 10:.1f}" for _ in range(H)],
+    }
+    kind = seed % 4  # the three score variants; RoPE alone; RoPE with one of them; RoPE with all three
+    if kind:
+        raw |= rope
+    if kind == 2:
+        only = ("alibi", "softcap", "sinks")[seed // 4 % 3]
+        raw[only] = variants[only]
+    elif kind != 1:
+        raw |= variants
     return raw
 
 
-def test_rope_with_a_score_variant_is_refused_in_one_line():
-    from symattn.input.errors import SpecError
-    from symattn.input.spec import load_spec
-
-    raw = draw(1) | {"softcap": "2"}
-    with pytest.raises(SpecError) as info:
-        load_spec(raw)
-    assert str(info.value) == "<dict>: rope: rope together with softcap is not supported yet (each works on its own)"
-
-
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(12))
 def test_every_variant_at_once_agrees_with_torch(seed):
     raw = draw(seed)
     got = solve(raw).compute(digits=20)
@@ -119,3 +118,113 @@ def test_every_variant_at_once_agrees_with_torch(seed):
     want = reference(raw)
     floor = 1e-13 * want.abs().max().item()
     assert torch.allclose(values, want, rtol=1e-12, atol=floor), json.dumps(raw)
+
+
+def close(ours, want, top: float | None = None) -> None:
+    """Within rtol 1e-12 with an absolute floor of 1e-13 × the largest entry (issue 20's agreement); ``top``:
+    the largest entry of all the gradients, since float64 loses digits to cancellation in a tiny one."""
+    got = torch.tensor([[float(x) for x in row] for row in ours], dtype=torch.float64)
+    floor = 1e-13 * (want.abs().max().item() if top is None else top)
+    assert torch.allclose(got, want, rtol=1e-12, atol=floor), (ours, want)
+
+
+@pytest.mark.parametrize("seed", [s for s in range(12) if s % 4 in (2, 3)])
+def test_rope_with_the_score_variants_backward_agrees_with_autograd(seed):
+    """dQ, dK, dV (and dsinks) of L = Σ O: RoPE's rotation back, softcap's tanh′, the sinks' own gradient."""
+    raw = draw(seed)
+    Q, K, V = (tensor(raw[name]).requires_grad_() for name in "QKV")
+    sinks = None
+    if "sinks" in raw:
+        sinks = torch.tensor([float(Fraction(s)) for s in raw["sinks"]], dtype=torch.float64, requires_grad=True)
+    reference(raw, Q, K, V, sinks).sum().backward()
+    got = solve(raw | {"backward": {"loss": "sum"}}).compute(digits=20)["backward"]
+    top = max(t.grad.abs().max().item() for t in (Q, K, V))
+    for name, t in (("dQ", Q), ("dK", K), ("dV", V)):
+        close(got[name]["value"], t.grad, top)
+    if sinks is not None:
+        close(got["dsinks"]["value"], sinks.grad[None])
+
+
+def projected(seed: int) -> dict:
+    """RoPE and all three score variants after projections (X W + b, W_O), sometimes cross-attention."""
+    rng = random.Random(seed)
+    H, E = 2, 4
+    n_q = rng.randint(2, 4)
+    n_k = n_q if seed % 2 else rng.randint(2, 4)
+
+    def m(rows, cols):
+        return [[f"{rng.randint(-9, 9) / 10:.1f}" for _ in range(cols)] for _ in range(rows)]
+
+    raw = {
+        "X": m(n_q, E),
+        "heads": H,
+        **{w: m(E, E) for w in ("W_Q", "W_K", "W_V", "W_O")},
+        **{b: m(1, E)[0] for b in ("b_Q", "b_K", "b_V", "b_O")},
+        "mask": "causal",
+        "window": rng.randint(2, 4),
+        "rope": True,
+        "rope_style": rng.choice(["half", "interleaved"]),
+        "alibi": True,
+        "softcap": rng.choice(["2", "0.5"]),
+        "sinks": [f"{rng.randint(-10, 10) / 10:.1f}" for _ in range(H)],
+    }
+    if seed % 2 == 0:  # cross-attention: keys and values from X_kv
+        raw |= {"X_kv": m(n_k, E), "causal_align": "bottom-right"}
+    return raw
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_rope_with_the_score_variants_after_projections(seed):
+    raw = projected(seed)
+    X, X_kv = tensor(raw["X"]), tensor(raw.get("X_kv", raw["X"]))
+    W = {name: tensor(raw[name]).requires_grad_() for name in ("W_Q", "W_K", "W_V", "W_O")}
+    b = {name: tensor([raw[name]])[0] for name in ("b_Q", "b_K", "b_V", "b_O")}
+    Q, K, V = (x @ W["W_" + n] + b["b_" + n] for x, n in ((X, "Q"), (X_kv, "K"), (X_kv, "V")))
+    full = raw | {"kv_heads": 2, "causal_align": raw.get("causal_align", "top-left"), "rope_base": "10000"}
+    out = reference(full, Q, K, V) @ W["W_O"] + b["b_O"]
+    out.sum().backward()
+    got = solve(raw | {"backward": {"loss": "sum"}}).compute(digits=20)
+    close(got["output"]["value"], out.detach())
+    top = max(w.grad.abs().max().item() for w in W.values())
+    for name, w in W.items():
+        close(got["backward"]["d" + name]["value"], w.grad, top)
+
+
+@st.composite
+def rope_variant_inputs(draw):
+    """One head with RoPE (any base, style, mask) and at least one of ALiBi, a softcap and a sink."""
+    raw = draw(rope_inputs()) | {"heads": 1}
+    kinds = draw(st.sets(st.sampled_from(("alibi", "softcap", "sinks")), min_size=1))
+    if "alibi" in kinds:
+        if draw(st.booleans()):
+            raw["alibi"] = True
+        else:
+            raw["alibi_slopes"] = [draw(st.sampled_from(["0.5", "1", "2.5", "1/3"]))]
+    if "softcap" in kinds:
+        raw["softcap"] = draw(st.sampled_from(["0.5", "2", "1/3"]))
+    if "sinks" in kinds:
+        raw["sinks"] = [draw(st.sampled_from(["0", "-1.5", "3", "1/3"]))]
+    if draw(st.booleans()):
+        raw["softmax"] = "stable"
+    return raw
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rope_variant_inputs())
+def test_rope_with_score_variants_against_the_float64_formula(raw):
+    """Forward (output and the sink's share) and backward (autograd) of L = Σ O, one head."""
+    base, style = raw["rope_base"], raw["rope_style"]
+    q, k, v = (tensor(raw[name]).requires_grad_() for name in "QKV")
+    sinks = None
+    if "sinks" in raw:
+        sinks = torch.tensor([float(Fraction(s)) for s in raw["sinks"]], dtype=torch.float64, requires_grad=True)
+    out, share = variants(raw, rotate(q, base, style), rotate(k, base, style), v, sinks)
+    out.sum().backward()
+    got = solve(raw | {"backward": {"loss": "sum"}}).compute(digits=20)
+    close(got["output"]["value"], out.detach())
+    top = max(t.grad.abs().max().item() for t in (q, k, v))
+    for name, t in (("dQ", q), ("dK", k), ("dV", v)):
+        close(got["backward"][name]["value"], t.grad, top)
+    if sinks is not None:
+        close([[x] for x in got["sink_share"]["value"]], share.detach().T)
+        close(got["backward"]["dsinks"]["value"], sinks.grad[None])

@@ -60,7 +60,7 @@ def gaps(v: Variant, with_slips: bool = True) -> tuple[Gap, ...]:
     values unless ``with_slips``: grading needs only the right answers)."""
     from symattn.checking.slips import Slips
     from symattn.exact import numeric
-    from symattn.exact.model import build_model
+    from symattn.exact.heads import build_model
 
     model = build_model(v.spec)
     places = asked_decimals(v)

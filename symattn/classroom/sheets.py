@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from symattn.classroom.variants import Asked, Variant
-from symattn.exact.model import build_model
+from symattn.exact.heads import build_model
 from symattn.exact.rounding import exact_figures
 from symattn.input.errors import SpecError
 

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from symattn.classroom.template import Rule, Template, load_template
-from symattn.exact.model import Model, build_model
+from symattn.exact.heads import build_model
+from symattn.exact.model import Model
 from symattn.exact.rounding import exact_figures, hand_figures
 from symattn.input.decimals import round_half_up
 from symattn.input.errors import EvaluationError, SpecError

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from symattn.exact.base import AttentionModel
-from symattn.exact.model import Model, build_model
+from symattn.exact.heads import build_model
+from symattn.exact.model import Model
 from symattn.input.spec import Spec
 
 if TYPE_CHECKING:

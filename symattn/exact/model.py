@@ -48,7 +48,7 @@ from symattn.input.spec import Spec
 
 @dataclass(frozen=True, eq=False)
 class Model(ClosedForms, Rounding, ForwardPass):
-    """Exact Q, K, V and everything computed from them. Build with :func:`build_model`.
+    """Exact Q, K, V and everything computed from them. Build with :func:`~symattn.exact.heads.build_model`.
 
     Each matrix is held as integers over ZZ and a common denominator (Q = q / dq);
     integer products are many times faster than products over QQ. The SymPy
@@ -208,6 +208,8 @@ class Model(ClosedForms, Rounding, ForwardPass):
         ok = self.may_attend
         if quantity in ("scale", "sqrt_dk"):
             return ((numeric.as_fraction(getattr(self, quantity)),),)
+        if quantity in ("weights", "products", "output"):  # from the groups alone (RoPE's scores have no integers)
+            return self._softmax_rationals(quantity)
         den, scores = self.score_integers
         if quantity in ("scores", "scaled", "shifted"):
             # from the integers, not the closed forms: z = n·scale/den is rational iff the scale is, or n = 0
@@ -443,23 +445,7 @@ def model_fields(spec: Spec) -> dict:
     )
 
 
-def build_model(spec: Spec) -> Model:
-    """The exact model of a validated single-head spec."""
-    from symattn.exact.score_variants import with_score_variants  # it subclasses Model
-
-    if spec.heads > 1:
-        raise ValueError("a multi-head spec has one model per head: use build_heads")
-    if spec.rope is not None:  # RoPE rotates Q and K: scores with cos and sin
-        from symattn.exact.rope import build_rotary
-
-        return build_rotary(spec)
-    model = Model(**model_fields(spec))
-    model = with_score_variants(model, spec)  # issue 20: ALiBi (symattn.exact.score_variants)
-    _check_work(model, spec.source)
-    return model
-
-
-def _check_work(model: Model, source: str) -> None:
+def check_work(model: Model, source: str) -> None:
     """Refuse scores whose exponentials no one could print or store, before any is evaluated."""
     z, i, j = model.largest_z
     if z > ABS_Z:
@@ -489,10 +475,3 @@ def _approximately(x: Fraction) -> str:
     if n.bit_length() < 60:
         return str(n)
     return f"10^{int(n.bit_length() * 0.30103)}"
-
-
-def build_heads(spec: Spec) -> tuple[Model, ...]:
-    """One model per head (a single one without heads)."""
-    if spec.heads == 1:
-        return (build_model(spec),)
-    return tuple(build_model(spec.head(h)) for h in range(spec.heads))

@@ -18,7 +18,8 @@ from sympy import ImmutableMatrix
 
 from symattn.exact import engine
 from symattn.exact.base import ForwardPass, Rounding, lcm_of_denominators
-from symattn.exact.model import Model, build_heads
+from symattn.exact.heads import build_heads
+from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
 from symattn.exact.rounding import NumRows, _exact_or_rounded, _from_model
 from symattn.input.spec import Spec

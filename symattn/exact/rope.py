@@ -30,12 +30,11 @@ from sympy import ImmutableMatrix
 from symattn.exact import numeric
 from symattn.exact.base import QUANTITIES, rational_matrix
 from symattn.exact.boxes import Boxes
-from symattn.exact.model import Model, _check_work, model_fields
+from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
 from symattn.input.rope import Rope
-from symattn.input.spec import Spec
 
 ROTATED = ("Q_rot", "K_rot")
 # one score: (constant numerator, ((angle index, cos numerator, sin numerator), ...)) over dq·dk
@@ -260,15 +259,14 @@ class RotaryModel(Model):
         """Every score at 2**-bits: the integer combination of the cos/sin boxes over dq·dk."""
         table = self._scores_at.get(bits)
         if table is None:
-            cos, sin = self.trig(bits)
-            den = self.dq * self.dk
-
-            def box(x: Structure) -> Fixed:
-                terms = [(c, cos[n]) for n, c, _ in x[1]] + [(s, sin[n]) for n, _, s in x[1]]
-                return _combine(x[0] << bits, terms, den, bits)
-
-            table = self._scores_at[bits] = [[box(x) for x in row] for row in self.structures]
+            table = self._scores_at[bits] = [[self.structure_box(x, bits) for x in row] for row in self.structures]
         return table
+
+    def structure_box(self, x: Structure, bits: int) -> Fixed:
+        """One structure's value at 2**-bits: its integer combination of the cos/sin boxes over dq·dk."""
+        cos, sin = self.trig(bits)
+        terms = [(c, cos[n]) for n, c, _ in x[1]] + [(s, sin[n]) for n, _, s in x[1]]
+        return _combine(x[0] << bits, terms, self.dq * self.dk, bits)
 
     @cached_property
     def _scores_at(self) -> dict[int, list[list[Fixed]]]:
@@ -379,17 +377,9 @@ def _narrow(b: Fixed, bits: int) -> Fixed:
     return Fixed(b.lo >> shift, -(-b.hi >> shift), bits)
 
 
-def build_rotary(spec: Spec) -> RotaryModel:
-    """The exact model of a single-head spec with RoPE."""
-    assert spec.rope is not None  # called for specs with rope = true
-    model = RotaryModel(**model_fields(spec), rope=spec.rope)  # s: the scores before the rotation
-    _check_work(model, spec.source)
-    return model
-
-
 def unrotated_scores(model: RotaryModel) -> ImmutableMatrix:
     """Q Kᵀ before the rotation (exact rationals), to show how RoPE changes the scores."""
     return rational_matrix(model.s, model.dq * model.dk)
 
 
-__all__ = ["ROTATED", "RotaryBoxes", "RotaryModel", "build_rotary", "unrotated_scores"]
+__all__ = ["ROTATED", "RotaryBoxes", "RotaryModel", "unrotated_scores"]

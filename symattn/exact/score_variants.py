@@ -117,6 +117,10 @@ class BiasedModel(Model):
         den, rows = self.score_integers
         return Fraction(rows[i][j], den), Fraction(-distance(i, j) if self.has_bias else 0)
 
+    def _bias_form(self, i: int, j: int) -> Form:
+        """The form of the bias −m·|i − j| alone (a score of 0)."""
+        return Fraction(0), Fraction(-distance(i, j))
+
     def _key(self, form: Form) -> object:
         # equal keys, equal z: tanh is one-to-one, so soft-capping keeps the order and the ties
         p, q = form
@@ -234,9 +238,7 @@ class BiasedModel(Model):
     def _rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
         n, m, ok = self.n_queries, self.n_keys, self.may_attend
         if quantity == "bias":
-            return tuple(
-                tuple(self._value((Fraction(0), Fraction(-distance(i, j)))) for j in range(m)) for i in range(n)
-            )
+            return tuple(tuple(self._value(self._bias_form(i, j)) for j in range(m)) for i in range(n))
         if quantity in ("scaled", "shifted", "exp", "exp_shifted"):
             form = self._form if quantity in ("scaled", "exp") else self._shifted_form
             values = [[self._capped_value(form(i, j), i, j) if ok(i, j) else None for j in range(m)] for i in range(n)]
@@ -335,7 +337,7 @@ class BiasedBoxes(Boxes):
 
     def bias(self) -> list[Fixed]:
         n, m = self.model.n_queries, self.model.n_keys
-        return self._flat([[self._box((Fraction(0), Fraction(-distance(i, j)))) for j in range(m)] for i in range(n)])
+        return self._flat([[self._box(self.model._bias_form(i, j)) for j in range(m)] for i in range(n)])
 
 
 def times(r: Fraction, box: Fixed) -> Fixed:
@@ -383,25 +385,16 @@ def _upper(x: sympy.Expr) -> Fraction:
     return Fraction(box.hi, 1 << 32)
 
 
-def with_score_variants(model: Model, spec) -> Model:  # spec: Spec (the input layer's)
-    """The model with the spec's ALiBi bias, or the model itself without one."""
-    if spec.alibi is None and spec.softcap is None and spec.sinks is None:
-        return model
+def variant_fields(spec) -> dict:  # spec: Spec (the input layer's)
+    """A biased model's own fields from its spec: ALiBi's slope (0 without), the softcap, and any sink."""
     slope = spec.alibi.slopes[0] if spec.alibi is not None else Slope(given=None)
     k = Fraction(0) if spec.alibi is None else Fraction(1) if slope.given is None else slope.given.value
-    extra: dict = {}
-    kind: type[BiasedModel] = BiasedModel
-    if spec.sinks is not None:
-        from symattn.exact.sinks import SinkModel  # it subclasses this module's model
-
-        kind, extra = SinkModel, {"sink": spec.sinks[0].value}
-    return kind(
-        **extra,
-        **{f.name: getattr(model, f.name) for f in fields(model)},
+    return dict(
         slope=slope_expr(slope) if k != 0 else sympy.Integer(0),
         slope_k=k,
         slope_e=slope.exponent,
         softcap=None if spec.softcap is None else spec.softcap.value,
+        **({} if spec.sinks is None else {"sink": spec.sinks[0].value}),
     )
 
 

@@ -407,10 +407,6 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
     spec = replace(spec, alibi=read_alibi(reader, data, heads, spec.is_symbolic))
     spec = replace(spec, softcap=read_softcap(reader, data, spec.is_symbolic))
     spec = replace(spec, sinks=read_sinks(reader, data, heads, spec.is_symbolic))
-    if spec.rope is not None and (spec.alibi, spec.softcap, spec.sinks) != (None, None, None):
-        # the rotary model and the score variants' models are separate subclasses: not yet one model
-        other = next(k for k, v in (("alibi", spec.alibi), ("softcap", spec.softcap), ("sinks", spec.sinks)) if v)
-        raise reader.error("rope", f"rope together with {other} is not supported yet (each works on its own)")
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
     if "backward" in data:
