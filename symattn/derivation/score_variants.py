@@ -30,6 +30,7 @@ class AlibiBias:
     Z: NumRows  # the scaled scores plus the bias, before any mask
     exact: bool
     cross: bool
+    rotated: bool = False  # RoPE: the bias comes on top of the rotated Q and K's scores
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def score_variant_steps(spec: Spec, model: Model, fig: Figures, scaling: Scaling
                 Z=uncapped,
                 exact=is_exact(uncapped),
                 cross=spec.is_cross,
+                rotated=spec.rope is not None,
             )
         )
     if spec.softcap is not None:
