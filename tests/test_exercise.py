@@ -16,8 +16,8 @@ from symattn.classroom import exercises as ex
 from symattn.classroom import sheets
 from symattn.classroom.template import load_template
 from symattn.classroom.variants import draw, failed, variant_seed
+from symattn.exact.head_figures import exact_figures, hand_figures
 from symattn.exact.heads import build_model
-from symattn.exact.rounding import exact_figures, hand_figures
 from symattn.input.errors import SpecError
 from symattn.input.files import read_table
 from symattn.input.spec import load_spec

@@ -10,8 +10,8 @@ from symattn.classroom import sheets
 from symattn.classroom.gradebook import feedback, gradebook_text
 from symattn.classroom.grading import INPUTS_CHANGED, Note, grade, read_policy
 from symattn.cli.commands import main
+from symattn.exact.head_figures import hand_figures
 from symattn.exact.heads import build_model
-from symattn.exact.rounding import hand_figures
 from symattn.input.errors import SpecError
 from symattn.input.spec import spec_from_mapping
 

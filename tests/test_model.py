@@ -7,9 +7,9 @@ import sympy
 from sympy import Rational, exp, sqrt
 
 from symattn.derivation.derive import derive
+from symattn.exact.head_figures import exact_figures, hand_figures
 from symattn.exact.heads import build_model
 from symattn.exact.multihead import build_multihead
-from symattn.exact.rounding import exact_figures, hand_figures
 from symattn.input.spec import load_spec
 
 

@@ -150,7 +150,7 @@ def projected(seed: int) -> dict:
     rng = random.Random(seed)
     H, E = 2, 4
     n_q = rng.randint(2, 4)
-    n_k = n_q if seed % 2 else rng.randint(2, 4)
+    n_k = n_q if seed % 2 else rng.randint(n_q, 4)  # bottom-right: no query before the first key
 
     def m(rows, cols):
         return [[f"{rng.randint(-9, 9) / 10:.1f}" for _ in range(cols)] for _ in range(rows)]

@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from symattn.classroom.variants import Asked, Variant
+from symattn.exact.head_figures import exact_figures
 from symattn.exact.heads import build_model
-from symattn.exact.rounding import exact_figures
 from symattn.input.errors import SpecError
 
 FORMATS = ("markdown", "latex", "pdf", "html")

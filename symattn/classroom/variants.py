@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from symattn.classroom.template import Rule, Template, load_template
+from symattn.exact.head_figures import exact_figures, hand_figures
 from symattn.exact.heads import build_model
 from symattn.exact.model import Model
-from symattn.exact.rounding import exact_figures, hand_figures
 from symattn.input.decimals import round_half_up
 from symattn.input.errors import EvaluationError, SpecError
 from symattn.input.formula import Formula

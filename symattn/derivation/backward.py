@@ -12,8 +12,9 @@ from symattn.derivation.modern import GradGroups, grad_groups_step
 from symattn.derivation.rope import GradRotation, rotated_inputs, rotation_back_step
 from symattn.derivation.steps import Derivation, Dot, Picture, assemble, pictures, scale_parts, top_keys
 from symattn.derivation.variants_backward import GradVariants, variants_back_step
+from symattn.exact.head_figures import figures
 from symattn.exact.model import Model
-from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
+from symattn.exact.rounding import Figures, Num, NumRow, NumRows, is_exact
 from symattn.input.numeral import Numeral
 from symattn.input.spec import Matrix, Spec
 

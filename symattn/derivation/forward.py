@@ -36,8 +36,9 @@ from symattn.derivation.steps import (
     top_keys,
     transpose,
 )
+from symattn.exact.head_figures import figures
 from symattn.exact.model import Model
-from symattn.exact.rounding import Figures, Num, figures, is_exact
+from symattn.exact.rounding import Figures, Num, is_exact
 from symattn.input.spec import Spec
 
 if TYPE_CHECKING:

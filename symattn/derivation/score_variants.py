@@ -9,8 +9,9 @@ from typing import ClassVar
 
 from symattn.derivation.steps import Scaling
 from symattn.exact import numeric
+from symattn.exact.head_figures import figures
 from symattn.exact.model import Model
-from symattn.exact.rounding import Figures, Num, NumRow, NumRows, figures, is_exact
+from symattn.exact.rounding import Figures, Num, NumRow, NumRows, is_exact
 from symattn.input.numeral import Numeral
 from symattn.input.spec import Spec
 
