@@ -21,16 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from fractions import Fraction
-from functools import cached_property
 
-from symattn.exact import numeric
-from symattn.exact.model import Model, _upper
+from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
 from symattn.exact.rope import RotaryBoxes, RotaryModel, Structure
-from symattn.exact.score_variants import BiasedBoxes, BiasedModel, add, times
+from symattn.exact.score_variants import BiasedBoxes, BiasedModel
 from symattn.exact.sinks import SinkBoxes, SinkModel
-from symattn.input.errors import EvaluationError
-from symattn.input.limits import PRECISION_BITS
 
 RotaryForm = tuple[Structure, Fraction]  # (the score's structure, −|i − j|)
 
@@ -75,42 +71,18 @@ class RotaryBiasedModel(BiasedModel, RotaryModel):
     def _value(self, form: RotaryForm) -> Fraction | None:  # type: ignore[override]
         return None if form[0][1] else super()._value(self._rest(form))
 
-    def _shifted_form(self, i: int, j: int) -> RotaryForm:  # type: ignore[override]
-        (x, q), (y, q0) = self._form(i, j), self._form(i, self.row_max[i])
-        return minus(x, y), q - q0
+    def _minus(self, a: RotaryForm, b: RotaryForm) -> RotaryForm:  # type: ignore[override]
+        return minus(a[0], b[0]), a[1] - b[1]
 
-    def _compare(self, a: RotaryForm, b: RotaryForm) -> int:  # type: ignore[override]
-        if self._key(a) == self._key(b):
-            return 0
-        diff = (minus(a[0], b[0]), a[1] - b[1])
-        if not diff[0][1] and diff[1] == 0:  # the same distance and no cos/sin left: the constants decide
-            return (diff[0][0] > 0) - (diff[0][0] < 0)
-        bits = 64
-        while bits <= PRECISION_BITS:  # unequal values: the enclosures separate them
-            box = self._form_box(diff, bits)
-            if box.lo > 0:
-                return 1
-            if box.hi < 0:
-                return -1
-            bits *= 2
-        raise EvaluationError("cannot order two rotated scores with their variants")
+    def _exact_sign(self, diff: RotaryForm) -> int | None:  # type: ignore[override]
+        # with a cos/sin term left only the enclosures decide; without, the biased model's rules
+        return None if diff[0][1] else super()._exact_sign(self._rest(diff))
 
-    def _form_box(self, form: RotaryForm, bits: int) -> Fixed:  # type: ignore[override]
-        scale = Fixed.from_interval(numeric.enclose(self.scale, bits + 8), bits)
-        slope = Fixed.from_interval(numeric.enclose(self.slope, bits + 8), bits)
-        return add(mul(self.structure_box(form[0], bits), scale), times(form[1], slope))
+    def _scaled_score(self, p: Structure, scale: Fixed) -> Fixed:  # type: ignore[override]
+        return mul(self.structure_box(p, scale.bits), scale)
 
-    @cached_property
-    def largest_z(self) -> tuple[Fraction, int, int]:
-        # an upper bound of |scale·S| + m·|i − j| (the cap bounds it too)
-        rows, slope = self._score_boxes(64), _upper(self.slope)
-        top, i, j = max(
-            (Fraction(max(abs(b.lo), abs(b.hi)), 1 << 64) * _upper(self.scale) + slope * abs(i - j), i, j)
-            for i, row in enumerate(rows)
-            for j, b in enumerate(row)
-            if self.may_attend(i, j)
-        )
-        return (top if self.softcap is None else min(top, self.softcap)), i, j
+    def _score_magnitudes(self) -> list[list[Fraction]]:
+        return [[Fraction(max(abs(b.lo), abs(b.hi)), 1 << b.bits) for b in row] for row in self._score_boxes(64)]
 
     def _new_boxes(self, bits: int) -> RotaryBiasedBoxes:
         return RotaryBiasedBoxes(self, bits)
@@ -128,10 +100,6 @@ class RotaryBiasedBoxes(BiasedBoxes, RotaryBoxes):
     """Enclosures with RoPE and the score variants: each z from its rotary form; Q′, K′ and the scores as RoPE's."""
 
     model: RotaryBiasedModel
-
-    def _box(self, form: RotaryForm) -> Fixed:  # type: ignore[override]
-        score = self.model.structure_box(form[0], self.prec)
-        return add(mul(score, self._scale), times(form[1], self._slope))
 
 
 class RotarySinkBoxes(SinkBoxes, RotaryBiasedBoxes):

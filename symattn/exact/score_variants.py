@@ -148,17 +148,29 @@ class BiasedModel(Model):
 
     def _compare(self, a: Form, b: Form) -> int:
         """The sign of (value a − value b), exactly."""
-        diff = (a[0] - b[0], a[1] - b[1])
         if self._key(a) == self._key(b):
             return 0
-        if diff[1] == 0:  # the same distance: the scores decide (scale > 0)
-            return (diff[0] > 0) - (diff[0] < 0)
-        if self._ratio is not None:
-            key = self._key(diff)
-            assert isinstance(key, Fraction)  # a rational ratio gives rational keys
+        diff = self._minus(a, b)
+        sign = self._exact_sign(diff)
+        return sign if sign is not None else self._sign_of(diff)
+
+    def _minus(self, a: Form, b: Form) -> Form:
+        return a[0] - b[0], a[1] - b[1]
+
+    def _exact_sign(self, diff: Form) -> int | None:
+        """The sign of a nonzero difference where it is decided without enclosures, else None."""
+        p, q = diff
+        if q == 0:  # the same distance: the scores decide (scale > 0)
+            return (p > 0) - (p < 0)
+        if self._ratio is not None:  # z = (p·t + q)·m with m > 0
+            key = p * self._ratio + q
             return (key > 0) - (key < 0)
+        return None
+
+    def _sign_of(self, diff: Form) -> int:
+        """The sign of a nonzero difference: its enclosures at rising precision separate it from 0."""
         bits = 64
-        while bits <= PRECISION_BITS:  # unequal values: the enclosures separate them
+        while bits <= PRECISION_BITS:
             box = self._form_box(diff, bits)
             if box.lo > 0:
                 return 1
@@ -170,7 +182,11 @@ class BiasedModel(Model):
     def _form_box(self, form: Form, bits: int) -> Fixed:
         scale = Fixed.from_interval(numeric.enclose(self.scale, bits + 8), bits)
         slope = Fixed.from_interval(numeric.enclose(self.slope, bits + 8), bits)
-        return add(times(form[0], scale), times(form[1], slope))
+        return add(self._scaled_score(form[0], scale), times(form[1], slope))
+
+    def _scaled_score(self, p: Fraction, scale: Fixed) -> Fixed:
+        """A form's score part times the scale's box."""
+        return times(p, scale)
 
     # --- the model's quantities -------------------------------------------------
 
@@ -223,8 +239,7 @@ class BiasedModel(Model):
         return out
 
     def _shifted_form(self, i: int, j: int) -> Form:
-        (p, q), (p0, q0) = self._form(i, j), self._form(i, self.row_max[i])
-        return p - p0, q - q0
+        return self._minus(self._form(i, j), self._form(i, self.row_max[i]))
 
     def vary(self, i: int, j: int, z: sympy.Expr) -> sympy.Expr:
         return self._capped(z + self.bias[i, j])
@@ -270,15 +285,19 @@ class BiasedModel(Model):
 
     @cached_property
     def largest_z(self) -> tuple[Fraction, int, int]:
-        den, rows = self.score_integers
         scale, slope = _upper(self.scale), _upper(self.slope)
         top, i, j = max(
-            (abs(Fraction(x, den)) * scale + slope * distance(i, j), i, j)
-            for i, row in enumerate(rows)
+            (x * scale + slope * distance(i, j), i, j)
+            for i, row in enumerate(self._score_magnitudes())
             for j, x in enumerate(row)
             if self.may_attend(i, j)
         )
         return (top if self.softcap is None else min(top, self.softcap)), i, j
+
+    def _score_magnitudes(self) -> list[list[Fraction]]:
+        """An upper bound of each |S_ij|."""
+        den, rows = self.score_integers
+        return [[abs(Fraction(x, den)) for x in row] for row in rows]
 
     def _new_boxes(self, bits: int) -> BiasedBoxes:
         return BiasedBoxes(self, bits)
@@ -294,7 +313,7 @@ class BiasedBoxes(Boxes):
         return Fixed.from_interval(numeric.enclose(self.model.slope, self.prec + 8), self.prec)
 
     def _box(self, form: Form) -> Fixed:
-        return add(times(form[0], self._scale), times(form[1], self._slope))
+        return add(self.model._scaled_score(form[0], self._scale), times(form[1], self._slope))
 
     def _capped_box(self, form: Form) -> Fixed:
         z = self._box(form)
