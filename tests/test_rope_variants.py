@@ -130,3 +130,16 @@ def test_check_judges_the_combined_quantities():
     assert ("scaled", "sat", "the", "wrong") in got
     assert [v for v in got if v[3] not in ("rounded", "exact")] == [("scaled", "sat", "the", "wrong")]
     assert len(got) == 20
+
+
+def test_check_judges_the_gradients_through_the_rotation_the_cap_and_the_sink():
+    spec = rope_example(alibi=True, softcap="2", sinks=["0.5"], softmax="stable", backward={})
+    assert compute(spec, digits=4)["backward"]["dsinks"]["value"] == [["-0.6780"]]
+    claims = {
+        "claims": {
+            "dQ[4]": ["0.1186", "0.04447", "-0.01092", "0.04628"],
+            "dK[1]": ["0.01008", "-0.08567", "0.04368", "-0.08"],
+        }
+    }
+    got = [v.verdict for v in check(spec, claims).results]
+    assert got == ["rounded"] * 6 + ["wrong", "last-digit"]  # the sign of dK[1][3] flipped; dK[1][4] truncated

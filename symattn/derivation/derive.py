@@ -45,7 +45,7 @@ def _check_size(spec: Spec) -> None:
 def derive(spec: Spec, model: AttentionModel | None = None) -> Derivation:
     """Build the whole derivation of a spec, in the document's order of steps.
 
-    ``model``: the spec's exact model (:func:`~symattn.exact.model.build`), if already built.
+    ``model``: the spec's exact model (:func:`~symattn.exact.factory.build`), if already built.
     """
     _check_size(spec)
     model = build(spec) if model is None else model
