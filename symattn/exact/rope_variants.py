@@ -10,8 +10,11 @@ Lindemann–Weierstrass 1 and the e^{±iφ} are linearly independent over the al
 equal iff their cos/sin terms match term by term and the rest, scale·c_0/den − m·|i − j|, is equal
 (which the biased model's key decides on (c_0/den, −|i − j|)); a z with a cos/sin term left is
 irrational. Unequal z are ordered on enclosures at rising precision, which must separate them. The
-softcap keeps the order and the ties (tanh is one-to-one), and the sink compares its rational s with a
-z the same way (:mod:`symattn.exact.sinks`).
+softcap keeps the order and the ties (tanh is one-to-one). The sink's rational s is compared with a z
+on enclosures too (:mod:`symattn.exact.sinks`): a z with cos/sin terms is transcendental, so it is not
+s; capped, c·tanh(z/c) = s would need e^{2z/c} algebraic, which Lindemann–Weierstrass does not rule out
+for such a z, so there the boxes decide and, should they never separate, the model says so
+(EvaluationError) instead of guessing.
 
 The biased model (and the sink's) come first in each class's MRO, so their z, shift and rational rules
 apply unchanged; this module gives them the rotary forms, and the rotary model the rest.
