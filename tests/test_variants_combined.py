@@ -310,8 +310,6 @@ COMBINED = {
 def test_rope_with_the_score_variants_renders_every_step(katex, latex, tmp_path, lang):
     """RoPE's rotation, then ALiBi, the softcap and the sink, forward and backward: the exact steps and lines,
     KaTeX-clean Markdown, and LaTeX that compiles without an overfull box."""
-    import re
-
     from symattn.derivation.derive import derive
     from symattn.rendering.renderer import render
 
@@ -321,6 +319,35 @@ def test_rope_with_the_score_variants_renders_every_step(katex, latex, tmp_path,
     assert tuple(line for line in markdown.splitlines() if line.startswith("## ")) == headings
     assert all(line in markdown.splitlines() for line in shown)
     assert katex(markdown) == []
-    latex(render(derivation, "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    assert (
+        overfull(
+            latex, render(derivation, "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path
+        )
+        == []
+    )
+
+
+def overfull(latex, tex: str, engine: str, tmp_path) -> list[str]:
+    """Compile and return the overfull boxes TeX logged."""
+    import re
+
+    latex(tex, engine, tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
-    assert re.findall(r"Overfull \\[hv]box \(([\d.]+)pt too \w+\)", log) == []
+    return re.findall(r"Overfull \\[hv]box \(([\d.]+)pt too \w+\)", log)
+
+
+def test_rope_with_the_score_variants_by_hand(katex, latex, tmp_path):
+    """By hand: the biased scores are the shown rotated-and-scaled scores plus the shown bias (exact sums),
+    then capped from those; every step written out is KaTeX-clean and compiles without an overfull box."""
+    from symattn.derivation.derive import derive
+    from symattn.rendering.renderer import render
+
+    derivation = derive(combined_spec("en").with_options(expand="all", rounding="hand"))
+    markdown = render(derivation, "markdown")
+    lines = markdown.splitlines()
+    assert (
+        "z = [0.493,\\ 0.784,\\ 1.267,\\ 1.501], \\qquad 2 \\tanh\\!\\left(\\frac{z}{2}\\right) \\approx [0.483,\\ 0.746,\\ 1.121,\\ 1.271]"
+        in lines
+    )
+    assert katex(markdown) == []
+    assert overfull(latex, render(derivation, "latex", standalone=True), "pdflatex", tmp_path) == []
