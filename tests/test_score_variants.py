@@ -427,7 +427,7 @@ def test_rounded_inputs_are_refused_with_the_variants(variant):
 
 @pytest.mark.parametrize(
     "lang, softcap, name",
-    [("en", None, "biased z"), ("en", "2", "capped z"), ("zh", None, "加偏置后 z"), ("zh", "2", "软截断后 z")],
+    [("en", None, "biased z"), ("en", "2", "capped z"), ("zh", None, "加偏置后 z"), ("zh", "2", "软上限后 z")],
 )
 def test_reports_name_the_biased_scores_z(lang, softcap, name):
     # a claimed "scaled" score with a bias or a cap is z, not S/√d_k: the report says which

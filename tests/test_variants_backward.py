@@ -64,7 +64,7 @@ def test_document_steps_through_the_cap_and_the_sink():
     assert "## Backward 4: the scaling $dS = dY / \\sqrt{d_k}$" in text
     assert "\\end{bmatrix}\n$$\n\n## Backward: the sink" in text
     zh = render(derive(load_spec({**SMALL, "softcap": "2", "sinks": ["0"], "lang": "zh"})), "markdown")
-    assert "## 反向：穿过软截断（$dY$）" in zh and "## 反向：汇点自己的梯度（$ds$）" in zh
+    assert "## 反向：穿过软上限（$dY$）" in zh and "## 反向：汇点自己的梯度（$ds$）" in zh
 
 
 @pytest.mark.parametrize("rounding", ["exact", "hand"])
