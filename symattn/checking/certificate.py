@@ -30,7 +30,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
-from symattn.checking.certificate_reader import Reader, Value, brief, count, kind_of
+from symattn.checking.certificate_reader import Reader, Value, brief, count, kind_of, whole
 from symattn.input.errors import SpecError
 
 CHECKED = ("sqrt_dk", "scale", "scores", "scaled", "exp", "exp_sum", "weights", "output")
@@ -46,6 +46,7 @@ class Verification:
     checked: int  # values proved
     failures: tuple[str, ...]  # one line each: where, and what is wrong
     files: tuple[str, ...] = ()  # one line per file the certificate names: its SHA-256 matched, or it is absent
+    paths: tuple[str, ...] = ()  # how many values each path decided (a float64-path certificate)
 
     @property
     def ok(self) -> bool:
@@ -299,7 +300,15 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>", base: Path | 
     if not isinstance(cert, Mapping):
         raise SpecError(source, "certificate", "missing: not the output of symattn compute --certify")
     read = Reader(source)
-    file_failures, file_lines = _check_files(cert, read, base)
+    raw = cert.get("version", 1)  # version 1 (the exact path) had no version field
+    version = whole(raw)
+    if version == 2:
+        from symattn.checking.float_certificate import verify_float64
+
+        return verify_float64(data, cert, read, base)
+    if version != 1:
+        raise read.error("certificate.version", f"{brief(raw)}: this symattn reads versions 1 and 2")
+    file_failures, file_lines = check_files(cert, read, base)
     inputs = _Inputs(data, cert, read)
     values = _values(data, cert, inputs, read)
     failures: list[str] = list(file_failures)
@@ -356,7 +365,7 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>", base: Path | 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _check_files(cert: Mapping[str, Any], read: Reader, base: Path | None) -> tuple[list[str], list[str]]:
+def check_files(cert: Mapping[str, Any], read: Reader, base: Path | None) -> tuple[list[str], list[str]]:
     """Each file the certificate names, hashed where it is present (as recorded, else beside the
     certificate, ``base``): a failure where its SHA-256 differs; a line saying what was checked."""
     from symattn.input.sources import sha256_file
@@ -390,4 +399,4 @@ def _check_files(cert: Mapping[str, Any], read: Reader, base: Path | None) -> tu
     return failures, lines
 
 
-__all__ = ["Verification", "verify"]
+__all__ = ["Verification", "check_files", "verify"]
