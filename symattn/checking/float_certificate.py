@@ -18,6 +18,7 @@ Every problem with the certificate's form is one line naming the file, the key a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
@@ -34,6 +35,16 @@ from symattn.input.errors import LimitError
 HEX_LENGTH = 24  # float.hex of any float64: "-0x1.fffffffffffffp+1023"
 START_BITS = 128
 MAX_BITS = 1 << 12
+
+
+def _is_hex(x: Any) -> bool:
+    if not isinstance(x, str) or len(x) > HEX_LENGTH:
+        return False
+    try:
+        v = float.fromhex(x)
+    except ValueError:
+        return False
+    return v.hex() == x and math.isfinite(v)
 
 
 def _hex_matrix(read: Reader, raw: Any, key: str, rows: int | None, cols: int | None, what: str) -> np.ndarray:
@@ -55,17 +66,14 @@ def _hex_matrix(read: Reader, raw: Any, key: str, rows: int | None, cols: int | 
             width = len(row)
         if len(row) != width:
             raise read.error(key, f"{count(len(row), 'entry')}, but there are {width}", (i + 1,))
-        values = []
-        for j, x in enumerate(row):
-            v = None
-            if isinstance(x, str) and len(x) <= HEX_LENGTH:
-                try:
-                    v = float.fromhex(x)
-                except ValueError:
-                    v = None
-            if v is None or v.hex() != x or not np.isfinite(v):
-                raise read.error(key, f"expected {what} as float.hex writes it, got {brief(x)}", (i + 1, j + 1))
-            values.append(v)
+        try:  # the whole row at once; the entry at fault is looked for only when there is one
+            values = list(map(float.fromhex, row))
+            good = list(map(float.hex, values)) == row and all(map(math.isfinite, values))
+        except (TypeError, ValueError):
+            good = False
+        if not good:
+            j = next(j for j, x in enumerate(row) if not _is_hex(x))
+            raise read.error(key, f"expected {what} as float.hex writes it, got {brief(row[j])}", (i + 1, j + 1))
         out.append(values)
     return np.array(out, dtype=np.float64)
 
@@ -278,10 +286,11 @@ def _arb_failures(head: float64.Head, values, enclosures: dict, read: Reader, di
     K, k_shift = _integers(head.K)
     V, v_shift = _integers(head.V)
     m = len(K)
+    keys = np.array(K, dtype=object)  # Python integers: the scores exactly, in numpy's loop
     for i, cols in rows.items():
         (q,), q_shift = _integers(head.Q[i : i + 1])
         keep = [True] * m if head.allowed is None else head.allowed[i].tolist()
-        scores = [sum(a * b for a, b in zip(q, key)) for key in K]
+        scores = np.dot(keys, np.array(q, dtype=object)).tolist()
         allowed = [j for j in range(m) if keep[j]]
         flat = len({scores[j] for j in allowed}) == 1
         pending = []
