@@ -44,14 +44,19 @@ def test_a_256_by_64_certificate_verifies(tmp_path, capsys):
     cert = tmp_path / "c.json"
     assert main(["compute", str(spec), "--certify", "--float64", "--digits", "10", "-o", str(cert)]) == 0
     data = json.loads(cert.read_text(encoding="utf-8"))
-    assert data["certificate"]["version"] == 2 and data["certificate"]["paths"] == {"float64": 16352, "arb": 32}
+    assert data["certificate"]["version"] == 2 and data["certificate"]["paths"] == {
+        "float64": 16352,
+        "compensated": 17,
+        "arb": 15,
+    }
     assert data["output"]["value"][0][:3] == ["-0.07012202020", "-0.1139758372", "0.06988937497"]
     capsys.readouterr()
     assert main(["verify-certificate", str(cert)]) == 0
     assert capsys.readouterr().out == (
         f"{cert}: 16384 values verified: each exact value lies in its bounds, and every point of the bounds "
         "rounds to the value shown\n"
-        f"{cert}: 16352 by the float64 path (its floats and bounds recomputed here), 32 by arb\n"
+        f"{cert}: 16352 by the float64 path and 17 by its error-free sums (their floats and bounds recomputed "
+        "here), 15 by arb\n"
         f"{cert}: spec {spec}: SHA-256 matches\n"
         + "".join(f"{cert}: {n.upper()} {tmp_path / f'{n}.npy'}: SHA-256 matches\n" for n in "qkv")
     )
@@ -61,8 +66,8 @@ def test_arb_values_agree_with_the_exact_path():
     # the exact (arb/interval) path's own digits for a few entries, both paths among them
     from symattn.input.spec import load_spec
 
-    h = head(8, 4, causal=True)
-    data = made(8, 4, digits=13, causal=True)
+    h = head(16, 4, causal=True)
+    data = made(16, 4, digits=13, causal=True)
     spec = load_spec(
         {
             "Q": [[str(Fraction(x)) for x in row] for row in h.Q.tolist()],
@@ -75,7 +80,7 @@ def test_arb_values_agree_with_the_exact_path():
 
     exact = build(spec).significant("output", 13)
     assert data["output"]["value"] == [[str(x) for x in row] for row in exact]
-    assert set("".join(data["output"]["path"])) == {"f", "a"}
+    assert data["certificate"]["paths"] == {"float64": "55", "compensated": "2", "arb": "7"}  # JSON numbers' text
     assert verify(data).failures == ()
 
 
@@ -84,7 +89,7 @@ def test_the_causal_certificate_verifies(small):
     assert (result.ok, result.checked, result.paths) == (
         True,
         256,
-        ("252 by the float64 path (its floats and bounds recomputed here), 4 by arb",),
+        ("252 by the float64 path and 0 by its error-free sums (their floats and bounds recomputed here), 4 by arb",),
     )
 
 
@@ -103,6 +108,19 @@ def test_a_float_moved_by_one_ulp_is_caught(small):
     assert line.endswith(
         f"does not hold the float64 path's {small['output']['float'][2][1]} ± {small['output']['bound'][2][1]}"
     )
+
+
+def test_a_compensated_float_moved_by_one_ulp_is_caught():
+    data = made(16, 4, digits=13, causal=True)
+    i, k = next((i, p.index("c")) for i, p in enumerate(data["output"]["path"]) if "c" in p)
+    x = float.fromhex(data["output"]["float"][i][k])
+    assert failures(data, lambda d: None) == ()
+
+    def move(d):
+        d["output"]["float"][i][k] = math.nextafter(x, -math.inf).hex()
+
+    (line,) = failures(data, move)
+    assert line.startswith(f"output[{i + 1}][{k + 1}]: the certificate's float ± bound, ")
 
 
 def test_a_shrunk_bound_is_caught(small):
@@ -173,7 +191,7 @@ def test_a_changed_digit_and_a_moved_enclosure_are_caught(small):
         ),
         (
             lambda d: d["output"]["path"].__setitem__(0, "x" * 8),
-            'c.json: output.path[1]: expected 8 characters "f" (float64) or "a" (arb), got \'xxxxxxxx\'',
+            'c.json: output.path[1]: expected 8 characters "f" (float64), "c" (compensated) or "a" (arb), got \'xxxxxxxx\'',
         ),
         (
             lambda d: d["certificate"]["inputs"].update(mask=["1" * 32] * 31),
@@ -222,3 +240,10 @@ def test_compute_refuses_what_the_float64_path_does_not_take(tmp_path, capsys):
     assert (
         capsys.readouterr().err == f"symattn: {spec}: --float64 shows 1 to 13 significant digits (--digits), not 15\n"
     )
+
+
+def test_an_enclosures_ends_are_written_exactly():
+    from symattn.derivation.float_certificate import exact_decimal
+
+    x = Fraction(3**60 + 1, 2**130)  # 97 significant digits: past any decimal context's precision
+    assert Fraction(exact_decimal(x)) == x and Fraction(exact_decimal(-x)) == -x

@@ -1,12 +1,12 @@
 """Re-check a float64-path certificate (version 2, :mod:`symattn.derivation.float_certificate`).
 
 Nothing the certificate says about a value is trusted. From its inputs (float32 values, as ``float.hex``
-text) this module recomputes every output's float and bound with :mod:`symattn.exact.float64`, and then
-for each value:
+text) this module recomputes every output's float and bound with :mod:`symattn.exact.float64` (those of
+path "c" with its error-free sums, :mod:`symattn.exact.compensated`), and then for each value:
 
 1. the certificate's float ± bound must hold the recomputed float ± bound (so a float moved by one ULP,
    or a bound shrunk, is caught; the same numpy sums give the same float);
-2. path "f": every point of the recomputed interval rounds half-up to the value shown (numpy with a
+2. paths "f" and "c": every point of the recomputed interval rounds half-up to the value shown (numpy with a
    margin, :mod:`symattn.exact.float_digits`; exact rationals inside the margin);
 3. path "a": the enclosure given rounds to the value shown, and mpmath's interval of the exact output,
    from exact integer scores, lies inside it (the precision raised until it does), as
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from symattn.checking.certificate_reader import Reader, brief, count, kind_of, whole
-from symattn.exact import float64
+from symattn.exact import compensated, float64
 from symattn.exact.float_digits import MOST, significant_many, text
 from symattn.input import limits
 from symattn.input.errors import LimitError
@@ -161,19 +161,25 @@ def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reade
     values = read.cells(output["value"], "output.value", (queries, columns))
     paths = read.sized(output["path"], "output.path", "row", queries)
     for i, p in enumerate(paths):
-        if not isinstance(p, str) or len(p) != dv or p.strip("fa"):
+        if not isinstance(p, str) or len(p) != dv or p.strip("fca"):
             raise read.error(
-                "output.path", f'expected {dv} characters "f" (float64) or "a" (arb), got {brief(p)}', (i + 1,)
+                "output.path",
+                f'expected {dv} characters "f" (float64), "c" (compensated) or "a" (arb), got {brief(p)}',
+                (i + 1,),
             )
     f_cert = _hex_matrix(read, output["float"], "output.float", n, dv, "a float")
     b_cert = _hex_matrix(read, output["bound"], "output.bound", n, dv, "a bound")
     if (b_cert < 0).any():
         i, j = (int(x[0]) for x in np.nonzero(b_cert < 0))
         raise read.error("output.bound", f"must not be negative, got {b_cert[i, j].hex()}", (i + 1, j + 1))
-    arb = np.array([[c == "a" for c in p] for p in paths], dtype=bool)
-    enclosures = _enclosures(cert, read, arb, n, dv)
+    codes = np.array([list(p) for p in paths])
+    arb, comp = codes == "a", codes == "c"
+    enclosures = _enclosures(cert, read, arb, comp, n, dv)
 
     f, b = _recomputed(head)
+    rows, cols = np.nonzero(comp)
+    if rows.size:  # the values the error-free sums decided: theirs, recomputed
+        f[rows, cols], b[rows, cols] = compensated.outputs(head, list(zip(rows.tolist(), cols.tolist())))
     failures: list[str] = list(file_failures)
     holds = (f_cert == f) & (b_cert >= b)
     for i, k in zip(*np.nonzero(~holds)):
@@ -200,8 +206,11 @@ def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reade
                     f"[{lo[i, k].hex()}, {hi[i, k].hex()}] to {digits} digits"
                 )
     failures += _arb_failures(head, values, enclosures, read, digits)
-    arbs = int(arb.sum())
-    lines = (f"{n * dv - arbs} by the float64 path (its floats and bounds recomputed here), {arbs} by arb",)
+    arbs, comps = int(arb.sum()), int(comp.sum())
+    lines = (
+        f"{n * dv - arbs - comps} by the float64 path and {comps} by its error-free sums (their floats and bounds "
+        f"recomputed here), {arbs} by arb",
+    )
     return Verification(n * dv, tuple(failures), tuple(file_lines), lines)
 
 
@@ -215,7 +224,9 @@ def _rounds(lo: Fraction, hi: Fraction, shown: Fraction, text_: str, digits: int
     return _round_significant(lo, digits) == shown == _round_significant(hi, digits)
 
 
-def _enclosures(cert: Mapping[str, Any], read: Reader, arb: np.ndarray, n: int, dv: int) -> dict[tuple[int, int], Any]:
+def _enclosures(
+    cert: Mapping[str, Any], read: Reader, arb: np.ndarray, comp: np.ndarray, n: int, dv: int
+) -> dict[tuple[int, int], Any]:
     """{(i, k): (lo, hi) or the exact fraction}: one for each value of path "a", none for the others."""
     raw = cert.get("enclosures")
     key = "certificate.enclosures"
@@ -233,7 +244,11 @@ def _enclosures(cert: Mapping[str, Any], read: Reader, arb: np.ndarray, n: int, 
             raise read.error(f"{key}.at", f"expected [query, column] within {n}×{dv}, got {brief(raw_at)}", (p,))
         i, k = i_at - 1, k_at - 1
         if not arb[i, k]:
-            raise read.error(f"{key}.at", f'output[{i + 1}][{k + 1}] has path "f": it has no enclosure', (p,))
+            raise read.error(
+                f"{key}.at",
+                f'output[{i + 1}][{k + 1}] has path "{"c" if comp[i, k] else "f"}": it has no enclosure',
+                (p,),
+            )
         if (i, k) in out:
             raise read.error(f"{key}.at", f"output[{i + 1}][{k + 1}] a second time", (p,))
         if "exact" in entry:

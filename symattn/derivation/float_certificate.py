@@ -2,9 +2,11 @@
 
 Each output is shown to ``digits`` significant digits. Where every point of the float64 path's
 float ± bound (:mod:`symattn.exact.float64`) rounds to the digits shown, the certificate holds that
-float and bound (path "f"); the verifier recomputes both from the inputs and trusts neither. The rest
-(path "a") are refined with arb balls (:mod:`symattn.checking.refine`) and hold the deciding enclosure,
-which the verifier re-checks with mpmath intervals, as it does every value of an exact-path certificate.
+float and bound (path "f"). Where it does not, the sums are redone error-free
+(:mod:`symattn.exact.compensated`, a bound about ten times tighter; path "c"). The verifier recomputes
+the floats and bounds of both from the inputs and trusts neither. The rest (path "a") are refined with
+arb balls (:mod:`symattn.checking.refine`) and hold the deciding enclosure, which the verifier re-checks
+with mpmath intervals, as it does every value of an exact-path certificate.
 
 Format version 2 (:data:`VERSION`): the inputs and every float as ``float.hex`` text (exact, and no
 decimal parsing), the mask as a row of "1" and "0" per query. The work goes by row blocks; the JSON is
@@ -21,15 +23,18 @@ from typing import Any
 
 import numpy as np
 
-from symattn.exact import float64
+from symattn.exact import compensated, float64
 from symattn.exact.float_digits import MOST, significant_many, text
+from symattn.exact.numeric import _EXACT
 
 VERSION = 2
-FLOAT, ARB = "f", "a"  # which path decided a value
+# which path decided a value: float64 (its chunked sums), float64 with error-free sums (compensated), arb
+FLOAT, COMPENSATED, ARB = "f", "c", "a"
+PATHS = {"float64": FLOAT, "compensated": COMPENSATED, "arb": ARB}
 METHOD = (
     "float64 with a rigorous a-priori bound of each output's error (symattn.exact.float64: exact split "
-    "products, an exp with bounded reduction and polynomial, chunked sums); arb balls where that bound "
-    "does not decide the digits"
+    "products, an exp with bounded reduction and polynomial, chunked sums), then error-free sums "
+    "(symattn.exact.compensated); arb balls where neither bound decides the digits"
 )
 
 
@@ -38,7 +43,7 @@ def exact_decimal(x: Fraction) -> str:
     den = x.denominator
     k = den.bit_length() - 1
     assert den == 1 << k  # arb's ends are dyadic
-    return format(Decimal(x.numerator * 5**k).scaleb(-k), "f")
+    return format(Decimal(x.numerator * 5**k).scaleb(-k, _EXACT), "f")  # never rounded to a context's precision
 
 
 def hex_rows(a: np.ndarray) -> list[list[str]]:
@@ -76,32 +81,47 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
     bounds: list[list[str]] = []
     enclosures: list[dict[str, Any]] = []
     for b in float64.blocks(head, weights=False):
-        lo, hi = float64.interval(b.output, b.output_error)
-        ok, q, e = significant_many(lo, hi, digits)
-        floats += hex_rows(b.output)
-        bounds += hex_rows(b.output_error)
-        open_rows: dict[int, list[int]] = {int(i): [] for i in np.nonzero(~ok.all(axis=1))[0]}
-        for i, k in zip(*np.nonzero(~ok)):
-            open_rows[int(i)].append(int(k))
+        value, error = b.output.copy(), b.output_error.copy()
+        ok, q, e = significant_many(*float64.interval(value, error), digits)
+        path = np.where(ok, FLOAT, ARB)
+        rows, cols = np.nonzero(~ok)
+        if rows.size:  # the sums again, error-free: a bound about ten times tighter
+            pairs = list(zip((rows + b.start).tolist(), cols.tolist()))
+            v2, e2 = compensated.outputs(head, pairs)
+            ok2, q2, x2 = significant_many(*float64.interval(v2, e2), digits)
+            value[rows, cols], error[rows, cols] = (
+                np.where(ok2, v2, value[rows, cols]),
+                np.where(ok2, e2, error[rows, cols]),
+            )
+            q[rows, cols], e[rows, cols] = np.where(ok2, q2, q[rows, cols]), np.where(ok2, x2, e[rows, cols])
+            path[rows[ok2], cols[ok2]] = COMPENSATED
+        floats += hex_rows(value)
+        bounds += hex_rows(error)
+        open_rows: dict[int, list[int]] = {}
+        for i, k in zip(*np.nonzero(path == ARB)):
+            open_rows.setdefault(int(i) + b.start, []).append(int(k))
         found: dict[tuple[int, int], tuple[Fraction, Fraction]] = {}
 
-        def keep(i: int, k: int, a: Fraction, z: Fraction, start: int = b.start, found=found) -> bool:
-            found[(i - start, k)] = (a, z)  # the last call for an entry is the one that decided it
+        def keep(i: int, k: int, a: Fraction, z: Fraction, found=found) -> bool:
+            found[(i, k)] = (a, z)  # the last call for an entry is the one that decided it
             return True
 
         shown = {}
         if open_rows:
-            done, _ = refine(head, "output", {b.start + i: ks for i, ks in open_rows.items()}, keep, digits)
-            shown = {(i - b.start, k): value for (i, k), (_, value) in done.items()}
-        for r, (row_ok, row_q, row_e) in enumerate(zip(ok.tolist(), q.tolist(), e.tolist())):
-            row = [
-                text(x, y) if good else str(shown[(r, k)]) for k, (good, x, y) in enumerate(zip(row_ok, row_q, row_e))
-            ]
-            values.append(row)
-            paths.append("".join(FLOAT if good else ARB for good in row_ok))
-            for k in sorted(k for (i, k) in found if i == r):
-                a, z = found[(r, k)]
-                at = [b.start + r + 1, k + 1]
+            done, _ = refine(head, "output", open_rows, keep, digits)
+            shown = {place: value for place, (_, value) in done.items()}
+        for r, (row_path, row_q, row_e) in enumerate(zip(path.tolist(), q.tolist(), e.tolist())):
+            i = b.start + r
+            values.append(
+                [
+                    text(x, y) if p != ARB else str(shown[(i, k)])
+                    for k, (p, x, y) in enumerate(zip(row_path, row_q, row_e))
+                ]
+            )
+            paths.append("".join(row_path))
+            for k in open_rows.get(i, []):
+                a, z = found[(i, k)]
+                at = [i + 1, k + 1]
                 # a row of equal scores has a rational output (refine knows it exactly): the fraction itself
                 enclosures.append(
                     {"at": at, "exact": str(a)}
@@ -113,9 +133,9 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
     yield "{\n"
     yield f'  "d_k": {head.Q.shape[1]},\n'
     yield '  "output": {\n'
-    for key, rows in (("value", values), ("path", paths), ("float", floats), ("bound", bounds)):
+    for key, table in (("value", values), ("path", paths), ("float", floats), ("bound", bounds)):
         yield f"    {json.dumps(key)}: [\n"
-        yield ",\n".join("      " + json.dumps(row) for row in rows)
+        yield ",\n".join("      " + json.dumps(row) for row in table)
         yield "\n    ]" + (",\n" if key != "bound" else "\n")
     yield "  },\n"
     cert = {
@@ -123,7 +143,7 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
         "path": "float64",
         "method": METHOD,
         "digits": digits,
-        "paths": {"float64": sum(p.count(FLOAT) for p in paths), "arb": sum(p.count(ARB) for p in paths)},
+        "paths": {name: sum(p.count(c) for p in paths) for name, c in PATHS.items()},
         "files": files,
         "enclosures": enclosures,
     }
@@ -137,4 +157,4 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
     yield f'      "scale": {json.dumps(scale)},\n      "mask": {json.dumps(mask)}\n    }}\n  }}\n}}\n'
 
 
-__all__ = ["ARB", "FLOAT", "VERSION", "certificate_json", "compute_float64", "exact_decimal"]
+__all__ = ["ARB", "COMPENSATED", "FLOAT", "PATHS", "VERSION", "certificate_json", "compute_float64", "exact_decimal"]
