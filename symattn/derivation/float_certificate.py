@@ -80,6 +80,7 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
     floats: list[list[str]] = []
     bounds: list[list[str]] = []
     enclosures: list[dict[str, Any]] = []
+    open_rows: dict[int, list[int]] = {}  # the values neither float64 bound decides: {query: [columns]}
     for b in float64.blocks(head, weights=False):
         value, error = b.output.copy(), b.output_error.copy()
         ok, q, e = significant_many(*float64.interval(value, error), digits)
@@ -97,37 +98,27 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
             path[rows[ok2], cols[ok2]] = COMPENSATED
         floats += hex_rows(value)
         bounds += hex_rows(error)
-        open_rows: dict[int, list[int]] = {}
         for i, k in zip(*np.nonzero(path == ARB)):
             open_rows.setdefault(int(i) + b.start, []).append(int(k))
-        found: dict[tuple[int, int], tuple[Fraction, Fraction]] = {}
-
-        def keep(i: int, k: int, a: Fraction, z: Fraction, found=found) -> bool:
-            found[(i, k)] = (a, z)  # the last call for an entry is the one that decided it
-            return True
-
-        shown = {}
-        if open_rows:
-            done, _ = refine(head, "output", open_rows, keep, digits)
-            shown = {place: value for place, (_, value) in done.items()}
-        for r, (row_path, row_q, row_e) in enumerate(zip(path.tolist(), q.tolist(), e.tolist())):
-            i = b.start + r
-            values.append(
-                [
-                    text(x, y) if p != ARB else str(shown[(i, k)])
-                    for k, (p, x, y) in enumerate(zip(row_path, row_q, row_e))
-                ]
-            )
+        for row_path, row_q, row_e in zip(path.tolist(), q.tolist(), e.tolist()):
+            values.append([text(x, y) if p != ARB else "" for p, x, y in zip(row_path, row_q, row_e)])
             paths.append("".join(row_path))
-            for k in open_rows.get(i, []):
-                a, z = found[(i, k)]
-                at = [i + 1, k + 1]
-                # a row of equal scores has a rational output (refine knows it exactly): the fraction itself
-                enclosures.append(
-                    {"at": at, "exact": str(a)}
-                    if a == z
-                    else {"at": at, "bounds": [exact_decimal(a), exact_decimal(z)]}
-                )
+    found: dict[tuple[int, int], tuple[Fraction, Fraction]] = {}
+
+    def keep(i: int, k: int, a: Fraction, z: Fraction) -> bool:
+        found[(i, k)] = (a, z)  # the last call for an entry is the one that decided it
+        return True
+
+    if open_rows:  # one call for all: its integer matrices are made once
+        done, _ = refine(head, "output", open_rows, keep, digits)
+        for (i, k), (_, shown) in done.items():
+            values[i][k] = str(shown)
+    for (i, k), (a, z) in sorted(found.items()):
+        at = [i + 1, k + 1]
+        # a row of equal scores has a rational output (refine knows it exactly): the fraction itself
+        enclosures.append(
+            {"at": at, "exact": str(a)} if a == z else {"at": at, "bounds": [exact_decimal(a), exact_decimal(z)]}
+        )
     scale = "sqrt" if head.exact_scale is None else str(head.exact_scale)
     mask = None if head.allowed is None else ["".join("1" if x else "0" for x in row) for row in head.allowed.tolist()]
     yield "{\n"
