@@ -276,11 +276,18 @@ def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
     return [[int(x) for x in row] for row in np.ldexp(a, shift).tolist()], shift
 
 
+def _fixed(man: int, exp: int, bits: int, up: bool) -> int:
+    """man · 2^exp (an end of an mpmath interval, man ≥ 0) at 2^-bits, rounded down, or up."""
+    shift = exp + bits
+    if shift >= 0:
+        return man << shift
+    return -((-man) >> -shift) if up else man >> -shift
+
+
 def _arb_failures(head: float64.Head, values, enclosures: dict, read: Reader, digits: int) -> list[str]:
     """Path "a": each enclosure rounds to its value and holds mpmath's interval of the exact output."""
     from mpmath import iv
-
-    from symattn.checking.certificate import _ends
+    from mpmath.libmp import from_int, mpf_exp, mpf_mul
 
     failures = []
     rows: dict[int, list[int]] = {}
@@ -333,17 +340,27 @@ def _arb_failures(head: float64.Head, values, enclosures: dict, read: Reader, di
                 else iv.mpf(head.exact_scale.numerator) / head.exact_scale.denominator
             )
             c = c / iv.mpf(2) ** (q_shift + k_shift)
-            e = {j: iv.exp(iv.mpf(scores[j]) * c) for j in allowed}
-            total = sum(e.values(), iv.mpf(0))
+            # e^(c·(S_j − S_max)) ≤ 1, the shift exact in integers, each end at 2^-bits (floor and ceiling):
+            # the sums are then exact integer sums, and the largest term is e^0 = 1 exactly
+            top = max(scores[j] for j in allowed)
+            c_lo, c_hi = c._mpi_  # c > 0 and S_j − S_max ≤ 0: z runs from (S_j − S_max)·c_hi to (S_j − S_max)·c_lo
+            low, high = [], []
+            for j in allowed:
+                gap = from_int(scores[j] - top)  # exact: no precision given
+                _, m0, x0, _ = mpf_exp(mpf_mul(gap, c_hi, bits, "f"), bits, "f")
+                _, m1, x1, _ = mpf_exp(mpf_mul(gap, c_lo, bits, "c"), bits, "c")
+                low.append(_fixed(m0, x0, bits, False))
+                high.append(_fixed(m1, x1, bits, True))
+            total_lo, total_hi = sum(low), sum(high)
             still = []
             for k in pending:
                 lo, hi = enclosures[(i, k)]
-                x = sum((e[j] * V[j][k] for j in allowed), iv.mpf(0)) / (total * iv.mpf(2) ** v_shift)
-                try:
-                    a, b = _ends(x)
-                except OverflowError:
-                    still.append(k)
-                    continue
+                column = [V[j][k] for j in allowed]
+                n_lo = sum(v * (a if v > 0 else z) for v, a, z in zip(column, low, high))
+                n_hi = sum(v * (z if v > 0 else a) for v, a, z in zip(column, low, high))
+                # n / total over 2^v_shift, n in [n_lo, n_hi] and total in [total_lo, total_hi], total_lo ≥ 1
+                a = Fraction(n_lo, (total_hi if n_lo >= 0 else total_lo) << v_shift)
+                b = Fraction(n_hi, (total_lo if n_hi >= 0 else total_hi) << v_shift)
                 if lo <= a and b <= hi:
                     continue
                 if b < lo or a > hi:
