@@ -247,3 +247,25 @@ def test_an_enclosures_ends_are_written_exactly():
 
     x = Fraction(3**60 + 1, 2**130)  # 97 significant digits: past any decimal context's precision
     assert Fraction(exact_decimal(x)) == x and Fraction(exact_decimal(-x)) == -x
+
+
+def test_an_exact_scale_and_the_version_field():
+    rng = np.random.default_rng(3)
+    Q, K, V = (rng.standard_normal((16, 4)).astype(np.float32).astype(np.float64) for _ in range(3))
+    text = "".join(certificate_json(float64.head(Q, K, V, Fraction(1, 3), None), 9, []))
+    data = parse_text(text, "c.json", json_=True)
+    assert data["certificate"]["inputs"]["scale"] == "1/3" and verify(data).ok
+    from symattn.derivation.intermediates import compute
+    from symattn.input.spec import load_spec
+
+    old = compute(load_spec({"Q": [["1"]], "K": [["1"]], "V": [["1"]]}), digits=3, exact=False, certify=True)
+    assert verify({**old, "certificate": {**old["certificate"], "version": 1}}).ok  # version 1, said or not
+    with pytest.raises(SpecError) as info:
+        verify({**old, "certificate": {**old["certificate"], "version": "1"}}, "c.json")
+    assert str(info.value) == "c.json: certificate.version: '1': this symattn reads versions 1 and 2"
+
+
+def test_d_k_must_match_the_inputs(small):
+    with pytest.raises(SpecError) as info:
+        verify({**small, "d_k": 9}, "c.json")
+    assert str(info.value) == "c.json: d_k: 9, but certificate.inputs.Q has 8 columns"

@@ -146,6 +146,10 @@ def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reade
     file_failures, file_lines = check_files(cert, read, base)
     head = _head(cert, read)
     n, dv = head.Q.shape[0], head.V.shape[1]
+    if "d_k" in data and str(data["d_k"]) != str(head.Q.shape[1]):
+        raise read.error(
+            "d_k", f"{brief(data['d_k'])}, but certificate.inputs.Q has {count(head.Q.shape[1], 'column')}"
+        )
     digits = whole(cert.get("digits"))
     if digits is None or not 1 <= digits <= MOST:
         raise read.error(
