@@ -18,6 +18,9 @@ exactly the shape Q, K and V imply, the mask has one true or false per score and
 key, -inf and 0 stand exactly where the mask hides a key, and every number is a finite decimal no
 longer than :data:`~symattn.input.limits.BOUND_LENGTH`, its length checked before it is matched or
 converted. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
+
+That is version 1, which has no ``version`` field. Version 2, a float64-path certificate of the output
+(``compute --certify --float64``), is checked by :mod:`symattn.checking.float_certificate`.
 """
 
 from __future__ import annotations

@@ -343,7 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser(
         "verify-certificate",
-        help="re-check compute --certify's bounds with mpmath intervals; exit 1 if any value is not proved",
+        help="re-check compute --certify's bounds with mpmath intervals (with --float64: its floats and bounds "
+        "recomputed); exit 1 if any value is not proved",
     )
     verify.add_argument("certificate", metavar="FILE", help="the JSON of symattn compute --certify")
     _max_seconds(verify)
