@@ -269,3 +269,20 @@ def test_d_k_must_match_the_inputs(small):
     with pytest.raises(SpecError) as info:
         verify({**small, "d_k": 9}, "c.json")
     assert str(info.value) == "c.json: d_k: 9, but certificate.inputs.Q has 8 columns"
+
+
+def test_two_processes_find_the_same_lines(monkeypatch):
+    from symattn.checking import float_certificate
+
+    data = made(256, 64)  # 15 arb values, in as many rows
+    boxes = [n for n, e in enumerate(data["certificate"]["enclosures"]) if "bounds" in e]
+
+    def move(d):
+        for n in boxes:  # every arb enclosure moved off the exact value
+            e = d["certificate"]["enclosures"][n]
+            lo, hi = (Fraction(x) for x in e["bounds"])
+            e["bounds"] = [_decimal(lo + 3 * (hi - lo)), _decimal(hi + 3 * (hi - lo))]
+
+    one = failures(data, move)
+    monkeypatch.setattr(float_certificate, "PARALLEL_EXPS", 0)
+    assert len(one) == len(boxes) == 15 and failures(data, move) == one

@@ -19,7 +19,10 @@ Every problem with the certificate's form is one line naming the file, the key a
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ from symattn.exact.float_digits import MOST, significant_many, text
 from symattn.input import limits
 from symattn.input.errors import LimitError
 
+PARALLEL_EXPS = 1 << 16  # rows × keys of the arb values' exps below which one process is quicker than two
 HEX_LENGTH = 24  # float.hex of any float64: "-0x1.fffffffffffffp+1023"
 START_BITS = 128
 MAX_BITS = 1 << 12
@@ -290,9 +294,6 @@ def _fixed(man: int, exp: int, bits: int, up: bool) -> int:
 
 def _arb_failures(head: float64.Head, values, enclosures: dict, read: Reader, digits: int) -> list[str]:
     """Path "a": each enclosure rounds to its value and holds mpmath's interval of the exact output."""
-    from mpmath import iv
-    from mpmath.libmp import from_int, mpf_exp, mpf_mul
-
     failures = []
     rows: dict[int, list[int]] = {}
     for (i, k), box in sorted(enclosures.items()):
@@ -307,32 +308,50 @@ def _arb_failures(head: float64.Head, values, enclosures: dict, read: Reader, di
             )
         else:
             rows.setdefault(i, []).append(k)
-    if not rows:
-        return failures
+    work = [(i, {k: enclosures[(i, k)] for k in cols}) for i, cols in rows.items()]
+    cores = min(len(work), os.cpu_count() or 1)
+    if cores < 2 or len(work) * head.K.shape[0] < PARALLEL_EXPS:
+        return failures + [line for _, _, line in _exact_rows(head, work)]
+    # one process per core, rows dealt in turn; the lines sorted back into the order of the rows
+    with ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("fork")) as pool:
+        parts = list(pool.map(_exact_rows, [head] * cores, [work[c::cores] for c in range(cores)]))
+    return failures + [line for _, _, line in sorted(x for part in parts for x in part)]
+
+
+def _exact_rows(head: float64.Head, work: list[tuple[int, dict[int, Any]]]) -> list[tuple[int, int, str]]:
+    """(row, column, line) of each failure among the given rows' enclosures {column: (lo, hi) or a fraction}:
+    mpmath's exps at rising precision, integers for the sums."""
+    from mpmath import iv
+    from mpmath.libmp import from_int, mpf_exp, mpf_mul
+
+    failures: list[tuple[int, int, str]] = []
     K, k_shift = _integers(head.K)
     V, v_shift = _integers(head.V)
     m = len(K)
     keys = np.array(K, dtype=object)  # Python integers: the scores exactly, in numpy's loop
-    for i, cols in rows.items():
+    for i, boxes in work:
         (q,), q_shift = _integers(head.Q[i : i + 1])
         keep = [True] * m if head.allowed is None else head.allowed[i].tolist()
         scores = np.dot(keys, np.array(q, dtype=object)).tolist()
         allowed = [j for j in range(m) if keep[j]]
         flat = len({scores[j] for j in allowed}) == 1
         pending = []
-        for k in cols:
-            box = enclosures[(i, k)]
+        for k, box in sorted(boxes.items()):
             where = f"output[{i + 1}][{k + 1}]"
             if flat or not isinstance(box, tuple):  # equal scores: the output is the mean of V, exactly
                 mean = Fraction(sum(V[j][k] for j in allowed), len(allowed) << v_shift)
                 lo, hi = box if isinstance(box, tuple) else (box, box)
                 if not flat:
-                    failures.append(f"{where}: an exact fraction, but the row's scores differ: it is irrational")
+                    failures.append(
+                        (i, k, f"{where}: an exact fraction, but the row's scores differ: it is irrational")
+                    )
                 elif not lo <= mean <= hi:
-                    failures.append(f"{where}: the exact value {mean} is outside its enclosure")
+                    failures.append((i, k, f"{where}: the exact value {mean} is outside its enclosure"))
                 continue
             if box[0] == box[1]:
-                failures.append(f"{where}: a bound of zero width needs a value known exactly, and this one is not")
+                failures.append(
+                    (i, k, f"{where}: a bound of zero width needs a value known exactly, and this one is not")
+                )
                 continue
             pending.append(k)
         bits = START_BITS
@@ -358,7 +377,7 @@ def _arb_failures(head: float64.Head, values, enclosures: dict, read: Reader, di
             total_lo, total_hi = sum(low), sum(high)
             still = []
             for k in pending:
-                lo, hi = enclosures[(i, k)]
+                lo, hi = boxes[k]
                 column = [V[j][k] for j in allowed]
                 n_lo = sum(v * (a if v > 0 else z) for v, a, z in zip(column, low, high))
                 n_hi = sum(v * (z if v > 0 else a) for v, a, z in zip(column, low, high))
@@ -368,12 +387,12 @@ def _arb_failures(head: float64.Head, values, enclosures: dict, read: Reader, di
                 if lo <= a and b <= hi:
                     continue
                 if b < lo or a > hi:
-                    failures.append(f"output[{i + 1}][{k + 1}]: the exact value is outside its enclosure")
+                    failures.append((i, k, f"output[{i + 1}][{k + 1}]: the exact value is outside its enclosure"))
                 else:
                     still.append(k)
             pending = still
             bits *= 2
-        failures += [f"output[{i + 1}][{k + 1}]: not decided at {MAX_BITS} bits" for k in pending]
+        failures += [(i, k, f"output[{i + 1}][{k + 1}]: not decided at {MAX_BITS} bits") for k in pending]
     return failures
 
 
