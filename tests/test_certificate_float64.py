@@ -222,6 +222,26 @@ def test_hostile_certificates_get_one_line(small, change, message):
 def test_absurd_sizes_are_refused(small, monkeypatch):
     from symattn.input import limits
 
+    for change, message in (
+        (
+            lambda d: d["output"]["float"][0].__setitem__(0, "0x1" + "0" * 10**6),
+            "c.json: output.float[1][1]: expected a float as float.hex writes it, got '0x1" + "0" * 47 + "'…",
+        ),
+        (
+            lambda d: d["certificate"].update(enclosures=[{"at": [1, 1], "exact": "1"}] * 257),
+            "c.json: certificate.enclosures: 257 enclosures for 256 values",
+        ),
+        (
+            lambda d: d["output"]["value"][0].__setitem__(1, "1" * 10**5),
+            "c.json: output.value[1][2]: a number of 100000 characters; the limit is 64000",
+        ),
+    ):
+        bad = copy.deepcopy(small)
+        change(bad)
+        with pytest.raises(SpecError) as info:
+            verify(bad, "c.json")
+        assert str(info.value) == message
+
     monkeypatch.setattr(limits, "FLOAT_CERTIFICATE_TOKENS", 16)
     with pytest.raises(LimitError) as info:
         verify(small, "c.json")

@@ -46,7 +46,7 @@ def _is_hex(x: Any) -> bool:
         return False
     try:
         v = float.fromhex(x)
-    except ValueError:
+    except (ValueError, OverflowError):
         return False
     return v.hex() == x and math.isfinite(v)
 
@@ -73,7 +73,7 @@ def _hex_matrix(read: Reader, raw: Any, key: str, rows: int | None, cols: int | 
         try:  # the whole row at once; the entry at fault is looked for only when there is one
             values = list(map(float.fromhex, row))
             good = list(map(float.hex, values)) == row and all(map(math.isfinite, values))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             good = False
         if not good:
             j = next(j for j, x in enumerate(row) if not _is_hex(x))
