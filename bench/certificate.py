@@ -10,6 +10,9 @@ verify-certificate recomputes, and arb where the bound does not decide the digit
 `symattn` processes from a spec naming .npy files. At 4096 × 128 the spec reader's token limit (1024)
 stops compute, so the certificate is made in this process (derivation.float_certificate, the function
 compute calls) and written out; verify-certificate is a whole process, as a reader runs it.
+
+The arb values dominate verify-certificate's time (mpmath's exps of each of their rows): at 4096 × 128
+and 10 digits about 0.5% of the outputs need arb, at 8 digits (`--digits 8`) under 0.01%.
 """
 
 from __future__ import annotations
