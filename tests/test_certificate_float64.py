@@ -8,6 +8,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from symattn.checking.certificate import verify
 from symattn.cli.commands import main
@@ -306,3 +308,44 @@ def test_two_processes_find_the_same_lines(monkeypatch):
     one = failures(data, move)
     monkeypatch.setattr(float_certificate, "PARALLEL_EXPS", 0)
     assert len(one) == len(boxes) == 15 and failures(data, move) == one
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.integers(1, 3),
+    st.integers(1, 13),
+    st.booleans(),
+    st.integers(0, 2**32 - 1),
+)
+def test_the_values_are_the_exact_models_and_verify(n, m, d, digits, masked, seed):
+    from symattn.exact.factory import build
+    from symattn.input.spec import load_spec
+
+    rng = np.random.default_rng(seed)
+    Q, K, V = (
+        (rng.integers(-8, 9, (rows, d)) / 4).astype(np.float64) if seed % 2 else rng.standard_normal((rows, d))
+        for rows in (n, m, m)
+    )
+    Q, K, V = (a.astype(np.float16).astype(np.float64) for a in (Q, K, V))
+    allowed = rng.random((n, m)) < 0.6 if masked else None
+    if allowed is not None:
+        allowed[:, 0] = True
+    text = "".join(certificate_json(float64.head(Q, K, V, None, allowed), digits, []))
+    data = parse_text(text, "c.json", json_=True)
+    spec = {name: [[str(Fraction(x)) for x in row] for row in a.tolist()] for name, a in zip("QKV", (Q, K, V))}
+    if allowed is not None:
+        spec["mask"] = [[bool(x) for x in row] for row in allowed.tolist()]
+    exact = build(load_spec(spec)).significant("output", digits)
+    assert data["output"]["value"] == [[str(x) for x in row] for row in exact]
+    assert verify(data).failures == ()
+
+
+def test_a_column_of_zeros_is_exactly_zero():
+    h = head(16, 4)
+    V = h.V.copy()
+    V[:, 1] = 0.0  # padding, as kernels' tests have: the output's column is exactly 0
+    data = parse_text("".join(certificate_json(float64.head(h.Q, h.K, V, None, None), 10, [])), "c.json", json_=True)
+    assert [row[1] for row in data["output"]["value"]] == ["0"] * 16
+    assert [p[1] for p in data["output"]["path"]] == ["a"] * 16 and verify(data).failures == ()
