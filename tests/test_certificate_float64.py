@@ -262,6 +262,8 @@ def test_compute_refuses_what_the_float64_path_does_not_take(tmp_path, capsys):
     assert (
         capsys.readouterr().err == f"symattn: {spec}: --float64 shows 1 to 13 significant digits (--digits), not 15\n"
     )
+    assert main(["compute", str(spec), "--float64"]) == 2
+    assert capsys.readouterr().err.endswith("--float64: it makes a certificate; give --certify too\n")
 
 
 def test_an_enclosures_ends_are_written_exactly():
