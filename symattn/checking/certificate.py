@@ -18,6 +18,9 @@ exactly the shape Q, K and V imply, the mask has one true or false per score and
 key, -inf and 0 stand exactly where the mask hides a key, and every number is a finite decimal no
 longer than :data:`~symattn.input.limits.BOUND_LENGTH`, its length checked before it is matched or
 converted. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
+
+That is version 1, which has no ``version`` field. Version 2, a float64-path certificate of the output
+(``compute --certify --float64``), is checked by :mod:`symattn.checking.float_certificate`.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
-from symattn.checking.certificate_reader import Reader, Value, brief, count, kind_of
+from symattn.checking.certificate_reader import Reader, Value, brief, count, kind_of, whole
 from symattn.input.errors import SpecError
 
 CHECKED = ("sqrt_dk", "scale", "scores", "scaled", "exp", "exp_sum", "weights", "output")
@@ -46,6 +49,7 @@ class Verification:
     checked: int  # values proved
     failures: tuple[str, ...]  # one line each: where, and what is wrong
     files: tuple[str, ...] = ()  # one line per file the certificate names: its SHA-256 matched, or it is absent
+    paths: tuple[str, ...] = ()  # how many values each path decided (a float64-path certificate)
 
     @property
     def ok(self) -> bool:
@@ -299,7 +303,15 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>", base: Path | 
     if not isinstance(cert, Mapping):
         raise SpecError(source, "certificate", "missing: not the output of symattn compute --certify")
     read = Reader(source)
-    file_failures, file_lines = _check_files(cert, read, base)
+    raw = cert.get("version", 1)  # version 1 (the exact path) had no version field
+    version = whole(raw)
+    if version == 2:
+        from symattn.checking.float_certificate import verify_float64
+
+        return verify_float64(data, cert, read, base)
+    if version != 1:
+        raise read.error("certificate.version", f"{brief(raw)}: this symattn reads versions 1 and 2")
+    file_failures, file_lines = check_files(cert, read, base)
     inputs = _Inputs(data, cert, read)
     values = _values(data, cert, inputs, read)
     failures: list[str] = list(file_failures)
@@ -356,7 +368,7 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>", base: Path | 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _check_files(cert: Mapping[str, Any], read: Reader, base: Path | None) -> tuple[list[str], list[str]]:
+def check_files(cert: Mapping[str, Any], read: Reader, base: Path | None) -> tuple[list[str], list[str]]:
     """Each file the certificate names, hashed where it is present (as recorded, else beside the
     certificate, ``base``): a failure where its SHA-256 differs; a line saying what was checked."""
     from symattn.input.sources import sha256_file
@@ -390,4 +402,4 @@ def _check_files(cert: Mapping[str, Any], read: Reader, base: Path | None) -> tu
     return failures, lines
 
 
-__all__ = ["Verification", "verify"]
+__all__ = ["Verification", "check_files", "verify"]

@@ -44,6 +44,15 @@ class Value:
     exact: Fraction | None
 
 
+def whole(raw: Any) -> int | None:
+    """A whole number of up to 9 digits, as JSON gives it (a number's text) or Python does; else None."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if isinstance(raw, files.FloatText) and len(raw) <= 9 and raw.isdigit():
+        return int(raw)
+    return None
+
+
 def kind_of(raw: Any) -> str:
     # the readers' words, and an empty row said as such (a certificate's rows are never empty)
     if isinstance(raw, (list, tuple)) and not raw:

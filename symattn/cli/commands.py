@@ -179,7 +179,14 @@ def _compute(args: argparse.Namespace) -> int:
     spec = _load(args.spec, args.example, None).with_options(subs=_subs(args.subs), backward=args.backward)
     # one key per line, each value compact: matrices stay readable and diffable; as bytes, made section
     # by section, so that no section's strings outlive it
-    parts = compute_json(spec, digits=args.digits, exact=not args.no_exact, certify=args.certify)
+    if args.float64:
+        from symattn.derivation.float_certificate import compute_float64
+
+        if not args.certify:
+            raise _UsageError("--float64: it makes a certificate; give --certify too")
+        parts = compute_float64(spec, args.digits)
+    else:
+        parts = compute_json(spec, digits=args.digits, exact=not args.no_exact, certify=args.certify)
     _emit(b"".join(part.encode("utf-8") for part in parts), args.output)
     return 0
 
@@ -395,10 +402,11 @@ def _verify(args: argparse.Namespace) -> int:
     for line in result.failures:
         say(f"{args.certificate}: {line}")
     files = "".join(f"{args.certificate}: {line}\n" for line in result.files)  # what was hashed, or absent
+    paths = "".join(f"{args.certificate}: {line}\n" for line in result.paths)
     if result.ok:
         _emit(
             f"{args.certificate}: {result.checked} values verified: each exact value lies in its bounds, and "
-            "every point of the bounds rounds to the value shown\n" + files,
+            "every point of the bounds rounds to the value shown\n" + paths + files,
             None,
         )
         return 0

@@ -181,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="add each value's deciding enclosure (bounds) and a certificate that "
         "symattn verify-certificate re-checks independently (one head)",
     )
+    compute.add_argument(
+        "--float64",
+        action="store_true",
+        help="with --certify: certify only the output, by the float64 path with rigorous bounds (float32 "
+        "inputs, kernel sizes; at most 13 --digits), arb where the bound does not decide",
+    )
     compute.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(compute)
 
@@ -337,7 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser(
         "verify-certificate",
-        help="re-check compute --certify's bounds with mpmath intervals; exit 1 if any value is not proved",
+        help="re-check compute --certify's bounds with mpmath intervals (with --float64: its floats and bounds "
+        "recomputed); exit 1 if any value is not proved",
     )
     verify.add_argument("certificate", metavar="FILE", help="the JSON of symattn compute --certify")
     _max_seconds(verify)

@@ -144,6 +144,20 @@ class Block:
     total_error: np.ndarray
 
 
+def head(
+    Q: np.ndarray, K: np.ndarray, V: np.ndarray, exact_scale: Fraction | None, allowed: np.ndarray | None
+) -> Head | None:
+    """A head of float32-valued arrays with the scale c (None: 1/√d) as a float and its error; None where c
+    is beyond the float range the bounds assume."""
+    if exact_scale is None:
+        scale = 1.0 / np.sqrt(float(Q.shape[1]))  # two roundings: within 2.01u
+    else:
+        scale = float(exact_scale)  # correctly rounded: within u
+        if not 2.0**-900 < abs(scale) < 2.0**900:
+            return None
+    return Head(Q, K, V, scale, 3 * U, exact_scale, allowed)
+
+
 def blocks(head: Head, weights: bool = True, block: int = BLOCK) -> Iterator[Block]:
     """The head's weights (only with ``weights``) and output with their error bounds, block by block."""
     split, absV = Split.of(head.K), np.abs(head.V)
@@ -262,4 +276,4 @@ def interval(value: np.ndarray, error: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.nextafter(value - error, -np.inf), np.nextafter(value + error, np.inf)
 
 
-__all__ = ["RHO", "Block", "Head", "blocks", "exp_bounded", "gamma", "interval", "is_float32"]
+__all__ = ["RHO", "Block", "Head", "blocks", "head", "exp_bounded", "gamma", "interval", "is_float32"]

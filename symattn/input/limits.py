@@ -20,6 +20,10 @@ from symattn.input.errors import LimitError
 # --- reading input ----------------------------------------------------------
 FILE_BYTES = 4 * 1024 * 1024  # a spec or claims file; checked before it is read
 CERTIFICATE_BYTES = 1024 * 1024 * 1024  # a certificate that verify-certificate reads (256 × 64 is ~47 MB)
+FLOAT_CERTIFICATE_TOKENS = 1 << 14  # queries or keys of a float64-path certificate (compute --certify --float64)
+# multiply-adds of a float64-path certificate's scores (n·m·d), which verify-certificate recomputes in float64
+# (4096 × 4096 × 128 is 2^31)
+FLOAT_CERTIFICATE_WORK = 1 << 34
 HASHED_BYTES = 16 * 1024 * 1024 * 1024  # a spec or input file a certificate hashes (streamed, never held)
 RESULT_BYTES = 64 * 1024 * 1024  # a float result (.npy or JSON) that `compare` reads
 NESTING = 32  # lists and tables inside one another in TOML or JSON

@@ -1,0 +1,353 @@
+"""compute --certify --float64 and verify-certificate: the output certified by the float64 path's float and
+bound (recomputed by the verifier), arb where that bound does not decide; a 256 × 64 head in seconds."""
+
+import copy
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from symattn.checking.certificate import verify
+from symattn.cli.commands import main
+from symattn.derivation.float_certificate import certificate_json
+from symattn.derivation.intermediates import _decimal
+from symattn.exact import float64
+from symattn.input.errors import LimitError, SpecError
+from symattn.input.files import parse_text
+
+
+def head(n, d, causal=False, seed=1):
+    rng = np.random.default_rng(seed)
+    Q, K, V = (rng.standard_normal((n, d)).astype(np.float16).astype(np.float64) for _ in range(3))
+    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else None
+    return float64.head(Q, K, V, None, allowed)
+
+
+def made(n=32, d=8, digits=10, causal=False):
+    text = "".join(certificate_json(head(n, d, causal), digits, []))
+    return parse_text(text, "c.json", json_=True)  # as verify-certificate reads it
+
+
+@pytest.fixture(scope="module")
+def small():
+    return made(causal=True)
+
+
+def test_a_256_by_64_certificate_verifies(tmp_path, capsys):
+    h = head(256, 64)
+    for name, a in zip("qkv", (h.Q, h.K, h.V)):
+        np.save(tmp_path / f"{name}.npy", a.astype(np.float16))
+    spec = tmp_path / "s.toml"
+    spec.write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    cert = tmp_path / "c.json"
+    assert main(["compute", str(spec), "--certify", "--float64", "--digits", "10", "-o", str(cert)]) == 0
+    data = json.loads(cert.read_text(encoding="utf-8"))
+    assert data["certificate"]["version"] == 2 and data["certificate"]["paths"] == {
+        "float64": 16352,
+        "compensated": 17,
+        "arb": 15,
+    }
+    assert data["output"]["value"][0][:3] == ["-0.07012202020", "-0.1139758372", "0.06988937497"]
+    capsys.readouterr()
+    assert main(["verify-certificate", str(cert)]) == 0
+    assert capsys.readouterr().out == (
+        f"{cert}: 16384 values verified: each exact value lies in its bounds, and every point of the bounds "
+        "rounds to the value shown\n"
+        f"{cert}: 16352 by the float64 path and 17 by its error-free sums (their floats and bounds recomputed "
+        "here), 15 by arb\n"
+        f"{cert}: spec {spec}: SHA-256 matches\n"
+        + "".join(f"{cert}: {n.upper()} {tmp_path / f'{n}.npy'}: SHA-256 matches\n" for n in "qkv")
+    )
+
+
+def test_arb_values_agree_with_the_exact_path():
+    # the exact (arb/interval) path's own digits for a few entries, both paths among them
+    from symattn.input.spec import load_spec
+
+    h = head(16, 4, causal=True)
+    data = made(16, 4, digits=13, causal=True)
+    spec = load_spec(
+        {
+            "Q": [[str(Fraction(x)) for x in row] for row in h.Q.tolist()],
+            "K": [[str(Fraction(x)) for x in row] for row in h.K.tolist()],
+            "V": [[str(Fraction(x)) for x in row] for row in h.V.tolist()],
+            "mask": "causal",
+        }
+    )
+    from symattn.exact.factory import build
+
+    exact = build(spec).significant("output", 13)
+    assert data["output"]["value"] == [[str(x) for x in row] for row in exact]
+    assert data["certificate"]["paths"] == {"float64": "55", "compensated": "2", "arb": "7"}  # JSON numbers' text
+    assert verify(data).failures == ()
+
+
+def test_the_causal_certificate_verifies(small):
+    result = verify(small)
+    assert (result.ok, result.checked, result.paths) == (
+        True,
+        256,
+        ("252 by the float64 path and 0 by its error-free sums (their floats and bounds recomputed here), 4 by arb",),
+    )
+
+
+def failures(data, change):
+    bad = copy.deepcopy(data)
+    change(bad)
+    return verify(bad, "c.json").failures
+
+
+def test_a_float_moved_by_one_ulp_is_caught(small):
+    def move(d):
+        d["output"]["float"][2][1] = math.nextafter(float.fromhex(d["output"]["float"][2][1]), math.inf).hex()
+
+    (line,) = failures(small, move)
+    assert line.startswith("output[3][2]: the certificate's float ± bound, ")
+    assert line.endswith(
+        f"does not hold the float64 path's {small['output']['float'][2][1]} ± {small['output']['bound'][2][1]}"
+    )
+
+
+def test_a_compensated_float_moved_by_one_ulp_is_caught():
+    data = made(16, 4, digits=13, causal=True)
+    i, k = next((i, p.index("c")) for i, p in enumerate(data["output"]["path"]) if "c" in p)
+    x = float.fromhex(data["output"]["float"][i][k])
+    assert failures(data, lambda d: None) == ()
+
+    def move(d):
+        d["output"]["float"][i][k] = math.nextafter(x, -math.inf).hex()
+
+    (line,) = failures(data, move)
+    assert line.startswith(f"output[{i + 1}][{k + 1}]: the certificate's float ± bound, ")
+
+
+def test_a_shrunk_bound_is_caught(small):
+    def shrink(d):
+        d["output"]["bound"][4][3] = (float.fromhex(d["output"]["bound"][4][3]) * 0.75).hex()
+
+    (line,) = failures(small, shrink)
+    assert line.startswith("output[5][4]: the certificate's float ± bound, ")
+
+
+def test_a_wider_bound_still_holds(small):
+    def widen(d):
+        d["output"]["bound"][4][3] = (float.fromhex(d["output"]["bound"][4][3]) * 2).hex()
+
+    assert failures(small, widen) == ()
+
+
+def test_a_changed_digit_and_a_moved_enclosure_are_caught(small):
+    wide = made(64, 16)  # an arb enclosure of an irrational output
+
+    def digit(d):
+        shown = d["output"]["value"][2][0]
+        d["output"]["value"][2][0] = shown[:-1] + str((int(shown[-1]) + 1) % 10)
+
+    (line,) = failures(small, digit)
+    assert line.startswith("output[3][1]: ") and line.endswith(" to 10 digits")
+    at = next(n for n, e in enumerate(wide["certificate"]["enclosures"]) if "bounds" in e)
+    i, k = (int(x) for x in wide["certificate"]["enclosures"][at]["at"])
+
+    def move(d):
+        e = d["certificate"]["enclosures"][at]
+        lo, hi = (Fraction(x) for x in e["bounds"])
+        e["bounds"] = [_decimal(lo + 3 * (hi - lo)), _decimal(hi + 3 * (hi - lo))]
+
+    assert failures(wide, move) == (f"output[{i}][{k}]: the exact value is outside its enclosure",)
+
+    def claim(d):  # an irrational output claimed to be a fraction
+        e = d["certificate"]["enclosures"][at]
+        d["certificate"]["enclosures"][at] = {"at": [i, k], "exact": e["bounds"][0]}
+
+    assert failures(wide, claim) == (
+        f"output[{i}][{k}]: an exact fraction, but the row's scores differ: it is irrational",
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda d: d["certificate"].update(version=3),
+            "c.json: certificate.version: 3: this symattn reads versions 1 and 2",
+        ),
+        (
+            lambda d: d["output"]["float"][0].__setitem__(0, "0.5"),
+            "c.json: output.float[1][1]: expected a float as float.hex writes it, got '0.5'",
+        ),
+        (
+            lambda d: d["output"]["bound"][0].__setitem__(0, "inf"),
+            "c.json: output.bound[1][1]: expected a bound as float.hex writes it, got 'inf'",
+        ),
+        (
+            lambda d: d["output"]["bound"][0].__setitem__(0, (-1.0).hex()),
+            "c.json: output.bound[1][1]: must not be negative, got -0x1.0000000000000p+0",
+        ),
+        (
+            lambda d: d["certificate"]["inputs"]["Q"][0].__setitem__(0, (0.1).hex()),
+            "c.json: certificate.inputs.Q[1][1]: 0x1.999999999999ap-4 is not a float32 value: its products would round",
+        ),
+        (
+            lambda d: d["output"]["path"].__setitem__(0, "x" * 8),
+            'c.json: output.path[1]: expected 8 characters "f" (float64), "c" (compensated) or "a" (arb), got \'xxxxxxxx\'',
+        ),
+        (
+            lambda d: d["certificate"]["inputs"].update(mask=["1" * 32] * 31),
+            "c.json: certificate.inputs.mask: 31 rows for the 32 queries of certificate.inputs.Q",
+        ),
+        (
+            lambda d: d["certificate"].update(digits=True),
+            "c.json: certificate.digits: expected a whole number from 1 to 13, got a boolean",
+        ),
+        (
+            lambda d: d["certificate"]["enclosures"][0].update(at=[1, 2]),
+            'c.json: certificate.enclosures.at[1]: output[1][2] has path "f": it has no enclosure',
+        ),
+        (
+            lambda d: d["output"]["value"].__setitem__(0, "0.5"),
+            "c.json: output.value[1]: expected a list of entries, one per column of certificate.inputs.V, got a string",
+        ),
+    ],
+)
+def test_hostile_certificates_get_one_line(small, change, message):
+    bad = copy.deepcopy(small)
+    change(bad)
+    with pytest.raises(SpecError) as info:
+        verify(bad, "c.json")
+    assert str(info.value) == message
+
+
+def test_absurd_sizes_are_refused(small, monkeypatch):
+    from symattn.input import limits
+
+    for change, message in (
+        (
+            lambda d: d["output"]["float"][0].__setitem__(0, "0x1" + "0" * 10**6),
+            "c.json: output.float[1][1]: expected a float as float.hex writes it, got '0x1" + "0" * 47 + "'…",
+        ),
+        (
+            lambda d: d["certificate"].update(enclosures=[{"at": [1, 1], "exact": "1"}] * 257),
+            "c.json: certificate.enclosures: 257 enclosures for 256 values",
+        ),
+        (
+            lambda d: d["output"]["value"][0].__setitem__(1, "1" * 10**5),
+            "c.json: output.value[1][2]: a number of 100000 characters; the limit is 64000",
+        ),
+    ):
+        bad = copy.deepcopy(small)
+        change(bad)
+        with pytest.raises(SpecError) as info:
+            verify(bad, "c.json")
+        assert str(info.value) == message
+
+    monkeypatch.setattr(limits, "FLOAT_CERTIFICATE_TOKENS", 16)
+    with pytest.raises(LimitError) as info:
+        verify(small, "c.json")
+    assert str(info.value) == "c.json: certificate.inputs.Q: 32 rows; the limit is 16"
+
+
+def test_compute_refuses_what_the_float64_path_does_not_take(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text('Q = [["0.1"]]\nK = [["1"]]\nV = [["1"]]\n', encoding="utf-8")
+    assert main(["compute", str(spec), "--certify", "--float64", "--digits", "6"]) == 2
+    assert capsys.readouterr().err == (
+        f"symattn: {spec}: --float64 covers one head whose Q, K and V are float32 values, without projections, "
+        "W_O, ALiBi, softcap, sinks or RoPE\n"
+    )
+    assert main(["compute", str(spec), "--certify", "--float64"]) == 2
+    assert (
+        capsys.readouterr().err == f"symattn: {spec}: --float64 shows 1 to 13 significant digits (--digits), not 15\n"
+    )
+    assert main(["compute", str(spec), "--float64"]) == 2
+    assert capsys.readouterr().err.endswith("--float64: it makes a certificate; give --certify too\n")
+
+
+def test_an_enclosures_ends_are_written_exactly():
+    from symattn.derivation.float_certificate import exact_decimal
+
+    x = Fraction(3**60 + 1, 2**130)  # 97 significant digits: past any decimal context's precision
+    assert Fraction(exact_decimal(x)) == x and Fraction(exact_decimal(-x)) == -x
+
+
+def test_an_exact_scale_and_the_version_field():
+    rng = np.random.default_rng(3)
+    Q, K, V = (rng.standard_normal((16, 4)).astype(np.float32).astype(np.float64) for _ in range(3))
+    text = "".join(certificate_json(float64.head(Q, K, V, Fraction(1, 3), None), 9, []))
+    data = parse_text(text, "c.json", json_=True)
+    assert data["certificate"]["inputs"]["scale"] == "1/3" and verify(data).ok
+    from symattn.derivation.intermediates import compute
+    from symattn.input.spec import load_spec
+
+    old = compute(load_spec({"Q": [["1"]], "K": [["1"]], "V": [["1"]]}), digits=3, exact=False, certify=True)
+    assert verify({**old, "certificate": {**old["certificate"], "version": 1}}).ok  # version 1, said or not
+    with pytest.raises(SpecError) as info:
+        verify({**old, "certificate": {**old["certificate"], "version": "1"}}, "c.json")
+    assert str(info.value) == "c.json: certificate.version: '1': this symattn reads versions 1 and 2"
+
+
+def test_d_k_must_match_the_inputs(small):
+    with pytest.raises(SpecError) as info:
+        verify({**small, "d_k": 9}, "c.json")
+    assert str(info.value) == "c.json: d_k: 9, but certificate.inputs.Q has 8 columns"
+
+
+def test_two_processes_find_the_same_lines(monkeypatch):
+    from symattn.checking import float_certificate
+
+    data = made(256, 64)  # 15 arb values, in as many rows
+    boxes = [n for n, e in enumerate(data["certificate"]["enclosures"]) if "bounds" in e]
+
+    def move(d):
+        for n in boxes:  # every arb enclosure moved off the exact value
+            e = d["certificate"]["enclosures"][n]
+            lo, hi = (Fraction(x) for x in e["bounds"])
+            e["bounds"] = [_decimal(lo + 3 * (hi - lo)), _decimal(hi + 3 * (hi - lo))]
+
+    one = failures(data, move)
+    monkeypatch.setattr(float_certificate, "PARALLEL_EXPS", 0)
+    assert len(one) == len(boxes) == 15 and failures(data, move) == one
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.integers(1, 3),
+    st.integers(1, 13),
+    st.booleans(),
+    st.integers(0, 2**32 - 1),
+)
+def test_the_values_are_the_exact_models_and_verify(n, m, d, digits, masked, seed):
+    from symattn.exact.factory import build
+    from symattn.input.spec import load_spec
+
+    rng = np.random.default_rng(seed)
+    Q, K, V = (
+        (rng.integers(-8, 9, (rows, d)) / 4).astype(np.float64) if seed % 2 else rng.standard_normal((rows, d))
+        for rows in (n, m, m)
+    )
+    Q, K, V = (a.astype(np.float16).astype(np.float64) for a in (Q, K, V))
+    allowed = rng.random((n, m)) < 0.6 if masked else None
+    if allowed is not None:
+        allowed[:, 0] = True
+    text = "".join(certificate_json(float64.head(Q, K, V, None, allowed), digits, []))
+    data = parse_text(text, "c.json", json_=True)
+    spec = {name: [[str(Fraction(x)) for x in row] for row in a.tolist()] for name, a in zip("QKV", (Q, K, V))}
+    if allowed is not None:
+        spec["mask"] = [[bool(x) for x in row] for row in allowed.tolist()]
+    exact = build(load_spec(spec)).significant("output", digits)
+    assert data["output"]["value"] == [[str(x) for x in row] for row in exact]
+    assert verify(data).failures == ()
+
+
+def test_a_column_of_zeros_is_exactly_zero():
+    h = head(16, 4)
+    V = h.V.copy()
+    V[:, 1] = 0.0  # padding, as kernels' tests have: the output's column is exactly 0
+    data = parse_text("".join(certificate_json(float64.head(h.Q, h.K, V, None, None), 10, [])), "c.json", json_=True)
+    assert [row[1] for row in data["output"]["value"]] == ["0"] * 16
+    assert [p[1] for p in data["output"]["path"]] == ["a"] * 16 and verify(data).failures == ()
