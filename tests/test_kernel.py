@@ -338,3 +338,28 @@ def test_the_arb_value_lies_within_the_compensated_bound(head):
         a, b = refine._ends(balls[i][k])
         assert Fraction(float(lo[n])) <= a and b <= Fraction(float(hi[n])), (i, k)
         assert error[n] <= first.output_error[i, k] or not np.isfinite(first.output_error[i, k])
+
+
+def test_the_float64_path_imports_no_sympy(tmp_path):
+    # SymPy takes 0.4 s to import: compare from .npy files, with its text report, never needs it
+    rng = np.random.default_rng(2)
+    Q, K, V = (rng.standard_normal((16, 8)).astype(np.float32) for _ in range(3))
+    for name, M in zip("qkv", (Q, K, V)):
+        np.save(tmp_path / f"{name}.npy", M)
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
+    np.save(tmp_path / "o.npy", float_attention(Q, K, V)[1].astype(np.float32))
+    code = (
+        "import sys\nfrom symattn.cli.commands import main\n"
+        "for fmt in ('text', 'json'):\n    main(['compare', 's.toml', 'o.npy', '--format', fmt, '-o', 'r.' + fmt])\n"
+        "print(sorted(m for m in ('sympy', 'mpmath', 'symattn.input.formula', 'symattn.exact.base') if m in sys.modules))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "[]\n"
+    assert (tmp_path / "r.text").read_text().startswith("The output of o.npy (float32) against the exact values\n")

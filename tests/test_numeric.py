@@ -88,6 +88,6 @@ def test_significant_digits_match_mpmath(seed, digits):
 
 
 def test_significant_carry():
-    assert str(numeric._significant_exact(Fraction(9999, 1000), 3)) == "10.0"
-    assert str(numeric._significant_exact(Fraction(1, 3), 4)) == "0.3333"
-    assert str(numeric._significant_exact(Fraction(0), 4)) == "0"
+    assert str(numeric.significant_exact(Fraction(9999, 1000), 3)) == "10.0"
+    assert str(numeric.significant_exact(Fraction(1, 3), 4)) == "0.3333"
+    assert str(numeric.significant_exact(Fraction(0), 4)) == "0"

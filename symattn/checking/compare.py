@@ -27,9 +27,8 @@ from symattn.checking.comparison import (
     _half_unit,
     number_text,
 )
-from symattn.exact import numeric
 from symattn.input import limits
-from symattn.input.decimals import round_half_up
+from symattn.input.decimals import round_half_up, significant_exact
 from symattn.input.errors import EvaluationError, LimitError, ShapeError, SpecError
 from symattn.input.floats import FloatResult
 
@@ -47,8 +46,6 @@ def compare(
     """Compare a float matrix with the exact ``quantity`` (``output``, ``weights``, or ``lse``: each query's
     log-sum-exp of its scaled scores, natural or with ``lse_base`` "2" in base 2, one row per head; or
     ``dq``, ``dk``, ``dv``: the gradients for the dO of ``grad_output``) of a spec."""
-    from symattn.exact.base import Rounding
-    from symattn.exact.factory import build
     from symattn.input.spec import load_spec
 
     if quantity not in QUANTITIES:
@@ -91,6 +88,9 @@ def compare(
         raise SpecError(
             spec.source, "Q", "--quantity lse needs Q, K and V of float32 values (the exact floats a kernel saw)"
         )
+    from symattn.exact.base import Rounding  # SymPy: the exact path only
+    from symattn.exact.factory import build
+
     model: Any = build(spec)
     if quantity in GRADIENTS:
         model, quantity = model.backward, GRADIENTS[quantity]  # the spec has [backward] (_with_grad_output)
@@ -316,7 +316,7 @@ def _percent(part: int, total: int) -> str:
 
 def _float_text(x: Fraction) -> str:
     # the float to EXACT_DIGITS significant digits, correctly rounded from its exact value
-    return str(numeric.significant_exact(x, EXACT_DIGITS))
+    return str(significant_exact(x, EXACT_DIGITS))
 
 
 def bucket_label(b: int) -> str:

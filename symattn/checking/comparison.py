@@ -14,7 +14,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from symattn.exact import numeric
+from symattn.input.decimals import significant_exact
 from symattn.input.floats import ulp
 
 SHOWN_DIGITS = 3  # of each error
@@ -102,9 +102,9 @@ def _decide(x: Fraction, lo: Fraction, hi: Fraction, fmt: str) -> tuple[Decimal,
     near = Fraction(0) if lo <= x <= hi else min(abs(x - lo), abs(x - hi))
     units = sorted({ulp(lo, fmt), ulp(hi, fmt)} | ({ulp(Fraction(0), fmt)} if lo < 0 < hi else set()))
     e_lo, e_hi = near / units[-1], far / units[0]
-    shown = numeric.significant_exact(e_lo, SHOWN_DIGITS)
+    shown = significant_exact(e_lo, SHOWN_DIGITS)
     bucket = _bucket(e_lo)
-    if shown != numeric.significant_exact(e_hi, SHOWN_DIGITS) or bucket != _bucket(e_hi):
+    if shown != significant_exact(e_hi, SHOWN_DIGITS) or bucket != _bucket(e_hi):
         return None
     if lo <= 0 <= hi:
         if lo == hi:  # exactly 0: no relative error
@@ -112,8 +112,8 @@ def _decide(x: Fraction, lo: Fraction, hi: Fraction, fmt: str) -> tuple[Decimal,
         return None
     mags = (abs(lo), abs(hi)) if lo > 0 else (abs(hi), abs(lo))
     r_lo, r_hi = near / mags[1], far / mags[0]
-    relative = numeric.significant_exact(r_lo, SHOWN_DIGITS)
-    if relative != numeric.significant_exact(r_hi, SHOWN_DIGITS):
+    relative = significant_exact(r_lo, SHOWN_DIGITS)
+    if relative != significant_exact(r_hi, SHOWN_DIGITS):
         return None
     return shown, relative, bucket
 

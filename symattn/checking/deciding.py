@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.exact import numeric
+from symattn.input.decimals import significant_exact
 from symattn.input.floats import FORMATS
 
 MARGIN = 1e-9  # in units of the third digit: far above numpy's own rounding of the figures (≈ 1e-12)
@@ -81,7 +81,7 @@ def _digits(lo: np.ndarray, hi: np.ndarray):
 
 @functools.lru_cache(maxsize=65536)  # the ULP figures of a comparison repeat: 900 digit triples, few exponents
 def figure(q: int, exponent: int) -> Decimal:
-    """q·10^exponent as the Decimal that numeric.significant_exact gives for it (its digits, that exponent)."""
+    """q·10^exponent as the Decimal that significant_exact gives for it (its digits, that exponent)."""
     return Decimal(f"{q}E{exponent}")
 
 
@@ -119,7 +119,7 @@ def shown(lo: float, hi: float, digits: int) -> Decimal:
     """The exact value to as many significant digits (at most ``digits``) as every point of [lo, hi] agrees on."""
     a, b = Decimal(lo), Decimal(hi)  # exact: a float's decimal expansion is finite
     if a == b:
-        return numeric.significant_exact(Fraction(lo), digits)
+        return significant_exact(Fraction(lo), digits)
     width = b - a
     top = max(abs(a), abs(b))
     k = min(digits, max(1, top.adjusted() - width.adjusted()))

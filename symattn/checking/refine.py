@@ -10,8 +10,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.exact import float64, numeric
+from symattn.exact import float64
 from symattn.input import limits
+from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError
 
 START_BITS = 96  # enough for most entries the float64 bounds leave open; doubled for the rest
@@ -31,7 +32,7 @@ def refine(head: float64.Head, quantity: str, entries: dict[int, list[int]], dec
         for j in cols:
             outcome = decide_one(i, j, known[j], known[j])
             if outcome is not None:
-                out[(i, j)] = (outcome, numeric.significant_exact(known[j], digits))
+                out[(i, j)] = (outcome, significant_exact(known[j], digits))
     pending = {i: [j for j in cols if (i, j) not in out] for i, cols in entries.items()}
     pending = {i: cols for i, cols in pending.items() if cols}
     while pending:
@@ -39,8 +40,8 @@ def refine(head: float64.Head, quantity: str, entries: dict[int, list[int]], dec
             for j in pending[i]:
                 lo, hi = _ends(values[j])
                 outcome = decide_one(i, j, lo, hi)
-                exact = numeric.significant_exact(lo, digits)
-                if outcome is not None and exact == numeric.significant_exact(hi, digits):
+                exact = significant_exact(lo, digits)
+                if outcome is not None and exact == significant_exact(hi, digits):
                     out[(i, j)] = (outcome, exact)
         pending = {i: [j for j in cols if (i, j) not in out] for i, cols in pending.items()}
         pending = {i: cols for i, cols in pending.items() if cols}

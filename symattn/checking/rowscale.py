@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 
 from symattn.checking.deciding import _digits, figure
-from symattn.exact import numeric
+from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError
 from symattn.input.floats import FloatResult
 
@@ -77,8 +77,8 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]]) -> 
                 far_e = max(abs(v - a), abs(v - b))
                 if not low:
                     continue
-                shown = numeric.significant_exact(near_e / high, 3)
-                if shown == numeric.significant_exact(far_e / low, 3):
+                shown = significant_exact(near_e / high, 3)
+                if shown == significant_exact(far_e / low, 3):
                     out[p[0]][p[1]] = shown
                     pending.discard(p)
         open_rows = sorted({i for i, _ in pending})

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from symattn.exact import numeric
+from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError, ShapeError, SpecError
 from symattn.input.floats import FloatResult
 
@@ -120,7 +120,7 @@ def _digits(lo, hi) -> Decimal | None:
     """The three digits every point of [lo, hi] rounds to, or None where they differ (or an end is infinite)."""
     if lo == INF or hi == INF:
         return None
-    a, b = numeric.significant_exact(Fraction(lo), SHOWN_DIGITS), numeric.significant_exact(Fraction(hi), SHOWN_DIGITS)
+    a, b = significant_exact(Fraction(lo), SHOWN_DIGITS), significant_exact(Fraction(hi), SHOWN_DIGITS)
     return a if a == b else None
 
 

@@ -14,7 +14,6 @@ at :data:`~symattn.input.limits.PRECISION_BITS` beyond the value's magnitude, wi
 
 from __future__ import annotations
 
-import decimal
 import math
 import operator
 from collections.abc import Callable, Iterator, Sequence
@@ -26,7 +25,9 @@ from typing import NamedTuple
 import sympy
 from mpmath import iv, libmp
 
-from symattn.input.decimals import exact_decimal, round_half_up
+from symattn.input.decimals import _EXACT as _EXACT  # float_certificate's exact context
+from symattn.input.decimals import _POWERS, _pow10, _significant_decimal, exact_decimal, round_half_up
+from symattn.input.decimals import significant_exact as significant_exact  # sympy-free, for the float64 path
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
 
@@ -279,19 +280,11 @@ def decide_significant(
             return _significant_box(-hi, -lo, b, digits, -1)
         return None  # the box holds 0: no exponent yet
 
-    result = [None if e is None else _significant_exact(e, digits) for e in exact]
+    result = [None if e is None else significant_exact(e, digits) for e in exact]
     return _refine(enclosures, result, pick, bits, what, headroom, witness)
 
 
 _LOG10_2 = math.log10(2)
-_POWERS: dict[int, int] = {}
-
-
-def _pow10(k: int) -> int:
-    p = _POWERS.get(k)
-    if p is None:
-        p = _POWERS[k] = 10**k
-    return p
 
 
 def _at_least(n: int, den_bits: int, k: int) -> bool:
@@ -352,25 +345,13 @@ def _half_up(n: int, bits: int, e: int) -> int:
     return (2 * n + den) // (2 * den)
 
 
-def _significant_decimal(sign: int, q: int, e: int, digits: int) -> Decimal:
-    # sign · q × 10**-e; a carry (9.99 -> 10.0) gives digits + 1 digits: drop the trailing zero
-    if q >= (_POWERS.get(digits) or _pow10(digits)):
-        q //= 10
-        e -= 1
-    return Decimal(sign * q).scaleb(-e, _EXACT)
-
-
-# scaleb in this context never rounds (and is twice as fast as parsing "qE-e")
-_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
-
-
 def rational_bounds(value: Fraction, digits: int, bits: int) -> tuple[Fraction, Fraction]:
     """Dyadic bounds of a rational that decide its rounding to ``digits`` significant digits.
 
     Floor and ceiling at 2^-bits, refined until both ends round alike; only a value exactly on a
     rounding boundary (0.15 to one digit) is its own bound, since nothing around it rounds alike.
     """
-    shown = _significant_exact(value, digits)
+    shown = significant_exact(value, digits)
     if value != 0:
         step = Fraction(10) ** (log10_floor(abs(value)) - digits + 1)
         if (abs(value) / step - Fraction(1, 2)).denominator == 1:
@@ -380,41 +361,9 @@ def rational_bounds(value: Fraction, digits: int, bits: int) -> tuple[Fraction, 
     while True:
         box = Fixed.exact(value, bits)
         lo, hi = Fraction(box.lo, 1 << bits), Fraction(box.hi, 1 << bits)
-        if _significant_exact(lo, digits) == shown == _significant_exact(hi, digits):
+        if significant_exact(lo, digits) == shown == significant_exact(hi, digits):
             return lo, hi
         bits *= 2
-
-
-def significant_exact(value: Fraction, digits: int) -> Decimal:
-    """An exact rational rounded half-up to ``digits`` significant digits."""
-    return _significant_exact(value, digits)
-
-
-def _significant_exact(value: Fraction, digits: int) -> Decimal:
-    # in integers: Fraction arithmetic costs more than the rounding itself
-    p, q = value.numerator, value.denominator
-    if p == 0:
-        return Decimal(0)
-    sign = -1 if p < 0 else 1
-    p = abs(p)
-    k = math.floor(math.log10(p) - math.log10(q))  # floor(log10 p/q), or one off
-    e = digits - 1 - k
-    if e >= 0:
-        num = p * (_POWERS.get(e) or _pow10(e))
-        if q * (_POWERS.get(digits - 1) or _pow10(digits - 1)) <= num < q * _pow10(digits):
-            return _significant_decimal(sign, (2 * num + q) // (2 * q), e, digits)
-    while _ratio_at_least(p, q, k + 1):
-        k += 1
-    while not _ratio_at_least(p, q, k):
-        k -= 1
-    e = digits - 1 - k
-    num, den = (p * _pow10(e), q) if e >= 0 else (p, q * _pow10(-e))
-    return _significant_decimal(sign, (2 * num + den) // (2 * den), e, digits)
-
-
-def _ratio_at_least(p: int, q: int, k: int) -> bool:
-    # p / q >= 10**k
-    return p >= q * _pow10(k) if k >= 0 else p * _pow10(-k) >= q
 
 
 def _normalize_significant(value: Decimal, digits: int) -> Decimal:

@@ -29,39 +29,12 @@ import sympy
 
 from symattn.exact import numeric
 from symattn.exact.base import Rounding
+from symattn.exact.num import NEG_INFINITY, Num, NumRow, NumRows
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.spec import Spec
 
 _LARGE = Fraction(10**6)
 _SMALL = Fraction(1, 10**4)
-
-
-@dataclass(frozen=True)
-class Num:
-    """A number as shown: its digits, whether they are the whole value, and whether it is m × 10^k."""
-
-    value: Decimal
-    exact: bool
-    scientific: bool = False
-
-    @property
-    def is_negative(self) -> bool:
-        return self.value.is_signed() and self.value != 0
-
-    @property
-    def is_infinite(self) -> bool:
-        return self.value.is_infinite()
-
-    @property
-    def fraction(self) -> Fraction:
-        return Fraction(self.value)
-
-
-NEG_INFINITY = Num(Decimal("-Infinity"), True)  # a masked score
-
-
-NumRow = tuple[Num, ...]
-NumRows = tuple[NumRow, ...]
 
 
 @dataclass(frozen=True)

@@ -76,9 +76,11 @@ class FileMatrix(Sequence[tuple[Numeral, ...]]):
 
 def has_formulas(m: Sequence[Sequence[object]]) -> bool:
     """Whether a matrix holds a formula: never one read from a file (whose rows are then not made)."""
+    if isinstance(m, FileMatrix) or all(isinstance(x, Numeral) for row in m for x in row):
+        return False  # numbers only: SymPy (the formulas' module) is not imported for them
     from symattn.input.formula import Formula
 
-    return not isinstance(m, FileMatrix) and any(isinstance(x, Formula) for row in m for x in row)
+    return any(isinstance(x, Formula) for row in m for x in row)
 
 
 def numeral(x: float) -> Numeral:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from fractions import Fraction
 
 import sympy
@@ -31,6 +30,7 @@ from symattn.input.limits import (
     expanded_terms,
 )
 from symattn.input.numeral import NumeralError, parse_numeral
+from symattn.input.symbolic_entry import Formula as Formula
 
 FUNCTIONS = {"sqrt": sympy.sqrt, "exp": sympy.exp}
 RESERVED = {"inf", "infinity", "nan", "oo", "zoo"}  # read as numbers by other tools; never symbols here
@@ -67,34 +67,6 @@ def terms(expr: sympy.Expr) -> int:
 
 def symbol(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, real=True)
-
-
-@dataclass(frozen=True)
-class Formula:
-    """A matrix entry with symbols, or a computed symbolic value."""
-
-    text: str  # as typed ("" for computed values)
-    expr: sympy.Expr
-
-    @property
-    def exact(self) -> bool:
-        return True
-
-    @property
-    def is_negative(self) -> bool:
-        return bool(self.expr.could_extract_minus_sign()) and not self.is_infinite
-
-    @property
-    def is_infinite(self) -> bool:
-        return self.expr == sympy.S.NegativeInfinity
-
-    @property
-    def is_sum(self) -> bool:
-        return isinstance(self.expr, sympy.Add)
-
-    @property
-    def symbols(self) -> frozenset[str]:
-        return frozenset(s.name for s in self.expr.free_symbols)
 
 
 class _Parser:

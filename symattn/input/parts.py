@@ -11,7 +11,6 @@ from symattn.input import limits
 from symattn.input.choices import MASKS
 from symattn.input.errors import ShapeError
 from symattn.input.filematrix import has_formulas
-from symattn.input.formula import Formula, terms
 from symattn.input.groups import check_kv_heads
 from symattn.input.masks_modern import empty_row_reason, read_diagonal
 from symattn.input.projection import Projection
@@ -48,10 +47,6 @@ class Backward:
     target: Numerals | None = None
 
 
-def _terms(x: object) -> int:
-    return terms(x.expr) if isinstance(x, Formula) else 1
-
-
 def _has_symbols(m: Matrix | None) -> bool:
     return m is not None and has_formulas(m)
 
@@ -70,6 +65,11 @@ def check_products(reader: Reader, name: str, A: Matrix, B: Matrix) -> None:
     """Refuse rows·rows products of formulas that would multiply out past the limit (before SymPy does)."""
     if not (_has_symbols(A) or _has_symbols(B)) or len(A[0]) != len(B[0]):
         return
+    from symattn.input.formula import Formula, terms  # SymPy: only where a matrix holds a formula
+
+    def _terms(x: object) -> int:
+        return terms(x.expr) if isinstance(x, Formula) else 1
+
     a_terms = [[_terms(x) for x in row] for row in A]
     b_terms = [[_terms(x) for x in row] for row in B]
     for i, a in enumerate(a_terms, 1):

@@ -8,20 +8,22 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeGuard, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard, cast, overload
 
 from symattn.input import limits
 from symattn.input.choices import SCALES
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.files import FloatText, kind_of
-from symattn.input.formula import Formula, FormulaError, is_symbol_name, parse_formula
 from symattn.input.numeral import NotFiniteError, Numeral, NumeralError, parse_numeral
 from symattn.input.text import math_problem, normalize, unsupported_character
 
+if TYPE_CHECKING:  # formulas are SymPy: imported only where an entry is one (the float64 path needs none)
+    from symattn.input.formula import Formula
+
 Scale = Literal["sqrt", "none"] | Numeral  # Z = S/√d_k, Z = S, or Z = S · number
 
-Entry = Numeral | Formula  # one entry as read: a number or, where symbols are allowed, a formula
-Matrix = tuple[tuple[Entry, ...], ...]  # Q, K, V, X and the W: formulas allowed
+Entry: TypeAlias = "Numeral | Formula"  # one entry as read: a number or, where symbols are allowed, a formula
+Matrix: TypeAlias = "tuple[tuple[Entry, ...], ...]"  # Q, K, V, X and the W: formulas allowed
 Numerals = tuple[tuple[Numeral, ...], ...]  # numbers only (W_O, dL/dO, the target)
 
 
@@ -109,6 +111,8 @@ class Reader:
                 or not any(ch.isalpha() or ch in "()^*" for ch in raw)
             ):
                 raise self.error(key, str(exc), position) from None
+        from symattn.input.formula import FormulaError, parse_formula
+
         try:
             return parse_formula(raw)
         except FormulaError as exc:
@@ -224,6 +228,8 @@ class Reader:
     def subs(self, raw: object, key: str, symbols: tuple[str, ...]) -> tuple[tuple[str, Numeral], ...]:
         if not isinstance(raw, Mapping):
             raise self.error(key, f"expected a table of symbol = value, got {kind_of(raw)}")
+        from symattn.input.formula import is_symbol_name
+
         out = []
         for name, value in raw.items():
             if not is_symbol_name(name):

@@ -17,7 +17,6 @@ from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, FIGURES, NOTATION
 from symattn.input.choices import INPUTS as INPUT_MODES
 from symattn.input.filematrix import FileMatrix, has_formulas
 from symattn.input.files import read_table
-from symattn.input.formula import Formula
 from symattn.input.groups import group_of, read_kv_heads
 from symattn.input.numeral import Numeral
 from symattn.input.parts import (
@@ -119,6 +118,8 @@ class Spec:
     @property
     def symbols(self) -> tuple[str, ...]:
         """Every symbol used in the entries (Q, K, V, or X, W and b), sorted."""
+        from symattn.input.formula import Formula  # SymPy: only where a matrix holds a formula
+
         matrices = [self.Q, self.K, self.V]
         if self.projection is not None:
             matrices += self.projection.inputs()

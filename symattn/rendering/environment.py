@@ -13,8 +13,8 @@ from typing import Any
 import jinja2
 
 from symattn.input.errors import RenderError
-from symattn.input.formula import Formula, symbol
 from symattn.input.languages import TEMPLATE_PATHS
+from symattn.input.symbolic_entry import Formula
 from symattn.input.text import split_math
 from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, escape_latex
 from symattn.rendering.layout import (
@@ -87,8 +87,6 @@ def _label_filter(fmt: str) -> Callable[[str], str]:
 
 
 def _closed_form(fmt: str) -> Callable[[Any], str]:
-    import sympy
-
     infinity = "−∞" if fmt == "text" else "-\\infty"
 
     def show(form: Any) -> str:
@@ -97,6 +95,8 @@ def _closed_form(fmt: str) -> Callable[[Any], str]:
         if fmt == "text":
             text = str(form)
             return infinity if text == "-oo" else text
+        import sympy  # only a LaTeX page of closed forms prints one
+
         expr = getattr(form, "expr", form)
         return infinity if expr == sympy.S.NegativeInfinity else sympy.latex(expr)
 
@@ -141,13 +141,19 @@ def _all_exact(items: Any) -> bool:
     return all(_all_exact(x) if isinstance(x, tuple | list) else getattr(x, "exact", True) for x in items)
 
 
+def _symbol_tex(name: str) -> str:
+    from symattn.input.formula import symbol  # SymPy: only documents with symbols
+
+    return tex_number(Formula(name, symbol(name)))
+
+
 FILTERS: dict[str, Callable[..., Any]] = {
     "val": tex_number,
     "opnd": tex_operand,
     "rel": relation,
     "pick": lambda indices, items: [items[i] for i in indices],
     "select_true": lambda flags: [i for i, flag in enumerate(flags) if flag],
-    "symbol_tex": lambda name: tex_number(Formula(name, symbol(name))),
+    "symbol_tex": lambda name: _symbol_tex(name),
     "fill": lambda phrase, phrases, **values: phrases.fill(phrase, **values),
     "products": lambda pairs: [f"{tex_operand(a)}\\times {tex_operand(b)}" for a, b in pairs],
     "sum_lines": sum_lines,

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from symattn.exact.rounding import Num
-from symattn.input.formula import Formula
+from symattn.exact.num import Num
 from symattn.input.numeral import Numeral
+from symattn.input.symbolic_entry import Formula
 
 
 def tex_number(x: Num | Numeral | Formula | Decimal | int) -> str:
