@@ -363,3 +363,41 @@ def test_the_float64_path_imports_no_sympy(tmp_path):
     assert run.returncode == 0, run.stderr
     assert run.stdout == "[]\n"
     assert (tmp_path / "r.text").read_text().startswith("The output of o.npy (float32) against the exact values\n")
+
+
+def test_the_entry_table_summarises_as_the_entries_do():
+    from symattn.checking.comparison import Entries
+
+    rng = np.random.default_rng(21)
+    Q, K, V = (in_format(rng.standard_normal((12, 8)), "float32") for _ in range(3))
+    V = np.concatenate([V[:, :4], V[:, :4]], axis=1)  # equal columns, equal errors: ties to break in row order
+    x = in_format(float_attention(Q, K, V)[1], "float32")
+    x[3, 2], x[7, 0] = np.nan, -np.inf
+    c = compare(spec_of(Q, K, V), FloatResult.of_array("r.npy", "float32", x))
+    plain = Entries(list(c.entries))  # the same Entry objects, summarised one by one
+    assert type(c.entries).__name__ == "EntryTable" and c.entries == plain and len(c.entries) == 96
+    assert (
+        [(e.row, e.col) for e in c.entries.not_finite()]
+        == [(3, 2), (7, 0)]
+        == [(e.row, e.col) for e in plain.not_finite()]
+    )
+    for name in ("histogram", "worst", "correctly_rounded"):
+        assert getattr(c.entries, name)() == getattr(plain, name)(), name
+    for figure in ("relative", "row_relative"):
+        assert c.entries.largest(figure) == plain.largest(figure), figure
+    for count in (1, 7, 200):
+        assert c.entries.ranked(count) == plain.ranked(count), count
+    assert c.entries[-1] == plain[95] and c.entries[94:] == [plain[94], plain[95]]
+
+
+def test_a_files_rows_are_fractions_made_as_they_are_read():
+    from symattn.input.floats import ArrayRows
+
+    values = np.array([[0.1, -np.inf], [2.0**-30, np.nan]])
+    result = FloatResult.of_array("r.npy", "float64", values)
+    assert result.not_finite == (((0, 1), "-inf"), ((1, 1), "nan"))
+    assert result.rows[0] == (Fraction(0.1), None) and result.rows[-1] == (Fraction(1, 2**30), None)
+    assert result.rows == ((Fraction(0.1), None), (Fraction(1, 2**30), None)) == ArrayRows(values.copy())
+    assert result.rows != ArrayRows(values[:, ::-1].copy()) and result.shape == (2, 2)
+    with pytest.raises(IndexError):
+        result.rows[2]

@@ -22,6 +22,7 @@ from symattn.checking.comparison import (
     EXACT_DIGITS,
     START_DIGITS,
     Comparison,
+    Entries,
     Entry,
     _decide,
     _half_unit,
@@ -145,12 +146,12 @@ def compare(
     enclosure = ExactEnclosure(model, quantity, rationals, digits)
     zero = {(e.row, e.col) for e in entries if e.ulps == 0}  # an error of exactly 0 ULP: x is the exact value
     figures = row_relative(result, enclosure, zero)
-    entries = [replace(e, row_relative=figures[e.row][e.col]) for e in entries]
+    entries = [replace(e, row_relative=figures.at(e.row, e.col)) for e in entries]
     return Comparison(
         result.source,
         quantity,
         result.format,
-        tuple(entries),
+        Entries(entries),
         result.not_finite,
         digits,
         None,
@@ -275,8 +276,7 @@ def render_comparison(
     from symattn.rendering.environment import render_template
 
     total = max(1, len(c.entries))
-    ranked = sorted((e for e in c.entries if e.value is not None), key=lambda e: (-e.bucket, -(e.ulps or 0)))
-    shown = list(c.entries) if every else [e for e in c.entries if e.value is None] + ranked[:worst]
+    shown = list(c.entries) if every else c.entries.not_finite() + c.entries.ranked(worst)
     where = _where(c)
     # a bar of up to 40 marks per bucket, at least one for a bucket that has an entry
     histogram = [(b, n, max(1, (n * 40 + total - 1) // total)) for b, n in c.histogram]

@@ -8,7 +8,7 @@ of them imports the module that dispatches to the others.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -37,12 +37,66 @@ class Entry:
     row_relative: Decimal | None = None
 
 
+class Entries(Sequence[Entry]):
+    """A comparison's entries, row by row, and what its summary needs of them: the largest errors, the
+    histogram. These are Entry objects; the float64 path's (entry_table.EntryTable) are arrays."""
+
+    def __init__(self, entries: Sequence[Entry] = ()):
+        self._entries = tuple(entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __getitem__(self, n):
+        return self._entries[n]
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self._entries)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} entries)"
+
+    def histogram(self) -> tuple[tuple[int, int], ...]:
+        counts: dict[int, int] = {}
+        for e in self:
+            if e.value is not None:
+                counts[e.bucket] = counts.get(e.bucket, 0) + 1
+        return tuple(sorted(counts.items()))
+
+    def worst(self) -> Entry | None:
+        finite = [e for e in self if e.ulps is not None]
+        return max(finite, key=lambda e: (e.bucket, e.ulps)) if finite else None
+
+    def largest(self, relative: str) -> Entry | None:
+        """The first entry of the largest ``relative`` ("relative" or "row_relative") figure."""
+        # rounding is monotone: the largest rounded figure is the rounding of the largest
+        finite = [(getattr(e, relative), e) for e in self if getattr(e, relative) is not None]
+        return max(finite, key=lambda pair: pair[0])[1] if finite else None
+
+    def correctly_rounded(self) -> int:
+        return sum(1 for e in self if e.value is not None and e.bucket <= 1)
+
+    def ranked(self, count: int) -> list[Entry]:
+        """The ``count`` finite entries of the largest errors, largest first (ties in row order)."""
+        finite = [e for e in self if e.value is not None]
+        return sorted(finite, key=lambda e: (-e.bucket, -(e.ulps or 0)))[:count]
+
+    def not_finite(self) -> list[Entry]:
+        return [e for e in self if e.value is None]
+
+
 @dataclass(frozen=True)
 class Comparison:
     source: str
     quantity: str
     format: str
-    entries: tuple[Entry, ...]  # row by row
+    entries: Entries  # row by row
     not_finite: tuple[tuple[tuple[int, int], str], ...]
     digits: int  # the model's significant digits that decided every error
     refined: int | None = None  # the float64 path (checking/kernel.py): entries arb decided; None: exact path
@@ -55,31 +109,23 @@ class Comparison:
     @property
     def histogram(self) -> tuple[tuple[int, int], ...]:
         """(bucket, count) for every bucket with an entry, not-finite entries left out."""
-        counts: dict[int, int] = {}
-        for e in self.entries:
-            if e.value is not None:
-                counts[e.bucket] = counts.get(e.bucket, 0) + 1
-        return tuple(sorted(counts.items()))
+        return self.entries.histogram()
 
     @property
     def worst(self) -> Entry | None:
-        finite = [e for e in self.entries if e.ulps is not None]
-        return max(finite, key=lambda e: (e.bucket, e.ulps)) if finite else None
+        return self.entries.worst()
 
     @property
     def worst_relative(self) -> Entry | None:
-        finite = [(e.relative, e) for e in self.entries if e.relative is not None]
-        return max(finite, key=lambda pair: pair[0])[1] if finite else None
+        return self.entries.largest("relative")
 
     @property
     def worst_row_relative(self) -> Entry | None:
-        # rounding is monotone: the largest rounded figure is the rounding of the largest
-        finite = [(e.row_relative, e) for e in self.entries if e.row_relative is not None]
-        return max(finite, key=lambda pair: pair[0])[1] if finite else None
+        return self.entries.largest("row_relative")
 
     @property
     def correctly_rounded(self) -> int:
-        return sum(1 for e in self.entries if e.value is not None and e.bucket <= 1)
+        return self.entries.correctly_rounded()
 
 
 def _bucket(e: Fraction) -> int:

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.checking.deciding import decide, figure, is_double, shown, shown_many
+from symattn.checking.deciding import decide, is_double, shown, shown_many
 from symattn.checking.refine import refine
 from symattn.exact import compensated, float64, logsumexp
 from symattn.input.filematrix import FileMatrix
@@ -102,7 +102,8 @@ def _all_intervals(heads: list[float64.Head], quantity: str) -> list[tuple[np.nd
 
 def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
     """compare.compare for heads the float64 path takes (see heads_of): the same Comparison."""
-    from symattn.checking.comparison import EDGES, EXACT_DIGITS, Comparison, Entry, _decide
+    from symattn.checking.comparison import EDGES, EXACT_DIGITS, Comparison, _decide
+    from symattn.checking.entry_table import EntryTable, ExactShown, Figures
     from symattn.input.errors import ShapeError
 
     parts = _all_intervals(heads, quantity)
@@ -110,7 +111,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
     lo, hi = np.concatenate([p[0] for p in parts], axis=axis), np.concatenate([p[1] for p in parts], axis=axis)
     offsets = np.cumsum([0] + [p[0].shape[1] for p in parts]).tolist()
     rows, cols = lo.shape
-    got = (len(result.rows), len(result.rows[0]))
+    got = result.shape
     if got != (rows, cols):
         raise ShapeError(
             result.source, "shape", f"the result is {got[0]}×{got[1]} and the exact {quantity} is {rows}×{cols}"
@@ -118,7 +119,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
     if result.array is not None:  # a .npy file's floats, exactly: no Fraction turned back
         x = result.array
         exact_float = np.isfinite(x)
-    else:
+    else:  # JSON: its decimals, of which only the float64 values are decided here
         x = np.array([[np.nan if v is None else float(v) for v in row] for row in result.rows], dtype=np.float64)
         exact_float = np.array([[v is not None and is_double(v) for v in row] for row in result.rows], dtype=bool)
     ok, (q_u, k_u), (q_r, k_r), bucket = decide(np.where(exact_float, x, 0.0), lo, hi, result.format)
@@ -191,40 +192,24 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
     enclosure = FloatEnclosure(heads, quantity, lo, hi, offsets, narrowed)  # narrows lo and hi in place
     zero = {p for p, ((ulps, _, _), _) in decided.items() if ulps == 0}  # 0 ULP: x is the exact value
     by_row = row_relative(result, enclosure, zero)
-    entries = []
-    ok_list, lo_list, hi_list = ok.tolist(), lo.tolist(), hi.tolist()
-    qu, ku, qr, kr, bk = q_u.tolist(), k_u.tolist(), q_r.tolist(), k_r.tolist(), bucket.tolist()
-    ok_x, q_x, k_x = (a.tolist() for a in shown_many(lo, hi))
-    for i in range(rows):
-        for j in range(cols):
-            v = result.rows[i][j]
-            if ok_list[i][j]:
-                exact = (
-                    figure(q_x[i][j], k_x[i][j]) if ok_x[i][j] else shown(lo_list[i][j], hi_list[i][j], FLOAT_DIGITS)
-                )
-                entries.append(
-                    Entry(
-                        i,
-                        j,
-                        v,
-                        exact,
-                        figure(qu[i][j], ku[i][j]),
-                        figure(qr[i][j], kr[i][j]),
-                        bk[i][j],
-                        by_row[i][j],
-                    )
-                )
-            elif (i, j) in decided:
-                (ulps, relative, b), exact = decided[(i, j)]
-                entries.append(Entry(i, j, v, exact, ulps, relative, b, by_row[i][j]))
-            else:  # not finite: its exact value still shown
-                exact = shown(lo_list[i][j], hi_list[i][j], FLOAT_DIGITS)
-                entries.append(Entry(i, j, None, exact, None, None, len(EDGES)))
+    finite = np.isfinite(x)  # NaN where the result's entry is not finite
+    bucket = np.where(ok, bucket, len(EDGES))
+    for (i, j), ((_, _, b), _) in decided.items():
+        bucket[i, j] = b
+    entries = EntryTable(
+        lambda i, j: result.rows[i][j],
+        finite,
+        ExactShown(*shown_many(lo, hi), lo, hi, FLOAT_DIGITS, {p: exact for p, (_, exact) in decided.items()}),
+        Figures(ok, q_u, k_u, {p: outcome[0] for p, (outcome, _) in decided.items()}),
+        Figures(ok, q_r, k_r, {p: outcome[1] for p, (outcome, _) in decided.items()}),
+        bucket,
+        by_row,
+    )
     return Comparison(
         result.source,
         quantity,
         result.format,
-        tuple(entries),
+        entries,
         result.not_finite,
         digits,
         refined=len(refined),

@@ -19,7 +19,7 @@ def locator(c: Comparison) -> Callable[[Entry], tuple[int, int, int, int]]:
     heads = c.batch_heads[1]
     if c.quantity == "lse":
         return lambda e: (e.row // heads, e.row % heads, 0, e.col)
-    columns = max(e.col for e in c.entries) + 1
+    columns = c.entries[-1].col + 1  # row by row: the last entry is in the last column
     width = columns // (c.batch_heads[0] * heads)
 
     def place(e: Entry) -> tuple[int, int, int, int]:

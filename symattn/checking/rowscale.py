@@ -14,7 +14,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.checking.deciding import _digits, figure
+from symattn.checking.deciding import _digits
+from symattn.checking.entry_table import Figures
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError
 from symattn.input.floats import FloatResult
@@ -28,12 +29,11 @@ def _magnitudes(lo, hi):
     return small, np.maximum(np.abs(lo), np.abs(hi))
 
 
-def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]]) -> list[list[Decimal | None]]:
+def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]]) -> Figures:
     """Each finite entry's |x − exact| / (its row's largest |exact|) to three significant digits (None where
     the entry is not finite or its row is exactly 0); ``zero``: the entries known to have no error at all."""
     rows = result.rows
-    finite = np.array([[v is not None for v in row] for row in rows], dtype=bool)
-    x = np.array([[0.0 if v is None else float(v) for v in row] for row in rows], dtype=np.float64)
+    x, finite = result.floats()
     lo, hi = enclosure.lo, enclosure.hi
     small, big = _magnitudes(lo, hi)
     r_lo, r_hi = small.max(axis=1, keepdims=True), big.max(axis=1, keepdims=True)
@@ -46,13 +46,11 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]]) -> 
         f_hi = far / r_lo * (1 + WIDEN) ** 2
         ok, q, k = _digits(np.where(np.isfinite(f_lo), f_lo, 0.0), f_hi)
     ok &= finite
-    out: list[list[Decimal | None]] = [
-        [figure(a, b) if good else None for a, b, good in zip(qr, kr, okr)]
-        for qr, kr, okr in zip(q.tolist(), k.tolist(), ok.tolist())
-    ]
+    others: dict[tuple[int, int], Decimal | None] = {}
+    out = Figures(ok, q, k, others)
     pending = {(int(i), int(j)) for i, j in zip(*np.nonzero(finite & ~ok))}
     for i, j in pending & zero:
-        out[i][j] = Decimal(0)
+        others[(i, j)] = Decimal(0)
     pending -= zero
     if not pending:
         return out
@@ -70,7 +68,7 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]]) -> 
                 assert v is not None  # only finite entries are pending
                 a, b = ends[p]
                 if high == 0:  # the row is exactly 0: no scale to measure against
-                    out[p[0]][p[1]] = None
+                    others[p] = None
                     pending.discard(p)
                     continue
                 near_e = Fraction(0) if a <= v <= b else min(abs(v - a), abs(v - b))
@@ -79,7 +77,7 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]]) -> 
                     continue
                 shown = significant_exact(near_e / high, 3)
                 if shown == significant_exact(far_e / low, 3):
-                    out[p[0]][p[1]] = shown
+                    others[p] = shown
                     pending.discard(p)
         open_rows = sorted({i for i, _ in pending})
         if not pending:

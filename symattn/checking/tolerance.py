@@ -60,9 +60,7 @@ class _Maximum:
 
     def __init__(self, result: FloatResult, enclosure, kind: str, rtol: Fraction, atol: Fraction):
         self.result, self.enclosure, self.kind, self.rtol, self.atol = result, enclosure, kind, rtol, atol
-        rows = result.rows
-        finite = np.array([[v is not None for v in row] for row in rows], dtype=bool)
-        x = np.array([[0.0 if v is None else float(v) for v in row] for row in rows], dtype=np.float64)
+        x, finite = result.floats()
         g_lo, g_hi = self._float_figure(x, enclosure.lo, enclosure.hi)
         g_lo, g_hi = np.where(finite, g_lo, -1.0), np.where(finite, g_hi, -1.0)
         self.empty = not finite.any()

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from symattn.input import filematrix, limits, tensorfile
+from symattn.input import filematrix, limits
 from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.filematrix import FileMatrix
 from symattn.input.reader import Reader
@@ -107,9 +107,6 @@ def _given(reader: Reader, data: Mapping[str, Any], key: str, value: int) -> Non
 def arrange(result: Any, layout: str, quantity: str, batch: int, heads: int) -> Any:
     """A result with batch and head axes as compare's float64 path lines heads up: (N, B·H·D) for O, and
     (B·H, N) for the log-sum-exp (a row per head), batch by batch."""
-    from dataclasses import replace
-    from fractions import Fraction
-
     values = result.array
     if quantity == "weights":
         raise SpecError("--quantity", None, "weights with batch and head axes: compare one head's (N, M) weights")
@@ -131,9 +128,7 @@ def arrange(result: Any, layout: str, quantity: str, batch: int, heads: int) -> 
             )
         values = values.transpose(2, 0, 1, 3).reshape(values.shape[2], -1)
     values = np.ascontiguousarray(values)
-    bad = tensorfile.not_finite(values)
-    rows = tuple(tuple(None if not np.isfinite(x) else Fraction(x) for x in row) for row in values.tolist())
-    return replace(result, rows=rows, not_finite=tuple(((i, j), v) for (i, j), v in bad), array=values)
+    return type(result).of_array(result.source, result.format, values)
 
 
 __all__ = ["LAYOUTS", "arrange", "read_batched"]

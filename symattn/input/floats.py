@@ -13,8 +13,10 @@ never evaluated (``tensorfile.py``, shared with the spec keys that name a file).
 from __future__ import annotations
 
 import json
+import math
 import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -35,12 +37,61 @@ class FloatResult:
 
     source: str
     format: str  # a key of FORMATS: the format the entries are measured in
-    rows: tuple[tuple[Fraction | None, ...], ...]
+    rows: Sequence[tuple[Fraction | None, ...]]  # a tuple, or a file's ArrayRows
     not_finite: tuple[tuple[tuple[int, int], str], ...]  # ((row, col) 0-based, "nan" | "inf" | "-inf")
     # a .npy file's floats as float64, exactly (NaN and infinities as they are): compare's float64 path
     # takes them from here, not back from the Fractions. A result with batch and head axes (3 or 4 of
     # them) has no rows yet: compare lines its heads up with the spec's (batched.arrange)
     array: Any = field(default=None, compare=False, repr=False)
+
+    @staticmethod
+    def of_array(source: str, fmt: str, values: np.ndarray) -> FloatResult:
+        """A matrix of a file's floats: its rows of Fractions made only as they are read (ArrayRows)."""
+        bad = tensorfile.not_finite(values)
+        return FloatResult(source, fmt, ArrayRows(values), tuple(((i, j), v) for (i, j), v in bad), values)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.rows), len(self.rows[0])
+
+    def floats(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every entry as a float64 (0 where not finite) and where it is finite: a file's own floats, or each
+        Fraction correctly rounded (a JSON decimal such as 0.1 is no float64: float() moves it)."""
+        if self.array is not None and self.array.ndim == 2:
+            finite = np.isfinite(self.array)
+            return np.where(finite, self.array, 0.0), finite
+        finite = np.array([[v is not None for v in row] for row in self.rows], dtype=bool)
+        x = np.array([[0.0 if v is None else float(v) for v in row] for row in self.rows], dtype=np.float64)
+        return x, finite
+
+
+class ArrayRows(Sequence):
+    """The rows of a float64 matrix as exact Fractions (None where not finite), each row made the first time
+    it is read: compare's float64 path works on the array, and only a few entries need their Fraction."""
+
+    def __init__(self, values: np.ndarray):
+        self.values = values
+        self._made: dict[int, tuple[Fraction | None, ...]] = {}
+
+    def __len__(self) -> int:
+        return self.values.shape[0]
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self[k] for k in range(*i.indices(len(self))))
+        i = range(len(self))[i]  # an IndexError past the end, as a tuple's
+        row = self._made.get(i)
+        if row is None:  # exact: a binary float is a dyadic rational
+            row = self._made[i] = tuple(Fraction(x) if math.isfinite(x) else None for x in self.values[i].tolist())
+        return row
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ArrayRows):  # NaN and None alike: both stand for "not finite"
+            return bool(np.array_equal(self.values, other.values, equal_nan=True))
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
 
 
 def read_result(path: str | Path, fmt: str | None = None) -> FloatResult:
@@ -88,28 +139,7 @@ def _npy(source: str, data: bytes, fmt: str | None) -> FloatResult:
     rows, cols = shape
     if rows > limits.TOKENS or cols > limits.DIMS:
         raise LimitError(source, "shape", f"{rows}×{cols}; at most {limits.TOKENS}×{limits.DIMS}")
-    values = array.values.reshape(rows, cols)
-    if not np.isfinite(values).all():
-        return replace(_result(source, array.format, values.tolist()), array=values)
-    exact = tuple(tuple(map(Fraction, row)) for row in values.tolist())  # exact: each a dyadic rational
-    return FloatResult(source, array.format, exact, (), values)
-
-
-def _result(source: str, name: str, rows: list[list[object]]) -> FloatResult:
-    out, bad = [], []
-    for i, row in enumerate(rows):
-        values: list[Fraction | None] = []
-        for j, x in enumerate(row):
-            if isinstance(x, float):
-                if x != x or x in (float("inf"), float("-inf")):
-                    bad.append(((i, j), "nan" if x != x else ("inf" if x > 0 else "-inf")))
-                    values.append(None)
-                else:
-                    values.append(Fraction(x))  # exact: a binary float is a dyadic rational
-            else:
-                values.append(x)  # type: ignore[arg-type]
-        out.append(tuple(values))
-    return FloatResult(source, name, tuple(out), tuple(bad))
+    return FloatResult.of_array(source, array.format, array.values.reshape(rows, cols))
 
 
 def _json(source: str, data: bytes, fmt: str) -> FloatResult:

@@ -1,0 +1,160 @@
+"""The float64 path's entries as arrays: an Entry is made only when one is read.
+
+A kernel-sized comparison has half a million entries, and the text report shows ten. Here each figure
+is an array of three-digit q·10^k (``Figures``) with the few entries decided in exact rationals beside
+it, and the summary (the histogram, the largest errors, the worst entries) is found with numpy: the same
+entries, in the same order, that :class:`~symattn.checking.comparison.Entries` finds among Entry objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+
+from symattn.checking.comparison import EDGES, Entries, Entry
+from symattn.checking.deciding import figure, shown
+
+_OFFSET = 10**5  # added to a figure's exponent: every key of a nonzero figure is positive
+_SCALE = 10**10  # a bucket weighs more than any figure's key: (bucket, ulps) in one integer
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Three-digit figures of a matrix: q·10^k (q of three digits) where ``ok``, else ``others`` (None
+    where an entry has no figure: not finite, or no scale to measure against)."""
+
+    ok: np.ndarray
+    q: np.ndarray
+    k: np.ndarray
+    others: dict[tuple[int, int], Decimal | None]
+
+    def at(self, i: int, j: int) -> Decimal | None:
+        if self.ok[i, j]:
+            return figure(int(self.q[i, j]), int(self.k[i, j]))
+        return self.others.get((i, j))
+
+    def keys(self) -> np.ndarray:
+        """An integer per entry in the order of the figures' values: 0 for an exact 0, −1 for none."""
+        keys = np.where(self.ok, (self.k + 2 + _OFFSET) * 1000 + self.q, -1).astype(np.int64)
+        for (i, j), d in self.others.items():
+            keys[i, j] = _key(d)
+        return keys
+
+
+def _key(d: Decimal | None) -> int:
+    if d is None:
+        return -1
+    if d == 0:
+        return 0
+    top = d.adjusted()
+    return (top + _OFFSET) * 1000 + int(abs(d).scaleb(2 - top))  # exact: a figure has three digits
+
+
+@dataclass(frozen=True)
+class ExactShown:
+    """Each entry's exact value as shown: q·10^k where numpy decided it (``ok``), else from its float64
+    ends (``deciding.shown``) or, where arb refined it, ``others``."""
+
+    ok: np.ndarray
+    q: np.ndarray
+    k: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    digits: int
+    others: dict[tuple[int, int], Decimal]
+
+    def at(self, i: int, j: int) -> Decimal:
+        if (i, j) in self.others:
+            return self.others[(i, j)]
+        if self.ok[i, j]:
+            return figure(int(self.q[i, j]), int(self.k[i, j]))
+        return self.of_ends(i, j)
+
+    def of_ends(self, i: int, j: int) -> Decimal:
+        return shown(float(self.lo[i, j]), float(self.hi[i, j]), self.digits)
+
+
+class EntryTable(Entries):
+    """The entries of a comparison, row by row, as arrays; ``value(i, j)``: the result's entry exactly."""
+
+    def __init__(
+        self,
+        value: Callable[[int, int], Fraction | None],
+        finite: np.ndarray,
+        exact: ExactShown,
+        ulps: Figures,
+        relative: Figures,
+        bucket: np.ndarray,
+        row_relative: Figures,
+    ):
+        self.value, self.finite, self.exact = value, finite, exact
+        self.ulps, self.relative, self.bucket, self.row_relative = ulps, relative, bucket, row_relative
+        self.shape = finite.shape
+        self._keys: dict[str, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    def entry(self, i: int, j: int) -> Entry:
+        if not self.finite[i, j]:  # not finite: its exact value still shown
+            return Entry(i, j, None, self.exact.of_ends(i, j), None, None, len(EDGES))
+        return Entry(
+            i,
+            j,
+            self.value(i, j),
+            self.exact.at(i, j),
+            self.ulps.at(i, j),
+            self.relative.at(i, j),
+            int(self.bucket[i, j]),
+            self.row_relative.at(i, j),
+        )
+
+    def __getitem__(self, n):
+        if isinstance(n, slice):
+            return [self[k] for k in range(*n.indices(len(self)))]
+        i, j = divmod(range(len(self))[n], self.shape[1])
+        return self.entry(i, j)
+
+    def __iter__(self) -> Iterator[Entry]:
+        for i in range(self.shape[0]):
+            for j in range(self.shape[1]):
+                yield self.entry(i, j)
+
+    def _key(self, name: str) -> np.ndarray:
+        if name not in self._keys:
+            self._keys[name] = np.where(self.finite, getattr(self, name).keys(), -1)
+        return self._keys[name]
+
+    def _first_max(self, keys: np.ndarray) -> Entry | None:
+        # max() keeps the first of equal keys: argmax does too, row by row
+        n = int(np.argmax(keys))
+        return None if keys.flat[n] < 0 else self[n]
+
+    def histogram(self) -> tuple[tuple[int, int], ...]:
+        counts = np.bincount(self.bucket[self.finite], minlength=len(EDGES) + 1)
+        return tuple((int(b), int(n)) for b, n in enumerate(counts.tolist()) if n)
+
+    def worst(self) -> Entry | None:
+        ulps = self._key("ulps")
+        return self._first_max(np.where(ulps >= 0, self.bucket * _SCALE + ulps, -1))
+
+    def largest(self, relative: str) -> Entry | None:
+        return self._first_max(self._key(relative))
+
+    def correctly_rounded(self) -> int:
+        return int(np.count_nonzero(self.finite & (self.bucket <= 1)))
+
+    def ranked(self, count: int) -> list[Entry]:
+        at = np.flatnonzero(self.finite)
+        order = np.lexsort((at, -self._key("ulps").ravel()[at], -self.bucket.ravel()[at]))[:count]
+        return [self[int(n)] for n in at[order]]
+
+    def not_finite(self) -> list[Entry]:
+        return [self[int(n)] for n in np.flatnonzero(~self.finite)]
+
+
+__all__ = ["EntryTable", "ExactShown", "Figures"]
