@@ -401,3 +401,24 @@ def test_a_files_rows_are_fractions_made_as_they_are_read():
     assert result.rows != ArrayRows(values[:, ::-1].copy()) and result.shape == (2, 2)
     with pytest.raises(IndexError):
         result.rows[2]
+
+
+@pytest.mark.parametrize("quantity", ["output", "weights", "lse2"])
+def test_a_row_arb_computed_before_is_served_again_with_the_same_balls(quantity):
+    rng = np.random.default_rng(8)
+    Q, K, V = (in_format(rng.standard_normal((6, 4)), "float32") for _ in range(3))
+    head = float64.Head(Q, K, V, 0.5, 0.0, Fraction(1, 2), None)
+    first, again = {0: [1], 3: [0, 2]}, {0: [0, 1, 2], 3: [3], 5: [1]}
+    if quantity == "lse2":
+        first, again = {0: [0], 3: [0]}, {0: [0], 3: [0], 5: [0]}
+    kept = refine.Balls()
+    list(refine._arb_rows(head, quantity, first, 96, kept))
+    assert len(kept) == 2
+    served = list(refine._arb_rows(head, quantity, again, 96, kept))  # rows 0 and 3 from before, 5 made
+    fresh = list(refine._arb_rows(head, quantity, again, 96))
+    assert len(kept) == 3
+    for a, b in zip(served, fresh):
+        assert {j: refine._ends(x) for j, x in a.items()} == {j: refine._ends(x) for j, x in b.items()}
+    tight = refine.Balls(limit=4)  # one row of 6 keys passes the limit: computed again when asked for
+    list(refine._arb_rows(head, quantity, first, 96, tight))
+    assert len(tight) == 0

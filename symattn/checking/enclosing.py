@@ -85,8 +85,9 @@ def _half_unit_ends(value: Decimal) -> Ends:
 class FloatEnclosure(Enclosure):
     """The float64 path: its bounds at level 0, arb balls of the entries' rows above (96 bits, doubled)."""
 
-    def __init__(self, heads: list[float64.Head], quantity: str, lo, hi, offsets: list[int], narrowed=None):
+    def __init__(self, heads: list[float64.Head], quantity: str, lo, hi, offsets: list[int], narrowed=None, balls=None):
         super().__init__(lo, hi)
+        self.balls = balls  # refine.Balls: the rows arb computed already
         self.heads, self.quantity, self.offsets = heads, quantity, offsets
         # {entry: exact ends}: what compare's refinement already reached, within [lo, hi]
         self.narrowed: dict[Point, Ends] = narrowed or {}
@@ -135,8 +136,9 @@ class FloatEnclosure(Enclosure):
                         min(Fraction(b), Fraction(float(self.hi[i, j]))),
                     )
             return out
+        bits = 96 * 2 ** (level - self.first_arb)
         for h, rows in wanted.items():
-            for row, values in _by_rows(self.heads[h], self.quantity, rows, 96 * 2 ** (level - self.first_arb)):
+            for row, values in _by_rows(self.heads[h], self.quantity, rows, bits, self.balls):
                 for col in rows[row]:
                     i, j = back[(h, row, col)]
                     a, b = _ends(values[col])

@@ -17,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 
 from symattn.checking.deciding import decide, is_double, shown, shown_many
-from symattn.checking.refine import refine
+from symattn.checking.refine import Balls, refine
 from symattn.exact import compensated, float64, logsumexp
 from symattn.input.filematrix import FileMatrix
 from symattn.input.floats import FloatResult
@@ -160,6 +160,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
             open_rows.setdefault(i, []).append(j)
 
     refined: dict[tuple[int, int], tuple] = {}
+    balls = Balls()  # refinement's rows, kept for the row-relative figures and the verdict
     narrowed: dict[tuple[int, int], tuple[Fraction, Fraction]] = {}
     digits = 15
     for h, head in enumerate(heads):  # each head's open entries, as (query row, column of the head)
@@ -182,14 +183,14 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
             narrowed[(r, c)] = (a, b)  # the last, narrowest ends: kept for the row-relative errors
             return _decide(v, a, b, result.format)
 
-        done, reached = refine(head, quantity, mine, decide_one, EXACT_DIGITS)
+        done, reached = refine(head, quantity, mine, decide_one, EXACT_DIGITS, balls)
         refined.update({place(i, j): outcome for (i, j), outcome in done.items()})
         digits = max(digits, reached)
     decided.update(refined)
     from symattn.checking.enclosing import FloatEnclosure
     from symattn.checking.rowscale import row_relative
 
-    enclosure = FloatEnclosure(heads, quantity, lo, hi, offsets, narrowed)  # narrows lo and hi in place
+    enclosure = FloatEnclosure(heads, quantity, lo, hi, offsets, narrowed, balls)  # narrows lo and hi in place
     zero = {p for p, ((ulps, _, _), _) in decided.items() if ulps == 0}  # 0 ULP: x is the exact value
     by_row = row_relative(result, enclosure, zero)
     finite = np.isfinite(x)  # NaN where the result's entry is not finite

@@ -19,9 +19,48 @@ START_BITS = 96  # enough for most entries the float64 bounds leave open; double
 ROWS_AT_ONCE = 32
 
 
-def refine(head: float64.Head, quantity: str, entries: dict[int, list[int]], decide_one, digits: int):
+class Balls:
+    """The arb balls of rows already computed, for the rows asked for again: each head's keys as integers,
+    and each row's exps and their sum at a precision, up to limits.ARB_BALLS balls in all. Refinement's
+    rows serve the row-relative figures and the verdict's narrowing after it: the same balls again."""
+
+    def __init__(self, limit: int | None = None):
+        self.limit = limits.ARB_BALLS if limit is None else limit
+        self._keys: dict[int, tuple] = {}  # id(head): the heads outlive the comparison that holds this
+        self._rows: dict[tuple[int, int, int], tuple] = {}  # (id(head), row, bits): (exps as a row, their sum)
+        self._balls = 0
+
+    def __len__(self) -> int:  # rows kept
+        return len(self._rows)
+
+    def keys(self, head: float64.Head) -> tuple:
+        if id(head) not in self._keys:
+            from flint import fmpz_mat
+
+            keys, shift = _integers(head.K)
+            self._keys[id(head)] = (fmpz_mat(keys).transpose(), shift)
+        return self._keys[id(head)]
+
+    def row(self, head: float64.Head, i: int, bits: int) -> tuple | None:
+        return self._rows.get((id(head), i, bits))
+
+    def keep(self, head: float64.Head, i: int, bits: int, row: tuple) -> None:
+        if self._balls + row[0].ncols() <= self.limit:  # past the limit a row is computed again when asked for
+            self._rows[(id(head), i, bits)] = row
+            self._balls += row[0].ncols()
+
+
+def refine(
+    head: float64.Head,
+    quantity: str,
+    entries: dict[int, list[int]],
+    decide_one,
+    digits: int,
+    balls: Balls | None = None,
+):
     """Arb balls for the entries {row: [columns]} at rising precision until ``decide_one(i, j, lo, hi)``
-    decides each and both ends agree on ``digits``; {(i, j): (outcome, shown)} and the digits reached."""
+    decides each and both ends agree on ``digits``; {(i, j): (outcome, shown)} and the digits reached.
+    ``balls``: rows computed before, kept for the callers after."""
     out: dict[tuple[int, int], tuple] = {}
     bits = START_BITS
     candidates = _equal_score_rows(head, sorted(entries))
@@ -36,7 +75,7 @@ def refine(head: float64.Head, quantity: str, entries: dict[int, list[int]], dec
     pending = {i: [j for j in cols if (i, j) not in out] for i, cols in entries.items()}
     pending = {i: cols for i, cols in pending.items() if cols}
     while pending:
-        for i, values in _by_rows(head, quantity, pending, bits):
+        for i, values in _by_rows(head, quantity, pending, bits, balls):
             for j in pending[i]:
                 lo, hi = _ends(values[j])
                 outcome = decide_one(i, j, lo, hi)
@@ -103,62 +142,73 @@ def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
     return [[int(x) for x in row] for row in np.ldexp(a, shift).tolist()], shift
 
 
-def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int):
+def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None):
     # ROWS_AT_ONCE rows of balls at a time: memory stays O(ROWS_AT_ONCE · keys), not O(rows · keys)
-    from flint import fmpz_mat
-
-    keys, shift = _integers(head.K)
-    KT = (fmpz_mat(keys).transpose(), shift)
+    balls = Balls(0) if balls is None else balls
     rows = sorted(wanted)
     for start in range(0, len(rows), ROWS_AT_ONCE):
         chunk = rows[start : start + ROWS_AT_ONCE]
-        yield from zip(chunk, _arb_rows(head, quantity, {i: wanted[i] for i in chunk}, bits, KT))
+        yield from zip(chunk, _arb_rows(head, quantity, {i: wanted[i] for i in chunk}, bits, balls))
 
 
-def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, KT=None):
+def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None):
     """For each row of ``wanted`` (in order), {column: ball} of its weights, outputs or log-sum-exp (column 0)."""
-    from flint import arb, arb_mat, ctx, fmpz_mat
+    from flint import arb, arb_mat, ctx
 
+    balls = Balls(0) if balls is None else balls
     saved = ctx.prec
     ctx.prec = bits
     try:
-        rows = list(wanted)
-        if KT is None:
-            keys, shift = _integers(head.K)
-            KT = (fmpz_mat(keys).transpose(), shift)
-        queries, q_shift = _integers(head.Q[rows])
-        exact = fmpz_mat(queries) * KT[0]  # the scores exactly, as integers · 2^-(q_shift + KT[1])
-        d = head.Q.shape[1]
-        c = (
-            1 / arb(d).sqrt()
-            if head.exact_scale is None
-            else arb(head.exact_scale.numerator) / head.exact_scale.denominator
-        )
-        c = c * arb(2) ** -(q_shift + KT[1])
-        scores = exact
-        m = scores.ncols()
-        zero = arb(0)
-        exps = []
-        for r, i in enumerate(rows):
-            keep = [True] * m if head.allowed is None else head.allowed[i].tolist()
-            exps.append([(scores[r, j] * c).exp() if keep[j] else zero for j in range(m)])
-        E = arb_mat(exps)
-        totals = E * arb_mat([[1]] * m)
+        made: dict[int, tuple] = {}
+        for i in wanted:
+            row = balls.row(head, i, bits)
+            if row is not None:  # computed at this precision before
+                made[i] = row
+        rows = [i for i in wanted if i not in made]
+        for i, row in zip(rows, _exps(head, rows, balls.keys(head))):
+            made[i] = row
+            balls.keep(head, i, bits, row)
         if quantity in ("lse", "lse2"):
             ln2 = arb(2).log()
-            for r in range(len(rows)):
-                yield {0: totals[r, 0].log() / (ln2 if quantity == "lse2" else 1)}
+            for i in wanted:
+                yield {0: made[i][1].log() / (ln2 if quantity == "lse2" else 1)}
             return
         if quantity == "weights":
-            for r, i in enumerate(rows):
-                yield {j: E[r, j] / totals[r, 0] for j in wanted[i]}
+            for i in wanted:
+                yield {j: made[i][0][0, j] / made[i][1] for j in wanted[i]}
             return
-        for r, i in enumerate(rows):  # only the outputs asked for: each row's e · V[:, its columns]
+        for i in wanted:  # only the outputs asked for: each row's e · V[:, its columns]
             cols = wanted[i]
-            weighted = arb_mat([exps[r]]) * arb_mat(head.V[:, cols].tolist())
-            yield {k: weighted[0, n] / totals[r, 0] for n, k in enumerate(cols)}
+            weighted = made[i][0] * arb_mat(head.V[:, cols].tolist())
+            yield {k: weighted[0, n] / made[i][1] for n, k in enumerate(cols)}
     finally:
         ctx.prec = saved
+
+
+def _exps(head: float64.Head, rows: list[int], KT: tuple) -> list[tuple]:
+    """(e^z of each key as a 1×m row, their sum) for each of the query rows, at ctx.prec."""
+    from flint import arb, arb_mat, fmpz_mat
+
+    if not rows:
+        return []
+    queries, q_shift = _integers(head.Q[rows])
+    exact = fmpz_mat(queries) * KT[0]  # the scores exactly, as integers · 2^-(q_shift + KT[1])
+    d = head.Q.shape[1]
+    c = (
+        1 / arb(d).sqrt()
+        if head.exact_scale is None
+        else arb(head.exact_scale.numerator) / head.exact_scale.denominator
+    )
+    c = c * arb(2) ** -(q_shift + KT[1])
+    scores = exact
+    m = scores.ncols()
+    zero = arb(0)
+    exps = []
+    for r, i in enumerate(rows):
+        keep = [True] * m if head.allowed is None else head.allowed[i].tolist()
+        exps.append([(scores[r, j] * c).exp() if keep[j] else zero for j in range(m)])
+    totals = arb_mat(exps) * arb_mat([[1]] * m)
+    return [(arb_mat([exps[r]]), totals[r, 0]) for r in range(len(rows))]
 
 
 def _ends(x) -> tuple[Fraction, Fraction]:

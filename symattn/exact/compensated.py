@@ -16,6 +16,7 @@ import numpy as np
 from symattn.exact.float64 import SAFETY, TINY, Head, Split, U, exps, gamma
 
 _SPLITTER = 2.0**27 + 1  # Veltkamp: hi keeps 26 bits
+PAIRS = 1024  # pairs summed at once: three m × PAIRS arrays of their terms
 
 
 def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -43,8 +44,8 @@ def outputs(head: Head, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.nd
         with np.errstate(invalid="ignore", over="ignore"):
             E, eE, eps, under, _ = exps(head, np.array(chunk), split)
         s, c = np.zeros(len(chunk)), np.zeros(len(chunk))
-        for j in range(m):  # Sum2 of each row
-            s, q = _two_sum(s, E[:, j])
+        for e in np.ascontiguousarray(E.T):  # Sum2 of each row, key by key (a row of E.T: a key's exps)
+            s, q = _two_sum(s, e)
             c += q
         ell = s + c
         e_ell = SAFETY * (U * ell + gamma(m) ** 2 * ell * 2 + np.sum(eE, axis=1))
@@ -55,14 +56,18 @@ def outputs(head: Head, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.nd
         r = np.array([at[i] - start for _, i, _ in mine])
         cols = np.array([k for _, _, k in mine])
         hi, lo = _split(E)
-        s, c = np.zeros(len(mine)), np.zeros(len(mine))
-        for j in range(m):  # Sum2 of the 2m exact products of each pair
-            v = head.V[j, cols]
-            s, q = _two_sum(s, hi[r, j] * v)
-            c += q
-            s, q = _two_sum(s, lo[r, j] * v)
-            c += q
-        N = s + c
+        N = np.empty(len(mine))
+        for part in range(0, len(mine), PAIRS):  # each pair's terms contiguous, key by key: m × PAIRS floats
+            some = slice(part, part + PAIRS)
+            H, L = np.ascontiguousarray(hi[r[some]].T), np.ascontiguousarray(lo[r[some]].T)
+            Vc = np.ascontiguousarray(head.V[:, cols[some]])
+            s, c = np.zeros(H.shape[1]), np.zeros(H.shape[1])
+            for j in range(m):  # Sum2 of the 2m exact products of each pair
+                s, q = _two_sum(s, H[j] * Vc[j])
+                c += q
+                s, q = _two_sum(s, L[j] * Vc[j])
+                c += q
+            N[some] = s + c
         B = np.einsum("pj,jp->p", E[r], np.abs(head.V[:, cols])) * (1 + 2 * gamma(m))  # Σ e|v|, rounded up
         eN = SAFETY * (
             U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + eps_row[r] * B + tiny_row[r] * np.abs(head.V[:, cols]).sum(0)

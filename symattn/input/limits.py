@@ -218,6 +218,7 @@ TENSOR_BYTES = 64 * 1024 * 1024  # one such file (1024 × 1024 float64 is 8 MiB)
 TENSOR_ENTRIES = 1 << 23  # entries of one array of a .npy or .safetensors file (64 MiB as float64)
 SAFETENSORS_HEADER = 1024 * 1024  # bytes of a .safetensors JSON header; checked before it is parsed
 BATCH_HEADS = 64  # batches × heads of Q, K, V files with those axes (FlashAttention's grid: 9 × 6)
+ARB_BALLS = 1 << 23  # arb balls compare keeps to serve a refined row again (about 48 bytes each at 96 bits)
 
 # --- issue 20 (modA): grouped-query heads and the sliding window ---------------------
 WINDOW = 1024  # keys of a sliding window (as many as the tokens: a wider one would mean no window anyway)
