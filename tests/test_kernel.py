@@ -399,6 +399,7 @@ def test_a_files_rows_are_fractions_made_as_they_are_read():
     assert result.rows[0] == (Fraction(0.1), None) and result.rows[-1] == (Fraction(1, 2**30), None)
     assert result.rows == ((Fraction(0.1), None), (Fraction(1, 2**30), None)) == ArrayRows(values.copy())
     assert result.rows != ArrayRows(values[:, ::-1].copy()) and result.shape == (2, 2)
+    assert result.value(0, 0) == Fraction(0.1) and result.value(1, 1) is None and result.value(1, 0) == 2.0**-30
     with pytest.raises(IndexError):
         result.rows[2]
 

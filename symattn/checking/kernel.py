@@ -150,7 +150,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
     open_rows: dict[int, list[int]] = {}
     for i, j in zip(*np.nonzero(~ok)):
         i, j = int(i), int(j)
-        v = result.rows[i][j]
+        v = result.value(i, j)
         if v is None:
             continue
         outcome = _decide(v, Fraction(float(lo[i, j])), Fraction(float(hi[i, j])), result.format)
@@ -178,7 +178,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
 
         def decide_one(i: int, j: int, a: Fraction, b: Fraction, place=place):
             r, c = place(i, j)
-            v = result.rows[r][c]
+            v = result.value(r, c)
             assert v is not None  # only finite entries are refined
             narrowed[(r, c)] = (a, b)  # the last, narrowest ends: kept for the row-relative errors
             return _decide(v, a, b, result.format)
@@ -198,7 +198,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
     for (i, j), ((_, _, b), _) in decided.items():
         bucket[i, j] = b
     entries = EntryTable(
-        lambda i, j: result.rows[i][j],
+        lambda i, j: result.value(i, j),
         finite,
         ExactShown(*shown_many(lo, hi), lo, hi, FLOAT_DIGITS, {p: exact for p, (_, exact) in decided.items()}),
         Figures(ok, q_u, k_u, {p: outcome[0] for p, (outcome, _) in decided.items()}),

@@ -200,13 +200,16 @@ def _exps(head: float64.Head, rows: list[int], KT: tuple) -> list[tuple]:
         else arb(head.exact_scale.numerator) / head.exact_scale.denominator
     )
     c = c * arb(2) ** -(q_shift + KT[1])
-    scores = exact
-    m = scores.ncols()
+    m = exact.ncols()
+    scores = (arb_mat(exact) * c).entries()  # exact integers to balls, each times c: in C, as fmpz · arb is
     zero = arb(0)
     exps = []
     for r, i in enumerate(rows):
-        keep = [True] * m if head.allowed is None else head.allowed[i].tolist()
-        exps.append([(scores[r, j] * c).exp() if keep[j] else zero for j in range(m)])
+        z = scores[r * m : (r + 1) * m]
+        if head.allowed is None:
+            exps.append([x.exp() for x in z])
+        else:
+            exps.append([x.exp() if keep else zero for x, keep in zip(z, head.allowed[i].tolist())])
     totals = arb_mat(exps) * arb_mat([[1]] * m)
     return [(arb_mat([exps[r]]), totals[r, 0]) for r in range(len(rows))]
 

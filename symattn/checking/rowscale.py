@@ -32,7 +32,6 @@ def _magnitudes(lo, hi):
 def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]]) -> Figures:
     """Each finite entry's |x − exact| / (its row's largest |exact|) to three significant digits (None where
     the entry is not finite or its row is exactly 0); ``zero``: the entries known to have no error at all."""
-    rows = result.rows
     x, finite = result.floats()
     lo, hi = enclosure.lo, enclosure.hi
     small, big = _magnitudes(lo, hi)
@@ -64,7 +63,7 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]]) -> 
             mags = [_exact_magnitudes(*ends[p]) for p in holders[i]]
             low, high = max(m[0] for m in mags), max(m[1] for m in mags)
             for p in [p for p in pending if p[0] == i]:
-                v = rows[p[0]][p[1]]
+                v = result.value(*p)
                 assert v is not None  # only finite entries are pending
                 a, b = ends[p]
                 if high == 0:  # the row is exactly 0: no scale to measure against

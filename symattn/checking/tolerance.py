@@ -104,7 +104,7 @@ class _Maximum:
         ends = self.enclosure.at(self.candidates, level)
         figures = {}
         for i, j in self.candidates:
-            v = self.result.rows[i][j]
+            v = self.result.value(i, j)
             assert v is not None  # candidates are finite entries
             figures[(i, j)] = self._exact_figure(v, *ends[(i, j)])
         low = max(f[0] for f in figures.values())

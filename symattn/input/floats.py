@@ -54,6 +54,13 @@ class FloatResult:
     def shape(self) -> tuple[int, int]:
         return len(self.rows), len(self.rows[0])
 
+    def value(self, i: int, j: int) -> Fraction | None:
+        """One entry exactly (None where not finite): of a file's floats, without making its row."""
+        if self.array is not None and self.array.ndim == 2:
+            x = float(self.array[i, j])
+            return Fraction(x) if math.isfinite(x) else None
+        return self.rows[i][j]
+
     def floats(self) -> tuple[np.ndarray, np.ndarray]:
         """Every entry as a float64 (0 where not finite) and where it is finite: a file's own floats, or each
         Fraction correctly rounded (a JSON decimal such as 0.1 is no float64: float() moves it)."""
