@@ -1,7 +1,7 @@
 """compare's float64 path at kernel sizes, as ratios against a plain numpy float64 attention of the same
 shape, measured in one run (issue 22).
 
-    python bench/kernel.py              # 1024×1024×64 and one head of 4096×4096×128, float32 inputs
+    python bench/kernel.py              # 1024×1024×64, and one head of 4096×4096×128 (O, then the LSE)
     python bench/kernel.py --quick      # 1024×1024×64 only
     python bench/kernel.py --grid       # also FlashAttention's grid, 9 × 6 heads × 1024×1024×64 (minutes)
 
@@ -37,8 +37,18 @@ def reference(Q, K, V):
     return (E @ V) / E.sum(axis=1, keepdims=True)
 
 
-def one(n: int, d: int, heads: int, seed: int = 0) -> dict:
-    """Time the reference and compare on `heads` heads of n×n×d float32 inputs, in this process."""
+def reference_lse(Q, K):
+    """Each query's natural log-sum-exp of its scaled scores, as a kernel returns it beside O."""
+    import numpy as np
+
+    Z = (Q @ K.T) / Q.dtype.type(np.sqrt(Q.shape[1]))
+    M = Z.max(axis=1)
+    return M + np.log(np.exp(Z - M[:, None]).sum(axis=1))
+
+
+def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0) -> dict:
+    """Time the reference and compare on `heads` heads of n×n×d float32 inputs, in this process: the output
+    O, or the LSE (``lse``: one row per head), each against the numpy reference of O."""
     import numpy as np
 
     from symattn.checking import kernel
@@ -54,15 +64,19 @@ def one(n: int, d: int, heads: int, seed: int = 0) -> dict:
     outputs = [reference(h.Q, h.K, h.V) for h in made]
     numpy_s = time.perf_counter() - start
     # the kernel measured: the same formula computed in float32 (FlashAttention's "naive" of the dtype)
-    x = np.concatenate([reference(*(M.astype(np.float32) for M in (h.Q, h.K, h.V))) for h in made], axis=1)
+    if quantity == "lse":
+        x = np.stack([reference_lse(h.Q.astype(np.float32), h.K.astype(np.float32)) for h in made])
+    else:
+        x = np.concatenate([reference(*(M.astype(np.float32) for M in (h.Q, h.K, h.V))) for h in made], axis=1)
     assert x.dtype == np.float32 and outputs
     result = FloatResult.of_array("bench", "float32", x.astype(np.float64))  # what the .npy reader gives
     start = time.perf_counter()
-    c = kernel.compare_head(made, result, "output")
+    c = kernel.compare_head(made, result, quantity)
     symattn_s = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux: GiB
     return {
         "shape": f"{heads}×{n}×{n}×{d}",
+        "quantity": quantity,
         "numpy_s": numpy_s,
         "symattn_s": symattn_s,
         "ratio": symattn_s / numpy_s,
@@ -111,19 +125,26 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--grid", action="store_true", help="also 9 batches × 6 heads × 1024×1024×64")
-    parser.add_argument("--one", nargs=3, type=int, metavar=("N", "D", "HEADS"), help=argparse.SUPPRESS)
+    parser.add_argument("--one", nargs=4, metavar=("N", "D", "HEADS", "QUANTITY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(*args.one)))
+        n, d, heads, quantity = args.one
+        print(json.dumps(one(int(n), int(d), int(heads), quantity)))
         return
-    targets = [(1024, 64, 1)] + ([] if args.quick else [(4096, 128, 1)]) + ([(1024, 64, 54)] if args.grid else [])
-    for n, d, heads in targets:
+    targets = [(1024, 64, 1, "output")]
+    if not args.quick:
+        targets += [(4096, 128, 1, "output"), (4096, 128, 1, "lse")]
+    targets += [(1024, 64, 54, "output")] if args.grid else []
+    for n, d, heads, quantity in targets:
         run = subprocess.run(
-            [sys.executable, __file__, "--one", str(n), str(d), str(heads)], capture_output=True, text=True, check=True
+            [sys.executable, __file__, "--one", str(n), str(d), str(heads), quantity],
+            capture_output=True,
+            text=True,
+            check=True,
         )
         r = json.loads(run.stdout)
         print(
-            f"{r['shape']}: numpy {r['numpy_s']:.3f} s, symattn compare {r['symattn_s']:.3f} s "
+            f"{r['shape']} {r['quantity']}: numpy {r['numpy_s']:.3f} s, symattn compare {r['symattn_s']:.3f} s "
             f"({r['ratio']:.1f}x), peak {r['peak_gib']:.2f} GiB, refined by arb {r['refined']} of "
             f"{r['entries']} ({100 * r['refined'] / r['entries']:.3f}%), max {r['max_ulps']} ULP"
         )
