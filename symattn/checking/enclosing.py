@@ -85,9 +85,20 @@ def _half_unit_ends(value: Decimal) -> Ends:
 class FloatEnclosure(Enclosure):
     """The float64 path: its bounds at level 0, arb balls of the entries' rows above (96 bits, doubled)."""
 
-    def __init__(self, heads: list[float64.Head], quantity: str, lo, hi, offsets: list[int], narrowed=None, balls=None):
+    def __init__(
+        self,
+        heads: list[float64.Head],
+        quantity: str,
+        lo,
+        hi,
+        offsets: list[int],
+        narrowed=None,
+        balls=None,
+        summed: set[Point] | None = None,
+    ):
         super().__init__(lo, hi)
         self.balls = balls  # refine.Balls: the rows arb computed already
+        self.summed = summed or set()  # entries whose sums compare redid error-free: lo and hi hold that bound
         self.heads, self.quantity, self.offsets = heads, quantity, offsets
         # {entry: exact ends}: what compare's refinement already reached, within [lo, hi]
         self.narrowed: dict[Point, Ends] = narrowed or {}
@@ -125,8 +136,15 @@ class FloatEnclosure(Enclosure):
             back[(h, row, col)] = (i, j)
         out: dict[Point, Ends] = {}
         if level < self.first_arb:  # the outputs' sums again, error-free (Sum2): a bound ~10x tighter, cheap
+            for i, j in points:
+                if (i, j) in self.summed:  # level 1 is their bound already, met with lo and hi
+                    h, row, col = self._place(i, j)
+                    wanted[h][row].remove(col)
+                    out[(i, j)] = (Fraction(float(self.lo[i, j])), Fraction(float(self.hi[i, j])))
             for h, rows in wanted.items():
                 at = [(row, col) for row, cols in rows.items() for col in cols]
+                if not at:
+                    continue
                 value, error = compensated.outputs(self.heads[h], at)
                 lo, hi = float64.interval(value, error)
                 for (row, col), a, b in zip(at, lo.tolist(), hi.tolist()):

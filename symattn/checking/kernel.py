@@ -124,6 +124,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
         exact_float = np.array([[v is not None and is_double(v) for v in row] for row in result.rows], dtype=bool)
     ok, (q_u, k_u), (q_r, k_r), bucket = decide(np.where(exact_float, x, 0.0), lo, hi, result.format)
     ok &= exact_float
+    summed: set[tuple[int, int]] = set()
     if quantity == "output":  # the outputs left open: their sums again, error-free (a bound ~10x tighter)
         for h, head in enumerate(heads):
             start, stop = offsets[h], offsets[h + 1]
@@ -133,6 +134,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
             value, error = compensated.outputs(head, list(zip(at[0].tolist(), at[1].tolist())))
             a, b = float64.interval(value, error)
             rr, cc = at[0], at[1] + start
+            summed.update(zip(rr.tolist(), cc.tolist()))
             lo[rr, cc], hi[rr, cc] = (
                 np.maximum(lo[rr, cc], a),
                 np.minimum(hi[rr, cc], b),
@@ -190,7 +192,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
     from symattn.checking.enclosing import FloatEnclosure
     from symattn.checking.rowscale import row_relative
 
-    enclosure = FloatEnclosure(heads, quantity, lo, hi, offsets, narrowed, balls)  # narrows lo and hi in place
+    enclosure = FloatEnclosure(heads, quantity, lo, hi, offsets, narrowed, balls, summed)  # narrows lo and hi in place
     zero = {p for p, ((ulps, _, _), _) in decided.items() if ulps == 0}  # 0 ULP: x is the exact value
     by_row = row_relative(result, enclosure, zero)
     finite = np.isfinite(x)  # NaN where the result's entry is not finite
