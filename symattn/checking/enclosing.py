@@ -126,7 +126,7 @@ class FloatEnclosure(Enclosure):
         return out
 
     def _narrowed(self, points: list[Point], level: int) -> dict[Point, Ends]:
-        from symattn.checking.refine import _by_rows, _ends
+        from symattn.checking.refine import _by_rows
 
         wanted: dict[int, dict[int, list[int]]] = {}
         back: dict[tuple[int, int, int], Point] = {}
@@ -159,7 +159,7 @@ class FloatEnclosure(Enclosure):
             for row, values in _by_rows(self.heads[h], self.quantity, rows, bits, self.balls):
                 for col in rows[row]:
                     i, j = back[(h, row, col)]
-                    a, b = _ends(values[col])
+                    a, b = values[col]
                     # both enclose the exact value: so does their meet
                     out[(i, j)] = (max(a, Fraction(float(self.lo[i, j]))), min(b, Fraction(float(self.hi[i, j]))))
         return out

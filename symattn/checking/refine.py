@@ -6,6 +6,9 @@ until each entry is decided. A row whose allowed scores are all equal has ration
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from fractions import Fraction
 
 import numpy as np
@@ -17,6 +20,7 @@ from symattn.input.errors import EvaluationError
 
 START_BITS = 96  # enough for most entries the float64 bounds leave open; doubled for the rest
 ROWS_AT_ONCE = 32
+PARALLEL_ROWS = 128  # rows of arb balls below which one process is quicker than two (each row: ~4 ms)
 
 
 class Balls:
@@ -77,7 +81,7 @@ def refine(
     while pending:
         for i, values in _by_rows(head, quantity, pending, bits, balls):
             for j in pending[i]:
-                lo, hi = _ends(values[j])
+                lo, hi = values[j]
                 outcome = decide_one(i, j, lo, hi)
                 exact = significant_exact(lo, digits)
                 if outcome is not None and exact == significant_exact(hi, digits):
@@ -143,12 +147,41 @@ def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
 
 
 def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None):
+    """(row, {column: exact ends}) for each row of ``wanted``, in order, at ``bits``."""
     # ROWS_AT_ONCE rows of balls at a time: memory stays O(ROWS_AT_ONCE · keys), not O(rows · keys)
     balls = Balls(0) if balls is None else balls
     rows = sorted(wanted)
-    for start in range(0, len(rows), ROWS_AT_ONCE):
-        chunk = rows[start : start + ROWS_AT_ONCE]
-        yield from zip(chunk, _arb_rows(head, quantity, {i: wanted[i] for i in chunk}, bits, balls))
+    chunks = [{i: wanted[i] for i in rows[n : n + ROWS_AT_ONCE]} for n in range(0, len(rows), ROWS_AT_ONCE)]
+    cores = min(len(chunks), os.cpu_count() or 1)
+    if cores < 2 or len(rows) < PARALLEL_ROWS:
+        for chunk in chunks:
+            yield from _chunk_ends(head, quantity, chunk, bits, balls)
+        return
+    global _SHARED
+    balls.keys(head)  # made once, before the processes copy it
+    _SHARED = (head, quantity, bits, balls)
+    try:  # the same chunks as one process computes: the same balls, whichever process made them
+        with ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("fork")) as pool:
+            for done in pool.map(_shared_chunk_ends, chunks):
+                yield from done
+    finally:
+        _SHARED = None
+
+
+_SHARED: tuple | None = None  # what the forked processes of _by_rows read (copied, never sent)
+
+
+def _shared_chunk_ends(chunk: dict[int, list[int]]) -> list[tuple[int, dict[int, tuple[Fraction, Fraction]]]]:
+    assert _SHARED is not None  # set by _by_rows before it forks
+    head, quantity, bits, balls = _SHARED
+    return _chunk_ends(head, quantity, chunk, bits, balls)
+
+
+def _chunk_ends(head: float64.Head, quantity: str, chunk: dict[int, list[int]], bits: int, balls: Balls):
+    return [
+        (i, {j: _ends(ball) for j, ball in values.items()})
+        for i, values in zip(chunk, _arb_rows(head, quantity, chunk, bits, balls))
+    ]
 
 
 def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None):
