@@ -6,14 +6,12 @@ until each entry is decided. A row whose allowed scores are all equal has ration
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 from fractions import Fraction
 
 import numpy as np
 
 from symattn.exact import float64
+from symattn.exact.cores import map_forked
 from symattn.input import limits
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError
@@ -152,32 +150,15 @@ def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bi
     balls = Balls(0) if balls is None else balls
     rows = sorted(wanted)
     chunks = [{i: wanted[i] for i in rows[n : n + ROWS_AT_ONCE]} for n in range(0, len(rows), ROWS_AT_ONCE)]
-    cores = min(len(chunks), os.cpu_count() or 1)
-    if cores < 2 or len(rows) < PARALLEL_ROWS:
-        for chunk in chunks:
-            yield from _chunk_ends(head, quantity, chunk, bits, balls)
-        return
-    global _SHARED
-    balls.keys(head)  # made once, before the processes copy it
-    _SHARED = (head, quantity, bits, balls)
-    try:  # the same chunks as one process computes: the same balls, whichever process made them
-        with ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("fork")) as pool:
-            for done in pool.map(_shared_chunk_ends, chunks):
-                yield from done
-    finally:
-        _SHARED = None
+    parallel = len(rows) >= PARALLEL_ROWS
+    if parallel:
+        balls.keys(head)  # made once, before the processes copy it
+    for done in map_forked(_chunk_ends, (head, quantity, bits, balls), chunks, parallel):
+        yield from done
 
 
-_SHARED: tuple | None = None  # what the forked processes of _by_rows read (copied, never sent)
-
-
-def _shared_chunk_ends(chunk: dict[int, list[int]]) -> list[tuple[int, dict[int, tuple[Fraction, Fraction]]]]:
-    assert _SHARED is not None  # set by _by_rows before it forks
-    head, quantity, bits, balls = _SHARED
-    return _chunk_ends(head, quantity, chunk, bits, balls)
-
-
-def _chunk_ends(head: float64.Head, quantity: str, chunk: dict[int, list[int]], bits: int, balls: Balls):
+def _chunk_ends(data: tuple, chunk: dict[int, list[int]]) -> list[tuple[int, dict[int, tuple[Fraction, Fraction]]]]:
+    head, quantity, bits, balls = data
     return [
         (i, {j: _ends(ball) for j, ball in values.items()})
         for i, values in zip(chunk, _arb_rows(head, quantity, chunk, bits, balls))
