@@ -451,14 +451,3 @@ def test_map_forked_gives_each_piece_in_order():
     want = [(3 * p * p, [p + 1, p + 2]) for p in range(7)]
     assert map_forked(_square_and_nested, 3, list(range(7))) == want
     assert map_forked(_square_and_nested, 3, list(range(7)), parallel=False) == want
-
-
-@pytest.mark.parametrize("quantity", ["output", "lse", "weights"])
-def test_one_heads_halves_in_two_processes_give_its_intervals(monkeypatch, quantity):
-    rng = np.random.default_rng(4)
-    Q, K, V = (in_format(rng.standard_normal((600, 16)), "float32") for _ in range(3))
-    head = float64.Head(Q, K, V, 0.25, 0.0, Fraction(1, 4), np.tril(np.ones((600, 600), dtype=bool)))
-    monkeypatch.setattr(kernel, "PARALLEL_WORK", 0)
-    ((lo, hi),) = kernel._all_intervals([head], quantity)  # rows 0–511 and 512–599, in two processes
-    serial = kernel.intervals(head, quantity)
-    assert np.array_equal(lo, serial[0]) and np.array_equal(hi, serial[1])

@@ -9,7 +9,6 @@ still open is refined with arb balls of its row at rising precision, as the exac
 
 from __future__ import annotations
 
-from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -90,28 +89,15 @@ def intervals(head: float64.Head, quantity: str) -> tuple[np.ndarray, np.ndarray
 
 
 def _all_intervals(heads: list[float64.Head], quantity: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    # one process per core (numpy's own loops hold the GIL): several heads, or one head's two halves of
-    # query rows (at a multiple of float64.BLOCK: the same blocks, so the same values)
+    # several heads: one process per core (numpy's own loops hold the GIL); one head stays here, since
+    # BLAS's threads in two processes at once took ten times as long as one process (the LSE at 4096)
     work = sum(h.Q.shape[0] * h.K.shape[0] * h.Q.shape[1] for h in heads)
-    n = heads[0].Q.shape[0]
-    if len(heads) == 1 and n > float64.BLOCK:
-        half = -(-n // (2 * float64.BLOCK)) * float64.BLOCK
-        parts = map_forked(_rows_intervals, (heads[0], quantity), [(0, half), (half, n)], work >= PARALLEL_WORK)
-        axis = 1 if quantity in LSE else 0  # the LSE: a row per head, a column per query
-        return [(np.concatenate([p[0] for p in parts], axis), np.concatenate([p[1] for p in parts], axis))]
     return map_forked(_head_intervals, (heads, quantity), range(len(heads)), work >= PARALLEL_WORK)
 
 
 def _head_intervals(data: tuple, h: int) -> tuple[np.ndarray, np.ndarray]:
     heads, quantity = data
     return intervals(heads[h], quantity)
-
-
-def _rows_intervals(data: tuple, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    head, quantity = data
-    a, b = rows
-    allowed = None if head.allowed is None else head.allowed[a:b]
-    return intervals(replace(head, Q=head.Q[a:b], allowed=allowed), quantity)
 
 
 def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
