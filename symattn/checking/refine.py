@@ -11,6 +11,7 @@ from fractions import Fraction
 import numpy as np
 
 from symattn.exact import float64, numeric
+from symattn.exact.float64_backward import GRADIENTS
 from symattn.input import limits
 from symattn.input.errors import EvaluationError
 
@@ -23,7 +24,8 @@ def refine(head: float64.Head, quantity: str, entries: dict[int, list[int]], dec
     decides each and both ends agree on ``digits``; {(i, j): (outcome, shown)} and the digits reached."""
     out: dict[tuple[int, int], tuple] = {}
     bits = START_BITS
-    candidates = _equal_score_rows(head, sorted(entries))
+    # rational rows are the weights' and outputs' (a gradient's row may be a key's: none is looked for)
+    candidates = set() if quantity in GRADIENTS else _equal_score_rows(head, sorted(entries))
     for i, cols in entries.items():
         known = _rational_row(head, quantity, i) if i in candidates else None
         if known is None:
@@ -109,9 +111,38 @@ def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bi
     keys, shift = _integers(head.K)
     KT = (fmpz_mat(keys).transpose(), shift)
     rows = sorted(wanted)
+    if quantity in GRADIENTS:  # one pass over the queries for all the rows (dK, dV: every query counts)
+        yield from zip(rows, _gradient_rows(head, quantity, {i: wanted[i] for i in rows}, bits, KT))
+        return
     for start in range(0, len(rows), ROWS_AT_ONCE):
         chunk = rows[start : start + ROWS_AT_ONCE]
         yield from zip(chunk, _arb_rows(head, quantity, {i: wanted[i] for i in chunk}, bits, KT))
+
+
+def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None = None):
+    """Arb balls of the rows' e^z at the given columns (all keys by default; masked keys exactly 0), as
+    lists and as a matrix, and their row sums."""
+    from flint import arb, arb_mat, fmpz_mat
+
+    queries, q_shift = _integers(head.Q[rows])
+    scores = fmpz_mat(queries) * KT[0]  # the scores exactly, as integers · 2^-(q_shift + KT[1])
+    c = _scale(head) * arb(2) ** -(q_shift + KT[1])
+    columns = list(range(scores.ncols())) if columns is None else columns
+    zero = arb(0)
+    exps = []
+    for r, i in enumerate(rows):
+        keep = [True] * len(columns) if head.allowed is None else head.allowed[i, columns].tolist()
+        exps.append([(scores[r, j] * c).exp() if ok else zero for j, ok in zip(columns, keep)])
+    E = arb_mat(exps)
+    return exps, E, E * arb_mat([[1]] * len(columns))
+
+
+def _scale(head: float64.Head):
+    from flint import arb
+
+    if head.exact_scale is None:
+        return 1 / arb(head.Q.shape[1]).sqrt()
+    return arb(head.exact_scale.numerator) / head.exact_scale.denominator
 
 
 def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, KT=None):
@@ -125,24 +156,7 @@ def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], b
         if KT is None:
             keys, shift = _integers(head.K)
             KT = (fmpz_mat(keys).transpose(), shift)
-        queries, q_shift = _integers(head.Q[rows])
-        exact = fmpz_mat(queries) * KT[0]  # the scores exactly, as integers · 2^-(q_shift + KT[1])
-        d = head.Q.shape[1]
-        c = (
-            1 / arb(d).sqrt()
-            if head.exact_scale is None
-            else arb(head.exact_scale.numerator) / head.exact_scale.denominator
-        )
-        c = c * arb(2) ** -(q_shift + KT[1])
-        scores = exact
-        m = scores.ncols()
-        zero = arb(0)
-        exps = []
-        for r, i in enumerate(rows):
-            keep = [True] * m if head.allowed is None else head.allowed[i].tolist()
-            exps.append([(scores[r, j] * c).exp() if keep[j] else zero for j in range(m)])
-        E = arb_mat(exps)
-        totals = E * arb_mat([[1]] * m)
+        exps, E, totals = _exp_rows(head, rows, KT)
         if quantity in ("lse", "lse2"):
             ln2 = arb(2).log()
             for r in range(len(rows)):
@@ -158,6 +172,102 @@ def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], b
             yield {k: weighted[0, n] / totals[r, 0] for n, k in enumerate(cols)}
     finally:
         ctx.prec = saved
+
+
+def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int, KT):
+    """For each row of ``wanted`` (in order), {column: ball} of dQ (a query's row) or dK, dV (a key's):
+    the backward pass of float64_backward in arb, dS = A ∘ (dO·Vᵀ − D), D = rowsum(dO ∘ O). dK and dV need
+    every query's ℓ and D (limits.GRADIENT_REFINE_SCORES bounds the scores that takes), then the exps of
+    the keys asked for only."""
+    from flint import arb, arb_mat, ctx
+
+    n, m = head.Q.shape[0], head.K.shape[0]
+    if quantity != "dQ" and n * m > limits.GRADIENT_REFINE_SCORES:
+        i = min(wanted)
+        raise EvaluationError(
+            f"the error of {quantity} entry ({i + 1}, {wanted[i][0] + 1}) is not decided by the float64 bound, and "
+            f"refining it with arb takes all {n}×{m} scores; at most {limits.GRADIENT_REFINE_SCORES} are allowed"
+        )
+    saved = ctx.prec
+    ctx.prec = bits
+    try:
+        queries = list(wanted) if quantity == "dQ" else list(range(n))
+        keys = list(range(m)) if quantity == "dQ" else list(wanted)  # the keys whose column of dS counts
+        V, VT = arb_mat(head.V.tolist()), arb_mat(head.V[keys].T.tolist())
+        c, zero, one = _scale(head), arb(0), arb(1)
+        K = arb_mat(head.K.tolist())
+        across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
+        stats = None if quantity == "dQ" else _row_stats(head, bits, KT, quantity == "dK")
+        total = None
+        for start in range(0, len(queries), ROWS_AT_ONCE):
+            chunk = queries[start : start + ROWS_AT_ONCE]
+            if stats is None:
+                _, E, totals = _exp_rows(head, chunk, KT)
+                ells, Ds = _ell_and_d(head, chunk, E, totals, V)
+            else:
+                _, E, _ = _exp_rows(head, chunk, KT, keys)
+                ells, Ds = stats[0][start : start + len(chunk)], stats[1][start : start + len(chunk)]
+            grads = head.dO[chunk].tolist()  # Python floats: arb takes them exactly
+            dA = arb_mat(grads) * VT if quantity != "dV" else None
+            factors = []
+            for r, i in enumerate(chunk):
+                if head.allowed is not None and head.allowed[i].sum() == 1 or m == 1:  # A = 1: dS = 0 exactly
+                    weight = [one if head.allowed is None or head.allowed[i, j] else zero for j in keys]
+                    factors.append(weight if quantity == "dV" else [zero] * len(keys))
+                    continue
+                weight = [E[r, t] / ells[r] for t in range(len(keys))]
+                factors.append(weight if dA is None else [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)])
+            F = arb_mat(factors)
+            if quantity == "dQ":
+                P = F * K
+                for r, i in enumerate(chunk):
+                    yield {col: c * P[r, col] for col in wanted[i]}
+                continue
+            part = F.transpose() * arb_mat(across[chunk].tolist())
+            total = part if total is None else total + part
+        if total is not None:
+            for t, j in enumerate(keys):
+                yield {col: (c if quantity == "dK" else one) * total[t, col] for col in wanted[j]}
+    finally:
+        ctx.prec = saved
+
+
+_STATS: dict = {}  # the last head's (ℓ, D) at a precision: a second refinement of its dK or dV reuses them
+
+
+def _row_stats(head, bits: int, KT, with_d: bool):
+    """Every query's ℓ = Σ_j e^z and D_i = Σ_k dO_ik O_ik (None without ``with_d``), as arb balls."""
+    from flint import arb_mat
+
+    key = (id(head), bits, with_d)
+    if _STATS.get("key") != key:
+        ells: list = []
+        Ds: list = []
+        n = head.Q.shape[0]
+        V = arb_mat(head.V.tolist()) if with_d else None
+        for start in range(0, n, ROWS_AT_ONCE):
+            chunk = list(range(start, min(start + ROWS_AT_ONCE, n)))
+            _, E, totals = _exp_rows(head, chunk, KT)
+            ell, D = _ell_and_d(head, chunk, E, totals, V)
+            ells += ell
+            Ds += D
+        _STATS.clear()
+        _STATS.update(key=key, head=head, value=(ells, Ds))  # the head kept: its id stays its own
+    return _STATS["value"]
+
+
+def _ell_and_d(head, chunk: list[int], E, totals, V) -> tuple[list, list]:
+    """ℓ of the chunk's rows, and their D with V (an arb_mat; None: no D)."""
+    from flint import arb
+
+    ells = [totals[r, 0] for r in range(len(chunk))]
+    if V is None:
+        return ells, [None] * len(chunk)
+    EV = E * V
+    Ds = []
+    for r, row in enumerate(head.dO[chunk].tolist()):
+        Ds.append(sum((g * EV[r, k] for k, g in enumerate(row)), arb(0)) / ells[r])
+    return ells, Ds
 
 
 def _ends(x) -> tuple[Fraction, Fraction]:
