@@ -126,13 +126,13 @@ def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None
 
     queries, q_shift = _integers(head.Q[rows])
     scores = fmpz_mat(queries) * KT[0]  # the scores exactly, as integers · 2^-(q_shift + KT[1])
-    c = _scale(head) * arb(2) ** -(q_shift + KT[1])
+    Z = arb_mat(scores) * (_scale(head) * arb(2) ** -(q_shift + KT[1]))  # in C: one Python step an entry less
     columns = list(range(scores.ncols())) if columns is None else columns
     zero = arb(0)
     exps = []
     for r, i in enumerate(rows):
         keep = [True] * len(columns) if head.allowed is None else head.allowed[i, columns].tolist()
-        exps.append([(scores[r, j] * c).exp() if ok else zero for j, ok in zip(columns, keep)])
+        exps.append([Z[r, j].exp() if ok else zero for j, ok in zip(columns, keep)])
     E = arb_mat(exps)
     return exps, E, E * arb_mat([[1]] * len(columns))
 
@@ -179,7 +179,7 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
     the backward pass of float64_backward in arb, dS = A ∘ (dO·Vᵀ − D), D = rowsum(dO ∘ O). dK and dV need
     every query's ℓ and D (limits.GRADIENT_REFINE_SCORES bounds the scores that takes), then the exps of
     the keys asked for only."""
-    from flint import arb, arb_mat, ctx
+    from flint import arb, arb_mat, ctx, fmpz_mat
 
     n, m = head.Q.shape[0], head.K.shape[0]
     if quantity != "dQ" and n * m > limits.GRADIENT_REFINE_SCORES:
@@ -193,7 +193,7 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
     try:
         queries = list(wanted) if quantity == "dQ" else list(range(n))
         keys = list(range(m)) if quantity == "dQ" else list(wanted)  # the keys whose column of dS counts
-        V, VT = arb_mat(head.V.tolist()), arb_mat(head.V[keys].T.tolist())
+        VT, VT_keys = _transposed(head.V), _transposed(head.V[keys])
         c, zero, one = _scale(head), arb(0), arb(1)
         K = arb_mat(head.K.tolist())
         across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
@@ -202,13 +202,15 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
         for start in range(0, len(queries), ROWS_AT_ONCE):
             chunk = queries[start : start + ROWS_AT_ONCE]
             if stats is None:
-                _, E, totals = _exp_rows(head, chunk, KT)
-                ells, Ds = _ell_and_d(head, chunk, E, totals, V)
+                exps, E, totals = _exp_rows(head, chunk, KT)
+                ells, Ds = _ell_and_d(head, chunk, exps, totals, VT)
             else:
                 _, E, _ = _exp_rows(head, chunk, KT, keys)
                 ells, Ds = stats[0][start : start + len(chunk)], stats[1][start : start + len(chunk)]
-            grads = head.dO[chunk].tolist()  # Python floats: arb takes them exactly
-            dA = arb_mat(grads) * VT if quantity != "dV" else None
+            dA = None
+            if quantity != "dV":  # dO·Vᵀ at the keys exactly in integers, then as balls
+                grads, shift = _integers(head.dO[chunk])
+                dA = arb_mat(fmpz_mat(grads) * VT_keys[0]) * arb(2) ** -(shift + VT_keys[1])
             factors = []
             for r, i in enumerate(chunk):
                 if head.allowed is not None and head.allowed[i].sum() == 1 or m == 1:  # A = 1: dS = 0 exactly
@@ -237,18 +239,16 @@ _STATS: dict = {}  # the last head's (ℓ, D) at a precision: a second refinemen
 
 def _row_stats(head, bits: int, KT, with_d: bool):
     """Every query's ℓ = Σ_j e^z and D_i = Σ_k dO_ik O_ik (None without ``with_d``), as arb balls."""
-    from flint import arb_mat
-
     key = (id(head), bits, with_d)
     if _STATS.get("key") != key:
         ells: list = []
         Ds: list = []
         n = head.Q.shape[0]
-        V = arb_mat(head.V.tolist()) if with_d else None
+        VT = _transposed(head.V) if with_d else None
         for start in range(0, n, ROWS_AT_ONCE):
             chunk = list(range(start, min(start + ROWS_AT_ONCE, n)))
-            _, E, totals = _exp_rows(head, chunk, KT)
-            ell, D = _ell_and_d(head, chunk, E, totals, V)
+            exps, _, totals = _exp_rows(head, chunk, KT)
+            ell, D = _ell_and_d(head, chunk, exps, totals, VT)
             ells += ell
             Ds += D
         _STATS.clear()
@@ -256,18 +256,27 @@ def _row_stats(head, bits: int, KT, with_d: bool):
     return _STATS["value"]
 
 
-def _ell_and_d(head, chunk: list[int], E, totals, V) -> tuple[list, list]:
-    """ℓ of the chunk's rows, and their D with V (an arb_mat; None: no D)."""
-    from flint import arb
+def _ell_and_d(head, chunk: list[int], exps, totals, VT) -> tuple[list, list]:
+    """ℓ of the chunk's rows, and with VT (Vᵀ as integers · 2^-shift; None: no D) their D = Σ_j A_ij dA_ij."""
+    from flint import arb, arb_mat, fmpz_mat
 
     ells = [totals[r, 0] for r in range(len(chunk))]
-    if V is None:
+    if VT is None:
         return ells, [None] * len(chunk)
-    EV = E * V
+    grads, shift = _integers(head.dO[chunk])
+    unit = arb(2) ** -(shift + VT[1])
     Ds = []
-    for r, row in enumerate(head.dO[chunk].tolist()):
-        Ds.append(sum((g * EV[r, k] for k, g in enumerate(row)), arb(0)) / ells[r])
+    for r in range(len(chunk)):  # a row's e times its dA = dO·Vᵀ, exact in integers: one dot product
+        Ds.append((arb_mat([exps[r]]) * (fmpz_mat([grads[r]]) * VT[0]).transpose())[0, 0] * unit / ells[r])
     return ells, Ds
+
+
+def _transposed(a: np.ndarray):
+    """aᵀ as an fmpz_mat of integers and their shift (a = ints · 2^-shift)."""
+    from flint import fmpz_mat
+
+    ints, shift = _integers(a)
+    return fmpz_mat(ints).transpose(), shift
 
 
 def _ends(x) -> tuple[Fraction, Fraction]:
