@@ -30,24 +30,16 @@ from symattn.input import limits
 from symattn.input.errors import EvaluationError
 from symattn.input.floats import FloatResult, ulp
 from symattn.input.spec import load_spec
+from tests.test_kernel import exact_text, in_format
+from tests.test_kernel import heads as forward_heads
 
 ROOT = Path(__file__).resolve().parent.parent
 GRADIENTS = {"dq": "dQ", "dk": "dK", "dv": "dV"}
-
-
-def exact_text(x: float) -> str:
-    return str(Decimal(float(x)))  # a float's exact decimal expansion: the spec reads it as that rational
+FORMATS = ["float16", "float32"]
 
 
 def matrix(M) -> list[list[str]]:
     return [[exact_text(x) for x in row] for row in M]
-
-
-def in_format(a: np.ndarray, fmt: str) -> np.ndarray:
-    if fmt == "bfloat16":
-        torch = pytest.importorskip("torch")
-        return torch.tensor(a).to(torch.bfloat16).to(torch.float64).numpy()
-    return a.astype({"float16": np.float16, "float32": np.float32}[fmt]).astype(np.float64)
 
 
 def result_of(x: np.ndarray, fmt: str) -> FloatResult:
@@ -142,21 +134,14 @@ def test_the_exact_backward_model_lies_within_the_bound_and_the_arb_balls(seed):
                 assert a <= middle + half and middle - half <= b, (quantity, i, j)  # the ball holds it too
 
 
-small = st.integers(1, 6)
-
-
 @st.composite
 def heads(draw):
-    n, m, d, dv = draw(small), draw(small), draw(small), draw(small)
-    fmt = draw(st.sampled_from(["float16", "float32"]))
-    scale = draw(st.sampled_from([0.01, 1.0, 8.0, 60.0]))
+    """test_kernel's random heads, masks included, with a dO of float16 or float32 values."""
+    head = draw(forward_heads())
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    Q, K, V, dO = (in_format(rng.standard_normal(s) * scale, fmt) for s in ((n, d), (m, d), (m, dv), (n, dv)))
-    allowed = None
-    if draw(st.booleans()):
-        allowed = rng.random((n, m)) < 0.6
-        allowed[np.arange(n), rng.integers(0, m, n)] = True  # every query attends to a key
-    return head_of(Q, K, V, dO, allowed)
+    scale = draw(st.sampled_from([0.01, 1.0, 60.0]))
+    dO = in_format(rng.standard_normal((head.Q.shape[0], head.V.shape[1])) * scale, draw(st.sampled_from(FORMATS)))
+    return float64_backward.GradientHead(**{f: getattr(head, f) for f in head.__dataclass_fields__}, dO=dO)
 
 
 @settings(max_examples=60, deadline=None)
