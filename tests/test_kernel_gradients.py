@@ -267,3 +267,17 @@ def test_the_undecided_past_arbs_limit_are_refused_in_one_line(monkeypatch):
     )
     monkeypatch.setattr(limits, "GRADIENT_REFINE_SCORES", 64)  # 8 × 8: arb decides them
     assert compare(spec, result, "dk", grad_output=result_of(dO, "float16")).refined > 0
+
+
+def test_queries_of_equal_scores_have_their_dq_exactly():
+    """Three equal keys score every query alike: the weights are 1/3 and dQ = c·dS·K is exactly 0 (dS sums
+    to 0), which no arb ball around it decides; the exact rational does."""
+    rng = np.random.default_rng(4)
+    Q, V, dO = (rng.integers(-3, 4, s).astype(np.float64) for s in ((3, 4), (3, 2), (3, 2)))
+    K = np.repeat(rng.integers(-3, 4, (1, 4)).astype(np.float64), 3, axis=0)
+    x = in_format(naive(Q, K, V, dO, dtype=np.float64)["dq"], "float32")
+    x[0, 0] = 2.0**-30  # one entry off, by far more than a ULP of 0
+    spec = load_spec({"Q": matrix(Q), "K": matrix(K), "V": matrix(V)})
+    c = compare(spec, result_of(x, "float32"), "dq", grad_output=result_of(dO, "float32"))
+    assert c.refined == 12 and [e.exact for e in c.entries] == [Decimal(0)] * 12
+    assert [e.ulps == 0 for e in c.entries] == [v == 0 for v in x.flat]

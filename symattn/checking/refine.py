@@ -6,6 +6,7 @@ until each entry is decided. A row whose allowed scores are all equal has ration
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -24,8 +25,8 @@ def refine(head: float64.Head, quantity: str, entries: dict[int, list[int]], dec
     decides each and both ends agree on ``digits``; {(i, j): (outcome, shown)} and the digits reached."""
     out: dict[tuple[int, int], tuple] = {}
     bits = START_BITS
-    # rational rows are the weights' and outputs' (a gradient's row may be a key's: none is looked for)
-    candidates = set() if quantity in GRADIENTS else _equal_score_rows(head, sorted(entries))
+    # rational rows: a query's (dK's and dV's rows are keys': none is looked for)
+    candidates = set() if quantity in ("dK", "dV") else _equal_score_rows(head, sorted(entries))
     for i, cols in entries.items():
         known = _rational_row(head, quantity, i) if i in candidates else None
         if known is None:
@@ -67,9 +68,26 @@ def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] |
     if any(e != exact[0] for e in exact):
         return None
     w = Fraction(1, len(keys))
+    if quantity == "dQ":
+        return _rational_dq(head, i, keys, w)
     if quantity == "weights":
         return [w if k else Fraction(0) for k in keep]
     return [w * sum((Fraction(float(head.V[j, c])) for j in keys), Fraction(0)) for c in range(head.V.shape[1])]
+
+
+def _rational_dq(head, i: int, keys, w: Fraction) -> list[Fraction] | None:
+    """dQ's row i exactly where its weights are all w: dS = w·(dA − D) is rational, and so is c·dS·K for a
+    rational scale c (given, or 1/√d with d a square); None for an irrational one."""
+    d = head.Q.shape[1]
+    c = head.exact_scale if head.exact_scale is not None else Fraction(1, math.isqrt(d))
+    if head.exact_scale is None and math.isqrt(d) ** 2 != d:
+        return None
+    g = [Fraction(x) for x in head.dO[i].tolist()]
+    dA = [sum((Fraction(v) * x for v, x in zip(head.V[j].tolist(), g)), Fraction(0)) for j in keys]
+    D = w * sum(dA, Fraction(0))
+    dS = [w * (a - D) for a in dA]
+    K = [[Fraction(x) for x in head.K[j].tolist()] for j in keys]
+    return [c * sum((s * row[k] for s, row in zip(dS, K)), Fraction(0)) for k in range(d)]
 
 
 def _equal_score_rows(head: float64.Head, rows: list[int]) -> set[int]:

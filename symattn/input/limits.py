@@ -230,5 +230,5 @@ GRADIENT_TOKENS = 64  # queries or keys of compare --quantity dq|dk|dv (the exac
 # ... on the float64 path (Q, K, V and dO of float32 values): memory O(block · keys + N · D)
 KERNEL_GRADIENT_TOKENS = 8192
 # scores (queries × keys) of arb's refinement of dK or dV entries the float64 bound leaves open: each needs
-# every query's weights (about 10 s at 1024 × 1024); past it compare refuses in one line, naming the entry
-GRADIENT_REFINE_SCORES = 1 << 20
+# every query's ℓ and D (4 s at 1024 × 1024, a minute or two at 4096 × 4096); past it compare refuses in one line
+GRADIENT_REFINE_SCORES = 1 << 24
