@@ -2,6 +2,8 @@
 
 Like the exact path: python-flint's arb (matrix products in C, one exp per score), the precision doubled
 until each entry is decided. A row whose allowed scores are all equal has rational weights, known exactly.
+The gradients dQ, dK, dV (float64_backward) are the backward pass in arb: a dQ entry takes its query's
+row, a dK or dV entry every query's ℓ and D and then only its own key's weights.
 """
 
 from __future__ import annotations
@@ -213,7 +215,7 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
         keys = list(range(m)) if quantity == "dQ" else list(wanted)  # the keys whose column of dS counts
         VT, VT_keys = _transposed(head.V), _transposed(head.V[keys])
         c, zero, one = _scale(head), arb(0), arb(1)
-        K = arb_mat(head.K.tolist())
+        K = arb_mat(head.K.tolist()) if quantity == "dQ" else None
         across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
         stats = None if quantity == "dQ" else _row_stats(head, bits, KT, quantity == "dK")
         total = None
@@ -238,7 +240,7 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
                 weight = [E[r, t] / ells[r] for t in range(len(keys))]
                 factors.append(weight if dA is None else [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)])
             F = arb_mat(factors)
-            if quantity == "dQ":
+            if K is not None:  # dQ
                 P = F * K
                 for r, i in enumerate(chunk):
                     yield {col: c * P[r, col] for col in wanted[i]}
