@@ -165,6 +165,8 @@ def compare(
 def _gradient_heads(spec: Any, grad_output: FloatResult | None) -> list | None:
     """The one head of the float64 path for dq, dk and dv (float64_backward), checked against its own
     limit; None where the exact path decides (inputs or dO no float32 values, scores it does not model)."""
+    import math
+
     import numpy as np
 
     from symattn.checking import kernel
@@ -182,8 +184,12 @@ def _gradient_heads(spec: Any, grad_output: FloatResult | None) -> list | None:
         dO = np.array([[float(v) for v in row if v is not None] for row in grad_output.rows], dtype=np.float64)
     if dO.ndim != 2 or not float64.is_float32(dO):
         return None
-    head = heads[0]
-    return [float64_backward.GradientHead(**{f: getattr(head, f) for f in head.__dataclass_fields__}, dO=dO)]
+    fields = {f: getattr(heads[0], f) for f in heads[0].__dataclass_fields__}
+    d = heads[0].Q.shape[1]
+    root = math.isqrt(d)
+    if spec.scale == "sqrt" and root * root == d and root & (root - 1) == 0:
+        fields.update(scale_error=0.0, exact_scale=Fraction(1, root))  # d = 4^k: 1/√d is a float, exactly
+    return [float64_backward.GradientHead(**fields, dO=dO)]
 
 
 def _checked_grad_output(spec: Any, grad_output: FloatResult | None, limit: int, path: str) -> FloatResult:
