@@ -119,8 +119,10 @@ def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
     nonzero = a[a != 0]
     if not nonzero.size:
         return [[0] * a.shape[1] for _ in range(a.shape[0])], 0
-    _, e = np.frexp(nonzero)
-    shift = max(0, 53 - int(e.min()))  # every entry's last bit at 2^-shift or above
+    m, e = np.frexp(np.abs(nonzero))  # |x| = m·2^e: m·2^53 an integer below 2^53
+    ints = np.ldexp(m, 53).astype(np.int64)
+    zeros = np.log2((ints & -ints).astype(np.float64)).astype(np.int64)  # trailing zero bits (exact: a power of 2)
+    shift = max(0, int(np.max(53 - e - zeros)))  # the least: every entry's last bit at 2^-shift; the ints stay short
     return [[int(x) for x in row] for row in np.ldexp(a, shift).tolist()], shift
 
 
@@ -140,8 +142,8 @@ def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bi
 
 
 def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None = None):
-    """Arb balls of the rows' e^z at the given columns (all keys by default; masked keys exactly 0), as
-    lists and as a matrix, and their row sums."""
+    """Arb balls of the rows' e^z (masked keys exactly 0), as lists and as a matrix, and their row sums; KT
+    holds the keys (all by default, else those of ``columns``) as integers."""
     from flint import arb, arb_mat, fmpz_mat
 
     queries, q_shift = _integers(head.Q[rows])
@@ -152,7 +154,7 @@ def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None
     exps = []
     for r, i in enumerate(rows):
         keep = [True] * len(columns) if head.allowed is None else head.allowed[i, columns].tolist()
-        exps.append([Z[r, j].exp() if ok else zero for j, ok in zip(columns, keep)])
+        exps.append([Z[r, t].exp() if ok else zero for t, ok in enumerate(keep)])
     E = arb_mat(exps)
     return exps, E, E * arb_mat([[1]] * len(columns))
 
@@ -214,6 +216,8 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
         queries = list(wanted) if quantity == "dQ" else list(range(n))
         keys = list(range(m)) if quantity == "dQ" else list(wanted)  # the keys whose column of dS counts
         VT, VT_keys = _transposed(head.V), _transposed(head.V[keys])
+        ints = KT[0].transpose().tolist()
+        KT_keys = (fmpz_mat([ints[j] for j in keys]).transpose(), KT[1])  # the keys' rows, the same shift
         c, zero, one = _scale(head), arb(0), arb(1)
         K = arb_mat(head.K.tolist()) if quantity == "dQ" else None
         across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
@@ -225,7 +229,7 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
                 exps, E, totals = _exp_rows(head, chunk, KT)
                 ells, Ds = _ell_and_d(head, chunk, exps, totals, VT)
             else:
-                _, E, _ = _exp_rows(head, chunk, KT, keys)
+                _, E, _ = _exp_rows(head, chunk, KT_keys, keys)
                 ells, Ds = stats[0][start : start + len(chunk)], stats[1][start : start + len(chunk)]
             dA = None
             if quantity != "dV":  # dO·Vᵀ at the keys exactly in integers, then as balls
