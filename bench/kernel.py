@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import resource
 import subprocess
 import sys
@@ -117,7 +118,10 @@ def gradient(n: int, d: int, quantity: str, seed: int = 0) -> dict:
     assert x.dtype == np.float32
     rows = tuple(tuple(map(Fraction, row)) for row in x.astype(np.float64).tolist())
     result = FloatResult("bench", "float32", rows, (), array=x.astype(np.float64))
-    head = float64_backward.GradientHead(*wide[:3], 1 / np.sqrt(d), 3 * float64.U, None, None, wide[3])
+    root = math.isqrt(d)  # d = 4^k: 1/√d is a float, exactly, as compare's float64 path takes it
+    exact = Fraction(1, root) if root * root == d and root & (root - 1) == 0 else None
+    scale_error = 0.0 if exact is not None else 3 * float64.U
+    head = float64_backward.GradientHead(*wide[:3], 1 / np.sqrt(d), scale_error, exact, None, wide[3])
     start = time.perf_counter()
     c = kernel.compare_head([head], result, quantity)
     symattn_s = time.perf_counter() - start

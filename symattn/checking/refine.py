@@ -222,7 +222,7 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
         K = arb_mat(head.K.tolist()) if quantity == "dQ" else None
         across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
         stats = None if quantity == "dQ" else _row_stats(head, bits, KT, quantity == "dK")
-        total = None
+        sums = {j: [zero] * len(wanted[j]) for j in keys} if quantity != "dQ" else {}  # dK, dV: over the queries
         for start in range(0, len(queries), ROWS_AT_ONCE):
             chunk = queries[start : start + ROWS_AT_ONCE]
             if stats is None:
@@ -243,17 +243,19 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
                     continue
                 weight = [E[r, t] / ells[r] for t in range(len(keys))]
                 factors.append(weight if dA is None else [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)])
-            F = arb_mat(factors)
             if K is not None:  # dQ
-                P = F * K
+                P = arb_mat(factors) * K
                 for r, i in enumerate(chunk):
                     yield {col: c * P[r, col] for col in wanted[i]}
                 continue
-            part = F.transpose() * arb_mat(across[chunk].tolist())
-            total = part if total is None else total + part
-        if total is not None:
+            rows = across[chunk].tolist()  # only the entries asked for: a dot product each, not a matrix product
             for t, j in enumerate(keys):
-                yield {col: (c if quantity == "dK" else one) * total[t, col] for col in wanted[j]}
+                sums[j] = [
+                    s + sum((f[t] * row[col] for f, row in zip(factors, rows)), zero)
+                    for s, col in zip(sums[j], wanted[j])
+                ]
+        for j in sums:
+            yield {col: (c if quantity == "dK" else one) * s for col, s in zip(wanted[j], sums[j])}
     finally:
         ctx.prec = saved
 
