@@ -219,7 +219,7 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
         ints = KT[0].transpose().tolist()
         KT_keys = (fmpz_mat([ints[j] for j in keys]).transpose(), KT[1])  # the keys' rows, the same shift
         c, zero, one = _scale(head), arb(0), arb(1)
-        K = arb_mat(head.K.tolist()) if quantity == "dQ" else None
+        columns = head.K.T.tolist() if quantity == "dQ" else None  # K's columns as Python floats
         across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
         stats = None if quantity == "dQ" else _row_stats(head, bits, KT, quantity == "dK")
         sums = {j: [zero] * len(wanted[j]) for j in keys} if quantity != "dQ" else {}  # dK, dV: over the queries
@@ -243,10 +243,9 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
                     continue
                 weight = [E[r, t] / ells[r] for t in range(len(keys))]
                 factors.append(weight if dA is None else [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)])
-            if K is not None:  # dQ
-                P = arb_mat(factors) * K
+            if columns is not None:  # dQ: a dot product over the keys for each entry asked for
                 for r, i in enumerate(chunk):
-                    yield {col: c * P[r, col] for col in wanted[i]}
+                    yield {col: c * sum((f * k for f, k in zip(factors[r], columns[col])), zero) for col in wanted[i]}
                 continue
             rows = across[chunk].tolist()  # only the entries asked for: a dot product each, not a matrix product
             for t, j in enumerate(keys):
