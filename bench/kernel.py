@@ -139,10 +139,11 @@ def gradient(n: int, d: int, quantity: str, seed: int = 0) -> dict:
     }
 
 
-def whole_process(n: int, d: int, files: bool = False) -> str:
+def whole_process(n: int, d: int, files: bool = False, quantity: str = "output") -> str:
     """`symattn compare` as a user runs it, n×n×d: spec and .npy result written first. The spec holds Q, K, V
     as exact decimals (TOML), or with ``files`` names q.npy, k.npy, v.npy (float32) beside it; the result
-    is the naive float32 kernel's (the same formula in float32)."""
+    is the naive float32 kernel's (the same formula in float32): O, or with ``quantity`` dQ, dK or dV for
+    a dO of do.npy."""
     import tempfile
     from decimal import Decimal
 
@@ -158,10 +159,17 @@ def whole_process(n: int, d: int, files: bool = False) -> str:
         else:
             rows = lambda M: "[" + ",".join("[" + ",".join(str(Decimal(float(x))) for x in r) + "]" for r in M) + "]"  # noqa: E731
             Path(tmp, "s.toml").write_text(f"Q = {rows(Q)}\nK = {rows(K)}\nV = {rows(V)}\n")
-        np.save(Path(tmp, "o.npy"), reference(Q, K, V))
+        command = ["compare", "s.toml", "o.npy"]
+        if quantity == "output":
+            np.save(Path(tmp, "o.npy"), reference(Q, K, V))
+        else:
+            dO = rng.standard_normal((n, d)).astype(np.float32)
+            np.save(Path(tmp, "do.npy"), dO)
+            np.save(Path(tmp, "o.npy"), backward(Q, K, V, dO)[quantity])
+            command += ["--quantity", quantity.lower(), "--grad-output", "do.npy"]
         start = time.perf_counter()
         run = subprocess.run(
-            [sys.executable, "-m", "symattn", "compare", "s.toml", "o.npy"],
+            [sys.executable, "-m", "symattn", *command],
             cwd=tmp,
             capture_output=True,
             text=True,
@@ -209,6 +217,9 @@ def main() -> None:
             f"({100 * r['refined'] / r['entries']:.3f}%), max {r['max_ulps']} ULP"
         )
     print(f"symattn compare, whole process, 1024×1024×64 from .npy files: {whole_process(1024, 64, files=True)}")
+    for quantity in ("dQ", "dK", "dV"):
+        took = whole_process(1024, 64, files=True, quantity=quantity)
+        print(f"symattn compare --quantity {quantity.lower()}, whole process, 1024×1024×64 from .npy files: {took}")
     for n in (1024, 512):  # a TOML spec of 1024×64 float32 values in exact decimals passes 4 MiB
         print(f"symattn compare, whole process, {n}×{n}×64 from a TOML spec: {whole_process(n, 64)}")
 
