@@ -5,6 +5,9 @@ shape, measured in one run (issue 22).
     python bench/kernel.py --quick      # 1024×1024×64 only
     python bench/kernel.py --grid       # also FlashAttention's grid, 9 × 6 heads × 1024×1024×64 (minutes)
 
+Each run also measures dQ, dK and dV for a given dO at 1024×1024×64 (the float64 backward path, then arb for
+the entries its bound leaves open), against numpy's float64 backward pass of the same formulas.
+
 Each target runs in a fresh process (its peak RSS is its own). The kernel measured is the same formula
 computed in float32 (a naive float32 kernel, errors of a few ULPs); symattn's compare (the float64 path
 with bounds, then arb for the entries the bound leaves open) measures it entry by entry. Printed: the
@@ -18,10 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import resource
 import subprocess
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,10 +92,70 @@ def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0) -> 
     }
 
 
-def whole_process(n: int, d: int, files: bool = False) -> str:
+def backward(Q, K, V, dO):
+    """Plain numpy float64 backward pass of attention, no autograd: dQ, dK, dV for the given dO."""
+    import numpy as np
+
+    c = Q.dtype.type(1 / np.sqrt(Q.shape[1]))  # in the inputs' dtype
+    Z = (Q @ K.T) * c
+    E = np.exp(Z - Z.max(axis=1, keepdims=True))
+    A = E / E.sum(axis=1, keepdims=True)
+    dS = A * (dO @ V.T - np.sum(dO * (A @ V), axis=1, keepdims=True))
+    return {"dQ": c * (dS @ K), "dK": c * (dS.T @ Q), "dV": A.T @ dO}
+
+
+def best_of(times: int, run) -> float:
+    """The least of ``times`` wall-clock seconds of run(): the machine's other work only ever adds."""
+    best = float("inf")
+    for _ in range(times):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def gradient(n: int, d: int, quantity: str, seed: int = 0) -> dict:
+    """Time numpy's float64 backward pass and compare's dQ, dK or dV on n×n×d float32 inputs, in this process;
+    the gradient measured is the naive float32 kernel's (the same formulas in float32)."""
+    import numpy as np
+
+    from symattn.checking import kernel
+    from symattn.exact import float64, float64_backward
+    from symattn.input.floats import FloatResult
+
+    rng = np.random.default_rng(seed)
+    inputs = [rng.standard_normal((n, d)).astype(np.float32) for _ in range(4)]
+    wide = [M.astype(np.float64) for M in inputs]
+    numpy_s = best_of(3, lambda: backward(*wide))  # warm: the first call pays BLAS's start-up
+    x = backward(*inputs)[quantity]
+    assert x.dtype == np.float32
+    result = FloatResult.of_array("bench", "float32", x.astype(np.float64))  # what the .npy reader gives
+    root = math.isqrt(d)  # d = 4^k: 1/√d is a float, exactly, as compare's float64 path takes it
+    exact = Fraction(1, root) if root * root == d and root & (root - 1) == 0 else None
+    scale_error = 0.0 if exact is not None else 3 * float64.U
+    head = float64_backward.GradientHead(*wide[:3], 1 / np.sqrt(d), scale_error, exact, None, wide[3])
+    start = time.perf_counter()
+    c = kernel.compare_head([head], result, quantity)
+    symattn_s = time.perf_counter() - start
+    bound_s = best_of(3, lambda: float64_backward.gradient(head, quantity))
+    return {
+        "shape": f"{quantity} {n}×{n}×{d}",
+        "numpy_s": numpy_s,
+        "symattn_s": symattn_s,
+        "bound_s": bound_s,
+        "ratio": symattn_s / numpy_s,
+        "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "refined": c.refined,
+        "entries": len(c.entries),
+        "max_ulps": str(c.worst.ulps) if c.worst else None,
+    }
+
+
+def whole_process(n: int, d: int, files: bool = False, quantity: str = "output") -> str:
     """`symattn compare` as a user runs it, n×n×d: spec and .npy result written first. The spec holds Q, K, V
     as exact decimals (TOML), or with ``files`` names q.npy, k.npy, v.npy (float32) beside it; the result
-    is the naive float32 kernel's (the same formula in float32)."""
+    is the naive float32 kernel's (the same formula in float32): O, or with ``quantity`` dQ, dK or dV for
+    a dO of do.npy."""
     import tempfile
     from decimal import Decimal
 
@@ -106,10 +171,17 @@ def whole_process(n: int, d: int, files: bool = False) -> str:
         else:
             rows = lambda M: "[" + ",".join("[" + ",".join(str(Decimal(float(x))) for x in r) + "]" for r in M) + "]"  # noqa: E731
             Path(tmp, "s.toml").write_text(f"Q = {rows(Q)}\nK = {rows(K)}\nV = {rows(V)}\n")
-        np.save(Path(tmp, "o.npy"), reference(Q, K, V))
+        command = ["compare", "s.toml", "o.npy"]
+        if quantity == "output":
+            np.save(Path(tmp, "o.npy"), reference(Q, K, V))
+        else:
+            dO = rng.standard_normal((n, d)).astype(np.float32)
+            np.save(Path(tmp, "do.npy"), dO)
+            np.save(Path(tmp, "o.npy"), backward(Q, K, V, dO)[quantity])
+            command += ["--quantity", quantity.lower(), "--grad-output", "do.npy"]
         start = time.perf_counter()
         run = subprocess.run(
-            [sys.executable, "-m", "symattn", "compare", "s.toml", "o.npy"],
+            [sys.executable, "-m", "symattn", *command],
             cwd=tmp,
             capture_output=True,
             text=True,
@@ -126,10 +198,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--grid", action="store_true", help="also 9 batches × 6 heads × 1024×1024×64")
     parser.add_argument("--one", nargs=4, metavar=("N", "D", "HEADS", "QUANTITY"), help=argparse.SUPPRESS)
+    parser.add_argument("--gradient", nargs=3, metavar=("N", "D", "QUANTITY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         n, d, heads, quantity = args.one
         print(json.dumps(one(int(n), int(d), int(heads), quantity)))
+        return
+    if args.gradient:
+        print(json.dumps(gradient(int(args.gradient[0]), int(args.gradient[1]), args.gradient[2])))
         return
     targets = [(1024, 64, 1, "output")]
     if not args.quick:
@@ -148,7 +224,21 @@ def main() -> None:
             f"({r['ratio']:.1f}x), peak {r['peak_gib']:.2f} GiB, refined by arb {r['refined']} of "
             f"{r['entries']} ({100 * r['refined'] / r['entries']:.3f}%), max {r['max_ulps']} ULP"
         )
+    for quantity in ("dQ", "dK", "dV"):
+        run = subprocess.run(
+            [sys.executable, __file__, "--gradient", "1024", "64", quantity], capture_output=True, text=True, check=True
+        )
+        r = json.loads(run.stdout)
+        print(
+            f"{r['shape']}: numpy backward {r['numpy_s']:.3f} s, symattn compare {r['symattn_s']:.3f} s "
+            f"({r['ratio']:.1f}x; the bound alone {r['bound_s']:.3f} s, {r['bound_s'] / r['numpy_s']:.1f}x), "
+            f"peak {r['peak_gib']:.2f} GiB, refined by arb {r['refined']} of {r['entries']} "
+            f"({100 * r['refined'] / r['entries']:.3f}%), max {r['max_ulps']} ULP"
+        )
     print(f"symattn compare, whole process, 1024×1024×64 from .npy files: {whole_process(1024, 64, files=True)}")
+    for quantity in ("dQ", "dK", "dV"):
+        took = whole_process(1024, 64, files=True, quantity=quantity)
+        print(f"symattn compare --quantity {quantity.lower()}, whole process, 1024×1024×64 from .npy files: {took}")
     for n in (1024, 512):  # a TOML spec of 1024×64 float32 values in exact decimals passes 4 MiB
         print(f"symattn compare, whole process, {n}×{n}×64 from a TOML spec: {whole_process(n, 64)}")
 

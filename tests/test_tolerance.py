@@ -291,7 +291,7 @@ def test_gradients_refuse_a_wrong_do_and_too_many_tokens(tmp_path, capsys, monke
     from symattn.input import limits
 
     spec = tmp_path / "s.json"
-    spec.write_text(json.dumps({"Q": [["1", "0"]] * 3, "K": [["0", "1"]] * 3, "V": [["1"]] * 3}))
+    spec.write_text(json.dumps({"Q": [["0.1", "0"]] * 3, "K": [["0", "1"]] * 3, "V": [["1"]] * 3}))
     np.save(tmp_path / "g.npy", np.zeros((3, 2), dtype=np.float32))
     np.save(tmp_path / "dO.npy", np.zeros((3, 2), dtype=np.float32))
     args = ["compare", str(spec), str(tmp_path / "g.npy"), "--quantity", "dq", "--grad-output"]
@@ -299,5 +299,11 @@ def test_gradients_refuse_a_wrong_do_and_too_many_tokens(tmp_path, capsys, monke
     assert f"{tmp_path / 'dO.npy'}: shape: dO is 3×2 and O is 3×1" in capsys.readouterr().err
     np.save(tmp_path / "dO.npy", np.zeros((3, 1), dtype=np.float32))
     monkeypatch.setattr(limits, "GRADIENT_TOKENS", 2)
-    assert main([*args, str(tmp_path / "dO.npy")]) == 2
+    assert main([*args, str(tmp_path / "dO.npy")]) == 2  # 0.1 is no float: the exact path's limit
     assert "3 tokens; --quantity dq, dk and dv take at most 2 (the exact backward pass)" in capsys.readouterr().err
+    spec.write_text(json.dumps({"Q": [["0.5", "0"]] * 3, "K": [["0", "1"]] * 3, "V": [["1"]] * 3}))
+    assert main([*args, str(tmp_path / "dO.npy")]) == 0  # floats: the float64 path, past the exact path's limit
+    capsys.readouterr()
+    monkeypatch.setattr(limits, "KERNEL_GRADIENT_TOKENS", 2)
+    assert main([*args, str(tmp_path / "dO.npy")]) == 2
+    assert "3 tokens; --quantity dq, dk and dv take at most 2 (the float64 path)" in capsys.readouterr().err

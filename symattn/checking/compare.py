@@ -60,6 +60,9 @@ def compare(
 
     how = "lse2" if quantity == "lse" and lse_base == "2" else quantity
     if quantity in GRADIENTS:
+        fast = _gradient_heads(spec, grad_output)
+        if fast is not None:  # Q, K, V and dO of float32 values: the float64 path
+            return kernel.compare_head(fast, result, GRADIENTS[quantity])
         spec = _with_grad_output(spec, grad_output)
     elif grad_output is not None:
         raise SpecError("--grad-output", None, "is for --quantity dq, dk or dv")
@@ -160,22 +163,47 @@ def compare(
     )
 
 
-def _with_grad_output(spec: Any, grad_output: FloatResult | None) -> Any:
-    """The spec with ``[backward]`` given as the dO of a result file (its floats exactly), checked."""
-    from symattn.input.numeral import Numeral
-    from symattn.input.parts import Backward
+def _gradient_heads(spec: Any, grad_output: FloatResult | None) -> list | None:
+    """The one head of the float64 path for dq, dk and dv (float64_backward), checked against its own
+    limit; None where the exact path decides (inputs or dO no float32 values, scores it does not model)."""
+    import math
 
+    import numpy as np
+
+    from symattn.checking import kernel
+    from symattn.checking.deciding import is_double
+    from symattn.exact import float64, float64_backward
+
+    grad_output = _checked_grad_output(spec, grad_output, limits.KERNEL_GRADIENT_TOKENS, "the float64 path")
+    heads = None if spec.batches else kernel.heads_of(replace(spec, backward=None), "output")
+    if heads is None:
+        return None
+    dO = grad_output.array
+    if dO is None:  # JSON: its numbers exactly, where they are floats
+        if not all(is_double(v) for row in grad_output.rows for v in row if v is not None):
+            return None
+        dO = np.array([[float(v) for v in row if v is not None] for row in grad_output.rows], dtype=np.float64)
+    if dO.ndim != 2 or not float64.is_float32(dO):
+        return None
+    fields = {f: getattr(heads[0], f) for f in heads[0].__dataclass_fields__}
+    d = heads[0].Q.shape[1]
+    root = math.isqrt(d)
+    if spec.scale == "sqrt" and root * root == d and root & (root - 1) == 0:
+        fields.update(scale_error=0.0, exact_scale=Fraction(1, root))  # d = 4^k: 1/√d is a float, exactly
+    return [float64_backward.GradientHead(**fields, dO=dO)]
+
+
+def _checked_grad_output(spec: Any, grad_output: FloatResult | None, limit: int, path: str) -> FloatResult:
+    """grad_output, refused in one line where it is missing or not dO's shape, or the spec no single head
+    of at most ``limit`` tokens."""
     if grad_output is None:
         raise SpecError("--grad-output", None, "missing: --quantity dq, dk and dv need the dO file they are for")
     if spec.projection is not None or spec.heads > 1 or spec.W_O is not None:
         raise SpecError(spec.source, "heads", "--quantity dq, dk and dv take one head of Q, K and V (no X, W or W_O)")
     queries, keys = len(spec.Q), len(spec.K)
-    if max(queries, keys) > limits.GRADIENT_TOKENS:
+    if max(queries, keys) > limit:
         raise LimitError(
-            spec.source,
-            "Q",
-            f"{max(queries, keys)} tokens; --quantity dq, dk and dv take at most {limits.GRADIENT_TOKENS} "
-            "(the exact backward pass)",
+            spec.source, "Q", f"{max(queries, keys)} tokens; --quantity dq, dk and dv take at most {limit} ({path})"
         )
     shape, got = (queries, len(spec.V[0])), (len(grad_output.rows), len(grad_output.rows[0]))
     if got != shape:
@@ -183,6 +211,15 @@ def _with_grad_output(spec: Any, grad_output: FloatResult | None) -> Any:
     if grad_output.not_finite:
         (i, j), value = grad_output.not_finite[0]
         raise SpecError(grad_output.source, "dO", f"not finite: {value}", (i + 1, j + 1))
+    return grad_output
+
+
+def _with_grad_output(spec: Any, grad_output: FloatResult | None) -> Any:
+    """The spec with ``[backward]`` given as the dO of a result file (its floats exactly), checked."""
+    from symattn.input.numeral import Numeral
+    from symattn.input.parts import Backward
+
+    grad_output = _checked_grad_output(spec, grad_output, limits.GRADIENT_TOKENS, "the exact backward pass")
     rows = tuple(tuple(Numeral(str(v), v, "fraction", None) for v in row if v is not None) for row in grad_output.rows)
     return replace(spec, backward=Backward("given", grad_output=rows))
 

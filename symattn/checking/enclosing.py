@@ -126,7 +126,7 @@ class FloatEnclosure(Enclosure):
         return out
 
     def _narrowed(self, points: list[Point], level: int) -> dict[Point, Ends]:
-        from symattn.checking.refine import _by_rows
+        from symattn.checking.refine import _ends_by_rows
 
         wanted: dict[int, dict[int, list[int]]] = {}
         back: dict[tuple[int, int, int], Point] = {}
@@ -156,7 +156,7 @@ class FloatEnclosure(Enclosure):
             return out
         bits = 96 * 2 ** (level - self.first_arb)
         for h, rows in wanted.items():
-            for row, values in _by_rows(self.heads[h], self.quantity, rows, bits, self.balls):
+            for row, values in _ends_by_rows(self.heads[h], self.quantity, rows, bits, self.balls):
                 for col in rows[row]:
                     i, j = back[(h, row, col)]
                     a, b = values[col]

@@ -4,8 +4,9 @@ Nothing the certificate says about a value is trusted. From its inputs (float32 
 text) this module recomputes every output's float and bound with :mod:`symattn.exact.float64` (those of
 path "c" with its error-free sums, :mod:`symattn.exact.compensated`), and then for each value:
 
-1. the certificate's float ± bound must hold the recomputed float ± bound (so a float moved by one ULP,
-   or a bound shrunk, is caught; the same numpy sums give the same float);
+1. the certificate's float ± bound must hold the recomputed float ± bound (so a float moved past its bound,
+   or a bound shrunk below the engine's, is caught; the maker's bound is three times the engine's, so
+   a machine whose BLAS sums in another order still finds its own float ± bound inside);
 2. paths "f" and "c": every point of the recomputed interval rounds half-up to the value shown (numpy with a
    margin, :mod:`symattn.exact.float_digits`; exact rationals inside the margin);
 3. path "a": the enclosure given rounds to the value shown, and mpmath's interval of the exact output,

@@ -15,7 +15,7 @@ import numpy as np
 
 from symattn.checking.deciding import decide, is_double, shown, shown_many
 from symattn.checking.refine import Balls, refine
-from symattn.exact import compensated, float64, logsumexp
+from symattn.exact import compensated, float64, float64_backward, logsumexp
 from symattn.exact.cores import map_forked
 from symattn.input.filematrix import FileMatrix
 from symattn.input.floats import FloatResult
@@ -74,6 +74,8 @@ def head_of(spec) -> float64.Head | None:
 def intervals(head: float64.Head, quantity: str) -> tuple[np.ndarray, np.ndarray]:
     """[lo, hi] around each exact weight, output or log-sum-exp (a row: one per query) of one head."""
     n, m, dv = head.Q.shape[0], head.K.shape[0], head.V.shape[1]
+    if quantity in float64_backward.GRADIENTS:  # dQ, dK or dV of a float64_backward.GradientHead
+        return float64.interval(*float64_backward.gradient(head, quantity))  # type: ignore[arg-type]
     if quantity in LSE:
         lo, hi = np.empty((1, n)), np.empty((1, n))
         for b in float64.blocks(head, weights=False):

@@ -2,16 +2,20 @@
 
 Like the exact path: python-flint's arb (matrix products in C, one exp per score), the precision doubled
 until each entry is decided. A row whose allowed scores are all equal has rational weights, known exactly.
+The gradients dQ, dK, dV (float64_backward) are the backward pass in arb: a dQ entry takes its query's
+row, a dK or dV entry every query's ℓ and D and then only its own key's weights.
 """
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
 
 from symattn.exact import float64
 from symattn.exact.cores import map_forked
+from symattn.exact.float64_backward import GRADIENTS
 from symattn.input import limits
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError
@@ -65,7 +69,8 @@ def refine(
     ``balls``: rows computed before, kept for the callers after."""
     out: dict[tuple[int, int], tuple] = {}
     bits = START_BITS
-    candidates = _equal_score_rows(head, sorted(entries))
+    # rational rows: a query's (dK's and dV's rows are keys': none is looked for)
+    candidates = set() if quantity in ("dK", "dV") else _equal_score_rows(head, sorted(entries))
     for i, cols in entries.items():
         known = _rational_row(head, quantity, i) if i in candidates else None
         if known is None:
@@ -77,7 +82,7 @@ def refine(
     pending = {i: [j for j in cols if (i, j) not in out] for i, cols in entries.items()}
     pending = {i: cols for i, cols in pending.items() if cols}
     while pending:
-        for i, values in _by_rows(head, quantity, pending, bits, balls):
+        for i, values in _ends_by_rows(head, quantity, pending, bits, balls):
             for j in pending[i]:
                 lo, hi = values[j]
                 outcome = decide_one(i, j, lo, hi)
@@ -107,9 +112,26 @@ def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] |
     if any(e != exact[0] for e in exact):
         return None
     w = Fraction(1, len(keys))
+    if quantity == "dQ":
+        return _rational_dq(head, i, keys, w)
     if quantity == "weights":
         return [w if k else Fraction(0) for k in keep]
     return [w * sum((Fraction(float(head.V[j, c])) for j in keys), Fraction(0)) for c in range(head.V.shape[1])]
+
+
+def _rational_dq(head, i: int, keys, w: Fraction) -> list[Fraction] | None:
+    """dQ's row i exactly where its weights are all w: dS = w·(dA − D) is rational, and so is c·dS·K for a
+    rational scale c (given, or 1/√d with d a square); None for an irrational one."""
+    d = head.Q.shape[1]
+    c = head.exact_scale if head.exact_scale is not None else Fraction(1, math.isqrt(d))
+    if head.exact_scale is None and math.isqrt(d) ** 2 != d:
+        return None
+    g = [Fraction(x) for x in head.dO[i].tolist()]
+    dA = [sum((Fraction(v) * x for v, x in zip(head.V[j].tolist(), g)), Fraction(0)) for j in keys]
+    D = w * sum(dA, Fraction(0))
+    dS = [w * (a - D) for a in dA]
+    K = [[Fraction(x) for x in head.K[j].tolist()] for j in keys]
+    return [c * sum((s * row[k] for s, row in zip(dS, K)), Fraction(0)) for k in range(d)]
 
 
 def _equal_score_rows(head: float64.Head, rows: list[int]) -> set[int]:
@@ -139,16 +161,37 @@ def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
     nonzero = a[a != 0]
     if not nonzero.size:
         return [[0] * a.shape[1] for _ in range(a.shape[0])], 0
-    _, e = np.frexp(nonzero)
-    shift = max(0, 53 - int(e.min()))  # every entry's last bit at 2^-shift or above
+    m, e = np.frexp(np.abs(nonzero))  # |x| = m·2^e: m·2^53 an integer below 2^53
+    ints = np.ldexp(m, 53).astype(np.int64)
+    zeros = np.log2((ints & -ints).astype(np.float64)).astype(np.int64)  # trailing zero bits (exact: a power of 2)
+    shift = max(0, int(np.max(53 - e - zeros)))  # the least: every entry's last bit at 2^-shift; the ints stay short
     return [[int(x) for x in row] for row in np.ldexp(a, shift).tolist()], shift
 
 
 def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None):
-    """(row, {column: exact ends}) for each row of ``wanted``, in order, at ``bits``."""
+    """(row, {column: ball}) for each row of ``wanted``, in order, at ``bits``."""
     # ROWS_AT_ONCE rows of balls at a time: memory stays O(ROWS_AT_ONCE · keys), not O(rows · keys)
     balls = Balls(0) if balls is None else balls
     rows = sorted(wanted)
+    if quantity in GRADIENTS:  # one pass over the queries for all the rows (dK, dV: every query counts)
+        yield from zip(rows, _gradient_rows(head, quantity, {i: wanted[i] for i in rows}, bits, balls.keys(head)))
+        return
+    for start in range(0, len(rows), ROWS_AT_ONCE):
+        chunk = rows[start : start + ROWS_AT_ONCE]
+        yield from zip(chunk, _arb_rows(head, quantity, {i: wanted[i] for i in chunk}, bits, balls))
+
+
+def _ends_by_rows(
+    head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None
+):
+    """(row, {column: exact ends}) for each row of ``wanted``, in order, at ``bits``: _by_rows's balls as
+    their ends, its chunks of rows in two processes from PARALLEL_ROWS rows on (the same chunks)."""
+    balls = Balls(0) if balls is None else balls
+    rows = sorted(wanted)
+    if quantity in GRADIENTS:
+        for i, values in _by_rows(head, quantity, wanted, bits, balls):
+            yield i, {j: _ends(ball) for j, ball in values.items()}
+        return
     chunks = [{i: wanted[i] for i in rows[n : n + ROWS_AT_ONCE]} for n in range(0, len(rows), ROWS_AT_ONCE)]
     parallel = len(rows) >= PARALLEL_ROWS
     if parallel:
@@ -163,6 +206,32 @@ def _chunk_ends(data: tuple, chunk: dict[int, list[int]]) -> list[tuple[int, dic
         (i, {j: _ends(ball) for j, ball in values.items()})
         for i, values in zip(chunk, _arb_rows(head, quantity, chunk, bits, balls))
     ]
+
+
+def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None = None):
+    """Arb balls of the rows' e^z (masked keys exactly 0), as lists and as a matrix, and their row sums; KT
+    holds the keys (all by default, else those of ``columns``) as integers."""
+    from flint import arb, arb_mat, fmpz_mat
+
+    queries, q_shift = _integers(head.Q[rows])
+    scores = fmpz_mat(queries) * KT[0]  # the scores exactly, as integers · 2^-(q_shift + KT[1])
+    Z = arb_mat(scores) * (_scale(head) * arb(2) ** -(q_shift + KT[1]))  # in C: one Python step an entry less
+    columns = list(range(scores.ncols())) if columns is None else columns
+    zero = arb(0)
+    exps = []
+    for r, i in enumerate(rows):
+        keep = [True] * len(columns) if head.allowed is None else head.allowed[i, columns].tolist()
+        exps.append([Z[r, t].exp() if ok else zero for t, ok in enumerate(keep)])
+    E = arb_mat(exps)
+    return exps, E, E * arb_mat([[1]] * len(columns))
+
+
+def _scale(head: float64.Head):
+    from flint import arb
+
+    if head.exact_scale is None:
+        return 1 / arb(head.Q.shape[1]).sqrt()
+    return arb(head.exact_scale.numerator) / head.exact_scale.denominator
 
 
 def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None):
@@ -201,31 +270,120 @@ def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], b
 
 def _exps(head: float64.Head, rows: list[int], KT: tuple) -> list[tuple]:
     """(e^z of each key as a 1×m row, their sum) for each of the query rows, at ctx.prec."""
-    from flint import arb, arb_mat, fmpz_mat
+    from flint import arb_mat
 
     if not rows:
         return []
-    queries, q_shift = _integers(head.Q[rows])
-    exact = fmpz_mat(queries) * KT[0]  # the scores exactly, as integers · 2^-(q_shift + KT[1])
-    d = head.Q.shape[1]
-    c = (
-        1 / arb(d).sqrt()
-        if head.exact_scale is None
-        else arb(head.exact_scale.numerator) / head.exact_scale.denominator
-    )
-    c = c * arb(2) ** -(q_shift + KT[1])
-    m = exact.ncols()
-    scores = (arb_mat(exact) * c).entries()  # exact integers to balls, each times c: in C, as fmpz · arb is
-    zero = arb(0)
-    exps = []
-    for r, i in enumerate(rows):
-        z = scores[r * m : (r + 1) * m]
-        if head.allowed is None:
-            exps.append([x.exp() for x in z])
-        else:
-            exps.append([x.exp() if keep else zero for x, keep in zip(z, head.allowed[i].tolist())])
-    totals = arb_mat(exps) * arb_mat([[1]] * m)
+    exps, _, totals = _exp_rows(head, rows, KT)
     return [(arb_mat([exps[r]]), totals[r, 0]) for r in range(len(rows))]
+
+
+def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int, KT):
+    """For each row of ``wanted`` (in order), {column: ball} of dQ (a query's row) or dK, dV (a key's):
+    the backward pass of float64_backward in arb, dS = A ∘ (dO·Vᵀ − D), D = rowsum(dO ∘ O). dK and dV need
+    every query's ℓ and D (limits.GRADIENT_REFINE_SCORES bounds the scores that takes), then the exps of
+    the keys asked for only."""
+    from flint import arb, arb_mat, ctx, fmpz_mat
+
+    n, m = head.Q.shape[0], head.K.shape[0]
+    if quantity != "dQ" and n * m > limits.GRADIENT_REFINE_SCORES:
+        i = min(wanted)
+        raise EvaluationError(
+            f"the error of {quantity} entry ({i + 1}, {wanted[i][0] + 1}) is not decided by the float64 bound, and "
+            f"refining it with arb takes all {n}×{m} scores; at most {limits.GRADIENT_REFINE_SCORES} are allowed"
+        )
+    saved = ctx.prec
+    ctx.prec = bits
+    try:
+        queries = list(wanted) if quantity == "dQ" else list(range(n))
+        keys = list(range(m)) if quantity == "dQ" else list(wanted)  # the keys whose column of dS counts
+        VT, VT_keys = _transposed(head.V), _transposed(head.V[keys])
+        ints = KT[0].transpose().tolist()
+        KT_keys = (fmpz_mat([ints[j] for j in keys]).transpose(), KT[1])  # the keys' rows, the same shift
+        c, zero, one = _scale(head), arb(0), arb(1)
+        columns = head.K.T.tolist() if quantity == "dQ" else None  # K's columns as Python floats
+        across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
+        stats = None if quantity == "dQ" else _row_stats(head, bits, KT, quantity == "dK")
+        sums = {j: [zero] * len(wanted[j]) for j in keys} if quantity != "dQ" else {}  # dK, dV: over the queries
+        for start in range(0, len(queries), ROWS_AT_ONCE):
+            chunk = queries[start : start + ROWS_AT_ONCE]
+            if stats is None:
+                exps, E, totals = _exp_rows(head, chunk, KT)
+                ells, Ds = _ell_and_d(head, chunk, exps, totals, VT)
+            else:
+                _, E, _ = _exp_rows(head, chunk, KT_keys, keys)
+                ells, Ds = stats[0][start : start + len(chunk)], stats[1][start : start + len(chunk)]
+            dA = None
+            if quantity != "dV":  # dO·Vᵀ at the keys exactly in integers, then as balls
+                grads, shift = _integers(head.dO[chunk])
+                dA = arb_mat(fmpz_mat(grads) * VT_keys[0]) * arb(2) ** -(shift + VT_keys[1])
+            factors = []
+            for r, i in enumerate(chunk):
+                if head.allowed is not None and head.allowed[i].sum() == 1 or m == 1:  # A = 1: dS = 0 exactly
+                    weight = [one if head.allowed is None or head.allowed[i, j] else zero for j in keys]
+                    factors.append(weight if quantity == "dV" else [zero] * len(keys))
+                    continue
+                weight = [E[r, t] / ells[r] for t in range(len(keys))]
+                factors.append(weight if dA is None else [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)])
+            if columns is not None:  # dQ: a dot product over the keys for each entry asked for
+                for r, i in enumerate(chunk):
+                    yield {col: c * sum((f * k for f, k in zip(factors[r], columns[col])), zero) for col in wanted[i]}
+                continue
+            rows = across[chunk].tolist()  # only the entries asked for: a dot product each, not a matrix product
+            for t, j in enumerate(keys):
+                sums[j] = [
+                    s + sum((f[t] * row[col] for f, row in zip(factors, rows)), zero)
+                    for s, col in zip(sums[j], wanted[j])
+                ]
+        for j in sums:
+            yield {col: (c if quantity == "dK" else one) * s for col, s in zip(wanted[j], sums[j])}
+    finally:
+        ctx.prec = saved
+
+
+_STATS: dict = {}  # the last head's (ℓ, D) at a precision: a second refinement of its dK or dV reuses them
+
+
+def _row_stats(head, bits: int, KT, with_d: bool):
+    """Every query's ℓ = Σ_j e^z and D_i = Σ_k dO_ik O_ik (None without ``with_d``), as arb balls."""
+    key = (id(head), bits, with_d)
+    if _STATS.get("key") != key:
+        ells: list = []
+        Ds: list = []
+        n = head.Q.shape[0]
+        VT = _transposed(head.V) if with_d else None
+        for start in range(0, n, ROWS_AT_ONCE):
+            chunk = list(range(start, min(start + ROWS_AT_ONCE, n)))
+            exps, _, totals = _exp_rows(head, chunk, KT)
+            ell, D = _ell_and_d(head, chunk, exps, totals, VT)
+            ells += ell
+            Ds += D
+        _STATS.clear()
+        _STATS.update(key=key, head=head, value=(ells, Ds))  # the head kept: its id stays its own
+    return _STATS["value"]
+
+
+def _ell_and_d(head, chunk: list[int], exps, totals, VT) -> tuple[list, list]:
+    """ℓ of the chunk's rows, and with VT (Vᵀ as integers · 2^-shift; None: no D) their D = Σ_j A_ij dA_ij."""
+    from flint import arb, arb_mat, fmpz_mat
+
+    ells = [totals[r, 0] for r in range(len(chunk))]
+    if VT is None:
+        return ells, [None] * len(chunk)
+    grads, shift = _integers(head.dO[chunk])
+    unit = arb(2) ** -(shift + VT[1])
+    Ds = []
+    for r in range(len(chunk)):  # a row's e times its dA = dO·Vᵀ, exact in integers: one dot product
+        Ds.append((arb_mat([exps[r]]) * (fmpz_mat([grads[r]]) * VT[0]).transpose())[0, 0] * unit / ells[r])
+    return ells, Ds
+
+
+def _transposed(a: np.ndarray):
+    """aᵀ as an fmpz_mat of integers and their shift (a = ints · 2^-shift)."""
+    from flint import fmpz_mat
+
+    ints, shift = _integers(a)
+    return fmpz_mat(ints).transpose(), shift
 
 
 def _ends(x) -> tuple[Fraction, Fraction]:

@@ -1,12 +1,12 @@
 """A certificate of one head's output by the float64 path, for float inputs at kernel sizes (issue 22 §4).
 
-Each output is shown to ``digits`` significant digits. Where every point of the float64 path's
-float ± bound (:mod:`symattn.exact.float64`) rounds to the digits shown, the certificate holds that
-float and bound (path "f"). Where it does not, the sums are redone error-free
-(:mod:`symattn.exact.compensated`, a bound about ten times tighter; path "c"). The verifier recomputes
-the floats and bounds of both from the inputs and trusts neither. The rest (path "a") are refined with
-arb balls (:mod:`symattn.checking.refine`) and hold the deciding enclosure, which the verifier re-checks
-with mpmath intervals, as it does every value of an exact-path certificate.
+Each output is shown to ``digits`` significant digits. Where every point of the float64 path's float ± bound
+(:mod:`symattn.exact.float64`) rounds to the digits shown, the certificate holds that float and a bound wide
+enough for another machine's sums (:func:`portable`; path "f"). Where it does not, the sums are redone
+error-free (:mod:`symattn.exact.compensated`, a bound about ten times tighter; path "c"). The verifier
+recomputes the floats and bounds of both from the inputs and trusts neither. The rest (path "a") are refined
+with arb balls (:mod:`symattn.checking.refine`) and hold the deciding enclosure, which the verifier
+re-checks with mpmath intervals, as it does every value of an exact-path certificate.
 
 Format version 2 (:data:`VERSION`): the inputs and every float as ``float.hex`` text (exact, and no
 decimal parsing), the mask as a row of "1" and "0" per query. The work goes by row blocks; the JSON is
@@ -44,6 +44,16 @@ def exact_decimal(x: Fraction) -> str:
     k = den.bit_length() - 1
     assert den == 1 << k  # arb's ends are dyadic
     return format(Decimal(x.numerator * 5**k).scaleb(-k, _EXACT), "f")  # never rounded to a context's precision
+
+
+def portable(error: np.ndarray) -> np.ndarray:
+    """The bound a certificate holds: three times the engine's, rounded up.
+
+    Another machine's BLAS may sum in another order: its float f′ is within b + b′ of ours, and its own
+    bound b′ is ours up to the rounding of the magnitudes' sums (SAFETY covers that), so its f′ ± b′ lies
+    inside f ± 3b and the certificate verifies there too. The digits are decided on f ± b.
+    """
+    return np.nextafter(3 * float64.SAFETY * error, np.inf)
 
 
 def hex_rows(a: np.ndarray) -> list[list[str]]:
@@ -97,7 +107,7 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
             q[rows, cols], e[rows, cols] = np.where(ok2, q2, q[rows, cols]), np.where(ok2, x2, e[rows, cols])
             path[rows[ok2], cols[ok2]] = COMPENSATED
         floats += hex_rows(value)
-        bounds += hex_rows(error)
+        bounds += hex_rows(portable(error))
         for i, k in zip(*np.nonzero(path == ARB)):
             open_rows.setdefault(int(i) + b.start, []).append(int(k))
         for row_path, row_q, row_e in zip(path.tolist(), q.tolist(), e.tolist()):

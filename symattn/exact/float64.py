@@ -248,13 +248,20 @@ def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV:
         eO = SAFETY * (U * np.abs(O) + eN / ell + (np.abs(N) + eN) * e_ell / room)
     eO[~np.isfinite(eO)] = np.inf
     if weights:
-        A = E / ell
-        with np.errstate(divide="ignore", invalid="ignore"):
-            eA = SAFETY * (U * A + eE / ell + (E + eE) * e_ell / room)
-        eA[~np.isfinite(eA)] = np.inf
+        A, eA = divided(E, eE, ell, e_ell)
     else:
         A = eA = np.empty((0, 0))
     return Block(start, stop, A, eA, O, eO, M, ell, e_ell)
+
+
+def divided(E: np.ndarray, eE: np.ndarray, ell: np.ndarray, e_ell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The weights A = E / ℓ (ℓ a column of row sums) and their bound, from E's and ℓ's."""
+    room = np.where(ell > e_ell, ell * (ell - e_ell), 0.0)  # no room: no bound (inf)
+    A = E / ell
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eA = SAFETY * (U * A + eE / ell + (E + eE) * e_ell / room)
+    eA[~np.isfinite(eA)] = np.inf
+    return A, eA
 
 
 def _chunked(E: np.ndarray, width: int, chunks: int, V: np.ndarray | None = None) -> np.ndarray:

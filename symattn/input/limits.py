@@ -232,3 +232,8 @@ ROPE_BASE_MAX = 10**12  # rope_base from 1/10^12 to 10^12, numerator and denomin
 ROPE_TERMS = 2_000_000  # cos/sin terms of the rotated scores: heads × queries × keys × d_k/2
 
 GRADIENT_TOKENS = 64  # queries or keys of compare --quantity dq|dk|dv (the exact backward pass: 6.8 s at 64×64×64)
+# ... on the float64 path (Q, K, V and dO of float32 values): memory O(block · keys + N · D)
+KERNEL_GRADIENT_TOKENS = 8192
+# scores (queries × keys) of arb's refinement of dK or dV entries the float64 bound leaves open: each needs
+# every query's ℓ and D (4 s at 1024 × 1024, a minute or two at 4096 × 4096); past it compare refuses in one line
+GRADIENT_REFINE_SCORES = 1 << 24

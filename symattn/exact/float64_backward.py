@@ -1,0 +1,134 @@
+"""The gradients dQ, dK, dV of attention for a given dO in float64, each with a rigorous a-priori bound.
+
+The backward pass of O = A·V, A = softmax(Z), Z = c·Q·Kᵀ (c the scale), as kernels compute it:
+
+    dV = Aᵀ·dO,  dA = dO·Vᵀ,  D_i = Σ_k dO_ik O_ik (= Σ_j A_ij dA_ij),  dS = A ∘ (dA − D),
+    dQ = c·dS·K,  dK = c·dSᵀ·Q.
+
+The forward pass is :mod:`symattn.exact.float64`'s exp stage (``exps``: E = e^(z − M) within e_E),
+with the row sums done more tightly than for O. Everything below is standard forward error analysis
+(u = 2^-53, γ_n = n·u/(1 − n·u); x̂ a float, e_x a bound on |x̂ − x|), each bound formed in floats from
+non-negative terms and multiplied by SAFETY, far more than the few roundings of forming it:
+
+- **Row sums** (ℓ = Σ_j E_ij, and D below). Rump–Ogita–Oishi's ExtractScalar splits each term p = h + l
+  with σ a power of 2 at least 2m·max|p|: every h is a multiple of u·σ and |Σ h| ≤ σ/2, so Σ h is exact
+  in any order; |l| ≤ u·σ, so Σ l loses at most γ_m·m·u·σ. The sum is off by u|ŝ| + γ_m·m·u·σ, about u,
+  where a plain sum loses γ of its length. Then ℓ is off by that and Σ_j e_E,ij, and Â = E/ℓ̂ as the
+  forward pass divides (``float64.divided``).
+- **dA.** dO and V are float32 values (float16 and bfloat16 ones are), so dA = dO·Vᵀ is a product of
+  the same kind as the scores, and comes with its bound the same way (``float64._scores``: the high parts'
+  product exact, only the rest carries γ).
+- **D** = Σ_j A_ij dA_ij (= Σ_k dO_ik O_ik, but without O's cancellation): the products p = fl(Â·dÂ) round
+  once each (u|p|) and are summed as the row sums are; the terms' own errors add Σ_j Â e_dA + e_A (|dÂ| + e_dA).
+- **dS.** Ŷ = fl(dÂ − D̂) with e_Y = u|Ŷ| + e_dA + e_D, then dŜ = fl(Â·Ŷ) with
+  e_dS = u|dŜ| + |Â| e_Y + e_A (|Ŷ| + e_Y). A masked key has Â = 0 and e_A = 0 exactly: dS is 0 there.
+- **The products** dQ = c·dS·K, dK = c·dSᵀ·Q, dV = Aᵀ·dO are sums of full float64 terms, but split as
+  the scores are (``float64._scores``: rows x = high + low by ExtractScalar, the highs' product exact in
+  any order): only the small rest loses γ, about u/10 of the sum of magnitudes at 1024 keys where a plain
+  product loses γ_√m (with chunks) or γ_m. dK and dV are one such product per block of query rows, the
+  blocks added one by one (γ_blocks of their magnitudes). To that each adds its terms' own errors:
+  Σ_j e_dS,ij |K_jl| for dS·K, one matrix product of non-negative floats.
+- **The scale.** dQ̂ = fl(ĉ·P̂): u|dQ̂| + ĉ e_P + (|P̂| + e_P) ĉ·ε_c, ε_c ĉ bounding |ĉ − c| as the
+  forward pass takes it.
+
+A bound that overflows or meets 0·∞ is ∞: that entry is left to arb. Memory stays O(block · keys + N · D):
+dK and dV are summed block by block, never an N × N matrix whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from symattn.exact.float64 import BLOCK, SAFETY, Head, Split, U, _scores, divided, exps, gamma
+
+GRADIENTS = ("dQ", "dK", "dV")
+
+
+@dataclass(frozen=True)
+class GradientHead(Head):
+    """One head's inputs and the dO the gradients are for (n×dv, float32 values)."""
+
+    dO: np.ndarray
+
+
+def gradient(head: GradientHead, quantity: str, block: int = BLOCK) -> tuple[np.ndarray, np.ndarray]:
+    """dQ (n×d), dK (m×d) or dV (m×dv) and a bound on each entry's error."""
+    assert quantity in GRADIENTS
+    with np.errstate(invalid="ignore", over="ignore"):  # 0·inf and overflow leave no bound: inf below
+        value, error = _gradient(head, quantity, block)
+    error[~np.isfinite(error)] = np.inf
+    return value, error
+
+
+def _gradient(head: GradientHead, quantity: str, block: int) -> tuple[np.ndarray, np.ndarray]:
+    n, m = head.Q.shape[0], head.K.shape[0]
+    keys, values = Split.of(head.K), Split.of(head.V)
+    if quantity == "dQ":
+        value, error = np.empty(head.Q.shape), np.empty(head.Q.shape)
+        columns, absK = Split.of(np.ascontiguousarray(head.K.T)), np.abs(head.K)
+    else:
+        across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
+        value, error = np.zeros((m, across.shape[1])), np.zeros((m, across.shape[1]))
+        g = gamma(-(-n // block))  # the blocks' products added one by one
+    for start in range(0, n, block):
+        rows = slice(start, min(start + block, n))
+        A, e_A = _weights(head, rows, keys)
+        if quantity != "dV":
+            A, e_A = _score_gradient(head, A, e_A, values, rows)  # dS and its bound from here on
+        if quantity == "dQ":
+            P, e_P = _scores(A, columns)
+            value[rows], error[rows] = _scaled(head, P, SAFETY * (e_P + e_A @ absK))
+            continue
+        part = across[rows]
+        P, e_P = _scores(np.ascontiguousarray(A.T), Split.of(np.ascontiguousarray(part.T)))
+        value += P
+        error += g * np.abs(P) + e_P + e_A.T @ np.abs(part)
+    if quantity == "dK":
+        return _scaled(head, value, SAFETY * error)
+    return value, SAFETY * error if quantity == "dV" else error
+
+
+def _row_sums(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's Σ_j P_ij (a column) and a bound on its error: ExtractScalar's high parts sum exactly."""
+    m = P.shape[1]
+    _, e = np.frexp(np.max(np.abs(P), axis=1, keepdims=True))  # max |P| < 2^e (e = 0 for a zero row)
+    sigma = np.ldexp(1.0, e + max(1, m - 1).bit_length() + 1)  # ≥ 2m·2^e
+    high = (P + sigma) - sigma  # exact, a multiple of u·σ
+    s = np.sum(high, axis=1, keepdims=True) + np.sum(P - high, axis=1, keepdims=True)
+    return s, SAFETY * (U * np.abs(s) + gamma(m) * m * U * sigma)
+
+
+def _weights(head: Head, rows: slice, keys: Split) -> tuple[np.ndarray, np.ndarray]:
+    """The weights of the query rows and their bound, the row sums ℓ summed (nearly) exactly."""
+    E, eE, _, _, _ = exps(head, rows, keys)
+    ell, e_sum = _row_sums(E)
+    return divided(E, eE, ell, SAFETY * (e_sum + np.sum(eE, axis=1, keepdims=True)))
+
+
+def _score_gradient(head: GradientHead, A, e_A, values: Split, rows: slice) -> tuple[np.ndarray, np.ndarray]:
+    """dS = A ∘ (dA − D) of the block's rows, with its bound."""
+    dA, e_dA = _scores(head.dO[rows], values)
+    p = A * dA
+    D, e_sum = _row_sums(p)
+    terms = U * np.abs(p) + A * e_dA + e_A * (np.abs(dA) + e_dA)
+    e_D = SAFETY * (e_sum + np.sum(terms, axis=1, keepdims=True))
+    del p, terms
+    Y = dA - D
+    e_Y = SAFETY * (U * np.abs(Y) + e_dA + e_D)
+    del dA, e_dA
+    dS = A * Y
+    e_dS = SAFETY * (U * np.abs(dS) + A * e_Y + e_A * (np.abs(Y) + e_Y))
+    e_dS[np.isnan(e_dS)] = np.inf  # an unbounded weight (inf) times a zero
+    return dS, e_dS
+
+
+def _scaled(head: Head, P: np.ndarray, e_P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """c·P and its bound: ĉ·P̂ rounds once, and ĉ is within scale_error of c."""
+    c = abs(head.scale)
+    value = head.scale * P
+    return value, SAFETY * (U * np.abs(value) + c * e_P + (np.abs(P) + e_P) * (c * head.scale_error))
+
+
+__all__ = ["GRADIENTS", "GradientHead", "gradient"]
