@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from symattn.exact.cores import map_forked
 from symattn.exact.float64 import SAFETY, TINY, Head, Split, U, exps, gamma
 
 _SPLITTER = 2.0**27 + 1  # Veltkamp: hi keeps 26 bits
 PAIRS = 1024  # pairs summed at once: three m × PAIRS arrays of their terms
+STEP = 256  # query rows of one exp stage (float64.exps)
 
 
 def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -36,50 +38,58 @@ def outputs(head: Head, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.nd
     split = Split.of(head.K)
     rows = sorted({i for i, _ in pairs})
     at = {i: n for n, i in enumerate(rows)}
-    m = head.K.shape[0]
     value, error = np.empty(len(pairs)), np.empty(len(pairs))
-    step = 256
-    for start in range(0, len(rows), step):
-        chunk = rows[start : start + step]
-        with np.errstate(invalid="ignore", over="ignore"):
-            E, eE, eps, under, _ = exps(head, np.array(chunk), split)
-        s, c = np.zeros(len(chunk)), np.zeros(len(chunk))
-        for e in np.ascontiguousarray(E.T):  # Sum2 of each row, key by key (a row of E.T: a key's exps)
-            s, q = _two_sum(s, e)
-            c += q
-        ell = s + c
-        e_ell = SAFETY * (U * ell + gamma(m) ** 2 * ell * 2 + np.sum(eE, axis=1))
-        eps_row = np.max(eps, axis=1)
-        tiny_row = np.where(np.any(under, axis=1), TINY, 0.0)
-        mine = [(n, i, k) for n, (i, k) in enumerate(pairs) if start <= at[i] < start + step]
-        where = np.array([n for n, _, _ in mine])
-        r = np.array([at[i] - start for _, i, _ in mine])
-        cols = np.array([k for _, _, k in mine])
-        hi, lo = _split(E)
-        N = np.empty(len(mine))
-        for part in range(0, len(mine), PAIRS):  # each pair's terms contiguous, key by key: m × PAIRS floats
-            some = slice(part, part + PAIRS)
-            H, L = np.ascontiguousarray(hi[r[some]].T), np.ascontiguousarray(lo[r[some]].T)
-            Vc = np.ascontiguousarray(head.V[:, cols[some]])
-            s, c = np.zeros(H.shape[1]), np.zeros(H.shape[1])
-            for j in range(m):  # Sum2 of the 2m exact products of each pair
-                s, q = _two_sum(s, H[j] * Vc[j])
-                c += q
-                s, q = _two_sum(s, L[j] * Vc[j])
-                c += q
-            N[some] = s + c
-        B = np.einsum("pj,jp->p", E[r], np.abs(head.V[:, cols])) * (1 + 2 * gamma(m))  # Σ e|v|, rounded up
-        eN = SAFETY * (
-            U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + eps_row[r] * B + tiny_row[r] * np.abs(head.V[:, cols]).sum(0)
-        )
-        L, eL = ell[r], e_ell[r]
-        O = N / L
-        with np.errstate(divide="ignore", invalid="ignore"):
-            room = np.where(L > eL, L * (L - eL), 0.0)
-            eO = SAFETY * (U * np.abs(O) + eN / L + (np.abs(N) + eN) * eL / room)
-        eO[~np.isfinite(eO)] = np.inf
+    starts = range(0, len(rows), STEP)
+    with np.errstate(invalid="ignore", over="ignore"):  # here: BLAS's threads in one process only
+        stages = [exps(head, np.array(rows[start : start + STEP]), split) for start in starts]
+    for where, O, eO in map_forked(_sums, (head, pairs, at, stages), list(starts)):  # numpy alone: both cores
         value[where], error[where] = O, eO
     return value, error
+
+
+def _sums(data: tuple, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The error-free sums of the rows of one exp stage (rows[start : start + STEP]): where their pairs are
+    in ``pairs``, their values and error bounds."""
+    head, pairs, at, stages = data
+    m, step = head.K.shape[0], STEP
+    E, eE, eps, under, _ = stages[start // STEP]
+    chunk = range(start, start + E.shape[0])
+    s, c = np.zeros(len(chunk)), np.zeros(len(chunk))
+    for e in np.ascontiguousarray(E.T):  # Sum2 of each row, key by key (a row of E.T: a key's exps)
+        s, q = _two_sum(s, e)
+        c += q
+    ell = s + c
+    e_ell = SAFETY * (U * ell + gamma(m) ** 2 * ell * 2 + np.sum(eE, axis=1))
+    eps_row = np.max(eps, axis=1)
+    tiny_row = np.where(np.any(under, axis=1), TINY, 0.0)
+    mine = [(n, i, k) for n, (i, k) in enumerate(pairs) if start <= at[i] < start + step]
+    where = np.array([n for n, _, _ in mine])
+    r = np.array([at[i] - start for _, i, _ in mine])
+    cols = np.array([k for _, _, k in mine])
+    hi, lo = _split(E)
+    N = np.empty(len(mine))
+    for part in range(0, len(mine), PAIRS):  # each pair's terms contiguous, key by key: m × PAIRS floats
+        some = slice(part, part + PAIRS)
+        H, L = np.ascontiguousarray(hi[r[some]].T), np.ascontiguousarray(lo[r[some]].T)
+        Vc = np.ascontiguousarray(head.V[:, cols[some]])
+        s, c = np.zeros(H.shape[1]), np.zeros(H.shape[1])
+        for j in range(m):  # Sum2 of the 2m exact products of each pair
+            s, q = _two_sum(s, H[j] * Vc[j])
+            c += q
+            s, q = _two_sum(s, L[j] * Vc[j])
+            c += q
+        N[some] = s + c
+    B = np.einsum("pj,jp->p", E[r], np.abs(head.V[:, cols])) * (1 + 2 * gamma(m))  # Σ e|v|, rounded up
+    eN = SAFETY * (
+        U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + eps_row[r] * B + tiny_row[r] * np.abs(head.V[:, cols]).sum(0)
+    )
+    L, eL = ell[r], e_ell[r]
+    O = N / L
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.where(L > eL, L * (L - eL), 0.0)
+        eO = SAFETY * (U * np.abs(O) + eN / L + (np.abs(N) + eN) * eL / room)
+    eO[~np.isfinite(eO)] = np.inf
+    return where, O, eO
 
 
 __all__ = ["outputs"]
