@@ -1,4 +1,4 @@
-"""Both cores for the float64 path's independent pieces of work (several heads, chunks of arb rows).
+"""Both cores for the float64 path's independent pieces of work (several heads, arb rows, compensated sums).
 
 The pieces are the same ones one process works through, so each result is the same, whichever process
 made it, and they come back in order: the output does not depend on the number of cores. The work's data
