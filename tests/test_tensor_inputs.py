@@ -218,7 +218,7 @@ def test_hostile_npy_files_are_one_line_errors(tmp_path, capsys):
         ),
         (
             header_only("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2000), }", b"\0" * 8000),
-            f"Q: 'q.npy': 1×2000; at most {limits.TOKENS}×{limits.DIMS}",
+            f"Q: 'q.npy': 1×2000; at most {limits.KERNEL_TOKENS}×{limits.DIMS}",
         ),
         (
             header_only("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }", struct.pack("<ff", 1, np.nan)),
@@ -418,3 +418,31 @@ def test_a_score_variant_keeps_the_exact_path(tmp_path, variant):
     np.save(tmp_path / "o.npy", np.array([[float(x) for x in row] for row in exact], dtype=np.float64))
     data = comparison_data(compare(spec, read_result(tmp_path / "o.npy")))
     assert "engine" not in data and data["summary"]["correctly_rounded"] == 4
+
+
+def test_files_reach_kernel_sizes_on_compare_only(tmp_path, capsys):
+    # 1100 tokens from files: past the exact path's 1024, so compare's float64 path takes them, and
+    # compute says where they belong
+    rng = np.random.default_rng(4)
+    Q, K, V = (rng.standard_normal((1100, 4)).astype(np.float32) for _ in range(3))
+    for name, a in zip("qkv", (Q, K, V)):
+        np.save(tmp_path / f"{name}.npy", a)
+    Z = Q.astype(np.float64) @ K.T.astype(np.float64) / 2
+    E = np.exp(Z - Z.max(axis=1, keepdims=True))
+    np.save(tmp_path / "o.npy", ((E @ V) / E.sum(axis=1, keepdims=True)).astype(np.float32))
+    spec = tmp_path / "s.toml"
+    spec.write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    assert main(["compare", str(spec), str(tmp_path / "o.npy"), "--format", "json"]) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["summary"]["entries"] == 4400
+    assert main(["compute", str(spec)]) == 2
+    assert capsys.readouterr().err == (
+        f"symattn: {spec}: Q: 1100 tokens; compute, check and render take at most 1024 (compare takes up to 8192 "
+        "from .npy or .safetensors files of float32 values, on its float64 path)\n"
+    )
+
+
+def test_the_kernel_token_limit(tmp_path):
+    np.save(tmp_path / "q.npy", np.zeros((limits.KERNEL_TOKENS + 1, 2), dtype=np.float32))
+    with pytest.raises(LimitError) as info:
+        load_spec(spec_file(tmp_path, Q="q.npy", K="q.npy", V="q.npy"))
+    assert str(info.value) == f"{tmp_path / 's.toml'}: Q: 'q.npy': 8193×2; at most 8192×1024"

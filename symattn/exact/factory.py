@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from symattn.exact.base import AttentionModel
 from symattn.exact.heads import build_model
 from symattn.exact.model import Model
+from symattn.input import limits
+from symattn.input.errors import LimitError
 from symattn.input.spec import Spec
 
 if TYPE_CHECKING:
@@ -25,6 +27,14 @@ def build(spec: Spec) -> AttentionModel:
             spec.source,
             "Q",
             f"a batch of {spec.batch} is for compare (with float32-valued inputs); a derivation takes one batch",
+        )
+    n, m = len(spec.tokens), len(spec.keys)
+    if max(n, m) > limits.TOKENS:  # kernel-sized files: the float64 path's (compare), never Python objects
+        raise LimitError(
+            spec.source,
+            "Q" if n >= m else "K",
+            f"{max(n, m)} tokens; compute, check and render take at most {limits.TOKENS} (compare takes up to "
+            f"{limits.KERNEL_TOKENS} from .npy or .safetensors files of float32 values, on its float64 path)",
         )
     if spec.is_symbolic:
         from symattn.exact.symbolic import build_symbolic, has_all_values

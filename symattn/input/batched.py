@@ -38,7 +38,7 @@ def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any
     if all(_leading_ones(a.values) for a in arrays.values()):  # matrices (or a batch of one, one head)
         out = dict(data)
         for key, a in arrays.items():
-            out[key] = filematrix.matrix_of(a, raw[key], key, reader.source, limits.TOKENS)
+            out[key] = filematrix.matrix_of(a, raw[key], key, reader.source, limits.KERNEL_TOKENS)
         return out, (), layout
     if len(set(axes.values())) != 1 or axes["Q"] not in (3, 4):
         shapes = ", ".join(f"{k} {tuple(a.values.shape)}" for k, a in arrays.items())
@@ -94,8 +94,8 @@ def _bhnd(values: np.ndarray, layout: str) -> np.ndarray:
 def _side_by_side(heads: np.ndarray, fmt: str, name: str, key: str, reader: Reader) -> FileMatrix:
     """(H, N, D) as (N, H·D): the heads' column blocks side by side, as a multi-head spec has them."""
     h, n, d = heads.shape
-    if n > limits.TOKENS or h * d > limits.DIMS:
-        raise LimitError(reader.source, key, f"{n}×{h * d} per batch; at most {limits.TOKENS}×{limits.DIMS}")
+    if n > limits.KERNEL_TOKENS or h * d > limits.DIMS:
+        raise LimitError(reader.source, key, f"{n}×{h * d} per batch; at most {limits.KERNEL_TOKENS}×{limits.DIMS}")
     return FileMatrix(np.ascontiguousarray(heads.transpose(1, 0, 2).reshape(n, h * d)), fmt, name)
 
 

@@ -144,8 +144,12 @@ def _npy(source: str, data: bytes, fmt: str | None) -> FloatResult:
     if len(shape) != 2 or 0 in shape:
         raise SpecError(source, "shape", f"expected a matrix (rows, columns), got shape ({parts})")
     rows, cols = shape
-    if rows > limits.TOKENS or cols > limits.DIMS:
-        raise LimitError(source, "shape", f"{rows}×{cols}; at most {limits.TOKENS}×{limits.DIMS}")
+    if max(rows, cols) > limits.KERNEL_TOKENS or rows * cols > limits.TENSOR_ENTRIES:  # O, A or a row of LSE
+        raise LimitError(
+            source,
+            "shape",
+            f"{rows}×{cols}; at most {limits.KERNEL_TOKENS} rows or columns and {limits.TENSOR_ENTRIES} entries",
+        )
     return FloatResult.of_array(source, array.format, array.values.reshape(rows, cols))
 
 

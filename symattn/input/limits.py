@@ -30,6 +30,9 @@ NESTING = 32  # lists and tables inside one another in TOML or JSON
 
 # --- sizes ------------------------------------------------------------------
 TOKENS = 1024  # rows of Q, K, V or X, for compute and check
+# rows of Q, K, V given as .npy or .safetensors files: compare's float64 path streams them by row blocks
+# (FlashAttention's tests reach 4224); the exact path still takes TOKENS
+KERNEL_TOKENS = 8192
 DIMS = 1024  # columns of any input matrix
 DOCUMENT_TOKENS = 128  # rows (queries or keys) a rendered document may show
 DOCUMENT_DIMS = 512  # columns a rendered document may show

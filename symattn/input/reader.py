@@ -74,7 +74,8 @@ class Reader:
         if isinstance(raw, filematrix.FileMatrix):  # one batch of a file with batch and head axes, checked
             return cast(Matrix, raw)
         if isinstance(raw, str) and not isinstance(raw, FloatText):  # "q.npy": the exact floats of a file
-            return cast(Matrix, filematrix.read(raw, key, self.source, self.folder, max_rows))
+            most = limits.KERNEL_TOKENS if max_rows == limits.TOKENS else max_rows  # tokens from a file: kernel sizes
+            return cast(Matrix, filematrix.read(raw, key, self.source, self.folder, most))
         if not isinstance(raw, (list, tuple)):
             raise self.error(key, f"expected a matrix (a list of rows), got {kind_of(raw)}")
         if not raw:
