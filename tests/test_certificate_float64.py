@@ -37,6 +37,17 @@ def small():
     return made(causal=True)
 
 
+def test_float64_certificates_show_10_digits_unless_told(tmp_path):
+    h = head(8, 4)
+    for name, a in zip("qkv", (h.Q, h.K, h.V)):
+        np.save(tmp_path / f"{name}.npy", a.astype(np.float16))
+    spec = tmp_path / "s.toml"
+    spec.write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    cert = tmp_path / "c.json"
+    assert main(["compute", str(spec), "--certify", "--float64", "-o", str(cert)]) == 0
+    assert json.loads(cert.read_text(encoding="utf-8"))["certificate"]["digits"] == 10
+
+
 def test_a_256_by_64_certificate_verifies(tmp_path, capsys):
     h = head(256, 64)
     for name, a in zip("qkv", (h.Q, h.K, h.V)):
@@ -289,7 +300,7 @@ def test_compute_refuses_what_the_float64_path_does_not_take(tmp_path, capsys):
         f"symattn: {spec}: --float64 covers one head whose Q, K and V are float32 values, without projections, "
         "W_O, ALiBi, softcap, sinks or RoPE\n"
     )
-    assert main(["compute", str(spec), "--certify", "--float64"]) == 2
+    assert main(["compute", str(spec), "--certify", "--float64", "--digits", "15"]) == 2
     assert (
         capsys.readouterr().err == f"symattn: {spec}: --float64 shows 1 to 13 significant digits (--digits), not 15\n"
     )

@@ -174,8 +174,9 @@ def _subs(pairs: list[str] | None) -> dict[str, str] | None:
 def _compute(args: argparse.Namespace) -> int:
     from symattn.derivation.intermediates import MAX_DIGITS, compute_json
 
-    if not 1 <= args.digits <= MAX_DIGITS:
-        raise _UsageError(f"--digits: expected an integer from 1 to {MAX_DIGITS}, got {args.digits}")
+    digits = args.digits if args.digits is not None else 10 if args.float64 else 15
+    if not 1 <= digits <= MAX_DIGITS:
+        raise _UsageError(f"--digits: expected an integer from 1 to {MAX_DIGITS}, got {digits}")
     spec = _load(args.spec, args.example, None).with_options(subs=_subs(args.subs), backward=args.backward)
     # one key per line, each value compact: matrices stay readable and diffable; as bytes, made section
     # by section, so that no section's strings outlive it
@@ -184,9 +185,9 @@ def _compute(args: argparse.Namespace) -> int:
 
         if not args.certify:
             raise _UsageError("--float64: it makes a certificate; give --certify too")
-        parts = compute_float64(spec, args.digits)
+        parts = compute_float64(spec, digits)
     else:
-        parts = compute_json(spec, digits=args.digits, exact=not args.no_exact, certify=args.certify)
+        parts = compute_json(spec, digits=digits, exact=not args.no_exact, certify=args.certify)
     _emit(b"".join(part.encode("utf-8") for part in parts), args.output)
     return 0
 

@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     compute = sub.add_parser("compute", help="print every intermediate as JSON")
     compute.add_argument("spec", nargs="?", metavar="SPEC", help="TOML or JSON spec; default: the built-in example")
     compute.add_argument("--example", metavar="NAME")
-    compute.add_argument("--digits", type=_whole, default=15, help="significant digits (default 15)")
+    compute.add_argument("--digits", type=_whole, help="significant digits (default 15; with --float64, 10)")
     compute.add_argument("--subs", action="append", metavar="NAME=VALUE", help="a value for a symbol (repeatable)")
     compute.add_argument(
         "--backward",
