@@ -37,12 +37,17 @@ def small():
     return made(causal=True)
 
 
-def test_float64_certificates_show_10_digits_unless_told(tmp_path):
-    h = head(8, 4)
+def npy_spec(folder, h):
+    """A spec naming the head's Q, K and V as float16 .npy files beside it."""
     for name, a in zip("qkv", (h.Q, h.K, h.V)):
-        np.save(tmp_path / f"{name}.npy", a.astype(np.float16))
-    spec = tmp_path / "s.toml"
+        np.save(folder / f"{name}.npy", a.astype(np.float16))
+    spec = folder / "s.toml"
     spec.write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    return spec
+
+
+def test_float64_certificates_show_10_digits_unless_told(tmp_path):
+    spec = npy_spec(tmp_path, head(8, 4))
     cert = tmp_path / "c.json"
     assert main(["compute", str(spec), "--certify", "--float64", "-o", str(cert)]) == 0
     assert json.loads(cert.read_text(encoding="utf-8"))["certificate"]["digits"] == 10
@@ -50,10 +55,7 @@ def test_float64_certificates_show_10_digits_unless_told(tmp_path):
 
 def test_a_256_by_64_certificate_verifies(tmp_path, capsys):
     h = head(256, 64)
-    for name, a in zip("qkv", (h.Q, h.K, h.V)):
-        np.save(tmp_path / f"{name}.npy", a.astype(np.float16))
-    spec = tmp_path / "s.toml"
-    spec.write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    spec = npy_spec(tmp_path, h)
     cert = tmp_path / "c.json"
     assert main(["compute", str(spec), "--certify", "--float64", "--digits", "10", "-o", str(cert)]) == 0
     data = json.loads(cert.read_text(encoding="utf-8"))
