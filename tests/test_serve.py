@@ -701,10 +701,18 @@ def wait_math(driver, expected: list, what: str, seconds: float = 60) -> list:
     pytest.fail(f"timed out waiting for {what}: {len(math)} formulas shown, answer {answered}; the page says {error!r}")
 
 
+def forget(driver, url: str) -> None:
+    """Clear what the page at ``url`` keeps in localStorage, once the page has saved what it opened with
+    (its save waits 30 ms: cleared before then, a busy machine's page writes the old state back)."""
+    driver.get(url)
+    wait(driver, lambda: driver.execute_script("return document.body.dataset.saved"), what="the page's first save")
+    driver.execute_script("localStorage.clear();")
+    driver.get("about:blank")
+
+
 def open_fresh(driver, url: str, raw: dict | None = None) -> list[str]:
     """The page with nothing kept from an earlier test; returns the math once it shows ``raw`` (default: seed)."""
-    driver.get(url)
-    driver.execute_script("localStorage.clear();")
+    forget(driver, url)
     driver.get(url)
     expected = math_of(fragment(as_json(raw or seed_raw())))
     wait_math(driver, expected, "the seed derivation")
@@ -923,9 +931,7 @@ def test_reload_from_the_url_restores_the_view(chrome, server):
     assert re.fullmatch(re.escape(server) + r"#z=[A-Za-z0-9_-]+", link)
     assert len(link) - len(server) < 700
     chrome.get("about:blank")
-    chrome.get(server)
-    chrome.execute_script("localStorage.clear();")  # only the link carries the view now
-    chrome.get("about:blank")
+    forget(chrome, server)  # only the link carries the view now
     chrome.get(link)
     wait_math(chrome, expected, "the restored derivation")
     assert cell(chrome, "V", "3,2").get_attribute("value") == "2"

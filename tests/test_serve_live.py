@@ -37,6 +37,7 @@ from .test_serve import (  # noqa: E402
     assert_local,
     cell,
     choose,
+    forget,
     fragment,
     math_of,
     retype,
@@ -184,8 +185,7 @@ def english():
 
 
 def open_fresh(driver, url: str, raw: dict) -> None:
-    driver.get(url)
-    driver.execute_script("localStorage.clear();")
+    forget(driver, url)
     driver.get(url)
     wait_math(driver, math_of(fragment(raw)), "the built-in example")
 
@@ -528,9 +528,7 @@ def test_practice_hint_and_progress_survive_a_reload(english, server):
     # reload from the link alone: the tab, the step, the numbers and what was revealed come back
     link = english.current_url
     english.get("about:blank")
-    english.get(server)
-    english.execute_script("localStorage.clear();")
-    english.get("about:blank")
+    forget(english, server)
     english.get(link)
     wait(english, lambda: english.find_elements("id", "practice-scaled-0-input"), what="the restored step")
     assert english.find_element("id", "tab-practice").get_attribute("aria-selected") == "true"
