@@ -52,12 +52,15 @@ def reference_lse(Q, K):
     return M + np.log(np.exp(Z - M[:, None]).sum(axis=1))
 
 
-def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0) -> dict:
+def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0, every: bool = False) -> dict:
     """Time the reference and compare on `heads` heads of n×n×d float32 inputs, in this process: the output
-    O, or the LSE (``lse``: one row per head), each against the numpy reference of O."""
+    O, or the LSE (``lse``: one row per head), each against the numpy reference of O. compare decides what
+    its text report shows (every bucket, the maxima, the ten largest errors), or with ``every`` every
+    entry's figures (--all, JSON)."""
     import numpy as np
 
     from symattn.checking import kernel
+    from symattn.checking.compare import WORST
     from symattn.exact import float64
     from symattn.input.floats import FloatResult
 
@@ -76,7 +79,7 @@ def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0) -> 
     assert x.dtype == np.float32 and outputs
     result = FloatResult.of_array("bench", "float32", x.astype(np.float64))  # what the .npy reader gives
     start = time.perf_counter()
-    c = kernel.compare_head(made, result, quantity)
+    c = kernel.compare_head(made, result, quantity, None if every else WORST)
     symattn_s = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux: GiB
     return {
@@ -197,30 +200,32 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--grid", action="store_true", help="also 9 batches × 6 heads × 1024×1024×64")
-    parser.add_argument("--one", nargs=4, metavar=("N", "D", "HEADS", "QUANTITY"), help=argparse.SUPPRESS)
+    parser.add_argument("--one", nargs=5, metavar=("N", "D", "HEADS", "QUANTITY", "EVERY"), help=argparse.SUPPRESS)
     parser.add_argument("--gradient", nargs=3, metavar=("N", "D", "QUANTITY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        n, d, heads, quantity = args.one
-        print(json.dumps(one(int(n), int(d), int(heads), quantity)))
+        n, d, heads, quantity, every = args.one
+        print(json.dumps(one(int(n), int(d), int(heads), quantity, every=every == "every")))
         return
     if args.gradient:
         print(json.dumps(gradient(int(args.gradient[0]), int(args.gradient[1]), args.gradient[2])))
         return
-    targets = [(1024, 64, 1, "output")]
-    if not args.quick:
-        targets += [(4096, 128, 1, "output"), (4096, 128, 1, "lse")]
-    targets += [(1024, 64, 54, "output")] if args.grid else []
-    for n, d, heads, quantity in targets:
+    targets = [(1024, 64, 1, "output", "shown")]
+    if not args.quick:  # the text report, then every entry decided (--all, JSON) for the same O
+        targets += [(4096, 128, 1, "output", "shown"), (4096, 128, 1, "output", "every")]
+        targets += [(4096, 128, 1, "lse", "shown")]
+    targets += [(1024, 64, 54, "output", "shown")] if args.grid else []
+    for n, d, heads, quantity, every in targets:
         run = subprocess.run(
-            [sys.executable, __file__, "--one", str(n), str(d), str(heads), quantity],
+            [sys.executable, __file__, "--one", str(n), str(d), str(heads), quantity, every],
             capture_output=True,
             text=True,
             check=True,
         )
         r = json.loads(run.stdout)
+        label = " (every entry)" if every == "every" else ""
         print(
-            f"{r['shape']} {r['quantity']}: numpy {r['numpy_s']:.3f} s, symattn compare {r['symattn_s']:.3f} s "
+            f"{r['shape']} {r['quantity']}{label}: numpy {r['numpy_s']:.3f} s, symattn compare {r['symattn_s']:.3f} s "
             f"({r['ratio']:.1f}x), peak {r['peak_gib']:.2f} GiB, refined by arb {r['refined']} of "
             f"{r['entries']} ({100 * r['refined'] / r['entries']:.3f}%), max {r['max_ulps']} ULP"
         )
