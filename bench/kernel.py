@@ -1,7 +1,7 @@
 """compare's float64 path at kernel sizes, as ratios against a plain numpy float64 attention of the same
 shape, measured in one run (issue 22).
 
-    python bench/kernel.py              # 1024×1024×64, and one head of 4096×4096×128 (O, then the LSE)
+    python bench/kernel.py              # 1024×1024×64, and one head of 4096×4096×128 (O, O's every entry, the LSE)
     python bench/kernel.py --quick      # 1024×1024×64 only
     python bench/kernel.py --grid       # also FlashAttention's grid, 9 × 6 heads × 1024×1024×64 (minutes)
 
@@ -14,7 +14,9 @@ with bounds, then arb for the entries the bound leaves open) measures it entry b
 seconds of each, their ratio, peak RSS, and the fraction of entries that needed arb. The numpy reference
 is timed on the arrays, the best of three warm runs (a first call pays BLAS's start-up: 0.85 s where a
 warm one takes 0.14 s at 4096×4096×128); compare is timed from a FloatResult (what the .npy reader
-gives) to the report's data, spec reading left out; the last lines are the whole `symattn compare`
+gives) to the text report's figures (every bucket, the maxima, the ten worst entries: what
+``compare_head(..., worst=10)`` decides), and for O at 4096 also with every entry's figures decided (what
+--all and JSON print), spec reading left out; the last lines are the whole `symattn compare`
 process, from a spec naming .npy files and from a TOML spec of exact decimals.
 """
 
@@ -123,6 +125,7 @@ def gradient(n: int, d: int, quantity: str, seed: int = 0) -> dict:
     import numpy as np
 
     from symattn.checking import kernel
+    from symattn.checking.compare import WORST
     from symattn.exact import float64, float64_backward
     from symattn.input.floats import FloatResult
 
@@ -138,7 +141,7 @@ def gradient(n: int, d: int, quantity: str, seed: int = 0) -> dict:
     scale_error = 0.0 if exact is not None else 3 * float64.U
     head = float64_backward.GradientHead(*wide[:3], 1 / np.sqrt(d), scale_error, exact, None, wide[3])
     start = time.perf_counter()
-    c = kernel.compare_head([head], result, quantity)
+    c = kernel.compare_head([head], result, quantity, WORST)  # what the text report shows
     symattn_s = time.perf_counter() - start
     bound_s = best_of(3, lambda: float64_backward.gradient(head, quantity))
     return {
