@@ -254,9 +254,11 @@ def needed(x: np.ndarray, exact_float: np.ndarray, e: Errors, worst: int) -> np.
     need = np.isfinite(x) & ~usable
     at = np.flatnonzero(usable)
     if at.size > worst:
+        # the worst-th largest lower bound in (bucket, ULPs) order: its bucket, then its ULPs in that bucket
         b, low = e.bucket.ravel()[at], e.ulps_lo.ravel()[at]
-        nth = np.lexsort((low, b))[-worst]  # lower bounds in (bucket, ULPs) order: the worst-th largest
-        top_b, top = b[nth], low[nth]
+        top_b = np.partition(b, -worst)[-worst]
+        rest = worst - int(np.count_nonzero(b > top_b))
+        top = np.partition(low[b == top_b], -rest)[-rest]
         below = (e.bucket < top_b) | ((e.bucket == top_b) & (e.ulps_hi < top * BELOW))
         need |= usable & ~below
     else:
