@@ -222,10 +222,15 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
         for p in by_row.others:
             by_rows[p] = True
         known = (figures & by_rows) | ~finite
+    if worst is None:
+        exact_shown = shown_many(lo, hi)
+    else:  # a report shows a few exact values: shown() each, from its ends, as it is read
+        none = np.zeros(lo.shape, dtype=bool)
+        exact_shown = (none, none.astype(np.int64), none.astype(np.int64))
     entries = EntryTable(
         lambda i, j: result.value(i, j),
         finite,
-        ExactShown(*shown_many(lo, hi), lo, hi, FLOAT_DIGITS, {p: exact for p, (_, exact) in decided.items()}),
+        ExactShown(*exact_shown, lo, hi, FLOAT_DIGITS, {p: exact for p, (_, exact) in decided.items()}),
         ulps,
         Figures(ok, q_r, k_r, {p: outcome[1] for p, (outcome, _) in decided.items()}),
         bucket,
