@@ -1,7 +1,7 @@
 """compare's float64 path at kernel sizes, as ratios against a plain numpy float64 attention of the same
 shape, measured in one run (issue 22).
 
-    python bench/kernel.py              # 1024×1024×64, and one head of 4096×4096×128 (O, then the LSE)
+    python bench/kernel.py              # 1024×1024×64, and one head of 4096×4096×128 (O, O's every entry, the LSE)
     python bench/kernel.py --quick      # 1024×1024×64 only
     python bench/kernel.py --grid       # also FlashAttention's grid, 9 × 6 heads × 1024×1024×64 (minutes)
 
@@ -14,7 +14,9 @@ with bounds, then arb for the entries the bound leaves open) measures it entry b
 seconds of each, their ratio, peak RSS, and the fraction of entries that needed arb. The numpy reference
 is timed on the arrays, the best of three warm runs (a first call pays BLAS's start-up: 0.85 s where a
 warm one takes 0.14 s at 4096×4096×128); compare is timed from a FloatResult (what the .npy reader
-gives) to the report's data, spec reading left out; the last lines are the whole `symattn compare`
+gives) to the text report's figures (every bucket, the maxima, the ten worst entries: what
+``compare_head(..., worst=10)`` decides), and for O at 4096 also with every entry's figures decided (what
+--all and JSON print), spec reading left out; the last lines are the whole `symattn compare`
 process, from a spec naming .npy files and from a TOML spec of exact decimals.
 """
 
@@ -52,12 +54,15 @@ def reference_lse(Q, K):
     return M + np.log(np.exp(Z - M[:, None]).sum(axis=1))
 
 
-def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0) -> dict:
+def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0, every: bool = False) -> dict:
     """Time the reference and compare on `heads` heads of n×n×d float32 inputs, in this process: the output
-    O, or the LSE (``lse``: one row per head), each against the numpy reference of O."""
+    O, or the LSE (``lse``: one row per head), each against the numpy reference of O. compare decides what
+    its text report shows (every bucket, the maxima, the ten largest errors), or with ``every`` every
+    entry's figures (--all, JSON)."""
     import numpy as np
 
     from symattn.checking import kernel
+    from symattn.checking.compare import WORST
     from symattn.exact import float64
     from symattn.input.floats import FloatResult
 
@@ -76,7 +81,7 @@ def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0) -> 
     assert x.dtype == np.float32 and outputs
     result = FloatResult.of_array("bench", "float32", x.astype(np.float64))  # what the .npy reader gives
     start = time.perf_counter()
-    c = kernel.compare_head(made, result, quantity)
+    c = kernel.compare_head(made, result, quantity, None if every else WORST)
     symattn_s = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux: GiB
     return {
@@ -120,6 +125,7 @@ def gradient(n: int, d: int, quantity: str, seed: int = 0) -> dict:
     import numpy as np
 
     from symattn.checking import kernel
+    from symattn.checking.compare import WORST
     from symattn.exact import float64, float64_backward
     from symattn.input.floats import FloatResult
 
@@ -135,7 +141,7 @@ def gradient(n: int, d: int, quantity: str, seed: int = 0) -> dict:
     scale_error = 0.0 if exact is not None else 3 * float64.U
     head = float64_backward.GradientHead(*wide[:3], 1 / np.sqrt(d), scale_error, exact, None, wide[3])
     start = time.perf_counter()
-    c = kernel.compare_head([head], result, quantity)
+    c = kernel.compare_head([head], result, quantity, WORST)  # what the text report shows
     symattn_s = time.perf_counter() - start
     bound_s = best_of(3, lambda: float64_backward.gradient(head, quantity))
     return {
@@ -197,30 +203,32 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--grid", action="store_true", help="also 9 batches × 6 heads × 1024×1024×64")
-    parser.add_argument("--one", nargs=4, metavar=("N", "D", "HEADS", "QUANTITY"), help=argparse.SUPPRESS)
+    parser.add_argument("--one", nargs=5, metavar=("N", "D", "HEADS", "QUANTITY", "EVERY"), help=argparse.SUPPRESS)
     parser.add_argument("--gradient", nargs=3, metavar=("N", "D", "QUANTITY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        n, d, heads, quantity = args.one
-        print(json.dumps(one(int(n), int(d), int(heads), quantity)))
+        n, d, heads, quantity, every = args.one
+        print(json.dumps(one(int(n), int(d), int(heads), quantity, every=every == "every")))
         return
     if args.gradient:
         print(json.dumps(gradient(int(args.gradient[0]), int(args.gradient[1]), args.gradient[2])))
         return
-    targets = [(1024, 64, 1, "output")]
-    if not args.quick:
-        targets += [(4096, 128, 1, "output"), (4096, 128, 1, "lse")]
-    targets += [(1024, 64, 54, "output")] if args.grid else []
-    for n, d, heads, quantity in targets:
+    targets = [(1024, 64, 1, "output", "shown")]
+    if not args.quick:  # the text report, then every entry decided (--all, JSON) for the same O
+        targets += [(4096, 128, 1, "output", "shown"), (4096, 128, 1, "output", "every")]
+        targets += [(4096, 128, 1, "lse", "shown")]
+    targets += [(1024, 64, 54, "output", "shown")] if args.grid else []
+    for n, d, heads, quantity, every in targets:
         run = subprocess.run(
-            [sys.executable, __file__, "--one", str(n), str(d), str(heads), quantity],
+            [sys.executable, __file__, "--one", str(n), str(d), str(heads), quantity, every],
             capture_output=True,
             text=True,
             check=True,
         )
         r = json.loads(run.stdout)
+        label = " (every entry)" if every == "every" else ""
         print(
-            f"{r['shape']} {r['quantity']}: numpy {r['numpy_s']:.3f} s, symattn compare {r['symattn_s']:.3f} s "
+            f"{r['shape']} {r['quantity']}{label}: numpy {r['numpy_s']:.3f} s, symattn compare {r['symattn_s']:.3f} s "
             f"({r['ratio']:.1f}x), peak {r['peak_gib']:.2f} GiB, refined by arb {r['refined']} of "
             f"{r['entries']} ({100 * r['refined'] / r['entries']:.3f}%), max {r['max_ulps']} ULP"
         )

@@ -451,3 +451,58 @@ def test_map_forked_gives_each_piece_in_order():
     want = [(3 * p * p, [p + 1, p + 2]) for p in range(7)]
     assert map_forked(_square_and_nested, 3, list(range(7))) == want
     assert map_forked(_square_and_nested, 3, list(range(7)), parallel=False) == want
+
+
+def test_the_text_report_refines_no_entry_it_does_not_show(monkeypatch):
+    from symattn.checking.compare import render_comparison
+
+    rng = np.random.default_rng(0)
+    Q, K, V = (in_format(rng.standard_normal((16, 8)), "float16") for _ in range(3))
+    result = FloatResult.of_array("r.npy", "float32", in_format(float_attention(Q, K, V)[1], "float32"))
+    asked = []
+    real = kernel.refine
+    monkeypatch.setattr(
+        kernel, "refine", lambda head, quantity, mine, *rest: asked.append(mine) or real(head, quantity, mine, *rest)
+    )
+    full = compare(spec_of(Q, K, V), result)
+    assert asked == [{0: [3]}] and full.refined == 1  # entry (1, 4): arb decides its three digits
+    assert (full.entries.entry(0, 3).ulps, full.entries.entry(0, 3).relative) == (Decimal("0.259"), Decimal("2.12E-8"))
+    asked.clear()
+    shown = compare(spec_of(Q, K, V), result, worst=10)
+    assert asked == [] and shown.refined == 0  # not among the ten worst, nor the largest of a figure
+    with pytest.raises(
+        LookupError, match=r"^entry \(1, 4\) was not decided: compare\(\.\.\., worst=None\) decides all$"
+    ):
+        shown.entries.entry(0, 3)
+    with pytest.raises(LookupError, match="^only the 10 largest errors were decided, not 11$"):
+        shown.entries.ranked(11)
+    text, whole = render_comparison(shown), render_comparison(full)
+    assert "Decided by float64 with error bounds; 0 of 128 entries (0.000%) refined with arb.\n" in text
+    assert "Decided by float64 with error bounds; 1 of 128 entries (0.781%) refined with arb.\n" in whole
+    assert text.replace("0 of 128 entries (0.000%)", "1 of 128 entries (0.781%)") == whole
+    assert (
+        "Largest error: 0.500 ULP, at [6,3].\n"
+        "Largest relative error: 5.66e-8, at [6,3].\n"
+        "Largest error relative to its row's largest magnitude: 4.33e-8, at [6,3].\n"
+    ) in text
+    assert (
+        "[6,3]     0.2628892511243         0.26288926601409912     0.500     5.66e-8   4.33e-8\n"
+        "[12,5]    -0.00866987975238       -0.0086698792874813080  0.499     5.36e-8   7.51e-10\n"
+    ) in text
+
+
+@pytest.mark.parametrize("fmt", ["float32", "float16"])
+@pytest.mark.parametrize("mask", ["none", "causal"])
+def test_what_the_report_shows_is_what_deciding_every_entry_gives(fmt, mask):
+    rng = np.random.default_rng(7)
+    Q, K, V = (in_format(rng.standard_normal((24, 6)), "float16") for _ in range(3))
+    spec = spec_of(Q, K, V, mask)
+    A, O = float_attention(Q, K, V, None if spec.allowed is None else np.array(spec.allowed))
+    O[rng.integers(0, 24, 5), rng.integers(0, 6, 5)] *= 1 + 2.0**-12  # planted errors: a worst to find
+    O[2, 2] = O[2, 3]  # and equal figures, ties to break in row order
+    for quantity, x in (("output", O), ("weights", A)):
+        result = FloatResult.of_array("r.npy", fmt, in_format(x, fmt))
+        full, shown = compare(spec, result, quantity), compare(spec, result, quantity, worst=4)
+        assert full.entries.ranked(4) == shown.entries.ranked(4)
+        for name in ("histogram", "worst", "worst_relative", "worst_row_relative", "correctly_rounded"):
+            assert getattr(full, name) == getattr(shown, name), name

@@ -43,10 +43,13 @@ def compare(
     quantity: str = "output",
     lse_base: str = "e",
     grad_output: FloatResult | None = None,
+    worst: int | None = None,
 ) -> Comparison:
     """Compare a float matrix with the exact ``quantity`` (``output``, ``weights``, or ``lse``: each query's
     log-sum-exp of its scaled scores, natural or with ``lse_base`` "2" in base 2, one row per head; or
-    ``dq``, ``dk``, ``dv``: the gradients for the dO of ``grad_output``) of a spec."""
+    ``dq``, ``dk``, ``dv``: the gradients for the dO of ``grad_output``) of a spec. With ``worst``, the
+    float64 path decides only what a report of the ``worst`` largest errors shows (every bucket, the
+    maxima, those entries); reading another entry is an error."""
     from symattn.input.spec import load_spec
 
     if quantity not in QUANTITIES:
@@ -62,7 +65,7 @@ def compare(
     if quantity in GRADIENTS:
         fast = _gradient_heads(spec, grad_output)
         if fast is not None:  # Q, K, V and dO of float32 values: the float64 path
-            return kernel.compare_head(fast, result, GRADIENTS[quantity])
+            return kernel.compare_head(fast, result, GRADIENTS[quantity], worst)
         spec = _with_grad_output(spec, grad_output)
     elif grad_output is not None:
         raise SpecError("--grad-output", None, "is for --quantity dq, dk or dv")
@@ -84,10 +87,10 @@ def compare(
                     "projection, W_O, ALiBi, soft-capping, sinks or RoPE",
                 )
             heads += part
-        return replace(kernel.compare_head(heads, result, how), batch_heads=axes)
+        return replace(kernel.compare_head(heads, result, how), batch_heads=axes)  # each head's summary: all
     heads_ = kernel.heads_of(spec, quantity)
     if heads_ is not None:
-        return replace(kernel.compare_head(heads_, result, how), batch_heads=axes)
+        return replace(kernel.compare_head(heads_, result, how, None if axes else worst), batch_heads=axes)
     if quantity == "lse":
         raise SpecError(
             spec.source, "Q", "--quantity lse needs Q, K and V of float32 values (the exact floats a kernel saw)"
@@ -304,8 +307,11 @@ def _head_data(c: Comparison) -> list[dict[str, Any]]:
     ]
 
 
+WORST = 10  # entries the text report lists
+
+
 def render_comparison(
-    c: Comparison, lang: str = "en", every: bool = False, worst: int = 10, tolerance: Any = None
+    c: Comparison, lang: str = "en", every: bool = False, worst: int = WORST, tolerance: Any = None
 ) -> str:
     """The comparison as plain text: summary, the verdict of ``tolerance`` (tolerance.Tolerance), the
     histogram, then the worst entries (or every entry)."""
@@ -368,4 +374,4 @@ def _edge(x: Fraction) -> str:
     return str(x.numerator) if x.denominator == 1 else format(round_half_up(x, 1), "f")
 
 
-__all__ = ["Comparison", "Entry", "bucket_label", "compare", "comparison_data", "render_comparison"]
+__all__ = ["WORST", "Comparison", "Entry", "bucket_label", "compare", "comparison_data", "render_comparison"]

@@ -8,6 +8,7 @@ an entry too near a boundary for them is left to ``compare._decide``, in exact r
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
@@ -19,6 +20,9 @@ from symattn.input.floats import FORMATS
 MARGIN = 1e-9  # in units of the third digit: far above numpy's own rounding of the figures (≈ 1e-12)
 WIDEN = 2.0**-48  # the relative rounding of near, far and the relative error's division
 _EDGES = None  # compare.EDGES as floats, made on first use
+# y < BELOW·t: y's three digits, half-up (each within 0.5%), are below t's: a bound this far under the
+# largest lower bound cannot give the largest figure, nor tie with it
+BELOW = 0.98
 
 
 def is_double(v: Fraction) -> bool:
@@ -33,6 +37,42 @@ def is_double(v: Fraction) -> bool:
 def decide(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str):
     """Vectorised compare._decide: (decided, ulps, relative, bucket), each figure as (q, exponent) of
     q·10^exponent with q of three digits (relative: q = −1 where it has none: an exact 0)."""
+    e = _errors(x, lo, hi, fmt)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        ok_u, q_u, k_u = _digits(e.ulps_lo, e.ulps_hi)
+        ok_r, q_r, k_r = _digits(e.relative_lo, e.relative_hi)
+    ok = e.bucket_ok & ok_u & ok_r & ~e.crosses
+    return ok, (q_u, k_u), (q_r, k_r), e.bucket
+
+
+@dataclass(frozen=True)
+class Errors:
+    """Float bounds on each entry's error against every point of [lo, hi]: in ULPs (rigorous where
+    ``bounded``), relative (rigorous everywhere: 0 and ∞ where the exact value's sign is open), and
+    its histogram bucket (decided where ``bucket_ok``)."""
+
+    bounded: np.ndarray
+    ulps_lo: np.ndarray
+    ulps_hi: np.ndarray
+    relative_lo: np.ndarray
+    relative_hi: np.ndarray
+    bucket: np.ndarray
+    bucket_ok: np.ndarray
+    crosses: np.ndarray
+
+
+def errors(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
+    """The bounds ``decide`` rounds, for the entries a report may show (kernel.needed)."""
+    e = _errors(x, lo, hi, fmt)
+    signed = ~e.crosses & (lo != 0) & (hi != 0)
+    return replace(
+        e,
+        relative_lo=np.where(signed, e.relative_lo, 0.0),
+        relative_hi=np.where(signed & (e.relative_hi >= 0), e.relative_hi, np.inf),
+    )
+
+
+def _errors(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
     global _EDGES
     from symattn.checking.comparison import EDGES
 
@@ -48,13 +88,11 @@ def decide(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str):
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         e_lo, e_hi = near / np.maximum(u_lo, u_hi), far / u_small
         b_lo, b_hi = np.searchsorted(_EDGES, e_lo, "left"), np.searchsorted(_EDGES, e_hi, "left")
-        ok_u, q_u, k_u = _digits(e_lo, e_hi)
         small = np.where(lo > 0, lo, -hi)
         big = np.where(lo > 0, hi, -lo)
         r_lo, r_hi = near / big * (1 - WIDEN), far / small * (1 + WIDEN)
-        ok_r, q_r, k_r = _digits(r_lo, r_hi)
-    ok = (b_lo == b_hi) & ok_u & ok_r & ~crosses & (lo != 0) & (hi != 0) & np.isfinite(x)
-    return ok, (q_u, k_u), (q_r, k_r), b_lo
+    bounded = (lo != 0) & (hi != 0) & np.isfinite(x)  # _ulp(0) is no ULP of 0
+    return Errors(bounded, e_lo, e_hi, r_lo, r_hi, b_lo, bounded & (b_lo == b_hi), crosses)
 
 
 def _ulp(y: np.ndarray, precision: int, emin: int) -> np.ndarray:
@@ -140,4 +178,4 @@ def _round(x: Decimal, digits: int) -> Decimal:
     return q
 
 
-__all__ = ["decide", "figure", "is_double", "shown", "shown_many"]
+__all__ = ["Errors", "decide", "errors", "figure", "is_double", "shown", "shown_many"]

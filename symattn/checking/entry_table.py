@@ -90,9 +90,13 @@ class EntryTable(Entries):
         relative: Figures,
         bucket: np.ndarray,
         row_relative: Figures,
+        known: np.ndarray | None = None,
+        worst: int | None = None,
     ):
         self.value, self.finite, self.exact = value, finite, exact
         self.ulps, self.relative, self.bucket, self.row_relative = ulps, relative, bucket, row_relative
+        # kernel.compare_head's worst: the entries decided (known) are those a report of the worst shows
+        self.known, self.worst_decided = known, worst
         self.shape = finite.shape
         self._keys: dict[str, np.ndarray] = {}
 
@@ -100,6 +104,8 @@ class EntryTable(Entries):
         return self.shape[0] * self.shape[1]
 
     def entry(self, i: int, j: int) -> Entry:
+        if self.known is not None and not self.known[i, j]:
+            raise LookupError(f"entry ({i + 1}, {j + 1}) was not decided: compare(..., worst=None) decides all")
         if not self.finite[i, j]:  # not finite: its exact value still shown
             return Entry(i, j, None, self.exact.of_ends(i, j), None, None, len(EDGES))
         return Entry(
@@ -149,12 +155,20 @@ class EntryTable(Entries):
         return int(np.count_nonzero(self.finite & (self.bucket <= 1)))
 
     def ranked(self, count: int) -> list[Entry]:
-        at = np.flatnonzero(self.finite)
-        order = np.lexsort((at, -self._key("ulps").ravel()[at], -self.bucket.ravel()[at]))[:count]
-        return [self[int(n)] for n in at[order]]
+        if self.worst_decided is not None and count > self.worst_decided:
+            raise LookupError(f"only the {self.worst_decided} largest errors were decided, not {count}")
+        return [self[int(n)] for n in ranked_at(self.finite, self.bucket, self._key("ulps"), count)]
 
     def not_finite(self) -> list[Entry]:
         return [self[int(n)] for n in np.flatnonzero(~self.finite)]
 
 
-__all__ = ["EntryTable", "ExactShown", "Figures"]
+def ranked_at(finite: np.ndarray, bucket: np.ndarray, ulps: Figures | np.ndarray, count: int) -> np.ndarray:
+    """The flat indices of the ``count`` finite entries of the largest (bucket, ULPs), ties in row order."""
+    keys = np.where(finite, ulps.keys(), -1) if isinstance(ulps, Figures) else ulps
+    at = np.flatnonzero(finite)
+    order = np.lexsort((at, -keys.ravel()[at], -bucket.ravel()[at]))[:count]
+    return at[order]
+
+
+__all__ = ["EntryTable", "ExactShown", "Figures", "ranked_at"]

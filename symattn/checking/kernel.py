@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.checking.deciding import decide, is_double, shown, shown_many
+from symattn.checking.deciding import BELOW, Errors, decide, errors, is_double, shown, shown_many
 from symattn.checking.refine import Balls, refine
 from symattn.exact import compensated, float64, float64_backward, logsumexp
 from symattn.exact.cores import map_forked
@@ -102,10 +102,12 @@ def _head_intervals(data: tuple, h: int) -> tuple[np.ndarray, np.ndarray]:
     return intervals(heads[h], quantity)
 
 
-def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
-    """compare.compare for heads the float64 path takes (see heads_of): the same Comparison."""
+def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, worst: int | None = None):
+    """compare.compare for heads the float64 path takes (see heads_of): the same Comparison. With ``worst``,
+    only what a report of the ``worst`` largest errors shows is decided (see needed); the other entries
+    have their bucket only, and reading one is an error."""
     from symattn.checking.comparison import EDGES, EXACT_DIGITS, Comparison, _decide
-    from symattn.checking.entry_table import EntryTable, ExactShown, Figures
+    from symattn.checking.entry_table import EntryTable, ExactShown, Figures, ranked_at
     from symattn.input.errors import ShapeError
 
     parts = _all_intervals(heads, quantity)
@@ -124,13 +126,18 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
     else:  # JSON: its decimals, of which only the float64 values are decided here
         x = np.array([[np.nan if v is None else float(v) for v in row] for row in result.rows], dtype=np.float64)
         exact_float = np.array([[v is not None and is_double(v) for v in row] for row in result.rows], dtype=bool)
-    ok, (q_u, k_u), (q_r, k_r), bucket = decide(np.where(exact_float, x, 0.0), lo, hi, result.format)
+    x0 = np.where(exact_float, x, 0.0)
+    ok, (q_u, k_u), (q_r, k_r), bucket = decide(x0, lo, hi, result.format)
     ok &= exact_float
+    wanted, bounds = np.ones(ok.shape, dtype=bool), None  # with worst: the entries a report may show
+    if worst is not None:
+        bounds = errors(x0, lo, hi, result.format)
+        wanted = needed(x, exact_float, bounds, worst)
     summed: set[tuple[int, int]] = set()
     if quantity == "output":  # the outputs left open: their sums again, error-free (a bound ~10x tighter)
         for h, head in enumerate(heads):
             start, stop = offsets[h], offsets[h + 1]
-            at = np.nonzero(~ok[:, start:stop] & exact_float[:, start:stop])
+            at = np.nonzero((~ok & exact_float & wanted)[:, start:stop])
             if not at[0].size:
                 continue
             value, error = compensated.outputs(head, list(zip(at[0].tolist(), at[1].tolist())))
@@ -150,9 +157,12 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
                 got[2][1],
                 got[3],
             )
+        if worst is not None:  # the narrower bounds leave fewer that may be shown
+            bounds = errors(x0, lo, hi, result.format)
+            wanted = needed(x, exact_float, bounds, worst)
     decided: dict[tuple[int, int], tuple] = {}
     open_rows: dict[int, list[int]] = {}
-    for i, j in zip(*np.nonzero(~ok)):
+    for i, j in zip(*np.nonzero(~ok & wanted)):
         i, j = int(i), int(j)
         v = result.value(i, j)
         if v is None:
@@ -196,19 +206,37 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
 
     enclosure = FloatEnclosure(heads, quantity, lo, hi, offsets, narrowed, balls, summed)  # narrows lo and hi in place
     zero = {p for p, ((ulps, _, _), _) in decided.items() if ulps == 0}  # 0 ULP: x is the exact value
-    by_row = row_relative(result, enclosure, zero)
     finite = np.isfinite(x)  # NaN where the result's entry is not finite
-    bucket = np.where(ok, bucket, len(EDGES))
+    # with worst, the float64 bound alone decides the bucket of an entry whose figures are left open
+    bucket = np.where(ok if bounds is None else ok | (bounds.bucket_ok & exact_float), bucket, len(EDGES))
     for (i, j), ((_, _, b), _) in decided.items():
         bucket[i, j] = b
+    ulps = Figures(ok, q_u, k_u, {p: outcome[0] for p, (outcome, _) in decided.items()})
+    shown_at = None if worst is None else ranked_at(finite, bucket, ulps, worst)
+    by_row = row_relative(result, enclosure, zero, shown_at)
+    known = None
+    if worst is not None:  # an entry is read only where its figures and its row's are decided
+        figures, by_rows = ok.copy(), by_row.ok.copy()
+        for p in decided:
+            figures[p] = True
+        for p in by_row.others:
+            by_rows[p] = True
+        known = (figures & by_rows) | ~finite
+    if worst is None:
+        exact_shown = shown_many(lo, hi)
+    else:  # a report shows a few exact values: shown() each, from its ends, as it is read
+        none = np.zeros(lo.shape, dtype=bool)
+        exact_shown = (none, none.astype(np.int64), none.astype(np.int64))
     entries = EntryTable(
         lambda i, j: result.value(i, j),
         finite,
-        ExactShown(*shown_many(lo, hi), lo, hi, FLOAT_DIGITS, {p: exact for p, (_, exact) in decided.items()}),
-        Figures(ok, q_u, k_u, {p: outcome[0] for p, (outcome, _) in decided.items()}),
+        ExactShown(*exact_shown, lo, hi, FLOAT_DIGITS, {p: exact for p, (_, exact) in decided.items()}),
+        ulps,
         Figures(ok, q_r, k_r, {p: outcome[1] for p, (outcome, _) in decided.items()}),
         bucket,
         by_row,
+        known,
+        worst,
     )
     return Comparison(
         result.source,
@@ -222,4 +250,28 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str):
     )
 
 
-__all__ = ["compare_head", "head_of", "heads_of", "intervals"]
+def needed(x: np.ndarray, exact_float: np.ndarray, e: Errors, worst: int) -> np.ndarray:
+    """The entries whose figures a report of the ``worst`` largest errors (and the largest relative error)
+    may show: those whose bucket or bounds are open, and those whose upper bound reaches, within BELOW,
+    the ``worst``-th largest lower bound (bucket, ULPs), or the largest lower bound of the relative error.
+    Every other entry ranks below all of them, rounded to three digits too."""
+    usable = e.bucket_ok & exact_float  # (bucket, ULPs) bounded, the bucket decided
+    need = np.isfinite(x) & ~usable
+    at = np.flatnonzero(usable)
+    if at.size > worst:
+        # the worst-th largest lower bound in (bucket, ULPs) order: its bucket, then its ULPs in that bucket
+        b, low = e.bucket.ravel()[at], e.ulps_lo.ravel()[at]
+        top_b = np.partition(b, -worst)[-worst]
+        rest = worst - int(np.count_nonzero(b > top_b))
+        top = np.partition(low[b == top_b], -rest)[-rest]
+        below = (e.bucket < top_b) | ((e.bucket == top_b) & (e.ulps_hi < top * BELOW))
+        need |= usable & ~below
+    else:
+        need |= usable
+    if exact_float.any():
+        top = np.max(np.where(exact_float, e.relative_lo, 0.0))
+        need |= exact_float & ~(e.relative_hi < top * BELOW)
+    return need
+
+
+__all__ = ["compare_head", "needed", "head_of", "heads_of", "intervals"]

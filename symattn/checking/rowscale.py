@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.checking.deciding import _digits
+from symattn.checking.deciding import BELOW, _digits
 from symattn.checking.entry_table import Figures
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError
@@ -29,9 +29,11 @@ def _magnitudes(lo, hi):
     return small, np.maximum(np.abs(lo), np.abs(hi))
 
 
-def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]]) -> Figures:
+def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], shown=None) -> Figures:
     """Each finite entry's |x − exact| / (its row's largest |exact|) to three significant digits (None where
-    the entry is not finite or its row is exactly 0); ``zero``: the entries known to have no error at all."""
+    the entry is not finite or its row is exactly 0); ``zero``: the entries known to have no error at all.
+    With ``shown`` (flat indices), only those entries and the ones that may hold the largest figure are
+    decided where numpy leaves them open; the others are left out (no figure)."""
     x, finite = result.floats()
     lo, hi = enclosure.lo, enclosure.hi
     small, big = _magnitudes(lo, hi)
@@ -47,7 +49,13 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]]) -> 
     ok &= finite
     others: dict[tuple[int, int], Decimal | None] = {}
     out = Figures(ok, q, k, others)
-    pending = {(int(i), int(j)) for i, j in zip(*np.nonzero(finite & ~ok))}
+    open_ = finite & ~ok
+    if shown is not None:
+        top = np.max(np.where(finite & np.isfinite(f_lo), f_lo, 0.0), initial=0.0)
+        wanted = ~(f_hi < top * BELOW)
+        wanted.flat[shown] = True
+        open_ &= wanted
+    pending = {(int(i), int(j)) for i, j in zip(*np.nonzero(open_))}
     for i, j in pending & zero:
         others[(i, j)] = Decimal(0)
     pending -= zero

@@ -368,7 +368,7 @@ def _compare(args: argparse.Namespace) -> int:
     import json
 
     from symattn.checking import tolerance
-    from symattn.checking.compare import compare, comparison_data, render_comparison
+    from symattn.checking.compare import WORST, compare, comparison_data, render_comparison
     from symattn.input.floats import read_result
     from symattn.input.spec import load_spec
 
@@ -377,7 +377,8 @@ def _compare(args: argparse.Namespace) -> int:
     result = read_result(args.result, args.dtype)
     naive = None if args.naive is None else read_result(args.naive, args.dtype)
     grad_output = None if args.grad_output is None else read_result(args.grad_output)
-    comparison = compare(spec, result, args.quantity, args.lse_base, grad_output)
+    listed = None if args.all or args.format == "json" else WORST  # JSON and --all: every entry decided
+    comparison = compare(spec, result, args.quantity, args.lse_base, grad_output, listed)
     verdict = tolerance.verdict(comparison, result, naive, rtol, atol)
     if args.format == "json":
         data = tolerance.with_verdict(comparison_data(comparison), verdict)
