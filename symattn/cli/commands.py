@@ -377,7 +377,10 @@ def _compare(args: argparse.Namespace) -> int:
     result = read_result(args.result, args.dtype)
     naive = None if args.naive is None else read_result(args.naive, args.dtype)
     grad_output = None if args.grad_output is None else read_result(args.grad_output)
-    listed = None if args.all or args.format == "json" else WORST  # JSON and --all: every entry decided
+    # JSON, --all and a verdict (its worst place must be the decided one) decide every entry; a plain
+    # text report only those it can show
+    full = args.all or args.format == "json" or naive is not None or rtol is not None or atol is not None
+    listed = None if full else WORST
     comparison = compare(spec, result, args.quantity, args.lse_base, grad_output, listed)
     verdict = tolerance.verdict(comparison, result, naive, rtol, atol)
     if args.format == "json":
