@@ -33,7 +33,6 @@ from symattn.derivation.steps import (
     attended_keys,
     pictures,
     scale_parts,
-    top_keys,
     transpose,
 )
 from symattn.exact.head_figures import figures
@@ -111,9 +110,17 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
         Softmax(softmax_rows),
         *sink_steps(spec, fig),  # issue 20: the sink's share of each row
         WeightedSum(spec.V, weighted),
-        MatrixForm(fig.weights, is_exact(fig.weights), fig.output, is_exact(fig.output), av_dots),
+        MatrixForm(
+            fig.weights, is_exact(fig.weights), fig.output, is_exact(fig.output), av_dots, parts=formula_parts(spec)
+        ),
     ]
     return tuple(steps)
+
+
+def formula_parts(spec: Spec) -> tuple[str, ...]:
+    """The variants that change the attention formula itself, in the order they act."""
+    given = {"rope": spec.rope, "alibi": spec.alibi, "softcap": spec.softcap, "sinks": spec.sinks}
+    return tuple(part for part, value in given.items() if value is not None)
 
 
 def _projecting(spec: Spec) -> Projecting:
@@ -238,7 +245,7 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
     fig: Figures = figures(model, spec)
     f = spec.focus
     scale_kind, scale_value = scale_parts(spec)
-    top = top_keys(model, f)[0]
+    top = attended_keys(model, f)[0]  # the largest z: with ALiBi, not always the largest score
     steps: list[Step] = [
         Setup(
             spec.d_k,
@@ -255,7 +262,9 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
         steps.append(_projecting(spec))
     steps += _core_steps(spec, model, fig)
     steps += pictures(spec, "A", (fig.weights,))
-    steps += [Recap(top, fig.scores[f][top], fig.percent_whole[f][top], spec.V[top]), _toy(spec)]
+    z = fig.scaled[f][top] if spec.alibi is not None or spec.softcap is not None else None
+    recap = Recap(top, fig.scores[f][top], fig.percent_whole[f][top], spec.V[top], spec.rope is not None, z)
+    steps += [recap, _toy(spec)]
     return assemble(spec, tuple(steps))
 
 

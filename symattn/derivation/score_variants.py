@@ -32,6 +32,7 @@ class AlibiBias:
     exact: bool
     cross: bool
     rotated: bool = False  # RoPE: the bias comes on top of the rotated Q and K's scores
+    capped: bool = False  # a softcap comes next: the biased scores go on to it, not to the softmax
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ def score_variant_steps(spec: Spec, model: Model, fig: Figures, scaling: Scaling
                 exact=is_exact(uncapped),
                 cross=spec.is_cross,
                 rotated=spec.rope is not None,
+                capped=spec.softcap is not None,
             )
         )
     if spec.softcap is not None:

@@ -161,6 +161,7 @@ class MatrixForm:
     O_exact: bool
     dots: tuple[Dot, ...]  # every entry of AV, with expand = "all"
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
+    parts: tuple[str, ...] = ()  # what the formula has beyond 2017's: "rope", "alibi", "softcap", "sinks"
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,8 @@ class Recap:
     score: Num
     percent: Num  # the top weight in whole percent
     value: tuple[Entry, ...]  # V of the top token
+    rotated: bool = False  # RoPE: the scores are Q′K′ᵀ
+    z: Num | None = None  # with ALiBi or a softcap: the top key's z, which the softmax weighs instead
 
 
 @dataclass(frozen=True)
