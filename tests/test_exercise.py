@@ -414,8 +414,9 @@ def test_a_masked_sheet_says_what_each_token_attends_to():
     (v,) = ex.exercise(masked_homework(), ["s01"], 1)
     en, zh = sheets.sheet(v, "markdown", "en"), sheets.sheet(v, "markdown", "zh")
     assert (
-        "Masked attention: each token attends only to the tokens listed here; a masked score is $-\\infty$ and "
-        "its weight 0.\n\n- “the” attends to “the”\n- “cat” attends to “the”, “cat”\n"
+        "Masked attention: each token attends only to the tokens listed here. Work out every score S as usual; a "
+        "masked one becomes $-\\infty$ when scaled (write -inf), and its weight is 0.\n\n"
+        "- “the” attends to “the”\n- “cat” attends to “the”, “cat”\n"
         "- “sat” attends to “the”, “cat”, “sat”\n"
     ) in en
     assert "- 「cat」关注「the」、「cat」\n" in zh

@@ -49,7 +49,7 @@ def test_flash_ratio_and_verdict_text_and_json(tmp_path, capsys):
     # |out − exact| = 3.5482e-7 at [1,1]; |naive − exact| = 3.5482e-7 + 2^-21 = 8.3166e-7: 0.42664
     assert f"FlashAttention's ratio max|out − exact| / max|naive − exact|: 0.427 (naive: {n}).\n" in text
     assert "Pass by FlashAttention's rule, max|out − exact| ≤ 2·max|naive − exact| + 0.\n" in text
-    assert "The largest error is at [1,1].\n" in text
+    assert "The largest absolute error |out − exact| is at [1,1].\n" in text
     assert main(["compare", str(SEED), o, "--naive", n, "--format", "json", "--rtol", "0.4"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["ratio"] == "0.427"
