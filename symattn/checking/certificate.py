@@ -25,15 +25,14 @@ That is version 1, which has no ``version`` field. Version 2, a float64-path cer
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
 from symattn.checking.certificate_reader import Reader, Value, brief, count, kind_of, whole
+from symattn.checking.verification import Verification, check_files, round_significant
 from symattn.input.errors import SpecError
 
 CHECKED = ("sqrt_dk", "scale", "scores", "scaled", "exp", "exp_sum", "weights", "output")
@@ -42,33 +41,6 @@ MAX_BITS = 1 << 16
 
 MASKED = {"scaled": "-inf", "exp": "0", "weights": "0"}  # each one's value at a key the mask hides
 POSITIVE = ("sqrt_dk", "scale", "exp", "exp_sum", "weights")  # where the mask allows the key
-
-
-@dataclass(frozen=True)
-class Verification:
-    checked: int  # values proved
-    failures: tuple[str, ...]  # one line each: where, and what is wrong
-    files: tuple[str, ...] = ()  # one line per file the certificate names: its SHA-256 matched, or it is absent
-    paths: tuple[str, ...] = ()  # how many values each path decided (a float64-path certificate)
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures and self.checked > 0
-
-
-def _round_significant(x: Fraction, digits: int) -> Fraction:
-    """x rounded half-up (away from zero on ties) to ``digits`` significant digits, exactly."""
-    if x == 0:
-        return Fraction(0)
-    a = abs(x)
-    k = (a.numerator.bit_length() - a.denominator.bit_length()) * 30103 // 100000  # about log10(a)
-    while Fraction(10) ** k > a:  # make 10^k <= a < 10^(k+1)
-        k -= 1
-    while Fraction(10) ** (k + 1) <= a:
-        k += 1
-    unit = Fraction(10) ** (k - digits + 1)
-    q = (a / unit * 2 + 1).__floor__() // 2
-    return (q * unit) * (1 if x > 0 else -1)
 
 
 def _shown_digits(text: str) -> int:
@@ -325,7 +297,7 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>", base: Path | 
         digits = _shown_digits(v.text)
         if lo > hi:
             failures.append(f"{v.where}: the bounds are the wrong way round")
-        elif _round_significant(lo, digits) != v.shown or _round_significant(hi, digits) != v.shown:
+        elif round_significant(lo, digits) != v.shown or round_significant(hi, digits) != v.shown:
             failures.append(
                 f"{v.where}: {v.text} is not the rounding of every point of [{v.bound_text[0]}, {v.bound_text[1]}]"
             )
@@ -365,41 +337,4 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>", base: Path | 
     return Verification(checked, tuple(failures), tuple(file_lines))
 
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-def check_files(cert: Mapping[str, Any], read: Reader, base: Path | None) -> tuple[list[str], list[str]]:
-    """Each file the certificate names, hashed where it is present (as recorded, else beside the
-    certificate, ``base``): a failure where its SHA-256 differs; a line saying what was checked."""
-    from symattn.input.sources import sha256_file
-
-    files = cert.get("files", [])
-    if not isinstance(files, list):
-        raise read.error("certificate.files", f"expected a list of files, got {kind_of(files)}")
-    failures, lines = [], []
-    for n, entry in enumerate(files, 1):
-        if not isinstance(entry, Mapping) or set(entry) != {"name", "path", "sha256"}:
-            raise read.error("certificate.files", "expected a table of name, path and sha256", (n,))
-        name, path, digest = entry["name"], entry["path"], entry["sha256"]
-        for key, raw in (("name", name), ("path", path)):
-            if not isinstance(raw, str) or not 0 < len(raw) <= 4096:
-                raise read.error(
-                    f"certificate.files.{key}", f"expected a text of 1 to 4096 characters, got {brief(raw)}", (n,)
-                )
-        if not isinstance(digest, str) or _SHA256.fullmatch(digest) is None:
-            raise read.error("certificate.files.sha256", f"expected 64 lowercase hex digits, got {brief(digest)}", (n,))
-        where = next(
-            (p for p in (Path(path), None if base is None else base / path) if p is not None and p.is_file()), None
-        )
-        if where is None:
-            lines.append(f"{name} {path}: absent, its SHA-256 not checked")
-        elif (got := sha256_file(where)) != digest:
-            failures.append(
-                f"{name} {where}: its SHA-256 is {got}, the certificate's is {digest}: not the file certified"
-            )
-        else:
-            lines.append(f"{name} {where}: SHA-256 matches")
-    return failures, lines
-
-
-__all__ = ["Verification", "check_files", "verify"]
+__all__ = ["verify"]

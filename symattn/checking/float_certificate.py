@@ -146,7 +146,7 @@ def _holds(f: float, b: float, f2: float, b2: float) -> bool:
 
 
 def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reader, base: Path | None):
-    from symattn.checking.certificate import Verification, check_files
+    from symattn.checking.verification import Verification, check_files
 
     file_failures, file_lines = check_files(cert, read, base)
     head = _head(cert, read)
@@ -226,13 +226,13 @@ def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reade
 def _rounds(lo: Fraction, hi: Fraction, shown: Fraction, text_: str, digits: int) -> bool:
     from decimal import Decimal
 
-    from symattn.checking.certificate import _round_significant
+    from symattn.checking.verification import round_significant
 
     if shown == 0:  # an exact zero is shown as "0" at any digits
         return lo == hi == 0
     if len(Decimal(text_).as_tuple().digits) != digits:
         return False
-    return _round_significant(lo, digits) == shown == _round_significant(hi, digits)
+    return round_significant(lo, digits) == shown == round_significant(hi, digits)
 
 
 def _enclosures(
