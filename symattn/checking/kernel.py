@@ -57,18 +57,9 @@ def head_of(spec) -> float64.Head | None:
         if not float64.is_float32(a):
             return None
         arrays.append(a)
-    if spec.scale == "sqrt":
-        d = arrays[0].shape[1]
-        scale, exact = 1.0 / np.sqrt(float(d)), None  # two roundings: within 2.01u
-    elif spec.scale == "none":
-        scale, exact = 1.0, Fraction(1)
-    else:
-        exact = spec.scale.value
-        scale = float(exact)  # correctly rounded: within u
-        if not 2.0**-900 < abs(scale) < 2.0**900:
-            return None
+    exact = None if spec.scale == "sqrt" else Fraction(1) if spec.scale == "none" else spec.scale.value
     allowed = None if spec.allowed is None else np.array(spec.allowed, dtype=bool)
-    return float64.Head(arrays[0], arrays[1], arrays[2], scale, 3 * float64.U, exact, allowed)
+    return float64.head(arrays[0], arrays[1], arrays[2], exact, allowed)
 
 
 def intervals(head: float64.Head, quantity: str) -> tuple[np.ndarray, np.ndarray]:
