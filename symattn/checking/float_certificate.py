@@ -341,11 +341,12 @@ def _exact_rows(head: float64.Head, work: list[tuple[int, dict[int, Any]]]) -> l
         pending = []
         for k, box in sorted(boxes.items()):
             where = f"output[{i + 1}][{k + 1}]"
-            zero = all(V[j][k] == 0 for j in allowed)  # a column of zeros: the output is 0, exactly
-            if flat or zero or not isinstance(box, tuple):  # equal scores: the output is the mean of V, exactly
+            # one value in the column (zeros, say): the output is that value, exactly, whatever the scores
+            constant = len({V[j][k] for j in allowed}) == 1
+            if flat or constant or not isinstance(box, tuple):  # equal scores: the output is the mean of V, exactly
                 mean = Fraction(sum(V[j][k] for j in allowed), len(allowed) << v_shift)
                 lo, hi = box if isinstance(box, tuple) else (box, box)
-                if not flat and not zero:
+                if not flat and not constant:
                     failures.append(
                         (i, k, f"{where}: an exact fraction, but the row's scores differ: it is irrational")
                     )

@@ -73,12 +73,13 @@ def refine(
     candidates = set() if quantity in ("dK", "dV") else _equal_score_rows(head, sorted(entries))
     for i, cols in entries.items():
         known = _rational_row(head, quantity, i) if i in candidates else None
-        if known is None:
-            continue
         for j in cols:
-            outcome = decide_one(i, j, known[j], known[j])
+            value = known[j] if known is not None else _constant_output(head, quantity, i, j)
+            if value is None:
+                continue
+            outcome = decide_one(i, j, value, value)
             if outcome is not None:
-                out[(i, j)] = (outcome, significant_exact(known[j], digits))
+                out[(i, j)] = (outcome, significant_exact(value, digits))
     pending = {i: [j for j in cols if (i, j) not in out] for i, cols in entries.items()}
     pending = {i: cols for i, cols in pending.items() if cols}
     while pending:
@@ -117,6 +118,15 @@ def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] |
     if quantity == "weights":
         return [w if k else Fraction(0) for k in keep]
     return [w * sum((Fraction(float(head.V[j, c])) for j in keys), Fraction(0)) for c in range(head.V.shape[1])]
+
+
+def _constant_output(head: float64.Head, quantity: str, i: int, k: int) -> Fraction | None:
+    """Output (i, k) exactly where column k of V is one value v over the keys row i attends: the weights sum
+    to 1, so the output is v, whatever the scores (an exact tie such as 1.5 at one digit needs it)."""
+    if quantity != "output":
+        return None
+    column = head.V[:, k] if head.allowed is None else head.V[head.allowed[i], k]
+    return Fraction(float(column[0])) if column.size and (column == column[0]).all() else None
 
 
 def _rational_dq(head, i: int, keys, w: Fraction) -> list[Fraction] | None:
