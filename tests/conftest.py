@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# The suite draws the same examples on every run: a flaky test is a failing test. To explore afresh (with
+# the long fuzz run, say): HYPOTHESIS_PROFILE=explore pytest -m longfuzz
+settings.register_profile("suite", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
