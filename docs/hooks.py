@@ -646,8 +646,9 @@ def limits_table(tmp: Path) -> str:
                 f"| `{name}` | {limit_value(value)}{size} | {'' if plain else f'`{written}`'} | {_cell(comment)} |"
             )
         out.append("")
-    module = importlib.import_module(LIMITS_MODULE)
-    out.append(f"Read from `{LIMITS_MODULE}` ({Path(module.__file__).relative_to(ROOT)}) when the site was built.")
+    # the module's path in the package, not on this disk: a regular install puts it in site-packages
+    where = LIMITS_MODULE.replace(".", "/") + ".py"
+    out.append(f"Read from `{LIMITS_MODULE}` ({where}) when the site was built.")
     return "\n".join(out)
 
 
