@@ -188,8 +188,23 @@ def _compute(args: argparse.Namespace) -> int:
         parts = compute_float64(spec, digits)
     else:
         parts = compute_json(spec, digits=digits, exact=not args.no_exact, certify=args.certify)
-    _emit(b"".join(part.encode("utf-8") for part in parts), args.output)
+    _emit(_spooled(parts), args.output)
     return 0
+
+
+def _spooled(parts: Iterator[str]) -> bytes:
+    """The document made of ``parts``, held on disk while they are made: at 1024 tokens the sections made
+    so far are ~100 MB, and the model that makes the next one is at its largest meanwhile."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile() as spool:
+            for part in parts:
+                spool.write(part.encode("utf-8"))
+            spool.seek(0)
+            return spool.read()
+    except OSError as exc:  # the temporary folder full or not writable
+        raise OutputError.from_os(tempfile.gettempdir(), exc) from None
 
 
 def _example(args: argparse.Namespace) -> int:
