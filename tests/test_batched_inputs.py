@@ -152,6 +152,20 @@ def test_shapes_that_do_not_fit_are_one_line_errors(tmp_path, capsys, shapes, ex
     assert capsys.readouterr().err.startswith(f"symattn: {path}: {message}")
 
 
+@pytest.mark.parametrize("shape", [(0, 2, 4, 2), (2, 0, 4, 2), (2, 2, 4, 0)])
+def test_an_empty_axis_is_one_line(tmp_path, capsys, shape):
+    """Issue 28: Q, K, V of shape (0, 2, 4, 2) ended in an IndexError."""
+    for name in "qkv":
+        np.save(tmp_path / f"{name}.npy", np.ones(shape, dtype=np.float32))
+    path = tmp_path / "s.toml"
+    path.write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
+    assert main(["compare", str(path), str(tmp_path / "q.npy")]) == 2
+    axes = ", ".join(map(str, shape))
+    assert capsys.readouterr().err == (
+        f"symattn: {path}: Q: 'q.npy': shape ({axes}) has an axis of length 0 (no entries)\n"
+    )
+
+
 def test_batches_times_heads_are_limited(tmp_path, monkeypatch):
     for name in "qkv":
         np.save(tmp_path / f"{name}.npy", np.ones((3, 2, 4, 2), dtype=np.float32))

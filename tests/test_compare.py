@@ -165,6 +165,27 @@ def test_bad_results(tmp_path, content, message):
     assert str(info.value).startswith(f"{path}: {message}")
 
 
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"[[1e9999, 1]]", "result[1][1]: 1e9999 is beyond float64's range (at most about 1.8e308)"),
+        (b"[[1, -17976931348623159e292]]", "result[1][2]: -17976931348623159e292 is beyond float64's range"),
+        (b"\x93NUMPY\x01\x00", "a truncated .npy file: 8 bytes, the preamble alone takes 10"),
+        (b"\x93NUM", "a truncated .npy file: 4 bytes, the preamble alone takes 10"),
+        (b"\x93NUMPY\x01\x00\x76\x00{'descr'", "a truncated .npy file: 18 bytes, the preamble and header take 128"),
+        (b"\x93NUMPZ\x01\x00", "not a .npy file (no \\x93NUMPY magic)"),
+    ],
+)
+def test_results_that_crashed_are_one_line(tmp_path, capsys, content, message):
+    """Issue 28: a JSON number past float64 (OverflowError) and a .npy file cut short (said to have no magic)."""
+    name = "r.json" if content.startswith(b"[") else "r.npy"
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert main(["compare", str(SEED), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"symattn: {path}: {message}") and err.count("\n") == 1
+
+
 def test_truncated_npy(tmp_path):
     path = save(tmp_path / "t.npy", np.zeros((3, 2)))
     path.write_bytes(path.read_bytes()[:-8])

@@ -34,6 +34,10 @@ def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any
         return dict(data), (), layout
     raw = {key: str(v) for key, v in given.items()}
     arrays = {key: filematrix.read_array(v, key, reader.source, reader.folder) for key, v in raw.items()}
+    for key, a in arrays.items():
+        if 0 in a.values.shape:  # no entries: no head to compare, whatever the other axes say
+            shape = ", ".join(map(str, a.values.shape))
+            raise ShapeError(reader.source, key, f"{raw[key]!r}: shape ({shape}) has an axis of length 0 (no entries)")
     axes = {key: a.values.ndim for key, a in arrays.items()}
     if all(_leading_ones(a.values) for a in arrays.values()):  # matrices (or a batch of one, one head)
         out = dict(data)
