@@ -61,13 +61,15 @@ def test_float32_result_exact_errors(tmp_path):
         "entries": 6,
         "correctly_rounded": 5,
         "max_ulps": "0.744",
-        "max_ulps_at": [1, 1],
+        "max_ulps_at": {"query": 0, "column": 0},
         "max_relative": "7.83e-8",
+        "max_relative_at": {"query": 0, "column": 0},
         "max_row_relative": "7.83e-8",
-        "max_row_relative_at": [1, 1],
+        "max_row_relative_at": {"query": 0, "column": 0},
         "histogram": [{"ulps": "(0, 0.5]", "count": 5}, {"ulps": "(0.5, 1]", "count": 1}],
     }
-    # |x − exact| / (the row's largest |exact|): row 1's is 4.5334…, so [1,2] gives 9.19999e-8 / 4.53345
+    assert data["places"] == "0-based, as numpy indexes: o[query, column]"
+    # |x − exact| / (the row's largest |exact|): row 0's is 4.5334…, so o[0, 1] gives 9.19999e-8 / 4.53345
     assert [str(e.row_relative) for e in c.entries] == [
         "7.83E-8",
         "2.03E-8",
@@ -142,7 +144,8 @@ def test_not_finite_entries_and_exit_codes(tmp_path, capsys):
     path = save(tmp_path / "n.npy", values)
     assert main(["compare", str(SEED), str(path)]) == 1
     out = capsys.readouterr().out
-    assert "Not finite at [1,2]: nan." in out and "5 of 5 entries are correctly rounded" not in out
+    assert "Places are 0-based, as numpy indexes: o[query, column].\n" in out
+    assert "Not finite at o[0, 1]: nan." in out and "5 of 5 entries are correctly rounded" not in out
     good = save(tmp_path / "g.npy", np.array([[float(x) for x in row] for row in EXACT]))
     assert main(["compare", str(SEED), str(good), "--max-ulp", "0.5"]) == 0
     assert "6 of 6 entries are correctly rounded (error at most 0.5 ULP)." in capsys.readouterr().out

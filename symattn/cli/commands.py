@@ -384,6 +384,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     from symattn.checking import tolerance
     from symattn.checking.compare import WORST, compare, comparison_data, render_comparison
+    from symattn.checking.comparison_report import passes_max_ulp
     from symattn.input.floats import read_result
     from symattn.input.spec import load_spec
 
@@ -399,13 +400,12 @@ def _compare(args: argparse.Namespace) -> int:
     comparison = compare(spec, result, args.quantity, args.lse_base, grad_output, listed)
     verdict = tolerance.verdict(comparison, result, naive, rtol, atol)
     if args.format == "json":
-        data = tolerance.with_verdict(comparison_data(comparison), verdict)
+        data = comparison_data(comparison, verdict, args.max_ulp)
         _emit(json.dumps(data, ensure_ascii=False, indent=2) + "\n", args.output)
     else:
         lang = _language(args.lang) if args.lang else "en"
-        _emit(render_comparison(comparison, lang, args.all, tolerance=verdict), args.output)
-    worst = comparison.worst
-    over = args.max_ulp is not None and worst is not None and worst.ulps > args.max_ulp
+        _emit(render_comparison(comparison, lang, args.all, tolerance=verdict, max_ulp=args.max_ulp), args.output)
+    over = args.max_ulp is not None and not passes_max_ulp(comparison.worst, args.max_ulp)
     failed = verdict is not None and not verdict.passed
     return 1 if over or failed or comparison.not_finite else 0
 
