@@ -213,3 +213,14 @@ def test_a_proof_past_its_limit_is_not_attempted(monkeypatch):
     )
     monkeypatch.setattr(limits, "ZERO_TERMS", 4)
     assert not zeros.is_zero(inputs, "dQ", 0, 1)
+
+
+def test_a_float64_certificate_leaves_a_proved_zero_open(tmp_path, capsys):
+    """compare proves O[0, 0] = 0 (above); a certificate may hold only what its verifier re-checks, and the
+    verifier knows no such proof, so --certify --float64 still refuses it in one line, as before."""
+    arrays = {"q": [[1, 0]], "k": [[0, 1], [0, 2], [1, 3], [1, 4]], "v": [[1, 3], [-1, 0], [2, 1], [-2, 5]]}
+    write(tmp_path, **arrays)
+    out = tmp_path / "c.json"
+    assert main(["compute", str(tmp_path / "s.toml"), "--certify", "--float64", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == "symattn: the error of entry (1, 1) is not decided at 1000 digits\n"
+    assert not out.exists()

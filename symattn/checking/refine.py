@@ -64,12 +64,14 @@ def refine(
     digits: int,
     balls: Balls | None = None,
     name=None,
+    prove_zeros: bool = True,
 ):
     """Arb balls for the entries {row: [columns]} at rising precision until ``decide_one(i, j, lo, hi)``
     decides each and both ends agree on ``digits``; {(i, j): (outcome, shown)} and the digits reached.
     ``balls``: rows computed before, kept for the callers after. An entry whose first balls hold 0 is
-    proved exactly 0 where it is (exact/zeros.py), since no ball shrinks to a point. ``name(i, j)``:
-    how a message names an entry's error (default "the error of entry (i + 1, j + 1)")."""
+    proved exactly 0 where it is (exact/zeros.py), since no ball shrinks to a point; ``prove_zeros`` False
+    leaves it open (a certificate's verifier does not check such proofs). ``name(i, j)``: how a message
+    names an entry's error (default "the error of entry (i + 1, j + 1)")."""
     out: dict[tuple[int, int], tuple] = {}
     bits = START_BITS
     # rational rows: a query's (dK's and dV's rows are keys': none is looked for)
@@ -90,7 +92,7 @@ def refine(
         for i, values in _ends_by_rows(head, quantity, pending, bits, balls, name):
             for j in pending[i]:
                 lo, hi = values[j]
-                if bits == START_BITS and lo <= 0 <= hi:
+                if prove_zeros and bits == START_BITS and lo <= 0 <= hi:
                     if exact_inputs is None:
                         exact_inputs = zeros.of_arrays(head.Q, head.K, head.V, head.allowed, getattr(head, "dO", None))
                     if zeros.is_zero(exact_inputs, quantity, i, j):
