@@ -69,28 +69,31 @@ def sdpa(tmp_path_factory):
 
 def test_both_layouts_give_the_same_report(sdpa):
     *_, reports = sdpa
-    a, b = (dict(r, source=None) for r in reports.values())
-    assert a == b
+    a, b = (dict(r, source=None, places=None) for r in reports.values())
+    assert a == b  # a place names its axes: the same dict in either order
+    assert reports["bhnd"]["places"] == "0-based, as numpy indexes: o[batch, head, query, column]"
+    assert reports["bnhd"]["places"] == "0-based, as numpy indexes: o[batch, query, head, column]"
     assert a["engine"]["path"] == "float64" and a["summary"]["entries"] == B * H * N * D
 
 
 def test_each_batch_and_head_has_the_figures_mpmath_gives(sdpa):
     Q, K, V, out, reports = sdpa
     data = reports["bhnd"]
-    assert [(s["batch"], s["head"]) for s in data["heads"]] == [(b, h) for b in (1, 2) for h in (1, 2, 3, 4)]
-    by_place = {(e["batch"], e["head"], e["row"], e["col"]): e for e in data["entries"]}
+    assert [(s["batch"], s["head"]) for s in data["heads"]] == [(b, h) for b in range(B) for h in range(H)]
+    by_place = {(e["batch"], e["head"], e["query"], e["column"]): e for e in data["entries"]}
     allowed = bottom_right(N, M)
     for s in data["heads"]:
-        b, h = s["batch"] - 1, s["head"] - 1
+        b, h = s["batch"], s["head"]
         g = h // (H // G)  # the key/value head of query head h
         mine = [e for e in data["entries"] if (e["batch"], e["head"]) == (s["batch"], s["head"])]
         assert s["entries"] == len(mine) == N * D
         assert Decimal(s["max_ulps"]) == max(Decimal(e["ulps"]) for e in mine)
-        worst = tuple(s["max_ulps_at"])
-        for i, j in [(0, 0), (N - 1, D - 1), (17, 5), (worst[0] - 1, worst[1] - 1)]:
+        worst = s["max_ulps_at"]
+        assert (worst["batch"], worst["head"]) == (b, h)
+        for i, j in [(0, 0), (N - 1, D - 1), (17, 5), (worst["query"], worst["column"])]:
             _, output = mp_row(Q[b, h], K[b, g], V[b, g], i, allowed)
             figure = ulps_of(float(out[b, h, i, j]), output[j], "float32")
-            assert Decimal(by_place[(b + 1, h + 1, i + 1, j + 1)]["ulps"]) == figure, (b, h, i, j)
+            assert Decimal(by_place[(b, h, i, j)]["ulps"]) == figure, (b, h, i, j)
     whole = max(Decimal(s["max_ulps"]) for s in data["heads"])
     assert Decimal(data["summary"]["max_ulps"]) == whole
     assert data["summary"]["correctly_rounded"] == sum(s["correctly_rounded"] for s in data["heads"])
@@ -106,13 +109,13 @@ def test_the_text_report_has_a_line_per_batch_and_head(tmp_path, capsys):
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if line.startswith("  batch ")]
     assert [line.split(":")[0] for line in lines] == [
+        "  batch 0, head 0",
+        "  batch 0, head 1",
+        "  batch 1, head 0",
         "  batch 1, head 1",
-        "  batch 1, head 2",
-        "  batch 2, head 1",
-        "  batch 2, head 2",
     ]
-    assert "of 32 correctly rounded; largest error " in lines[0]
-    assert "(batch, head, row, column)." in out
+    assert "of 32 correctly rounded; largest error " in lines[0] and " at o[0, 0, " in lines[0]
+    assert "Places are 0-based, as numpy indexes: o[batch, head, query, column].\n" in out
 
 
 def test_a_batch_of_one_is_a_multi_head_spec(tmp_path):
@@ -152,6 +155,20 @@ def test_shapes_that_do_not_fit_are_one_line_errors(tmp_path, capsys, shapes, ex
     assert capsys.readouterr().err.startswith(f"symattn: {path}: {message}")
 
 
+@pytest.mark.parametrize("shape", [(0, 2, 4, 2), (2, 0, 4, 2), (2, 2, 4, 0)])
+def test_an_empty_axis_is_one_line(tmp_path, capsys, shape):
+    """Issue 28: Q, K, V of shape (0, 2, 4, 2) ended in an IndexError."""
+    for name in "qkv":
+        np.save(tmp_path / f"{name}.npy", np.ones(shape, dtype=np.float32))
+    path = tmp_path / "s.toml"
+    path.write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
+    assert main(["compare", str(path), str(tmp_path / "q.npy")]) == 2
+    axes = ", ".join(map(str, shape))
+    assert capsys.readouterr().err == (
+        f"symattn: {path}: Q: 'q.npy': shape ({axes}) has an axis of length 0 (no entries)\n"
+    )
+
+
 def test_batches_times_heads_are_limited(tmp_path, monkeypatch):
     for name in "qkv":
         np.save(tmp_path / f"{name}.npy", np.ones((3, 2, 4, 2), dtype=np.float32))
@@ -186,10 +203,10 @@ def test_a_not_finite_entry_is_named_by_its_batch_and_head(tmp_path, capsys):
     path = tmp_path / "s.toml"
     path.write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
     assert main(["compare", str(path), str(tmp_path / "o.npy")]) == 1
-    assert "Not finite at [2,1,4,2] (batch, head, row, column): nan." in capsys.readouterr().out
+    assert "Not finite at o[1, 0, 3, 1]: nan." in capsys.readouterr().out
     assert main(["compare", str(path), str(tmp_path / "o.npy"), "--format", "json"]) == 1
     data = json.loads(capsys.readouterr().out)
-    assert data["not_finite"] == [{"batch": 2, "head": 1, "row": 4, "col": 2, "value": "nan"}]
+    assert data["not_finite"] == [{"batch": 1, "head": 0, "query": 3, "column": 1, "value": "nan"}]
 
 
 def test_the_lse_of_each_batch_and_head_is_that_head_s_own(tmp_path, capsys):
@@ -218,7 +235,7 @@ def test_the_lse_of_each_batch_and_head_is_that_head_s_own(tmp_path, capsys):
                 == 0
             )
             alone = json.loads(capsys.readouterr().out)
-            mine = [e for e in whole["entries"] if (e["batch"], e["head"]) == (b + 1, h + 1)]
-            assert [(e["row"], e["col"], e["ulps"], e["exact"]) for e in mine] == [
-                (e["row"], e["col"], e["ulps"], e["exact"]) for e in alone["entries"]
+            mine = [e for e in whole["entries"] if (e["batch"], e["head"]) == (b, h)]
+            assert [(e["query"], e["ulps"], e["exact"], e["row_relative"]) for e in mine] == [
+                (e["query"], e["ulps"], e["exact"], e["row_relative"]) for e in alone["entries"]
             ]

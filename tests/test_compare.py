@@ -61,13 +61,15 @@ def test_float32_result_exact_errors(tmp_path):
         "entries": 6,
         "correctly_rounded": 5,
         "max_ulps": "0.744",
-        "max_ulps_at": [1, 1],
+        "max_ulps_at": {"query": 0, "column": 0},
         "max_relative": "7.83e-8",
+        "max_relative_at": {"query": 0, "column": 0},
         "max_row_relative": "7.83e-8",
-        "max_row_relative_at": [1, 1],
+        "max_row_relative_at": {"query": 0, "column": 0},
         "histogram": [{"ulps": "(0, 0.5]", "count": 5}, {"ulps": "(0.5, 1]", "count": 1}],
     }
-    # |x − exact| / (the row's largest |exact|): row 1's is 4.5334…, so [1,2] gives 9.19999e-8 / 4.53345
+    assert data["places"] == "0-based, as numpy indexes: o[query, column]"
+    # |x − exact| / (the row's largest |exact|): row 0's is 4.5334…, so o[0, 1] gives 9.19999e-8 / 4.53345
     assert [str(e.row_relative) for e in c.entries] == [
         "7.83E-8",
         "2.03E-8",
@@ -142,7 +144,8 @@ def test_not_finite_entries_and_exit_codes(tmp_path, capsys):
     path = save(tmp_path / "n.npy", values)
     assert main(["compare", str(SEED), str(path)]) == 1
     out = capsys.readouterr().out
-    assert "Not finite at [1,2]: nan." in out and "5 of 5 entries are correctly rounded" not in out
+    assert "Places are 0-based, as numpy indexes: o[query, column].\n" in out
+    assert "Not finite at o[0, 1]: nan." in out and "5 of 5 entries are correctly rounded" not in out
     good = save(tmp_path / "g.npy", np.array([[float(x) for x in row] for row in EXACT]))
     assert main(["compare", str(SEED), str(good), "--max-ulp", "0.5"]) == 0
     assert "6 of 6 entries are correctly rounded (error at most 0.5 ULP)." in capsys.readouterr().out
@@ -163,6 +166,27 @@ def test_bad_results(tmp_path, content, message):
     with pytest.raises(SpecError) as info:
         read_result(path)
     assert str(info.value).startswith(f"{path}: {message}")
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"[[1e9999, 1]]", "result[1][1]: 1e9999 is beyond float64's range (at most about 1.8e308)"),
+        (b"[[1, -17976931348623159e292]]", "result[1][2]: -17976931348623159e292 is beyond float64's range"),
+        (b"\x93NUMPY\x01\x00", "a truncated .npy file: 8 bytes, the preamble alone takes 10"),
+        (b"\x93NUM", "a truncated .npy file: 4 bytes, the preamble alone takes 10"),
+        (b"\x93NUMPY\x01\x00\x76\x00{'descr'", "a truncated .npy file: 18 bytes, the preamble and header take 128"),
+        (b"\x93NUMPZ\x01\x00", "not a .npy file (no \\x93NUMPY magic)"),
+    ],
+)
+def test_results_that_crashed_are_one_line(tmp_path, capsys, content, message):
+    """Issue 28: a JSON number past float64 (OverflowError) and a .npy file cut short (said to have no magic)."""
+    name = "r.json" if content.startswith(b"[") else "r.npy"
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert main(["compare", str(SEED), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"symattn: {path}: {message}") and err.count("\n") == 1
 
 
 def test_truncated_npy(tmp_path):

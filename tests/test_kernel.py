@@ -203,11 +203,11 @@ def test_torch_cpu_sdpa_float32_end_to_end(tmp_path):
     assert data["engine"]["path"] == "float64"
     assert data["summary"]["entries"] == 96 * 32
     x = out.numpy().astype(np.float64)
-    by_position = {(e["row"], e["col"]): e for e in data["entries"]}
-    worst = tuple(p - 1 for p in data["summary"]["max_ulps_at"])  # an output near 0: many ULPs, still right
+    by_position = {(e["query"], e["column"]): e for e in data["entries"]}
+    worst = tuple(data["summary"]["max_ulps_at"].values())  # an output near 0: many ULPs, still right
     for i, j in [(0, 0), (40, 7), (95, 31), worst]:
         _, output = mp_row(Q, K, V, i)
-        assert Decimal(by_position[(i + 1, j + 1)]["ulps"]) == ulps_of(x[i, j], output[j], "float32")
+        assert Decimal(by_position[(i, j)]["ulps"]) == ulps_of(x[i, j], output[j], "float32")
 
 
 def test_several_heads_in_two_processes_give_the_serial_and_exact_figures(monkeypatch):
@@ -281,8 +281,9 @@ def test_torch_flash_attention_lse_in_both_bases_end_to_end(tmp_path):
 
     natural, base2, mixed = run("lse.npy"), run("lse2.npy", "--lse-base", "2"), run("lse2.npy")
     assert natural["summary"]["entries"] == 96 and natural["engine"]["path"] == "float64"
+    assert natural["places"] == "0-based, as numpy indexes: lse[head, query]"  # (1, 2, 48): a batch of one
     for h, i in [(0, 0), (1, 47), (1, 5)]:
-        entry = {(e["row"], e["col"]): e for e in natural["entries"]}[(h + 1, i + 1)]
+        entry = {(e["head"], e["query"]): e for e in natural["entries"]}[(h, i)]
         with mpmath.workdps(60):
             d = 16
             q = [Fraction(float(a)) for a in Q[0, h, i]]
@@ -481,13 +482,13 @@ def test_the_text_report_refines_no_entry_it_does_not_show(monkeypatch):
     assert "Decided by float64 with error bounds; 1 of 128 entries (0.781%) refined with arb.\n" in whole
     assert text.replace("0 of 128 entries (0.000%)", "1 of 128 entries (0.781%)") == whole
     assert (
-        "Largest error: 0.500 ULP, at [6,3].\n"
-        "Largest relative error: 5.66e-8, at [6,3].\n"
-        "Largest error relative to its row's largest magnitude: 4.33e-8, at [6,3].\n"
+        "Largest error: 0.500 ULP, at o[5, 2].\n"
+        "Largest relative error: 5.66e-8, at o[5, 2].\n"
+        "Largest error relative to its row's largest magnitude: 4.33e-8, at o[5, 2].\n"
     ) in text
     assert (
-        "[6,3]     0.2628892511243         0.26288926601409912     0.500     5.66e-8   4.33e-8\n"
-        "[12,5]    -0.00866987975238       -0.0086698792874813080  0.499     5.36e-8   7.51e-10\n"
+        "o[5, 2]   0.2628892511243         0.26288926601409912     0.500     5.66e-8   4.33e-8\n"
+        "o[11, 4]  -0.00866987975238       -0.0086698792874813080  0.499     5.36e-8   7.51e-10\n"
     ) in text
 
 

@@ -233,9 +233,10 @@ def test_torch_autograd_float32_gradients_end_to_end(tmp_path):
         assert data["engine"]["path"] == "float64" and data["quantity"] == GRADIENTS[quantity]
         assert data["summary"]["entries"] == n * d
         x = grad.numpy().astype(np.float64)
-        by_position = {(e["row"], e["col"]): e for e in data["entries"]}
+        row = "query" if quantity == "dq" else "key"  # dK's and dV's rows are keys'
+        by_position = {(e[row], e["column"]): e for e in data["entries"]}
         head = head_of(*(M.astype(np.float64) for M in (Q, K, V, dO)), np.array(spec.allowed))
-        worst = tuple(p - 1 for p in data["summary"]["max_ulps_at"])
+        worst = (data["summary"]["max_ulps_at"][row], data["summary"]["max_ulps_at"]["column"])
         points = [(0, 0), (40, 7), (95, 31), worst]
         wanted: dict[int, list[int]] = {}
         for i, j in points:
@@ -245,10 +246,10 @@ def test_torch_autograd_float32_gradients_end_to_end(tmp_path):
             a, b = refine._ends(balls[i][j])
             exact = (a + b) / 2
             if exact == 0:  # the first query's dQ: exactly 0
-                assert by_position[(i + 1, j + 1)]["relative"] is None
+                assert by_position[(i, j)]["relative"] is None
                 continue
             want = significant_exact(abs(Fraction(x[i, j]) - exact) / ulp(exact, "float32"), 3)
-            assert Decimal(by_position[(i + 1, j + 1)]["ulps"]) == want, (quantity, i, j)
+            assert Decimal(by_position[(i, j)]["ulps"]) == want, (quantity, i, j)
 
 
 def test_the_undecided_past_arbs_limit_are_refused_in_one_line(monkeypatch):
@@ -261,7 +262,7 @@ def test_the_undecided_past_arbs_limit_are_refused_in_one_line(monkeypatch):
     monkeypatch.setattr(limits, "GRADIENT_REFINE_SCORES", 63)
     with pytest.raises(EvaluationError) as caught:
         compare(spec, result, "dk", grad_output=result_of(dO, "float16"))
-    assert str(caught.value).startswith("the error of dK entry (")
+    assert str(caught.value).startswith("r.npy: the error of dk[")  # a key's row, 0-based
     assert str(caught.value).endswith(
         "is not decided by the float64 bound, and refining it with arb takes all 8×8 scores; at most 63 are allowed"
     )

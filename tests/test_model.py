@@ -128,3 +128,22 @@ def test_compute_prints_exactly_as_sympy_str(seed):
     ] == [[str(x) for x in model.weights.row(i)] for i in range(3)]
     assert data["weights"]["exact"][0] == ["1", "0", "0"]  # causal: the first query sees itself only
     assert data["scaled"]["value"][0] == ["0.70711", "-inf", "-inf"]
+
+
+def test_weights_from_exps_made_a_few_rows_at_a_time_are_the_same(monkeypatch):
+    """Past boxes.LARGE scores the weights make their exps ROWS_AT_ONCE rows at a time and keep none (issue
+    28's memory): the same boxes, and the same digits, as from the kept exps."""
+    from symattn.exact import boxes
+
+    rows = [[str((i * 7 + j * 3) % 19 / 10 - 0.9) for j in range(3)] for i in range(5)]
+    spec = load_spec({"Q": rows, "K": rows, "V": rows, "mask": "causal"})
+    kept = build_model(spec)
+    kept_boxes = boxes.Boxes(kept, 64)
+    expected, digits = kept_boxes.weights(), kept.significant("weights", 15)
+    assert "_exp_shifted" in kept_boxes.__dict__
+    monkeypatch.setattr(boxes, "LARGE", 0)
+    monkeypatch.setattr(boxes, "ROWS_AT_ONCE", 2)
+    chunked = build_model(spec)
+    chunked_boxes = boxes.Boxes(chunked, 64)
+    assert chunked_boxes.weights() == expected and "_exp_shifted" not in chunked_boxes.__dict__
+    assert chunked.significant("weights", 15) == digits

@@ -23,7 +23,7 @@ from symattn.input.floats import read_result, ulp
 from tests.test_kernel import exact_text, mp_row
 
 SEED = builtin.example_path("seed", "en")
-OUT = np.array(  # a float32 kernel's output of the seed: 0.744 ULP at [1,1], the rest correctly rounded
+OUT = np.array(  # a float32 kernel's output of the seed: 0.744 ULP at o[0, 0], the rest correctly rounded
     [
         [4.5334482192993164, 2.5695719718933105],
         [2.8882336616516113, 4.8722429275512695],
@@ -46,10 +46,10 @@ def test_flash_ratio_and_verdict_text_and_json(tmp_path, capsys):
     o, n = files(tmp_path, OUT, naive)
     assert main(["compare", str(SEED), o, "--naive", n]) == 0
     text = capsys.readouterr().out
-    # |out − exact| = 3.5482e-7 at [1,1]; |naive − exact| = 3.5482e-7 + 2^-21 = 8.3166e-7: 0.42664
+    # |out − exact| = 3.5482e-7 at o[0, 0]; |naive − exact| = 3.5482e-7 + 2^-21 = 8.3166e-7: 0.42664
     assert f"FlashAttention's ratio max|out − exact| / max|naive − exact|: 0.427 (naive: {n}).\n" in text
     assert "Pass by FlashAttention's rule, max|out − exact| ≤ 2·max|naive − exact| + 0.\n" in text
-    assert "The largest absolute error |out − exact| is at [1,1].\n" in text
+    assert "The largest absolute error |out − exact| is at o[0, 0].\n" in text
     assert main(["compare", str(SEED), o, "--naive", n, "--format", "json", "--rtol", "0.4"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["ratio"] == "0.427"
@@ -58,7 +58,7 @@ def test_flash_ratio_and_verdict_text_and_json(tmp_path, capsys):
         "rtol": "0.4",
         "atol": "0",
         "pass": False,
-        "worst_at": [1, 1],
+        "worst_at": {"query": 0, "column": 0},
         "not_finite": False,
         "naive": n,
         "ratio": "0.427",
@@ -73,7 +73,7 @@ def test_allclose_verdict_text_and_json(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "Fail by torch.allclose's rule, |out − exact| ≤ 1e-7 + 0·|exact| for every entry.\n" in text
     # 3.5482e-7 / 1e-7
-    assert "The worst entry is [1,1], where |out − exact| / (atol + rtol·|exact|) = 3.55.\n" in text
+    assert "The worst entry is o[0, 0], where |out − exact| / (atol + rtol·|exact|) = 3.55.\n" in text
     assert main(["compare", str(SEED), o, "--rtol", "1e-7", "--format", "json"]) == 0
     verdict = json.loads(capsys.readouterr().out)["verdict"]
     # 3.5482e-7 / (1e-8 + 1e-7 · 4.53345): torch's default atol of 1e-8
@@ -82,7 +82,7 @@ def test_allclose_verdict_text_and_json(tmp_path, capsys):
         "rtol": "1e-7",
         "atol": "1e-8",
         "pass": True,
-        "worst_at": [1, 1],
+        "worst_at": {"query": 0, "column": 0},
         "not_finite": False,
         "share": "0.766",
     }
@@ -97,7 +97,7 @@ def test_identical_results_have_ratio_one_and_nan_fails(tmp_path, capsys):
     o, n = files(tmp_path, OUT, bad)
     assert main(["compare", str(SEED), o, "--naive", n]) == 1
     text = capsys.readouterr().out
-    assert f"Not finite at [3,2] (in {n}): no tolerance holds.\n" in text and "ratio" not in text
+    assert f"Not finite at o[2, 1] (in {n}): no tolerance holds.\n" in text and "ratio" not in text
 
 
 @pytest.mark.parametrize(

@@ -26,10 +26,9 @@ from symattn.checking.comparison import (
     Entry,
     _decide,
     _half_unit,
-    number_text,
 )
+from symattn.checking.comparison_report import WORST, bucket_label, comparison_data, render_comparison
 from symattn.input import limits
-from symattn.input.decimals import round_half_up, significant_exact
 from symattn.input.errors import EvaluationError, LimitError, ShapeError, SpecError
 from symattn.input.floats import FloatResult
 
@@ -65,16 +64,22 @@ def compare(
     if quantity in GRADIENTS:
         fast = _gradient_heads(spec, grad_output)
         if fast is not None:  # Q, K, V and dO of float32 values: the float64 path
-            return kernel.compare_head(fast, result, GRADIENTS[quantity], worst)
+            places = _matrix_places(spec, quantity)
+            return replace(kernel.compare_head(fast, result, GRADIENTS[quantity], worst, places), places=places)
         spec = _with_grad_output(spec, grad_output)
     elif grad_output is not None:
         raise SpecError("--grad-output", None, "is for --quantity dq, dk or dv")
     axes = None
+    places = _matrix_places(spec, how)
     if spec.batches or (result.array is not None and not result.rows):  # batch and head axes
+        from symattn.checking.places import lined_places
         from symattn.input.batched import arrange
 
+        dims = result.array.ndim if result.array is not None else 2
         result = arrange(result, spec.layout, quantity, spec.batch, spec.heads)
         axes = (spec.batch, spec.heads)
+        width = result.shape[1] // (spec.batch * spec.heads)
+        places = lined_places(how, spec.layout, dims, spec.batch, spec.heads, width)
     if spec.batches:
         heads: list = []
         for b in range(spec.batch):
@@ -87,10 +92,12 @@ def compare(
                     "projection, W_O, ALiBi, soft-capping, sinks or RoPE",
                 )
             heads += part
-        return replace(kernel.compare_head(heads, result, how), batch_heads=axes)  # each head's summary: all
+        # each head's summary reads all of its entries
+        return replace(kernel.compare_head(heads, result, how, places=places), batch_heads=axes, places=places)
     heads_ = kernel.heads_of(spec, quantity)
     if heads_ is not None:
-        return replace(kernel.compare_head(heads_, result, how, None if axes else worst), batch_heads=axes)
+        c = kernel.compare_head(heads_, result, how, None if axes else worst, places)
+        return replace(c, batch_heads=axes, places=places)
     if quantity == "lse":
         raise SpecError(
             spec.source, "Q", "--quantity lse needs Q, K and V of float32 values (the exact floats a kernel saw)"
@@ -111,7 +118,7 @@ def compare(
         )
     shown = model.significant(quantity, EXACT_DIGITS)
     pending = {(i, j) for i in range(rows) for j in range(cols) if result.rows[i][j] is not None}
-    decided: dict[tuple[int, int], tuple[Decimal, Decimal | None, int]] = {}
+    decided: dict[tuple[int, int], tuple[Decimal | None, Decimal | None, int]] = {}
     digits = START_DIGITS
     while True:
         approx = model.significant(quantity, digits) if any(rationals[i][j] is None for i, j in pending) else None
@@ -136,7 +143,7 @@ def compare(
         if digits > limits.DIGITS:
             i, j = min(pending)
             raise EvaluationError(
-                f"{result.source}: the error of entry ({i + 1}, {j + 1}) is not decided at {limits.DIGITS} digits"
+                f"{result.source}: the error of {places.text(i, j)} is not decided at {limits.DIGITS} digits"
             )
     entries = []
     for i in range(rows):
@@ -151,7 +158,7 @@ def compare(
 
     enclosure = ExactEnclosure(model, quantity, rationals, digits)
     zero = {(e.row, e.col) for e in entries if e.ulps == 0}  # an error of exactly 0 ULP: x is the exact value
-    figures = row_relative(result, enclosure, zero)
+    figures = row_relative(result, enclosure, zero, places=places)
     entries = [replace(e, row_relative=figures.at(e.row, e.col)) for e in entries]
     return Comparison(
         result.source,
@@ -162,8 +169,19 @@ def compare(
         digits,
         None,
         axes,
+        places=places,
         enclose=lambda: enclosure,
     )
+
+
+def _matrix_places(spec: Any, quantity: str) -> Any:
+    """A matrix result's places; several heads' outputs side by side (no W_O) have a segment of columns each."""
+    from symattn.checking.places import matrix_places
+
+    segment = None
+    if quantity == "output" and spec.heads > 1 and spec.W_O is None:
+        segment = len(spec.V[0]) // spec.kv_groups
+    return matrix_places(GRADIENTS.get(quantity, quantity), spec.heads, segment)
 
 
 def _gradient_heads(spec: Any, grad_output: FloatResult | None) -> list | None:
@@ -225,153 +243,6 @@ def _with_grad_output(spec: Any, grad_output: FloatResult | None) -> Any:
     grad_output = _checked_grad_output(spec, grad_output, limits.GRADIENT_TOKENS, "the exact backward pass")
     rows = tuple(tuple(Numeral(str(v), v, "fraction", None) for v in row if v is not None) for row in grad_output.rows)
     return replace(spec, backward=Backward("given", grad_output=rows))
-
-
-def comparison_data(c: Comparison) -> dict[str, Any]:
-    """JSON-ready: every entry, then the summary and the histogram."""
-
-    def text(x: Decimal | None) -> str | None:
-        return None if x is None else number_text(x)
-
-    worst, worst_relative, worst_row = c.worst, c.worst_relative, c.worst_row_relative
-    where = _where(c)
-    return {
-        "source": c.source,
-        "quantity": c.quantity,
-        "format": c.format,
-        "entries": [
-            {
-                **where(e),
-                "value": None if e.value is None else _float_text(e.value),
-                "exact": str(e.exact),
-                "ulps": text(e.ulps),
-                "relative": text(e.relative),
-                "row_relative": text(e.row_relative),
-            }
-            for e in c.entries
-        ],
-        "not_finite": [{**where(_at(i, j)), "value": v} for (i, j), v in c.not_finite],
-        "summary": {
-            "entries": len(c.entries),
-            "correctly_rounded": c.correctly_rounded,
-            "max_ulps": None if worst is None else text(worst.ulps),
-            "max_ulps_at": None if worst is None else [worst.row + 1, worst.col + 1],
-            "max_relative": None if worst_relative is None else text(worst_relative.relative),
-            "max_row_relative": None if worst_row is None else text(worst_row.row_relative),
-            "max_row_relative_at": None if worst_row is None else [worst_row.row + 1, worst_row.col + 1],
-            "histogram": [{"ulps": bucket_label(b), "count": n} for b, n in c.histogram],
-        },
-        **({} if c.batch_heads is None else {"heads": _head_data(c)}),
-        "decided_at_digits": c.digits,
-        **({} if c.refined is None else {"engine": {"path": "float64", "refined": c.refined}}),
-    }
-
-
-def _where(c: Comparison) -> Any:
-    # an entry's place: (row, col) of the result, or with batch and head axes (batch, head, row, col) of its head
-    if c.batch_heads is None:
-        return lambda e: {"row": e.row + 1, "col": e.col + 1}
-    from symattn.checking.perhead import locator
-
-    position = locator(c)
-
-    def where(e: Entry) -> dict[str, int]:
-        b, h, i, j = position(e)
-        return {"batch": b + 1, "head": h + 1, "row": i + 1, "col": j + 1}
-
-    return where
-
-
-def _at(i: int, j: int) -> Entry:
-    # a not-finite entry's place, to be found as an entry's is
-    return Entry(i, j, None, Decimal(0), None, None, len(EDGES))
-
-
-def _head_data(c: Comparison) -> list[dict[str, Any]]:
-    from symattn.checking.perhead import summaries
-
-    def at(pair: tuple[int, int] | None) -> list[int] | None:
-        return None if pair is None else [pair[0] + 1, pair[1] + 1]
-
-    return [
-        {
-            "batch": s["batch"] + 1,
-            "head": s["head"] + 1,
-            "entries": s["entries"],
-            "correctly_rounded": s["correctly_rounded"],
-            "max_ulps": None if s["worst"] is None else number_text(s["worst"].ulps),
-            "max_ulps_at": at(s["worst_at"]),
-            "max_relative": None if s["worst_relative"] is None else number_text(s["worst_relative"].relative),
-        }
-        for s in summaries(c)
-    ]
-
-
-WORST = 10  # entries the text report lists
-
-
-def render_comparison(
-    c: Comparison, lang: str = "en", every: bool = False, worst: int = WORST, tolerance: Any = None
-) -> str:
-    """The comparison as plain text: summary, the verdict of ``tolerance`` (tolerance.Tolerance), the
-    histogram, then the worst entries (or every entry)."""
-    from symattn.checking.tolerance import fraction_text
-    from symattn.rendering.environment import render_template
-
-    total = max(1, len(c.entries))
-    shown = list(c.entries) if every else c.entries.not_finite() + c.entries.ranked(worst)
-    where = _where(c)
-    # a bar of up to 40 marks per bucket, at least one for a bucket that has an entry
-    histogram = [(b, n, max(1, (n * 40 + total - 1) // total)) for b, n in c.histogram]
-    return render_template(
-        "compare",
-        "text",
-        lang,
-        c=c,
-        shown=shown,
-        all_shown=every,
-        histogram=histogram,
-        percent=None if c.refined is None else _percent(c.refined, total),
-        worst=c.worst,
-        worst_relative=c.worst_relative,
-        worst_row=c.worst_row_relative,
-        tol=tolerance,
-        tol_text=fraction_text,
-        tol_source=None if tolerance is None else _not_finite_source(c, tolerance),
-        label=bucket_label,
-        num=number_text,
-        value=lambda e: "—" if e.value is None else _float_text(e.value),
-        heads=None if c.batch_heads is None else _head_data(c),
-        place=lambda e: ",".join(str(v) for v in where(e).values()),
-        place_at=lambda i, j: ",".join(str(v) for v in where(_at(i, j)).values()),
-    )
-
-
-def _not_finite_source(c: Comparison, tolerance: Any) -> str:
-    # the result the first NaN or infinity is in: the result's own, else the naive one's
-    return c.source if c.not_finite or tolerance.naive is None else tolerance.naive
-
-
-def _percent(part: int, total: int) -> str:
-    # the share to three decimals, rounded half-up from the exact fraction
-    return format(round_half_up(Fraction(100 * part, total), 3), "f")
-
-
-def _float_text(x: Fraction) -> str:
-    # the float to EXACT_DIGITS significant digits, correctly rounded from its exact value
-    return str(significant_exact(x, EXACT_DIGITS))
-
-
-def bucket_label(b: int) -> str:
-    if b == 0:
-        return "0"
-    if b == len(EDGES):
-        return f"> {_edge(EDGES[-1])}"
-    return f"({_edge(EDGES[b - 1])}, {_edge(EDGES[b])}]"
-
-
-def _edge(x: Fraction) -> str:
-    return str(x.numerator) if x.denominator == 1 else format(round_half_up(x, 1), "f")
 
 
 __all__ = ["WORST", "Comparison", "Entry", "bucket_label", "compare", "comparison_data", "render_comparison"]

@@ -22,6 +22,9 @@ EXACT_DIGITS = 17  # of each exact value shown (enough to tell float64 neighbour
 START_DIGITS = 40  # the model's first enclosure; doubled until every error is decided
 # histogram buckets (in ULPs): 0, (0, 1/2], (1/2, 1], (1, 2], (2, 4], ..., (2^19, 2^20], beyond
 EDGES = (Fraction(0), Fraction(1, 2)) + tuple(Fraction(2) ** k for k in range(0, 21))
+# the bucket of an exact 0 the result misses: no ULP measures it (the ULP of 0 is the format's least
+# subnormal), its absolute error does; ranked after every ULP error
+ZERO = len(EDGES) + 1
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,13 @@ class Entry:
     bucket: int  # index into EDGES: 0 for no error, k for (EDGES[k-1], EDGES[k]], len(EDGES) beyond the last
     # |value − exact| / (the row's largest |exact|), to SHOWN_DIGITS; None where not finite or the row is 0
     row_relative: Decimal | None = None
+
+    @property
+    def absolute(self) -> Decimal | None:
+        """|value − exact| to SHOWN_DIGITS where the exact value is 0 and the value is not (bucket ZERO)."""
+        if self.bucket != ZERO or self.value is None:
+            return None
+        return significant_exact(abs(self.value), SHOWN_DIGITS)
 
 
 class Entries(Sequence[Entry]):
@@ -83,12 +93,24 @@ class Entries(Sequence[Entry]):
         return sum(1 for e in self if e.value is not None and e.bucket <= 1)
 
     def ranked(self, count: int) -> list[Entry]:
-        """The ``count`` finite entries of the largest errors, largest first (ties in row order)."""
+        """The ``count`` finite entries of the largest errors, largest first (ties in row order); the exact
+        zeros missed (no ULP figure) after all the others."""
         finite = [e for e in self if e.value is not None]
-        return sorted(finite, key=lambda e: (-e.bucket, -(e.ulps or 0)))[:count]
+        return sorted(finite, key=lambda e: (-rank(e.bucket), -(e.ulps or 0)))[:count]
 
     def not_finite(self) -> list[Entry]:
         return [e for e in self if e.value is None]
+
+    def zeros_missed(self) -> list[Entry]:
+        """The entries whose exact value is 0 and whose value is not (bucket ZERO), in row order."""
+        return [e for e in self if e.bucket == ZERO]
+
+
+def rank(bucket: Any) -> Any:
+    """A bucket's place in the order of errors (an int or an array of them): ZERO below every other."""
+    import numpy as np
+
+    return np.where(bucket == ZERO, -1, bucket) if isinstance(bucket, np.ndarray) else -1 if bucket == ZERO else bucket
 
 
 @dataclass(frozen=True)
@@ -103,8 +125,20 @@ class Comparison:
     # issue 22: (B, H) where the inputs and the result have batch and head axes: the heads lie side by side
     # (O: a block of columns each, batch by batch; LSE: a row each)
     batch_heads: tuple[int, int] | None = None
+    # where each entry lies in the result as given (places.Places); None: a matrix of the quantity's own axes
+    places: Any = None
     # the exact values as intervals narrowed on demand (checking/enclosing.py), for the verdict of tolerance.py
     enclose: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def where(self) -> Any:
+        """The comparison's places.Places: named axes, 0-based."""
+        from symattn.checking.places import matrix_places
+
+        if self.places is not None:
+            return self.places
+        rows = self.entries[-1].row + 1 if len(self.entries) else 1  # the LSE: a row per head
+        return matrix_places(self.quantity, rows)
 
     @property
     def histogram(self) -> tuple[tuple[int, int], ...]:
@@ -142,8 +176,11 @@ def _half_unit(value: Decimal) -> Fraction:
     return Fraction(1, 2) * Fraction(10) ** exponent
 
 
-def _decide(x: Fraction, lo: Fraction, hi: Fraction, fmt: str) -> tuple[Decimal, Decimal | None, int] | None:
-    """The error of x against every exact value in [lo, hi], if the shown digits and bucket are the same."""
+def _decide(x: Fraction, lo: Fraction, hi: Fraction, fmt: str) -> tuple[Decimal | None, Decimal | None, int] | None:
+    """The error of x against every exact value in [lo, hi], if the shown digits and bucket are the same; an
+    exact 0 (lo = hi = 0) that x misses has no ULP figure (bucket ZERO)."""
+    if lo == hi == 0:
+        return (Decimal(0), None, 0) if x == 0 else (None, None, ZERO)
     far = max(abs(x - lo), abs(x - hi))
     near = Fraction(0) if lo <= x <= hi else min(abs(x - lo), abs(x - hi))
     units = sorted({ulp(lo, fmt), ulp(hi, fmt)} | ({ulp(Fraction(0), fmt)} if lo < 0 < hi else set()))

@@ -15,7 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.checking.comparison import EDGES, Entries, Entry
+from symattn.checking.comparison import EDGES, ZERO, Entries, Entry, rank
 from symattn.checking.deciding import figure, shown
 
 _OFFSET = 10**5  # added to a figure's exponent: every key of a nonzero figure is positive
@@ -162,12 +162,16 @@ class EntryTable(Entries):
     def not_finite(self) -> list[Entry]:
         return [self[int(n)] for n in np.flatnonzero(~self.finite)]
 
+    def zeros_missed(self) -> list[Entry]:
+        return [self[int(n)] for n in np.flatnonzero(self.finite & (self.bucket == ZERO))]
+
 
 def ranked_at(finite: np.ndarray, bucket: np.ndarray, ulps: Figures | np.ndarray, count: int) -> np.ndarray:
-    """The flat indices of the ``count`` finite entries of the largest (bucket, ULPs), ties in row order."""
+    """The flat indices of the ``count`` finite entries of the largest (bucket, ULPs), ties in row order; the
+    exact zeros missed (bucket ZERO: no ULP figure) after all the others."""
     keys = np.where(finite, ulps.keys(), -1) if isinstance(ulps, Figures) else ulps
     at = np.flatnonzero(finite)
-    order = np.lexsort((at, -keys.ravel()[at], -bucket.ravel()[at]))[:count]
+    order = np.lexsort((at, -keys.ravel()[at], -rank(bucket.ravel()[at])))[:count]
     return at[order]
 
 

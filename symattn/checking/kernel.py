@@ -93,10 +93,11 @@ def _head_intervals(data: tuple, h: int) -> tuple[np.ndarray, np.ndarray]:
     return intervals(heads[h], quantity)
 
 
-def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, worst: int | None = None):
+def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, worst: int | None = None, places=None):
     """compare.compare for heads the float64 path takes (see heads_of): the same Comparison. With ``worst``,
     only what a report of the ``worst`` largest errors shows is decided (see needed); the other entries
-    have their bucket only, and reading one is an error."""
+    have their bucket only, and reading one is an error. ``places`` (places.Places): where the entries lie
+    in the result, and which columns of a row are one head's (its row-relative figures' scale)."""
     from symattn.checking.comparison import EDGES, EXACT_DIGITS, Comparison, _decide
     from symattn.checking.entry_table import EntryTable, ExactShown, Figures, ranked_at
     from symattn.input.errors import ShapeError
@@ -188,7 +189,12 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
             narrowed[(r, c)] = (a, b)  # the last, narrowest ends: kept for the row-relative errors
             return _decide(v, a, b, result.format)
 
-        done, reached = refine(head, quantity, mine, decide_one, EXACT_DIGITS, balls)
+        def name(i: int, j: int, place=place) -> str:
+            r, c = place(i, j)
+            where = f"entry ({r + 1}, {c + 1})" if places is None else places.text(r, c)
+            return f"{result.source}: the error of {where}"
+
+        done, reached = refine(head, quantity, mine, decide_one, EXACT_DIGITS, balls, name)
         refined.update({place(i, j): outcome for (i, j), outcome in done.items()})
         digits = max(digits, reached)
     decided.update(refined)
@@ -204,7 +210,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
         bucket[i, j] = b
     ulps = Figures(ok, q_u, k_u, {p: outcome[0] for p, (outcome, _) in decided.items()})
     shown_at = None if worst is None else ranked_at(finite, bucket, ulps, worst)
-    by_row = row_relative(result, enclosure, zero, shown_at)
+    by_row = row_relative(result, enclosure, zero, shown_at, places)
     known = None
     if worst is not None:  # an entry is read only where its figures and its row's are decided
         figures, by_rows = ok.copy(), by_row.ok.copy()

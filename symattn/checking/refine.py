@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.exact import float64
+from symattn.exact import float64, zeros
 from symattn.exact.cores import map_forked
 from symattn.exact.float64_backward import GRADIENTS
 from symattn.input import limits
@@ -63,10 +63,15 @@ def refine(
     decide_one,
     digits: int,
     balls: Balls | None = None,
+    name=None,
+    prove_zeros: bool = True,
 ):
     """Arb balls for the entries {row: [columns]} at rising precision until ``decide_one(i, j, lo, hi)``
     decides each and both ends agree on ``digits``; {(i, j): (outcome, shown)} and the digits reached.
-    ``balls``: rows computed before, kept for the callers after."""
+    ``balls``: rows computed before, kept for the callers after. An entry whose first balls hold 0 is
+    proved exactly 0 where it is (exact/zeros.py), since no ball shrinks to a point; ``prove_zeros`` False
+    leaves it open (a certificate's verifier does not check such proofs). ``name(i, j)``: how a message
+    names an entry's error (default "the error of entry (i + 1, j + 1)")."""
     out: dict[tuple[int, int], tuple] = {}
     bits = START_BITS
     # rational rows: a query's (dK's and dV's rows are keys': none is looked for)
@@ -82,10 +87,16 @@ def refine(
                 out[(i, j)] = (outcome, significant_exact(value, digits))
     pending = {i: [j for j in cols if (i, j) not in out] for i, cols in entries.items()}
     pending = {i: cols for i, cols in pending.items() if cols}
+    exact_inputs = None  # made for the first proof that an entry is 0
     while pending:
-        for i, values in _ends_by_rows(head, quantity, pending, bits, balls):
+        for i, values in _ends_by_rows(head, quantity, pending, bits, balls, name):
             for j in pending[i]:
                 lo, hi = values[j]
+                if prove_zeros and bits == START_BITS and lo <= 0 <= hi:
+                    if exact_inputs is None:
+                        exact_inputs = zeros.of_arrays(head.Q, head.K, head.V, head.allowed, getattr(head, "dO", None))
+                    if zeros.is_zero(exact_inputs, quantity, i, j):
+                        lo = hi = Fraction(0)
                 outcome = decide_one(i, j, lo, hi)
                 exact = significant_exact(lo, digits)
                 if outcome is not None and exact == significant_exact(hi, digits):
@@ -94,9 +105,8 @@ def refine(
         pending = {i: cols for i, cols in pending.items() if cols}
         if pending and bits * 2 > limits.DIGITS * 3.33:
             i = min(pending)
-            raise EvaluationError(
-                f"the error of entry ({i + 1}, {pending[i][0] + 1}) is not decided at {limits.DIGITS} digits"
-            )
+            named = f"the error of entry ({i + 1}, {pending[i][0] + 1})" if name is None else name(i, pending[i][0])
+            raise EvaluationError(f"{named} is not decided at {limits.DIGITS} digits")
         bits *= 2
     return out, int(bits / 2 / 3.33)
 
@@ -178,13 +188,16 @@ def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
     return [[int(x) for x in row] for row in np.ldexp(a, shift).tolist()], shift
 
 
-def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None):
-    """(row, {column: ball}) for each row of ``wanted``, in order, at ``bits``."""
+def _by_rows(
+    head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None, name=None
+):
+    """(row, {column: ball}) for each row of ``wanted``, in order, at ``bits`` (``name``: as refine's)."""
     # ROWS_AT_ONCE rows of balls at a time: memory stays O(ROWS_AT_ONCE · keys), not O(rows · keys)
     balls = Balls(0) if balls is None else balls
     rows = sorted(wanted)
     if quantity in GRADIENTS:  # one pass over the queries for all the rows (dK, dV: every query counts)
-        yield from zip(rows, _gradient_rows(head, quantity, {i: wanted[i] for i in rows}, bits, balls.keys(head)))
+        wanted = {i: wanted[i] for i in rows}
+        yield from zip(rows, _gradient_rows(head, quantity, wanted, bits, balls.keys(head), name))
         return
     for start in range(0, len(rows), ROWS_AT_ONCE):
         chunk = rows[start : start + ROWS_AT_ONCE]
@@ -192,14 +205,14 @@ def _by_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bi
 
 
 def _ends_by_rows(
-    head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None
+    head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None, name=None
 ):
     """(row, {column: exact ends}) for each row of ``wanted``, in order, at ``bits``: _by_rows's balls as
     their ends, its chunks of rows in two processes from PARALLEL_ROWS rows on (the same chunks)."""
     balls = Balls(0) if balls is None else balls
     rows = sorted(wanted)
     if quantity in GRADIENTS:
-        for i, values in _by_rows(head, quantity, wanted, bits, balls):
+        for i, values in _by_rows(head, quantity, wanted, bits, balls, name):
             yield i, {j: _ends(ball) for j, ball in values.items()}
         return
     chunks = [{i: wanted[i] for i in rows[n : n + ROWS_AT_ONCE]} for n in range(0, len(rows), ROWS_AT_ONCE)]
@@ -288,7 +301,7 @@ def _exps(head: float64.Head, rows: list[int], KT: tuple) -> list[tuple]:
     return [(arb_mat([exps[r]]), totals[r, 0]) for r in range(len(rows))]
 
 
-def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int, KT):
+def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int, KT, name=None):
     """For each row of ``wanted`` (in order), {column: ball} of dQ (a query's row) or dK, dV (a key's):
     the backward pass of float64_backward in arb, dS = A ∘ (dO·Vᵀ − D), D = rowsum(dO ∘ O). dK and dV need
     every query's ℓ and D (limits.GRADIENT_REFINE_SCORES bounds the scores that takes), then the exps of
@@ -297,10 +310,11 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
 
     n, m = head.Q.shape[0], head.K.shape[0]
     if quantity != "dQ" and n * m > limits.GRADIENT_REFINE_SCORES:
-        i = min(wanted)
+        i, j = min(wanted), wanted[min(wanted)][0]
+        named = f"the error of {quantity} entry ({i + 1}, {j + 1})" if name is None else name(i, j)
         raise EvaluationError(
-            f"the error of {quantity} entry ({i + 1}, {wanted[i][0] + 1}) is not decided by the float64 bound, and "
-            f"refining it with arb takes all {n}×{m} scores; at most {limits.GRADIENT_REFINE_SCORES} are allowed"
+            f"{named} is not decided by the float64 bound, and refining it with arb takes all {n}×{m} scores; "
+            f"at most {limits.GRADIENT_REFINE_SCORES} are allowed"
         )
     saved = ctx.prec
     ctx.prec = bits

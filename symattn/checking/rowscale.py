@@ -1,4 +1,5 @@
-"""Each entry's error relative to the largest magnitude of its row: |x − exact| / max_k |exact_ik|.
+"""Each entry's error relative to the largest magnitude of its row: |x − exact| / max_k |exact_ik|, over
+that head's own columns where several heads' outputs lie side by side (issue 28).
 
 Beside the ULP and the relative error, for entries near zero after cancellation, where both explode
 (12,400 ULP at a relative error of 1e-3) though the row is right to its own scale. Decided like every
@@ -29,15 +30,18 @@ def _magnitudes(lo, hi):
     return small, np.maximum(np.abs(lo), np.abs(hi))
 
 
-def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], shown=None) -> Figures:
+def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], shown=None, places=None) -> Figures:
     """Each finite entry's |x − exact| / (its row's largest |exact|) to three significant digits (None where
     the entry is not finite or its row is exactly 0); ``zero``: the entries known to have no error at all.
     With ``shown`` (flat indices), only those entries and the ones that may hold the largest figure are
-    decided where numpy leaves them open; the others are left out (no figure)."""
+    decided where numpy leaves them open; the others are left out (no figure). ``places`` (places.Places)
+    names an entry, and its ``segment``: a row that holds several heads side by side, this many columns
+    each, where each head's row is its own scale."""
     x, finite = result.floats()
     lo, hi = enclosure.lo, enclosure.hi
     small, big = _magnitudes(lo, hi)
-    r_lo, r_hi = small.max(axis=1, keepdims=True), big.max(axis=1, keepdims=True)
+    width = (places.segment if places is not None else None) or lo.shape[1]
+    r_lo, r_hi = (_row_max(m, width) for m in (small, big))
     slack = np.abs(x) * 2.0**-52  # a result that is no float64 (JSON decimals): float() moved it this far
     inside = (lo <= x) & (x <= hi)
     near = np.maximum(np.where(inside, 0.0, np.minimum(np.abs(x - lo), np.abs(x - hi))) - slack, 0.0)
@@ -61,16 +65,22 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], sho
     pending -= zero
     if not pending:
         return out
+
+    def row_of(p: tuple[int, int]) -> tuple[int, int]:  # (row, first column of its head's segment)
+        return p[0], p[1] - p[1] % width
+
     # the entries that may hold each open row's largest magnitude: their largest |e| reaches the least max
-    open_rows = sorted({i for i, _ in pending})
-    holders = {i: [(i, int(j)) for j in np.nonzero(big[i] >= r_lo[i, 0])[0]] for i in open_rows}
+    open_rows = sorted({row_of(p) for p in pending})
+    holders = {
+        (i, s): [(i, s + int(j)) for j in np.nonzero(big[i, s : s + width] >= r_lo[i, s])[0]] for i, s in open_rows
+    }
     for level in range(enclosure.levels + 1):
-        points = sorted(pending | {p for i in open_rows for p in holders[i]})
+        points = sorted(pending | {p for r in open_rows for p in holders[r]})
         ends = enclosure.at(points, level)
-        for i in open_rows:
-            mags = [_exact_magnitudes(*ends[p]) for p in holders[i]]
+        for r in open_rows:
+            mags = [_exact_magnitudes(*ends[p]) for p in holders[r]]
             low, high = max(m[0] for m in mags), max(m[1] for m in mags)
-            for p in [p for p in pending if p[0] == i]:
+            for p in [p for p in pending if row_of(p) == r]:
                 v = result.value(*p)
                 assert v is not None  # only finite entries are pending
                 a, b = ends[p]
@@ -86,14 +96,21 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], sho
                 if shown == significant_exact(far_e / low, 3):
                     others[p] = shown
                     pending.discard(p)
-        open_rows = sorted({i for i, _ in pending})
+        open_rows = sorted({row_of(p) for p in pending})
         if not pending:
             return out
     i, j = min(pending)
+    name = f"entry ({i + 1}, {j + 1})" if places is None else places.text(i, j)
     raise EvaluationError(
-        f"{result.source}: the error of entry ({i + 1}, {j + 1}) relative to its row is not decided "
-        "at the highest precision"
+        f"{result.source}: the error of {name} relative to its row is not decided at the highest precision"
     )
+
+
+def _row_max(m: np.ndarray, width: int) -> np.ndarray:
+    """Each entry's row maximum over its segment of ``width`` columns, the shape of m."""
+    rows, cols = m.shape
+    top = m.reshape(rows, cols // width, width).max(axis=2)
+    return np.repeat(top, width, axis=1)
 
 
 def _exact_magnitudes(lo: Fraction, hi: Fraction) -> tuple[Fraction, Fraction]:

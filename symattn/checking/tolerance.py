@@ -16,9 +16,10 @@ entries are narrowed until the figure's three digits and the verdict are the sam
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, localcontext
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ FLASH_RTOL = Fraction(2)  # FlashAttention's tests: max|out − ref| ≤ 2 · ma
 ALLCLOSE_RTOL, ALLCLOSE_ATOL = Fraction(1, 10**5), Fraction(1, 10**8)  # torch.allclose's defaults
 WIDEN = 2.0**-45  # numpy's relative roundings in a candidate's figure (a few, each at most 2^-53)
 INF = float("inf")
+ALL = (slice(None), slice(None))  # the whole result
 _TOLERANCE = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,3})?")  # whole, ASCII digits only
 
 
@@ -46,6 +48,9 @@ class Tolerance:
     share: Decimal | None = None  # allclose: the worst |out − exact| / (atol + rtol·|exact|); None: infinite
     naive: str | None = None  # the naive result's source
     not_finite: bool = False  # a NaN or infinity in either result: a fail, as in the libraries' tests
+    not_finite_in: str | None = None  # the source of the result the first of them (at worst) is in
+    # a result with batch and head axes: each ((batch, head), its own verdict by the same rule), in order
+    heads: tuple[tuple[tuple[int, int], Tolerance], ...] = ()
 
 
 def parse_tolerance(text: str, option: str) -> Fraction:
@@ -58,14 +63,15 @@ def parse_tolerance(text: str, option: str) -> Fraction:
 class _Maximum:
     """max over the finite entries of g(x, exact), enclosed, its candidates narrowed level by level."""
 
-    def __init__(self, result: FloatResult, enclosure, kind: str, rtol: Fraction, atol: Fraction):
+    def __init__(self, result: FloatResult, enclosure, kind: str, rtol: Fraction, atol: Fraction, region=ALL):
         self.result, self.enclosure, self.kind, self.rtol, self.atol = result, enclosure, kind, rtol, atol
-        x, finite = result.floats()
-        g_lo, g_hi = self._float_figure(x, enclosure.lo, enclosure.hi)
+        x, finite = (a[region] for a in result.floats())
+        g_lo, g_hi = self._float_figure(x, enclosure.lo[region], enclosure.hi[region])
         g_lo, g_hi = np.where(finite, g_lo, -1.0), np.where(finite, g_hi, -1.0)
         self.empty = not finite.any()
         top = g_lo.max() if not self.empty else 0.0
-        self.candidates = [(int(i), int(j)) for i, j in zip(*np.nonzero(finite & (g_hi >= top)))]
+        first = (region[0].start or 0, region[1].start or 0)  # the region's place in the whole
+        self.candidates = [(int(i) + first[0], int(j) + first[1]) for i, j in zip(*np.nonzero(finite & (g_hi >= top)))]
         self.bounds: tuple[Any, Any] = (Fraction(0), Fraction(0))
         self.worst: tuple[int, int] | None = None
 
@@ -122,10 +128,12 @@ def _digits(lo, hi) -> Decimal | None:
     return a if a == b else None
 
 
-def _first_not_finite(*results: FloatResult | None) -> tuple[int, int] | None:
+def _first_not_finite(region: tuple[slice, slice], *results: FloatResult) -> tuple[tuple[int, int], str] | None:
+    """The first NaN or infinity in the region, and the source of the result it is in."""
     for r in results:
-        if r is not None and r.not_finite:
-            return r.not_finite[0][0]
+        for place, _ in r.not_finite:
+            if all((s.start or 0) <= k and (s.stop is None or k < s.stop) for s, k in zip(region, place)):
+                return place, r.source
     return None
 
 
@@ -135,27 +143,38 @@ def decide(
     naive: FloatResult | None = None,
     rtol: Fraction | None = None,
     atol: Fraction | None = None,
+    places=None,
 ) -> Tolerance:
-    """The verdict on ``out`` (and, with ``naive``, FlashAttention's ratio), every figure decided."""
+    """The verdict on ``out`` (and, with ``naive``, FlashAttention's ratio), every figure decided; ``out``
+    and ``naive`` as compare lines them up. With ``places`` (places.Places) of a result with batch and head
+    axes, each (batch, head) has its own verdict by the same rule too."""
     if naive is not None:
-        shape, got = (len(out.rows), len(out.rows[0])), (len(naive.rows), len(naive.rows[0]))
+        shape, got = out.shape, naive.shape
         if shape != got:
             raise ShapeError(
                 naive.source, "shape", f"the naive result is {got[0]}×{got[1]} and the result is {shape[0]}×{shape[1]}"
             )
-        return _flash(out, naive, enclosure, FLASH_RTOL if rtol is None else rtol, atol or Fraction(0))
-    rtol = ALLCLOSE_RTOL if rtol is None else rtol
-    atol = ALLCLOSE_ATOL if atol is None else atol
-    return _allclose(out, enclosure, rtol, atol)
+        rule = partial(_flash, out, naive, enclosure, FLASH_RTOL if rtol is None else rtol, atol or Fraction(0))
+    else:
+        rtol = ALLCLOSE_RTOL if rtol is None else rtol
+        atol = ALLCLOSE_ATOL if atol is None else atol
+        rule = partial(_allclose, out, enclosure, rtol, atol)
+    whole = rule(ALL)
+    if places is None or not places.has_heads:
+        return whole
+    return replace(whole, heads=tuple((bh, rule(region)) for bh, region in places.regions(out.shape)))
 
 
-def _flash(out: FloatResult, naive: FloatResult, enclosure, rtol: Fraction, atol: Fraction) -> Tolerance:
-    bad = _first_not_finite(out, naive)
-    a = _Maximum(out, enclosure, "abs", rtol, atol)
+def _flash(out: FloatResult, naive: FloatResult, enclosure, rtol: Fraction, atol: Fraction, region=ALL) -> Tolerance:
+    bad = _first_not_finite(region, out, naive)
     if bad is not None:
-        return Tolerance("flash", rtol, atol, False, bad, naive=naive.source, not_finite=True)
-    b = _Maximum(naive, enclosure, "abs", rtol, atol)
-    same = out.rows == naive.rows  # then max|out − exact| = max|naive − exact| exactly
+        return Tolerance("flash", rtol, atol, False, bad[0], naive=naive.source, not_finite=True, not_finite_in=bad[1])
+    a = _Maximum(out, enclosure, "abs", rtol, atol, region)
+    b = _Maximum(naive, enclosure, "abs", rtol, atol, region)
+    if out.array is not None and naive.array is not None:  # then max|out − exact| = max|naive − exact| exactly
+        same = bool(np.array_equal(out.array[region], naive.array[region], equal_nan=True))
+    else:
+        same = region == ALL and out.rows == naive.rows
     for level in range(enclosure.levels + 1):
         a_lo, a_hi = a.narrow(level)
         b_lo, b_hi = b.narrow(level)
@@ -171,11 +190,11 @@ def _flash(out: FloatResult, naive: FloatResult, enclosure, rtol: Fraction, atol
     raise EvaluationError(f"{out.source}: FlashAttention's verdict is not decided at the highest precision")
 
 
-def _allclose(out: FloatResult, enclosure, rtol: Fraction, atol: Fraction) -> Tolerance:
-    bad = _first_not_finite(out)
+def _allclose(out: FloatResult, enclosure, rtol: Fraction, atol: Fraction, region=ALL) -> Tolerance:
+    bad = _first_not_finite(region, out)
     if bad is not None:
-        return Tolerance("allclose", rtol, atol, False, bad, not_finite=True)
-    m = _Maximum(out, enclosure, "share", rtol, atol)
+        return Tolerance("allclose", rtol, atol, False, bad[0], not_finite=True, not_finite_in=bad[1])
+    m = _Maximum(out, enclosure, "share", rtol, atol, region)
     for level in range(enclosure.levels + 1):
         lo, hi = m.narrow(level)
         if lo == INF:  # an exact 0 missed with atol 0: infinitely far past the tolerance
@@ -196,25 +215,25 @@ def options(rtol: str | None, atol: str | None) -> tuple[Fraction | None, Fracti
 
 def verdict(comparison, out: FloatResult, naive: FloatResult | None, rtol, atol) -> Tolerance | None:
     """The verdict compare's options ask for: FlashAttention's with a naive result, torch.allclose's with a
-    tolerance alone, none otherwise."""
+    tolerance alone, none otherwise. ``out`` and ``naive`` as read: they are lined up as compare lined
+    ``out`` up, and with batch and head axes each (batch, head) has its verdict too."""
     if naive is None and rtol is None and atol is None:
         return None
     assert comparison.enclose is not None  # every comparison can enclose its exact values
-    return decide(out, comparison.enclose(), naive, rtol, atol)
+    places = comparison.where
+    if naive is not None and places.has_heads:
+        given, got = out.array.shape, () if naive.array is None else naive.array.shape
+        if given != got:
+            shape = "no batch and head axes" if not got else f"shape {tuple(got)}"
+            raise ShapeError(naive.source, "shape", f"the naive result has {shape} and the result {tuple(given)}")
+    return decide(
+        places.line_up(out), comparison.enclose(), None if naive is None else places.line_up(naive), rtol, atol, places
+    )
 
 
-def with_verdict(data: dict[str, Any], t: Tolerance | None) -> dict[str, Any]:
-    """compare's JSON with the verdict, and FlashAttention's ratio at the top, as kernel tests read it."""
-    if t is None:
-        return data
-    data["verdict"] = tolerance_data(t)
-    if t.rule == "flash":
-        data["ratio"] = data["verdict"]["ratio"]
-    return data
-
-
-def tolerance_data(t: Tolerance) -> dict[str, Any]:
-    """JSON-ready: the rule, its tolerances as typed, the verdict, the worst entry and the figure."""
+def tolerance_data(t: Tolerance, places: Any) -> dict[str, Any]:
+    """JSON-ready: the rule, its tolerances as typed, the verdict, the worst entry (named by ``places``,
+    places.Places) and the figure."""
     from symattn.checking.comparison import number_text
 
     data: dict[str, Any] = {
@@ -222,7 +241,7 @@ def tolerance_data(t: Tolerance) -> dict[str, Any]:
         "rtol": fraction_text(t.rtol),
         "atol": fraction_text(t.atol),
         "pass": t.passed,
-        "worst_at": None if t.worst is None else [t.worst[0] + 1, t.worst[1] + 1],
+        "worst_at": None if t.worst is None else places.index(*t.worst),
         "not_finite": t.not_finite,
     }
     if t.rule == "flash":
@@ -243,4 +262,4 @@ def fraction_text(x: Fraction) -> str:
     return number_text(d.normalize()) if d else "0"
 
 
-__all__ = ["Tolerance", "decide", "options", "parse_tolerance", "tolerance_data", "verdict", "with_verdict"]
+__all__ = ["Tolerance", "decide", "options", "parse_tolerance", "tolerance_data", "verdict"]

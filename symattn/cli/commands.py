@@ -188,8 +188,23 @@ def _compute(args: argparse.Namespace) -> int:
         parts = compute_float64(spec, digits)
     else:
         parts = compute_json(spec, digits=digits, exact=not args.no_exact, certify=args.certify)
-    _emit(b"".join(part.encode("utf-8") for part in parts), args.output)
+    _emit(_spooled(parts), args.output)
     return 0
+
+
+def _spooled(parts: Iterator[str]) -> bytes:
+    """The document made of ``parts``, held on disk while they are made: at 1024 tokens the sections made
+    so far are ~100 MB, and the model that makes the next one is at its largest meanwhile."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile() as spool:
+            for part in parts:
+                spool.write(part.encode("utf-8"))
+            spool.seek(0)
+            return spool.read()
+    except OSError as exc:  # the temporary folder full or not writable
+        raise OutputError.from_os(tempfile.gettempdir(), exc) from None
 
 
 def _example(args: argparse.Namespace) -> int:
@@ -369,6 +384,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     from symattn.checking import tolerance
     from symattn.checking.compare import WORST, compare, comparison_data, render_comparison
+    from symattn.checking.comparison_report import passes_max_ulp
     from symattn.input.floats import read_result
     from symattn.input.spec import load_spec
 
@@ -384,13 +400,12 @@ def _compare(args: argparse.Namespace) -> int:
     comparison = compare(spec, result, args.quantity, args.lse_base, grad_output, listed)
     verdict = tolerance.verdict(comparison, result, naive, rtol, atol)
     if args.format == "json":
-        data = tolerance.with_verdict(comparison_data(comparison), verdict)
+        data = comparison_data(comparison, verdict, args.max_ulp)
         _emit(json.dumps(data, ensure_ascii=False, indent=2) + "\n", args.output)
     else:
         lang = _language(args.lang) if args.lang else "en"
-        _emit(render_comparison(comparison, lang, args.all, tolerance=verdict), args.output)
-    worst = comparison.worst
-    over = args.max_ulp is not None and worst is not None and worst.ulps > args.max_ulp
+        _emit(render_comparison(comparison, lang, args.all, tolerance=verdict, max_ulp=args.max_ulp), args.output)
+    over = args.max_ulp is not None and not passes_max_ulp(comparison.worst, args.max_ulp)
     failed = verdict is not None and not verdict.passed
     return 1 if over or failed or comparison.not_finite else 0
 

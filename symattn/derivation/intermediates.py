@@ -253,11 +253,14 @@ def _entry(
     printer: _Printer | _Structure | None = None,
     exact: bool = True,
     certify: bool = False,
+    done: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     if certify:
         values, bounds = source.certified(quantity, digits)
     else:
         values, bounds = source.significant(quantity, digits), None
+    if done is not None:  # the enclosures have served: let them go before the text is made (issue 28)
+        done()
     out: dict[str, Any] = {"value": [[_text(v) for v in row] for row in values]}
     if bounds is not None:
         out["bounds"] = [
@@ -296,7 +299,9 @@ def _head(
         entry = _entry(model, scalar, digits, None, exact, certify)
         yield scalar, {key: rows[0][0] for key, rows in entry.items()}
     for quantity in MATRICES:
-        yield quantity, _entry(model, quantity, digits, structure, exact, certify)
+        # the exps serve exp_sum next; any other quantity's enclosures are let go at once
+        done = (lambda: _release(model, ())) if release and quantity != "exp" else None
+        yield quantity, _entry(model, quantity, digits, structure, exact, certify, done)
         if quantity == "exp":
             column = _entry(model, "exp_sum", digits, structure, exact, certify)
             exp_sum = {key: [r[0] for r in rows] for key, rows in column.items()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from fractions import Fraction
 from functools import cached_property
 from typing import Any
@@ -10,6 +11,9 @@ import sympy
 
 from symattn.exact import engine, numeric
 from symattn.exact.numeric import Fixed
+
+ROWS_AT_ONCE = 64  # rows of exps made at once where only the weights need them
+LARGE = 1 << 18  # scores (queries × keys) from which the weights' exps are made a few rows at a time
 
 
 class Boxes:
@@ -99,11 +103,26 @@ class Boxes:
         # and the quotient is the same
         bits = self.bits
         rows = []
-        for row in self._exp_shifted:
+        for row in self._exp_rows_shifted():
             lo_sum = sum(b.lo for b in row)
             hi_sum = sum(b.hi for b in row)
             rows.append([Fixed((lo << bits) // hi_sum, -((-(hi << bits)) // lo_sum), bits) for lo, hi, _ in row])
         return rows
+
+    def _exp_rows_shifted(self) -> Iterator[list[Fixed]]:
+        """The rows of exp_shifted: those kept, or from LARGE scores on made ROWS_AT_ONCE rows at a time and
+        let go (a million boxes at 1024 tokens: the weights need them one row at a time). A variant's own
+        exps (its scores are not S · scale) are made and kept as exp_shifted makes them."""
+        small = self.model.n_queries * self.model.n_keys < LARGE  # then kept: exp_shifted may be asked next
+        if small or "_exp_shifted" in self.__dict__ or type(self)._exps is not Boxes._exps:
+            yield from self._exp_shifted
+            return
+        arguments = self.model._exp_arguments(True)
+        for start in range(0, len(arguments), ROWS_AT_ONCE):
+            chunk = arguments[start : start + ROWS_AT_ONCE]
+            yield from engine.exps(
+                chunk, self.model.score_integers[0], self._scale, self.prec, self.bits, self.model.numeric_engine
+            )
 
     def weights(self) -> list[Fixed]:
         return [b for row in self._weights for b in row]

@@ -34,6 +34,10 @@ def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any
         return dict(data), (), layout
     raw = {key: str(v) for key, v in given.items()}
     arrays = {key: filematrix.read_array(v, key, reader.source, reader.folder) for key, v in raw.items()}
+    for key, a in arrays.items():
+        if 0 in a.values.shape:  # no entries: no head to compare, whatever the other axes say
+            shape = ", ".join(map(str, a.values.shape))
+            raise ShapeError(reader.source, key, f"{raw[key]!r}: shape ({shape}) has an axis of length 0 (no entries)")
     axes = {key: a.values.ndim for key, a in arrays.items()}
     if all(_leading_ones(a.values) for a in arrays.values()):  # matrices (or a batch of one, one head)
         out = dict(data)
@@ -110,14 +114,19 @@ def arrange(result: Any, layout: str, quantity: str, batch: int, heads: int) -> 
     values = result.array
     if quantity == "weights":
         raise SpecError("--quantity", None, "weights with batch and head axes: compare one head's (N, M) weights")
-    if values is None or (values.ndim < 3 and not (quantity.startswith("lse") and values.ndim == 2)):
+    if values is None or values.ndim < 3:
         raise ShapeError(
             result.source, "shape", f"the spec has {batch} batches × {heads} heads: the result needs those axes too"
         )
     if quantity.startswith("lse"):  # (B, H, N), as FlashAttention returns it whatever the layout
+        if values.ndim != 3 or values.shape[:2] != (batch, heads):
+            raise ShapeError(
+                result.source,
+                "shape",
+                f"an LSE of shape {tuple(values.shape)}; the spec's {batch} batches × {heads} heads need "
+                f"({batch}, {heads}, queries)",
+            )
         values = values.reshape(-1, values.shape[-1])
-        if values.shape[0] != batch * heads:
-            raise ShapeError(result.source, "shape", f"{values.shape[0]} rows of LSE for {batch} × {heads} heads")
     else:
         values = _bhnd(values, layout)
         if values.shape[:2] != (batch, heads):

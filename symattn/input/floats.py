@@ -28,6 +28,8 @@ from symattn.input.errors import LimitError, SpecError
 
 # precision p (significand bits, with the hidden one) and the smallest normal exponent of each format
 FORMATS = {"float16": (11, -14), "bfloat16": (8, -126), "float32": (24, -126), "float64": (53, -1022)}
+# the least magnitude that rounds to infinity in float64: the largest float plus half its spacing
+FLOAT64_LIMIT = Fraction(2) ** 1024 - Fraction(2) ** 970
 _DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]{1,4})?")
 
 
@@ -189,7 +191,13 @@ def _json(source: str, data: bytes, fmt: str) -> FloatResult:
                     (i + 1, j + 1),
                 )
             elif isinstance(x, str) and _DECIMAL.fullmatch(x):
-                values.append(_decimal(x))
+                value = _decimal(x)
+                if abs(value) >= FLOAT64_LIMIT:  # no format holds it; compare's floats would overflow
+                    shown = x if len(x) <= 40 else x[:20] + "…"
+                    raise SpecError(
+                        source, "result", f"{shown} is beyond float64's range (at most about 1.8e308)", (i + 1, j + 1)
+                    )
+                values.append(value)
             else:
                 what = repr(x) if isinstance(x, str) else _KINDS.get(type(x), "null")  # never a deep repr
                 raise SpecError(source, "result", f"not a number: {what}", (i + 1, j + 1))

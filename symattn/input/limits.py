@@ -240,3 +240,6 @@ KERNEL_GRADIENT_TOKENS = 8192
 # scores (queries × keys) of arb's refinement of dK or dV entries the float64 bound leaves open: each needs
 # every query's ℓ and D (4 s at 1024 × 1024, a minute or two at 4096 × 4096); past it compare refuses in one line
 GRADIENT_REFINE_SCORES = 1 << 24
+# terms of exact rational arithmetic in a proof that an entry compare cannot narrow away from 0 is exactly
+# 0 (exact/zeros.py: scores, sums and pairs of groups of equal scores); past it the entry stays undecided
+ZERO_TERMS = 1 << 22

@@ -45,17 +45,21 @@ class Array:
 
 def read_npy(source: str, data: bytes) -> Array:
     """The array of a ``.npy`` file's bytes."""
-    if not data.startswith(NPY_MAGIC) or len(data) < 10:
+    if not data or not data.startswith(NPY_MAGIC[: len(data)]):
         raise SpecError(source, None, "not a .npy file (no \\x93NUMPY magic)")
-    major = data[6]
-    if major == 1:
-        size, start = struct.unpack("<H", data[8:10])[0], 10
-    elif major in (2, 3) and len(data) >= 12:
-        size, start = struct.unpack("<I", data[8:12])[0], 12
-    else:
+    major = data[6] if len(data) > 6 else None
+    if major is not None and major not in (1, 2, 3):
         raise SpecError(source, None, f"unsupported .npy version {major}")
+    start = 10 if major in (None, 1) else 12
+    if len(data) < start:  # the magic, maybe its version, and no room for the header's length
+        raise SpecError(source, None, f"a truncated .npy file: {len(data)} bytes, the preamble alone takes {start}")
+    size = struct.unpack("<H", data[8:10])[0] if major == 1 else struct.unpack("<I", data[8:12])[0]
     if size > limits.NPY_HEADER:  # before matching: a long header is never a float array's
         raise LimitError(source, None, f"a .npy header of {size} bytes; at most {limits.NPY_HEADER} (the limit)")
+    if start + size > len(data):
+        raise SpecError(
+            source, None, f"a truncated .npy file: {len(data)} bytes, the preamble and header take {start + size}"
+        )
     header = data[start : start + size].decode("latin-1")
     match = _HEADER.fullmatch(header)
     if match is None:
