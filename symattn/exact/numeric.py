@@ -195,6 +195,24 @@ def _enclose(expr: sympy.Expr, prec: int, cache: dict) -> iv.mpf:
     raise EvaluationError(f"cannot evaluate {expr} numerically (does it contain a symbol without a value?)")
 
 
+def sign(expr: sympy.Expr, cache: dict[int, dict] | None = None) -> int | None:
+    """The sign of a closed form: exact for a rational, else its enclosures at rising precision
+    separate it from 0; None where they never do (0 to PRECISION_BITS beyond its terms' size)."""
+    exact = as_fraction(expr)
+    if exact is not None:
+        return (exact > 0) - (exact < 0)
+    caches = {} if cache is None else cache
+    bits = 64
+    while bits <= PRECISION_BITS:
+        box = enclose(expr, bits, caches.setdefault(bits, {}))
+        if box.a > 0:
+            return 1
+        if box.b < 0:
+            return -1
+        bits *= 2
+    return None
+
+
 def exp_fixed(z: Fixed, prec: int, bits: int) -> Fixed:
     """e^z for z in [lo, hi] * 2**-z.bits, as an enclosure at 2**-bits.
 
