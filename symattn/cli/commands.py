@@ -269,7 +269,7 @@ def _exercise(args: argparse.Namespace) -> int:
 
 def _students(args: argparse.Namespace) -> list[tuple[str, str]]:
     """The class of --count N (s01, s02, ...) or --roster FILE."""
-    from symattn.classroom.exercises import read_roster
+    from symattn.classroom.roster import read_roster
     from symattn.input.limits import STUDENTS
 
     if (args.count is None) == (args.roster is None):
@@ -483,6 +483,7 @@ def _main(argv: Sequence[str] | None) -> int:
             args.max_seconds,
             getattr(args, "spec", None)
             or getattr(args, "claims", None)
+            or getattr(args, "lms_csv", None)  # grading Moodle's report: the CSV, not the template, is the input
             or getattr(args, "template", None)
             or getattr(args, "folder", None)
             or getattr(args, "certificate", None)

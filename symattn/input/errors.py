@@ -35,6 +35,23 @@ def shown(text: object) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
+BRIEF = 50  # characters of user text a message echoes
+
+
+def clip(text: str, most: int = BRIEF) -> str:
+    """User text cut to ``most`` characters and "…" where it is longer (a 5000-digit number is not echoed whole)."""
+    return text if len(text) <= most else text[:most] + "…"
+
+
+def brief(value: object, most: int = BRIEF) -> str:
+    """User text for a message, quoted and escaped as ``repr`` does, cut by :func:`clip`; an int is written as
+    it is, up to ``most`` digits."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        # str() of an int past 4300 digits raises; 3.33 bits a digit: a bound before converting
+        return str(value) if value.bit_length() <= 3 * most else f"a number of more than {most} digits"
+    return repr(clip(str(value), most))
+
+
 def _where(source: str, key: str | None, position: tuple[int, ...]) -> str:
     parts = [shown(source)]
     if key:
