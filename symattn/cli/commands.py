@@ -477,18 +477,19 @@ def _main(argv: Sequence[str] | None) -> int:
         run = COMMANDS[args.command]
         if not hasattr(args, "max_seconds"):
             return run(args)
+        from symattn.input.errors import evaluating
         from symattn.input.limits import deadline
 
-        with deadline(
-            args.max_seconds,
+        subject = (
             getattr(args, "spec", None)
             or getattr(args, "claims", None)
             or getattr(args, "lms_csv", None)  # grading Moodle's report: the CSV, not the template, is the input
             or getattr(args, "template", None)
             or getattr(args, "folder", None)
             or getattr(args, "certificate", None)
-            or args.command,
-        ):
+            or args.command
+        )
+        with deadline(args.max_seconds, subject), evaluating(subject):  # a rounding not decided names the file
             with _steps(args.command) if args.command in ("render", "compute", "check") else nullcontext():
                 return run(args)
     except SymattnError as exc:

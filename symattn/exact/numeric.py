@@ -22,13 +22,14 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import NamedTuple
 
+import mpmath
 import sympy
 from mpmath import iv, libmp
 
 from symattn.input.decimals import _EXACT as _EXACT  # float_certificate's exact context
 from symattn.input.decimals import _POWERS, _pow10, _significant_decimal, exact_decimal, round_half_up
 from symattn.input.decimals import significant_exact as significant_exact  # sympy-free, for the float64 path
-from symattn.input.errors import EvaluationError
+from symattn.input.errors import EvaluationError, clip
 from symattn.input.limits import PRECISION_BITS
 
 GUARD_BITS = 24
@@ -123,7 +124,8 @@ def _log10_floor(n: int, bits: int) -> int:
 def log10_floor(x: Fraction) -> int:
     """floor(log10 |x|) of a nonzero rational, exactly."""
     x = abs(x)
-    k = len(str(x.numerator)) - len(str(x.denominator))  # off by at most one
+    # from the bit lengths, off by at most one (str() of an int past 4300 digits raises)
+    k = int((x.numerator.bit_length() - x.denominator.bit_length()) * 0.30102999566398120)
     while x >= Fraction(10) ** (k + 1):
         k += 1
     while x < Fraction(10) ** k:
@@ -176,7 +178,7 @@ def _enclose(expr: sympy.Expr, prec: int, cache: dict) -> iv.mpf:
             total = total * a
         return total
     if isinstance(expr, sympy.exp):
-        return iv.exp(args[0])
+        return _exp(args[0])
     if isinstance(expr, sympy.tanh):  # softcap's c·tanh(z/c): x occurs once, so this is tight
         return 1 - 2 / (iv.exp(2 * args[0]) + 1)
     if isinstance(expr, sympy.cos):  # RoPE's rotations (exact/rope.py)
@@ -213,6 +215,26 @@ def sign(expr: sympy.Expr, cache: dict[int, dict] | None = None) -> int | None:
     return None
 
 
+HUGE = 1 << 20  # |x| past any z the limits let a model reach (ABS_Z): only a carried absurd claim (1e5000)
+
+
+def _exp(x: iv.mpf) -> iv.mpf:
+    """e^x rigorously; at a huge end, bounded by powers of two (mpmath takes minutes for e^(−10^5000)):
+    2^v < e^v < 4^v above HUGE, 0 < e^v < 2^v below −HUGE."""
+    big = libmp.from_int(HUGE)
+
+    def end(v: tuple, up: bool) -> tuple:
+        if libmp.mpf_lt(v, libmp.mpf_neg(big)):
+            return libmp.from_man_exp(1, libmp.to_int(v, libmp.round_ceiling)) if up else libmp.fzero
+        if libmp.mpf_gt(v, big):
+            n = libmp.to_int(v, libmp.round_ceiling if up else libmp.round_floor)
+            return libmp.from_man_exp(1, 2 * n if up else n)
+        return libmp.mpf_exp(v, iv.prec, libmp.round_ceiling if up else libmp.round_floor)
+
+    lo, hi = x._mpi_
+    return iv.mpf([mpmath.mp.make_mpf(end(lo, False)), mpmath.mp.make_mpf(end(hi, True))])
+
+
 def exp_fixed(z: Fixed, prec: int, bits: int) -> Fixed:
     """e^z for z in [lo, hi] * 2**-z.bits, as an enclosure at 2**-bits.
 
@@ -233,7 +255,17 @@ def exp_fixed(z: Fixed, prec: int, bits: int) -> Fixed:
 
 
 def start_bits(decimals: int, magnitude_bits: int = 0) -> int:
-    return int(decimals * 3.33) + magnitude_bits + GUARD_BITS
+    # decimals < 0 round at 10^|d| (a claimed 1e5000): no more bits than at the point itself, and never
+    # fewer than none (a negative binary point is a negative shift further on)
+    return int(max(decimals, 0) * 3.33) + max(magnitude_bits, 0) + GUARD_BITS
+
+
+class Undecided(EvaluationError):
+    """A rounding that no precision up to the limit decided; ``index``: the first such value."""
+
+    def __init__(self, message: str, index: int):
+        super().__init__(message)
+        self.index = index
 
 
 def _refine(
@@ -245,12 +277,14 @@ def _refine(
     headroom: int,
     witness: list[Fixed | None] | None = None,
 ) -> list[Decimal]:
-    # raise the precision only while some rounding is undecided; ``witness`` keeps the box that decided each
+    # raise the precision only while some rounding is undecided; ``witness`` keeps the box that decided each.
+    # PRECISION_BITS beyond the start, which holds the decimals asked (a claimed 1e-5000 asks 5000)
+    ceiling = PRECISION_BITS + headroom + bits
     while any(r is None for r in result):
-        if bits > PRECISION_BITS + headroom:
+        if bits > ceiling:
             index = result.index(None)
             name = what() if callable(what) else what
-            raise EvaluationError(f"cannot decide the rounding of {name} (entry {index + 1}): it may be an exact tie")
+            raise Undecided(f"cannot decide the rounding of {name} (entry {index + 1}): it may be an exact tie", index)
         for i, box in enumerate(enclosures(bits)):
             if result[i] is None:
                 result[i] = pick(i, box)
@@ -327,11 +361,15 @@ def _significant_box(lo: int, hi: int, bits: int, digits: int, sign: int) -> Dec
             q = (a + half) >> bits
             return _significant_decimal(sign, q, e, digits) if q == (b + half) >> bits else None
     k = _exponent(lo, bits)  # the estimate was off by one, or the value is huge: the slow way
-    if _at_least(hi, bits, k + 1):
-        return None  # the ends have different exponents
     e = digits - 1 - k
-    q = _half_up(lo, bits, e)
-    return _significant_decimal(sign, q, e, digits) if q == _half_up(hi, bits, e) else None
+    shown = _significant_decimal(sign, _half_up(lo, bits, e), e, digits)
+    if _at_least(hi, bits, k + 1):
+        # the ends straddle a power of ten: decided where both round to it (softcap's c·(1 − e^−10⁶) just
+        # under c = 10^−6 never leaves the box around c); rounding is monotone, so every point between does too
+        f = digits - 1 - _exponent(hi, bits)
+        other = _significant_decimal(sign, _half_up(hi, bits, f), f, digits)
+        return shown if shown.as_tuple() == other.as_tuple() else None
+    return shown if _half_up(lo, bits, e) == _half_up(hi, bits, e) else None
 
 
 _BOUNDS: dict[tuple[int, int], tuple[int, int]] = {}
@@ -393,26 +431,49 @@ def _normalize_significant(value: Decimal, digits: int) -> Decimal:
     return value
 
 
+class TooLarge(EvaluationError):
+    """A closed form beyond the magnitude its caller can use (a value carried from a claimed 1e5000)."""
+
+
 def round_expr(
-    expr: sympy.Expr, decimals: int, caches: dict[int, dict] | None = None, significant: bool = False
+    expr: sympy.Expr,
+    decimals: int,
+    caches: dict[int, dict] | None = None,
+    significant: bool = False,
+    most_bits: int | None = None,
 ) -> Decimal:
     """Round one closed form half-up to ``decimals`` places (or, with ``significant``,
     to ``decimals`` significant digits), correctly.
 
     ``caches`` (one dict per precision) shares the enclosures of common
-    subexpressions, such as a row's sum of exps, across many calls.
+    subexpressions, such as a row's sum of exps, across many calls. A value that may have more than
+    ``most_bits`` bits above the point raises :class:`TooLarge`, before any work at its size.
     """
     caches = {} if caches is None else caches
     exact = as_fraction(expr)
+    if (
+        exact is not None
+        and most_bits is not None
+        and exact.numerator.bit_length() - exact.denominator.bit_length() > most_bits
+    ):
+        raise TooLarge("larger than 2^" + str(most_bits))
     magnitude = 0 if exact is not None else _magnitude_bits(enclose(expr, 64, caches.setdefault(64, {})))
+    if most_bits is not None and magnitude > most_bits:
+        raise TooLarge("larger than 2^" + str(most_bits))
 
     def boxes(bits: int) -> list[Fixed]:
         prec = bits + magnitude + 32  # mpmath's precision is relative: a large value needs its own bits too
         return [Fixed.from_interval(enclose(expr, prec, caches.setdefault(prec, {})), bits)]
 
+    def what() -> str:
+        try:  # a closed form of huge rationals has no str() past 4300 digits
+            return clip(str(expr), 80)
+        except ValueError:
+            return "a closed form of huge numbers"
+
     if significant:
-        return decide_significant(boxes, [exact], decimals, start_bits(decimals), lambda: str(expr), magnitude)[0]
-    return decide(boxes, [exact], decimals, start_bits(decimals), lambda: str(expr), magnitude)[0]
+        return decide_significant(boxes, [exact], decimals, start_bits(decimals), what, magnitude)[0]
+    return decide(boxes, [exact], decimals, start_bits(decimals), what, magnitude)[0]
 
 
 def _magnitude_bits(x: iv.mpf) -> int:

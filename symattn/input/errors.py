@@ -8,6 +8,8 @@ input), the key, and the 1-based position inside a matrix. The CLI prints
 from __future__ import annotations
 
 import errno
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 EXIT_INPUT = 2  # bad input, a limit, an output path refused
 EXIT_IO = 74  # writing failed: disk full, I/O error (sysexits' EX_IOERR)
@@ -75,7 +77,24 @@ class ShapeError(SpecError):
 
 
 class EvaluationError(SymattnError, ArithmeticError):
-    """A value could not be rounded reliably (e.g. a tie hidden in a closed form)."""
+    """A value could not be rounded reliably (e.g. a tie hidden in a closed form).
+
+    Raised deep in the engine, which knows no file; :func:`evaluating` names the file and key once."""
+
+    source: str | None = None
+
+
+@contextmanager
+def evaluating(source: str, key: str | None = None) -> Iterator[None]:
+    """Name the file (and key) in an :class:`EvaluationError` raised inside that names none yet."""
+    try:
+        yield
+    except EvaluationError as exc:
+        if exc.source is not None:
+            raise
+        located = EvaluationError(f"{_where(source, key, ())}: {exc}")
+        located.source = source
+        raise located from None
 
 
 class RenderError(SymattnError, ValueError):
