@@ -72,13 +72,15 @@ def test_tiny_softcaps_are_decided():
         assert m.significant("weights", 6)[0] == (Decimal("0.333333"),) * 3
 
 
+TINY_STABLE = (
+    'tokens = ["a", "b", "c"]\nQ = [[1, 0], [0, 1], [1, 1]]\nK = [[1, 0], [0, 1], [0.5, 0.5]]\n'
+    'V = [[1, 0], [0, 1], [1, 1]]\nsoftcap = "1e-6"\nsoftmax = "stable"\n'
+)
+
+
 def test_a_tiny_softcap_with_the_stable_softmax_names_the_file_and_entry(tmp_path, capsys):
     spec = tmp_path / "s.toml"
-    spec.write_text(
-        'tokens = ["a", "b", "c"]\nQ = [[1, 0], [0, 1], [1, 1]]\nK = [[1, 0], [0, 1], [0.5, 0.5]]\n'
-        'V = [[1, 0], [0, 1], [1, 1]]\nsoftcap = "1e-6"\nsoftmax = "stable"\n',
-        encoding="utf-8",
-    )
+    spec.write_text(TINY_STABLE, encoding="utf-8")
     # z − max of two saturated scores is −2c·e^(−7·10^5): 10^−300000 has no significant digit at 16384 bits
     assert main(["render", str(spec)]) == 2
     assert capsys.readouterr().err == (
@@ -97,11 +99,7 @@ def test_the_engine_at_huge_magnitudes():
 
 
 def test_a_refusal_in_check_names_the_claims_file_and_the_claim(tmp_path, capsys):
-    (tmp_path / "s.toml").write_text(
-        'tokens = ["a", "b", "c"]\nQ = [[1, 0], [0, 1], [1, 1]]\nK = [[1, 0], [0, 1], [0.5, 0.5]]\n'
-        'V = [[1, 0], [0, 1], [1, 1]]\nsoftcap = "1e-6"\nsoftmax = "stable"\n',
-        encoding="utf-8",
-    )
+    (tmp_path / "s.toml").write_text(TINY_STABLE, encoding="utf-8")
     claims = tmp_path / "c.toml"
     claims.write_text('spec = "s.toml"\n[claims]\n"shifted[1][3]" = "0"\n', encoding="utf-8")
     assert main(["check", str(claims)]) == 2
