@@ -280,3 +280,12 @@ def test_an_answer_in_arabic_indic_digits_counts_blank_and_the_rest_is_graded(sm
     assert grading.note_text("zh")(row.notes[0]) == (
         "claims.scaled[3][2]：'٣.٥' 不是用 ASCII 数字写的数（请写 3.5），按空白计"
     )
+
+
+def test_an_unknown_student_id_with_controls_is_shown_escaped_and_short(small_class):
+    out, v = small_class
+    text = fill(v["s01"], {}).replace('student = "s01"', 'student = "x\\u001b[2J' + "y" * 10_000 + '"')
+    (out / "s01" / "answers.toml").write_text(text, encoding="utf-8")
+    row = next(r for r in grade(out).rows if r.file == "s01/answers.toml")
+    named = "x\\x1b[2J" + "y" * 45 + "…"  # 50 characters of the id, then its controls escaped
+    assert (row.id, row.error) == (named, Note("unknown_student", text=named))

@@ -128,3 +128,39 @@ def test_an_attempt_past_its_share_of_the_time_is_a_row_naming_the_csv_row_and_c
         f"not graded: {path}: row 2, column 'Response 1': took longer than 0.001 s (the time limit; raise it with "
         "--max-seconds)"
     )
+
+
+def test_controls_in_names_and_ids_are_shown_as_escapes_in_every_format(tmp_path, quiz_class, right):
+    from symattn.classroom.gradebook import gradebook_document
+
+    path = tmp_path / "r.csv"
+    rows = [("Nul\x00x", "Esc\x1b[31m", "a\x00@x\x1b", right, right), ("B\u202eidi", "\x7f", "b@x", right, right)]
+    path.write_text(responses_csv(rows), encoding="utf-8")
+    book = grade_lms(path, quiz_class)
+    assert [(r.id, r.name) for r in book.rows] == [
+        ("a\\x00@x\\x1b", "Esc\\x1b[31m Nul\\x00x"),
+        ("b@x", "\\x7f B\\u202eidi"),
+    ]
+    csv_lines = gradebook_document(book, "csv").splitlines()
+    assert [line.split(",")[:2] for line in csv_lines[1:]] == [
+        ["a\\x00@x\\x1b", "Esc\\x1b[31m Nul\\x00x"],
+        ["b@x", "\\x7f B\\u202eidi"],
+    ]
+    for fmt in ("markdown", "latex", "html", "json"):
+        text = gradebook_document(book, fmt)
+        assert not any(ch in text for ch in "\x00\x1b\x7f\u202e"), fmt
+    pdf = tmp_path / "book.pdf"
+    pdf.write_bytes(gradebook_document(book, "pdf"))  # a NUL stopped xelatex ("invalid character")
+    shown = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    assert all(piece in shown for piece in ("a\\x00@x\\x1b", "Esc\\x1b[31m", "Nul\\x00x", "\\x7f B\\u202eidi"))
+
+
+def test_the_escapes_of_each_format():
+    from symattn.rendering.escape import escape_latex, escape_markdown, escape_text
+
+    text = "a\x00b\x1bc\u202ed\x85e\tf"
+    assert escape_latex(text) == (
+        "a\\textbackslash{}x00b\\textbackslash{}x1bc\\textbackslash{}u202ed\\textbackslash{}x85e\tf"
+    )
+    assert escape_markdown(text) == "a\\\\x00b\\\\x1bc\\\\u202ed\\\\x85e\tf"
+    assert escape_text(text) == "a\\x00b\\x1bc\\u202ed\\x85e\tf"

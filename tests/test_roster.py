@@ -65,3 +65,12 @@ def test_a_long_id_is_not_echoed_whole(tmp_path):
         f"{roster}: id[2]: expected an id of at most 64 letters, digits, '.', '_' or '-', starting with a letter "
         f"or digit, got '{'9' * 50}…'"
     )
+
+
+def test_a_name_given_in_python_is_checked_as_a_rosters_is():
+    with pytest.raises(SpecError) as info:
+        ex.exercise(HOMEWORK, [("s1", "Ann"), ("s2", "B\x00o")], 1)
+    assert str(info.value) == (
+        f"{HOMEWORK}: ids[2]: the character '\\x00' (U+0000) is a control character or a line break; labels and "
+        "titles are one line of text"
+    )

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from symattn.classroom.roster import check_distinct, check_student_id, read_roster
+from symattn.classroom.roster import check_distinct, check_name, check_student_id, read_roster
 from symattn.classroom.sheets import EXTENSIONS, files, key_all
 from symattn.classroom.template import Template, load_template
 from symattn.classroom.variants import Variant, draw, variant_seed
@@ -37,8 +37,9 @@ def exercise(
     if len(entries) > limits.STUDENTS:
         raise LimitError(t.source, "ids", f"{len(entries)} students; an exercise has at most {limits.STUDENTS}")
     pairs = [(entry, "") if isinstance(entry, str) else (str(entry[0]), str(entry[1])) for entry in entries]
-    for i, (student, _) in enumerate(pairs, 1):
+    for i, (student, name) in enumerate(pairs, 1):
         check_student_id(student, t.source, "ids", i)  # a roster file was checked as it was read
+        check_name(name, t.source, "ids", i)  # it heads the sheet: no control reaches TeX or the LMS file
     check_distinct(((i, student) for i, (student, _) in enumerate(pairs, 1)), t.source, "ids", "entry")
     for student, name in progress(pairs) if progress else pairs:
         out.append(draw(t, variant_seed(seed, student), student, name))

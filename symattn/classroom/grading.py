@@ -37,6 +37,7 @@ from symattn.classroom.roster import read_index
 from symattn.classroom.template import ASKABLE
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError, SymattnError, clip
+from symattn.input.errors import shown as quoted
 from symattn.input.files import read_table
 
 POLICY = {
@@ -258,7 +259,8 @@ def grade_file(
     if not isinstance(student, str) or not student:
         return error_row("", "", shown, Note("no_student"))
     if student not in index:
-        return error_row(student, "", shown, Note("unknown_student", text=student))
+        named = quoted(clip(student))  # the return's own text: controls as escapes, never 100 KB
+        return error_row(named, "", shown, Note("unknown_student", text=named))
     name, seed = index[student]
     try:
         variant = draw(template, seed, student, name)
@@ -283,7 +285,7 @@ def grade_variant(data: Mapping[str, Any], variant, shown: str, policy=POLICY, f
         # against the variant's own inputs: edited inputs must not change what is right; the claims'
         # errors name the return, not "<dict>"
         loaded = claims_from_mapping({"claims": data.get("claims")}, shown, spec=variant.spec, foreign_blank=True)
-        notes += [Note("foreign_digits", key, clip(written)) for key, written in loaded.foreign]
+        notes += [Note("foreign_digits", key, quoted(clip(written))) for key, written in loaded.foreign]
         report = check(variant.spec, loaded, asked=asked_decimals(variant))
         commas = loaded.commas  # read as points by the claims reader, as check reads them
         if commas:  # one note for all of them: the same habit, not one finding per claim

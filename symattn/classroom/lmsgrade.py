@@ -30,6 +30,7 @@ from symattn.classroom.gaps import Gap, gaps, masked
 from symattn.classroom.grading import POLICY, Gradebook, Note, Row, error_row, grade_variant, score_text
 from symattn.classroom.variants import Variant
 from symattn.input.errors import LimitError, SpecError, brief, clip
+from symattn.input.errors import shown as quoted
 from symattn.input.limits import alarm_guard, deadline, own_clocks
 from symattn.input.numeral import has_foreign_digits
 
@@ -129,7 +130,8 @@ def read_attempts(path: str | Path) -> list[Attempt]:
             continue  # not an attempt (an average row, or nothing answered and nothing to grade against)
         student = next((cell(k) for k in _IDENTITY if cell(k)), "") or f"row-{line}"
         name = " ".join(x for x in (cell("First name"), cell("Surname")) if x)
-        out.append(Attempt(line, student, name, responses))
+        # the LMS's text, shown as it is in every gradebook format: controls as escapes, at most a name's length
+        out.append(Attempt(line, _plain(student), _plain(name), responses))
     return out
 
 
@@ -160,6 +162,12 @@ def _slots(source: str, header: list[str]) -> dict[int, dict[str, int]]:
             )
         columns[kind] = col
     return slots
+
+
+def _plain(text: str) -> str:
+    from symattn.input.limits import STUDENT_NAME
+
+    return quoted(clip(text, STUDENT_NAME))
 
 
 def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str, Fraction] = POLICY) -> Gradebook:
@@ -250,7 +258,7 @@ def _grade_attempt(
             claims[g.asked.key] = text
         elif text not in _EMPTY:
             code = "foreign_digits" if has_foreign_digits(text) else "lms_not_number"
-            notes.append(Note(code, g.asked.key, clip(text)))
+            notes.append(Note(code, g.asked.key, quoted(clip(text))))
     row = grade_variant({"claims": claims}, replace(v, id=a.student, name=a.name), shown, policy, tuple(notes))
     if row.error is not None:
         return row

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from symattn.input import limits
-from symattn.input.errors import LimitError, SpecError, brief
+from symattn.input.errors import LimitError, SpecError, brief, clip, shown
 
 _STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -69,14 +69,20 @@ def read_roster(path: str | Path) -> list[tuple[str, str]]:
 
 def _name(raw: str | None, path: str | Path, line: int) -> str:
     """A student's name as the sheets show it: in NFC, and only characters every output sets (as labels)."""
-    from symattn.input.text import normalize, unsupported_character
+    from symattn.input.text import normalize
 
-    name = normalize((raw or "").strip())
+    return check_name(normalize((raw or "").strip()), str(path), "name", line)
+
+
+def check_name(name: str, source: str, key: str, position: int) -> str:
+    """A name as the sheets show it: at most ``STUDENT_NAME`` characters that every output sets (as labels)."""
+    from symattn.input.text import unsupported_character
+
     if len(name) > limits.STUDENT_NAME:
-        raise LimitError(str(path), "name", f"a name of {len(name)} characters; at most {limits.STUDENT_NAME}", (line,))
+        raise LimitError(source, key, f"a name of {len(name)} characters; at most {limits.STUDENT_NAME}", (position,))
     bad = unsupported_character(name)
     if bad is not None:
-        raise SpecError(str(path), "name", bad, (line,))
+        raise SpecError(source, key, bad, (position,))
     return name
 
 
@@ -96,9 +102,10 @@ def read_index(path: str | Path) -> dict[str, tuple[str, int]]:
         seed = row.get("seed", "")
         if not (seed.isascii() and seed.isdigit() and len(seed) <= 20):  # counted before int()
             raise SpecError(source, "seed", f"expected a whole variant seed, got {brief(seed)}", (line,))
-        out[student] = (row.get("name", ""), int(seed))
+        # exercise wrote a plain name; one edited in since is shown with its controls as escapes, cut short
+        out[student] = (shown(clip(row.get("name", ""), limits.STUDENT_NAME)), int(seed))
     check_distinct(((line, row.get("id", "")) for line, row in enumerate(rows, 2)), source, "id")
     return out
 
 
-__all__ = ["check_distinct", "check_student_id", "read_index", "read_roster"]
+__all__ = ["check_distinct", "check_name", "check_student_id", "read_index", "read_roster"]

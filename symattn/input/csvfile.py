@@ -18,12 +18,15 @@ from pathlib import Path
 
 from symattn.input.errors import SpecError
 from symattn.input.files import read_text
+from symattn.input.text import show_controls
 
 _FORMULA = ("=", "+", "-", "@", "\t", "\r", "'")
 
 
 def cell(text: str) -> str:
-    """Text as a cell no spreadsheet runs: a leading ``'`` where it begins like a formula (or with ``'``)."""
+    """Text as a cell no spreadsheet runs: a leading ``'`` where it begins like a formula (or with ``'``);
+    controls (a NUL, an ESC, a right-to-left override) shown as escapes."""
+    text = show_controls(text)
     return "'" + text if text.startswith(_FORMULA) else text
 
 
