@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 
 from symattn.cli.parser import build_parser, say
-from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError
+from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, brief
 
 
 class _UsageError(SymattnError, ValueError):
@@ -166,7 +166,7 @@ def _subs(pairs: list[str] | None) -> dict[str, str] | None:
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep:
-            raise _UsageError(f"--subs: expected NAME=VALUE, got {pair!r}")
+            raise _UsageError(f"--subs: expected NAME=VALUE, got {brief(pair)}")
         out[name.strip()] = value.strip()
     return out
 

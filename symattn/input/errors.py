@@ -51,13 +51,15 @@ def brief(value: object, most: int = BRIEF) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         # str() of an int past 4300 digits raises; 3.33 bits a digit: a bound before converting
         return str(value) if value.bit_length() <= 3 * most else f"a number of more than {most} digits"
+    if isinstance(value, (bool, float)) or (isinstance(value, str) and type(value) is not str):
+        return clip(str(value), most)  # a number, as written (a TOML or JSON float keeps its text): unquoted
     return repr(clip(str(value), most))
 
 
 def _where(source: str, key: str | None, position: tuple[int, ...]) -> str:
     parts = [shown(source)]
-    if key:
-        parts.append(shown(key) + "".join(f"[{p}]" for p in position))
+    if key:  # a key is the user's text too (a TOML key of 100 KB): cut short
+        parts.append(shown(clip(key, 2 * BRIEF)) + "".join(f"[{p}]" for p in position))
     return ": ".join(parts)
 
 

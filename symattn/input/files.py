@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from symattn.input import limits
-from symattn.input.errors import LimitError, SpecError, shown
+from symattn.input.errors import LimitError, SpecError, brief, shown
 from symattn.input.numeral import NumeralError
 
 
@@ -104,7 +104,15 @@ def parse_text(text: str, source: str, json_: bool = False) -> dict[str, Any]:
 def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
     if json_:
         try:
-            data = json.loads(text, parse_float=FloatText, parse_int=FloatText, parse_constant=_reject_constant)
+            data = json.loads(
+                text,
+                parse_float=FloatText,
+                parse_int=FloatText,
+                parse_constant=_reject_constant,
+                object_pairs_hook=once_each,
+            )
+        except TwiceError as exc:
+            raise SpecError(source, None, f"{exc} in one object; keep one") from None
         except json.JSONDecodeError as exc:
             raise SpecError(source, None, f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
         except NumeralError as exc:
@@ -122,6 +130,21 @@ def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
             None,
             f"an integer with thousands of digits; numbers may have at most {limits.NUMBER_LENGTH} characters",
         ) from None
+
+
+class TwiceError(ValueError):
+    """A JSON object names one key twice."""
+
+
+def once_each(pairs: list[tuple[str, Any]], what: str = "key") -> dict[str, Any]:
+    """A JSON object's pairs as a dict (json's ``object_pairs_hook``), refusing a key given twice: JSON keeps the
+    last of two silently (a forged first copy, a second "id"); TOML refuses them, and so do we."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise TwiceError(f"the {what} {brief(key)} twice")
+        out[key] = value
+    return out
 
 
 def _too_large(source: str, what: str, most: int | None = None) -> LimitError:
