@@ -106,3 +106,24 @@ def test_a_refusal_in_check_names_the_claims_file_and_the_claim(tmp_path, capsys
     assert capsys.readouterr().err == (
         f"symattn: {claims}: claims.shifted[1][3]: cannot decide the rounding of shifted[1][3]: it may be an exact tie\n"
     )
+
+
+@pytest.mark.parametrize(
+    "cap, sink, wins, weight",
+    [("1e-30", "1e-30", True, "0.250000"), ("1e-6", "-0.000001", False, "0.250000"), ("1e-6", "2", True, "0.0962551")],
+)
+def test_a_sink_at_or_past_a_tiny_softcap_is_ordered_without_boxes(cap, sink, wins, weight):
+    # c·tanh(y/c) < c strictly, however close: was "cannot compare a score with the sink"
+    spec = spec_from_mapping(
+        {
+            "tokens": ["a", "b", "c"],
+            "Q": [[1, 0], [0, 1], [1, 1]],
+            "K": [[1, 0], [0, 1], ["0.5", "0.5"]],
+            "V": [[1, 0], [0, 1], [1, 1]],
+            "softcap": cap,
+            "sinks": [sink],
+        }
+    )
+    m = build_model(spec)
+    assert m.sink_wins == (wins,) * 3
+    assert m.significant("weights", 6)[0][1] == Decimal(weight)  # z = 0 against two near ±c and the sink
