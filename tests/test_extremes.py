@@ -54,19 +54,15 @@ def test_values_carried_from_10_to_the_5000_are_judged(tmp_path):
     }
 
 
+def tiny_model(**variant):
+    spec = {"tokens": ["a", "b", "c"], "Q": [[1, 0], [0, 1], [1, 1]], "K": [[1, 0], [0, 1], ["0.5", "0.5"]]}
+    return build_model(spec_from_mapping({**spec, "V": [[1, 0], [0, 1], [1, 1]], **variant}))
+
+
 def test_tiny_softcaps_are_decided():
     # c·tanh(z/c) is c·(1 − e^(−10^6)) just under c: the enclosure around c straddles 10^−6 at any precision
     for cap, shown in (("1e-6", "0.00000100000"), ("1e-30", "1.00000E-30")):
-        spec = spec_from_mapping(
-            {
-                "tokens": ["a", "b", "c"],
-                "Q": [[1, 0], [0, 1], [1, 1]],
-                "K": [[1, 0], [0, 1], ["0.5", "0.5"]],
-                "V": [[1, 0], [0, 1], [1, 1]],
-                "softcap": cap,
-            }
-        )
-        m = build_model(spec)
+        m = tiny_model(softcap=cap)
         assert m.significant("scaled", 6)[0] == (Decimal(shown), Decimal(0), Decimal(shown))
         assert m.rounded("scaled", 3)[0] == (Decimal("0.000"),) * 3
         assert m.significant("weights", 6)[0] == (Decimal("0.333333"),) * 3
@@ -114,16 +110,6 @@ def test_a_refusal_in_check_names_the_claims_file_and_the_claim(tmp_path, capsys
 )
 def test_a_sink_at_or_past_a_tiny_softcap_is_ordered_without_boxes(cap, sink, wins, weight):
     # c·tanh(y/c) < c strictly, however close: was "cannot compare a score with the sink"
-    spec = spec_from_mapping(
-        {
-            "tokens": ["a", "b", "c"],
-            "Q": [[1, 0], [0, 1], [1, 1]],
-            "K": [[1, 0], [0, 1], ["0.5", "0.5"]],
-            "V": [[1, 0], [0, 1], [1, 1]],
-            "softcap": cap,
-            "sinks": [sink],
-        }
-    )
-    m = build_model(spec)
+    m = tiny_model(softcap=cap, sinks=[sink])
     assert m.sink_wins == (wins,) * 3
     assert m.significant("weights", 6)[0][1] == Decimal(weight)  # z = 0 against two near ±c and the sink
