@@ -70,17 +70,32 @@ def test_tiny_softcaps_are_decided():
 
 TINY_STABLE = (
     'tokens = ["a", "b", "c"]\nQ = [[1, 0], [0, 1], [1, 1]]\nK = [[1, 0], [0, 1], [0.5, 0.5]]\n'
-    'V = [[1, 0], [0, 1], [1, 1]]\nsoftcap = "1e-6"\nsoftmax = "stable"\n'
+    'V = [[1, 0], [0, 1], [1, 1]]\nsoftcap = "1e-30"\nsoftmax = "stable"\n'
 )
 
 
-def test_a_tiny_softcap_with_the_stable_softmax_names_the_file_and_entry(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "variant, row",
+    [
+        # z − max of two saturated scores is −2c·e^(−2·0.354/c)(1 − …): 10^−307099, no box at 16384 bits holds it
+        ({}, ("0", "-0.00000100000", "-5.34373E-307099")),
+        # against the sink s = c: c·tanh(x) − c = −2c/(e^(2x) + 1)
+        ({"sinks": ["0.000001"]}, ("-1.42777E-614191", "-0.00000100000", "-5.34373E-307099")),
+        ({"alibi": True}, ("0", "-0.00000200000", "-3.79423E-300313")),
+    ],
+)
+def test_z_minus_max_of_saturated_scores_has_its_digits(variant, row):
+    m = tiny_model(softcap="1e-6", softmax="stable", **variant)
+    assert m.significant("shifted", 6)[0] == tuple(Decimal(x) for x in row)
+
+
+def test_a_value_below_ten_to_the_minus_a_million_names_the_file_and_entry(tmp_path, capsys):
     spec = tmp_path / "s.toml"
     spec.write_text(TINY_STABLE, encoding="utf-8")
-    # z − max of two saturated scores is −2c·e^(−7·10^5): 10^−300000 has no significant digit at 16384 bits
+    # c = 10^−30: z − max is about 10^−(3·10^29), which has no digits to write
     assert main(["render", str(spec)]) == 2
     assert capsys.readouterr().err == (
-        f"symattn: {spec}: cannot decide the rounding of shifted[1][3]: it may be an exact tie\n"
+        f"symattn: {spec}: shifted[1][3] is below 10^-1000000 in size: it has no digits to show\n"
     )
 
 
@@ -100,7 +115,7 @@ def test_a_refusal_in_check_names_the_claims_file_and_the_claim(tmp_path, capsys
     claims.write_text('spec = "s.toml"\n[claims]\n"shifted[1][3]" = "0"\n', encoding="utf-8")
     assert main(["check", str(claims)]) == 2
     assert capsys.readouterr().err == (
-        f"symattn: {claims}: claims.shifted[1][3]: cannot decide the rounding of shifted[1][3]: it may be an exact tie\n"
+        f"symattn: {claims}: claims.shifted[1][3]: shifted[1][3] is below 10^-1000000 in size: it has no digits to show\n"
     )
 
 

@@ -336,6 +336,25 @@ def decide_significant(
     return _refine(enclosures, result, pick, bits, what, headroom, witness)
 
 
+def exponent_bits(x: iv.mpf) -> int:
+    """log2 of the larger end's size, roughly (to a bit): where a floating interval's value lies."""
+    return max(exp + abs(man).bit_length() for man, exp in (_mpf_parts(end) for end in x._mpi_))
+
+
+def significant_of(x: iv.mpf, digits: int) -> Decimal | None:
+    """The rounding to ``digits`` significant digits shared by every point of a floating interval (its exponent
+    unbounded: 10^−300000 too), if any; None where it holds 0 or the ends round apart."""
+    lo, hi = x._mpi_
+    if not libmp.mpf_lt(libmp.fzero, lo) and not libmp.mpf_lt(hi, libmp.fzero):
+        return None
+    man, exp = _mpf_parts(hi if libmp.mpf_lt(libmp.fzero, lo) else lo)
+    bits = int(digits * 3.33) + GUARD_BITS - (exp + abs(man).bit_length())  # the value's digits above 2^−bits
+    box = Fixed(_floor_mpf(lo, bits), _ceil_mpf(hi, bits), bits)
+    if box.lo > 0:
+        return _significant_box(box.lo, box.hi, bits, digits, 1)
+    return _significant_box(-box.hi, -box.lo, bits, digits, -1) if box.hi < 0 else None
+
+
 _LOG10_2 = math.log10(2)
 
 
