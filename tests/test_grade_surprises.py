@@ -265,3 +265,27 @@ def test_trivial_answers_of_each_kind():
     assert kinds({"scores[2][1]": "0", "scores[2][2]": "0"}) == {("scores", 1): "zeros"}
     assert kinds({"weights[1][1]": "0.5", "weights[1][2]": "0.5"}) == {("weights", 0): "equal"}
     assert kinds({"output[2][1]": "5", "output[2][2]": "6"}) == {("output", 1): "inputs"}
+
+
+def test_an_answer_in_arabic_indic_digits_counts_blank_and_the_rest_is_graded(small_class):
+    out, v = small_class
+    right = dict(key_numbers(v["s01"]), **{"scaled[3][2]": "٣.٥"})
+    (out / "s01" / "answers.toml").write_text(fill(v["s01"], right), encoding="utf-8")
+    row = next(r for r in grade(out).rows if r.id == "s01")
+    assert (row.error, dict(row.counts)["blank"], row.score) == (None, 1, 10)
+    assert row.notes == (Note("foreign_digits", "claims.scaled[3][2]", "٣.٥"),)
+    assert grading.note_text("en")(row.notes[0]) == (
+        "claims.scaled[3][2]: '٣.٥' is not a number in ASCII digits (write 3.5); counted blank"
+    )
+    assert grading.note_text("zh")(row.notes[0]) == (
+        "claims.scaled[3][2]：'٣.٥' 不是用 ASCII 数字写的数（请写 3.5），按空白计"
+    )
+
+
+def test_an_unknown_student_id_with_controls_is_shown_escaped_and_short(small_class):
+    out, v = small_class
+    text = fill(v["s01"], {}).replace('student = "s01"', 'student = "x\\u001b[2J' + "y" * 10_000 + '"')
+    (out / "s01" / "answers.toml").write_text(text, encoding="utf-8")
+    row = next(r for r in grade(out).rows if r.file == "s01/answers.toml")
+    named = "x\\x1b[2J" + "y" * 45 + "…"  # 50 characters of the id, then its controls escaped
+    assert (row.id, row.error) == (named, Note("unknown_student", text=named))

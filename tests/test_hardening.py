@@ -125,7 +125,7 @@ TABLE = [
         [],
         "Q[1][1]: number longer than 64 characters: '99999999999999999999'…",
     ),
-    ({**SEED, "focus": "9" * 5000}, [], "focus: no token labelled '" + "9" * 56 + "…; tokens are a, b"),
+    ({**SEED, "focus": "9" * 5000}, [], "focus: no token labelled '" + "9" * 50 + "…'; tokens are a, b"),
     # nesting, surrogates, separators, controls, invisible characters, characters no font of ours has
     ('{"Q": ' + "[" * 100_000 + "]" * 100_000 + "}", [], "lists and tables nested more than 32 deep (the limit)"),
     (

@@ -94,7 +94,7 @@ def test_hostile_toml(tmp_path, content):
 
 
 def test_reading_a_device_is_bounded():
-    # /dev/zero never ends; it is read-only here, never written
+    # /dev/zero never ends: refused as it is opened, never read
     done = subprocess.run(
         [sys.executable, "-m", "symattn", "render", "/dev/zero"],
         capture_output=True,
@@ -104,5 +104,5 @@ def test_reading_a_device_is_bounded():
     )
     assert (done.returncode, done.stderr) == (
         2,
-        b"symattn: /dev/zero: larger than 4 MiB (the limit for a spec or claims file)\n",
+        b"symattn: /dev/zero: not a regular file\n",
     )

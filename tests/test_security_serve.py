@@ -441,3 +441,24 @@ def test_no_python_type_names_in_any_message(client):
                 seen.add(response.json()["error"])
     assert len(seen) > 100
     assert [m for m in seen if PYTHON_NAMES.search(m)] == []
+
+
+def test_hostile_request_text_is_answered_short_and_named(client):
+    """Issue 28: a key given twice, a 200 KB claims key, a rounding no precision decides."""
+    spec = as_json(seed_raw())
+    response = client.post(
+        "/api/render", content=b'{"spec": {}, "spec": {}}', headers={"content-type": "application/json"}
+    )
+    assert (response.status_code, response.json()["error"]) == (
+        400,
+        "request: the key 'spec' twice in one object; keep one",
+    )
+    response = client.post("/api/check", json={"spec": spec, "claims": {"s" * 200_000: "1"}})
+    assert response.status_code == 400 and len(response.content) < 1000
+    assert response.json()["where"] == {"source": "claims", "key": "claims." + "s" * 93 + "…", "position": []}
+    tiny = {**spec, "softcap": "1e-30", "softmax": "stable"}  # z − max about 10^−(10^29): no digits to write
+    response = client.post("/api/render", json={"spec": tiny})
+    assert (response.status_code, response.json()["error"]) == (
+        400,
+        "spec: shifted[1][2] is below 10^-1000000 in size: it has no digits to show",
+    )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, cast
 import sympy
 
 from symattn.checking.layout import Layout
+from symattn.exact import numeric
 from symattn.input.claims import Claim
 from symattn.input.numeral import Numeral
 from symattn.input.quantities import INPUTS, ROTATED
@@ -68,6 +69,7 @@ class Chain:
         self.names = {name for _, name, _, _ in self.index}
         self._cache: dict[tuple, Value] = {}
         self._implied: dict[tuple, Value] = {}
+        self._enclosures: dict[int, dict] = {}  # shared by the comparisons of claimed maxima
 
     def claimed(self, quantity: str, row: int | None, col: int | None, head: int | None = None) -> Fraction | None:
         found = [c for c in self.index.get((head, quantity, row, col), []) if not c.number.is_infinite]
@@ -208,27 +210,59 @@ class Chain:
                 assert col is not None  # an entry of a matrix
                 return x * tanh_prime(m, row, col) * factor, a or b
             return x * factor, a or b
-        if quantity == "shifted":  # z − the row's maximum
+        if quantity == "shifted":  # z − the claimant's own maximum of the row
             assert col is not None
-            (z, a), (top, b) = at("scaled", row, col), at("scaled", row, m.row_max[row])
+            (z, a), (top, b) = at("scaled", row, col), self.top(row, head)
             return z - top, a or b
         if quantity == "exp":
             z, a = at("shifted" if L.stable else "scaled", row, col)
             return sympy.exp(z), a
         if quantity == "exp_sum":
             exps = [at("exp", row, j) for j in range(m.n_keys)]
-            sink = m.sink_term(row, L.stable)  # a sink's e^s in the denominator (0 without one)
-            return sympy.Add(*[e for e, _ in exps], sink), any(a for _, a in exps)
+            sink, b = self.sink_term(row, head)  # a sink's e^s in the denominator (0 without one)
+            return sympy.Add(*[e for e, _ in exps], sink), any(a for _, a in exps) or b
         if quantity == "weights":
             (e, a), (total, b) = at("exp", row, col), at("exp_sum", row, None)
             return e / total, a or b
         if quantity == "sink_share":  # the sink's e^s over the claimant's (or the exact) sum
-            total, b = at("exp_sum", row, None)
-            return m.sink_term(row, L.stable) / total, b
+            (total, b), (sink, c) = at("exp_sum", row, None), self.sink_term(row, head)
+            return sink / total, b or c
         if quantity == "output":
             assert col is not None  # an entry of a matrix
             return _sum([(at("weights", row, j), self.implied("V", j, v0 + col)) for j in range(m.n_keys)])
         return self._head_gradient(quantity, row, col, head, (q0, k0, v0, h * L.width_v))
+
+    def top(self, row: int, head: int | None) -> Value:
+        """What the claimant's stable softmax subtracts from a row: the largest of their own scaled
+        scores (claimed, else implied by their earlier numbers, else exact), or a sink's logit s above it."""
+        key = ("top", head, row)
+        if key not in self._cache:
+            m = self.layout.heads[self.layout.index(head)]
+            values = [self.implied("scaled", row, j, head) for j in range(m.n_keys) if m.may_attend(row, j)]
+            if not any(a for _, a in values):  # the exact row: the model's own maximum
+                best: Value = self.implied("scaled", row, m.row_max[row], head)
+            else:
+                best = values[0]
+                for value in values[1:]:
+                    if numeric.sign(value[0] - best[0], self._enclosures) == 1:
+                        best = value
+                best = best[0], True
+            sink = getattr(m, "sink", None)  # issue 20: the sink joins the row's maximum
+            if sink is not None and numeric.sign(rational(sink) - best[0], self._enclosures) in (0, 1):
+                best = rational(sink), best[1]
+            self._cache[key] = best
+        return self._cache[key]
+
+    def sink_term(self, row: int, head: int | None) -> Value:
+        """A sink's e^s in a row's denominator: e^(s − the claimant's maximum) with the stable softmax."""
+        m = self.layout.heads[self.layout.index(head)]
+        sink = getattr(m, "sink", None)
+        if sink is None:
+            return sympy.Integer(0), False
+        if not self.layout.stable:
+            return sympy.exp(rational(sink)), False
+        top, a = self.top(row, head)
+        return sympy.exp(rational(sink) - top), a
 
     def _head_gradient(self, quantity: str, row: int, col: int | None, head: int | None, first) -> Value:
         """A head's gradient from the claimant's own weights (and dA, dZ, ...) before it."""

@@ -26,7 +26,7 @@ from symattn.checking.verdicts import Checker
 from symattn.exact import progress
 from symattn.exact.factory import build
 from symattn.input.claims import Claim, Claims, load_claims
-from symattn.input.errors import SpecError
+from symattn.input.errors import SpecError, evaluating
 from symattn.input.quantities import GRADIENTS, is_multihead, order
 from symattn.input.spec import Spec
 
@@ -83,7 +83,9 @@ def check(
         model = build(spec)
     checker = Checker(spec, model, loaded.claims, loaded.asked if asked is None else tuple(asked.items()))
     ordered = sorted(loaded.claims, key=lambda c: _order(c, is_multihead(spec)))
-    results = diagnose_rows(tuple(_verdict(checker, c) for c in ordered), checker.slips_of, checker.position)
+    results = diagnose_rows(
+        tuple(_verdict(checker, c, loaded.source) for c in ordered), checker.slips_of, checker.position
+    )
     return Report(
         spec.title,
         spec.lang,
@@ -102,9 +104,10 @@ def check(
     )
 
 
-def _verdict(checker: Checker, claim: Claim) -> Verdict:
+def _verdict(checker: Checker, claim: Claim, source: str) -> Verdict:
     progress.step("claim")
-    return checker.verdict(claim)
+    with evaluating(source, claim.key):  # a rounding that cannot be decided names the claim
+        return checker.verdict(claim)
 
 
 def _numeric(spec: Spec) -> Spec:

@@ -46,10 +46,13 @@ from symattn.exact import numeric
 from symattn.exact.rounding import Num, is_extreme
 from symattn.input.claims import Claim
 from symattn.input.decimals import round_half_up, terminating_decimals, truncate
+from symattn.input.limits import CLAIM_EXPONENT, NUMBER_LENGTH
 from symattn.input.quantities import COLUMNS, GRADIENTS, HEAD_FORWARD, INPUTS, SCALARS
 from symattn.input.spec import Spec
 
 SIGNIFICANT = 6
+# bits above the point of a carried value that some claim may round to: past 10^(CLAIM_EXPONENT + NUMBER_LENGTH)
+CARRIED_BITS = int((CLAIM_EXPONENT + NUMBER_LENGTH) * 3.33) + 64
 # the field of a ``decimals`` table that asks for each claimed quantity's decimals
 ASKED_BY = {
     "sqrt_dk": "sqrt_dk",
@@ -251,11 +254,12 @@ class Checker:
         d, c = claim.number.decimals, claim.number.value
         if y.has(sympy.nan, sympy.zoo):  # e.g. weights from a claimed sum of 0: no value to carry
             from_claims = False
-        carried = (
-            numeric.round_expr(y, d, self._tables.setdefault("enclosures", {}))
-            if from_claims and d is not None
-            else None
-        )
+        carried = None
+        if from_claims and d is not None:
+            try:
+                carried = numeric.round_expr(y, d, self._tables.setdefault("enclosures", {}), most_bits=CARRIED_BITS)
+            except numeric.TooLarge:  # e^(1e5000) from a claimed 1e5000: beyond every claim, never carried
+                from_claims = False
         if exact.rational is not None and exact.rational == c:
             return "exact", carried
         if exact.rounded is not None and Fraction(exact.rounded) == c:

@@ -3,22 +3,22 @@
 ``exercise`` draws a variant per student (:mod:`symattn.classroom.variants`, from a template read by
 :mod:`symattn.classroom.template`); ``write_class`` writes each student's sheet, key and answers.toml
 (:mod:`symattn.classroom.sheets`), every key in one document, an index and the template into one folder;
-``read_roster`` reads the students from a CSV file.
+:mod:`symattn.classroom.roster` reads the students from a CSV file.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from symattn.classroom.roster import check_distinct, check_name, check_student_id, read_roster
 from symattn.classroom.sheets import EXTENSIONS, files, key_all
 from symattn.classroom.template import Template, load_template
 from symattn.classroom.variants import Variant, draw, variant_seed
 from symattn.input import limits
-from symattn.input.errors import LimitError, SpecError
+from symattn.input.errors import LimitError
 
 
 def exercise(
@@ -33,62 +33,17 @@ def exercise(
     """
     t = load_template(template)
     out = []
-    seen: set[str] = set()
     entries = list(ids)
     if len(entries) > limits.STUDENTS:
         raise LimitError(t.source, "ids", f"{len(entries)} students; an exercise has at most {limits.STUDENTS}")
-    for i, entry in enumerate(progress(entries) if progress else entries, 1):
-        student, name = (entry, "") if isinstance(entry, str) else (str(entry[0]), str(entry[1]))
-        if student in seen:
-            raise SpecError(t.source, "ids", f"duplicate student id {student!r}", (i,))
-        check_student_id(student, t.source, "ids", i)
-        seen.add(student)
+    pairs = [(entry, "") if isinstance(entry, str) else (str(entry[0]), str(entry[1])) for entry in entries]
+    for i, (student, name) in enumerate(pairs, 1):
+        check_student_id(student, t.source, "ids", i)  # a roster file was checked as it was read
+        check_name(name, t.source, "ids", i)  # it heads the sheet: no control reaches TeX or the LMS file
+    check_distinct(((i, student) for i, (student, _) in enumerate(pairs, 1)), t.source, "ids", "entry")
+    for student, name in progress(pairs) if progress else pairs:
         out.append(draw(t, variant_seed(seed, student), student, name))
     return tuple(out)
-
-
-_STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-def check_student_id(student: str, source: str, key: str, position: int) -> str:
-    """A student id as exercise allows it: it names the student's folder and feedback file, so it is plain."""
-    if not _STUDENT_ID.fullmatch(student):
-        raise SpecError(
-            source,
-            key,
-            "expected an id of at most 64 letters, digits, '.', '_' or '-', starting "
-            f"with a letter or digit, got {student!r}",
-            (position,),
-        )
-    return student
-
-
-def read_roster(path: str | Path) -> list[tuple[str, str]]:
-    """Students from a CSV file with an ``id,name`` header; ids become folder names, so they are plain."""
-    from symattn.input.csvfile import read_csv
-
-    header, rows = read_csv(path, "a roster", quoted=False)
-    if len(rows) > limits.STUDENTS:
-        raise LimitError(str(path), "id", f"{len(rows)} students; an exercise has at most {limits.STUDENTS}")
-    if not rows or "id" not in header:
-        raise SpecError(str(path), "id", "expected a CSV file with an id,name header and one student per line")
-    return [
-        (check_student_id((row.get("id") or "").strip(), str(path), "id", line), _name(row.get("name"), path, line))
-        for line, row in enumerate(rows, 2)
-    ]
-
-
-def _name(raw: str | None, path: str | Path, line: int) -> str:
-    """A student's name as the sheets show it: in NFC, and only characters every output sets (as labels)."""
-    from symattn.input.text import normalize, unsupported_character
-
-    name = normalize((raw or "").strip())
-    if len(name) > limits.STUDENT_NAME:
-        raise LimitError(str(path), "name", f"a name of {len(name)} characters; at most {limits.STUDENT_NAME}", (line,))
-    bad = unsupported_character(name)
-    if bad is not None:
-        raise SpecError(str(path), "name", bad, (line,))
-    return name
 
 
 def class_files(
@@ -137,13 +92,11 @@ def write_class(
 
     A folder that already holds files is refused unless ``force``: it may hold answers students filled in.
     """
+    from symattn.input.files import read_bytes
     from symattn.rendering.output import check_folder, write_files
 
     check_folder(folder, force, "returned answers", "the class")
-    try:
-        template = Path(template_path).read_bytes()
-    except OSError as exc:
-        raise SpecError(str(template_path), None, f"cannot read file: {exc.strerror or exc}") from None
+    template = read_bytes(template_path, "a template")
     write_files(folder, class_files(variants, template, fmt, lang, progress))
 
 

@@ -92,7 +92,7 @@ FEEDBACK_EXTENSIONS = {"text": "txt", "markdown": "md", "latex": "tex", "html": 
 
 def feedback_files(book: Gradebook, fmt: str = "markdown") -> tuple[tuple[str, str | bytes], ...]:
     """(file name, content) of every graded student's feedback: ``<id>.<ext>``, ``<id>-2.<ext>`` for a second return."""
-    from symattn.classroom.exercises import check_student_id
+    from symattn.classroom.roster import check_student_id
 
     out = []
     seen: dict[str, int] = {}

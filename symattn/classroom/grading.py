@@ -33,9 +33,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from symattn.classroom.roster import read_index
 from symattn.classroom.template import ASKABLE
 from symattn.input.decimals import round_half_up, terminating_decimals
-from symattn.input.errors import SpecError, SymattnError
+from symattn.input.errors import SpecError, SymattnError, clip
+from symattn.input.errors import shown as quoted
 from symattn.input.files import read_table
 
 POLICY = {
@@ -63,14 +65,13 @@ class Note:
     """A finding about one return, as a code of the language files' ``[grade.note]`` and its details.
 
     Codes: ``inputs_changed``, ``decimal_comma`` (key, text), ``decimal_commas`` (key: the first, text:
-    how many claims), ``duplicate`` (text: how many returns),
-    and, for returns that could not be graded, ``unreadable`` (text: the reader's message),
-    ``no_student``, ``unknown_student`` (text: the id), ``not_checked`` (text: the checker's message),
-    ``trivial_zeros``, ``trivial_equal``, ``trivial_inputs`` (key: the
-    quantity, token: its row, text: how many carried numbers follow from it), ``not_returned`` (a student
-    of the index with no answers file), ``time_limit`` (text: the limit, naming
-    the return), and, for files that are not read,
-    ``outside`` (text: where the link leads, outside the returns folder), ``not_a_file`` (a FIFO, device or socket).
+    how many claims), ``duplicate`` (text: how many returns), ``foreign_digits`` (key, text: an answer in
+    other digits than 0-9, counted blank), ``trivial_zeros``, ``trivial_equal``, ``trivial_inputs`` (key:
+    the quantity, token: its row, text: how many carried numbers follow from it); for returns not graded,
+    ``unreadable`` (text: the reader's message), ``no_student``, ``unknown_student`` (text: the id),
+    ``not_checked`` (text: the checker's message), ``not_returned`` (no answers file), ``time_limit`` (text:
+    the limit, naming the return); for files not read, ``outside`` (text: where the link leads, outside the
+    returns folder), ``not_a_file`` (a FIFO, device or socket).
     """
 
     code: str
@@ -172,6 +173,7 @@ def score_text(x: Fraction) -> str:
 
 def note_text(lang: str) -> Callable[[Note], str]:
     """A note in words, from the language file (plain text: for CSV, JSON and the templates to escape)."""
+    from symattn.input.numeral import in_ascii_digits
     from symattn.rendering.phrases import Phrases, load_language
 
     phrases = Phrases(load_language(lang), lambda s: s, lang)
@@ -180,6 +182,8 @@ def note_text(lang: str) -> Callable[[Note], str]:
         where = (
             n.key if not n.token else phrases("grade.note.place", quantity=phrases(f"quantity.{n.key}"), token=n.token)
         )
+        if n.code == "foreign_digits":  # what to write instead: ٣.٥ as 3.5
+            return phrases("grade.note.foreign_digits", where=where, text=n.text, ascii=in_ascii_digits(n.text))
         return phrases(f"grade.note.{n.code}", where=where, text=n.text)
 
     return say
@@ -208,31 +212,6 @@ def read_policy(path: str | Path) -> dict[str, Fraction]:
             raise reader.error(key, f"expected a score from 0 to 1, got {raw}")
         policy[key] = value
     return policy
-
-
-def read_index(path: str | Path) -> dict[str, tuple[str, int]]:
-    """id -> (name, variant seed), from index.csv; ids as exercise allows them (they name feedback files)."""
-    from symattn.classroom.exercises import check_student_id
-    from symattn.input.csvfile import read_csv
-    from symattn.input.errors import LimitError
-    from symattn.input.limits import STUDENTS
-
-    source = str(path)
-    header, rows = read_csv(path, "an index file", quoted=True)
-    if not {"id", "seed"} <= set(header):
-        raise SpecError(source, None, "expected the columns id, name and seed (the index.csv that exercise wrote)")
-    if len(rows) > STUDENTS:
-        raise LimitError(source, "id", f"{len(rows)} students; a class has at most {STUDENTS}")
-    out = {}
-    for line, row in enumerate(rows, 2):
-        student = check_student_id(row.get("id", ""), source, "id", line)
-        if student in out:
-            raise SpecError(source, "id", f"duplicate student id {student!r}", (line,))
-        seed = row.get("seed", "")
-        if not (seed.isascii() and seed.isdigit() and len(seed) <= 20):
-            raise SpecError(source, "seed", f"expected a whole variant seed, got {seed!r}", (line,))
-        out[student] = (row.get("name", ""), int(seed))
-    return out
 
 
 def _inputs_match(data: Mapping[str, Any], variant) -> bool:
@@ -275,17 +254,18 @@ def grade_file(
     try:
         data = read_table(path if real is None else real, regular_only=real is not None)
     except SymattnError as exc:
-        return _error("", "", shown, Note("unreadable", text=str(exc)))
+        return error_row("", "", shown, Note("unreadable", text=str(exc)))
     student = data.get("student")
     if not isinstance(student, str) or not student:
-        return _error("", "", shown, Note("no_student"))
+        return error_row("", "", shown, Note("no_student"))
     if student not in index:
-        return _error(student, "", shown, Note("unknown_student", text=student))
+        named = quoted(clip(student))  # the return's own text: controls as escapes, never 100 KB
+        return error_row(named, "", shown, Note("unknown_student", text=named))
     name, seed = index[student]
     try:
         variant = draw(template, seed, student, name)
     except SymattnError as exc:
-        return _error(student, name, shown, Note("not_checked", text=str(exc)))
+        return error_row(student, name, shown, Note("not_checked", text=str(exc)))
     if not _inputs_match(data, variant):
         notes.append(INPUTS_CHANGED)
     return grade_variant(data, variant, shown, policy, tuple(notes))
@@ -304,7 +284,8 @@ def grade_variant(data: Mapping[str, Any], variant, shown: str, policy=POLICY, f
         lang = given if isinstance(given, str) and given in _languages() else variant.spec.lang
         # against the variant's own inputs: edited inputs must not change what is right; the claims'
         # errors name the return, not "<dict>"
-        loaded = claims_from_mapping({"claims": data.get("claims")}, shown, spec=variant.spec)
+        loaded = claims_from_mapping({"claims": data.get("claims")}, shown, spec=variant.spec, foreign_blank=True)
+        notes += [Note("foreign_digits", key, quoted(clip(written))) for key, written in loaded.foreign]
         report = check(variant.spec, loaded, asked=asked_decimals(variant))
         commas = loaded.commas  # read as points by the claims reader, as check reads them
         if commas:  # one note for all of them: the same habit, not one finding per claim
@@ -315,7 +296,7 @@ def grade_variant(data: Mapping[str, Any], variant, shown: str, policy=POLICY, f
                 else Note("decimal_commas", key, str(len(commas)))
             )
     except SymattnError as exc:
-        return _error(student, name, shown, Note("not_checked", text=str(exc)), tuple(notes))
+        return error_row(student, name, shown, Note("not_checked", text=str(exc)), tuple(notes))
     report = replace(report, lang=lang, source=shown, student=student)
     asked = {a.key for a in variant.asked}
     counts = {v: 0 for v in COUNTED}
@@ -380,7 +361,8 @@ def _canonical(v) -> str:
     return _step(v) + "".join(f"[{i + 1}]" for i in (c.row, c.col) if i is not None)
 
 
-def _error(student: str, name: str, shown: str, error: Note, notes: tuple[Note, ...] = ()) -> Row:
+def error_row(student: str, name: str, shown: str, error: Note, notes: tuple[Note, ...] = ()) -> Row:
+    """A return (or an attempt) that could not be graded: no counts, score 0, the reason as its error."""
     return Row(student, name, shown, tuple((v, 0) for v in COUNTED), Fraction(0), 0, None, notes, error)
 
 
@@ -452,7 +434,7 @@ def grade(
             shown = path.relative_to(folder).as_posix()
             refused, real = _not_read(path, root)
             if refused:
-                rows.append(_error("", "", shown, refused))
+                rows.append(error_row("", "", shown, refused))
                 continue
             # each return gets its share of the time still left, so one slow return cannot starve the rest
             share = None if budget is None else max(budget - (time.monotonic() - start), 0.0) / (len(paths) - i)
@@ -460,7 +442,7 @@ def grade(
                 with deadline(None if share is None else max(share, 0.001), shown), alarm_guard():
                     row = grade_file(path, t, students, shown, policy, real)
             except LimitError as exc:  # alarm_guard: also where grade_file took the time limit for a bad file
-                row = _error("", "", shown, Note("time_limit", text=str(exc)))
+                row = error_row("", "", shown, Note("time_limit", text=str(exc)))
             rows.append(row)
     returns: dict[str, int] = {}
     for r in rows:
@@ -475,7 +457,7 @@ def grade(
     # a student of the index with no return at all is a row too: the teacher must see who is missing
     returned = {r.id for r in rows}
     rows += [
-        _error(student, name, "", Note("not_returned"))
+        error_row(student, name, "", Note("not_returned"))
         for student, (name, _) in students.items()
         if student not in returned
     ]
@@ -492,6 +474,7 @@ __all__ = [
     "Note",
     "Row",
     "Summary",
+    "error_row",
     "grade",
     "grade_variant",
     "read_index",

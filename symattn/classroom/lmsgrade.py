@@ -17,20 +17,29 @@ the numbers whose mark differs from the LMS's own right/wrong (a number within t
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
 from symattn.classroom.gaps import Gap, gaps, masked
-from symattn.classroom.grading import POLICY, Gradebook, Note, Row, grade_variant, score_text
+from symattn.classroom.grading import POLICY, Gradebook, Note, Row, error_row, grade_variant, score_text
 from symattn.classroom.variants import Variant
-from symattn.input.errors import LimitError, SpecError
+from symattn.input.errors import LimitError, SpecError, brief, clip
+from symattn.input.errors import shown as quoted
+from symattn.input.limits import alarm_guard, deadline, own_clocks
+from symattn.input.numeral import has_foreign_digits
 
-_NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:[eE][-+]?\d+)?")
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:[.,][0-9]*)?|[.,][0-9]+)(?:[eE][-+]?[0-9]+)?")  # 0-9 only: not ٣
 _SLOT = re.compile(r"(Response|Right answer) (\d+)")
+# a part's mark at the start of a piece: words without digits, then its number and a colon; each character
+# is tried once (the words stop at the first digit), so a long cell takes linear time
+_PART = re.compile(r"[^\d:：]*?\b(\d+)\s*[:：] ?")
+SLOT_DIGITS = 6  # digits of a question slot's number (Moodle numbers its slots 1, 2, ...)
 _IDENTITY = ("Email address", "Username", "ID number")
 _EMPTY = ("", "-")
 
@@ -48,21 +57,16 @@ class Attempt:
 def parts(cell: str, most: int) -> dict[int, str]:
     """``part 1: 0.707; part 2: ; part 3: 1.2`` as {1: "0.707", 2: "", 3: "1.2"}: each part is found by its
     own number in order, so a word other than "part" (another language's) reads the same. At most ``most``
-    parts are looked for (the rest is the last one's text)."""
-    out: dict[int, str] = {}
-    marks = []
-    pos = 0
-    k = 1
-    while k <= most:
-        m = re.compile(rf"(?:^|;\s*)[^;\d:：]*?\b{k}\s*[:：] ?").search(cell, pos)
-        if m is None:
-            break
-        marks.append((k, m.start(), m.end()))
-        pos, k = m.end(), k + 1
-    for n, (k, _, end) in enumerate(marks):
-        stop = marks[n + 1][1] if n + 1 < len(marks) else len(cell)
-        out[k] = cell[end:stop].strip()
-    return out
+    parts are looked for (the rest is the last one's text). In one pass over the ``;``-separated pieces: a
+    piece that does not begin the next part belongs to the part before it."""
+    texts: list[str] = []
+    for piece in cell.split(";"):
+        m = _PART.match(piece) if len(texts) < most else None
+        if m is not None and m.group(1) == str(len(texts) + 1):
+            texts.append(piece[m.end() :])
+        elif texts:
+            texts[-1] += ";" + piece
+    return {k: text.strip() for k, text in enumerate(texts, 1)}
 
 
 def _value(text: str) -> Fraction | None:
@@ -96,11 +100,7 @@ def read_attempts(path: str | Path) -> list[Attempt]:
     if not rows:
         raise SpecError(source, None, "empty: expected Moodle's Responses report (Results → Responses → Download)")
     header = [h.strip() for h in rows[0]]
-    slots: dict[int, dict[str, int]] = {}
-    for col, name in enumerate(header):
-        m = _SLOT.fullmatch(name)
-        if m:
-            slots.setdefault(int(m.group(2)), {})[m.group(1)] = col
+    slots = _slots(source, header)
     if not slots:
         raise SpecError(source, None, "no 'Response 1' column: expected Moodle's Responses report (CSV)")
     for slot, cols in sorted(slots.items()):
@@ -130,8 +130,44 @@ def read_attempts(path: str | Path) -> list[Attempt]:
             continue  # not an attempt (an average row, or nothing answered and nothing to grade against)
         student = next((cell(k) for k in _IDENTITY if cell(k)), "") or f"row-{line}"
         name = " ".join(x for x in (cell("First name"), cell("Surname")) if x)
-        out.append(Attempt(line, student, name, responses))
+        # the LMS's text, shown as it is in every gradebook format: controls as escapes, at most a name's length
+        out.append(Attempt(line, _plain(student), _plain(name), responses))
     return out
+
+
+def _slots(source: str, header: list[str]) -> dict[int, dict[str, int]]:
+    """{slot: {"Response": column, "Right answer": column}} from the header (0-based columns); a column
+    named twice, a slot number longer than Moodle writes or more slots than ``LMS_SLOTS`` is refused."""
+    from symattn.input.limits import LMS_SLOTS
+
+    slots: dict[int, dict[str, int]] = {}
+    for col, name in enumerate(header):
+        m = _SLOT.fullmatch(name)
+        if m is None:
+            continue
+        kind, digits = m.groups()
+        if len(digits) > SLOT_DIGITS:  # checked before int(): Python refuses to read 4300 digits
+            problem = f"{brief(name)} is no question slot (at most {SLOT_DIGITS} digits)"
+            raise SpecError(source, None, f"row 1, column {col + 1}: {problem}")
+        columns = slots.setdefault(int(digits), {})
+        if kind in columns:
+            raise SpecError(
+                source, None, f"row 1: columns {columns[kind] + 1} and {col + 1} are both {brief(name)}; keep one"
+            )
+        if len(slots) > LMS_SLOTS:
+            raise LimitError(
+                source,
+                None,
+                f"row 1, column {col + 1}: more than {LMS_SLOTS} question slots (the limit of a responses report)",
+            )
+        columns[kind] = col
+    return slots
+
+
+def _plain(text: str) -> str:
+    from symattn.input.limits import STUDENT_NAME
+
+    return quoted(clip(text, STUDENT_NAME))
 
 
 def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str, Fraction] = POLICY) -> Gradebook:
@@ -145,6 +181,7 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
 
     most = 1 + max((len(g) for g in gaps_of.values()), default=0)  # one more: a longer cell matches none
 
+    @functools.cache  # a class shares a few variants: each right-answer cell is read once
     def variant_of(right: str) -> Variant | None:
         given = parts(right, most)
         values = [_value(given[k]) for k in sorted(given)]
@@ -159,7 +196,7 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
             None,
             "no 'Right answer' matches a variant of the template with this --seed and --count (or --roster)",
         )
-    rows = []
+    work = []
     for a in attempts:
         for slot, response, right in a.responses:
             if slot not in ours or (response.strip() in _EMPTY and right in _EMPTY):
@@ -172,8 +209,24 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
                     f"row {a.line}, column 'Right answer {slot}': matches no variant of the template with this "
                     "--seed and --count (or --roster)",
                 )
+            work.append((a, slot, response, variant))
+    shown_masked = {v.id: masked(v) for v in {v.id: v for *_, v in work}.values()}
+    rows = []
+    with own_clocks() as budget:
+        start = time.monotonic()
+        for i, (a, slot, response, variant) in enumerate(work):
             shown = f"row {a.line}" + (f", response {slot}" if len(ours) > 1 else "")
-            rows.append(_grade_attempt(a, variant, gaps_of[variant.id], response, shown, policy))
+            # each attempt gets its share of the time still left, as each return does in grade
+            share = None if budget is None else max(budget - (time.monotonic() - start), 0.0) / (len(work) - i)
+            where = f"{source}: row {a.line}, column 'Response {slot}'"
+            try:
+                with deadline(None if share is None else max(share, 0.001), where), alarm_guard():
+                    row = _grade_attempt(
+                        a, variant, gaps_of[variant.id], shown_masked[variant.id], response, shown, policy
+                    )
+            except LimitError as exc:
+                row = error_row(a.student, a.name, shown, Note("time_limit", text=str(exc)))
+            rows.append(row)
     returns: dict[str, int] = {}
     for r in rows:
         returns[r.id] = returns.get(r.id, 0) + 1
@@ -185,10 +238,16 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
 
 
 def _grade_attempt(
-    a: Attempt, v: Variant, the_gaps: Sequence[Gap], response: str, shown: str, policy: Mapping[str, Fraction]
+    a: Attempt,
+    v: Variant,
+    the_gaps: Sequence[Gap],
+    minus_infinity: Sequence[str],
+    response: str,
+    shown: str,
+    policy: Mapping[str, Fraction],
 ) -> Row:
     given = parts(response, len(the_gaps)) if response.strip() not in _EMPTY else {}
-    claims = {key: "-inf" for key in masked(v)}  # shown in the quiz as given, never asked
+    claims = {key: "-inf" for key in minus_infinity}  # masked: shown in the quiz as given, never asked
     notes = []
     lms: dict[str, Fraction] = {}  # the LMS's own mark of each asked number: 1 within the tolerance, else 0
     for k, g in enumerate(the_gaps, 1):
@@ -198,7 +257,8 @@ def _grade_attempt(
         if value is not None:
             claims[g.asked.key] = text
         elif text not in _EMPTY:
-            notes.append(Note("lms_not_number", g.asked.key, text))
+            code = "foreign_digits" if has_foreign_digits(text) else "lms_not_number"
+            notes.append(Note(code, g.asked.key, quoted(clip(text))))
     row = grade_variant({"claims": claims}, replace(v, id=a.student, name=a.name), shown, policy, tuple(notes))
     if row.error is not None:
         return row

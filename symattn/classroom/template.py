@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from symattn.input.decimals import terminating_decimals
+from symattn.input.errors import brief
 from symattn.input.files import kind_of, read_table
 from symattn.input.reader import Reader
 from symattn.input.rope import ROPE_KEYS
@@ -94,9 +95,8 @@ def _whole(reader: Reader, raw: object, key: str, low: int, high: int) -> tuple[
     out = []
     for i, x in enumerate(values, 1):
         if isinstance(x, bool) or not isinstance(x, int) or not low <= x <= high:
-            raise reader.error(
-                key, f"expected a whole number from {low} to {high}, got {x!r}", (i,) if isinstance(raw, list) else ()
-            )
+            where = (i,) if isinstance(raw, list) else ()
+            raise reader.error(key, f"expected a whole number from {low} to {high}, got {brief(x)}", where)
         out.append(x)
     return tuple(out)
 
@@ -196,7 +196,7 @@ def _template(data: Mapping[str, Any], source: str) -> Template:
         raise reader.error("ask", f"expected a non-empty list of quantities, got {kind_of(ask)}")
     for i, q in enumerate(ask, 1):
         if q not in ASKABLE:
-            raise reader.error("ask", f"unknown quantity {q!r}; expected one of " + ", ".join(ASKABLE), (i,))
+            raise reader.error("ask", f"unknown quantity {brief(q)}; expected one of " + ", ".join(ASKABLE), (i,))
     answer_rows = reader.choice(data.get("answer_rows", "focus"), "answer_rows", ANSWER_ROWS)
     min_gap = _exact(reader, vary["min_gap"], "vary.min_gap") if "min_gap" in vary else MIN_GAP
     if min_gap < 0:

@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 
 from symattn.cli.parser import build_parser, say
-from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError
+from symattn.cli.terminal import is_terminal, progress, steps
+from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, brief
 
 
 class _UsageError(SymattnError, ValueError):
@@ -132,15 +133,8 @@ def _check_export(args: argparse.Namespace) -> None:
     pdf = args.format in ("pdf", "beamer-pdf")
     if getattr(args, "engine", None) and not pdf:
         raise _UsageError("--engine needs --format pdf")
-    if pdf and args.output is None and _is_terminal(sys.stdout):
+    if pdf and args.output is None and is_terminal(sys.stdout):
         raise _UsageError("a PDF is binary and stdout is a terminal; write it to a file with -o FILE.pdf")
-
-
-def _is_terminal(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def _emit_pdf(tex: str, lang: str, engine: str | None, args: argparse.Namespace, report: bool = False) -> None:
@@ -166,7 +160,7 @@ def _subs(pairs: list[str] | None) -> dict[str, str] | None:
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep:
-            raise _UsageError(f"--subs: expected NAME=VALUE, got {pair!r}")
+            raise _UsageError(f"--subs: expected NAME=VALUE, got {brief(pair)}")
         out[name.strip()] = value.strip()
     return out
 
@@ -262,7 +256,7 @@ def _exercise(args: argparse.Namespace) -> int:
     from symattn.classroom.exercises import exercise, write_class
     from symattn.classroom.template import load_template
 
-    variants = exercise(load_template(args.template), _students(args), args.seed, _progress("drawing"))
+    variants = exercise(load_template(args.template), _students(args), args.seed, progress("drawing"))
     if args.format in ("moodle", "qti"):  # one file, not a class folder
         from symattn.classroom.lms import quiz_file
 
@@ -276,7 +270,7 @@ def _exercise(args: argparse.Namespace) -> int:
         args.template,
         args.format or "markdown",
         _language(args.lang) if args.lang else None,
-        _progress(f"writing {args.format or 'markdown'}"),
+        progress(f"writing {args.format or 'markdown'}"),
         force=args.force,
     )
     return 0
@@ -284,7 +278,7 @@ def _exercise(args: argparse.Namespace) -> int:
 
 def _students(args: argparse.Namespace) -> list[tuple[str, str]]:
     """The class of --count N (s01, s02, ...) or --roster FILE."""
-    from symattn.classroom.exercises import read_roster
+    from symattn.classroom.roster import read_roster
     from symattn.input.limits import STUDENTS
 
     if (args.count is None) == (args.roster is None):
@@ -301,45 +295,6 @@ def _refuse_existing(path: str, force: bool) -> None:
     # a quiz file may be one the class already took: replaced only when asked
     if not force and os.path.lexists(path):
         raise _UsageError(f"{path}: already exists; give --force to replace it")
-
-
-@contextmanager
-def _steps(label: str) -> Iterator[None]:
-    """For a long render, compute or check on a terminal: a counter of the steps done (each quantity rounded,
-    each claim checked), shown once the run has taken half a second (SYMATTN_PROGRESS_DELAY seconds); nothing
-    when stderr is not a terminal."""
-    if not _is_terminal(sys.stderr):
-        yield
-        return
-    from tqdm import tqdm
-
-    from symattn.exact.progress import listening
-
-    text = os.environ.get("SYMATTN_PROGRESS_DELAY", "")
-    delay = float(text) if text.replace(".", "", 1).isdigit() else 0.5
-    bar = tqdm(desc=label, unit=" steps", delay=delay, leave=False, file=sys.stderr, dynamic_ncols=True)
-
-    def done(what: str) -> None:
-        bar.set_postfix_str(what, refresh=False)
-        bar.update()
-
-    try:
-        with listening(done):
-            yield
-    finally:
-        bar.close()
-
-
-def _progress(label: str) -> Callable | None:
-    """A progress bar for a batch, on stderr when it is a terminal; None (silence) otherwise."""
-    if not _is_terminal(sys.stderr):
-        return None
-    from tqdm import tqdm
-
-    def bar(items):
-        return tqdm(items, desc=label, unit="student", leave=False, file=sys.stderr, dynamic_ncols=True)
-
-    return bar
 
 
 def _grade(args: argparse.Namespace) -> int:
@@ -362,14 +317,14 @@ def _grade(args: argparse.Namespace) -> int:
             raise _UsageError("--lms-csv needs --template and --seed (those the quiz was made with)")
         if args.feedback:
             raise _UsageError("--feedback needs returned answers files; an LMS gives its own feedback")
-        variants = exercise(args.template, _students(args), args.seed, _progress("drawing"))
+        variants = exercise(args.template, _students(args), args.seed, progress("drawing"))
         book = grade_lms(args.lms_csv, variants, policy)
     else:
         if args.folder is None:
             raise _UsageError("give a folder of returned answers, or --lms-csv FILE")
         if args.seed is not None or args.count is not None or args.roster is not None:
             raise _UsageError("--seed, --count and --roster go with --lms-csv; a class folder has its index.csv")
-        book = grade(args.folder, args.index, args.template, policy, _progress("grading"))
+        book = grade(args.folder, args.index, args.template, policy, progress("grading"))
     with _latex_clock() if "pdf" in (fmt, args.feedback_format) else nullcontext():
         document = gradebook_document(book, fmt, lang)
         made = feedback_files(book, args.feedback_format) if args.feedback else ()
@@ -492,18 +447,20 @@ def _main(argv: Sequence[str] | None) -> int:
         run = COMMANDS[args.command]
         if not hasattr(args, "max_seconds"):
             return run(args)
+        from symattn.input.errors import evaluating
         from symattn.input.limits import deadline
 
-        with deadline(
-            args.max_seconds,
+        subject = (
             getattr(args, "spec", None)
             or getattr(args, "claims", None)
+            or getattr(args, "lms_csv", None)  # grading Moodle's report: the CSV, not the template, is the input
             or getattr(args, "template", None)
             or getattr(args, "folder", None)
             or getattr(args, "certificate", None)
-            or args.command,
-        ):
-            with _steps(args.command) if args.command in ("render", "compute", "check") else nullcontext():
+            or args.command
+        )
+        with deadline(args.max_seconds, subject), evaluating(subject):  # a rounding not decided names the file
+            with steps(args.command) if args.command in ("render", "compute", "check") else nullcontext():
                 return run(args)
     except SymattnError as exc:
         say(exc)

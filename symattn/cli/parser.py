@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-from symattn.input.errors import EXIT_INPUT, shown
+from symattn.input.errors import EXIT_INPUT, brief, shown
 
 
 class Parser(argparse.ArgumentParser):
@@ -38,7 +38,7 @@ def _ulps(text: str):
     except InvalidOperation:
         value = None
     if value is None:
-        raise argparse.ArgumentTypeError(f"expected a number of ULPs such as 0.5 or 2, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number of ULPs such as 0.5 or 2, got {brief(text)}")
     return value
 
 
@@ -69,20 +69,20 @@ def _engine(parser: argparse.ArgumentParser) -> None:
 def _whole(text: str) -> int:
     """A count typed on the command line: ASCII digits only (never '²' or '١٥')."""
     if not (text.isascii() and text.isdigit() and len(text) <= 9):
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {brief(text)}")
     return int(text)
 
 
 def _heading_level(text: str) -> int:
     if text not in ("1", "2", "3"):  # ASCII only: int() would also read '３'
-        raise argparse.ArgumentTypeError(f"expected 1, 2 or 3, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected 1, 2 or 3, got {brief(text)}")
     return int(text)
 
 
 def _port(text: str) -> int:
     value = int(text) if text.isascii() and text.isdigit() and len(text) <= 5 else -1
     if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {brief(text)}")
     return value
 
 
@@ -94,7 +94,7 @@ def _seconds(text: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 < value <= MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most {MAX_SECONDS}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most {MAX_SECONDS}, got {brief(text)}")
     return value
 
 

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 from symattn.exact import numeric
 from symattn.exact.numeric import Fixed
-from symattn.input.errors import EvaluationError
+from symattn.input.errors import EvaluationError, brief
 
 ENGINES = ("flint", "mpmath")
 VARIABLE = "SYMATTN_ENGINE"
@@ -33,7 +33,7 @@ def name() -> str:
     """The engine in use: "flint" when python-flint imports (unless SYMATTN_ENGINE=mpmath), else "mpmath"."""
     choice = _chosen or os.environ.get(VARIABLE, "").strip().lower() or None
     if choice not in (None, *ENGINES):
-        raise EvaluationError(f"{VARIABLE}={choice!r}: expected one of {', '.join(ENGINES)}")
+        raise EvaluationError(f"{VARIABLE}={brief(choice)}: expected one of {', '.join(ENGINES)}")
     if choice == "mpmath":
         return "mpmath"
     if _has_flint():

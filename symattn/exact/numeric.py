@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import NamedTuple
@@ -25,10 +24,12 @@ from typing import NamedTuple
 import sympy
 from mpmath import iv, libmp
 
+from symattn.exact.intervals import enclose as enclose  # numeric.enclose, as callers have always named it
+from symattn.exact.intervals import working_precision as working_precision
 from symattn.input.decimals import _EXACT as _EXACT  # float_certificate's exact context
 from symattn.input.decimals import _POWERS, _pow10, _significant_decimal, exact_decimal, round_half_up
 from symattn.input.decimals import significant_exact as significant_exact  # sympy-free, for the float64 path
-from symattn.input.errors import EvaluationError
+from symattn.input.errors import EvaluationError, clip
 from symattn.input.limits import PRECISION_BITS
 
 GUARD_BITS = 24
@@ -123,7 +124,8 @@ def _log10_floor(n: int, bits: int) -> int:
 def log10_floor(x: Fraction) -> int:
     """floor(log10 |x|) of a nonzero rational, exactly."""
     x = abs(x)
-    k = len(str(x.numerator)) - len(str(x.denominator))  # off by at most one
+    # from the bit lengths, off by at most one (str() of an int past 4300 digits raises)
+    k = int((x.numerator.bit_length() - x.denominator.bit_length()) * 0.30102999566398120)
     while x >= Fraction(10) ** (k + 1):
         k += 1
     while x < Fraction(10) ** k:
@@ -131,68 +133,25 @@ def log10_floor(x: Fraction) -> int:
     return k
 
 
-# --- enclosing SymPy expressions ------------------------------------------
+# --- enclosing SymPy expressions: symattn.exact.intervals ------------------
 
 
-@contextmanager
-def working_precision(bits: int) -> Iterator[None]:
-    """Set mpmath's interval precision, restoring it afterwards."""
-    saved = iv.prec
-    iv.prec = bits
-    try:
-        yield
-    finally:
-        iv.prec = saved
-
-
-def enclose(expr: sympy.Expr, prec: int, cache: dict | None = None) -> iv.mpf:
-    """A rigorous interval for a closed form built from rationals, +, *, powers, sqrt, exp, tanh, cos and sin."""
-    cache = {} if cache is None else cache
-    hit = cache.get(expr)
-    if hit is not None:
-        return hit
-    with working_precision(prec):
-        result = _enclose(expr, prec, cache)
-    cache[expr] = result
-    return result
-
-
-def _enclose(expr: sympy.Expr, prec: int, cache: dict) -> iv.mpf:
-    if isinstance(expr, sympy.Rational):
-        return iv.mpf(int(expr.p)) / iv.mpf(int(expr.q))
-    if expr is sympy.E:
-        return iv.exp(iv.mpf(1))
-    if expr is sympy.pi:
-        return +iv.pi  # force evaluation at this precision
-    args = [enclose(a, prec, cache) for a in expr.args]
-    if isinstance(expr, sympy.Add):
-        total = args[0]
-        for a in args[1:]:
-            total = total + a
-        return total
-    if isinstance(expr, sympy.Mul):
-        total = args[0]
-        for a in args[1:]:
-            total = total * a
-        return total
-    if isinstance(expr, sympy.exp):
-        return iv.exp(args[0])
-    if isinstance(expr, sympy.tanh):  # softcap's c·tanh(z/c): x occurs once, so this is tight
-        return 1 - 2 / (iv.exp(2 * args[0]) + 1)
-    if isinstance(expr, sympy.cos):  # RoPE's rotations (exact/rope.py)
-        return iv.cos(args[0])
-    if isinstance(expr, sympy.sin):
-        return iv.sin(args[0])
-    if isinstance(expr, sympy.Pow):
-        base, exponent = expr.args
-        if isinstance(exponent, sympy.Integer):
-            return args[0] ** int(exponent)
-        if exponent == sympy.S.Half:
-            return iv.sqrt(args[0])
-        if isinstance(exponent, sympy.Rational) and exponent == -sympy.S.Half:
-            return 1 / iv.sqrt(args[0])
-        return iv.exp(args[1] * iv.log(args[0]))
-    raise EvaluationError(f"cannot evaluate {expr} numerically (does it contain a symbol without a value?)")
+def sign(expr: sympy.Expr, cache: dict[int, dict] | None = None) -> int | None:
+    """The sign of a closed form: exact for a rational, else its enclosures at rising precision
+    separate it from 0; None where they never do (0 to PRECISION_BITS beyond its terms' size)."""
+    exact = as_fraction(expr)
+    if exact is not None:
+        return (exact > 0) - (exact < 0)
+    caches = {} if cache is None else cache
+    bits = 64
+    while bits <= PRECISION_BITS:
+        box = enclose(expr, bits, caches.setdefault(bits, {}))
+        if box.a > 0:
+            return 1
+        if box.b < 0:
+            return -1
+        bits *= 2
+    return None
 
 
 def exp_fixed(z: Fixed, prec: int, bits: int) -> Fixed:
@@ -215,7 +174,17 @@ def exp_fixed(z: Fixed, prec: int, bits: int) -> Fixed:
 
 
 def start_bits(decimals: int, magnitude_bits: int = 0) -> int:
-    return int(decimals * 3.33) + magnitude_bits + GUARD_BITS
+    # decimals < 0 round at 10^|d| (a claimed 1e5000): no more bits than at the point itself, and never
+    # fewer than none (a negative binary point is a negative shift further on)
+    return int(max(decimals, 0) * 3.33) + max(magnitude_bits, 0) + GUARD_BITS
+
+
+class Undecided(EvaluationError):
+    """A rounding that no precision up to the limit decided; ``index``: the first such value."""
+
+    def __init__(self, message: str, index: int):
+        super().__init__(message)
+        self.index = index
 
 
 def _refine(
@@ -227,12 +196,14 @@ def _refine(
     headroom: int,
     witness: list[Fixed | None] | None = None,
 ) -> list[Decimal]:
-    # raise the precision only while some rounding is undecided; ``witness`` keeps the box that decided each
+    # raise the precision only while some rounding is undecided; ``witness`` keeps the box that decided each.
+    # PRECISION_BITS beyond the start, which holds the decimals asked (a claimed 1e-5000 asks 5000)
+    ceiling = PRECISION_BITS + headroom + bits
     while any(r is None for r in result):
-        if bits > PRECISION_BITS + headroom:
+        if bits > ceiling:
             index = result.index(None)
             name = what() if callable(what) else what
-            raise EvaluationError(f"cannot decide the rounding of {name} (entry {index + 1}): it may be an exact tie")
+            raise Undecided(f"cannot decide the rounding of {name} (entry {index + 1}): it may be an exact tie", index)
         for i, box in enumerate(enclosures(bits)):
             if result[i] is None:
                 result[i] = pick(i, box)
@@ -284,6 +255,25 @@ def decide_significant(
     return _refine(enclosures, result, pick, bits, what, headroom, witness)
 
 
+def exponent_bits(x: iv.mpf) -> int:
+    """log2 of the larger end's size, roughly (to a bit): where a floating interval's value lies."""
+    return max(exp + abs(man).bit_length() for man, exp in (_mpf_parts(end) for end in x._mpi_))
+
+
+def significant_of(x: iv.mpf, digits: int) -> Decimal | None:
+    """The rounding to ``digits`` significant digits shared by every point of a floating interval (its exponent
+    unbounded: 10^−300000 too), if any; None where it holds 0 or the ends round apart."""
+    lo, hi = x._mpi_
+    if not libmp.mpf_lt(libmp.fzero, lo) and not libmp.mpf_lt(hi, libmp.fzero):
+        return None
+    man, exp = _mpf_parts(hi if libmp.mpf_lt(libmp.fzero, lo) else lo)
+    bits = int(digits * 3.33) + GUARD_BITS - (exp + abs(man).bit_length())  # the value's digits above 2^−bits
+    box = Fixed(_floor_mpf(lo, bits), _ceil_mpf(hi, bits), bits)
+    if box.lo > 0:
+        return _significant_box(box.lo, box.hi, bits, digits, 1)
+    return _significant_box(-box.hi, -box.lo, bits, digits, -1) if box.hi < 0 else None
+
+
 _LOG10_2 = math.log10(2)
 
 
@@ -309,11 +299,15 @@ def _significant_box(lo: int, hi: int, bits: int, digits: int, sign: int) -> Dec
             q = (a + half) >> bits
             return _significant_decimal(sign, q, e, digits) if q == (b + half) >> bits else None
     k = _exponent(lo, bits)  # the estimate was off by one, or the value is huge: the slow way
-    if _at_least(hi, bits, k + 1):
-        return None  # the ends have different exponents
     e = digits - 1 - k
-    q = _half_up(lo, bits, e)
-    return _significant_decimal(sign, q, e, digits) if q == _half_up(hi, bits, e) else None
+    shown = _significant_decimal(sign, _half_up(lo, bits, e), e, digits)
+    if _at_least(hi, bits, k + 1):
+        # the ends straddle a power of ten: decided where both round to it (softcap's c·(1 − e^−10⁶) just
+        # under c = 10^−6 never leaves the box around c); rounding is monotone, so every point between does too
+        f = digits - 1 - _exponent(hi, bits)
+        other = _significant_decimal(sign, _half_up(hi, bits, f), f, digits)
+        return shown if shown.as_tuple() == other.as_tuple() else None
+    return shown if _half_up(lo, bits, e) == _half_up(hi, bits, e) else None
 
 
 _BOUNDS: dict[tuple[int, int], tuple[int, int]] = {}
@@ -375,26 +369,49 @@ def _normalize_significant(value: Decimal, digits: int) -> Decimal:
     return value
 
 
+class TooLarge(EvaluationError):
+    """A closed form beyond the magnitude its caller can use (a value carried from a claimed 1e5000)."""
+
+
 def round_expr(
-    expr: sympy.Expr, decimals: int, caches: dict[int, dict] | None = None, significant: bool = False
+    expr: sympy.Expr,
+    decimals: int,
+    caches: dict[int, dict] | None = None,
+    significant: bool = False,
+    most_bits: int | None = None,
 ) -> Decimal:
     """Round one closed form half-up to ``decimals`` places (or, with ``significant``,
     to ``decimals`` significant digits), correctly.
 
     ``caches`` (one dict per precision) shares the enclosures of common
-    subexpressions, such as a row's sum of exps, across many calls.
+    subexpressions, such as a row's sum of exps, across many calls. A value that may have more than
+    ``most_bits`` bits above the point raises :class:`TooLarge`, before any work at its size.
     """
     caches = {} if caches is None else caches
     exact = as_fraction(expr)
+    if (
+        exact is not None
+        and most_bits is not None
+        and exact.numerator.bit_length() - exact.denominator.bit_length() > most_bits
+    ):
+        raise TooLarge("larger than 2^" + str(most_bits))
     magnitude = 0 if exact is not None else _magnitude_bits(enclose(expr, 64, caches.setdefault(64, {})))
+    if most_bits is not None and magnitude > most_bits:
+        raise TooLarge("larger than 2^" + str(most_bits))
 
     def boxes(bits: int) -> list[Fixed]:
         prec = bits + magnitude + 32  # mpmath's precision is relative: a large value needs its own bits too
         return [Fixed.from_interval(enclose(expr, prec, caches.setdefault(prec, {})), bits)]
 
+    def what() -> str:
+        try:  # a closed form of huge rationals has no str() past 4300 digits
+            return clip(str(expr), 80)
+        except ValueError:
+            return "a closed form of huge numbers"
+
     if significant:
-        return decide_significant(boxes, [exact], decimals, start_bits(decimals), lambda: str(expr), magnitude)[0]
-    return decide(boxes, [exact], decimals, start_bits(decimals), lambda: str(expr), magnitude)[0]
+        return decide_significant(boxes, [exact], decimals, start_bits(decimals), what, magnitude)[0]
+    return decide(boxes, [exact], decimals, start_bits(decimals), what, magnitude)[0]
 
 
 def _magnitude_bits(x: iv.mpf) -> int:

@@ -26,6 +26,7 @@ import sympy
 from sympy import ImmutableMatrix
 
 from symattn.exact import numeric, rounding
+from symattn.exact.base import Rows
 from symattn.exact.boxes import Boxes
 from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
@@ -64,6 +65,16 @@ class BiasedModel(Model):
     def plain(self) -> Model:
         """The same head without the bias (the scaled scores before ALiBi)."""
         return Model(**{f.name: getattr(self, f.name) for f in fields(Model)})
+
+    def significant(self, quantity: str, digits: int) -> Rows:
+        try:
+            return super().significant(quantity, digits)
+        except EvaluationError:
+            if quantity != "shifted" or self.softcap is None:
+                raise
+            from symattn.exact.saturated import shifted_significant  # saturated scores: their own enclosures
+
+            return shifted_significant(self, digits)
 
     def uncapped(self) -> BiasedModel:
         """The same head before the soft-capping (with any bias)."""

@@ -57,10 +57,16 @@ class SinkModel(BiasedModel):
     def sink_wins(self) -> tuple[bool, ...]:
         """For each row, whether the sink's logit is the largest exponent (ties: the sink)."""
         out = []
+        cap = self.softcap
         for i, top in enumerate(self.row_max):
             value = self._z_value(i, top)
             if value is not None:
                 out.append(self.sink >= value)
+                continue
+            if cap is not None and abs(self.sink) >= cap:
+                # c·tanh(y/c) lies strictly inside (−c, c): a sink at or past ±c is above (below) every z, however
+                # close a saturated z comes to c (within e^−10⁶ for c = 10^−6: no box at any precision separates them)
+                out.append(self.sink > 0)
                 continue
             bits = 64
             while True:  # z is irrational here, so it differs from the rational s and the boxes separate

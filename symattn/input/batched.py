@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from symattn.input import filematrix, limits
-from symattn.input.errors import LimitError, ShapeError, SpecError
+from symattn.input.errors import LimitError, ShapeError, SpecError, brief
 from symattn.input.filematrix import FileMatrix
 from symattn.input.reader import Reader
 
@@ -105,7 +105,7 @@ def _side_by_side(heads: np.ndarray, fmt: str, name: str, key: str, reader: Read
 
 def _given(reader: Reader, data: Mapping[str, Any], key: str, value: int) -> None:
     if key in data and data[key] != value:
-        raise reader.error(key, f"{data[key]!r}, but the files have {value}")
+        raise reader.error(key, f"{brief(data[key])}, but the files have {value}")
 
 
 def arrange(result: Any, layout: str, quantity: str, batch: int, heads: int) -> Any:

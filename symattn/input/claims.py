@@ -29,7 +29,7 @@ from symattn.input import quantities
 from symattn.input.errors import SpecError
 from symattn.input.files import kind_of, read_table
 from symattn.input.limits import CLAIMS, NUMBER_LENGTH
-from symattn.input.numeral import Numeral, NumeralError, parse_claimed
+from symattn.input.numeral import Numeral, NumeralError, has_foreign_digits, parse_claimed
 from symattn.input.parts import read_decimals
 from symattn.input.quantities import (
     GRADIENTS,
@@ -77,20 +77,28 @@ class Claims:
     asked: tuple[tuple[str, int], ...] = ()
     # (key, as written) of claims written with a decimal comma ("0,311", read as 0.311), in file order
     commas: tuple[tuple[str, str], ...] = ()
+    # (key, as written) of answers in other digits than 0-9 ("٣.٥"), read as blanks where grading asks so
+    foreign: tuple[tuple[str, str], ...] = ()
 
 
 class _ClaimReader(Reader):
-    def __init__(self, source: str, spec: Spec):
+    def __init__(self, source: str, spec: Spec, foreign_blank: bool = False):
         super().__init__(source)
         self.spec = spec
         self.out: list[Claim] = []
         self.blanks: list[str] = []
         self.commas: list[tuple[str, str]] = []
+        self.foreign_blank = foreign_blank
+        self.foreign: list[tuple[str, str]] = []
 
     def is_blank(self, raw: object, key: str, position: tuple[int, ...]) -> bool:
-        """An empty string is a blank left to fill in: recorded, never checked."""
+        """An empty string is a blank left to fill in: recorded, never checked. With ``foreign_blank``
+        (grading a class), so is an answer in other digits than 0-9, recorded to be named."""
         if isinstance(raw, str) and not raw.strip():
             self.blanks.append(key + "".join(f"[{p}]" for p in position))
+            return True
+        if self.foreign_blank and isinstance(raw, str) and has_foreign_digits(raw):
+            self.foreign.append((key + "".join(f"[{p}]" for p in position), raw.strip()))
             return True
         return False
 
@@ -283,9 +291,15 @@ class _Where:
 
 
 def claims_from_mapping(
-    data: Mapping[str, Any], source: str = "<dict>", base: Path | None = None, spec: Spec | None = None
+    data: Mapping[str, Any],
+    source: str = "<dict>",
+    base: Path | None = None,
+    spec: Spec | None = None,
+    foreign_blank: bool = False,
 ) -> Claims:
-    """Validate a claims mapping. ``spec`` (a Spec) replaces the file's own inputs."""
+    """Validate a claims mapping. ``spec`` (a Spec) replaces the file's own inputs; ``foreign_blank``
+    reads an answer in other digits than 0-9 as a blank, listed in ``Claims.foreign`` (grade: one
+    such answer must not leave the rest ungraded)."""
     reader = Reader(source)
     if not isinstance(data, Mapping):
         raise reader.error(None, f"expected a table, got {kind_of(data)}")
@@ -313,7 +327,7 @@ def claims_from_mapping(
     table = data["claims"]
     if not isinstance(table, Mapping):
         raise reader.error("claims", f"expected a table of claims, got {kind_of(table)}")
-    claim_reader = _ClaimReader(source, spec)
+    claim_reader = _ClaimReader(source, spec, foreign_blank)
     claim_reader.section(table, "claims", None)
     return Claims(
         spec,
@@ -323,6 +337,7 @@ def claims_from_mapping(
         student,
         asked,
         tuple(claim_reader.commas),
+        tuple(claim_reader.foreign),
     )
 
 

@@ -16,14 +16,17 @@ import io
 from collections.abc import Container, Iterable, Sequence
 from pathlib import Path
 
-from symattn.input.errors import SpecError
+from symattn.input.errors import SpecError, brief
 from symattn.input.files import read_text
+from symattn.input.text import show_controls
 
 _FORMULA = ("=", "+", "-", "@", "\t", "\r", "'")
 
 
 def cell(text: str) -> str:
-    """Text as a cell no spreadsheet runs: a leading ``'`` where it begins like a formula (or with ``'``)."""
+    """Text as a cell no spreadsheet runs: a leading ``'`` where it begins like a formula (or with ``'``);
+    controls (a NUL, an ESC, a right-to-left override) shown as escapes."""
+    text = show_controls(text)
     return "'" + text if text.startswith(_FORMULA) else text
 
 
@@ -55,6 +58,11 @@ def read_csv(path: str | Path, what: str, quoted: bool) -> tuple[tuple[str, ...]
         rows = list(reader)
     except csv.Error as exc:
         raise SpecError(source, None, f"not a CSV file: {exc} (line {reader.line_num})") from None
+    seen: dict[str, int] = {}
+    for col, name in enumerate(reader.fieldnames or (), 1):  # a second "id" column would win silently
+        first = seen.setdefault(name, col)
+        if first != col:
+            raise SpecError(source, None, f"row 1: columns {first} and {col} are both {brief(name)}; keep one")
     undo = uncell if quoted else str
     return tuple(reader.fieldnames or ()), [
         {k: undo(v) for k, v in row.items() if isinstance(k, str) and isinstance(v, str)} for row in rows

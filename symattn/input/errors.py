@@ -8,6 +8,8 @@ input), the key, and the 1-based position inside a matrix. The CLI prints
 from __future__ import annotations
 
 import errno
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 EXIT_INPUT = 2  # bad input, a limit, an output path refused
 EXIT_IO = 74  # writing failed: disk full, I/O error (sysexits' EX_IOERR)
@@ -35,10 +37,29 @@ def shown(text: object) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
+BRIEF = 50  # characters of user text a message echoes
+
+
+def clip(text: str, most: int = BRIEF) -> str:
+    """User text cut to ``most`` characters and "…" where it is longer (a 5000-digit number is not echoed whole)."""
+    return text if len(text) <= most else text[:most] + "…"
+
+
+def brief(value: object, most: int = BRIEF) -> str:
+    """User text for a message, quoted and escaped as ``repr`` does, cut by :func:`clip`; an int is written as
+    it is, up to ``most`` digits."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        # str() of an int past 4300 digits raises; 3.33 bits a digit: a bound before converting
+        return str(value) if value.bit_length() <= 3 * most else f"a number of more than {most} digits"
+    if isinstance(value, (bool, float)) or (isinstance(value, str) and type(value) is not str):
+        return clip(str(value), most)  # a number, as written (a TOML or JSON float keeps its text): unquoted
+    return repr(clip(str(value), most))
+
+
 def _where(source: str, key: str | None, position: tuple[int, ...]) -> str:
     parts = [shown(source)]
-    if key:
-        parts.append(shown(key) + "".join(f"[{p}]" for p in position))
+    if key:  # a key is the user's text too (a TOML key of 100 KB): cut short
+        parts.append(shown(clip(key, 2 * BRIEF)) + "".join(f"[{p}]" for p in position))
     return ": ".join(parts)
 
 
@@ -58,7 +79,24 @@ class ShapeError(SpecError):
 
 
 class EvaluationError(SymattnError, ArithmeticError):
-    """A value could not be rounded reliably (e.g. a tie hidden in a closed form)."""
+    """A value could not be rounded reliably (e.g. a tie hidden in a closed form).
+
+    Raised deep in the engine, which knows no file; :func:`evaluating` names the file and key once."""
+
+    source: str | None = None
+
+
+@contextmanager
+def evaluating(source: str, key: str | None = None) -> Iterator[None]:
+    """Name the file (and key) in an :class:`EvaluationError` raised inside that names none yet."""
+    try:
+        yield
+    except EvaluationError as exc:
+        if exc.source is not None:
+            raise
+        located = EvaluationError(f"{_where(source, key, ())}: {exc}")
+        located.source = source
+        raise located from None
 
 
 class RenderError(SymattnError, ValueError):

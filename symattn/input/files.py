@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from symattn.input import limits
-from symattn.input.errors import LimitError, SpecError, shown
+from symattn.input.errors import LimitError, SpecError, brief, shown
 from symattn.input.numeral import NumeralError
 
 
@@ -56,32 +56,39 @@ def read_text(
     path: str | Path, what: str = "a spec or claims file", regular_only: bool = False, limit: int | None = None
 ) -> str:
     """A file's UTF-8 text (a BOM allowed), at most ``limit`` bytes (default ``limits.FILE_BYTES``); ``what``
-    names the file in the error.
+    names the file in the error (see :func:`read_bytes`)."""
+    raw = read_bytes(path, what, regular_only, limit)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SpecError(str(path), None, f"not UTF-8 text (byte {exc.start + 1})") from None
 
-    The size is checked before reading, and the read is bounded, for devices and pipes that have no size.
-    ``regular_only`` (files found in a folder, not named by the user) refuses anything but a regular file
-    as it is opened: a link, a FIFO (opened without waiting for a writer) or a device swapped in after
-    the caller looked are refused, not read.
+
+def read_bytes(
+    path: str | Path, what: str = "a spec or claims file", regular_only: bool = False, limit: int | None = None
+) -> bytes:
+    """A file's bytes, at most ``limit`` (default ``limits.FILE_BYTES``); ``what`` names the file in the error.
+
+    The size is checked before reading. Only a regular file is read: a FIFO (opened without waiting for a
+    writer), a device, a socket or a folder is refused as it is opened, whatever the caller saw before.
+    ``regular_only`` (files found in a folder, not named by the user) refuses a link too.
     """
     source = str(path)
     most = limits.FILE_BYTES if limit is None else limit
-    flags = os.O_RDONLY | (os.O_NONBLOCK | os.O_NOFOLLOW if regular_only else 0)
+    flags = os.O_RDONLY | os.O_NONBLOCK | (os.O_NOFOLLOW if regular_only else 0)
     try:
         with os.fdopen(os.open(path, flags), "rb") as fh:
             info = os.fstat(fh.fileno())
-            if regular_only and not stat.S_ISREG(info.st_mode):
+            if not stat.S_ISREG(info.st_mode):
                 raise SpecError(source, None, "not a regular file")
-            if stat.S_ISREG(info.st_mode) and info.st_size > most:
+            if info.st_size > most:
                 raise _too_large(source, what, most)
             raw = fh.read(most + 1)
     except OSError as exc:
         raise SpecError(source, None, f"cannot read file: {exc.strerror or exc}") from None
-    if len(raw) > most:
+    if len(raw) > most:  # grown since fstat
         raise _too_large(source, what, most)
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SpecError(source, None, f"not UTF-8 text (byte {exc.start + 1})") from None
+    return raw
 
 
 def parse_text(text: str, source: str, json_: bool = False) -> dict[str, Any]:
@@ -97,7 +104,15 @@ def parse_text(text: str, source: str, json_: bool = False) -> dict[str, Any]:
 def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
     if json_:
         try:
-            data = json.loads(text, parse_float=FloatText, parse_int=FloatText, parse_constant=_reject_constant)
+            data = json.loads(
+                text,
+                parse_float=FloatText,
+                parse_int=FloatText,
+                parse_constant=_reject_constant,
+                object_pairs_hook=once_each,
+            )
+        except TwiceError as exc:
+            raise SpecError(source, None, f"{exc} in one object; keep one") from None
         except json.JSONDecodeError as exc:
             raise SpecError(source, None, f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
         except NumeralError as exc:
@@ -115,6 +130,21 @@ def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
             None,
             f"an integer with thousands of digits; numbers may have at most {limits.NUMBER_LENGTH} characters",
         ) from None
+
+
+class TwiceError(ValueError):
+    """A JSON object names one key twice."""
+
+
+def once_each(pairs: list[tuple[str, Any]], what: str = "key") -> dict[str, Any]:
+    """A JSON object's pairs as a dict (json's ``object_pairs_hook``), refusing a key given twice: JSON keeps the
+    last of two silently (a forged first copy, a second "id"); TOML refuses them, and so do we."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise TwiceError(f"the {what} {brief(key)} twice")
+        out[key] = value
+    return out
 
 
 def _too_large(source: str, what: str, most: int | None = None) -> LimitError:

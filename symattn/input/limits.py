@@ -44,6 +44,7 @@ STUDENTS = 1000  # students of one exercise (count or roster)
 STUDENT_NAME = 100  # characters of a student's name in a roster (it heads the sheet)
 RETURNS = 5000  # answers files one grade run reads (several returns per student are allowed)
 LMS_ROWS = 5000  # rows (attempts) of an LMS's responses report that grade --lms-csv reads
+LMS_SLOTS = 100  # question slots (Response N columns) of one responses report
 
 # --- numbers ----------------------------------------------------------------
 NUMBER_LENGTH = 64  # characters of one literal number

@@ -14,6 +14,7 @@ Accepted forms::
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -67,10 +68,28 @@ class Numeral:
 _MAX_INT_BITS = int(NUMBER_LENGTH * 3.33) + 1  # about NUMBER_LENGTH decimal digits
 
 
+def has_foreign_digits(text: str) -> bool:
+    """Whether a text holds a digit other than 0-9 (Arabic-Indic ٣, fullwidth ３, superscript ²)."""
+    return any(ch.isdigit() and not ch.isascii() for ch in text)
+
+
+def in_ascii_digits(text: str) -> str:
+    """A number written in another script's decimal digits, spelt in 0-9 (٣٫٥ as 3.5): what to write instead."""
+    out = []
+    for ch in text:
+        if ch == "٫":  # the Arabic decimal separator
+            out.append(".")
+        elif ch.isdecimal() and not ch.isascii():
+            out.append(str(unicodedata.decimal(ch)))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def _not_a_number(text: str) -> str:
     if re.fullmatch(r"[+-]?[0-9]+,[0-9]+", text):
         return f"not a number: {text!r} (a decimal comma? write {text.replace(',', '.')!r})"
-    if any(ch.isdigit() and not ch.isascii() for ch in text):
+    if has_foreign_digits(text):
         return f"not a number: {text!r} (digits must be 0-9)"
     return f"not a number: {text!r}"
 

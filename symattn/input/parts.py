@@ -143,7 +143,7 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
                 elif isinstance(x, bool):
                     out.append(x)
                 else:
-                    raise reader.error("mask", f"expected 0 or 1, got {x!r}", (i, j))
+                    raise reader.error("mask", f"expected 0 or 1, got {brief(x)}", (i, j))
             allowed.append(out)
     # the causal diagonal (top-left or bottom-right) and the sliding window, ANDed with the mask
     diagonal = read_diagonal(reader, data, kind == "causal", n, m)
@@ -161,7 +161,7 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
             raise ShapeError(reader.source, "key_padding", f"{len(pad)} entries for {m} keys")
         for j, x in enumerate(pad, 1):
             if not isinstance(x, bool):
-                raise reader.error("key_padding", f"expected true or false, got {x!r}", (j,))
+                raise reader.error("key_padding", f"expected true or false, got {brief(x)}", (j,))
         padding = tuple(pad)
         allowed = [[a and not padding[j] for j, a in enumerate(row)] for row in allowed]
     for i, row in enumerate(allowed):

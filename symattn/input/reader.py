@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard, cast, over
 from symattn.input import limits
 from symattn.input.choices import SCALES
 from symattn.input.errors import LimitError, SpecError
+from symattn.input.errors import brief as shortly
 from symattn.input.files import FloatText, kind_of
 from symattn.input.numeral import NotFiniteError, Numeral, NumeralError, parse_numeral
 from symattn.input.text import math_problem, normalize, unsupported_character
@@ -243,11 +244,10 @@ class Reader:
 
 
 def brief(raw: object) -> str:
-    """A value the user gave, for a message: repr-escaped and cut short."""
-    text = repr(raw) if isinstance(raw, str) else (str(raw) if isinstance(raw, (int, float)) else kind_of(raw))
-    if isinstance(raw, int) and raw.bit_length() > 64:
-        return "a number too large"
-    return text if len(text) <= 60 else text[:57] + "…"
+    """A value the user gave, for a message: text and numbers as :func:`errors.brief` cuts them, else its kind."""
+    if isinstance(raw, (str, int, float)):
+        return shortly(raw)
+    return kind_of(raw)
 
 
 def did_you_mean(raw: object, options: tuple[str, ...] | list[str]) -> str:

@@ -87,7 +87,7 @@ def read_safetensors(source: str, data: bytes, name: str | None) -> Array:
     if 8 + size > len(data):
         raise SpecError(source, None, f"a .safetensors header of {size} bytes in a file of {len(data)}")
     try:
-        header = json.loads(data[8 : 8 + size].decode("utf-8"), object_pairs_hook=_unique, parse_constant=_no)
+        header = json.loads(data[8 : 8 + size].decode("utf-8"), object_pairs_hook=_names, parse_constant=_no)
     except (UnicodeDecodeError, ValueError) as exc:
         raise SpecError(source, None, f"not a .safetensors header: {exc}") from None
     except RecursionError:
@@ -152,13 +152,10 @@ def _decode(source: str, body: bytes, fmt: str, shape: tuple[int, ...], big: boo
     return np.frombuffer(body, dtype=order + kind).astype(np.float64)
 
 
-def _unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    seen: dict[str, object] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ValueError(f"the name {key[:80]!r} twice")
-        seen[key] = value
-    return seen
+def _names(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    from symattn.input.files import once_each
+
+    return once_each(pairs, "name")
 
 
 def _no(name: str) -> None:

@@ -42,6 +42,22 @@ _IGNORABLE = (
     (0xE0000, 0xE0FFF),
 )
 
+# Text from outside that no check refused (a name in an LMS's CSV, a path) may still hold controls: a NUL stops
+# TeX, an ESC drives a terminal, a right-to-left override reorders a gradebook line. Every output shows each as
+# its escape (\x1b, \u202e); tab and line breaks are left to the format they are in.
+CONTROL_ESCAPES = {
+    chr(c): repr(chr(c))[2:-1]  # "x1b", "u202e": what follows the backslash
+    for c in (*range(0x20), *range(0x7F, 0xA0), *map(ord, sorted(_BIDI)))
+    if c not in (0x09, 0x0A, 0x0D)
+}
+_SHOW_CONTROLS = str.maketrans({ch: "\\" + escape for ch, escape in CONTROL_ESCAPES.items()})
+
+
+def show_controls(text: str) -> str:
+    """Text with each of its controls (``CONTROL_ESCAPES``) written as its escape."""
+    return text.translate(_SHOW_CONTROLS)
+
+
 NORMAL_FORM: Literal["NFC"] = "NFC"  # labels are compared as read in this form: a decomposed "người" is the same label
 
 

@@ -7,6 +7,7 @@ replaced once, so no replacement is ever escaped again.
 from __future__ import annotations
 
 from symattn.input.scripts import runs
+from symattn.input.text import CONTROL_ESCAPES, show_controls
 
 # Text mode of LaTeX. The same escapes work inside \text{} in KaTeX. "[" and "*" are
 # braced so that text after a line break (\\) or \item is never read as its option.
@@ -44,9 +45,10 @@ _LATEX_SYMBOLS = {
 # CommonMark backslash escapes: any ASCII punctuation may be escaped; these matter.
 _MARKDOWN = {ch: "\\" + ch for ch in "\\`*_[]<>#|~$&!{}"}
 
-_LATEX_TABLE = str.maketrans({**_LATEX, **_LATEX_SYMBOLS})
-_KATEX_TABLE = str.maketrans(_LATEX)
-_MARKDOWN_TABLE = str.maketrans(_MARKDOWN)
+_SHOWN = CONTROL_ESCAPES  # controls from outside text: shown as escapes in every format (input.text)
+_LATEX_TABLE = str.maketrans({**_LATEX, **_LATEX_SYMBOLS, **{ch: r"\textbackslash{}" + s for ch, s in _SHOWN.items()}})
+_KATEX_TABLE = str.maketrans({**_LATEX, **{ch: r"\textbackslash{}" + s for ch, s in _SHOWN.items()}})
+_MARKDOWN_TABLE = str.maketrans({**_MARKDOWN, **{ch: "\\\\" + s for ch, s in _SHOWN.items()}})
 
 # a right-to-left run in Markdown and HTML: isolated, as \beginR … \endR isolates it in the PDF
 _RLI, _PDI = "\u2067", "\u2069"
@@ -79,10 +81,10 @@ def escape_markdown(text: str) -> str:
     return "".join(_RLI + piece + _PDI if font is not None and font.rtl else piece for font, piece in pieces)
 
 
-def keep(text: str) -> str:
-    """Plain text needs no escaping."""
-    return text
+def escape_text(text: str) -> str:
+    """Plain text: only its controls shown as escapes."""
+    return show_controls(text)
 
 
-ESCAPERS = {"latex": escape_latex, "markdown": escape_markdown, "text": keep}
-MATH_TEXT_ESCAPERS = {"latex": escape_latex, "markdown": escape_katex_text, "text": keep}
+ESCAPERS = {"latex": escape_latex, "markdown": escape_markdown, "text": escape_text}
+MATH_TEXT_ESCAPERS = {"latex": escape_latex, "markdown": escape_katex_text, "text": escape_text}

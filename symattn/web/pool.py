@@ -74,10 +74,14 @@ def worker_main() -> None:
 
 
 def _terminate(signum: int, frame: Any) -> None:
+    import os
+
     from symattn.rendering.pdf import end_tex
 
-    end_tex()  # first, whatever the exit below meets on its way
-    raise SystemExit(128 + signum)
+    end_tex()  # first: no TeX run outlives us
+    # at once, not by SystemExit: that one, raised where the worker already ends (threading's shutdown), was a
+    # traceback on the server's stderr at every stop; there is nothing to flush, the request is the server's
+    os._exit(128 + signum)
 
 
 def _end_with_parent() -> None:

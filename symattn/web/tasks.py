@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from symattn.input.errors import LimitError, SpecError, SymattnError, shown
+from symattn.input.errors import BRIEF, LimitError, SpecError, SymattnError, clip, evaluating, shown
 from symattn.web.body import (
     REQUEST_SOURCE,
     SPEC_SOURCE,
@@ -306,7 +306,7 @@ def run_task(name: str, body: Any, seconds: float) -> tuple[str, Any]:
 
     start = time.monotonic()
     try:
-        with deadline(seconds, REQUEST_SOURCE):
+        with deadline(seconds, REQUEST_SOURCE), evaluating("spec"):  # a rounding not decided names the spec
             return "ok", TASKS[name](body)
     except TexTimeLimit as exc:
         return "error", (422, str(exc), None)
@@ -331,6 +331,6 @@ def time_limit_message(seconds: float) -> str:
 
 
 def where(exc: SymattnError) -> dict[str, Any] | None:
-    if isinstance(exc, SpecError):
-        return {"source": exc.source, "key": exc.key, "position": list(exc.position)}
+    if isinstance(exc, SpecError):  # the key as the page names its fields: a 200 KB key names none of them
+        return {"source": exc.source, "key": exc.key and clip(exc.key, 2 * BRIEF), "position": list(exc.position)}
     return None
