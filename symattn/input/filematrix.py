@@ -186,7 +186,8 @@ def matrix_of(array: tensorfile.Array, raw: str, key: str, source: str, max_rows
 
 
 def _brief(text: str) -> str:
-    return repr(text if len(text) <= 80 else text[:80] + "…")
+    # a file name is echoed as far as a path usually goes (a test's temporary folder passes 80), not further
+    return repr(text if len(text) <= 200 else text[:200] + "…")
 
 
 __all__ = ["FileMatrix", "has_formulas", "matrix_of", "names_file", "numeral", "read", "read_array"]
