@@ -222,5 +222,8 @@ def test_a_float64_certificate_leaves_a_proved_zero_open(tmp_path, capsys):
     write(tmp_path, **arrays)
     out = tmp_path / "c.json"
     assert main(["compute", str(tmp_path / "s.toml"), "--certify", "--float64", "-o", str(out)]) == 2
-    assert capsys.readouterr().err == f"symattn: {tmp_path / 's.toml'}: the error of entry (1, 1) is not decided at 1000 digits\n"
+    assert (
+        capsys.readouterr().err
+        == f"symattn: {tmp_path / 's.toml'}: the error of entry (1, 1) is not decided at 1000 digits\n"
+    )
     assert not out.exists()
