@@ -358,12 +358,13 @@ def test_lms_csv_round_trip_with_a_carried_slip(tmp_path, quiz_class, capsys):
         # the slip: scaled wrong (the LMS agrees), then every later number carried (the LMS: wrong, but
         # output[3][1], where the carried 3.728 lies within 3.7 ± 0.05)
         "ann@example.org,'=HYPERLINK(1) Smith,3,0,5,0,0,0,3,0,8,11,scaled[3][1],\"scored otherwise than by the LMS's own "
-        'right/wrong, which gives 4/11: weights[3][1], weights[3][2], weights[3][3], output[3][2]",,row 2\n'
+        "right/wrong, which gives 4/11: weight A (sat, the) [part 7], weight A (sat, cat) [part 8], "
+        'weight A (sat, sat) [part 9], output (sat, column 2) [part 11]",,row 2\n'
         # too coarse: half a mark here, none from the LMS; the outputs carried from it lie within the LMS's range
         "bo@example.org,Bo Li,3,5,2,0,1,0,0,0,10.5,11,weights[3][1],\"scored otherwise than by the LMS's own "
-        'right/wrong, which gives 10/11: weights[3][1]",,row 3\n'
-        "cy@example.org,Cy Wu,0,0,0,0,0,0,1,10,0,11,scores[3][1],\"scores[3][3]: 'abc' is not a number; counted blank; "
-        "decimal comma read as a point: claims.scores[3][1] = '0,71'\",,row 4\n"
+        'right/wrong, which gives 10/11: weight A (sat, the) [part 7]",,row 3\n'
+        "cy@example.org,Cy Wu,0,0,0,0,0,0,1,10,0,11,scores[3][1],\"score S (sat, sat) [part 3]: 'abc' is not a number; "
+        "counted blank; decimal comma read as a point: score S (sat, the) [part 1] = '0,71'\",,row 4\n"
     )
 
 
@@ -378,9 +379,15 @@ def test_parts_of_a_cloze_response():
 @pytest.mark.parametrize(
     "answer, note",
     [
-        ("1e999999999", "scores[3][1]: '1e999999999' is not a number; counted blank"),  # no 10^999999999 is made
-        ("1" * 65, f"scores[3][1]: '{'1' * 50}…' is not a number; counted blank"),  # longer than NUMBER_LENGTH
-        ("=1+1", "scores[3][1]: '=1+1' is not a number; counted blank"),
+        (
+            "1e999999999",
+            "score S (sat, the) [part 1]: '1e999999999' is not a number; counted blank",
+        ),  # no 10^999999999 is made
+        (
+            "1" * 65,
+            f"score S (sat, the) [part 1]: '{'1' * 50}…' is not a number; counted blank",
+        ),  # longer than NUMBER_LENGTH
+        ("=1+1", "score S (sat, the) [part 1]: '=1+1' is not a number; counted blank"),
     ],
 )
 def test_answers_that_are_not_numbers_count_blank(tmp_path, quiz_class, answer, note):
@@ -388,7 +395,7 @@ def test_answers_that_are_not_numbers_count_blank(tmp_path, quiz_class, answer, 
     path = tmp_path / "r.csv"
     path.write_text(responses_csv([("A", "B", "a@x", f"part 1: {answer}; part 2: +0.42", right)]))
     (row,) = grade_lms(path, quiz_class).rows
-    assert [n.code for n in row.notes] == ["lms_not_number"]  # the LMS marks the same: 1 of 11
+    assert [n.code for n in row.notes] == ["not_number"]  # the LMS marks the same: 1 of 11
     assert (dict(row.counts)["exact"], dict(row.counts)["blank"]) == (1, 10)  # +0.42 is a number
     from symattn.classroom.grading import note_text
 

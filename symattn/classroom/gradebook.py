@@ -87,6 +87,20 @@ def feedback(row: Row, fmt: str = "markdown") -> str | bytes:
     return render_report(row.report, fmt, standalone=fmt == "latex")
 
 
+def nothing_graded(book: Gradebook, returns: str = "answers file") -> str | None:
+    """One line when a gradebook holds no number to grade: the returns (``answers file`` or ``attempt``) are
+    not filled in yet, or there are none. The CLI says it and still exits 0: the gradebook is written and
+    true (every number blank), and nothing failed."""
+    s = book.summary
+    if s.graded and s.blank == s.graded and not s.not_graded:
+        plural = "s" if s.graded > 1 else ""
+        return f"{book.source}: {s.graded} {returns}{plural}, none filled in yet: every asked number is blank"
+    if not s.graded and not s.not_graded and s.not_returned:
+        students = f"{s.not_returned} student" + ("s" if s.not_returned > 1 else "")
+        return f"{book.source}: no {returns}s returned yet ({students} in the index)"
+    return None
+
+
 FEEDBACK_EXTENSIONS = {"text": "txt", "markdown": "md", "latex": "tex", "html": "html", "pdf": "pdf"}
 
 
@@ -117,4 +131,12 @@ def write_feedback(files: Sequence[tuple[str, str | bytes]], folder: str, force:
     write_files(folder, list(files))
 
 
-__all__ = ["CSV_COLUMNS", "feedback", "feedback_files", "gradebook_document", "gradebook_text", "write_feedback"]
+__all__ = [
+    "CSV_COLUMNS",
+    "feedback",
+    "feedback_files",
+    "gradebook_document",
+    "gradebook_text",
+    "nothing_graded",
+    "write_feedback",
+]

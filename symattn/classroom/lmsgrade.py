@@ -27,7 +27,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from symattn.classroom.gaps import Gap, gaps, masked
-from symattn.classroom.grading import POLICY, Gradebook, Note, Row, error_row, grade_variant, score_text
+from symattn.classroom.grading import POLICY, Gradebook, Row, error_row, grade_variant, score_text
+from symattn.classroom.notes import Note, place_of
 from symattn.classroom.variants import Variant
 from symattn.input.errors import LimitError, SpecError, brief, clip
 from symattn.input.errors import shown as quoted
@@ -250,23 +251,29 @@ def _grade_attempt(
     claims = {key: "-inf" for key in minus_infinity}  # masked: shown in the quiz as given, never asked
     notes = []
     lms: dict[str, Fraction] = {}  # the LMS's own mark of each asked number: 1 within the tolerance, else 0
+    places = {}  # each asked number in words, and its part of the question
     for k, g in enumerate(the_gaps, 1):
         text = given.get(k, "")
         value = _value(text) if text not in _EMPTY else None
         lms[g.asked.key] = Fraction(int(value is not None and g.accepts(value)))
+        places[g.asked.key] = place_of(v.spec, g.asked.quantity, g.asked.row, g.asked.col, part=k)
         if value is not None:
             claims[g.asked.key] = text
         elif text not in _EMPTY:
-            code = "foreign_digits" if has_foreign_digits(text) else "lms_not_number"
-            notes.append(Note(code, g.asked.key, quoted(clip(text))))
+            code = "foreign_digits" if has_foreign_digits(text) else "not_number"
+            notes.append(Note(code, text=quoted(clip(text)), places=(places[g.asked.key],)))
     row = grade_variant({"claims": claims}, replace(v, id=a.student, name=a.name), shown, policy, tuple(notes))
     if row.error is not None:
         return row
+    # a number is found in the LMS's report by its part, not by an answers file's key
+    parted = [replace(n, places=tuple(places.get(p.key, p) for p in n.places)) for n in row.notes]
+    row = replace(row, notes=tuple(parted))
     ours = dict(row.scores)
     changed = [key for key in lms if ours.get(key, policy["blank"]) != lms[key]]
     if changed:
         total = score_text(sum(lms.values(), Fraction(0)))
-        row = replace(row, notes=row.notes + (Note("lms_marks", ", ".join(changed), f"{total}/{len(lms)}"),))
+        marks = Note("lms_marks", text=f"{total}/{len(lms)}", places=tuple(places[key] for key in changed))
+        row = replace(row, notes=row.notes + (marks,))
     return row
 
 

@@ -298,7 +298,7 @@ def _refuse_existing(path: str, force: bool) -> None:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from symattn.classroom.gradebook import feedback_files, gradebook_document, write_feedback
+    from symattn.classroom.gradebook import feedback_files, gradebook_document, nothing_graded, write_feedback
     from symattn.classroom.grading import POLICY, grade, read_policy
 
     fmt = args.format = _format(args, "csv")
@@ -331,6 +331,9 @@ def _grade(args: argparse.Namespace) -> int:
     if args.feedback:  # everything is made before anything is written
         write_feedback(made, args.feedback, args.force)
     _emit(document, args.output)
+    nothing = nothing_graded(book, "answers file" if args.lms_csv is None else "attempt")
+    if nothing:
+        say(nothing)
     return 0
 
 
