@@ -9,6 +9,7 @@ from symattn.classroom.grading import COUNTED, Gradebook, Row, note_text, score_
 
 CSV_COLUMNS = ("id", "name", *COUNTED, "score", "asked", "first_to_fix", "notes", "error", "file")
 CSV_NUMBERS = (*COUNTED, "score", "asked")  # our own numbers: never quoted (a negative score stays a number)
+LMS_FORMATS = ("moodle-grades", "canvas-grades")
 
 
 def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
@@ -57,8 +58,15 @@ def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
     raise ValueError(f"unknown gradebook format {fmt!r}")
 
 
-def gradebook_document(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str | bytes:
-    """The gradebook in any of FORMATS: HTML is one offline page, PDF is compiled from the LaTeX."""
+def gradebook_document(
+    book: Gradebook, fmt: str = "csv", lang: str = "en", assignment: str | None = None
+) -> str | bytes:
+    """The gradebook in any of FORMATS: HTML is one offline page, PDF is compiled from the LaTeX; moodle-grades
+    and canvas-grades are the CSV each LMS's gradebook imports (``assignment``: Canvas's assignment id)."""
+    if fmt in LMS_FORMATS:
+        from symattn.classroom.lmsexport import canvas_grades, moodle_grades
+
+        return moodle_grades(book, lang) if fmt == "moodle-grades" else canvas_grades(book, assignment)
     if fmt == "html":
         from symattn.rendering.html import page
 

@@ -98,6 +98,10 @@ class Gradebook:
     rows: tuple[Row, ...]  # by id, then file
     policy: tuple[tuple[str, Fraction], ...] = tuple(POLICY.items())
     source: str = ""
+    title: str = ""  # the exercise's title: the name of its column in an LMS's gradebook
+    # what the ids are: "id" (a class's index.csv), or the column of an LMS's report that names every
+    # attempt ("Email address", "Username", "ID number"); "" where none names them all
+    identity: str = ""
 
     @property
     def summary(self) -> Summary:
@@ -430,7 +434,8 @@ def grade(
         if student not in returned
     ]
     # by id, then file; returns with no id last
-    return Gradebook(tuple(sorted(rows, key=lambda r: (not r.id, r.id, r.file))), tuple(policy.items()), str(folder))
+    by_id = tuple(sorted(rows, key=lambda r: (not r.id, r.id, r.file)))
+    return Gradebook(by_id, tuple(policy.items()), str(folder), str(dict(t.base).get("title") or ""), "id")
 
 
 __all__ = [

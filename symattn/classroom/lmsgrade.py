@@ -1,9 +1,10 @@
 """Grade an LMS's responses with error carried forward: Moodle's "Responses" report of a quiz that
 ``symattn exercise --format moodle`` made.
 
-The report (Results → Responses → Download, CSV) has a row per attempt: ``Surname``, ``First name``, the
-identity columns (``Email address``, ``Username``, ``ID number``), then per question slot ``Response N``
-and, with "Right answer" ticked, ``Right answer N``. A Cloze question's cells read
+The report (Results → Responses → Download, CSV) has a row per attempt: ``Last name`` (``Surname`` before
+Moodle 4), ``First name``, the identity columns (``Email address``, ``Username``, ``ID number``), then per
+question slot ``Response N`` and, with "Right answer" ticked, ``Right answer N``. Column names are matched
+as Moodle's English writes them, in any case. A Cloze question's cells read
 ``part 1: 0.707; part 2: ; part 3: 1.2`` (the word "part" in the language of the Moodle that wrote them).
 
 Which variant a student had is found from the right answers: each slot's ``Right answer N`` holds the
@@ -41,7 +42,10 @@ _SLOT = re.compile(r"(Response|Right answer) (\d+)")
 # is tried once (the words stop at the first digit), so a long cell takes linear time
 _PART = re.compile(r"[^\d:：]*?\b(\d+)\s*[:：] ?")
 SLOT_DIGITS = 6  # digits of a question slot's number (Moodle numbers its slots 1, 2, ...)
-_IDENTITY = ("Email address", "Username", "ID number")
+_IDENTITY = ("Email address", "Username", "ID number")  # the first filled in for every attempt names them
+# Moodle's own headers, in the order tried (Moodle 4 says "Last name" where Moodle 3 said "Surname")
+_FIRST_NAME = ("First name",)
+_LAST_NAME = ("Last name", "Surname")
 _EMPTY = ("", "-")
 
 
@@ -53,6 +57,7 @@ class Attempt:
     student: str
     name: str
     responses: tuple[tuple[int, str, str], ...]  # (slot, Response cell, Right answer cell)
+    identity: str = ""  # the column that names the student (Email address, Username, ID number); "" for row-N
 
 
 def parts(cell: str, most: int) -> dict[int, str]:
@@ -114,25 +119,29 @@ def read_attempts(path: str | Path) -> list[Attempt]:
             )
         if "Response" not in cols:
             raise SpecError(source, None, f"row 1: no column 'Response {slot}' beside 'Right answer {slot}'")
-    column = {name: col for col, name in enumerate(header)}
+    column: dict[str, int] = {}
+    for col, name in enumerate(header):
+        column.setdefault(name.casefold(), col)
     out = []
     for line, row in enumerate(rows[1:], 2):
         if len(row) > len(header):
             raise SpecError(source, None, f"row {line}, column {len(header) + 1}: a cell beyond the header's columns")
         row = row + [""] * (len(header) - len(row))
 
-        def cell(name: str, row: list[str] = row) -> str:
-            return row[column[name]].strip() if name in column else ""
+        def cell(*names: str, row: list[str] = row) -> str:  # the first of the names the header has
+            found = next((column[n.casefold()] for n in names if n.casefold() in column), None)
+            return "" if found is None else row[found].strip()
 
         responses = tuple(
             (slot, row[cols["Response"]], row[cols["Right answer"]].strip()) for slot, cols in sorted(slots.items())
         )
         if all(r.strip() in _EMPTY and right in _EMPTY for _, r, right in responses):
             continue  # not an attempt (an average row, or nothing answered and nothing to grade against)
-        student = next((cell(k) for k in _IDENTITY if cell(k)), "") or f"row-{line}"
-        name = " ".join(x for x in (cell("First name"), cell("Surname")) if x)
+        identity = next((k for k in _IDENTITY if cell(k)), "")
+        student = cell(identity) if identity else f"row-{line}"
+        name = " ".join(x for x in (cell(*_FIRST_NAME), cell(*_LAST_NAME)) if x)
         # the LMS's text, shown as it is in every gradebook format: controls as escapes, at most a name's length
-        out.append(Attempt(line, _plain(student), _plain(name), responses))
+        out.append(Attempt(line, _plain(student), _plain(name), responses, identity))
     return out
 
 
@@ -235,7 +244,10 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
         replace(r, notes=r.notes + (Note("duplicate", text=str(returns[r.id])),)) if returns[r.id] > 1 else r
         for r in rows
     ]
-    return Gradebook(tuple(sorted(rows, key=lambda r: (r.id, r.file))), tuple(policy.items()), source)
+    kinds = {a.identity for a, *_ in work}
+    identity = kinds.pop() if len(kinds) == 1 else ""  # one column names every attempt, or none does
+    title = variants[0].spec.title or ""
+    return Gradebook(tuple(sorted(rows, key=lambda r: (r.id, r.file))), tuple(policy.items()), source, title, identity)
 
 
 def _grade_attempt(

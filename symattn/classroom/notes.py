@@ -59,31 +59,40 @@ class Note:
 INPUTS_CHANGED = Note("inputs_changed")
 
 
-def note_text(lang: str) -> Callable[[Note], str]:
-    """A note in words, from the language file (plain text: for CSV, JSON and the templates to escape)."""
-    from symattn.input.numeral import in_ascii_digits
+def _phrases(lang: str):
     from symattn.rendering.phrases import Phrases, load_language
 
-    phrases = Phrases(load_language(lang), lambda s: s, lang)
+    return Phrases(load_language(lang), lambda s: s, lang)  # plain text: CSV, JSON and templates escape it
+
+
+def place_words(p: Place, lang: str, phrases=None) -> str:
+    """A place as the check report's place.j2 names a claim, "quantity (row, column)", then where it was
+    written: "weight A (sat, the) [weights[3][1]]"."""
+    t = phrases or _phrases(lang)
 
     def label(value: str | int | None, axis: str | None, is_row: bool) -> str:
         if not isinstance(value, int):
             return str(value)
-        return phrases(f"report.axis.{axis}" + ("_row" if is_row and axis == "dim" else ""), n=value)
+        return t(f"report.axis.{axis}" + ("_row" if is_row and axis == "dim" else ""), n=value)
 
-    def named(p: Place) -> str:
-        # as the check report's place.j2 names a claim: "quantity (row, column)"
-        words = phrases(f"quantity.{p.quantity}")
-        if p.row is not None:
-            words += f" ({label(p.row, p.row_axis, True)}"
-            words += "" if p.col is None else f", {label(p.col, p.col_axis, False)}"
-            words += ")"
-        at = p.key if p.part is None else phrases("grade.note.part", n=p.part)
-        return phrases("grade.note.at", place=words, at=at) if at else words
+    words = t(f"quantity.{p.quantity}")
+    if p.row is not None:
+        words += f" ({label(p.row, p.row_axis, True)}"
+        words += "" if p.col is None else f", {label(p.col, p.col_axis, False)}"
+        words += ")"
+    at = p.key if p.part is None else t("grade.note.part", n=p.part)
+    return t("grade.note.at", place=words, at=at) if at else words
+
+
+def note_text(lang: str) -> Callable[[Note], str]:
+    """A note in words, from the language file (plain text: for CSV, JSON and the templates to escape)."""
+    from symattn.input.numeral import in_ascii_digits
+
+    phrases = _phrases(lang)
 
     def say(n: Note) -> str:
         if n.places:
-            where = phrases("list_sep").join(named(p) for p in n.places)
+            where = phrases("list_sep").join(place_words(p, lang, phrases) for p in n.places)
         elif n.token:
             where = phrases("grade.note.place", quantity=phrases(f"quantity.{n.key}"), token=n.token)
         else:
@@ -95,4 +104,4 @@ def note_text(lang: str) -> Callable[[Note], str]:
     return say
 
 
-__all__ = ["INPUTS_CHANGED", "Note", "Place", "note_text", "place_of"]
+__all__ = ["INPUTS_CHANGED", "Note", "Place", "note_text", "place_of", "place_words"]
