@@ -207,3 +207,43 @@ def test_practice_follows_the_hand_chain(page, server):
     assert "4.384" not in tex and "4.027" not in tex
     intro = driver.find_element("css selector", "#panel-practice .intro").text
     assert intro.startswith("Work out the focus row step by step, as by hand: each step from your own rounded")
+
+
+# --- the same errors through the API: the language of Accept-Language -----------------------------------
+
+API_ERRORS = [
+    ("title", "$\\foo$", "spec: title: \\foo is not allowed in math", "spec: title: 数学中不允许 \\foo"),
+    (
+        "heads",
+        3,
+        "spec: heads: Q and K have 2 columns, not divisible by heads = 3",
+        "spec: heads: Q 和 K 有 2 列，不能被 heads = 3 整除",
+    ),
+    (
+        "softcap",
+        "0",
+        "spec: softcap: expected a number > 0 and at most 1000, got 0",
+        "spec: softcap: 应为大于 0、最多 1000 的数，实为 0",
+    ),
+    (
+        "tokens",
+        ["a", "a", "b"],
+        "spec: tokens[2]: duplicate label 'a' (also tokens[1])",
+        "spec: tokens[2]: 标签 'a' 重复（tokens[1] 也是它）",
+    ),
+]
+
+
+@pytest.mark.parametrize("key, value, en, zh", API_ERRORS)
+def test_an_api_error_is_in_the_language_asked_for(key, value, en, zh):
+    pytest.importorskip("starlette", reason="starlette (the web extra) is needed for symattn serve")
+    from starlette.testclient import TestClient
+
+    from symattn.web.app import create_app
+
+    with TestClient(create_app(hosts=("testserver",))) as client:
+        for lang, message in (("en", en), ("zh", zh), (None, en)):  # no Accept-Language: the CLI's English
+            raw = dict(as_json(seed_raw(lang or "en")), **{key: value})
+            headers = {"accept-language": lang} if lang else {}
+            answer = client.post("/api/render", json={"spec": raw}, headers=headers)
+            assert (answer.status_code, answer.json()["error"]) == (400, message)

@@ -135,14 +135,14 @@ def split_math(text: str) -> list[tuple[bool, str]]:
 def math_problem(text: str) -> str | None:
     """Why the ``$...$`` spans of a title are outside the title-math grammar, or None."""
     if len(_DOLLAR.findall(text)) % 2:
-        return "an unclosed $ (write \\$ for a dollar sign)"
+        return said("math_dollar")
     for is_math, piece in split_math(text):
         if not is_math:
             continue
         if not piece.strip():
-            return "empty math $$"
+            return said("math_empty")
         if not piece.isascii():
-            return f"math ${piece}$ may hold ASCII only (put words outside the $…$)"
+            return said("math_ascii", source=piece)
         from symattn.input.titlemath import check  # only titles with math need the grammar
 
         problem = check(piece)
