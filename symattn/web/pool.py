@@ -57,7 +57,8 @@ def worker_main() -> None:
         frame = _read_frame(channel_in)
         if frame is None:
             return
-        name, body, seconds, lang = pickle.loads(frame)
+        name, body, seconds, *language = pickle.loads(frame)  # (name, body, seconds[, language of errors])
+        lang = language[0] if language else "en"
         try:
             with messages_in(lang):  # the errors in the language the page asked in
                 result = run_task(name, body, seconds)
