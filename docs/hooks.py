@@ -1,11 +1,14 @@
-"""mkdocs hooks: every example output, picture and reference table of the site is made at build time.
+"""mkdocs hooks: every example output, picture link and reference table of the site, made by running symattn.
 
-A page asks for a generated piece with a line of its own, ``<!-- symattn: NAME -->``; NAME is a key of
-PIECES or PICTURES below, and an unknown NAME stops the build. Outputs come from running symattn
-(``sys.executable -m symattn``, in a temporary folder, with a timeout); the command-line reference is
-walked from the argparse parser itself and the limits table is read from the limits module, so no page
-can drift from the program. PNGs of compiled pages are left out, with one INFO line, only where TeX or
-pdftoppm is missing: a strict build then still passes, and CI, which has TeX, builds them all.
+Each generated piece is committed in its page, between ``<!-- symattn: NAME -->`` and ``<!-- end
+symattn: NAME -->`` (docs/blocks.py), so a page reads whole where it is stored; NAME is a key of PIECES or
+PICTURES below, or ``figure-causal``. The build makes every piece again and stops on a block that differs
+(or an unknown NAME): ``python docs/hooks.py --write`` rewrites them, ``--check`` lists them (exit 1).
+Outputs come from running symattn (``sys.executable -m symattn``, in a temporary folder, with a timeout);
+the command-line reference is walked from the argparse parser itself and the limits table is read from
+the limits module, so no page can drift from the program. Every piece is the same bytes on every run.
+The PNG pictures of compiled pages are committed files (docs/generated/), which ``--write`` makes where TeX
+and pdftoppm are installed; the offline HTML pages the guides link to are made at build time.
 """
 
 from __future__ import annotations
@@ -41,9 +44,21 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 SECONDS = 120  # one symattn run; a TeX compile is the slowest
 PICTURE_DPI = "60"
-MARKER = re.compile(r"^<!-- symattn: ([a-z0-9-]+) -->$", re.MULTILINE)
 
 log = logging.getLogger("mkdocs.hooks.symattn")
+
+
+def _load_blocks():
+    # docs/blocks.py, beside this file (mkdocs loads this hook from its path, not as a package)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("symattn_docs_blocks", DOCS / "blocks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+blocks = _load_blocks()
 
 # the checkout's package, not some other installed copy, is the one documented
 if str(ROOT) not in sys.path:
@@ -353,6 +368,28 @@ def lms_grade(tmp: Path) -> str:
     )
 
 
+def lms_moodle_grades(tmp: Path) -> str:
+    """The marks of the Responses report above, as Moodle's "Import grades from CSV" takes them."""
+    if not (tmp / "responses.csv").exists():
+        lms_grade(tmp)
+    homework = str(ROOT / "examples" / "homework.toml")
+    args = ("grade", "--lms-csv", "responses.csv", "--template", homework, "--seed", "1", "--count", "3")
+    return fence(symattn(*args, "--format", "moodle-grades", cwd=tmp), "text", "moodle-grades.csv")
+
+
+def lms_canvas_grades(tmp: Path) -> str:
+    """A class folder's marks (s01 right, s02 without the scaling, s03 nothing) as Canvas imports them."""
+    folder = tmp / "canvas"
+    folder.mkdir()
+    homework = str(ROOT / "examples" / "homework.toml")
+    symattn("exercise", homework, "--count", "3", "--seed", "1", "-o", "class", cwd=folder)
+    _fill(folder / "class" / "s01" / "answers.toml", folder, slip=False)
+    _fill(folder / "class" / "s02" / "answers.toml", folder, slip=True)
+    (folder / "class" / "s03" / "answers.toml").unlink()
+    text = symattn("grade", "class", "--format", "canvas-grades", "--assignment-id", "4521", cwd=folder)
+    return fence(text, "text", "canvas-grades.csv")
+
+
 PIECES = {
     "derivation-zh": derivation_zh,
     "derivation-en": derivation_en,
@@ -378,6 +415,8 @@ PIECES = {
     "grade-class": grade_class,
     "lms-moodle": lms_moodle,
     "lms-grade": lms_grade,
+    "lms-moodle-grades": lms_moodle_grades,
+    "lms-canvas-grades": lms_canvas_grades,
 }
 
 
@@ -741,38 +780,69 @@ PIECES.update(
 )
 
 
+# --- everything made, as the pages hold it -------------------------------------------------------
+
+FIGURES = (("causal.weights.svg", "The heatmap of the weights"), ("causal.tokens.svg", "The token diagram"))
+
+
+def make_all(tmp: Path, pictures: Path | None = None) -> dict[str, str]:
+    """What every block of the pages holds: the pieces made by running symattn, and links to the pictures
+    of compiled pages (docs/generated/NAME.png; written into ``pictures`` when given, where TeX is here)
+    and to the causal example's figures (docs/causal.*.svg, kept current by tests/test_figures.py)."""
+    made = {key: piece(tmp) for key, piece in PIECES.items()}
+    for key, (alt, *_rest) in PICTURES.items():
+        name = key.removeprefix("picture-")
+        made[key] = f"![{alt}](generated/{name}.png)"
+        if pictures is not None:
+            png = picture(key, tmp)
+            if png is not None:
+                (pictures / f"{name}.png").write_bytes(png)
+    made["figure-causal"] = "\n\n".join(f"![{alt}]({name})" for name, alt in FIGURES)
+    return made
+
+
+def pages() -> list[Path]:
+    return sorted(DOCS.glob("*.md"))
+
+
+def write(tmp: Path) -> list[str]:
+    """Fill every page's blocks with what is made now, and make the pictures; the pages rewritten."""
+    folder = DOCS / "generated"
+    folder.mkdir(exist_ok=True)
+    made = make_all(tmp, folder)
+    changed = []
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        new = blocks.filled(text, made)
+        if new != text:
+            page.write_text(new, encoding="utf-8", newline="\n")
+            changed.append(page.name)
+    return changed
+
+
+def check(tmp: Path) -> list[str]:
+    """``page: block`` for every block that differs from what is made now, and every picture missing."""
+    made = make_all(tmp)
+    problems = [f"{p.name}: {name}" for p in pages() for name in blocks.stale(p.read_text(encoding="utf-8"), made)]
+    for key in PICTURES:
+        path = DOCS / "generated" / f"{key.removeprefix('picture-')}.png"
+        if not path.is_file():
+            problems.append(f"{path.relative_to(DOCS)}: missing")
+    return problems
+
+
 # --- mkdocs events --------------------------------------------------------------------------------
 
 _made: dict[str, str] = {}
 
 
 def on_files(files, config):
-    """Run every piece once per build; add the pictures of compiled pages as files of the site."""
+    """Make every piece once per build (each page's blocks must hold them); add the offline pages."""
     _made.clear()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="symattn-docs-") as name:
         tmp = Path(name)
-        for key, make in PIECES.items():
-            _made[key] = make(tmp)
-        for key, (alt, *_rest) in PICTURES.items():
-            png = picture(key, tmp)
-            if png is None:
-                _made[key] = (
-                    f'!!! note "Picture not built"\n\n    {alt}: this site was built without TeX '
-                    "(latexmk, the engine and pdftoppm); a build with TeX Live shows it here."
-                )
-                continue
-            uri = f"generated/{key.removeprefix('picture-')}.png"
-            files.append(File.generated(config, uri, content=png))
-            _made[key] = f"![{alt}](@ROOT@{uri})"
-        # the causal example's figures, as the SVG files that `render -o FILE.md` writes beside it
-        symattn("render", "--example", "causal", "--lang", "en", "-o", "causal.md", cwd=tmp)
-        shown = []
-        for name, alt in (("weights", "The heatmap of the weights"), ("tokens", "The token diagram")):
-            uri = f"generated/causal.{name}.svg"
-            files.append(File.generated(config, uri, content=(tmp / f"causal.{name}.svg").read_bytes()))
-            shown.append(f"![{alt}](@ROOT@{uri})")
-        _made["figure-causal"] = "\n\n".join(shown)
+        _made.update(make_all(tmp))
         for lang in ("zh", "en"):  # the offline page of `render --format html`, to open from the guides
             page = symattn("render", "--lang", lang, "--format", "html", cwd=tmp)
             files.append(File.generated(config, f"generated/seed-{lang}.html", content=page.encode("utf-8")))
@@ -783,11 +853,39 @@ def on_files(files, config):
 
 
 def on_page_markdown(markdown, page, config, files):
-    root = "../" * page.file.src_uri.count("/")
+    """The page as committed, its blocks checked against what was made (a stale one stops the build)."""
+    unknown = [name for name, *_ in blocks.blocks(markdown) if name not in _made]
+    if unknown:
+        raise PluginError(f"{page.file.src_uri}: no generated piece named {unknown[0]!r}")
+    old = blocks.stale(markdown, _made)
+    if old:
+        raise PluginError(
+            f"{page.file.src_uri}: generated blocks out of date: {', '.join(old)}; run python docs/hooks.py --write"
+        )
+    return blocks.unmarked(markdown)
 
-    def piece(match: re.Match) -> str:
-        if match.group(1) not in _made:
-            raise PluginError(f"{page.file.src_uri}: no generated piece named {match.group(1)!r}")
-        return _made[match.group(1)].replace("@ROOT@", root)
 
-    return MARKER.sub(piece, markdown)
+def main(argv: list[str] | None = None) -> int:
+    """``python docs/hooks.py --write``: fill the pages' blocks and make the pictures; ``--check``: list
+    what is out of date and exit 1 (as ``cog --check``)."""
+    parser = argparse.ArgumentParser(prog="python docs/hooks.py", description=main.__doc__)
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--write", action="store_true", help="rewrite the generated blocks and pictures")
+    group.add_argument("--check", action="store_true", help="exit 1 if a block is out of date")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    with tempfile.TemporaryDirectory(prefix="symattn-docs-") as name:
+        if args.write:
+            changed = write(Path(name))
+            print("rewrote " + ", ".join(changed) if changed else "every block was current")
+            return 0
+        problems = check(Path(name))
+    for line in problems:
+        print(f"out of date: {line}", file=sys.stderr)
+    if problems:
+        print("run: python docs/hooks.py --write", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -259,6 +259,16 @@ def test_whole_percentages_are_integers_too():
     assert check(three, {"claims": {"weights[1][1]": "0.32"}}).results[0].verdict == "last-digit"
 
 
+def test_a_percentage_reason_keeps_its_percent_sign():
+    three = {"Q": [[1, 0]], "K": [[1, 0]] * 3, "V": [[1], [2], [3]]}  # 1/3: 33.33…%
+    report = check(three, {"claims": {"percent[1][1]": "32%"}})
+    text = render_report(report, "text")
+    assert "    2.02811 / 6.08434 ≈ 0.333333; correctly rounded: 33%\n" in text
+    assert "Fix first: weight (percent) (t1, k1) is given as 32% but should be 33% (later mistakes" in text
+    assert r"correctly rounded: \(33\%\)" in render_report(report, "latex")
+    assert report_data(report)["claims"][0]["expected"] == "33"  # JSON: the number, in the claim's unit
+
+
 # --- the new names in every format, and compiled ------------------------------------------------------
 
 

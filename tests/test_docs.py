@@ -92,3 +92,71 @@ def test_the_examples_are_symattns_own_output(site):
     if shutil.which("latexmk") and shutil.which("pdflatex") and shutil.which("pdftoppm"):
         png = (site / "generated" / "seed-en.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --- the pages as stored: whole, and current --------------------------------------------------------------
+
+DOCS = ROOT / "docs"
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+
+
+def cells(line: str) -> int:
+    """The columns of a Markdown table row (escaped pipes are text)."""
+    return len(re.split(r"(?<!\\)\|", line.strip().strip("|")))
+
+
+def split_tables(text: str) -> list[int]:
+    """The 1-based lines where a table goes on after one blank line, with as many columns: a table split in
+    two, whose second half a Markdown reader shows as raw | … | text."""
+    lines, found, fenced = text.splitlines(), [], None
+    for i, line in enumerate(lines):
+        m = FENCE.match(line)
+        if m:
+            fenced = None if fenced and m.group(1).startswith(fenced) else fenced or m.group(1)[:3]
+        if fenced or i < 2:
+            continue
+        above, gap = lines[i - 2], lines[i - 1]
+        if line.startswith("|") and not gap.strip() and above.startswith("|") and cells(line) == cells(above):
+            found.append(i + 1)
+    return found
+
+
+def test_the_table_checker_finds_a_split_table():
+    table = "| a | b |\n|---|---|\n| 1 | 2 |\n"
+    assert split_tables(table + "\n| 3 | 4 |\n") == [5]
+    assert split_tables(table + "\n| 3 | 4 | 5 |\n") == []  # another table
+    assert split_tables("```\n" + table + "\n| 3 | 4 |\n```\n") == []  # in a code block
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
+def test_no_page_has_a_split_table_or_a_bare_placeholder(page):
+    text = (DOCS / page).read_text(encoding="utf-8")
+    assert split_tables(text) == []
+    found = hooks.blocks.blocks(text)
+    assert [name for name, _, _, body in found if not body] == []  # every marker holds its piece
+    assert len(found) == text.count("<!-- symattn:")
+
+
+def test_spec_md_has_one_claims_table_and_one_compute_paragraph():
+    text = (DOCS / "spec.md").read_text(encoding="utf-8")
+    assert text.count("| `scores`, `scaled` |") == 1
+    assert text.count("`symattn compute` prints JSON with every intermediate") == 1
+    assert text.count("(cross-attention)") == 1
+
+
+@pytest.mark.slow
+def test_every_generated_block_is_current(tmp_path):
+    """As cog --check: each page's blocks are what symattn makes now (python docs/hooks.py --write)."""
+    assert hooks.check(tmp_path) == []
+
+
+def test_blocks_fill_and_find_what_is_stale():
+    page = "# T\n\n<!-- symattn: a -->\n\nold\n\n<!-- end symattn: a -->\n\ntext\n\n<!-- symattn: b -->\n"
+    assert hooks.blocks.stale(page, {"a": "new", "b": "B"}) == ["a", "b"]
+    filled = hooks.blocks.filled(page, {"a": "new", "b": "B"})
+    assert filled == (
+        "# T\n\n<!-- symattn: a -->\n\nnew\n\n<!-- end symattn: a -->\n\ntext\n\n"
+        "<!-- symattn: b -->\n\nB\n\n<!-- end symattn: b -->\n"
+    )
+    assert hooks.blocks.stale(filled, {"a": "new", "b": "B"}) == []
+    assert hooks.blocks.unmarked(filled) == "# T\n\n\n\nnew\n\n\n\ntext\n\n\n\nB\n\n\n"

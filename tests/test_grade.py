@@ -9,6 +9,7 @@ from symattn.classroom import exercises as ex
 from symattn.classroom import sheets
 from symattn.classroom.gradebook import feedback, gradebook_text
 from symattn.classroom.grading import INPUTS_CHANGED, Note, grade, read_policy
+from symattn.classroom.notes import note_text
 from symattn.cli.commands import main
 from symattn.exact.head_figures import hand_figures
 from symattn.exact.heads import build_model
@@ -159,7 +160,10 @@ def test_gradebook_counts(classroom):
     assert (tuple(dict(rows["s22"].counts).values()), rows["s22"].score) == ((0, 6, 2, 0, 0, 0, 0, 3), 8)
     assert (rows["s23"].notes, rows["s23"].score) == ((INPUTS_CHANGED,), 11)
     comma = right["s24"]["weights[3][1]"].replace(".", ",")
-    assert (rows["s24"].notes, rows["s24"].score) == ((Note("decimal_comma", "claims.weights[3][1]", comma),), 11)
+    assert [note_text("en")(n) for n in rows["s24"].notes] == [
+        f"decimal comma read as a point: weight A (sat, the) [weights[3][1]] = '{comma}'"
+    ]
+    assert rows["s24"].score == 11
     assert rows["zz99"].error == Note("unknown_student", text="zz99")
     assert rows["s26.toml"].error == Note(
         "unreadable",

@@ -12,11 +12,17 @@ from symattn.classroom import exercises as ex
 from symattn.classroom import grading, sheets
 from symattn.classroom.gradebook import gradebook_text
 from symattn.classroom.grading import Note, grade
+from symattn.classroom.notes import note_text
 from symattn.classroom.trivial import trivial_rows
 from symattn.cli.commands import main
 
 from .test_exercise import HOMEWORK, key_numbers
 from .test_grade import fill
+
+
+def words(row, lang="en") -> list[str]:
+    return [note_text(lang)(n) for n in row.notes]
+
 
 IDS = ["s01", "s02", "s03"]
 
@@ -35,15 +41,18 @@ def test_decimal_commas_are_one_note(small_class):
     (out / "s01" / "answers.toml").write_text(fill(v["s01"], commas), encoding="utf-8")
     row = next(r for r in grade(out).rows if r.id == "s01")
     assert all("." in x for x in right.values()) and len(right) == 11
-    assert row.notes == (Note("decimal_commas", "claims.scores[3][1]", "11"),)
+    assert words(row) == ["decimal commas in 11 claims, read as points (the first: score S (sat, the) [scores[3][1]])"]
     assert row.score == 11
     lines = gradebook_text(grade(out), "markdown").splitlines()
     assert (
-        "- s01 (s01/answers.toml): decimal commas in 11 claims, read as points (the first: claims.scores\\[3\\]\\[1\\])"
-        in lines
+        "- s01 (s01/answers.toml): decimal commas in 11 claims, read as points (the first: score S (sat, the) "
+        "\\[scores\\[3\\]\\[1\\]\\])" in lines
     )
     zh = gradebook_text(grade(out), "markdown", "zh")
-    assert "- s01 (s01/answers.toml)：11 个数用了小数逗号，按小数点读（第一个：claims.scores\\[3\\]\\[1\\]）" in zh
+    assert (
+        "- s01 (s01/answers.toml)：11 个数用了小数逗号，按小数点读（第一个：分数 S (sat, the) \\[scores\\[3\\]\\[1\\]\\]）"
+        in zh
+    )
 
 
 def test_all_blank_class_says_so(small_class):
@@ -79,10 +88,22 @@ def test_a_chinese_class_is_chinese_in_every_file(tmp_path):
 def test_a_claims_error_names_the_return(small_class):
     out, _ = small_class
     path = out / "s02" / "answers.toml"
-    path.write_text(path.read_text(encoding="utf-8").replace('"weights[3][1]" = ""', '"weights[3][1]" = "x"'))
+    path.write_text(path.read_text(encoding="utf-8").replace('"weights[3][1]" = ""', '"weights[3][1]" = ["x"]'))
     row = next(r for r in grade(out).rows if r.id == "s02")
     assert row.error is not None and row.error.code == "not_checked"
-    assert row.error.text.startswith("s02/answers.toml: claims.weights[3][1]: ")
+    assert row.error.text == "s02/answers.toml: claims.weights[3][1]: not a number: ['x']"
+
+
+def test_an_answer_that_is_not_a_number_counts_blank_as_in_an_lms_report(small_class):
+    out, v = small_class
+    right = dict(key_numbers(v["s02"]), **{"output[3][1]": "x", "output[3][2]": "0.5.1"})
+    (out / "s02" / "answers.toml").write_text(fill(v["s02"], right), encoding="utf-8")
+    row = next(r for r in grade(out).rows if r.id == "s02")
+    assert (row.error, dict(row.counts)["blank"], row.score) == (None, 2, 9)
+    assert words(row) == [
+        "output (sat, column 1) [output[3][1]]: 'x' is not a number; counted blank",
+        "output (sat, column 2) [output[3][2]]: '0.5.1' is not a number; counted blank",
+    ]
 
 
 def test_a_slow_return_cannot_starve_the_rest(small_class, monkeypatch, capsys, tmp_path):
@@ -213,14 +234,17 @@ def test_a_class_of_30_without_surprises(tmp_path, monkeypatch):
     text = gradebook_text(book, "markdown", "zh")
     rows = {(r.id or r.file): r for r in book.rows}
     assert all(rows[i].score == 11 and rows[i].notes == () for i in ids[:20])
-    assert rows["s21"].notes == (Note("decimal_commas", "claims.scores[3][1]", "11"),) and rows["s21"].score == 11
+    assert words(rows["s21"]) == [
+        "decimal commas in 11 claims, read as points (the first: score S (sat, the) [scores[3][1]])"
+    ]
+    assert rows["s21"].score == 11
     # no method marks given silently: the 8 numbers carried from the zeros score ½ each
     assert rows["s22"].notes == (Note("trivial_zeros", "scores", "8", "sat"),)
     assert rows["s23"].notes == (Note("trivial_equal", "scores", "8", "sat"),)
     assert all(rows[i].score < 11 - 3 for i in ("s22", "s23"))
     assert rows["s24"].first_to_fix == "scaled[3][2]"
     assert all(dict(rows[i].counts)["blank"] == 11 for i in ids[24:])
-    assert text.count("：11 个数用了小数逗号，按小数点读（第一个：claims.scores\\[3\\]\\[1\\]）") == 1
+    assert text.count("：11 个数用了小数逗号，按小数点读（第一个：分数 S (sat, the) \\[scores\\[3\\]\\[1\\]\\]）") == 1
     assert (
         "- s22 (s22/answers.toml)：分数 S（sat）全写成 0；由它沿用的 8 个数按“沿用平凡答案”（carried-trivial）计分"
         in text
@@ -273,13 +297,12 @@ def test_an_answer_in_arabic_indic_digits_counts_blank_and_the_rest_is_graded(sm
     (out / "s01" / "answers.toml").write_text(fill(v["s01"], right), encoding="utf-8")
     row = next(r for r in grade(out).rows if r.id == "s01")
     assert (row.error, dict(row.counts)["blank"], row.score) == (None, 1, 10)
-    assert row.notes == (Note("foreign_digits", "claims.scaled[3][2]", "٣.٥"),)
-    assert grading.note_text("en")(row.notes[0]) == (
-        "claims.scaled[3][2]: '٣.٥' is not a number in ASCII digits (write 3.5); counted blank"
-    )
-    assert grading.note_text("zh")(row.notes[0]) == (
-        "claims.scaled[3][2]：'٣.٥' 不是用 ASCII 数字写的数（请写 3.5），按空白计"
-    )
+    assert words(row) == [
+        "scaled S/√d_k (sat, cat) [scaled[3][2]]: '٣.٥' is not a number in ASCII digits (write 3.5); counted blank"
+    ]
+    assert words(row, "zh") == [
+        "缩放后 S/√d_k (sat, cat) [scaled[3][2]]：'٣.٥' 不是用 ASCII 数字写的数（请写 3.5），按空白计"
+    ]
 
 
 def test_an_unknown_student_id_with_controls_is_shown_escaped_and_short(small_class):
@@ -289,3 +312,24 @@ def test_an_unknown_student_id_with_controls_is_shown_escaped_and_short(small_cl
     row = next(r for r in grade(out).rows if r.file == "s01/answers.toml")
     named = "x\\x1b[2J" + "y" * 45 + "…"  # 50 characters of the id, then its controls escaped
     assert (row.id, row.error) == (named, Note("unknown_student", text=named))
+
+
+def test_a_class_not_filled_in_yet_says_so_and_exits_0(small_class, tmp_path, capsys):
+    out, _ = small_class
+    page = tmp_path / "gradebook.html"
+    assert main(["grade", str(out), "-o", str(page)]) == 0  # the gradebook is written and true: all blank
+    assert (
+        capsys.readouterr().err == f"symattn: {out}: 3 answers files, none filled in yet: every asked number is blank\n"
+    )
+    assert page.read_text(encoding="utf-8").count("0/11") == 3
+    for i in IDS:
+        (out / i / "answers.toml").unlink()
+    assert main(["grade", str(out), "-o", str(page)]) == 0
+    assert capsys.readouterr().err == f"symattn: {out}: no answers files returned yet (3 students in the index)\n"
+
+
+def test_a_filled_in_class_says_nothing_more(small_class, tmp_path, capsys):
+    out, v = small_class
+    (out / "s01" / "answers.toml").write_text(fill(v["s01"], key_numbers(v["s01"])), encoding="utf-8")
+    assert main(["grade", str(out), "-o", str(tmp_path / "gradebook.csv")]) == 0
+    assert capsys.readouterr() == ("", "")

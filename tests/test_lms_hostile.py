@@ -44,7 +44,9 @@ def test_a_100_kb_cell_is_graded(tmp_path, quiz_class, right):
     path.write_text(responses_csv([("A", "B", "a@x", "part 1: 1;" + " " * 100_000, right)]), encoding="utf-8")
     (row,) = grade_lms(path, quiz_class).rows
     assert dict(row.counts)["blank"] == 11
-    assert [note_text("en")(n) for n in row.notes] == ["scores[3][1]: '1;' is not a number; counted blank"]
+    assert [note_text("en")(n) for n in row.notes] == [
+        "score S (sat, the) [part 1]: '1;' is not a number; counted blank"
+    ]
 
 
 def report(tmp_path, header, cells):
@@ -88,7 +90,7 @@ def test_arabic_indic_digits_count_blank_and_the_rest_is_graded(tmp_path, quiz_c
     (row,) = grade_lms(path, quiz_class).rows
     assert (row.error, dict(row.counts)["blank"], row.score) == (None, 1, 10)
     assert note_text("en")(row.notes[0]) == (
-        "scores[3][1]: '٣.٥' is not a number in ASCII digits (write 3.5); counted blank"
+        "score S (sat, the) [part 1]: '٣.٥' is not a number in ASCII digits (write 3.5); counted blank"
     )
 
 

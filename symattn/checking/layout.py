@@ -16,17 +16,13 @@ from typing import Any
 from symattn.exact.model import Model
 from symattn.input.groups import group_of
 from symattn.input.quantities import (
-    DIM,
     GRADIENTS,
     HEAD_BACKWARD,
     HEAD_FORWARD,
-    INPUT,
     INPUTS,
-    KEY,
     SHARED,
-    TOKEN,
-    axes,
     is_multihead,
+    labels,
 )
 from symattn.input.spec import Spec
 
@@ -116,18 +112,7 @@ class Layout:
 
     def labels(self, quantity: str, row: int | None, col: int | None) -> tuple[Any, Any, str | None, str | None]:
         """(row label, column label, row axis, column axis): a token or key label, or a 1-based number."""
-        row_axis, col_axis = axes(quantity)
-        return self._label(row_axis, row), self._label(col_axis, col), row_axis, col_axis
-
-    def _label(self, axis: str | None, index: int | None) -> str | int | None:
-        if axis is None or index is None:
-            return None
-        if axis == TOKEN:
-            return self.spec.tokens[index]
-        if axis == KEY:
-            return self.spec.keys[index]
-        assert axis in (DIM, INPUT)  # the other axes are numbered
-        return index + 1
+        return labels(self.spec, quantity, row, col)
 
 
 __all__ = ["Layout"]

@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from symattn.exact.rounding import Num
-from symattn.input.claims import Claim
+from symattn.input.claims import Claim, Written
 
 if TYPE_CHECKING:
     from symattn.checking.closed import Closed
@@ -82,7 +82,7 @@ class Report:
     # "biased" (ALiBi) or "capped" (a softcap, with or without ALiBi): the claimed scaled scores are z, not
     # S/√d_k, and the report names them so
     z: str | None = None
-    commas: tuple[tuple[str, str], ...] = ()  # (key, as written) of claims with a decimal comma, read as a point
+    commas: tuple[Written, ...] = ()  # claims with a decimal comma, read as a point (key first)
 
     @property
     def counts(self) -> tuple[tuple[str, int], ...]:
@@ -142,7 +142,7 @@ def report_data(report: Report) -> dict[str, Any]:
     if lost is not None:
         summary["precision_lost"] = claims[report.results.index(lost)]
     if report.commas:
-        summary["decimal_commas"] = [key for key, _ in report.commas]
+        summary["decimal_commas"] = [w.key for w in report.commas]
     return {"claims": claims, "summary": summary}
 
 

@@ -45,7 +45,7 @@ from symattn.checking.slips import Slips
 from symattn.exact import numeric
 from symattn.exact.rounding import Num, is_extreme
 from symattn.input.claims import Claim
-from symattn.input.decimals import round_half_up, terminating_decimals, truncate
+from symattn.input.decimals import Percent, round_half_up, terminating_decimals, truncate
 from symattn.input.limits import CLAIM_EXPONENT, NUMBER_LENGTH
 from symattn.input.quantities import COLUMNS, GRADIENTS, HEAD_FORWARD, INPUTS, SCALARS
 from symattn.input.spec import Spec
@@ -194,7 +194,7 @@ class Checker:
             explanation = self.explainer.explain(quantity, claim.row, claim.col, head, exact.shown)
         expected = exact.rounded
         if claim.quantity == "percent":  # report in the claim's own unit
-            expected, carried = (None if x is None else x.scaleb(2) for x in (expected, carried))
+            expected, carried = (None if x is None else Percent(x.scaleb(2)) for x in (expected, carried))
         slips = self.slips_of(claim) if verdict == "wrong" else None
         diagnosis = None if slips is None else slips.diagnose(quantity, i, j, claim.number.value, d)
         row_label, col_label, row_axis, col_axis = L.labels(quantity, claim.row, claim.col)

@@ -9,6 +9,7 @@ from symattn.classroom.grading import COUNTED, Gradebook, Row, note_text, score_
 
 CSV_COLUMNS = ("id", "name", *COUNTED, "score", "asked", "first_to_fix", "notes", "error", "file")
 CSV_NUMBERS = (*COUNTED, "score", "asked")  # our own numbers: never quoted (a negative score stays a number)
+LMS_FORMATS = ("moodle-grades", "canvas-grades")
 
 
 def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
@@ -57,8 +58,15 @@ def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
     raise ValueError(f"unknown gradebook format {fmt!r}")
 
 
-def gradebook_document(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str | bytes:
-    """The gradebook in any of FORMATS: HTML is one offline page, PDF is compiled from the LaTeX."""
+def gradebook_document(
+    book: Gradebook, fmt: str = "csv", lang: str = "en", assignment: str | None = None
+) -> str | bytes:
+    """The gradebook in any of FORMATS: HTML is one offline page, PDF is compiled from the LaTeX; moodle-grades
+    and canvas-grades are the CSV each LMS's gradebook imports (``assignment``: Canvas's assignment id)."""
+    if fmt in LMS_FORMATS:
+        from symattn.classroom.lmsexport import canvas_grades, moodle_grades
+
+        return moodle_grades(book, lang) if fmt == "moodle-grades" else canvas_grades(book, assignment)
     if fmt == "html":
         from symattn.rendering.html import page
 
@@ -85,6 +93,20 @@ def feedback(row: Row, fmt: str = "markdown") -> str | bytes:
 
         return pdf(render_report(row.report, "latex", standalone=True), lang=row.report.lang, report=True)
     return render_report(row.report, fmt, standalone=fmt == "latex")
+
+
+def nothing_graded(book: Gradebook, returns: str = "answers file") -> str | None:
+    """One line when a gradebook holds no number to grade: the returns (``answers file`` or ``attempt``) are
+    not filled in yet, or there are none. The CLI says it and still exits 0: the gradebook is written and
+    true (every number blank), and nothing failed."""
+    s = book.summary
+    if s.graded and s.blank == s.graded and not s.not_graded:
+        plural = "s" if s.graded > 1 else ""
+        return f"{book.source}: {s.graded} {returns}{plural}, none filled in yet: every asked number is blank"
+    if not s.graded and not s.not_graded and s.not_returned:
+        students = f"{s.not_returned} student" + ("s" if s.not_returned > 1 else "")
+        return f"{book.source}: no {returns}s returned yet ({students} in the index)"
+    return None
 
 
 FEEDBACK_EXTENSIONS = {"text": "txt", "markdown": "md", "latex": "tex", "html": "html", "pdf": "pdf"}
@@ -117,4 +139,12 @@ def write_feedback(files: Sequence[tuple[str, str | bytes]], folder: str, force:
     write_files(folder, list(files))
 
 
-__all__ = ["CSV_COLUMNS", "feedback", "feedback_files", "gradebook_document", "gradebook_text", "write_feedback"]
+__all__ = [
+    "CSV_COLUMNS",
+    "feedback",
+    "feedback_files",
+    "gradebook_document",
+    "gradebook_text",
+    "nothing_graded",
+    "write_feedback",
+]

@@ -33,6 +33,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from symattn.classroom.notes import INPUTS_CHANGED, Note, note_text, place_of
 from symattn.classroom.roster import read_index
 from symattn.classroom.template import ASKABLE
 from symattn.input.decimals import round_half_up, terminating_decimals
@@ -58,29 +59,6 @@ FORMATS = ("csv", "json", "markdown", "latex", "html", "pdf")
 FEEDBACK_FORMATS = ("text", "markdown", "latex", "html", "pdf")
 # the steps in the order of the derivation, for the class summary
 STEPS = ASKABLE  # the steps of a sheet, in their order: the quantities a template may ask for
-
-
-@dataclass(frozen=True)
-class Note:
-    """A finding about one return, as a code of the language files' ``[grade.note]`` and its details.
-
-    Codes: ``inputs_changed``, ``decimal_comma`` (key, text), ``decimal_commas`` (key: the first, text:
-    how many claims), ``duplicate`` (text: how many returns), ``foreign_digits`` (key, text: an answer in
-    other digits than 0-9, counted blank), ``trivial_zeros``, ``trivial_equal``, ``trivial_inputs`` (key:
-    the quantity, token: its row, text: how many carried numbers follow from it); for returns not graded,
-    ``unreadable`` (text: the reader's message), ``no_student``, ``unknown_student`` (text: the id),
-    ``not_checked`` (text: the checker's message), ``not_returned`` (no answers file), ``time_limit`` (text:
-    the limit, naming the return); for files not read, ``outside`` (text: where the link leads, outside the
-    returns folder), ``not_a_file`` (a FIFO, device or socket).
-    """
-
-    code: str
-    key: str = ""
-    text: str = ""
-    token: str = ""  # with a quantity as key: the row's token (the note names the quantity in words)
-
-
-INPUTS_CHANGED = Note("inputs_changed")
 
 
 @dataclass(frozen=True)
@@ -120,6 +98,10 @@ class Gradebook:
     rows: tuple[Row, ...]  # by id, then file
     policy: tuple[tuple[str, Fraction], ...] = tuple(POLICY.items())
     source: str = ""
+    title: str = ""  # the exercise's title: the name of its column in an LMS's gradebook
+    # what the ids are: "id" (a class's index.csv), or the column of an LMS's report that names every
+    # attempt ("Email address", "Username", "ID number"); "" where none names them all
+    identity: str = ""
 
     @property
     def summary(self) -> Summary:
@@ -169,24 +151,6 @@ def score_text(x: Fraction) -> str:
     if places is None or places > 6:
         return str(x)
     return format(round_half_up(x, places), "f")
-
-
-def note_text(lang: str) -> Callable[[Note], str]:
-    """A note in words, from the language file (plain text: for CSV, JSON and the templates to escape)."""
-    from symattn.input.numeral import in_ascii_digits
-    from symattn.rendering.phrases import Phrases, load_language
-
-    phrases = Phrases(load_language(lang), lambda s: s, lang)
-
-    def say(n: Note) -> str:
-        where = (
-            n.key if not n.token else phrases("grade.note.place", quantity=phrases(f"quantity.{n.key}"), token=n.token)
-        )
-        if n.code == "foreign_digits":  # what to write instead: ٣.٥ as 3.5
-            return phrases("grade.note.foreign_digits", where=where, text=n.text, ascii=in_ascii_digits(n.text))
-        return phrases(f"grade.note.{n.code}", where=where, text=n.text)
-
-    return say
 
 
 def read_policy(path: str | Path) -> dict[str, Fraction]:
@@ -284,16 +248,24 @@ def grade_variant(data: Mapping[str, Any], variant, shown: str, policy=POLICY, f
         lang = given if isinstance(given, str) and given in _languages() else variant.spec.lang
         # against the variant's own inputs: edited inputs must not change what is right; the claims'
         # errors name the return, not "<dict>"
-        loaded = claims_from_mapping({"claims": data.get("claims")}, shown, spec=variant.spec, foreign_blank=True)
-        notes += [Note("foreign_digits", key, quoted(clip(written))) for key, written in loaded.foreign]
+        loaded = claims_from_mapping({"claims": data.get("claims")}, shown, spec=variant.spec, text_blank=True)
+
+        def at(w) -> tuple:  # where a written answer stands, in the student's tokens and as its key
+            return (place_of(variant.spec, w.quantity, w.row, w.col, w.key.removeprefix("claims.")),)
+
+        # answers that are not numbers count blank, each named (as grading an LMS's report does)
+        notes += [Note("foreign_digits", text=quoted(clip(w.text)), places=at(w)) for w in loaded.foreign]
+        notes += [Note("not_number", text=quoted(clip(w.text)), places=at(w)) for w in loaded.unreadable]
         report = check(variant.spec, loaded, asked=asked_decimals(variant))
         commas = loaded.commas  # read as points by the claims reader, as check reads them
         if commas:  # one note for all of them: the same habit, not one finding per claim
-            key, written = commas[0]
+            many = len(commas) > 1
             notes.append(
-                Note("decimal_comma", key, written)
-                if len(commas) == 1
-                else Note("decimal_commas", key, str(len(commas)))
+                Note(
+                    "decimal_commas" if many else "decimal_comma",
+                    text=str(len(commas)) if many else commas[0].text,
+                    places=at(commas[0]),
+                )
             )
     except SymattnError as exc:
         return error_row(student, name, shown, Note("not_checked", text=str(exc)), tuple(notes))
@@ -462,7 +434,8 @@ def grade(
         if student not in returned
     ]
     # by id, then file; returns with no id last
-    return Gradebook(tuple(sorted(rows, key=lambda r: (not r.id, r.id, r.file))), tuple(policy.items()), str(folder))
+    by_id = tuple(sorted(rows, key=lambda r: (not r.id, r.id, r.file)))
+    return Gradebook(by_id, tuple(policy.items()), str(folder), str(dict(t.base).get("title") or ""), "id")
 
 
 __all__ = [

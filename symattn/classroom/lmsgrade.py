@@ -1,9 +1,10 @@
 """Grade an LMS's responses with error carried forward: Moodle's "Responses" report of a quiz that
 ``symattn exercise --format moodle`` made.
 
-The report (Results → Responses → Download, CSV) has a row per attempt: ``Surname``, ``First name``, the
-identity columns (``Email address``, ``Username``, ``ID number``), then per question slot ``Response N``
-and, with "Right answer" ticked, ``Right answer N``. A Cloze question's cells read
+The report (Results → Responses → Download, CSV) has a row per attempt: ``Last name`` (``Surname`` before
+Moodle 4), ``First name``, the identity columns (``Email address``, ``Username``, ``ID number``), then per
+question slot ``Response N`` and, with "Right answer" ticked, ``Right answer N``. Column names are matched
+as Moodle's English writes them, in any case. A Cloze question's cells read
 ``part 1: 0.707; part 2: ; part 3: 1.2`` (the word "part" in the language of the Moodle that wrote them).
 
 Which variant a student had is found from the right answers: each slot's ``Right answer N`` holds the
@@ -27,7 +28,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from symattn.classroom.gaps import Gap, gaps, masked
-from symattn.classroom.grading import POLICY, Gradebook, Note, Row, error_row, grade_variant, score_text
+from symattn.classroom.grading import POLICY, Gradebook, Row, error_row, grade_variant, score_text
+from symattn.classroom.notes import Note, place_of
 from symattn.classroom.variants import Variant
 from symattn.input.errors import LimitError, SpecError, brief, clip
 from symattn.input.errors import shown as quoted
@@ -40,7 +42,10 @@ _SLOT = re.compile(r"(Response|Right answer) (\d+)")
 # is tried once (the words stop at the first digit), so a long cell takes linear time
 _PART = re.compile(r"[^\d:：]*?\b(\d+)\s*[:：] ?")
 SLOT_DIGITS = 6  # digits of a question slot's number (Moodle numbers its slots 1, 2, ...)
-_IDENTITY = ("Email address", "Username", "ID number")
+_IDENTITY = ("Email address", "Username", "ID number")  # the first filled in for every attempt names them
+# Moodle's own headers, in the order tried (Moodle 4 says "Last name" where Moodle 3 said "Surname")
+_FIRST_NAME = ("First name",)
+_LAST_NAME = ("Last name", "Surname")
 _EMPTY = ("", "-")
 
 
@@ -52,6 +57,7 @@ class Attempt:
     student: str
     name: str
     responses: tuple[tuple[int, str, str], ...]  # (slot, Response cell, Right answer cell)
+    identity: str = ""  # the column that names the student (Email address, Username, ID number); "" for row-N
 
 
 def parts(cell: str, most: int) -> dict[int, str]:
@@ -113,25 +119,29 @@ def read_attempts(path: str | Path) -> list[Attempt]:
             )
         if "Response" not in cols:
             raise SpecError(source, None, f"row 1: no column 'Response {slot}' beside 'Right answer {slot}'")
-    column = {name: col for col, name in enumerate(header)}
+    column: dict[str, int] = {}
+    for col, name in enumerate(header):
+        column.setdefault(name.casefold(), col)
     out = []
     for line, row in enumerate(rows[1:], 2):
         if len(row) > len(header):
             raise SpecError(source, None, f"row {line}, column {len(header) + 1}: a cell beyond the header's columns")
         row = row + [""] * (len(header) - len(row))
 
-        def cell(name: str, row: list[str] = row) -> str:
-            return row[column[name]].strip() if name in column else ""
+        def cell(*names: str, row: list[str] = row) -> str:  # the first of the names the header has
+            found = next((column[n.casefold()] for n in names if n.casefold() in column), None)
+            return "" if found is None else row[found].strip()
 
         responses = tuple(
             (slot, row[cols["Response"]], row[cols["Right answer"]].strip()) for slot, cols in sorted(slots.items())
         )
         if all(r.strip() in _EMPTY and right in _EMPTY for _, r, right in responses):
             continue  # not an attempt (an average row, or nothing answered and nothing to grade against)
-        student = next((cell(k) for k in _IDENTITY if cell(k)), "") or f"row-{line}"
-        name = " ".join(x for x in (cell("First name"), cell("Surname")) if x)
+        identity = next((k for k in _IDENTITY if cell(k)), "")
+        student = cell(identity) if identity else f"row-{line}"
+        name = " ".join(x for x in (cell(*_FIRST_NAME), cell(*_LAST_NAME)) if x)
         # the LMS's text, shown as it is in every gradebook format: controls as escapes, at most a name's length
-        out.append(Attempt(line, _plain(student), _plain(name), responses))
+        out.append(Attempt(line, _plain(student), _plain(name), responses, identity))
     return out
 
 
@@ -234,7 +244,10 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
         replace(r, notes=r.notes + (Note("duplicate", text=str(returns[r.id])),)) if returns[r.id] > 1 else r
         for r in rows
     ]
-    return Gradebook(tuple(sorted(rows, key=lambda r: (r.id, r.file))), tuple(policy.items()), source)
+    kinds = {a.identity for a, *_ in work}
+    identity = kinds.pop() if len(kinds) == 1 else ""  # one column names every attempt, or none does
+    title = variants[0].spec.title or ""
+    return Gradebook(tuple(sorted(rows, key=lambda r: (r.id, r.file))), tuple(policy.items()), source, title, identity)
 
 
 def _grade_attempt(
@@ -250,23 +263,29 @@ def _grade_attempt(
     claims = {key: "-inf" for key in minus_infinity}  # masked: shown in the quiz as given, never asked
     notes = []
     lms: dict[str, Fraction] = {}  # the LMS's own mark of each asked number: 1 within the tolerance, else 0
+    places = {}  # each asked number in words, and its part of the question
     for k, g in enumerate(the_gaps, 1):
         text = given.get(k, "")
         value = _value(text) if text not in _EMPTY else None
         lms[g.asked.key] = Fraction(int(value is not None and g.accepts(value)))
+        places[g.asked.key] = place_of(v.spec, g.asked.quantity, g.asked.row, g.asked.col, part=k)
         if value is not None:
             claims[g.asked.key] = text
         elif text not in _EMPTY:
-            code = "foreign_digits" if has_foreign_digits(text) else "lms_not_number"
-            notes.append(Note(code, g.asked.key, quoted(clip(text))))
+            code = "foreign_digits" if has_foreign_digits(text) else "not_number"
+            notes.append(Note(code, text=quoted(clip(text)), places=(places[g.asked.key],)))
     row = grade_variant({"claims": claims}, replace(v, id=a.student, name=a.name), shown, policy, tuple(notes))
     if row.error is not None:
         return row
+    # a number is found in the LMS's report by its part, not by an answers file's key
+    parted = [replace(n, places=tuple(places.get(p.key, p) for p in n.places)) for n in row.notes]
+    row = replace(row, notes=tuple(parted))
     ours = dict(row.scores)
     changed = [key for key in lms if ours.get(key, policy["blank"]) != lms[key]]
     if changed:
         total = score_text(sum(lms.values(), Fraction(0)))
-        row = replace(row, notes=row.notes + (Note("lms_marks", ", ".join(changed), f"{total}/{len(lms)}"),))
+        marks = Note("lms_marks", text=f"{total}/{len(lms)}", places=tuple(places[key] for key in changed))
+        row = replace(row, notes=row.notes + (marks,))
     return row
 
 

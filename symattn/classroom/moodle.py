@@ -5,7 +5,8 @@ asked number (see :mod:`symattn.classroom.gaps`). After the right answer come th
 0 % with feedback that names it. All variants sit in one category, so that a quiz can draw "1 random
 question" from it per student.
 
-Written with :mod:`xml.etree.ElementTree` (stdlib): it escapes every text node; the question text is HTML
+Written with :mod:`xml.etree.ElementTree` (stdlib): it escapes every text node once; names are plain text (Moodle
+escapes a name where it shows it), the question text is HTML
 made by :mod:`symattn.classroom.lmstext`, and the text inside a gap is escaped for Cloze by :func:`cloze`
 (Cloze's own characters ``}``, ``#``, ``~``, ``/``, ``"`` and the backslash as character references, since
 Moodle's parser undoes a backslash only before ``}`` and ``#``).
@@ -17,7 +18,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from symattn.classroom.gaps import Gap, gaps
-from symattn.classroom.lmstext import decimals_note, intro, label_cells, math, phrases, text, title
+from symattn.classroom.lmstext import decimals_note, intro, label_cells, math, phrases, plain_phrases, text, title
 from symattn.classroom.variants import Variant
 from symattn.input.errors import SpecError
 
@@ -98,8 +99,9 @@ def _is_exact(g: Gap) -> bool:
 
 
 def _category(name: str) -> str:
-    # shown as HTML, so escaped as text; "/" separates a category path, so a slash in a name is written "//"
-    return "$course$/top/" + text(name).replace("/", "//")
+    # plain text, as Moodle stores a name (it escapes names itself when it shows them); "/" separates a
+    # category path, so a slash in a name is written "//"
+    return "$course$/top/" + name.replace("/", "//")
 
 
 def _text_element(parent: ET.Element, tag: str, value: str, fmt: str | None = None) -> None:
@@ -112,16 +114,14 @@ def moodle_xml(variants: Sequence[Variant], lang: str | None = None) -> bytes:
     if not variants:
         raise SpecError("ids", None, "no students: nothing to put in the quiz")
     lang = lang or variants[0].spec.lang
-    t = phrases(lang)
+    plain = plain_phrases(lang)  # names are plain text: ElementTree escapes them once, Moodle when it shows them
     quiz = ET.Element("quiz")
     category = ET.SubElement(quiz, "question", {"type": "category"})
-    first = variants[0].spec.title
-    plain = first or t.raw("sheet.untitled")
-    _text_element(category, "category", _category(plain))
+    _text_element(category, "category", _category(variants[0].spec.title or plain.raw("sheet.untitled")))
     _text_element(category, "info", "", "html")
     for v in variants:
         q = ET.SubElement(quiz, "question", {"type": "cloze"})
-        _text_element(q, "name", title(v, t))
+        _text_element(q, "name", title(v, plain))
         _text_element(q, "questiontext", question_html(v, lang), "html")
         _text_element(q, "generalfeedback", "", "html")
         ET.SubElement(q, "penalty").text = PENALTY

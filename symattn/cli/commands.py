@@ -298,11 +298,14 @@ def _refuse_existing(path: str, force: bool) -> None:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from symattn.classroom.gradebook import feedback_files, gradebook_document, write_feedback
+    from symattn.classroom.gradebook import feedback_files, gradebook_document, nothing_graded, write_feedback
     from symattn.classroom.grading import POLICY, grade, read_policy
+    from symattn.classroom.lmsexport import left_out_line
 
     fmt = args.format = _format(args, "csv")
     _check_export(args)
+    if args.assignment_id is not None and (fmt != "canvas-grades" or not args.assignment_id.isdecimal()):
+        raise _UsageError("--assignment-id takes the digits of a Canvas assignment's id, with --format canvas-grades")
     lang = _language(args.lang) if args.lang else "en"
     policy = read_policy(args.policy) if args.policy else POLICY
     if args.lms_csv is not None:
@@ -326,11 +329,14 @@ def _grade(args: argparse.Namespace) -> int:
             raise _UsageError("--seed, --count and --roster go with --lms-csv; a class folder has its index.csv")
         book = grade(args.folder, args.index, args.template, policy, progress("grading"))
     with _latex_clock() if "pdf" in (fmt, args.feedback_format) else nullcontext():
-        document = gradebook_document(book, fmt, lang)
+        document = gradebook_document(book, fmt, lang, args.assignment_id)
         made = feedback_files(book, args.feedback_format) if args.feedback else ()
     if args.feedback:  # everything is made before anything is written
         write_feedback(made, args.feedback, args.force)
     _emit(document, args.output)
+    for line in (nothing_graded(book, "answers file" if args.lms_csv is None else "attempt"), left_out_line(book, fmt)):
+        if line:
+            say(line)
     return 0
 
 

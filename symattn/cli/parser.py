@@ -254,9 +254,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     grade.add_argument(
         "--format",
-        choices=("csv", "markdown", "json", "latex", "html", "pdf"),
+        choices=("csv", "markdown", "json", "latex", "html", "pdf", "moodle-grades", "canvas-grades"),
         help="csv (default; pdf or html when -o names a .pdf or .html file); markdown, latex, html "
-        "and pdf add the notes and the class summary; json has both",
+        "and pdf add the notes and the class summary; json has both; moodle-grades and canvas-grades are "
+        "the CSV that Moodle's and Canvas's gradebooks import (one row per student, the best score)",
+    )
+    grade.add_argument(
+        "--assignment-id",
+        metavar="N",
+        help="with --format canvas-grades: the Canvas assignment's id (in its address), so that the "
+        "column is 'Title (N)'; without it Canvas matches the title, or makes a new assignment",
     )
     grade.add_argument(
         "--lang",

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from symattn.input import quantities
 from symattn.input.errors import SpecError
@@ -66,6 +66,17 @@ class Claim:
     head: int | None = None  # 0-based head of a per-head claim (several heads or W_O); None: the layer's
 
 
+class Written(NamedTuple):
+    """An answer as written, where it stands: a decimal comma, or (grading) text counted blank."""
+
+    key: str  # as in the file, with its 1-based position: claims.scores[3][1]
+    text: str
+    quantity: str
+    row: int | None  # 0-based
+    col: int | None
+    head: int | None = None
+
+
 @dataclass(frozen=True)
 class Claims:
     spec: Spec
@@ -75,37 +86,48 @@ class Claims:
     student: str | None = None  # ``student = "id"``: whose answers these are (symattn exercise writes it)
     # what the file's own ``decimals`` table asks for, (Decimals field, n); defaults and a spec file's ask nothing
     asked: tuple[tuple[str, int], ...] = ()
-    # (key, as written) of claims written with a decimal comma ("0,311", read as 0.311), in file order
-    commas: tuple[tuple[str, str], ...] = ()
-    # (key, as written) of answers in other digits than 0-9 ("٣.٥"), read as blanks where grading asks so
-    foreign: tuple[tuple[str, str], ...] = ()
+    # claims written with a decimal comma ("0,311", read as 0.311), in file order
+    commas: tuple[Written, ...] = ()
+    # where grading asks so, answers read as blanks: in other digits than 0-9 ("٣.٥"), and other text that
+    # is not a number ("abc", "0.5.1")
+    foreign: tuple[Written, ...] = ()
+    unreadable: tuple[Written, ...] = ()
 
 
 class _ClaimReader(Reader):
-    def __init__(self, source: str, spec: Spec, foreign_blank: bool = False):
+    def __init__(self, source: str, spec: Spec, text_blank: bool = False):
         super().__init__(source)
         self.spec = spec
         self.out: list[Claim] = []
         self.blanks: list[str] = []
-        self.commas: list[tuple[str, str]] = []
-        self.foreign_blank = foreign_blank
-        self.foreign: list[tuple[str, str]] = []
+        self.commas: list[Written] = []
+        self.text_blank = text_blank
+        self.foreign: list[Written] = []
+        self.unreadable: list[Written] = []
 
-    def is_blank(self, raw: object, key: str, position: tuple[int, ...]) -> bool:
-        """An empty string is a blank left to fill in: recorded, never checked. With ``foreign_blank``
-        (grading a class), so is an answer in other digits than 0-9, recorded to be named."""
+    def is_blank(self, raw: object, key: str, position: tuple[int, ...], where: _Where, index: tuple[int, ...]) -> bool:
+        """An empty string is a blank left to fill in: recorded, never checked. With ``text_blank``
+        (grading a class), so is text that is not a number, recorded to be named."""
         if isinstance(raw, str) and not raw.strip():
             self.blanks.append(key + "".join(f"[{p}]" for p in position))
             return True
-        if self.foreign_blank and isinstance(raw, str) and has_foreign_digits(raw):
-            self.foreign.append((key + "".join(f"[{p}]" for p in position), raw.strip()))
-            return True
-        return False
+        if not self.text_blank or not isinstance(raw, str) or _is_number(where.quantity, raw):
+            return False
+        found = self.written(key, position, raw, where, index)
+        (self.foreign if has_foreign_digits(raw) else self.unreadable).append(found)
+        return True
 
-    def number_of(self, quantity: str, raw: object, key: str, position: tuple[int, ...]) -> Numeral:
+    def written(self, key: str, position: tuple[int, ...], raw: str, where: _Where, index: tuple[int, ...]) -> Written:
+        row, col = where.at(index)
+        return Written(key + "".join(f"[{p}]" for p in position), raw.strip(), where.quantity, row, col, where.head)
+
+    def number_of(
+        self, raw: object, key: str, position: tuple[int, ...], where: _Where, index: tuple[int, ...]
+    ) -> Numeral:
+        quantity = where.quantity
         if isinstance(raw, str) and len(raw) <= 2 * NUMBER_LENGTH and _COMMA.fullmatch(raw.strip()):
             # a decimal comma is read as a point, as grade reads it; the report notes it once
-            self.commas.append((key + "".join(f"[{p}]" for p in position), raw.strip()))
+            self.commas.append(self.written(key, position, raw, where, index))
             raw = raw.replace(",", ".")
         if quantity == "percent" and not (isinstance(raw, str) and raw.strip().endswith("%")):
             # a bare number under "percent" is a percentage: 40.3 means 40.3%
@@ -235,21 +257,24 @@ class _ClaimReader(Reader):
         name = where.quantity
         fixed = tuple(i - 1 for i in indices)
         if not shape:
-            if not self.is_blank(value, key, ()):
-                self.place(where, fixed, self.number_of(name, value, key, ()), key)
+            self.one(where, fixed, value, key, ())
             return
         if len(shape) == 1:
             items = self.listed(value, key, shape[0], name)
             for j, item in enumerate(items):
-                if not self.is_blank(item, key, (j + 1,)):
-                    self.place(where, fixed + (j,), self.number_of(name, item, key, (j + 1,)), key)
+                self.one(where, fixed + (j,), item, key, (j + 1,))
             return
         rows = self.listed(value, key, shape[0], name, matrix=True)
         for i, line in enumerate(rows):
             items = self.listed(line, key, shape[1], name, position=(i + 1,))
             for j, item in enumerate(items):
-                if not self.is_blank(item, key, (i + 1, j + 1)):
-                    self.place(where, (i, j), self.number_of(name, item, key, (i + 1, j + 1)), key)
+                self.one(where, (i, j), item, key, (i + 1, j + 1))
+
+    def one(self, where: _Where, index: tuple[int, ...], raw: object, key: str, position: tuple[int, ...]) -> None:
+        """One entry: a blank, or a claim at its place."""
+        if not self.is_blank(raw, key, position, where, index):
+            number = self.number_of(raw, key, position, where, index)
+            self.add(where.quantity, where.at(index), number, where.row is not None, key, where.head)
 
     def listed(
         self, value: Any, key: str, size: int, name: str, *, matrix: bool = False, position: tuple[int, ...] = ()
@@ -261,14 +286,6 @@ class _ClaimReader(Reader):
             unit = "rows" if matrix else "entries"
             raise self.error(key, f"shape mismatch: {name} has {size} {unit} here, got {len(value)}", position)
         return list(value)
-
-    def place(self, where: _Where, index: tuple[int, ...], number: Numeral, key: str) -> None:
-        if where.row is not None:
-            index = (where.row,) + index
-        row, col = index + (None,) * (2 - len(index))
-        if col is not None:
-            col += where.offset
-        self.add(where.quantity, (row, col), number, where.row is not None, key, where.head)
 
     def rows(self, table: Any, key: str, head: int | None) -> None:
         if not isinstance(table, Mapping):
@@ -289,17 +306,37 @@ class _Where:
     head: int | None
     offset: int
 
+    def at(self, index: tuple[int, ...]) -> tuple[int | None, int | None]:
+        """The 0-based (row, column) of an entry, from its index under this key."""
+        if self.row is not None:
+            index = (self.row,) + index
+        row, col = index + (None,) * (2 - len(index))
+        return row, (None if col is None else col + self.offset)
+
+
+def _is_number(quantity: str, raw: str) -> bool:
+    """Whether an answer's text reads as a number (a decimal comma too; under percent a bare number)."""
+    text = raw.strip()
+    if len(text) <= 2 * NUMBER_LENGTH and _COMMA.fullmatch(text):
+        text = text.replace(",", ".")
+    try:
+        parse_claimed(text + "%" if quantity == "percent" and not text.endswith("%") else text)
+    except NumeralError:
+        return False
+    return True
+
 
 def claims_from_mapping(
     data: Mapping[str, Any],
     source: str = "<dict>",
     base: Path | None = None,
     spec: Spec | None = None,
-    foreign_blank: bool = False,
+    text_blank: bool = False,
 ) -> Claims:
-    """Validate a claims mapping. ``spec`` (a Spec) replaces the file's own inputs; ``foreign_blank``
-    reads an answer in other digits than 0-9 as a blank, listed in ``Claims.foreign`` (grade: one
-    such answer must not leave the rest ungraded)."""
+    """Validate a claims mapping. ``spec`` (a Spec) replaces the file's own inputs; ``text_blank``
+    reads an answer that is text but not a number as a blank, listed in ``Claims.foreign`` (other digits
+    than 0-9) or ``Claims.unreadable`` (grade: one such answer must not leave the rest ungraded, and an
+    LMS's report counts it blank the same way)."""
     reader = Reader(source)
     if not isinstance(data, Mapping):
         raise reader.error(None, f"expected a table, got {kind_of(data)}")
@@ -327,7 +364,7 @@ def claims_from_mapping(
     table = data["claims"]
     if not isinstance(table, Mapping):
         raise reader.error("claims", f"expected a table of claims, got {kind_of(table)}")
-    claim_reader = _ClaimReader(source, spec, foreign_blank)
+    claim_reader = _ClaimReader(source, spec, text_blank)
     claim_reader.section(table, "claims", None)
     return Claims(
         spec,
@@ -338,6 +375,7 @@ def claims_from_mapping(
         asked,
         tuple(claim_reader.commas),
         tuple(claim_reader.foreign),
+        tuple(claim_reader.unreadable),
     )
 
 
@@ -360,4 +398,4 @@ def load_claims(claims: str | Path | Mapping[str, Any] | Claims, spec: Spec | No
     return claims_from_mapping(read_table(path), str(claims), path.parent, spec)
 
 
-__all__ = ["Claim", "Claims", "GRADIENTS", "QUANTITIES", "SpecError", "load_claims"]
+__all__ = ["Claim", "Claims", "GRADIENTS", "QUANTITIES", "SpecError", "Written", "load_claims"]

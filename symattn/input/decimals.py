@@ -11,6 +11,12 @@ from decimal import Decimal
 from fractions import Fraction
 
 
+class Percent(Decimal):
+    """A number in percent (40.3 for 40.3 %): the same digits, shown with a % sign wherever it is shown."""
+
+    __slots__ = ()
+
+
 def round_half_up(value: Fraction, decimals: int) -> Decimal:
     """Round an exact rational half-up (away from zero on ties) to fixed decimals."""
     scaled = abs(value) * Fraction(10) ** decimals

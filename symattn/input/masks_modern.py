@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symattn.input import limits
+from symattn.input.messages import said
 from symattn.input.reader import Reader, brief, parse_index
 
 ALIGNMENTS = ("top-left", "bottom-right")
@@ -45,12 +46,12 @@ def read_diagonal(reader: Reader, data: Mapping[str, Any], causal: bool, n_q: in
         raw = data["window"]
         window = parse_index(raw)
         if window is None or not 1 <= window <= limits.WINDOW:
-            raise reader.error("window", f"expected an integer from 1 to {limits.WINDOW} (keys), got {brief(raw)}")
+            raise reader.error("window", said("window_range", most=limits.WINDOW, got=brief(raw)))
     align = "top-left"
     if "causal_align" in data:
         align = reader.choice(data["causal_align"], "causal_align", ALIGNMENTS)
         if not causal and window is None:
-            raise reader.error("causal_align", 'only with mask = "causal" or a window: it places their diagonal')
+            raise reader.error("causal_align", said("align_alone"))
     offset = n_k - n_q if align == "bottom-right" else 0
     return Diagonal(align, offset, window, n_k)
 
@@ -60,7 +61,7 @@ def empty_row_reason(diagonal: Diagonal, i: int, n_k: int) -> tuple[str, str]:
     explains it; else ("mask", "")."""
     top = i + diagonal.offset
     if top < 0:
-        return "causal_align", f" (causal_align = {diagonal.align!r} puts its diagonal before the first key)"
+        return "causal_align", said("align_before", align=repr(diagonal.align))
     if diagonal.window is not None and diagonal.window < n_k and top - diagonal.window + 1 >= n_k:
-        return "window", f" (window = {diagonal.window} ends at key {top + 1}, past the last key {n_k})"
+        return "window", said("window_past", window=diagonal.window, key=top + 1, last=n_k)
     return "mask", ""

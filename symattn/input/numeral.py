@@ -21,6 +21,7 @@ from fractions import Fraction
 
 from symattn.input.errors import SymattnError
 from symattn.input.limits import CLAIM_EXPONENT, NUMBER_EXPONENT, NUMBER_LENGTH
+from symattn.input.messages import said
 
 # ASCII digits only: Python's \d also matches '٣' and '３', which no reader of a
 # handout would take for a digit and pdflatex cannot set
@@ -88,10 +89,10 @@ def in_ascii_digits(text: str) -> str:
 
 def _not_a_number(text: str) -> str:
     if re.fullmatch(r"[+-]?[0-9]+,[0-9]+", text):
-        return f"not a number: {text!r} (a decimal comma? write {text.replace(',', '.')!r})"
+        return said("decimal_comma", text=repr(text), point=repr(text.replace(",", ".")))
     if has_foreign_digits(text):
-        return f"not a number: {text!r} (digits must be 0-9)"
-    return f"not a number: {text!r}"
+        return said("ascii_digits", text=repr(text))
+    return said("not_number", text=repr(text))
 
 
 def _parse_decimal(text: str, body: str, max_exponent: int = NUMBER_EXPONENT) -> tuple[Fraction, int, str, int]:
@@ -101,10 +102,10 @@ def _parse_decimal(text: str, body: str, max_exponent: int = NUMBER_EXPONENT) ->
     sign, whole, frac, exp = match.groups()
     frac = frac or ""
     if exp and len(exp.lstrip("+-0")) > len(str(max_exponent)):
-        raise NumeralError(f"exponent out of range (at most {max_exponent}): {text!r}")
+        raise NumeralError(said("exponent_range", most=max_exponent, text=repr(text)))
     exponent = int(exp) if exp else 0
     if abs(exponent) > max_exponent:
-        raise NumeralError(f"exponent out of range (at most {max_exponent}): {text!r}")
+        raise NumeralError(said("exponent_range", most=max_exponent, text=repr(text)))
     digits = int((whole or "0") + frac)
     if sign == "-":
         digits = -digits
@@ -128,7 +129,7 @@ def parse_claimed(raw: object) -> Numeral:
     if isinstance(raw, str):
         text = raw.strip()
         if len(text) > NUMBER_LENGTH:  # before any pattern: on long text they backtrack for minutes
-            raise NumeralError(f"number longer than {NUMBER_LENGTH} characters: {text[:20]!r}…")
+            raise NumeralError(said("long_number", most=NUMBER_LENGTH, text=repr(text[:20])))
         times = _TIMES_TEN.fullmatch(text)
         body = f"{times.group(1)}e{times.group(2).replace('−', '-')}" if times else text
         if times or re.fullmatch(r"[+-]?[0-9]*\.?[0-9]*[eE][+-]?[0-9]+", body):
@@ -146,31 +147,31 @@ def parse_numeral(raw: object, *, allow_percent: bool = False) -> Numeral:
     user typed in Python source (``0.1`` -> 1/10), never its binary value.
     """
     if isinstance(raw, bool):
-        raise NumeralError(f"not a number: {raw!r}")
+        raise NumeralError(said("not_number", text=repr(raw)))
     if isinstance(raw, int):
         if raw.bit_length() > _MAX_INT_BITS:
-            raise NumeralError(f"number longer than {NUMBER_LENGTH} digits")
+            raise NumeralError(said("long_digits", most=NUMBER_LENGTH))
         return Numeral(str(raw), Fraction(raw), "decimal", 0, str(raw), 0)
     if isinstance(raw, Fraction):
         if max(abs(raw.numerator).bit_length(), raw.denominator.bit_length()) > _MAX_INT_BITS:
-            raise NumeralError(f"number longer than {NUMBER_LENGTH} digits")
+            raise NumeralError(said("long_digits", most=NUMBER_LENGTH))
         if raw.denominator == 1:
             return parse_numeral(raw.numerator)
         return Numeral(str(raw), raw, "fraction", None)
     if isinstance(raw, (Decimal, float)):
         raw = repr(raw) if isinstance(raw, float) else str(raw)
     if not isinstance(raw, str):
-        raise NumeralError(f"not a number: {raw!r}")
+        raise NumeralError(said("not_number", text=repr(raw)))
     text = raw.strip()
     if len(text) > NUMBER_LENGTH:
-        raise NumeralError(f"number longer than {NUMBER_LENGTH} characters: {text[:20]!r}…")
+        raise NumeralError(said("long_number", most=NUMBER_LENGTH, text=repr(text[:20])))
     if text.lower() in _NOT_FINITE:
-        raise NotFiniteError(f"not a finite number: {text!r}")
+        raise NotFiniteError(said("not_finite", text=repr(text)))
     match = _FRACTION.fullmatch(text)
     if match:
         sign, num, den = match.groups()
         if int(den) == 0:
-            raise NumeralError(f"division by zero: {text!r}")
+            raise NumeralError(said("division_by_zero", text=repr(text)))
         value = Fraction(int(num), int(den)) * (-1 if sign == "-" else 1)
         return Numeral(text, value, "fraction", None)
     if allow_percent and text.endswith("%"):

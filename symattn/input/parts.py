@@ -13,6 +13,7 @@ from symattn.input.errors import ShapeError
 from symattn.input.filematrix import has_formulas
 from symattn.input.groups import check_kv_heads
 from symattn.input.masks_modern import empty_row_reason, read_diagonal
+from symattn.input.messages import said
 from symattn.input.projection import Projection
 from symattn.input.reader import Matrix, Numerals, Reader, brief, check_keys, did_you_mean, kind_of, parse_index
 
@@ -143,7 +144,7 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
                 elif isinstance(x, bool):
                     out.append(x)
                 else:
-                    raise reader.error("mask", f"expected 0 or 1, got {brief(x)}", (i, j))
+                    raise reader.error("mask", said("zero_or_one", got=brief(x)), (i, j))
             allowed.append(out)
     # the causal diagonal (top-left or bottom-right) and the sliding window, ANDed with the mask
     diagonal = read_diagonal(reader, data, kind == "causal", n, m)
@@ -167,7 +168,7 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
     for i, row in enumerate(allowed):
         if not any(row):
             key, why = empty_row_reason(diagonal, i, m)
-            raise reader.error(key, f"row {i + 1} ({tokens[i]}) may attend to no key{why}; softmax is undefined there")
+            raise reader.error(key, said("attends_nothing", row=i + 1, token=tokens[i], why=why))
     full = all(all(row) for row in allowed)
     return kind, (None if full else tuple(tuple(row) for row in allowed)), padding, diagonal
 
@@ -222,30 +223,26 @@ def read_heads(
     (``d_k``: the columns of K)."""
     heads = parse_index(data.get("heads", 1))
     if heads is None or not 1 <= heads <= limits.HEADS:
-        raise reader.error("heads", f"expected an integer from 1 to {limits.HEADS}, got {brief(data.get('heads'))}")
+        raise reader.error("heads", said("integer_range", most=limits.HEADS, got=brief(data.get("heads"))))
     check_kv_heads(reader, kv_heads, heads)
     groups = kv_heads or heads
     if projection is None and (heads > 1 or kv_heads is not None):
         # Q, K, V given directly, as torch's multi-head attention sees them after identity projections:
         # each head takes its own columns
         if d_q % heads:
-            which = "Q and K have" if kv_heads is None else "Q has"
-            raise reader.error("heads", f"{which} {d_q} columns, not divisible by heads = {heads}")
+            which = "qk_columns" if kv_heads is None else "q_columns"
+            raise reader.error("heads", said(which, n=d_q, heads=heads))
         if kv_heads is not None and d_k != d_q // heads * kv_heads:
             need = d_q // heads * kv_heads
-            raise reader.error(
-                "K", f"K has {d_k} columns; kv_heads = {kv_heads} key/value heads of d_k = {d_q // heads} need {need}"
-            )
+            raise reader.error("K", said("k_columns", n=d_k, kv_heads=kv_heads, d_k=d_q // heads, need=need))
         if d_v % groups:
             by = f"heads = {heads}" if kv_heads is None else f"kv_heads = {kv_heads}"
-            raise reader.error(
-                "heads" if kv_heads is None else "kv_heads", f"V has {d_v} columns, not divisible by {by}"
-            )
+            raise reader.error("heads" if kv_heads is None else "kv_heads", said("v_columns", n=d_v, by=by))
     elif heads > 1 or kv_heads is not None:
         assert projection is not None  # the branch above takes Q, K, V given directly
         d_model = len(projection.X[0])
         if d_model % heads:
-            raise reader.error("heads", f"d_model = {d_model} is not divisible by heads = {heads}")
+            raise reader.error("heads", said("d_model_heads", d_model=d_model, heads=heads))
         for key in ("W_Q", "W_K", "W_V"):
             W = getattr(projection, key)
             width = d_model if key == "W_Q" else d_model // heads * groups

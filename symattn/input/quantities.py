@@ -10,6 +10,8 @@ heads (or W_O) a head's own quantities take the prefix ``hN.`` (``h1.weights``),
 
 from __future__ import annotations
 
+from typing import Any
+
 from symattn.input.spec import Spec
 
 INPUTS = ("Q", "K", "V")  # claimable when they are computed from X and W
@@ -68,6 +70,23 @@ def axes(quantity: str) -> tuple[str | None, str | None]:
     if quantity in COLUMNS:
         return TOKEN, None
     return _AXES.get(quantity, (TOKEN, KEY))
+
+
+def labels(spec: Spec, quantity: str, row: int | None, col: int | None) -> tuple[Any, Any, str | None, str | None]:
+    """(row label, column label, row axis, column axis) of an entry: a token or key label, or a 1-based number."""
+    row_axis, col_axis = axes(quantity)
+    return _label(spec, row_axis, row), _label(spec, col_axis, col), row_axis, col_axis
+
+
+def _label(spec: Spec, axis: str | None, index: int | None) -> str | int | None:
+    if axis is None or index is None:
+        return None
+    if axis == TOKEN:
+        return spec.tokens[index]
+    if axis == KEY:
+        return spec.keys[index]
+    assert axis in (DIM, INPUT)  # the other axes are numbered
+    return index + 1
 
 
 def is_per_head(quantity: str, spec: Spec, prefixed: bool) -> bool:
@@ -138,6 +157,7 @@ __all__ = [
     "axes",
     "is_multihead",
     "is_per_head",
+    "labels",
     "order",
     "shape",
 ]

@@ -15,6 +15,7 @@ from symattn.input.choices import SCALES
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.errors import brief as shortly
 from symattn.input.files import FloatText, kind_of
+from symattn.input.messages import said
 from symattn.input.numeral import NotFiniteError, Numeral, NumeralError, parse_numeral
 from symattn.input.text import math_problem, normalize, unsupported_character
 
@@ -130,9 +131,9 @@ class Reader:
         if not isinstance(raw, str):
             raise self.error(key, f"expected a string, got {kind_of(raw)}", position)
         if not raw.strip():
-            raise self.error(key, "empty text", position)
+            raise self.error(key, said("empty_text"), position)
         if len(raw) > limit:
-            raise self.limit(key, f"longer than {limit} characters", position)
+            raise self.limit(key, said("longer_than", most=limit), position)
         text = normalize(raw)
         bad = unsupported_character(text)
         if bad is not None:
@@ -165,12 +166,12 @@ class Reader:
         if not isinstance(raw, (list, tuple)):
             raise self.error(key, f"expected a list of labels, got {kind_of(raw)}")
         if len(raw) != count:
-            raise self.error(key, f"{len(raw)} labels for {count} rows of {rows_of}")
+            raise self.error(key, said("labels_count", n=len(raw), count=count, rows_of=rows_of))
         seen: dict[str, int] = {}
         for i, raw_label in enumerate(raw, 1):
             label = self.text(raw_label, key, limits.LABEL, (i,))  # in NFC: one label however it was typed
             if label in seen:
-                raise self.error(key, f"duplicate label {label!r} (also {key}[{seen[label]}])", (i,))
+                raise self.error(key, said("duplicate_label", label=repr(label), key=key, first=seen[label]), (i,))
             seen[label] = i
         return tuple(seen)
 
@@ -224,7 +225,7 @@ class Reader:
                 key, f"expected 'sqrt', 'none' or an exact number such as '1/2', got {brief(raw)}"
             ) from None
         if number.value <= 0:
-            raise self.error(key, f"must be positive, got {number.text!r}")
+            raise self.error(key, said("must_be_positive", text=repr(number.text)))
         return number
 
     def subs(self, raw: object, key: str, symbols: tuple[str, ...]) -> tuple[tuple[str, Numeral], ...]:

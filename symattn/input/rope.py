@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from symattn.input import limits
+from symattn.input.messages import said
 from symattn.input.numeral import Numeral, parse_numeral
 from symattn.input.reader import Reader
 
@@ -44,10 +45,10 @@ def read_rope(
     if not on:
         for key in ("rope_base", "rope_style"):
             if key in data:
-                raise reader.error(key, "needs rope = true")
+                raise reader.error(key, said("needs_rope"))
         return None
     if d_k % 2:
-        raise reader.error("rope", f"rotates pairs of dimensions: d_k must be even, got d_k = {d_k}")
+        raise reader.error("rope", said("rope_odd", d_k=d_k))
     if symbolic:
         raise reader.error("rope", "RoPE needs numbers in Q and K (symbols are not rotated)")
     if data.get("inputs") == "rounded":
@@ -56,7 +57,7 @@ def read_rope(
     if "rope_base" in data:
         base = reader.number(data["rope_base"], "rope_base")
         if base.value <= 0:
-            raise reader.error("rope_base", f"must be positive, got {base.text!r}")
+            raise reader.error("rope_base", said("must_be_positive", text=repr(base.text)))
         low, high = Fraction(1, limits.ROPE_BASE_MAX), Fraction(limits.ROPE_BASE_MAX)
         if not low <= base.value <= high or max(base.value.numerator, base.value.denominator) > limits.ROPE_BASE_MAX:
             raise reader.limit(

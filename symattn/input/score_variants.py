@@ -15,6 +15,7 @@ from typing import Any
 
 from symattn.input import limits
 from symattn.input.files import kind_of
+from symattn.input.messages import said
 from symattn.input.numeral import Numeral
 from symattn.input.reader import Reader
 
@@ -57,7 +58,7 @@ def paper_slopes(heads: int) -> tuple[Slope, ...]:
 def read_alibi(reader: Reader, data: Mapping[str, Any], heads: int, symbolic: bool) -> Alibi | None:
     """``alibi = true`` or ``alibi_slopes = [...]`` (one positive decimal per head), or None."""
     if "alibi" in data and "alibi_slopes" in data:
-        raise reader.error("alibi_slopes", "give alibi = true or alibi_slopes, not both")
+        raise reader.error("alibi_slopes", said("alibi_both"))
     if "alibi" in data:
         if not reader.flag(data["alibi"], "alibi"):
             return None
@@ -65,18 +66,14 @@ def read_alibi(reader: Reader, data: Mapping[str, Any], heads: int, symbolic: bo
     elif "alibi_slopes" in data:
         raw = data["alibi_slopes"]
         if not isinstance(raw, list):
-            raise reader.error("alibi_slopes", f"expected a list of {heads} slope(s), one per head, got {kind_of(raw)}")
+            raise reader.error("alibi_slopes", said("slopes_list", heads=heads, got=kind_of(raw)))
         if len(raw) != heads:
-            raise reader.error(
-                "alibi_slopes", f"expected {heads} slope(s), one per head (heads = {heads}), got {len(raw)}"
-            )
+            raise reader.error("alibi_slopes", said("slopes_count", heads=heads, n=len(raw)))
         slopes = []
         for h, x in enumerate(raw, 1):
             m = reader.number(x, "alibi_slopes", (h,))
             if not 0 < m.value <= limits.ALIBI_SLOPE:
-                raise reader.error(
-                    "alibi_slopes", f"a slope must be > 0 and at most {limits.ALIBI_SLOPE}, got {m.text}", (h,)
-                )
+                raise reader.error("alibi_slopes", said("slope_range", most=limits.ALIBI_SLOPE, got=m.text), (h,))
             slopes.append(Slope(given=m, head=h, heads=heads))
         alibi = Alibi(tuple(slopes))
     else:
@@ -91,7 +88,7 @@ def read_softcap(reader: Reader, data: Mapping[str, Any], symbolic: bool) -> Num
         return None
     c = reader.number(data["softcap"], "softcap")
     if not 0 < c.value <= limits.SOFTCAP:
-        raise reader.error("softcap", f"expected a number > 0 and at most {limits.SOFTCAP}, got {c.text}")
+        raise reader.error("softcap", said("softcap_range", most=limits.SOFTCAP, got=c.text))
     check_softcap(reader, c, symbolic)
     return c
 
@@ -102,14 +99,14 @@ def read_sinks(reader: Reader, data: Mapping[str, Any], heads: int, symbolic: bo
         return None
     raw = data["sinks"]
     if not isinstance(raw, list):
-        raise reader.error("sinks", f"expected a list of {heads} sink logit(s), one per head, got {kind_of(raw)}")
+        raise reader.error("sinks", said("sinks_list", heads=heads, got=kind_of(raw)))
     if len(raw) != heads:
-        raise reader.error("sinks", f"expected {heads} sink logit(s), one per head (heads = {heads}), got {len(raw)}")
+        raise reader.error("sinks", said("sinks_count", heads=heads, n=len(raw)))
     sinks = []
     for h, x in enumerate(raw, 1):
         s = reader.number(x, "sinks", (h,))
         if abs(s.value) > limits.SINK_LOGIT:
-            raise reader.error("sinks", f"a sink logit must be at most {limits.SINK_LOGIT} in size, got {s.text}", (h,))
+            raise reader.error("sinks", said("sink_range", most=limits.SINK_LOGIT, got=s.text), (h,))
         sinks.append(s)
     check_sinks(reader, tuple(sinks), symbolic)
     return tuple(sinks)

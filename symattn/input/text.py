@@ -13,6 +13,7 @@ import unicodedata
 from typing import Literal
 
 from symattn.input import scripts
+from symattn.input.messages import said
 
 # --- what a label or title may hold ------------------------------------------
 # A whitelist by Unicode properties: letters, marks, digits, punctuation, symbols
@@ -76,7 +77,7 @@ def unsupported_character(text: str) -> str | None:
             name = unicodedata.name(ch, "")
             what = f"U+{ord(ch):04X}" + (f" {name}" if name else "")
             shown = ch if ch.isprintable() and category[0] not in "MZ" else ascii(ch)[1:-1]
-            return f"the character '{shown}' ({what}) {why}"
+            return said("character", shown=shown, what=what, why=why)
         if category[0] != "M" and not scripts.is_joiner(ch):
             base = scripts.script_of(ch)
     return None
@@ -85,29 +86,29 @@ def unsupported_character(text: str) -> str | None:
 def _refusal(text: str, i: int, category: str, base: scripts.Script | None) -> str | None:
     ch = text[i]
     if category == "Cs":
-        return "is a lone surrogate, not a character"
+        return said("char_surrogate")
     if category in ("Cc", "Zl", "Zp"):
-        return "is a control character or a line break; labels and titles are one line of text"
+        return said("char_control")
     if ch in _BIDI:
-        return "is a bidirectional control; right-to-left text is ordered without it"
+        return said("char_bidi")
     if scripts.is_joiner(ch):
         if _joins(text, i):
             return None
-        return "is invisible here; it may stand only between two letters of an Indic or Arabic script"
+        return said("char_joiner")
     if category == "Cf" or any(lo <= ord(ch) <= hi for lo, hi in _IGNORABLE):
-        return "is invisible and would make two labels look alike"
+        return said("char_invisible")
     if category == "Cn":
-        return "is not an assigned Unicode character"
+        return said("char_unassigned")
     if category == "Co":
-        return "is a private-use character"
+        return said("char_private")
     if category == "Zs" and ch != " ":
-        return "is a space other than U+0020 and would make two labels look alike"
+        return said("char_space")
     if category[0] == "M" and (i == 0 or unicodedata.category(text[i - 1])[0] not in "LMN"):
-        return "is a combining mark with no letter before it"
+        return said("char_mark")
     if ch in "⟦⟧":  # Latin Modern has them, but KaTeX sets them only in math
-        return "is a math bracket that KaTeX does not set in text"
+        return said("char_bracket")
     if not scripts.is_covered(ch, scripts.script_of(ch), base):
-        return "has no glyph in symattn's PDF fonts (Latin Modern, Noto, Fandol)"
+        return said("char_glyph")
     return None
 
 
@@ -134,14 +135,14 @@ def split_math(text: str) -> list[tuple[bool, str]]:
 def math_problem(text: str) -> str | None:
     """Why the ``$...$`` spans of a title are outside the title-math grammar, or None."""
     if len(_DOLLAR.findall(text)) % 2:
-        return "an unclosed $ (write \\$ for a dollar sign)"
+        return said("math_dollar")
     for is_math, piece in split_math(text):
         if not is_math:
             continue
         if not piece.strip():
-            return "empty math $$"
+            return said("math_empty")
         if not piece.isascii():
-            return f"math ${piece}$ may hold ASCII only (put words outside the $…$)"
+            return said("math_ascii", source=piece)
         from symattn.input.titlemath import check  # only titles with math need the grammar
 
         problem = check(piece)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from symattn.input.messages import said
+
 _GREEK = (
     "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi "
     "varpi rho varrho sigma varsigma tau upsilon phi varphi chi psi omega "
@@ -103,7 +105,7 @@ class _Parser:
         self.pos = 0
 
     def error(self, message: str) -> TitleMathError:
-        return TitleMathError(f"{message} in ${self.source}$")
+        return TitleMathError(said("math_in", problem=message, source=self.source))
 
     def peek(self) -> str:
         return self.source[self.pos] if self.pos < len(self.source) else ""
@@ -117,11 +119,11 @@ class _Parser:
             ch = self.peek()
             if ch == "":
                 if closing:
-                    raise self.error("unbalanced braces")
+                    raise self.error(said("math_braces"))
                 return Group(tuple(items))
             if ch == "}":
                 if not closing:
-                    raise self.error("unbalanced braces")
+                    raise self.error(said("math_braces"))
                 self.pos += 1
                 return Group(tuple(items))
             items.append(self.item())
@@ -146,17 +148,13 @@ class _Parser:
             op = self.peek()
             self.pos += 1
             if self.peek() in ("^", "_"):
-                raise self.error(
-                    "'^^' is not allowed (TeX reads it as a character code)"
-                    if self.peek() == op == "^"
-                    else f"'{op}' needs something to raise or lower"
-                )
+                raise self.error(said("math_carets") if self.peek() == op == "^" else said("math_script", op=op))
             self.skip_spaces()
             if self.peek() in ("", "}"):
-                raise self.error(f"'{op}' needs something to raise or lower")
+                raise self.error(said("math_script", op=op))
             script = self.atom()
             if any(op == seen for seen, _ in scripts):
-                raise self.error("two superscripts on one base" if op == "^" else "two subscripts on one base")
+                raise self.error(said("math_two_sup" if op == "^" else "math_two_sub"))
             scripts.append((op, script))
         if not primes and not scripts:
             return base
@@ -177,8 +175,8 @@ class _Parser:
             self.pos += 1
             return Char(ch)
         if ch in "^_":
-            raise self.error(f"'{ch}' needs something to raise or lower")
-        raise self.error(f"the character {_shown(ch)} is not allowed")
+            raise self.error(said("math_script", op=ch))
+        raise self.error(said("math_character", ch=_shown(ch)))
 
     def command(self):
         start = self.pos
@@ -189,11 +187,11 @@ class _Parser:
         if not name:
             ch = self.peek()
             if ch not in _CONTROL_SYMBOLS:
-                raise self.error(f"the command \\{ch} is not allowed" if ch else "a lone \\")
+                raise self.error(said("math_command", name=ch) if ch else said("math_backslash"))
             self.pos += 1
             return Command(ch)
         if name not in COMMANDS:
-            raise TitleMathError(f"\\{name} is not allowed in math")
+            raise TitleMathError(said("math_not_allowed", name=name))
         arguments = []
         for kind in COMMANDS[name]:
             self.skip_spaces()
@@ -202,7 +200,7 @@ class _Parser:
                     arguments.append(("o", self.optional(name)))
                 continue
             if self.peek() in ("", "}"):
-                raise self.error(f"\\{name} needs {len(COMMANDS[name].replace('o', ''))} argument(s)")
+                raise self.error(said("math_arguments", name=name, n=len(COMMANDS[name].replace("o", ""))))
             arguments.append((kind, self.text(name) if kind == "t" else self.argument()))
         return Command(name, tuple(arguments))
 
@@ -215,21 +213,21 @@ class _Parser:
         items = []
         while self.peek() != "]":
             if self.peek() in ("", "}"):
-                raise self.error(f"an unclosed [ after \\{name}")
+                raise self.error(said("math_bracket", name=name))
             items.append(self.item())
         self.pos += 1
         return Group(tuple(items))
 
     def text(self, name: str) -> Text:
         if self.peek() != "{":
-            raise self.error(f"\\{name} needs its text in braces")
+            raise self.error(said("math_text_braces", name=name))
         end = self.source.find("}", self.pos)
         if end < 0:
-            raise self.error("unbalanced braces")
+            raise self.error(said("math_braces"))
         text = self.source[self.pos + 1 : end]
         for ch in text:
             if not (ch.isascii() and (ch.isalnum() or ch in _TEXT_CHARS)):
-                raise self.error(f"the character {_shown(ch)} is not allowed in \\{name}{{…}}")
+                raise self.error(said("math_text_character", ch=_shown(ch), name=name))
         self.pos = end + 1
         return Text(text)
 
@@ -241,7 +239,7 @@ def _shown(ch: str) -> str:
 def parse(source: str) -> Group:
     """The parse tree of one ``$…$`` span (without the dollars). Raises TitleMathError."""
     if not source.strip():
-        raise TitleMathError("empty math $$")
+        raise TitleMathError(said("math_empty"))
     return _Parser(source).parse()
 
 

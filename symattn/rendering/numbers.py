@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from symattn.exact.num import Num
+from symattn.input.decimals import Percent
 from symattn.input.numeral import Numeral
 from symattn.input.symbolic_entry import Formula
 
@@ -23,6 +24,8 @@ def tex_number(x: Num | Numeral | Formula | Decimal | int) -> str:
         if x.scientific:
             return _scientific(x.value, "\\times 10^{{{}}}")
         return format(x.value, "f")
+    if isinstance(x, Percent):
+        return tex_number(Decimal(x)) + "\\%"
     if isinstance(x, Decimal):
         return _scientific(x, "\\times 10^{{{}}}") if _is_scientific(x) else format(x, "f")
     if isinstance(x, int):
@@ -102,6 +105,8 @@ def plain_number(x: Num | Numeral | Decimal | int) -> str:
         return "−∞"
     if isinstance(x, Num) and x.scientific:
         return _scientific(x.value, "×10^{}")
+    if isinstance(x, Percent):
+        return plain_number(Decimal(x)) + "%"
     if isinstance(x, Decimal) and _is_scientific(x):
         return _scientific(x, "×10^{}")
     return tex_number(x)

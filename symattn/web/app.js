@@ -333,7 +333,9 @@
   async function post(path, body) {
     let response;
     try {
-      response = await fetch(path, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+      // Accept-Language: the server words its errors in the page's language
+      response = await fetch(path, {method: "POST", headers: {"Content-Type": "application/json", "Accept-Language": lang},
+        body: JSON.stringify(body)});
     } catch (e) {
       return {ok: false, status: 0, data: {error: ui("offline"), where: null}};
     }
@@ -530,7 +532,7 @@
       caption ? el("label", {for: input.id, id: captionId, class: "caption", text: caption}) : null,
       input,
       el("span", {class: "verdict", id: id + "-verdict"}),
-      el("span", {class: "explain", id: id + "-explain", role: "tooltip"}));
+      el("span", {class: "explain", id: id + "-explain"}));
   }
 
   function claimsFromBoxes() {
@@ -603,11 +605,13 @@
     const name = words.verdict[claim.verdict];
     verdict.replaceChildren(el("span", {class: "icon", "aria-hidden": "true", text: ICONS[claim.verdict]}),
       el("span", {class: "word", text: claim.truncated ? `${name} · ${words.report.truncated}` : name}));
-    const lines = [name];
-    if (claim.truncated) lines.push(words.report.truncated);
+    // the reason, under the box (never over another): the verdict's word is above it already, and a number
+    // exact or correctly rounded needs none
+    const unit = claim.quantity === "percent" ? "%" : "";
+    const lines = [];
     if (claim.diagnosis && words.slip[claim.diagnosis]) lines.push(words.slip[claim.diagnosis]);
-    if (claim.expected !== null && claim.verdict !== "exact") lines.push(fill(words.report.expected, {value: claim.expected}));
-    if (claim.carried !== null && claim.carried !== claim.expected) lines.push(fill(words.report.carried_from, {value: claim.carried}));
+    if (claim.expected !== null && !["exact", "rounded"].includes(claim.verdict)) lines.push(fill(words.report.expected, {value: claim.expected + unit}));
+    if (claim.carried !== null && claim.carried !== claim.expected) lines.push(fill(words.report.carried_from, {value: claim.carried + unit}));
     explain.textContent = lines.join(words.report.sep);
   }
 
@@ -819,7 +823,7 @@
       const file = $("open-file").files[0];
       if (!file) return;
       if (file.size > boot.limits.body) {
-        $("general-error").textContent = `${file.name}: larger than ${boot.limits.body / 1024} KiB`;
+        $("general-error").textContent = ui("file_too_large", {name: file.name, kib: boot.limits.body / 1024});
         $("general-error").hidden = false;
       } else await openText(await file.text(), file.name);
       $("open-file").value = "";

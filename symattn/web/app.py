@@ -30,6 +30,7 @@ from typing import Any
 
 from symattn.input.errors import SymattnError, shown
 from symattn.input.limits import BODY_BYTES, REQUEST_SECONDS, WORKERS
+from symattn.input.messages import messages_in, said
 from symattn.web.pool import Failure, Pool
 from symattn.web.tasks import REQUEST_SOURCE, is_pdf_export, where
 
@@ -241,7 +242,7 @@ def create_app(
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != "application/json":
             # a cross-site form cannot send JSON without asking first (CORS), which this server never allows
-            raise Failure(415, f"{REQUEST_SOURCE}: expected a JSON body (Content-Type: application/json)")
+            raise Failure(415, f"{REQUEST_SOURCE}: {said('json_body')}")
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > BODY_BYTES):
             raise Failure(413, _too_large())
@@ -260,11 +261,11 @@ def create_app(
                 file=sys.stderr,
                 flush=True,
             )
-            raise Failure(400, f"{REQUEST_SOURCE}: the body ended early") from None
+            raise Failure(400, f"{REQUEST_SOURCE}: {said('body_ended')}") from None
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise Failure(400, f"{REQUEST_SOURCE}: not UTF-8 text (byte {exc.start + 1})") from None
+            raise Failure(400, f"{REQUEST_SOURCE}: {said('not_utf8', byte=exc.start + 1)}") from None
         try:
             # numbers keep their text, as in a spec file: 0.1 is one tenth, never a float
             parsed = parse_text(text, REQUEST_SOURCE, json_=True)
@@ -274,15 +275,17 @@ def create_app(
 
     def api(name: str, respond):
         async def endpoint(request):
-            try:
-                body = await body_of(request)
-                if name == "export" and is_pdf_export(body):
-                    from symattn.input.limits import LATEX_SECONDS
+            # the errors in the language the page asks in (its own, sent as Accept-Language)
+            with messages_in(browser_language(request.headers.get("accept-language", ""))):
+                try:
+                    body = await body_of(request)
+                    if name == "export" and is_pdf_export(body):
+                        from symattn.input.limits import LATEX_SECONDS
 
-                    return respond(await pool.run("export-pdf", body, LATEX_SECONDS, tex=True))
-                return respond(await pool.run(name, body))
-            except Failure as exc:
-                return failure(exc.status, exc.message, exc.where)
+                        return respond(await pool.run("export-pdf", body, LATEX_SECONDS, tex=True))
+                    return respond(await pool.run(name, body))
+                except Failure as exc:
+                    return failure(exc.status, exc.message, exc.where)
 
         return endpoint
 
@@ -329,7 +332,7 @@ def create_app(
 
 
 def _too_large() -> str:
-    return f"{REQUEST_SOURCE}: body larger than {BODY_BYTES // 1024} KiB (the limit)"
+    return f"{REQUEST_SOURCE}: {said('body_large', kib=BODY_BYTES // 1024)}"
 
 
 class _Guard:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from symattn.input.errors import SymattnError
 from symattn.input.limits import GRACE_SECONDS, REQUEST_SECONDS, WAITING, WARM_SECONDS, WORKERS
+from symattn.input.messages import message_language, messages_in, said
 from symattn.web.tasks import REQUEST_SOURCE, check_task, render_task, run_task, time_limit_message
 
 if TYPE_CHECKING:
@@ -56,9 +57,11 @@ def worker_main() -> None:
         frame = _read_frame(channel_in)
         if frame is None:
             return
-        name, body, seconds = pickle.loads(frame)
+        name, body, seconds, *language = pickle.loads(frame)  # (name, body, seconds[, language of errors])
+        lang = language[0] if language else "en"
         try:
-            result = run_task(name, body, seconds)
+            with messages_in(lang):  # the errors in the language the page asked in
+                result = run_task(name, body, seconds)
         except Exception:  # a bug in symattn: say so, keep serving
             import traceback
 
@@ -279,7 +282,7 @@ class Pool:
         """The result of a task; ``tex``: it runs TeX, so it waits for a TeX slot first (exports queue)."""
         idle, tex_slots = self._started()
         if self.waiting >= WAITING:
-            raise Failure(503, f"{REQUEST_SOURCE}: the server is busy ({WAITING} requests waiting); try again")
+            raise Failure(503, f"{REQUEST_SOURCE}: {said('server_busy', n=WAITING)}")
         self.waiting += 1
         try:
             if tex:
@@ -308,29 +311,27 @@ class Pool:
 
         replace = True
         try:
-            message = pickle.dumps((name, body, self.seconds), protocol=pickle.HIGHEST_PROTOCOL)
+            message = pickle.dumps((name, body, self.seconds, message_language()), protocol=pickle.HIGHEST_PROTOCOL)
             loop = asyncio.get_running_loop()
             # a fresh worker's start-up (imports, templates) is not the request's time: wait for it apart
             try:
                 started = await asyncio.wait_for(loop.run_in_executor(self.threads, worker.wait_ready), WARM_SECONDS)
             except TimeoutError:
-                raise Failure(503, f"{REQUEST_SOURCE}: the server is still starting; try again") from None
+                raise Failure(503, f"{REQUEST_SOURCE}: {said('server_starting')}") from None
             if not started:
-                raise Failure(503, f"{REQUEST_SOURCE}: the computation stopped unexpectedly; try again")
+                raise Failure(503, f"{REQUEST_SOURCE}: {said('server_stopped')}")
             frame = await asyncio.wait_for(
                 loop.run_in_executor(self.threads, worker.exchange, message),
                 self.seconds + extra_seconds + GRACE_SECONDS,
             )
             if frame is None:
-                raise Failure(
-                    503, f"{REQUEST_SOURCE}: the computation stopped unexpectedly (out of memory?); try again"
-                )
+                raise Failure(503, f"{REQUEST_SOURCE}: {said('server_memory')}")
             status, result = pickle.loads(frame)
             replace = False
         except TimeoutError:
             raise Failure(422, time_limit_message(self.seconds)) from None
         except OSError:
-            raise Failure(503, f"{REQUEST_SOURCE}: the computation stopped unexpectedly; try again") from None
+            raise Failure(503, f"{REQUEST_SOURCE}: {said('server_stopped')}") from None
         finally:
             # a worker that ran over, died, or whose client went away mid-task is replaced
             self._started()[0].put_nowait(self._replace(worker) if replace else worker)

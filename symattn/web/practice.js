@@ -1,7 +1,13 @@
 /* symattn serve: practice mode. The student works the focus row one quantity at a time: types the
  * numbers, gets each box's verdict from POST /api/check (the check tab's machinery), may ask for a hint
  * (POST /api/hint: the formula with the student's numbers in it, written by the server), and once every
- * box is answered may reveal the step: that step of the derivation on the page.
+ * box is answered may reveal the step.
+ *
+ * Practice follows the chain a student works by hand (rounding = "hand"): each step from the rounded
+ * numbers of the step before. So a number that the checker finds carried from the student's own numbers
+ * is right ("hand") where every number before it in the row is right: 4.387 from 0.403 × 10 + …, where
+ * the exact value rounds to 4.384. The revealed step is that of the same spec rendered with
+ * rounding = "hand", so it shows the numbers the student was led to.
  *
  * Progress is state.practice = {step, answers: {quantity: [numbers as typed]}, revealed: [quantity…]},
  * kept in the URL fragment with the rest of the state (app.js), so a reload or a link keeps it.
@@ -12,9 +18,12 @@
   // the derivation's step that each quantity belongs to (its kind, from the render answer's step_kinds)
   const KINDS = {scores: "scores", scaled: "scaling", exp: "softmax", exp_sum: "softmax", weights: "softmax", output: "weighted_sum"};
   const ICONS = {exact: "✔", rounded: "✔", carried: "↪", "input-rounding": "✔", "too-coarse": "≈", "last-digit": "≈", wrong: "✘"};
-  const TONES = {exact: "good", rounded: "good", carried: "carried", "input-rounding": "good", "too-coarse": "near", "last-digit": "near", wrong: "wrong"};
+  const TONES = {exact: "good", rounded: "good", carried: "carried", "input-rounding": "good", "too-coarse": "near", "last-digit": "near", wrong: "wrong", hand: "good"};
+  const RIGHT = ["exact", "rounded", "input-rounding"];
   const $ = (id) => document.getElementById(id);
-  let answer = null; // the last render answer: the shape of the boxes and the steps to reveal
+  let answer = null; // the last render answer: the shape of the boxes
+  let byHand = null; // the same spec rendered with rounding = "hand": the steps to reveal
+  let handSent = 0;
   let verdicts = {}; // "quantity/col" -> verdict of the last check
   let checkTimer = null, sent = 0, hintSent = 0;
 
@@ -109,28 +118,58 @@
     return inputs.length > 0 && inputs.every((input) => input.value.trim() !== "" && verdicts[`${quantity()}/${input.dataset.col}`]);
   }
 
+  function isRight(q, claim) {
+    return RIGHT.includes(claim.verdict) || (claim.verdict === "carried" && allRightBefore(q));
+  }
+
+  function allRightBefore(q) {
+    const before = STEPS.slice(0, STEPS.indexOf(q));
+    return Object.entries(verdicts).every(([key, c]) => !before.includes(key.split("/")[0]) || isRight(key.split("/")[0], c));
+  }
+
+  function shownVerdict(q, claim) {
+    // the hand chain: carried from the student's own numbers, and every number before it in the row right
+    return claim.verdict === "carried" && allRightBefore(q) ? "hand" : claim.verdict;
+  }
+
   function paint() {
     const words = page().phrases();
     for (const input of $("practice-boxes").querySelectorAll("input.claim")) {
       const box = input.closest(".box");
       const claim = verdicts[`${quantity()}/${input.dataset.col}`];
+      const shown = claim ? shownVerdict(quantity(), claim) : "";
       const verdict = box.querySelector(".verdict");
-      box.className = "box" + (claim ? " tone-" + TONES[claim.verdict] : "");
-      box.dataset.verdict = claim ? claim.verdict : "";
+      box.className = "box" + (claim ? " tone-" + TONES[shown] : "");
+      box.dataset.verdict = shown;
       verdict.replaceChildren();
-      if (claim) verdict.append(page().el("span", {class: "icon", "aria-hidden": "true", text: ICONS[claim.verdict]}),
-        page().el("span", {class: "word", text: words.verdict[claim.verdict]}));
+      if (claim) verdict.append(page().el("span", {class: "icon", "aria-hidden": "true", text: shown === "hand" ? ICONS.exact : ICONS[shown]}),
+        page().el("span", {class: "word", text: shown === "hand" ? page().ui("practice_by_hand") : words.verdict[shown]}));
     }
     const ready = answered();
     $("practice-reveal").disabled = !ready;
     $("practice-wait").hidden = ready;
   }
 
+  async function renderByHand() {
+    // the spec of the page's last answer, worked as by hand: the steps the practice reveals
+    const id = ++handSent;
+    const spec = Object.assign({}, answer.spec, {rounding: "hand"});
+    const {ok, data} = await page().post("/api/render", {spec, format: "html", compute: false});
+    if (id !== handSent) return;
+    if (!ok) { byHand = null; return; }
+    const holder = document.createElement("div");
+    holder.innerHTML = data.html;
+    page().typeset(holder);
+    byHand = {kinds: data.step_kinds || [], holder};
+    showStep();
+    document.body.dataset.practiceHand = String(id);
+  }
+
   function showStep() {
     // the step shown only once revealed, and only while its boxes are answered
     const p = progress(), q = quantity(), target = $("practice-step");
-    const kinds = (answer && answer.step_kinds) || [];
-    const headings = document.querySelectorAll("#derivation > h2");
+    const kinds = (byHand && byHand.kinds) || [];
+    const headings = byHand ? byHand.holder.querySelectorAll(":scope > h2") : [];
     const k = kinds.indexOf(KINDS[q]);
     if (!p.revealed.includes(q) || k < 0 || headings.length !== kinds.length || !answered()) {
       target.hidden = true;
@@ -194,9 +233,12 @@
   const shown = () => page().state().tab === "practice";
   document.addEventListener("symattn:rendered", (event) => {
     answer = event.detail;
-    if (shown()) { build(); check(); }
+    byHand = null;
+    if (shown()) { build(); check(); renderByHand(); }
   });
-  document.addEventListener("symattn:tab", (event) => { if (event.detail.tab === "practice" && answer) { build(); check(); } });
+  document.addEventListener("symattn:tab", (event) => {
+    if (event.detail.tab === "practice" && answer) { build(); check(); if (!byHand) renderByHand(); }
+  });
   document.addEventListener("symattn:language", () => {
     if (!shown() || !answer) return;
     build();
