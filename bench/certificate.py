@@ -95,8 +95,8 @@ def small(folder: Path, n: int, d: int, digits: int, exact: bool) -> None:
 def large(folder: Path, n: int, d: int, digits: int) -> None:
     import numpy as np
 
-    from symattn.derivation.float_certificate import certificate_json
-    from symattn.exact import float64
+    from symattn.certificates.float_maker import certificate_json
+    from symattn.kernel import float64
 
     rng = np.random.default_rng(2)
     Q, K, V = (rng.standard_normal((n, d)).astype(np.float32).astype(np.float64) for _ in range(3))

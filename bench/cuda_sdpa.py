@@ -38,9 +38,9 @@ def main() -> int:
         return 0
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from symattn.checking.compare import compare
     from symattn.input.floats import FloatResult
     from symattn.input.spec import load_spec
+    from symattn.kernel.compare import compare
 
     torch.manual_seed(0)
     h, n, d = args.heads, args.n, args.d

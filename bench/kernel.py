@@ -61,10 +61,10 @@ def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0, eve
     entry's figures (--all, JSON)."""
     import numpy as np
 
-    from symattn.checking import kernel
-    from symattn.checking.compare import WORST
-    from symattn.exact import float64
     from symattn.input.floats import FloatResult
+    from symattn.kernel import float64
+    from symattn.kernel import heads as kernel
+    from symattn.kernel.compare import WORST
 
     rng = np.random.default_rng(seed)
     made = []
@@ -124,10 +124,10 @@ def gradient(n: int, d: int, quantity: str, seed: int = 0) -> dict:
     the gradient measured is the naive float32 kernel's (the same formulas in float32)."""
     import numpy as np
 
-    from symattn.checking import kernel
-    from symattn.checking.compare import WORST
-    from symattn.exact import float64, float64_backward
     from symattn.input.floats import FloatResult
+    from symattn.kernel import float64, float64_backward
+    from symattn.kernel import heads as kernel
+    from symattn.kernel.compare import WORST
 
     rng = np.random.default_rng(seed)
     inputs = [rng.standard_normal((n, d)).astype(np.float32) for _ in range(4)]

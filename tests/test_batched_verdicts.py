@@ -15,9 +15,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from symattn.checking.comparison import number_text
 from symattn.cli.commands import main
 from symattn.input.decimals import significant_exact
+from symattn.kernel.comparison import number_text
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symattn.checking.certificate import verify
+from symattn.certificates.exact_verifier import verify
 from symattn.cli.commands import main
 from symattn.derivation.intermediates import _decimal, compute
 from symattn.input import builtin

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from symattn.checking.certificate import verify
+from symattn.certificates.exact_verifier import verify
+from symattn.certificates.float_maker import certificate_json
 from symattn.cli.commands import main
-from symattn.derivation.float_certificate import certificate_json
 from symattn.derivation.intermediates import _decimal
-from symattn.exact import float64
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.files import parse_text
+from symattn.kernel import float64
 
 
 def head(n, d, causal=False, seed=1):
@@ -120,7 +120,7 @@ def test_a_float_moved_past_its_bound_is_caught(small):
     def move(d):
         d["output"]["float"][2][1] = (x + b).hex()  # the certificate's interval no longer holds ours
 
-    from symattn.checking.float_certificate import _recomputed
+    from symattn.certificates.float_verifier import _recomputed
 
     f, e = _recomputed(head(32, 8, causal=True))  # the verifier's own float and bound
     assert b == np.nextafter(3 * float64.SAFETY * e[2, 1], np.inf) and x == f[2, 1]
@@ -143,7 +143,7 @@ def test_a_float_a_few_ulps_off_still_holds(small):
 
 def test_a_machine_that_sums_in_another_order_verifies(small, monkeypatch):
     # the worst another machine can do: its float at the far end of our bound, its bound as ours
-    from symattn.checking import float_certificate
+    from symattn.certificates import float_verifier as float_certificate
 
     real = float_certificate._recomputed
 
@@ -311,7 +311,7 @@ def test_compute_refuses_what_the_float64_path_does_not_take(tmp_path, capsys):
 
 
 def test_an_enclosures_ends_are_written_exactly():
-    from symattn.derivation.float_certificate import exact_decimal
+    from symattn.certificates.float_maker import exact_decimal
 
     x = Fraction(3**60 + 1, 2**130)  # 97 significant digits: past any decimal context's precision
     assert Fraction(exact_decimal(x)) == x and Fraction(exact_decimal(-x)) == -x
@@ -340,7 +340,7 @@ def test_d_k_must_match_the_inputs(small):
 
 
 def test_two_processes_find_the_same_lines(monkeypatch):
-    from symattn.checking import float_certificate
+    from symattn.certificates import float_verifier as float_certificate
 
     data = made(256, 64)  # 15 arb values, in as many rows
     boxes = [n for n, e in enumerate(data["certificate"]["enclosures"]) if "bounds" in e]

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symattn.checking.compare import compare, comparison_data
 from symattn.cli.commands import main
 from symattn.input import builtin
 from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import read_result, ulp
 from symattn.input.spec import load_spec
+from symattn.kernel.compare import compare, comparison_data
 
 np = pytest.importorskip("numpy")
 SEED = builtin.example_path("seed", "en")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symattn.checking import certificate
+from symattn.certificates import exact_verifier as certificate
 from symattn.derivation.intermediates import compute
 from symattn.exact import engine
 from symattn.exact.heads import build_model

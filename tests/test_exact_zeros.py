@@ -14,10 +14,10 @@ import mpmath
 import numpy as np
 import pytest
 
-from symattn.checking.comparison import number_text
 from symattn.cli.commands import main
-from symattn.exact import zeros
 from symattn.input.decimals import significant_exact
+from symattn.kernel import zeros
+from symattn.kernel.comparison import number_text
 
 
 def mp_gradients(Q, K, V, dO, allowed=None):

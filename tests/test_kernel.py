@@ -19,12 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symattn.checking import kernel, refine
-from symattn.checking.compare import compare
-from symattn.exact import float64, logsumexp
 from symattn.exact.numeric import significant_exact
 from symattn.input.floats import FloatResult, ulp
 from symattn.input.spec import load_spec
+from symattn.kernel import float64, logsumexp, refine
+from symattn.kernel import heads as kernel
+from symattn.kernel.compare import compare
 
 ROOT = Path(__file__).resolve().parent.parent
 DIGITS = 50
@@ -234,7 +234,7 @@ def test_several_heads_in_two_processes_give_the_serial_and_exact_figures(monkey
 
 
 def test_the_text_report_says_how_many_entries_arb_refined():
-    from symattn.checking.compare import render_comparison
+    from symattn.kernel.compare import render_comparison
 
     rng = np.random.default_rng(0)
     Q, K, V = (in_format(rng.standard_normal((8, 4)), "float16") for _ in range(3))
@@ -305,8 +305,8 @@ def test_lse_of_decimal_inputs_is_refused_in_one_line(seed, tmp_path):
 
 @pytest.mark.parametrize("fmt", ["float16", "bfloat16", "float32", "float64"])
 def test_the_vectorised_decision_is_the_exact_one_wherever_it_decides(fmt):
-    from symattn.checking.comparison import _decide
-    from symattn.checking.deciding import decide, figure
+    from symattn.kernel.comparison import _decide
+    from symattn.kernel.deciding import decide, figure
 
     rng = np.random.default_rng(3)
     exact = rng.standard_normal(4000) * 10.0 ** rng.integers(-6, 4, 4000)
@@ -327,7 +327,7 @@ def test_the_vectorised_decision_is_the_exact_one_wherever_it_decides(fmt):
 @settings(max_examples=100, deadline=None)
 @given(heads())
 def test_the_arb_value_lies_within_the_compensated_bound(head):
-    from symattn.exact import compensated
+    from symattn.kernel import compensated
 
     pairs = [(i, k) for i in range(head.Q.shape[0]) for k in range(head.V.shape[1])]
     value, error = compensated.outputs(head, pairs)
@@ -367,7 +367,7 @@ def test_the_float64_path_imports_no_sympy(tmp_path):
 
 
 def test_the_entry_table_summarises_as_the_entries_do():
-    from symattn.checking.comparison import Entries
+    from symattn.kernel.comparison import Entries
 
     rng = np.random.default_rng(21)
     Q, K, V = (in_format(rng.standard_normal((12, 8)), "float32") for _ in range(3))
@@ -440,14 +440,14 @@ def test_arb_rows_in_two_processes_give_the_comparison_of_one(monkeypatch):
 
 
 def _square_and_nested(data, piece):
-    from symattn.exact.cores import map_forked
+    from symattn.kernel.cores import map_forked
 
     inner = map_forked(lambda d, p: d + p, piece, [1, 2])  # inside a forked process: here, not forked again
     return data * piece * piece, inner
 
 
 def test_map_forked_gives_each_piece_in_order():
-    from symattn.exact.cores import map_forked
+    from symattn.kernel.cores import map_forked
 
     want = [(3 * p * p, [p + 1, p + 2]) for p in range(7)]
     assert map_forked(_square_and_nested, 3, list(range(7))) == want
@@ -455,7 +455,7 @@ def test_map_forked_gives_each_piece_in_order():
 
 
 def test_the_text_report_refines_no_entry_it_does_not_show(monkeypatch):
-    from symattn.checking.compare import render_comparison
+    from symattn.kernel.compare import render_comparison
 
     rng = np.random.default_rng(0)
     Q, K, V = (in_format(rng.standard_normal((16, 8)), "float16") for _ in range(3))

@@ -20,16 +20,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symattn.checking import compare as comparing
-from symattn.checking import refine
-from symattn.checking.compare import compare
-from symattn.exact import float64, float64_backward
 from symattn.exact.factory import build
 from symattn.exact.numeric import significant_exact
 from symattn.input import limits
 from symattn.input.errors import EvaluationError
 from symattn.input.floats import FloatResult, ulp
 from symattn.input.spec import load_spec
+from symattn.kernel import compare as comparing
+from symattn.kernel import float64, float64_backward, refine
+from symattn.kernel.compare import compare
 from tests.test_kernel import exact_text, in_format
 from tests.test_kernel import heads as forward_heads
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from symattn.checking.certificate import verify
+from symattn.certificates.exact_verifier import verify
 from symattn.cli.commands import main
 from symattn.derivation.intermediates import compute
 from symattn.input import builtin

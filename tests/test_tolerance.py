@@ -13,13 +13,13 @@ import mpmath
 import numpy as np
 import pytest
 
-from symattn.checking.compare import compare
-from symattn.checking.tolerance import decide, parse_tolerance
 from symattn.cli.commands import main
 from symattn.exact.numeric import significant_exact
 from symattn.input import builtin
 from symattn.input.errors import SpecError
 from symattn.input.floats import read_result, ulp
+from symattn.kernel.compare import compare
+from symattn.kernel.tolerance import decide, parse_tolerance
 from tests.test_kernel import exact_text, mp_row
 
 SEED = builtin.example_path("seed", "en")

@@ -14,7 +14,7 @@ from typing import Any
 
 import sympy
 
-from symattn.derivation.intermediates import _Printer, _Structure
+from symattn.derivation.closed_forms import Printer, Structure
 from symattn.exact.model import Model
 
 _STRUCTURED = ("scores", "scaled", "exp", "exp_sum", "weights", "output")
@@ -24,17 +24,17 @@ class Texts:
     """The str() texts of the closed forms of one check, each model's tables made once."""
 
     def __init__(self) -> None:
-        self._printer = _Printer()
-        self._structures: dict[int, _Structure | None] = {}
+        self._printer = Printer()
+        self._structures: dict[int, Structure | None] = {}
         self._matrices: dict[tuple[int, str], list[list[str]]] = {}
         self._models: list[Any] = []  # keeps each model alive while its id is a key
 
-    def _structure(self, model: Any) -> _Structure | None:
+    def _structure(self, model: Any) -> Structure | None:
         key = id(model)
         if key not in self._structures:
             self._models.append(model)
             try:
-                self._structures[key] = _Structure(model, inline=True) if type(model) is Model else None
+                self._structures[key] = Structure(model, inline=True) if type(model) is Model else None
             except ValueError:  # a scale that is not a rational times a square root
                 self._structures[key] = None
         return self._structures[key]

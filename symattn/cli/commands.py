@@ -175,7 +175,7 @@ def _compute(args: argparse.Namespace) -> int:
     # one key per line, each value compact: matrices stay readable and diffable; as bytes, made section
     # by section, so that no section's strings outlive it
     if args.float64:
-        from symattn.derivation.float_certificate import compute_float64
+        from symattn.certificates.float_maker import compute_float64
 
         if not args.certify:
             raise _UsageError("--float64: it makes a certificate; give --certify too")
@@ -343,11 +343,11 @@ def _grade(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     import json
 
-    from symattn.checking import tolerance
-    from symattn.checking.compare import WORST, compare, comparison_data, render_comparison
-    from symattn.checking.comparison_report import passes_max_ulp
     from symattn.input.floats import read_result
     from symattn.input.spec import load_spec
+    from symattn.kernel import tolerance
+    from symattn.kernel.compare import WORST, compare, comparison_data, render_comparison
+    from symattn.kernel.comparison_report import passes_max_ulp
 
     rtol, atol = tolerance.options(args.rtol, args.atol)
     spec = load_spec(args.spec)
@@ -374,7 +374,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from symattn.checking.certificate import verify
+    from symattn.certificates.exact_verifier import verify
     from symattn.input import limits
     from symattn.input.files import read_table
 

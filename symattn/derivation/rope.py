@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, ClassVar
 
 from symattn.exact.rope_figures import shown_rotation
-from symattn.exact.rounding import Num, NumRow, NumRows, _exact_or_rounded
+from symattn.exact.rounding import Num, NumRow, NumRows, exact_or_rounded
 from symattn.input.formula import Formula
 from symattn.input.numeral import Numeral
 from symattn.input.spec import Spec
@@ -68,7 +68,7 @@ def rotation_step(spec: Spec, model: RotaryModel, scores: NumRows) -> Rotation:
         for t, (a, b) in enumerate(model.pairs)
     )
     den = model.dq * model.dk
-    before = _exact_or_rounded(
+    before = exact_or_rounded(
         [[Fraction(int(x), den) for x in model.s.to_list()[f]]], spec.decimals.scores, spec.notation
     )[0]
     assert spec.rope is not None  # the step of a spec with rope = true

@@ -16,12 +16,12 @@ from symattn.exact.rounding import (
     Num,
     NumRow,
     NumRows,
-    _exact_or_rounded,
     _exp_of,
     _fractions,
     _from_model,
     _percent,
     _rounded,
+    exact_or_rounded,
 )
 from symattn.exact.score_variants import biased_by_hand
 from symattn.exact.sinks import sink_exps_by_hand, sink_figures, sink_shift
@@ -34,7 +34,7 @@ def _scores(model: Model, decimals: Decimals, notation: str, hand: bool = False)
     if model.rotated:  # RoPE: the scores of the rotated Q and K (exact/rope_figures.py)
         return shown_rotation(model, decimals.scores, notation, hand).scores  # type: ignore[arg-type]
     den, rows = model.score_integers
-    return _exact_or_rounded([[Fraction(x, den) for x in row] for row in rows], decimals.scores, notation)
+    return exact_or_rounded([[Fraction(x, den) for x in row] for row in rows], decimals.scores, notation)
 
 
 def exact_figures(model: Model, decimals: Decimals, stable: bool = False, notation: str = "auto") -> Figures:
@@ -90,7 +90,7 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
         row_max = tuple(row[j] for row, j in zip(scaled, model.row_max))
         row_max = sink_shift(model, row_max, decimals.scaled, notation)  # issue 20: the sink may be the max
         softmax_input = tuple(
-            _exact_or_rounded(
+            exact_or_rounded(
                 [[x.fraction - top.fraction for x in row if not x.is_infinite]], decimals.scaled, notation
             )[0]
             for row, top in zip(scaled, row_max)
@@ -98,7 +98,7 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
         softmax_input = tuple(_reinsert(row, shifted) for row, shifted in zip(scaled, softmax_input))
     exp = tuple(tuple(_exp_of(x, decimals.exp, notation) for x in row) for row in softmax_input)
     sink_exp = sink_exps_by_hand(model, row_max, decimals.exp, notation)  # issue 20: e^s in each denominator
-    exp_sum = _exact_or_rounded(
+    exp_sum = exact_or_rounded(
         [
             [sum((e.fraction for e in row), Fraction(0)) + (sink_exp[i].fraction if sink_exp else 0)]
             for i, row in enumerate(exp)
@@ -120,10 +120,10 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     )
     V = model.v_rows
     products = tuple(
-        _exact_or_rounded([[w.fraction * v for v in V[j]] for j, w in enumerate(row)], decimals.output, notation)
+        exact_or_rounded([[w.fraction * v for v in V[j]] for j, w in enumerate(row)], decimals.output, notation)
         for row in weights
     )
-    output = _exact_or_rounded(
+    output = exact_or_rounded(
         [
             [sum((w.fraction * V[j][k] for j, w in enumerate(row)), Fraction(0)) for k in range(len(V[0]))]
             for row in weights
@@ -141,7 +141,7 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
         exp=exp,
         exp_sum=tuple(r[0] for r in exp_sum),
         weights=weights,
-        percent=_exact_or_rounded([[w.fraction * 100 for w in row] for row in weights], decimals.percent, notation),
+        percent=exact_or_rounded([[w.fraction * 100 for w in row] for row in weights], decimals.percent, notation),
         percent_whole=_rounded([[w.fraction * 100 for w in row] for row in weights], 0),
         products=products,
         output=output,

@@ -21,7 +21,7 @@ from symattn.exact.base import ForwardPass, Rounding, lcm_of_denominators
 from symattn.exact.heads import build_heads
 from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
-from symattn.exact.rounding import NumRows, _exact_or_rounded, _from_model
+from symattn.exact.rounding import NumRows, _from_model, exact_or_rounded
 from symattn.input.spec import Spec
 
 
@@ -111,7 +111,7 @@ class MultiHead(Rounding, ForwardPass):
             W_O = self.W_O
             assert W_O is not None  # called only for a spec with W_O (the caller checks spec.W_O)
             b = self.b_O or (Fraction(0),) * len(W_O[0])
-            return _exact_or_rounded(
+            return exact_or_rounded(
                 [
                     [
                         sum((x.fraction * W_O[c][k] for c, x in enumerate(row)), Fraction(0)) + b[k]

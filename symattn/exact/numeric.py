@@ -26,8 +26,7 @@ from mpmath import iv, libmp
 
 from symattn.exact.intervals import enclose as enclose  # numeric.enclose, as callers have always named it
 from symattn.exact.intervals import working_precision as working_precision
-from symattn.input.decimals import _EXACT as _EXACT  # float_certificate's exact context
-from symattn.input.decimals import _POWERS, _pow10, _significant_decimal, exact_decimal, round_half_up
+from symattn.input.decimals import exact_decimal, pow10, round_half_up, significant_decimal
 from symattn.input.decimals import significant_exact as significant_exact  # sympy-free, for the float64 path
 from symattn.input.errors import EvaluationError, clip
 from symattn.input.limits import PRECISION_BITS
@@ -279,7 +278,7 @@ _LOG10_2 = math.log10(2)
 
 def _at_least(n: int, den_bits: int, k: int) -> bool:
     # n / 2**den_bits >= 10**k
-    return n >= (_pow10(k) << den_bits) if k >= 0 else n * _pow10(-k) >= 1 << den_bits
+    return n >= (pow10(k) << den_bits) if k >= 0 else n * pow10(-k) >= 1 << den_bits
 
 
 def _significant_box(lo: int, hi: int, bits: int, digits: int, sign: int) -> Decimal | None:
@@ -292,20 +291,20 @@ def _significant_box(lo: int, hi: int, bits: int, digits: int, sign: int) -> Dec
     e = digits - 1 - math.floor(math.log10(lo) - bits * _LOG10_2)
     if e >= 0:
         low, high = _BOUNDS.get((digits, bits)) or _bounds(digits, bits)
-        p = _POWERS.get(e) or _pow10(e)
+        p = pow10(e)
         a, b = lo * p, hi * p
         if low <= a and b < high:  # the estimate was right, and hi has the same exponent
             half = 1 << bits >> 1
             q = (a + half) >> bits
-            return _significant_decimal(sign, q, e, digits) if q == (b + half) >> bits else None
+            return significant_decimal(sign, q, e, digits) if q == (b + half) >> bits else None
     k = _exponent(lo, bits)  # the estimate was off by one, or the value is huge: the slow way
     e = digits - 1 - k
-    shown = _significant_decimal(sign, _half_up(lo, bits, e), e, digits)
+    shown = significant_decimal(sign, _half_up(lo, bits, e), e, digits)
     if _at_least(hi, bits, k + 1):
         # the ends straddle a power of ten: decided where both round to it (softcap's c·(1 − e^−10⁶) just
         # under c = 10^−6 never leaves the box around c); rounding is monotone, so every point between does too
         f = digits - 1 - _exponent(hi, bits)
-        other = _significant_decimal(sign, _half_up(hi, bits, f), f, digits)
+        other = significant_decimal(sign, _half_up(hi, bits, f), f, digits)
         return shown if shown.as_tuple() == other.as_tuple() else None
     return shown if _half_up(lo, bits, e) == _half_up(hi, bits, e) else None
 
@@ -317,7 +316,7 @@ def _bounds(digits: int, bits: int) -> tuple[int, int]:
     # x·10^e at 2^-bits has exactly ``digits`` digits before the point iff low <= it < high
     if len(_BOUNDS) > 1000:
         _BOUNDS.clear()
-    b = _BOUNDS[digits, bits] = (_pow10(digits - 1) << bits, _pow10(digits) << bits)
+    b = _BOUNDS[digits, bits] = (pow10(digits - 1) << bits, pow10(digits) << bits)
     return b
 
 
@@ -334,8 +333,8 @@ def _exponent(n: int, bits: int) -> int:
 def _half_up(n: int, bits: int, e: int) -> int:
     # round(n * 10**e / 2**bits) half-up, for n >= 0
     if e >= 0:
-        return (n * _pow10(e) + (1 << bits >> 1)) >> bits
-    den = _pow10(-e) << bits
+        return (n * pow10(e) + (1 << bits >> 1)) >> bits
+    den = pow10(-e) << bits
     return (2 * n + den) // (2 * den)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import sympy
 
 from symattn.exact.numeric import round_expr
-from symattn.exact.rounding import Num, NumRows, _exact_or_rounded, _from_model
+from symattn.exact.rounding import Num, NumRows, _from_model, exact_or_rounded
 
 if TYPE_CHECKING:
     from symattn.exact.rope import RotaryModel
@@ -48,12 +48,12 @@ def shown_rotation(model: RotaryModel, places: int, notation: str, hand: bool) -
                 c, s = (x.fraction for x in trig[p][t])
                 out[p][a] = row[a] * c - row[b] * s
                 out[p][b] = row[a] * s + row[b] * c
-        return _exact_or_rounded(out, places, notation)
+        return exact_or_rounded(out, places, notation)
 
     Q = rotate([[Fraction(int(x), model.dq) for x in row] for row in model.q.to_list()])
     K = rotate([[Fraction(int(x), model.dk) for x in row] for row in model.k.to_list()])
     scores = [[sum((x.fraction * y.fraction for x, y in zip(q, k)), Fraction(0)) for k in K] for q in Q]
-    return ShownRotation(trig, Q, K, _exact_or_rounded(scores, places, notation))
+    return ShownRotation(trig, Q, K, exact_or_rounded(scores, places, notation))
 
 
 def _cos_sin(angle: sympy.Expr, places: int) -> tuple[Num, Num]:

@@ -72,7 +72,7 @@ def _wants_scientific(value: Fraction, notation: str, shift: int = 0) -> bool:
     return value != 0 and (notation == "scientific" or (notation == "auto" and is_extreme(value, shift)))
 
 
-def _exact_or_rounded(values: Sequence[Sequence[Fraction]], decimals: int, notation: str = "fixed") -> NumRows:
+def exact_or_rounded(values: Sequence[Sequence[Fraction]], decimals: int, notation: str = "fixed") -> NumRows:
     # terminating everywhere: exact, padded to one width; otherwise all rounded
     places = [terminating_decimals(v) for row in values for v in row]
     known = [p for p in places if p is not None]
@@ -254,18 +254,18 @@ def gradient_figures(
             given = forward[name]
             assert given is not None  # the caller gives O and the concatenation as shown wherever they are used
             return _fractions(given)
-        shown[name] = _exact_or_rounded(values, decimals, notation)
+        shown[name] = exact_or_rounded(values, decimals, notation)
         return _fractions(shown[name])
 
     A = [_fractions(w) for w in weights]
     gradients(alg, model.inputs, A, hook)
     for h, a in enumerate(A):
         suffix = f"@{h}" if model.is_split else ""
-        shown["jacobian" + suffix] = J = _exact_or_rounded(jacobian(alg, a), decimals, notation)
+        shown["jacobian" + suffix] = J = exact_or_rounded(jacobian(alg, a), decimals, notation)
         m = len(a[0])
         dA = shown["dA" + suffix]
         # the Jacobian times dA, from the shown Jacobian (the compact form uses the shown mean instead)
-        shown["jacobian_dA" + suffix] = _exact_or_rounded(
+        shown["jacobian_dA" + suffix] = exact_or_rounded(
             [
                 [sum((J[i * m + j][k].fraction * dA[i][j].fraction for j in range(m)), Fraction(0)) for k in range(m)]
                 for i in range(len(a))
@@ -295,4 +295,4 @@ def _group_sum(parts: list[NumRows], decimals: int, notation: str) -> NumRows:
         [sum((p[i][k].fraction for p in parts), Fraction(0)) for k in range(len(parts[0][0]))]
         for i in range(len(parts[0]))
     ]
-    return _exact_or_rounded(sums, decimals, notation)
+    return exact_or_rounded(sums, decimals, notation)

@@ -433,7 +433,7 @@ def bias_shown(model: Model, decimals: int, notation: str = "fixed") -> NumRows:
     exact = model.rationals("bias")
     places = [terminating_decimals(x) if x is not None else None for row in exact for x in row]
     if all(p is not None and p <= decimals for p in places):  # short enough to show whole (−1.5, not −1.500)
-        return rounding._exact_or_rounded(exact, decimals, notation)  # type: ignore[arg-type]
+        return rounding.exact_or_rounded(exact, decimals, notation)  # type: ignore[arg-type]
     return tuple(
         tuple(Num(d, x is not None and Fraction(d) == x) for d, x in zip(row, exact_row))
         for row, exact_row in zip(model.rounded("bias", decimals), exact)
@@ -448,7 +448,7 @@ def biased_by_hand(model: Model, unmasked: NumRows, decimals: int, notation: str
     if model.has_bias:
         bias = bias_shown(model, decimals, notation)
         values = [[z.fraction + b.fraction for z, b in zip(row, brow)] for row, brow in zip(unmasked, bias)]
-        unmasked = rounding._exact_or_rounded(values, decimals, notation)
+        unmasked = rounding.exact_or_rounded(values, decimals, notation)
     if model.softcap is not None:
         unmasked = tuple(tuple(capped_by_hand(model, z, decimals) for z in row) for row in unmasked)
     return unmasked

@@ -295,7 +295,7 @@ class SinkBoxes(BiasedBoxes):
 
 
 def _logit(model: SinkModel, decimals: int, notation: str) -> Num:
-    return rounding._exact_or_rounded([[model.sink]], decimals, notation)[0][0]
+    return rounding.exact_or_rounded([[model.sink]], decimals, notation)[0][0]
 
 
 def sink_figures(model: Model, fig: Figures, decimals: Decimals, stable: bool, notation: str) -> Figures:
@@ -326,5 +326,5 @@ def sink_exps_by_hand(model: Model, row_max: NumRow | None, decimals: int, notat
     s = model.sink
     shifts = [Fraction(0)] * model.n_queries if row_max is None else [m.fraction for m in row_max]
     return tuple(
-        rounding._exp_of(rounding._exact_or_rounded([[s - m]], 64, "fixed")[0][0], decimals, notation) for m in shifts
+        rounding._exp_of(rounding.exact_or_rounded([[s - m]], 64, "fixed")[0][0], decimals, notation) for m in shifts
     )

@@ -60,40 +60,40 @@ def significant_exact(value: Fraction, digits: int) -> Decimal:
     k = math.floor(math.log10(p) - math.log10(q))  # floor(log10 p/q), or one off
     e = digits - 1 - k
     if e >= 0:
-        num = p * (_POWERS.get(e) or _pow10(e))
-        if q * (_POWERS.get(digits - 1) or _pow10(digits - 1)) <= num < q * _pow10(digits):
-            return _significant_decimal(sign, (2 * num + q) // (2 * q), e, digits)
+        num = p * (_POWERS.get(e) or pow10(e))
+        if q * (_POWERS.get(digits - 1) or pow10(digits - 1)) <= num < q * pow10(digits):
+            return significant_decimal(sign, (2 * num + q) // (2 * q), e, digits)
     while _ratio_at_least(p, q, k + 1):
         k += 1
     while not _ratio_at_least(p, q, k):
         k -= 1
     e = digits - 1 - k
-    num, den = (p * _pow10(e), q) if e >= 0 else (p, q * _pow10(-e))
-    return _significant_decimal(sign, (2 * num + den) // (2 * den), e, digits)
+    num, den = (p * pow10(e), q) if e >= 0 else (p, q * pow10(-e))
+    return significant_decimal(sign, (2 * num + den) // (2 * den), e, digits)
 
 
 def _ratio_at_least(p: int, q: int, k: int) -> bool:
     # p / q >= 10**k
-    return p >= q * _pow10(k) if k >= 0 else p * _pow10(-k) >= q
+    return p >= q * pow10(k) if k >= 0 else p * pow10(-k) >= q
 
 
 _POWERS: dict[int, int] = {}
 
 
-def _pow10(k: int) -> int:
+def pow10(k: int) -> int:
     p = _POWERS.get(k)
     if p is None:
         p = _POWERS[k] = 10**k
     return p
 
 
-def _significant_decimal(sign: int, q: int, e: int, digits: int) -> Decimal:
+def significant_decimal(sign: int, q: int, e: int, digits: int) -> Decimal:
     # sign · q × 10**-e; a carry (9.99 -> 10.0) gives digits + 1 digits: drop the trailing zero
-    if q >= (_POWERS.get(digits) or _pow10(digits)):
+    if q >= (_POWERS.get(digits) or pow10(digits)):
         q //= 10
         e -= 1
-    return Decimal(sign * q).scaleb(-e, _EXACT)
+    return Decimal(sign * q).scaleb(-e, EXACT_CONTEXT)
 
 
 # scaleb in this context never rounds (and is twice as fast as parsing "qE-e")
-_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+EXACT_CONTEXT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)

@@ -1,7 +1,7 @@
 """The log-sum-exp of each query row (what kernels return beside O) in float64, with a rigorous bound.
 
 lse_i = log Σ_j e^(z_ij) over the allowed keys, z the scaled scores. From a block of the float64 path
-(:mod:`symattn.exact.float64`): lse = M + log ℓ, M the row's float maximum and ℓ = Σ e^(z − M) ≥ 1
+(:mod:`symattn.kernel.float64`): lse = M + log ℓ, M the row's float maximum and ℓ = Σ e^(z − M) ≥ 1
 with its bound e_ℓ, so log ℓ is off by at most e_ℓ / (ℓ − e_ℓ).
 
 The log is our own, not libm's: ℓ = f · 2^e with f in [1/√2, √2), log f = 2 atanh z with
@@ -19,7 +19,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.exact.float64 import _LN2, _LN2_HI, _LN2_LO, SAFETY, Block, U, horner_error
+from symattn.kernel.float64 import _LN2, _LN2_HI, _LN2_LO, SAFETY, Block, U, horner_error
 
 _DEGREE = 9
 _COEFFS = [1.0 / (2 * i + 1) for i in range(_DEGREE + 1)]  # fl(1/(2i+1))

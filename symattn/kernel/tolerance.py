@@ -234,7 +234,7 @@ def verdict(comparison, out: FloatResult, naive: FloatResult | None, rtol, atol)
 def tolerance_data(t: Tolerance, places: Any) -> dict[str, Any]:
     """JSON-ready: the rule, its tolerances as typed, the verdict, the worst entry (named by ``places``,
     places.Places) and the figure."""
-    from symattn.checking.comparison import number_text
+    from symattn.kernel.comparison import number_text
 
     data: dict[str, Any] = {
         "rule": t.rule,
@@ -254,7 +254,7 @@ def tolerance_data(t: Tolerance, places: Any) -> dict[str, Any]:
 
 def fraction_text(x: Fraction) -> str:
     """A tolerance as a short exact decimal (every typed decimal is one): 2, 0.001, 1e-8."""
-    from symattn.checking.comparison import number_text
+    from symattn.kernel.comparison import number_text
 
     with localcontext() as ctx:
         ctx.prec = 2000  # exact: a typed decimal of at most 64 characters

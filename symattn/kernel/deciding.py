@@ -74,7 +74,7 @@ def errors(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
 
 def _errors(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
     global _EDGES
-    from symattn.checking.comparison import EDGES
+    from symattn.kernel.comparison import EDGES
 
     if _EDGES is None:
         _EDGES = np.array([float(e) for e in EDGES])

@@ -12,8 +12,8 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from symattn.checking.comparison import EDGES, EXACT_DIGITS, ZERO, Comparison, Entry, number_text
 from symattn.input.decimals import round_half_up, significant_exact
+from symattn.kernel.comparison import EDGES, EXACT_DIGITS, ZERO, Comparison, Entry, number_text
 
 WORST = 10  # entries the text report lists
 
@@ -60,7 +60,7 @@ def comparison_data(c: Comparison, verdict: Any = None, max_ulp: Decimal | None 
     if max_ulp is not None:
         data["max_ulp"] = {"bound": str(max_ulp), "pass": passes_max_ulp(worst, max_ulp)}
     if verdict is not None:
-        from symattn.checking.tolerance import tolerance_data
+        from symattn.kernel.tolerance import tolerance_data
 
         data["verdict"] = tolerance_data(verdict, places)
         if verdict.rule == "flash":  # at the top, as kernel tests read it
@@ -105,8 +105,8 @@ def passes_max_ulp(worst: Entry | None, bound: Decimal) -> bool:
 
 
 def _head_data(c: Comparison, verdict: Any, max_ulp: Decimal | None) -> list[dict[str, Any]]:
-    from symattn.checking.perhead import summaries
-    from symattn.checking.tolerance import tolerance_data
+    from symattn.kernel.perhead import summaries
+    from symattn.kernel.tolerance import tolerance_data
 
     places = c.where
     verdicts = {} if verdict is None else dict(verdict.heads)
@@ -144,7 +144,7 @@ def render_comparison(
 ) -> str:
     """The comparison as plain text: summary, the verdicts of ``tolerance`` (tolerance.Tolerance) and
     ``max_ulp``, each (batch, head), the histogram, then the worst entries (or every entry)."""
-    from symattn.checking.tolerance import fraction_text
+    from symattn.kernel.tolerance import fraction_text
     from symattn.rendering.environment import render_template
 
     total = max(1, len(c.entries))
@@ -185,7 +185,7 @@ def render_comparison(
 
 def _head_lines(c: Comparison, tolerance: Any, max_ulp: Decimal | None) -> list[dict[str, Any]]:
     """Each (batch, head)'s figures and verdicts as the text report shows them."""
-    from symattn.checking.perhead import summaries
+    from symattn.kernel.perhead import summaries
 
     places = c.where
     verdicts = {} if tolerance is None else dict(tolerance.heads)

@@ -10,7 +10,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from symattn.checking.certificate_reader import Reader, brief, kind_of
+from symattn.certificates.reader import Reader, brief, kind_of
 
 
 @dataclass(frozen=True)

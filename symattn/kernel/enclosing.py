@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from symattn.exact import compensated, float64
 from symattn.input import limits
+from symattn.kernel import compensated, float64
 
 Point = tuple[int, int]
 Ends = tuple[Fraction, Fraction]
@@ -126,7 +126,7 @@ class FloatEnclosure(Enclosure):
         return out
 
     def _narrowed(self, points: list[Point], level: int) -> dict[Point, Ends]:
-        from symattn.checking.refine import _ends_by_rows
+        from symattn.kernel.refine import _ends_by_rows
 
         wanted: dict[int, dict[int, list[int]]] = {}
         back: dict[tuple[int, int, int], Point] = {}

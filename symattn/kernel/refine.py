@@ -13,12 +13,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.exact import float64, zeros
-from symattn.exact.cores import map_forked
-from symattn.exact.float64_backward import GRADIENTS
 from symattn.input import limits
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError
+from symattn.kernel import float64, zeros
+from symattn.kernel.cores import map_forked
+from symattn.kernel.float64_backward import GRADIENTS
 
 START_BITS = 96  # enough for most entries the float64 bounds leave open; doubled for the rest
 ROWS_AT_ONCE = 32

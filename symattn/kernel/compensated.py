@@ -1,6 +1,6 @@
 """A tighter bound for chosen outputs: the float64 path's sums redone with error-free transformations.
 
-The first bound (:mod:`symattn.exact.float64`) is dominated by its sums, γ of about 2√m of their
+The first bound (:mod:`symattn.kernel.float64`) is dominated by its sums, γ of about 2√m of their
 magnitudes. For the outputs that bound leaves undecided, this recomputes the row sum ℓ = Σ e and the
 weighted sums N = Σ e·v by Ogita, Rump and Oishi's Sum2 (TwoSum on every term, the errors summed
 apart): |Sum2 − Σ p| ≤ u·|Sum2| + γ_{n−1}² Σ|p| (their Proposition 4.5). Each product e·v is split
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from symattn.exact.cores import map_forked
-from symattn.exact.float64 import SAFETY, TINY, Head, Split, U, exps, gamma
+from symattn.kernel.cores import map_forked
+from symattn.kernel.float64 import SAFETY, TINY, Head, Split, U, exps, gamma
 
 _SPLITTER = 2.0**27 + 1  # Veltkamp: hi keeps 26 bits
 PAIRS = 1024  # pairs summed at once: three m × PAIRS arrays of their terms

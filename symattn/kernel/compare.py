@@ -17,7 +17,10 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from symattn.checking.comparison import (
+from symattn.input import limits
+from symattn.input.errors import EvaluationError, LimitError, ShapeError, SpecError
+from symattn.input.floats import FloatResult
+from symattn.kernel.comparison import (
     EDGES,
     EXACT_DIGITS,
     START_DIGITS,
@@ -27,10 +30,7 @@ from symattn.checking.comparison import (
     _decide,
     _half_unit,
 )
-from symattn.checking.comparison_report import WORST, bucket_label, comparison_data, render_comparison
-from symattn.input import limits
-from symattn.input.errors import EvaluationError, LimitError, ShapeError, SpecError
-from symattn.input.floats import FloatResult
+from symattn.kernel.comparison_report import WORST, bucket_label, comparison_data, render_comparison
 
 QUANTITIES = ("output", "weights", "lse", "dq", "dk", "dv")
 GRADIENTS = {"dq": "dQ", "dk": "dK", "dv": "dV"}  # for a given dO (--grad-output), from the backward model
@@ -58,7 +58,7 @@ def compare(
         raise SpecError(spec.source, "subs", "compare needs numbers, not symbols")
     if lse_base not in ("e", "2"):
         raise SpecError("--lse-base", None, f"expected e or 2, got {lse_base!r}")
-    from symattn.checking import kernel
+    from symattn.kernel import heads as kernel
 
     how = "lse2" if quantity == "lse" and lse_base == "2" else quantity
     if quantity in GRADIENTS:
@@ -72,8 +72,8 @@ def compare(
     axes = None
     places = _matrix_places(spec, how)
     if spec.batches or (result.array is not None and not result.rows):  # batch and head axes
-        from symattn.checking.places import lined_places
         from symattn.input.batched import arrange
+        from symattn.kernel.places import lined_places
 
         dims = result.array.ndim if result.array is not None else 2
         result = arrange(result, spec.layout, quantity, spec.batch, spec.heads)
@@ -153,8 +153,8 @@ def compare(
                 entries.append(Entry(i, j, result.rows[i][j], shown[i][j], ulps, relative, bucket))
             else:
                 entries.append(Entry(i, j, None, shown[i][j], None, None, len(EDGES)))
-    from symattn.checking.enclosing import ExactEnclosure
-    from symattn.checking.rowscale import row_relative
+    from symattn.kernel.enclosing import ExactEnclosure
+    from symattn.kernel.rowscale import row_relative
 
     enclosure = ExactEnclosure(model, quantity, rationals, digits)
     zero = {(e.row, e.col) for e in entries if e.ulps == 0}  # an error of exactly 0 ULP: x is the exact value
@@ -176,7 +176,7 @@ def compare(
 
 def _matrix_places(spec: Any, quantity: str) -> Any:
     """A matrix result's places; several heads' outputs side by side (no W_O) have a segment of columns each."""
-    from symattn.checking.places import matrix_places
+    from symattn.kernel.places import matrix_places
 
     segment = None
     if quantity == "output" and spec.heads > 1 and spec.W_O is None:
@@ -191,9 +191,9 @@ def _gradient_heads(spec: Any, grad_output: FloatResult | None) -> list | None:
 
     import numpy as np
 
-    from symattn.checking import kernel
-    from symattn.checking.deciding import is_double
-    from symattn.exact import float64, float64_backward
+    from symattn.kernel import float64, float64_backward
+    from symattn.kernel import heads as kernel
+    from symattn.kernel.deciding import is_double
 
     grad_output = _checked_grad_output(spec, grad_output, limits.KERNEL_GRADIENT_TOKENS, "the float64 path")
     heads = None if spec.batches else kernel.heads_of(replace(spec, backward=None), "output")

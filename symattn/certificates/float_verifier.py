@@ -1,17 +1,17 @@
-"""Re-check a float64-path certificate (version 2, :mod:`symattn.derivation.float_certificate`).
+"""Re-check a float64-path certificate (version 2, :mod:`symattn.certificates.float_maker`).
 
 Nothing the certificate says about a value is trusted. From its inputs (float32 values, as ``float.hex``
-text) this module recomputes every output's float and bound with :mod:`symattn.exact.float64` (those of
-path "c" with its error-free sums, :mod:`symattn.exact.compensated`), and then for each value:
+text) this module recomputes every output's float and bound with :mod:`symattn.kernel.float64` (those of
+path "c" with its error-free sums, :mod:`symattn.kernel.compensated`), and then for each value:
 
 1. the certificate's float ± bound must hold the recomputed float ± bound (so a float moved past its bound,
    or a bound shrunk below the engine's, is caught; the maker's bound is three times the engine's, so
    a machine whose BLAS sums in another order still finds its own float ± bound inside);
 2. paths "f" and "c": every point of the recomputed interval rounds half-up to the value shown (numpy with a
-   margin, :mod:`symattn.exact.float_digits`; exact rationals inside the margin);
+   margin, :mod:`symattn.certificates.float_digits`; exact rationals inside the margin);
 3. path "a": the enclosure given rounds to the value shown, and mpmath's interval of the exact output,
    from exact integer scores, lies inside it (the precision raised until it does), as
-   :mod:`symattn.checking.certificate` checks every value of an exact-path certificate; a rational output
+   :mod:`symattn.certificates.exact_verifier` checks every value of an exact-path certificate; a rational output
    (a row of equal scores) is checked exactly.
 
 Every problem with the certificate's form is one line naming the file, the key and the position.
@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from symattn.checking.certificate_reader import Reader, brief, count, kind_of, whole
-from symattn.exact import compensated, float64
-from symattn.exact.float_digits import MOST, significant_many, text
+from symattn.certificates.float_digits import MOST, significant_many, text
+from symattn.certificates.reader import Reader, brief, count, kind_of, whole
 from symattn.input import limits
 from symattn.input.errors import LimitError
+from symattn.kernel import compensated, float64
 
 PARALLEL_EXPS = 1 << 16  # rows × keys of the arb values' exps below which one process is quicker than two
 HEX_LENGTH = 24  # float.hex of any float64: "-0x1.fffffffffffffp+1023"
@@ -146,7 +146,7 @@ def _holds(f: float, b: float, f2: float, b2: float) -> bool:
 
 
 def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reader, base: Path | None):
-    from symattn.checking.verification import Verification, check_files
+    from symattn.certificates.verification import Verification, check_files
 
     file_failures, file_lines = check_files(cert, read, base)
     head = _head(cert, read)
@@ -226,7 +226,7 @@ def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reade
 def _rounds(lo: Fraction, hi: Fraction, shown: Fraction, text_: str, digits: int) -> bool:
     from decimal import Decimal
 
-    from symattn.checking.verification import round_significant
+    from symattn.certificates.verification import round_significant
 
     if shown == 0:  # an exact zero is shown as "0" at any digits
         return lo == hi == 0

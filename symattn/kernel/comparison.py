@@ -1,8 +1,8 @@
 """The data of a comparison of a float result with the exact values: each entry's error, the summary, and
 how one entry's error is decided on an enclosure of its exact value.
 
-Shared by the exact path (:mod:`symattn.checking.compare`) and the float64 engine
-(:mod:`symattn.checking.kernel`, ``deciding``, ``perhead``, ``rowscale``, ``tolerance``), so that none
+Shared by the exact path (:mod:`symattn.kernel.compare`) and the float64 engine
+(:mod:`symattn.kernel.heads`, ``deciding``, ``perhead``, ``rowscale``, ``tolerance``), so that none
 of them imports the module that dispatches to the others.
 """
 
@@ -121,7 +121,7 @@ class Comparison:
     entries: Entries  # row by row
     not_finite: tuple[tuple[tuple[int, int], str], ...]
     digits: int  # the model's significant digits that decided every error
-    refined: int | None = None  # the float64 path (checking/kernel.py): entries arb decided; None: exact path
+    refined: int | None = None  # the float64 path (kernel/heads.py): entries arb decided; None: exact path
     # issue 22: (B, H) where the inputs and the result have batch and head axes: the heads lie side by side
     # (O: a block of columns each, batch by batch; LSE: a row each)
     batch_heads: tuple[int, int] | None = None
@@ -133,7 +133,7 @@ class Comparison:
     @property
     def where(self) -> Any:
         """The comparison's places.Places: named axes, 0-based."""
-        from symattn.checking.places import matrix_places
+        from symattn.kernel.places import matrix_places
 
         if self.places is not None:
             return self.places

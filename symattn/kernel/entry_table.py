@@ -3,7 +3,7 @@
 A kernel-sized comparison has half a million entries, and the text report shows ten. Here each figure
 is an array of three-digit q·10^k (``Figures``) with the few entries decided in exact rationals beside
 it, and the summary (the histogram, the largest errors, the worst entries) is found with numpy: the same
-entries, in the same order, that :class:`~symattn.checking.comparison.Entries` finds among Entry objects.
+entries, in the same order, that :class:`~symattn.kernel.comparison.Entries` finds among Entry objects.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.checking.comparison import EDGES, ZERO, Entries, Entry, rank
-from symattn.checking.deciding import figure, shown
+from symattn.kernel.comparison import EDGES, ZERO, Entries, Entry, rank
+from symattn.kernel.deciding import figure, shown
 
 _OFFSET = 10**5  # added to a figure's exponent: every key of a nonzero figure is positive
 _SCALE = 10**10  # a bucket weighs more than any figure's key: (bucket, ulps) in one integer

@@ -20,7 +20,7 @@ longer than :data:`~symattn.input.limits.BOUND_LENGTH`, its length checked befor
 converted. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
 
 That is version 1, which has no ``version`` field. Version 2, a float64-path certificate of the output
-(``compute --certify --float64``), is checked by :mod:`symattn.checking.float_certificate`.
+(``compute --certify --float64``), is checked by :mod:`symattn.certificates.float_verifier`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
-from symattn.checking.certificate_reader import Reader, Value, brief, count, kind_of, whole
-from symattn.checking.verification import Verification, check_files, round_significant
+from symattn.certificates.reader import Reader, Value, brief, count, kind_of, whole
+from symattn.certificates.verification import Verification, check_files, round_significant
 from symattn.input.errors import SpecError
 
 CHECKED = ("sqrt_dk", "scale", "scores", "scaled", "exp", "exp_sum", "weights", "output")
@@ -278,7 +278,7 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>", base: Path | 
     raw = cert.get("version", 1)  # version 1 (the exact path) had no version field
     version = whole(raw)
     if version == 2:
-        from symattn.checking.float_certificate import verify_float64
+        from symattn.certificates.float_verifier import verify_float64
 
         return verify_float64(data, cert, read, base)
     if version != 1:

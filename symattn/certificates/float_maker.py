@@ -1,11 +1,11 @@
 """A certificate of one head's output by the float64 path, for float inputs at kernel sizes (issue 22 §4).
 
 Each output is shown to ``digits`` significant digits. Where every point of the float64 path's float ± bound
-(:mod:`symattn.exact.float64`) rounds to the digits shown, the certificate holds that float and a bound wide
+(:mod:`symattn.kernel.float64`) rounds to the digits shown, the certificate holds that float and a bound wide
 enough for another machine's sums (:func:`portable`; path "f"). Where it does not, the sums are redone
-error-free (:mod:`symattn.exact.compensated`, a bound about ten times tighter; path "c"). The verifier
+error-free (:mod:`symattn.kernel.compensated`, a bound about ten times tighter; path "c"). The verifier
 recomputes the floats and bounds of both from the inputs and trusts neither. The rest (path "a") are refined
-with arb balls (:mod:`symattn.checking.refine`) and hold the deciding enclosure, which the verifier
+with arb balls (:mod:`symattn.kernel.refine`) and hold the deciding enclosure, which the verifier
 re-checks with mpmath intervals, as it does every value of an exact-path certificate.
 
 Format version 2 (:data:`VERSION`): the inputs and every float as ``float.hex`` text (exact, and no
@@ -23,18 +23,18 @@ from typing import Any
 
 import numpy as np
 
-from symattn.exact import compensated, float64
-from symattn.exact.float_digits import MOST, significant_many, text
-from symattn.exact.numeric import _EXACT
+from symattn.certificates.float_digits import MOST, significant_many, text
+from symattn.input.decimals import EXACT_CONTEXT
+from symattn.kernel import compensated, float64
 
 VERSION = 2
 # which path decided a value: float64 (its chunked sums), float64 with error-free sums (compensated), arb
 FLOAT, COMPENSATED, ARB = "f", "c", "a"
 PATHS = {"float64": FLOAT, "compensated": COMPENSATED, "arb": ARB}
 METHOD = (
-    "float64 with a rigorous a-priori bound of each output's error (symattn.exact.float64: exact split "
+    "float64 with a rigorous a-priori bound of each output's error (symattn.kernel.float64: exact split "
     "products, an exp with bounded reduction and polynomial, chunked sums), then error-free sums "
-    "(symattn.exact.compensated); arb balls where neither bound decides the digits"
+    "(symattn.kernel.compensated); arb balls where neither bound decides the digits"
 )
 
 
@@ -43,7 +43,7 @@ def exact_decimal(x: Fraction) -> str:
     den = x.denominator
     k = den.bit_length() - 1
     assert den == 1 << k  # arb's ends are dyadic
-    return format(Decimal(x.numerator * 5**k).scaleb(-k, _EXACT), "f")  # never rounded to a context's precision
+    return format(Decimal(x.numerator * 5**k).scaleb(-k, EXACT_CONTEXT), "f")  # never rounded to a context's precision
 
 
 def portable(error: np.ndarray) -> np.ndarray:
@@ -62,9 +62,9 @@ def hex_rows(a: np.ndarray) -> list[list[str]]:
 
 def compute_float64(spec, digits: int) -> Iterator[str]:
     """``compute --certify --float64``: the certificate of one head whose inputs are float32 values."""
-    from symattn.checking.kernel import heads_of
     from symattn.input.errors import SpecError
     from symattn.input.sources import hashes, spec_sources
+    from symattn.kernel.heads import heads_of
 
     if not 1 <= digits <= MOST:
         raise SpecError(spec.source, None, f"--float64 shows 1 to {MOST} significant digits (--digits), not {digits}")
@@ -81,7 +81,7 @@ def compute_float64(spec, digits: int) -> Iterator[str]:
 
 def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]]) -> Iterator[str]:
     """The certificate of ``head``'s output as JSON text, in pieces (one key per line, as compute writes)."""
-    from symattn.checking.refine import refine
+    from symattn.kernel.refine import refine
 
     if not 1 <= digits <= MOST:
         raise ValueError(f"the float64 path shows 1 to {MOST} significant digits, not {digits}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from symattn.checking.comparison import Comparison, Entry
+from symattn.kernel.comparison import Comparison, Entry
 
 
 def summaries(c: Comparison) -> list[dict[str, Any]]:

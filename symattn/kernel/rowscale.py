@@ -15,11 +15,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.checking.deciding import BELOW, _digits
-from symattn.checking.entry_table import Figures
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError
 from symattn.input.floats import FloatResult
+from symattn.kernel.deciding import BELOW, _digits
+from symattn.kernel.entry_table import Figures
 
 WIDEN = 2.0**-45  # numpy's relative roundings in one figure (a few, each at most 2^-53)
 

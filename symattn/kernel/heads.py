@@ -1,6 +1,6 @@
 """`compare` at kernel sizes: float64 values with rigorous bounds first, arb for the entries they leave open.
 
-The float64 path (:mod:`symattn.exact.float64`) encloses each exact value in [lo, hi]. An entry's
+The float64 path (:mod:`symattn.kernel.float64`) encloses each exact value in [lo, hi]. An entry's
 error in ULPs (three digits), its histogram bucket and its relative error are decided when every point
 of [lo, hi] gives the same ones: numpy decides most entries at once, with margins that cover its own
 roundings; the rest are decided on the same interval in exact rationals (``compare._decide``); an entry
@@ -13,12 +13,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from symattn.checking.deciding import BELOW, Errors, decide, errors, is_double, shown, shown_many
-from symattn.checking.refine import Balls, refine
-from symattn.exact import compensated, float64, float64_backward, logsumexp
-from symattn.exact.cores import map_forked
 from symattn.input.filematrix import FileMatrix
 from symattn.input.floats import FloatResult
+from symattn.kernel import compensated, float64, float64_backward, logsumexp
+from symattn.kernel.cores import map_forked
+from symattn.kernel.deciding import BELOW, Errors, decide, errors, is_double, shown, shown_many
+from symattn.kernel.refine import Balls, refine
 
 LSE = {"lse": "e", "lse2": "2"}  # the log-sum-exp, natural or base 2: one row per head
 PARALLEL_WORK = 2**24  # multiply-adds of all heads' scores below which one process is quicker than two
@@ -98,9 +98,9 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     only what a report of the ``worst`` largest errors shows is decided (see needed); the other entries
     have their bucket only, and reading one is an error. ``places`` (places.Places): where the entries lie
     in the result, and which columns of a row are one head's (its row-relative figures' scale)."""
-    from symattn.checking.comparison import EDGES, EXACT_DIGITS, Comparison, _decide
-    from symattn.checking.entry_table import EntryTable, ExactShown, Figures, ranked_at
     from symattn.input.errors import ShapeError
+    from symattn.kernel.comparison import EDGES, EXACT_DIGITS, Comparison, _decide
+    from symattn.kernel.entry_table import EntryTable, ExactShown, Figures, ranked_at
 
     parts = _all_intervals(heads, quantity)
     axis = 0 if quantity in LSE else 1  # heads side by side (O), or a row per head (the LSE)
@@ -198,8 +198,8 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
         refined.update({place(i, j): outcome for (i, j), outcome in done.items()})
         digits = max(digits, reached)
     decided.update(refined)
-    from symattn.checking.enclosing import FloatEnclosure
-    from symattn.checking.rowscale import row_relative
+    from symattn.kernel.enclosing import FloatEnclosure
+    from symattn.kernel.rowscale import row_relative
 
     enclosure = FloatEnclosure(heads, quantity, lo, hi, offsets, narrowed, balls, summed)  # narrows lo and hi in place
     zero = {p for p, ((ulps, _, _), _) in decided.items() if ulps == 0}  # 0 ULP: x is the exact value
