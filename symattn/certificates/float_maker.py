@@ -62,6 +62,7 @@ def hex_rows(a: np.ndarray) -> list[list[str]]:
 
 def compute_float64(spec, digits: int) -> Iterator[str]:
     """``compute --certify --float64``: the certificate of one head whose inputs are float32 values."""
+    from symattn import variants
     from symattn.input.errors import SpecError
     from symattn.input.sources import hashes, spec_sources
     from symattn.kernel.heads import heads_of
@@ -73,8 +74,8 @@ def compute_float64(spec, digits: int) -> Iterator[str]:
         raise SpecError(
             spec.source,
             None,
-            "--float64 covers one head whose Q, K and V are float32 values, without projections, W_O, ALiBi, "
-            "softcap, sinks or RoPE",
+            "--float64 covers one head whose Q, K and V are float32 values, without projections, W_O, "
+            + variants.float64_words(),
         )
     return certificate_json(heads[0], digits, hashes(spec_sources(spec)))
 

@@ -21,6 +21,7 @@ from fractions import Fraction
 from types import GeneratorType
 from typing import TYPE_CHECKING, Any, cast
 
+from symattn import variants
 from symattn.derivation.closed_forms import Printer, Structure
 from symattn.derivation.modern import modern_inputs
 from symattn.exact.base import AttentionModel
@@ -86,9 +87,9 @@ def _head(
     model: Model, digits: int, exact: bool = True, certify: bool = False, release: bool = False
 ) -> Iterator[tuple[str, Any]]:
     yield "d_k", model.d_k
-    # the variants' scores (ALiBi, softcap, RoPE's trig) are SymPy's to print
-    structure = Structure(model) if exact and model.plain_scores and not model.rotated else None
-    for quantity in model.rotated:
+    # the scores and z of a head with parts are SymPy's to print
+    structure = Structure(model) if exact and not model.parts else None
+    for quantity in model.before_scores:
         yield quantity, _entry(model, quantity, digits, None, exact, certify)
     for scalar in ("scale", "sqrt_dk"):
         entry = _entry(model, scalar, digits, None, exact, certify)
@@ -111,7 +112,7 @@ def _head(
             _release(model, (quantity, "exp_sum"))
     for quantity in model.extra_quantities():
         entry = _entry(model, quantity, digits, None, exact, certify)
-        if quantity.startswith("sink_"):  # one number per query, a list as exp_sum is
+        if quantity in model.owner(quantity).columns:  # one number per query, a list as exp_sum is
             entry = {key: [r[0] for r in rows] for key, rows in entry.items()}
         yield quantity, entry
 
@@ -180,11 +181,9 @@ def _sections(
     if certify:
         if model.kind != "head":
             raise SpecError(spec.source, None, "--certify covers one head without symbols or --backward")
-        if spec.rope is not None:  # the certificate's re-check knows rational scores only
-            raise SpecError(spec.source, "rope", "--certify does not cover RoPE yet")
-        if not cast(Model, model).plain_scores:  # the certificate's reader recomputes z = S·scale
-            key = "alibi" if spec.alibi is not None else "softcap"
-            raise SpecError(spec.source, key, "--certify does not cover ALiBi or softcap")
+        refused = variants.certify_refusal(spec)  # its re-check knows z = S·scale of rational scores only
+        if refused is not None:
+            raise SpecError(spec.source, *refused)
         head = cast(Model, model)  # kind "head" is one Model
         out = {**_inputs(spec), **dict(_head(head, digits, exact, certify=True))}
         out["certificate"] = _certificate(spec, head, out, digits)
@@ -288,9 +287,9 @@ def _symbolic(spec: Spec, model: SymbolicModel, digits: int, exact: bool, releas
 def _backward(spec: Spec, model: BackwardModel, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
     """The forward intermediates, then ``backward``: every gradient (per head, with several)."""
     yield from _COMPUTE[model.forward.kind](spec, model.forward, digits, exact, release)
-    # RoPE's gradients run to thousands of characters an entry, and SymPy orders each sum by evaluating
-    # it: their closed forms are left out (the values stay; the document shows how they come about)
-    yield "backward", _gradients(model, digits, exact and model.inputs.rope is None)
+    # a part's gradients may run to thousands of characters an entry, which SymPy orders by evaluating
+    # each sum: their closed forms are left out (the values stay; the document shows how they come about)
+    yield "backward", _gradients(model, digits, exact and model.gradient_forms)
 
 
 def _gradients(model: BackwardModel, digits: int, exact: bool) -> Iterator[tuple[str, Any]]:

@@ -17,6 +17,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from symattn import variants
 from symattn.input import limits
 from symattn.input.errors import EvaluationError, LimitError, ShapeError, SpecError
 from symattn.input.floats import FloatResult
@@ -89,7 +90,7 @@ def compare(
                     spec.source,
                     "Q",
                     f"a batch of {spec.batch} needs the float64 path: Q, K and V of float32 values, and no "
-                    "projection, W_O, ALiBi, soft-capping, sinks or RoPE",
+                    f"projection, W_O, {variants.float64_words(noun=True)}",
                 )
             heads += part
         # each head's summary reads all of its entries
