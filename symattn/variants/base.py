@@ -1,4 +1,4 @@
-"""What a variant of attention is (a *part*), where it acts, and the box arithmetic the parts share.
+"""What a variant of attention is (a *part*) and where it acts.
 
 A part is one module of :mod:`symattn.variants` that owns everything about one variant, as PyTorch's
 FlexAttention writes a distance bias or a cap on the scores as one small ``score_mod(score, b, h, q_idx,
@@ -29,11 +29,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from symattn.exact.numeric import Fixed
-
 if TYPE_CHECKING:
-    import sympy
-
+    from symattn.exact.numeric import Fixed
     from symattn.input.reader import Reader
 
 QK, ADD, MAP, MASK, DENOMINATOR = range(5)  # the stages, in the order they act
@@ -247,46 +244,6 @@ class HeadPart:
         return None
 
 
-def times(r: Fraction, box: Fixed) -> Fixed:
-    """r · box, rounded outward."""
-    lo, hi = (box.lo, box.hi) if r >= 0 else (box.hi, box.lo)
-    return Fixed((lo * r.numerator) // r.denominator, -((-hi * r.numerator) // r.denominator), box.bits)
-
-
-def add(a: Fixed, b: Fixed) -> Fixed:
-    return Fixed(a.lo + b.lo, a.hi + b.hi, a.bits)
-
-
-def sub(a: Fixed, b: Fixed) -> Fixed:
-    return Fixed(a.lo - b.hi, a.hi - b.lo, a.bits)
-
-
-def mul(a: Fixed, b: Fixed) -> Fixed:
-    """a · b of two boxes at the same precision, rounded outward."""
-    ends = (a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi)
-    return Fixed(min(ends) >> a.bits, -(-max(ends) >> a.bits), a.bits)
-
-
-def narrow(b: Fixed, bits: int) -> Fixed:
-    """A box at a coarser precision, rounded outward."""
-    shift = b.bits - bits
-    return Fixed(b.lo >> shift, -(-b.hi >> shift), bits)
-
-
-def upper(x: sympy.Expr) -> Fraction:
-    """A rational upper bound of a positive constant."""
-    from symattn.exact import numeric
-
-    box = Fixed.from_interval(numeric.enclose(x, 64), 32)
-    return Fraction(box.hi, 1 << 32)
-
-
-def scale_parts(scale: sympy.Expr) -> tuple[Fraction, int]:
-    """The scale as c·√r, r square-free (1: rational)."""
-    c, root = scale.as_coeff_Mul()
-    return Fraction(int(c.p), int(c.q)), 1 if root == 1 else int(root.base)
-
-
 def listed(words: list[str]) -> str:
     """ "a, b or c"."""
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
@@ -303,12 +260,5 @@ __all__ = [
     "Part",
     "Quantity",
     "Where",
-    "add",
     "listed",
-    "mul",
-    "narrow",
-    "scale_parts",
-    "sub",
-    "times",
-    "upper",
 ]
