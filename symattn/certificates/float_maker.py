@@ -16,9 +16,10 @@ made piece by piece.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,9 @@ def exact_decimal(x: Fraction) -> str:
     return format(Decimal(x.numerator * 5**k).scaleb(-k, EXACT_CONTEXT), "f")  # never rounded to a context's precision
 
 
+PORTABLE = 3  # a certificate's bound, in multiples of the engine's (times SAFETY; see portable)
+
+
 def portable(error: np.ndarray) -> np.ndarray:
     """The bound a certificate holds: three times the engine's, rounded up.
 
@@ -53,21 +57,26 @@ def portable(error: np.ndarray) -> np.ndarray:
     bound b′ is ours up to the rounding of the magnitudes' sums (SAFETY covers that), so its f′ ± b′ lies
     inside f ± 3b and the certificate verifies there too. The digits are decided on f ± b.
     """
-    return np.nextafter(3 * float64.SAFETY * error, np.inf)
+    return np.nextafter(PORTABLE * float64.SAFETY * error, np.inf)
 
 
-def hex_rows(a: np.ndarray) -> list[list[str]]:
-    return [[float.hex(x) for x in row] for row in a.tolist()]
-
-
-def compute_float64(spec, digits: int) -> Iterator[str]:
-    """``compute --certify --float64``: the certificate of one head whose inputs are float32 values."""
+def compute_float64(spec, digits: int, folder: str | Path | None = None) -> Iterator[str]:
+    """``compute --certify --float64``: the certificate of one head whose inputs are float32 values; its file
+    paths relative to ``folder``, where it will lie (None: the spec's folder)."""
     from symattn.input.errors import SpecError
     from symattn.input.sources import hashes, spec_sources
-    from symattn.kernel.heads import heads_of
 
     if not 1 <= digits <= MOST:
         raise SpecError(spec.source, None, f"--float64 shows 1 to {MOST} significant digits (--digits), not {digits}")
+    return certificate_json(float_head(spec), digits, hashes(spec_sources(spec, folder)))
+
+
+def float_head(spec) -> float64.Head:
+    """The one head a float64-path certificate is of; anything else is refused in one line. The verifier asks
+    the same of the spec a certificate names."""
+    from symattn.input.errors import SpecError
+    from symattn.kernel.heads import heads_of
+
     heads = heads_of(spec, "output")
     if heads is None or len(heads) != 1:
         raise SpecError(
@@ -76,21 +85,23 @@ def compute_float64(spec, digits: int) -> Iterator[str]:
             "--float64 covers one head whose Q, K and V are float32 values, without projections, W_O, ALiBi, "
             "softcap, sinks or RoPE",
         )
-    return certificate_json(heads[0], digits, hashes(spec_sources(spec)))
+    return heads[0]
 
 
 def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]]) -> Iterator[str]:
-    """The certificate of ``head``'s output as JSON text, in pieces (one key per line, as compute writes)."""
+    """The certificate of ``head``'s output as JSON text, in pieces (one key per line, as compute writes).
+
+    What the work finds is kept as arrays (8 bytes or fewer a value, not a string each) and written out row
+    by row, so that at 8192 × 1024 the text is never held whole.
+    """
     from symattn.kernel.refine import refine
 
     if not 1 <= digits <= MOST:
         raise ValueError(f"the float64 path shows 1 to {MOST} significant digits, not {digits}")
-    values: list[list[str]] = []
-    paths: list[str] = []
-    floats: list[list[str]] = []
-    bounds: list[list[str]] = []
-    enclosures: list[dict[str, Any]] = []
-    open_rows: dict[int, list[int]] = {}  # the values neither float64 bound decides: {query: [columns]}
+    n, dv = head.Q.shape[0], head.V.shape[1]
+    floats, bounds = np.empty((n, dv)), np.empty((n, dv))
+    qs, es = np.empty((n, dv), dtype=np.int64), np.empty((n, dv), dtype=np.int16)  # a float64's exponent: ±400
+    paths = np.empty((n, dv), dtype="U1")
     for b in float64.blocks(head, weights=False):
         value, error = b.output.copy(), b.output_error.copy()
         ok, q, e = significant_many(*float64.interval(value, error), digits)
@@ -106,46 +117,59 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
             )
             q[rows, cols], e[rows, cols] = np.where(ok2, q2, q[rows, cols]), np.where(ok2, x2, e[rows, cols])
             path[rows[ok2], cols[ok2]] = COMPENSATED
-        floats += hex_rows(value)
-        bounds += hex_rows(portable(error))
-        for i, k in zip(*np.nonzero(path == ARB)):
-            open_rows.setdefault(int(i) + b.start, []).append(int(k))
-        for row_path, row_q, row_e in zip(path.tolist(), q.tolist(), e.tolist()):
-            values.append([text(x, y) if p != ARB else "" for p, x, y in zip(row_path, row_q, row_e)])
-            paths.append("".join(row_path))
+        floats[b.start : b.stop], bounds[b.start : b.stop] = value, portable(error)
+        qs[b.start : b.stop], es[b.start : b.stop], paths[b.start : b.stop] = q, e, path
+    open_rows: dict[int, list[int]] = {}  # the values neither float64 bound decides: {query: [columns]}
+    for i, k in zip(*np.nonzero(paths == ARB)):
+        open_rows.setdefault(int(i), []).append(int(k))
     found: dict[tuple[int, int], tuple[Fraction, Fraction]] = {}
 
     def keep(i: int, k: int, a: Fraction, z: Fraction) -> bool:
         found[(i, k)] = (a, z)  # the last call for an entry is the one that decided it
         return True
 
+    arb: dict[tuple[int, int], str] = {}  # the arb values' text
     if open_rows:  # one call for all: its integer matrices are made once
         # an exact 0 that only exact/zeros.py proves is left open: the verifier would not accept it
         done, _ = refine(head, "output", open_rows, keep, digits, prove_zeros=False)
-        for (i, k), (_, shown) in done.items():
-            values[i][k] = str(shown)
+        arb = {key: str(shown) for key, (_, shown) in done.items()}
+    enclosures = []
     for (i, k), (a, z) in sorted(found.items()):
         at = [i + 1, k + 1]
         # a row of equal scores has a rational output (refine knows it exactly): the fraction itself
         enclosures.append(
             {"at": at, "exact": str(a)} if a == z else {"at": at, "bounds": [exact_decimal(a), exact_decimal(z)]}
         )
-    scale = "sqrt" if head.exact_scale is None else str(head.exact_scale)
-    mask = None if head.allowed is None else ["".join("1" if x else "0" for x in row) for row in head.allowed.tolist()]
+
+    def shown(i: int) -> list[str]:
+        return [
+            arb.get((i, k), "") if p == ARB else text(x, y)
+            for k, (p, x, y) in enumerate(zip(paths[i].tolist(), qs[i].tolist(), es[i].tolist()))
+        ]
+
+    tables: dict[str, Callable[[int], Any]] = {
+        "value": shown,
+        "path": lambda i: "".join(paths[i].tolist()),
+        "float": lambda i: [float.hex(x) for x in floats[i].tolist()],
+        "bound": lambda i: [float.hex(x) for x in bounds[i].tolist()],
+    }
     yield "{\n"
     yield f'  "d_k": {head.Q.shape[1]},\n'
     yield '  "output": {\n'
-    for key, table in (("value", values), ("path", paths), ("float", floats), ("bound", bounds)):
+    for key, row in tables.items():
         yield f"    {json.dumps(key)}: [\n"
-        yield ",\n".join("      " + json.dumps(row) for row in table)
-        yield "\n    ]" + (",\n" if key != "bound" else "\n")
+        for i in range(n):
+            yield "      " + json.dumps(row(i)) + (",\n" if i + 1 < n else "\n")
+        yield "    ]" + (",\n" if key != "bound" else "\n")
     yield "  },\n"
+    scale = "sqrt" if head.exact_scale is None else str(head.exact_scale)
+    mask = None if head.allowed is None else ["".join("1" if x else "0" for x in row) for row in head.allowed.tolist()]
     cert = {
         "version": VERSION,
         "path": "float64",
         "method": METHOD,
         "digits": digits,
-        "paths": {name: sum(p.count(c) for p in paths) for name, c in PATHS.items()},
+        "paths": {name: int((paths == c).sum()) for name, c in PATHS.items()},
         "files": files,
         "enclosures": enclosures,
     }
@@ -154,9 +178,21 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
     yield '    "inputs": {\n'
     for name, matrix in (("Q", head.Q), ("K", head.K), ("V", head.V)):
         yield f'      "{name}": [\n'
-        yield ",\n".join("        " + json.dumps(row) for row in hex_rows(matrix))
-        yield "\n      ],\n"
+        for i, row in enumerate(matrix.tolist()):
+            yield "        " + json.dumps([float.hex(x) for x in row]) + (",\n" if i + 1 < len(matrix) else "\n")
+        yield "      ],\n"
     yield f'      "scale": {json.dumps(scale)},\n      "mask": {json.dumps(mask)}\n    }}\n  }}\n}}\n'
 
 
-__all__ = ["ARB", "COMPENSATED", "FLOAT", "PATHS", "VERSION", "certificate_json", "compute_float64", "exact_decimal"]
+__all__ = [
+    "ARB",
+    "COMPENSATED",
+    "PORTABLE",
+    "FLOAT",
+    "PATHS",
+    "VERSION",
+    "certificate_json",
+    "compute_float64",
+    "exact_decimal",
+    "float_head",
+]

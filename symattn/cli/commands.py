@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 
 from symattn.cli.parser import build_parser, say
@@ -22,18 +22,20 @@ class _UsageError(SymattnError, ValueError):
     pass
 
 
-def _emit(document: str | bytes, output: str | None) -> None:
-    """The document (text goes out as UTF-8 whatever the locale; a PDF as it is) to ``-o`` or stdout."""
-    if output is not None:
-        from symattn.rendering.output import write_output
+def _emit(document: str | bytes | Iterable[bytes], output: str | None) -> None:
+    """The document (text goes out as UTF-8 whatever the locale; a PDF as it is; pieces of bytes as they are
+    made, whole before any of it is written) to ``-o`` or stdout."""
+    from symattn.rendering.output import pieces, spooled, write_output
 
+    if output is not None:
         write_output(output, document)
         return
-    data = document if isinstance(document, bytes) else document.encode("utf-8")
+    data = document.encode("utf-8") if isinstance(document, str) else spooled(document)
     stream = sys.stdout
     try:
         stream.flush()
-        stream.buffer.write(data)
+        for piece in pieces(data):
+            stream.buffer.write(piece)
         stream.buffer.flush()
     except BrokenPipeError:
         raise
@@ -179,26 +181,21 @@ def _compute(args: argparse.Namespace) -> int:
 
         if not args.certify:
             raise _UsageError("--float64: it makes a certificate; give --certify too")
-        parts = compute_float64(spec, digits)
+        parts = compute_float64(spec, digits, _folder(args.output))
     else:
-        parts = compute_json(spec, digits=digits, exact=not args.no_exact, certify=args.certify)
-    _emit(_spooled(parts), args.output)
+        parts = compute_json(
+            spec, digits=digits, exact=not args.no_exact, certify=args.certify, folder=_folder(args.output)
+        )
+    _emit((part.encode("utf-8") for part in parts), args.output)
     return 0
 
 
-def _spooled(parts: Iterator[str]) -> bytes:
-    """The document made of ``parts``, held on disk while they are made: at 1024 tokens the sections made
-    so far are ~100 MB, and the model that makes the next one is at its largest meanwhile."""
-    import tempfile
+def _folder(output: str | None) -> str:
+    """The folder a certificate is written to, which its file paths are relative to: -o's (a file's), or the
+    current one (stdout, a device, a FIFO: wherever it is kept, most likely here)."""
+    from symattn.rendering.output import is_file_name
 
-    try:
-        with tempfile.TemporaryFile() as spool:
-            for part in parts:
-                spool.write(part.encode("utf-8"))
-            spool.seek(0)
-            return spool.read()
-    except OSError as exc:  # the temporary folder full or not writable
-        raise OutputError.from_os(tempfile.gettempdir(), exc) from None
+    return os.path.dirname(output) or "." if output is not None and is_file_name(output) else "."
 
 
 def _example(args: argparse.Namespace) -> int:
@@ -385,11 +382,7 @@ def _verify(args: argparse.Namespace) -> int:
     files = "".join(f"{args.certificate}: {line}\n" for line in result.files)  # what was hashed, or absent
     paths = "".join(f"{args.certificate}: {line}\n" for line in result.paths)
     if result.ok:
-        _emit(
-            f"{args.certificate}: {result.checked} values verified: each exact value lies in its bounds, and "
-            "every point of the bounds rounds to the value shown\n" + paths + files,
-            None,
-        )
+        _emit(f"{args.certificate}: {result.checked} values verified: {result.claim}\n" + paths + files, None)
         return 0
     _emit(files, None)
     return 1

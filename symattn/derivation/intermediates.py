@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 from types import GeneratorType
 from typing import TYPE_CHECKING, Any, cast
 
@@ -136,23 +137,30 @@ def compute(
 
     ``exact=False`` leaves out the closed forms: printing them is most of the
     time for large inputs. ``model``: the spec's exact model, if already built.
-    ``certify`` adds each value's deciding enclosure (``bounds``) and a ``certificate``
-    section that ``symattn verify-certificate`` re-checks on its own (one head).
+    ``certify`` gives instead each value with its deciding enclosure (``bounds``) and a ``certificate``
+    section that ``symattn verify-certificate`` re-checks on its own (one head): only what it checks, so
+    no closed forms; its file paths are relative to the spec's folder (see :func:`compute_json`).
     """
-    return _whole(_sections(spec, model, digits, exact, certify))
+    return _whole(_sections(spec, model, digits, exact, certify, None))
 
 
 def compute_json(
-    spec: Spec, model: AttentionModel | None = None, digits: int = 15, exact: bool = True, certify: bool = False
+    spec: Spec,
+    model: AttentionModel | None = None,
+    digits: int = 15,
+    exact: bool = True,
+    certify: bool = False,
+    folder: str | Path | None = None,
 ) -> Iterator[str]:
-    """:func:`compute` as the text of a JSON object, one key per line, each value compact, in pieces.
+    """:func:`compute` as the text of a JSON object, one key per line, each value compact, in pieces; a
+    certificate's file paths relative to ``folder``, where it will lie (None: the spec's folder).
 
     Each section is turned into text as soon as it is computed and then let go: at 1024 tokens
     the strings of every matrix at once would take hundreds of MB.
     """
     yield "{\n"
     first = True
-    for key, value in _sections(spec, model, digits, exact, certify):
+    for key, value in _sections(spec, model, digits, exact, certify, folder):
         yield ("" if first else ",\n") + f"  {json.dumps(key)}: {_json(value)}"
         first = False
     yield "\n}\n"
@@ -171,32 +179,43 @@ def _whole(value: Any) -> Any:
 
 
 def _sections(
-    spec: Spec, model: AttentionModel | None, digits: int, exact: bool, certify: bool
+    spec: Spec, model: AttentionModel | None, digits: int, exact: bool, certify: bool, folder: str | Path | None
 ) -> Iterator[tuple[str, Any]]:
     if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= MAX_DIGITS:
         raise ValueError(f"digits must be an integer from 1 to {MAX_DIGITS}, got {digits!r}")
     owned = model is None  # a model of our own: its caches go as soon as they have served
     model = build(spec) if model is None else model
     if certify:
-        if model.kind != "head":
-            raise SpecError(spec.source, None, "--certify covers one head without symbols or --backward")
-        if spec.rope is not None:  # the certificate's re-check knows rational scores only
-            raise SpecError(spec.source, "rope", "--certify does not cover RoPE yet")
-        if not cast(Model, model).plain_scores:  # the certificate's reader recomputes z = S·scale
-            key = "alibi" if spec.alibi is not None else "softcap"
-            raise SpecError(spec.source, key, "--certify does not cover ALiBi or softcap")
-        head = cast(Model, model)  # kind "head" is one Model
-        out = {**_inputs(spec), **dict(_head(head, digits, exact, certify=True))}
-        out["certificate"] = _certificate(spec, head, out, digits)
+        head = certified_head(spec, model)
+        files = hashes(spec_sources(spec, folder))  # before the work: a file outside the folder is refused
+        # no closed forms: a certificate holds only what verify-certificate checks
+        out = {**_certified_inputs(spec), **dict(_head(head, digits, exact=False, certify=True))}
+        out["certificate"] = _certificate(spec, head, out, digits, files)
         yield from out.items()
         return
     yield from _COMPUTE[model.kind](spec, model, digits, exact, owned)
 
 
+def certified_head(spec: Spec, model: AttentionModel | None = None) -> Model:
+    """The one head a certificate (version 1) is of: what ``--certify`` does not cover is refused in one line.
+    The verifier asks the same of the spec a certificate names."""
+    model = build(spec) if model is None else model
+    if model.kind != "head":
+        raise SpecError(spec.source, None, "--certify covers one head without symbols or --backward")
+    if spec.rope is not None:  # the certificate's re-check knows rational scores only
+        raise SpecError(spec.source, "rope", "--certify does not cover RoPE yet")
+    if not cast(Model, model).plain_scores:  # the certificate's reader recomputes z = S·scale
+        key = "alibi" if spec.alibi is not None else "softcap"
+        raise SpecError(spec.source, key, "--certify does not cover ALiBi or softcap")
+    return cast(Model, model)  # kind "head" is one Model
+
+
 CERTIFIED = ("scale", "sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
 
 
-def _certificate(spec: Spec, model: Model, out: dict[str, Any], digits: int) -> dict[str, Any]:
+def _certificate(
+    spec: Spec, model: Model, out: dict[str, Any], digits: int, files: list[dict[str, str]]
+) -> dict[str, Any]:
     """How the bounds were found, the exact inputs they follow from, and the values known to be rational."""
 
     def exact(m: Matrix) -> list[list[str]]:
@@ -233,11 +252,12 @@ def _certificate(spec: Spec, model: Model, out: dict[str, Any], digits: int) -> 
         "inputs": {"Q": exact(spec.Q), "K": exact(spec.K), "V": exact(spec.V), "scale": scale},
         "rational": rational,
         # the SHA-256 of the spec file and of any input file it names: the certificate binds to them
-        "files": hashes(spec_sources(spec)),
+        "files": files,
     }
 
 
-def _inputs(spec: Spec) -> dict[str, Any]:
+def _certified_inputs(spec: Spec) -> dict[str, Any]:
+    """The labels, the projected Q, K, V (where there are projections) and the mask, which holds any window."""
     out: dict[str, Any] = {"tokens": list(spec.tokens)}
     if spec.is_cross:
         out["key_tokens"] = list(spec.key_tokens)
@@ -246,7 +266,11 @@ def _inputs(spec: Spec) -> dict[str, Any]:
     out["mask"] = [
         [spec.allowed is None or spec.allowed[i][j] for j in range(len(spec.keys))] for i in range(len(spec.tokens))
     ]
-    return {**out, **modern_inputs(spec)}  # issue 20: the groups, the window, the causal alignment
+    return out
+
+
+def _inputs(spec: Spec) -> dict[str, Any]:
+    return {**_certified_inputs(spec), **modern_inputs(spec)}  # issue 20: the groups, the window, the alignment
 
 
 # Each kind's sections, made one at a time (a generator as a value: a table made the same way).
