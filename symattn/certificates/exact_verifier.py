@@ -17,7 +17,10 @@ Before any of that the certificate's shape is checked against its own inputs: ev
 exactly the shape Q, K and V imply, the mask has one true or false per score and no row without a
 key, -inf and 0 stand exactly where the mask hides a key, and every number is a finite decimal no
 longer than :data:`~symattn.input.limits.BOUND_LENGTH`, its length checked before it is matched or
-converted. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
+converted. Every field is one the verifier knows (no closed forms: nothing here could check them), and
+what the certificate says of itself (``digits``, ``precision_bits``, the labels, the projected Q, K, V) is
+true of it. The files it names bind its inputs (:mod:`symattn.checking.certificate_files`): where the spec
+is there, its values must be the inputs. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
 
 That is version 1, which has no ``version`` field. Version 2, a float64-path certificate of the output
 (``compute --certify --float64``), is checked by :mod:`symattn.certificates.float_verifier`.
@@ -213,7 +216,7 @@ def _digits_and_bits(cert: Mapping[str, Any], values: list[Value], read: Reader)
 def _bind(named: Named, inputs: _Inputs, data: Mapping[str, Any], read: Reader) -> None:
     """The spec the certificate names, read back: one compute --certify covers, whose Q, K, V (projected),
     scale, mask and labels are the certificate's, value by value."""
-    from symattn.derivation.intermediates import certified_head
+    from symattn.certificates.exact_maker import certified_head
 
     spec = named.spec
     certified_head(spec)

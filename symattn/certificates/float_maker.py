@@ -16,11 +16,12 @@ made piece by piece.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+import tempfile
+from collections.abc import Iterator
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -47,6 +48,7 @@ def exact_decimal(x: Fraction) -> str:
     return format(Decimal(x.numerator * 5**k).scaleb(-k, EXACT_CONTEXT), "f")  # never rounded to a context's precision
 
 
+BLOCK = float64.BLOCK // 2  # query rows the certificate works on at once
 PORTABLE = 3  # a certificate's bound, in multiples of the engine's (times SAFETY; see portable)
 
 
@@ -91,25 +93,29 @@ def float_head(spec) -> float64.Head:
 def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]]) -> Iterator[str]:
     """The certificate of ``head``'s output as JSON text, in pieces (one key per line, as compute writes).
 
-    What the work finds is kept as arrays (8 bytes or fewer a value, not a string each) and written out row
-    by row, so that at 8192 × 1024 the text is never held whole.
+    Each table of ``output`` goes to disk as its text, a row a line, block by block as the work finds it, and
+    is read back as it is written out (the arb values filled in), so that nothing of n × d_v values stays in
+    memory: at 8192 × 1024 they were gigabytes of strings.
     """
     from symattn.kernel.refine import refine
 
     if not 1 <= digits <= MOST:
         raise ValueError(f"the float64 path shows 1 to {MOST} significant digits, not {digits}")
-    n, dv = head.Q.shape[0], head.V.shape[1]
-    floats, bounds = np.empty((n, dv)), np.empty((n, dv))
-    qs, es = np.empty((n, dv), dtype=np.int64), np.empty((n, dv), dtype=np.int16)  # a float64's exponent: ±400
-    paths = np.empty((n, dv), dtype="U1")
-    for b in float64.blocks(head, weights=False):
+    n = head.Q.shape[0]
+    spools = {key: tempfile.TemporaryFile() for key in ("value", "path", "float", "bound")}
+    counts = dict.fromkeys(PATHS.values(), 0)
+    open_rows: dict[int, list[int]] = {}  # the values neither float64 bound decides: {query: [columns]}
+    split = float64.Split.of(head.K)  # made once for the blocks and the compensated sums
+    # half the engine's blocks: its chunked sums take 190 MB a block at 8192 × 1024 (the same values, a row
+    # is a row whatever block holds it)
+    for b in float64.blocks(head, weights=False, block=BLOCK, split=split):
         value, error = b.output.copy(), b.output_error.copy()
         ok, q, e = significant_many(*float64.interval(value, error), digits)
         path = np.where(ok, FLOAT, ARB)
         rows, cols = np.nonzero(~ok)
         if rows.size:  # the sums again, error-free: a bound about ten times tighter
             pairs = list(zip((rows + b.start).tolist(), cols.tolist()))
-            v2, e2 = compensated.outputs(head, pairs)
+            v2, e2 = compensated.outputs(head, pairs, split)
             ok2, q2, x2 = significant_many(*float64.interval(v2, e2), digits)
             value[rows, cols], error[rows, cols] = (
                 np.where(ok2, v2, value[rows, cols]),
@@ -117,11 +123,18 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
             )
             q[rows, cols], e[rows, cols] = np.where(ok2, q2, q[rows, cols]), np.where(ok2, x2, e[rows, cols])
             path[rows[ok2], cols[ok2]] = COMPENSATED
-        floats[b.start : b.stop], bounds[b.start : b.stop] = value, portable(error)
-        qs[b.start : b.stop], es[b.start : b.stop], paths[b.start : b.stop] = q, e, path
-    open_rows: dict[int, list[int]] = {}  # the values neither float64 bound decides: {query: [columns]}
-    for i, k in zip(*np.nonzero(paths == ARB)):
-        open_rows.setdefault(int(i), []).append(int(k))
+        for i, (row_path, row_q, row_e) in enumerate(zip(path.tolist(), q.tolist(), e.tolist()), b.start):
+            _line(spools["value"], [text(x, y) if p != ARB else "" for p, x, y in zip(row_path, row_q, row_e)])
+            _line(spools["path"], "".join(row_path))
+            if ARB in row_path:
+                open_rows[i] = [k for k, p in enumerate(row_path) if p == ARB]
+        for row in value.tolist():
+            _line(spools["float"], [float.hex(x) for x in row])
+        for row in portable(error).tolist():
+            _line(spools["bound"], [float.hex(x) for x in row])
+        for code in counts:
+            counts[code] += int((path == code).sum())
+    del split
     found: dict[tuple[int, int], tuple[Fraction, Fraction]] = {}
 
     def keep(i: int, k: int, a: Fraction, z: Fraction) -> bool:
@@ -141,25 +154,25 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
             {"at": at, "exact": str(a)} if a == z else {"at": at, "bounds": [exact_decimal(a), exact_decimal(z)]}
         )
 
-    def shown(i: int) -> list[str]:
-        return [
-            arb.get((i, k), "") if p == ARB else text(x, y)
-            for k, (p, x, y) in enumerate(zip(paths[i].tolist(), qs[i].tolist(), es[i].tolist()))
-        ]
+    def spooled(key: str) -> Iterator[str]:
+        with spools[key] as spool:
+            spool.seek(0)
+            for i, raw in enumerate(spool):
+                line = raw.decode().rstrip("\n")
+                if key == "value" and i in open_rows:  # the arb values, found after the row was written
+                    row = json.loads(line)
+                    for k in open_rows[i]:
+                        row[k] = arb.get((i, k), "")
+                    line = json.dumps(row)
+                yield line
 
-    tables: dict[str, Callable[[int], Any]] = {
-        "value": shown,
-        "path": lambda i: "".join(paths[i].tolist()),
-        "float": lambda i: [float.hex(x) for x in floats[i].tolist()],
-        "bound": lambda i: [float.hex(x) for x in bounds[i].tolist()],
-    }
     yield "{\n"
     yield f'  "d_k": {head.Q.shape[1]},\n'
     yield '  "output": {\n'
-    for key, row in tables.items():
+    for key in spools:
         yield f"    {json.dumps(key)}: [\n"
-        for i in range(n):
-            yield "      " + json.dumps(row(i)) + (",\n" if i + 1 < n else "\n")
+        for done, line in enumerate(spooled(key), 1):
+            yield "      " + line + (",\n" if done < n else "\n")
         yield "    ]" + (",\n" if key != "bound" else "\n")
     yield "  },\n"
     scale = "sqrt" if head.exact_scale is None else str(head.exact_scale)
@@ -169,7 +182,7 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
         "path": "float64",
         "method": METHOD,
         "digits": digits,
-        "paths": {name: int((paths == c).sum()) for name, c in PATHS.items()},
+        "paths": {name: counts[code] for name, code in PATHS.items()},
         "files": files,
         "enclosures": enclosures,
     }
@@ -182,6 +195,11 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
             yield "        " + json.dumps([float.hex(x) for x in row]) + (",\n" if i + 1 < len(matrix) else "\n")
         yield "      ],\n"
     yield f'      "scale": {json.dumps(scale)},\n      "mask": {json.dumps(mask)}\n    }}\n  }}\n}}\n'
+
+
+def _line(spool: IO[bytes], row: Any) -> None:
+    """One row of a table as its JSON text, a line of the spool."""
+    spool.write((json.dumps(row) + "\n").encode())
 
 
 __all__ = [

@@ -6,7 +6,8 @@ path "c" with its error-free sums, :mod:`symattn.kernel.compensated`), and then 
 
 1. the certificate's float ± bound must hold the recomputed float ± bound (so a float moved past its bound,
    or a bound shrunk below the engine's, is caught; the maker's bound is three times the engine's, so
-   a machine whose BLAS sums in another order still finds its own float ± bound inside);
+   a machine whose BLAS sums in another order still finds its own float ± bound inside), and be at most
+   BOUND_FACTOR times as wide;
 2. paths "f" and "c": every point of the recomputed interval rounds half-up to the value shown (numpy with a
    margin, :mod:`symattn.certificates.float_digits`; exact rationals inside the margin);
 3. path "a": the enclosure given rounds to the value shown, and mpmath's interval of the exact output,
@@ -14,7 +15,9 @@ path "c" with its error-free sums, :mod:`symattn.kernel.compensated`), and then 
    :mod:`symattn.certificates.exact_verifier` checks every value of an exact-path certificate; a rational output
    (a row of equal scores) is checked exactly.
 
-Every problem with the certificate's form is one line naming the file, the key and the position.
+Every problem with the certificate's form is one line naming the file, the key and the position: an unknown
+field, a ``paths`` table that miscounts ``output.path``, a bound wider than BOUND_FACTOR times the engine's,
+inputs that are not the values of the spec it names (:mod:`symattn.checking.certificate_files`).
 """
 
 from __future__ import annotations

@@ -33,9 +33,10 @@ def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, a - hi
 
 
-def outputs(head: Head, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Values and error bounds of the outputs O[i, k] for the (query row, column) pairs asked for."""
-    split = Split.of(head.K)
+def outputs(head: Head, pairs: list[tuple[int, int]], split: Split | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Values and error bounds of the outputs O[i, k] for the (query row, column) pairs asked for; ``split``:
+    K's, where the caller has it already (made again for each call, it took 128 MB at 8192 × 1024)."""
+    split = Split.of(head.K) if split is None else split
     rows = sorted({i for i, _ in pairs})
     at = {i: n for n, i in enumerate(rows)}
     value, error = np.empty(len(pairs)), np.empty(len(pairs))
