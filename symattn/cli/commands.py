@@ -447,7 +447,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if not hasattr(args, "max_seconds"):
             return run(args)
         from symattn.input.errors import evaluating
-        from symattn.input.limits import deadline
+        from symattn.input.limits import alarm_guard, deadline
 
         subject = (
             getattr(args, "spec", None)
@@ -458,7 +458,9 @@ def _main(argv: Sequence[str] | None) -> int:
             or getattr(args, "certificate", None)
             or args.command
         )
-        with deadline(args.max_seconds, subject), evaluating(subject):  # a rounding not decided names the file
+        # a rounding not decided names the file (evaluating); an alarm that some code turned into another
+        # error (a ValueError caught, then a StopIteration) is still the time limit (alarm_guard)
+        with deadline(args.max_seconds, subject), alarm_guard(), evaluating(subject):
             with steps(args.command) if args.command in ("render", "compute", "check") else nullcontext():
                 return run(args)
     except SymattnError as exc:

@@ -138,12 +138,6 @@ def deadline(seconds: float | None, what: str) -> Iterator[None]:
     signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
     try:
         yield
-    except Exception as exc:
-        # the alarm landed where some code turned it into another error (a ValueError caught, then a
-        # StopIteration): once it has rung, whatever ends the work is the time limit
-        if _rung is None or isinstance(exc, LimitError):
-            raise
-        raise _again(_rung) from None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
