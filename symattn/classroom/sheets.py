@@ -102,20 +102,10 @@ def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | b
         **latex_setup(list(spec.tokens) + [spec.title or "", v.name, v.id], spec.lang),
     )
     if fmt == "pdf":
-        return pdf(tex, engine=spec.engine, lang=spec.lang)
+        from symattn.rendering.export import pdf
+
+        return pdf(tex, spec.lang, spec.engine)
     return tex
-
-
-def pdf(tex: str, engine: str | None = None, lang: str | None = None, *, report: bool = False) -> bytes:
-    """A PDF of the LaTeX; TeX has its own time limit, so --max-seconds does not count it (as in render).
-
-    A ``report`` (feedback, a gradebook) folds a near-empty last page into the one before.
-    """
-    from symattn.input.limits import paused
-    from symattn.rendering.pdf import latex_to_pdf
-
-    with paused():
-        return latex_to_pdf(tex, engine=engine, lang=lang, fit_last_page=report)
 
 
 def answer_values(v: Variant) -> tuple[Any, ...]:
@@ -183,7 +173,9 @@ def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool)
 
         return page(text, first.lang)
     if fmt == "pdf":
-        return pdf(text, engine=first.engine, lang=first.lang)
+        from symattn.rendering.export import pdf
+
+        return pdf(text, first.lang, first.engine)
     return text
 
 

@@ -340,6 +340,7 @@ class Derivation:
     heading_level: int = 1  # the level of the top heading (1: LaTeX \section, Markdown #)
     numbered: bool = False  # LaTeX headings numbered, in the table of contents
     figures: str = "all"  # "all", "weights" (the heatmaps only) or "none"
+    engine: str | None = None  # a PDF's TeX engine; None: pdflatex where it sets every character, else xelatex
 
 
 def top_keys(model: Model, row: int) -> tuple[int, ...]:
@@ -389,6 +390,7 @@ def assemble(spec: Spec, steps: tuple[AnyStep, ...], symbolic: bool = False) -> 
         spec.heading_level,
         spec.numbered,
         spec.figures,
+        spec.engine,
     )
 
 
