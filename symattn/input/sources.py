@@ -1,7 +1,7 @@
 """The files a spec was read from, and their SHA-256: what a certificate names, so that it binds to them.
 
 ``spec_sources`` lists (name, path) pairs: the spec file itself, and any input files the spec records
-(``Spec.sources``, where a spec names files for its matrices). Hashing streams each file, a regular file
+(``Spec.kernel.sources``, where a spec names files for its matrices). Hashing streams each file, a regular file
 of at most ``limits.HASHED_BYTES``, and never follows what is not one (a FIFO or device would not end).
 """
 
@@ -27,7 +27,7 @@ def spec_sources(spec) -> list[tuple[str, str]]:
     # a built-in example is symattn's own file, at a path of this machine: not an input to bind to
     own = path.is_file() and path.resolve().parent == EXAMPLES.resolve()
     out = [("spec", spec.source)] if path.is_file() and not own else []
-    return out + [(str(name), str(path)) for name, path in getattr(spec, "sources", ())]
+    return out + [(str(name), str(path)) for name, path in spec.kernel.sources]
 
 
 def sha256_file(path: str | Path) -> str:
