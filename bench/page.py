@@ -37,7 +37,10 @@ from tests.test_serve import (  # noqa: E402
 )
 
 TARGET_MS = 300.0
-LAST = "const m = performance.getEntriesByName('symattn:update'); return [m.length, m.length ? m[m.length - 1].duration : 0];"
+LAST = (
+    "const m = performance.getEntriesByName('symattn:update');"
+    "return [m.length, m.length ? m[m.length - 1].duration : 0];"
+)
 
 
 def main() -> int:
