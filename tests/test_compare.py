@@ -13,7 +13,7 @@ from symattn.input import builtin
 from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import read_result, ulp
 from symattn.input.spec import load_spec
-from symattn.kernel.compare import compare, comparison_data
+from symattn.kernel.spec_comparison import compare, comparison_data
 
 np = pytest.importorskip("numpy")
 SEED = builtin.example_path("seed", "en")

@@ -376,7 +376,7 @@ def test_results_read_bfloat16_too(tmp_path):
 def test_a_npy_result_keeps_its_array_and_compares_as_its_fractions_do(tmp_path):
     from dataclasses import replace
 
-    from symattn.kernel.compare import compare, comparison_data
+    from symattn.kernel.spec_comparison import compare, comparison_data
 
     rng = np.random.default_rng(11)
     for name in "qkv":
@@ -407,7 +407,7 @@ def test_a_claims_file_s_spec_reads_its_files_beside_that_spec(tmp_path):
 def test_a_score_variant_keeps_the_exact_path(tmp_path, variant):
     """The float64 path computes plain scores: a spec that changes them is decided on the exact model."""
     from symattn.exact.factory import build
-    from symattn.kernel.compare import compare, comparison_data
+    from symattn.kernel.spec_comparison import compare, comparison_data
 
     np.save(tmp_path / "q.npy", np.array([[0.5, 1.0], [1.0, -0.5]], dtype=np.float32))
     path = tmp_path / "s.toml"

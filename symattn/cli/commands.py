@@ -346,8 +346,8 @@ def _compare(args: argparse.Namespace) -> int:
     from symattn.input.floats import read_result
     from symattn.input.spec import load_spec
     from symattn.kernel import tolerance
-    from symattn.kernel.compare import WORST, compare, comparison_data, render_comparison
     from symattn.kernel.comparison_report import passes_max_ulp
+    from symattn.kernel.spec_comparison import WORST, compare, comparison_data, render_comparison
 
     rtol, atol = tolerance.options(args.rtol, args.atol)
     spec = load_spec(args.spec)

@@ -1,7 +1,7 @@
 """The data of a comparison of a float result with the exact values: each entry's error, the summary, and
 how one entry's error is decided on an enclosure of its exact value.
 
-Shared by the exact path (:mod:`symattn.kernel.compare`) and the float64 engine
+Shared by the exact path (:mod:`symattn.kernel.spec_comparison`) and the float64 engine
 (:mod:`symattn.kernel.heads`, ``deciding``, ``perhead``, ``rowscale``, ``tolerance``), so that none
 of them imports the module that dispatches to the others.
 """
