@@ -43,14 +43,13 @@ PRECISIONS = {
 def assert_attention_close(out: Any, q: Any, k: Any, v: Any, **options: Any) -> Report:
     """Assert that ``out`` is close to the exact attention of ``q``, ``k``, ``v`` (keywords as
     :func:`symattn.kernel.compare`'s); return the report where it is, raise ``AssertionError`` where not."""
-    from symattn.kernel.oracle import compare
+    from symattn.kernel.oracle import compare, runs_of
     from symattn.kernel.tensors import exact_array
 
     rule = options.get("rule")
     implied = options.get("reference") is not None or options.get("max_ulp") is not None
     if rule == "allclose" or (rule is None and not implied):
-        first = out[0] if isinstance(out, (list, tuple)) and out else out
-        fmt = exact_array(first, "out").format
+        fmt = exact_array(runs_of(out)[0], "out").format
         if fmt not in PRECISIONS and (options.get("rtol") is None or options.get("atol") is None):
             raise SpecError("rtol", None, f"no default tolerances for {fmt} results: give rtol and atol")
         rtol, atol = PRECISIONS.get(fmt, (None, None))

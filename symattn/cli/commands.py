@@ -351,8 +351,9 @@ def _compare(args: argparse.Namespace) -> int:
         raise SpecError("--summary", None, "leaves the entries out of the JSON: give --format json too")
     rtol, atol = tolerance.options(args.rtol, args.atol)
     spec = load_spec(args.spec)
-    results = [read_result(path, args.dtype) for path in args.result]
-    naive = None if args.naive is None else read_result(args.naive, args.dtype)
+    layout = "bhnd" if args.quantity.startswith("lse") else spec.layout  # an LSE is (B, H, N) in both
+    results = [read_result(path, args.dtype, layout) for path in args.result]
+    naive = None if args.naive is None else read_result(args.naive, args.dtype, layout)
     grad_output = None if args.grad_output is None else read_result(args.grad_output)
     # JSON, --all and a verdict (its worst place, and what passes --max-ulp, must be decided) decide every
     # entry; a plain text report only those it can show

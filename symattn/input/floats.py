@@ -113,21 +113,22 @@ class ArrayRows(Sequence):
         return hash(tuple(self))
 
 
-def read_result(path: str | Path, fmt: str | None = None) -> FloatResult:
+def read_result(path: str | Path, fmt: str | None = None, layout: str = "bhnd") -> FloatResult:
     """A float matrix from ``.npy`` or ``.safetensors`` (``FILE.safetensors:NAME``: its own dtype, or ``fmt``
-    where every value is one of that format) or ``.json`` (``fmt``, default float64)."""
+    where every value is one of that format) or ``.json`` (``fmt``, default float64); an array's axes are
+    read in ``layout``."""
     source = str(path)
     if fmt is not None and fmt not in FORMATS:
         raise SpecError(source, None, f"unknown float format {fmt!r}; expected one of {', '.join(FORMATS)}")
     named = _SAFETENSORS.fullmatch(source)
     if named is not None and not Path(path).is_file():  # FILE.safetensors:NAME
         data = _read_bytes(named["path"])
-        return array_result(source, tensorfile.read_safetensors(source, data, named["name"]), fmt)
+        return array_result(source, tensorfile.read_safetensors(source, data, named["name"]), fmt, layout)
     data = _read_bytes(path)
     if source.lower().endswith(".safetensors"):
-        return array_result(source, tensorfile.read_safetensors(source, data, None), fmt)
+        return array_result(source, tensorfile.read_safetensors(source, data, None), fmt, layout)
     if source.lower().endswith(".npy") or data.startswith(tensorfile.NPY_MAGIC):
-        return array_result(source, tensorfile.read_npy(source, data), fmt)
+        return array_result(source, tensorfile.read_npy(source, data), fmt, layout)
     return _json(source, data, fmt or "float64")
 
 
@@ -146,15 +147,15 @@ def _read_bytes(path: str | Path) -> bytes:
     return data
 
 
-def array_result(source: str, array: tensorfile.Array, fmt: str | None = None) -> FloatResult:
-    """A result of a file's array (or a tensor's), measured in ``fmt`` (default: its own format)."""
+def array_result(source: str, array: tensorfile.Array, fmt: str | None = None, layout: str = "bhnd") -> FloatResult:
+    """A result of a file's array (or a tensor's) in ``layout``, measured in ``fmt`` (default: its own format)."""
     if fmt is not None and fmt != array.format:
         in_format(source, array.values, fmt, array.format)
         array = tensorfile.Array(fmt, array.values)
     shape = list(array.values.shape)
     parts = ", ".join(map(str, shape))
-    while len(shape) > 2 and shape[0] == 1:  # (1, n, d) and (1, 1, n, d): a batch of one, one head
-        shape.pop(0)
+    while len(shape) > 2 and shape[0] == 1 and (len(shape) > 3 or tensorfile.one_head(tuple(shape), layout)):
+        shape.pop(0)  # (1, n, d) and (1, 1, n, d): a batch of one, one head; a batch of one
     if len(shape) == 1:
         shape = [1, shape[0]]
     if len(shape) in (3, 4) and 0 not in shape:  # batch and head axes: compare lines them up with the spec's

@@ -207,4 +207,10 @@ def not_finite(values: np.ndarray) -> list[tuple[tuple[int, ...], str]]:
     ]
 
 
-__all__ = ["WIDTH", "Array", "dtype_of", "KINDS", "NPY_MAGIC", "not_finite", "read_npy", "read_safetensors"]
+def one_head(shape: tuple[int, ...], layout: str) -> bool:
+    """Whether an array of ``shape`` is one head's matrix: (N, D), or (1, N, D), (1, 1, N, D) in bhnd; in bnhd
+    (1, 1, D) or (1, 1, 1, D) only, since the leading 1 of (1, H, D) is one query of H heads, not H queries."""
+    return len(shape) <= 2 or all(n == 1 for n in shape[: -2 if layout == "bhnd" else -1])
+
+
+__all__ = ["WIDTH", "Array", "dtype_of", "KINDS", "NPY_MAGIC", "not_finite", "one_head", "read_npy", "read_safetensors"]

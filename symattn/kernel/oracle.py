@@ -109,7 +109,7 @@ def compare(
     dims = given[0].values.ndim
     how = "lse2" if kind == "lse" and lse_base == "2" else GRADIENTS.get(kind, kind)
     places = matrix_places(how, inputs.head_count if dims > 2 else 1)
-    runs = list(out) if isinstance(out, (list, tuple)) else [out]
+    runs = runs_of(out)
     sources = ["out"] if len(runs) == 1 else [f"run {i}" for i in range(len(runs))]
     results = [tensors.result_of(tensors.exact_array(r, s), kind, inputs, dims, s) for r, s in zip(runs, sources)]
     against = None
@@ -128,6 +128,12 @@ def compare(
         made = report.of_runs(reports, spread.spread([where.line_up(r) for r in results], made.comparison.format))
     record.add(made, kind)
     return made
+
+
+def runs_of(out: Any) -> list[Any]:
+    """The results given: several runs of one kernel (a list or tuple of tensors or arrays), or one."""
+    several = isinstance(out, (list, tuple)) and len(out) > 0 and all(hasattr(r, "shape") for r in out)
+    return list(out) if several else [out]
 
 
 def rule_inputs(rule: str | None, reference: Any, rtol: Any, atol: Any, bound: Decimal | None) -> Any:
@@ -165,4 +171,4 @@ def _ulps(value: Any) -> Decimal | None:
     return Decimal(text)
 
 
-__all__ = ["NOT_YET", "compare"]
+__all__ = ["NOT_YET", "compare", "runs_of"]
