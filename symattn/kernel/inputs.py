@@ -41,24 +41,24 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
 
     if quantity in GRADIENTS:
         gradient = _gradient_head(spec, grad_output)
-        return None if gradient is None else Inputs((gradient,), layout=spec.layout)
+        return None if gradient is None else Inputs((gradient,), layout=spec.kernel.layout)
     if grad_output is not None:
         raise SpecError("--grad-output", None, "is for --quantity dq, dk or dv")
-    if spec.batches:
+    if spec.kernel.batches:
         heads: list = []
-        for b in range(spec.batch):
+        for b in range(spec.kernel.batch):
             part = heads_of(spec.of_batch(b), quantity)
             if part is None:
                 raise SpecError(
                     spec.source,
                     "Q",
-                    f"a batch of {spec.batch} needs the float64 path: Q, K and V of float32 values, and no "
+                    f"a batch of {spec.kernel.batch} needs the float64 path: Q, K and V of float32 values, and no "
                     "projection, W_O, ALiBi, soft-capping, sinks or RoPE",
                 )
             heads += part
-        return Inputs(tuple(heads), spec.batch, spec.heads, spec.layout)
+        return Inputs(tuple(heads), spec.kernel.batch, spec.heads, spec.kernel.layout)
     found = heads_of(spec, quantity)
-    return None if found is None else Inputs(tuple(found), 1, spec.heads, spec.layout)
+    return None if found is None else Inputs(tuple(found), 1, spec.heads, spec.kernel.layout)
 
 
 def gradient_head(head: float64.Head, dO: np.ndarray, sqrt_scale: bool) -> float64_backward.GradientHead:
@@ -103,7 +103,7 @@ def _gradient_head(spec: Any, grad_output: FloatResult | None) -> float64_backwa
     from symattn.kernel.heads import heads_of
 
     grad_output = checked_grad_output(spec, grad_output, limits.KERNEL_GRADIENT_TOKENS, "the float64 path")
-    heads = None if spec.batches else heads_of(replace(spec, backward=None), "output")
+    heads = None if spec.kernel.batches else heads_of(replace(spec, backward=None), "output")
     if heads is None:
         return None
     dO = grad_output.array

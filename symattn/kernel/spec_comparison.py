@@ -75,9 +75,9 @@ def compare(
         from symattn.kernel.places import lined_places
 
         dims = result.array.ndim
-        result = arrange(result, spec.layout, quantity, 1, spec.heads)
+        result = arrange(result, spec.kernel.layout, quantity, 1, spec.heads)
         axes = (1, spec.heads)
-        places = lined_places(how, spec.layout, dims, 1, spec.heads, result.shape[1] // spec.heads)
+        places = lined_places(how, spec.kernel.layout, dims, 1, spec.heads, result.shape[1] // spec.heads)
     from symattn.exact.base import Rounding  # SymPy: the exact path only
     from symattn.exact.factory import build
 
