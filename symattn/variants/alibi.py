@@ -123,6 +123,8 @@ class AlibiPart(Part):
     facts = (("toy_vs_real", "alibi", False),)
     certify = "--certify does not cover ALiBi or softcap"
     z_word = "biased"
+    argument = "alibi_slopes"
+    argument_refusal = "ALiBi is not on the float64 path yet (a spec's alibi compares one head exactly)"
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Alibi | None:
         """``alibi = true`` or ``alibi_slopes = [...]`` (one positive decimal per head), or None."""

@@ -147,6 +147,11 @@ class Part:
         """(key, why) to blame where row i has no key left and it alone explains why; else None."""
         return None
 
+    def kernel_mask(self, n: int, m: int, causal: bool, align: str, window: Any) -> Any:
+        """Its mask_mod on the float64 path, from symattn.kernel.compare's keywords: a numpy array of booleans
+        over n queries and m keys, or None where every key is allowed."""
+        return None
+
     # --- what it supports -------------------------------------------------------------------------------
 
     def float64(self, setting: Any) -> Float64Rule | None:
@@ -154,6 +159,10 @@ class Part:
         return None
 
     float64_in_mask: ClassVar[bool] = False  # True: all it does is in ``spec.allowed``, which the path takes
+    # the keyword a kernel's call takes it by (FlashAttention's), which symattn.kernel.compare reads, and its
+    # refusal there while the float64 path has no rule for it; "" where the call has no such keyword
+    argument: ClassVar[str] = ""
+    argument_refusal: ClassVar[str] = ""
 
     # --- compute and the derivation ---------------------------------------------------------------------
 

@@ -72,6 +72,8 @@ class Sinks(Part):
         ("backward_variants", "sink", None),
     )
     certify = "--certify does not cover sinks"
+    argument = "sinks"
+    argument_refusal = "attention sinks are not on the float64 path yet (a spec's sinks compare one head exactly)"
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> tuple[Numeral, ...] | None:
         """``sinks = [s_1, …]``: one sink logit per head, a decimal of size at most SINK_LOGIT."""

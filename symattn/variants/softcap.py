@@ -85,6 +85,8 @@ class Softcap(Part):
     facts = (("toy_vs_real", "softcap", False), ("backward_variants", "cap", None))
     certify = "--certify does not cover ALiBi or softcap"
     z_word = "capped"
+    argument = "softcap"
+    argument_refusal = "soft-capping is not on the float64 path yet (a spec's softcap compares one head exactly)"
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Numeral | None:
         """``softcap = c``: z ← c·tanh(z / c) on the (biased) scaled scores, c a decimal > 0."""
