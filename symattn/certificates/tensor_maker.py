@@ -40,7 +40,7 @@ COVERS = (
 def compute_tensors(spec, digits: int, folder: str | Path | None, grad_output: str | None) -> Iterator[str]:
     """``compute --certify --float64``: the certificate of the spec's heads (and of dO's gradients, with
     ``grad_output``), its file paths relative to ``folder``."""
-    from symattn.input.sources import _inside, hashes, spec_sources
+    from symattn.input.sources import hashes, relative_inside, spec_sources
 
     if not 1 <= digits <= MOST:
         raise SpecError(spec.source, None, f"--float64 shows 1 to {MOST} significant digits (--digits), not {digits}")
@@ -48,8 +48,28 @@ def compute_tensors(spec, digits: int, folder: str | Path | None, grad_output: s
     sources = spec_sources(spec, folder)
     if grad_output is not None:
         base = Path(Path(spec.source).parent if folder is None else folder)
-        sources.append(("grad_output", _inside(grad_output, base), grad_output))
-    return certificate_json(tensors, digits, hashes(sources))
+        sources.append(("grad_output", relative_inside(grad_output, base), grad_output))
+    return within_limit(certificate_json(tensors, digits, hashes(sources)), spec.source)
+
+
+def within_limit(parts: Iterator[str], source: str) -> Iterator[str]:
+    """The certificate's pieces, refused in one line once they pass limits.CERTIFICATE_BYTES, the most that
+    verify-certificate reads: a certificate symattn writes is one its verifiers read (compute writes nothing
+    until the whole is made, so nothing is left half-written)."""
+    from symattn.input import limits
+    from symattn.input.errors import LimitError
+
+    size = 0
+    for part in parts:
+        size += len(part.encode("utf-8"))
+        if size > limits.CERTIFICATE_BYTES:
+            raise LimitError(
+                source,
+                None,
+                f"the certificate passes {limits.CERTIFICATE_BYTES} bytes, the most verify-certificate reads "
+                "(CERTIFICATE_BYTES): certify fewer tokens, columns or heads in one spec",
+            )
+        yield part
 
 
 def tensors_of(spec, grad_output: str | None) -> Tensors:
@@ -189,4 +209,4 @@ def _table(tensors: Tensors, name: str, value: np.ndarray, error: np.ndarray, di
     return tensors.shape(name), shown, paths.tolist(), value, error
 
 
-__all__ = ["VERSION", "certificate_json", "compute_tensors", "grad_rows", "tensors_of"]
+__all__ = ["VERSION", "certificate_json", "compute_tensors", "grad_rows", "tensors_of", "within_limit"]

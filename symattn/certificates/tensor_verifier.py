@@ -54,6 +54,8 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
     if named.spec is not None:
         _bind(named, tensors, read)
         file_lines = bound(named)
+        if tensors.gradients:
+            file_lines += ("and its dO is the values of its grad_output file, read here",)
     values = evaluate(tensors)
     failures: list[str] = list(named.failures)
     lines = []
@@ -131,9 +133,14 @@ def _bind(named: Any, mine: Tensors, read: Reader) -> None:
             key + name, f"{ours}, but {theirs} gives {got}: the certificate is not of its files", position
         )
 
-    for name in ("batch", "query_heads", "kv_heads", "layout", "gradients"):
+    if mine.gradients != given.gradients:
+        raise read.error(
+            "certificate.files",
+            "dO is given but no grad_output file is named" if mine.gradients else "a grad_output file, but no dO",
+        )
+    for name in ("batch", "query_heads", "kv_heads", "layout"):
         if getattr(mine, name) != getattr(given, name):
-            field = {"query_heads": "heads", "gradients": "dO"}.get(name, name)
+            field = {"query_heads": "heads"}.get(name, name)
             raise other(field, str(getattr(mine, name)), str(getattr(given, name)))
     for name in ("Q", "K", "V", "dO") if mine.gradients else ("Q", "K", "V"):
         a, z = mine.rows(name), given.rows(name)

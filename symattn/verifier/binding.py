@@ -64,7 +64,9 @@ def _inside(folder: Path, path: str, n: int) -> Path | None:
     base = Path(os.path.realpath(folder))
     real = Path(os.path.realpath(base / path))
     if real != base and base not in real.parents:
-        raise CertificateError("certificate.files.path", f"{path[:60]!r}: leads outside the certificate's folder", (n,))
+        raise CertificateError(
+            "certificate.files.path", f"{path[:60]!r}: leads outside the certificate's folder (through a link)", (n,)
+        )
     return real if os.path.lexists(real) else None
 
 

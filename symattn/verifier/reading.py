@@ -92,12 +92,14 @@ class Certificate:
 def parse(text: str) -> dict[str, Any]:
     """JSON text as a table: duplicate keys, NaN, Infinity and floats refused."""
 
+    twice: dict[int, str] = {}  # id of an object holding a key twice: that key (found once parsed)
+
     def table(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in pairs:
-            if key in out:
-                raise CertificateError(key, "given twice (a JSON reader would keep one copy)")
-            out[key] = value
+            if key in out and id(out) not in twice:
+                twice[id(out)] = key
+            out.setdefault(key, value)
         return out
 
     def constant(name: str) -> Any:
@@ -115,7 +117,23 @@ def parse(text: str) -> dict[str, Any]:
         raise CertificateError("", f"a number JSON cannot hold here: {str(exc)[:80]}") from None
     if not isinstance(data, dict):
         raise CertificateError("", "expected a JSON object")
+    if twice:
+        _refuse_twice(data, twice)
     return data
+
+
+def _refuse_twice(data: dict[str, Any], twice: dict[int, str]) -> None:
+    """The first object in the file's order that holds a key twice, named by its path (a JSON reader would
+    keep one copy, and a verifier check only that one)."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            if id(value) in twice:
+                raise CertificateError(path[:100], f"the key {twice[id(value)][:60]!r} twice in one object; keep one")
+            stack += [(f"{path}.{k[:60]}" if path else k[:60], v) for k, v in reversed(value.items())]
+        elif isinstance(value, list):
+            stack += [(f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value, 1))) if isinstance(v, dict | list)]
 
 
 class _Float(str):
