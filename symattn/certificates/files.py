@@ -171,7 +171,7 @@ def _read_spec(path: Path) -> Any:
 
 def _same_files(read: Reader, spec: Any, base: Path, named: dict[str, str], spec_name: str) -> None:
     """The files the spec reads are exactly the others the certificate names, at the same paths."""
-    reads = {key: PurePosixPath(Path(path).relative_to(base)).as_posix() for key, path in spec.sources}
+    reads = {key: PurePosixPath(Path(path).relative_to(base)).as_posix() for key, path in spec.kernel.sources}
     for key, path in reads.items():
         if named.get(key) != path:
             raise read.error(

@@ -12,10 +12,14 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING
 
 from symattn.cli.parser import build_parser, say
 from symattn.cli.terminal import is_terminal, progress, steps
 from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, brief
+
+if TYPE_CHECKING:
+    from symattn.rendering.export import Export
 
 
 class _UsageError(SymattnError, ValueError):
@@ -56,7 +60,7 @@ def _load(spec_path: str | None, example: str | None, lang: str | None):
 
 def _render(args: argparse.Namespace) -> int:
     from symattn.derivation.derive import derive
-    from symattn.rendering.renderer import render
+    from symattn.rendering.export import export
 
     fmt = args.format = _slides(args) if args.slides else _format(args, "markdown")
     if args.standalone and fmt not in ("latex", "pdf"):  # a PDF is always made from a whole document
@@ -78,32 +82,9 @@ def _render(args: argparse.Namespace) -> int:
         figures=args.figures,
     )
     derivation = derive(spec)
-    if fmt == "html":
-        from symattn.rendering.html import derivation_page
-
-        _emit(derivation_page(derivation), args.output)
-    elif fmt in ("beamer", "beamer-pdf"):
-        from symattn.rendering.beamer import render_beamer
-
-        deck = render_beamer(derivation)
-        if fmt == "beamer":
-            _emit(deck, args.output)
-        else:
-            _emit_pdf(deck, derivation.lang, spec.engine, args)
-    elif fmt == "slides":
-        from symattn.rendering.deck import deck_page
-
-        _emit(deck_page(derivation), args.output)
-    elif fmt == "markdown" and args.output is not None and _has_room_beside(args.output):
-        from symattn.rendering.output import write_beside
-        from symattn.rendering.svg import markdown_with_files
-
-        text, files = markdown_with_files(derivation, args.output)
-        write_beside(args.output, text, files)  # the SVG files beside the document, linked from it
-    elif fmt == "pdf":
-        _emit_pdf(render(derivation, "latex", standalone=True), derivation.lang, spec.engine, args)
-    else:
-        _emit(render(derivation, fmt, standalone=args.standalone), args.output)
+    # Markdown to a file takes its figures beside it, as SVG files it links to
+    beside = args.output if fmt == "markdown" and args.output is not None and _has_room_beside(args.output) else None
+    _emit_export(export(derivation, fmt, standalone=args.standalone, beside=beside), args.output)
     return 0
 
 
@@ -139,19 +120,14 @@ def _check_export(args: argparse.Namespace) -> None:
         raise _UsageError("a PDF is binary and stdout is a terminal; write it to a file with -o FILE.pdf")
 
 
-def _emit_pdf(tex: str, lang: str, engine: str | None, args: argparse.Namespace, report: bool = False) -> None:
-    from symattn.rendering.pdf import latex_to_pdf
+def _emit_export(made: Export, output: str | None) -> None:
+    """An export to ``-o`` or stdout, with the files that go beside it (a Markdown document's figures)."""
+    if made.files and output is not None:
+        from symattn.rendering.output import write_beside
 
-    with _latex_clock():
-        data = latex_to_pdf(tex, engine=engine, lang=lang, fit_last_page=report)
-    _emit(data, args.output)
-
-
-def _latex_clock():
-    """TeX has its own time limit (limits.LATEX_SECONDS): --max-seconds stops counting while it runs."""
-    from symattn.input.limits import paused
-
-    return paused()
+        write_beside(output, made.content, made.files)
+    else:
+        _emit(made.content, output)
 
 
 def _subs(pairs: list[str] | None) -> dict[str, str] | None:
@@ -211,8 +187,8 @@ def _check(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from symattn.checking.checker import check
-    from symattn.checking.report import report_data
     from symattn.input import builtin
+    from symattn.rendering.export import export
 
     if bool(args.claims) == bool(args.example):
         raise _UsageError("give a CLAIMS file or --example (not both)")
@@ -232,22 +208,7 @@ def _check(args: argparse.Namespace) -> int:
             cjk_font=args.cjk_font or report.cjk_font,
             engine=args.engine or report.engine,
         )
-    if args.format == "json":
-        import json
-
-        _emit(json.dumps(report_data(report), ensure_ascii=False, indent=2) + "\n", args.output)
-    elif args.format == "html":
-        from symattn.rendering.html import report_page
-
-        _emit(report_page(report), args.output)
-    elif args.format == "pdf":
-        from symattn.rendering.renderer import render_report
-
-        _emit_pdf(render_report(report, "latex", standalone=True), report.lang, report.engine, args, report=True)
-    else:
-        from symattn.rendering.renderer import render_report
-
-        _emit(render_report(report, args.format, standalone=args.standalone), args.output)
+    _emit_export(export(report, args.format, standalone=args.standalone), args.output)
     return 0 if report.ok else 1
 
 
@@ -327,7 +288,9 @@ def _grade(args: argparse.Namespace) -> int:
         if args.seed is not None or args.count is not None or args.roster is not None:
             raise _UsageError("--seed, --count and --roster go with --lms-csv; a class folder has its index.csv")
         book = grade(args.folder, args.index, args.template, policy, progress("grading"))
-    with _latex_clock() if "pdf" in (fmt, args.feedback_format) else nullcontext():
+    from symattn.rendering.export import tex_clock
+
+    with tex_clock() if "pdf" in (fmt, args.feedback_format) else nullcontext():
         document = gradebook_document(book, fmt, lang, args.assignment_id)
         made = feedback_files(book, args.feedback_format) if args.feedback else ()
     if args.feedback:  # everything is made before anything is written

@@ -1,6 +1,6 @@
 """The files a spec was read from, and their SHA-256: what a certificate names, so that it binds to them.
 
-``spec_sources`` lists the spec file itself and any input files the spec records (``Spec.sources``, where a
+``spec_sources`` lists the spec file itself and any input files the spec records (``Spec.kernel.sources``, where a
 spec names files for its matrices), each with its path relative to the certificate's folder: the verifier
 looks for a file there and nowhere else. Hashing streams each file, a regular file of at most
 ``limits.HASHED_BYTES``, and never follows what is not one (a FIFO or device would not end).
@@ -33,7 +33,7 @@ def spec_sources(spec, folder: str | Path | None = None) -> list[tuple[str, str,
     # a built-in example is symattn's own file, at a path of this machine: not an input to bind to
     own = path.is_file() and path.resolve().parent == EXAMPLES.resolve()
     named = [("spec", spec.source)] if path.is_file() and not own else []
-    named += [(str(name), str(path)) for name, path in getattr(spec, "sources", ())]
+    named += [(str(name), str(path)) for name, path in spec.kernel.sources]
     base = Path(path.parent if folder is None else folder)
     return [(name, relative_inside(here, base), here) for name, here in named]
 
