@@ -81,7 +81,7 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
             spec.source, "backward", "--float64 takes dO from --grad-output (as compare does), not [backward]"
         )
     heads: list[float64.Head] = []
-    for b in range(spec.batch):
+    for b in range(spec.kernel.batch):
         part = heads_of(spec.of_batch(b), "output")
         if part is None:
             raise SpecError(spec.source, None, COVERS)
@@ -89,11 +89,15 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
     first = heads[0]
     rows = {name: np.concatenate([getattr(h, name) for h in heads]) for name in ("Q",)}
     group = spec.heads // spec.kv_groups
-    firsts = [b * spec.heads + g * group for b in range(spec.batch) for g in range(spec.kv_groups)]
+    firsts = [b * spec.heads + g * group for b in range(spec.kernel.batch) for g in range(spec.kv_groups)]
     rows |= {name: np.concatenate([getattr(heads[i], name) for i in firsts]) for name in ("K", "V")}
     if grad_output is not None:
-        rows["dO"] = grad_rows(grad_output, spec.batch, spec.heads, first.Q.shape[0], first.V.shape[1], spec.layout)
-    made = build(rows, spec.batch, spec.heads, spec.kv_groups, spec.layout, first.exact_scale, first.allowed)
+        rows["dO"] = grad_rows(
+            grad_output, spec.kernel.batch, spec.heads, first.Q.shape[0], first.V.shape[1], spec.kernel.layout
+        )
+    made = build(
+        rows, spec.kernel.batch, spec.heads, spec.kv_groups, spec.kernel.layout, first.exact_scale, first.allowed
+    )
     if made is None:
         raise SpecError(spec.source, "scale", "beyond the float64 path's range (2^±900)")
     return made
