@@ -178,8 +178,9 @@ def decide_beyond(tensors: Tensors, name: str, entries: list[tuple[int, int]], d
 
     out = {}
     open_: list[tuple[int, int]] = []
+    memo: dict = {}
     for r, c in entries:
-        x = exact_value(tensors, name, r, c)
+        x = exact_value(tensors, name, r, c, memo)
         if x is None:
             open_.append((r, c))
         else:
@@ -224,46 +225,66 @@ def _by_head(tensors: Tensors, name: str, entries: list[tuple[int, int]]):
     return [(hh, wanted, at) for hh, (wanted, at) in sorted(found.items())]
 
 
-def exact_value(tensors: Tensors, name: str, r: int, c: int) -> Fraction | None:
+def exact_value(tensors: Tensors, name: str, r: int, c: int, memo: dict | None = None) -> Fraction | None:
     """The exact value where docs/kernel.md's rules for a certificate know it (its verifiers apply the same):
     an output of a row of equal scores or of a V column of one value over the allowed keys; an LSE of one key
-    of score 0; a dQ, dK or dV entry that the backward pass makes 0 term by term. Else None."""
+    of score 0; a dQ, dK or dV entry that the backward pass makes 0 term by term. Else None. ``memo`` keeps
+    what a row's entries share (whether its scores, or its dP, are one value) for the next entry."""
     n, m = tensors.heads[0].Q.shape[0], tensors.heads[0].K.shape[0]
+    memo = {} if memo is None else memo
     if name in ("dk", "dv"):
         first = tensors.kv_heads_first()[r // m]
         for hh in range(first, first + tensors.group):
             head = tensors.heads[hh]
-            for i in range(n):
-                keys = _keys(head, i)
-                if r % m not in keys:
-                    continue
-                if name == "dv" and head.dO[i, c] != 0:  # type: ignore[attr-defined]
-                    return None
-                if name == "dk" and head.Q[i, c] != 0 and not _still(head, i, keys):
+            attends = np.arange(n) if head.allowed is None else np.nonzero(head.allowed[:, r % m])[0]
+            across = head.dO if name == "dv" else head.Q  # type: ignore[attr-defined]
+            for i in attends[across[attends, c] != 0].tolist():  # a zero there adds nothing
+                if name == "dv" or not _still(head, hh, i, memo):
                     return None
         return Fraction(0)
     hh, i = (r, c) if name in ("lse", "lse2") else (r // n, r % n)
     head = tensors.heads[hh]
     keys = _keys(head, i)
     if name == "output":
-        column = [Fraction(x) for x in head.V[keys, c].tolist()]
-        if len(set(column)) == 1 or len(set(_exact_dots(head.Q[i], head.K[keys]))) == 1:
-            return sum(column, Fraction(0)) / len(keys)
+        column = head.V[keys, c]
+        if (column == column[0]).all() or _memo(memo, ("scores", hh, i), lambda: _one_value(head.Q[i], head.K[keys])):
+            return sum((Fraction(x) for x in column.tolist()), Fraction(0)) / len(column)
         return None
     if name in ("lse", "lse2"):
-        return Fraction(0) if len(keys) == 1 and _exact_dots(head.Q[i], head.K[keys])[0] == 0 else None
-    if _still(head, i, keys) or len(set(head.K[keys, c].tolist())) == 1:
+        one = head.K[keys]
+        return Fraction(0) if len(one) == 1 and _exact_dots(head.Q[i], one)[0] == 0 else None
+    column = head.K[keys, c]
+    if (column == column[0]).all() or _still(head, hh, i, memo):
         return Fraction(0)
     return None
 
 
-def _keys(head: float64.Head, i: int) -> list[int]:
-    return list(range(head.K.shape[0])) if head.allowed is None else np.nonzero(head.allowed[i])[0].tolist()
+def _keys(head: float64.Head, i: int) -> slice | np.ndarray:
+    return slice(None) if head.allowed is None else np.nonzero(head.allowed[i])[0]
 
 
-def _still(head, i: int, keys: list[int]) -> bool:
+def _memo(memo: dict, key: tuple, find) -> bool:
+    if key not in memo:
+        memo[key] = find()
+    return memo[key]
+
+
+def _still(head, hh: int, i: int, memo: dict) -> bool:
     """dS_i = 0: dP_ij = dO_i · V_j is one value over the keys query i attends (exactly)."""
-    return len(set(_exact_dots(head.dO[i], head.V[keys]))) == 1
+    return _memo(memo, ("dP", hh, i), lambda: _one_value(head.dO[i], head.V[_keys(head, i)]))
+
+
+def _one_value(x: np.ndarray, rows: np.ndarray) -> bool:
+    """x · row is one value for every row, exactly. Most rows are told apart in float64 first: each float dot
+    is within e of its exact value, so two floats more than 3·max e apart (their difference rounds once) are
+    two values; only the rest are summed in rationals."""
+    if len(rows) <= 1:
+        return True
+    dots = rows @ x
+    error = SAFETY * gamma(len(x)) * float((np.abs(rows) @ np.abs(x)).max())
+    if float(dots.max() - dots.min()) > 3 * error:
+        return False
+    return len(set(_exact_dots(x, rows))) == 1
 
 
 def _exact_dots(x: np.ndarray, rows: np.ndarray) -> list[Fraction]:
