@@ -302,3 +302,30 @@ def test_the_standalone_verifier_runs_as_a_program(tmp_path):
         "",
         f"{cert}: 48 values verified: {STANDALONE_CLAIM}",
     )
+
+
+def test_the_standalone_rounding_cell_below_a_power_of_ten_is_ten_times_narrower():
+    """0.9999999997 shows as itself at 10 digits, not as 1.000000000: a forged 1.000000000 is refuted, while
+    0.99999999995 ≤ x < 1 does round to it (half-up; mirrored below zero)."""
+    from fractions import Fraction as F
+
+    from symattn.verifier.checking import Value
+    from symattn.verifier.reading import Table
+
+    def judged(text, lo, hi):
+        table = Table(
+            "lse", (2, 3), [["0"] * 3, ["0", text, "0"]], ["aaa"] * 2, [[0.0] * 3] * 2, [[float("inf")] * 3] * 2
+        )
+        return Value(table, 1, 1, None).judge(F(lo), F(hi))
+
+    assert (
+        judged("1.000000000", "0.9999999997", "0.9999999997")
+        == "lse[1, 1]: the exact value does not round to 1.000000000"
+    )
+    assert judged("1.000000000", "0.99999999995", "0.99999999996") is True
+    assert judged("-1.000000000", "-0.99999999996", "-0.99999999995") is True
+    assert judged("-1.000000000", "-0.9999999997", "-0.9999999997") == (
+        "lse[1, 1]: the exact value does not round to -1.000000000"
+    )
+    assert judged("2.000000000", "1.99999999995", "1.99999999995") is True
+    assert judged("1.000E+3", "999.95", "999.96") is True and judged("1.000E+3", "999.94", "999.96") is None

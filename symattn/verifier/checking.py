@@ -39,6 +39,12 @@ class Value:
         self.shown = Fraction(Decimal(text))
         exponent = Decimal(text).as_tuple().exponent
         self.half = Fraction(10) ** exponent / 2 if self.shown else Fraction(0)  # type: ignore[operator]
+        # toward zero the cell is as wide, except below a power of ten: there the digits step ten times finer
+        # (0.99999999995 ≤ x < 1 rounds to 1.000000000, but 0.9999999997 to itself)
+        power = self.shown != 0 and abs(self.shown) == Fraction(10) ** (
+            exponent + len(Decimal(text).as_tuple().digits) - 1
+        )  # type: ignore[operator]
+        self.inner = self.half / 10 if power else self.half
         f, b = Fraction(table.floats[r][c]), table.bounds[r][c]
         self.f_lo: Fraction | None = None if b == float("inf") else f - Fraction(b)
         self.f_hi: Fraction | None = None if b == float("inf") else f + Fraction(b)
@@ -47,13 +53,13 @@ class Value:
 
     def judge(self, lo: Fraction, hi: Fraction) -> bool | str | None:
         """True: proved; a text: refuted; None: not yet decided at this precision."""
-        s, half = self.shown, self.half
+        s, half, inner = self.shown, self.half, self.inner
         if s == 0:
             inside, outside = lo == hi == 0, lo > 0 or hi < 0
-        elif s > 0:
-            inside, outside = s - half <= lo and hi < s + half, hi < s - half or lo >= s + half
-        else:
-            inside, outside = s - half < lo and hi <= s + half, hi <= s - half or lo > s + half
+        elif s > 0:  # half-up: [s − inner, s + half)
+            inside, outside = s - inner <= lo and hi < s + half, hi < s - inner or lo >= s + half
+        else:  # (s − half, s + inner]
+            inside, outside = s - half < lo and hi <= s + inner, hi <= s - half or lo > s + inner
         if outside:
             return f"{self.where}: the exact value does not round to {self.text}"
         if self.f_lo is not None:
