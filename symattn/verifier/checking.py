@@ -37,13 +37,12 @@ class Value:
         self.where = _place(table, r, c)
         text = table.values[r][c]
         self.shown = Fraction(Decimal(text))
-        exponent = Decimal(text).as_tuple().exponent
-        self.half = Fraction(10) ** exponent / 2 if self.shown else Fraction(0)  # type: ignore[operator]
+        form = Decimal(text).as_tuple()
+        exponent = int(form.exponent)  # a finite value's: reading.shown took only digits
+        self.half = Fraction(10) ** exponent / 2 if self.shown else Fraction(0)
         # toward zero the cell is as wide, except below a power of ten: there the digits step ten times finer
         # (0.99999999995 ≤ x < 1 rounds to 1.000000000, but 0.9999999997 to itself)
-        power = self.shown != 0 and abs(self.shown) == Fraction(10) ** (
-            exponent + len(Decimal(text).as_tuple().digits) - 1
-        )  # type: ignore[operator]
+        power = self.shown != 0 and abs(self.shown) == Fraction(10) ** (exponent + len(form.digits) - 1)
         self.inner = self.half / 10 if power else self.half
         f, b = Fraction(table.floats[r][c]), table.bounds[r][c]
         self.f_lo: Fraction | None = None if b == float("inf") else f - Fraction(b)
