@@ -329,3 +329,27 @@ def test_the_standalone_rounding_cell_below_a_power_of_ten_is_ten_times_narrower
     )
     assert judged("2.000000000", "1.99999999995", "1.99999999995") is True
     assert judged("1.000E+3", "999.95", "999.96") is True and judged("1.000E+3", "999.94", "999.96") is None
+
+
+def test_a_bnhd_causal_gqa_certificate_agrees_with_torch_sdpa_and_both_verifiers(tmp_path, capsys):
+    """(B, N, H, D) files: the tables keep (batch, head, token) order whatever the files' layout."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    for name, heads in (("q", 4), ("k", 2), ("v", 2), ("do", 4)):
+        np.save(tmp_path / f"{name}.npy", rng.standard_normal((2, 12, heads, 8)).astype(np.float16))
+    spec = tmp_path / "s.toml"
+    spec.write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\nlayout = "bnhd"\nmask = "causal"\n', encoding="utf-8")
+    cert = certify(spec, "--grad-output", "do.npy")
+    data = json.loads(cert.read_text(encoding="utf-8"))
+    q, k, v, do = (
+        torch.from_numpy(np.load(tmp_path / f"{n}.npy").astype(np.float64)).transpose(1, 2).requires_grad_(n != "do")
+        for n in ("q", "k", "v", "do")
+    )
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    out.backward(do)
+    for name, tensor in (("output", out), ("dq", q.grad), ("dk", k.grad), ("dv", v.grad)):
+        shown = np.array([[float(x) for x in row] for row in data[name]["value"]]).reshape(data[name]["shape"])
+        exact = tensor.detach().numpy()
+        assert np.abs(shown - exact).max() <= 1e-9 * np.abs(exact).max(), name
+    assert fast(capsys, cert)[0] == 0 and standalone(cert)[0] == 0
