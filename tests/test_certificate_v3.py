@@ -295,12 +295,25 @@ def test_a_grad_output_of_another_shape_is_one_line(tmp_path, capsys):
 
 
 def test_the_standalone_verifier_runs_as_a_program(tmp_path):
+    """python -m symattn.verifier, as a skeptic runs it: only symattn's own (lazy, empty) package and the
+    verifier's modules load, no numpy, sympy or flint."""
     cert = certify(one_head(tmp_path))
     said = subprocess.run([sys.executable, "-m", "symattn.verifier", str(cert)], capture_output=True, text=True)
     assert (said.returncode, said.stderr, said.stdout.splitlines()[0]) == (
         0,
         "",
         f"{cert}: 48 values verified: {STANDALONE_CLAIM}",
+    )
+    program = (
+        "import runpy, sys\n"
+        f"sys.argv = ['verifier', {str(cert)!r}]\n"
+        "try:\n    runpy.run_module('symattn.verifier', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('symattn', 'numpy', 'sympy', 'flint')))\n"
+    )
+    said = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert said.stdout.splitlines()[-1] == str(
+        ["symattn"]
+        + [f"symattn.verifier{m}" for m in ("", ".arithmetic", ".binding", ".checking", ".npyfile", ".reading")]
     )
 
 
