@@ -11,6 +11,7 @@ from symattn.input import builtin
 from symattn.input.errors import RenderError
 from symattn.input.languages import TEMPLATE_PATHS, languages
 from symattn.input.spec import load_spec
+from symattn.rendering.environment import environment
 from symattn.rendering.escape import escape_katex_text, escape_latex, escape_markdown
 from symattn.rendering.phrases import load_language
 from symattn.rendering.renderer import FORMATS, render
@@ -45,6 +46,22 @@ def test_every_step_kind_has_a_template_in_every_format():
     for kind in STEP_KINDS + ("document",):
         for fmt in FORMATS:
             assert (TEMPLATES / f"{kind}.{fmt}.j2").is_file(), f"{kind}.{fmt}.j2"
+
+
+@pytest.mark.parametrize("first, second", [("markdown", "latex"), ("latex", "markdown")])
+def test_a_template_shared_by_the_formats_writes_each_formats_math(monkeypatch, tmp_path, first, second):
+    # the first format compiles the shared templates into the bytecode cache; the second, as a later process
+    # would, reads that code from the cache, and still writes its own inline math (masking_diagonal.j2's 'i'|im)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    d = derive(load_spec(builtin.example_path("window", "en")))
+    expected = {"latex": "query \\(i\\) may look", "markdown": "query $i$ may look"}
+    try:
+        for fmt in (first, second):
+            environment.cache_clear()
+            assert expected[fmt] in render(d, fmt)
+    finally:
+        environment.cache_clear()
+    assert len(list(tmp_path.rglob("__jinja2_*.cache"))) > 30
 
 
 def _keys(node, prefix=""):

@@ -208,7 +208,8 @@ def bytecode_cache() -> jinja2.BytecodeCache | None:
     # code in the user's cache folder (never in the installed package). Jinja
     # checks each entry against the template source, so stale entries are harmless.
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(base, "symattn", f"jinja-{jinja2.__version__}")
+    # (the folder names the compile settings: code from before optimized=False folded constants)
+    folder = os.path.join(base, "symattn", f"jinja-{jinja2.__version__}-unfolded")
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError:
@@ -219,9 +220,15 @@ def bytecode_cache() -> jinja2.BytecodeCache | None:
 def template_environment(
     *, autoescape: bool = False, bytecode_cache: jinja2.BytecodeCache | None = None
 ) -> jinja2.Environment:
-    """Our templates' Jinja2 settings: nbconvert's LaTeX-safe delimiters, strict undefined, trimmed blocks."""
+    """Our templates' Jinja2 settings: nbconvert's LaTeX-safe delimiters, strict undefined, trimmed blocks.
+
+    No constant folding (``optimized=False``): Jinja would call a filter on a constant (``'i'|im``) once, at
+    compile time, with the filters of the format that compiled the file first, and the bytecode cache hands
+    that code to every format that shares the file.
+    """
     return jinja2.Environment(
         loader=_Loader(),
+        optimized=False,
         block_start_string="((*",
         block_end_string="*))",
         variable_start_string="(((",
