@@ -68,12 +68,15 @@ def test_a_256_by_64_certificate_verifies(tmp_path, capsys):
     capsys.readouterr()
     assert main(["verify-certificate", str(cert)]) == 0
     assert capsys.readouterr().out == (
-        f"{cert}: 16384 values verified: each exact value lies in its bounds, and every point of the bounds "
-        "rounds to the value shown\n"
+        # not "every point of the bounds": the certificate's bounds are wider than the interval that decided
+        f"{cert}: 16384 values verified: each exact value lies in the interval recomputed here from the inputs "
+        "(the float64 path's float ± its bound) or in its arb enclosure, and every point of that interval or "
+        "enclosure rounds to the value shown\n"
         f"{cert}: 16352 by the float64 path and 17 by its error-free sums (their floats and bounds recomputed "
         "here), 15 by arb\n"
         f"{cert}: spec {spec}: SHA-256 matches\n"
         + "".join(f"{cert}: {n.upper()} {tmp_path / f'{n}.npy'}: SHA-256 matches\n" for n in "qkv")
+        + f"{cert}: its inputs are the values the spec {spec} gives, read here from its files\n"
     )
 
 
@@ -177,11 +180,25 @@ def test_a_shrunk_bound_is_caught(small):
     assert line.startswith("output[5][4]: the certificate's float ± bound, ")
 
 
-def test_a_wider_bound_still_holds(small):
-    def widen(d):
-        d["output"]["bound"][4][3] = (float.fromhex(d["output"]["bound"][4][3]) * 2).hex()
+def test_a_bound_within_its_factor_holds_and_a_wider_one_is_refused(small):
+    from symattn.certificates.float_verifier import BOUND_FACTOR, _recomputed
 
-    assert failures(small, widen) == ()
+    _, e = _recomputed(head(32, 8, causal=True))  # the verifier's own bound
+    b = float.fromhex(small["output"]["bound"][4][3])
+    assert BOUND_FACTOR == 3 * 1.0001**2 and b == np.nextafter(3 * 1.0001 * e[4, 3], np.inf)
+
+    def widen(bound):
+        return lambda d: d["output"]["bound"][4].__setitem__(3, bound.hex())
+
+    assert failures(small, widen(b * 1.00009)) == ()  # another machine's bound may be a little wider than ours
+    # a bound of 2^1000 holds every float: true, and it says nothing, so it is refused
+    for wide in (b * 2, 2.0**1000):
+        with pytest.raises(SpecError) as info:
+            failures(small, widen(wide))
+        assert str(info.value) == (
+            f"c.json: output.bound[5][4]: {wide.hex()} is more than 3.0006 times the float64 path's own "
+            f"bound, {e[4, 3].hex()} (the most a certificate's bound may be)"
+        )
 
 
 def test_a_changed_digit_and_a_moved_enclosure_are_caught(small):

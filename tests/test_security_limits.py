@@ -285,4 +285,5 @@ def test_decimal_commas_are_read_from_bounded_text():
         claims_from_mapping({"claims": {"scaled[1][1]": "1,1" + " " * 40_000 + "x"}}, "c", spec=spec)
     assert str(info.value) == "c: claims.scaled[1][1]: number longer than 64 characters: '1,1                 '…"
     loaded = claims_from_mapping({"claims": {"scaled[1][1]": " 0,311 "}}, "c", spec=spec)
-    assert loaded.commas == (("claims.scaled[1][1]", "0,311"),) and loaded.claims[0].number.text == "0.311"
+    assert [(w.key, w.text) for w in loaded.commas] == [("claims.scaled[1][1]", "0,311")]
+    assert loaded.claims[0].number.text == "0.311"

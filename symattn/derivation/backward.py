@@ -187,7 +187,7 @@ def _head_backward(
         g["dsinks"] = shown["dsinks"]
     n, m = model.n_queries, model.n_keys
     f = spec.focus
-    every = spec.expand == "all"
+    every = spec.document.expand == "all"
     rows = range(n) if every else [f]
     keys = range(m) if every else [top_keys(model, f)[0]]
     A = fig.weights

@@ -125,6 +125,9 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
     raw = data.get("mask", "none")
     if isinstance(raw, str):
         kind = reader.choice(raw, "mask", MASKS)
+        diagonal = read_diagonal(reader, data, kind == "causal", n, m)
+        if kind == "none" and diagonal.window is None and "key_padding" not in data:  # every key: no n×m lists
+            return kind, None, None, diagonal
         allowed = [[True] * m for _ in range(n)]
     else:
         kind = "matrix"
@@ -147,9 +150,8 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
                     raise reader.error("mask", said("zero_or_one", got=brief(x)), (i, j))
             allowed.append(out)
     # the causal diagonal (top-left or bottom-right) and the sliding window, ANDed with the mask
-    diagonal = read_diagonal(reader, data, kind == "causal", n, m)
-    if kind == "none" and diagonal.window is None and "key_padding" not in data:  # every key: no n×m loop
-        return kind, None, None, diagonal
+    if kind == "matrix":
+        diagonal = read_diagonal(reader, data, False, n, m)
     allowed = [
         [a and diagonal.allows(kind == "causal", i, j) for j, a in enumerate(row)] for i, row in enumerate(allowed)
     ]

@@ -71,24 +71,24 @@ def compare(
         raise SpecError("--grad-output", None, "is for --quantity dq, dk or dv")
     axes = None
     places = _matrix_places(spec, how)
-    if spec.batches or (result.array is not None and not result.rows):  # batch and head axes
+    if spec.kernel.batches or (result.array is not None and not result.rows):  # batch and head axes
         from symattn.input.batched import arrange
         from symattn.kernel.places import lined_places
 
         dims = result.array.ndim if result.array is not None else 2
-        result = arrange(result, spec.layout, quantity, spec.batch, spec.heads)
-        axes = (spec.batch, spec.heads)
-        width = result.shape[1] // (spec.batch * spec.heads)
-        places = lined_places(how, spec.layout, dims, spec.batch, spec.heads, width)
-    if spec.batches:
+        result = arrange(result, spec.kernel.layout, quantity, spec.kernel.batch, spec.heads)
+        axes = (spec.kernel.batch, spec.heads)
+        width = result.shape[1] // (spec.kernel.batch * spec.heads)
+        places = lined_places(how, spec.kernel.layout, dims, spec.kernel.batch, spec.heads, width)
+    if spec.kernel.batches:
         heads: list = []
-        for b in range(spec.batch):
+        for b in range(spec.kernel.batch):
             part = kernel.heads_of(spec.of_batch(b), quantity)
             if part is None:
                 raise SpecError(
                     spec.source,
                     "Q",
-                    f"a batch of {spec.batch} needs the float64 path: Q, K and V of float32 values, and no "
+                    f"a batch of {spec.kernel.batch} needs the float64 path: Q, K and V of float32 values, and no "
                     "projection, W_O, ALiBi, soft-capping, sinks or RoPE",
                 )
             heads += part
@@ -196,7 +196,7 @@ def _gradient_heads(spec: Any, grad_output: FloatResult | None) -> list | None:
     from symattn.kernel.deciding import is_double
 
     grad_output = _checked_grad_output(spec, grad_output, limits.KERNEL_GRADIENT_TOKENS, "the float64 path")
-    heads = None if spec.batches else kernel.heads_of(replace(spec, backward=None), "output")
+    heads = None if spec.kernel.batches else kernel.heads_of(replace(spec, backward=None), "output")
     if heads is None:
         return None
     dO = grad_output.array
