@@ -64,7 +64,7 @@ def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0, eve
     from symattn.input.floats import FloatResult
     from symattn.kernel import float64
     from symattn.kernel import heads as kernel
-    from symattn.kernel.compare import WORST
+    from symattn.kernel.spec_comparison import WORST
 
     rng = np.random.default_rng(seed)
     made = []
@@ -127,7 +127,7 @@ def gradient(n: int, d: int, quantity: str, seed: int = 0) -> dict:
     from symattn.input.floats import FloatResult
     from symattn.kernel import float64, float64_backward
     from symattn.kernel import heads as kernel
-    from symattn.kernel.compare import WORST
+    from symattn.kernel.spec_comparison import WORST
 
     rng = np.random.default_rng(seed)
     inputs = [rng.standard_normal((n, d)).astype(np.float32) for _ in range(4)]

@@ -301,34 +301,38 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    import json
-
+    from symattn.input.errors import SpecError
     from symattn.input.floats import read_result
     from symattn.input.spec import load_spec
-    from symattn.kernel import tolerance
-    from symattn.kernel.compare import WORST, compare, comparison_data, render_comparison
-    from symattn.kernel.comparison_report import passes_max_ulp
+    from symattn.kernel import report, spread, tolerance
+    from symattn.kernel.spec_comparison import WORST, compare
 
+    if args.summary and args.format != "json":
+        raise SpecError("--summary", None, "leaves the entries out of the JSON: give --format json too")
     rtol, atol = tolerance.options(args.rtol, args.atol)
     spec = load_spec(args.spec)
-    result = read_result(args.result, args.dtype)
-    naive = None if args.naive is None else read_result(args.naive, args.dtype)
+    layout = "bhnd" if args.quantity.startswith("lse") else spec.kernel.layout  # an LSE is (B, H, N) in both
+    results = [read_result(path, args.dtype, layout) for path in args.result]
+    naive = None if args.naive is None else read_result(args.naive, args.dtype, layout)
     grad_output = None if args.grad_output is None else read_result(args.grad_output)
-    # JSON, --all and a verdict (its worst place must be the decided one) decide every entry; a plain
-    # text report only those it can show
-    full = args.all or args.format == "json" or naive is not None or rtol is not None or atol is not None
-    listed = None if full else WORST
-    comparison = compare(spec, result, args.quantity, args.lse_base, grad_output, listed)
-    verdict = tolerance.verdict(comparison, result, naive, rtol, atol)
-    if args.format == "json":
-        data = comparison_data(comparison, verdict, args.max_ulp)
-        _emit(json.dumps(data, ensure_ascii=False, indent=2) + "\n", args.output)
+    # JSON, --all and a verdict (its worst place, and what passes --max-ulp, must be decided) decide every
+    # entry; a plain text report only those it can show
+    full = args.format == "json" or args.all or naive is not None or rtol is not None or atol is not None
+    full = full or args.max_ulp is not None or len(results) > 1
+    listed = None if args.all else WORST
+    reports = []
+    for result in results:
+        comparison = compare(spec, result, args.quantity, args.lse_base, grad_output, None if full else WORST)
+        reports.append(report.judge(comparison, result, naive, rtol, atol, args.max_ulp, listed=listed))
+    if len(reports) > 1:  # several runs of one kernel: their bitwise spread, and each run's own distance
+        where = reports[0].comparison.where
+        lined = [where.line_up(r) for r in results]
+        made = report.of_runs(reports, spread.spread(lined, reports[0].comparison.format))
     else:
-        lang = _language(args.lang) if args.lang else "en"
-        _emit(render_comparison(comparison, lang, args.all, tolerance=verdict, max_ulp=args.max_ulp), args.output)
-    over = args.max_ulp is not None and not passes_max_ulp(comparison.worst, args.max_ulp)
-    failed = verdict is not None and not verdict.passed
-    return 1 if over or failed or comparison.not_finite else 0
+        made = reports[0]
+    lang = _language(args.lang) if args.lang else "en"
+    _emit(made.to_json(args.summary) if args.format == "json" else made.text(lang), args.output)
+    return 0 if made.ok else 1
 
 
 def _verify(args: argparse.Namespace) -> int:

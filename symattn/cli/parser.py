@@ -292,14 +292,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     compare = sub.add_parser(
         "compare",
-        help="a float result of O or A (.npy or JSON) against the exact values, "
-        "in ULPs; exit 1 past --max-ulp or on NaN",
+        help="a float result of O, A, the LSE or a gradient (.npy, .safetensors or JSON) against the exact "
+        "values, in ULPs; exit 1 past --max-ulp or on NaN",
     )
     compare.add_argument("spec", metavar="SPEC", help="the TOML or JSON spec the result was computed from")
     compare.add_argument(
         "result",
         metavar="RESULT",
-        help=".npy (float16, float32 or float64; numpy.save of a tensor) or JSON (an array of rows)",
+        nargs="+",
+        help=".npy (numpy.save of a tensor), FILE.safetensors[:NAME] or JSON (an array of rows); several "
+        "results of one kernel: their bitwise spread, and each one's distance to the exact values",
     )
     compare.add_argument(
         "--quantity",
@@ -317,10 +319,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--dtype",
-        choices=("float16", "bfloat16", "float32", "float64"),
-        help="the format whose ULP measures a JSON result (default float64; a .npy file says its own)",
+        choices=("float8_e4m3fn", "float8_e5m2", "float16", "bfloat16", "float32", "float64"),
+        help="the format whose ULP measures the result: a JSON result's (default float64), or a file's whose "
+        "values are all of it (a bfloat16 result saved as float32; a file says its own by default)",
     )
     compare.add_argument("--format", choices=("text", "json"), default="text")
+    compare.add_argument(
+        "--summary", action="store_true", help="with --format json: the summaries and verdicts, not every entry"
+    )
     compare.add_argument("--all", action="store_true", help="list every entry, not only the ten largest errors")
     compare.add_argument("--max-ulp", type=_ulps, metavar="X", help="exit 1 if any error exceeds X ULP")
     compare.add_argument(

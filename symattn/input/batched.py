@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from symattn.input import filematrix, limits
+from symattn.input import filematrix, limits, tensorfile
 from symattn.input.errors import LimitError, ShapeError, SpecError, brief
 from symattn.input.filematrix import FileMatrix
 from symattn.input.reader import Reader
@@ -40,7 +40,7 @@ def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any
             shape = ", ".join(map(str, a.values.shape))
             raise ShapeError(reader.source, key, f"{raw[key]!r}: shape ({shape}) has an axis of length 0 (no entries)")
     axes = {key: a.values.ndim for key, a in arrays.items()}
-    if all(_leading_ones(a.values) for a in arrays.values()):  # matrices (or a batch of one, one head)
+    if all(tensorfile.one_head(a.values.shape, layout) for a in arrays.values()):  # one head each: matrices
         out = dict(data)
         for key, a in arrays.items():
             out[key] = filematrix.matrix_of(a, raw[key], key, reader.source, limits.KERNEL_TOKENS)
@@ -86,10 +86,6 @@ def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any
     if kv < heads:
         out["kv_heads"] = kv
     return out, batches if batch > 1 else (), layout  # type: ignore[return-value]
-
-
-def _leading_ones(values: np.ndarray) -> bool:
-    return values.ndim <= 2 or all(n == 1 for n in values.shape[:-2])
 
 
 def _bhnd(values: np.ndarray, layout: str) -> np.ndarray:

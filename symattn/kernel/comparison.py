@@ -1,7 +1,7 @@
 """The data of a comparison of a float result with the exact values: each entry's error, the summary, and
 how one entry's error is decided on an enclosure of its exact value.
 
-Shared by the exact path (:mod:`symattn.kernel.compare`) and the float64 engine
+Shared by the exact path (:mod:`symattn.kernel.spec_comparison`) and the float64 engine
 (:mod:`symattn.kernel.heads`, ``deciding``, ``perhead``, ``rowscale``, ``tolerance``), so that none
 of them imports the module that dispatches to the others.
 """
@@ -72,6 +72,10 @@ class Entries(Sequence[Entry]):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)} entries)"
 
+    def entry(self, i: int, j: int) -> Entry:
+        """The entry at row i, column j (0-based)."""
+        return next(e for e in self if (e.row, e.col) == (i, j))
+
     def histogram(self) -> tuple[tuple[int, int], ...]:
         counts: dict[int, int] = {}
         for e in self:
@@ -91,6 +95,10 @@ class Entries(Sequence[Entry]):
 
     def correctly_rounded(self) -> int:
         return sum(1 for e in self if e.value is not None and e.bucket <= 1)
+
+    def over(self, bound: Decimal) -> int:
+        """How many entries have an error, in ULPs to the three digits shown, over ``bound`` (--max-ulp)."""
+        return sum(1 for e in self if e.ulps is not None and e.ulps > bound)
 
     def ranked(self, count: int) -> list[Entry]:
         """The ``count`` finite entries of the largest errors, largest first (ties in row order); the exact

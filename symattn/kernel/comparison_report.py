@@ -57,8 +57,14 @@ def comparison_data(c: Comparison, verdict: Any = None, max_ulp: Decimal | None 
     data["decided_at_digits"] = c.digits
     if c.refined is not None:
         data["engine"] = {"path": "float64", "refined": c.refined}
-    if max_ulp is not None:
-        data["max_ulp"] = {"bound": str(max_ulp), "pass": passes_max_ulp(worst, max_ulp)}
+    if max_ulp is not None:  # what exceeded it: how many entries, the largest error and where
+        data["max_ulp"] = {
+            "bound": str(max_ulp),
+            "pass": passes_max_ulp(worst, max_ulp),
+            "over": c.entries.over(max_ulp),
+            "max_ulps": None if worst is None else _text(worst.ulps),
+            "max_ulps_at": at(worst),
+        }
     if verdict is not None:
         from symattn.kernel.tolerance import tolerance_data
 
@@ -171,6 +177,7 @@ def render_comparison(
         worst_zero=max(missed, key=lambda e: e.absolute or 0) if missed else None,
         max_ulp=None if max_ulp is None else str(max_ulp),  # as typed
         max_ulp_pass=None if max_ulp is None else passes_max_ulp(c.worst, max_ulp),
+        max_ulp_over=None if max_ulp is None else c.entries.over(max_ulp),
         tol=tolerance,
         tol_text=fraction_text,
         label=bucket_label,

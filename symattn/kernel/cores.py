@@ -7,6 +7,10 @@ reach the processes by fork (copied, never pickled); only the pieces' numbers an
 The processes are this module's own, not a pool's: when the command ends early (its time limit, Ctrl-C, a
 bug), they are killed and reaped before the error goes on, so none outlives it or prints a traceback, and
 none waits for a piece nobody will read. Each also dies with its parent (Linux), however that dies.
+
+Each forked process runs BLAS on one thread (threadpoolctl): the processes are the parallelism, and two
+processes' BLAS pools each as wide as the machine fought over the cores (timings swung 3-5x). Every
+figure is decided on rigorous bounds, so BLAS's summation order changes no digit of the output.
 """
 
 from __future__ import annotations
@@ -95,6 +99,7 @@ def _fork(
             for fd in (asks, answers, *theirs):
                 os.close(fd)
             _end_with_parent(parent)
+            _one_thread()
             _work(function, data, pieces, asks_read, answers_write)
             status = 0
         finally:
@@ -102,6 +107,13 @@ def _fork(
     os.close(asks_read)
     os.close(answers_write)
     return pid, asks, answers
+
+
+def _one_thread() -> None:
+    """In a worker: BLAS and OpenMP on one thread for the process's whole life."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1)
 
 
 def _work(function: Callable[[Any, Any], Any], data: Any, pieces: Sequence[Any], asks: int, answers: int) -> None:

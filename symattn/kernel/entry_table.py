@@ -154,6 +154,13 @@ class EntryTable(Entries):
     def correctly_rounded(self) -> int:
         return int(np.count_nonzero(self.finite & (self.bucket <= 1)))
 
+    def over(self, bound: Decimal) -> int:
+        # only an entry whose bucket reaches past the bound may be over it: those are read, the rest counted out
+        tops = np.array([float(e) for e in EDGES] + [np.inf, 0.0])  # each bucket's upper edge; ZERO: no ULP
+        reach = self.finite & (tops[self.bucket] >= float(bound) * (1 - 2.0**-40))
+        figures = (self.ulps.at(*divmod(int(n), self.shape[1])) for n in np.flatnonzero(reach))
+        return sum(1 for u in figures if u is not None and u > bound)
+
     def ranked(self, count: int) -> list[Entry]:
         if self.worst_decided is not None and count > self.worst_decided:
             raise LookupError(f"only the {self.worst_decided} largest errors were decided, not {count}")

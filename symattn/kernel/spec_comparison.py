@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from symattn.input import limits
-from symattn.input.errors import EvaluationError, LimitError, ShapeError, SpecError
+from symattn.input.errors import EvaluationError, ShapeError, SpecError
 from symattn.input.floats import FloatResult
 from symattn.kernel.comparison import (
     EDGES,
@@ -50,6 +50,7 @@ def compare(
     float64 path decides only what a report of the ``worst`` largest errors shows (every bucket, the
     maxima, those entries); reading another entry is an error."""
     from symattn.input.spec import load_spec
+    from symattn.kernel import engine, inputs
 
     if quantity not in QUANTITIES:
         raise SpecError("--quantity", None, f"expected one of {', '.join(QUANTITIES)}, got {quantity!r}")
@@ -58,50 +59,25 @@ def compare(
         raise SpecError(spec.source, "subs", "compare needs numbers, not symbols")
     if lse_base not in ("e", "2"):
         raise SpecError("--lse-base", None, f"expected e or 2, got {lse_base!r}")
-    from symattn.kernel import heads as kernel
-
-    how = "lse2" if quantity == "lse" and lse_base == "2" else quantity
+    how = "lse2" if quantity == "lse" and lse_base == "2" else GRADIENTS.get(quantity, quantity)
+    fast = inputs.of_spec(spec, quantity, grad_output)
+    if fast is not None:  # Q, K, V (and dO) of float32 values: the float64 path
+        return engine.run(fast, result, how, worst, _matrix_places(spec, how))
     if quantity in GRADIENTS:
-        fast = _gradient_heads(spec, grad_output)
-        if fast is not None:  # Q, K, V and dO of float32 values: the float64 path
-            places = _matrix_places(spec, quantity)
-            return replace(kernel.compare_head(fast, result, GRADIENTS[quantity], worst, places), places=places)
         spec = _with_grad_output(spec, grad_output)
-    elif grad_output is not None:
-        raise SpecError("--grad-output", None, "is for --quantity dq, dk or dv")
-    axes = None
-    places = _matrix_places(spec, how)
-    if spec.kernel.batches or (result.array is not None and not result.rows):  # batch and head axes
-        from symattn.input.batched import arrange
-        from symattn.kernel.places import lined_places
-
-        dims = result.array.ndim if result.array is not None else 2
-        result = arrange(result, spec.kernel.layout, quantity, spec.kernel.batch, spec.heads)
-        axes = (spec.kernel.batch, spec.heads)
-        width = result.shape[1] // (spec.kernel.batch * spec.heads)
-        places = lined_places(how, spec.kernel.layout, dims, spec.kernel.batch, spec.heads, width)
-    if spec.kernel.batches:
-        heads: list = []
-        for b in range(spec.kernel.batch):
-            part = kernel.heads_of(spec.of_batch(b), quantity)
-            if part is None:
-                raise SpecError(
-                    spec.source,
-                    "Q",
-                    f"a batch of {spec.kernel.batch} needs the float64 path: Q, K and V of float32 values, and no "
-                    "projection, W_O, ALiBi, soft-capping, sinks or RoPE",
-                )
-            heads += part
-        # each head's summary reads all of its entries
-        return replace(kernel.compare_head(heads, result, how, places=places), batch_heads=axes, places=places)
-    heads_ = kernel.heads_of(spec, quantity)
-    if heads_ is not None:
-        c = kernel.compare_head(heads_, result, how, None if axes else worst, places)
-        return replace(c, batch_heads=axes, places=places)
     if quantity == "lse":
         raise SpecError(
             spec.source, "Q", "--quantity lse needs Q, K and V of float32 values (the exact floats a kernel saw)"
         )
+    places, axes = _matrix_places(spec, how), None
+    if result.array is not None and not result.rows:  # head axes (one batch): lined up as the float64 path does
+        from symattn.input.batched import arrange
+        from symattn.kernel.places import lined_places
+
+        dims = result.array.ndim
+        result = arrange(result, spec.kernel.layout, quantity, 1, spec.heads)
+        axes = (1, spec.heads)
+        places = lined_places(how, spec.kernel.layout, dims, 1, spec.heads, result.shape[1] // spec.heads)
     from symattn.exact.base import Rounding  # SymPy: the exact path only
     from symattn.exact.factory import build
 
@@ -181,66 +157,16 @@ def _matrix_places(spec: Any, quantity: str) -> Any:
     segment = None
     if quantity == "output" and spec.heads > 1 and spec.W_O is None:
         segment = len(spec.V[0]) // spec.kv_groups
-    return matrix_places(GRADIENTS.get(quantity, quantity), spec.heads, segment)
-
-
-def _gradient_heads(spec: Any, grad_output: FloatResult | None) -> list | None:
-    """The one head of the float64 path for dq, dk and dv (float64_backward), checked against its own
-    limit; None where the exact path decides (inputs or dO no float32 values, scores it does not model)."""
-    import math
-
-    import numpy as np
-
-    from symattn.kernel import float64, float64_backward
-    from symattn.kernel import heads as kernel
-    from symattn.kernel.deciding import is_double
-
-    grad_output = _checked_grad_output(spec, grad_output, limits.KERNEL_GRADIENT_TOKENS, "the float64 path")
-    heads = None if spec.kernel.batches else kernel.heads_of(replace(spec, backward=None), "output")
-    if heads is None:
-        return None
-    dO = grad_output.array
-    if dO is None:  # JSON: its numbers exactly, where they are floats
-        if not all(is_double(v) for row in grad_output.rows for v in row if v is not None):
-            return None
-        dO = np.array([[float(v) for v in row if v is not None] for row in grad_output.rows], dtype=np.float64)
-    if dO.ndim != 2 or not float64.is_float32(dO):
-        return None
-    fields = {f: getattr(heads[0], f) for f in heads[0].__dataclass_fields__}
-    d = heads[0].Q.shape[1]
-    root = math.isqrt(d)
-    if spec.scale == "sqrt" and root * root == d and root & (root - 1) == 0:
-        fields.update(scale_error=0.0, exact_scale=Fraction(1, root))  # d = 4^k: 1/√d is a float, exactly
-    return [float64_backward.GradientHead(**fields, dO=dO)]
-
-
-def _checked_grad_output(spec: Any, grad_output: FloatResult | None, limit: int, path: str) -> FloatResult:
-    """grad_output, refused in one line where it is missing or not dO's shape, or the spec no single head
-    of at most ``limit`` tokens."""
-    if grad_output is None:
-        raise SpecError("--grad-output", None, "missing: --quantity dq, dk and dv need the dO file they are for")
-    if spec.projection is not None or spec.heads > 1 or spec.W_O is not None:
-        raise SpecError(spec.source, "heads", "--quantity dq, dk and dv take one head of Q, K and V (no X, W or W_O)")
-    queries, keys = len(spec.Q), len(spec.K)
-    if max(queries, keys) > limit:
-        raise LimitError(
-            spec.source, "Q", f"{max(queries, keys)} tokens; --quantity dq, dk and dv take at most {limit} ({path})"
-        )
-    shape, got = (queries, len(spec.V[0])), (len(grad_output.rows), len(grad_output.rows[0]))
-    if got != shape:
-        raise ShapeError(grad_output.source, "shape", f"dO is {got[0]}×{got[1]} and O is {shape[0]}×{shape[1]}")
-    if grad_output.not_finite:
-        (i, j), value = grad_output.not_finite[0]
-        raise SpecError(grad_output.source, "dO", f"not finite: {value}", (i + 1, j + 1))
-    return grad_output
+    return matrix_places(quantity, spec.heads, segment)
 
 
 def _with_grad_output(spec: Any, grad_output: FloatResult | None) -> Any:
     """The spec with ``[backward]`` given as the dO of a result file (its floats exactly), checked."""
     from symattn.input.numeral import Numeral
     from symattn.input.parts import Backward
+    from symattn.kernel.inputs import checked_grad_output
 
-    grad_output = _checked_grad_output(spec, grad_output, limits.GRADIENT_TOKENS, "the exact backward pass")
+    grad_output = checked_grad_output(spec, grad_output, limits.GRADIENT_TOKENS, "the exact backward pass")
     rows = tuple(tuple(Numeral(str(v), v, "fraction", None) for v in row if v is not None) for row in grad_output.rows)
     return replace(spec, backward=Backward("given", grad_output=rows))
 
