@@ -7,7 +7,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-import symattn.kernel.oracle  # noqa: F401  (the workers preload this module: the engine imported before any case)
+import symattn.kernel.oracle  # noqa: F401  (tests import this module on the workers first: the engine with it)
 import symattn.sweep.case  # noqa: F401
 import symattn.testing  # noqa: F401
 

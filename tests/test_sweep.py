@@ -65,15 +65,13 @@ def cluster(tmp_path_factory):
     scheduler = [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1"]
     scheduler += ["--port", address.rsplit(":", 1)[1], "--no-dashboard", "--scheduler-file", str(folder / "s.json")]
     worker = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "1", "--nthreads", "1"]
-    worker += ["--host", "127.0.0.1", "--no-dashboard", "--preload", "tests.sweep_kernels"]
-    started = [subprocess.Popen(scheduler, env=env, cwd=folder, stderr=subprocess.DEVNULL)]
+    worker += ["--host", "127.0.0.1", "--no-dashboard"]
+    log = open(folder / "cluster.log", "w")  # noqa: SIM115 (closed with the cluster)
+    started = [subprocess.Popen(scheduler, env=env, cwd=folder, stderr=log)]
     try:
         assert _wait(lambda: (folder / "s.json").exists(), 30)
-        started += [subprocess.Popen(worker, env=env, cwd=folder, stderr=subprocess.DEVNULL) for _ in range(2)]
-        from distributed import Client
-
-        with Client(address, timeout=30) as client:
-            client.wait_for_workers(2, timeout=60)
+        started += [subprocess.Popen(worker, env=env, cwd=folder, stderr=log) for _ in range(2)]
+        _warm(address)
         yield address, folder / "calls"
     finally:
         for process in reversed(started):
@@ -84,6 +82,31 @@ def cluster(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        log.close()
+
+
+def _warm(address: str) -> None:
+    """Wait for both workers (a killed one comes back by its nanny) and import the kernels and the engine on
+    each, so that no case's clock (--case-seconds) counts torch's import."""
+    import importlib
+
+    from distributed import Client
+
+    with Client(address, timeout=60) as client:
+        client.wait_for_workers(2, timeout=120)
+        client.run(importlib.import_module, "tests.sweep_kernels")
+
+
+def _executing(dask_worker) -> int:
+    return dask_worker.state.executing_count
+
+
+def _idle(address: str) -> None:
+    """Wait until no worker runs a task (one whose sweep has gone runs to its end all the same)."""
+    from distributed import Client
+
+    with Client(address, timeout=60) as client:
+        assert _wait(lambda: not any(client.run(_executing).values()), 60)
 
 
 def _sweep(capsys, tmp_path, kernel, *options, grid=GRID):
@@ -155,6 +178,7 @@ def test_a_worker_killed_mid_sweep_is_one_failed_row_and_the_sweep_goes_on(clust
 
 
 def test_a_case_past_case_seconds_fails_and_its_worker_is_restarted(cluster, capsys, tmp_path):
+    _warm(cluster[0])
     options = ("--scheduler", cluster[0], "--case-seconds", "5")
     code, report, err = _sweep(capsys, tmp_path, "hang_bfloat16_causal", *options)
     assert (code, err) == (1, "")
@@ -175,7 +199,7 @@ def test_resume_after_an_interrupt_runs_only_the_unfinished_cases(cluster, tmp_p
     first.send_signal(signal.SIGINT)
     out, err = first.communicate(timeout=60)
     assert (first.returncode, out, err) == (130, "", "symattn: interrupted\n")
-    time.sleep(1.5)  # a case already running on a worker when the sweep stopped finishes there, unrecorded
+    _idle(address)  # a case already running on a worker when the sweep stopped finishes there, unrecorded
     rows = [json.loads(line) for line in record.read_text().splitlines()[1:]]
     finished = {(r["heads"], r["kv_heads"], r["dtype"], r["causal"]) for r in rows}
     assert 2 <= len(finished) < 8
