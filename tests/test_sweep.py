@@ -271,6 +271,11 @@ BAD_GRIDS = [
         "grid.toml: grid.seqlen: missing: a list of at least one value (or seqlen_q and seqlen_k)",
     ),
     ("[grid\n", "grid.toml: invalid TOML: Expected ']' at the end of a table declaration (at line 1, column 6)"),
+    (
+        f"[grid]\nheads = [1]\nseqlen_q = {list(range(1, 101))}\nseqlen_k = {list(range(1, 101))}\n"
+        f'head_dim = {list(range(1, 21))}\ndtype = ["float32"]\n',
+        "grid.toml: grid: 200000 cases; at most 100000 (the limit)",
+    ),
 ]
 
 
@@ -324,4 +329,42 @@ def test_resume_refuses_the_record_of_a_changed_grid(capsys, tmp_path, monkeypat
             "symattn: record.jsonl: the record of another grid ('grid.toml'), not grid.toml as it is now; "
             "run without --resume to start again\n",
         ),
+    )
+
+
+def test_o_never_writes_over_a_read_only_file(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("grid.toml").write_text(GRID)
+    Path("record.jsonl").write_text("kept\n")
+    Path("record.jsonl").chmod(0o444)
+    code = main(["sweep", "grid.toml", "--kernel", "m:f", "-o", "record.jsonl"])
+    message = "symattn: record.jsonl: the file is read-only (mode 0444); refusing to replace it\n"
+    assert (code, capsys.readouterr(), Path("record.jsonl").read_text()) == (2, ("", message), "kept\n")
+
+
+def test_the_text_report_is_a_table_with_each_failure_below(tmp_path):
+    from symattn.sweep.case import row
+    from symattn.sweep.grid import load_grid
+    from symattn.sweep.report import SweepReport
+
+    (tmp_path / "grid.toml").write_text(GRID.replace("causal = [false, true]", "causal = [true]"))
+    grid = load_grid(str(tmp_path / "grid.toml"))
+    check = {"kind": "output", "verdict": "pass", "rule": "flash(rtol=2, atol=0)", "figure": "ratio 0.5"}
+    check |= {"place": "out[0, 1, 2, 3]", "largest_ulp": "2", "message": None}
+    rows = [row(c.index, c.point, [check], None, 0.25, "tcp://127.0.0.1:1") for c in grid.cases[:3]]
+    rows.append(
+        row(3, grid.cases[3].point, [], "timed out after 5 s (--case-seconds); its worker was restarted", 5.0, "w")
+    )
+    text = SweepReport(grid, "m:f", tuple(rows)).text()
+    assert text == (
+        f"m:f on {grid.source}: 4 cases, rule flash, kinds output, seed 7\n"
+        "case  batch  heads  kv  seqlen  head_dim  dtype     causal  verdict  kind    figure     place            seconds  worker\n"
+        "0     1      2      1   32      16        float32   yes     pass     output  ratio 0.5  out[0, 1, 2, 3]  0.25     tcp://127.0.0.1:1\n"
+        "1     1      2      1   32      16        bfloat16  yes     pass     output  ratio 0.5  out[0, 1, 2, 3]  0.25     tcp://127.0.0.1:1\n"
+        "2     1      2      2   32      16        float32   yes     pass     output  ratio 0.5  out[0, 1, 2, 3]  0.25     tcp://127.0.0.1:1\n"
+        "3     1      2      2   32      16        bfloat16  yes     fail     —       —          —                5.00     w\n"
+        "3 of 4 cases pass; 1 fail.\n"
+        "\n"
+        "Why each failing case fails:\n"
+        "  case 3: timed out after 5 s (--case-seconds); its worker was restarted\n"
     )

@@ -20,7 +20,6 @@ from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError, brief
 from symattn.kernel.tolerance import parse_tolerance
 
-CASES = 100_000  # cases of one grid
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 KINDS = ("output", "lse", "dq", "dk", "dv")
 RULES = ("allclose", "flash", "ulp")
@@ -170,8 +169,8 @@ def _lists(table: dict[str, Any], source: str) -> dict[str, list[Any]]:
     count = 1
     for value in lists.values():
         count *= len(value)
-    if count > CASES:
-        raise LimitError(source, "grid", f"{count} cases; at most {CASES} (the limit)")
+    if count > limits.SWEEP_CASES:
+        raise LimitError(source, "grid", f"{count} cases; at most {limits.SWEEP_CASES} (the limit)")
     return lists
 
 
