@@ -23,7 +23,6 @@ pytest.importorskip("torch")
 from symattn.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.slow
 
 GRID = """\
 seed = 7
@@ -134,6 +133,7 @@ def sdpa_report(cluster, tmp_path_factory):
     return (0 if report.ok else 1), json.loads(report.to_json()), ""
 
 
+@pytest.mark.slow  # a real Dask cluster
 def test_sdpa_passes_flash_rule_in_every_case_on_both_workers(sdpa_report):
     code, report, err = sdpa_report
     assert (code, err) == (0, "")
@@ -148,6 +148,7 @@ def test_sdpa_passes_flash_rule_in_every_case_on_both_workers(sdpa_report):
     assert len({c["worker"] for c in report["cases"]}) == 2
 
 
+@pytest.mark.slow  # a real Dask cluster
 def test_a_kernel_wrong_for_bf16_causal_fails_exactly_those_two_cases(cluster, capsys, tmp_path):
     code, report, err = _sweep(capsys, tmp_path, "wrong_bf16_causal", "--scheduler", cluster[0])
     assert (code, err) == (1, "")
@@ -158,6 +159,7 @@ def test_a_kernel_wrong_for_bf16_causal_fails_exactly_those_two_cases(cluster, c
         )
 
 
+@pytest.mark.slow  # a real Dask cluster
 def test_the_same_grid_passes_on_the_local_cluster_with_the_same_report(sdpa_report, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the command adds the current folder for its workers
     monkeypatch.chdir(ROOT)
@@ -166,6 +168,7 @@ def test_the_same_grid_passes_on_the_local_cluster_with_the_same_report(sdpa_rep
     assert _without_timing(report) == _without_timing(sdpa_report[1])
 
 
+@pytest.mark.slow  # a real Dask cluster
 def test_a_worker_killed_mid_sweep_is_one_failed_row_and_the_sweep_goes_on(cluster, capsys, tmp_path):
     # the kernel kills its own worker (kill -9) in case 1; the scheduler allows no retry, the nanny restarts it
     code, report, err = _sweep(capsys, tmp_path, "crash_float32_causal", "--scheduler", cluster[0])
@@ -177,6 +180,7 @@ def test_a_worker_killed_mid_sweep_is_one_failed_row_and_the_sweep_goes_on(clust
     assert report["cases"][1]["checks"] == []
 
 
+@pytest.mark.slow  # a real Dask cluster
 def test_a_case_past_case_seconds_fails_and_its_worker_is_restarted(cluster, capsys, tmp_path):
     _warm(cluster[0])
     options = ("--scheduler", cluster[0], "--case-seconds", "5")
@@ -186,6 +190,7 @@ def test_a_case_past_case_seconds_fails_and_its_worker_is_restarted(cluster, cap
     assert report["cases"][3]["message"] == "timed out after 5 s (--case-seconds); its worker was restarted"
 
 
+@pytest.mark.slow  # a real Dask cluster
 def test_resume_after_an_interrupt_runs_only_the_unfinished_cases(cluster, tmp_path):
     address, calls = cluster
     (tmp_path / "grid.toml").write_text(GRID)
