@@ -43,7 +43,18 @@ PRECISIONS = {
 def assert_attention_close(out: Any, q: Any, k: Any, v: Any, **options: Any) -> Report:
     """Assert that ``out`` is close to the exact attention of ``q``, ``k``, ``v`` (keywords as
     :func:`symattn.kernel.compare`'s); return the report where it is, raise ``AssertionError`` where not."""
-    from symattn.kernel.oracle import compare, runs_of
+    from symattn.kernel.oracle import compare
+
+    report = compare(out, q, k, v, **with_tolerances(out, options))
+    if not report.ok:
+        raise AssertionError(failure(report) + "\n\n" + report.text())
+    return report
+
+
+def with_tolerances(out: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with the rule this module's default picks: allclose with the (rtol, atol) of ``out``'s dtype
+    (PRECISIONS) for a tolerance not given, unless a reference or ``max_ulp`` asks for another rule."""
+    from symattn.kernel.oracle import runs_of
     from symattn.kernel.tensors import exact_array
 
     rule = options.get("rule")
@@ -58,10 +69,7 @@ def assert_attention_close(out: Any, q: Any, k: Any, v: Any, **options: Any) -> 
             options["rtol"] = rtol
         if options.get("atol") is None:
             options["atol"] = atol
-    report = compare(out, q, k, v, **options)
-    if not report.ok:
-        raise AssertionError(failure(report) + "\n\n" + report.text())
-    return report
+    return options
 
 
 def failure(report: Report) -> str:
@@ -112,4 +120,4 @@ def _entry(r: Report, at: tuple[int, int] | None) -> str:
     return f"{c.where.text(*at)} (out {value}, exact {exact})"
 
 
-__all__ = ["PRECISIONS", "assert_attention_close", "failure"]
+__all__ = ["PRECISIONS", "assert_attention_close", "failure", "with_tolerances"]

@@ -15,7 +15,7 @@ from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 from symattn.cli.parser import build_parser, say
-from symattn.cli.terminal import is_terminal, progress, steps
+from symattn.cli.terminal import counter, is_terminal, progress, steps
 from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, brief
 
 if TYPE_CHECKING:
@@ -337,6 +337,22 @@ def _compare(args: argparse.Namespace) -> int:
     return 0 if made.ok else 1
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from symattn.sweep.pipeline import sweep
+
+    made = sweep(
+        args.grid,
+        args.kernel,
+        scheduler=args.scheduler,
+        output=args.output,
+        resume=args.resume,
+        case_seconds=args.case_seconds,
+        progress=counter("cases", "case"),
+    )
+    _emit(made.to_json() if args.format == "json" else made.text(), None)
+    return 0 if made.ok else 1
+
+
 def _verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -376,6 +392,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "exercise": _exercise,
     "grade": _grade,
     "compare": _compare,
+    "sweep": _sweep,
     "verify-certificate": _verify,
     "serve": _serve,
     "example": _example,

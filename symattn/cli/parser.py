@@ -360,6 +360,40 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(compare)
 
+    sweep = sub.add_parser(
+        "sweep",
+        help="a kernel's whole test grid (GRID.toml) against the exact values, case by case on Dask workers; "
+        "exit 1 if any case fails",
+    )
+    sweep.add_argument("grid", metavar="GRID", help="TOML or JSON: a [grid] table of lists, seed, rule, kinds")
+    sweep.add_argument(
+        "--kernel",
+        required=True,
+        metavar="MODULE:FUNCTION",
+        help="f(q, k, v, *, causal, scale, **variant) -> out or (out, lse), on torch tensors; imported on the workers",
+    )
+    sweep.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="a running Dask cluster's scheduler, tcp://HOST:PORT (default: a local cluster on this machine's cores)",
+    )
+    sweep.add_argument("--format", choices=("text", "json"), default="text", help="the report on stdout")
+    sweep.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="the sweep's record: a JSON line per finished case, each fsync'd as it finishes (see --resume)",
+    )
+    sweep.add_argument(
+        "--resume", action="store_true", help="go on from -o FILE's record: its finished cases are not run again"
+    )
+    sweep.add_argument(
+        "--case-seconds",
+        type=_seconds,
+        metavar="S",
+        help="a case still running after S seconds fails, and its worker is restarted (default: no limit)",
+    )
+
     verify = sub.add_parser(
         "verify-certificate",
         help="re-check compute --certify's bounds with mpmath intervals (with --float64: its floats and bounds "

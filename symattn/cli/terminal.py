@@ -57,4 +57,18 @@ def progress(label: str) -> Callable | None:
     return bar
 
 
-__all__ = ["is_terminal", "progress", "steps"]
+def counter(label: str, unit: str) -> Callable[[int], Callable[[], None]] | None:
+    """For work that finishes piece by piece (a sweep's cases): given the total, a callback to call as each
+    piece finishes, moving a bar on stderr when it is a terminal; None (silence) otherwise."""
+    if not is_terminal(sys.stderr):
+        return None
+    from tqdm import tqdm
+
+    def start(total: int) -> Callable[[], None]:
+        bar = tqdm(total=total, desc=label, unit=f" {unit}", leave=False, file=sys.stderr, dynamic_ncols=True)
+        return lambda: bar.update()
+
+    return start
+
+
+__all__ = ["counter", "is_terminal", "progress", "steps"]

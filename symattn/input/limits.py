@@ -224,6 +224,9 @@ SAFETENSORS_HEADER = 1024 * 1024  # bytes of a .safetensors JSON header; checked
 BATCH_HEADS = 64  # batches × heads of Q, K, V files with those axes (FlashAttention's grid: 9 × 6)
 ARB_BALLS = 1 << 23  # arb balls compare keeps to serve a refined row again (about 48 bytes each at 96 bits)
 
+# --- issue 31: symattn sweep ----------------------------------------------------------
+SWEEP_CASES = 100_000  # cases of one grid (the product of its lists), checked before any runs
+
 # --- issue 20 (modA): grouped-query heads --------------------------------------------
 KV_HEADS = 16  # key/value heads (grouped-query): at most the query heads
 # (each variant's own limits are in its module of symattn.variants)

@@ -20,7 +20,8 @@ import pickle
 import selectors
 import signal
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 _FRAME = struct.Struct("<Q")
@@ -203,4 +204,16 @@ def _end_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-__all__ = ["map_forked"]
+@contextmanager
+def one_process() -> Iterator[None]:
+    """map_forked works here, in this process, while inside: where something else is the parallelism (a Dask
+    worker of a sweep, one per core) and forking a threaded process would only add processes."""
+    global _busy
+    before, _busy = _busy, True
+    try:
+        yield
+    finally:
+        _busy = before
+
+
+__all__ = ["map_forked", "one_process"]

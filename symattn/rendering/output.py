@@ -78,6 +78,66 @@ def write_output(path: str, text: str | bytes | Iterable[bytes]) -> None:
         raise OutputError.from_os(path, exc) from None
 
 
+def open_growing(path: str, first: bytes) -> tuple[int, bool]:
+    """Start a file that grows as work finishes (a sweep's record, a line per case) at ``path`` with ``first``
+    in it, by the rules above: a new or regular file is made whole by a rename (its mode kept), then opened
+    to append; a file of several links is truncated in place; a device or FIFO is opened and written. The
+    descriptor, and whether it is a regular file (whose lines can be fsync'd and read back)."""
+    if not path:
+        raise OutputError(path, "empty file name")
+    target = _resolve(path)
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise OutputError.from_os(path, exc) from None
+    append = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+    try:
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise OutputError(path, "is a folder; give a file name")
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            _write_special(target, first, info)
+            return os.open(target, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)), False
+        if info is not None and (not (info.st_mode & 0o222) or not os.access(target, os.W_OK)):
+            mode = stat.S_IMODE(info.st_mode)
+            raise OutputError(path, f"the file is read-only (mode {mode:04o}); refusing to replace it")
+        if info is not None and info.st_nlink > 1:
+            _write_in_place(target, first)
+        else:
+            _replace(target, first, info)
+        return os.open(target, append), True
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise OutputError.from_os(path, exc) from None
+
+
+def reopen_growing(path: str, most: int) -> tuple[int, bytes]:
+    """A file :func:`open_growing` began, opened again to go on appending: its descriptor (at its end) and its
+    bytes, at most ``most`` of them. Only a regular, writable file can be resumed."""
+    target = _resolve(path)
+    try:
+        fd = os.open(target, os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | os.O_NONBLOCK)
+    except OSError as exc:
+        raise OutputError.from_os(path, exc) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OutputError(path, "not a regular file: only a file's record can be resumed")
+        if info.st_size > most:
+            raise OutputError(path, f"larger than {most} bytes: not a record this command wrote")
+        data = b"".join(iter(lambda: os.read(fd, CHUNK), b""))
+        os.set_blocking(fd, True)
+    except OutputError:
+        os.close(fd)
+        raise
+    except OSError as exc:
+        os.close(fd)
+        raise OutputError.from_os(path, exc) from None
+    return fd, data
+
+
 def _resolve(path: str) -> str:
     """Follow symlinks to the file that is to be written."""
     try:

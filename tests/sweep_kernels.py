@@ -1,0 +1,52 @@
+"""Kernels for tests/test_sweep.py, imported by name on the Dask workers (``tests.sweep_kernels:sdpa``)."""
+
+import os
+import signal
+import time
+
+import torch
+import torch.nn.functional as F
+
+import symattn.kernel.oracle  # noqa: F401  (tests import this module on the workers first: the engine with it)
+import symattn.sweep.case  # noqa: F401
+import symattn.testing  # noqa: F401
+
+
+def sdpa(q, k, v, *, causal, scale):
+    """torch's SDPA, grouped-query heads by enable_gqa."""
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
+
+
+def wrong_bf16_causal(q, k, v, *, causal, scale):
+    """SDPA, but bfloat16 causal attention drops the diagonal's last key: wrong in exactly those cases."""
+    out = sdpa(q, k, v, causal=causal, scale=scale)
+    if causal and q.dtype == torch.bfloat16:
+        out = out + (v[:, :1].mean() * 0 + 0.25).to(out.dtype)
+    return out
+
+
+def crash_float32_causal(q, k, v, *, causal, scale):
+    """SDPA, but float32 causal with one key/value head kills its own worker (kill -9), as a kernel that crashes."""
+    if causal and q.dtype == torch.float32 and k.shape[1] == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return sdpa(q, k, v, causal=causal, scale=scale)
+
+
+def hang_bfloat16_causal(q, k, v, *, causal, scale):
+    """SDPA, but bfloat16 causal with one key/value head never returns (a hung kernel)."""
+    if causal and q.dtype == torch.bfloat16 and k.shape[1] == 1:
+        while True:
+            time.sleep(1)
+    return sdpa(q, k, v, causal=causal, scale=scale)
+
+
+def counted(q, k, v, *, causal, scale):
+    """SDPA that appends its case to the file $SWEEP_CALLS, and takes a while (for the interrupted sweep)."""
+    with open(os.environ["SWEEP_CALLS"], "a") as fh:
+        fh.write(f"{q.shape[1]} {k.shape[1]} {q.dtype} {causal}\n")
+    time.sleep(0.4)
+    return sdpa(q, k, v, causal=causal, scale=scale)
+
+
+def raises(q, k, v, *, causal, scale):
+    raise ValueError("no kernel for this shape")
