@@ -125,8 +125,11 @@ def quantity(name: str) -> Quantity | None:
 def missing(spec: Any, name: str) -> str | None:
     """What a claim on a part's quantity needs where the spec does not have the part, else None."""
     owner = next((p for p in PARTS if any(q.name == name for q in p.quantities)), None)
-    if owner is None or spec.setting(owner.name) is not None:
+    if owner is None:
         return None
+    setting = spec.setting(owner.name)
+    if setting is not None:
+        return owner.lacks(setting, name)
     return next(q.needs for q in owner.quantities if q.name == name)
 
 

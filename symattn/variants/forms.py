@@ -74,6 +74,9 @@ class Forms:
         self.add = adds[0] if adds else None
         self.maps = model.stage_parts(MAP)
         self.linear = self.add.linear(model.scale) if self.add is not None else PlainLinear(model.scale)
+        own = getattr(self.qk, "linear", None)  # a Q/K part whose scores are algebraic decides y itself
+        if own is not None and self.add is None:
+            self.linear = own(model)
 
     # --- the forms ------------------------------------------------------------------------------------
 
