@@ -251,6 +251,31 @@ class HeadPart:
         return None
 
 
+class ScoreBoxes:
+    """A Q/K head part's enclosures of every score, from its ``box`` of each of its ``structures``."""
+
+    def box(self, model: Any, x: Any, bits: int) -> Fixed:
+        raise NotImplementedError
+
+    def structures(self, model: Any) -> Any:
+        raise NotImplementedError
+
+    def score_boxes(self, model: Any, bits: int) -> list[list[Fixed]]:
+        """Every score at 2**-bits (once per precision)."""
+        key = f"qk:scores:{bits}"
+        if key not in model.memo:
+            model.memo[key] = [[self.box(model, x, bits) for x in row] for row in self.structures(model)]
+        return model.memo[key]
+
+    def highest(self, model: Any) -> Fraction:
+        """An upper bound of the largest score."""
+        return max(Fraction(b.hi, 1 << b.bits) for row in self.score_boxes(model, 64) for b in row)
+
+    def magnitudes(self, model: Any) -> list[list[Fraction]]:
+        """An upper bound of each |S_ij|."""
+        return [[Fraction(max(abs(b.lo), abs(b.hi)), 1 << b.bits) for b in row] for row in self.score_boxes(model, 64)]
+
+
 def times(r: Fraction, box: Fixed) -> Fixed:
     """r · box, rounded outward."""
     lo, hi = (box.lo, box.hi) if r >= 0 else (box.hi, box.lo)
@@ -306,6 +331,7 @@ __all__ = [
     "HeadPart",
     "Part",
     "Quantity",
+    "ScoreBoxes",
     "Where",
     "add",
     "listed",

@@ -38,7 +38,7 @@ from sympy import ImmutableMatrix
 from symattn.exact import numeric
 from symattn.exact.num import Num, NumRows
 from symattn.exact.numeric import Fixed
-from symattn.variants.base import QK, HeadPart, Rows
+from symattn.variants.base import QK, HeadPart, Rows, ScoreBoxes
 from symattn.variants.turns import ROTATED, combine
 
 # one score: (constant numerator, ((angle index, cos numerator, sin numerator), ...)) over dq·dk
@@ -57,7 +57,7 @@ def minus(x: Structure, y: Structure) -> Structure:
 
 
 @dataclass(frozen=True)
-class Rotated(HeadPart):
+class Rotated(ScoreBoxes, HeadPart):
     """One head's rotation: the scores are those of the rotated Q and K."""
 
     pairs: tuple[tuple[int, int], ...]
@@ -226,13 +226,6 @@ class Rotated(HeadPart):
         terms = [(c, cos[n]) for n, c, _ in x[1]] + [(s, sin[n]) for n, _, s in x[1]]
         return combine(x[0] << bits, terms, model.dq * model.dk, bits)
 
-    def score_boxes(self, model: Any, bits: int) -> list[list[Fixed]]:
-        """Every score at 2**-bits."""
-        key = f"rope:scores:{bits}"
-        if key not in model.memo:
-            model.memo[key] = [[self.box(model, x, bits) for x in row] for row in self.structures(model)]
-        return model.memo[key]
-
     def boxes(self, boxes: Any, quantity: str) -> list[Fixed]:
         """Q_rot or K_rot at 2**-bits, row by row (and the angles, cos and sin)."""
         model, bits = boxes.model, boxes.bits
@@ -254,14 +247,6 @@ class Rotated(HeadPart):
                     values[b] = combine(0, [(qa, sin[n]), (qb, cos[n])], den, bits)
             out += values
         return out
-
-    def highest(self, model: Any) -> Fraction:
-        """An upper bound of the largest score."""
-        return max(Fraction(b.hi, 1 << b.bits) for row in self.score_boxes(model, 64) for b in row)
-
-    def magnitudes(self, model: Any) -> list[list[Fraction]]:
-        """An upper bound of each |S_ij|."""
-        return [[Fraction(max(abs(b.lo), abs(b.hi)), 1 << b.bits) for b in row] for row in self.score_boxes(model, 64)]
 
     # --- the numbers a document shows --------------------------------------------------
 

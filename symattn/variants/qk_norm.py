@@ -1,0 +1,421 @@
+"""QK-norm, one part: ``qk_norm = true`` puts each head's query and key rows through RMSNorm over the head's
+d_k columns before the scores, as Gemma 3, OLMo 2 and Qwen3 do:
+
+    q̂ = q ⊙ w_q / σ(q),   σ(x) = √(mean(x²) + ε)        (ε = ``qk_norm_eps``, default 1e-6; w = 1 unless given)
+
+Exactness. Each row's mean(x²) + ε is a positive rational a, so a normalized entry is rational · 1/√a, and a
+score is S_ij = n_ij / √(a_i b_j) = ρ·√m with rationals ρ and m > 0 (m = 1/(a_i b_j)). After the scale c·√r,
+y = ρc·√(m r): again a rational times the square root of a positive rational. Such numbers are decided
+exactly with no enclosure and no factoring:
+
+- y is rational iff ρ = 0 or m·r is the square of a rational (numerator and denominator perfect squares);
+- y₁ = y₂ iff y₁|y₁| = y₂|y₂| (t ↦ t|t| is one-to-one), that is, equal signs and ρ₁²m₁ = ρ₂²m₂;
+- the sign of y₁ − y₂ is that of y₁ where the signs differ, else that of y₁² − y₂² (negated if both < 0);
+- y₁ − y₂ is rational iff both are rational or they are equal: were both irrational with a rational
+  difference q ≠ 0, squaring ρ₁√m₁ = q + ρ₂√m₂ would make √m₂ rational.
+
+e^y is transcendental for algebraic y ≠ 0 (Lindemann), so the exps are rational only at y = 0, and the
+weights and outputs follow the model's rules on the groups of equal z. QK-norm comes before any other Q/K
+part and is not combined with one, with an additive part or with a denominator part yet (one line each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from math import isqrt
+from typing import Any, ClassVar
+
+import sympy
+from sympy import ImmutableMatrix
+
+from symattn.exact import numeric
+from symattn.exact.num import NumRow, NumRows
+from symattn.exact.numeric import Fixed
+from symattn.input.numeral import parse_numeral
+from symattn.variants.base import ADD, DENOMINATOR, QK, HeadPart, Part, Quantity, Rows, ScoreBoxes, Where, scale_parts
+
+# --- limits of QK-norm ----------------------------------------------------------------------------
+QK_NORM_EPS = 10**12  # qk_norm_eps: from 1/10^12 to 1, numerator and denominator at most 10^12
+
+NEEDS = "qk_norm = true (Q and K through RMSNorm)"
+NORMED = ("Q_norm", "K_norm")
+
+
+@dataclass(frozen=True)
+class QkNorm:
+    eps: Fraction
+    q_weight: tuple[Fraction, ...] | None
+    k_weight: tuple[Fraction, ...] | None
+    eps_text: Any = None  # the Numeral as the spec gives it (the default's: 1e-6)
+
+
+# --- the step of a derivation ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Normalization:
+    """RMSNorm of the focus query: its squares' mean, σ, and the normalized row; then Q̂ and K̂."""
+
+    kind: ClassVar[str] = "qk_norm"
+    eps: Any  # ε as the spec gives it (a Numeral)
+    d_k: int
+    x: tuple[Any, ...]  # the focus query row (Numerals)
+    mean: Any  # mean(x²) + ε, exact (a Num)
+    sigma: Any  # σ as shown (a Num)
+    weighted: bool
+    out: NumRow  # the normalized row
+    Q_norm: NumRows
+    K_norm: NumRows
+
+
+# --- the part -------------------------------------------------------------------------------------
+
+
+class QkNormPart(Part):
+    name = "qk_norm"
+    keys = ("qk_norm", "qk_norm_eps", "q_norm_weight", "k_norm_weight")
+    stage = QK
+    title = "QK-norm"
+    unstated = keys
+    web_fields = (
+        {"key": "qk_norm", "kind": "flag", "choices": ["false", "true"], "default": "false"},
+        {"key": "qk_norm_eps", "kind": "text", "default": ""},
+    )
+    quantities = (
+        Quantity("Q_norm", "scores", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
+        Quantity("K_norm", "scores", rows="key", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
+    )
+    step_kinds = ("qk_norm",)
+    facts = (("toy_vs_real", "qk_norm", False),)
+    rounded_read = True
+    certify = "--certify does not cover QK-norm yet"
+
+    def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> QkNorm | None:
+        on = reader.flag(data["qk_norm"], "qk_norm") if "qk_norm" in data else False
+        if not on:
+            for key in self.keys[1:]:
+                if key in data:
+                    raise reader.error(key, "needs qk_norm = true")
+            return None
+        if where.symbolic_qk:
+            raise reader.error("qk_norm", "QK-norm needs numbers in Q and K (symbols are not normalized)")
+        if data.get("inputs") == "rounded":
+            raise reader.error("inputs", 'inputs = "rounded" is not supported with QK-norm yet')
+        eps, text = Fraction(1, 10**6), parse_numeral("1e-6")
+        if "qk_norm_eps" in data:
+            n = reader.number(data["qk_norm_eps"], "qk_norm_eps")
+            low = Fraction(1, QK_NORM_EPS)
+            if not low <= n.value <= 1 or max(n.value.numerator, n.value.denominator) > QK_NORM_EPS:
+                raise reader.error(
+                    "qk_norm_eps", f"{n.text} is outside what QK-norm takes: a number from 1/{QK_NORM_EPS} to 1"
+                )
+            eps, text = n.value, n
+        weights: list[tuple[Fraction, ...] | None] = []
+        for key in ("q_norm_weight", "k_norm_weight"):
+            if key not in data:
+                weights.append(None)
+                continue
+            row = reader.vector(data[key], key)
+            if len(row) != where.d_k:
+                raise reader.error(key, f"expected {where.d_k} weights (one per column of a head), got {len(row)}")
+            weights.append(tuple(x.value for x in row))
+        from symattn import variants  # here: the registry imports this module
+
+        for other in variants.PARTS:  # their rules assume plain scores (or their own)
+            if other is not self and other.stage in (QK, ADD, DENOMINATOR):
+                if other.read(reader, data, where) is not None:
+                    raise reader.error("qk_norm", f"QK-norm does not combine with {other.title} yet")
+        return QkNorm(eps, weights[0], weights[1], text)
+
+    def head_part(self, setting: QkNorm, spec: Any) -> Normed:
+        return Normed(setting.eps, setting.q_weight, setting.k_weight)
+
+    def toy(self, spec: Any, setting: Any) -> tuple[tuple[str, Any], ...]:
+        return (("qk_norm", True),)
+
+    def report(self, spec: Any, setting: Any) -> dict[str, Any]:
+        return {} if setting is None else {"qk_norm_eps": str(setting.eps)}
+
+    def _shown(self, spec: Any, model: Any, quantity: str) -> NumRows:
+        from symattn.exact.rounding import from_model
+
+        return from_model(model, quantity, spec.decimals.scores, spec.notation)
+
+    def scores_step(self, spec: Any, model: Any, fig: Any) -> tuple[Normalization, NumRows, NumRows]:
+        from symattn.exact.num import Num
+        from symattn.exact.rounding import exact_or_rounded
+
+        f, part = spec.focus, model.qk
+        Q, K = self._shown(spec, model, "Q_norm"), self._shown(spec, model, "K_norm")
+        a = part.mean_squares(model, "Q_norm")[f]
+        sigma = sympy.sqrt(sympy.Rational(a.numerator, a.denominator))
+        exact = numeric.as_fraction(sigma)
+        rounded = numeric.round_expr(sigma, spec.decimals.scores)
+        step = Normalization(
+            spec.setting("qk_norm").eps_text,
+            model.d_k,
+            tuple(spec.Q[f]),
+            exact_or_rounded([[a]], spec.decimals.scores, spec.notation)[0][0],
+            Num(rounded, exact is not None and Fraction(rounded) == exact),
+            part.q_weight is not None,
+            Q[f],
+            Q,
+            K,
+        )
+        return step, Q, K
+
+    def backward_inputs(self, spec: Any, model: Any) -> tuple[NumRows, NumRows]:
+        return self._shown(spec, model, "Q_norm"), self._shown(spec, model, "K_norm")
+
+
+PART = QkNormPart()
+
+
+# --- one head ---------------------------------------------------------------------------------------
+
+Root = tuple[Fraction, Fraction]  # ρ·√m
+Diff = tuple[Root, Root]  # a difference of two
+
+
+def _square(x: Fraction) -> Fraction | None:
+    """√x where x ≥ 0 is the square of a rational, else None."""
+    p, q = isqrt(x.numerator), isqrt(x.denominator)
+    return Fraction(p, q) if p * p == x.numerator and q * q == x.denominator else None
+
+
+def _signed_square(y: Root) -> Fraction:
+    """y·|y| of y = ρ√m: one-to-one, so it decides equality and order."""
+    rho, m = y
+    return (1 if rho >= 0 else -1) * rho * rho * m
+
+
+class RootLinear:
+    """y = S·scale for S = ρ√m, as :mod:`symattn.variants.forms` asks (the module's docstring says why)."""
+
+    def __init__(self, scale: sympy.Expr):
+        self.c, self.r = scale_parts(scale)
+
+    def _y(self, s: Root) -> Root:
+        return s[0] * self.c, s[1] * self.r
+
+    def key(self, p: Any, q: Fraction) -> Any:
+        return _signed_square(self._y(p)) if len(p) == 2 and isinstance(p[0], Fraction) else p
+
+    def _value(self, s: Root) -> Fraction | None:
+        rho, m = self._y(s)
+        root = _square(m)
+        return Fraction(0) if rho == 0 else None if root is None else rho * root
+
+    def value(self, p: Any, q: Fraction) -> Fraction | None:
+        if isinstance(p[0], Fraction):
+            return self._value(p)
+        a, b = p
+        if _signed_square(a) == _signed_square(b):
+            return Fraction(0)
+        x, y = self._value(a), self._value(b)
+        return None if x is None or y is None else x - y
+
+    def sign(self, p: Any, q: Fraction) -> int | None:
+        if isinstance(p[0], Fraction):
+            return (p[0] > 0) - (p[0] < 0)
+        x, y = (_signed_square(s) for s in p)
+        return (x > y) - (x < y)
+
+
+@dataclass(frozen=True)
+class Normed(ScoreBoxes, HeadPart):
+    """One head's RMSNorm of Q and K: the scores are those of the normalized rows."""
+
+    eps: Fraction
+    q_weight: tuple[Fraction, ...] | None
+    k_weight: tuple[Fraction, ...] | None
+    stage: ClassVar[int] = QK
+    quantities: ClassVar[tuple[str, ...]] = NORMED
+    computed: ClassVar[tuple[str, ...]] = NORMED
+    exposes: ClassVar[tuple[str, ...]] = ()
+    gradients: ClassVar[tuple[str, ...]] = ("dQ_norm", "dK_norm")
+    silent: ClassVar[tuple[str, ...]] = ("dQ", "dK")
+    not_rational: ClassVar[str] = "the scores with QK-norm are not rational: use structures"
+
+    def _rows(self, model: Any, quantity: str) -> list[list[Fraction]]:
+        m, den = (model.q, model.dq) if quantity == "Q_norm" else (model.k, model.dk)
+        return [[Fraction(int(x), den) for x in row] for row in m.to_list()]
+
+    def _weight(self, quantity: str) -> tuple[Fraction, ...] | None:
+        return self.q_weight if quantity == "Q_norm" else self.k_weight
+
+    def mean_squares(self, model: Any, quantity: str) -> list[Fraction]:
+        """mean(x²) + ε of each row: σ², rational and positive."""
+        return [sum((x * x for x in row), Fraction(0)) / len(row) + self.eps for row in self._rows(model, quantity)]
+
+    def weighted(self, model: Any, quantity: str) -> list[list[Fraction]]:
+        w = self._weight(quantity)
+        rows = self._rows(model, quantity)
+        return rows if w is None else [[x * c for x, c in zip(row, w)] for row in rows]
+
+    def exact(self, model: Any, quantity: str) -> ImmutableMatrix:
+        key = "qk_norm:" + quantity
+        if key not in model.memo:
+            rows, a = self.weighted(model, quantity), self.mean_squares(model, quantity)
+            model.memo[key] = ImmutableMatrix([[_rat(x) / sympy.sqrt(_rat(s)) for x in row] for row, s in zip(rows, a)])
+        return model.memo[key]
+
+    def rationals(self, model: Any, quantity: str) -> Rows | None:
+        if quantity in NORMED:
+            out = []
+            for row, a in zip(self.weighted(model, quantity), self.mean_squares(model, quantity)):
+                root = _square(a)
+                out.append(tuple(Fraction(0) if x == 0 else None if root is None else x / root for x in row))
+            return tuple(out)
+        if quantity == "scores":
+            return tuple(tuple(_root_value(s) for s in row) for row in self.structures(model))
+        return None
+
+    # --- the scores' structure -------------------------------------------
+
+    def structures(self, model: Any) -> tuple[tuple[Root, ...], ...]:
+        """Each score as (ρ, m): S_ij = ρ·√m = (q̂-numerators · k̂-numerators)/√(a_i b_j)."""
+        if "qk_norm:structures" not in model.memo:
+            Q, K = self.weighted(model, "Q_norm"), self.weighted(model, "K_norm")
+            a, b = self.mean_squares(model, "Q_norm"), self.mean_squares(model, "K_norm")
+            model.memo["qk_norm:structures"] = tuple(
+                tuple((sum((x * y for x, y in zip(q, k)), Fraction(0)), 1 / (ai * bj)) for k, bj in zip(K, b))
+                for q, ai in zip(Q, a)
+            )
+        return model.memo["qk_norm:structures"]
+
+    def structure(self, model: Any, i: int, j: int) -> Root:
+        return self.structures(model)[i][j]
+
+    def split(self, model: Any, s: Any) -> tuple[tuple, Any]:
+        return (), s
+
+    @staticmethod
+    def minus(x: Any, y: Any) -> Diff:
+        return x, y
+
+    def linear(self, model: Any) -> RootLinear:
+        return RootLinear(model.scale)
+
+    def scores(self, model: Any) -> ImmutableMatrix:
+        return ImmutableMatrix([[_rat(rho) * sympy.sqrt(_rat(m)) for rho, m in row] for row in self.structures(model)])
+
+    # --- enclosures ------------------------------------------------------
+
+    def box(self, model: Any, x: Any, bits: int) -> Fixed:
+        """ρ√m (or a difference of two) at 2**-bits."""
+        if not isinstance(x[0], Fraction):
+            a, b = (self.box(model, s, bits) for s in x)
+            return Fixed(a.lo - b.hi, a.hi - b.lo, bits)
+        rho, m = x
+        return Fixed.from_interval(numeric.enclose(_rat(rho) * sympy.sqrt(_rat(m)), bits + 32), bits)
+
+    def boxes(self, boxes: Any, quantity: str) -> list[Fixed]:
+        m = self.exact(boxes.model, quantity)
+        return [Fixed.from_interval(numeric.enclose(x, boxes.bits + 32), boxes.bits) for x in m]
+
+    def shown_scores(self, model: Any, places: int, notation: str, hand: bool) -> NumRows:
+        from symattn.exact.rounding import from_model
+
+        return from_model(model, "scores", places, notation)
+
+    # --- the claimant's numbers carried forward ----------------------------------------
+
+    def implied(self, chain: Any, model: Any, quantity: str, row: int, col: int | None, head: int | None) -> Any:
+        """Q̂ and K̂ exact (from the inputs); the scores from the claimant's own Q̂ and K̂ where claimed."""
+        if quantity in NORMED:
+            return self.exact(model, quantity)[row, col], False
+        if quantity == "scores" and col is not None:
+            if chain.names & set(NORMED):
+                width = chain.layout.width_q
+                return chain.dot(
+                    [
+                        (chain.implied("Q_norm", row, k, head), chain.implied("K_norm", col, k, head))
+                        for k in range(width)
+                    ]
+                )
+            return model.scores[row, col], False
+        return None
+
+    def explained(self, explainer: Any, model: Any, quantity: str, row: int | None, head: int | None) -> Any:
+        """A wrong normalized entry: the document shows its row's σ; the report, its value."""
+        return () if quantity in NORMED else None
+
+    def operands(self, explainer: Any, model: Any, quantity: str, i: int, k: int, head: int | None) -> Any:
+        if quantity == "scores":
+            return tuple(
+                (explainer.sig("Q_norm", i, c, head), explainer.sig("K_norm", k, c, head)) for c in range(model.d_k)
+            )
+        return None
+
+    # --- the backward pass -------------------------------------------------------------
+
+    def gradient(self, model: Any) -> RmsBack:
+        return RmsBack(
+            tuple(sympy.sqrt(_rat(a)) for a in self.mean_squares(model, "Q_norm")),
+            tuple(sympy.sqrt(_rat(b)) for b in self.mean_squares(model, "K_norm")),
+            self.q_weight,
+            self.k_weight,
+        )
+
+
+@dataclass(frozen=True)
+class RmsBack:
+    """Backward through RMSNorm: with ŷ = x ⊙ w / σ, σ² = mean(x²) + ε, and g = dL/dŷ,
+
+        dx = (w ⊙ g)/σ − x · Σ_j (w ⊙ g)_j x_j / (d · σ³)
+
+    after dQ̂ = dS K̂ and dK̂ = dSᵀ Q̂."""
+
+    q_sigma: tuple[sympy.Expr, ...]
+    k_sigma: tuple[sympy.Expr, ...]
+    q_weight: tuple[Fraction, ...] | None
+    k_weight: tuple[Fraction, ...] | None
+    stage: ClassVar[int] = QK
+    names: ClassVar[tuple[str, ...]] = ("dQ_norm", "dK_norm")
+    after: ClassVar[str] = "dS"
+    forms: ClassVar[bool] = False
+
+    @staticmethod
+    def _normed(alg: Any, X: list, sigma: tuple, w: tuple[Fraction, ...] | None) -> list:
+        return [
+            [x * alg.const(w[c] if w else Fraction(1)) * alg.real(1 / s) for c, x in enumerate(row)]
+            for row, s in zip(X, sigma)
+        ]
+
+    @staticmethod
+    def _back(alg: Any, G: list, X: list, sigma: tuple, w: tuple[Fraction, ...] | None) -> list:
+        from symattn.exact.gradients import total
+
+        out = []
+        for g, x, s in zip(G, X, sigma):
+            d = len(x)
+            wg = [gi * alg.const(w[c] if w else Fraction(1)) for c, gi in enumerate(g)]
+            dot = total(alg, (a * b for a, b in zip(wg, x)))
+            inv, inv3 = alg.real(1 / s), alg.real(1 / (d * s**3))
+            out.append([a * inv - b * dot * inv3 for a, b in zip(wg, x)])
+        return out
+
+    def through(self, alg: Any, dS: list, K: list, Q: list, out: dict, hook: Any) -> None:
+        from symattn.exact.gradients import matmul, transpose
+
+        Qn, Kn = self._normed(alg, Q, self.q_sigma, self.q_weight), self._normed(alg, K, self.k_sigma, self.k_weight)
+        out["dQ_norm"] = dQ = hook("dQ_norm", matmul(alg, dS, Kn))
+        out["dK_norm"] = dK = hook("dK_norm", matmul(alg, transpose(dS), Qn))
+        out["dQ"] = hook("dQ", self._back(alg, dQ, Q, self.q_sigma, self.q_weight))
+        out["dK"] = hook("dK", self._back(alg, dK, K, self.k_sigma, self.k_weight))
+
+
+def _root_value(s: Root) -> Fraction | None:
+    """ρ√m where rational, else None."""
+    root = _square(s[1])
+    return Fraction(0) if s[0] == 0 else None if root is None else s[0] * root
+
+
+def _rat(x: Fraction) -> sympy.Rational:
+    return sympy.Rational(x.numerator, x.denominator)
+
+
+__all__ = ["NORMED", "PART", "Normalization", "Normed", "QkNorm", "QkNormPart", "RmsBack", "RootLinear"]
