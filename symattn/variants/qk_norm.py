@@ -39,6 +39,8 @@ from symattn.variants.base import ADD, DENOMINATOR, QK, HeadPart, Part, Quantity
 # --- limits of QK-norm ----------------------------------------------------------------------------
 QK_NORM_EPS = 10**12  # qk_norm_eps: from 1/10^12 to 1, numerator and denominator at most 10^12
 
+# --- the setting ----------------------------------------------------------------------------------
+
 NEEDS = "qk_norm = true (Q and K through RMSNorm)"
 NORMED = ("Q_norm", "K_norm")
 
