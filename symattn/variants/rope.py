@@ -16,17 +16,18 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
-
-import sympy
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import Num, NumRow, NumRows
 from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral, parse_numeral
 from symattn.variants.base import ADD, QK, Part, Quantity, Where
-from symattn.variants.rope_head import TRIG, Rotary, Rotated
-from symattn.variants.turns import ROTATED, ByRoots, ByTables, Cyclotomic, TableTurn
+
+if TYPE_CHECKING:  # one head's rotation is SymPy's: the spec reads the part without it
+    import sympy
+
+    from symattn.variants.rope_head import Rotated
 
 # --- limits of RoPE ------------------------------------------------------------------------------
 ROPE_BASE_MAX = 10**12  # rope_base from 1/10^12 to 10^12, numerator and denominator at most 10^12
@@ -82,6 +83,8 @@ class Frequency:
 
     @property
     def expr(self) -> sympy.Expr:
+        import sympy
+
         r = sympy.Rational(self.value.numerator, self.value.denominator)
         return r * sympy.pi if self.of_pi else r
 
@@ -155,47 +158,12 @@ def read_tables(reader: Any, data: Any, positions: int, pairs: int) -> tuple[Any
     return out[0], out[1]
 
 
-def field_of(frequencies: tuple[Frequency, ...]) -> Cyclotomic:
-    """The smallest Q(ζ_N) with 4 | N holding cos and sin of every p·θ_t (θ_t = value·π = 2π·value/2)."""
-    n = 4
-    for f in frequencies:
-        n = math.lcm(n, (f.value / 2).denominator)
-    return Cyclotomic(n)
-
-
 def roots_needed(frequencies: tuple[Frequency, ...]) -> int:
+    """The smallest N, a multiple of 4, whose Q(ζ_N) holds cos and sin of every p·θ_t (θ_t = 2π·value/2)."""
     n = 4
     for f in frequencies:
         n = math.lcm(n, (f.value / 2).denominator)
     return n
-
-
-@dataclass(frozen=True)
-class RotatedByPi(ByRoots, Rotated):
-    """One head's rotation by angles that are rational multiples of π: its scores in Q(ζ_N)."""
-
-    field: Cyclotomic = Cyclotomic(4)
-    halves: tuple[Fraction, ...] = ()  # r_t / 2: angle p·θ_t = 2π·p·halves[t]
-
-
-@dataclass(frozen=True)
-class Tabled(ByTables, Rotated):
-    """One head's turn by given cos/sin tables: no angles to claim, the tables' cos and sin."""
-
-    cos: tuple[tuple[Fraction, ...], ...] = ()
-    sin: tuple[tuple[Fraction, ...], ...] = ()
-    quantities: ClassVar[tuple[str, ...]] = (*TRIG[2:], *ROTATED)
-    computed: ClassVar[tuple[str, ...]] = quantities
-    columns: ClassVar[tuple[str, ...]] = ()
-
-    def gradient(self, model: Any) -> TableRotary:
-        return TableRotary(self.pairs, (), self.cos, self.sin)
-
-
-@dataclass(frozen=True)
-class TableRotary(TableTurn, Rotary):
-    cos: tuple[tuple[Fraction, ...], ...] = ()
-    sin: tuple[tuple[Fraction, ...], ...] = ()
 
 
 # --- the steps of a derivation ---------------------------------------------------------------------
@@ -358,6 +326,11 @@ class RopePart(Part):
         return None
 
     def head_part(self, setting: Rope, spec: Any) -> Rotated:
+        import sympy
+
+        from symattn.variants.rope_head import Rotated, RotatedByPi, Tabled
+        from symattn.variants.turns import Cyclotomic
+
         pairs = setting.pairs(spec.d_k)
         if setting.cos:
             return Tabled(pairs, (), cos=setting.cos, sin=setting.sin)
@@ -365,7 +338,8 @@ class RopePart(Part):
             thetas = tuple(f.expr for f in setting.frequencies)
             if setting.frequencies[0].of_pi:
                 halves = tuple(f.value / 2 for f in setting.frequencies)
-                return RotatedByPi(pairs, thetas, field=field_of(setting.frequencies), halves=halves)
+                field = Cyclotomic(roots_needed(setting.frequencies))
+                return RotatedByPi(pairs, thetas, field=field, halves=halves)
             return Rotated(pairs, thetas)
         base = sympy.Rational(setting.base.value.numerator, setting.base.value.denominator)
         return Rotated(pairs, tuple(base ** sympy.Rational(-2 * t, spec.d_k) for t in range(len(pairs))))

@@ -38,8 +38,9 @@ from sympy import ImmutableMatrix
 from symattn.exact import numeric
 from symattn.exact.num import Num, NumRows
 from symattn.exact.numeric import Fixed
-from symattn.variants.base import QK, HeadPart, Rows, ScoreBoxes
-from symattn.variants.turns import ROTATED, combine
+from symattn.variants.base import QK, HeadPart, Rows
+from symattn.variants.forms import ScoreBoxes
+from symattn.variants.turns import ROTATED, ByRoots, ByTables, Cyclotomic, TableTurn, combine
 
 # one score: (constant numerator, ((angle index, cos numerator, sin numerator), ...)) over dq·dk
 Structure = tuple[int, tuple[tuple[int, int, int], ...]]
@@ -451,4 +452,46 @@ class Rotary:
         out["dK"] = hook("dK", self.rotate(alg, dK, back=True))
 
 
-__all__ = ["ROTATED", "TRIG", "Rotary", "Rotated", "ShownRotation", "Structure", "minus"]
+# --- the angles people choose (symattn.variants.turns has the argument) -----------------------------
+
+
+@dataclass(frozen=True)
+class RotatedByPi(ByRoots, Rotated):
+    """One head's rotation by angles that are rational multiples of π: its scores in Q(ζ_N)."""
+
+    field: Cyclotomic = Cyclotomic(4)
+    halves: tuple[Fraction, ...] = ()  # r_t / 2: angle p·θ_t = 2π·p·halves[t]
+
+
+@dataclass(frozen=True)
+class Tabled(ByTables, Rotated):
+    """One head's turn by given cos/sin tables: no angles to claim, the tables' cos and sin."""
+
+    cos: tuple[tuple[Fraction, ...], ...] = ()
+    sin: tuple[tuple[Fraction, ...], ...] = ()
+    quantities: ClassVar[tuple[str, ...]] = (*TRIG[2:], *ROTATED)
+    computed: ClassVar[tuple[str, ...]] = quantities
+    columns: ClassVar[tuple[str, ...]] = ()
+
+    def gradient(self, model: Any) -> TableRotary:
+        return TableRotary(self.pairs, (), self.cos, self.sin)
+
+
+@dataclass(frozen=True)
+class TableRotary(TableTurn, Rotary):
+    cos: tuple[tuple[Fraction, ...], ...] = ()
+    sin: tuple[tuple[Fraction, ...], ...] = ()
+
+
+__all__ = [
+    "ROTATED",
+    "TRIG",
+    "RotatedByPi",
+    "TableRotary",
+    "Tabled",
+    "Rotary",
+    "Rotated",
+    "ShownRotation",
+    "Structure",
+    "minus",
+]

@@ -33,7 +33,8 @@ import sympy
 from sympy import ImmutableMatrix
 
 from symattn.exact.numeric import Fixed
-from symattn.variants.base import Rows, scale_parts
+from symattn.variants.base import Rows
+from symattn.variants.forms import scale_parts
 
 ROTATED = ("Q_rot", "K_rot")  # the turned Q and K
 
