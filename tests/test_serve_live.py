@@ -158,6 +158,9 @@ def test_variant_area_is_built_from_its_list(client):
             "rope",
             "rope_base",
             "rope_style",
+            "rope_frequencies",
+            "qk_norm",
+            "qk_norm_eps",
         ]
     )
     assert re.findall(r'<option value="([a-z]+)" data-ui="softmax_', area) == ["plain", "stable"]
@@ -347,6 +350,9 @@ def test_variant_softmax(english, server):
         "set-rope",
         "set-rope_base",
         "set-rope_style",
+        "set-rope_frequencies",
+        "set-qk_norm",
+        "set-qk_norm_eps",
     ]
 
 
@@ -576,6 +582,9 @@ def test_a_variant_control_is_one_entry(monkeypatch):
         ("rope", "flag"),
         ("rope_base", "text"),
         ("rope_style", "select"),
+        ("rope_frequencies", "list"),
+        ("qk_norm", "flag"),
+        ("qk_norm_eps", "text"),
         ("expand", "text"),
         ("rounding", "number"),
     ]

@@ -89,7 +89,7 @@ def _head(
     # the scores and z of a head with parts are SymPy's to print
     structure = Structure(model) if exact and not model.parts else None
     for quantity in model.before_scores:
-        yield quantity, _entry(model, quantity, digits, None, exact, certify)
+        yield quantity, _column(model, quantity, _entry(model, quantity, digits, None, exact, certify))
     for scalar in ("scale", "sqrt_dk"):
         entry = _entry(model, scalar, digits, None, exact, certify)
         yield scalar, {key: rows[0][0] for key, rows in entry.items()}
@@ -110,10 +110,14 @@ def _head(
         if release:
             _release(model, (quantity, "exp_sum"))
     for quantity in model.extra_quantities():
-        entry = _entry(model, quantity, digits, None, exact, certify)
-        if quantity in model.owner(quantity).columns:  # one number per query, a list as exp_sum is
-            entry = {key: [r[0] for r in rows] for key, rows in entry.items()}
-        yield quantity, entry
+        yield quantity, _column(model, quantity, _entry(model, quantity, digits, None, exact, certify))
+
+
+def _column(model: Model, quantity: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """A part's quantity of one number per row (per query, per pair) as a list, as exp_sum is."""
+    if quantity in model.owner(quantity).columns:
+        return {key: [r[0] for r in rows] for key, rows in entry.items()}
+    return entry
 
 
 def _release(model: Model, quantities: tuple[str, ...]) -> None:

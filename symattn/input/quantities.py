@@ -43,8 +43,8 @@ QUANTITIES = (
 )
 # one number (a part's: per head)
 SCALARS = SHARED + tuple(q.name for q in variants.QUANTITIES if q.rows is None)
-# one number per query: a row index, no column
-COLUMNS = ("exp_sum", "rowsum") + tuple(q.name for q in variants.QUANTITIES if q.rows == "token" and q.cols is None)
+# one number per query (or per a part's own rows: pairs of Q's columns): a row index, no column
+COLUMNS = ("exp_sum", "rowsum") + tuple(q.name for q in variants.QUANTITIES if q.rows and q.cols is None)
 # rows that are not the queries
 NOT_IN_ROWS = (
     INPUTS
@@ -57,7 +57,7 @@ NOT_IN_ROWS = (
 
 # what the rows and columns are: a query token, a key token, a column of the matrix (1-based), an input
 # dimension (a column of X, a row of W)
-TOKEN, KEY, DIM, INPUT = "token", "key", "dim", "input"
+TOKEN, KEY, DIM, INPUT, PAIR = "token", "key", "dim", "input", "pair"
 _AXES = {
     "Q": (TOKEN, DIM),
     "K": (KEY, DIM),
@@ -88,7 +88,7 @@ def axes(quantity: str) -> tuple[str | None, str | None]:
     if quantity in SCALARS:
         return None, None
     if quantity in COLUMNS:
-        return TOKEN, None
+        return (PART_QUANTITIES[quantity].rows if quantity in PART_QUANTITIES else TOKEN), None
     return _AXES.get(quantity, (TOKEN, KEY))
 
 
@@ -105,7 +105,7 @@ def _label(spec: Spec, axis: str | None, index: int | None) -> str | int | None:
         return spec.tokens[index]
     if axis == KEY:
         return spec.keys[index]
-    assert axis in (DIM, INPUT)  # the other axes are numbered
+    assert axis in (DIM, INPUT, PAIR)  # the other axes are numbered
     return index + 1
 
 
@@ -124,6 +124,8 @@ def shape(quantity: str, spec: Spec, per_head: bool) -> tuple[int, ...]:
     d_q, d_k, d_v = len(spec.Q[0]) // heads, len(spec.K[0]) // groups, len(spec.V[0]) // groups
     if quantity in SCALARS:
         return ()
+    if quantity in PART_QUANTITIES and PART_QUANTITIES[quantity].rows == PAIR:  # one number per pair of Q's columns
+        return (d_q // 2,)
     if quantity in COLUMNS:
         return (n,)
     if quantity in INPUTS:
@@ -140,7 +142,7 @@ def shape(quantity: str, spec: Spec, per_head: bool) -> tuple[int, ...]:
         return (n, d_q)
     if quantity in PART_QUANTITIES:  # a part's own matrix: queries or keys by its width
         q = PART_QUANTITIES[quantity]
-        return (n if q.rows == TOKEN else m, d_q if q.width == "d_q" else m)
+        return (n if q.rows == TOKEN else m, {"d_q": d_q, "pairs": d_q // 2}.get(q.width, m))
     if quantity in ("dV", "dK"):
         return (m, d_v if quantity == "dV" else d_k)
     if quantity in PROJECTED_GRADIENTS:

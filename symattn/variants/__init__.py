@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from symattn.variants import alibi, masks, rope, sinks, softcap
+from symattn.variants import alibi, masks, qk_norm, rope, sinks, softcap
 from symattn.variants.base import ADD, DENOMINATOR, MAP, MASK, QK, HeadPart, Part, Quantity, Where, listed
 
 # every part, in the order their keys are listed (spec files, the web page); they act in the order of
 # their stages, whatever their place here
-PARTS: tuple[Part, ...] = (masks.PART, alibi.PART, softcap.PART, sinks.PART, rope.PART)
+PARTS: tuple[Part, ...] = (masks.PART, alibi.PART, softcap.PART, sinks.PART, rope.PART, qk_norm.PART)
 
 KEYS = tuple(key for part in PARTS for key in part.keys)  # every part's spec keys
 QUANTITIES: tuple[Quantity, ...] = tuple(q for part in PARTS for q in part.quantities)  # claimable
@@ -137,8 +137,11 @@ def quantity(name: str) -> Quantity | None:
 def missing(spec: Any, name: str) -> str | None:
     """What a claim on a part's quantity needs where the spec does not have the part, else None."""
     owner = next((p for p in PARTS if any(q.name == name for q in p.quantities)), None)
-    if owner is None or spec.setting(owner.name) is not None:
+    if owner is None:
         return None
+    setting = spec.setting(owner.name)
+    if setting is not None:
+        return owner.lacks(setting, name)
     return next(q.needs for q in owner.quantities if q.name == name)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -31,13 +32,15 @@ from symattn.exact.num import Num, NumRow, NumRows
 from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
-from symattn.variants.base import ADD, MAP, HeadPart, Part, Rows, Where
+from symattn.variants.base import ADD, MAP, HeadPart, Part, Quantity, Rows, Where
 
 if TYPE_CHECKING:  # the spec reads the part without SymPy (compare's float64 path never imports it)
     import sympy
     from sympy import ImmutableMatrix
 
     from symattn.exact.numeric import Fixed
+
+NEEDS = "alibi = true or alibi_slopes (the distance bias of ALiBi)"  # what a claim on its quantities needs
 
 # --- limits of ALiBi ---------------------------------------------------------------------------
 ALIBI_SLOPE = 100  # the largest alibi_slopes entry: the bias −m·|i − j| then stays within ABS_Z's reach
@@ -118,6 +121,10 @@ class AlibiPart(Part):
     web_fields = (
         {"key": "alibi", "kind": "flag", "choices": ["false", "true"], "default": "false"},
         {"key": "alibi_slopes", "kind": "list", "default": ""},
+    )
+    quantities = (  # a head's slope m (claimed hN.alibi_slope with several) and its bias −m·|i − j|
+        Quantity("alibi_slope", "scaled", rows=None, cols=None, asked_by="scaled", needs=NEEDS),
+        Quantity("bias", "scaled", asked_by="scaled", needs=NEEDS),
     )
     step_kinds = ("alibi",)
     facts = (("toy_vs_real", "alibi", False),)
@@ -225,8 +232,8 @@ class Bias(HeadPart):
     slope_k: Fraction
     slope_e: Fraction
     stage: ClassVar[int] = ADD
-    quantities: ClassVar[tuple[str, ...]] = ("bias",)
-    computed: ClassVar[tuple[str, ...]] = ("bias",)
+    quantities: ClassVar[tuple[str, ...]] = ("alibi_slope", "bias")
+    computed: ClassVar[tuple[str, ...]] = ("alibi_slope", "bias")
     exposes: ClassVar[tuple[str, ...]] = ("slope", "bias", "_ratio")
 
     def expose(self, model: Any, name: str) -> Any:
@@ -262,9 +269,11 @@ class Bias(HeadPart):
         return Fixed.from_interval(numeric.enclose(self.slope, bits + 8), bits)
 
     def exact(self, model: Any, quantity: str) -> ImmutableMatrix:
-        """−m·|i − j| for every query i and key j (masked or not)."""
+        """−m·|i − j| for every query i and key j (masked or not); the slope m as a 1×1 matrix."""
         from sympy import ImmutableMatrix
 
+        if quantity == "alibi_slope":
+            return ImmutableMatrix([[self.slope]])
         if "bias" not in model.memo:
             model.memo["bias"] = ImmutableMatrix(
                 model.n_queries, model.n_keys, lambda i, j: -self.slope * distance(i, j)
@@ -272,6 +281,10 @@ class Bias(HeadPart):
         return model.memo["bias"]
 
     def rationals(self, model: Any, quantity: str) -> Rows | None:
+        if quantity == "alibi_slope":
+            from symattn.exact import numeric
+
+            return ((numeric.as_fraction(self.slope),),)
         if quantity != "bias":
             return None
         linear = self.linear(model.scale)
@@ -285,6 +298,8 @@ class Bias(HeadPart):
 
         model = boxes.model
         basis = self.basis_box(boxes.prec)
+        if quantity == "alibi_slope":
+            return boxes.flat([[basis]])
         return boxes.flat(
             [[times(self.coordinate(i, j), basis) for j in range(model.n_keys)] for i in range(model.n_queries)]
         )
@@ -310,6 +325,35 @@ class Bias(HeadPart):
         bias = self.shown(model, decimals, notation)
         values = [[z.fraction + b.fraction for z, b in zip(row, brow)] for row, brow in zip(unmasked, bias)]
         return rounding.exact_or_rounded(values, decimals, notation)
+
+    # --- the claimant's numbers carried forward ------------------------------------------
+
+    def implied(self, chain: Any, model: Any, quantity: str, row: int, col: int | None, head: int | None) -> Any:
+        """The slope (exact), the bias from the claimant's own slope, and z from their own scores and bias
+        where they claimed a slope or a bias; None for the rest (the head's rule)."""
+        if quantity == "alibi_slope":
+            return self.slope, False
+        if quantity == "bias" and col is not None:
+            m, carried = chain.implied("alibi_slope", None, None, head)
+            return -m * distance(row, col), carried
+        if quantity == "scaled" and col is not None and chain.names & {"alibi_slope", "bias"}:
+            (x, a), (factor, b) = chain.implied("scores", row, col, head), chain.implied("scale")
+            bias, c = chain.implied("bias", row, col, head)
+            z = x * factor + bias
+            for part in model.stage_parts(MAP):  # then any monotone map, on the claimant's biased score
+                z = part.vary(model, row, col, z)
+            return z, a or b or c
+        return None
+
+    def operands(self, explainer: Any, model: Any, quantity: str, i: int, k: int, head: int | None) -> Any:
+        """A wrong bias: the slope times −|i − j|."""
+        if quantity != "bias":
+            return None
+        return ((explainer.sig("alibi_slope", 0, 0, head), Num(Decimal(-distance(i, k)), True)),)
+
+    def explained(self, explainer: Any, model: Any, quantity: str, row: int | None, head: int | None) -> Any:
+        """A wrong slope is an input of the spec: nothing to show but its value."""
+        return () if quantity == "alibi_slope" else None
 
 
 class Linear:

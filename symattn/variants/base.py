@@ -113,6 +113,10 @@ class Part:
     def check(self, reader: Reader, setting: Any, symbolic: bool) -> None:
         """Refuse what it does not combine with, once the command line's options are applied."""
 
+    def lacks(self, setting: Any, name: str) -> str | None:
+        """What a claim on one of its quantities needs that this setting does not give (None: claimable)."""
+        return None
+
     def head(self, setting: Any, index: int) -> Any:
         """The setting of one head (0-based) of several."""
         return setting

@@ -78,6 +78,9 @@ class Forms:
         self.add = adds[0] if adds else None
         self.maps = model.stage_parts(MAP)
         self.linear = self.add.linear(model.scale) if self.add is not None else PlainLinear(model.scale)
+        own = getattr(self.qk, "linear", None)  # a Q/K part whose scores are algebraic decides y itself
+        if own is not None and self.add is None:
+            self.linear = own(model)
 
     # --- the forms ------------------------------------------------------------------------------------
 
@@ -193,6 +196,31 @@ class Forms:
 # --- the box arithmetic the parts share ---------------------------------------------------------------
 
 
+class ScoreBoxes:
+    """A Q/K head part's enclosures of every score, from its ``box`` of each of its ``structures``."""
+
+    def box(self, model: Any, x: Any, bits: int) -> Fixed:
+        raise NotImplementedError
+
+    def structures(self, model: Any) -> Any:
+        raise NotImplementedError
+
+    def score_boxes(self, model: Any, bits: int) -> list[list[Fixed]]:
+        """Every score at 2**-bits (once per precision)."""
+        key = f"qk:scores:{bits}"
+        if key not in model.memo:
+            model.memo[key] = [[self.box(model, x, bits) for x in row] for row in self.structures(model)]
+        return model.memo[key]
+
+    def highest(self, model: Any) -> Fraction:
+        """An upper bound of the largest score."""
+        return max(Fraction(b.hi, 1 << b.bits) for row in self.score_boxes(model, 64) for b in row)
+
+    def magnitudes(self, model: Any) -> list[list[Fraction]]:
+        """An upper bound of each |S_ij|."""
+        return [[Fraction(max(abs(b.lo), abs(b.hi)), 1 << b.bits) for b in row] for row in self.score_boxes(model, 64)]
+
+
 def times(r: Fraction, box: Fixed) -> Fixed:
     """r · box, rounded outward."""
     lo, hi = (box.lo, box.hi) if r >= 0 else (box.hi, box.lo)
@@ -231,4 +259,17 @@ def scale_parts(scale: sympy.Expr) -> tuple[Fraction, int]:
     return Fraction(int(c.p), int(c.q)), 1 if root == 1 else int(root.base)
 
 
-__all__ = ["Form", "Forms", "PlainLinear", "Unordered", "add", "mul", "narrow", "scale_parts", "sub", "times", "upper"]
+__all__ = [
+    "Form",
+    "Forms",
+    "PlainLinear",
+    "ScoreBoxes",
+    "Unordered",
+    "add",
+    "mul",
+    "narrow",
+    "scale_parts",
+    "sub",
+    "times",
+    "upper",
+]

@@ -11,22 +11,29 @@ its enclosures, its gradient, the numbers shown), is :mod:`symattn.variants.rope
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import Num, NumRow, NumRows
+from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral, parse_numeral
-from symattn.variants.base import QK, Part, Quantity, Where
+from symattn.variants.base import ADD, QK, Part, Quantity, Where
 
 if TYPE_CHECKING:  # one head's rotation is SymPy's: the spec reads the part without it
+    import sympy
+
     from symattn.variants.rope_head import Rotated
 
 # --- limits of RoPE ------------------------------------------------------------------------------
 ROPE_BASE_MAX = 10**12  # rope_base from 1/10^12 to 10^12, numerator and denominator at most 10^12
 ROPE_TERMS = 2_000_000  # cos/sin terms of the rotated scores: heads × queries × keys × d_k/2
+ROOTS_MAX = 1440  # the N of the field Q(ζ_N) that rope_frequencies in multiples of π span (half a degree: 720)
+FREQUENCY_MAX = 10**6  # |numerator| and denominator of a rope_frequencies entry
 
 # --- the setting ---------------------------------------------------------------------------
 
@@ -41,6 +48,14 @@ class Rope:
 
     base: Numeral = DEFAULT_BASE
     style: str = "half"
+    frequencies: tuple[Frequency, ...] = ()  # given θ_t (rope_frequencies); () : base^(−2t/d_k)
+    cos: tuple[tuple[Fraction, ...], ...] = ()  # given tables [position][pair] (rope_cos, rope_sin)
+    sin: tuple[tuple[Fraction, ...], ...] = ()
+
+    @property
+    def given(self) -> str:
+        """How the turn is given: "base", "frequencies" or "tables"."""
+        return "tables" if self.cos else "frequencies" if self.frequencies else "base"
 
     def pairs(self, d_k: int) -> tuple[tuple[int, int], ...]:
         """The 0-based dimensions (a, b) of each pair t, rotated as (a, b) ↦ (a cos − b sin, a sin + b cos)."""
@@ -48,6 +63,107 @@ class Rope:
         if self.style == "half":
             return tuple((t, t + half) for t in range(half))
         return tuple((2 * t, 2 * t + 1) for t in range(half))
+
+
+# --- the angles people choose: rope_frequencies, rope_cos and rope_sin (symattn.variants.turns: exactness) ---
+
+# a frequency's text: a decimal (radians), or a rational multiple of π; never evaluated, only matched
+_NUMBER = r"[0-9]+(?:\.[0-9]+)?"
+_DEGREES = re.compile(rf"([+-]?{_NUMBER})\s*(?:deg|°)")
+_PI = re.compile(rf"([+-]?)\s*({_NUMBER})?\s*\*?\s*(?:pi|π)\s*(?:/\s*([0-9]+))?")
+
+
+@dataclass(frozen=True)
+class Frequency:
+    """θ_t: ``value`` radians, or ``value``·π where ``of_pi``."""
+
+    text: str
+    value: Fraction
+    of_pi: bool
+
+    @property
+    def expr(self) -> sympy.Expr:
+        import sympy
+
+        r = sympy.Rational(self.value.numerator, self.value.denominator)
+        return r * sympy.pi if self.of_pi else r
+
+
+def parse_frequency(raw: object) -> Frequency | None:
+    """A frequency from ``"30deg"``, ``"30°"``, ``"pi/6"``, ``"2pi/3"``, ``"-pi"``; None for anything else
+    (a plain number is the reader's, in radians)."""
+    if not isinstance(raw, str):
+        return None
+    text = raw.strip()
+    found = _DEGREES.fullmatch(text)
+    if found:
+        return Frequency(text, Fraction(found.group(1)) / 180, True)
+    found = _PI.fullmatch(text)
+    if found:
+        sign, number, den = found.groups()
+        if den is not None and int(den) == 0:
+            return None
+        value = Fraction(number or 1) / int(den or 1)
+        return Frequency(text, -value if sign == "-" else value, True)
+    return None
+
+
+def read_frequencies(reader: Any, data: Any, pairs: int) -> tuple[Frequency, ...]:
+    """``rope_frequencies``: one per pair, all in radians (> 0) or all rational multiples of π."""
+    raw = data["rope_frequencies"]
+    key = "rope_frequencies"
+    if not isinstance(raw, list):
+        raise reader.error(key, f"expected a list of {pairs} frequencies (one per pair), got {kind_of(raw)}")
+    if len(raw) != pairs:
+        raise reader.error(key, f"expected {pairs} frequencies, one per pair (d_k/2 = {pairs}), got {len(raw)}")
+    out: list[Frequency] = []
+    for t, x in enumerate(raw, 1):
+        f = parse_frequency(x)
+        if f is None:
+            if isinstance(x, str) and any(w in x for w in ("deg", "°", "pi", "π")):
+                raise reader.error(key, f'{x!r} is not an angle this reads: write "30deg", "pi/6" or "2pi/3"', (t,))
+            n = reader.number(x, key, (t,))
+            if n.value <= 0:
+                raise reader.error(key, f'a frequency in radians must be > 0, got {n.text} (or write "0deg")', (t,))
+            f = Frequency(n.text, n.value, False)
+        if max(abs(f.value.numerator), f.value.denominator) > FREQUENCY_MAX:
+            raise reader.limit(key, f"numerator and denominator of a frequency are at most {FREQUENCY_MAX}", (t,))
+        if out and f.of_pi != out[0].of_pi:
+            raise reader.error(key, "give every frequency in radians or every one as a multiple of π, not both", (t,))
+        out.append(f)
+    frequencies = tuple(out)
+    if frequencies[0].of_pi:
+        n = roots_needed(frequencies)
+        if n > ROOTS_MAX:
+            raise reader.limit(key, f"these angles need the {n}th roots of unity; the limit is {ROOTS_MAX}")
+    return frequencies
+
+
+def read_tables(reader: Any, data: Any, positions: int, pairs: int) -> tuple[Any, Any]:
+    """``rope_cos`` and ``rope_sin``: a row per position (0 to positions − 1), a column per pair, exact."""
+    if ("rope_cos" in data) != ("rope_sin" in data):
+        given, other = ("rope_cos", "rope_sin") if "rope_cos" in data else ("rope_sin", "rope_cos")
+        raise reader.error(given, f"give {other} too: the tables come as a pair")
+    out = []
+    for key in ("rope_cos", "rope_sin"):
+        rows = reader.matrix(data[key], key)
+        if len(rows) != positions or any(len(row) != pairs for row in rows):
+            width = len(rows[0]) if rows else 0
+            raise reader.error(
+                key,
+                f"expected {positions} rows (positions 0 to {positions - 1}) of {pairs} (one per pair), "
+                f"got {len(rows)}×{width}",
+            )
+        out.append(tuple(tuple(x.value for x in row) for row in rows))
+    return out[0], out[1]
+
+
+def roots_needed(frequencies: tuple[Frequency, ...]) -> int:
+    """The smallest N, a multiple of 4, whose Q(ζ_N) holds cos and sin of every p·θ_t (θ_t = 2π·value/2)."""
+    n = 4
+    for f in frequencies:
+        n = math.lcm(n, (f.value / 2).denominator)
+    return n
 
 
 # --- the steps of a derivation ---------------------------------------------------------------------
@@ -82,6 +198,9 @@ class Rotation:
     scores_before: NumRow  # the focus row of Q Kᵀ without RoPE
     scores_after: NumRow  # and with it
     cross: bool  # keys numbered from 0 as the queries are
+    given: str = "base"  # how the turn is given: "base", "frequencies" or "tables" (Rope.given)
+    frequencies: tuple[Any, ...] = ()  # θ_t as Formulas, where given
+    not_rotations: tuple[int, ...] = ()  # positions of given tables where some pair has cos² + sin² ≠ 1
 
 
 @dataclass(frozen=True)
@@ -113,6 +232,7 @@ class GradRotation:
     dQ_exact: bool
     dK: NumRows
     dK_exact: bool
+    tables: bool = False  # given cos/sin tables: the turn need not be a rotation, its transpose no inverse
 
 
 # --- the part -------------------------------------------------------------------------------------
@@ -120,7 +240,7 @@ class GradRotation:
 
 class RopePart(Part):
     name = "rope"
-    keys = ("rope", "rope_base", "rope_style")
+    keys = ("rope", "rope_base", "rope_style", "rope_frequencies", "rope_cos", "rope_sin")
     stage = QK
     title = "RoPE"
     unstated = keys
@@ -128,8 +248,13 @@ class RopePart(Part):
         {"key": "rope", "kind": "flag", "choices": ["false", "true"], "default": "false"},
         {"key": "rope_base", "kind": "text", "default": ""},
         {"key": "rope_style", "kind": "select", "choices": list(ROPE_STYLES), "default": "half"},
+        {"key": "rope_frequencies", "kind": "list", "default": ""},
     )
     quantities = (
+        Quantity("rope_frequency", "scores", rows="pair", cols=None, asked_by="scores", needs=NEEDS),
+        Quantity("rope_angle", "scores", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
+        Quantity("rope_cos", "scores", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
+        Quantity("rope_sin", "scores", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
         Quantity("Q_rot", "scores", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
         Quantity("K_rot", "scores", rows="key", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
     )
@@ -142,7 +267,7 @@ class RopePart(Part):
         """``rope = true`` with optional ``rope_base`` and ``rope_style``; None without RoPE."""
         on = reader.flag(data["rope"], "rope") if "rope" in data else False
         if not on:
-            for key in ("rope_base", "rope_style"):
+            for key in self.keys[1:]:
                 if key in data:
                     raise reader.error(key, said("needs_rope"))
             return None
@@ -166,6 +291,25 @@ class RopePart(Part):
                     f"to {ROPE_BASE_MAX} with numerator and denominator up to {ROPE_BASE_MAX}",
                 )
         style = reader.choice(data.get("rope_style", "half"), "rope_style", ROPE_STYLES)
+        given = [key for key in ("rope_base", "rope_frequencies", "rope_cos") if key in data]
+        if len(given) > 1:
+            raise reader.error(
+                given[1], f"give one of rope_base, rope_frequencies or rope_cos/rope_sin, not {given[0]} too"
+            )
+        frequencies = read_frequencies(reader, data, d_k // 2) if "rope_frequencies" in data else ()
+        if frequencies and frequencies[0].of_pi:
+            from symattn import variants  # here: the registry imports this module
+
+            for other in variants.PARTS:  # an additive part's basis is not in their field (symattn.variants.turns)
+                if other.stage == ADD and other.read(reader, data, where) is not None:
+                    raise reader.error(
+                        "rope_frequencies", f"angles that are multiples of π do not combine with {other.title} yet"
+                    )
+        cos, sin = (
+            read_tables(reader, data, max(where.n_q, where.n_k), d_k // 2)
+            if "rope_cos" in data or "rope_sin" in data
+            else ((), ())
+        )
         terms = where.heads * where.n_q * where.n_k * (d_k // 2)
         if terms > ROPE_TERMS:
             raise reader.limit(
@@ -173,14 +317,30 @@ class RopePart(Part):
                 f"{where.n_q}×{where.n_k} scores with {where.heads} head(s) of {d_k // 2} rotated pairs make "
                 f"{terms} cos/sin terms; the limit is {ROPE_TERMS}",
             )
-        return Rope(base, style)
+        return Rope(base, style, frequencies, cos, sin)
+
+    def lacks(self, setting: Rope, name: str) -> str | None:
+        """Given tables have no angles: claims on them are refused in one line."""
+        if setting.cos and name in ("rope_frequency", "rope_angle"):
+            return "angles, which rope_cos and rope_sin do not give (they give cos and sin)"
+        return None
 
     def head_part(self, setting: Rope, spec: Any) -> Rotated:
         import sympy
 
-        from symattn.variants.rope_head import Rotated
+        from symattn.variants.rope_head import Rotated, RotatedByPi, Tabled
+        from symattn.variants.turns import Cyclotomic
 
         pairs = setting.pairs(spec.d_k)
+        if setting.cos:
+            return Tabled(pairs, (), cos=setting.cos, sin=setting.sin)
+        if setting.frequencies:
+            thetas = tuple(f.expr for f in setting.frequencies)
+            if setting.frequencies[0].of_pi:
+                halves = tuple(f.value / 2 for f in setting.frequencies)
+                field = Cyclotomic(roots_needed(setting.frequencies))
+                return RotatedByPi(pairs, thetas, field=field, halves=halves)
+            return Rotated(pairs, thetas)
         base = sympy.Rational(setting.base.value.numerator, setting.base.value.denominator)
         return Rotated(pairs, tuple(base ** sympy.Rational(-2 * t, spec.d_k) for t in range(len(pairs))))
 
@@ -202,7 +362,7 @@ class RopePart(Part):
                 t,
                 a,
                 b,
-                Formula("", part.angle(f, t)),
+                Formula("", part.angle(f, t)) if part.thetas else None,
                 shown.trig[f][t][0],
                 shown.trig[f][t][1],
                 spec.Q[f][a],
@@ -218,7 +378,23 @@ class RopePart(Part):
         )[0]
         rope = spec.setting("rope")
         step = Rotation(
-            rope.style, rope.base, model.d_k, f, pairs, shown.Q_rot, shown.K_rot, before, fig.scores[f], spec.is_cross
+            rope.style,
+            rope.base,
+            model.d_k,
+            f,
+            pairs,
+            shown.Q_rot,
+            shown.K_rot,
+            before,
+            fig.scores[f],
+            spec.is_cross,
+            rope.given,
+            tuple(Formula("", x.expr) for x in rope.frequencies),
+            tuple(
+                p
+                for p, (cs, ss) in enumerate(zip(rope.cos, rope.sin))
+                if any(c * c + s * s != 1 for c, s in zip(cs, ss))
+            ),
         )
         return step, shown.Q_rot, shown.K_rot
 
@@ -239,7 +415,7 @@ class RopePart(Part):
                     t,
                     a,
                     b,
-                    Formula("", part.angle(p, t)),
+                    Formula("", part.angle(p, t)) if part.thetas else None,
                     shown.trig[p][t][0],
                     shown.trig[p][t][1],
                     rotated[p][a],
@@ -261,6 +437,7 @@ class RopePart(Part):
                 is_exact(g["dQ"]),
                 g["dK"],
                 is_exact(g["dK"]),
+                bool(spec.setting("rope").cos),
             ),
         )
 

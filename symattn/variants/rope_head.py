@@ -39,10 +39,12 @@ from symattn.exact import numeric
 from symattn.exact.num import Num, NumRows
 from symattn.exact.numeric import Fixed
 from symattn.variants.base import QK, HeadPart, Rows
+from symattn.variants.forms import ScoreBoxes
+from symattn.variants.turns import ROTATED, ByRoots, ByTables, Cyclotomic, TableTurn, combine
 
 # one score: (constant numerator, ((angle index, cos numerator, sin numerator), ...)) over dq·dk
 Structure = tuple[int, tuple[tuple[int, int, int], ...]]
-ROTATED = ("Q_rot", "K_rot")
+TRIG = ("rope_frequency", "rope_angle", "rope_cos", "rope_sin")  # θ_t per pair; per query row and pair
 
 
 def minus(x: Structure, y: Structure) -> Structure:
@@ -55,26 +57,16 @@ def minus(x: Structure, y: Structure) -> Structure:
     return x[0] - y[0], tuple((n, c, s) for n, (c, s) in sorted(terms.items()) if c or s)
 
 
-def _combine(constant: int, terms: list[tuple[int, Fixed]], den: int, bits: int) -> Fixed:
-    """(constant + Σ n·box) / den at 2**-bits: ``constant`` already at 2**-bits, each box too."""
-    lo = hi = constant
-    for n, box in terms:
-        if n >= 0:
-            lo, hi = lo + n * box.lo, hi + n * box.hi
-        else:
-            lo, hi = lo + n * box.hi, hi + n * box.lo
-    return Fixed(lo // den, -(-hi // den), bits)
-
-
 @dataclass(frozen=True)
-class Rotated(HeadPart):
+class Rotated(ScoreBoxes, HeadPart):
     """One head's rotation: the scores are those of the rotated Q and K."""
 
     pairs: tuple[tuple[int, int], ...]
     thetas: tuple[sympy.Expr, ...]  # θ_t = base^(−2t/d_k), exact (rational where base has that root)
     stage: ClassVar[int] = QK
-    quantities: ClassVar[tuple[str, ...]] = ROTATED
-    computed: ClassVar[tuple[str, ...]] = ROTATED
+    quantities: ClassVar[tuple[str, ...]] = TRIG + ROTATED
+    computed: ClassVar[tuple[str, ...]] = TRIG + ROTATED
+    columns: ClassVar[tuple[str, ...]] = ("rope_frequency",)  # one number per pair
     exposes: ClassVar[tuple[str, ...]] = ("pairs", "thetas", "angles", "angle", "structures", *ROTATED)
     gradients: ClassVar[tuple[str, ...]] = ("dQ_rot", "dK_rot")
     silent: ClassVar[tuple[str, ...]] = ("dQ", "dK")  # dQ′ turned back: the document shows how
@@ -108,16 +100,30 @@ class Rotated(HeadPart):
         """The exact angle of pair t at position p."""
         return sympy.Integer(p) * self.thetas[t]
 
+    def trig_exact(self, p: int, t: int) -> tuple[sympy.Expr, sympy.Expr]:
+        """The exact cos and sin that turn pair t at position p."""
+        return sympy.cos(self.angle(p, t)), sympy.sin(self.angle(p, t))
+
     def _rotated_closed(self, m: ImmutableMatrix) -> ImmutableMatrix:
         out = [list(m.row(i)) for i in range(m.rows)]
         for i in range(m.rows):
             for t, (a, b) in enumerate(self.pairs):
-                c, s = sympy.cos(self.angle(i, t)), sympy.sin(self.angle(i, t))
+                c, s = self.trig_exact(i, t)
                 out[i][a] = m[i, a] * c - m[i, b] * s
                 out[i][b] = m[i, a] * s + m[i, b] * c
         return ImmutableMatrix(out)
 
+    def _trig_quantity(self, model: Any, quantity: str) -> ImmutableMatrix:
+        """θ_t (a column over the pairs), or each query row's angle, cos or sin of each pair."""
+        if quantity == "rope_frequency":
+            return ImmutableMatrix([[theta] for theta in self.thetas])
+        pick = {"rope_angle": lambda p, t: self.angle(p, t), "rope_cos": lambda p, t: self.trig_exact(p, t)[0]}
+        pick["rope_sin"] = lambda p, t: self.trig_exact(p, t)[1]
+        return ImmutableMatrix(model.n_queries, len(self.pairs), pick[quantity])
+
     def exact(self, model: Any, quantity: str) -> ImmutableMatrix:
+        if quantity in TRIG:
+            return self._trig_quantity(model, quantity)
         key = "rope:" + quantity
         if key not in model.memo:
             model.memo[key] = self._rotated_closed(model.Q if quantity == "Q_rot" else model.K)
@@ -183,6 +189,10 @@ class Rotated(HeadPart):
     # --- rational entries ------------------------------------------------
 
     def rationals(self, model: Any, quantity: str) -> Rows | None:
+        if quantity in TRIG:  # SymPy keeps cos and sin of a nonzero algebraic angle (Lindemann) and
+            # evaluates the rational ones at multiples of π (Niven: 0, ±1/2, ±1 only)
+            m = self.exact(model, quantity)
+            return tuple(tuple(numeric.as_fraction(m[i, j]) for j in range(m.cols)) for i in range(m.rows))
         if quantity in ROTATED:
             m, den = (model.q, model.dq) if quantity == "Q_rot" else (model.k, model.dk)
             out = []
@@ -215,18 +225,15 @@ class Rotated(HeadPart):
         """One structure's value at 2**-bits: its integer combination of the cos/sin boxes over dq·dk."""
         cos, sin = self.trig(model, bits)
         terms = [(c, cos[n]) for n, c, _ in x[1]] + [(s, sin[n]) for n, _, s in x[1]]
-        return _combine(x[0] << bits, terms, model.dq * model.dk, bits)
-
-    def score_boxes(self, model: Any, bits: int) -> list[list[Fixed]]:
-        """Every score at 2**-bits."""
-        key = f"rope:scores:{bits}"
-        if key not in model.memo:
-            model.memo[key] = [[self.box(model, x, bits) for x in row] for row in self.structures(model)]
-        return model.memo[key]
+        return combine(x[0] << bits, terms, model.dq * model.dk, bits)
 
     def boxes(self, boxes: Any, quantity: str) -> list[Fixed]:
-        """Q_rot or K_rot at 2**-bits, row by row."""
+        """Q_rot or K_rot at 2**-bits, row by row (and the angles, cos and sin)."""
         model, bits = boxes.model, boxes.bits
+        if quantity in TRIG:
+            cache: dict[Any, Any] = {}
+            m = self.exact(model, quantity)
+            return [Fixed.from_interval(numeric.enclose(x, bits + 32, cache), bits) for x in m]
         m, den = (model.q, model.dq) if quantity == "Q_rot" else (model.k, model.dk)
         cos, sin = self.trig(model, bits)
         index = self._angle_index(model)
@@ -237,18 +244,10 @@ class Rotated(HeadPart):
                 for t, (a, b) in enumerate(self.pairs):
                     n = index[self.angle(p, t)]
                     qa, qb = int(row[a]), int(row[b])
-                    values[a] = _combine(0, [(qa, cos[n]), (-qb, sin[n])], den, bits)
-                    values[b] = _combine(0, [(qa, sin[n]), (qb, cos[n])], den, bits)
+                    values[a] = combine(0, [(qa, cos[n]), (-qb, sin[n])], den, bits)
+                    values[b] = combine(0, [(qa, sin[n]), (qb, cos[n])], den, bits)
             out += values
         return out
-
-    def highest(self, model: Any) -> Fraction:
-        """An upper bound of the largest score."""
-        return max(Fraction(b.hi, 1 << b.bits) for row in self.score_boxes(model, 64) for b in row)
-
-    def magnitudes(self, model: Any) -> list[list[Fraction]]:
-        """An upper bound of each |S_ij|."""
-        return [[Fraction(max(abs(b.lo), abs(b.hi)), 1 << b.bits) for b in row] for row in self.score_boxes(model, 64)]
 
     # --- the numbers a document shows --------------------------------------------------
 
@@ -260,7 +259,7 @@ class Rotated(HeadPart):
 
         positions = max(model.n_queries, model.n_keys)
         trig = tuple(
-            tuple(_cos_sin(self.angle(p, t), places) for t in range(len(self.pairs))) for p in range(positions)
+            tuple(_cos_sin(self.trig_exact(p, t), places) for t in range(len(self.pairs))) for p in range(positions)
         )
         if not hand:
             return ShownRotation(
@@ -294,37 +293,63 @@ class Rotated(HeadPart):
             return tuple(
                 (explainer.sig("Q_rot", i, c, head), explainer.sig("K_rot", k, c, head)) for c in range(model.d_k)
             )
+        if quantity == "rope_angle":  # position × frequency
+            return ((Num(Decimal(i), True), explainer.sig("rope_frequency", k, 0, head)),)
         if quantity not in ROTATED:
             return None
         sub = explainer.layout.head_specs[explainer.layout.index(head)]
         X = sub.Q if quantity == "Q_rot" else sub.K
         t = next(t for t, pair in enumerate(self.pairs) if k in pair)
         a, b = self.pairs[t]
-        cos, sin = (_six(f(self.angle(i, t))) for f in (sympy.cos, sympy.sin))
+        cos, sin = (_six(x) for x in self.trig_exact(i, t))
         if k == a:
             return ((X[i][a], cos), (X[i][b], Num(-sin.value, sin.exact)))
         return ((X[i][a], sin), (X[i][b], cos))
 
     # --- the claimant's numbers carried forward ------------------------------------------
 
+    def explained(self, explainer: Any, model: Any, quantity: str, row: int | None, head: int | None) -> Any:
+        """A frequency, cos or sin is given or looked up: nothing to show but its value."""
+        return () if quantity in ("rope_frequency", "rope_cos", "rope_sin") else None
+
+    def _trig_implied(self, chain: Any, p: int, t: int, head: int | None) -> tuple[Any, Any, bool]:
+        """(cos, sin, carried) at position p: the claimant's own where they claimed them (or an angle) for
+        a query row, else exact."""
+        if p < chain.layout.heads[chain.layout.index(head)].n_queries and chain.names & set(TRIG):
+            (c, u), (s, w) = chain.implied("rope_cos", p, t, head), chain.implied("rope_sin", p, t, head)
+            return c, s, u or w
+        c, s = self.trig_exact(p, t)
+        return c, s, False
+
     def implied(self, chain: Any, model: Any, quantity: str, row: int, col: int | None, head: int | None) -> Any:
-        """Q′ and K′ from the claimant's own Q and K where claimed (else exact), the scores from their own Q′
-        and K′ where claimed, and dQ, dK from their dS, turned back; None for the rest."""
+        """Q′ and K′ from the claimant's own Q and K and cos and sin where claimed (else exact), the scores
+        from their own Q′ and K′ where claimed, and dQ, dK from their dS, turned back; an angle from their
+        frequency, a cos or sin from their angle; None for the rest."""
         L = chain.layout
+        if quantity == "rope_frequency":
+            return self.thetas[row], False
+        if quantity == "rope_angle" and col is not None:
+            theta, a = chain.implied("rope_frequency", col, None, head)
+            return row * theta, a
+        if quantity in ("rope_cos", "rope_sin") and col is not None:
+            if not self.thetas or "rope_angle" not in chain.names and "rope_frequency" not in chain.names:
+                return self.trig_exact(row, col)[quantity == "rope_sin"], False
+            angle, a = chain.implied("rope_angle", row, col, head)
+            return (sympy.cos if quantity == "rope_cos" else sympy.sin)(angle), a
         if quantity in ROTATED:
             assert col is not None
             name = quantity[0]
-            if name not in chain.names:
+            if name not in chain.names and not chain.names & set(TRIG):
                 return self.exact(model, quantity)[row, col], False
             q0 = L.index(head) * L.width_q
             t = next(t for t, pair in enumerate(self.pairs) if col in pair)
             a, b = self.pairs[t]
-            c, s = sympy.cos(self.angle(row, t)), sympy.sin(self.angle(row, t))
+            c, s, v = self._trig_implied(chain, row, t, head)
             (x, u), (y, w) = chain.implied(name, row, q0 + a), chain.implied(name, row, q0 + b)
-            return (x * c - y * s if col == a else x * s + y * c), u or w
+            return (x * c - y * s if col == a else x * s + y * c), u or w or v
         if quantity == "scores":
             assert col is not None
-            if "Q_rot" in chain.names or "K_rot" in chain.names:
+            if chain.names & {"Q_rot", "K_rot", *TRIG}:
                 return chain.dot(
                     [
                         (chain.implied("Q_rot", row, k, head), chain.implied("K_rot", col, k, head))
@@ -356,7 +381,7 @@ class Rotated(HeadPart):
 
         t = next(t for t, pair in enumerate(self.pairs) if col in pair)
         a, b = self.pairs[t]
-        cos, sin = sympy.cos(self.angle(row, t)), sympy.sin(self.angle(row, t))
+        cos, sin = self.trig_exact(row, t)
         (x, u), (y, w) = rotated(a), rotated(b)
         return (x * cos + y * sin if col == a else y * cos - x * sin), u or w
 
@@ -374,13 +399,14 @@ class ShownRotation:
     scores: NumRows
 
 
-def _cos_sin(angle: sympy.Expr, places: int) -> tuple[Num, Num]:
-    """cos and sin of an exact angle, correctly rounded (exactly 1 and 0 at angle 0); in [−1, 1], so
-    always fixed decimals."""
-    shown = [
-        Num(Decimal(int(x)), True) if isinstance(x, sympy.Integer) else Num(numeric.round_expr(x, places), False)
-        for x in (sympy.cos(angle), sympy.sin(angle))
-    ]
+def _cos_sin(trig: tuple[sympy.Expr, sympy.Expr], places: int) -> tuple[Num, Num]:
+    """An exact cos and sin, correctly rounded (exactly 1 and 0 at angle 0; a rational shown whole where its
+    digits end within the places); in [−1, 1], so always fixed decimals."""
+    shown = []
+    for x in trig:
+        value = numeric.as_fraction(x)
+        rounded = Decimal(int(x)) if isinstance(x, sympy.Integer) else numeric.round_expr(x, places)
+        shown.append(Num(rounded, value is not None and Fraction(rounded) == value))
     return shown[0], shown[1]
 
 
@@ -426,4 +452,46 @@ class Rotary:
         out["dK"] = hook("dK", self.rotate(alg, dK, back=True))
 
 
-__all__ = ["ROTATED", "Rotary", "Rotated", "ShownRotation", "Structure", "minus"]
+# --- the angles people choose (symattn.variants.turns has the argument) -----------------------------
+
+
+@dataclass(frozen=True)
+class RotatedByPi(ByRoots, Rotated):
+    """One head's rotation by angles that are rational multiples of π: its scores in Q(ζ_N)."""
+
+    field: Cyclotomic = Cyclotomic(4)
+    halves: tuple[Fraction, ...] = ()  # r_t / 2: angle p·θ_t = 2π·p·halves[t]
+
+
+@dataclass(frozen=True)
+class Tabled(ByTables, Rotated):
+    """One head's turn by given cos/sin tables: no angles to claim, the tables' cos and sin."""
+
+    cos: tuple[tuple[Fraction, ...], ...] = ()
+    sin: tuple[tuple[Fraction, ...], ...] = ()
+    quantities: ClassVar[tuple[str, ...]] = (*TRIG[2:], *ROTATED)
+    computed: ClassVar[tuple[str, ...]] = quantities
+    columns: ClassVar[tuple[str, ...]] = ()
+
+    def gradient(self, model: Any) -> TableRotary:
+        return TableRotary(self.pairs, (), self.cos, self.sin)
+
+
+@dataclass(frozen=True)
+class TableRotary(TableTurn, Rotary):
+    cos: tuple[tuple[Fraction, ...], ...] = ()
+    sin: tuple[tuple[Fraction, ...], ...] = ()
+
+
+__all__ = [
+    "ROTATED",
+    "TRIG",
+    "RotatedByPi",
+    "TableRotary",
+    "Tabled",
+    "Rotary",
+    "Rotated",
+    "ShownRotation",
+    "Structure",
+    "minus",
+]

@@ -1,0 +1,180 @@
+"""QK-norm, one part: ``qk_norm = true`` puts each head's query and key rows through RMSNorm over the head's
+d_k columns before the scores, as Gemma 3, OLMo 2 and Qwen3 do:
+
+    q̂ = q ⊙ w_q / σ(q),   σ(x) = √(mean(x²) + ε)        (ε = ``qk_norm_eps``, default 1e-6; w = 1 unless given)
+
+Exactness. Each row's mean(x²) + ε is a positive rational a, so a normalized entry is rational · 1/√a, and a
+score is S_ij = n_ij / √(a_i b_j) = ρ·√m with rationals ρ and m > 0 (m = 1/(a_i b_j)). After the scale c·√r,
+y = ρc·√(m r): again a rational times the square root of a positive rational. Such numbers are decided
+exactly with no enclosure and no factoring:
+
+- y is rational iff ρ = 0 or m·r is the square of a rational (numerator and denominator perfect squares);
+- y₁ = y₂ iff y₁|y₁| = y₂|y₂| (t ↦ t|t| is one-to-one), that is, equal signs and ρ₁²m₁ = ρ₂²m₂;
+- the sign of y₁ − y₂ is that of y₁ where the signs differ, else that of y₁² − y₂² (negated if both < 0);
+- y₁ − y₂ is rational iff both are rational or they are equal: were both irrational with a rational
+  difference q ≠ 0, squaring ρ₁√m₁ = q + ρ₂√m₂ would make √m₂ rational.
+
+e^y is transcendental for algebraic y ≠ 0 (Lindemann), so the exps are rational only at y = 0, and the
+weights and outputs follow the model's rules on the groups of equal z. QK-norm comes before any other Q/K
+part and is not combined with one, with an additive part or with a denominator part yet (one line each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from symattn.exact.num import NumRow, NumRows
+from symattn.input.numeral import parse_numeral
+from symattn.variants.base import ADD, DENOMINATOR, QK, Part, Quantity, Where
+
+if TYPE_CHECKING:  # one head's norm is SymPy's: the spec reads the part without it
+    from symattn.variants.qk_norm_head import Normed
+
+# --- limits of QK-norm ----------------------------------------------------------------------------
+QK_NORM_EPS = 10**12  # qk_norm_eps: from 1/10^12 to 1, numerator and denominator at most 10^12
+
+# --- the setting ----------------------------------------------------------------------------------
+
+NEEDS = "qk_norm = true (Q and K through RMSNorm)"
+NORMED = ("Q_norm", "K_norm")
+
+
+@dataclass(frozen=True)
+class QkNorm:
+    eps: Fraction
+    q_weight: tuple[Fraction, ...] | None
+    k_weight: tuple[Fraction, ...] | None
+    eps_text: Any = None  # the Numeral as the spec gives it (the default's: 1e-6)
+
+
+# --- the step of a derivation ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Normalization:
+    """RMSNorm of the focus query: its squares' mean, σ, and the normalized row; then Q̂ and K̂."""
+
+    kind: ClassVar[str] = "qk_norm"
+    eps: Any  # ε as the spec gives it (a Numeral)
+    d_k: int
+    x: tuple[Any, ...]  # the focus query row (Numerals)
+    mean: Any  # mean(x²) + ε, exact (a Num)
+    sigma: Any  # σ as shown (a Num)
+    weighted: bool
+    out: NumRow  # the normalized row
+    Q_norm: NumRows
+    K_norm: NumRows
+
+
+# --- the part -------------------------------------------------------------------------------------
+
+
+class QkNormPart(Part):
+    name = "qk_norm"
+    keys = ("qk_norm", "qk_norm_eps", "q_norm_weight", "k_norm_weight")
+    stage = QK
+    title = "QK-norm"
+    unstated = keys
+    web_fields = (
+        {"key": "qk_norm", "kind": "flag", "choices": ["false", "true"], "default": "false"},
+        {"key": "qk_norm_eps", "kind": "text", "default": ""},
+    )
+    quantities = (
+        Quantity("Q_norm", "scores", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
+        Quantity("K_norm", "scores", rows="key", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
+    )
+    step_kinds = ("qk_norm",)
+    facts = (("toy_vs_real", "qk_norm", False),)
+    rounded_read = True
+    certify = "--certify does not cover QK-norm yet"
+
+    def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> QkNorm | None:
+        on = reader.flag(data["qk_norm"], "qk_norm") if "qk_norm" in data else False
+        if not on:
+            for key in self.keys[1:]:
+                if key in data:
+                    raise reader.error(key, "needs qk_norm = true")
+            return None
+        if where.symbolic_qk:
+            raise reader.error("qk_norm", "QK-norm needs numbers in Q and K (symbols are not normalized)")
+        if data.get("inputs") == "rounded":
+            raise reader.error("inputs", 'inputs = "rounded" is not supported with QK-norm yet')
+        eps, text = Fraction(1, 10**6), parse_numeral("1e-6")
+        if "qk_norm_eps" in data:
+            n = reader.number(data["qk_norm_eps"], "qk_norm_eps")
+            low = Fraction(1, QK_NORM_EPS)
+            if not low <= n.value <= 1 or max(n.value.numerator, n.value.denominator) > QK_NORM_EPS:
+                raise reader.error(
+                    "qk_norm_eps", f"{n.text} is outside what QK-norm takes: a number from 1/{QK_NORM_EPS} to 1"
+                )
+            eps, text = n.value, n
+        weights: list[tuple[Fraction, ...] | None] = []
+        for key in ("q_norm_weight", "k_norm_weight"):
+            if key not in data:
+                weights.append(None)
+                continue
+            row = reader.vector(data[key], key)
+            if len(row) != where.d_k:
+                raise reader.error(key, f"expected {where.d_k} weights (one per column of a head), got {len(row)}")
+            weights.append(tuple(x.value for x in row))
+        from symattn import variants  # here: the registry imports this module
+
+        for other in variants.PARTS:  # their rules assume plain scores (or their own)
+            if other is not self and other.stage in (QK, ADD, DENOMINATOR):
+                if other.read(reader, data, where) is not None:
+                    raise reader.error("qk_norm", f"QK-norm does not combine with {other.title} yet")
+        return QkNorm(eps, weights[0], weights[1], text)
+
+    def head_part(self, setting: QkNorm, spec: Any) -> Normed:
+        from symattn.variants.qk_norm_head import Normed
+
+        return Normed(setting.eps, setting.q_weight, setting.k_weight)
+
+    def toy(self, spec: Any, setting: Any) -> tuple[tuple[str, Any], ...]:
+        return (("qk_norm", True),)
+
+    def report(self, spec: Any, setting: Any) -> dict[str, Any]:
+        return {} if setting is None else {"qk_norm_eps": str(setting.eps)}
+
+    def _shown(self, spec: Any, model: Any, quantity: str) -> NumRows:
+        from symattn.exact.rounding import from_model
+
+        return from_model(model, quantity, spec.decimals.scores, spec.notation)
+
+    def scores_step(self, spec: Any, model: Any, fig: Any) -> tuple[Normalization, NumRows, NumRows]:
+        import sympy
+
+        from symattn.exact import numeric
+        from symattn.exact.num import Num
+        from symattn.exact.rounding import exact_or_rounded
+
+        f, part = spec.focus, model.qk
+        Q, K = self._shown(spec, model, "Q_norm"), self._shown(spec, model, "K_norm")
+        a = part.mean_squares(model, "Q_norm")[f]
+        sigma = sympy.sqrt(sympy.Rational(a.numerator, a.denominator))
+        exact = numeric.as_fraction(sigma)
+        rounded = numeric.round_expr(sigma, spec.decimals.scores)
+        step = Normalization(
+            spec.setting("qk_norm").eps_text,
+            model.d_k,
+            tuple(spec.Q[f]),
+            exact_or_rounded([[a]], spec.decimals.scores, spec.notation)[0][0],
+            Num(rounded, exact is not None and Fraction(rounded) == exact),
+            part.q_weight is not None,
+            Q[f],
+            Q,
+            K,
+        )
+        return step, Q, K
+
+    def backward_inputs(self, spec: Any, model: Any) -> tuple[NumRows, NumRows]:
+        return self._shown(spec, model, "Q_norm"), self._shown(spec, model, "K_norm")
+
+
+PART = QkNormPart()
+
+
+__all__ = ["NEEDS", "NORMED", "PART", "Normalization", "QkNorm", "QkNormPart"]
