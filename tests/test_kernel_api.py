@@ -136,7 +136,7 @@ def test_the_log_sum_exp_in_both_bases(kernel):
     assert str(wrong.comparison.worst_relative.relative) == figure(1 - math.log(2))  # every entry off by 0.307
 
 
-def test_gradients_of_one_head_and_a_refusal_for_batches(kernel):
+def test_gradients_of_one_head_and_a_dout_of_the_wrong_shape(kernel):
     from symattn.kernel import compare
     from symattn.testing import assert_attention_close
 
@@ -149,9 +149,9 @@ def test_gradients_of_one_head_and_a_refusal_for_batches(kernel):
         axis = "key" if kind != "dq" else "query"
         assert report.comparison.where.convention == f"out[batch, head, {axis}, column]"
     q, k, v, out = kernel[:4]
-    with pytest.raises(SpecError) as info:
-        compare(q, q, k, v, kind="dq", dout=out)
-    assert str(info.value) == "kind: dq takes one head of q, k and v for now; q has 2 batches × 4 heads"
+    with pytest.raises(ShapeError) as info:  # batches and heads: tests/test_kernel_grad_heads.py
+        compare(q, q, k, v, kind="dq", dout=out[0])
+    assert str(info.value) == "dout: shape: (4, 128, 64); O's shape is (2, 4, 128, 64)"
 
 
 @pytest.mark.parametrize(

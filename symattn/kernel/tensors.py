@@ -19,7 +19,8 @@ from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import FORMATS, FloatResult
 from symattn.input.tensorfile import Array
 from symattn.kernel import float64
-from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens, gradient_head
+from symattn.kernel.gradient_heads import gradient_heads
+from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens
 
 LAYOUTS = ("bhnd", "bnhd")
 KINDS = ("output", "lse", "dq", "dk", "dv")
@@ -104,22 +105,21 @@ def inputs_of(
             if head is None:
                 raise SpecError("scale", None, f"{scale!r} is beyond the float range the bounds assume")
             made.append(head)
+    count = heads
     if kind in GRADIENTS:
-        if batch * heads > 1:
-            raise SpecError(
-                "kind", None, f"{kind} takes one head of q, k and v for now; q has {batch} batches × {heads} heads"
-            )
         check_gradient_tokens("q", n, m, limits.KERNEL_GRADIENT_TOKENS, "the float64 path")
         if dout is None:
             raise SpecError("dout", None, f"missing: kind={kind!r} needs the dO the gradient is for")
+        if dout.values.ndim != q.values.ndim:
+            raise ShapeError("dout", "shape", f"{tuple(dout.values.shape)}; O's shape is {_shape_of(q, n, V, layout)}")
         dO = _bhnd(dout.values, layout)
         if dO.shape != (batch, heads, n, V.shape[3]):
             raise ShapeError("dout", "shape", f"{tuple(dout.values.shape)}; O's shape is {_shape_of(q, n, V, layout)}")
         _float32_values("dout", dO, layout)
-        made = [gradient_head(made[0], np.ascontiguousarray(dO[0, 0]), scale is None)]
+        made, count = gradient_heads(made, dO, GRADIENTS[kind], kv, scale is None)
     elif dout is not None:
         raise SpecError("dout", None, "is for kind dq, dk or dv")
-    return Inputs(tuple(made), batch, heads, layout)
+    return Inputs(tuple(made), batch, count, layout)
 
 
 def _shape_of(q: Array, n: int, V: np.ndarray, layout: str) -> tuple[int, ...]:
