@@ -172,17 +172,6 @@ def test_gradients_of_one_head_and_a_dout_of_the_wrong_shape(kernel):
             [0.0],
             "sinks: attention sinks are not on the float64 path yet (a spec's sinks compare one head exactly)",
         ),
-        (
-            "cu_seqlens_q",
-            [0, 4],
-            "cu_seqlens_q: varlen (packed) sequences are not on the float64 path yet: give each sequence as a batch",
-        ),
-        (
-            "block_table",
-            [[0]],
-            "block_table: a paged KV cache is not on the float64 path yet: gather each sequence's keys into k and v",
-        ),
-        ("k_descale", 0.5, "k_descale: FP8 descale factors are not on the float64 path yet"),
         ("layout", "thd", "layout: expected 'bhnd' or 'bnhd', got 'thd'"),
         ("kind", "weights", "kind: expected one of output, lse, dq, dk, dv, got 'weights'"),
         ("rule", "flash", "reference: missing: FlashAttention's rule measures out against the naive reference"),

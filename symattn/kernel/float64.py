@@ -127,6 +127,7 @@ class Head:
     scale_error: float  # relative
     exact_scale: Fraction | None  # c exactly; None: 1/√d
     allowed: np.ndarray | None  # n×m booleans, True = may attend; None: every key
+    factor: Fraction | None = None  # FP8's q_descale·k_descale: c is factor times the scale above
 
 
 @dataclass(frozen=True)
@@ -145,17 +146,25 @@ class Block:
 
 
 def head(
-    Q: np.ndarray, K: np.ndarray, V: np.ndarray, exact_scale: Fraction | None, allowed: np.ndarray | None
+    Q: np.ndarray,
+    K: np.ndarray,
+    V: np.ndarray,
+    exact_scale: Fraction | None,
+    allowed: np.ndarray | None,
+    factor: Fraction | None = None,
 ) -> Head | None:
-    """A head of float32-valued arrays with the scale c (None: 1/√d) as a float and its error; None where c
-    is beyond the float range the bounds assume."""
+    """A head of float32-valued arrays with the scale c (None: 1/√d; times ``factor`` where given) as a float
+    and its error; None where c is beyond the float range the bounds assume."""
     if exact_scale is None:
         scale = 1.0 / np.sqrt(float(Q.shape[1]))  # two roundings: within 2.01u
     else:
         scale = float(exact_scale)  # correctly rounded: within u
-        if not 2.0**-900 < abs(scale) < 2.0**900:
-            return None
-    return Head(Q, K, V, scale, 3 * U, exact_scale, allowed)
+    error = 3 * U
+    if factor is not None:  # fl(fl(c)·fl(factor)): (1 + 2.01u)(1 + u)² − 1 < 5u
+        scale, error = scale * float(factor), 5 * U
+    if not 2.0**-900 < abs(scale) < 2.0**900:
+        return None
+    return Head(Q, K, V, scale, error, exact_scale, allowed, factor)
 
 
 def blocks(head: Head, weights: bool = True, block: int = BLOCK, split: Split | None = None) -> Iterator[Block]:

@@ -37,7 +37,7 @@ dK and dV are summed block by block, never an N × N matrix whole.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -50,7 +50,7 @@ GRADIENTS = ("dQ", "dK", "dV")
 class GradientHead(Head):
     """One head's inputs and the dO the gradients are for (n×dv, float32 values)."""
 
-    dO: np.ndarray
+    dO: np.ndarray = field(kw_only=True)
 
 
 def gradient(head: GradientHead, quantity: str, block: int = BLOCK) -> tuple[np.ndarray, np.ndarray]:

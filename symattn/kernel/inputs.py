@@ -32,6 +32,7 @@ class Inputs:
     batch: int = 1
     head_count: int = 1  # query heads per batch
     layout: str = "bhnd"  # or "bnhd"
+    starts: tuple[int, ...] = ()  # varlen: cu_seqlens_q, each sequence's first token (places name it)
 
 
 def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs | None:
@@ -74,7 +75,7 @@ def gradient_head(head: float64.Head, dO: np.ndarray, sqrt_scale: bool) -> float
     fields = {f: getattr(head, f) for f in head.__dataclass_fields__}
     d = head.Q.shape[1]
     root = math.isqrt(d)
-    if sqrt_scale and root * root == d and root & (root - 1) == 0:
+    if sqrt_scale and head.factor is None and root * root == d and root & (root - 1) == 0:
         fields.update(scale_error=0.0, exact_scale=Fraction(1, root))
     return float64_backward.GradientHead(**fields, dO=dO)
 

@@ -25,14 +25,8 @@ NOT_YET = {
     "softcap": "soft-capping is not on the float64 path yet (a spec's softcap compares one head exactly)",
     "alibi_slopes": "ALiBi is not on the float64 path yet (a spec's alibi compares one head exactly)",
     "sinks": "attention sinks are not on the float64 path yet (a spec's sinks compare one head exactly)",
-    "cu_seqlens_q": "varlen (packed) sequences are not on the float64 path yet: give each sequence as a batch",
-    "cu_seqlens_k": "varlen (packed) sequences are not on the float64 path yet: give each sequence as a batch",
-    "block_table": "a paged KV cache is not on the float64 path yet: gather each sequence's keys into k and v",
-    "seqlens_k": "a paged KV cache is not on the float64 path yet: gather each sequence's keys into k and v",
-    "q_descale": "FP8 descale factors are not on the float64 path yet",
-    "k_descale": "FP8 descale factors are not on the float64 path yet",
-    "v_descale": "FP8 descale factors are not on the float64 path yet",
 }
+PACKING = ("cu_seqlens_q", "cu_seqlens_k", "block_table", "seqlens_k", "q_descale", "k_descale", "v_descale")
 
 
 def compare(
@@ -82,9 +76,8 @@ def compare(
     "allclose" with rtol or atol, else no verdict. ``max_ulp`` holds beside any rule. ``worst``: the largest
     errors ``text()`` lists (None: every entry).
     """
-    later = {"softcap": softcap, "alibi_slopes": alibi_slopes, "sinks": sinks, "cu_seqlens_q": cu_seqlens_q}
-    later |= {"cu_seqlens_k": cu_seqlens_k, "block_table": block_table, "seqlens_k": seqlens_k}
-    later |= {"q_descale": q_descale, "k_descale": k_descale, "v_descale": v_descale}
+    later = {"softcap": softcap, "alibi_slopes": alibi_slopes, "sinks": sinks}
+    packing = dict(zip(PACKING, (cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, q_descale, k_descale, v_descale)))
     for name, value in later.items():
         if value is not None:
             raise SpecError(name, None, NOT_YET[name])
@@ -105,6 +98,7 @@ def compare(
         window=window,
         scale=scale,
         layout=layout,
+        packing=packing,
     )
     dims = given[0].values.ndim
     how = "lse2" if kind == "lse" and lse_base == "2" else GRADIENTS.get(kind, kind)

@@ -141,7 +141,7 @@ def _rational_dq(head, i: int, keys, w: Fraction) -> list[Fraction] | None:
     rational scale c (given, or 1/√d with d a square); None for an irrational one."""
     d = head.Q.shape[1]
     c = head.exact_scale if head.exact_scale is not None else Fraction(1, math.isqrt(d))
-    if head.exact_scale is None and math.isqrt(d) ** 2 != d:
+    if (head.exact_scale is None and math.isqrt(d) ** 2 != d) or head.factor is not None:
         return None
     g = [Fraction(x) for x in head.dO[i].tolist()]
     dA = [sum((Fraction(v) * x for v, x in zip(head.V[j].tolist(), g)), Fraction(0)) for j in keys]
@@ -174,7 +174,7 @@ def _equal_score_rows(head: float64.Head, rows: list[int]) -> set[int]:
 def _one_key(head: float64.Head, i: int, j: int) -> list[Fraction]:
     assert head.exact_scale is not None  # asked for by the caller
     score = sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(head.Q[i], head.K[j])), Fraction(0))
-    return [score * head.exact_scale]
+    return [score * head.exact_scale * (1 if head.factor is None else head.factor)]
 
 
 def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
@@ -276,9 +276,11 @@ def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None
 def _scale(head: float64.Head):
     from flint import arb
 
+    f = Fraction(1) if head.factor is None else head.factor
     if head.exact_scale is None:
-        return 1 / arb(head.Q.shape[1]).sqrt()
-    return arb(head.exact_scale.numerator) / head.exact_scale.denominator
+        return arb(f.numerator) / f.denominator / arb(head.Q.shape[1]).sqrt()
+    c = head.exact_scale * f
+    return arb(c.numerator) / c.denominator
 
 
 def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None):
