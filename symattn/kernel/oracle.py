@@ -86,20 +86,39 @@ def compare(
     if lse_base not in ("e", "2"):
         raise SpecError("lse_base", None, f"expected 'e' or '2', got {lse_base!r}")
     rtol, atol, bound = _tolerance(rtol, "rtol"), _tolerance(atol, "atol"), _ulps(max_ulp)
+    masks = {"causal": causal, "causal_align": causal_align, "window": window, "scale": scale, "layout": layout}
+    return judged(out, q, k, v, kind, dout, masks, packing, rule, reference, rtol, atol, bound, lse_base, worst)
+
+
+def judged(
+    out: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    kind: str,
+    dout: Any,
+    masks: dict[str, Any],
+    packing: dict[str, Any],
+    rule: str | None,
+    reference: Any,
+    rtol: Fraction | None,
+    atol: Fraction | None,
+    bound: Decimal | None,
+    lse_base: str,
+    worst: int | None,
+    keys: tuple[int, int] | None = None,
+    symbol: str = "out",
+) -> report.Report:
+    """compare's report from its checked arguments; ``keys``: attention over keys [start, stop) alone (a
+    split of flash-decoding, :mod:`symattn.kernel.partials`), ``symbol`` the result's name in places."""
     naive = rule_inputs(rule, reference, rtol, atol, bound)
     given = tensors.exact_array(q, "q"), tensors.exact_array(k, "k"), tensors.exact_array(v, "v")
     grad = None if dout is None else tensors.exact_array(dout, "dout")
-    inputs = tensors.inputs_of(
-        *given,
-        kind=kind,
-        dout=grad,
-        causal=causal,
-        causal_align=causal_align,
-        window=window,
-        scale=scale,
-        layout=layout,
-        packing=packing,
-    )
+    inputs = tensors.inputs_of(*given, kind=kind, dout=grad, packing=packing, **masks)
+    if keys is not None:
+        from symattn.kernel.partials import restricted
+
+        inputs = restricted(inputs, *keys)
     dims = given[0].values.ndim
     how = "lse2" if kind == "lse" and lse_base == "2" else GRADIENTS.get(kind, kind)
     places = matrix_places(how, inputs.head_count if dims > 2 else 1)
@@ -113,7 +132,7 @@ def compare(
         rtol, atol = ALLCLOSE_RTOL, ALLCLOSE_ATOL
     reports = []
     for result in results:
-        comparison = engine.run(inputs, result, how, None, places, symbol="out")
+        comparison = engine.run(inputs, result, how, None, places, symbol=symbol)
         shape = tuple(result.array.shape) if result.array is not None else result.shape
         reports.append(report.judge(comparison, result, against, rtol, atol, bound, shape, worst))
     made = reports[0]
@@ -165,4 +184,4 @@ def _ulps(value: Any) -> Decimal | None:
     return Decimal(text)
 
 
-__all__ = ["NOT_YET", "compare", "runs_of"]
+__all__ = ["NOT_YET", "compare", "judged", "runs_of"]
