@@ -158,16 +158,6 @@ def test_gradients_of_one_head_and_a_dout_of_the_wrong_shape(kernel):
     "name, value, message",
     [
         (
-            "softcap",
-            30.0,
-            "softcap: soft-capping is not on the float64 path yet (a spec's softcap compares one head exactly)",
-        ),
-        (
-            "alibi_slopes",
-            [0.5],
-            "alibi_slopes: ALiBi is not on the float64 path yet (a spec's alibi compares one head exactly)",
-        ),
-        (
             "sinks",
             [0.0],
             "sinks: attention sinks are not on the float64 path yet (a spec's sinks compare one head exactly)",

@@ -26,6 +26,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -127,7 +128,19 @@ class Head:
     scale_error: float  # relative
     exact_scale: Fraction | None  # c exactly; None: 1/√d
     allowed: np.ndarray | None  # n×m booleans, True = may attend; None: every key
+
+
+@dataclass(frozen=True)
+class ModHead(Head):
+    """A head whose scores are modified: FP8's descales in the scale, ALiBi, softcap (kernel/score_mods.py)."""
+
     factor: Fraction | None = None  # FP8's q_descale·k_descale: c is factor times the scale above
+    mods: tuple[Any, ...] = ()  # score modifiers on z before the mask, in order
+
+
+def extras(head: Head) -> tuple[Fraction | None, tuple[Any, ...]]:
+    """A head's (factor, mods): (None, ()) for a plain one."""
+    return getattr(head, "factor", None), getattr(head, "mods", ())
 
 
 @dataclass(frozen=True)
@@ -152,6 +165,7 @@ def head(
     exact_scale: Fraction | None,
     allowed: np.ndarray | None,
     factor: Fraction | None = None,
+    mods: tuple[Any, ...] = (),
 ) -> Head | None:
     """A head of float32-valued arrays with the scale c (None: 1/√d; times ``factor`` where given) as a float
     and its error; None where c is beyond the float range the bounds assume."""
@@ -164,7 +178,9 @@ def head(
         scale, error = scale * float(factor), 5 * U
     if not 2.0**-900 < abs(scale) < 2.0**900:
         return None
-    return Head(Q, K, V, scale, error, exact_scale, allowed, factor)
+    if factor is None and not mods:
+        return Head(Q, K, V, scale, error, exact_scale, allowed)
+    return ModHead(Q, K, V, scale, error, exact_scale, allowed, factor, mods)
 
 
 def blocks(head: Head, weights: bool = True, block: int = BLOCK, split: Split | None = None) -> Iterator[Block]:
@@ -219,6 +235,8 @@ def exps(head: Head, rows: slice | np.ndarray, split: Split):
     Z = S * c
     eZ = SAFETY * (U * np.abs(Z) + eS * c + (np.abs(S) + eS) * (c * head.scale_error))
     del eS
+    for mod in extras(head)[1]:  # ALiBi, softcap: before the mask, each with its own bound
+        Z, eZ = mod.float64(Z, eZ, rows)
     mask = None if head.allowed is None else head.allowed[rows]
     if mask is not None:
         Z[~mask] = -np.inf
@@ -293,4 +311,16 @@ def interval(value: np.ndarray, error: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.nextafter(value - error, -np.inf), np.nextafter(value + error, np.inf)
 
 
-__all__ = ["RHO", "Block", "Head", "blocks", "head", "exp_bounded", "gamma", "interval", "is_float32"]
+__all__ = [
+    "RHO",
+    "Block",
+    "Head",
+    "ModHead",
+    "extras",
+    "blocks",
+    "head",
+    "exp_bounded",
+    "gamma",
+    "interval",
+    "is_float32",
+]

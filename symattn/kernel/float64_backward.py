@@ -37,7 +37,9 @@ dK and dV are summed block by block, never an N × N matrix whole.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +52,16 @@ GRADIENTS = ("dQ", "dK", "dV")
 class GradientHead(Head):
     """One head's inputs and the dO the gradients are for (n×dv, float32 values)."""
 
-    dO: np.ndarray = field(kw_only=True)
+    dO: np.ndarray
+
+
+@dataclass(frozen=True)
+class ModGradientHead(GradientHead):
+    """A gradient head with a float64.ModHead's factor and score modifiers (ALiBi: a constant bias, so
+    dS and every product above are the plain ones, on the biased weights)."""
+
+    factor: Fraction | None = None
+    mods: tuple[Any, ...] = ()
 
 
 def gradient(head: GradientHead, quantity: str, block: int = BLOCK) -> tuple[np.ndarray, np.ndarray]:
@@ -131,4 +142,4 @@ def _scaled(head: Head, P: np.ndarray, e_P: np.ndarray) -> tuple[np.ndarray, np.
     return value, SAFETY * (U * np.abs(value) + c * e_P + (np.abs(P) + e_P) * (c * head.scale_error))
 
 
-__all__ = ["GRADIENTS", "GradientHead", "gradient"]
+__all__ = ["GRADIENTS", "GradientHead", "ModGradientHead", "gradient"]

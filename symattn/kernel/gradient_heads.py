@@ -15,11 +15,14 @@ rounding, and refinement (arb) and the exact zeros take the stacked head as one.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from symattn.kernel import float64
 from symattn.kernel.float64_backward import GradientHead
 from symattn.kernel.inputs import gradient_head
+from symattn.kernel.score_mods import Bias
 
 
 def gradient_heads(
@@ -51,8 +54,19 @@ def _stacked(group: list[float64.Head], grads: list[np.ndarray], sqrt_scale: boo
     first = group[0]
     Q = np.ascontiguousarray(np.concatenate([h.Q for h in group]))
     allowed = None if first.allowed is None else np.concatenate([h.allowed for h in group])
-    one = float64.Head(Q, first.K, first.V, first.scale, first.scale_error, first.exact_scale, allowed)
+    factor, mods = float64.extras(first)
+    mods = tuple(_stacked_mod([float64.extras(h)[1][k] for h in group]) for k in range(len(mods)))
+    fields = (Q, first.K, first.V, first.scale, first.scale_error, first.exact_scale, allowed)
+    one = float64.ModHead(*fields, factor, mods) if factor is not None or mods else float64.Head(*fields)
     return gradient_head(one, np.ascontiguousarray(np.concatenate(grads)), sqrt_scale)
+
+
+def _stacked_mod(mods: list[Any]) -> Any:
+    """One modifier for the stacked rows: ALiBi's slopes head by head (its rows per head kept)."""
+    first = mods[0]
+    if isinstance(first, Bias):
+        return Bias(tuple(s for b in mods for s in b.slopes), first.rows, first.offset)
+    return first  # the same for every head of a call (softcap)
 
 
 __all__ = ["gradient_heads"]

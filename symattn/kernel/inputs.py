@@ -75,9 +75,12 @@ def gradient_head(head: float64.Head, dO: np.ndarray, sqrt_scale: bool) -> float
     fields = {f: getattr(head, f) for f in head.__dataclass_fields__}
     d = head.Q.shape[1]
     root = math.isqrt(d)
-    if sqrt_scale and head.factor is None and root * root == d and root & (root - 1) == 0:
+    factor, mods = float64.extras(head)
+    if sqrt_scale and factor is None and root * root == d and root & (root - 1) == 0:
         fields.update(scale_error=0.0, exact_scale=Fraction(1, root))
-    return float64_backward.GradientHead(**fields, dO=dO)
+    if factor is None and not mods:
+        return float64_backward.GradientHead(**fields, dO=dO)
+    return float64_backward.ModGradientHead(**fields, dO=dO)
 
 
 def spec_grad_output(spec: Any) -> FloatResult | None:

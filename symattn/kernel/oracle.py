@@ -22,8 +22,6 @@ from symattn.kernel.tolerance import ALLCLOSE_ATOL, ALLCLOSE_RTOL, parse_toleran
 
 # each argument the float64 path does not take yet, and what to say of it
 NOT_YET = {
-    "softcap": "soft-capping is not on the float64 path yet (a spec's softcap compares one head exactly)",
-    "alibi_slopes": "ALiBi is not on the float64 path yet (a spec's alibi compares one head exactly)",
     "sinks": "attention sinks are not on the float64 path yet (a spec's sinks compare one head exactly)",
 }
 PACKING = ("cu_seqlens_q", "cu_seqlens_k", "block_table", "seqlens_k", "q_descale", "k_descale", "v_descale")
@@ -76,8 +74,9 @@ def compare(
     "allclose" with rtol or atol, else no verdict. ``max_ulp`` holds beside any rule. ``worst``: the largest
     errors ``text()`` lists (None: every entry).
     """
-    later = {"softcap": softcap, "alibi_slopes": alibi_slopes, "sinks": sinks}
+    later = {"sinks": sinks}
     packing = dict(zip(PACKING, (cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, q_descale, k_descale, v_descale)))
+    packing |= {"softcap": softcap, "alibi_slopes": alibi_slopes}
     for name, value in later.items():
         if value is not None:
             raise SpecError(name, None, NOT_YET[name])

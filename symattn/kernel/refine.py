@@ -72,7 +72,9 @@ def refine(
     out: dict[tuple[int, int], tuple] = {}
     bits = START_BITS
     # rational rows: a query's (dK's and dV's rows are keys': none is looked for)
-    candidates = set() if quantity in ("dK", "dV") else _equal_score_rows(head, sorted(entries))
+    plain = not float64.extras(head)[1]  # ALiBi and softcap: equal raw scores need not give equal z; no zeros proof
+    candidates = set() if quantity in ("dK", "dV") or not plain else _equal_score_rows(head, sorted(entries))
+    prove_zeros = prove_zeros and plain
     for i, cols in entries.items():
         known = _rational_row(head, quantity, i) if i in candidates else None
         for j in cols:
@@ -141,7 +143,7 @@ def _rational_dq(head, i: int, keys, w: Fraction) -> list[Fraction] | None:
     rational scale c (given, or 1/√d with d a square); None for an irrational one."""
     d = head.Q.shape[1]
     c = head.exact_scale if head.exact_scale is not None else Fraction(1, math.isqrt(d))
-    if (head.exact_scale is None and math.isqrt(d) ** 2 != d) or head.factor is not None:
+    if (head.exact_scale is None and math.isqrt(d) ** 2 != d) or float64.extras(head)[0] is not None:
         return None
     g = [Fraction(x) for x in head.dO[i].tolist()]
     dA = [sum((Fraction(v) * x for v, x in zip(head.V[j].tolist(), g)), Fraction(0)) for j in keys]
@@ -174,7 +176,8 @@ def _equal_score_rows(head: float64.Head, rows: list[int]) -> set[int]:
 def _one_key(head: float64.Head, i: int, j: int) -> list[Fraction]:
     assert head.exact_scale is not None  # asked for by the caller
     score = sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(head.Q[i], head.K[j])), Fraction(0))
-    return [score * head.exact_scale * (1 if head.factor is None else head.factor)]
+    factor = float64.extras(head)[0]
+    return [score * head.exact_scale * (1 if factor is None else factor)]
 
 
 def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
@@ -268,15 +271,25 @@ def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None
     exps = []
     for r, i in enumerate(rows):
         keep = [True] * len(columns) if head.allowed is None else head.allowed[i, columns].tolist()
+        if float64.extras(head)[1]:  # ALiBi, softcap: on each allowed z, as the float64 path's exps
+            exps.append([_modded(head, Z[r, t], i, columns[t]).exp() if ok else zero for t, ok in enumerate(keep)])
+            continue
         exps.append([Z[r, t].exp() if ok else zero for t, ok in enumerate(keep)])
     E = arb_mat(exps)
     return exps, E, E * arb_mat([[1]] * len(columns))
 
 
+def _modded(head: float64.Head, z, i: int, j: int):
+    for mod in float64.extras(head)[1]:
+        z = mod.arb(z, i, j)
+    return z
+
+
 def _scale(head: float64.Head):
     from flint import arb
 
-    f = Fraction(1) if head.factor is None else head.factor
+    factor = float64.extras(head)[0]
+    f = Fraction(1) if factor is None else factor
     if head.exact_scale is None:
         return arb(f.numerator) / f.denominator / arb(head.Q.shape[1]).sqrt()
     c = head.exact_scale * f

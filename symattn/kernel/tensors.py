@@ -18,7 +18,7 @@ from symattn.input import limits
 from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import FORMATS, FloatResult
 from symattn.input.tensorfile import Array
-from symattn.kernel import float64
+from symattn.kernel import float64, score_mods
 from symattn.kernel.gradient_heads import gradient_heads
 from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens
 
@@ -145,6 +145,9 @@ def inputs_of(
             "kind", None, f"{kind} is for training: FP8 descales and paged caches take kind 'output' or 'lse'"
         )
     exact = _scale(scale)
+    cap, slopes = _softcap(given.get("softcap")), _slopes(given.get("alibi_slopes"), batch, heads)
+    if kind in GRADIENTS and cap is not None:
+        raise SpecError("softcap", None, f"{kind} with soft-capping is not on the float64 path yet (output, lse)")
     made = []
     for b in range(batch):
         K, V = packed.K[b], packed.V[b]
@@ -153,7 +156,9 @@ def inputs_of(
             g = h // (heads // kv)  # consecutive query heads share a key/value head, as torch's enable_gqa
             factor = _factor(scales, b, g)
             values = V[g] * scales["v_descale"][b, g] if "v_descale" in scales else V[g]  # exact: ≤ 48 bits
-            head = float64.head(Q[b, h], K[g], values, exact, allowed, factor)
+            mods: tuple[Any, ...] = () if slopes is None else (_bias(slopes[b, h], causal_align, n, K.shape[1]),)
+            mods += () if cap is None else (score_mods.Cap(cap),)
+            head = float64.head(Q[b, h], K[g], values, exact, allowed, factor, mods)
             if head is None:
                 raise SpecError("scale", None, f"{scale!r} is beyond the float range the bounds assume")
             made.append(head)
@@ -173,6 +178,33 @@ def inputs_of(
     elif dout is not None:
         raise SpecError("dout", None, "is for kind dq, dk or dv")
     return Inputs(tuple(made), batch, count, layout, packed.starts)
+
+
+def _softcap(value: Any) -> float | None:
+    """softcap c (a float > 0, as FlashAttention's softcap; 0 or None: none)."""
+    if value is None or (not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e300:
+        raise SpecError("softcap", None, f"expected a positive number (FlashAttention's softcap), got {value!r}")
+    return float(value)
+
+
+def _slopes(value: Any, batch: int, heads: int) -> np.ndarray | None:
+    """ALiBi's slopes as (batch, heads): FlashAttention's (heads,) or (batch, heads), finite floats."""
+    if value is None:
+        return None
+    a = exact_array(value if hasattr(value, "shape") else np.asarray(value, dtype=np.float64), "alibi_slopes").values
+    if a.shape == (heads,):
+        a = np.broadcast_to(a, (batch, heads))
+    if a.shape != (batch, heads) or not np.all(np.isfinite(a)):
+        why = f"{tuple(a.shape)}; expected ({heads},) or ({batch}, {heads}), finite"
+        raise ShapeError("alibi_slopes", "shape", why)
+    return a
+
+
+def _bias(slope: float, align: str, n: int, m: int) -> Any:
+    """ALiBi's bias −slope·|i + offset − j|, its distance aligned as the causal mask is (bottom-right: M − N)."""
+    return score_mods.Bias((float(slope),), n, m - n if align == "bottom-right" else 0)
 
 
 def _factor(scales: dict[str, np.ndarray], b: int, g: int) -> Fraction | None:

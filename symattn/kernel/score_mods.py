@@ -1,0 +1,82 @@
+"""Score modifiers on the float64 path: ALiBi's bias and soft-capping, each with its rigorous bound and its
+arb form for refinement. Each acts on the scaled scores z = c·q·k before the mask and the softmax.
+
+- **ALiBi** (``Bias``): z ← z − m·|i + offset − j|, offset 0 (top-left) or M − N (bottom-right, as
+  FlashAttention's alibi_slopes). The slope m is a float as given (a float32 value is exact); m·|…| is
+  one rounding, u|m·dist| (none for a float32 m: 24 + 14 bits), and the subtraction one more:
+  e_z' = e_z + u|m·dist| + u|z'|.
+- **Soft-capping** (``Cap``): z ← c·tanh(z/c), c a float. x̂ = fl(ẑ/c) is within e_z/c + u|x̂| of z/c,
+  and |tanh′| ≤ 1, so tanh(x̂) is within that of tanh(z/c). tanh(x̂) = sign(x̂)·(1 − E)/(1 + E) with
+  E = e^{−2|x̂|} by float64's own exp (within RHO·E, or TINY below −700): τ(E) = (1 − E)/(1 + E) has
+  |τ′| ≤ 2 on E ≥ 0, so the exp's error adds 2·RHO·E/(1 − RHO) (2·TINY below); 1 − Ê, 1 + Ê and the
+  quotient round three times, 3.01u|τ̂|; the product with c once more:
+  e_z' = u|ẑ'| + c·(e_z/c + u|x̂| + 2·RHO·Ê/(1 − RHO) + 2·TINY + 3.01u|τ̂|), times SAFETY.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from symattn.kernel.float64 import FLOOR, RHO, SAFETY, TINY, U, exp_bounded
+
+
+def _rows(rows: Any, count: int) -> np.ndarray:
+    """The query indices of a block (a slice or an index array)."""
+    return np.arange(rows.start or 0, (rows.start or 0) + count) if isinstance(rows, slice) else np.asarray(rows)
+
+
+@dataclass(frozen=True)
+class Bias:
+    """ALiBi: z − slope·|i + offset − j|. A head of stacked query heads (dK, dV of a group: gradient_heads)
+    has a slope per head: row r is query r mod ``rows`` of head r // ``rows``."""
+
+    slopes: tuple[float, ...]
+    rows: int
+    offset: int
+
+    def at(self, r: np.ndarray, m: int) -> np.ndarray:
+        slope = np.asarray(self.slopes)[r // self.rows]
+        return slope[:, None] * np.abs((r % self.rows)[:, None] + self.offset - np.arange(m)[None, :])
+
+    def float64(self, Z: np.ndarray, eZ: np.ndarray, rows: Any) -> tuple[np.ndarray, np.ndarray]:
+        b = self.at(_rows(rows, Z.shape[0]), Z.shape[1])
+        out = Z - b
+        return out, SAFETY * (eZ + U * np.abs(b) + U * np.abs(out))
+
+    def arb(self, z: Any, r: int, j: int) -> Any:
+        from flint import arb
+
+        m = Fraction(self.slopes[r // self.rows]) * abs(r % self.rows + self.offset - j)
+        return z - arb(m.numerator) / m.denominator
+
+
+@dataclass(frozen=True)
+class Cap:
+    """Soft-capping: c·tanh(z / c)."""
+
+    c: float
+
+    def float64(self, Z: np.ndarray, eZ: np.ndarray, rows: Any) -> tuple[np.ndarray, np.ndarray]:
+        c = self.c
+        x = Z / c
+        ex = eZ / c + U * np.abs(x)
+        t = -2.0 * np.abs(x)  # exact
+        E = exp_bounded(t)
+        tau = np.sign(x) * (1.0 - E) / (1.0 + E)
+        e_exp = np.where(t < FLOOR, 2 * TINY, 2 * RHO * E / (1 - RHO))
+        out = c * tau
+        return out, SAFETY * (U * np.abs(out) + c * (ex + e_exp + 3.01 * U * np.abs(tau)))
+
+    def arb(self, z: Any, i: int, j: int) -> Any:
+        from flint import arb
+
+        c = Fraction(self.c)
+        cap = arb(c.numerator) / c.denominator
+        return cap * (z / cap).tanh()
+
+
+__all__ = ["Bias", "Cap"]
