@@ -113,6 +113,27 @@ class Entries(Sequence[Entry]):
         """The entries whose exact value is 0 and whose value is not (bucket ZERO), in row order."""
         return [e for e in self if e.bucket == ZERO]
 
+    def head_summaries(self, places: Any) -> list[dict[str, Any]]:
+        """Each (batch, head) of ``places`` (places.Places), 0-based, in order: its entries, how many are
+        correctly rounded and not finite, its largest errors (Entry objects, placed in the whole)."""
+        groups: dict[tuple[int, int], list[Entry]] = {}
+        for e in self:
+            groups.setdefault(places.head_of(e.row, e.col), []).append(e)
+        return [head_summary(b, h, Entries(entries)) for (b, h), entries in sorted(groups.items())]
+
+
+def head_summary(batch: int, head: int, entries: Entries) -> dict[str, Any]:
+    """One (batch, head)'s summary of its own entries."""
+    return {
+        "batch": batch,
+        "head": head,
+        "entries": len(entries),
+        "correctly_rounded": entries.correctly_rounded(),
+        "not_finite": len(entries.not_finite()),
+        "worst": entries.worst(),
+        "worst_relative": entries.largest("relative"),
+    }
+
 
 def rank(bucket: Any) -> Any:
     """A bucket's place in the order of errors (an int or an array of them): ZERO below every other."""

@@ -23,9 +23,12 @@ def convention(c: Comparison) -> str:
     return f"0-based, as numpy indexes: {c.where.convention}"
 
 
-def comparison_data(c: Comparison, verdict: Any = None, max_ulp: Decimal | None = None) -> dict[str, Any]:
-    """JSON-ready: every entry, then the summary and the histogram; each (batch, head)'s summary where the
-    result has those axes; the verdict of ``verdict`` (tolerance.Tolerance) and of ``max_ulp`` if given."""
+def comparison_data(
+    c: Comparison, verdict: Any = None, max_ulp: Decimal | None = None, entries: bool = True
+) -> dict[str, Any]:
+    """JSON-ready: every entry (none where not ``entries``: --summary), then the summary and the histogram;
+    each (batch, head)'s summary where the result has those axes; the verdict of ``verdict``
+    (tolerance.Tolerance) and of ``max_ulp`` if given."""
     places = c.where
 
     def at(e: Entry | None) -> dict[str, int] | None:
@@ -37,7 +40,7 @@ def comparison_data(c: Comparison, verdict: Any = None, max_ulp: Decimal | None 
         "quantity": c.quantity,
         "format": c.format,
         "places": convention(c),
-        "entries": [_entry_data(places.index(e.row, e.col), e) for e in c.entries],
+        "entries": [_entry_data(places.index(e.row, e.col), e) for e in c.entries] if entries else None,
         "not_finite": [{**places.index(i, j), "value": v} for (i, j), v in c.not_finite],
         "summary": {
             "entries": len(c.entries),
@@ -54,6 +57,8 @@ def comparison_data(c: Comparison, verdict: Any = None, max_ulp: Decimal | None 
     }
     if places.has_heads:
         data["heads"] = _head_data(c, verdict, max_ulp)
+    if not entries:  # made for nothing else: the summary is read from the entries' arrays
+        del data["entries"]
     data["decided_at_digits"] = c.digits
     if c.refined is not None:
         data["engine"] = {"path": "float64", "refined": c.refined}

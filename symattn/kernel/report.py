@@ -96,10 +96,7 @@ class Report:
         """The JSON of ``symattn compare --format json`` (``summary``: without the list of every entry)."""
         if self.runs:
             return self._runs_data()
-        data = comparison_data(self.comparison, self.verdict, self.max_ulp)
-        if summary:
-            del data["entries"]
-        return data
+        return comparison_data(self.comparison, self.verdict, self.max_ulp, entries=not summary)
 
     def to_json(self, summary: bool = False) -> str:
         """``data()`` as ``symattn compare --format json`` prints it, byte for byte."""
