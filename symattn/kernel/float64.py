@@ -227,14 +227,18 @@ def _scores(q: np.ndarray, keys: Split) -> tuple[np.ndarray, np.ndarray]:
     return S, SAFETY * (U * np.abs(S) + U * np.abs(rest) + small)
 
 
-def exps(head: Head, rows: slice | np.ndarray, split: Split):
-    """The exp stage of the given query rows: E = e^(z − M) and its error eE, the relative bound eps of
-    each entry, which entries underflowed (bounded by TINY), the row maxima M."""
+def scaled(head: Head, rows: slice | np.ndarray, split: Split) -> tuple[np.ndarray, np.ndarray]:
+    """z = c·q·k of the given query rows (before any modifier) and its bound."""
     S, eS = _scores(head.Q[rows], split)
     c = head.scale
     Z = S * c
-    eZ = SAFETY * (U * np.abs(Z) + eS * c + (np.abs(S) + eS) * (c * head.scale_error))
-    del eS
+    return Z, SAFETY * (U * np.abs(Z) + eS * c + (np.abs(S) + eS) * (c * head.scale_error))
+
+
+def exps(head: Head, rows: slice | np.ndarray, split: Split):
+    """The exp stage of the given query rows: E = e^(z − M) and its error eE, the relative bound eps of
+    each entry, which entries underflowed (bounded by TINY), the row maxima M."""
+    Z, eZ = scaled(head, rows, split)
     for mod in extras(head)[1]:  # ALiBi, softcap: before the mask, each with its own bound
         Z, eZ = mod.float64(Z, eZ, rows)
     mask = None if head.allowed is None else head.allowed[rows]

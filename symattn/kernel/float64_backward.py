@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from symattn.kernel.float64 import BLOCK, SAFETY, Head, Split, U, _scores, divided, exps, gamma
+from symattn.kernel.float64 import BLOCK, SAFETY, Head, Split, U, _scores, divided, exps, gamma, scaled
 
 GRADIENTS = ("dQ", "dK", "dV")
 
@@ -88,6 +88,7 @@ def _gradient(head: GradientHead, quantity: str, block: int) -> tuple[np.ndarray
         A, e_A = _weights(head, rows, keys)
         if quantity != "dV":
             A, e_A = _score_gradient(head, A, e_A, values, rows)  # dS and its bound from here on
+            A, e_A = _through_mods(head, A, e_A, rows, keys)
         if quantity == "dQ":
             P, e_P = _scores(A, columns)
             value[rows], error[rows] = _scaled(head, P, SAFETY * (e_P + e_A @ absK))
@@ -132,6 +133,23 @@ def _score_gradient(head: GradientHead, A, e_A, values: Split, rows: slice) -> t
     dS = A * Y
     e_dS = SAFETY * (U * np.abs(dS) + A * e_Y + e_A * (np.abs(Y) + e_Y))
     e_dS[np.isnan(e_dS)] = np.inf  # an unbounded weight (inf) times a zero
+    return dS, e_dS
+
+
+def _through_mods(head: Head, dS, e_dS, rows: slice, keys: Split) -> tuple[np.ndarray, np.ndarray]:
+    """dS back through the score modifiers to the scaled scores: softcap's 1 − tanh²(z/c) (ALiBi's bias has
+    derivative 1): dS·g with |dS·g − dS_true·g_true| ≤ |g|e_dS + (|dS| + e_dS)e_g, one rounding more."""
+    mods = getattr(head, "mods", ())
+    if not any(hasattr(mod, "derivative") for mod in mods):
+        return dS, e_dS
+    Z, eZ = scaled(head, rows, keys)
+    for mod in mods:
+        if hasattr(mod, "derivative"):
+            g, e_g = mod.derivative(Z, eZ)
+            product = dS * g
+            e_dS = SAFETY * (np.abs(g) * e_dS + (np.abs(dS) + e_dS) * e_g + U * np.abs(product))
+            dS = product
+        Z, eZ = mod.float64(Z, eZ, rows)
     return dS, e_dS
 
 

@@ -285,6 +285,19 @@ def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None
     return exps, E, E * arb_mat([[1]] * len(columns))
 
 
+def _mod_factor(head: float64.Head, i: int, j: int):
+    """The modifiers' derivative at query i, key j as an arb ball (softcap's 1 − tanh², ALiBi's 1)."""
+    from flint import arb
+
+    score = sum((Fraction(a) * Fraction(b) for a, b in zip(head.Q[i].tolist(), head.K[j].tolist())), Fraction(0))
+    z, g = _scale(head) * arb(score.numerator) / score.denominator, arb(1)
+    for mod in float64.extras(head)[1]:
+        if hasattr(mod, "arb_derivative"):
+            g *= mod.arb_derivative(z)
+        z = mod.arb(z, i, j)
+    return g
+
+
 def _modded(head: float64.Head, z, i: int, j: int):
     for mod in float64.extras(head)[1]:
         z = mod.arb(z, i, j)
@@ -370,6 +383,7 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
         ints = KT[0].transpose().tolist()
         KT_keys = (fmpz_mat([ints[j] for j in keys]).transpose(), KT[1])  # the keys' rows, the same shift
         c, zero, one = _scale(head), arb(0), arb(1)
+        capped = any(hasattr(mod, "arb_derivative") for mod in float64.extras(head)[1])
         columns = head.K.T.tolist() if quantity == "dQ" else None  # K's columns as Python floats
         across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
         stats = None if quantity == "dQ" else _row_stats(head, bits, KT, quantity == "dK")
@@ -393,7 +407,13 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
                     factors.append(weight if quantity == "dV" else [zero] * len(keys))
                     continue
                 weight = [E[r, t] / ells[r] for t in range(len(keys))]
-                factors.append(weight if dA is None else [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)])
+                if dA is None:
+                    factors.append(weight)
+                    continue
+                dS = [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)]
+                if capped:  # softcap: dS back through 1 − tanh²(z/c) at each key
+                    dS = [x * _mod_factor(head, i, j) for x, j in zip(dS, keys)]
+                factors.append(dS)
             if columns is not None:  # dQ: a dot product over the keys for each entry asked for
                 for r, i in enumerate(chunk):
                     yield {col: c * sum((f * k for f, k in zip(factors[r], columns[col])), zero) for col in wanted[i]}

@@ -61,6 +61,19 @@ class Cap:
     c: float
 
     def float64(self, Z: np.ndarray, eZ: np.ndarray, rows: Any) -> tuple[np.ndarray, np.ndarray]:
+        tau, e_tau = self.tanh(Z, eZ)
+        out = self.c * tau
+        return out, SAFETY * (U * np.abs(out) + self.c * e_tau)
+
+    def derivative(self, Z: np.ndarray, eZ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """1 − tanh²(z/c), the cap's derivative, and its bound: |1 − τ̂² − (1 − τ²)| ≤ (2|τ̂| + e_τ)·e_τ,
+        and τ̂² and 1 − τ̂² round once each."""
+        tau, e_tau = self.tanh(Z, eZ)
+        g = 1.0 - tau * tau
+        return g, SAFETY * ((2 * np.abs(tau) + e_tau) * e_tau + U * tau * tau + U * np.abs(g))
+
+    def tanh(self, Z: np.ndarray, eZ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """tanh(z/c) and its bound (the module's derivation)."""
         c = self.c
         x = Z / c
         ex = eZ / c + U * np.abs(x)
@@ -68,8 +81,7 @@ class Cap:
         E = exp_bounded(t)
         tau = np.sign(x) * (1.0 - E) / (1.0 + E)
         e_exp = np.where(t < FLOOR, 2 * TINY, 2 * RHO * E / (1 - RHO))
-        out = c * tau
-        return out, SAFETY * (U * np.abs(out) + c * (ex + e_exp + 3.01 * U * np.abs(tau)))
+        return tau, SAFETY * (ex + e_exp + 3.01 * U * np.abs(tau))
 
     def arb(self, z: Any, i: int, j: int) -> Any:
         from flint import arb
@@ -77,6 +89,13 @@ class Cap:
         c = Fraction(self.c)
         cap = arb(c.numerator) / c.denominator
         return cap * (z / cap).tanh()
+
+    def arb_derivative(self, z: Any) -> Any:
+        from flint import arb
+
+        c = Fraction(self.c)
+        t = (z / (arb(c.numerator) / c.denominator)).tanh()
+        return 1 - t * t
 
 
 __all__ = ["Bias", "Cap"]
