@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from symattn import variants
 from symattn.certificates.float_digits import MOST, significant_many, text
 from symattn.certificates.float_maker import COMPENSATED, FLOAT, PATHS, portable
 from symattn.certificates.float_tensors import Tensors, build, compensate, decide_beyond, evaluate, place
@@ -33,7 +34,7 @@ METHOD = (
 )
 COVERS = (
     "--float64 covers Q, K and V of float32 values (float16 and bfloat16 ones are), one head or (batch, head) "
-    "files with grouped-query heads, without projections, W_O, ALiBi, softcap, sinks or RoPE"
+    f"files with grouped-query heads, without projections, W_O, {variants.float64_words()}"
 )
 
 

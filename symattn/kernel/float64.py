@@ -132,7 +132,7 @@ class Head:
 
 @dataclass(frozen=True)
 class ModHead(Head):
-    """A head whose scores are modified: FP8's descales in the scale, ALiBi, softcap (kernel/score_mods.py)."""
+    """A head whose scores are modified: FP8's descales in the scale, score modifiers (kernel/score_mods.py)."""
 
     factor: Fraction | None = None  # FP8's q_descale·k_descale: c is factor times the scale above
     mods: tuple[Any, ...] = ()  # score modifiers on z before the mask, in order
@@ -239,7 +239,7 @@ def exps(head: Head, rows: slice | np.ndarray, split: Split):
     """The exp stage of the given query rows: E = e^(z − M) and its error eE, the relative bound eps of
     each entry, which entries underflowed (bounded by TINY), the row maxima M."""
     Z, eZ = scaled(head, rows, split)
-    for mod in extras(head)[1]:  # ALiBi, softcap: before the mask, each with its own bound
+    for mod in extras(head)[1]:  # score modifiers: before the mask, each with its own bound
         Z, eZ = mod.float64(Z, eZ, rows)
     mask = None if head.allowed is None else head.allowed[rows]
     if mask is not None:

@@ -57,7 +57,7 @@ class GradientHead(Head):
 
 @dataclass(frozen=True)
 class ModGradientHead(GradientHead):
-    """A gradient head with a float64.ModHead's factor and score modifiers (ALiBi: a constant bias, so
+    """A gradient head with a float64.ModHead's factor and score modifiers (a constant bias: so
     dS and every product above are the plain ones, on the biased weights)."""
 
     factor: Fraction | None = None
@@ -137,7 +137,7 @@ def _score_gradient(head: GradientHead, A, e_A, values: Split, rows: slice) -> t
 
 
 def _through_mods(head: Head, dS, e_dS, rows: slice, keys: Split) -> tuple[np.ndarray, np.ndarray]:
-    """dS back through the score modifiers to the scaled scores: softcap's 1 − tanh²(z/c) (ALiBi's bias has
+    """dS back through the score modifiers to the scaled scores: the tanh cap's 1 − tanh²(z/c) (a bias has
     derivative 1): dS·g with |dS·g − dS_true·g_true| ≤ |g|e_dS + (|dS| + e_dS)e_g, one rounding more."""
     mods = getattr(head, "mods", ())
     if not any(hasattr(mod, "derivative") for mod in mods):

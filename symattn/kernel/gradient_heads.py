@@ -22,7 +22,6 @@ import numpy as np
 from symattn.kernel import float64
 from symattn.kernel.float64_backward import GradientHead
 from symattn.kernel.inputs import gradient_head
-from symattn.kernel.score_mods import Bias
 
 
 def gradient_heads(
@@ -62,11 +61,8 @@ def _stacked(group: list[float64.Head], grads: list[np.ndarray], sqrt_scale: boo
 
 
 def _stacked_mod(mods: list[Any]) -> Any:
-    """One modifier for the stacked rows: ALiBi's slopes head by head (its rows per head kept)."""
-    first = mods[0]
-    if isinstance(first, Bias):
-        return Bias(tuple(s for b in mods for s in b.slopes), first.rows, first.offset)
-    return first  # the same for every head of a call (softcap)
+    """One modifier for the stacked rows (a bias keeps each head's slope)."""
+    return mods[0].stacked(mods)
 
 
 __all__ = ["gradient_heads"]

@@ -13,6 +13,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from symattn import variants
 from symattn.input.errors import SpecError
 from symattn.kernel import engine, record, report, spread, tensors
 from symattn.kernel.comparison_report import WORST
@@ -20,10 +21,6 @@ from symattn.kernel.inputs import GRADIENTS
 from symattn.kernel.places import matrix_places
 from symattn.kernel.tolerance import ALLCLOSE_ATOL, ALLCLOSE_RTOL, parse_tolerance
 
-# each argument the float64 path does not take yet, and what to say of it
-NOT_YET = {
-    "sinks": "attention sinks are not on the float64 path yet (a spec's sinks compare one head exactly)",
-}
 PACKING = ("cu_seqlens_q", "cu_seqlens_k", "block_table", "seqlens_k", "q_descale", "k_descale", "v_descale")
 
 
@@ -39,9 +36,6 @@ def compare(
     causal_align: str = "top-left",
     window: int | None = None,
     scale: float | None = None,
-    softcap: Any = None,
-    alibi_slopes: Any = None,
-    sinks: Any = None,
     layout: str = "bhnd",
     cu_seqlens_q: Any = None,
     cu_seqlens_k: Any = None,
@@ -57,13 +51,15 @@ def compare(
     max_ulp: Any = None,
     lse_base: str = "e",
     worst: int | None = WORST,
+    **variant_arguments: Any,
 ) -> report.Report:
     """How far a kernel's ``out`` is from the exact attention of ``q``, ``k``, ``v``: a
     :class:`~symattn.kernel.report.Report` (``.ok``, ``.comparison``, ``.verdict``, ``.to_json()``, ``.text()``).
 
     ``out``: the kernel's output O (``kind="output"``), its log-sum-exp (``"lse"``, (B, H, N), natural or
     with ``lse_base="2"`` base 2) or the gradient dQ, dK or dV (``"dq"``, ``"dk"``, ``"dv"``, for the ``dout``
-    it was given; one head for now); a list of several results of one kernel reports their bitwise spread
+    it was given: dQ per query head, dK and dV per key/value head); a list of several results of one kernel
+    reports their bitwise spread
     and each one's own figures (``Report.runs``, ``Report.spread``). Tensors are torch's (any device) or
     numpy's, in any float format from float8 to float64, read exactly; K and V may have fewer heads than Q.
 
@@ -72,14 +68,20 @@ def compare(
     exact| + atol, rtol 2 and atol 0 unless given; needs ``reference``, the naive attention in the
     kernel's dtype) or "ulp" (every error at most ``max_ulp`` ULP). None: "flash" with a reference,
     "allclose" with rtol or atol, else no verdict. ``max_ulp`` holds beside any rule. ``worst``: the largest
-    errors ``text()`` lists (None: every entry).
+    errors ``text()`` lists (None: every entry). A variant's keyword, as FlashAttention names it (each part
+    of :mod:`symattn.variants` says its own), takes the float64 path where the part names a rule of
+    kernel/score_mods.py for it, and is refused in one line where not; any other keyword is a TypeError.
     """
-    later = {"sinks": sinks}
     packing = dict(zip(PACKING, (cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, q_descale, k_descale, v_descale)))
-    packing |= {"softcap": softcap, "alibi_slopes": alibi_slopes}
-    for name, value in later.items():
+    for name, value in variant_arguments.items():  # a variant's keyword, as FlashAttention names it
+        if variants.kernel_rule(name):  # on the float64 path in memory (kernel/score_mods.py)
+            packing.setdefault("variants", {})[name] = value
+            continue
+        refusal = variants.argument_refusal(name)
+        if refusal is None:
+            raise TypeError(f"compare() got an unexpected keyword argument {name!r}")
         if value is not None:
-            raise SpecError(name, None, NOT_YET[name])
+            raise SpecError(name, None, refusal)
     if kind not in tensors.KINDS:
         raise SpecError("kind", None, f"expected one of {', '.join(tensors.KINDS)}, got {kind!r}")
     if lse_base not in ("e", "2"):
@@ -183,4 +185,4 @@ def _ulps(value: Any) -> Decimal | None:
     return Decimal(text)
 
 
-__all__ = ["NOT_YET", "compare", "judged", "runs_of"]
+__all__ = ["PACKING", "compare", "judged", "runs_of"]

@@ -72,7 +72,7 @@ def refine(
     out: dict[tuple[int, int], tuple] = {}
     bits = START_BITS
     # rational rows: a query's (dK's and dV's rows are keys': none is looked for)
-    plain = not float64.extras(head)[1]  # ALiBi and softcap: equal raw scores need not give equal z; no zeros proof
+    plain = not float64.extras(head)[1]  # modified scores: equal raw scores need not give equal z; no zeros proof
     candidates = set() if quantity in ("dK", "dV") or not plain else _equal_score_rows(head, sorted(entries))
     prove_zeros = prove_zeros and plain
     for i, cols in entries.items():
@@ -277,7 +277,7 @@ def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None
     exps = []
     for r, i in enumerate(rows):
         keep = [True] * len(columns) if head.allowed is None else head.allowed[i, columns].tolist()
-        if float64.extras(head)[1]:  # ALiBi, softcap: on each allowed z, as the float64 path's exps
+        if float64.extras(head)[1]:  # score modifiers: on each allowed z, as the float64 path's exps
             exps.append([_modded(head, Z[r, t], i, columns[t]).exp() if ok else zero for t, ok in enumerate(keep)])
             continue
         exps.append([Z[r, t].exp() if ok else zero for t, ok in enumerate(keep)])
@@ -286,7 +286,7 @@ def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None
 
 
 def _mod_factor(head: float64.Head, i: int, j: int):
-    """The modifiers' derivative at query i, key j as an arb ball (softcap's 1 − tanh², ALiBi's 1)."""
+    """The modifiers' derivative at query i, key j as an arb ball (the tanh cap's 1 − tanh², a bias's 1)."""
     from flint import arb
 
     score = sum((Fraction(a) * Fraction(b) for a, b in zip(head.Q[i].tolist(), head.K[j].tolist())), Fraction(0))
@@ -411,7 +411,7 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
                     factors.append(weight)
                     continue
                 dS = [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)]
-                if capped:  # softcap: dS back through 1 − tanh²(z/c) at each key
+                if capped:  # the tanh cap: dS back through 1 − tanh²(z/c) at each key
                     dS = [x * _mod_factor(head, i, j) for x, j in zip(dS, keys)]
                 factors.append(dS)
             if columns is not None:  # dQ: a dot product over the keys for each entry asked for

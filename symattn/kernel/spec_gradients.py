@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from symattn import variants
 from symattn.input import limits
 from symattn.input.errors import ShapeError, SpecError
 from symattn.input.floats import FloatResult
@@ -35,7 +36,7 @@ def batched_gradients(spec: Any, quantity: str, grad_output: FloatResult | None)
                 spec.source,
                 "Q",
                 f"--quantity dq, dk and dv of {batch} batches × {heads} heads need the float64 path: Q, K and V of "
-                "float32 values, and no ALiBi, soft-capping, sinks or RoPE",
+                f"float32 values, and no {variants.float64_words(noun=True)}",
             )
         forward += part
     n, m, dv = len(spec.Q), len(spec.K), forward[0].V.shape[1]

@@ -145,7 +145,13 @@ def inputs_of(
             "kind", None, f"{kind} is for training: FP8 descales and paged caches take kind 'output' or 'lse'"
         )
     exact = _scale(scale)
-    cap, slopes = _softcap(given.get("softcap")), _slopes(given.get("alibi_slopes"), batch, heads)
+    from symattn import variants
+
+    rules = [
+        score_mods.of_argument(variants.kernel_rule(name), name, value, batch, heads, causal_align)
+        for name, value in given.get("variants", {}).items()
+    ]
+    rules = sorted((r for r in rules if r is not None), key=lambda r: r.order)
     made = []
     for b in range(batch):
         K, V = packed.K[b], packed.V[b]
@@ -154,8 +160,7 @@ def inputs_of(
             g = h // (heads // kv)  # consecutive query heads share a key/value head, as torch's enable_gqa
             factor = _factor(scales, b, g)
             values = V[g] * scales["v_descale"][b, g] if "v_descale" in scales else V[g]  # exact: ≤ 48 bits
-            mods: tuple[Any, ...] = () if slopes is None else (_bias(slopes[b, h], causal_align, n, K.shape[1]),)
-            mods += () if cap is None else (score_mods.Cap(cap),)
+            mods = tuple(rule(b, h, n, K.shape[1]) for rule in rules)  # in the parts' stage order
             head = float64.head(Q[b, h], K[g], values, exact, allowed, factor, mods)
             if head is None:
                 raise SpecError("scale", None, f"{scale!r} is beyond the float range the bounds assume")
@@ -176,33 +181,6 @@ def inputs_of(
     elif dout is not None:
         raise SpecError("dout", None, "is for kind dq, dk or dv")
     return Inputs(tuple(made), batch, count, layout, packed.starts)
-
-
-def _softcap(value: Any) -> float | None:
-    """softcap c (a float > 0, as FlashAttention's softcap; 0 or None: none)."""
-    if value is None or (not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0):
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e300:
-        raise SpecError("softcap", None, f"expected a positive number (FlashAttention's softcap), got {value!r}")
-    return float(value)
-
-
-def _slopes(value: Any, batch: int, heads: int) -> np.ndarray | None:
-    """ALiBi's slopes as (batch, heads): FlashAttention's (heads,) or (batch, heads), finite floats."""
-    if value is None:
-        return None
-    a = exact_array(value if hasattr(value, "shape") else np.asarray(value, dtype=np.float64), "alibi_slopes").values
-    if a.shape == (heads,):
-        a = np.broadcast_to(a, (batch, heads))
-    if a.shape != (batch, heads) or not np.all(np.isfinite(a)):
-        why = f"{tuple(a.shape)}; expected ({heads},) or ({batch}, {heads}), finite"
-        raise ShapeError("alibi_slopes", "shape", why)
-    return a
-
-
-def _bias(slope: float, align: str, n: int, m: int) -> Any:
-    """ALiBi's bias −slope·|i + offset − j|, its distance aligned as the causal mask is (bottom-right: M − N)."""
-    return score_mods.Bias((float(slope),), n, m - n if align == "bottom-right" else 0)
 
 
 def _factor(scales: dict[str, np.ndarray], b: int, g: int) -> Fraction | None:
@@ -237,29 +215,10 @@ def _float32_values(name: str, a: np.ndarray, layout: str) -> None:
 
 
 def _allowed(n: int, m: int, causal: bool, align: str, window: Any) -> np.ndarray | None:
-    """Where query i may attend key j: the causal diagonal (top-left, or bottom-right: offset m − n) and the
-    sliding window of ``window`` keys ending at it, as a spec's mask, causal_align and window say
-    (input/masks_modern.Diagonal.allows, here for the whole matrix at once)."""
-    from symattn.input.masks_modern import ALIGNMENTS, Diagonal, empty_row_reason
+    """Where query i may attend key j, as the mask part's mask_mod says for the whole matrix at once."""
+    from symattn import variants
 
-    if align not in ALIGNMENTS:
-        raise SpecError("causal_align", None, f"expected {' or '.join(map(repr, ALIGNMENTS))}, got {align!r}")
-    if window is not None and (type(window) is not int or not 1 <= window <= limits.WINDOW):
-        raise SpecError("window", None, f"expected a whole number of keys from 1 to {limits.WINDOW}, got {window!r}")
-    if not causal and window is None:
-        return None
-    offset = m - n if align == "bottom-right" else 0
-    top = np.arange(n)[:, None] + offset
-    j = np.arange(m)[None, :]
-    allowed = j <= top
-    if window is not None and window < m:
-        allowed &= top - window < j
-    empty = np.flatnonzero(~allowed.any(axis=1))
-    if empty.size:
-        i = int(empty[0])
-        key, why = empty_row_reason(Diagonal(align, offset, window, m), i, m)
-        raise SpecError(key, None, f"query {i} (0-based) may attend no key{why}; softmax is undefined there")
-    return allowed
+    return variants.kernel_mask(n, m, causal, align, window)
 
 
 def _scale(scale: Any) -> Fraction | None:
