@@ -24,15 +24,18 @@ LAYOUTS = ("bhnd", "bnhd")
 Batch = tuple[FileMatrix, FileMatrix, FileMatrix]  # one batch's Q, K, V, each (N, heads · D)
 
 
-def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[Batch, ...], str]:
-    """The spec's keys with Q, K, V of batch 0 as matrices (and heads, kv_heads set), every batch, the layout.
+def read_batched(
+    reader: Reader, data: Mapping[str, Any]
+) -> tuple[dict[str, Any], tuple[Batch, ...], str, tuple[FileMatrix, ...]]:
+    """The spec's keys with Q, K, V of batch 0 as matrices (and heads, kv_heads set), every batch, the layout,
+    and the dO of ``[backward] grad_output`` of every batch past the first (a file with batch and head axes).
 
     Q, K and V that are not all files of 3 or 4 axes are left as they are (no batches).
     """
     layout = reader.choice(data.get("layout", "bhnd"), "layout", LAYOUTS)
     given = {key: data.get(key) for key in ("Q", "K", "V")}
     if not all(filematrix.names_file(v) for v in given.values()) or reader.folder is None:
-        return dict(data), (), layout
+        return dict(data), (), layout, ()
     from symattn.input import tensorfile  # numpy's: only for a spec that names files
 
     raw = {key: str(v) for key, v in given.items()}
@@ -46,11 +49,11 @@ def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any
         out = dict(data)
         for key, a in arrays.items():
             out[key] = filematrix.matrix_of(a, raw[key], key, reader.source, limits.KERNEL_TOKENS)
-        return out, (), layout
+        return out, (), layout, ()
     if len(set(axes.values())) != 1 or axes["Q"] not in (3, 4):
         shapes = ", ".join(f"{k} {tuple(a.values.shape)}" for k, a in arrays.items())
         raise ShapeError(reader.source, "Q", f"Q, K and V need 3 or 4 axes alike ({layout}); got {shapes}")
-    bhnd = {key: _bhnd(a.values, layout) for key, a in arrays.items()}
+    bhnd = {key: to_bhnd(a.values, layout) for key, a in arrays.items()}
     Q, K, V = bhnd["Q"], bhnd["K"], bhnd["V"]
     batch, heads, n, d = Q.shape
     if K.shape[0] != batch or V.shape[0] != batch:
@@ -87,10 +90,37 @@ def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any
     out["heads"] = heads
     if kv < heads:
         out["kv_heads"] = kv
-    return out, batches if batch > 1 else (), layout  # type: ignore[return-value]
+    grads = _grad_outputs(reader, data, layout, (batch, heads, n, V.shape[3]))
+    if grads:
+        out["backward"] = {**data["backward"], "grad_output": grads[0]}
+    return out, batches if batch > 1 else (), layout, grads[1:]  # type: ignore[return-value]
 
 
-def _bhnd(values: np.ndarray, layout: str) -> np.ndarray:
+def _grad_outputs(reader: Reader, data: Mapping[str, Any], layout: str, shape: tuple[int, ...]) -> tuple:
+    """``[backward] grad_output`` as a file with batch and head axes (dO of O's shape): each batch's (N, H·dv)
+    matrix, as Q's; none where it is not such a file (the matrix reader checks it then)."""
+    backward = data.get("backward")
+    raw = backward.get("grad_output") if isinstance(backward, Mapping) else None
+    if not filematrix.names_file(raw) or reader.folder is None:
+        return ()
+    key = "backward.grad_output"
+    a = filematrix.read_array(str(raw), key, reader.source, reader.folder)
+    if a.values.ndim not in (3, 4):
+        return ()
+    import numpy as np
+
+    dO = to_bhnd(a.values, layout)
+    if dO.shape != shape:
+        want = shape if layout == "bhnd" else (shape[0], shape[2], shape[1], shape[3])
+        raise ShapeError(reader.source, key, f"{str(raw)!r}: shape {tuple(a.values.shape)}; O's is {want} ({layout})")
+    bad = np.argwhere(~np.isfinite(dO))
+    if bad.size:
+        raise SpecError(reader.source, key, f"not a finite number ({layout} order)", tuple(int(i) + 1 for i in bad[0]))
+    return tuple(_side_by_side(dO[b], a.format, str(raw), key, reader) for b in range(shape[0]))
+
+
+def to_bhnd(values: np.ndarray, layout: str) -> np.ndarray:
+    """(B, H, N, D) of a 3- or 4-axis array in ``layout``."""
     if values.ndim == 3:
         values = values[None]
     return values if layout == "bhnd" else values.transpose(0, 2, 1, 3)
@@ -131,7 +161,7 @@ def arrange(result: Any, layout: str, quantity: str, batch: int, heads: int) -> 
             )
         values = values.reshape(-1, values.shape[-1])
     else:
-        values = _bhnd(values, layout)
+        values = to_bhnd(values, layout)
         if values.shape[:2] != (batch, heads):
             raise ShapeError(
                 result.source,
@@ -145,4 +175,4 @@ def arrange(result: Any, layout: str, quantity: str, batch: int, heads: int) -> 
     return type(result).of_array(result.source, result.format, values)
 
 
-__all__ = ["LAYOUTS", "arrange", "read_batched"]
+__all__ = ["LAYOUTS", "arrange", "read_batched", "to_bhnd"]

@@ -19,6 +19,7 @@ class KernelInputs:
     layout: str = "bhnd"  # or "bnhd": the order of the files' axes (and of a result's)
     batches: tuple[tuple[Matrix, Matrix, Matrix], ...] = ()  # every batch's (Q, K, V) matrices; empty: one batch
     sources: tuple[tuple[str, str], ...] = ()  # (key, path) of each input read from a file
+    grad_outputs: tuple[Matrix, ...] = ()  # [backward]'s dO of every batch past the first, (N, H·dv) each
 
     @property
     def batch(self) -> int:

@@ -281,9 +281,10 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
     check_keys(reader, data, SPEC_KEYS)
     sources = _file_sources(data, folder)
     batches: tuple = ()
+    grads: tuple = ()
     layout = "bhnd"
     if "X" not in data:  # Q, K, V files with batch and head axes: batch 0 as matrices, heads and kv_heads set
-        data, batches, layout = read_batched(reader, data)
+        data, batches, layout, grads = read_batched(reader, data)
     kv_heads = read_kv_heads(reader, data)  # issue 20: grouped-query heads (K and V checked in read_heads)
     projection = None
     if "X" in data:
@@ -371,7 +372,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
         b_O=b_O,
         kv_heads=kv_heads,
         parts=early + masked,
-        kernel=KernelInputs(layout, batches, sources),
+        kernel=KernelInputs(layout, batches, sources, grads),
     )
     late = variants.read(reader, data, where, (ADD, MAP, DENOMINATOR))  # after the settings above
     spec = replace(spec, parts=variants.ordered(spec.parts + late))

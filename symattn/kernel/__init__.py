@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from symattn.kernel.oracle import compare
+    from symattn.kernel.partials import PartialsReport, compare_partials
     from symattn.kernel.report import Report
 
-_EXPORTS = {"compare": "oracle", "Report": "report"}
-__all__ = ["Report", "compare"]
+_EXPORTS = {"compare": "oracle", "Report": "report", "compare_partials": "partials", "PartialsReport": "partials"}
+__all__ = ["PartialsReport", "Report", "compare", "compare_partials"]
 
 
 def __getattr__(name: str) -> Any:

@@ -45,6 +45,8 @@ def run(
         worst = None  # each head's summary reads all of its entries
     if symbol is not None:
         places = replace(places, symbol=symbol)
+    if inputs.starts:  # varlen: a query is a token of the packed sequences, and its place names its sequence
+        places = replace(places, axes=tuple("token" if a == "query" else a for a in places.axes), starts=inputs.starts)
     comparison = compare_head(heads, result, quantity, worst, places)
     return replace(comparison, batch_heads=axes, places=places)
 

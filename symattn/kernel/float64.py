@@ -26,6 +26,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -130,6 +131,19 @@ class Head:
 
 
 @dataclass(frozen=True)
+class ModHead(Head):
+    """A head whose scores are modified: FP8's descales in the scale, score modifiers (kernel/score_mods.py)."""
+
+    factor: Fraction | None = None  # FP8's q_descale·k_descale: c is factor times the scale above
+    mods: tuple[Any, ...] = ()  # score modifiers on z before the mask, in order
+
+
+def extras(head: Head) -> tuple[Fraction | None, tuple[Any, ...]]:
+    """A head's (factor, mods): (None, ()) for a plain one."""
+    return getattr(head, "factor", None), getattr(head, "mods", ())
+
+
+@dataclass(frozen=True)
 class Block:
     """Query rows [start, stop): float values of the weights and output and bounds on their errors."""
 
@@ -145,17 +159,28 @@ class Block:
 
 
 def head(
-    Q: np.ndarray, K: np.ndarray, V: np.ndarray, exact_scale: Fraction | None, allowed: np.ndarray | None
+    Q: np.ndarray,
+    K: np.ndarray,
+    V: np.ndarray,
+    exact_scale: Fraction | None,
+    allowed: np.ndarray | None,
+    factor: Fraction | None = None,
+    mods: tuple[Any, ...] = (),
 ) -> Head | None:
-    """A head of float32-valued arrays with the scale c (None: 1/√d) as a float and its error; None where c
-    is beyond the float range the bounds assume."""
+    """A head of float32-valued arrays with the scale c (None: 1/√d; times ``factor`` where given) as a float
+    and its error; None where c is beyond the float range the bounds assume."""
     if exact_scale is None:
         scale = 1.0 / np.sqrt(float(Q.shape[1]))  # two roundings: within 2.01u
     else:
         scale = float(exact_scale)  # correctly rounded: within u
-        if not 2.0**-900 < abs(scale) < 2.0**900:
-            return None
-    return Head(Q, K, V, scale, 3 * U, exact_scale, allowed)
+    error = 3 * U
+    if factor is not None:  # fl(fl(c)·fl(factor)): (1 + 2.01u)(1 + u)² − 1 < 5u
+        scale, error = scale * float(factor), 5 * U
+    if not 2.0**-900 < abs(scale) < 2.0**900:
+        return None
+    if factor is None and not mods:
+        return Head(Q, K, V, scale, error, exact_scale, allowed)
+    return ModHead(Q, K, V, scale, error, exact_scale, allowed, factor, mods)
 
 
 def blocks(head: Head, weights: bool = True, block: int = BLOCK, split: Split | None = None) -> Iterator[Block]:
@@ -202,14 +227,20 @@ def _scores(q: np.ndarray, keys: Split) -> tuple[np.ndarray, np.ndarray]:
     return S, SAFETY * (U * np.abs(S) + U * np.abs(rest) + small)
 
 
-def exps(head: Head, rows: slice | np.ndarray, split: Split):
-    """The exp stage of the given query rows: E = e^(z − M) and its error eE, the relative bound eps of
-    each entry, which entries underflowed (bounded by TINY), the row maxima M."""
+def scaled(head: Head, rows: slice | np.ndarray, split: Split) -> tuple[np.ndarray, np.ndarray]:
+    """z = c·q·k of the given query rows (before any modifier) and its bound."""
     S, eS = _scores(head.Q[rows], split)
     c = head.scale
     Z = S * c
-    eZ = SAFETY * (U * np.abs(Z) + eS * c + (np.abs(S) + eS) * (c * head.scale_error))
-    del eS
+    return Z, SAFETY * (U * np.abs(Z) + eS * c + (np.abs(S) + eS) * (c * head.scale_error))
+
+
+def exps(head: Head, rows: slice | np.ndarray, split: Split):
+    """The exp stage of the given query rows: E = e^(z − M) and its error eE, the relative bound eps of
+    each entry, which entries underflowed (bounded by TINY), the row maxima M."""
+    Z, eZ = scaled(head, rows, split)
+    for mod in extras(head)[1]:  # score modifiers: before the mask, each with its own bound
+        Z, eZ = mod.float64(Z, eZ, rows)
     mask = None if head.allowed is None else head.allowed[rows]
     if mask is not None:
         Z[~mask] = -np.inf
@@ -284,4 +315,16 @@ def interval(value: np.ndarray, error: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.nextafter(value - error, -np.inf), np.nextafter(value + error, np.inf)
 
 
-__all__ = ["RHO", "Block", "Head", "blocks", "head", "exp_bounded", "gamma", "interval", "is_float32"]
+__all__ = [
+    "RHO",
+    "Block",
+    "Head",
+    "ModHead",
+    "extras",
+    "blocks",
+    "head",
+    "exp_bounded",
+    "gamma",
+    "interval",
+    "is_float32",
+]

@@ -38,10 +38,12 @@ dK and dV are summed block by block, never an N × N matrix whole.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
-from symattn.kernel.float64 import BLOCK, SAFETY, Head, Split, U, _scores, divided, exps, gamma
+from symattn.kernel.float64 import BLOCK, SAFETY, Head, Split, U, _scores, divided, exps, gamma, scaled
 
 GRADIENTS = ("dQ", "dK", "dV")
 
@@ -51,6 +53,15 @@ class GradientHead(Head):
     """One head's inputs and the dO the gradients are for (n×dv, float32 values)."""
 
     dO: np.ndarray
+
+
+@dataclass(frozen=True)
+class ModGradientHead(GradientHead):
+    """A gradient head with a float64.ModHead's factor and score modifiers (a constant bias: so
+    dS and every product above are the plain ones, on the biased weights)."""
+
+    factor: Fraction | None = None
+    mods: tuple[Any, ...] = ()
 
 
 def gradient(head: GradientHead, quantity: str, block: int = BLOCK) -> tuple[np.ndarray, np.ndarray]:
@@ -77,6 +88,7 @@ def _gradient(head: GradientHead, quantity: str, block: int) -> tuple[np.ndarray
         A, e_A = _weights(head, rows, keys)
         if quantity != "dV":
             A, e_A = _score_gradient(head, A, e_A, values, rows)  # dS and its bound from here on
+            A, e_A = _through_mods(head, A, e_A, rows, keys)
         if quantity == "dQ":
             P, e_P = _scores(A, columns)
             value[rows], error[rows] = _scaled(head, P, SAFETY * (e_P + e_A @ absK))
@@ -124,6 +136,23 @@ def _score_gradient(head: GradientHead, A, e_A, values: Split, rows: slice) -> t
     return dS, e_dS
 
 
+def _through_mods(head: Head, dS, e_dS, rows: slice, keys: Split) -> tuple[np.ndarray, np.ndarray]:
+    """dS back through the score modifiers to the scaled scores: the tanh cap's 1 − tanh²(z/c) (a bias has
+    derivative 1): dS·g with |dS·g − dS_true·g_true| ≤ |g|e_dS + (|dS| + e_dS)e_g, one rounding more."""
+    mods = getattr(head, "mods", ())
+    if not any(hasattr(mod, "derivative") for mod in mods):
+        return dS, e_dS
+    Z, eZ = scaled(head, rows, keys)
+    for mod in mods:
+        if hasattr(mod, "derivative"):
+            g, e_g = mod.derivative(Z, eZ)
+            product = dS * g
+            e_dS = SAFETY * (np.abs(g) * e_dS + (np.abs(dS) + e_dS) * e_g + U * np.abs(product))
+            dS = product
+        Z, eZ = mod.float64(Z, eZ, rows)
+    return dS, e_dS
+
+
 def _scaled(head: Head, P: np.ndarray, e_P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """c·P and its bound: ĉ·P̂ rounds once, and ĉ is within scale_error of c."""
     c = abs(head.scale)
@@ -131,4 +160,4 @@ def _scaled(head: Head, P: np.ndarray, e_P: np.ndarray) -> tuple[np.ndarray, np.
     return value, SAFETY * (U * np.abs(value) + c * e_P + (np.abs(P) + e_P) * (c * head.scale_error))
 
 
-__all__ = ["GRADIENTS", "GradientHead", "gradient"]
+__all__ = ["GRADIENTS", "GradientHead", "ModGradientHead", "gradient"]

@@ -32,6 +32,7 @@ class Inputs:
     batch: int = 1
     head_count: int = 1  # query heads per batch
     layout: str = "bhnd"  # or "bnhd"
+    starts: tuple[int, ...] = ()  # varlen: cu_seqlens_q, each sequence's first token (places name it)
 
 
 def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs | None:
@@ -41,10 +42,17 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
     from symattn.kernel.heads import heads_of
 
     if quantity in GRADIENTS:
+        if spec.kernel.batches or spec.heads > 1:
+            from symattn.kernel.spec_gradients import batched_gradients
+
+            return batched_gradients(spec, GRADIENTS[quantity], grad_output)
+        if grad_output is None:
+            grad_output = spec_grad_output(spec)
         gradient = _gradient_head(spec, grad_output)
         return None if gradient is None else Inputs((gradient,), layout=spec.kernel.layout)
     if grad_output is not None:
         raise SpecError("--grad-output", None, "is for --quantity dq, dk or dv")
+    spec = replace(spec, backward=None)  # the forward pass: whatever [backward] says of dO
     if spec.kernel.batches:
         heads: list = []
         for b in range(spec.kernel.batch):
@@ -68,9 +76,22 @@ def gradient_head(head: float64.Head, dO: np.ndarray, sqrt_scale: bool) -> float
     fields = {f: getattr(head, f) for f in head.__dataclass_fields__}
     d = head.Q.shape[1]
     root = math.isqrt(d)
-    if sqrt_scale and root * root == d and root & (root - 1) == 0:
+    factor, mods = float64.extras(head)
+    if sqrt_scale and factor is None and root * root == d and root & (root - 1) == 0:
         fields.update(scale_error=0.0, exact_scale=Fraction(1, root))
-    return float64_backward.GradientHead(**fields, dO=dO)
+    if factor is None and not mods:
+        return float64_backward.GradientHead(**fields, dO=dO)
+    return float64_backward.ModGradientHead(**fields, dO=dO)
+
+
+def spec_grad_output(spec: Any) -> FloatResult | None:
+    """The spec's own ``[backward] grad_output`` read from a file, as --grad-output's result; None else."""
+    from symattn.input.filematrix import FileMatrix
+
+    given = None if spec.backward is None else spec.backward.grad_output
+    if not isinstance(given, FileMatrix):
+        return None
+    return FloatResult.of_array(f"{spec.source}: backward.grad_output", given.format, np.asarray(given.array))
 
 
 def check_gradient_tokens(source: str, queries: int, keys: int, limit: int, path: str) -> None:
@@ -117,4 +138,12 @@ def _gradient_head(spec: Any, grad_output: FloatResult | None) -> float64_backwa
     return gradient_head(heads[0], dO, spec.scale == "sqrt")
 
 
-__all__ = ["GRADIENTS", "Inputs", "check_gradient_tokens", "checked_grad_output", "gradient_head", "of_spec"]
+__all__ = [
+    "GRADIENTS",
+    "Inputs",
+    "check_gradient_tokens",
+    "checked_grad_output",
+    "gradient_head",
+    "of_spec",
+    "spec_grad_output",
+]

@@ -21,16 +21,7 @@ from symattn.kernel.inputs import GRADIENTS
 from symattn.kernel.places import matrix_places
 from symattn.kernel.tolerance import ALLCLOSE_ATOL, ALLCLOSE_RTOL, parse_tolerance
 
-# each argument the float64 path does not take yet, and what to say of it (a variant's: its part's, below)
-NOT_YET = {
-    "cu_seqlens_q": "varlen (packed) sequences are not on the float64 path yet: give each sequence as a batch",
-    "cu_seqlens_k": "varlen (packed) sequences are not on the float64 path yet: give each sequence as a batch",
-    "block_table": "a paged KV cache is not on the float64 path yet: gather each sequence's keys into k and v",
-    "seqlens_k": "a paged KV cache is not on the float64 path yet: gather each sequence's keys into k and v",
-    "q_descale": "FP8 descale factors are not on the float64 path yet",
-    "k_descale": "FP8 descale factors are not on the float64 path yet",
-    "v_descale": "FP8 descale factors are not on the float64 path yet",
-}
+PACKING = ("cu_seqlens_q", "cu_seqlens_k", "block_table", "seqlens_k", "q_descale", "k_descale", "v_descale")
 
 
 def compare(
@@ -67,7 +58,8 @@ def compare(
 
     ``out``: the kernel's output O (``kind="output"``), its log-sum-exp (``"lse"``, (B, H, N), natural or
     with ``lse_base="2"`` base 2) or the gradient dQ, dK or dV (``"dq"``, ``"dk"``, ``"dv"``, for the ``dout``
-    it was given; one head for now); a list of several results of one kernel reports their bitwise spread
+    it was given: dQ per query head, dK and dV per key/value head); a list of several results of one kernel
+    reports their bitwise spread
     and each one's own figures (``Report.runs``, ``Report.spread``). Tensors are torch's (any device) or
     numpy's, in any float format from float8 to float64, read exactly; K and V may have fewer heads than Q.
 
@@ -77,38 +69,57 @@ def compare(
     kernel's dtype) or "ulp" (every error at most ``max_ulp`` ULP). None: "flash" with a reference,
     "allclose" with rtol or atol, else no verdict. ``max_ulp`` holds beside any rule. ``worst``: the largest
     errors ``text()`` lists (None: every entry). A variant's keyword, as FlashAttention names it (each part
-    of :mod:`symattn.variants` says its own), is refused in one line while the float64 path has no rule for
-    it; any other keyword is a TypeError.
+    of :mod:`symattn.variants` says its own), takes the float64 path where the part names a rule of
+    kernel/score_mods.py for it, and is refused in one line where not; any other keyword is a TypeError.
     """
+    packing = dict(zip(PACKING, (cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, q_descale, k_descale, v_descale)))
     for name, value in variant_arguments.items():  # a variant's keyword, as FlashAttention names it
+        if variants.kernel_rule(name):  # on the float64 path in memory (kernel/score_mods.py)
+            packing.setdefault("variants", {})[name] = value
+            continue
         refusal = variants.argument_refusal(name)
         if refusal is None:
             raise TypeError(f"compare() got an unexpected keyword argument {name!r}")
         if value is not None:
             raise SpecError(name, None, refusal)
-    later = {"cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k": cu_seqlens_k, "block_table": block_table}
-    later |= {"seqlens_k": seqlens_k, "q_descale": q_descale, "k_descale": k_descale, "v_descale": v_descale}
-    for name, value in later.items():
-        if value is not None:
-            raise SpecError(name, None, NOT_YET[name])
     if kind not in tensors.KINDS:
         raise SpecError("kind", None, f"expected one of {', '.join(tensors.KINDS)}, got {kind!r}")
     if lse_base not in ("e", "2"):
         raise SpecError("lse_base", None, f"expected 'e' or '2', got {lse_base!r}")
     rtol, atol, bound = _tolerance(rtol, "rtol"), _tolerance(atol, "atol"), _ulps(max_ulp)
+    masks = {"causal": causal, "causal_align": causal_align, "window": window, "scale": scale, "layout": layout}
+    return judged(out, q, k, v, kind, dout, masks, packing, rule, reference, rtol, atol, bound, lse_base, worst)
+
+
+def judged(
+    out: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    kind: str,
+    dout: Any,
+    masks: dict[str, Any],
+    packing: dict[str, Any],
+    rule: str | None,
+    reference: Any,
+    rtol: Fraction | None,
+    atol: Fraction | None,
+    bound: Decimal | None,
+    lse_base: str,
+    worst: int | None,
+    keys: tuple[int, int] | None = None,
+    symbol: str = "out",
+) -> report.Report:
+    """compare's report from its checked arguments; ``keys``: attention over keys [start, stop) alone (a
+    split of flash-decoding, :mod:`symattn.kernel.partials`), ``symbol`` the result's name in places."""
     naive = rule_inputs(rule, reference, rtol, atol, bound)
     given = tensors.exact_array(q, "q"), tensors.exact_array(k, "k"), tensors.exact_array(v, "v")
     grad = None if dout is None else tensors.exact_array(dout, "dout")
-    inputs = tensors.inputs_of(
-        *given,
-        kind=kind,
-        dout=grad,
-        causal=causal,
-        causal_align=causal_align,
-        window=window,
-        scale=scale,
-        layout=layout,
-    )
+    inputs = tensors.inputs_of(*given, kind=kind, dout=grad, packing=packing, **masks)
+    if keys is not None:
+        from symattn.kernel.partials import restricted
+
+        inputs = restricted(inputs, *keys)
     dims = given[0].values.ndim
     how = "lse2" if kind == "lse" and lse_base == "2" else GRADIENTS.get(kind, kind)
     places = matrix_places(how, inputs.head_count if dims > 2 else 1)
@@ -122,7 +133,7 @@ def compare(
         rtol, atol = ALLCLOSE_RTOL, ALLCLOSE_ATOL
     reports = []
     for result in results:
-        comparison = engine.run(inputs, result, how, None, places, symbol="out")
+        comparison = engine.run(inputs, result, how, None, places, symbol=symbol)
         shape = tuple(result.array.shape) if result.array is not None else result.shape
         reports.append(report.judge(comparison, result, against, rtol, atol, bound, shape, worst))
     made = reports[0]
@@ -174,4 +185,4 @@ def _ulps(value: Any) -> Decimal | None:
     return Decimal(text)
 
 
-__all__ = ["NOT_YET", "compare", "runs_of"]
+__all__ = ["PACKING", "compare", "judged", "runs_of"]

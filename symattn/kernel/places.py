@@ -40,6 +40,7 @@ class Places:
     matrix: tuple[str, str] = ("query", "column")  # "matrix": what its rows and columns are
     layout: str = "bhnd"  # the order of a result's batch and head axes (bnhd: batch, query, head, column)
     batch: int = 1
+    starts: tuple[int, ...] = ()  # varlen's cu_seqlens_q: the axis "token" is a query of a packed sequence
 
     def index(self, i: int, j: int) -> dict[str, int]:
         """The place of entry (i, j) of compare's matrix in the result: {axis: 0-based index}, in its order."""
@@ -50,11 +51,21 @@ class Places:
             named = {"batch": i // self.heads, "head": i % self.heads, "query": j}
         else:
             named = dict(zip(self.matrix, (i, j)))
+        if "query" in named:
+            named["token"] = named["query"]
         return {axis: named[axis] for axis in self.axes}
 
     def text(self, i: int, j: int) -> str:
-        """``o[1, 2, 77, 5]``."""
-        return f"{self.symbol}[{', '.join(str(v) for v in self.index(i, j).values())}]"
+        """``o[1, 2, 77, 5]``; varlen's ``out[37, 2, 5] (sequence 1, query 5)``."""
+        place = self.index(i, j)
+        text = f"{self.symbol}[{', '.join(str(v) for v in place.values())}]"
+        if self.starts and "token" in place:
+            from bisect import bisect_right
+
+            t = place["token"]
+            s = bisect_right(self.starts, t) - 1
+            text += f" (sequence {s}, query {t - self.starts[s]})"
+        return text
 
     @property
     def convention(self) -> str:

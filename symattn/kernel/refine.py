@@ -72,7 +72,9 @@ def refine(
     out: dict[tuple[int, int], tuple] = {}
     bits = START_BITS
     # rational rows: a query's (dK's and dV's rows are keys': none is looked for)
-    candidates = set() if quantity in ("dK", "dV") else _equal_score_rows(head, sorted(entries))
+    plain = not float64.extras(head)[1]  # modified scores: equal raw scores need not give equal z; no zeros proof
+    candidates = set() if quantity in ("dK", "dV") or not plain else _equal_score_rows(head, sorted(entries))
+    prove_zeros = prove_zeros and plain
     for i, cols in entries.items():
         known = _rational_row(head, quantity, i) if i in candidates else None
         for j in cols:
@@ -147,7 +149,7 @@ def _rational_dq(head, i: int, keys, w: Fraction) -> list[Fraction] | None:
     rational scale c (given, or 1/√d with d a square); None for an irrational one."""
     d = head.Q.shape[1]
     c = head.exact_scale if head.exact_scale is not None else Fraction(1, math.isqrt(d))
-    if head.exact_scale is None and math.isqrt(d) ** 2 != d:
+    if (head.exact_scale is None and math.isqrt(d) ** 2 != d) or float64.extras(head)[0] is not None:
         return None
     g = [Fraction(x) for x in head.dO[i].tolist()]
     dA = [sum((Fraction(v) * x for v, x in zip(head.V[j].tolist(), g)), Fraction(0)) for j in keys]
@@ -180,7 +182,8 @@ def _equal_score_rows(head: float64.Head, rows: list[int]) -> set[int]:
 def _one_key(head: float64.Head, i: int, j: int) -> list[Fraction]:
     assert head.exact_scale is not None  # asked for by the caller
     score = sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(head.Q[i], head.K[j])), Fraction(0))
-    return [score * head.exact_scale]
+    factor = float64.extras(head)[0]
+    return [score * head.exact_scale * (1 if factor is None else factor)]
 
 
 def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
@@ -274,17 +277,42 @@ def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None
     exps = []
     for r, i in enumerate(rows):
         keep = [True] * len(columns) if head.allowed is None else head.allowed[i, columns].tolist()
+        if float64.extras(head)[1]:  # score modifiers: on each allowed z, as the float64 path's exps
+            exps.append([_modded(head, Z[r, t], i, columns[t]).exp() if ok else zero for t, ok in enumerate(keep)])
+            continue
         exps.append([Z[r, t].exp() if ok else zero for t, ok in enumerate(keep)])
     E = arb_mat(exps)
     return exps, E, E * arb_mat([[1]] * len(columns))
 
 
+def _mod_factor(head: float64.Head, i: int, j: int):
+    """The modifiers' derivative at query i, key j as an arb ball (the tanh cap's 1 − tanh², a bias's 1)."""
+    from flint import arb
+
+    score = sum((Fraction(a) * Fraction(b) for a, b in zip(head.Q[i].tolist(), head.K[j].tolist())), Fraction(0))
+    z, g = _scale(head) * arb(score.numerator) / score.denominator, arb(1)
+    for mod in float64.extras(head)[1]:
+        if hasattr(mod, "arb_derivative"):
+            g *= mod.arb_derivative(z)
+        z = mod.arb(z, i, j)
+    return g
+
+
+def _modded(head: float64.Head, z, i: int, j: int):
+    for mod in float64.extras(head)[1]:
+        z = mod.arb(z, i, j)
+    return z
+
+
 def _scale(head: float64.Head):
     from flint import arb
 
+    factor = float64.extras(head)[0]
+    f = Fraction(1) if factor is None else factor
     if head.exact_scale is None:
-        return 1 / arb(head.Q.shape[1]).sqrt()
-    return arb(head.exact_scale.numerator) / head.exact_scale.denominator
+        return arb(f.numerator) / f.denominator / arb(head.Q.shape[1]).sqrt()
+    c = head.exact_scale * f
+    return arb(c.numerator) / c.denominator
 
 
 def _arb_rows(head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None):
@@ -355,6 +383,7 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
         ints = KT[0].transpose().tolist()
         KT_keys = (fmpz_mat([ints[j] for j in keys]).transpose(), KT[1])  # the keys' rows, the same shift
         c, zero, one = _scale(head), arb(0), arb(1)
+        capped = any(hasattr(mod, "arb_derivative") for mod in float64.extras(head)[1])
         columns = head.K.T.tolist() if quantity == "dQ" else None  # K's columns as Python floats
         across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
         stats = None if quantity == "dQ" else _row_stats(head, bits, KT, quantity == "dK")
@@ -378,7 +407,13 @@ def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int,
                     factors.append(weight if quantity == "dV" else [zero] * len(keys))
                     continue
                 weight = [E[r, t] / ells[r] for t in range(len(keys))]
-                factors.append(weight if dA is None else [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)])
+                if dA is None:
+                    factors.append(weight)
+                    continue
+                dS = [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)]
+                if capped:  # the tanh cap: dS back through 1 − tanh²(z/c) at each key
+                    dS = [x * _mod_factor(head, i, j) for x, j in zip(dS, keys)]
+                factors.append(dS)
             if columns is not None:  # dQ: a dot product over the keys for each entry asked for
                 for r, i in enumerate(chunk):
                     yield {col: c * sum((f * k for f, k in zip(factors[r], columns[col])), zero) for col in wanted[i]}

@@ -18,11 +18,13 @@ from symattn.input import limits
 from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import FORMATS, FloatResult
 from symattn.input.tensorfile import Array
-from symattn.kernel import float64
-from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens, gradient_head
+from symattn.kernel import float64, score_mods
+from symattn.kernel.gradient_heads import gradient_heads
+from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens
 
 LAYOUTS = ("bhnd", "bnhd")
 KINDS = ("output", "lse", "dq", "dk", "dv")
+DESCALES = ("q_descale", "k_descale", "v_descale")
 
 
 def exact_array(x: Any, name: str) -> Array:
@@ -66,65 +68,135 @@ def inputs_of(
     window: Any,
     scale: Any,
     layout: str,
+    packing: dict[str, Any] | None = None,
 ) -> Inputs:
-    """The engine's inputs for the tensors of one call (checked: one line naming the argument for each fault)."""
+    """The engine's inputs for the tensors of one call (checked: one line naming the argument for each fault).
+    ``packing``: varlen's cu_seqlens_q/k, a paged cache's block_table and seqlens_k, FP8's descales."""
+    from symattn.kernel import layouts
+
     if layout not in LAYOUTS:
         raise SpecError("layout", None, f"expected {' or '.join(map(repr, LAYOUTS))}, got {layout!r}")
-    if not q.values.ndim == k.values.ndim == v.values.ndim or q.values.ndim not in (2, 3, 4):
+    given = {name: x for name, x in (packing or {}).items() if x is not None}
+    mode = "varlen" if {"cu_seqlens_q", "cu_seqlens_k"} & set(given) else "standard"
+    if {"block_table", "seqlens_k"} & set(given):
+        if mode == "varlen":
+            raise SpecError("block_table", None, "give varlen's cu_seqlens or a paged cache's block_table, not both")
+        mode = "paged"
+    if mode == "standard" and (not q.values.ndim == k.values.ndim == v.values.ndim or q.values.ndim not in (2, 3, 4)):
         shapes = ", ".join(f"{n} {tuple(a.values.shape)}" for n, a in zip("qkv", (q, k, v)))
         raise ShapeError("q", "shape", f"q, k and v need 2, 3 or 4 axes alike ({layout}); got {shapes}")
-    Q, K, V = (_bhnd(a.values, layout) for a in (q, k, v))
+    for name, given_array in (("q", q), ("k", k), ("v", v)):
+        if 0 in given_array.values.shape:
+            raise ShapeError(name, "shape", "an axis of length 0 (no entries)")
+
+    def allowed_of(n: int, m: int) -> np.ndarray | None:
+        return _allowed(n, m, causal, causal_align, window)
+
+    if mode == "varlen":
+        Q, packed = layouts.varlen(
+            q.values, k.values, v.values, given.get("cu_seqlens_q"), given.get("cu_seqlens_k"), allowed_of
+        )
+        layout = "bnhd"  # (total, heads, d): a batch of one without its axis, as bnhd
+    elif mode == "paged":
+        if q.values.ndim != 4:
+            raise ShapeError(
+                "q", "shape", f"{tuple(q.values.shape)}; with a KV cache q is (batch, queries, heads, d) ({layout})"
+            )
+        Q = _bhnd(q.values, layout)
+        packed = layouts.paged(k.values, v.values, given.get("block_table"), given.get("seqlens_k"), Q.shape[0], layout)
+    else:
+        Q, K4, V4 = (_bhnd(a.values, layout) for a in (q, k, v))
+        if K4.shape[0] != Q.shape[0] or V4.shape[0] != Q.shape[0]:
+            raise ShapeError("k", "shape", f"a batch of {K4.shape[0]} (k) and {V4.shape[0]} (v); q has {Q.shape[0]}")
+        if V4.shape[1:3] != K4.shape[1:3]:
+            raise ShapeError(
+                "v", "shape", f"v {tuple(V4.shape)} needs the heads and keys of k {tuple(K4.shape)} (bhnd)"
+            )
+        for name, whole in (("k", K4), ("v", V4)):
+            _float32_values(name, whole, layout)
+        packed = layouts.Packed(list(K4), list(V4), [None] * Q.shape[0])
     batch, heads, n, d = Q.shape
-    kv, m = K.shape[1], K.shape[2]
-    if K.shape[0] != batch or V.shape[0] != batch:
-        raise ShapeError("k", "shape", f"a batch of {K.shape[0]} (k) and {V.shape[0]} (v); q has {batch}")
-    if V.shape[1:3] != K.shape[1:3]:
-        raise ShapeError("v", "shape", f"v {tuple(V.shape)} needs the heads and keys of k {tuple(K.shape)} (bhnd)")
-    if K.shape[3] != d:
-        raise ShapeError("k", "shape", f"k's heads have {K.shape[3]} dimensions, q's {d} (d_k)")
+    K0, V0 = packed.K[0], packed.V[0]
+    kv, dv = K0.shape[0], V0.shape[2]
+    for K, V in zip(packed.K, packed.V):
+        if V.shape[:2] != K.shape[:2]:
+            raise ShapeError(
+                "v", "shape", f"v {tuple(v.values.shape)} needs the heads and keys of k {tuple(k.values.shape)}"
+            )
+        if K.shape[2] != d:
+            raise ShapeError("k", "shape", f"k's heads have {K.shape[2]} dimensions, q's {d} (d_k)")
     if kv == 0 or heads % kv:
         raise ShapeError("k", "shape", f"{kv} key/value heads do not divide q's {heads} heads")
-    if 0 in Q.shape or 0 in V.shape:
-        raise ShapeError("q", "shape", "an axis of length 0 (no entries)")
-    if max(n, m) > limits.KERNEL_TOKENS or max(d, V.shape[3]) > limits.DIMS:
+    m = max(K.shape[1] for K in packed.K)
+    if max(n, m) > limits.KERNEL_TOKENS or max(d, dv) > limits.DIMS:
         raise LimitError(
             "q", "shape", f"{n} queries, {m} keys, d {d}; at most {limits.KERNEL_TOKENS} tokens and {limits.DIMS} dims"
         )
     if batch * heads > limits.BATCH_HEADS:
         raise LimitError("q", "shape", f"{batch} batches × {heads} heads; at most {limits.BATCH_HEADS} (the limit)")
-    for name, a in (("q", Q), ("k", K), ("v", V)):
-        _float32_values(name, a, layout)
-    allowed = _allowed(n, m, causal, causal_align, window)
+    _float32_values("q", Q, layout)
+    if mode != "standard":  # each batch's keys as gathered: a place in (kv head, key, column)
+        for name, arrays in (("k", packed.K), ("v", packed.V)):
+            for part in arrays:
+                _float32_values(name, part, "gathered (kv head, key, column)")
+    scales = layouts.descales({x: given.get(x) for x in DESCALES}, batch, kv)
+    if kind in GRADIENTS and (scales or mode == "paged"):
+        raise SpecError(
+            "kind", None, f"{kind} is for training: FP8 descales and paged caches take kind 'output' or 'lse'"
+        )
     exact = _scale(scale)
+    from symattn import variants
+
+    rules = [
+        score_mods.of_argument(variants.kernel_rule(name), name, value, batch, heads, causal_align)
+        for name, value in given.get("variants", {}).items()
+    ]
+    rules = sorted((r for r in rules if r is not None), key=lambda r: r.order)
     made = []
     for b in range(batch):
+        K, V = packed.K[b], packed.V[b]
+        allowed = packed.masks[b] if packed.masks[b] is not None else allowed_of(n, K.shape[1])
         for h in range(heads):
             g = h // (heads // kv)  # consecutive query heads share a key/value head, as torch's enable_gqa
-            head = float64.head(Q[b, h], K[b, g], V[b, g], exact, allowed)
+            factor = _factor(scales, b, g)
+            values = V[g] * scales["v_descale"][b, g] if "v_descale" in scales else V[g]  # exact: ≤ 48 bits
+            mods = tuple(rule(b, h, n, K.shape[1]) for rule in rules)  # in the parts' stage order
+            head = float64.head(Q[b, h], K[g], values, exact, allowed, factor, mods)
             if head is None:
                 raise SpecError("scale", None, f"{scale!r} is beyond the float range the bounds assume")
             made.append(head)
+    count = heads
     if kind in GRADIENTS:
-        if batch * heads > 1:
-            raise SpecError(
-                "kind", None, f"{kind} takes one head of q, k and v for now; q has {batch} batches × {heads} heads"
-            )
         check_gradient_tokens("q", n, m, limits.KERNEL_GRADIENT_TOKENS, "the float64 path")
         if dout is None:
             raise SpecError("dout", None, f"missing: kind={kind!r} needs the dO the gradient is for")
+        want = _shape_of(q, dv)
+        if dout.values.ndim != q.values.ndim:
+            raise ShapeError("dout", "shape", f"{tuple(dout.values.shape)}; O's shape is {want}")
         dO = _bhnd(dout.values, layout)
-        if dO.shape != (batch, heads, n, V.shape[3]):
-            raise ShapeError("dout", "shape", f"{tuple(dout.values.shape)}; O's shape is {_shape_of(q, n, V, layout)}")
+        if dO.shape != (batch, heads, n, dv):
+            raise ShapeError("dout", "shape", f"{tuple(dout.values.shape)}; O's shape is {want}")
         _float32_values("dout", dO, layout)
-        made = [gradient_head(made[0], np.ascontiguousarray(dO[0, 0]), scale is None)]
+        made, count = gradient_heads(made, dO, GRADIENTS[kind], kv, scale is None)
     elif dout is not None:
         raise SpecError("dout", None, "is for kind dq, dk or dv")
-    return Inputs(tuple(made), batch, heads, layout)
+    return Inputs(tuple(made), batch, count, layout, packed.starts)
 
 
-def _shape_of(q: Array, n: int, V: np.ndarray, layout: str) -> tuple[int, ...]:
+def _factor(scales: dict[str, np.ndarray], b: int, g: int) -> Fraction | None:
+    """q_descale·k_descale of (batch b, kv head g), exactly; None where neither is given."""
+    if "q_descale" not in scales and "k_descale" not in scales:
+        return None
+    f = Fraction(1)
+    for name in ("q_descale", "k_descale"):
+        if name in scales:
+            f *= Fraction(float(scales[name][b, g]))
+    return f
+
+
+def _shape_of(q: Array, dv: int) -> tuple[int, ...]:
     shape = list(q.values.shape)
-    shape[-1] = V.shape[3]
+    shape[-1] = dv
     return tuple(shape)
 
 

@@ -116,6 +116,12 @@ def argument_refusal(name: str) -> str | None:
     return next((p.argument_refusal for p in PARTS if p.argument == name), None)
 
 
+def kernel_rule(name: str) -> str:
+    """The score rule (symattn/kernel/score_mods.py) that takes a part's keyword on symattn.kernel.compare's
+    float64 path; "" where no part's keyword is ``name`` or its part has none yet."""
+    return next((p.kernel_rule for p in PARTS if p.argument == name), "")
+
+
 def kernel_mask(n: int, m: int, causal: bool, align: str, window: Any) -> Any:
     """symattn.kernel.compare's mask of n queries and m keys from its keywords (``causal``, ``causal_align``,
     ``window``): the mask parts' mask_mod as a numpy array of booleans, or None where every key is allowed."""
@@ -209,6 +215,7 @@ __all__ = [
     "WEB_FIELDS",
     "Where",
     "argument_refusal",
+    "kernel_rule",
     "attribute",
     "certify_refusal",
     "check",

@@ -132,6 +132,7 @@ class AlibiPart(Part):
     z_word = "biased"
     argument = "alibi_slopes"
     argument_refusal = "ALiBi is not on the float64 path yet (a spec's alibi compares one head exactly)"
+    kernel_rule = "distance_bias"  # symattn.kernel.compare(alibi_slopes=…): −m·|i + offset − j|
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Alibi | None:
         """``alibi = true`` or ``alibi_slopes = [...]`` (one positive decimal per head), or None."""

@@ -167,6 +167,8 @@ class Part:
     # refusal there while the float64 path has no rule for it; "" where the call has no such keyword
     argument: ClassVar[str] = ""
     argument_refusal: ClassVar[str] = ""
+    # the rule of symattn/kernel/score_mods.py that takes its keyword on the in-memory float64 path ("": none)
+    kernel_rule: ClassVar[str] = ""
 
     # --- compute and the derivation ---------------------------------------------------------------------
 

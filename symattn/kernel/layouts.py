@@ -1,0 +1,146 @@
+"""The kernel layouts of 2026 as the float64 engine's per-batch arrays: varlen, paged KV, FP8 descales.
+
+- **varlen** (``cu_seqlens_q``, ``cu_seqlens_k``; flash_attn_varlen_func): q (total_q, H, D), k and v
+  (total_k, H_kv, D), the sequences packed one after another. It is one batch of total_q queries whose
+  mask is block-diagonal: a query of sequence s attends only the keys of sequence s, causal alignment
+  (top-left or bottom-right) and the window taken within the sequence, as flash_attn_varlen_func does.
+  Masks are exact (a masked weight is exactly 0), so the float64 bounds hold as they are.
+- **paged KV** (``block_table``, ``seqlens_k``; flash_attn_with_kvcache, vLLM, FlashInfer): k and v are
+  caches (num_blocks, block_size, H_kv, D); batch b's keys are its blocks block_table[b, :] in order, the
+  first seqlens_k[b] of them. ``seqlens_k`` alone takes the first seqlens_k[b] keys of a (B, M, H_kv, D)
+  cache. Each batch has its own key count; causal alignment is per batch.
+- **FP8 descales** (flash_attn_3): q_descale, k_descale, v_descale of shape (B, H_kv), float32 values:
+  z = (q·k)·q_descale·k_descale·scale and O = softmax(z)·V·v_descale. q_descale·k_descale goes into the
+  scale (float64.Head.factor: its float within 5u, arb exact); V·v_descale is exact in float64 (a float32
+  value times a float32 value has at most 48 significant bits), so O's bound is the float64 path's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from symattn.input import limits
+from symattn.input.errors import LimitError, ShapeError, SpecError
+
+
+@dataclass(frozen=True)
+class Packed:
+    """Per batch: K and V as (H_kv, m_b, D) and the mask of its queries (None: from causal and window)."""
+
+    K: list[np.ndarray]
+    V: list[np.ndarray]
+    masks: list[np.ndarray | None]
+    starts: tuple[int, ...] = ()  # varlen: cu_seqlens_q, so that a place names its sequence
+
+
+def integers(x: Any, name: str, axes: int) -> np.ndarray:
+    """A tensor or array of whole numbers (torch's int32 cu_seqlens, a list) as int64, of ``axes`` axes."""
+    if type(x).__module__.partition(".")[0] == "torch":
+        x = x.detach().cpu().numpy()
+    a = np.asarray(x)
+    if a.dtype.kind not in "iu" or a.ndim != axes or 0 in a.shape:
+        raise SpecError(name, None, f"expected {axes} axis{'es' if axes > 1 else ''} of whole numbers, got {_brief(a)}")
+    return a.astype(np.int64)
+
+
+def _brief(a: np.ndarray) -> str:
+    return f"shape {tuple(a.shape)} of {a.dtype}"
+
+
+def _cumulative(cu: np.ndarray, name: str, total: int) -> None:
+    if cu[0] != 0 or cu[-1] != total or np.any(np.diff(cu) < 0):
+        raise SpecError(name, None, f"expected 0, then non-decreasing offsets ending at {total} (the tokens given)")
+
+
+def varlen(Q: np.ndarray, K: np.ndarray, V: np.ndarray, cu_q: Any, cu_k: Any, allowed) -> tuple[np.ndarray, Packed]:
+    """Q (1, H, total_q, D) and the packed sequences' block-diagonal mask from (total, heads, d) arrays.
+    ``allowed(n, m)``: one sequence's mask from its causal alignment and window (None: every key)."""
+    if cu_q is None or cu_k is None:
+        raise SpecError("cu_seqlens_k" if cu_k is None else "cu_seqlens_q", None, "missing: varlen takes both")
+    if Q.ndim != 3 or K.ndim != 3 or V.ndim != 3:
+        shapes = ", ".join(f"{n} {tuple(a.shape)}" for n, a in zip("qkv", (Q, K, V)))
+        raise ShapeError("q", "shape", f"varlen takes (total, heads, d) arrays; got {shapes}")
+    cq, ck = integers(cu_q, "cu_seqlens_q", 1), integers(cu_k, "cu_seqlens_k", 1)
+    if len(cq) != len(ck):
+        raise SpecError("cu_seqlens_k", None, f"{len(ck) - 1} sequences; cu_seqlens_q has {len(cq) - 1}")
+    _cumulative(cq, "cu_seqlens_q", Q.shape[0])
+    _cumulative(ck, "cu_seqlens_k", K.shape[0])
+    n, m = Q.shape[0], K.shape[0]
+    mask = np.zeros((n, m), dtype=bool)
+    for s in range(len(cq) - 1):
+        rows, keys = slice(int(cq[s]), int(cq[s + 1])), slice(int(ck[s]), int(ck[s + 1]))
+        if rows.start == rows.stop:
+            continue
+        if keys.start == keys.stop:
+            raise SpecError("cu_seqlens_k", None, f"sequence {s} has queries and no key; softmax is undefined there")
+        try:
+            block = allowed(rows.stop - rows.start, keys.stop - keys.start)
+        except SpecError as e:
+            raise SpecError(e.source, None, f"sequence {s}: {e.problem}") from None
+        mask[rows, keys] = True if block is None else block
+    return Q.transpose(1, 0, 2)[None], Packed(
+        [K.transpose(1, 0, 2)], [V.transpose(1, 0, 2)], [mask], tuple(cq.tolist())
+    )
+
+
+def paged(K: np.ndarray, V: np.ndarray, table: Any, seqlens: Any, batch: int, layout: str) -> Packed:
+    """Each batch's keys of a paged cache (``table`` given) or of a contiguous one cut at ``seqlens``."""
+    if seqlens is None:
+        raise SpecError("seqlens_k", None, "missing: a paged cache needs each sequence's key count")
+    lengths = integers(seqlens, "seqlens_k", 1)
+    if len(lengths) != batch:
+        raise ShapeError("seqlens_k", "shape", f"{len(lengths)} lengths; q has a batch of {batch}")
+    if table is None:  # a contiguous cache (B, M, H_kv, D) in the layout, cut at each length
+        if K.ndim != 4 or K.shape[0] != batch:
+            raise ShapeError("k", "shape", f"{tuple(K.shape)}; a cache with seqlens_k is (batch, keys, kv heads, d)")
+        K, V = (a if layout == "bnhd" else a.transpose(0, 2, 1, 3) for a in (K, V))
+        caches = [(K[b], V[b]) for b in range(batch)]
+    else:
+        blocks = integers(table, "block_table", 2)
+        if K.ndim != 4 or V.ndim != 4 or K.shape[:3] != V.shape[:3]:
+            shapes = f"k {tuple(K.shape)}, v {tuple(V.shape)}"
+            raise ShapeError(
+                "k", "shape", f"paged caches are (num_blocks, block_size, kv heads, d) alike; got {shapes}"
+            )
+        if blocks.shape[0] != batch:
+            raise ShapeError("block_table", "shape", f"{blocks.shape[0]} rows; q has a batch of {batch}")
+        bad = np.argwhere((blocks < 0) | (blocks >= K.shape[0]))
+        if bad.size:
+            b, i = (int(x) for x in bad[0])
+            raise SpecError("block_table", None, f"[{b}, {i}] is {blocks[b, i]}; the caches have {K.shape[0]} blocks")
+        caches = [
+            (K[blocks[b]].reshape(-1, *K.shape[2:]), V[blocks[b]].reshape(-1, *V.shape[2:])) for b in range(batch)
+        ]
+    out_k, out_v = [], []
+    for b, (k, v) in enumerate(caches):
+        m = int(lengths[b])
+        if not 1 <= m <= k.shape[0]:
+            raise SpecError("seqlens_k", None, f"[{b}] is {m}; batch {b}'s cache holds 1 to {k.shape[0]} keys")
+        if m > limits.KERNEL_TOKENS:
+            raise LimitError("seqlens_k", None, f"[{b}] is {m}; at most {limits.KERNEL_TOKENS} keys")
+        out_k.append(np.ascontiguousarray(k[:m].transpose(1, 0, 2)))
+        out_v.append(np.ascontiguousarray(v[:m].transpose(1, 0, 2)))
+    return Packed(out_k, out_v, [None] * batch)
+
+
+def descales(given: dict[str, Any], batch: int, kv: int) -> dict[str, np.ndarray]:
+    """Each descale given as (B, H_kv) float32 values (float64 arrays), checked: finite, positive."""
+    from symattn.kernel.tensors import exact_array
+
+    out = {}
+    for name, x in given.items():
+        if x is None:
+            continue
+        a = exact_array(x, name).values
+        if a.shape != (batch, kv):
+            raise ShapeError(name, "shape", f"{tuple(a.shape)}; flash_attn_3 takes (batch, kv heads) = {(batch, kv)}")
+        if not (np.all(np.isfinite(a)) and np.all(a > 0) and np.all(a.astype(np.float32) == a)):
+            raise SpecError(name, None, "expected positive float32 values (flash_attn_3's descale factors)")
+        out[name] = a
+    return out
+
+
+__all__ = ["Packed", "descales", "integers", "paged", "varlen"]

@@ -1,0 +1,144 @@
+"""Score modifiers on the float64 path, each with its rigorous bound and its arb form for refinement; a
+part of :mod:`symattn.variants` names the rule its keyword takes (``Part.kernel_rule``). Each acts on the
+scaled scores z = c·q·k before the mask and the softmax, in the parts' stage order (a bias, then a cap).
+
+- **distance bias** (``Bias``): z ← z − m·|i + offset − j|, offset 0 (top-left) or M − N (bottom-right,
+  FlashAttention's). The slope m is a float as given (a float32 value is exact); m·|…| is
+  one rounding, u|m·dist| (none for a float32 m: 24 + 14 bits), and the subtraction one more:
+  e_z' = e_z + u|m·dist| + u|z'|.
+- **tanh cap** (``Cap``): z ← c·tanh(z/c), c a float. x̂ = fl(ẑ/c) is within e_z/c + u|x̂| of z/c,
+  and |tanh′| ≤ 1, so tanh(x̂) is within that of tanh(z/c). tanh(x̂) = sign(x̂)·(1 − E)/(1 + E) with
+  E = e^{−2|x̂|} by float64's own exp (within RHO·E, or TINY below −700): τ(E) = (1 − E)/(1 + E) has
+  |τ′| ≤ 2 on E ≥ 0, so the exp's error adds 2·RHO·E/(1 − RHO) (2·TINY below); 1 − Ê, 1 + Ê and the
+  quotient round three times, 3.01u|τ̂|; the product with c once more:
+  e_z' = u|ẑ'| + c·(e_z/c + u|x̂| + 2·RHO·Ê/(1 − RHO) + 2·TINY + 3.01u|τ̂|), times SAFETY.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from symattn.input.errors import ShapeError, SpecError
+from symattn.kernel.float64 import FLOOR, RHO, SAFETY, TINY, U, exp_bounded
+
+
+def _rows(rows: Any, count: int) -> np.ndarray:
+    """The query indices of a block (a slice or an index array)."""
+    return np.arange(rows.start or 0, (rows.start or 0) + count) if isinstance(rows, slice) else np.asarray(rows)
+
+
+@dataclass(frozen=True)
+class Bias:
+    """z − slope·|i + offset − j|. A head of stacked query heads (dK, dV of a group: gradient_heads)
+    has a slope per head: row r is query r mod ``rows`` of head r // ``rows``."""
+
+    slopes: tuple[float, ...]
+    rows: int
+    offset: int
+
+    def stacked(self, mods: list[Any]) -> Bias:
+        """The bias of a group's stacked rows: each head's slope, head by head."""
+        return Bias(tuple(s for b in mods for s in b.slopes), self.rows, self.offset)
+
+    def at(self, r: np.ndarray, m: int) -> np.ndarray:
+        slope = np.asarray(self.slopes)[r // self.rows]
+        return slope[:, None] * np.abs((r % self.rows)[:, None] + self.offset - np.arange(m)[None, :])
+
+    def float64(self, Z: np.ndarray, eZ: np.ndarray, rows: Any) -> tuple[np.ndarray, np.ndarray]:
+        b = self.at(_rows(rows, Z.shape[0]), Z.shape[1])
+        out = Z - b
+        return out, SAFETY * (eZ + U * np.abs(b) + U * np.abs(out))
+
+    def arb(self, z: Any, r: int, j: int) -> Any:
+        from flint import arb
+
+        m = Fraction(self.slopes[r // self.rows]) * abs(r % self.rows + self.offset - j)
+        return z - arb(m.numerator) / m.denominator
+
+
+@dataclass(frozen=True)
+class Cap:
+    """c·tanh(z / c)."""
+
+    c: float
+
+    def stacked(self, mods: list[Any]) -> Cap:
+        return self  # one c for every head of a call
+
+    def float64(self, Z: np.ndarray, eZ: np.ndarray, rows: Any) -> tuple[np.ndarray, np.ndarray]:
+        tau, e_tau = self.tanh(Z, eZ)
+        out = self.c * tau
+        return out, SAFETY * (U * np.abs(out) + self.c * e_tau)
+
+    def derivative(self, Z: np.ndarray, eZ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """1 − tanh²(z/c), the cap's derivative, and its bound: |1 − τ̂² − (1 − τ²)| ≤ (2|τ̂| + e_τ)·e_τ,
+        and τ̂² and 1 − τ̂² round once each."""
+        tau, e_tau = self.tanh(Z, eZ)
+        g = 1.0 - tau * tau
+        return g, SAFETY * ((2 * np.abs(tau) + e_tau) * e_tau + U * tau * tau + U * np.abs(g))
+
+    def tanh(self, Z: np.ndarray, eZ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """tanh(z/c) and its bound (the module's derivation)."""
+        c = self.c
+        x = Z / c
+        ex = eZ / c + U * np.abs(x)
+        t = -2.0 * np.abs(x)  # exact
+        E = exp_bounded(t)
+        tau = np.sign(x) * (1.0 - E) / (1.0 + E)
+        e_exp = np.where(t < FLOOR, 2 * TINY, 2 * RHO * E / (1 - RHO))
+        return tau, SAFETY * (ex + e_exp + 3.01 * U * np.abs(tau))
+
+    def arb(self, z: Any, i: int, j: int) -> Any:
+        from flint import arb
+
+        c = Fraction(self.c)
+        cap = arb(c.numerator) / c.denominator
+        return cap * (z / cap).tanh()
+
+    def arb_derivative(self, z: Any) -> Any:
+        from flint import arb
+
+        c = Fraction(self.c)
+        t = (z / (arb(c.numerator) / c.denominator)).tanh()
+        return 1 - t * t
+
+
+ORDER = ("distance_bias", "tanh_cap")  # the stages' order: a bias on z, then a map of z
+
+
+def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align: str) -> Any:
+    """A keyword's rule for (batch b, head h) of n queries and m keys: ``rule(b, h, n, m)``; None where the
+    value is None (or a cap of 0, FlashAttention's "none"). ``kind``: the part's (``Part.kernel_rule``)."""
+    if value is None:
+        return None
+    if kind == "tanh_cap":
+        if not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e300:
+            raise SpecError(name, None, f"expected a positive number (FlashAttention's {name}), got {value!r}")
+        cap = Cap(float(value))
+        return _ordered(kind, lambda b, h, n, m: cap)
+    from symattn.kernel.tensors import exact_array
+
+    a = exact_array(value if hasattr(value, "shape") else np.asarray(value, dtype=np.float64), name).values
+    if a.shape == (heads,):
+        a = np.broadcast_to(a, (batch, heads))
+    if a.shape != (batch, heads) or not np.all(np.isfinite(a)):
+        raise ShapeError(name, "shape", f"{tuple(a.shape)}; expected ({heads},) or ({batch}, {heads}), finite")
+
+    def bias(b: int, h: int, n: int, m: int) -> Bias:  # the distance aligned as the causal mask is
+        return Bias((float(a[b, h]),), n, m - n if align == "bottom-right" else 0)
+
+    return _ordered(kind, bias)
+
+
+def _ordered(kind: str, rule: Any) -> Any:
+    rule.order = ORDER.index(kind)
+    return rule
+
+
+__all__ = ["ORDER", "Bias", "Cap", "of_argument"]

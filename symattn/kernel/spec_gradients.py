@@ -1,0 +1,80 @@
+"""dQ, dK and dV of a spec with batch and head axes (``symattn compare --quantity dq``): its heads and dO.
+
+dO comes from ``--grad-output`` (a ``.npy`` or ``.safetensors`` file of O's shape, in the spec's layout)
+or, where that is not given, from the spec's own ``[backward] grad_output`` file. The heads are those of
+:mod:`symattn.kernel.gradient_heads`, as ``symattn.kernel.compare`` makes them from tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from symattn import variants
+from symattn.input import limits
+from symattn.input.errors import ShapeError, SpecError
+from symattn.input.floats import FloatResult
+from symattn.kernel import float64
+from symattn.kernel.gradient_heads import gradient_heads
+from symattn.kernel.inputs import Inputs, check_gradient_tokens
+
+
+def batched_gradients(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs:
+    """The float64 path's inputs for ``quantity`` (dQ, dK, dV) of every (batch, head) of ``spec``."""
+    from symattn.kernel.heads import heads_of
+
+    batch, heads, layout = spec.kernel.batch, spec.heads, spec.kernel.layout
+    if spec.projection is not None or spec.W_O is not None:
+        raise SpecError(spec.source, "heads", "--quantity dq, dk and dv of several heads take Q, K and V (no W or W_O)")
+    forward: list[float64.Head] = []
+    for b in range(batch):
+        part = heads_of(replace(spec.of_batch(b), backward=None), "output")
+        if part is None:
+            raise SpecError(
+                spec.source,
+                "Q",
+                f"--quantity dq, dk and dv of {batch} batches × {heads} heads need the float64 path: Q, K and V of "
+                f"float32 values, and no {variants.float64_words(noun=True)}",
+            )
+        forward += part
+    n, m, dv = len(spec.Q), len(spec.K), forward[0].V.shape[1]
+    check_gradient_tokens(spec.source, n, m, limits.KERNEL_GRADIENT_TOKENS, "the float64 path")
+    dO = _grad_output(spec, grad_output, (batch, heads, n, dv))
+    made, count = gradient_heads(forward, dO, quantity, spec.kv_groups, spec.scale == "sqrt")
+    return Inputs(tuple(made), batch, count, layout)
+
+
+def _grad_output(spec: Any, grad_output: FloatResult | None, shape: tuple[int, int, int, int]) -> np.ndarray:
+    """dO as (B, H, N, dv) float32 values: --grad-output's file, else the spec's [backward] grad_output."""
+    from symattn.input.batched import to_bhnd
+    from symattn.input.filematrix import FileMatrix
+
+    batch, heads, n, dv = shape
+    layout = spec.kernel.layout
+    if grad_output is not None:
+        source, values = grad_output.source, grad_output.array
+        if values is None or values.ndim not in (3, 4):
+            why = f"dO of {batch} batches × {heads} heads: a .npy or .safetensors file of O's shape"
+            raise ShapeError(source, "shape", why)
+        dO = to_bhnd(values, layout)
+        if dO.shape != shape:
+            want = shape if layout == "bhnd" else (batch, n, heads, dv)
+            raise ShapeError(source, "shape", f"dO is {tuple(values.shape)} and O is {want} ({layout})")
+        if grad_output.not_finite:
+            raise SpecError(source, "dO", "not finite")
+    else:
+        given = None if spec.backward is None else spec.backward.grad_output
+        if not isinstance(given, FileMatrix):
+            why = "missing: --quantity dq, dk and dv need dO (--grad-output, or [backward] grad_output)"
+            raise SpecError("--grad-output", None, why)
+        source = f"{spec.source}: backward.grad_output"
+        rows = [given, *spec.kernel.grad_outputs]
+        dO = np.stack([np.asarray(r.array).reshape(n, heads, dv).transpose(1, 0, 2) for r in rows])
+    if not float64.is_float32(dO):
+        raise SpecError(source, "dO", "holds a value that is no float32 value: the float64 path takes float32 values")
+    return np.ascontiguousarray(dO)
+
+
+__all__ = ["batched_gradients"]
