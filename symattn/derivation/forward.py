@@ -110,6 +110,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
         Softmax(softmax_rows),
         *(step for p, _ in variants.stage(spec, DENOMINATOR) for step in p.after_softmax(spec, fig)),
         WeightedSum(spec.V, weighted),
+        *variants.after_weighted(spec, model, fig),  # the online softmax, block by block, where the spec walks it
         MatrixForm(
             fig.weights,
             is_exact(fig.weights),
