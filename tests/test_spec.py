@@ -60,7 +60,7 @@ BAD = [
         SpecError,
         "<dict>: colour: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, "
         "alibi, alibi_slopes, b_K, b_O, b_Q, b_V, backward, block_keys, causal_align, cjk_font, decimals, engine, expand, figures, "
-        "focus, heading_level, heads, inputs, key_padding, key_tokens, kv_heads, lang, layout, mask, notation, numbered, paper, rope, rope_base, rope_style, "
+        "focus, heading_level, heads, inputs, key_padding, key_positions, key_tokens, kv_heads, lang, layout, mask, notation, numbered, paper, positions, rope, rope_base, rope_style, "
         "rounding, scale, sinks, softcap, softmax, split_keys, subs, title, tokens, window",
     ),
     ({"Q": None}, SpecError, "<dict>: Q: expected a matrix (a list of rows), got null"),

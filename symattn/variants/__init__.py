@@ -10,12 +10,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from symattn.variants import alibi, masks, rope, sinks, softcap, tiling
-from symattn.variants.base import ADD, DENOMINATOR, MAP, MASK, QK, ROUTE, HeadPart, Part, Quantity, Where, listed
+from symattn.variants import alibi, masks, positions, rope, sinks, softcap, tiling
+from symattn.variants.base import ADD, DENOMINATOR, MAP, MASK, PLACE, QK, ROUTE, HeadPart, Part, Quantity, Where, listed
 
 # every part, in the order their keys are listed (spec files, the web page); they act in the order of
 # their stages, whatever their place here
-PARTS: tuple[Part, ...] = (masks.PART, alibi.PART, softcap.PART, sinks.PART, rope.PART, tiling.PART)
+PARTS: tuple[Part, ...] = (
+    masks.PART,
+    alibi.PART,
+    softcap.PART,
+    sinks.PART,
+    rope.PART,
+    tiling.PART,
+    positions.PART,
+)
 
 KEYS = tuple(key for part in PARTS for key in part.keys)  # every part's spec keys
 QUANTITIES: tuple[Quantity, ...] = tuple(q for part in PARTS for q in part.quantities)  # claimable
@@ -159,6 +167,12 @@ def carried(chain: Any, spec: Any, model: Any, name: str, row: int, col: int | N
     return None if p is None else p.carried(chain, model, spec.setting(p.name), name, row, col, head)
 
 
+def placing(spec: Any, model: Any) -> tuple[Any, ...]:
+    """The step that says where the tokens stand (what a KV cache held and what is new), where the spec says."""
+    step = positions.PART.step(spec, model)
+    return () if step is None else (step,)
+
+
 def after_weighted(spec: Any, model: Any, fig: Any) -> tuple[Any, ...]:
     """The ROUTE parts' steps after the weighted sum (the online softmax, block by block)."""
     return tuple(step for p, _ in stage(spec, ROUTE) for step in p.after_weighted(spec, model, fig))
@@ -190,7 +204,7 @@ def toy(spec: Any) -> tuple[tuple[str, Any], ...]:
 
 def formula_parts(spec: Any) -> tuple[str, ...]:
     """The parts that change the attention formula itself, in the order they act."""
-    return tuple(p.name for p, _ in of(spec) if p.stage not in (MASK, ROUTE))
+    return tuple(p.name for p, _ in of(spec) if p.stage not in (MASK, ROUTE, PLACE))
 
 
 def stage(spec: Any, stage: int) -> tuple[tuple[Part, Any], ...]:
@@ -223,6 +237,7 @@ __all__ = [
     "PARTS",
     "QK",
     "QUANTITIES",
+    "PLACE",
     "ROUTE",
     "STEP_KINDS",
     "VIEWED",
@@ -250,6 +265,7 @@ __all__ = [
     "operand",
     "ordered",
     "part",
+    "placing",
     "quantity",
     "read",
     "report",

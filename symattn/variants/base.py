@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from symattn.input.reader import Reader
 
 QK, ADD, MAP, MASK, DENOMINATOR, ROUTE = range(6)  # the stages, in the order they act
+PLACE = -1  # where the tokens stand (positions): read by the parts that count them, before any acts
 Rows = tuple[tuple[Fraction | None, ...], ...]  # a quantity's exact values where rational, else None
 
 
@@ -315,6 +316,7 @@ __all__ = [
     "DENOMINATOR",
     "MAP",
     "MASK",
+    "PLACE",
     "QK",
     "ROUTE",
     "Float64Rule",

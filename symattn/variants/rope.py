@@ -178,7 +178,11 @@ class RopePart(Part):
     def head_part(self, setting: Rope, spec: Any) -> Rotated:
         pairs = setting.pairs(spec.d_k)
         base = sympy.Rational(setting.base.value.numerator, setting.base.value.denominator)
-        return Rotated(pairs, tuple(base ** sympy.Rational(-2 * t, spec.d_k) for t in range(len(pairs))))
+        placed = spec.setting("positions")  # the tokens' positions where the spec gives them (a KV cache's)
+        thetas = tuple(base ** sympy.Rational(-2 * t, spec.d_k) for t in range(len(pairs)))
+        if placed is None:
+            return Rotated(pairs, thetas)
+        return Rotated(pairs, thetas, placed.queries, placed.keys)
 
     def toy(self, spec: Any, setting: Any) -> tuple[tuple[str, Any], ...]:
         return (("rope", True),)
@@ -198,9 +202,9 @@ class RopePart(Part):
                 t,
                 a,
                 b,
-                Formula("", part.angle(f, t)),
-                shown.trig[f][t][0],
-                shown.trig[f][t][1],
+                Formula("", part.angle(part.place("Q", f), t)),
+                shown.trig[part.place("Q", f)][t][0],
+                shown.trig[part.place("Q", f)][t][1],
                 spec.Q[f][a],
                 spec.Q[f][b],
                 shown.Q_rot[f][a],
@@ -214,7 +218,16 @@ class RopePart(Part):
         )[0]
         rope = spec.setting("rope")
         step = Rotation(
-            rope.style, rope.base, model.d_k, f, pairs, shown.Q_rot, shown.K_rot, before, fig.scores[f], spec.is_cross
+            rope.style,
+            rope.base,
+            model.d_k,
+            part.place("Q", f),
+            pairs,
+            shown.Q_rot,
+            shown.K_rot,
+            before,
+            fig.scores[f],
+            spec.is_cross,
         )
         return step, shown.Q_rot, shown.K_rot
 
@@ -229,7 +242,8 @@ class RopePart(Part):
 
         part, shown = model.qk, self._shown(spec, model)
 
-        def pairs(p: int, rotated: NumRows, out: NumRows) -> tuple[TurnedBack, ...]:
+        def pairs(r: int, which: str, rotated: NumRows, out: NumRows) -> tuple[TurnedBack, ...]:
+            p = part.place(which, r)  # row r's position
             return tuple(
                 TurnedBack(
                     t,
@@ -238,10 +252,10 @@ class RopePart(Part):
                     Formula("", part.angle(p, t)),
                     shown.trig[p][t][0],
                     shown.trig[p][t][1],
-                    rotated[p][a],
-                    rotated[p][b],
-                    out[p][a],
-                    out[p][b],
+                    rotated[r][a],
+                    rotated[r][b],
+                    out[r][a],
+                    out[r][b],
                 )
                 for t, (a, b) in enumerate(part.pairs)
             )
@@ -251,8 +265,8 @@ class RopePart(Part):
             GradRotation(
                 f,
                 key,
-                pairs(f, g["dQ_rot"], g["dQ"]),
-                pairs(key, g["dK_rot"], g["dK"]),
+                pairs(f, "Q", g["dQ_rot"], g["dQ"]),
+                pairs(key, "K", g["dK_rot"], g["dK"]),
                 g["dQ"],
                 is_exact(g["dQ"]),
                 g["dK"],
