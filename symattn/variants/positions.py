@@ -21,6 +21,9 @@ from symattn.variants.base import PLACE, Part, Where
 POSITION = 1_000_000  # the largest position (a million tokens of context)
 
 
+# --- the setting and the step of a derivation ------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class Placed:
     """Each query's and each key's position (0-based, as RoPE and ALiBi count them)."""
