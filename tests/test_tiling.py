@@ -100,7 +100,7 @@ def test_accumulator_claims_take_three_indices_and_whole_blocks():
     "extra, message",
     [
         ({"block_keys": 0}, "<dict>: block_keys: expected a whole number of keys from 1 to 4, got 0"),
-        ({"block_keys": "2"}, "<dict>: block_keys: expected a whole number of keys from 1 to 4, got a string"),
+        ({"block_keys": "two"}, "<dict>: block_keys: expected a whole number of keys from 1 to 4, got 'two'"),
         ({"split_keys": 5}, "<dict>: split_keys: expected a whole number of keys from 1 to 4, got 5"),
     ],
 )

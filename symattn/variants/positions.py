@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from symattn.input.files import kind_of
+from symattn.input.reader import brief, parse_index
 from symattn.variants.base import PLACE, Part, Where
 
 # --- limits of positions ---------------------------------------------------------------------------
@@ -63,10 +64,13 @@ def _list(reader: Any, data: Mapping[str, Any], key: str, count: int) -> tuple[i
         raise reader.error(key, f"expected a list of {count} positions (one per row of the {what}), got {kind_of(raw)}")
     if len(raw) != count:
         raise reader.error(key, f"expected {count} positions (one per row of the {what}), got {len(raw)}")
+    out = []
     for n, x in enumerate(raw, 1):
-        if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= POSITION:
-            raise reader.error(key, f"expected a whole number from 0 to {POSITION}, got {x!r}", (n,))
-    return tuple(raw)
+        p = parse_index(x)  # an int, or its digits as the web page sends them
+        if p is None or not 0 <= p <= POSITION:
+            raise reader.error(key, f"expected a whole number from 0 to {POSITION}, got {brief(x)}", (n,))
+        out.append(p)
+    return tuple(out)
 
 
 def of(spec: Any) -> Placed:

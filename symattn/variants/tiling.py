@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from symattn.exact.num import Num, NumRow
-from symattn.input.files import kind_of
+from symattn.input.reader import brief, parse_index
 from symattn.variants.base import ROUTE, Part, Quantity, Where
 from symattn.variants.tiling_head import TILED, Tiled
 
@@ -86,8 +86,8 @@ class Tiles(Part):
     title = "block_keys"
     unstated = keys
     web_fields = (
-        {"key": "block_keys", "kind": "text", "default": ""},
-        {"key": "split_keys", "kind": "text", "default": ""},
+        {"key": "block_keys", "kind": "number", "min": 1, "max": TILED_KEYS, "default": ""},
+        {"key": "split_keys", "kind": "number", "min": 1, "max": TILED_KEYS, "default": ""},
     )
     quantities = (
         Quantity("lse", "weights", cols=None, asked_by="exp"),
@@ -151,11 +151,12 @@ class Tiles(Part):
 
 
 def _count(reader: Any, raw: object, key: str, keys: int) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise reader.error(key, f"expected a whole number of keys from 1 to {keys}, got {kind_of(raw)}")
-    if not 1 <= raw <= keys:
-        raise reader.error(key, f"expected a whole number of keys from 1 to {keys}, got {raw}")
-    return raw
+    count = parse_index(raw)  # an int, or its digits as the web page sends them
+    if count is None:
+        raise reader.error(key, f"expected a whole number of keys from 1 to {keys}, got {brief(raw)}")
+    if not 1 <= count <= keys:
+        raise reader.error(key, f"expected a whole number of keys from 1 to {keys}, got {count}")
+    return count
 
 
 PART = Tiles()
