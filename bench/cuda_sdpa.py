@@ -40,7 +40,7 @@ def main() -> int:
 
     from symattn.input.floats import FloatResult
     from symattn.input.spec import load_spec
-    from symattn.kernel.compare import compare
+    from symattn.kernel.spec_comparison import compare
 
     torch.manual_seed(0)
     h, n, d = args.heads, args.n, args.d

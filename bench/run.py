@@ -20,7 +20,6 @@ import argparse
 import gc
 import json
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -84,21 +83,6 @@ def end_to_end_seed() -> None:
 
     spec = load_spec(builtin.example_path("seed", "zh"))
     render(derive(spec), "markdown")
-
-
-def startup(runs: int) -> tuple[float, float]:
-    # as installed: pip byte-compiles a package, and SymPy's bytecode is there already; a source tree
-    # run with PYTHONDONTWRITEBYTECODE would compile every module on every start instead
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "symattn")], check=True)
-    # -o into a temporary folder: a benchmark never writes to a system path
-    out = Path(tempfile.mkdtemp(prefix="symattn-bench-")) / "seed.md"
-    env_cmd = [sys.executable, "-m", "symattn", "render", "-o", str(out)]
-    base_cmd = [sys.executable, "-c", "import sympy"]
-    ours_t, base_t = [], []
-    for _ in range(runs):  # interleaved, so drift hits both alike
-        base_t.append(timed(subprocess.run, base_cmd))
-        ours_t.append(timed(lambda: subprocess.run(env_cmd, cwd=ROOT, check=True)))
-    return statistics.median(ours_t), statistics.median(base_t)
 
 
 def all_intermediates(raw: dict, digits: int) -> None:
@@ -219,7 +203,9 @@ def main() -> None:
 
 
 def _print_startup() -> None:
-    mine, base = startup(11)
+    from startup import startup  # bench/startup.py, beside this file
+
+    mine, base = startup(sys.executable, 9)
     print(
         f"CLI start-up: symattn render {mine * 1000:.0f} ms vs python -c 'import sympy' {base * 1000:.0f} ms "
         f"= {mine / base:.2f}x"

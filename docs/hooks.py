@@ -218,6 +218,11 @@ def kernel_code(tmp: Path) -> str:
     return fence((DOCS / "examples" / "float_kernel.py").read_text(encoding="utf-8"), "python", "float_kernel.py")
 
 
+def pytest_example(tmp: Path) -> str:
+    code = (DOCS / "examples" / "test_sdpa_kernel.py").read_text(encoding="utf-8")
+    return fence(code, "python", "test_sdpa_kernel.py")
+
+
 def _kernel_results(tmp: Path) -> Path:
     folder = tmp / "kernel"
     if not (folder / "o64.json").exists():
@@ -408,6 +413,7 @@ PIECES = {
     "check-json": check_json,
     "compute-json": compute_json,
     "kernel-code": kernel_code,
+    "pytest-example": pytest_example,
     "compare-f64": compare_f64,
     "compare-f32": compare_f32,
     "compare-json": compare_json,

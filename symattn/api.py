@@ -31,18 +31,19 @@ class Result:
         return derive(self.spec, self.model)
 
     def render(self, format: str = "markdown", *, standalone: bool = False) -> str:
-        from symattn.rendering.renderer import render
+        """The derivation in a text format: markdown, latex (``standalone``: a whole document), html, beamer
+        or slides (:mod:`symattn.rendering.export`)."""
+        from symattn.rendering.export import export, format_of
 
-        return render(self.derivation, format, standalone=standalone)
+        format_of(self.derivation, format, text=True)  # a PDF is pdf()'s: its bytes are no text
+        return export(self.derivation, format, standalone=standalone).text
 
     def pdf(self, engine: str | None = None) -> bytes:
         """The derivation as a PDF (latexmk; xelatex for Chinese and labels beyond Latin-1), for notebooks
         whose own PDF export cannot set them."""
-        from symattn.rendering.pdf import latex_to_pdf
+        from symattn.rendering.export import export
 
-        return latex_to_pdf(
-            self.render("latex", standalone=True), engine=engine or self.spec.engine, lang=self.spec.lang
-        )
+        return export(self.derivation, "pdf", engine=engine).data
 
     def compute(self, digits: int = 15) -> dict[str, Any]:
         from symattn.derivation.intermediates import compute

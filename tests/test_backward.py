@@ -381,7 +381,8 @@ def test_backward_documents_pass_katex_and_compile_without_overfull_boxes(katex,
 @pytest.mark.parametrize("name", ["multihead", "projection", "cross"])
 def test_backward_of_other_examples_compiles_without_overfull_boxes(katex, latex, tmp_path, name):
     # without the examples' own titles: the cross example's title is 9.5 pt too wide by itself (not the backward pass)
-    spec = replace(load_spec(builtin.example_path(name, "en")).with_options(backward=True), title=None)
+    spec = load_spec(builtin.example_path(name, "en")).with_options(backward=True)
+    spec = replace(spec, document=replace(spec.document, title=None))
     assert katex(render(derive(spec), "markdown")) == []
     latex(render(derive(spec), "latex", standalone=True), "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")

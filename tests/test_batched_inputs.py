@@ -127,7 +127,14 @@ def test_a_batch_of_one_is_a_multi_head_spec(tmp_path):
         load_spec(tmp_path / "s.toml")
     np.save(tmp_path / "k.npy", rng.standard_normal((1, 2, 6, 3)).astype(np.float16))
     spec = load_spec(tmp_path / "s.toml")
-    assert (spec.heads, spec.kv_heads, spec.batch, len(spec.Q), len(spec.Q[0]), len(spec.K[0])) == (4, 2, 1, 6, 12, 6)
+    assert (spec.heads, spec.kv_heads, spec.kernel.batch, len(spec.Q), len(spec.Q[0]), len(spec.K[0])) == (
+        4,
+        2,
+        1,
+        6,
+        12,
+        6,
+    )
     q = np.load(tmp_path / "q.npy").astype(np.float64)
     assert [float(x.value) for x in spec.head(2).Q[5]] == q[0, 2, 5].tolist()
 

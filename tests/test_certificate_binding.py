@@ -25,13 +25,15 @@ def certify(tmp_path, capsys):
 def test_the_certificate_names_the_spec_files_sha256(tmp_path, capsys):
     spec, cert = certify(tmp_path, capsys)
     files = json.loads(cert.read_text(encoding="utf-8"))["certificate"]["files"]
-    assert files == [{"name": "spec", "path": str(spec), "sha256": hashlib.sha256(SPEC.encode()).hexdigest()}]
+    # the path relative to the certificate's folder: the only place the verifier looks
+    assert files == [{"name": "spec", "path": "s.toml", "sha256": hashlib.sha256(SPEC.encode()).hexdigest()}]
     assert main(["verify-certificate", str(cert)]) == 0
     captured = capsys.readouterr()
     assert captured.err == ""
     assert captured.out == (
         f"{cert}: 24 values verified: each exact value lies in its bounds, and every point of the bounds rounds "
         f"to the value shown\n{cert}: spec {spec}: SHA-256 matches\n"
+        f"{cert}: its inputs are the values the spec {spec} gives, read here from its files\n"
     )
     assert spec_sources(load_spec({"Q": [["1"]], "K": [["1"]], "V": [["1"]]})) == []  # a spec given as data
 
@@ -50,7 +52,10 @@ def test_a_changed_spec_is_caught_in_one_line(tmp_path, capsys):
     assert captured.out == ""
     spec.unlink()  # absent: said, not checked, and the values still verified
     assert main(["verify-certificate", str(cert)]) == 0
-    assert capsys.readouterr().out.endswith(f"\n{cert}: spec {spec}: absent, its SHA-256 not checked\n")
+    assert capsys.readouterr().out.endswith(
+        f"\n{cert}: spec {spec}: absent, its SHA-256 not checked\n"
+        f"{cert}: its inputs are not checked against its files: not all of them are here\n"
+    )
 
 
 def test_a_changed_value_or_bound_is_caught_in_one_line(tmp_path, capsys):
@@ -105,10 +110,8 @@ def test_the_certificate_names_the_input_files_too(tmp_path, capsys):
     cert = tmp_path / "c.json"
     assert main(["compute", str(spec), "--certify", "--no-exact", "-o", str(cert)]) == 0
     files = json.loads(cert.read_text(encoding="utf-8"))["certificate"]["files"]
-    assert [(f["name"], f["path"]) for f in files] == [("spec", str(spec))] + [
-        (n.upper(), str(tmp_path / f"{n}.npy")) for n in "qkv"
-    ]
-    assert all(f["sha256"] == sha256_file(f["path"]) for f in files)
+    assert [(f["name"], f["path"]) for f in files] == [("spec", "s.toml")] + [(n.upper(), f"{n}.npy") for n in "qkv"]
+    assert all(f["sha256"] == sha256_file(tmp_path / f["path"]) for f in files)
     capsys.readouterr()
     k = np.load(tmp_path / "k.npy")
     k[1, 0] = 0.5  # the kernel's input changed after the certificate was made

@@ -54,10 +54,15 @@ def test_float64_certificates_show_10_digits_unless_told(tmp_path):
 
 
 def test_a_256_by_64_certificate_verifies(tmp_path, capsys):
+    """Version 2, which compute --certify --float64 wrote before version 3 (tests/test_certificate_v3.py),
+    still verifies."""
+    from symattn.certificates.float_maker import compute_float64
+    from symattn.input.spec import load_spec
+
     h = head(256, 64)
     spec = npy_spec(tmp_path, h)
     cert = tmp_path / "c.json"
-    assert main(["compute", str(spec), "--certify", "--float64", "--digits", "10", "-o", str(cert)]) == 0
+    cert.write_text("".join(compute_float64(load_spec(spec), 10, tmp_path)), encoding="utf-8")
     data = json.loads(cert.read_text(encoding="utf-8"))
     assert data["certificate"]["version"] == 2 and data["certificate"]["paths"] == {
         "float64": 16352,
@@ -68,12 +73,15 @@ def test_a_256_by_64_certificate_verifies(tmp_path, capsys):
     capsys.readouterr()
     assert main(["verify-certificate", str(cert)]) == 0
     assert capsys.readouterr().out == (
-        f"{cert}: 16384 values verified: each exact value lies in its bounds, and every point of the bounds "
-        "rounds to the value shown\n"
+        # not "every point of the bounds": the certificate's bounds are wider than the interval that decided
+        f"{cert}: 16384 values verified: each exact value lies in the interval recomputed here from the inputs "
+        "(the float64 path's float ± its bound) or in its arb enclosure, and every point of that interval or "
+        "enclosure rounds to the value shown\n"
         f"{cert}: 16352 by the float64 path and 17 by its error-free sums (their floats and bounds recomputed "
         "here), 15 by arb\n"
         f"{cert}: spec {spec}: SHA-256 matches\n"
         + "".join(f"{cert}: {n.upper()} {tmp_path / f'{n}.npy'}: SHA-256 matches\n" for n in "qkv")
+        + f"{cert}: its inputs are the values the spec {spec} gives, read here from its files\n"
     )
 
 
@@ -177,11 +185,25 @@ def test_a_shrunk_bound_is_caught(small):
     assert line.startswith("output[5][4]: the certificate's float ± bound, ")
 
 
-def test_a_wider_bound_still_holds(small):
-    def widen(d):
-        d["output"]["bound"][4][3] = (float.fromhex(d["output"]["bound"][4][3]) * 2).hex()
+def test_a_bound_within_its_factor_holds_and_a_wider_one_is_refused(small):
+    from symattn.certificates.float_verifier import BOUND_FACTOR, _recomputed
 
-    assert failures(small, widen) == ()
+    _, e = _recomputed(head(32, 8, causal=True))  # the verifier's own bound
+    b = float.fromhex(small["output"]["bound"][4][3])
+    assert BOUND_FACTOR == 3 * 1.0001**2 and b == np.nextafter(3 * 1.0001 * e[4, 3], np.inf)
+
+    def widen(bound):
+        return lambda d: d["output"]["bound"][4].__setitem__(3, bound.hex())
+
+    assert failures(small, widen(b * 1.00009)) == ()  # another machine's bound may be a little wider than ours
+    # a bound of 2^1000 holds every float: true, and it says nothing, so it is refused
+    for wide in (b * 2, 2.0**1000):
+        with pytest.raises(SpecError) as info:
+            failures(small, widen(wide))
+        assert str(info.value) == (
+            f"c.json: output.bound[5][4]: {wide.hex()} is more than 3.0006 times the float64 path's own "
+            f"bound, {e[4, 3].hex()} (the most a certificate's bound may be)"
+        )
 
 
 def test_a_changed_digit_and_a_moved_enclosure_are_caught(small):
@@ -216,8 +238,8 @@ def test_a_changed_digit_and_a_moved_enclosure_are_caught(small):
     ("change", "message"),
     [
         (
-            lambda d: d["certificate"].update(version=3),
-            "c.json: certificate.version: 3: this symattn reads versions 1 and 2",
+            lambda d: d["certificate"].update(version=4),
+            "c.json: certificate.version: 4: this symattn reads versions 1, 2 and 3",
         ),
         (
             lambda d: d["output"]["float"][0].__setitem__(0, "0.5"),
@@ -299,8 +321,9 @@ def test_compute_refuses_what_the_float64_path_does_not_take(tmp_path, capsys):
     spec.write_text('Q = [["0.1"]]\nK = [["1"]]\nV = [["1"]]\n', encoding="utf-8")
     assert main(["compute", str(spec), "--certify", "--float64", "--digits", "6"]) == 2
     assert capsys.readouterr().err == (
-        f"symattn: {spec}: --float64 covers one head whose Q, K and V are float32 values, without projections, "
-        "W_O, ALiBi, softcap, sinks or RoPE\n"
+        f"symattn: {spec}: --float64 covers Q, K and V of float32 values (float16 and bfloat16 ones are), one "
+        "head or (batch, head) files with grouped-query heads, without projections, W_O, ALiBi, softcap, sinks or "
+        "RoPE\n"
     )
     assert main(["compute", str(spec), "--certify", "--float64", "--digits", "15"]) == 2
     assert (
@@ -330,7 +353,7 @@ def test_an_exact_scale_and_the_version_field():
     assert verify({**old, "certificate": {**old["certificate"], "version": 1}}).ok  # version 1, said or not
     with pytest.raises(SpecError) as info:
         verify({**old, "certificate": {**old["certificate"], "version": "1"}}, "c.json")
-    assert str(info.value) == "c.json: certificate.version: '1': this symattn reads versions 1 and 2"
+    assert str(info.value) == "c.json: certificate.version: '1': this symattn reads versions 1, 2 and 3"
 
 
 def test_d_k_must_match_the_inputs(small):

@@ -13,7 +13,7 @@ from symattn.input import builtin
 from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import read_result, ulp
 from symattn.input.spec import load_spec
-from symattn.kernel.compare import compare, comparison_data
+from symattn.kernel.spec_comparison import compare, comparison_data
 
 np = pytest.importorskip("numpy")
 SEED = builtin.example_path("seed", "en")
@@ -154,7 +154,11 @@ def test_not_finite_entries_and_exit_codes(tmp_path, capsys):
 @pytest.mark.parametrize(
     "content, message",
     [
-        (b"\x93NUMPY\x01\x00\x10\x00{'descr': '<i4'}", "descr: expected a float16, bfloat16, float32 or float64 array"),
+        (b"\x93NUMPY\x01\x00\x10\x00{'descr': '<i4'}", "a .npy header numpy cannot read (\"{'descr': '<i4'}\")"),
+        (
+            b"\x93NUMPY\x01\x00\x3c\x00{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }    ",
+            "descr: expected a float16, bfloat16, float32 or float64 array",
+        ),
         (b"[[1, 2], [3]]", "rows of different lengths"),
         (b'[[1, "x"]]', "result[1][2]: not a number: 'x'"),
         (b"{}", "expected a JSON array of rows of numbers"),

@@ -97,7 +97,7 @@ def test_a_bracket_in_the_title_cannot_end_the_optional_argument():
 def test_bad_heading_settings(data, message):
     spec = {"Q": [[1, 0]], "K": [[1, 0]], "V": [[1, 2]]} | data
     if message is None:
-        assert load_spec(spec).heading_level == 2
+        assert load_spec(spec).document.heading_level == 2
         return
     with pytest.raises(SpecError) as error:
         load_spec(spec)

@@ -24,7 +24,7 @@ from symattn.input.floats import FloatResult, ulp
 from symattn.input.spec import load_spec
 from symattn.kernel import float64, logsumexp, refine
 from symattn.kernel import heads as kernel
-from symattn.kernel.compare import compare
+from symattn.kernel.spec_comparison import compare
 
 ROOT = Path(__file__).resolve().parent.parent
 DIGITS = 50
@@ -234,7 +234,7 @@ def test_several_heads_in_two_processes_give_the_serial_and_exact_figures(monkey
 
 
 def test_the_text_report_says_how_many_entries_arb_refined():
-    from symattn.kernel.compare import render_comparison
+    from symattn.kernel.spec_comparison import render_comparison
 
     rng = np.random.default_rng(0)
     Q, K, V = (in_format(rng.standard_normal((8, 4)), "float16") for _ in range(3))
@@ -455,7 +455,7 @@ def test_map_forked_gives_each_piece_in_order():
 
 
 def test_the_text_report_refines_no_entry_it_does_not_show(monkeypatch):
-    from symattn.kernel.compare import render_comparison
+    from symattn.kernel.spec_comparison import render_comparison
 
     rng = np.random.default_rng(0)
     Q, K, V = (in_format(rng.standard_normal((16, 8)), "float16") for _ in range(3))

@@ -26,9 +26,9 @@ from symattn.input import limits
 from symattn.input.errors import EvaluationError
 from symattn.input.floats import FloatResult, ulp
 from symattn.input.spec import load_spec
-from symattn.kernel import compare as comparing
 from symattn.kernel import float64, float64_backward, refine
-from symattn.kernel.compare import compare
+from symattn.kernel import inputs as kernel_inputs
+from symattn.kernel.spec_comparison import compare
 from tests.test_kernel import exact_text, in_format
 from tests.test_kernel import heads as forward_heads
 
@@ -164,7 +164,7 @@ def test_the_figures_are_the_exact_paths_where_both_apply(monkeypatch):
             result, dO_file = result_of(grads[quantity].astype(np.float64), "float32"), result_of(dO, "float16")
             fast = compare(spec, result, quantity, grad_output=dO_file)
             with monkeypatch.context() as mp:
-                mp.setattr(comparing, "_gradient_heads", lambda spec, grad_output: None)
+                mp.setattr(kernel_inputs, "of_spec", lambda spec, quantity, grad_output: None)
                 slow = compare(spec, result, quantity, grad_output=dO_file)
             assert fast.refined is not None and slow.refined is None and fast.quantity == slow.quantity
             assert [(e.ulps, e.relative, e.bucket, e.row_relative) for e in fast.entries] == [

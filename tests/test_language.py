@@ -124,7 +124,7 @@ def test_chinese_documents_are_chinese(name, fmt):
             text,
             flags=re.S,
         )
-    labels = list(spec.tokens) + list(spec.keys) + [spec.title or ""]
+    labels = list(spec.tokens) + list(spec.keys) + [spec.document.title or ""]
     assert prose_words(text, labels) == set()
 
 
@@ -133,7 +133,7 @@ def test_chinese_documents_are_chinese(name, fmt):
 def test_english_documents_are_english(name, fmt):
     spec = load_spec(builtin.example_path(name, "en")).with_options(expand="all")
     text = render(derive(spec), fmt)
-    for label in list(spec.tokens) + list(spec.keys) + [spec.title or ""]:
+    for label in list(spec.tokens) + list(spec.keys) + [spec.document.title or ""]:
         text = text.replace(label, " ")
     assert CJK.findall(text) == []
 

@@ -11,6 +11,7 @@ from symattn.input import builtin
 from symattn.input.errors import RenderError
 from symattn.input.languages import TEMPLATE_PATHS, languages
 from symattn.input.spec import load_spec
+from symattn.rendering.environment import environment, render_template
 from symattn.rendering.escape import escape_katex_text, escape_latex, escape_markdown
 from symattn.rendering.phrases import load_language
 from symattn.rendering.renderer import FORMATS, render
@@ -42,9 +43,61 @@ def test_output_is_deterministic():
 
 
 def test_every_step_kind_has_a_template_in_every_format():
+    # the format's own child <kind>.<format>.j2, or else the kind's one body <kind>.j2, which serves every format
     for kind in STEP_KINDS + ("document",):
         for fmt in FORMATS:
-            assert (TEMPLATES / f"{kind}.{fmt}.j2").is_file(), f"{kind}.{fmt}.j2"
+            own = TEMPLATES / f"{kind}.{fmt}.j2"
+            found = Path(environment(fmt).get_template(own.name).filename)
+            assert found.resolve() == (own if own.is_file() else TEMPLATES / f"{kind}.j2").resolve(), own.name
+
+
+def test_a_missing_template_names_each_name_and_every_searched_path():
+    with pytest.raises(RenderError) as info:
+        render_template("nothing", "latex", "en")
+    searched = ", ".join(str(p) for p in TEMPLATE_PATHS)
+    assert str(info.value) == f"template 'nothing.latex.j2' (nor 'nothing.j2') not found; searched {searched}"
+
+
+@pytest.mark.parametrize("first, second", [("markdown", "latex"), ("latex", "markdown")])
+def test_a_template_shared_by_the_formats_writes_each_formats_math(monkeypatch, tmp_path, first, second):
+    # the first format compiles the shared templates into the bytecode cache; the second, as a later process
+    # would, reads that code from the cache, and still writes its own inline math (masking_diagonal.j2's 'i'|im)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    d = derive(load_spec(builtin.example_path("window", "en")))
+    expected = {"latex": "query \\(i\\) may look", "markdown": "query $i$ may look"}
+    try:
+        for fmt in (first, second):
+            environment.cache_clear()
+            assert expected[fmt] in render(d, fmt)
+    finally:
+        environment.cache_clear()
+    assert len(list(tmp_path.rglob("__jinja2_*.cache"))) > 30
+
+
+BLOCKS = (
+    "((( t('x') )))\n((* filter display *))\nM = 1\n((* endfilter *))\n"
+    "((* filter display(above=true, below=true) *))\nx\n((* endfilter *))\n"
+    "((* filter items *))\na\nb\n((* endfilter *))\n"
+    "((* filter items(loose=true) *))\nc\n((* endfilter *))\n"
+    "((* filter table(['l', 'p{2em}']) *))\n((( ['k', 'w']|row )))\n((( ['a', '1']|row )))\n((* endfilter *))\n"
+)
+
+
+@pytest.mark.parametrize(
+    "fmt, expected",
+    [
+        (
+            "latex",
+            "X\n\\[\nM = 1\n\\]\n\\[\nx\n\\]\n\\begin{itemize}\n\\item a\n\\item b\n\\end{itemize}\n"
+            "\\begin{itemize}\n\\item c\n\\end{itemize}\n"
+            "\\noindent\\begin{tabular}{lp{2em}}\n\\hline\nk & w \\\\\n\\hline\na & 1 \\\\\n\\hline\n\\end{tabular}\n",
+        ),
+        ("markdown", "X\n$$\nM = 1\n$$\n\n$$\nx\n$$\n\n- a\n- b\n\n- c\n| k | w |\n|---|---|\n| a | 1 |\n"),
+    ],
+)
+def test_the_block_markup_of_each_format(fmt, expected):
+    template = environment(fmt).from_string(BLOCKS)
+    assert template.render(t=lambda key: key.upper()) == expected
 
 
 def _keys(node, prefix=""):
@@ -128,7 +181,8 @@ def test_special_labels_come_out_literally_in_latex():
 
 
 def test_unknown_language_names_the_searched_paths(seed):
-    spec = replace(load_spec(seed), lang="fr")  # past the spec's own check, as the API allows
+    spec = load_spec(seed)
+    spec = replace(spec, document=replace(spec.document, lang="fr"))  # past the spec's own check, as the API allows
     with pytest.raises(RenderError) as info:
         render(derive(spec))
     searched = ", ".join(str(p / "lang") for p in TEMPLATE_PATHS)

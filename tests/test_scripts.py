@@ -155,7 +155,7 @@ def test_labels_are_read_in_nfc_so_duplicates_are_caught():
     with pytest.raises(SpecError) as err:
         load_spec({"tokens": ["người", "x", decomposed], **MATRICES})
     assert str(err.value) == "<dict>: tokens[3]: duplicate label 'người' (also tokens[1])"
-    title = load_spec({"title": unicodedata.normalize("NFD", "Tiếng Việt"), **MATRICES}).title
+    title = load_spec({"title": unicodedata.normalize("NFD", "Tiếng Việt"), **MATRICES}).document.title
     assert title == "Tiếng Việt"
 
 

@@ -33,7 +33,13 @@ def test_json_numbers_are_read_from_their_text(tmp_path):
 
 def test_defaults(seed):
     spec = load_spec(seed)
-    assert (spec.focus, spec.lang, spec.scale, spec.rounding, spec.expand) == (2, "en", "sqrt", "exact", "focus")
+    assert (spec.focus, spec.document.lang, spec.scale, spec.rounding, spec.document.expand) == (
+        2,
+        "en",
+        "sqrt",
+        "exact",
+        "focus",
+    )
     assert spec.decimals == Decimals(3, 3, 3, 3, 3, 1, 3)
     assert spec.d_k == 2
 

@@ -154,3 +154,61 @@ def test_the_variants_import_nothing_from_the_layers_that_use_them_through_the_r
     # renderer, the shells and the float64 engine call it, not the other way round
     above = ("checking", "rendering", "cli", "web", "classroom", "kernel", "certificates")
     assert arrows_up("symattn.variants", above) == []
+
+
+VERIFIER = PACKAGE / "verifier"
+
+
+def test_the_standalone_verifier_imports_only_the_standard_library_and_mpmath():
+    import sys
+
+    found = []
+    for p in sorted(VERIFIER.glob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [] if node.level else [node.module or ""]  # relative: its own folder
+            else:
+                continue
+            top = {n.split(".")[0] for n in names}
+            found += [f"{p.name}: {t}" for t in sorted(top - set(sys.stdlib_module_names) - {"mpmath"})]
+    assert found == []
+
+
+def test_the_standalone_verifier_runs_with_only_its_folder_and_mpmath(tmp_path):
+    """A copy of the folder beside a link to mpmath, Python started isolated and without site-packages: the
+    certificate verifies, and neither symattn nor numpy, sympy or flint was imported."""
+    import shutil
+    import subprocess
+    import sys
+
+    import mpmath
+    import numpy as np
+
+    from symattn.cli.commands import main
+
+    lib = tmp_path / "lib"
+    shutil.copytree(VERIFIER, lib / "verifier", ignore=shutil.ignore_patterns("__pycache__"))
+    (lib / "mpmath").symlink_to(Path(mpmath.__file__).parent)
+    rng = np.random.default_rng(2)
+    for name in ("q", "k", "v", "do"):
+        np.save(tmp_path / f"{name}.npy", rng.standard_normal((6, 4)).astype(np.float16))
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    cert = tmp_path / "c.json"
+    assert main(["compute", str(tmp_path / "s.toml"), "--certify", "--float64", "--grad-output",
+                 str(tmp_path / "do.npy"), "-o", str(cert)]) == 0  # fmt: skip
+    program = (
+        "import runpy, sys\n"
+        f"sys.path.insert(0, {str(lib)!r})\n"
+        f"sys.argv = ['verifier', {str(cert)!r}]\n"
+        "try:\n    runpy.run_module('verifier', run_name='__main__', alter_sys=True)\n"
+        "except SystemExit as exc:\n    code = exc.code\n"
+        "outside = sorted({m.split('.')[0] for m in sys.modules} & {'symattn', 'numpy', 'sympy', 'flint', 'gmpy2'})\n"
+        "print('imported:', outside, [p for p in sys.path if 'site-packages' in p])\n"
+        "sys.exit(code)\n"
+    )
+    said = subprocess.run([sys.executable, "-I", "-S", "-c", program], capture_output=True, text=True, cwd=tmp_path)
+    assert (said.returncode, said.stderr) == (0, "")
+    assert said.stdout.splitlines()[0].startswith(f"{cert}: 108 values verified: each exact value, computed here")
+    assert said.stdout.splitlines()[-1] == "imported: [] []"

@@ -18,7 +18,7 @@ from symattn.exact.numeric import significant_exact
 from symattn.input import builtin
 from symattn.input.errors import SpecError
 from symattn.input.floats import read_result, ulp
-from symattn.kernel.compare import compare
+from symattn.kernel.spec_comparison import compare
 from symattn.kernel.tolerance import decide, parse_tolerance
 from tests.test_kernel import exact_text, mp_row
 

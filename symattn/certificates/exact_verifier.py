@@ -17,7 +17,10 @@ Before any of that the certificate's shape is checked against its own inputs: ev
 exactly the shape Q, K and V imply, the mask has one true or false per score and no row without a
 key, -inf and 0 stand exactly where the mask hides a key, and every number is a finite decimal no
 longer than :data:`~symattn.input.limits.BOUND_LENGTH`, its length checked before it is matched or
-converted. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
+converted. Every field is one the verifier knows (no closed forms: nothing here could check them), and
+what the certificate says of itself (``digits``, ``precision_bits``, the labels, the projected Q, K, V) is
+true of it. The files it names bind its inputs (:mod:`symattn.checking.certificate_files`): where the spec
+is there, its values must be the inputs. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
 
 That is version 1, which has no ``version`` field. Version 2, a float64-path certificate of the output
 (``compute --certify --float64``), is checked by :mod:`symattn.certificates.float_verifier`.
@@ -31,14 +34,20 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
+from symattn.certificates.files import Named, bound, check_files
 from symattn.certificates.reader import Reader, Value, brief, count, kind_of, whole
-from symattn.certificates.verification import Verification, check_files, round_significant
+from symattn.certificates.verification import Verification, round_significant
+from symattn.input import limits
 from symattn.input.errors import SpecError
 
 CHECKED = ("sqrt_dk", "scale", "scores", "scaled", "exp", "exp_sum", "weights", "output")
 START_BITS = 128
 MAX_BITS = 1 << 16
 
+# every field a version-1 certificate may hold, as compute --certify writes them; any other is refused
+FIELDS = ("tokens", "key_tokens", "Q", "K", "V", "mask", "d_k", *CHECKED, "certificate")
+CERTIFICATE = ("version", "method", "precision_bits", "digits", "inputs", "rational", "files")
+INPUTS = ("Q", "K", "V", "scale")
 MASKED = {"scaled": "-inf", "exp": "0", "weights": "0"}  # each one's value at a key the mask hides
 POSITIVE = ("sqrt_dk", "scale", "exp", "exp_sum", "weights")  # where the mask allows the key
 
@@ -54,6 +63,7 @@ class _Inputs:
         inputs = cert.get("inputs")
         if not isinstance(inputs, Mapping):
             raise read.error("certificate.inputs", "missing: the exact Q, K, V and scale")
+        read.fields(inputs, "certificate.inputs", INPUTS, "a certificate's inputs")
         self.Q = read.matrix(inputs, "Q")
         self.d_k = len(self.Q[0])
         self.K = read.matrix(inputs, "K", cols=(self.d_k, "column", "certificate.inputs.Q"))
@@ -147,6 +157,95 @@ class _Inputs:
         }
 
 
+def _labels_and_projections(data: Mapping[str, Any], inputs: _Inputs, read: Reader) -> None:
+    """The token labels, one per query (and key); the projected Q, K and V that compute shows: the inputs."""
+    for key, dim in (("tokens", inputs.queries), ("key_tokens", inputs.keys)):
+        if key in data:
+            for n, label in enumerate(read.sized(data[key], key, "label", dim), 1):
+                if not isinstance(label, str) or len(label) > limits.LABEL:
+                    raise read.error(
+                        key, f"expected a label of up to {limits.LABEL} characters, got {brief(label)}", (n,)
+                    )
+    for name in ("Q", "K", "V"):
+        if name not in data:
+            continue
+        entry = data[name]
+        if not isinstance(entry, Mapping) or "exact" not in entry:
+            raise read.error(name, f"expected a table with exact (the projected {name}), got {kind_of(entry)}")
+        read.fields(entry, name, ("exact",), f"the projected {name}")
+        mine = getattr(inputs, name)
+        rows = (len(mine), "row", f"certificate.inputs.{name}")
+        cols = (len(mine[0]), "column", f"certificate.inputs.{name}")
+        for i, row in enumerate(read.cells(entry["exact"], f"{name}.exact", (rows, cols))):
+            for j, text in enumerate(row):
+                if read.number(text, f"{name}.exact", (i + 1, j + 1), "exact") != mine[i][j]:
+                    raise read.error(
+                        f"{name}.exact",
+                        f"{brief(text)}, but certificate.inputs.{name} has {mine[i][j]}",
+                        (i + 1, j + 1),
+                    )
+
+
+def _digits_and_bits(cert: Mapping[str, Any], values: list[Value], read: Reader) -> None:
+    """``digits``: every value shown (but 0 and -inf) has that many significant digits; ``precision_bits``: the
+    finest binary point of the bounds. Both are what the certificate says of itself, so both are checked."""
+    from symattn.derivation.intermediates import MAX_DIGITS
+
+    digits = whole(cert.get("digits"))
+    if digits is None or not 1 <= digits <= MAX_DIGITS:
+        raise read.error(
+            "certificate.digits", f"expected a whole number from 1 to {MAX_DIGITS}, got {brief(cert.get('digits'))}"
+        )
+    bits = 0
+    for v in values:
+        if v.shown is None or v.bounds is None:
+            continue
+        if v.shown != 0 and _shown_digits(v.text) != digits:
+            position = (v.row + 1, v.col + 1)[: v.where.count("[")]
+            raise read.error(
+                f"{v.name}.value", f"{brief(v.text)} has not the {digits} digits of certificate.digits", position
+            )
+        bits = max(bits, v.bounds[0].denominator.bit_length() - 1)
+    if "precision_bits" in cert and whole(cert["precision_bits"]) != bits:
+        raise read.error(
+            "certificate.precision_bits",
+            f"{brief(cert['precision_bits'])}, but the finest binary point of the bounds is {bits} bits",
+        )
+
+
+def _bind(named: Named, inputs: _Inputs, data: Mapping[str, Any], read: Reader) -> None:
+    """The spec the certificate names, read back: one compute --certify covers, whose Q, K, V (projected),
+    scale, mask and labels are the certificate's, value by value."""
+    from symattn.certificates.exact_maker import certified_head
+
+    spec = named.spec
+    certified_head(spec)
+    theirs = f"the spec {named.spec_shown}"
+    for name in ("Q", "K", "V"):
+        mine, given = getattr(inputs, name), getattr(spec, name)
+        key = f"certificate.inputs.{name}"
+        if (len(mine), len(mine[0])) != (len(given), len(given[0])):
+            raise _other(read, key, f"{len(mine)}×{len(mine[0])}", theirs, f"{len(given)}×{len(given[0])}")
+        for i, (row, given_row) in enumerate(zip(mine, given)):
+            for j, (x, y) in enumerate(zip(row, given_row)):
+                if x != y.value:
+                    raise _other(read, key, str(x), theirs, str(y.value), (i + 1, j + 1))
+    scale = "sqrt" if spec.scale == "sqrt" else Fraction(1) if spec.scale == "none" else spec.scale.value
+    if inputs.scale != scale:
+        raise _other(read, "certificate.inputs.scale", str(inputs.scale), theirs, str(scale))
+    for i, row in enumerate(inputs.mask):
+        for j, allowed in enumerate(row):
+            if allowed != (spec.allowed is None or spec.allowed[i][j]):
+                raise _other(read, "mask", str(allowed).lower(), theirs, str(not allowed).lower(), (i + 1, j + 1))
+    for key, given in (("tokens", spec.tokens), ("key_tokens", spec.key_tokens)):
+        if list(data.get(key, given)) != list(given):
+            raise read.error(key, f"not the labels {theirs} gives: the certificate is not of its files")
+
+
+def _other(read: Reader, key: str, mine: str, theirs: str, given: str, position: tuple[int, ...] = ()) -> SpecError:
+    return read.error(key, f"{mine}, but {theirs} gives {given}: the certificate is not of its files", position)
+
+
 def _exact_root(n: int) -> int | None:
     from math import isqrt
 
@@ -173,6 +272,7 @@ def _values(data: Mapping[str, Any], cert: Mapping[str, Any], inputs: _Inputs, r
     rational = {} if rational is None else rational
     if not isinstance(rational, Mapping):
         raise read.error("certificate.rational", f"expected a table, got {kind_of(rational)}")
+    read.fields(rational, "certificate.rational", CHECKED, "the table of rationals")
     shapes: dict[str, tuple[tuple[int, str, str], ...]] = {
         "sqrt_dk": (),
         "scale": (),
@@ -186,6 +286,7 @@ def _values(data: Mapping[str, Any], cert: Mapping[str, Any], inputs: _Inputs, r
         entry = data[name]
         if not isinstance(entry, Mapping):
             raise read.error(name, f"expected a table with value and bounds, got {kind_of(entry)}")
+        read.fields(entry, name, ("value", "bounds"), "each quantity")
         for part in ("value", "bounds"):
             if part not in entry:
                 raise read.error(f"{name}.{part}", "missing")
@@ -281,12 +382,24 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>", base: Path | 
         from symattn.certificates.float_verifier import verify_float64
 
         return verify_float64(data, cert, read, base)
+    if version == 3:
+        from symattn.certificates.tensor_verifier import verify_tensors
+
+        return verify_tensors(data, read, base)
     if version != 1:
-        raise read.error("certificate.version", f"{brief(raw)}: this symattn reads versions 1 and 2")
-    file_failures, file_lines = check_files(cert, read, base)
+        raise read.error("certificate.version", f"{brief(raw)}: this symattn reads versions 1, 2 and 3")
+    read.fields(data, "", FIELDS, "a version-1 certificate")
+    read.fields(cert, "certificate", CERTIFICATE, "a version-1 certificate's certificate")
+    named = check_files(cert, read, base)
     inputs = _Inputs(data, cert, read)
+    _labels_and_projections(data, inputs, read)
     values = _values(data, cert, inputs, read)
-    failures: list[str] = list(file_failures)
+    _digits_and_bits(cert, values, read)
+    file_lines = named.lines
+    if named.spec is not None:
+        _bind(named, inputs, data, read)
+        file_lines = bound(named)
+    failures: list[str] = list(named.failures)
     pending: list[tuple[str, int, int, Fraction, Fraction, str]] = []
     checked = 0
     for v in values:

@@ -6,7 +6,8 @@ path "c" with its error-free sums, :mod:`symattn.kernel.compensated`), and then 
 
 1. the certificate's float ± bound must hold the recomputed float ± bound (so a float moved past its bound,
    or a bound shrunk below the engine's, is caught; the maker's bound is three times the engine's, so
-   a machine whose BLAS sums in another order still finds its own float ± bound inside);
+   a machine whose BLAS sums in another order still finds its own float ± bound inside), and be at most
+   BOUND_FACTOR times as wide;
 2. paths "f" and "c": every point of the recomputed interval rounds half-up to the value shown (numpy with a
    margin, :mod:`symattn.certificates.float_digits`; exact rationals inside the margin);
 3. path "a": the enclosure given rounds to the value shown, and mpmath's interval of the exact output,
@@ -14,16 +15,16 @@ path "c" with its error-free sums, :mod:`symattn.kernel.compensated`), and then 
    :mod:`symattn.certificates.exact_verifier` checks every value of an exact-path certificate; a rational output
    (a row of equal scores) is checked exactly.
 
-Every problem with the certificate's form is one line naming the file, the key and the position.
+Every problem with the certificate's form is one line naming the file, the key and the position: an unknown
+field, a ``paths`` table that miscounts ``output.path``, a bound wider than BOUND_FACTOR times the engine's,
+inputs that are not the values of the spec it names (:mod:`symattn.checking.certificate_files`).
 """
 
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -31,11 +32,26 @@ from typing import Any
 import numpy as np
 
 from symattn.certificates.float_digits import MOST, significant_many, text
+from symattn.certificates.float_maker import PATHS, PORTABLE
 from symattn.certificates.reader import Reader, brief, count, kind_of, whole
 from symattn.input import limits
-from symattn.input.errors import LimitError
+from symattn.input.errors import LimitError, SpecError
 from symattn.kernel import compensated, float64
+from symattn.kernel.cores import map_forked
 
+# every field a version-2 certificate may hold, as compute --certify --float64 writes them; any other is refused
+FIELDS = ("d_k", "output", "certificate")
+OUTPUT = ("value", "path", "float", "bound")
+CERTIFICATE = ("version", "path", "method", "digits", "paths", "files", "enclosures", "inputs")
+INPUTS = ("Q", "K", "V", "scale", "mask")
+# the most a certificate's bound may be, in multiples of the float64 path's bound recomputed here: the maker
+# writes 3·SAFETY times its own (certificates.float_maker.portable); another machine's bound differs by
+# less than SAFETY (its sums of magnitudes rounded otherwise)
+BOUND_FACTOR = PORTABLE * float64.SAFETY**2
+CLAIM = (
+    "each exact value lies in the interval recomputed here from the inputs (the float64 path's float ± its "
+    "bound) or in its arb enclosure, and every point of that interval or enclosure rounds to the value shown"
+)
 PARALLEL_EXPS = 1 << 16  # rows × keys of the arb values' exps below which one process is quicker than two
 HEX_LENGTH = 24  # float.hex of any float64: "-0x1.fffffffffffffp+1023"
 START_BITS = 128
@@ -87,6 +103,7 @@ def _head(cert: Mapping[str, Any], read: Reader) -> float64.Head:
     inputs = cert.get("inputs")
     if not isinstance(inputs, Mapping):
         raise read.error("certificate.inputs", "missing: Q, K, V as float.hex, the scale and the mask")
+    read.fields(inputs, "certificate.inputs", INPUTS, "a version-2 certificate's inputs")
     for name in ("Q", "K", "V", "scale", "mask"):
         if name not in inputs:
             raise read.error(f"certificate.inputs.{name}", "missing")
@@ -146,10 +163,23 @@ def _holds(f: float, b: float, f2: float, b2: float) -> bool:
 
 
 def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reader, base: Path | None):
-    from symattn.certificates.verification import Verification, check_files
+    from symattn.certificates.files import bound, check_files
+    from symattn.certificates.verification import Verification
 
-    file_failures, file_lines = check_files(cert, read, base)
+    read.fields(data, "", FIELDS, "a version-2 certificate")
+    read.fields(cert, "certificate", CERTIFICATE, "a version-2 certificate's certificate")
+    if cert.get("path") != "float64":
+        raise read.error("certificate.path", f'expected "float64", got {brief(cert.get("path"))}')
+    if not isinstance(cert.get("method"), str) or len(cert["method"]) > 1000:
+        raise read.error(
+            "certificate.method", f"expected a text of up to 1000 characters, got {brief(cert.get('method'))}"
+        )
+    named = check_files(cert, read, base)
     head = _head(cert, read)
+    file_lines = named.lines
+    if named.spec is not None:
+        _bind(named, head, read)
+        file_lines = bound(named)
     n, dv = head.Q.shape[0], head.V.shape[1]
     if "d_k" in data and str(data["d_k"]) != str(head.Q.shape[1]):
         raise read.error(
@@ -163,7 +193,8 @@ def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reade
     output = data.get("output")
     if not isinstance(output, Mapping):
         raise read.error("output", f"expected a table of value, path, float and bound, got {kind_of(output)}")
-    for part in ("value", "path", "float", "bound"):
+    read.fields(output, "output", OUTPUT, "the output")
+    for part in OUTPUT:
         if part not in output:
             raise read.error(f"output.{part}", "missing")
     queries, columns = (n, "query", "certificate.inputs.Q"), (dv, "column", "certificate.inputs.V")
@@ -183,13 +214,15 @@ def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reade
         raise read.error("output.bound", f"must not be negative, got {b_cert[i, j].hex()}", (i + 1, j + 1))
     codes = np.array([list(p) for p in paths])
     arb, comp = codes == "a", codes == "c"
+    _counts(cert, read, codes)
     enclosures = _enclosures(cert, read, arb, comp, n, dv)
 
     f, b = _recomputed(head)
     rows, cols = np.nonzero(comp)
     if rows.size:  # the values the error-free sums decided: theirs, recomputed
         f[rows, cols], b[rows, cols] = compensated.outputs(head, list(zip(rows.tolist(), cols.tolist())))
-    failures: list[str] = list(file_failures)
+    _wide(read, b_cert, b)
+    failures: list[str] = list(named.failures)
     holds = (f_cert == f) & (b_cert >= b)
     for i, k in zip(*np.nonzero(~holds)):
         i, k = int(i), int(k)
@@ -220,7 +253,67 @@ def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reade
         f"{n * dv - arbs - comps} by the float64 path and {comps} by its error-free sums (their floats and bounds "
         f"recomputed here), {arbs} by arb",
     )
-    return Verification(n * dv, tuple(failures), tuple(file_lines), lines)
+    return Verification(n * dv, tuple(failures), tuple(file_lines), lines, CLAIM)
+
+
+def _counts(cert: Mapping[str, Any], read: Reader, codes: np.ndarray) -> None:
+    """``paths``: how many values each path decided, as ``output.path`` says."""
+    raw = cert.get("paths")
+    if not isinstance(raw, Mapping):
+        raise read.error("certificate.paths", f"expected a table of float64, compensated and arb, got {kind_of(raw)}")
+    read.fields(raw, "certificate.paths", tuple(PATHS), "the table of paths")
+    for name, code in PATHS.items():
+        got = int((codes == code).sum())
+        if whole(raw.get(name)) != got:
+            raise read.error(f"certificate.paths.{name}", f"{brief(raw.get(name))}, but output.path has {got}")
+
+
+def _wide(read: Reader, b_cert: np.ndarray, b: np.ndarray) -> None:
+    """Every bound of the certificate at most BOUND_FACTOR times the float64 path's own bound, recomputed here:
+    a wider one would be true and say nothing (a bound of 2^1000 holds any float)."""
+    wide = b_cert > np.nextafter(BOUND_FACTOR * b, np.inf)
+    if wide.any():
+        i, k = (int(x[0]) for x in np.nonzero(wide))
+        raise read.error(
+            "output.bound",
+            f"{b_cert[i, k].hex()} is more than {BOUND_FACTOR:.5g} times the float64 path's own bound, "
+            f"{b[i, k].hex()} (the most a certificate's bound may be)",
+            (i + 1, k + 1),
+        )
+
+
+def _bind(named: Any, head: float64.Head, read: Reader) -> None:
+    """The spec the certificate names, read back: one compute --certify --float64 covers, whose Q, K, V,
+    scale and mask are the certificate's inputs, float by float."""
+    from symattn.certificates.float_maker import float_head
+
+    given = float_head(named.spec)
+    theirs = f"the spec {named.spec_shown}"
+    key = "certificate.inputs."
+
+    def other(name: str, mine: str, got: str, position: tuple[int, ...] = ()) -> SpecError:
+        return read.error(
+            key + name, f"{mine}, but {theirs} gives {got}: the certificate is not of its files", position
+        )
+
+    for name in ("Q", "K", "V"):
+        mine, got = getattr(head, name), getattr(given, name)
+        if mine.shape != got.shape:
+            raise other(name, "×".join(map(str, mine.shape)), "×".join(map(str, got.shape)))
+        if not np.array_equal(mine, got):
+            i, j = (int(x[0]) for x in np.nonzero(mine != got))
+            raise other(name, mine[i, j].hex(), got[i, j].hex(), (i + 1, j + 1))
+    if head.exact_scale != given.exact_scale:
+        raise other("scale", _scale(head.exact_scale), _scale(given.exact_scale))
+    n, m = head.Q.shape[0], head.K.shape[0]
+    mask, given_mask = (np.ones((n, m), bool) if h.allowed is None else h.allowed for h in (head, given))
+    if not np.array_equal(mask, given_mask):
+        i, j = (int(x[0]) for x in np.nonzero(mask != given_mask))
+        raise other("mask", "1" if mask[i, j] else "0", "1" if given_mask[i, j] else "0", (i + 1, j + 1))
+
+
+def _scale(exact: Fraction | None) -> str:
+    return '"sqrt"' if exact is None else str(exact)
 
 
 def _rounds(lo: Fraction, hi: Fraction, shown: Fraction, text_: str, digits: int) -> bool:
@@ -312,12 +405,11 @@ def _arb_failures(head: float64.Head, values, enclosures: dict, read: Reader, di
         else:
             rows.setdefault(i, []).append(k)
     work = [(i, {k: enclosures[(i, k)] for k in cols}) for i, cols in rows.items()]
-    cores = min(len(work), os.cpu_count() or 1)
-    if cores < 2 or len(work) * head.K.shape[0] < PARALLEL_EXPS:
-        return failures + [line for _, _, line in _exact_rows(head, work)]
+    parallel = len(work) * head.K.shape[0] >= PARALLEL_EXPS
+    cores = min(len(work), os.cpu_count() or 1) if parallel else 1
     # one process per core, rows dealt in turn; the lines sorted back into the order of the rows
-    with ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("fork")) as pool:
-        parts = list(pool.map(_exact_rows, [head] * cores, [work[c::cores] for c in range(cores)]))
+    stripes = [work[c::cores] for c in range(cores)] if work else []
+    parts = map_forked(_exact_rows, head, stripes, parallel)
     return failures + [line for _, _, line in sorted(x for part in parts for x in part)]
 
 

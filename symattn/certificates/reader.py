@@ -162,6 +162,18 @@ class Reader:
             out.append([self.number(x, key, (i + 1, j + 1), "exact") for j, x in enumerate(row)])
         return out
 
+    def fields(self, table: Mapping[str, Any], key: str, known: tuple[str, ...], what: str) -> None:
+        """Refuse a field of ``table`` (at ``key``; "" for the top) that is not ``known``: a certificate holds
+        only what its verifier checks, and a field it ignored would seem proved."""
+        for name in table:
+            if name in known:
+                continue
+            short = name if len(name) <= 60 else name[:50] + "…"
+            where = f"{key}.{short}" if key else short
+            if name == "exact":
+                raise self.error(where, "a closed form, which the verifier cannot check: a certificate holds none")
+            raise self.error(where, f"an unknown field; {what} holds {', '.join(known)}")
+
     def bounds(self, raw: Any, key: str, position: tuple[int, ...]) -> tuple[Any, Any]:
         if not isinstance(raw, (list, tuple)) or len(raw) != 2:
             got = count(len(raw), "entry") if isinstance(raw, (list, tuple)) else kind_of(raw)

@@ -88,15 +88,15 @@ def check(
         tuple(_verdict(checker, c, loaded.source) for c in ordered), checker.slips_of, checker.position
     )
     return Report(
-        spec.title,
-        spec.lang,
+        spec.document.title,
+        spec.document.lang,
         spec.tokens,
         spec.keys,
         loaded.source,
         results,
-        paper=spec.page,
-        cjk_font=spec.cjk_font,
-        engine=spec.engine,
+        paper=spec.document.page,
+        cjk_font=spec.document.cjk_font,
+        engine=spec.document.engine,
         blanks=loaded.blanks,
         student=loaded.student,
         softmax=spec.softmax,

@@ -103,6 +103,10 @@ class Report:
     def ok(self) -> bool:
         return self.first_problem is None
 
+    def data(self) -> dict[str, Any]:
+        """The report as JSON-ready data (:func:`report_data`): what its JSON export writes."""
+        return report_data(self)
+
 
 def report_data(report: Report) -> dict[str, Any]:
     """The report as JSON-ready data: one object per claim, then a summary."""

@@ -72,9 +72,9 @@ def gradebook_document(
 
         return page(gradebook_text(book, "markdown", lang), lang)
     if fmt == "pdf":
-        from symattn.classroom.sheets import pdf
+        from symattn.rendering.export import pdf
 
-        return pdf(gradebook_text(book, "latex", lang), lang=lang, report=True)
+        return pdf(gradebook_text(book, "latex", lang), lang, fit_last_page=True)
     return gradebook_text(book, fmt, lang)
 
 
@@ -89,9 +89,9 @@ def feedback(row: Row, fmt: str = "markdown") -> str | bytes:
     from symattn.rendering.renderer import render_report
 
     if fmt == "pdf":
-        from symattn.classroom.sheets import pdf
+        from symattn.rendering.export import pdf
 
-        return pdf(render_report(row.report, "latex", standalone=True), lang=row.report.lang, report=True)
+        return pdf(render_report(row.report, "latex", standalone=True), row.report.lang, fit_last_page=True)
     return render_report(row.report, fmt, standalone=fmt == "latex")
 
 

@@ -245,7 +245,7 @@ def grade_variant(data: Mapping[str, Any], variant, shown: str, policy=POLICY, f
     notes, student, name = list(found), variant.id, variant.name
     try:
         given = data.get("lang")
-        lang = given if isinstance(given, str) and given in _languages() else variant.spec.lang
+        lang = given if isinstance(given, str) and given in _languages() else variant.spec.document.lang
         # against the variant's own inputs: edited inputs must not change what is right; the claims'
         # errors name the return, not "<dict>"
         loaded = claims_from_mapping({"claims": data.get("claims")}, shown, spec=variant.spec, text_blank=True)

@@ -246,7 +246,7 @@ def grade_lms(path: str | Path, variants: Sequence[Variant], policy: Mapping[str
     ]
     kinds = {a.identity for a, *_ in work}
     identity = kinds.pop() if len(kinds) == 1 else ""  # one column names every attempt, or none does
-    title = variants[0].spec.title or ""
+    title = variants[0].spec.document.title or ""
     return Gradebook(tuple(sorted(rows, key=lambda r: (r.id, r.file))), tuple(policy.items()), source, title, identity)
 
 

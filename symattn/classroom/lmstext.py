@@ -59,7 +59,11 @@ def plain_phrases(lang: str):
 
 def title(v: Variant, t) -> str:
     """The question's name: the template's title and the variant's id, escaped as ``t`` escapes."""
-    return t("lms.name", title=t.escape(v.spec.title) if v.spec.title else t("sheet.untitled"), id=t.escape(v.id))
+    return t(
+        "lms.name",
+        title=t.escape(v.spec.document.title) if v.spec.document.title else t("sheet.untitled"),
+        id=t.escape(v.id),
+    )
 
 
 def intro(v: Variant, t) -> str:

@@ -113,11 +113,11 @@ def moodle_xml(variants: Sequence[Variant], lang: str | None = None) -> bytes:
     """The question bank as UTF-8 XML bytes, the same bytes for the same variants."""
     if not variants:
         raise SpecError("ids", None, "no students: nothing to put in the quiz")
-    lang = lang or variants[0].spec.lang
+    lang = lang or variants[0].spec.document.lang
     plain = plain_phrases(lang)  # names are plain text: ElementTree escapes them once, Moodle when it shows them
     quiz = ET.Element("quiz")
     category = ET.SubElement(quiz, "question", {"type": "category"})
-    _text_element(category, "category", _category(variants[0].spec.title or plain.raw("sheet.untitled")))
+    _text_element(category, "category", _category(variants[0].spec.document.title or plain.raw("sheet.untitled")))
     _text_element(category, "info", "", "html")
     for v in variants:
         q = ET.SubElement(quiz, "question", {"type": "cloze"})

@@ -125,7 +125,7 @@ def qti_files(variants: Sequence[Variant], lang: str | None = None) -> tuple[tup
     """Every file of the package as (path in the zip, bytes), sorted by path."""
     if not variants:
         raise SpecError("ids", None, "no students: nothing to put in the quiz")
-    lang = lang or variants[0].spec.lang
+    lang = lang or variants[0].spec.document.lang
     files = [(f"{ident(v)}/{ident(v)}.xml", assessment_xml(v, lang)) for v in variants]
     digest = hashlib.sha256(b"".join(hashlib.sha256(data).digest() for _, data in files)).hexdigest()[:16]
     files.append(("imsmanifest.xml", manifest_xml(variants, digest)))

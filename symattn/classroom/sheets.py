@@ -57,7 +57,7 @@ def _sheet_view(v: Variant) -> SheetView:
     return SheetView(
         v.id,
         v.name,
-        spec.title,
+        spec.document.title,
         spec.tokens,
         spec.focus,
         scale,
@@ -86,36 +86,26 @@ def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | b
     spec = v.spec
     view = _sheet_view(v)
     if fmt in ("markdown", "html"):
-        text = render_template("sheet", "markdown", spec.lang, s=view)
+        text = render_template("sheet", "markdown", spec.document.lang, s=view)
         if fmt == "html":
             from symattn.rendering.html import page
 
-            return page(text, spec.lang)
+            return page(text, spec.document.lang)
         return text
     tex = render_template(
         "sheet",
         "latex",
-        spec.lang,
+        spec.document.lang,
         s=view,
-        paper=spec.page,
-        cjk_font=spec.cjk_font,
-        **latex_setup(list(spec.tokens) + [spec.title or "", v.name, v.id], spec.lang),
+        paper=spec.document.page,
+        cjk_font=spec.document.cjk_font,
+        **latex_setup(list(spec.tokens) + [spec.document.title or "", v.name, v.id], spec.document.lang),
     )
     if fmt == "pdf":
-        return pdf(tex, engine=spec.engine, lang=spec.lang)
+        from symattn.rendering.export import pdf
+
+        return pdf(tex, spec.document.lang, spec.document.engine)
     return tex
-
-
-def pdf(tex: str, engine: str | None = None, lang: str | None = None, *, report: bool = False) -> bytes:
-    """A PDF of the LaTeX; TeX has its own time limit, so --max-seconds does not count it (as in render).
-
-    A ``report`` (feedback, a gradebook) folds a near-empty last page into the one before.
-    """
-    from symattn.input.limits import paused
-    from symattn.rendering.pdf import latex_to_pdf
-
-    with paused():
-        return latex_to_pdf(tex, engine=engine, lang=lang, fit_last_page=report)
 
 
 def answer_values(v: Variant) -> tuple[Any, ...]:
@@ -165,25 +155,27 @@ def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool)
         (v, tuple(zip(v.asked, answer_values(v))), render(d, body, depth=depth).strip("\n"))
         for v, d in zip(variants, derivations)
     ]
-    texts = [v.name for v in variants] + [first.title or ""] + [x for v in variants for x in v.spec.tokens]
+    texts = [v.name for v in variants] + [first.document.title or ""] + [x for v in variants for x in v.spec.tokens]
     text = render_template(
         "keys",
         body,
-        first.lang,
+        first.document.lang,
         keys=keys,
-        title=first.title,
-        paper=first.page,
+        title=first.document.title,
+        paper=first.document.page,
         single=single,
-        cjk_font=first.cjk_font,
+        cjk_font=first.document.cjk_font,
         pictures=body == "latex" and any(has_pictures(d) for d in derivations),  # the preamble loads TikZ
-        **latex_setup(texts, first.lang),
+        **latex_setup(texts, first.document.lang),
     )
     if fmt == "html":
         from symattn.rendering.html import page
 
-        return page(text, first.lang)
+        return page(text, first.document.lang)
     if fmt == "pdf":
-        return pdf(text, engine=first.engine, lang=first.lang)
+        from symattn.rendering.export import pdf
+
+        return pdf(text, first.document.lang, first.document.engine)
     return text
 
 
@@ -209,8 +201,8 @@ def answers(v: Variant, lang: str | None = None) -> str:
     from symattn.rendering.phrases import Phrases, load_language
 
     # the header comment in the class's language, as every other file of the class
-    t = Phrases(load_language(lang or v.spec.lang), lambda s: s, lang or v.spec.lang)
-    comment = t("sheet.answers_comment", title=v.spec.title or t("sheet.untitled"), id=v.id)
+    t = Phrases(load_language(lang or v.spec.document.lang), lambda s: s, lang or v.spec.document.lang)
+    comment = t("sheet.answers_comment", title=v.spec.document.title or t("sheet.untitled"), id=v.id)
     lines = [
         "# " + " ".join(comment.splitlines()),
         f"student = {toml_value(v.id)}",

@@ -10,30 +10,36 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING
 
 from symattn.cli.parser import build_parser, say
 from symattn.cli.terminal import is_terminal, progress, steps
 from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, brief
+
+if TYPE_CHECKING:
+    from symattn.rendering.export import Export
 
 
 class _UsageError(SymattnError, ValueError):
     pass
 
 
-def _emit(document: str | bytes, output: str | None) -> None:
-    """The document (text goes out as UTF-8 whatever the locale; a PDF as it is) to ``-o`` or stdout."""
-    if output is not None:
-        from symattn.rendering.output import write_output
+def _emit(document: str | bytes | Iterable[bytes], output: str | None) -> None:
+    """The document (text goes out as UTF-8 whatever the locale; a PDF as it is; pieces of bytes as they are
+    made, whole before any of it is written) to ``-o`` or stdout."""
+    from symattn.rendering.output import pieces, spooled, write_output
 
+    if output is not None:
         write_output(output, document)
         return
-    data = document if isinstance(document, bytes) else document.encode("utf-8")
+    data = document.encode("utf-8") if isinstance(document, str) else spooled(document)
     stream = sys.stdout
     try:
         stream.flush()
-        stream.buffer.write(data)
+        for piece in pieces(data):
+            stream.buffer.write(piece)
         stream.buffer.flush()
     except BrokenPipeError:
         raise
@@ -54,7 +60,7 @@ def _load(spec_path: str | None, example: str | None, lang: str | None):
 
 def _render(args: argparse.Namespace) -> int:
     from symattn.derivation.derive import derive
-    from symattn.rendering.renderer import render
+    from symattn.rendering.export import export
 
     fmt = args.format = _slides(args) if args.slides else _format(args, "markdown")
     if args.standalone and fmt not in ("latex", "pdf"):  # a PDF is always made from a whole document
@@ -76,32 +82,9 @@ def _render(args: argparse.Namespace) -> int:
         figures=args.figures,
     )
     derivation = derive(spec)
-    if fmt == "html":
-        from symattn.rendering.html import derivation_page
-
-        _emit(derivation_page(derivation), args.output)
-    elif fmt in ("beamer", "beamer-pdf"):
-        from symattn.rendering.beamer import render_beamer
-
-        deck = render_beamer(derivation)
-        if fmt == "beamer":
-            _emit(deck, args.output)
-        else:
-            _emit_pdf(deck, derivation.lang, spec.engine, args)
-    elif fmt == "slides":
-        from symattn.rendering.deck import deck_page
-
-        _emit(deck_page(derivation), args.output)
-    elif fmt == "markdown" and args.output is not None and _has_room_beside(args.output):
-        from symattn.rendering.output import write_beside
-        from symattn.rendering.svg import markdown_with_files
-
-        text, files = markdown_with_files(derivation, args.output)
-        write_beside(args.output, text, files)  # the SVG files beside the document, linked from it
-    elif fmt == "pdf":
-        _emit_pdf(render(derivation, "latex", standalone=True), derivation.lang, spec.engine, args)
-    else:
-        _emit(render(derivation, fmt, standalone=args.standalone), args.output)
+    # Markdown to a file takes its figures beside it, as SVG files it links to
+    beside = args.output if fmt == "markdown" and args.output is not None and _has_room_beside(args.output) else None
+    _emit_export(export(derivation, fmt, standalone=args.standalone, beside=beside), args.output)
     return 0
 
 
@@ -137,19 +120,14 @@ def _check_export(args: argparse.Namespace) -> None:
         raise _UsageError("a PDF is binary and stdout is a terminal; write it to a file with -o FILE.pdf")
 
 
-def _emit_pdf(tex: str, lang: str, engine: str | None, args: argparse.Namespace, report: bool = False) -> None:
-    from symattn.rendering.pdf import latex_to_pdf
+def _emit_export(made: Export, output: str | None) -> None:
+    """An export to ``-o`` or stdout, with the files that go beside it (a Markdown document's figures)."""
+    if made.files and output is not None:
+        from symattn.rendering.output import write_beside
 
-    with _latex_clock():
-        data = latex_to_pdf(tex, engine=engine, lang=lang, fit_last_page=report)
-    _emit(data, args.output)
-
-
-def _latex_clock():
-    """TeX has its own time limit (limits.LATEX_SECONDS): --max-seconds stops counting while it runs."""
-    from symattn.input.limits import paused
-
-    return paused()
+        write_beside(output, made.content, made.files)
+    else:
+        _emit(made.content, output)
 
 
 def _subs(pairs: list[str] | None) -> dict[str, str] | None:
@@ -174,31 +152,28 @@ def _compute(args: argparse.Namespace) -> int:
     spec = _load(args.spec, args.example, None).with_options(subs=_subs(args.subs), backward=args.backward)
     # one key per line, each value compact: matrices stay readable and diffable; as bytes, made section
     # by section, so that no section's strings outlive it
+    if args.grad_output is not None and not args.float64:
+        raise _UsageError("--grad-output: the dO of a --float64 certificate's gradients; give --certify --float64")
     if args.float64:
-        from symattn.certificates.float_maker import compute_float64
+        from symattn.certificates.tensor_maker import compute_tensors
 
         if not args.certify:
             raise _UsageError("--float64: it makes a certificate; give --certify too")
-        parts = compute_float64(spec, digits)
+        parts = compute_tensors(spec, digits, _folder(args.output), args.grad_output)
     else:
-        parts = compute_json(spec, digits=digits, exact=not args.no_exact, certify=args.certify)
-    _emit(_spooled(parts), args.output)
+        parts = compute_json(
+            spec, digits=digits, exact=not args.no_exact, certify=args.certify, folder=_folder(args.output)
+        )
+    _emit((part.encode("utf-8") for part in parts), args.output)
     return 0
 
 
-def _spooled(parts: Iterator[str]) -> bytes:
-    """The document made of ``parts``, held on disk while they are made: at 1024 tokens the sections made
-    so far are ~100 MB, and the model that makes the next one is at its largest meanwhile."""
-    import tempfile
+def _folder(output: str | None) -> str:
+    """The folder a certificate is written to, which its file paths are relative to: -o's (a file's), or the
+    current one (stdout, a device, a FIFO: wherever it is kept, most likely here)."""
+    from symattn.rendering.output import is_file_name
 
-    try:
-        with tempfile.TemporaryFile() as spool:
-            for part in parts:
-                spool.write(part.encode("utf-8"))
-            spool.seek(0)
-            return spool.read()
-    except OSError as exc:  # the temporary folder full or not writable
-        raise OutputError.from_os(tempfile.gettempdir(), exc) from None
+    return os.path.dirname(output) or "." if output is not None and is_file_name(output) else "."
 
 
 def _example(args: argparse.Namespace) -> int:
@@ -212,8 +187,8 @@ def _check(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from symattn.checking.checker import check
-    from symattn.checking.report import report_data
     from symattn.input import builtin
+    from symattn.rendering.export import export
 
     if bool(args.claims) == bool(args.example):
         raise _UsageError("give a CLAIMS file or --example (not both)")
@@ -233,22 +208,7 @@ def _check(args: argparse.Namespace) -> int:
             cjk_font=args.cjk_font or report.cjk_font,
             engine=args.engine or report.engine,
         )
-    if args.format == "json":
-        import json
-
-        _emit(json.dumps(report_data(report), ensure_ascii=False, indent=2) + "\n", args.output)
-    elif args.format == "html":
-        from symattn.rendering.html import report_page
-
-        _emit(report_page(report), args.output)
-    elif args.format == "pdf":
-        from symattn.rendering.renderer import render_report
-
-        _emit_pdf(render_report(report, "latex", standalone=True), report.lang, report.engine, args, report=True)
-    else:
-        from symattn.rendering.renderer import render_report
-
-        _emit(render_report(report, args.format, standalone=args.standalone), args.output)
+    _emit_export(export(report, args.format, standalone=args.standalone), args.output)
     return 0 if report.ok else 1
 
 
@@ -328,7 +288,9 @@ def _grade(args: argparse.Namespace) -> int:
         if args.seed is not None or args.count is not None or args.roster is not None:
             raise _UsageError("--seed, --count and --roster go with --lms-csv; a class folder has its index.csv")
         book = grade(args.folder, args.index, args.template, policy, progress("grading"))
-    with _latex_clock() if "pdf" in (fmt, args.feedback_format) else nullcontext():
+    from symattn.rendering.export import tex_clock
+
+    with tex_clock() if "pdf" in (fmt, args.feedback_format) else nullcontext():
         document = gradebook_document(book, fmt, lang, args.assignment_id)
         made = feedback_files(book, args.feedback_format) if args.feedback else ()
     if args.feedback:  # everything is made before anything is written
@@ -341,34 +303,38 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    import json
-
+    from symattn.input.errors import SpecError
     from symattn.input.floats import read_result
     from symattn.input.spec import load_spec
-    from symattn.kernel import tolerance
-    from symattn.kernel.compare import WORST, compare, comparison_data, render_comparison
-    from symattn.kernel.comparison_report import passes_max_ulp
+    from symattn.kernel import report, spread, tolerance
+    from symattn.kernel.spec_comparison import WORST, compare
 
+    if args.summary and args.format != "json":
+        raise SpecError("--summary", None, "leaves the entries out of the JSON: give --format json too")
     rtol, atol = tolerance.options(args.rtol, args.atol)
     spec = load_spec(args.spec)
-    result = read_result(args.result, args.dtype)
-    naive = None if args.naive is None else read_result(args.naive, args.dtype)
+    layout = "bhnd" if args.quantity.startswith("lse") else spec.kernel.layout  # an LSE is (B, H, N) in both
+    results = [read_result(path, args.dtype, layout) for path in args.result]
+    naive = None if args.naive is None else read_result(args.naive, args.dtype, layout)
     grad_output = None if args.grad_output is None else read_result(args.grad_output)
-    # JSON, --all and a verdict (its worst place must be the decided one) decide every entry; a plain
-    # text report only those it can show
-    full = args.all or args.format == "json" or naive is not None or rtol is not None or atol is not None
-    listed = None if full else WORST
-    comparison = compare(spec, result, args.quantity, args.lse_base, grad_output, listed)
-    verdict = tolerance.verdict(comparison, result, naive, rtol, atol)
-    if args.format == "json":
-        data = comparison_data(comparison, verdict, args.max_ulp)
-        _emit(json.dumps(data, ensure_ascii=False, indent=2) + "\n", args.output)
+    # JSON, --all and a verdict (its worst place, and what passes --max-ulp, must be decided) decide every
+    # entry; a plain text report only those it can show
+    full = args.format == "json" or args.all or naive is not None or rtol is not None or atol is not None
+    full = full or args.max_ulp is not None or len(results) > 1
+    listed = None if args.all else WORST
+    reports = []
+    for result in results:
+        comparison = compare(spec, result, args.quantity, args.lse_base, grad_output, None if full else WORST)
+        reports.append(report.judge(comparison, result, naive, rtol, atol, args.max_ulp, listed=listed))
+    if len(reports) > 1:  # several runs of one kernel: their bitwise spread, and each run's own distance
+        where = reports[0].comparison.where
+        lined = [where.line_up(r) for r in results]
+        made = report.of_runs(reports, spread.spread(lined, reports[0].comparison.format))
     else:
-        lang = _language(args.lang) if args.lang else "en"
-        _emit(render_comparison(comparison, lang, args.all, tolerance=verdict, max_ulp=args.max_ulp), args.output)
-    over = args.max_ulp is not None and not passes_max_ulp(comparison.worst, args.max_ulp)
-    failed = verdict is not None and not verdict.passed
-    return 1 if over or failed or comparison.not_finite else 0
+        made = reports[0]
+    lang = _language(args.lang) if args.lang else "en"
+    _emit(made.to_json(args.summary) if args.format == "json" else made.text(lang), args.output)
+    return 0 if made.ok else 1
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -385,11 +351,7 @@ def _verify(args: argparse.Namespace) -> int:
     files = "".join(f"{args.certificate}: {line}\n" for line in result.files)  # what was hashed, or absent
     paths = "".join(f"{args.certificate}: {line}\n" for line in result.paths)
     if result.ok:
-        _emit(
-            f"{args.certificate}: {result.checked} values verified: each exact value lies in its bounds, and "
-            "every point of the bounds rounds to the value shown\n" + paths + files,
-            None,
-        )
+        _emit(f"{args.certificate}: {result.checked} values verified: {result.claim}\n" + paths + files, None)
         return 0
     _emit(files, None)
     return 1
@@ -454,7 +416,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if not hasattr(args, "max_seconds"):
             return run(args)
         from symattn.input.errors import evaluating
-        from symattn.input.limits import deadline
+        from symattn.input.limits import alarm_guard, deadline
 
         subject = (
             getattr(args, "spec", None)
@@ -465,7 +427,9 @@ def _main(argv: Sequence[str] | None) -> int:
             or getattr(args, "certificate", None)
             or args.command
         )
-        with deadline(args.max_seconds, subject), evaluating(subject):  # a rounding not decided names the file
+        # a rounding not decided names the file (evaluating); an alarm that some code turned into another
+        # error (a ValueError caught, then a StopIteration) is still the time limit (alarm_guard)
+        with deadline(args.max_seconds, subject), alarm_guard(), evaluating(subject):
             with steps(args.command) if args.command in ("render", "compute", "check") else nullcontext():
                 return run(args)
     except SymattnError as exc:

@@ -184,8 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     compute.add_argument(
         "--float64",
         action="store_true",
-        help="with --certify: certify only the output, by the float64 path with rigorous bounds (float32 "
-        "inputs, kernel sizes; at most 13 --digits), arb where the bound does not decide",
+        help="with --certify: certify the output and the log-sum-exp (both bases) of every (batch, head) by the "
+        "float64 path with rigorous bounds (float32 inputs, kernel sizes; at most 13 --digits), arb where the "
+        "bound does not decide",
+    )
+    compute.add_argument(
+        "--grad-output",
+        metavar="FILE",
+        help="with --certify --float64: also certify dQ, dK and dV for this dO (.npy or JSON, the shape of O)",
     )
     compute.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(compute)
@@ -292,14 +298,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     compare = sub.add_parser(
         "compare",
-        help="a float result of O or A (.npy or JSON) against the exact values, "
-        "in ULPs; exit 1 past --max-ulp or on NaN",
+        help="a float result of O, A, the LSE or a gradient (.npy, .safetensors or JSON) against the exact "
+        "values, in ULPs; exit 1 past --max-ulp or on NaN",
     )
     compare.add_argument("spec", metavar="SPEC", help="the TOML or JSON spec the result was computed from")
     compare.add_argument(
         "result",
         metavar="RESULT",
-        help=".npy (float16, float32 or float64; numpy.save of a tensor) or JSON (an array of rows)",
+        nargs="+",
+        help=".npy (numpy.save of a tensor), FILE.safetensors[:NAME] or JSON (an array of rows); several "
+        "results of one kernel: their bitwise spread, and each one's distance to the exact values",
     )
     compare.add_argument(
         "--quantity",
@@ -317,10 +325,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--dtype",
-        choices=("float16", "bfloat16", "float32", "float64"),
-        help="the format whose ULP measures a JSON result (default float64; a .npy file says its own)",
+        choices=("float8_e4m3fn", "float8_e5m2", "float16", "bfloat16", "float32", "float64"),
+        help="the format whose ULP measures the result: a JSON result's (default float64), or a file's whose "
+        "values are all of it (a bfloat16 result saved as float32; a file says its own by default)",
     )
     compare.add_argument("--format", choices=("text", "json"), default="text")
+    compare.add_argument(
+        "--summary", action="store_true", help="with --format json: the summaries and verdicts, not every entry"
+    )
     compare.add_argument("--all", action="store_true", help="list every entry, not only the ten largest errors")
     compare.add_argument("--max-ulp", type=_ulps, metavar="X", help="exit 1 if any error exceeds X ULP")
     compare.add_argument(

@@ -194,7 +194,7 @@ def _head_backward(
     g.update({name: shown[name] for p in model.stage_parts(variants.DENOMINATOR) for name in p.gradients})
     n, m = model.n_queries, model.n_keys
     f = spec.focus
-    every = spec.expand == "all"
+    every = spec.document.expand == "all"
     rows = range(n) if every else [f]
     keys = range(m) if every else [top_keys(model, f)[0]]
     A = fig.weights

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
     """Scores, scaling, masking, softmax, weights × V and the matrix form."""
     f = spec.focus
-    rows = range(model.n_queries) if spec.expand == "all" else [f]
+    rows = range(model.n_queries) if spec.document.expand == "all" else [f]
     scale_kind, scale_value = scale_parts(spec)
     turned = next((p.scores_step(spec, model, fig) for p, _ in variants.stage(spec, QK)), None)
     Q, K = (spec.Q, spec.K) if turned is None else turned[1:]  # a Q/K part's: the dots of its Q' and K'
@@ -85,7 +85,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
         for i in rows
     )
     av_dots: tuple[Dot, ...] = ()
-    if spec.expand == "all":
+    if spec.document.expand == "all":
         av_dots = tuple(
             Dot(i, k, tuple((fig.weights[i][j], spec.V[j][k]) for j in range(model.n_keys)), fig.output[i][k])
             for i in range(model.n_queries)
@@ -153,7 +153,7 @@ def _projecting(spec: Spec) -> Projecting:
     for name, result in (("Q", spec.Q), ("K", spec.K), ("V", spec.V)):
         X, W, b = p.weights(name)
         rows: range | list[int]
-        if spec.expand == "all":
+        if spec.document.expand == "all":
             rows = range(len(X))
         elif name == "Q" or not spec.is_cross:
             rows = [spec.focus]
@@ -174,7 +174,7 @@ def derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
     from symattn.exact.symbolic import formulas, logistic
     from symattn.input.formula import Formula
 
-    rows = range(len(spec.tokens)) if spec.expand == "all" else [spec.focus]
+    rows = range(len(spec.tokens)) if spec.document.expand == "all" else [spec.focus]
     scale_kind, scale_value = scale_parts(spec)
     root = Formula("", sympy.sqrt(spec.d_k))
     S, Z, E, A, O = (formulas(getattr(model, q)) for q in ("scores", "scaled", "exp", "weights", "output"))
@@ -222,7 +222,7 @@ def derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
         )
     )
     av_dots: tuple[Dot, ...] = ()
-    if spec.expand == "all":
+    if spec.document.expand == "all":
         av_dots = tuple(
             Dot(i, k, tuple((A[i][j], spec.V[j][k]) for j in range(len(spec.keys))), O[i][k])
             for i in range(len(spec.tokens))
@@ -323,7 +323,7 @@ def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
     ]
     if spec.W_O is not None:
         result = mh.figures_output(spec, concat)
-        rows = range(len(spec.tokens)) if spec.expand == "all" else [spec.focus]
+        rows = range(len(spec.tokens)) if spec.document.expand == "all" else [spec.focus]
         dots = tuple(
             Dot(
                 i,

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 from types import GeneratorType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from symattn import variants
+from symattn.certificates.exact_maker import certificate_section, certified_head
 from symattn.derivation.closed_forms import Printer, Structure
 from symattn.derivation.modern import modern_inputs
 from symattn.exact.base import AttentionModel
 from symattn.exact.factory import build
 from symattn.exact.model import Model
 from symattn.input.decimals import round_half_up, terminating_decimals
-from symattn.input.errors import SpecError
 from symattn.input.reader import is_numbers
 from symattn.input.sources import hashes, spec_sources
 from symattn.input.spec import Matrix, Spec
@@ -137,23 +137,30 @@ def compute(
 
     ``exact=False`` leaves out the closed forms: printing them is most of the
     time for large inputs. ``model``: the spec's exact model, if already built.
-    ``certify`` adds each value's deciding enclosure (``bounds``) and a ``certificate``
-    section that ``symattn verify-certificate`` re-checks on its own (one head).
+    ``certify`` gives instead each value with its deciding enclosure (``bounds``) and a ``certificate``
+    section that ``symattn verify-certificate`` re-checks on its own (one head): only what it checks, so
+    no closed forms; its file paths are relative to the spec's folder (see :func:`compute_json`).
     """
-    return _whole(_sections(spec, model, digits, exact, certify))
+    return _whole(_sections(spec, model, digits, exact, certify, None))
 
 
 def compute_json(
-    spec: Spec, model: AttentionModel | None = None, digits: int = 15, exact: bool = True, certify: bool = False
+    spec: Spec,
+    model: AttentionModel | None = None,
+    digits: int = 15,
+    exact: bool = True,
+    certify: bool = False,
+    folder: str | Path | None = None,
 ) -> Iterator[str]:
-    """:func:`compute` as the text of a JSON object, one key per line, each value compact, in pieces.
+    """:func:`compute` as the text of a JSON object, one key per line, each value compact, in pieces; a
+    certificate's file paths relative to ``folder``, where it will lie (None: the spec's folder).
 
     Each section is turned into text as soon as it is computed and then let go: at 1024 tokens
     the strings of every matrix at once would take hundreds of MB.
     """
     yield "{\n"
     first = True
-    for key, value in _sections(spec, model, digits, exact, certify):
+    for key, value in _sections(spec, model, digits, exact, certify, folder):
         yield ("" if first else ",\n") + f"  {json.dumps(key)}: {_json(value)}"
         first = False
     yield "\n}\n"
@@ -172,71 +179,25 @@ def _whole(value: Any) -> Any:
 
 
 def _sections(
-    spec: Spec, model: AttentionModel | None, digits: int, exact: bool, certify: bool
+    spec: Spec, model: AttentionModel | None, digits: int, exact: bool, certify: bool, folder: str | Path | None
 ) -> Iterator[tuple[str, Any]]:
     if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= MAX_DIGITS:
         raise ValueError(f"digits must be an integer from 1 to {MAX_DIGITS}, got {digits!r}")
     owned = model is None  # a model of our own: its caches go as soon as they have served
     model = build(spec) if model is None else model
     if certify:
-        if model.kind != "head":
-            raise SpecError(spec.source, None, "--certify covers one head without symbols or --backward")
-        refused = variants.certify_refusal(spec)  # its re-check knows z = S·scale of rational scores only
-        if refused is not None:
-            raise SpecError(spec.source, *refused)
-        head = cast(Model, model)  # kind "head" is one Model
-        out = {**_inputs(spec), **dict(_head(head, digits, exact, certify=True))}
-        out["certificate"] = _certificate(spec, head, out, digits)
+        head = certified_head(spec, model)
+        files = hashes(spec_sources(spec, folder))  # before the work: a file outside the folder is refused
+        # no closed forms: a certificate holds only what verify-certificate checks
+        out = {**_certified_inputs(spec), **dict(_head(head, digits, exact=False, certify=True))}
+        out["certificate"] = certificate_section(spec, head, out, digits, files)
         yield from out.items()
         return
     yield from _COMPUTE[model.kind](spec, model, digits, exact, owned)
 
 
-CERTIFIED = ("scale", "sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
-
-
-def _certificate(spec: Spec, model: Model, out: dict[str, Any], digits: int) -> dict[str, Any]:
-    """How the bounds were found, the exact inputs they follow from, and the values known to be rational."""
-
-    def exact(m: Matrix) -> list[list[str]]:
-        assert is_numbers(m)  # a certificate is of one head without symbols
-        return [[str(x.value) for x in row] for row in m]
-
-    bits = 0
-    for name in CERTIFIED:
-        rows = out[name]["bounds"]
-        for bound in (
-            rows
-            if isinstance(rows[0], list) and isinstance(rows[0][0], list)
-            else [rows]
-            if isinstance(rows[0], list)
-            else [[rows]]
-        ):
-            for lo, _ in bound:
-                if lo != "-inf":
-                    bits = max(bits, Fraction(Decimal(lo)).denominator.bit_length() - 1)  # past int(str)'s limit
-    scale = spec.scale if spec.scale == "sqrt" else "1" if spec.scale == "none" else str(spec.scale.value)
-    rational = {}
-    for name in CERTIFIED:
-        table = [[None if x is None else str(x) for x in row] for row in model.rationals(name)]
-        # shaped as the values are: scalars, a column as a list, matrices
-        rational[name] = (
-            table[0][0] if name in ("scale", "sqrt_dk") else [row[0] for row in table] if name == "exp_sum" else table
-        )
-    balls = "python-flint arb balls for exp" if model.numeric_engine == "flint" else "mpmath for exp"
-    return {
-        "method": f"interval arithmetic at a fixed binary point (mpmath intervals for √d_k, {balls}, exact "
-        "integers for sums and products); rationals exactly",
-        "precision_bits": bits,
-        "digits": digits,
-        "inputs": {"Q": exact(spec.Q), "K": exact(spec.K), "V": exact(spec.V), "scale": scale},
-        "rational": rational,
-        # the SHA-256 of the spec file and of any input file it names: the certificate binds to them
-        "files": hashes(spec_sources(spec)),
-    }
-
-
-def _inputs(spec: Spec) -> dict[str, Any]:
+def _certified_inputs(spec: Spec) -> dict[str, Any]:
+    """The labels, the projected Q, K, V (where there are projections) and the mask, which holds any window."""
     out: dict[str, Any] = {"tokens": list(spec.tokens)}
     if spec.is_cross:
         out["key_tokens"] = list(spec.key_tokens)
@@ -245,7 +206,11 @@ def _inputs(spec: Spec) -> dict[str, Any]:
     out["mask"] = [
         [spec.allowed is None or spec.allowed[i][j] for j in range(len(spec.keys))] for i in range(len(spec.tokens))
     ]
-    return {**out, **modern_inputs(spec)}  # issue 20: the groups, the window, the causal alignment
+    return out
+
+
+def _inputs(spec: Spec) -> dict[str, Any]:
+    return {**_certified_inputs(spec), **modern_inputs(spec)}  # issue 20: the groups, the window, the alignment
 
 
 # Each kind's sections, made one at a time (a generator as a value: a table made the same way).

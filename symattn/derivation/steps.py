@@ -348,6 +348,7 @@ class Derivation:
     heading_level: int = 1  # the level of the top heading (1: LaTeX \section, Markdown #)
     numbered: bool = False  # LaTeX headings numbered, in the table of contents
     figures: str = "all"  # "all", "weights" (the heatmaps only) or "none"
+    engine: str | None = None  # a PDF's TeX engine; None: pdflatex where it sets every character, else xelatex
 
 
 def top_keys(model: Model, row: int) -> tuple[int, ...]:
@@ -365,9 +366,9 @@ def attended_keys(model: Model, row: int) -> tuple[int, ...]:
 
 def pictures(spec: Spec, name: str, panels: tuple[ShownRows, ...]) -> tuple[Picture, ...]:
     """The picture of a matrix, one panel per head, unless the spec asks for no figures."""
-    if spec.figures == "none":
+    if spec.document.figures == "none":
         return ()
-    return (Picture(name, panels, spec.allowed, name == "A" and spec.figures == "all"),)
+    return (Picture(name, panels, spec.allowed, name == "A" and spec.document.figures == "all"),)
 
 
 def transpose(m: Matrix) -> Matrix:
@@ -380,23 +381,24 @@ def scale_parts(spec: Spec) -> tuple[str, Numeral | None]:
 
 def assemble(spec: Spec, steps: tuple[AnyStep, ...], symbolic: bool = False) -> Derivation:
     return Derivation(
-        spec.title,
-        spec.lang,
+        spec.document.title,
+        spec.document.lang,
         spec.tokens,
         spec.keys,
         spec.focus,
         spec.rounding,
-        spec.expand,
+        spec.document.expand,
         steps,
         spec.softmax,
         spec.mask,
         symbolic,
         columns(spec),
-        spec.page,
-        spec.cjk_font,
-        spec.heading_level,
-        spec.numbered,
-        spec.figures,
+        spec.document.page,
+        spec.document.cjk_font,
+        spec.document.heading_level,
+        spec.document.numbered,
+        spec.document.figures,
+        spec.document.engine,
     )
 
 

@@ -17,7 +17,8 @@ import sympy
 
 from symattn.exact import engine, numeric
 from symattn.exact.numeric import Fixed
-from symattn.variants.base import MAP, narrow, sub
+from symattn.variants.base import MAP
+from symattn.variants.forms import narrow, sub
 
 ROWS_AT_ONCE = 64  # rows of exps made at once where only the weights need them
 LARGE = 1 << 18  # scores (queries × keys) from which the weights' exps are made a few rows at a time

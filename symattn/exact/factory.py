@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 def build(spec: Spec) -> AttentionModel:
     """The exact model a spec asks for: symbols, several heads (or W_O), or one head; with
     ``[backward]``, the backward pass over it."""
-    if spec.batches:  # issue 22: several batches are compare's, on its float64 path
+    if spec.kernel.batches:  # issue 22: several batches are compare's, on its float64 path
         from symattn.input.errors import SpecError
 
         raise SpecError(
             spec.source,
             "Q",
-            f"a batch of {spec.batch} is for compare (with float32-valued inputs); a derivation takes one batch",
+            f"a batch of {spec.kernel.batch} is for compare (with float32-valued inputs); a derivation takes one batch",
         )
     n, m = len(spec.tokens), len(spec.keys)
     if max(n, m) > limits.TOKENS:  # kernel-sized files: the float64 path's (compare), never Python objects

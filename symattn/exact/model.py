@@ -49,8 +49,8 @@ from symattn.exact.rationals import Rationals
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
 from symattn.input.spec import Spec
-from symattn.variants.base import ADD, DENOMINATOR, MAP, QK, upper
-from symattn.variants.forms import Forms, Unordered
+from symattn.variants.base import ADD, DENOMINATOR, MAP, QK
+from symattn.variants.forms import Forms, Unordered, upper
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,14 +10,15 @@ only ``compare`` takes them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from symattn.input import filematrix, limits
 from symattn.input.errors import LimitError, ShapeError, SpecError, brief
 from symattn.input.filematrix import FileMatrix
 from symattn.input.reader import Reader
+
+if TYPE_CHECKING:  # numpy only where files are read: render of a spec of numbers starts without it
+    import numpy as np
 
 LAYOUTS = ("bhnd", "bnhd")
 Batch = tuple[FileMatrix, FileMatrix, FileMatrix]  # one batch's Q, K, V, each (N, heads · D)
@@ -32,6 +33,8 @@ def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any
     given = {key: data.get(key) for key in ("Q", "K", "V")}
     if not all(filematrix.names_file(v) for v in given.values()) or reader.folder is None:
         return dict(data), (), layout
+    from symattn.input import tensorfile  # numpy's: only for a spec that names files
+
     raw = {key: str(v) for key, v in given.items()}
     arrays = {key: filematrix.read_array(v, key, reader.source, reader.folder) for key, v in raw.items()}
     for key, a in arrays.items():
@@ -39,7 +42,7 @@ def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any
             shape = ", ".join(map(str, a.values.shape))
             raise ShapeError(reader.source, key, f"{raw[key]!r}: shape ({shape}) has an axis of length 0 (no entries)")
     axes = {key: a.values.ndim for key, a in arrays.items()}
-    if all(_leading_ones(a.values) for a in arrays.values()):  # matrices (or a batch of one, one head)
+    if all(tensorfile.one_head(a.values.shape, layout) for a in arrays.values()):  # one head each: matrices
         out = dict(data)
         for key, a in arrays.items():
             out[key] = filematrix.matrix_of(a, raw[key], key, reader.source, limits.KERNEL_TOKENS)
@@ -68,6 +71,8 @@ def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any
     _given(reader, data, "heads", heads)
     if kv < heads or "kv_heads" in data:
         _given(reader, data, "kv_heads", kv)
+    import numpy as np
+
     for key, M in bhnd.items():
         bad = np.argwhere(~np.isfinite(M))
         if bad.size:
@@ -85,10 +90,6 @@ def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any
     return out, batches if batch > 1 else (), layout  # type: ignore[return-value]
 
 
-def _leading_ones(values: np.ndarray) -> bool:
-    return values.ndim <= 2 or all(n == 1 for n in values.shape[:-2])
-
-
 def _bhnd(values: np.ndarray, layout: str) -> np.ndarray:
     if values.ndim == 3:
         values = values[None]
@@ -97,6 +98,8 @@ def _bhnd(values: np.ndarray, layout: str) -> np.ndarray:
 
 def _side_by_side(heads: np.ndarray, fmt: str, name: str, key: str, reader: Reader) -> FileMatrix:
     """(H, N, D) as (N, H·D): the heads' column blocks side by side, as a multi-head spec has them."""
+    import numpy as np
+
     h, n, d = heads.shape
     if n > limits.KERNEL_TOKENS or h * d > limits.DIMS:
         raise LimitError(reader.source, key, f"{n}×{h * d} per batch; at most {limits.KERNEL_TOKENS}×{limits.DIMS}")
@@ -136,6 +139,8 @@ def arrange(result: Any, layout: str, quantity: str, batch: int, heads: int) -> 
                 f"{values.shape[0]} batches × {values.shape[1]} heads ({layout}); the spec has {batch} × {heads}",
             )
         values = values.transpose(2, 0, 1, 3).reshape(values.shape[2], -1)
+    import numpy as np
+
     values = np.ascontiguousarray(values)
     return type(result).of_array(result.source, result.format, values)
 

@@ -19,13 +19,16 @@ from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
-import numpy as np
-
-from symattn.input import limits, tensorfile
+from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.numeral import Numeral
+
+if TYPE_CHECKING:  # numpy only where a file is read: render of a spec of numbers starts without it
+    import numpy as np
+
+    from symattn.input import tensorfile
 
 _NAME = re.compile(r"(?P<path>[^:]+\.(?P<kind>npy|safetensors))(?::(?P<tensor>[^:]+))?")
 
@@ -60,10 +63,14 @@ class FileMatrix(Sequence[tuple[Numeral, ...]]):
 
     def columns(self, start: int, stop: int) -> FileMatrix:
         """Columns start to stop (0-based, stop excluded): one head's block, still an array."""
+        import numpy as np
+
         return FileMatrix(np.ascontiguousarray(self.array[:, start:stop]), self.format, self.name)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FileMatrix):
+            import numpy as np
+
             return self.array.shape == other.array.shape and bool(np.array_equal(self.array, other.array))
         return isinstance(other, tuple) and tuple(self) == other
 
@@ -145,6 +152,8 @@ def read_array(raw: str, key: str, source: str, folder: Path | None) -> tensorfi
         raise error(f"{_brief(name)}: leads outside the spec's folder (through a link)")
     data = _read_bytes(real, name, error)
     shown = _brief(name)
+    from symattn.input import tensorfile
+
     try:
         if match["kind"] == "npy":
             return tensorfile.read_npy(shown, data)
@@ -178,6 +187,8 @@ def matrix_of(array: tensorfile.Array, raw: str, key: str, source: str, max_rows
     if rows > max_rows or cols > limits.DIMS:
         raise LimitError(source, key, f"{_brief(raw)}: {rows}×{cols}; at most {max_rows}×{limits.DIMS}")
     values = values.reshape(rows, cols)
+    from symattn.input import tensorfile
+
     bad = tensorfile.not_finite(values)
     if bad:
         (i, j), what = bad[0]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from symattn.input import limits
-from symattn.input.errors import LimitError, SpecError, brief, shown
+from symattn.input.errors import LimitError, SpecError, brief, clip, shown
 from symattn.input.numeral import NumeralError
 
 
@@ -103,22 +103,23 @@ def parse_text(text: str, source: str, json_: bool = False) -> dict[str, Any]:
 
 def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
     if json_:
+        twice: list[bool] = []
         try:
             data = json.loads(
                 text,
                 parse_float=FloatText,
                 parse_int=FloatText,
                 parse_constant=_reject_constant,
-                object_pairs_hook=once_each,
+                object_pairs_hook=lambda pairs: _table(pairs, twice),
             )
-        except TwiceError as exc:
-            raise SpecError(source, None, f"{exc} in one object; keep one") from None
         except json.JSONDecodeError as exc:
             raise SpecError(source, None, f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
         except NumeralError as exc:
             raise SpecError(source, None, str(exc)) from None
         if not isinstance(data, dict):
             raise SpecError(source, None, f"expected a JSON object, got {kind_of(data)}")
+        if twice:
+            _refuse_twice(data, source)
         return data
     try:
         return tomllib.loads(text, parse_float=_toml_float)
@@ -170,6 +171,44 @@ def _check_nesting(data: dict[str, Any], source: str) -> None:
     path = level[0][0]
     key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
     raise _too_deep(source, key)
+
+
+class _Twice(dict):
+    """A JSON object that gave ``key`` more than once (json would keep the last copy and say nothing)."""
+
+    key = ""
+
+
+def _table(pairs: list[tuple[str, Any]], twice: list[bool]) -> dict[str, Any]:
+    table = dict(pairs)
+    if len(table) == len(pairs):
+        return table
+    marked = _Twice(table)
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            marked.key = key
+            break
+        seen.add(key)
+    twice.append(True)
+    return marked
+
+
+def _refuse_twice(data: dict[str, Any], source: str) -> None:
+    """One line naming the first key given twice, in the file's order, and the object it lies in (see
+    :func:`once_each`; the object is found afterwards, as json's hook does not know where it is)."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:  # depth first, in the file's order; a stack, so any depth is safe
+        path, value = stack.pop()
+        if isinstance(value, _Twice):
+            where = clip(path.lstrip("."), 100) or None  # the keys on the way are user text too
+            raise SpecError(source, where, f"the key {brief(value.key)} twice in one object; keep one")
+        items = (
+            [(f"{path}.{k}", v) for k, v in value.items()]
+            if isinstance(value, dict)
+            else [(f"{path}[{i}]", v) for i, v in enumerate(value, 1)]
+        )
+        stack += [(p, v) for p, v in reversed(items) if isinstance(v, (dict, list))]
 
 
 def _reject_constant(name: str) -> None:

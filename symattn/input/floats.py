@@ -1,13 +1,15 @@
 """Float results read exactly: a ``.npy`` file (NumPy's format, also what ``numpy.save(t.numpy())``
-writes for a torch tensor) or a JSON array, each entry as the exact rational it stands for.
+writes for a torch tensor), a tensor of a ``.safetensors`` file (``FILE.safetensors:NAME``) or a JSON
+array, each entry as the exact rational it stands for.
 
 A binary float is a dyadic rational, so ``Fraction(x)`` is exact; a JSON number is
 read from its decimal text with a strict grammar, never through ``float()``. NaN and
 infinities stay as they are (``None`` with a note of which): a kernel that returns
 them has an error the report must show, not a crash.
 
-The ``.npy`` header is a Python dict literal; it is matched against a fixed grammar,
-never evaluated (``tensorfile.py``, shared with the spec keys that name a file).
+The files are read by numpy's and safetensors' own readers within our limits (``tensorfile.py``,
+shared with the spec keys that name a file). A file's dtype is its format unless ``--dtype`` names
+another that holds every value exactly: a bfloat16 result saved as float32 is measured in bfloat16's ULPs.
 """
 
 from __future__ import annotations
@@ -27,9 +29,17 @@ from symattn.input import limits, tensorfile
 from symattn.input.errors import LimitError, SpecError
 
 # precision p (significand bits, with the hidden one) and the smallest normal exponent of each format
-FORMATS = {"float16": (11, -14), "bfloat16": (8, -126), "float32": (24, -126), "float64": (53, -1022)}
+FORMATS = {
+    "float8_e4m3fn": (4, -6),
+    "float8_e5m2": (3, -14),
+    "float16": (11, -14),
+    "bfloat16": (8, -126),
+    "float32": (24, -126),
+    "float64": (53, -1022),
+}
 # the least magnitude that rounds to infinity in float64: the largest float plus half its spacing
 FLOAT64_LIMIT = Fraction(2) ** 1024 - Fraction(2) ** 970
+_SAFETENSORS = re.compile(r"(?P<path>.+\.safetensors):(?P<name>[^:/\\]+)")
 _DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]{1,4})?")
 
 
@@ -103,14 +113,22 @@ class ArrayRows(Sequence):
         return hash(tuple(self))
 
 
-def read_result(path: str | Path, fmt: str | None = None) -> FloatResult:
-    """A float matrix from ``.npy`` (its own dtype; ``fmt`` must agree) or ``.json`` (``fmt``, default float64)."""
+def read_result(path: str | Path, fmt: str | None = None, layout: str = "bhnd") -> FloatResult:
+    """A float matrix from ``.npy`` or ``.safetensors`` (``FILE.safetensors:NAME``: its own dtype, or ``fmt``
+    where every value is one of that format) or ``.json`` (``fmt``, default float64); an array's axes are
+    read in ``layout``."""
     source = str(path)
     if fmt is not None and fmt not in FORMATS:
         raise SpecError(source, None, f"unknown float format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    named = _SAFETENSORS.fullmatch(source)
+    if named is not None and not Path(path).is_file():  # FILE.safetensors:NAME
+        data = _read_bytes(named["path"])
+        return array_result(source, tensorfile.read_safetensors(source, data, named["name"]), fmt, layout)
     data = _read_bytes(path)
+    if source.lower().endswith(".safetensors"):
+        return array_result(source, tensorfile.read_safetensors(source, data, None), fmt, layout)
     if source.lower().endswith(".npy") or data.startswith(tensorfile.NPY_MAGIC):
-        return _npy(source, data, fmt)
+        return array_result(source, tensorfile.read_npy(source, data), fmt, layout)
     return _json(source, data, fmt or "float64")
 
 
@@ -129,14 +147,15 @@ def _read_bytes(path: str | Path) -> bytes:
     return data
 
 
-def _npy(source: str, data: bytes, fmt: str | None) -> FloatResult:
-    array = tensorfile.read_npy(source, data)
+def array_result(source: str, array: tensorfile.Array, fmt: str | None = None, layout: str = "bhnd") -> FloatResult:
+    """A result of a file's array (or a tensor's) in ``layout``, measured in ``fmt`` (default: its own format)."""
     if fmt is not None and fmt != array.format:
-        raise SpecError(source, "descr", f"the file holds {array.format}, not {fmt}")
+        in_format(source, array.values, fmt, array.format)
+        array = tensorfile.Array(fmt, array.values)
     shape = list(array.values.shape)
     parts = ", ".join(map(str, shape))
-    while len(shape) > 2 and shape[0] == 1:  # (1, n, d) and (1, 1, n, d): a batch of one, one head
-        shape.pop(0)
+    while len(shape) > 2 and shape[0] == 1 and (len(shape) > 3 or tensorfile.one_head(tuple(shape), layout)):
+        shape.pop(0)  # (1, n, d) and (1, 1, n, d): a batch of one, one head; a batch of one
     if len(shape) == 1:
         shape = [1, shape[0]]
     if len(shape) in (3, 4) and 0 not in shape:  # batch and head axes: compare lines them up with the spec's
@@ -153,6 +172,21 @@ def _npy(source: str, data: bytes, fmt: str | None) -> FloatResult:
             f"{rows}×{cols}; at most {limits.KERNEL_TOKENS} rows or columns and {limits.TENSOR_ENTRIES} entries",
         )
     return FloatResult.of_array(source, array.format, array.values.reshape(rows, cols))
+
+
+def in_format(source: str, values: np.ndarray, fmt: str, held: str) -> None:
+    """Refuse, in one line naming the first, a finite value that is not one of ``fmt``'s (the file holds ``held``)."""
+    with np.errstate(all="ignore"):  # out of range: inf or NaN, unequal to the value
+        back = values.astype(tensorfile.dtype_of(fmt)).astype(np.float64)
+    wrong = np.isfinite(values) & (back != values)
+    if wrong.any():
+        at = tuple(int(i) for i in np.argwhere(wrong)[0])
+        raise SpecError(
+            source,
+            None,
+            f"the value at [{', '.join(map(str, at))}] (0-based) is {float(values[at])!r}, not a {fmt} value: "
+            f"--dtype {fmt} needs every value to be one (the file holds {held})",
+        )
 
 
 def _json(source: str, data: bytes, fmt: str) -> FloatResult:
@@ -228,4 +262,4 @@ def ulp(value: Fraction, fmt: str) -> Fraction:
     return Fraction(2) ** (max(e, emin) - precision + 1)
 
 
-__all__ = ["FORMATS", "FloatResult", "read_result", "ulp"]
+__all__ = ["FORMATS", "FloatResult", "array_result", "in_format", "read_result", "ulp"]

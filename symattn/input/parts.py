@@ -122,14 +122,14 @@ def read_projection(reader: Reader, data: Mapping[str, Any]) -> Projection:
 def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], keys: tuple[str, ...], where: Any):
     """mask, key_padding and the mask parts (symattn.variants: the causal diagonal's alignment, a window):
     (kind, allowed or None where every key is, padding, the mask parts' (name, setting) pairs)."""
-    from dataclasses import replace
-
-    from symattn import variants  # its mask parts
-
     n, m = len(tokens), len(keys)
     raw = data.get("mask", "none")
     if isinstance(raw, str):
         kind = reader.choice(raw, "mask", MASKS)
+        # the mask parts' mask_mod (the causal diagonal and its alignment, a window), ANDed with the mask
+        parts, settings, pairs, restricted = _mask_parts(reader, data, where, kind == "causal")
+        if kind == "none" and not restricted and "key_padding" not in data:  # every key: no n×m lists
+            return kind, None, None, pairs
         allowed = [[True] * m for _ in range(n)]
     else:
         kind = "matrix"
@@ -151,14 +151,9 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
                 else:
                     raise reader.error("mask", said("zero_or_one", got=brief(x)), (i, j))
             allowed.append(out)
-    # the mask parts' mask_mod (the causal diagonal and its alignment, a window), ANDed with the mask
+    if kind == "matrix":  # its mask parts come after it (a string mask's before its n×m lists)
+        parts, settings, pairs, restricted = _mask_parts(reader, data, where, False)
     causal = kind == "causal"
-    parts = variants.mask_parts()
-    settings = [p.read(reader, data, replace(where, causal=causal)) for p in parts]
-    pairs = tuple((p.name, s) for p, s in zip(parts, settings) if s is not None)
-    restricted = any(p.restricts(s) for p, s in zip(parts, settings))
-    if kind == "none" and not restricted and "key_padding" not in data:  # every key: no n×m loop
-        return kind, None, None, pairs
     allowed = [
         [a and all(p.allows(s, causal, i, j) for p, s in zip(parts, settings)) for j, a in enumerate(row)]
         for i, row in enumerate(allowed)
@@ -182,6 +177,19 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
             raise reader.error(key, said("attends_nothing", row=i + 1, token=tokens[i], why=why))
     full = all(all(row) for row in allowed)
     return kind, (None if full else tuple(tuple(row) for row in allowed)), padding, pairs
+
+
+def _mask_parts(reader: Reader, data: Mapping[str, Any], where: Any, causal: bool) -> tuple[Any, list, tuple, bool]:
+    """The mask parts, their settings, the (name, setting) pairs of those the spec has, and whether one may
+    block a key where the mask does not."""
+    from dataclasses import replace
+
+    from symattn import variants
+
+    parts = variants.mask_parts()
+    settings = [p.read(reader, data, replace(where, causal=causal)) for p in parts]
+    pairs = tuple((p.name, s) for p, s in zip(parts, settings) if s is not None)
+    return parts, settings, pairs, any(p.restricts(s) for p, s in zip(parts, settings))
 
 
 def read_backward(reader: Reader, raw: object, rows: int, cols: int) -> Backward:

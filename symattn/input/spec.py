@@ -16,9 +16,11 @@ from symattn import variants
 from symattn.input.batched import read_batched
 from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, FIGURES, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
 from symattn.input.choices import INPUTS as INPUT_MODES
+from symattn.input.document import DOCUMENT_KEYS, DocumentOptions, read_document
 from symattn.input.filematrix import FileMatrix, has_formulas
 from symattn.input.files import read_table
 from symattn.input.groups import group_of, read_kv_heads
+from symattn.input.kernel_inputs import NO_FILES, KernelInputs
 from symattn.input.numeral import Numeral
 from symattn.input.parts import (
     Backward,
@@ -39,18 +41,16 @@ from symattn.variants import ADD, DENOMINATOR, MAP, PLACE, QK, ROUTE, Where
 
 @dataclass(frozen=True)
 class Spec:
-    """Validated inputs and settings. Build it with :func:`load_spec`."""
+    """Validated inputs and settings: the attention math, and beside it how its document reads
+    (:attr:`document`) and what its input files brought (:attr:`kernel`). Build it with :func:`load_spec`."""
 
     Q: Matrix
     K: Matrix
     V: Matrix
     tokens: tuple[str, ...]
     focus: int  # 0-based row of Q
-    title: str | None = None
-    lang: str = "en"
     scale: Scale = "sqrt"
     rounding: str = "exact"
-    expand: str = "focus"
     decimals: Decimals = field(default_factory=Decimals)
     source: str = "<dict>"
     key_tokens: tuple[str, ...] = ()  # labels of the keys; empty: the same tokens
@@ -64,21 +64,14 @@ class Spec:
     b_O: tuple[Numeral, ...] | None = None
     subs: tuple[tuple[str, Numeral], ...] = ()  # values for symbols
     notation: str = "auto"  # "auto", "fixed" or "scientific"
-    paper: str | None = None  # "a4" or "letter"; None: A4 for Chinese, Letter for English
-    engine: str | None = None  # TeX engine for PDF; None: pdflatex for English in Latin-1, else xelatex
-    cjk_font: str | None = None  # ctex's fontset for Chinese; None: ctex's own choice
     backward: Backward | None = None  # the backward pass, when asked for
-    heading_level: int = 1  # the top heading: 1 = LaTeX \section / Markdown #, 2 one lower, 3 two lower
-    numbered: bool = False  # LaTeX headings numbered (no *), so that they enter the table of contents
-    figures: str = "all"  # "all": heatmaps and the token diagram; "weights": the heatmaps; "none"
     inputs: str = "exact"  # "rounded": each typed input is any value that rounds to it (check: input-rounding)
     kv_heads: int | None = None  # key/value heads shared by the query heads (grouped-query); None: one per query head
     # the settings of its variants, (name, setting) in the registry's order (symattn.variants): spec.<key> reads one
     parts: tuple[tuple[str, Any], ...] = ()
-    # issue 22: Q, K, V files with batch and head axes; batches holds every batch's (Q, K, V), Q, K, V the first
-    layout: str = "bhnd"  # or "bnhd": the order of the files' axes (and of a result's)
-    batches: tuple[tuple[Matrix, Matrix, Matrix], ...] = ()  # empty: one batch, Q, K, V
-    sources: tuple[tuple[str, str], ...] = ()  # (key, path) of each input read from a file: a certificate binds them
+    document: DocumentOptions = field(default_factory=DocumentOptions)  # how the document reads: no number
+    # issue 22: the files' layout, every batch's (Q, K, V) (Q, K, V are the first's) and their paths
+    kernel: KernelInputs = NO_FILES
 
     def __getattr__(self, name: str) -> Any:
         # spec.<name> of a variant's (spec.window): its setting, or its value without it
@@ -90,24 +83,12 @@ class Spec:
         """The setting of the variant ``name`` (None where the spec does not have it)."""
         return next((setting for key, setting in self.parts if key == name), None)
 
-    @property
-    def batch(self) -> int:
-        """Batches of Q, K, V (files with a batch axis): compare takes them all, everything else one."""
-        return max(1, len(self.batches))
-
     def of_batch(self, b: int) -> Spec:
         """The spec of batch b (0-based): its Q, K and V, the rest the same."""
-        if not self.batches:
+        if not self.kernel.batches:
             return self
-        Q, K, V = self.batches[b]
-        return replace(self, Q=Q, K=K, V=V, batches=())
-
-    @property
-    def page(self) -> str:
-        """The paper a document is set on."""
-        from symattn.input.choices import default_paper
-
-        return self.paper or default_paper(self.lang)
+        Q, K, V = self.kernel.batches[b]
+        return replace(self, Q=Q, K=K, V=V, kernel=replace(self.kernel, batches=()))
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -173,7 +154,7 @@ class Spec:
             projection=None,
             W_O=None,
             b_O=None,
-            title=None,
+            document=replace(self.document, title=None),
             backward=None,
             parts=variants.heads_of(self.parts, index),
         )
@@ -211,7 +192,8 @@ class Spec:
             changes["numbered"] = reader.flag(raw["numbered"], "--numbered")
         if raw.get("backward") and self.backward is None:  # --backward: L = Σ O unless the spec says otherwise
             changes["backward"] = Backward("sum")
-        new = replace(self, **changes)
+        document = {key: changes.pop(key) for key in DOCUMENT_KEYS if key in changes}
+        new = replace(self, document=replace(self.document, **document), **changes)
         variants.check(reader, new)
         return new
 
@@ -355,32 +337,33 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
     early = variants.read(reader, data, where, (QK,))  # a Q/K part's keys come before the mask's
     mask, allowed, padding, masked = read_mask(reader, data, tokens, key_tokens or tokens, where)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
+    # each key checked in the order it always was: the document's keys stand among the math's
     title = reader.title(data["title"], "title") if "title" in data else None
+    lang = reader.lang(data["lang"], "lang") if "lang" in data else "en"
+    scale = reader.scale(data["scale"], "scale") if "scale" in data else "sqrt"
+    rounding = reader.choice(data.get("rounding", "exact"), "rounding", ROUNDINGS)
+    expand = reader.choice(data.get("expand", "focus"), "expand", EXPANDS)
+    decimals = read_decimals(reader, data["decimals"], "decimals") if "decimals" in data else Decimals()
+    softmax = reader.choice(data.get("softmax", "plain"), "softmax", SOFTMAXES)
+    notation = reader.choice(data.get("notation", "auto"), "notation", NOTATIONS)
+    document = read_document(reader, data, title, lang, expand)
     spec = Spec(
         Q=Q,
         K=K,
         V=V,
         tokens=tokens,
         focus=focus,
-        title=title,
-        lang=reader.lang(data["lang"], "lang") if "lang" in data else "en",
-        scale=reader.scale(data["scale"], "scale") if "scale" in data else "sqrt",
-        rounding=reader.choice(data.get("rounding", "exact"), "rounding", ROUNDINGS),
-        expand=reader.choice(data.get("expand", "focus"), "expand", EXPANDS),
-        decimals=read_decimals(reader, data["decimals"], "decimals") if "decimals" in data else Decimals(),
+        scale=scale,
+        rounding=rounding,
+        decimals=decimals,
         source=source,
         key_tokens=key_tokens,
         mask=mask,
         allowed=allowed,
         key_padding=padding,
-        softmax=reader.choice(data.get("softmax", "plain"), "softmax", SOFTMAXES),
-        notation=reader.choice(data.get("notation", "auto"), "notation", NOTATIONS),
-        paper=reader.choice(data["paper"], "paper", PAPERS) if "paper" in data else None,
-        engine=reader.choice(data["engine"], "engine", ENGINES) if "engine" in data else None,
-        cjk_font=reader.choice(data["cjk_font"], "cjk_font", CJK_FONTS) if "cjk_font" in data else None,
-        heading_level=reader.heading_level(data["heading_level"], "heading_level") if "heading_level" in data else 1,
-        numbered=reader.flag(data["numbered"], "numbered") if "numbered" in data else False,
-        figures=reader.choice(data.get("figures", "all"), "figures", FIGURES),
+        softmax=softmax,
+        notation=notation,
+        document=document,
         inputs=reader.choice(data.get("inputs", "exact"), "inputs", INPUT_MODES),
         projection=projection,
         heads=heads,
@@ -388,9 +371,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
         b_O=b_O,
         kv_heads=kv_heads,
         parts=early + masked,
-        layout=layout,
-        batches=batches,
-        sources=sources,
+        kernel=KernelInputs(layout, batches, sources),
     )
     late = variants.read(reader, data, where, (ADD, MAP, DENOMINATOR, ROUTE, PLACE))  # after the settings above
     spec = replace(spec, parts=variants.ordered(spec.parts + late))

@@ -1,20 +1,26 @@
-"""Float arrays from ``.npy`` and ``.safetensors`` bytes, parsed by fixed grammars, never unpickled.
+"""Float arrays from ``.npy`` and ``.safetensors`` bytes, read by numpy's and safetensors' own readers.
 
 Shared by the float results ``compare`` reads (``floats.py``) and the spec keys that name a file
-(``filematrix.py``). Every float16, bfloat16, float32 or float64 value is a float64 exactly, so the
-array returned (float64) holds the exact values; NaN and infinities are left for the caller to judge.
+(``filematrix.py``). Every float8, float16, bfloat16, float32 or float64 value is a float64 exactly, so
+the array returned (float64) holds the exact values; NaN and infinities are left for the caller to judge.
 
-The ``.npy`` header is a Python dict literal, matched against a regular expression (a float descr,
-the order, a shape of digits), never evaluated. The ``.safetensors`` header is JSON: an object of
-tensors, each exactly ``dtype``, ``shape`` and ``data_offsets``, plus an optional ``__metadata__``
-of strings; duplicate names and anything else are refused.
+Well-kept readers beat our own grammars, and the limits stay ours, checked before either reads:
+
+- ``.npy``: numpy's header reader (``numpy.lib.format``: the header is a Python literal, read by
+  ``ast.literal_eval``, never evaluated) with a header limit of ``NPY_HEADER`` bytes, then, once the dtype
+  is a float's and the shape within ``TENSOR_ENTRIES`` and the data exactly as long as the shape says,
+  ``numpy.lib.format.read_array`` with ``allow_pickle=False``. bfloat16 has no numpy dtype: torch and
+  ml_dtypes save it as two raw bytes (``<V2``) or by name (``bfloat16``, with ml_dtypes).
+- ``.safetensors``: the ``safetensors`` package (Hugging Face's Rust reader: the header's JSON, the
+  dtypes, every tensor's offsets and length, the file wholly covered), after our header limit; two
+  tensors of one name are refused (the package would keep one of them).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
-import re
 import struct
 from dataclasses import dataclass
 
@@ -24,22 +30,35 @@ from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError
 
 NPY_MAGIC = b"\x93NUMPY"
-# bfloat16 has no numpy dtype: torch and ml_dtypes save it as two raw bytes ('|V2', '<V2') or by name
-_NPY_DESCR = {"f2": "float16", "f4": "float32", "f8": "float64", "V2": "bfloat16", "bfloat16": "bfloat16"}
-_HEADER = re.compile(
-    r"\{\s*'descr'\s*:\s*'(?P<descr>[<>|=]?(?:f[248]|V2|bfloat16))'\s*,\s*'fortran_order'\s*:\s*"
-    r"(?P<fortran>True|False)\s*,\s*'shape'\s*:\s*\((?P<shape>[0-9,\s]*)\)\s*(?:,\s*)?\}\s*"
-)  # no two \s* side by side: linear
-_SAFETENSORS_DTYPES = {"F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64"}
-WIDTH = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+_NPY_FLOATS = {"float16": "float16", "float32": "float32", "float64": "float64", "bfloat16": "bfloat16"}
+_SAFETENSORS_DTYPES = {
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "F32": "float32",
+    "F64": "float64",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+}
+WIDTH = {"float8_e4m3fn": 1, "float8_e5m2": 1, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+_NUMPY = {"float16": "<f2", "float32": "<f4", "float64": "<f8"}
 KINDS = "a float16, bfloat16, float32 or float64 array"
+
+
+def dtype_of(fmt: str) -> np.dtype:
+    """A format's numpy dtype, whose values widen to float64 exactly: ml_dtypes' for bfloat16 and float8,
+    imported only for them (it takes a second to load)."""
+    if fmt in _NUMPY:
+        return np.dtype(_NUMPY[fmt])
+    import ml_dtypes
+
+    return np.dtype(getattr(ml_dtypes, fmt))
 
 
 @dataclass(frozen=True)
 class Array:
     """A float array as read: its format and its values as float64 (exactly), in C order."""
 
-    format: str  # float16, bfloat16, float32 or float64
+    format: str  # a key of DTYPES
     values: np.ndarray  # float64, of the file's shape
 
 
@@ -54,29 +73,52 @@ def read_npy(source: str, data: bytes) -> Array:
     if len(data) < start:  # the magic, maybe its version, and no room for the header's length
         raise SpecError(source, None, f"a truncated .npy file: {len(data)} bytes, the preamble alone takes {start}")
     size = struct.unpack("<H", data[8:10])[0] if major == 1 else struct.unpack("<I", data[8:12])[0]
-    if size > limits.NPY_HEADER:  # before matching: a long header is never a float array's
+    if size > limits.NPY_HEADER:  # before numpy reads it: a long header is never a float array's
         raise LimitError(source, None, f"a .npy header of {size} bytes; at most {limits.NPY_HEADER} (the limit)")
     if start + size > len(data):
         raise SpecError(
             source, None, f"a truncated .npy file: {len(data)} bytes, the preamble and header take {start + size}"
         )
-    header = data[start : start + size].decode("latin-1")
-    match = _HEADER.fullmatch(header)
-    if match is None:
-        raise SpecError(source, "descr", f"expected {KINDS} (header {header.strip()[:80]!r})")
-    descr = match["descr"]
-    fmt = _NPY_DESCR[descr.lstrip("<>|=")]
-    parts = [p.strip() for p in match["shape"].split(",") if p.strip()]
-    shape = _shape(source, parts)
-    big = descr[0] == ">" and fmt != "bfloat16"  # raw bytes of bfloat16: little-endian, as torch writes them
-    values = _decode(source, data[start + size :], fmt, shape, big, "shape")
-    if match["fortran"] == "True" and len(shape) > 1:
-        values = values.reshape(shape[::-1]).transpose()
-    return Array(fmt, np.ascontiguousarray(values.reshape(shape)))
+    header = data[start : start + size].decode("latin-1").strip()
+    if "bfloat16" in header:  # a dtype numpy knows by that name once ml_dtypes has registered it
+        dtype_of("bfloat16")
+    stream = io.BytesIO(data)
+    read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+    try:
+        np.lib.format.read_magic(stream)
+        shape, _, dtype = read(stream, max_header_size=limits.NPY_HEADER)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):  # numpy's reading of the literal
+        raise SpecError(source, None, f"a .npy header numpy cannot read ({header[:80]!r})") from None
+    fmt = _npy_format(dtype)
+    if fmt is None:
+        raise SpecError(source, "descr", f"expected {KINDS} (header {header[:80]!r})")
+    shape = _shape(source, shape)
+    body = len(data) - stream.tell()
+    _length(source, body, fmt, shape, "shape")
+    try:
+        values = np.lib.format.read_array(
+            io.BytesIO(data), allow_pickle=False, max_header_size=limits.NPY_HEADER
+        )  # numpy's own reading: byte order and Fortran order as the header says
+    except (ValueError, OSError) as exc:  # not expected once the length is checked: still one line
+        raise SpecError(source, None, f"numpy cannot read the data: {exc}") from None
+    if values.dtype.kind == "V" and values.dtype.name != "bfloat16":  # raw bytes of bfloat16 (torch's <V2)
+        values = (np.ascontiguousarray(values).view("<u2").astype(np.uint32) << 16).view(np.float32)
+    return Array(fmt, np.ascontiguousarray(values.astype(np.float64)).reshape(shape))
+
+
+def _npy_format(dtype: np.dtype) -> str | None:
+    """The format of a .npy dtype that is a float's (a void of two bytes: bfloat16's raw bytes), else None."""
+    if dtype.names is not None or dtype.subdtype is not None or dtype.hasobject:
+        return None
+    if dtype.kind == "V":
+        return "bfloat16" if dtype.itemsize == 2 else None
+    return _NPY_FLOATS.get(dtype.name) if dtype.kind == "f" else None
 
 
 def read_safetensors(source: str, data: bytes, name: str | None) -> Array:
     """The tensor ``name`` (or the only one) of a ``.safetensors`` file's bytes."""
+    from safetensors import SafetensorError, deserialize
+
     if len(data) < 8:
         raise SpecError(source, None, "not a .safetensors file (shorter than its 8-byte header length)")
     size = struct.unpack("<Q", data[:8])[0]
@@ -86,70 +128,63 @@ def read_safetensors(source: str, data: bytes, name: str | None) -> Array:
         )
     if 8 + size > len(data):
         raise SpecError(source, None, f"a .safetensors header of {size} bytes in a file of {len(data)}")
-    try:
-        header = json.loads(data[8 : 8 + size].decode("utf-8"), object_pairs_hook=_names, parse_constant=_no)
+    try:  # the package keeps one of two tensors of a name: ask the JSON itself first
+        json.loads(data[8 : 8 + size].decode("utf-8"), object_pairs_hook=_names, parse_constant=_no)
     except (UnicodeDecodeError, ValueError) as exc:
         raise SpecError(source, None, f"not a .safetensors header: {exc}") from None
     except RecursionError:
         raise SpecError(source, None, "not a .safetensors header: nested too deep") from None
-    if not isinstance(header, dict):
-        raise SpecError(source, None, "not a .safetensors header: expected a JSON object")
-    meta = header.pop("__metadata__", {})
-    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
-        raise SpecError(source, "__metadata__", "expected an object of strings")
-    if not header:
+    try:
+        tensors = dict(deserialize(data))
+    except SafetensorError as exc:
+        problem = str(exc).removeprefix("Error while deserializing header: ")
+        problem = problem.removeprefix("Error while deserializing: ")
+        raise SpecError(source, None, f"not a .safetensors file: {problem}") from None
+    if not tensors:
         raise SpecError(source, None, "a .safetensors file without tensors")
     if name is None:
-        if len(header) != 1:
-            names = ", ".join(sorted(header)[:5])
-            raise SpecError(source, None, f"{len(header)} tensors ({names}…): name one as FILE.safetensors:NAME")
-        name = next(iter(header))
-    if name not in header:
+        if len(tensors) != 1:
+            names = ", ".join(sorted(tensors)[:5])
+            raise SpecError(source, None, f"{len(tensors)} tensors ({names}…): name one as FILE.safetensors:NAME")
+        name = next(iter(tensors))
+    if name not in tensors:
         raise SpecError(source, None, f"no tensor named {name[:80]!r}")
-    entry = header[name]
-    if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
-        raise SpecError(source, name, "expected exactly dtype, shape and data_offsets")
-    dtype, shape_raw, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
-    if dtype not in _SAFETENSORS_DTYPES:
-        raise SpecError(source, name, f"dtype {str(dtype)[:20]!r}; expected F16, BF16, F32 or F64")
-    if not isinstance(shape_raw, list) or not all(type(n) is int and n >= 0 for n in shape_raw):
-        raise SpecError(source, name, "shape: expected a list of whole numbers")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(n) is int and n >= 0 for n in offsets)) or (
-        offsets[0] > offsets[1]
-    ):
-        raise SpecError(source, name, "data_offsets: expected [begin, end]")
-    shape = _shape(source, [str(n) for n in shape_raw])
-    body = data[8 + size :]
-    if offsets[1] > len(body):
-        raise SpecError(source, name, f"data_offsets end at byte {offsets[1]} of {len(body)} bytes of data")
-    fmt = _SAFETENSORS_DTYPES[dtype]
-    values = _decode(source, body[offsets[0] : offsets[1]], fmt, shape, False, name)
+    entry = tensors[name]
+    if entry["dtype"] not in _SAFETENSORS_DTYPES:
+        kinds = ", ".join(_SAFETENSORS_DTYPES)
+        raise SpecError(source, name, f"dtype {str(entry['dtype'])[:20]!r}; expected {kinds}")
+    fmt = _SAFETENSORS_DTYPES[entry["dtype"]]
+    shape = _shape(source, entry["shape"])
+    _length(source, len(entry["data"]), fmt, shape, name)
+    if fmt == "bfloat16":  # the upper half of a float32: widened exactly by a shift
+        bits = np.frombuffer(bytes(entry["data"]), dtype="<u2").astype(np.uint32) << 16
+        values = bits.view(np.float32).astype(np.float64)
+    else:
+        values = np.frombuffer(bytes(entry["data"]), dtype=dtype_of(fmt)).astype(np.float64)
     return Array(fmt, values.reshape(shape))
 
 
-def _shape(source: str, parts: list[str]) -> tuple[int, ...]:
+def _shape(source: str, dims: tuple[int, ...] | list[int]) -> tuple[int, ...]:
+    parts = [str(n) for n in dims]
     if len(parts) > 4:
         raise SpecError(source, "shape", f"{len(parts)} axes; at most 4")
-    if any(len(p) > 9 for p in parts):  # refused before int(), which stops at 4300 digits
+    if any(len(p) > 9 for p in parts):  # a dimension of a billion: refused before any product
         raise LimitError(source, "shape", f"a dimension of more than 9 digits; at most {limits.TOKENS}×{limits.DIMS}")
-    shape = tuple(int(p) for p in parts)
+    shape = tuple(int(n) for n in dims)
+    if any(n < 0 for n in shape):
+        raise SpecError(source, "shape", f"({', '.join(parts)}): a negative dimension")
     if math.prod(shape) > limits.TENSOR_ENTRIES:  # before anything that size is made
         many = f"more than {limits.TENSOR_ENTRIES} entries (the limit)"
         raise LimitError(source, "shape", f"({', '.join(parts)}): {many}")
     return shape
 
 
-def _decode(source: str, body: bytes, fmt: str, shape: tuple[int, ...], big: bool, key: str) -> np.ndarray:
+def _length(source: str, length: int, fmt: str, shape: tuple[int, ...], key: str) -> None:
+    """The data must be exactly as long as the shape says: nothing cut off, nothing after."""
     count, width = math.prod(shape), WIDTH[fmt]
-    if len(body) != count * width:
+    if length != count * width:
         dims = "×".join(map(str, shape)) or "a scalar"
-        raise SpecError(source, key, f"{len(body)} bytes of data for {dims} {fmt} ({count * width} expected)")
-    order = ">" if big else "<"
-    if fmt == "bfloat16":  # the upper half of a float32: widened exactly by a shift
-        bits = np.frombuffer(body, dtype="<u2").astype(np.uint32) << 16
-        return bits.view(np.float32).astype(np.float64)
-    kind = {"float16": "f2", "float32": "f4", "float64": "f8"}[fmt]
-    return np.frombuffer(body, dtype=order + kind).astype(np.float64)
+        raise SpecError(source, key, f"{length} bytes of data for {dims} {fmt} ({count * width} expected)")
 
 
 def _names(pairs: list[tuple[str, object]]) -> dict[str, object]:
@@ -172,4 +207,10 @@ def not_finite(values: np.ndarray) -> list[tuple[tuple[int, ...], str]]:
     ]
 
 
-__all__ = ["Array", "KINDS", "NPY_MAGIC", "WIDTH", "not_finite", "read_npy", "read_safetensors"]
+def one_head(shape: tuple[int, ...], layout: str) -> bool:
+    """Whether an array of ``shape`` is one head's matrix: (N, D), or (1, N, D), (1, 1, N, D) in bhnd; in bnhd
+    (1, 1, D) or (1, 1, 1, D) only, since the leading 1 of (1, H, D) is one query of H heads, not H queries."""
+    return len(shape) <= 2 or all(n == 1 for n in shape[: -2 if layout == "bhnd" else -1])
+
+
+__all__ = ["WIDTH", "Array", "dtype_of", "KINDS", "NPY_MAGIC", "not_finite", "one_head", "read_npy", "read_safetensors"]

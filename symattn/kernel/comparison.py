@@ -1,7 +1,7 @@
 """The data of a comparison of a float result with the exact values: each entry's error, the summary, and
 how one entry's error is decided on an enclosure of its exact value.
 
-Shared by the exact path (:mod:`symattn.kernel.compare`) and the float64 engine
+Shared by the exact path (:mod:`symattn.kernel.spec_comparison`) and the float64 engine
 (:mod:`symattn.kernel.heads`, ``deciding``, ``perhead``, ``rowscale``, ``tolerance``), so that none
 of them imports the module that dispatches to the others.
 """
@@ -72,6 +72,10 @@ class Entries(Sequence[Entry]):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)} entries)"
 
+    def entry(self, i: int, j: int) -> Entry:
+        """The entry at row i, column j (0-based)."""
+        return next(e for e in self if (e.row, e.col) == (i, j))
+
     def histogram(self) -> tuple[tuple[int, int], ...]:
         counts: dict[int, int] = {}
         for e in self:
@@ -92,6 +96,10 @@ class Entries(Sequence[Entry]):
     def correctly_rounded(self) -> int:
         return sum(1 for e in self if e.value is not None and e.bucket <= 1)
 
+    def over(self, bound: Decimal) -> int:
+        """How many entries have an error, in ULPs to the three digits shown, over ``bound`` (--max-ulp)."""
+        return sum(1 for e in self if e.ulps is not None and e.ulps > bound)
+
     def ranked(self, count: int) -> list[Entry]:
         """The ``count`` finite entries of the largest errors, largest first (ties in row order); the exact
         zeros missed (no ULP figure) after all the others."""
@@ -104,6 +112,27 @@ class Entries(Sequence[Entry]):
     def zeros_missed(self) -> list[Entry]:
         """The entries whose exact value is 0 and whose value is not (bucket ZERO), in row order."""
         return [e for e in self if e.bucket == ZERO]
+
+    def head_summaries(self, places: Any) -> list[dict[str, Any]]:
+        """Each (batch, head) of ``places`` (places.Places), 0-based, in order: its entries, how many are
+        correctly rounded and not finite, its largest errors (Entry objects, placed in the whole)."""
+        groups: dict[tuple[int, int], list[Entry]] = {}
+        for e in self:
+            groups.setdefault(places.head_of(e.row, e.col), []).append(e)
+        return [head_summary(b, h, Entries(entries)) for (b, h), entries in sorted(groups.items())]
+
+
+def head_summary(batch: int, head: int, entries: Entries) -> dict[str, Any]:
+    """One (batch, head)'s summary of its own entries."""
+    return {
+        "batch": batch,
+        "head": head,
+        "entries": len(entries),
+        "correctly_rounded": entries.correctly_rounded(),
+        "not_finite": len(entries.not_finite()),
+        "worst": entries.worst(),
+        "worst_relative": entries.largest("relative"),
+    }
 
 
 def rank(bucket: Any) -> Any:

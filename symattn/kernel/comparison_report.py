@@ -23,9 +23,12 @@ def convention(c: Comparison) -> str:
     return f"0-based, as numpy indexes: {c.where.convention}"
 
 
-def comparison_data(c: Comparison, verdict: Any = None, max_ulp: Decimal | None = None) -> dict[str, Any]:
-    """JSON-ready: every entry, then the summary and the histogram; each (batch, head)'s summary where the
-    result has those axes; the verdict of ``verdict`` (tolerance.Tolerance) and of ``max_ulp`` if given."""
+def comparison_data(
+    c: Comparison, verdict: Any = None, max_ulp: Decimal | None = None, entries: bool = True
+) -> dict[str, Any]:
+    """JSON-ready: every entry (none where not ``entries``: --summary), then the summary and the histogram;
+    each (batch, head)'s summary where the result has those axes; the verdict of ``verdict``
+    (tolerance.Tolerance) and of ``max_ulp`` if given."""
     places = c.where
 
     def at(e: Entry | None) -> dict[str, int] | None:
@@ -37,7 +40,7 @@ def comparison_data(c: Comparison, verdict: Any = None, max_ulp: Decimal | None 
         "quantity": c.quantity,
         "format": c.format,
         "places": convention(c),
-        "entries": [_entry_data(places.index(e.row, e.col), e) for e in c.entries],
+        "entries": [_entry_data(places.index(e.row, e.col), e) for e in c.entries] if entries else None,
         "not_finite": [{**places.index(i, j), "value": v} for (i, j), v in c.not_finite],
         "summary": {
             "entries": len(c.entries),
@@ -54,11 +57,19 @@ def comparison_data(c: Comparison, verdict: Any = None, max_ulp: Decimal | None 
     }
     if places.has_heads:
         data["heads"] = _head_data(c, verdict, max_ulp)
+    if not entries:  # made for nothing else: the summary is read from the entries' arrays
+        del data["entries"]
     data["decided_at_digits"] = c.digits
     if c.refined is not None:
         data["engine"] = {"path": "float64", "refined": c.refined}
-    if max_ulp is not None:
-        data["max_ulp"] = {"bound": str(max_ulp), "pass": passes_max_ulp(worst, max_ulp)}
+    if max_ulp is not None:  # what exceeded it: how many entries, the largest error and where
+        data["max_ulp"] = {
+            "bound": str(max_ulp),
+            "pass": passes_max_ulp(worst, max_ulp),
+            "over": c.entries.over(max_ulp),
+            "max_ulps": None if worst is None else _text(worst.ulps),
+            "max_ulps_at": at(worst),
+        }
     if verdict is not None:
         from symattn.kernel.tolerance import tolerance_data
 
@@ -171,6 +182,7 @@ def render_comparison(
         worst_zero=max(missed, key=lambda e: e.absolute or 0) if missed else None,
         max_ulp=None if max_ulp is None else str(max_ulp),  # as typed
         max_ulp_pass=None if max_ulp is None else passes_max_ulp(c.worst, max_ulp),
+        max_ulp_over=None if max_ulp is None else c.entries.over(max_ulp),
         tol=tolerance,
         tol_text=fraction_text,
         label=bucket_label,

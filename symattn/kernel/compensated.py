@@ -17,7 +17,7 @@ from symattn.kernel.cores import map_forked
 from symattn.kernel.float64 import SAFETY, TINY, Head, Split, U, exps, gamma
 
 _SPLITTER = 2.0**27 + 1  # Veltkamp: hi keeps 26 bits
-PAIRS = 1024  # pairs summed at once: three m × PAIRS arrays of their terms
+PAIRS = 512  # pairs summed at once: a few m × PAIRS arrays of their terms (32 MB each at 8192 keys)
 STEP = 256  # query rows of one exp stage (float64.exps)
 
 
@@ -33,9 +33,10 @@ def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, a - hi
 
 
-def outputs(head: Head, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Values and error bounds of the outputs O[i, k] for the (query row, column) pairs asked for."""
-    split = Split.of(head.K)
+def outputs(head: Head, pairs: list[tuple[int, int]], split: Split | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Values and error bounds of the outputs O[i, k] for the (query row, column) pairs asked for; ``split``:
+    K's, where the caller has it already (made again for each call, it took 128 MB at 8192 × 1024)."""
+    split = Split.of(head.K) if split is None else split
     rows = sorted({i for i, _ in pairs})
     at = {i: n for n, i in enumerate(rows)}
     value, error = np.empty(len(pairs)), np.empty(len(pairs))
@@ -67,22 +68,24 @@ def _sums(data: tuple, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r = np.array([at[i] - start for _, i, _ in mine])
     cols = np.array([k for _, _, k in mine])
     hi, lo = _split(E)
-    N = np.empty(len(mine))
-    for part in range(0, len(mine), PAIRS):  # each pair's terms contiguous, key by key: m × PAIRS floats
+    N, B, V1 = np.empty(len(mine)), np.empty(len(mine)), np.empty(len(mine))
+    # PAIRS pairs at a time, each pair's terms contiguous, key by key: a few m × PAIRS arrays, never m × pairs
+    # (a stage of 256 rows may hold 30,000 pairs: 2 GB an array at 8192 keys)
+    for part in range(0, len(mine), PAIRS):
         some = slice(part, part + PAIRS)
         H, L = np.ascontiguousarray(hi[r[some]].T), np.ascontiguousarray(lo[r[some]].T)
         Vc = np.ascontiguousarray(head.V[:, cols[some]])
-        s, c = np.zeros(H.shape[1]), np.zeros(H.shape[1])
-        for j in range(m):  # Sum2 of the 2m exact products of each pair
+        s, c, b = np.zeros(H.shape[1]), np.zeros(H.shape[1]), np.zeros(H.shape[1])
+        for j in range(m):  # Sum2 of the 2m exact products of each pair; Σ e|v| key by key beside it
             s, q = _two_sum(s, H[j] * Vc[j])
             c += q
             s, q = _two_sum(s, L[j] * Vc[j])
             c += q
+            b += (H[j] + L[j]) * np.abs(Vc[j])
         N[some] = s + c
-    B = np.einsum("pj,jp->p", E[r], np.abs(head.V[:, cols])) * (1 + 2 * gamma(m))  # Σ e|v|, rounded up
-    eN = SAFETY * (
-        U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + eps_row[r] * B + tiny_row[r] * np.abs(head.V[:, cols]).sum(0)
-    )
+        B[some] = b * (1 + 2 * gamma(m))  # rounded up: γ_m covers the sum's roundings, in any order
+        V1[some] = np.abs(Vc).sum(0)  # Σ |v|
+    eN = SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + eps_row[r] * B + tiny_row[r] * V1)
     L, eL = ell[r], e_ell[r]
     O = N / L
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -2,7 +2,7 @@
 
 An entry's error in ULPs (three digits), its histogram bucket and its relative error are decided when
 every point of [lo, hi] gives the same ones. numpy's own roundings are covered by margins (WIDEN, MARGIN);
-an entry too near a boundary for them is left to ``compare._decide``, in exact rationals.
+an entry too near a boundary for them is left to ``comparison._decide``, in exact rationals.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def is_double(v: Fraction) -> bool:
 
 
 def decide(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str):
-    """Vectorised compare._decide: (decided, ulps, relative, bucket), each figure as (q, exponent) of
+    """Vectorised comparison._decide: (decided, ulps, relative, bucket), each figure as (q, exponent) of
     q·10^exponent with q of three digits (relative: q = −1 where it has none: an exact 0)."""
     e = _errors(x, lo, hi, fmt)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):

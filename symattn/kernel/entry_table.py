@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -154,6 +155,13 @@ class EntryTable(Entries):
     def correctly_rounded(self) -> int:
         return int(np.count_nonzero(self.finite & (self.bucket <= 1)))
 
+    def over(self, bound: Decimal) -> int:
+        # only an entry whose bucket reaches past the bound may be over it: those are read, the rest counted out
+        tops = np.array([float(e) for e in EDGES] + [np.inf, 0.0])  # each bucket's upper edge; ZERO: no ULP
+        reach = self.finite & (tops[self.bucket] >= float(bound) * (1 - 2.0**-40))
+        figures = (self.ulps.at(*divmod(int(n), self.shape[1])) for n in np.flatnonzero(reach))
+        return sum(1 for u in figures if u is not None and u > bound)
+
     def ranked(self, count: int) -> list[Entry]:
         if self.worst_decided is not None and count > self.worst_decided:
             raise LookupError(f"only the {self.worst_decided} largest errors were decided, not {count}")
@@ -164,6 +172,36 @@ class EntryTable(Entries):
 
     def zeros_missed(self) -> list[Entry]:
         return [self[int(n)] for n in np.flatnonzero(self.finite & (self.bucket == ZERO))]
+
+    def head_summaries(self, places) -> list[dict[str, Any]]:
+        # each head's block of the arrays: no Entry is made but its two largest errors
+        ulps = self._key("ulps")
+        worst_keys = np.where(ulps >= 0, self.bucket * _SCALE + ulps, -1)
+        relative = self._key("relative")
+        out = []
+        for (b, h), (rows, cols) in places.regions(self.shape):
+            finite = self.finite[rows, cols]
+            out.append(
+                {
+                    "batch": b,
+                    "head": h,
+                    "entries": int(finite.size),
+                    "correctly_rounded": int(np.count_nonzero(finite & (self.bucket[rows, cols] <= 1))),
+                    "not_finite": int(finite.size - np.count_nonzero(finite)),
+                    "worst": self._block_max(worst_keys, rows, cols),
+                    "worst_relative": self._block_max(relative, rows, cols),
+                }
+            )
+        return out
+
+    def _block_max(self, keys: np.ndarray, rows: slice, cols: slice) -> Entry | None:
+        # the first largest key of the block in its row order, as max() over its entries keeps the first
+        block = keys[rows, cols]
+        n = int(np.argmax(block))
+        if block.flat[n] < 0:
+            return None
+        i, j = divmod(n, block.shape[1])
+        return self.entry(rows.start + i, cols.start + j)
 
 
 def ranked_at(finite: np.ndarray, bucket: np.ndarray, ulps: Figures | np.ndarray, count: int) -> np.ndarray:

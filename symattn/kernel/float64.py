@@ -158,9 +158,10 @@ def head(
     return Head(Q, K, V, scale, 3 * U, exact_scale, allowed)
 
 
-def blocks(head: Head, weights: bool = True, block: int = BLOCK) -> Iterator[Block]:
-    """The head's weights (only with ``weights``) and output with their error bounds, block by block."""
-    split, absV = Split.of(head.K), np.abs(head.V)
+def blocks(head: Head, weights: bool = True, block: int = BLOCK, split: Split | None = None) -> Iterator[Block]:
+    """The head's weights (only with ``weights``) and output with their error bounds, block by block;
+    ``split``: K's (Split.of(head.K)), where the caller has it already."""
+    split, absV = Split.of(head.K) if split is None else split, np.abs(head.V)
     for start in range(0, head.Q.shape[0], block):
         with np.errstate(invalid="ignore", over="ignore"):  # 0·inf and overflow leave no bound: inf below
             yield _block(head, start, min(start + block, head.Q.shape[0]), weights, split, absV)

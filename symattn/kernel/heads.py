@@ -3,7 +3,7 @@
 The float64 path (:mod:`symattn.kernel.float64`) encloses each exact value in [lo, hi]. An entry's
 error in ULPs (three digits), its histogram bucket and its relative error are decided when every point
 of [lo, hi] gives the same ones: numpy decides most entries at once, with margins that cover its own
-roundings; the rest are decided on the same interval in exact rationals (``compare._decide``); an entry
+roundings; the rest are decided on the same interval in exact rationals (``comparison._decide``); an entry
 still open is refined with arb balls of its row at rising precision, as the exact path does.
 """
 
@@ -96,7 +96,7 @@ def _head_intervals(data: tuple, h: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, worst: int | None = None, places=None):
-    """compare.compare for heads the float64 path takes (see heads_of): the same Comparison. With ``worst``,
+    """spec_comparison.compare for heads the float64 path takes (see heads_of): the same Comparison. With ``worst``,
     only what a report of the ``worst`` largest errors shows is decided (see needed); the other entries
     have their bucket only, and reading one is an error. ``places`` (places.Places): where the entries lie
     in the result, and which columns of a row are one head's (its row-relative figures' scale)."""

@@ -45,7 +45,7 @@ class Places:
         """The place of entry (i, j) of compare's matrix in the result: {axis: 0-based index}, in its order."""
         if self.lined == "columns":
             k, column = divmod(j, self.width)
-            named = {"batch": k // self.heads, "head": k % self.heads, "query": i, "column": column}
+            named = {"batch": k // self.heads, "head": k % self.heads, "query": i, "key": i, "column": column}
         elif self.lined == "rows":
             named = {"batch": i // self.heads, "head": i % self.heads, "query": j}
         else:
@@ -99,11 +99,13 @@ def matrix_places(quantity: str, heads: int = 1, segment: int | None = None) -> 
 
 
 def lined_places(quantity: str, layout: str, dims: int, batch: int, heads: int, width: int) -> Places:
-    """The places of a result with batch and head axes (``dims`` of them: 3 or 4 for O, 3 for the LSE), lined
-    up by ``batched.arrange``."""
+    """The places of a result with batch and head axes (``dims`` of them: 3 or 4 for O and the gradients, 3
+    for the LSE), lined up by ``batched.arrange``."""
     if quantity in ("lse", "lse2"):
         return Places(SYMBOLS[quantity], ("batch", "head", "query"), "rows", heads, layout=layout, batch=batch)
     axes = _AXES[(layout, dims)]
+    if quantity in ("dK", "dV"):  # a row of dK or dV is a key's
+        axes = tuple("key" if a == "query" else a for a in axes)
     return Places(SYMBOLS[quantity], axes, "columns", heads, width, width, layout=layout, batch=batch)
 
 

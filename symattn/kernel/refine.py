@@ -41,10 +41,7 @@ class Balls:
 
     def keys(self, head: float64.Head) -> tuple:
         if id(head) not in self._keys:
-            from flint import fmpz_mat
-
-            keys, shift = _integers(head.K)
-            self._keys[id(head)] = (fmpz_mat(keys).transpose(), shift)
+            self._keys[id(head)] = _transposed_integers(head.K)
         return self._keys[id(head)]
 
     def row(self, head: float64.Head, i: int, bits: int) -> tuple | None:
@@ -111,6 +108,12 @@ def refine(
     return out, int(bits / 2 / 3.33)
 
 
+def enclose(head: float64.Head, quantity: str, entries: dict[int, list[int]], bits: int) -> dict:
+    """{(row, column): (lo, hi)}, exact ends of the arb balls of the entries {row: [columns]} at ``bits``:
+    no shortcut for rational rows or zeros (a certificate's rules decide those; see certificates)."""
+    return {(i, j): ends for i, values in _ends_by_rows(head, quantity, entries, bits) for j, ends in values.items()}
+
+
 def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] | None:
     """A row whose allowed scores are all equal has rational weights 1/count (Lindemann–Weierstrass
     says no other row has): its weights or outputs exactly; None for any other row."""
@@ -156,18 +159,22 @@ def _rational_dq(head, i: int, keys, w: Fraction) -> list[Fraction] | None:
 
 def _equal_score_rows(head: float64.Head, rows: list[int]) -> set[int]:
     """The rows whose allowed float scores are all within their error of each other (the others certainly
-    have scores that differ): one matrix product for all of them."""
-    if not rows:
-        return set()
-    q = head.Q[rows]
-    S = q @ head.K.T
-    bound = 4 * float64.gamma(head.Q.shape[1]) * np.max(np.abs(q) @ np.abs(head.K).T, axis=1)
-    if head.allowed is not None:
-        keep = head.allowed[rows]
-        top, low = np.where(keep, S, -np.inf).max(axis=1), np.where(keep, S, np.inf).min(axis=1)
-    else:
-        top, low = S.max(axis=1), S.min(axis=1)
-    return {i for i, close in zip(rows, (top - low <= bound).tolist()) if close}
+    have scores that differ): one matrix product for each block of rows (a block's scores at a time, not
+    every row's: 8192 rows of 8192 keys would be half a gigabyte a matrix)."""
+    out: set[int] = set()
+    absK = np.abs(head.K).T
+    for start in range(0, len(rows), float64.BLOCK):
+        block = rows[start : start + float64.BLOCK]
+        q = head.Q[block]
+        S = q @ head.K.T
+        bound = 4 * float64.gamma(head.Q.shape[1]) * np.max(np.abs(q) @ absK, axis=1)
+        if head.allowed is not None:
+            keep = head.allowed[block]
+            top, low = np.where(keep, S, -np.inf).max(axis=1), np.where(keep, S, np.inf).min(axis=1)
+        else:
+            top, low = S.max(axis=1), S.min(axis=1)
+        out |= {i for i, close in zip(block, (top - low <= bound).tolist()) if close}
+    return out
 
 
 def _one_key(head: float64.Head, i: int, j: int) -> list[Fraction]:
@@ -178,14 +185,37 @@ def _one_key(head: float64.Head, i: int, j: int) -> list[Fraction]:
 
 def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
     """a = ints · 2^-shift exactly (float32 values: each a dyadic rational of at most 24 bits)."""
-    nonzero = a[a != 0]
-    if not nonzero.size:
-        return [[0] * a.shape[1] for _ in range(a.shape[0])], 0
-    m, e = np.frexp(np.abs(nonzero))  # |x| = m·2^e: m·2^53 an integer below 2^53
-    ints = np.ldexp(m, 53).astype(np.int64)
-    zeros = np.log2((ints & -ints).astype(np.float64)).astype(np.int64)  # trailing zero bits (exact: a power of 2)
-    shift = max(0, int(np.max(53 - e - zeros)))  # the least: every entry's last bit at 2^-shift; the ints stay short
+    shift = _shift(a)
     return [[int(x) for x in row] for row in np.ldexp(a, shift).tolist()], shift
+
+
+def _transposed_integers(a: np.ndarray) -> tuple:
+    """(aᵀ as integers, an fmpz_mat, and their shift): :func:`_integers` transposed, filled a row of ``a`` at a
+    time, never as a list of every entry (at 8192 × 1024 that list and its floats took 600 MB)."""
+    from flint import fmpz_mat
+
+    shift = _shift(a)
+    out = fmpz_mat(a.shape[1], a.shape[0])
+    for i, row in enumerate(np.ldexp(a, shift)):
+        for j, x in enumerate(row.tolist()):
+            if x:
+                out[j, i] = int(x)
+    return out, shift
+
+
+def _shift(a: np.ndarray) -> int:
+    """The least shift that makes every entry of ``a`` an integer: each one's last bit at 2^-shift (the ints
+    stay short). Block by block of rows: the temporaries of all 8192 × 1024 at once were 400 MB."""
+    shift = 0
+    for start in range(0, a.shape[0], float64.BLOCK):
+        nonzero = a[start : start + float64.BLOCK]
+        nonzero = nonzero[nonzero != 0]
+        if nonzero.size:
+            m, e = np.frexp(np.abs(nonzero))  # |x| = m·2^e: m·2^53 an integer below 2^53
+            ints = np.ldexp(m, 53).astype(np.int64)
+            zeros = np.log2((ints & -ints).astype(np.float64)).astype(np.int64)  # trailing zero bits (exact)
+            shift = max(shift, int(np.max(53 - e - zeros)))
+    return shift
 
 
 def _by_rows(
@@ -420,4 +450,4 @@ def _ends(x) -> tuple[Fraction, Fraction]:
     return mid - rad, mid + rad
 
 
-__all__ = ["refine"]
+__all__ = ["enclose", "refine"]

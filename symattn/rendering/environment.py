@@ -46,18 +46,32 @@ def _search_paths() -> list[Path]:
     return [p for p in TEMPLATE_PATHS if p.is_dir()]
 
 
-class _Loader(jinja2.ChoiceLoader):
-    """Search every template folder in order; name them all when nothing is found."""
+def _names(template: str) -> tuple[str, ...]:
+    """The names a template is looked up by: a format's own ``<kind>.<format>.j2``, then the kind's one body
+    ``<kind>.j2``, which serves every format that has no child of its own (nbconvert's format folders fall
+    back to base/ in the same way)."""
+    stem, _, rest = template.partition(".")
+    return (template, f"{stem}.j2") if rest in {f"{fmt}.j2" for fmt in REPORT_FORMATS} else (template,)
+
+
+class _Loader(jinja2.BaseLoader):
+    """Search every template folder in order, for each of a template's names; name them all when nothing is
+    found. (A BaseLoader: jinja2.ChoiceLoader's own load() would skip this get_source.)"""
 
     def __init__(self) -> None:
-        super().__init__([jinja2.FileSystemLoader(str(p), encoding="utf-8") for p in _search_paths()])
+        self.folders = [jinja2.FileSystemLoader(str(p), encoding="utf-8") for p in _search_paths()]
 
     def get_source(self, environment: jinja2.Environment, template: str):
-        try:
-            return super().get_source(environment, template)
-        except jinja2.TemplateNotFound:
-            searched = ", ".join(str(p) for p in TEMPLATE_PATHS)
-            raise RenderError(f"template {template!r} not found; searched {searched}") from None
+        names = _names(template)
+        for name in names:
+            for folder in self.folders:
+                try:
+                    return folder.get_source(environment, name)
+                except jinja2.TemplateNotFound:
+                    pass
+        searched = ", ".join(str(p) for p in TEMPLATE_PATHS)
+        nor = "".join(f" (nor {name!r})" for name in names[1:])
+        raise RenderError(f"template {template!r}{nor} not found; searched {searched}")
 
 
 def _title_filter(fmt: str) -> Callable[[str], str]:
@@ -183,6 +197,61 @@ def _figures(derivation, step):
     return figures(derivation, step)
 
 
+# The block markup whose shape differs by format, so that a step kind's one body serves every format.
+# display: math on lines of its own. LaTeX's \[ \] stay in the sentence's paragraph; a Markdown display
+# may stand apart, with a blank line above (and below) it, where a template asks for one.
+_DISPLAY = {"latex": ("\\[", "\\]"), "markdown": ("$$", "$$")}
+
+
+def _display(fmt: str) -> Callable[..., str]:
+    opening, closing = _DISPLAY[fmt]
+    gap = "\n" if fmt == "markdown" else ""
+
+    def display(body: str, above: bool = False, below: bool = False) -> str:
+        return (gap if above else "") + f"{opening}\n{body}{closing}\n" + (gap if below else "")
+
+    return display
+
+
+def _items(fmt: str) -> Callable[..., str]:
+    """A list, each line of the body an item; ``loose``: in Markdown a blank line above each item."""
+
+    def items(body: str, loose: bool = False) -> str:
+        lines = body.splitlines()
+        if fmt == "latex":
+            return "\\begin{itemize}\n" + "".join(f"\\item {line}\n" for line in lines) + "\\end{itemize}\n"
+        return "".join(("\n" if loose else "") + f"- {line}\n" for line in lines)
+
+    return items
+
+
+# a table's row from its cells (|table frames the rows)
+ROWS: dict[str, Callable[[Any], str]] = {
+    "latex": lambda cells: " & ".join(map(str, cells)) + " \\\\",
+    "markdown": lambda cells: "| " + " | ".join(map(str, cells)) + " |",
+}
+
+
+def _table(fmt: str) -> Callable[[str, Any], str]:
+    """A table of rows (|row), the first its head; ``columns``: each column's LaTeX spec."""
+
+    def table(body: str, columns: Any) -> str:
+        head, _, rows = body.partition("\n")
+        if fmt == "latex":
+            begin = "\\noindent\\begin{tabular}{" + "".join(columns) + "}"
+            return f"{begin}\n\\hline\n{head}\n\\hline\n{rows}\\hline\n\\end{{tabular}}\n"
+        return f"{head}\n|{'---|' * len(columns)}\n{rows}"
+
+    return table
+
+
+def _shown(fmt: str) -> Callable[[Any, Any], list[Any]]:
+    # the steps a document shows: Markdown has a picture only where it can link to its SVG (figure_link)
+    return lambda steps, figure_link: [
+        s for s in steps if fmt != "markdown" or s.kind != "picture" or figure_link is not None
+    ]
+
+
 _LATEX_LEVELS = ("section", "subsection", "subsubsection", "paragraph", "subparagraph")
 
 
@@ -208,7 +277,8 @@ def bytecode_cache() -> jinja2.BytecodeCache | None:
     # code in the user's cache folder (never in the installed package). Jinja
     # checks each entry against the template source, so stale entries are harmless.
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(base, "symattn", f"jinja-{jinja2.__version__}")
+    # (the folder names the compile settings: code from before optimized=False folded constants)
+    folder = os.path.join(base, "symattn", f"jinja-{jinja2.__version__}-unfolded")
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError:
@@ -219,9 +289,15 @@ def bytecode_cache() -> jinja2.BytecodeCache | None:
 def template_environment(
     *, autoescape: bool = False, bytecode_cache: jinja2.BytecodeCache | None = None
 ) -> jinja2.Environment:
-    """Our templates' Jinja2 settings: nbconvert's LaTeX-safe delimiters, strict undefined, trimmed blocks."""
+    """Our templates' Jinja2 settings: nbconvert's LaTeX-safe delimiters, strict undefined, trimmed blocks.
+
+    No constant folding (``optimized=False``): Jinja would call a filter on a constant (``'i'|im``) once, at
+    compile time, with the filters of the format that compiled the file first, and the bytecode cache hands
+    that code to every format that shares the file.
+    """
     return jinja2.Environment(
         loader=_Loader(),
+        optimized=False,
         block_start_string="((*",
         block_end_string="*))",
         variable_start_string="(((",
@@ -256,6 +332,10 @@ def environment(fmt: str, numbered: bool = False) -> jinja2.Environment:
     env.filters["code"] = CODE[fmt]
     env.filters["mesc"] = MATH_TEXT_ESCAPERS[fmt]
     env.filters["closed"] = _closed_form(fmt)
+    env.filters["percent"] = lambda x: env.filters["tval"](x) + ESCAPERS[fmt]("%")
+    if fmt in _DISPLAY:  # the documents' block markup
+        env.filters.update(display=_display(fmt), items=_items(fmt), row=ROWS[fmt], table=_table(fmt))
+        env.filters["shown"] = _shown(fmt)
     if fmt == "text":
         env.filters.update(val=plain_number, opnd=plain_operand, rel=plain_relation, pad=pad)
     env.globals["format"] = fmt

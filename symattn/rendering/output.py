@@ -12,6 +12,11 @@ What the path holds decides how it is written, as careful Unix tools do:
 
 The text is encoded in full before anything is opened, so a failure in the
 document never leaves a half-written file. Bytes (a PDF) are written as they are.
+A document made in pieces (an iterable of bytes: a certificate of 8192 × 1024) is
+written as it comes into the temporary file that is then renamed; where there is
+none to rename (a device, a FIFO, several hard links, stdout) it is gathered first
+in an unnamed temporary file (:func:`spooled`), so that nothing reaches the target
+unless the whole document was made.
 
 A folder of files (a class, feedback) is written by :func:`write_files`, which
 never follows a link: nothing it writes lands outside the folder.
@@ -22,15 +27,28 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
+from collections.abc import Iterable, Iterator
+from typing import IO
 
 from symattn.input.errors import OutputError, shown
 
+Data = bytes | Iterable[bytes]  # whole, or in pieces (an unnamed file of the whole document, too)
+CHUNK = 1 << 20
 
-def write_output(path: str, text: str | bytes) -> None:
-    """Write ``text`` (UTF-8), or bytes as they are, to ``path``; raise :class:`OutputError` on any problem."""
+
+def write_output(path: str, text: str | bytes | Iterable[bytes]) -> None:
+    """Write ``text`` (UTF-8), bytes as they are, or pieces of bytes as they come, to ``path``; raise
+    :class:`OutputError` on any problem."""
     if not path:
         raise OutputError(path, "empty file name")
-    data = bytes(text) if isinstance(text, (bytes, bytearray, memoryview)) else text.encode("utf-8")
+    data: Data = (
+        bytes(text)
+        if isinstance(text, (bytes, bytearray, memoryview))
+        else text.encode("utf-8")
+        if isinstance(text, str)
+        else text
+    )
     target = _resolve(path)
     try:
         info = os.stat(target)
@@ -44,14 +62,14 @@ def write_output(path: str, text: str | bytes) -> None:
         elif stat.S_ISDIR(info.st_mode):
             raise OutputError(path, "is a folder; give a file name")
         elif not stat.S_ISREG(info.st_mode):
-            _write_special(target, data, info)
+            _write_special(target, spooled(data), info)
         else:
             if not (info.st_mode & 0o222) or not os.access(target, os.W_OK):
                 raise OutputError(
                     path, f"the file is read-only (mode {stat.S_IMODE(info.st_mode):04o}); refusing to replace it"
                 )
             if info.st_nlink > 1:
-                _write_in_place(target, data)
+                _write_in_place(target, spooled(data))
             else:
                 _replace(target, data, info)
     except OutputError:
@@ -70,7 +88,7 @@ def _resolve(path: str) -> str:
         raise OutputError.from_os(path, exc) from None
 
 
-def _replace(target: str, data: bytes, info: os.stat_result | None) -> None:
+def _replace(target: str, data: Data, info: os.stat_result | None) -> None:
     folder = os.path.dirname(target) or "."
     if not os.path.isdir(folder):
         raise FileNotFoundError(errno.ENOENT, f"the folder {shown(folder)} does not exist")
@@ -78,7 +96,7 @@ def _replace(target: str, data: bytes, info: os.stat_result | None) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
             if info is not None:
                 os.fchmod(fd, stat.S_IMODE(info.st_mode))
                 try:
@@ -102,16 +120,16 @@ def _temporary(folder: str, name: str) -> str:
     return os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
 
 
-def _write_in_place(target: str, data: bytes) -> None:
+def _write_in_place(target: str, data: Data) -> None:
     fd = os.open(target, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0))
     try:
-        _write_all(fd, data)
+        write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def _write_special(target: str, data: bytes, info: os.stat_result) -> None:
+def _write_special(target: str, data: Data, info: os.stat_result) -> None:
     if stat.S_ISSOCK(info.st_mode):
         raise OSError(errno.ENXIO, "is a socket")
     flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
@@ -125,12 +143,54 @@ def _write_special(target: str, data: bytes, info: os.stat_result) -> None:
         raise
     try:
         os.set_blocking(fd, True)
-        _write_all(fd, data)
+        write_all(fd, data)
     finally:
         os.close(fd)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def spooled(data: Data) -> bytes | IO[bytes]:
+    """A document in pieces, made whole in an unnamed temporary file before any of it is written; bytes as
+    they are. A failure while it is made leaves nothing behind (the file has no name)."""
+    if isinstance(data, bytes):
+        return data
+    try:
+        spool = tempfile.TemporaryFile()
+    except OSError as exc:  # the temporary folder full or not writable
+        raise OutputError.from_os(tempfile.gettempdir(), exc) from None
+    try:
+        for piece in data:
+            spool.write(piece)
+        spool.seek(0)
+    except BaseException as exc:
+        spool.close()
+        if isinstance(exc, OSError):
+            raise OutputError.from_os(tempfile.gettempdir(), exc) from None
+        raise
+    return spool
+
+
+def write_all(fd: int, data: Data) -> None:
+    """Every byte of ``data`` to ``fd``."""
+    for piece in pieces(data):
+        _write_bytes(fd, piece)
+
+
+def pieces(data: Data) -> Iterator[bytes]:
+    """``data`` in pieces: bytes whole, pieces as they come, or a file's, a megabyte at a time (then closed)."""
+    if isinstance(data, bytes):
+        yield data
+        return
+    read = getattr(data, "read", None)
+    if read is None:
+        yield from data
+        return
+    try:
+        yield from iter(lambda: read(CHUNK), b"")
+    finally:
+        data.close()  # type: ignore[attr-defined]
+
+
+def _write_bytes(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]

@@ -1,9 +1,10 @@
 """Render a derivation (or a check report) to Markdown or LaTeX with Jinja2.
 
-Templates are ``<kind>.<format>.j2``, one per step kind and format, with the
-LaTeX-safe delimiters of nbconvert: ``((* block *))``, ``((( value )))``,
-``((= comment =))``. Prose comes from ``lang/<lang>.toml``; the math layout is
-shared by both languages. Templates do no math: every number arrives rounded.
+Templates are ``<kind>.j2``, one body per step kind for both formats (with a thin
+``<kind>.<format>.j2`` child where a format differs), with the LaTeX-safe
+delimiters of nbconvert: ``((* block *))``, ``((( value )))``, ``((= comment =))``.
+Prose comes from ``lang/<lang>.toml``; the math layout is shared by both
+languages. Templates do no math: every number arrives rounded.
 """
 
 from __future__ import annotations

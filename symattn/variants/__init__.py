@@ -118,6 +118,18 @@ def float64_refused(spec: Any) -> bool:
     return any(not p.float64_in_mask and p.float64(setting) is None for p, setting in of(spec))
 
 
+def argument_refusal(name: str) -> str | None:
+    """symattn.kernel.compare's refusal of a part's keyword (None: no part's), while the float64 path has no
+    rule for the part."""
+    return next((p.argument_refusal for p in PARTS if p.argument == name), None)
+
+
+def kernel_mask(n: int, m: int, causal: bool, align: str, window: Any) -> Any:
+    """symattn.kernel.compare's mask of n queries and m keys from its keywords (``causal``, ``causal_align``,
+    ``window``): the mask parts' mask_mod as a numpy array of booleans, or None where every key is allowed."""
+    return next(p for p in PARTS if p.stage == MASK).kernel_mask(n, m, causal, align, window)
+
+
 def float64_words(noun: bool = False) -> str:
     """The parts the float64 path refuses, as its messages list them."""
     return listed([(p.noun or p.title) if noun else p.title for p in PARTS if not p.float64_in_mask])
@@ -249,6 +261,7 @@ __all__ = [
     "UNSTATED",
     "WEB_FIELDS",
     "Where",
+    "argument_refusal",
     "attribute",
     "certify_refusal",
     "check",
@@ -258,6 +271,7 @@ __all__ = [
     "formula_parts",
     "head_parts",
     "heads_of",
+    "kernel_mask",
     "mask_parts",
     "masking",
     "missing",

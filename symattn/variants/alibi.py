@@ -25,19 +25,20 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import sympy
-from sympy import ImmutableMatrix
-
-from symattn.exact import numeric
 from symattn.exact.num import Num, NumRow, NumRows
-from symattn.exact.numeric import Fixed
 from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
 from symattn.variants import positions
-from symattn.variants.base import ADD, MAP, HeadPart, Part, Rows, Where, scale_parts, times, upper
+from symattn.variants.base import ADD, MAP, HeadPart, Part, Rows, Where
+
+if TYPE_CHECKING:  # the spec reads the part without SymPy (compare's float64 path never imports it)
+    import sympy
+    from sympy import ImmutableMatrix
+
+    from symattn.exact.numeric import Fixed
 
 # --- limits of ALiBi ---------------------------------------------------------------------------
 ALIBI_SLOPE = 100  # the largest alibi_slopes entry: the bias −m·|i − j| then stays within ABS_Z's reach
@@ -123,6 +124,8 @@ class AlibiPart(Part):
     facts = (("toy_vs_real", "alibi", False),)
     certify = "--certify does not cover ALiBi or softcap"
     z_word = "biased"
+    argument = "alibi_slopes"
+    argument_refusal = "ALiBi is not on the float64 path yet (a spec's alibi compares one head exactly)"
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Alibi | None:
         """``alibi = true`` or ``alibi_slopes = [...]`` (one positive decimal per head), or None."""
@@ -176,6 +179,7 @@ class AlibiPart(Part):
         return sig("bias", i, k) if i != k else None  # −m·|i − j| (none on the diagonal, where it is 0)
 
     def z_step(self, spec: Any, model: Any, fig: Any, shown: Any) -> AlibiBias:
+        from symattn.exact import numeric
         from symattn.exact.rounding import is_exact
 
         part = model.owner("bias")
@@ -204,6 +208,8 @@ PART = AlibiPart()
 
 def slope_expr(slope: Slope) -> sympy.Expr:
     """The exact slope: 2^e (algebraic, or rational when e is an integer), or the given decimal."""
+    import sympy
+
     if slope.given is not None:
         value = slope.given.value
         return sympy.Rational(value.numerator, value.denominator)
@@ -247,6 +253,8 @@ class Bias(HeadPart):
 
     @cached_property
     def _upper(self) -> Fraction:
+        from symattn.variants.forms import upper
+
         return upper(self.slope)
 
     def vary(self, model: Any, i: int, j: int, z: sympy.Expr) -> sympy.Expr:
@@ -256,10 +264,15 @@ class Bias(HeadPart):
         return Linear(self, scale)
 
     def basis_box(self, bits: int) -> Fixed:
+        from symattn.exact import numeric
+        from symattn.exact.numeric import Fixed
+
         return Fixed.from_interval(numeric.enclose(self.slope, bits + 8), bits)
 
     def exact(self, model: Any, quantity: str) -> ImmutableMatrix:
         """−m·|i − j| for every query i and key j (masked or not)."""
+        from sympy import ImmutableMatrix
+
         if "bias" not in model.memo:
             model.memo["bias"] = ImmutableMatrix(
                 model.n_queries, model.n_keys, lambda i, j: -self.slope * self.gap(i, j)
@@ -276,6 +289,8 @@ class Bias(HeadPart):
         )
 
     def boxes(self, boxes: Any, quantity: str) -> list[Fixed]:
+        from symattn.variants.forms import times
+
         model = boxes.model
         basis = self.basis_box(boxes.prec)
         return boxes.flat(
@@ -309,6 +324,8 @@ class Linear:
     """The rules of y's rational part c·scale + q·m (the module's docstring says why they hold)."""
 
     def __init__(self, bias: Bias, scale: sympy.Expr):
+        from symattn.variants.forms import scale_parts
+
         self.c, self.r = scale_parts(scale)
         e, k = bias.slope_e, bias.slope_k
         self.slope_rational = k * Fraction(2) ** int(e) if e.denominator == 1 else None

@@ -1,4 +1,4 @@
-"""What a variant of attention is (a *part*), where it acts, and the box arithmetic the parts share.
+"""What a variant of attention is (a *part*) and where it acts.
 
 A part is one module of :mod:`symattn.variants` that owns everything about one variant, as PyTorch's
 FlexAttention writes a distance bias or a cap on the scores as one small ``score_mod(score, b, h, q_idx,
@@ -30,11 +30,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from symattn.exact.numeric import Fixed
-
 if TYPE_CHECKING:
-    import sympy
-
+    from symattn.exact.numeric import Fixed
     from symattn.input.reader import Reader
 
 QK, ADD, MAP, MASK, DENOMINATOR, ROUTE = range(6)  # the stages, in the order they act
@@ -169,6 +166,11 @@ class Part:
         """(key, why) to blame where row i has no key left and it alone explains why; else None."""
         return None
 
+    def kernel_mask(self, n: int, m: int, causal: bool, align: str, window: Any) -> Any:
+        """Its mask_mod on the float64 path, from symattn.kernel.compare's keywords: a numpy array of booleans
+        over n queries and m keys, or None where every key is allowed."""
+        return None
+
     # --- what it supports -------------------------------------------------------------------------------
 
     def float64(self, setting: Any) -> Float64Rule | None:
@@ -176,6 +178,10 @@ class Part:
         return None
 
     float64_in_mask: ClassVar[bool] = False  # True: all it does is in ``spec.allowed``, which the path takes
+    # the keyword a kernel's call takes it by (FlashAttention's), which symattn.kernel.compare reads, and its
+    # refusal there while the float64 path has no rule for it; "" where the call has no such keyword
+    argument: ClassVar[str] = ""
+    argument_refusal: ClassVar[str] = ""
 
     # --- compute and the derivation ---------------------------------------------------------------------
 
@@ -266,46 +272,6 @@ class HeadPart:
         return None
 
 
-def times(r: Fraction, box: Fixed) -> Fixed:
-    """r · box, rounded outward."""
-    lo, hi = (box.lo, box.hi) if r >= 0 else (box.hi, box.lo)
-    return Fixed((lo * r.numerator) // r.denominator, -((-hi * r.numerator) // r.denominator), box.bits)
-
-
-def add(a: Fixed, b: Fixed) -> Fixed:
-    return Fixed(a.lo + b.lo, a.hi + b.hi, a.bits)
-
-
-def sub(a: Fixed, b: Fixed) -> Fixed:
-    return Fixed(a.lo - b.hi, a.hi - b.lo, a.bits)
-
-
-def mul(a: Fixed, b: Fixed) -> Fixed:
-    """a · b of two boxes at the same precision, rounded outward."""
-    ends = (a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi)
-    return Fixed(min(ends) >> a.bits, -(-max(ends) >> a.bits), a.bits)
-
-
-def narrow(b: Fixed, bits: int) -> Fixed:
-    """A box at a coarser precision, rounded outward."""
-    shift = b.bits - bits
-    return Fixed(b.lo >> shift, -(-b.hi >> shift), bits)
-
-
-def upper(x: sympy.Expr) -> Fraction:
-    """A rational upper bound of a positive constant."""
-    from symattn.exact import numeric
-
-    box = Fixed.from_interval(numeric.enclose(x, 64), 32)
-    return Fraction(box.hi, 1 << 32)
-
-
-def scale_parts(scale: sympy.Expr) -> tuple[Fraction, int]:
-    """The scale as c·√r, r square-free (1: rational)."""
-    c, root = scale.as_coeff_Mul()
-    return Fraction(int(c.p), int(c.q)), 1 if root == 1 else int(root.base)
-
-
 def listed(words: list[str]) -> str:
     """ "a, b or c"."""
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
@@ -324,12 +290,5 @@ __all__ = [
     "Part",
     "Quantity",
     "Where",
-    "add",
     "listed",
-    "mul",
-    "narrow",
-    "scale_parts",
-    "sub",
-    "times",
-    "upper",
 ]

@@ -23,19 +23,23 @@ What is decided, and on what:
 
 The model (:class:`~symattn.exact.model.Model`) asks these for its scaled and shifted scores, their
 exps, the row maxima and the groups of equal z; the weights and outputs follow its rules on those groups.
+The box arithmetic the parts' enclosures share closes the module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from symattn.exact import numeric
 from symattn.exact.numeric import Fixed
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
-from symattn.variants.base import ADD, MAP, Rows, add, mul, scale_parts, times
+from symattn.variants.base import ADD, MAP, Rows
+
+if TYPE_CHECKING:
+    import sympy
 
 Form = tuple[Any, Fraction]  # (S, q)
 
@@ -186,4 +190,45 @@ class Forms:
         return tuple(tuple(row) for row in values)
 
 
-__all__ = ["Form", "Forms", "PlainLinear", "Unordered"]
+# --- the box arithmetic the parts share ---------------------------------------------------------------
+
+
+def times(r: Fraction, box: Fixed) -> Fixed:
+    """r · box, rounded outward."""
+    lo, hi = (box.lo, box.hi) if r >= 0 else (box.hi, box.lo)
+    return Fixed((lo * r.numerator) // r.denominator, -((-hi * r.numerator) // r.denominator), box.bits)
+
+
+def add(a: Fixed, b: Fixed) -> Fixed:
+    return Fixed(a.lo + b.lo, a.hi + b.hi, a.bits)
+
+
+def sub(a: Fixed, b: Fixed) -> Fixed:
+    return Fixed(a.lo - b.hi, a.hi - b.lo, a.bits)
+
+
+def mul(a: Fixed, b: Fixed) -> Fixed:
+    """a · b of two boxes at the same precision, rounded outward."""
+    ends = (a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi)
+    return Fixed(min(ends) >> a.bits, -(-max(ends) >> a.bits), a.bits)
+
+
+def narrow(b: Fixed, bits: int) -> Fixed:
+    """A box at a coarser precision, rounded outward."""
+    shift = b.bits - bits
+    return Fixed(b.lo >> shift, -(-b.hi >> shift), bits)
+
+
+def upper(x: sympy.Expr) -> Fraction:
+    """A rational upper bound of a positive constant."""
+    box = Fixed.from_interval(numeric.enclose(x, 64), 32)
+    return Fraction(box.hi, 1 << 32)
+
+
+def scale_parts(scale: sympy.Expr) -> tuple[Fraction, int]:
+    """The scale as c·√r, r square-free (1: rational)."""
+    c, root = scale.as_coeff_Mul()
+    return Fraction(int(c.p), int(c.q)), 1 if root == 1 else int(root.base)
+
+
+__all__ = ["Form", "Forms", "PlainLinear", "Unordered", "add", "mul", "narrow", "scale_parts", "sub", "times", "upper"]

@@ -178,6 +178,34 @@ class Masks(Part):
         wide = window is not None and window >= m
         return MaskDiagonal(causal, align, offset, n, m, window, wide, i, high, low, keys)
 
+    def kernel_mask(self, n: int, m: int, causal: bool, align: str, window: Any) -> Any:
+        """Where query i may attend key j: the causal diagonal (top-left, or bottom-right: offset m − n) and the
+        sliding window of ``window`` keys ending at it, as a spec's mask, causal_align and window say
+        (:meth:`Diagonal.allows`, here for the whole matrix at once): its mask_mod on the float64 path, a numpy
+        array of booleans or None where every key is allowed; a keyword out of range is refused in one line."""
+        import numpy as np
+
+        from symattn.input.errors import SpecError
+
+        if align not in ALIGNMENTS:
+            raise SpecError("causal_align", None, f"expected {' or '.join(map(repr, ALIGNMENTS))}, got {align!r}")
+        if window is not None and (type(window) is not int or not 1 <= window <= WINDOW):
+            raise SpecError("window", None, f"expected a whole number of keys from 1 to {WINDOW}, got {window!r}")
+        if not causal and window is None:
+            return None
+        offset = m - n if align == "bottom-right" else 0
+        top = np.arange(n)[:, None] + offset
+        j = np.arange(m)[None, :]
+        allowed = j <= top
+        if window is not None and window < m:
+            allowed &= top - window < j
+        empty = np.flatnonzero(~allowed.any(axis=1))
+        if empty.size:
+            i = int(empty[0])
+            key, why = self.empty_row(Diagonal(align, offset, window, m), i, m) or ("mask", "")
+            raise SpecError(key, None, f"query {i} (0-based) may attend no key{why}; softmax is undefined there")
+        return allowed
+
 
 PART = Masks()
 

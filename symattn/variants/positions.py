@@ -3,9 +3,9 @@ key's (default 0, 1, …, n − 1), as a KV cache holds them: a decoding step is
 against the cached keys at 0..p − 1 and its own key at p.
 
 It makes no value of its own; the parts that count positions read them here (the shared hook): the causal
-mask and a window compare positions (key position ≤ query position), ALiBi's bias is −m·|p_i − p_j| and
-RoPE turns query i by p_i·θ and key j by p_j·θ. Nothing in the core counts positions. The derivation's
-step says which keys were cached (before the first query's position) and which are new.
+mask and a window compare positions (key position ≤ query position), the distance bias is −m·|p_i − p_j|
+and the turn by position is p_i·θ for query i and p_j·θ for key j. Nothing in the core counts positions.
+The derivation's step says which keys were cached (before the first query's position) and which are new.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ POSITION = 1_000_000  # the largest position (a million tokens of context)
 
 @dataclass(frozen=True)
 class Placed:
-    """Each query's and each key's position (0-based, as RoPE and ALiBi count them)."""
+    """Each query's and each key's position (0-based, as the parts that turn or bias by position count them)."""
 
     queries: tuple[int, ...]
     keys: tuple[int, ...]

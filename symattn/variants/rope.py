@@ -14,15 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
-
-import sympy
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import Num, NumRow, NumRows
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral, parse_numeral
 from symattn.variants.base import QK, Part, Quantity, Where
-from symattn.variants.rope_head import Rotated
+
+if TYPE_CHECKING:  # one head's rotation is SymPy's: the spec reads the part without it
+    from symattn.variants.rope_head import Rotated
 
 # --- limits of RoPE ------------------------------------------------------------------------------
 ROPE_BASE_MAX = 10**12  # rope_base from 1/10^12 to 10^12, numerator and denominator at most 10^12
@@ -176,6 +176,10 @@ class RopePart(Part):
         return Rope(base, style)
 
     def head_part(self, setting: Rope, spec: Any) -> Rotated:
+        import sympy
+
+        from symattn.variants.rope_head import Rotated
+
         pairs = setting.pairs(spec.d_k)
         base = sympy.Rational(setting.base.value.numerator, setting.base.value.denominator)
         placed = spec.setting("positions")  # the tokens' positions where the spec gives them (a KV cache's)

@@ -34,7 +34,8 @@ from symattn.exact import numeric
 from symattn.exact.numeric import Fixed
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
-from symattn.variants.base import DENOMINATOR, MAP, HeadPart, Rows, sub
+from symattn.variants.base import DENOMINATOR, MAP, HeadPart, Rows
+from symattn.variants.forms import sub
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
 from symattn.variants.base import DENOMINATOR, Part, Quantity, Where
-from symattn.variants.sink_head import Sink, negative
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # one head's sink is exact arithmetic: the spec reads the part without SymPy
     from symattn.derivation.steps import Dot
+    from symattn.variants.sink_head import Sink
 
 # --- limits of sinks ---------------------------------------------------------------------------
 SINK_LOGIT = 100  # the largest |s| of a sink logit: e^100 has 44 digits before the point
@@ -72,6 +72,8 @@ class Sinks(Part):
         ("backward_variants", "sink", None),
     )
     certify = "--certify does not cover sinks"
+    argument = "sinks"
+    argument_refusal = "attention sinks are not on the float64 path yet (a spec's sinks compare one head exactly)"
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> tuple[Numeral, ...] | None:
         """``sinks = [s_1, …]``: one sink logit per head, a decimal of size at most SINK_LOGIT."""
@@ -99,6 +101,8 @@ class Sinks(Part):
         return setting[index : index + 1]
 
     def head_part(self, setting: tuple[Numeral, ...], spec: Any) -> Sink:
+        from symattn.variants.sink_head import Sink
+
         return Sink(setting[0].value)
 
     def toy(self, spec: Any, setting: Any) -> tuple[tuple[str, Any], ...]:
@@ -118,6 +122,7 @@ class Sinks(Part):
     def backward_fact(self, spec: Any, model: Any, fig: Any, g: Mapping[str, Any], head: int) -> tuple[str, SinkBack]:
         """``spec`` is the head's own (its sink is ``sinks[0]``), ``head`` its index in dsinks."""
         from symattn.derivation.steps import Dot
+        from symattn.variants.sink_head import negative
 
         assert fig.share is not None  # the figures of a head with a sink show its share
         ds = g["dsinks"][0][head]

@@ -19,19 +19,20 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import sympy
-from mpmath import iv
-
-from symattn.exact import numeric
 from symattn.exact.num import Num, NumRow, NumRows
-from symattn.exact.numeric import Fixed
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
 from symattn.variants.base import MAP, HeadPart, Part, Where
+
+if TYPE_CHECKING:  # the spec reads the part without SymPy or mpmath (compare's float64 path never imports them)
+    import sympy
+    from mpmath import iv
+
+    from symattn.exact.numeric import Fixed
 
 # --- limits of softcap -------------------------------------------------------------------
 SOFTCAP = 1000  # the largest softcap c: capped scores lie in (−c, c), well inside ABS_Z
@@ -84,6 +85,8 @@ class Softcap(Part):
     facts = (("toy_vs_real", "softcap", False), ("backward_variants", "cap", None))
     certify = "--certify does not cover ALiBi or softcap"
     z_word = "capped"
+    argument = "softcap"
+    argument_refusal = "soft-capping is not on the float64 path yet (a spec's softcap compares one head exactly)"
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Numeral | None:
         """``softcap = c``: z ← c·tanh(z / c) on the (biased) scaled scores, c a decimal > 0."""
@@ -153,6 +156,8 @@ class Cap(HeadPart):
 
     @cached_property
     def _cap(self) -> sympy.Expr:
+        import sympy
+
         return sympy.Rational(self.c.numerator, self.c.denominator)
 
     @property
@@ -161,6 +166,8 @@ class Cap(HeadPart):
         return self.c
 
     def vary(self, model: Any, i: int, j: int, z: sympy.Expr) -> sympy.Expr:
+        import sympy
+
         return self._cap * sympy.tanh(z / self._cap)
 
     def value(self, y: Fraction | None) -> Fraction | None:
@@ -170,6 +177,11 @@ class Cap(HeadPart):
     def box(self, z: Fixed, prec: int) -> Fixed:
         """c·tanh(z/c) of a box, rigorously: tanh(x) = 1 − 2/(e^(2x) + 1) in mpmath's interval arithmetic
         (x occurs once, so the interval is not widened by dependence)."""
+        from mpmath import iv
+
+        from symattn.exact import numeric
+        from symattn.exact.numeric import Fixed
+
         with numeric.working_precision(prec + 16):
             c = iv.mpf(self.c.numerator) / self.c.denominator
             x = iv.mpf([z.lo, z.hi]) / (iv.mpf(2) ** z.bits)
@@ -178,6 +190,8 @@ class Cap(HeadPart):
 
     def derivative(self, model: Any, i: int, j: int) -> sympy.Expr:
         """1 − tanh²(y_ij/c) at the score before the cap (0 where masked: its gradient is 0 there anyway)."""
+        import sympy
+
         if not model.may_attend(i, j):
             return sympy.Integer(0)
         return 1 - sympy.tanh(model.z_before(self, i, j) / self._cap) ** 2
@@ -193,6 +207,9 @@ class Cap(HeadPart):
 
     def by_hand(self, model: Any, unmasked: NumRows, decimals: int, notation: str) -> NumRows:
         """c·tanh(shown z / c), correctly rounded (0 stays exactly 0)."""
+        import sympy
+
+        from symattn.exact import numeric
         from symattn.input.decimals import round_half_up
 
         def capped(z: Num) -> Num:
@@ -237,6 +254,8 @@ def saturated(model: Any, cap: Cap, digits: int) -> tuple[tuple[Decimal, ...], .
     maximum, c·tanh(x) − s is (c − s) − 2c/(e^(2x) + 1), exact where s = c. A value below 10^−(10^6)
     (c = 10^−30 makes 10^−(3·10^29)) has no digits to write: refused, naming the entry.
     """
+    from symattn.exact import numeric
+
     exact = model.rationals("shifted")
     rows = []
     for i in range(model.n_queries):
@@ -253,6 +272,8 @@ def saturated(model: Any, cap: Cap, digits: int) -> tuple[tuple[Decimal, ...], .
 
 
 def _decided(model: Any, cap: Cap, i: int, j: int, digits: int) -> Decimal:
+    from symattn.exact import numeric
+
     prec = 64
     while prec <= PRECISION_BITS:
         box = _enclosure(model, cap, i, j, prec)
@@ -266,6 +287,10 @@ def _decided(model: Any, cap: Cap, i: int, j: int, digits: int) -> Decimal:
 
 
 def _enclosure(model: Any, cap: Cap, i: int, j: int, prec: int) -> iv.mpf:
+    from mpmath import iv
+
+    from symattn.exact import numeric
+
     c, forms = cap.c, model.forms
     bits = prec + 16 + max(c.denominator.bit_length() - c.numerator.bit_length(), 0)  # x = y/c to 2^−prec
 
@@ -286,6 +311,8 @@ def _enclosure(model: Any, cap: Cap, i: int, j: int, prec: int) -> iv.mpf:
 
 
 def _rational(x: Fraction) -> iv.mpf:
+    from mpmath import iv
+
     return iv.mpf(x.numerator) / x.denominator
 
 

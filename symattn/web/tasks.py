@@ -3,7 +3,6 @@ parse), the spec as a TOML download, and :func:`run_task`, which answers every b
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -24,24 +23,6 @@ from symattn.web.practice import hint_task
 RENDER_FORMATS = ("html", "markdown", "latex")
 EXPORT_FORMATS = ("markdown", "latex", "pdf", "html", "toml")
 REPORT_EXPORT_FORMATS = ("markdown", "latex", "pdf", "html", "text", "json")
-_SUFFIX = {
-    "markdown": "md",
-    "latex": "tex",
-    "pdf": "pdf",
-    "html": "html",
-    "toml": "toml",
-    "text": "txt",
-    "json": "json",
-}
-_MEDIA = {
-    "markdown": "text/markdown; charset=utf-8",
-    "latex": "application/x-tex; charset=utf-8",
-    "pdf": "application/pdf",
-    "html": "text/html; charset=utf-8",
-    "toml": "application/toml; charset=utf-8",
-    "text": "text/plain; charset=utf-8",
-    "json": "application/json",
-}
 
 
 def _is_text(value: Any) -> bool:
@@ -68,8 +49,8 @@ def render_task(body: Any) -> dict[str, Any]:
     of each of those steps (``latex_steps``)."""
     from symattn.derivation.intermediates import MAX_DIGITS, compute
     from symattn.input.reader import parse_index
+    from symattn.rendering.export import export
     from symattn.rendering.html import markdown_to_html
-    from symattn.rendering.renderer import render
 
     reader = request_reader(REQUEST_SOURCE)
     body = request_fields(body, ("spec", "format", "compute", "exact", "digits", "latex_steps"))
@@ -85,7 +66,7 @@ def render_task(body: Any) -> dict[str, Any]:
         from symattn.rendering.step_latex import step_latex
         from symattn.rendering.svg import svg
 
-        out["html"], out["title"] = markdown_to_html(render(derivation, "markdown"))
+        out["html"], out["title"] = markdown_to_html(export(derivation, "markdown").text)
         # the handouts' own SVG pictures, and the kind of each step shown (one per <h2>)
         out["figures"] = [{"id": f.id, "kind": f.kind, "svg": svg(f)} for f in all_figures(derivation)]
         out["step_kinds"] = [step.kind for step in derivation.steps if step.kind != "picture"]
@@ -93,7 +74,7 @@ def render_task(body: Any) -> dict[str, Any]:
             # asked for when a "copy as LaTeX" button is pressed: it costs as much as the whole LaTeX
             out["latex_steps"] = list(step_latex(derivation))
     else:
-        out["text"] = render(derivation, fmt)
+        out["text"] = export(derivation, fmt).text
     if flag(body, "compute", True):
         # closed forms are most of compute's time (an 8×8 spec: 0.2 s), so they are asked for
         out["compute"] = compute(spec, model, digits, exact=flag(body, "exact", False))
@@ -104,8 +85,8 @@ def check_task(body: Any) -> dict[str, Any]:
     """POST /api/check: the verdicts (report_data, with 0-based places) and the report as an HTML fragment."""
     from symattn.checking.checker import check
     from symattn.checking.report import report_data
+    from symattn.rendering.export import export
     from symattn.rendering.html import markdown_to_html
-    from symattn.rendering.renderer import render_report
 
     body = request_fields(body, ("spec", "claims", "html"), ("spec", "claims"))
     spec = spec_of(body["spec"])
@@ -114,7 +95,7 @@ def check_task(body: Any) -> dict[str, Any]:
     # where each verdict stands, 0-based, so the page finds its box without matching labels
     data["places"] = [[v.claim.quantity, v.claim.row, v.claim.col] for v in report.results]
     if flag(body, "html", True):
-        data["html"], _ = markdown_to_html(render_report(report, "markdown"))
+        data["html"], _ = markdown_to_html(export(report, "markdown").text)
     data["lang"] = report.lang
     return data
 
@@ -124,6 +105,8 @@ def export_task(body: Any, tex: bool = False) -> tuple[bytes, str, str]:
 
     ``tex``: the server sent it as a PDF export (:func:`is_pdf_export`), under its limit on TeX runs.
     """
+    from symattn.rendering.export import export
+
     reader = request_reader(REQUEST_SOURCE)
     body = request_fields(body, ("spec", "format", "what", "claims"), ("spec", "format"))
     what = reader.choice(body.get("what", "derivation"), "what", ("derivation", "report"))
@@ -134,60 +117,17 @@ def export_task(body: Any, tex: bool = False) -> tuple[bytes, str, str]:
     spec = spec_of(body["spec"])
     name = "symattn" if what == "derivation" else "symattn-check"
     if fmt == "toml":
-        content: str | bytes = spec_toml(body["spec"])
-    elif what == "derivation":
-        content = _export_derivation(spec, fmt)
+        return spec_toml(body["spec"]).encode("utf-8"), "application/toml; charset=utf-8", f"{name}.toml"
+    if what == "derivation":
+        document: Any = _derivation(spec)[0]
+    elif "claims" not in body:
+        raise reader.error("claims", "missing (a report needs claims)")
     else:
-        if "claims" not in body:
-            raise reader.error("claims", "missing (a report needs claims)")
-        content = _export_report(spec, body["claims"], fmt)
-    data = content.encode("utf-8") if isinstance(content, str) else content
-    return data, _MEDIA[fmt], f"{name}.{_SUFFIX[fmt]}"
+        from symattn.checking.checker import check
 
-
-def _export_derivation(spec: Any, fmt: str) -> str | bytes:
-    from symattn.rendering.renderer import render
-
-    derivation, _ = _derivation(spec)
-    if fmt == "html":
-        from symattn.rendering.html import derivation_page
-
-        return derivation_page(derivation)
-    if fmt == "pdf":
-        return _pdf(render(derivation, "latex", standalone=True), derivation.lang, spec.engine)
-    return render(derivation, fmt, standalone=fmt == "latex")  # a LaTeX download is a whole document
-
-
-def _export_report(spec: Any, claims: Any, fmt: str) -> str | bytes:
-    from symattn.checking.checker import check
-    from symattn.checking.report import report_data
-    from symattn.rendering.renderer import render_report
-
-    report = check(spec, claims_of(spec, claims))
-    if fmt == "json":
-        return json.dumps(report_data(report), ensure_ascii=False, indent=2) + "\n"
-    if fmt == "html":
-        from symattn.rendering.html import report_page
-
-        return report_page(report)
-    if fmt == "pdf":
-        return _pdf(render_report(report, "latex", standalone=True), report.lang, report.engine)
-    return render_report(report, fmt, standalone=fmt == "latex")
-
-
-def _pdf(tex: str, lang: str, engine: str | None) -> bytes:
-    # TeX has its own time limit (limits.LATEX_SECONDS); the request's clock stops while it runs,
-    # as the CLI's does
-    import signal
-
-    from symattn.rendering.pdf import latex_to_pdf
-
-    remaining, interval = signal.setitimer(signal.ITIMER_REAL, 0)
-    try:
-        return latex_to_pdf(tex, engine=engine, lang=lang)
-    finally:
-        if remaining:
-            signal.setitimer(signal.ITIMER_REAL, remaining, interval)
+        document = check(spec, claims_of(spec, body["claims"]))
+    made = export(document, fmt, standalone=fmt == "latex")  # a LaTeX download is a whole document
+    return made.data, made.media, f"{name}.{made.suffix}"
 
 
 def parse_task(body: Any) -> dict[str, Any]:

@@ -1,0 +1,52 @@
+"""The float64 engine's one entry: in-memory inputs and a float result in, a Comparison out.
+
+``symattn compare`` (a spec and its files) and ``symattn.kernel.compare`` (a kernel's tensors) both build
+:class:`~symattn.kernel.inputs.Inputs` and call :func:`run`: the same heads, the same lining up of batch
+and head axes, the same places, so the same figures, byte for byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from symattn.input.floats import FloatResult
+from symattn.kernel.comparison import Comparison
+from symattn.kernel.inputs import Inputs
+
+
+def run(
+    inputs: Inputs,
+    result: FloatResult,
+    quantity: str,
+    worst: int | None = None,
+    places: Any = None,
+    symbol: str | None = None,
+) -> Comparison:
+    """Compare ``result`` with the exact ``quantity`` (output, weights, lse, lse2, dQ, dK, dV) of ``inputs``.
+
+    A result with batch and head axes (or inputs of several batches) is lined up as the heads are, and its
+    places name those axes; a matrix result keeps ``places`` (places.Places). With ``worst``, a matrix
+    result decides only what a report of the ``worst`` largest errors shows. ``symbol`` names the result
+    in every place (``out[1, 2, 77, 5]``); None keeps the quantity's own (``o``).
+    """
+    from symattn.input.batched import arrange
+    from symattn.kernel.heads import compare_head
+    from symattn.kernel.places import lined_places
+
+    heads = list(inputs.heads)
+    axes = None
+    if inputs.batch > 1 or (result.array is not None and not result.rows):  # batch and head axes
+        dims = result.array.ndim if result.array is not None else 2
+        result = arrange(result, inputs.layout, quantity, inputs.batch, inputs.head_count)
+        axes = (inputs.batch, inputs.head_count)
+        width = result.shape[1] // (inputs.batch * inputs.head_count)
+        places = lined_places(quantity, inputs.layout, dims, inputs.batch, inputs.head_count, width)
+        worst = None  # each head's summary reads all of its entries
+    if symbol is not None:
+        places = replace(places, symbol=symbol)
+    comparison = compare_head(heads, result, quantity, worst, places)
+    return replace(comparison, batch_heads=axes, places=places)
+
+
+__all__ = ["run"]

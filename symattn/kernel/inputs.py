@@ -1,0 +1,120 @@
+"""The float64 engine's inputs in memory: every (batch, head) as float32-valued arrays, and how the result's
+batch and head axes lie.
+
+Both ways into the engine build one of these and hand it to :func:`symattn.kernel.engine.run`: a spec
+with its ``.npy``/``.safetensors`` files (:func:`of_spec`, for ``symattn compare``) and a kernel's tensors
+in memory (:mod:`symattn.kernel.tensors`, for ``symattn.kernel.compare``). There is no second engine.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from symattn.input import limits
+from symattn.input.errors import LimitError, ShapeError, SpecError
+from symattn.input.floats import FloatResult
+from symattn.kernel import float64, float64_backward
+
+GRADIENTS = {"dq": "dQ", "dk": "dK", "dv": "dV"}  # a kind as asked, and the quantity the engine names
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Every (batch, head)'s inputs, batch by batch and query head by query head (a
+    float64_backward.GradientHead for dQ, dK and dV); the result's axes are in ``layout`` order."""
+
+    heads: tuple[float64.Head, ...]
+    batch: int = 1
+    head_count: int = 1  # query heads per batch
+    layout: str = "bhnd"  # or "bnhd"
+
+
+def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs | None:
+    """A spec's inputs for the float64 path, or None where the exact path decides (decimal inputs,
+    projections, W_O, a variant whose part it refuses); a batch the float64 path cannot take is refused."""
+    from symattn import variants
+    from symattn.kernel.heads import heads_of
+
+    if quantity in GRADIENTS:
+        gradient = _gradient_head(spec, grad_output)
+        return None if gradient is None else Inputs((gradient,), layout=spec.kernel.layout)
+    if grad_output is not None:
+        raise SpecError("--grad-output", None, "is for --quantity dq, dk or dv")
+    if spec.kernel.batches:
+        heads: list = []
+        for b in range(spec.kernel.batch):
+            part = heads_of(spec.of_batch(b), quantity)
+            if part is None:
+                raise SpecError(
+                    spec.source,
+                    "Q",
+                    f"a batch of {spec.kernel.batch} needs the float64 path: Q, K and V of float32 values, and no "
+                    f"projection, W_O, {variants.float64_words(noun=True)}",
+                )
+            heads += part
+        return Inputs(tuple(heads), spec.kernel.batch, spec.heads, spec.kernel.layout)
+    found = heads_of(spec, quantity)
+    return None if found is None else Inputs(tuple(found), 1, spec.heads, spec.kernel.layout)
+
+
+def gradient_head(head: float64.Head, dO: np.ndarray, sqrt_scale: bool) -> float64_backward.GradientHead:
+    """One head and the dO its gradients are for (float32 values); where the scale is 1/√d with d = 4^k,
+    that scale is a float exactly."""
+    fields = {f: getattr(head, f) for f in head.__dataclass_fields__}
+    d = head.Q.shape[1]
+    root = math.isqrt(d)
+    if sqrt_scale and root * root == d and root & (root - 1) == 0:
+        fields.update(scale_error=0.0, exact_scale=Fraction(1, root))
+    return float64_backward.GradientHead(**fields, dO=dO)
+
+
+def check_gradient_tokens(source: str, queries: int, keys: int, limit: int, path: str) -> None:
+    if max(queries, keys) > limit:
+        raise LimitError(
+            source, "Q", f"{max(queries, keys)} tokens; --quantity dq, dk and dv take at most {limit} ({path})"
+        )
+
+
+def checked_grad_output(spec: Any, grad_output: FloatResult | None, limit: int, path: str) -> FloatResult:
+    """grad_output, refused in one line where it is missing or not dO's shape, or the spec no single head
+    of at most ``limit`` tokens."""
+    if grad_output is None:
+        raise SpecError("--grad-output", None, "missing: --quantity dq, dk and dv need the dO file they are for")
+    if spec.projection is not None or spec.heads > 1 or spec.W_O is not None:
+        raise SpecError(spec.source, "heads", "--quantity dq, dk and dv take one head of Q, K and V (no X, W or W_O)")
+    check_gradient_tokens(spec.source, len(spec.Q), len(spec.K), limit, path)
+    shape, got = (len(spec.Q), len(spec.V[0])), (len(grad_output.rows), len(grad_output.rows[0]))
+    if got != shape:
+        raise ShapeError(grad_output.source, "shape", f"dO is {got[0]}×{got[1]} and O is {shape[0]}×{shape[1]}")
+    if grad_output.not_finite:
+        (i, j), value = grad_output.not_finite[0]
+        raise SpecError(grad_output.source, "dO", f"not finite: {value}", (i + 1, j + 1))
+    return grad_output
+
+
+def _gradient_head(spec: Any, grad_output: FloatResult | None) -> float64_backward.GradientHead | None:
+    """The one head of the float64 path for dq, dk and dv (float64_backward), checked against its own
+    limit; None where the exact path decides (inputs or dO no float32 values, scores it does not model)."""
+    from symattn.kernel.deciding import is_double
+    from symattn.kernel.heads import heads_of
+
+    grad_output = checked_grad_output(spec, grad_output, limits.KERNEL_GRADIENT_TOKENS, "the float64 path")
+    heads = None if spec.kernel.batches else heads_of(replace(spec, backward=None), "output")
+    if heads is None:
+        return None
+    dO = grad_output.array
+    if dO is None:  # JSON: its numbers exactly, where they are floats
+        if not all(is_double(v) for row in grad_output.rows for v in row if v is not None):
+            return None
+        dO = np.array([[float(v) for v in row if v is not None] for row in grad_output.rows], dtype=np.float64)
+    if dO.ndim != 2 or not float64.is_float32(dO):
+        return None
+    return gradient_head(heads[0], dO, spec.scale == "sqrt")
+
+
+__all__ = ["GRADIENTS", "Inputs", "check_gradient_tokens", "checked_grad_output", "gradient_head", "of_spec"]

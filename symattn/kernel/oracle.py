@@ -1,0 +1,177 @@
+"""``symattn.kernel.compare``: a kernel's result in memory against the exact values, in one call.
+
+The kernel author's tensors go where ``symattn compare`` takes a spec and files: the same engine
+(:func:`symattn.kernel.engine.run`), the same verdicts (``tolerance.py``), the same reports
+(:class:`symattn.kernel.report.Report`: ``to_json()`` is ``symattn compare --format json``, ``text()`` its
+text). A result is named ``out`` in every place: ``out[1, 2, 77, 5]``, numpy's 0-based indices on the
+result's own axes.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from symattn import variants
+from symattn.input.errors import SpecError
+from symattn.kernel import engine, record, report, spread, tensors
+from symattn.kernel.comparison_report import WORST
+from symattn.kernel.inputs import GRADIENTS
+from symattn.kernel.places import matrix_places
+from symattn.kernel.tolerance import ALLCLOSE_ATOL, ALLCLOSE_RTOL, parse_tolerance
+
+# each argument the float64 path does not take yet, and what to say of it (a variant's: its part's, below)
+NOT_YET = {
+    "cu_seqlens_q": "varlen (packed) sequences are not on the float64 path yet: give each sequence as a batch",
+    "cu_seqlens_k": "varlen (packed) sequences are not on the float64 path yet: give each sequence as a batch",
+    "block_table": "a paged KV cache is not on the float64 path yet: gather each sequence's keys into k and v",
+    "seqlens_k": "a paged KV cache is not on the float64 path yet: gather each sequence's keys into k and v",
+    "q_descale": "FP8 descale factors are not on the float64 path yet",
+    "k_descale": "FP8 descale factors are not on the float64 path yet",
+    "v_descale": "FP8 descale factors are not on the float64 path yet",
+}
+
+
+def compare(
+    out: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    *,
+    kind: str = "output",
+    dout: Any = None,
+    causal: bool = False,
+    causal_align: str = "top-left",
+    window: int | None = None,
+    scale: float | None = None,
+    layout: str = "bhnd",
+    cu_seqlens_q: Any = None,
+    cu_seqlens_k: Any = None,
+    block_table: Any = None,
+    seqlens_k: Any = None,
+    q_descale: Any = None,
+    k_descale: Any = None,
+    v_descale: Any = None,
+    rule: str | None = None,
+    reference: Any = None,
+    rtol: Any = None,
+    atol: Any = None,
+    max_ulp: Any = None,
+    lse_base: str = "e",
+    worst: int | None = WORST,
+    **variant_arguments: Any,
+) -> report.Report:
+    """How far a kernel's ``out`` is from the exact attention of ``q``, ``k``, ``v``: a
+    :class:`~symattn.kernel.report.Report` (``.ok``, ``.comparison``, ``.verdict``, ``.to_json()``, ``.text()``).
+
+    ``out``: the kernel's output O (``kind="output"``), its log-sum-exp (``"lse"``, (B, H, N), natural or
+    with ``lse_base="2"`` base 2) or the gradient dQ, dK or dV (``"dq"``, ``"dk"``, ``"dv"``, for the ``dout``
+    it was given; one head for now); a list of several results of one kernel reports their bitwise spread
+    and each one's own figures (``Report.runs``, ``Report.spread``). Tensors are torch's (any device) or
+    numpy's, in any float format from float8 to float64, read exactly; K and V may have fewer heads than Q.
+
+    ``rule``: "allclose" (|out − exact| ≤ atol + rtol·|exact| for every entry; torch.allclose's 1e-5 and
+    1e-8 for a tolerance not given), "flash" (FlashAttention's max|out − exact| ≤ rtol·max|reference −
+    exact| + atol, rtol 2 and atol 0 unless given; needs ``reference``, the naive attention in the
+    kernel's dtype) or "ulp" (every error at most ``max_ulp`` ULP). None: "flash" with a reference,
+    "allclose" with rtol or atol, else no verdict. ``max_ulp`` holds beside any rule. ``worst``: the largest
+    errors ``text()`` lists (None: every entry). A variant's keyword, as FlashAttention names it (each part
+    of :mod:`symattn.variants` says its own), is refused in one line while the float64 path has no rule for
+    it; any other keyword is a TypeError.
+    """
+    for name, value in variant_arguments.items():  # a variant's keyword, as FlashAttention names it
+        refusal = variants.argument_refusal(name)
+        if refusal is None:
+            raise TypeError(f"compare() got an unexpected keyword argument {name!r}")
+        if value is not None:
+            raise SpecError(name, None, refusal)
+    later = {"cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k": cu_seqlens_k, "block_table": block_table}
+    later |= {"seqlens_k": seqlens_k, "q_descale": q_descale, "k_descale": k_descale, "v_descale": v_descale}
+    for name, value in later.items():
+        if value is not None:
+            raise SpecError(name, None, NOT_YET[name])
+    if kind not in tensors.KINDS:
+        raise SpecError("kind", None, f"expected one of {', '.join(tensors.KINDS)}, got {kind!r}")
+    if lse_base not in ("e", "2"):
+        raise SpecError("lse_base", None, f"expected 'e' or '2', got {lse_base!r}")
+    rtol, atol, bound = _tolerance(rtol, "rtol"), _tolerance(atol, "atol"), _ulps(max_ulp)
+    naive = rule_inputs(rule, reference, rtol, atol, bound)
+    given = tensors.exact_array(q, "q"), tensors.exact_array(k, "k"), tensors.exact_array(v, "v")
+    grad = None if dout is None else tensors.exact_array(dout, "dout")
+    inputs = tensors.inputs_of(
+        *given,
+        kind=kind,
+        dout=grad,
+        causal=causal,
+        causal_align=causal_align,
+        window=window,
+        scale=scale,
+        layout=layout,
+    )
+    dims = given[0].values.ndim
+    how = "lse2" if kind == "lse" and lse_base == "2" else GRADIENTS.get(kind, kind)
+    places = matrix_places(how, inputs.head_count if dims > 2 else 1)
+    runs = runs_of(out)
+    sources = ["out"] if len(runs) == 1 else [f"run {i}" for i in range(len(runs))]
+    results = [tensors.result_of(tensors.exact_array(r, s), kind, inputs, dims, s) for r, s in zip(runs, sources)]
+    against = None
+    if naive is not None:
+        against = tensors.result_of(tensors.exact_array(naive, "reference"), kind, inputs, dims, "reference")
+    if rule == "allclose" and rtol is None and atol is None:  # torch.allclose's defaults, as the CLI's
+        rtol, atol = ALLCLOSE_RTOL, ALLCLOSE_ATOL
+    reports = []
+    for result in results:
+        comparison = engine.run(inputs, result, how, None, places, symbol="out")
+        shape = tuple(result.array.shape) if result.array is not None else result.shape
+        reports.append(report.judge(comparison, result, against, rtol, atol, bound, shape, worst))
+    made = reports[0]
+    if len(reports) > 1:
+        where = made.comparison.where
+        made = report.of_runs(reports, spread.spread([where.line_up(r) for r in results], made.comparison.format))
+    record.add(made, kind)
+    return made
+
+
+def runs_of(out: Any) -> list[Any]:
+    """The results given: several runs of one kernel (a list or tuple of tensors or arrays), or one."""
+    several = isinstance(out, (list, tuple)) and len(out) > 0 and all(hasattr(r, "shape") for r in out)
+    return list(out) if several else [out]
+
+
+def rule_inputs(rule: str | None, reference: Any, rtol: Any, atol: Any, bound: Decimal | None) -> Any:
+    """The reference a rule needs (None where it takes none), each rule's arguments checked."""
+    if rule not in (None, *report.RULES):
+        raise SpecError("rule", None, f"expected one of {', '.join(report.RULES)}, got {rule!r}")
+    if rule == "flash" and reference is None:
+        raise SpecError("reference", None, "missing: FlashAttention's rule measures out against the naive reference")
+    if rule == "ulp" and bound is None:
+        raise SpecError("max_ulp", None, "missing: rule='ulp' needs the bound")
+    if rule in ("allclose", "ulp") and reference is not None:
+        raise SpecError("reference", None, f"is for rule='flash'; rule={rule!r} measures out alone")
+    if rule == "ulp" and (rtol is not None or atol is not None):
+        raise SpecError("rtol" if rtol is not None else "atol", None, "is for rule 'allclose' or 'flash'")
+    return reference
+
+
+def _tolerance(value: Any, name: str) -> Fraction | None:
+    """A tolerance as the decimal a person writes: 1e-3 is 1/1000 (a float by its shortest repr)."""
+    if value is None:
+        return None
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
+        raise SpecError(name, None, f"expected a number such as 1e-3, got {value!r}")
+    return parse_tolerance(repr(value) if isinstance(value, float) else str(value), name)
+
+
+def _ulps(value: Any) -> Decimal | None:
+    if value is None:
+        return None
+    text = repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, bool) or not text.replace(".", "", 1).isdigit() or not text.isascii():
+        raise SpecError("max_ulp", None, f"expected a number of ULPs such as 0.5 or 2, got {value!r}")
+    return Decimal(text)
+
+
+__all__ = ["NOT_YET", "compare", "runs_of"]

@@ -1,0 +1,77 @@
+"""Run-to-run determinism: how several results of one kernel on the same inputs differ from each other.
+
+A kernel that sums in a varying order (atomic adds in a backward pass) gives results that differ run to
+run. The bitwise spread counts the entries that are not the same bits in every run, and the largest
+distance between two runs at one entry in ULPs: the number of floats of the result's format from one
+value to the other (1 for neighbours, as the ULP distance of the libraries' tests counts), counted
+exactly on the format's bit patterns, which run in the floats' order once the sign is taken off. Each
+run's own distance to the exact value is its comparison's (``report.Report.runs``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from symattn.input.errors import SpecError
+from symattn.input.floats import FloatResult, in_format
+from symattn.input.tensorfile import dtype_of
+
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+@dataclass(frozen=True)
+class Spread:
+    entries: int
+    differ: int  # entries whose bits are not the same in every run
+    ulps_apart: int  # the most steps between two runs' values at one entry, in the format's floats (both finite)
+    at: tuple[int, int] | None  # 0-based, in the comparison's lined-up matrix: the first entry that far apart
+
+
+def spread(results: list[FloatResult], fmt: str) -> Spread:
+    """The bitwise spread of several results, lined up alike (each the same shape), measured in ``fmt``."""
+    arrays = [_values(r, fmt) for r in results]
+    shape = arrays[0].shape
+    for r, a in zip(results, arrays):
+        if a.shape != shape:
+            raise SpecError(r.source, "shape", f"{tuple(a.shape)}; the first run is {tuple(shape)}")
+    bits = [a.view(np.uint64) for a in arrays]  # float64 of a narrower float: its bits, one to one
+    differ = np.zeros(shape, dtype=bool)
+    for b in bits[1:]:
+        differ |= b != bits[0]
+    finite = np.logical_and.reduce([np.isfinite(a) for a in arrays])
+    ordinals = [_ordinals(np.where(finite, a, 0.0), fmt) for a in arrays]
+    low, high = np.minimum.reduce(ordinals), np.maximum.reduce(ordinals)
+    apart = np.where(finite, high - low, 0)
+    most = int(apart.max()) if apart.size else 0
+    at = None
+    if most:
+        i, j = divmod(int(np.argmax(apart)), shape[1])
+        at = (i, j)
+    return Spread(int(np.prod(shape)), int(np.count_nonzero(differ)), most, at)
+
+
+def _values(result: FloatResult, fmt: str) -> np.ndarray:
+    """A lined-up result's values as float64, each exactly one of ``fmt``'s floats (NaN and infinities kept)."""
+    if result.array is not None and result.array.ndim == 2:  # a file's or a tensor's: of its format already
+        return np.ascontiguousarray(result.array, dtype=np.float64)
+    # JSON: each number is the float its text stands for (a float's repr reads back as that float)
+    rows = [[np.nan if v is None else float(v) for v in row] for row in result.rows]
+    values = np.array(rows, dtype=np.float64)
+    in_format(result.source, values, fmt, "decimals")
+    return values
+
+
+def _ordinals(values: np.ndarray, fmt: str) -> np.ndarray:
+    """Each float's place in the order of ``fmt``'s floats (+0 and −0 both 0), as int64: the bit pattern
+    without its sign, negated for a negative float. Exact for float64 too (at most 2^63 − 2^52)."""
+    floats = values.astype(dtype_of(fmt))
+    width = floats.dtype.itemsize
+    raw = floats.view(_BITS[width]).astype(np.uint64)
+    sign = np.uint64(1) << np.uint64(8 * width - 1)
+    magnitude = (raw & ~sign).astype(np.int64)
+    return np.where(raw & sign, -magnitude, magnitude)
+
+
+__all__ = ["Spread", "spread"]

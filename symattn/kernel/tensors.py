@@ -1,0 +1,179 @@
+"""A kernel's tensors in memory as the float64 engine's inputs and results, read exactly.
+
+torch tensors (on any device: moved to the CPU, detached) and numpy arrays (ml_dtypes' bfloat16 and
+float8 included) of any float format: every float8, float16, bfloat16 and float32 value is a float32
+value and widens to float64 exactly, so nothing is rounded on the way in. Q, K and V come as (B, H, N, D)
+(``layout="bhnd"``), (B, N, H, D) (``"bnhd"``), without the batch axis, or as one head's (N, D); K and V
+may have fewer heads than Q (grouped-query, multi-query), which the shapes say.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from symattn.input import limits
+from symattn.input.errors import LimitError, ShapeError, SpecError
+from symattn.input.floats import FORMATS, FloatResult
+from symattn.input.tensorfile import Array
+from symattn.kernel import float64
+from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens, gradient_head
+
+LAYOUTS = ("bhnd", "bnhd")
+KINDS = ("output", "lse", "dq", "dk", "dv")
+
+
+def exact_array(x: Any, name: str) -> Array:
+    """A tensor or array as float64 values (exactly the given floats) and its format."""
+    if type(x).__module__.partition(".")[0] == "torch":
+        t = x.detach().cpu()
+        fmt = str(t.dtype).removeprefix("torch.")
+        if fmt not in FORMATS:
+            raise SpecError(name, None, f"dtype {t.dtype}; expected one of {', '.join(FORMATS)}")
+        if fmt not in ("float16", "float32", "float64"):  # bfloat16 and float8: numpy has no such dtype
+            t = t.float()  # exact: each of their values is a float32 value
+        values = t.numpy()
+    else:
+        values = np.asarray(x)
+        fmt = values.dtype.name
+        if fmt not in FORMATS:
+            raise SpecError(name, None, f"dtype {values.dtype}; expected one of {', '.join(FORMATS)}")
+    if values.ndim > 4 or values.size > limits.TENSOR_ENTRIES:
+        raise LimitError(name, "shape", f"{tuple(values.shape)}; at most 4 axes and {limits.TENSOR_ENTRIES} entries")
+    return Array(fmt, np.ascontiguousarray(values, dtype=np.float64))
+
+
+def _bhnd(values: np.ndarray, layout: str) -> np.ndarray:
+    """(B, H, N, D) of a 4-, 3- or 2-axis array in ``layout``."""
+    if values.ndim == 2:
+        return values[None, None]
+    if values.ndim == 3:
+        values = values[None]
+    return values if layout == "bhnd" else values.transpose(0, 2, 1, 3)
+
+
+def inputs_of(
+    q: Array,
+    k: Array,
+    v: Array,
+    *,
+    kind: str,
+    dout: Array | None,
+    causal: bool,
+    causal_align: str,
+    window: Any,
+    scale: Any,
+    layout: str,
+) -> Inputs:
+    """The engine's inputs for the tensors of one call (checked: one line naming the argument for each fault)."""
+    if layout not in LAYOUTS:
+        raise SpecError("layout", None, f"expected {' or '.join(map(repr, LAYOUTS))}, got {layout!r}")
+    if not q.values.ndim == k.values.ndim == v.values.ndim or q.values.ndim not in (2, 3, 4):
+        shapes = ", ".join(f"{n} {tuple(a.values.shape)}" for n, a in zip("qkv", (q, k, v)))
+        raise ShapeError("q", "shape", f"q, k and v need 2, 3 or 4 axes alike ({layout}); got {shapes}")
+    Q, K, V = (_bhnd(a.values, layout) for a in (q, k, v))
+    batch, heads, n, d = Q.shape
+    kv, m = K.shape[1], K.shape[2]
+    if K.shape[0] != batch or V.shape[0] != batch:
+        raise ShapeError("k", "shape", f"a batch of {K.shape[0]} (k) and {V.shape[0]} (v); q has {batch}")
+    if V.shape[1:3] != K.shape[1:3]:
+        raise ShapeError("v", "shape", f"v {tuple(V.shape)} needs the heads and keys of k {tuple(K.shape)} (bhnd)")
+    if K.shape[3] != d:
+        raise ShapeError("k", "shape", f"k's heads have {K.shape[3]} dimensions, q's {d} (d_k)")
+    if kv == 0 or heads % kv:
+        raise ShapeError("k", "shape", f"{kv} key/value heads do not divide q's {heads} heads")
+    if 0 in Q.shape or 0 in V.shape:
+        raise ShapeError("q", "shape", "an axis of length 0 (no entries)")
+    if max(n, m) > limits.KERNEL_TOKENS or max(d, V.shape[3]) > limits.DIMS:
+        raise LimitError(
+            "q", "shape", f"{n} queries, {m} keys, d {d}; at most {limits.KERNEL_TOKENS} tokens and {limits.DIMS} dims"
+        )
+    if batch * heads > limits.BATCH_HEADS:
+        raise LimitError("q", "shape", f"{batch} batches × {heads} heads; at most {limits.BATCH_HEADS} (the limit)")
+    for name, a in (("q", Q), ("k", K), ("v", V)):
+        _float32_values(name, a, layout)
+    allowed = _allowed(n, m, causal, causal_align, window)
+    exact = _scale(scale)
+    made = []
+    for b in range(batch):
+        for h in range(heads):
+            g = h // (heads // kv)  # consecutive query heads share a key/value head, as torch's enable_gqa
+            head = float64.head(Q[b, h], K[b, g], V[b, g], exact, allowed)
+            if head is None:
+                raise SpecError("scale", None, f"{scale!r} is beyond the float range the bounds assume")
+            made.append(head)
+    if kind in GRADIENTS:
+        if batch * heads > 1:
+            raise SpecError(
+                "kind", None, f"{kind} takes one head of q, k and v for now; q has {batch} batches × {heads} heads"
+            )
+        check_gradient_tokens("q", n, m, limits.KERNEL_GRADIENT_TOKENS, "the float64 path")
+        if dout is None:
+            raise SpecError("dout", None, f"missing: kind={kind!r} needs the dO the gradient is for")
+        dO = _bhnd(dout.values, layout)
+        if dO.shape != (batch, heads, n, V.shape[3]):
+            raise ShapeError("dout", "shape", f"{tuple(dout.values.shape)}; O's shape is {_shape_of(q, n, V, layout)}")
+        _float32_values("dout", dO, layout)
+        made = [gradient_head(made[0], np.ascontiguousarray(dO[0, 0]), scale is None)]
+    elif dout is not None:
+        raise SpecError("dout", None, "is for kind dq, dk or dv")
+    return Inputs(tuple(made), batch, heads, layout)
+
+
+def _shape_of(q: Array, n: int, V: np.ndarray, layout: str) -> tuple[int, ...]:
+    shape = list(q.values.shape)
+    shape[-1] = V.shape[3]
+    return tuple(shape)
+
+
+def _float32_values(name: str, a: np.ndarray, layout: str) -> None:
+    """Refuse a NaN, an infinity or a float64 value that is no float32 value, naming the first (0-based)."""
+    bad = ~np.isfinite(a)
+    if not bad.any():
+        bad = a.astype(np.float32).astype(np.float64) != a
+        if not bad.any():
+            return
+        why = "is no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
+    else:
+        why = "is not finite"
+    at = tuple(int(i) for i in np.argwhere(bad)[0])
+    raise SpecError(name, None, f"the value at [{', '.join(map(str, at))}] ({layout} order) {why}")
+
+
+def _allowed(n: int, m: int, causal: bool, align: str, window: Any) -> np.ndarray | None:
+    """Where query i may attend key j, as the mask part's mask_mod says for the whole matrix at once."""
+    from symattn import variants
+
+    return variants.kernel_mask(n, m, causal, align, window)
+
+
+def _scale(scale: Any) -> Fraction | None:
+    """The scale c of Z = c·Q·Kᵀ exactly: None for 1/√d; a float as the float it is."""
+    if scale is None:
+        return None
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, Fraction)) or not np.isfinite(float(scale)):
+        raise SpecError("scale", None, f"expected a finite number (the float the kernel multiplies by), got {scale!r}")
+    return Fraction(scale)
+
+
+def result_of(out: Array, kind: str, inputs: Inputs, dims: int, source: str) -> FloatResult:
+    """A kernel's result (O, its LSE or a gradient) in the shape the inputs give it, as compare reads a file's."""
+    head = inputs.heads[0]
+    batch, heads, layout = inputs.batch, inputs.head_count, inputs.layout
+    n, m, dv = head.Q.shape[0], head.K.shape[0], head.V.shape[1]
+    if kind == "lse":
+        wanted: tuple[int, ...] = (batch, heads, n)[4 - dims :] if dims > 2 else (n,)
+    else:
+        rows, cols = {"dk": (m, head.K.shape[1]), "dv": (m, dv), "dq": (n, head.Q.shape[1])}.get(kind, (n, dv))
+        wanted = (batch, heads, rows, cols) if layout == "bhnd" else (batch, rows, heads, cols)
+        wanted = wanted[4 - dims :] if dims > 2 else (rows, cols)
+    if out.values.shape != wanted:
+        raise ShapeError(source, "shape", f"{tuple(out.values.shape)}; the {kind} of these q, k and v is {wanted}")
+    if dims == 2 or (kind == "lse" and dims == 3):  # a matrix: one head's, or the heads' LSE a row each
+        return FloatResult.of_array(source, out.format, out.values.reshape(-1, wanted[-1]))
+    return FloatResult(source, out.format, (), (), out.values)  # every axis kept: places name them all
+
+
+__all__ = ["KINDS", "LAYOUTS", "exact_array", "inputs_of", "result_of"]

@@ -1,0 +1,47 @@
+"""What `symattn render` imports (issue 29, start-up): read from `python -X importtime`, never timed.
+
+Rendering a spec of numbers needs SymPy, Jinja2 and the derivation; numpy (52 ms and more) only where a
+spec names .npy or .safetensors files, and the kernel, certificates, checking and classroom not at all.
+bench/startup.py measures what this saves as a ratio against `import sympy`.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def imported(tmp_path: Path, *argv: str) -> list[str]:
+    """The modules a new `python -X importtime -m symattn ARGV` imports, in order."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    said = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "symattn", *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [line.rpartition("|")[2].strip() for line in said.stderr.splitlines() if line.startswith("import time:")]
+
+
+def test_render_of_the_builtin_example_imports_no_numpy(tmp_path):
+    modules = imported(tmp_path, "render", "-o", str(tmp_path / "seed.md"))
+    assert "symattn.derivation.derive" in modules and "jinja2" in modules  # the command did run
+    assert [m for m in modules if m == "numpy" or m.startswith("numpy.")] == []
+    wings = ("symattn.kernel", "symattn.certificates", "symattn.checking", "symattn.classroom", "symattn.web")
+    assert [m for m in modules if m.startswith(wings)] == []
+    assert (tmp_path / "seed.md").read_text(encoding="utf-8").startswith("# ")
+
+
+def test_a_spec_of_files_still_reads_them_with_numpy(tmp_path):
+    import numpy as np
+
+    for name in ("q", "k", "v"):
+        np.save(tmp_path / f"{name}.npy", np.array([[1.0, 0.5], [0.25, 2.0]]))
+    (tmp_path / "spec.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    modules = imported(tmp_path, "render", str(tmp_path / "spec.toml"), "-o", str(tmp_path / "out.md"))
+    assert "numpy" in modules
+    assert "0.25" in (tmp_path / "out.md").read_text(encoding="utf-8")
