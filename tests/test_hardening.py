@@ -20,9 +20,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SEED = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}
 TINY = {"Q": [[1]], "K": [[1]], "V": [[1]]}
 ALL_KEYS = (
-    "K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, alibi, alibi_slopes, b_K, b_O, b_Q, b_V, backward, causal_align, "
-    "cjk_font, decimals, engine, expand, figures, focus, heading_level, heads, inputs, k_norm_weight, key_padding, key_tokens, "
-    "kv_heads, lang, layout, mask, notation, numbered, paper, q_norm_weight, qk_norm, qk_norm_eps, rope, rope_base, rope_cos, rope_frequencies, rope_sin, rope_style, rounding, scale, sinks, softcap, softmax, subs, title, tokens, "
+    "K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, alibi, alibi_slopes, b_K, b_O, b_Q, b_V, backward, "
+    "block_keys, causal_align, cjk_font, decimals, engine, expand, figures, focus, heading_level, heads, "
+    "inputs, k_norm_weight, key_padding, key_positions, key_tokens, kv_heads, lang, layout, mask, "
+    "notation, numbered, paper, positions, q_norm_weight, qk_norm, qk_norm_eps, rope, rope_base, "
+    "rope_cos, rope_frequencies, rope_sin, rope_style, rounding, scale, sinks, softcap, softmax, "
+    "split_keys, subs, title, tokens, "
     "window"
 )
 ONE_LINE = "labels and titles are one line of text"
@@ -251,18 +254,18 @@ def test_the_read_is_bounded(tmp_path, capsys):
         (["serve", "--port", "-1"], "argument --port: expected a port from 0 to 65535, got '-1'"),
         (
             ["example", "--name", "/x"],
-            "--name: no built-in example '/x'; choose one of alibi, backward, backward-mse, causal, cross, gqa, "
+            "--name: no built-in example '/x'; choose one of alibi, backward, backward-mse, causal, cross, decode, flash, gqa, "
             "multihead, projection, rope, seed, sinks, softcap, symbolic, window",
         ),
         (
             ["example", "--name", "../../x"],
-            "--name: no built-in example '../../x'; choose one of alibi, backward, backward-mse, causal, cross, gqa, "
+            "--name: no built-in example '../../x'; choose one of alibi, backward, backward-mse, causal, cross, decode, flash, gqa, "
             "multihead, projection, rope, seed, sinks, softcap, symbolic, window",
         ),
         (
             ["render", "--example", "../seed"],
             "--example: no built-in example '../seed'; choose one of alibi, backward, backward-mse, causal, cross, "
-            "gqa, multihead, projection, rope, seed, sinks, softcap, symbolic, window",
+            "decode, flash, gqa, multihead, projection, rope, seed, sinks, softcap, symbolic, window",
         ),
         (["render", "-o", ""], "'': empty file name"),
     ],

@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import sympy
 
+from symattn import variants
 from symattn.checking.layout import Layout
 from symattn.exact import numeric
 from symattn.input.claims import Claim
@@ -95,7 +96,11 @@ class Chain:
             if quantity in INPUTS or quantity in ("sqrt_dk", "scale") or self.layout.is_layer(quantity, head):
                 self._cache[key] = self._layer(quantity, row, col)
             else:
-                self._cache[key] = self._part(quantity, row, col, head) or self._head(quantity, row, col, head)
+                self._cache[key] = (
+                    self._route(quantity, row, col, head)
+                    or self._part(quantity, row, col, head)
+                    or self._head(quantity, row, col, head)
+                )
         return self._cache[key]
 
     # --- the layer: inputs, scalars, concat and the output after W_O, the gradients around the heads -------
@@ -159,6 +164,13 @@ class Chain:
         return _sum([((number(X[i][row]), False), self.implied(f"d{name}", i, col)) for i in range(len(X))])
 
     # --- one head ----------------------------------------------------------------------------------------
+
+    def _route(self, quantity: str, row: int | None, col: int | None, head: int | None) -> Value | None:
+        """A quantity of the softmax's route (the online softmax's, the LSE), from the claimant's numbers."""
+        if quantity not in variants.VIEWED:
+            return None
+        assert row is not None  # each has a row (a block, or a query)
+        return variants.carried(self, self.spec, self.layout.heads[self.layout.index(head)], quantity, row, col, head)
 
     def _part(self, quantity: str, row: int | None, col: int | None, head: int | None) -> Value | None:
         """A quantity that one of the head's parts carries forward its own way (None: the head's rule)."""

@@ -13,6 +13,7 @@ from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
+from symattn import variants
 from symattn.exact.model import Model
 from symattn.input.groups import group_of
 from symattn.input.quantities import (
@@ -37,6 +38,7 @@ class Layout:
         self.multihead = is_multihead(spec)
         self.heads: tuple[Model, ...] = getattr(self.forward, "heads", None) or (self.forward,)
         self.stable = spec.softmax == "stable"
+        self._views: dict[tuple[str, int], Any] = {}
 
     @cached_property
     def head_specs(self) -> tuple[Spec, ...]:
@@ -90,7 +92,15 @@ class Layout:
         if gradient:
             assert self.backward is not None  # gradient claims need [backward] (the checker says so)
             return self.backward.head_views[self.index(head)] if self.multihead else self.backward
+        if quantity in variants.VIEWED:  # the softmax's route: a view of the head (the keys in blocks)
+            return self.view(quantity, head)
         return self.heads[self.index(head)]
+
+    def view(self, quantity: str, head: int | None) -> Any:
+        key = (quantity, self.index(head))
+        if key not in self._views:
+            self._views[key] = variants.view(self.spec, quantity, self.heads[self.index(head)])
+        return self._views[key]
 
     def name(self, quantity: str) -> str:
         """A claim's quantity as the model names it."""

@@ -92,6 +92,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             for k in range(model.V.cols)
         )
     steps: list[Any] = [
+        *variants.placing(spec, model),  # where the tokens stand, what is cached (with positions)
         *(() if turned is None else (turned[0],)),
         Scores(transpose(K), dots, fig.scores, is_exact(fig.scores), rotated=turned is not None),
         # the scaling, then the steps of the parts that change z (a bias, a cap) where the spec has them
@@ -110,6 +111,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
         Softmax(softmax_rows),
         *(step for p, _ in variants.stage(spec, DENOMINATOR) for step in p.after_softmax(spec, fig)),
         WeightedSum(spec.V, weighted),
+        *variants.after_weighted(spec, model, fig),  # the online softmax, block by block, where the spec walks it
         MatrixForm(
             fig.weights,
             is_exact(fig.weights),

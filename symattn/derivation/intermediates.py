@@ -21,6 +21,7 @@ from pathlib import Path
 from types import GeneratorType
 from typing import TYPE_CHECKING, Any
 
+from symattn import variants
 from symattn.certificates.exact_maker import certificate_section, certified_head
 from symattn.derivation.closed_forms import Printer, Structure
 from symattn.derivation.modern import modern_inputs
@@ -222,6 +223,24 @@ def _inputs(spec: Spec) -> dict[str, Any]:
 def _single(spec: Spec, model: Model, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
     yield from _inputs(spec).items()
     yield from _head(model, digits, exact, release=release)
+    yield from _route(spec, model, digits, exact)
+
+
+def _route(spec: Spec, model: Model, digits: int, exact: bool) -> Iterator[tuple[str, Any]]:
+    """The online softmax's quantities, where the spec walks the keys in blocks: [block][row] (the
+    accumulator [block][row][column]), the LSE per row, and whether the tiled route is exactly the softmax."""
+    if not any(p.stage == variants.ROUTE for p, _ in variants.of(spec)):
+        return
+    n = model.n_queries
+    for quantity in variants.VIEWED:
+        view = variants.view(spec, quantity, model)
+        entry = _entry(view, quantity, digits, None, exact)
+        if quantity in view.columns:
+            entry = {key: [r[0] for r in rows] for key, rows in entry.items()}
+        elif quantity in view.stacked:
+            entry = {key: [rows[b : b + n] for b in range(0, len(rows), n)] for key, rows in entry.items()}
+        yield quantity, entry
+    yield "tiled_equals_softmax", variants.view(spec, "lse", model).identity
 
 
 def _heads(spec: Spec, mh: MultiHead, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:

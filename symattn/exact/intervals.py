@@ -1,7 +1,7 @@
 """Rigorous intervals of SymPy closed forms, in mpmath's interval arithmetic (its exponents unbounded).
 
 :mod:`symattn.exact.numeric` rounds from them; an expression is built from rationals, +, *, powers, sqrt,
-exp, tanh, cos and sin, as the exact models write them.
+exp, log, tanh, cos and sin, as the exact models write them.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def working_precision(bits: int) -> Iterator[None]:
 
 
 def enclose(expr: sympy.Expr, prec: int, cache: dict | None = None) -> iv.mpf:
-    """A rigorous interval for a closed form built from rationals, +, *, powers, sqrt, exp, tanh, cos and sin."""
+    """A rigorous interval for a closed form built from rationals, +, *, powers, sqrt, exp, log, tanh, cos and sin."""
     cache = {} if cache is None else cache
     hit = cache.get(expr)
     if hit is not None:
@@ -61,6 +61,8 @@ def _enclose(expr: sympy.Expr, prec: int, cache: dict) -> iv.mpf:
         return _exp(args[0])
     if isinstance(expr, sympy.tanh):  # a cap's c·tanh(z/c): x occurs once, so this is tight
         return 1 - 2 / (iv.exp(2 * args[0]) + 1)
+    if isinstance(expr, sympy.log):  # a log-sum-exp's log of a positive sum
+        return iv.log(args[0])
     if isinstance(expr, sympy.cos):  # rotations by position
         return iv.cos(args[0])
     if isinstance(expr, sympy.sin):

@@ -188,7 +188,7 @@ class _ClaimReader(Reader):
         for index, size in zip(indices, shape):
             if not 1 <= index <= size:
                 raise self.error(key, f"index {index} is out of range 1..{size}")
-        where = _Where(name, row, head if per_head else None, offset)
+        where = _Where(name, row, head if per_head else None, offset, shape[1] if len(shape) == 3 else 0)
         self.values(where, value, shape[len(indices) :], indices, key)
 
     def refuse(self, name: str, key: str, row: int | None, prefixed: bool) -> None:
@@ -256,6 +256,11 @@ class _ClaimReader(Reader):
         if not shape:
             self.one(where, fixed, value, key, ())
             return
+        if where.inner or len(shape) == 3:  # [block][row][col]: every level by its own index
+            items = self.listed(value, key, shape[0], name, matrix=len(shape) > 1)
+            for j, item in enumerate(items):
+                self.values(where, item, shape[1:], indices + (j + 1,), key)
+            return
         if len(shape) == 1:
             items = self.listed(value, key, shape[0], name)
             for j, item in enumerate(items):
@@ -302,9 +307,12 @@ class _Where:
     row: int | None
     head: int | None
     offset: int
+    inner: int = 0  # the rows of each block of a [block][row][col] quantity (0: it has two indices)
 
     def at(self, index: tuple[int, ...]) -> tuple[int | None, int | None]:
-        """The 0-based (row, column) of an entry, from its index under this key."""
+        """The 0-based (row, column) of an entry, from its index under this key ([b][i][c]: row b·n + i)."""
+        if self.inner and len(index) == 3:
+            return index[0] * self.inner + index[1], index[2]
         if self.row is not None:
             index = (self.row,) + index
         row, col = index + (None,) * (2 - len(index))

@@ -57,7 +57,7 @@ NOT_IN_ROWS = (
 
 # what the rows and columns are: a query token, a key token, a column of the matrix (1-based), an input
 # dimension (a column of X, a row of W)
-TOKEN, KEY, DIM, INPUT, PAIR = "token", "key", "dim", "input", "pair"
+TOKEN, KEY, DIM, INPUT, PAIR, BLOCK = "token", "key", "dim", "input", "pair", "block"
 _AXES = {
     "Q": (TOKEN, DIM),
     "K": (KEY, DIM),
@@ -95,12 +95,18 @@ def axes(quantity: str) -> tuple[str | None, str | None]:
 def labels(spec: Spec, quantity: str, row: int | None, col: int | None) -> tuple[Any, Any, str | None, str | None]:
     """(row label, column label, row axis, column axis) of an entry: a token or key label, or a 1-based number."""
     row_axis, col_axis = axes(quantity)
+    q = PART_QUANTITIES.get(quantity)
+    if q is not None and q.inner is not None and row is not None and col is not None:
+        block, i = divmod(row, len(spec.Q))  # [b][i][c], held as row b·n + i: the block, then "token, column"
+        return block + 1, f"{spec.tokens[i]}, {col + 1}", BLOCK, TOKEN
     return _label(spec, row_axis, row), _label(spec, col_axis, col), row_axis, col_axis
 
 
 def _label(spec: Spec, axis: str | None, index: int | None) -> str | int | None:
     if axis is None or index is None:
         return None
+    if axis == BLOCK:
+        return index + 1
     if axis == TOKEN:
         return spec.tokens[index]
     if axis == KEY:
@@ -140,6 +146,9 @@ def shape(quantity: str, spec: Spec, per_head: bool) -> tuple[int, ...]:
         return (len(spec.W_O), len(spec.W_O[0]))
     if quantity == "dQ":
         return (n, d_q)
+    sized = variants.shape(spec, quantity) if quantity in PART_QUANTITIES else None
+    if sized is not None:  # a part's own shape (blocks of keys)
+        return sized
     if quantity in PART_QUANTITIES:  # a part's own matrix: queries or keys by its width
         q = PART_QUANTITIES[quantity]
         return (n if q.rows == TOKEN else m, {"d_q": d_q, "pairs": d_q // 2}.get(q.width, m))

@@ -36,7 +36,7 @@ from symattn.input.parts import (
 )
 from symattn.input.projection import Projection, project
 from symattn.input.reader import Matrix, Reader, Scale, check_keys, kind_of
-from symattn.variants import ADD, DENOMINATOR, MAP, QK, Where
+from symattn.variants import ADD, DENOMINATOR, MAP, PLACE, QK, ROUTE, Where
 
 
 @dataclass(frozen=True)
@@ -374,7 +374,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
         parts=early + masked,
         kernel=KernelInputs(layout, batches, sources, grads),
     )
-    late = variants.read(reader, data, where, (ADD, MAP, DENOMINATOR))  # after the settings above
+    late = variants.read(reader, data, where, (ADD, MAP, DENOMINATOR, ROUTE, PLACE))  # after the settings above
     spec = replace(spec, parts=variants.ordered(spec.parts + late))
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))

@@ -10,12 +10,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from symattn.variants import alibi, masks, qk_norm, rope, sinks, softcap
-from symattn.variants.base import ADD, DENOMINATOR, MAP, MASK, QK, HeadPart, Part, Quantity, Where, listed
+from symattn.variants import alibi, masks, positions, qk_norm, rope, sinks, softcap, tiling
+from symattn.variants.base import ADD, DENOMINATOR, MAP, MASK, PLACE, QK, ROUTE, HeadPart, Part, Quantity, Where, listed
 
 # every part, in the order their keys are listed (spec files, the web page); they act in the order of
 # their stages, whatever their place here
-PARTS: tuple[Part, ...] = (masks.PART, alibi.PART, softcap.PART, sinks.PART, rope.PART, qk_norm.PART)
+PARTS: tuple[Part, ...] = (
+    masks.PART,
+    alibi.PART,
+    softcap.PART,
+    sinks.PART,
+    rope.PART,
+    qk_norm.PART,
+    tiling.PART,
+    positions.PART,
+)
 
 KEYS = tuple(key for part in PARTS for key in part.keys)  # every part's spec keys
 QUANTITIES: tuple[Quantity, ...] = tuple(q for part in PARTS for q in part.quantities)  # claimable
@@ -148,7 +157,47 @@ def missing(spec: Any, name: str) -> str | None:
     setting = spec.setting(owner.name)
     if setting is not None:
         return owner.lacks(setting, name)
-    return next(q.needs for q in owner.quantities if q.name == name)
+    return next(q.needs for q in owner.quantities if q.name == name) or None  # "": every spec has it
+
+
+def owner(name: str) -> Part | None:
+    """The part that declares a claimable quantity (None: a core one)."""
+    return next((p for p in PARTS if any(q.name == name for q in p.quantities)), None)
+
+
+def shape(spec: Any, name: str) -> tuple[int, ...] | None:
+    """The shape of a part's quantity claimed whole, where its part gives it (None: by its rows and columns)."""
+    p = owner(name)
+    return None if p is None else p.shape(spec, spec.setting(p.name), name)
+
+
+# --- the route of the softmax (ROUTE): quantities of a view of the head's model --------------------------
+
+VIEWED = tuple(q.name for p in PARTS if p.stage == ROUTE for q in p.quantities)
+
+
+def view(spec: Any, name: str, model: Any) -> Any:
+    """The object that answers a ROUTE part's quantity of one head's model."""
+    p = owner(name)
+    assert p is not None and p.stage == ROUTE
+    return p.view(spec.setting(p.name), model)
+
+
+def carried(chain: Any, spec: Any, model: Any, name: str, row: int, col: int | None, head: Any) -> Any:
+    """A ROUTE part's quantity from the claimant's own numbers (None: not such a quantity)."""
+    p = owner(name) if name in VIEWED else None
+    return None if p is None else p.carried(chain, model, spec.setting(p.name), name, row, col, head)
+
+
+def placing(spec: Any, model: Any) -> tuple[Any, ...]:
+    """The step that says where the tokens stand (what a KV cache held and what is new), where the spec says."""
+    step = positions.PART.step(spec, model)
+    return () if step is None else (step,)
+
+
+def after_weighted(spec: Any, model: Any, fig: Any) -> tuple[Any, ...]:
+    """The ROUTE parts' steps after the weighted sum (the online softmax, block by block)."""
+    return tuple(step for p, _ in stage(spec, ROUTE) for step in p.after_weighted(spec, model, fig))
 
 
 def report(spec: Any) -> dict[str, Any]:
@@ -177,7 +226,7 @@ def toy(spec: Any) -> tuple[tuple[str, Any], ...]:
 
 def formula_parts(spec: Any) -> tuple[str, ...]:
     """The parts that change the attention formula itself, in the order they act."""
-    return tuple(p.name for p, _ in of(spec) if p.stage != MASK)
+    return tuple(p.name for p, _ in of(spec) if p.stage not in (MASK, ROUTE, PLACE))
 
 
 def stage(spec: Any, stage: int) -> tuple[tuple[Part, Any], ...]:
@@ -210,7 +259,15 @@ __all__ = [
     "PARTS",
     "QK",
     "QUANTITIES",
+    "PLACE",
+    "ROUTE",
     "STEP_KINDS",
+    "VIEWED",
+    "after_weighted",
+    "carried",
+    "owner",
+    "shape",
+    "view",
     "UNSTATED",
     "WEB_FIELDS",
     "Where",
@@ -233,6 +290,7 @@ __all__ = [
     "operand",
     "ordered",
     "part",
+    "placing",
     "quantity",
     "read",
     "report",

@@ -32,6 +32,7 @@ from symattn.exact.num import Num, NumRow, NumRows
 from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
+from symattn.variants import positions
 from symattn.variants.base import ADD, MAP, HeadPart, Part, Quantity, Rows, Where
 
 if TYPE_CHECKING:  # the spec reads the part without SymPy (compare's float64 path never imports it)
@@ -176,7 +177,8 @@ class AlibiPart(Part):
     def head_part(self, setting: Alibi, spec: Any) -> Bias:
         slope = setting.slopes[0]
         k = Fraction(1) if slope.given is None else slope.given.value
-        return Bias(slope_expr(slope), k, slope.exponent)
+        placed = positions.of(spec)  # the tokens' positions (their rows where the spec gives none)
+        return Bias(slope_expr(slope), k, slope.exponent, placed.queries, placed.keys)
 
     def toy(self, spec: Any, setting: Any) -> tuple[tuple[str, Any], ...]:
         return (("alibi", True),)
@@ -199,7 +201,7 @@ class AlibiPart(Part):
             given=slope.given,
             head=slope.head,
             heads=slope.heads,
-            distances=tuple(distance(f, j) for j in range(model.n_keys)),
+            distances=tuple(part.gap(f, j) for j in range(model.n_keys)),
             bias=part.shown(model, spec.decimals.scaled, spec.notation)[f],
             Z=Z,
             exact=is_exact(Z),
@@ -232,6 +234,8 @@ class Bias(HeadPart):
     slope: sympy.Expr
     slope_k: Fraction
     slope_e: Fraction
+    q_pos: tuple[int, ...] = ()  # each query's and key's position (symattn.variants.positions)
+    k_pos: tuple[int, ...] = ()
     stage: ClassVar[int] = ADD
     quantities: ClassVar[tuple[str, ...]] = ("alibi_slope", "bias")
     computed: ClassVar[tuple[str, ...]] = ("alibi_slope", "bias")
@@ -244,12 +248,16 @@ class Bias(HeadPart):
             return self.linear(model.scale).ratio
         return getattr(self, name)
 
+    def gap(self, i: int, j: int) -> int:
+        """|p_i − p_j|: how far apart query i and key j stand."""
+        return distance(self.q_pos[i], self.k_pos[j]) if self.q_pos else distance(i, j)
+
     def coordinate(self, i: int, j: int) -> Fraction:
-        return Fraction(-distance(i, j))
+        return Fraction(-self.gap(i, j))
 
     def magnitude(self, i: int, j: int) -> Fraction:
         """An upper bound of |m·|i − j||."""
-        return self._upper * distance(i, j)
+        return self._upper * self.gap(i, j)
 
     @cached_property
     def _upper(self) -> Fraction:
@@ -277,7 +285,7 @@ class Bias(HeadPart):
             return ImmutableMatrix([[self.slope]])
         if "bias" not in model.memo:
             model.memo["bias"] = ImmutableMatrix(
-                model.n_queries, model.n_keys, lambda i, j: -self.slope * distance(i, j)
+                model.n_queries, model.n_keys, lambda i, j: -self.slope * self.gap(i, j)
             )
         return model.memo["bias"]
 

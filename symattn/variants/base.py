@@ -12,6 +12,7 @@ the parts of each):
     MAP          a monotone map of z (c·tanh(z/c))
     MASK         where a query may attend (a sliding window, the causal diagonal's alignment)
     DENOMINATOR  a term in every softmax denominator (e^s of a logit s that has no value)
+    ROUTE        how the softmax and ×V are walked (the keys in blocks, online): changes no value
 
 A part has two faces. Its :class:`Part` (one object per module) reads and checks its spec keys, says what
 it supports (symbols, ``inputs = "rounded"``, ``--certify``, the float64 path) with the one-line refusal
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
     from symattn.exact.numeric import Fixed
     from symattn.input.reader import Reader
 
-QK, ADD, MAP, MASK, DENOMINATOR = range(5)  # the stages, in the order they act
+QK, ADD, MAP, MASK, DENOMINATOR, ROUTE = range(6)  # the stages, in the order they act
+PLACE = -1  # where the tokens stand (positions): read by the parts that count them, before any acts
 Rows = tuple[tuple[Fraction | None, ...], ...]  # a quantity's exact values where rational, else None
 
 
@@ -68,7 +70,8 @@ class Quantity:
     width: str = "keys"
     gradient: bool = False
     asked_by: str | None = None
-    needs: str = ""
+    needs: str = ""  # "": every spec has it
+    inner: str | None = None  # a third index after rows and cols ([b][i][c]: held as row b·n + i, column c)
 
 
 class Float64Rule(Protocol):
@@ -129,6 +132,22 @@ class Part:
         """ADD or MAP: what a wrong scaled score's explanation shows of it (``sig(quantity, i, k)``: an exact
         value to six significant digits)."""
         return None
+
+    def shape(self, spec: Any, setting: Any, quantity: str) -> tuple[int, ...] | None:
+        """The shape of one of its quantities claimed whole, where the queries and keys do not give it."""
+        return None
+
+    def view(self, setting: Any, model: Any) -> Any:
+        """ROUTE: the object that answers its quantities of one head's model (rationals, rounding, closed forms)."""
+        return None
+
+    def carried(self, chain: Any, model: Any, setting: Any, quantity: str, row: int, col: int | None, head: Any) -> Any:
+        """ROUTE: one of its quantities from the claimant's own numbers before it (None: not its own)."""
+        return None
+
+    def after_weighted(self, spec: Any, model: Any, fig: Any) -> tuple[Any, ...]:
+        """ROUTE: its steps after the weighted sum."""
+        return ()
 
     def head_part(self, setting: Any, spec: Any) -> HeadPart | None:
         """Its part of one head's exact model (None where it has none: a mask is in ``spec.allowed``)."""
@@ -269,7 +288,9 @@ __all__ = [
     "DENOMINATOR",
     "MAP",
     "MASK",
+    "PLACE",
     "QK",
+    "ROUTE",
     "Float64Rule",
     "HeadPart",
     "Part",

@@ -21,6 +21,7 @@ from typing import Any
 from symattn.input.messages import said
 from symattn.input.reader import brief, parse_index
 from symattn.variants.base import MASK, Part, Where
+from symattn.variants.positions import read_positions
 
 # --- limits of the masks --------------------------------------------------------------------
 WINDOW = 1024  # keys of a sliding window (as many as the tokens: a wider one would mean no window anyway)
@@ -38,13 +39,19 @@ class Diagonal:
     offset: int = 0  # query i's diagonal is key i + offset
     window: int | None = None  # as given; None: no window
     keys: int = 0  # n_k: a window of as many keys or more has no lower bound
+    q_pos: tuple[int, ...] = ()  # the tokens' positions where the spec gives them (symattn.variants.positions)
+    k_pos: tuple[int, ...] = ()
 
     def allows(self, causal: bool, i: int, j: int) -> bool:
-        """Whether query i may attend key j under the causal mask (when ``causal``) and the window."""
+        """Whether query i may attend key j under the causal mask (when ``causal``) and the window: by their
+        positions where the spec gives them, else by their rows."""
+        wide = self.window is not None and self.window >= self.keys  # as wide as the keys: no lower bound
+        if self.q_pos:  # positions: a window counts them, however few the keys
+            i, j, wide = self.q_pos[i], self.k_pos[j], False
         top = i + self.offset
         if self.window is None:
             return not causal or j <= top
-        return j <= top and (self.window >= self.keys or top - self.window < j)
+        return j <= top and (wide or top - self.window < j)
 
 
 # --- the step of a derivation ----------------------------------------------------------------
@@ -100,6 +107,13 @@ class Masks(Part):
             align = reader.choice(data["causal_align"], "causal_align", ALIGNMENTS)
             if not where.causal and window is None:
                 raise reader.error("causal_align", said("align_alone"))
+        placed = read_positions(reader, data, where)
+        if placed is not None:  # the diagonal and the window compare positions
+            if align != "top-left":
+                raise reader.error(
+                    "causal_align", "with positions the causal mask compares them; leave causal_align out"
+                )
+            return Diagonal(align, 0, window, where.n_k, placed.queries, placed.keys)
         if window is None and align == "top-left":
             return None
         offset = where.n_k - where.n_q if align == "bottom-right" else 0
@@ -125,6 +139,8 @@ class Masks(Part):
         """The key to blame when row i (0-based) is left with no key, and why, when the diagonal alone
         explains it; else None."""
         diagonal = setting or Diagonal()
+        if diagonal.q_pos:  # by positions: the row's own message says what it sees
+            return None
         top = i + diagonal.offset
         if top < 0:
             return "causal_align", said("align_before", align=repr(diagonal.align))
@@ -148,6 +164,8 @@ class Masks(Part):
         """What the masking step says about the diagonal and the window; None where the plain causal
         sentence says it all (no window, top-left, as many queries as keys) or there is no diagonal."""
         n, m = len(spec.tokens), len(spec.keys)
+        if setting is not None and setting.q_pos:  # positions: the step that places the tokens says it
+            return None
         causal = spec.mask == "causal"
         window, align = spec.window, spec.causal_align
         if window is None and not (causal and (align != "top-left" or n != m)):

@@ -296,6 +296,10 @@ class RopePart(Part):
             raise reader.error(
                 given[1], f"give one of rope_base, rope_frequencies or rope_cos/rope_sin, not {given[0]} too"
             )
+        placed = [key for key in ("positions", "key_positions") if key in data]
+        chosen = [key for key in ("rope_frequencies", "rope_cos", "rope_sin") if key in data]
+        if placed and chosen:  # their turns count rows; positions turn by position with rope_base only
+            raise reader.error(chosen[0], f"does not combine with {placed[0]} yet: give rope_base instead")
         frequencies = read_frequencies(reader, data, d_k // 2) if "rope_frequencies" in data else ()
         if frequencies and frequencies[0].of_pi:
             from symattn import variants  # here: the registry imports this module
@@ -342,7 +346,11 @@ class RopePart(Part):
                 return RotatedByPi(pairs, thetas, field=field, halves=halves)
             return Rotated(pairs, thetas)
         base = sympy.Rational(setting.base.value.numerator, setting.base.value.denominator)
-        return Rotated(pairs, tuple(base ** sympy.Rational(-2 * t, spec.d_k) for t in range(len(pairs))))
+        placed = spec.setting("positions")  # the tokens' positions where the spec gives them (a KV cache's)
+        thetas = tuple(base ** sympy.Rational(-2 * t, spec.d_k) for t in range(len(pairs)))
+        if placed is None:
+            return Rotated(pairs, thetas)
+        return Rotated(pairs, thetas, placed.queries, placed.keys)
 
     def toy(self, spec: Any, setting: Any) -> tuple[tuple[str, Any], ...]:
         return (("rope", True),)
@@ -362,9 +370,9 @@ class RopePart(Part):
                 t,
                 a,
                 b,
-                Formula("", part.angle(f, t)) if part.thetas else None,
-                shown.trig[f][t][0],
-                shown.trig[f][t][1],
+                Formula("", part.angle(part.place("Q", f), t)) if part.thetas else None,
+                shown.trig[part.place("Q", f)][t][0],
+                shown.trig[part.place("Q", f)][t][1],
                 spec.Q[f][a],
                 spec.Q[f][b],
                 shown.Q_rot[f][a],
@@ -381,7 +389,7 @@ class RopePart(Part):
             rope.style,
             rope.base,
             model.d_k,
-            f,
+            part.place("Q", f),
             pairs,
             shown.Q_rot,
             shown.K_rot,
@@ -409,7 +417,8 @@ class RopePart(Part):
 
         part, shown = model.qk, self._shown(spec, model)
 
-        def pairs(p: int, rotated: NumRows, out: NumRows) -> tuple[TurnedBack, ...]:
+        def pairs(r: int, which: str, rotated: NumRows, out: NumRows) -> tuple[TurnedBack, ...]:
+            p = part.place(which, r)  # row r's position
             return tuple(
                 TurnedBack(
                     t,
@@ -418,10 +427,10 @@ class RopePart(Part):
                     Formula("", part.angle(p, t)) if part.thetas else None,
                     shown.trig[p][t][0],
                     shown.trig[p][t][1],
-                    rotated[p][a],
-                    rotated[p][b],
-                    out[p][a],
-                    out[p][b],
+                    rotated[r][a],
+                    rotated[r][b],
+                    out[r][a],
+                    out[r][b],
                 )
                 for t, (a, b) in enumerate(part.pairs)
             )
@@ -431,8 +440,8 @@ class RopePart(Part):
             GradRotation(
                 f,
                 key,
-                pairs(f, g["dQ_rot"], g["dQ"]),
-                pairs(key, g["dK_rot"], g["dK"]),
+                pairs(f, "Q", g["dQ_rot"], g["dQ"]),
+                pairs(key, "K", g["dK_rot"], g["dK"]),
                 g["dQ"],
                 is_exact(g["dQ"]),
                 g["dK"],

@@ -63,6 +63,8 @@ class Rotated(ScoreBoxes, HeadPart):
 
     pairs: tuple[tuple[int, int], ...]
     thetas: tuple[sympy.Expr, ...]  # θ_t = base^(−2t/d_k), exact (rational where base has that root)
+    q_pos: tuple[int, ...] = ()  # the tokens' positions where the spec gives them (symattn.variants.positions)
+    k_pos: tuple[int, ...] = ()
     stage: ClassVar[int] = QK
     quantities: ClassVar[tuple[str, ...]] = TRIG + ROTATED
     computed: ClassVar[tuple[str, ...]] = TRIG + ROTATED
@@ -83,10 +85,23 @@ class Rotated(ScoreBoxes, HeadPart):
 
     # --- the rotation ----------------------------------------------------
 
+    def place(self, which: str, row: int) -> int:
+        """The position of row ``row`` of Q (``which`` "Q") or K: the spec's, else the row itself."""
+        if not self.q_pos:
+            return row
+        return (self.q_pos if which == "Q" else self.k_pos)[row]
+
+    def _used(self, model: Any) -> list[int]:
+        """Every position and every distance between a query and a key, above 0, in order."""
+        if not self.q_pos:
+            return list(range(1, max(model.n_queries, model.n_keys)))
+        used = {p for p in self.q_pos + self.k_pos} | {abs(k - q) for q in self.q_pos for k in self.k_pos}
+        return sorted(used - {0})
+
     def _angle_index(self, model: Any) -> dict[sympy.Expr, int]:
         if "rope:angles" not in model.memo:
             index: dict[sympy.Expr, int] = {}
-            for p in range(1, max(model.n_queries, model.n_keys)):
+            for p in self._used(model):
                 for theta in self.thetas:
                     index.setdefault(sympy.Integer(p) * theta, len(index))
             model.memo["rope:angles"] = index
@@ -104,11 +119,12 @@ class Rotated(ScoreBoxes, HeadPart):
         """The exact cos and sin that turn pair t at position p."""
         return sympy.cos(self.angle(p, t)), sympy.sin(self.angle(p, t))
 
-    def _rotated_closed(self, m: ImmutableMatrix) -> ImmutableMatrix:
+    def _rotated_closed(self, m: ImmutableMatrix, which: str) -> ImmutableMatrix:
         out = [list(m.row(i)) for i in range(m.rows)]
         for i in range(m.rows):
+            p = self.place(which, i)
             for t, (a, b) in enumerate(self.pairs):
-                c, s = self.trig_exact(i, t)
+                c, s = self.trig_exact(p, t)
                 out[i][a] = m[i, a] * c - m[i, b] * s
                 out[i][b] = m[i, a] * s + m[i, b] * c
         return ImmutableMatrix(out)
@@ -126,7 +142,7 @@ class Rotated(ScoreBoxes, HeadPart):
             return self._trig_quantity(model, quantity)
         key = "rope:" + quantity
         if key not in model.memo:
-            model.memo[key] = self._rotated_closed(model.Q if quantity == "Q_rot" else model.K)
+            model.memo[key] = self._rotated_closed(model.Q if quantity == "Q_rot" else model.K, quantity[0])
         return model.memo[key]
 
     # --- the scores' structure -------------------------------------------
@@ -149,7 +165,7 @@ class Rotated(ScoreBoxes, HeadPart):
                 for t, (a, b) in enumerate(self.pairs):
                     qa, qb, ka, kb = int(qi[a]), int(qi[b]), int(kj[a]), int(kj[b])
                     c, s = qa * ka + qb * kb, qb * ka - qa * kb
-                    delta = j - i
+                    delta = self.place("K", j) - self.place("Q", i)
                     if delta == 0:
                         constant += c
                         continue
@@ -199,7 +215,7 @@ class Rotated(ScoreBoxes, HeadPart):
             for p, row in enumerate(m.to_list()):
                 values: list[Fraction | None] = [Fraction(int(x), den) for x in row]
                 for a, b in self.pairs:  # rational at position 0, or where the pair is 0 (Lindemann)
-                    if p and (row[a] or row[b]):
+                    if self.place(quantity[0], p) and (row[a] or row[b]):
                         values[a] = values[b] = None
                 out.append(tuple(values))
             return tuple(out)
@@ -238,8 +254,9 @@ class Rotated(ScoreBoxes, HeadPart):
         cos, sin = self.trig(model, bits)
         index = self._angle_index(model)
         out = []
-        for p, row in enumerate(m.to_list()):
+        for r, row in enumerate(m.to_list()):
             values = [Fixed.exact(Fraction(int(x), den), bits) for x in row]
+            p = self.place(quantity[0], r)
             if p:
                 for t, (a, b) in enumerate(self.pairs):
                     n = index[self.angle(p, t)]
@@ -257,10 +274,8 @@ class Rotated(ScoreBoxes, HeadPart):
         (q'_a = q_a·cos − q_b·sin with the shown cos and sin); else the exact values, rounded."""
         from symattn.exact.rounding import exact_or_rounded, from_model
 
-        positions = max(model.n_queries, model.n_keys)
-        trig = tuple(
-            tuple(_cos_sin(self.trig_exact(p, t), places) for t in range(len(self.pairs))) for p in range(positions)
-        )
+        used = [0, *self._used(model)] if self.q_pos else range(max(model.n_queries, model.n_keys))
+        trig = {p: tuple(_cos_sin(self.trig_exact(p, t), places) for t in range(len(self.pairs))) for p in used}
         if not hand:
             return ShownRotation(
                 trig,
@@ -269,17 +284,18 @@ class Rotated(ScoreBoxes, HeadPart):
                 from_model(model, "scores", places, notation),
             )
 
-        def rotate(rows: list[list[Fraction]]) -> NumRows:
+        def rotate(rows: list[list[Fraction]], which: str) -> NumRows:
             out = [list(row) for row in rows]
-            for p, row in enumerate(rows):
+            for r, row in enumerate(rows):
+                p = self.place(which, r)
                 for t, (a, b) in enumerate(self.pairs):
                     c, s = (x.fraction for x in trig[p][t])
-                    out[p][a] = row[a] * c - row[b] * s
-                    out[p][b] = row[a] * s + row[b] * c
+                    out[r][a] = row[a] * c - row[b] * s
+                    out[r][b] = row[a] * s + row[b] * c
             return exact_or_rounded(out, places, notation)
 
-        Q = rotate([[Fraction(int(x), model.dq) for x in row] for row in model.q.to_list()])
-        K = rotate([[Fraction(int(x), model.dk) for x in row] for row in model.k.to_list()])
+        Q = rotate([[Fraction(int(x), model.dq) for x in row] for row in model.q.to_list()], "Q")
+        K = rotate([[Fraction(int(x), model.dk) for x in row] for row in model.k.to_list()], "K")
         scores = [[sum((x.fraction * y.fraction for x, y in zip(q, k)), Fraction(0)) for k in K] for q in Q]
         return ShownRotation(trig, Q, K, exact_or_rounded(scores, places, notation))
 
@@ -301,7 +317,7 @@ class Rotated(ScoreBoxes, HeadPart):
         X = sub.Q if quantity == "Q_rot" else sub.K
         t = next(t for t, pair in enumerate(self.pairs) if k in pair)
         a, b = self.pairs[t]
-        cos, sin = (_six(x) for x in self.trig_exact(i, t))
+        cos, sin = (_six(x) for x in self.trig_exact(self.place(quantity[0], i), t))
         if k == a:
             return ((X[i][a], cos), (X[i][b], Num(-sin.value, sin.exact)))
         return ((X[i][a], sin), (X[i][b], cos))
@@ -344,7 +360,10 @@ class Rotated(ScoreBoxes, HeadPart):
             q0 = L.index(head) * L.width_q
             t = next(t for t, pair in enumerate(self.pairs) if col in pair)
             a, b = self.pairs[t]
-            c, s, v = self._trig_implied(chain, row, t, head)
+            if self.q_pos:  # tokens at given positions: cos and sin exact (claims of them count by row)
+                c, s, v = (*self.trig_exact(self.place(name, row), t), False)
+            else:
+                c, s, v = self._trig_implied(chain, row, t, head)
             (x, u), (y, w) = chain.implied(name, row, q0 + a), chain.implied(name, row, q0 + b)
             return (x * c - y * s if col == a else x * s + y * c), u or w or v
         if quantity == "scores":
@@ -381,19 +400,19 @@ class Rotated(ScoreBoxes, HeadPart):
 
         t = next(t for t, pair in enumerate(self.pairs) if col in pair)
         a, b = self.pairs[t]
-        cos, sin = self.trig_exact(row, t)
+        cos, sin = self.trig_exact(self.place("Q" if quantity == "dQ" else "K", row), t)
         (x, u), (y, w) = rotated(a), rotated(b)
         return (x * cos + y * sin if col == a else y * cos - x * sin), u or w
 
     # --- the backward pass -------------------------------------------------------------
 
     def gradient(self, model: Any) -> Rotary:
-        return Rotary(self.pairs, self.thetas)
+        return Rotary(self.pairs, self.thetas, self.q_pos, self.k_pos)
 
 
 @dataclass(frozen=True)
 class ShownRotation:
-    trig: tuple[tuple[tuple[Num, Num], ...], ...]  # [position][pair] = (cos, sin) as shown
+    trig: dict[int, tuple[tuple[Num, Num], ...]]  # [position][pair] = (cos, sin) as shown
     Q_rot: NumRows
     K_rot: NumRows
     scores: NumRows
@@ -424,32 +443,36 @@ class Rotary:
 
     pairs: tuple[tuple[int, int], ...]
     thetas: tuple[Any, ...]
+    q_pos: tuple[int, ...] = ()  # as the head's Rotated has them
+    k_pos: tuple[int, ...] = ()
     stage: ClassVar[int] = QK
     names: ClassVar[tuple[str, ...]] = ("dQ_rot", "dK_rot")
     after: ClassVar[str] = "dS"  # its gradients come right after dS
     forms: ClassVar[bool] = False  # thousands of characters an entry, ordered by SymPy's evaluation: not printed
 
-    def rotate(self, alg: Any, M: list, back: bool = False) -> list:
-        """Each row p of M turned by p·θ_t pair by pair (R), or back (Rᵀ, which takes dQ′ to dQ)."""
+    def rotate(self, alg: Any, M: list, which: str, back: bool = False) -> list:
+        """Each row of M (of Q or K: ``which``) turned by p·θ_t pair by pair, p its position (R), or back (Rᵀ,
+        which takes dQ′ to dQ)."""
         out = [list(row) for row in M]
-        for p, row in enumerate(M):
+        for r, row in enumerate(M):
+            p = (self.q_pos if which == "Q" else self.k_pos)[r] if self.q_pos else r
             if p == 0:
                 continue  # position 0 is not turned
             for t, (a, b) in enumerate(self.pairs):
                 c, s = alg.trig(p * self.thetas[t])
                 if back:
-                    out[p][a], out[p][b] = row[a] * c + row[b] * s, row[b] * c - row[a] * s
+                    out[r][a], out[r][b] = row[a] * c + row[b] * s, row[b] * c - row[a] * s
                 else:
-                    out[p][a], out[p][b] = row[a] * c - row[b] * s, row[a] * s + row[b] * c
+                    out[r][a], out[r][b] = row[a] * c - row[b] * s, row[a] * s + row[b] * c
         return out
 
     def through(self, alg: Any, dS: list, K: list, Q: list, out: dict, hook: Any) -> None:
         from symattn.exact.gradients import matmul, transpose
 
-        out["dQ_rot"] = dQ = hook("dQ_rot", matmul(alg, dS, self.rotate(alg, K)))
-        out["dK_rot"] = dK = hook("dK_rot", matmul(alg, transpose(dS), self.rotate(alg, Q)))
-        out["dQ"] = hook("dQ", self.rotate(alg, dQ, back=True))
-        out["dK"] = hook("dK", self.rotate(alg, dK, back=True))
+        out["dQ_rot"] = dQ = hook("dQ_rot", matmul(alg, dS, self.rotate(alg, K, "K")))
+        out["dK_rot"] = dK = hook("dK_rot", matmul(alg, transpose(dS), self.rotate(alg, Q, "Q")))
+        out["dQ"] = hook("dQ", self.rotate(alg, dQ, "Q", back=True))
+        out["dK"] = hook("dK", self.rotate(alg, dK, "K", back=True))
 
 
 # --- the angles people choose (symattn.variants.turns has the argument) -----------------------------
@@ -474,7 +497,7 @@ class Tabled(ByTables, Rotated):
     columns: ClassVar[tuple[str, ...]] = ()
 
     def gradient(self, model: Any) -> TableRotary:
-        return TableRotary(self.pairs, (), self.cos, self.sin)
+        return TableRotary(self.pairs, (), cos=self.cos, sin=self.sin)
 
 
 @dataclass(frozen=True)

@@ -278,7 +278,7 @@ class ByTables:
             model.memo[key] = self._rotated(m, den)
         return model.memo[key]
 
-    def _rotated_closed(self, m: ImmutableMatrix) -> ImmutableMatrix:
+    def _rotated_closed(self, m: ImmutableMatrix, which: str) -> ImmutableMatrix:
         return m  # not used: exact() below
 
     def exact(self, model: Any, quantity: str) -> ImmutableMatrix:
@@ -326,7 +326,8 @@ class TableTurn:
     sin: tuple[tuple[Fraction, ...], ...]
     pairs: tuple[tuple[int, int], ...]
 
-    def rotate(self, alg: Any, M: list, back: bool = False) -> list:
+    def rotate(self, alg: Any, M: list, which: str, back: bool = False) -> list:
+        # by row: tables do not combine with given positions (symattn.variants.rope refuses them)
         out = [list(row) for row in M]
         for p, row in enumerate(M):
             for t, (a, b) in enumerate(self.pairs):

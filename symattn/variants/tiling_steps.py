@@ -1,0 +1,92 @@
+"""The derivation's step of the online softmax: the focus row block by block, the identity with the softmax's
+output, and with ``split_keys`` each split's (O_s, LSE_s) and their merge."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import sympy
+
+from symattn.exact import numeric
+from symattn.exact.num import NEG_INFINITY, Num, NumRow
+from symattn.exact.rounding import exact_or_rounded, from_model
+from symattn.variants.tiling import Block, SplitPart, Tiling
+from symattn.variants.tiling_head import Tiled
+
+
+def _num(expr: sympy.Expr, decimals: int) -> Num:
+    if expr is sympy.S.NegativeInfinity:
+        return NEG_INFINITY
+    exact = numeric.as_fraction(expr)
+    if exact is not None:
+        return exact_or_rounded([[exact]], decimals)[0][0]
+    return Num(numeric.round_expr(expr, decimals), False)
+
+
+def tiling_step(spec: Any, model: Any, fig: Any, setting: Any) -> Tiling:
+    tiled = Tiled(model, setting.block)
+    f, d, notation, n = spec.focus, spec.decimals, spec.notation, model.n_queries
+
+    def shown(quantity: str, places: int) -> Any:
+        return from_model(tiled, quantity, places, notation)
+
+    m = [[_num(tiled.m(b, i), d.scaled) for i in range(n)] for b in range(tiled.blocks)]  # as z is shown
+    r, l_sum = shown("rescale", d.exp), shown("running_sum", d.exp)
+    acc, lse = shown("accumulator", d.output), shown("lse", d.exp)
+    z = model.scaled
+    blocks = []
+    for b in range(tiled.blocks):
+        keys = tiled.keys_of(b)
+        row_z = tuple(_num(z[f, j], d.scaled) for j in keys)
+        blocks.append(
+            Block(
+                b + 1,
+                keys.start + 1,
+                keys.stop,
+                row_z,
+                m[b - 1][f] if b > 0 else NEG_INFINITY,
+                m[b][f],
+                r[b][f],
+                l_sum[b - 1][f] if b > 0 else Num(Decimal(0), True),
+                l_sum[b][f],
+                acc[b * n + f],
+            )
+        )
+    output = fig.output[f]  # as the weighted sum showed it
+    splits = _splits(tiled, f, setting.split, d) if setting.split else ()
+    return Tiling(
+        setting.block or model.n_keys,
+        tuple(blocks),
+        output,
+        lse[f][0],
+        tuple(x[0] for x in lse),
+        tiled.identity,
+        splits,
+    )
+
+
+def _splits(tiled: Tiled, f: int, count: int, d: Any) -> tuple[SplitPart, ...]:
+    """Split-KV: each split's own softmax over its keys (O_s, LSE_s), and the merge weight e^(LSE_s − LSE)."""
+    model = tiled.model
+    size = -(-tiled.n_keys // count)
+    z, V = model.scaled, model.V
+    total = sympy.log(sympy.Add(*[sympy.exp(z[f, j]) for j in range(tiled.n_keys) if model.may_attend(f, j)]))
+    out = []
+    for s in range(-(-tiled.n_keys // size)):
+        keys = [j for j in range(s * size, min((s + 1) * size, tiled.n_keys)) if model.may_attend(f, j)]
+        first, last = s * size + 1, min((s + 1) * size, tiled.n_keys)
+        if not keys:  # every key of the split is masked: it adds nothing
+            out.append(SplitPart(s + 1, first, last, (), NEG_INFINITY, _num(sympy.Integer(0), d.weights)))
+            continue
+        exps = [sympy.exp(z[f, j]) for j in keys]
+        den = sympy.Add(*exps)
+        row: NumRow = tuple(
+            _num(sympy.Add(*[e * V[j, c] for e, j in zip(exps, keys)]) / den, d.output) for c in range(V.cols)
+        )
+        lse = sympy.log(den)
+        out.append(SplitPart(s + 1, first, last, row, _num(lse, d.exp), _num(sympy.exp(lse - total), d.weights)))
+    return tuple(out)
+
+
+__all__ = ["tiling_step"]

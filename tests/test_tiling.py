@@ -1,0 +1,153 @@
+"""The online softmax (issue 32): block_keys and split_keys, the LSE, their claims and the flash example."""
+
+import re
+from fractions import Fraction
+
+import pytest
+import sympy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from symattn.checking.checker import check
+from symattn.derivation.derive import derive
+from symattn.derivation.intermediates import compute
+from symattn.exact.factory import build
+from symattn.input import builtin
+from symattn.input.claims import load_claims
+from symattn.input.errors import SpecError
+from symattn.input.spec import load_spec
+from symattn.rendering.renderer import render
+from symattn.variants.tiling_head import Tiled
+
+FLASH = {
+    "tokens": ["a", "b", "c", "d"],
+    "scale": 1,
+    "Q": [[1, 0], [0, 1], [1, 1], [0.5, -1]],
+    "K": [[1, 0], [0, 2], [2, 0], [1, 1]],
+    "V": [[1, 0], [0, 1], [1, 1], [2, 0]],
+    "block_keys": 2,
+}
+
+
+def test_compute_gives_every_block_and_the_last_accumulator_over_the_running_sum_is_the_output():
+    out = compute(load_spec(FLASH), digits=6)
+    # row d: z = (0.5, −2 | 1, −0.5); the max moves from 0.5 to 1 in block 2
+    assert [row[3] for row in out["running_max"]["exact"]] == ["1/2", "1"]
+    assert [row[3] for row in out["rescale"]["exact"]] == ["0", "exp(-1/2)"]
+    assert [row[3] for row in out["running_sum"]["value"]] == ["1.08208", "1.87945"]
+    assert out["accumulator"]["value"][1][3] == ["2.05279", "1.04979"]
+    assert out["lse"]["value"] == ["2.62652", "2.49381", "3.21428", "1.63098"]  # mpmath: log Σ e^z
+    assert out["tiled_equals_softmax"] is True
+    model = build(load_spec(FLASH))
+    tiled = Tiled(model, 2)
+    for i in range(4):
+        for c in range(2):
+            ratio = tiled.exact("accumulator")[4 + i, c] / tiled.exact("running_sum")[1, i]
+            assert sympy.simplify(ratio - model.output[i, c]) == 0
+
+
+def test_lse_is_claimable_without_tiling_and_exact_for_a_row_of_one_key():
+    spec = {**{k: v for k, v in FLASH.items() if k != "block_keys"}, "mask": "causal"}
+    out = compute(load_spec(spec), digits=6)
+    assert "lse" not in out  # compute writes the route only where the spec walks it
+    report = check(load_spec(spec), load_claims({**spec, "claims": {"lse[1]": "1", "lse[2]": "0.97"}}))
+    assert [(v.claim.key, v.verdict) for v in report.results] == [
+        ("claims.lse[1]", "exact"),
+        ("claims.lse[2]", "wrong"),
+    ]
+
+
+def _verdicts(claims):
+    spec = load_spec(FLASH)
+    report = check(spec, load_claims({**FLASH, "claims": claims}))
+    return [(v.claim.key, v.verdict, str(v.expected), str(v.carried)) for v in report.results]
+
+
+def test_running_max_and_running_sum_claims_get_right_rounded_carried_and_wrong():
+    assert _verdicts(
+        {
+            "running_max[1][4]": "0.5",
+            "running_max[2][4]": "1.0",
+            "running_sum[1][4]": "1.082",
+            "running_sum[2][4]": "1.95",
+        }
+    ) == [
+        ("claims.running_max[1][4]", "exact", "0.5", "None"),
+        ("claims.running_max[2][4]", "exact", "1.0", "1.0"),  # from their own m of block 1
+        ("claims.running_sum[1][4]", "rounded", "1.082", "1.082"),
+        ("claims.running_sum[2][4]", "wrong", "1.88", "1.88"),
+    ]
+
+
+def test_a_wrong_running_max_carries_into_the_running_sum():
+    # m = 0.8 (wrong) in block 1: l_1 = e^(0.5 − 0.8) + e^(−2 − 0.8) = 0.802, carried
+    assert _verdicts({"running_max[1][4]": "0.8", "running_sum[1][4]": "0.802"}) == [
+        ("claims.running_max[1][4]", "wrong", "0.5", "None"),
+        ("claims.running_sum[1][4]", "carried", "1.082", "0.802"),
+    ]
+
+
+def test_accumulator_claims_take_three_indices_and_whole_blocks():
+    verdicts = _verdicts({"accumulator[2][4]": ["2.053", "1.05"], "rescale[2][4]": "0.607"})
+    assert verdicts == [
+        ("claims.rescale[2][4]", "rounded", "0.607", "None"),
+        ("claims.accumulator[2][4]", "rounded", "2.053", "2.053"),
+        ("claims.accumulator[2][4]", "rounded", "1.05", "1.05"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ({"block_keys": 0}, "<dict>: block_keys: expected a whole number of keys from 1 to 4, got 0"),
+        ({"block_keys": "two"}, "<dict>: block_keys: expected a whole number of keys from 1 to 4, got 'two'"),
+        ({"split_keys": 5}, "<dict>: split_keys: expected a whole number of keys from 1 to 4, got 5"),
+    ],
+)
+def test_bad_block_keys_are_one_line_errors(extra, message):
+    with pytest.raises(SpecError) as info:
+        load_spec({**FLASH, **extra})
+    assert str(info.value) == message
+
+
+def test_claims_on_the_blocks_need_block_keys():
+    spec = {k: v for k, v in FLASH.items() if k != "block_keys"}
+    with pytest.raises(SpecError) as info:
+        load_claims({**spec, "claims": {"running_max[1][1]": "1"}})
+    assert str(info.value) == "<dict>: claims.running_max[1][1]: claims on running_max need block_keys"
+
+
+@given(
+    st.lists(st.lists(st.integers(-3, 3), min_size=2, max_size=2), min_size=2, max_size=4),
+    st.lists(st.lists(st.integers(-3, 3), min_size=2, max_size=2), min_size=2, max_size=4),
+    st.integers(1, 3),
+)
+@settings(max_examples=25, deadline=None, derandomize=True)
+def test_the_tiled_route_is_exactly_the_softmax(q, k, block):
+    spec = load_spec({"Q": q, "K": k, "V": [[j, 1 - j] for j in range(len(k))], "block_keys": min(block, len(k))})
+    model = build(spec)
+    tiled = Tiled(model, spec.setting("block_keys").block)
+    assert tiled.identity
+    last = tiled.blocks - 1
+    for i in range(model.n_queries):
+        lse = tiled.exact("lse")[i, 0]
+        assert sympy.simplify(sympy.exp(lse) - model.exp_sum[i, 0]) == 0
+        for r in (tiled.rationals("running_sum")[last][i], tiled.rationals("rescale")[last][i]):
+            assert r is None or isinstance(r, Fraction)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_flash_example_shows_every_block_and_the_identity(lang):
+    text = render(derive(load_spec(builtin.example_path("flash", lang))), "markdown")
+    assert len(re.findall(r"^(Block|第) \d", text, re.M)) == 2
+    assert ("is exactly the softmax's output above" in text) if lang == "en" else ("这正是上面 softmax 的输出" in text)
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_flash_example_passes_katex_and_compiles_without_overfull_boxes(katex, latex, tmp_path, lang):
+    spec = load_spec(builtin.example_path("flash", lang))
+    assert katex(render(derive(spec), "markdown")) == []
+    latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    assert re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log) == []
