@@ -40,21 +40,20 @@ from symattn.exact.num import Num, NumRows
 from symattn.exact.numeric import Fixed
 from symattn.variants.base import QK, HeadPart, Rows
 from symattn.variants.forms import ScoreBoxes
-from symattn.variants.turns import ROTATED, ByRoots, ByTables, Cyclotomic, TableTurn, combine
+from symattn.variants.turns import (
+    ROTATED,
+    ByRoots,
+    ByTables,
+    Cyclotomic,
+    Structure,
+    TableTurn,
+    combine,
+    cos_sin_shown,
+    minus,
+    six_digits,
+)
 
-# one score: (constant numerator, ((angle index, cos numerator, sin numerator), ...)) over dq·dk
-Structure = tuple[int, tuple[tuple[int, int, int], ...]]
 TRIG = ("rope_frequency", "rope_angle", "rope_cos", "rope_sin")  # θ_t per pair; per query row and pair
-
-
-def minus(x: Structure, y: Structure) -> Structure:
-    """x − y, term by term (terms that cancel are dropped)."""
-    terms = {n: [c, s] for n, c, s in x[1]}
-    for n, c, s in y[1]:
-        entry = terms.setdefault(n, [0, 0])
-        entry[0] -= c
-        entry[1] -= s
-    return x[0] - y[0], tuple((n, c, s) for n, (c, s) in sorted(terms.items()) if c or s)
 
 
 @dataclass(frozen=True)
@@ -275,7 +274,7 @@ class Rotated(ScoreBoxes, HeadPart):
         from symattn.exact.rounding import exact_or_rounded, from_model
 
         used = [0, *self._used(model)] if self.q_pos else range(max(model.n_queries, model.n_keys))
-        trig = {p: tuple(_cos_sin(self.trig_exact(p, t), places) for t in range(len(self.pairs))) for p in used}
+        trig = {p: tuple(cos_sin_shown(self.trig_exact(p, t), places) for t in range(len(self.pairs))) for p in used}
         if not hand:
             return ShownRotation(
                 trig,
@@ -317,7 +316,7 @@ class Rotated(ScoreBoxes, HeadPart):
         X = sub.Q if quantity == "Q_rot" else sub.K
         t = next(t for t, pair in enumerate(self.pairs) if k in pair)
         a, b = self.pairs[t]
-        cos, sin = (_six(x) for x in self.trig_exact(self.place(quantity[0], i), t))
+        cos, sin = (six_digits(x) for x in self.trig_exact(self.place(quantity[0], i), t))
         if k == a:
             return ((X[i][a], cos), (X[i][b], Num(-sin.value, sin.exact)))
         return ((X[i][a], sin), (X[i][b], cos))
@@ -418,23 +417,6 @@ class ShownRotation:
     scores: NumRows
 
 
-def _cos_sin(trig: tuple[sympy.Expr, sympy.Expr], places: int) -> tuple[Num, Num]:
-    """An exact cos and sin, correctly rounded (exactly 1 and 0 at angle 0; a rational shown whole where its
-    digits end within the places); in [−1, 1], so always fixed decimals."""
-    shown = []
-    for x in trig:
-        value = numeric.as_fraction(x)
-        rounded = Decimal(int(x)) if isinstance(x, sympy.Integer) else numeric.round_expr(x, places)
-        shown.append(Num(rounded, value is not None and Fraction(rounded) == value))
-    return shown[0], shown[1]
-
-
-def _six(x: sympy.Expr) -> Num:
-    if isinstance(x, sympy.Integer):
-        return Num(Decimal(int(x)), True)
-    return Num(numeric.round_expr(x, 6, significant=True), False)
-
-
 @dataclass(frozen=True)
 class Rotary:
     """Backward through the rotation: the scores are Q′K′ᵀ, so dQ′ = dS K′ and dK′ = dSᵀ Q′, then turned back:
@@ -515,6 +497,4 @@ __all__ = [
     "Rotary",
     "Rotated",
     "ShownRotation",
-    "Structure",
-    "minus",
 ]

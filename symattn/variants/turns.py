@@ -25,6 +25,7 @@ turned by position reads the keys and mixes these into its head part; the exactn
 
 from __future__ import annotations
 
+from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -32,9 +33,25 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import sympy
 from sympy import ImmutableMatrix
 
+from symattn.exact import numeric
+from symattn.exact.num import Num
 from symattn.exact.numeric import Fixed
 from symattn.variants.base import Rows
 from symattn.variants.forms import scale_parts
+
+# one score: (constant numerator, ((angle index, cos numerator, sin numerator), ...)) over dq·dk
+Structure = tuple[int, tuple[tuple[int, int, int], ...]]
+
+
+def minus(x: Structure, y: Structure) -> Structure:
+    """x − y, term by term (terms that cancel are dropped)."""
+    terms = {n: [c, s] for n, c, s in x[1]}
+    for n, c, s in y[1]:
+        entry = terms.setdefault(n, [0, 0])
+        entry[0] -= c
+        entry[1] -= s
+    return x[0] - y[0], tuple((n, c, s) for n, (c, s) in sorted(terms.items()) if c or s)
+
 
 ROTATED = ("Q_rot", "K_rot")  # the turned Q and K
 
@@ -327,7 +344,7 @@ class TableTurn:
     pairs: tuple[tuple[int, int], ...]
 
     def rotate(self, alg: Any, M: list, which: str, back: bool = False) -> list:
-        # by row: tables do not combine with given positions (symattn.variants.rope refuses them)
+        # by row: the part refuses tables together with given positions
         out = [list(row) for row in M]
         for p, row in enumerate(M):
             for t, (a, b) in enumerate(self.pairs):
@@ -339,8 +356,38 @@ class TableTurn:
         return out
 
 
+def cos_sin_shown(trig: tuple[sympy.Expr, sympy.Expr], places: int) -> tuple[Num, Num]:
+    """An exact cos and sin, correctly rounded (exactly 1 and 0 at angle 0; a rational shown whole where its
+    digits end within the places); in [−1, 1], so always fixed decimals."""
+    shown = []
+    for x in trig:
+        value = numeric.as_fraction(x)
+        rounded = Decimal(int(x)) if isinstance(x, sympy.Integer) else numeric.round_expr(x, places)
+        shown.append(Num(rounded, value is not None and Fraction(rounded) == value))
+    return shown[0], shown[1]
+
+
+def six_digits(x: sympy.Expr) -> Num:
+    """A cos or sin to six significant digits, as an explanation shows it (an integer whole)."""
+    if isinstance(x, sympy.Integer):
+        return Num(Decimal(int(x)), True)
+    return Num(numeric.round_expr(x, 6, significant=True), False)
+
+
 def _rational(x: Fraction) -> sympy.Rational:
     return sympy.Rational(x.numerator, x.denominator)
 
 
-__all__ = ["ROTATED", "ByRoots", "ByTables", "Cyclotomic", "FieldLinear", "TableTurn", "combine"]
+__all__ = [
+    "ROTATED",
+    "ByRoots",
+    "ByTables",
+    "Cyclotomic",
+    "FieldLinear",
+    "Structure",
+    "TableTurn",
+    "combine",
+    "minus",
+    "cos_sin_shown",
+    "six_digits",
+]
