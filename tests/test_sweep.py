@@ -281,6 +281,26 @@ BAD_GRIDS = [
         f'head_dim = {list(range(1, 21))}\ndtype = ["float32"]\n',
         "grid.toml: grid: 200000 cases; at most 100000 (the limit)",
     ),
+    (
+        '[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\nwindow = [2, -1]\n',
+        "grid.toml: grid.window[2]: expected keys from 1 to 1024, or 0 for none, got -1",
+    ),
+    (
+        '[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\nsoftcap = [1001]\n',
+        "grid.toml: grid.softcap[1]: expected a number from 0 (none) to 1000, got 1001",
+    ),
+    (
+        '[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\nsoftcap = ["30"]\n',
+        "grid.toml: grid.softcap[1]: expected a number from 0 (none) to 1000, got '30'",
+    ),
+    (
+        '[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\nalibi = [1]\n',
+        "grid.toml: grid.alibi[1]: expected true or false, got 1",
+    ),
+    (
+        '[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\nsinks = [true, "no"]\n',
+        "grid.toml: grid.sinks[2]: expected true or false, got 'no'",
+    ),
 ]
 
 
@@ -292,6 +312,25 @@ def test_a_bad_grid_is_one_line_and_exit_2_before_anything_runs(text, message, c
     code = main(["sweep", "grid.toml", "--kernel", "tests.sweep_kernels:sdpa", "-o", str(record)])
     assert (code, capsys.readouterr()) == (2, ("", f"symattn: {message}\n"))
     assert not record.exists()
+
+
+def test_each_part_makes_its_keyword_from_a_grid_point(tmp_path):
+    # the grid's keys are the parts' (symattn.variants.SWEPT), in their order; each part makes its keyword
+    from symattn.sweep.case import case_inputs, variants
+    from symattn.sweep.grid import load_grid
+
+    text = '[grid]\nheads = [2]\nseqlen = [3]\nhead_dim = [4]\ndtype = ["float32"]\n'
+    (tmp_path / "grid.toml").write_text(text + "sinks = [true]\nalibi = [true]\nsoftcap = [0, 2.5]\nwindow = [2]\n")
+    grid = load_grid(str(tmp_path / "grid.toml"))
+    assert list(grid.lists)[-5:] == ["causal", "window", "softcap", "alibi", "sinks"]
+    assert [c.point["softcap"] for c in grid.cases] == [0.0, 2.5]
+    point = grid.cases[1].point
+    made = case_inputs(7, point)
+    extra = variants(point, made)
+    assert list(extra) == ["window", "softcap", "alibi_slopes", "sinks"]
+    assert (extra["window"], extra["softcap"], extra["alibi_slopes"].tolist()) == (2, 2.5, [0.0625, 0.00390625])
+    assert extra["sinks"].tolist() == made["sinks"].tolist() and made["sinks"].shape == (2,)
+    assert list(variants(grid.cases[0].point, made)) == ["window", "alibi_slopes", "sinks"]
 
 
 @pytest.mark.parametrize(

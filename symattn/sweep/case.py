@@ -17,6 +17,7 @@ import time
 from functools import lru_cache
 from typing import Any
 
+from symattn import variants as parts
 from symattn.input.errors import SymattnError, clip
 
 TOPIC = "symattn-sweep"  # the worker's event when a case starts: the client's clock for --case-seconds
@@ -90,8 +91,9 @@ def kernel_function(name: str) -> Any:
 
 
 def case_inputs(seed: int, point: dict[str, Any]) -> dict[str, Any]:
-    """Q, K, V, dO and the sink logits as float32 arrays, from the seed and the case's shape alone: the
-    float32 and bfloat16 cases of one shape, causal or not, see the same numbers (each rounded to its dtype)."""
+    """Q, K, V, dO and the numbers a part draws (one per head) as float32 arrays, from the seed and the case's
+    shape alone: the float32 and bfloat16 cases of one shape, causal or not, see the same numbers (each rounded
+    to its dtype)."""
     import numpy as np
 
     shape = [point[k] for k in SHAPE]
@@ -99,25 +101,20 @@ def case_inputs(seed: int, point: dict[str, Any]) -> dict[str, Any]:
     entropy = [seed & 0xFFFFFFFF, seed >> 32, *np.frombuffer(words, dtype=np.uint32).tolist()]
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
     b, h, kv, n, m, d, dv = shape
-    sizes = {"q": (b, h, n, d), "k": (b, kv, m, d), "v": (b, kv, m, dv), "dout": (b, h, n, dv), "sinks": (h,)}
+    sizes: dict[str, tuple[int, ...]] = {"q": (b, h, n, d), "k": (b, kv, m, d), "v": (b, kv, m, dv)}
+    sizes["dout"] = (b, h, n, dv)
+    sizes |= {part.grid_key: (h,) for part in parts.SWEPT if part.drawn}
     return {name: rng.standard_normal(size, dtype=np.float32) for name, size in sizes.items()}
 
 
-def variants(point: dict[str, Any], sinks: Any) -> dict[str, Any]:
-    """The variant keywords of a point that are on (a window of 0 keys and a softcap of 0 are none): ALiBi's
-    slopes are the paper's, 2^(−8h/H) for h = 1..H; the sinks are the seed's, one logit per head."""
-    import torch
-
+def variants(point: dict[str, Any], drawn: dict[str, Any]) -> dict[str, Any]:
+    """The variant keywords of a point that are on (false, or a 0 that means none, is off), as each
+    part makes them (``drawn``: the case's inputs, where a part's drawn numbers are, by its grid key)."""
     made: dict[str, Any] = {}
-    if point.get("window"):
-        made["window"] = point["window"]
-    if point.get("softcap"):
-        made["softcap"] = point["softcap"]
-    heads = point["heads"]
-    if point.get("alibi"):
-        made["alibi_slopes"] = torch.tensor([2.0 ** (-8 * h / heads) for h in range(1, heads + 1)])
-    if point.get("sinks"):
-        made["sinks"] = torch.from_numpy(sinks)
+    for part in parts.SWEPT:
+        value = part.sweep_argument(point.get(part.grid_key), point["heads"], drawn.get(part.grid_key))
+        if value is not None:
+            made[part.keyword] = value
     return made
 
 
@@ -130,7 +127,7 @@ def _checks(settings: dict[str, Any], point: dict[str, Any], kernel: str) -> lis
     grads = any(kind in GRADIENTS for kind in settings["kinds"])
     q, k, v = (torch.from_numpy(made[n]).to(device=device, dtype=dtype).requires_grad_(grads) for n in "qkv")
     dout = torch.from_numpy(made["dout"]).to(device=device, dtype=dtype)
-    extra = {name: t.to(device) if hasattr(t, "to") else t for name, t in variants(point, made["sinks"]).items()}
+    extra = {name: t.to(device) if hasattr(t, "to") else t for name, t in variants(point, made).items()}
     masks = {"causal": point["causal"], "causal_align": settings["causal_align"]}
     out, lse = _call(function, (q, k, v), point, extra, dout if grads else None)
     results = {"output": out, "lse": lse, "dq": q.grad, "dk": k.grad, "dv": v.grad}
@@ -139,8 +136,8 @@ def _checks(settings: dict[str, Any], point: dict[str, Any], kernel: str) -> lis
         references = _reference(q, k, v, dout if grads else None, masks, extra, lse)
     checks = []
     for kind in settings["kinds"]:
-        options = {"kind": kind, **masks, "window": extra.get("window"), "rule": settings["rule"]}
-        options |= {name: extra.get(name) for name in ("softcap", "alibi_slopes", "sinks")}
+        options = {"kind": kind, **masks, "rule": settings["rule"]}
+        options |= {part.keyword: extra.get(part.keyword) for part in parts.SWEPT}
         options |= {name: settings[name] for name in ("rtol", "atol", "max_ulp")}
         if kind in GRADIENTS:
             options["dout"] = dout
@@ -174,15 +171,7 @@ def _reference(q: Any, k: Any, v: Any, dout: Any, masks: dict[str, Any], extra: 
     from symattn.sweep.reference import naive
 
     leaves = [t.detach().clone().requires_grad_(dout is not None) for t in (q, k, v)]
-    out, log_sum = naive(
-        *leaves,
-        causal=masks["causal"],
-        causal_align=masks["causal_align"],
-        window=extra.get("window"),
-        softcap=extra.get("softcap"),
-        alibi_slopes=extra.get("alibi_slopes"),
-        sinks=extra.get("sinks"),
-    )
+    out, log_sum = naive(*leaves, causal=masks["causal"], causal_align=masks["causal_align"], keywords=extra)
     made = {"output": out.detach(), "lse": log_sum.detach() if lse is None else log_sum.detach().to(lse.dtype)}
     if dout is not None:
         out.backward(dout)

@@ -13,9 +13,9 @@ import hashlib
 import itertools
 import json
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
+from symattn import variants
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError, brief
 from symattn.kernel.tolerance import parse_tolerance
@@ -29,7 +29,8 @@ SETTINGS = ("seed", "rule", "rtol", "atol", "max_ulp", "kinds", "causal_align", 
 SIZES = {"batch": limits.BATCH_HEADS, "heads": limits.BATCH_HEADS, "kv_heads": limits.BATCH_HEADS}
 SIZES |= {"seqlen": limits.KERNEL_TOKENS, "seqlen_q": limits.KERNEL_TOKENS, "seqlen_k": limits.KERNEL_TOKENS}
 SIZES |= {"head_dim": limits.DIMS, "head_dim_qk": limits.DIMS, "head_dim_v": limits.DIMS}
-VARIANTS = ("window", "softcap", "alibi", "sinks")
+SWEPT = {part.grid_key: part for part in variants.SWEPT}  # each part's [grid] key, in the grid's order
+VARIANTS = tuple(SWEPT)
 GRID_KEYS = (*SIZES, "dtype", "causal", *VARIANTS)
 PAIRS = {"seqlen": ("seqlen_q", "seqlen_k"), "head_dim": ("head_dim_qk", "head_dim_v")}
 
@@ -165,7 +166,7 @@ def _lists(table: dict[str, Any], source: str) -> dict[str, list[Any]]:
     lists["causal"] = table.get("causal", [False])
     for key in VARIANTS:
         if key in table:
-            lists[key] = [float(Decimal(v)) if key == "softcap" else v for v in table[key]]
+            lists[key] = [SWEPT[key].grid_value(v) for v in table[key]]
     count = 1
     for value in lists.values():
         count *= len(value)
@@ -181,24 +182,10 @@ def _check_entry(key: str, entry: Any, source: str, i: int) -> None:
             raise SpecError(*where, f"expected a whole number from 1 to {SIZES[key]}, got {brief(entry)}", (i + 1,))
     elif key == "dtype" and entry not in DTYPES:
         raise SpecError(*where, f"expected one of {', '.join(DTYPES)}, got {brief(entry)}", (i + 1,))
-    elif key in ("causal", "alibi", "sinks") and type(entry) is not bool:
+    elif key == "causal" and type(entry) is not bool:
         raise SpecError(*where, f"expected true or false, got {brief(entry)}", (i + 1,))
-    elif key == "window" and (type(entry) is not int or not 0 <= entry <= limits.WINDOW):
-        raise SpecError(*where, f"expected keys from 1 to {limits.WINDOW}, or 0 for none, got {brief(entry)}", (i + 1,))
-    elif key == "softcap" and not _is_decimal(entry, limits.SOFTCAP):
-        raise SpecError(*where, f"expected a number from 0 (none) to {limits.SOFTCAP}, got {brief(entry)}", (i + 1,))
-
-
-def _is_decimal(entry: Any, most: int) -> bool:
-    if type(entry) is int:
-        return 0 <= entry <= most
-    if not isinstance(entry, str) or type(entry) is str:  # a TOML float keeps its text (FloatText), a str does not
-        return False
-    try:
-        value = Decimal(entry)
-    except ArithmeticError:
-        return False
-    return value.is_finite() and 0 <= value <= most
+    elif key in SWEPT and (why := SWEPT[key].grid_refusal(entry)) is not None:
+        raise SpecError(*where, why, (i + 1,))
 
 
 def _point(values: dict[str, Any]) -> dict[str, Any]:

@@ -3,8 +3,8 @@
 flash-attention's tests compute ``attention_ref(..., upcast=False, reorder_ops=True)`` beside the kernel:
 the same formula in the kernel's dtype, K divided by √d rather than Q, and require the kernel's error to be
 at most twice this one's (plus a small atol). Here the error of both is measured from the exact values.
-The variants follow symattn's order (scale → ALiBi → softcap → mask → softmax with the sink): ALiBi's
-bias is −m_h·|i − j|, a sink is one more logit per head in every row's softmax, with no value.
+Each part (symattn.variants) acts on the scores in the order of its stage (scale → ADD → MAP → MASK →
+DENOMINATOR), by its ``score_mod``; a column past the keys is a logit with no value, dropped after the softmax.
 """
 
 from __future__ import annotations
@@ -13,20 +13,12 @@ import math
 from typing import Any
 
 
-def naive(
-    q: Any,
-    k: Any,
-    v: Any,
-    *,
-    causal: bool,
-    causal_align: str,
-    window: int | None,
-    softcap: float | None,
-    alibi_slopes: Any,
-    sinks: Any,
-) -> tuple[Any, Any]:
-    """(O, LSE) of (B, H, N, D) tensors in their own dtype; K and V may have fewer heads (GQA)."""
+def naive(q: Any, k: Any, v: Any, *, causal: bool, causal_align: str, keywords: dict[str, Any]) -> tuple[Any, Any]:
+    """(O, LSE) of (B, H, N, D) tensors in their own dtype; K and V may have fewer heads (GQA). ``keywords``:
+    the parts' keywords as the kernel was called with them (those off absent)."""
     import torch
+
+    from symattn import variants
 
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
@@ -34,22 +26,11 @@ def naive(
     n, m = scores.shape[-2:]
     i = torch.arange(n, device=q.device)[:, None]
     j = torch.arange(m, device=q.device)[None, :]
-    if alibi_slopes is not None:
-        scores = scores - alibi_slopes.to(scores.dtype)[:, None, None] * (i - j).abs().to(scores.dtype)
-    if softcap is not None:
-        scores = torch.tanh(scores / softcap) * softcap
-    if causal or window is not None:
-        top = i + (m - n if causal_align == "bottom-right" else 0)
-        allowed = j <= top
-        if window is not None:
-            allowed = allowed & (top - window < j)
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    if sinks is not None:  # one more column, dropped after the softmax
-        column = sinks.to(scores.dtype)[None, :, None, None].expand(*scores.shape[:-1], 1)
-        scores = torch.cat([scores, column], dim=-1)
+    for part in sorted(variants.SWEPT, key=lambda part: part.stage):
+        scores = part.score_mod(keywords.get(part.keyword), scores, i, j, causal, causal_align)
     attention = torch.softmax(scores, dim=-1).to(v.dtype)
-    if sinks is not None:
-        attention = attention[..., :-1]
+    if attention.shape[-1] > m:
+        attention = attention[..., :m]
     return attention @ v, torch.logsumexp(scores, dim=-1)
 
 

@@ -31,6 +31,8 @@ QUANTITIES: tuple[Quantity, ...] = tuple(q for part in PARTS for q in part.quant
 STEP_KINDS = tuple(kind for part in PARTS for kind in part.step_kinds)
 UNSTATED = tuple(key for part in PARTS for key in part.unstated)  # keys an exercise sheet does not word
 WEB_FIELDS = tuple(field for part in PARTS for field in part.web_fields)
+# the parts a sweep's [grid] has, in the order of its keys (and of the cases' product)
+SWEPT: tuple[Part, ...] = (masks.PART, softcap.PART, alibi.PART, sinks.PART)
 LIMIT_MODULES = tuple(type(part).__module__ for part in PARTS)  # where each part's limits are (docs/hooks.py)
 
 
@@ -262,6 +264,7 @@ __all__ = [
     "PLACE",
     "ROUTE",
     "STEP_KINDS",
+    "SWEPT",
     "VIEWED",
     "after_weighted",
     "carried",

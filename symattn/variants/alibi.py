@@ -132,6 +132,7 @@ class AlibiPart(Part):
     certify = "--certify does not cover ALiBi or softcap"
     z_word = "biased"
     argument = "alibi_slopes"
+    grid_key = "alibi"
     argument_refusal = "ALiBi is not on the float64 path yet (a spec's alibi compares one head exactly)"
     kernel_rule = "distance_bias"  # symattn.kernel.compare(alibi_slopes=…): −m·|i + offset − j|
 
@@ -209,6 +210,18 @@ class AlibiPart(Part):
             rotated=model.qk is not None,
             capped=bool(model.stage_parts(MAP)),
         )
+
+    def sweep_argument(self, value: Any, heads: int, drawn: Any) -> Any:
+        """The paper's slopes, 2^(−8h/H) for h = 1..H."""
+        import torch
+
+        return torch.tensor([2.0 ** (-8 * h / heads) for h in range(1, heads + 1)]) if value else None
+
+    def score_mod(self, argument: Any, scores: Any, i: Any, j: Any, causal: bool, align: str) -> Any:
+        """The bias −m_h·|i − j|."""
+        if argument is None:
+            return scores
+        return scores - argument.to(scores.dtype)[:, None, None] * (i - j).abs().to(scores.dtype)
 
 
 PART = AlibiPart()

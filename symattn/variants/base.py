@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from symattn.input.errors import brief
+
 if TYPE_CHECKING:
     from symattn.exact.numeric import Fixed
     from symattn.input.reader import Reader
@@ -188,6 +190,36 @@ class Part:
     argument_refusal: ClassVar[str] = ""
     # the rule of symattn/kernel/score_mods.py that takes its keyword on the in-memory float64 path ("": none)
     kernel_rule: ClassVar[str] = ""
+
+    # --- a sweep (symattn sweep): its [grid] key, the kernel's keyword from a grid point, its torch side in ---
+    # FlashAttention's naive reference; torch is imported inside the hooks, only when a sweep runs
+
+    grid_key: ClassVar[str] = ""  # its key in a sweep's [grid] table; "" where a sweep has none
+    drawn: ClassVar[bool] = False  # a sweep draws its keyword from the seed, one number per head (float32)
+
+    @property
+    def keyword(self) -> str:
+        """The keyword a sweep's kernel call takes it by: ``argument``, else its grid key."""
+        return self.argument or self.grid_key
+
+    def grid_refusal(self, entry: Any) -> str | None:
+        """Why an entry of its [grid] list is refused (the message after the key), or None: true or false here."""
+        return None if type(entry) is bool else f"expected true or false, got {brief(entry)}"
+
+    def grid_value(self, entry: Any) -> Any:
+        """An accepted entry as a case's point holds it."""
+        return entry
+
+    def sweep_argument(self, value: Any, heads: int, drawn: Any) -> Any:
+        """Its keyword's value for a grid point's ``value`` (``drawn``: the seed's numbers, where it is drawn),
+        or None where the point leaves it off (false, or a 0 that means none)."""
+        return value or None
+
+    def score_mod(self, argument: Any, scores: Any, i: Any, j: Any, causal: bool, align: str) -> Any:
+        """Its step of the naive reference on a torch tensor of scores (``argument``: its keyword's value, None
+        where off; i and j: the query and key indices as columns), in the order of the stages: a new score,
+        a mask, or more columns (logits with no value, dropped after the softmax)."""
+        return scores
 
     # --- compute and the derivation ---------------------------------------------------------------------
 

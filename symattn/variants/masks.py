@@ -92,6 +92,7 @@ class Masks(Part):
     attributes = ("window", "causal_align")
     rounded_inputs = True
     float64_in_mask = True
+    grid_key = "window"
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Diagonal | None:
         """``causal_align`` and ``window`` for n_q queries and n_k keys (``where.causal``: mask = "causal");
@@ -205,6 +206,21 @@ class Masks(Part):
             key, why = self.empty_row(Diagonal(align, offset, window, m), i, m) or ("mask", "")
             raise SpecError(key, None, f"query {i} (0-based) may attend no key{why}; softmax is undefined there")
         return allowed
+
+    def grid_refusal(self, entry: Any) -> str | None:
+        if type(entry) is not int or not 0 <= entry <= WINDOW:
+            return f"expected keys from 1 to {WINDOW}, or 0 for none, got {brief(entry)}"
+        return None
+
+    def score_mod(self, argument: Any, scores: Any, i: Any, j: Any, causal: bool, align: str) -> Any:
+        """The causal diagonal (``align``: its alignment) and the window of ``argument`` keys ending at it."""
+        if not causal and argument is None:
+            return scores
+        top = i + (scores.shape[-1] - scores.shape[-2] if align == "bottom-right" else 0)
+        allowed = j <= top
+        if argument is not None:
+            allowed = allowed & (top - argument < j)
+        return scores.masked_fill(~allowed, float("-inf"))
 
 
 PART = Masks()

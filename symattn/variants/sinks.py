@@ -73,6 +73,8 @@ class Sinks(Part):
     )
     certify = "--certify does not cover sinks"
     argument = "sinks"
+    grid_key = "sinks"
+    drawn = True
     argument_refusal = "attention sinks are not on the float64 path yet (a spec's sinks compare one head exactly)"
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> tuple[Numeral, ...] | None:
@@ -128,6 +130,21 @@ class Sinks(Part):
         ds = g["dsinks"][0][head]
         terms = tuple((share, negative(r[0])) for share, r in zip(fig.share, g["dot"]))
         return "sink", SinkBack(spec.setting("sinks")[0], Dot(0, head, terms, ds))
+
+    def sweep_argument(self, value: Any, heads: int, drawn: Any) -> Any:
+        """The seed's sink logits, one per head."""
+        import torch
+
+        return torch.from_numpy(drawn) if value else None
+
+    def score_mod(self, argument: Any, scores: Any, i: Any, j: Any, causal: bool, align: str) -> Any:
+        """One more column: the head's sink logit in every row's softmax."""
+        import torch
+
+        if argument is None:
+            return scores
+        column = argument.to(scores.dtype)[None, :, None, None].expand(*scores.shape[:-1], 1)
+        return torch.cat([scores, column], dim=-1)
 
 
 PART = Sinks()

@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import Num, NumRow, NumRows
-from symattn.input.errors import EvaluationError
+from symattn.input.errors import EvaluationError, brief
 from symattn.input.limits import PRECISION_BITS
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
@@ -86,6 +86,7 @@ class Softcap(Part):
     certify = "--certify does not cover ALiBi or softcap"
     z_word = "capped"
     argument = "softcap"
+    grid_key = "softcap"
     argument_refusal = "soft-capping is not on the float64 path yet (a spec's softcap compares one head exactly)"
     kernel_rule = "tanh_cap"  # symattn.kernel.compare(softcap=c): c·tanh(z/c) with its bound
 
@@ -138,6 +139,31 @@ class Softcap(Part):
             is_exact(g["dZ_pre"]),
         )
         return "cap", cap
+
+    def grid_refusal(self, entry: Any) -> str | None:
+        if not _is_decimal(entry, SOFTCAP):
+            return f"expected a number from 0 (none) to {SOFTCAP}, got {brief(entry)}"
+        return None
+
+    def grid_value(self, entry: Any) -> float:
+        return float(Decimal(entry))
+
+    def score_mod(self, argument: Any, scores: Any, i: Any, j: Any, causal: bool, align: str) -> Any:
+        import torch
+
+        return scores if argument is None else torch.tanh(scores / argument) * argument
+
+
+def _is_decimal(entry: Any, most: int) -> bool:
+    if type(entry) is int:
+        return 0 <= entry <= most
+    if not isinstance(entry, str) or type(entry) is str:  # a TOML float keeps its text (FloatText), a str does not
+        return False
+    try:
+        value = Decimal(entry)
+    except ArithmeticError:
+        return False
+    return value.is_finite() and 0 <= value <= most
 
 
 PART = Softcap()
