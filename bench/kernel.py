@@ -4,6 +4,7 @@ shape, measured in one run (issue 22).
     python bench/kernel.py              # 1024×1024×64, and one head of 4096×4096×128 (O, O's every entry, the LSE)
     python bench/kernel.py --quick      # 1024×1024×64 only
     python bench/kernel.py --grid       # also FlashAttention's grid, 9 × 6 heads × 1024×1024×64 (minutes)
+    python bench/kernel.py --certificates   # compute --certify --float64 and both verifiers (minutes)
 
 Each run also measures dQ, dK and dV for a given dO at 1024×1024×64 (the float64 backward path, then arb for
 the entries its bound leaves open), against numpy's float64 backward pass of the same formulas.
@@ -199,10 +200,68 @@ def whole_process(n: int, d: int, files: bool = False, quantity: str = "output")
         return f"{seconds:.2f} s"
 
 
+def peak_process(command: list[str], cwd: str) -> tuple[float, float, int, str]:
+    """(seconds, peak RSS in GiB, exit status, its first line) of a whole `symattn` process: os.wait4 gives
+    that child's own peak."""
+    import os
+
+    start = time.perf_counter()
+    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = child.stdout.read() if child.stdout else ""
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - start, usage.ru_maxrss / 2**20, child.returncode, out.split("\n")[0][:160]
+
+
+def certificates(n: int, d: int, digits: int, gradients: bool, standalone: bool) -> None:
+    """compute --certify --float64 (version 3: O and both LSEs, with dQ, dK and dV for a dO when
+    ``gradients``), verify-certificate and, with ``standalone``, python -m symattn.verifier, each a whole
+    process from .npy files, against numpy's float64 attention of the same shape (the best of three warm runs;
+    with its backward pass where the certificate holds the gradients)."""
+    import tempfile
+
+    import numpy as np
+
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal((n, d)).astype(np.float32) for _ in range(4)]
+    wide = [a.astype(np.float64) for a in arrays]
+    numpy_s = best_of(3, lambda: reference(*wide[:3]))
+    if gradients:
+        numpy_s = best_of(3, lambda: (reference(*wide[:3]), backward(*wide)))
+    run = [sys.executable, "-m", "symattn"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, a in zip(("q", "k", "v", "do"), arrays):
+            np.save(Path(tmp, f"{name}.npy"), a)
+        Path(tmp, "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
+        flags = ["--grad-output", "do.npy"] if gradients else []
+        what = "O, LSE" + (", dQ, dK, dV" if gradients else "")
+        made = peak_process(
+            [*run, "compute", "s.toml", "--certify", "--float64", "--digits", str(digits), *flags, "-o", "c.json"]
+            + ["--max-seconds", "3600"],
+            tmp,
+        )
+        size = Path(tmp, "c.json").stat().st_size if made[2] == 0 else 0
+        steps = [("compute --certify --float64", made)]
+        steps.append(
+            ("verify-certificate", peak_process([*run, "verify-certificate", "c.json", "--max-seconds", "3600"], tmp))
+        )
+        if standalone:
+            steps.append(
+                ("python -m symattn.verifier", peak_process([sys.executable, "-m", "symattn.verifier", "c.json"], tmp))
+            )
+        for label, (seconds, peak, code, first) in steps:
+            print(
+                f"{n}×{n}×{d} {what}, {digits} digits: {label} {seconds:.1f} s ({seconds / numpy_s:.0f}× numpy's "
+                f"{numpy_s * 1e3:.1f} ms), peak {peak:.2f} GiB, exit {code}, certificate {size / 1e6:.1f} MB"
+                + ("" if code == 0 else f": {first}")
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--grid", action="store_true", help="also 9 batches × 6 heads × 1024×1024×64")
+    parser.add_argument("--certificates", action="store_true", help="certificates and their verifiers only")
     parser.add_argument("--one", nargs=5, metavar=("N", "D", "HEADS", "QUANTITY", "EVERY"), help=argparse.SUPPRESS)
     parser.add_argument("--gradient", nargs=3, metavar=("N", "D", "QUANTITY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -213,10 +272,20 @@ def main() -> None:
     if args.gradient:
         print(json.dumps(gradient(int(args.gradient[0]), int(args.gradient[1]), args.gradient[2])))
         return
+    if args.certificates:
+        for n, d, digits, gradients, standalone in (
+            (256, 64, 10, True, True),
+            (1024, 128, 10, False, False),
+            (4096, 128, 10, False, False),
+            (4096, 128, 8, False, False),
+        ):
+            certificates(n, d, digits, gradients, standalone)
+        return
     targets = [(1024, 64, 1, "output", "shown")]
     if not args.quick:  # the text report, then every entry decided (--all, JSON) for the same O
         targets += [(4096, 128, 1, "output", "shown"), (4096, 128, 1, "output", "every")]
         targets += [(4096, 128, 1, "lse", "shown")]
+    targets += [(1024, 128, 16, "output", "shown")]  # the work of a (2, 8, 1024, 128) batch: 16 heads
     targets += [(1024, 64, 54, "output", "shown")] if args.grid else []
     for n, d, heads, quantity, every in targets:
         run = subprocess.run(

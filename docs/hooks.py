@@ -37,6 +37,7 @@ from mkdocs.structure.files import File
 CLI_MODULE = "symattn.cli.parser"  # exports PARSER_FUNCTION
 PARSER_FUNCTION = "build_parser"
 LIMITS_MODULE = "symattn.input.limits"
+PARTS_MODULE = "symattn.variants"  # its LIMIT_MODULES: each variant's module, whose "limits" sections are read too
 TITLE_MATH_MODULE = "symattn.input.titlemath"
 PACKAGE = "symattn"
 
@@ -619,12 +620,25 @@ def _header(comment: str) -> str | None:
 
 
 def limits_sections() -> list[tuple[str, str, list[tuple[str, object, str, str]]]]:
-    """(section, note, [(name, value, as written, comment)]) in the order of the limits module.
+    """(section, note, [(name, value, as written, comment)]): the limits module's in its order, then each
+    variant's own (the sections of its module whose title starts with "limits")."""
+    sections = _module_sections(LIMITS_MODULE)
+    for module in part_limit_modules():
+        sections += [section for section in _module_sections(module) if section[0].startswith("limits")]
+    return sections
+
+
+def part_limit_modules() -> list[str]:
+    return list(importlib.import_module(PARTS_MODULE).LIMIT_MODULES)
+
+
+def _module_sections(module_name: str) -> list[tuple[str, str, list[tuple[str, object, str, str]]]]:
+    """A module's sections of constants, in its order.
 
     A ``# --- title ---`` line starts a section and the comment lines right under it are its note; a
     constant's comment is the comment block directly above it (if any) and its trailing comment.
     """
-    module = importlib.import_module(LIMITS_MODULE)
+    module = importlib.import_module(module_name)
     source = Path(module.__file__).read_text(encoding="utf-8")
     comments = {
         token.start[0]: token.string.lstrip("#").strip()
@@ -693,7 +707,9 @@ def limits_table(tmp: Path) -> str:
         out.append("")
     # the module's path in the package, not on this disk: a regular install puts it in site-packages
     where = LIMITS_MODULE.replace(".", "/") + ".py"
-    out.append(f"Read from `{LIMITS_MODULE}` ({where}) when the site was built.")
+    out.append(
+        f"Read from `{LIMITS_MODULE}` ({where}) and each variant's module of `{PARTS_MODULE}` when the site was built."
+    )
     return "\n".join(out)
 
 

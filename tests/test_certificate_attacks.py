@@ -19,8 +19,8 @@ from symattn.input.errors import SpecError
 
 SPEC = 'Q = "{q}"\nK = "k.npy"\nV = "v.npy"\n'
 V1 = ["--no-exact", "--digits", "6"]
-V2 = ["--float64"]
-VERSIONS = pytest.mark.parametrize("flags", [V1, V2], ids=["version 1", "version 2"])
+V3 = ["--float64"]  # version 2 is what --float64 wrote before (tests/test_certificate_float64.py reads it)
+VERSIONS = pytest.mark.parametrize("flags", [V1, V3], ids=["version 1", "version 3"])
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def write(path, data):
 
 
 def entry(x: float, flags) -> str:
-    """An input as the certificate writes it: an exact fraction (version 1) or float.hex (version 2)."""
+    """An input as the certificate writes it: an exact fraction (version 1) or float.hex (version 3)."""
     return str(Fraction(x)) if flags is V1 else float.hex(x)
 
 
@@ -102,8 +102,8 @@ def test_a_spec_the_certificate_does_not_cover_is_not_its_spec(folder, capsys, f
     problem = (
         "alibi: --certify does not cover ALiBi or softcap"
         if flags is V1
-        else "--float64 covers one head whose Q, K and V are float32 values, without projections, W_O, ALiBi, "
-        "softcap, sinks or RoPE"
+        else "--float64 covers Q, K and V of float32 values (float16 and bfloat16 ones are), one head or (batch, "
+        "head) files with grouped-query heads, without projections, W_O, ALiBi, softcap, sinks or RoPE"
     )
     assert verified(capsys, forged) == (2, "", f"symattn: {alibi}: {problem}\n")
 
@@ -232,26 +232,32 @@ V1_FIELDS = (
 UNKNOWN = [
     # a weights table added to a version-2 certificate was ignored in silence
     (
-        V2,
+        V3,
         lambda d: d.update(weights={"value": [["1"]]}),
-        "weights: an unknown field; a version-2 certificate holds d_k, output, certificate",
+        "weights: an unknown field; this holds output, lse, lse2, certificate",
     ),
     (
-        V2,
+        V3,
         lambda d: d["certificate"]["inputs"].update(W_O=[["1"]]),
-        "certificate.inputs.W_O: an unknown field; a version-2 certificate's inputs holds Q, K, V, scale, mask",
+        "certificate.inputs.W_O: an unknown field; this holds layout, batch, heads, kv_heads, Q, K, V, dO, scale, mask",
     ),
     (
-        V2,
+        V3,
         lambda d: d["output"].update(exact=[["1"]]),
-        "output.exact: a closed form, which the verifier cannot check: a certificate holds none",
+        "output.exact: an unknown field; this holds shape, value, path, float, bound",
     ),
     (
-        V2,
-        lambda d: d["certificate"]["paths"].update(float64=d["certificate"]["paths"]["float64"] - 1),
-        "certificate.paths.float64: {n}, but output.path has {m}",
+        V3,
+        lambda d: d["certificate"]["paths"]["output"].update(
+            float64=d["certificate"]["paths"]["output"]["float64"] - 1
+        ),
+        "certificate.paths.output.float64: the number {n}, but output.path has {m}",
     ),
-    (V2, lambda d: d["certificate"].update(path="exact"), "certificate.path: expected \"float64\", got 'exact'"),
+    (
+        V3,
+        lambda d: d["certificate"].update(path="exact"),
+        "certificate.path: expected \"float64\", got the text 'exact'",
+    ),
     (V1, lambda d: d.update(window=2), f"window: an unknown field; a version-1 certificate holds {V1_FIELDS}"),
     (
         V1,
@@ -288,7 +294,7 @@ def test_every_field_is_known_and_checked(folder, capsys, flags, change, message
     genuine = json.loads(json.dumps(data))
     change(data)
     forged = write(folder / "forged.json", data)
-    paths = genuine["certificate"].get("paths", {})
+    paths = genuine["certificate"].get("paths", {}).get("output", {})
     message = message.format(
         n=paths.get("float64", 0) - 1,
         m=paths.get("float64"),

@@ -54,10 +54,15 @@ def test_float64_certificates_show_10_digits_unless_told(tmp_path):
 
 
 def test_a_256_by_64_certificate_verifies(tmp_path, capsys):
+    """Version 2, which compute --certify --float64 wrote before version 3 (tests/test_certificate_v3.py),
+    still verifies."""
+    from symattn.certificates.float_maker import compute_float64
+    from symattn.input.spec import load_spec
+
     h = head(256, 64)
     spec = npy_spec(tmp_path, h)
     cert = tmp_path / "c.json"
-    assert main(["compute", str(spec), "--certify", "--float64", "--digits", "10", "-o", str(cert)]) == 0
+    cert.write_text("".join(compute_float64(load_spec(spec), 10, tmp_path)), encoding="utf-8")
     data = json.loads(cert.read_text(encoding="utf-8"))
     assert data["certificate"]["version"] == 2 and data["certificate"]["paths"] == {
         "float64": 16352,
@@ -233,8 +238,8 @@ def test_a_changed_digit_and_a_moved_enclosure_are_caught(small):
     ("change", "message"),
     [
         (
-            lambda d: d["certificate"].update(version=3),
-            "c.json: certificate.version: 3: this symattn reads versions 1 and 2",
+            lambda d: d["certificate"].update(version=4),
+            "c.json: certificate.version: 4: this symattn reads versions 1, 2 and 3",
         ),
         (
             lambda d: d["output"]["float"][0].__setitem__(0, "0.5"),
@@ -316,8 +321,9 @@ def test_compute_refuses_what_the_float64_path_does_not_take(tmp_path, capsys):
     spec.write_text('Q = [["0.1"]]\nK = [["1"]]\nV = [["1"]]\n', encoding="utf-8")
     assert main(["compute", str(spec), "--certify", "--float64", "--digits", "6"]) == 2
     assert capsys.readouterr().err == (
-        f"symattn: {spec}: --float64 covers one head whose Q, K and V are float32 values, without projections, "
-        "W_O, ALiBi, softcap, sinks or RoPE\n"
+        f"symattn: {spec}: --float64 covers Q, K and V of float32 values (float16 and bfloat16 ones are), one "
+        "head or (batch, head) files with grouped-query heads, without projections, W_O, ALiBi, softcap, sinks or "
+        "RoPE\n"
     )
     assert main(["compute", str(spec), "--certify", "--float64", "--digits", "15"]) == 2
     assert (
@@ -347,7 +353,7 @@ def test_an_exact_scale_and_the_version_field():
     assert verify({**old, "certificate": {**old["certificate"], "version": 1}}).ok  # version 1, said or not
     with pytest.raises(SpecError) as info:
         verify({**old, "certificate": {**old["certificate"], "version": "1"}}, "c.json")
-    assert str(info.value) == "c.json: certificate.version: '1': this symattn reads versions 1 and 2"
+    assert str(info.value) == "c.json: certificate.version: '1': this symattn reads versions 1, 2 and 3"
 
 
 def test_d_k_must_match_the_inputs(small):

@@ -8,9 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from symattn.input.masks_modern import Diagonal
 from symattn.kernel import heads
 from symattn.kernel.cores import map_forked
+from symattn.variants.masks import Diagonal
 
 
 def _threads(data, piece):

@@ -24,18 +24,20 @@ def rope_example(**keys):
 
 
 @pytest.mark.parametrize(
-    "keys, kind",
+    "keys, kinds",
     [
-        ({"alibi": True}, "RotaryBiasedModel"),
-        ({"softcap": "2"}, "RotaryBiasedModel"),
-        ({"alibi": True, "softcap": "2"}, "RotaryBiasedModel"),
-        ({"sinks": ["0"]}, "RotarySinkModel"),
-        ({"alibi": True, "softcap": "2", "sinks": ["0"]}, "RotarySinkModel"),
-        ({}, "RotaryModel"),
+        ({"alibi": True}, ("Rotated", "Bias")),
+        ({"softcap": "2"}, ("Rotated", "Cap")),
+        ({"alibi": True, "softcap": "2"}, ("Rotated", "Bias", "Cap")),
+        ({"sinks": ["0"]}, ("Rotated", "Sink")),
+        ({"alibi": True, "softcap": "2", "sinks": ["0"]}, ("Rotated", "Bias", "Cap", "Sink")),
+        ({}, ("Rotated",)),
     ],
 )
-def test_each_combination_gets_its_model(keys, kind):
-    assert type(build(load_spec({**ZERO, "rope": True, **keys}))).__name__ == kind
+def test_each_combination_gets_its_parts_in_the_order_they_act(keys, kinds):
+    # one model class: its parts, rotation → bias → cap → sink whatever the order of the keys
+    model = build(load_spec({**ZERO, **keys, "rope": True}))
+    assert type(model).__name__ == "Model" and tuple(type(p).__name__ for p in model.parts) == kinds
 
 
 def test_equal_structures_at_equal_distances_tie_exactly():

@@ -7,6 +7,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, cast
 
+from symattn import variants
 from symattn.exact.base import AttentionModel
 from symattn.exact.factory import build
 from symattn.exact.model import Model
@@ -21,11 +22,9 @@ def certified_head(spec: Spec, model: AttentionModel | None = None) -> Model:
     model = build(spec) if model is None else model
     if model.kind != "head":
         raise SpecError(spec.source, None, "--certify covers one head without symbols or --backward")
-    if spec.rope is not None:  # the certificate's re-check knows rational scores only
-        raise SpecError(spec.source, "rope", "--certify does not cover RoPE yet")
-    if not cast(Model, model).plain_scores:  # the certificate's reader recomputes z = S·scale
-        key = "alibi" if spec.alibi is not None else "softcap"
-        raise SpecError(spec.source, key, "--certify does not cover ALiBi or softcap")
+    refused = variants.certify_refusal(spec)  # its re-check knows z = S·scale of rational scores only
+    if refused is not None:
+        raise SpecError(spec.source, *refused)
     return cast(Model, model)  # kind "head" is one Model
 
 

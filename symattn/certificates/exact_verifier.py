@@ -382,8 +382,12 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>", base: Path | 
         from symattn.certificates.float_verifier import verify_float64
 
         return verify_float64(data, cert, read, base)
+    if version == 3:
+        from symattn.certificates.tensor_verifier import verify_tensors
+
+        return verify_tensors(data, read, base)
     if version != 1:
-        raise read.error("certificate.version", f"{brief(raw)}: this symattn reads versions 1 and 2")
+        raise read.error("certificate.version", f"{brief(raw)}: this symattn reads versions 1, 2 and 3")
     read.fields(data, "", FIELDS, "a version-1 certificate")
     read.fields(cert, "certificate", CERTIFICATE, "a version-1 certificate's certificate")
     named = check_files(cert, read, base)

@@ -41,11 +41,13 @@ class Named:
     lines: tuple[str, ...]
     spec: Any = None
     spec_shown: str = ""  # the spec's path as the lines show it
+    extra: dict[str, Path] | None = None  # the files named beside the spec's (version 3: grad_output), found here
 
 
-def check_files(cert: Mapping[str, Any], read: Reader, base: Path | None) -> Named:
+def check_files(cert: Mapping[str, Any], read: Reader, base: Path | None, extra: tuple[str, ...] = ()) -> Named:
     """Hash each file the certificate names, found in ``base`` (its folder; None: given as data, no folder),
-    and read the spec back where it and its files are there and theirs."""
+    and read the spec back where it and its files are there and theirs. ``extra``: names of files that are
+    not the spec's (a version reads them itself)."""
     raw = cert.get("files", [])
     if not isinstance(raw, list):
         raise read.error("certificate.files", f"expected a list of files, got {kind_of(raw)}")
@@ -81,9 +83,10 @@ def check_files(cert: Mapping[str, Any], read: Reader, base: Path | None) -> Nam
         return Named((), (*lines, "its inputs are not checked against its files: not all of them are here"))
     spec_path = base / entries[names.index("spec")][1]
     spec = _read_spec(spec_path)
-    others = {name: path for name, path, _ in entries if name != "spec"}
+    others = {name: path for name, path, _ in entries if name != "spec" and name not in extra}
     _same_files(read, spec, base, others, shown(str(spec_path)))
-    return Named((), tuple(lines), spec, shown(str(spec_path)))
+    beside = {name: real for (name, _, _), real in zip(entries, found) if name in extra and real is not None}
+    return Named((), tuple(lines), spec, shown(str(spec_path)), beside)
 
 
 def bound(named: Named) -> tuple[str, ...]:

@@ -76,6 +76,7 @@ def compute_float64(spec, digits: int, folder: str | Path | None = None) -> Iter
 def float_head(spec) -> float64.Head:
     """The one head a float64-path certificate is of; anything else is refused in one line. The verifier asks
     the same of the spec a certificate names."""
+    from symattn import variants
     from symattn.input.errors import SpecError
     from symattn.kernel.heads import heads_of
 
@@ -84,8 +85,8 @@ def float_head(spec) -> float64.Head:
         raise SpecError(
             spec.source,
             None,
-            "--float64 covers one head whose Q, K and V are float32 values, without projections, W_O, ALiBi, "
-            "softcap, sinks or RoPE",
+            "--float64 covers one head whose Q, K and V are float32 values, without projections, W_O, "
+            + variants.float64_words(),
         )
     return heads[0]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING, cast
 
 import sympy
 
@@ -19,11 +18,8 @@ from symattn.checking.layout import Layout
 from symattn.exact import numeric
 from symattn.input.claims import Claim
 from symattn.input.numeral import Numeral
-from symattn.input.quantities import INPUTS, ROTATED
+from symattn.input.quantities import INPUTS
 from symattn.input.reader import Entry
-
-if TYPE_CHECKING:
-    from symattn.exact.rope import RotaryModel
 
 Value = tuple[sympy.Expr, bool]  # a closed form, and whether it follows from a claim
 
@@ -58,7 +54,10 @@ def _sum(pairs: list[tuple[Value, Value]]) -> Value:
 
 
 class Chain:
-    """The implied values of one claims file against one layout."""
+    """The implied values of one claims file against one layout. A head's parts carry their own quantities
+    forward (``implied`` of :class:`~symattn.variants.base.HeadPart`), reading this chain."""
+
+    dot = staticmethod(_sum)  # Σ a·b of (value, carried) pairs
 
     def __init__(self, layout: Layout, claims: tuple[Claim, ...]):
         self.layout = layout
@@ -69,7 +68,7 @@ class Chain:
         self.names = {name for _, name, _, _ in self.index}
         self._cache: dict[tuple, Value] = {}
         self._implied: dict[tuple, Value] = {}
-        self._enclosures: dict[int, dict] = {}  # shared by the comparisons of claimed maxima
+        self.enclosures: dict[int, dict] = {}  # shared by the comparisons of claimed maxima
 
     def claimed(self, quantity: str, row: int | None, col: int | None, head: int | None = None) -> Fraction | None:
         found = [c for c in self.index.get((head, quantity, row, col), []) if not c.number.is_infinite]
@@ -93,13 +92,10 @@ class Chain:
         """The value of one quantity from the implied values before it."""
         key = (head, quantity, row, col)
         if key not in self._cache:
-            if quantity == "dsinks":
-                self._cache[key] = self._dsink(head)
-            elif quantity in INPUTS or quantity in ("sqrt_dk", "scale") or self.layout.is_layer(quantity, head):
+            if quantity in INPUTS or quantity in ("sqrt_dk", "scale") or self.layout.is_layer(quantity, head):
                 self._cache[key] = self._layer(quantity, row, col)
             else:
-                assert row is not None  # every quantity of a head has a row
-                self._cache[key] = self._head(quantity, row, col, head)
+                self._cache[key] = self._part(quantity, row, col, head) or self._head(quantity, row, col, head)
         return self._cache[key]
 
     # --- the layer: inputs, scalars, concat and the output after W_O, the gradients around the heads -------
@@ -164,7 +160,17 @@ class Chain:
 
     # --- one head ----------------------------------------------------------------------------------------
 
-    def _head(self, quantity: str, row: int, col: int | None, head: int | None) -> Value:
+    def _part(self, quantity: str, row: int | None, col: int | None, head: int | None) -> Value | None:
+        """A quantity that one of the head's parts carries forward its own way (None: the head's rule)."""
+        m = self.layout.heads[self.layout.index(head)]
+        for part in m.parts:
+            found = part.implied(self, m, quantity, row, col, head)
+            if found is not None:
+                return found
+        return None
+
+    def _head(self, quantity: str, row: int | None, col: int | None, head: int | None) -> Value:
+        assert row is not None  # every quantity of a head but a part's own has a row
         L = self.layout
         h = L.index(head)
         m = L.heads[h]
@@ -176,22 +182,6 @@ class Chain:
 
         if quantity in ("exp", "weights", "dZ") and col is not None and not m.may_attend(row, col):
             return sympy.Integer(0), False  # masked: e^−∞ = 0, whatever was claimed before the mask
-        if quantity in ROTATED:  # RoPE: the claimant's own Q or K rotated, where claimed, else the exact one
-            assert col is not None
-            name = quantity[0]
-            if name not in self.names:
-                return getattr(m, quantity)[row, col], False
-            rope = cast("RotaryModel", m)  # Q_rot and K_rot are claimed only with rope = true
-            t = next(t for t, pair in enumerate(rope.pairs) if col in pair)
-            a, b = rope.pairs[t]
-            c, s = sympy.cos(rope.angle(row, t)), sympy.sin(rope.angle(row, t))
-            (x, u), (y, w) = self.implied(name, row, q0 + a), self.implied(name, row, q0 + b)
-            return (x * c - y * s if col == a else x * s + y * c), u or w
-        if quantity == "scores" and m.rotated:  # RoPE: from the claimant's own Q' and K', where claimed
-            assert col is not None
-            if "Q_rot" in self.names or "K_rot" in self.names:
-                return _sum([(at("Q_rot", row, k), at("K_rot", col, k)) for k in range(L.width_q)])
-            return m.scores[row, col], False
         if quantity == "scores":
             if "Q" in self.names or "K" in self.names:  # from the claimant's own Q and K
                 assert col is not None
@@ -201,15 +191,10 @@ class Chain:
             return m.scores[row, col], False
         if quantity in ("scaled", "dS"):
             (x, a), (factor, b) = at("scores" if quantity == "scaled" else "dZ", row, col), self.implied("scale")
+            assert col is not None  # an entry of a matrix
             if quantity == "scaled":
-                assert col is not None  # an entry of a matrix
-                return m.vary(row, col, x * factor), a or b  # + ALiBi's bias, then any softcap
-            if getattr(m, "softcap", None) is not None:  # back through c·tanh(y/c): × 1 − tanh²(y/c)
-                from symattn.exact.score_variants import tanh_prime
-
-                assert col is not None  # an entry of a matrix
-                return x * tanh_prime(m, row, col) * factor, a or b
-            return x * factor, a or b
+                return m.vary(row, col, x * factor), a or b  # + an additive part's term, then any map
+            return x * m.z_derivative(row, col) * factor, a or b  # back through any map: × its dz/dy
         if quantity == "shifted":  # z − the claimant's own maximum of the row
             assert col is not None
             (z, a), (top, b) = at("scaled", row, col), self.top(row, head)
@@ -219,14 +204,11 @@ class Chain:
             return sympy.exp(z), a
         if quantity == "exp_sum":
             exps = [at("exp", row, j) for j in range(m.n_keys)]
-            sink, b = self.sink_term(row, head)  # a sink's e^s in the denominator (0 without one)
-            return sympy.Add(*[e for e, _ in exps], sink), any(a for _, a in exps) or b
+            term, b = self.denominator_term(row, head)  # a denominator part's term (0 without one)
+            return sympy.Add(*[e for e, _ in exps], term), any(a for _, a in exps) or b
         if quantity == "weights":
             (e, a), (total, b) = at("exp", row, col), at("exp_sum", row, None)
             return e / total, a or b
-        if quantity == "sink_share":  # the sink's e^s over the claimant's (or the exact) sum
-            (total, b), (sink, c) = at("exp_sum", row, None), self.sink_term(row, head)
-            return sink / total, b or c
         if quantity == "output":
             assert col is not None  # an entry of a matrix
             return _sum([(at("weights", row, j), self.implied("V", j, v0 + col)) for j in range(m.n_keys)])
@@ -234,7 +216,8 @@ class Chain:
 
     def top(self, row: int, head: int | None) -> Value:
         """What the claimant's stable softmax subtracts from a row: the largest of their own scaled
-        scores (claimed, else implied by their earlier numbers, else exact), or a sink's logit s above it."""
+        scores (claimed, else implied by their earlier numbers, else exact), or a denominator part's logit s
+        above it (ties: s)."""
         key = ("top", head, row)
         if key not in self._cache:
             m = self.layout.heads[self.layout.index(head)]
@@ -244,25 +227,27 @@ class Chain:
             else:
                 best = values[0]
                 for value in values[1:]:
-                    if numeric.sign(value[0] - best[0], self._enclosures) == 1:
+                    if numeric.sign(value[0] - best[0], self.enclosures) == 1:
                         best = value
                 best = best[0], True
-            sink = getattr(m, "sink", None)  # issue 20: the sink joins the row's maximum
-            if sink is not None and numeric.sign(rational(sink) - best[0], self._enclosures) in (0, 1):
-                best = rational(sink), best[1]
+            if m.denominator is not None:  # its logit joins the row's maximum
+                s = rational(m.denominator.logit)
+                if numeric.sign(s - best[0], self.enclosures) in (0, 1):
+                    best = s, best[1]
             self._cache[key] = best
         return self._cache[key]
 
-    def sink_term(self, row: int, head: int | None) -> Value:
-        """A sink's e^s in a row's denominator: e^(s − the claimant's maximum) with the stable softmax."""
+    def denominator_term(self, row: int, head: int | None) -> Value:
+        """A denominator part's e^s in a row's sum: e^(s − the claimant's maximum) with the stable softmax
+        (0 without one)."""
         m = self.layout.heads[self.layout.index(head)]
-        sink = getattr(m, "sink", None)
-        if sink is None:
+        if m.denominator is None:
             return sympy.Integer(0), False
+        s = rational(m.denominator.logit)
         if not self.layout.stable:
-            return sympy.exp(rational(sink)), False
+            return sympy.exp(s), False
         top, a = self.top(row, head)
-        return sympy.exp(rational(sink) - top), a
+        return sympy.exp(s - top), a
 
     def _head_gradient(self, quantity: str, row: int, col: int | None, head: int | None, first) -> Value:
         """A head's gradient from the claimant's own weights (and dA, dZ, ...) before it."""
@@ -286,40 +271,11 @@ class Chain:
         if quantity == "dZ":  # α × (dA − r)
             (w, a), (g, c), (r, e) = at("weights", row, col), at("dA", row, col), at("rowsum", row, None)
             return w * (g - r), a or c or e
-        if quantity in ("dQ", "dK") and m.rotated:  # RoPE: dQ′ = dS K′ (dK′ = dSᵀ Q′), turned back by Rᵀ
-            return self._turned_back(quantity, row, col, head)
         if quantity == "dQ":
             return _sum([(at("dS", row, j), self.implied("K", j, k0 + col)) for j in range(keys)])
         if quantity == "dK":
             return _sum([(at("dS", i, row), self.implied("Q", i, q0 + col)) for i in range(n)])
         raise ValueError(quantity)  # pragma: no cover - the claims reader allows no other quantity
-
-    def _dsink(self, head: int | None) -> Value:
-        """The sink logit's gradient −Σ_i share_i · r_i, from the claimant's shares and row sums."""
-        n = self.layout.heads[self.layout.index(head)].n_queries
-        total, carried = _sum(
-            [(self.implied("sink_share", i, None, head), self.implied("rowsum", i, None, head)) for i in range(n)]
-        )
-        return -total, carried
-
-    def _turned_back(self, quantity: str, row: int, col: int, head: int | None) -> Value:
-        """dQ (or dK) of a head with RoPE: the gradient of Q′ (K′) from the claimant's dS, turned back."""
-        m = cast("RotaryModel", self.layout.heads[self.layout.index(head)])
-
-        def rotated(c: int) -> Value:
-            if quantity == "dQ":
-                return _sum(
-                    [(self.implied("dS", row, j, head), self.implied("K_rot", j, c, head)) for j in range(m.n_keys)]
-                )
-            return _sum(
-                [(self.implied("dS", i, row, head), self.implied("Q_rot", i, c, head)) for i in range(m.n_queries)]
-            )
-
-        t = next(t for t, pair in enumerate(m.pairs) if col in pair)
-        a, b = m.pairs[t]
-        cos, sin = sympy.cos(m.angle(row, t)), sympy.sin(m.angle(row, t))
-        (x, u), (y, w) = rotated(a), rotated(b)
-        return (x * cos + y * sin if col == a else y * cos - x * sin), u or w
 
 
 __all__ = ["Chain", "Value", "base", "number", "rational"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from symattn import variants
 from symattn.checking.enclosure import is_supported
 from symattn.checking.report import Report, Verdict
 from symattn.checking.slips import diagnose_rows
@@ -75,9 +76,9 @@ def check(
                 loaded.source, gradient.key, "a claim on a gradient needs [backward] in the spec (or --backward)"
             )
     if spec.inputs == "rounded" and not is_supported(spec):
-        variants = spec.alibi is not None or spec.softcap is not None or spec.sinks is not None
+        refused = variants.rounded_refusal(spec)  # the parts that input-rounding does not cover
         plain = "one head, with Q, K and V given or projected from X (not several heads or W_O)"
-        why = "not checked with ALiBi, softcap or sinks yet" if variants else f"checked for {plain}"
+        why = f"not checked with {refused} yet" if refused else f"checked for {plain}"
         raise SpecError(spec.source, "inputs", f'"rounded" is {why}')
     if model is None or spec is not given:  # a Result's model is reused when its spec is the one checked
         model = build(spec)
@@ -99,7 +100,7 @@ def check(
         blanks=loaded.blanks,
         student=loaded.student,
         softmax=spec.softmax,
-        z="capped" if spec.softcap is not None else "biased" if spec.alibi is not None else None,
+        z=variants.z_word(spec),
         commas=loaded.commas,
     )
 

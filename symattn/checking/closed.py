@@ -15,7 +15,6 @@ from typing import Any
 import sympy
 
 from symattn.derivation.closed_forms import Printer, Structure
-from symattn.exact.model import Model
 
 _STRUCTURED = ("scores", "scaled", "exp", "exp_sum", "weights", "output")
 
@@ -34,7 +33,9 @@ class Texts:
         if key not in self._structures:
             self._models.append(model)
             try:
-                self._structures[key] = Structure(model, inline=True) if type(model) is Model else None
+                self._structures[key] = (
+                    Structure(model, inline=True) if model.kind == "head" and not model.parts else None
+                )
             except ValueError:  # a scale that is not a rational times a square root
                 self._structures[key] = None
         return self._structures[key]

@@ -69,10 +69,11 @@ def typed(x: Entry) -> Interval:
 
 
 def is_supported(spec: Spec) -> bool:
-    """Enclosures cover one head, with Q, K and V typed or projected from X (no W_O), and plain scores
-    (none of issue 20's ALiBi, softcap or sinks)."""
-    plain = spec.alibi is None and spec.softcap is None and spec.sinks is None
-    return spec.heads == 1 and spec.W_O is None and plain
+    """Enclosures cover one head, with Q, K and V typed or projected from X (no W_O), and only the parts
+    they cover (a mask's; symattn.variants says which)."""
+    from symattn import variants
+
+    return spec.heads == 1 and spec.W_O is None and variants.rounded_refusal(spec) is None
 
 
 def _projected(X: list[list[Interval]], W: list[list[Interval]], b: list[Interval] | None) -> list[list[Interval]]:

@@ -5,22 +5,19 @@ Most quantities are sums of products (pairs); the others have their own operands
 ``sqrt_dk`` and ``scale`` (d_k), ``scaled`` (a score and d_k or the scale), ``shifted`` (z and the
 row's maximum), ``exp`` (its exponent), ``exp_sum`` (the exps), ``weights`` (an exp and the sum),
 ``dZ`` (α and dA − r), ``dS`` (dZ and the scale), ``dO`` (O and the target, for the squared error).
-Q, K, V and the output after W_O are ``affine``: products, plus a bias.
+Q, K, V and the output after W_O are ``affine``: products, plus a bias. A head's parts give the operands
+of their own quantities (``operands`` and ``explained`` of :class:`~symattn.variants.base.HeadPart`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
 
+from symattn import variants
 from symattn.checking.layout import Layout
 from symattn.checking.report import Explanation
-from symattn.exact.rope_figures import rotation_operands
 from symattn.exact.rounding import Num
-from symattn.input.quantities import INPUTS, ROTATED
-
-if TYPE_CHECKING:
-    from symattn.exact.rope import RotaryModel
+from symattn.input.quantities import INPUTS
 
 Sig = Callable[..., Num]  # sig(quantity, row, col, head): the exact value to SIGNIFICANT digits
 
@@ -37,23 +34,18 @@ class Explainer:
         if quantity == "scale":  # 1/√d_k, the spec's own number, or none (1)
             scale: tuple = (spec.d_k,) if spec.scale == "sqrt" else () if spec.scale == "none" else (spec.scale,)
             return Explanation(quantity, row, col, scale, result)
-        if quantity == "dsinks":  # Σ_i share_i × (−r_i), one number per head (issue 20)
-            n = L.heads[L.index(head)].n_queries
-            pairs = tuple(
-                (self.sig("sink_share", i, 0, head), _negative(self.sig("rowsum", i, 0, head))) for i in range(n)
-            )
-            return Explanation(quantity, row, col, pairs, result)
+        model = L.heads[L.index(head)]
+        for part in model.parts:  # a part's own quantity of a row or of the head
+            operands = part.explained(self, model, quantity, row, head)
+            if operands is not None:
+                return Explanation(quantity, row, col, operands, result)
         assert row is not None
         if quantity == "exp_sum":  # a column: a row, no column
             keys = range(len(spec.keys))
             terms = tuple(self.sig("exp", row, j, head) for j in keys)
-            if "sink_exp" in L.heads[L.index(head)].extra_quantities():  # + the sink's e^s (issue 20)
-                terms += (self.sig("sink_exp_shifted" if L.stable else "sink_exp", row, 0, head),)
+            if model.denominator is not None:  # + its term
+                terms += (self.sig(model.denominator.term_name(L.stable), row, 0, head),)
             return Explanation(quantity, row, col, terms, result)
-        if quantity == "sink_share":  # e^s over the row's sum (issue 20)
-            sink = "sink_exp_shifted" if L.stable else "sink_exp"
-            pair = (self.sig(sink, row, 0, head), self.sig("exp_sum", row, 0, head))
-            return Explanation(quantity, row, col, pair, result)
         if quantity == "rowsum":
             keys = range(len(spec.keys))
             pairs = tuple((self.sig("dA", row, k, head), self.sig("weights", row, k, head)) for k in keys)
@@ -120,20 +112,18 @@ class Explainer:
             return self.sig(name, r, c, head)
 
         keys = range(model.n_keys)
-        if quantity == "scores" and model.rotated:  # RoPE: the dot product of the rotated rows
-            return tuple((sig("Q_rot", i, c), sig("K_rot", k, c)) for c in range(model.d_k))
-        if quantity in ROTATED:  # x_a cos φ − x_b sin φ (or x_a sin φ + x_b cos φ), φ = p·θ_t
-            rope = cast("RotaryModel", model)  # Q_rot and K_rot are claimed only with rope = true
-            return rotation_operands(rope, sub.Q if quantity == "Q_rot" else sub.K, i, k)
+        for part in model.parts:  # a part's own operands (a Q/K part's scores, its Q′ and K′)
+            found = part.operands(self, model, quantity, i, k, head)
+            if found is not None:
+                return found
         if quantity == "scores":
             return tuple(zip(sub.Q[i], sub.K[k]))
         if quantity == "scaled":
             operands = (sig("scores", i, k), sub.d_k if sub.scale == "sqrt" else sub.scale)
-            if model.plain_scores:
+            if not model.varied:
                 return operands
-            # + ALiBi's −m·|i − j| (None where 0), then c·tanh(·/c) (None without a softcap)
-            bias = sig("bias", i, k) if "bias" in model.extra_quantities() and i != k else None
-            return operands + (bias, sub.softcap)
+            # + an additive part's term, then a monotone map's (None where the head has none)
+            return operands + tuple(variants.operand(sub, at, sig, i, k) for at in (variants.ADD, variants.MAP))
         if quantity == "shifted":
             return (sig("scaled", i, k), sig("scaled", i, model.row_max[i]))
         if quantity == "exp":
@@ -167,20 +157,14 @@ class Explainer:
         if quantity == "dZ":
             difference = Num(sig("dA", row, col).value - sig("rowsum", row, 0).value, False)
             return ((sig("weights", row, col), difference),)
-        if quantity == "dS" and getattr(model, "softcap", None) is not None:
-            return ()  # softcap: dZ × tanh′ × scale; the document shows how (the step through the cap)
+        if any(quantity in part.silent for part in model.parts):
+            return ()  # a part's (dZ × a map's dz/dy × scale, dQ′ turned back): the document shows how
         if quantity == "dS":
             return ((sig("dZ", row, col), self.sig("scale", 0, 0)),)
-        if quantity in ("dQ", "dK") and model.rotated:
-            return ()  # RoPE: dQ′ turned back; the document shows how (the backward rotation step)
         if quantity == "dQ":
             return tuple((sig("dS", row, j), sub.K[j][col]) for j in range(keys))
         assert quantity == "dK"  # the last of a head's gradients
         return tuple((sig("dS", i, row), sub.Q[i][col]) for i in range(n))
-
-
-def _negative(x: Num) -> Num:
-    return Num(-x.value, x.exact, x.scientific)
 
 
 __all__ = ["Explainer"]

@@ -79,8 +79,8 @@ class Report:
     blanks: tuple[str, ...] = ()  # keys left blank (""), not checked
     student: str | None = None  # the claims file's ``student`` id
     softmax: str = "plain"  # "stable": the exps claimed are e^(z − max), and the report names them so
-    # "biased" (ALiBi) or "capped" (a softcap, with or without ALiBi): the claimed scaled scores are z, not
-    # S/√d_k, and the report names them so
+    # "biased" or "capped" (a part's, symattn.variants.z_word): the claimed scaled scores are z, not S/√d_k,
+    # and the report names them so
     z: str | None = None
     commas: tuple[Written, ...] = ()  # claims with a decimal comma, read as a point (key first)
 

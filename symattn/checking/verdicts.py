@@ -35,6 +35,7 @@ from typing import Any
 
 import sympy
 
+from symattn import variants
 from symattn.checking.chain import Chain, base, rational
 from symattn.checking.closed import Closed, Texts
 from symattn.checking.enclosure import ROUNDED_QUANTITIES, Enclosure, depends_on, explains, is_supported
@@ -56,8 +57,6 @@ CARRIED_BITS = int((CLAIM_EXPONENT + NUMBER_LENGTH) * 3.33) + 64
 # the field of a ``decimals`` table that asks for each claimed quantity's decimals
 ASKED_BY = {
     "sqrt_dk": "sqrt_dk",
-    "Q_rot": "scores",  # RoPE's rotated Q and K: shown with the scores' decimals
-    "K_rot": "scores",
     "scores": "scores",
     "scaled": "scaled",
     "shifted": "scaled",
@@ -68,6 +67,7 @@ ASKED_BY = {
     "output": "output",
     "concat": "output",
     **{g: "gradients" for g in GRADIENTS},
+    **{q.name: q.asked_by for q in variants.QUANTITIES if q.asked_by},  # a part's own (with the scores')
 }
 
 
@@ -297,8 +297,11 @@ class Checker:
                 else:
                     z, a = chain.implied("scaled", i, k, head)
                     terms.append((sympy.exp(z), a))
-            # with a sink (issue 20), its e^s is a term of the sum too
-            y, from_claims = sympy.Add(*[t for t, _ in terms], model.sink_term(i, False)), any(a for _, a in terms)
+            # a denominator part's term is one of the sum too
+            y, from_claims = (
+                sympy.Add(*[t for t, _ in terms], *model.denominator_terms(i, False)),
+                any(a for _, a in terms),
+            )
         verdict, carried = self.decide(claim, exact, y, from_claims)
         return (exact, verdict, carried) if verdict in ("exact", "rounded", "carried") else None
 

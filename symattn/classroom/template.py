@@ -29,12 +29,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from symattn import variants
 from symattn.input.decimals import terminating_decimals
 from symattn.input.errors import brief
 from symattn.input.files import kind_of, read_table
 from symattn.input.reader import Reader
-from symattn.input.rope import ROPE_KEYS
-from symattn.input.score_variants import KEYS as SCORE_VARIANT_KEYS
 
 ASKABLE = ("sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
 DEFAULT_ASK = ("scores", "scaled", "weights", "output")
@@ -44,7 +43,11 @@ VARY_KEYS = MATRICES + ("tokens", "d_k", "d_v", "min_gap", "tries")
 RULE_KEYS = ("range", "step", "nonzero", "fixed")
 TEMPLATE_KEYS = ("vary", "ask", "answer_rows")
 # keys that change the numbers but that a sheet does not put into words: a student could not work them
-UNSTATED = ("key_tokens", "kv_heads", "causal_align", "subs", "inputs", "backward", *SCORE_VARIANT_KEYS, *ROPE_KEYS)
+# (the variants' own: symattn.variants; a mask part's with the layout's)
+_MASK_KEYS = tuple(key for part in variants.mask_parts() for key in part.unstated)
+UNSTATED = ("key_tokens", "kv_heads", *_MASK_KEYS, "subs", "inputs", "backward") + tuple(
+    key for key in variants.UNSTATED if key not in _MASK_KEYS
+)
 TRIES = 200
 MAX_TRIES = 10_000
 MIN_GAP = Fraction(2, 100)

@@ -125,7 +125,7 @@ def failed(spec: Spec, t: Template) -> str | None:
         if any(all(isinstance(x, Numeral) and x.value == 0 for x in row) for row in m):
             return "zero-row"
     model = build_model(spec)
-    # the softmax's own inputs decide: with RoPE, ALiBi or a softcap those are not the plain scores
+    # the softmax's own inputs decide: with a part that changes the scores or z those are not the plain scores
     if any(len(next(g for g in groups if model.row_max[i] in g)) > 1 for i, groups in enumerate(model._groups)):
         return "tie"
     try:

@@ -152,12 +152,14 @@ def _compute(args: argparse.Namespace) -> int:
     spec = _load(args.spec, args.example, None).with_options(subs=_subs(args.subs), backward=args.backward)
     # one key per line, each value compact: matrices stay readable and diffable; as bytes, made section
     # by section, so that no section's strings outlive it
+    if args.grad_output is not None and not args.float64:
+        raise _UsageError("--grad-output: the dO of a --float64 certificate's gradients; give --certify --float64")
     if args.float64:
-        from symattn.certificates.float_maker import compute_float64
+        from symattn.certificates.tensor_maker import compute_tensors
 
         if not args.certify:
             raise _UsageError("--float64: it makes a certificate; give --certify too")
-        parts = compute_float64(spec, digits, _folder(args.output))
+        parts = compute_tensors(spec, digits, _folder(args.output), args.grad_output)
     else:
         parts = compute_json(
             spec, digits=digits, exact=not args.no_exact, certify=args.certify, folder=_folder(args.output)

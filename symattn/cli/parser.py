@@ -184,8 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     compute.add_argument(
         "--float64",
         action="store_true",
-        help="with --certify: certify only the output, by the float64 path with rigorous bounds (float32 "
-        "inputs, kernel sizes; at most 13 --digits), arb where the bound does not decide",
+        help="with --certify: certify the output and the log-sum-exp (both bases) of every (batch, head) by the "
+        "float64 path with rigorous bounds (float32 inputs, kernel sizes; at most 13 --digits), arb where the "
+        "bound does not decide",
+    )
+    compute.add_argument(
+        "--grad-output",
+        metavar="FILE",
+        help="with --certify --float64: also certify dQ, dK and dV for this dO (.npy or JSON, the shape of O)",
     )
     compute.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(compute)

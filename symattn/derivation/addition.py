@@ -103,11 +103,11 @@ def _minus(a: Value, b: Value) -> Fraction | None:
 
 
 def _softmax_row(row: Any) -> bool:
-    """z − max, each e^z, their sum (with a sink's e^s, issue 20), and each e^z / sum."""
+    """z − max, each e^z, their sum (with a denominator part's term), and each e^z / sum."""
     return (
         (row.shift is None or all(_adds(_minus(s, row.shift), z) for s, z in zip(row.scaled, row.z)))
         and all(_exp_adds_up(z, e) for z, e in zip(row.z, row.exp))
-        and _adds(_sum(_exact(e) for e in row.exp + ((row.sink,) if row.sink is not None else ())), row.total)
+        and _adds(_sum(_exact(e) for e in row.exp + row.terms), row.total)
         and all(_adds(_ratio(e, row.total), w) for e, w in zip(row.exp, row.weights))
     )
 

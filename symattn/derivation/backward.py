@@ -6,12 +6,11 @@ classes (each costs start-up time to define) out of every other run.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from symattn import variants
 from symattn.derivation.modern import GradGroups, grad_groups_step
-from symattn.derivation.rope import GradRotation, rotated_inputs, rotation_back_step
-from symattn.derivation.steps import Derivation, Dot, Picture, assemble, pictures, scale_parts, top_keys
-from symattn.derivation.variants_backward import GradVariants, variants_back_step
+from symattn.derivation.steps import Derivation, Dot, Facts, Picture, assemble, pictures, scale_parts, top_keys
 from symattn.exact.head_figures import figures
 from symattn.exact.model import Model
 from symattn.exact.rounding import Figures, Num, NumRow, NumRows, is_exact
@@ -20,6 +19,7 @@ from symattn.input.spec import Matrix, Spec
 
 if TYPE_CHECKING:
     from symattn.exact.backward import BackwardModel
+    from symattn.exact.multihead import MultiHead
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class GradScaling:
     sqrt_dk: Num
     dS: NumRows
     exact: bool
-    capped: bool = False  # softcap: dS from dY, the gradient of the scores before the cap
+    capped: bool = False  # a monotone map of z: dS from dY, the gradient of the scores before it
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class GradQK:
     dK_exact: bool
     dK_dots: tuple[Dot, ...]
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
-    rotated: bool = False  # RoPE: dQ′ = dS K′ and dK′ = dSᵀ Q′, turned back in the next step (derivation/rope.py)
+    rotated: bool = False  # a Q/K part's: dQ′ = dS K′ and dK′ = dSᵀ Q′, turned back in the next step
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,16 @@ class BackwardHead:
 
 
 @dataclass(frozen=True)
+class GradVariants(Facts):
+    """The parts' steps after the softmax's backward (a map's dY, a denominator's own gradient): each one a
+    fact, named as its part declares (None without the part)."""
+
+    kind: ClassVar[str] = "backward_variants"
+    facts_of: ClassVar[str] = "backward_variants"
+    facts: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
 class GradRecap:
     kind: ClassVar[str] = "backward_recap"
     shapes: tuple[tuple[str, int, int], ...]  # (gradient, rows, columns) in the order of the steps
@@ -166,7 +176,6 @@ BackwardStep = (
     | GradGroups
     | Picture
     | GradRecap
-    | GradRotation
     | GradVariants
 )
 
@@ -180,11 +189,9 @@ def _head_backward(
 ) -> tuple[BackwardStep, ...]:
     """dV and dA, the softmax step, the scaling, dQ and dK of one head."""
     names: tuple[str, ...] = ("dV", "dA", "dot", "dZ", "dS", "dQ", "dK", "jacobian", "jacobian_dA")
-    names += ("dQ_rot", "dK_rot") if model.rotated else ()
-    names += ("tanh_prime", "dZ_pre") if spec.softcap is not None else ()
+    names += tuple(name for p in model.parts if p.stage != variants.DENOMINATOR for name in p.gradients)
     g = {name: shown[name + suffix] for name in names}
-    if spec.sinks is not None:
-        g["dsinks"] = shown["dsinks"]
+    g.update({name: shown[name] for p in model.stage_parts(variants.DENOMINATOR) for name in p.gradients})
     n, m = model.n_queries, model.n_keys
     f = spec.focus
     every = spec.document.expand == "all"
@@ -192,11 +199,11 @@ def _head_backward(
     keys = range(m) if every else [top_keys(model, f)[0]]
     A = fig.weights
     V, K, Q = spec.V, spec.K, spec.Q
-    # RoPE: Q′ and K′ as the document shows them
-    rope = rotated_inputs(spec, model) if model.rotated else None  # type: ignore[arg-type]
-    if rope is not None:
-        Q, K = rope  # type: ignore[assignment]
-    dQ, dK = ("dQ_rot", "dK_rot") if rope is not None else ("dQ", "dK")
+    qk = variants.stage(spec, variants.QK)
+    turned = qk[0][0].backward_inputs(spec, model) if qk else None  # a Q/K part's Q′ and K′, as shown
+    if turned is not None:
+        Q, K = turned
+    dQ, dK = ("dQ", "dK") if turned is None else model.qk.gradients
     dV_dots = tuple(
         Dot(j, k, tuple((A[i][j], dO[i][k]) for i in range(n)), g["dV"][j][k]) for j in keys for k in range(len(V[0]))
     )
@@ -235,18 +242,25 @@ def _head_backward(
         for j in keys
         for t in range(len(Q[0]))
     )
-    variants = variants_back_step(spec, model, fig, g, int(suffix[1:] or 0))
+    head = int(suffix[1:] or 0)  # its index in a denominator part's gradient
+    facts = tuple(f for f in (p.backward_fact(spec, model, fig, g, head) for p, _ in variants.of(spec)) if f)
     steps: tuple[BackwardStep, ...] = (
         GradValues(g["dV"], is_exact(g["dV"]), dV_dots, g["dA"], is_exact(g["dA"]), dA_dots),
         GradSoftmax(tuple(softmax_rows), g["dZ"], is_exact(g["dZ"]), spec.softmax == "stable"),
-        *((variants,) if variants is not None else ()),
+        *((GradVariants(facts),) if facts else ()),
         GradScaling(
-            spec.d_k, scale_kind, scale_value, fig.sqrt_dk, g["dS"], is_exact(g["dS"]), spec.softcap is not None
+            spec.d_k,
+            scale_kind,
+            scale_value,
+            fig.sqrt_dk,
+            g["dS"],
+            is_exact(g["dS"]),
+            bool(model.stage_parts(variants.MAP)),
         ),
-        GradQK(g[dQ], is_exact(g[dQ]), dQ_dots, g[dK], is_exact(g[dK]), dK_dots, rotated=rope is not None),
+        GradQK(g[dQ], is_exact(g[dQ]), dQ_dots, g[dK], is_exact(g[dK]), dK_dots, rotated=turned is not None),
     )
-    if rope is not None:
-        steps += (rotation_back_step(spec, model, g, keys[0]),)  # type: ignore[arg-type]
+    for p, _ in qk:  # its steps after dQ and dK's
+        steps += p.backward_after_qk(spec, model, g, keys[0])
     return steps
 
 
@@ -282,10 +296,8 @@ def backward_steps(spec: Spec, model: BackwardModel) -> tuple[BackwardStep, ...]
     concat = tuple(sum((f.output[i] for f in figs), ()) for i in range(len(spec.tokens)))
     output = concat
     if spec.W_O is not None:
-        from symattn.exact.multihead import MultiHead  # loaded already: W_O makes the forward model one
-
-        assert isinstance(model.forward, MultiHead)
-        output = model.forward.figures_output(spec, concat)
+        assert model.forward.kind == "heads"  # W_O makes the forward model several heads
+        output = cast("MultiHead", model.forward).figures_output(spec, concat)
     shown = gradient_figures(model, spec, [f.weights for f in figs], output, concat, figs[0].sqrt_dk)
     b = spec.backward
     assert b is not None  # the backward model is built only for a spec with [backward]
@@ -342,6 +354,7 @@ __all__ = [
     "GradScaling",
     "GradSoftmax",
     "GradValues",
+    "GradVariants",
     "Loss",
     "SoftmaxGradRow",
     "backward_steps",

@@ -4,11 +4,10 @@ for one head, several heads and symbols."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from symattn.derivation.modern import groups_step, kv_of, mask_diagonal
-from symattn.derivation.rope import rotation_step
-from symattn.derivation.score_variants import score_variant_steps, sink_steps
+from symattn import variants
+from symattn.derivation.modern import groups_step, kv_of
 from symattn.derivation.steps import (
     Concat,
     Derivation,
@@ -37,8 +36,9 @@ from symattn.derivation.steps import (
 )
 from symattn.exact.head_figures import figures
 from symattn.exact.model import Model
-from symattn.exact.rounding import Figures, Num, is_exact
+from symattn.exact.rounding import Figures, Num, NumRows, is_exact
 from symattn.input.spec import Spec
+from symattn.variants import ADD, DENOMINATOR, MAP, QK
 
 if TYPE_CHECKING:
     from symattn.exact.multihead import MultiHead
@@ -50,8 +50,8 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
     f = spec.focus
     rows = range(model.n_queries) if spec.document.expand == "all" else [f]
     scale_kind, scale_value = scale_parts(spec)
-    rope = rotation_step(spec, model, fig.scores) if model.rotated else None  # type: ignore[arg-type]
-    Q, K = (spec.Q, spec.K) if rope is None else (rope.Q_rot, rope.K_rot)  # RoPE: the dots of Q' and K'
+    turned = next((p.scores_step(spec, model, fig) for p, _ in variants.stage(spec, QK)), None)
+    Q, K = (spec.Q, spec.K) if turned is None else turned[1:]  # a Q/K part's: the dots of its Q' and K'
     dots = tuple(Dot(i, j, tuple(zip(Q[i], K[j])), fig.scores[i][j]) for i in rows for j in range(model.n_keys))
     softmax_rows = tuple(
         SoftmaxRow(
@@ -66,8 +66,8 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             fig.scaled[i],
             fig.row_max[i] if fig.row_max is not None else None,
             is_exact([fig.softmax_input[i]]),
-            sink=fig.sink_exp[i] if fig.sink_exp is not None else None,
-            sink_logit=spec.sinks[0] if spec.sinks is not None else None,
+            terms=() if fig.denominator is None else (fig.denominator[i],),
+            facts=tuple(f for p, _ in variants.stage(spec, DENOMINATOR) for f in p.softmax_facts(spec, fig, i)),
         )
         for i in rows
     )
@@ -91,11 +91,11 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             for i in range(model.n_queries)
             for k in range(model.V.cols)
         )
-    steps: list[Step] = [
-        *(() if rope is None else (rope,)),
-        Scores(transpose(K), dots, fig.scores, is_exact(fig.scores), rotated=rope is not None),  # type: ignore[arg-type]
-        # the scaling, then issue 20's variants of the scores (ALiBi) where the spec has them
-        *score_variant_steps(
+    steps: list[Any] = [
+        *(() if turned is None else (turned[0],)),
+        Scores(transpose(K), dots, fig.scores, is_exact(fig.scores), rotated=turned is not None),
+        # the scaling, then the steps of the parts that change z (a bias, a cap) where the spec has them
+        *_z_steps(
             spec,
             model,
             fig,
@@ -104,23 +104,44 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
     ]
     if spec.allowed is not None:
         steps.append(
-            Masking(spec.mask, spec.allowed, spec.key_padding, fig.scaled, is_exact(fig.scaled), mask_diagonal(spec))
+            Masking(spec.mask, spec.allowed, spec.key_padding, fig.scaled, is_exact(fig.scaled), variants.masking(spec))
         )
     steps += [
         Softmax(softmax_rows),
-        *sink_steps(spec, fig),  # issue 20: the sink's share of each row
+        *(step for p, _ in variants.stage(spec, DENOMINATOR) for step in p.after_softmax(spec, fig)),
         WeightedSum(spec.V, weighted),
         MatrixForm(
-            fig.weights, is_exact(fig.weights), fig.output, is_exact(fig.output), av_dots, parts=formula_parts(spec)
+            fig.weights,
+            is_exact(fig.weights),
+            fig.output,
+            is_exact(fig.output),
+            av_dots,
+            parts=variants.formula_parts(spec),
         ),
     ]
     return tuple(steps)
 
 
-def formula_parts(spec: Spec) -> tuple[str, ...]:
-    """The variants that change the attention formula itself, in the order they act."""
-    given = {"rope": spec.rope, "alibi": spec.alibi, "softcap": spec.softcap, "sinks": spec.sinks}
-    return tuple(part for part, value in given.items() if value is not None)
+def _z_steps(spec: Spec, model: Model, fig: Figures, scaling: Scaling) -> tuple[Any, ...]:
+    """The scaling step, then each additive and monotone part's own step; the scaling alone where no part
+    changes z or the softmax's denominator. The scaling shows z before any of them."""
+    if not model.varied:
+        return (scaling,)
+    shown_cache: dict[tuple[int, ...], NumRows] = {}
+
+    def shown(*stages: int) -> NumRows:
+        # the unmasked z without the parts of these stages (this head's own where none is left out)
+        kept = model.without(*stages)
+        if len(kept.parts) == len(model.parts):
+            return fig.unmasked
+        if stages not in shown_cache:
+            shown_cache[stages] = figures(kept, spec).unmasked
+        return shown_cache[stages]
+
+    plain = shown(ADD, MAP, DENOMINATOR)
+    steps: list[Any] = [replace(scaling, Z=plain, exact=is_exact(plain))]
+    steps += [p.z_step(spec, model, fig, shown) for p, _ in variants.of(spec) if p.stage in (ADD, MAP)]
+    return tuple(steps)
 
 
 def _projecting(spec: Spec) -> Projecting:
@@ -168,7 +189,7 @@ def derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
         Scaling(spec.d_k, scale_kind, scale_value, root, unmasked, True),
     ]
     if spec.allowed is not None:
-        steps.append(Masking(spec.mask, spec.allowed, spec.key_padding, Z, True, mask_diagonal(spec)))
+        steps.append(Masking(spec.mask, spec.allowed, spec.key_padding, Z, True, variants.masking(spec)))
     # e^z that SymPy leaves as it is (not e^0 = 1, nor e^−∞ = 0) would only repeat itself
     as_is = [
         tuple(isinstance(e.expr, sympy.exp) and e.expr == sympy.exp(z.expr) for z, e in zip(Z[i], E[i]))
@@ -228,12 +249,7 @@ def _toy(spec: Spec) -> ToyVsReal:
         softmax=spec.softmax,
         symbolic=spec.is_symbolic,
         kv_heads=spec.kv_heads if spec.is_grouped else None,
-        window=spec.window,
-        causal_align=spec.causal_align,
-        alibi=spec.alibi is not None,
-        softcap=spec.softcap is not None,
-        sinks=spec.sinks is not None,
-        rope=spec.rope is not None,
+        facts=variants.toy(spec),
     )
 
 
@@ -245,7 +261,7 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
     fig: Figures = figures(model, spec)
     f = spec.focus
     scale_kind, scale_value = scale_parts(spec)
-    top = attended_keys(model, f)[0]  # the largest z: with ALiBi, not always the largest score
+    top = attended_keys(model, f)[0]  # the largest z: with a bias, not always the largest score
     steps: list[Step] = [
         Setup(
             spec.d_k,
@@ -262,8 +278,8 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
         steps.append(_projecting(spec))
     steps += _core_steps(spec, model, fig)
     steps += pictures(spec, "A", (fig.weights,))
-    z = fig.scaled[f][top] if spec.alibi is not None or spec.softcap is not None else None
-    recap = Recap(top, fig.scores[f][top], fig.percent_whole[f][top], spec.V[top], spec.rope is not None, z)
+    z = fig.scaled[f][top] if model.stage_parts(ADD) or model.stage_parts(MAP) else None
+    recap = Recap(top, fig.scores[f][top], fig.percent_whole[f][top], spec.V[top], model.qk is not None, z)
     steps += [recap, _toy(spec)]
     return assemble(spec, tuple(steps))
 

@@ -86,9 +86,9 @@ def _head(
     model: Model, digits: int, exact: bool = True, certify: bool = False, release: bool = False
 ) -> Iterator[tuple[str, Any]]:
     yield "d_k", model.d_k
-    # the variants' scores (ALiBi, softcap, RoPE's trig) are SymPy's to print
-    structure = Structure(model) if exact and model.plain_scores and not model.rotated else None
-    for quantity in model.rotated:
+    # the scores and z of a head with parts are SymPy's to print
+    structure = Structure(model) if exact and not model.parts else None
+    for quantity in model.before_scores:
         yield quantity, _entry(model, quantity, digits, None, exact, certify)
     for scalar in ("scale", "sqrt_dk"):
         entry = _entry(model, scalar, digits, None, exact, certify)
@@ -111,7 +111,7 @@ def _head(
             _release(model, (quantity, "exp_sum"))
     for quantity in model.extra_quantities():
         entry = _entry(model, quantity, digits, None, exact, certify)
-        if quantity.startswith("sink_"):  # one number per query, a list as exp_sum is
+        if quantity in model.owner(quantity).columns:  # one number per query, a list as exp_sum is
             entry = {key: [r[0] for r in rows] for key, rows in entry.items()}
         yield quantity, entry
 
@@ -251,9 +251,9 @@ def _symbolic(spec: Spec, model: SymbolicModel, digits: int, exact: bool, releas
 def _backward(spec: Spec, model: BackwardModel, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
     """The forward intermediates, then ``backward``: every gradient (per head, with several)."""
     yield from _COMPUTE[model.forward.kind](spec, model.forward, digits, exact, release)
-    # RoPE's gradients run to thousands of characters an entry, and SymPy orders each sum by evaluating
-    # it: their closed forms are left out (the values stay; the document shows how they come about)
-    yield "backward", _gradients(model, digits, exact and model.inputs.rope is None)
+    # a part's gradients may run to thousands of characters an entry, which SymPy orders by evaluating
+    # each sum: their closed forms are left out (the values stay; the document shows how they come about)
+    yield "backward", _gradients(model, digits, exact and model.gradient_forms)
 
 
 def _gradients(model: BackwardModel, digits: int, exact: bool) -> Iterator[tuple[str, Any]]:

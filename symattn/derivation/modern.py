@@ -1,6 +1,5 @@
-"""The steps of issue 20's masks and grouped heads (modA): where the causal diagonal lies and how wide the
-sliding window is, shown in the masking step with the focus row's bounds; which key/value head each query
-head uses; and, backward, how a shared K and V add up their group's gradients. Plain data only."""
+"""The steps of grouped heads (issue 20): which key/value head each query head uses, and, backward, how a
+shared K and V add up their group's gradients. Plain data only."""
 
 from __future__ import annotations
 
@@ -10,24 +9,6 @@ from typing import ClassVar
 from symattn.exact.rounding import NumRows
 from symattn.input.groups import group_of
 from symattn.input.spec import Spec
-
-
-@dataclass(frozen=True)
-class MaskDiagonal:
-    """The causal diagonal and the window of a masking step, with the focus row's bounds (1-based):
-    the focus query i may attend keys j with low < j ≤ high (no lower bound without a window)."""
-
-    causal: bool  # mask = "causal"
-    align: str  # "top-left" or "bottom-right"
-    offset: int  # query i's diagonal is key i + offset
-    n_queries: int
-    n_keys: int
-    window: int | None
-    wide: bool  # a window of n_k keys or more: only its diagonal bounds it
-    query: int  # the focus query, 1-based
-    high: int  # i + offset
-    low: int | None  # i + offset − window, or None without a window
-    keys: tuple[int, ...]  # the keys (0-based) the diagonal and the window leave the focus query
 
 
 @dataclass(frozen=True)
@@ -71,22 +52,6 @@ class GradGroups:
 
     kind: ClassVar[str] = "backward_groups"
     groups: tuple[GradGroup, ...]
-
-
-def mask_diagonal(spec: Spec) -> MaskDiagonal | None:
-    """What the masking step says about the diagonal and the window; None where the plain causal
-    sentence says it all (no window, top-left, as many queries as keys) or there is no diagonal."""
-    n, m = len(spec.tokens), len(spec.keys)
-    causal = spec.mask == "causal"
-    if spec.window is None and not (causal and (spec.causal_align != "top-left" or n != m)):
-        return None
-    offset = m - n if spec.causal_align == "bottom-right" else 0
-    i = spec.focus + 1
-    high = i + offset
-    low = None if spec.window is None or spec.window >= m else high - spec.window  # a window of n_k keys: none
-    keys = tuple(j for j in range(m) if j + 1 <= high and (low is None or j + 1 > low))
-    wide = spec.window is not None and spec.window >= m
-    return MaskDiagonal(causal, spec.causal_align, offset, n, m, spec.window, wide, i, high, low, keys)
 
 
 def groups_step(spec: Spec) -> Groups | None:
@@ -136,13 +101,11 @@ def grad_groups_step(spec: Spec, shown: dict[str, NumRows], is_exact) -> GradGro
 
 def modern_inputs(spec: Spec) -> dict[str, object]:
     """What ``compute`` reports of grouped heads (which key/value head each query head uses, 0-based as
-    the heads list), the window and the causal alignment (nothing where none is set)."""
+    the heads list) and of the variants' settings (nothing where none is set)."""
+    from symattn import variants
+
     out: dict[str, object] = {}
     if spec.is_grouped:
         out["kv_heads"] = spec.kv_groups
         out["kv_head_of"] = [kv_of(spec, h) for h in range(spec.heads)]
-    if spec.window is not None:
-        out["window"] = spec.window
-    if spec.causal_align != "top-left":
-        out["causal_align"] = spec.causal_align
-    return out
+    return {**out, **variants.report(spec)}

@@ -8,10 +8,10 @@ template per step ``kind`` and a language file for the prose.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
-from symattn.derivation.modern import Groups, MaskDiagonal
-from symattn.derivation.rope import Rotation
+from symattn import variants
+from symattn.derivation.modern import Groups
 from symattn.exact.model import Model
 from symattn.exact.rounding import Num, NumRows
 from symattn.input.formula import Formula
@@ -24,6 +24,22 @@ Shown = Num | Formula
 ShownRow = tuple[Shown, ...]
 ShownRows = tuple[ShownRow, ...]
 Operand = Numeral | Shown
+
+
+class Facts:
+    """A step (or row) whose facts of the variants are read as attributes (``step.window``): the (name,
+    value) pairs its parts gave, else the value a part declares for it without the part
+    (:func:`symattn.variants.fact`). The templates read them as any field."""
+
+    facts_of: ClassVar[str]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "facts":
+            raise AttributeError(name)
+        for key, value in self.__dict__.get("facts", ()):
+            if key == name:
+                return value
+        return variants.fact(self.facts_of, name)
 
 
 @dataclass(frozen=True)
@@ -81,7 +97,7 @@ class Masking:
     key_padding: tuple[bool, ...] | None
     Z: ShownRows  # −∞ where masked
     exact: bool
-    diagonal: MaskDiagonal | None = None  # the causal diagonal's alignment and the window, where they matter
+    diagonal: Any = None  # what the mask parts show (the causal diagonal's alignment, a window), where it matters
 
 
 @dataclass(frozen=True)
@@ -92,7 +108,7 @@ class Scores:
     S: ShownRows
     exact: bool
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
-    rotated: bool = False  # RoPE: the dots are of the rotated Q' and K' (derivation/rope.py)
+    rotated: bool = False  # the dots are of Q' and K' as a Q/K part turned them
 
 
 @dataclass(frozen=True)
@@ -107,7 +123,8 @@ class Scaling:
 
 
 @dataclass(frozen=True)
-class SoftmaxRow:
+class SoftmaxRow(Facts):
+    facts_of: ClassVar[str] = "softmax_row"
     row: int
     z: ShownRow  # what goes into e^z: the scaled scores, or those minus shift
     exp: ShownRow
@@ -120,8 +137,8 @@ class SoftmaxRow:
     shift: Num | None = None  # stable softmax: the row maximum subtracted
     z_exact: bool = True
     exp_as_is: tuple[bool, ...] = ()  # (symbols) e^z has no simpler form, so its line would read e^z = e^z
-    sink: Num | None = None  # with a sink (issue 20): its e^s (or e^(s − shift)) in the denominator
-    sink_logit: Numeral | None = None  # and s as the spec gives it
+    terms: tuple[Num, ...] = ()  # a denominator part's term in the sum, as shown
+    facts: tuple[tuple[str, Any], ...] = ()  # a denominator part's (its term and logit, named its way)
 
 
 @dataclass(frozen=True)
@@ -161,7 +178,7 @@ class MatrixForm:
     O_exact: bool
     dots: tuple[Dot, ...]  # every entry of AV, with expand = "all"
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
-    parts: tuple[str, ...] = ()  # what the formula has beyond 2017's: "rope", "alibi", "softcap", "sinks"
+    parts: tuple[str, ...] = ()  # the parts that change the formula beyond 2017's, by name, in the order they act
 
 
 @dataclass(frozen=True)
@@ -223,15 +240,16 @@ class Recap:
     score: Num
     percent: Num  # the top weight in whole percent
     value: tuple[Entry, ...]  # V of the top token
-    rotated: bool = False  # RoPE: the scores are Q′K′ᵀ
-    z: Num | None = None  # with ALiBi or a softcap: the top key's z, which the softmax weighs instead
+    rotated: bool = False  # the scores are Q′K′ᵀ of a Q/K part
+    z: Num | None = None  # with an additive or monotone part: the top key's z, which the softmax weighs instead
 
 
 @dataclass(frozen=True)
-class ToyVsReal:
-    """What this example is, fact by fact, to set beside a real model."""
+class ToyVsReal(Facts):
+    """What this example is, fact by fact, to set beside a real model (its parts' facts too)."""
 
     kind: ClassVar[str] = "toy_vs_real"
+    facts_of: ClassVar[str] = "toy_vs_real"
     d_k: int
     n_tokens: int
     n_keys: int
@@ -247,12 +265,7 @@ class ToyVsReal:
     softmax: str
     symbolic: bool
     kv_heads: int | None = None  # grouped-query: fewer key/value heads than heads
-    window: int | None = None
-    causal_align: str = "top-left"
-    alibi: bool = False  # ALiBi's distance bias (issue 20)
-    softcap: bool = False  # z ← c·tanh(z / c) (issue 20)
-    sinks: bool = False  # a sink logit in each softmax (issue 20)
-    rope: bool = False  # rotary positions on Q and K (derivation/rope.py)
+    facts: tuple[tuple[str, Any], ...] = ()  # its parts' facts (symattn.variants)
 
 
 class AnyStep(Protocol):
@@ -283,7 +296,6 @@ Step = (
     | Substitution
     | Recap
     | ToyVsReal
-    | Rotation
 )
 STEP_KINDS = (
     "setup",
@@ -302,22 +314,18 @@ STEP_KINDS = (
     "substitution",
     "recap",
     "toy_vs_real",
-    "alibi",
-    "softcap",
-    "sinks",
-    "rotation",
     "backward_loss",
     "backward_values",
     "backward_softmax",
     "backward_scaling",
     "backward_qk",
-    "backward_rotation",
     "backward_variants",
     "backward_projections",
     "backward_output_projection",
     "backward_head",
     "backward_recap",
     "backward_groups",
+    *variants.STEP_KINDS,  # each part's own
 )
 
 
@@ -351,7 +359,7 @@ def top_keys(model: Model, row: int) -> tuple[int, ...]:
 
 
 def attended_keys(model: Model, row: int) -> tuple[int, ...]:
-    """The keys with the largest z (after any bias), which get the largest weight: ties share the top."""
+    """The keys with the largest z (after any part's), which get the largest weight: ties share the top."""
     best = model.row_max[row]
     return next(tuple(group) for group in model._groups[row] if best in group)
 

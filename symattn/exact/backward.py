@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar, cast
 
 import sympy
 from sympy import ImmutableMatrix
@@ -24,21 +24,15 @@ from sympy import ImmutableMatrix
 from symattn.exact import candidates, exactness, numeric
 from symattn.exact.base import ForwardModel, Rounding
 from symattn.exact.exactness import Exps, Undecided, proved_rational, rational
-from symattn.exact.gradients import Grid, Inputs, Rotary, gradients, jacobian
+from symattn.exact.gradients import Grid, Inputs, gradients, jacobian
 from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
-from symattn.exact.score_variants import tanh_primes
-from symattn.exact.sinks import sink_shares
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.spec import Spec
-
-if TYPE_CHECKING:
-    from symattn.exact.rope import RotaryModel
+from symattn.variants import DENOMINATOR
 
 HEAD_QUANTITIES = ("dO", "dV", "dA", "dot", "dZ", "dS", "dQ", "dK")  # "dot": rowsum(dA ⊙ A), one column
-ROTATED_GRADIENTS = ("dQ_rot", "dK_rot")  # with RoPE: the gradients of the rotated Q′ and K′, before dQ, dK
-CAPPED_GRADIENTS = ("tanh_prime", "dZ_pre")  # with softcap: 1 − tanh²(y/c), and the gradient of y, before dS
 BIASES = ("db_Q", "db_K", "db_V", "db_O")
 # enclosures that rule out the entries whose limit they do not hold: at the precision that compute's
 # default 15 digits start from, so that one run of the enclosures serves both
@@ -118,7 +112,7 @@ class _Boxes:
         return boxes[0], boxes[1]
 
     def real(self, x: sympy.Expr) -> _Box:
-        """An exact real of the model (softcap's tanh′, a sink's share), enclosed."""
+        """An exact real of the model (a map's derivative, a denominator's share), enclosed."""
         b = Fixed.from_interval(numeric.enclose(x, self.bits + 32), self.bits)
         return _Box(b.lo, b.hi, self.bits)
 
@@ -178,14 +172,19 @@ class BackwardModel(Rounding):
         return len(self.heads) > 1 or self.inputs.W_O is not None
 
     @property
+    def rules(self) -> tuple:
+        """The rules of the first head's parts (every head has the same parts)."""
+        return self.inputs.rules[0] if self.inputs.rules else ()
+
+    @property
     def head_quantities(self) -> tuple[str, ...]:
-        """One head's gradients (with softcap, tanh′ and dZ_pre before dS; with RoPE, dQ′ and dK′ before
-        dQ and dK)."""
+        """One head's gradients, with its parts' own right after the gradient each follows (a map's before
+        dS, a Q/K part's before dQ and dK)."""
         names: tuple[str, ...] = HEAD_QUANTITIES
-        if self.inputs.caps is not None:
-            names = names[:5] + CAPPED_GRADIENTS + names[5:]
-        if self.inputs.rope is not None:
-            names = names[:-2] + ROTATED_GRADIENTS + names[-2:]
+        for rule in self.rules:
+            if rule.stage != DENOMINATOR:
+                at = names.index(rule.after) + 1
+                names = names[:at] + rule.names + names[at:]
         return names
 
     @cached_property
@@ -195,8 +194,7 @@ class BackwardModel(Rounding):
             names += ["dW_O"] + (["db_O"] if self.inputs.b_O is not None else []) + ["dconcat"]
         if self.is_split:
             names += ["dQ", "dK", "dV"]
-        if self.inputs.sink_shares is not None:
-            names += ["dsinks"]
+        names += [name for rule in self.rules if rule.stage == DENOMINATOR for name in rule.names]
         if self.inputs.X is not None:
             for name in ("Q", "K", "V"):
                 names += [f"dW_{name}"] + ([f"db_{name}"] if name in self.inputs.biases else [])
@@ -287,8 +285,13 @@ class BackwardModel(Rounding):
 
     @property
     def is_variant(self) -> bool:
-        """RoPE, ALiBi, softcap or sinks: z is not n·scale/den, so no limit weights; the closed forms decide."""
-        return self.inputs.rope is not None or any(not h.plain_scores for h in self.heads)
+        """A head with parts: z is not n·scale/den, so no limit weights; the closed forms decide."""
+        return any(h.parts for h in self.heads)
+
+    @property
+    def gradient_forms(self) -> bool:
+        """Whether compute prints the gradients' closed forms (a part may say they run too long)."""
+        return all(rule.forms for rule in self.rules)
 
     def _decide(self, pending: list, out: dict) -> None:
         """Each entry that may be rational, decided by the exponential polynomials, from the graph of the
@@ -307,7 +310,7 @@ class BackwardModel(Rounding):
             out[name][i][j] = value
 
     def _closed_rationals(self) -> dict[str, tuple]:
-        """The gradients of RoPE, ALiBi, softcap and sinks: rational where the closed form is proved
+        """The gradients of a head with parts: rational where the closed form is proved
         rational (:func:`~symattn.exact.exactness.proved_rational`: an identity of rational functions in
         the e^z, cos, sin and tanh holds for any values), None elsewhere."""
         boxes = self._enclosure_grids(64)
@@ -449,9 +452,10 @@ def _check_size(spec: Spec, terms: int, heads: Sequence[Model]) -> None:
         )
 
 
-def _rotary(head: Model) -> Rotary:
-    rope = cast("RotaryModel", head)  # the heads of a spec with rope = true
-    return Rotary(rope.pairs, rope.thetas)
+def _rules(heads: tuple[Model, ...]) -> tuple[tuple, ...] | None:
+    """Each head's rules of its parts' gradients (None where no head has a part with one)."""
+    rules = tuple(tuple(r for r in (p.gradient(h) for p in h.parts) if r is not None) for h in heads)
+    return rules if any(rules) else None
 
 
 def build_backward(spec: Spec, forward: ForwardModel) -> BackwardModel:
@@ -486,9 +490,7 @@ def build_backward(spec: Spec, forward: ForwardModel) -> BackwardModel:
         W=None if p is None else {name: _fractions(getattr(p, f"W_{name}")) for name in ("Q", "K", "V")},
         biases=() if p is None else tuple(name for name in ("Q", "K", "V") if getattr(p, f"b_{name}") is not None),
         kv_heads=spec.kv_groups,
-        rope=None if spec.rope is None else tuple(_rotary(h) for h in heads),
-        caps=None if spec.softcap is None else tuple(tanh_primes(h) for h in heads),
-        sink_shares=None if spec.sinks is None else tuple(sink_shares(h) for h in heads),
+        rules=_rules(heads),
     )
     return BackwardModel(forward, tuple(heads), inputs, heads[0].scale, terms, spec.source)
 

@@ -162,7 +162,7 @@ class Exps:
         return _Exp({(0, ()): ((), {Fraction(0): x})} if x else {}, self)
 
     def trig(self, angle: sympy.Expr) -> tuple[_Exp, _Exp]:
-        raise Undecided  # RoPE's cos and sin are no exponential polynomials: left undecided (irrational)
+        raise Undecided  # a rotation's cos and sin are no exponential polynomials: left undecided (irrational)
 
     def scale(self, x: _Exp) -> _Exp:
         if self.c_rational is not None:
@@ -176,7 +176,7 @@ class Exps:
         return _Exp(parts, self)
 
     def weights(self, model: Model) -> Grid:
-        if model.rotated:  # RoPE's scores hold cos and sin: no exponential polynomials
+        if model.parts:  # its z is no n·scale/den: no exponential polynomials of the integers
             raise Undecided
         den, rows = model.score_integers
         out = []

@@ -5,10 +5,11 @@ constant and the scale), the chain rule step by step:
     dV = Aᵀ dO               dA = dO Vᵀ
     dZ = A ⊙ (dA − rowsum(dA ⊙ A))      the softmax Jacobian, row by row
     dS = scale · dZ          dQ = dS K          dK = dSᵀ Q
-    with softcap (z = c·tanh(y/c)):  tanh′ = 1 − tanh²(y/c),  dY = dZ ⊙ tanh′,  dS = scale · dY
-    with a sink s (no value):  dZ as above (the sink's column of dA is 0),  ds = −Σ_i share_i · rowsum_i
-    with RoPE (Q′, K′ the rotated Q, K):  dQ′ = dS K′,  dK′ = dSᵀ Q′,  dQ = Rᵀ dQ′,  dK = Rᵀ dK′
     then W_O (several heads), and the projections: dW = Xᵀ dQ, db = Σ_rows dQ, dX.
+
+A head's parts (:mod:`symattn.variants`) bring their own rules: a monotone map takes dZ to the gradient
+of the z before it (×dz/dy), a Q/K part makes dQ and dK from dS, and a denominator part has a gradient of
+its own per head after the heads'.
 
 The backward model runs them on closed forms, enclosures and exponential polynomials
 (:mod:`symattn.exact.backward`, :mod:`symattn.exact.exactness`); the hand chain of
@@ -22,22 +23,25 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from symattn.variants.base import DENOMINATOR, MAP, QK
+
 Grid = list  # a matrix: a list of rows of algebra elements
 
 
-def _sum(alg, items: Iterable) -> Any:
+def total(alg, items: Iterable) -> Any:
+    """The sum of elements of an algebra (its zero for none)."""
     total = None
     for x in items:
         total = x if total is None else total + x
     return alg.zero if total is None else total
 
 
-def _matmul(alg, A: Grid, B: Grid) -> Grid:
+def matmul(alg, A: Grid, B: Grid) -> Grid:
     """A B for matrices of elements."""
-    return [[_sum(alg, (row[t] * B[t][k] for t in range(len(B)))) for k in range(len(B[0]))] for row in A]
+    return [[total(alg, (row[t] * B[t][k] for t in range(len(B)))) for k in range(len(B[0]))] for row in A]
 
 
-def _T(A: Grid) -> Grid:
+def transpose(A: Grid) -> Grid:
     return [list(col) for col in zip(*A)]
 
 
@@ -62,66 +66,31 @@ class Inputs:
     W: dict | None  # "Q", "K", "V" -> weight matrix
     biases: tuple[str, ...]  # "Q", "K", "V" with a bias
     kv_heads: int = 0  # grouped-query: key/value heads shared by consecutive query heads; 0: one per head
-    rope: tuple[Rotary, ...] | None = None  # per head, with rope = true
-    # per head, softcap's tanh′ = 1 − tanh²(y/c) of each pre-cap score y (SymPy; 0 where masked)
-    caps: tuple[tuple[tuple[Any, ...], ...], ...] | None = None
-    sink_shares: tuple[tuple[Any, ...], ...] | None = None  # per head, each row's sink share (SymPy)
-
-
-@dataclass(frozen=True)
-class Rotary:
-    """RoPE of one head: the pairs (a, b) and θ_t (SymPy); position p turns pair t by p·θ_t. An algebra
-    that runs it gives ``trig(angle)``: the (cos, sin) of an exact angle as two of its elements."""
-
-    pairs: tuple[tuple[int, int], ...]
-    thetas: tuple[Any, ...]
-
-
-def rotate(alg, M: Grid, rope: Rotary, back: bool = False) -> Grid:
-    """Each row p of M turned by p·θ_t pair by pair (R), or back (Rᵀ, which takes dQ′ to dQ)."""
-    out = [list(row) for row in M]
-    for p, row in enumerate(M):
-        if p == 0:
-            continue  # position 0 is not turned
-        for t, (a, b) in enumerate(rope.pairs):
-            c, s = alg.trig(p * rope.thetas[t])
-            if back:
-                out[p][a], out[p][b] = row[a] * c + row[b] * s, row[b] * c - row[a] * s
-            else:
-                out[p][a], out[p][b] = row[a] * c - row[b] * s, row[a] * s + row[b] * c
-    return out
+    # per head, the rules of its parts (their ``gradient``), in the order they act; None: no head has any
+    rules: tuple[tuple[Any, ...], ...] | None = None
 
 
 def _head_gradients(
-    alg,
-    A: Grid,
-    V: Grid,
-    K: Grid,
-    Q: Grid,
-    dO: Grid,
-    hook: Callable,
-    rope: Rotary | None = None,
-    cap: Sequence[Sequence[Any]] | None = None,
+    alg, A: Grid, V: Grid, K: Grid, Q: Grid, dO: Grid, hook: Callable, rules: Sequence[Any] = ()
 ) -> dict[str, Grid]:
-    """One head's gradients, each passed through ``hook`` (hand rounding replaces it by what is shown)."""
+    """One head's gradients, each passed through ``hook`` (hand rounding replaces it by what is shown); its
+    parts' ``rules`` in the order they act."""
     n, m = len(A), len(A[0])
     out = {"dO": dO}
-    out["dV"] = hook("dV", _matmul(alg, _T(A), dO))
-    out["dA"] = dA = hook("dA", _matmul(alg, dO, _T(V)))
-    out["dot"] = dot = hook("dot", [[_sum(alg, (dA[i][k] * A[i][k] for k in range(m)))] for i in range(n)])
+    out["dV"] = hook("dV", matmul(alg, transpose(A), dO))
+    out["dA"] = dA = hook("dA", matmul(alg, dO, transpose(V)))
+    out["dot"] = dot = hook("dot", [[total(alg, (dA[i][k] * A[i][k] for k in range(m)))] for i in range(n)])
     out["dZ"] = dZ = hook("dZ", [[A[i][j] * (dA[i][j] - dot[i][0]) for j in range(m)] for i in range(n)])
-    if cap is not None:  # softcap: back through c·tanh(y/c), whose derivative is 1 − tanh²(y/c)
-        out["tanh_prime"] = t = hook("tanh_prime", [[alg.real(x) for x in row] for row in cap])
-        out["dZ_pre"] = dZ = hook("dZ_pre", [[g * d for g, d in zip(row, trow)] for row, trow in zip(dZ, t)])
+    for rule in reversed(rules):  # back through each monotone map of z, the last first: × its dz/dy
+        if rule.stage == MAP:
+            dZ = rule.through(alg, dZ, out, hook)
     out["dS"] = dS = hook("dS", [[alg.scale(x) for x in row] for row in dZ])
-    if rope is not None:  # the scores are Q′K′ᵀ: the gradients of Q′ and K′, then turned back
-        out["dQ_rot"] = dQ = hook("dQ_rot", _matmul(alg, dS, rotate(alg, K, rope)))
-        out["dK_rot"] = dK = hook("dK_rot", _matmul(alg, _T(dS), rotate(alg, Q, rope)))
-        out["dQ"] = hook("dQ", rotate(alg, dQ, rope, back=True))
-        out["dK"] = hook("dK", rotate(alg, dK, rope, back=True))
+    qk = next((rule for rule in rules if rule.stage == QK), None)
+    if qk is not None:  # a Q/K part makes dQ and dK from dS
+        qk.through(alg, dS, K, Q, out, hook)
         return out
-    out["dQ"] = hook("dQ", _matmul(alg, dS, K))
-    out["dK"] = hook("dK", _matmul(alg, _T(dS), Q))
+    out["dQ"] = hook("dQ", matmul(alg, dS, K))
+    out["dK"] = hook("dK", matmul(alg, transpose(dS), Q))
     return out
 
 
@@ -129,14 +98,14 @@ def gradients(alg, inputs: Inputs, weights: Sequence[Grid], hook: Callable = lam
     """Every gradient; per-head ones are named ``name@h`` (h from 0) when there are several heads or W_O."""
     heads = len(weights)
     Vs = [_consts(alg, v) for v in inputs.V]
-    outputs = [_matmul(alg, A, V) for A, V in zip(weights, Vs)]
+    outputs = [matmul(alg, A, V) for A, V in zip(weights, Vs)]
     concat: Grid = [sum((o[i] for o in outputs), []) for i in range(len(outputs[0]))]
     out: dict[str, Grid] = {}
     if inputs.loss == "mse":
         O = concat
         if inputs.W_O is not None:
             concat = hook("concat", concat)
-            O = _matmul(alg, concat, _consts(alg, inputs.W_O))
+            O = matmul(alg, concat, _consts(alg, inputs.W_O))
             if inputs.b_O is not None:
                 O = [[x + alg.const(b) for x, b in zip(row, inputs.b_O)] for row in O]
         O = hook("O", O)
@@ -150,10 +119,10 @@ def gradients(alg, inputs: Inputs, weights: Sequence[Grid], hook: Callable = lam
     out["dO"] = dO = hook("dO", dO)
     split = heads > 1 or inputs.W_O is not None
     if inputs.W_O is not None:
-        out["dW_O"] = hook("dW_O", _matmul(alg, _T(concat), dO))
+        out["dW_O"] = hook("dW_O", matmul(alg, transpose(concat), dO))
         if inputs.b_O is not None:
-            out["db_O"] = hook("db_O", [[_sum(alg, col) for col in zip(*dO)]])
-        dO = out["dconcat"] = hook("dconcat", _matmul(alg, dO, _T(_consts(alg, inputs.W_O))))
+            out["db_O"] = hook("db_O", [[total(alg, col) for col in zip(*dO)]])
+        dO = out["dconcat"] = hook("dconcat", matmul(alg, dO, transpose(_consts(alg, inputs.W_O))))
     per_head = []
     first = 0
     for h, A in enumerate(weights):
@@ -161,21 +130,16 @@ def gradients(alg, inputs: Inputs, weights: Sequence[Grid], hook: Callable = lam
         dO_h = [row[first : first + width] for row in dO]
         first += width
         prefix = (lambda name, m, h=h: hook(f"{name}@{h}", m)) if split else hook
-        rope = None if inputs.rope is None else inputs.rope[h]
-        cap = None if inputs.caps is None else inputs.caps[h]
+        rules = () if inputs.rules is None else inputs.rules[h]
         K, Q = _consts(alg, inputs.K[h]), _consts(alg, inputs.Q[h])
-        grads = _head_gradients(alg, A, Vs[h], K, Q, dO_h, prefix, rope, cap)
+        grads = _head_gradients(alg, A, Vs[h], K, Q, dO_h, prefix, rules)
         per_head.append(grads)
         if split:
             out.update({f"{name}@{h}": m for name, m in grads.items()})
-    if inputs.sink_shares is not None:  # the sink's logit: −Σ_i share_i · rowsum_i, one number per head
-        ds = [
-            alg.zero - _sum(alg, (alg.real(s) * r[0] for s, r in zip(shares, g["dot"])))
-            for shares, g in zip(inputs.sink_shares, per_head)
-        ]
-        out["dsinks"] = hook("dsinks", [ds])
-        if split:  # each head's own, for check's claims on hN.dsinks
-            out.update({f"dsinks@{h}": hook(f"dsinks@{h}", [[x]]) for h, x in enumerate(out["dsinks"][0])})
+    every = inputs.rules or ()
+    for k, rule in enumerate(every[0] if every else ()):  # a denominator part's own, per head
+        if rule.stage == DENOMINATOR:
+            rule.layer(alg, [r[k] for r in every], per_head, out, hook, split)
     if split:
         out["dQ"] = _side_by_side(per_head, "dQ")
         size = heads // (inputs.kv_heads or heads)
@@ -197,7 +161,7 @@ def _add(alg, grids: list[Grid]) -> Grid:
     """The elementwise sum of equal-shaped matrices (one matrix stays as it is)."""
     if len(grids) == 1:
         return grids[0]
-    return [[_sum(alg, cells) for cells in zip(*rows)] for rows in zip(*grids)]
+    return [[total(alg, cells) for cells in zip(*rows)] for rows in zip(*grids)]
 
 
 def _projections(alg, inputs: Inputs, out: dict[str, Grid], hook: Callable) -> None:
@@ -206,13 +170,13 @@ def _projections(alg, inputs: Inputs, out: dict[str, Grid], hook: Callable) -> N
     X_kv = X if inputs.X_kv is None else _consts(alg, inputs.X_kv)
     for name, source in (("Q", X), ("K", X_kv), ("V", X_kv)):
         grad = out[f"d{name}"]
-        out[f"dW_{name}"] = hook(f"dW_{name}", _matmul(alg, _T(source), grad))
+        out[f"dW_{name}"] = hook(f"dW_{name}", matmul(alg, transpose(source), grad))
         if name in inputs.biases:
-            out[f"db_{name}"] = hook(f"db_{name}", [[_sum(alg, col) for col in zip(*grad)]])
-    W = {name: _T(_consts(alg, inputs.W[name])) for name in ("Q", "K", "V")}
-    from_q = _matmul(alg, out["dQ"], W["Q"])
-    from_kv = _matmul(alg, out["dK"], W["K"])
-    from_kv = [[a + b for a, b in zip(r, s)] for r, s in zip(from_kv, _matmul(alg, out["dV"], W["V"]))]
+            out[f"db_{name}"] = hook(f"db_{name}", [[total(alg, col) for col in zip(*grad)]])
+    W = {name: transpose(_consts(alg, inputs.W[name])) for name in ("Q", "K", "V")}
+    from_q = matmul(alg, out["dQ"], W["Q"])
+    from_kv = matmul(alg, out["dK"], W["K"])
+    from_kv = [[a + b for a, b in zip(r, s)] for r, s in zip(from_kv, matmul(alg, out["dV"], W["V"]))]
     if inputs.X_kv is None:
         out["dX"] = hook("dX", [[a + b for a, b in zip(r, s)] for r, s in zip(from_q, from_kv)])
     else:

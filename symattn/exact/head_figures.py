@@ -1,6 +1,6 @@
 """The numbers a document shows of one head, every quantity in one rounding mode (see
-:mod:`symattn.exact.rounding`), with the variants' own: RoPE's rotated scores, ALiBi's bias and the
-softcap by hand, and the sink's e^s and share.
+:mod:`symattn.exact.rounding`), with its parts' own (:mod:`symattn.variants`): a Q/K part's scores, the
+additive and monotone parts' z by hand, and a denominator part's term and share.
 """
 
 from __future__ import annotations
@@ -9,30 +9,28 @@ from dataclasses import fields, replace
 from fractions import Fraction
 
 from symattn.exact.model import Model
-from symattn.exact.rope_figures import shown_rotation
 from symattn.exact.rounding import (
     NEG_INFINITY,
     Figures,
     Num,
     NumRow,
     NumRows,
-    _exp_of,
     _fractions,
-    _from_model,
     _percent,
     _rounded,
     exact_or_rounded,
+    exp_of,
+    from_model,
 )
-from symattn.exact.score_variants import biased_by_hand
-from symattn.exact.sinks import sink_exps_by_hand, sink_figures, sink_shift
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.limits import FIXED_DIGITS
 from symattn.input.spec import Decimals, Spec
+from symattn.variants import ADD, MAP
 
 
 def _scores(model: Model, decimals: Decimals, notation: str, hand: bool = False) -> NumRows:
-    if model.rotated:  # RoPE: the scores of the rotated Q and K (exact/rope_figures.py)
-        return shown_rotation(model, decimals.scores, notation, hand).scores  # type: ignore[arg-type]
+    if model.qk is not None:  # a Q/K part's scores, as its step shows them
+        return model.qk.shown_scores(model, decimals.scores, notation, hand)
     den, rows = model.score_integers
     return exact_or_rounded([[Fraction(x, den) for x in row] for row in rows], decimals.scores, notation)
 
@@ -42,7 +40,7 @@ def exact_figures(model: Model, decimals: Decimals, stable: bool = False, notati
     n, m = model.n_queries, model.n_keys
 
     def shown(quantity: str, places: int, model: Model = model) -> NumRows:
-        return _from_model(model, quantity, places, notation)
+        return from_model(model, quantity, places, notation)
 
     weights = shown("weights", decimals.weights)
     products = shown("products", decimals.output)
@@ -59,8 +57,8 @@ def exact_figures(model: Model, decimals: Decimals, stable: bool = False, notati
         exp=shown("exp" + suffix, decimals.exp),
         exp_sum=tuple(row[0] for row in shown(f"exp{suffix}_sum", decimals.exp)),
         weights=weights,
-        percent=_percent(_from_model(model, "weights", decimals.percent + 2, notation, 2, decimals.percent + 1)),
-        percent_whole=_percent(_from_model(model, "weights", 2)),
+        percent=_percent(from_model(model, "weights", decimals.percent + 2, notation, 2, decimals.percent + 1)),
+        percent_whole=_percent(from_model(model, "weights", 2)),
         products=tuple(products[i * m : (i + 1) * m] for i in range(n)),
         output=shown("output", decimals.output),
     )
@@ -70,7 +68,7 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     """Each number is computed from the shown numbers before it."""
     decimals = spec.decimals
     notation = spec.notation
-    sqrt_dk = _from_model(model, "sqrt_dk", decimals.sqrt_dk, notation)[0][0]
+    sqrt_dk = from_model(model, "sqrt_dk", decimals.sqrt_dk, notation)[0][0]
     scores = _scores(model, decimals, notation, hand=True)
     if spec.scale == "sqrt":
         z = [[s.fraction / sqrt_dk.fraction for s in row] for row in scores]
@@ -79,7 +77,9 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     else:
         z = [[s.fraction * spec.scale.value for s in row] for row in scores]
     unmasked = _rounded(z, decimals.scaled, notation) if spec.scale != "none" else scores
-    unmasked = biased_by_hand(model, unmasked, decimals.scaled, notation)  # issue 20: + ALiBi's bias
+    for part in model.parts:  # an additive part's term, then a monotone map, on the shown z
+        if part.stage in (ADD, MAP):
+            unmasked = part.by_hand(model, unmasked, decimals.scaled, notation)
     scaled = tuple(
         tuple(x if model.may_attend(i, j) else NEG_INFINITY for j, x in enumerate(row))
         for i, row in enumerate(unmasked)
@@ -88,7 +88,8 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
     softmax_input = scaled
     if spec.softmax == "stable":
         row_max = tuple(row[j] for row, j in zip(scaled, model.row_max))
-        row_max = sink_shift(model, row_max, decimals.scaled, notation)  # issue 20: the sink may be the max
+        if model.denominator is not None:  # its logit may be a row's maximum
+            row_max = model.denominator.shown_shift(model, row_max, decimals.scaled, notation)
         softmax_input = tuple(
             exact_or_rounded(
                 [[x.fraction - top.fraction for x in row if not x.is_infinite]], decimals.scaled, notation
@@ -96,11 +97,13 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
             for row, top in zip(scaled, row_max)
         )
         softmax_input = tuple(_reinsert(row, shifted) for row, shifted in zip(scaled, softmax_input))
-    exp = tuple(tuple(_exp_of(x, decimals.exp, notation) for x in row) for row in softmax_input)
-    sink_exp = sink_exps_by_hand(model, row_max, decimals.exp, notation)  # issue 20: e^s in each denominator
+    exp = tuple(tuple(exp_of(x, decimals.exp, notation) for x in row) for row in softmax_input)
+    terms = (
+        None if model.denominator is None else model.denominator.terms_by_hand(model, row_max, decimals.exp, notation)
+    )
     exp_sum = exact_or_rounded(
         [
-            [sum((e.fraction for e in row), Fraction(0)) + (sink_exp[i].fraction if sink_exp else 0)]
+            [sum((e.fraction for e in row), Fraction(0)) + (terms[i].fraction if terms else 0)]
             for i, row in enumerate(exp)
         ],
         decimals.exp,
@@ -145,13 +148,13 @@ def hand_figures(model: Model, spec: Spec) -> Figures:
         percent_whole=_rounded([[w.fraction * 100 for w in row] for row in weights], 0),
         products=products,
         output=output,
-        sink_exp=sink_exp,
-        sink_share=None
-        if sink_exp is None
+        denominator=terms,
+        share=None
+        if terms is None
         else tuple(
             r[0]
             for r in _rounded(
-                [[e.fraction / t[0].fraction] for e, t in zip(sink_exp, exp_sum)], decimals.weights, notation
+                [[e.fraction / t[0].fraction] for e, t in zip(terms, exp_sum)], decimals.weights, notation
             )
         ),
     )
@@ -164,22 +167,20 @@ def _reinsert(row: NumRow, finite: NumRow) -> NumRow:
 
 
 def figures(model: Model, spec: Spec) -> Figures:
-    fig = (
-        hand_figures(model, spec)
-        if spec.rounding == "hand"
-        else sink_figures(
-            model,
-            exact_figures(model, spec.decimals, stable=spec.softmax == "stable", notation=spec.notation),
-            spec.decimals,
-            spec.softmax == "stable",
-            spec.notation,
-        )
-    )
-    _check_fixed(fig, spec.source)
+    if spec.rounding == "hand":
+        fig = hand_figures(model, spec)
+    else:
+        stable = spec.softmax == "stable"
+        fig = exact_figures(model, spec.decimals, stable=stable, notation=spec.notation)
+        if model.denominator is not None:  # its term and share of each row
+            fig = model.denominator.exact_figures(model, fig, spec.decimals, stable, spec.notation)
+    # a denominator part's term and share are named as its quantities
+    names = {} if model.denominator is None else dict(zip(("denominator", "share"), model.denominator.computed))
+    _check_fixed(fig, spec.source, names)
     return fig
 
 
-def _check_fixed(fig: Figures, source: str) -> None:
+def _check_fixed(fig: Figures, source: str, names: dict[str, str]) -> None:
     """Refuse numbers too long to print in fixed notation (e^9900 has 4300 digits)."""
     for f in fields(fig):
         rows = getattr(fig, f.name)
@@ -190,7 +191,7 @@ def _check_fixed(fig: Figures, source: str) -> None:
                     if not y.scientific and y.value.is_finite() and y.value != 0 and y.value.adjusted() >= FIXED_DIGITS:
                         raise LimitError(
                             source,
-                            f.name,
+                            names.get(f.name, f.name),
                             f"a number with {y.value.adjusted() + 1} digits before "
                             f"the point; documents show at most {FIXED_DIGITS} (compute gives "
                             'significant digits, or notation = "auto")',

@@ -59,9 +59,9 @@ def _enclose(expr: sympy.Expr, prec: int, cache: dict) -> iv.mpf:
         return total
     if isinstance(expr, sympy.exp):
         return _exp(args[0])
-    if isinstance(expr, sympy.tanh):  # softcap's c·tanh(z/c): x occurs once, so this is tight
+    if isinstance(expr, sympy.tanh):  # a cap's c·tanh(z/c): x occurs once, so this is tight
         return 1 - 2 / (iv.exp(2 * args[0]) + 1)
-    if isinstance(expr, sympy.cos):  # RoPE's rotations (exact/rope.py)
+    if isinstance(expr, sympy.cos):  # rotations by position
         return iv.cos(args[0])
     if isinstance(expr, sympy.sin):
         return iv.sin(args[0])

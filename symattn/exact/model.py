@@ -1,4 +1,4 @@
-"""The exact attention model: every intermediate as a SymPy closed form.
+"""The exact attention model of one head: every intermediate as a SymPy closed form.
 
     S = Q Kᵀ                      exact rationals (DomainMatrix over ZZ with a common denominator)
     Z = S · scale                 scale = 1/√d_k stays algebraic; masked entries are −∞
@@ -9,6 +9,12 @@
 "Stable" softmax subtracts each row's maximum first (``shifted``,
 ``exp_shifted``, ``exp_shifted_sum``); the weights are the same.
 
+A head with variants holds their parts (:mod:`symattn.variants`), in the order they act: a Q/K part
+makes the scores, additive and monotone parts change z, a denominator part adds a term to every
+softmax's sum. The model asks them; z's exact form and what is decided on it are
+:mod:`symattn.variants.forms`. Without parts every z is n·scale/den for integers n, and the model
+decides everything on those integers, fast.
+
 Numbers come from :meth:`Model.rounded` and :meth:`Model.significant`, which
 evaluate every exponential once and round each value correctly
 (see :mod:`symattn.exact.numeric`). The model makes no strings.
@@ -17,10 +23,10 @@ evaluate every exponential once and round each value correctly
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
-from functools import cached_property
-from typing import ClassVar
+from functools import cached_property, cmp_to_key
+from typing import Any, ClassVar
 
 import sympy
 from sympy import ImmutableMatrix
@@ -34,20 +40,21 @@ from symattn.exact.base import (
     ForwardPass,
     Mask,
     Rounding,
-    integer_matrix,
+    Rows,
     rational_matrix,
-    row_sums,
 )
 from symattn.exact.boxes import Boxes
 from symattn.exact.numeric import Fixed
-from symattn.input.errors import EvaluationError, LimitError
-from symattn.input.limits import ABS_Z, PRECISION_BITS, WORK_BITS
-from symattn.input.reader import is_numbers
+from symattn.exact.rationals import Rationals
+from symattn.input.errors import EvaluationError
+from symattn.input.limits import PRECISION_BITS
 from symattn.input.spec import Spec
+from symattn.variants.base import ADD, DENOMINATOR, MAP, QK
+from symattn.variants.forms import Forms, Unordered, upper
 
 
 @dataclass(frozen=True, eq=False)
-class Model(ClosedForms, Rounding, ForwardPass):
+class Model(Rationals, ClosedForms, Rounding, ForwardPass):
     """Exact Q, K, V and everything computed from them. Build with :func:`~symattn.exact.heads.build_model`.
 
     Each matrix is held as integers over ZZ and a common denominator (Q = q / dq);
@@ -58,16 +65,24 @@ class Model(ClosedForms, Rounding, ForwardPass):
     q: DomainMatrix
     k: DomainMatrix
     v: DomainMatrix
-    s: DomainMatrix  # S = Q Kᵀ = s / (dq dk)
+    s: DomainMatrix  # S = Q Kᵀ = s / (dq dk), before any Q/K part
     dq: int
     dk: int
     dv: int
     d_k: int
     scale: sympy.Expr  # Z = S * scale
     allowed: Mask | None = None  # True where a query may attend to a key; None: everywhere
+    parts: tuple[Any, ...] = ()  # the head parts of its variants, in the order they act (symattn.variants)
     kind: ClassVar[str] = "head"
-    plain_scores: ClassVar[bool] = True  # z = n·scale/den, as compute's structure printer and certificates assume
-    rotated: ClassVar[tuple[str, ...]] = ()  # quantities before the scores: RoPE's Q_rot, K_rot (exact/rope.py)
+
+    def __getattr__(self, name: str) -> Any:
+        # what a part adds to the model (a slope, the rotated structures): model.<name>, found on its parts
+        if name.startswith("__") or name in ("parts", "memo"):
+            raise AttributeError(name)
+        for part in self.__dict__.get("parts", ()):
+            if name in part.exposes:
+                return part.expose(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def n_queries(self) -> int:
@@ -80,17 +95,79 @@ class Model(ClosedForms, Rounding, ForwardPass):
     def may_attend(self, i: int, j: int) -> bool:
         return self.allowed is None or self.allowed[i][j]
 
-    def vary(self, i: int, j: int, z: sympy.Expr) -> sympy.Expr:
-        """z_ij after the variants of the scores (ALiBi's bias, the softcap): itself here."""
-        return z
+    # --- the parts ---------------------------------------------------------
 
-    def sink_term(self, i: int, stable: bool) -> sympy.Expr:
-        """A sink's term in row i's denominator (e^s, or e^(s − M) for the stable softmax); 0 here."""
-        return sympy.Integer(0)
+    @cached_property
+    def memo(self) -> dict[str, Any]:
+        """What the parts compute once per model (their structures, enclosures at each precision)."""
+        return {}
+
+    def stage_parts(self, stage: int) -> tuple[Any, ...]:
+        return tuple(p for p in self.parts if p.stage == stage)
+
+    @cached_property
+    def qk(self) -> Any:
+        """The part that makes the scores from Q and K, or None (S = QKᵀ)."""
+        return next(iter(self.stage_parts(QK)), None)
+
+    @cached_property
+    def denominator(self) -> Any:
+        """The part with a term in every softmax denominator, or None."""
+        return next(iter(self.stage_parts(DENOMINATOR)), None)
+
+    @property
+    def varied(self) -> bool:
+        """Whether a part changes z or the softmax's denominator (else z = S · scale)."""
+        return any(p.stage != QK for p in self.parts)
+
+    def without(self, *stages: int) -> Model:
+        """The same head without the parts of these stages (the scores before a bias, z before a cap)."""
+        return replace(self, parts=tuple(p for p in self.parts if p.stage not in stages))
+
+    @cached_property
+    def forms(self) -> Forms:
+        return Forms(self)
+
+    @property
+    def before_scores(self) -> tuple[str, ...]:
+        """The quantities a Q/K part makes before the scores (compute writes them first)."""
+        return self.qk.computed if self.qk is not None else ()
 
     def extra_quantities(self) -> tuple[str, ...]:
-        """A variant's own quantities, for compute (ALiBi's "bias"); none here."""
-        return ()
+        """The later parts' own quantities, for compute (the additive part's term, the denominator's)."""
+        return tuple(q for p in self.parts if p.stage != QK for q in p.computed)
+
+    def owner(self, quantity: str) -> Any:
+        """The part whose quantity this is, or None."""
+        return next((p for p in self.parts if quantity in p.quantities), None)
+
+    def vary(self, i: int, j: int, z: sympy.Expr) -> sympy.Expr:
+        """z_ij after the additive and monotone parts (z itself without)."""
+        for part in self.parts:
+            if part.stage in (ADD, MAP):
+                z = part.vary(self, i, j, z)
+        return z
+
+    def z_before(self, part: Any, i: int, j: int) -> sympy.Expr:
+        """z_ij as it comes into a part: S·scale through the additive and monotone parts before it."""
+        z = self.scores[i, j] * self.scale
+        for p in self.parts:
+            if p is part:
+                break
+            if p.stage in (ADD, MAP):
+                z = p.vary(self, i, j, z)
+        return z
+
+    def z_derivative(self, i: int, j: int) -> sympy.Expr:
+        """dz/dy of the monotone parts at (i, j): y the scaled score with its additive terms (1 without)."""
+        out: sympy.Expr = sympy.Integer(1)
+        for part in self.stage_parts(MAP):
+            out = out * part.derivative(self, i, j)
+        return out
+
+    def denominator_terms(self, i: int, stable: bool) -> tuple[sympy.Expr, ...]:
+        """A denominator part's term in row i's sum (e^(s − M) for the stable softmax); none without one."""
+        return () if self.denominator is None else (self.denominator.term(self, i, stable),)
 
     # --- closed forms ----------------------------------------------------
 
@@ -108,30 +185,67 @@ class Model(ClosedForms, Rounding, ForwardPass):
 
     @cached_property
     def scores(self) -> ImmutableMatrix:
+        if self.qk is not None:
+            return self.qk.scores(self)
         return rational_matrix(self.s, self.dq * self.dk)
 
     @cached_property
     def sqrt_dk(self) -> sympy.Expr:
         return sympy.sqrt(self.d_k)
 
+    def _z(self, i: int, j: int) -> sympy.Expr:
+        # S·scale, then the additive and monotone parts (masked: −∞)
+        if not self.may_attend(i, j):
+            return sympy.S.NegativeInfinity
+        return self.vary(i, j, self.scores[i, j] * self.scale)
+
     @cached_property
     def scaled(self) -> ImmutableMatrix:
         S = self.scores
-        return ImmutableMatrix(
-            S.rows, S.cols, lambda i, j: S[i, j] * self.scale if self.may_attend(i, j) else sympy.S.NegativeInfinity
-        )
+        return ImmutableMatrix(S.rows, S.cols, self._z)
 
     @cached_property
     def row_max(self) -> tuple[int, ...]:
-        """For each row, the key with the largest score that may be attended to."""
-        scores = self.score_integers[1]
-        return tuple(
-            max((j for j in range(self.n_keys) if self.may_attend(i, j)), key=lambda j: row[j])
-            for i, row in enumerate(scores)
-        )
+        """For each row, the key with the largest z that may be attended to (the first, on ties)."""
+        if not self.parts:
+            scores = self.score_integers[1]
+            return tuple(
+                max((j for j in range(self.n_keys) if self.may_attend(i, j)), key=lambda j: row[j])
+                for i, row in enumerate(scores)
+            )
+        forms, out = self.forms, []
+        for i in range(self.n_queries):
+            keys = [j for j in range(self.n_keys) if self.may_attend(i, j)]
+
+            def order(a: int, b: int, i: int = i) -> int:
+                return forms.compare(forms.form(i, a), forms.form(i, b))
+
+            try:
+                out.append(max(keys, key=cmp_to_key(order)))
+            except Unordered:
+                raise EvaluationError(
+                    "cannot order two biased scores"
+                    if self.varied
+                    else f"cannot decide the largest score of row {i + 1}"
+                ) from None
+        return tuple(out)
+
+    @cached_property
+    def shift(self) -> tuple[sympy.Expr, ...]:
+        """What the stable softmax subtracts from each row: its largest z (or a denominator part's logit)."""
+        Z = self.scaled
+        top = tuple(Z[i, self.row_max[i]] for i in range(Z.rows))
+        return top if self.denominator is None else self.denominator.shift(self, top)
 
     @cached_property
     def shifted(self) -> ImmutableMatrix:
+        if self.varied:
+            Z = self.scaled
+            return ImmutableMatrix(
+                Z.rows,
+                Z.cols,
+                lambda i, j: Z[i, j] - self.shift[i] if self.may_attend(i, j) else sympy.S.NegativeInfinity,
+            )
         S = self.scores
         return ImmutableMatrix(
             S.rows,
@@ -142,12 +256,18 @@ class Model(ClosedForms, Rounding, ForwardPass):
         )
 
     @cached_property
+    def exp_sum(self) -> ImmutableMatrix:
+        E = self.exp
+        return ImmutableMatrix([[sympy.Add(*E.row(i), *self.denominator_terms(i, False))] for i in range(E.rows)])
+
+    @cached_property
     def exp_shifted(self) -> ImmutableMatrix:
         return self.shifted.applyfunc(sympy.exp)
 
     @cached_property
     def exp_shifted_sum(self) -> ImmutableMatrix:
-        return row_sums(self.exp_shifted)
+        E = self.exp_shifted
+        return ImmutableMatrix([[sympy.Add(*E.row(i), *self.denominator_terms(i, True))] for i in range(E.rows)])
 
     @cached_property
     def products(self) -> ImmutableMatrix:
@@ -157,11 +277,24 @@ class Model(ClosedForms, Rounding, ForwardPass):
 
     def exact(self, quantity: str) -> ImmutableMatrix:
         """The closed forms of one quantity as a matrix (1×1 for scalars)."""
+        part = self.owner(quantity)
+        if part is not None:
+            return part.exact(self, quantity)
         if quantity not in QUANTITIES:
             raise ValueError(f"unknown quantity {quantity!r}; expected one of {', '.join(QUANTITIES)}")
         if quantity in ("scale", "sqrt_dk"):
             return ImmutableMatrix([[getattr(self, quantity)]])
         return getattr(self, quantity)
+
+    def significant(self, quantity: str, digits: int) -> Rows:
+        try:
+            return super().significant(quantity, digits)
+        except EvaluationError:
+            for part in self.stage_parts(MAP):  # a map whose values no fixed-point box separates
+                found = part.significant(self, quantity, digits)
+                if found is not None:
+                    return found
+            raise
 
     # --- numbers ---------------------------------------------------------
 
@@ -188,115 +321,27 @@ class Model(ClosedForms, Rounding, ForwardPass):
     def _may_be_infinite(self, quantity: str) -> bool:
         return quantity in INFINITE_QUANTITIES and self.allowed is not None
 
-    def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
-        """The exact rational value of each entry, or None where it is irrational (or −∞).
-
-        Decided from the structure, without building closed forms: by
-        Lindemann–Weierstrass, e^z (z algebraic) is rational only at z = 0, and a
-        softmax weight only when every score its query may attend to is equal.
-        """
-        table = self._rational_tables.get(quantity)
-        if table is None:
-            table = self._rational_tables[quantity] = self._rationals(quantity)
-        return table
-
-    @cached_property
-    def _rational_tables(self) -> dict[str, tuple[tuple[Fraction | None, ...], ...]]:
-        return {}
-
-    def _rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
-        ok = self.may_attend
-        if quantity in ("scale", "sqrt_dk"):
-            return ((numeric.as_fraction(getattr(self, quantity)),),)
-        if quantity in ("weights", "products", "output"):  # from the groups alone (RoPE's scores have no integers)
-            return self._softmax_rationals(quantity)
-        den, scores = self.score_integers
-        if quantity in ("scores", "scaled", "shifted"):
-            # from the integers, not the closed forms: z = n·scale/den is rational iff the scale is, or n = 0
-            c = Fraction(1) if quantity == "scores" else numeric.as_fraction(self.scale)
-            top = [row[self.row_max[i]] if quantity == "shifted" else 0 for i, row in enumerate(scores)]
-            return tuple(
-                tuple(
-                    None
-                    if quantity != "scores" and not ok(i, j)
-                    else Fraction((x - top[i]) * c.numerator, den * c.denominator)
-                    if c is not None
-                    else Fraction(0)
-                    if x == top[i]
-                    else None
-                    for j, x in enumerate(row)
-                )
-                for i, row in enumerate(scores)
-            )
-        top = [row[self.row_max[i]] for i, row in enumerate(scores)]
-        if quantity == "exp":
-            return tuple(
-                tuple((Fraction(1) if x == 0 else None) if ok(i, j) else Fraction(0) for j, x in enumerate(row))
-                for i, row in enumerate(scores)
-            )
-        if quantity == "exp_shifted":
-            return tuple(
-                tuple((Fraction(1) if x == top[i] else None) if ok(i, j) else Fraction(0) for j, x in enumerate(row))
-                for i, row in enumerate(scores)
-            )
-        if quantity in ("exp_sum", "exp_shifted_sum"):
-            target = (lambda i: 0) if quantity == "exp_sum" else (lambda i: top[i])
-            return tuple(
-                (
-                    Fraction(self._allowed_count(i))
-                    if all(x == target(i) for j, x in enumerate(row) if ok(i, j))
-                    else None,
-                )
-                for i, row in enumerate(scores)
-            )
-        return self._softmax_rationals(quantity)
-
-    def _softmax_rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
-        """weights, products and output: rational where the groups of equal scores say so."""
-        n, m = self.n_queries, self.n_keys
-        ok = self.may_attend
-        weights = tuple(
-            tuple(
-                Fraction(0) if not ok(i, j) else (Fraction(1, self._allowed_count(i)) if self._row_is_flat(i) else None)
-                for j in range(m)
-            )
-            for i in range(n)
-        )
-        if quantity == "weights":
-            return weights
-        if quantity == "products":
-            return tuple(
-                tuple(self._product(weights[i][j], v) for v in self.v_rows[j]) for i in range(n) for j in range(m)
-            )
-        if quantity == "output":
-            return tuple(tuple(self._rational_output(i, k) for k in range(self.v.shape[1])) for i in range(n))
-        raise ValueError(f"unknown quantity {quantity!r}; expected one of {', '.join(QUANTITIES)}")
-
-    def _allowed_count(self, i: int) -> int:
-        return self.n_keys if self.allowed is None else sum(self.allowed[i])
-
-    @cached_property
-    def v_rows(self) -> list[list[Fraction]]:
-        return [[Fraction(int(x), self.dv) for x in row] for row in self.v.to_list()]
-
-    @cached_property
-    def _v_integers(self) -> tuple[int, list[list[int]]]:
-        """V = columns / den with integer columns."""
-        rows = self.v.to_list()
-        return self.dv, [[int(row[k]) for row in rows] for k in range(self.v.shape[1])]
-
     @cached_property
     def score_integers(self) -> tuple[int, list[list[int]]]:
         """S = rows / den with integer rows (fast to hash, compare and multiply)."""
+        if self.qk is not None:
+            raise TypeError(self.qk.not_rational)
         return self.dq * self.dk, [[int(x) for x in row] for row in self.s.to_list()]
 
     @cached_property
     def _groups(self) -> list[list[list[int]]]:
-        # the keys each row may attend to, grouped by equal score
-        return self._grouped(self.score_integers[1])
+        # the keys each row may attend to, grouped by equal z (exact stand-ins: the integers, or the forms' keys)
+        if not self.parts:
+            return self._grouped(self.score_integers[1])
+        forms = self.forms
+        return self._grouped([[forms.key(forms.form(i, j)) for j in range(self.n_keys)] for i in range(self.n_queries)])
+
+    @property
+    def groups(self) -> list[list[list[int]]]:
+        return self._groups
 
     def _grouped(self, scores: Sequence[Sequence[Hashable]]) -> list[list[list[int]]]:
-        """The keys each row may attend to, grouped by equal ``scores`` (exact stand-ins for the scores)."""
+        """The keys each row may attend to, grouped by equal ``scores`` (exact stand-ins for z)."""
         out = []
         for i, row in enumerate(scores):
             groups: dict[Hashable, list[int]] = {}
@@ -306,74 +351,63 @@ class Model(ClosedForms, Rounding, ForwardPass):
             out.append(list(groups.values()))
         return out
 
-    @cached_property
-    def _all_distinct(self) -> list[bool]:
-        return [all(len(group) == 1 for group in groups) for groups in self._groups]
-
-    @cached_property
-    def _constant_columns(self) -> list[Fraction | None]:
-        den, columns = self._v_integers
-        return [Fraction(col[0], den) if len(set(col)) == 1 else None for col in columns]
-
-    def _row_is_flat(self, i: int) -> bool:
-        return len(self._groups[i]) == 1
-
-    @staticmethod
-    def _product(weight: Fraction | None, v: Fraction) -> Fraction | None:
-        if v == 0:
-            return Fraction(0)
-        return None if weight is None else weight * v
-
-    def _rational_output(self, i: int, k: int) -> Fraction | None:
-        # By Lindemann–Weierstrass, Σ_j V_jk e^{z_j} / Σ_j e^{z_j} (z algebraic) is
-        # rational iff the mean of V over each group of equal z is the same.
-        den, columns = self._v_integers
-        column = columns[k]
-        groups = self._groups[i]
-        if self._all_distinct[i]:  # rational iff V is constant over the keys this row may attend to
-            if self.allowed is None:
-                return self._constant_columns[k]
-            values = {column[group[0]] for group in groups}
-            return Fraction(values.pop(), den) if len(values) == 1 else None
-        first, count = sum(column[j] for j in groups[0]), len(groups[0])
-        for group in groups[1:]:  # usually the second group already differs
-            if sum(column[j] for j in group) * count != first * len(group):
-                return None
-        return Fraction(first, count * den)
-
     def _magnitude_bits(self, quantity: str) -> int:
-        return self._exp_bits if quantity in ("exp", "exp_sum") else 0
+        large = ("exp", "exp_sum") + tuple(q for p in self.parts for q in p.large)
+        return self.exp_bits if quantity in large else 0
 
     @cached_property
+    def exp_bits(self) -> int:
+        """Bits above the point that e^z may need: z * log2(e) < 1.5 z."""
+        if self.qk is not None:
+            top = self.qk.highest(self)
+        else:
+            den, rows = self.score_integers
+            top = Fraction(max(max(row) for row in rows), den)
+        bits = max(0, int(top * upper(self.scale) * 3 // 2) + 8)
+        return bits if self.denominator is None else max(bits, self.denominator.exp_bits(self))
+
+    @property
     def _exp_bits(self) -> int:
-        # bits above the point that e^z may need: z * log2(e) < 1.5 z
-        den, rows = self.score_integers
-        top = Fraction(max(max(row) for row in rows), den) * _upper(self.scale)
-        return max(0, int(top * 3 // 2) + 8)
+        return self.exp_bits
 
     @cached_property
     def largest_z(self) -> tuple[Fraction, int, int]:
         """An upper bound of max |z| over the entries that may be attended to, and where it is."""
-        den, rows = self.score_integers
+        ok = self.may_attend
+        if not self.parts:
+            den, rows = self.score_integers
+            top, i, j = max((abs(x), i, j) for i, row in enumerate(rows) for j, x in enumerate(row) if ok(i, j))
+            return Fraction(top, den) * upper(self.scale), i, j
+        scale = upper(self.scale)
+        if self.qk is not None:
+            magnitudes = self.qk.magnitudes(self)
+        else:
+            den, rows = self.score_integers
+            magnitudes = [[abs(Fraction(x, den)) for x in row] for row in rows]
+        adds = self.stage_parts(ADD)
         top, i, j = max(
-            (abs(x), i, j) for i, row in enumerate(rows) for j, x in enumerate(row) if self.may_attend(i, j)
+            (x * scale + sum((p.magnitude(i, j) for p in adds), Fraction(0)), i, j)
+            for i, row in enumerate(magnitudes)
+            for j, x in enumerate(row)
+            if ok(i, j)
         )
-        return Fraction(top, den) * _upper(self.scale), i, j
+        for part in self.stage_parts(MAP):
+            top = min(top, part.bound)
+        return top, i, j
 
     @cached_property
     def _headroom_bits(self) -> int:
         # e^z needs 1.5 |z| bits above the point; a weight e^(z_j − max) as many below it
-        return int(3 * self.largest_z[0]) + 64
+        bits = int(3 * self.largest_z[0]) + 64
+        return bits if self.denominator is None else bits + self.denominator.headroom
 
     def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
         bits = -(-bits // 32) * 32  # coarse steps, so quantities share one evaluation
         if bits not in self._boxes:
-            self._boxes[bits] = self._new_boxes(bits)
-        return getattr(self._boxes[bits], quantity)()
-
-    def _new_boxes(self, bits: int) -> Boxes:
-        """The enclosures at one precision (a variant's model encloses its own scores)."""
-        return Boxes(self, bits)
+            self._boxes[bits] = Boxes(self, bits)
+        boxes = self._boxes[bits]
+        part = self.owner(quantity)
+        return part.boxes(boxes, quantity) if part is not None else getattr(boxes, quantity)()
 
     @cached_property
     def _boxes(self) -> dict[int, Boxes]:
@@ -409,12 +443,6 @@ class Model(ClosedForms, Rounding, ForwardPass):
         return out
 
 
-def _upper(x: sympy.Expr) -> Fraction:
-    # a rational upper bound of a positive constant
-    box = Fixed.from_interval(numeric.enclose(x, 64), 32)
-    return Fraction(box.hi, 1 << 32)
-
-
 def scale_of(spec: Spec) -> sympy.Expr:
     """The exact factor Z = S · scale."""
     if spec.scale == "sqrt":
@@ -422,56 +450,3 @@ def scale_of(spec: Spec) -> sympy.Expr:
     if spec.scale == "none":
         return sympy.Integer(1)
     return sympy.Rational(spec.scale.value.numerator, spec.scale.value.denominator)
-
-
-def model_fields(spec: Spec) -> dict:
-    """A numeric head's fields from its spec: Q, K, V as integers over a denominator, S = QKᵀ (for RoPE the
-    scores before the rotation), d_k, the scale and the mask. Every head model (and its variants) takes them."""
-    Q, K, V = spec.Q, spec.K, spec.V
-    if not (is_numbers(Q) and is_numbers(K) and is_numbers(V)):
-        raise ValueError("a spec with formulas has a symbolic model: use build_symbolic")
-    (q, dq), (k, dk), (v, dv) = (integer_matrix(m) for m in (Q, K, V))
-    return dict(
-        q=q,
-        k=k,
-        v=v,
-        s=q * k.transpose(),
-        dq=dq,
-        dk=dk,
-        dv=dv,
-        d_k=spec.d_k,
-        scale=scale_of(spec),
-        allowed=spec.allowed,
-    )
-
-
-def check_work(model: Model, source: str) -> None:
-    """Refuse scores whose exponentials no one could print or store, before any is evaluated."""
-    z, i, j = model.largest_z
-    if z > ABS_Z:
-        digits = z * Fraction(4343, 10000)  # log10(e) < 0.4343
-        raise LimitError(
-            source,
-            "scaled",
-            f"|z| = |S·scale| is about {_approximately(z)}, more than {ABS_Z} "
-            f"(the limit): e^z would have about {_approximately(digits)} digits",
-            (i + 1, j + 1),
-        )
-    work = model.n_queries * model.n_keys * model._headroom_bits
-    if work > WORK_BITS:
-        raise LimitError(
-            source,
-            "scaled",
-            f"{model.n_queries}×{model.n_keys} scores with |z| up to "
-            f"{_approximately(z)} need {work // 8 // 2**20} MiB of exact digits; "
-            f"the limit is {WORK_BITS // 8 // 2**20} MiB",
-            (i + 1, j + 1),
-        )
-
-
-def _approximately(x: Fraction) -> str:
-    # an integer for a message, without str() of a huge int
-    n = int(x)
-    if n.bit_length() < 60:
-        return str(n)
-    return f"10^{int(n.bit_length() * 0.30103)}"

@@ -21,7 +21,7 @@ from symattn.exact.base import ForwardPass, Rounding, lcm_of_denominators
 from symattn.exact.heads import build_heads
 from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
-from symattn.exact.rounding import NumRows, _from_model, exact_or_rounded
+from symattn.exact.rounding import NumRows, exact_or_rounded, from_model
 from symattn.input.spec import Spec
 
 
@@ -122,7 +122,7 @@ class MultiHead(Rounding, ForwardPass):
                 decimals,
                 spec.notation,
             )
-        return _from_model(self, "output", decimals, spec.notation)
+        return from_model(self, "output", decimals, spec.notation)
 
 
 def build_multihead(spec: Spec) -> MultiHead:

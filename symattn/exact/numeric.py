@@ -301,7 +301,7 @@ def _significant_box(lo: int, hi: int, bits: int, digits: int, sign: int) -> Dec
     e = digits - 1 - k
     shown = significant_decimal(sign, _half_up(lo, bits, e), e, digits)
     if _at_least(hi, bits, k + 1):
-        # the ends straddle a power of ten: decided where both round to it (softcap's c·(1 − e^−10⁶) just
+        # the ends straddle a power of ten: decided where both round to it (a cap's c·(1 − e^−10⁶) just
         # under c = 10^−6 never leaves the box around c); rounding is monotone, so every point between does too
         f = digits - 1 - _exponent(hi, bits)
         other = significant_decimal(sign, _half_up(hi, bits, f), f, digits)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import cache
+from typing import TYPE_CHECKING
 
 import sympy
 
@@ -31,7 +32,9 @@ from symattn.exact import numeric
 from symattn.exact.base import Rounding
 from symattn.exact.num import NEG_INFINITY, Num, NumRow, NumRows
 from symattn.input.decimals import round_half_up, terminating_decimals
-from symattn.input.spec import Spec
+
+if TYPE_CHECKING:
+    from symattn.input.spec import Spec
 
 _LARGE = Fraction(10**6)
 _SMALL = Fraction(1, 10**4)
@@ -54,8 +57,8 @@ class Figures:
     percent_whole: NumRows  # "about 40%" in the recap
     products: tuple[NumRows, ...]  # [i][j] = weight_ij × V_j, the terms of output row i
     output: NumRows
-    sink_exp: NumRow | None = None  # with a sink: e^s (or e^(s − M), stable) in each row's denominator
-    sink_share: NumRow | None = None  # and its share of the row, 1 − Σ_j α_ij
+    denominator: NumRow | None = None  # a denominator part's term in each row's sum (e^s, or e^(s − M) stable)
+    share: NumRow | None = None  # and its share of the row, 1 − Σ_j α_ij
 
 
 def is_exact(rows: Sequence[Sequence[Num]]) -> bool:
@@ -151,7 +154,7 @@ def _num(shown: Decimal, value: Fraction | None) -> Num:
     return Num(shown, value is not None and Fraction(shown) == value)
 
 
-def _from_model(
+def from_model(
     model: Rounding, quantity: str, decimals: int, notation: str = "fixed", shift: int = 0, digits: int | None = None
 ) -> NumRows:
     """The model's values as shown; ``shift``: they are displayed × 10^shift (percent: 2)."""
@@ -176,7 +179,7 @@ def _fractions(rows: NumRows) -> list[list[Fraction]]:
     return [[x.fraction for x in row] for row in rows]
 
 
-def _exp_of(x: Num, decimals: int, notation: str) -> Num:
+def exp_of(x: Num, decimals: int, notation: str) -> Num:
     if x.is_infinite:
         return Num(Decimal(0), True)  # e^−∞ = 0
     value = x.fraction
@@ -207,13 +210,14 @@ class _Hand:
         return x
 
     def trig(self, angle: sympy.Expr) -> tuple[Fraction, Fraction]:
-        """RoPE's cos and sin as the rotation step shows them (to the scores' decimals)."""
+        """The cos and sin of a rotation as its step shows them (to the scores' decimals)."""
         places = self.spec.decimals.scores
         c, s = (Fraction(numeric.round_expr(f(angle), places)) for f in (sympy.cos, sympy.sin))
         return c, s
 
     def real(self, x: sympy.Expr) -> Fraction:
-        """softcap's tanh′ and a sink's share, rounded to the weights' decimals (as the weights are)."""
+        """A part's exact real (a map's derivative, a denominator's share), rounded to the weights' decimals
+        (as the weights are)."""
         return Fraction(numeric.round_expr(x, self.spec.decimals.weights))
 
     def scale(self, x: Fraction) -> Fraction:
@@ -238,7 +242,7 @@ def gradient_figures(
     decimals, notation = spec.decimals.gradients, spec.notation
     names = list(model.quantity_names)
     if spec.rounding != "hand":
-        exact = {name: _from_model(model, name, decimals, notation) for name in names}
+        exact = {name: from_model(model, name, decimals, notation) for name in names}
         for name in names:  # exactly, the Jacobian times dA is dZ
             if name.startswith("dZ"):
                 exact["jacobian_dA" + name[2:]] = exact[name]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from symattn.input import filematrix, limits, tensorfile
+from symattn.input import filematrix, limits
 from symattn.input.errors import LimitError, ShapeError, SpecError, brief
 from symattn.input.filematrix import FileMatrix
 from symattn.input.reader import Reader
@@ -33,6 +33,8 @@ def read_batched(reader: Reader, data: Mapping[str, Any]) -> tuple[dict[str, Any
     given = {key: data.get(key) for key in ("Q", "K", "V")}
     if not all(filematrix.names_file(v) for v in given.values()) or reader.folder is None:
         return dict(data), (), layout
+    from symattn.input import tensorfile  # numpy's: only for a spec that names files
+
     raw = {key: str(v) for key, v in given.items()}
     arrays = {key: filematrix.read_array(v, key, reader.source, reader.folder) for key, v in raw.items()}
     for key, a in arrays.items():

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from symattn import variants
 from symattn.input import quantities
 from symattn.input.errors import SpecError
 from symattn.input.files import kind_of, read_table
@@ -38,7 +39,6 @@ from symattn.input.quantities import (
     OUTPUT_PROJECTION,
     PROJECTED_GRADIENTS,
     QUANTITIES,
-    ROTATED,
     SHARED,
     is_multihead,
     is_per_head,
@@ -204,10 +204,9 @@ class _ClaimReader(Reader):
             raise self.error(key, f"{name} is a quantity of several heads or W_O; this spec has one head")
         if name in ("dW_O",) and spec.W_O is None:
             raise self.error(key, "claims on dW_O need W_O")
-        if name in ("sink_share", "dsinks") and spec.sinks is None:
-            raise self.error(key, f"claims on {name} need sinks")
-        if name in ROTATED and spec.rope is None:
-            raise self.error(key, f"claims on {name} need rope = true (the rotated Q and K of RoPE)")
+        needs = variants.missing(spec, name)  # a part's own quantity, and the spec has not the part
+        if needs is not None:
+            raise self.error(key, f"claims on {name} need {needs}")
         if row is not None and name in NOT_IN_ROWS and name not in SHARED + INPUTS:
             raise self.error(
                 key,
@@ -241,9 +240,7 @@ class _ClaimReader(Reader):
                 continue
             if q == "dW_O" and spec.W_O is None:
                 continue
-            if q in ("sink_share", "dsinks") and spec.sinks is None:  # issue 20
-                continue
-            if q in ROTATED and spec.rope is None:
+            if variants.missing(spec, q) is not None:  # a part's own, and the spec has not the part
                 continue
             if is_multihead(spec) and q not in INPUTS + SHARED:
                 if prefixed and q in PROJECTED_GRADIENTS:

@@ -224,17 +224,11 @@ SAFETENSORS_HEADER = 1024 * 1024  # bytes of a .safetensors JSON header; checked
 BATCH_HEADS = 64  # batches × heads of Q, K, V files with those axes (FlashAttention's grid: 9 × 6)
 ARB_BALLS = 1 << 23  # arb balls compare keeps to serve a refined row again (about 48 bytes each at 96 bits)
 
-# --- issue 20 (modA): grouped-query heads and the sliding window ---------------------
-WINDOW = 1024  # keys of a sliding window (as many as the tokens: a wider one would mean no window anyway)
+# --- issue 20 (modA): grouped-query heads --------------------------------------------
 KV_HEADS = 16  # key/value heads (grouped-query): at most the query heads
-# --- score variants (alibi, softcap) ----------------------------------------------
-ALIBI_SLOPE = 100  # the largest alibi_slopes entry: the bias −m·|i − j| then stays within ABS_Z's reach
-SOFTCAP = 1000  # the largest softcap c: capped scores lie in (−c, c), well inside ABS_Z
-SINK_LOGIT = 100  # the largest |s| of a sink logit: e^100 has 44 digits before the point
-# --- rotary position embeddings (RoPE) ---------------------------------------------
-ROPE_BASE_MAX = 10**12  # rope_base from 1/10^12 to 10^12, numerator and denominator at most 10^12
-ROPE_TERMS = 2_000_000  # cos/sin terms of the rotated scores: heads × queries × keys × d_k/2
+# (each variant's own limits are in its module of symattn.variants)
 
+# --- compare's gradients (--quantity dq, dk, dv) ---------------------------------------
 GRADIENT_TOKENS = 64  # queries or keys of compare --quantity dq|dk|dv (the exact backward pass: 6.8 s at 64×64×64)
 # ... on the float64 path (Q, K, V and dO of float32 values): memory O(block · keys + N · D)
 KERNEL_GRADIENT_TOKENS = 8192

@@ -12,7 +12,6 @@ from symattn.input.choices import MASKS
 from symattn.input.errors import ShapeError
 from symattn.input.filematrix import has_formulas
 from symattn.input.groups import check_kv_heads
-from symattn.input.masks_modern import empty_row_reason, read_diagonal
 from symattn.input.messages import said
 from symattn.input.projection import Projection
 from symattn.input.reader import Matrix, Numerals, Reader, brief, check_keys, did_you_mean, kind_of, parse_index
@@ -120,14 +119,17 @@ def read_projection(reader: Reader, data: Mapping[str, Any]) -> Projection:
     return Projection(X, X_kv, W["W_Q"], W["W_K"], W["W_V"], **biases)
 
 
-def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], keys: tuple[str, ...]):
+def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], keys: tuple[str, ...], where: Any):
+    """mask, key_padding and the mask parts (symattn.variants: the causal diagonal's alignment, a window):
+    (kind, allowed or None where every key is, padding, the mask parts' (name, setting) pairs)."""
     n, m = len(tokens), len(keys)
     raw = data.get("mask", "none")
     if isinstance(raw, str):
         kind = reader.choice(raw, "mask", MASKS)
-        diagonal = read_diagonal(reader, data, kind == "causal", n, m)
-        if kind == "none" and diagonal.window is None and "key_padding" not in data:  # every key: no n×m lists
-            return kind, None, None, diagonal
+        # the mask parts' mask_mod (the causal diagonal and its alignment, a window), ANDed with the mask
+        parts, settings, pairs, restricted = _mask_parts(reader, data, where, kind == "causal")
+        if kind == "none" and not restricted and "key_padding" not in data:  # every key: no n×m lists
+            return kind, None, None, pairs
         allowed = [[True] * m for _ in range(n)]
     else:
         kind = "matrix"
@@ -149,11 +151,12 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
                 else:
                     raise reader.error("mask", said("zero_or_one", got=brief(x)), (i, j))
             allowed.append(out)
-    # the causal diagonal (top-left or bottom-right) and the sliding window, ANDed with the mask
-    if kind == "matrix":
-        diagonal = read_diagonal(reader, data, False, n, m)
+    if kind == "matrix":  # its mask parts come after it (a string mask's before its n×m lists)
+        parts, settings, pairs, restricted = _mask_parts(reader, data, where, False)
+    causal = kind == "causal"
     allowed = [
-        [a and diagonal.allows(kind == "causal", i, j) for j, a in enumerate(row)] for i, row in enumerate(allowed)
+        [a and all(p.allows(s, causal, i, j) for p, s in zip(parts, settings)) for j, a in enumerate(row)]
+        for i, row in enumerate(allowed)
     ]
     padding = None
     if "key_padding" in data:
@@ -169,10 +172,24 @@ def read_mask(reader: Reader, data: Mapping[str, Any], tokens: tuple[str, ...], 
         allowed = [[a and not padding[j] for j, a in enumerate(row)] for row in allowed]
     for i, row in enumerate(allowed):
         if not any(row):
-            key, why = empty_row_reason(diagonal, i, m)
+            blame = (p.empty_row(s, i, m) for p, s in zip(parts, settings))
+            key, why = next((b for b in blame if b is not None), ("mask", ""))
             raise reader.error(key, said("attends_nothing", row=i + 1, token=tokens[i], why=why))
     full = all(all(row) for row in allowed)
-    return kind, (None if full else tuple(tuple(row) for row in allowed)), padding, diagonal
+    return kind, (None if full else tuple(tuple(row) for row in allowed)), padding, pairs
+
+
+def _mask_parts(reader: Reader, data: Mapping[str, Any], where: Any, causal: bool) -> tuple[Any, list, tuple, bool]:
+    """The mask parts, their settings, the (name, setting) pairs of those the spec has, and whether one may
+    block a key where the mask does not."""
+    from dataclasses import replace
+
+    from symattn import variants
+
+    parts = variants.mask_parts()
+    settings = [p.read(reader, data, replace(where, causal=causal)) for p in parts]
+    pairs = tuple((p.name, s) for p, s in zip(parts, settings) if s is not None)
+    return parts, settings, pairs, any(p.restricts(s) for p, s in zip(parts, settings))
 
 
 def read_backward(reader: Reader, raw: object, rows: int, cols: int) -> Backward:

@@ -12,27 +12,48 @@ from __future__ import annotations
 
 from typing import Any
 
+from symattn import variants
 from symattn.input.spec import Spec
 
+
+def _with_parts(core: tuple[str, ...], gradient: bool) -> tuple[str, ...]:
+    """A head's quantities with the parts' own (symattn.variants) right before the one each names (at the end
+    where it names none)."""
+    out = list(core)
+    for q in variants.QUANTITIES:
+        if q.gradient == gradient:
+            out.insert(out.index(q.before) if q.before in out else len(out), q.name)
+    return tuple(out)
+
+
+PART_QUANTITIES = {q.name: q for q in variants.QUANTITIES}  # the parts' own claimable quantities
 INPUTS = ("Q", "K", "V")  # claimable when they are computed from X and W
 SHARED = ("sqrt_dk", "scale")  # scalars, the same for every head
-ROTATED = ("Q_rot", "K_rot")  # RoPE's rotated Q and K of each head (rope = true only)
-HEAD_FORWARD = ROTATED + ("scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "sink_share", "output")
-HEAD_BACKWARD = ("dO", "dV", "dA", "rowsum", "dZ", "dS", "dQ", "dK", "dsinks")  # dsinks: the sink logit's, a number
+HEAD_FORWARD = _with_parts(("scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "output"), False)
+HEAD_BACKWARD = _with_parts(("dO", "dV", "dA", "rowsum", "dZ", "dS", "dQ", "dK"), True)
 LAYER_FORWARD = ("concat", "output")
 LAYER_TOP = ("dO", "dW_O", "dconcat")  # the backward pass's start, before it splits into heads
 PROJECTED_GRADIENTS = ("dW_Q", "dW_K", "dW_V", "dX")  # need X with W_Q, W_K, W_V
 LAYER_BACKWARD = ("dQ", "dK", "dV") + PROJECTED_GRADIENTS  # after the heads: theirs side by side
 OUTPUT_PROJECTION = ("concat", "dW_O", "dconcat")  # only with several heads or W_O
-GRADIENTS = ("dO", "dW_O", "dconcat", "dV", "dA", "rowsum", "dZ", "dS", "dQ", "dK", "dsinks") + PROJECTED_GRADIENTS
+GRADIENTS = ("dO", "dW_O", "dconcat") + HEAD_BACKWARD[1:] + PROJECTED_GRADIENTS
 # every name a claims file may use, in the order of the derivation ("percent" is the weights in percent)
 QUANTITIES = (
     INPUTS + SHARED + HEAD_FORWARD + ("concat", "dO", "dW_O", "dconcat") + HEAD_BACKWARD[1:] + (PROJECTED_GRADIENTS)
 )
-SCALARS = SHARED + ("dsinks",)  # one number (dsinks: per head)
-COLUMNS = ("exp_sum", "rowsum", "sink_share")  # one number per query: a row index, no column
-# rows that are not the queries (dsinks: no rows)
-NOT_IN_ROWS = INPUTS + SHARED + ("K_rot", "dV", "dK", "dW_O", "dsinks") + PROJECTED_GRADIENTS
+# one number (a part's: per head)
+SCALARS = SHARED + tuple(q.name for q in variants.QUANTITIES if q.rows is None)
+# one number per query: a row index, no column
+COLUMNS = ("exp_sum", "rowsum") + tuple(q.name for q in variants.QUANTITIES if q.rows == "token" and q.cols is None)
+# rows that are not the queries
+NOT_IN_ROWS = (
+    INPUTS
+    + SHARED
+    + tuple(q.name for q in variants.QUANTITIES if q.rows != "token" and q.gradient is False)
+    + ("dV", "dK", "dW_O")
+    + tuple(q.name for q in variants.QUANTITIES if q.rows != "token" and q.gradient)
+    + PROJECTED_GRADIENTS
+)
 
 # what the rows and columns are: a query token, a key token, a column of the matrix (1-based), an input
 # dimension (a column of X, a row of W)
@@ -40,8 +61,7 @@ TOKEN, KEY, DIM, INPUT = "token", "key", "dim", "input"
 _AXES = {
     "Q": (TOKEN, DIM),
     "K": (KEY, DIM),
-    "Q_rot": (TOKEN, DIM),
-    "K_rot": (KEY, DIM),
+    **{q.name: (q.rows, q.cols) for q in variants.QUANTITIES if q.rows is not None and q.cols is not None},
     "V": (KEY, DIM),
     "output": (TOKEN, DIM),
     "concat": (TOKEN, DIM),
@@ -116,10 +136,11 @@ def shape(quantity: str, spec: Spec, per_head: bool) -> tuple[int, ...]:
     if quantity == "dW_O":
         assert spec.W_O is not None  # refused without W_O (see the claims reader)
         return (len(spec.W_O), len(spec.W_O[0]))
-    if quantity in ("dQ", "Q_rot"):
+    if quantity == "dQ":
         return (n, d_q)
-    if quantity == "K_rot":
-        return (m, d_q)
+    if quantity in PART_QUANTITIES:  # a part's own matrix: queries or keys by its width
+        q = PART_QUANTITIES[quantity]
+        return (n if q.rows == TOKEN else m, d_q if q.width == "d_q" else m)
     if quantity in ("dV", "dK"):
         return (m, d_v if quantity == "dV" else d_k)
     if quantity in PROJECTED_GRADIENTS:
@@ -151,8 +172,8 @@ def order(quantity: str, head: int | None, multihead: bool) -> tuple[int, int, i
 
 __all__ = [
     "GRADIENTS",
-    "ROTATED",
     "INPUTS",
+    "PART_QUANTITIES",
     "QUANTITIES",
     "axes",
     "is_multihead",

@@ -35,10 +35,10 @@ def spec_sources(spec, folder: str | Path | None = None) -> list[tuple[str, str,
     named = [("spec", spec.source)] if path.is_file() and not own else []
     named += [(str(name), str(path)) for name, path in spec.kernel.sources]
     base = Path(path.parent if folder is None else folder)
-    return [(name, _inside(here, base), here) for name, here in named]
+    return [(name, relative_inside(here, base), here) for name, here in named]
 
 
-def _inside(path: str, folder: Path) -> str:
+def relative_inside(path: str, folder: Path) -> str:
     """``path`` relative to ``folder``, '/'-separated; refused where it lies outside, links followed."""
     relative = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(folder)))
     real, base = Path(path).resolve(), folder.resolve()
@@ -75,4 +75,4 @@ def hashes(sources: list[tuple[str, str, str]]) -> list[dict[str, str]]:
     return [{"name": name, "path": path, "sha256": sha256_file(here)} for name, path, here in sources]
 
 
-__all__ = ["hashes", "sha256_file", "spec_sources"]
+__all__ = ["hashes", "relative_inside", "sha256_file", "spec_sources"]

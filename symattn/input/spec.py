@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
+from symattn import variants
 from symattn.input.batched import read_batched
 from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, FIGURES, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
 from symattn.input.choices import INPUTS as INPUT_MODES
@@ -35,17 +36,7 @@ from symattn.input.parts import (
 )
 from symattn.input.projection import Projection, project
 from symattn.input.reader import Matrix, Reader, Scale, check_keys, kind_of
-from symattn.input.rope import ROPE_KEYS, Rope, read_rope
-from symattn.input.score_variants import KEYS as SCORE_VARIANT_KEYS
-from symattn.input.score_variants import (
-    Alibi,
-    check_alibi,
-    check_sinks,
-    check_softcap,
-    read_alibi,
-    read_sinks,
-    read_softcap,
-)
+from symattn.variants import ADD, DENOMINATOR, MAP, QK, Where
 
 
 @dataclass(frozen=True)
@@ -75,19 +66,22 @@ class Spec:
     notation: str = "auto"  # "auto", "fixed" or "scientific"
     backward: Backward | None = None  # the backward pass, when asked for
     inputs: str = "exact"  # "rounded": each typed input is any value that rounds to it (check: input-rounding)
-    # issue 20 (modA): grouped-query heads, the sliding window and where the causal diagonal starts
-    kv_heads: int | None = None  # key/value heads shared by the query heads; None: one per query head
-    window: int | None = None  # query i attends keys i + offset − window < j ≤ i + offset; None: no window
-    causal_align: str = "top-left"  # or "bottom-right": the diagonal ends at the last key (offset n_k − n_q)
-    # issue 20, the scores' variants (symattn.input.score_variants)
-    alibi: Alibi | None = None  # ALiBi's slopes, one per head
-    softcap: Numeral | None = None  # z ← c·tanh(z / c) before the mask and the softmax
-    sinks: tuple[Numeral, ...] | None = None  # one sink logit per head, in each softmax's denominator
-    # rotary position embeddings (input/rope.py): Q and K of each head rotated by position
-    rope: Rope | None = None
+    kv_heads: int | None = None  # key/value heads shared by the query heads (grouped-query); None: one per query head
+    # the settings of its variants, (name, setting) in the registry's order (symattn.variants): spec.<key> reads one
+    parts: tuple[tuple[str, Any], ...] = ()
     document: DocumentOptions = field(default_factory=DocumentOptions)  # how the document reads: no number
     # issue 22: the files' layout, every batch's (Q, K, V) (Q, K, V are the first's) and their paths
     kernel: KernelInputs = NO_FILES
+
+    def __getattr__(self, name: str) -> Any:
+        # spec.<name> of a variant's (spec.window): its setting, or its value without it
+        if name.startswith("__") or name == "parts":
+            raise AttributeError(name)
+        return variants.attribute(self, name)
+
+    def setting(self, name: str) -> Any:
+        """The setting of the variant ``name`` (None where the spec does not have it)."""
+        return next((setting for key, setting in self.parts if key == name), None)
 
     def of_batch(self, b: int) -> Spec:
         """The spec of batch b (0-based): its Q, K and V, the rest the same."""
@@ -162,8 +156,7 @@ class Spec:
             b_O=None,
             document=replace(self.document, title=None),
             backward=None,
-            alibi=None if self.alibi is None else self.alibi.head(index),
-            sinks=None if self.sinks is None else self.sinks[index : index + 1],
+            parts=variants.heads_of(self.parts, index),
         )
 
     def with_options(self, **options: Any) -> Spec:
@@ -201,9 +194,7 @@ class Spec:
             changes["backward"] = Backward("sum")
         document = {key: changes.pop(key) for key in DOCUMENT_KEYS if key in changes}
         new = replace(self, document=replace(self.document, **document), **changes)
-        check_alibi(reader, new.alibi, new.is_symbolic)
-        check_softcap(reader, new.softcap, new.is_symbolic)
-        check_sinks(reader, new.sinks, new.is_symbolic)
+        variants.check(reader, new)
         return new
 
 
@@ -260,10 +251,7 @@ SPEC_KEYS = (
     "figures",
     "inputs",
     "kv_heads",
-    "window",
-    "causal_align",
-    *SCORE_VARIANT_KEYS,
-    *ROPE_KEYS,
+    *variants.KEYS,
     "layout",
 )
 
@@ -345,8 +333,9 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
     heads, W_O, b_O = read_heads(reader, data, projection, len(V[0]), len(Q[0]), kv_heads, len(K[0]))
     if heads > 1 and any(has_formulas(m) for m in (Q, K, V)):
         raise reader.error("heads", "symbols are supported with one head only")
-    rope = read_rope(reader, data, len(Q[0]) // heads, heads, len(Q), len(K), _has_formula(Q, K))
-    mask, allowed, padding, diagonal = read_mask(reader, data, tokens, key_tokens or tokens)
+    where = Where(heads, len(Q[0]) // heads, len(Q), len(K), _has_formula(Q, K, V), _has_formula(Q, K))
+    early = variants.read(reader, data, where, (QK,))  # a Q/K part's keys come before the mask's
+    mask, allowed, padding, masked = read_mask(reader, data, tokens, key_tokens or tokens, where)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1
     # each key checked in the order it always was: the document's keys stand among the math's
     title = reader.title(data["title"], "title") if "title" in data else None
@@ -381,14 +370,11 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
         W_O=W_O,
         b_O=b_O,
         kv_heads=kv_heads,
-        window=diagonal.window,
-        causal_align=diagonal.align,
-        rope=rope,
+        parts=early + masked,
         kernel=KernelInputs(layout, batches, sources),
     )
-    spec = replace(spec, alibi=read_alibi(reader, data, heads, spec.is_symbolic))
-    spec = replace(spec, softcap=read_softcap(reader, data, spec.is_symbolic))
-    spec = replace(spec, sinks=read_sinks(reader, data, heads, spec.is_symbolic))
+    late = variants.read(reader, data, where, (ADD, MAP, DENOMINATOR))  # after the settings above
+    spec = replace(spec, parts=variants.ordered(spec.parts + late))
     if "subs" in data:
         spec = replace(spec, subs=reader.subs(data["subs"], "subs", spec.symbols))
     if "backward" in data:

@@ -27,10 +27,12 @@ FLOAT_DIGITS = 13  # of an exact value the float64 bound decides: shown() and sh
 
 def heads_of(spec, quantity: str) -> list[float64.Head] | None:
     """The spec's heads as float32-valued arrays, or None where the float64 path does not apply (decimal
-    inputs, projections, W_O, ALiBi, soft-capping, sinks and RoPE; the weights of several heads)."""
+    inputs, projections, W_O, a variant whose part it refuses; the weights of several heads)."""
+    from symattn import variants
+
     if spec.projection is not None or spec.backward is not None or spec.W_O is not None:
         return None
-    if any(getattr(spec, v) is not None for v in ("alibi", "softcap", "sinks", "rope")):  # scores it does not model
+    if variants.float64_refused(spec):  # a part whose scores it does not model (symattn.variants)
         return None
     if spec.heads > 1:
         if quantity == "weights":

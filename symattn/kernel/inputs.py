@@ -36,7 +36,8 @@ class Inputs:
 
 def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs | None:
     """A spec's inputs for the float64 path, or None where the exact path decides (decimal inputs,
-    projections, W_O, ALiBi, soft-capping, sinks, RoPE); a batch the float64 path cannot take is refused."""
+    projections, W_O, a variant whose part it refuses); a batch the float64 path cannot take is refused."""
+    from symattn import variants
     from symattn.kernel.heads import heads_of
 
     if quantity in GRADIENTS:
@@ -53,7 +54,7 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
                     spec.source,
                     "Q",
                     f"a batch of {spec.kernel.batch} needs the float64 path: Q, K and V of float32 values, and no "
-                    "projection, W_O, ALiBi, soft-capping, sinks or RoPE",
+                    f"projection, W_O, {variants.float64_words(noun=True)}",
                 )
             heads += part
         return Inputs(tuple(heads), spec.kernel.batch, spec.heads, spec.kernel.layout)

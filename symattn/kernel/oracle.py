@@ -13,6 +13,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from symattn import variants
 from symattn.input.errors import SpecError
 from symattn.kernel import engine, record, report, spread, tensors
 from symattn.kernel.comparison_report import WORST
@@ -20,11 +21,8 @@ from symattn.kernel.inputs import GRADIENTS
 from symattn.kernel.places import matrix_places
 from symattn.kernel.tolerance import ALLCLOSE_ATOL, ALLCLOSE_RTOL, parse_tolerance
 
-# each argument the float64 path does not take yet, and what to say of it
+# each argument the float64 path does not take yet, and what to say of it (a variant's: its part's, below)
 NOT_YET = {
-    "softcap": "soft-capping is not on the float64 path yet (a spec's softcap compares one head exactly)",
-    "alibi_slopes": "ALiBi is not on the float64 path yet (a spec's alibi compares one head exactly)",
-    "sinks": "attention sinks are not on the float64 path yet (a spec's sinks compare one head exactly)",
     "cu_seqlens_q": "varlen (packed) sequences are not on the float64 path yet: give each sequence as a batch",
     "cu_seqlens_k": "varlen (packed) sequences are not on the float64 path yet: give each sequence as a batch",
     "block_table": "a paged KV cache is not on the float64 path yet: gather each sequence's keys into k and v",
@@ -47,9 +45,6 @@ def compare(
     causal_align: str = "top-left",
     window: int | None = None,
     scale: float | None = None,
-    softcap: Any = None,
-    alibi_slopes: Any = None,
-    sinks: Any = None,
     layout: str = "bhnd",
     cu_seqlens_q: Any = None,
     cu_seqlens_k: Any = None,
@@ -65,6 +60,7 @@ def compare(
     max_ulp: Any = None,
     lse_base: str = "e",
     worst: int | None = WORST,
+    **variant_arguments: Any,
 ) -> report.Report:
     """How far a kernel's ``out`` is from the exact attention of ``q``, ``k``, ``v``: a
     :class:`~symattn.kernel.report.Report` (``.ok``, ``.comparison``, ``.verdict``, ``.to_json()``, ``.text()``).
@@ -80,11 +76,18 @@ def compare(
     exact| + atol, rtol 2 and atol 0 unless given; needs ``reference``, the naive attention in the
     kernel's dtype) or "ulp" (every error at most ``max_ulp`` ULP). None: "flash" with a reference,
     "allclose" with rtol or atol, else no verdict. ``max_ulp`` holds beside any rule. ``worst``: the largest
-    errors ``text()`` lists (None: every entry).
+    errors ``text()`` lists (None: every entry). A variant's keyword, as FlashAttention names it (each part
+    of :mod:`symattn.variants` says its own), is refused in one line while the float64 path has no rule for
+    it; any other keyword is a TypeError.
     """
-    later = {"softcap": softcap, "alibi_slopes": alibi_slopes, "sinks": sinks, "cu_seqlens_q": cu_seqlens_q}
-    later |= {"cu_seqlens_k": cu_seqlens_k, "block_table": block_table, "seqlens_k": seqlens_k}
-    later |= {"q_descale": q_descale, "k_descale": k_descale, "v_descale": v_descale}
+    for name, value in variant_arguments.items():  # a variant's keyword, as FlashAttention names it
+        refusal = variants.argument_refusal(name)
+        if refusal is None:
+            raise TypeError(f"compare() got an unexpected keyword argument {name!r}")
+        if value is not None:
+            raise SpecError(name, None, refusal)
+    later = {"cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k": cu_seqlens_k, "block_table": block_table}
+    later |= {"seqlens_k": seqlens_k, "q_descale": q_descale, "k_descale": k_descale, "v_descale": v_descale}
     for name, value in later.items():
         if value is not None:
             raise SpecError(name, None, NOT_YET[name])

@@ -108,6 +108,12 @@ def refine(
     return out, int(bits / 2 / 3.33)
 
 
+def enclose(head: float64.Head, quantity: str, entries: dict[int, list[int]], bits: int) -> dict:
+    """{(row, column): (lo, hi)}, exact ends of the arb balls of the entries {row: [columns]} at ``bits``:
+    no shortcut for rational rows or zeros (a certificate's rules decide those; see certificates)."""
+    return {(i, j): ends for i, values in _ends_by_rows(head, quantity, entries, bits) for j, ends in values.items()}
+
+
 def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] | None:
     """A row whose allowed scores are all equal has rational weights 1/count (Lindemann–Weierstrass
     says no other row has): its weights or outputs exactly; None for any other row."""
@@ -444,4 +450,4 @@ def _ends(x) -> tuple[Fraction, Fraction]:
     return mid - rad, mid + rad
 
 
-__all__ = ["refine"]
+__all__ = ["enclose", "refine"]

@@ -143,29 +143,10 @@ def _float32_values(name: str, a: np.ndarray, layout: str) -> None:
 
 
 def _allowed(n: int, m: int, causal: bool, align: str, window: Any) -> np.ndarray | None:
-    """Where query i may attend key j: the causal diagonal (top-left, or bottom-right: offset m − n) and the
-    sliding window of ``window`` keys ending at it, as a spec's mask, causal_align and window say
-    (input/masks_modern.Diagonal.allows, here for the whole matrix at once)."""
-    from symattn.input.masks_modern import ALIGNMENTS, Diagonal, empty_row_reason
+    """Where query i may attend key j, as the mask part's mask_mod says for the whole matrix at once."""
+    from symattn import variants
 
-    if align not in ALIGNMENTS:
-        raise SpecError("causal_align", None, f"expected {' or '.join(map(repr, ALIGNMENTS))}, got {align!r}")
-    if window is not None and (type(window) is not int or not 1 <= window <= limits.WINDOW):
-        raise SpecError("window", None, f"expected a whole number of keys from 1 to {limits.WINDOW}, got {window!r}")
-    if not causal and window is None:
-        return None
-    offset = m - n if align == "bottom-right" else 0
-    top = np.arange(n)[:, None] + offset
-    j = np.arange(m)[None, :]
-    allowed = j <= top
-    if window is not None and window < m:
-        allowed &= top - window < j
-    empty = np.flatnonzero(~allowed.any(axis=1))
-    if empty.size:
-        i = int(empty[0])
-        key, why = empty_row_reason(Diagonal(align, offset, window, m), i, m)
-        raise SpecError(key, None, f"query {i} (0-based) may attend no key{why}; softmax is undefined there")
-    return allowed
+    return variants.kernel_mask(n, m, causal, align, window)
 
 
 def _scale(scale: Any) -> Fraction | None:

@@ -130,28 +130,19 @@ def variants() -> list[dict[str, Any]]:
     """The page's "variant" area, one entry per spec key: its kind ("select" with its choices, "flag" (true
     or left out), "number" with its bounds, "text": a number or word as typed, sent as text for the spec
     reader to read, or "list": numbers typed "a, b", one per head) and the
-    value a spec without the key has. Adding a variant key to the page is one entry here (and its [ui]
-    phrase, named as the key, and for a select one per choice, ``<key>_<choice>``); an empty number or
-    text leaves the key out of the spec."""
+    value a spec without the key has. A variant's keys are its part's ``web_fields`` (symattn.variants), each
+    with its [ui] phrase, named as the key, and for a select one per choice, ``<key>_<choice>``; an empty
+    number or text leaves the key out of the spec."""
     from symattn.input import limits
     from symattn.input.choices import MASKS, SOFTMAXES
-    from symattn.input.masks_modern import ALIGNMENTS
-    from symattn.input.rope import ROPE_STYLES
+    from symattn.variants import WEB_FIELDS
 
     return [
         {"key": "mask", "kind": "select", "choices": list(MASKS), "default": "none"},
         {"key": "softmax", "kind": "select", "choices": list(SOFTMAXES), "default": "plain"},
         {"key": "heads", "kind": "number", "min": 1, "max": limits.HEADS, "default": "1"},
         {"key": "kv_heads", "kind": "number", "min": 1, "max": limits.KV_HEADS, "default": ""},
-        {"key": "window", "kind": "number", "min": 1, "max": limits.WINDOW, "default": ""},
-        {"key": "causal_align", "kind": "select", "choices": list(ALIGNMENTS), "default": "top-left"},
-        {"key": "alibi", "kind": "flag", "choices": ["false", "true"], "default": "false"},
-        {"key": "alibi_slopes", "kind": "list", "default": ""},
-        {"key": "softcap", "kind": "text", "default": ""},
-        {"key": "sinks", "kind": "list", "default": ""},
-        {"key": "rope", "kind": "flag", "choices": ["false", "true"], "default": "false"},
-        {"key": "rope_base", "kind": "text", "default": ""},
-        {"key": "rope_style", "kind": "select", "choices": list(ROPE_STYLES), "default": "half"},
+        *(dict(field) for field in WEB_FIELDS),  # each part's own
     ]
 
 

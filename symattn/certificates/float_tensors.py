@@ -1,0 +1,296 @@
+"""What a version-3 certificate is of: every (batch, head) of float32 inputs, and each quantity's floats and
+rigorous bounds by the float64 engine, as rows of the certificate's tables.
+
+Both :mod:`.tensor_maker` and :mod:`.tensor_verifier` build the heads with :func:`build` from the same rows
+(Q, K, V and dO in (batch, head, token) order, the scale and the mask), so that the verifier recomputes
+exactly what the maker computed. The tables (``ROWS``): the output and dQ a row per (batch, head, query),
+the LSE a row per (batch, head), dK and dV a row per (batch, key/value head, key), each summed over the
+group's query heads: Σ_h v_h in order, off by at most γ_G Σ_h |v_h| beside the heads' own bounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from symattn.input import limits
+from symattn.input.decimals import significant_exact
+from symattn.kernel import compensated, float64, float64_backward, logsumexp
+from symattn.kernel.cores import map_forked
+from symattn.kernel.float64 import SAFETY, gamma
+
+QUANTITIES = ("output", "lse", "lse2", "dq", "dk", "dv")
+ENGINE = {"output": "output", "lse": "lse", "lse2": "lse2", "dq": "dQ", "dk": "dK", "dv": "dV"}  # refine's names
+PARALLEL_WORK = 2**24  # multiply-adds of all heads' scores below which one process is quicker than two
+START_BITS = 96
+
+
+@dataclass(frozen=True)
+class Tensors:
+    """Every (batch, query head) as a float64.Head (a GradientHead where dO is given), batch by batch."""
+
+    heads: tuple[float64.Head, ...]
+    batch: int
+    query_heads: int
+    kv_heads: int
+    layout: str
+    gradients: bool
+
+    @property
+    def squeezed(self) -> bool:  # one head of a spec without batch or head axes
+        return self.batch == self.query_heads == 1
+
+    @property
+    def group(self) -> int:
+        return self.query_heads // self.kv_heads
+
+    def names(self) -> tuple[str, ...]:
+        return QUANTITIES if self.gradients else QUANTITIES[:3]
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        h = self.heads[0]
+        n, m, d, dv = h.Q.shape[0], h.K.shape[0], h.Q.shape[1], h.V.shape[1]
+        tail = {
+            "output": (self.query_heads, n, dv),
+            "lse": (self.query_heads, n),
+            "lse2": (self.query_heads, n),
+            "dq": (self.query_heads, n, d),
+            "dk": (self.kv_heads, m, d),
+            "dv": (self.kv_heads, m, dv),
+        }[name]
+        return tail[1:] if self.squeezed else (self.batch, *tail)
+
+    def rows(self, name: str) -> np.ndarray:
+        """The inputs' rows in (batch, head, token) order: Q, K, V or dO."""
+        if name in ("K", "V"):
+            return np.concatenate([getattr(self.heads[hh], name) for hh in self.kv_heads_first()])
+        return np.concatenate([getattr(h, name) for h in self.heads])
+
+    def kv_heads_first(self) -> list[int]:
+        """The first query head of each (batch, key/value head): whose K and V are that head's."""
+        return [b * self.query_heads + g * self.group for b in range(self.batch) for g in range(self.kv_heads)]
+
+
+def build(
+    rows: dict[str, np.ndarray],
+    batch: int,
+    query_heads: int,
+    kv_heads: int,
+    layout: str,
+    scale: Fraction | None,
+    allowed: np.ndarray | None,
+) -> Tensors | None:
+    """The heads of Q, K, V (and dO) rows in (batch, head, token) order; None where the scale is past the
+    float64 path's range."""
+    n, m, group = len(rows["Q"]) // (batch * query_heads), len(rows["K"]) // (batch * kv_heads), query_heads // kv_heads
+    heads = []
+    for b in range(batch):
+        for h in range(query_heads):
+            q, kv = slice((b * query_heads + h) * n, (b * query_heads + h + 1) * n), (b * kv_heads + h // group) * m
+            head = float64.head(rows["Q"][q], rows["K"][kv : kv + m], rows["V"][kv : kv + m], scale, allowed)
+            if head is None:
+                return None
+            if "dO" in rows:
+                fields = {f: getattr(head, f) for f in head.__dataclass_fields__}
+                head = float64_backward.GradientHead(**fields, dO=rows["dO"][q])
+            heads.append(head)
+    return Tensors(tuple(heads), batch, query_heads, kv_heads, layout, "dO" in rows)
+
+
+def evaluate(tensors: Tensors) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each quantity's floats and bounds as the certificate's tables (rows × last axis)."""
+    h = tensors.heads[0]
+    work = len(tensors.heads) * h.Q.shape[0] * h.K.shape[0] * h.Q.shape[1]
+    parts = map_forked(_head, tensors, range(len(tensors.heads)), work >= PARALLEL_WORK)
+    out = {}
+    for name in ("output", "lse", "lse2", "dq"):
+        if name in parts[0]:
+            stack = np.stack if name.startswith("lse") else np.concatenate
+            out[name] = (stack([p[name][0] for p in parts]), stack([p[name][1] for p in parts]))
+    for name in ("dk", "dv"):
+        if name in parts[0]:
+            out[name] = _group_sums(tensors, [p[name] for p in parts])
+    return out
+
+
+def _head(tensors: Tensors, hh: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """One head's quantities: the output and both LSEs from one pass of blocks, then the gradients."""
+    head = tensors.heads[hh]
+    n, dv = head.Q.shape[0], head.V.shape[1]
+    out = {name: (np.empty(shape), np.empty(shape)) for name, shape in (("output", (n, dv)), ("lse", n), ("lse2", n))}
+    for b in float64.blocks(head, weights=False):
+        rows = slice(b.start, b.stop)
+        out["output"][0][rows], out["output"][1][rows] = b.output, b.output_error
+        for name, base in (("lse", "e"), ("lse2", "2")):
+            out[name][0][rows], out[name][1][rows] = logsumexp.lse(b, base)
+    if tensors.gradients:
+        for name in ("dq", "dk", "dv"):
+            out[name] = float64_backward.gradient(head, ENGINE[name])  # type: ignore[arg-type]
+    return out
+
+
+def _group_sums(tensors: Tensors, per_head: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """dK or dV of each (batch, key/value head): its query heads' summed in order, with the sum's rounding."""
+    values, errors, G = [], [], tensors.group
+    for first in tensors.kv_heads_first():
+        group = per_head[first : first + G]
+        value, error, magnitude = group[0][0].copy(), group[0][1].copy(), np.abs(group[0][0])
+        for v, e in group[1:]:
+            value += v
+            error += e
+            magnitude += np.abs(v)
+        if G > 1:
+            error = SAFETY * (error + gamma(G) * magnitude)
+        values.append(value)
+        errors.append(error)
+    return np.concatenate(values), np.concatenate(errors)
+
+
+def compensate(tensors: Tensors, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """The outputs at (table row, column) with the error-free sums (kernel/compensated.py), in the order asked."""
+    n = tensors.heads[0].Q.shape[0]
+    value, error = np.empty(len(pairs)), np.empty(len(pairs))
+    by_head: dict[int, list[int]] = {}
+    for p, (r, _) in enumerate(pairs):
+        by_head.setdefault(r // n, []).append(p)
+    for hh, where in sorted(by_head.items()):
+        v, e = compensated.outputs(tensors.heads[hh], [(pairs[p][0] % n, pairs[p][1]) for p in where])
+        value[where], error[where] = v, e
+    return value, error
+
+
+def place(tensors: Tensors, name: str, r: int, c: int) -> str:
+    """A value's place, 0-based, in its quantity's axes: output[1, 2, 77, 5], as the verifiers name it."""
+    index, rest = [c], r
+    for size in reversed(tensors.shape(name)[:-1]):
+        rest, i = divmod(rest, size)
+        index.append(i)
+    return f"{name}[{', '.join(map(str, reversed(index)))}]"
+
+
+def decide_beyond(tensors: Tensors, name: str, entries: list[tuple[int, int]], digits: int) -> dict:
+    """{(row, column): the value shown, as text} of the entries the float64 bounds leave open: exactly where
+    the rules of docs/kernel.md know the value, else by arb balls at rising precision (kernel/refine.py), dK
+    and dV summed over the group's heads. An entry not decided at limits.DIGITS digits is left out."""
+    from symattn.kernel.refine import enclose
+
+    out = {}
+    open_: list[tuple[int, int]] = []
+    memo: dict = {}
+    for r, c in entries:
+        x = exact_value(tensors, name, r, c, memo)
+        if x is None:
+            open_.append((r, c))
+        else:
+            out[(r, c)] = str(significant_exact(x, digits))
+    bits = START_BITS
+    while open_ and bits <= limits.DIGITS * 3.33:
+        ends: dict[tuple[int, int], list[Fraction]] = {}
+        for hh, wanted, at in _by_head(tensors, name, open_):
+            for (i, j), (lo, hi) in enclose(tensors.heads[hh], ENGINE[name], wanted, bits).items():
+                key = at[(i, j)]
+                sums = ends.setdefault(key, [Fraction(0), Fraction(0)])
+                sums[0] += lo
+                sums[1] += hi
+        still = []
+        for key in open_:
+            lo, hi = ends[key]
+            shown = significant_exact(lo, digits)
+            if shown == significant_exact(hi, digits) and lo * hi > 0:
+                out[key] = str(shown)
+            else:
+                still.append(key)
+        open_, bits = still, bits * 2
+    return out
+
+
+def _by_head(tensors: Tensors, name: str, entries: list[tuple[int, int]]):
+    """(head, {row: [columns]} in refine's terms, {(row, column): the table's (row, column)}) per head."""
+    n, m = tensors.heads[0].Q.shape[0], tensors.heads[0].K.shape[0]
+    found: dict[int, tuple[dict, dict]] = {}
+    for r, c in entries:
+        if name in ("dk", "dv"):  # every query head of the group
+            first = tensors.kv_heads_first()[r // m]
+            heads, i, j = list(range(first, first + tensors.group)), r % m, c
+        elif name in ("lse", "lse2"):
+            heads, i, j = [r], c, 0
+        else:
+            heads, i, j = [r // n], r % n, c
+        for hh in heads:
+            wanted, at = found.setdefault(hh, ({}, {}))
+            wanted.setdefault(i, []).append(j)
+            at[(i, j)] = (r, c)
+    return [(hh, wanted, at) for hh, (wanted, at) in sorted(found.items())]
+
+
+def exact_value(tensors: Tensors, name: str, r: int, c: int, memo: dict | None = None) -> Fraction | None:
+    """The exact value where docs/kernel.md's rules for a certificate know it (its verifiers apply the same):
+    an output of a row of equal scores or of a V column of one value over the allowed keys; an LSE of one key
+    of score 0; a dQ, dK or dV entry that the backward pass makes 0 term by term. Else None. ``memo`` keeps
+    what a row's entries share (whether its scores, or its dP, are one value) for the next entry."""
+    n, m = tensors.heads[0].Q.shape[0], tensors.heads[0].K.shape[0]
+    memo = {} if memo is None else memo
+    if name in ("dk", "dv"):
+        first = tensors.kv_heads_first()[r // m]
+        for hh in range(first, first + tensors.group):
+            head = tensors.heads[hh]
+            attends = np.arange(n) if head.allowed is None else np.nonzero(head.allowed[:, r % m])[0]
+            across = head.dO if name == "dv" else head.Q  # type: ignore[attr-defined]
+            for i in attends[across[attends, c] != 0].tolist():  # a zero there adds nothing
+                if name == "dv" or not _still(head, hh, i, memo):
+                    return None
+        return Fraction(0)
+    hh, i = (r, c) if name in ("lse", "lse2") else (r // n, r % n)
+    head = tensors.heads[hh]
+    keys = _keys(head, i)
+    if name == "output":
+        column = head.V[keys, c]
+        if (column == column[0]).all() or _memo(memo, ("scores", hh, i), lambda: _one_value(head.Q[i], head.K[keys])):
+            return sum((Fraction(x) for x in column.tolist()), Fraction(0)) / len(column)
+        return None
+    if name in ("lse", "lse2"):
+        one = head.K[keys]
+        return Fraction(0) if len(one) == 1 and _exact_dots(head.Q[i], one)[0] == 0 else None
+    column = head.K[keys, c]
+    if (column == column[0]).all() or _still(head, hh, i, memo):
+        return Fraction(0)
+    return None
+
+
+def _keys(head: float64.Head, i: int) -> slice | np.ndarray:
+    return slice(None) if head.allowed is None else np.nonzero(head.allowed[i])[0]
+
+
+def _memo(memo: dict, key: tuple, find) -> bool:
+    if key not in memo:
+        memo[key] = find()
+    return memo[key]
+
+
+def _still(head, hh: int, i: int, memo: dict) -> bool:
+    """dS_i = 0: dP_ij = dO_i · V_j is one value over the keys query i attends (exactly)."""
+    return _memo(memo, ("dP", hh, i), lambda: _one_value(head.dO[i], head.V[_keys(head, i)]))
+
+
+def _one_value(x: np.ndarray, rows: np.ndarray) -> bool:
+    """x · row is one value for every row, exactly. Most rows are told apart in float64 first: each float dot
+    is within e of its exact value, so two floats more than 3·max e apart (their difference rounds once) are
+    two values; only the rest are summed in rationals."""
+    if len(rows) <= 1:
+        return True
+    dots = rows @ x
+    error = SAFETY * gamma(len(x)) * float((np.abs(rows) @ np.abs(x)).max())
+    if float(dots.max() - dots.min()) > 3 * error:
+        return False
+    return len(set(_exact_dots(x, rows))) == 1
+
+
+def _exact_dots(x: np.ndarray, rows: np.ndarray) -> list[Fraction]:
+    """x · row for each row, exactly (float32 values: each product exact, the sums in rationals)."""
+    xs = [Fraction(v) for v in x.tolist()]
+    return [sum((a * Fraction(b) for a, b in zip(xs, row) if b), Fraction(0)) for row in rows.tolist()]
+
+
+__all__ = ["QUANTITIES", "Tensors", "build", "compensate", "decide_beyond", "evaluate", "exact_value", "place"]

@@ -1,0 +1,163 @@
+"""``verify-certificate`` for version 3 (:mod:`.tensor_maker`): the fast verifier, with numpy.
+
+The certificate is read by the standalone verifier's own reader (:mod:`symattn.verifier.reading`: duplicate
+keys, unknown fields and every form refused in one line), its files are found and hashed, and its spec read
+back as ``compute`` reads it (:mod:`.files`; dO from the ``grad_output`` file), which must give exactly its
+inputs. Then nothing the certificate says of a value is trusted: from its inputs the float64 engine
+recomputes every float and bound (``float_tensors.evaluate``; the outputs of path "c" with the error-free
+sums), and each value must be the rounding of every point of that interval; where the interval does not
+decide it (path "a", or another machine's sums), the value is decided here again by the same exact rules
+and arb balls as the maker's. The certificate's float ± bound must hold the recomputed one and be at most
+BOUND_FACTOR times as wide. ``python -m symattn.verifier`` checks the same claims without numpy or the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from symattn.certificates.float_digits import significant_many, text
+from symattn.certificates.float_tensors import Tensors, build, compensate, decide_beyond, evaluate, place
+from symattn.certificates.float_verifier import BOUND_FACTOR
+from symattn.certificates.reader import Reader
+from symattn.input.errors import SpecError
+from symattn.kernel import float64
+from symattn.verifier import reading
+
+CLAIM = (
+    "each exact value lies in the certificate's float ± bound and in the interval recomputed here from the "
+    "inputs (the float64 engine's float ± its bound, or an exact value or arb enclosure found here), and every "
+    "point of that interval rounds to the value shown"
+)
+
+
+def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
+    from symattn.certificates.files import bound, check_files
+    from symattn.certificates.verification import Verification
+
+    try:
+        cert = reading.certificate(dict(data))
+    except reading.CertificateError as exc:
+        raise read.error(exc.key, exc.problem, exc.position) from None
+    named = check_files(data["certificate"], read, base, extra=("grad_output",))
+    t = cert.inputs
+    rows = {name: np.array(getattr(t, name)) for name in ("Q", "K", "V", "dO") if getattr(t, name) is not None}
+    allowed = None if t.mask is None else np.array([[x == "1" for x in row] for row in t.mask])
+    tensors = build(rows, t.batch, t.heads, t.kv_heads, t.layout, t.scale, allowed)
+    if tensors is None:
+        raise read.error("certificate.inputs.scale", "beyond the float64 path's range (2^±900)")
+    file_lines = named.lines
+    if named.spec is not None:
+        _bind(named, tensors, read)
+        file_lines = bound(named)
+        if tensors.gradients:
+            file_lines += ("and its dO is the values of its grad_output file, read here",)
+    values = evaluate(tensors)
+    failures: list[str] = list(named.failures)
+    lines = []
+    for name, table in cert.tables.items():
+        failures += _check(tensors, table, *values[name], cert.digits, read)
+        counts = {code: sum(p.count(code) for p in table.paths) for code in "fca"}
+        summed = f", {counts['c']} by its error-free sums" if name == "output" else ""
+        lines.append(f"{name}: {counts['f']} by the float64 path{summed}, {counts['a']} beyond (exact or arb)")
+    checked = sum(len(table.paths) * table.shape[-1] for table in cert.tables.values())
+    return Verification(checked, tuple(failures), tuple(file_lines), ("; ".join(lines),), CLAIM)
+
+
+def _check(tensors: Tensors, table: reading.Table, f, b, digits: int, read: Reader) -> list[str]:
+    """One quantity's failures: each value against the engine's recomputed float ± bound, then arb."""
+    name = table.name
+    f, b = f.reshape(len(table.paths), -1).copy(), b.reshape(len(table.paths), -1).copy()
+    codes = np.array([list(p) for p in table.paths])
+    rows, cols = np.nonzero(codes == "c")
+    if rows.size:  # the values the error-free sums decided: theirs, recomputed
+        f[rows, cols], b[rows, cols] = compensate(tensors, list(zip(rows.tolist(), cols.tolist())))
+    f_cert, b_cert = np.array(table.floats), np.array(table.bounds)
+    wide = np.isfinite(b_cert) & (b_cert > np.nextafter(BOUND_FACTOR * b, np.inf))
+    if wide.any():
+        r, c = (int(x[0]) for x in np.nonzero(wide))
+        raise read.error(
+            f"{name}.bound",
+            f"{b_cert[r, c].hex()} is more than {BOUND_FACTOR:.5g} times the float64 path's own bound, "
+            f"{b[r, c].hex()} (the most a certificate's bound may be)",
+            (r + 1, c + 1),
+        )
+    failures = []
+    for r, c in zip(*np.nonzero(~((f_cert == f) & (b_cert >= b)))):
+        r, c = int(r), int(c)
+        F, B, F2, B2 = (Fraction(x) if np.isfinite(x) else None for x in (f_cert[r, c], b_cert[r, c], f[r, c], b[r, c]))
+        if B is None or B2 is not None and F - B <= F2 - B2 and F2 + B2 <= F + B:  # type: ignore[operator]
+            continue
+        failures.append(
+            f"{place(tensors, name, r, c)}: the certificate's float ± bound, {f_cert[r, c].hex()} ± "
+            f"{b_cert[r, c].hex()}, does not hold the float64 path's {f[r, c].hex()} ± {b[r, c].hex()}"
+        )
+    ok, q, e = significant_many(*float64.interval(f, b), digits)
+    ok &= codes != "a"
+    beyond = []
+    for r, (row, ok_row, q_row, e_row) in enumerate(zip(table.values, ok.tolist(), q.tolist(), e.tolist())):
+        for c, shown in enumerate(row):
+            if not ok_row[c]:
+                beyond.append((r, c))
+            elif shown != text(q_row[c], e_row[c]):
+                failures.append(
+                    f"{place(tensors, name, r, c)}: {shown} is not the rounding of every point of the "
+                    f"float64 path's interval, which rounds to {text(q_row[c], e_row[c])}"
+                )
+    decided = decide_beyond(tensors, name, beyond, digits)
+    for r, c in beyond:
+        shown = table.values[r][c]
+        if (r, c) not in decided:
+            failures.append(f"{place(tensors, name, r, c)}: not decided here at the most digits")
+        elif decided[(r, c)] != shown:
+            failures.append(f"{place(tensors, name, r, c)}: {shown}, but the exact value rounds to {decided[(r, c)]}")
+    return failures
+
+
+def _bind(named: Any, mine: Tensors, read: Reader) -> None:
+    """The spec the certificate names, read back (and dO from its grad_output file): the certificate's
+    inputs, value by value."""
+    from symattn.certificates.tensor_maker import tensors_of
+
+    extra = named.extra or {}
+    given = tensors_of(named.spec, str(extra["grad_output"]) if "grad_output" in extra else None)
+    theirs = f"the spec {named.spec_shown}" + (" and its grad_output" if "grad_output" in extra else "")
+    key = "certificate.inputs."
+
+    def other(name: str, ours: str, got: str, position: tuple[int, ...] = ()) -> SpecError:
+        return read.error(
+            key + name, f"{ours}, but {theirs} gives {got}: the certificate is not of its files", position
+        )
+
+    if mine.gradients != given.gradients:
+        raise read.error(
+            "certificate.files",
+            "dO is given but no grad_output file is named" if mine.gradients else "a grad_output file, but no dO",
+        )
+    for name in ("batch", "query_heads", "kv_heads", "layout"):
+        if getattr(mine, name) != getattr(given, name):
+            field = {"query_heads": "heads"}.get(name, name)
+            raise other(field, str(getattr(mine, name)), str(getattr(given, name)))
+    for name in ("Q", "K", "V", "dO") if mine.gradients else ("Q", "K", "V"):
+        a, z = mine.rows(name), given.rows(name)
+        if a.shape != z.shape:
+            raise other(name, "×".join(map(str, a.shape)), "×".join(map(str, z.shape)))
+        if not np.array_equal(a, z):
+            i, j = (int(x[0]) for x in np.nonzero(a != z))
+            raise other(name, a[i, j].hex(), z[i, j].hex(), (i + 1, j + 1))
+    h, g = mine.heads[0], given.heads[0]
+    if h.exact_scale != g.exact_scale:
+        raise other("scale", str(h.exact_scale or '"sqrt"'), str(g.exact_scale or '"sqrt"'))
+    mask, theirs_mask = (
+        np.ones((x.Q.shape[0], x.K.shape[0]), bool) if x.allowed is None else x.allowed for x in (h, g)
+    )
+    if not np.array_equal(mask, theirs_mask):
+        i, j = (int(x[0]) for x in np.nonzero(mask != theirs_mask))
+        raise other("mask", "1" if mask[i, j] else "0", "1" if theirs_mask[i, j] else "0", (i + 1, j + 1))
+
+
+__all__ = ["CLAIM", "verify_tensors"]

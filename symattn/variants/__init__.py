@@ -1,0 +1,233 @@
+"""The variants of attention, each one part (one module; :mod:`symattn.variants.base` says what a part is),
+and the registry that the rest of the package reads them through: no other module names a variant.
+
+Adding a variant is one module (its keys, its exact transform and rules, its steps), its templates and
+its phrases, and a line in ``PARTS`` below; docs/internals.md walks through one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from symattn.variants import alibi, masks, rope, sinks, softcap
+from symattn.variants.base import ADD, DENOMINATOR, MAP, MASK, QK, HeadPart, Part, Quantity, Where, listed
+
+# every part, in the order their keys are listed (spec files, the web page); they act in the order of
+# their stages, whatever their place here
+PARTS: tuple[Part, ...] = (masks.PART, alibi.PART, softcap.PART, sinks.PART, rope.PART)
+
+KEYS = tuple(key for part in PARTS for key in part.keys)  # every part's spec keys
+QUANTITIES: tuple[Quantity, ...] = tuple(q for part in PARTS for q in part.quantities)  # claimable
+STEP_KINDS = tuple(kind for part in PARTS for kind in part.step_kinds)
+UNSTATED = tuple(key for part in PARTS for key in part.unstated)  # keys an exercise sheet does not word
+WEB_FIELDS = tuple(field for part in PARTS for field in part.web_fields)
+LIMIT_MODULES = tuple(type(part).__module__ for part in PARTS)  # where each part's limits are (docs/hooks.py)
+
+
+def _stage_order(parts: Iterable[tuple[Part, Any]]) -> tuple[tuple[Part, Any], ...]:
+    return tuple(sorted(parts, key=lambda pair: pair[0].stage))
+
+
+def part(name: str) -> Part:
+    return next(p for p in PARTS if p.name == name)
+
+
+# --- the spec ------------------------------------------------------------------------------------------
+
+
+def read(reader: Any, data: Mapping[str, Any], where: Where, stages: tuple[int, ...]) -> tuple[tuple[str, Any], ...]:
+    """The settings of the parts of these stages that the spec has, as (name, setting) pairs."""
+    out = []
+    for p in PARTS:
+        if p.stage in stages:
+            setting = p.read(reader, data, where)
+            if setting is not None:
+                out.append((p.name, setting))
+    return tuple(out)
+
+
+def ordered(pairs: Iterable[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
+    """(name, setting) pairs in the registry's order."""
+    given = dict(pairs)
+    return tuple((p.name, given[p.name]) for p in PARTS if p.name in given)
+
+
+def of(spec: Any) -> tuple[tuple[Part, Any], ...]:
+    """The spec's parts with their settings, in the order they act."""
+    return _stage_order((part(name), setting) for name, setting in spec.parts)
+
+
+def check(reader: Any, spec: Any) -> None:
+    """Refuse what the spec's parts do not combine with (after the command line's options)."""
+    for p, setting in of(spec):
+        p.check(reader, setting, spec.is_symbolic)
+
+
+def heads_of(pairs: tuple[tuple[str, Any], ...], index: int) -> tuple[tuple[str, Any], ...]:
+    """The settings of one head (0-based) of several."""
+    return tuple((name, part(name).head(setting, index)) for name, setting in pairs)
+
+
+_ATTRIBUTES = {name: p for p in PARTS for name in (p.attributes or (p.name,))}
+
+
+def attribute(spec: Any, name: str) -> Any:
+    """``spec.<name>``: a part's setting (or what it makes of it), its value without it where it is absent."""
+    p = _ATTRIBUTES.get(name)
+    if p is None:
+        raise AttributeError(f"'Spec' object has no attribute {name!r}")
+    return p.attribute(spec.setting(p.name), name)
+
+
+def head_parts(spec: Any) -> tuple[HeadPart, ...]:
+    """The head parts of a single-head spec, in the order they act (a mask has none: it is in ``allowed``)."""
+    made = (p.head_part(setting, spec) for p, setting in of(spec))
+    return tuple(h for h in made if h is not None)
+
+
+def mask_parts() -> tuple[Part, ...]:
+    return tuple(p for p in PARTS if p.stage == MASK)
+
+
+# --- what it supports ------------------------------------------------------------------------------
+
+
+def certify_refusal(spec: Any) -> tuple[str, str] | None:
+    """(key, message) of the first part the spec has that ``compute --certify`` does not cover."""
+    return next(((p.name, p.certify) for p, _ in of(spec) if p.certify), None)
+
+
+def rounded_refusal(spec: Any) -> str | None:
+    """Why check's input-rounding refuses the spec's parts (None where it covers them)."""
+    if all(p.rounded_inputs for p, _ in of(spec)):
+        return None
+    return listed([p.title for p in PARTS if not p.rounded_inputs and not p.rounded_read])
+
+
+def float64_refused(spec: Any) -> bool:
+    """Whether compare's float64 path refuses a part of the spec."""
+    return any(not p.float64_in_mask and p.float64(setting) is None for p, setting in of(spec))
+
+
+def argument_refusal(name: str) -> str | None:
+    """symattn.kernel.compare's refusal of a part's keyword (None: no part's), while the float64 path has no
+    rule for the part."""
+    return next((p.argument_refusal for p in PARTS if p.argument == name), None)
+
+
+def kernel_mask(n: int, m: int, causal: bool, align: str, window: Any) -> Any:
+    """symattn.kernel.compare's mask of n queries and m keys from its keywords (``causal``, ``causal_align``,
+    ``window``): the mask parts' mask_mod as a numpy array of booleans, or None where every key is allowed."""
+    return next(p for p in PARTS if p.stage == MASK).kernel_mask(n, m, causal, align, window)
+
+
+def float64_words(noun: bool = False) -> str:
+    """The parts the float64 path refuses, as its messages list them."""
+    return listed([(p.noun or p.title) if noun else p.title for p in PARTS if not p.float64_in_mask])
+
+
+# --- claims and compute -------------------------------------------------------------------------------
+
+
+def quantity(name: str) -> Quantity | None:
+    return next((q for q in QUANTITIES if q.name == name), None)
+
+
+def missing(spec: Any, name: str) -> str | None:
+    """What a claim on a part's quantity needs where the spec does not have the part, else None."""
+    owner = next((p for p in PARTS if any(q.name == name for q in p.quantities)), None)
+    if owner is None or spec.setting(owner.name) is not None:
+        return None
+    return next(q.needs for q in owner.quantities if q.name == name)
+
+
+def report(spec: Any) -> dict[str, Any]:
+    """What compute reports of the parts' settings beside the inputs."""
+    out: dict[str, Any] = {}
+    for p in PARTS:
+        out.update(p.report(spec, spec.setting(p.name)))
+    return out
+
+
+# --- the derivation --------------------------------------------------------------------------------------
+
+_FACTS = {(where, name): default for p in PARTS for where, name, default in p.facts}
+
+
+def fact(where: str, name: str) -> Any:
+    """A fact of a step (or row) that a part declares, as it is without the part."""
+    if (where, name) not in _FACTS:
+        raise AttributeError(name)
+    return _FACTS[where, name]
+
+
+def toy(spec: Any) -> tuple[tuple[str, Any], ...]:
+    return tuple(fact for p, setting in of(spec) for fact in p.toy(spec, setting))
+
+
+def formula_parts(spec: Any) -> tuple[str, ...]:
+    """The parts that change the attention formula itself, in the order they act."""
+    return tuple(p.name for p, _ in of(spec) if p.stage != MASK)
+
+
+def stage(spec: Any, stage: int) -> tuple[tuple[Part, Any], ...]:
+    return tuple(pair for pair in of(spec) if pair[0].stage == stage)
+
+
+def masking(spec: Any) -> Any:
+    """What the masking step shows of the mask parts (None: nothing)."""
+    return next((m for m in (p.masking(spec, spec.setting(p.name)) for p in mask_parts()) if m is not None), None)
+
+
+def z_word(spec: Any) -> str | None:
+    """How a check report names z where a part makes it ("capped" past "biased": the last one)."""
+    words = [p.z_word for p, _ in of(spec) if p.z_word]
+    return words[-1] if words else None
+
+
+def operand(spec: Any, at: int, sig: Any, i: int, k: int) -> Any:
+    """What a wrong scaled score's explanation shows of the spec's part of a stage (None without one)."""
+    return next((p.operand(setting, sig, i, k) for p, setting in stage(spec, at)), None)
+
+
+__all__ = [
+    "ADD",
+    "DENOMINATOR",
+    "KEYS",
+    "LIMIT_MODULES",
+    "MAP",
+    "MASK",
+    "PARTS",
+    "QK",
+    "QUANTITIES",
+    "STEP_KINDS",
+    "UNSTATED",
+    "WEB_FIELDS",
+    "Where",
+    "argument_refusal",
+    "attribute",
+    "certify_refusal",
+    "check",
+    "fact",
+    "float64_refused",
+    "float64_words",
+    "formula_parts",
+    "head_parts",
+    "heads_of",
+    "kernel_mask",
+    "mask_parts",
+    "masking",
+    "missing",
+    "of",
+    "operand",
+    "ordered",
+    "part",
+    "quantity",
+    "read",
+    "report",
+    "rounded_refusal",
+    "stage",
+    "toy",
+    "z_word",
+]

@@ -1,0 +1,194 @@
+"""The modern masks, one part: a sliding ``window`` and where the causal diagonal lies (``causal_align``).
+Both only restrict where a query may attend (FlexAttention's ``mask_mod``): the spec's reader ANDs what
+they allow with the mask matrix and the key padding, and refuses a row left with no key.
+
+    top-left (torch's ``is_causal``):    query i may attend key j ≤ i
+    bottom-right (FlashAttention's):     query i may attend key j ≤ i + n_k − n_q
+    window w, diagonal at i + offset:    i + offset − w < j ≤ i + offset
+
+A window of n_k keys or more sets no lower bound: it means no window, only its diagonal (j ≤ i + offset).
+Everything it does is in ``spec.allowed``, so the exact model, the checker and compare's float64 path
+take it as any mask; the masking step of a derivation says where the diagonal lies and how wide the
+window is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from symattn.input.messages import said
+from symattn.input.reader import brief, parse_index
+from symattn.variants.base import MASK, Part, Where
+
+# --- limits of the masks --------------------------------------------------------------------
+WINDOW = 1024  # keys of a sliding window (as many as the tokens: a wider one would mean no window anyway)
+
+# --- the setting ---------------------------------------------------------------------------
+
+ALIGNMENTS = ("top-left", "bottom-right")
+
+
+@dataclass(frozen=True)
+class Diagonal:
+    """Where the causal diagonal lies and how wide the window below it is."""
+
+    align: str = "top-left"
+    offset: int = 0  # query i's diagonal is key i + offset
+    window: int | None = None  # as given; None: no window
+    keys: int = 0  # n_k: a window of as many keys or more has no lower bound
+
+    def allows(self, causal: bool, i: int, j: int) -> bool:
+        """Whether query i may attend key j under the causal mask (when ``causal``) and the window."""
+        top = i + self.offset
+        if self.window is None:
+            return not causal or j <= top
+        return j <= top and (self.window >= self.keys or top - self.window < j)
+
+
+# --- the step of a derivation ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MaskDiagonal:
+    """The causal diagonal and the window of a masking step, with the focus row's bounds (1-based):
+    the focus query i may attend keys j with low < j ≤ high (no lower bound without a window)."""
+
+    causal: bool  # mask = "causal"
+    align: str  # "top-left" or "bottom-right"
+    offset: int  # query i's diagonal is key i + offset
+    n_queries: int
+    n_keys: int
+    window: int | None
+    wide: bool  # a window of n_k keys or more: only its diagonal bounds it
+    query: int  # the focus query, 1-based
+    high: int  # i + offset
+    low: int | None  # i + offset − window, or None without a window
+    keys: tuple[int, ...]  # the keys (0-based) the diagonal and the window leave the focus query
+
+
+# --- the part -------------------------------------------------------------------------------------
+
+
+class Masks(Part):
+    name = "masks"
+    keys = ("window", "causal_align")
+    stage = MASK
+    title = "masks"
+    unstated = ("causal_align",)  # a sheet states the window, not the alignment
+    web_fields = (
+        {"key": "window", "kind": "number", "min": 1, "max": WINDOW, "default": ""},
+        {"key": "causal_align", "kind": "select", "choices": list(ALIGNMENTS), "default": "top-left"},
+    )
+    facts = (("toy_vs_real", "window", None), ("toy_vs_real", "causal_align", "top-left"))
+    attributes = ("window", "causal_align")
+    rounded_inputs = True
+    float64_in_mask = True
+
+    def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Diagonal | None:
+        """``causal_align`` and ``window`` for n_q queries and n_k keys (``where.causal``: mask = "causal");
+        None where neither is given."""
+        window = None
+        if "window" in data:
+            raw = data["window"]
+            window = parse_index(raw)
+            if window is None or not 1 <= window <= WINDOW:
+                raise reader.error("window", said("window_range", most=WINDOW, got=brief(raw)))
+        align = "top-left"
+        if "causal_align" in data:
+            align = reader.choice(data["causal_align"], "causal_align", ALIGNMENTS)
+            if not where.causal and window is None:
+                raise reader.error("causal_align", said("align_alone"))
+        if window is None and align == "top-left":
+            return None
+        offset = where.n_k - where.n_q if align == "bottom-right" else 0
+        return Diagonal(align, offset, window, where.n_k)
+
+    def attribute(self, setting: Diagonal | None, name: str) -> Any:
+        if name == "window":
+            return None if setting is None else setting.window
+        return "top-left" if setting is None else setting.align
+
+    @staticmethod
+    def restricts(setting: Diagonal | None) -> bool:
+        """Whether it blocks keys beyond the causal mask's (a window)."""
+        return setting is not None and setting.window is not None
+
+    @staticmethod
+    def allows(setting: Diagonal | None, causal: bool, i: int, j: int) -> bool:
+        """Its mask_mod: whether query i may attend key j (with the causal mask when ``causal``)."""
+        return (setting or Diagonal()).allows(causal, i, j)
+
+    @staticmethod
+    def empty_row(setting: Diagonal | None, i: int, n_k: int) -> tuple[str, str] | None:
+        """The key to blame when row i (0-based) is left with no key, and why, when the diagonal alone
+        explains it; else None."""
+        diagonal = setting or Diagonal()
+        top = i + diagonal.offset
+        if top < 0:
+            return "causal_align", said("align_before", align=repr(diagonal.align))
+        if diagonal.window is not None and diagonal.window < n_k and top - diagonal.window + 1 >= n_k:
+            return "window", said("window_past", window=diagonal.window, key=top + 1, last=n_k)
+        return None
+
+    def report(self, spec: Any, setting: Diagonal | None) -> dict[str, Any]:
+        """The window and the causal alignment, where they are set."""
+        out: dict[str, Any] = {}
+        if spec.window is not None:
+            out["window"] = spec.window
+        if spec.causal_align != "top-left":
+            out["causal_align"] = spec.causal_align
+        return out
+
+    def toy(self, spec: Any, setting: Diagonal | None) -> tuple[tuple[str, Any], ...]:
+        return (("window", spec.window), ("causal_align", spec.causal_align))
+
+    def masking(self, spec: Any, setting: Diagonal | None) -> MaskDiagonal | None:
+        """What the masking step says about the diagonal and the window; None where the plain causal
+        sentence says it all (no window, top-left, as many queries as keys) or there is no diagonal."""
+        n, m = len(spec.tokens), len(spec.keys)
+        causal = spec.mask == "causal"
+        window, align = spec.window, spec.causal_align
+        if window is None and not (causal and (align != "top-left" or n != m)):
+            return None
+        offset = m - n if align == "bottom-right" else 0
+        i = spec.focus + 1
+        high = i + offset
+        low = None if window is None or window >= m else high - window  # a window of n_k keys: none
+        keys = tuple(j for j in range(m) if j + 1 <= high and (low is None or j + 1 > low))
+        wide = window is not None and window >= m
+        return MaskDiagonal(causal, align, offset, n, m, window, wide, i, high, low, keys)
+
+    def kernel_mask(self, n: int, m: int, causal: bool, align: str, window: Any) -> Any:
+        """Where query i may attend key j: the causal diagonal (top-left, or bottom-right: offset m − n) and the
+        sliding window of ``window`` keys ending at it, as a spec's mask, causal_align and window say
+        (:meth:`Diagonal.allows`, here for the whole matrix at once): its mask_mod on the float64 path, a numpy
+        array of booleans or None where every key is allowed; a keyword out of range is refused in one line."""
+        import numpy as np
+
+        from symattn.input.errors import SpecError
+
+        if align not in ALIGNMENTS:
+            raise SpecError("causal_align", None, f"expected {' or '.join(map(repr, ALIGNMENTS))}, got {align!r}")
+        if window is not None and (type(window) is not int or not 1 <= window <= WINDOW):
+            raise SpecError("window", None, f"expected a whole number of keys from 1 to {WINDOW}, got {window!r}")
+        if not causal and window is None:
+            return None
+        offset = m - n if align == "bottom-right" else 0
+        top = np.arange(n)[:, None] + offset
+        j = np.arange(m)[None, :]
+        allowed = j <= top
+        if window is not None and window < m:
+            allowed &= top - window < j
+        empty = np.flatnonzero(~allowed.any(axis=1))
+        if empty.size:
+            i = int(empty[0])
+            key, why = self.empty_row(Diagonal(align, offset, window, m), i, m) or ("mask", "")
+            raise SpecError(key, None, f"query {i} (0-based) may attend no key{why}; softmax is undefined there")
+        return allowed
+
+
+PART = Masks()
+
+__all__ = ["ALIGNMENTS", "PART", "WINDOW", "Diagonal", "MaskDiagonal", "Masks"]

@@ -1,0 +1,208 @@
+"""Enclosures of the exact values of one head's row, in integers and mpmath's directed roundings.
+
+Every input is a float32 value, so each matrix is exactly integers · 2^-shift, and each score is an exact
+integer. Everything else is an interval of integers at a binary point 2^-P, each end rounded outward:
+
+- e^(c·(S_j − S_max)): the exponent's ends by mpmath's ``mpf_mul`` rounded down and up (c enclosed by
+  ``mpf_sqrt`` and ``mpf_div`` rounded outward), then ``mpf_exp`` rounded down and up, then floor and
+  ceiling at 2^-P (what ``mpmath.iv.exp`` does at an interval's ends); e^0 = 1 exactly; masked keys 0;
+- sums and products with exact integers by midpoint and radius: Σ v·x over x in [lo, hi] is exactly
+  (Σ v·(lo + hi) ± Σ |v|·(hi − lo)) / 2; a product of two intervals by |a|·s + r·|b| + r·s;
+- log ℓ by ``mpf_log`` rounded down and up, ln 2 by ``mpf_ln2`` both ways; divisions at the end as
+  exact fractions.
+
+The backward pass is the one of docs/kernel.md: dP = dO·Vᵀ, D_i = Σ_j A_ij dP_ij, dS = A ∘ (dP − D),
+dQ = c·dS·K, dK = c·dSᵀ·Q, dV = Aᵀ·dO, dK and dV summed over a group's query heads.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from operator import mul
+
+from mpmath.libmp import from_int, from_man_exp, mpf_add, mpf_div, mpf_exp, mpf_ln2, mpf_log, mpf_mul, mpf_sqrt
+
+from .reading import Inputs
+
+_LN2_ABOVE = 0.6932  # above ln 2: a float exponent below −(P + 1)·this is certainly below −P·ln 2
+
+
+def integers(rows: list[list[float]]) -> tuple[list[list[int]], int]:
+    """rows = ints · 2^-shift exactly (every float is a dyadic rational)."""
+    ratios = [[x.as_integer_ratio() for x in row] for row in rows]
+    shift = max((d.bit_length() - 1 for row in ratios for _, d in row), default=0)
+    return [[n << (shift - d.bit_length() + 1) for n, d in row] for row in ratios], shift
+
+
+def fraction(x: tuple) -> Fraction:
+    """An mpf value exactly."""
+    sign, man, exp, _ = x
+    value = Fraction(man) * Fraction(2) ** exp
+    return -value if sign else value
+
+
+def fixed(x: tuple, bits: int, up: bool) -> int:
+    """A non-negative mpf at the binary point 2^-bits, rounded down (or up)."""
+    _, man, exp, _ = x
+    shift = exp + bits
+    if shift >= 0:
+        return man << shift
+    return -((-man) >> -shift) if up else man >> -shift
+
+
+class Head:
+    """One (batch, query head) of the inputs, its group's K and V, as exact integers."""
+
+    def __init__(self, exact: Exact, b: int, h: int):
+        t = exact.inputs
+        self.exact, self.g = exact, h // (t.heads // t.kv_heads)
+        n, m = t.queries, t.keys
+        q0, k0 = (b * t.heads + h) * n, (b * t.kv_heads + self.g) * m
+        self.Q = exact.Q[q0 : q0 + n]
+        self.K, self.V = exact.K[k0 : k0 + m], exact.V[k0 : k0 + m]
+        self.dO = exact.dO[q0 : q0 + n] if exact.dO is not None else None
+        self.K_columns = [list(c) for c in zip(*self.K)]
+        self.V_columns = [list(c) for c in zip(*self.V)]
+
+    def allowed(self, i: int) -> list[int]:
+        mask = self.exact.inputs.mask
+        return list(range(len(self.K))) if mask is None else [j for j, x in enumerate(mask[i]) if x == "1"]
+
+    def scores(self, i: int) -> list[int]:
+        q = self.Q[i]
+        return [sum(map(mul, q, k)) for k in self.K]
+
+    def grads(self, i: int) -> list[int]:
+        """dP_ij = dO_i · V_j, exactly (unit 2^-(gs + vs))."""
+        g = self.dO[i]  # type: ignore[index]
+        return [sum(map(mul, g, v)) for v in self.V]
+
+
+class Exact:
+    """The certificate's inputs as integers, and the scale's enclosure at a precision."""
+
+    def __init__(self, inputs: Inputs):
+        self.inputs = inputs
+        self.Q, self.qs = integers(inputs.Q)
+        self.K, self.ks = integers(inputs.K)
+        self.V, self.vs = integers(inputs.V)
+        self.dO: list[list[int]] | None = None
+        self.gs = 0
+        if inputs.dO is not None:
+            self.dO, self.gs = integers(inputs.dO)
+        self._heads: dict[tuple[int, int], Head] = {}
+        self._scales: dict[int, tuple[tuple, tuple]] = {}
+
+    def head(self, b: int, h: int) -> Head:
+        if (b, h) not in self._heads:
+            if len(self._heads) >= 8:  # a few heads at a time (a group's): their columns are lists
+                self._heads.clear()
+            self._heads[(b, h)] = Head(self, b, h)
+        return self._heads[(b, h)]
+
+    def scale(self, bits: int) -> tuple[tuple, tuple]:
+        """(c rounded down, c rounded up), c = the scale, or 1/√d_k."""
+        if bits not in self._scales:
+            self._scales[bits] = self._scale(bits)
+        return self._scales[bits]
+
+    def _scale(self, bits: int) -> tuple[tuple, tuple]:
+        c = self.inputs.scale
+        if c is None:
+            d = from_int(len(self.inputs.Q[0]))
+            return mpf_div(from_int(1), mpf_sqrt(d, bits, "c"), bits, "f"), mpf_div(
+                from_int(1), mpf_sqrt(d, bits, "f"), bits, "c"
+            )
+        p, q = from_int(c.numerator), from_int(c.denominator)
+        return mpf_div(p, q, bits, "f"), mpf_div(p, q, bits, "c")
+
+
+class Row:
+    """Row i of a head at the binary point 2^-bits: its exps' ends, ℓ's ends, and what depends on them."""
+
+    def __init__(self, head: Head, i: int, bits: int):
+        ex = head.exact
+        self.head, self.i, self.bits = head, i, bits
+        self.allowed = head.allowed(i)
+        S = head.scores(i)
+        self.top = max(S[j] for j in self.allowed)
+        self.c = ex.scale(bits + 16)
+        shift = ex.qs + ex.ks
+        c_float = float(fraction(self.c[1]))
+        m = len(head.K)
+        self.lo, self.hi = [0] * m, [0] * m
+        one = 1 << bits
+        for j in self.allowed:
+            gap = S[j] - self.top
+            if gap == 0:
+                self.lo[j] = self.hi[j] = one
+                continue
+            if math.ldexp(gap * c_float, -shift) < -(bits + 1) * _LN2_ABOVE:
+                self.hi[j] = 1  # e^t < 2^-bits
+                continue
+            g = from_man_exp(gap, -shift)
+            self.lo[j] = fixed(mpf_exp(mpf_mul(g, self.c[1], bits, "f"), bits, "f"), bits, False)
+            self.hi[j] = fixed(mpf_exp(mpf_mul(g, self.c[0], bits, "c"), bits, "c"), bits, True)
+        self.L = (sum(self.lo), sum(self.hi))
+        self.mid = [a + b for a, b in zip(self.lo, self.hi)]  # at 2^-(bits + 1)
+        self.rad = [b - a for a, b in zip(self.lo, self.hi)]
+
+    def output(self, k: int) -> tuple[Fraction, Fraction]:
+        v = self.head.V_columns[k]
+        mid, rad = sum(map(mul, v, self.mid)), sum(map(mul, map(abs, v), self.rad))
+        n_lo, n_hi = mid - rad, mid + rad
+        L_lo, L_hi = self.L
+        unit = self.head.exact.vs + 1
+        return Fraction(n_lo, (L_hi if n_lo >= 0 else L_lo) << unit), Fraction(
+            n_hi, (L_lo if n_hi >= 0 else L_hi) << unit
+        )
+
+    def lse(self, base2: bool) -> tuple[Fraction, Fraction]:
+        P = self.bits + 16
+        ex = self.head.exact
+        top = from_man_exp(self.top, -(ex.qs + ex.ks))
+        c_lo, c_hi = self.c if self.top >= 0 else self.c[::-1]
+        lo = mpf_add(mpf_mul(top, c_lo, P, "f"), mpf_log(from_man_exp(self.L[0], -self.bits), P, "f"), P, "f")
+        hi = mpf_add(mpf_mul(top, c_hi, P, "c"), mpf_log(from_man_exp(self.L[1], -self.bits), P, "c"), P, "c")
+        if not base2:
+            return fraction(lo), fraction(hi)
+        ln2 = (mpf_ln2(P, "f"), mpf_ln2(P, "c"))
+        a = mpf_div(lo, ln2[1] if lo[0] == 0 else ln2[0], P, "f")  # lo ≥ 0: over the larger ln 2
+        b = mpf_div(hi, ln2[0] if hi[0] == 0 else ln2[1], P, "c")
+        return fraction(a), fraction(b)
+
+    def backward(self) -> None:
+        """dS_ij as midpoints and radii at 2^-(bits + 1 + gs + vs), and A's at 2^-(bits + 1)."""
+        P = self.bits
+        dP = self.head.grads(self.i)
+        L_lo, L_hi = self.L
+        a_mid, a_rad = [], []
+        for lo, hi in zip(self.lo, self.hi):
+            a, z = (lo << P) // L_hi, -((-(hi << P)) // L_lo)
+            a_mid.append(a + z)
+            a_rad.append(z - a)
+        D_mid, D_rad = sum(map(mul, a_mid, dP)), sum(map(mul, a_rad, map(abs, dP)))
+        s_mid, s_rad = [], []
+        for am, ar, p in zip(a_mid, a_rad, dP):
+            y_mid = (p << (P + 1)) - D_mid
+            mid, rad = am * y_mid, abs(am) * D_rad + ar * (abs(y_mid) + D_rad)
+            low = mid >> (P + 1)
+            s_mid.append(low)
+            s_rad.append(-((-rad) >> (P + 1)) + (1 if low << (P + 1) != mid else 0))
+        self.a_mid, self.a_rad, self.s_mid, self.s_rad = a_mid, a_rad, s_mid, s_rad
+
+    def dq(self, c: int) -> tuple[int, int]:
+        """dQ_ic / scale at 2^-(bits + 1 + gs + vs + ks), as (midpoint, radius)."""
+        k = self.head.K_columns[c]
+        return sum(map(mul, self.s_mid, k)), sum(map(mul, self.s_rad, map(abs, k)))
+
+
+def scaled(mid: int, rad: int, unit: int, c: tuple[tuple, tuple]) -> tuple[Fraction, Fraction]:
+    """c · [mid − rad, mid + rad] · 2^-unit, c > 0 in [c[0], c[1]]."""
+    c_lo, c_hi = fraction(c[0]), fraction(c[1])
+    x_lo, x_hi = Fraction(mid - rad, 1 << unit), Fraction(mid + rad, 1 << unit)
+    return x_lo * (c_hi if x_lo < 0 else c_lo), x_hi * (c_hi if x_hi > 0 else c_lo)
+
+
+__all__ = ["Exact", "Head", "Row", "fraction", "scaled"]

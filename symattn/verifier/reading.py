@@ -1,0 +1,468 @@
+"""Reading a float64-path certificate (versions 2 and 3) strictly, into plain data.
+
+The JSON text is parsed with a duplicate key refused anywhere, NaN and Infinity refused, and no float
+parsed (the certificate's floats are ``float.hex`` strings). Every field must be one this reader knows
+(one it ignored would seem proved), every table the shape its inputs give, every float ``float.hex``'s own
+text of a finite value (a bound may also be ``inf``: no bound, then the value's path is "a"), every input a
+float32 value. A problem is a :class:`CertificateError`: the key, the 1-based position in the JSON, what is
+wrong. Version 2 (one head's output) is read as version 3 of one head with its output only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+VERSIONS = (2, 3)
+MOST_DIGITS = 13
+TOKENS = 1 << 14  # queries or keys
+DIMS = 1024  # columns of Q, K, V
+HEADS = 1024  # batches × heads
+QUANTITIES = ("output", "lse", "lse2", "dq", "dk", "dv")
+GRADIENTS = ("dq", "dk", "dv")
+PATH_NAMES = {"f": "float64", "c": "compensated", "a": "arb"}
+_SHOWN = re.compile(r"-?[0-9]{1,40}(?:\.[0-9]{1,40})?(?:E[+-][0-9]{1,4})?")
+_EXACT = re.compile(r"-?[0-9]{1,400}(?:/[0-9]{1,400})?")
+_BOUND = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+BOUND_LENGTH = 64_000  # characters of a version-2 enclosure's end (its exact decimal)
+_LAYOUTS = ("bhnd", "bnhd")
+
+
+class CertificateError(ValueError):
+    """The certificate is malformed: ``key`` (dotted), ``position`` (1-based), ``problem``."""
+
+    def __init__(self, key: str, problem: str, position: tuple[int, ...] = ()):
+        self.key, self.problem, self.position = key, problem, position
+        super().__init__(f"{key}{''.join(f'[{p}]' for p in position)}: {problem}" if key else problem)
+
+
+@dataclass
+class Table:
+    """One quantity: its tensor shape and, a row per line, the values shown, paths, floats and bounds."""
+
+    name: str
+    shape: tuple[int, ...]
+    values: list[list[str]]
+    paths: list[str]
+    floats: list[list[float]]
+    bounds: list[list[float]]
+
+
+@dataclass
+class Inputs:
+    """Q, K, V (and dO) as rows of floats, (batch, head, token) order; the scale (None: 1/√d_k); the mask."""
+
+    batch: int
+    heads: int
+    kv_heads: int
+    layout: str
+    Q: list[list[float]]
+    K: list[list[float]]
+    V: list[list[float]]
+    dO: list[list[float]] | None
+    scale: Fraction | None
+    mask: list[str] | None  # a row of "1" (may attend) and "0" per query, shared by every head
+
+    @property
+    def queries(self) -> int:
+        return len(self.Q) // (self.batch * self.heads)
+
+    @property
+    def keys(self) -> int:
+        return len(self.K) // (self.batch * self.kv_heads)
+
+
+@dataclass
+class Certificate:
+    version: int
+    digits: int
+    inputs: Inputs
+    tables: dict[str, Table]
+    files: list[tuple[str, str, str]]  # (name, path, sha256)
+    enclosures: dict[tuple[int, int], Any] = field(default_factory=dict)  # version 2: (lo, hi) or a Fraction
+    squeezed: bool = True  # no batch and head axes (one head of a spec without them)
+
+
+def parse(text: str) -> dict[str, Any]:
+    """JSON text as a table: duplicate keys, NaN, Infinity and floats refused."""
+
+    twice: dict[int, str] = {}  # id of an object holding a key twice: that key (found once parsed)
+
+    def table(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out and id(out) not in twice:
+                twice[id(out)] = key
+            out.setdefault(key, value)
+        return out
+
+    def constant(name: str) -> Any:
+        raise CertificateError("", f"{name} is not a number a certificate holds")
+
+    try:
+        data = json.loads(text, object_pairs_hook=table, parse_constant=constant, parse_float=_Float)
+    except RecursionError:
+        raise CertificateError("", "nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise CertificateError("", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:
+        if isinstance(exc, CertificateError):
+            raise
+        raise CertificateError("", f"a number JSON cannot hold here: {str(exc)[:80]}") from None
+    if not isinstance(data, dict):
+        raise CertificateError("", "expected a JSON object")
+    if twice:
+        _refuse_twice(data, twice)
+    return data
+
+
+def _refuse_twice(data: dict[str, Any], twice: dict[int, str]) -> None:
+    """The first object in the file's order that holds a key twice, named by its path (a JSON reader would
+    keep one copy, and a verifier check only that one)."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            if id(value) in twice:
+                raise CertificateError(path[:100], f"the key {twice[id(value)][:60]!r} twice in one object; keep one")
+            stack += [(f"{path}.{k[:60]}" if path else k[:60], v) for k, v in reversed(value.items())]
+        elif isinstance(value, list):
+            stack += [(f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value, 1))) if isinstance(v, dict | list)]
+
+
+class _Float(str):
+    """A JSON number with a point or an exponent, kept as its text (a certificate's numbers are whole)."""
+
+
+def whole(raw: Any) -> int | None:
+    """A whole number of up to 9 digits: a JSON integer (or its text, as symattn's own reader keeps it)."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw if abs(raw) < 10**9 else None
+    if isinstance(raw, str) and type(raw) is not str and not isinstance(raw, _Float):
+        return int(raw) if len(raw) <= 9 and raw.isdigit() else None
+    return None
+
+
+def kind(raw: Any) -> str:
+    if isinstance(raw, dict):
+        return "a table"
+    if isinstance(raw, list):
+        return "a list" if raw else "an empty list"
+    if isinstance(raw, str) and type(raw) is str:
+        return f"the text {raw[:40]!r}" + ("…" if len(raw) > 40 else "")
+    return f"the number {str(raw)[:40]}"
+
+
+def fields(table: dict[str, Any], key: str, known: tuple[str, ...], required: tuple[str, ...]) -> None:
+    for name in table:
+        if name not in known:
+            where = f"{key}.{name[:50]}" if key else name[:50]
+            raise CertificateError(where, f"an unknown field; this holds {', '.join(known)}")
+    for name in required:
+        if name not in table:
+            raise CertificateError(f"{key}.{name}" if key else name, "missing")
+
+
+def rows(raw: Any, key: str, count: int | None, width: int | None, what: str) -> list[list[Any]]:
+    """A list of ``count`` rows of ``width`` entries each (None: as given, within the limits)."""
+    if not isinstance(raw, list) or not raw:
+        raise CertificateError(key, f"expected a list of rows of {what}, got {kind(raw)}")
+    if count is not None and len(raw) != count:
+        raise CertificateError(key, f"{len(raw)} rows; {count} expected")
+    for i, row in enumerate(raw, 1):
+        if not isinstance(row, list) or not row:
+            raise CertificateError(key, f"expected a list of {what}, got {kind(row)}", (i,))
+        if width is None:
+            width = len(row)
+        if len(row) != width:
+            raise CertificateError(key, f"{len(row)} entries; {width} expected", (i,))
+    return raw
+
+
+def floats(raw: Any, key: str, count: int | None, width: int | None, what: str, inf: bool = False) -> list[list[float]]:
+    """Rows of float.hex texts as floats: each the text float.hex gives its own value, finite (or inf)."""
+    out = []
+    for i, row in enumerate(rows(raw, key, count, width, what), 1):
+        try:
+            values = [float.fromhex(x) for x in row]
+            good = [v.hex() if math.isfinite(v) else "inf" for v in values] == row
+        except (TypeError, ValueError, OverflowError):
+            good = False
+        if not good or not inf and "inf" in row:
+            j = next(j for j, x in enumerate(row) if not _hex(x, inf))
+            raise CertificateError(key, f"expected {what} as float.hex writes it, got {kind(row[j])}", (i, j + 1))
+        out.append(values)
+    return out
+
+
+def _hex(x: Any, inf: bool) -> bool:
+    if not isinstance(x, str) or len(x) > 24:
+        return False
+    if x == "inf":
+        return inf
+    try:
+        v = float.fromhex(x)
+    except (ValueError, OverflowError):
+        return False
+    return math.isfinite(v) and v.hex() == x
+
+
+def shown(text: Any, key: str, position: tuple[int, ...], digits: int) -> Fraction:
+    """A value as shown: ``digits`` significant digits (or "0"), as Decimal writes it; exactly."""
+    if not isinstance(text, str) or _SHOWN.fullmatch(text) is None:
+        raise CertificateError(
+            key, f'expected a value such as "0.4171325333" or "2.028E+4", got {kind(text)}', position
+        )
+    value = Decimal(text)
+    if value != 0 and len(value.as_tuple().digits) != digits:
+        raise CertificateError(
+            key, f"{text} has {len(value.as_tuple().digits)} significant digits, not {digits}", position
+        )
+    if value == 0 and text != "0":
+        raise CertificateError(key, f'an exact zero is shown as "0", got {text!r}', position)
+    return Fraction(value)
+
+
+def exact(text: Any, key: str, position: tuple[int, ...], pattern: re.Pattern[str] = _EXACT) -> Fraction:
+    if not isinstance(text, str) or len(text) > BOUND_LENGTH or pattern.fullmatch(text) is None:
+        raise CertificateError(key, f'expected an exact number such as "3/10", got {kind(text)}', position)
+    num, _, den = text.partition("/")
+    if den and not den.strip("0"):
+        raise CertificateError(key, f"{text} divides by zero", position)
+    return Fraction(Decimal(num)) / (Fraction(Decimal(den)) if den else 1)
+
+
+def certificate(data: dict[str, Any]) -> Certificate:
+    """The certificate's parts, every form checked; values not yet proved."""
+    cert = data.get("certificate")
+    if not isinstance(cert, dict):
+        raise CertificateError("certificate", "missing: not the output of symattn compute --certify --float64")
+    version = whole(cert.get("version"))
+    if version not in VERSIONS:
+        raise CertificateError(
+            "certificate.version",
+            f"{kind(cert.get('version'))}: this verifier reads the float64 path's versions 2 and 3",
+        )
+    if cert.get("path") != "float64":
+        raise CertificateError("certificate.path", f'expected "float64", got {kind(cert.get("path"))}')
+    method = cert.get("method")
+    if not isinstance(method, str) or len(method) > 1000:
+        raise CertificateError("certificate.method", "expected a text of up to 1000 characters")
+    digits = whole(cert.get("digits"))
+    if digits is None or not 1 <= digits <= MOST_DIGITS:
+        raise CertificateError("certificate.digits", f"expected a whole number from 1 to {MOST_DIGITS}")
+    files = _files(cert.get("files", []))
+    if version == 2:
+        return _version_2(data, cert, digits, files)
+    fields(
+        cert, "certificate", ("version", "path", "method", "digits", "paths", "files", "inputs"), ("inputs", "paths")
+    )
+    inputs = _inputs(cert["inputs"])
+    squeezed = inputs.batch == inputs.heads == 1
+    names = QUANTITIES if inputs.dO is not None else QUANTITIES[:3]
+    fields(data, "", (*names, "certificate"), (*names, "certificate"))
+    tables = {name: _table(data[name], name, _shape(inputs, name, squeezed), digits) for name in names}
+    _paths(cert["paths"], tables)
+    return Certificate(3, digits, inputs, tables, files, {}, squeezed)
+
+
+def _shape(inputs: Inputs, name: str, squeezed: bool) -> tuple[int, ...]:
+    d, dv = len(inputs.Q[0]), len(inputs.V[0])
+    tail = {
+        "output": (inputs.heads, inputs.queries, dv),
+        "lse": (inputs.heads, inputs.queries),
+        "lse2": (inputs.heads, inputs.queries),
+        "dq": (inputs.heads, inputs.queries, d),
+        "dk": (inputs.kv_heads, inputs.keys, d),
+        "dv": (inputs.kv_heads, inputs.keys, dv),
+    }[name]
+    return tail[1:] if squeezed else (inputs.batch, *tail)
+
+
+def _table(raw: Any, name: str, shape: tuple[int, ...], digits: int) -> Table:
+    if not isinstance(raw, dict):
+        raise CertificateError(name, f"expected a table of shape, value, path, float and bound, got {kind(raw)}")
+    fields(raw, name, ("shape", "value", "path", "float", "bound"), ("shape", "value", "path", "float", "bound"))
+    given = raw["shape"]
+    if not isinstance(given, list) or [whole(x) for x in given] != list(shape):
+        raise CertificateError(f"{name}.shape", f"expected {list(shape)} (from the inputs), got {kind(given)}")
+    count = 1
+    for n in shape[:-1]:
+        count *= n
+    width = shape[-1]
+    values = rows(raw["value"], f"{name}.value", count, width, "values")
+    paths = raw["path"]
+    if not isinstance(paths, list) or len(paths) != count:
+        raise CertificateError(f"{name}.path", f"expected {count} rows of path letters")
+    for i, p in enumerate(paths, 1):
+        if not isinstance(p, str) or len(p) != width or p.strip("fca" if name == "output" else "fa"):
+            letters = '"f", "c" or "a"' if name == "output" else '"f" or "a"'
+            raise CertificateError(f"{name}.path", f"expected {width} letters {letters}, got {kind(p)}", (i,))
+    return Table(
+        name,
+        shape,
+        values,
+        paths,
+        floats(raw["float"], f"{name}.float", count, width, "a float"),
+        _bounds(floats(raw["bound"], f"{name}.bound", count, width, "a bound", inf=True), paths, name),
+    )
+
+
+def _bounds(bounds: list[list[float]], paths: list[str], name: str) -> list[list[float]]:
+    for i, (row, p) in enumerate(zip(bounds, paths), 1):
+        for j, b in enumerate(row):
+            if b < 0 or b == math.inf and p[j] != "a":
+                raise CertificateError(f"{name}.bound", 'negative, or infinite where the path is not "a"', (i, j + 1))
+    return bounds
+
+
+def _paths(raw: Any, tables: dict[str, Table]) -> None:
+    if not isinstance(raw, dict):
+        raise CertificateError("certificate.paths", f"expected a table of each quantity's paths, got {kind(raw)}")
+    fields(raw, "certificate.paths", tuple(tables), tuple(tables))
+    for name, table in tables.items():
+        counts = raw[name]
+        letters = "fca" if name == "output" else "fa"
+        known = tuple(PATH_NAMES[c] for c in letters)
+        if not isinstance(counts, dict):
+            raise CertificateError(f"certificate.paths.{name}", f"expected a table of {', '.join(known)}")
+        fields(counts, f"certificate.paths.{name}", known, known)
+        for c in letters:
+            got = sum(p.count(c) for p in table.paths)
+            if whole(counts[PATH_NAMES[c]]) != got:
+                raise CertificateError(
+                    f"certificate.paths.{name}.{PATH_NAMES[c]}",
+                    f"{kind(counts[PATH_NAMES[c]])}, but {name}.path has {got}",
+                )
+
+
+def _inputs(raw: Any) -> Inputs:
+    key = "certificate.inputs"
+    if not isinstance(raw, dict):
+        raise CertificateError(key, f"expected a table, got {kind(raw)}")
+    known = ("layout", "batch", "heads", "kv_heads", "Q", "K", "V", "dO", "scale", "mask")
+    fields(raw, key, known, tuple(k for k in known if k != "dO"))
+    if raw["layout"] not in _LAYOUTS:
+        raise CertificateError(f"{key}.layout", f'expected "bhnd" or "bnhd", got {kind(raw["layout"])}')
+    batch, heads, kv = (whole(raw[k]) for k in ("batch", "heads", "kv_heads"))
+    if batch is None or heads is None or kv is None or min(batch, heads, kv) < 1 or batch * heads > HEADS or heads % kv:
+        raise CertificateError(
+            f"{key}.heads",
+            f"batch, heads and kv_heads: whole numbers, kv_heads dividing heads, batch × heads at most {HEADS}",
+        )
+    Q = floats(raw["Q"], f"{key}.Q", None, None, "float32 values")
+    if len(Q) % (batch * heads) or len(Q) // (batch * heads) > TOKENS or len(Q[0]) > DIMS:
+        raise CertificateError(
+            f"{key}.Q",
+            f"{len(Q)} rows of {len(Q[0])}: not batch × heads × queries (at most {TOKENS}) rows of at most {DIMS}",
+        )
+    K = floats(raw["K"], f"{key}.K", None, len(Q[0]), "float32 values")
+    if len(K) % (batch * kv) or len(K) // (batch * kv) > TOKENS:
+        raise CertificateError(f"{key}.K", f"{len(K)} rows: not batch × kv_heads × keys (at most {TOKENS})")
+    V = floats(raw["V"], f"{key}.V", len(K), None, "float32 values")
+    if len(V[0]) > DIMS:
+        raise CertificateError(f"{key}.V", f"rows of {len(V[0])}; at most {DIMS}")
+    dO = None if "dO" not in raw else floats(raw["dO"], f"{key}.dO", len(Q), len(V[0]), "float32 values")
+    for name, m in (("Q", Q), ("K", K), ("V", V), ("dO", dO or [])):
+        for i, row in enumerate(m, 1):
+            if not _all_float32(row):
+                j = next(j for j, x in enumerate(row) if not _all_float32([x]))
+                raise CertificateError(f"{key}.{name}", f"{row[j].hex()} is not a float32 value", (i, j + 1))
+    scale = None
+    if raw["scale"] != "sqrt":
+        scale = exact(raw["scale"], f"{key}.scale", ())
+        if scale <= 0:
+            raise CertificateError(f"{key}.scale", "must be positive")
+    queries, keys = len(Q) // (batch * heads), len(K) // (batch * kv)
+    mask = raw["mask"]
+    if mask is not None:
+        if not isinstance(mask, list) or len(mask) != queries:
+            raise CertificateError(f"{key}.mask", f"expected null or {queries} rows, one per query")
+        for i, row in enumerate(mask, 1):
+            if not isinstance(row, str) or len(row) != keys or row.strip("01") or "1" not in row:
+                raise CertificateError(f"{key}.mask", f"expected {keys} characters 1 or 0, at least one 1", (i,))
+    return Inputs(batch, heads, kv, raw["layout"], Q, K, V, dO, scale, mask)
+
+
+def _all_float32(row: list[float]) -> bool:
+    """Every x a float32 value: rounding it to float32 (struct's "f") gives it back."""
+    try:
+        return list(struct.unpack(f"<{len(row)}f", struct.pack(f"<{len(row)}f", *row))) == row
+    except OverflowError:  # past float32's range
+        return False
+
+
+def _files(raw: Any) -> list[tuple[str, str, str]]:
+    if not isinstance(raw, list):
+        raise CertificateError("certificate.files", f"expected a list of files, got {kind(raw)}")
+    out: list[tuple[str, str, str]] = []
+    for n, entry in enumerate(raw, 1):
+        if not isinstance(entry, dict):
+            raise CertificateError("certificate.files", "expected a table of name, path and sha256", (n,))
+        fields(entry, "certificate.files", ("name", "path", "sha256"), ("name", "path", "sha256"))
+        name, path, digest = entry["name"], entry["path"], entry["sha256"]
+        if not isinstance(name, str) or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]{0,64}", name) is None:
+            raise CertificateError("certificate.files.name", f'expected a name such as "Q", got {kind(name)}', (n,))
+        if not isinstance(path, str) or not 0 < len(path) <= 4096:
+            raise CertificateError("certificate.files.path", "expected a text of 1 to 4096 characters", (n,))
+        if not isinstance(digest, str) or re.fullmatch(r"[0-9a-f]{64}", digest) is None:
+            raise CertificateError("certificate.files.sha256", "expected 64 lowercase hex digits", (n,))
+        if name in [x[0] for x in out]:
+            raise CertificateError("certificate.files.name", f"{name!r} a second time", (n,))
+        out.append((name, path, digest))
+    return out
+
+
+def _version_2(data: dict[str, Any], cert: dict[str, Any], digits: int, files: list) -> Certificate:
+    known = ("version", "path", "method", "digits", "paths", "files", "enclosures", "inputs")
+    fields(cert, "certificate", known, ("inputs", "paths", "enclosures"))
+    fields(data, "", ("d_k", "output", "certificate"), ("output", "certificate"))
+    raw = cert["inputs"]
+    if not isinstance(raw, dict):
+        raise CertificateError("certificate.inputs", f"expected a table, got {kind(raw)}")
+    fields(raw, "certificate.inputs", ("Q", "K", "V", "scale", "mask"), ("Q", "K", "V", "scale", "mask"))
+    inputs = _inputs({**raw, "layout": "bhnd", "batch": 1, "heads": 1, "kv_heads": 1})
+    if "d_k" in data and whole(data["d_k"]) != len(inputs.Q[0]):
+        raise CertificateError("d_k", f"{kind(data['d_k'])}, but certificate.inputs.Q has {len(inputs.Q[0])} columns")
+    output = data["output"]
+    if isinstance(output, dict):  # version 2's table has no shape: the inputs give it
+        output = {"shape": [inputs.queries, len(inputs.V[0])], **output}
+    table = _table(output, "output", (inputs.queries, len(inputs.V[0])), digits)
+    counts = cert["paths"]
+    _paths({"output": counts}, {"output": table})
+    boxes: dict[tuple[int, int], Any] = {}
+    key = "certificate.enclosures"
+    if not isinstance(cert["enclosures"], list):
+        raise CertificateError(key, "expected a list of enclosures")
+    for p, entry in enumerate(cert["enclosures"], 1):
+        if not isinstance(entry, dict) or set(entry) not in ({"at", "bounds"}, {"at", "exact"}):
+            raise CertificateError(key, "expected a table of at and bounds (or at and exact)", (p,))
+        at = entry["at"]
+        i, k = (whole(x) for x in at) if isinstance(at, list) and len(at) == 2 else (None, None)
+        if i is None or k is None or not (1 <= i <= len(table.paths) and 1 <= k <= table.shape[1]):
+            raise CertificateError(f"{key}.at", f"expected [query, column], 1-based, within {list(table.shape)}", (p,))
+        if table.paths[i - 1][k - 1] != "a" or (i - 1, k - 1) in boxes:
+            raise CertificateError(f"{key}.at", f'output[{i}][{k}]: not a value of path "a", or a second time', (p,))
+        if "exact" in entry:
+            boxes[(i - 1, k - 1)] = exact(entry["exact"], f"{key}.exact", (p,))
+        else:
+            ends = entry["bounds"]
+            if not isinstance(ends, list) or len(ends) != 2:
+                raise CertificateError(f"{key}.bounds", "expected [lo, hi]", (p,))
+            lo, hi = (exact(x, f"{key}.bounds", (p,), _BOUND) for x in ends)
+            if lo > hi:
+                raise CertificateError(f"{key}.bounds", "the bounds are the wrong way round", (p,))
+            boxes[(i - 1, k - 1)] = (lo, hi)
+    missing = sum(p.count("a") for p in table.paths) - len(boxes)
+    if missing:
+        raise CertificateError(key, f'{missing} values of path "a" without an enclosure')
+    return Certificate(2, digits, inputs, {"output": table}, files, boxes, True)
+
+
+__all__ = ["Certificate", "CertificateError", "Inputs", "Table", "certificate", "parse", "shown", "whole"]
