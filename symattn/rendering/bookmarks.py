@@ -1,7 +1,9 @@
-"""The plain text of a LaTeX heading, for its PDF bookmark: hyperref cannot read math or macros into a PDF
-string ("Token not allowed in a PDF string") and drops them, so "scale \\(S / \\sqrt{d_k}\\)" would read
-"scale S / dk". Math is written out from the title-math parse tree (√, ᵀ, ∞), escaped text is unescaped,
-and the result is escaped again with the text commands that hyperref's PDF strings know."""
+"""The plain text of a LaTeX heading, for its PDF bookmark (hyperref's ``texorpdfstring``): its math written
+out from the title-math parse tree, its escapes read back.
+
+hyperref cannot read math or macros into a PDF string ("Token not allowed in a PDF string") and drops them,
+so "scale \\(S / \\sqrt{d_k}\\)" would read "scale S / dk". Math is written out (√, ᵀ, ∞), escaped text is
+unescaped, and the result is escaped again with the text commands that hyperref's PDF strings know."""
 
 from __future__ import annotations
 

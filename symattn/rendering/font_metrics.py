@@ -1,8 +1,10 @@
 """How wide each character is in the figures' sans faces, in thousandths of an em: the wider of DejaVu Sans
-and Noto Sans (the faces a Linux browser falls back to; Segoe UI, San Francisco and Latin Modern are
-narrower), measured with a canvas's ``measureText`` at 1000 px in Chromium and rounded up. It covers ASCII,
-Latin-1 and Latin Extended-A and -B; :func:`char_width` reads other letters from their base letter
-(Vietnamese "ườ" as "u", "o"), so that a label's measured width is never less than what a browser draws.
+and Noto Sans, so that a label's measured width is never less than what a browser draws.
+
+DejaVu Sans and Noto Sans are the faces a Linux browser falls back to; Segoe UI, San Francisco and Latin
+Modern are narrower. Measured with a canvas's ``measureText`` at 1000 px in Chromium and rounded up, for
+ASCII, Latin-1 and Latin Extended-A and -B; :func:`char_width` reads other letters from their base letter
+(Vietnamese "ườ" as "ơ"), a CJK character or a letter of another script as a whole em.
 """
 
 from __future__ import annotations
