@@ -1,4 +1,5 @@
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -440,3 +441,21 @@ def test_keys_a_sheet_cannot_state_are_refused(key):
     assert str(info.value) == (
         f"<dict>: {key}: an exercise sheet does not state this key yet; remove it, or render the derivation"
     )
+
+
+@pytest.mark.parametrize("lang, engine", [("en", "pdflatex"), ("zh", "xelatex")])
+def test_a_long_answers_table_starts_on_the_first_page_and_breaks_across_pages(latex, tmp_path, lang, engine):
+    data = dict(read_table(HOMEWORK), tokens=["the", "cat", "sat", "on", "mats"], answer_rows="all")
+    (v,) = ex.exercise(data, ["s01"], 1)
+    pdf = latex(sheets.sheet(v, "latex", lang), engine, tmp_path)
+    assert "Overfull" not in (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True)
+    header = {"en": "your answer", "zh": "你的答案"}[lang]
+    numbered = [
+        [int(line.split()[0]) for line in page.splitlines() if re.match(r"\s*\d+\s+[^\d\s.−-]", line)]
+        for page in pages.stdout.split("\f")
+        if page.strip()
+    ]
+    assert [header in page for page in pages.stdout.split("\f") if page.strip()] == [True] * len(numbered)
+    assert numbered[0][:3] == [1, 2, 3]  # the table starts on page 1, under the questions
+    assert [n for page in numbered for n in page if 1 <= n <= len(v.asked)][-1] == len(v.asked)

@@ -32,7 +32,7 @@ def _headings(text):
             {"numbered": True},
             f"\\section[{{{TITLE}}}]{{\\raggedright {TITLE}}}",
             "\\subsection{Setup}",
-            "\\subsubsection{Step 2: scale ",
+            "\\subsubsection{\\texorpdfstring{Step 2: scale ",
         ),
         (
             {"heading_level": 2},
@@ -44,7 +44,7 @@ def _headings(text):
             {"heading_level": 3, "numbered": True},
             f"\\subsubsection[{{{TITLE}}}]{{\\raggedright {TITLE}}}",
             "\\paragraph{Setup}",
-            "\\subparagraph{Step 2: scale ",
+            "\\subparagraph{\\texorpdfstring{Step 2: scale ",
         ),
     ],
 )
@@ -71,7 +71,7 @@ def test_the_default_is_unchanged():
 def test_the_chinese_title_enters_the_contents_as_it_is():
     # ctexart sets its headings its own way: no \raggedright, the same text in the contents
     assert _render("latex", lang="zh", numbered=True).startswith(
-        "\\section[{多头注意力：2 个头}]{多头注意力：2 个头}\n"
+        "\\providecommand\\texorpdfstring[2]{#1}\n\\section[{多头注意力：2 个头}]{多头注意力：2 个头}\n"
     )
 
 
@@ -80,7 +80,7 @@ def test_a_bracket_in_the_title_cannot_end_the_optional_argument():
         {"title": "[CLS] attends]", "Q": [[1, 0]], "K": [[1, 0]], "V": [[1, 2]], "numbered": True, "heading_level": 2}
     )
     assert render(derive(spec), "latex").startswith(
-        "\\subsection[{{[}CLS] attends]}]{\\raggedright {[}CLS] attends]}\n"
+        "\\providecommand\\texorpdfstring[2]{#1}\n\\subsection[{{[}CLS] attends]}]{\\raggedright {[}CLS] attends]}\n"
     )
 
 

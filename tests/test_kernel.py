@@ -507,3 +507,25 @@ def test_what_the_report_shows_is_what_deciding_every_entry_gives(fmt, mask):
         assert full.entries.ranked(4) == shown.entries.ranked(4)
         for name in ("histogram", "worst", "worst_relative", "worst_row_relative", "correctly_rounded"):
             assert getattr(full, name) == getattr(shown, name), name
+
+
+def test_the_text_report_of_an_lse_names_its_places_as_the_lse_s_axes(tmp_path, capsys):
+    from symattn.cli.commands import main
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        "Q = [[0.5, 0.25], [0.75, 1.0], [1.0, 0.5]]\nK = [[0.5, 0.125], [0.25, 1.0], [1.0, 0.5]]\n"
+        "V = [[1, 0], [0, 1], [1, 1]]\n",
+        encoding="utf-8",
+    )
+    q = np.array([[0.5, 0.25], [0.75, 1.0], [1.0, 0.5]])
+    k = np.array([[0.5, 0.125], [0.25, 1.0], [1.0, 0.5]])
+    scores = q @ k.T / np.sqrt(2)
+    lse = np.log(np.exp(scores).sum(axis=1)).astype(np.float32)
+    lse[2] = np.nextafter(np.nextafter(lse[2], np.float32(9)), np.float32(9))  # two float32 steps up
+    np.save(tmp_path / "r.npy", lse)
+    assert main(["compare", str(spec), str(tmp_path / "r.npy"), "--quantity", "lse", "--lang", "en"]) == 0
+    out = capsys.readouterr().out
+    assert "Places are 0-based, as numpy indexes: lse[query].\n" in out  # (B, H, N): lse[batch, head, query]
+    assert "Largest error: 2.15 ULP, at lse[2].\n" in out
+    assert "\nlse[2]    1.724237304479          1.7242375612258911      2.15      1.49e-7   1.41e-7\n" in out

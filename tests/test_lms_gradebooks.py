@@ -225,3 +225,36 @@ def test_one_column_has_one_points_possible():
         str(info.value)
         == "class: the students were asked 11 and 12 numbers: one assignment column has one points possible"
     )
+
+
+# --- the HTML gradebook in Chromium --------------------------------------------------------------------
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_html_gradebook_shows_every_column_at_1000_px(tmp_path, capsys, quiz_class, lang):
+    from .conftest import chromium_driver
+
+    code, _, err = grade(
+        tmp_path, capsys, responses(quiz_class), "html", "--lang", lang, "-o", str(tmp_path / "book.html")
+    )
+    assert (code, err) == (0, "")
+    driver = chromium_driver(window="1000,800", scrollbars=False)
+    try:
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1000, "height": 800, "deviceScaleFactor": 1, "mobile": False},
+        )
+        driver.get((tmp_path / "book.html").as_uri())
+        shown = driver.execute_script(
+            "const th = Array.from(document.querySelectorAll('table')[0].querySelectorAll('th'));"
+            "return {width: innerWidth, page: document.documentElement.scrollWidth,"
+            " heads: th.map(h => [h.innerText.replace(/\\s+/g, ' '), Math.ceil(h.getBoundingClientRect().right)])};"
+        )
+    finally:
+        driver.quit()
+    assert (shown["width"], shown["page"]) == (1000, 1000)
+    heads = dict(shown["heads"])
+    score, fix = {"en": ("score", "fix first"), "zh": ("得分", "先改")}[lang]
+    assert heads[score] <= 1000 and heads[fix] <= 1000
+    assert max(heads.values()) <= 1000

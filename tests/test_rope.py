@@ -202,3 +202,50 @@ def test_rope_documents_pass_katex_and_compile_without_overfull_boxes(katex, lat
     latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\[hv]box \(([\d.]+)pt too \w+\)", log) == []
+
+
+@pytest.mark.parametrize(
+    "keys, theta",
+    [
+        ({}, r"\theta_t = 10000^{-2t/d_k} = 10000^{-t}"),  # d_k = 2
+        (
+            {"Q": [[1, 0, 0, 1], [0, 1, 1, 0]], "K": [[1, 0, 0, 1], [1, 1, 0, 0]], "rope_base": 100},
+            r"\theta_t = 100^{-2t/d_k} = 100^{-t/2}",
+        ),
+    ],
+)
+def test_the_angle_s_rule_says_d_k_then_puts_its_value_in(keys, theta):
+    from symattn.derivation.derive import derive
+    from symattn.rendering.renderer import render
+
+    text = render(derive(spec(lang="en", **keys)), "markdown")
+    assert f"with ${theta}$ (base" in text
+    assert "-2t/2}" not in text and "-2t/4}" not in text
+
+
+def test_a_rotated_matrix_shows_its_exact_numbers_with_its_decimals():
+    from symattn.derivation.derive import derive
+    from symattn.rendering.renderer import render
+
+    text = render(derive(load_spec(builtin.example_path("rope", "en"))), "markdown")
+    # position 0 is not turned: its exact 1 and 0 are written with the matrix's three decimals
+    assert r"Q'\approx\begin{bmatrix}1.000 & 1.000 & 0.000 & 1.000 \\ 0.540 & 0.990 & 0.841 & 1.010 \\ " in text
+    assert r"Q'K'^\top&:\ [1.009,\ 1.583,\ 2.540,\ 3.000]" in text
+
+
+def test_same_decimals_pads_only_exact_numbers_with_fewer_decimals():
+    from decimal import Decimal
+
+    from symattn.exact.num import Num
+    from symattn.rendering.numbers import same_decimals, tex_number
+
+    def row(*xs):
+        return tuple(Num(Decimal(v), exact) for v, exact in xs)
+
+    rows = (row(("1", True), ("0.540", False), ("0.0625", True)), row(("-2", True), ("0", True), ("0.5", True)))
+    assert [[tex_number(x) for x in r] for r in same_decimals(rows)] == [
+        ["1.000", "0.540", "0.0625"],
+        ["-2.000", "0.000", "0.500"],
+    ]
+    exact = (row(("1", True), ("0.5", True)),)
+    assert same_decimals(exact) == exact  # nothing rounded: exact numbers keep their own digits

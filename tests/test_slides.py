@@ -254,3 +254,83 @@ def test_the_html_deck_in_chromium(deck_browser, tmp_path, name, lang):
     assert deck_browser.execute_script("return performance.getEntriesByType('resource').length") == 0
     assert page["network"] == []
     assert all(text.strip() for text in seen)
+
+
+# --- slides use their space ----------------------------------------------------------------------------
+
+
+def five_tokens(lang: str) -> dict:
+    rows = [[1.0, 0.0], [0.0, 1.0], [0.9, 0.1], [0.5, 0.5], [0.2, 0.8]]
+    return {"lang": lang, "tokens": ["the", "cat", "sat", "on", "mats"], "Q": rows, "K": rows[::-1], "V": rows}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_slide_says_above_of_the_heatmap(lang):
+    d = derive(load_spec(five_tokens(lang)))
+    above = {"en": "worked out above", "zh": "上文详算"}[lang]
+    outlined = {"en": "The row of “mats” is outlined.", "zh": "加框的一行是「mats」。"}[lang]
+    for text in (render_beamer(d), deck_page(d)):
+        assert above not in text and outlined in text
+    from symattn.rendering.renderer import render
+
+    assert above in render(d, "markdown", figure_link=lambda name: name)  # a document has an "above"
+
+
+def frame_titles(pdf: Path) -> list[str]:
+    pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True)
+    return [page.strip().splitlines()[0].strip() if page.strip() else "" for page in pages.stdout.split("\f")]
+
+
+@pytest.mark.client
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["seed", "five"])
+def test_the_setup_is_one_frame_and_the_heatmap_fills_its_frame(latex, tmp_path, spec):
+    needs("pdftotext")
+    d = deck("seed", "en") if spec == "seed" else derive(load_spec(five_tokens("en")))
+    pdf = latex(render_beamer(d), "pdflatex", tmp_path)
+    titles = frame_titles(pdf)
+    assert titles.count("Setup") == 1
+    page = titles.index("A picture of the weights") + 1
+    words = subprocess.run(
+        ["pdftotext", "-bbox", "-f", str(page), "-l", str(page), str(pdf), "-"], capture_output=True, text=True
+    ).stdout
+    boxes = [
+        (float(a), float(b), float(c), float(e))
+        for a, b, c, e in re.findall(
+            r'xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">0\.\d{3}<', words
+        )
+    ]
+    n = 9 if spec == "seed" else 25
+    assert len(boxes) == n  # every weight in its cell
+    # the numbers' height in pt, and the rows' pitch: a 5-token heatmap's were 4.8 pt (5 pt type) and 23 pt,
+    # a third of the frame's 255 pt
+    tops = sorted({round(y0, 1) for _, y0, _, _ in boxes})
+    pitch = round((tops[-1] - tops[0]) / (len(tops) - 1), 1)
+    assert ({round(y1 - y0, 1) for _, y0, _, y1 in boxes}, pitch) == (
+        ({7.0}, 33.9) if spec == "seed" else ({6.5}, 31.2)
+    )
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_html_deck_s_figures_take_the_slide_s_width(deck_browser, tmp_path, lang):
+    target = tmp_path / "deck.html"
+    target.write_text(deck_page(derive(load_spec(five_tokens(lang)))), encoding="utf-8")
+    deck_browser.get(target.as_uri())
+    sizes = deck_browser.execute_script(
+        """
+        const out = {};
+        for (let k = 0; k < Reveal.getTotalSlides(); k++) {
+          Reveal.slide(k);
+          const s = Reveal.getCurrentSlide();
+          s.querySelectorAll('svg.symattn-figure').forEach(svg => {
+            const kind = svg.classList.contains('symattn-heatmap') ? 'heatmap' : 'diagram';
+            const box = svg.querySelector('g.panel').getBoundingClientRect();
+            out[kind] = [Math.round(box.width), Math.round(box.height), s.scrollHeight <= s.clientHeight];
+          });
+        }
+        return out;
+        """
+    )
+    assert sizes["heatmap"][1] >= 300 and sizes["diagram"][0] >= 800  # drawn at 160 and 300 px before
+    assert sizes["heatmap"][2] and sizes["diagram"][2]

@@ -70,7 +70,7 @@ def gradebook_document(
     if fmt == "html":
         from symattn.rendering.html import page
 
-        return page(gradebook_text(book, "markdown", lang), lang)
+        return page(gradebook_text(book, "markdown", lang), lang, layout="gradebook")
     if fmt == "pdf":
         from symattn.rendering.export import pdf
 

@@ -99,6 +99,7 @@ def sheet(v: Variant, fmt: str = "markdown", lang: str | None = None) -> str | b
         s=view,
         paper=spec.document.page,
         cjk_font=spec.document.cjk_font,
+        longtable=True,  # the answers' table continues on the next page rather than leaving this one half empty
         **latex_setup(list(spec.tokens) + [spec.document.title or "", v.name, v.id], spec.document.lang),
     )
     if fmt == "pdf":

@@ -23,6 +23,9 @@ from symattn.rendering.layout import shrink_wide_displays
 # fills at most 0.75 of it (beamer_steps.latex.j2), about 165 pt at 10 pt, and a title of two lines, a head's
 # subtitle and the 11 pt type take the rest
 FRAME_HEIGHT = 120.0
+# pt at 10 pt: a third of the frame's text width (140 mm at 11 pt), less the gaps between beamer's columns:
+# the setup's three tables stand side by side where each fits it
+DECK_COLUMN = 115.0
 
 
 @cache
@@ -58,6 +61,7 @@ def render_beamer(derivation: Any) -> str:
             cjk_font=derivation.cjk_font,
             pictures=has_pictures(derivation),
             figure_link=None,
+            deck={"column": DECK_COLUMN},
             **latex_setup(texts, lang),
         )
     except jinja2.UndefinedError as exc:

@@ -16,6 +16,7 @@ from symattn.input.errors import RenderError
 from symattn.input.languages import TEMPLATE_PATHS
 from symattn.input.symbolic_entry import Formula
 from symattn.input.text import split_math
+from symattn.rendering.bookmarks import bookmarked
 from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, escape_latex
 from symattn.rendering.layout import (
     chain,
@@ -32,6 +33,7 @@ from symattn.rendering.numbers import (
     plain_operand,
     plain_relation,
     relation,
+    same_decimals,
     tex_inline,
     tex_number,
     tex_operand,
@@ -180,6 +182,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "format_percent": lambda text: f"{text}\\%",
     "fits": lambda pieces: fits(*pieces),
     "vector": tex_vector,
+    "same_decimals": same_decimals,
     "all_exact": _all_exact,
     "inline": tex_inline,
     "inline_vector": lambda items: tex_vector(items, tex_inline),
@@ -259,10 +262,13 @@ def _latex_heading(text: str, depth: int, numbered: bool = False, toc: str | Non
     # the title is depth -1 (\section at heading level 1); steps are one level below it, and each nested part
     # (a head) one more. Numbered headings enter the table of contents, which takes ``toc`` (the title
     # without \raggedright), braced so that a ] in it cannot end the optional argument.
+    # Their bookmarks (hyperref) take the plain text of any math in them: \texorpdfstring.
     command = _LATEX_LEVELS[max(0, min(depth + 1, len(_LATEX_LEVELS) - 1))]
     if not numbered:
         return f"\\{command}*{{{text}}}"
-    return f"\\{command}" + ("" if toc is None else f"[{{{toc}}}]") + f"{{{text}}}"
+    if toc is None:
+        return f"\\{command}{{{bookmarked(text)}}}"
+    return f"\\{command}[{{{bookmarked(toc)}}}]{{{text}}}"
 
 
 HEADINGS: dict[str, Callable[..., str]] = {

@@ -9,7 +9,6 @@ says so); below ``LABEL_MIN`` pt a label, only every k-th token is labelled.
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
@@ -17,6 +16,7 @@ from typing import Any
 
 from symattn.exact.rounding import Num
 from symattn.rendering import colours
+from symattn.rendering.font_metrics import char_width
 from symattn.rendering.layout import TEXT_WIDTH
 
 LINE = Decimal(str(TEXT_WIDTH))  # pt: the line width the math layout fits
@@ -46,27 +46,10 @@ def floor(x: Decimal) -> Decimal:
 
 # --- widths ----------------------------------------------------------------
 
-_NARROW = set("ilj.,:;!|'`()[]{}")
-
-
-def _char_em(ch: str) -> Decimal:
-    if unicodedata.combining(ch):
-        return Decimal(0)
-    if unicodedata.east_asian_width(ch) in "WF":
-        return Decimal(1)
-    if ch in _NARROW:
-        return Decimal("0.3")
-    if ch == " ":
-        return Decimal("0.34")
-    if ch.isupper() or ch in "mwMW−×—":
-        return Decimal("0.78")
-    return Decimal("0.56")  # generous for Latin Modern and the common sans faces
-
 
 def text_width(text: str, size: Decimal, bold: bool = False) -> Decimal:
-    """An estimate of the width of text at ``size`` pt, a little generous, as the math layout's are."""
-    em = sum((_char_em(ch) for ch in text), Decimal(0))
-    return em * size * (Decimal("1.08") if bold else 1)
+    """The width of text at ``size`` pt, from the widest common sans face's metrics (:mod:`.font_metrics`)."""
+    return Decimal(sum(char_width(ch, bold) for ch in text)) * size / 1000
 
 
 def number_width(text: str, sup: str, size: Decimal) -> Decimal:

@@ -167,11 +167,11 @@ def page(
     lang: str,
     title: str | None = None,
     figures: dict[str, str] | None = None,
-    report: bool = False,
+    layout: str | None = None,
 ) -> str:
     """One self-contained HTML page of rendered Markdown (``lang`` is ``"zh"`` or ``"en"``), with ``figures``
-    (SVG by address) inline; a ``report``'s first table is a check report's (wider, places unbroken,
-    closed forms at display size)."""
+    (SVG by address) inline. ``layout``: ``"report"``, whose first table is a check report's (wider, places
+    unbroken, closed forms at display size), or ``"gradebook"`` (as wide as the window, a compact table)."""
     import markupsafe
 
     body, heading = markdown_to_html(markdown, figures)
@@ -184,7 +184,7 @@ def page(
         katex_css=markupsafe.Markup(css),
         katex_js=markupsafe.Markup(js),
         katex_version=katex_version(),
-        report=report,
+        layout=layout,
     )
 
 
@@ -203,4 +203,4 @@ def report_page(report: Any) -> str:
     """The HTML page of a check report."""
     from symattn.rendering.renderer import render_report
 
-    return page(render_report(report, "markdown"), report.lang, report=True)
+    return page(render_report(report, "markdown"), report.lang, layout="report")
