@@ -38,6 +38,10 @@ MATH_NAMES = {
     "FlashAttention",
     "torch",
     "is_causal",
+    "OLMo",  # QK-norm (issue 32): the models that use it and the norm's name
+    "RMSNorm",
+    "QK",  # QK-norm
+    "norm",
     "ALiBi",  # issue 20's variants and the models that use them: names, in every language
     "BLOOM",
     "MPT",

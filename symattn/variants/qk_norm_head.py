@@ -160,9 +160,14 @@ class Normed(ScoreBoxes, HeadPart):
         return [Fixed.from_interval(numeric.enclose(x, boxes.bits + 32), boxes.bits) for x in m]
 
     def shown_scores(self, model: Any, places: int, notation: str, hand: bool) -> NumRows:
-        from symattn.exact.rounding import from_model
+        from symattn.exact.rounding import exact_or_rounded, from_model
 
-        return from_model(model, "scores", places, notation)
+        if not hand:
+            return from_model(model, "scores", places, notation)
+        # by hand: the dot products of the normalized rows as shown, as a student works them
+        Q, K = (from_model(model, name, places, notation) for name in ("Q_norm", "K_norm"))
+        rows = [[sum((x.fraction * y.fraction for x, y in zip(q, k)), Fraction(0)) for k in K] for q in Q]
+        return exact_or_rounded(rows, places, notation)
 
     # --- the claimant's numbers carried forward ----------------------------------------
 
