@@ -336,4 +336,4 @@ def test_every_claim_quantity_has_a_name(lang):
 
     names = load_language(lang)["quantity"]
     assert [q for q in QUANTITIES + ("exp_shifted", "exp_shifted_sum") if q not in names] == []
-    assert set(load_language(lang)["report"]["axis"]) == {"dim", "dim_row", "input"}
+    assert set(load_language(lang)["report"]["axis"]) == {"block", "dim", "dim_row", "input", "pair"}

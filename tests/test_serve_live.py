@@ -161,6 +161,10 @@ def test_variant_area_is_built_from_its_list(client):
             "rope_frequencies",
             "qk_norm",
             "qk_norm_eps",
+            "block_keys",
+            "split_keys",
+            "positions",
+            "key_positions",
         ]
     )
     assert re.findall(r'<option value="([a-z]+)" data-ui="softmax_', area) == ["plain", "stable"]
@@ -353,6 +357,10 @@ def test_variant_softmax(english, server):
         "set-rope_frequencies",
         "set-qk_norm",
         "set-qk_norm_eps",
+        "set-block_keys",
+        "set-split_keys",
+        "set-positions",
+        "set-key_positions",
     ]
 
 
@@ -585,6 +593,10 @@ def test_a_variant_control_is_one_entry(monkeypatch):
         ("rope_frequencies", "list"),
         ("qk_norm", "flag"),
         ("qk_norm_eps", "text"),
+        ("block_keys", "number"),
+        ("split_keys", "number"),
+        ("positions", "list"),
+        ("key_positions", "list"),
         ("expand", "text"),
         ("rounding", "number"),
     ]
