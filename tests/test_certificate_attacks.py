@@ -103,7 +103,7 @@ def test_a_spec_the_certificate_does_not_cover_is_not_its_spec(folder, capsys, f
         "alibi: --certify does not cover ALiBi or softcap"
         if flags is V1
         else "--float64 covers Q, K and V of float32 values (float16 and bfloat16 ones are), one head or (batch, "
-        "head) files with grouped-query heads, without projections, W_O, ALiBi, softcap, sinks or RoPE"
+        "head) files with grouped-query heads, without projections, W_O, ALiBi, softcap, sinks, RoPE or QK-norm"
     )
     assert verified(capsys, forged) == (2, "", f"symattn: {alibi}: {problem}\n")
 

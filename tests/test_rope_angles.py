@@ -140,12 +140,12 @@ def test_thirty_degrees_gives_exact_cos_and_sin_and_the_claims_their_verdicts():
     text = render_report(check(spec, claims), "text")
     rows = [line for line in text.splitlines() if re.match(r"\d ", line)]
     assert rows == [
-        "1   RoPE frequency θ (pair 1)   0.5236    rounded       0.523599 = pi/6",
-        "2   RoPE angle φ (c, pair 1)    1.047     rounded       1.04720 = pi/3",
-        "3   RoPE cos φ (b, pair 1)      0.866     rounded       0.866025 = sqrt(3)/2",
-        "4   RoPE cos φ (c, pair 1)      0.5       exact         0.5 = 1/2",
-        "5   RoPE sin φ (b, pair 1)      0.5       exact         0.5 = 1/2",
-        "6   RoPE sin φ (c, pair 1)      0.7       wrong         0.866025 = sqrt(3)/2",
+        "1   RoPE frequency (pair 1)     0.5236    rounded       0.523599 = pi/6",
+        "2   RoPE angle (c, pair 1)      1.047     rounded       1.04720 = pi/3",
+        "3   RoPE cos (b, pair 1)        0.866     rounded       0.866025 = sqrt(3)/2",
+        "4   RoPE cos (c, pair 1)        0.5       exact         0.5 = 1/2",
+        "5   RoPE sin (b, pair 1)        0.5       exact         0.5 = 1/2",
+        "6   RoPE sin (c, pair 1)        0.7       wrong         0.866025 = sqrt(3)/2",
     ]
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import Num, NumRow
 from symattn.input.reader import brief, parse_index
 from symattn.variants.base import ROUTE, Part, Quantity, Where
-from symattn.variants.tiling_head import TILED, Tiled
+
+if TYPE_CHECKING:  # the spec reads the part without SymPy (compare's float64 path never imports it)
+    from symattn.variants.tiling_head import Tiled
 
 # --- limits of block_keys ------------------------------------------------------------------------
 TILED_KEYS = 64  # the most keys (and queries) a tiled head shows: every block's closed forms are made
@@ -128,6 +130,8 @@ class Tiles(Part):
         )
 
     def view(self, setting: Setting | None, model: Any) -> Tiled:
+        from symattn.variants.tiling_head import Tiled
+
         return Tiled(model, None if setting is None else setting.block)
 
     def toy(self, spec: Any, setting: Setting) -> tuple[tuple[str, Any], ...]:
@@ -162,4 +166,4 @@ def _count(reader: Any, raw: object, key: str, keys: int) -> int:
 PART = Tiles()
 
 
-__all__ = ["PART", "TILED", "TILED_KEYS", "Block", "Setting", "SplitPart", "Tiles", "Tiling"]
+__all__ = ["PART", "TILED_KEYS", "Block", "Setting", "SplitPart", "Tiles", "Tiling"]
