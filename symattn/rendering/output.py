@@ -49,13 +49,7 @@ def write_output(path: str, text: str | bytes | Iterable[bytes]) -> None:
         if isinstance(text, str)
         else text
     )
-    target = _resolve(path)
-    try:
-        info = os.stat(target)
-    except FileNotFoundError:
-        info = None
-    except OSError as exc:
-        raise OutputError.from_os(path, exc) from None
+    target, info = _target(path)
     try:
         if info is None:
             _replace(target, data, None)
@@ -78,6 +72,17 @@ def write_output(path: str, text: str | bytes | Iterable[bytes]) -> None:
         raise OutputError.from_os(path, exc) from None
 
 
+def _target(path: str) -> tuple[str, os.stat_result | None]:
+    """The file ``path`` names (links followed within the rules of _resolve) and its stat (None: none yet)."""
+    target = _resolve(path)
+    try:
+        return target, os.stat(target)
+    except FileNotFoundError:
+        return target, None
+    except OSError as exc:
+        raise OutputError.from_os(path, exc) from None
+
+
 def open_growing(path: str, first: bytes) -> tuple[int, bool]:
     """Start a file that grows as work finishes (a sweep's record, a line per case) at ``path`` with ``first``
     in it, by the rules above: a new or regular file is made whole by a rename (its mode kept), then opened
@@ -85,13 +90,7 @@ def open_growing(path: str, first: bytes) -> tuple[int, bool]:
     descriptor, and whether it is a regular file (whose lines can be fsync'd and read back)."""
     if not path:
         raise OutputError(path, "empty file name")
-    target = _resolve(path)
-    try:
-        info = os.stat(target)
-    except FileNotFoundError:
-        info = None
-    except OSError as exc:
-        raise OutputError.from_os(path, exc) from None
+    target, info = _target(path)
     append = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
     try:
         if info is not None and stat.S_ISDIR(info.st_mode):
