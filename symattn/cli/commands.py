@@ -303,16 +303,29 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from symattn.input.errors import SpecError
+    from symattn.input.files import read_table
     from symattn.input.floats import read_result
-    from symattn.input.spec import load_spec
+    from symattn.input.kernel_spec import names_layout
+    from symattn.input.spec import spec_from_mapping
     from symattn.kernel import report, spread, tolerance
     from symattn.kernel.spec_comparison import WORST, compare
 
     if args.summary and args.format != "json":
         raise SpecError("--summary", None, "leaves the entries out of the JSON: give --format json too")
     rtol, atol = tolerance.options(args.rtol, args.atol)
-    spec = load_spec(args.spec)
+    table = read_table(args.spec)
+    if args.partials or args.splits is not None or names_layout(table):  # a layout's tensors: compare's arguments
+        from symattn.kernel.spec_layouts import compare_spec
+
+        options = {k: getattr(args, k) for k in ("quantity", "lse_base", "dtype", "grad_output", "naive", "splits")}
+        made = compare_spec(table, args.spec, args.result, args.partials, (rtol, atol, args.max_ulp), args.all, options)
+        lang = _language(args.lang) if args.lang else "en"
+        _emit(made.to_json(args.summary) if args.format == "json" else made.text(lang), args.output)
+        return 0 if made.ok else 1
+    spec = spec_from_mapping(table, str(args.spec), Path(args.spec).parent)
     layout = "bhnd" if args.quantity.startswith("lse") else spec.kernel.layout  # an LSE is (B, H, N) in both
     results = [read_result(path, args.dtype, layout) for path in args.result]
     naive = None if args.naive is None else read_result(args.naive, args.dtype, layout)

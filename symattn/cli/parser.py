@@ -356,6 +356,18 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--atol", metavar="A", help="the absolute tolerance of either rule (default 0 with --naive, else 1e-8)"
     )
+    compare.add_argument(
+        "--partials",
+        action="store_true",
+        help="RESULT is a split-KV kernel's .safetensors file: partials_out (splits, B, H, N, D) and partials_lse "
+        "(splits, B, H, N), as FlashAttention's num_splits holds them, and the merged out and lse if given",
+    )
+    compare.add_argument(
+        "--splits",
+        metavar="S",
+        help="with --partials: the count of splits (⌈keys / S⌉ keys each) or their key offsets, 0,40,100 "
+        "(default: partials_out's first axis, as a count)",
+    )
     compare.add_argument("--lang", help="language of the text report: zh or en (default en)")
     compare.add_argument("-o", "--output", metavar="FILE")
     _max_seconds(compare)

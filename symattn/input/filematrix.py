@@ -125,6 +125,21 @@ def names_file(raw: object) -> bool:
 
 def read_array(raw: str, key: str, source: str, folder: Path | None) -> tensorfile.Array:
     """The array of any shape (up to 4 axes) that a spec key names; not yet checked for NaN."""
+    from symattn.input import tensorfile
+
+    return _read(raw, key, source, folder, tensorfile.read_npy, tensorfile.read_safetensors)
+
+
+def read_integers(raw: str, key: str, source: str, folder: Path | None) -> np.ndarray:
+    """The whole numbers (int64, up to 4 axes) of the file a spec key names: a kernel layout's cu_seqlens,
+    block table or sequence lengths; a float, object or big-endian array is refused in one line."""
+    from symattn.input import tensorfile
+
+    return _read(raw, key, source, folder, tensorfile.read_npy_integers, tensorfile.read_safetensors_integers)
+
+
+def _read(raw: str, key: str, source: str, folder: Path | None, npy: Any, safetensors: Any) -> Any:
+    """What ``npy`` or ``safetensors`` reads of the file a spec key names, found beside the spec only."""
 
     def error(problem: str, limit: bool = False) -> SpecError:
         return (LimitError if limit else SpecError)(source, key, problem)
@@ -152,12 +167,10 @@ def read_array(raw: str, key: str, source: str, folder: Path | None) -> tensorfi
         raise error(f"{_brief(name)}: leads outside the spec's folder (through a link)")
     data = _read_bytes(real, name, error)
     shown = _brief(name)
-    from symattn.input import tensorfile
-
     try:
         if match["kind"] == "npy":
-            return tensorfile.read_npy(shown, data)
-        return tensorfile.read_safetensors(shown, data, match["tensor"])
+            return npy(shown, data)
+        return safetensors(shown, data, match["tensor"])
     except SpecError as exc:
         raise (LimitError if isinstance(exc, LimitError) else SpecError)(source, key, str(exc)) from None
 
@@ -201,4 +214,13 @@ def _brief(text: str) -> str:
     return repr(text if len(text) <= 200 else text[:200] + "…")
 
 
-__all__ = ["FileMatrix", "has_formulas", "matrix_of", "names_file", "numeral", "read", "read_array"]
+__all__ = [
+    "FileMatrix",
+    "has_formulas",
+    "matrix_of",
+    "names_file",
+    "numeral",
+    "read",
+    "read_array",
+    "read_integers",
+]

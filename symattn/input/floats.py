@@ -120,16 +120,47 @@ def read_result(path: str | Path, fmt: str | None = None, layout: str = "bhnd") 
     source = str(path)
     if fmt is not None and fmt not in FORMATS:
         raise SpecError(source, None, f"unknown float format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    array, data = _tensor(path)
+    if array is not None:
+        return array_result(source, array, fmt, layout)
+    return _json(source, data, fmt or "float64")
+
+
+def read_tensor(path: str | Path, fmt: str | None = None) -> tensorfile.Array:
+    """A float tensor of any shape from ``.npy`` or ``.safetensors`` (``FILE.safetensors:NAME``), as a kernel
+    returned it, measured in ``fmt`` where every value is one of that format (default: its own)."""
+    source = str(path)
+    array, _ = _tensor(path)
+    if array is None:
+        raise SpecError(source, None, "expected a .npy or .safetensors file: this layout's result keeps its axes")
+    return measured(source, array, fmt)
+
+
+def read_tensors(path: str | Path, fmt: str | None = None) -> dict[str, tensorfile.Array]:
+    """Every tensor of a ``.safetensors`` file by name (split-KV partials and their merge), each measured in
+    ``fmt`` where every value is one of that format (default: its own)."""
+    source = str(path)
+    if not source.lower().endswith(".safetensors"):
+        raise SpecError(source, None, "expected a .safetensors file, whose tensors are named")
+    entries = tensorfile.safetensors_entries(source, _read_bytes(path))
+    return {
+        name: measured(f"{source}:{name}", tensorfile.safetensors_array(source, name, entry, axes=5), fmt)
+        for name, entry in sorted(entries.items())
+    }
+
+
+def _tensor(path: str | Path) -> tuple[tensorfile.Array | None, bytes]:
+    """The array of a .npy or .safetensors result, or None and the bytes of any other (JSON)."""
+    source = str(path)
     named = _SAFETENSORS.fullmatch(source)
     if named is not None and not Path(path).is_file():  # FILE.safetensors:NAME
-        data = _read_bytes(named["path"])
-        return array_result(source, tensorfile.read_safetensors(source, data, named["name"]), fmt, layout)
+        return tensorfile.read_safetensors(source, _read_bytes(named["path"]), named["name"]), b""
     data = _read_bytes(path)
     if source.lower().endswith(".safetensors"):
-        return array_result(source, tensorfile.read_safetensors(source, data, None), fmt, layout)
+        return tensorfile.read_safetensors(source, data, None), data
     if source.lower().endswith(".npy") or data.startswith(tensorfile.NPY_MAGIC):
-        return array_result(source, tensorfile.read_npy(source, data), fmt, layout)
-    return _json(source, data, fmt or "float64")
+        return tensorfile.read_npy(source, data), data
+    return None, data
 
 
 def _read_bytes(path: str | Path) -> bytes:
@@ -149,9 +180,7 @@ def _read_bytes(path: str | Path) -> bytes:
 
 def array_result(source: str, array: tensorfile.Array, fmt: str | None = None, layout: str = "bhnd") -> FloatResult:
     """A result of a file's array (or a tensor's) in ``layout``, measured in ``fmt`` (default: its own format)."""
-    if fmt is not None and fmt != array.format:
-        in_format(source, array.values, fmt, array.format)
-        array = tensorfile.Array(fmt, array.values)
+    array = measured(source, array, fmt)
     shape = list(array.values.shape)
     parts = ", ".join(map(str, shape))
     while len(shape) > 2 and shape[0] == 1 and (len(shape) > 3 or tensorfile.one_head(tuple(shape), layout)):
@@ -172,6 +201,16 @@ def array_result(source: str, array: tensorfile.Array, fmt: str | None = None, l
             f"{rows}×{cols}; at most {limits.KERNEL_TOKENS} rows or columns and {limits.TENSOR_ENTRIES} entries",
         )
     return FloatResult.of_array(source, array.format, array.values.reshape(rows, cols))
+
+
+def measured(source: str, array: tensorfile.Array, fmt: str | None) -> tensorfile.Array:
+    """The array measured in ``fmt`` (checked: every value one of its), or in its own format."""
+    if fmt is None or fmt == array.format:
+        return array
+    if fmt not in FORMATS:
+        raise SpecError(source, None, f"unknown float format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    in_format(source, array.values, fmt, array.format)
+    return tensorfile.Array(fmt, array.values)
 
 
 def in_format(source: str, values: np.ndarray, fmt: str, held: str) -> None:
@@ -262,4 +301,14 @@ def ulp(value: Fraction, fmt: str) -> Fraction:
     return Fraction(2) ** (max(e, emin) - precision + 1)
 
 
-__all__ = ["FORMATS", "FloatResult", "array_result", "in_format", "read_result", "ulp"]
+__all__ = [
+    "FORMATS",
+    "FloatResult",
+    "array_result",
+    "in_format",
+    "measured",
+    "read_result",
+    "read_tensor",
+    "read_tensors",
+    "ulp",
+]

@@ -21,6 +21,7 @@ from symattn.input.filematrix import FileMatrix, has_formulas
 from symattn.input.files import read_table
 from symattn.input.groups import group_of, read_kv_heads
 from symattn.input.kernel_inputs import NO_FILES, KernelInputs
+from symattn.input.kernel_spec import LAYOUT_KEYS
 from symattn.input.numeral import Numeral
 from symattn.input.parts import (
     Backward,
@@ -278,6 +279,12 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
     reader = Reader(source, folder)
     if not isinstance(data, Mapping):
         raise reader.error(None, f"expected a table of spec keys, got {kind_of(data)}")
+    packed = next((key for key in LAYOUT_KEYS if key in data), None)
+    if packed is not None:  # symattn compare reads such a spec as its arguments (input/kernel_spec.py)
+        raise reader.error(
+            packed,
+            "varlen, paged caches and FP8 descales are for symattn compare; a derivation takes Q, K and V as matrices",
+        )
     check_keys(reader, data, SPEC_KEYS)
     sources = _file_sources(data, folder)
     batches: tuple = ()

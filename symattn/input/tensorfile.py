@@ -1,4 +1,5 @@
-"""Float arrays from ``.npy`` and ``.safetensors`` bytes, read by numpy's and safetensors' own readers.
+"""Float arrays from ``.npy`` and ``.safetensors`` bytes, read by numpy's and safetensors' own readers, and
+integer ones (a kernel layout's cu_seqlens, block table and sequence lengths) by the same readers.
 
 Shared by the float results ``compare`` reads (``floats.py``) and the spec keys that name a file
 (``filematrix.py``). Every float8, float16, bfloat16, float32 or float64 value is a float64 exactly, so
@@ -14,6 +15,9 @@ Well-kept readers beat our own grammars, and the limits stay ours, checked befor
 - ``.safetensors``: the ``safetensors`` package (Hugging Face's Rust reader: the header's JSON, the
   dtypes, every tensor's offsets and length, the file wholly covered), after our header limit; two
   tensors of one name are refused (the package would keep one of them).
+
+Integers are whole numbers only: a float, object, structured or big-endian array is refused in one line, and
+nothing is ever unpickled (``allow_pickle=False``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import json
 import math
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +47,9 @@ _SAFETENSORS_DTYPES = {
 WIDTH = {"float8_e4m3fn": 1, "float8_e5m2": 1, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 _NUMPY = {"float16": "<f2", "float32": "<f4", "float64": "<f8"}
 KINDS = "a float16, bfloat16, float32 or float64 array"
+_SAFETENSORS_INTEGERS = {
+    f"{kind}{bits}": np.dtype(f"<{kind.lower()}{bits // 8}") for kind in ("I", "U") for bits in (8, 16, 32, 64)
+}
 
 
 def dtype_of(fmt: str) -> np.dtype:
@@ -61,9 +69,42 @@ class Array:
     format: str  # a key of DTYPES
     values: np.ndarray  # float64, of the file's shape
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.values.shape)
+
 
 def read_npy(source: str, data: bytes) -> Array:
     """The array of a ``.npy`` file's bytes."""
+    shape, dtype, header, body = _npy_header(source, data)
+    fmt = _npy_format(dtype)
+    if fmt is None:
+        raise SpecError(source, "descr", f"expected {KINDS} (header {header[:80]!r})")
+    _length(source, body, WIDTH[fmt], shape, "shape", fmt)
+    values = _npy_values(source, data)
+    if values.dtype.kind == "V" and values.dtype.name != "bfloat16":  # raw bytes of bfloat16 (torch's <V2)
+        values = (np.ascontiguousarray(values).view("<u2").astype(np.uint32) << 16).view(np.float32)
+    return Array(fmt, np.ascontiguousarray(values.astype(np.float64)).reshape(shape))
+
+
+def read_npy_integers(source: str, data: bytes) -> np.ndarray:
+    """The whole numbers of a ``.npy`` file's bytes (cu_seqlens, a block table) as int64: a little-endian
+    integer array, read without pickle; a float, object or big-endian array is refused in one line."""
+    shape, dtype, _, body = _npy_header(source, data)
+    if dtype.names is not None or dtype.subdtype is not None or dtype.hasobject or dtype.kind not in "iu":
+        what = "an object array" if dtype.hasobject else f"a {_dtype_name(dtype)} array"
+        raise SpecError(source, "descr", f"{what} where whole numbers are needed (int32 or int64, as torch saves them)")
+    if dtype.byteorder == ">":
+        raise SpecError(
+            source, "descr", f"a big-endian {dtype.name} array ({dtype.str!r}); save it little-endian (numpy's default)"
+        )
+    _length(source, body, dtype.itemsize, shape, "shape", dtype.name)
+    return _whole(source, _npy_values(source, data).reshape(shape))
+
+
+def _npy_header(source: str, data: bytes) -> tuple[tuple[int, ...], np.dtype, str, int]:
+    """A ``.npy`` file's shape, dtype, header text and the bytes of data after it, read by numpy within our
+    header limit."""
     if not data or not data.startswith(NPY_MAGIC[: len(data)]):
         raise SpecError(source, None, "not a .npy file (no \\x93NUMPY magic)")
     major = data[6] if len(data) > 6 else None
@@ -89,21 +130,16 @@ def read_npy(source: str, data: bytes) -> Array:
         shape, _, dtype = read(stream, max_header_size=limits.NPY_HEADER)
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):  # numpy's reading of the literal
         raise SpecError(source, None, f"a .npy header numpy cannot read ({header[:80]!r})") from None
-    fmt = _npy_format(dtype)
-    if fmt is None:
-        raise SpecError(source, "descr", f"expected {KINDS} (header {header[:80]!r})")
-    shape = _shape(source, shape)
-    body = len(data) - stream.tell()
-    _length(source, body, fmt, shape, "shape")
+    return _shape(source, shape), dtype, header, len(data) - stream.tell()
+
+
+def _npy_values(source: str, data: bytes) -> np.ndarray:
     try:
-        values = np.lib.format.read_array(
+        return np.lib.format.read_array(
             io.BytesIO(data), allow_pickle=False, max_header_size=limits.NPY_HEADER
         )  # numpy's own reading: byte order and Fortran order as the header says
     except (ValueError, OSError) as exc:  # not expected once the length is checked: still one line
         raise SpecError(source, None, f"numpy cannot read the data: {exc}") from None
-    if values.dtype.kind == "V" and values.dtype.name != "bfloat16":  # raw bytes of bfloat16 (torch's <V2)
-        values = (np.ascontiguousarray(values).view("<u2").astype(np.uint32) << 16).view(np.float32)
-    return Array(fmt, np.ascontiguousarray(values.astype(np.float64)).reshape(shape))
 
 
 def _npy_format(dtype: np.dtype) -> str | None:
@@ -117,6 +153,25 @@ def _npy_format(dtype: np.dtype) -> str | None:
 
 def read_safetensors(source: str, data: bytes, name: str | None) -> Array:
     """The tensor ``name`` (or the only one) of a ``.safetensors`` file's bytes."""
+    name, entry = _named(source, safetensors_entries(source, data), name)
+    return safetensors_array(source, name, entry)
+
+
+def _named(source: str, tensors: dict[str, Any], name: str | None) -> tuple[str, Any]:
+    """The tensor ``name`` of a file's, or its only one."""
+    if name is None:
+        if len(tensors) != 1:
+            names = ", ".join(sorted(tensors)[:5])
+            raise SpecError(source, None, f"{len(tensors)} tensors ({names}…): name one as FILE.safetensors:NAME")
+        name = next(iter(tensors))
+    if name not in tensors:
+        raise SpecError(source, None, f"no tensor named {name[:80]!r}")
+    return name, tensors[name]
+
+
+def safetensors_entries(source: str, data: bytes) -> dict[str, Any]:
+    """Every tensor of a ``.safetensors`` file's bytes, by name, as the package reads them (not yet converted:
+    :func:`safetensors_array`); at least one."""
     from safetensors import SafetensorError, deserialize
 
     if len(data) < 8:
@@ -142,20 +197,18 @@ def read_safetensors(source: str, data: bytes, name: str | None) -> Array:
         raise SpecError(source, None, f"not a .safetensors file: {problem}") from None
     if not tensors:
         raise SpecError(source, None, "a .safetensors file without tensors")
-    if name is None:
-        if len(tensors) != 1:
-            names = ", ".join(sorted(tensors)[:5])
-            raise SpecError(source, None, f"{len(tensors)} tensors ({names}…): name one as FILE.safetensors:NAME")
-        name = next(iter(tensors))
-    if name not in tensors:
-        raise SpecError(source, None, f"no tensor named {name[:80]!r}")
-    entry = tensors[name]
+    return tensors
+
+
+def safetensors_array(source: str, name: str, entry: Any, axes: int = 4) -> Array:
+    """One tensor of :func:`safetensors_entries` as a float Array (its floats exactly), of at most ``axes``
+    axes (5: split-KV partials, a split axis before (B, H, N, D))."""
     if entry["dtype"] not in _SAFETENSORS_DTYPES:
         kinds = ", ".join(_SAFETENSORS_DTYPES)
         raise SpecError(source, name, f"dtype {str(entry['dtype'])[:20]!r}; expected {kinds}")
     fmt = _SAFETENSORS_DTYPES[entry["dtype"]]
-    shape = _shape(source, entry["shape"])
-    _length(source, len(entry["data"]), fmt, shape, name)
+    shape = _shape(source, entry["shape"], axes)
+    _length(source, len(entry["data"]), WIDTH[fmt], shape, name, fmt)
     if fmt == "bfloat16":  # the upper half of a float32: widened exactly by a shift
         bits = np.frombuffer(bytes(entry["data"]), dtype="<u2").astype(np.uint32) << 16
         values = bits.view(np.float32).astype(np.float64)
@@ -164,10 +217,38 @@ def read_safetensors(source: str, data: bytes, name: str | None) -> Array:
     return Array(fmt, values.reshape(shape))
 
 
-def _shape(source: str, dims: tuple[int, ...] | list[int]) -> tuple[int, ...]:
+def read_safetensors_integers(source: str, data: bytes, name: str | None) -> np.ndarray:
+    """The whole numbers of a ``.safetensors`` tensor (I8 to I64, U8 to U64) as int64."""
+    name, entry = _named(source, safetensors_entries(source, data), name)
+    dtype = _SAFETENSORS_INTEGERS.get(entry["dtype"])
+    if dtype is None:
+        raise SpecError(
+            source,
+            name,
+            f"dtype {str(entry['dtype'])[:20]!r} where whole numbers are needed (I32 or I64, as torch saves them)",
+        )
+    shape = _shape(source, entry["shape"])
+    _length(source, len(entry["data"]), dtype.itemsize, shape, name, dtype.name)
+    return _whole(source, np.frombuffer(bytes(entry["data"]), dtype=dtype).reshape(shape))
+
+
+def _whole(source: str, values: np.ndarray) -> np.ndarray:
+    """Integers as int64; a uint64 past int64's range is refused, naming the first (0-based)."""
+    if values.dtype == np.uint64 and values.size and values.max() > np.iinfo(np.int64).max:
+        at = tuple(int(i) for i in np.argwhere(values > np.iinfo(np.int64).max)[0])
+        raise SpecError(source, None, f"[{', '.join(map(str, at))}] is {values[at]}, past int64's range")
+    return np.ascontiguousarray(values.astype(np.int64))
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    """A .npy dtype in words: bfloat16 for two raw bytes, as torch saves it."""
+    return "bfloat16" if dtype.kind == "V" and dtype.itemsize == 2 else dtype.name
+
+
+def _shape(source: str, dims: tuple[int, ...] | list[int], axes: int = 4) -> tuple[int, ...]:
     parts = [str(n) for n in dims]
-    if len(parts) > 4:
-        raise SpecError(source, "shape", f"{len(parts)} axes; at most 4")
+    if len(parts) > axes:
+        raise SpecError(source, "shape", f"{len(parts)} axes; at most {axes}")
     if any(len(p) > 9 for p in parts):  # a dimension of a billion: refused before any product
         raise LimitError(source, "shape", f"a dimension of more than 9 digits; at most {limits.TOKENS}×{limits.DIMS}")
     shape = tuple(int(n) for n in dims)
@@ -179,9 +260,9 @@ def _shape(source: str, dims: tuple[int, ...] | list[int]) -> tuple[int, ...]:
     return shape
 
 
-def _length(source: str, length: int, fmt: str, shape: tuple[int, ...], key: str) -> None:
+def _length(source: str, length: int, width: int, shape: tuple[int, ...], key: str, fmt: str) -> None:
     """The data must be exactly as long as the shape says: nothing cut off, nothing after."""
-    count, width = math.prod(shape), WIDTH[fmt]
+    count = math.prod(shape)
     if length != count * width:
         dims = "×".join(map(str, shape)) or "a scalar"
         raise SpecError(source, key, f"{length} bytes of data for {dims} {fmt} ({count * width} expected)")
@@ -213,4 +294,18 @@ def one_head(shape: tuple[int, ...], layout: str) -> bool:
     return len(shape) <= 2 or all(n == 1 for n in shape[: -2 if layout == "bhnd" else -1])
 
 
-__all__ = ["WIDTH", "Array", "dtype_of", "KINDS", "NPY_MAGIC", "not_finite", "one_head", "read_npy", "read_safetensors"]
+__all__ = [
+    "WIDTH",
+    "Array",
+    "dtype_of",
+    "KINDS",
+    "NPY_MAGIC",
+    "not_finite",
+    "one_head",
+    "read_npy",
+    "read_npy_integers",
+    "read_safetensors",
+    "read_safetensors_integers",
+    "safetensors_array",
+    "safetensors_entries",
+]

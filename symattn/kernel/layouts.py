@@ -42,7 +42,8 @@ def integers(x: Any, name: str, axes: int) -> np.ndarray:
         x = x.detach().cpu().numpy()
     a = np.asarray(x)
     if a.dtype.kind not in "iu" or a.ndim != axes or 0 in a.shape:
-        raise SpecError(name, None, f"expected {axes} axis{'es' if axes > 1 else ''} of whole numbers, got {_brief(a)}")
+        axis = "axes" if axes > 1 else "axis"
+        raise SpecError(name, None, f"expected {axes} {axis} of whole numbers, got {_brief(a)}")
     return a.astype(np.int64)
 
 
@@ -51,8 +52,18 @@ def _brief(a: np.ndarray) -> str:
 
 
 def _cumulative(cu: np.ndarray, name: str, total: int) -> None:
-    if cu[0] != 0 or cu[-1] != total or np.any(np.diff(cu) < 0):
-        raise SpecError(name, None, f"expected 0, then non-decreasing offsets ending at {total} (the tokens given)")
+    """Offsets from 0 to the tokens given that never decrease (an empty sequence repeats one); the first
+    that does not fit is named (0-based)."""
+    if cu[0] != 0:
+        raise SpecError(name, None, f"[0] is {cu[0]}; the offsets start at 0")
+    down = np.flatnonzero(np.diff(cu) < 0)
+    if down.size:
+        i = int(down[0]) + 1
+        raise SpecError(
+            name, None, f"[{i}] is {cu[i]}, less than [{i - 1}] ({cu[i - 1]}): the offsets may not decrease"
+        )
+    if cu[-1] != total:
+        raise SpecError(name, None, f"[{len(cu) - 1}] is {cu[-1]}, the last offset; {name[-1]} holds {total} tokens")
 
 
 def varlen(Q: np.ndarray, K: np.ndarray, V: np.ndarray, cu_q: Any, cu_k: Any, allowed) -> tuple[np.ndarray, Packed]:
@@ -137,8 +148,16 @@ def descales(given: dict[str, Any], batch: int, kv: int) -> dict[str, np.ndarray
         a = exact_array(x, name).values
         if a.shape != (batch, kv):
             raise ShapeError(name, "shape", f"{tuple(a.shape)}; flash_attn_3 takes (batch, kv heads) = {(batch, kv)}")
-        if not (np.all(np.isfinite(a)) and np.all(a > 0) and np.all(a.astype(np.float32) == a)):
-            raise SpecError(name, None, "expected positive float32 values (flash_attn_3's descale factors)")
+        with np.errstate(over="ignore", invalid="ignore"):  # a float64 past float32's range: not one of its
+            bad = np.argwhere(~(np.isfinite(a) & (a > 0) & (a.astype(np.float32) == a)))
+        if bad.size:
+            at = tuple(int(i) for i in bad[0])
+            raise SpecError(
+                name,
+                None,
+                f"[{', '.join(map(str, at))}] is {float(a[at])!r}; expected positive float32 values "
+                "(flash_attn_3's descale factors)",
+            )
         out[name] = a
     return out
 

@@ -108,10 +108,13 @@ def judged(
     lse_base: str,
     worst: int | None,
     keys: tuple[int, int] | None = None,
-    symbol: str = "out",
+    symbol: str | None = "out",
+    sources: tuple[str, ...] = (),
+    reference_name: str = "reference",
 ) -> report.Report:
     """compare's report from its checked arguments; ``keys``: attention over keys [start, stop) alone (a
-    split of flash-decoding, :mod:`symattn.kernel.partials`), ``symbol`` the result's name in places."""
+    split of flash-decoding, :mod:`symattn.kernel.partials`), ``symbol`` the result's name in places (None:
+    the quantity's, as ``symattn compare`` names a file's), ``sources`` the results' names (their files)."""
     naive = rule_inputs(rule, reference, rtol, atol, bound)
     given = tensors.exact_array(q, "q"), tensors.exact_array(k, "k"), tensors.exact_array(v, "v")
     grad = None if dout is None else tensors.exact_array(dout, "dout")
@@ -124,11 +127,11 @@ def judged(
     how = "lse2" if kind == "lse" and lse_base == "2" else GRADIENTS.get(kind, kind)
     places = matrix_places(how, inputs.head_count if dims > 2 else 1)
     runs = runs_of(out)
-    sources = ["out"] if len(runs) == 1 else [f"run {i}" for i in range(len(runs))]
+    sources = sources or (("out",) if len(runs) == 1 else tuple(f"run {i}" for i in range(len(runs))))
     results = [tensors.result_of(tensors.exact_array(r, s), kind, inputs, dims, s) for r, s in zip(runs, sources)]
     against = None
     if naive is not None:
-        against = tensors.result_of(tensors.exact_array(naive, "reference"), kind, inputs, dims, "reference")
+        against = tensors.result_of(tensors.exact_array(naive, reference_name), kind, inputs, dims, reference_name)
     if rule == "allclose" and rtol is None and atol is None:  # torch.allclose's defaults, as the CLI's
         rtol, atol = ALLCLOSE_RTOL, ALLCLOSE_ATOL
     reports = []

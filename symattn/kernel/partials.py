@@ -14,12 +14,14 @@ and ``partials_lse`` (splits, B, H, N). ``lse_base="2"`` reads FlashInfer's base
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from symattn.input.errors import ShapeError, SpecError
+from symattn.input.tensorfile import Array
 from symattn.kernel.inputs import Inputs
 from symattn.kernel.report import Report
 
@@ -50,8 +52,18 @@ class PartialsReport:
     def ok(self) -> bool:
         return all(r.ok for _, r in self.reports)
 
-    def text(self) -> str:
-        return "\n\n".join(f"== {name} ==\n{r.text()}" for name, r in self.reports)
+    def text(self, lang: str = "en") -> str:
+        return "\n\n".join(f"== {name} ==\n{r.text(lang)}" for name, r in self.reports)
+
+    def data(self, summary: bool = False) -> dict[str, Any]:
+        """The JSON of ``symattn compare --partials --format json``: the splits' keys and each check's report."""
+        return {
+            "splits": [{"keys": [start, stop]} for start, stop in self.splits],
+            "checks": [{"check": name, **r.data(summary)} for name, r in self.reports],
+        }
+
+    def to_json(self, summary: bool = False) -> str:
+        return json.dumps(self.data(summary), ensure_ascii=False, indent=2) + "\n"
 
 
 def boundaries(splits: Any, keys: int) -> tuple[tuple[int, int], ...]:
@@ -114,10 +126,12 @@ def compare_partials(
     atol: Any = None,
     max_ulp: Any = None,
     worst: int | None = 10,
+    source: str = "",
 ) -> PartialsReport:
     """Each split's (O_i, LSE_i) of a split-KV kernel against the exact attention over that split's keys,
     and, where given, the merged ``out`` and ``lse`` against the exact attention over every key (the rule
-    and tolerances as :func:`symattn.kernel.compare` takes them, for every check)."""
+    and tolerances as :func:`symattn.kernel.compare` takes them, for every check). ``source``: the file the
+    tensors were read from (``symattn compare --partials``), which each report names."""
     from symattn.kernel import oracle, tensors
 
     if lse_base not in ("e", "2"):
@@ -133,8 +147,9 @@ def compare_partials(
     masks = {"causal": causal, "causal_align": causal_align, "window": window, "scale": scale, "layout": layout}
 
     def one(result: Any, kind: str, at: tuple[int, int] | None, symbol: str) -> Report:
+        named = (f"{source}:{symbol}",) if source else ()
         return oracle.judged(
-            result, q, k, v, kind, None, masks, {}, rule, None, rtol, atol, bound, lse_base, worst, at, symbol
+            result, q, k, v, kind, None, masks, {}, rule, None, rtol, atol, bound, lse_base, worst, at, symbol, named
         )
 
     made_out = tuple(one(outs[i], "output", r, f"partials_out[{i}]") for i, r in enumerate(ranges))
@@ -146,6 +161,8 @@ def compare_partials(
 
 def _per_split(x: Any, name: str, count: int) -> list[Any]:
     """The splits' results: a list of them, or the first axis of one tensor or array."""
+    if isinstance(x, Array):  # a file's (symattn compare --partials): each split keeps the file's format
+        x = [Array(x.format, part) for part in x.values]
     parts = list(x) if isinstance(x, (list, tuple)) else [x[i] for i in range(len(x))] if hasattr(x, "shape") else []
     if len(parts) != count:
         raise ShapeError(name, "shape", f"{len(parts)} splits; the splits given make {count}")

@@ -28,7 +28,10 @@ DESCALES = ("q_descale", "k_descale", "v_descale")
 
 
 def exact_array(x: Any, name: str) -> Array:
-    """A tensor or array as float64 values (exactly the given floats) and its format."""
+    """A tensor or array as float64 values (exactly the given floats) and its format; an Array (a file's, as
+    ``symattn compare`` reads it) as it is."""
+    if isinstance(x, Array):
+        return x
     if type(x).__module__.partition(".")[0] == "torch":
         t = x.detach().cpu()
         fmt = str(t.dtype).removeprefix("torch.")
@@ -91,6 +94,8 @@ def inputs_of(
 
     def allowed_of(n: int, m: int) -> np.ndarray | None:
         return _allowed(n, m, causal, causal_align, window)
+
+    allowed_of(1, 1)  # the keywords checked once, before any sequence's mask names its sequence
 
     if mode == "varlen":
         Q, packed = layouts.varlen(
