@@ -232,6 +232,27 @@ def test_bad_varlen_files_are_one_line(varlen, tmp_path, capsys, array, message)
     assert (code, out) == (2, "") and err == f"symattn: {spec}: {key}: '{file}': {message}\n"
 
 
+def test_hostile_integer_files_are_one_line(varlen, tmp_path, capsys):
+    """A file cut short, a uint64 past int64's range, booleans: read within the limits, never unpickled."""
+    spec, _ = varlen
+    np.save(tmp_path / "whole.npy", np.array([0, 5, 5, 12, 15], np.int32))
+    cases = [
+        ((tmp_path / "whole.npy").read_bytes()[:-4], "shape: 16 bytes of data for 5 int32 (20 expected)"),
+        (np.array([0, 2**63 + 1, 5, 12, 15], np.uint64), "[1] is 9223372036854775809, past int64's range"),
+        (
+            np.array([0, 1, 1, 1, 1], bool),
+            "descr: a bool array where whole numbers are needed (int32 or int64, as torch saves them)",
+        ),
+    ]
+    for given, message in cases:
+        if isinstance(given, bytes):
+            (tmp_path / "cu_q.npy").write_bytes(given)
+        else:
+            np.save(tmp_path / "cu_q.npy", given)
+        code, out, err = compare(capsys, spec, tmp_path / "o.npy")
+        assert (code, out, err) == (2, "", f"symattn: {spec}: cu_seqlens_q: 'cu_q.npy': {message}\n")
+
+
 BAD_PAGED = [  # (what is saved over the paged.safetensors tensors, the key, the line)
     (
         {"block_table": torch.tensor([[5, 0, 6], [2, 4, 1]], dtype=torch.int32)},
