@@ -58,6 +58,26 @@ def test_the_file_and_the_api_name_the_same_place(tmp_path, capsys, shape, place
     assert len(largest) == 1 and largest[0].endswith(f" ULP, at out[{index}].")
 
 
+def test_a_bnhd_batch_of_one_names_its_batch(tmp_path, capsys):
+    """(1, N, H, D) in bnhd: o[0, query, head, column] from the file and the tensor alike."""
+    from symattn.kernel import compare
+
+    rng = np.random.default_rng(32)
+    q, k, v = (rng.standard_normal((1, 2, 8, 4)).astype(np.float32) for _ in range(3))  # bhnd, then moved
+    out = exact_output(q, k, v).transpose(0, 2, 1, 3).copy()
+    out[0, 7, 1, 1] += np.float32(0.5)
+    q, k, v = (a.transpose(0, 2, 1, 3).copy() for a in (q, k, v))
+    for name, a in zip("qkvo", (q, k, v, out)):
+        np.save(tmp_path / f"{name}.npy", a)
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\nlayout = "bnhd"\n')
+    assert main(["compare", str(tmp_path / "s.toml"), str(tmp_path / "o.npy"), "--format", "json"]) == 0
+    from_file = json.loads(capsys.readouterr().out)
+    from_api = json.loads(compare(out, q, k, v, layout="bnhd").to_json())
+    expected = {"batch": 0, "query": 7, "head": 1, "column": 1}
+    assert from_file["summary"]["max_ulps_at"] == from_api["summary"]["max_ulps_at"] == expected
+    assert list(from_file["summary"]["max_ulps_at"]) == ["batch", "query", "head", "column"]
+
+
 def test_the_lse_of_a_batch_of_one_names_its_batch(tmp_path, capsys):
     """An LSE file of (1, H, N) names lse[0, head, query], as the tensor does."""
     from symattn.kernel import compare

@@ -82,6 +82,23 @@ def test_dsink_is_minus_the_sum_of_the_sink_share_times_d(case):
     assert json.loads(report.to_json())["places"] == "0-based, as numpy indexes: out[head]"
 
 
+def test_the_summary_row_of_dsink_has_its_shape_and_place(case):
+    """The pytest plugin's row (kernel/record.py): dsink's shape is (H,) as given, its worst place out[head]."""
+    from symattn.kernel import compare, record
+
+    (q, k, v, sinks, dout), _, _, grads = case
+    bad = grads["dsink"].float().clone()
+    bad[3] += 0.5
+    record.start()
+    try:
+        compare(bad, q, k, v, kind="dsink", dout=dout, sinks=sinks, **MASKS, **CLOSE)
+    finally:
+        rows = record.stop()
+    assert [(r["kind"], r["shape"], r["dtype"], r["at"], r["result"]) for r in rows] == [
+        ("dsink", "(4)", "float32", "out[3]", "FAIL")
+    ]
+
+
 def test_dsink_of_float64_results_is_refined_with_arb(case):
     """A float64 dsink is beyond the float64 bound: arb decides every head, and torch's float64 is within
     a few of its ULPs."""

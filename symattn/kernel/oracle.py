@@ -135,7 +135,7 @@ def judged(
     reports = []
     for result in results:
         comparison = engine.run(inputs, result, how, None, places, symbol=symbol)
-        shape = tuple(result.array.shape) if result.array is not None else result.shape
+        shape = result.given or (tuple(result.array.shape) if result.array is not None else result.shape)
         reports.append(report.judge(comparison, result, against, rtol, atol, bound, shape, worst))
     made = reports[0]
     if len(reports) > 1:
