@@ -50,3 +50,18 @@ def counted(q, k, v, *, causal, scale):
 
 def raises(q, k, v, *, causal, scale):
     raise ValueError("no kernel for this shape")
+
+
+def sinks_float64(q, k, v, *, causal, scale, sinks):
+    """gpt-oss's attention with sinks in float64, rounded to the inputs' dtype: (out, lse), the LSE over the
+    keys and the sink (a column of the scores, dropped after the softmax). Causal top-left, as sweeps align."""
+    group = q.shape[1] // k.shape[1]
+    q64, k64, v64 = q.double(), k.double().repeat_interleave(group, 1), v.double().repeat_interleave(group, 1)
+    z = q64 @ k64.transpose(-1, -2) * scale
+    if causal:
+        n, m = z.shape[-2:]
+        z = z.masked_fill(~torch.ones(n, m, dtype=torch.bool, device=z.device).tril(), float("-inf"))
+    sink = sinks.double()[None, :, None, None].expand(*z.shape[:-1], 1)
+    full = torch.cat([z, sink], -1)
+    out = torch.softmax(full, -1)[..., :-1] @ v64
+    return out.to(q.dtype), torch.logsumexp(full, -1).float()

@@ -202,7 +202,8 @@ def test_a_log_sum_exp_of_one_key_of_score_0_is_0_in_base_2(tmp_path, run):
     assert zeros.is_zero(inputs, "lse2", 0, 0) and not zeros.is_zero(inputs, "lse2", 1, 0)
     write(tmp_path, causal=True, **arrays, r=[[0.0, 1.0]])
     code, out = run(tmp_path, str(tmp_path / "r.npy"), "--quantity", "lse", "--lse-base", "2", "--all")
-    assert code == 0 and "lse[0]    0                       0                       0         —         0\n" in out
+    # r.npy is (1, 2): its places index it as given, lse[head, query]
+    assert code == 0 and "lse[0, 0]  0                       0                       0         —         0\n" in out
 
 
 def test_a_proof_past_its_limit_is_not_attempted(monkeypatch):

@@ -281,7 +281,8 @@ def test_torch_flash_attention_lse_in_both_bases_end_to_end(tmp_path):
 
     natural, base2, mixed = run("lse.npy"), run("lse2.npy", "--lse-base", "2"), run("lse2.npy")
     assert natural["summary"]["entries"] == 96 and natural["engine"]["path"] == "float64"
-    assert natural["places"] == "0-based, as numpy indexes: lse[head, query]"  # (1, 2, 48): a batch of one
+    assert natural["places"] == "0-based, as numpy indexes: lse[batch, head, query]"  # (1, 2, 48): as given
+    assert {e["batch"] for e in natural["entries"]} == {0}
     for h, i in [(0, 0), (1, 47), (1, 5)]:
         entry = {(e["head"], e["query"]): e for e in natural["entries"]}[(h, i)]
         with mpmath.workdps(60):

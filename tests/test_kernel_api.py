@@ -171,13 +171,9 @@ def test_gradients_of_one_head_and_a_dout_of_the_wrong_shape(kernel):
 @pytest.mark.parametrize(
     "name, value, message",
     [
-        (
-            "sinks",
-            [0.0],
-            "sinks: attention sinks are not on the float64 path yet (a spec's sinks compare one head exactly)",
-        ),
+        ("sinks", [0.0, 1.0], "sinks: shape: (2,); expected (1,), a finite logit per query head"),
         ("layout", "thd", "layout: expected 'bhnd' or 'bnhd', got 'thd'"),
-        ("kind", "weights", "kind: expected one of output, lse, dq, dk, dv, got 'weights'"),
+        ("kind", "weights", "kind: expected one of output, lse, dq, dk, dv, dsink, got 'weights'"),
         ("rule", "flash", "reference: missing: FlashAttention's rule measures out against the naive reference"),
         ("rule", "ulp", "max_ulp: missing: rule='ulp' needs the bound"),
         ("dout", np.ones((4, 2), np.float32), "dout: is for kind dq, dk or dv"),

@@ -10,6 +10,7 @@ only ``compare`` takes them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from symattn.input import filematrix, limits
@@ -172,7 +173,7 @@ def arrange(result: Any, layout: str, quantity: str, batch: int, heads: int) -> 
     import numpy as np
 
     values = np.ascontiguousarray(values)
-    return type(result).of_array(result.source, result.format, values)
+    return replace(type(result).of_array(result.source, result.format, values), given=result.given)
 
 
 __all__ = ["LAYOUTS", "arrange", "read_batched", "to_bhnd"]

@@ -18,7 +18,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,9 @@ class FloatResult:
     # takes them from here, not back from the Fractions. A result with batch and head axes (3 or 4 of
     # them) has no rows yet: compare lines its heads up with the spec's (batched.arrange)
     array: Any = field(default=None, compare=False, repr=False)
+    # the shape of the array as the file or tensor gave it, axes of length one included: places name them
+    # all (places.as_given), though compare drops them to line the heads up; () for JSON
+    given: tuple[int, ...] = field(default=(), compare=False, repr=False)
 
     @staticmethod
     def of_array(source: str, fmt: str, values: np.ndarray) -> FloatResult:
@@ -190,7 +193,7 @@ def array_result(source: str, array: tensorfile.Array, fmt: str | None = None, l
     if len(shape) in (3, 4) and 0 not in shape:  # batch and head axes: compare lines them up with the spec's
         if array.values.size > limits.TENSOR_ENTRIES:
             raise LimitError(source, "shape", f"({parts}): more than {limits.TENSOR_ENTRIES} entries (the limit)")
-        return FloatResult(source, array.format, (), (), array.values.reshape(shape))
+        return FloatResult(source, array.format, (), (), array.values.reshape(shape), array.values.shape)
     if len(shape) != 2 or 0 in shape:
         raise SpecError(source, "shape", f"expected a matrix (rows, columns), got shape ({parts})")
     rows, cols = shape
@@ -200,7 +203,8 @@ def array_result(source: str, array: tensorfile.Array, fmt: str | None = None, l
             "shape",
             f"{rows}×{cols}; at most {limits.KERNEL_TOKENS} rows or columns and {limits.TENSOR_ENTRIES} entries",
         )
-    return FloatResult.of_array(source, array.format, array.values.reshape(rows, cols))
+    matrix = FloatResult.of_array(source, array.format, array.values.reshape(rows, cols))
+    return replace(matrix, given=array.values.shape)
 
 
 def measured(source: str, array: tensorfile.Array, fmt: str | None) -> tensorfile.Array:

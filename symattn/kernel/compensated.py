@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from symattn.kernel.cores import map_forked
-from symattn.kernel.float64 import SAFETY, TINY, Head, Split, U, exps, gamma
+from symattn.kernel.float64 import SAFETY, TINY, Head, Split, U, exps, extra_term, gamma, joined
 
 _SPLITTER = 2.0**27 + 1  # Veltkamp: hi keeps 26 bits
 PAIRS = 512  # pairs summed at once: a few m × PAIRS arrays of their terms (32 MB each at 8192 keys)
@@ -42,10 +42,16 @@ def outputs(head: Head, pairs: list[tuple[int, int]], split: Split | None = None
     value, error = np.empty(len(pairs)), np.empty(len(pairs))
     starts = range(0, len(rows), STEP)
     with np.errstate(invalid="ignore", over="ignore"):  # here: BLAS's threads in one process only
-        stages = [exps(head, np.array(rows[start : start + STEP]), split) for start in starts]
+        stages = [_stage(head, np.array(rows[start : start + STEP]), split) for start in starts]
     for where, O, eO in map_forked(_sums, (head, pairs, at, stages), list(starts)):  # numpy alone: both cores
         value[where], error[where] = O, eO
     return value, error
+
+
+def _stage(head: Head, rows: np.ndarray, split: Split) -> tuple:
+    """float64.exps of the rows, and the term of a logit in the denominator alone (None without one)."""
+    stage = exps(head, rows, split)
+    return (*stage, extra_term(head, rows, stage[4]))
 
 
 def _sums(data: tuple, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -53,7 +59,7 @@ def _sums(data: tuple, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     in ``pairs``, their values and error bounds."""
     head, pairs, at, stages = data
     m, step = head.K.shape[0], STEP
-    E, eE, eps, under, _ = stages[start // STEP]
+    E, eE, eps, under, _, extra = stages[start // STEP]
     chunk = range(start, start + E.shape[0])
     s, c = np.zeros(len(chunk)), np.zeros(len(chunk))
     for e in np.ascontiguousarray(E.T):  # Sum2 of each row, key by key (a row of E.T: a key's exps)
@@ -61,6 +67,7 @@ def _sums(data: tuple, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         c += q
     ell = s + c
     e_ell = SAFETY * (U * ell + gamma(m) ** 2 * ell * 2 + np.sum(eE, axis=1))
+    ell, e_ell = joined(ell, e_ell, extra)
     eps_row = np.max(eps, axis=1)
     tiny_row = np.where(np.any(under, axis=1), TINY, 0.0)
     mine = [(n, i, k) for n, (i, k) in enumerate(pairs) if start <= at[i] < start + step]

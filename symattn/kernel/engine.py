@@ -32,7 +32,7 @@ def run(
     """
     from symattn.input.batched import arrange
     from symattn.kernel.heads import compare_head
-    from symattn.kernel.places import lined_places
+    from symattn.kernel.places import as_given, lined_places
 
     heads = list(inputs.heads)
     axes = None
@@ -43,6 +43,8 @@ def run(
         width = result.shape[1] // (inputs.batch * inputs.head_count)
         places = lined_places(quantity, inputs.layout, dims, inputs.batch, inputs.head_count, width)
         worst = None  # each head's summary reads all of its entries
+    if places is not None:
+        places = as_given(places, quantity, result.given, inputs.layout)
     if symbol is not None:
         places = replace(places, symbol=symbol)
     if inputs.starts:  # varlen: a query is a token of the packed sequences, and its place names its sequence

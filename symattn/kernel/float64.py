@@ -245,6 +245,8 @@ def exps(head: Head, rows: slice | np.ndarray, split: Split):
     if mask is not None:
         Z[~mask] = -np.inf
     M = np.max(Z, axis=1, keepdims=True)
+    for logit in extra_logits(head, rows, Z.shape[0]):  # a denominator's logit joins the maximum: T ≤ 0 still
+        M = np.maximum(M, logit)
     T = Z - M  # T ≤ 0; the softmax is the same for any shift, so shifting by the float M is exact
     eT = SAFETY * (U * np.abs(T) + eZ)
     del Z, eZ
@@ -261,6 +263,34 @@ def exps(head: Head, rows: slice | np.ndarray, split: Split):
     return E, eE, eps, under, M
 
 
+def extra_logits(head: Head, rows: slice | np.ndarray, count: int) -> list[np.ndarray]:
+    """The logits in the denominator alone (no value) of the given query rows, a column each: a DENOMINATOR
+    part's rule (kernel/score_mods.Denominator); none without one."""
+    return [mod.logit(rows, count) for mod in extras(head)[1] if hasattr(mod, "logit")]
+
+
+def extra_term(head: Head, rows: slice | np.ndarray, M: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """e^(s − M) of each row's denominator logit s (a float, exact) and its bound; None without one. s − M rounds
+    once (u|T|), and the exp is the one of ``exps``: within eT(1 + eT) + RHO relative, or TINY below FLOOR."""
+    logits = extra_logits(head, rows, M.shape[0])
+    if not logits:
+        return None
+    T = logits[0] - M  # ≤ 0: M is at least s
+    eT = SAFETY * U * np.abs(T)
+    E = exp_bounded(T)
+    eE = np.where(T < FLOOR, TINY, E * SAFETY * (1 + 2 * RHO) * (eT * (1 + eT) + RHO))
+    return E, eE
+
+
+def joined(ell: np.ndarray, e_ell: np.ndarray, term: tuple[np.ndarray, np.ndarray] | None):
+    """ℓ + e^(s − M), the denominator logit's term added to the row sums: one rounding more, u|ℓ'|, and the
+    term's bound."""
+    if term is None:
+        return ell, e_ell
+    total = ell + term[0].reshape(ell.shape)
+    return total, SAFETY * (e_ell + term[1].reshape(ell.shape) + U * total)
+
+
 def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV: np.ndarray) -> Block:
     m = head.K.shape[0]
     width = math.isqrt(m - 1) + 1  # keys per chunk: sums of chunk sums lose γ_{width + chunks}, not γ_m
@@ -269,6 +299,7 @@ def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV:
     E, eE, eps, under, M = exps(head, slice(start, stop), split)
     ell = _chunked(E, width, chunks)
     e_ell = SAFETY * (g_sum * ell + np.sum(eE, axis=1, keepdims=True))
+    ell, e_ell = joined(ell, e_ell, extra_term(head, slice(start, stop), M))  # a logit with no value: its e^(s − M)
     eps_row = np.max(eps, axis=1, keepdims=True)
     tiny_row = np.where(np.any(under, axis=1, keepdims=True), TINY, 0.0)
     N = _chunked(E, width, chunks, head.V)
@@ -327,4 +358,6 @@ __all__ = [
     "gamma",
     "interval",
     "is_float32",
+    "joined",
+    "extra_term",
 ]

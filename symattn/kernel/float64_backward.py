@@ -43,7 +43,20 @@ from typing import Any
 
 import numpy as np
 
-from symattn.kernel.float64 import BLOCK, SAFETY, Head, Split, U, _scores, divided, exps, gamma, scaled
+from symattn.kernel.float64 import (
+    BLOCK,
+    SAFETY,
+    Head,
+    Split,
+    U,
+    _scores,
+    divided,
+    exps,
+    extra_term,
+    gamma,
+    joined,
+    scaled,
+)
 
 GRADIENTS = ("dQ", "dK", "dV")
 
@@ -114,19 +127,63 @@ def _row_sums(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _weights(head: Head, rows: slice, keys: Split) -> tuple[np.ndarray, np.ndarray]:
     """The weights of the query rows and their bound, the row sums ℓ summed (nearly) exactly."""
-    E, eE, _, _, _ = exps(head, rows, keys)
+    return _weighted(head, rows, keys)[:2]
+
+
+def _weighted(head: Head, rows: slice, keys: Split) -> tuple:
+    """The weights and their bound, and the share e^(s − M)/ℓ of each row's denominator logit s with its bound
+    (None, None without one): ℓ is the keys' sum and that term (``float64.joined``)."""
+    E, eE, _, _, M = exps(head, rows, keys)
     ell, e_sum = _row_sums(E)
-    return divided(E, eE, ell, SAFETY * (e_sum + np.sum(eE, axis=1, keepdims=True)))
+    term = extra_term(head, rows, M)
+    ell, e_ell = joined(ell, SAFETY * (e_sum + np.sum(eE, axis=1, keepdims=True)), term)
+    share = (None, None) if term is None else divided(term[0], term[1], ell, e_ell)
+    return (*divided(E, eE, ell, e_ell), *share)
 
 
-def _score_gradient(head: GradientHead, A, e_A, values: Split, rows: slice) -> tuple[np.ndarray, np.ndarray]:
-    """dS = A ∘ (dA − D) of the block's rows, with its bound."""
+def _dots(head: GradientHead, A, e_A, values: Split, rows: slice) -> tuple[np.ndarray, ...]:
+    """dA = dO·Vᵀ and D = Σ_j A_ij dA_ij of the block's rows, with their bounds."""
     dA, e_dA = _scores(head.dO[rows], values)
     p = A * dA
     D, e_sum = _row_sums(p)
     terms = U * np.abs(p) + A * e_dA + e_A * (np.abs(dA) + e_dA)
-    e_D = SAFETY * (e_sum + np.sum(terms, axis=1, keepdims=True))
-    del p, terms
+    return dA, e_dA, D, SAFETY * (e_sum + np.sum(terms, axis=1, keepdims=True))
+
+
+@dataclass(frozen=True)
+class LogitGradient:
+    """dsink of one query head: its gradient head in each batch, each with its score_mods.Denominator."""
+
+    heads: tuple[GradientHead, ...]
+
+    @property
+    def mods(self) -> tuple[Any, ...]:  # the first head's: a modified head (refine proves no zeros for it)
+        return getattr(self.heads[0], "mods", ())
+
+
+def logit_gradient(given: LogitGradient, block: int = BLOCK) -> tuple[np.ndarray, np.ndarray]:
+    """dsink = −Σ_{b,i} P_bi·D_bi (P the logit's share of row i, D_i = Σ_j A_ij dA_ij: the logit has no value,
+    so its dS is P·(0 − D)) as a 1×1 value and its bound: each product rounds once, u|t| + P e_D +
+    e_P (|D| + e_D), and their sum over every row of every batch loses at most γ of its count."""
+    terms, errors = [], []
+    with np.errstate(invalid="ignore", over="ignore"):
+        for head in given.heads:
+            keys, values = Split.of(head.K), Split.of(head.V)
+            for start in range(0, head.Q.shape[0], block):
+                rows = slice(start, min(start + block, head.Q.shape[0]))
+                A, e_A, P, e_P = _weighted(head, rows, keys)
+                _, _, D, e_D = _dots(head, A, e_A, values, rows)
+                t = P * D
+                terms.append(t)
+                errors.append(SAFETY * (U * np.abs(t) + P * e_D + e_P * (np.abs(D) + e_D)))
+        t, e_t = np.concatenate(terms), np.concatenate(errors)
+        error = SAFETY * (gamma(t.size) * np.sum(np.abs(t)) + np.sum(e_t))
+    return np.full((1, 1), -np.sum(t)), np.full((1, 1), error if np.isfinite(error) else np.inf)
+
+
+def _score_gradient(head: GradientHead, A, e_A, values: Split, rows: slice) -> tuple[np.ndarray, np.ndarray]:
+    """dS = A ∘ (dA − D) of the block's rows, with its bound."""
+    dA, e_dA, D, e_D = _dots(head, A, e_A, values, rows)
     Y = dA - D
     e_Y = SAFETY * (U * np.abs(Y) + e_dA + e_D)
     del dA, e_dA
@@ -160,4 +217,4 @@ def _scaled(head: Head, P: np.ndarray, e_P: np.ndarray) -> tuple[np.ndarray, np.
     return value, SAFETY * (U * np.abs(value) + c * e_P + (np.abs(P) + e_P) * (c * head.scale_error))
 
 
-__all__ = ["GRADIENTS", "GradientHead", "ModGradientHead", "gradient"]
+__all__ = ["GRADIENTS", "GradientHead", "ModGradientHead", "LogitGradient", "gradient", "logit_gradient"]

@@ -66,9 +66,11 @@ def head_of(spec) -> float64.Head | None:
 
 def intervals(head: float64.Head, quantity: str) -> tuple[np.ndarray, np.ndarray]:
     """[lo, hi] around each exact weight, output or log-sum-exp (a row: one per query) of one head."""
-    n, m, dv = head.Q.shape[0], head.K.shape[0], head.V.shape[1]
+    if quantity == "dsink":  # a float64_backward.LogitGradient: one number, the query head's over its batches
+        return float64.interval(*float64_backward.logit_gradient(head))  # type: ignore[arg-type]
     if quantity in float64_backward.GRADIENTS:  # dQ, dK or dV of a float64_backward.GradientHead
         return float64.interval(*float64_backward.gradient(head, quantity))  # type: ignore[arg-type]
+    n, m, dv = head.Q.shape[0], head.K.shape[0], head.V.shape[1]
     if quantity in LSE:
         lo, hi = np.empty((1, n)), np.empty((1, n))
         for b in float64.blocks(head, weights=False):
@@ -86,7 +88,7 @@ def intervals(head: float64.Head, quantity: str) -> tuple[np.ndarray, np.ndarray
 def _all_intervals(heads: list[float64.Head], quantity: str) -> list[tuple[np.ndarray, np.ndarray]]:
     # several heads: one process per core (numpy's own loops hold the GIL); one head stays here, since
     # BLAS's threads in two processes at once took ten times as long as one process (the LSE at 4096)
-    work = sum(h.Q.shape[0] * h.K.shape[0] * h.Q.shape[1] for h in heads)
+    work = sum(x.Q.shape[0] * x.K.shape[0] * x.Q.shape[1] for h in heads for x in getattr(h, "heads", (h,)))
     return map_forked(_head_intervals, (heads, quantity), range(len(heads)), work >= PARALLEL_WORK)
 
 

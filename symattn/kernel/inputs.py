@@ -20,7 +20,7 @@ from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import FloatResult
 from symattn.kernel import float64, float64_backward
 
-GRADIENTS = {"dq": "dQ", "dk": "dK", "dv": "dV"}  # a kind as asked, and the quantity the engine names
+GRADIENTS = {"dq": "dQ", "dk": "dK", "dv": "dV", "dsink": "dsink"}  # a kind as asked, the quantity the engine names
 
 
 @dataclass(frozen=True)

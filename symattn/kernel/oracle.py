@@ -58,7 +58,8 @@ def compare(
 
     ``out``: the kernel's output O (``kind="output"``), its log-sum-exp (``"lse"``, (B, H, N), natural or
     with ``lse_base="2"`` base 2) or the gradient dQ, dK or dV (``"dq"``, ``"dk"``, ``"dv"``, for the ``dout``
-    it was given: dQ per query head, dK and dV per key/value head); a list of several results of one kernel
+    it was given: dQ per query head, dK and dV per key/value head), or the gradient of the logits a DENOMINATOR
+    part's keyword gives (``"dsink"``, (H,), summed over the batches); a list of several results of one kernel
     reports their bitwise spread
     and each one's own figures (``Report.runs``, ``Report.spread``). Tensors are torch's (any device) or
     numpy's, in any float format from float8 to float64, read exactly; K and V may have fewer heads than Q.
@@ -137,7 +138,7 @@ def judged(
     reports = []
     for result in results:
         comparison = engine.run(inputs, result, how, None, places, symbol=symbol)
-        shape = tuple(result.array.shape) if result.array is not None else result.shape
+        shape = result.given or (tuple(result.array.shape) if result.array is not None else result.shape)
         reports.append(report.judge(comparison, result, against, rtol, atol, bound, shape, worst))
     made = reports[0]
     if len(reports) > 1:

@@ -13,13 +13,15 @@ entries are one (batch, head)'s.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 SYMBOLS = {"output": "o", "weights": "a", "lse": "lse", "lse2": "lse", "dQ": "dq", "dK": "dk", "dV": "dv"}
+SYMBOLS["dsink"] = "dsink"
 # a matrix result's (row, column) axes
 _MATRIX = {"output": ("query", "column"), "weights": ("query", "key"), "dQ": ("query", "column")}
 _MATRIX |= {"dK": ("key", "column"), "dV": ("key", "column"), "lse": ("head", "query"), "lse2": ("head", "query")}
+_MATRIX["dsink"] = ("row", "head")  # one row: a number per query head
 # a result with batch and head axes: its axes in each layout, with the batch axis and without
 _AXES = {
     ("bhnd", 4): ("batch", "head", "query", "column"),
@@ -53,7 +55,7 @@ class Places:
             named = dict(zip(self.matrix, (i, j)))
         if "query" in named:
             named["token"] = named["query"]
-        return {axis: named[axis] for axis in self.axes}
+        return {axis: named.get(axis, 0) for axis in self.axes}  # an axis of length one: as_given's, at 0
 
     def text(self, i: int, j: int) -> str:
         """``o[1, 2, 77, 5]``; varlen's ``out[37, 2, 5] (sequence 1, query 5)``."""
@@ -105,8 +107,27 @@ def matrix_places(quantity: str, heads: int = 1, segment: int | None = None) -> 
     """A matrix result's places: (query, column), (query, key) for the weights, (key, column) for dK and dV;
     the log-sum-exp's (head, query), or only the query for one head."""
     axes = _MATRIX[quantity]
+    if quantity == "dsink":  # dsink[head]: each head's number is its own row
+        return Places(SYMBOLS[quantity], ("head",), segment=1, matrix=axes)
     one = quantity in ("lse", "lse2") and heads == 1
     return Places(SYMBOLS[quantity], ("query",) if one else axes, segment=segment, matrix=axes)
+
+
+def as_given(places: Places, quantity: str, shape: tuple[int, ...], layout: str) -> Places:
+    """The places of the array as its author gave it (``shape``): the axes of length one that compare drops to
+    line heads up (a batch of one, one head) come back, each at index 0, so that a file and a tensor of one
+    shape name one place: (1, 4, N, D) ``o[0, 2, 77, 5]``, (1, 1, N, D) ``o[0, 0, 77, 5]``, (N, D) ``o[77, 5]``."""
+    if len(shape) <= len(places.axes):
+        return places
+    if quantity in ("lse", "lse2"):
+        axes = ("batch", "head", "query")[-len(shape) :]
+    elif len(shape) == 2:
+        axes = _MATRIX[quantity]
+    else:
+        axes = _AXES[(layout, len(shape))]
+        row, column = _MATRIX.get(quantity, ("query", "column"))
+        axes = tuple(row if a == "query" else column if a == "column" else a for a in axes)
+    return replace(places, axes=axes)
 
 
 def lined_places(quantity: str, layout: str, dims: int, batch: int, heads: int, width: int) -> Places:
@@ -120,4 +141,4 @@ def lined_places(quantity: str, layout: str, dims: int, batch: int, heads: int, 
     return Places(SYMBOLS[quantity], axes, "columns", heads, width, width, layout=layout, batch=batch)
 
 
-__all__ = ["SYMBOLS", "Places", "lined_places", "matrix_places"]
+__all__ = ["SYMBOLS", "Places", "as_given", "lined_places", "matrix_places"]

@@ -2,8 +2,9 @@
 
 Like the exact path: python-flint's arb (matrix products in C, one exp per score), the precision doubled
 until each entry is decided. A row whose allowed scores are all equal has rational weights, known exactly.
-The gradients dQ, dK, dV (float64_backward) are the backward pass in arb: a dQ entry takes its query's
-row, a dK or dV entry every query's ℓ and D and then only its own key's weights.
+The gradients dQ, dK, dV and dsink (float64_backward) are the backward pass in arb
+(:mod:`symattn.kernel.refine_gradients`). A logit in the denominator alone (kernel/score_mods.Denominator)
+adds its e^s to each row's sum.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def refine(
     bits = START_BITS
     # rational rows: a query's (dK's and dV's rows are keys': none is looked for)
     plain = not float64.extras(head)[1]  # modified scores: equal raw scores need not give equal z; no zeros proof
-    candidates = set() if quantity in ("dK", "dV") or not plain else _equal_score_rows(head, sorted(entries))
+    candidates = set() if quantity in ("dK", "dV", "dsink") or not plain else _equal_score_rows(head, sorted(entries))
     prove_zeros = prove_zeros and plain
     for i, cols in entries.items():
         known = _rational_row(head, quantity, i) if i in candidates else None
@@ -138,7 +139,7 @@ def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] |
 def _constant_output(head: float64.Head, quantity: str, i: int, k: int) -> Fraction | None:
     """Output (i, k) exactly where column k of V is one value v over the keys row i attends: the weights sum
     to 1, so the output is v, whatever the scores (an exact tie such as 1.5 at one digit needs it)."""
-    if quantity != "output":
+    if quantity != "output" or _denominators(head):  # a denominator logit: the weights add up to less than 1
         return None
     column = head.V[:, k] if head.allowed is None else head.V[head.allowed[i], k]
     return Fraction(float(column[0])) if column.size and (column == column[0]).all() else None
@@ -230,7 +231,9 @@ def _by_rows(
     rows = sorted(wanted)
     if quantity in GRADIENTS:  # one pass over the queries for all the rows (dK, dV: every query counts)
         wanted = {i: wanted[i] for i in rows}
-        yield from zip(rows, _gradient_rows(head, quantity, wanted, bits, balls.keys(head), name))
+        from symattn.kernel.refine_gradients import gradient_rows
+
+        yield from zip(rows, gradient_rows(head, quantity, wanted, bits, balls.keys(head), name))
         return
     for start in range(0, len(rows), ROWS_AT_ONCE):
         chunk = rows[start : start + ROWS_AT_ONCE]
@@ -244,6 +247,11 @@ def _ends_by_rows(
     their ends, its chunks of rows in two processes from PARALLEL_ROWS rows on (the same chunks)."""
     balls = Balls(0) if balls is None else balls
     rows = sorted(wanted)
+    if quantity == "dsink":  # one number: every row of every batch counts
+        from symattn.kernel.refine_gradients import logit_gradient
+
+        yield 0, {0: _ends(logit_gradient(head, bits, name))}
+        return
     if quantity in GRADIENTS:
         for i, values in _by_rows(head, quantity, wanted, bits, balls, name):
             yield i, {j: _ends(ball) for j, ball in values.items()}
@@ -282,20 +290,15 @@ def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None
             continue
         exps.append([Z[r, t].exp() if ok else zero for t, ok in enumerate(keep)])
     E = arb_mat(exps)
-    return exps, E, E * arb_mat([[1]] * len(columns))
+    totals = E * arb_mat([[1]] * len(columns))
+    for extra in _denominators(head):  # its e^s joins each row's sum, with no value
+        totals = arb_mat([[totals[r, 0] + extra.arb_exp(i)] for r, i in enumerate(rows)])
+    return exps, E, totals
 
 
-def _mod_factor(head: float64.Head, i: int, j: int):
-    """The modifiers' derivative at query i, key j as an arb ball (the tanh cap's 1 − tanh², a bias's 1)."""
-    from flint import arb
-
-    score = sum((Fraction(a) * Fraction(b) for a, b in zip(head.Q[i].tolist(), head.K[j].tolist())), Fraction(0))
-    z, g = _scale(head) * arb(score.numerator) / score.denominator, arb(1)
-    for mod in float64.extras(head)[1]:
-        if hasattr(mod, "arb_derivative"):
-            g *= mod.arb_derivative(z)
-        z = mod.arb(z, i, j)
-    return g
+def _denominators(head: float64.Head) -> list:
+    """The head's logits in the denominator alone (kernel/score_mods.Denominator)."""
+    return [mod for mod in float64.extras(head)[1] if hasattr(mod, "arb_exp")]
 
 
 def _modded(head: float64.Head, z, i: int, j: int):
@@ -357,114 +360,6 @@ def _exps(head: float64.Head, rows: list[int], KT: tuple) -> list[tuple]:
         return []
     exps, _, totals = _exp_rows(head, rows, KT)
     return [(arb_mat([exps[r]]), totals[r, 0]) for r in range(len(rows))]
-
-
-def _gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int, KT, name=None):
-    """For each row of ``wanted`` (in order), {column: ball} of dQ (a query's row) or dK, dV (a key's):
-    the backward pass of float64_backward in arb, dS = A ∘ (dO·Vᵀ − D), D = rowsum(dO ∘ O). dK and dV need
-    every query's ℓ and D (limits.GRADIENT_REFINE_SCORES bounds the scores that takes), then the exps of
-    the keys asked for only."""
-    from flint import arb, arb_mat, ctx, fmpz_mat
-
-    n, m = head.Q.shape[0], head.K.shape[0]
-    if quantity != "dQ" and n * m > limits.GRADIENT_REFINE_SCORES:
-        i, j = min(wanted), wanted[min(wanted)][0]
-        named = f"the error of {quantity} entry ({i + 1}, {j + 1})" if name is None else name(i, j)
-        raise EvaluationError(
-            f"{named} is not decided by the float64 bound, and refining it with arb takes all {n}×{m} scores; "
-            f"at most {limits.GRADIENT_REFINE_SCORES} are allowed"
-        )
-    saved = ctx.prec
-    ctx.prec = bits
-    try:
-        queries = list(wanted) if quantity == "dQ" else list(range(n))
-        keys = list(range(m)) if quantity == "dQ" else list(wanted)  # the keys whose column of dS counts
-        VT, VT_keys = _transposed(head.V), _transposed(head.V[keys])
-        ints = KT[0].transpose().tolist()
-        KT_keys = (fmpz_mat([ints[j] for j in keys]).transpose(), KT[1])  # the keys' rows, the same shift
-        c, zero, one = _scale(head), arb(0), arb(1)
-        capped = any(hasattr(mod, "arb_derivative") for mod in float64.extras(head)[1])
-        columns = head.K.T.tolist() if quantity == "dQ" else None  # K's columns as Python floats
-        across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
-        stats = None if quantity == "dQ" else _row_stats(head, bits, KT, quantity == "dK")
-        sums = {j: [zero] * len(wanted[j]) for j in keys} if quantity != "dQ" else {}  # dK, dV: over the queries
-        for start in range(0, len(queries), ROWS_AT_ONCE):
-            chunk = queries[start : start + ROWS_AT_ONCE]
-            if stats is None:
-                exps, E, totals = _exp_rows(head, chunk, KT)
-                ells, Ds = _ell_and_d(head, chunk, exps, totals, VT)
-            else:
-                _, E, _ = _exp_rows(head, chunk, KT_keys, keys)
-                ells, Ds = stats[0][start : start + len(chunk)], stats[1][start : start + len(chunk)]
-            dA = None
-            if quantity != "dV":  # dO·Vᵀ at the keys exactly in integers, then as balls
-                grads, shift = _integers(head.dO[chunk])
-                dA = arb_mat(fmpz_mat(grads) * VT_keys[0]) * arb(2) ** -(shift + VT_keys[1])
-            factors = []
-            for r, i in enumerate(chunk):
-                if head.allowed is not None and head.allowed[i].sum() == 1 or m == 1:  # A = 1: dS = 0 exactly
-                    weight = [one if head.allowed is None or head.allowed[i, j] else zero for j in keys]
-                    factors.append(weight if quantity == "dV" else [zero] * len(keys))
-                    continue
-                weight = [E[r, t] / ells[r] for t in range(len(keys))]
-                if dA is None:
-                    factors.append(weight)
-                    continue
-                dS = [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)]
-                if capped:  # the tanh cap: dS back through 1 − tanh²(z/c) at each key
-                    dS = [x * _mod_factor(head, i, j) for x, j in zip(dS, keys)]
-                factors.append(dS)
-            if columns is not None:  # dQ: a dot product over the keys for each entry asked for
-                for r, i in enumerate(chunk):
-                    yield {col: c * sum((f * k for f, k in zip(factors[r], columns[col])), zero) for col in wanted[i]}
-                continue
-            rows = across[chunk].tolist()  # only the entries asked for: a dot product each, not a matrix product
-            for t, j in enumerate(keys):
-                sums[j] = [
-                    s + sum((f[t] * row[col] for f, row in zip(factors, rows)), zero)
-                    for s, col in zip(sums[j], wanted[j])
-                ]
-        for j in sums:
-            yield {col: (c if quantity == "dK" else one) * s for col, s in zip(wanted[j], sums[j])}
-    finally:
-        ctx.prec = saved
-
-
-_STATS: dict = {}  # the last head's (ℓ, D) at a precision: a second refinement of its dK or dV reuses them
-
-
-def _row_stats(head, bits: int, KT, with_d: bool):
-    """Every query's ℓ = Σ_j e^z and D_i = Σ_k dO_ik O_ik (None without ``with_d``), as arb balls."""
-    key = (id(head), bits, with_d)
-    if _STATS.get("key") != key:
-        ells: list = []
-        Ds: list = []
-        n = head.Q.shape[0]
-        VT = _transposed(head.V) if with_d else None
-        for start in range(0, n, ROWS_AT_ONCE):
-            chunk = list(range(start, min(start + ROWS_AT_ONCE, n)))
-            exps, _, totals = _exp_rows(head, chunk, KT)
-            ell, D = _ell_and_d(head, chunk, exps, totals, VT)
-            ells += ell
-            Ds += D
-        _STATS.clear()
-        _STATS.update(key=key, head=head, value=(ells, Ds))  # the head kept: its id stays its own
-    return _STATS["value"]
-
-
-def _ell_and_d(head, chunk: list[int], exps, totals, VT) -> tuple[list, list]:
-    """ℓ of the chunk's rows, and with VT (Vᵀ as integers · 2^-shift; None: no D) their D = Σ_j A_ij dA_ij."""
-    from flint import arb, arb_mat, fmpz_mat
-
-    ells = [totals[r, 0] for r in range(len(chunk))]
-    if VT is None:
-        return ells, [None] * len(chunk)
-    grads, shift = _integers(head.dO[chunk])
-    unit = arb(2) ** -(shift + VT[1])
-    Ds = []
-    for r in range(len(chunk)):  # a row's e times its dA = dO·Vᵀ, exact in integers: one dot product
-        Ds.append((arb_mat([exps[r]]) * (fmpz_mat([grads[r]]) * VT[0]).transpose())[0, 0] * unit / ells[r])
-    return ells, Ds
 
 
 def _transposed(a: np.ndarray):

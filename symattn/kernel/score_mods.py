@@ -12,6 +12,11 @@ scaled scores z = c·q·k before the mask and the softmax, in the parts' stage o
   |τ′| ≤ 2 on E ≥ 0, so the exp's error adds 2·RHO·E/(1 − RHO) (2·TINY below); 1 − Ê, 1 + Ê and the
   quotient round three times, 3.01u|τ̂|; the product with c once more:
   e_z' = u|ẑ'| + c·(e_z/c + u|x̂| + 2·RHO·Ê/(1 − RHO) + 2·TINY + 3.01u|τ̂|), times SAFETY.
+- **denominator logit** (``Denominator``, a DENOMINATOR part's): leaves z alone; its logit s (a float,
+  exact, not scaled) is one more term e^s of each row's denominator, with no value (gpt-oss's; FlashAttention's
+  ``learnable_sink``). The float64 path shifts by M = max(max_j z_j, s), so e^(s − M) is its exps' own
+  (``float64.extra_term``: s − M rounds once) and joins the row sum ℓ with one rounding more
+  (``float64.joined``); arb adds e^s to ℓ.
 """
 
 from __future__ import annotations
@@ -107,7 +112,36 @@ class Cap:
         return 1 - t * t
 
 
-ORDER = ("distance_bias", "tanh_cap")  # the stages' order: a bias on z, then a map of z
+@dataclass(frozen=True)
+class Denominator:
+    """A logit per query head, in the denominator only (no value). A head of stacked query heads (dK, dV of a GQA
+    group) has one per head: row r is query r mod ``rows`` of head r // ``rows``, as ``Bias``."""
+
+    logits: tuple[float, ...]
+    rows: int
+
+    def stacked(self, mods: list[Any]) -> Denominator:
+        return Denominator(tuple(s for mod in mods for s in mod.logits), self.rows)
+
+    def float64(self, Z: np.ndarray, eZ: np.ndarray, rows: Any) -> tuple[np.ndarray, np.ndarray]:
+        return Z, eZ  # the scores are the plain ones
+
+    def arb(self, z: Any, i: int, j: int) -> Any:
+        return z
+
+    def logit(self, rows: Any, count: int) -> np.ndarray:
+        """The logit of each of the block's query rows, a column."""
+        return np.asarray(self.logits)[_rows(rows, count) // self.rows][:, None]
+
+    def arb_exp(self, i: int) -> Any:
+        """e^s of query row i as an arb ball (s exactly the float given)."""
+        from flint import arb
+
+        s = Fraction(self.logits[i // self.rows])
+        return (arb(s.numerator) / s.denominator).exp()
+
+
+ORDER = ("distance_bias", "tanh_cap", "denominator_logit")  # the stages' order: a bias, a map of z, the denominator
 
 
 def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align: str) -> Any:
@@ -125,6 +159,10 @@ def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align:
     from symattn.kernel.tensors import exact_array
 
     a = exact_array(value if hasattr(value, "shape") else np.asarray(value, dtype=np.float64), name).values
+    if kind == "denominator_logit":  # one logit per query head, as FlashAttention's learnable_sink (H,)
+        if a.shape != (heads,) or not np.all(np.isfinite(a)):
+            raise ShapeError(name, "shape", f"{tuple(a.shape)}; expected ({heads},), a finite logit per query head")
+        return _ordered(kind, lambda b, h, n, m: Denominator((float(a[h]),), n))
     if a.shape == (heads,):
         a = np.broadcast_to(a, (batch, heads))
     if a.shape != (batch, heads) or not np.all(np.isfinite(a)):
@@ -141,4 +179,4 @@ def _ordered(kind: str, rule: Any) -> Any:
     return rule
 
 
-__all__ = ["ORDER", "Bias", "Cap", "of_argument"]
+__all__ = ["ORDER", "Bias", "Cap", "Denominator", "of_argument"]

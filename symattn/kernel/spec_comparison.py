@@ -78,6 +78,9 @@ def compare(
         result = arrange(result, spec.kernel.layout, quantity, 1, spec.heads)
         axes = (1, spec.heads)
         places = lined_places(how, spec.kernel.layout, dims, 1, spec.heads, result.shape[1] // spec.heads)
+    from symattn.kernel.places import as_given
+
+    places = as_given(places, how, result.given, spec.kernel.layout)
     from symattn.exact.base import Rounding  # SymPy: the exact path only
     from symattn.exact.factory import build
 

@@ -9,6 +9,7 @@ may have fewer heads than Q (grouped-query, multi-query), which the shapes say.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -23,7 +24,7 @@ from symattn.kernel.gradient_heads import gradient_heads
 from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens
 
 LAYOUTS = ("bhnd", "bnhd")
-KINDS = ("output", "lse", "dq", "dk", "dv")
+KINDS = ("output", "lse", "dq", "dk", "dv", "dsink")
 DESCALES = ("q_descale", "k_descale", "v_descale")
 
 
@@ -182,10 +183,32 @@ def inputs_of(
         if dO.shape != (batch, heads, n, dv):
             raise ShapeError("dout", "shape", f"{tuple(dout.values.shape)}; O's shape is {want}")
         _float32_values("dout", dO, layout)
+        if kind == "dsink":
+            return _logit_gradients(made, dO, batch, heads, scale is None)
         made, count = gradient_heads(made, dO, GRADIENTS[kind], kv, scale is None)
     elif dout is not None:
         raise SpecError("dout", None, "is for kind dq, dk or dv")
     return Inputs(tuple(made), batch, count, layout, packed.starts)
+
+
+def _logit_gradients(forward: list, dO: np.ndarray, batch: int, heads: int, sqrt_scale: bool) -> Inputs:
+    """dsink's inputs: a float64_backward.LogitGradient per query head (its batches' gradient heads), one row."""
+    from symattn import variants
+    from symattn.kernel.float64_backward import LogitGradient
+    from symattn.kernel.inputs import gradient_head
+
+    if not float64.extra_logits(forward[0], slice(0, 1), 1):
+        given = variants.argument_of("denominator_logit")
+        raise SpecError("kind", None, f"dsink is the gradient of the logits {given} gives: give {given}")
+    made = [
+        LogitGradient(
+            tuple(
+                gradient_head(forward[b * heads + h], np.ascontiguousarray(dO[b, h]), sqrt_scale) for b in range(batch)
+            )
+        )
+        for h in range(heads)
+    ]
+    return Inputs(tuple(made), 1, heads)  # type: ignore[arg-type]
 
 
 def _factor(scales: dict[str, np.ndarray], b: int, g: int) -> Fraction | None:
@@ -237,6 +260,12 @@ def _scale(scale: Any) -> Fraction | None:
 
 def result_of(out: Array, kind: str, inputs: Inputs, dims: int, source: str) -> FloatResult:
     """A kernel's result (O, its LSE or a gradient) in the shape the inputs give it, as compare reads a file's."""
+    if kind == "dsink":  # (H,): a number per query head, summed over the batches
+        if out.values.shape != (inputs.head_count,):
+            raise ShapeError(
+                source, "shape", f"{tuple(out.values.shape)}; the dsink of these q, k and v is ({inputs.head_count},)"
+            )
+        return replace(FloatResult.of_array(source, out.format, out.values.reshape(1, -1)), given=out.values.shape)
     head = inputs.heads[0]
     batch, heads, layout = inputs.batch, inputs.head_count, inputs.layout
     n, m, dv = head.Q.shape[0], head.K.shape[0], head.V.shape[1]
@@ -249,8 +278,9 @@ def result_of(out: Array, kind: str, inputs: Inputs, dims: int, source: str) -> 
     if out.values.shape != wanted:
         raise ShapeError(source, "shape", f"{tuple(out.values.shape)}; the {kind} of these q, k and v is {wanted}")
     if dims == 2 or (kind == "lse" and dims == 3):  # a matrix: one head's, or the heads' LSE a row each
-        return FloatResult.of_array(source, out.format, out.values.reshape(-1, wanted[-1]))
-    return FloatResult(source, out.format, (), (), out.values)  # every axis kept: places name them all
+        matrix = FloatResult.of_array(source, out.format, out.values.reshape(-1, wanted[-1]))
+        return replace(matrix, given=out.values.shape)
+    return FloatResult(source, out.format, (), (), out.values, out.values.shape)  # places name every axis
 
 
 __all__ = ["KINDS", "LAYOUTS", "exact_array", "inputs_of", "result_of"]

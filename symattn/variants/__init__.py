@@ -133,6 +133,11 @@ def kernel_rule(name: str) -> str:
     return next((p.kernel_rule for p in PARTS if p.argument == name), "")
 
 
+def argument_of(rule: str) -> str:
+    """The keyword of symattn.kernel.compare whose part takes the float64 path by ``rule`` (score_mods.py)."""
+    return next(p.argument for p in PARTS if p.kernel_rule == rule)
+
+
 def kernel_mask(n: int, m: int, causal: bool, align: str, window: Any) -> Any:
     """symattn.kernel.compare's mask of n queries and m keys from its keywords (``causal``, ``causal_align``,
     ``window``): the mask parts' mask_mod as a numpy array of booleans, or None where every key is allowed."""
@@ -276,6 +281,7 @@ __all__ = [
     "Where",
     "argument_refusal",
     "kernel_rule",
+    "argument_of",
     "attribute",
     "certify_refusal",
     "check",

@@ -75,7 +75,7 @@ class Sinks(Part):
     argument = "sinks"
     grid_key = "sinks"
     drawn = True
-    argument_refusal = "attention sinks are not on the float64 path yet (a spec's sinks compare one head exactly)"
+    kernel_rule = "denominator_logit"  # symattn.kernel.compare(sinks=…): e^s in each row's denominator, bounded
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> tuple[Numeral, ...] | None:
         """``sinks = [s_1, …]``: one sink logit per head, a decimal of size at most SINK_LOGIT."""

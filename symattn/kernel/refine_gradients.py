@@ -1,0 +1,171 @@
+"""Arb balls of the gradients the float64 bounds leave open (:mod:`symattn.kernel.refine`'s, for dQ, dK, dV and
+dsink): the backward pass of float64_backward in arb. A dQ entry takes its query's row; a dK or dV entry
+every query's ℓ and D, then only its own key's weights; dsink every query's ℓ and D of every batch.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from symattn.input import limits
+from symattn.input.errors import EvaluationError
+from symattn.kernel import float64
+from symattn.kernel.refine import (
+    ROWS_AT_ONCE,
+    _denominators,
+    _exp_rows,
+    _integers,
+    _scale,
+    _transposed,
+    _transposed_integers,
+)
+
+
+def _mod_factor(head: float64.Head, i: int, j: int):
+    """The modifiers' derivative at query i, key j as an arb ball (the tanh cap's 1 − tanh², a bias's 1)."""
+    from flint import arb
+
+    score = sum((Fraction(a) * Fraction(b) for a, b in zip(head.Q[i].tolist(), head.K[j].tolist())), Fraction(0))
+    z, g = _scale(head) * arb(score.numerator) / score.denominator, arb(1)
+    for mod in float64.extras(head)[1]:
+        if hasattr(mod, "arb_derivative"):
+            g *= mod.arb_derivative(z)
+        z = mod.arb(z, i, j)
+    return g
+
+
+def gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int, KT, name=None):
+    """For each row of ``wanted`` (in order), {column: ball} of dQ (a query's row) or dK, dV (a key's):
+    the backward pass of float64_backward in arb, dS = A ∘ (dO·Vᵀ − D), D = rowsum(dO ∘ O). dK and dV need
+    every query's ℓ and D (limits.GRADIENT_REFINE_SCORES bounds the scores that takes), then the exps of
+    the keys asked for only."""
+    from flint import arb, arb_mat, ctx, fmpz_mat
+
+    n, m = head.Q.shape[0], head.K.shape[0]
+    if quantity != "dQ" and n * m > limits.GRADIENT_REFINE_SCORES:
+        i, j = min(wanted), wanted[min(wanted)][0]
+        named = f"the error of {quantity} entry ({i + 1}, {j + 1})" if name is None else name(i, j)
+        raise EvaluationError(
+            f"{named} is not decided by the float64 bound, and refining it with arb takes all {n}×{m} scores; "
+            f"at most {limits.GRADIENT_REFINE_SCORES} are allowed"
+        )
+    saved = ctx.prec
+    ctx.prec = bits
+    try:
+        queries = list(wanted) if quantity == "dQ" else list(range(n))
+        keys = list(range(m)) if quantity == "dQ" else list(wanted)  # the keys whose column of dS counts
+        VT, VT_keys = _transposed(head.V), _transposed(head.V[keys])
+        ints = KT[0].transpose().tolist()
+        KT_keys = (fmpz_mat([ints[j] for j in keys]).transpose(), KT[1])  # the keys' rows, the same shift
+        c, zero, one = _scale(head), arb(0), arb(1)
+        capped = any(hasattr(mod, "arb_derivative") for mod in float64.extras(head)[1])
+        valueless = bool(_denominators(head))
+        columns = head.K.T.tolist() if quantity == "dQ" else None  # K's columns as Python floats
+        across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
+        stats = None if quantity == "dQ" else _row_stats(head, bits, KT, quantity == "dK")
+        sums = {j: [zero] * len(wanted[j]) for j in keys} if quantity != "dQ" else {}  # dK, dV: over the queries
+        for start in range(0, len(queries), ROWS_AT_ONCE):
+            chunk = queries[start : start + ROWS_AT_ONCE]
+            if stats is None:
+                exps, E, totals = _exp_rows(head, chunk, KT)
+                ells, Ds = _ell_and_d(head, chunk, exps, totals, VT)
+            else:
+                _, E, _ = _exp_rows(head, chunk, KT_keys, keys)
+                ells, Ds = stats[0][start : start + len(chunk)], stats[1][start : start + len(chunk)]
+            dA = None
+            if quantity != "dV":  # dO·Vᵀ at the keys exactly in integers, then as balls
+                grads, shift = _integers(head.dO[chunk])
+                dA = arb_mat(fmpz_mat(grads) * VT_keys[0]) * arb(2) ** -(shift + VT_keys[1])
+            factors = []
+            for r, i in enumerate(chunk):
+                single = head.allowed is not None and head.allowed[i].sum() == 1 or m == 1
+                if single and not valueless:  # A = 1: dS = 0 exactly (a denominator logit: A < 1)
+                    weight = [one if head.allowed is None or head.allowed[i, j] else zero for j in keys]
+                    factors.append(weight if quantity == "dV" else [zero] * len(keys))
+                    continue
+                weight = [E[r, t] / ells[r] for t in range(len(keys))]
+                if dA is None:
+                    factors.append(weight)
+                    continue
+                dS = [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)]
+                if capped:  # the tanh cap: dS back through 1 − tanh²(z/c) at each key
+                    dS = [x * _mod_factor(head, i, j) for x, j in zip(dS, keys)]
+                factors.append(dS)
+            if columns is not None:  # dQ: a dot product over the keys for each entry asked for
+                for r, i in enumerate(chunk):
+                    yield {col: c * sum((f * k for f, k in zip(factors[r], columns[col])), zero) for col in wanted[i]}
+                continue
+            rows = across[chunk].tolist()  # only the entries asked for: a dot product each, not a matrix product
+            for t, j in enumerate(keys):
+                sums[j] = [
+                    s + sum((f[t] * row[col] for f, row in zip(factors, rows)), zero)
+                    for s, col in zip(sums[j], wanted[j])
+                ]
+        for j in sums:
+            yield {col: (c if quantity == "dK" else one) * s for col, s in zip(wanted[j], sums[j])}
+    finally:
+        ctx.prec = saved
+
+
+def logit_gradient(given, bits: int, name=None):
+    """dsink = −Σ_{b,i} e^s/ℓ_bi · D_bi as an arb ball (float64_backward.LogitGradient): every query's ℓ and D."""
+    from flint import arb, ctx
+
+    total = arb(0)
+    for head in given.heads:
+        n, m = head.Q.shape[0], head.K.shape[0]
+        if n * m > limits.GRADIENT_REFINE_SCORES:
+            named = "the error of dsink" if name is None else name(0, 0)
+            raise EvaluationError(
+                f"{named} is not decided by the float64 bound, and refining it with arb takes all {n}×{m} scores "
+                f"of each batch; at most {limits.GRADIENT_REFINE_SCORES} are allowed"
+            )
+        saved = ctx.prec
+        ctx.prec = bits
+        try:
+            ells, Ds = _row_stats(head, bits, _transposed_integers(head.K), True)
+            exp = _denominators(head)[0].arb_exp
+            total -= sum((exp(i) / ell * D for i, (ell, D) in enumerate(zip(ells, Ds))), arb(0))
+        finally:
+            ctx.prec = saved
+    return total
+
+
+_STATS: dict = {}  # the last head's (ℓ, D) at a precision: a second refinement of its dK or dV reuses them
+
+
+def _row_stats(head, bits: int, KT, with_d: bool):
+    """Every query's ℓ = Σ_j e^z and D_i = Σ_k dO_ik O_ik (None without ``with_d``), as arb balls."""
+    key = (id(head), bits, with_d)
+    if _STATS.get("key") != key:
+        ells: list = []
+        Ds: list = []
+        n = head.Q.shape[0]
+        VT = _transposed(head.V) if with_d else None
+        for start in range(0, n, ROWS_AT_ONCE):
+            chunk = list(range(start, min(start + ROWS_AT_ONCE, n)))
+            exps, _, totals = _exp_rows(head, chunk, KT)
+            ell, D = _ell_and_d(head, chunk, exps, totals, VT)
+            ells += ell
+            Ds += D
+        _STATS.clear()
+        _STATS.update(key=key, head=head, value=(ells, Ds))  # the head kept: its id stays its own
+    return _STATS["value"]
+
+
+def _ell_and_d(head, chunk: list[int], exps, totals, VT) -> tuple[list, list]:
+    """ℓ of the chunk's rows, and with VT (Vᵀ as integers · 2^-shift; None: no D) their D = Σ_j A_ij dA_ij."""
+    from flint import arb, arb_mat, fmpz_mat
+
+    ells = [totals[r, 0] for r in range(len(chunk))]
+    if VT is None:
+        return ells, [None] * len(chunk)
+    grads, shift = _integers(head.dO[chunk])
+    unit = arb(2) ** -(shift + VT[1])
+    Ds = []
+    for r in range(len(chunk)):  # a row's e times its dA = dO·Vᵀ, exact in integers: one dot product
+        Ds.append((arb_mat([exps[r]]) * (fmpz_mat([grads[r]]) * VT[0]).transpose())[0, 0] * unit / ells[r])
+    return ells, Ds
+
+
+__all__ = ["gradient_rows", "logit_gradient"]
