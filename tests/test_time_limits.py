@@ -185,3 +185,40 @@ def test_a_workers_error_is_raised_here_and_every_worker_ends(monkeypatch):
     with pytest.raises(ZeroDivisionError, match="^piece 3$"):
         cores.map_forked(failing, 10, list(range(6)))
     assert len(made) == 4 and alive(made) == []
+
+
+def test_an_alarm_python_caught_before_the_workers_end_still_ends_every_worker(monkeypatch):
+    """The alarm can ring before _end holds the stops, with Python's handler still to run: it then runs
+    inside _end. Every worker is still killed and reaped, the time limit is raised after, and the next
+    call has its workers again (under load, a worker was left asleep and map_forked stayed busy)."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    made = made_workers(monkeypatch)
+    real = signal.pthread_sigmask
+    calls: list[int] = []
+
+    def ringing(how, mask):
+        calls.append(how)
+        if len(calls) == 3:  # _end's hold: the workers are made, their pieces done
+            signal.raise_signal(signal.SIGALRM)  # Python runs the handler at its next instruction, here
+        return real(how, mask)
+
+    monkeypatch.setattr(signal, "pthread_sigmask", ringing)
+    with pytest.raises(LimitError) as info:
+        with limits.deadline(HANG, "w.json"):
+            cores.map_forked(sleeper, 0, [1, 2, 3])
+    assert str(info.value) == f"w.json: took longer than {HANG} s (the time limit; raise it with --max-seconds)"
+    assert len(made) == 2 and alive(made) == []
+    monkeypatch.setattr(signal, "pthread_sigmask", real)
+    assert cores.map_forked(sleeper, 0, [1, 2, 3]) == [1, 2, 3] and len(made) == 4
+
+
+def test_a_time_limit_that_a_reader_wrapped_in_its_key_is_the_time_limits_own_line():
+    """A file reader names its key in what it raises; the alarm ringing while Q's file was read came out as
+    's.toml: Q: s.toml: took longer than 1 s' under load."""
+    with pytest.raises(LimitError) as info:
+        with limits.deadline(HANG, "s.toml"), limits.alarm_guard():
+            try:
+                signal.raise_signal(signal.SIGALRM)
+            except LimitError as exc:
+                raise LimitError("s.toml", "Q", str(exc)) from None  # as filematrix wraps a reader's error
+    assert str(info.value) == f"s.toml: took longer than {HANG} s (the time limit; raise it with --max-seconds)"

@@ -196,9 +196,10 @@ def alarm_guard() -> Iterator[None]:
     """
     try:
         yield
-    except Exception as exc:
-        if _rung is None or isinstance(exc, LimitError):
+    except Exception:
+        if _rung is None:
             raise
+        # whatever surfaced, even a LimitError that a reader wrapped in its file and key, is the time limit
         raise _again(_rung) from None
     if _rung is not None:
         raise _again(_rung)

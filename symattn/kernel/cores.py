@@ -20,6 +20,7 @@ import pickle
 import selectors
 import signal
 import struct
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -39,18 +40,17 @@ def map_forked(function: Callable[[Any, Any], Any], data: Any, pieces: Sequence[
     _busy = True
     workers: dict[int, tuple[int, int, int]] = {}  # results' fd: (pid, pieces' fd, piece it works on)
     try:
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)  # no worker made and not yet known to _end
-        try:
+        with _stops_held():  # no worker made and not yet known to _end
             for _ in range(cores):
                 theirs = [fd for answers, (_, asks, _) in workers.items() for fd in (answers, asks)]
                 pid, asks, answers = _fork(function, data, pieces, theirs)
                 workers[answers] = (pid, asks, -1)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         return _deal(workers, len(pieces))
     finally:
-        _end(workers)
-        _busy = False
+        try:
+            _end(workers)
+        finally:
+            _busy = False
 
 
 def _deal(workers: dict[int, tuple[int, int, int]], count: int) -> list:
@@ -140,26 +140,52 @@ def _work(function: Callable[[Any, Any], Any], data: Any, pieces: Sequence[Any],
 
 def _end(workers: dict[int, tuple[int, int, int]]) -> None:
     """Stop every worker and reap it: done ones leave on the closed pipe, busy ones are killed. The time
-    limit and Ctrl-C wait meanwhile (they would cut this short and leave a process behind)."""
+    limit and Ctrl-C wait meanwhile (they would cut this short and leave a process behind); one that
+    Python had caught before they were held ends this early, and the next round stops the rest."""
+    caught: BaseException | None = None
+    while workers:
+        try:
+            with _stops_held():
+                while workers:
+                    answers, (pid, asks, _) = workers.popitem()
+                    for fd in (asks, answers):
+                        try:
+                            os.close(fd)
+                        except OSError:
+                            pass
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    try:
+                        os.waitpid(pid, 0)
+                    except ChildProcessError:
+                        pass
+        except BaseException as exc:  # the time limit or Ctrl-C: raised once every worker is gone
+            caught = caught or exc
+    if caught is not None:
+        raise caught
+
+
+@contextmanager
+def _stops_held() -> Iterator[None]:
+    """The time limit, Ctrl-C and SIGTERM wait inside: the system holds new ones, and one that Python has
+    already caught but not yet handled is noted and raised on the way out. Only the main thread runs
+    Python's handlers, so elsewhere the mask alone does."""
+    noted: list[int] = []
+    swapped: dict[int, Any] = {}
     held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     try:
-        for answers, (pid, asks, _) in workers.items():
-            for fd in (asks, answers):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for pid, _, _ in workers.values():
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+        if threading.current_thread() is threading.main_thread():
+            for held_stop in sorted(_STOPS):
+                swapped[held_stop] = signal.signal(held_stop, lambda signum, frame: noted.append(signum))
+        yield
     finally:
+        for swapped_stop, handler in swapped.items():
+            signal.signal(swapped_stop, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    for stop in dict.fromkeys(noted):
+        signal.raise_signal(stop)
 
 
 def _read_frame(fd: int) -> bytes:
