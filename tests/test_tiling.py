@@ -87,6 +87,14 @@ def test_a_wrong_running_max_carries_into_the_running_sum():
     ]
 
 
+def test_a_running_sum_or_lse_one_digit_off_is_judged_not_a_crash():
+    # the truncation test compares the exact value with c and c + 0.1: the box's ends were read as floats
+    assert _verdicts({"running_sum[1][4]": "1.2", "lse[4]": "1"}) == [
+        ("claims.lse[4]", "last-digit", "2", "2"),
+        ("claims.running_sum[1][4]", "last-digit", "1.1", "None"),
+    ]
+
+
 def test_accumulator_claims_take_three_indices_and_whole_blocks():
     verdicts = _verdicts({"accumulator[2][4]": ["2.053", "1.05"], "rescale[2][4]": "0.607"})
     assert verdicts == [
