@@ -475,7 +475,7 @@ def test_hint_is_the_formula_with_the_students_numbers(client):
     [
         (
             {"quantity": "softmax"},
-            "request: quantity: expected one of 'scores', 'scaled', 'exp', 'exp_sum', 'weights', 'output', got 'softmax'",
+            "request: quantity: expected one of 'scores', 'scaled', 'exp', 'exp_sum', 'weights', 'output', 'block', got 'softmax'",
         ),
         (
             {"quantity": "exp", "claims": {"rows": {"it": {"scores": ["1", "os.system", "2"]}}}},
@@ -483,11 +483,11 @@ def test_hint_is_the_formula_with_the_students_numbers(client):
         ),
         (
             {"quantity": None},
-            "request: quantity: expected one of 'scores', 'scaled', 'exp', 'exp_sum', 'weights', 'output', got null",
+            "request: quantity: expected one of 'scores', 'scaled', 'exp', 'exp_sum', 'weights', 'output', 'block', got null",
         ),
         ({}, "request: quantity: missing"),
         ({"quantity": "exp", "claims": None}, "claims: claims: expected a table of claims, got null"),
-        ({"quantity": "exp", "x": 1}, "request: x: unknown key; expected one of claims, quantity, spec"),
+        ({"quantity": "exp", "x": 1}, "request: x: unknown key; expected one of block, claims, quantity, spec"),
     ],
 )
 def test_hint_errors(client, body, message):

@@ -60,7 +60,13 @@ def _ui_strings() -> dict[str, dict[str, Any]]:
     for lang in languages():
         prose = load_language(lang)
         out[lang] = {section: prose[section] for section in ("ui", "verdict", "quantity", "slip")}
-        out[lang]["practice"] = {"question": prose["practice"]["question"], "quote": prose["quote"]}
+        practice = prose["practice"]
+        out[lang]["practice"] = {
+            "question": practice["question"],
+            "block": practice["block"],
+            "caption": practice["caption"],
+            "quote": prose["quote"],
+        }
         out[lang]["report"] = {
             k: prose["report"][k] for k in ("expected", "carried_from", "truncated", "masked", "sep")
         }
