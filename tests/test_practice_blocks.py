@@ -61,6 +61,18 @@ def test_a_blocks_hint_is_its_formulas_with_the_students_numbers(client):
     assert "= \\max\\bigl( -\\infty,\\ \\square,\\ \\square\\bigr)" in first.json()["html"]
 
 
+def test_the_output_of_a_round_through_the_blocks_is_acc_over_l(client):
+    claims = {"running_sum[2][4]": "1.880", "accumulator[2][4]": ["2.053", ""]}
+    response = client.post("/api/hint", json={"spec": flash(), "quantity": "output", "claims": claims})
+    assert response.json()["html"] == (
+        "<p>Divide your last accumulator by your last running sum, column by column:</p>\n"
+        '<div class="math display">\\begin{aligned}\n'
+        "O_{\\text{tea},1} &amp;= \\frac{\\mathrm{acc}_{2,1}}{l_{2}} = \\frac{2.053}{1.880} \\\\\n"
+        "O_{\\text{tea},2} &amp;= \\frac{\\mathrm{acc}_{2,2}}{l_{2}} = \\frac{\\square}{1.880}\n"
+        "\\end{aligned}</div>\n"
+    )
+
+
 @pytest.mark.parametrize(
     "body, message",
     [
@@ -184,6 +196,8 @@ def test_practice_steps_through_the_blocks_by_hand(english, server):
     assert "Block 2 (keys 3 to 4):" in revealed and "1.880" in revealed and "1.879" not in revealed
     driver.find_element("id", "practice-next").click()
     _answer(driver, {"practice-output": ["1.092", "0.559"]}, {"practice-output": ["rounded", "rounded"]})
+    driver.find_element("id", "practice-reveal").click()  # O = acc / l: the tiles' step again, not the weights'
+    wait(driver, lambda: "After the last block" in driver.find_element("id", "practice-step").text, what="O = acc / l")
     assert driver.find_element("id", "practice-next").get_attribute("disabled") == "true"
     # a reload keeps the round where it was, with its numbers
     driver.refresh()

@@ -223,7 +223,8 @@
     const p = progress(), st = step(), target = $("practice-step");
     const kinds = (byHand && byHand.kinds) || [];
     const headings = byHand ? byHand.holder.querySelectorAll(":scope > h2") : [];
-    const k = kinds.indexOf(KINDS[st.block ? "block" : st.id]);
+    const s = shape(), tiled = st.block || (s && s.blocks && st.id === "output"); // O = acc / l: the tiles' step
+    const k = kinds.indexOf(KINDS[tiled ? "block" : st.id]);
     if (!p.revealed.includes(st.id) || k < 0 || headings.length !== kinds.length || !answered()) {
       target.hidden = true;
       target.replaceChildren();

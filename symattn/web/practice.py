@@ -46,6 +46,9 @@ def hint_task(body: Any) -> dict[str, Any]:
     focus = derivation.focus
     mine = {(c.quantity, c.col): c.number for c in claims.claims if c.row == focus and c.head is None}
     block = _block(reader, body, quantity, steps.get("tiling"), spec.source)
+    # a round through the blocks ends with O = acc / l from the last block's numbers
+    setting, blocks = spec.block_keys, getattr(steps.get("tiling"), "blocks", ())
+    last = blocks[-1].index if blocks and setting is not None and setting.block else None
     markdown = render_template(
         "hint",
         "markdown",
@@ -59,7 +62,8 @@ def hint_task(body: Any) -> dict[str, Any]:
         scaling=steps["scaling"],
         values=values,
         block=block,
-        tiled=_tiled(claims.claims, focus, len(derivation.tokens)) if block else {},
+        tiled=_tiled(claims.claims, focus, len(derivation.tokens)) if block or last else {},
+        last_block=last,
         block_columns=[block.first - 1 + k for k, z in enumerate(block.z) if z is not NEG_INFINITY] if block else [],
     )
     html, _ = markdown_to_html(markdown)
