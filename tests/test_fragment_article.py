@@ -99,3 +99,49 @@ def test_a_numbered_chinese_fragment_with_several_heads_in_ctexart(latex, tmp_pa
     shown = bookmarks((tmp_path / "doc.out").read_text(encoding="ascii"))
     assert [b for b in shown if "\\" in b or "$" in b] == []
     assert "步骤 1：算 QKᵀ（每个 Q 和每个 K 的点积）" in shown
+
+
+def numbered_steps(name: str, lang: str) -> tuple[str, ...]:
+    from symattn.rendering.step_latex import step_latex
+
+    return step_latex(derive(load_spec(builtin.example_path(name, lang)).with_options(numbered=True)))
+
+
+def test_a_copied_step_with_a_bookmarked_heading_provides_texorpdfstring():
+    steps = numbered_steps("causal", "en")
+    provided = [s.split("\n", 1)[0] for s in steps if "\\texorpdfstring{" in s]
+    assert provided == ["\\providecommand\\texorpdfstring[2]{#1}"] * 4  # steps 1, 2, the mask and step 4
+    assert steps[0].startswith("\\subsection{Setup}\n")  # a heading without math needs nothing
+    document_text = fragment("causal", "en")
+    assert all(s.removeprefix("\\providecommand\\texorpdfstring[2]{#1}\n") in document_text for s in steps)
+
+
+@pytest.mark.client
+def test_each_copied_numbered_step_compiles_in_an_article_without_hyperref(latex, tmp_path):
+    # the live page's "copy as LaTeX", pasted alone into a plain article (amsmath, as every fragment needs)
+    for k, step in enumerate(numbered_steps("causal", "en")):
+        folder = tmp_path / str(k)
+        folder.mkdir()
+        latex(
+            f"\\documentclass{{article}}\n\\usepackage{{amsmath}}\n\\begin{{document}}\n{step}\n\\end{{document}}\n",
+            "pdflatex",
+            folder,
+        )
+        log = (folder / "doc.log").read_text(errors="replace")
+        assert re.findall(r"^! .*", log, re.M) == [] and "Undefined control sequence" not in log, k
+    # and with hyperref the line is a no-op: the bookmark is still the plain text
+    step = numbered_steps("causal", "en")[2]
+    latex(document("article", step + "\n"), "pdflatex", tmp_path)
+    assert bookmarks((tmp_path / "doc.out").read_text(encoding="ascii")) == ["Step 2: scale S / √(d_k)"]
+
+
+@pytest.mark.client
+@pytest.mark.slow
+def test_a_copied_numbered_chinese_step_compiles_in_ctexart_without_hyperref(latex, tmp_path):
+    step = next(s for s in numbered_steps("causal", "zh") if "\\texorpdfstring{" in s)
+    latex(
+        f"\\documentclass{{ctexart}}\n\\usepackage{{amsmath}}\n\\begin{{document}}\n{step}\n\\end{{document}}\n",
+        "xelatex",
+        tmp_path,
+    )
+    assert "Undefined control sequence" not in (tmp_path / "doc.log").read_text(errors="replace")

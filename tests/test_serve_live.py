@@ -159,6 +159,8 @@ def test_variant_area_is_built_from_its_list(client):
             "rope_base",
             "rope_style",
             "rope_frequencies",
+            "rope_cos",
+            "rope_sin",
             "qk_norm",
             "qk_norm_eps",
             "block_keys",
@@ -355,6 +357,8 @@ def test_variant_softmax(english, server):
         "set-rope_base",
         "set-rope_style",
         "set-rope_frequencies",
+        "set-rope_cos",
+        "set-rope_sin",
         "set-qk_norm",
         "set-qk_norm_eps",
         "set-block_keys",
@@ -407,6 +411,34 @@ def test_variant_rope(english, server):
     wait_math(english, math_of(fragment(raw)), "RoPE interleaved, base 100")
 
 
+def test_variant_rope_tables_are_sent_saved_and_restored(english, server):
+    # given cos/sin tables (a row per position, a column per pair), typed "a, b; c, d"; a reload keeps them
+    raw = seed("en")
+    open_fresh(english, server, raw)
+    choose(english, "set-rope", "true")
+    retype(english.find_element("id", "set-rope_cos"), "1; 0.8 ;0.6;")
+    retype(english.find_element("id", "set-rope_sin"), "0; 0.6; 0.8")
+    raw.update(rope=True, rope_cos=[["1"], ["0.8"], ["0.6"]], rope_sin=[["0"], ["0.6"], ["0.8"]])
+    expected = math_of(fragment(raw))
+    assert any("0.8" in tex and "0.6" in tex for tex in expected)  # the tables' numbers are in the turn
+    wait_math(english, expected, "RoPE from the tables")
+    assert english.find_element("id", "set-rope_cos").get_attribute("placeholder") == (
+        "e.g. 1, 0.5; 0.87, 0.25 (rows split by ;)"
+    )
+    english.refresh()
+    wait_math(english, expected, "RoPE from the tables, after a reload")
+    assert [english.find_element("id", f"set-{key}").get_attribute("value") for key in ("rope_cos", "rope_sin")] == [
+        "1; 0.8; 0.6",
+        "0; 0.6; 0.8",
+    ]
+    retype(english.find_element("id", "set-rope_sin"), "0; 0.6")  # a table one row short: the server's line
+    error = wait(english, lambda: english.find_elements("id", "input-error"), what="the error at its field")[0]
+    assert error.text == "spec: rope_sin: expected 3 rows (positions 0 to 2) of 1 (one per pair), got 2×1"
+    assert english.execute_script("return arguments[0].closest('.field').querySelector('input').id", error) == (
+        "set-rope_sin"
+    )
+
+
 # --- practice mode ------------------------------------------------------------------
 
 
@@ -443,7 +475,7 @@ def test_hint_is_the_formula_with_the_students_numbers(client):
     [
         (
             {"quantity": "softmax"},
-            "request: quantity: expected one of 'scores', 'scaled', 'exp', 'exp_sum', 'weights', 'output', got 'softmax'",
+            "request: quantity: expected one of 'scores', 'scaled', 'exp', 'exp_sum', 'weights', 'output', 'block', got 'softmax'",
         ),
         (
             {"quantity": "exp", "claims": {"rows": {"it": {"scores": ["1", "os.system", "2"]}}}},
@@ -451,11 +483,11 @@ def test_hint_is_the_formula_with_the_students_numbers(client):
         ),
         (
             {"quantity": None},
-            "request: quantity: expected one of 'scores', 'scaled', 'exp', 'exp_sum', 'weights', 'output', got null",
+            "request: quantity: expected one of 'scores', 'scaled', 'exp', 'exp_sum', 'weights', 'output', 'block', got null",
         ),
         ({}, "request: quantity: missing"),
         ({"quantity": "exp", "claims": None}, "claims: claims: expected a table of claims, got null"),
-        ({"quantity": "exp", "x": 1}, "request: x: unknown key; expected one of claims, quantity, spec"),
+        ({"quantity": "exp", "x": 1}, "request: x: unknown key; expected one of block, claims, quantity, spec"),
     ],
 )
 def test_hint_errors(client, body, message):
@@ -591,6 +623,8 @@ def test_a_variant_control_is_one_entry(monkeypatch):
         ("rope_base", "text"),
         ("rope_style", "select"),
         ("rope_frequencies", "list"),
+        ("rope_cos", "table"),
+        ("rope_sin", "table"),
         ("qk_norm", "flag"),
         ("qk_norm_eps", "text"),
         ("block_keys", "number"),

@@ -24,8 +24,9 @@ from symattn.rendering.renderer import block_note
 from .conftest import chromium_driver
 from .test_export import needs
 
-# the seed, a 6 × 4 spec, several heads and the backward pass, in both languages
-CASES = [(name, lang) for name in ("seed", "six-by-four", "multihead", "backward") for lang in ("en", "zh")]
+# the seed, a 6 × 4 spec, several heads, the backward pass and the online softmax's tiles, in both languages
+CASES = [(name, lang) for name in ("seed", "six-by-four", "multihead", "backward", "flash") for lang in ("en", "zh")]
+CASES.append(("eight-tiled", "en"))  # blocks of 4 keys of 4 columns under a causal mask: the widest tile frames
 
 
 def six_by_four(lang: str) -> dict:
@@ -35,8 +36,17 @@ def six_by_four(lang: str) -> dict:
     return {"lang": lang, "tokens": [f"t{i}" for i in range(6)], "Q": rows(0), "K": rows(1), "V": rows(2)}
 
 
+def eight_tiled(lang: str) -> dict:
+    def rows(shift: int) -> list[list[str]]:
+        return [[str(((i * 7 + j * 3 + shift) % 9 - 4) / 4) for j in range(4)] for i in range(8)]
+
+    tokens = [f"tok{i}" for i in range(8)]
+    return {"lang": lang, "tokens": tokens, "Q": rows(0), "K": rows(1), "V": rows(2), "block_keys": 4, "mask": "causal"}
+
+
 def deck(name: str, lang: str, **options):
-    spec = six_by_four(lang) if name == "six-by-four" else builtin.example_path(name, lang)
+    made = {"six-by-four": six_by_four, "eight-tiled": eight_tiled}
+    spec = made[name](lang) if name in made else builtin.example_path(name, lang)
     return derive(load_spec(spec).with_options(**options))
 
 
@@ -92,6 +102,28 @@ def test_the_beamer_deck_has_a_frame_per_step():
     assert tex.count("\\begin{frame}") == tex.count("\\end{frame}") == 11
     assert "\\section" not in tex and tex.endswith("\\end{document}\n")
     assert "\\setbeamertemplate{frametitle continuation}[from second][(continued)]" in tex
+
+
+def test_the_tiles_are_a_frame_per_block():
+    # the intro, one frame per block of keys (its z, m, rescale, l and acc), the division and LSE, split-KV
+    tex = render_beamer(deck("flash", "en"))
+    tiles = re.findall(
+        r"\\frametitle\{The online softmax, block by block \(FlashAttention\)\}\n(?:\\framesubtitle\{(.*)\}\n)?", tex
+    )
+    assert tiles == ["", "Block 1 (keys 1 to 2):", "Block 2 (keys 3 to 4):", "", ""]
+    block = tex.split("\\framesubtitle{Block 2 (keys 3 to 4):}\n")[1].split("\\end{frame}")[0]
+    assert block == (
+        "\\[\n\\begin{aligned}\n"
+        "z &= \\begin{bmatrix}1 & -0.5\\end{bmatrix} \\\\\n"
+        "m_{2} &= \\max\\bigl(m_{1},\\ \\max_j z_j\\bigr) = 1 \\\\\n"
+        "e^{m_{1} - m_{2}} &= e^{0.5 - 1} \\approx 0.607 \\\\\n"
+        "l_{2} &= 0.607 \\cdot 1.082 + \\textstyle\\sum_{j=3}^{4} e^{z_j - m_{2}} \\approx 1.879 \\\\\n"
+        "\\mathrm{acc}_{2} &= 0.607 \\cdot \\begin{bmatrix}1 & 0.082\\end{bmatrix} + \\textstyle\\sum_{j=3}^{4} "
+        "e^{z_j - m_{2}}\\, V_j \\approx \\begin{bmatrix}2.053 & 1.050\\end{bmatrix}\n"
+        "\\end{aligned}\n\\]\n\n"
+    )
+    titled = [f.split("\n", 1)[0] for f in frames(deck("flash", "zh"))]
+    assert titled.count("## 在线 softmax：逐块计算（FlashAttention）") == 5
 
 
 def test_the_chinese_deck_uses_ctex_and_xelatex():

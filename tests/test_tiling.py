@@ -87,6 +87,32 @@ def test_a_wrong_running_max_carries_into_the_running_sum():
     ]
 
 
+def test_a_running_sum_or_lse_one_digit_off_is_judged_not_a_crash():
+    # the truncation test compares the exact value with c and c + 0.1: the box's ends were read as floats
+    assert _verdicts({"running_sum[1][4]": "1.2", "lse[4]": "1"}) == [
+        ("claims.lse[4]", "last-digit", "2", "2"),
+        ("claims.running_sum[1][4]", "last-digit", "1.1", "None"),
+    ]
+
+
+def test_by_hand_each_block_follows_the_numbers_shown_before_it():
+    # l_2 = 0.607 × 1.082 + e^0 + e^(−1.5) = 1.8799… from the shown rescale and l_1 (exactly 1.8794…)
+    def focus_blocks(rounding):
+        spec = load_spec({**FLASH, "focus": "d", "rounding": rounding})
+        tiling = next(s for s in derive(spec, build(spec)).steps if s.kind == "tiling")
+        shown = [
+            (str(b.m.value), str(b.rescale.value), str(b.l.value), [str(x.value) for x in b.acc]) for b in tiling.blocks
+        ]
+        return shown, [str(x.value) for x in tiling.output], str(tiling.lse.value)
+
+    assert focus_blocks("hand") == (
+        [("0.500", "0", "1.082", ["1", "0.082"]), ("1", "0.607", "1.880", ["2.053", "1.050"])],
+        ["1.092", "0.559"],
+        "1.631",
+    )
+    assert focus_blocks("exact")[0][1] == ("1", "0.607", "1.879", ["2.053", "1.050"])
+
+
 def test_accumulator_claims_take_three_indices_and_whole_blocks():
     verdicts = _verdicts({"accumulator[2][4]": ["2.053", "1.05"], "rescale[2][4]": "0.607"})
     assert verdicts == [

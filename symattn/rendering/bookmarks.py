@@ -75,6 +75,10 @@ def heading_text(latex: str) -> str:
     return re.sub(r"\s+", " ", "".join(out)).strip()
 
 
+# hyperref's command, for a document without hyperref: the heading's TeX (a no-op where hyperref is loaded)
+PROVIDE_TEXORPDFSTRING = "\\providecommand\\texorpdfstring[2]{#1}"
+
+
 def bookmarked(latex: str) -> str:
     """``latex`` as a heading's argument: with ``\\texorpdfstring`` and its plain text where it holds a macro."""
     if "\\" not in latex:

@@ -16,7 +16,7 @@ from symattn.input.errors import RenderError
 from symattn.input.languages import TEMPLATE_PATHS
 from symattn.input.symbolic_entry import Formula
 from symattn.input.text import split_math
-from symattn.rendering.bookmarks import bookmarked
+from symattn.rendering.bookmarks import PROVIDE_TEXORPDFSTRING, bookmarked
 from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, escape_latex
 from symattn.rendering.layout import (
     chain,
@@ -345,6 +345,7 @@ def environment(fmt: str, numbered: bool = False) -> jinja2.Environment:
     if fmt == "text":
         env.filters.update(val=plain_number, opnd=plain_operand, rel=plain_relation, pad=pad)
     env.globals["format"] = fmt
+    env.globals["provide_texorpdfstring"] = PROVIDE_TEXORPDFSTRING
     return env
 
 

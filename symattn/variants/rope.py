@@ -249,6 +249,8 @@ class RopePart(Part):
         {"key": "rope_base", "kind": "text", "default": ""},
         {"key": "rope_style", "kind": "select", "choices": list(ROPE_STYLES), "default": "half"},
         {"key": "rope_frequencies", "kind": "list", "default": ""},
+        {"key": "rope_cos", "kind": "table", "default": ""},
+        {"key": "rope_sin", "kind": "table", "default": ""},
     )
     quantities = (
         Quantity("rope_frequency", "scores", rows="pair", cols=None, asked_by="scores", needs=NEEDS),

@@ -273,13 +273,21 @@ class Tiled(Rounding):
         prec = 64
         while prec <= 1 << 16:
             box = self._box(quantity, x, prec)
-            lo, hi = Fraction(box.a), Fraction(box.b)
-            if lo > value:
+            lo, hi = (_rational(end) for end in box._mpi_)
+            if lo is not None and lo > value:
                 return 1
-            if hi < value:
+            if hi is not None and hi < value:
                 return -1
             prec *= 2
         return 0
+
+
+def _rational(end: tuple) -> Fraction | None:
+    """An interval's end (an mpf tuple) exactly, or None where it is unbounded."""
+    sign, man, exp, _ = end
+    if not man and exp:  # ±inf (or nan): the box decides nothing on that side yet
+        return None
+    return Fraction(-man if sign else man) * Fraction(2) ** exp
 
 
 def _zero(expr: sympy.Expr) -> bool:

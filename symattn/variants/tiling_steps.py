@@ -3,6 +3,7 @@ output, and with ``split_keys`` each split's (O_s, LSE_s) and their merge."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -11,6 +12,7 @@ import sympy
 from symattn.exact import numeric
 from symattn.exact.num import NEG_INFINITY, Num, NumRow
 from symattn.exact.rounding import exact_or_rounded, from_model
+from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.variants.tiling import Block, SplitPart, Tiling
 from symattn.variants.tiling_head import Tiled
 
@@ -53,17 +55,69 @@ def tiling_step(spec: Any, model: Any, fig: Any, setting: Any) -> Tiling:
                 acc[b * n + f],
             )
         )
-    output = fig.output[f]  # as the weighted sum showed it
+    output, lse_f = fig.output[f], lse[f][0]  # as the weighted sum showed it
+    if spec.rounding == "hand":  # each block from the numbers shown before it, as a student works them
+        blocks, output, lse_f = _by_hand(tiled, f, d, fig.scaled[f], blocks)
     splits = _splits(tiled, f, setting.split, d) if setting.split else ()
     return Tiling(
         setting.block or model.n_keys,
         tuple(blocks),
         output,
-        lse[f][0],
+        lse_f,
         tuple(x[0] for x in lse),
         tiled.identity,
         splits,
     )
+
+
+def _by_hand(tiled: Tiled, f: int, d: Any, z: Any, exact: list[Block]) -> tuple[list[Block], Any, Num]:
+    """The focus row's blocks from the shown z and each block's shown m, rescale, l and acc before it (the
+    chain ``symattn check`` carries a student's numbers along), then O = acc / l and LSE = m + log l."""
+    V = tiled.model.V
+    out: list[Block] = []
+    m: Num | None = None
+    l_old, acc_old = Num(Decimal(0), True), None
+    for b, block in enumerate(exact):
+        keys = tiled.allowed(f, b)
+        if not keys and m is None:  # nothing seen yet: m = −∞, l = 0 and acc = 0, exactly
+            out.append(block)
+            continue
+        top = max((z[j] for j in keys), key=lambda x: x.fraction, default=m)
+        new = top if m is None or top is None or top.fraction > m.fraction else m
+        assert new is not None
+        r = Num(Decimal(0), True) if m is None else _hand(sympy.exp(_q(m) - _q(new)), d.exp)
+        terms = [sympy.exp(_q(z[j]) - _q(new)) for j in keys]
+        l_new = _hand(_q(r) * _q(l_old) + sympy.Add(*terms), d.exp)
+        acc = tuple(
+            _hand(
+                (_q(r) * _q(acc_old[c]) if acc_old else sympy.Integer(0))
+                + sympy.Add(*[t * V[j, c] for t, j in zip(terms, keys)]),
+                d.output,
+            )
+            for c in range(V.cols)
+        )
+        shown_z = tuple(z[j] for j in tiled.keys_of(b))
+        out.append(replace(block, z=shown_z, m_old=m or NEG_INFINITY, m=new, rescale=r, l_old=l_old, l=l_new, acc=acc))
+        m, l_old, acc_old = new, l_new, acc
+    if m is None or acc_old is None:  # the focus row sees no key: the exact blocks say so
+        return exact, tuple(NEG_INFINITY for _ in range(V.cols)), NEG_INFINITY
+    output = tuple(_hand(_q(a) / _q(l_old), d.output) for a in acc_old)
+    return out, output, _hand(_q(m) + sympy.log(_q(l_old)), d.exp)
+
+
+def _hand(expr: sympy.Expr, decimals: int) -> Num:
+    """A value worked from shown numbers: rounded to the step's decimals (a product of two shown numbers has
+    more digits than either), unless it has no more digits than that."""
+    exact = numeric.as_fraction(expr)
+    places = None if exact is None else terminating_decimals(exact)
+    if exact is not None and (places is None or places > decimals):
+        return Num(round_half_up(exact, decimals), False)
+    return _num(expr, decimals)
+
+
+def _q(x: Num) -> sympy.Rational:
+    fraction = x.fraction
+    return sympy.Rational(fraction.numerator, fraction.denominator)
 
 
 def _splits(tiled: Tiled, f: int, count: int, d: Any) -> tuple[SplitPart, ...]:

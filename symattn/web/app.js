@@ -282,11 +282,13 @@
     }
   }
 
-  // what a variant's control shows for the spec: a list as "a, b", a flag as "true"/"false"
+  // what a variant's control shows for the spec: a list as "a, b", a table as "a, b; c, d" (a row per ";"),
+  // a flag as "true"/"false"
   function variantShown(v, spec) {
     if (!(v.key in spec)) return v.default;
     const value = spec[v.key];
     if (v.kind === "list") return Array.isArray(value) ? value.map(text).join(", ") : text(value);
+    if (v.kind === "table") return Array.isArray(value) ? value.map((r) => (Array.isArray(r) ? r.map(text).join(", ") : text(r))).join("; ") : text(value);
     if (v.kind === "flag") return value === true ? "true" : "false";
     return Array.isArray(value) ? v.default : text(value);
   }
@@ -302,6 +304,10 @@
     } else if (variant && variant.kind === "list") {
       const items = value.split(",").map((x) => x.trim()).filter((x) => x !== "");
       if (items.length) spec[key] = items; else delete spec[key];
+    } else if (variant && variant.kind === "table") {
+      // numbers as typed, rows split by ";": an empty row is dropped, a short one left for the server to name
+      const rows = value.split(";").map((r) => r.split(",").map((x) => x.trim()).filter((x) => x !== "")).filter((r) => r.length);
+      if (rows.length) spec[key] = rows; else delete spec[key];
     } else if (variant && variant.kind === "flag") {
       if (value === "true") spec[key] = true; else delete spec[key];
     } else if (key === "title" || key === "scale" || key === "focus" || (variant && variant.kind !== "select")) {

@@ -60,7 +60,13 @@ def _ui_strings() -> dict[str, dict[str, Any]]:
     for lang in languages():
         prose = load_language(lang)
         out[lang] = {section: prose[section] for section in ("ui", "verdict", "quantity", "slip")}
-        out[lang]["practice"] = {"question": prose["practice"]["question"], "quote": prose["quote"]}
+        practice = prose["practice"]
+        out[lang]["practice"] = {
+            "question": practice["question"],
+            "block": practice["block"],
+            "caption": practice["caption"],
+            "quote": prose["quote"],
+        }
         out[lang]["report"] = {
             k: prose["report"][k] for k in ("expected", "carried_from", "truncated", "masked", "sep")
         }
@@ -129,8 +135,8 @@ def _script_json(data: Any) -> str:
 def variants() -> list[dict[str, Any]]:
     """The page's "variant" area, one entry per spec key: its kind ("select" with its choices, "flag" (true
     or left out), "number" with its bounds, "text": a number or word as typed, sent as text for the spec
-    reader to read, or "list": numbers typed "a, b", one per head) and the
-    value a spec without the key has. A variant's keys are its part's ``web_fields`` (symattn.variants), each
+    reader to read, "list": numbers typed "a, b", one per head, or "table": rows typed "a, b; c, d") and
+    the value a spec without the key has. A variant's keys are its part's ``web_fields`` (symattn.variants), each
     with its [ui] phrase, named as the key, and for a select one per choice, ``<key>_<choice>``; an empty
     number or text leaves the key out of the spec."""
     from symattn.input import limits

@@ -9,14 +9,23 @@
  * the exact value rounds to 4.384. The revealed step is that of the same spec rendered with
  * rounding = "hand", so it shows the numbers the student was led to.
  *
- * Progress is state.practice = {step, answers: {quantity: [numbers as typed]}, revealed: [quantity…]},
- * kept in the URL fragment with the rest of the state (app.js), so a reload or a link keeps it.
+ * With block_keys (the online softmax) the round goes through the blocks after the scaled scores: in each
+ * block the running max m, the rescale e^(m_old − m_new), the running sum l and the accumulator acc of the
+ * focus row, claimed as running_max[b][i] … accumulator[b][i] and judged by the same checker, then the
+ * output acc / l.
+ *
+ * Progress is state.practice = {step, answers: {name: [numbers as typed]}, revealed: [step…]}, a name
+ * being a quantity or, in a block, "running_max[2]"; kept in the URL fragment with the rest of the state
+ * (app.js), so a reload or a link keeps it.
  */
 "use strict";
 (function () {
   const STEPS = ["scores", "scaled", "exp", "exp_sum", "weights", "output"];
+  const TILED = ["scores", "scaled", "block", "output"]; // "block": one step per block of keys
+  const BLOCK = ["running_max", "rescale", "running_sum", "accumulator"];
   // the derivation's step that each quantity belongs to (its kind, from the render answer's step_kinds)
-  const KINDS = {scores: "scores", scaled: "scaling", exp: "softmax", exp_sum: "softmax", weights: "softmax", output: "weighted_sum"};
+  const KINDS = {scores: "scores", scaled: "scaling", exp: "softmax", exp_sum: "softmax", weights: "softmax", output: "weighted_sum",
+    block: "tiling"};
   const ICONS = {exact: "✔", rounded: "✔", carried: "↪", "input-rounding": "✔", "too-coarse": "≈", "last-digit": "≈", wrong: "✘"};
   const TONES = {exact: "good", rounded: "good", carried: "carried", "input-rounding": "good", "too-coarse": "near", "last-digit": "near", wrong: "wrong", hand: "good"};
   const RIGHT = ["exact", "rounded", "input-rounding"];
@@ -24,19 +33,18 @@
   let answer = null; // the last render answer: the shape of the boxes
   let byHand = null; // the same spec rendered with rounding = "hand": the steps to reveal
   let handSent = 0;
-  let verdicts = {}; // "quantity/col" -> verdict of the last check
+  let verdicts = {}; // "name/col" -> verdict of the last check
   let checkTimer = null, sent = 0, hintSent = 0;
 
   function page() { return window.symattnPage; }
   function progress() {
     const state = page().state();
     const p = state.practice = state.practice || {};
-    if (!Number.isInteger(p.step) || p.step < 0 || p.step >= STEPS.length) p.step = 0;
+    if (!Number.isInteger(p.step) || p.step < 0 || (shape() && p.step >= steps().length)) p.step = 0;
     if (!p.answers || typeof p.answers !== "object") p.answers = {};
     if (!Array.isArray(p.revealed)) p.revealed = [];
     return p;
   }
-  function quantity() { return STEPS[progress().step]; }
   function token() { return (page().state().spec.tokens || [])[page().focusIndex()] || ""; }
 
   function shape() {
@@ -44,29 +52,58 @@
     if (!c) return null;
     if (c.values) c = c.values;
     if (!c.weights || !c.output || c.heads) return null;
-    return {keys: c.key_tokens || c.tokens, dv: c.output.value[0].length};
+    const blocks = c.running_max ? c.running_max.value.length : 0; // key blocks of the online softmax
+    return {keys: c.key_tokens || c.tokens, queries: c.tokens.length, dv: c.output.value[0].length, blocks,
+      size: blocks ? Number(c.block_keys) : 0};
   }
 
+  // the round's steps: {id, block, parts: [{q, name, count}]}; a block's parts claim q[block][focus row]
+  function steps() {
+    const s = shape();
+    const plain = (q) => ({id: q, block: 0, parts: [{q, name: q, count: s ? count(q, s) : 0}]});
+    if (!s || !s.blocks) return STEPS.map(plain);
+    const block = (b) => ({id: `block${b}`, block: b,
+      parts: BLOCK.map((q) => ({q, name: `${q}[${b}]`, count: q === "accumulator" ? s.dv : 1}))});
+    return TILED.flatMap((q) => (q === "block" ? Array.from({length: s.blocks}, (x, b) => block(b + 1)) : [plain(q)]));
+  }
+  function step() { return steps()[progress().step]; }
+  function order() { return steps().flatMap((st) => st.parts.map((part) => part.name)); }
+
   function count(q, s) { return q === "exp_sum" ? 1 : q === "output" ? s.dv : s.keys.length; }
+  // one number, kept as a string: the sum, and a block's m, rescale and l
+  function single(part) { return part.q === "exp_sum" || (BLOCK.includes(part.q) && part.q !== "accumulator"); }
+
+  function question(st) {
+    const {phrases} = page();
+    if (!st.block) return fill(phrases().practice.question, {quantity: phrases().quantity[st.id], token: quote(token())});
+    const s = shape(), first = (st.block - 1) * s.size;
+    const keys = s.keys.slice(first, first + s.size).map(quote).join(", ");
+    return fill(phrases().practice.block, {block: st.block, keys, token: quote(token())});
+  }
+
+  function caption(part, j, s) {
+    const {ui, phrases} = page();
+    if (BLOCK.includes(part.q)) return fill(phrases().practice.caption[part.q], {n: j + 1});
+    return part.q === "exp_sum" ? phrases().quantity.exp_sum : part.q === "output" ? ui("check_column", {n: j + 1}) : s.keys[j];
+  }
 
   function build() {
-    const {ui, phrases, el} = page();
-    const p = progress(), q = quantity(), s = shape();
-    $("practice-progress").textContent = ui("practice_step", {n: p.step + 1, count: STEPS.length});
-    $("practice-question").textContent = fill(phrases().practice.question, {quantity: phrases().quantity[q], token: quote(token())});
+    const {ui, el} = page();
+    const p = progress(), st = step(), s = shape(), all = steps();
+    $("practice-progress").textContent = ui("practice_step", {n: p.step + 1, count: all.length});
+    $("practice-question").textContent = question(st);
     $("practice-previous").disabled = p.step === 0;
-    $("practice-next").disabled = p.step === STEPS.length - 1;
+    $("practice-next").disabled = p.step === all.length - 1;
     const boxes = [];
-    if (s) {
-      const typed = p.answers[q];
-      for (let j = 0; j < count(q, s); j++) {
-        const id = `practice-${q}-${j}`;
-        const caption = q === "exp_sum" ? phrases().quantity.exp_sum : q === "output" ? ui("check_column", {n: j + 1}) : s.keys[j];
-        const value = q === "exp_sum" ? (typeof typed === "string" ? typed : "") : (Array.isArray(typed) && typed[j] !== undefined ? typed[j] : "");
+    for (const part of s ? st.parts : []) {
+      const typed = p.answers[part.name];
+      for (let j = 0; j < part.count; j++) {
+        const id = st.block ? `practice-${part.q}-b${st.block}-${j}` : `practice-${part.q}-${j}`;
+        const value = single(part) ? (typeof typed === "string" ? typed : "") : (Array.isArray(typed) && typed[j] !== undefined ? typed[j] : "");
         boxes.push(el("div", {class: "box", id},
-          el("label", {for: id + "-input", class: "caption", text: caption}),
+          el("label", {for: id + "-input", class: "caption", text: caption(part, j, s)}),
           el("input", {id: id + "-input", type: "text", value, size: 7, autocomplete: "off", spellcheck: "false",
-            inputmode: "decimal", class: "claim", dataset: {col: String(j)}}),
+            inputmode: "decimal", class: "claim", dataset: {name: part.name, col: String(j)}}),
           el("span", {class: "verdict", id: id + "-verdict"})));
       }
     }
@@ -79,20 +116,34 @@
   function quote(label) { return fill(page().phrases().practice.quote, {x: label}); }
 
   function remember() {
-    const p = progress(), q = quantity();
-    const values = Array.from($("practice-boxes").querySelectorAll("input.claim")).map((i) => i.value);
-    p.answers[q] = q === "exp_sum" ? (values[0] || "") : values;
+    const p = progress(), inputs = Array.from($("practice-boxes").querySelectorAll("input.claim"));
+    for (const part of step().parts) {
+      const values = inputs.filter((i) => i.dataset.name === part.name).map((i) => i.value);
+      if (values.length) p.answers[part.name] = single(part) ? values[0] : values;
+    }
   }
 
   function claims() {
     // every step answered so far: later verdicts may follow from the student's own earlier numbers
-    const p = progress(), s = shape(), row = {};
-    for (const q of STEPS) {
-      const typed = p.answers[q];
-      if (typed === undefined || !s) continue;
-      if (q === "exp_sum") { if (typeof typed === "string") row[q] = typed; } else if (Array.isArray(typed) && typed.length === count(q, s)) row[q] = typed;
+    const p = progress(), row = {}, out = {rows: {[token()]: row}}, i = page().focusIndex() + 1;
+    for (const st of steps()) {
+      for (const part of st.parts) {
+        const typed = p.answers[part.name];
+        const given = single(part) ? typeof typed === "string" && typed.trim() !== "" : Array.isArray(typed) && typed.length === part.count;
+        if (!given) continue;
+        if (st.block) out[`${part.q}[${st.block}][${i}]`] = typed; else row[part.q] = typed;
+      }
     }
-    return {rows: {[token()]: row}};
+    return out;
+  }
+
+  function verdictName(q, row, col) {
+    // where a verdict of the focus row goes: [name, column], or null; a block's rows are [block][row], the
+    // accumulator's [block · queries + row][column] (check's places, 0-based)
+    const focus = page().focusIndex(), s = shape();
+    if (q === "accumulator") return s && row % s.queries === focus ? [`${q}[${Math.floor(row / s.queries) + 1}]`, col] : null;
+    if (BLOCK.includes(q)) return col === focus ? [`${q}[${row + 1}]`, 0] : null;
+    return row === focus ? [q, col === null ? 0 : col] : null;
   }
 
   async function check() {
@@ -103,10 +154,9 @@
     $("practice-error").hidden = ok;
     if (!ok) $("practice-error").textContent = data ? data.error : page().ui("offline");
     else {
-      const focus = page().focusIndex();
       data.claims.forEach((claim, k) => {
-        const [q, row, col] = data.places[k];
-        if (row === focus) verdicts[`${q}/${col === null ? 0 : col}`] = claim;
+        const place = verdictName(...data.places[k]);
+        if (place) verdicts[`${place[0]}/${place[1]}`] = claim;
       });
     }
     paint();
@@ -115,29 +165,32 @@
 
   function answered() {
     const inputs = Array.from($("practice-boxes").querySelectorAll("input.claim"));
-    return inputs.length > 0 && inputs.every((input) => input.value.trim() !== "" && verdicts[`${quantity()}/${input.dataset.col}`]);
+    return inputs.length > 0 && inputs.every((input) => input.value.trim() !== "" && verdicts[`${input.dataset.name}/${input.dataset.col}`]);
   }
 
-  function isRight(q, claim) {
-    return RIGHT.includes(claim.verdict) || (claim.verdict === "carried" && allRightBefore(q));
+  function isRight(name, claim, names) {
+    return RIGHT.includes(claim.verdict) || (claim.verdict === "carried" && allRightBefore(name, names));
   }
 
-  function allRightBefore(q) {
-    const before = STEPS.slice(0, STEPS.indexOf(q));
-    return Object.entries(verdicts).every(([key, c]) => !before.includes(key.split("/")[0]) || isRight(key.split("/")[0], c));
+  function allRightBefore(name, names) {
+    const before = names.slice(0, names.indexOf(name));
+    return Object.entries(verdicts).every(([key, c]) => {
+      const other = key.slice(0, key.lastIndexOf("/"));
+      return !before.includes(other) || isRight(other, c, names);
+    });
   }
 
-  function shownVerdict(q, claim) {
+  function shownVerdict(name, claim) {
     // the hand chain: carried from the student's own numbers, and every number before it in the row right
-    return claim.verdict === "carried" && allRightBefore(q) ? "hand" : claim.verdict;
+    return claim.verdict === "carried" && allRightBefore(name, order()) ? "hand" : claim.verdict;
   }
 
   function paint() {
     const words = page().phrases();
     for (const input of $("practice-boxes").querySelectorAll("input.claim")) {
       const box = input.closest(".box");
-      const claim = verdicts[`${quantity()}/${input.dataset.col}`];
-      const shown = claim ? shownVerdict(quantity(), claim) : "";
+      const claim = verdicts[`${input.dataset.name}/${input.dataset.col}`];
+      const shown = claim ? shownVerdict(input.dataset.name, claim) : "";
       const verdict = box.querySelector(".verdict");
       box.className = "box" + (claim ? " tone-" + TONES[shown] : "");
       box.dataset.verdict = shown;
@@ -167,11 +220,12 @@
 
   function showStep() {
     // the step shown only once revealed, and only while its boxes are answered
-    const p = progress(), q = quantity(), target = $("practice-step");
+    const p = progress(), st = step(), target = $("practice-step");
     const kinds = (byHand && byHand.kinds) || [];
     const headings = byHand ? byHand.holder.querySelectorAll(":scope > h2") : [];
-    const k = kinds.indexOf(KINDS[q]);
-    if (!p.revealed.includes(q) || k < 0 || headings.length !== kinds.length || !answered()) {
+    const s = shape(), tiled = st.block || (s && s.blocks && st.id === "output"); // O = acc / l: the tiles' step
+    const k = kinds.indexOf(KINDS[tiled ? "block" : st.id]);
+    if (!p.revealed.includes(st.id) || k < 0 || headings.length !== kinds.length || !answered()) {
       target.hidden = true;
       target.replaceChildren();
       return;
@@ -187,7 +241,8 @@
   async function hint() {
     const id = ++hintSent;
     remember();
-    const {ok, data} = await page().post("/api/hint", {spec: page().state().spec, quantity: quantity(), claims: claims()});
+    const st = step(), asked = st.block ? {quantity: "block", block: st.block} : {quantity: st.id};
+    const {ok, data} = await page().post("/api/hint", {spec: page().state().spec, ...asked, claims: claims()});
     if (id !== hintSent) return;
     const box = $("practice-hint-text");
     if (!ok) { $("practice-error").textContent = data ? data.error : page().ui("offline"); $("practice-error").hidden = false; return; }
@@ -196,7 +251,7 @@
     page().typeset(holder);
     box.replaceChildren(...holder.childNodes);
     box.hidden = false;
-    box.dataset.quantity = quantity();
+    box.dataset.quantity = st.id;
     document.body.dataset.hinted = String(id);
   }
 
@@ -222,11 +277,11 @@
     $("practice-reveal").onclick = () => {
       if (!answered()) return;
       const p = progress();
-      if (!p.revealed.includes(quantity())) p.revealed.push(quantity());
+      if (!p.revealed.includes(step().id)) p.revealed.push(step().id);
       page().save();
       showStep();
     };
-    $("practice-next").onclick = () => go(Math.min(progress().step + 1, STEPS.length - 1));
+    $("practice-next").onclick = () => go(Math.min(progress().step + 1, steps().length - 1));
     $("practice-previous").onclick = () => go(Math.max(progress().step - 1, 0));
   }
 

@@ -6,6 +6,10 @@ The student works the focus row one quantity at a time (:data:`STEPS`); the verd
 (``templates/hint.markdown.j2``), its operands the student's earlier numbers (read by the claims reader,
 so only numbers reach TeX) or, for the scores, the inputs. Nothing is worked out: a hint never gives a
 result away.
+
+With ``block_keys`` the round goes through the key blocks of the online softmax: ``{"quantity": "block",
+"block": b}`` (1-based) asks the hint of block b, its m, rescale, l and accumulator from the student's
+scaled scores and the block before (claimed as ``running_max[b][i]`` …).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from symattn.web.body import REQUEST_SOURCE, claims_of, request_fields, request_
 
 # the practice steps, in order: the check tab's quantities of one row (percent is the weights again)
 STEPS = ("scores", "scaled", "exp", "exp_sum", "weights", "output")
+BLOCK = "block"  # with block_keys: one step per block of keys (the online softmax)
 
 
 def hint_task(body: Any) -> dict[str, Any]:
@@ -24,12 +29,13 @@ def hint_task(body: Any) -> dict[str, Any]:
     from symattn.derivation.derive import derive
     from symattn.derivation.steps import WeightedSum
     from symattn.exact.factory import build
+    from symattn.exact.num import NEG_INFINITY
     from symattn.rendering.environment import render_template
     from symattn.rendering.html import markdown_to_html
 
     reader = request_reader(REQUEST_SOURCE)
-    body = request_fields(body, ("spec", "quantity", "claims"), ("spec", "quantity"))
-    quantity = reader.choice(body["quantity"], "quantity", STEPS)
+    body = request_fields(body, ("spec", "quantity", "claims", "block"), ("spec", "quantity"))
+    quantity = reader.choice(body["quantity"], "quantity", (*STEPS, BLOCK))
     spec = spec_of(body["spec"])
     claims = claims_of(spec, body.get("claims", {}))  # one head only, as the check tab
     derivation = derive(spec, build(spec))
@@ -39,6 +45,10 @@ def hint_task(body: Any) -> dict[str, Any]:
         raise SpecError(spec.source, "symbols", "practice mode works with numbers; use the derivation tab")
     focus = derivation.focus
     mine = {(c.quantity, c.col): c.number for c in claims.claims if c.row == focus and c.head is None}
+    block = _block(reader, body, quantity, steps.get("tiling"), spec.source)
+    # a round through the blocks ends with O = acc / l from the last block's numbers
+    setting, blocks = spec.block_keys, getattr(steps.get("tiling"), "blocks", ())
+    last = blocks[-1].index if blocks and setting is not None and setting.block else None
     markdown = render_template(
         "hint",
         "markdown",
@@ -51,6 +61,43 @@ def hint_task(body: Any) -> dict[str, Any]:
         scores=steps["scores"],
         scaling=steps["scaling"],
         values=values,
+        block=block,
+        tiled=_tiled(claims.claims, focus, len(derivation.tokens)) if block or last else {},
+        last_block=last,
+        block_columns=[block.first - 1 + k for k, z in enumerate(block.z) if z is not NEG_INFINITY] if block else [],
     )
     html, _ = markdown_to_html(markdown)
     return {"html": html}
+
+
+def _block(reader: Any, body: dict[str, Any], quantity: str, tiling: Any, source: str) -> Any:
+    """The block a "block" hint asks for (the derivation's Block), or None for any other quantity."""
+    if quantity != BLOCK:
+        if "block" in body:
+            raise reader.error("block", "only a block's hint takes a block")
+        return None
+    if tiling is None:
+        raise SpecError(source, "block_keys", "a block's hint needs block_keys")
+    if "block" not in body:
+        raise reader.error("block", "missing")
+    from symattn.input.reader import brief, parse_index
+
+    index, count = parse_index(body["block"]), len(tiling.blocks)
+    if index is None or not 1 <= index <= count:
+        raise reader.error("block", f"expected a block from 1 to {count}, got {brief(body['block'])}")
+    return tiling.blocks[index - 1]
+
+
+def _tiled(claims: Any, focus: int, queries: int) -> dict[tuple[str, int, int], Any]:
+    """The student's block numbers of the focus row: (quantity, block (1-based), column) -> Numeral; a claim's
+    place is [block][row], or [block · queries + row][column] for the accumulator."""
+    from symattn.variants import PARTS
+
+    by_block = {q.name: q.inner for part in PARTS for q in part.quantities if q.rows == "block"}
+    out = {}
+    for c in claims:
+        if c.quantity in by_block and not by_block[c.quantity] and c.col == focus:
+            out[(c.quantity, c.row + 1, 0)] = c.number
+        elif c.quantity in by_block and by_block[c.quantity] and c.row % queries == focus:
+            out[(c.quantity, c.row // queries + 1, c.col)] = c.number
+    return out
