@@ -41,6 +41,7 @@ from symattn.checking.closed import Closed, Texts
 from symattn.checking.enclosure import ROUNDED_QUANTITIES, Enclosure, depends_on, explains, is_supported
 from symattn.checking.explain import Explainer
 from symattn.checking.layout import Layout
+from symattn.checking.products import term_verdict
 from symattn.checking.report import Verdict
 from symattn.checking.slips import Slips
 from symattn.exact import numeric
@@ -158,6 +159,8 @@ class Checker:
     # --- verdicts --------------------------------------------------------
 
     def verdict(self, claim: Claim) -> Verdict:
+        if claim.term is not None:  # one term of a partial product
+            return term_verdict(self, claim)
         quantity, head = base(claim.quantity), claim.head
         i, j = self.position(claim)
         L = self.layout

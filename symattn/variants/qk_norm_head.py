@@ -77,6 +77,7 @@ class Normed(ScoreBoxes, HeadPart):
     stage: ClassVar[int] = QK
     quantities: ClassVar[tuple[str, ...]] = NORMED
     computed: ClassVar[tuple[str, ...]] = NORMED
+    factors: ClassVar[tuple[str, str] | None] = NORMED
     exposes: ClassVar[tuple[str, ...]] = ()
     gradients: ClassVar[tuple[str, ...]] = ("dQ_norm", "dK_norm")
     silent: ClassVar[tuple[str, ...]] = ("dQ", "dK")
