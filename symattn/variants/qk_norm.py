@@ -69,6 +69,35 @@ class Normalization:
     K_norm: NumRows
 
 
+@dataclass(frozen=True)
+class NormBackRow:
+    """RMSNorm's backward of one row: its sum s = Σ_j (w ⊙ g)_j x_j, 1/σ and 1/(d·σ³), and each dx_t."""
+
+    row: int
+    x: tuple[Any, ...]  # the row of Q or K as given (Numerals)
+    wg: NumRow  # w ⊙ g, g the row of dQ′ (dK′) as shown
+    dot: Any  # s (a Num)
+    inv: Any  # 1/σ as the hand pass uses it (a Num)
+    inv3: Any  # 1/(d·σ³)
+    out: NumRow  # the row of dQ (dK)
+
+
+@dataclass(frozen=True)
+class GradNorm:
+    """dQ and dK through RMSNorm: the focus query's row and one key's, then both matrices."""
+
+    kind: ClassVar[str] = "backward_norm"
+    d_k: int
+    weighted: bool
+    query: NormBackRow
+    key: NormBackRow
+    dQ: NumRows
+    dQ_exact: bool
+    dK: NumRows
+    dK_exact: bool
+    note_at: int | None = None  # exact rounding: the first row whose shown numbers do not give its results
+
+
 # --- the part -------------------------------------------------------------------------------------
 
 
@@ -86,7 +115,7 @@ class QkNormPart(Part):
         Quantity("Q_norm", "scores", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
         Quantity("K_norm", "scores", rows="key", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
     )
-    step_kinds = ("qk_norm",)
+    step_kinds = ("qk_norm", "backward_norm")
     facts = (("toy_vs_real", "qk_norm", False),)
     rounded_read = True
     certify = "--certify does not cover QK-norm yet"
@@ -173,8 +202,61 @@ class QkNormPart(Part):
     def backward_inputs(self, spec: Any, model: Any) -> tuple[NumRows, NumRows]:
         return self._shown(spec, model, "Q_norm"), self._shown(spec, model, "K_norm")
 
+    def backward_after_qk(self, spec: Any, model: Any, g: Mapping[str, Any], key: int) -> tuple[GradNorm]:
+        from symattn.exact.rounding import is_exact
+
+        part = model.qk
+        query = _back_row(spec, part, model, "Q", spec.focus, g)
+        return (
+            GradNorm(
+                model.d_k,
+                part.q_weight is not None or part.k_weight is not None,
+                query,
+                _back_row(spec, part, model, "K", key, g),
+                g["dQ"],
+                is_exact(g["dQ"]),
+                g["dK"],
+                is_exact(g["dK"]),
+            ),
+        )
+
+
+def _back_row(spec: Any, part: Any, model: Any, which: str, row: int, g: Mapping[str, Any]) -> NormBackRow:
+    """One row's RMSNorm backward as the step shows it; 1/σ and 1/(d·σ³) at the weights' decimals, as the
+    hand pass takes them (``real`` of its algebra)."""
+    import sympy
+
+    from symattn.exact import numeric
+    from symattn.exact.num import Num
+    from symattn.input.decimals import round_half_up, terminating_decimals
+
+    name = which + "_norm"
+    a = part.mean_squares(model, name)[row]
+    sigma = sympy.sqrt(sympy.Rational(a.numerator, a.denominator))
+
+    def shown(x: sympy.Expr) -> Num:
+        value, exact = numeric.round_expr(x, spec.decimals.weights), numeric.as_fraction(x)
+        return Num(value, exact is not None and Fraction(value) == exact)
+
+    w = part.q_weight if which == "Q" else part.k_weight
+    wg = []
+    for t, gt in enumerate(g["d" + name][row]):
+        value = gt.fraction * (w[t] if w else 1)
+        places = terminating_decimals(value)
+        digits = places if places is not None else spec.decimals.gradients + 2
+        wg.append(Num(round_half_up(value, digits), gt.exact and places is not None))
+    return NormBackRow(
+        row,
+        tuple(getattr(spec, which)[row]),
+        tuple(wg),
+        g["dot_" + name][row][0],
+        shown(1 / sigma),
+        shown(1 / (model.d_k * sigma**3)),
+        g["d" + which][row],
+    )
+
 
 PART = QkNormPart()
 
 
-__all__ = ["NEEDS", "NORMED", "PART", "Normalization", "QkNorm", "QkNormPart"]
+__all__ = ["NEEDS", "NORMED", "PART", "GradNorm", "NormBackRow", "Normalization", "QkNorm", "QkNormPart"]
