@@ -272,8 +272,8 @@ class Tiled(Rounding):
         x = self.exact(quantity)[i, j]
         prec = 64
         while prec <= 1 << 16:
-            box = self._box(quantity, x, prec)
-            lo, hi = Fraction(box.a), Fraction(box.b)
+            box = Fixed.from_interval(self._box(quantity, x, prec), prec)  # its ends, as exact binary fractions
+            lo, hi = Fraction(box.lo, 1 << prec), Fraction(box.hi, 1 << prec)
             if lo > value:
                 return 1
             if hi < value:
