@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import NumRow, NumRows
+from symattn.input.messages import said
 from symattn.input.numeral import parse_numeral
 from symattn.variants.base import ADD, DENOMINATOR, QK, Part, Quantity, Where
 
@@ -125,20 +126,18 @@ class QkNormPart(Part):
         if not on:
             for key in self.keys[1:]:
                 if key in data:
-                    raise reader.error(key, "needs qk_norm = true")
+                    raise reader.error(key, said("needs_qk_norm"))
             return None
         if where.symbolic_qk:
-            raise reader.error("qk_norm", "QK-norm needs numbers in Q and K (symbols are not normalized)")
+            raise reader.error("qk_norm", said("qk_norm_symbols"))
         if data.get("inputs") == "rounded":
-            raise reader.error("inputs", 'inputs = "rounded" is not supported with QK-norm yet')
+            raise reader.error("inputs", said("qk_norm_rounded"))
         eps, text = Fraction(1, 10**6), parse_numeral("1e-6")
         if "qk_norm_eps" in data:
             n = reader.number(data["qk_norm_eps"], "qk_norm_eps")
             low = Fraction(1, QK_NORM_EPS)
             if not low <= n.value <= 1 or max(n.value.numerator, n.value.denominator) > QK_NORM_EPS:
-                raise reader.error(
-                    "qk_norm_eps", f"{n.text} is outside what QK-norm takes: a number from 1/{QK_NORM_EPS} to 1"
-                )
+                raise reader.error("qk_norm_eps", said("qk_norm_eps", got=n.text, most=QK_NORM_EPS))
             eps, text = n.value, n
         weights: list[tuple[Fraction, ...] | None] = []
         for key in ("q_norm_weight", "k_norm_weight"):
@@ -147,14 +146,14 @@ class QkNormPart(Part):
                 continue
             row = reader.vector(data[key], key)
             if len(row) != where.d_k:
-                raise reader.error(key, f"expected {where.d_k} weights (one per column of a head), got {len(row)}")
+                raise reader.error(key, said("norm_weights", d_k=where.d_k, n=len(row)))
             weights.append(tuple(x.value for x in row))
         from symattn import variants  # here: the registry imports this module
 
         for other in variants.PARTS:  # their rules assume plain scores (or their own)
             if other is not self and other.stage in (QK, ADD, DENOMINATOR):
                 if other.read(reader, data, where) is not None:
-                    raise reader.error("qk_norm", f"QK-norm does not combine with {other.title} yet")
+                    raise reader.error("qk_norm", said("qk_norm_combine", part=other.title))
         return QkNorm(eps, weights[0], weights[1], text)
 
     def head_part(self, setting: QkNorm, spec: Any) -> Normed:
