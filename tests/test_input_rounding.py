@@ -261,3 +261,36 @@ def test_the_parts_rounded_inputs_do_not_cover_refuse_in_one_line(extra, message
     with pytest.raises(SpecError) as caught:
         check(None, {**inputs, **extra, "inputs": "rounded", "claims": {"scores[1][1]": "0.1"}})
     assert str(caught.value) == message
+
+
+def test_rounded_inputs_explain_partial_products():
+    # the terms q_it·k_jt and p_ij·v_jc of the true inputs, printed to 4 decimals, against the printed inputs
+    rng = random.Random(3)
+    true = {k: [[Fraction(rng.randint(-2 * 10**8, 2 * 10**8), 10**8) for _ in range(4)] for _ in TOKENS] for k in "QKV"}
+    _, _, _, _, A, _ = ind.head(true["Q"], true["K"], true["V"], Fraction(1, 2))
+    printed = {k: [[ind.text(x, 4) for x in row] for row in M] for k, M in true.items()}
+    claims = {
+        "products.scores[1][2]": [ind.text(q * k, 6) for q, k in zip(true["Q"][0], true["K"][1])],
+        "products.output[2][3]": [ind.text(A[1][j] * true["V"][j][2], 6) for j in range(4)],
+    }
+    plain = check(None, {"tokens": TOKENS, **printed, "claims": claims})
+    rounded = check(None, {"tokens": TOKENS, **printed, "inputs": "rounded", "claims": claims})
+    assert [(v.claim.term, v.verdict) for v in plain.results] == [
+        (0, "wrong"),
+        (1, "wrong"),
+        (2, "last-digit"),
+        (3, "wrong"),
+        (0, "wrong"),
+        (1, "wrong"),
+        (2, "last-digit"),
+        (3, "last-digit"),
+    ]
+    assert (
+        rounded.ok
+        and [v.rounded_inputs for v in rounded.results] == [("Q[1]", "K[2]")] * 4 + [("Q[2]", "K", "V[:,3]")] * 4
+    )
+    # a slip of more than the inputs' rounding stays wrong
+    claims["products.scores[1][2]"][0] = ind.text(Fraction(claims["products.scores[1][2]"][0]) + Fraction(1, 100), 4)
+    assert (
+        check(None, {"tokens": TOKENS, **printed, "inputs": "rounded", "claims": claims}).results[0].verdict == "wrong"
+    )

@@ -37,8 +37,8 @@ CASES = [
     ),
     (
         {"rope": True, "rope_frequencies": ["30 degrees"]},
-        "rope_frequencies[1]: '30 degrees' is not an angle this reads: write \"30deg\", \"pi/6\" or \"2pi/3\"",
-        "rope_frequencies[1]: '30 degrees' 不是能读懂的角度：请写 \"30deg\"、\"pi/6\" 或 \"2pi/3\"",
+        'rope_frequencies[1]: \'30 degrees\' is not an angle this reads: write "30deg", "pi/6" or "2pi/3"',
+        'rope_frequencies[1]: \'30 degrees\' 不是能读懂的角度：请写 "30deg"、"pi/6" 或 "2pi/3"',
     ),
     (
         {"rope": True, "rope_cos": [[1], [1], [1]]},

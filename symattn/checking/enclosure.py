@@ -170,6 +170,14 @@ class Enclosure:
         b, query, c = (i // n, i % n, j) if quantity == "accumulator" else (i, j, 0)
         return self._tiled(quantity, b, query, c)
 
+    def term(self, quantity: str, i: int, j: int, t: int) -> Interval:
+        """Term t of a score (q_it·k_jt) or of an output entry (p_it·v_tj): a partial product."""
+        if quantity == "scores":
+            return _mul(self.Q[i][t], self.K[j][t])
+        if not self.model.may_attend(i, t):  # a masked key's weight is 0
+            return Fraction(0), Fraction(0)
+        return _mul(self.at("weights", i, t), self.V[t][j])
+
     def at(self, quantity: str, i: int, j: int) -> Interval:
         """The interval of one entry (``exp_sum``: j is ignored; ``percent`` is the weight)."""
         key = (quantity, i, j)

@@ -14,6 +14,7 @@ from typing import Any
 import sympy
 
 from symattn.checking.closed import Closed
+from symattn.checking.enclosure import depends_on, explains
 from symattn.checking.report import Explanation, Verdict
 from symattn.exact import numeric
 from symattn.exact.rounding import Num
@@ -41,6 +42,11 @@ def term_verdict(checker: Any, claim: Claim) -> Verdict:
     exact = _Exact(value, Closed(checker.texts, expr=expr), shown, rounded)
     y, from_claims = checker.chain.term(quantity, i, j, t, claim.head)
     verdict, carried = checker.decide(claim, exact, y, from_claims)
+    rounded_inputs: tuple[str, ...] = ()
+    enclosure = checker.enclosure  # inputs = "rounded": the typed inputs' intervals, multiplied
+    if verdict in ("wrong", "last-digit") and enclosure is not None and d is not None:
+        if explains(enclosure.term(quantity, i, j, t), claim.number):
+            verdict, rounded_inputs = "input-rounding", depends_on(checker.spec, quantity, i, j)
     explanation = None
     if verdict in ("wrong", "last-digit"):
         pair = tuple(_shown(f, caches) for f, _ in checker.chain.factors(quantity, i, j, t, claim.head))
@@ -59,6 +65,7 @@ def term_verdict(checker: Any, claim: Claim) -> Verdict:
         col_label,
         row_axis=row_axis,
         col_axis=col_axis,
+        rounded_inputs=rounded_inputs,
     )
 
 
