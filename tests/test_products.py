@@ -198,3 +198,20 @@ def test_several_heads_without_the_prefix_are_told_which_to_write():
     assert str(caught.value) == (
         "<dict>: claims.products.scores[1][1]: products.scores is claimed per head: h1.products.scores to h2.products.scores"
     )
+
+
+@pytest.mark.parametrize(("lang", "engine"), [("en", "pdflatex"), ("zh", "xelatex")])
+def test_a_report_of_terms_compiles_and_parses(latex, katex, tmp_path, lang, engine):
+    claims = {
+        "claims": {
+            "weights[3][1]": "0.5",
+            "products.output[3][1]": ["5.0", "0", "4.5"],
+            "products.scores[3][1]": ["0.9", "0.03"],
+        }
+    }
+    report = check(load_spec(builtin.example_path("seed", lang)), claims)
+    pdf = latex(render_report(report, "latex", standalone=True), engine, tmp_path)
+    assert pdf.stat().st_size > 0
+    markdown = render_report(report, "markdown")
+    assert ("column 1, term 3" if lang == "en" else "第 1 列, 第 3 项") in markdown
+    assert katex(markdown) == []
