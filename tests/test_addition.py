@@ -66,9 +66,7 @@ def test_the_first_line_that_does_not_add_up(name, expand, where):
 def test_by_hand_every_line_adds_up(name, expand, lang):
     # each number comes from the numbers shown before it: nothing to explain, and no note
     # (issue 20's variants refuse the backward pass: their forward pass only)
-    # (QK-norm's backward lines, dQ' = dS·K̂ and on, are correctly rounded from the exact values but not yet
-    # worked from the shown ones: its forward pass only, until they are; issue 32's closing note says so)
-    backward = name not in ("alibi", "sinks", "softcap", "qk-norm")
+    backward = name not in ("alibi", "sinks", "softcap")
     derivation = _derive(name, lang, rounding="hand", expand=expand, backward=backward)
     assert first_inexact(derivation) is None
     assert NOTE[lang] not in render(derivation, "markdown")

@@ -336,4 +336,6 @@ def test_every_claim_quantity_has_a_name(lang):
 
     names = load_language(lang)["quantity"]
     assert [q for q in QUANTITIES + ("exp_shifted", "exp_shifted_sum") if q not in names] == []
-    assert set(load_language(lang)["report"]["axis"]) == {"block", "dim", "dim_row", "input", "pair"}
+    # "term": a partial product's term (products.scores[i][j], issue 32)
+    assert set(load_language(lang)["report"]["axis"]) == {"block", "dim", "dim_row", "input", "pair", "term"}
+    assert set(names["products"]) == {"scores", "output"}

@@ -173,3 +173,124 @@ def test_the_spec_key():
         '<dict>: inputs: "rounded" is checked for one head, with Q, K and V given or projected from X '
         "(not several heads or W_O)"
     )
+
+
+def tiled_notebook(seed: int, block: int = 2):
+    """The printed inputs and the online softmax's claims (block_keys = 2) and each row's LSE, all from the
+    true inputs: m, the rescale, l and acc after each block, to 4 decimals."""
+    import mpmath
+
+    rng = random.Random(seed)
+    true = {k: [[Fraction(rng.randint(-2 * 10**8, 2 * 10**8), 10**8) for _ in range(4)] for _ in TOKENS] for k in "QKV"}
+    _, Z, E, sums, _, _ = ind.head(true["Q"], true["K"], true["V"], Fraction(1, 2))
+    claims: dict = {"running_max": [], "rescale": [], "running_sum": [], "accumulator": []}
+    for b in range(len(TOKENS) // block):
+        seen = range((b + 1) * block)
+        rows = {name: [] for name in claims}
+        for z in Z:
+            m = max(z[k] for k in seen)
+            old = max(z[k] for k in range(b * block)) if b else None
+            rows["running_max"].append(ind.text(m, 4))
+            rows["rescale"].append(ind.text(ind.exp(old - m) if b else Fraction(0), 4))
+            terms = [ind.exp(z[k] - m) for k in seen]
+            rows["running_sum"].append(ind.text(sum(terms, Fraction(0)), 4))
+            acc = [sum((t * true["V"][k][c] for t, k in zip(terms, seen)), Fraction(0)) for c in range(4)]
+            rows["accumulator"].append([ind.text(x, 4) for x in acc])
+        for name in claims:
+            claims[name].append(rows[name])
+    mpmath.mp.dps = 60
+    claims["lse"] = [ind.text(Fraction(str(mpmath.log(mpmath.mpf(s.numerator) / s.denominator))), 4) for s in sums]
+    printed = {k: [[ind.text(x, 4) for x in row] for row in M] for k, M in true.items()}
+    return {"tokens": TOKENS, "block_keys": block, **printed}, claims
+
+
+def test_rounded_inputs_explain_the_online_softmaxs_numbers_and_the_lse():
+    inputs, claims = tiled_notebook(5)
+    plain = check(None, {**inputs, "claims": claims})
+    flagged = [(v.claim.key, v.claim.row, v.claim.col) for v in plain.results if v.verdict in ("wrong", "last-digit")]
+    rounded = check(None, {**inputs, "inputs": "rounded", "claims": claims})
+    got = [(v.claim.key, v.claim.row, v.claim.col) for v in rounded.results if v.verdict == "input-rounding"]
+    assert got == flagged and rounded.ok
+    # rows: lse's query; running_max's and running_sum's block (the column: the query); the accumulator's b·n + i
+    assert [
+        (v.claim.quantity, v.claim.row, v.claim.col, v.rounded_inputs)
+        for v in rounded.results
+        if v.verdict == "input-rounding"
+    ][:5] == [
+        ("lse", 3, None, ("Q[4]", "K")),
+        ("running_max", 0, 0, ("Q[1]", "K")),
+        ("running_max", 0, 2, ("Q[3]", "K")),
+        ("running_sum", 1, 2, ("Q[3]", "K")),
+        ("accumulator", 2, 1, ("Q[3]", "K", "V[:,2]")),
+    ]
+    assert len(got) == 11
+    # a slip of more than the inputs' rounding stays wrong
+    claims["running_sum"][1][2] = ind.text(Fraction(claims["running_sum"][1][2]) + Fraction(1, 100), 4)
+    claims["lse"][3] = ind.text(Fraction(claims["lse"][3]) - Fraction(1, 100), 4)
+    slipped = check(None, {**inputs, "inputs": "rounded", "claims": claims})
+    assert [(v.claim.quantity, v.claim.row, v.verdict) for v in slipped.results if v.verdict == "wrong"] == [
+        ("lse", 3, "wrong"),
+        ("running_sum", 1, "wrong"),
+    ]
+
+
+def test_a_last_digit_on_the_online_softmax_is_decided_without_rounded_inputs():
+    # cutting the exact value gives the claim: decided on the enclosure's exact binary ends
+    inputs, claims = tiled_notebook(5)
+    plain = check(None, {**inputs, "claims": claims})
+    assert [(v.claim.quantity, v.truncated) for v in plain.results if v.verdict == "last-digit"][:3] == [
+        ("lse", False),
+        ("running_max", True),
+        ("running_max", False),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"qk_norm": True}, '<dict>: inputs: inputs = "rounded" is not supported with QK-norm yet'),
+        ({"rope": True}, '<dict>: inputs: inputs = "rounded" is not supported with RoPE yet'),
+        (
+            {"rope": True, "rope_frequencies": ["30deg", "pi/6"]},
+            '<dict>: inputs: inputs = "rounded" is not supported with RoPE yet',
+        ),
+    ],
+)
+def test_the_parts_rounded_inputs_do_not_cover_refuse_in_one_line(extra, message):
+    inputs, _ = notebook(3)
+    with pytest.raises(SpecError) as caught:
+        check(None, {**inputs, **extra, "inputs": "rounded", "claims": {"scores[1][1]": "0.1"}})
+    assert str(caught.value) == message
+
+
+def test_rounded_inputs_explain_partial_products():
+    # the terms q_it·k_jt and p_ij·v_jc of the true inputs, printed to 4 decimals, against the printed inputs
+    rng = random.Random(3)
+    true = {k: [[Fraction(rng.randint(-2 * 10**8, 2 * 10**8), 10**8) for _ in range(4)] for _ in TOKENS] for k in "QKV"}
+    _, _, _, _, A, _ = ind.head(true["Q"], true["K"], true["V"], Fraction(1, 2))
+    printed = {k: [[ind.text(x, 4) for x in row] for row in M] for k, M in true.items()}
+    claims = {
+        "products.scores[1][2]": [ind.text(q * k, 6) for q, k in zip(true["Q"][0], true["K"][1])],
+        "products.output[2][3]": [ind.text(A[1][j] * true["V"][j][2], 6) for j in range(4)],
+    }
+    plain = check(None, {"tokens": TOKENS, **printed, "claims": claims})
+    rounded = check(None, {"tokens": TOKENS, **printed, "inputs": "rounded", "claims": claims})
+    assert [(v.claim.term, v.verdict) for v in plain.results] == [
+        (0, "wrong"),
+        (1, "wrong"),
+        (2, "last-digit"),
+        (3, "wrong"),
+        (0, "wrong"),
+        (1, "wrong"),
+        (2, "last-digit"),
+        (3, "last-digit"),
+    ]
+    assert (
+        rounded.ok
+        and [v.rounded_inputs for v in rounded.results] == [("Q[1]", "K[2]")] * 4 + [("Q[2]", "K", "V[:,3]")] * 4
+    )
+    # a slip of more than the inputs' rounding stays wrong
+    claims["products.scores[1][2]"][0] = ind.text(Fraction(claims["products.scores[1][2]"][0]) + Fraction(1, 100), 4)
+    assert (
+        check(None, {"tokens": TOKENS, **printed, "inputs": "rounded", "claims": claims}).results[0].verdict == "wrong"
+    )

@@ -107,3 +107,44 @@ def test_the_decode_example_says_what_is_cached_and_what_is_new(lang):
         assert "new at this step: “tea”." in text
     else:
         assert "键 「我」, 「喜欢」, 「绿」 来自键值缓存" in text
+
+
+@pytest.mark.parametrize(
+    ("lang", "said", "row"),
+    [
+        (
+            "en",
+            "Query $i$ and key $j$ stand at the positions the spec gives, $p_i$ and $p_j$, not at their rows, so they "
+            "are $\\lvert p_i - p_j\\rvert$ apart.\n",
+            "The row of “tea” (position 3): its distance to each key and the bias that gives:\n",
+        ),
+        (
+            "zh",
+            "查询 $i$ 和键 $j$ 位于规格给出的位置 $p_i$ 和 $p_j$，而不是按行号，两者相距 $\\lvert p_i - p_j\\rvert$。\n",
+            None,
+        ),
+    ],
+)
+def test_alibis_step_says_the_positions_it_uses(lang, said, row):
+    # a decoding step: one query at position 3 against keys at 0..3; the distances are |3 − p_j|, not |0 − j|
+    spec = {
+        "lang": lang,
+        "tokens": ["tea"],
+        "key_tokens": ["I", "like", "green", "tea"],
+        "positions": [3],
+        "mask": "causal",
+        "alibi_slopes": [0.5],
+        "Q": [[0.5, -1]],
+        "K": [[1, 0], [0, 2], [2, 0], [1, 1]],
+        "V": [[1, 0], [0, 1], [1, 1], [2, 0]],
+    }
+    text = render(derive(load_spec(spec)), "markdown")
+    assert said in text and "counted 0, 1, 2" not in text and "0、1、2" not in text
+    assert row is None or row in text
+    assert (
+        "p_j = [0,\\ 1,\\ 2,\\ 3], \\qquad \\lvert 3 - p_j\\rvert = [3,\\ 2,\\ 1,\\ 0], \\qquad "
+        "-m\\,\\lvert 3 - p_j\\rvert = [-1.5,\\ -1.0,\\ -0.5,\\ 0.0]\n"
+    ) in text
+    # without positions the rows are the positions, as before
+    plain = render(derive(load_spec(builtin.example_path("alibi", "en"))), "markdown")
+    assert "are their rows counted 0, 1, 2, … from the top" in plain and "p_j" not in plain

@@ -143,3 +143,48 @@ def test_the_example_passes_katex_and_tex(katex, latex, tmp_path, lang):
     latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\[hv]box", log) == []
+
+
+def test_the_backward_pass_goes_through_rmsnorm_to_dq_and_dk():
+    # the step after dQ' and dK': the focus query's row and one key's, s, 1/σ and 1/(d σ³), then dQ and dK
+    spec = load_spec(builtin.example_path("qk-norm", "en")).with_options(backward=True)
+    text = render(derive(spec), "markdown")
+    assert (
+        "## QK-norm backward: through RMSNorm to $dQ$ and $dK$\n\n"
+        "The scores were dot products of the normalized rows, so the step above gave the gradients of $Q'$ and "
+        "$K'$. RMSNorm takes each row $x$ to $x' = x \\odot w / \\sigma$, and its gradient $g$ goes back to $x$ as "
+        "$dx_t = \\dfrac{w_t\\, g_t}{\\sigma} - x_t\\, \\dfrac{s}{d_k\\, \\sigma^3}$, where "
+        "$s = \\sum_j w_j\\, g_j\\, x_j$ sums over the row's columns. No weights are given, so $w = 1$.\n\n"
+        "The query of “tea”, with $g$ its row of $dQ'$:\n\n$$\n\\begin{aligned}\n"
+        "s &= \\textstyle\\sum_j (w_j\\, dQ'_j)\\, q_j \\approx \\left(-0.179\\right) \\times 3 + 0.121 \\times 4 "
+        "\\approx -0.052 \\\\\n"
+        "\\tfrac{1}{\\sigma} &\\approx 0.283,\\quad \\tfrac{1}{d_k\\,\\sigma^3} \\approx 0.011 \\\\\n"
+        "dQ_{1} &= \\tfrac{w_1\\, dQ'_1}{\\sigma} - q_1 \\tfrac{s}{d_k\\,\\sigma^3} = \\left(-0.179\\right) \\times "
+        "0.283 - 3 \\times \\left(-0.052\\right) \\times 0.011 \\approx -0.049 \\\\\n"
+    ) in text
+    # the rows of dQ and dK the step ends with are compute's, rounded
+    got = compute(spec, digits=3)["backward"]
+    assert got["dQ"]["value"][2] == ["-0.0489", "0.0367"] and "$$\ndQ \\approx \\begin{bmatrix}" in text
+    zh = render(derive(load_spec(builtin.example_path("qk-norm", "zh")).with_options(backward=True)), "markdown")
+    assert "## QK-norm 的反向：经过 RMSNorm 得到 $dQ$ 与 $dK$\n" in zh
+    assert "「茶」的查询向量，$g$ 是它在 $dQ'$ 中的那一行：\n" in zh
+
+
+def test_by_hand_the_rmsnorm_lines_work_from_the_shown_numbers():
+    # weights w: each w·g is exact from the shown dQ′, s is their sum with x, and dx from the shown 1/σ
+    spec = load_spec(
+        {
+            "Q": [["3", "4"], ["1", "0"]],
+            "K": [["1", "1"], ["0", "2"]],
+            "V": [["1", "0"], ["5", "2"]],
+            "qk_norm": True,
+            "q_norm_weight": ["1", "0.5"],
+            "k_norm_weight": ["2", "1"],
+            "rounding": "hand",
+        }
+    ).with_options(backward=True)
+    step = next(s for s in derive(spec).steps if s.kind == "backward_norm")
+    q = step.query
+    assert [str(x.value) for x in q.wg] == ["-0.89", "0.092115"]
+    assert (str(q.dot.value), str(q.inv.value), str(q.inv3.value)) == ("-0.89000", "1.414", "1.414")
+    assert [format(x.value, "f") for x in q.out] == ["0.00000000", "0.13025061"]  # 0.092115 × 1.414 = 0.13025061

@@ -17,7 +17,7 @@ import sympy
 from symattn import variants
 from symattn.checking.layout import Layout
 from symattn.exact import numeric
-from symattn.input.claims import Claim
+from symattn.input.claims import PRODUCTS, Claim
 from symattn.input.numeral import Numeral
 from symattn.input.quantities import INPUTS
 from symattn.input.reader import Entry
@@ -64,7 +64,12 @@ class Chain:
         self.layout = layout
         self.spec = layout.spec
         self.index: dict[tuple[int | None, str, int | None, int | None], list[Claim]] = {}
+        # claimed partial products: (head, the sum's quantity, row, col) -> term -> the claimed term
+        self.terms: dict[tuple[int | None, str, int | None, int | None], dict[int, Claim]] = {}
         for c in claims:
+            if c.term is not None:
+                self.terms.setdefault((c.head, PRODUCTS[c.quantity], c.row, c.col), {})[c.term] = c
+                continue
             self.index.setdefault((c.head, base(c.quantity), c.row, c.col), []).append(c)
         self.names = {name for _, name, _, _ in self.index}
         self._cache: dict[tuple, Value] = {}
@@ -93,7 +98,9 @@ class Chain:
         """The value of one quantity from the implied values before it."""
         key = (head, quantity, row, col)
         if key not in self._cache:
-            if quantity in INPUTS or quantity in ("sqrt_dk", "scale") or self.layout.is_layer(quantity, head):
+            if key in self.terms:  # the claimant's own partial products, added up
+                self._cache[key] = self.summed(key)
+            elif quantity in INPUTS or quantity in ("sqrt_dk", "scale") or self.layout.is_layer(quantity, head):
                 self._cache[key] = self._layer(quantity, row, col)
             else:
                 self._cache[key] = (
@@ -102,6 +109,42 @@ class Chain:
                     or self._head(quantity, row, col, head)
                 )
         return self._cache[key]
+
+    def summed(self, key: tuple) -> Value:
+        """A score or an output entry as the sum of the claimant's terms, each claimed or else their own."""
+        head, quantity, row, col = key
+        terms = self.terms[key]
+        total = [
+            (rational(terms[t].number.value), True)
+            if t in terms and not terms[t].number.is_infinite
+            else self.term(quantity, row, col, t, head)
+            for t in range(self.term_count(quantity, head))
+        ]
+        return sympy.Add(*[x for x, _ in total]), any(a for _, a in total)
+
+    def term_count(self, quantity: str, head: int | None) -> int:
+        m = self.layout.heads[self.layout.index(head)]
+        return m.d_k if quantity == "scores" else m.n_keys
+
+    def factors(self, quantity: str, row: int, col: int, t: int, head: int | None) -> tuple[Value, Value]:
+        """The two numbers whose product is term t of a score (q_i,t and k_j,t, of Q′ and K′ where a Q/K part
+        turns or normalizes them) or of an output entry (p_it and v_t,c), from the claimant's own numbers."""
+        L = self.layout
+        h = L.index(head)
+        m = L.heads[h]
+        if quantity == "output":
+            v0 = L.kv_index(h) * L.width_v
+            return self.implied("weights", row, t, head), self.implied("V", t, v0 + col)
+        factors = m.qk.factors if m.qk is not None else None
+        if factors is not None:  # the part's own rows, each head's columns from 0
+            return self.implied(factors[0], row, t, head), self.implied(factors[1], col, t, head)
+        q0, k0 = h * L.width_q, L.kv_index(h) * L.width_q
+        return self.implied("Q", row, q0 + t), self.implied("K", col, k0 + t)
+
+    def term(self, quantity: str, row: int, col: int, t: int, head: int | None) -> Value:
+        """Term t of a score or of an output entry, from the claimant's own numbers before it."""
+        (a, x), (b, y) = self.factors(quantity, row, col, t, head)
+        return a * b, x or y
 
     # --- the layer: inputs, scalars, concat and the output after W_O, the gradients around the heads -------
 

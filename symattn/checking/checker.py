@@ -26,7 +26,7 @@ from symattn.checking.slips import diagnose_rows
 from symattn.checking.verdicts import Checker
 from symattn.exact import progress
 from symattn.exact.factory import build
-from symattn.input.claims import Claim, Claims, load_claims
+from symattn.input.claims import PRODUCTS, Claim, Claims, load_claims
 from symattn.input.errors import SpecError, evaluating
 from symattn.input.quantities import GRADIENTS, is_multihead, order
 from symattn.input.spec import Spec
@@ -34,9 +34,11 @@ from symattn.input.spec import Spec
 
 def _order(claim: Claim, multihead: bool) -> tuple:
     return (
-        order(claim.quantity, claim.head, multihead),
+        order(PRODUCTS.get(claim.quantity, claim.quantity), claim.head, multihead),
         claim.row if claim.row is not None else -1,
         claim.col if claim.col is not None else -1,
+        claim.term is None,  # the terms of an entry before its sum
+        claim.term or 0,
         claim.in_row_section,
         claim.quantity == "percent",
     )

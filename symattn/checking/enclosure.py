@@ -22,6 +22,9 @@ from symattn.input.spec import Spec
 Interval = tuple[Fraction, Fraction]
 _DIGITS = 40  # the digits of each irrational bound, before it is widened outward by one unit more
 ROUNDED_QUANTITIES = ("Q", "K", "V", "scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "output")
+# the online softmax's (block_keys) and the log-sum-exp: row b of running_max, rescale and running_sum is block
+# b (the column the query), row b·n + i of the accumulator is block b and query i
+TILED = ("lse", "running_max", "rescale", "running_sum", "accumulator")
 
 
 def _outward(x: sympy.Expr) -> Interval:
@@ -117,6 +120,64 @@ class Enclosure:
         dot = _total([_mul(q[m], _sub(self.K[k][m], self.K[j][m])) for m in range(len(q))])
         return _mul(dot, self.scale)
 
+    @cached_property
+    def tiles(self):
+        """The online softmax's blocks and the key of each running max (the exact model's, as ``shifted`` takes
+        the exact row maximum)."""
+        from symattn import variants
+
+        return variants.view(self.spec, "lse", self.model)
+
+    def _tiled(self, quantity: str, b: int, i: int, c: int) -> Interval | None:
+        """Block b's running max, rescale, running sum or accumulator column c of query i; the log-sum-exp of
+        row i (b = 0); None where the value is −∞ (no key seen yet: nothing rounds to it)."""
+        if quantity == "lse":  # log Σ_k e^(z_ik): monotone in each z
+            keys = self.keys(i)
+            if not keys:
+                return None
+            low, high = _total([_exp(self.at("scaled", i, k)) for k in keys])
+            return _outward(sympy.log(_rational(low)))[0], _outward(sympy.log(_rational(high)))[1]
+        tiles = self.tiles
+        seen, top = tiles.seen(i, b), tiles.argmax[b][i]
+        if quantity == "running_max":
+            if top is None:
+                return None
+            boxes = [self.at("scaled", i, k) for k in seen]
+            return max(x[0] for x in boxes), max(x[1] for x in boxes)
+        if quantity == "rescale":  # e^(m_old − m_new) ≤ 1: 0 before the first key, 1 while none is seen
+            old = tiles.argmax[b - 1][i] if b > 0 else None
+            if top is None or old is None:
+                one = Fraction(1 if top is None else 0)
+                return one, one
+            low, high = _exp(self.difference(i, old, top))
+            return min(low, Fraction(1)), min(high, Fraction(1))
+        if top is None:
+            zero = Fraction(0)
+            return zero, zero
+        terms = [_exp(self.difference(i, k, top)) for k in seen]  # e^(z_k − m), the query counted once
+        if quantity == "running_sum":
+            return _total(terms)
+        return _total([_mul(t, self.V[k][c]) for t, k in zip(terms, seen)])
+
+    def reach(self, quantity: str, i: int, j: int) -> Interval | None:
+        """The interval of one claimed entry, at the checker's (row, column) of it; None where no number is
+        reachable (a running max of no key)."""
+        if quantity not in TILED:
+            return self.at(quantity, i, j)
+        n = len(self.Q)
+        if quantity == "lse":
+            return self._tiled(quantity, 0, i, 0)
+        b, query, c = (i // n, i % n, j) if quantity == "accumulator" else (i, j, 0)
+        return self._tiled(quantity, b, query, c)
+
+    def term(self, quantity: str, i: int, j: int, t: int) -> Interval:
+        """Term t of a score (q_it·k_jt) or of an output entry (p_it·v_tj): a partial product."""
+        if quantity == "scores":
+            return _mul(self.Q[i][t], self.K[j][t])
+        if not self.model.may_attend(i, t):  # a masked key's weight is 0
+            return Fraction(0), Fraction(0)
+        return _mul(self.at("weights", i, t), self.V[t][j])
+
     def at(self, quantity: str, i: int, j: int) -> Interval:
         """The interval of one entry (``exp_sum``: j is ignored; ``percent`` is the weight)."""
         key = (quantity, i, j)
@@ -147,9 +208,11 @@ class Enclosure:
         raise ValueError(quantity)  # pragma: no cover - callers ask for ROUNDED_QUANTITIES only
 
 
-def explains(interval: Interval, claim: Numeral) -> bool:
+def explains(interval: Interval | None, claim: Numeral) -> bool:
     """Whether some value in the interval rounds to the claim at its decimals."""
     assert claim.decimals is not None  # a fraction claims exactness: rounding explains nothing
+    if interval is None:
+        return False
     half = Fraction(1, 2 * 10**claim.decimals)
     return interval[0] <= claim.value + half and claim.value - half <= interval[1]
 
@@ -157,6 +220,10 @@ def explains(interval: Interval, claim: Numeral) -> bool:
 def depends_on(spec: Spec, quantity: str, i: int, j: int) -> tuple[str, ...]:
     """The inputs a forward entry is computed from, named for the report: ``Q[3]`` (a row), ``K``, ``V[:,1]``;
     with projections ``X[3]``, ``W_Q``, ``W_K[:,1]``."""
+    if quantity in TILED:  # as the query's weights (lse) or its output column (the accumulator)
+        n = len(spec.Q)
+        i, j = (i % n, j) if quantity == "accumulator" else (i, 0) if quantity == "lse" else (j, 0)
+        quantity = "output" if quantity == "accumulator" else "weights"
     P = spec.projection
     if P is not None:
         keys = "X" if P.X_kv is None else "X_kv"
@@ -175,4 +242,4 @@ def depends_on(spec: Spec, quantity: str, i: int, j: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-__all__ = ["Enclosure", "Interval", "ROUNDED_QUANTITIES", "depends_on", "explains", "is_supported", "typed"]
+__all__ = ["Enclosure", "Interval", "ROUNDED_QUANTITIES", "TILED", "depends_on", "explains", "is_supported", "typed"]

@@ -132,6 +132,7 @@ def report_data(report: Report) -> dict[str, Any]:
             "note": v.note,
             "asked": v.asked,
             "rounded_inputs": list(v.rounded_inputs),
+            **({} if v.claim.term is None else {"term": v.claim.term + 1}),  # a partial product's term, 1-based
         }
         for v in report.results
     ]

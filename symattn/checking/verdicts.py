@@ -38,9 +38,10 @@ import sympy
 from symattn import variants
 from symattn.checking.chain import Chain, base, rational
 from symattn.checking.closed import Closed, Texts
-from symattn.checking.enclosure import ROUNDED_QUANTITIES, Enclosure, depends_on, explains, is_supported
+from symattn.checking.enclosure import ROUNDED_QUANTITIES, TILED, Enclosure, depends_on, explains, is_supported
 from symattn.checking.explain import Explainer
 from symattn.checking.layout import Layout
+from symattn.checking.products import term_verdict
 from symattn.checking.report import Verdict
 from symattn.checking.slips import Slips
 from symattn.exact import numeric
@@ -158,6 +159,8 @@ class Checker:
     # --- verdicts --------------------------------------------------------
 
     def verdict(self, claim: Claim) -> Verdict:
+        if claim.term is not None:  # one term of a partial product
+            return term_verdict(self, claim)
         quantity, head = base(claim.quantity), claim.head
         i, j = self.position(claim)
         L = self.layout
@@ -228,9 +231,9 @@ class Checker:
     def input_rounding(self, claim: Claim, quantity: str, i: int, j: int) -> tuple[str, ...]:
         """The inputs whose rounding explains a claim the exact inputs contradict (none: it is not explained)."""
         enclosure = self.enclosure
-        if enclosure is None or quantity not in ROUNDED_QUANTITIES or claim.number.decimals is None:
+        if enclosure is None or quantity not in ROUNDED_QUANTITIES + TILED or claim.number.decimals is None:
             return ()
-        if not explains(enclosure.at(quantity, i, j), claim.number):
+        if not explains(enclosure.reach(quantity, i, j), claim.number):
             return ()
         return depends_on(self.spec, quantity, i, j)
 

@@ -133,6 +133,17 @@ def _grad_softmax_row(row: Any) -> bool:
     return _dots(row.products) and _adds(_sum(_times(a, b) for a, b in row.dot_terms), row.dot) and compact
 
 
+def _norm_row(row: Any) -> bool:
+    """RMSNorm's backward of a row: s = Σ (w g)_j x_j, then each (w g)_t × 1/σ − x_t × s × 1/(d σ³)."""
+    pairs = list(zip(row.wg, row.x))
+    total = _sum(_times(a, b) for a, b in pairs)
+    lines = all(
+        _adds(_minus(_Shown(_times(a, row.inv)), _Shown(_times(_Shown(_times(x, row.dot)), row.inv3))), out)
+        for (a, x), out in zip(pairs, row.out)
+    )
+    return _adds(total, row.dot) and lines
+
+
 # the blocks of each step kind that show expanded lines, in the document's order
 CHECKS: dict[str, Callable[[Any], list[bool]]] = {
     "projecting": lambda s: [_dots(p.dots) for p in s.products],
@@ -144,6 +155,7 @@ CHECKS: dict[str, Callable[[Any], list[bool]]] = {
     "backward_values": lambda s: [_dots(s.dV_dots), _dots(s.dA_dots)],
     "backward_softmax": lambda s: [_grad_softmax_row(row) for row in s.rows],
     "backward_qk": lambda s: [_dots(s.dQ_dots), _dots(s.dK_dots)],
+    "backward_norm": lambda s: [_norm_row(s.query), _norm_row(s.key)],
 }
 NESTED = ("head", "backward_head", "substitution")  # steps that hold a derivation of their own, shown in place
 

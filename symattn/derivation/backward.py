@@ -203,7 +203,7 @@ def _head_backward(
     turned = qk[0][0].backward_inputs(spec, model) if qk else None  # a Q/K part's Q′ and K′, as shown
     if turned is not None:
         Q, K = turned
-    dQ, dK = ("dQ", "dK") if turned is None else model.qk.gradients
+    dQ, dK = ("dQ", "dK") if turned is None else model.qk.gradients[:2]
     dV_dots = tuple(
         Dot(j, k, tuple((A[i][j], dO[i][k]) for i in range(n)), g["dV"][j][k]) for j in keys for k in range(len(V[0]))
     )
@@ -286,6 +286,20 @@ def _grad_projections(spec: Spec, shown: dict[str, NumRows]) -> GradProjections:
     )
 
 
+def _turned(spec: Spec, model: BackwardModel) -> dict[str, NumRows]:
+    """Each head's Q′ and K′ of a Q/K part as its step shows them, by the names its rows have (``name@h``
+    per head): a hand backward pass works from them."""
+    out: dict[str, NumRows] = {}
+    subs = [spec.head(h) for h in range(spec.heads)] if spec.heads > 1 else [spec]
+    for h, (head, sub) in enumerate(zip(model.heads, subs)):
+        qk = variants.stage(sub, variants.QK)
+        factors = head.qk.factors if head.qk is not None else None
+        shown = qk[0][0].backward_inputs(sub, head) if qk and factors else None
+        if factors and shown is not None:
+            out.update({name + (f"@{h}" if model.is_split else ""): rows for name, rows in zip(factors, shown)})
+    return out
+
+
 def backward_steps(spec: Spec, model: BackwardModel) -> tuple[BackwardStep, ...]:
     """The steps of the backward pass, in the order a reader works them."""
     from symattn.exact.rounding import gradient_figures
@@ -298,7 +312,8 @@ def backward_steps(spec: Spec, model: BackwardModel) -> tuple[BackwardStep, ...]
     if spec.W_O is not None:
         assert model.forward.kind == "heads"  # W_O makes the forward model several heads
         output = cast("MultiHead", model.forward).figures_output(spec, concat)
-    shown = gradient_figures(model, spec, [f.weights for f in figs], output, concat, figs[0].sqrt_dk)
+    weights = [f.weights for f in figs]
+    shown = gradient_figures(model, spec, weights, output, concat, figs[0].sqrt_dk, _turned(spec, model))
     b = spec.backward
     assert b is not None  # the backward model is built only for a spec with [backward]
     steps: list[BackwardStep] = [Loss(b.loss, output, is_exact(output), b.target, shown["dO"], is_exact(shown["dO"]))]

@@ -19,7 +19,7 @@ shown numbers before it), never a re-rounding of fixed digits.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -236,9 +236,11 @@ def gradient_figures(
     shown_output: NumRows | None = None,
     shown_concat: NumRows | None = None,
     sqrt_dk: Num | None = None,
+    given: Mapping[str, NumRows] | None = None,
 ) -> dict[str, NumRows]:
     """Every gradient as shown, by name (``name@h`` per head): the exact values rounded, or (hand)
-    each step from the shown numbers of the step before (the weights, O and the concatenation as shown)."""
+    each step from the shown numbers of the step before (the weights, O and the concatenation as shown, and
+    ``given``: a Q/K part's Q′ and K′ as its step shows them)."""
     decimals, notation = spec.decimals.gradients, spec.notation
     names = list(model.quantity_names)
     if spec.rounding != "hand":
@@ -251,7 +253,7 @@ def gradient_figures(
 
     alg = _Hand(spec, sqrt_dk)
     shown: dict[str, NumRows] = {}
-    forward = {"O": shown_output, "concat": shown_concat}
+    forward = {"O": shown_output, "concat": shown_concat, **(given or {})}
 
     def hook(name: str, values):
         if name in forward:

@@ -51,6 +51,9 @@ _INDEX = re.compile(r"\[([0-9]+)\]")
 _HEAD = re.compile(r"h([0-9]{1,9})")  # a table of one head's claims: [claims.h2]
 _COMMA = re.compile(r"[-+−]?[0-9]+,[0-9]+\s*%?")  # "0,311", "40,3%": a decimal comma (bounded text only)
 _PREFIXED = re.compile(r"h([0-9]{1,9})\.(.+)", re.DOTALL)  # "h2.weights[1][2]"
+# the terms of one dot product: "products.scores[1][2]" = ["0.9", "0.02"]; products.output[i][c] the same
+_PRODUCTS = re.compile(r"products\.(scores|output)((?:\[[0-9]+\])*)")
+PRODUCTS = {"products.scores": "scores", "products.output": "output"}  # each term claim and the sum it adds up to
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class Claim:
     in_row_section: bool  # written under [claims.rows.<token>]
     key: str  # as in the file, for messages
     head: int | None = None  # 0-based head of a per-head claim (several heads or W_O); None: the layer's
+    term: int | None = None  # 0-based term t of a partial product (products.scores[i][j], t); None: a value
 
 
 class Written(NamedTuple):
@@ -151,6 +155,9 @@ class _ClaimReader(Reader):
             if row is None and text == "rows":
                 self.rows(value, key, head)
                 continue
+            if text == "products" or text.startswith("products.") or ".products." in text:
+                self.products(text, value, key, row, head)
+                continue
             whole, prefixed = _HEAD.fullmatch(text), _PREFIXED.fullmatch(text)
             if whole and head is None and isinstance(value, Mapping):  # [claims.h2]: one head's claims
                 self.section(value, key, row, self.head_of(whole.group(1), key))
@@ -158,6 +165,63 @@ class _ClaimReader(Reader):
                 self.claim(prefixed.group(2), value, key, row, self.head_of(prefixed.group(1), key))
             else:
                 self.claim(text, value, key, row, head)
+
+    def products(self, text: str, value: Any, key: str, row: int | None, head: int | None) -> None:
+        """Partial products: ``products.scores[i][j]`` (a dotted TOML key, or one quoted key), a list of terms."""
+        prefixed = _PREFIXED.fullmatch(text)
+        if prefixed and head is None:  # "h2.products.scores[1][2]"
+            head, text = self.head_of(prefixed.group(1), key), prefixed.group(2)
+        if row is not None:
+            raise self.error(key, "partial products are claimed by entry (products.scores[i][j]), not in a row section")
+        if text == "products" and isinstance(value, Mapping):  # products."scores[1][2]" = [...]
+            for inner, terms in value.items():
+                self.products(f"products.{inner}", terms, f"{key}.{inner}", None, head)
+            return
+        match = _PRODUCTS.fullmatch(text)
+        if match is None:
+            raise self.error(key, "unknown partial products; expected products.scores[i][j] or products.output[i][c]")
+        name = "products." + match.group(1)
+        if is_multihead(self.spec) and head is None:
+            more = f" to h{self.spec.heads}.{name}" if self.spec.heads > 1 else ""
+            raise self.error(key, f"{name} is claimed per head: h1.{name}{more}")
+        spec = self.spec
+        d_k, d_v = len(spec.Q[0]) // spec.heads, len(spec.V[0]) // spec.kv_groups  # one head's columns
+        size = (len(spec.Q), len(spec.K), d_k) if name == "products.scores" else (len(spec.Q), d_v, len(spec.K))
+        what = "q_i,t·k_j,t for t = 1.." if name == "products.scores" else "p_ij·v_jc for j = 1.."
+        found = _INDEX.findall(match.group(2))
+        if any(len(i) > 9 for i in found):
+            raise self.error(key, "an index has more than 9 digits")
+        if len(found) > 2:
+            raise self.error(key, f"{name} takes 2 index(es), got {len(found)}")
+        indices = tuple(int(i) for i in found)
+        for index, top in zip(indices, size):
+            if not 1 <= index <= top:
+                raise self.error(key, f"index {index} is out of range 1..{top}")
+        self.terms(_Where(name, None, head, 0), value, (indices, ()), size, key, what)
+
+    def terms(self, where: _Where, value: Any, at: tuple[tuple[int, ...], ...], size: tuple[int, ...], key: str, what):
+        """The lists of terms under one key: a matrix of lists, a row of them, or one list (its own entry).
+        ``at``: the indexes the key names, and those of the entries below it (the position in messages)."""
+        named, below = at
+        indices = named + below
+        if len(indices) < 2:
+            items = self.listed(value, key, size[len(indices)], where.quantity, matrix=True, position=below)
+            for k, item in enumerate(items):
+                self.terms(where, item, (named, below + (k + 1,)), size, key, what)
+            return
+        if not isinstance(value, (list, tuple)):
+            raise self.error(key, f"expected a list of terms, got {kind_of(value)}", below)
+        if len(value) != size[2]:
+            raise self.error(key, f"expected {size[2]} terms ({what}{size[2]}), got {len(value)}", below)
+        i, j = indices[0] - 1, indices[1] - 1
+        for t, raw in enumerate(value):
+            position = below + (t + 1,)
+            if self.is_blank(raw, key, position, where, (i, j)):
+                continue
+            number = self.number_of(raw, key, position, where, (i, j))
+            if len(self.out) >= CLAIMS:
+                raise self.limit(key, f"more than {CLAIMS} claims (the limit)")
+            self.out.append(Claim(where.quantity, i, j, number, False, key, where.head, t))
 
     def head_of(self, digits: str, key: str) -> int | None:
         """The 0-based head of a prefix hN; None for the one head of a spec without W_O (h1 is all there is)."""

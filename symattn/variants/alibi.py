@@ -108,6 +108,8 @@ class AlibiBias:
     cross: bool
     rotated: bool = False  # the bias comes on top of the scores of Q and K turned by a Q/K part
     capped: bool = False  # a softcap comes next: the biased scores go on to it, not to the softmax
+    query_position: int | None = None  # the focus query's position where the spec gives positions
+    key_positions: tuple[int, ...] = ()  # and each key's (empty: the rows, 0, 1, …)
 
 
 # --- the part -------------------------------------------------------------------------------------
@@ -196,6 +198,7 @@ class AlibiPart(Part):
         exact = numeric.as_fraction(part.slope)
         rounded = numeric.round_expr(part.slope, spec.decimals.scaled)
         Z, f = shown(MAP), spec.focus  # the biased scores, before any map
+        given = spec.setting("positions") is not None  # positions the spec gives: the step says them
         return AlibiBias(
             slope=Num(rounded, exact is not None and Fraction(rounded) == exact),
             exponent=None if slope.given is not None else slope.exponent,
@@ -209,6 +212,8 @@ class AlibiPart(Part):
             cross=spec.is_cross,
             rotated=model.qk is not None,
             capped=bool(model.stage_parts(MAP)),
+            query_position=part.q_pos[f] if given else None,
+            key_positions=part.k_pos if given else (),
         )
 
     def sweep_argument(self, value: Any, heads: int, drawn: Any) -> Any:

@@ -278,6 +278,8 @@ class HeadPart:
     exposes: ClassVar[tuple[str, ...]] = ()  # what ``model.<name>`` reads from it (``expose``)
     gradients: ClassVar[tuple[str, ...]] = ()  # the gradients its rule adds (a denominator's: one per head)
     silent: ClassVar[tuple[str, ...]] = ()  # gradients a wrong claim's explanation leaves to the document
+    # a Q/K part's quantities whose rows make the scores, Q′ and K′ (a score's partial products are theirs)
+    factors: ClassVar[tuple[str, str] | None] = None
 
     def expose(self, model: Any, name: str) -> Any:
         return getattr(self, name)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from symattn.input.files import kind_of
+from symattn.input.messages import said
 from symattn.input.reader import brief, parse_index
 from symattn.variants.base import PLACE, Part, Where
 
@@ -59,16 +60,15 @@ def _list(reader: Any, data: Mapping[str, Any], key: str, count: int) -> tuple[i
     if key not in data:
         return tuple(range(count))
     raw = data[key]
-    what = "queries" if key == "positions" else "keys"
     if not isinstance(raw, list):
-        raise reader.error(key, f"expected a list of {count} positions (one per row of the {what}), got {kind_of(raw)}")
+        raise reader.error(key, said(key + "_list", count=count, got=kind_of(raw)))
     if len(raw) != count:
-        raise reader.error(key, f"expected {count} positions (one per row of the {what}), got {len(raw)}")
+        raise reader.error(key, said(key + "_count", count=count, n=len(raw)))
     out = []
     for n, x in enumerate(raw, 1):
         p = parse_index(x)  # an int, or its digits as the web page sends them
         if p is None or not 0 <= p <= POSITION:
-            raise reader.error(key, f"expected a whole number from 0 to {POSITION}, got {brief(x)}", (n,))
+            raise reader.error(key, said("position_range", most=POSITION, got=brief(x)), (n,))
         out.append(p)
     return tuple(out)
 
@@ -100,7 +100,7 @@ class Positions(Part):
 
     def check(self, reader: Any, setting: Any, symbolic: bool) -> None:
         if setting is not None and symbolic:
-            raise reader.error("positions", "symbols are not supported with positions; give numbers")
+            raise reader.error("positions", said("positions_symbols"))
 
     def report(self, spec: Any, setting: Placed | None) -> dict[str, Any]:
         return {} if setting is None else {"positions": list(setting.queries), "key_positions": list(setting.keys)}

@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import NumRow, NumRows
+from symattn.input.messages import said
 from symattn.input.numeral import parse_numeral
 from symattn.variants.base import ADD, DENOMINATOR, QK, Part, Quantity, Where
 
@@ -69,6 +70,35 @@ class Normalization:
     K_norm: NumRows
 
 
+@dataclass(frozen=True)
+class NormBackRow:
+    """RMSNorm's backward of one row: its sum s = Σ_j (w ⊙ g)_j x_j, 1/σ and 1/(d·σ³), and each dx_t."""
+
+    row: int
+    x: tuple[Any, ...]  # the row of Q or K as given (Numerals)
+    wg: NumRow  # w ⊙ g, g the row of dQ′ (dK′) as shown
+    dot: Any  # s (a Num)
+    inv: Any  # 1/σ as the hand pass uses it (a Num)
+    inv3: Any  # 1/(d·σ³)
+    out: NumRow  # the row of dQ (dK)
+
+
+@dataclass(frozen=True)
+class GradNorm:
+    """dQ and dK through RMSNorm: the focus query's row and one key's, then both matrices."""
+
+    kind: ClassVar[str] = "backward_norm"
+    d_k: int
+    weighted: bool
+    query: NormBackRow
+    key: NormBackRow
+    dQ: NumRows
+    dQ_exact: bool
+    dK: NumRows
+    dK_exact: bool
+    note_at: int | None = None  # exact rounding: the first row whose shown numbers do not give its results
+
+
 # --- the part -------------------------------------------------------------------------------------
 
 
@@ -86,7 +116,7 @@ class QkNormPart(Part):
         Quantity("Q_norm", "scores", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
         Quantity("K_norm", "scores", rows="key", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
     )
-    step_kinds = ("qk_norm",)
+    step_kinds = ("qk_norm", "backward_norm")
     facts = (("toy_vs_real", "qk_norm", False),)
     rounded_read = True
     certify = "--certify does not cover QK-norm yet"
@@ -96,20 +126,18 @@ class QkNormPart(Part):
         if not on:
             for key in self.keys[1:]:
                 if key in data:
-                    raise reader.error(key, "needs qk_norm = true")
+                    raise reader.error(key, said("needs_qk_norm"))
             return None
         if where.symbolic_qk:
-            raise reader.error("qk_norm", "QK-norm needs numbers in Q and K (symbols are not normalized)")
+            raise reader.error("qk_norm", said("qk_norm_symbols"))
         if data.get("inputs") == "rounded":
-            raise reader.error("inputs", 'inputs = "rounded" is not supported with QK-norm yet')
+            raise reader.error("inputs", said("qk_norm_rounded"))
         eps, text = Fraction(1, 10**6), parse_numeral("1e-6")
         if "qk_norm_eps" in data:
             n = reader.number(data["qk_norm_eps"], "qk_norm_eps")
             low = Fraction(1, QK_NORM_EPS)
             if not low <= n.value <= 1 or max(n.value.numerator, n.value.denominator) > QK_NORM_EPS:
-                raise reader.error(
-                    "qk_norm_eps", f"{n.text} is outside what QK-norm takes: a number from 1/{QK_NORM_EPS} to 1"
-                )
+                raise reader.error("qk_norm_eps", said("qk_norm_eps", got=n.text, most=QK_NORM_EPS))
             eps, text = n.value, n
         weights: list[tuple[Fraction, ...] | None] = []
         for key in ("q_norm_weight", "k_norm_weight"):
@@ -118,14 +146,14 @@ class QkNormPart(Part):
                 continue
             row = reader.vector(data[key], key)
             if len(row) != where.d_k:
-                raise reader.error(key, f"expected {where.d_k} weights (one per column of a head), got {len(row)}")
+                raise reader.error(key, said("norm_weights", d_k=where.d_k, n=len(row)))
             weights.append(tuple(x.value for x in row))
         from symattn import variants  # here: the registry imports this module
 
         for other in variants.PARTS:  # their rules assume plain scores (or their own)
             if other is not self and other.stage in (QK, ADD, DENOMINATOR):
                 if other.read(reader, data, where) is not None:
-                    raise reader.error("qk_norm", f"QK-norm does not combine with {other.title} yet")
+                    raise reader.error("qk_norm", said("qk_norm_combine", part=other.title))
         return QkNorm(eps, weights[0], weights[1], text)
 
     def head_part(self, setting: QkNorm, spec: Any) -> Normed:
@@ -173,8 +201,61 @@ class QkNormPart(Part):
     def backward_inputs(self, spec: Any, model: Any) -> tuple[NumRows, NumRows]:
         return self._shown(spec, model, "Q_norm"), self._shown(spec, model, "K_norm")
 
+    def backward_after_qk(self, spec: Any, model: Any, g: Mapping[str, Any], key: int) -> tuple[GradNorm]:
+        from symattn.exact.rounding import is_exact
+
+        part = model.qk
+        query = _back_row(spec, part, model, "Q", spec.focus, g)
+        return (
+            GradNorm(
+                model.d_k,
+                part.q_weight is not None or part.k_weight is not None,
+                query,
+                _back_row(spec, part, model, "K", key, g),
+                g["dQ"],
+                is_exact(g["dQ"]),
+                g["dK"],
+                is_exact(g["dK"]),
+            ),
+        )
+
+
+def _back_row(spec: Any, part: Any, model: Any, which: str, row: int, g: Mapping[str, Any]) -> NormBackRow:
+    """One row's RMSNorm backward as the step shows it; 1/σ and 1/(d·σ³) at the weights' decimals, as the
+    hand pass takes them (``real`` of its algebra)."""
+    import sympy
+
+    from symattn.exact import numeric
+    from symattn.exact.num import Num
+    from symattn.input.decimals import round_half_up, terminating_decimals
+
+    name = which + "_norm"
+    a = part.mean_squares(model, name)[row]
+    sigma = sympy.sqrt(sympy.Rational(a.numerator, a.denominator))
+
+    def shown(x: sympy.Expr) -> Num:
+        value, exact = numeric.round_expr(x, spec.decimals.weights), numeric.as_fraction(x)
+        return Num(value, exact is not None and Fraction(value) == exact)
+
+    w = part.q_weight if which == "Q" else part.k_weight
+    wg = []
+    for t, gt in enumerate(g["d" + name][row]):
+        value = gt.fraction * (w[t] if w else 1)
+        places = terminating_decimals(value)
+        digits = places if places is not None else spec.decimals.gradients + 2
+        wg.append(Num(round_half_up(value, digits), gt.exact and places is not None))
+    return NormBackRow(
+        row,
+        tuple(getattr(spec, which)[row]),
+        tuple(wg),
+        g["dot_" + name][row][0],
+        shown(1 / sigma),
+        shown(1 / (model.d_k * sigma**3)),
+        g["d" + which][row],
+    )
+
 
 PART = QkNormPart()
 
 
-__all__ = ["NEEDS", "NORMED", "PART", "Normalization", "QkNorm", "QkNormPart"]
+__all__ = ["NEEDS", "NORMED", "PART", "GradNorm", "NormBackRow", "Normalization", "QkNorm", "QkNormPart"]

@@ -77,8 +77,9 @@ class Normed(ScoreBoxes, HeadPart):
     stage: ClassVar[int] = QK
     quantities: ClassVar[tuple[str, ...]] = NORMED
     computed: ClassVar[tuple[str, ...]] = NORMED
+    factors: ClassVar[tuple[str, str] | None] = NORMED
     exposes: ClassVar[tuple[str, ...]] = ()
-    gradients: ClassVar[tuple[str, ...]] = ("dQ_norm", "dK_norm")
+    gradients: ClassVar[tuple[str, ...]] = ("dQ_norm", "dK_norm", "dot_Q_norm", "dot_K_norm")
     silent: ClassVar[tuple[str, ...]] = ("dQ", "dK")
     not_rational: ClassVar[str] = "the scores with QK-norm are not rational: use structures"
 
@@ -234,26 +235,37 @@ class RmsBack:
         ]
 
     @staticmethod
-    def _back(alg: Any, G: list, X: list, sigma: tuple, w: tuple[Fraction, ...] | None) -> list:
+    def _dots(alg: Any, G: list, X: list, w: tuple[Fraction, ...] | None) -> list:
+        """Σ_j (w ⊙ g)_j x_j of each row: the one sum that RMSNorm's backward needs besides g."""
         from symattn.exact.gradients import total
 
+        one = Fraction(1)
+        return [
+            [total(alg, (gi * alg.const(w[c] if w else one) * xi for c, (gi, xi) in enumerate(zip(g, x))))]
+            for g, x in zip(G, X)
+        ]
+
+    @staticmethod
+    def _back(alg: Any, G: list, X: list, dots: list, sigma: tuple, w: tuple[Fraction, ...] | None) -> list:
         out = []
-        for g, x, s in zip(G, X, sigma):
-            d = len(x)
+        for g, x, dot, s in zip(G, X, dots, sigma):
             wg = [gi * alg.const(w[c] if w else Fraction(1)) for c, gi in enumerate(g)]
-            dot = total(alg, (a * b for a, b in zip(wg, x)))
-            inv, inv3 = alg.real(1 / s), alg.real(1 / (d * s**3))
-            out.append([a * inv - b * dot * inv3 for a, b in zip(wg, x)])
+            inv, inv3 = alg.real(1 / s), alg.real(1 / (len(x) * s**3))
+            out.append([a * inv - b * dot[0] * inv3 for a, b in zip(wg, x)])
         return out
 
     def through(self, alg: Any, dS: list, K: list, Q: list, out: dict, hook: Any) -> None:
         from symattn.exact.gradients import matmul, transpose
 
-        Qn, Kn = self._normed(alg, Q, self.q_sigma, self.q_weight), self._normed(alg, K, self.k_sigma, self.k_weight)
+        # Q̂ and K̂ pass the hook as the forward pass shows them (by hand: the rows dQ̂ and dK̂ are worked from)
+        Qn = hook("Q_norm", self._normed(alg, Q, self.q_sigma, self.q_weight))
+        Kn = hook("K_norm", self._normed(alg, K, self.k_sigma, self.k_weight))
         out["dQ_norm"] = dQ = hook("dQ_norm", matmul(alg, dS, Kn))
         out["dK_norm"] = dK = hook("dK_norm", matmul(alg, transpose(dS), Qn))
-        out["dQ"] = hook("dQ", self._back(alg, dQ, Q, self.q_sigma, self.q_weight))
-        out["dK"] = hook("dK", self._back(alg, dK, K, self.k_sigma, self.k_weight))
+        out["dot_Q_norm"] = q_dots = hook("dot_Q_norm", self._dots(alg, dQ, Q, self.q_weight))
+        out["dot_K_norm"] = k_dots = hook("dot_K_norm", self._dots(alg, dK, K, self.k_weight))
+        out["dQ"] = hook("dQ", self._back(alg, dQ, Q, q_dots, self.q_sigma, self.q_weight))
+        out["dK"] = hook("dK", self._back(alg, dK, K, k_dots, self.k_sigma, self.k_weight))
 
 
 def _root_value(s: Root) -> Fraction | None:

@@ -113,29 +113,29 @@ def read_frequencies(reader: Any, data: Any, pairs: int) -> tuple[Frequency, ...
     raw = data["rope_frequencies"]
     key = "rope_frequencies"
     if not isinstance(raw, list):
-        raise reader.error(key, f"expected a list of {pairs} frequencies (one per pair), got {kind_of(raw)}")
+        raise reader.error(key, said("frequencies_list", pairs=pairs, got=kind_of(raw)))
     if len(raw) != pairs:
-        raise reader.error(key, f"expected {pairs} frequencies, one per pair (d_k/2 = {pairs}), got {len(raw)}")
+        raise reader.error(key, said("frequencies_count", pairs=pairs, n=len(raw)))
     out: list[Frequency] = []
     for t, x in enumerate(raw, 1):
         f = parse_frequency(x)
         if f is None:
             if isinstance(x, str) and any(w in x for w in ("deg", "°", "pi", "π")):
-                raise reader.error(key, f'{x!r} is not an angle this reads: write "30deg", "pi/6" or "2pi/3"', (t,))
+                raise reader.error(key, said("angle_unread", got=repr(x)), (t,))
             n = reader.number(x, key, (t,))
             if n.value <= 0:
-                raise reader.error(key, f'a frequency in radians must be > 0, got {n.text} (or write "0deg")', (t,))
+                raise reader.error(key, said("frequency_positive", got=n.text), (t,))
             f = Frequency(n.text, n.value, False)
         if max(abs(f.value.numerator), f.value.denominator) > FREQUENCY_MAX:
-            raise reader.limit(key, f"numerator and denominator of a frequency are at most {FREQUENCY_MAX}", (t,))
+            raise reader.limit(key, said("frequency_size", most=FREQUENCY_MAX), (t,))
         if out and f.of_pi != out[0].of_pi:
-            raise reader.error(key, "give every frequency in radians or every one as a multiple of π, not both", (t,))
+            raise reader.error(key, said("frequencies_mixed"), (t,))
         out.append(f)
     frequencies = tuple(out)
     if frequencies[0].of_pi:
         n = roots_needed(frequencies)
         if n > ROOTS_MAX:
-            raise reader.limit(key, f"these angles need the {n}th roots of unity; the limit is {ROOTS_MAX}")
+            raise reader.limit(key, said("roots_limit", n=n, most=ROOTS_MAX))
     return frequencies
 
 
@@ -143,17 +143,14 @@ def read_tables(reader: Any, data: Any, positions: int, pairs: int) -> tuple[Any
     """``rope_cos`` and ``rope_sin``: a row per position (0 to positions − 1), a column per pair, exact."""
     if ("rope_cos" in data) != ("rope_sin" in data):
         given, other = ("rope_cos", "rope_sin") if "rope_cos" in data else ("rope_sin", "rope_cos")
-        raise reader.error(given, f"give {other} too: the tables come as a pair")
+        raise reader.error(given, said("tables_pair", other=other))
     out = []
     for key in ("rope_cos", "rope_sin"):
         rows = reader.matrix(data[key], key)
         if len(rows) != positions or any(len(row) != pairs for row in rows):
             width = len(rows[0]) if rows else 0
-            raise reader.error(
-                key,
-                f"expected {positions} rows (positions 0 to {positions - 1}) of {pairs} (one per pair), "
-                f"got {len(rows)}×{width}",
-            )
+            got = f"{len(rows)}×{width}"
+            raise reader.error(key, said("tables_shape", positions=positions, last=positions - 1, pairs=pairs, got=got))
         out.append(tuple(tuple(x.value for x in row) for row in rows))
     return out[0], out[1]
 
@@ -277,9 +274,9 @@ class RopePart(Part):
         if d_k % 2:
             raise reader.error("rope", said("rope_odd", d_k=d_k))
         if where.symbolic_qk:
-            raise reader.error("rope", "RoPE needs numbers in Q and K (symbols are not rotated)")
+            raise reader.error("rope", said("rope_symbols"))
         if data.get("inputs") == "rounded":
-            raise reader.error("inputs", 'inputs = "rounded" is not supported with RoPE yet')
+            raise reader.error("inputs", said("rope_rounded"))
         base = DEFAULT_BASE
         if "rope_base" in data:
             base = reader.number(data["rope_base"], "rope_base")
@@ -287,30 +284,22 @@ class RopePart(Part):
                 raise reader.error("rope_base", said("must_be_positive", text=repr(base.text)))
             low, high = Fraction(1, ROPE_BASE_MAX), Fraction(ROPE_BASE_MAX)
             if not low <= base.value <= high or max(base.value.numerator, base.value.denominator) > ROPE_BASE_MAX:
-                raise reader.limit(
-                    "rope_base",
-                    f"{base.text} is outside what RoPE takes here: a number from 1/{ROPE_BASE_MAX} "
-                    f"to {ROPE_BASE_MAX} with numerator and denominator up to {ROPE_BASE_MAX}",
-                )
+                raise reader.limit("rope_base", said("rope_base_range", got=base.text, most=ROPE_BASE_MAX))
         style = reader.choice(data.get("rope_style", "half"), "rope_style", ROPE_STYLES)
         given = [key for key in ("rope_base", "rope_frequencies", "rope_cos") if key in data]
         if len(given) > 1:
-            raise reader.error(
-                given[1], f"give one of rope_base, rope_frequencies or rope_cos/rope_sin, not {given[0]} too"
-            )
+            raise reader.error(given[1], said("rope_one_of", first=given[0]))
         placed = [key for key in ("positions", "key_positions") if key in data]
         chosen = [key for key in ("rope_frequencies", "rope_cos", "rope_sin") if key in data]
         if placed and chosen:  # their turns count rows; positions turn by position with rope_base only
-            raise reader.error(chosen[0], f"does not combine with {placed[0]} yet: give rope_base instead")
+            raise reader.error(chosen[0], said("rope_positions", key=placed[0]))
         frequencies = read_frequencies(reader, data, d_k // 2) if "rope_frequencies" in data else ()
         if frequencies and frequencies[0].of_pi:
             from symattn import variants  # here: the registry imports this module
 
             for other in variants.PARTS:  # an additive part's basis is not in their field (symattn.variants.turns)
                 if other.stage == ADD and other.read(reader, data, where) is not None:
-                    raise reader.error(
-                        "rope_frequencies", f"angles that are multiples of π do not combine with {other.title} yet"
-                    )
+                    raise reader.error("rope_frequencies", said("pi_combine", part=other.title))
         cos, sin = (
             read_tables(reader, data, max(where.n_q, where.n_k), d_k // 2)
             if "rope_cos" in data or "rope_sin" in data
@@ -318,10 +307,9 @@ class RopePart(Part):
         )
         terms = where.heads * where.n_q * where.n_k * (d_k // 2)
         if terms > ROPE_TERMS:
+            shape = f"{where.n_q}×{where.n_k}"
             raise reader.limit(
-                "rope",
-                f"{where.n_q}×{where.n_k} scores with {where.heads} head(s) of {d_k // 2} rotated pairs make "
-                f"{terms} cos/sin terms; the limit is {ROPE_TERMS}",
+                "rope", said("rope_terms", shape=shape, heads=where.heads, pairs=d_k // 2, n=terms, most=ROPE_TERMS)
             )
         return Rope(base, style, frequencies, cos, sin)
 

@@ -71,6 +71,7 @@ class Rotated(ScoreBoxes, HeadPart):
     exposes: ClassVar[tuple[str, ...]] = ("pairs", "thetas", "angles", "angle", "structures", *ROTATED)
     gradients: ClassVar[tuple[str, ...]] = ("dQ_rot", "dK_rot")
     silent: ClassVar[tuple[str, ...]] = ("dQ", "dK")  # dQ′ turned back: the document shows how
+    factors: ClassVar[tuple[str, str] | None] = ROTATED
     not_rational: ClassVar[str] = "the scores with RoPE are not rational: use structures"
 
     def expose(self, model: Any, name: str) -> Any:
@@ -328,8 +329,7 @@ class Rotated(ScoreBoxes, HeadPart):
         return () if quantity in ("rope_frequency", "rope_cos", "rope_sin") else None
 
     def _trig_implied(self, chain: Any, p: int, t: int, head: int | None) -> tuple[Any, Any, bool]:
-        """(cos, sin, carried) at position p: the claimant's own where they claimed them (or an angle) for
-        a query row, else exact."""
+        """(cos, sin, carried) at position p: the claimant's own (claimed, or from an angle) for a query, else exact."""
         if p < chain.layout.heads[chain.layout.index(head)].n_queries and chain.names & set(TRIG):
             (c, u), (s, w) = chain.implied("rope_cos", p, t, head), chain.implied("rope_sin", p, t, head)
             return c, s, u or w

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import Num, NumRow
+from symattn.input.messages import said
 from symattn.input.reader import brief, parse_index
 from symattn.variants.base import ROUTE, Part, Quantity, Where
 
@@ -111,15 +112,15 @@ class Tiles(Part):
         given = {key: _count(reader, data[key], key, where.n_k) for key in self.keys if key in data}
         key = next(iter(given))
         if where.heads > 1:
-            raise reader.error(key, f"the online softmax is shown for one head; this spec has {where.heads}")
+            raise reader.error(key, said("tiled_heads", heads=where.heads))
         if max(where.n_k, where.n_q) > TILED_KEYS:
-            raise reader.limit(key, f"the online softmax is shown up to {TILED_KEYS} tokens and keys")
+            raise reader.limit(key, said("tiled_size", most=TILED_KEYS))
         self.check(reader, True, where.symbolic)
         return Setting(given.get("block_keys"), given.get("split_keys"))
 
     def check(self, reader: Any, setting: Any, symbolic: bool) -> None:
         if setting is not None and symbolic:
-            raise reader.error("block_keys", "symbols are not supported with block_keys or split_keys; give numbers")
+            raise reader.error("block_keys", said("tiled_symbols"))
 
     def shape(self, spec: Any, setting: Setting | None, quantity: str) -> tuple[int, ...] | None:
         n, keys = len(spec.Q), len(spec.K)
@@ -157,9 +158,9 @@ class Tiles(Part):
 def _count(reader: Any, raw: object, key: str, keys: int) -> int:
     count = parse_index(raw)  # an int, or its digits as the web page sends them
     if count is None:
-        raise reader.error(key, f"expected a whole number of keys from 1 to {keys}, got {brief(raw)}")
+        raise reader.error(key, said("block_count", keys=keys, got=brief(raw)))
     if not 1 <= count <= keys:
-        raise reader.error(key, f"expected a whole number of keys from 1 to {keys}, got {count}")
+        raise reader.error(key, said("block_count", keys=keys, got=count))
     return count
 
 
