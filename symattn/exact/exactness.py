@@ -264,9 +264,17 @@ def proved_rational(x: sympy.Expr, lo: Fraction, hi: Fraction) -> Fraction | Non
     guess = ((lo + hi) / 2).limit_denominator(10**6)
     if not lo <= guess <= hi:
         return None
-    x = sympy.powsimp(x, combine="exp")  # e^a · e^−a as SymPy leaves it: e^0 = 1
+    # surds (QK-norm's 1/√(mean + ε)) as positive symbols while e^a · e^−a merges to e^0 = 1: the same
+    # merge, without SymPy deciding each exponent's sign numerically (minutes for two heads of QK-norm)
+    surds = {p: sympy.Dummy(positive=True) for p in x.atoms(sympy.Pow) if _surd(p)}
+    x = sympy.powsimp(x.xreplace(surds), combine="exp").xreplace({d: p for p, d in surds.items()})
     atoms = sorted(x.atoms(sympy.exp), key=sympy.default_sort_key)
     formal = x.xreplace({a: sympy.Dummy() for a in atoms})
     trig = sorted(formal.atoms(sympy.cos, sympy.sin, sympy.tanh), key=sympy.default_sort_key)
     formal = formal.xreplace({a: sympy.Dummy() for a in trig})
     return guess if sympy.cancel(formal - sympy.Rational(guess.numerator, guess.denominator)) == 0 else None
+
+
+def _surd(p: sympy.Pow) -> bool:
+    """A power of a number (no e^z inside) to a fraction: an algebraic constant such as √(5/2)."""
+    return p.exp.is_Rational and not p.exp.is_Integer and not p.base.has(sympy.exp, sympy.Symbol, sympy.Dummy)
