@@ -15,9 +15,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from symattn.certificates.float_digits import significant_many
 from symattn.input import limits
 from symattn.input.decimals import significant_exact
-from symattn.kernel import compensated, float64, float64_backward, logsumexp
+from symattn.kernel import compensated, doubled, float64, float64_backward, logsumexp
 from symattn.kernel.cores import map_forked
 from symattn.kernel.float64 import SAFETY, gamma
 
@@ -172,8 +173,9 @@ def place(tensors: Tensors, name: str, r: int, c: int) -> str:
 
 def decide_beyond(tensors: Tensors, name: str, entries: list[tuple[int, int]], digits: int) -> dict:
     """{(row, column): the value shown, as text} of the entries the float64 bounds leave open: exactly where
-    the rules of docs/kernel.md know the value, else by arb balls at rising precision (kernel/refine.py), dK
-    and dV summed over the group's heads. An entry not decided at limits.DIGITS digits is left out."""
+    the rules of docs/kernel.md know the value, an output where its double-word enclosure decides it
+    (kernel/doubled.py), else by arb balls at rising precision (kernel/refine.py), dK and dV summed over the
+    group's heads. An entry not decided at limits.DIGITS digits is left out."""
     from symattn.kernel.refine import enclose
 
     out = {}
@@ -185,6 +187,8 @@ def decide_beyond(tensors: Tensors, name: str, entries: list[tuple[int, int]], d
             open_.append((r, c))
         else:
             out[(r, c)] = str(significant_exact(x, digits))
+    if name == "output" and open_:
+        open_ = _doubled(tensors, open_, digits, out)
     bits = START_BITS
     while open_ and bits <= limits.DIGITS * 3.33:
         ends: dict[tuple[int, int], list[Fraction]] = {}
@@ -204,6 +208,29 @@ def decide_beyond(tensors: Tensors, name: str, entries: list[tuple[int, int]], d
                 still.append(key)
         open_, bits = still, bits * 2
     return out
+
+
+def _doubled(tensors: Tensors, entries: list[tuple[int, int]], digits: int, out: dict) -> list[tuple[int, int]]:
+    """Puts in ``out`` the outputs whose double-word enclosure (kernel/doubled.py) rounds to one value at
+    every point, shown as the arb path shows them; returns the others, left open."""
+    n = tensors.heads[0].Q.shape[0]
+    by_head: dict[int, list[tuple[int, int]]] = {}
+    for r, c in entries:
+        by_head.setdefault(r // n, []).append((r, c))
+    still = []
+    for hh, keys in sorted(by_head.items()):
+        head = tensors.heads[hh]
+        if not doubled.covers(head):
+            still += keys
+            continue
+        lo, hi = float64.interval(*doubled.outputs(head, [(r % n, c) for r, c in keys]))
+        ok, _, _ = significant_many(lo, hi, digits)
+        for key, good, end in zip(keys, ok.tolist(), lo.tolist()):
+            if good:  # every point of [lo, hi] rounds to one value: lo's rounding is it
+                out[key] = str(significant_exact(Fraction(end), digits))
+            else:
+                still.append(key)
+    return still
 
 
 def _by_head(tensors: Tensors, name: str, entries: list[tuple[int, int]]):
