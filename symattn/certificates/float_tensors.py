@@ -10,14 +10,16 @@ group's query heads: Σ_h v_h in order, off by at most γ_G Σ_h |v_h| beside th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from symattn.certificates.float_digits import significant_many
 from symattn.input import limits
 from symattn.input.decimals import significant_exact
-from symattn.kernel import compensated, float64, float64_backward, logsumexp
+from symattn.kernel import compensated, doubled, float64, float64_backward, logsumexp
 from symattn.kernel.cores import map_forked
 from symattn.kernel.float64 import SAFETY, gamma
 
@@ -172,19 +174,24 @@ def place(tensors: Tensors, name: str, r: int, c: int) -> str:
 
 def decide_beyond(tensors: Tensors, name: str, entries: list[tuple[int, int]], digits: int) -> dict:
     """{(row, column): the value shown, as text} of the entries the float64 bounds leave open: exactly where
-    the rules of docs/kernel.md know the value, else by arb balls at rising precision (kernel/refine.py), dK
-    and dV summed over the group's heads. An entry not decided at limits.DIGITS digits is left out."""
+    the rules of docs/kernel.md know the value, an output where its double-word enclosure decides it
+    (kernel/doubled.py), else by arb balls at rising precision (kernel/refine.py), dK and dV summed over the
+    group's heads. An entry not decided at limits.DIGITS digits is left out."""
     from symattn.kernel.refine import enclose
 
     out = {}
     open_: list[tuple[int, int]] = []
     memo: dict = {}
+    if name == "output":
+        _differing_scores(tensors, entries, memo)
     for r, c in entries:
         x = exact_value(tensors, name, r, c, memo)
         if x is None:
             open_.append((r, c))
         else:
             out[(r, c)] = str(significant_exact(x, digits))
+    if name == "output" and open_:
+        open_ = _doubled(tensors, open_, digits, out)
     bits = START_BITS
     while open_ and bits <= limits.DIGITS * 3.33:
         ends: dict[tuple[int, int], list[Fraction]] = {}
@@ -204,6 +211,56 @@ def decide_beyond(tensors: Tensors, name: str, entries: list[tuple[int, int]], d
                 still.append(key)
         open_, bits = still, bits * 2
     return out
+
+
+def _differing_scores(tensors: Tensors, entries: list[tuple[int, int]], memo: dict) -> None:
+    """Marks in ``memo`` the output rows whose allowed scores certainly differ, as _one_value tells them apart,
+    with one matrix product per head and block of rows (a product per row took a minute at 4096 × 4096)."""
+    n = tensors.heads[0].Q.shape[0]
+    by_head: dict[int, list[int]] = {}
+    for r in sorted({r for r, _ in entries}):
+        by_head.setdefault(r // n, []).append(r % n)
+    for hh, rows in by_head.items():
+        head = tensors.heads[hh]
+        absK = np.abs(head.K).T
+        for start in range(0, len(rows), float64.BLOCK):
+            block = rows[start : start + float64.BLOCK]
+            q = head.Q[block]
+            dots = q @ head.K.T
+            # each dot within error of its exact value, the largest error of the row's keys or more
+            error = SAFETY * gamma(q.shape[1]) * np.max(np.abs(q) @ absK, axis=1)
+            keep = np.ones(dots.shape, dtype=bool) if head.allowed is None else head.allowed[block]
+            spread = np.where(keep, dots, -np.inf).max(axis=1) - np.where(keep, dots, np.inf).min(axis=1)
+            for i, differ in zip(block, (spread > 3 * error).tolist()):
+                if differ:
+                    memo[("scores", hh, i)] = False
+
+
+def _doubled(tensors: Tensors, entries: list[tuple[int, int]], digits: int, out: dict) -> list[tuple[int, int]]:
+    """Puts in ``out`` the outputs whose double-word enclosure (kernel/doubled.py) rounds to one value at
+    every point, shown as the arb path shows them; returns the others, left open."""
+    n = tensors.heads[0].Q.shape[0]
+    by_head: dict[int, list[tuple[int, int]]] = {}
+    for r, c in entries:
+        by_head.setdefault(r // n, []).append((r, c))
+    still = []
+    for hh, keys in sorted(by_head.items()):
+        head = tensors.heads[hh]
+        if not doubled.covers(head):
+            still += keys
+            continue
+        lo, hi = float64.interval(*doubled.outputs(head, [(r % n, c) for r, c in keys]))
+        ok, _, _ = significant_many(lo, hi, digits)
+        for key, good, a, b in zip(keys, ok.tolist(), lo.tolist(), hi.tolist()):
+            one_sign = math.isfinite(a) and math.isfinite(b) and (a > 0 or b < 0)
+            shown = significant_exact(Fraction(a), digits) if good or one_sign else None
+            # where numpy's margin left it open, the ends in rationals: rounding is monotone, so both ends
+            # rounding to one value means every point between does; lo's rounding is the value shown
+            if shown is not None and (good or shown == significant_exact(Fraction(b), digits)):
+                out[key] = str(shown)
+            else:
+                still.append(key)
+    return still
 
 
 def _by_head(tensors: Tensors, name: str, entries: list[tuple[int, int]]):

@@ -30,8 +30,8 @@ from symattn.verifier import reading
 
 CLAIM = (
     "each exact value lies in the certificate's float ± bound and in the interval recomputed here from the "
-    "inputs (the float64 engine's float ± its bound, or an exact value or arb enclosure found here), and every "
-    "point of that interval rounds to the value shown"
+    "inputs (the float64 engine's float ± its bound, or an exact value, a double-word enclosure or an arb one "
+    "found here), and every point of that interval rounds to the value shown"
 )
 
 

@@ -24,11 +24,12 @@ def convention(c: Comparison) -> str:
 
 
 def comparison_data(
-    c: Comparison, verdict: Any = None, max_ulp: Decimal | None = None, entries: bool = True
+    c: Comparison, verdict: Any = None, max_ulp: Decimal | None = None, entries: bool = True, keep: bool = False
 ) -> dict[str, Any]:
     """JSON-ready: every entry (none where not ``entries``: --summary), then the summary and the histogram;
     each (batch, head)'s summary where the result has those axes; the verdict of ``verdict``
-    (tolerance.Tolerance) and of ``max_ulp`` if given."""
+    (tolerance.Tolerance) and of ``max_ulp`` if given. ``keep``: without entries, their key stays, null
+    (Report.to_json writes them into its place)."""
     places = c.where
 
     def at(e: Entry | None) -> dict[str, int] | None:
@@ -57,7 +58,7 @@ def comparison_data(
     }
     if places.has_heads:
         data["heads"] = _head_data(c, verdict, max_ulp)
-    if not entries:  # made for nothing else: the summary is read from the entries' arrays
+    if not entries and not keep:  # made for nothing else: the summary is read from the entries' arrays
         del data["entries"]
     data["decided_at_digits"] = c.digits
     if c.refined is not None:

@@ -93,8 +93,10 @@ class EntryTable(Entries):
         row_relative: Figures,
         known: np.ndarray | None = None,
         worst: int | None = None,
+        floats: np.ndarray | None = None,
     ):
         self.value, self.finite, self.exact = value, finite, exact
+        self.floats = floats  # where given: each finite entry's value is that float, exactly (JSON writes it)
         self.ulps, self.relative, self.bucket, self.row_relative = ulps, relative, bucket, row_relative
         # kernel.compare_head's worst: the entries decided (known) are those a report of the worst shows
         self.known, self.worst_decided = known, worst

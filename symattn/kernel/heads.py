@@ -240,6 +240,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
         by_row,
         known,
         worst,
+        result.array if result.array is not None and result.array.ndim == 2 else None,
     )
     return Comparison(
         result.source,

@@ -99,8 +99,19 @@ class Report:
         return comparison_data(self.comparison, self.verdict, self.max_ulp, entries=not summary)
 
     def to_json(self, summary: bool = False) -> str:
-        """``data()`` as ``symattn compare --format json`` prints it, byte for byte."""
-        return json.dumps(self.data(summary), ensure_ascii=False, indent=2) + "\n"
+        """``data()`` as ``symattn compare --format json`` prints it, byte for byte: the list of every entry
+        written from the entries' arrays (entries_json) into its place, the rest by json.dumps."""
+        if self.runs or summary:
+            return json.dumps(self.data(summary), ensure_ascii=False, indent=2) + "\n"
+        from symattn.kernel.entries_json import entries_text
+
+        data = comparison_data(self.comparison, self.verdict, self.max_ulp, entries=False, keep=True)
+        text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+        # the key at depth 1 with its placeholder: a string of the data holding these quotes is escaped
+        held = '\n  "entries": null,\n'
+        at = text.index(held)
+        entries = entries_text(self.comparison, self.comparison.where.index)
+        return text[:at] + '\n  "entries": ' + entries + ",\n" + text[at + len(held) :]
 
     def text(self, lang: str = "en") -> str:
         """The text ``symattn compare`` prints."""

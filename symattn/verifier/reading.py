@@ -189,9 +189,11 @@ def floats(raw: Any, key: str, count: int | None, width: int | None, what: str, 
     """Rows of float.hex texts as floats: each the text float.hex gives its own value, finite (or inf)."""
     out = []
     for i, row in enumerate(rows(raw, key, count, width, what), 1):
-        try:
-            values = [float.fromhex(x) for x in row]
-            good = [v.hex() if math.isfinite(v) else "inf" for v in values] == row
+        try:  # the whole row at once in C; +inf (only where allowed) is "inf", float.hex's own text
+            values = list(map(float.fromhex, row))
+            good = list(map(float.hex, values)) == row and (
+                all(map(math.isfinite, values)) or all(v == math.inf for v in values if not math.isfinite(v))
+            )
         except (TypeError, ValueError, OverflowError):
             good = False
         if not good or not inf and "inf" in row:

@@ -1,0 +1,300 @@
+"""Chosen outputs of a plain head to within about 3u of their own size: scores, exps and sums in two floats.
+
+The float64 path's bound (:mod:`.float64`, :mod:`.compensated`) is dominated by its exps: each e^t is within
+about 4u of the true one, so an output O = Σ e_j v_j / Σ e_j is off by up to 4u · Σ e_j |v_j| / ℓ, which is
+many times |O| where the terms cancel. Here every number is carried as an unevaluated sum of two floats
+(hi + lo), so that each exp is within about 2^-70 of its value and each sum within about 2^-80 of its
+magnitudes; what is left is the final quotient's three roundings, 3u|O|. Every step's error is bounded from
+IEEE arithmetic alone (round to nearest, u = 2^-53); every bound is formed in floats from non-negative terms
+and multiplied by SAFETY (1 + 10^-4), far more than the roundings of forming it.
+
+- **Scores.** With Split (:class:`.float64.Split`), S = high·highᵀ + rest where the first product is exact;
+  rest is off by at most u|rest| + γ_d·d·2^(e+e'+s−52) (float64._scores). TwoSum makes S_hi + S_lo of the
+  two floats exactly, so each score's error is that of rest alone, about 2^-80 of |q||k|.
+- **The scaled difference.** T_j = c·(S_j − S_r), r the row's key of the largest S_hi (softmax is the
+  same for any shift, and the exact S_r shifts numerator and denominator alike). c is a pair of floats
+  within ε_c·c of the scale (exact rationals when the table loads). The difference's high parts by TwoSum
+  (exact), the product c_hi·a by Dekker's TwoProduct (exact: no underflow for 2^-100 ≤ c ≤ 2^100 and
+  float32 inputs), the small terms in floats, each off by u of itself: η_j, the absolute error of T_j, is
+  the sum of those roundings, c·(the scores' errors) and ε_c·c·|S_j − S_r|.
+- **exp.** e^T = 2^(k div N) · 2^((k mod N)/N) · e^r, N = 256, k = rint(T_hi·N/ln 2), r = T − k·ln 2/N
+  with ln 2/N = L1 + L2 + L3 (L1 of 35 bits: k·L1 exact for |k| < 2^18; TwoSum for T_hi − k·L1; L3 below
+  2^-100 of ln 2/N). |r| ≤ ln 2/(2N) + 2^-40 < 0.00136. e^r = 1 + r + r²·P(r) with P the Taylor polynomial
+  of degree 4 (truncation r^7/7! < 2^-79), Horner's rounding bounded in rationals (float64.horner_error).
+  2^(j/N) comes from a table of pairs of floats (arb at 300 bits when the module loads, within 2^-104).
+  The products of pairs: TwoProduct of the high parts, the cross terms in floats. Each exp's relative error
+  ρ_j is the argument's error (e^η − 1 ≤ 1.0001η) plus the evaluation's; below T = −480 the value is 0,
+  off by at most 2^-692 (so every product below stays far above the subnormals).
+- **Sums.** ℓ = Σ e_j and N_k = Σ e_j v_jk over terms that are exact: e_hi split by Veltkamp into 26 and
+  27 bits, each times a float32 v (at most 51 bits, and a multiple of 2^-893: exact), e_lo·v rounded (u of
+  it). The terms are added by a tree of TwoSums (each exact: s + q = a + b), the errors q summed apart in
+  floats. A node's |q| ≤ u|s| and a level's |s| add to at most (1 + u)^H Σ|p| (H levels), so Σ|q| ≤
+  H·u·(1 + u)^H·Σ|p| and the pair (s, σ = fl(Σq)) is within γ_n·H·u·(1 + u)^H·Σ|p| of Σp: about 2^-80 Σ|p|.
+  Σ ê_j|v_j| ≤ (1 + 2u)Σ|p|, so the exps' errors add ρ_max·(1 + 2u)·Σ|p|.
+- **Quotient.** O = fl(fl(N_s + N_σ) / fl(ℓ_s + ℓ_σ)): three roundings, then the sums' errors through the
+  division as :mod:`.compensated` carries them.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from functools import cache
+
+import numpy as np
+
+from symattn.kernel.compensated import _split, _two_sum  # Knuth's TwoSum, Veltkamp's split (26 + 27 bits)
+from symattn.kernel.cores import map_forked
+from symattn.kernel.float64 import SAFETY, Head, Split, U, extras, gamma, horner_error
+
+_N = 256  # table entries 2^(j/N)
+_FLOOR = -480.0  # e^-480 < 2^-692: below it a term is 0, off by at most TINY
+TINY = 2.0**-692
+_REACH = Fraction(136, 100000)  # |r| ≤ ln 2 / 512 + 2^-40 < 0.00136
+_TAIL = [1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720]  # P(r) = Σ r^i / (i + 2)!, i ≤ 4: fl of each
+_ROWS = 128  # query rows at once: a few ROWS × keys arrays
+_PAIRS = 64  # (row, column) pairs summed at once: 3 · keys terms each
+_SCALE_RANGE = (2.0**-100, 2.0**100)
+PARALLEL_EXPS = 1 << 20  # rows × keys below which one process is quicker than two
+
+
+@cache
+def _constants() -> dict:
+    """The table 2^(j/N) as pairs of floats, ln 2 / N in three parts and the exp's constant error, from arb
+    balls at 300 bits (each ball's radius counted)."""
+    from flint import arb, ctx
+
+    saved, ctx.prec = ctx.prec, 300
+    try:
+
+        def exact(x) -> tuple[Fraction, Fraction]:
+            man, exp = x.mid().man_exp()
+            rman, rexp = x.rad().man_exp()
+            return Fraction(int(man)) * Fraction(2) ** int(exp), Fraction(int(rman)) * Fraction(2) ** int(rexp)
+
+        hi, lo, worst = [], [], Fraction(0)
+        for j in range(_N):
+            mid, rad = exact(arb(2) ** (arb(j) / _N))
+            h = float(mid)
+            low = float(mid - Fraction(h))
+            hi.append(h)
+            lo.append(low)
+            worst = max(worst, abs(mid - Fraction(h) - Fraction(low)) + rad)  # 2^(j/N) ≥ 1: relative too
+        mid, rad = exact(arb(2).log() / _N)
+        m, e = math.frexp(float(mid))
+        l1 = math.ldexp(math.floor(m * 2**35) / 2**35, e)  # 35 bits: k·L1 exact for |k| < 2^18
+        l2 = float(mid - Fraction(l1))
+        l3 = abs(mid - Fraction(l1) - Fraction(l2)) + rad
+    finally:
+        ctx.prec = saved
+    u = Fraction(U)
+    r = _REACH
+    coeffs = sum(
+        (abs(Fraction(c) - Fraction(1, math.factorial(i + 2))) * r**i for i, c in enumerate(_TAIL)), Fraction(0)
+    )
+    horner = horner_error(_TAIL, r)
+    # r²·P̂(r): Horner's error and the coefficients' times r², the truncation Σ_{i≥7} r^i/i! ≤ 1.001·r^7/7!,
+    # the two roundings of fl(fl(r·r)·P̂) (P̂ < 0.51), then 1 + r + that as a pair (one rounding of the
+    # low part, below u·(u + r²·0.51 + 2^-60)), all relative to e^r ≥ e^-0.00136 > 0.9986
+    poly = r * r * (horner + coeffs) + Fraction(1001, 1000) * r**7 / 5040 + 3 * u * r * r * Fraction(51, 100)
+    poly += u * (u + r * r + Fraction(1, 2**60))
+    evaluation = poly / Fraction(9986, 10000)
+    # the pairs' product 2^(j/N)·e^r: TwoProduct exact, the cross terms' three roundings and the dropped
+    # lo·lo (each below 2^-100 of the product), the table's own error
+    product = 4 * u * u * Fraction(1001, 1000) + worst
+    rho = (1 + evaluation) * (1 + product) - 1
+    return {
+        "hi": np.array(hi),
+        "lo": np.array(lo),
+        "inv": float(1 / mid),  # N / ln 2, rounded: k is any integer near; r is then reduced exactly
+        "l1": l1,
+        "l2": l2,
+        "l3": math.nextafter(float(l3), math.inf),
+        "rho": math.nextafter(float(rho), math.inf),
+    }
+
+
+@cache
+def _scale_pair(d: int, exact_scale: Fraction | None) -> tuple[float, float, float]:
+    """(c_hi, c_lo, bound on |c − c_hi − c_lo|): the scale (None: 1/√d) as a pair of floats."""
+    if exact_scale is None:  # c = 1/√d in [x, x + 2^-200], x = ⌊2^200/√d⌋ / 2^200
+        x = Fraction(math.isqrt((1 << 400) // d), 1 << 200)
+        slack = Fraction(1, 1 << 199)
+    else:
+        x, slack = exact_scale, Fraction(0)
+    hi = float(x)
+    lo = float(x - Fraction(hi))
+    return hi, lo, math.nextafter(float(abs(x - Fraction(hi) - Fraction(lo)) + slack), math.inf)
+
+
+def covers(head: Head) -> bool:
+    """A plain head (no factor, no score modifiers) whose scale lies where the products stay exact."""
+    if extras(head) != (None, ()):
+        return False
+    c = _scale_pair(head.Q.shape[1], head.exact_scale)[0]
+    return _SCALE_RANGE[0] <= c <= _SCALE_RANGE[1]
+
+
+def _two_product(a: np.ndarray | float, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    p = a * b
+    ah, al = _split(np.asarray(a, dtype=np.float64))
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl  # Dekker: p + err = a·b exactly
+
+
+def _arguments(head: Head, rows: np.ndarray, split: Split) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(T_hi, T_lo, η, kept): T = c·(S_j − S_r) of the rows as pairs, η a bound on each one's error, kept
+    the allowed keys."""
+    d = head.Q.shape[1]
+    q = Split.of(head.Q[rows], split.s)
+    exact = q.high @ split.high.T  # exact (float64.Split)
+    rest = q.high @ split.low.T + q.low @ split.whole.T
+    S_hi, S_lo = _two_sum(exact, rest)
+    eS = SAFETY * (U * np.abs(rest) + (gamma(d) * d * 2.0 ** (split.s - 52) * SAFETY) * (q.top @ split.top.T))
+    kept = np.ones(S_hi.shape, dtype=bool) if head.allowed is None else head.allowed[rows]
+    ref = np.argmax(np.where(kept, S_hi, -np.inf), axis=1)
+    at = np.arange(len(ref))
+    a_s, a_e = _two_sum(S_hi, -S_hi[at, ref][:, None])
+    b = S_lo - S_lo[at, ref][:, None]
+    r1 = a_e + b
+    c_hi, c_lo, e_c = _scale_pair(d, head.exact_scale)
+    t1, t2 = _two_product(c_hi, a_s)
+    t3 = c_hi * r1
+    t4 = c_lo * a_s
+    t5 = t2 + t3
+    T_lo = t5 + t4
+    gap = np.abs(a_s) + np.abs(r1)
+    eta = SAFETY * (
+        U * (np.abs(b) + np.abs(r1)) * c_hi  # b's and r1's roundings, times c
+        + U * (np.abs(t3) + np.abs(t4) + np.abs(t5) + np.abs(T_lo))  # the four products' and sums' roundings
+        + abs(c_lo) * np.abs(r1) * 2  # c_lo·r1, dropped
+        + e_c * gap * 2  # the scale's own error
+        + (c_hi + abs(c_lo)) * 2 * (eS + eS[at, ref][:, None])  # the scores' errors
+    )
+    return t1, T_lo, eta, kept
+
+
+def _exps(t1: np.ndarray, t_lo: np.ndarray, eta: np.ndarray, kept: np.ndarray):
+    """(E_hi, E_lo, ρ, under): e^T as pairs, each within ρ·(E_hi + E_lo) of e^T (relative to the pair, the
+    factor 1/(1 − ρ) folded into SAFETY); ``under``: the kept terms below the floor (0, off by ≤ TINY)."""
+    k_ = _constants()
+    under = kept & (t1 < _FLOOR)
+    live = kept & ~under
+    t = np.where(live, t1, 0.0)
+    tl = np.where(live, t_lo, 0.0)
+    k = np.rint(t * k_["inv"])
+    x1 = k * k_["l1"]  # exact: |k| < 2^18, L1 of 35 bits
+    r_s, r_e = _two_sum(t, -x1)
+    kl2 = k * k_["l2"]
+    u1 = r_e + tl
+    r_lo = u1 - kl2
+    # r = T − k·ln 2/N: r_s + r_lo, off by the roundings of kl2, u1, r_lo, k·L3 and T's own η
+    e_arg = SAFETY * (U * (np.abs(kl2) + np.abs(u1) + np.abs(r_lo)) + np.abs(k) * k_["l3"] + eta)
+    r_hi, r_lo = _two_sum(r_s, r_lo)  # exact; now |r_lo| ≤ u|r_hi| (k·L2 alone reaches 2^-25)
+    if np.any(np.abs(np.where(live, r_hi, 0.0)) > float(_REACH) - 2.0**-40):
+        raise ArithmeticError("doubled: argument reduction left |r| past its reach")
+    p = np.full_like(r_hi, _TAIL[-1])
+    for c in reversed(_TAIL[:-1]):
+        p *= r_hi
+        p += c
+    p *= r_hi * r_hi
+    h, low = _two_sum(np.ones_like(r_hi), r_hi)  # exact
+    # e^(r_hi + r_lo) = e^(r_hi) + r_lo + (e^(r_hi) − 1)·r_lo + …: the last terms below 0.0015·|r_lo|
+    low = low + (p + r_lo)
+    j = (k.astype(np.int64)) % _N
+    th, tl_ = k_["hi"][j], k_["lo"][j]
+    p1, p2 = _two_product(th, h)
+    cross = th * low + tl_ * h
+    p3 = p2 + cross
+    # the product's roundings (th·low, tl·h, their sum, p3) and the dropped tl·low, relative to p1 ≥ 0.998
+    product = (U * (2 * (np.abs(th * low) + np.abs(tl_ * h)) + np.abs(p3)) + np.abs(tl_ * low) * 1.01) * 1.003
+    scale = ((k.astype(np.int64) - j) // _N).astype(np.int32)
+    E_hi = np.where(live, np.ldexp(p1, scale), 0.0)
+    E_lo = np.where(live, np.ldexp(p3, scale), 0.0)  # below 2^-1022 it rounds: 2^-380 of E at most
+    big = e_arg > 1e-4
+    rho = SAFETY * (k_["rho"] + e_arg * 1.0001 + np.abs(r_lo) * 0.0015 + U * np.abs(low) * 1.002 + product)
+    rho = np.where(big, np.inf, np.where(live, rho, 0.0))
+    return E_hi, E_lo, rho, under
+
+
+def _tree_sums(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(s, σ, bound) of each row of terms: s + σ within bound of the row's exact sum (the module's docstring)."""
+    n = X.shape[1]
+    magnitude = np.abs(X).sum(axis=1)
+    levels = 0
+    sigma = np.zeros(X.shape[0])
+    while X.shape[1] > 1:
+        if X.shape[1] % 2:
+            X = np.concatenate([X, np.zeros((X.shape[0], 1))], axis=1)
+        half = X.shape[1] // 2
+        X, q = _two_sum(X[:, :half], X[:, half:])
+        sigma += q.sum(axis=1)
+        levels += 1
+    g = gamma(2 * n + levels)
+    bound = SAFETY * (g * levels * U * (1 + U) ** levels) * (1 + 2 * g) * magnitude
+    return X[:, 0], sigma, bound
+
+
+def outputs(head: Head, pairs: list[tuple[int, int]], split: Split | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Values and error bounds of the outputs O[i, k] for the (query row, column) pairs asked for, in that
+    order (inf where no bound holds). The head must be one :func:`covers`."""
+    split = Split.of(head.K) if split is None else split
+    value, error = np.full(len(pairs), np.nan), np.full(len(pairs), np.inf)
+    by_row: dict[int, list[int]] = {}
+    for n, (i, _) in enumerate(pairs):
+        by_row.setdefault(i, []).append(n)
+    rows = sorted(by_row)
+    pieces = [rows[start : start + _ROWS] for start in range(0, len(rows), _ROWS)]
+    parallel = len(rows) * head.K.shape[0] >= PARALLEL_EXPS
+    for where, O, eO in map_forked(_piece, (head, pairs, by_row, split), pieces, parallel):
+        value[where], error[where] = O, eO
+    return value, error
+
+
+def _piece(data: tuple, rows: list[int]) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """(places in ``pairs``, values, bounds) of the pairs in the given query rows."""
+    head, pairs, by_row, split = data
+    chunk = np.array(rows)
+    with np.errstate(invalid="ignore", over="ignore"):
+        t1, t_lo, eta, kept = _arguments(head, chunk, split)
+        E_hi, E_lo, rho, under = _exps(t1, t_lo, eta, kept)
+    rho_row = np.max(rho, axis=1)
+    tiny_row = np.where(np.any(under, axis=1), TINY, 0.0)
+    ls, lsig, lb = _tree_sums(np.concatenate([E_hi, E_lo], axis=1))
+    e_ell = SAFETY * (lb + rho_row * (1 + 2 * U) * (np.abs(E_hi).sum(axis=1) + np.abs(E_lo).sum(axis=1)) * 1.001)
+    e_ell += tiny_row * kept.shape[1]
+    hh, hl = _split(E_hi)
+    absV = np.abs(head.V)
+    mine = [(r, n) for r, i in enumerate(rows) for n in by_row[i]]
+    places, values, bounds = [], [], []
+    for part in range(0, len(mine), _PAIRS):
+        some = mine[part : part + _PAIRS]
+        r = np.array([x for x, _ in some])
+        cols = np.array([pairs[n][1] for _, n in some])
+        Vc = head.V[:, cols].T  # pairs × keys
+        terms = np.concatenate([hh[r] * Vc, hl[r] * Vc, E_lo[r] * Vc], axis=1)
+        Ns, Nsig, Nb = _tree_sums(terms)
+        P = np.abs(terms).sum(axis=1) * (1 + 2 * gamma(terms.shape[1]))
+        eN = SAFETY * (
+            Nb
+            + rho_row[r] * (1 + 2 * U) * P
+            + U * (np.abs(E_lo[r]) * absV[:, cols].T).sum(axis=1) * 1.001
+            + kept.shape[1] * 2.0**-1074
+            + tiny_row[r] * absV[:, cols].sum(axis=0)
+        )
+        N = Ns + Nsig
+        L = ls[r] + lsig[r]
+        eN = SAFETY * (eN + U * np.abs(N))
+        eL = SAFETY * (e_ell[r] + U * L)
+        O = N / L
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.where(L > eL, L * (L - eL), 0.0)
+            eO = SAFETY * (U * np.abs(O) + eN / L + (np.abs(N) + eN) * eL / room)
+        eO[~np.isfinite(eO)] = np.inf
+        places += [n for _, n in some]
+        values.append(O)
+        bounds.append(eO)
+    return places, np.concatenate(values), np.concatenate(bounds)
+
+
+__all__ = ["TINY", "covers", "outputs"]
