@@ -53,7 +53,10 @@ class Explainer:
         assert col is not None  # every other quantity is a matrix
         if quantity in INPUTS:
             p = spec.projection
-            assert p is not None  # Q, K and V are claimed only when computed from X and W
+            made = None if p is not None else variants.input_operands(self, spec, quantity, row, col)
+            if made is not None:  # K or V that a part made (MLA's latent times W_UK or W_UV)
+                return Explanation(quantity, row, col, (made, None), result, affine=True)
+            assert p is not None  # Q, K and V are claimed only when computed from X and W (or made by a part)
             X, W, b = p.weights(quantity)
             operands = (tuple(zip(X[row], [w[col] for w in W])), b[col] if b else None)
             return Explanation(quantity, row, col, operands, result, affine=True)
