@@ -165,6 +165,7 @@ def test_variant_area_is_built_from_its_list(client):
             "split_keys",
             "positions",
             "key_positions",
+            "mla_route",
         ]
     )
     assert re.findall(r'<option value="([a-z]+)" data-ui="softmax_', area) == ["plain", "stable"]
@@ -361,6 +362,7 @@ def test_variant_softmax(english, server):
         "set-split_keys",
         "set-positions",
         "set-key_positions",
+        "set-mla_route",
     ]
 
 
@@ -597,10 +599,12 @@ def test_a_variant_control_is_one_entry(monkeypatch):
         ("split_keys", "number"),
         ("positions", "list"),
         ("key_positions", "list"),
+        ("mla_route", "select"),
         ("expand", "text"),
         ("rounding", "number"),
     ]
     assert '<label for="set-expand" data-ui="expand">Expand</label>' in area
+    assert '<label for="set-mla_route" data-ui="mla_route">MLA route (with an [mla] table)</label>' in area
     boot = json.loads(re.search(r'<script id="boot" type="application/json">(.*?)</script>', page, re.S).group(1))
     assert boot["variants"][-2:] == extra  # app.js builds, fills and reads the controls from this list
 
