@@ -251,3 +251,20 @@ def test_what_is_refused_is_one_line(data, message):
         load_spec(data)
     assert str(info.value) == f"<dict>: {message}"
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.client
+def test_compare_takes_the_absorbed_route_in_float32_as_a_kernel(tmp_path, capsys):
+    # the made Q, K, V are exact: compare's float64 path holds a kernel's absorbed route to them
+    import json
+
+    pytest.importorskip("torch")
+    _, _, _, _, absorbed, _, _ = _torch_routes(TABLE, False)
+    result = tmp_path / "o.json"
+    result.write_text(json.dumps(absorbed.float().tolist()), encoding="utf-8")
+    spec = tmp_path / "mla.toml"
+    spec.write_text(builtin.example_path("mla", "en").read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["compare", str(spec), str(result), "--dtype", "float32", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["summary"]["entries"] == report["summary"]["correctly_rounded"] == 6
+    assert report["engine"]["path"] == "float64"
