@@ -15,7 +15,7 @@ from symattn.exact.factory import build
 from symattn.input import builtin
 from symattn.input.errors import SpecError
 from symattn.input.spec import load_spec
-from symattn.rendering.renderer import render
+from symattn.rendering.renderer import render, render_report
 from symattn.variants.mla_head import Latent
 
 TABLE = {
@@ -141,14 +141,22 @@ def test_claims_right_wrong_and_carried_forward():
     ]
 
 
-def test_a_wrong_key_is_explained_from_the_latent(capsys, tmp_path):
+def test_wrong_claims_are_explained_from_the_latent(capsys, tmp_path):
     path = tmp_path / "claims.toml"
     text = builtin.example_path("mla", "en").read_text(encoding="utf-8")
-    path.write_text(text + '\n[claims]\n"K[2][1]" = "7"\n"latent_output[2][2]" = "5"\n', encoding="utf-8")
+    claims = '"K[2][1]" = "7"\n"latent_output[2][2]" = "5"\n"latent[1][1]" = "1.4"\n'
+    path.write_text(text + "\n[claims]\n" + claims, encoding="utf-8")
     assert main(["check", str(path)]) == 1
     out = capsys.readouterr().out
     assert "  key K (cat, column 1): 7 — wrong\n    0.5×1 + 1.5×1 = 2; correctly rounded: 2\n" in out
-    assert "  MLA latent output u = P c_KV (cat, column 2): 5 — wrong\n    correctly rounded: 1\n" in out
+    assert (
+        "  MLA latent c_KV (the, column 1): 1.4 — last-digit\n    1×1 + 0×0 + 1×0.5 = 1.5; correctly rounded: 1.5\n"
+        in out
+    )
+    assert (
+        "  MLA latent output u = P c_KV (cat, column 2): 5 — wrong\n"
+        "    0.224606×0.5 + 0.455527×1.5 + 0.319866×1 ≈ 1.11546; correctly rounded: 1\n"
+    ) in out
 
 
 @pytest.mark.parametrize(
@@ -268,3 +276,15 @@ def test_compare_takes_the_absorbed_route_in_float32_as_a_kernel(tmp_path, capsy
     report = json.loads(capsys.readouterr().out)
     assert report["summary"]["entries"] == report["summary"]["correctly_rounded"] == 6
     assert report["engine"]["path"] == "float64"
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_report_on_mla_claims_passes_katex_and_tex(katex, latex, tmp_path, lang):
+    claims = {"latent[1][1]": "1.4", "absorbed_query[3][2]": "3", "latent_output[2][2]": "5", "K[2][1]": "7"}
+    report = check(load_spec(builtin.example_path("mla", lang)), {"claims": claims})
+    assert [v.verdict for v in report.results] == ["wrong", "last-digit", "wrong", "wrong"]
+    assert katex(render_report(report, "markdown")) == []
+    latex(render_report(report, "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    assert re.findall(r"Overfull \\[hv]box", log) == []

@@ -34,6 +34,10 @@ class Explainer:
         if quantity == "scale":  # 1/√d_k, the spec's own number, or none (1)
             scale: tuple = (spec.d_k,) if spec.scale == "sqrt" else () if spec.scale == "none" else (spec.scale,)
             return Explanation(quantity, row, col, scale, result)
+        if quantity in variants.VIEWED:  # a route's own (MLA's latent): the pairs its part gives
+            assert row is not None and col is not None  # each is a matrix
+            pairs = variants.route_operands(self, spec, quantity, row, col, head)
+            return Explanation(quantity, row, col, pairs, result)
         model = L.heads[L.index(head)]
         for part in model.parts:  # a part's own quantity of a row or of the head
             operands = part.explained(self, model, quantity, row, head)

@@ -217,6 +217,19 @@ def carried(chain: Any, spec: Any, model: Any, name: str, row: int, col: int | N
     return None if p is None else p.carried(chain, model, spec.setting(p.name), name, row, col, head)
 
 
+def explains(quantity: str) -> bool:
+    """Whether a wrong claim on a ROUTE part's quantity is explained (its part gives the operands)."""
+    p = owner(quantity)
+    return p is not None and p.explains
+
+
+def route_operands(explainer: Any, spec: Any, quantity: str, row: int, col: int, head: Any) -> Any:
+    """A wrong claim on a ROUTE part's quantity: the (number, number) pairs its value is the sum of."""
+    p = owner(quantity)
+    assert p is not None and p.explains
+    return p.route_operands(explainer, spec.setting(p.name), quantity, row, col, head)
+
+
 def placing(spec: Any, model: Any) -> tuple[Any, ...]:
     """The step that says where the tokens stand (what a KV cache held and what is new), where the spec says."""
     step = positions.PART.step(spec, model)
@@ -296,6 +309,8 @@ __all__ = [
     "after_weighted",
     "carried",
     "carried_input",
+    "explains",
+    "route_operands",
     "input_operands",
     "inputs",
     "makes_inputs",

@@ -151,6 +151,12 @@ class Part:
         """ROUTE: its steps after the weighted sum."""
         return ()
 
+    explains: ClassVar[bool] = False  # ROUTE: a wrong claim on its quantities is explained (``route_operands``)
+
+    def route_operands(self, explainer: Any, setting: Any, quantity: str, row: int, col: int, head: Any) -> Any:
+        """ROUTE: a wrong claim's (number, number) pairs of its dot product (``explains``)."""
+        return None
+
     def computed(self, spec: Any, setting: Any, model: Any) -> dict[str, Any]:
         """ROUTE: what compute writes of it beside its quantities (whether its route is the softmax's, exactly)."""
         return {}

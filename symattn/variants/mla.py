@@ -267,6 +267,18 @@ class MlaPart(Part):
         W = setting.W_UK if quantity == "K" else setting.W_UV
         return tuple((explainer.sig("latent", row, c), W[c][col]) for c in range(len(W)))
 
+    explains = True
+
+    def route_operands(self, explainer: Any, setting: Mla, quantity: str, row: int, col: int, head: Any) -> Any:
+        """latent: X's row by W_DKV's column; q̃: Q's row by W_UK's row; u: the weights by the latent's column."""
+        if quantity == "latent":
+            return tuple(zip(setting.X[row], [w[col] for w in setting.W_DKV]))
+        if quantity == "absorbed_query":
+            W = setting.W_UK[col]
+            return tuple((explainer.sig("Q", row, k), W[k]) for k in range(len(W)))
+        keys = range(len(setting.X))
+        return tuple((explainer.sig("weights", row, j, head), explainer.sig("latent", j, col, head)) for j in keys)
+
     def computed(self, spec: Any, setting: Mla, model: Any) -> dict[str, Any]:
         from symattn.variants.mla_head import Latent
 
