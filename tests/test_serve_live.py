@@ -622,3 +622,17 @@ def test_only_the_weights_have_closed_forms_on_hover(english, server):
         "f.querySelectorAll('rect.cell, line.weight').length, f.querySelectorAll('title.hover').length])"
     )
     assert figures == [["weights", 9, 9], ["tokens", 3, 3], ["dz", 9, 0]]
+
+
+def test_the_mla_example_and_its_route_on_the_page(english, server):
+    # the [mla] table has no grid of its own: it is kept as given; the route is a select, its default leaves the spec
+    open_fresh(english, server, seed("en"))
+    examples = json.loads(english.execute_script("return fetch('/api/examples').then(r => r.text())"))
+    choose(english, "example", str(next(i for i, e in enumerate(examples) if (e["name"], e["lang"]) == ("mla", "en"))))
+    english.find_element("id", "load-example").click()
+    raw = as_json(read_table(builtin.example_path("mla", "en")))
+    wait_math(english, math_of(fragment(raw)), "the MLA example, absorbed")
+    assert english.find_element("id", "set-mla_route").get_attribute("value") == "absorbed"
+    choose(english, "set-mla_route", "naive")
+    del raw["mla_route"]
+    wait_math(english, math_of(fragment(raw)), "the MLA example, naive")
