@@ -252,6 +252,8 @@ def _with(**changes):
         ({**BASE, "rope": True}, "rope: MLA does not combine with RoPE yet"),
         ({**BASE, "qk_norm": True}, "qk_norm: MLA does not combine with QK-norm yet"),
         ({**BASE, "inputs": "rounded"}, 'inputs: inputs = "rounded" is not supported with MLA yet'),
+        (_with(X=[["1", "0", "1"]] * 65), "mla.X: 65 rows; at most 64 are supported"),
+        (_with(W_DKV=[["1"] * 65] * 3), "mla.W_DKV: more than 64 columns (the limit)"),
     ],
 )
 def test_what_is_refused_is_one_line(data, message):

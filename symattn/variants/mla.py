@@ -16,9 +16,12 @@ W_KR: d_r > 0) are refused for now, so d_r = 0.
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import NumRow, NumRows
@@ -30,7 +33,7 @@ if TYPE_CHECKING:  # the view is SymPy's: the spec reads the part without it
     from symattn.variants.mla_head import Latent
 
 # --- limits of MLA ----------------------------------------------------------------------------------
-MLA_DIMS = 256  # columns of X, of the latent c_KV (d_c) and of each up-projection: a hand example's sizes
+MLA_DIMS = 64  # tokens, and columns of X, of the latent c_KV (d_c) and of each projection: a hand example's sizes
 
 # --- the setting ------------------------------------------------------------------------------------
 
@@ -52,7 +55,7 @@ class Mla:
     query: tuple[tuple[str, Numerals], ...]  # ("W_Q", W) or ("W_DQ", W), ("W_UQ", W)
     route: str = "naive"
 
-    @property
+    @cached_property
     def latent(self) -> Fractions:
         return product(_values(self.X), _values(self.W_DKV))
 
@@ -61,6 +64,7 @@ class Mla:
         """c_Q = X W_DQ (None: one W_Q)."""
         return product(_values(self.X), _values(self.query[0][1])) if len(self.query) == 2 else None
 
+    @cached_property
     def made(self) -> tuple[Fractions, Fractions, Fractions]:
         """Q, K, V, exactly."""
         X, c = _values(self.X), self.latent
@@ -69,10 +73,10 @@ class Mla:
             Q = product(Q, _values(self.query[1][1]))
         return Q, product(c, _values(self.W_UK)), product(c, _values(self.W_UV))
 
-    @property
+    @cached_property
     def absorbed(self) -> Fractions:
         """q̃ = Q W_UKᵀ: each query folded into the latent's d_c columns."""
-        Q = self.made()[0]
+        Q = self.made[0]
         return product(Q, tuple(zip(*_values(self.W_UK))))
 
 
@@ -81,8 +85,12 @@ def _values(m: Numerals) -> Fractions:
 
 
 def product(A: Fractions, B: Fractions) -> Fractions:
-    cols = list(zip(*B))
-    return tuple(tuple(sum((a * b for a, b in zip(row, col)), Fraction(0)) for col in cols) for row in A)
+    """A B, exactly: integer dot products over the two common denominators (Fraction sums are 50× slower)."""
+    da, db = (math.lcm(*(x.denominator for row in m for x in row)) for m in (A, B))
+    ints = [[x.numerator * (da // x.denominator) for x in row] for row in A]
+    cols = [[x.numerator * (db // x.denominator) for x in col] for col in zip(*B)]
+    den = da * db
+    return tuple(tuple(Fraction(sum(map(operator.mul, row, col)), den) for col in cols) for row in ints)
 
 
 def numerals(values: Fractions) -> Numerals:
@@ -218,7 +226,7 @@ class MlaPart(Part):
         given = [key for key in (*MADE, "X", "X_kv", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V") if key in data]
         if given:
             raise reader.error(given[0], "give Q, K, V, or X with W_Q, W_K, W_V, or an [mla] table, not both")
-        Q, K, V = (numerals(m) for m in read_table(reader, data).made())
+        Q, K, V = (numerals(m) for m in read_table(reader, data).made)
         return Q, K, V, "mla.X"
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Mla | None:

@@ -88,7 +88,7 @@ class Latent(Rounding):
     @cached_property
     def scores_agree(self) -> bool:
         """q̃ c_KVᵀ = QKᵀ, entry by entry, as rationals."""
-        Q, K, _ = self.setting.made()
+        Q, K, _ = self.setting.made
         return product(self.setting.absorbed, tuple(zip(*self.setting.latent))) == product(Q, tuple(zip(*K)))
 
     @cached_property
