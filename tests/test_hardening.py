@@ -23,7 +23,7 @@ ALL_KEYS = (
     "K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, alibi, alibi_slopes, b_K, b_O, b_Q, b_V, backward, "
     "block_keys, causal_align, cjk_font, decimals, engine, expand, figures, focus, heading_level, heads, "
     "inputs, k_norm_weight, key_padding, key_positions, key_tokens, kv_heads, lang, layout, mask, "
-    "notation, numbered, paper, positions, q_norm_weight, qk_norm, qk_norm_eps, rope, rope_base, "
+    "mla, mla_route, notation, numbered, paper, positions, q_norm_weight, qk_norm, qk_norm_eps, rope, rope_base, "
     "rope_cos, rope_frequencies, rope_sin, rope_style, rounding, scale, sinks, softcap, softmax, "
     "split_keys, subs, title, tokens, "
     "window"
@@ -255,17 +255,17 @@ def test_the_read_is_bounded(tmp_path, capsys):
         (
             ["example", "--name", "/x"],
             "--name: no built-in example '/x'; choose one of alibi, backward, backward-mse, causal, cross, decode, flash, gqa, "
-            "multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window",
+            "mla, multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window",
         ),
         (
             ["example", "--name", "../../x"],
             "--name: no built-in example '../../x'; choose one of alibi, backward, backward-mse, causal, cross, decode, flash, gqa, "
-            "multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window",
+            "mla, multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window",
         ),
         (
             ["render", "--example", "../seed"],
             "--example: no built-in example '../seed'; choose one of alibi, backward, backward-mse, causal, cross, "
-            "decode, flash, gqa, multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window",
+            "decode, flash, gqa, mla, multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window",
         ),
         (["render", "-o", ""], "'': empty file name"),
     ],

@@ -42,6 +42,9 @@ MATH_NAMES = {
     "RMSNorm",
     "QK",  # QK-norm
     "norm",
+    "MLA",  # multi-head latent attention (issue 32): its name, its models and its kernel
+    "DeepSeek",
+    "FlashMLA",
     "ALiBi",  # issue 20's variants and the models that use them: names, in every language
     "BLOOM",
     "MPT",

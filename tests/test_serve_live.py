@@ -167,6 +167,7 @@ def test_variant_area_is_built_from_its_list(client):
             "split_keys",
             "positions",
             "key_positions",
+            "mla_route",
         ]
     )
     assert re.findall(r'<option value="([a-z]+)" data-ui="softmax_', area) == ["plain", "stable"]
@@ -365,6 +366,7 @@ def test_variant_softmax(english, server):
         "set-split_keys",
         "set-positions",
         "set-key_positions",
+        "set-mla_route",
     ]
 
 
@@ -631,10 +633,12 @@ def test_a_variant_control_is_one_entry(monkeypatch):
         ("split_keys", "number"),
         ("positions", "list"),
         ("key_positions", "list"),
+        ("mla_route", "select"),
         ("expand", "text"),
         ("rounding", "number"),
     ]
     assert '<label for="set-expand" data-ui="expand">Expand</label>' in area
+    assert '<label for="set-mla_route" data-ui="mla_route">MLA route (with an [mla] table)</label>' in area
     boot = json.loads(re.search(r'<script id="boot" type="application/json">(.*?)</script>', page, re.S).group(1))
     assert boot["variants"][-2:] == extra  # app.js builds, fills and reads the controls from this list
 
@@ -652,3 +656,17 @@ def test_only_the_weights_have_closed_forms_on_hover(english, server):
         "f.querySelectorAll('rect.cell, line.weight').length, f.querySelectorAll('title.hover').length])"
     )
     assert figures == [["weights", 9, 9], ["tokens", 3, 3], ["dz", 9, 0]]
+
+
+def test_the_mla_example_and_its_route_on_the_page(english, server):
+    # the [mla] table has no grid of its own: it is kept as given; the route is a select, its default leaves the spec
+    open_fresh(english, server, seed("en"))
+    examples = json.loads(english.execute_script("return fetch('/api/examples').then(r => r.text())"))
+    choose(english, "example", str(next(i for i, e in enumerate(examples) if (e["name"], e["lang"]) == ("mla", "en"))))
+    english.find_element("id", "load-example").click()
+    raw = as_json(read_table(builtin.example_path("mla", "en")))
+    wait_math(english, math_of(fragment(raw)), "the MLA example, absorbed")
+    assert english.find_element("id", "set-mla_route").get_attribute("value") == "absorbed"
+    choose(english, "set-mla_route", "naive")
+    del raw["mla_route"]
+    wait_math(english, math_of(fragment(raw)), "the MLA example, naive")

@@ -67,7 +67,7 @@ BAD = [
         "<dict>: colour: unknown key; expected one of K, Q, V, W_K, W_O, W_Q, W_V, X, X_kv, "
         "alibi, alibi_slopes, b_K, b_O, b_Q, b_V, backward, block_keys, causal_align, cjk_font, decimals, "
         "engine, expand, figures, focus, heading_level, heads, inputs, k_norm_weight, key_padding, "
-        "key_positions, key_tokens, kv_heads, lang, layout, mask, notation, numbered, paper, positions, "
+        "key_positions, key_tokens, kv_heads, lang, layout, mask, mla, mla_route, notation, numbered, paper, positions, "
         "q_norm_weight, qk_norm, qk_norm_eps, rope, rope_base, rope_cos, rope_frequencies, rope_sin, "
         "rope_style, rounding, scale, sinks, softcap, softmax, split_keys, subs, title, tokens, window",
     ),

@@ -152,7 +152,8 @@ class Chain:
         L, spec = self.layout, self.spec
         if quantity in INPUTS:
             assert row is not None and col is not None  # an entry of a matrix
-            return number(getattr(spec, quantity)[row][col]), False
+            made = variants.carried_input(self, spec, quantity, row, col)  # K, V from their MLA latent
+            return made if made is not None else (number(getattr(spec, quantity)[row][col]), False)
         if quantity == "sqrt_dk":
             return L.heads[0].sqrt_dk, False
         if quantity == "scale":  # the claimant's multiplier: 1/(their √d_k) where the scale is 1/√d_k

@@ -34,6 +34,10 @@ class Explainer:
         if quantity == "scale":  # 1/√d_k, the spec's own number, or none (1)
             scale: tuple = (spec.d_k,) if spec.scale == "sqrt" else () if spec.scale == "none" else (spec.scale,)
             return Explanation(quantity, row, col, scale, result)
+        if quantity in variants.VIEWED:  # a route's own (MLA's latent): the pairs its part gives
+            assert row is not None and col is not None  # each is a matrix
+            pairs = variants.route_operands(self, spec, quantity, row, col, head)
+            return Explanation(quantity, row, col, pairs, result)
         model = L.heads[L.index(head)]
         for part in model.parts:  # a part's own quantity of a row or of the head
             operands = part.explained(self, model, quantity, row, head)
@@ -53,7 +57,10 @@ class Explainer:
         assert col is not None  # every other quantity is a matrix
         if quantity in INPUTS:
             p = spec.projection
-            assert p is not None  # Q, K and V are claimed only when computed from X and W
+            made = None if p is not None else variants.input_operands(self, spec, quantity, row, col)
+            if made is not None:  # K or V that a part made (MLA's latent times W_UK or W_UV)
+                return Explanation(quantity, row, col, (made, None), result, affine=True)
+            assert p is not None  # Q, K and V are claimed only when computed from X and W (or made by a part)
             X, W, b = p.weights(quantity)
             operands = (tuple(zip(X[row], [w[col] for w in W])), b[col] if b else None)
             return Explanation(quantity, row, col, operands, result, affine=True)

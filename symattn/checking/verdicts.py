@@ -193,7 +193,9 @@ class Checker:
             model = unmasked or L.model(quantity, head)
             truncated = self.is_truncation(model, L.name(quantity), i, j, claim.number.value, d, exact.rational)
         explanation = None
-        if verdict in ("wrong", "last-digit", "too-coarse") and quantity not in variants.VIEWED:
+        if verdict in ("wrong", "last-digit", "too-coarse") and (
+            quantity not in variants.VIEWED or variants.explains(quantity)
+        ):
             explanation = self.explainer.explain(quantity, claim.row, claim.col, head, exact.shown)
         expected = exact.rounded
         if claim.quantity == "percent":  # report in the claim's own unit

@@ -240,7 +240,7 @@ def _toy(spec: Spec) -> ToyVsReal:
         n_tokens=len(spec.tokens),
         n_keys=len(spec.keys),
         cross=spec.is_cross,
-        projected=spec.projection is not None,
+        projected=spec.projection is not None or variants.makes_inputs(spec),
         heads=spec.heads,
         d_model=len(spec.Q[0]) if spec.projection is None and spec.heads > 1 else _d_model(spec),
         output_projection=spec.W_O is not None,
@@ -273,7 +273,7 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
             spec.Q,
             spec.K,
             spec.V,
-            projected=spec.projection is not None,
+            projected=spec.projection is not None or variants.makes_inputs(spec),  # X W, or a part's (MLA's)
         )
     ]
     if spec.projection is not None:

@@ -205,7 +205,7 @@ def _certified_inputs(spec: Spec) -> dict[str, Any]:
     out: dict[str, Any] = {"tokens": list(spec.tokens)}
     if spec.is_cross:
         out["key_tokens"] = list(spec.key_tokens)
-    if spec.projection is not None:
+    if spec.projection is not None or variants.makes_inputs(spec):  # made from X and W (or MLA's latent)
         out.update(Q=_exact_matrix(spec.Q), K=_exact_matrix(spec.K), V=_exact_matrix(spec.V))
     out["mask"] = [
         [spec.allowed is None or spec.allowed[i][j] for j in range(len(spec.keys))] for i in range(len(spec.tokens))
@@ -229,18 +229,17 @@ def _single(spec: Spec, model: Model, digits: int, exact: bool, release: bool) -
 def _route(spec: Spec, model: Model, digits: int, exact: bool) -> Iterator[tuple[str, Any]]:
     """The online softmax's quantities, where the spec walks the keys in blocks: [block][row] (the
     accumulator [block][row][column]), the LSE per row, and whether the tiled route is exactly the softmax."""
-    if not any(p.stage == variants.ROUTE for p, _ in variants.of(spec)):
-        return
     n = model.n_queries
-    for quantity in variants.VIEWED:
-        view = variants.view(spec, quantity, model)
-        entry = _entry(view, quantity, digits, None, exact)
-        if quantity in view.columns:
-            entry = {key: [r[0] for r in rows] for key, rows in entry.items()}
-        elif quantity in view.stacked:
-            entry = {key: [rows[b : b + n] for b in range(0, len(rows), n)] for key, rows in entry.items()}
-        yield quantity, entry
-    yield "tiled_equals_softmax", variants.view(spec, "lse", model).identity
+    for part, setting in variants.stage(spec, variants.ROUTE):
+        view = part.view(setting, model)
+        for quantity in (q.name for q in part.quantities):
+            entry = _entry(view, quantity, digits, None, exact)
+            if quantity in view.columns:
+                entry = {key: [r[0] for r in rows] for key, rows in entry.items()}
+            elif quantity in view.stacked:
+                entry = {key: [rows[b : b + n] for b in range(0, len(rows), n)] for key, rows in entry.items()}
+            yield quantity, entry
+        yield from part.computed(spec, setting, model).items()
 
 
 def _heads(spec: Spec, mh: MultiHead, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:

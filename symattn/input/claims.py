@@ -258,7 +258,7 @@ class _ClaimReader(Reader):
     def refuse(self, name: str, key: str, row: int | None, prefixed: bool) -> None:
         """One line naming the claim for a quantity that this spec, place or prefix does not have."""
         spec, p = self.spec, self.spec.projection
-        if name in INPUTS and row is None and p is None:
+        if name in INPUTS and row is None and p is None and not variants.makes_inputs(spec):
             raise self.error(key, f"{name} is an input here; claims on Q, K and V need X with W_Q, W_K, W_V")
         if name in PROJECTED_GRADIENTS and p is None:
             raise self.error(key, f"claims on {name} need X with W_Q, W_K, W_V")
@@ -297,7 +297,8 @@ class _ClaimReader(Reader):
             if row is not None and q in NOT_IN_ROWS:
                 continue
             if q in INPUTS + PROJECTED_GRADIENTS and spec.projection is None:
-                continue
+                if q in PROJECTED_GRADIENTS or not variants.makes_inputs(spec):
+                    continue
             if q in GRADIENTS and spec.backward is None:
                 continue
             if q in OUTPUT_PROJECTION and (not is_multihead(spec) or prefixed):

@@ -290,11 +290,14 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
     batches: tuple = ()
     grads: tuple = ()
     layout = "bhnd"
-    if "X" not in data:  # Q, K, V files with batch and head axes: batch 0 as matrices, heads and kv_heads set
+    made = variants.inputs(reader, data)  # Q, K, V that a part makes from its own keys (MLA's [mla] table)
+    if "X" not in data and made is None:  # Q, K, V files with batch and head axes: batch 0 as matrices, heads set
         data, batches, layout, grads = read_batched(reader, data)
     kv_heads = read_kv_heads(reader, data)  # issue 20: grouped-query heads (K and V checked in read_heads)
     projection = None
-    if "X" in data:
+    if made is not None:
+        Q, K, V, rows_of = made
+    elif "X" in data:
         given = [k for k in ("Q", "K", "V") if k in data]
         if given:
             raise reader.error(given[0], "give Q, K, V or X with W_Q, W_K, W_V, not both")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from symattn.variants import alibi, masks, positions, qk_norm, rope, sinks, softcap, tiling
+from symattn.variants import alibi, masks, mla, positions, qk_norm, rope, sinks, softcap, tiling
 from symattn.variants.base import ADD, DENOMINATOR, MAP, MASK, PLACE, QK, ROUTE, HeadPart, Part, Quantity, Where, listed
 
 # every part, in the order their keys are listed (spec files, the web page); they act in the order of
@@ -24,6 +24,7 @@ PARTS: tuple[Part, ...] = (
     qk_norm.PART,
     tiling.PART,
     positions.PART,
+    mla.PART,
 )
 
 KEYS = tuple(key for part in PARTS for key in part.keys)  # every part's spec keys
@@ -73,6 +74,31 @@ def check(reader: Any, spec: Any) -> None:
     """Refuse what the spec's parts do not combine with (after the command line's options)."""
     for p, setting in of(spec):
         p.check(reader, setting, spec.is_symbolic)
+        p.check_spec(reader, setting, spec)
+
+
+def inputs(reader: Any, data: Mapping[str, Any]) -> tuple[Any, Any, Any, str] | None:
+    """Q, K, V that a part makes from its own keys (MLA's [mla] table), and what their rows are; None: none."""
+    return next((made for made in (p.inputs(reader, data) for p in PARTS) if made is not None), None)
+
+
+def carried_input(chain: Any, spec: Any, quantity: str, row: int, col: int) -> Any:
+    """Q, K or V that a part made, from the claimant's own numbers (None: the spec's value)."""
+    return next(
+        (v for v in (p.carried_input(chain, s, quantity, row, col) for p, s in of(spec)) if v is not None), None
+    )
+
+
+def input_operands(explainer: Any, spec: Any, quantity: str, row: int, col: int) -> Any:
+    """A wrong claim on Q, K or V that a part made: its dot product's (number, weight) pairs (None: none)."""
+    return next(
+        (v for v in (p.input_operands(explainer, s, quantity, row, col) for p, s in of(spec)) if v is not None), None
+    )
+
+
+def makes_inputs(spec: Any) -> bool:
+    """Whether a part of the spec made its Q, K and V (so that claims may name them)."""
+    return any(type(p).inputs is not Part.inputs for p, _ in of(spec))
 
 
 def heads_of(pairs: tuple[tuple[str, Any], ...], index: int) -> tuple[tuple[str, Any], ...]:
@@ -196,10 +222,24 @@ def carried(chain: Any, spec: Any, model: Any, name: str, row: int, col: int | N
     return None if p is None else p.carried(chain, model, spec.setting(p.name), name, row, col, head)
 
 
+def explains(quantity: str) -> bool:
+    """Whether a wrong claim on a ROUTE part's quantity is explained (its part gives the operands)."""
+    p = owner(quantity)
+    return p is not None and p.explains
+
+
+def route_operands(explainer: Any, spec: Any, quantity: str, row: int, col: int, head: Any) -> Any:
+    """A wrong claim on a ROUTE part's quantity: the (number, number) pairs its value is the sum of."""
+    p = owner(quantity)
+    assert p is not None and p.explains
+    return p.route_operands(explainer, spec.setting(p.name), quantity, row, col, head)
+
+
 def placing(spec: Any, model: Any) -> tuple[Any, ...]:
     """The step that says where the tokens stand (what a KV cache held and what is new), where the spec says."""
     step = positions.PART.step(spec, model)
-    return () if step is None else (step,)
+    made = tuple(s for p, _ in of(spec) for s in p.before_scores(spec, model))  # how a part made Q, K, V
+    return made + (() if step is None else (step,))
 
 
 def after_weighted(spec: Any, model: Any, fig: Any) -> tuple[Any, ...]:
@@ -273,6 +313,12 @@ __all__ = [
     "VIEWED",
     "after_weighted",
     "carried",
+    "carried_input",
+    "explains",
+    "route_operands",
+    "input_operands",
+    "inputs",
+    "makes_inputs",
     "owner",
     "shape",
     "view",

@@ -151,6 +151,37 @@ class Part:
         """ROUTE: its steps after the weighted sum."""
         return ()
 
+    explains: ClassVar[bool] = False  # ROUTE: a wrong claim on its quantities is explained (``route_operands``)
+
+    def route_operands(self, explainer: Any, setting: Any, quantity: str, row: int, col: int, head: Any) -> Any:
+        """ROUTE: a wrong claim's (number, number) pairs of its dot product (``explains``)."""
+        return None
+
+    def computed(self, spec: Any, setting: Any, model: Any) -> dict[str, Any]:
+        """ROUTE: what compute writes of it beside its quantities (whether its route is the softmax's, exactly)."""
+        return {}
+
+    # --- a part that makes Q, K and V from inputs of its own (MLA's [mla] table) --------------------------
+
+    def inputs(self, reader: Reader, data: Mapping[str, Any]) -> tuple[Any, Any, Any, str] | None:
+        """Q, K, V (numerals) made from its own keys, and what their rows are (None where it makes none)."""
+        return None
+
+    def check_spec(self, reader: Reader, setting: Any, spec: Any) -> None:
+        """Refuse a setting of the whole spec it does not combine with, once the command line's are applied."""
+
+    def before_scores(self, spec: Any, model: Any) -> tuple[Any, ...]:
+        """Its steps before the scores (how the Q, K, V it made came about)."""
+        return ()
+
+    def carried_input(self, chain: Any, setting: Any, quantity: str, row: int, col: int) -> Any:
+        """Q, K or V that it made, from the claimant's own numbers before them (None: the spec's value)."""
+        return None
+
+    def input_operands(self, explainer: Any, setting: Any, quantity: str, row: int, col: int) -> Any:
+        """A wrong claim on Q, K or V that it made: the (number, weight) pairs of its dot product (None: none)."""
+        return None
+
     def head_part(self, setting: Any, spec: Any) -> HeadPart | None:
         """Its part of one head's exact model (None where it has none: a mask is in ``spec.allowed``)."""
         return None

@@ -143,6 +143,9 @@ class Tiles(Part):
             return {}
         return {k: v for k, v in (("block_keys", setting.block), ("split_keys", setting.split)) if v is not None}
 
+    def computed(self, spec: Any, setting: Setting, model: Any) -> dict[str, Any]:
+        return {"tiled_equals_softmax": self.view(setting, model).identity}
+
     def carried(self, chain: Any, model: Any, setting: Any, quantity: str, row: int, col: int | None, head: Any):
         from symattn.variants.tiling_chain import carried
 

@@ -1,0 +1,182 @@
+"""One head's multi-head latent attention, exactly (the part is :mod:`symattn.variants.mla`): the latent c_KV,
+the absorbed query q̃ = q W_UKᵀ, the latent output u = P c_KV, and the proof that both routes give one output.
+
+The latent and the absorbed query are rational. u is the softmax's weights times c_KV, so it is the output of
+the same head with c_KV in V's place: its closed forms, its rational entries (the model's rule on the groups
+of equal z) and its enclosures are that model's. The routes agree when the absorbed scores q̃ c_KVᵀ are the
+naive QKᵀ entry by entry (equal rationals: then P is one closed form) and c_KV W_UV is the head's V entry by
+entry, so that (P c_KV) W_UV = P (c_KV W_UV) = P V exactly (:attr:`Latent.routes_agree`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from functools import cached_property
+from typing import Any
+
+import sympy
+from sympy import ImmutableMatrix
+
+from symattn.exact.base import Rounding, integer_matrix
+from symattn.exact.numeric import Fixed
+from symattn.exact.rounding import exact_or_rounded, from_model
+from symattn.variants.mla import Fractions, LatentOutput, Latents, Mla, numerals, product
+
+RATIONAL = ("latent", "absorbed_query")
+
+
+def _matrix(values: Fractions) -> ImmutableMatrix:
+    return ImmutableMatrix([[sympy.Rational(x.numerator, x.denominator) for x in row] for row in values])
+
+
+@dataclass(frozen=True, eq=False)
+class Latent(Rounding):
+    """A head's MLA quantities: ``latent`` and ``absorbed_query`` (rational), ``latent_output`` (u = P c_KV)."""
+
+    model: Any  # the head's exact Model
+    setting: Mla
+    kind = "mla"
+    columns = ()
+    stacked = ()
+
+    @cached_property
+    def _rationals(self) -> dict[str, Fractions]:
+        return {"latent": self.setting.latent, "absorbed_query": self.setting.absorbed}
+
+    @cached_property
+    def weighted(self) -> Any:
+        """The head with c_KV in V's place: its output is u = P c_KV."""
+        v, dv = integer_matrix(numerals(self.setting.latent))
+        return replace(self.model, v=v, dv=dv)
+
+    def exact(self, quantity: str) -> ImmutableMatrix:
+        if quantity == "latent_output":
+            return self.weighted.exact("output")
+        return _matrix(self._rationals[quantity])
+
+    def rationals(self, quantity: str) -> tuple[tuple[Fraction | None, ...], ...]:
+        if quantity == "latent_output":
+            return self.weighted.rationals("output")
+        return self._rationals[quantity]
+
+    def rounded(self, quantity: str, decimals: Any) -> Any:
+        if quantity == "latent_output":
+            return self.weighted.rounded("output", decimals)
+        return super().rounded(quantity, decimals)
+
+    def significant(self, quantity: str, digits: int) -> Any:
+        if quantity == "latent_output":
+            return self.weighted.significant("output", digits)
+        return super().significant(quantity, digits)
+
+    def _may_be_infinite(self, quantity: str) -> bool:
+        return False
+
+    def _enclosures(self, quantity: str, bits: int) -> list[Fixed]:
+        return [Fixed.exact(x, bits) for row in self._rationals[quantity] for x in row]
+
+    def compare(self, quantity: str, i: int, j: int, value: Fraction) -> int:
+        """The sign of an entry minus a rational."""
+        if quantity == "latent_output":
+            return int(self.weighted.compare("output", i, j, value))
+        x = self._rationals[quantity][i][j]
+        return (x > value) - (x < value)
+
+    # --- the two routes ---------------------------------------------------------------------------------
+
+    @cached_property
+    def scores_agree(self) -> bool:
+        """q̃ c_KVᵀ = QKᵀ, entry by entry, as rationals."""
+        Q, K, _ = self.setting.made
+        return product(self.setting.absorbed, tuple(zip(*self.setting.latent))) == product(Q, tuple(zip(*K)))
+
+    @cached_property
+    def values_agree(self) -> bool:
+        """c_KV W_UV is the head's V, entry by entry, as rationals."""
+        W = tuple(tuple(x.value for x in row) for row in self.setting.W_UV)
+        return _matrix(product(self.setting.latent, W)) == self.model.V
+
+    @property
+    def routes_agree(self) -> bool:
+        """Whether the absorbed route's output (P c_KV) W_UV is exactly the naive P V: the same scores (so P is
+        one closed form), and c_KV W_UV = V, so (P c_KV) W_UV = P (c_KV W_UV) = P V."""
+        return self.scores_agree and self.values_agree
+
+
+# --- error carried forward -------------------------------------------------------------------------------
+
+Value = tuple[sympy.Expr, bool]  # a value and whether a claimed number went into it
+
+
+def rational(x: Fraction) -> sympy.Rational:
+    return sympy.Rational(x.numerator, x.denominator)
+
+
+def _sum(pairs: list[tuple[Value, Value]]) -> Value:
+    return sympy.Add(*[a * b for (a, _), (b, _) in pairs]), any(x or y for (_, x), (_, y) in pairs)
+
+
+def carried(chain: Any, setting: Mla, quantity: str, row: int, col: int | None, head: Any) -> Any:
+    """An MLA quantity from the claimant's own numbers before it: the latent from X and W_DKV (inputs), q̃ from
+    their Q, u from their weights and latent."""
+    assert col is not None  # each is a matrix
+    if quantity == "latent":
+        return rational(setting.latent[row][col]), False
+    if quantity == "absorbed_query":
+        W = setting.W_UK
+        return _sum([(chain.implied("Q", row, k), (rational(W[col][k].value), False)) for k in range(len(W[0]))])
+    if quantity == "latent_output":
+        keys = range(len(setting.X))
+        return _sum([(chain.implied("weights", row, j, head), chain.implied("latent", j, col, head)) for j in keys])
+    return None
+
+
+def carried_input(chain: Any, setting: Mla, quantity: str, row: int, col: int) -> Any:
+    """K and V from the claimant's latent (Q: from the inputs alone)."""
+    if quantity == "Q":
+        return None
+    W = setting.W_UK if quantity == "K" else setting.W_UV
+    return _sum([(chain.implied("latent", row, c), (rational(W[c][col].value), False)) for c in range(len(W))])
+
+
+# --- the steps --------------------------------------------------------------------------------------------
+
+
+def latents_step(spec: Any, model: Any, setting: Mla) -> Latents:
+    d, f, notation = spec.decimals, spec.focus, spec.notation
+    view = Latent(model, setting)
+    latent = exact_or_rounded(setting.latent, d.scores, notation)
+    c_q = setting.query_latent
+    absorbed = exact_or_rounded(setting.absorbed, d.scores, notation)
+    scores = product((setting.absorbed[f],), tuple(zip(*setting.latent)))
+    return Latents(
+        setting.route,
+        len(setting.X[0]),
+        len(setting.W_DKV[0]),
+        len(setting.W_UK[0]),
+        len(setting.W_UV[0]),
+        setting.X,
+        setting.W_DKV,
+        latent,
+        setting.query,
+        None if c_q is None else exact_or_rounded(c_q, d.scores, notation),
+        spec.Q,
+        setting.W_UK,
+        setting.W_UV,
+        spec.K,
+        spec.V,
+        tuple(spec.Q[f]),
+        absorbed[f],
+        exact_or_rounded(scores, d.scores, notation)[0],
+        view.routes_agree,
+    )
+
+
+def output_step(spec: Any, model: Any, fig: Any, setting: Mla) -> LatentOutput:
+    view = Latent(model, setting)
+    u = from_model(view, "latent_output", spec.decimals.output, spec.notation)
+    return LatentOutput(u[spec.focus], setting.W_UV, fig.output[spec.focus], view.routes_agree)
+
+
+__all__ = ["RATIONAL", "Latent", "carried", "carried_input", "latents_step", "output_step"]
