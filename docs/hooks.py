@@ -846,11 +846,13 @@ def check(tmp: Path) -> list[str]:
     """``page: block`` for every block that differs from what is made now, and every picture missing."""
     made = make_all(tmp)
     problems = [f"{p.name}: {name}" for p in pages() for name in blocks.stale(p.read_text(encoding="utf-8"), made)]
-    for key in PICTURES:
-        path = DOCS / "generated" / f"{key.removeprefix('picture-')}.png"
-        if not path.is_file():
-            problems.append(f"{path.relative_to(DOCS)}: missing")
-    return problems
+    return problems + missing_pictures()
+
+
+def missing_pictures() -> list[str]:
+    """``generated/NAME.png: missing`` for every picture a page links to that is not committed."""
+    paths = (DOCS / "generated" / f"{key.removeprefix('picture-')}.png" for key in PICTURES)
+    return [f"{path.relative_to(DOCS)}: missing" for path in paths if not path.is_file()]
 
 
 # --- mkdocs events --------------------------------------------------------------------------------

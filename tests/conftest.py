@@ -10,8 +10,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-from hypothesis import settings
+# One thread in each BLAS and OpenMP pool, in every xdist worker and every symattn it runs: the workers are
+# the parallelism, one a core, and pools as wide as the machine in each of them only fought over the cores.
+for _pool in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_pool, "1")
+
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+threadpool_limits(limits=1)  # pools loaded before this file was read
 
 # The suite draws the same examples on every run: a flaky test is a failing test. To explore afresh (with
 # the long fuzz run, say): HYPOTHESIS_PROFILE=explore pytest -m longfuzz
