@@ -200,3 +200,14 @@ def run_in_terminal(argv: list[str], cwd: Path, env: dict[str, str] | None = Non
     code = process.wait(timeout=120)
     os.close(main_fd)
     return code, shown.decode("utf-8", "replace")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest-xdist (--dist loadgroup) hands out tests one by one, so that no worker is left with a long file
+    at the end; a module's tests that share a module-scoped fixture (a docs build, a wheel, a browser) stay on
+    one worker, so that it is made once."""
+    for item in items:
+        definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        if any(defs and defs[-1].scope in ("module", "class", "package") for defs in definitions.values()):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

@@ -77,7 +77,7 @@ def test_anything_else_is_not_an_angle(text):
         ),
         (
             {"rope_frequencies": ["30deg"], "alibi_slopes": ["0.5"]},
-            "rope_frequencies: angles that are multiples of π do not combine with ALiBi yet",
+            "rope_frequencies: angles that are multiples of pi do not combine with ALiBi yet",
         ),
     ],
 )
@@ -95,7 +95,7 @@ def test_mixed_units_and_a_field_too_large_are_refused():
     with pytest.raises(SpecError) as info:
         load_spec({**wide, "rope_frequencies": ["30deg", "0.5"]})
     assert str(info.value) == (
-        "<dict>: rope_frequencies[2]: give every frequency in radians or every one as a multiple of π, not both"
+        "<dict>: rope_frequencies[2]: give every frequency in radians or every one as a multiple of pi, not both"
     )
     with pytest.raises(LimitError) as limit:
         load_spec({**wide, "rope_frequencies": ["pi/997", "pi/991"]})

@@ -112,7 +112,7 @@ def _even(draw, raw, n_q, n_k):
     return raw, E
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=25)  # projected heads: each example is seconds of exact work
 @given(projected_inputs())
 def test_rope_projected_heads(raw):
     """X W (+ b), then RoPE per head, SDPA per head, concatenation and W_O, in float64."""
