@@ -135,7 +135,6 @@ class AlibiPart(Part):
     z_word = "biased"
     argument = "alibi_slopes"
     grid_key = "alibi"
-    argument_refusal = "ALiBi is not on the float64 path yet (a spec's alibi compares one head exactly)"
     kernel_rule = "distance_bias"  # symattn.kernel.compare(alibi_slopes=…): −m·|i + offset − j|
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Alibi | None:

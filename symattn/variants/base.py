@@ -77,10 +77,11 @@ class Quantity:
 
 
 class Float64Rule(Protocol):
-    """What a part gives compare's float64 path. No part gives one yet (each is refused there, in one line
-    naming it); issue 30 fills them in: ``score_mod`` on a block of float64 z (the rows and columns its
-    queries and keys are at, as FlexAttention's q_idx and kv_idx), and ``error`` the bound it adds to
-    the block's error, so that the path's enclosure stays rigorous."""
+    """What a part would give the float64 path of a spec (``compute --float64``, ``compare SPEC``): ``score_mod``
+    on a block of float64 z (the rows and columns its queries and keys are at, as FlexAttention's q_idx and
+    kv_idx), and ``error`` the bound it adds to the block's error. No part gives one yet: a spec's softcap,
+    ALiBi or sinks compares one head exactly (a spec's 0.1 is no float32 value). The in-memory path
+    (symattn.kernel.compare) takes them by ``Part.kernel_rule`` instead, a rule of kernel/score_mods.py."""
 
     def score_mod(self, z: Any, q_idx: Any, kv_idx: Any) -> Any: ...
 
@@ -211,12 +212,12 @@ class Part:
     # --- what it supports -------------------------------------------------------------------------------
 
     def float64(self, setting: Any) -> Float64Rule | None:
-        """Its rule on compare's float64 path; None: refused there (today every part but the mask's)."""
+        """Its rule on a spec's float64 path; None: refused there (today every part but those all in the mask)."""
         return None
 
     float64_in_mask: ClassVar[bool] = False  # True: all it does is in ``spec.allowed``, which the path takes
     # the keyword a kernel's call takes it by (FlashAttention's), which symattn.kernel.compare reads, and its
-    # refusal there while the float64 path has no rule for it; "" where the call has no such keyword
+    # refusal there for a part without a kernel_rule; "" where the call has no such keyword
     argument: ClassVar[str] = ""
     argument_refusal: ClassVar[str] = ""
     # the rule of symattn/kernel/score_mods.py that takes its keyword on the in-memory float64 path ("": none)

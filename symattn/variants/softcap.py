@@ -87,7 +87,6 @@ class Softcap(Part):
     z_word = "capped"
     argument = "softcap"
     grid_key = "softcap"
-    argument_refusal = "soft-capping is not on the float64 path yet (a spec's softcap compares one head exactly)"
     kernel_rule = "tanh_cap"  # symattn.kernel.compare(softcap=c): c·tanh(z/c) with its bound
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Numeral | None:
