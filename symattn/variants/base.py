@@ -79,8 +79,8 @@ class Quantity:
 class Float64Rule(Protocol):
     """What a part would give the float64 path of a spec (``compute --float64``, ``compare SPEC``): ``score_mod``
     on a block of float64 z (the rows and columns its queries and keys are at, as FlexAttention's q_idx and
-    kv_idx), and ``error`` the bound it adds to the block's error. No part gives one yet: a spec's softcap,
-    ALiBi or sinks compares one head exactly (a spec's 0.1 is no float32 value). The in-memory path
+    kv_idx), and ``error`` the bound it adds to the block's error. No part gives one yet: a spec with a score
+    variant compares one head exactly (a spec's 0.1 is no float32 value). The in-memory path
     (symattn.kernel.compare) takes them by ``Part.kernel_rule`` instead, a rule of kernel/score_mods.py."""
 
     def score_mod(self, z: Any, q_idx: Any, kv_idx: Any) -> Any: ...
