@@ -5,6 +5,7 @@ that mypy checks. (On a machine where a session had installed the web extra by h
 new one it stopped at starlette.)
 """
 
+import ast
 import re
 import shlex
 import subprocess
@@ -64,3 +65,20 @@ def test_a_fresh_venv_with_ci_extras_imports_every_module_mypy_checks(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == str(len(names))
+
+
+def test_no_test_module_needs_torch_to_be_collected():
+    """The README's test command installs the test extra, which holds no torch: a test that needs torch
+    skips (pytest.importorskip), so no test module may import it when it is collected."""
+    top_level = {}
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = [
+            alias.name
+            for node in tree.body
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
+        ]
+        if any(name == "torch" or name.startswith("torch.") for name in names):
+            top_level[path.name] = names
+    assert top_level == {}

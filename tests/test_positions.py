@@ -5,7 +5,6 @@ from decimal import Decimal
 
 import pytest
 import sympy
-import torch
 
 from symattn.derivation.derive import derive
 from symattn.exact.factory import build
@@ -31,6 +30,7 @@ def test_one_query_at_position_2_against_3_cached_keys_is_the_full_causal_last_r
 def _torch(q_pos, k_pos, slope, rope):
     """Attention in float64, written independently: RoPE's half pairs (t, t + d/2) turned by p·10000^(−2t/d),
     then z = q·k/√d − slope·|p_i − p_j| and the causal mask by positions."""
+    torch = pytest.importorskip("torch")
     q, k, v = (torch.tensor(m, dtype=torch.float64) for m in (Q[2:], K, V))
     d = q.shape[1]
     if rope:
