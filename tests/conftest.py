@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 # One thread in each BLAS and OpenMP pool, in every xdist worker and every symattn it runs: the workers are
@@ -211,3 +212,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         if any(defs and defs[-1].scope in ("module", "class", "package") for defs in definitions.values()):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def wait_until(condition, seconds: float):
+    """condition()'s first true value within ``seconds`` (polled every 50 ms), else its value at the end."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    return condition()

@@ -5,10 +5,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from .conftest import wait_until
 
 LOOP = "\\documentclass{article}\n\\begin{document}\n\\loop\\iftrue\\repeat\n\\end{document}\n"
 # the real command line, whose PDF step typesets a document that never ends (with latexmk, for real)
@@ -45,16 +46,6 @@ def _alive(group: int) -> bool:
     return any(g == group for *_, g in _processes())
 
 
-def _wait(condition, seconds: float):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    return condition()
-
-
 @pytest.mark.client
 def test_sigterm_kills_the_tex_run(tmp_path):
     if not (shutil.which("latexmk") and shutil.which("pdflatex")):
@@ -67,11 +58,11 @@ def test_sigterm_kills_the_tex_run(tmp_path):
         text=True,
     )
     try:
-        group = _wait(lambda: _tex_group(process.pid), 60)
+        group = wait_until(lambda: _tex_group(process.pid), 60)
         assert group, "pdflatex never started"
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=30)
     finally:
         process.kill()
     assert (process.returncode, err) == (130, "symattn: interrupted\n")
-    assert _wait(lambda: not _alive(group), 10) and not (tmp_path / "out.pdf").exists()
+    assert wait_until(lambda: not _alive(group), 10) and not (tmp_path / "out.pdf").exists()

@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,8 @@ pytest.importorskip("distributed")
 pytest.importorskip("torch")
 
 from symattn.cli import main
+
+from .conftest import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,16 +45,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait(condition, seconds: float):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    return condition()
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """``dask scheduler`` and two ``dask worker`` processes (a nanny each, torch preloaded), one thread each."""
@@ -68,7 +59,7 @@ def cluster(tmp_path_factory):
     log = open(folder / "cluster.log", "w")  # noqa: SIM115 (closed with the cluster)
     started = [subprocess.Popen(scheduler, env=env, cwd=folder, stderr=log)]
     try:
-        assert _wait(lambda: (folder / "s.json").exists(), 30)
+        assert wait_until(lambda: (folder / "s.json").exists(), 30)
         started += [subprocess.Popen(worker, env=env, cwd=folder, stderr=log) for _ in range(2)]
         _warm(address)
         yield address, folder / "calls"
@@ -105,7 +96,7 @@ def _idle(address: str) -> None:
     from distributed import Client
 
     with Client(address, timeout=60) as client:
-        assert _wait(lambda: not any(client.run(_executing).values()), 60)
+        assert wait_until(lambda: not any(client.run(_executing).values()), 60)
 
 
 def _sweep(capsys, tmp_path, kernel, *options, grid=GRID):
@@ -200,7 +191,7 @@ def test_resume_after_an_interrupt_runs_only_the_unfinished_cases(cluster, tmp_p
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     calls.write_text("")
     first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert _wait(lambda: record.exists() and len(record.read_text().splitlines()) >= 3, 60)
+    assert wait_until(lambda: record.exists() and len(record.read_text().splitlines()) >= 3, 60)
     first.send_signal(signal.SIGINT)
     out, err = first.communicate(timeout=60)
     assert (first.returncode, out, err) == (130, "", "symattn: interrupted\n")
