@@ -18,7 +18,7 @@ httpx = pytest.importorskip("httpx")
 
 from symattn.input.limits import WORKERS  # noqa: E402
 
-from .test_cli_signals import _wait  # noqa: E402
+from .conftest import wait_until  # noqa: E402
 from .test_serve import _children, as_json, seed_raw  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +53,7 @@ def test_sigterm_to_the_group_ends_the_server_and_its_warm_workers_in_one_line(t
         answer = httpx.post(url + "api/render", json={"spec": as_json(seed_raw()), "compute": False}, timeout=60)
         assert answer.status_code == 200
         # both workers warm and waiting on their stdin: there SIGTERM, then the server's own stop, found them
-        assert _wait(lambda: _idle(_children(process.pid)), 60)
+        assert wait_until(lambda: _idle(_children(process.pid)), 60)
         os.killpg(process.pid, signal.SIGTERM)
         _, err = process.communicate(timeout=30)
     finally:
