@@ -113,6 +113,23 @@ def test_by_hand_each_block_follows_the_numbers_shown_before_it():
     assert focus_blocks("exact")[0][1] == ("1", "0.607", "1.879", ["2.053", "1.050"])
 
 
+def test_by_hand_a_tiled_row_that_parts_from_the_weighted_sum_says_so_instead_of_calling_it_the_same():
+    # by hand acc / l = 1.092, 0.559 but the weighted sum showed 1.093, 0.558 (exactly 1.0926…, 0.5585…)
+    def identity(rounding, lang):
+        spec = load_spec({**FLASH, "focus": "d", "rounding": rounding, "lang": lang})
+        text = render(derive(spec), "markdown")
+        return next(line for line in text.splitlines() if "closed forms" in line or "闭式" in line)
+
+    assert identity("hand", "en") == (
+        "Exactly, the tiled route is the softmax: the tiled values and the direct sums have the same closed forms "
+        "(each difference expands to 0 once $e^{a} e^{b} = e^{a+b}$). Worked by hand, the blocks end at "
+        "$[1.092,\\ 0.559]$ and the weighted sum above at $[1.093,\\ 0.558]$: each chain rounds at its own steps, "
+        "so their last digits part."
+    )
+    assert "$[1.092,\\ 0.559]$" in identity("hand", "zh") and "$[1.093,\\ 0.558]$" in identity("hand", "zh")
+    assert identity("exact", "en").startswith("This is exactly the softmax's output above:")
+
+
 def test_accumulator_claims_take_three_indices_and_whole_blocks():
     verdicts = _verdicts({"accumulator[2][4]": ["2.053", "1.05"], "rescale[2][4]": "0.607"})
     assert verdicts == [

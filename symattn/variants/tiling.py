@@ -77,6 +77,8 @@ class Tiling:
     lse_all: NumRow  # every row's
     identity: bool  # the tiled values equal the direct sums and the output, exactly
     splits: tuple[SplitPart, ...] = ()
+    # by hand each chain rounds at its own steps: the weighted sum's row as shown, where acc / l ends elsewhere
+    rounded_apart: NumRow = ()
 
 
 # --- the part -------------------------------------------------------------------------------------

@@ -56,8 +56,11 @@ def tiling_step(spec: Any, model: Any, fig: Any, setting: Any) -> Tiling:
             )
         )
     output, lse_f = fig.output[f], lse[f][0]  # as the weighted sum showed it
+    apart: NumRow = ()
     if spec.rounding == "hand":  # each block from the numbers shown before it, as a student works them
         blocks, output, lse_f = _by_hand(tiled, f, d, fig.scaled[f], blocks)
+        if [x.fraction for x in output] != [x.fraction for x in fig.output[f]]:
+            apart = fig.output[f]
     splits = _splits(tiled, f, setting.split, d) if setting.split else ()
     return Tiling(
         setting.block or model.n_keys,
@@ -67,6 +70,7 @@ def tiling_step(spec: Any, model: Any, fig: Any, setting: Any) -> Tiling:
         tuple(x[0] for x in lse),
         tiled.identity,
         splits,
+        apart,
     )
 
 
