@@ -85,8 +85,8 @@ class Positions(Part):
     stage = PLACE
     title = "positions"
     web_fields = (
-        {"key": "positions", "kind": "list", "default": ""},
-        {"key": "key_positions", "kind": "list", "default": ""},
+        {"key": "positions", "kind": "list", "default": "", "hint": "positions_hint"},
+        {"key": "key_positions", "kind": "list", "default": "", "hint": "key_positions_hint"},
     )
     step_kinds = ("positions",)
     facts = (("toy_vs_real", "positions", None),)

@@ -245,7 +245,7 @@ class RopePart(Part):
         {"key": "rope", "kind": "flag", "choices": ["false", "true"], "default": "false"},
         {"key": "rope_base", "kind": "text", "default": ""},
         {"key": "rope_style", "kind": "select", "choices": list(ROPE_STYLES), "default": "half"},
-        {"key": "rope_frequencies", "kind": "list", "default": ""},
+        {"key": "rope_frequencies", "kind": "list", "default": "", "hint": "frequencies_hint"},
         {"key": "rope_cos", "kind": "table", "default": ""},
         {"key": "rope_sin", "kind": "table", "default": ""},
     )

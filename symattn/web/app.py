@@ -135,7 +135,7 @@ def _script_json(data: Any) -> str:
 def variants() -> list[dict[str, Any]]:
     """The page's "variant" area, one entry per spec key: its kind ("select" with its choices, "flag" (true
     or left out), "number" with its bounds, "text": a number or word as typed, sent as text for the spec
-    reader to read, "list": numbers typed "a, b", one per head, or "table": rows typed "a, b; c, d") and
+    reader to read, "list": numbers typed "a, b", or "table": rows typed "a, b; c, d", each with its placeholder ``hint``) and
     the value a spec without the key has. A variant's keys are its part's ``web_fields`` (symattn.variants), each
     with its [ui] phrase, named as the key, and for a select one per choice, ``<key>_<choice>``; an empty
     number or text leaves the key out of the spec."""
@@ -150,6 +150,12 @@ def variants() -> list[dict[str, Any]]:
         {"key": "kv_heads", "kind": "number", "min": 1, "max": limits.KV_HEADS, "default": ""},
         *(dict(field) for field in WEB_FIELDS),  # each part's own
     ]
+
+
+def _with_hint(field: Mapping[str, Any]) -> dict[str, Any]:
+    """A list's or table's placeholder: the part's own [ui] phrase where it names one, else one per head."""
+    hints = {"list": "list_hint", "table": "table_hint"}
+    return {"hint": hints[field["kind"]], **field} if field["kind"] in hints else dict(field)
 
 
 def page_html(initial: Mapping[str, Any], lang: str = "zh", given: bool = False) -> str:
@@ -174,7 +180,7 @@ def page_html(initial: Mapping[str, Any], lang: str = "zh", given: bool = False)
         "languages": languages(),
         "tex": _has_tex(),
         "choices": {"rounding": ROUNDINGS, "expand": EXPANDS, "mask": MASKS},
-        "variants": variants(),
+        "variants": [_with_hint(field) for field in variants()],
         "limits": {"body": BODY_BYTES},
     }
     template = template_environment(autoescape=True).get_template("app.html.j2")
