@@ -89,7 +89,7 @@ def test_a_bracket_in_the_title_cannot_end_the_optional_argument():
     [
         ({"heading_level": 4}, "<dict>: heading_level: expected a heading level 1, 2 or 3, got 4"),
         ({"heading_level": "2"}, None),
-        ({"heading_level": True}, "<dict>: heading_level: expected a heading level 1, 2 or 3, got True"),
+        ({"heading_level": True}, "<dict>: heading_level: expected a heading level 1, 2 or 3, got true"),
         ({"numbered": "yes"}, "<dict>: numbered: expected true or false, got 'yes'"),
         ({"numbered": 1}, "<dict>: numbered: expected true or false, got 1"),
     ],

@@ -63,7 +63,7 @@ BAD = [
     ),
     ({**CROSS, "window": 0}, SpecError, "<dict>: window: expected an integer from 1 to 1024 (keys), got 0"),
     ({**CROSS, "window": 1.5}, SpecError, "<dict>: window: expected an integer from 1 to 1024 (keys), got 1.5"),
-    ({**CROSS, "window": True}, SpecError, "<dict>: window: expected an integer from 1 to 1024 (keys), got True"),
+    ({**CROSS, "window": True}, SpecError, "<dict>: window: expected an integer from 1 to 1024 (keys), got true"),
     ({**CROSS, "window": 1025}, SpecError, "<dict>: window: expected an integer from 1 to 1024 (keys), got 1025"),
     (
         {"Q": [[1]] * 5, "K": [[1]] * 2, "V": [[1]] * 2, "window": 1},

@@ -57,8 +57,8 @@ def test_percent_only_when_allowed():
         ("1e999", "exponent out of range (at most 50): '1e999'"),
         ("nan", "not a finite number: 'nan'"),
         (float("inf"), "not a finite number: 'inf'"),
-        (True, "not a number: True"),
-        (None, "not a number: None"),
+        (True, "not a number: true"),
+        (None, "not a number: null"),
         ("9" * 65, "number longer than 64 characters: '99999999999999999999'…"),
     ],
 )

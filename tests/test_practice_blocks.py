@@ -78,7 +78,7 @@ def test_the_output_of_a_round_through_the_blocks_is_acc_over_l(client):
     [
         ({"quantity": "block"}, "request: block: missing"),
         ({"quantity": "block", "block": 3}, "request: block: expected a block from 1 to 2, got 3"),
-        ({"quantity": "block", "block": True}, "request: block: expected a block from 1 to 2, got True"),
+        ({"quantity": "block", "block": True}, "request: block: expected a block from 1 to 2, got true"),
         ({"quantity": "exp", "block": 1}, "request: block: only a block's hint takes a block"),
     ],
 )

@@ -78,7 +78,7 @@ BAD = [
     ({"Q": [[1, 0], [0]]}, SpecError, "<dict>: Q[2]: row has 1 entries but row 1 has 2"),
     ({"Q": [[1, 0], [0, 1], [0.9, "1..2"]]}, SpecError, "<dict>: Q[3][2]: not a number: '1..2'"),
     ({"Q": [[1, 0], [0, 1], [0.9, "a+"]]}, SpecError, "<dict>: Q[3][2]: unexpected end of 'a+'"),
-    ({"V": [[1, 0], [0, 1], [1, True]]}, SpecError, "<dict>: V[3][2]: not a number: True"),
+    ({"V": [[1, 0], [0, 1], [1, True]]}, SpecError, "<dict>: V[3][2]: not a number: true"),
     (
         {"K": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]},
         ShapeError,

@@ -47,11 +47,13 @@ def clip(text: str, most: int = BRIEF) -> str:
 
 def brief(value: object, most: int = BRIEF) -> str:
     """User text for a message, quoted and escaped as ``repr`` does, cut by :func:`clip`; an int is written as
-    it is, up to ``most`` digits."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    it is, up to ``most`` digits; true, false and null as a TOML or JSON file wrote them."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, int):
         # str() of an int past 4300 digits raises; 3.33 bits a digit: a bound before converting
         return str(value) if value.bit_length() <= 3 * most else f"a number of more than {most} digits"
-    if isinstance(value, (bool, float)) or (isinstance(value, str) and type(value) is not str):
+    if isinstance(value, float) or (isinstance(value, str) and type(value) is not str):
         return clip(str(value), most)  # a number, as written (a TOML or JSON float keeps its text): unquoted
     return repr(clip(str(value), most))
 

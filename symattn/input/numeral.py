@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from symattn.input.errors import SymattnError
+from symattn.input.errors import SymattnError, brief
 from symattn.input.limits import CLAIM_EXPONENT, NUMBER_EXPONENT, NUMBER_LENGTH
 from symattn.input.messages import said
 
@@ -147,7 +147,7 @@ def parse_numeral(raw: object, *, allow_percent: bool = False) -> Numeral:
     user typed in Python source (``0.1`` -> 1/10), never its binary value.
     """
     if isinstance(raw, bool):
-        raise NumeralError(said("not_number", text=repr(raw)))
+        raise NumeralError(said("not_number", text=brief(raw)))
     if isinstance(raw, int):
         if raw.bit_length() > _MAX_INT_BITS:
             raise NumeralError(said("long_digits", most=NUMBER_LENGTH))
@@ -161,7 +161,7 @@ def parse_numeral(raw: object, *, allow_percent: bool = False) -> Numeral:
     if isinstance(raw, (Decimal, float)):
         raw = repr(raw) if isinstance(raw, float) else str(raw)
     if not isinstance(raw, str):
-        raise NumeralError(said("not_number", text=repr(raw)))
+        raise NumeralError(said("not_number", text=brief(raw) if raw is None else repr(raw)))
     text = raw.strip()
     if len(text) > NUMBER_LENGTH:
         raise NumeralError(said("long_number", most=NUMBER_LENGTH, text=repr(text[:20])))
