@@ -47,6 +47,19 @@ def test_the_worked_examples_terms_are_right_and_their_sums_carry():
     ]
 
 
+def test_terms_are_asked_the_decimals_of_their_score_or_output():
+    # decimals = { output = 3 } asks 3 of each term p_ij·v_jc too: 4.03 is right at 2 but too coarse
+    claims = {"products.output[3][1]": ["4.03", "0", "0.357"], "products.scores[3][1]": ["0.9", "0.02"]}
+    report = check(load_spec(SEED), {"claims": claims, "decimals": {"output": 3, "scores": 3}})
+    assert [(v.claim.term, v.claim.number.text, v.verdict, v.asked, str(v.expected)) for v in report.results] == [
+        (0, "0.9", "exact", None, "0.9"),
+        (1, "0.02", "exact", None, "0.02"),
+        (0, "4.03", "too-coarse", 3, "4.027"),
+        (1, "0", "exact", None, "0"),
+        (2, "0.357", "rounded", None, "0.357"),
+    ]
+
+
 def test_a_term_from_the_claimants_wrong_weight_is_carried_and_a_wrong_term_explained():
     claims = {"weights[3][1]": "0.5", "products.output[3][1]": ["5.0", "0", "4.5"], "output[3][1]": "9.5"}
     assert [v[5] for v in verdicts(SEED, claims)] == ["last-digit", "carried", "exact", "wrong", "carried"]

@@ -42,6 +42,10 @@ def term_verdict(checker: Any, claim: Claim) -> Verdict:
     exact = _Exact(value, Closed(checker.texts, expr=expr), shown, rounded)
     y, from_claims = checker.chain.term(quantity, i, j, t, claim.head)
     verdict, carried = checker.decide(claim, exact, y, from_claims)
+    asked = checker.coarse(claim) if verdict in ("rounded", "carried") else None
+    if asked is not None:  # right at its own decimals, but the sheet asks more of the score or output
+        verdict, carried = "too-coarse", None
+        rounded = round_half_up(value, asked) if value is not None else numeric.round_expr(expr, asked, caches)
     rounded_inputs: tuple[str, ...] = ()
     enclosure = checker.enclosure  # inputs = "rounded": the typed inputs' intervals, multiplied
     if verdict in ("wrong", "last-digit") and enclosure is not None and d is not None:
@@ -66,6 +70,7 @@ def term_verdict(checker: Any, claim: Claim) -> Verdict:
         row_axis=row_axis,
         col_axis=col_axis,
         rounded_inputs=rounded_inputs,
+        asked=asked,
     )
 
 

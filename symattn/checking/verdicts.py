@@ -46,7 +46,7 @@ from symattn.checking.report import Verdict
 from symattn.checking.slips import Slips
 from symattn.exact import numeric
 from symattn.exact.rounding import Num, is_extreme
-from symattn.input.claims import Claim
+from symattn.input.claims import PRODUCTS, Claim
 from symattn.input.decimals import Percent, round_half_up, terminating_decimals, truncate
 from symattn.input.limits import CLAIM_EXPONENT, NUMBER_LENGTH
 from symattn.input.quantities import COLUMNS, GRADIENTS, HEAD_FORWARD, INPUTS, SCALARS
@@ -68,6 +68,7 @@ ASKED_BY = {
     "output": "output",
     "concat": "output",
     **{g: "gradients" for g in GRADIENTS},
+    **PRODUCTS,  # a score's or an output's terms, at the decimals asked of it
     **{q.name: q.asked_by for q in variants.QUANTITIES if q.asked_by},  # a part's own (with the scores')
 }
 
