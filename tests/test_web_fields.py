@@ -66,4 +66,6 @@ def test_a_list_field_says_what_it_holds_one_of(key, en, zh):
         field = html[html.index(f'<input id="set-{key}"') :]
         field_of = next(v for v in variants() if v["key"] == key)
         name = field_of.get("hint", PLACEHOLDERS.get(field_of["kind"]))
-        assert field[: field.index(">")].endswith(f'placeholder="{markupsafe.escape(hint)}" data-ui-placeholder="{name}"')
+        assert field[: field.index(">")].endswith(
+            f'placeholder="{markupsafe.escape(hint)}" data-ui-placeholder="{name}"'
+        )

@@ -190,17 +190,12 @@ class Boxes:
 
     def products(self) -> list[Fixed]:
         out = []
+        v_rows = [[(v.numerator, v.denominator) for v in values] for values in self.model.v_rows]
         for row in self._weights:
-            for b, values in zip(row, self.model.v_rows):
-                for v in values:
-                    ends = sorted((b.lo * v, b.hi * v))
-                    out.append(
-                        Fixed(
-                            ends[0].numerator // ends[0].denominator,
-                            -((-ends[1].numerator) // ends[1].denominator),
-                            self.bits,
-                        )
-                    )
+            for b, values in zip(row, v_rows):
+                for p, q in values:  # [lo, hi] · p/q in integers, floor and ceiling (q > 0)
+                    low, high = (b.lo * p, b.hi * p) if p >= 0 else (b.hi * p, b.lo * p)
+                    out.append(Fixed(low // q, -(-high // q), self.bits))
         return out
 
     @cached_property

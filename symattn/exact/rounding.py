@@ -36,9 +36,6 @@ from symattn.input.decimals import round_half_up, terminating_decimals
 if TYPE_CHECKING:
     from symattn.input.spec import Spec
 
-_LARGE = Fraction(10**6)
-_SMALL = Fraction(1, 10**4)
-
 
 @dataclass(frozen=True)
 class Figures:
@@ -67,8 +64,14 @@ def is_exact(rows: Sequence[Sequence[Num]]) -> bool:
 
 def is_extreme(value: Fraction, shift: int = 0) -> bool:
     """Whether ``auto`` shows value · 10^shift as m × 10^k: nonzero and |·| ≥ 10^6 or < 10^-4."""
-    x = abs(value) * Fraction(10) ** shift
-    return x != 0 and (x >= _LARGE or x < _SMALL)
+    n, d = abs(value.numerator), value.denominator  # in integers: Fraction arithmetic was most of a big derivation
+    if n == 0:
+        return False
+    if shift >= 0:
+        n *= 10**shift
+    else:
+        d *= 10**-shift
+    return n >= 10**6 * d or 10**4 * n < d
 
 
 def _wants_scientific(value: Fraction, notation: str, shift: int = 0) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from symattn.input.scripts import script_of
 
@@ -89,6 +89,11 @@ def tex_width_at(tex: str, scale: float) -> float:
 
 
 def _width(tex: str, scale: float) -> float:
+    # a matrix's cells repeat (numbers, names) and a page measures its rows again: short ones are kept
+    return _short_width(tex, scale) if len(tex) <= 200 else _measure(tex, scale)
+
+
+def _measure(tex: str, scale: float) -> float:
     total = 0.0
     i = 0
     previous = ""
@@ -135,6 +140,9 @@ def _width(tex: str, scale: float) -> float:
     return total
 
 
+_short_width = lru_cache(maxsize=1 << 16)(_measure)  # at most 65,536 × 200 characters
+
+
 _ENV = re.compile(r"\\(begin|end)\{([A-Za-z*]+)\}")
 
 
@@ -154,20 +162,27 @@ def _environment(tex: str, i: int, name: str) -> tuple[str, int]:
 
 def _split(tex: str, separator: str) -> list[str]:
     """Split at a separator that is not inside braces or a nested environment."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(tex):
+    parts, depth, start = [], 0, 0
+    # only where a brace, \\begin, \\end or the separator starts can anything change: a regex finds those
+    for m in _candidates(separator).finditer(tex):
+        i = m.start()
+        if i < start:  # inside the separator just split at
+            continue
         if tex.startswith("\\begin", i) or (tex[i] == "{" and (i == 0 or tex[i - 1] != "\\")):
             depth += 1
         elif tex.startswith("\\end", i) or (tex[i] == "}" and tex[i - 1] != "\\"):
             depth -= 1
         if depth == 0 and tex.startswith(separator, i) and not (separator == "&" and tex[i - 1 : i] == "\\"):
             parts.append(tex[start:i])
-            i += len(separator)
-            start = i
-            continue
-        i += 1
+            start = i + len(separator)
     parts.append(tex[start:])
     return parts
+
+
+@cache
+def _candidates(separator: str) -> re.Pattern[str]:
+    """Every position (overlapping ones too: a lookahead) where a brace, \\begin, \\end or ``separator`` starts."""
+    return re.compile(r"(?=\\begin|\\end|[{}]|" + re.escape(separator) + ")")
 
 
 def _table_width(name: str, body: str, scale: float = 1.0) -> float:

@@ -135,10 +135,10 @@ def _script_json(data: Any) -> str:
 def variants() -> list[dict[str, Any]]:
     """The page's "variant" area, one entry per spec key: its kind ("select" with its choices, "flag" (true
     or left out), "number" with its bounds, "text": a number or word as typed, sent as text for the spec
-    reader to read, "list": numbers typed "a, b", or "table": rows typed "a, b; c, d", each with its placeholder ``hint``) and
-    the value a spec without the key has. A variant's keys are its part's ``web_fields`` (symattn.variants), each
-    with its [ui] phrase, named as the key, and for a select one per choice, ``<key>_<choice>``; an empty
-    number or text leaves the key out of the spec."""
+    reader to read, "list": numbers typed "a, b", or "table": rows typed "a, b; c, d", each with its
+    placeholder ``hint``) and the value a spec without the key has. A variant's keys are its part's
+    ``web_fields`` (symattn.variants), each with its [ui] phrase, named as the key, and for a select one per
+    choice, ``<key>_<choice>``; an empty number or text leaves the key out of the spec."""
     from symattn.input import limits
     from symattn.input.choices import MASKS, SOFTMAXES
     from symattn.variants import WEB_FIELDS
