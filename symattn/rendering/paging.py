@@ -164,10 +164,14 @@ def _matrix(row: str) -> _Found | None:
     """The widest top-level bmatrix of a row (not inside braces or another environment), split into its cells."""
     best: _Found | None = None
     best_width = -1.0
-    depth, environments, i = 0, 0, 0
-    while i < len(row):
+    depth, environments, next_at = 0, 0, 0
+    for m in _MARKS.finditer(row):  # nothing but a backslash, a brace or a bracket changes what follows
+        i = m.start()
+        if i < next_at:
+            continue
+        next_at = i + 1
         if row.startswith("\\\\", i) or row.startswith("\\{", i) or row.startswith("\\}", i):
-            i += 2
+            next_at = i + 2
             continue
         if row.startswith("\\begin{", i) and not row.startswith(_MATRIX_BEGIN, i):
             environments += 1
@@ -183,8 +187,7 @@ def _matrix(row: str) -> _Found | None:
             w = tex_width(row[i:end])
             if w > best_width:
                 best, best_width = _Found(row[:i], cells, row[end:]), w
-            i = end
-            continue
+            next_at = end
         elif depth == 0 and environments == 0 and row[i] == "[" and not row.endswith("\\left", 0, i):
             # a vector [a,\ b,\ …] as tex_vector writes it: a matrix of one row
             close = _closing_bracket(row, i)
@@ -193,10 +196,11 @@ def _matrix(row: str) -> _Found | None:
                 w = tex_width(row[i : close + 1])
                 if w > best_width:
                     best, best_width = _Found(row[:i], cells, row[close + 1 :]), w
-                i = close + 1
-                continue
-        i += 1
+                next_at = close + 1
     return best
+
+
+_MARKS = re.compile(r"[\\{}\[]")
 
 
 def _closing_bracket(row: str, start: int) -> int | None:
