@@ -371,8 +371,9 @@ def test_compute_json_has_the_backward_section(capsys):
 @pytest.mark.parametrize("variant", [{}, {"expand": "all", "rounding": "hand"}])
 def test_backward_documents_pass_katex_and_compile_without_overfull_boxes(katex, latex, tmp_path, name, lang, variant):
     spec = load_spec(builtin.example_path(name, lang)).with_options(**variant)
-    assert katex(render(derive(spec), "markdown")) == []
-    latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    derivation = derive(spec)
+    assert katex(render(derivation, "markdown")) == []
+    latex(render(derivation, "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log) == []
 
@@ -383,8 +384,9 @@ def test_backward_of_other_examples_compiles_without_overfull_boxes(katex, latex
     # without the examples' own titles: the cross example's title is 9.5 pt too wide by itself (not the backward pass)
     spec = load_spec(builtin.example_path(name, "en")).with_options(backward=True)
     spec = replace(spec, document=replace(spec.document, title=None))
-    assert katex(render(derive(spec), "markdown")) == []
-    latex(render(derive(spec), "latex", standalone=True), "pdflatex", tmp_path)
+    derivation = derive(spec)
+    assert katex(render(derivation, "markdown")) == []
+    latex(render(derivation, "latex", standalone=True), "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log) == []
 

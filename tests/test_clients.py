@@ -48,9 +48,9 @@ def test_katex_catches_bad_math(katex):
 @pytest.mark.parametrize("lang", ["zh", "en"])
 @pytest.mark.parametrize("variant", [{}, {"expand": "all", "rounding": "hand"}])
 def test_every_example_passes_katex_and_tex(katex, latex, tmp_path, name, lang, variant):
-    spec = load_spec(builtin.example_path(name, lang)).with_options(**variant)
-    assert katex(render(derive(spec), "markdown")) == []
-    latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    derivation = derive(load_spec(builtin.example_path(name, lang)).with_options(**variant))
+    assert katex(render(derivation, "markdown")) == []
+    latex(render(derivation, "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
 
 
 @pytest.mark.parametrize("case", ["seed", "hand-all", "special"])

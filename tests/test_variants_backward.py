@@ -86,8 +86,9 @@ def _raw(name):
 @pytest.mark.parametrize("name", ["alibi", "softcap", "sinks"])
 def test_backward_documents_of_the_variants_compile(katex, latex, tmp_path, name):
     spec = load_spec(builtin.example_path(name, "en")).with_options(backward=True)
-    assert katex(render(derive(spec), "markdown")) == []
-    latex(render(derive(spec), "latex", standalone=True), "pdflatex", tmp_path)
+    derivation = derive(spec)
+    assert katex(render(derivation, "markdown")) == []
+    latex(render(derivation, "latex", standalone=True), "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log) == []
 
@@ -97,8 +98,9 @@ def test_every_variant_backward_in_chinese_compiles(katex, latex, tmp_path):
     raw = {**_raw("sinks"), "lang": "zh", "softcap": "1.5", "alibi": True, "backward": {"loss": "sum"}}
     raw.pop("title", None)
     spec = load_spec(raw).with_options(expand="all")
-    assert katex(render(derive(spec), "markdown")) == []
-    latex(render(derive(spec), "latex", standalone=True), "xelatex", tmp_path)
+    derivation = derive(spec)
+    assert katex(render(derivation, "markdown")) == []
+    latex(render(derivation, "latex", standalone=True), "xelatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log) == []
 
