@@ -89,21 +89,29 @@ def katex():
     node = shutil.which("node")
     if not node or not (KATEX_DIR / "node_modules" / "katex").is_dir():
         pytest.skip("KaTeX not installed (run: npm ci --prefix tests/katex)")
+    # one node for the session (a start costs a quarter of a second): a JSON list of spans per line
+    process = subprocess.Popen(
+        [node, str(KATEX_DIR / "check.js"), "--lines"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        cwd=KATEX_DIR,
+    )
+    assert process.stdin is not None and process.stdout is not None  # both piped
 
     def parse(markdown: str) -> list[tuple[str, str]]:
         spans = math_spans(markdown)
         assert spans, "no math found"
-        out = subprocess.run(
-            [node, str(KATEX_DIR / "check.js")],
-            input=json.dumps(spans),
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=KATEX_DIR,
-        )
-        return [(s["tex"], err) for s, err in zip(spans, json.loads(out.stdout)) if err]
+        process.stdin.write(json.dumps(spans) + "\n")
+        process.stdin.flush()
+        answer = process.stdout.readline()
+        assert answer, f"KaTeX's node stopped (exit {process.poll()})"
+        return [(s["tex"], err) for s, err in zip(spans, json.loads(answer)) if err]
 
-    return parse
+    yield parse
+    process.stdin.close()
+    process.wait(timeout=30)
 
 
 # --- TeX Live --------------------------------------------------------------

@@ -32,11 +32,8 @@ function strict(code, message, token) {
   return code === "symbolNotInFont" ? "ignore" : "error";
 }
 
-let input = "";
-process.stdin.on("data", (d) => (input += d));
-process.stdin.on("end", () => {
-  const spans = JSON.parse(input);
-  const results = spans.map(({ tex, display }) => {
+function check(spans) {
+  return spans.map(({ tex, display }) => {
     try {
       katex.renderToString(tex, { displayMode: display, strict, throwOnError: true });
       return null;
@@ -44,5 +41,15 @@ process.stdin.on("end", () => {
       return String(e.message);
     }
   });
-  process.stdout.write(JSON.stringify(results));
-});
+}
+
+if (process.argv[2] === "--lines") {
+  // one JSON list per line in, one answer per line out: a test session keeps one node running
+  require("readline")
+    .createInterface({ input: process.stdin })
+    .on("line", (line) => process.stdout.write(JSON.stringify(check(JSON.parse(line))) + "\n"));
+} else {
+  let input = "";
+  process.stdin.on("data", (d) => (input += d));
+  process.stdin.on("end", () => process.stdout.write(JSON.stringify(check(JSON.parse(input)))));
+}
