@@ -103,7 +103,7 @@ def test_a_spec_the_certificate_does_not_cover_is_not_its_spec(folder, capsys, f
         "alibi: --certify does not cover ALiBi or softcap"
         if flags is V1
         else "--float64 covers Q, K and V of float32 values (float16 and bfloat16 ones are), one head or (batch, "
-        "head) files with grouped-query heads, without projections, W_O, ALiBi, softcap, sinks, RoPE or QK-norm"
+        "head) files with grouped-query heads, without projections, W_O, ALiBi, softcap, RoPE or QK-norm"
     )
     assert verified(capsys, forged) == (2, "", f"symattn: {alibi}: {problem}\n")
 
@@ -239,7 +239,7 @@ UNKNOWN = [
     (
         V3,
         lambda d: d["certificate"]["inputs"].update(W_O=[["1"]]),
-        "certificate.inputs.W_O: an unknown field; this holds layout, batch, heads, kv_heads, Q, K, V, dO, scale, mask",
+        "certificate.inputs.W_O: an unknown field; this holds layout, batch, heads, kv_heads, Q, K, V, dO, denominator_logits, scale, mask",
     ),
     (
         V3,

@@ -34,7 +34,7 @@ METHOD = (
 )
 COVERS = (
     "--float64 covers Q, K and V of float32 values (float16 and bfloat16 ones are), one head or (batch, head) "
-    f"files with grouped-query heads, without projections, W_O, {variants.float64_words()}"
+    f"files with grouped-query heads, without projections, W_O, {variants.float64_words(rules=False, certified=True)}"
 )
 
 
@@ -88,6 +88,7 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
             raise SpecError(spec.source, None, COVERS)
         heads += part
     first = heads[0]
+    logits = _logits(spec, heads[: spec.heads])
     rows = {name: np.concatenate([getattr(h, name) for h in heads]) for name in ("Q",)}
     group = spec.heads // spec.kv_groups
     firsts = [b * spec.heads + g * group for b in range(spec.kernel.batch) for g in range(spec.kv_groups)]
@@ -96,12 +97,22 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
         rows["dO"] = grad_rows(
             grad_output, spec.kernel.batch, spec.heads, first.Q.shape[0], first.V.shape[1], spec.kernel.layout
         )
-    made = build(
-        rows, spec.kernel.batch, spec.heads, spec.kv_groups, spec.kernel.layout, first.exact_scale, first.allowed
-    )
+    layout = spec.kernel.layout
+    made = build(rows, spec.kernel.batch, spec.heads, spec.kv_groups, layout, first.exact_scale, first.allowed, logits)
     if made is None:
         raise SpecError(spec.source, "scale", "beyond the float64 path's range (2^±900)")
     return made
+
+
+def _logits(spec, heads: list[float64.Head]) -> tuple[float, ...] | None:
+    """The denominator logit of each query head (score_mods.Denominator: a part's whose ``certified`` is
+    set), or None without them; a head with any other rule is refused (no certificate rule for it yet)."""
+    mods = [float64.extras(h)[1] for h in heads]
+    if not any(mods):
+        return None
+    if any(len(m) != 1 or not hasattr(m[0], "logit") for m in mods):
+        raise SpecError(spec.source, None, COVERS)
+    return tuple(float(m[0].logits[0]) for m in mods)
 
 
 def grad_rows(path: str, batch: int, heads: int, n: int, dv: int, layout: str) -> np.ndarray:
@@ -165,6 +176,8 @@ def certificate_json(tensors: Tensors, digits: int, files: list[dict[str, str]])
     yield '    "inputs": {\n' + "".join(f"      {json.dumps(k)}: {json.dumps(v)},\n" for k, v in shape.items())
     for name in ("Q", "K", "V", "dO") if tensors.gradients else ("Q", "K", "V"):
         yield from _rows(name, ([float.hex(x) for x in row] for row in tensors.rows(name).tolist()), 6, ",")
+    if tensors.logits is not None:  # a denominator logit per query head, as float.hex writes it
+        yield f'      "denominator_logits": {json.dumps([float.hex(s) for s in tensors.logits])},\n'
     scale = "sqrt" if head.exact_scale is None else str(head.exact_scale)
     mask = None if head.allowed is None else ["".join("1" if x else "0" for x in row) for row in head.allowed.tolist()]
     yield f'      "scale": {json.dumps(scale)},\n      "mask": {json.dumps(mask)}\n    }}\n  }}\n}}\n'

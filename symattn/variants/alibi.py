@@ -33,7 +33,7 @@ from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
 from symattn.variants import positions
-from symattn.variants.base import ADD, MAP, HeadPart, Part, Quantity, Rows, Where
+from symattn.variants.base import ADD, MAP, HeadPart, KernelNumber, Part, Quantity, Rows, Where
 
 if TYPE_CHECKING:  # the spec reads the part without SymPy (compare's float64 path never imports it)
     import sympy
@@ -175,6 +175,20 @@ class AlibiPart(Part):
 
     def head(self, setting: Alibi, index: int) -> Alibi:
         return setting.head(index)
+
+    kernel_per_head = True
+
+    def kernel_numbers(self, setting: Alibi) -> tuple[KernelNumber, ...]:
+        """Each slope as given, or the paper's 2^(−8h/H): a float where 8h/H is a whole number."""
+        out = []
+        for s in setting.slopes:
+            if s.given is not None:
+                out.append(KernelNumber(s.given.value, s.given.text, "alibi_slopes", (s.head,)))
+                continue
+            e = s.exponent
+            value = Fraction(2) ** int(e) if e.denominator == 1 else None
+            out.append(KernelNumber(value, f"2^({e})", "alibi", (s.head,)))
+        return tuple(out)
 
     def head_part(self, setting: Alibi, spec: Any) -> Bias:
         slope = setting.slopes[0]

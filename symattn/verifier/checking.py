@@ -14,6 +14,10 @@ docs/kernel.md gives for the certificates' path "a"):
   one value over them (then Σ_j dS_ij K_jc = K_c Σ_j dS_ij = 0);
 - dK_jc = 0 where each query (of each head of the group) that attends key j has dS_i = 0 or Q_ic = 0;
   dV_jk = 0 where each one has dO_ik = 0.
+
+With denominator logits (a term e^s of each row's ℓ with no value) a row's weights add up to less than 1,
+so of these only the zeros term by term hold: dK_jc = 0 where each such query has Q_ic = 0, dV_jk = 0 where
+each has dO_ik = 0.
 """
 
 from __future__ import annotations
@@ -214,9 +218,12 @@ def _exact_values(exact: Exact, pending: dict):
             flat[(b, h, i)] = one([dP[j] for j in head.allowed(i)])
         return flat[(b, h, i)]
 
+    sunk = t.logits is not None  # weights that add up to less than 1: the zeros term by term alone
     for name, entries in pending.items():
         for r, c in list(entries):
             if name in ("output", "dq", "lse", "lse2"):
+                if sunk:
+                    continue
                 b, h, i = (
                     (r // t.heads, r % t.heads, c)
                     if name.startswith("lse")
@@ -239,7 +246,7 @@ def _exact_values(exact: Exact, pending: dict):
             if name == "dv":
                 zero = all(exact.head(b, h).dO[i][c] == 0 for h, i in attends)  # type: ignore[index]
             else:
-                zero = all(exact.head(b, h).Q[i][c] == 0 or still(b, h, i) for h, i in attends)
+                zero = all(exact.head(b, h).Q[i][c] == 0 or not sunk and still(b, h, i) for h, i in attends)
             if zero:
                 yield name, (r, c), Fraction(0)
 

@@ -68,6 +68,7 @@ class Inputs:
     dO: list[list[float]] | None
     scale: Fraction | None
     mask: list[str] | None  # a row of "1" (may attend) and "0" per query, shared by every head
+    logits: list[float] | None = None  # a denominator logit s per query head: e^s in each row's ℓ, no value
 
     @property
     def queries(self) -> int:
@@ -348,8 +349,8 @@ def _inputs(raw: Any) -> Inputs:
     key = "certificate.inputs"
     if not isinstance(raw, dict):
         raise CertificateError(key, f"expected a table, got {kind(raw)}")
-    known = ("layout", "batch", "heads", "kv_heads", "Q", "K", "V", "dO", "scale", "mask")
-    fields(raw, key, known, tuple(k for k in known if k != "dO"))
+    known = ("layout", "batch", "heads", "kv_heads", "Q", "K", "V", "dO", "denominator_logits", "scale", "mask")
+    fields(raw, key, known, tuple(k for k in known if k not in ("dO", "denominator_logits")))
     if raw["layout"] not in _LAYOUTS:
         raise CertificateError(f"{key}.layout", f'expected "bhnd" or "bnhd", got {kind(raw["layout"])}')
     batch, heads, kv = (whole(raw[k]) for k in ("batch", "heads", "kv_heads"))
@@ -389,7 +390,12 @@ def _inputs(raw: Any) -> Inputs:
         for i, row in enumerate(mask, 1):
             if not isinstance(row, str) or len(row) != keys or row.strip("01") or "1" not in row:
                 raise CertificateError(f"{key}.mask", f"expected {keys} characters 1 or 0, at least one 1", (i,))
-    return Inputs(batch, heads, kv, raw["layout"], Q, K, V, dO, scale, mask)
+    logits, name = None, "denominator_logits"
+    if name in raw:  # a logit per query head, any float
+        if not isinstance(raw[name], list) or len(raw[name]) != heads:
+            raise CertificateError(f"{key}.{name}", f"expected {heads} floats, a logit per query head")
+        logits = floats([raw[name]], f"{key}.{name}", 1, heads, "float64 values")[0]
+    return Inputs(batch, heads, kv, raw["layout"], Q, K, V, dO, scale, mask, logits)
 
 
 def _all_float32(row: list[float]) -> bool:
