@@ -47,6 +47,18 @@ def heads_of(spec, quantity: str) -> list[float64.Head] | None:
     return None if any(h is None for h in heads) else heads  # type: ignore[return-value]
 
 
+def head_of(spec) -> float64.Head | None:
+    """One head's inputs as float32-valued arrays, or None where they are not all float32 values; its
+    variants' rules with them."""
+    from symattn.kernel import spec_variants
+
+    arrays = arrays_of(spec)
+    if arrays is None:
+        return None
+    spec_variants.check(spec)
+    return _head(spec, arrays)
+
+
 def arrays_of(spec) -> list[np.ndarray] | None:
     """One head's Q, K and V as float32-valued arrays, or None where they are not all float32 values."""
     arrays = []
@@ -290,4 +302,4 @@ def needed(x: np.ndarray, exact_float: np.ndarray, e: Errors, worst: int) -> np.
     return need
 
 
-__all__ = ["arrays_of", "compare_head", "needed", "heads_of", "intervals"]
+__all__ = ["arrays_of", "compare_head", "head_of", "heads_of", "intervals", "needed"]
