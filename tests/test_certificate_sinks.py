@@ -105,6 +105,25 @@ def test_a_certificate_s_sinks_are_read_strictly(made):
     )
 
 
+def test_a_logit_past_the_spec_s_limit_is_refused_by_both(made, capsys):
+    """e^(2^1000) is past arb's range: a forged logit is one line, never a hang or a traceback."""
+    _, cert = made
+    forged = forge(
+        cert, lambda d: d["certificate"]["inputs"]["denominator_logits"].__setitem__(3, "0x1.0000000000000p+1000")
+    )
+    problem = "certificate.inputs.denominator_logits[4]: 0x1.0000000000000p+1000: at most 100 in size"
+    assert run(forged) == (2, [f"{forged}: {problem}"])
+    assert fast(capsys, forged) == (2, "", f"symattn: {forged}: {problem}\n")
+    forged = forge(cert, lambda d: d["certificate"]["inputs"]["denominator_logits"].__setitem__(1, "0x1.0p+1"))
+    assert run(forged) == (
+        2,
+        [
+            f"{forged}: certificate.inputs.denominator_logits[2]: expected float64 values as float.hex writes it, "
+            "got the text '0x1.0p+1'"
+        ],
+    )
+
+
 def test_alibi_and_softcap_are_refused_by_certificates(tmp_path, capsys):
     spec = spec_with_sinks(tmp_path)
     spec.write_text(spec.read_text(encoding="utf-8") + "softcap = 30\n", encoding="utf-8")

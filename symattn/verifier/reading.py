@@ -24,6 +24,7 @@ MOST_DIGITS = 13
 TOKENS = 1 << 14  # queries or keys
 DIMS = 1024  # columns of Q, K, V
 HEADS = 1024  # batches × heads
+LOGIT = 100  # the largest |s| of a denominator logit, as a spec's limit is (its e^s has 44 digits)
 QUANTITIES = ("output", "lse", "lse2", "dq", "dk", "dv")
 GRADIENTS = ("dq", "dk", "dv")
 PATH_NAMES = {"f": "float64", "c": "compensated", "a": "arb"}
@@ -394,7 +395,13 @@ def _inputs(raw: Any) -> Inputs:
     if name in raw:  # a logit per query head, any float
         if not isinstance(raw[name], list) or len(raw[name]) != heads:
             raise CertificateError(f"{key}.{name}", f"expected {heads} floats, a logit per query head")
-        logits = floats([raw[name]], f"{key}.{name}", 1, heads, "float64 values")[0]
+        try:  # one row: a place is its column alone
+            logits = floats([raw[name]], f"{key}.{name}", 1, heads, "float64 values")[0]
+        except CertificateError as exc:
+            raise CertificateError(exc.key, exc.problem, exc.position[1:]) from None
+        far = next((h for h, s in enumerate(logits, 1) if abs(s) > LOGIT), None)
+        if far is not None:
+            raise CertificateError(f"{key}.{name}", f"{logits[far - 1].hex()}: at most {LOGIT} in size", (far,))
     return Inputs(batch, heads, kv, raw["layout"], Q, K, V, dO, scale, mask, logits)
 
 
