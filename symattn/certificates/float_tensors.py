@@ -40,6 +40,7 @@ class Tensors:
     layout: str
     gradients: bool
     logits: tuple[float, ...] | None = None  # a denominator logit per query head (score_mods.Denominator)
+    slopes: tuple[float, ...] | None = None  # a distance bias's slope per query head (score_mods.Bias, rows')
 
     @property
     def squeezed(self) -> bool:  # one head of a spec without batch or head axes
@@ -85,6 +86,7 @@ def build(
     scale: Fraction | None,
     allowed: np.ndarray | None,
     logits: tuple[float, ...] | None = None,
+    slopes: tuple[float, ...] | None = None,
 ) -> Tensors | None:
     """The heads of Q, K, V (and dO) rows in (batch, head, token) order, with a denominator logit per query
     head where ``logits`` gives them; None where the scale is past the float64 path's range."""
@@ -93,7 +95,8 @@ def build(
     for b in range(batch):
         for h in range(query_heads):
             q, kv = slice((b * query_heads + h) * n, (b * query_heads + h + 1) * n), (b * kv_heads + h // group) * m
-            mods = () if logits is None else (score_mods.Denominator((logits[h],), n),)
+            mods: tuple = () if slopes is None else (score_mods.Bias((slopes[h],), n, 0),)
+            mods += () if logits is None else (score_mods.Denominator((logits[h],), n),)
             head = float64.head(rows["Q"][q], rows["K"][kv : kv + m], rows["V"][kv : kv + m], scale, allowed, mods=mods)
             if head is None:
                 return None
@@ -102,7 +105,7 @@ def build(
                 made = float64_backward.ModGradientHead if mods else float64_backward.GradientHead
                 head = made(**fields, dO=rows["dO"][q])
             heads.append(head)
-    return Tensors(tuple(heads), batch, query_heads, kv_heads, layout, "dO" in rows, logits)
+    return Tensors(tuple(heads), batch, query_heads, kv_heads, layout, "dO" in rows, logits, slopes)
 
 
 def evaluate(tensors: Tensors) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -290,7 +293,8 @@ def exact_value(tensors: Tensors, name: str, r: int, c: int, memo: dict | None =
     """The exact value where docs/kernel.md's rules for a certificate know it (its verifiers apply the same):
     an output of a row of equal scores or of a V column of one value over the allowed keys; an LSE of one key
     of score 0; a dQ, dK or dV entry that the backward pass makes 0 term by term (with denominator logits, only
-    a dK or dV entry whose every term has a zero Q or dO factor). Else None. ``memo`` keeps what a row's
+    a dK or dV entry whose every term has a zero Q or dO factor; with a distance bias, no rule of equal scores
+    or of the LSE). Else None. ``memo`` keeps what a row's
     entries share (whether its scores, or its dP, are one value) for the next entry."""
     n, m = tensors.heads[0].Q.shape[0], tensors.heads[0].K.shape[0]
     memo = {} if memo is None else memo
@@ -307,15 +311,19 @@ def exact_value(tensors: Tensors, name: str, r: int, c: int, memo: dict | None =
         return Fraction(0)
     if sunk:
         return None
+    biased = tensors.slopes is not None  # z = c·S − m·|i − j|: equal scores need not be equal z
     hh, i = (r, c) if name in ("lse", "lse2") else (r // n, r % n)
     head = tensors.heads[hh]
     keys = _keys(head, i)
     if name == "output":
         column = head.V[keys, c]
-        if (column == column[0]).all() or _memo(memo, ("scores", hh, i), lambda: _one_value(head.Q[i], head.K[keys])):
+        equal = not biased and _memo(memo, ("scores", hh, i), lambda: _one_value(head.Q[i], head.K[keys]))
+        if (column == column[0]).all() or equal:
             return sum((Fraction(x) for x in column.tolist()), Fraction(0)) / len(column)
         return None
     if name in ("lse", "lse2"):
+        if biased:
+            return None
         one = head.K[keys]
         return Fraction(0) if len(one) == 1 and _exact_dots(head.Q[i], one)[0] == 0 else None
     column = head.K[keys, c]

@@ -136,6 +136,7 @@ class AlibiPart(Part):
     argument = "alibi_slopes"
     grid_key = "alibi"
     kernel_rule = "distance_bias"  # symattn.kernel.compare(alibi_slopes=…): −m·|i + offset − j|
+    certified = True  # version-3 certificates hold the slopes (rows' distances), and both verifiers have the rule
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Alibi | None:
         """``alibi = true`` or ``alibi_slopes = [...]`` (one positive decimal per head), or None."""

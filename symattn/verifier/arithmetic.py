@@ -94,6 +94,7 @@ class Head:
         self.K_columns = [list(c) for c in zip(*self.K)]
         self.V_columns = [list(c) for c in zip(*self.V)]
         self.logit = None if t.logits is None else _mpf(t.logits[h])  # the head's denominator logit s, exactly
+        self.slope = None if t.slopes is None else t.slopes[h]  # the head's distance bias −m·|i − j|
 
     def allowed(self, i: int) -> list[int]:
         mask = self.exact.inputs.mask
@@ -156,24 +157,33 @@ class Row:
         self.head, self.i, self.bits = head, i, bits
         self.allowed = head.allowed(i)
         S = head.scores(i)
-        self.top = max(S[j] for j in self.allowed)
         self.c = ex.scale(bits + 16)
         shift = ex.qs + ex.ks
         c_float = float(fraction(self.c[1]))
+        m_float = head.slope or 0.0
+        # the shift's key: the largest score (with a bias, the largest z as floats tell it: any key would do,
+        # and this one leaves every term at most about 1)
+        top = max(self.allowed, key=S.__getitem__)
+        if head.slope is not None:
+            top = max(self.allowed, key=lambda j: math.ldexp(float(S[j]) * c_float, -shift) - m_float * abs(i - j))
+        self.top, self.near = S[top], abs(i - top)
         m = len(head.K)
         self.lo, self.hi = [0] * m, [0] * m
         one = 1 << bits
-        extra, self.over = self._logit_term(bits)  # e^(s − c·S_max)'s ends, or (1, 1) where s is above c·S_max
+        extra, self.over = self._logit_term(bits)  # e^(s − z_top)'s ends, or (1, 1) where s is above z_top
         for j in self.allowed:
-            gap = S[j] - self.top
-            if gap == 0 and self.over is None:
+            gap, farther = S[j] - self.top, abs(i - j) - self.near
+            if gap == 0 and (farther == 0 or head.slope is None) and self.over is None:
                 self.lo[j] = self.hi[j] = one
                 continue
-            if math.ldexp(gap * c_float, -shift) < -(bits + 1) * _LN2_ABOVE:
+            if math.ldexp(gap * c_float, -shift) - m_float * farther < -(bits + 1) * _LN2_ABOVE:
                 self.hi[j] = 1  # e^t < 2^-bits
                 continue
             g = from_man_exp(gap, -shift)
             t_lo, t_hi = mpf_mul(g, self.c[1], bits, "f"), mpf_mul(g, self.c[0], bits, "c")
+            if head.slope is not None:  # − m·(|i − j| − |i − top|), exactly
+                bias = mpf_mul(_mpf(head.slope), from_int(farther))
+                t_lo, t_hi = mpf_sub(t_lo, bias, bits, "f"), mpf_sub(t_hi, bias, bits, "c")
             if self.over is not None:  # shifted by s: e^(c·(S_j − S_max) − (s − c·S_max))
                 t_lo, t_hi = mpf_sub(t_lo, self.over[1], bits, "f"), mpf_sub(t_hi, self.over[0], bits, "c")
             self.lo[j], self.hi[j] = _exp_ends(t_lo, t_hi, bits)
@@ -188,14 +198,23 @@ class Row:
         s = self.head.logit
         if s is None:
             return (0, 0), None
-        ex, P = self.head.exact, bits + 16
-        top = from_man_exp(self.top, -(ex.qs + ex.ks))
-        c_lo, c_hi = self.c if self.top >= 0 else self.c[::-1]
-        d_lo = mpf_sub(s, mpf_mul(top, c_hi, P, "c"), P, "f")
-        d_hi = mpf_sub(s, mpf_mul(top, c_lo, P, "f"), P, "c")
+        P = bits + 16
+        z_lo, z_hi = self.shift(P)
+        d_lo, d_hi = mpf_sub(s, z_hi, P, "f"), mpf_sub(s, z_lo, P, "c")
         if d_lo[0] == 0 and d_lo[1]:  # d > 0: s is the row's maximum
             return (1 << bits, 1 << bits), (d_lo, d_hi)
         return _exp_ends(d_lo, d_hi, bits), None
+
+    def shift(self, P: int) -> tuple[tuple, tuple]:
+        """The ends of the shift's z = c·S_top − m·|i − top|, at P bits."""
+        ex = self.head.exact
+        top = from_man_exp(self.top, -(ex.qs + ex.ks))
+        c_lo, c_hi = self.c if self.top >= 0 else self.c[::-1]
+        lo, hi = mpf_mul(top, c_lo, P, "f"), mpf_mul(top, c_hi, P, "c")
+        if self.head.slope is not None:
+            bias = mpf_mul(_mpf(self.head.slope), from_int(self.near))
+            lo, hi = mpf_sub(lo, bias, P, "f"), mpf_sub(hi, bias, P, "c")
+        return lo, hi
 
     def output(self, k: int) -> tuple[Fraction, Fraction]:
         v = self.head.V_columns[k]
@@ -209,12 +228,8 @@ class Row:
 
     def lse(self, base2: bool) -> tuple[Fraction, Fraction]:
         P = self.bits + 16
-        ex = self.head.exact
-        top = from_man_exp(self.top, -(ex.qs + ex.ks))
-        c_lo, c_hi = self.c if self.top >= 0 else self.c[::-1]
-        shift = (mpf_mul(top, c_lo, P, "f"), mpf_mul(top, c_hi, P, "c"))
-        if self.over is not None:  # the terms are shifted by the denominator logit s, exactly
-            shift = (self.head.logit, self.head.logit)
+        s = self.head.logit
+        shift: tuple = self.shift(P) if self.over is None else (s, s)  # by s exactly, where it is above z_top
         lo = mpf_add(shift[0], mpf_log(from_man_exp(self.L[0], -self.bits), P, "f"), P, "f")
         hi = mpf_add(shift[1], mpf_log(from_man_exp(self.L[1], -self.bits), P, "c"), P, "c")
         if not base2:
