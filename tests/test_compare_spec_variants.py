@@ -207,6 +207,31 @@ def test_a_layout_spec_takes_the_variants_as_compare_s_keywords(tmp_path, capsys
 
 
 @pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('sinks = "x"', "sinks: expected a list of numbers (one per head) or a .npy file, got 'x'"),
+        ("sinks = []", "sinks: expected a list of numbers (one per head) or a .npy file, got an empty list"),
+        ("sinks = [1, 2]", "sinks: shape: (2,); expected (4,), a finite logit per query head"),
+        ('sinks = "s2.npy"', "sinks: 's2.npy': shape: (2,); expected (4,), a finite logit per query head"),
+        ("sinks = [[1]]", "sinks[1]: not a number: [1]"),
+        ("softcap = -1", "softcap: expected a positive number (FlashAttention's softcap), got -1.0"),
+        (
+            "alibi = true",
+            "alibi: not taken with a layout's files: such a spec gives Q, K, V, layout, mask, causal_align, window, "
+            "scale, backward, alibi_slopes, softcap, sinks, cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, "
+            "q_descale, k_descale, v_descale",
+        ),
+    ],
+)
+def test_a_layout_spec_s_bad_variant_is_one_line(tmp_path, capsys, line, problem):
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.standard_normal((20, H, D)).astype(np.float32) for _ in range(3))
+    lines = ['cu_seqlens_q = "cu.npy"', 'cu_seqlens_k = "cu.npy"', line]
+    spec = write(tmp_path, lines, q=q, k=k, v=v, cu=np.array([0, 7, 20], dtype=np.int32), s2=np.zeros(2), o=q)
+    assert cli(capsys, spec, tmp_path / "o.npy") == (2, "", f"symattn: {spec}: {problem}\n")
+
+
+@pytest.mark.parametrize(
     ("line", "key"), [("softcap = 30", "softcap"), ('[backward]\ngrad_output = "q.npy"', "backward")]
 )
 def test_partials_take_no_variant_and_no_backward(tmp_path, capsys, line, key):

@@ -121,7 +121,8 @@ def _variant(reader: Reader, raw: Any, key: str, files: dict[str, str]) -> Any:
         n = reader.number(raw, key)
         return (KernelNumber(n.value, n.text, key),)
     if not isinstance(raw, list) or not raw:
-        raise reader.error(key, f"expected a list of numbers (one per head) or a .npy file, got {_got(raw)}")
+        got = "an empty list" if raw == [] else _got(raw)
+        raise reader.error(key, f"expected a list of numbers (one per head) or a .npy file, got {got}")
     numbers = (reader.number(x, key, (i,)) for i, x in enumerate(raw, 1))
     return tuple(KernelNumber(n.value, n.text, key, (i,)) for i, n in enumerate(numbers, 1))
 
