@@ -95,17 +95,17 @@ def test_a_spec_that_masks_other_keys_is_not_the_certificates(folder, capsys, fl
 @VERSIONS
 def test_a_spec_the_certificate_does_not_cover_is_not_its_spec(folder, capsys, flags):
     data = certify(folder, "s.toml", flags)
-    alibi = folder / "s4.toml"
-    alibi.write_text(SPEC.format(q="q.npy") + "alibi = true\n", encoding="utf-8")
-    data["certificate"]["files"][0].update(path="s4.toml", sha256=hashlib.sha256(alibi.read_bytes()).hexdigest())
+    capped = folder / "s4.toml"
+    capped.write_text(SPEC.format(q="q.npy") + "softcap = 2\n", encoding="utf-8")
+    data["certificate"]["files"][0].update(path="s4.toml", sha256=hashlib.sha256(capped.read_bytes()).hexdigest())
     forged = write(folder / "forged.json", data)
     problem = (
-        "alibi: --certify does not cover ALiBi or softcap"
+        "softcap: --certify does not cover ALiBi or softcap"
         if flags is V1
         else "--float64 covers Q, K and V of float32 values (float16 and bfloat16 ones are), one head or (batch, "
-        "head) files with grouped-query heads, without projections, W_O, ALiBi, softcap, sinks, RoPE or QK-norm"
+        "head) files with grouped-query heads, without projections, W_O, softcap, RoPE or QK-norm"
     )
-    assert verified(capsys, forged) == (2, "", f"symattn: {alibi}: {problem}\n")
+    assert verified(capsys, forged) == (2, "", f"symattn: {capped}: {problem}\n")
 
 
 @VERSIONS
@@ -239,7 +239,7 @@ UNKNOWN = [
     (
         V3,
         lambda d: d["certificate"]["inputs"].update(W_O=[["1"]]),
-        "certificate.inputs.W_O: an unknown field; this holds layout, batch, heads, kv_heads, Q, K, V, dO, scale, mask",
+        "certificate.inputs.W_O: an unknown field; this holds layout, batch, heads, kv_heads, Q, K, V, dO, denominator_logits, bias_slopes, scale, mask",
     ),
     (
         V3,

@@ -105,6 +105,38 @@ def test_varlen_gradients_from_files(varlen, tmp_path, capsys):
     assert code == 0 and "Places are 0-based, as numpy indexes: dv[key, head, column]." in out
 
 
+def test_varlen_gradients_take_the_spec_s_backward_grad_output(varlen, tmp_path, capsys):
+    """dO from [backward] grad_output, as a plain spec names it: the report of --grad-output's; the forward
+    compare of the same spec as before; a bad [backward] in one line."""
+    spec, ref = varlen
+    q, k, v = (torch.from_numpy(np.load(tmp_path / f"{n}.npy")) for n in "qkv")
+    cq, ck = (np.load(tmp_path / f"{n}.npy") for n in ("cu_q", "cu_k"))
+    dout = torch.randn(q.shape, generator=torch.Generator().manual_seed(4))
+    np.save(tmp_path / "do.npy", dout.numpy())
+    np.save(tmp_path / "dk.npy", varlen_gradients(q, k, v, cq, ck, dout)[0].float().numpy())
+    args = ["--quantity", "dk", "--format", "json", *CLOSE]
+    code, given, _ = compare(capsys, spec, tmp_path / "dk.npy", *args, "--grad-output", tmp_path / "do.npy")
+    text = (tmp_path / "spec.toml").read_text()
+    (tmp_path / "spec.toml").write_text(text + '[backward]\ngrad_output = "do.npy"\n')
+    assert compare(capsys, spec, tmp_path / "dk.npy", *args) == (0, given, "")
+    assert compare(capsys, spec, tmp_path / "o.npy", *CLOSE)[0] == 0
+    np.save(tmp_path / "do.npy", dout.numpy()[:, :2])
+    assert compare(capsys, spec, tmp_path / "dk.npy", *args) == (
+        2,
+        "",
+        f"symattn: {spec}: backward.grad_output: 'do.npy': shape: (15, 2, 8); O's shape is (15, 4, 8)\n",
+    )
+    for table, problem in (
+        ('loss = "sum"', "backward.loss: not taken with a layout's files: [backward] gives grad_output, dO's file"),
+        (
+            "grad_output = [[1]]",
+            "backward.grad_output: expected a .npy or .safetensors file name (dO as saved), got a list",
+        ),
+    ):
+        (tmp_path / "spec.toml").write_text(text + f"[backward]\n{table}\n")
+        assert compare(capsys, spec, tmp_path / "dk.npy", *args) == (2, "", f"symattn: {spec}: {problem}\n")
+
+
 @pytest.fixture
 def paged(tmp_path):
     """Two sequences in a cache of 6 blocks of 4 keys (2 kv heads), q (batch, queries, heads, d)."""
@@ -305,7 +337,7 @@ def test_bad_specs_and_options_are_one_line(varlen, tmp_path, capsys):
         (
             'tokens = ["a"]\n',
             [],
-            f"{spec}: tokens: not taken with a layout's files: such a spec gives Q, K, V, layout, mask, causal_align, window, scale, cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, q_descale, k_descale, v_descale",
+            f"{spec}: tokens: not taken with a layout's files: such a spec gives Q, K, V, layout, mask, causal_align, window, scale, backward, alibi_slopes, softcap, sinks, cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, q_descale, k_descale, v_descale",
         ),
         ("window = 0\n", [], f"{spec}: window: expected a whole number of keys from 1 to 1024, got 0"),
         ("", ["--quantity", "weights"], "--quantity: weights: cu_seqlens_q takes output, lse, dq, dk or dv"),

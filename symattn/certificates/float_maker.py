@@ -81,12 +81,12 @@ def float_head(spec) -> float64.Head:
     from symattn.kernel.heads import heads_of
 
     heads = heads_of(spec, "output")
-    if heads is None or len(heads) != 1:
+    if heads is None or len(heads) != 1 or float64.extras(heads[0]) != (None, ()):
         raise SpecError(
             spec.source,
             None,
             "--float64 covers one head whose Q, K and V are float32 values, without projections, W_O, "
-            + variants.float64_words(),
+            + variants.float64_words(rules=False),
         )
     return heads[0]
 

@@ -19,7 +19,7 @@ import numpy as np
 from symattn.certificates.float_digits import significant_many
 from symattn.input import limits
 from symattn.input.decimals import significant_exact
-from symattn.kernel import compensated, doubled, float64, float64_backward, logsumexp
+from symattn.kernel import compensated, doubled, float64, float64_backward, logsumexp, score_mods
 from symattn.kernel.cores import map_forked
 from symattn.kernel.float64 import SAFETY, gamma
 
@@ -39,6 +39,8 @@ class Tensors:
     kv_heads: int
     layout: str
     gradients: bool
+    logits: tuple[float, ...] | None = None  # a denominator logit per query head (score_mods.Denominator)
+    slopes: tuple[float, ...] | None = None  # a distance bias's slope per query head (score_mods.Bias, rows')
 
     @property
     def squeezed(self) -> bool:  # one head of a spec without batch or head axes
@@ -83,22 +85,27 @@ def build(
     layout: str,
     scale: Fraction | None,
     allowed: np.ndarray | None,
+    logits: tuple[float, ...] | None = None,
+    slopes: tuple[float, ...] | None = None,
 ) -> Tensors | None:
-    """The heads of Q, K, V (and dO) rows in (batch, head, token) order; None where the scale is past the
-    float64 path's range."""
+    """The heads of Q, K, V (and dO) rows in (batch, head, token) order, with a denominator logit per query
+    head where ``logits`` gives them; None where the scale is past the float64 path's range."""
     n, m, group = len(rows["Q"]) // (batch * query_heads), len(rows["K"]) // (batch * kv_heads), query_heads // kv_heads
     heads = []
     for b in range(batch):
         for h in range(query_heads):
             q, kv = slice((b * query_heads + h) * n, (b * query_heads + h + 1) * n), (b * kv_heads + h // group) * m
-            head = float64.head(rows["Q"][q], rows["K"][kv : kv + m], rows["V"][kv : kv + m], scale, allowed)
+            mods: tuple = () if slopes is None else (score_mods.Bias((slopes[h],), n, 0),)
+            mods += () if logits is None else (score_mods.Denominator((logits[h],), n),)
+            head = float64.head(rows["Q"][q], rows["K"][kv : kv + m], rows["V"][kv : kv + m], scale, allowed, mods=mods)
             if head is None:
                 return None
             if "dO" in rows:
                 fields = {f: getattr(head, f) for f in head.__dataclass_fields__}
-                head = float64_backward.GradientHead(**fields, dO=rows["dO"][q])
+                made = float64_backward.ModGradientHead if mods else float64_backward.GradientHead
+                head = made(**fields, dO=rows["dO"][q])
             heads.append(head)
-    return Tensors(tuple(heads), batch, query_heads, kv_heads, layout, "dO" in rows)
+    return Tensors(tuple(heads), batch, query_heads, kv_heads, layout, "dO" in rows, logits, slopes)
 
 
 def evaluate(tensors: Tensors) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -285,10 +292,13 @@ def _by_head(tensors: Tensors, name: str, entries: list[tuple[int, int]]):
 def exact_value(tensors: Tensors, name: str, r: int, c: int, memo: dict | None = None) -> Fraction | None:
     """The exact value where docs/kernel.md's rules for a certificate know it (its verifiers apply the same):
     an output of a row of equal scores or of a V column of one value over the allowed keys; an LSE of one key
-    of score 0; a dQ, dK or dV entry that the backward pass makes 0 term by term. Else None. ``memo`` keeps
-    what a row's entries share (whether its scores, or its dP, are one value) for the next entry."""
+    of score 0; a dQ, dK or dV entry that the backward pass makes 0 term by term (with denominator logits, only
+    a dK or dV entry whose every term has a zero Q or dO factor; with a distance bias, no rule of equal scores
+    or of the LSE). Else None. ``memo`` keeps what a row's
+    entries share (whether its scores, or its dP, are one value) for the next entry."""
     n, m = tensors.heads[0].Q.shape[0], tensors.heads[0].K.shape[0]
     memo = {} if memo is None else memo
+    sunk = tensors.logits is not None  # weights that add up to less than 1: only the term-by-term zeros hold
     if name in ("dk", "dv"):
         first = tensors.kv_heads_first()[r // m]
         for hh in range(first, first + tensors.group):
@@ -296,18 +306,24 @@ def exact_value(tensors: Tensors, name: str, r: int, c: int, memo: dict | None =
             attends = np.arange(n) if head.allowed is None else np.nonzero(head.allowed[:, r % m])[0]
             across = head.dO if name == "dv" else head.Q  # type: ignore[attr-defined]
             for i in attends[across[attends, c] != 0].tolist():  # a zero there adds nothing
-                if name == "dv" or not _still(head, hh, i, memo):
+                if name == "dv" or sunk or not _still(head, hh, i, memo):
                     return None
         return Fraction(0)
+    if sunk:
+        return None
+    biased = tensors.slopes is not None  # z = c·S − m·|i − j|: equal scores need not be equal z
     hh, i = (r, c) if name in ("lse", "lse2") else (r // n, r % n)
     head = tensors.heads[hh]
     keys = _keys(head, i)
     if name == "output":
         column = head.V[keys, c]
-        if (column == column[0]).all() or _memo(memo, ("scores", hh, i), lambda: _one_value(head.Q[i], head.K[keys])):
+        equal = not biased and _memo(memo, ("scores", hh, i), lambda: _one_value(head.Q[i], head.K[keys]))
+        if (column == column[0]).all() or equal:
             return sum((Fraction(x) for x in column.tolist()), Fraction(0)) / len(column)
         return None
     if name in ("lse", "lse2"):
+        if biased:
+            return None
         one = head.K[keys]
         return Fraction(0) if len(one) == 1 and _exact_dots(head.Q[i], one)[0] == 0 else None
     column = head.K[keys, c]

@@ -34,7 +34,7 @@ METHOD = (
 )
 COVERS = (
     "--float64 covers Q, K and V of float32 values (float16 and bfloat16 ones are), one head or (batch, head) "
-    f"files with grouped-query heads, without projections, W_O, {variants.float64_words()}"
+    f"files with grouped-query heads, without projections, W_O, {variants.float64_words(rules=False, certified=True)}"
 )
 
 
@@ -88,6 +88,7 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
             raise SpecError(spec.source, None, COVERS)
         heads += part
     first = heads[0]
+    logits, slopes = _rules(spec, heads[: spec.heads])
     rows = {name: np.concatenate([getattr(h, name) for h in heads]) for name in ("Q",)}
     group = spec.heads // spec.kv_groups
     firsts = [b * spec.heads + g * group for b in range(spec.kernel.batch) for g in range(spec.kv_groups)]
@@ -96,12 +97,32 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
         rows["dO"] = grad_rows(
             grad_output, spec.kernel.batch, spec.heads, first.Q.shape[0], first.V.shape[1], spec.kernel.layout
         )
+    layout = spec.kernel.layout
     made = build(
-        rows, spec.kernel.batch, spec.heads, spec.kv_groups, spec.kernel.layout, first.exact_scale, first.allowed
+        rows, spec.kernel.batch, spec.heads, spec.kv_groups, layout, first.exact_scale, first.allowed, logits, slopes
     )
     if made is None:
         raise SpecError(spec.source, "scale", "beyond the float64 path's range (2^±900)")
     return made
+
+
+def _rules(spec, heads: list[float64.Head]) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
+    """(the denominator logit, the distance bias's slope) of each query head, None where they have none
+    (score_mods.Denominator and Bias: the rules of the parts whose ``certified`` is set); a head with any
+    other rule is refused (no certificate rule for it yet), and a bias by positions too (rows only)."""
+    found: dict[str, list[float]] = {"logit": [], "slope": []}
+    for head in heads:
+        for mod in float64.extras(head)[1]:
+            if hasattr(mod, "logits"):  # score_mods.Denominator
+                found["logit"].append(float(mod.logits[0]))
+            elif not hasattr(mod, "slopes"):  # score_mods.Bias's
+                raise SpecError(spec.source, None, COVERS)
+            elif mod.positions is not None or mod.offset:
+                raise SpecError(spec.source, "positions", "--float64 certificates take a distance bias by rows")
+            else:
+                found["slope"].append(float(mod.slopes[0]))
+    logits, slopes = (tuple(found[k]) if found[k] else None for k in ("logit", "slope"))
+    return logits, slopes
 
 
 def grad_rows(path: str, batch: int, heads: int, n: int, dv: int, layout: str) -> np.ndarray:
@@ -165,6 +186,9 @@ def certificate_json(tensors: Tensors, digits: int, files: list[dict[str, str]])
     yield '    "inputs": {\n' + "".join(f"      {json.dumps(k)}: {json.dumps(v)},\n" for k, v in shape.items())
     for name in ("Q", "K", "V", "dO") if tensors.gradients else ("Q", "K", "V"):
         yield from _rows(name, ([float.hex(x) for x in row] for row in tensors.rows(name).tolist()), 6, ",")
+    for name, given in (("denominator_logits", tensors.logits), ("bias_slopes", tensors.slopes)):
+        if given is not None:  # one per query head, as float.hex writes it
+            yield f'      "{name}": {json.dumps([float.hex(x) for x in given])},\n'
     scale = "sqrt" if head.exact_scale is None else str(head.exact_scale)
     mask = None if head.allowed is None else ["".join("1" if x else "0" for x in row) for row in head.allowed.tolist()]
     yield f'      "scale": {json.dumps(scale)},\n      "mask": {json.dumps(mask)}\n    }}\n  }}\n}}\n'

@@ -13,6 +13,7 @@ BOUND_FACTOR times as wide. ``python -m symattn.verifier`` checks the same claim
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
@@ -47,7 +48,8 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
     t = cert.inputs
     rows = {name: np.array(getattr(t, name)) for name in ("Q", "K", "V", "dO") if getattr(t, name) is not None}
     allowed = None if t.mask is None else np.array([[x == "1" for x in row] for row in t.mask])
-    tensors = build(rows, t.batch, t.heads, t.kv_heads, t.layout, t.scale, allowed)
+    logits, slopes = (None if x is None else tuple(x) for x in (t.logits, t.slopes))
+    tensors = build(rows, t.batch, t.heads, t.kv_heads, t.layout, t.scale, allowed, logits, slopes)
     if tensors is None:
         raise read.error("certificate.inputs.scale", "beyond the float64 path's range (2^±900)")
     file_lines = named.lines
@@ -149,6 +151,11 @@ def _bind(named: Any, mine: Tensors, read: Reader) -> None:
         if not np.array_equal(a, z):
             i, j = (int(x[0]) for x in np.nonzero(a != z))
             raise other(name, a[i, j].hex(), z[i, j].hex(), (i + 1, j + 1))
+    for name, field in (("logits", "denominator_logits"), ("slopes", "bias_slopes")):
+        a, z = getattr(mine, name), getattr(given, name)
+        if a != z:
+            ours, got = (json.dumps(None if x is None else list(map(float.hex, x))) for x in (a, z))
+            raise other(field, ours, got)
     h, g = mine.heads[0], given.heads[0]
     if h.exact_scale != g.exact_scale:
         raise other("scale", str(h.exact_scale or '"sqrt"'), str(g.exact_scale or '"sqrt"'))

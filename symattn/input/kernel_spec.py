@@ -16,6 +16,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from symattn import variants
 from symattn.input.errors import brief
 from symattn.input.reader import Reader, check_keys, kind_of
 
@@ -23,7 +24,8 @@ INTEGER_KEYS = ("cu_seqlens_q", "cu_seqlens_k", "block_table", "seqlens_k")  # a
 DESCALE_KEYS = ("q_descale", "k_descale", "v_descale")  # flash_attn_3's, float32 per (batch, kv head)
 LAYOUT_KEYS = INTEGER_KEYS + DESCALE_KEYS
 # the keys such a spec takes: the tensors, and the settings compare's keywords have
-TAKEN = ("Q", "K", "V", "layout", "mask", "causal_align", "window", "scale", *LAYOUT_KEYS)
+VARIANT_KEYS = variants.kernel_arguments()  # compare's keywords of the parts with a kernel rule
+TAKEN = ("Q", "K", "V", "layout", "mask", "causal_align", "window", "scale", "backward", *VARIANT_KEYS, *LAYOUT_KEYS)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class KernelSpec:
     packing: dict[str, Any] = field(default_factory=dict)
     keywords: dict[str, Any] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)  # spec key -> the file it names, as written
+    dout: Any = None  # [backward] grad_output: the dO of --quantity dq, dk and dv (tensorfile.Array)
+    # the variants' keywords: a file's Array, or the numbers written (variants.base.KernelNumber)
+    variants: dict[str, Any] = field(default_factory=dict)
 
     @property
     def layout_key(self) -> str | None:
@@ -83,6 +88,11 @@ def read_kernel_spec(data: Mapping[str, Any], source: str, folder: Path | None, 
             packing[key] = filematrix.read_array(str(raw), key, source, folder)
         else:
             arrays[key] = filematrix.read_array(str(raw), key, source, folder)
+    dout = None
+    if "backward" in data:  # dO of the gradients, as a plain spec's [backward] names it
+        given = _grad_output(reader, data["backward"], why)
+        files["backward.grad_output"] = given
+        dout = filematrix.read_array(given, "backward.grad_output", source, folder)
     mask = data.get("mask", "none")
     if mask not in ("none", "causal"):
         raise reader.error("mask", f"expected 'causal' or 'none' with {why}, got {_got(mask)}")
@@ -93,7 +103,47 @@ def read_kernel_spec(data: Mapping[str, Any], source: str, folder: Path | None, 
         "scale": _scale(reader, data),
         "layout": reader.choice(data.get("layout", "bhnd"), "layout", LAYOUTS),
     }
-    return KernelSpec(source, arrays["Q"], arrays["K"], arrays["V"], packing, keywords, files)
+    made = {key: _variant(reader, data[key], key, files) for key in VARIANT_KEYS if key in data}
+    return KernelSpec(source, arrays["Q"], arrays["K"], arrays["V"], packing, keywords, files, dout, made)
+
+
+def _variant(reader: Reader, raw: Any, key: str, files: dict[str, str]) -> Any:
+    """A variant's keyword as written: a file or a list of its numbers (one per head), or its one number;
+    kernel/spec_layouts.py takes each as the float it must be."""
+    from symattn.input import filematrix
+    from symattn.variants.base import KernelNumber
+
+    per_head = variants.kernel_per_head(key)
+    if per_head and filematrix.names_file(raw):
+        files[key] = str(raw)
+        return filematrix.read_array(str(raw), key, reader.source, reader.folder)
+    if not per_head:
+        n = reader.number(raw, key)
+        return (KernelNumber(n.value, n.text, key),)
+    if not isinstance(raw, list) or not raw:
+        got = "an empty list" if raw == [] else _got(raw)
+        raise reader.error(key, f"expected a list of numbers (one per head) or a .npy file, got {got}")
+    numbers = (reader.number(x, key, (i,)) for i, x in enumerate(raw, 1))
+    return tuple(KernelNumber(n.value, n.text, key, (i,)) for i, n in enumerate(numbers, 1))
+
+
+def _grad_output(reader: Reader, raw: Any, why: str) -> str:
+    """``[backward] grad_output = "do.npy"``: the file of dO, the only key such a spec's [backward] takes."""
+    from symattn.input import filematrix
+
+    if not isinstance(raw, Mapping):
+        raise reader.error("backward", f"expected a table, got {kind_of(raw)}")
+    for key in raw:
+        if key != "grad_output":
+            raise reader.error(f"backward.{key}", f"not taken with {why}: [backward] gives grad_output, dO's file")
+    if "grad_output" not in raw:
+        raise reader.error("backward.grad_output", "missing: [backward] gives grad_output, dO's file")
+    given = raw["grad_output"]
+    if not filematrix.names_file(given):
+        raise reader.error(
+            "backward.grad_output", f"expected a .npy or .safetensors file name (dO as saved), got {_got(given)}"
+        )
+    return str(given)
 
 
 def _scale(reader: Reader, data: Mapping[str, Any]) -> Fraction | None:

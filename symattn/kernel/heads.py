@@ -27,24 +27,40 @@ FLOAT_DIGITS = 13  # of an exact value the float64 bound decides: shown() and sh
 
 def heads_of(spec, quantity: str) -> list[float64.Head] | None:
     """The spec's heads as float32-valued arrays, or None where the float64 path does not apply (decimal
-    inputs, projections, W_O, a variant whose part it refuses; the weights of several heads)."""
+    inputs, projections, W_O, a variant whose part it refuses; the weights of several heads). The variants
+    with a kernel rule come with them as their rules (kernel/spec_variants.py), whose numbers must be floats."""
     from symattn import variants
+    from symattn.kernel import spec_variants
 
     if spec.projection is not None or spec.backward is not None or spec.W_O is not None:
         return None
     if variants.float64_refused(spec):  # a part whose scores it does not model (symattn.variants)
         return None
-    if spec.heads > 1:
-        if quantity == "weights":
-            return None
-        heads = [head_of(spec.head(h)) for h in range(spec.heads)]
-        return None if any(h is None for h in heads) else heads  # type: ignore[return-value]
-    head = head_of(spec)
-    return None if head is None else [head]
+    if spec.heads > 1 and quantity == "weights":
+        return None
+    specs = [spec.head(h) for h in range(spec.heads)] if spec.heads > 1 else [spec]
+    arrays = [arrays_of(s) for s in specs]
+    if any(a is None for a in arrays):
+        return None
+    spec_variants.check(spec)  # the kernel's inputs: its variants' numbers must be binary too
+    heads = [_head(s, a) for s, a in zip(specs, arrays)]  # type: ignore[arg-type]
+    return None if any(h is None for h in heads) else heads  # type: ignore[return-value]
 
 
 def head_of(spec) -> float64.Head | None:
-    """One head's inputs as float32-valued arrays, or None where they are not all float32 values."""
+    """One head's inputs as float32-valued arrays, or None where they are not all float32 values; its
+    variants' rules with them."""
+    from symattn.kernel import spec_variants
+
+    arrays = arrays_of(spec)
+    if arrays is None:
+        return None
+    spec_variants.check(spec)
+    return _head(spec, arrays)
+
+
+def arrays_of(spec) -> list[np.ndarray] | None:
+    """One head's Q, K and V as float32-valued arrays, or None where they are not all float32 values."""
     arrays = []
     for m in (spec.Q, spec.K, spec.V):
         if isinstance(m, FileMatrix):  # a file's floats: the array is exact, no Fraction made
@@ -59,9 +75,17 @@ def head_of(spec) -> float64.Head | None:
         if not float64.is_float32(a):
             return None
         arrays.append(a)
+    return arrays
+
+
+def _head(spec, arrays: list[np.ndarray]) -> float64.Head | None:
+    """One head of its arrays, scale and mask, with its variants' rules."""
+    from symattn.kernel import spec_variants
+
     exact = None if spec.scale == "sqrt" else Fraction(1) if spec.scale == "none" else spec.scale.value
     allowed = None if spec.allowed is None else np.array(spec.allowed, dtype=bool)
-    return float64.head(arrays[0], arrays[1], arrays[2], exact, allowed)
+    mods = spec_variants.mods(spec, len(arrays[0]), len(arrays[1]))
+    return float64.head(arrays[0], arrays[1], arrays[2], exact, allowed, mods=mods)
 
 
 def intervals(head: float64.Head, quantity: str) -> tuple[np.ndarray, np.ndarray]:
@@ -278,4 +302,4 @@ def needed(x: np.ndarray, exact_float: np.ndarray, e: Errors, worst: int) -> np.
     return need
 
 
-__all__ = ["compare_head", "needed", "head_of", "heads_of", "intervals"]
+__all__ = ["arrays_of", "compare_head", "head_of", "heads_of", "intervals", "needed"]

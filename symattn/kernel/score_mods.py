@@ -44,14 +44,21 @@ class Bias:
     slopes: tuple[float, ...]
     rows: int
     offset: int
+    positions: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # a spec's (queries', keys'): |p_i − p_j|
 
     def stacked(self, mods: list[Any]) -> Bias:
         """The bias of a group's stacked rows: each head's slope, head by head."""
-        return Bias(tuple(s for b in mods for s in b.slopes), self.rows, self.offset)
+        return Bias(tuple(s for b in mods for s in b.slopes), self.rows, self.offset, self.positions)
+
+    def distance(self, i: Any, j: Any) -> Any:
+        """|i + offset − j| of query i and key j (numpy arrays broadcast), or of their positions where given."""
+        if self.positions is None:
+            return np.abs(i + self.offset - j)
+        return np.abs(np.asarray(self.positions[0])[i] - np.asarray(self.positions[1])[j])
 
     def at(self, r: np.ndarray, m: int) -> np.ndarray:
         slope = np.asarray(self.slopes)[r // self.rows]
-        return slope[:, None] * np.abs((r % self.rows)[:, None] + self.offset - np.arange(m)[None, :])
+        return slope[:, None] * self.distance((r % self.rows)[:, None], np.arange(m)[None, :])
 
     def float64(self, Z: np.ndarray, eZ: np.ndarray, rows: Any) -> tuple[np.ndarray, np.ndarray]:
         b = self.at(_rows(rows, Z.shape[0]), Z.shape[1])
@@ -61,7 +68,7 @@ class Bias:
     def arb(self, z: Any, r: int, j: int) -> Any:
         from flint import arb
 
-        m = Fraction(self.slopes[r // self.rows]) * abs(r % self.rows + self.offset - j)
+        m = Fraction(self.slopes[r // self.rows]) * int(self.distance(r % self.rows, j))
         return z - arb(m.numerator) / m.denominator
 
 
@@ -144,9 +151,10 @@ class Denominator:
 ORDER = ("distance_bias", "tanh_cap", "denominator_logit")  # the stages' order: a bias, a map of z, the denominator
 
 
-def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align: str) -> Any:
+def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align: str, positions: Any = None) -> Any:
     """A keyword's rule for (batch b, head h) of n queries and m keys: ``rule(b, h, n, m)``; None where the
-    value is None (or a cap of 0, FlashAttention's "none"). ``kind``: the part's (``Part.kernel_rule``)."""
+    value is None (or a cap of 0, FlashAttention's "none"). ``kind``: the part's (``Part.kernel_rule``);
+    ``positions``: a spec's (queries', keys'), which a distance bias counts instead of the alignment."""
     if value is None:
         return None
     if kind == "tanh_cap":
@@ -169,7 +177,7 @@ def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align:
         raise ShapeError(name, "shape", f"{tuple(a.shape)}; expected ({heads},) or ({batch}, {heads}), finite")
 
     def bias(b: int, h: int, n: int, m: int) -> Bias:  # the distance aligned as the causal mask is
-        return Bias((float(a[b, h]),), n, m - n if align == "bottom-right" else 0)
+        return Bias((float(a[b, h]),), n, m - n if align == "bottom-right" else 0, positions)
 
     return _ordered(kind, bias)
 

@@ -19,13 +19,13 @@ from typing import Any
 
 from symattn.input.errors import SpecError, brief
 from symattn.input.floats import read_tensor, read_tensors
-from symattn.input.kernel_spec import KernelSpec
-from symattn.kernel import oracle, report
+from symattn.input.kernel_spec import VARIANT_KEYS, KernelSpec
+from symattn.kernel import oracle, report, spec_variants
 from symattn.kernel.comparison_report import WORST
 from symattn.kernel.partials import PartialsReport, compare_partials
 
 ARGUMENTS = {"q": "Q", "k": "K", "v": "V"}  # the engine's argument and the spec's key, where they differ
-SETTINGS = ("causal_align", "window", "scale", "layout", "mask")  # spec keys that name no file
+SETTINGS = ("causal_align", "window", "scale", "layout", "mask", *VARIANT_KEYS)  # spec keys that name no file
 OPTIONS = {"kind": "--quantity", "splits": "--splits", "lse_base": "--lse-base"}
 PARTIALS = ("partials_out", "partials_lse", "out", "lse")  # the tensors of a --partials file
 
@@ -83,9 +83,15 @@ def compare_files(
         raise SpecError("--quantity", None, f"weights: {spec.layout_key} takes output, lse, dq, dk or dv")
     outs = [read_tensor(path, dtype) for path in results]
     reference = None if naive is None else read_tensor(naive, dtype)
-    dout = None if grad_output is None else read_tensor(grad_output)
+    dout, named = (None, grad_output) if grad_output is None else (read_tensor(grad_output), grad_output)
+    if dout is None and spec.dout is not None and quantity in ("dq", "dk", "dv"):  # the spec's [backward] dO
+        dout = spec.dout
+        named = f"{spec.source}: backward.grad_output: {brief(spec.files['backward.grad_output'], 200)}"
     rtol, atol, bound = tolerances
-    with located(spec, {"dout": grad_output, "reference": naive}):
+    packing = spec.packing
+    if spec.variants:  # the variants' keywords, as the API takes them
+        packing = {**packing, "variants": spec_variants.keywords(spec.source, spec.variants)}
+    with located(spec, {"dout": named, "reference": naive}):
         return oracle.judged(
             outs if len(outs) > 1 else outs[0],
             spec.q,
@@ -94,7 +100,7 @@ def compare_files(
             quantity,
             dout,
             spec.keywords,
-            spec.packing,
+            packing,
             None,
             reference,
             rtol,
@@ -123,6 +129,9 @@ def compare_partials_file(
     a count or the key offsets (``0,40,100``); None: the count is partials_out's first axis."""
     if spec.layout_key is not None:
         raise SpecError(spec.source, spec.layout_key, "--partials takes Q, K and V with batch and head axes alone")
+    for key in (*spec.variants, "backward"):
+        if key in spec.variants or spec.dout is not None:
+            raise SpecError(spec.source, key, "not taken with --partials, which compares each split's O_i and LSE_i")
     tensors = read_tensors(path, dtype)
     for name in ("partials_out", "partials_lse"):
         if name not in tensors:

@@ -143,8 +143,13 @@ def rounded_refusal(spec: Any) -> str | None:
 
 
 def float64_refused(spec: Any) -> bool:
-    """Whether compare's float64 path refuses a part of the spec."""
-    return any(not p.float64_in_mask and p.float64(setting) is None for p, setting in of(spec))
+    """Whether compare's float64 path refuses a part of the spec (one with neither its mask nor a kernel rule)."""
+    return any(not p.float64_in_mask and not p.kernel_rule for p, _ in of(spec))
+
+
+def kernel_parts(spec: Any) -> tuple[tuple[Part, Any], ...]:
+    """The spec's parts that take the float64 path by a rule of kernel/score_mods.py, in the order they act."""
+    return tuple((p, setting) for p, setting in of(spec) if p.kernel_rule)
 
 
 def argument_refusal(name: str) -> str | None:
@@ -159,6 +164,16 @@ def kernel_rule(name: str) -> str:
     return next((p.kernel_rule for p in PARTS if p.argument == name), "")
 
 
+def kernel_arguments() -> tuple[str, ...]:
+    """symattn.kernel.compare's keywords of the parts that have a kernel rule, as a spec of a layout takes them."""
+    return tuple(p.argument for p in PARTS if p.kernel_rule)
+
+
+def kernel_per_head(argument: str) -> bool:
+    """Whether a kernel keyword holds a number per head (else one number for every head)."""
+    return next(p.kernel_per_head for p in PARTS if p.argument == argument)
+
+
 def argument_of(rule: str) -> str:
     """The keyword of symattn.kernel.compare whose part takes the float64 path by ``rule`` (score_mods.py)."""
     return next(p.argument for p in PARTS if p.kernel_rule == rule)
@@ -170,9 +185,13 @@ def kernel_mask(n: int, m: int, causal: bool, align: str, window: Any) -> Any:
     return next(p for p in PARTS if p.stage == MASK).kernel_mask(n, m, causal, align, window)
 
 
-def float64_words(noun: bool = False) -> str:
-    """The parts the float64 path refuses, as its messages list them."""
-    return listed([(p.noun or p.title) if noun else p.title for p in PARTS if not p.float64_in_mask])
+def float64_words(noun: bool = False, rules: bool = True, certified: bool = False) -> str:
+    """The parts the float64 path refuses, as its messages list them; ``rules`` False: those with a kernel rule
+    too (what a path that takes none refuses), but for ``certified`` ones (what version 3 certificates take)."""
+    refused = [
+        p for p in PARTS if not p.float64_in_mask and not (rules and p.kernel_rule) and not (certified and p.certified)
+    ]
+    return listed([(p.noun or p.title) if noun else p.title for p in refused])
 
 
 # --- claims and compute -------------------------------------------------------------------------------
@@ -337,7 +356,10 @@ __all__ = [
     "formula_parts",
     "head_parts",
     "heads_of",
+    "kernel_arguments",
     "kernel_mask",
+    "kernel_per_head",
+    "kernel_parts",
     "mask_parts",
     "masking",
     "missing",

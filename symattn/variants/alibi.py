@@ -33,7 +33,7 @@ from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
 from symattn.variants import positions
-from symattn.variants.base import ADD, MAP, HeadPart, Part, Quantity, Rows, Where
+from symattn.variants.base import ADD, MAP, HeadPart, KernelNumber, Part, Quantity, Rows, Where
 
 if TYPE_CHECKING:  # the spec reads the part without SymPy (compare's float64 path never imports it)
     import sympy
@@ -136,6 +136,7 @@ class AlibiPart(Part):
     argument = "alibi_slopes"
     grid_key = "alibi"
     kernel_rule = "distance_bias"  # symattn.kernel.compare(alibi_slopes=…): −m·|i + offset − j|
+    certified = True  # version-3 certificates hold the slopes (rows' distances), and both verifiers have the rule
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Alibi | None:
         """``alibi = true`` or ``alibi_slopes = [...]`` (one positive decimal per head), or None."""
@@ -175,6 +176,20 @@ class AlibiPart(Part):
 
     def head(self, setting: Alibi, index: int) -> Alibi:
         return setting.head(index)
+
+    kernel_per_head = True
+
+    def kernel_numbers(self, setting: Alibi) -> tuple[KernelNumber, ...]:
+        """Each slope as given, or the paper's 2^(−8h/H): a float where 8h/H is a whole number."""
+        out = []
+        for s in setting.slopes:
+            if s.given is not None:
+                out.append(KernelNumber(s.given.value, s.given.text, "alibi_slopes", (s.head,)))
+                continue
+            e = s.exponent
+            value = Fraction(2) ** int(e) if e.denominator == 1 else None
+            out.append(KernelNumber(value, f"2^({e})", "alibi", (s.head,)))
+        return tuple(out)
 
     def head_part(self, setting: Alibi, spec: Any) -> Bias:
         slope = setting.slopes[0]

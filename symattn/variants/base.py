@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.input.errors import brief
 
@@ -76,16 +76,16 @@ class Quantity:
     inner: str | None = None  # a third index after rows and cols ([b][i][c]: held as row b·n + i, column c)
 
 
-class Float64Rule(Protocol):
-    """What a part would give the float64 path of a spec (``compute --float64``, ``compare SPEC``): ``score_mod``
-    on a block of float64 z (the rows and columns its queries and keys are at, as FlexAttention's q_idx and
-    kv_idx), and ``error`` the bound it adds to the block's error. No part gives one yet: a spec with a score
-    variant compares one head exactly (a spec's 0.1 is no float32 value). The in-memory path
-    (symattn.kernel.compare) takes them by ``Part.kernel_rule`` instead, a rule of kernel/score_mods.py."""
+@dataclass(frozen=True)
+class KernelNumber:
+    """A number of a part's setting as its kernel keyword takes it on a spec's float64 path (``compare SPEC``):
+    exactly the binary value a kernel saw, so it must be a float64 value (``kernel/spec_variants.py`` refuses
+    one that is not). ``value`` None: the setting's number is not rational (the paper's slope 2^(−8/3))."""
 
-    def score_mod(self, z: Any, q_idx: Any, kv_idx: Any) -> Any: ...
-
-    def error(self, z: Any, z_error: Any) -> Any: ...
+    value: Fraction | None
+    text: str  # as the spec writes it (or as its number reads, for the paper's slopes)
+    key: str
+    position: tuple[int, ...] | None = None  # 1-based, in the key's list
 
 
 class Part:
@@ -211,10 +211,12 @@ class Part:
 
     # --- what it supports -------------------------------------------------------------------------------
 
-    def float64(self, setting: Any) -> Float64Rule | None:
-        """Its rule on a spec's float64 path; None: refused there (today every part but those all in the mask)."""
-        return None
+    def kernel_numbers(self, setting: Any) -> tuple[KernelNumber, ...]:
+        """Its setting of one head as its ``kernel_rule`` takes it on a spec's float64 path: one number
+        (``kernel_per_head`` False, the keyword's float) or the head's own (a list of one per head)."""
+        return ()
 
+    kernel_per_head: ClassVar[bool] = False  # its keyword holds one number per head (else one for all)
     float64_in_mask: ClassVar[bool] = False  # True: all it does is in ``spec.allowed``, which the path takes
     # the keyword a kernel's call takes it by (FlashAttention's), which symattn.kernel.compare reads, and its
     # refusal there for a part without a kernel_rule; "" where the call has no such keyword
@@ -222,6 +224,7 @@ class Part:
     argument_refusal: ClassVar[str] = ""
     # the rule of symattn/kernel/score_mods.py that takes its keyword on the in-memory float64 path ("": none)
     kernel_rule: ClassVar[str] = ""
+    certified: ClassVar[bool] = False  # ``compute --certify --float64`` (version 3) takes its kernel rule
 
     # --- a sweep (symattn sweep): its [grid] key, the kernel's keyword from a grid point, its torch side in ---
     # FlashAttention's naive reference; torch is imported inside the hooks, only when a sweep runs
@@ -357,7 +360,7 @@ __all__ = [
     "PLACE",
     "QK",
     "ROUTE",
-    "Float64Rule",
+    "KernelNumber",
     "HeadPart",
     "Part",
     "Quantity",

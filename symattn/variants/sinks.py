@@ -17,7 +17,7 @@ from symattn.exact.num import Num, NumRow
 from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
-from symattn.variants.base import DENOMINATOR, Part, Quantity, Where
+from symattn.variants.base import DENOMINATOR, KernelNumber, Part, Quantity, Where
 
 if TYPE_CHECKING:  # one head's sink is exact arithmetic: the spec reads the part without SymPy
     from symattn.derivation.steps import Dot
@@ -76,6 +76,7 @@ class Sinks(Part):
     grid_key = "sinks"
     drawn = True
     kernel_rule = "denominator_logit"  # symattn.kernel.compare(sinks=…): e^s in each row's denominator, bounded
+    certified = True  # version-3 certificates hold the sinks, and both verifiers have the rule
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> tuple[Numeral, ...] | None:
         """``sinks = [s_1, …]``: one sink logit per head, a decimal of size at most SINK_LOGIT."""
@@ -101,6 +102,11 @@ class Sinks(Part):
 
     def head(self, setting: tuple[Numeral, ...], index: int) -> tuple[Numeral, ...]:
         return setting[index : index + 1]
+
+    kernel_per_head = True
+
+    def kernel_numbers(self, setting: tuple[Numeral, ...]) -> tuple[KernelNumber, ...]:
+        return tuple(KernelNumber(s.value, s.text, "sinks", (h,)) for h, s in enumerate(setting, 1))
 
     def head_part(self, setting: tuple[Numeral, ...], spec: Any) -> Sink:
         from symattn.variants.sink_head import Sink

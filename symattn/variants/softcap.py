@@ -26,7 +26,7 @@ from symattn.input.errors import EvaluationError, brief
 from symattn.input.limits import PRECISION_BITS
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
-from symattn.variants.base import MAP, HeadPart, Part, Where
+from symattn.variants.base import MAP, HeadPart, KernelNumber, Part, Where
 
 if TYPE_CHECKING:  # the spec reads the part without SymPy or mpmath (compare's float64 path never imports them)
     import sympy
@@ -102,6 +102,9 @@ class Softcap(Part):
     def check(self, reader: Any, setting: Any, symbolic: bool) -> None:
         if setting is not None and symbolic:
             raise reader.error("softcap", "symbols are not supported with softcap; give numbers")
+
+    def kernel_numbers(self, setting: Numeral) -> tuple[KernelNumber, ...]:
+        return (KernelNumber(setting.value, setting.text, "softcap"),)
 
     def head_part(self, setting: Numeral, spec: Any) -> Cap:
         return Cap(setting.value)

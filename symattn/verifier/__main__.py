@@ -51,9 +51,13 @@ def run(path: Path) -> tuple[int, list[str]]:
     if failures:
         return 1, lines + [f"{path}: {line}" for line in files]
     inputs = "Q, K, V and dO" if cert.inputs.dO is not None else "Q, K and V"
+    given = ["the scale", "the mask"] + [
+        name for name, x in (("the denominator logits", cert.inputs.logits), ("the slopes", cert.inputs.slopes)) if x
+    ]
+    own = ", ".join(given[:-1]) + f" and {given[-1]} are"
     said = (
         f"its inputs {inputs} are the values of the .npy files named, read here (the spec is hashed, not read: "
-        "the scale and the mask are the certificate's own)"
+        f"{own} the certificate's own)"
         if bound
         else "its inputs are not all checked against files: not every one is an .npy file here"
     )

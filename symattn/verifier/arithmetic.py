@@ -13,6 +13,11 @@ integer. Everything else is an interval of integers at a binary point 2^-P, each
 
 The backward pass is the one of docs/kernel.md: dP = dO·Vᵀ, D_i = Σ_j A_ij dP_ij, dS = A ∘ (dP − D),
 dQ = c·dS·K, dK = c·dSᵀ·Q, dV = Aᵀ·dO, dK and dV summed over a group's query heads.
+
+A denominator logit s (a float, exact) is one more term e^s of each row's ℓ, with no value: every
+term is shifted by the larger of c·S_max and s, so that none exceeds 1 (e^(s − c·S_max) is enclosed as the
+others are), the LSE is that shift plus log ℓ, and the weights A = e/ℓ, which add up to less than 1, go
+through the same backward formulas.
 """
 
 from __future__ import annotations
@@ -21,7 +26,18 @@ import math
 from fractions import Fraction
 from operator import mul
 
-from mpmath.libmp import from_int, from_man_exp, mpf_add, mpf_div, mpf_exp, mpf_ln2, mpf_log, mpf_mul, mpf_sqrt
+from mpmath.libmp import (
+    from_int,
+    from_man_exp,
+    mpf_add,
+    mpf_div,
+    mpf_exp,
+    mpf_ln2,
+    mpf_log,
+    mpf_mul,
+    mpf_sqrt,
+    mpf_sub,
+)
 
 from .reading import Inputs
 
@@ -40,6 +56,19 @@ def fraction(x: tuple) -> Fraction:
     sign, man, exp, _ = x
     value = Fraction(man) * Fraction(2) ** exp
     return -value if sign else value
+
+
+def _mpf(x: float) -> tuple:
+    """A float as an mpf, exactly."""
+    n, d = x.as_integer_ratio()
+    return from_man_exp(n, 1 - d.bit_length())
+
+
+def _exp_ends(lo: tuple, hi: tuple, bits: int) -> tuple[int, int]:
+    """e^t for t in [lo, hi] at the binary point 2^-bits, rounded outward (0 and 1 unit below 2^-bits)."""
+    if fraction(hi) < -(bits + 1) * Fraction(_LN2_ABOVE):
+        return 0, 1
+    return fixed(mpf_exp(lo, bits, "f"), bits, False), fixed(mpf_exp(hi, bits, "c"), bits, True)
 
 
 def fixed(x: tuple, bits: int, up: bool) -> int:
@@ -64,6 +93,8 @@ class Head:
         self.dO = exact.dO[q0 : q0 + n] if exact.dO is not None else None
         self.K_columns = [list(c) for c in zip(*self.K)]
         self.V_columns = [list(c) for c in zip(*self.V)]
+        self.logit = None if t.logits is None else _mpf(t.logits[h])  # the head's denominator logit s, exactly
+        self.slope = None if t.slopes is None else t.slopes[h]  # the head's distance bias −m·|i − j|
 
     def allowed(self, i: int) -> list[int]:
         mask = self.exact.inputs.mask
@@ -126,27 +157,64 @@ class Row:
         self.head, self.i, self.bits = head, i, bits
         self.allowed = head.allowed(i)
         S = head.scores(i)
-        self.top = max(S[j] for j in self.allowed)
         self.c = ex.scale(bits + 16)
         shift = ex.qs + ex.ks
         c_float = float(fraction(self.c[1]))
+        m_float = head.slope or 0.0
+        # the shift's key: the largest score (with a bias, the largest z as floats tell it: any key would do,
+        # and this one leaves every term at most about 1)
+        top = max(self.allowed, key=S.__getitem__)
+        if head.slope is not None:
+            top = max(self.allowed, key=lambda j: math.ldexp(float(S[j]) * c_float, -shift) - m_float * abs(i - j))
+        self.top, self.near = S[top], abs(i - top)
         m = len(head.K)
         self.lo, self.hi = [0] * m, [0] * m
         one = 1 << bits
+        extra, self.over = self._logit_term(bits)  # e^(s − z_top)'s ends, or (1, 1) where s is above z_top
         for j in self.allowed:
-            gap = S[j] - self.top
-            if gap == 0:
+            gap, farther = S[j] - self.top, abs(i - j) - self.near
+            if gap == 0 and (farther == 0 or head.slope is None) and self.over is None:
                 self.lo[j] = self.hi[j] = one
                 continue
-            if math.ldexp(gap * c_float, -shift) < -(bits + 1) * _LN2_ABOVE:
+            if math.ldexp(gap * c_float, -shift) - m_float * farther < -(bits + 1) * _LN2_ABOVE:
                 self.hi[j] = 1  # e^t < 2^-bits
                 continue
             g = from_man_exp(gap, -shift)
-            self.lo[j] = fixed(mpf_exp(mpf_mul(g, self.c[1], bits, "f"), bits, "f"), bits, False)
-            self.hi[j] = fixed(mpf_exp(mpf_mul(g, self.c[0], bits, "c"), bits, "c"), bits, True)
-        self.L = (sum(self.lo), sum(self.hi))
+            t_lo, t_hi = mpf_mul(g, self.c[1], bits, "f"), mpf_mul(g, self.c[0], bits, "c")
+            if head.slope is not None:  # − m·(|i − j| − |i − top|), exactly
+                bias = mpf_mul(_mpf(head.slope), from_int(farther))
+                t_lo, t_hi = mpf_sub(t_lo, bias, bits, "f"), mpf_sub(t_hi, bias, bits, "c")
+            if self.over is not None:  # shifted by s: e^(c·(S_j − S_max) − (s − c·S_max))
+                t_lo, t_hi = mpf_sub(t_lo, self.over[1], bits, "f"), mpf_sub(t_hi, self.over[0], bits, "c")
+            self.lo[j], self.hi[j] = _exp_ends(t_lo, t_hi, bits)
+        self.L = (sum(self.lo) + extra[0], sum(self.hi) + extra[1])
         self.mid = [a + b for a, b in zip(self.lo, self.hi)]  # at 2^-(bits + 1)
         self.rad = [b - a for a, b in zip(self.lo, self.hi)]
+
+    def _logit_term(self, bits: int) -> tuple[tuple[int, int], tuple[tuple, tuple] | None]:
+        """The denominator logit's term of ℓ at 2^-bits, and the ends of s − c·S_max where that is above 0, in
+        which case every term is shifted by s instead of c·S_max (so that none exceeds 1); ((0, 0), None)
+        without one."""
+        s = self.head.logit
+        if s is None:
+            return (0, 0), None
+        P = bits + 16
+        z_lo, z_hi = self.shift(P)
+        d_lo, d_hi = mpf_sub(s, z_hi, P, "f"), mpf_sub(s, z_lo, P, "c")
+        if d_lo[0] == 0 and d_lo[1]:  # d > 0: s is the row's maximum
+            return (1 << bits, 1 << bits), (d_lo, d_hi)
+        return _exp_ends(d_lo, d_hi, bits), None
+
+    def shift(self, P: int) -> tuple[tuple, tuple]:
+        """The ends of the shift's z = c·S_top − m·|i − top|, at P bits."""
+        ex = self.head.exact
+        top = from_man_exp(self.top, -(ex.qs + ex.ks))
+        c_lo, c_hi = self.c if self.top >= 0 else self.c[::-1]
+        lo, hi = mpf_mul(top, c_lo, P, "f"), mpf_mul(top, c_hi, P, "c")
+        if self.head.slope is not None:
+            bias = mpf_mul(_mpf(self.head.slope), from_int(self.near))
+            lo, hi = mpf_sub(lo, bias, P, "f"), mpf_sub(hi, bias, P, "c")
+        return lo, hi
 
     def output(self, k: int) -> tuple[Fraction, Fraction]:
         v = self.head.V_columns[k]
@@ -160,11 +228,10 @@ class Row:
 
     def lse(self, base2: bool) -> tuple[Fraction, Fraction]:
         P = self.bits + 16
-        ex = self.head.exact
-        top = from_man_exp(self.top, -(ex.qs + ex.ks))
-        c_lo, c_hi = self.c if self.top >= 0 else self.c[::-1]
-        lo = mpf_add(mpf_mul(top, c_lo, P, "f"), mpf_log(from_man_exp(self.L[0], -self.bits), P, "f"), P, "f")
-        hi = mpf_add(mpf_mul(top, c_hi, P, "c"), mpf_log(from_man_exp(self.L[1], -self.bits), P, "c"), P, "c")
+        s = self.head.logit
+        shift: tuple = self.shift(P) if self.over is None else (s, s)  # by s exactly, where it is above z_top
+        lo = mpf_add(shift[0], mpf_log(from_man_exp(self.L[0], -self.bits), P, "f"), P, "f")
+        hi = mpf_add(shift[1], mpf_log(from_man_exp(self.L[1], -self.bits), P, "c"), P, "c")
         if not base2:
             return fraction(lo), fraction(hi)
         ln2 = (mpf_ln2(P, "f"), mpf_ln2(P, "c"))

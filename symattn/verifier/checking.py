@@ -14,6 +14,11 @@ docs/kernel.md gives for the certificates' path "a"):
   one value over them (then Σ_j dS_ij K_jc = K_c Σ_j dS_ij = 0);
 - dK_jc = 0 where each query (of each head of the group) that attends key j has dS_i = 0 or Q_ic = 0;
   dV_jk = 0 where each one has dO_ik = 0.
+
+With denominator logits (a term e^s of each row's ℓ with no value) a row's weights add up to less than 1,
+so of these only the zeros term by term hold: dK_jc = 0 where each such query has Q_ic = 0, dV_jk = 0 where
+each has dO_ik = 0. With a distance bias (z = c·S − m·|i − j|) equal scores are no longer equal z: the
+output's rule of equal scores and the log-sum-exp's rule are off.
 """
 
 from __future__ import annotations
@@ -214,9 +219,13 @@ def _exact_values(exact: Exact, pending: dict):
             flat[(b, h, i)] = one([dP[j] for j in head.allowed(i)])
         return flat[(b, h, i)]
 
+    sunk = t.logits is not None  # weights that add up to less than 1: the zeros term by term alone
+    biased = t.slopes is not None  # z = c·S − m·|i − j|: equal scores are no longer equal z
     for name, entries in pending.items():
         for r, c in list(entries):
             if name in ("output", "dq", "lse", "lse2"):
+                if sunk:
+                    continue
                 b, h, i = (
                     (r // t.heads, r % t.heads, c)
                     if name.startswith("lse")
@@ -226,10 +235,10 @@ def _exact_values(exact: Exact, pending: dict):
                 keys = head.allowed(i)
                 if name == "output":
                     S, column = head.scores(i), [head.V[j][c] for j in keys]
-                    if one([S[j] for j in keys]) or one(column):
+                    if not biased and one([S[j] for j in keys]) or one(column):
                         yield name, (r, c), Fraction(sum(column), len(keys) << exact.vs)
                 elif name.startswith("lse"):
-                    if len(keys) == 1 and head.scores(i)[keys[0]] == 0:
+                    if not biased and len(keys) == 1 and head.scores(i)[keys[0]] == 0:
                         yield name, (r, c), Fraction(0)
                 elif still(b, h, i) or one([head.K[j][c] for j in keys]):
                     yield name, (r, c), Fraction(0)
@@ -239,7 +248,7 @@ def _exact_values(exact: Exact, pending: dict):
             if name == "dv":
                 zero = all(exact.head(b, h).dO[i][c] == 0 for h, i in attends)  # type: ignore[index]
             else:
-                zero = all(exact.head(b, h).Q[i][c] == 0 or still(b, h, i) for h, i in attends)
+                zero = all(exact.head(b, h).Q[i][c] == 0 or not sunk and still(b, h, i) for h, i in attends)
             if zero:
                 yield name, (r, c), Fraction(0)
 

@@ -24,6 +24,7 @@ MOST_DIGITS = 13
 TOKENS = 1 << 14  # queries or keys
 DIMS = 1024  # columns of Q, K, V
 HEADS = 1024  # batches × heads
+MOST = 100  # the largest |s| of a denominator logit and slope m of a distance bias, as a spec's limits are
 QUANTITIES = ("output", "lse", "lse2", "dq", "dk", "dv")
 GRADIENTS = ("dq", "dk", "dv")
 PATH_NAMES = {"f": "float64", "c": "compensated", "a": "arb"}
@@ -68,6 +69,8 @@ class Inputs:
     dO: list[list[float]] | None
     scale: Fraction | None
     mask: list[str] | None  # a row of "1" (may attend) and "0" per query, shared by every head
+    logits: list[float] | None = None  # a denominator logit s per query head: e^s in each row's ℓ, no value
+    slopes: list[float] | None = None  # a distance bias's slope m per query head: z − m·|i − j|
 
     @property
     def queries(self) -> int:
@@ -348,8 +351,9 @@ def _inputs(raw: Any) -> Inputs:
     key = "certificate.inputs"
     if not isinstance(raw, dict):
         raise CertificateError(key, f"expected a table, got {kind(raw)}")
-    known = ("layout", "batch", "heads", "kv_heads", "Q", "K", "V", "dO", "scale", "mask")
-    fields(raw, key, known, tuple(k for k in known if k != "dO"))
+    optional = ("dO", "denominator_logits", "bias_slopes")
+    known = ("layout", "batch", "heads", "kv_heads", "Q", "K", "V", *optional, "scale", "mask")
+    fields(raw, key, known, tuple(k for k in known if k not in optional))
     if raw["layout"] not in _LAYOUTS:
         raise CertificateError(f"{key}.layout", f'expected "bhnd" or "bnhd", got {kind(raw["layout"])}')
     batch, heads, kv = (whole(raw[k]) for k in ("batch", "heads", "kv_heads"))
@@ -389,7 +393,23 @@ def _inputs(raw: Any) -> Inputs:
         for i, row in enumerate(mask, 1):
             if not isinstance(row, str) or len(row) != keys or row.strip("01") or "1" not in row:
                 raise CertificateError(f"{key}.mask", f"expected {keys} characters 1 or 0, at least one 1", (i,))
-    return Inputs(batch, heads, kv, raw["layout"], Q, K, V, dO, scale, mask)
+    logits = _per_head(raw, key, "denominator_logits", heads, lambda x: abs(x) <= MOST, f"at most {MOST} in size")
+    slopes = _per_head(raw, key, "bias_slopes", heads, lambda x: 0 < x <= MOST, f"above 0 and at most {MOST}")
+    return Inputs(batch, heads, kv, raw["layout"], Q, K, V, dO, scale, mask, logits, slopes)
+
+
+def _per_head(raw: dict[str, Any], key: str, name: str, heads: int, good: Any, what: str) -> list[float] | None:
+    """A float per query head, each ``good`` (None where the field is absent)."""
+    if name not in raw:
+        return None
+    try:  # one row: a place is its column alone
+        values = floats([raw[name]], f"{key}.{name}", 1, heads, "float64 values")[0]
+    except CertificateError as exc:
+        raise CertificateError(exc.key, exc.problem, exc.position[1:]) from None
+    for h, x in enumerate(values, 1):
+        if not good(x):
+            raise CertificateError(f"{key}.{name}", f"{x.hex()}: {what}", (h,))
+    return values
 
 
 def _all_float32(row: list[float]) -> bool:
