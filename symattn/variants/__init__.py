@@ -82,6 +82,11 @@ def inputs(reader: Any, data: Mapping[str, Any]) -> tuple[Any, Any, Any, str] | 
     return next((made for made in (p.inputs(reader, data) for p in PARTS) if made is not None), None)
 
 
+def turned(reader: Any, data: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The columns of each head that a Q/K part may turn, where a part's made Q and K say (None: all)."""
+    return next((cols for cols in (p.turned(reader, data) for p in PARTS) if cols is not None), None)
+
+
 def carried_input(chain: Any, spec: Any, quantity: str, row: int, col: int) -> Any:
     """Q, K or V that a part made, from the claimant's own numbers (None: the spec's value)."""
     return next(
@@ -352,5 +357,6 @@ __all__ = [
     "rounded_refusal",
     "stage",
     "toy",
+    "turned",
     "z_word",
 ]
