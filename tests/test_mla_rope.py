@@ -261,7 +261,7 @@ def test_the_example_shows_the_decoupled_dims_and_states_the_identity(lang, phra
         assert text.count(phrase) == 1, phrase
     # the focus row: q̃ = q_nope W_UKᵀ and the latent part of its scores
     assert (
-        "\\tilde{q} = \\begin{bmatrix}1 & 1\\end{bmatrix} W_{UK}^{\\top} = \\begin{bmatrix}1 & 2\\end{bmatrix}, "
+        "\\tilde{q} = \\begin{bmatrix}1 & 1\\end{bmatrix} W_{UK}^{\\top} = \\begin{bmatrix}1 & 2\\end{bmatrix},"
         "\\qquad \\tilde{q}\\, c_{KV}^{\\top} = \\begin{bmatrix}2.5 & 3.5 & 3.0\\end{bmatrix}" in text
     )
 
@@ -281,6 +281,22 @@ def test_the_examples_pass_katex_and_tex(katex, latex, tmp_path, lang, name, rou
     data = tomllib.loads(builtin.example_path(name, lang).read_text(encoding="utf-8"))
     spec = load_spec({**data, "mla_route": route})
     assert katex(render(derive(spec), "markdown")) == []
+    latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    assert re.findall(r"Overfull \\[hv]box", log) == []
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_two_heads_with_decoupled_dims_pass_katex_and_tex(katex, latex, tmp_path, lang):
+    # wider numbers: the absorbed route's q̃ and its scores stack when they do not fit one line
+    W_O = [["1", "0"], ["0", "1"], ["0.5", "0"], ["0", "0.5"], ["1", "1"], ["-1", "0"]]
+    tokens = [f"t{i}" for i in range(4)]
+    spec = load_spec({"tokens": tokens, "mla": TWO, "heads": 2, "rope": True, "mla_route": "absorbed", "W_O": W_O})
+    spec = spec.with_options(lang=lang)
+    text = render(derive(spec), "markdown")
+    assert katex(text) == []
+    assert text.count("\\begin{gathered}\\tilde{q} = ") == 2  # one per head
     latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\[hv]box", log) == []
