@@ -2,6 +2,7 @@
 with one k_R shared by the heads, both routes against torch float64, the exact proof that they agree, claims
 with error carried forward, the examples' documents, and the one-line refusals."""
 
+import math
 import re
 from fractions import Fraction
 
@@ -129,8 +130,6 @@ def test_two_heads_with_decoupled_dims_agree_with_torch_float64(route):
 
 @pytest.mark.client
 def test_decoupled_dims_by_thirty_degrees_agree_with_torch_and_stay_exact():
-    import math
-
     torch = pytest.importorskip("torch")
     spec = load_spec({"tokens": TOKENS3, "mla": ONE, "rope": True, "rope_frequencies": ["30deg"]})
     data = compute(spec, digits=17)
@@ -141,6 +140,31 @@ def test_decoupled_dims_by_thirty_degrees_agree_with_torch_and_stay_exact():
     assert data["rope_cos"]["exact"][1] == ["sqrt(3)/2"]
     assert data["Q_rot"]["exact"][1] == ["0", "1", "-1/2", "sqrt(3)/2"]
     assert data["scores"]["exact"][0][0] == "2"
+
+
+@pytest.mark.client
+def test_decoupled_dims_interleaved_and_by_tables_agree_with_torch_float64():
+    import torch
+
+    pytest.importorskip("torch")
+    wide = {**ONE, "W_QR": [["1", "0", "0.5", "1"], ["0", "1", "1", "0"], ["0", "0", "0", "2"]]}
+    wide["W_KR"] = [["0", "1", "1", "0"], ["1", "0", "0", "0.5"], ["0", "0", "1", "1"]]  # d_r = 4: 2 pairs
+    data = compute(load_spec({"tokens": TOKENS3, "mla": wide, "rope": True, "rope_style": "interleaved"}), digits=17)
+    # interleaved pairs (2t, 2t + 1) of the decoupled dims are the half style's after a permutation of them
+    perm = [0, 2, 1, 3]
+    permuted = {**wide, **{k: [[row[c] for c in perm] for row in wide[k]] for k in ("W_QR", "W_KR")}}
+    naive, absorbed, _ = _torch_routes(permuted, 1, False)
+    _close(data["output"]["value"], naive)
+    _close(data["output"]["value"], absorbed)
+    # given cos/sin tables (a 3-4-5 turn, not an angle of the base): every score rational
+    tables = {"rope_cos": [["1"], ["0.6"], ["-0.28"]], "rope_sin": [["0"], ["0.8"], ["0.96"]]}
+    data = compute(load_spec({"tokens": TOKENS3, "mla": ONE, "rope": True, **tables}), digits=17)
+    angle = torch.tensor([math.atan2(0.8, 0.6)], dtype=torch.float64)  # cos 2φ = −0.28, sin 2φ = 0.96
+    naive, absorbed, _ = _torch_routes(ONE, 1, False, angle)
+    _close(data["output"]["value"], naive)
+    _close(data["output"]["value"], absorbed)
+    assert data["scores"]["exact"][2] == ["159/50", "33/10", "5"]  # 2.5 + 0.68, 3.5 − 0.2, 3 + 2
+    assert data["routes_agree"] is True
 
 
 def test_the_routes_are_exactly_equal_and_the_proof_can_fail():
