@@ -256,6 +256,41 @@ def test_claims_on_the_second_head_carry_its_own_columns():
 
 
 @pytest.mark.parametrize(
+    "name, claims, want",
+    [
+        (  # q̃ = [1, 3] (a slip: [1, 2]): their scores q̃ · c_j = [3, 5, 4]; u = [0.5, 1.5]: their o = u W_UV
+            "mla",
+            {
+                "absorbed_query[3]": ["1", "3"],
+                "scores[3][2]": "5",
+                "latent_output[3]": ["0.5", "1.5"],
+                "output[3][2]": "3",
+            },
+            ["exact", "wrong", "carried", "wrong", "wrong", "carried"],
+        ),
+        (  # with the decoupled dims, their latent part plus the turned q′_R · k′_R: 3 + 0.493, 4 + 2
+            "mla-rope",
+            {"absorbed_query[3]": ["1", "3"], "scores[3][1]": "3.493", "scores[3][3]": "6"},
+            ["exact", "wrong", "carried", "carried"],
+        ),
+        (  # head 2: q̃ = [2, 1] (a slip: [1, 1]) by its latent row [1.5, 0.5]; u = [2, 1] by W_UV_2
+            "mla-heads",
+            {
+                "h2.absorbed_query[3]": ["2", "1"],
+                "h2.scores[3][1]": "3.5",
+                "h2.latent_output[3]": ["2", "1"],
+                "h2.output[3][2]": "2",
+            },
+            ["wrong", "exact", "carried", "wrong", "exact", "carried"],
+        ),
+    ],
+)
+def test_the_absorbed_route_carries_scores_from_their_q_tilde_and_outputs_from_their_u(name, claims, want):
+    spec = load_spec(builtin.example_path(name, "en"))
+    assert [v.verdict for v in check(spec, {"claims": claims}).results] == want
+
+
+@pytest.mark.parametrize(
     "lang, phrases",
     [
         (

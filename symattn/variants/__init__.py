@@ -227,6 +227,12 @@ def carried(chain: Any, spec: Any, model: Any, name: str, row: int, col: int | N
     return None if p is None else p.carried(chain, model, spec.setting(p.name), name, row, col, head)
 
 
+def carried_core(chain: Any, spec: Any, name: str, row: int, col: int | None, head: Any) -> Any:
+    """A core quantity carried along a ROUTE part's own way, from its claimed quantities (None: the core's)."""
+    found = (p.carried_core(chain, setting, name, row, col, head) for p, setting in stage(spec, ROUTE))
+    return next((v for v in found if v is not None), None)
+
+
 def explains(quantity: str) -> bool:
     """Whether a wrong claim on a ROUTE part's quantity is explained (its part gives the operands)."""
     p = owner(quantity)
@@ -318,6 +324,7 @@ __all__ = [
     "VIEWED",
     "after_weighted",
     "carried",
+    "carried_core",
     "carried_input",
     "explains",
     "route_operands",

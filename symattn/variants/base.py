@@ -150,6 +150,11 @@ class Part:
         """ROUTE: one of its quantities from the claimant's own numbers before it (None: not its own)."""
         return None
 
+    def carried_core(self, chain: Any, setting: Any, quantity: str, row: int, col: int | None, head: Any) -> Any:
+        """ROUTE: a core quantity (a score, an output entry) carried from the claimant's numbers of its own
+        route, where they claimed them (None: the core's rule)."""
+        return None
+
     def after_weighted(self, spec: Any, model: Any, fig: Any) -> tuple[Any, ...]:
         """ROUTE: its steps after the weighted sum."""
         return ()

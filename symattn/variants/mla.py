@@ -367,6 +367,11 @@ class MlaPart(Part):
 
         return carried(chain, setting, quantity, row, col, head)
 
+    def carried_core(self, chain: Any, setting: Mla, quantity: str, row: int, col: int | None, head: Any) -> Any:
+        from symattn.variants.mla_head import carried_core
+
+        return carried_core(chain, setting, quantity, row, col, head)
+
     def carried_input(self, chain: Any, setting: Mla, quantity: str, row: int, col: int) -> Any:
         from symattn.variants.mla_head import carried_input
 

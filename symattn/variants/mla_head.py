@@ -137,6 +137,28 @@ def carried(chain: Any, setting: Mla, quantity: str, row: int, col: int | None, 
     return None
 
 
+def carried_core(chain: Any, setting: Mla, quantity: str, row: int, col: int | None, head: Any) -> Any:
+    """Along the absorbed route, where the claimant gave its numbers: a score from their q̃ and latent (plus
+    their turned q′_R · k′_R with decoupled dims), an output entry from their u and W_UV."""
+    s = setting.of_head(head)
+    if col is None:
+        return None
+    if quantity == "scores" and "absorbed_query" in chain.names:
+        d_c = len(s.W_DKV[0])
+        pairs = [
+            (chain.implied("absorbed_query", row, c, head), chain.implied("latent", col, c, head)) for c in range(d_c)
+        ]
+        turned = range(s.d_nope, s.d_nope + s.d_r)  # the decoupled dims: their Q′ and K′ there
+        pairs += [(chain.implied("Q_rot", row, k, head), chain.implied("K_rot", col, k, head)) for k in turned]
+        return _sum(pairs)
+    if quantity == "output" and "latent_output" in chain.names:
+        W = s.W_UV
+        return _sum(
+            [(chain.implied("latent_output", row, c, head), (rational(W[c][col].value), False)) for c in range(len(W))]
+        )
+    return None
+
+
 def carried_input(chain: Any, setting: Mla, quantity: str, row: int, col: int) -> Any:
     """K_nope and V from the claimant's latent (Q and the decoupled K_R: from the inputs alone)."""
     if quantity == "Q":
@@ -202,4 +224,4 @@ def output_step(spec: Any, model: Any, fig: Any, setting: Mla) -> LatentOutput:
     return LatentOutput(u[spec.focus], setting.W_UV, fig.output[spec.focus], view.routes_agree)
 
 
-__all__ = ["RATIONAL", "Latent", "carried", "carried_input", "latents_step", "output_step"]
+__all__ = ["RATIONAL", "Latent", "carried", "carried_core", "carried_input", "latents_step", "output_step"]
