@@ -83,7 +83,7 @@ def test_compute_json(capsys):
         (["compute", "--digits", "0"], "symattn: --digits: expected an integer from 1 to 1000, got 0\n"),
         (
             ["render", "--example", "nope"],
-            "symattn: --example: no built-in example 'nope'; choose one of alibi, backward, backward-mse, causal, cross, decode, flash, gqa, mla, multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window\n",
+            "symattn: --example: no built-in example 'nope'; choose one of alibi, backward, backward-mse, causal, cross, decode, flash, gqa, mla, mla-heads, mla-rope, multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window\n",
         ),
     ],
 )

@@ -255,17 +255,17 @@ def test_the_read_is_bounded(tmp_path, capsys):
         (
             ["example", "--name", "/x"],
             "--name: no built-in example '/x'; choose one of alibi, backward, backward-mse, causal, cross, decode, flash, gqa, "
-            "mla, multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window",
+            "mla, mla-heads, mla-rope, multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window",
         ),
         (
             ["example", "--name", "../../x"],
             "--name: no built-in example '../../x'; choose one of alibi, backward, backward-mse, causal, cross, decode, flash, gqa, "
-            "mla, multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window",
+            "mla, mla-heads, mla-rope, multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window",
         ),
         (
             ["render", "--example", "../seed"],
             "--example: no built-in example '../seed'; choose one of alibi, backward, backward-mse, causal, cross, "
-            "decode, flash, gqa, mla, multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window",
+            "decode, flash, gqa, mla, mla-heads, mla-rope, multihead, projection, qk-norm, rope, rope-angles, seed, sinks, softcap, symbolic, window",
         ),
         (["render", "-o", ""], "'': empty file name"),
     ],

@@ -215,7 +215,7 @@ def _with(**changes):
         ),
         (
             _with(W_KR=[["1"]]),
-            "mla.W_KR: the decoupled position dims (W_QR, W_KR) are not supported yet; leave them out",
+            "mla.W_QR: missing (the decoupled dims need W_QR and W_KR together)",
         ),
         (
             {**BASE, "mla": {k: v for k, v in TABLE.items() if k != "W_UV"}},
@@ -246,10 +246,10 @@ def _with(**changes):
         ),
         ({**BASE, "Q": [["1", "0"]] * 3}, "Q: give Q, K, V, or X with W_Q, W_K, W_V, or an [mla] table, not both"),
         (
-            {**_with(W_UK=[["1", "0", "1", "0"], ["1", "1", "0", "0"]], W_Q=[["1", "0", "0", "1"]] * 3), "heads": 2},
-            "heads: MLA is shown for one head; this spec has 2",
+            {**_with(W_UK=[["1", "0", "1"], ["1", "1", "0"]], W_Q=[["1", "0", "1"]] * 3), "heads": 2},
+            "mla.W_UK: 3 columns do not split into heads = 2 blocks of one width",
         ),
-        ({**BASE, "rope": True}, "rope: MLA does not combine with RoPE yet"),
+        ({**BASE, "rope": True}, "rope: with MLA, RoPE turns only the decoupled dims: give mla.W_QR and mla.W_KR"),
         ({**BASE, "qk_norm": True}, "qk_norm: MLA does not combine with QK-norm yet"),
         ({**BASE, "inputs": "rounded"}, 'inputs: inputs = "rounded" is not supported with MLA yet'),
         (_with(X=[["1", "0", "1"]] * 65), "mla.X: 65 rows; at most 64 are supported"),

@@ -211,8 +211,8 @@ class Chain:
 
     def _route(self, quantity: str, row: int | None, col: int | None, head: int | None) -> Value | None:
         """A quantity of the softmax's route (the online softmax's, the LSE), from the claimant's numbers."""
-        if quantity not in variants.VIEWED:
-            return None
+        if quantity not in variants.VIEWED:  # a score or an output along the route's own numbers (MLA's q̃, u)
+            return None if row is None else variants.carried_core(self, self.spec, quantity, row, col, head)
         assert row is not None  # each has a row (a block, or a query)
         return variants.carried(self, self.spec, self.layout.heads[self.layout.index(head)], quantity, row, col, head)
 

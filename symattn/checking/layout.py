@@ -99,7 +99,7 @@ class Layout:
     def view(self, quantity: str, head: int | None) -> Any:
         key = (quantity, self.index(head))
         if key not in self._views:
-            self._views[key] = variants.view(self.spec, quantity, self.heads[self.index(head)])
+            self._views[key] = variants.view(self.head_specs[key[1]], quantity, self.heads[key[1]])  # its own setting
         return self._views[key]
 
     def name(self, quantity: str) -> str:

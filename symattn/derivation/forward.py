@@ -311,9 +311,10 @@ def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
             spec.Q,
             spec.K,
             spec.V,
-            projected=spec.projection is not None,
+            projected=spec.projection is not None or variants.makes_inputs(spec),  # X W, or a part's (MLA's)
             heads=spec.heads,
-            d_model=len(spec.Q[0]),  # X W_Q is d_model wide; Q given directly is all the heads' columns
+            # X W_Q is d_model wide; Q given directly is all the heads' columns; a part's made Q: no d_model
+            d_model=None if variants.makes_inputs(spec) else len(spec.Q[0]),
         ),
         *([_projecting(spec)] if spec.projection is not None else []),
         *[g for g in [groups_step(spec)] if g is not None],

@@ -245,7 +245,14 @@ def _route(spec: Spec, model: Model, digits: int, exact: bool) -> Iterator[tuple
 def _heads(spec: Spec, mh: MultiHead, digits: int, exact: bool, release: bool) -> Iterator[tuple[str, Any]]:
     yield from _inputs(spec).items()
     yield "d_model", len(spec.Q[0])
-    yield "heads", [_whole(_head(h, digits, exact)) for h in mh.heads]
+    # each head's own route quantities after its head's (MLA's latent and its routes' agreement)
+    yield (
+        "heads",
+        [
+            _whole(pair for part in (_head(h, digits, exact), _route(spec.head(i), h, digits, exact)) for pair in part)
+            for i, h in enumerate(mh.heads)
+        ],
+    )
     yield "concat", _entry(mh, "concat", digits, exact=exact)
     yield "output", _entry(mh, "output", digits, exact=exact)
 

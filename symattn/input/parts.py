@@ -229,6 +229,14 @@ def read_backward(reader: Reader, raw: object, rows: int, cols: int) -> Backward
     return Backward("sum")
 
 
+def heads_count(reader: Reader, data: Mapping[str, Any]) -> int:
+    """``heads``: a whole number from 1 to the limit (1 where it is not given)."""
+    heads = parse_index(data.get("heads", 1))
+    if heads is None or not 1 <= heads <= limits.HEADS:
+        raise reader.error("heads", said("integer_range", most=limits.HEADS, got=brief(data.get("heads"))))
+    return heads
+
+
 def read_heads(
     reader: Reader,
     data: Mapping[str, Any],
@@ -240,9 +248,7 @@ def read_heads(
 ):
     """``heads``, W_O and b_O; with ``kv_heads`` (grouped-query), K and V have kv_heads head blocks
     (``d_k``: the columns of K)."""
-    heads = parse_index(data.get("heads", 1))
-    if heads is None or not 1 <= heads <= limits.HEADS:
-        raise reader.error("heads", said("integer_range", most=limits.HEADS, got=brief(data.get("heads"))))
+    heads = heads_count(reader, data)
     check_kv_heads(reader, kv_heads, heads)
     groups = kv_heads or heads
     if projection is None and (heads > 1 or kv_heads is not None):

@@ -344,7 +344,8 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
     heads, W_O, b_O = read_heads(reader, data, projection, len(V[0]), len(Q[0]), kv_heads, len(K[0]))
     if heads > 1 and any(has_formulas(m) for m in (Q, K, V)):
         raise reader.error("heads", "symbols are supported with one head only")
-    where = Where(heads, len(Q[0]) // heads, len(Q), len(K), _has_formula(Q, K, V), _has_formula(Q, K))
+    turned = variants.turned(reader, data) if made is not None else None  # MLA's decoupled dims
+    where = Where(heads, len(Q[0]) // heads, len(Q), len(K), _has_formula(Q, K, V), _has_formula(Q, K), turned=turned)
     early = variants.read(reader, data, where, (QK,))  # a Q/K part's keys come before the mask's
     mask, allowed, padding, masked = read_mask(reader, data, tokens, key_tokens or tokens, where)
     focus = reader.focus(data["focus"], tokens, "focus") if "focus" in data else len(tokens) - 1

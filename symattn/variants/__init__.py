@@ -82,6 +82,11 @@ def inputs(reader: Any, data: Mapping[str, Any]) -> tuple[Any, Any, Any, str] | 
     return next((made for made in (p.inputs(reader, data) for p in PARTS) if made is not None), None)
 
 
+def turned(reader: Any, data: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The columns of each head that a Q/K part may turn, where a part's made Q and K say (None: all)."""
+    return next((cols for cols in (p.turned(reader, data) for p in PARTS) if cols is not None), None)
+
+
 def carried_input(chain: Any, spec: Any, quantity: str, row: int, col: int) -> Any:
     """Q, K or V that a part made, from the claimant's own numbers (None: the spec's value)."""
     return next(
@@ -241,6 +246,12 @@ def carried(chain: Any, spec: Any, model: Any, name: str, row: int, col: int | N
     return None if p is None else p.carried(chain, model, spec.setting(p.name), name, row, col, head)
 
 
+def carried_core(chain: Any, spec: Any, name: str, row: int, col: int | None, head: Any) -> Any:
+    """A core quantity carried along a ROUTE part's own way, from its claimed quantities (None: the core's)."""
+    found = (p.carried_core(chain, setting, name, row, col, head) for p, setting in stage(spec, ROUTE))
+    return next((v for v in found if v is not None), None)
+
+
 def explains(quantity: str) -> bool:
     """Whether a wrong claim on a ROUTE part's quantity is explained (its part gives the operands)."""
     p = owner(quantity)
@@ -332,6 +343,7 @@ __all__ = [
     "VIEWED",
     "after_weighted",
     "carried",
+    "carried_core",
     "carried_input",
     "explains",
     "route_operands",
@@ -374,5 +386,6 @@ __all__ = [
     "rounded_refusal",
     "stage",
     "toy",
+    "turned",
     "z_word",
 ]

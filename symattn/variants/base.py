@@ -52,6 +52,7 @@ class Where:
     symbolic: bool  # a formula in Q, K or V
     symbolic_qk: bool  # a formula in Q or K
     causal: bool = False  # mask = "causal" (for the mask stage)
+    turned: tuple[int, int] | None = None  # (first, width): the only columns of a head a Q/K part may turn
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,7 @@ class Part:
     attributes: ClassVar[tuple[str, ...]] = ()  # what ``spec.<name>`` reads (its name's setting by default)
     rounded_inputs: ClassVar[bool] = False  # check's input-rounding (inputs = "rounded") covers it
     rounded_read: ClassVar[bool] = False  # where it does not: True if its reader refuses, else the checker
+    turns_slice: ClassVar[bool] = False  # a Q/K part that turns only ``Where.turned`` where it is given
     certify: ClassVar[str] = ""  # the refusal of ``compute --certify``; "" where it is covered
     z_word: ClassVar[str | None] = None  # how a check report names the z it makes ("biased", "capped")
 
@@ -148,6 +150,11 @@ class Part:
         """ROUTE: one of its quantities from the claimant's own numbers before it (None: not its own)."""
         return None
 
+    def carried_core(self, chain: Any, setting: Any, quantity: str, row: int, col: int | None, head: Any) -> Any:
+        """ROUTE: a core quantity (a score, an output entry) carried from the claimant's numbers of its own
+        route, where they claimed them (None: the core's rule)."""
+        return None
+
     def after_weighted(self, spec: Any, model: Any, fig: Any) -> tuple[Any, ...]:
         """ROUTE: its steps after the weighted sum."""
         return ()
@@ -166,6 +173,11 @@ class Part:
 
     def inputs(self, reader: Reader, data: Mapping[str, Any]) -> tuple[Any, Any, Any, str] | None:
         """Q, K, V (numerals) made from its own keys, and what their rows are (None where it makes none)."""
+        return None
+
+    def turned(self, reader: Reader, data: Mapping[str, Any]) -> tuple[int, int] | None:
+        """The columns of each head, (first, width), that alone may be turned by position, where its made Q
+        and K hold columns no turn may touch (MLA's decoupled dims); None: every column, or none made."""
         return None
 
     def check_spec(self, reader: Reader, setting: Any, spec: Any) -> None:

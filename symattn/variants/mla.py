@@ -5,13 +5,22 @@ and the projections, and Q, K, V are made from them exactly:
     K = c_KV W_UK,  V = c_KV W_UV    up-projected (the naive route)
     Q = X W_Q  (or X W_DQ W_UQ)      the query path
 
+With the decoupled position dims (W_QR, W_KR), as DeepSeek-V2 and V3 have them, each head's query is
+[q_nope ; q_R] with q_R = X W_QR (c_Q W_QR), and its key [k_nope ; k_R] with one k_R = X W_KR that every head
+shares; the spec's turning part (``Where.turned``) turns only those d_r columns of each head. With ``heads =
+h``, W_UK, W_UV, the query path's last matrix and W_QR hold the heads' column blocks side by side, as Q, K, V
+given directly do; c_KV (and k_R) is one for all heads.
+
 ``mla_route = "absorbed"`` folds W_UK into the query, q̃ = q W_UKᵀ with scores q̃ c_KVᵀ, and W_UV after the
 softmax, o = (P c_KV) W_UV, as FlashMLA decodes. It changes no value: the scores are equal rational matrices
 (q W_UKᵀ c_KVᵀ = q (c_KV W_UK)ᵀ), so P is the same closed form, and c_KV W_UV = V as rationals, so
 (P c_KV) W_UV = P V: :mod:`symattn.variants.mla_head` checks both on the exact matrices. Every made matrix
 is rational, so the model's rules (Lindemann–Weierstrass on the scores' exps) are the plain ones. The
-scale is 1/√(d_k + d_r) of the full query-key width, as DeepSeek's; its decoupled position dims (W_QR,
-W_KR: d_r > 0) are refused for now, so d_r = 0.
+scale is 1/√(d_nope + d_r) of the full query-key width, as DeepSeek's. With decoupled dims the absorbed
+route folds W_UK into the q_nope part only: a score is q̃ c_jᵀ + q′_R k′_Rᵀ, whose second term is the same
+product of the same turned columns in both routes, so the routes agree when the latent parts are equal
+rationals and the head's Q and K are exactly [Q_nope ; Q_R] and [K_nope ; K_R] (the turn's exactness is its
+part's).
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -54,6 +63,29 @@ class Mla:
     W_UV: Numerals
     query: tuple[tuple[str, Numerals], ...]  # ("W_Q", W) or ("W_DQ", W), ("W_UQ", W)
     route: str = "naive"
+    W_QR: Numerals | None = None  # the decoupled query dims: heads · d_r columns
+    W_KR: Numerals | None = None  # the decoupled key dims: d_r columns, one key for every head
+    heads: int = 1
+    head: int | None = None  # which head (0-based) of ``of_heads`` this setting is; None: the spec's own
+    of_heads: int = 1
+
+    @property
+    def d_r(self) -> int:
+        return 0 if self.W_KR is None else len(self.W_KR[0])
+
+    @property
+    def d_nope(self) -> int:
+        """One head's columns of Q and K that come from the latent."""
+        return len(self.W_UK[0]) // self.heads
+
+    @property
+    def d_v(self) -> int:
+        return len(self.W_UV[0]) // self.heads
+
+    @property
+    def turned(self) -> tuple[int, int] | None:
+        """(first, width) of each head's columns that position turns: the decoupled dims (None: none)."""
+        return (self.d_nope, self.d_r) if self.d_r else None
 
     @cached_property
     def latent(self) -> Fractions:
@@ -65,19 +97,49 @@ class Mla:
         return product(_values(self.X), _values(self.query[0][1])) if len(self.query) == 2 else None
 
     @cached_property
+    def parts(self) -> tuple[Fractions, Fractions, Fractions, Fractions]:
+        """Q_nope, K_nope (every head's blocks side by side), Q_R (the same) and K_R (one block), exactly."""
+        X, c_q = _values(self.X), self.query_latent
+        source = X if c_q is None else c_q  # what W_UQ and W_QR take
+        Q = product(source, _values(self.query[-1][1]))
+        K = product(self.latent, _values(self.W_UK))
+        if self.W_QR is None or self.W_KR is None:
+            return Q, K, (), ()
+        return Q, K, product(source, _values(self.W_QR)), product(X, _values(self.W_KR))
+
+    @cached_property
     def made(self) -> tuple[Fractions, Fractions, Fractions]:
-        """Q, K, V, exactly."""
-        X, c = _values(self.X), self.latent
-        Q = product(X, _values(self.query[0][1]))
-        if len(self.query) == 2:
-            Q = product(Q, _values(self.query[1][1]))
-        return Q, product(c, _values(self.W_UK)), product(c, _values(self.W_UV))
+        """Q, K, V, exactly: head by head, [Q_nope ; Q_R] and [K_nope ; K_R]."""
+        Qn, Kn, QR, KR = self.parts
+        n, r = self.d_nope, self.d_r
+        Q = tuple(
+            sum((q[h * n : (h + 1) * n] + (qr[h * r : (h + 1) * r] if r else ()) for h in range(self.heads)), ())
+            for q, qr in zip(Qn, QR or ((),) * len(Qn))
+        )
+        K = tuple(
+            sum((k[h * n : (h + 1) * n] + (kr if r else ()) for h in range(self.heads)), ())
+            for k, kr in zip(Kn, KR or ((),) * len(Kn))
+        )
+        return Q, K, product(self.latent, _values(self.W_UV))
 
     @cached_property
     def absorbed(self) -> Fractions:
-        """q̃ = Q W_UKᵀ: each query folded into the latent's d_c columns."""
-        Q = self.made[0]
-        return product(Q, tuple(zip(*_values(self.W_UK))))
+        """q̃ = Q_nope W_UKᵀ (one head's): each query folded into the latent's d_c columns."""
+        return product(self.parts[0], tuple(zip(*_values(self.W_UK))))
+
+    def of_head(self, index: int | None) -> Mla:
+        """One head's setting (0-based): its blocks of W_UK, W_UV, the query path's last matrix and W_QR."""
+        if self.heads == 1 or index is None:
+            return self
+
+        def block(m: Numerals, width: int) -> Numerals:
+            return tuple(row[index * width : (index + 1) * width] for row in m)
+
+        n, r = self.d_nope, self.d_r
+        query = (*self.query[:-1], (self.query[-1][0], block(self.query[-1][1], n)))
+        W_QR = None if self.W_QR is None else block(self.W_QR, r)
+        W_UK, W_UV = block(self.W_UK, n), block(self.W_UV, self.d_v)
+        return replace(self, W_UK=W_UK, W_UV=W_UV, query=query, W_QR=W_QR, heads=1, head=index, of_heads=self.heads)
 
 
 def _values(m: Numerals) -> Fractions:
@@ -105,17 +167,15 @@ def numerals(values: Fractions) -> Numerals:
 
 def read_table(reader: Any, data: Mapping[str, Any]) -> Mla:
     """The [mla] table: every key known, every matrix numbers, every shape matching (one line each)."""
+    from symattn.input.messages import said
+    from symattn.input.parts import heads_count
+
     raw = data["mla"]
     if not isinstance(raw, Mapping):
         raise reader.error("mla", f"expected a table of X, W_DKV, W_UK, W_UV and W_Q, got {brief(raw)}")
     for key in raw:
         if key not in TABLE:
             raise reader.error(f"mla.{key}", "unknown key; expected one of " + ", ".join(TABLE))
-    for key in ("W_QR", "W_KR"):
-        if key in raw:
-            raise reader.error(
-                f"mla.{key}", "the decoupled position dims (W_QR, W_KR) are not supported yet; leave them out"
-            )
     for key in ("X", "W_DKV", "W_UK", "W_UV"):
         if key not in raw:
             raise reader.error(f"mla.{key}", "missing ([mla] needs X, W_DKV, W_UK, W_UV and W_Q)")
@@ -125,31 +185,55 @@ def read_table(reader: Any, data: Mapping[str, Any]) -> Mla:
     for key in path:
         if key not in raw:
             raise reader.error(f"mla.{key}", "missing (the query path: W_Q, or W_DQ with W_UQ)")
+    for key, other in (("W_QR", "W_KR"), ("W_KR", "W_QR")):
+        if key in raw and other not in raw:
+            raise reader.error(f"mla.{other}", "missing (the decoupled dims need W_QR and W_KR together)")
+    heads = heads_count(reader, data)
     m = {key: reader.matrix(raw[key], f"mla.{key}", max_rows=MLA_DIMS) for key in ("X", "W_DKV", "W_UK", "W_UV")}
     q = {key: reader.matrix(raw[key], f"mla.{key}", max_rows=MLA_DIMS) for key in path}
-    for key, matrix in {**m, **q}.items():
+    r = {key: reader.matrix(raw[key], f"mla.{key}", max_rows=MLA_DIMS) for key in ("W_QR", "W_KR") if key in raw}
+    for key, matrix in {**m, **q, **r}.items():
         if key != "X" and len(matrix[0]) > MLA_DIMS:
             raise reader.limit(f"mla.{key}", f"more than {MLA_DIMS} columns (the limit)")
     if len(m["X"][0]) > MLA_DIMS:
         raise reader.limit("mla.X", f"more than {MLA_DIMS} columns (the limit)")
+    source = ("X", m["X"], "one row per column of X (d_model)")
+    if len(path) == 2:
+        source = ("W_DQ", q["W_DQ"], "one row per column of W_DQ (d_c')")
     inner = (
         ("W_DKV", "X", m["X"], "one row per column of X (d_model)"),
         ("W_UK", "W_DKV", m["W_DKV"], "one row per column of W_DKV (d_c)"),
         ("W_UV", "W_DKV", m["W_DKV"], "one row per column of W_DKV (d_c)"),
         (path[0], "X", m["X"], "one row per column of X (d_model)"),
+        *((("W_UQ", *source),) if len(path) == 2 else ()),
+        *((("W_KR", "X", m["X"], "one row per column of X (d_model)"), ("W_QR", *source)) if r else ()),
     )
     for key, name, A, need in inner:
-        B = q.get(key, m.get(key))
-        assert B is not None  # every key above was read
+        B = {**m, **q, **r}[key]
         if len(B) != len(A[0]):
             raise _mismatch(reader, key, name, A, B, need)
-    if len(path) == 2 and len(q["W_UQ"]) != len(q["W_DQ"][0]):
-        raise _mismatch(reader, "W_UQ", "W_DQ", q["W_DQ"], q["W_UQ"], "one row per column of W_DQ (d_c')")
     last = q[path[-1]]
     if len(last[0]) != len(m["W_UK"][0]):
         raise _mismatch(reader, path[-1], "W_UK", m["W_UK"], last, "the same columns as W_UK (d_k)")
+    for key in ("W_UK", "W_UV"):
+        if len(m[key][0]) % heads:
+            n = len(m[key][0])
+            raise reader.error(f"mla.{key}", f"{n} columns do not split into heads = {heads} blocks of one width")
+    if r:
+        d_r = len(r["W_KR"][0])
+        if d_r % 2:
+            raise reader.error("mla.W_KR", said("mla_odd", d_r=d_r))
+        if len(r["W_QR"][0]) != heads * d_r:
+            need = "the same columns as W_KR (d_r)" if heads == 1 else f"heads × d_r = {heads * d_r} columns"
+            raise _mismatch(reader, "W_QR", "W_KR", r["W_KR"], r["W_QR"], need)
     route = reader.choice(data.get("mla_route", "naive"), "mla_route", ROUTES)
-    return Mla(m["X"], m["W_DKV"], m["W_UK"], m["W_UV"], tuple((k, q[k]) for k in path), route)
+    query = tuple((k, q[k]) for k in path)
+    return Mla(m["X"], m["W_DKV"], m["W_UK"], m["W_UV"], query, route, r.get("W_QR"), r.get("W_KR"), heads)
+
+
+def claimed_head(setting: Mla, head: int) -> int | None:
+    """How claims name a head's quantity: by its index with several heads, by none with one."""
+    return head if setting.heads > 1 else None
 
 
 def _mismatch(reader: Any, key: str, name: str, A: Numerals, B: Numerals, need: str) -> ShapeError:
@@ -183,8 +267,18 @@ class Latents:
     V: Any
     q: tuple[Any, ...]  # the focus row of Q
     absorbed: NumRow  # q̃ of the focus row
-    scores: NumRow  # q̃ · c_j, the focus row's scores by the absorbed route
+    scores: NumRow  # q̃ · c_j, the focus row's scores by the absorbed route (their latent part with d_r > 0)
     routes_agree: bool
+    # the decoupled dims (d_r > 0): Q_R = X W_QR (c_Q W_QR) and one K_R = X W_KR, beside Q_nope and K_nope
+    d_r: int = 0
+    W_QR: Numerals | None = None
+    W_KR: Numerals | None = None
+    Q_nope: NumRows = ()
+    K_nope: NumRows = ()
+    Q_R: NumRows = ()
+    K_R: NumRows = ()
+    head: int | None = None  # this head (0-based) of ``heads``; None: one head
+    heads: int = 1
 
 
 @dataclass(frozen=True)
@@ -229,22 +323,34 @@ class MlaPart(Part):
         Q, K, V = (numerals(m) for m in read_table(reader, data).made)
         return Q, K, V, "mla.X"
 
+    def turned(self, reader: Any, data: Mapping[str, Any]) -> tuple[int, int] | None:
+        return read_table(reader, data).turned if "mla" in data else None
+
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Mla | None:
         if "mla" not in data:
             if "mla_route" in data:
                 raise reader.error("mla_route", "needs an [mla] table")
             return None
         setting = read_table(reader, data)
-        if where.heads > 1:
-            raise reader.error("heads", f"MLA is shown for one head; this spec has {where.heads}")
         if data.get("inputs") == "rounded":
             raise reader.error("inputs", 'inputs = "rounded" is not supported with MLA yet')
         from symattn import variants  # here: the registry imports this module
+        from symattn.input.messages import said
 
-        for other in variants.PARTS:  # a Q/K part would turn or norm the made Q and K whole (d_r = 0 here)
+        turner = None
+        for other in variants.PARTS:  # a Q/K part may turn the decoupled dims; none may turn or norm Q, K whole
             if other.stage == QK and other.read(reader, data, where) is not None:
-                raise reader.error(other.name, f"MLA does not combine with {other.title} yet")
+                if not other.turns_slice:
+                    raise reader.error(other.name, f"MLA does not combine with {other.title} yet")
+                if not setting.d_r:
+                    raise reader.error(other.name, said("mla_turns_whole", part=other.title))
+                turner = other
+        if setting.d_r and turner is None:
+            raise reader.error("mla.W_QR", said("mla_unturned"))
         return setting
+
+    def head(self, setting: Mla, index: int) -> Mla:
+        return setting.of_head(index)
 
     def shape(self, spec: Any, setting: Mla | None, quantity: str) -> tuple[int, ...] | None:
         if setting is None:
@@ -261,19 +367,36 @@ class MlaPart(Part):
 
         return carried(chain, setting, quantity, row, col, head)
 
+    def carried_core(self, chain: Any, setting: Mla, quantity: str, row: int, col: int | None, head: Any) -> Any:
+        from symattn.variants.mla_head import carried_core
+
+        return carried_core(chain, setting, quantity, row, col, head)
+
     def carried_input(self, chain: Any, setting: Mla, quantity: str, row: int, col: int) -> Any:
         from symattn.variants.mla_head import carried_input
 
         return carried_input(chain, setting, quantity, row, col)
 
     def input_operands(self, explainer: Any, setting: Mla, quantity: str, row: int, col: int) -> Any:
-        """A wrong K or V claim's operands: the latent row's numbers and W_UK's (W_UV's) column."""
+        """A wrong Q, K or V claim's operands: the row's numbers (X, c_Q or the latent) and the weight's column."""
+        width = setting.d_nope + setting.d_r if quantity in ("Q", "K") else setting.d_v
+        h, local = divmod(col, width)
+        head = setting.of_head(h)
+        if quantity == "V":
+            W = head.W_UV
+            return tuple(
+                (explainer.sig("latent", row, c, claimed_head(setting, h)), W[c][local]) for c in range(len(W))
+            )
+        c_q = setting.query_latent
+        source = setting.X if quantity == "K" or c_q is None else numerals(c_q)
+        if local >= setting.d_nope:  # a decoupled dim: X W_KR, or X W_QR (c_Q W_QR)
+            R = setting.W_KR if quantity == "K" else head.W_QR
+            assert R is not None  # d_r > 0
+            return tuple(zip(source[row], [w[local - setting.d_nope] for w in R]))
         if quantity == "Q":
-            c_q = setting.query_latent
-            X = setting.X if c_q is None else numerals(c_q)
-            return tuple(zip(X[row], [w[col] for w in setting.query[-1][1]]))
-        W = setting.W_UK if quantity == "K" else setting.W_UV
-        return tuple((explainer.sig("latent", row, c), W[c][col]) for c in range(len(W)))
+            return tuple(zip(source[row], [w[local] for w in head.query[-1][1]]))
+        W = head.W_UK
+        return tuple((explainer.sig("latent", row, c, claimed_head(setting, h)), W[c][local]) for c in range(len(W)))
 
     explains = True
 
@@ -282,12 +405,14 @@ class MlaPart(Part):
         if quantity == "latent":
             return tuple(zip(setting.X[row], [w[col] for w in setting.W_DKV]))
         if quantity == "absorbed_query":
-            W = setting.W_UK[col]
-            return tuple((explainer.sig("Q", row, k), W[k]) for k in range(len(W)))
+            q0 = (head or 0) * (setting.d_nope + setting.d_r)  # the head's columns of Q
+            W = setting.of_head(head).W_UK[col]
+            return tuple((explainer.sig("Q", row, q0 + k), W[k]) for k in range(len(W)))
         keys = range(len(setting.X))
         return tuple((explainer.sig("weights", row, j, head), explainer.sig("latent", j, col, head)) for j in keys)
 
     def computed(self, spec: Any, setting: Mla, model: Any) -> dict[str, Any]:
+        """Whether the routes agree (a head's: ``setting`` is the head's with several)."""
         from symattn.variants.mla_head import Latent
 
         return {"routes_agree": Latent(model, setting).routes_agree}
@@ -316,4 +441,15 @@ class MlaPart(Part):
 PART = MlaPart()
 
 
-__all__ = ["MLA_DIMS", "PART", "ROUTES", "LatentOutput", "Latents", "Mla", "MlaPart", "product", "read_table"]
+__all__ = [
+    "MLA_DIMS",
+    "claimed_head",
+    "PART",
+    "ROUTES",
+    "LatentOutput",
+    "Latents",
+    "Mla",
+    "MlaPart",
+    "product",
+    "read_table",
+]

@@ -21,7 +21,7 @@ from sympy import ImmutableMatrix
 from symattn.exact.base import Rounding, integer_matrix
 from symattn.exact.numeric import Fixed
 from symattn.exact.rounding import exact_or_rounded, from_model
-from symattn.variants.mla import Fractions, LatentOutput, Latents, Mla, numerals, product
+from symattn.variants.mla import Fractions, LatentOutput, Latents, Mla, claimed_head, numerals, product
 
 RATIONAL = ("latent", "absorbed_query")
 
@@ -87,9 +87,13 @@ class Latent(Rounding):
 
     @cached_property
     def scores_agree(self) -> bool:
-        """q̃ c_KVᵀ = QKᵀ, entry by entry, as rationals."""
+        """q̃ c_KVᵀ = Q_nope K_nopeᵀ entry by entry, as rationals, and the head's Q and K are exactly
+        [Q_nope ; Q_R] and [K_nope ; K_R]: then each score is q̃ c_jᵀ plus the same product of the same
+        turned columns in both routes (none with d_r = 0)."""
+        Qn, Kn, _, _ = self.setting.parts
+        latent = product(self.setting.absorbed, tuple(zip(*self.setting.latent))) == product(Qn, tuple(zip(*Kn)))
         Q, K, _ = self.setting.made
-        return product(self.setting.absorbed, tuple(zip(*self.setting.latent))) == product(Q, tuple(zip(*K)))
+        return latent and _matrix(Q) == self.model.Q and _matrix(K) == self.model.K
 
     @cached_property
     def values_agree(self) -> bool:
@@ -119,25 +123,56 @@ def _sum(pairs: list[tuple[Value, Value]]) -> Value:
 
 def carried(chain: Any, setting: Mla, quantity: str, row: int, col: int | None, head: Any) -> Any:
     """An MLA quantity from the claimant's own numbers before it: the latent from X and W_DKV (inputs), q̃ from
-    their Q, u from their weights and latent."""
+    their Q (its head's q_nope columns), u from their weights and latent."""
     assert col is not None  # each is a matrix
     if quantity == "latent":
         return rational(setting.latent[row][col]), False
     if quantity == "absorbed_query":
-        W = setting.W_UK
-        return _sum([(chain.implied("Q", row, k), (rational(W[col][k].value), False)) for k in range(len(W[0]))])
+        q0 = (head or 0) * (setting.d_nope + setting.d_r)  # the head's columns of Q
+        W = setting.of_head(head).W_UK
+        return _sum([(chain.implied("Q", row, q0 + k), (rational(W[col][k].value), False)) for k in range(len(W[0]))])
     if quantity == "latent_output":
         keys = range(len(setting.X))
         return _sum([(chain.implied("weights", row, j, head), chain.implied("latent", j, col, head)) for j in keys])
     return None
 
 
+def carried_core(chain: Any, setting: Mla, quantity: str, row: int, col: int | None, head: Any) -> Any:
+    """Along the absorbed route, where the claimant gave its numbers: a score from their q̃ and latent (plus
+    their turned q′_R · k′_R with decoupled dims), an output entry from their u and W_UV."""
+    s = setting.of_head(head)
+    if col is None:
+        return None
+    if quantity == "scores" and "absorbed_query" in chain.names:
+        d_c = len(s.W_DKV[0])
+        pairs = [
+            (chain.implied("absorbed_query", row, c, head), chain.implied("latent", col, c, head)) for c in range(d_c)
+        ]
+        turned = range(s.d_nope, s.d_nope + s.d_r)  # the decoupled dims: their Q′ and K′ there
+        pairs += [(chain.implied("Q_rot", row, k, head), chain.implied("K_rot", col, k, head)) for k in turned]
+        return _sum(pairs)
+    if quantity == "output" and "latent_output" in chain.names:
+        W = s.W_UV
+        return _sum(
+            [(chain.implied("latent_output", row, c, head), (rational(W[c][col].value), False)) for c in range(len(W))]
+        )
+    return None
+
+
 def carried_input(chain: Any, setting: Mla, quantity: str, row: int, col: int) -> Any:
-    """K and V from the claimant's latent (Q: from the inputs alone)."""
+    """K_nope and V from the claimant's latent (Q and the decoupled K_R: from the inputs alone)."""
     if quantity == "Q":
         return None
-    W = setting.W_UK if quantity == "K" else setting.W_UV
-    return _sum([(chain.implied("latent", row, c), (rational(W[c][col].value), False)) for c in range(len(W))])
+    width = setting.d_nope + setting.d_r if quantity == "K" else setting.d_v
+    h, local = divmod(col, width)
+    if local >= width - setting.d_r and quantity == "K":
+        return None
+    head = setting.of_head(h)
+    W = head.W_UK if quantity == "K" else head.W_UV
+    latent = claimed_head(setting, h)
+    return _sum(
+        [(chain.implied("latent", row, c, latent), (rational(W[c][local].value), False)) for c in range(len(W))]
+    )
 
 
 # --- the steps --------------------------------------------------------------------------------------------
@@ -150,12 +185,13 @@ def latents_step(spec: Any, model: Any, setting: Mla) -> Latents:
     c_q = setting.query_latent
     absorbed = exact_or_rounded(setting.absorbed, d.scores, notation)
     scores = product((setting.absorbed[f],), tuple(zip(*setting.latent)))
+    Qn, Kn, QR, KR = (exact_or_rounded(m, d.scores, notation) if m else () for m in setting.parts)
     return Latents(
         setting.route,
         len(setting.X[0]),
         len(setting.W_DKV[0]),
-        len(setting.W_UK[0]),
-        len(setting.W_UV[0]),
+        setting.d_nope,
+        setting.d_v,
         setting.X,
         setting.W_DKV,
         latent,
@@ -166,10 +202,19 @@ def latents_step(spec: Any, model: Any, setting: Mla) -> Latents:
         setting.W_UV,
         spec.K,
         spec.V,
-        tuple(spec.Q[f]),
+        tuple(spec.Q[f][: setting.d_nope]),
         absorbed[f],
         exact_or_rounded(scores, d.scores, notation)[0],
         view.routes_agree,
+        setting.d_r,
+        setting.W_QR,
+        setting.W_KR,
+        Qn,
+        Kn,
+        QR,
+        KR,
+        setting.head,
+        setting.of_heads,
     )
 
 
@@ -179,4 +224,4 @@ def output_step(spec: Any, model: Any, fig: Any, setting: Mla) -> LatentOutput:
     return LatentOutput(u[spec.focus], setting.W_UV, fig.output[spec.focus], view.routes_agree)
 
 
-__all__ = ["RATIONAL", "Latent", "carried", "carried_input", "latents_step", "output_step"]
+__all__ = ["RATIONAL", "Latent", "carried", "carried_core", "carried_input", "latents_step", "output_step"]

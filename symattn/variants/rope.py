@@ -51,6 +51,7 @@ class Rope:
     frequencies: tuple[Frequency, ...] = ()  # given θ_t (rope_frequencies); () : base^(−2t/d_k)
     cos: tuple[tuple[Fraction, ...], ...] = ()  # given tables [position][pair] (rope_cos, rope_sin)
     sin: tuple[tuple[Fraction, ...], ...] = ()
+    columns: tuple[int, int] | None = None  # (first, width): the only columns turned (Where.turned); None: all
 
     @property
     def given(self) -> str:
@@ -59,10 +60,15 @@ class Rope:
 
     def pairs(self, d_k: int) -> tuple[tuple[int, int], ...]:
         """The 0-based dimensions (a, b) of each pair t, rotated as (a, b) ↦ (a cos − b sin, a sin + b cos)."""
-        half = d_k // 2
+        start, width = self.columns or (0, d_k)
+        half = width // 2
         if self.style == "half":
-            return tuple((t, t + half) for t in range(half))
-        return tuple((2 * t, 2 * t + 1) for t in range(half))
+            return tuple((start + t, start + t + half) for t in range(half))
+        return tuple((start + 2 * t, start + 2 * t + 1) for t in range(half))
+
+    def width(self, d_k: int) -> int:
+        """How many columns turn: d_k, or the slice's (the angles' exponents −2t/width count them)."""
+        return self.columns[1] if self.columns else d_k
 
 
 # --- the angles people choose: rope_frequencies, rope_cos and rope_sin (symattn.variants.turns: exactness) ---
@@ -198,6 +204,7 @@ class Rotation:
     given: str = "base"  # how the turn is given: "base", "frequencies" or "tables" (Rope.given)
     frequencies: tuple[Any, ...] = ()  # θ_t as Formulas, where given
     not_rotations: tuple[int, ...] = ()  # positions of given tables where some pair has cos² + sin² ≠ 1
+    turned: tuple[int, int] | None = None  # (first, width) of the only columns turned (Rope.columns)
 
 
 @dataclass(frozen=True)
@@ -260,6 +267,7 @@ class RopePart(Part):
     step_kinds = ("rotation", "backward_rotation")
     facts = (("toy_vs_real", "rope", False),)
     rounded_read = True
+    turns_slice = True
     certify = "--certify does not cover RoPE yet"
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Rope | None:
@@ -270,7 +278,7 @@ class RopePart(Part):
                 if key in data:
                     raise reader.error(key, said("needs_rope"))
             return None
-        d_k = where.d_k
+        d_k = where.turned[1] if where.turned else where.d_k  # the columns it turns
         if d_k % 2:
             raise reader.error("rope", said("rope_odd", d_k=d_k))
         if where.symbolic_qk:
@@ -311,7 +319,7 @@ class RopePart(Part):
             raise reader.limit(
                 "rope", said("rope_terms", shape=shape, heads=where.heads, pairs=d_k // 2, n=terms, most=ROPE_TERMS)
             )
-        return Rope(base, style, frequencies, cos, sin)
+        return Rope(base, style, frequencies, cos, sin, where.turned)
 
     def lacks(self, setting: Rope, name: str) -> str | None:
         """Given tables have no angles: claims on them are refused in one line."""
@@ -337,7 +345,7 @@ class RopePart(Part):
             return Rotated(pairs, thetas)
         base = sympy.Rational(setting.base.value.numerator, setting.base.value.denominator)
         placed = spec.setting("positions")  # the tokens' positions where the spec gives them (a KV cache's)
-        thetas = tuple(base ** sympy.Rational(-2 * t, spec.d_k) for t in range(len(pairs)))
+        thetas = tuple(base ** sympy.Rational(-2 * t, setting.width(spec.d_k)) for t in range(len(pairs)))
         if placed is None:
             return Rotated(pairs, thetas)
         return Rotated(pairs, thetas, placed.queries, placed.keys)
@@ -378,7 +386,7 @@ class RopePart(Part):
         step = Rotation(
             rope.style,
             rope.base,
-            model.d_k,
+            rope.width(model.d_k),
             part.place("Q", f),
             pairs,
             shown.Q_rot,
@@ -393,6 +401,7 @@ class RopePart(Part):
                 for p, (cs, ss) in enumerate(zip(rope.cos, rope.sin))
                 if any(c * c + s * s != 1 for c, s in zip(cs, ss))
             ),
+            rope.columns,
         )
         return step, shown.Q_rot, shown.K_rot
 

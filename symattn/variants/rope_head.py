@@ -45,12 +45,14 @@ from symattn.variants.turns import (
     ByRoots,
     ByTables,
     Cyclotomic,
+    ShownTurn,
     Structure,
     TableTurn,
     combine,
-    cos_sin_shown,
     minus,
+    shown_turn,
     six_digits,
+    unturned,
 )
 
 TRIG = ("rope_frequency", "rope_angle", "rope_cos", "rope_sin")  # θ_t per pair; per query row and pair
@@ -155,12 +157,12 @@ class Rotated(ScoreBoxes, HeadPart):
 
     def _structures(self, model: Any) -> tuple[tuple[Structure, ...], ...]:
         q, k = model.q.to_list(), model.k.to_list()
-        index = self._angle_index(model)
+        index, kept = self._angle_index(model), unturned(self.pairs, model.d_k)
         out = []
         for i, qi in enumerate(q):
             row = []
             for j, kj in enumerate(k):
-                constant = 0
+                constant = sum(int(qi[c]) * int(kj[c]) for c in kept)  # the columns no pair turns
                 terms: dict[int, list[int]] = {}
                 for t, (a, b) in enumerate(self.pairs):
                     qa, qb, ka, kb = int(qi[a]), int(qi[b]), int(kj[a]), int(kj[b])
@@ -268,36 +270,10 @@ class Rotated(ScoreBoxes, HeadPart):
 
     # --- the numbers a document shows --------------------------------------------------
 
-    def shown(self, model: Any, places: int, notation: str, hand: bool) -> ShownRotation:
-        """cos, sin, Q′, K′ and the scores as shown, to the scores' decimals. ``hand``: cos and sin rounded,
-        and Q′, K′ and the scores from the shown numbers, as a reader with a calculator works them
-        (q'_a = q_a·cos − q_b·sin with the shown cos and sin); else the exact values, rounded."""
-        from symattn.exact.rounding import exact_or_rounded, from_model
-
+    def shown(self, model: Any, places: int, notation: str, hand: bool) -> ShownTurn:
+        """cos, sin, Q′, K′ and the scores as shown (:func:`symattn.variants.turns.shown_turn`)."""
         used = [0, *self._used(model)] if self.q_pos else range(max(model.n_queries, model.n_keys))
-        trig = {p: tuple(cos_sin_shown(self.trig_exact(p, t), places) for t in range(len(self.pairs))) for p in used}
-        if not hand:
-            return ShownRotation(
-                trig,
-                from_model(model, "Q_rot", places, notation),
-                from_model(model, "K_rot", places, notation),
-                from_model(model, "scores", places, notation),
-            )
-
-        def rotate(rows: list[list[Fraction]], which: str) -> NumRows:
-            out = [list(row) for row in rows]
-            for r, row in enumerate(rows):
-                p = self.place(which, r)
-                for t, (a, b) in enumerate(self.pairs):
-                    c, s = (x.fraction for x in trig[p][t])
-                    out[r][a] = row[a] * c - row[b] * s
-                    out[r][b] = row[a] * s + row[b] * c
-            return exact_or_rounded(out, places, notation)
-
-        Q = rotate([[Fraction(int(x), model.dq) for x in row] for row in model.q.to_list()], "Q")
-        K = rotate([[Fraction(int(x), model.dk) for x in row] for row in model.k.to_list()], "K")
-        scores = [[sum((x.fraction * y.fraction for x, y in zip(q, k)), Fraction(0)) for k in K] for q in Q]
-        return ShownRotation(trig, Q, K, exact_or_rounded(scores, places, notation))
+        return shown_turn(self, model, used, places, notation, hand)
 
     def shown_scores(self, model: Any, places: int, notation: str, hand: bool) -> NumRows:
         return self.shown(model, places, notation, hand).scores
@@ -315,7 +291,9 @@ class Rotated(ScoreBoxes, HeadPart):
             return None
         sub = explainer.layout.head_specs[explainer.layout.index(head)]
         X = sub.Q if quantity == "Q_rot" else sub.K
-        t = next(t for t, pair in enumerate(self.pairs) if k in pair)
+        t = next((t for t, pair in enumerate(self.pairs) if k in pair), None)
+        if t is None:  # a column no pair turns: itself
+            return ((X[i][k], Num(Decimal(1), True)),)
         a, b = self.pairs[t]
         cos, sin = (six_digits(x) for x in self.trig_exact(self.place(quantity[0], i), t))
         if k == a:
@@ -357,7 +335,9 @@ class Rotated(ScoreBoxes, HeadPart):
             if name not in chain.names and not chain.names & set(TRIG):
                 return self.exact(model, quantity)[row, col], False
             q0 = L.index(head) * L.width_q
-            t = next(t for t, pair in enumerate(self.pairs) if col in pair)
+            t = next((t for t, pair in enumerate(self.pairs) if col in pair), None)
+            if t is None:  # a column no pair turns
+                return chain.implied(name, row, q0 + col)
             a, b = self.pairs[t]
             if self.q_pos:  # tokens at given positions: cos and sin exact (claims of them count by row)
                 c, s, v = (*self.trig_exact(self.place(name, row), t), False)
@@ -397,7 +377,9 @@ class Rotated(ScoreBoxes, HeadPart):
                 ]
             )
 
-        t = next(t for t, pair in enumerate(self.pairs) if col in pair)
+        t = next((t for t, pair in enumerate(self.pairs) if col in pair), None)
+        if t is None:  # a column no pair turns: its gradient is the turned row's
+            return rotated(col)
         a, b = self.pairs[t]
         cos, sin = self.trig_exact(self.place("Q" if quantity == "dQ" else "K", row), t)
         (x, u), (y, w) = rotated(a), rotated(b)
@@ -407,14 +389,6 @@ class Rotated(ScoreBoxes, HeadPart):
 
     def gradient(self, model: Any) -> Rotary:
         return Rotary(self.pairs, self.thetas, self.q_pos, self.k_pos)
-
-
-@dataclass(frozen=True)
-class ShownRotation:
-    trig: dict[int, tuple[tuple[Num, Num], ...]]  # [position][pair] = (cos, sin) as shown
-    Q_rot: NumRows
-    K_rot: NumRows
-    scores: NumRows
 
 
 @dataclass(frozen=True)
@@ -496,5 +470,4 @@ __all__ = [
     "Tabled",
     "Rotary",
     "Rotated",
-    "ShownRotation",
 ]

@@ -25,6 +25,7 @@ turned by position reads the keys and mixes these into its head part; the exactn
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
@@ -34,7 +35,7 @@ import sympy
 from sympy import ImmutableMatrix
 
 from symattn.exact import numeric
-from symattn.exact.num import Num
+from symattn.exact.num import Num, NumRows
 from symattn.exact.numeric import Fixed
 from symattn.variants.base import Rows
 from symattn.variants.forms import scale_parts
@@ -54,6 +55,12 @@ def minus(x: Structure, y: Structure) -> Structure:
 
 
 ROTATED = ("Q_rot", "K_rot")  # the turned Q and K
+
+
+def unturned(pairs: tuple[tuple[int, int], ...], width: int) -> tuple[int, ...]:
+    """The columns of a head that no pair turns (MLA's dims from the latent): each score's rational part."""
+    turned = {c for pair in pairs for c in pair}
+    return tuple(c for c in range(width) if c not in turned)
 
 
 def combine(constant: int, terms: list[tuple[int, Fixed]], den: int, bits: int) -> Fixed:
@@ -192,11 +199,11 @@ class ByRoots:
 
     def _structures(self, model: Any) -> tuple[tuple[Any, ...], ...]:
         q, k = model.q.to_list(), model.k.to_list()
-        out = []
+        kept, out = unturned(self.pairs, model.d_k), []
         for i, qi in enumerate(q):
             row = []
             for j, kj in enumerate(k):
-                terms: dict[int, int] = {}
+                terms: dict[int, int] = {0: 2 * sum(int(qi[c]) * int(kj[c]) for c in kept)} if kept else {}
                 for t, (a, b) in enumerate(self.pairs):
                     qa, qb, ka, kb = int(qi[a]), int(qi[b]), int(kj[a]), int(kj[b])
                     self._trig_terms(j - i, t, qa * ka + qb * kb, qb * ka - qa * kb, terms)
@@ -356,6 +363,45 @@ class TableTurn:
         return out
 
 
+@dataclass(frozen=True)
+class ShownTurn:
+    trig: dict[int, tuple[tuple[Num, Num], ...]]  # [position][pair] = (cos, sin) as shown
+    Q_rot: NumRows
+    K_rot: NumRows
+    scores: NumRows
+
+
+def shown_turn(part: Any, model: Any, used: Any, places: int, notation: str, hand: bool) -> ShownTurn:
+    """cos, sin, Q′, K′ and the scores as shown, to the scores' decimals (``used``: the positions). ``hand``:
+    cos and sin rounded, and Q′, K′ and the scores from the shown numbers, as a reader with a calculator works
+    them (q'_a = q_a·cos − q_b·sin with the shown cos and sin); else the exact values, rounded."""
+    from symattn.exact.rounding import exact_or_rounded, from_model
+
+    trig = {p: tuple(cos_sin_shown(part.trig_exact(p, t), places) for t in range(len(part.pairs))) for p in used}
+    if not hand:
+        return ShownTurn(
+            trig,
+            from_model(model, "Q_rot", places, notation),
+            from_model(model, "K_rot", places, notation),
+            from_model(model, "scores", places, notation),
+        )
+
+    def turn(rows: list[list[Fraction]], which: str) -> NumRows:
+        out = [list(row) for row in rows]
+        for r, row in enumerate(rows):
+            p = part.place(which, r)
+            for t, (a, b) in enumerate(part.pairs):
+                c, s = (x.fraction for x in trig[p][t])
+                out[r][a] = row[a] * c - row[b] * s
+                out[r][b] = row[a] * s + row[b] * c
+        return exact_or_rounded(out, places, notation)
+
+    Q = turn([[Fraction(int(x), model.dq) for x in row] for row in model.q.to_list()], "Q")
+    K = turn([[Fraction(int(x), model.dk) for x in row] for row in model.k.to_list()], "K")
+    scores = [[sum((x.fraction * y.fraction for x, y in zip(q, k)), Fraction(0)) for k in K] for q in Q]
+    return ShownTurn(trig, Q, K, exact_or_rounded(scores, places, notation))
+
+
 def cos_sin_shown(trig: tuple[sympy.Expr, sympy.Expr], places: int) -> tuple[Num, Num]:
     """An exact cos and sin, correctly rounded (exactly 1 and 0 at angle 0; a rational shown whole where its
     digits end within the places); in [−1, 1], so always fixed decimals."""
@@ -384,10 +430,13 @@ __all__ = [
     "ByTables",
     "Cyclotomic",
     "FieldLinear",
+    "ShownTurn",
     "Structure",
     "TableTurn",
     "combine",
     "minus",
     "cos_sin_shown",
+    "shown_turn",
     "six_digits",
+    "unturned",
 ]
