@@ -33,6 +33,19 @@ and multiplied by SAFETY (1 + 10^-4), far more than the roundings of forming it.
   Σ ê_j|v_j| ≤ (1 + 2u)Σ|p|, so the exps' errors add ρ_max·(1 + 2u)·Σ|p|.
 - **Quotient.** O = fl(fl(N_s + N_σ) / fl(ℓ_s + ℓ_σ)): three roundings, then the sums' errors through the
   division as :mod:`.compensated` carries them.
+- **Two-float quotient** (:func:`quotients`, for compare's entries the float64 bounds leave open, whose
+  exact value it shows to 17 digits). Ñ = N_s + N_σ and ℓ̃ = L + L₂ (L = fl(ℓ_s + ℓ_σ), L₂ its TwoSum
+  error) are exact sums of floats with |N − Ñ| ≤ e_N and |ℓ − ℓ̃| ≤ e_ℓ (the bounds above before the
+  roundings of N and L). q₁ = fl(N/L); p + p' = q₁·L by TwoProduct (exact: checked |p| ≥ 2^-900);
+  r = Ñ − q₁ℓ̃ = ((N_s − p) − p') + (N_σ − q₁L₂) is formed in five operations, each off by at most u of
+  its result (subnormal sums are exact; the product adds 2^-1075): r̂ within e_r of r; q₂ = fl(r̂/L).
+  Then Ñ/ℓ̃ = q₁ + r/ℓ̃ exactly, |r/ℓ̃ − r/L| = |r||L₂|/(ℓ̃L) ≤ u|r|/ℓ̃ (|L₂| ≤ uL, ℓ̃ ≥ L(1 − u)), so
+  |Ñ/ℓ̃ − q₁ − q₂| ≤ u(|r̂| + e_r)(1 + 4u)/L + e_r/L + u|q₂| + 2^-1074; and
+  |N/ℓ − Ñ/ℓ̃| ≤ e_N/ℓ + |Ñ|e_ℓ/(ℓℓ̃) with ℓ ≥ fl(L(1 − 2u)) − e_ℓ (no bound unless that passes L/2,
+  where its own rounding is u of it). No 3u|O| is left: what remains is the exps' and scores' errors.
+  Here the scores' error is the rest's own (u|rest| + γ_d of the rest's two sums of exact products' magnitudes,
+  0 where the split leaves no low parts) rather than the a-priori γ_d·d·2^(e+e'+s−52) of :func:`outputs`,
+  whose bounds a certificate records and so stay as they were.
 """
 
 from __future__ import annotations
@@ -45,7 +58,7 @@ import numpy as np
 
 from symattn.kernel.compensated import _split, _two_sum  # Knuth's TwoSum, Veltkamp's split (26 + 27 bits)
 from symattn.kernel.cores import map_forked
-from symattn.kernel.float64 import SAFETY, Head, Split, U, extras, gamma, horner_error
+from symattn.kernel.float64 import SAFETY, Head, Split, U, extras, gamma, horner_error, is_float32
 
 _N = 256  # table entries 2^(j/N)
 _FLOOR = -480.0  # e^-480 < 2^-692: below it a term is 0, off by at most TINY
@@ -135,6 +148,11 @@ def covers(head: Head) -> bool:
     return _SCALE_RANGE[0] <= c <= _SCALE_RANGE[1]
 
 
+def takes(head: Head) -> bool:
+    """Whether :func:`quotients` takes the head's outputs: one :func:`covers` with V of float32 values (e·v exact)."""
+    return covers(head) and is_float32(head.V)
+
+
 def _two_product(a: np.ndarray | float, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p = a * b
     ah, al = _split(np.asarray(a, dtype=np.float64))
@@ -142,7 +160,9 @@ def _two_product(a: np.ndarray | float, b: np.ndarray) -> tuple[np.ndarray, np.n
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl  # Dekker: p + err = a·b exactly
 
 
-def _arguments(head: Head, rows: np.ndarray, split: Split) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _arguments(
+    head: Head, rows: np.ndarray, split: Split, tight: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(T_hi, T_lo, η, kept): T = c·(S_j − S_r) of the rows as pairs, η a bound on each one's error, kept
     the allowed keys."""
     d = head.Q.shape[1]
@@ -150,7 +170,11 @@ def _arguments(head: Head, rows: np.ndarray, split: Split) -> tuple[np.ndarray, 
     exact = q.high @ split.high.T  # exact (float64.Split)
     rest = q.high @ split.low.T + q.low @ split.whole.T
     S_hi, S_lo = _two_sum(exact, rest)
-    eS = SAFETY * (U * np.abs(rest) + (gamma(d) * d * 2.0 ** (split.s - 52) * SAFETY) * (q.top @ split.top.T))
+    if tight:  # the rest's two sums of d exact products, each within γ_d of its magnitudes (0 for float32 rows)
+        rest_sums = np.abs(q.high) @ np.abs(split.low).T + np.abs(q.low) @ np.abs(split.whole).T
+        eS = SAFETY * (U * np.abs(rest) + gamma(d) * rest_sums)
+    else:  # |low| ≤ 2^(e+s−53) in every place
+        eS = SAFETY * (U * np.abs(rest) + (gamma(d) * d * 2.0 ** (split.s - 52) * SAFETY) * (q.top @ split.top.T))
     kept = np.ones(S_hi.shape, dtype=bool) if head.allowed is None else head.allowed[rows]
     ref = np.argmax(np.where(kept, S_hi, -np.inf), axis=1)
     at = np.arange(len(ref))
@@ -238,25 +262,40 @@ def _tree_sums(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def outputs(head: Head, pairs: list[tuple[int, int]], split: Split | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Values and error bounds of the outputs O[i, k] for the (query row, column) pairs asked for, in that
     order (inf where no bound holds). The head must be one :func:`covers`."""
+    value, error, _, _ = _all(head, pairs, split, False)
+    return value, error
+
+
+def quotients(
+    head: Head, pairs: list[tuple[int, int]], split: Split | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(q1, q2, bound): the outputs as :func:`outputs` asks, each exact O[i, k] within bound of q1 + q2, the
+    quotient carried to a second float (the module's docstring, *Two-float quotient*): no 3u|O| left."""
+    q1, _, q2, error = _all(head, pairs, split, True)
+    return q1, q2, error
+
+
+def _all(head: Head, pairs: list[tuple[int, int]], split: Split | None, tight: bool) -> tuple[np.ndarray, ...]:
     split = Split.of(head.K) if split is None else split
     value, error = np.full(len(pairs), np.nan), np.full(len(pairs), np.inf)
+    low, bound = np.zeros(len(pairs)), np.full(len(pairs), np.inf)
     by_row: dict[int, list[int]] = {}
     for n, (i, _) in enumerate(pairs):
         by_row.setdefault(i, []).append(n)
     rows = sorted(by_row)
     pieces = [rows[start : start + _ROWS] for start in range(0, len(rows), _ROWS)]
     parallel = len(rows) * head.K.shape[0] >= PARALLEL_EXPS
-    for where, O, eO in map_forked(_piece, (head, pairs, by_row, split), pieces, parallel):
-        value[where], error[where] = O, eO
-    return value, error
+    for where, O, eO, q2, e2 in map_forked(_piece, (head, pairs, by_row, split, tight), pieces, parallel):
+        value[where], error[where], low[where], bound[where] = O, eO, q2, e2
+    return value, error, low, bound
 
 
-def _piece(data: tuple, rows: list[int]) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """(places in ``pairs``, values, bounds) of the pairs in the given query rows."""
-    head, pairs, by_row, split = data
+def _piece(data: tuple, rows: list[int]) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(places in ``pairs``, values, bounds, second floats, their bounds) of the pairs in the given query rows."""
+    head, pairs, by_row, split, tight = data
     chunk = np.array(rows)
     with np.errstate(invalid="ignore", over="ignore"):
-        t1, t_lo, eta, kept = _arguments(head, chunk, split)
+        t1, t_lo, eta, kept = _arguments(head, chunk, split, tight)
         E_hi, E_lo, rho, under = _exps(t1, t_lo, eta, kept)
     rho_row = np.max(rho, axis=1)
     tiny_row = np.where(np.any(under, axis=1), TINY, 0.0)
@@ -266,7 +305,7 @@ def _piece(data: tuple, rows: list[int]) -> tuple[list[int], np.ndarray, np.ndar
     hh, hl = _split(E_hi)
     absV = np.abs(head.V)
     mine = [(r, n) for r, i in enumerate(rows) for n in by_row[i]]
-    places, values, bounds = [], [], []
+    places, values, bounds, lows, seconds = [], [], [], [], []
     for part in range(0, len(mine), _PAIRS):
         some = mine[part : part + _PAIRS]
         r = np.array([x for x, _ in some])
@@ -283,18 +322,49 @@ def _piece(data: tuple, rows: list[int]) -> tuple[list[int], np.ndarray, np.ndar
             + tiny_row[r] * absV[:, cols].sum(axis=0)
         )
         N = Ns + Nsig
-        L = ls[r] + lsig[r]
+        L, L2 = _two_sum(ls[r], lsig[r])  # L exactly as before (fl(ls + lsig)); L + L2 = ls + lsig
+        eN0, eL0 = eN, e_ell[r]  # |Ns + Nsig − N| and |ls + lsig − ℓ|, before N's and L's roundings
         eN = SAFETY * (eN + U * np.abs(N))
         eL = SAFETY * (e_ell[r] + U * L)
         O = N / L
         with np.errstate(divide="ignore", invalid="ignore"):
             room = np.where(L > eL, L * (L - eL), 0.0)
             eO = SAFETY * (U * np.abs(O) + eN / L + (np.abs(N) + eN) * eL / room)
+            q2, e2 = _second(Ns, Nsig, O, L, L2, eN0, eL0)
         eO[~np.isfinite(eO)] = np.inf
         places += [n for _, n in some]
         values.append(O)
         bounds.append(eO)
-    return places, np.concatenate(values), np.concatenate(bounds)
+        lows.append(q2)
+        seconds.append(e2)
+    return places, np.concatenate(values), np.concatenate(bounds), np.concatenate(lows), np.concatenate(seconds)
 
 
-__all__ = ["TINY", "covers", "outputs"]
+def _second(Ns, Nsig, q1, L, L2, eN0, eL0) -> tuple[np.ndarray, np.ndarray]:
+    """(q2, bound): ℓ's and N's exact values within eL0 and eN0 of L + L2 and Ns + Nsig; O = N/ℓ within
+    bound of q1 + q2 (the module's docstring, *Two-float quotient*); inf where no bound holds."""
+    p, pe = _two_product(q1, L)  # exact: q1·L = p + pe (checked far above the subnormals below)
+    a = Ns - p
+    b = a - pe
+    c = q1 * L2
+    d = Nsig - c
+    r = b + d  # Ñ − q1·ℓ̃, five roundings
+    e_r = SAFETY * (U * (np.abs(a) + np.abs(b) + np.abs(c) + np.abs(d) + np.abs(r)) + 5 * 2.0**-1074)
+    q2 = r / L
+    low = L * (1 - 2 * U)  # below ℓ̃ = L + L2 ≥ L(1 − u)
+    floor = low - eL0  # below ℓ (off by at most u of it where it passes L/2, as bad asks)
+    whole = np.abs(Ns) + np.abs(Nsig)  # at least |Ñ|
+    e2 = SAFETY * (
+        eN0 / floor  # N's own error, through the division
+        + whole * eL0 / (floor * low)  # ℓ's
+        + U * (np.abs(r) + e_r) * (1 + 4 * U) / L  # r/ℓ̃ against r/L: |L2| ≤ u·L
+        + e_r / L  # r's roundings
+        + U * np.abs(q2)  # q2's
+        + 2.0**-1074
+    )
+    # no bound: ℓ's error reaches ℓ, or q1·L near the subnormals (TwoProduct would not be exact)
+    bad = ~(floor > 0.5 * L) | ~np.isfinite(e2) | ~np.isfinite(q2) | ((np.abs(p) < 2.0**-900) & (q1 != 0))
+    return np.where(bad, 0.0, q2), np.where(bad, np.inf, e2)
+
+
+__all__ = ["TINY", "covers", "outputs", "quotients", "takes"]
