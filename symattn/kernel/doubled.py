@@ -43,9 +43,12 @@ and multiplied by SAFETY (1 + 10^-4), far more than the roundings of forming it.
   |Ñ/ℓ̃ − q₁ − q₂| ≤ u(|r̂| + e_r)(1 + 4u)/L + e_r/L + u|q₂| + 2^-1074; and
   |N/ℓ − Ñ/ℓ̃| ≤ e_N/ℓ + |Ñ|e_ℓ/(ℓℓ̃) with ℓ ≥ fl(L(1 − 2u)) − e_ℓ (no bound unless that passes L/2,
   where its own rounding is u of it). No 3u|O| is left: what remains is the exps' and scores' errors.
-  Here the scores' error is the rest's own (u|rest| + γ_d of the rest's two sums of exact products' magnitudes,
-  0 where the split leaves no low parts) rather than the a-priori γ_d·d·2^(e+e'+s−52) of :func:`outputs`,
-  whose bounds a certificate records and so stay as they were.
+  Here the scores' low parts are split again (ExtractScalar, as the first time): with q = h + l, l = h₂ + l₂
+  and k likewise, S = h·h' + (h·h₂' + h₂·h') + (h·l₂' + l₂·h' + l·l'), the first two sums of products exact
+  (the grid argument of :class:`.float64.Split`), so the rest loses u of its two additions and γ_3d of the
+  last 3d products' magnitudes (each exact: parts of float32 values have at most 24 bits), bounded a priori
+  by |h| ≤ 2^e, |l| ≤ 2^(e+s−53): d·f·(2^e·2^e₂' + 2^e₂·2^e' + f·2^e·2^e') with f = 2^(s−53), about 2^-24
+  of what :func:`outputs` leaves (whose bounds a certificate records, so they stay as they were).
 """
 
 from __future__ import annotations
@@ -161,20 +164,19 @@ def _two_product(a: np.ndarray | float, b: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def _arguments(
-    head: Head, rows: np.ndarray, split: Split, tight: bool = False
+    head: Head, rows: np.ndarray, split: Split, again: tuple | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(T_hi, T_lo, η, kept): T = c·(S_j − S_r) of the rows as pairs, η a bound on each one's error, kept
-    the allowed keys."""
+    the allowed keys; with ``again`` (:func:`_keys_again`) the scores' rest as :func:`_rest` bounds it."""
     d = head.Q.shape[1]
     q = Split.of(head.Q[rows], split.s)
     exact = q.high @ split.high.T  # exact (float64.Split)
-    rest = q.high @ split.low.T + q.low @ split.whole.T
-    S_hi, S_lo = _two_sum(exact, rest)
-    if tight:  # the rest's two sums of d exact products, each within γ_d of its magnitudes (0 for float32 rows)
-        rest_sums = np.abs(q.high) @ np.abs(split.low).T + np.abs(q.low) @ np.abs(split.whole).T
-        eS = SAFETY * (U * np.abs(rest) + gamma(d) * rest_sums)
+    if again is not None:
+        rest, eS = _rest(q, split, again, d)
     else:  # |low| ≤ 2^(e+s−53) in every place
+        rest = q.high @ split.low.T + q.low @ split.whole.T
         eS = SAFETY * (U * np.abs(rest) + (gamma(d) * d * 2.0 ** (split.s - 52) * SAFETY) * (q.top @ split.top.T))
+    S_hi, S_lo = _two_sum(exact, rest)
     kept = np.ones(S_hi.shape, dtype=bool) if head.allowed is None else head.allowed[rows]
     ref = np.argmax(np.where(kept, S_hi, -np.inf), axis=1)
     at = np.arange(len(ref))
@@ -196,6 +198,25 @@ def _arguments(
         + (c_hi + abs(c_lo)) * 2 * (eS + eS[at, ref][:, None])  # the scores' errors
     )
     return t1, T_lo, eta, kept
+
+
+def _keys_again(k: Split) -> tuple[Split, np.ndarray]:
+    """K's low parts split again, and the keys' side of :func:`_rest`'s small products, made once a call."""
+    kl = Split.of(k.low, k.s)
+    return kl, np.ascontiguousarray(np.concatenate([kl.low, k.high, k.low], axis=1).T)
+
+
+def _rest(q: Split, k: Split, again: tuple[Split, np.ndarray], d: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rest, bound): S − q.high·k.highᵀ as one float and a bound on its error, the low parts split again
+    (the module's docstring, *Two-float quotient*); ``again``: :func:`_keys_again` of k."""
+    kl, lows = again
+    ql = Split.of(q.low, k.s)
+    both = q.high @ kl.high.T + ql.high @ k.high.T  # two exact sums (float64.Split), one rounding
+    small = np.concatenate([q.high, ql.low, q.low], axis=1) @ lows  # 3d exact products: γ_3d of their magnitudes
+    rest = both + small
+    f = 2.0 ** (k.s - 53)  # |low| ≤ f·2^e of its row (float64.Split)
+    sums = d * f * (q.top @ kl.top.T + ql.top @ k.top.T + f * (q.top @ k.top.T))
+    return rest, SAFETY * (U * (np.abs(both) + np.abs(rest)) + gamma(3 * d) * sums)
 
 
 def _exps(t1: np.ndarray, t_lo: np.ndarray, eta: np.ndarray, kept: np.ndarray):
@@ -285,17 +306,18 @@ def _all(head: Head, pairs: list[tuple[int, int]], split: Split | None, tight: b
     rows = sorted(by_row)
     pieces = [rows[start : start + _ROWS] for start in range(0, len(rows), _ROWS)]
     parallel = len(rows) * head.K.shape[0] >= PARALLEL_EXPS
-    for where, O, eO, q2, e2 in map_forked(_piece, (head, pairs, by_row, split, tight), pieces, parallel):
+    again = _keys_again(split) if tight else None
+    for where, O, eO, q2, e2 in map_forked(_piece, (head, pairs, by_row, split, again), pieces, parallel):
         value[where], error[where], low[where], bound[where] = O, eO, q2, e2
     return value, error, low, bound
 
 
 def _piece(data: tuple, rows: list[int]) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(places in ``pairs``, values, bounds, second floats, their bounds) of the pairs in the given query rows."""
-    head, pairs, by_row, split, tight = data
+    head, pairs, by_row, split, again = data
     chunk = np.array(rows)
     with np.errstate(invalid="ignore", over="ignore"):
-        t1, t_lo, eta, kept = _arguments(head, chunk, split, tight)
+        t1, t_lo, eta, kept = _arguments(head, chunk, split, again)
         E_hi, E_lo, rho, under = _exps(t1, t_lo, eta, kept)
     rho_row = np.max(rho, axis=1)
     tiny_row = np.where(np.any(under, axis=1), TINY, 0.0)
