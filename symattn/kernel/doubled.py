@@ -287,13 +287,19 @@ def outputs(head: Head, pairs: list[tuple[int, int]], split: Split | None = None
     return value, error
 
 
-def quotients(
-    head: Head, pairs: list[tuple[int, int]], split: Split | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def quotients(head: Head, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(q1, q2, bound): the outputs as :func:`outputs` asks, each exact O[i, k] within bound of q1 + q2, the
     quotient carried to a second float (the module's docstring, *Two-float quotient*): no 3u|O| left."""
-    q1, _, q2, error = _all(head, pairs, split, True)
+    q1, _, q2, error = _all(head, pairs, Split.of(head.K, exact_s(head.Q.shape[1])), True)
     return q1, q2, error
+
+
+def exact_s(d: int) -> int:
+    """The least s of :class:`.float64.Split` for which a sum of d products high·high' is exact: x + σ can fall
+    below σ = 2^(e+s), where the floats are twice as fine, so high is a multiple of 2^(e+s−53) (Rump, Ogita
+    and Oishi: of u·σ) and |high| ≤ 2^e; products are multiples of 2^(e+e'+2s−106) of at most 2^(e+e'), and
+    d of them sum within 2^53 of those units when 2s ≥ 53 + log2 d."""
+    return -(-(53 + max(1, d - 1).bit_length()) // 2)
 
 
 def _all(head: Head, pairs: list[tuple[int, int]], split: Split | None, tight: bool) -> tuple[np.ndarray, ...]:
@@ -389,4 +395,4 @@ def _second(Ns, Nsig, q1, L, L2, eN0, eL0) -> tuple[np.ndarray, np.ndarray]:
     return np.where(bad, 0.0, q2), np.where(bad, np.inf, e2)
 
 
-__all__ = ["TINY", "covers", "outputs", "quotients", "takes"]
+__all__ = ["TINY", "covers", "exact_s", "outputs", "quotients", "takes"]
