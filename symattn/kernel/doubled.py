@@ -43,12 +43,14 @@ and multiplied by SAFETY (1 + 10^-4), far more than the roundings of forming it.
   |Ñ/ℓ̃ − q₁ − q₂| ≤ u(|r̂| + e_r)(1 + 4u)/L + e_r/L + u|q₂| + 2^-1074; and
   |N/ℓ − Ñ/ℓ̃| ≤ e_N/ℓ + |Ñ|e_ℓ/(ℓℓ̃) with ℓ ≥ fl(L(1 − 2u)) − e_ℓ (no bound unless that passes L/2,
   where its own rounding is u of it). No 3u|O| is left: what remains is the exps' and scores' errors.
-  Here the scores' low parts are split again (ExtractScalar, as the first time): with q = h + l, l = h₂ + l₂
+  Here the scores are split with :func:`exact_s` (one bit past float64.Split's own s, whose high parts'
+  sum can round), and the low parts again: with q = h + l, l = h₂ + l₂
   and k likewise, S = h·h' + (h·h₂' + h₂·h') + (h·l₂' + l₂·h' + l·l'), the first two sums of products exact
-  (the grid argument of :class:`.float64.Split`), so the rest loses u of its two additions and γ_3d of the
-  last 3d products' magnitudes (each exact: parts of float32 values have at most 24 bits), bounded a priori
-  by |h| ≤ 2^e, |l| ≤ 2^(e+s−53): d·f·(2^e·2^e₂' + 2^e₂·2^e' + f·2^e·2^e') with f = 2^(s−53), about 2^-24
-  of what :func:`outputs` leaves (whose bounds a certificate records, so they stay as they were).
+  (the grid argument of :class:`.float64.Split`), so the rest loses u of its four additions and γ_d of
+  each of the last three sums' magnitudes (each product exact: parts of float32 values have at most 24
+  bits), bounded a priori by |h| ≤ 2^e, |l| ≤ 2^(e+s−53): d·f·(2^e·2^e₂' + 2^e₂·2^e' + f·2^e·2^e') with
+  f = 2^(s−53), about 2^-24 of what :func:`outputs` leaves (whose bounds a certificate records, so they
+  stay as they were).
 """
 
 from __future__ import annotations
@@ -164,7 +166,7 @@ def _two_product(a: np.ndarray | float, b: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def _arguments(
-    head: Head, rows: np.ndarray, split: Split, again: tuple | None = None
+    head: Head, rows: np.ndarray, split: Split, again: Split | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(T_hi, T_lo, η, kept): T = c·(S_j − S_r) of the rows as pairs, η a bound on each one's error, kept
     the allowed keys; with ``again`` (:func:`_keys_again`) the scores' rest as :func:`_rest` bounds it."""
@@ -200,23 +202,24 @@ def _arguments(
     return t1, T_lo, eta, kept
 
 
-def _keys_again(k: Split) -> tuple[Split, np.ndarray]:
-    """K's low parts split again, and the keys' side of :func:`_rest`'s small products, made once a call."""
-    kl = Split.of(k.low, k.s)
-    return kl, np.ascontiguousarray(np.concatenate([kl.low, k.high, k.low], axis=1).T)
+def _keys_again(k: Split) -> Split:
+    """K's low parts split again, made once a call for :func:`_rest`."""
+    return Split.of(k.low, k.s)
 
 
-def _rest(q: Split, k: Split, again: tuple[Split, np.ndarray], d: int) -> tuple[np.ndarray, np.ndarray]:
+def _rest(q: Split, k: Split, kl: Split, d: int) -> tuple[np.ndarray, np.ndarray]:
     """(rest, bound): S − q.high·k.highᵀ as one float and a bound on its error, the low parts split again
-    (the module's docstring, *Two-float quotient*); ``again``: :func:`_keys_again` of k."""
-    kl, lows = again
+    (the module's docstring, *Two-float quotient*); ``kl``: :func:`_keys_again` of k."""
     ql = Split.of(q.low, k.s)
-    both = q.high @ kl.high.T + ql.high @ k.high.T  # two exact sums (float64.Split), one rounding
-    small = np.concatenate([q.high, ql.low, q.low], axis=1) @ lows  # 3d exact products: γ_3d of their magnitudes
+    both = q.high @ kl.high.T + ql.high @ k.high.T  # two exact sums (exact_s), one rounding
+    small = q.high @ kl.low.T  # three sums of d exact products: γ_d of their magnitudes, two additions
+    p12 = small + ql.low @ k.high.T
+    small = p12 + q.low @ k.low.T
     rest = both + small
     f = 2.0 ** (k.s - 53)  # |low| ≤ f·2^e of its row (float64.Split)
     sums = d * f * (q.top @ kl.top.T + ql.top @ k.top.T + f * (q.top @ k.top.T))
-    return rest, SAFETY * (U * (np.abs(both) + np.abs(rest)) + gamma(3 * d) * sums)
+    rounded = np.abs(both) + np.abs(p12) + np.abs(small) + np.abs(rest)
+    return rest, SAFETY * (U * rounded + gamma(d) * sums)
 
 
 def _exps(t1: np.ndarray, t_lo: np.ndarray, eta: np.ndarray, kept: np.ndarray):
