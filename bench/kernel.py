@@ -11,10 +11,10 @@ the entries its bound leaves open), against numpy's float64 backward pass of the
 
 Each target runs in a fresh process (its peak RSS is its own). The kernel measured is the same formula
 computed in float32 (a naive float32 kernel, errors of a few ULPs); symattn's compare (the float64 path
-with bounds, then arb for the entries the bound leaves open) measures it entry by entry. Printed: the
-seconds of each, their ratio, peak RSS, and the fraction of entries that needed arb. The numpy reference
-is timed on the arrays, the best of three warm runs (a first call pays BLAS's start-up: 0.85 s where a
-warm one takes 0.14 s at 4096×4096×128); compare is timed from a FloatResult (what the .npy reader
+with bounds, then two floats and arb for the entries the bound leaves open) measures it entry by entry. Printed:
+the seconds of each, their ratio, peak RSS, and the fraction of entries refined past the float64 bounds.
+The numpy reference is timed on the arrays, the best of three warm runs (a first call pays BLAS's start-up:
+0.85 s where a warm one takes 0.14 s at 4096×4096×128); compare is timed from a FloatResult (what the .npy reader
 gives) to the text report's figures (every bucket, the maxima, the ten worst entries: what
 ``compare_head(..., worst=10)`` decides), and for O at 4096 also with every entry's figures decided (what
 --all and JSON print), spec reading left out; the last lines are the whole `symattn compare`
@@ -316,7 +316,7 @@ def main() -> None:
         label = " (every entry)" if every == "every" else ""
         print(
             f"{r['shape']} {r['quantity']}{label}: numpy {r['numpy_s']:.3f} s, symattn compare {r['symattn_s']:.3f} s "
-            f"({r['ratio']:.1f}x), peak {r['peak_gib']:.2f} GiB, refined by arb {r['refined']} of "
+            f"({r['ratio']:.1f}x), peak {r['peak_gib']:.2f} GiB, refined (two floats, then arb) {r['refined']} of "
             f"{r['entries']} ({100 * r['refined'] / r['entries']:.3f}%), max {r['max_ulps']} ULP"
         )
     for quantity in ("dQ", "dK", "dV"):

@@ -145,7 +145,7 @@ def certificate_json(head: float64.Head, digits: int, files: list[dict[str, str]
     arb: dict[tuple[int, int], str] = {}  # the arb values' text
     if open_rows:  # one call for all: its integer matrices are made once
         # an exact 0 that only exact/zeros.py proves is left open: the verifier would not accept it
-        done, _ = refine(head, "output", open_rows, keep, digits, prove_zeros=False)
+        done, _ = refine(head, "output", open_rows, keep, digits, prove_zeros=False, two_floats=False)
         arb = {key: str(shown) for key, (_, shown) in done.items()}
     enclosures = []
     for (i, k), (a, z) in sorted(found.items()):

@@ -10,6 +10,7 @@ path).
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from symattn.input import limits
-from symattn.kernel import compensated, float64
+from symattn.kernel import compensated, doubled, float64
 
 Point = tuple[int, int]
 Ends = tuple[Fraction, Fraction]
@@ -125,6 +126,23 @@ class FloatEnclosure(Enclosure):
                 out[p] = (max(a, c), min(b, d))  # both enclose the exact value: so does their meet
         return out
 
+    def _two_floats(self, wanted: dict[int, dict[int, list[int]]], back: dict) -> dict[Point, Ends]:
+        """The wanted outputs of the heads doubled.quotients takes, met with lo and hi."""
+        out: dict[Point, Ends] = {}
+        for h, rows in wanted.items():
+            at = [(row, col) for row, cols in rows.items() for col in cols]
+            if not at or not doubled.takes(self.heads[h]):
+                continue
+            q1, q2, bound = doubled.quotients(self.heads[h], at)
+            for (row, col), a, b, e in zip(at, q1.tolist(), q2.tolist(), bound.tolist()):
+                i, j = back[(h, row, col)]
+                lo, hi = Fraction(float(self.lo[i, j])), Fraction(float(self.hi[i, j]))
+                if math.isfinite(e):
+                    middle, radius = Fraction(a) + Fraction(b), Fraction(e)
+                    lo, hi = max(lo, middle - radius), min(hi, middle + radius)
+                out[(i, j)] = (lo, hi)
+        return out
+
     def _narrowed(self, points: list[Point], level: int) -> dict[Point, Ends]:
         from symattn.kernel.refine import _ends_by_rows
 
@@ -135,8 +153,14 @@ class FloatEnclosure(Enclosure):
             wanted.setdefault(h, {}).setdefault(row, []).append(col)
             back[(h, row, col)] = (i, j)
         out: dict[Point, Ends] = {}
-        if level < self.first_arb:  # the outputs' sums again, error-free (Sum2): a bound ~10x tighter, cheap
+        if level < self.first_arb:  # the outputs' sums again, error-free: two floats, or Sum2 (~10x tighter)
+            out.update(self._two_floats(wanted, back))
+            for i, j in [p for p in points if p in out]:
+                h, row, col = self._place(i, j)
+                wanted[h][row].remove(col)
             for i, j in points:
+                if (i, j) in out:
+                    continue
                 if (i, j) in self.summed:  # level 1 is their bound already, met with lo and hi
                     h, row, col = self._place(i, j)
                     wanted[h][row].remove(col)

@@ -17,7 +17,7 @@ import numpy as np
 from symattn.input import limits
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError
-from symattn.kernel import float64, zeros
+from symattn.kernel import doubled, float64, zeros
 from symattn.kernel.cores import map_forked
 from symattn.kernel.float64_backward import GRADIENTS
 
@@ -63,13 +63,15 @@ def refine(
     balls: Balls | None = None,
     name=None,
     prove_zeros: bool = True,
+    two_floats: bool = True,
 ):
     """Arb balls for the entries {row: [columns]} at rising precision until ``decide_one(i, j, lo, hi)``
     decides each and both ends agree on ``digits``; {(i, j): (outcome, shown)} and the digits reached.
     ``balls``: rows computed before, kept for the callers after. An entry whose first balls hold 0 is
     proved exactly 0 where it is (exact/zeros.py), since no ball shrinks to a point; ``prove_zeros`` False
-    leaves it open (a certificate's verifier does not check such proofs). ``name(i, j)``: how a message
-    names an entry's error (default "the error of entry (i + 1, j + 1)")."""
+    leaves it open (a certificate's verifier does not check such proofs). The outputs of a plain head are
+    tried in two floats first (``two_floats``; a certificate's bounds stay arb's). ``name(i, j)``: how a
+    message names an entry's error (default "the error of entry (i + 1, j + 1)")."""
     out: dict[tuple[int, int], tuple] = {}
     bits = START_BITS
     # rational rows: a query's (dK's and dV's rows are keys': none is looked for)
@@ -87,6 +89,12 @@ def refine(
                 out[(i, j)] = (outcome, significant_exact(value, digits))
     pending = {i: [j for j in cols if (i, j) not in out] for i, cols in entries.items()}
     pending = {i: cols for i, cols in pending.items() if cols}
+    first = bits  # the precision reported for refinement's first round
+    if pending and two_floats and quantity == "output" and doubled.takes(head):  # the first round: two floats
+        out.update(_doubled(head, pending, decide_one, digits))
+        first = 2 * bits  # reported as arb's first round: its balls are ~2^30 narrower than the two floats'
+        pending = {i: [j for j in cols if (i, j) not in out] for i, cols in pending.items()}
+        pending = {i: cols for i, cols in pending.items() if cols}
     exact_inputs = None  # made for the first proof that an entry is 0
     while pending:
         for i, values in _ends_by_rows(head, quantity, pending, bits, balls, name):
@@ -108,7 +116,25 @@ def refine(
             named = f"the error of entry ({i + 1}, {pending[i][0] + 1})" if name is None else name(i, pending[i][0])
             raise EvaluationError(f"{named} is not decided at {limits.DIGITS} digits")
         bits *= 2
-    return out, int(bits / 2 / 3.33)
+    return out, int(max(bits, first) / 2 / 3.33)
+
+
+def _doubled(head: float64.Head, entries: dict[int, list[int]], decide_one, digits: int) -> dict:
+    """{(i, j): (outcome, shown)} of the outputs whose two-float enclosure decides them and rounds to one
+    value at ``digits`` at both ends, as an arb ball's would."""
+    pairs = [(i, j) for i, cols in entries.items() for j in cols]
+    q1, q2, bound = doubled.quotients(head, pairs)
+    out = {}
+    for (i, j), a, b, e in zip(pairs, q1.tolist(), q2.tolist(), bound.tolist()):
+        if not math.isfinite(e):
+            continue
+        middle, radius = Fraction(a) + Fraction(b), Fraction(e)
+        lo, hi = middle - radius, middle + radius
+        outcome = decide_one(i, j, lo, hi)
+        exact = significant_exact(lo, digits)
+        if outcome is not None and exact == significant_exact(hi, digits):
+            out[(i, j)] = (outcome, exact)
+    return out
 
 
 def enclose(head: float64.Head, quantity: str, entries: dict[int, list[int]], bits: int) -> dict:

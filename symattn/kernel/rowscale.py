@@ -77,10 +77,13 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], sho
     for level in range(enclosure.levels + 1):
         points = sorted(pending | {p for r in open_rows for p in holders[r]})
         ends = enclosure.at(points, level)
+        by_rows: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for p in sorted(pending):  # each open row's entries: one pass, not one over all of them a row
+            by_rows.setdefault(row_of(p), []).append(p)
         for r in open_rows:
             mags = [_exact_magnitudes(*ends[p]) for p in holders[r]]
             low, high = max(m[0] for m in mags), max(m[1] for m in mags)
-            for p in [p for p in pending if row_of(p) == r]:
+            for p in by_rows[r]:
                 v = result.value(*p)
                 assert v is not None  # only finite entries are pending
                 a, b = ends[p]
