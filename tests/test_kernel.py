@@ -233,18 +233,17 @@ def test_several_heads_in_two_processes_give_the_serial_and_exact_figures(monkey
     ]
 
 
-def test_the_text_report_says_how_many_entries_arb_refined():
+def test_the_text_report_says_how_many_entries_were_refined_past_the_bounds():
     from symattn.kernel.spec_comparison import render_comparison
 
     rng = np.random.default_rng(0)
     Q, K, V = (in_format(rng.standard_normal((8, 4)), "float16") for _ in range(3))
     c = compare(spec_of(Q, K, V), result_of(in_format(float_attention(Q, K, V)[1], "float32"), "float32"))
     share = Decimal(100 * c.refined) / Decimal(32)
-    assert (
-        f"Decided by float64 with error bounds; {c.refined} of 32 entries ({share:.3f}%) refined with arb.\n"
-        in render_comparison(c)
-    )
-    assert f"32 个元素中有 {c.refined} 个（{share:.3f}%）用 arb 细化。" in render_comparison(c, "zh")
+    english = f"{c.refined} of 32 entries ({share:.3f}%) refined past them (in two floats, then arb).\n"
+    assert f"Decided by float64 with error bounds; {english}" in render_comparison(c)
+    chinese = f"32 个元素中有 {c.refined} 个（{share:.3f}%）超出该界，再细化（先用两个浮点数，再用 arb）。"
+    assert chinese in render_comparison(c, "zh")
 
 
 def test_log_bounded_within_its_bound_against_mpmath():
@@ -479,8 +478,14 @@ def test_the_text_report_refines_no_entry_it_does_not_show(monkeypatch):
     with pytest.raises(LookupError, match="^only the 10 largest errors were decided, not 11$"):
         shown.entries.ranked(11)
     text, whole = render_comparison(shown), render_comparison(full)
-    assert "Decided by float64 with error bounds; 0 of 128 entries (0.000%) refined with arb.\n" in text
-    assert "Decided by float64 with error bounds; 1 of 128 entries (0.781%) refined with arb.\n" in whole
+    assert (
+        "Decided by float64 with error bounds; 0 of 128 entries (0.000%) refined past them (in two floats, then arb).\n"
+        in text
+    )
+    assert (
+        "Decided by float64 with error bounds; 1 of 128 entries (0.781%) refined past them (in two floats, then arb).\n"
+        in whole
+    )
     assert text.replace("0 of 128 entries (0.000%)", "1 of 128 entries (0.781%)") == whole
     assert (
         "Largest error: 0.500 ULP, at o[5, 2].\n"

@@ -4,7 +4,8 @@ The float64 path (:mod:`symattn.kernel.float64`) encloses each exact value in [l
 error in ULPs (three digits), its histogram bucket and its relative error are decided when every point
 of [lo, hi] gives the same ones: numpy decides most entries at once, with margins that cover its own
 roundings; the rest are decided on the same interval in exact rationals (``comparison._decide``); an entry
-still open is refined with arb balls of its row at rising precision, as the exact path does.
+still open is refined, first in two floats (:func:`symattn.kernel.doubled.quotients`), then with arb balls
+of its row at rising precision, as the exact path does.
 """
 
 from __future__ import annotations
