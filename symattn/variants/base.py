@@ -26,11 +26,11 @@ it, is :mod:`symattn.variants.forms`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from symattn.input.errors import brief
+from symattn.input.records import record
 
 if TYPE_CHECKING:
     from symattn.exact.numeric import Fixed
@@ -41,7 +41,7 @@ PLACE = -1  # where the tokens stand (positions): read by the parts that count t
 Rows = tuple[tuple[Fraction | None, ...], ...]  # a quantity's exact values where rational, else None
 
 
-@dataclass(frozen=True)
+@record
 class Where:
     """What a part's reader may need of the spec read so far."""
 
@@ -54,7 +54,7 @@ class Where:
     causal: bool = False  # mask = "causal" (for the mask stage)
 
 
-@dataclass(frozen=True)
+@record
 class Quantity:
     """A quantity of a part that claims may name and compute writes (one head's, claimed ``hN.`` with several).
 
