@@ -43,6 +43,8 @@ def _record(cls: type[T], eq: bool) -> type[T]:
         if name in cls.__dict__:
             raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
     documented = bool(cls.__dict__.get("__doc__"))
+    if not documented:  # for now: else dataclass() reads a signature (object's, slowly) to write one
+        cls.__doc__ = cls.__name__
     # the fields, and nothing compiled: every method comes below
     cls = dataclasses.dataclass(cls, init=False, repr=False, eq=False)
     fields = list(dataclasses.fields(cls))  # type: ignore[arg-type]
