@@ -45,3 +45,23 @@ def test_a_spec_of_files_still_reads_them_with_numpy(tmp_path):
     modules = imported(tmp_path, "render", str(tmp_path / "spec.toml"), "-o", str(tmp_path / "out.md"))
     assert "numpy" in modules
     assert "0.25" in (tmp_path / "out.md").read_text(encoding="utf-8")
+
+
+def test_the_parser_of_one_command_is_that_command_of_the_whole_parser():
+    # a command line builds only the options of the command it names (symattn.cli.parser._Commands)
+    from symattn.cli.parser import build_parser, command_named
+
+    def commands(parser) -> dict:
+        return next(a for a in parser._actions if a.dest == "command").choices
+
+    whole = build_parser()
+    assert whole.format_help() == build_parser("render").format_help()  # `symattn --help` lists them all
+    for name, full in commands(whole).items():
+        alone = commands(build_parser(name))
+        assert list(alone) == list(commands(whole))
+        assert alone[name].format_help() == full.format_help()
+        assert [a.dest for a in alone[name]._actions] == [a.dest for a in full._actions]
+    assert [a.dest for a in commands(build_parser("render"))["compute"]._actions] == ["help"]
+    assert command_named(["--version"]) is None
+    assert command_named(["render", "--format", "latex"]) == "render"
+    assert command_named(["-h", "check", "x.toml"]) == "check"

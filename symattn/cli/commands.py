@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
-from symattn.cli.parser import build_parser, say
+from symattn.cli.parser import build_parser, command_named, say
 from symattn.cli.terminal import counter, is_terminal, progress, steps
 from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, brief
 
@@ -439,7 +439,8 @@ def _terminate_as_interrupt() -> Iterator[None]:
 def _main(argv: Sequence[str] | None) -> int:
     try:
         try:
-            args = build_parser().parse_args(argv)
+            argv = sys.argv[1:] if argv is None else argv
+            args = build_parser(command_named(argv)).parse_args(argv)
         except SystemExit as exc:  # --help, --version, or a usage error already said
             return exc.code if isinstance(exc.code, int) else EXIT_INPUT
         run = COMMANDS[args.command]
