@@ -123,3 +123,49 @@ def test_a_recursive_record_repr_stops_as_a_dataclasses():
     box = Box([])
     box.items.append(box)
     assert repr(box) == "test_a_recursive_record_repr_stops_as_a_dataclasses.<locals>.Box(items=[...])"
+
+
+def test_the_init_is_compiled_when_the_record_is_first_made():
+    import types
+
+    @record
+    class Late:
+        x: int
+        y: int = 2
+
+    class Plain(Late):  # not a record of its own: it makes Late's __init__
+        pass
+
+    assert not isinstance(Late.__dict__["__init__"], types.FunctionType)
+    assert Plain(1).y == 2 and repr(Plain(1, 3)).endswith("Plain(x=1, y=3)")  # as a dataclass: the class made
+    assert isinstance(Late.__dict__["__init__"], types.FunctionType)
+    assert "__init__" not in Plain.__dict__
+
+    @record
+    class Read:
+        x: int
+
+    assert isinstance(Read.__dict__["__init__"], types.FunctionType) is False
+    assert Read.__init__.__qualname__.endswith("Read.__init__")  # reading it compiles it
+    assert isinstance(Read.__dict__["__init__"], types.FunctionType)
+
+
+def test_post_init_and_an_own_init_are_kept_as_a_dataclass_keeps_them():
+    seen = []
+
+    @record
+    class Checked:
+        x: int
+
+        def __post_init__(self) -> None:
+            seen.append(self.x)
+
+    @record
+    class Own:
+        x: int
+
+        def __init__(self, text: str) -> None:
+            object.__setattr__(self, "x", int(text))
+
+    assert Checked(4).x == 4 and seen == [4]
+    assert Own("5") == Own("5") and Own("5").x == 5

@@ -2,11 +2,11 @@
 
 A frozen dataclass compiles six methods of its own with ``exec`` (``__init__``, ``__repr__``, ``__eq__``,
 ``__hash__``, ``__setattr__``, ``__delattr__``), about 1 ms a class, and ``symattn render`` defines some
-ninety before it writes a line (issue 29's start-up). A record compiles its ``__init__`` only; the other
-five are shared functions that read the class's fields, and behave as the generated ones do: the same
-repr, equality of the same class on the compared fields, the hash of their tuple, and
-:class:`dataclasses.FrozenInstanceError` on assignment. ``dataclasses.fields``, ``replace`` and ``asdict``
-work on a record, since it is a dataclass.
+ninety before it writes a line (issue 29's start-up). A record compiles its ``__init__`` only, and only
+when the class is first made or its ``__init__`` read; the other five are shared functions that read the
+class's fields, and behave as the generated ones do: the same repr, equality of the same class on the
+compared fields, the hash of their tuple, and :class:`dataclasses.FrozenInstanceError` on assignment.
+``dataclasses.fields``, ``replace`` and ``asdict`` work on a record, since it is a dataclass.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ def _record(cls: type[T], eq: bool) -> type[T]:
     hashed = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
     layout = _Layout(shown, _getter(list(shown)), _getter([f.name for f in fields if f.compare]), _getter(hashed))
     setattr(cls, "__record__", layout)  # noqa: B010 - no attribute of type[T] to mypy
-    setattr(cls, "__init__", _init(cls, fields))  # noqa: B010
+    if "__init__" not in cls.__dict__:  # a class's own __init__ stays, as in a dataclass
+        setattr(cls, "__init__", _FirstInit(cls, fields))  # noqa: B010
     if not documented:  # as a dataclass's: its name and signature
         cls.__doc__ = cls.__name__ + _signature(fields)
     cls.__setattr__ = _frozen_setattr  # type: ignore[method-assign]
@@ -113,6 +114,8 @@ def _init(cls: type, fields: list[dataclasses.Field]) -> Callable[..., None]:
             params.append(f.name)
             value = f.name
         body.append(f"  __set(self, {f.name!r}, {value})")
+    if hasattr(cls, "__post_init__"):
+        body.append("  self.__post_init__()")
     source = f"def __init__({', '.join(params)}):\n" + ("\n".join(body) or "  pass")
     exec(source, names)  # noqa: S102 - the source is made from field names, never from user text
     init = names["__init__"]
@@ -120,6 +123,28 @@ def _init(cls: type, fields: list[dataclasses.Field]) -> Callable[..., None]:
     init.__module__ = cls.__module__
     init.__annotations__ = {f.name: f.type for f in fields} | {"return": None}
     return init
+
+
+class _FirstInit:
+    """A record's ``__init__`` until it is first wanted: then it compiles the real one and puts it in its
+    place. Compiling costs about 0.3 ms a record, and most of the records a command defines it never makes.
+
+    Wanted means called, or read from the class (``Record.__init__``, as ``inspect.signature`` does), so
+    that the class shows the real method with its signature whenever anyone looks.
+    """
+
+    def __init__(self, cls: type, fields: list[dataclasses.Field]) -> None:
+        self.cls = cls
+        self.fields = fields
+
+    def real(self) -> Callable[..., None]:
+        init = _init(self.cls, self.fields)
+        type.__setattr__(self.cls, "__init__", init)
+        return init
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        init = self.real()
+        return init if instance is None else init.__get__(instance, owner)
 
 
 class _Factory:
