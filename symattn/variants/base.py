@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.input.errors import brief
 from symattn.input.records import record
@@ -74,18 +74,6 @@ class Quantity:
     asked_by: str | None = None
     needs: str = ""  # "": every spec has it
     inner: str | None = None  # a third index after rows and cols ([b][i][c]: held as row b·n + i, column c)
-
-
-class Float64Rule(Protocol):
-    """What a part would give the float64 path of a spec (``compute --float64``, ``compare SPEC``): ``score_mod``
-    on a block of float64 z (the rows and columns its queries and keys are at, as FlexAttention's q_idx and
-    kv_idx), and ``error`` the bound it adds to the block's error. No part gives one yet: a spec with a score
-    variant compares one head exactly (a spec's 0.1 is no float32 value). The in-memory path
-    (symattn.kernel.compare) takes them by ``Part.kernel_rule`` instead, a rule of kernel/score_mods.py."""
-
-    def score_mod(self, z: Any, q_idx: Any, kv_idx: Any) -> Any: ...
-
-    def error(self, z: Any, z_error: Any) -> Any: ...
 
 
 class Part:
@@ -211,11 +199,10 @@ class Part:
 
     # --- what it supports -------------------------------------------------------------------------------
 
-    def float64(self, setting: Any) -> Float64Rule | None:
-        """Its rule on a spec's float64 path; None: refused there (today every part but those all in the mask)."""
-        return None
-
-    float64_in_mask: ClassVar[bool] = False  # True: all it does is in ``spec.allowed``, which the path takes
+    # True: all it does is in ``spec.allowed``, which a spec's float64 path takes; False: that path refuses it
+    # (compare takes such a spec one head on the exact path: a spec's 0.1 is no float32 value), while the
+    # in-memory path takes its keyword by its kernel_rule
+    float64_in_mask: ClassVar[bool] = False
     # the keyword a kernel's call takes it by (FlashAttention's), which symattn.kernel.compare reads, and its
     # refusal there for a part without a kernel_rule; "" where the call has no such keyword
     argument: ClassVar[str] = ""
@@ -357,7 +344,6 @@ __all__ = [
     "PLACE",
     "QK",
     "ROUTE",
-    "Float64Rule",
     "HeadPart",
     "Part",
     "Quantity",
