@@ -125,7 +125,7 @@ def test_a_recursive_record_repr_stops_as_a_dataclasses():
     assert repr(box) == "test_a_recursive_record_repr_stops_as_a_dataclasses.<locals>.Box(items=[...])"
 
 
-def test_the_init_is_compiled_when_the_record_is_first_made():
+def test_a_record_is_set_up_when_it_is_first_used():
     import types
 
     @record
@@ -133,10 +133,11 @@ def test_the_init_is_compiled_when_the_record_is_first_made():
         x: int
         y: int = 2
 
-    class Plain(Late):  # not a record of its own: it makes Late's __init__
+    class Plain(Late):  # not a record of its own: making it sets Late up
         pass
 
     assert not isinstance(Late.__dict__["__init__"], types.FunctionType)
+    assert "__dataclass_fields__" in Late.__dict__ and not isinstance(Late.__dict__["__dataclass_fields__"], dict)
     assert Plain(1).y == 2 and repr(Plain(1, 3)).endswith("Plain(x=1, y=3)")  # as a dataclass: the class made
     assert isinstance(Late.__dict__["__init__"], types.FunctionType)
     assert "__init__" not in Plain.__dict__
@@ -145,9 +146,32 @@ def test_the_init_is_compiled_when_the_record_is_first_made():
     class Read:
         x: int
 
-    assert isinstance(Read.__dict__["__init__"], types.FunctionType) is False
-    assert Read.__init__.__qualname__.endswith("Read.__init__")  # reading it compiles it
+    assert Read.__init__.__qualname__.endswith("Read.__init__")  # reading it sets it up
     assert isinstance(Read.__dict__["__init__"], types.FunctionType)
+
+    @record
+    class Fields:
+        x: int
+
+    assert [f.name for f in dataclasses.fields(Fields)] == ["x"] and dataclasses.is_dataclass(Fields)
+
+    @record
+    class Documented:
+        x: tuple[int, ...] = ()
+
+    assert Documented.__doc__ == "Documented(x: 'tuple[int, ...]' = ())"
+    assert Documented.__match_args__ == ("x",) and Documented().x == ()
+
+    @record
+    class Base:
+        x: int
+
+    @record
+    class Child(Base):  # setting the child up sets its base up first
+        y: int
+
+    assert [f.name for f in dataclasses.fields(Child)] == ["x", "y"] and Child(1, 2) == Child(1, 2)
+    assert isinstance(Base.__dict__["__dataclass_fields__"], dict)
 
 
 def test_post_init_and_an_own_init_are_kept_as_a_dataclass_keeps_them():

@@ -1,18 +1,20 @@
-"""Frozen records: ``@record`` is ``@dataclass(frozen=True)`` at a third of the cost of defining it.
+"""Frozen records: ``@record`` is ``@dataclass(frozen=True)`` at a fraction of the cost of defining it.
 
 A frozen dataclass compiles six methods of its own with ``exec`` (``__init__``, ``__repr__``, ``__eq__``,
 ``__hash__``, ``__setattr__``, ``__delattr__``), about 1 ms a class, and ``symattn render`` defines some
-ninety before it writes a line (issue 29's start-up). A record compiles its ``__init__`` only, and only
-when the class is first made or its ``__init__`` read; the other five are shared functions that read the
-class's fields, and behave as the generated ones do: the same repr, equality of the same class on the
-compared fields, the hash of their tuple, and :class:`dataclasses.FrozenInstanceError` on assignment.
-``dataclasses.fields``, ``replace`` and ``asdict`` work on a record, since it is a dataclass.
+ninety before it writes a line (issue 29's start-up). A record compiles its ``__init__`` only, and sets up
+its fields only when it is first used (most are never made in a run); the other five methods are shared
+functions that read the class's fields, and behave as the generated ones do: the same repr, equality of
+the same class on the compared fields, the hash of their tuple, and
+:class:`dataclasses.FrozenInstanceError` on assignment. ``dataclasses.fields``, ``replace`` and ``asdict``
+work on a record, since it is a dataclass.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import reprlib
+import threading
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError
 from operator import attrgetter
@@ -39,23 +41,10 @@ def record(cls: type[T] | None = None, /, *, eq: bool = True) -> Any:
 
 
 def _record(cls: type[T], eq: bool) -> type[T]:
+    """The shared methods now; the fields, their layout and the ``__init__`` when the class is first used."""
     for name in ("__setattr__", "__delattr__"):
         if name in cls.__dict__:
             raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
-    documented = bool(cls.__dict__.get("__doc__"))
-    if not documented:  # for now: else dataclass() reads a signature (object's, slowly) to write one
-        cls.__doc__ = cls.__name__
-    # the fields, and nothing compiled: every method comes below
-    cls = dataclasses.dataclass(cls, init=False, repr=False, eq=False)
-    fields = list(dataclasses.fields(cls))  # type: ignore[arg-type]
-    shown = tuple(f.name for f in fields if f.repr)
-    hashed = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
-    layout = _Layout(shown, _getter(list(shown)), _getter([f.name for f in fields if f.compare]), _getter(hashed))
-    setattr(cls, "__record__", layout)  # noqa: B010 - no attribute of type[T] to mypy
-    if "__init__" not in cls.__dict__:  # a class's own __init__ stays, as in a dataclass
-        setattr(cls, "__init__", _FirstInit(cls, fields))  # noqa: B010
-    if not documented:  # as a dataclass's: its name and signature
-        cls.__doc__ = cls.__name__ + _signature(fields)
     cls.__setattr__ = _frozen_setattr  # type: ignore[method-assign]
     cls.__delattr__ = _frozen_delattr  # type: ignore[method-assign]
     if "__repr__" not in cls.__dict__:
@@ -66,7 +55,68 @@ def _record(cls: type[T], eq: bool) -> type[T]:
         explicit = cls.__dict__.get("__hash__", MISSING)
         if explicit is MISSING or (explicit is None and "__eq__" in cls.__dict__):
             cls.__hash__ = _hash  # type: ignore[method-assign]
+    pending = _Pending(cls)
+    for name in pending.names:
+        setattr(cls, name, _Deferred(pending, name))
     return cls
+
+
+_LOCK = threading.RLock()  # a record's first use may come from two threads; a subclass's sets its bases up
+
+
+class _Pending:
+    """What a record sets up on its first use: its dataclass fields (``dataclasses.fields``), the layout its
+    shared methods read, and its compiled ``__init__``. Most of the ninety records a command defines it never
+    uses, and each would cost about 0.5 ms (issue 29's start-up).
+
+    First use is any read of what it sets up: making an instance, ``dataclasses.fields`` or ``replace``, a
+    pickled instance compared, ``Record.__init__`` or ``Record.__doc__`` (as ``inspect.signature`` and
+    ``help`` read them), so that whoever looks finds the dataclass as ``@dataclass`` would have made it.
+    """
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.documented = bool(cls.__dict__.get("__doc__"))
+        own = ("__init__",) if "__init__" in cls.__dict__ else ()  # a class's own __init__ stays, as in a dataclass
+        deferred = ("__dataclass_fields__", "__dataclass_params__", "__match_args__", "__record__")
+        self.names = deferred + ("__init__",) * (not own) + ("__doc__",) * (not self.documented)
+        self.done = False
+
+    def set_up(self) -> None:
+        with _LOCK:
+            if not self.done:
+                self._set_up(self.cls)
+                self.done = True
+
+    def _set_up(self, cls: type) -> None:
+        for name in self.names:
+            if name != "__doc__":  # a class's __doc__ cannot be deleted, only replaced
+                delattr(cls, name)
+        if not self.documented:  # for now: else dataclass() reads a signature (object's, slowly) to write one
+            cls.__doc__ = cls.__name__
+        dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # the fields, and nothing compiled
+        fields = list(dataclasses.fields(cls))
+        shown = tuple(f.name for f in fields if f.repr)
+        hashed = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
+        compared = _getter([f.name for f in fields if f.compare])
+        setattr(cls, "__record__", _Layout(shown, _getter(list(shown)), compared, _getter(hashed)))  # noqa: B010
+        if "__init__" in self.names:
+            setattr(cls, "__init__", _init(cls, fields))  # noqa: B010
+        if not self.documented:  # as a dataclass's: its name and signature
+            cls.__doc__ = cls.__name__ + _signature(fields)
+
+
+class _Deferred:
+    """One attribute of a record not yet used: reading it sets the record up, then reads the real one."""
+
+    def __init__(self, pending: _Pending, name: str) -> None:
+        self.pending = pending
+        self.name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        self.pending.set_up()
+        value = self.pending.cls.__dict__[self.name]
+        return value.__get__(instance, owner) if instance is not None and hasattr(value, "__get__") else value
 
 
 class _Layout(NamedTuple):
@@ -123,28 +173,6 @@ def _init(cls: type, fields: list[dataclasses.Field]) -> Callable[..., None]:
     init.__module__ = cls.__module__
     init.__annotations__ = {f.name: f.type for f in fields} | {"return": None}
     return init
-
-
-class _FirstInit:
-    """A record's ``__init__`` until it is first wanted: then it compiles the real one and puts it in its
-    place. Compiling costs about 0.3 ms a record, and most of the records a command defines it never makes.
-
-    Wanted means called, or read from the class (``Record.__init__``, as ``inspect.signature`` does), so
-    that the class shows the real method with its signature whenever anyone looks.
-    """
-
-    def __init__(self, cls: type, fields: list[dataclasses.Field]) -> None:
-        self.cls = cls
-        self.fields = fields
-
-    def real(self) -> Callable[..., None]:
-        init = _init(self.cls, self.fields)
-        type.__setattr__(self.cls, "__init__", init)
-        return init
-
-    def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        init = self.real()
-        return init if instance is None else init.__get__(instance, owner)
 
 
 class _Factory:
