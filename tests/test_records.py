@@ -193,3 +193,26 @@ def test_post_init_and_an_own_init_are_kept_as_a_dataclass_keeps_them():
 
     assert Checked(4).x == 4 and seen == [4]
     assert Own("5") == Own("5") and Own("5").x == 5
+
+
+def test_a_record_unpickled_where_it_was_never_made_compares_and_shows(tmp_path):
+    # a worker process (dask, a spawned pool) gets records by pickle: none made there, nothing set up
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "made.py").write_text(
+        "from symattn.input.records import record\n\n\n@record\nclass Point:\n    x: int\n    y: tuple = ()\n",
+        encoding="utf-8",
+    )
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(root)]))
+    make = "import pickle, sys; from made import Point; sys.stdout.buffer.write(pickle.dumps([Point(1, (2,)), Point(1, (2,))]))"
+    data = subprocess.run([sys.executable, "-c", make], env=env, capture_output=True, check=True).stdout
+    read = (
+        "import pickle, sys; a, b = pickle.loads(sys.stdin.buffer.read()); "
+        "print(a == b, hash(a) == hash((1, (2,))), repr(a))"
+    )
+    said = subprocess.run([sys.executable, "-c", read], env=env, input=data, capture_output=True, check=True)
+    assert said.stdout.decode() == "True True Point(x=1, y=(2,))\n"
