@@ -65,3 +65,26 @@ def test_the_parser_of_one_command_is_that_command_of_the_whole_parser():
     assert command_named(["--version"]) is None
     assert command_named(["render", "--format", "latex"]) == "render"
     assert command_named(["-h", "check", "x.toml"]) == "check"
+
+
+def test_the_program_is_main_then_an_exit_without_the_last_collection(tmp_path):
+    # symattn.cli.run, the console script's and `python -m symattn`'s: main's exit status and output, then
+    # gc.freeze(), so that the interpreter's last collection skips SymPy's heap; main() itself never freezes
+    script = (
+        "import gc, sys\nfrom symattn.cli import main, run\n"
+        "code = main(['example', '--name', 'seed', '--lang', 'en'])\nprint(code, gc.get_freeze_count() == 0)\n"
+        "sys.argv = ['symattn', 'render', '--bogus']\ncode = run()\nprint(code, gc.get_freeze_count() > 0)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    said = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    lines = said.stdout.splitlines()
+    assert lines[-2:] == ["0 True", "2 True"]
+    assert said.stderr == "symattn: unrecognized arguments: --bogus\n"
+    made = subprocess.run(
+        [sys.executable, "-m", "symattn", "example", "--name", "seed", "--lang", "en"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert made.stdout == "\n".join(lines[:-2]) + "\n"  # the same spec, through run()
