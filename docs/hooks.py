@@ -717,7 +717,9 @@ def limits_table(tmp: Path) -> str:
 
 
 def _imports(tree: ast.Module, module: str, is_package: bool) -> set[str]:
-    """The package's modules that ``module`` imports, inside functions too."""
+    """What ``module`` imports from the package, inside functions too: ``from A import B`` as ``A.B``, which
+    the map shortens to the module it names (``from symattn import variants`` is ``variants``, ``from
+    symattn.input.spec import Spec`` is ``input.spec``)."""
     found = set()
     base = module.split(".") if is_package else module.split(".")[:-1]
     for node in ast.walk(tree):
@@ -727,8 +729,7 @@ def _imports(tree: ast.Module, module: str, is_package: bool) -> set[str]:
                 name = ".".join(parent + ([node.module] if node.module else []))
             else:
                 name = node.module or ""
-            names = [f"{name}.{alias.name}" for alias in node.names] if not node.module else [name]
-            found.update(names)
+            found.update(f"{name}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
     return {n for n in found if n.startswith(PACKAGE + ".")}

@@ -1,4 +1,4 @@
-from symattn.cli.commands import main
+from symattn.cli.commands import run
 
 if __name__ == "__main__":  # not when a worker process (spawn) imports the module
-    raise SystemExit(main())
+    raise SystemExit(run())

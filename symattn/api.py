@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -11,10 +10,11 @@ from symattn.derivation.derive import derive
 from symattn.derivation.steps import Derivation
 from symattn.exact.base import AttentionModel
 from symattn.exact.factory import build
+from symattn.input.records import record
 from symattn.input.spec import Spec, load_spec
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Result:
     """A spec with its exact model and derivation, computed on first use."""
 

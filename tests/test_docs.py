@@ -178,3 +178,21 @@ def test_blocks_fill_and_find_what_is_stale():
     )
     assert hooks.blocks.stale(filled, {"a": "new", "b": "B"}) == []
     assert hooks.blocks.unmarked(filled) == "# T\n\n\n\nnew\n\n\n\ntext\n\n\n\nB\n\n\n"
+
+
+def test_the_package_map_reads_every_form_of_import(tmp_path):
+    tree = ast.parse(
+        "from symattn import variants, __version__\nfrom symattn.input.spec import Spec\n"
+        "from . import steps\nfrom .modern import Groups\nimport symattn.exact.num\nimport json\n"
+    )
+    assert hooks._imports(tree, "symattn.derivation.derive", False) == {
+        "symattn.variants",
+        "symattn.__version__",
+        "symattn.input.spec.Spec",
+        "symattn.derivation.steps",
+        "symattn.derivation.modern.Groups",
+        "symattn.exact.num",
+    }
+    # derivation/steps.py reads the registry by `from symattn import variants`: the map names it
+    row = next(line for line in hooks.package_map(tmp_path).splitlines() if line.startswith("| `steps` |"))
+    assert "`variants`" in row.rsplit("|", 2)[1]

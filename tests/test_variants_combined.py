@@ -351,3 +351,15 @@ def test_rope_with_the_score_variants_by_hand(katex, latex, tmp_path):
     )
     assert katex(markdown) == []
     assert overfull(latex, render(derivation, "latex", standalone=True), "pdflatex", tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("example", "refused"),
+    [("seed", False), ("window", False), ("causal", False), ("alibi", True), ("softcap", True), ("sinks", True)],
+)
+def test_a_specs_float64_path_takes_the_parts_all_in_its_mask_and_refuses_the_others(example, refused):
+    from symattn import variants
+    from symattn.input import builtin
+    from symattn.input.spec import load_spec
+
+    assert variants.float64_refused(load_spec(builtin.example_path(example, "en"))) is refused

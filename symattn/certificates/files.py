@@ -18,13 +18,13 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from symattn.certificates.reader import Reader, brief, kind_of
 from symattn.input import limits
 from symattn.input.errors import LimitError, shown
+from symattn.input.records import record
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _NAME = re.compile(r"spec|[A-Za-z_][A-Za-z0-9_]{0,31}(?:\.[A-Za-z_][A-Za-z0-9_]{0,31})?")  # "spec", a spec key
@@ -32,7 +32,7 @@ _ENTRY = {"name", "path", "sha256"}
 CHUNK = 1 << 20
 
 
-@dataclass(frozen=True)
+@record
 class Named:
     """What the files a certificate names showed: failures (a SHA-256 that differs), one line per file, and
     the spec as the verifier read it (None where it is not named, absent, or it or a file it reads differs)."""

@@ -11,7 +11,6 @@ group's query heads: Σ_h v_h in order, off by at most γ_G Σ_h |v_h| beside th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy as np
 from symattn.certificates.float_digits import significant_many
 from symattn.input import limits
 from symattn.input.decimals import significant_exact
+from symattn.input.records import record
 from symattn.kernel import compensated, doubled, float64, float64_backward, logsumexp, score_mods
 from symattn.kernel.cores import map_forked
 from symattn.kernel.float64 import SAFETY, gamma
@@ -29,7 +29,7 @@ PARALLEL_WORK = 2**24  # multiply-adds of all heads' scores below which one proc
 START_BITS = 96
 
 
-@dataclass(frozen=True)
+@record
 class Tensors:
     """Every (batch, query head) as a float64.Head (a GradientHead where dO is given), batch by batch."""
 

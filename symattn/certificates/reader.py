@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 from symattn.input import files
 from symattn.input.errors import LimitError, SpecError
 from symattn.input.limits import BOUND_LENGTH, DIMS, TOKENS
+from symattn.input.records import record
 
 # Matched whole and only once the length is known to be bounded: linear time. A bound has no exponent,
 # and a shown value's exponent is bounded, so no conversion makes a number of millions of digits.
@@ -29,7 +29,7 @@ _FORMS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Value:
     """One shown value, its bounds (None where it is -inf) and the certificate's exact fraction, if any."""
 

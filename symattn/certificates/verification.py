@@ -3,14 +3,15 @@ significant digits, exactly. (The files a certificate names: :mod:`symattn.certi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
+
+from symattn.input.records import record
 
 # what a verified version-1 certificate proves of each value (the CLI's first line says it)
 CLAIM = "each exact value lies in its bounds, and every point of the bounds rounds to the value shown"
 
 
-@dataclass(frozen=True)
+@record
 class Verification:
     checked: int  # values proved
     failures: tuple[str, ...]  # one line each: where, and what is wrong

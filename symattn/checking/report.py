@@ -6,12 +6,12 @@ means: :mod:`symattn.checking.verdicts`); the counts list the ``OPTIONAL`` ones 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from symattn.exact.rounding import Num
 from symattn.input.claims import Claim, Written
+from symattn.input.records import record
 
 if TYPE_CHECKING:
     from symattn.checking.closed import Closed
@@ -21,7 +21,7 @@ OPTIONAL = ("input-rounding", "too-coarse")  # only with inputs = "rounded", or 
 PROBLEMS = ("too-coarse", "last-digit", "wrong")
 
 
-@dataclass(frozen=True)
+@record
 class Explanation:
     """How the right number comes about, with the user's inputs: operands and result."""
 
@@ -34,7 +34,7 @@ class Explanation:
     summed: bool = False  # operands are numbers that add up: a shared K's or V's gradient over its query heads
 
 
-@dataclass(frozen=True)
+@record
 class Verdict:
     claim: Claim
     verdict: str
@@ -64,7 +64,7 @@ class Verdict:
         return self.verdict in PROBLEMS
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     title: str | None
     lang: str

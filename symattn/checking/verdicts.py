@@ -27,7 +27,6 @@ with the note ``unshifted``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
@@ -50,6 +49,7 @@ from symattn.input.claims import PRODUCTS, Claim
 from symattn.input.decimals import Percent, round_half_up, terminating_decimals, truncate
 from symattn.input.limits import CLAIM_EXPONENT, NUMBER_LENGTH
 from symattn.input.quantities import COLUMNS, GRADIENTS, HEAD_FORWARD, INPUTS, SCALARS
+from symattn.input.records import record
 from symattn.input.spec import Spec
 
 SIGNIFICANT = 6
@@ -73,7 +73,7 @@ ASKED_BY = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class _Exact:
     """What a claim is compared with: the exact value (rational or None), its closed form, its
     SIGNIFICANT digits, and its rounding to the claim's decimals."""

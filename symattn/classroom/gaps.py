@@ -11,7 +11,6 @@ An entry that a mask makes −∞ is no gap (:func:`masked`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
@@ -20,18 +19,19 @@ from symattn.classroom.sheets import answer_values, asked_decimals
 from symattn.classroom.variants import Asked, Variant
 from symattn.input.decimals import round_half_up
 from symattn.input.errors import SpecError
+from symattn.input.records import record
 
 # the classic slips that ``check`` names (checking.slips.SLIPS), then truncation instead of rounding
 SLIPS = ("no_scaling", "column_softmax", "no_exp", "transposed_V", "truncated")
 
 
-@dataclass(frozen=True)
+@record
 class Slip:
     name: str  # one of SLIPS
     value: Decimal
 
 
-@dataclass(frozen=True)
+@record
 class Gap:
     """One asked number as an LMS asks for it."""
 

@@ -28,7 +28,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.errors import SpecError, SymattnError, clip
 from symattn.input.errors import shown as quoted
 from symattn.input.files import read_table
+from symattn.input.records import record
 
 POLICY = {
     "exact": Fraction(1),
@@ -61,7 +62,7 @@ FEEDBACK_FORMATS = ("text", "markdown", "latex", "html", "pdf")
 STEPS = ASKABLE  # the steps of a sheet, in their order: the quantities a template may ask for
 
 
-@dataclass(frozen=True)
+@record
 class Row:
     """One student's line of the gradebook."""
 
@@ -81,7 +82,7 @@ class Row:
     scores: tuple[tuple[str, Fraction], ...] = ()  # the score of each asked number answered, by claims key
 
 
-@dataclass(frozen=True)
+@record
 class Summary:
     """What the class got wrong: per step and per classic slip, how many students (most first)."""
 
@@ -93,7 +94,7 @@ class Summary:
     blank: int = 0  # graded returns with no number filled in
 
 
-@dataclass(frozen=True)
+@record
 class Gradebook:
     rows: tuple[Row, ...]  # by id, then file
     policy: tuple[tuple[str, Fraction], ...] = tuple(POLICY.items())

@@ -23,7 +23,7 @@ import io
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -35,6 +35,7 @@ from symattn.input.errors import LimitError, SpecError, brief, clip
 from symattn.input.errors import shown as quoted
 from symattn.input.limits import alarm_guard, deadline, own_clocks
 from symattn.input.numeral import has_foreign_digits
+from symattn.input.records import record
 
 _NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:[.,][0-9]*)?|[.,][0-9]+)(?:[eE][-+]?[0-9]+)?")  # 0-9 only: not ٣
 _SLOT = re.compile(r"(Response|Right answer) (\d+)")
@@ -49,7 +50,7 @@ _LAST_NAME = ("Last name", "Surname")
 _EMPTY = ("", "-")
 
 
-@dataclass(frozen=True)
+@record
 class Attempt:
     """One row of the report: who, and per slot the answer text of each part (None: not given)."""
 

@@ -9,8 +9,9 @@ report numbers the parts of a response).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import NamedTuple
+
+from symattn.input.records import record
 
 
 class Place(NamedTuple):
@@ -33,7 +34,7 @@ def place_of(spec, quantity: str, row: int | None, col: int | None, key: str = "
     return Place(quantity, *labels(spec, quantity, row, col), key=key, part=part)
 
 
-@dataclass(frozen=True)
+@record
 class Note:
     """A finding about one return, as a code of the language files' ``[grade.note]`` and its details.
 

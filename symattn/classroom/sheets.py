@@ -6,19 +6,20 @@ Also every student's key in one document, for the teacher. Sheets and keys come 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from symattn.classroom.variants import Asked, Variant
 from symattn.exact.head_figures import exact_figures
 from symattn.exact.heads import build_model
 from symattn.input.errors import SpecError
+from symattn.input.records import record
 
 FORMATS = ("markdown", "latex", "pdf", "html")
 EXTENSIONS = {"markdown": "md", "latex": "tex", "pdf": "pdf", "html": "html"}
 
 
-@dataclass(frozen=True)
+@record
 class SheetView:
     """What a sheet template shows: plain data, no strings but the user's own."""
 

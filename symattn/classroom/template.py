@@ -24,7 +24,6 @@ How a variant is drawn from a template: :mod:`symattn.classroom.variants`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from symattn.input.decimals import terminating_decimals
 from symattn.input.errors import brief
 from symattn.input.files import kind_of, read_table
 from symattn.input.reader import Reader
+from symattn.input.records import record
 
 ASKABLE = ("sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
 DEFAULT_ASK = ("scores", "scaled", "weights", "output")
@@ -53,7 +53,7 @@ MAX_TRIES = 10_000
 MIN_GAP = Fraction(2, 100)
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     lo: Fraction
     count: int  # values lo, lo + step, ..., lo + count·step
@@ -63,7 +63,7 @@ class Rule:
     fixed: tuple[tuple[tuple[int, int], str], ...]  # ((row, col) 0-based, text)
 
 
-@dataclass(frozen=True)
+@record
 class Template:
     base: tuple[tuple[str, Any], ...]  # the spec keys of the template, without the exercise keys
     rules: tuple[tuple[str, Rule], ...]

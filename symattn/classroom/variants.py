@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -37,13 +36,14 @@ from symattn.input.decimals import round_half_up
 from symattn.input.errors import EvaluationError, SpecError
 from symattn.input.formula import Formula
 from symattn.input.numeral import Numeral
+from symattn.input.records import record
 from symattn.input.spec import Spec, spec_from_mapping
 
 CONDITIONS = ("zero-row", "tie", "gap", "hand-digits", "boundary")
 BOUNDARY = Fraction(1, 10**9)
 
 
-@dataclass(frozen=True)
+@record
 class Asked:
     """One asked number: its claims key (1-based, as in answers.toml) and where it stands (0-based)."""
 
@@ -53,7 +53,7 @@ class Asked:
     col: int | None
 
 
-@dataclass(frozen=True)
+@record
 class Variant:
     """One student's exercise: their numbers as spec keys, the validated spec, and what is asked."""
 

@@ -1,5 +1,5 @@
 """The command line: a thin shell over the public functions."""
 
-from symattn.cli.commands import main
+from symattn.cli.commands import main, run
 
-__all__ = ["main"]
+__all__ = ["main", "run"]

@@ -8,13 +8,14 @@ Each command imports only what it needs, to start fast.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
-from symattn.cli.parser import build_parser, say
+from symattn.cli.parser import build_parser, command_named, say
 from symattn.cli.terminal import counter, is_terminal, progress, steps
 from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, brief
 
@@ -417,6 +418,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
 
 
+def run() -> int:
+    """``symattn`` as a program (the console script, ``python -m symattn``): :func:`main`, with the garbage
+    collector kept off SymPy's objects, which live as long as the process does."""
+    if command_named(sys.argv[1:]) == "render":  # it imports SymPy next in any case
+        import sympy  # noqa: F401
+
+        # SymPy leaves some 60,000 objects; a full collection during the command walks them all, 60 ms
+        # and more (issue 29's start-up). gc.freeze() puts the objects alive now out of its reach.
+        gc.freeze()
+    code = main()
+    # What the command wrote is written and closed (files through os-level writes; stdout is flushed at
+    # exit all the same). The collection Python makes as it shuts down would walk every object, to free
+    # memory the ending process gives back anyway. Never in main(): a caller's process (a test session)
+    # goes on, and would keep its garbage.
+    gc.freeze()
+    return code
+
+
 @contextmanager
 def _terminate_as_interrupt() -> Iterator[None]:
     """SIGTERM ends the command as Ctrl-C does, so that a TeX run's process group is killed on the way out."""
@@ -439,7 +458,8 @@ def _terminate_as_interrupt() -> Iterator[None]:
 def _main(argv: Sequence[str] | None) -> int:
     try:
         try:
-            args = build_parser().parse_args(argv)
+            argv = sys.argv[1:] if argv is None else argv
+            args = build_parser(command_named(argv)).parse_args(argv)
         except SystemExit as exc:  # --help, --version, or a usage error already said
             return exc.code if isinstance(exc.code, int) else EXIT_INPUT
         run = COMMANDS[args.command]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import NoReturn
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from symattn.input.errors import EXIT_INPUT, brief, shown
 
@@ -98,14 +99,43 @@ def _seconds(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_named(argv: Sequence[str]) -> str | None:
+    """The command a command line names: its first word that is not an option (``symattn`` itself has
+    options of none but --help and --version)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+class _Commands:
+    """The commands, each with its name and help; only ``wanted`` is given its options (None: every one, for
+    ``symattn --help`` and the docs). Adding them all costs more than a render's own work (issue 29's
+    start-up), and a command line parses one command."""
+
+    def __init__(self, commands: argparse._SubParsersAction, wanted: str | None) -> None:
+        self.commands = commands
+        self.wanted = wanted
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        made = self.commands.add_parser(name, **kwargs)
+        return made if self.wanted in (None, name) else _Unread()
+
+
+class _Unread:
+    """A command the command line does not name: its options are not added."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; with ``command``, of that command's options only (the others still
+    show in ``symattn --help``)."""
     from symattn.input.choices import EXPANDS, FIGURES, NOTATIONS, ROUNDINGS
 
     parser = Parser(prog="symattn", description="Exact, step-by-step Transformer attention derivations.")
     from symattn import __version__
 
     parser.add_argument("--version", action="version", version=f"symattn {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    sub = _Commands(parser.add_subparsers(dest="command", required=True, parser_class=Parser), command)
 
     render = sub.add_parser("render", help="render a derivation as Markdown, LaTeX, PDF or HTML")
     render.add_argument("spec", nargs="?", metavar="SPEC", help="TOML or JSON spec; default: the built-in example")

@@ -5,7 +5,6 @@ classes (each costs start-up time to define) out of every other run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from symattn import variants
@@ -15,6 +14,7 @@ from symattn.exact.head_figures import figures
 from symattn.exact.model import Model
 from symattn.exact.rounding import Figures, Num, NumRow, NumRows, is_exact
 from symattn.input.numeral import Numeral
+from symattn.input.records import record
 from symattn.input.spec import Matrix, Spec
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from symattn.exact.multihead import MultiHead
 
 
-@dataclass(frozen=True)
+@record
 class Loss:
     """The loss and dL/dO."""
 
@@ -35,7 +35,7 @@ class Loss:
     exact: bool
 
 
-@dataclass(frozen=True)
+@record
 class GradValues:
     """dV = Aᵀ dO and dA = dO Vᵀ."""
 
@@ -49,7 +49,7 @@ class GradValues:
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
-@dataclass(frozen=True)
+@record
 class SoftmaxGradRow:
     row: int
     alpha: NumRow
@@ -64,7 +64,7 @@ class SoftmaxGradRow:
     masked: tuple[int, ...]  # keys this query may not attend to: zero gradient
 
 
-@dataclass(frozen=True)
+@record
 class GradSoftmax:
     kind: ClassVar[str] = "backward_softmax"
     rows: tuple[SoftmaxGradRow, ...]
@@ -74,7 +74,7 @@ class GradSoftmax:
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
-@dataclass(frozen=True)
+@record
 class GradScaling:
     kind: ClassVar[str] = "backward_scaling"
     d_k: int
@@ -86,7 +86,7 @@ class GradScaling:
     capped: bool = False  # a monotone map of z: dS from dY, the gradient of the scores before it
 
 
-@dataclass(frozen=True)
+@record
 class GradQK:
     """dQ = dS K and dK = dSᵀ Q."""
 
@@ -101,7 +101,7 @@ class GradQK:
     rotated: bool = False  # a Q/K part's: dQ′ = dS K′ and dK′ = dSᵀ Q′, turned back in the next step
 
 
-@dataclass(frozen=True)
+@record
 class GradProjected:
     name: str  # "Q", "K" or "V"
     source: str  # "X" or "X_kv"
@@ -111,7 +111,7 @@ class GradProjected:
     db_exact: bool
 
 
-@dataclass(frozen=True)
+@record
 class GradProjections:
     kind: ClassVar[str] = "backward_projections"
     products: tuple[GradProjected, ...]
@@ -121,7 +121,7 @@ class GradProjections:
     dX_kv_exact: bool
 
 
-@dataclass(frozen=True)
+@record
 class GradOutputProjection:
     kind: ClassVar[str] = "backward_output_projection"
     dO: NumRows
@@ -134,7 +134,7 @@ class GradOutputProjection:
     heads: int
 
 
-@dataclass(frozen=True)
+@record
 class BackwardHead:
     """One head's backward steps, on its slice of dL/d(concat)."""
 
@@ -147,7 +147,7 @@ class BackwardHead:
     derivation: Derivation
 
 
-@dataclass(frozen=True)
+@record
 class GradVariants(Facts):
     """The parts' steps after the softmax's backward (a map's dY, a denominator's own gradient): each one a
     fact, named as its part declares (None without the part)."""
@@ -157,7 +157,7 @@ class GradVariants(Facts):
     facts: tuple[tuple[str, Any], ...]
 
 
-@dataclass(frozen=True)
+@record
 class GradRecap:
     kind: ClassVar[str] = "backward_recap"
     shapes: tuple[tuple[str, int, int], ...]  # (gradient, rows, columns) in the order of the steps

@@ -3,15 +3,15 @@ shared K and V add up their group's gradients. Plain data only."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from symattn.exact.rounding import NumRows
 from symattn.input.groups import group_of
+from symattn.input.records import record
 from symattn.input.spec import Spec
 
 
-@dataclass(frozen=True)
+@record
 class KVGroup:
     index: int  # the key/value head, 0-based
     first: int  # its first column of K (0-based)
@@ -21,7 +21,7 @@ class KVGroup:
     heads: tuple[int, ...]  # the query heads (0-based) that use it
 
 
-@dataclass(frozen=True)
+@record
 class Groups:
     """Grouped-query heads: which key/value head each query head uses."""
 
@@ -36,7 +36,7 @@ class Groups:
     groups: tuple[KVGroup, ...]
 
 
-@dataclass(frozen=True)
+@record
 class GradGroup:
     index: int  # the key/value head, 0-based
     heads: tuple[int, ...]  # its query heads, 0-based
@@ -46,7 +46,7 @@ class GradGroup:
     dV_exact: bool
 
 
-@dataclass(frozen=True)
+@record
 class GradGroups:
     """Backward through shared K and V: each key/value head's gradient is the sum over its query heads."""
 

@@ -7,7 +7,6 @@ template per step ``kind`` and a language file for the prose.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from symattn import variants
@@ -17,6 +16,7 @@ from symattn.exact.rounding import Num, NumRows
 from symattn.input.formula import Formula
 from symattn.input.numeral import Numeral
 from symattn.input.reader import Entry
+from symattn.input.records import record
 from symattn.input.spec import Matrix, Spec
 
 # a shown value: a rounded number, or (in a symbolic derivation) a formula
@@ -42,7 +42,7 @@ class Facts:
         return variants.fact(self.facts_of, name)
 
 
-@dataclass(frozen=True)
+@record
 class Dot:
     """One expanded sum of products: Σ a×b = result, for entry (row, col)."""
 
@@ -53,7 +53,7 @@ class Dot:
     bias: Entry | None = None  # + b, in a projection
 
 
-@dataclass(frozen=True)
+@record
 class Setup:
     kind: ClassVar[str] = "setup"
     d_k: int
@@ -68,7 +68,7 @@ class Setup:
     d_model: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Projected:
     """One of Q = X W_Q + b_Q, K, V."""
 
@@ -80,7 +80,7 @@ class Projected:
     dots: tuple[Dot, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Projecting:
     kind: ClassVar[str] = "projecting"
     X: Matrix
@@ -89,7 +89,7 @@ class Projecting:
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
-@dataclass(frozen=True)
+@record
 class Masking:
     kind: ClassVar[str] = "masking"
     mask: str  # "none" (key padding only), "causal" or "matrix"
@@ -100,7 +100,7 @@ class Masking:
     diagonal: Any = None  # what the mask parts show (the causal diagonal's alignment, a window), where it matters
 
 
-@dataclass(frozen=True)
+@record
 class Scores:
     kind: ClassVar[str] = "scores"
     KT: Matrix
@@ -111,7 +111,7 @@ class Scores:
     rotated: bool = False  # the dots are of Q' and K' as a Q/K part turned them
 
 
-@dataclass(frozen=True)
+@record
 class Scaling:
     kind: ClassVar[str] = "scaling"
     d_k: int
@@ -122,7 +122,7 @@ class Scaling:
     exact: bool
 
 
-@dataclass(frozen=True)
+@record
 class SoftmaxRow(Facts):
     facts_of: ClassVar[str] = "softmax_row"
     row: int
@@ -141,14 +141,14 @@ class SoftmaxRow(Facts):
     facts: tuple[tuple[str, Any], ...] = ()  # a denominator part's (its term and logit, named its way)
 
 
-@dataclass(frozen=True)
+@record
 class Softmax:
     kind: ClassVar[str] = "softmax"
     rows: tuple[SoftmaxRow, ...]
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
-@dataclass(frozen=True)
+@record
 class WeightedRow:
     row: int
     weights: ShownRow
@@ -161,7 +161,7 @@ class WeightedRow:
     logistic: bool = False  # (symbols) the weights are written c/(1 + e^d), not as step 3's e^z/sum
 
 
-@dataclass(frozen=True)
+@record
 class WeightedSum:
     kind: ClassVar[str] = "weighted_sum"
     V: Matrix
@@ -169,7 +169,7 @@ class WeightedSum:
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
-@dataclass(frozen=True)
+@record
 class MatrixForm:
     kind: ClassVar[str] = "matrix_form"
     A: ShownRows
@@ -181,7 +181,7 @@ class MatrixForm:
     parts: tuple[str, ...] = ()  # the parts that change the formula beyond 2017's, by name, in the order they act
 
 
-@dataclass(frozen=True)
+@record
 class Picture:
     """A picture of a matrix as the document shows it: a heatmap (one panel per head), and for the weights
     the focus row's token diagram. The renderer measures and draws it."""
@@ -193,7 +193,7 @@ class Picture:
     diagram: bool  # with the token diagram (the "figures" setting is "all")
 
 
-@dataclass(frozen=True)
+@record
 class Head:
     """One head of multi-head attention: the core steps on its slice of columns."""
 
@@ -205,7 +205,7 @@ class Head:
     kv_index: int | None = None  # grouped-query: the key/value head it uses (0-based); None: its own columns
 
 
-@dataclass(frozen=True)
+@record
 class Concat:
     kind: ClassVar[str] = "concat"
     heads: int
@@ -213,7 +213,7 @@ class Concat:
     exact: bool
 
 
-@dataclass(frozen=True)
+@record
 class OutputProjection:
     kind: ClassVar[str] = "output_projection"
     W_O: Matrix
@@ -224,7 +224,7 @@ class OutputProjection:
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 
-@dataclass(frozen=True)
+@record
 class Substitution:
     """The values of the symbols, and the numeric derivation that follows from them."""
 
@@ -233,7 +233,7 @@ class Substitution:
     derivation: Derivation
 
 
-@dataclass(frozen=True)
+@record
 class Recap:
     kind: ClassVar[str] = "recap"
     top: int
@@ -244,7 +244,7 @@ class Recap:
     z: Num | None = None  # with an additive or monotone part: the top key's z, which the softmax weighs instead
 
 
-@dataclass(frozen=True)
+@record
 class ToyVsReal(Facts):
     """What this example is, fact by fact, to set beside a real model (its parts' facts too)."""
 
@@ -329,7 +329,7 @@ STEP_KINDS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Derivation:
     title: str | None
     lang: str

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 from typing import ClassVar, cast
@@ -29,6 +28,7 @@ from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError
+from symattn.input.records import record
 from symattn.input.spec import Spec
 from symattn.variants import DENOMINATOR
 
@@ -145,7 +145,7 @@ def _fractions(m) -> tuple:
     return tuple(tuple(x.value for x in row) for row in m)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class BackwardModel(Rounding):
     """The gradients of a forward model (one head, or several with W_O). Build with :func:`build_backward`."""
 
@@ -400,7 +400,7 @@ class BackwardModel(Rounding):
         return self.forward.significant(quantity, digits)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class HeadGradients(Rounding):
     """One head's gradients of a multi-head backward pass (the same interface, its own names)."""
 

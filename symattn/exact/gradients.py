@@ -19,10 +19,10 @@ The backward model runs them on closed forms, enclosures and exponential polynom
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from symattn.input.records import record
 from symattn.variants.base import DENOMINATOR, MAP, QK
 
 Grid = list  # a matrix: a list of rows of algebra elements
@@ -49,7 +49,7 @@ def _consts(alg, rows: Sequence[Sequence[Fraction]]) -> Grid:
     return [[alg.const(x) for x in row] for row in rows]
 
 
-@dataclass(frozen=True)
+@record
 class Inputs:
     """The exact inputs of the backward pass, as rationals (weights come from the algebra)."""
 

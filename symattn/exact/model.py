@@ -23,7 +23,7 @@ evaluate every exponential once and round each value correctly
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from functools import cached_property, cmp_to_key
 from typing import Any, ClassVar
@@ -48,12 +48,13 @@ from symattn.exact.numeric import Fixed
 from symattn.exact.rationals import Rationals
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
+from symattn.input.records import record
 from symattn.input.spec import Spec
 from symattn.variants.base import ADD, DENOMINATOR, MAP, QK
 from symattn.variants.forms import Forms, Unordered, upper
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Model(Rationals, ClosedForms, Rounding, ForwardPass):
     """Exact Q, K, V and everything computed from them. Build with :func:`~symattn.exact.heads.build_model`.
 

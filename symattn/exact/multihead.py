@@ -8,7 +8,6 @@ order and multiplied by W_O, plus b_O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 from typing import ClassVar
@@ -22,10 +21,11 @@ from symattn.exact.heads import build_heads
 from symattn.exact.model import Model
 from symattn.exact.numeric import Fixed
 from symattn.exact.rounding import NumRows, exact_or_rounded, from_model
+from symattn.input.records import record
 from symattn.input.spec import Spec
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class MultiHead(Rounding, ForwardPass):
     heads: tuple[Model, ...]
     W_O: tuple[tuple[Fraction, ...], ...] | None = None

@@ -5,12 +5,13 @@ rendering a report of numbers alone imports no SymPy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
+from symattn.input.records import record
 
-@dataclass(frozen=True)
+
+@record
 class Num:
     """A number as shown: its digits, whether they are the whole value, and whether it is m × 10^k."""
 

@@ -20,7 +20,6 @@ shown numbers before it), never a re-rounding of fixed digits.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import cache
@@ -32,12 +31,13 @@ from symattn.exact import numeric
 from symattn.exact.base import Rounding
 from symattn.exact.num import NEG_INFINITY, Num, NumRow, NumRows
 from symattn.input.decimals import round_half_up, terminating_decimals
+from symattn.input.records import record
 
 if TYPE_CHECKING:
     from symattn.input.spec import Spec
 
 
-@dataclass(frozen=True)
+@record
 class Figures:
     """Every number the derivation shows."""
 

@@ -8,7 +8,7 @@ shown for values; a formula is never filled with placeholders.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from functools import cached_property
 from typing import ClassVar
@@ -23,6 +23,7 @@ from symattn.input.formula import Formula, symbol, value_of
 from symattn.input.numeral import Numeral
 from symattn.input.projection import numeral_of, project
 from symattn.input.reader import Entry, Matrix, Numerals
+from symattn.input.records import record
 from symattn.input.spec import Spec
 
 
@@ -30,7 +31,7 @@ def _matrix(m: Matrix) -> ImmutableMatrix:
     return ImmutableMatrix([[value_of(x) for x in row] for row in m])
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class SymbolicModel(ClosedForms, ForwardPass):
     Q: ImmutableMatrix
     K: ImmutableMatrix

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -44,6 +43,7 @@ from symattn.input.quantities import (
     is_per_head,
 )
 from symattn.input.reader import Reader, check_keys
+from symattn.input.records import record
 from symattn.input.spec import SPEC_KEYS, Spec, spec_from_mapping
 
 _KEY = re.compile(r"([A-Za-z_]+)((?:\[[0-9]+\])*)")  # ASCII digits: never '²'
@@ -56,7 +56,7 @@ _PRODUCTS = re.compile(r"products\.(scores|output)((?:\[[0-9]+\])*)")
 PRODUCTS = {"products.scores": "scores", "products.output": "output"}  # each term claim and the sum it adds up to
 
 
-@dataclass(frozen=True)
+@record
 class Claim:
     """One claimed number and where it stands."""
 
@@ -81,7 +81,7 @@ class Written(NamedTuple):
     head: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Claims:
     spec: Spec
     claims: tuple[Claim, ...]
@@ -364,7 +364,7 @@ class _ClaimReader(Reader):
             self.section(claims, f"{key}.{label}", row, head)
 
 
-@dataclass(frozen=True)
+@record
 class _Where:
     """Where the numbers of one key go: the quantity, the row of a row section, the head, a column offset."""
 

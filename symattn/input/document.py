@@ -11,17 +11,17 @@ chain carries forward and a check compares against, so the exact model reads the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from symattn.input.choices import CJK_FONTS, ENGINES, FIGURES, PAPERS
 from symattn.input.reader import Reader
+from symattn.input.records import record
 
 # the spec's keys (and the command line's settings) that DocumentOptions holds
 DOCUMENT_KEYS = ("title", "lang", "expand", "paper", "engine", "cjk_font", "heading_level", "numbered", "figures")
 
 
-@dataclass(frozen=True)
+@record
 class DocumentOptions:
     """A spec's document options, validated; the defaults are a spec's without those keys."""
 

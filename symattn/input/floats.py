@@ -18,7 +18,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ import numpy as np
 
 from symattn.input import limits, tensorfile
 from symattn.input.errors import LimitError, SpecError
+from symattn.input.records import record
 
 # precision p (significand bits, with the hidden one) and the smallest normal exponent of each format
 FORMATS = {
@@ -43,7 +44,7 @@ _SAFETENSORS = re.compile(r"(?P<path>.+\.safetensors):(?P<name>[^:/\\]+)")
 _DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]{1,4})?")
 
 
-@dataclass(frozen=True)
+@record
 class FloatResult:
     """A matrix of floats: each entry exact (a Fraction) or None where it is not finite."""
 

@@ -7,14 +7,15 @@ rows has none of it (:data:`NO_FILES`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from symattn.input.records import record
 
 if TYPE_CHECKING:
     from symattn.input.reader import Matrix
 
 
-@dataclass(frozen=True)
+@record
 class KernelInputs:
     layout: str = "bhnd"  # or "bnhd": the order of the files' axes (and of a result's)
     batches: tuple[tuple[Matrix, Matrix, Matrix], ...] = ()  # every batch's (Q, K, V) matrices; empty: one batch

@@ -11,7 +11,7 @@ Integer files (``cu_seqlens_q``, ``block_table``, …) are whole numbers only, r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from symattn import variants
 from symattn.input.errors import brief
 from symattn.input.reader import Reader, check_keys, kind_of
+from symattn.input.records import record
 
 INTEGER_KEYS = ("cu_seqlens_q", "cu_seqlens_k", "block_table", "seqlens_k")  # as flash_attn names them
 DESCALE_KEYS = ("q_descale", "k_descale", "v_descale")  # flash_attn_3's, float32 per (batch, kv head)
@@ -28,7 +29,7 @@ VARIANT_KEYS = variants.kernel_arguments()  # compare's keywords of the parts wi
 TAKEN = ("Q", "K", "V", "layout", "mask", "causal_align", "window", "scale", "backward", *VARIANT_KEYS, *LAYOUT_KEYS)
 
 
-@dataclass(frozen=True)
+@record
 class KernelSpec:
     """compare's arguments from a spec file: q, k, v (tensorfile.Array), the layout's arrays (``packing``:
     int64 for the integer keys, an Array for a descale) and the keywords (causal, causal_align, window,

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
 from symattn.input.errors import SymattnError, brief
 from symattn.input.limits import CLAIM_EXPONENT, NUMBER_EXPONENT, NUMBER_LENGTH
 from symattn.input.messages import said
+from symattn.input.records import record
 
 # ASCII digits only: Python's \d also matches '٣' and '３', which no reader of a
 # handout would take for a digit and pdflatex cannot set
@@ -38,7 +38,7 @@ class NotFiniteError(NumeralError):
     """inf or nan: never a number here, and never a symbol name either."""
 
 
-@dataclass(frozen=True)
+@record
 class Numeral:
     """An exact number together with the way the user wrote it."""
 

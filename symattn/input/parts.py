@@ -4,7 +4,7 @@ several heads with W_O, the backward pass's loss, and the decimals shown."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 from symattn.input import limits
@@ -15,9 +15,10 @@ from symattn.input.groups import check_kv_heads
 from symattn.input.messages import said
 from symattn.input.projection import Projection
 from symattn.input.reader import Matrix, Numerals, Reader, brief, check_keys, did_you_mean, kind_of, parse_index
+from symattn.input.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Decimals:
     """Digits after the point shown for each quantity."""
 
@@ -34,7 +35,7 @@ class Decimals:
 LOSSES = ("sum", "mse", "given")
 
 
-@dataclass(frozen=True)
+@record
 class Backward:
     """The ``[backward]`` table: where dL/dO comes from.
 

@@ -6,17 +6,17 @@ written as its exact decimal (or as a fraction where it does not terminate).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 
 from symattn.input.decimals import round_half_up, terminating_decimals
 from symattn.input.numeral import Numeral
 from symattn.input.reader import Entry, Matrix, Numerals, is_number_row, is_numbers
+from symattn.input.records import record
 
 Row = tuple[Entry, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Projection:
     """The inputs of Q = X W_Q + b_Q, K = X_kv W_K + b_K, V = X_kv W_V + b_V."""
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
 from functools import cache, lru_cache
+
+from symattn.input.records import record
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -36,7 +37,7 @@ def _within(code: int, ranges: Ranges) -> bool:
     return i >= 0 and ranges[i][0] <= code <= ranges[i][1]
 
 
-@dataclass(frozen=True)
+@record
 class Script:
     """One writing system, as the PDF sets it."""
 

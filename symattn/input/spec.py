@@ -8,7 +8,7 @@ read from their text (see :mod:`symattn.input.numeral`); every problem raises a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -37,10 +37,11 @@ from symattn.input.parts import (
 )
 from symattn.input.projection import Projection, project
 from symattn.input.reader import Matrix, Reader, Scale, check_keys, kind_of
+from symattn.input.records import record
 from symattn.variants import ADD, DENOMINATOR, MAP, PLACE, QK, ROUTE, Where
 
 
-@dataclass(frozen=True)
+@record
 class Spec:
     """Validated inputs and settings: the attention math, and beside it how its document reads
     (:attr:`document`) and what its input files brought (:attr:`kernel`). Build it with :func:`load_spec`."""

@@ -5,14 +5,15 @@ SymPy, which the float64 path never needs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from symattn.input.records import record
 
 if TYPE_CHECKING:
     import sympy
 
 
-@dataclass(frozen=True)
+@record
 class Formula:
     """A matrix entry with symbols, or a computed symbolic value."""
 

@@ -26,13 +26,13 @@ import io
 import json
 import math
 import struct
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError
+from symattn.input.records import record
 
 NPY_MAGIC = b"\x93NUMPY"
 _NPY_FLOATS = {"float16": "float16", "float32": "float32", "float64": "float64", "bfloat16": "bfloat16"}
@@ -62,7 +62,7 @@ def dtype_of(fmt: str) -> np.dtype:
     return np.dtype(getattr(ml_dtypes, fmt))
 
 
-@dataclass(frozen=True)
+@record
 class Array:
     """A float array as read: its format and its values as float64 (exactly), in C order."""
 

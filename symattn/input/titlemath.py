@@ -17,9 +17,8 @@ character or the command.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from symattn.input.messages import said
+from symattn.input.records import record
 
 _GREEK = (
     "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi "
@@ -71,28 +70,28 @@ class TitleMathError(ValueError):
     """The math of a title is outside the grammar. Callers add the file and key."""
 
 
-@dataclass(frozen=True)
+@record
 class Char:
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class Group:
     items: tuple
 
 
-@dataclass(frozen=True)
+@record
 class Command:
     name: str  # a control word (letters) or a control symbol (one character)
     arguments: tuple = ()  # (kind, Group | Text), kind from COMMANDS
 
 
-@dataclass(frozen=True)
+@record
 class Text:
     text: str  # the argument of \text, kept as characters; escaped when emitted
 
 
-@dataclass(frozen=True)
+@record
 class Scripted:
     base: object
     primes: int

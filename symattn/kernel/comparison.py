@@ -9,13 +9,14 @@ of them imports the module that dispatches to the others.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from symattn.input.decimals import significant_exact
 from symattn.input.floats import ulp
+from symattn.input.records import record
 
 SHOWN_DIGITS = 3  # of each error
 EXACT_DIGITS = 17  # of each exact value shown (enough to tell float64 neighbours apart)
@@ -27,7 +28,7 @@ EDGES = (Fraction(0), Fraction(1, 2)) + tuple(Fraction(2) ** k for k in range(0,
 ZERO = len(EDGES) + 1
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     row: int
     col: int
@@ -142,7 +143,7 @@ def rank(bucket: Any) -> Any:
     return np.where(bucket == ZERO, -1, bucket) if isinstance(bucket, np.ndarray) else -1 if bucket == ZERO else bucket
 
 
-@dataclass(frozen=True)
+@record
 class Comparison:
     source: str
     quantity: str

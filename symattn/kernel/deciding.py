@@ -8,7 +8,7 @@ an entry too near a boundary for them is left to ``comparison._decide``, in exac
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
@@ -16,6 +16,7 @@ import numpy as np
 
 from symattn.input.decimals import significant_exact
 from symattn.input.floats import FORMATS
+from symattn.input.records import record
 
 MARGIN = 1e-9  # in units of the third digit: far above numpy's own rounding of the figures (≈ 1e-12)
 WIDEN = 2.0**-48  # the relative rounding of near, far and the relative error's division
@@ -45,7 +46,7 @@ def decide(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str):
     return ok, (q_u, k_u), (q_r, k_r), e.bucket
 
 
-@dataclass(frozen=True)
+@record
 class Errors:
     """Float bounds on each entry's error against every point of [lo, hi]: in ULPs (rigorous where
     ``bounded``), relative (rigorous everywhere: 0 and ∞ where the exact value's sign is open), and

@@ -9,13 +9,13 @@ entries, in the same order, that :class:`~symattn.kernel.comparison.Entries` fin
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from symattn.input.records import record
 from symattn.kernel.comparison import EDGES, ZERO, Entries, Entry, rank
 from symattn.kernel.deciding import figure, shown
 
@@ -23,7 +23,7 @@ _OFFSET = 10**5  # added to a figure's exponent: every key of a nonzero figure i
 _SCALE = 10**10  # a bucket weighs more than any figure's key: (bucket, ulps) in one integer
 
 
-@dataclass(frozen=True)
+@record
 class Figures:
     """Three-digit figures of a matrix: q·10^k (q of three digits) where ``ok``, else ``others`` (None
     where an entry has no figure: not finite, or no scale to measure against)."""
@@ -55,7 +55,7 @@ def _key(d: Decimal | None) -> int:
     return (top + _OFFSET) * 1000 + int(abs(d).scaleb(2 - top))  # exact: a figure has three digits
 
 
-@dataclass(frozen=True)
+@record
 class ExactShown:
     """Each entry's exact value as shown: q·10^k where numpy decided it (``ok``), else from its float64
     ends (``deciding.shown``) or, where arb refined it, ``others``."""

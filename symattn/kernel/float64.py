@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
+
+from symattn.input.records import record
 
 U = 2.0**-53
 SAFETY = 1.0001
@@ -117,7 +118,7 @@ def is_float32(a: np.ndarray) -> bool:
     return bool(np.all(np.isfinite(a)) and np.all(a.astype(np.float32).astype(np.float64) == a))
 
 
-@dataclass(frozen=True)
+@record
 class Head:
     """One head's exact inputs as float64 arrays: Q (n×d), K (m×d), V (m×dv), all float32 values."""
 
@@ -130,7 +131,7 @@ class Head:
     allowed: np.ndarray | None  # n×m booleans, True = may attend; None: every key
 
 
-@dataclass(frozen=True)
+@record
 class ModHead(Head):
     """A head whose scores are modified: FP8's descales in the scale, score modifiers (kernel/score_mods.py)."""
 
@@ -143,7 +144,7 @@ def extras(head: Head) -> tuple[Fraction | None, tuple[Any, ...]]:
     return getattr(head, "factor", None), getattr(head, "mods", ())
 
 
-@dataclass(frozen=True)
+@record
 class Block:
     """Query rows [start, stop): float values of the weights and output and bounds on their errors."""
 
@@ -192,7 +193,7 @@ def blocks(head: Head, weights: bool = True, block: int = BLOCK, split: Split | 
             yield _block(head, start, min(start + block, head.Q.shape[0]), weights, split, absV)
 
 
-@dataclass(frozen=True)
+@record
 class Split:
     """Rows x = high + low (Rump–Ogita–Oishi's ExtractScalar with σ = 2^(e+s), |x| ≤ 2^e per row):
     high has at most 53 − s bits below 2^e, so that a sum of d products high·high' is exact in float64,

@@ -37,12 +37,12 @@ dK and dV are summed block by block, never an N × N matrix whole.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from symattn.input.records import record
 from symattn.kernel.float64 import (
     BLOCK,
     SAFETY,
@@ -61,14 +61,14 @@ from symattn.kernel.float64 import (
 GRADIENTS = ("dQ", "dK", "dV")
 
 
-@dataclass(frozen=True)
+@record
 class GradientHead(Head):
     """One head's inputs and the dO the gradients are for (n×dv, float32 values)."""
 
     dO: np.ndarray
 
 
-@dataclass(frozen=True)
+@record
 class ModGradientHead(GradientHead):
     """A gradient head with a float64.ModHead's factor and score modifiers (a constant bias: so
     dS and every product above are the plain ones, on the biased weights)."""
@@ -150,7 +150,7 @@ def _dots(head: GradientHead, A, e_A, values: Split, rows: slice) -> tuple[np.nd
     return dA, e_dA, D, SAFETY * (e_sum + np.sum(terms, axis=1, keepdims=True))
 
 
-@dataclass(frozen=True)
+@record
 class LogitGradient:
     """dsink of one query head: its gradient head in each batch, each with its score_mods.Denominator."""
 

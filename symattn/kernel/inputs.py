@@ -9,7 +9,7 @@ in memory (:mod:`symattn.kernel.tensors`, for ``symattn.kernel.compare``). There
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -18,12 +18,13 @@ import numpy as np
 from symattn.input import limits
 from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import FloatResult
+from symattn.input.records import record
 from symattn.kernel import float64, float64_backward
 
 GRADIENTS = {"dq": "dQ", "dk": "dK", "dv": "dV", "dsink": "dsink"}  # a kind as asked, the quantity the engine names
 
 
-@dataclass(frozen=True)
+@record
 class Inputs:
     """Every (batch, head)'s inputs, batch by batch and query head by query head (a
     float64_backward.GradientHead for dQ, dK and dV); the result's axes are in ``layout`` order."""

@@ -17,16 +17,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from symattn.input import limits
 from symattn.input.errors import LimitError, ShapeError, SpecError
+from symattn.input.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Packed:
     """Per batch: K and V as (H_kv, m_b, D) and the mask of its queries (None: from causal and window)."""
 

@@ -15,18 +15,19 @@ and ``partials_lse`` (splits, B, H, N). ``lse_base="2"`` reads FlashInfer's base
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from symattn.input.errors import ShapeError, SpecError
+from symattn.input.records import record
 from symattn.input.tensorfile import Array
 from symattn.kernel.inputs import Inputs
 from symattn.kernel.report import Report
 
 
-@dataclass(frozen=True)
+@record
 class PartialsReport:
     """Each split's output and LSE reports, and the merged output's and LSE's where given."""
 

@@ -13,8 +13,10 @@ entries are one (batch, head)'s.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
+
+from symattn.input.records import record
 
 SYMBOLS = {"output": "o", "weights": "a", "lse": "lse", "lse2": "lse", "dQ": "dq", "dK": "dk", "dV": "dv"}
 SYMBOLS["dsink"] = "dsink"
@@ -31,7 +33,7 @@ _AXES = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Places:
     symbol: str  # o, a, lse, dq, dk, dv
     axes: tuple[str, ...]  # the result's axes, in its order

@@ -10,11 +10,11 @@ bitwise spread (``spread.py``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from symattn.input.floats import FloatResult
+from symattn.input.records import record
 from symattn.kernel.comparison import Comparison, number_text
 from symattn.kernel.comparison_report import (
     WORST,
@@ -29,7 +29,7 @@ from symattn.kernel.tolerance import Tolerance, fraction_text, verdict
 RULES = ("allclose", "flash", "ulp")
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     """One result against the exact values, with the verdicts asked for; or, with ``runs``, several results of
     one kernel (each its own Report) and their bitwise ``spread``."""

@@ -21,13 +21,13 @@ scaled scores z = c·q·k before the mask and the softmax, in the parts' stage o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from symattn.input.errors import ShapeError, SpecError
+from symattn.input.records import record
 from symattn.kernel.float64 import FLOOR, RHO, SAFETY, TINY, U, exp_bounded
 
 
@@ -36,7 +36,7 @@ def _rows(rows: Any, count: int) -> np.ndarray:
     return np.arange(rows.start or 0, (rows.start or 0) + count) if isinstance(rows, slice) else np.asarray(rows)
 
 
-@dataclass(frozen=True)
+@record
 class Bias:
     """z − slope·|i + offset − j|. A head of stacked query heads (dK, dV of a group: gradient_heads)
     has a slope per head: row r is query r mod ``rows`` of head r // ``rows``."""
@@ -72,7 +72,7 @@ class Bias:
         return z - arb(m.numerator) / m.denominator
 
 
-@dataclass(frozen=True)
+@record
 class Cap:
     """c·tanh(z / c)."""
 
@@ -119,7 +119,7 @@ class Cap:
         return 1 - t * t
 
 
-@dataclass(frozen=True)
+@record
 class Denominator:
     """A logit per query head, in the denominator only (no value). A head of stacked query heads (dK, dV of a GQA
     group) has one per head: row r is query r mod ``rows`` of head r // ``rows``, as ``Bias``."""

@@ -10,18 +10,17 @@ run's own distance to the exact value is its comparison's (``report.Report.runs`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from symattn.input.errors import SpecError
 from symattn.input.floats import FloatResult, in_format
+from symattn.input.records import record
 from symattn.input.tensorfile import dtype_of
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-@dataclass(frozen=True)
+@record
 class Spread:
     entries: int
     differ: int  # entries whose bits are not the same in every run

@@ -16,7 +16,7 @@ entries are narrowed until the figure's three digits and the verdict are the sam
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from functools import partial
@@ -27,6 +27,7 @@ import numpy as np
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError, ShapeError, SpecError
 from symattn.input.floats import FloatResult
+from symattn.input.records import record
 
 SHOWN_DIGITS = 3
 FLASH_RTOL = Fraction(2)  # FlashAttention's tests: max|out − ref| ≤ 2 · max|out_pt − ref| + atol
@@ -37,7 +38,7 @@ ALL = (slice(None), slice(None))  # the whole result
 _TOLERANCE = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,3})?")  # whole, ASCII digits only
 
 
-@dataclass(frozen=True)
+@record
 class Tolerance:
     rule: str  # "flash" or "allclose"
     rtol: Fraction

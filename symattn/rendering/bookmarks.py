@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-from symattn.input.titlemath import TitleMathError, parse, plain
-
 # the text escapes of rendering.escape, read back
 _UNESCAPED = {
     r"\textbackslash{}": "\\",
@@ -40,6 +38,8 @@ _PDF_STRING = str.maketrans(
 
 
 def _math(source: str) -> str:
+    from symattn.input.titlemath import TitleMathError, parse, plain  # only headings with math need the grammar
+
     try:
         return plain(parse(source))
     except TitleMathError:  # math of ours beyond the title grammar (\left( ): its letters and digits

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import Decimal
 
 from symattn.exact.rounding import Num
+from symattn.input.records import record
 from symattn.rendering import colours
 from symattn.rendering.figure_parts import (
     LABEL_MIN,
@@ -34,7 +34,7 @@ from symattn.rendering.figure_parts import (
 )
 
 
-@dataclass(frozen=True)
+@record
 class _Built:
     panel: DiagramPanel
     pitch: Decimal

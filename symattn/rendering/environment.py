@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import unicodedata
 from collections.abc import Callable
 from functools import cache
@@ -16,6 +15,7 @@ from symattn.input.errors import RenderError
 from symattn.input.languages import TEMPLATE_PATHS
 from symattn.input.symbolic_entry import Formula
 from symattn.input.text import split_math
+from symattn.rendering import user_cache
 from symattn.rendering.bookmarks import PROVIDE_TEXORPDFSTRING, bookmarked
 from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, escape_latex
 from symattn.rendering.layout import (
@@ -280,16 +280,11 @@ HEADINGS: dict[str, Callable[..., str]] = {
 
 def bytecode_cache() -> jinja2.BytecodeCache | None:
     # Compiling the templates costs more than rendering them; keep the compiled
-    # code in the user's cache folder (never in the installed package). Jinja
-    # checks each entry against the template source, so stale entries are harmless.
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    # code in the user's cache folder. Jinja checks each entry against the
+    # template source, so stale entries are harmless.
     # (the folder names the compile settings: code from before optimized=False folded constants)
-    folder = os.path.join(base, "symattn", f"jinja-{jinja2.__version__}-unfolded")
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError:
-        return None
-    return jinja2.FileSystemBytecodeCache(folder) if os.access(folder, os.W_OK) else None
+    where = user_cache.folder(f"jinja-{jinja2.__version__}-unfolded")
+    return jinja2.FileSystemBytecodeCache(where) if where else None
 
 
 def template_environment(

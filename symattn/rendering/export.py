@@ -13,13 +13,13 @@ time limit do not count (:func:`symattn.input.limits.paused`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from symattn.input.errors import RenderError
+from symattn.input.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Export:
     """A document in one format: its content, and the files that go beside it (a Markdown document's figures)."""
 
@@ -41,14 +41,14 @@ class Export:
         return self.content if isinstance(self.content, bytes) else self.content.encode("utf-8")
 
 
-@dataclass(frozen=True)
+@record
 class _Asked:
     standalone: bool  # LaTeX: a whole document, not a fragment
     engine: str | None  # a PDF's TeX engine; None: the document's own
     beside: str | None  # Markdown: the path it is written to, whose folder takes its figures
 
 
-@dataclass(frozen=True)
+@record
 class Format:
     suffix: str
     media: str

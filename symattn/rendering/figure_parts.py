@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from typing import Any
 
 from symattn.exact.rounding import Num
+from symattn.input.records import record
 from symattn.rendering import colours
 from symattn.rendering.font_metrics import char_width
 from symattn.rendering.layout import TEXT_WIDTH
@@ -59,7 +60,7 @@ def number_width(text: str, sup: str, size: Decimal) -> Decimal:
 # --- the data ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Text:
     """A label or a number, at its baseline."""
 
@@ -85,7 +86,7 @@ class Text:
         return q(self.size * Decimal("0.4"))
 
 
-@dataclass(frozen=True)
+@record
 class Cell:
     row: int
     col: int
@@ -98,7 +99,7 @@ class Cell:
     text: Text | None  # the shown number, or None where cells are too small for it
 
 
-@dataclass(frozen=True)
+@record
 class Box:
     x: Decimal
     y: Decimal
@@ -106,7 +107,7 @@ class Box:
     height: Decimal
 
 
-@dataclass(frozen=True)
+@record
 class Fill:
     """Cells of one colour (or the masked ones, hatched), as one TikZ path."""
 
@@ -114,7 +115,7 @@ class Fill:
     boxes: tuple[Box, ...]
 
 
-@dataclass(frozen=True)
+@record
 class HeatPanel:
     """One heatmap: its cells, its row and column labels, and the focus row's outline."""
 
@@ -131,7 +132,7 @@ class HeatPanel:
     inner: Box  # a white line just inside it, so that the outline shows on dark cells too
 
 
-@dataclass(frozen=True)
+@record
 class Legend:
     bar: Box
     segments: tuple[tuple[Decimal, Decimal, str], ...]  # x, width, fill
@@ -139,7 +140,7 @@ class Legend:
     masked: Box | None  # the hatched swatch; its word follows as the last tick
 
 
-@dataclass(frozen=True)
+@record
 class Heatmap:
     kind = "heatmap"
     id: str  # "weights" or "dz": the name of its SVG file and of its place in HTML
@@ -156,7 +157,7 @@ class Heatmap:
     masked: bool
 
 
-@dataclass(frozen=True)
+@record
 class Stroke:
     key: int
     x1: Decimal
@@ -166,7 +167,7 @@ class Stroke:
     width: Decimal
 
 
-@dataclass(frozen=True)
+@record
 class DiagramPanel:
     x: Decimal
     y: Decimal
@@ -176,7 +177,7 @@ class DiagramPanel:
     labels: tuple[Text, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Diagram:
     kind = "diagram"
     colour = LINE_COLOUR  # of the lines

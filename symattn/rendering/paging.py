@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from symattn.input.records import record
 from symattn.rendering.layout import TEXT_WIDTH, _environment, _split, tex_width, tex_width_at
 
 # pt at 10 pt: a little less than article's text height on A4 and Letter (about 550 pt), so that a
@@ -153,7 +153,7 @@ def _too_big(row: str, width: float, height: float, scale: float = SMALLEST) -> 
     return tex_width_at(row, scale) > width or _matrix_height(found.cells) > height
 
 
-@dataclass(frozen=True)
+@record
 class _Found:
     before: str
     cells: list[list[str]]

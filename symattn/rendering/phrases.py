@@ -10,6 +10,7 @@ from typing import Any
 
 from symattn.input.errors import RenderError
 from symattn.input.languages import TEMPLATE_PATHS
+from symattn.rendering.user_cache import parsed
 
 
 @cache
@@ -18,8 +19,7 @@ def load_language(lang: str) -> Mapping[str, Any]:
     for folder in TEMPLATE_PATHS:
         path = folder / "lang" / f"{lang}.toml"
         if path.is_file():
-            with path.open("rb") as fh:
-                prose = tomllib.load(fh)
+            prose = parsed(path, tomllib.loads)
             # the gradients' names live in [backward.quantity]; reports find every name under "quantity"
             extra = prose.get("backward", {}).get("quantity", {})
             return {**prose, "quantity": {**prose.get("quantity", {}), **extra}} if extra else prose

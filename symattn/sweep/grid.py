@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from symattn import variants
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError, brief
+from symattn.input.records import record
 from symattn.kernel.tolerance import parse_tolerance
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -35,7 +35,7 @@ GRID_KEYS = (*SIZES, "dtype", "causal", *VARIANTS)
 PAIRS = {"seqlen": ("seqlen_q", "seqlen_k"), "head_dim": ("head_dim_qk", "head_dim_v")}
 
 
-@dataclass(frozen=True)
+@record
 class Case:
     """One point of the grid's product: ``index`` in the grid's order, ``point`` its keys and values."""
 
@@ -48,7 +48,7 @@ class Case:
         return json.dumps(self.point, sort_keys=True, separators=(",", ":"))
 
 
-@dataclass(frozen=True)
+@record
 class Grid:
     source: str
     seed: int

@@ -7,13 +7,13 @@ The same grid, seed and kernel give the same report, byte for byte, but for each
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
+from symattn.input.records import record
 from symattn.sweep.grid import VARIANTS, Grid
 
 
-@dataclass(frozen=True)
+@record
 class SweepReport:
     grid: Grid
     kernel: str

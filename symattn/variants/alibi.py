@@ -22,7 +22,6 @@ key is (terms, this key), :mod:`symattn.variants.forms`.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
@@ -32,6 +31,7 @@ from symattn.exact.num import Num, NumRow, NumRows
 from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
+from symattn.input.records import record
 from symattn.variants import positions
 from symattn.variants.base import ADD, MAP, HeadPart, KernelNumber, Part, Quantity, Rows, Where
 
@@ -50,7 +50,7 @@ ALIBI_SLOPE = 100  # the largest alibi_slopes entry: the bias −m·|i − j| th
 # --- the setting ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Slope:
     """One head's ALiBi slope: 2^exponent (the paper's), or the decimal the spec gives."""
 
@@ -64,7 +64,7 @@ class Slope:
         return self.given is None
 
 
-@dataclass(frozen=True)
+@record
 class Alibi:
     """The slopes of every head (one for a single head)."""
 
@@ -91,7 +91,7 @@ def distance(i: int, j: int) -> int:
 # --- the step of a derivation ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class AlibiBias:
     """z_ij = S_ij · scale − m·|i − j|: the slope, the focus row's distances and bias, the biased scores."""
 
@@ -259,7 +259,7 @@ def slope_expr(slope: Slope) -> sympy.Expr:
 # --- one head's bias ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Bias(HeadPart):
     """−m·|i − j| on one head's scaled scores, m = k · 2^e."""
 

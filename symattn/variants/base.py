@@ -26,11 +26,11 @@ it, is :mod:`symattn.variants.forms`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.input.errors import brief
+from symattn.input.records import record
 
 if TYPE_CHECKING:
     from symattn.exact.numeric import Fixed
@@ -41,7 +41,7 @@ PLACE = -1  # where the tokens stand (positions): read by the parts that count t
 Rows = tuple[tuple[Fraction | None, ...], ...]  # a quantity's exact values where rational, else None
 
 
-@dataclass(frozen=True)
+@record
 class Where:
     """What a part's reader may need of the spec read so far."""
 
@@ -55,7 +55,7 @@ class Where:
     turned: tuple[int, int] | None = None  # (first, width): the only columns of a head a Q/K part may turn
 
 
-@dataclass(frozen=True)
+@record
 class Quantity:
     """A quantity of a part that claims may name and compute writes (one head's, claimed ``hN.`` with several).
 
@@ -77,7 +77,7 @@ class Quantity:
     inner: str | None = None  # a third index after rows and cols ([b][i][c]: held as row b·n + i, column c)
 
 
-@dataclass(frozen=True)
+@record
 class KernelNumber:
     """A number of a part's setting as its kernel keyword takes it on a spec's float64 path (``compare SPEC``):
     exactly the binary value a kernel saw, so it must be a float64 value (``kernel/spec_variants.py`` refuses

@@ -15,11 +15,11 @@ window is.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from symattn.input.messages import said
 from symattn.input.reader import brief, parse_index
+from symattn.input.records import record
 from symattn.variants.base import MASK, Part, Where
 from symattn.variants.positions import read_positions
 
@@ -31,7 +31,7 @@ WINDOW = 1024  # keys of a sliding window (as many as the tokens: a wider one wo
 ALIGNMENTS = ("top-left", "bottom-right")
 
 
-@dataclass(frozen=True)
+@record
 class Diagonal:
     """Where the causal diagonal lies and how wide the window below it is."""
 
@@ -57,7 +57,7 @@ class Diagonal:
 # --- the step of a derivation ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class MaskDiagonal:
     """The causal diagonal and the window of a masking step, with the focus row's bounds (1-based):
     the focus query i may attend keys j with low < j ≤ high (no lower bound without a window)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from symattn.exact.num import NumRow, NumRows
 from symattn.input.errors import ShapeError
 from symattn.input.reader import Numerals, brief
+from symattn.input.records import record
 from symattn.variants.base import QK, ROUTE, Part, Quantity, Where
 
 if TYPE_CHECKING:  # the view is SymPy's: the spec reads the part without it
@@ -53,7 +54,7 @@ NEEDS = "an [mla] table"
 Fractions = tuple[tuple[Fraction, ...], ...]
 
 
-@dataclass(frozen=True)
+@record
 class Mla:
     """The [mla] table as read, the route, and the exact matrices made from it."""
 
@@ -245,7 +246,7 @@ def _mismatch(reader: Any, key: str, name: str, A: Numerals, B: Numerals, need: 
 # --- the steps of a derivation ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Latents:
     """The latent c_KV, the query path, then K and V (naive) or the absorbed query and its scores."""
 
@@ -281,7 +282,7 @@ class Latents:
     heads: int = 1
 
 
-@dataclass(frozen=True)
+@record
 class LatentOutput:
     """The absorbed route's end: u = P c_KV of the focus row, then o = u W_UV."""
 

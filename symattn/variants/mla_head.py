@@ -10,7 +10,7 @@ entry, so that (P c_KV) W_UV = P (c_KV W_UV) = P V exactly (:attr:`Latent.routes
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from functools import cached_property
 from typing import Any
@@ -21,6 +21,7 @@ from sympy import ImmutableMatrix
 from symattn.exact.base import Rounding, integer_matrix
 from symattn.exact.numeric import Fixed
 from symattn.exact.rounding import exact_or_rounded, from_model
+from symattn.input.records import record
 from symattn.variants.mla import Fractions, LatentOutput, Latents, Mla, claimed_head, numerals, product
 
 RATIONAL = ("latent", "absorbed_query")
@@ -30,7 +31,7 @@ def _matrix(values: Fractions) -> ImmutableMatrix:
     return ImmutableMatrix([[sympy.Rational(x.numerator, x.denominator) for x in row] for row in values])
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Latent(Rounding):
     """A head's MLA quantities: ``latent`` and ``absorbed_query`` (rational), ``latent_output`` (u = P c_KV)."""
 

@@ -11,12 +11,12 @@ The derivation's step says which keys were cached (before the first query's posi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.reader import brief, parse_index
+from symattn.input.records import record
 from symattn.variants.base import PLACE, Part, Where
 
 # --- limits of positions ---------------------------------------------------------------------------
@@ -26,7 +26,7 @@ POSITION = 1_000_000  # the largest position (a million tokens of context)
 # --- the setting and the step of a derivation ------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Placed:
     """Each query's and each key's position (0-based, as the parts that turn or bias by position count them)."""
 
@@ -34,7 +34,7 @@ class Placed:
     keys: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Decoding:
     """The step that says where the tokens stand: the queries' positions, the keys', which keys are cached."""
 

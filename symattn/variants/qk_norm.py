@@ -22,13 +22,13 @@ part and is not combined with one, with an additive part or with a denominator p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import NumRow, NumRows
 from symattn.input.messages import said
 from symattn.input.numeral import parse_numeral
+from symattn.input.records import record
 from symattn.variants.base import ADD, DENOMINATOR, QK, Part, Quantity, Where
 
 if TYPE_CHECKING:  # one head's norm is SymPy's: the spec reads the part without it
@@ -43,7 +43,7 @@ NEEDS = "qk_norm = true (Q and K through RMSNorm)"
 NORMED = ("Q_norm", "K_norm")
 
 
-@dataclass(frozen=True)
+@record
 class QkNorm:
     eps: Fraction
     q_weight: tuple[Fraction, ...] | None
@@ -54,7 +54,7 @@ class QkNorm:
 # --- the step of a derivation ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Normalization:
     """RMSNorm of the focus query: its squares' mean, σ, and the normalized row; then Q̂ and K̂."""
 
@@ -70,7 +70,7 @@ class Normalization:
     K_norm: NumRows
 
 
-@dataclass(frozen=True)
+@record
 class NormBackRow:
     """RMSNorm's backward of one row: its sum s = Σ_j (w ⊙ g)_j x_j, 1/σ and 1/(d·σ³), and each dx_t."""
 
@@ -83,7 +83,7 @@ class NormBackRow:
     out: NumRow  # the row of dQ (dK)
 
 
-@dataclass(frozen=True)
+@record
 class GradNorm:
     """dQ and dK through RMSNorm: the focus query's row and one key's, then both matrices."""
 

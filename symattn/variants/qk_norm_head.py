@@ -3,7 +3,6 @@ the normalized rows, the scores as ρ·√m, their decisions, enclosures and bac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from math import isqrt
 from typing import Any, ClassVar
@@ -14,6 +13,7 @@ from sympy import ImmutableMatrix
 from symattn.exact import numeric
 from symattn.exact.num import NumRows
 from symattn.exact.numeric import Fixed
+from symattn.input.records import record
 from symattn.variants.base import QK, HeadPart, Rows
 from symattn.variants.forms import ScoreBoxes, scale_parts
 from symattn.variants.qk_norm import NORMED
@@ -67,7 +67,7 @@ class RootLinear:
         return (x > y) - (x < y)
 
 
-@dataclass(frozen=True)
+@record
 class Normed(ScoreBoxes, HeadPart):
     """One head's RMSNorm of Q and K: the scores are those of the normalized rows."""
 
@@ -210,7 +210,7 @@ class Normed(ScoreBoxes, HeadPart):
         )
 
 
-@dataclass(frozen=True)
+@record
 class RmsBack:
     """Backward through RMSNorm: with ŷ = x ⊙ w / σ, σ² = mean(x²) + ε, and g = dL/dŷ,
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,6 +21,7 @@ from symattn.exact.num import Num, NumRow, NumRows
 from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral, parse_numeral
+from symattn.input.records import record
 from symattn.variants.base import ADD, QK, Part, Quantity, Where
 
 if TYPE_CHECKING:  # one head's rotation is SymPy's: the spec reads the part without it
@@ -42,7 +42,7 @@ DEFAULT_BASE = parse_numeral("10000")
 NEEDS = "rope = true (the rotated Q and K of RoPE)"  # what a claim on Q_rot or K_rot needs
 
 
-@dataclass(frozen=True)
+@record
 class Rope:
     """The rotation: pair t of a head turns by the angle p · base^(−2t/d_k) at position p."""
 
@@ -79,7 +79,7 @@ _DEGREES = re.compile(rf"([+-]?{_NUMBER})\s*(?:deg|°)")
 _PI = re.compile(rf"([+-]?)\s*({_NUMBER})?\s*\*?\s*(?:pi|π)\s*(?:/\s*([0-9]+))?")
 
 
-@dataclass(frozen=True)
+@record
 class Frequency:
     """θ_t: ``value`` radians, or ``value``·π where ``of_pi``."""
 
@@ -172,7 +172,7 @@ def roots_needed(frequencies: tuple[Frequency, ...]) -> int:
 # --- the steps of a derivation ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class RotatedPair:
     """Pair t of the focus query: dimensions (a, b) (0-based) turned by the angle p·θ_t."""
 
@@ -188,7 +188,7 @@ class RotatedPair:
     out_b: Num
 
 
-@dataclass(frozen=True)
+@record
 class Rotation:
     kind: ClassVar[str] = "rotation"
     style: str  # "half" or "interleaved"
@@ -207,7 +207,7 @@ class Rotation:
     turned: tuple[int, int] | None = None  # (first, width) of the only columns turned (Rope.columns)
 
 
-@dataclass(frozen=True)
+@record
 class TurnedBack:
     """Pair t of one gradient row turned back: (dx_a, dx_b) = Rᵀ (dx′_a, dx′_b) by the angle p·θ_t."""
 
@@ -223,7 +223,7 @@ class TurnedBack:
     out_b: Num
 
 
-@dataclass(frozen=True)
+@record
 class GradRotation:
     """dQ = Rᵀ dQ′ and dK = Rᵀ dK′: the focus query's and one key's pairs turned back, and both matrices."""
 

@@ -27,7 +27,6 @@ polynomial holds a cos or sin, so the gradients' rational entries are those thei
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -38,6 +37,7 @@ from sympy import ImmutableMatrix
 from symattn.exact import numeric
 from symattn.exact.num import Num, NumRows
 from symattn.exact.numeric import Fixed
+from symattn.input.records import record
 from symattn.variants.base import QK, HeadPart, Rows
 from symattn.variants.forms import ScoreBoxes
 from symattn.variants.turns import (
@@ -58,7 +58,7 @@ from symattn.variants.turns import (
 TRIG = ("rope_frequency", "rope_angle", "rope_cos", "rope_sin")  # θ_t per pair; per query row and pair
 
 
-@dataclass(frozen=True)
+@record
 class Rotated(ScoreBoxes, HeadPart):
     """One head's rotation: the scores are those of the rotated Q and K."""
 
@@ -391,7 +391,7 @@ class Rotated(ScoreBoxes, HeadPart):
         return Rotary(self.pairs, self.thetas, self.q_pos, self.k_pos)
 
 
-@dataclass(frozen=True)
+@record
 class Rotary:
     """Backward through the rotation: the scores are Q′K′ᵀ, so dQ′ = dS K′ and dK′ = dSᵀ Q′, then turned back:
     dQ = Rᵀ dQ′, dK = Rᵀ dK′. Position p turns pair t by p·θ_t; an algebra that runs it gives
@@ -434,7 +434,7 @@ class Rotary:
 # --- the angles people choose (symattn.variants.turns has the argument) -----------------------------
 
 
-@dataclass(frozen=True)
+@record
 class RotatedByPi(ByRoots, Rotated):
     """One head's rotation by angles that are rational multiples of π: its scores in Q(ζ_N)."""
 
@@ -442,7 +442,7 @@ class RotatedByPi(ByRoots, Rotated):
     halves: tuple[Fraction, ...] = ()  # r_t / 2: angle p·θ_t = 2π·p·halves[t]
 
 
-@dataclass(frozen=True)
+@record
 class Tabled(ByTables, Rotated):
     """One head's turn by given cos/sin tables: no angles to claim, the tables' cos and sin."""
 
@@ -456,7 +456,7 @@ class Tabled(ByTables, Rotated):
         return TableRotary(self.pairs, (), cos=self.cos, sin=self.sin)
 
 
-@dataclass(frozen=True)
+@record
 class TableRotary(TableTurn, Rotary):
     cos: tuple[tuple[Fraction, ...], ...] = ()
     sin: tuple[tuple[Fraction, ...], ...] = ()

@@ -22,7 +22,6 @@ for a transcendental y) might equal s, and should the boxes never separate them 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar
@@ -34,11 +33,12 @@ from symattn.exact import numeric
 from symattn.exact.numeric import Fixed
 from symattn.input.errors import EvaluationError
 from symattn.input.limits import PRECISION_BITS
+from symattn.input.records import record
 from symattn.variants.base import DENOMINATOR, MAP, HeadPart, Rows
 from symattn.variants.forms import sub
 
 
-@dataclass(frozen=True)
+@record
 class Sink(HeadPart):
     """A head's sink logit s: a term e^s in every softmax denominator, with no value of its own."""
 
@@ -322,7 +322,7 @@ class Sink(HeadPart):
         return Shares(tuple(share[i, 0] for i in range(model.n_queries)))
 
 
-@dataclass(frozen=True)
+@record
 class Shares:
     """The sink logit's gradient: ds = −Σ_i share_i · rowsum_i, one number per head (the sink has no value,
     so its column of dA is 0 and dZ is the softmax's as without it)."""

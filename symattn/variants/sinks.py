@@ -10,13 +10,13 @@ backward the logit's gradient ``dsinks``) and makes the steps a document shows; 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import Num, NumRow
 from symattn.input.files import kind_of
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
+from symattn.input.records import record
 from symattn.variants.base import DENOMINATOR, KernelNumber, Part, Quantity, Where
 
 if TYPE_CHECKING:  # one head's sink is exact arithmetic: the spec reads the part without SymPy
@@ -30,7 +30,7 @@ SINK_LOGIT = 100  # the largest |s| of a sink logit: e^100 has 44 digits before 
 # --- the steps of a derivation ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class SinkShare:
     """The sink's share of each row: e^s over the whole denominator; the weights add up to 1 minus it."""
 
@@ -42,7 +42,7 @@ class SinkShare:
     shares: NumRow  # every row's
 
 
-@dataclass(frozen=True)
+@record
 class SinkBack:
     """ds = Σ_i share_i × (−r_i): the sink logit's gradient, one number for the head."""
 

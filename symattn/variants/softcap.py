@@ -15,7 +15,6 @@ come from :func:`saturated`. Backward, dz/dy = 1 − tanh²(y/c).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
@@ -26,6 +25,7 @@ from symattn.input.errors import EvaluationError, brief
 from symattn.input.limits import PRECISION_BITS
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
+from symattn.input.records import record
 from symattn.variants.base import MAP, HeadPart, KernelNumber, Part, Where
 
 if TYPE_CHECKING:  # the spec reads the part without SymPy or mpmath (compare's float64 path never imports them)
@@ -41,7 +41,7 @@ SOFTCAP = 1000  # the largest softcap c: capped scores lie in (−c, c), well in
 # --- the steps of a derivation ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class SoftCap:
     """z ← c·tanh(z / c): the cap, the focus row before and after, and every capped score."""
 
@@ -54,7 +54,7 @@ class SoftCap:
     after_exact: bool
 
 
-@dataclass(frozen=True)
+@record
 class CapBack:
     """dY = dZ ⊙ tanh′ with tanh′ = 1 − tanh²(y/c): the focus row key by key, and both matrices."""
 
@@ -174,7 +174,7 @@ PART = Softcap()
 # --- one head's cap -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Cap(HeadPart):
     """c·tanh(z / c) on one head's z."""
 
@@ -251,7 +251,7 @@ class Cap(HeadPart):
         return tuple(tuple(capped(z) for z in row) for row in unmasked)
 
 
-@dataclass(frozen=True)
+@record
 class Primes:
     """Backward through the cap: tanh′ = 1 − tanh²(y/c) of each score before it (SymPy; 0 where masked), then
     dY = dZ ⊙ tanh′, the gradient of y, before dS."""

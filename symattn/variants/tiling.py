@@ -11,12 +11,12 @@ claimable with or without tiling. One head's values, exactly, are :mod:`symattn.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import Num, NumRow
 from symattn.input.messages import said
 from symattn.input.reader import brief, parse_index
+from symattn.input.records import record
 from symattn.variants.base import ROUTE, Part, Quantity, Where
 
 if TYPE_CHECKING:  # the spec reads the part without SymPy (compare's float64 path never imports it)
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the spec reads the part without SymPy (compare's float64 pa
 TILED_KEYS = 64  # the most keys (and queries) a tiled head shows: every block's closed forms are made
 
 
-@dataclass(frozen=True)
+@record
 class Setting:
     """Blocks of ``block`` keys (None: one block), and ``split`` parts of the keys (None: no split)."""
 
@@ -37,7 +37,7 @@ class Setting:
 # --- the steps of a derivation ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Block:
     """One block of the focus row: its keys (1-based), their z, and m, the rescale, l and acc after it."""
 
@@ -53,7 +53,7 @@ class Block:
     acc: NumRow
 
 
-@dataclass(frozen=True)
+@record
 class SplitPart:
     """One split of the keys: its range, its own output row O_s and LSE_s, and its merge weight e^(LSE_s − LSE)."""
 
@@ -65,7 +65,7 @@ class SplitPart:
     weight: Num
 
 
-@dataclass(frozen=True)
+@record
 class Tiling:
     """The online softmax of the focus row, block by block, and the identity with the softmax's output."""
 

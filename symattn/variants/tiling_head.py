@@ -26,7 +26,6 @@ difference of the two sides expands to 0, exactly (:meth:`Tiled.identity`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 from typing import Any
@@ -39,13 +38,14 @@ from symattn.exact import numeric
 from symattn.exact.base import Rounding
 from symattn.exact.intervals import enclose
 from symattn.exact.numeric import Fixed
+from symattn.input.records import record
 
 BLOCK_QUANTITIES = ("running_max", "rescale", "running_sum")  # [block][row]
 TILED = BLOCK_QUANTITIES + ("accumulator",)  # accumulator: [block · n + row][column]
 NEG_INF = sympy.S.NegativeInfinity
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Tiled(Rounding):
     """A head's online softmax over blocks of ``block`` keys (None: no tiling; only ``lse`` is asked)."""
 

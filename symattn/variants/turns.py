@@ -25,7 +25,6 @@ turned by position reads the keys and mixes these into its head part; the exactn
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
@@ -37,6 +36,7 @@ from sympy import ImmutableMatrix
 from symattn.exact import numeric
 from symattn.exact.num import Num, NumRows
 from symattn.exact.numeric import Fixed
+from symattn.input.records import record
 from symattn.variants.base import Rows
 from symattn.variants.forms import scale_parts
 
@@ -363,7 +363,7 @@ class TableTurn:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class ShownTurn:
     trig: dict[int, tuple[tuple[Num, Num], ...]]  # [position][pair] = (cos, sin) as shown
     Q_rot: NumRows
