@@ -355,9 +355,20 @@ def test_rope_with_the_score_variants_by_hand(katex, latex, tmp_path):
 
 @pytest.mark.parametrize(
     ("example", "refused"),
-    [("seed", False), ("window", False), ("causal", False), ("alibi", True), ("softcap", True), ("sinks", True)],
+    [
+        ("seed", False),
+        ("window", False),
+        ("causal", False),
+        ("alibi", False),
+        ("softcap", False),
+        ("sinks", False),
+        ("rope", True),
+        ("qk-norm", True),
+    ],
 )
-def test_a_specs_float64_path_takes_the_parts_all_in_its_mask_and_refuses_the_others(example, refused):
+def test_a_specs_float64_path_takes_the_parts_in_its_mask_or_with_a_kernel_rule_and_refuses_the_others(
+    example, refused
+):
     from symattn import variants
     from symattn.input import builtin
     from symattn.input.spec import load_spec
