@@ -79,7 +79,7 @@ def forge(cert, change, name="forged.json"):
 def test_a_batched_gqa_certificate_with_gradients_verifies_with_both(tmp_path, capsys):
     cert = certify(batched(tmp_path), "--grad-output", "do.npy")
     data = json.loads(cert.read_text(encoding="utf-8"))
-    assert data["certificate"]["version"] == 3
+    assert data["certificate"]["version"] == 4
     assert {name: data[name]["shape"] for name in ("output", "lse", "lse2", "dq", "dk", "dv")} == {
         "output": [2, 4, 16, 8],
         "lse": [2, 4, 16],
@@ -366,3 +366,57 @@ def test_a_bnhd_causal_gqa_certificate_agrees_with_torch_sdpa_and_both_verifiers
         exact = tensor.detach().numpy()
         assert np.abs(shown - exact).max() <= 1e-9 * np.abs(exact).max(), name
     assert fast(capsys, cert)[0] == 0 and standalone(cert)[0] == 0
+
+
+def test_a_version_3_certificate_of_the_engine_before_issue_30_verifies_on_the_corrected_ones_numbers(
+    tmp_path, capsys, monkeypatch
+):
+    """Version 3 was made by the engine whose split was one bit short (issue 30): both verifiers check its
+    claims on their own numbers, the fast one with the corrected engine."""
+    from symattn.certificates import tensor_maker
+    from symattn.kernel import float64
+
+    spec = batched(tmp_path)
+    with monkeypatch.context() as m:  # the engine as it was: s = ⌈(51 + log₂ d)/2⌉, and version 3
+        m.setattr(float64, "exact_s", lambda d: -(-(51 + max(1, d - 1).bit_length()) // 2))
+        m.setattr(tensor_maker, "VERSION", 3)
+        old = certify(spec, "--grad-output", "do.npy", name="old.json")
+    new = certify(spec, "--grad-output", "do.npy")
+    before, after = (json.loads(c.read_text(encoding="utf-8")) for c in (old, new))
+    assert (before["certificate"]["version"], after["certificate"]["version"]) == (3, 4)
+    # the same values and floats; every bound moved (the rest's term doubled): hence version 4
+    for name in ("output", "lse", "lse2", "dq", "dk", "dv"):
+        assert [before[name][k] for k in ("value", "path", "float")] == [
+            after[name][k] for k in ("value", "path", "float")
+        ]
+        moved = [a != b for ra, rb in zip(before[name]["bound"], after[name]["bound"]) for a, b in zip(ra, rb)]
+        assert all(moved), name
+    code, out, err = fast(capsys, old)
+    assert (code, err, out.splitlines()[0]) == (0, "", f"{old}: 3328 values verified: {FAST_CLAIM}")
+    assert standalone(old)[1][0] == f"{old}: 3328 values verified: {STANDALONE_CLAIM}"
+
+
+def test_a_version_3_bound_that_does_not_hold_the_corrected_engines_is_refused_in_one_line(tmp_path, capsys):
+    cert = certify(one_head(tmp_path, causal=False))
+
+    def shrink(version):  # a bound below the engine's own, a third of the certificate's
+        def change(d):
+            d["certificate"]["version"] = version
+            d["output"]["bound"][2][1] = (float.fromhex(d["output"]["bound"][2][1]) / 4).hex()
+
+        return change
+
+    old, new = forge(cert, shrink(3), "old.json"), forge(cert, shrink(4), "new.json")
+    assert fast(capsys, old) == (
+        2,
+        "",
+        f"symattn: {old}: certificate.version: 3: made before symattn corrected its float64 engine (issue 30: the "
+        "scores' split was one bit short, so a bound could fail); output[2, 1] does not hold the corrected "
+        "engine's float ± bound: make it again\n",
+    )
+    code, out, err = fast(capsys, new)  # version 4: the engine is the corrected one, the value is wrong
+    f, b = (json.loads(new.read_text(encoding="utf-8"))["output"][k][2][1] for k in ("float", "bound"))
+    assert code == 1 and err.startswith(
+        f"symattn: {new}: output[2, 1]: the certificate's float ± bound, {f} ± {b}, does not hold the float64 path's "
+    )
+    assert fast(capsys, forge(cert, lambda d: d["certificate"].update(version=3), "same.json"))[0] == 0

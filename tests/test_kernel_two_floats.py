@@ -131,7 +131,7 @@ def test_the_high_parts_of_exact_s_sum_exactly(d, seed, spread):
         in_format(rng.standard_normal((2, d)) * 2.0 ** rng.integers(-spread, spread + 1, (2, d)), "float32")
         for _ in range(2)
     )
-    s = doubled.exact_s(d)
+    s = float64.exact_s(d)
     a, b = float64.Split.of(q, s), float64.Split.of(k, s)
     for i in range(2):
         for j in range(2):
@@ -148,6 +148,6 @@ def test_the_scores_of_a_negative_entry_below_its_rows_binade_are_exact():
     k = np.array([[float.fromhex("-0x1.bebb38p-5"), float.fromhex("0x1.2f4c2cp+0")]])
     products = Fraction(q[0, 0]) * Fraction(k[0, 0]) + Fraction(q[0, 1]) * Fraction(k[0, 1])
     assert float(products) != products  # 54 bits: no float is the exact score
-    a, b = float64.Split.of(q, doubled.exact_s(2)), float64.Split.of(k, doubled.exact_s(2))
+    a, b = float64.Split.of(q, float64.exact_s(2)), float64.Split.of(k, float64.exact_s(2))
     high = sum((Fraction(x) * Fraction(y) for x, y in zip(a.high[0].tolist(), b.high[0].tolist())), Fraction(0))
     assert Fraction(float((a.high @ b.high.T)[0, 0])) == high

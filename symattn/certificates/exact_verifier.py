@@ -23,7 +23,8 @@ true of it. The files it names bind its inputs (:mod:`symattn.checking.certifica
 is there, its values must be the inputs. Anything else is a one-line :class:`~symattn.input.errors.SpecError`.
 
 That is version 1, which has no ``version`` field. Version 2, a float64-path certificate of the output
-(``compute --certify --float64``), is checked by :mod:`symattn.certificates.float_verifier`.
+(``compute --certify --float64`` before version 3), is checked by :mod:`symattn.certificates.float_verifier`;
+versions 3 and 4 by :mod:`symattn.certificates.tensor_verifier`.
 """
 
 from __future__ import annotations
@@ -382,12 +383,12 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>", base: Path | 
         from symattn.certificates.float_verifier import verify_float64
 
         return verify_float64(data, cert, read, base)
-    if version == 3:
+    if version in (3, 4):
         from symattn.certificates.tensor_verifier import verify_tensors
 
         return verify_tensors(data, read, base)
     if version != 1:
-        raise read.error("certificate.version", f"{brief(raw)}: this symattn reads versions 1, 2 and 3")
+        raise read.error("certificate.version", f"{brief(raw)}: this symattn reads versions 1, 2, 3 and 4")
     read.fields(data, "", FIELDS, "a version-1 certificate")
     read.fields(cert, "certificate", CERTIFICATE, "a version-1 certificate's certificate")
     named = check_files(cert, read, base)

@@ -1,4 +1,4 @@
-"""``verify-certificate`` for version 3 (:mod:`.tensor_maker`): the fast verifier, with numpy.
+"""``verify-certificate`` for versions 3 and 4 (:mod:`.tensor_maker`): the fast verifier, with numpy.
 
 The certificate is read by the standalone verifier's own reader (:mod:`symattn.verifier.reading`: duplicate
 keys, unknown fields and every form refused in one line), its files are found and hashed, and its spec read
@@ -9,6 +9,10 @@ sums), and each value must be the rounding of every point of that interval; wher
 decide it (path "a", or another machine's sums), the value is decided here again by the same exact rules
 and arb balls as the maker's. The certificate's float ± bound must hold the recomputed one and be at most
 BOUND_FACTOR times as wide. ``python -m symattn.verifier`` checks the same claims without numpy or the engine.
+
+Version 3 was made by the engine before issue 30 corrected its split (its bounds could fail): it is
+checked by the corrected engine like version 4, and where its float ± bound does not hold the corrected
+engine's it is refused in one line (:data:`BEFORE`), since its numbers were never the corrected engine's.
 """
 
 from __future__ import annotations
@@ -29,6 +33,10 @@ from symattn.input.errors import SpecError
 from symattn.kernel import float64
 from symattn.verifier import reading
 
+BEFORE = (
+    "3: made before symattn corrected its float64 engine (issue 30: the scores' split was one bit short, so "
+    "a bound could fail); {place} does not hold the corrected engine's float ± bound: make it again"
+)
 CLAIM = (
     "each exact value lies in the certificate's float ± bound and in the interval recomputed here from the "
     "inputs (the float64 engine's float ± its bound, or an exact value, a double-word enclosure or an arb one "
@@ -62,7 +70,7 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
     failures: list[str] = list(named.failures)
     lines = []
     for name, table in cert.tables.items():
-        failures += _check(tensors, table, *values[name], cert.digits, read)
+        failures += _check(tensors, table, *values[name], cert.digits, read, cert.version)
         counts = {code: sum(p.count(code) for p in table.paths) for code in "fca"}
         summed = f", {counts['c']} by its error-free sums" if name == "output" else ""
         lines.append(f"{name}: {counts['f']} by the float64 path{summed}, {counts['a']} beyond (exact or arb)")
@@ -70,8 +78,9 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
     return Verification(checked, tuple(failures), tuple(file_lines), ("; ".join(lines),), CLAIM)
 
 
-def _check(tensors: Tensors, table: reading.Table, f, b, digits: int, read: Reader) -> list[str]:
-    """One quantity's failures: each value against the engine's recomputed float ± bound, then arb."""
+def _check(tensors: Tensors, table: reading.Table, f, b, digits: int, read: Reader, version: int) -> list[str]:
+    """One quantity's failures: each value against the engine's recomputed float ± bound, then arb; a version-3
+    value whose float ± bound does not hold the corrected engine's refuses the certificate (:data:`BEFORE`)."""
     name = table.name
     f, b = f.reshape(len(table.paths), -1).copy(), b.reshape(len(table.paths), -1).copy()
     codes = np.array([list(p) for p in table.paths])
@@ -94,6 +103,8 @@ def _check(tensors: Tensors, table: reading.Table, f, b, digits: int, read: Read
         F, B, F2, B2 = (Fraction(x) if np.isfinite(x) else None for x in (f_cert[r, c], b_cert[r, c], f[r, c], b[r, c]))
         if B is None or B2 is not None and F - B <= F2 - B2 and F2 + B2 <= F + B:  # type: ignore[operator]
             continue
+        if version == 3:
+            raise read.error("certificate.version", BEFORE.format(place=place(tensors, name, r, c)))
         failures.append(
             f"{place(tensors, name, r, c)}: the certificate's float ± bound, {f_cert[r, c].hex()} ± "
             f"{b_cert[r, c].hex()}, does not hold the float64 path's {f[r, c].hex()} ± {b[r, c].hex()}"
@@ -167,4 +178,4 @@ def _bind(named: Any, mine: Tensors, read: Reader) -> None:
         raise other("mask", "1" if mask[i, j] else "0", "1" if theirs_mask[i, j] else "0", (i + 1, j + 1))
 
 
-__all__ = ["CLAIM", "verify_tensors"]
+__all__ = ["BEFORE", "CLAIM", "verify_tensors"]

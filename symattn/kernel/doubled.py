@@ -43,14 +43,12 @@ and multiplied by SAFETY (1 + 10^-4), far more than the roundings of forming it.
   |Ñ/ℓ̃ − q₁ − q₂| ≤ u(|r̂| + e_r)(1 + 4u)/L + e_r/L + u|q₂| + 2^-1074; and
   |N/ℓ − Ñ/ℓ̃| ≤ e_N/ℓ + |Ñ|e_ℓ/(ℓℓ̃) with ℓ ≥ fl(L(1 − 2u)) − e_ℓ (no bound unless that passes L/2,
   where its own rounding is u of it). No 3u|O| is left: what remains is the exps' and scores' errors.
-  Here the scores are split with :func:`exact_s` (one bit past float64.Split's own s, whose high parts'
-  sum can round), and the low parts again: with q = h + l, l = h₂ + l₂
+  Here the low parts are split again, with the same s (:func:`.float64.exact_s`): with q = h + l, l = h₂ + l₂
   and k likewise, S = h·h' + (h·h₂' + h₂·h') + (h·l₂' + l₂·h' + l·l'), the first two sums of products exact
   (the grid argument of :class:`.float64.Split`), so the rest loses u of its four additions and γ_d of
   each of the last three sums' magnitudes (each product exact: parts of float32 values have at most 24
   bits), bounded a priori by |h| ≤ 2^e, |l| ≤ 2^(e+s−53): d·f·(2^e·2^e₂' + 2^e₂·2^e' + f·2^e·2^e') with
-  f = 2^(s−53), about 2^-24 of what :func:`outputs` leaves (whose bounds a certificate records, so they
-  stay as they were).
+  f = 2^(s−53), about 2^-24 of what :func:`outputs` leaves.
 """
 
 from __future__ import annotations
@@ -211,7 +209,7 @@ def _rest(q: Split, k: Split, kl: Split, d: int) -> tuple[np.ndarray, np.ndarray
     """(rest, bound): S − q.high·k.highᵀ as one float and a bound on its error, the low parts split again
     (the module's docstring, *Two-float quotient*); ``kl``: :func:`_keys_again` of k."""
     ql = Split.of(q.low, k.s)
-    both = q.high @ kl.high.T + ql.high @ k.high.T  # two exact sums (exact_s), one rounding
+    both = q.high @ kl.high.T + ql.high @ k.high.T  # two exact sums (float64.exact_s), one rounding
     small = q.high @ kl.low.T  # three sums of d exact products: γ_d of their magnitudes, two additions
     p12 = small + ql.low @ k.high.T
     small = p12 + q.low @ k.low.T
@@ -293,16 +291,8 @@ def outputs(head: Head, pairs: list[tuple[int, int]], split: Split | None = None
 def quotients(head: Head, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(q1, q2, bound): the outputs as :func:`outputs` asks, each exact O[i, k] within bound of q1 + q2, the
     quotient carried to a second float (the module's docstring, *Two-float quotient*): no 3u|O| left."""
-    q1, _, q2, error = _all(head, pairs, Split.of(head.K, exact_s(head.Q.shape[1])), True)
+    q1, _, q2, error = _all(head, pairs, Split.of(head.K), True)
     return q1, q2, error
-
-
-def exact_s(d: int) -> int:
-    """The least s of :class:`.float64.Split` for which a sum of d products high·high' is exact: x + σ can fall
-    below σ = 2^(e+s), where the floats are twice as fine, so high is a multiple of 2^(e+s−53) (Rump, Ogita
-    and Oishi: of u·σ) and |high| ≤ 2^e; products are multiples of 2^(e+e'+2s−106) of at most 2^(e+e'), and
-    d of them sum within 2^53 of those units when 2s ≥ 53 + log2 d."""
-    return -(-(53 + max(1, d - 1).bit_length()) // 2)
 
 
 def _all(head: Head, pairs: list[tuple[int, int]], split: Split | None, tight: bool) -> tuple[np.ndarray, ...]:
@@ -398,4 +388,4 @@ def _second(Ns, Nsig, q1, L, L2, eN0, eL0) -> tuple[np.ndarray, np.ndarray]:
     return np.where(bad, 0.0, q2), np.where(bad, np.inf, e2)
 
 
-__all__ = ["TINY", "covers", "exact_s", "outputs", "quotients", "takes"]
+__all__ = ["TINY", "covers", "outputs", "quotients", "takes"]

@@ -5,8 +5,9 @@ arithmetic alone (round to nearest, unit roundoff u = 2^-53; γ_n = n·u / (1 �
 
 - **Scores.** Inputs that are float32 values (float16 and bfloat16 included) have significands of at
   most 24 bits, so each product q·k has at most 48 and is exact in float64. Rows of Q and K are split
-  (``Split``) so that the high parts' product is exact in any summation order, fused multiply-adds
-  included (BLAS); only the small rest carries γ_d of its magnitude.
+  (``Split``, s = ``exact_s(d)``: the high parts lie on a grid of u·σ) so that the high parts' product is
+  exact in any summation order, fused multiply-adds included (BLAS); only the small rest carries γ_d of
+  its magnitude. (Before issue 30, s was one bit short and that sum could round: see docs/kernel.md.)
 - **exp.** Our own, not libm's: e^t = 2^k · e^r with k = rint(t / ln 2), r = t − k·ln 2 (Cody–Waite),
   and e^r by its Taylor polynomial of degree 13 in Horner's form on |r| ≤ 0.35. RHO, its relative error,
   is computed at import in exact rationals (``_relative_error``: Horner's rounding step by step, the
@@ -193,11 +194,27 @@ def blocks(head: Head, weights: bool = True, block: int = BLOCK, split: Split | 
             yield _block(head, start, min(start + block, head.Q.shape[0]), weights, split, absV)
 
 
+def exact_s(d: int) -> int:
+    """The least s of :class:`Split` for which any sum of d products high·high' is exact: 2s ≥ 53 + log2 d.
+
+    high is a multiple of u·σ = 2^(e+s−53), not of 2^(e+s−52): x + σ falls below σ for x < 0, where the
+    floats are twice as fine (Rump, Ogita and Oishi, ExtractScalar: q ∈ eps·σ·ℤ). So products are
+    multiples of 2^(e+e'+2s−106) of at most 2^(e+e'), and every partial sum of d of them, at most
+    d·2^(e+e'), holds at most 2^53 of those units when 2^(2s−53) ≥ d.
+    """
+    return -(-(53 + max(1, d - 1).bit_length()) // 2)
+
+
 @record
 class Split:
-    """Rows x = high + low (Rump–Ogita–Oishi's ExtractScalar with σ = 2^(e+s), |x| ≤ 2^e per row):
-    high has at most 53 − s bits below 2^e, so that a sum of d products high·high' is exact in float64,
-    and |low| ≤ 2^(e+s−53)."""
+    """Rows x = high + low (Rump–Ogita–Oishi's ExtractScalar with σ = 2^(e+s), |x| < 2^e per row).
+
+    fl(x + σ) lies in [σ − 2^e, σ + 2^e] (both floats: rounding is monotone), so high = fl(x + σ) − σ is
+    exact (Sterbenz), |high| ≤ 2^e, and high is a multiple of 2^(e+s−53), the spacing of the floats in
+    [σ/2, σ); low = x − high is the addition's rounding error, a float, exact, with |low| ≤ half that
+    spacing above σ: |low| ≤ 2^(e+s−53). High and low of a float32 value have at most 24 bits each.
+    With s = :func:`exact_s` (d), any sum of d products high·high' is exact in float64.
+    """
 
     whole: np.ndarray
     high: np.ndarray
@@ -207,12 +224,10 @@ class Split:
 
     @staticmethod
     def of(x: np.ndarray, s: int | None = None) -> Split:
-        d = x.shape[1]
-        if s is None:  # 104 − 2s + log2 d ≤ 53: the grid of high·high' holds every partial sum
-            s = -(-(51 + max(1, d - 1).bit_length()) // 2)
+        s = exact_s(x.shape[1]) if s is None else s
         _, e = np.frexp(np.max(np.abs(x), axis=1, keepdims=True))  # max < 2^e (e = 0 for a zero row)
         sigma = np.ldexp(1.0, e + s)
-        high = (x + sigma) - sigma  # exact (ExtractScalar): a multiple of 2^(e+s−52)
+        high = (x + sigma) - sigma  # exact (ExtractScalar): a multiple of 2^(e+s−53)
         return Split(x, high, x - high, np.ldexp(1.0, e), s)
 
 
@@ -223,7 +238,8 @@ def _scores(q: np.ndarray, keys: Split) -> tuple[np.ndarray, np.ndarray]:
     exact = rows.high @ keys.high.T
     rest = rows.high @ keys.low.T + rows.low @ keys.whole.T  # products exact (≤ 24 + 24 bits); sums not
     S = exact + rest
-    # |high·low'| + |low·k'| ≤ d·2^(e+e'+s−53)·(2 + 2^(s−53)); each sum loses at most γ_d of it
+    # |high| ≤ 2^e, |k'| < 2^e', |low| ≤ 2^(e+s−53): Σ|high·low'| + Σ|low·k'| ≤ d·2^(e+e'+s−52), and each
+    # of the two sums loses at most γ_d of its own (products rounded or not); then two additions, u each
     small = (gamma(d) * d * 2.0 ** (keys.s - 52) * SAFETY) * (rows.top @ keys.top.T)
     return S, SAFETY * (U * np.abs(S) + U * np.abs(rest) + small)
 
@@ -355,6 +371,7 @@ __all__ = [
     "extras",
     "blocks",
     "head",
+    "exact_s",
     "exp_bounded",
     "gamma",
     "interval",

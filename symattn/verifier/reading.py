@@ -1,11 +1,12 @@
-"""Reading a float64-path certificate (versions 2 and 3) strictly, into plain data.
+"""Reading a float64-path certificate (versions 2, 3 and 4) strictly, into plain data.
 
 The JSON text is parsed with a duplicate key refused anywhere, NaN and Infinity refused, and no float
 parsed (the certificate's floats are ``float.hex`` strings). Every field must be one this reader knows
 (one it ignored would seem proved), every table the shape its inputs give, every float ``float.hex``'s own
 text of a finite value (a bound may also be ``inf``: no bound, then the value's path is "a"), every input a
 float32 value. A problem is a :class:`CertificateError`: the key, the 1-based position in the JSON, what is
-wrong. Version 2 (one head's output) is read as version 3 of one head with its output only.
+wrong. Version 2 (one head's output) is read as version 3 of one head with its output only; version 4 is
+version 3's format.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-VERSIONS = (2, 3)
+VERSIONS = (2, 3, 4)  # 4 is 3's format, made by the corrected engine (issue 30); the checks are exact
 MOST_DIGITS = 13
 TOKENS = 1 << 14  # queries or keys
 DIMS = 1024  # columns of Q, K, V
@@ -252,7 +253,7 @@ def certificate(data: dict[str, Any]) -> Certificate:
     if version not in VERSIONS:
         raise CertificateError(
             "certificate.version",
-            f"{kind(cert.get('version'))}: this verifier reads the float64 path's versions 2 and 3",
+            f"{kind(cert.get('version'))}: this verifier reads the float64 path's versions 2, 3 and 4",
         )
     if cert.get("path") != "float64":
         raise CertificateError("certificate.path", f'expected "float64", got {kind(cert.get("path"))}')
@@ -274,7 +275,7 @@ def certificate(data: dict[str, Any]) -> Certificate:
     fields(data, "", (*names, "certificate"), (*names, "certificate"))
     tables = {name: _table(data[name], name, _shape(inputs, name, squeezed), digits) for name in names}
     _paths(cert["paths"], tables)
-    return Certificate(3, digits, inputs, tables, files, {}, squeezed)
+    return Certificate(version, digits, inputs, tables, files, {}, squeezed)
 
 
 def _shape(inputs: Inputs, name: str, squeezed: bool) -> tuple[int, ...]:
