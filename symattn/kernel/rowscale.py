@@ -63,6 +63,16 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], sho
     for i, j in pending & zero:
         others[(i, j)] = Decimal(0)
     pending -= zero
+    balls = enclosure.deviations  # {entry: (error, exact value)} as arb balls (kernel/deviation.py)
+    for i, j in sorted(pending & balls.keys()):  # the row's largest |exact| in floats, or of its entries' balls
+        s = j - j % width
+        row = [(i, c) for c in range(s, s + width)]
+        figure = _deviation_figure(balls[(i, j)][0], float(r_lo[i, j]), float(r_hi[i, j]))
+        if figure is None and all(p in balls for p in row):
+            figure = _deviation_figure(balls[(i, j)][0], *_largest([abs(balls[p][1]) for p in row]))
+        if figure is not None:
+            others[(i, j)] = figure
+            pending.discard((i, j))
     if not pending:
         return out
 
@@ -107,6 +117,25 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], sho
     raise EvaluationError(
         f"{result.source}: the error of {name} relative to its row is not decided at the highest precision"
     )
+
+
+def _deviation_figure(d, low, high) -> Decimal | None:
+    """|d| / the row's largest |exact|, in [low, high] (floats or arb points), to three digits, or None."""
+    from flint import arb
+
+    from symattn.kernel.deviation import digits
+
+    if not (arb(low) > 0 and arb(low) <= arb(high) and arb(high).is_finite()):
+        return None
+    return digits(abs(d) / arb(low).union(arb(high)), 3)
+
+
+def _largest(sizes: list) -> tuple:
+    """Ends of the largest of some arb balls: the largest lower end, the largest upper end."""
+    low, high = sizes[0].lower(), sizes[0].upper()
+    for b in sizes[1:]:
+        low, high = (b.lower() if b.lower() > low else low), (b.upper() if b.upper() > high else high)
+    return low, high
 
 
 def _row_max(m: np.ndarray, width: int) -> np.ndarray:

@@ -33,6 +33,7 @@ FLASH_RTOL = Fraction(2)  # FlashAttention's tests: max|out − ref| ≤ 2 · ma
 ALLCLOSE_RTOL, ALLCLOSE_ATOL = Fraction(1, 10**5), Fraction(1, 10**8)  # torch.allclose's defaults
 WIDEN = 2.0**-45  # numpy's relative roundings in a candidate's figure (a few, each at most 2^-53)
 INF = float("inf")
+FLOOR = 4096  # bits: an error ball below 2^-FLOOR is kept as a ball, its rational ends [0, 2^-FLOOR]
 ALL = (slice(None), slice(None))  # the whole result
 _TOLERANCE = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,3})?")  # whole, ASCII digits only
 
@@ -63,7 +64,9 @@ def parse_tolerance(text: str, option: str) -> Fraction:
 class _Maximum:
     """max over the finite entries of g(x, exact), enclosed, its candidates narrowed level by level."""
 
-    def __init__(self, result: FloatResult, enclosure, kind: str, rtol: Fraction, atol: Fraction, region=ALL):
+    def __init__(
+        self, result: FloatResult, enclosure, kind: str, rtol: Fraction, atol: Fraction, region=ALL, own: bool = True
+    ):
         self.result, self.enclosure, self.kind, self.rtol, self.atol = result, enclosure, kind, rtol, atol
         x, finite = (a[region] for a in result.floats())
         g_lo, g_hi = self._float_figure(x, enclosure.lo[region], enclosure.hi[region])
@@ -74,6 +77,8 @@ class _Maximum:
         self.candidates = [(int(i) + first[0], int(j) + first[1]) for i, j in zip(*np.nonzero(finite & (g_hi >= top)))]
         self.bounds: tuple[Any, Any] = (Fraction(0), Fraction(0))
         self.worst: tuple[int, int] | None = None
+        self.ball: Any = None  # the maximum's figure as an arb ball, where one entry's error ball holds it
+        self.own = own  # the result compared: its errors' balls (enclosure.deviations) are this result's
 
     def _float_figure(self, x, lo, hi):
         slack = np.abs(x) * 2.0**-52  # a result that is no float64 (JSON decimals): float() moved it this far
@@ -109,15 +114,69 @@ class _Maximum:
             return self.bounds
         ends = self.enclosure.at(self.candidates, level)
         figures = {}
+        balls = {}  # the figures of the entries whose errors are arb balls (kernel/deviation.py)
         for i, j in self.candidates:
             v = self.result.value(i, j)
             assert v is not None  # candidates are finite entries
-            figures[(i, j)] = self._exact_figure(v, *ends[(i, j)])
+            d = self.enclosure.deviations.get((i, j)) if self.own else None
+            if d is not None:
+                balls[(i, j)] = self._ball_figure(d[0], *ends[(i, j)])
+                figures[(i, j)] = _ball_ends(balls[(i, j)])
+            else:
+                figures[(i, j)] = self._exact_figure(v, *ends[(i, j)])
         low = max(f[0] for f in figures.values())
         self.candidates = [p for p in self.candidates if figures[p][1] >= low]
+        if balls and len(balls) == len(self.candidates):  # each a ball: kept where it may reach the others' least
+            top = balls[self.candidates[0]].lower()
+            for p in self.candidates[1:]:
+                top = balls[p].lower() if balls[p].lower() > top else top
+            self.candidates = [p for p in self.candidates if not balls[p] < top]
         self.bounds = (low, max(figures[p][1] for p in self.candidates))
         self.worst = max(self.candidates, key=lambda p: (figures[p][0], -p[0], -p[1]))
+        self.ball = balls.get(self.worst) if len(self.candidates) == 1 else None
         return self.bounds
+
+    def _ball_figure(self, d: Any, lo: Fraction, hi: Fraction) -> Any:
+        from flint import arb
+
+        from symattn.kernel.deviation import _arb
+
+        if self.kind == "abs":
+            return abs(d)
+        small = lo if lo > 0 else (-hi if hi < 0 else Fraction(0))
+        big = max(abs(lo), abs(hi))
+        scale = arb(_arb(self.atol + self.rtol * small)).union(_arb(self.atol + self.rtol * big))
+        return abs(d) / scale if scale > 0 else arb("inf")
+
+    def digits(self) -> Decimal | None:
+        """The maximum's three digits: of its ball where one entry with a ball of its error holds it."""
+        if self.ball is not None:
+            from symattn.kernel.deviation import digits
+
+            return digits(self.ball, SHOWN_DIGITS)
+        return _digits(*self.bounds)
+
+
+def _ratio(a: _Maximum, b: _Maximum) -> Decimal | None:
+    """FlashAttention's ratio to three digits: of the balls where each maximum has one, else of the ends."""
+    if a.ball is not None and b.ball is not None:
+        from symattn.kernel.deviation import digits
+
+        return digits(a.ball / b.ball, SHOWN_DIGITS)
+    (a_lo, a_hi), (b_lo, b_hi) = a.bounds, b.bounds
+    return _digits(a_lo / b_hi, a_hi / b_lo)
+
+
+def _ball_ends(ball: Any) -> tuple[Fraction, Fraction]:
+    """A ball's ends as short rationals: exact down to 2^-FLOOR, [0, 2^-FLOOR] below it (its digits are the ball's)."""
+    from symattn.kernel.deviation import _arb, _fraction
+
+    if not ball.is_finite():
+        return Fraction(0), INF  # type: ignore[return-value]
+    if ball < _arb(Fraction(1, 2**FLOOR)):
+        return Fraction(0), Fraction(1, 2**FLOOR)
+    mid, rad = _fraction(ball.mid()), _fraction(ball.rad())
+    return max(mid - rad, Fraction(0)), mid + rad
 
 
 def _digits(lo, hi) -> Decimal | None:
@@ -170,7 +229,7 @@ def _flash(out: FloatResult, naive: FloatResult, enclosure, rtol: Fraction, atol
     if bad is not None:
         return Tolerance("flash", rtol, atol, False, bad[0], naive=naive.source, not_finite=True, not_finite_in=bad[1])
     a = _Maximum(out, enclosure, "abs", rtol, atol, region)
-    b = _Maximum(naive, enclosure, "abs", rtol, atol, region)
+    b = _Maximum(naive, enclosure, "abs", rtol, atol, region, own=False)
     if out.array is not None and naive.array is not None:  # then max|out − exact| = max|naive − exact| exactly
         same = bool(np.array_equal(out.array[region], naive.array[region], equal_nan=True))
     else:
@@ -182,7 +241,7 @@ def _flash(out: FloatResult, naive: FloatResult, enclosure, rtol: Fraction, atol
             ratio = None if b_hi == 0 else Decimal("1.00")  # exactly 1, to three digits
             ends = sorted(((rtol - 1) * b_lo + atol, (rtol - 1) * b_hi + atol))
         else:
-            ratio = None if b_hi == 0 else (_digits(a_lo / b_hi, a_hi / b_lo) if b_lo > 0 else None)
+            ratio = None if b_hi == 0 else (_ratio(a, b) if b_lo > 0 else None)
             ends = [rtol * b_lo + atol - a_hi, rtol * b_hi + atol - a_lo]
         ratio_done = b_hi == 0 or ratio is not None
         if ratio_done and (ends[0] >= 0 or ends[1] < 0):
@@ -199,7 +258,7 @@ def _allclose(out: FloatResult, enclosure, rtol: Fraction, atol: Fraction, regio
         lo, hi = m.narrow(level)
         if lo == INF:  # an exact 0 missed with atol 0: infinitely far past the tolerance
             return Tolerance("allclose", rtol, atol, False, m.worst, share=None)
-        share = _digits(lo, hi)
+        share = m.digits()
         if share is not None and (hi <= 1 or lo > 1):
             return Tolerance("allclose", rtol, atol, hi <= 1, m.worst, share=share)
     raise EvaluationError(f"{out.source}: the allclose verdict is not decided at the highest precision")
