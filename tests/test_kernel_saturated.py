@@ -146,3 +146,24 @@ def test_the_cli_refuses_a_huge_sink_of_a_spec_in_one_line(tmp_path, capsys):
     code, text, err = cli(capsys, spec, tmp_path / "o.npy")
     assert (code, text) == (2, "")  # the spec's own limit, |s| ≤ 100 (sinks[1]: the first head, 1-based)
     assert err == f"symattn: {spec}: sinks[1]: a sink logit must be at most 100 in size, got 1e38\n"
+
+
+def test_flash_attention_s_ratio_on_saturated_rows_against_mpmath():
+    """A naive result one ULP off at one entry: its error is the largest either way, and the ratio of the
+    largest errors is decided from the balls (about 10^-99 one way, 10^99 the other)."""
+    from symattn.kernel import compare
+
+    q, k, v = _inputs(1e2)
+    o = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(t) for t in (q, k, v))).numpy()
+    naive = o.copy()
+    naive[0, 1, 3, 2] = np.nextafter(naive[0, 1, 3, 2], np.float32(np.inf))
+    d = {p: _exact(q, k, v, *p, float(o[p]))[0] for p in np.ndindex(o.shape)}
+    top = max(abs(x) for x in d.values())
+    off = max(abs(d[p] - (mpmath.mpf(float(naive[p])) - mpmath.mpf(float(o[p])))) for p in d)
+    good, bad = compare(o, q, k, v, reference=naive), compare(naive, q, k, v, reference=o)
+    assert good.ok and good.verdict.ratio == _three(top / off)
+    assert not bad.ok and bad.verdict.ratio == _three(off / top) and bad.worst_place == "out[0, 1, 3, 2]"
+    entry = bad.comparison.entries.entry(3, 4 + 2)  # x one ULP past v_j, the exact value e^(-10^4)-close to v_j
+    # |x − e| = 1 ULP − d: 1.00 to 50 digits, but past the bucket's edge 1 exactly where d < 0
+    assert float(naive[0, 1, 3, 2]) - float(o[0, 1, 3, 2]) == float(_ulp32(mpmath.mpf(float(o[0, 1, 3, 2]))))
+    assert entry.ulps == Decimal("1.00") and entry.bucket == (2 if d[(0, 1, 3, 2)] > 0 else 3)

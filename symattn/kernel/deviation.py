@@ -35,10 +35,13 @@ class Floats:
     found: dict[tuple[int, int], Any] = field(default_factory=dict)
 
     def suspect(self, i: int, j: int, lo: Fraction, hi: Fraction) -> bool:
-        """Whether the ends [lo, hi] of an exact value hold x, or lie below the least normal: only then may
-        ``decide`` take the entry (an arb product of its row more, not spent on the others)."""
+        """Whether the ends [lo, hi] of an exact value hold a float of the format (x, in a saturated row), or
+        lie below the least normal: only then may ``decide`` take the entry (an arb product of its row more)."""
         least = Fraction(2) ** FORMATS[self.format][1]
-        return lo <= self.value(i, j) <= hi or max(abs(lo), abs(hi)) < least
+        if max(abs(lo), abs(hi)) < least:
+            return True
+        y = _nearest((lo + hi) / 2, self.format)
+        return lo <= self.value(i, j) <= hi or lo <= y <= hi
 
 
 def _arb(x: Fraction) -> Any:
@@ -89,41 +92,76 @@ def _bucket(ulps: Any) -> int | None:
     return len(EDGES) if below == len(EDGES) else None
 
 
-def decide(x: Fraction, d: Any, e: Any, fmt: str, shown_digits: int) -> tuple[tuple, Decimal] | None:
-    """((ULPs, relative, bucket), exact value shown) of x against e = x + d, from the balls d and e, where d's
-    sign is known and either |d| < 2^-NEAR ULP of x or |e| lies below the format's least normal; else None."""
+def decide(x: Fraction, e: Any, fmt: str, shown_digits: int, error_from) -> tuple[tuple, tuple, Decimal] | None:
+    """((ULPs, relative, bucket), (the ball of e − y, y, e), exact value shown) of x against the exact value e, where
+    e lies within 2^-NEAR ULP of a float y of the format (y = x in a saturated row) on a known side, or below
+    the format's least normal; else None. ``error_from(y)``: the ball of e − y, summed as the module says."""
     precision, emin = FORMATS[fmt]
-    if not (d > 0 or d < 0) or not (e > 0 or e < 0):
+    if not (e > 0 or e < 0):
         return None
-    s = 1 if d > 0 else -1
-    size = abs(d)
-    unit = ulp(x, fmt)
-    near = x != 0 and (x / unit).denominator == 1 and size < _arb(unit) / 2**NEAR
-    if near:  # no power of 2 strictly between x and e: the ULP is the one just past x on d's side
-        step = unit / 2**NEAR
-        u = ulp(x + s * step, fmt)
-        shown = _shown_near(x, s * step, shown_digits)
-    elif abs(e) < _arb(Fraction(2) ** emin):  # subnormal: one ULP for all
-        u = Fraction(2) ** (emin - precision + 1)
+    if abs(e) < _arb(Fraction(2) ** emin):  # subnormal: one ULP for all, e's own relative precision
+        d = error_from(x)
+        if not (d > 0 or d < 0):
+            return None
+        ulps = abs(d) / _arb(Fraction(2) ** (emin - precision + 1))
         signed = digits(abs(e), shown_digits)
         shown = None if signed is None else (signed if e > 0 else signed.copy_negate())  # no context: any exponent
-    else:
+        figures = digits(ulps, SHOWN_DIGITS), digits(abs(d) / abs(e), SHOWN_DIGITS), _bucket(ulps)
+        return None if shown is None or None in figures else (figures, (d, x, e), shown)
+    y = _nearest(_fraction(e.mid()), fmt)
+    dy = error_from(y)
+    unit = ulp(y, fmt)
+    if y == 0 or not (dy > 0 or dy < 0) or not abs(dy) < _arb(unit) / 2**NEAR:
         return None
-    ulps = size / _arb(u)
-    figures = digits(ulps, SHOWN_DIGITS), digits(size / abs(e), SHOWN_DIGITS), _bucket(ulps)
+    # no power of 2 strictly between y and e: the ULP is the one just past y on dy's side, and every
+    # figure is monotone on (y, y + step] (x lies outside it), where its ties are far apart
+    step = (1 if dy > 0 else -1) * unit / 2**NEAR
+    u = ulp(y + step, fmt)
+    shown = _near(lambda t: t, y, step, shown_digits)
+    if x == y:
+        ulps = abs(dy) / _arb(u)
+        figures = digits(ulps, SHOWN_DIGITS), digits(abs(dy) / abs(e), SHOWN_DIGITS), _bucket(ulps)
+    elif min(x, x - step) < y < max(x, x - step) or x == y + step:
+        return None
+    else:
+        figures = (
+            _near(lambda t: abs(x - t) / u, y, step, SHOWN_DIGITS),
+            _near(lambda t: abs(x - t) / abs(t), y, step, SHOWN_DIGITS),
+            _near_bucket(lambda t: abs(x - t) / u, y, step),
+        )
     if shown is None or None in figures:
         return None
-    return figures, shown
+    return figures, (dy, y, e), shown
 
 
-def _shown_near(x: Fraction, step: Fraction, n: int) -> Decimal | None:
-    """What every point of (x, x + step] rounds to at n digits, or None: rounding is monotone, and the digits'
-    ties are 10^-n of x apart, far more than step, so only x itself may be one."""
-    at, past = significant_exact(x, n), significant_exact(x + step, n)
+def error_of(found: tuple, v: Fraction) -> Any:
+    """The ball of e − v for any float v, from ``decide``'s (e − y, y, e): one rounding, after y − v exactly."""
+    return found[0] + _arb(found[1] - v)
+
+
+def _nearest(value: Fraction, fmt: str) -> Fraction:
+    """A float of the format nearest ``value`` (or next to it, beside a power of 2)."""
+    u = ulp(value, fmt)
+    return round(value / u) * u
+
+
+def _near(g, y: Fraction, step: Fraction, n: int) -> Decimal | None:
+    """What g of every point of (y, y + step] rounds to at n digits, or None: g is monotone there, and the
+    digits' ties lie far apart (10^-n of g), so only g(y) itself may be one; then the side of step decides."""
+    at, past = significant_exact(g(y), n), significant_exact(g(y + step), n)
     if at == past:
         return at
-    scaled = abs(x) * Fraction(10) ** (n - 1 - at.adjusted())
-    return past if scaled - int(scaled) == Fraction(1, 2) else None  # a tie at x: the side of step
+    scaled = abs(g(y)) * Fraction(10) ** (n - 1 - at.adjusted())
+    return past if scaled - int(scaled) == Fraction(1, 2) else None
 
 
-__all__ = ["Floats", "decide", "digits"]
+def _near_bucket(g, y: Fraction, step: Fraction) -> int | None:
+    """The bucket of g over (y, y + step]: g(y)'s, or past an edge that g(y) is exactly."""
+    from symattn.kernel.comparison import EDGES
+    from symattn.kernel.comparison import _bucket as bucket
+
+    at, past = bucket(g(y)), bucket(g(y + step))
+    return past if at == past or g(y) in EDGES else None
+
+
+__all__ = ["Floats", "decide", "digits", "error_of"]

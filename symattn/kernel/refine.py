@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -166,24 +168,32 @@ def _by_errors(head: float64.Head, entries: dict[int, list[int]], bits: int, bal
             if made is None:
                 made = _exps(head, [i], (balls or Balls(0)).keys(head))[0]
             exps, total = made
+            extra = sum((mod.arb_exp(i) for mod in _denominators(head)), arb(0))  # a sink's e^s: no value
+
             for j in cols:
                 x = errors.value(i, j)
-                xa = arb(x.numerator) / x.denominator
-                column = arb_mat([[arb(v) - xa] for v in head.V[:, j].tolist()])  # v_j − x is exactly 0
-                extra = sum((mod.arb_exp(i) for mod in _denominators(head)), arb(0))  # a sink's e^s: no value
-                d = ((exps * column)[0, 0] - xa * extra) / total
                 e = (exps * arb_mat([[v] for v in head.V[:, j].tolist()]))[0, 0] / total
                 try:
-                    decided = deviation.decide(x, d, e, errors.format, digits)
+                    error_from = partial(_error_from, head.V[:, j].tolist(), exps, extra, total)
+                    decided = deviation.decide(x, e, errors.format, digits, error_from)
                 except EvaluationError as error:  # a figure past what the reports rank: named, on one line
                     named = f"the error of entry ({i + 1}, {j + 1})" if name is None else name(i, j)
                     raise EvaluationError(f"{named} {error}") from None
                 if decided is not None:
-                    errors.found[(i, j)] = (d, e)
-                    out[(i, j)] = decided
+                    figures, found, shown = decided
+                    errors.found[(i, j)] = found
+                    out[(i, j)] = (figures, shown)
     finally:
         ctx.prec = saved
     return out
+
+
+def _error_from(column: list[float], exps, extra, total, y: Fraction) -> Any:
+    """The ball of e − y: Σ e^z (v − y) − y·e^s over the total, in which v_j − y may be exactly 0."""
+    from flint import arb, arb_mat
+
+    ya = arb(y.numerator) / y.denominator
+    return ((exps * arb_mat([[arb(v) - ya] for v in column]))[0, 0] - ya * extra) / total
 
 
 def enclose(head: float64.Head, quantity: str, entries: dict[int, list[int]], bits: int) -> dict:

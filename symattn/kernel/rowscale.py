@@ -19,6 +19,7 @@ from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError
 from symattn.input.floats import FloatResult
 from symattn.kernel.deciding import BELOW, _digits
+from symattn.kernel.deviation import error_of
 from symattn.kernel.entry_table import Figures
 
 WIDEN = 2.0**-45  # numpy's relative roundings in one figure (a few, each at most 2^-53)
@@ -63,13 +64,16 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], sho
     for i, j in pending & zero:
         others[(i, j)] = Decimal(0)
     pending -= zero
-    balls = enclosure.deviations  # {entry: (error, exact value)} as arb balls (kernel/deviation.py)
+    balls = enclosure.deviations  # {entry: (e − y, y, e)}, arb balls and a float y (kernel/deviation.py)
     for i, j in sorted(pending & balls.keys()):  # the row's largest |exact| in floats, or of its entries' balls
         s = j - j % width
         row = [(i, c) for c in range(s, s + width)]
-        figure = _deviation_figure(balls[(i, j)][0], float(r_lo[i, j]), float(r_hi[i, j]))
+        v = result.value(i, j)
+        assert v is not None  # only finite entries are pending
+        d = error_of(balls[(i, j)], v)
+        figure = _deviation_figure(d, float(r_lo[i, j]), float(r_hi[i, j]))
         if figure is None and all(p in balls for p in row):
-            figure = _deviation_figure(balls[(i, j)][0], *_largest([abs(balls[p][1]) for p in row]))
+            figure = _deviation_figure(d, *_largest([abs(balls[p][2]) for p in row]))
         if figure is not None:
             others[(i, j)] = figure
             pending.discard((i, j))

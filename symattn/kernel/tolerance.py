@@ -27,6 +27,7 @@ import numpy as np
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError, ShapeError, SpecError
 from symattn.input.floats import FloatResult
+from symattn.kernel.deviation import _arb, error_of
 
 SHOWN_DIGITS = 3
 FLASH_RTOL = Fraction(2)  # FlashAttention's tests: max|out − ref| ≤ 2 · max|out_pt − ref| + atol
@@ -64,9 +65,7 @@ def parse_tolerance(text: str, option: str) -> Fraction:
 class _Maximum:
     """max over the finite entries of g(x, exact), enclosed, its candidates narrowed level by level."""
 
-    def __init__(
-        self, result: FloatResult, enclosure, kind: str, rtol: Fraction, atol: Fraction, region=ALL, own: bool = True
-    ):
+    def __init__(self, result: FloatResult, enclosure, kind: str, rtol: Fraction, atol: Fraction, region=ALL):
         self.result, self.enclosure, self.kind, self.rtol, self.atol = result, enclosure, kind, rtol, atol
         x, finite = (a[region] for a in result.floats())
         g_lo, g_hi = self._float_figure(x, enclosure.lo[region], enclosure.hi[region])
@@ -78,7 +77,6 @@ class _Maximum:
         self.bounds: tuple[Any, Any] = (Fraction(0), Fraction(0))
         self.worst: tuple[int, int] | None = None
         self.ball: Any = None  # the maximum's figure as an arb ball, where one entry's error ball holds it
-        self.own = own  # the result compared: its errors' balls (enclosure.deviations) are this result's
 
     def _float_figure(self, x, lo, hi):
         slack = np.abs(x) * 2.0**-52  # a result that is no float64 (JSON decimals): float() moved it this far
@@ -118,28 +116,32 @@ class _Maximum:
         for i, j in self.candidates:
             v = self.result.value(i, j)
             assert v is not None  # candidates are finite entries
-            d = self.enclosure.deviations.get((i, j)) if self.own else None
-            if d is not None:
-                balls[(i, j)] = self._ball_figure(d[0], *ends[(i, j)])
+            found = self.enclosure.deviations.get((i, j))
+            if found is not None:  # a ball of e − y for a float y near e: of e − v, for this result's v
+                balls[(i, j)] = self._ball_figure(error_of(found, v), *ends[(i, j)])
                 figures[(i, j)] = _ball_ends(balls[(i, j)])
             else:
                 figures[(i, j)] = self._exact_figure(v, *ends[(i, j)])
         low = max(f[0] for f in figures.values())
         self.candidates = [p for p in self.candidates if figures[p][1] >= low]
-        if balls and len(balls) == len(self.candidates):  # each a ball: kept where it may reach the others' least
-            top = balls[self.candidates[0]].lower()
+        self.ball = None
+        if balls and all(p in balls for p in self.candidates):  # each a ball: kept where it may reach the top
+            first = self.candidates[0]
+            top, high, worst = balls[first].lower(), balls[first].upper(), first
             for p in self.candidates[1:]:
-                top = balls[p].lower() if balls[p].lower() > top else top
+                top, worst = (balls[p].lower(), p) if balls[p].lower() > top else (top, worst)
+                high = balls[p].upper() if balls[p].upper() > high else high
             self.candidates = [p for p in self.candidates if not balls[p] < top]
+            self.ball = top.union(high)  # the maximum lies between the largest lower end and the largest upper
         self.bounds = (low, max(figures[p][1] for p in self.candidates))
-        self.worst = max(self.candidates, key=lambda p: (figures[p][0], -p[0], -p[1]))
-        self.ball = balls.get(self.worst) if len(self.candidates) == 1 else None
+        if self.ball is None:
+            self.worst = max(self.candidates, key=lambda p: (figures[p][0], -p[0], -p[1]))
+        else:  # the largest lower end of the balls, the first of equal ones
+            self.worst = worst
         return self.bounds
 
     def _ball_figure(self, d: Any, lo: Fraction, hi: Fraction) -> Any:
         from flint import arb
-
-        from symattn.kernel.deviation import _arb
 
         if self.kind == "abs":
             return abs(d)
@@ -159,10 +161,13 @@ class _Maximum:
 
 def _ratio(a: _Maximum, b: _Maximum) -> Decimal | None:
     """FlashAttention's ratio to three digits: of the balls where each maximum has one, else of the ends."""
-    if a.ball is not None and b.ball is not None:
-        from symattn.kernel.deviation import digits
+    if a.ball is not None or b.ball is not None:  # a maximum far below 2^-FLOOR: its ball, the other's ends
+        from symattn.kernel.deviation import _arb, digits
 
-        return digits(a.ball / b.ball, SHOWN_DIGITS)
+        def ball(m: _Maximum) -> Any:
+            return m.ball if m.ball is not None else _arb(Fraction(m.bounds[0])).union(_arb(Fraction(m.bounds[1])))
+
+        return digits(ball(a) / ball(b), SHOWN_DIGITS)
     (a_lo, a_hi), (b_lo, b_hi) = a.bounds, b.bounds
     return _digits(a_lo / b_hi, a_hi / b_lo)
 
@@ -229,7 +234,7 @@ def _flash(out: FloatResult, naive: FloatResult, enclosure, rtol: Fraction, atol
     if bad is not None:
         return Tolerance("flash", rtol, atol, False, bad[0], naive=naive.source, not_finite=True, not_finite_in=bad[1])
     a = _Maximum(out, enclosure, "abs", rtol, atol, region)
-    b = _Maximum(naive, enclosure, "abs", rtol, atol, region, own=False)
+    b = _Maximum(naive, enclosure, "abs", rtol, atol, region)
     if out.array is not None and naive.array is not None:  # then max|out − exact| = max|naive − exact| exactly
         same = bool(np.array_equal(out.array[region], naive.array[region], equal_nan=True))
     else:
@@ -241,7 +246,7 @@ def _flash(out: FloatResult, naive: FloatResult, enclosure, rtol: Fraction, atol
             ratio = None if b_hi == 0 else Decimal("1.00")  # exactly 1, to three digits
             ends = sorted(((rtol - 1) * b_lo + atol, (rtol - 1) * b_hi + atol))
         else:
-            ratio = None if b_hi == 0 else (_ratio(a, b) if b_lo > 0 else None)
+            ratio = None if b_hi == 0 else (_ratio(a, b) if b_lo > 0 or b.ball is not None else None)
             ends = [rtol * b_lo + atol - a_hi, rtol * b_hi + atol - a_lo]
         ratio_done = b_hi == 0 or ratio is not None
         if ratio_done and (ends[0] >= 0 or ends[1] < 0):
