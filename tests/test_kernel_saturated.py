@@ -167,3 +167,24 @@ def test_flash_attention_s_ratio_on_saturated_rows_against_mpmath():
     # |x − e| = 1 ULP − d: 1.00 to 50 digits, but past the bucket's edge 1 exactly where d < 0
     assert float(naive[0, 1, 3, 2]) - float(o[0, 1, 3, 2]) == float(_ulp32(mpmath.mpf(float(o[0, 1, 3, 2]))))
     assert entry.ulps == Decimal("1.00") and entry.bucket == (2 if d[(0, 1, 3, 2)] > 0 else 3)
+
+
+def test_a_figure_past_ten_to_the_ten_to_the_thirteen_is_refused_in_one_line(tmp_path, capsys):
+    """Inputs of size 10^9: the weights are e^(−10^17); their figures lie past what the reports rank."""
+    from symattn.input.errors import EvaluationError
+    from symattn.kernel import compare
+    from tests.test_compare_spec_variants import cli, write
+
+    q, k, v = _inputs(1e9)
+    o = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(t) for t in (q, k, v))).numpy()
+    with pytest.raises(EvaluationError) as info:
+        compare(o, q, k, v)
+    assert str(info.value) == (
+        "out: the error of out[0, 0, 0, 0] is near 10^-79245010066671760, past 10^±10000000000000"
+    )
+    causal = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(t) for t in (q, k, v)), is_causal=True)
+    spec = write(tmp_path, [], q=q, k=k, v=v, o=causal.numpy())
+    code, text, err = cli(capsys, spec, tmp_path / "o.npy")
+    place = "the error of o[0, 0, 1, 0] is near 10^-476796546900950976"  # causal: query 0 has one key
+    assert (code, text) == (2, "")
+    assert err == f"symattn: {spec}: {tmp_path / 'o.npy'}: {place}, past 10^±10000000000000\n"
