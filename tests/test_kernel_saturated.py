@@ -188,3 +188,23 @@ def test_a_figure_past_ten_to_the_ten_to_the_thirteen_is_refused_in_one_line(tmp
     place = "the error of o[0, 0, 1, 0] is near 10^-476796546900950976"  # causal: query 0 has one key
     assert (code, text) == (2, "")
     assert err == f"symattn: {spec}: {tmp_path / 'o.npy'}: {place}, past 10^±10000000000000\n"
+
+
+@pytest.mark.parametrize("scale", [1e2, 1e4, 1e6])
+def test_the_lse_and_a_softcap_of_saturated_rows_get_torch_float64_s_verdict(scale):
+    """The LSE of a saturated row (its z_max plus e^(−10^4)) and soft-capped outputs of huge scores: a verdict,
+    and torch.allclose's against torch's float64 agrees with it."""
+    from symattn.kernel import compare
+
+    q, k, v = _inputs(scale)
+
+    def reference(dtype):  # (LSE, soft-capped output) in torch, in that dtype
+        tq, tk, tv = (torch.tensor(t).to(dtype) for t in (q, k, v))
+        s = tq @ tk.transpose(-1, -2) / 2
+        return torch.logsumexp(s, -1), torch.softmax(30 * torch.tanh(s / 30), -1) @ tv
+
+    got, exact = reference(torch.float32), reference(torch.float64)
+    for n, options in enumerate(({"kind": "lse"}, {"softcap": 30.0})):
+        report = compare(got[n].numpy(), q, k, v, rtol=1e-5, atol=1e-8, **options)
+        share = ((got[n].double() - exact[n]).abs() / (1e-8 + 1e-5 * exact[n].abs())).max().item()
+        assert abs(share - 1) > 1e-3 and report.ok == (share <= 1), options
