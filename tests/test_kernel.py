@@ -463,7 +463,9 @@ def test_the_text_report_refines_no_entry_it_does_not_show(monkeypatch):
     asked = []
     real = kernel.refine
     monkeypatch.setattr(
-        kernel, "refine", lambda head, quantity, mine, *rest: asked.append(mine) or real(head, quantity, mine, *rest)
+        kernel,
+        "refine",
+        lambda head, quantity, mine, *rest, **kw: asked.append(mine) or real(head, quantity, mine, *rest, **kw),
     )
     full = compare(spec_of(Q, K, V), result)
     assert asked == [{0: [3]}] and full.refined == 1  # entry (1, 4): arb decides its three digits

@@ -151,8 +151,13 @@ def test_a_planted_error_under_sinks_is_named_there(case):
         ({"sinks": [0.0, 1.0]}, ShapeError, "sinks: shape: (2,); expected (4,), a finite logit per query head"),
         (
             {"sinks": [0.0, 1.0, math.inf, 2.0]},
-            ShapeError,
-            "sinks: shape: (4,); expected (4,), a finite logit per query head",
+            SpecError,
+            "sinks[2]: inf is not a finite logit at most 2^40 (1099511627776)",
+        ),
+        (
+            {"sinks": [0.0, 1.0, 2.0, 1e38]},
+            SpecError,
+            "sinks[3]: 1e+38 is not a finite logit at most 2^40 (1099511627776)",
         ),
         ({"kind": "dsink"}, SpecError, "kind: dsink is the gradient of the logits sinks gives: give sinks"),
     ],

@@ -28,17 +28,23 @@ class Enclosure:
     """float64 ends ``lo`` ≤ exact ≤ ``hi`` of every entry, and exact ends of some entries at rising levels."""
 
     levels: int  # the highest level ``at`` takes
+    deviations: dict[Point, Any] = {}  # arb balls of some entries' errors, exact − x (kernel/deviation.py)
 
     def __init__(self, lo: np.ndarray, hi: np.ndarray):
         self.lo, self.hi = lo, hi
 
     def at(self, points: list[Point], level: int) -> dict[Point, Ends]:
         if level == 0:
-            return {(i, j): (Fraction(float(self.lo[i, j])), Fraction(float(self.hi[i, j]))) for i, j in points}
+            return {(i, j): (_rational(self.lo[i, j]), _rational(self.hi[i, j])) for i, j in points}
         return self._narrowed(points, level)
 
     def _narrowed(self, points: list[Point], level: int) -> dict[Point, Ends]:
         raise NotImplementedError
+
+
+def _rational(end: float) -> Fraction:
+    # ±∞ (a float64 bound that overflowed) as ±2^1024: every exact value compared lies within it
+    return Fraction(end) if np.isfinite(end) else Fraction(2**1024 if end > 0 else -(2**1024))
 
 
 def _outward(values: list[list[Fraction]], down: bool) -> np.ndarray:
@@ -96,8 +102,10 @@ class FloatEnclosure(Enclosure):
         narrowed=None,
         balls=None,
         summed: set[Point] | None = None,
+        deviations: dict[Point, Any] | None = None,
     ):
         super().__init__(lo, hi)
+        self.deviations = deviations or {}
         self.balls = balls  # refine.Balls: the rows arb computed already
         self.summed = summed or set()  # entries whose sums compare redid error-free: lo and hi hold that bound
         self.heads, self.quantity, self.offsets = heads, quantity, offsets
@@ -136,7 +144,7 @@ class FloatEnclosure(Enclosure):
             q1, q2, bound = doubled.quotients(self.heads[h], at)
             for (row, col), a, b, e in zip(at, q1.tolist(), q2.tolist(), bound.tolist()):
                 i, j = back[(h, row, col)]
-                lo, hi = Fraction(float(self.lo[i, j])), Fraction(float(self.hi[i, j]))
+                lo, hi = _rational(self.lo[i, j]), _rational(self.hi[i, j])
                 if math.isfinite(e):
                     middle, radius = Fraction(a) + Fraction(b), Fraction(e)
                     lo, hi = max(lo, middle - radius), min(hi, middle + radius)
@@ -164,7 +172,7 @@ class FloatEnclosure(Enclosure):
                 if (i, j) in self.summed:  # level 1 is their bound already, met with lo and hi
                     h, row, col = self._place(i, j)
                     wanted[h][row].remove(col)
-                    out[(i, j)] = (Fraction(float(self.lo[i, j])), Fraction(float(self.hi[i, j])))
+                    out[(i, j)] = (_rational(self.lo[i, j]), _rational(self.hi[i, j]))
             for h, rows in wanted.items():
                 at = [(row, col) for row, cols in rows.items() for col in cols]
                 if not at:
@@ -174,8 +182,8 @@ class FloatEnclosure(Enclosure):
                 for (row, col), a, b in zip(at, lo.tolist(), hi.tolist()):
                     i, j = back[(h, row, col)]
                     out[(i, j)] = (
-                        max(Fraction(a), Fraction(float(self.lo[i, j]))),
-                        min(Fraction(b), Fraction(float(self.hi[i, j]))),
+                        max(_rational(a), _rational(self.lo[i, j])),
+                        min(_rational(b), _rational(self.hi[i, j])),
                     )
             return out
         bits = 96 * 2 ** (level - self.first_arb)
@@ -185,7 +193,7 @@ class FloatEnclosure(Enclosure):
                     i, j = back[(h, row, col)]
                     a, b = values[col]
                     # both enclose the exact value: so does their meet
-                    out[(i, j)] = (max(a, Fraction(float(self.lo[i, j]))), min(b, Fraction(float(self.hi[i, j]))))
+                    out[(i, j)] = (max(a, _rational(self.lo[i, j])), min(b, _rational(self.hi[i, j])))
         return out
 
 

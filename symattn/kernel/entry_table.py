@@ -19,8 +19,8 @@ from symattn.input.records import record
 from symattn.kernel.comparison import EDGES, ZERO, Entries, Entry, rank
 from symattn.kernel.deciding import figure, shown
 
-_OFFSET = 10**5  # added to a figure's exponent: every key of a nonzero figure is positive
-_SCALE = 10**10  # a bucket weighs more than any figure's key: (bucket, ulps) in one integer
+_OFFSET = 10**13  # added to a figure's exponent (|exponent| < 10^13, deviation.EXPONENTS): every key is positive
+_SCALE = 10**17  # a bucket weighs more than any figure's key: (bucket, ulps) in one int64
 
 
 @record
@@ -52,7 +52,8 @@ def _key(d: Decimal | None) -> int:
     if d == 0:
         return 0
     top = d.adjusted()
-    return (top + _OFFSET) * 1000 + int(abs(d).scaleb(2 - top))  # exact: a figure has three digits
+    q = int("".join(map(str, d.as_tuple().digits)).ljust(3, "0")[:3])  # its three digits, with no context's limits
+    return (top + _OFFSET) * 1000 + q
 
 
 @record

@@ -16,7 +16,7 @@ import numpy as np
 
 from symattn.input.filematrix import FileMatrix
 from symattn.input.floats import FloatResult
-from symattn.kernel import compensated, float64, float64_backward, logsumexp
+from symattn.kernel import compensated, deviation, float64, float64_backward, logsumexp
 from symattn.kernel.cores import map_forked
 from symattn.kernel.deciding import BELOW, Errors, decide, errors, is_double, shown, shown_many
 from symattn.kernel.refine import Balls, refine
@@ -135,6 +135,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     axis = 0 if quantity in LSE else 1  # heads side by side (O), or a row per head (the LSE)
     lo, hi = np.concatenate([p[0] for p in parts], axis=axis), np.concatenate([p[1] for p in parts], axis=axis)
     offsets = np.cumsum([0] + [p[0].shape[1] for p in parts]).tolist()
+    lo, hi = np.where(np.isnan(lo), -np.inf, lo), np.where(np.isnan(hi), np.inf, hi)  # a bound lost: none at all
     rows, cols = lo.shape
     got = result.shape
     if got != (rows, cols):
@@ -190,6 +191,9 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
         v = result.value(i, j)
         if v is None:
             continue
+        if not (np.isfinite(lo[i, j]) and np.isfinite(hi[i, j])):  # the float64 bound overflowed: arb's balls
+            open_rows.setdefault(i, []).append(j)
+            continue
         outcome = _decide(v, Fraction(float(lo[i, j])), Fraction(float(hi[i, j])), result.format)
         if outcome is not None:
             decided[(i, j)] = (outcome, shown(float(lo[i, j]), float(hi[i, j]), FLOAT_DIGITS))
@@ -199,6 +203,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     refined: dict[tuple[int, int], tuple] = {}
     balls = Balls()  # refinement's rows, kept for the row-relative figures and the verdict
     narrowed: dict[tuple[int, int], tuple[Fraction, Fraction]] = {}
+    deviations: dict[tuple[int, int], object] = {}  # arb balls of errors (kernel/deviation.py), by place
     digits = 15
     for h, head in enumerate(heads):  # each head's open entries, as (query row, column of the head)
         start, stop = offsets[h], offsets[h + 1]
@@ -225,14 +230,21 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
             where = f"entry ({r + 1}, {c + 1})" if places is None else places.text(r, c)
             return f"{result.source}: the error of {where}"
 
-        done, reached = refine(head, quantity, mine, decide_one, EXACT_DIGITS, balls, name)
+        def float_at(i: int, j: int, place=place) -> Fraction:
+            v = result.value(*place(i, j))
+            assert v is not None  # only finite entries are refined
+            return v
+
+        floats = deviation.Floats(float_at, result.format)
+        done, reached = refine(head, quantity, mine, decide_one, EXACT_DIGITS, balls, name, errors=floats)
         refined.update({place(i, j): outcome for (i, j), outcome in done.items()})
+        deviations.update({place(i, j): d for (i, j), d in floats.found.items()})
         digits = max(digits, reached)
     decided.update(refined)
     from symattn.kernel.enclosing import FloatEnclosure
     from symattn.kernel.rowscale import row_relative
 
-    enclosure = FloatEnclosure(heads, quantity, lo, hi, offsets, narrowed, balls, summed)  # narrows lo and hi in place
+    enclosure = FloatEnclosure(heads, quantity, lo, hi, offsets, narrowed, balls, summed, deviations)  # narrows lo, hi
     zero = {p for p, ((ulps, _, _), _) in decided.items() if ulps == 0}  # 0 ULP: x is the exact value
     finite = np.isfinite(x)  # NaN where the result's entry is not finite
     # with worst, the float64 bound alone decides the bucket of an entry whose figures are left open

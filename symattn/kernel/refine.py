@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +23,7 @@ from symattn.kernel import doubled, float64, zeros
 from symattn.kernel.cores import map_forked
 from symattn.kernel.float64_backward import GRADIENTS
 
+TINY_END = Fraction(1, 2**4096)  # a ball below it has these ends: its figures come from kernel/deviation.py
 START_BITS = 96  # enough for most entries the float64 bounds leave open; doubled for the rest
 ROWS_AT_ONCE = 32
 PARALLEL_ROWS = 128  # rows of arb balls below which one process is quicker than two (each row: ~4 ms)
@@ -64,6 +67,7 @@ def refine(
     name=None,
     prove_zeros: bool = True,
     two_floats: bool = True,
+    errors=None,
 ):
     """Arb balls for the entries {row: [columns]} at rising precision until ``decide_one(i, j, lo, hi)``
     decides each and both ends agree on ``digits``; {(i, j): (outcome, shown)} and the digits reached.
@@ -71,7 +75,9 @@ def refine(
     proved exactly 0 where it is (exact/zeros.py), since no ball shrinks to a point; ``prove_zeros`` False
     leaves it open (a certificate's verifier does not check such proofs). The outputs of a plain head are
     tried in two floats first (``two_floats``; a certificate's bounds stay arb's). ``name(i, j)``: how a
-    message names an entry's error (default "the error of entry (i + 1, j + 1)")."""
+    message names an entry's error (default "the error of entry (i + 1, j + 1)"). ``errors``
+    (deviation.Floats): the result's floats, so that an output the balls of its exact value leave open is
+    decided from a ball of its error itself (kernel/deviation.py), that ball kept in ``errors.found``."""
     out: dict[tuple[int, int], tuple] = {}
     bits = START_BITS
     # rational rows: a query's (dK's and dV's rows are keys': none is looked for)
@@ -97,7 +103,13 @@ def refine(
         pending = {i: cols for i, cols in pending.items() if cols}
     exact_inputs = None  # made for the first proof that an entry is 0
     while pending:
-        for i, values in _ends_by_rows(head, quantity, pending, bits, balls, name):
+        suspects: dict[int, list[int]] = {}  # outputs whose balls hold x, or lie below normal: deviation's
+        try:
+            rows = list(_ends_by_rows(head, quantity, pending, bits, balls, name))
+        except NotFinite as bad:
+            named = f"the error of entry ({bad.i + 1}, {bad.j + 1})" if name is None else name(bad.i, bad.j)
+            raise EvaluationError(f"{named}: its exact value is not finite in arb at {bits} bits") from None
+        for i, values in rows:
             for j in pending[i]:
                 lo, hi = values[j]
                 if prove_zeros and bits == START_BITS and lo <= 0 <= hi:
@@ -109,6 +121,10 @@ def refine(
                 exact = significant_exact(lo, digits)
                 if outcome is not None and exact == significant_exact(hi, digits):
                     out[(i, j)] = (outcome, exact)
+                elif errors is not None and quantity == "output" and errors.suspect(i, j, lo, hi):
+                    suspects.setdefault(i, []).append(j)
+        if suspects:  # a saturated row's outputs, an exact value below normal: from the balls of their errors
+            out.update(_by_errors(head, suspects, bits, balls, errors, digits, name))
         pending = {i: [j for j in cols if (i, j) not in out] for i, cols in pending.items()}
         pending = {i: cols for i, cols in pending.items() if cols}
         if pending and bits * 2 > limits.DIGITS * 3.33:
@@ -135,6 +151,49 @@ def _doubled(head: float64.Head, entries: dict[int, list[int]], decide_one, digi
         if outcome is not None and exact == significant_exact(hi, digits):
             out[(i, j)] = (outcome, exact)
     return out
+
+
+def _by_errors(head: float64.Head, entries: dict[int, list[int]], bits: int, balls, errors, digits: int, name) -> dict:
+    """{(i, j): (outcome, shown)} of the outputs that deviation.decide decides from the balls of their errors."""
+    from flint import arb, arb_mat, ctx
+
+    from symattn.kernel import deviation
+
+    out = {}
+    saved = ctx.prec
+    ctx.prec = bits
+    try:
+        for i, cols in entries.items():
+            made = balls.row(head, i, bits) if balls is not None else None
+            if made is None:
+                made = _exps(head, [i], (balls or Balls(0)).keys(head))[0]
+            exps, total = made
+            extra = sum((mod.arb_exp(i) for mod in _denominators(head)), arb(0))  # a sink's e^s: no value
+
+            for j in cols:
+                x = errors.value(i, j)
+                e = (exps * arb_mat([[v] for v in head.V[:, j].tolist()]))[0, 0] / total
+                try:
+                    error_from = partial(_error_from, head.V[:, j].tolist(), exps, extra, total)
+                    decided = deviation.decide(x, e, errors.format, digits, error_from)
+                except EvaluationError as error:  # a figure past what the reports rank: named, on one line
+                    named = f"the error of entry ({i + 1}, {j + 1})" if name is None else name(i, j)
+                    raise EvaluationError(f"{named} {error}") from None
+                if decided is not None:
+                    figures, found, shown = decided
+                    errors.found[(i, j)] = found
+                    out[(i, j)] = (figures, shown)
+    finally:
+        ctx.prec = saved
+    return out
+
+
+def _error_from(column: list[float], exps, extra, total, y: Fraction) -> Any:
+    """The ball of e − y: Σ e^z (v − y) − y·e^s over the total, in which v_j − y may be exactly 0."""
+    from flint import arb, arb_mat
+
+    ya = arb(y.numerator) / y.denominator
+    return ((exps * arb_mat([[arb(v) - ya] for v in column]))[0, 0] - ya * extra) / total
 
 
 def enclose(head: float64.Head, quantity: str, entries: dict[int, list[int]], bits: int) -> dict:
@@ -280,7 +339,7 @@ def _ends_by_rows(
         return
     if quantity in GRADIENTS:
         for i, values in _by_rows(head, quantity, wanted, bits, balls, name):
-            yield i, {j: _ends(ball) for j, ball in values.items()}
+            yield i, {j: _ends(ball, i, j) for j, ball in values.items()}
         return
     chunks = [{i: wanted[i] for i in rows[n : n + ROWS_AT_ONCE]} for n in range(0, len(rows), ROWS_AT_ONCE)]
     parallel = len(rows) >= PARALLEL_ROWS
@@ -293,7 +352,7 @@ def _ends_by_rows(
 def _chunk_ends(data: tuple, chunk: dict[int, list[int]]) -> list[tuple[int, dict[int, tuple[Fraction, Fraction]]]]:
     head, quantity, bits, balls = data
     return [
-        (i, {j: _ends(ball) for j, ball in values.items()})
+        (i, {j: _ends(ball, i, j) for j, ball in values.items()})
         for i, values in zip(chunk, _arb_rows(head, quantity, chunk, bits, balls))
     ]
 
@@ -396,11 +455,30 @@ def _transposed(a: np.ndarray):
     return fmpz_mat(ints).transpose(), shift
 
 
-def _ends(x) -> tuple[Fraction, Fraction]:
+class NotFinite(EvaluationError):
+    """A ball that is not finite, at row i, column j of a head: refine names it as its caller does."""
+
+    def __init__(self, i: int, j: int):
+        super().__init__(f"the exact value of entry ({i + 1}, {j + 1}) is not finite in arb")
+        self.i, self.j = i, j
+
+    def __reduce__(self):  # raised in a forked process too: it comes back whole
+        return NotFinite, (self.i, self.j)
+
+
+def _tiny():
+    from flint import arb
+
+    return arb(2) ** -4096
+
+
+def _ends(x, i: int = 0, j: int = 0) -> tuple[Fraction, Fraction]:
     if not x.is_finite():
-        raise EvaluationError("value is not finite")
+        raise NotFinite(i, j)
     man, exp = x.mid().man_exp()
     rman, rexp = x.rad().man_exp()
+    if (man or rman) and abs(x) < _tiny():  # e^(−10^8): ends of 10^8 bits would take minutes; these hold it
+        return (Fraction(0) if x > 0 else -TINY_END), (Fraction(0) if x < 0 else TINY_END)
     mid = Fraction(int(man)) * Fraction(2) ** int(exp)
     rad = Fraction(int(rman)) * Fraction(2) ** int(rexp)
     return mid - rad, mid + rad

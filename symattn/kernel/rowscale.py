@@ -19,6 +19,7 @@ from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError
 from symattn.input.floats import FloatResult
 from symattn.kernel.deciding import BELOW, _digits
+from symattn.kernel.deviation import error_of
 from symattn.kernel.entry_table import Figures
 
 WIDEN = 2.0**-45  # numpy's relative roundings in one figure (a few, each at most 2^-53)
@@ -63,6 +64,19 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], sho
     for i, j in pending & zero:
         others[(i, j)] = Decimal(0)
     pending -= zero
+    balls = enclosure.deviations  # {entry: (e − y, y, e)}, arb balls and a float y (kernel/deviation.py)
+    for i, j in sorted(pending & balls.keys()):  # the row's largest |exact| in floats, or of its entries' balls
+        s = j - j % width
+        row = [(i, c) for c in range(s, s + width)]
+        v = result.value(i, j)
+        assert v is not None  # only finite entries are pending
+        d = error_of(balls[(i, j)], v)
+        figure = _deviation_figure(d, float(r_lo[i, j]), float(r_hi[i, j]))
+        if figure is None and all(p in balls for p in row):
+            figure = _deviation_figure(d, *_largest([abs(balls[p][2]) for p in row]))
+        if figure is not None:
+            others[(i, j)] = figure
+            pending.discard((i, j))
     if not pending:
         return out
 
@@ -107,6 +121,25 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], sho
     raise EvaluationError(
         f"{result.source}: the error of {name} relative to its row is not decided at the highest precision"
     )
+
+
+def _deviation_figure(d, low, high) -> Decimal | None:
+    """|d| / the row's largest |exact|, in [low, high] (floats or arb points), to three digits, or None."""
+    from flint import arb
+
+    from symattn.kernel.deviation import digits
+
+    if not (arb(low) > 0 and arb(low) <= arb(high) and arb(high).is_finite()):
+        return None
+    return digits(abs(d) / arb(low).union(arb(high)), 3)
+
+
+def _largest(sizes: list) -> tuple:
+    """Ends of the largest of some arb balls: the largest lower end, the largest upper end."""
+    low, high = sizes[0].lower(), sizes[0].upper()
+    for b in sizes[1:]:
+        low, high = (b.lower() if b.lower() > low else low), (b.upper() if b.upper() > high else high)
+    return low, high
 
 
 def _row_max(m: np.ndarray, width: int) -> np.ndarray:

@@ -28,12 +28,14 @@ from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError, ShapeError, SpecError
 from symattn.input.floats import FloatResult
 from symattn.input.records import record
+from symattn.kernel.deviation import _arb, error_of
 
 SHOWN_DIGITS = 3
 FLASH_RTOL = Fraction(2)  # FlashAttention's tests: max|out − ref| ≤ 2 · max|out_pt − ref| + atol
 ALLCLOSE_RTOL, ALLCLOSE_ATOL = Fraction(1, 10**5), Fraction(1, 10**8)  # torch.allclose's defaults
 WIDEN = 2.0**-45  # numpy's relative roundings in a candidate's figure (a few, each at most 2^-53)
 INF = float("inf")
+FLOOR = 4096  # bits: an error ball below 2^-FLOOR is kept as a ball, its rational ends [0, 2^-FLOOR]
 ALL = (slice(None), slice(None))  # the whole result
 _TOLERANCE = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,3})?")  # whole, ASCII digits only
 
@@ -75,6 +77,7 @@ class _Maximum:
         self.candidates = [(int(i) + first[0], int(j) + first[1]) for i, j in zip(*np.nonzero(finite & (g_hi >= top)))]
         self.bounds: tuple[Any, Any] = (Fraction(0), Fraction(0))
         self.worst: tuple[int, int] | None = None
+        self.ball: Any = None  # the maximum's figure as an arb ball, where one entry's error ball holds it
 
     def _float_figure(self, x, lo, hi):
         slack = np.abs(x) * 2.0**-52  # a result that is no float64 (JSON decimals): float() moved it this far
@@ -110,15 +113,76 @@ class _Maximum:
             return self.bounds
         ends = self.enclosure.at(self.candidates, level)
         figures = {}
+        balls = {}  # the figures of the entries whose errors are arb balls (kernel/deviation.py)
         for i, j in self.candidates:
             v = self.result.value(i, j)
             assert v is not None  # candidates are finite entries
-            figures[(i, j)] = self._exact_figure(v, *ends[(i, j)])
+            found = self.enclosure.deviations.get((i, j))
+            if found is not None:  # a ball of e − y for a float y near e: of e − v, for this result's v
+                balls[(i, j)] = self._ball_figure(error_of(found, v), *ends[(i, j)])
+                figures[(i, j)] = _ball_ends(balls[(i, j)])
+            else:
+                figures[(i, j)] = self._exact_figure(v, *ends[(i, j)])
         low = max(f[0] for f in figures.values())
         self.candidates = [p for p in self.candidates if figures[p][1] >= low]
+        self.ball = None
+        if balls and all(p in balls for p in self.candidates):  # each a ball: kept where it may reach the top
+            first = self.candidates[0]
+            top, high, worst = balls[first].lower(), balls[first].upper(), first
+            for p in self.candidates[1:]:
+                top, worst = (balls[p].lower(), p) if balls[p].lower() > top else (top, worst)
+                high = balls[p].upper() if balls[p].upper() > high else high
+            self.candidates = [p for p in self.candidates if not balls[p] < top]
+            self.ball = top.union(high)  # the maximum lies between the largest lower end and the largest upper
         self.bounds = (low, max(figures[p][1] for p in self.candidates))
-        self.worst = max(self.candidates, key=lambda p: (figures[p][0], -p[0], -p[1]))
+        if self.ball is None:
+            self.worst = max(self.candidates, key=lambda p: (figures[p][0], -p[0], -p[1]))
+        else:  # the largest lower end of the balls, the first of equal ones
+            self.worst = worst
         return self.bounds
+
+    def _ball_figure(self, d: Any, lo: Fraction, hi: Fraction) -> Any:
+        from flint import arb
+
+        if self.kind == "abs":
+            return abs(d)
+        small = lo if lo > 0 else (-hi if hi < 0 else Fraction(0))
+        big = max(abs(lo), abs(hi))
+        scale = arb(_arb(self.atol + self.rtol * small)).union(_arb(self.atol + self.rtol * big))
+        return abs(d) / scale if scale > 0 else arb("inf")
+
+    def digits(self) -> Decimal | None:
+        """The maximum's three digits: of its ball where one entry with a ball of its error holds it."""
+        if self.ball is not None:
+            from symattn.kernel.deviation import digits
+
+            return digits(self.ball, SHOWN_DIGITS)
+        return _digits(*self.bounds)
+
+
+def _ratio(a: _Maximum, b: _Maximum) -> Decimal | None:
+    """FlashAttention's ratio to three digits: of the balls where each maximum has one, else of the ends."""
+    if a.ball is not None or b.ball is not None:  # a maximum far below 2^-FLOOR: its ball, the other's ends
+        from symattn.kernel.deviation import _arb, digits
+
+        def ball(m: _Maximum) -> Any:
+            return m.ball if m.ball is not None else _arb(Fraction(m.bounds[0])).union(_arb(Fraction(m.bounds[1])))
+
+        return digits(ball(a) / ball(b), SHOWN_DIGITS)
+    (a_lo, a_hi), (b_lo, b_hi) = a.bounds, b.bounds
+    return _digits(a_lo / b_hi, a_hi / b_lo)
+
+
+def _ball_ends(ball: Any) -> tuple[Fraction, Fraction]:
+    """A ball's ends as short rationals: exact down to 2^-FLOOR, [0, 2^-FLOOR] below it (its digits are the ball's)."""
+    from symattn.kernel.deviation import _arb, _fraction
+
+    if not ball.is_finite():
+        return Fraction(0), INF  # type: ignore[return-value]
+    if ball < _arb(Fraction(1, 2**FLOOR)):
+        return Fraction(0), Fraction(1, 2**FLOOR)
+    mid, rad = _fraction(ball.mid()), _fraction(ball.rad())
+    return max(mid - rad, Fraction(0)), mid + rad
 
 
 def _digits(lo, hi) -> Decimal | None:
@@ -183,7 +247,7 @@ def _flash(out: FloatResult, naive: FloatResult, enclosure, rtol: Fraction, atol
             ratio = None if b_hi == 0 else Decimal("1.00")  # exactly 1, to three digits
             ends = sorted(((rtol - 1) * b_lo + atol, (rtol - 1) * b_hi + atol))
         else:
-            ratio = None if b_hi == 0 else (_digits(a_lo / b_hi, a_hi / b_lo) if b_lo > 0 else None)
+            ratio = None if b_hi == 0 else (_ratio(a, b) if b_lo > 0 or b.ball is not None else None)
             ends = [rtol * b_lo + atol - a_hi, rtol * b_hi + atol - a_lo]
         ratio_done = b_hi == 0 or ratio is not None
         if ratio_done and (ends[0] >= 0 or ends[1] < 0):
@@ -200,7 +264,7 @@ def _allclose(out: FloatResult, enclosure, rtol: Fraction, atol: Fraction, regio
         lo, hi = m.narrow(level)
         if lo == INF:  # an exact 0 missed with atol 0: infinitely far past the tolerance
             return Tolerance("allclose", rtol, atol, False, m.worst, share=None)
-        share = _digits(lo, hi)
+        share = m.digits()
         if share is not None and (hi <= 1 or lo > 1):
             return Tolerance("allclose", rtol, atol, hi <= 1, m.worst, share=share)
     raise EvaluationError(f"{out.source}: the allclose verdict is not decided at the highest precision")

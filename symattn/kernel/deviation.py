@@ -1,0 +1,167 @@
+"""An entry decided from an arb ball of its error itself, d = exact − x, where the exact value's own ball cannot.
+
+A saturated row (one weight 1, the rest e^(−10^4)) has an output within e^(−10^4) of v_j, which the kernel
+returns: a ball of the exact value holds x at any precision we can afford, so its error's digits never
+separate. Summed as Σ_k e^(z_k)·(v_k − x) / Σ_k e^(z_k), the error keeps arb's relative precision (the
+term v_j − x is exactly 0), so 96 bits give its three digits, its sign, and so the ULP the exact value has.
+The same holds where the exact value is below the format's normal range (a sink that takes all the
+weight): its ULP is the least subnormal's, whatever its magnitude. Any other entry is left to the ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from symattn.input.decimals import significant_exact
+from symattn.input.errors import EvaluationError
+from symattn.input.floats import FORMATS, ulp
+
+SHOWN_DIGITS = 3
+NEAR = 40  # |d| below 2^-NEAR ULP of x: the exact value's ULP and its shown digits follow from d's sign
+EXPONENTS = 10**13  # figures past 10^±EXPONENTS are refused: the entry table ranks exponents up to that
+
+
+@dataclass
+class Floats:
+    """A result's floats as refine asks for them: ``value(i, j)`` exactly, their format, and the balls of the
+    errors that decided entries (``found``, by (i, j)), which the row-relative figures read again."""
+
+    value: Callable[[int, int], Fraction]
+    format: str
+    found: dict[tuple[int, int], Any] = field(default_factory=dict)
+
+    def suspect(self, i: int, j: int, lo: Fraction, hi: Fraction) -> bool:
+        """Whether the ends [lo, hi] of an exact value hold a float of the format (x, in a saturated row), or
+        lie below the least normal: only then may ``decide`` take the entry (an arb product of its row more)."""
+        least = Fraction(2) ** FORMATS[self.format][1]
+        if max(abs(lo), abs(hi)) < least:
+            return True
+        y = _nearest((lo + hi) / 2, self.format)
+        return lo <= self.value(i, j) <= hi or lo <= y <= hi
+
+
+def _arb(x: Fraction) -> Any:
+    from flint import arb
+
+    return arb(x.numerator) / x.denominator
+
+
+def _fraction(x: Any) -> Fraction:
+    man, exp = x.man_exp()
+    return Fraction(int(man)) * Fraction(2) ** int(exp)
+
+
+def digits(ball: Any, n: int) -> Decimal | None:
+    """The ``n`` significant digits (half-up) every point of a positive ball rounds to, or None."""
+    from flint import arb
+
+    if not ball > 0:
+        return None
+    man, exp = ball.mid().man_exp()
+    k0 = int((int(man).bit_length() + int(exp)) * 0.30102999566398120)  # log10 of the middle, nearly
+    if abs(k0) >= EXPONENTS:
+        raise EvaluationError(f"is near 10^{k0}, past 10^±{EXPONENTS}")
+    for k in (k0, k0 - 1, k0 + 1, k0 - 2):
+        t = ball * arb(10) ** (n - 1 - k)  # ~10^(n−1): its ends are short rationals
+        if not t.rad() < 1:
+            return None
+        lo, hi = _fraction(t.mid()) - _fraction(t.rad()), _fraction(t.mid()) + _fraction(t.rad())
+        if lo < 10 ** (n - 1) or hi >= 10**n:
+            continue
+        q_lo, q_hi = int(lo + Fraction(1, 2)), int(hi + Fraction(1, 2))
+        if q_lo != q_hi or q_hi >= 10**n:
+            return None
+        return Decimal(f"{q_lo}E{k - n + 1}")  # no context: its exponent may be far past Decimal's default
+    return None
+
+
+def _bucket(ulps: Any) -> int | None:
+    """The histogram bucket every point of a positive ball of ULPs lies in, or None."""
+    from symattn.kernel.comparison import EDGES
+
+    below = 0
+    for k, edge in enumerate(EDGES):
+        if ulps <= _arb(edge):
+            return k if below == k else None
+        if ulps > _arb(edge):
+            below = k + 1
+    return len(EDGES) if below == len(EDGES) else None
+
+
+def decide(x: Fraction, e: Any, fmt: str, shown_digits: int, error_from) -> tuple[tuple, tuple, Decimal] | None:
+    """((ULPs, relative, bucket), (the ball of e − y, y, e), exact value shown) of x against the exact value e, where
+    e lies within 2^-NEAR ULP of a float y of the format (y = x in a saturated row) on a known side, or below
+    the format's least normal; else None. ``error_from(y)``: the ball of e − y, summed as the module says."""
+    precision, emin = FORMATS[fmt]
+    if not (e > 0 or e < 0):
+        return None
+    if abs(e) < _arb(Fraction(2) ** emin):  # subnormal: one ULP for all, e's own relative precision
+        d = error_from(x)
+        if not (d > 0 or d < 0):
+            return None
+        ulps = abs(d) / _arb(Fraction(2) ** (emin - precision + 1))
+        signed = digits(abs(e), shown_digits)
+        shown = None if signed is None else (signed if e > 0 else signed.copy_negate())  # no context: any exponent
+        figures = digits(ulps, SHOWN_DIGITS), digits(abs(d) / abs(e), SHOWN_DIGITS), _bucket(ulps)
+        return None if shown is None or None in figures else (figures, (d, x, e), shown)
+    y = _nearest(_fraction(e.mid()), fmt)
+    dy = error_from(y)
+    unit = ulp(y, fmt)
+    if y == 0 or not (dy > 0 or dy < 0) or not abs(dy) < _arb(unit) / 2**NEAR:
+        return None
+    # no power of 2 strictly between y and e: the ULP is the one just past y on dy's side, and every
+    # figure is monotone on (y, y + step] (x lies outside it), where its ties are far apart
+    step = (1 if dy > 0 else -1) * unit / 2**NEAR
+    u = ulp(y + step, fmt)
+    shown = _near(lambda t: t, y, step, shown_digits)
+    if x == y:
+        ulps = abs(dy) / _arb(u)
+        figures = digits(ulps, SHOWN_DIGITS), digits(abs(dy) / abs(e), SHOWN_DIGITS), _bucket(ulps)
+    elif min(x, x - step) < y < max(x, x - step) or x == y + step:
+        return None
+    else:
+        figures = (
+            _near(lambda t: abs(x - t) / u, y, step, SHOWN_DIGITS),
+            _near(lambda t: abs(x - t) / abs(t), y, step, SHOWN_DIGITS),
+            _near_bucket(lambda t: abs(x - t) / u, y, step),
+        )
+    if shown is None or None in figures:
+        return None
+    return figures, (dy, y, e), shown
+
+
+def error_of(found: tuple, v: Fraction) -> Any:
+    """The ball of e − v for any float v, from ``decide``'s (e − y, y, e): one rounding, after y − v exactly."""
+    return found[0] + _arb(found[1] - v)
+
+
+def _nearest(value: Fraction, fmt: str) -> Fraction:
+    """A float of the format nearest ``value`` (or next to it, beside a power of 2)."""
+    u = ulp(value, fmt)
+    return round(value / u) * u
+
+
+def _near(g, y: Fraction, step: Fraction, n: int) -> Decimal | None:
+    """What g of every point of (y, y + step] rounds to at n digits, or None: g is monotone there, and the
+    digits' ties lie far apart (10^-n of g), so only g(y) itself may be one; then the side of step decides."""
+    at, past = significant_exact(g(y), n), significant_exact(g(y + step), n)
+    if at == past:
+        return at
+    scaled = abs(g(y)) * Fraction(10) ** (n - 1 - at.adjusted())
+    return past if scaled - int(scaled) == Fraction(1, 2) else None
+
+
+def _near_bucket(g, y: Fraction, step: Fraction) -> int | None:
+    """The bucket of g over (y, y + step]: g(y)'s, or past an edge that g(y) is exactly."""
+    from symattn.kernel.comparison import EDGES
+    from symattn.kernel.comparison import _bucket as bucket
+
+    at, past = bucket(g(y)), bucket(g(y + step))
+    return past if at == past or g(y) in EDGES else None
+
+
+__all__ = ["Floats", "decide", "digits", "error_of"]
