@@ -279,6 +279,7 @@ class Latents:
     K_R: NumRows = ()
     head: int | None = None  # this head (0-based) of ``heads``; None: one head
     heads: int = 1
+    zero: tuple[int, int] = (1, 1)  # its place among the steps before step 1, and how many (see forward.py)
 
 
 @dataclass(frozen=True)
