@@ -126,7 +126,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
 
 
 def _number_zero_steps(steps: list[Any]) -> None:
-    """The parts' steps before step 1 (MLA's latent, RoPE's turn), each told its place among them, so that
+    """The parts' steps before step 1 (MLA's latent, a turn by position), each told its place among them, so that
     two of them read 0.1 and 0.2, not two step 0s."""
     zero = [k for k, step in enumerate(steps) if hasattr(step, "zero")]
     for n, k in enumerate(zero, 1):

@@ -301,7 +301,7 @@ class MlaPart(Part):
     keys = ("mla", "mla_route")
     stage = ROUTE
     title = "MLA"
-    unstated = keys
+    unstated = ()  # a sheet states the [mla] table and the route (classroom.mla_sheet)
     web_fields = ({"key": "mla_route", "kind": "select", "choices": list(ROUTES), "default": "naive"},)
     quantities = (
         Quantity("latent", "scores", cols="dim", width="d_c", asked_by="scores", needs=NEEDS),
