@@ -220,7 +220,7 @@ def test_render_and_compute_several_heads_given_directly():
     assert data["concat"]["value"][2][2:] == ["1.32016", "0.679843"]
     text = render(derive(spec), "markdown")
     assert "2 heads: $d_{model} = 8$, each head has $d_{head} = 4$" in text
-    assert "## Head 2: columns 5–8 of Q, K and V" in text
+    assert "## Head 2: columns 5–8 of Q and K, 3–4 of V" in text
     assert "Projections" not in text
 
 

@@ -184,7 +184,7 @@ def test_every_draw_suits_hand_work_and_its_key_checks(seed, rows):
         ),
         (
             {"tokens": ["a", "b"], "vary": {"W": {}}},
-            "<dict>: vary.W: unknown key; expected one of Q, K, V, tokens, d_k, d_v, min_gap, tries",
+            "<dict>: vary.W: unknown key; expected one of Q, K, V, mla, tokens, d_k, d_v, min_gap, tries",
         ),
         (
             {
@@ -196,8 +196,8 @@ def test_every_draw_suits_hand_work_and_its_key_checks(seed, rows):
                     "V": {"range": ["0", "9"], "step": "1"},
                 },
             },
-            "<dict>: ask[1]: unknown quantity 'weight'; expected one of sqrt_dk, scores, scaled, exp, exp_sum, weights, "
-            "output",
+            "<dict>: ask[1]: unknown quantity 'weight'; expected one of sqrt_dk, latent, absorbed_query, scores, scaled, "
+            "exp, exp_sum, weights, latent_output, output",
         ),
         (
             {

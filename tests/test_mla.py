@@ -166,7 +166,7 @@ def test_the_example_shows_both_routes_and_states_the_identity(lang, heading):
     text = render(derive(load_spec(builtin.example_path("mla", lang))), "markdown")
     assert heading in text
     assert (
-        "\\tilde{q} = \\begin{bmatrix}1 & 1\\end{bmatrix} W_{UK}^{\\top} = \\begin{bmatrix}1 & 2\\end{bmatrix}" in text
+        "\\tilde{q} = \\begin{bmatrix}1 & 1\\end{bmatrix} W_{UK}^{\\top} =\\begin{bmatrix}1 & 2\\end{bmatrix}" in text
     )
     assert "c_{KV} = X W_{DKV} = \\begin{bmatrix}1.5 & 0.5 \\\\ 0.5 & 1.5 \\\\ 1.0 & 1.0\\end{bmatrix}" in text
     assert "u \\approx \\begin{bmatrix}0.885 & 1.115\\end{bmatrix}" in text

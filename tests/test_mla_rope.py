@@ -320,7 +320,7 @@ def test_the_example_shows_the_decoupled_dims_and_states_the_identity(lang, phra
         assert text.count(phrase) == 1, phrase
     # the focus row: q̃ = q_nope W_UKᵀ and the latent part of its scores
     assert (
-        "\\tilde{q} = \\begin{bmatrix}1 & 1\\end{bmatrix} W_{UK}^{\\top} = \\begin{bmatrix}1 & 2\\end{bmatrix},"
+        "\\tilde{q} = \\begin{bmatrix}1 & 1\\end{bmatrix} W_{UK}^{\\top} =\\begin{bmatrix}1 & 2\\end{bmatrix},"
         "\\qquad \\tilde{q}\\, c_{KV}^{\\top} = \\begin{bmatrix}2.5 & 3.5 & 3.0\\end{bmatrix}" in text
     )
 

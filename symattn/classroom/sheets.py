@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import symattn.classroom.mla_sheet as mla_sheet
 from symattn.classroom.variants import Asked, Variant
 from symattn.exact.head_figures import exact_figures
 from symattn.exact.heads import build_model
@@ -38,11 +39,14 @@ class SheetView:
     all_rows: bool
     decimals: tuple[tuple[str, int], ...]  # (quantity, decimals) of asked quantities that are rounded
     attends: tuple[tuple[str, ...], ...] | None = None  # with a mask: the tokens each token may attend to
+    mla: tuple[tuple[str, Any], ...] = ()  # an [mla] table's matrices (name, numerals): Q, K, V are made from it
+    route: str = "naive"  # the MLA route the sheet asks for
 
 
 def _sheet_view(v: Variant) -> SheetView:
     spec = v.spec
     rounded = {
+        "latent_output": spec.decimals.output,
         "sqrt_dk": spec.decimals.sqrt_dk,
         "scaled": spec.decimals.scaled,
         "exp": spec.decimals.exp,
@@ -68,10 +72,20 @@ def _sheet_view(v: Variant) -> SheetView:
         spec.K,
         spec.V,
         v.asked,
-        len(v.asked) > 0 and len({a.row for a in v.asked if a.row is not None}) > 1,
+        # (the latent is asked of every key whatever the rows asked)
+        len(v.asked) > 0 and len({a.row for a in v.asked if a.row is not None and a.quantity != "latent"}) > 1,
         tuple((q, rounded[q]) for q in quantities),
         None if spec.allowed is None else tuple(tuple(t for t, ok in zip(spec.tokens, r) if ok) for r in spec.allowed),
+        *_mla(spec),
     )
+
+
+def _mla(spec: Any) -> tuple[tuple[tuple[str, Any], ...], str]:
+    setting = spec.setting("mla")
+    if setting is None:
+        return (), "naive"
+    table = (("X", setting.X), ("W_DKV", setting.W_DKV), ("W_UK", setting.W_UK), ("W_UV", setting.W_UV))
+    return table + setting.query, setting.route
 
 
 def _with_lang(v: Variant, lang: str | None) -> Variant:
@@ -116,10 +130,14 @@ def answer_values(v: Variant) -> tuple[Any, ...]:
     The exact values, rounded; the draw made sure the hand chain shows the same digits.
     """
     spec = v.spec
-    fig = exact_figures(build_model(spec), spec.decimals, stable=spec.softmax == "stable", notation=spec.notation)
+    model = build_model(spec)
+    fig = exact_figures(model, spec.decimals, stable=spec.softmax == "stable", notation=spec.notation)
     out = []
+    mla = {q: mla_sheet.values(spec, model, q) for q in {a.quantity for a in v.asked} & {*mla_sheet.QUANTITIES}}
     for a in v.asked:
-        if a.quantity == "sqrt_dk":
+        if a.quantity in mla:
+            out.append(mla[a.quantity][a.row][a.col])
+        elif a.quantity == "sqrt_dk":
             out.append(fig.sqrt_dk)
         elif a.quantity == "exp_sum":
             assert a.row is not None  # exp_sum is asked row by row (see variants.asked)

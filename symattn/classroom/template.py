@@ -28,6 +28,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import symattn.classroom.mla_sheet as mla_sheet
 from symattn import variants
 from symattn.input.decimals import terminating_decimals
 from symattn.input.errors import brief
@@ -35,11 +36,22 @@ from symattn.input.files import kind_of, read_table
 from symattn.input.reader import Reader
 from symattn.input.records import record
 
-ASKABLE = ("sqrt_dk", "scores", "scaled", "exp", "exp_sum", "weights", "output")
+ASKABLE = (
+    "sqrt_dk",
+    "latent",
+    "absorbed_query",
+    "scores",
+    "scaled",
+    "exp",
+    "exp_sum",
+    "weights",
+    "latent_output",
+    "output",
+)
 DEFAULT_ASK = ("scores", "scaled", "weights", "output")
 ANSWER_ROWS = ("focus", "all")
 MATRICES = ("Q", "K", "V")
-VARY_KEYS = MATRICES + ("tokens", "d_k", "d_v", "min_gap", "tries")
+VARY_KEYS = MATRICES + ("mla", "tokens", "d_k", "d_v", "min_gap", "tries")
 RULE_KEYS = ("range", "step", "nonzero", "fixed")
 TEMPLATE_KEYS = ("vary", "ask", "answer_rows")
 # keys that change the numbers but that a sheet does not put into words: a student could not work them
@@ -165,10 +177,17 @@ def _template(data: Mapping[str, Any], source: str) -> Template:
     for k in UNSTATED:
         if k in data:
             raise reader.error(k, "an exercise sheet does not state this key yet; remove it, or render the derivation")
+    ask = data.get("ask", list(DEFAULT_ASK))
+    mla_sheet.check_template(reader, data, vary, ask if isinstance(ask, list) else [])
     base = {k: v for k, v in data.items() if k not in TEMPLATE_KEYS}
     rules = tuple((name, _rule(reader, name, vary[name])) for name in MATRICES if name in vary)
+    rules += tuple(  # an [mla] table's: redrawn in the table's shapes
+        (name, _rule(reader, f"mla.{name}", vary["mla"][name]))
+        for name in mla_sheet.matrices(data)
+        if name in vary.get("mla", {})
+    )
     for name in MATRICES:
-        if name not in vary and name not in base:
+        if name not in vary and name not in base and "mla" not in base:
             raise reader.error(f"vary.{name}", f"missing: give {name} in the template or a rule to draw it")
     if "tokens" in vary:
         choose = vary["tokens"]
@@ -194,7 +213,6 @@ def _template(data: Mapping[str, Any], source: str) -> Template:
         raise reader.error("tokens", "missing: the tokens decide how many rows are drawn")
     d_k = _whole(reader, vary.get("d_k", _width(base, "Q", 2)), "vary.d_k", 1, 16)
     d_v = _whole(reader, vary.get("d_v", _width(base, "V", 2)), "vary.d_v", 1, 16)
-    ask = data.get("ask", list(DEFAULT_ASK))
     if not isinstance(ask, list) or not ask:
         raise reader.error("ask", f"expected a non-empty list of quantities, got {kind_of(ask)}")
     for i, q in enumerate(ask, 1):

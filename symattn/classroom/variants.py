@@ -28,6 +28,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import symattn.classroom.mla_sheet as mla_sheet
 from symattn.classroom.template import Rule, Template, load_template
 from symattn.exact.head_figures import exact_figures, hand_figures
 from symattn.exact.heads import build_model
@@ -89,7 +90,11 @@ def _draw(t: Template, rng: random.Random) -> dict[str, Any]:
     n = len(data["tokens"]) if "tokens" in data else len(data["Q"])
     d_k = t.d_k[rng.randrange(len(t.d_k))] if len(t.d_k) > 1 else t.d_k[0]
     d_v = t.d_v[rng.randrange(len(t.d_v))] if len(t.d_v) > 1 else t.d_v[0]
+    if "mla" in data:
+        mla_sheet.draw_into(data, [(k, r) for k, r in t.rules if k in mla_sheet.STATED], lambda r: _number(r, rng))
     for name, rule in t.rules:
+        if name in mla_sheet.STATED:
+            continue
         width = d_v if name == "V" else d_k
         rows = [[_number(rule, rng) for _ in range(width)] for _ in range(n)]
         for (i, j), text in rule.fixed:
@@ -111,7 +116,10 @@ def asked(spec: Spec, ask: Sequence[str], answer_rows: str) -> tuple[Asked, ...]
                 out.append(Asked("sqrt_dk", q, None, None))
             continue
         cols = (None,) if q == "exp_sum" else range(len(spec.V[0]) if q == "output" else len(spec.K))
-        for i in rows:
+        if q in mla_sheet.QUANTITIES:
+            cols = mla_sheet.asked_cols(spec, q)
+        # the latent of every key: each score needs it
+        for i in range(len(spec.K)) if q == "latent" else rows:
             for j in cols:
                 key = f"{q}[{i + 1}]" + ("" if j is None else f"[{j + 1}]")
                 out.append(Asked(key, q, i, j))
@@ -144,6 +152,8 @@ def failed(spec: Spec, t: Template) -> str | None:
         return "hand-digits"
     if _near_boundary(model, spec, exact):
         return "boundary"
+    if "latent_output" in t.ask and not mla_sheet.hand_agrees(spec, model, hand.weights, _rows(spec, t.answer_rows)):
+        return "hand-digits"
     return None
 
 
@@ -165,7 +175,7 @@ def _same_digits(exact, hand, ask: Sequence[str], rows: Sequence[int]) -> bool:
 
     (By hand a sum of shown terms is shown whole, e.g. 4.689 where the exact output shows 4.7.)
     """
-    for quantity in ask:
+    for quantity in (q for q in ask if q not in mla_sheet.QUANTITIES):  # (MLA's: mla_sheet.hand_agrees)
         for e, h in zip(_entries(exact, quantity, rows), _entries(hand, quantity, rows)):
             if e.scientific or h.scientific or e.is_infinite or h.is_infinite:
                 if format(e.value, "f") != format(h.value, "f"):

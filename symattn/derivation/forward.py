@@ -103,6 +103,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             Scaling(spec.d_k, scale_kind, scale_value, fig.sqrt_dk, fig.unmasked, is_exact(fig.unmasked)),
         ),
     ]
+    _number_zero_steps(steps)
     if spec.allowed is not None:
         steps.append(
             Masking(spec.mask, spec.allowed, spec.key_padding, fig.scaled, is_exact(fig.scaled), variants.masking(spec))
@@ -122,6 +123,14 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
         ),
     ]
     return tuple(steps)
+
+
+def _number_zero_steps(steps: list[Any]) -> None:
+    """The parts' steps before step 1 (MLA's latent, a turn by position), each told its place among them, so that
+    two of them read 0.1 and 0.2, not two step 0s."""
+    zero = [k for k, step in enumerate(steps) if hasattr(step, "zero")]
+    for n, k in enumerate(zero, 1):
+        steps[k] = replace(steps[k], zero=(n, len(zero)))
 
 
 def _z_steps(spec: Spec, model: Model, fig: Figures, scaling: Scaling) -> tuple[Any, ...]:
@@ -294,8 +303,9 @@ def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
         sub = spec.head(h)
         fig = figures(model, sub)
         weights.append(fig.weights)
-        width = len(sub.Q[0])
-        heads.append(Head(h, h * width, width, assemble(sub, _core_steps(sub, model, fig)), kv_of(spec, h)))
+        width, width_v, kv = len(sub.Q[0]), len(sub.V[0]), kv_of(spec, h)
+        v = ((h if kv is None else kv) * width_v, width_v) if width_v != width else (None, None)  # V's own columns
+        heads.append(Head(h, h * width, width, assemble(sub, _core_steps(sub, model, fig)), kv, *v))
         for i, row in enumerate(fig.output):
             concat_rows[i] += row
         if h == 0:

@@ -203,6 +203,8 @@ class Head:
     width: int  # d_head
     derivation: Derivation
     kv_index: int | None = None  # grouped-query: the key/value head it uses (0-based); None: its own columns
+    first_v: int | None = None  # first column of V where V's width differs from Q's and K's (MLA's d_v); else None
+    width_v: int | None = None  # d_v there
 
 
 @record

@@ -280,6 +280,7 @@ class Latents:
     K_R: NumRows = ()
     head: int | None = None  # this head (0-based) of ``heads``; None: one head
     heads: int = 1
+    zero: tuple[int, int] = (1, 1)  # its place among the steps before step 1, and how many (see forward.py)
 
 
 @record
@@ -301,7 +302,7 @@ class MlaPart(Part):
     keys = ("mla", "mla_route")
     stage = ROUTE
     title = "MLA"
-    unstated = keys
+    unstated = ()  # a sheet states the [mla] table and the route (classroom.mla_sheet)
     web_fields = ({"key": "mla_route", "kind": "select", "choices": list(ROUTES), "default": "naive"},)
     quantities = (
         Quantity("latent", "scores", cols="dim", width="d_c", asked_by="scores", needs=NEEDS),

@@ -68,6 +68,7 @@ class Normalization:
     out: NumRow  # the normalized row
     Q_norm: NumRows
     K_norm: NumRows
+    zero: tuple[int, int] = (1, 1)  # its place among the steps before step 1, and how many (see forward.py)
 
 
 @record

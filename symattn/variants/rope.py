@@ -205,6 +205,7 @@ class Rotation:
     frequencies: tuple[Any, ...] = ()  # θ_t as Formulas, where given
     not_rotations: tuple[int, ...] = ()  # positions of given tables where some pair has cos² + sin² ≠ 1
     turned: tuple[int, int] | None = None  # (first, width) of the only columns turned (Rope.columns)
+    zero: tuple[int, int] = (1, 1)  # its place among the steps before step 1, and how many (see forward.py)
 
 
 @record

@@ -1,0 +1,231 @@
+"""MLA on exercise sheets (issue 32): a template with an [mla] table and [vary.mla] rules gives each student
+their own X and W_Q, a sheet that states the table and the route, and an answers file whose latent, absorbed
+query and latent output check right with ``symattn check`` and grade full marks."""
+
+import re
+import shutil
+
+import pytest
+
+from symattn.checking.checker import check
+from symattn.classroom import exercises as ex
+from symattn.classroom import sheets
+from symattn.cli.commands import main
+from symattn.input.errors import SpecError
+
+TEMPLATE = """title = "MLA by hand"
+lang = "LANG"
+tokens = ["the", "cat", "sat"]
+focus = "sat"
+mla_route = "absorbed"
+ask = ["latent", "absorbed_query", "scores", "weights", "latent_output", "output"]
+[mla]
+X = [[1, 0, 1], [0, 1, 1], [1, 1, 0]]
+W_DKV = [[1, 0], [0, 1], [0.5, 0.5]]
+W_UK = [[1, 0], [1, 1]]
+W_UV = [[1, 0], [0, 2]]
+W_Q = [[1, 0], [0, 1], [0, 0]]
+[vary.mla]
+X = { range = [-1, 1], step = 1 }
+W_Q = { range = [-1, 1], step = 0.5 }
+"""
+ASKED = (
+    [f"latent[{i}][{c}]" for i in (1, 2, 3) for c in (1, 2)]
+    + ["absorbed_query[3][1]", "absorbed_query[3][2]", "scores[3][1]", "scores[3][2]", "scores[3][3]"]
+    + ["weights[3][1]", "weights[3][2]", "weights[3][3]", "latent_output[3][1]", "latent_output[3][2]"]
+    + ["output[3][1]", "output[3][2]"]
+)
+
+
+def _template(tmp_path, lang="en", **replace):
+    text = TEMPLATE.replace("LANG", lang)
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    path = tmp_path / "mla.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _filled(v):
+    """The answers file with every blank filled from the key."""
+    text = sheets.answers(v)
+    for a, value in zip(v.asked, sheets.answer_values(v)):
+        text = text.replace(f'"{a.key}" = ""', f'"{a.key}" = "{value.value}"')
+    return text
+
+
+def test_the_draw_varies_x_and_w_q_in_their_shapes_and_keeps_the_rest(tmp_path):
+    (v,) = ex.exercise(_template(tmp_path), ["s01"], 1)
+    assert v.mapping["mla"] == {
+        "X": [["1", "0", "1"], ["0", "0", "-1"], ["0", "-1", "-1"]],
+        "W_DKV": [[1, 0], [0, 1], ["0.5", "0.5"]],
+        "W_UK": [[1, 0], [1, 1]],
+        "W_UV": [[1, 0], [0, 2]],
+        "W_Q": [["0.5", "1.0"], ["-0.5", "1.0"], ["0.0", "1.0"]],
+    }
+    assert tuple(a.key for a in v.asked) == tuple(ASKED)
+    assert [str(x.value) for x in sheets.answer_values(v)] == [
+        *("1.5", "0.5", "-0.5", "-0.5", "-0.5", "-1.5"),  # c_KV, every key's
+        *("0.5", "-1.5", "0.0", "0.5", "2.0"),  # q̃ of "sat", then its scores q̃ c_jᵀ
+        *("0.153", "0.218", "0.629", "-0.194", "-0.976", "-0.194", "-1.952"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "lang, phrases",
+    [
+        (
+            "en",
+            (
+                "Multi-head latent attention: the keys and values come from a latent $c_{KV} = X W_{DKV}$, with "
+                "$K = c_{KV} W_{UK}$ and $V = c_{KV} W_{UV}$; the queries are $Q = X W_Q$.",
+                "Take the absorbed route: fold $W_{UK}$ into the query, $\\tilde{q} = q\\, W_{UK}^{\\top}$,",
+                "| the | $[1,\\ 0,\\ 1]$ |",
+                "W_Q=\\begin{bmatrix}0.5 & 1.0 \\\\ -0.5 & 1.0 \\\\ 0.0 & 1.0\\end{bmatrix}",
+                "Work out the row of the token “sat”.",
+                "- MLA latent output u = P c\\_KV: 3 decimal places",
+                "| 1 | MLA latent c\\_KV | the | column 1 | `latent[1][1]` ________ |",
+                "| 16 | MLA latent output u = P c\\_KV | sat | column 2 | `latent_output[3][2]` ________ |",
+            ),
+        ),
+        (
+            "zh",
+            (
+                "多头潜在注意力：键和值来自潜在向量 $c_{KV} = X W_{DKV}$，$K = c_{KV} W_{UK}$，$V = c_{KV} W_{UV}$；"
+                "查询是 $Q = X W_Q$。",
+                "走吸收路线：把 $W_{UK}$ 并入查询",
+                "| 7 | MLA 吸收后的查询 | sat | 第 1 列 | `absorbed_query[3][1]` ________ |",
+            ),
+        ),
+    ],
+)
+def test_the_sheet_states_the_table_and_the_route(tmp_path, lang, phrases):
+    (v,) = ex.exercise(_template(tmp_path, lang), ["s01"], 1)
+    text = sheets.sheet(v)
+    for phrase in phrases:
+        assert text.count(phrase) == 1, phrase
+    assert "| the | $Q$ |" not in text and "$V$ |" not in text  # Q, K and V are the student's to make
+
+
+def test_the_naive_route_says_so(tmp_path):
+    path = _template(tmp_path, **{'mla_route = "absorbed"': 'mla_route = "naive"'})
+    (v,) = ex.exercise(path, ["s01"], 1)
+    assert "Take the naive route: up-project the latent to K and V, then attend as usual." in sheets.sheet(v)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 7])
+def test_the_filled_answers_check_right(tmp_path, seed):
+    (v,) = ex.exercise(_template(tmp_path), ["s01"], seed)
+    path = tmp_path / "answers.toml"
+    path.write_text(_filled(v), encoding="utf-8")
+    report = check(None, str(path))
+    assert report.ok and report.blanks == ()
+    assert [r.claim.quantity for r in report.results].count("latent_output") == 2
+    assert {r.verdict for r in report.results} <= {"exact", "rounded"}
+    assert all(r.verdict == "exact" for r in report.results if r.claim.quantity in ("latent", "absorbed_query"))
+
+
+def test_a_slip_in_the_latent_is_wrong_and_carried_into_the_absorbed_query(tmp_path):
+    (v,) = ex.exercise(_template(tmp_path), ["s01"], 1)
+    text = _filled(v).replace('"latent[3][1]" = "-0.5"', '"latent[3][1]" = "-1.5"')
+    path = tmp_path / "answers.toml"
+    path.write_text(text, encoding="utf-8")
+    verdicts = {r.claim.quantity + str((r.row_label, r.col_label)): r.verdict for r in check(None, str(path)).results}
+    assert verdicts["latent('sat', 1)"] == "wrong"
+    assert verdicts["absorbed_query('sat', 1)"] == "exact"  # q̃ needs Q and W_UK only
+
+
+def test_the_class_grades_full_marks_for_the_key(tmp_path, capsys):
+    template = _template(tmp_path)
+    out = tmp_path / "class"
+    assert main(["exercise", str(template), "--count", "2", "--seed", "1", "-o", str(out)]) == 0
+    (v,) = ex.exercise(template, ["s01"], 1)
+    (out / "s01" / "answers.toml").write_text(_filled(v), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["grade", str(out), "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[1].startswith("s01,,11,7,0,0,0,0,0,0,18,18,")
+    assert rows[2].startswith("s02,,0,0,0,0,0,0,0,18,0,18,")
+
+
+@pytest.mark.parametrize(
+    "replace, message",
+    [
+        (
+            {'mla_route = "absorbed"': 'mla_route = "absorbed"\nrope = true'},
+            "rope: an exercise sheet does not state this key yet; remove it, or render the derivation",
+        ),
+        (
+            {"W_Q = [[1, 0], [0, 1], [0, 0]]": "W_Q = [[1, 0], [0, 1], [0, 0]]\nW_QR = [[1, 0], [0, 1], [0, 0]]"},
+            "mla.W_QR: an exercise sheet does not state the decoupled position dims yet",
+        ),
+        (
+            {"[vary.mla]": "[vary.Q]\nrange = [-1, 1]\nstep = 1\n[vary.mla]"},
+            "vary.Q: with an [mla] table Q, K and V are made from it; vary its matrices",
+        ),
+        (
+            {"W_Q = { range": "W_DQ = { range"},
+            "vary.mla.W_DQ: no such matrix in [mla]; expected one of X, W_DKV, W_UK, W_UV, W_Q",
+        ),
+        ({"step = 0.5 }": "step = 0.3 }"}, "vary.mla.W_Q.range: low and high must be whole multiples of step"),
+        (
+            {"W_Q = [[1, 0], [0, 1], [0, 0]]": "W_Q = [[1, 0], [0, 1], [0, 0]]\nrope = true"},
+            "mla.rope: unknown key; expected one of X, W_DKV, W_UK, W_UV, W_Q, W_DQ, W_UQ, W_QR, W_KR",
+        ),
+        (
+            {"X = [[1, 0, 1], [0, 1, 1], [1, 1, 0]]": 'X = "hostile"'},
+            "mla.X: expected a matrix (a list of rows), got a string",
+        ),
+    ],
+)
+def test_what_a_sheet_cannot_state_is_refused_in_one_line(tmp_path, replace, message):
+    path = _template(tmp_path, **replace)
+    with pytest.raises(SpecError) as info:
+        ex.exercise(path, ["s01"], 1)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_mla_quantities_are_asked_only_with_a_table(tmp_path):
+    data = {"tokens": ["a", "b"], "ask": ["scores", "latent"], "vary": {"Q": {"range": ["-1", "1"], "step": "1"}}}
+    data.update(K=[["1", "0"], ["0", "1"]], V=[["1", "0"], ["0", "1"]])
+    with pytest.raises(SpecError) as info:
+        ex.exercise(data, ["s01"], 1)
+    assert str(info.value) == "<dict>: ask[2]: latent is asked only with an [mla] table"
+    data = {**data, "ask": ["scores"], "vary": {**data["vary"], "mla": {}}}
+    with pytest.raises(SpecError) as info:
+        ex.exercise(data, ["s01"], 1)
+    assert str(info.value) == "<dict>: vary.mla: varies an [mla] table, but the template has none"
+
+
+@pytest.mark.parametrize("fmt", ["moodle", "qti"])
+def test_an_lms_export_is_refused_in_one_line(tmp_path, capsys, fmt):
+    template = _template(tmp_path)
+    assert main(["exercise", str(template), "--count", "1", "--format", fmt, "-o", str(tmp_path / "quiz")]) == 2
+    assert capsys.readouterr().err == (
+        f"symattn: {template}: mla: an [mla] exercise does not export to {fmt} yet; "
+        "use --format markdown, latex, pdf or html\n"
+    )
+    assert not (tmp_path / "quiz").exists()
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang, engine", [("en", "pdflatex"), ("zh", "xelatex")])
+def test_the_sheet_and_key_compile(latex, tmp_path, lang, engine):
+    if not shutil.which(engine):
+        pytest.skip(f"{engine} not installed")
+    (v,) = ex.exercise(_template(tmp_path, lang), ["s01"], 1)
+    for name, tex in (("sheet", sheets.sheet(v, "latex")), ("key", sheets.key(v, "latex"))):
+        folder = tmp_path / name
+        folder.mkdir()
+        latex(tex, engine, folder)
+        log = (folder / "doc.log").read_text(encoding="utf-8", errors="replace")
+        assert re.findall(r"Overfull \\[hv]box", log) == [], name
+
+
+def test_an_mla_key_that_is_no_table_is_refused_in_one_line(tmp_path):
+    from symattn.input.files import read_table
+
+    data = {**read_table(_template(tmp_path)), "mla": "hostile"}
+    with pytest.raises(SpecError) as info:
+        ex.exercise(data, ["s01"], 1)
+    assert str(info.value) == "<dict>: mla: expected a table of X, W_DKV, W_UK, W_UV and W_Q, got 'hostile'"
