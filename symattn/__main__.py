@@ -1,4 +1,4 @@
-from symattn.cli.commands import run
+from symattn.cli.program import run
 
 if __name__ == "__main__":  # not when a worker process (spawn) imports the module
     raise SystemExit(run())

@@ -9,7 +9,6 @@ from decimal import ROUND_HALF_UP, Decimal
 import mpmath
 import numpy as np
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -60,6 +59,7 @@ def _ulp32(e) -> mpmath.mpf:
 
 @pytest.mark.parametrize("scale", [1e2, 1e4, 1e6])
 def test_a_saturated_row_is_decided_against_mpmath(scale):
+    torch = pytest.importorskip("torch")
     from symattn.kernel import compare
 
     q, k, v = _inputs(scale)
@@ -76,6 +76,7 @@ def test_a_saturated_row_is_decided_against_mpmath(scale):
 
 def test_a_tie_at_seventeen_digits_shows_the_side_of_the_error():
     """x = −232.503082275390625 is a tie at 17 digits; the exact value lies within e^(−10^4) of it, toward 0."""
+    torch = pytest.importorskip("torch")
     from symattn.kernel import compare
 
     q, k, v = _inputs(1e2)
@@ -125,6 +126,7 @@ def test_a_sink_past_two_to_the_forty_is_refused_in_one_line(sink, text):
 def test_every_scale_gives_a_verdict_that_agrees_with_torch_float64(exponent, seed, n, m, d):
     """Scales 1 to 10^6: compare returns a verdict (no exception), and torch.allclose's rule on torch's own
     float32 output against torch's float64 agrees with it wherever float64 is clear of the tolerance."""
+    torch = pytest.importorskip("torch")
     from symattn.kernel import compare
 
     rng = np.random.default_rng(seed)
@@ -151,6 +153,7 @@ def test_the_cli_refuses_a_huge_sink_of_a_spec_in_one_line(tmp_path, capsys):
 def test_flash_attention_s_ratio_on_saturated_rows_against_mpmath():
     """A naive result one ULP off at one entry: its error is the largest either way, and the ratio of the
     largest errors is decided from the balls (about 10^-99 one way, 10^99 the other)."""
+    torch = pytest.importorskip("torch")
     from symattn.kernel import compare
 
     q, k, v = _inputs(1e2)
@@ -171,6 +174,7 @@ def test_flash_attention_s_ratio_on_saturated_rows_against_mpmath():
 
 def test_a_figure_past_ten_to_the_ten_to_the_thirteen_is_refused_in_one_line(tmp_path, capsys):
     """Inputs of size 10^9: the weights are e^(−10^17); their figures lie past what the reports rank."""
+    torch = pytest.importorskip("torch")
     from symattn.input.errors import EvaluationError
     from symattn.kernel import compare
     from tests.test_compare_spec_variants import cli, write
@@ -194,6 +198,7 @@ def test_a_figure_past_ten_to_the_ten_to_the_thirteen_is_refused_in_one_line(tmp
 def test_the_lse_and_a_softcap_of_saturated_rows_get_torch_float64_s_verdict(scale):
     """The LSE of a saturated row (its z_max plus e^(−10^4)) and soft-capped outputs of huge scores: a verdict,
     and torch.allclose's against torch's float64 agrees with it."""
+    torch = pytest.importorskip("torch")
     from symattn.kernel import compare
 
     q, k, v = _inputs(scale)

@@ -8,7 +8,6 @@ Each command imports only what it needs, to start fast.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -416,24 +415,6 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 def main(argv: Sequence[str] | None = None) -> int:
     with _terminate_as_interrupt():
         return _main(argv)
-
-
-def run() -> int:
-    """``symattn`` as a program (the console script, ``python -m symattn``): :func:`main`, with the garbage
-    collector kept off SymPy's objects, which live as long as the process does."""
-    if command_named(sys.argv[1:]) == "render":  # it imports SymPy next in any case
-        import sympy  # noqa: F401
-
-        # SymPy leaves some 60,000 objects; a full collection during the command walks them all, 60 ms
-        # and more (issue 29's start-up). gc.freeze() puts the objects alive now out of its reach.
-        gc.freeze()
-    code = main()
-    # What the command wrote is written and closed (files through os-level writes; stdout is flushed at
-    # exit all the same). The collection Python makes as it shuts down would walk every object, to free
-    # memory the ending process gives back anyway. Never in main(): a caller's process (a test session)
-    # goes on, and would keep its garbage.
-    gc.freeze()
-    return code
 
 
 @contextmanager

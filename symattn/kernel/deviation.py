@@ -4,7 +4,7 @@ A saturated row (one weight 1, the rest e^(−10^4)) has an output within e^(−
 returns: a ball of the exact value holds x at any precision we can afford, so its error's digits never
 separate. Summed as Σ_k e^(z_k)·(v_k − x) / Σ_k e^(z_k), the error keeps arb's relative precision (the
 term v_j − x is exactly 0), so 96 bits give its three digits, its sign, and so the ULP the exact value has.
-The same holds where the exact value is below the format's normal range (a sink that takes all the
+The same holds where the exact value is below the format's normal range (a denominator logit that takes all the
 weight): its ULP is the least subnormal's, whatever its magnitude. Any other entry is left to the ends.
 """
 

@@ -168,7 +168,7 @@ def _by_errors(head: float64.Head, entries: dict[int, list[int]], bits: int, bal
             if made is None:
                 made = _exps(head, [i], (balls or Balls(0)).keys(head))[0]
             exps, total = made
-            extra = sum((mod.arb_exp(i) for mod in _denominators(head)), arb(0))  # a sink's e^s: no value
+            extra = sum((mod.arb_exp(i) for mod in _denominators(head)), arb(0))  # a denominator logit's e^s: no value
 
             for j in cols:
                 x = errors.value(i, j)

@@ -148,7 +148,7 @@ class Denominator:
         return (arb(s.numerator) / s.denominator).exp()
 
 
-SINK_LIMIT = 2.0**40  # the figures of a larger sink's outputs lie past 10^(−10^13) (kernel/deviation.py)
+LOGIT_LIMIT = 2.0**40  # the figures of a larger denominator logit's outputs lie past 10^(−10^13) (kernel/deviation.py)
 ORDER = ("distance_bias", "tanh_cap", "denominator_logit")  # the stages' order: a bias, a map of z, the denominator
 
 
@@ -172,7 +172,7 @@ def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align:
         if a.shape != (heads,):
             raise ShapeError(name, "shape", f"{tuple(a.shape)}; expected ({heads},), a finite logit per query head")
         for h, s in enumerate(a.tolist()):  # past 2^40 every other weight is below e^(−10^12): refused, not ranked
-            if not -np.inf < s <= SINK_LIMIT:
+            if not -np.inf < s <= LOGIT_LIMIT:
                 raise SpecError(f"{name}[{h}]", None, f"{s!r} is not a finite logit at most 2^40 (1099511627776)")
         return _ordered(kind, lambda b, h, n, m: Denominator((float(a[h]),), n))
     if a.shape == (heads,):
