@@ -156,3 +156,14 @@ def test_the_single_head_absorbed_lines_break_and_tex_sets_them(katex, latex, tm
     latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\[hv]box", log) == []
+
+
+def test_the_toy_table_gives_mla_s_d_model_as_x_s_width_not_the_heads_columns():
+    # mla-heads: X is 3 wide, the two heads' Q columns 4: the table said d_model = 4
+    from symattn.derivation.derive import derive
+    from symattn.input import builtin
+    from symattn.input.spec import load_spec
+    from symattn.rendering.renderer import render
+
+    text = render(derive(load_spec(builtin.example_path("mla-heads", "en"))), "markdown")
+    assert "| 2 heads of $d_k = 2$ ($d_{model} = 3$) | commonly 8–96 heads; $d_{model}$ in the thousands |" in text

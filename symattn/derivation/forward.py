@@ -251,7 +251,7 @@ def _toy(spec: Spec) -> ToyVsReal:
         cross=spec.is_cross,
         projected=spec.projection is not None or variants.makes_inputs(spec),
         heads=spec.heads,
-        d_model=len(spec.Q[0]) if spec.projection is None and spec.heads > 1 else _d_model(spec),
+        d_model=_d_model(spec),
         output_projection=spec.W_O is not None,
         mask=spec.mask,
         padding=spec.key_padding is not None,
@@ -265,7 +265,12 @@ def _toy(spec: Spec) -> ToyVsReal:
 
 
 def _d_model(spec: Spec) -> int | None:
-    return len(spec.projection.X[0]) if spec.projection is not None else None
+    """X's width; with several heads and Q given, the heads' columns side by side (their concat's width)."""
+    if spec.projection is not None:
+        return len(spec.projection.X[0])
+    if variants.makes_inputs(spec):  # made from hidden rows (MLA's X): their width, not the heads' columns
+        return variants.hidden_width(spec)
+    return len(spec.Q[0]) if spec.heads > 1 else None
 
 
 def derive_head(spec: Spec, model: Model) -> Derivation:

@@ -301,6 +301,11 @@ def toy(spec: Any) -> tuple[tuple[str, Any], ...]:
     return tuple(fact for p, setting in of(spec) for fact in p.toy(spec, setting))
 
 
+def hidden_width(spec: Any) -> int | None:
+    """d_model where a part made Q, K and V from hidden rows (their width, not the heads' columns)."""
+    return next((w for p, setting in of(spec) if (w := p.hidden_width(setting)) is not None), None)
+
+
 def formula_parts(spec: Any) -> tuple[str, ...]:
     """The parts that change the attention formula itself, in the order they act."""
     return tuple(p.name for p, _ in of(spec) if p.stage not in (MASK, ROUTE, PLACE))
@@ -386,6 +391,7 @@ __all__ = [
     "rounded_refusal",
     "stage",
     "toy",
+    "hidden_width",
     "turned",
     "z_word",
 ]

@@ -278,6 +278,10 @@ class Part:
         """Its facts of the closing "toy vs real" table (``facts`` of kind ``toy_vs_real``)."""
         return ()
 
+    def hidden_width(self, setting: Any) -> int | None:
+        """d_model: the width of the hidden rows it makes Q, K and V from (None where it makes none)."""
+        return None
+
     def scores_step(self, spec: Any, model: Any, fig: Any) -> tuple[Any, Any, Any] | None:
         """QK: its step before the scores, and the Q and K whose dot products the scores step shows."""
         return None

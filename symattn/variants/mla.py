@@ -422,6 +422,9 @@ class MlaPart(Part):
     def toy(self, spec: Any, setting: Mla) -> tuple[tuple[str, Any], ...]:
         return (("mla", len(setting.W_DKV[0])),)
 
+    def hidden_width(self, setting: Mla) -> int:
+        return len(setting.X[0])
+
     def report(self, spec: Any, setting: Mla | None) -> dict[str, Any]:
         return {} if setting is None else {"mla_route": setting.route}
 
