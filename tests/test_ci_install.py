@@ -67,6 +67,21 @@ def test_a_fresh_venv_with_ci_extras_imports_every_module_mypy_checks(tmp_path):
     assert done.stdout.strip() == str(len(names))
 
 
+def test_no_test_needs_torch_to_run_without_it():
+    """Inside a test or its helpers too: torch comes through pytest.importorskip (or a guarded try), so that
+    the README's test command, which installs no torch, skips such a test instead of failing it."""
+    bare = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        guarded = {id(n) for node in ast.walk(tree) if isinstance(node, ast.Try) for n in ast.walk(node)}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in guarded:
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if any(name == "torch" or name.startswith("torch.") for name in names):
+                    bare.append(f"{path.name}:{node.lineno}")
+    assert bare == []
+
+
 def test_no_test_module_needs_torch_to_be_collected():
     """The README's test command installs the test extra, which holds no torch: a test that needs torch
     skips (pytest.importorskip), so no test module may import it when it is collected."""

@@ -37,14 +37,14 @@ WIDE = {  # d_model 4, d_c 3, d_k 2, d_v 3, the query through its own latent (W_
 
 
 def _tensor(rows):
-    import torch
+    torch = pytest.importorskip("torch")
 
     return torch.tensor([[float(Fraction(x)) for x in row] for row in rows], dtype=torch.float64)
 
 
 def _torch_routes(table, causal):
     """Both routes in torch float64: (c_KV, q̃, u, naive output, absorbed output, K, V)."""
-    import torch
+    torch = pytest.importorskip("torch")
 
     X, W_DKV, W_UK, W_UV = (_tensor(table[k]) for k in ("X", "W_DKV", "W_UK", "W_UV"))
     Q = X @ _tensor(table["W_Q"]) if "W_Q" in table else (X @ _tensor(table["W_DQ"])) @ _tensor(table["W_UQ"])

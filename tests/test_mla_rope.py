@@ -41,14 +41,14 @@ TOKENS3 = ["a", "b", "c"]
 
 
 def _tensor(rows):
-    import torch
+    torch = pytest.importorskip("torch")
 
     return torch.tensor([[float(Fraction(x)) for x in row] for row in rows], dtype=torch.float64)
 
 
 def _turn(x, theta):
     """RoPE in the half style (Llama's rotate_half) on every column of x, row i at position i."""
-    import torch
+    torch = pytest.importorskip("torch")
 
     half = x.shape[1] // 2
     angle = torch.arange(x.shape[0], dtype=torch.float64)[:, None] * theta[None, :]
@@ -58,7 +58,7 @@ def _turn(x, theta):
 
 def _torch_routes(table, heads, causal, theta=None):
     """DeepSeek's MLA in torch float64, head by head: (naive output, absorbed output, per-head (q̃, u))."""
-    import torch
+    torch = pytest.importorskip("torch")
 
     X, W_DKV, W_UK, W_UV, W_QR, W_KR = (_tensor(table[k]) for k in ("X", "W_DKV", "W_UK", "W_UV", "W_QR", "W_KR"))
     source = X if "W_Q" in table else X @ _tensor(table["W_DQ"])
@@ -144,7 +144,7 @@ def test_decoupled_dims_by_thirty_degrees_agree_with_torch_and_stay_exact():
 
 @pytest.mark.client
 def test_decoupled_dims_interleaved_and_by_tables_agree_with_torch_float64():
-    import torch
+    torch = pytest.importorskip("torch")
 
     pytest.importorskip("torch")
     wide = {**ONE, "W_QR": [["1", "0", "0.5", "1"], ["0", "1", "1", "0"], ["0", "0", "0", "2"]]}
