@@ -136,7 +136,7 @@ BAD = [
     (
         {"colour": 1},
         "c.json: claims.colour: unknown quantity; expected one of sqrt_dk, scale, scores, scaled, shifted, exp, "
-        "exp_sum, lse, weights, percent, output, rows",
+        "exp_sum, weights, percent, output, lse, rows",
     ),
     ({"weights": [[1, 0]]}, "c.json: claims.weights: shape mismatch: weights has 3 rows here, got 1"),
     (
@@ -152,7 +152,7 @@ BAD = [
     (
         {"rows": {"it": {"sqrt_dk": 1}}},
         "c.json: claims.rows.it.sqrt_dk: unknown quantity; expected one of scores, "
-        "scaled, shifted, exp, exp_sum, lse, weights, percent, output",
+        "scaled, shifted, exp, exp_sum, weights, percent, output, lse",
     ),
     ({"weights[4][1]": 1}, "c.json: claims.weights[4][1]: index 4 is out of range 1..3"),
     ({"output[1][1][1]": 1}, "c.json: claims.output[1][1][1]: output takes 2 index(es), got 3"),

@@ -310,7 +310,7 @@ REQUEST_ERRORS = [
         "/api/check",
         '{"spec": S, "claims": {"logits": 1}}',
         "claims: claims.logits: unknown quantity; expected one of sqrt_dk, scale, scores, scaled, shifted, exp, "
-        "exp_sum, lse, weights, percent, output, rows",
+        "exp_sum, weights, percent, output, lse, rows",
     ),
     (
         "/api/check",

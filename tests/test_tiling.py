@@ -90,9 +90,17 @@ def test_a_wrong_running_max_carries_into_the_running_sum():
 def test_a_running_sum_or_lse_one_digit_off_is_judged_not_a_crash():
     # the truncation test compares the exact value with c and c + 0.1: the box's ends were read as floats
     assert _verdicts({"running_sum[1][4]": "1.2", "lse[4]": "1"}) == [
-        ("claims.lse[4]", "last-digit", "2", "2"),
         ("claims.running_sum[1][4]", "last-digit", "1.1", "None"),
+        ("claims.lse[4]", "last-digit", "2", "2"),
     ]
+
+
+def test_fix_first_is_the_first_block_s_slip_not_the_lse_that_follows_the_blocks():
+    # the LSE comes after the tiles it is made of (m + log l of the last block), not before the weights
+    spec = load_spec({**FLASH, "rounding": "hand"})
+    report = check(spec, {"claims": {"running_max[1][4]": "-0.9", "lse[4]": "1.5"}})
+    assert [v.claim.quantity for v in report.results] == ["running_max", "lse"]
+    assert report.first_problem.claim.quantity == "running_max"
 
 
 def test_by_hand_each_block_follows_the_numbers_shown_before_it():

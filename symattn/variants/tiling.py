@@ -94,12 +94,12 @@ class Tiles(Part):
         {"key": "block_keys", "kind": "number", "min": 1, "max": TILED_KEYS, "default": ""},
         {"key": "split_keys", "kind": "number", "min": 1, "max": TILED_KEYS, "default": ""},
     )
-    quantities = (
-        Quantity("lse", "weights", cols=None, asked_by="exp"),
+    quantities = (  # after the output: the tiles follow the weighted sum, and the LSE ends them
         Quantity("running_max", None, rows="block", cols="token", asked_by="scaled", needs="block_keys"),
         Quantity("rescale", None, rows="block", cols="token", asked_by="exp", needs="block_keys"),
         Quantity("running_sum", None, rows="block", cols="token", asked_by="exp", needs="block_keys"),
         Quantity("accumulator", None, rows="block", cols="token", inner="dim", asked_by="output", needs="block_keys"),
+        Quantity("lse", None, cols=None, asked_by="exp"),
     )
     step_kinds = ("tiling",)
     facts = (("toy_vs_real", "tiling", None),)
