@@ -18,16 +18,17 @@ SLOPES = [0.5, 0.25, 0.125, 0.1875]  # per query head, float32 values
 
 
 def reference(q, k, v, slopes=None, cap=None, causal=True):
-    """torch float64: z = q·kᵀ/√d − slope·|i + M − N − j| (FlashAttention's ALiBi), capped, causal bottom-right."""
+    """torch float64 in FlashAttention's order (its attention_ref): z = q·kᵀ/√d capped, then ALiBi's
+    − slope·|i + M − N − j|, causal bottom-right."""
     group = q.shape[1] // k.shape[1]
     k, v = (t.repeat_interleave(group, 1).double() for t in (k, v))
     n, m = q.shape[2], k.shape[2]
     z = q.double() @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if cap is not None:
+        z = cap * torch.tanh(z / cap)
     if slopes is not None:
         i, j = torch.arange(n)[:, None], torch.arange(m)[None, :]
         z = z - torch.tensor(slopes, dtype=torch.float64)[:, None, None] * (i + m - n - j).abs()
-    if cap is not None:
-        z = cap * torch.tanh(z / cap)
     if causal:
         z = z.masked_fill(~torch.ones(n, m, dtype=torch.bool).tril(m - n), -math.inf)
     return torch.softmax(z, -1) @ v, torch.logsumexp(z, -1)

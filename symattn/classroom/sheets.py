@@ -172,7 +172,7 @@ def _keys(variants: Sequence[Variant], fmt: str, lang: str | None, single: bool)
 
     derivations = [derive(v.spec) for v in variants]
     keys = [
-        (v, tuple(zip(v.asked, answer_values(v))), render(d, body, depth=depth).strip("\n"))
+        (v, tuple(zip(v.asked, answer_values(v), _places(v))), render(d, body, depth=depth).strip("\n"))
         for v, d in zip(variants, derivations)
     ]
     texts = [v.name for v in variants] + [first.document.title or ""] + [x for v in variants for x in v.spec.tokens]
@@ -240,6 +240,13 @@ def files(v: Variant, fmt: str = "markdown", lang: str | None = None) -> tuple[t
         (f"key.{ext}", key(v, fmt, lang)),
         ("answers.toml", answers(v, lang)),
     )
+
+
+def _places(v: Any) -> tuple[Any, ...]:
+    """Each asked number's row and column labels, on its own axes (a key, a token, or a numbered column)."""
+    from symattn.classroom.notes import place_of
+
+    return tuple(place_of(v.spec, a.quantity, a.row, a.col) for a in v.asked)
 
 
 __all__ = [

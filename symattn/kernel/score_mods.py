@@ -150,6 +150,9 @@ class Denominator:
 
 LOGIT_LIMIT = 2.0**40  # the figures of a larger denominator logit's outputs lie past 10^(−10^13) (kernel/deviation.py)
 ORDER = ("distance_bias", "tanh_cap", "denominator_logit")  # the stages' order: a bias, a map of z, the denominator
+# FlashAttention's keywords act in its own order: the cap first, then ALiBi's bias (its attention_ref, and its
+# kernels' apply_softcap before apply_mask); a spec keeps the derivation's order above (docs/spec.md)
+FLASH_ORDER = ("tanh_cap", "distance_bias", "denominator_logit")
 
 
 def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align: str, positions: Any = None) -> Any:
@@ -187,8 +190,8 @@ def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align:
 
 
 def _ordered(kind: str, rule: Any) -> Any:
-    rule.order = ORDER.index(kind)
+    rule.order, rule.flash_order = ORDER.index(kind), FLASH_ORDER.index(kind)
     return rule
 
 
-__all__ = ["ORDER", "Bias", "Cap", "Denominator", "of_argument"]
+__all__ = ["FLASH_ORDER", "ORDER", "Bias", "Cap", "Denominator", "of_argument"]

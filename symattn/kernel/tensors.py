@@ -157,7 +157,7 @@ def inputs_of(
         score_mods.of_argument(variants.kernel_rule(name), name, value, batch, heads, causal_align)
         for name, value in given.get("variants", {}).items()
     ]
-    rules = sorted((r for r in rules if r is not None), key=lambda r: r.order)
+    rules = sorted((r for r in rules if r is not None), key=lambda r: r.flash_order)  # as FlashAttention's keywords
     made = []
     for b in range(batch):
         K, V = packed.K[b], packed.V[b]
@@ -166,7 +166,7 @@ def inputs_of(
             g = h // (heads // kv)  # consecutive query heads share a key/value head, as torch's enable_gqa
             factor = _factor(scales, b, g)
             values = V[g] * scales["v_descale"][b, g] if "v_descale" in scales else V[g]  # exact: ≤ 48 bits
-            mods = tuple(rule(b, h, n, K.shape[1]) for rule in rules)  # in the parts' stage order
+            mods = tuple(rule(b, h, n, K.shape[1]) for rule in rules)
             head = float64.head(Q[b, h], K[g], values, exact, allowed, factor, mods)
             if head is None:
                 raise SpecError("scale", None, f"{scale!r} is beyond the float range the bounds assume")
