@@ -229,3 +229,14 @@ def test_an_mla_key_that_is_no_table_is_refused_in_one_line(tmp_path):
     with pytest.raises(SpecError) as info:
         ex.exercise(data, ["s01"], 1)
     assert str(info.value) == "<dict>: mla: expected a table of X, W_DKV, W_UK, W_UV and W_Q, got 'hostile'"
+
+
+def test_the_key_labels_the_latent_s_columns_by_number_and_its_rows_by_token(tmp_path):
+    # the key wrote a latent's d_c columns as token names ("I | saw"): they are columns of c_KV
+    (v,) = ex.exercise(_template(tmp_path), ["s01"], 1)
+    text = sheets.key(v)
+    rows = [line for line in text.splitlines() if re.match(r"\| \d+ \| MLA latent", line)]
+    assert rows, "the key asks the latent"
+    cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
+    assert all(c[3].startswith("column ") for c in cells)
+    assert {c[2] for c in cells} <= set(v.spec.tokens)
