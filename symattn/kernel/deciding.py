@@ -134,6 +134,20 @@ def shown_many(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     q = np.zeros(lo.shape, dtype=np.int64)
     exponent = np.zeros(lo.shape, dtype=np.int64)
     active = same.copy()
+    with np.errstate(over="ignore", invalid="ignore"):  # past float64's range: inf or nan, left to shown()
+        return _shown_digits(a, b, lo, top, ok, q, exponent, active)
+
+
+def _shown_digits(
+    a: np.ndarray,
+    b: np.ndarray,
+    lo: np.ndarray,
+    top: np.ndarray,
+    ok: np.ndarray,
+    q: np.ndarray,
+    exponent: np.ndarray,
+    active: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for k in range(13, 0, -1):
         scale = 10.0 ** (k - 1 - top).astype(np.float64)
         ta, tb = a * scale + 0.5, b * scale + 0.5
