@@ -150,8 +150,8 @@ class Denominator:
 
 LOGIT_LIMIT = 2.0**40  # the figures of a larger denominator logit's outputs lie past 10^(−10^13) (kernel/deviation.py)
 ORDER = ("distance_bias", "tanh_cap", "denominator_logit")  # the stages' order: a bias, a map of z, the denominator
-# FlashAttention's keywords act in its own order: the cap first, then ALiBi's bias (its attention_ref, and its
-# kernels' apply_softcap before apply_mask); a spec keeps the derivation's order above (docs/spec.md)
+# FlashAttention's keywords act in its own order: the map of z first, then the distance bias (its attention_ref,
+# and its kernels' cap before their mask); a spec keeps the derivation's order above (docs/spec.md)
 FLASH_ORDER = ("tanh_cap", "distance_bias", "denominator_logit")
 
 
