@@ -91,7 +91,7 @@ def katex():
         pytest.skip("KaTeX not installed (run: npm ci --prefix tests/katex)")
     # one node for the session (a start costs a quarter of a second): a JSON list of spans per line
     process = subprocess.Popen(
-        [node, str(KATEX_DIR / "check.js"), "--lines"],
+        [node, str(KATEX_DIR / "check.js")],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

@@ -34,6 +34,7 @@ from symattn.input.errors import LimitError  # noqa: E402
 from symattn.web.app import SECURITY_HEADERS, create_app  # noqa: E402
 from symattn.web.tasks import export_task  # noqa: E402
 
+from .conftest import wait_until  # noqa: E402
 from .test_serve import _children, _start, _stop, as_json, seed_raw  # noqa: E402
 
 LOOP = "\\documentclass{article}\n\\begin{document}\n\\loop\\iftrue\\repeat\n\\end{document}\n"
@@ -88,20 +89,14 @@ def tex_groups(worker_pids: list[int]) -> dict[int, int]:
 
 
 def wait_for(condition, seconds: float, what: str):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
+    value = wait_until(condition, seconds)
+    if not value:
+        pytest.fail(f"timed out waiting for {what}")
+    return value
 
 
 def gone(pgid: int, seconds: float = 5.0) -> bool:
-    end = time.monotonic() + seconds
-    while group_members(pgid) and time.monotonic() < end:
-        time.sleep(0.05)
-    return not group_members(pgid)
+    return wait_until(lambda: not group_members(pgid), seconds)
 
 
 # --- one worker stays free of TeX -------------------------------------------------------

@@ -135,36 +135,23 @@ def shown_many(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     exponent = np.zeros(lo.shape, dtype=np.int64)
     active = same.copy()
     with np.errstate(over="ignore", invalid="ignore"):  # past float64's range: inf or nan, left to shown()
-        return _shown_digits(a, b, lo, top, ok, q, exponent, active)
-
-
-def _shown_digits(
-    a: np.ndarray,
-    b: np.ndarray,
-    lo: np.ndarray,
-    top: np.ndarray,
-    ok: np.ndarray,
-    q: np.ndarray,
-    exponent: np.ndarray,
-    active: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    for k in range(13, 0, -1):
-        scale = 10.0 ** (k - 1 - top).astype(np.float64)
-        ta, tb = a * scale + 0.5, b * scale + 0.5
-        fa, fb = np.floor(ta), np.floor(tb)
-        clear = (  # each end far from a rounding boundary and inside the decade
-            (ta - fa > 0.01)
-            & (fa + 1 - ta > 0.01)
-            & (tb - fb > 0.01)
-            & (fb + 1 - tb > 0.01)
-            & (np.minimum(ta, tb) > 10.0 ** (k - 1) + 0.51)
-            & (np.maximum(ta, tb) < 10.0**k - 0.01)
-        )
-        fits = active & clear & (fa == fb)
-        q = np.where(fits, fa.astype(np.int64), q)
-        exponent = np.where(fits, top - k + 1, exponent)
-        ok |= fits
-        active &= clear & (fa != fb)  # unsure at k digits: left to shown()
+        for k in range(13, 0, -1):
+            scale = 10.0 ** (k - 1 - top).astype(np.float64)
+            ta, tb = a * scale + 0.5, b * scale + 0.5
+            fa, fb = np.floor(ta), np.floor(tb)
+            clear = (  # each end far from a rounding boundary and inside the decade
+                (ta - fa > 0.01)
+                & (fa + 1 - ta > 0.01)
+                & (tb - fb > 0.01)
+                & (fb + 1 - tb > 0.01)
+                & (np.minimum(ta, tb) > 10.0 ** (k - 1) + 0.51)
+                & (np.maximum(ta, tb) < 10.0**k - 0.01)
+            )
+            fits = active & clear & (fa == fb)
+            q = np.where(fits, fa.astype(np.int64), q)
+            exponent = np.where(fits, top - k + 1, exponent)
+            ok |= fits
+            active &= clear & (fa != fb)  # unsure at k digits: left to shown()
     return ok, np.where(lo < 0, -q, q), exponent
 
 

@@ -190,7 +190,7 @@ def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align:
 
 
 def _ordered(kind: str, rule: Any) -> Any:
-    rule.order, rule.flash_order = ORDER.index(kind), FLASH_ORDER.index(kind)
+    rule.kind = kind  # sorted by ORDER (a spec's) or FLASH_ORDER (the keywords')
     return rule
 
 

@@ -71,7 +71,7 @@ def mods(spec: Any, n: int, m: int) -> tuple[Any, ...]:
         rule = score_mods.of_argument(part.kernel_rule, part.argument, value, 1, 1, "top-left", placed)
         if rule is not None:
             rules.append(rule)
-    return tuple(rule(0, 0, n, m) for rule in sorted(rules, key=lambda r: r.order))
+    return tuple(rule(0, 0, n, m) for rule in sorted(rules, key=lambda r: score_mods.ORDER.index(r.kind)))
 
 
 __all__ = ["check", "keywords", "mods"]

@@ -157,7 +157,7 @@ def inputs_of(
         score_mods.of_argument(variants.kernel_rule(name), name, value, batch, heads, causal_align)
         for name, value in given.get("variants", {}).items()
     ]
-    rules = sorted((r for r in rules if r is not None), key=lambda r: r.flash_order)  # as FlashAttention's keywords
+    rules = sorted((r for r in rules if r is not None), key=lambda r: score_mods.FLASH_ORDER.index(r.kind))
     made = []
     for b in range(batch):
         K, V = packed.K[b], packed.V[b]

@@ -1,5 +1,5 @@
-// Parse every math span given on stdin (a JSON list of {tex, display}) with
-// KaTeX in strict mode; print a JSON list of error messages (null = parsed).
+// Parse every math span given on stdin (a JSON list of {tex, display} per line) with
+// KaTeX in strict mode; print a JSON list of error messages (null = parsed) per line.
 // One leniency: a character KaTeX has no font for (Greek, Hebrew, Arabic,
 // Ethiopic text) is accepted inside \text{…}, where the browser's fonts set it
 // (KaTeX then warns "No character metrics", which only a parsed \text{} reaches);
@@ -43,13 +43,7 @@ function check(spans) {
   });
 }
 
-if (process.argv[2] === "--lines") {
-  // one JSON list per line in, one answer per line out: a test session keeps one node running
-  require("readline")
-    .createInterface({ input: process.stdin })
-    .on("line", (line) => process.stdout.write(JSON.stringify(check(JSON.parse(line))) + "\n"));
-} else {
-  let input = "";
-  process.stdin.on("data", (d) => (input += d));
-  process.stdin.on("end", () => process.stdout.write(JSON.stringify(check(JSON.parse(input)))));
-}
+// one JSON list per line in, one answer per line out: a test session keeps one node running
+require("readline")
+  .createInterface({ input: process.stdin })
+  .on("line", (line) => process.stdout.write(JSON.stringify(check(JSON.parse(line))) + "\n"));
