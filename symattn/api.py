@@ -45,10 +45,12 @@ class Result:
 
         return export(self.derivation, "pdf", engine=engine).data
 
-    def compute(self, digits: int = 15) -> dict[str, Any]:
+    def compute(self, digits: int = 15, exact: bool = True) -> dict[str, Any]:
+        """Every intermediate to ``digits`` significant digits; ``exact=False`` leaves out the closed forms,
+        whose printing is most of the time with softcap's tanh or a long sum."""
         from symattn.derivation.intermediates import compute
 
-        return compute(self.spec, self.model, digits)
+        return compute(self.spec, self.model, digits, exact)
 
     def _repr_markdown_(self) -> str:
         return self.render("markdown")

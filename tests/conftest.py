@@ -216,10 +216,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """pytest-xdist (--dist loadgroup) hands out tests one by one, so that no worker is left with a long file
     at the end; a module's tests that share a module-scoped fixture (a docs build, a wheel, a browser) stay on
     one worker, so that it is made once."""
+    groups: dict[str, int] = {}
     for item in items:
         definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         if any(defs and defs[-1].scope in ("module", "class", "package") for defs in definitions.values()):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+            group = item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group))
+            groups[group] = groups.get(group, 0) + 1
+
+    # Longest first: xdist hands out work in collection order, and a module's group (a browser, a server, a
+    # docs build) or a slow test begun last kept one core busy while the other sat idle. The order is a
+    # function of the collected items alone, so every worker collects the same list.
+    def weight(item: pytest.Item) -> tuple[int, int]:
+        group = item.nodeid.split("::")[0]
+        if group in groups and any(m.name == "xdist_group" for m in item.iter_markers()):
+            return (0, -groups[group])
+        return (1, 0) if item.get_closest_marker("slow") else (2, 0)
+
+    items.sort(key=weight)  # stable: within a weight, the files' own order
 
 
 def wait_until(condition, seconds: float):

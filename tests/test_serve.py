@@ -489,8 +489,10 @@ def _start(*argv: str, cwd: Path, launcher: tuple[str, ...] = ("-m", "symattn"))
     line = process.stdout.readline() if ready else ""
     match = re.fullmatch(r"symattn serve: (http://\S+/) \(Ctrl-C stops\)\n", line)
     if not match:
+        # what it said, read before _stop closes the pipes (a dead server's stderr is at its end)
+        said = process.stderr.read() if process.poll() is not None else ""
         _stop(process)
-        pytest.fail(f"symattn serve did not start: {line!r} {process.stderr.read()!r}")
+        pytest.fail(f"symattn serve did not start: {line!r} {said!r}")
     err = ""
     while select.select([process.stderr], [], [], 0.2)[0]:
         chunk = process.stderr.readline()

@@ -88,7 +88,7 @@ def theirs(raw):
 @SETTINGS
 @given(alibi_inputs())
 def test_alibi_against_sdpa_additive_mask(raw):
-    data = compute(load_spec(raw), digits=17)
+    data = compute(load_spec(raw), digits=17, exact=False)
     if raw["heads"] == 1:
         ours = data["output"]["value"]
     else:  # the heads side by side, as torch concatenates them
@@ -130,7 +130,7 @@ def test_variants_with_projections_and_w_o(raw):
     elif "softcap" in raw:  # no SDPA takes tanh: the float64 formula
         heads_out = variants(raw, q, k, v)[0]
     out = heads_out @ tensor(raw["W_O"]) + vec("b_O")
-    data = compute(load_spec(raw), digits=17)
+    data = compute(load_spec(raw), digits=17, exact=False)
     E = len(raw["X"][0])
     scale = magnitude(raw["X"], raw.get("X_kv", []), raw["W_V"], raw["W_O"]) ** 3 * E * E
     assert_close(data["output"]["value"], out, scale)
@@ -177,7 +177,7 @@ def variants(raw, q=None, k=None, v=None, sinks=None):
 @SETTINGS
 @given(softcap_inputs())
 def test_softcap_against_the_float64_formula(raw):
-    data = compute(load_spec(raw), digits=17)
+    data = compute(load_spec(raw), digits=17, exact=False)
     if raw["heads"] == 1:
         ours = data["output"]["value"]
     else:
@@ -200,7 +200,7 @@ def sink_inputs(draw):
 @SETTINGS
 @given(sink_inputs())
 def test_sinks_against_softmax_with_a_sink_column(raw):
-    data = compute(load_spec(raw), digits=17)
+    data = compute(load_spec(raw), digits=17, exact=False)
     out, share = variants(raw)
     heads = [data] if raw["heads"] == 1 else data["heads"]
     ours = [sum((h["output"]["value"][i] for h in heads), []) for i in range(len(raw["Q"]))]

@@ -113,7 +113,7 @@ def draw(seed: int) -> dict:
 @pytest.mark.parametrize("seed", range(12))
 def test_every_variant_at_once_agrees_with_torch(seed):
     raw = draw(seed)
-    got = solve(raw).compute(digits=20)
+    got = solve(raw).compute(digits=20, exact=False)
     values = torch.tensor([[float(x) for x in row] for row in got["concat"]["value"]], dtype=torch.float64)
     want = reference(raw)
     floor = 1e-13 * want.abs().max().item()
@@ -137,7 +137,7 @@ def test_rope_with_the_score_variants_backward_agrees_with_autograd(seed):
     if "sinks" in raw:
         sinks = torch.tensor([float(Fraction(s)) for s in raw["sinks"]], dtype=torch.float64, requires_grad=True)
     reference(raw, Q, K, V, sinks).sum().backward()
-    got = solve(raw | {"backward": {"loss": "sum"}}).compute(digits=20)["backward"]
+    got = solve(raw | {"backward": {"loss": "sum"}}).compute(digits=20, exact=False)["backward"]
     top = max(t.grad.abs().max().item() for t in (Q, K, V))
     for name, t in (("dQ", Q), ("dK", K), ("dV", V)):
         close(got[name]["value"], t.grad, top)
@@ -183,7 +183,7 @@ def test_rope_with_the_score_variants_after_projections(seed):
     full = raw | {"kv_heads": 2, "causal_align": raw.get("causal_align", "top-left"), "rope_base": "10000"}
     out = reference(full, Q, K, V) @ W["W_O"] + b["b_O"]
     out.sum().backward()
-    got = solve(raw | {"backward": {"loss": "sum"}}).compute(digits=20)
+    got = solve(raw | {"backward": {"loss": "sum"}}).compute(digits=20, exact=False)
     close(got["output"]["value"], out.detach())
     top = max(w.grad.abs().max().item() for w in W.values())
     for name, w in W.items():
@@ -220,7 +220,7 @@ def test_rope_with_score_variants_against_the_float64_formula(raw):
         sinks = torch.tensor([float(Fraction(s)) for s in raw["sinks"]], dtype=torch.float64, requires_grad=True)
     out, share = variants(raw, rotate(q, base, style), rotate(k, base, style), v, sinks)
     out.sum().backward()
-    got = solve(raw | {"backward": {"loss": "sum"}}).compute(digits=20)
+    got = solve(raw | {"backward": {"loss": "sum"}}).compute(digits=20, exact=False)
     close(got["output"]["value"], out.detach())
     top = max(t.grad.abs().max().item() for t in (q, k, v))
     for name, t in (("dQ", q), ("dK", k), ("dV", v)):
