@@ -22,7 +22,7 @@ from symattn.web.app import create_app  # noqa: E402
 
 from .conftest import chromium_driver  # noqa: E402
 from .test_practice_blocks import _answer  # noqa: E402
-from .test_serve import as_json, choose, fragment, math_of, wait, wait_math  # noqa: E402
+from .test_serve import as_json, choose, fragment, math_of, retype, wait, wait_math  # noqa: E402
 from .test_serve_live import open_fresh, seed, server  # noqa: E402, F401  (server: the fixture)
 
 
@@ -158,6 +158,25 @@ def test_the_query_paths_two_matrices(client):
 def test_mla_hint_errors(client, spec, quantity, message):
     response = client.post("/api/hint", json={"spec": spec, "quantity": quantity})
     assert response.status_code == 400 and response.json()["error"] == message
+
+
+def test_the_refusal_in_chinese(client):
+    headers = {"accept-language": "zh-CN,zh"}
+    response = client.post("/api/hint", json={"spec": example("mla-rope", "zh"), "quantity": "Q"}, headers=headers)
+    assert response.json()["error"] == "spec: mla.W_QR: 练习模式还没有 MLA 解耦 RoPE 维度的步骤；请在核对页核对它们"
+    response = client.post("/api/hint", json={"spec": seed("zh"), "quantity": "V"}, headers=headers)
+    assert response.json()["error"] == "spec: mla: V 的提示需要 [mla] 表"
+
+
+def test_with_block_keys_the_output_is_acc_over_l(client):
+    # MLA and the online softmax: the round ends with O = acc / l of the last block, as without MLA
+    spec = {**example(), "block_keys": 2}
+    claims = {"running_sum[2][3]": "1.880", "accumulator[2][3]": ["", "2.053"]}
+    assert hint(client, "output", claims, spec).startswith(
+        "<p>Divide your last accumulator by your last running sum, column by column:</p>\n"
+        '<div class="math display">\\begin{aligned}\n'
+        "O_{\\text{sat},1} &amp;= \\frac{\\mathrm{acc}_{2,1}}{l_{2}} = \\frac{\\square}{1.880} \\\\\n"
+    )
 
 
 # --- the rounds in Chromium ---------------------------------------------------------------------------------
@@ -358,3 +377,15 @@ def test_decoupled_rope_dims_are_refused_in_one_line(page, server):
     wait(driver, lambda: _text(driver, "practice-error") == message, what="the refusal")
     assert driver.find_elements("css selector", "#practice-boxes .box") == []
     assert not driver.find_element("id", "practice-reveal").is_enabled()
+
+
+def test_with_block_keys_the_blocks_come_after_the_absorbed_scores(page, server):
+    driver, lang = page
+    _open(driver, server, "mla", lang)
+    retype(driver.find_element("id", "set-block_keys"), "2")
+    # the latent, the query, q̃ with its scores, the scaled scores, two blocks of keys, then O = acc / l
+    steps = {"en": "Step 1 of 7", "zh": "第 1 步，共 7 步"}[lang]
+    wait(driver, lambda: _text(driver, "practice-progress") == steps, what="7 steps")
+    for _ in range(4):
+        driver.find_element("id", "practice-next").click()
+    wait(driver, lambda: driver.find_elements("id", "practice-running_max-b1-0-input"), what="block 1")

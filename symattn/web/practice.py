@@ -85,14 +85,12 @@ def hint_task(body: Any) -> dict[str, Any]:
 
 def _latents(step: Any, quantity: str, source: str) -> Any:
     """The derivation's MLA step (its inputs: X and the weights), or None without an [mla] table."""
+    from symattn.input.messages import said
+
     if step is None and quantity in MLA:
-        raise SpecError(source, "mla", f"the hint of {quantity} needs an [mla] table")
+        raise SpecError(source, "mla", said("practice_mla", quantity=quantity))
     if step is not None and step.d_r:
-        raise SpecError(
-            source,
-            "mla.W_QR",
-            "practice mode has no steps for MLA's decoupled RoPE dims yet; check them in the check tab",
-        )
+        raise SpecError(source, "mla.W_QR", said("practice_mla_rope"))
     return step
 
 
