@@ -22,7 +22,7 @@ from symattn.web.app import create_app  # noqa: E402
 
 from .conftest import chromium_driver  # noqa: E402
 from .test_practice_blocks import _answer  # noqa: E402
-from .test_serve import as_json, choose, fragment, math_of, retype, wait, wait_math  # noqa: E402
+from .test_serve import as_json, choose, forget, fragment, math_of, retype, wait, wait_math  # noqa: E402
 from .test_serve_live import open_fresh, seed, server  # noqa: E402, F401  (server: the fixture)
 
 
@@ -389,3 +389,23 @@ def test_with_block_keys_the_blocks_come_after_the_absorbed_scores(page, server)
     for _ in range(4):
         driver.find_element("id", "practice-next").click()
     wait(driver, lambda: driver.find_elements("id", "practice-running_max-b1-0-input"), what="block 1")
+
+
+def test_the_query_through_its_own_latent_is_revealed_to_q(page, server):
+    import base64
+
+    driver, lang = page
+    if lang == "zh":
+        pytest.skip("the reveal's cut is the same in both languages; once, in English")
+    spec = example()
+    spec["mla"] = {**{k: v for k, v in spec["mla"].items() if k != "W_Q"}, "W_DQ": [[1], [0], [2]], "W_UQ": [[1, -1]]}
+    state = {"spec": spec, "claims": {}, "tab": "practice", "row": "focus", "practice": {"step": 1}}
+    fragment_ = base64.urlsafe_b64encode(json.dumps(state).encode()).decode().rstrip("=")
+    forget(driver, server)
+    driver.get(f"{server}#j={fragment_}")
+    wait(driver, lambda: _text(driver, "practice-progress") == "Step 2 of 8", what="the query's step")
+    # q = (x W_DQ) W_UQ = (1·1 + 1·0 + 0·2) [1, −1]
+    _answer(driver, {"practice-Q": ["1", "-1"]}, {"practice-Q": ["exact", "exact"]})
+    driver.find_element("id", "practice-reveal").click()
+    shown = wait(driver, lambda: _annotations(driver, "#practice-step"), what="the query revealed")
+    assert "W_{DQ}=" in shown and "W_{UQ}=" in shown and "W_{UK}" not in shown
