@@ -376,7 +376,16 @@ def test_decoupled_rope_dims_are_refused_in_one_line(page, server):
     }[lang]
     wait(driver, lambda: _text(driver, "practice-error") == message, what="the refusal")
     assert driver.find_elements("css selector", "#practice-boxes .box") == []
-    assert not driver.find_element("id", "practice-reveal").is_enabled()
+    assert _text(driver, "practice-progress") == "" and _text(driver, "practice-question") == ""
+    for button in ("practice-reveal", "practice-hint", "practice-next", "practice-previous"):
+        assert not driver.find_element("id", button).is_enabled()
+    # another example brings the round back
+    examples = json.loads(driver.execute_script("return fetch('/api/examples').then(r => r.text())"))
+    choose(driver, "example", str(next(i for i, e in enumerate(examples) if (e["name"], e["lang"]) == ("mla", lang))))
+    driver.find_element("id", "load-example").click()
+    wait(driver, lambda: driver.find_elements("id", "practice-latent-r1-0-input"), what="the MLA round")
+    assert not driver.find_element("id", "practice-error").is_displayed()
+    assert driver.find_element("id", "practice-hint").is_enabled()
 
 
 def test_with_block_keys_the_blocks_come_after_the_absorbed_scores(page, server):

@@ -127,6 +127,7 @@
     $("practice-question").textContent = question(st);
     $("practice-previous").disabled = p.step === 0;
     $("practice-next").disabled = p.step === all.length - 1;
+    $("practice-hint").disabled = false;
     const boxes = [];
     for (const part of s ? st.parts : []) {
       const typed = p.answers[part.name];
@@ -142,12 +143,15 @@
     }
     $("practice-boxes").replaceChildren(...boxes);
     const why = refused();
-    if (why) {
+    if (why) { // no steps: nothing to count, answer or step through
+      $("practice-progress").textContent = "";
+      $("practice-next").disabled = $("practice-previous").disabled = $("practice-hint").disabled = true;
       $("practice-question").textContent = "";
       $("practice-boxes").replaceChildren();
       $("practice-error").textContent = why;
       $("practice-error").hidden = false;
-    }
+    } else if ($("practice-error").dataset.refused) $("practice-error").hidden = true; // check() words its own errors
+    $("practice-error").dataset.refused = why ? "true" : "";
     paint();
     showStep();
   }
