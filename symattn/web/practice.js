@@ -32,8 +32,8 @@
   const MLA = {naive: ["latent", "Q", "K", "V", "scores"], absorbed: ["latent", "Q", "absorbed"]}; // before "scaled"
   const PARTS = {absorbed: ["absorbed_query", "scores"], absorbed_output: ["latent_output", "output"]}; // two in one step
   const EVERY = ["latent", "K", "V"]; // every token's row, claimed as latent[i] …
-  // where a revealed MLA step stops: the last display whose TeX holds one of these (the matrix asked)
   const PARTS_CAPTIONED = {absorbed_query: true, latent_output: true}; // "q̃, column n", "u, column n"
+  // where a revealed MLA step stops: the last display whose TeX holds one of these (the matrix asked)
   const CUTS = {latent: ["c_{KV} = X W_{DKV}"], Q: ["W_Q=", "W_{UQ}="], K: ["W_{UK}="]};
   // the derivation's step that each quantity belongs to (its kind, from the render answer's step_kinds)
   const KINDS = {scores: "scores", scaled: "scaling", exp: "softmax", exp_sum: "softmax", weights: "softmax", output: "weighted_sum",
