@@ -14,6 +14,12 @@
  * focus row, claimed as running_max[b][i] … accumulator[b][i] and judged by the same checker, then the
  * output acc / l.
  *
+ * With an [mla] table (MLA) the round starts from X: the latent c_KV of every token, the focus row's query Q,
+ * then K and V of every token (the naive route) or the absorbed query q̃ = q W_UKᵀ with its scores q̃ c_KVᵀ
+ * (the absorbed route, which ends with u = P c_KV and the output o = u W_UV). A step reveals the MLA step only
+ * up to the matrix it asks for (CUTS): the rest shows numbers that later steps ask. MLA's decoupled RoPE dims
+ * have no steps yet: the round says so and shows no boxes.
+ *
  * Progress is state.practice = {step, answers: {name: [numbers as typed]}, revealed: [step…]}, a name
  * being a quantity or, in a block, "running_max[2]"; kept in the URL fragment with the rest of the state
  * (app.js), so a reload or a link keeps it.
@@ -23,9 +29,15 @@
   const STEPS = ["scores", "scaled", "exp", "exp_sum", "weights", "output"];
   const TILED = ["scores", "scaled", "block", "output"]; // "block": one step per block of keys
   const BLOCK = ["running_max", "rescale", "running_sum", "accumulator"];
+  const MLA = {naive: ["latent", "Q", "K", "V", "scores"], absorbed: ["latent", "Q", "absorbed"]}; // before "scaled"
+  const PARTS = {absorbed: ["absorbed_query", "scores"], absorbed_output: ["latent_output", "output"]}; // two in one step
+  const EVERY = ["latent", "K", "V"]; // every token's row, claimed as latent[i] …
+  const PARTS_CAPTIONED = {absorbed_query: true, latent_output: true}; // "q̃, column n", "u, column n"
+  // where a revealed MLA step stops: the last display whose TeX holds one of these (the matrix asked)
+  const CUTS = {latent: ["c_{KV} = X W_{DKV}"], Q: ["W_Q=", "W_{UQ}="], K: ["W_{UK}="]};
   // the derivation's step that each quantity belongs to (its kind, from the render answer's step_kinds)
   const KINDS = {scores: "scores", scaled: "scaling", exp: "softmax", exp_sum: "softmax", weights: "softmax", output: "weighted_sum",
-    block: "tiling"};
+    block: "tiling", latent: "mla", Q: "mla", K: "mla", V: "mla", absorbed: "mla", absorbed_output: "mla_output"};
   const ICONS = {exact: "✔", rounded: "✔", carried: "↪", "input-rounding": "✔", "too-coarse": "≈", "last-digit": "≈", wrong: "✘"};
   const TONES = {exact: "good", rounded: "good", carried: "carried", "input-rounding": "good", "too-coarse": "near", "last-digit": "near", wrong: "wrong", hand: "good"};
   const RIGHT = ["exact", "rounded", "input-rounding"];
@@ -53,37 +65,58 @@
     if (c.values) c = c.values;
     if (!c.weights || !c.output || c.heads) return null;
     const blocks = c.running_max ? c.running_max.value.length : 0; // key blocks of the online softmax
-    return {keys: c.key_tokens || c.tokens, queries: c.tokens.length, dv: c.output.value[0].length, blocks,
-      size: blocks ? Number(c.block_keys) : 0};
+    const width = (m) => (m.exact || m.value)[0].length;
+    const mla = c.latent ? {route: c.mla_route === "absorbed" ? "absorbed" : "naive", dc: width(c.latent), dq: width(c.Q),
+      dk: width(c.K), decoupled: Boolean(c.Q_rot)} : null; // Q_rot with MLA: the decoupled dims are turned
+    return {keys: c.key_tokens || c.tokens, tokens: c.tokens, queries: c.tokens.length, dv: c.output.value[0].length, blocks,
+      size: blocks ? Number(c.block_keys) : 0, mla};
   }
+  // why the round has no steps for this spec (a sentence), or null
+  function refused() { const s = shape(); return s && s.mla && s.mla.decoupled ? page().phrases().practice.mla_rope : null; }
 
-  // the round's steps: {id, block, parts: [{q, name, count}]}; a block's parts claim q[block][focus row]
+  // the round's steps: {id, block, parts: [{q, name, count, row}]}; a block's parts claim q[block][focus row],
+  // a part with a row (1-based) claims q[row], the others the focus row's q
   function steps() {
     const s = shape();
-    const plain = (q) => ({id: q, block: 0, parts: [{q, name: q, count: s ? count(q, s) : 0}]});
-    if (!s || !s.blocks) return STEPS.map(plain);
+    const part = (q) => ({q, name: q, count: s ? count(q, s) : 0, row: 0});
+    const plain = (q) => (EVERY.includes(q) && s ? {id: q, block: 0, parts: s.tokens.map((t, r) => ({...part(q), name: `${q}[${r + 1}]`, row: r + 1}))}
+      : {id: q, block: 0, parts: (PARTS[q] || [q]).map(part)});
+    if (!s) return STEPS.map(plain);
+    const before = s.mla ? MLA[s.mla.route] : ["scores"];
+    if (!s.blocks) return [...before, "scaled", "exp", "exp_sum", "weights", s.mla && s.mla.route === "absorbed" ? "absorbed_output" : "output"].map(plain);
     const block = (b) => ({id: `block${b}`, block: b,
-      parts: BLOCK.map((q) => ({q, name: `${q}[${b}]`, count: q === "accumulator" ? s.dv : 1}))});
-    return TILED.flatMap((q) => (q === "block" ? Array.from({length: s.blocks}, (x, b) => block(b + 1)) : [plain(q)]));
+      parts: BLOCK.map((q) => ({q, name: `${q}[${b}]`, count: q === "accumulator" ? s.dv : 1, row: 0}))});
+    const tiled = [...before, ...TILED.slice(1)];
+    return tiled.flatMap((q) => (q === "block" ? Array.from({length: s.blocks}, (x, b) => block(b + 1)) : [plain(q)]));
   }
   function step() { return steps()[progress().step]; }
   function order() { return steps().flatMap((st) => st.parts.map((part) => part.name)); }
 
-  function count(q, s) { return q === "exp_sum" ? 1 : q === "output" ? s.dv : s.keys.length; }
+  function count(q, s) {
+    const m = s.mla || {};
+    const widths = {exp_sum: 1, output: s.dv, V: s.dv, Q: m.dq, K: m.dk, latent: m.dc, absorbed_query: m.dc, latent_output: m.dc};
+    return q in widths ? widths[q] : s.keys.length;
+  }
   // one number, kept as a string: the sum, and a block's m, rescale and l
   function single(part) { return part.q === "exp_sum" || (BLOCK.includes(part.q) && part.q !== "accumulator"); }
 
   function question(st) {
     const {phrases} = page();
+    if (EVERY.includes(st.id)) return fill(phrases().practice.every, {quantity: phrases().quantity[st.id]});
+    if (PARTS[st.id]) return fill(phrases().practice[st.id], {token: quote(token())});
     if (!st.block) return fill(phrases().practice.question, {quantity: phrases().quantity[st.id], token: quote(token())});
     const s = shape(), first = (st.block - 1) * s.size;
     const keys = s.keys.slice(first, first + s.size).map(quote).join(", ");
     return fill(phrases().practice.block, {block: st.block, keys, token: quote(token())});
   }
 
-  function caption(part, j, s) {
+  function caption(part, j, s, st) {
     const {ui, phrases} = page();
-    if (BLOCK.includes(part.q)) return fill(phrases().practice.caption[part.q], {n: j + 1});
+    const captions = phrases().practice.caption;
+    if (part.row) return fill(captions.row, {token: s.tokens[part.row - 1], n: j + 1});
+    if (st.id === "absorbed_output" && part.q === "output") return fill(captions.o, {n: j + 1});
+    if (BLOCK.includes(part.q) || part.q in PARTS_CAPTIONED) return fill(captions[part.q], {n: j + 1});
+    if (part.q === "Q") return ui("check_column", {n: j + 1});
     return part.q === "exp_sum" ? phrases().quantity.exp_sum : part.q === "output" ? ui("check_column", {n: j + 1}) : s.keys[j];
   }
 
@@ -94,20 +127,31 @@
     $("practice-question").textContent = question(st);
     $("practice-previous").disabled = p.step === 0;
     $("practice-next").disabled = p.step === all.length - 1;
+    $("practice-hint").disabled = false;
     const boxes = [];
     for (const part of s ? st.parts : []) {
       const typed = p.answers[part.name];
       for (let j = 0; j < part.count; j++) {
-        const id = st.block ? `practice-${part.q}-b${st.block}-${j}` : `practice-${part.q}-${j}`;
+        const id = st.block ? `practice-${part.q}-b${st.block}-${j}` : part.row ? `practice-${part.q}-r${part.row}-${j}` : `practice-${part.q}-${j}`;
         const value = single(part) ? (typeof typed === "string" ? typed : "") : (Array.isArray(typed) && typed[j] !== undefined ? typed[j] : "");
         boxes.push(el("div", {class: "box", id},
-          el("label", {for: id + "-input", class: "caption", text: caption(part, j, s)}),
+          el("label", {for: id + "-input", class: "caption", text: caption(part, j, s, st)}),
           el("input", {id: id + "-input", type: "text", value, size: 7, autocomplete: "off", spellcheck: "false",
             inputmode: "decimal", class: "claim", dataset: {name: part.name, col: String(j)}}),
           el("span", {class: "verdict", id: id + "-verdict"})));
       }
     }
     $("practice-boxes").replaceChildren(...boxes);
+    const why = refused();
+    if (why) { // no steps: nothing to count, answer or step through
+      $("practice-progress").textContent = "";
+      $("practice-next").disabled = $("practice-previous").disabled = $("practice-hint").disabled = true;
+      $("practice-question").textContent = "";
+      $("practice-boxes").replaceChildren();
+      $("practice-error").textContent = why;
+      $("practice-error").hidden = false;
+    } else if ($("practice-error").dataset.refused) $("practice-error").hidden = true; // check() words its own errors
+    $("practice-error").dataset.refused = why ? "true" : "";
     paint();
     showStep();
   }
@@ -131,7 +175,10 @@
         const typed = p.answers[part.name];
         const given = single(part) ? typeof typed === "string" && typed.trim() !== "" : Array.isArray(typed) && typed.length === part.count;
         if (!given) continue;
-        if (st.block) out[`${part.q}[${st.block}][${i}]`] = typed; else row[part.q] = typed;
+        if (st.block) out[`${part.q}[${st.block}][${i}]`] = typed;
+        else if (part.row) out[`${part.q}[${part.row}]`] = typed;
+        else if (part.q === "Q") out[`Q[${i}]`] = typed; // Q is not a row's quantity in a claims file
+        else row[part.q] = typed;
       }
     }
     return out;
@@ -143,11 +190,13 @@
     const focus = page().focusIndex(), s = shape();
     if (q === "accumulator") return s && row % s.queries === focus ? [`${q}[${Math.floor(row / s.queries) + 1}]`, col] : null;
     if (BLOCK.includes(q)) return col === focus ? [`${q}[${row + 1}]`, 0] : null;
+    if (EVERY.includes(q)) return [`${q}[${row + 1}]`, col];
     return row === focus ? [q, col === null ? 0 : col] : null;
   }
 
   async function check() {
     const id = ++sent;
+    if (refused()) return;
     const {ok, data} = await page().post("/api/check", {spec: page().state().spec, claims: claims(), html: false});
     if (id !== sent) return;
     verdicts = {};
@@ -234,8 +283,18 @@
     for (let node = headings[k]; node && !(node !== headings[k] && node.tagName === "H2"); node = node.nextElementSibling) {
       if (!node.classList.contains("copy-latex")) nodes.push(node.cloneNode(true));
     }
-    target.replaceChildren(...nodes);
-    target.hidden = false;
+    const shown = cut(nodes, st.id);
+    target.replaceChildren(...shown);
+    target.hidden = !shown.length;
+  }
+
+  function cut(nodes, id) {
+    // the MLA step up to the display of the matrix asked (CUTS), or whole
+    if (!CUTS[id]) return nodes;
+    const tex = (node) => Array.from(node.querySelectorAll("annotation")).map((a) => a.textContent).join(" ") || node.textContent;
+    let end = -1;
+    nodes.forEach((node, n) => { if (CUTS[id].some((mark) => tex(node).includes(mark))) end = n; });
+    return nodes.slice(0, end + 1);
   }
 
   async function hint() {

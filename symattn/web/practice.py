@@ -10,6 +10,12 @@ result away.
 With ``block_keys`` the round goes through the key blocks of the online softmax: ``{"quantity": "block",
 "block": b}`` (1-based) asks the hint of block b, its m, rescale, l and accumulator from the student's
 scaled scores and the block before (claimed as ``running_max[b][i]`` …).
+
+With an ``[mla]`` table the round starts from X (:data:`MLA`): the latent c_KV of every token, the focus row's
+query, then K and V of every token (the naive route) or the absorbed query q̃ = q W_UKᵀ with its scores
+(the absorbed route, which ends with u = P c_KV and o = u W_UV). Their hints take the student's latent, query,
+keys, values and u, claimed as ``latent[i]``, ``Q[i]``, ``K[i]``, ``V[i]`` and ``latent_output``. The
+decoupled RoPE dims of MLA are refused: the round has no steps for them yet.
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ from symattn.web.body import REQUEST_SOURCE, claims_of, request_fields, request_
 # the practice steps, in order: the check tab's quantities of one row (percent is the weights again)
 STEPS = ("scores", "scaled", "exp", "exp_sum", "weights", "output")
 BLOCK = "block"  # with block_keys: one step per block of keys (the online softmax)
+# with an [mla] table: the latent, the query, K and V, or the absorbed query with its scores, and u with o
+MLA = ("latent", "Q", "K", "V", "absorbed", "absorbed_output")
+EVERY = ("latent", "K", "V")  # claimed for every token: the student's rows, not only the focus row's
 
 
 def hint_task(body: Any) -> dict[str, Any]:
@@ -35,7 +44,7 @@ def hint_task(body: Any) -> dict[str, Any]:
 
     reader = request_reader(REQUEST_SOURCE)
     body = request_fields(body, ("spec", "quantity", "claims", "block"), ("spec", "quantity"))
-    quantity = reader.choice(body["quantity"], "quantity", (*STEPS, BLOCK))
+    quantity = reader.choice(body["quantity"], "quantity", (*STEPS, BLOCK, *MLA))
     spec = spec_of(body["spec"])
     claims = claims_of(spec, body.get("claims", {}))  # one head only, as the check tab
     derivation = derive(spec, build(spec))
@@ -45,6 +54,8 @@ def hint_task(body: Any) -> dict[str, Any]:
         raise SpecError(spec.source, "symbols", "practice mode works with numbers; use the derivation tab")
     focus = derivation.focus
     mine = {(c.quantity, c.col): c.number for c in claims.claims if c.row == focus and c.head is None}
+    latents = _latents(steps.get("mla"), quantity, spec.source)
+    rows = {(c.quantity, c.row, c.col): c.number for c in claims.claims if c.quantity in EVERY and c.head is None}
     block = _block(reader, body, quantity, steps.get("tiling"), spec.source)
     # a round through the blocks ends with O = acc / l from the last block's numbers
     setting, blocks = spec.block_keys, getattr(steps.get("tiling"), "blocks", ())
@@ -61,6 +72,8 @@ def hint_task(body: Any) -> dict[str, Any]:
         scores=steps["scores"],
         scaling=steps["scaling"],
         values=values,
+        mla=latents,
+        rows=rows,
         block=block,
         tiled=_tiled(claims.claims, focus, len(derivation.tokens)) if block or last else {},
         last_block=last,
@@ -68,6 +81,17 @@ def hint_task(body: Any) -> dict[str, Any]:
     )
     html, _ = markdown_to_html(markdown)
     return {"html": html}
+
+
+def _latents(step: Any, quantity: str, source: str) -> Any:
+    """The derivation's MLA step (its inputs: X and the weights), or None without an [mla] table."""
+    from symattn.input.messages import said
+
+    if step is None and quantity in MLA:
+        raise SpecError(source, "mla", said("practice_mla", quantity=quantity))
+    if step is not None and step.d_r:
+        raise SpecError(source, "mla.W_QR", said("practice_mla_rope"))
+    return step
 
 
 def _block(reader: Any, body: dict[str, Any], quantity: str, tiling: Any, source: str) -> Any:
