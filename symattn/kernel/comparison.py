@@ -167,7 +167,8 @@ class Comparison:
 
         if self.places is not None:
             return self.places
-        rows = self.entries[-1].row + 1 if len(self.entries) else 1  # the LSE: a row per head
+        shape = getattr(self.entries, "shape", None)  # an EntryTable's: no entry read (it may be undecided)
+        rows = shape[0] if shape else self.entries[-1].row + 1 if len(self.entries) else 1  # the LSE: a row per head
         return matrix_places(self.quantity, rows)
 
     @property

@@ -8,7 +8,7 @@ an entry too near a boundary for them is left to ``comparison._decide``, in exac
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
+from dataclasses import fields, replace
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
@@ -38,12 +38,21 @@ def is_double(v: Fraction) -> bool:
 def decide(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str):
     """Vectorised comparison._decide: (decided, ulps, relative, bucket), each figure as (q, exponent) of
     q·10^exponent with q of three digits (relative: q = −1 where it has none: an exact 0)."""
-    e = _errors(x, lo, hi, fmt)
+    return decided(_errors(x, lo, hi, fmt))
+
+
+def decided(e: Errors):
+    """``decide`` of the bounds ``_errors`` gives (not those of ``errors``)."""
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         ok_u, q_u, k_u = _digits(e.ulps_lo, e.ulps_hi)
         ok_r, q_r, k_r = _digits(e.relative_lo, e.relative_hi)
     ok = e.bucket_ok & ok_u & ok_r & ~e.crosses
     return ok, (q_u, k_u), (q_r, k_r), e.bucket
+
+
+def at(e: Errors, where) -> Errors:
+    """The bounds of the entries ``where`` (an index into each array)."""
+    return Errors(*(getattr(e, f.name)[where] for f in fields(e)))
 
 
 @record
@@ -64,13 +73,25 @@ class Errors:
 
 def errors(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
     """The bounds ``decide`` rounds, for the entries a report may show (kernel.needed)."""
-    e = _errors(x, lo, hi, fmt)
+    return reported(_errors(x, lo, hi, fmt), lo, hi)
+
+
+def reported(e: Errors, lo: np.ndarray, hi: np.ndarray) -> Errors:
+    """``errors`` of the bounds ``_errors`` gives."""
     signed = ~e.crosses & (lo != 0) & (hi != 0)
     return replace(
         e,
         relative_lo=np.where(signed, e.relative_lo, 0.0),
         relative_hi=np.where(signed & (e.relative_hi >= 0), e.relative_hi, np.inf),
     )
+
+
+def pieces(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str, size: int = 2**16) -> Errors:
+    """``_errors`` of matrices, a few rows of ``size`` entries at a time: each entry's figures are its own,
+    and the temporaries stay in the cache."""
+    step = max(1, size // max(1, x.shape[1]))
+    parts = [_errors(x[i : i + step], lo[i : i + step], hi[i : i + step], fmt) for i in range(0, x.shape[0], step)]
+    return Errors(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Errors)))
 
 
 def _errors(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
@@ -180,4 +201,16 @@ def _round(x: Decimal, digits: int) -> Decimal:
     return q
 
 
-__all__ = ["Errors", "decide", "errors", "figure", "is_double", "shown", "shown_many"]
+__all__ = [
+    "Errors",
+    "at",
+    "decide",
+    "decided",
+    "errors",
+    "figure",
+    "is_double",
+    "pieces",
+    "reported",
+    "shown",
+    "shown_many",
+]

@@ -68,6 +68,8 @@ class ExactShown:
     hi: np.ndarray
     digits: int
     others: dict[tuple[int, int], Decimal]
+    # lean.Tight.row where a row's ends may be lean's: float64's ends first, the digits shown before
+    tighten: Callable[[int, int], None] | None = None
 
     def at(self, i: int, j: int) -> Decimal:
         if (i, j) in self.others:
@@ -77,6 +79,8 @@ class ExactShown:
         return self.of_ends(i, j)
 
     def of_ends(self, i: int, j: int) -> Decimal:
+        if self.tighten is not None:
+            self.tighten(i, j)
         return shown(float(self.lo[i, j]), float(self.hi[i, j]), self.digits)
 
 
@@ -212,6 +216,10 @@ def ranked_at(finite: np.ndarray, bucket: np.ndarray, ulps: Figures | np.ndarray
     exact zeros missed (bucket ZERO: no ULP figure) after all the others."""
     keys = np.where(finite, ulps.keys(), -1) if isinstance(ulps, Figures) else ulps
     at = np.flatnonzero(finite)
+    if 0 < count < at.size // 4:  # only those that reach the count-th largest (bucket, ULPs) are sorted
+        ranks = rank(bucket.ravel()[at]).astype(np.int64)
+        key = ranks * _SCALE + keys.ravel()[at]  # the same order: every key is below _SCALE
+        at = at[key >= np.partition(key, -count)[-count]]
     order = np.lexsort((at, -keys.ravel()[at], -rank(bucket.ravel()[at])))[:count]
     return at[order]
 

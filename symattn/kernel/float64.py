@@ -99,17 +99,21 @@ def gamma(n: int) -> float:
 def exp_bounded(t: np.ndarray) -> np.ndarray:
     """e^t for t ≤ 0 (masked entries −inf give 0), within RHO relative for t ≥ −700; 0 below."""
     low = t < FLOOR
-    s = np.where(low, 0.0, t)
-    k = np.rint(s * _INV_LN2)
-    r = s - k * _LN2_HI  # exact: k·_LN2_HI is exact and, for k ≠ 0, within a factor 2 of s (Sterbenz)
-    r -= k * _LN2_LO
-    if r.size and float(np.max(np.abs(r))) > 0.35:  # never: |r| ≤ ln 2 / 2 + a few ulps
+    r = np.where(low, 0.0, t)  # s, then r in place: each step the same roundings as written out
+    k = r * _INV_LN2
+    np.rint(k, out=k)
+    step = k * _LN2_HI
+    r -= step  # exact: k·_LN2_HI is exact and, for k ≠ 0, within a factor 2 of s (Sterbenz)
+    np.multiply(k, _LN2_LO, out=step)
+    r -= step
+    if r.size and max(float(r.max()), -float(r.min())) > 0.35:  # never: |r| ≤ ln 2 / 2 + a few ulps
         raise ArithmeticError("exp_bounded: argument reduction left |r| > 0.35")
-    p = np.full_like(r, _COEFFS[_DEGREE])
-    for c in reversed(_COEFFS[:_DEGREE]):
+    p = np.multiply(r, _COEFFS[_DEGREE], out=step)  # Horner's first step, c_13·r, then + c_12, ...
+    p += _COEFFS[_DEGREE - 1]
+    for c in reversed(_COEFFS[: _DEGREE - 1]):
         p *= r
         p += c
-    out = np.ldexp(p, k.astype(np.int32))  # exact: p·2^k stays normal above e^-700
+    out = np.ldexp(p, k.astype(np.int32), out=p)  # exact: p·2^k stays normal above e^-700
     out[low] = 0.0
     return out
 

@@ -10,18 +10,21 @@ of its row at rising precision, as the exact path does.
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
 import numpy as np
 
 from symattn.input.filematrix import FileMatrix
 from symattn.input.floats import FloatResult
-from symattn.kernel import compensated, deviation, float64, float64_backward, logsumexp
+from symattn.kernel import compensated, deciding, deviation, float64, float64_backward, lean, logsumexp, rowscale
 from symattn.kernel.cores import map_forked
 from symattn.kernel.deciding import BELOW, Errors, decide, errors, is_double, shown, shown_many
 from symattn.kernel.refine import Balls, refine
 
 LSE = {"lse": "e", "lse2": "2"}  # the log-sum-exp, natural or base 2: one row per head
+LEAN_WORK = 2**24  # multiply-adds of all heads' scores from which a report's first bound is lean's
+LEAN_ROWS = 512  # query rows of one piece of lean's work
 PARALLEL_WORK = 2**24  # multiply-adds of all heads' scores below which one process is quicker than two
 FLOAT_DIGITS = 13  # of an exact value the float64 bound decides: shown() and shown_many() agree up to 13
 
@@ -110,16 +113,40 @@ def intervals(head: float64.Head, quantity: str) -> tuple[np.ndarray, np.ndarray
     return lo, hi
 
 
-def _all_intervals(heads: list[float64.Head], quantity: str) -> list[tuple[np.ndarray, np.ndarray]]:
+def _work(heads: list[float64.Head]) -> int:
+    return sum(x.Q.shape[0] * x.K.shape[0] * x.Q.shape[1] for h in heads for x in getattr(h, "heads", (h,)))
+
+
+def _all_intervals(heads: list[float64.Head], quantity: str, cheap: bool = False) -> list[tuple[np.ndarray, ...]]:
     # several heads: one process per core (numpy's own loops hold the GIL); one head stays here, since
     # BLAS's threads in two processes at once took ten times as long as one process (the LSE at 4096)
-    work = sum(x.Q.shape[0] * x.K.shape[0] * x.Q.shape[1] for h in heads for x in getattr(h, "heads", (h,)))
-    return map_forked(_head_intervals, (heads, quantity), range(len(heads)), work >= PARALLEL_WORK)
+    parallel = _work(heads) >= PARALLEL_WORK
+    if not cheap:
+        return map_forked(_head_intervals, (heads, quantity), range(len(heads)), parallel)
+    # lean's: pieces of LEAN_ROWS query rows, so that one head takes both cores too (BLAS on one thread each)
+    rows = [x.Q.shape[0] for x in heads]
+    pieces = [(h, i, min(i + LEAN_ROWS, n)) for h, n in enumerate(rows) for i in range(0, n, LEAN_ROWS)]
+    done = map_forked(_lean_piece, heads, pieces, parallel)
+    return [
+        tuple(np.concatenate([p[k] for (g, _, _), p in zip(pieces, done) if g == h]) for k in (0, 1))
+        for h in range(len(heads))
+    ]
 
 
 def _head_intervals(data: tuple, h: int) -> tuple[np.ndarray, np.ndarray]:
     heads, quantity = data
     return intervals(heads[h], quantity)
+
+
+def _lean_piece(heads: list[float64.Head], piece: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    h, first, last = piece
+    return lean.intervals(heads[h], first, last)
+
+
+def takes_lean(heads: list[float64.Head], quantity: str, worst: int | None) -> bool:
+    """Whether a report of the ``worst`` largest errors starts from lean's bound (kernel/lean.py): outputs of
+    plain heads at kernel sizes (below LEAN_WORK the float64 bound costs little and is used alone)."""
+    return worst is not None and quantity == "output" and _work(heads) >= LEAN_WORK and all(map(lean.covers, heads))
 
 
 def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, worst: int | None = None, places=None):
@@ -131,7 +158,8 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     from symattn.kernel.comparison import EDGES, EXACT_DIGITS, Comparison, _decide
     from symattn.kernel.entry_table import EntryTable, ExactShown, Figures, ranked_at
 
-    parts = _all_intervals(heads, quantity)
+    cheap = takes_lean(heads, quantity, worst)
+    parts = _all_intervals(heads, quantity, cheap)
     axis = 0 if quantity in LSE else 1  # heads side by side (O), or a row per head (the LSE)
     lo, hi = np.concatenate([p[0] for p in parts], axis=axis), np.concatenate([p[1] for p in parts], axis=axis)
     offsets = np.cumsum([0] + [p[0].shape[1] for p in parts]).tolist()
@@ -149,12 +177,18 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
         x = np.array([[np.nan if v is None else float(v) for v in row] for row in result.rows], dtype=np.float64)
         exact_float = np.array([[v is not None and is_double(v) for v in row] for row in result.rows], dtype=bool)
     x0 = np.where(exact_float, x, 0.0)
-    ok, (q_u, k_u), (q_r, k_r), bucket = decide(x0, lo, hi, result.format)
-    ok &= exact_float
-    wanted, bounds = np.ones(ok.shape, dtype=bool), None  # with worst: the entries a report may show
-    if worst is not None:
-        bounds = errors(x0, lo, hi, result.format)
-        wanted = needed(x, exact_float, bounds, worst)
+    tight = lean.Tight(heads, offsets, lo, hi) if cheap else None
+    if tight is not None:  # lean's bound, and float64's in the rows of what a report may show
+        ok, (q_u, k_u), (q_r, k_r), bucket, bounds, wanted = _lean_decide(
+            tight, x, x0, exact_float, result.format, worst, (places.segment if places is not None else None) or cols
+        )
+    else:
+        ok, (q_u, k_u), (q_r, k_r), bucket = decide(x0, lo, hi, result.format)
+        ok &= exact_float
+        wanted, bounds = np.ones(ok.shape, dtype=bool), None  # with worst: the entries a report may show
+        if worst is not None:
+            bounds = errors(x0, lo, hi, result.format)
+            wanted = needed(x, exact_float, bounds, worst)
     summed: set[tuple[int, int]] = set()
     if quantity == "output":  # the outputs left open: their sums again, error-free (a bound ~10x tighter)
         for h, head in enumerate(heads):
@@ -181,8 +215,11 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
                 got[2][1],
                 got[3],
             )
-        if worst is not None:  # the narrower bounds leave fewer that may be shown
-            bounds = errors(x0, lo, hi, result.format)
+        if worst is not None and summed:  # the narrower bounds leave fewer that may be shown
+            at = tuple(np.array(sorted(summed)).T)
+            again = deciding.reported(deciding._errors(x0[at], lo[at], hi[at], result.format), lo[at], hi[at])
+            for f in dataclasses.fields(again):  # only the entries summed again have new ends
+                getattr(bounds, f.name)[at] = getattr(again, f.name)
             wanted = needed(x, exact_float, bounds, worst)
     decided: dict[tuple[int, int], tuple] = {}
     open_rows: dict[int, list[int]] = {}
@@ -270,7 +307,14 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     entries = EntryTable(
         lambda i, j: result.value(i, j),
         finite,
-        ExactShown(*exact_shown, lo, hi, FLOAT_DIGITS, {p: exact for p, (_, exact) in decided.items()}),
+        ExactShown(
+            *exact_shown,
+            lo,
+            hi,
+            FLOAT_DIGITS,
+            {p: exact for p, (_, exact) in decided.items()},
+            None if tight is None else tight.row,
+        ),
         ulps,
         Figures(ok, q_r, k_r, {p: outcome[1] for p, (outcome, _) in decided.items()}),
         bucket,
@@ -289,6 +333,33 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
         refined=len(refined),
         enclose=lambda: enclosure,
     )
+
+
+def _lean_decide(tight: lean.Tight, x: np.ndarray, x0: np.ndarray, exact_float: np.ndarray, fmt: str, worst, width):
+    """decide and errors for a report of the ``worst`` largest errors on lean's ends: the rows of the entries
+    it may show get float64's ends first (tight.rows, until no more are wanted), and only the entries it
+    may show get their figures (no other is read: each ranks below those). ``width``: the columns of one
+    head's row (the scale of the row-relative figures)."""
+    lo, hi = tight.lo, tight.hi
+    raw = deciding.pieces(x0, lo, hi, fmt)
+    while True:
+        bounds = deciding.reported(raw, lo, hi)
+        wanted = needed(x, exact_float, bounds, worst) | rowscale.may_be_largest(x, lo, hi, width)
+        done = tight.rows(wanted)
+        if not done:
+            break
+        for h, rows in done:
+            at = np.ix_(rows, np.arange(tight.offsets[h], tight.offsets[h + 1]))
+            again = deciding._errors(x0[at], lo[at], hi[at], fmt)
+            for f in dataclasses.fields(raw):
+                getattr(raw, f.name)[at] = getattr(again, f.name)
+    shape, at = lo.shape, np.nonzero(wanted)
+    ok = np.zeros(shape, dtype=bool)
+    q_u, k_u, q_r, k_r = (np.zeros(shape, dtype=np.int64) for _ in range(4))
+    got = deciding.decided(deciding.at(raw, at))
+    ok[at] = got[0] & exact_float[at]
+    (q_u[at], k_u[at]), (q_r[at], k_r[at]) = got[1], got[2]
+    return ok, (q_u, k_u), (q_r, k_r), raw.bucket, bounds, wanted
 
 
 def needed(x: np.ndarray, exact_float: np.ndarray, e: Errors, worst: int) -> np.ndarray:

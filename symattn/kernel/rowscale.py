@@ -31,6 +31,48 @@ def _magnitudes(lo, hi):
     return small, np.maximum(np.abs(lo), np.abs(hi))
 
 
+def _bounds(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int):
+    """Float bounds on each entry's figure, f_lo and f_hi (rigorous: numpy's roundings widened), the bounds
+    on the largest magnitude of each entry's row, r_lo and r_hi, and each entry's largest magnitude."""
+    small, big = _magnitudes(lo, hi)
+    r_lo, r_hi = (_row_max(m, width) for m in (small, big))
+    slack = np.abs(x) * 2.0**-52  # a result that is no float64 (JSON decimals): float() moved it this far
+    inside = (lo <= x) & (x <= hi)
+    near = np.maximum(np.where(inside, 0.0, np.minimum(np.abs(x - lo), np.abs(x - hi))) - slack, 0.0)
+    far = np.maximum(np.abs(x - lo), np.abs(x - hi)) + slack
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return near / r_hi * (1 - WIDEN) ** 2, far / r_lo * (1 + WIDEN) ** 2, r_lo, r_hi, big
+
+
+def _figures(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) -> list[np.ndarray]:
+    """_bounds and the three digits where they are decided (ok, q, k), a few rows at a time: the
+    temporaries stay in the cache."""
+    step = max(1, 2**16 // max(1, x.shape[1]))
+    parts = []
+    for i in range(0, x.shape[0], step):
+        f_lo, f_hi, *rest = _bounds(x[i : i + step], lo[i : i + step], hi[i : i + step], width)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            parts.append((f_lo, f_hi, *rest, *_digits(np.where(np.isfinite(f_lo), f_lo, 0.0), f_hi)))
+    return [np.concatenate(arrays) for arrays in zip(*parts)]
+
+
+def _may_be_largest(finite: np.ndarray, f_lo: np.ndarray, f_hi: np.ndarray) -> np.ndarray:
+    top = np.max(np.where(finite & np.isfinite(f_lo), f_lo, 0.0), initial=0.0)
+    return ~(f_hi < top * BELOW)
+
+
+def may_be_largest(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) -> np.ndarray:
+    """The finite entries that may hold the largest figure, on these ends (as row_relative finds them)."""
+    finite = np.isfinite(x)
+    step = max(1, 2**16 // max(1, x.shape[1]))  # a few rows at a time: the temporaries stay in the cache
+    top, highs = 0.0, []
+    for i in range(0, x.shape[0], step):
+        f_lo, f_hi, *_ = _bounds(x[i : i + step], lo[i : i + step], hi[i : i + step], width)
+        top = max(top, float(np.max(np.where(finite[i : i + step] & np.isfinite(f_lo), f_lo, 0.0), initial=0.0)))
+        highs.append(f_hi)
+    return finite & ~(np.concatenate(highs) < top * BELOW)
+
+
 def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], shown=None, places=None) -> Figures:
     """Each finite entry's |x − exact| / (its row's largest |exact|) to three significant digits (None where
     the entry is not finite or its row is exactly 0); ``zero``: the entries known to have no error at all.
@@ -40,24 +82,14 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], sho
     each, where each head's row is its own scale."""
     x, finite = result.floats()
     lo, hi = enclosure.lo, enclosure.hi
-    small, big = _magnitudes(lo, hi)
     width = (places.segment if places is not None else None) or lo.shape[1]
-    r_lo, r_hi = (_row_max(m, width) for m in (small, big))
-    slack = np.abs(x) * 2.0**-52  # a result that is no float64 (JSON decimals): float() moved it this far
-    inside = (lo <= x) & (x <= hi)
-    near = np.maximum(np.where(inside, 0.0, np.minimum(np.abs(x - lo), np.abs(x - hi))) - slack, 0.0)
-    far = np.maximum(np.abs(x - lo), np.abs(x - hi)) + slack
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        f_lo = near / r_hi * (1 - WIDEN) ** 2
-        f_hi = far / r_lo * (1 + WIDEN) ** 2
-        ok, q, k = _digits(np.where(np.isfinite(f_lo), f_lo, 0.0), f_hi)
+    f_lo, f_hi, r_lo, r_hi, big, ok, q, k = _figures(x, lo, hi, width)
     ok &= finite
     others: dict[tuple[int, int], Decimal | None] = {}
     out = Figures(ok, q, k, others)
     open_ = finite & ~ok
     if shown is not None:
-        top = np.max(np.where(finite & np.isfinite(f_lo), f_lo, 0.0), initial=0.0)
-        wanted = ~(f_hi < top * BELOW)
+        wanted = _may_be_largest(finite, f_lo, f_hi)
         wanted.flat[shown] = True
         open_ &= wanted
     pending = {(int(i), int(j)) for i, j in zip(*np.nonzero(open_))}
@@ -154,4 +186,4 @@ def _exact_magnitudes(lo: Fraction, hi: Fraction) -> tuple[Fraction, Fraction]:
     return small, max(abs(lo), abs(hi))
 
 
-__all__ = ["row_relative"]
+__all__ = ["may_be_largest", "row_relative"]
