@@ -176,7 +176,7 @@ def test_gradients_of_one_head_and_a_dout_of_the_wrong_shape(kernel):
         ("kind", "weights", "kind: expected one of output, lse, dq, dk, dv, dsink, got 'weights'"),
         ("rule", "flash", "reference: missing: FlashAttention's rule measures out against the naive reference"),
         ("rule", "ulp", "max_ulp: missing: rule='ulp' needs the bound"),
-        ("dout", np.ones((4, 2), np.float32), "dout: is for kind dq, dk or dv"),
+        ("dout", np.ones((4, 2), np.float32), "dout: is for kind dq, dk, dv or dsink"),
         ("scale", "0.5", "scale: expected a finite number (the float the kernel multiplies by), got '0.5'"),
         ("window", 0, "window: expected a whole number of keys from 1 to 1024, got 0"),
         ("rtol", -1, "rtol: expected a number at least 0 such as 1e-3 or 0.01, got '-1'"),

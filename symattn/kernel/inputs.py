@@ -43,7 +43,7 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
     from symattn.kernel.heads import heads_of
 
     if quantity in GRADIENTS:
-        if spec.kernel.batches or spec.heads > 1:
+        if spec.kernel.batches or spec.heads > 1 or quantity == "dsink":  # dsink: (H,), summed over the batches
             from symattn.kernel.spec_gradients import batched_gradients
 
             return batched_gradients(spec, GRADIENTS[quantity], grad_output)
@@ -52,7 +52,7 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
         gradient = _gradient_head(spec, grad_output)
         return None if gradient is None else Inputs((gradient,), layout=spec.kernel.layout)
     if grad_output is not None:
-        raise SpecError("--grad-output", None, "is for --quantity dq, dk or dv")
+        raise SpecError("--grad-output", None, "is for --quantity dq, dk, dv or dsink")
     spec = replace(spec, backward=None)  # the forward pass: whatever [backward] says of dO
     if spec.kernel.batches:
         heads: list = []

@@ -80,11 +80,11 @@ def compare_files(
     """The report of ``symattn compare SPEC RESULT…`` for a spec of a layout: each result (a kernel's O, LSE,
     dQ, dK or dV, with its axes) against the exact values; ``tolerances``: rtol, atol and --max-ulp."""
     if quantity == "weights":
-        raise SpecError("--quantity", None, f"weights: {spec.layout_key} takes output, lse, dq, dk or dv")
+        raise SpecError("--quantity", None, f"weights: {spec.layout_key} takes output, lse, dq, dk, dv or dsink")
     outs = [read_tensor(path, dtype) for path in results]
     reference = None if naive is None else read_tensor(naive, dtype)
     dout, named = (None, grad_output) if grad_output is None else (read_tensor(grad_output), grad_output)
-    if dout is None and spec.dout is not None and quantity in ("dq", "dk", "dv"):  # the spec's [backward] dO
+    if dout is None and spec.dout is not None and quantity in ("dq", "dk", "dv", "dsink"):  # the spec's [backward] dO
         dout = spec.dout
         named = f"{spec.source}: backward.grad_output: {brief(spec.files['backward.grad_output'], 200)}"
     rtol, atol, bound = tolerances

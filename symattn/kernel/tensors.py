@@ -184,31 +184,23 @@ def inputs_of(
             raise ShapeError("dout", "shape", f"{tuple(dout.values.shape)}; O's shape is {want}")
         _float32_values("dout", dO, layout)
         if kind == "dsink":
-            return _logit_gradients(made, dO, batch, heads, scale is None)
+            return _logit_gradients(made, dO, heads, scale is None)
         made, count = gradient_heads(made, dO, GRADIENTS[kind], kv, scale is None)
     elif dout is not None:
-        raise SpecError("dout", None, "is for kind dq, dk or dv")
+        raise SpecError("dout", None, "is for kind dq, dk, dv or dsink")
     return Inputs(tuple(made), batch, count, layout, packed.starts)
 
 
-def _logit_gradients(forward: list, dO: np.ndarray, batch: int, heads: int, sqrt_scale: bool) -> Inputs:
-    """dsink's inputs: a float64_backward.LogitGradient per query head (its batches' gradient heads), one row."""
+def _logit_gradients(forward: list, dO: np.ndarray, heads: int, sqrt_scale: bool) -> Inputs:
+    """dsink's inputs (gradient_heads.logit_gradients): one row, a number per query head."""
     from symattn import variants
-    from symattn.kernel.float64_backward import LogitGradient
-    from symattn.kernel.inputs import gradient_head
+    from symattn.kernel.gradient_heads import logit_gradients
 
-    if not float64.extra_logits(forward[0], slice(0, 1), 1):
+    made = logit_gradients(forward, dO, sqrt_scale)
+    if made is None:
         given = variants.argument_of("denominator_logit")
         raise SpecError("kind", None, f"dsink is the gradient of the logits {given} gives: give {given}")
-    made = [
-        LogitGradient(
-            tuple(
-                gradient_head(forward[b * heads + h], np.ascontiguousarray(dO[b, h]), sqrt_scale) for b in range(batch)
-            )
-        )
-        for h in range(heads)
-    ]
-    return Inputs(tuple(made), 1, heads)  # type: ignore[arg-type]
+    return Inputs(tuple(made), 1, heads)
 
 
 def _factor(scales: dict[str, np.ndarray], b: int, g: int) -> Fraction | None:
