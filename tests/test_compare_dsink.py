@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from symattn.cli.commands import main
+from tests.test_compare_spec_variants import cli
 
 torch = pytest.importorskip("torch")
 
@@ -42,12 +42,6 @@ def write(folder, lines, **saved):
     path = folder / "s.toml"
     path.write_text("\n".join([*TOML, *lines]) + "\n")
     return str(path)
-
-
-def cli(capsys, *args):
-    code = main(["compare", *map(str, args)])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def dsink(capsys, spec, folder, result, *options):
