@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, overload
 
 from symattn.input import limits
-from symattn.input.errors import LimitError, SpecError
+from symattn.input.errors import LimitError, SpecError, numpy_index
 from symattn.input.numeral import Numeral
 
 if TYPE_CHECKING:  # numpy only where a file is read: render of a spec of numbers starts without it
@@ -148,7 +148,7 @@ def per_head(raw: str, key: str, source: str, folder: Path | None, heads: int) -
 
 def place(raw: str, index: tuple[int, ...]) -> str:
     """A value of the file a spec key names, as numpy indexes it (0-based): ``'q.npy'[0, 0, 2, 5]``."""
-    return f"{_brief(raw)}[{', '.join(map(str, index))}]"
+    return _brief(raw) + numpy_index(index)
 
 
 def read_integers(raw: str, key: str, source: str, folder: Path | None) -> np.ndarray:
@@ -224,9 +224,12 @@ def matrix_of(array: tensorfile.Array, raw: str, key: str, source: str, max_rows
     from symattn.input import tensorfile
 
     bad = tensorfile.not_finite(values)
-    if bad:
+    if bad:  # named in the file's own axes, as numpy indexes it
+        import numpy as np
+
         (i, j), what = bad[0]
-        raise SpecError(source, key, f"{_brief(raw)}: not a finite number: {what}", (i + 1, j + 1))
+        at = tuple(int(x) for x in np.unravel_index(i * cols + j, array.values.shape))
+        raise SpecError(source, key, f"{place(raw, at)}: not a finite number: {what}")
     return FileMatrix(values, array.format, raw)
 
 

@@ -73,8 +73,9 @@ def _grad_output(spec: Any, grad_output: FloatResult | None, shape: tuple[int, i
         if dO.shape != shape:
             want = shape if layout == "bhnd" else (batch, n, heads, dv)
             raise ShapeError(source, "shape", f"dO is {tuple(values.shape)} and O is {want} ({layout})")
-        if grad_output.not_finite:
-            raise SpecError(source, "dO", "not finite")
+        bad = np.argwhere(~np.isfinite(values))
+        if bad.size:  # named in the file's own axes
+            raise SpecError(source, "dO", "not a finite number", index=tuple(int(i) for i in bad[0]))
     else:
         given = None if spec.backward is None else spec.backward.grad_output
         if not isinstance(given, FileMatrix):

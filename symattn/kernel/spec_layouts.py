@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from symattn.input.errors import SpecError, brief
+from symattn.input.errors import SpecError, brief, numpy_index
 from symattn.input.floats import read_tensor, read_tensors
 from symattn.input.kernel_spec import VARIANT_KEYS, KernelSpec
 from symattn.kernel import oracle, report, spec_variants
@@ -188,14 +188,15 @@ def relocated(exc: SpecError, spec: KernelSpec, given: Mapping[str, str | None])
     key = ARGUMENTS.get(exc.source, exc.source)
     detail = f"{exc.key}: {exc.problem}" if exc.key else exc.problem
     kind = type(exc)
-    if key in spec.files:
-        return kind(spec.source, key, f"{brief(spec.files[key], 200)}: {detail}", exc.position)
+    if key in spec.files:  # a place in the file's array, as numpy indexes it: 'q.npy'[0, 0, 2, 5]
+        at = numpy_index(exc.index) if exc.index and not exc.key else ""
+        return kind(spec.source, key, f"{brief(spec.files[key], 200)}{at}: {detail}", exc.position)
     if key in SETTINGS:
-        return kind(spec.source, key, detail, exc.position)
+        return kind(spec.source, key, detail, exc.position, exc.index)
     if key in OPTIONS:
-        return kind(OPTIONS[key], None, detail, exc.position)
+        return kind(OPTIONS[key], None, detail, exc.position, exc.index)
     if given.get(exc.source):
-        return kind(str(given[exc.source]), exc.key, exc.problem, exc.position)
+        return kind(str(given[exc.source]), exc.key, exc.problem, exc.position, exc.index)
     return exc
 
 
