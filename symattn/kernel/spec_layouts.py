@@ -126,9 +126,11 @@ def compare_partials_file(
     """The report of ``symattn compare SPEC FILE --partials``: the ``.safetensors`` file's ``partials_out``
     (splits, B, H, N, D) and ``partials_lse`` (splits, B, H, N), as FlashAttention's num_splits accumulators
     hold them, and its merged ``out`` and ``lse`` where it has them, against the exact values. ``splits``:
-    a count or the key offsets (``0,40,100``); None: the count is partials_out's first axis."""
-    if spec.layout_key is not None:
-        raise SpecError(spec.source, spec.layout_key, "--partials takes Q, K and V with batch and head axes alone")
+    a count or the key offsets (``0,40,100``); None: the count is partials_out's first axis. A varlen or paged
+    spec's partials are in its layout (splits first), each sequence splitting its own keys (kernel/partials)."""
+    descale = next((k for k in ("q_descale", "k_descale", "v_descale") if k in spec.packing), None)
+    if descale is not None:
+        raise SpecError(spec.source, descale, "--partials takes Q, K and V, with varlen's or a paged cache's keys")
     for key in (*spec.variants, "backward"):
         if key in spec.variants or spec.dout is not None:
             raise SpecError(spec.source, key, "not taken with --partials, which compares each split's O_i and LSE_i")
@@ -159,6 +161,7 @@ def compare_partials_file(
             worst=listed,
             source=path,
             **spec.keywords,
+            **spec.packing,
         )
 
 
