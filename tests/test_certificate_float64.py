@@ -322,7 +322,7 @@ def test_compute_refuses_what_the_float64_path_does_not_take(tmp_path, capsys):
     assert main(["compute", str(spec), "--certify", "--float64", "--digits", "6"]) == 2
     assert capsys.readouterr().err == (
         f"symattn: {spec}: --float64 covers Q, K and V of float32 values (float16 and bfloat16 ones are), one "
-        "head or (batch, head) files with grouped-query heads, without projections, W_O, softcap, RoPE or QK-norm\n"
+        "head or (batch, head) files with grouped-query heads, without projections, W_O, RoPE or QK-norm\n"
     )
     assert main(["compute", str(spec), "--certify", "--float64", "--digits", "15"]) == 2
     assert (

@@ -30,8 +30,9 @@ def spec_with_sinks(folder, sinks=SINKS, extra=""):
     return folder / "s.toml"
 
 
-def torch_values(folder, sinks=None, slopes=None, causal=True):
-    """torch's float64 output, LSE, dQ, dK and dV: ALiBi's −m·|i − j|, the causal mask, a sink column."""
+def torch_values(folder, sinks=None, slopes=None, causal=True, cap=None):
+    """torch's float64 output, LSE, dQ, dK and dV: ALiBi's −m·|i − j|, a soft cap c·tanh(z/c) after it (a spec's
+    order), the causal mask, a sink column."""
     torch = pytest.importorskip("torch")
     q, k, v, do = (torch.from_numpy(np.load(folder / f"{n}.npy").astype(np.float64)) for n in ("q", "k", "v", "do"))
     for x in (q, k, v):
@@ -40,6 +41,8 @@ def torch_values(folder, sinks=None, slopes=None, causal=True):
     if slopes is not None:
         distance = (torch.arange(12)[:, None] - torch.arange(12)[None, :]).abs()
         z = z - torch.tensor(slopes, dtype=torch.float64)[:, None, None] * distance
+    if cap is not None:
+        z = cap * torch.tanh(z / cap)
     if causal:
         z = z.masked_fill(torch.ones(12, 12, dtype=torch.bool).triu(1), -torch.inf)
     if sinks is not None:
@@ -170,11 +173,13 @@ def test_an_alibi_certificate_verifies_with_both_and_is_torch_s(tmp_path, capsys
     assert (code, out) == (2, "") and err.startswith(f"symattn: {forged}: certificate.inputs.bias_slopes: [")
 
 
-def test_softcap_is_refused_by_certificates(tmp_path, capsys):
+def test_qk_norm_is_refused_by_certificates(tmp_path, capsys):
+    """softcap is certified now (tests/test_certificate_softcap.py); QK-norm is not."""
     spec = spec_with_sinks(tmp_path)
-    spec.write_text(spec.read_text(encoding="utf-8") + "softcap = 30\n", encoding="utf-8")
+    text = spec.read_text(encoding="utf-8").replace(f"sinks = {json.dumps(SINKS)}\n", "qk_norm = true\n")
+    spec.write_text(text, encoding="utf-8")
     assert main(["compute", str(spec), "--certify", "--float64"]) == 2
     assert capsys.readouterr().err == (
         f"symattn: {spec}: --float64 covers Q, K and V of float32 values (float16 and bfloat16 ones are), one head "
-        "or (batch, head) files with grouped-query heads, without projections, W_O, softcap, RoPE or QK-norm\n"
+        "or (batch, head) files with grouped-query heads, without projections, W_O, RoPE or QK-norm\n"
     )

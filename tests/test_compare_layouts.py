@@ -339,10 +339,10 @@ def test_bad_specs_and_options_are_one_line(varlen, tmp_path, capsys):
             [],
             f"{spec}: tokens: not taken with a layout's files: such a spec gives Q, K, V, layout, mask, causal_align, window, scale, backward, alibi_slopes, softcap, sinks, cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, q_descale, k_descale, v_descale",
         ),
-        ("window = 0\n", [], f"{spec}: window: expected a whole number of keys from 1 to 1024, got 0"),
-        ("", ["--quantity", "weights"], "--quantity: weights: cu_seqlens_q takes output, lse, dq, dk or dv"),
+        ("window = 0\n", [], f"{spec}: window: expected a whole number of keys from 1 to 8192, got 0"),
+        ("", ["--quantity", "weights"], "--quantity: weights: cu_seqlens_q takes output, lse, dq, dk, dv or dsink"),
         ("", ["--splits", "2"], "--splits: is for --partials: the splits of a split-KV kernel's keys"),
-        ("", ["--partials"], f"{spec}: cu_seqlens_q: --partials takes Q, K and V with batch and head axes alone"),
+        ("", ["--partials"], f"{result}: expected a .safetensors file, whose tensors are named"),  # varlen: taken
         ("", ["--quantity", "lse"], f"{result}: shape: (15, 4, 8); the lse of these q, k and v is (4, 15)"),
         (
             "",

@@ -202,7 +202,7 @@ def test_a_layout_spec_takes_the_variants_as_compare_s_keywords(tmp_path, capsys
     assert cli(capsys, spec, tmp_path / "o.npy", "--partials") == (
         2,
         "",
-        f"symattn: {spec}: cu_seqlens_q: --partials takes Q, K and V with batch and head axes alone\n",
+        f"symattn: {spec}: alibi_slopes: not taken with --partials, which compares each split's O_i and LSE_i\n",
     )
 
 

@@ -176,9 +176,10 @@ def test_gradients_of_one_head_and_a_dout_of_the_wrong_shape(kernel):
         ("kind", "weights", "kind: expected one of output, lse, dq, dk, dv, dsink, got 'weights'"),
         ("rule", "flash", "reference: missing: FlashAttention's rule measures out against the naive reference"),
         ("rule", "ulp", "max_ulp: missing: rule='ulp' needs the bound"),
-        ("dout", np.ones((4, 2), np.float32), "dout: is for kind dq, dk or dv"),
+        ("dout", np.ones((4, 2), np.float32), "dout: is for kind dq, dk, dv or dsink"),
         ("scale", "0.5", "scale: expected a finite number (the float the kernel multiplies by), got '0.5'"),
-        ("window", 0, "window: expected a whole number of keys from 1 to 1024, got 0"),
+        ("window", 0, "window: expected a whole number of keys from 1 to 8192, got 0"),
+        ("window", 8193, "window: expected a whole number of keys from 1 to 8192, got 8193"),  # the float64 path's
         ("rtol", -1, "rtol: expected a number at least 0 such as 1e-3 or 0.01, got '-1'"),
     ],
 )
@@ -189,6 +190,20 @@ def test_what_the_float64_path_does_not_take_is_one_line(name, value, message):
     with pytest.raises(SpecError) as info:
         compare(x, x, x, x, **{name: value})
     assert str(info.value) == message
+
+
+def test_the_window_takes_as_many_keys_as_the_float64_path():
+    """window = KERNEL_TOKENS (8192, Mistral's 4096 well inside) is a window, in memory and in a spec; one
+    more is refused (above, and tests/test_masks_modern.py)."""
+    from symattn.input import limits
+    from symattn.input.spec import load_spec
+    from symattn.kernel import compare
+
+    x = np.ones((4, 2), np.float32)
+    assert limits.KERNEL_TOKENS == 8192
+    report = compare(x, x, x, x, window=8192, rule="ulp", max_ulp=0)
+    assert report.ok and len(report.comparison.entries) == 8
+    assert load_spec({"Q": [[1]], "K": [[1]], "V": [[1]], "window": 8192}).setting("masks").window == 8192
 
 
 def test_bad_tensors_are_one_line():
@@ -205,12 +220,12 @@ def test_bad_tensors_are_one_line():
         (
             (x, x, x, np.full((4, 2), 0.1)),
             {},
-            "v: the value at [0, 0, 0, 0] (bhnd order) is no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)",
+            "v[0, 0]: no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)",
         ),
         (
             (x, np.array([[1, np.nan]] * 4, np.float32), x, x),
             {},
-            "q: the value at [0, 0, 0, 1] (bhnd order) is not finite",
+            "q[0, 1]: not a finite number",
         ),
         ((x[:3], x, x, x), {}, "out: shape: (3, 2); the output of these q, k and v is (4, 2)"),
         (

@@ -222,7 +222,7 @@ def test_hostile_npy_files_are_one_line_errors(tmp_path, capsys):
         ),
         (
             header_only("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }", struct.pack("<ff", 1, np.nan)),
-            "Q[1][2]: 'q.npy': not a finite number: nan",
+            "Q: 'q.npy'[0, 1]: not a finite number: nan",
         ),
     ]
     for content, message in cases:

@@ -24,7 +24,7 @@ from symattn.certificates.float_digits import MOST, significant_many, text
 from symattn.certificates.float_maker import COMPENSATED, FLOAT, PATHS, portable
 from symattn.certificates.float_tensors import Tensors, build, compensate, decide_beyond, evaluate, place
 from symattn.input.errors import ShapeError, SpecError
-from symattn.kernel import float64
+from symattn.kernel import float64, score_mods
 
 VERSION = 4  # 3 was made before the float64 engine's split was corrected (issue 30): docs/kernel.md
 ARB = "a"
@@ -89,7 +89,7 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
             raise SpecError(spec.source, None, COVERS)
         heads += part
     first = heads[0]
-    logits, slopes = _rules(spec, heads[: spec.heads])
+    logits, slopes, softcap = _rules(spec, heads[: spec.heads])
     rows = {name: np.concatenate([getattr(h, name) for h in heads]) for name in ("Q",)}
     group = spec.heads // spec.kv_groups
     firsts = [b * spec.heads + g * group for b in range(spec.kernel.batch) for g in range(spec.kv_groups)]
@@ -100,22 +100,33 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
         )
     layout = spec.kernel.layout
     made = build(
-        rows, spec.kernel.batch, spec.heads, spec.kv_groups, layout, first.exact_scale, first.allowed, logits, slopes
+        rows,
+        spec.kernel.batch,
+        spec.heads,
+        spec.kv_groups,
+        layout,
+        first.exact_scale,
+        first.allowed,
+        logits,
+        slopes,
+        softcap,
     )
     if made is None:
         raise SpecError(spec.source, "scale", "beyond the float64 path's range (2^±900)")
     return made
 
 
-def _rules(spec, heads: list[float64.Head]) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
-    """(the denominator logit, the distance bias's slope) of each query head, None where they have none
-    (score_mods.Denominator and Bias: the rules of the parts whose ``certified`` is set); a head with any
-    other rule is refused (no certificate rule for it yet), and a bias by positions too (rows only)."""
-    found: dict[str, list[float]] = {"logit": [], "slope": []}
+def _rules(spec, heads: list[float64.Head]) -> tuple[Any, Any, float | None]:
+    """(the denominator logit, the distance bias's slope) of each query head, None where they have none, and
+    the soft cap c (score_mods.Denominator, Bias and Cap: the rules of the parts whose ``certified`` is set);
+    a head with any other rule is refused (no certificate rule for it yet), and a bias by positions too."""
+    found: dict[str, list[float]] = {"logit": [], "slope": [], "cap": []}
     for head in heads:
         for mod in float64.extras(head)[1]:
             if hasattr(mod, "logits"):  # score_mods.Denominator
                 found["logit"].append(float(mod.logits[0]))
+            elif isinstance(mod, score_mods.Cap):
+                found["cap"].append(float(mod.c))
             elif not hasattr(mod, "slopes"):  # score_mods.Bias's
                 raise SpecError(spec.source, None, COVERS)
             elif mod.positions is not None or mod.offset:
@@ -123,7 +134,7 @@ def _rules(spec, heads: list[float64.Head]) -> tuple[tuple[float, ...] | None, t
             else:
                 found["slope"].append(float(mod.slopes[0]))
     logits, slopes = (tuple(found[k]) if found[k] else None for k in ("logit", "slope"))
-    return logits, slopes
+    return logits, slopes, found["cap"][0] if found["cap"] else None
 
 
 def grad_rows(path: str, batch: int, heads: int, n: int, dv: int, layout: str) -> np.ndarray:
@@ -190,6 +201,8 @@ def certificate_json(tensors: Tensors, digits: int, files: list[dict[str, str]])
     for name, given in (("denominator_logits", tensors.logits), ("bias_slopes", tensors.slopes)):
         if given is not None:  # one per query head, as float.hex writes it
             yield f'      "{name}": {json.dumps([float.hex(x) for x in given])},\n'
+    if tensors.softcap is not None:  # one c for every head
+        yield f'      "softcap": {json.dumps(float.hex(tensors.softcap))},\n'
     scale = "sqrt" if head.exact_scale is None else str(head.exact_scale)
     mask = None if head.allowed is None else ["".join("1" if x else "0" for x in row) for row in head.allowed.tolist()]
     yield f'      "scale": {json.dumps(scale)},\n      "mask": {json.dumps(mask)}\n    }}\n  }}\n}}\n'

@@ -341,11 +341,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--quantity",
-        choices=("output", "weights", "lse", "dq", "dk", "dv"),
+        choices=("output", "weights", "lse", "dq", "dk", "dv", "dsink"),
         default="output",
         help="what the result holds: the output O (default), the weights A, lse: each query's "
         "log-sum-exp of its scaled scores (one row per head; float32-valued inputs), or the gradient "
-        "dQ, dK or dV for the dO of --grad-output",
+        "dQ, dK or dV for the dO of --grad-output, or dsink: the gradient of the spec's sink logits, (H,)",
     )
     compare.add_argument(
         "--lse-base",
@@ -368,7 +368,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     compare.add_argument(
         "--grad-output",
         metavar="FILE",
-        help="dO (dL/dO, the shape of O; .npy or JSON) for --quantity dq, dk or dv",
+        help="dO (dL/dO, the shape of O; .npy or JSON) for --quantity dq, dk, dv or dsink",
     )
     compare.add_argument(
         "--naive",

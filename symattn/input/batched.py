@@ -77,11 +77,11 @@ def read_batched(
         _given(reader, data, "kv_heads", kv)
     import numpy as np
 
-    for key, M in bhnd.items():
-        bad = np.argwhere(~np.isfinite(M))
+    for key in bhnd:  # named in the file's own axes, as numpy indexes it
+        bad = np.argwhere(~np.isfinite(arrays[key].values))
         if bad.size:
-            at = tuple(int(i) + 1 for i in bad[0])
-            raise SpecError(reader.source, key, f"not a finite number ({layout} order)", at)
+            at = tuple(int(i) for i in bad[0])
+            raise SpecError(reader.source, key, f"{filematrix.place(str(raw[key]), at)}: not a finite number")
     batches = tuple(
         tuple(_side_by_side(bhnd[key][b], arrays[key].format, str(raw[key]), key, reader) for key in ("Q", "K", "V"))
         for b in range(batch)
@@ -114,9 +114,10 @@ def _grad_outputs(reader: Reader, data: Mapping[str, Any], layout: str, shape: t
     if dO.shape != shape:
         want = shape if layout == "bhnd" else (shape[0], shape[2], shape[1], shape[3])
         raise ShapeError(reader.source, key, f"{str(raw)!r}: shape {tuple(a.values.shape)}; O's is {want} ({layout})")
-    bad = np.argwhere(~np.isfinite(dO))
+    bad = np.argwhere(~np.isfinite(a.values))
     if bad.size:
-        raise SpecError(reader.source, key, f"not a finite number ({layout} order)", tuple(int(i) + 1 for i in bad[0]))
+        at = tuple(int(i) for i in bad[0])
+        raise SpecError(reader.source, key, f"{filematrix.place(str(raw), at)}: not a finite number")
     return tuple(_side_by_side(dO[b], a.format, str(raw), key, reader) for b in range(shape[0]))
 
 

@@ -1,7 +1,8 @@
 """Errors symattn raises on bad input.
 
 Every error names where the problem is: the file (or ``<dict>`` for Python
-input), the key, and the 1-based position inside a matrix. The CLI prints
+input), the key, and the 1-based position inside a matrix typed in the spec (``Q[1][2]``), or the 0-based
+index of an array read from a file or given in memory, as numpy writes it (``q[0, 0, 2, 5]``). The CLI prints
 ``symattn: <message>`` and exits 2 for these and only these.
 """
 
@@ -58,22 +59,32 @@ def brief(value: object, most: int = BRIEF) -> str:
     return repr(clip(str(value), most))
 
 
-def _where(source: str, key: str | None, position: tuple[int, ...]) -> str:
+def _where(source: str, key: str | None, position: tuple[int, ...], index: tuple[int, ...] = ()) -> str:
     parts = [shown(source)]
     if key:  # a key is the user's text too (a TOML key of 100 KB): cut short
         parts.append(shown(clip(key, 2 * BRIEF)) + "".join(f"[{p}]" for p in position))
+    if index:
+        parts[-1] += numpy_index(index)
     return ": ".join(parts)
+
+
+def numpy_index(index: tuple[int, ...]) -> str:
+    """An array's place as numpy writes it, 0-based: ``[0, 0, 2, 5]``."""
+    return f"[{', '.join(map(str, index))}]"
 
 
 class SpecError(SymattnError, ValueError):
     """A spec or claims file is malformed: bad key, shape, number or label."""
 
-    def __init__(self, source: str, key: str | None, problem: str, position: tuple[int, ...] = ()):
+    def __init__(
+        self, source: str, key: str | None, problem: str, position: tuple[int, ...] = (), index: tuple[int, ...] = ()
+    ):
         self.source = source
         self.key = key
         self.position = position
+        self.index = index  # 0-based, of an array (a file's, a tensor's): numpy's [i, j]
         self.problem = problem
-        super().__init__(f"{_where(source, key, position)}: {problem}")
+        super().__init__(f"{_where(source, key, position, index)}: {problem}")
 
 
 class ShapeError(SpecError):

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, overload
 
 from symattn.input import limits
-from symattn.input.errors import LimitError, SpecError
+from symattn.input.errors import LimitError, SpecError, numpy_index
 from symattn.input.numeral import Numeral
 
 if TYPE_CHECKING:  # numpy only where a file is read: render of a spec of numbers starts without it
@@ -130,6 +130,27 @@ def read_array(raw: str, key: str, source: str, folder: Path | None) -> tensorfi
     return _read(raw, key, source, folder, tensorfile.read_npy, tensorfile.read_safetensors)
 
 
+def per_head(raw: str, key: str, source: str, folder: Path | None, heads: int) -> tuple[Numeral, ...]:
+    """The numbers of a per-head key's file (sinks, alibi_slopes): ``heads`` finite floats, shape (heads,),
+    each as the Numeral of its exact decimal."""
+    from symattn.input import tensorfile
+
+    values = read_array(raw, key, source, folder).values
+    if values.shape != (heads,):
+        axes = ", ".join(map(str, values.shape))
+        raise SpecError(source, key, f"{_brief(raw)}: expected shape ({heads},), one number per head, got ({axes})")
+    bad = tensorfile.not_finite(values.reshape(1, heads))
+    if bad:
+        (_, h), what = bad[0]
+        raise SpecError(source, key, f"{place(raw, (h,))}: not a finite number: {what}")
+    return tuple(numeral(float(x)) for x in values)
+
+
+def place(raw: str, index: tuple[int, ...]) -> str:
+    """A value of the file a spec key names, as numpy indexes it (0-based): ``'q.npy'[0, 0, 2, 5]``."""
+    return _brief(raw) + numpy_index(index)
+
+
 def read_integers(raw: str, key: str, source: str, folder: Path | None) -> np.ndarray:
     """The whole numbers (int64, up to 4 axes) of the file a spec key names: a kernel layout's cu_seqlens,
     block table or sequence lengths; a float, object or big-endian array is refused in one line."""
@@ -203,9 +224,12 @@ def matrix_of(array: tensorfile.Array, raw: str, key: str, source: str, max_rows
     from symattn.input import tensorfile
 
     bad = tensorfile.not_finite(values)
-    if bad:
+    if bad:  # named in the file's own axes, as numpy indexes it
+        import numpy as np
+
         (i, j), what = bad[0]
-        raise SpecError(source, key, f"{_brief(raw)}: not a finite number: {what}", (i + 1, j + 1))
+        at = tuple(int(x) for x in np.unravel_index(i * cols + j, array.values.shape))
+        raise SpecError(source, key, f"{place(raw, at)}: not a finite number: {what}")
     return FileMatrix(values, array.format, raw)
 
 

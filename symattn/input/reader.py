@@ -148,6 +148,29 @@ class Reader:
             raise self.error(key, problem)
         return text
 
+    def per_head(self, raw: object, key: str, heads: int, not_list: str, count: str) -> list[tuple[Numeral, Any]]:
+        """One number per head: a list of decimals or, in a spec file, a ``.npy`` or ``.safetensors`` file of
+        ``heads`` floats (each its exact decimal); each with the error naming its place: ``key[h]`` in a list
+        (1-based, as TOML lists are read), ``'file'[h]`` in a file (0-based, as numpy indexes). ``not_list``
+        and ``count`` are the messages for what is neither a list nor a file, and a list of another length."""
+        from symattn.input import filematrix
+
+        if self.folder is not None and filematrix.names_file(raw):
+            assert isinstance(raw, str)  # names_file
+            values = filematrix.per_head(raw, key, self.source, self.folder, heads)
+            return [
+                (x, lambda problem, h=h: self.error(key, f"{filematrix.place(raw, (h,))}: {problem}"))
+                for h, x in enumerate(values)
+            ]
+        if not isinstance(raw, list):
+            raise self.error(key, not_list)
+        if len(raw) != heads:
+            raise self.error(key, count)
+        return [
+            (self.number(x, key, (h,)), lambda problem, h=h: self.error(key, problem, (h,)))
+            for h, x in enumerate(raw, 1)
+        ]
+
     @overload
     def vector(self, raw: object, key: str, symbolic: Literal[False] = ...) -> tuple[Numeral, ...]: ...
     @overload

@@ -48,6 +48,24 @@ def gradient_heads(
     return made, kv
 
 
+def logit_gradients(forward: list[float64.Head], dO: np.ndarray, sqrt_scale: bool) -> list[Any] | None:
+    """dsink's heads: a float64_backward.LogitGradient per query head (its gradient head in each batch), from
+    the forward heads (batch by batch) and dO (B, H, N, dv); None where no DENOMINATOR part gives a logit."""
+    from symattn.kernel.float64_backward import LogitGradient
+
+    if not float64.extra_logits(forward[0], slice(0, 1), 1):
+        return None
+    batch, heads = dO.shape[0], dO.shape[1]
+    return [
+        LogitGradient(
+            tuple(
+                gradient_head(forward[b * heads + h], np.ascontiguousarray(dO[b, h]), sqrt_scale) for b in range(batch)
+            )
+        )
+        for h in range(heads)
+    ]
+
+
 def _stacked(group: list[float64.Head], grads: list[np.ndarray], sqrt_scale: bool) -> GradientHead:
     """The group's query heads as one head of their rows stacked (the same K, V, scale and mask per head)."""
     first = group[0]
@@ -65,4 +83,4 @@ def _stacked_mod(mods: list[Any]) -> Any:
     return mods[0].stacked(mods)
 
 
-__all__ = ["gradient_heads"]
+__all__ = ["gradient_heads", "logit_gradients"]

@@ -43,7 +43,7 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
     from symattn.kernel.heads import heads_of
 
     if quantity in GRADIENTS:
-        if spec.kernel.batches or spec.heads > 1:
+        if spec.kernel.batches or spec.heads > 1 or quantity == "dsink":  # dsink: (H,), summed over the batches
             from symattn.kernel.spec_gradients import batched_gradients
 
             return batched_gradients(spec, GRADIENTS[quantity], grad_output)
@@ -52,7 +52,7 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
         gradient = _gradient_head(spec, grad_output)
         return None if gradient is None else Inputs((gradient,), layout=spec.kernel.layout)
     if grad_output is not None:
-        raise SpecError("--grad-output", None, "is for --quantity dq, dk or dv")
+        raise SpecError("--grad-output", None, "is for --quantity dq, dk, dv or dsink")
     spec = replace(spec, backward=None)  # the forward pass: whatever [backward] says of dO
     if spec.kernel.batches:
         heads: list = []
@@ -115,7 +115,10 @@ def checked_grad_output(spec: Any, grad_output: FloatResult | None, limit: int, 
         raise ShapeError(grad_output.source, "shape", f"dO is {got[0]}×{got[1]} and O is {shape[0]}×{shape[1]}")
     if grad_output.not_finite:
         (i, j), value = grad_output.not_finite[0]
-        raise SpecError(grad_output.source, "dO", f"not finite: {value}", (i + 1, j + 1))
+        if grad_output.array is None:  # JSON: its typed rows, 1-based
+            raise SpecError(grad_output.source, "dO", f"not finite: {value}", (i + 1, j + 1))
+        at = np.unravel_index(i * shape[1] + j, grad_output.given or grad_output.array.shape)  # the file's own axes
+        raise SpecError(grad_output.source, "dO", f"not a finite number: {value}", index=tuple(int(x) for x in at))
     return grad_output
 
 

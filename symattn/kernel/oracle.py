@@ -108,13 +108,13 @@ def judged(
     bound: Decimal | None,
     lse_base: str,
     worst: int | None,
-    keys: tuple[int, int] | None = None,
+    keys: Any = None,
     symbol: str | None = "out",
     sources: tuple[str, ...] = (),
     reference_name: str = "reference",
 ) -> report.Report:
-    """compare's report from its checked arguments; ``keys``: attention over keys [start, stop) alone (a
-    split of flash-decoding, :mod:`symattn.kernel.partials`), ``symbol`` the result's name in places (None:
+    """compare's report from its checked arguments; ``keys``: attention over a split's keys alone (a
+    partials.Split of flash-decoding), ``symbol`` the result's name in places (None:
     the quantity's, as ``symattn compare`` names a file's), ``sources`` the results' names (their files)."""
     naive = rule_inputs(rule, reference, rtol, atol, bound)
     given = tensors.exact_array(q, "q"), tensors.exact_array(k, "k"), tensors.exact_array(v, "v")
@@ -123,7 +123,7 @@ def judged(
     if keys is not None:
         from symattn.kernel.partials import restricted
 
-        inputs = restricted(inputs, *keys)
+        inputs = restricted(inputs, keys)
     dims = given[0].values.ndim
     how = "lse2" if kind == "lse" and lse_base == "2" else GRADIENTS.get(kind, kind)
     places = matrix_places(how, inputs.head_count if dims > 2 else 1)

@@ -32,7 +32,7 @@ from symattn.kernel.comparison import (
 )
 from symattn.kernel.comparison_report import WORST, bucket_label, comparison_data, render_comparison
 
-QUANTITIES = ("output", "weights", "lse", "dq", "dk", "dv")
+QUANTITIES = ("output", "weights", "lse", "dq", "dk", "dv", "dsink")
 GRADIENTS = {"dq": "dQ", "dk": "dK", "dv": "dV"}  # for a given dO (--grad-output), from the backward model
 
 
@@ -62,6 +62,8 @@ def compare(
     how = "lse2" if quantity == "lse" and lse_base == "2" else GRADIENTS.get(quantity, quantity)
     fast = inputs.of_spec(spec, quantity, grad_output)
     if fast is not None:  # Q, K, V (and dO) of float32 values: the float64 path
+        if quantity == "dsink":  # (H,): a number per query head, summed over the batches
+            _dsink_shape(result, fast.head_count)
         return engine.run(fast, result, how, worst, _matrix_places(spec, how))
     if quantity in GRADIENTS:
         spec = _with_grad_output(spec, grad_output)
@@ -161,6 +163,13 @@ def _matrix_places(spec: Any, quantity: str) -> Any:
     if quantity == "output" and spec.heads > 1 and spec.W_O is None:
         segment = len(spec.V[0]) // spec.kv_groups
     return matrix_places(quantity, spec.heads, segment)
+
+
+def _dsink_shape(result: FloatResult, heads: int) -> None:
+    """A dsink result is (H,), as the API takes it (tensors.result_of); a file of one row of H is read as one."""
+    given = result.given or (result.array.shape if result.array is not None else result.shape)
+    if tuple(given) != (heads,):
+        raise ShapeError(result.source, "shape", f"{tuple(given)}; the dsink of this spec is ({heads},)")
 
 
 def _with_grad_output(spec: Any, grad_output: FloatResult | None) -> Any:

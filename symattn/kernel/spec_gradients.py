@@ -17,17 +17,18 @@ from symattn.input import limits
 from symattn.input.errors import ShapeError, SpecError
 from symattn.input.floats import FloatResult
 from symattn.kernel import float64
-from symattn.kernel.gradient_heads import gradient_heads
+from symattn.kernel.gradient_heads import gradient_heads, logit_gradients
 from symattn.kernel.inputs import Inputs, check_gradient_tokens
 
 
 def batched_gradients(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs:
-    """The float64 path's inputs for ``quantity`` (dQ, dK, dV) of every (batch, head) of ``spec``."""
+    """The float64 path's inputs for ``quantity`` (dQ, dK, dV, dsink) of every (batch, head) of ``spec``."""
     from symattn.kernel.heads import heads_of
 
     batch, heads, layout = spec.kernel.batch, spec.heads, spec.kernel.layout
+    asked = "dsink" if quantity == "dsink" else "dq, dk and dv"
     if spec.projection is not None or spec.W_O is not None:
-        raise SpecError(spec.source, "heads", "--quantity dq, dk and dv of several heads take Q, K and V (no W or W_O)")
+        raise SpecError(spec.source, "heads", f"--quantity {asked} of several heads take Q, K and V (no W or W_O)")
     forward: list[float64.Head] = []
     for b in range(batch):
         part = heads_of(replace(spec.of_batch(b), backward=None), "output")
@@ -35,13 +36,21 @@ def batched_gradients(spec: Any, quantity: str, grad_output: FloatResult | None)
             raise SpecError(
                 spec.source,
                 "Q",
-                f"--quantity dq, dk and dv of {batch} batches × {heads} heads need the float64 path: Q, K and V of "
+                f"--quantity {asked} of {batch} batches × {heads} heads need the float64 path: Q, K and V of "
                 f"float32 values, and no {variants.float64_words(noun=True)}",
             )
         forward += part
+    if quantity == "dsink" and not float64.extra_logits(forward[0], slice(0, 1), 1):
+        given = variants.argument_of("denominator_logit")
+        why = "missing: --quantity dsink is the gradient of the logits this key gives (a number per query head)"
+        raise SpecError(spec.source, given, why)
     n, m, dv = len(spec.Q), len(spec.K), forward[0].V.shape[1]
     check_gradient_tokens(spec.source, n, m, limits.KERNEL_GRADIENT_TOKENS, "the float64 path")
     dO = _grad_output(spec, grad_output, (batch, heads, n, dv))
+    if quantity == "dsink":  # a LogitGradient per query head (gradient_heads.logit_gradients), one row
+        made = logit_gradients(forward, dO, spec.scale == "sqrt")
+        assert made is not None  # the logit is there (above)
+        return Inputs(tuple(made), 1, heads)
     made, count = gradient_heads(forward, dO, quantity, spec.kv_groups, spec.scale == "sqrt")
     return Inputs(tuple(made), batch, count, layout)
 
@@ -55,6 +64,8 @@ def _grad_output(spec: Any, grad_output: FloatResult | None, shape: tuple[int, i
     layout = spec.kernel.layout
     if grad_output is not None:
         source, values = grad_output.source, grad_output.array
+        if values is not None and values.ndim == 2 and batch == heads == 1:  # one head's dO (dsink)
+            values = values[None, None] if layout == "bhnd" else values[None, :, None]
         if values is None or values.ndim not in (3, 4):
             why = f"dO of {batch} batches × {heads} heads: a .npy or .safetensors file of O's shape"
             raise ShapeError(source, "shape", why)
@@ -62,12 +73,13 @@ def _grad_output(spec: Any, grad_output: FloatResult | None, shape: tuple[int, i
         if dO.shape != shape:
             want = shape if layout == "bhnd" else (batch, n, heads, dv)
             raise ShapeError(source, "shape", f"dO is {tuple(values.shape)} and O is {want} ({layout})")
-        if grad_output.not_finite:
-            raise SpecError(source, "dO", "not finite")
+        bad = np.argwhere(~np.isfinite(values))
+        if bad.size:  # named in the file's own axes
+            raise SpecError(source, "dO", "not a finite number", index=tuple(int(i) for i in bad[0]))
     else:
         given = None if spec.backward is None else spec.backward.grad_output
         if not isinstance(given, FileMatrix):
-            why = "missing: --quantity dq, dk and dv need dO (--grad-output, or [backward] grad_output)"
+            why = "missing: --quantity dq, dk, dv and dsink need dO (--grad-output, or [backward] grad_output)"
             raise SpecError("--grad-output", None, why)
         source = f"{spec.source}: backward.grad_output"
         rows = [given, *spec.kernel.grad_outputs]

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from symattn.input.errors import SpecError, brief
+from symattn.input.errors import SpecError, brief, numpy_index
 from symattn.input.floats import read_tensor, read_tensors
 from symattn.input.kernel_spec import VARIANT_KEYS, KernelSpec
 from symattn.kernel import oracle, report, spec_variants
@@ -80,11 +80,11 @@ def compare_files(
     """The report of ``symattn compare SPEC RESULT…`` for a spec of a layout: each result (a kernel's O, LSE,
     dQ, dK or dV, with its axes) against the exact values; ``tolerances``: rtol, atol and --max-ulp."""
     if quantity == "weights":
-        raise SpecError("--quantity", None, f"weights: {spec.layout_key} takes output, lse, dq, dk or dv")
+        raise SpecError("--quantity", None, f"weights: {spec.layout_key} takes output, lse, dq, dk, dv or dsink")
     outs = [read_tensor(path, dtype) for path in results]
     reference = None if naive is None else read_tensor(naive, dtype)
     dout, named = (None, grad_output) if grad_output is None else (read_tensor(grad_output), grad_output)
-    if dout is None and spec.dout is not None and quantity in ("dq", "dk", "dv"):  # the spec's [backward] dO
+    if dout is None and spec.dout is not None and quantity in ("dq", "dk", "dv", "dsink"):  # the spec's [backward] dO
         dout = spec.dout
         named = f"{spec.source}: backward.grad_output: {brief(spec.files['backward.grad_output'], 200)}"
     rtol, atol, bound = tolerances
@@ -126,9 +126,11 @@ def compare_partials_file(
     """The report of ``symattn compare SPEC FILE --partials``: the ``.safetensors`` file's ``partials_out``
     (splits, B, H, N, D) and ``partials_lse`` (splits, B, H, N), as FlashAttention's num_splits accumulators
     hold them, and its merged ``out`` and ``lse`` where it has them, against the exact values. ``splits``:
-    a count or the key offsets (``0,40,100``); None: the count is partials_out's first axis."""
-    if spec.layout_key is not None:
-        raise SpecError(spec.source, spec.layout_key, "--partials takes Q, K and V with batch and head axes alone")
+    a count or the key offsets (``0,40,100``); None: the count is partials_out's first axis. A varlen or paged
+    spec's partials are in its layout (splits first), each sequence splitting its own keys (kernel/partials)."""
+    descale = next((k for k in ("q_descale", "k_descale", "v_descale") if k in spec.packing), None)
+    if descale is not None:
+        raise SpecError(spec.source, descale, "--partials takes Q, K and V, with varlen's or a paged cache's keys")
     for key in (*spec.variants, "backward"):
         if key in spec.variants or spec.dout is not None:
             raise SpecError(spec.source, key, "not taken with --partials, which compares each split's O_i and LSE_i")
@@ -159,6 +161,7 @@ def compare_partials_file(
             worst=listed,
             source=path,
             **spec.keywords,
+            **spec.packing,
         )
 
 
@@ -188,14 +191,15 @@ def relocated(exc: SpecError, spec: KernelSpec, given: Mapping[str, str | None])
     key = ARGUMENTS.get(exc.source, exc.source)
     detail = f"{exc.key}: {exc.problem}" if exc.key else exc.problem
     kind = type(exc)
-    if key in spec.files:
-        return kind(spec.source, key, f"{brief(spec.files[key], 200)}: {detail}", exc.position)
+    if key in spec.files:  # a place in the file's array, as numpy indexes it: 'q.npy'[0, 0, 2, 5]
+        at = numpy_index(exc.index) if exc.index and not exc.key else ""
+        return kind(spec.source, key, f"{brief(spec.files[key], 200)}{at}: {detail}", exc.position)
     if key in SETTINGS:
-        return kind(spec.source, key, detail, exc.position)
+        return kind(spec.source, key, detail, exc.position, exc.index)
     if key in OPTIONS:
-        return kind(OPTIONS[key], None, detail, exc.position)
+        return kind(OPTIONS[key], None, detail, exc.position, exc.index)
     if given.get(exc.source):
-        return kind(str(given[exc.source]), exc.key, exc.problem, exc.position)
+        return kind(str(given[exc.source]), exc.key, exc.problem, exc.position, exc.index)
     return exc
 
 

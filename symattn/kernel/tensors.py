@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from symattn.input import limits
-from symattn.input.errors import LimitError, ShapeError, SpecError
+from symattn.input.errors import LimitError, ShapeError, SpecError, numpy_index
 from symattn.input.floats import FORMATS, FloatResult
 from symattn.input.tensorfile import Array
 from symattn.kernel import float64, score_mods
@@ -118,8 +118,8 @@ def inputs_of(
             raise ShapeError(
                 "v", "shape", f"v {tuple(V4.shape)} needs the heads and keys of k {tuple(K4.shape)} (bhnd)"
             )
-        for name, whole in (("k", K4), ("v", V4)):
-            _float32_values(name, whole, layout)
+        for name, whole in (("k", k), ("v", v)):
+            _float32_values(name, whole.values)
         packed = layouts.Packed(list(K4), list(V4), [None] * Q.shape[0])
     batch, heads, n, d = Q.shape
     K0, V0 = packed.K[0], packed.V[0]
@@ -140,11 +140,11 @@ def inputs_of(
         )
     if batch * heads > limits.BATCH_HEADS:
         raise LimitError("q", "shape", f"{batch} batches × {heads} heads; at most {limits.BATCH_HEADS} (the limit)")
-    _float32_values("q", Q, layout)
+    _float32_values("q", q.values)
     if mode != "standard":  # each batch's keys as gathered: a place in (kv head, key, column)
         for name, arrays in (("k", packed.K), ("v", packed.V)):
             for part in arrays:
-                _float32_values(name, part, "gathered (kv head, key, column)")
+                _float32_values(name, part, gathered=True)
     scales = layouts.descales({x: given.get(x) for x in DESCALES}, batch, kv)
     if kind in GRADIENTS and (scales or mode == "paged"):
         raise SpecError(
@@ -182,33 +182,25 @@ def inputs_of(
         dO = _bhnd(dout.values, layout)
         if dO.shape != (batch, heads, n, dv):
             raise ShapeError("dout", "shape", f"{tuple(dout.values.shape)}; O's shape is {want}")
-        _float32_values("dout", dO, layout)
+        _float32_values("dout", dout.values)
         if kind == "dsink":
-            return _logit_gradients(made, dO, batch, heads, scale is None)
+            return _logit_gradients(made, dO, heads, scale is None)
         made, count = gradient_heads(made, dO, GRADIENTS[kind], kv, scale is None)
     elif dout is not None:
-        raise SpecError("dout", None, "is for kind dq, dk or dv")
+        raise SpecError("dout", None, "is for kind dq, dk, dv or dsink")
     return Inputs(tuple(made), batch, count, layout, packed.starts)
 
 
-def _logit_gradients(forward: list, dO: np.ndarray, batch: int, heads: int, sqrt_scale: bool) -> Inputs:
-    """dsink's inputs: a float64_backward.LogitGradient per query head (its batches' gradient heads), one row."""
+def _logit_gradients(forward: list, dO: np.ndarray, heads: int, sqrt_scale: bool) -> Inputs:
+    """dsink's inputs (gradient_heads.logit_gradients): one row, a number per query head."""
     from symattn import variants
-    from symattn.kernel.float64_backward import LogitGradient
-    from symattn.kernel.inputs import gradient_head
+    from symattn.kernel.gradient_heads import logit_gradients
 
-    if not float64.extra_logits(forward[0], slice(0, 1), 1):
+    made = logit_gradients(forward, dO, sqrt_scale)
+    if made is None:
         given = variants.argument_of("denominator_logit")
         raise SpecError("kind", None, f"dsink is the gradient of the logits {given} gives: give {given}")
-    made = [
-        LogitGradient(
-            tuple(
-                gradient_head(forward[b * heads + h], np.ascontiguousarray(dO[b, h]), sqrt_scale) for b in range(batch)
-            )
-        )
-        for h in range(heads)
-    ]
-    return Inputs(tuple(made), 1, heads)  # type: ignore[arg-type]
+    return Inputs(tuple(made), 1, heads)
 
 
 def _factor(scales: dict[str, np.ndarray], b: int, g: int) -> Fraction | None:
@@ -228,18 +220,22 @@ def _shape_of(q: Array, dv: int) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def _float32_values(name: str, a: np.ndarray, layout: str) -> None:
-    """Refuse a NaN, an infinity or a float64 value that is no float32 value, naming the first (0-based)."""
+def _float32_values(name: str, a: np.ndarray, gathered: bool = False) -> None:
+    """Refuse a NaN, an infinity or a float64 value that is no float32 value, naming the first as numpy indexes
+    the array given (0-based: ``q[0, 0, 2, 5]``), or, ``gathered``, a sequence's keys as a paged cache or
+    varlen gathers them (kv head, key, column)."""
     bad = ~np.isfinite(a)
     if not bad.any():
         bad = a.astype(np.float32).astype(np.float64) != a
         if not bad.any():
             return
-        why = "is no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
+        why = "no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
     else:
-        why = "is not finite"
+        why = "not a finite number"
     at = tuple(int(i) for i in np.argwhere(bad)[0])
-    raise SpecError(name, None, f"the value at [{', '.join(map(str, at))}] ({layout} order) {why}")
+    if gathered:
+        raise SpecError(name, None, f"the value at {numpy_index(at)} (gathered (kv head, key, column)) is {why}")
+    raise SpecError(name, None, why, index=at)
 
 
 def _allowed(n: int, m: int, causal: bool, align: str, window: Any) -> np.ndarray | None:

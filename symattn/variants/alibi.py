@@ -149,15 +149,12 @@ class AlibiPart(Part):
             alibi = Alibi(paper_slopes(heads))
         elif "alibi_slopes" in data:
             raw = data["alibi_slopes"]
-            if not isinstance(raw, list):
-                raise reader.error("alibi_slopes", said("slopes_list", heads=heads, got=kind_of(raw)))
-            if len(raw) != heads:
-                raise reader.error("alibi_slopes", said("slopes_count", heads=heads, n=len(raw)))
+            count = said("slopes_count", heads=heads, n=len(raw) if isinstance(raw, list) else 0)
+            not_list = said("slopes_list", heads=heads, got=kind_of(raw))
             slopes = []
-            for h, x in enumerate(raw, 1):
-                m = reader.number(x, "alibi_slopes", (h,))
+            for h, (m, error) in enumerate(reader.per_head(raw, "alibi_slopes", heads, not_list, count), 1):
                 if not 0 < m.value <= ALIBI_SLOPE:
-                    raise reader.error("alibi_slopes", said("slope_range", most=ALIBI_SLOPE, got=m.text), (h,))
+                    raise error(said("slope_range", most=ALIBI_SLOPE, got=m.text))
                 slopes.append(Slope(given=m, head=h, heads=heads))
             alibi = Alibi(tuple(slopes))
         else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from symattn.input import limits
 from symattn.input.messages import said
 from symattn.input.reader import brief, parse_index
 from symattn.input.records import record
@@ -24,7 +25,7 @@ from symattn.variants.base import MASK, Part, Where
 from symattn.variants.positions import read_positions
 
 # --- limits of the masks --------------------------------------------------------------------
-WINDOW = 1024  # keys of a sliding window (as many as the tokens: a wider one would mean no window anyway)
+WINDOW = limits.KERNEL_TOKENS  # keys of a sliding window: the float64 path's tokens (a wider one means no window)
 
 # --- the setting ---------------------------------------------------------------------------
 

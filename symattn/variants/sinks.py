@@ -79,19 +79,16 @@ class Sinks(Part):
     certified = True  # version-3 certificates hold the sinks, and both verifiers have the rule
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> tuple[Numeral, ...] | None:
-        """``sinks = [s_1, …]``: one sink logit per head, a decimal of size at most SINK_LOGIT."""
+        """``sinks = [s_1, …]`` (or a file of them): one sink logit per head, of size at most SINK_LOGIT."""
         if "sinks" not in data:
             return None
         heads, raw = where.heads, data["sinks"]
-        if not isinstance(raw, list):
-            raise reader.error("sinks", said("sinks_list", heads=heads, got=kind_of(raw)))
-        if len(raw) != heads:
-            raise reader.error("sinks", said("sinks_count", heads=heads, n=len(raw)))
+        count = said("sinks_count", heads=heads, n=len(raw) if isinstance(raw, list) else 0)
+        given = reader.per_head(raw, "sinks", heads, said("sinks_list", heads=heads, got=kind_of(raw)), count)
         sinks = []
-        for h, x in enumerate(raw, 1):
-            s = reader.number(x, "sinks", (h,))
+        for s, error in given:
             if abs(s.value) > SINK_LOGIT:
-                raise reader.error("sinks", said("sink_range", most=SINK_LOGIT, got=s.text), (h,))
+                raise error(said("sink_range", most=SINK_LOGIT, got=s.text))
             sinks.append(s)
         self.check(reader, tuple(sinks), where.symbolic)
         return tuple(sinks)

@@ -88,6 +88,7 @@ class Softcap(Part):
     argument = "softcap"
     grid_key = "softcap"
     kernel_rule = "tanh_cap"  # symattn.kernel.compare(softcap=c): c·tanh(z/c) with its bound
+    certified = True  # version-4 certificates hold the cap, and both verifiers have the rule
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Numeral | None:
         """``softcap = c``: z ← c·tanh(z / c) on the (biased) scaled scores, c a decimal > 0."""

@@ -51,8 +51,11 @@ def run(path: Path) -> tuple[int, list[str]]:
     if failures:
         return 1, lines + [f"{path}: {line}" for line in files]
     inputs = "Q, K, V and dO" if cert.inputs.dO is not None else "Q, K and V"
+    t = cert.inputs
     given = ["the scale", "the mask"] + [
-        name for name, x in (("the denominator logits", cert.inputs.logits), ("the slopes", cert.inputs.slopes)) if x
+        name
+        for name, x in (("the denominator logits", t.logits), ("the slopes", t.slopes), ("the soft cap", t.softcap))
+        if x
     ]
     own = ", ".join(given[:-1]) + f" and {given[-1]} are"
     said = (

@@ -18,6 +18,13 @@ A denominator logit s (a float, exact) is one more term e^s of each row's ℓ, w
 term is shifted by the larger of c·S_max and s, so that none exceeds 1 (e^(s − c·S_max) is enclosed as the
 others are), the LSE is that shift plus log ℓ, and the weights A = e/ℓ, which add up to less than 1, go
 through the same backward formulas.
+
+A soft cap c maps each z (after the bias) to c·tanh(z/c). tanh(y) = sign(y)·(1 − E)/(1 + E) with
+E = e^(−2|y|), which falls as E grows: each end of z's interval takes E from ``mpf_exp`` rounded the other
+way, then the subtraction, sum, division and product by c each rounded outward, so the capped interval holds
+c·tanh of every point of z's (tanh rises). Every term is then e^(z_j − z_top) with both ends enclosed so.
+Backward, dS_ij is multiplied by the cap's derivative 1 − tanh²(y) = 4E/(1 + E)², which rises with E: its
+ends come from E's at the largest and the smallest |y| of the interval, exactly as fractions.
 """
 
 from __future__ import annotations
@@ -29,12 +36,14 @@ from operator import mul
 from mpmath.libmp import (
     from_int,
     from_man_exp,
+    mpf_abs,
     mpf_add,
     mpf_div,
     mpf_exp,
     mpf_ln2,
     mpf_log,
     mpf_mul,
+    mpf_neg,
     mpf_sqrt,
     mpf_sub,
 )
@@ -71,6 +80,36 @@ def _exp_ends(lo: tuple, hi: tuple, bits: int) -> tuple[int, int]:
     return fixed(mpf_exp(lo, bits, "f"), bits, False), fixed(mpf_exp(hi, bits, "c"), bits, True)
 
 
+def _tanh_end(y: tuple, bits: int, up: bool) -> tuple:
+    """tanh(y) rounded down (``up`` False) or up: sign(y)·(1 − E)/(1 + E), E = e^(−2|y|) taken the other way."""
+    negative = y[0] == 1 and y[1] != 0
+    larger = up != negative  # the end wanted of tanh(|y|): a smaller E gives a larger one
+    E = mpf_exp(mpf_mul(mpf_abs(y), from_int(-2)), bits, "f" if larger else "c")  # the product is exact
+    num = mpf_sub(from_int(1), E, bits, "c" if larger else "f")
+    den = mpf_add(from_int(1), E, bits, "f" if larger else "c")
+    r = mpf_div(num, den, bits, "c" if larger else "f")
+    return mpf_neg(r) if negative else r
+
+
+def _cap_slope(lo: tuple, hi: tuple, bits: int) -> tuple[int, int]:
+    """1 − tanh²(y) for y in [lo, hi] at 2^-bits, rounded outward: 4E/(1 + E)², E = e^(−2|y|), rises with E."""
+    ends = [abs(fraction(lo)), abs(fraction(hi))]
+    least = Fraction(0) if fraction(lo) <= 0 <= fraction(hi) else min(ends)
+    out = []
+    for a, rounding in ((max(ends), "f"), (least, "c")):
+        E = fraction(mpf_exp(from_man_exp(*_dyadic(-2 * a)), bits + 16, rounding)) if a else Fraction(1)
+        out.append(4 * E / (1 + E) ** 2)
+    g_lo, g_hi = out
+    return math.floor(g_lo * (1 << bits)), math.ceil(g_hi * (1 << bits))
+
+
+def _dyadic(x: Fraction) -> tuple[int, int]:
+    """A dyadic fraction as (mantissa, exponent)."""
+    d = x.denominator
+    assert d & (d - 1) == 0  # ends of mpf values: powers of two below
+    return x.numerator, 1 - d.bit_length()
+
+
 def fixed(x: tuple, bits: int, up: bool) -> int:
     """A non-negative mpf at the binary point 2^-bits, rounded down (or up)."""
     _, man, exp, _ = x
@@ -95,6 +134,7 @@ class Head:
         self.V_columns = [list(c) for c in zip(*self.V)]
         self.logit = None if t.logits is None else _mpf(t.logits[h])  # the head's denominator logit s, exactly
         self.slope = None if t.slopes is None else t.slopes[h]  # the head's distance bias −m·|i − j|
+        self.cap = None if t.softcap is None else _mpf(t.softcap)  # c of c·tanh(z/c), after the bias
 
     def allowed(self, i: int) -> list[int]:
         mask = self.exact.inputs.mask
@@ -166,18 +206,30 @@ class Row:
         top = max(self.allowed, key=S.__getitem__)
         if head.slope is not None:
             top = max(self.allowed, key=lambda j: math.ldexp(float(S[j]) * c_float, -shift) - m_float * abs(i - j))
-        self.top, self.near = S[top], abs(i - top)
+        self.S, self.top, self.near, self.top_key = S, S[top], abs(i - top), top
         m = len(head.K)
         self.lo, self.hi = [0] * m, [0] * m
         one = 1 << bits
         extra, self.over = self._logit_term(bits)  # e^(s − z_top)'s ends, or (1, 1) where s is above z_top
+        cap = None if head.cap is None else float(fraction(head.cap))
         for j in self.allowed:
             gap, farther = S[j] - self.top, abs(i - j) - self.near
             if gap == 0 and (farther == 0 or head.slope is None) and self.over is None:
-                self.lo[j] = self.hi[j] = one
+                self.lo[j] = self.hi[j] = one  # z_j = z_top: the same t, capped or not
                 continue
-            if math.ldexp(gap * c_float, -shift) - m_float * farther < -(bits + 1) * _LN2_ABOVE:
+            t_gap = math.ldexp(gap * c_float, -shift) - m_float * farther
+            if cap is not None:  # z's gap, capped: the floats are far within the margin of _LN2_ABOVE
+                t_top = math.ldexp(self.top * c_float, -shift) - m_float * self.near
+                t_gap = cap * (math.tanh((t_top + t_gap) / cap) - math.tanh(t_top / cap))
+            if t_gap < -(bits + 1) * _LN2_ABOVE:
                 self.hi[j] = 1  # e^t < 2^-bits
+                continue
+            if cap is not None:  # e^(z_j − z_top), or e^(z_j − s) where s is above z_top
+                P = bits + 16
+                z_lo, z_hi = self.z_ends(j, P)
+                base = (head.logit, head.logit) if self.over is not None else self.shift(P)
+                d_lo, d_hi = mpf_sub(z_lo, base[1], bits, "f"), mpf_sub(z_hi, base[0], bits, "c")
+                self.lo[j], self.hi[j] = _exp_ends(d_lo, d_hi, bits)
                 continue
             g = from_man_exp(gap, -shift)
             t_lo, t_hi = mpf_mul(g, self.c[1], bits, "f"), mpf_mul(g, self.c[0], bits, "c")
@@ -206,15 +258,28 @@ class Row:
         return _exp_ends(d_lo, d_hi, bits), None
 
     def shift(self, P: int) -> tuple[tuple, tuple]:
-        """The ends of the shift's z = c·S_top − m·|i − top|, at P bits."""
+        """The ends of the shift's z = c·S_top − m·|i − top| (capped where the head has a cap), at P bits."""
+        return self.z_ends(self.top_key, P)
+
+    def t_ends(self, j: int, P: int) -> tuple[tuple, tuple]:
+        """The ends of t_j = c·S_j − m·|i − j|, the score before a cap, at P bits."""
         ex = self.head.exact
-        top = from_man_exp(self.top, -(ex.qs + ex.ks))
-        c_lo, c_hi = self.c if self.top >= 0 else self.c[::-1]
-        lo, hi = mpf_mul(top, c_lo, P, "f"), mpf_mul(top, c_hi, P, "c")
+        score = from_man_exp(self.S[j], -(ex.qs + ex.ks))
+        c_lo, c_hi = self.c if self.S[j] >= 0 else self.c[::-1]
+        lo, hi = mpf_mul(score, c_lo, P, "f"), mpf_mul(score, c_hi, P, "c")
         if self.head.slope is not None:
-            bias = mpf_mul(_mpf(self.head.slope), from_int(self.near))
+            bias = mpf_mul(_mpf(self.head.slope), from_int(abs(self.i - j)))
             lo, hi = mpf_sub(lo, bias, P, "f"), mpf_sub(hi, bias, P, "c")
         return lo, hi
+
+    def z_ends(self, j: int, P: int) -> tuple[tuple, tuple]:
+        """The ends of z_j: t_j, or c·tanh(t_j/c) with a cap (tanh rises, so each end maps to its own)."""
+        lo, hi = self.t_ends(j, P)
+        cap = self.head.cap
+        if cap is None:
+            return lo, hi
+        y_lo, y_hi = mpf_div(lo, cap, P, "f"), mpf_div(hi, cap, P, "c")
+        return mpf_mul(cap, _tanh_end(y_lo, P, False), P, "f"), mpf_mul(cap, _tanh_end(y_hi, P, True), P, "c")
 
     def output(self, k: int) -> tuple[Fraction, Fraction]:
         v = self.head.V_columns[k]
@@ -257,6 +322,16 @@ class Row:
             low = mid >> (P + 1)
             s_mid.append(low)
             s_rad.append(-((-rad) >> (P + 1)) + (1 if low << (P + 1) != mid else 0))
+        if self.head.cap is not None:  # dS_ij·(1 − tanh²(t_ij/c)), the cap's derivative in [g_lo, g_hi] ⊂ [0, 1]
+            for j in self.allowed:
+                t_lo, t_hi = self.t_ends(j, P + 16)
+                cap = self.head.cap
+                g = _cap_slope(mpf_div(t_lo, cap, P + 16, "f"), mpf_div(t_hi, cap, P + 16, "c"), P)
+                x = (s_mid[j] - s_rad[j], s_mid[j] + s_rad[j])
+                ends = [a * b for a in x for b in g]
+                lo, hi = min(ends) >> P, -((-max(ends)) >> P)
+                s_mid[j] = (lo + hi) >> 1
+                s_rad[j] = hi - s_mid[j]
         self.a_mid, self.a_rad, self.s_mid, self.s_rad = a_mid, a_rad, s_mid, s_rad
 
     def dq(self, c: int) -> tuple[int, int]:
