@@ -1,0 +1,49 @@
+"""Small truths in issue 32's texts that users noticed: one column is "1 column", two heads need no ellipsis,
+a one-key block names its key, RoPE's frequency counts t as its subscripts do, a backward head names dO, the
+zh recap and the tiled slides fit their lines, and `check` says what its table shows."""
+
+import pytest
+
+from symattn.derivation.derive import derive
+from symattn.input.spec import load_spec
+from symattn.rendering.renderer import render
+
+MLA_ONE_NOPE = {  # d_nope = 1: one latent column before the decoupled d_r = 2
+    "X": [["1", "0", "1"], ["0", "1", "1"], ["1", "1", "0"]],
+    "W_DKV": [["1", "0"], ["0", "1"], ["0.5", "0.5"]],
+    "W_UK": [["1"], ["1"]],
+    "W_UV": [["1", "0"], ["0", "2"]],
+    "W_Q": [["1"], ["0"], ["0"]],
+    "W_QR": [["1", "0"], ["0", "1"], ["0", "0"]],
+    "W_KR": [["0", "1"], ["1", "0"], ["0", "0"]],
+}
+
+
+def _markdown(data: dict) -> str:
+    return render(derive(load_spec(data)), "markdown")
+
+
+@pytest.mark.parametrize(
+    "lang, phrases",
+    [
+        (
+            "en",
+            (
+                "of the whole query-key width: $d_{nope} = 1$ column from the latent and $d_r = 2$ decoupled ones.",
+                "($d_r = 2$, MLA's position dims; 1 column comes before them from the latent);",
+            ),
+        ),
+        (
+            "zh",
+            (
+                "：$d_{nope} = 1$ 列来自潜在向量，$d_r = 2$ 列是解耦维度。",
+                "（$d_r = 2$，MLA 的位置维度；前面的 1 列来自潜在向量）",
+            ),
+        ),
+    ],
+)
+def test_one_latent_column_is_one_column(lang, phrases):
+    text = _markdown({"tokens": ["a", "b", "c"], "rope": True, "mla": MLA_ONE_NOPE, "lang": lang})
+    for phrase in phrases:
+        assert text.count(phrase) == 1, phrase
+    assert "1 columns" not in text
