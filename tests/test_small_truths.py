@@ -47,3 +47,23 @@ def test_one_latent_column_is_one_column(lang, phrases):
     for phrase in phrases:
         assert text.count(phrase) == 1, phrase
     assert "1 columns" not in text
+
+
+@pytest.mark.parametrize(
+    "heads, concat",
+    [
+        (2, "\\mathrm{Concat}(\\mathrm{head}_1, \\mathrm{head}_{2})="),
+        (3, "\\mathrm{Concat}(\\mathrm{head}_1, \\mathrm{head}_{2}, \\mathrm{head}_{3})="),
+        (4, "\\mathrm{Concat}(\\mathrm{head}_1, \\ldots, \\mathrm{head}_{4})="),
+    ],
+)
+def test_concat_elides_heads_only_when_some_are_left_out(heads, concat):
+    rows = [["1"] * (2 * heads)] * 2
+    text = _markdown({"tokens": ["a", "b"], "Q": rows, "K": rows, "V": rows, "heads": heads})
+    assert [line[: len(concat)] for line in text.splitlines() if "\\mathrm{Concat}" in line] == [concat]
+
+
+def test_one_head_with_w_o_has_no_concat(seed):
+    text = _markdown({**seed, "W_O": [["1", "0"], ["0", "1"]]})
+    assert "Concat" not in text
+    assert text.count("\n## Output projection $\\mathrm{head}_1\\,W_O$\n") == 1
