@@ -2,10 +2,13 @@
 a one-key block names its key, RoPE's frequency counts t as its subscripts do, a backward head names dO, the
 zh recap and the tiled slides fit their lines, and `check` says what its table shows."""
 
+import re
+
 import pytest
 
 from symattn.derivation.derive import derive
 from symattn.input.spec import load_spec
+from symattn.rendering.beamer import render_beamer
 from symattn.rendering.renderer import render
 
 MLA_ONE_NOPE = {  # d_nope = 1: one latent column before the decoupled d_r = 2
@@ -67,3 +70,25 @@ def test_one_head_with_w_o_has_no_concat(seed):
     text = _markdown({**seed, "W_O": [["1", "0"], ["0", "1"]]})
     assert "Concat" not in text
     assert text.count("\n## Output projection $\\mathrm{head}_1\\,W_O$\n") == 1
+
+
+FLASH3 = {  # 4 keys in blocks of 3: block 2 holds key 4 alone
+    "tokens": ["I", "like", "green", "tea"],
+    "scale": 1,
+    "Q": [["1", "0"], ["0", "1"], ["1", "1"], ["0.5", "-1"]],
+    "K": [["1", "0"], ["0", "2"], ["2", "0"], ["1", "1"]],
+    "V": [["1", "0"], ["0", "1"], ["1", "1"], ["2", "0"]],
+    "block_keys": 3,
+}
+
+
+@pytest.mark.parametrize(
+    "lang, blocks",
+    [("en", ["Block 1 (keys 1 to 3):", "Block 2 (key 4):"]), ("zh", ["第 1 块（键 1 到 3）：", "第 2 块（键 4）："])],
+)
+def test_a_block_of_one_key_names_its_key(lang, blocks):
+    d = derive(load_spec({**FLASH3, "lang": lang}))
+    text = render(d, "markdown")
+    assert [line for line in text.splitlines() if line.startswith(("Block ", "第 "))] == blocks
+    tex = render_beamer(d)
+    assert re.findall(r"\\framesubtitle\{(.*)\}", tex) == blocks
