@@ -92,3 +92,37 @@ def test_a_block_of_one_key_names_its_key(lang, blocks):
     assert [line for line in text.splitlines() if line.startswith(("Block ", "第 "))] == blocks
     tex = render_beamer(d)
     assert re.findall(r"\\framesubtitle\{(.*)\}", tex) == blocks
+
+
+ROWS = [["1", "0", "0", "1"], ["0", "1", "1", "0"], ["1", "1", "0", "0"]]
+ROPE = {"tokens": ["a", "b", "c"], "Q": ROWS, "K": ROWS, "V": ROWS, "rope": True}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize(
+    "keys, formula, pairs",
+    [
+        ({}, "\\theta_t = 10000^{-2(t-1)/d_k} = 10000^{-(t-1)/2},\\ t = 1, 2", "(t,\\ t + d_k/2)"),
+        (
+            {"rope_style": "interleaved"},
+            "\\theta_t = 10000^{-2(t-1)/d_k} = 10000^{-(t-1)/2},\\ t = 1, 2",
+            "(2t - 1,\\ 2t)",
+        ),
+        (
+            {"rope_frequencies": ["30deg", "pi/4"]},
+            "\\theta_{1} = \\frac{\\pi}{6},\\ \\theta_{2} = \\frac{\\pi}{4}",
+            None,
+        ),
+    ],
+)
+def test_rope_counts_pairs_from_one_as_its_subscripts_do(lang, keys, formula, pairs):
+    text = _markdown({**ROPE, **keys, "lang": lang})
+    assert text.count(f"${formula}$") == 1
+    if pairs:
+        assert text.count(f"${pairs}$") == 1
+    interleaved = keys.get("rope_style") == "interleaved"
+    # pair 1 turns the focus row's columns 1 and 3 (half) or 1 and 2 (interleaved): t = 1 on both
+    second = "2" if interleaved else "3"
+    assert "&t = 1:\\ \\varphi = 2 \\cdot \\theta_{1} = " in text
+    assert f"&\\quad q'_{{1}} = q_{{1}}\\cos\\varphi - q_{{{second}}}\\sin\\varphi \\\\" in text
+    assert "t = 0" not in text and "\\theta_0" not in text and "-2t/" not in text
