@@ -126,3 +126,44 @@ def test_rope_counts_pairs_from_one_as_its_subscripts_do(lang, keys, formula, pa
     assert "&t = 1:\\ \\varphi = 2 \\cdot \\theta_{1} = " in text
     assert f"&\\quad q'_{{1}} = q_{{1}}\\cos\\varphi - q_{{{second}}}\\sin\\varphi \\\\" in text
     assert "t = 0" not in text and "\\theta_0" not in text and "-2t/" not in text
+
+
+QK = [["1", "0", "0", "1"], ["0", "1", "1", "0"], ["1", "1", "0", "0"]]
+HEADS = {"tokens": ["a", "b", "c"], "Q": QK, "K": QK, "V": [["1", "0"], ["0", "2"], ["1", "1"]], "heads": 2}
+
+
+@pytest.mark.parametrize(
+    "keys, lines",
+    [
+        (  # d_v = 1 ≠ d_k = 2: one column of dO each
+            {},
+            ["## Head 1 backward: column 1 of $dO$", "This head's slice of $dO$:"]
+            + ["## Head 2 backward: column 2 of $dO$", "This head's slice of $dO$:"],
+        ),
+        (
+            {"W_O": [["1", "0"], ["0", "1"]]},
+            ["## Head 1 backward: column 1 of $dC$", "This head's slice of $dC$:"]
+            + ["## Head 2 backward: column 2 of $dC$", "This head's slice of $dC$:"],
+        ),
+        (
+            {"V": QK, "lang": "zh"},
+            ["## 头 1 的反向：$dO$ 的第 1–2 列", "这个头在 $dO$ 中的一段："]
+            + ["## 头 2 的反向：$dO$ 的第 3–4 列", "这个头在 $dO$ 中的一段："],
+        ),
+    ],
+)
+def test_a_backward_head_names_the_matrix_whose_columns_it_takes(keys, lines):
+    text = _markdown({**HEADS, "backward": {"loss": "sum"}, **keys})
+    said = re.compile(r"## Head \d+ backward|## 头 \d+ 的反向|This head's|这个头")
+    assert [line for line in text.splitlines() if said.match(line)] == lines
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_backward_heads_headings_compile_numbered(latex, tmp_path, lang):
+    spec = load_spec({**HEADS, "backward": {"loss": "sum"}, "lang": lang}).with_options(numbered=True)
+    tex = render(derive(spec), "latex", standalone=True)
+    assert tex.count("\\texorpdfstring{" + ("Head 1 backward: column 1 of " if lang == "en" else "头 1 的反向：")) == 1
+    latex(tex, "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    assert re.findall(r"Overfull \\[hv]box", log) == []
