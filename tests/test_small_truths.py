@@ -167,3 +167,18 @@ def test_the_backward_heads_headings_compile_numbered(latex, tmp_path, lang):
     latex(tex, "xelatex" if lang == "zh" else "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\[hv]box", log) == []
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_recap_breaks_a_long_value_row_without_an_overfull_box(latex, tmp_path, lang):
+    # V rows of 8 entries of 9 decimals: the × V item's vector breaks over lines, ragged rather than overfull
+    V = [[f"-{(i * 7 + j * 3) % 9 + 1}.12345678{j}" for j in range(8)] for i in range(3)]
+    Q = [["1", "0"], ["0", "1"], ["1", "1"]]
+    spec = load_spec({"tokens": ["a", "b", "c"], "Q": Q, "K": Q, "V": V, "lang": lang})
+    tex = render(derive(spec), "latex", standalone=True)
+    item = "\\item \\raggedright \\(\\times V\\)" + (": 50\\% " if lang == "en" else "：50\\% ")
+    assert tex.count(item + "\\ensuremath{\\times} \\([-6.123456780,\\allowbreak\\ -9.123456781,") == 1
+    latex(tex, "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    assert re.findall(r"Overfull \\[hv]box", log) == []
