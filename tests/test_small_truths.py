@@ -182,3 +182,31 @@ def test_the_recap_breaks_a_long_value_row_without_an_overfull_box(latex, tmp_pa
     latex(tex, "xelatex" if lang == "zh" else "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\[hv]box", log) == []
+
+
+def _tiled8(lang: str) -> dict:
+    # 8 tokens, d = 4, blocks of 3 keys: the accumulators' entries are wide (-5.027, 8.925, …)
+    def rows(shift: int, scale: float) -> list[list[str]]:
+        return [[str(((i * 7 + j * 3 + shift) % 9 - 4) * scale) for j in range(4)] for i in range(8)]
+
+    tokens = [f"tok{i}" for i in range(8)]
+    return {"lang": lang, "tokens": tokens, "Q": rows(0, 0.25), "K": rows(1, 0.25), "V": rows(2, 2.5), "block_keys": 3}
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_wide_accumulator_continues_on_the_next_line_of_its_slide(latex, tmp_path, lang):
+    tex = render_beamer(derive(load_spec(_tiled8(lang))))
+    assert (
+        tex.count(
+            "\\mathrm{acc}_{2} &= 0.430 \\cdot \\begin{bmatrix}-7.500 & -7.500 & 15 & -7.500\\end{bmatrix} + "
+            "\\textstyle\\sum_{j=4}^{6} e^{z_j - m_{2}}\\, V_j \\\\\n"
+            "&\\approx \\begin{bmatrix}-5.027 & 8.925 & 0.376 & -5.027\\end{bmatrix}\n"
+        )
+        == 1
+    )
+    tiles = tex.split("\\frametitle{" + ("The online softmax" if lang == "en" else "在线 softmax"), 1)[1]
+    assert "_{\\text{" not in tiles  # no matrix of the tiles cut into blocks
+    latex(tex, "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    assert re.findall(r"Overfull \\[hv]box", log) == []
