@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from symattn.cli.commands import main
 from symattn.derivation.derive import derive
 from symattn.input.spec import load_spec
 from symattn.rendering.beamer import render_beamer
@@ -210,3 +211,34 @@ def test_a_wide_accumulator_continues_on_the_next_line_of_its_slide(latex, tmp_p
     latex(tex, "xelatex" if lang == "zh" else "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\[hv]box", log) == []
+
+
+TIE = """tokens = ["a", "b", "c"]
+heads = 2
+Q = [["1", "0", "1", "0"], ["0", "1", "0", "1"], ["1", "1", "1", "1"]]
+K = [["1", "0", "1", "0"], ["0", "2", "0", "2"], ["1", "1", "1", "1"]]
+V = [["1", "1.125"], ["0", "0.125"], ["2", "2.125"]]  # head 2's values are head 1's + 0.125
+W_O = [["1"], ["-1"]]  # so the output is exactly -0.125, a tie at 2 decimals that SymPy does not prove
+
+[claims]
+"output[1][1]" = "{claim}"
+"""
+
+
+@pytest.mark.parametrize(
+    "claim, code, err",
+    [
+        (
+            "-0.13",
+            2,
+            "symattn: {path}: claims.output[1][1]: cannot decide the rounding of output[1][1]: it may be an exact "
+            "tie; more decimals in the claim settle it\n",
+        ),
+        ("-0.125", 0, ""),
+    ],
+)
+def test_an_undecided_tie_says_that_more_decimals_settle_it(tmp_path, capsys, claim, code, err):
+    path = tmp_path / "tie.toml"
+    path.write_text(TIE.replace("{claim}", claim), encoding="utf-8")
+    assert main(["check", str(path)]) == code
+    assert capsys.readouterr().err == err.replace("{path}", str(path))
