@@ -242,3 +242,36 @@ def test_an_undecided_tie_says_that_more_decimals_settle_it(tmp_path, capsys, cl
     path.write_text(TIE.replace("{claim}", claim), encoding="utf-8")
     assert main(["check", str(path)]) == code
     assert capsys.readouterr().err == err.replace("{path}", str(path))
+
+
+def _terms_report(claims: dict, lang: str = "en") -> str:
+    from symattn.checking.checker import check
+    from symattn.rendering.renderer import render_report
+
+    from .conftest import SEED
+
+    spec = load_spec({**SEED, "lang": lang})
+    return render_report(check(spec, {"claims": claims, "decimals": {"scores": 3}}), "text")
+
+
+def test_a_too_coarse_sum_of_the_claimants_terms_is_explained_by_their_terms():
+    # 0.8 (for 0.9×1.0) + 0.02 = 0.82: carried from their terms, with 2 decimals where 3 are asked
+    text = _terms_report({"products": {"scores[3][1]": ["0.8", "0.02"]}, "scores[3][1]": "0.82"})
+    assert (
+        "  score S (它, 小猫): 0.82 — too coarse (carried from your terms) (3 decimal places asked)\n"
+        "    0.8 + 0.02 = 0.82; correctly rounded: 0.920; from your own earlier numbers: 0.820\n"
+    ) in text
+    assert "0.9×1.0 + 0.1×0.2" not in text  # the exact value's explanation is not theirs
+    # nothing is carried after it: the summary does not say that later numbers are counted as carried
+    assert (
+        "  The chain lost its precision at score S (它, 小猫): 0.82 has fewer decimals than the 3 decimal places "
+        "asked.\n"
+    ) in text
+
+
+def test_the_summary_counts_as_carried_only_what_follows_the_lost_precision():
+    lost = "精度在 分数 S (它, 小猫) 处丢失：0.9 的小数位数少于要求的 3 位"
+    # 0.636 = 0.9/√2 and 1.889 = e^0.636, carried from the coarse 0.9
+    zh = _terms_report({"scores[3][1]": "0.9", "scaled[3][1]": "0.636", "exp[3][1]": "1.889"}, "zh")
+    assert f"  {lost}；此后由它推出的数记为沿用。\n" in zh
+    assert f"  {lost}。\n" in _terms_report({"scores[3][1]": "0.9"}, "zh")
