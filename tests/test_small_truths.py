@@ -196,7 +196,7 @@ def _tiled8(lang: str) -> dict:
 
 @pytest.mark.client
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_a_wide_accumulator_continues_on_the_next_line_of_its_slide(latex, tmp_path, lang):
+def test_a_wide_accumulator_and_a_long_sum_continue_on_the_next_line_of_their_slides(latex, tmp_path, lang):
     tex = render_beamer(derive(load_spec(_tiled8(lang))))
     assert (
         tex.count(
@@ -206,8 +206,10 @@ def test_a_wide_accumulator_continues_on_the_next_line_of_its_slide(latex, tmp_p
         )
         == 1
     )
-    tiles = tex.split("\\frametitle{" + ("The online softmax" if lang == "en" else "在线 softmax"), 1)[1]
-    assert "_{\\text{" not in tiles  # no matrix of the tiles cut into blocks
+    # and the weighted sum, too long for its frame, continues term by term rather than cutting a vector
+    assert tex.count("\n&\\quad + [-0.704,\\ 0,\\ 0.704,\\ -0.704] \\\\\n&\\quad + [0.939,\\ -0.469,") == 1
+    step4 = tex.split("\\frametitle{" + ("Step 4:" if lang == "en" else "步骤 4："), 1)[1]
+    assert "\\end{bmatrix}_{\\text{" not in step4  # no matrix of the weighted sum or the tiles cut into blocks
     latex(tex, "xelatex" if lang == "zh" else "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\[hv]box", log) == []
