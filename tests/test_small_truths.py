@@ -277,3 +277,12 @@ def test_the_summary_counts_as_carried_only_what_follows_the_lost_precision():
     zh = _terms_report({"scores[3][1]": "0.9", "scaled[3][1]": "0.636", "exp[3][1]": "1.889"}, "zh")
     assert f"  {lost}；此后由它推出的数记为沿用。\n" in zh
     assert f"  {lost}。\n" in _terms_report({"scores[3][1]": "0.9"}, "zh")
+
+
+@pytest.mark.parametrize(
+    "lang, line", [("en", "All of $dC$ goes back to the one head."), ("zh", "$dC$ 整个回到唯一的头。")]
+)
+def test_one_head_with_w_o_sends_all_of_dc_back_to_it(seed, lang, line):
+    text = _markdown({**seed, "W_O": [["1", "0"], ["0", "1"]], "backward": {"loss": "sum"}, "lang": lang})
+    assert text.count(f"\n{line}\n") == 1
+    assert "1 heads" not in text and "分回 1 个头" not in text
