@@ -299,7 +299,7 @@ def test_the_absorbed_route_carries_scores_from_their_q_tilde_and_outputs_from_t
                 "each head also has $d_r = 2$ decoupled dims, a query part $Q_R = X W_{QR}$",
                 "The scale is $1/\\sqrt{d_{nope} + d_r} = 1/\\sqrt{4}$ of the whole query-key width",
                 "Only the decoupled columns 3–4 of each head turn",
-                "\\theta_t = 10000^{-2t/d_r} = 10000^{-t}",
+                "\\theta_t = 10000^{-2(t-1)/d_r} = 10000^{-(t-1)},\\ t = 1",
                 "Both routes give the same output, exactly: the latent parts of the scores are equal rationals",
             ),
         ),

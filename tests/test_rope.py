@@ -207,10 +207,10 @@ def test_rope_documents_pass_katex_and_compile_without_overfull_boxes(katex, lat
 @pytest.mark.parametrize(
     "keys, theta",
     [
-        ({}, r"\theta_t = 10000^{-2t/d_k} = 10000^{-t}"),  # d_k = 2
+        ({}, r"\theta_t = 10000^{-2(t-1)/d_k} = 10000^{-(t-1)},\ t = 1"),  # d_k = 2: one pair
         (
             {"Q": [[1, 0, 0, 1], [0, 1, 1, 0]], "K": [[1, 0, 0, 1], [1, 1, 0, 0]], "rope_base": 100},
-            r"\theta_t = 100^{-2t/d_k} = 100^{-t/2}",
+            r"\theta_t = 100^{-2(t-1)/d_k} = 100^{-(t-1)/2},\ t = 1, 2",
         ),
     ],
 )
@@ -220,7 +220,7 @@ def test_the_angle_s_rule_says_d_k_then_puts_its_value_in(keys, theta):
 
     text = render(derive(spec(lang="en", **keys)), "markdown")
     assert f"with ${theta}$ (base" in text
-    assert "-2t/2}" not in text and "-2t/4}" not in text
+    assert "-2(t-1)/2}" not in text and "-2(t-1)/4}" not in text
 
 
 def test_a_rotated_matrix_shows_its_exact_numbers_with_its_decimals():

@@ -112,15 +112,19 @@ class Chain:
 
     def summed(self, key: tuple) -> Value:
         """A score or an output entry as the sum of the claimant's terms, each claimed or else their own."""
+        total = self.own_terms(key)
+        return sympy.Add(*[x for x, _ in total]), any(a for _, a in total)
+
+    def own_terms(self, key: tuple) -> list[Value]:
+        """The terms of a score or an output entry with claimed terms: each claimed, or else their own."""
         head, quantity, row, col = key
         terms = self.terms[key]
-        total = [
+        return [
             (rational(terms[t].number.value), True)
             if t in terms and not terms[t].number.is_infinite
             else self.term(quantity, row, col, t, head)
             for t in range(self.term_count(quantity, head))
         ]
-        return sympy.Add(*[x for x, _ in total]), any(a for _, a in total)
 
     def term_count(self, quantity: str, head: int | None) -> int:
         m = self.layout.heads[self.layout.index(head)]

@@ -27,7 +27,7 @@ from symattn.checking.verdicts import Checker
 from symattn.exact import progress
 from symattn.exact.factory import build
 from symattn.input.claims import PRODUCTS, Claim, Claims, load_claims
-from symattn.input.errors import SpecError, evaluating
+from symattn.input.errors import EvaluationError, SpecError, UndecidedRounding, evaluating
 from symattn.input.quantities import GRADIENTS, is_multihead, order
 from symattn.input.spec import Spec
 
@@ -110,7 +110,13 @@ def check(
 def _verdict(checker: Checker, claim: Claim, source: str) -> Verdict:
     progress.step("claim")
     with evaluating(source, claim.key):  # a rounding that cannot be decided names the claim
-        return checker.verdict(claim)
+        try:
+            return checker.verdict(claim)
+        except UndecidedRounding as exc:
+            if (exc.quantity, exc.row, exc.col) != (claim.quantity, claim.row, claim.col):
+                raise
+            # a tie at d decimals has d + 1 of them, and no tie at more: the claimant can settle it
+            raise EvaluationError(f"{exc}; more decimals in the claim settle it") from None
 
 
 def _numeric(spec: Spec) -> Spec:

@@ -74,6 +74,17 @@ def term_verdict(checker: Any, claim: Claim) -> Verdict:
     )
 
 
+def own_sum(checker: Any, claim: Claim) -> Explanation | None:
+    """How a score or output entry adds up from the claimant's own terms (where they claimed terms of it)."""
+    key = (claim.head, claim.quantity, claim.row, claim.col)
+    if key not in checker.chain.terms:
+        return None
+    caches = checker._tables.setdefault("enclosures", {})
+    terms = [x for x, _ in checker.chain.own_terms(key)]
+    operands = tuple(_shown(x, caches) for x in terms)
+    return Explanation(claim.quantity, claim.row, claim.col, operands, _shown(sympy.Add(*terms), caches), summed=True)
+
+
 def _exact(checker: Any, quantity: str, i: int, j: int, t: int, head: int | None) -> sympy.Expr:
     """Term t of a score (q_i,t·k_j,t) or of an output entry (p_it·v_t,j), exactly."""
     m = checker.layout.heads[checker.layout.index(head)]
@@ -96,4 +107,4 @@ def _shown(x: sympy.Expr, caches: dict) -> Num:
     return Num(numeric.round_expr(x, SIGNIFICANT, caches, significant=True), False)
 
 
-__all__ = ["term_verdict"]
+__all__ = ["own_sum", "term_verdict"]

@@ -50,7 +50,9 @@ class Verdict:
     diagnosis: str | None = None  # a wrong claim that one of the classic slips (SLIPS) gives exactly
     row_axis: str | None = "token"  # what the rows are: token, key, dim (a row of the matrix), input (dimension)
     col_axis: str | None = "key"  # and the columns: key, dim (a column), input (dimension)
-    note: str | None = None  # "unshifted": an exp claimed as e^z where the document shows e^(z − max)
+    # "unshifted": an exp claimed as e^z where the document shows e^(z − max); "from_terms": a too-coarse sum
+    # of the claimant's own terms
+    note: str | None = None
     asked: int | None = None  # too-coarse: the decimals asked (in the claim's unit), ``expected`` is at them
     rounded_inputs: tuple[str, ...] = ()  # input-rounding: the inputs whose rounding explains it (Q[3], K, V[:,1])
 
@@ -98,6 +100,12 @@ class Report:
     def precision_lost(self) -> Verdict | None:
         """The first claim with fewer decimals than asked: where the chain lost its precision."""
         return next((r for r in self.results if r.verdict == "too-coarse"), None)
+
+    @property
+    def carried_after_lost(self) -> bool:
+        """Whether some claim after the lost precision is carried: what the summary says is counted so."""
+        lost = self.precision_lost
+        return lost is not None and any(r.verdict == "carried" for r in self.results[self.results.index(lost) + 1 :])
 
     @property
     def ok(self) -> bool:

@@ -40,7 +40,7 @@ from symattn.checking.closed import Closed, Texts
 from symattn.checking.enclosure import ROUNDED_QUANTITIES, TILED, Enclosure, depends_on, explains, is_supported
 from symattn.checking.explain import Explainer
 from symattn.checking.layout import Layout
-from symattn.checking.products import term_verdict
+from symattn.checking.products import own_sum, term_verdict
 from symattn.checking.report import Verdict
 from symattn.checking.slips import Slips
 from symattn.exact import numeric
@@ -180,9 +180,14 @@ class Checker:
             if plain is not None:
                 exact, verdict, carried, note = plain[0], plain[1], plain[2], "unshifted"
         asked = self.coarse(claim) if verdict in ("rounded", "carried") else None
+        own = None  # a too-coarse claim carried from the claimant's own terms: how they add up
         if asked is not None:  # right at its own decimals, but the sheet asks for more
-            verdict, carried = "too-coarse", None  # the carried value at its own decimals is the claim
-            exact = self.exact(quantity, i, j, asked + (2 if claim.quantity == "percent" else 0), head, unmasked)
+            unit = 2 if claim.quantity == "percent" else 0
+            # carried: their own number at the asked decimals (at its own decimals, it is the claim)
+            carried = self.carried_at(y, asked + unit) if verdict == "carried" else None
+            own = own_sum(self, claim) if verdict == "carried" else None
+            verdict, note = "too-coarse", ("from_terms" if own is not None else note)
+            exact = self.exact(quantity, i, j, asked + unit, head, unmasked)
         rounded_inputs: tuple[str, ...] = ()
         if verdict in ("wrong", "last-digit") and not is_masked:
             rounded_inputs = self.input_rounding(claim, quantity, i, j)
@@ -193,9 +198,11 @@ class Checker:
             assert d is not None  # one unit off in the last place: the claim has decimals
             model = unmasked or L.model(quantity, head)
             truncated = self.is_truncation(model, L.name(quantity), i, j, claim.number.value, d, exact.rational)
-        explanation = None
-        if verdict in ("wrong", "last-digit", "too-coarse") and (
-            quantity not in variants.VIEWED or variants.explains(quantity)
+        explanation = own
+        if (
+            own is None
+            and verdict in ("wrong", "last-digit", "too-coarse")
+            and (quantity not in variants.VIEWED or variants.explains(quantity))
         ):
             explanation = self.explainer.explain(quantity, claim.row, claim.col, head, exact.shown)
         expected = exact.rounded
@@ -254,6 +261,9 @@ class Checker:
         # a shorter copy of their own number given at the asked decimals loses nothing
         precise = any(o.number.decimals is None or o.number.decimals >= asked + unit for o in same if o is not claim)
         return None if precise else asked
+
+    def carried_at(self, y: sympy.Expr, decimals: int) -> Decimal:
+        return numeric.round_expr(y, decimals, self._tables.setdefault("enclosures", {}), most_bits=CARRIED_BITS)
 
     def decide(self, claim: Claim, exact: _Exact, y: sympy.Expr, from_claims: bool) -> tuple[str, Decimal | None]:
         """The verdict against one exact value and one carried value, and the carried value rounded."""

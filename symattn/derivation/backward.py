@@ -145,6 +145,7 @@ class BackwardHead:
     dO: NumRows
     dO_exact: bool
     derivation: Derivation
+    projected: bool  # W_O follows the heads: their slices are of dC, the gradient of the concatenation; else of dO
 
 
 @record
@@ -345,7 +346,7 @@ def backward_steps(spec: Spec, model: BackwardModel) -> tuple[BackwardStep, ...]
             width = len(sub.V[0])
             dO = shown[f"dO@{h}"]
             inner = assemble(sub, _head_backward(sub, head, fig, shown, f"@{h}", dO))
-            steps.append(BackwardHead(h, h * width, width, dO, is_exact(dO), inner))
+            steps.append(BackwardHead(h, h * width, width, dO, is_exact(dO), inner, spec.W_O is not None))
         steps += pictures(spec, "dZ", tuple(shown[f"dZ@{h}"] for h in range(spec.heads)))
         steps += [g for g in [grad_groups_step(spec, shown, is_exact)] if g is not None]  # shared K and V add up
     shapes += [(name, *_shape(shown[name])) for name in ("dV", "dA", "dZ", "dS", "dQ", "dK") if name in shown]

@@ -335,7 +335,7 @@ def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
         *[g for g in [groups_step(spec)] if g is not None],
         *heads,
         *pictures(spec, "A", tuple(weights)),
-        Concat(spec.heads, concat, is_exact(concat)),
+        *([Concat(spec.heads, concat, is_exact(concat))] if spec.heads > 1 else []),  # one head: its output is all
     ]
     if spec.W_O is not None:
         result = mh.figures_output(spec, concat)
@@ -351,6 +351,6 @@ def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
             for i in rows
             for k in range(len(spec.W_O[0]))
         )
-        steps.append(OutputProjection(spec.W_O, spec.b_O, result, is_exact(result), dots))
+        steps.append(OutputProjection(spec.W_O, spec.b_O, result, is_exact(result), dots, spec.heads))
     steps.append(_toy(spec))
     return assemble(spec, tuple(steps))

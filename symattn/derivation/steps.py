@@ -223,6 +223,7 @@ class OutputProjection:
     result: NumRows
     exact: bool
     dots: tuple[Dot, ...]
+    heads: int  # what W_O multiplies: one head's output as it is, or the heads' concatenation
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
 
 

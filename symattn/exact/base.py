@@ -18,7 +18,7 @@ from sympy.polys.matrices import DomainMatrix
 
 from symattn.exact import numeric, progress
 from symattn.exact.numeric import Fixed
-from symattn.input.errors import EvaluationError
+from symattn.input.errors import UndecidedRounding
 from symattn.input.reader import Numerals
 
 Rows = tuple[tuple[Decimal, ...], ...]
@@ -176,9 +176,7 @@ class Rounding:
             flat = method(lambda bits: self._enclosures(quantity, bits), flat_exact, self._magnitude_bits(quantity))
         except numeric.Undecided as exc:  # named by its place in the matrix, not its place in the flat list
             i, j = divmod(exc.index, cols)
-            raise EvaluationError(
-                f"cannot decide the rounding of {quantity}[{i + 1}][{j + 1}]: it may be an exact tie"
-            ) from None
+            raise UndecidedRounding(quantity, i, j) from None
         flat = [NEG_INFINITY if inf else x for inf, x in zip(infinite, flat)]
         return tuple(tuple(flat[i * cols : (i + 1) * cols]) for i in range(len(exact)))
 

@@ -99,6 +99,14 @@ class EvaluationError(SymattnError, ArithmeticError):
     source: str | None = None
 
 
+class UndecidedRounding(EvaluationError):
+    """An entry's rounding that no precision decided: its value may sit exactly on a tie."""
+
+    def __init__(self, quantity: str, row: int, col: int):
+        super().__init__(f"cannot decide the rounding of {quantity}[{row + 1}][{col + 1}]: it may be an exact tie")
+        self.quantity, self.row, self.col = quantity, row, col
+
+
 @contextmanager
 def evaluating(source: str, key: str | None = None) -> Iterator[None]:
     """Name the file (and key) in an :class:`EvaluationError` raised inside that names none yet."""

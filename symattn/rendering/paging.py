@@ -77,14 +77,38 @@ def _display(whole: str, body: str, note: BlockNote, width: float, height: float
     # align* sets every row's right side after the widest left side (what comes before '&')
     left = max((tex_width(_split(row, "&")[0]) for row in rows if len(_split(row, "&")) > 1), default=0.0)
     lines: list[str] = []
-    for row in rows:
-        # once the display is rebuilt, it is set at full size: a row must fit as it is
-        big = _too_big(_right(row), width - left, height, 1.0)
-        lines.extend(_block_lines(row, note, width - left, height) if big else [_aligned(row)])
+    for whole_row in rows:
+        # once the display is rebuilt, it is set at full size: a row must fit as it is; a sum continues on
+        # the next line before a matrix of it is cut into blocks
+        pieces = _sum_lines(whole_row, width - left) if _too_big(_right(whole_row), width - left, height, 1.0) else []
+        for row in pieces or [whole_row]:
+            big = _too_big(_right(row), width - left, height, 1.0)
+            lines.extend(_block_lines(row, note, width - left, height) if big else [_aligned(row)])
     return "\\begingroup\\allowdisplaybreaks\n" + _join(lines, height) + "\n\\endgroup"
 
 
 _CONTINUES = ("&\\quad", "&=", "&\\approx", "&\\phantom")
+
+
+def _sum_lines(row: str, width: float) -> list[str]:
+    """A row that is a sum, broken before its terms (``&\\quad + term``) where the line is full; [] where it
+    is no sum, or one that would stay a single line. A term never breaks inside \\left( … \\right)."""
+    terms: list[str] = []
+    for part in _split(row, " + "):
+        if terms and terms[-1].count("\\left") != terms[-1].count("\\right"):
+            terms[-1] += " + " + part  # inside \left( … \right): not a term of the row's sum
+        else:
+            terms.append(part)
+    if len(terms) > 1 and _right(terms[0]).strip() in ("", "\\quad"):  # a continuation's lead: its first term
+        terms[:2] = [terms[0] + " + " + terms[1]]
+    lines = [terms[0]]
+    for term in terms[1:]:
+        joined = lines[-1] + " + " + term
+        if tex_width(_right(joined)) <= width:
+            lines[-1] = joined
+        else:
+            lines.append("&\\quad + " + term)
+    return lines if len(lines) > 1 else []
 
 
 def _join(lines: list[str], page: float) -> str:
