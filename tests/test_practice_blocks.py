@@ -226,3 +226,23 @@ def test_a_wrong_running_max_is_carried_not_right(english, server):
         {"practice-running_max-b2": ["wrong"], "practice-rescale-b2": ["carried"]},
     )
     assert "tone-carried" in driver.find_element("id", "practice-rescale-b2-0").get_attribute("class")
+
+
+def test_a_block_of_one_key_is_asked_as_one_key(english, server):
+    import base64
+    import json
+
+    from .test_serve_live import forget
+
+    driver = english
+    spec = flash()
+    spec["block_keys"] = 3  # four keys: block 2 holds "tea" alone
+    spec.pop("split_keys", None)
+    state = {"spec": spec, "claims": {}, "tab": "practice", "row": "focus", "practice": {"step": 3}}
+    forget(driver, server)
+    driver.get(f"{server}#j=" + base64.urlsafe_b64encode(json.dumps(state).encode()).decode().rstrip("="))
+    wait(driver, lambda: driver.find_element("id", "practice-progress").text == "Step 4 of 5", what="block 2")
+    assert driver.find_element("id", "practice-question").text == (
+        "Block 2 (key “tea”): compute the running max m, the rescale e^(m_old − m_new), the running sum l "
+        "and the accumulator acc of “tea”."
+    )

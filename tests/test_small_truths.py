@@ -286,3 +286,18 @@ def test_one_head_with_w_o_sends_all_of_dc_back_to_it(seed, lang, line):
     text = _markdown({**seed, "W_O": [["1", "0"], ["0", "1"]], "backward": {"loss": "sum"}, "lang": lang})
     assert text.count(f"\n{line}\n") == 1
     assert "1 heads" not in text and "分回 1 个头" not in text
+
+
+def test_a_block_of_one_key_adds_its_one_term_without_a_sum():
+    d = derive(load_spec(FLASH3))
+    lines = [line for line in render(d, "markdown").splitlines() if "z_{4}" in line or "sum_{j=4}" in line]
+    assert lines == [
+        r"l = 1 \cdot 1.656 + e^{z_{4} - m} \approx 1.879, \qquad \mathrm{acc} \approx"
+        r" \begin{bmatrix}2.053 & 1.050\end{bmatrix}"
+    ]
+    frames = [line for line in render_beamer(d).splitlines() if "z_{4}" in line or "sum_{j=4}" in line]
+    assert frames == [
+        r"l_{2} &= 1 \cdot 1.656 + e^{z_{4} - m_{2}} \approx 1.879 \\",
+        r"\mathrm{acc}_{2} &= 1 \cdot \begin{bmatrix}1.607 & 1.050\end{bmatrix} + e^{z_{4} - m_{2}}\, V_{4}"
+        r" \approx \begin{bmatrix}2.053 & 1.050\end{bmatrix}",
+    ]

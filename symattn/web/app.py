@@ -64,6 +64,7 @@ def _ui_strings() -> dict[str, dict[str, Any]]:
         out[lang]["practice"] = {
             "question": practice["question"],
             "block": practice["block"],
+            "block_one": practice["block_one"],
             **{key: practice[key] for key in ("every", "absorbed", "absorbed_output", "mla_rope")},
             "caption": practice["caption"],
             "quote": prose["quote"],

@@ -106,8 +106,9 @@
     if (PARTS[st.id]) return fill(phrases().practice[st.id], {token: quote(token())});
     if (!st.block) return fill(phrases().practice.question, {quantity: phrases().quantity[st.id], token: quote(token())});
     const s = shape(), first = (st.block - 1) * s.size;
-    const keys = s.keys.slice(first, first + s.size).map(quote).join(", ");
-    return fill(phrases().practice.block, {block: st.block, keys, token: quote(token())});
+    const shown = s.keys.slice(first, first + s.size);
+    const phrase = shown.length === 1 ? phrases().practice.block_one : phrases().practice.block;
+    return fill(phrase, {block: st.block, keys: shown.map(quote).join(", "), token: quote(token())});
   }
 
   function caption(part, j, s, st) {
