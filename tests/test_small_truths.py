@@ -301,3 +301,26 @@ def test_a_block_of_one_key_adds_its_one_term_without_a_sum():
         r"\mathrm{acc}_{2} &= 1 \cdot \begin{bmatrix}1.607 & 1.050\end{bmatrix} + e^{z_{4} - m_{2}}\, V_{4}"
         r" \approx \begin{bmatrix}2.053 & 1.050\end{bmatrix}",
     ]
+
+
+@pytest.mark.parametrize(
+    "lang, kv_heads, headings",
+    [
+        ("en", None, ["## Head 1: column 1 of Q, K and V", "## Head 2: column 2 of Q, K and V"]),
+        ("zh", None, ["## 第 1 个头：Q、K、V 的第 1 列", "## 第 2 个头：Q、K、V 的第 2 列"]),
+        (
+            "en",
+            1,
+            ["## Head 1: column 1 of Q, with key/value head 1", "## Head 2: column 2 of Q, with key/value head 1"],
+        ),
+        ("zh", 1, ["## 第 1 个头：Q 的第 1 列，用第 1 个键/值头", "## 第 2 个头：Q 的第 2 列，用第 1 个键/值头"]),
+    ],
+)
+def test_a_head_of_one_column_says_column(lang, kv_heads, headings):
+    spec = {"lang": lang, "tokens": ["a", "b"], "Q": [["1", "0"], ["0", "1"]], "heads": 2}
+    width = 1 if kv_heads else 2
+    spec |= {"K": [["1", "0"][:width], ["0", "1"][:width]], "V": [["1", "2"][:width], ["3", "4"][:width]]}
+    if kv_heads:
+        spec["kv_heads"] = kv_heads
+    text = render(derive(load_spec(spec)), "markdown")
+    assert [line for line in text.splitlines() if line.startswith(("## Head", "## 第"))] == headings
