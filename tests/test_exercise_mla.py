@@ -197,17 +197,6 @@ def test_mla_quantities_are_asked_only_with_a_table(tmp_path):
     assert str(info.value) == "<dict>: vary.mla: varies an [mla] table, but the template has none"
 
 
-@pytest.mark.parametrize("fmt", ["moodle", "qti"])
-def test_an_lms_export_is_refused_in_one_line(tmp_path, capsys, fmt):
-    template = _template(tmp_path)
-    assert main(["exercise", str(template), "--count", "1", "--format", fmt, "-o", str(tmp_path / "quiz")]) == 2
-    assert capsys.readouterr().err == (
-        f"symattn: {template}: mla: an [mla] exercise does not export to {fmt} yet; "
-        "use --format markdown, latex, pdf or html\n"
-    )
-    assert not (tmp_path / "quiz").exists()
-
-
 @pytest.mark.client
 @pytest.mark.parametrize("lang, engine", [("en", "pdflatex"), ("zh", "xelatex")])
 def test_the_sheet_and_key_compile(latex, tmp_path, lang, engine):

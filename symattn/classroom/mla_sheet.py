@@ -38,6 +38,19 @@ def matrices(base: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(k for k in STATED if k in table) if isinstance(table, Mapping) else ()
 
 
+def stated(spec: Any) -> tuple[tuple[str, Any], ...]:
+    """The [mla] table's matrices a sheet states, (name, numerals) in the order it shows them; () without."""
+    setting = spec.setting("mla")
+    if setting is None:
+        return ()
+    return (("X", setting.X), ("W_DKV", setting.W_DKV), ("W_UK", setting.W_UK), ("W_UV", setting.W_UV), *setting.query)
+
+
+def route(spec: Any) -> str:
+    setting = spec.setting("mla")
+    return "naive" if setting is None else setting.route
+
+
 def check_template(reader: Any, data: Mapping[str, Any], vary: Mapping[str, Any], ask: list[Any]) -> None:
     """One line for what a sheet cannot say: Q, K, V or their widths beside [mla], decoupled dims, MLA
     quantities asked without [mla], and [vary.mla] rules that name no matrix of the table."""
@@ -132,4 +145,15 @@ def hand_agrees(spec: Any, model: Any, hand_weights: Any, rows: Any) -> bool:
     return True
 
 
-__all__ = ["QUANTITIES", "STATED", "asked_cols", "check_template", "draw_into", "hand_agrees", "matrices", "values"]
+__all__ = [
+    "QUANTITIES",
+    "STATED",
+    "asked_cols",
+    "check_template",
+    "draw_into",
+    "hand_agrees",
+    "matrices",
+    "route",
+    "stated",
+    "values",
+]

@@ -71,6 +71,11 @@ class Variant:
         return dict(self.data)
 
 
+def worked_rows(asked: Sequence[Asked]) -> set[int]:
+    """The rows a student works out (the latent is asked of every key, whatever the rows asked)."""
+    return {a.row for a in asked if a.row is not None and a.quantity != "latent"}
+
+
 def variant_seed(class_seed: int | str, student_id: str) -> int:
     """The documented per-student seed: the first 8 bytes of SHA-256 of ``"<class_seed>:<student_id>"``."""
     return int.from_bytes(hashlib.sha256(f"{class_seed}:{student_id}".encode()).digest()[:8], "big")
@@ -260,4 +265,4 @@ def draw(
     )
 
 
-__all__ = ["Asked", "CONDITIONS", "Variant", "asked", "draw", "failed", "variant_seed"]
+__all__ = ["Asked", "CONDITIONS", "Variant", "asked", "draw", "failed", "variant_seed", "worked_rows"]
