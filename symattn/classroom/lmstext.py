@@ -102,6 +102,7 @@ def intro(v: Variant, t) -> str:
 
 # the [mla] table's matrices as the sheet writes them (templates/sheet_mla.j2)
 _TEX = {"W_DKV": "W_{DKV}", "W_UK": "W_{UK}", "W_UV": "W_{UV}", "W_Q": "W_Q", "W_DQ": "W_{DQ}", "W_UQ": "W_{UQ}"}
+_TEX.update(W_QR="W_{QR}", W_KR="W_{KR}", rope_cos="\\cos\\theta", rope_sin="\\sin\\theta")
 
 
 def _matrix(name: str, m) -> str:
@@ -122,9 +123,29 @@ def _mla_words(spec, t) -> str:
         V=math("V = c_{KV} W_{UV}"),
         Q=math(query),
     )
-    if setting.route != "absorbed":
-        return f"{made} {t('sheet.mla_naive')}"
-    route = t(
+    words = [made, t("sheet.mla_naive") if setting.route != "absorbed" else _absorbed(t)]
+    pairs = mla_sheet.pairs(spec)
+    if pairs:
+        words.append(
+            t(
+                "sheet.mla_rope",
+                dr=2 * len(pairs),
+                qR=math("q_R = x\\, W_{QR}"),
+                kR=math("k_R = x\\, W_{KR}"),
+                q=math("[\\,q_{nope}\\;\\; q_R\\,]"),
+                k=math("[\\,k_{nope}\\;\\; k_R\\,]"),
+                pairs=t.escape(t.raw("list_sep")).join(math(f"({a},\\ {b})") for a, b in pairs),
+                C=math("\\cos\\theta"),
+                S=math("\\sin\\theta"),
+            )
+        )
+        if setting.route == "absorbed":
+            words.append(t("sheet.mla_rope_absorbed", s=math("\\tilde{q}\\, c_j^{\\top} + q'_R\\, {k'_R}^{\\top}")))
+    return " ".join(words)
+
+
+def _absorbed(t) -> str:
+    return t(
         "sheet.mla_absorbed",
         WUK=math("W_{UK}"),
         qt=math("\\tilde{q} = q\\, W_{UK}^{\\top}"),
@@ -133,7 +154,6 @@ def _mla_words(spec, t) -> str:
         WUV=math("W_{UV}"),
         o=math("o = u\\, W_{UV}"),
     )
-    return f"{made} {route}"
 
 
 def numbered(quantity: str) -> bool:

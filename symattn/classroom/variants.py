@@ -186,6 +186,8 @@ def _same_digits(exact, hand, ask: Sequence[str], rows: Sequence[int]) -> bool:
                 if format(e.value, "f") != format(h.value, "f"):
                     return False
                 continue
+            if e.exact and Fraction(h.value) == Fraction(e.value):
+                continue  # one exact value, whatever zeros each shows (a turned score: 1.250 and 1.25)
             places = max(0, -e.value.as_tuple().exponent)
             if round_half_up(Fraction(h.value), places) != e.value or -h.value.as_tuple().exponent < places:
                 return False
@@ -250,6 +252,8 @@ def draw(
                 k for k in ("Q", "K", "V") if any(isinstance(x, Formula) for row in getattr(spec, k) for x in row)
             )
             raise SpecError(t.source, key, f"exercises need numbers, not symbols ({', '.join(spec.symbols)})")
+        if attempt == 1:
+            mla_sheet.check_turn(spec)  # a turn the sheet cannot state is the template's, not the draw's
         problem = failed(spec, t)
         if problem is None:
             return Variant(
