@@ -160,5 +160,7 @@ def test_positions_are_refused_in_one_line(tmp_path):
 
 @pytest.mark.client
 @pytest.mark.parametrize("lang, engine", [("en", "pdflatex"), ("zh", "xelatex")])
-def test_the_sheet_and_key_compile(latex, tmp_path, lang, engine):
+def test_the_sheet_and_key_compile(latex, katex, tmp_path, lang, engine):
     assert_compiles(latex, tmp_path, _template(tmp_path, lang), engine)
+    (v,) = ex.exercise(_template(tmp_path, lang), ["s01"], 1)
+    assert katex(sheets.sheet(v)) == []  # the Markdown sheet's math, the turn's included
