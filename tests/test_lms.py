@@ -263,16 +263,20 @@ def test_qti_package_structure_and_values(variants):
         idents += [i.get("ident") for i in items]
         kinds = [i.findtext(f"{QTI}itemmetadata/{QTI}qtimetadata/{QTI}qtimetadatafield/{QTI}fieldentry") for i in items]
         assert kinds == ["text_only_question"] + ["numerical_question"] * 11
-        want = expected(v)
-        for item, a in zip(items[1:], v.asked):
-            assert item.get("title") == a.key
-            cond = item.find(f"{QTI}resprocessing/{QTI}respcondition/{QTI}conditionvar/{QTI}or")
-            value, tolerance = (Decimal(x) for x in want[a.key])
-            assert cond.findtext(f"{QTI}varequal") == want[a.key][0]
-            assert Decimal(cond.findtext(f"{QTI}and/{QTI}vargte")) == value - tolerance
-            assert Decimal(cond.findtext(f"{QTI}and/{QTI}varlte")) == value + tolerance
+        assert_items(items[1:], v, expected(v))
     assert len(idents) == len(set(idents))  # every identifier unique
     assert qti_zip(variants) == data  # the same bytes again
+
+
+def assert_items(items, v, want):
+    """Each numerical item names its asked number and accepts its value exactly or within its tolerance."""
+    for item, a in zip(items, v.asked, strict=True):
+        assert item.get("title") == a.key
+        cond = item.find(f"{QTI}resprocessing/{QTI}respcondition/{QTI}conditionvar/{QTI}or")
+        value, tolerance = (Decimal(x) for x in want[a.key])
+        assert cond.findtext(f"{QTI}varequal") == want[a.key][0]
+        assert Decimal(cond.findtext(f"{QTI}and/{QTI}vargte")) == value - tolerance
+        assert Decimal(cond.findtext(f"{QTI}and/{QTI}varlte")) == value + tolerance
 
 
 def test_qti_in_chinese(variants):

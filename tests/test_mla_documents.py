@@ -13,7 +13,7 @@ from symattn.rendering.beamer import render_beamer
 from symattn.rendering.deck import frames
 from symattn.rendering.renderer import render
 
-from .test_mla_rope import TWO  # 2 heads: d_nope 2 and d_r 2 (Q and K 4 wide each), d_v 3
+from .test_mla_rope import TWO, heads_without_rope  # TWO: 2 heads: d_nope 2 and d_r 2 (Q and K 4 wide each), d_v 3
 
 HEADS_V = {
     "en": ("Head 1: columns 1–4 of Q and K, 1–3 of V", "Head 2: columns 5–8 of Q and K, 4–6 of V"),
@@ -56,7 +56,7 @@ def test_any_spec_whose_v_has_another_width_names_its_columns(lang, heading):
     [("en", "## Head 2: columns 3–4 of Q, K and V"), ("zh", "## 第 2 个头：Q、K、V 的第 3–4 列")],
 )
 def test_a_head_whose_v_is_as_wide_keeps_the_one_range(lang, heading):
-    text = render(derive(load_spec(builtin.example_path("mla-heads", lang))), "markdown")
+    text = render(derive(load_spec(heads_without_rope(lang))), "markdown")
     assert text.count(heading) == 1
 
 
@@ -161,9 +161,8 @@ def test_the_single_head_absorbed_lines_break_and_tex_sets_them(katex, latex, tm
 def test_the_toy_table_gives_mla_s_d_model_as_x_s_width_not_the_heads_columns():
     # mla-heads: X is 3 wide, the two heads' Q columns 4: the table said d_model = 4
     from symattn.derivation.derive import derive
-    from symattn.input import builtin
     from symattn.input.spec import load_spec
     from symattn.rendering.renderer import render
 
-    text = render(derive(load_spec(builtin.example_path("mla-heads", "en"))), "markdown")
+    text = render(derive(load_spec(heads_without_rope("en"))), "markdown")
     assert "| 2 heads of $d_k = 2$ ($d_{model} = 3$) | commonly 8–96 heads; $d_{model}$ in the thousands |" in text

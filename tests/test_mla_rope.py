@@ -199,8 +199,18 @@ def test_the_heads_share_the_latent_and_the_decoupled_key():
     assert [[x.value for x in row] for row in K_R][0] == [0, Fraction(3, 2)]  # X's row [0.5, -1, 2, 0] by W_KR
 
 
+def heads_without_rope(lang):
+    """mla-heads as it was before it took the decoupled dims: two heads, no RoPE (what the tests of its columns,
+    numbers and claims were written against)."""
+    import tomllib
+
+    data = tomllib.loads(builtin.example_path("mla-heads", lang).read_text(encoding="utf-8"))
+    mla = {k: v for k, v in data["mla"].items() if k not in ("W_QR", "W_KR")}
+    return {**{k: v for k, v in data.items() if k != "rope"}, "mla": mla}
+
+
 def test_compute_writes_each_heads_latent_and_whether_its_routes_agree():
-    data = compute(load_spec(builtin.example_path("mla-heads", "en")), digits=4)
+    data = compute(load_spec(heads_without_rope("en")), digits=4)
     assert data["Q"]["exact"][2] == ["1", "1", "1", "1"]
     assert data["K"]["exact"][0] == ["2", "1/2", "1/2", "3/2"]
     assert [h["absorbed_query"]["exact"][2] for h in data["heads"]] == [["1", "2"], ["1", "1"]]
@@ -235,7 +245,7 @@ def test_claims_right_wrong_and_carried_forward_through_the_decoupled_dims():
 
 
 def test_claims_on_the_second_head_carry_its_own_columns():
-    spec = load_spec(builtin.example_path("mla-heads", "en"))
+    spec = load_spec(heads_without_rope("en"))
     claims = {
         "claims": {
             "Q[3][3]": "3",  # head 2's q of sat is X W_Q's columns 3-4, [1, 1]; a slip
@@ -286,7 +296,7 @@ def test_claims_on_the_second_head_carry_its_own_columns():
     ],
 )
 def test_the_absorbed_route_carries_scores_from_their_q_tilde_and_outputs_from_their_u(name, claims, want):
-    spec = load_spec(builtin.example_path(name, "en"))
+    spec = load_spec(heads_without_rope("en") if name == "mla-heads" else builtin.example_path(name, "en"))
     assert [v.verdict for v in check(spec, {"claims": claims}).results] == want
 
 
@@ -326,7 +336,7 @@ def test_the_example_shows_the_decoupled_dims_and_states_the_identity(lang, phra
 
 
 def test_the_heads_example_says_which_head_it_is():
-    text = render(derive(load_spec(builtin.example_path("mla-heads", "en"))), "markdown")
+    text = render(derive(load_spec(heads_without_rope("en"))), "markdown")
     assert text.count("This is head 2 of 2: it takes its own block of columns of $W_{UK}, W_{UV}, W_Q$") == 1
     assert "2 heads, each with its own $d_{head} = 2$ columns of Q and K (made in the next step)" in text
 
@@ -429,3 +439,24 @@ def test_the_two_heads_need_heads_times_d_r_columns_of_w_qr():
     assert str(info.value) == (
         "<dict>: mla.W_QR: shape mismatch: W_KR is 4×2 and W_QR is 2×2; W_QR needs heads × d_r = 4 columns"
     )
+
+
+def test_the_heads_example_turns_each_heads_decoupled_dims_and_its_backward_proves_the_zeros():
+    import tomllib
+
+    data = tomllib.loads(builtin.example_path("mla-heads", "en").read_text(encoding="utf-8"))
+    forward = compute(load_spec(data), digits=4)
+    assert [h["routes_agree"] for h in forward["heads"]] == [True, True]
+    # "sat" (X row [1, 1, 0]): q_nope = X W_Q and q_R = X W_QR, [1, 1] for each head, side by side per head
+    assert forward["Q"]["exact"][2] == ["1"] * 8
+    # and c = [1, 1]: k_nope = c W_UK = [2, 1 | 1, 1], with the one k_R = X W_KR = [1, 1] in each head
+    assert forward["K"]["exact"][2] == ["2", "1", "1", "1", "1", "1", "1", "1"]
+    text = render(derive(load_spec(data)), "markdown")
+    assert text.count("Only the decoupled columns 3–4 of each head turn") == 2
+    # two heads of turned scores: each zero of dQ is proved rational (the proof took a minute before issue 32's fix)
+    dQ = compute(load_spec({**data, "backward": {}}), digits=4)["backward"]["dQ"]["value"]
+    assert dQ == [
+        ["0", "0.1007", "0.06239", "-0.01382", "0", "0", "0", "0"],
+        ["0", "0.06652", "0.01924", "-0.04385", "0", "0", "0", "0"],
+        ["0", "0.05443", "-0.02095", "-0.02830", "0", "0", "0", "0"],
+    ]

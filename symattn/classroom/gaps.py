@@ -5,7 +5,9 @@ A gap's value is the exact value rounded half-up to the decimals the sheet asks 
 does not round, the scores, is its own digits); its tolerance is half a unit of the last decimal,
 so that an LMS accepts exactly the answers that round to the value. Each slip (:data:`SLIPS`) is the
 classic slip's value at the same decimals, kept only where it differs from the right value and from the
-slips before it; ``truncated`` is the value cut off after the asked decimals instead of rounded.
+slips before it; ``truncated`` is the value cut off after the asked decimals instead of rounded. An MLA
+sheet's gaps get MLA's own slips too (:mod:`symattn.classroom.mla_slips`), read from the exact model of the
+slipped table.
 An entry that a mask makes −∞ is no gap (:func:`masked`).
 """
 
@@ -15,14 +17,16 @@ from decimal import Decimal
 from fractions import Fraction
 
 from symattn.checking.verdicts import ASKED_BY
+from symattn.classroom.mla_slips import SLIPS as MLA_SLIPS
+from symattn.classroom.mla_slips import slipped_models, source
 from symattn.classroom.sheets import answer_values, asked_decimals
 from symattn.classroom.variants import Asked, Variant
 from symattn.input.decimals import round_half_up
 from symattn.input.errors import SpecError
 from symattn.input.records import record
 
-# the classic slips that ``check`` names (checking.slips.SLIPS), then truncation instead of rounding
-SLIPS = ("no_scaling", "column_softmax", "no_exp", "transposed_V", "truncated")
+# the classic slips that ``check`` names (checking.slips.SLIPS), MLA's, then truncation instead of rounding
+SLIPS = ("no_scaling", "column_softmax", "no_exp", "transposed_V", *MLA_SLIPS, "truncated")
 
 
 @record
@@ -39,6 +43,7 @@ class Gap:
     value: Decimal  # the right answer, at its decimals
     decimals: int
     slips: tuple[Slip, ...]
+    rounded: bool = True  # False: asked as its own digits (the scores, MLA's latent and q̃)
 
     @property
     def tolerance(self) -> Decimal:
@@ -66,6 +71,8 @@ def gaps(v: Variant, with_slips: bool = True) -> tuple[Gap, ...]:
     places = asked_decimals(v)
     slips = Slips(model, {}, stable=v.spec.softmax == "stable")
     caches: dict[int, dict] = {}
+    mla = slipped_models(v) if with_slips else ()
+    mla_caches: dict[str, dict[int, dict]] = {name: {} for name, *_ in mla}
     out = []
     for a, num in zip(v.asked, answer_values(v)):
         if num.is_infinite:  # masked: given, not asked (see masked)
@@ -73,7 +80,8 @@ def gaps(v: Variant, with_slips: bool = True) -> tuple[Gap, ...]:
         if num.scientific:  # a draw that suits hand work does not show these; an LMS gap cannot hold them
             raise SpecError(v.spec.source, a.key, f"an LMS gap needs a number in fixed notation, got {num.value}")
         field = ASKED_BY[a.quantity]
-        if field in places:  # asked at these decimals (an exact value is written with them too)
+        rounded = field in places
+        if rounded:  # asked at these decimals (an exact value is written with them too)
             decimals = places[field]
             value = num.value if not num.exact else round_half_up(Fraction(num.value), decimals)
         else:  # not rounded (the scores): its own digits
@@ -87,7 +95,9 @@ def gaps(v: Variant, with_slips: bool = True) -> tuple[Gap, ...]:
         for name in SLIPS if with_slips else ():
             shown: Decimal | None
             if name == "truncated":
-                shown = _truncated(model, a.quantity, i, j, value, decimals)
+                shown = _truncated(source(v.spec, model, a.quantity), a.quantity, i, j, value, decimals)
+            elif name in MLA_SLIPS:
+                shown = _slipped(mla, mla_caches, name, a.quantity, i, j, decimals, rounded)
             elif model.allowed is not None:  # the slips are those of unmasked attention (as check names them)
                 shown = None
             else:
@@ -96,8 +106,29 @@ def gaps(v: Variant, with_slips: bool = True) -> tuple[Gap, ...]:
             if shown is not None and shown not in seen:
                 seen.add(shown)
                 found.append(Slip(name, shown))
-        out.append(Gap(a, value, decimals, tuple(found)))
+        out.append(Gap(a, value, decimals, tuple(found), rounded))
     return tuple(out)
+
+
+def _slipped(mla, caches, name: str, quantity: str, i: int, j: int, decimals: int, rounded: bool) -> Decimal | None:
+    """An MLA slip's value of one entry: rounded as the gap is, or (a quantity asked as its own digits, which
+    a slip keeps exact) its own digits; None where the slip does not apply or masks the entry."""
+    from symattn.exact import numeric
+    from symattn.input.decimals import terminating_decimals
+
+    found = next(((spec, m) for slip, spec, m in mla if slip == name), None)
+    if found is None:
+        return None
+    spec, model = found
+    if quantity in ("scaled", "shifted", "exp", "weights") and not model.may_attend(i, j):
+        return None
+    expr = source(spec, model, quantity).exact(quantity)[i, j]
+    exact = numeric.as_fraction(expr)
+    places = None if exact is None or rounded else terminating_decimals(exact)
+    if places is not None:
+        assert exact is not None  # places come from an exact value
+        return round_half_up(exact, places)
+    return numeric.round_expr(expr, decimals, caches[name])
 
 
 def masked(v: Variant) -> tuple[str, ...]:

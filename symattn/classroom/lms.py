@@ -12,15 +12,6 @@ FORMATS = ("moodle", "qti")
 
 def quiz_file(variants: Sequence[Variant], fmt: str, lang: str | None = None) -> bytes:
     """The quiz of every variant in ``fmt`` (moodle or qti), in the template's language unless ``lang``."""
-    mla = next((v for v in variants if v.spec.setting("mla") is not None), None)
-    if mla is not None:  # a gap's slips and its question text know Q, K and V, not an [mla] table
-        from symattn.input.errors import SpecError
-
-        raise SpecError(
-            mla.spec.source,
-            "mla",
-            f"an [mla] exercise does not export to {fmt} yet; use --format markdown, latex, pdf or html",
-        )
     if fmt == "moodle":
         from symattn.classroom.moodle import moodle_xml
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from symattn.classroom.variants import Asked, Variant
+import symattn.classroom.mla_sheet as mla_sheet
+from symattn.classroom.variants import Asked, Variant, worked_rows
 
 _TEXT = str.maketrans(
     {
@@ -80,20 +81,84 @@ def intro(v: Variant, t) -> str:
         dims = t("sheet.dims_none", dk=math(f"d_k = {spec.d_k}"))
     else:
         dims = t("sheet.dims_number", dk=math(f"d_k = {spec.d_k}"), scale=math(tex_number(spec.scale)))
-    parts += [f"<p>{dims}</p>", f"<p>{t('sheet.inputs')}</p>"]
-    header = "".join(f"<th>{math(name)}</th>" for name in ("Q", "K", "V"))
+    parts.append(f"<p>{dims}</p>")
+    table = mla_sheet.stated(spec)
+    if table:
+        parts.append(f"<p>{_mla_words(spec, t)}</p>")
+    parts.append(f"<p>{t('sheet.inputs')}</p>")
+    columns = [("X", table[0][1])] if table else [("Q", spec.Q), ("K", spec.K), ("V", spec.V)]
+    header = "".join(f"<th>{math(name)}</th>" for name, _ in columns)
     rows = []
     for i, token in enumerate(tokens):
-        cells = "".join(
-            "<td>" + math(",\\ ".join(tex_number(x) for x in m[i])) + "</td>" for m in (spec.Q, spec.K, spec.V)
-        )
+        cells = "".join("<td>" + math(",\\ ".join(tex_number(x) for x in m[i])) + "</td>" for _, m in columns)
         rows.append(f"<tr><td>{user(token)}</td>{cells}</tr>")
     parts.append(f'<table border="1"><tr><th>{t("setup.token")}</th>{header}</tr>{"".join(rows)}</table>')
-    rows_asked = {a.row for a in v.asked if a.row is not None}
+    parts += [f"<p>{math(_matrix(name, m))}</p>" for name, m in table[1:]]
     focus = t("quote", x=user(tokens[spec.focus]))
-    task = t("sheet.task_all") if len(rows_asked) > 1 else t("sheet.task_focus", token=focus)
+    task = t("sheet.task_all") if len(worked_rows(v.asked)) > 1 else t("sheet.task_focus", token=focus)
     parts.append(f"<p>{t('lms.task')}</p><p>{task}</p>")
     return "".join(parts)
+
+
+# the [mla] table's matrices as the sheet writes them (templates/sheet_mla.j2)
+_TEX = {"W_DKV": "W_{DKV}", "W_UK": "W_{UK}", "W_UV": "W_{UV}", "W_Q": "W_Q", "W_DQ": "W_{DQ}", "W_UQ": "W_{UQ}"}
+_TEX.update(W_QR="W_{QR}", W_KR="W_{KR}", rope_cos="\\cos\\theta", rope_sin="\\sin\\theta")
+
+
+def _matrix(name: str, m) -> str:
+    from symattn.rendering.numbers import tex_number
+
+    rows = " \\\\ ".join(" & ".join(tex_number(x) for x in row) for row in m)
+    return f"{_TEX[name]} = \\begin{{bmatrix}}{rows}\\end{{bmatrix}}"
+
+
+def _mla_words(spec, t) -> str:
+    """What the [mla] table makes and the route to take, as the sheet says it."""
+    setting = spec.setting("mla")
+    query = "Q = X W_Q" if len(setting.query) == 1 else "Q = (X W_{DQ})\\, W_{UQ}"
+    made = t(
+        "sheet.mla",
+        c=math("c_{KV} = X W_{DKV}"),
+        K=math("K = c_{KV} W_{UK}"),
+        V=math("V = c_{KV} W_{UV}"),
+        Q=math(query),
+    )
+    words = [made, t("sheet.mla_naive") if setting.route != "absorbed" else _absorbed(t)]
+    pairs = mla_sheet.pairs(spec)
+    if pairs:
+        words.append(
+            t(
+                "sheet.mla_rope",
+                dr=2 * len(pairs),
+                qR=math("q_R = x\\, W_{QR}"),
+                kR=math("k_R = x\\, W_{KR}"),
+                q=math("[\\,q_{nope}\\;\\; q_R\\,]"),
+                k=math("[\\,k_{nope}\\;\\; k_R\\,]"),
+                pairs=t.escape(t.raw("list_sep")).join(math(f"({a},\\ {b})") for a, b in pairs),
+                C=math("\\cos\\theta"),
+                S=math("\\sin\\theta"),
+            )
+        )
+        if setting.route == "absorbed":
+            words.append(t("sheet.mla_rope_absorbed", s=math("\\tilde{q}\\, c_j^{\\top} + q'_R\\, {k'_R}^{\\top}")))
+    return " ".join(words)
+
+
+def _absorbed(t) -> str:
+    return t(
+        "sheet.mla_absorbed",
+        WUK=math("W_{UK}"),
+        qt=math("\\tilde{q} = q\\, W_{UK}^{\\top}"),
+        s=math("\\tilde{q}\\, c_{KV}^{\\top}"),
+        u=math("u = P\\, c_{KV}"),
+        WUV=math("W_{UV}"),
+        o=math("o = u\\, W_{UV}"),
+    )
+
+
+def numbered(quantity: str) -> bool:
+    """Whether a quantity's columns are numbered (V's and the latent's), not named by a key's token."""
+    return quantity == "output" or quantity in mla_sheet.QUANTITIES
 
 
 def label_cells(a: Asked, v: Variant, t) -> list[str]:
@@ -102,7 +167,7 @@ def label_cells(a: Asked, v: Variant, t) -> list[str]:
     row = "" if a.row is None else user(tokens[a.row])
     if a.col is None:
         col = ""
-    elif a.quantity == "output":
+    elif numbered(a.quantity):
         col = t("sheet.column", n=a.col + 1)
     else:
         col = user(tokens[a.col])
@@ -121,6 +186,7 @@ __all__ = [
     "intro",
     "label_cells",
     "math",
+    "numbered",
     "phrases",
     "plain_phrases",
     "text",

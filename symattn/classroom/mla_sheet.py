@@ -16,6 +16,11 @@ A template with them::
 
 Q, K and V are made from the table, so a sheet states the table and the route, never Q, K, V themselves.
 The latent and q̃ are exact decimals (products of decimals); u is rounded as the output is.
+
+With the decoupled position dims (W_QR, W_KR, and ``rope = true``) the sheet also states the turn: each
+token's cos and sin per pair, as matrices C and S. So a sheet takes RoPE only where those are exact decimals at
+every token: given ``rope_cos`` and ``rope_sin`` tables, or ``rope_frequencies`` of multiples of 90°; angles
+such as 30° or the base's (cos 1) are refused in one line.
 """
 
 from __future__ import annotations
@@ -28,14 +33,87 @@ from symattn.input.decimals import round_half_up
 from symattn.input.files import kind_of
 
 QUANTITIES = ("latent", "absorbed_query", "latent_output")
-# what a sheet states and may vary: the decoupled dims (W_QR, W_KR) need a turn that a sheet does not state yet
-STATED = ("X", "W_DKV", "W_UK", "W_UV", "W_Q", "W_DQ", "W_UQ")
+# what a sheet states and may vary
+STATED = ("X", "W_DKV", "W_UK", "W_UV", "W_Q", "W_DQ", "W_UQ", "W_QR", "W_KR")
+# the RoPE keys a sheet with the decoupled dims states (as the turn's cos and sin)
+ROPE_KEYS = ("rope", "rope_base", "rope_style", "rope_frequencies", "rope_cos", "rope_sin")
 
 
 def matrices(base: Mapping[str, Any]) -> tuple[str, ...]:
     """The [mla] table's matrices in the order a sheet shows them; () without the table."""
     table = base.get("mla")
     return tuple(k for k in STATED if k in table) if isinstance(table, Mapping) else ()
+
+
+def stated(spec: Any) -> tuple[tuple[str, Any], ...]:
+    """The [mla] table's matrices a sheet states, (name, numerals) in the order it shows them; () without."""
+    setting = spec.setting("mla")
+    if setting is None:
+        return ()
+    table = (("X", setting.X), ("W_DKV", setting.W_DKV), ("W_UK", setting.W_UK), ("W_UV", setting.W_UV))
+    if setting.W_QR is None or setting.W_KR is None:
+        return table + setting.query
+    from symattn.variants.mla import numerals
+
+    cos, sin = turn(spec)
+    turned = (("rope_cos", numerals(cos)), ("rope_sin", numerals(sin)))
+    return table + setting.query + (("W_QR", setting.W_QR), ("W_KR", setting.W_KR)) + turned
+
+
+def turn(spec: Any) -> tuple[tuple[tuple[Fraction, ...], ...], tuple[tuple[Fraction, ...], ...]]:
+    """Each token's cos and sin per pair of the decoupled dims, exactly; one line where a sheet cannot state
+    them as exact decimals, or where a key's position is not its query's (the sheet names one per token)."""
+    from symattn.exact.heads import build_model
+    from symattn.exact.numeric import as_fraction
+    from symattn.input.decimals import terminating_decimals
+    from symattn.input.errors import SpecError
+
+    if spec.setting("positions") is not None:
+        raise SpecError(spec.source, "positions", "an exercise sheet turns each token by its own row's position")
+    key = {"tables": "rope_cos", "frequencies": "rope_frequencies", "base": "rope"}[spec.setting("rope").given]
+    model = build_model(spec)
+    out = []
+    for quantity in ("rope_cos", "rope_sin"):
+        rows = []
+        for row in model.exact(quantity).tolist():
+            values = [as_fraction(x) for x in row]
+            if any(x is None or terminating_decimals(x) is None for x in values):
+                raise SpecError(
+                    spec.source,
+                    key,
+                    "an exercise sheet states each token's cos and sin as exact decimals; these angles give "
+                    "others (cos 30° = √3/2): give rope_cos and rope_sin tables, or rope_frequencies in "
+                    "multiples of 90°",
+                )
+            rows.append(tuple(x for x in values if x is not None))
+        out.append(tuple(rows))
+    return out[0], out[1]
+
+
+def check_turn(spec: Any) -> None:
+    """One line where the spec's decoupled dims turn by angles a sheet cannot state (see :func:`turn`)."""
+    if pairs(spec):
+        turn(spec)
+
+
+def pairs(spec: Any) -> tuple[tuple[int, int], ...]:
+    """The pairs a sheet's decoupled dims turn, 1-based within q_R: (1, 2), or (t, t + d_r/2)."""
+    setting = spec.setting("mla")
+    rope = spec.setting("rope")
+    if setting is None or rope is None:
+        return ()
+    return tuple((a - setting.d_nope + 1, b - setting.d_nope + 1) for a, b in rope.pairs(setting.d_nope + setting.d_r))
+
+
+def route(spec: Any) -> str:
+    setting = spec.setting("mla")
+    return "naive" if setting is None else setting.route
+
+
+def states(key: str, data: Mapping[str, Any]) -> bool:
+    """Whether a sheet states a key that sheets otherwise leave unsaid: RoPE's, beside the decoupled dims."""
+    table = data.get("mla")
+    return key in ROPE_KEYS and isinstance(table, Mapping) and "W_KR" in table
 
 
 def check_template(reader: Any, data: Mapping[str, Any], vary: Mapping[str, Any], ask: list[Any]) -> None:
@@ -52,9 +130,6 @@ def check_template(reader: Any, data: Mapping[str, Any], vary: Mapping[str, Any]
         return
     if not isinstance(table, Mapping):
         return  # the spec's reader says what is wrong with it
-    for key in ("W_QR", "W_KR"):
-        if key in table:
-            raise reader.error(f"mla.{key}", "an exercise sheet does not state the decoupled position dims yet")
     for key in ("Q", "K", "V", "d_k", "d_v"):
         if key in vary:
             raise reader.error(f"vary.{key}", "with an [mla] table Q, K and V are made from it; vary its matrices")
@@ -132,4 +207,20 @@ def hand_agrees(spec: Any, model: Any, hand_weights: Any, rows: Any) -> bool:
     return True
 
 
-__all__ = ["QUANTITIES", "STATED", "asked_cols", "check_template", "draw_into", "hand_agrees", "matrices", "values"]
+__all__ = [
+    "QUANTITIES",
+    "ROPE_KEYS",
+    "STATED",
+    "asked_cols",
+    "check_template",
+    "check_turn",
+    "draw_into",
+    "hand_agrees",
+    "matrices",
+    "pairs",
+    "route",
+    "stated",
+    "states",
+    "turn",
+    "values",
+]

@@ -77,7 +77,7 @@ def question_html(v: Variant, lang: str, the_gaps: Sequence[Gap] | None = None) 
     parts = [intro(v, t)]
     shown = []
     for g in the_gaps:
-        if g.asked.quantity not in shown and not _is_exact(g):
+        if g.asked.quantity not in shown and g.rounded:
             shown.append(g.asked.quantity)
     places = {g.asked.quantity: g.decimals for g in the_gaps}
     if shown:
@@ -92,10 +92,6 @@ def question_html(v: Variant, lang: str, the_gaps: Sequence[Gap] | None = None) 
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     parts.append(f'<table border="1"><tr>{head}</tr>{"".join(rows)}</table>')
     return "".join(parts)
-
-
-def _is_exact(g: Gap) -> bool:
-    return g.asked.quantity == "scores"  # the sheet does not round the scores (sheets.asked_decimals)
 
 
 def _category(name: str) -> str:

@@ -21,7 +21,7 @@ import zipfile
 from collections.abc import Sequence
 
 from symattn.classroom.gaps import Gap, gaps
-from symattn.classroom.lmstext import decimals_note, intro, label_cells, phrases, plain_phrases, title
+from symattn.classroom.lmstext import decimals_note, intro, label_cells, numbered, phrases, plain_phrases, title
 from symattn.classroom.variants import Variant
 from symattn.input.errors import SpecError
 
@@ -56,11 +56,11 @@ def _item(section: ET.Element, item_id: str, item_title: str, kind: str) -> ET.E
 def _numerical(section: ET.Element, v: Variant, k: int, gap: Gap, t) -> None:
     item = _item(section, ident(v, k), gap.asked.key, "numerical_question")
     quantity, row, column = label_cells(gap.asked, v, t)
-    if gap.asked.quantity == "output":  # a column of V by number, not "column column 2"
+    if numbered(gap.asked.quantity):  # a column of V or of the latent by number, not "column column 2"
         column = str((gap.asked.col or 0) + 1)
     where = t("lms.item", quantity=quantity, row=row, column=t("lms.item_column", column=column) if column else "")
     html = f"<p>{where}</p>"
-    if gap.asked.quantity != "scores":  # the sheet does not round the scores
+    if gap.rounded:  # the sheet does not round the scores, nor MLA's latent and q̃
         html += f"<p>{decimals_note(t, quantity, gap.decimals)}</p>"
     presentation = ET.SubElement(item, "presentation")
     _material(presentation, html)

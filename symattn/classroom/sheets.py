@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 import symattn.classroom.mla_sheet as mla_sheet
-from symattn.classroom.variants import Asked, Variant
+from symattn.classroom.variants import Asked, Variant, worked_rows
 from symattn.exact.head_figures import exact_figures
 from symattn.exact.heads import build_model
 from symattn.input.errors import SpecError
@@ -41,6 +41,7 @@ class SheetView:
     attends: tuple[tuple[str, ...], ...] | None = None  # with a mask: the tokens each token may attend to
     mla: tuple[tuple[str, Any], ...] = ()  # an [mla] table's matrices (name, numerals): Q, K, V are made from it
     route: str = "naive"  # the MLA route the sheet asks for
+    pairs: tuple[tuple[int, int], ...] = ()  # with the decoupled dims: the pairs RoPE turns (1-based within q_R)
 
 
 def _sheet_view(v: Variant) -> SheetView:
@@ -72,20 +73,13 @@ def _sheet_view(v: Variant) -> SheetView:
         spec.K,
         spec.V,
         v.asked,
-        # (the latent is asked of every key whatever the rows asked)
-        len(v.asked) > 0 and len({a.row for a in v.asked if a.row is not None and a.quantity != "latent"}) > 1,
+        len(worked_rows(v.asked)) > 1,
         tuple((q, rounded[q]) for q in quantities),
         None if spec.allowed is None else tuple(tuple(t for t, ok in zip(spec.tokens, r) if ok) for r in spec.allowed),
-        *_mla(spec),
+        mla_sheet.stated(spec),
+        mla_sheet.route(spec),
+        mla_sheet.pairs(spec),
     )
-
-
-def _mla(spec: Any) -> tuple[tuple[tuple[str, Any], ...], str]:
-    setting = spec.setting("mla")
-    if setting is None:
-        return (), "naive"
-    table = (("X", setting.X), ("W_DKV", setting.W_DKV), ("W_UK", setting.W_UK), ("W_UV", setting.W_UV))
-    return table + setting.query, setting.route
 
 
 def _with_lang(v: Variant, lang: str | None) -> Variant:

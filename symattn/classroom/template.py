@@ -175,7 +175,7 @@ def _template(data: Mapping[str, Any], source: str) -> Template:
         if k in data:
             raise reader.error(k, "exercises draw Q, K and V directly; projections and heads are not supported")
     for k in UNSTATED:
-        if k in data:
+        if k in data and not mla_sheet.states(k, data):
             raise reader.error(k, "an exercise sheet does not state this key yet; remove it, or render the derivation")
     ask = data.get("ask", list(DEFAULT_ASK))
     mla_sheet.check_template(reader, data, vary, ask if isinstance(ask, list) else [])

@@ -71,6 +71,11 @@ class Variant:
         return dict(self.data)
 
 
+def worked_rows(asked: Sequence[Asked]) -> set[int]:
+    """The rows a student works out (the latent is asked of every key, whatever the rows asked)."""
+    return {a.row for a in asked if a.row is not None and a.quantity != "latent"}
+
+
 def variant_seed(class_seed: int | str, student_id: str) -> int:
     """The documented per-student seed: the first 8 bytes of SHA-256 of ``"<class_seed>:<student_id>"``."""
     return int.from_bytes(hashlib.sha256(f"{class_seed}:{student_id}".encode()).digest()[:8], "big")
@@ -181,6 +186,8 @@ def _same_digits(exact, hand, ask: Sequence[str], rows: Sequence[int]) -> bool:
                 if format(e.value, "f") != format(h.value, "f"):
                     return False
                 continue
+            if e.exact and Fraction(h.value) == Fraction(e.value):
+                continue  # one exact value, whatever zeros each shows (a turned score: 1.250 and 1.25)
             places = max(0, -e.value.as_tuple().exponent)
             if round_half_up(Fraction(h.value), places) != e.value or -h.value.as_tuple().exponent < places:
                 return False
@@ -245,6 +252,8 @@ def draw(
                 k for k in ("Q", "K", "V") if any(isinstance(x, Formula) for row in getattr(spec, k) for x in row)
             )
             raise SpecError(t.source, key, f"exercises need numbers, not symbols ({', '.join(spec.symbols)})")
+        if attempt == 1:
+            mla_sheet.check_turn(spec)  # a turn the sheet cannot state is the template's, not the draw's
         problem = failed(spec, t)
         if problem is None:
             return Variant(
@@ -260,4 +269,4 @@ def draw(
     )
 
 
-__all__ = ["Asked", "CONDITIONS", "Variant", "asked", "draw", "failed", "variant_seed"]
+__all__ = ["Asked", "CONDITIONS", "Variant", "asked", "draw", "failed", "variant_seed", "worked_rows"]
