@@ -347,7 +347,7 @@ def test_bad_specs_and_options_are_one_line(varlen, tmp_path, capsys):
         (
             "",
             ["--dtype", "bfloat16"],
-            f"{result}: the value at [0, 0, 0] (0-based) is {float(np.load(result)[0, 0, 0])!r}, not a bfloat16 value: --dtype bfloat16 needs every value to be one (the file holds float32)",
+            f"{result}[0, 0, 0]: {float(np.load(result)[0, 0, 0])!r} is not a bfloat16 value: --dtype bfloat16 needs every value to be one (the file holds float32)",
         ),
     ]
     for extra, args, message in cases:

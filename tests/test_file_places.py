@@ -107,3 +107,29 @@ def test_in_memory_arrays_name_their_own_place():
         "dout[0, 4, 1, 0]: no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 "
         "ones are)"
     )
+
+
+def test_dtype_names_the_first_value_not_of_its_format_at_the_result_s_place(tmp_path, capsys):
+    """--dtype bfloat16 on float32 values: the file's place, 0-based in its own axes; a JSON result's rows
+    (several runs) as its reader names them, 1-based."""
+    import ml_dtypes
+
+    q, k, v, out = arrays(5)
+    out = out.astype(ml_dtypes.bfloat16).astype(np.float32)  # bfloat16 values saved as float32
+    out[1, 3, 2, 1] = np.float32(0.1)
+    spec = write(tmp_path, ['layout = "bnhd"'], q=q, k=k, v=v, o=out)
+    assert cli(capsys, spec, tmp_path / "o.npy", "--dtype", "bfloat16") == (
+        2,
+        "",
+        f"symattn: {tmp_path / 'o.npy'}[1, 3, 2, 1]: 0.10000000149011612 is not a bfloat16 value: --dtype bfloat16 "
+        "needs every value to be one (the file holds float32)\n",
+    )
+    (tmp_path / "t.toml").write_text("Q = [[1, 0], [0, 1]]\nK = [[1, 0], [0, 1]]\nV = [[1, 2], [3, 4]]\n")
+    (tmp_path / "r1.json").write_text("[[1.5, 2.5], [2.5, 0.1]]")
+    (tmp_path / "r2.json").write_text("[[1.5, 2.5], [2.5, 3.0]]")
+    assert cli(capsys, tmp_path / "t.toml", tmp_path / "r1.json", tmp_path / "r2.json", "--dtype", "bfloat16") == (
+        2,
+        "",
+        f"symattn: {tmp_path / 'r1.json'}: result[2][2]: 0.1 is not a bfloat16 value: --dtype bfloat16 needs every "
+        "value to be one (the file holds decimals)\n",
+    )
