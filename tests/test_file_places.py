@@ -133,3 +133,97 @@ def test_dtype_names_the_first_value_not_of_its_format_at_the_result_s_place(tmp
         f"symattn: {tmp_path / 'r1.json'}: result[2][2]: 0.1 is not a bfloat16 value: --dtype bfloat16 needs every "
         "value to be one (the file holds decimals)\n",
     )
+
+
+def paged_cache():
+    """q (batch 2, 3 queries, 4 heads, d 8) and caches of 6 blocks of 4 keys (2 kv heads): batch 0 holds
+    blocks 5, 0 and the first 2 keys of 3; batch 1 blocks 2 and the first 3 keys of 4. Block 1 is no one's."""
+    rng = np.random.default_rng(6)
+    q = rng.standard_normal((2, 3, 4, 8)).astype(np.float32)
+    k, v = (rng.standard_normal((6, 4, 2, 8)).astype(np.float32) for _ in range(2))
+    return q, k, v, np.array([[5, 0, 3], [2, 4, 1]], np.int32), np.array([10, 7], np.int32)
+
+
+def test_a_paged_cache_names_the_place_in_its_own_axes():
+    """(block, offset, kv head, column) of the cache given, not of the keys gathered; the entries no batch
+    holds are not read (a cache's free slots hold anything)."""
+    from symattn.kernel import compare
+
+    q, k, v, table, lengths = paged_cache()
+    k[1, 0, 0, 0] = np.inf  # block 1: no batch's
+    k[3, 2, 0, 0] = np.nan  # batch 0 holds keys 0 and 1 of block 3 only
+    k[3, 1, 1, 2] = np.nan
+    with pytest.raises(SpecError) as info:
+        compare(q, q, k, v, block_table=table, seqlens_k=lengths, layout="bnhd")
+    assert str(info.value) == "k[3, 1, 1, 2]: not a finite number"
+    k[3, 1, 1, 2] = 0.5
+    v = v.astype(np.float64)
+    v[4, 2, 0, 7] = 0.1  # batch 1's key 6; float64's 0.1
+    with pytest.raises(SpecError) as info:
+        compare(q, q, k, v, block_table=table, seqlens_k=lengths, layout="bnhd")
+    assert str(info.value) == (
+        "v[4, 2, 0, 7]: no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
+    )
+
+
+def test_a_contiguous_cache_and_varlen_name_the_place_in_their_own_axes():
+    from symattn.kernel import compare
+
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((2, 4, 3, 8)).astype(np.float32)  # bhnd
+    k, v = (rng.standard_normal((2, 2, 12, 8)).astype(np.float32) for _ in range(2))
+    k[1, 0, 10, 0] = np.nan  # batch 1 holds 9 keys
+    v[1, 1, 8, 3] = -np.inf
+    with pytest.raises(SpecError) as info:
+        compare(q, q, k, v, seqlens_k=[12, 9], layout="bhnd")
+    assert str(info.value) == "v[1, 1, 8, 3]: not a finite number"
+    q, k, v = (rng.standard_normal((9, 2, 4)).astype(np.float32) for _ in range(3))  # (total, heads, d)
+    k[7, 1, 2] = np.nan
+    with pytest.raises(SpecError) as info:
+        compare(q, q, k, v, cu_seqlens_q=[0, 4, 9], cu_seqlens_k=[0, 4, 9])
+    assert str(info.value) == "k[7, 1, 2]: not a finite number"
+
+
+def test_a_layout_spec_names_the_cache_file_s_place(tmp_path, capsys):
+    q, k, v, table, lengths = paged_cache()
+    k[1, 0, 0, 0] = np.nan  # no batch's
+    v[0, 3, 1, 6] = np.inf
+    lines = ['layout = "bnhd"', 'block_table = "table.npy"', 'seqlens_k = "lengths.npy"']
+    spec = write(tmp_path, lines, q=q, k=k, v=v, o=q, table=table, lengths=lengths)
+    assert cli(capsys, spec, tmp_path / "o.npy") == (
+        2,
+        "",
+        f"symattn: {spec}: V: 'v.npy'[0, 3, 1, 6]: not a finite number\n",
+    )
+
+
+def test_integer_files_name_their_own_place(tmp_path, capsys):
+    """cu_seqlens, a block table, seqlens_k and a descale: the value at its place, in the file and in memory."""
+    from symattn.kernel import compare
+
+    q, k, v, table, lengths = paged_cache()
+    lines = ['layout = "bnhd"', 'block_table = "table.npy"', 'seqlens_k = "lengths.npy"']
+    spec = write(tmp_path, lines, q=q, k=k, v=v, o=q, table=np.array([[5, 0, 3], [2, 9, 1]]), lengths=lengths)
+    assert cli(capsys, spec, tmp_path / "o.npy") == (
+        2,
+        "",
+        f"symattn: {spec}: block_table: 'table.npy'[1, 1]: 9 is no block of the caches (0 to 5)\n",
+    )
+    spec = write(tmp_path, lines, table=table, lengths=np.array([10, 13], np.int32))
+    assert cli(capsys, spec, tmp_path / "o.npy") == (
+        2,
+        "",
+        f"symattn: {spec}: seqlens_k: 'lengths.npy'[1]: 13 is not 1 to 12, the keys batch 1's cache holds\n",
+    )
+    descale = np.ones((2, 2), np.float32)
+    descale[1, 0] = -0.5
+    spec = write(tmp_path, [*lines, 'k_descale = "kd.npy"'], lengths=lengths, kd=descale)
+    assert cli(capsys, spec, tmp_path / "o.npy") == (
+        2,
+        "",
+        f"symattn: {spec}: k_descale: 'kd.npy'[1, 0]: -0.5 is not a positive float32 value (flash_attn_3's descale "
+        "factors are)\n",
+    )
+    with pytest.raises(SpecError) as info:
+        compare(q[0], q[0], k[0], v[0], cu_seqlens_q=[0, 2, 1, 3], cu_seqlens_k=[0, 1, 2, 4])
+    assert str(info.value) == "cu_seqlens_q[2]: 1 is less than [1] (2): the offsets may not decrease"
