@@ -227,3 +227,37 @@ def test_integer_files_name_their_own_place(tmp_path, capsys):
     with pytest.raises(SpecError) as info:
         compare(q[0], q[0], k[0], v[0], cu_seqlens_q=[0, 2, 1, 3], cu_seqlens_k=[0, 1, 2, 4])
     assert str(info.value) == "cu_seqlens_q[2]: 1 is less than [1] (2): the offsets may not decrease"
+
+
+def test_a_certificate_s_do_file_names_its_own_place(tmp_path, capsys):
+    """compute --certify --float64 --grad-output: dO's place as compare names it (a JSON dO's rows 1-based)."""
+    from symattn.cli.commands import main
+
+    rng = np.random.default_rng(8)
+    for name, heads in (("q", 4), ("k", 2), ("v", 2)):
+        np.save(tmp_path / f"{name}.npy", rng.standard_normal((2, heads, 6, 4)).astype(np.float32))
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
+    do = rng.standard_normal((2, 4, 6, 4)).astype(np.float64)
+    do[1, 2, 5, 3] = np.nan
+    cases = [(do, "dO[1, 2, 5, 3]: not a finite number")]
+    do = do.astype(np.float32).astype(np.float64)
+    do[1, 2, 5, 3], do[0, 3, 1, 2] = 0.5, 0.1  # float64's 0.1
+    why = "no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
+    cases.append((do, f"dO[0, 3, 1, 2]: {why}"))
+    for array, message in cases:
+        np.save(tmp_path / "do.npy", array)
+        argv = [
+            "compute",
+            str(tmp_path / "s.toml"),
+            "--certify",
+            "--float64",
+            "--grad-output",
+            str(tmp_path / "do.npy"),
+        ]
+        assert main([*argv, "-o", str(tmp_path / "c.json")]) == 2
+        assert capsys.readouterr() == ("", f"symattn: {tmp_path / 'do.npy'}: {message}\n")
+        assert not (tmp_path / "c.json").exists()
+    (tmp_path / "do.json").write_text("[[0.5, 0.25], [0.1, 1.0]]")  # 0.1: no float32 value
+    argv = ["compute", str(tmp_path / "s.toml"), "--certify", "--float64", "--grad-output", str(tmp_path / "do.json")]
+    assert main([*argv, "-o", str(tmp_path / "c.json")]) == 2
+    assert capsys.readouterr() == ("", f"symattn: {tmp_path / 'do.json'}: dO[2][1]: not a finite float32 value\n")

@@ -223,17 +223,23 @@ def _float32_values(name: str, a: np.ndarray, used: np.ndarray | None = None) ->
     """Refuse a NaN, an infinity or a float64 value that is no float32 value, naming the first as numpy indexes
     the array given (0-based: ``q[0, 0, 2, 5]``, a paged cache's ``k[block, offset, kv head, column]``);
     ``used``: where a paged cache holds some batch's keys (the rest of a cache is not read)."""
+    found = not_float32(a, used)
+    if found is not None:
+        raise SpecError(name, None, found[1], index=found[0])
+
+
+def not_float32(a: np.ndarray, used: np.ndarray | None = None) -> tuple[tuple[int, ...], str] | None:
+    """The place (0-based) of the first NaN or infinity, else of the first value that is no float32 value, and
+    why; None where every value (``used``: of those where it is True, axes but the last) is a float32 one."""
     within = np.ones(a.shape, dtype=bool) if used is None else np.broadcast_to(used[..., None], a.shape)
     bad = ~np.isfinite(a) & within
+    why = "not a finite number"
     if not bad.any():
         bad = (a.astype(np.float32).astype(np.float64) != a) & within
-        if not bad.any():
-            return
         why = "no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
-    else:
-        why = "not a finite number"
-    at = tuple(int(i) for i in np.argwhere(bad)[0])
-    raise SpecError(name, None, why, index=at)
+        if not bad.any():
+            return None
+    return tuple(int(i) for i in np.argwhere(bad)[0]), why
 
 
 def _allowed(n: int, m: int, causal: bool, align: str, window: Any) -> np.ndarray | None:
