@@ -34,7 +34,7 @@ def test_a_file_with_batch_and_head_axes_names_its_own_place(tmp_path, capsys):
     assert cli(capsys, spec, tmp_path / "o.npy") == (
         2,
         "",
-        f"symattn: {spec}: K: 'k.npy'[1, 3, 0, 2]: not a finite number\n",
+        f"symattn: {spec}: K: 'k.npy'[1, 3, 0, 2]: not a finite number: nan\n",
     )
 
 
@@ -65,15 +65,25 @@ def test_do_files_name_their_own_place(tmp_path, capsys):
     do[0, 2, 1, 3] = np.nan
     spec = write(tmp_path, ['layout = "bnhd"', 'mask = "causal"'], q=q, k=k, v=v, do=do, dq=q)
     got = cli(capsys, spec, tmp_path / "dq.npy", "--quantity", "dq", "--grad-output", tmp_path / "do.npy")
-    assert got == (2, "", f"symattn: {tmp_path / 'do.npy'}: dO[0, 2, 1, 3]: not a finite number\n")
+    assert got == (2, "", f"symattn: {tmp_path / 'do.npy'}: dO[0, 2, 1, 3]: not a finite number: nan\n")
     spec = write(tmp_path, ['layout = "bnhd"', 'mask = "causal"', "[backward]", 'grad_output = "do.npy"'])
     got = cli(capsys, spec, tmp_path / "dq.npy", "--quantity", "dq")
-    assert got == (2, "", f"symattn: {spec}: backward.grad_output: 'do.npy'[0, 2, 1, 3]: not a finite number\n")
+    assert got == (2, "", f"symattn: {spec}: backward.grad_output: 'do.npy'[0, 2, 1, 3]: not a finite number: nan\n")
     one = [np.ascontiguousarray(a[0, :, 0]) for a in (q, k, v, do)]
     one[3][3, 1] = np.nan
     spec = write(tmp_path, [], q=one[0], k=one[1], v=one[2], do=one[3], dq=one[0])
     got = cli(capsys, spec, tmp_path / "dq.npy", "--quantity", "dq", "--grad-output", tmp_path / "do.npy")
     assert got == (2, "", f"symattn: {tmp_path / 'do.npy'}: dO[3, 1]: not a finite number: nan\n")
+
+
+def test_a_json_do_names_its_typed_rows_1_based(tmp_path, capsys):
+    (tmp_path / "t.toml").write_text("Q = [[1, 0], [0, 1]]\nK = [[1, 0], [0, 1]]\nV = [[1, 2], [3, 4]]\n")
+    (tmp_path / "dq.json").write_text("[[0.5, 0.25], [0.5, 1.0]]")
+    (tmp_path / "do.json").write_text("[[0.5, 0.25], [NaN, 1.0]]")
+    got = cli(
+        capsys, tmp_path / "t.toml", tmp_path / "dq.json", "--quantity", "dq", "--grad-output", tmp_path / "do.json"
+    )
+    assert got == (2, "", f"symattn: {tmp_path / 'do.json'}: dO[2][1]: not a finite number: nan\n")
 
 
 def test_a_layout_spec_names_the_file_s_place(tmp_path, capsys):
@@ -86,7 +96,7 @@ def test_a_layout_spec_names_the_file_s_place(tmp_path, capsys):
     assert cli(capsys, spec, tmp_path / "o.npy") == (
         2,
         "",
-        f"symattn: {spec}: Q: 'q.npy'[7, 2, 1]: not a finite number\n",
+        f"symattn: {spec}: Q: 'q.npy'[7, 2, 1]: not a finite number: nan\n",
     )
 
 
@@ -98,7 +108,7 @@ def test_in_memory_arrays_name_their_own_place():
     v[1, 0, 2, 3] = np.inf
     with pytest.raises(SpecError) as info:
         compare(out, q, k, v, layout="bnhd")
-    assert str(info.value) == "v[1, 0, 2, 3]: not a finite number"
+    assert str(info.value) == "v[1, 0, 2, 3]: not a finite number: inf"
     dout = out.astype(np.float64)
     dout[0, 4, 1, 0] = 0.1  # float64's 0.1: no float32 value
     with pytest.raises(SpecError) as info:
@@ -155,7 +165,7 @@ def test_a_paged_cache_names_the_place_in_its_own_axes():
     k[3, 1, 1, 2] = np.nan
     with pytest.raises(SpecError) as info:
         compare(q, q, k, v, block_table=table, seqlens_k=lengths, layout="bnhd")
-    assert str(info.value) == "k[3, 1, 1, 2]: not a finite number"
+    assert str(info.value) == "k[3, 1, 1, 2]: not a finite number: nan"
     k[3, 1, 1, 2] = 0.5
     v = v.astype(np.float64)
     v[4, 2, 0, 7] = 0.1  # batch 1's key 6; float64's 0.1
@@ -176,12 +186,17 @@ def test_a_contiguous_cache_and_varlen_name_the_place_in_their_own_axes():
     v[1, 1, 8, 3] = -np.inf
     with pytest.raises(SpecError) as info:
         compare(q, q, k, v, seqlens_k=[12, 9], layout="bhnd")
-    assert str(info.value) == "v[1, 1, 8, 3]: not a finite number"
+    assert str(info.value) == "v[1, 1, 8, 3]: not a finite number: -inf"
     q, k, v = (rng.standard_normal((9, 2, 4)).astype(np.float32) for _ in range(3))  # (total, heads, d)
     k[7, 1, 2] = np.nan
     with pytest.raises(SpecError) as info:
         compare(q, q, k, v, cu_seqlens_q=[0, 4, 9], cu_seqlens_k=[0, 4, 9])
-    assert str(info.value) == "k[7, 1, 2]: not a finite number"
+    assert str(info.value) == "k[7, 1, 2]: not a finite number: nan"
+    q = rng.standard_normal((2, 4, 3, 8)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 12, 8)).astype(np.float32)
+    with pytest.raises(SpecError) as info:  # v of another batch: one line, not an IndexError
+        compare(q, q, k, k[:1], seqlens_k=[12, 9], layout="bhnd")
+    assert str(info.value) == "v: shape: (1, 2, 12, 8); a cache with seqlens_k is (batch, keys, kv heads, d)"
 
 
 def test_a_layout_spec_names_the_cache_file_s_place(tmp_path, capsys):
@@ -193,7 +208,7 @@ def test_a_layout_spec_names_the_cache_file_s_place(tmp_path, capsys):
     assert cli(capsys, spec, tmp_path / "o.npy") == (
         2,
         "",
-        f"symattn: {spec}: V: 'v.npy'[0, 3, 1, 6]: not a finite number\n",
+        f"symattn: {spec}: V: 'v.npy'[0, 3, 1, 6]: not a finite number: inf\n",
     )
 
 
@@ -239,7 +254,7 @@ def test_a_certificate_s_do_file_names_its_own_place(tmp_path, capsys):
     (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
     do = rng.standard_normal((2, 4, 6, 4)).astype(np.float64)
     do[1, 2, 5, 3] = np.nan
-    cases = [(do, "dO[1, 2, 5, 3]: not a finite number")]
+    cases = [(do, "dO[1, 2, 5, 3]: not a finite number: nan")]
     do = do.astype(np.float32).astype(np.float64)
     do[1, 2, 5, 3], do[0, 3, 1, 2] = 0.5, 0.1  # float64's 0.1
     why = "no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"

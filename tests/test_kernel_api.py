@@ -225,7 +225,7 @@ def test_bad_tensors_are_one_line():
         (
             (x, np.array([[1, np.nan]] * 4, np.float32), x, x),
             {},
-            "q[0, 1]: not a finite number",
+            "q[0, 1]: not a finite number: nan",
         ),
         ((x[:3], x, x, x), {}, "out: shape: (3, 2); the output of these q, k and v is (4, 2)"),
         (

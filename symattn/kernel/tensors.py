@@ -233,12 +233,13 @@ def not_float32(a: np.ndarray, used: np.ndarray | None = None) -> tuple[tuple[in
     why; None where every value (``used``: of those where it is True, axes but the last) is a float32 one."""
     within = np.ones(a.shape, dtype=bool) if used is None else np.broadcast_to(used[..., None], a.shape)
     bad = ~np.isfinite(a) & within
-    why = "not a finite number"
+    if bad.any():  # its value said, as a spec's file names it: not a finite number: nan
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        return at, f"not a finite number: {'nan' if np.isnan(a[at]) else 'inf' if a[at] > 0 else '-inf'}"
+    bad = (a.astype(np.float32).astype(np.float64) != a) & within
     if not bad.any():
-        bad = (a.astype(np.float32).astype(np.float64) != a) & within
-        why = "no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
-        if not bad.any():
-            return None
+        return None
+    why = "no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
     return tuple(int(i) for i in np.argwhere(bad)[0]), why
 
 
