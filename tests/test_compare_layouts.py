@@ -238,9 +238,9 @@ BAD_VARLEN = [  # (the file saved as cu_q.npy, the line)
         np.array([0.0, 5, 5, 12, 15], np.float32),
         "descr: a float32 array where whole numbers are needed (int32 or int64, as torch saves them)",
     ),
-    (np.array([0, 5, 3, 12, 15], np.int32), "[2] is 3, less than [1] (5): the offsets may not decrease"),
-    (np.array([0, 5, 5, 12, 14], np.int32), "[4] is 14, the last offset; q holds 15 tokens"),
-    (np.array([1, 5, 5, 12, 15], np.int64), "[0] is 1; the offsets start at 0"),
+    (np.array([0, 5, 3, 12, 15], np.int32), "[2]: 3 is less than [1] (5): the offsets may not decrease"),
+    (np.array([0, 5, 5, 12, 14], np.int32), "[4]: 14 is the last offset; q holds 15 tokens"),
+    (np.array([1, 5, 5, 12, 15], np.int64), "[0]: 1 is not 0: the offsets start at 0"),
     (
         np.array([0, 5, 5, 12, 15], ">i4"),
         "descr: a big-endian int32 array ('>i4'); save it little-endian (numpy's default)",
@@ -261,7 +261,8 @@ def test_bad_varlen_files_are_one_line(varlen, tmp_path, capsys, array, message)
     code, out, err = compare(capsys, spec, tmp_path / "o.npy")
     key = "cu_seqlens_k" if message.startswith("4 sequences") else "cu_seqlens_q"
     file = "cu_k.npy" if key == "cu_seqlens_k" else "cu_q.npy"
-    assert (code, out) == (2, "") and err == f"symattn: {spec}: {key}: '{file}': {message}\n"
+    after = message if message.startswith("[") else f": {message}"  # a place in the file: 'cu_q.npy'[2]
+    assert (code, out) == (2, "") and err == f"symattn: {spec}: {key}: '{file}'{after}\n"
 
 
 def test_hostile_integer_files_are_one_line(varlen, tmp_path, capsys):
@@ -270,7 +271,7 @@ def test_hostile_integer_files_are_one_line(varlen, tmp_path, capsys):
     np.save(tmp_path / "whole.npy", np.array([0, 5, 5, 12, 15], np.int32))
     cases = [
         ((tmp_path / "whole.npy").read_bytes()[:-4], "shape: 16 bytes of data for 5 int32 (20 expected)"),
-        (np.array([0, 2**63 + 1, 5, 12, 15], np.uint64), "[1] is 9223372036854775809, past int64's range"),
+        (np.array([0, 2**63 + 1, 5, 12, 15], np.uint64), "[1]: 9223372036854775809 is past int64's range"),
         (
             np.array([0, 1, 1, 1, 1], bool),
             "descr: a bool array where whole numbers are needed (int32 or int64, as torch saves them)",
@@ -282,24 +283,25 @@ def test_hostile_integer_files_are_one_line(varlen, tmp_path, capsys):
         else:
             np.save(tmp_path / "cu_q.npy", given)
         code, out, err = compare(capsys, spec, tmp_path / "o.npy")
-        assert (code, out, err) == (2, "", f"symattn: {spec}: cu_seqlens_q: 'cu_q.npy': {message}\n")
+        after = message if message.startswith("[") else f": {message}"
+        assert (code, out, err) == (2, "", f"symattn: {spec}: cu_seqlens_q: 'cu_q.npy'{after}\n")
 
 
 BAD_PAGED = [  # (what is saved over the paged.safetensors tensors, the key, the line)
     (
         {"block_table": torch.tensor([[5, 0, 6], [2, 4, 1]], dtype=torch.int32)},
         "block_table",
-        "[0, 2] is 6; the caches have 6 blocks",
+        "[0, 2]: 6 is no block of the caches (0 to 5)",
     ),
     (
         {"block_table": torch.tensor([[5, 0, -1], [2, 4, 1]], dtype=torch.int64)},
         "block_table",
-        "[0, 2] is -1; the caches have 6 blocks",
+        "[0, 2]: -1 is no block of the caches (0 to 5)",
     ),
     (
         {"seqlens_k": torch.tensor([-3, 7], dtype=torch.int32)},
         "seqlens_k",
-        "[0] is -3; batch 0's cache holds 1 to 12 keys",
+        "[0]: -3 is not 1 to 12, the keys batch 0's cache holds",
     ),
     ({"seqlens_k": torch.tensor([10, 7, 1], dtype=torch.int32)}, "seqlens_k", "shape: 3 lengths; q has a batch of 2"),
     (
@@ -326,7 +328,8 @@ def test_bad_paged_files_are_one_line(paged, tmp_path, capsys, tensors, key, mes
         "paged.safetensors" if message.startswith("dtype") else f"paged.safetensors:{key}"
     )  # the reader's, the engine's
     key = f"{key}: '{file}': {key}" if message.startswith("dtype") else f"{key}: '{file}'"
-    assert (code, out) == (2, "") and err == f"symattn: {spec}: {key}: {message}\n"
+    after = message if message.startswith("[") else f": {message}"
+    assert (code, out) == (2, "") and err == f"symattn: {spec}: {key}{after}\n"
 
 
 def test_bad_specs_and_options_are_one_line(varlen, tmp_path, capsys):
@@ -347,7 +350,7 @@ def test_bad_specs_and_options_are_one_line(varlen, tmp_path, capsys):
         (
             "",
             ["--dtype", "bfloat16"],
-            f"{result}: the value at [0, 0, 0] (0-based) is {float(np.load(result)[0, 0, 0])!r}, not a bfloat16 value: --dtype bfloat16 needs every value to be one (the file holds float32)",
+            f"{result}[0, 0, 0]: {float(np.load(result)[0, 0, 0])!r} is not a bfloat16 value: --dtype bfloat16 needs every value to be one (the file holds float32)",
         ),
     ]
     for extra, args, message in cases:

@@ -225,7 +225,7 @@ def test_bad_tensors_are_one_line():
         (
             (x, np.array([[1, np.nan]] * 4, np.float32), x, x),
             {},
-            "q[0, 1]: not a finite number",
+            "q[0, 1]: not a finite number: nan",
         ),
         ((x[:3], x, x, x), {}, "out: shape: (3, 2); the output of these q, k and v is (4, 2)"),
         (
@@ -350,7 +350,7 @@ def test_a_safetensors_result_and_bfloat16_saved_as_float32(small, tmp_path, cap
     value = float(out[tuple(first)])
     place = ", ".join(map(str, first))
     assert err == (
-        f"symattn: {folder / 'o32.npy'}: the value at [{place}] (0-based) is {value!r}, not a bfloat16 value: "
+        f"symattn: {folder / 'o32.npy'}[{place}]: {value!r} is not a bfloat16 value: "
         "--dtype bfloat16 needs every value to be one (the file holds float32)\n"
     )
     assert main(["compare", spec, str(folder / "r.safetensors")]) == 2

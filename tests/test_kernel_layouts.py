@@ -95,10 +95,10 @@ def test_a_paged_cache_against_torch_float64():
     assert report.ok and report.comparison.where.convention == "out[batch, query, head, column]"
     with pytest.raises(SpecError) as info:
         compare(q, q, k_cache, v_cache, block_table=table + 1, seqlens_k=lengths, layout="bnhd")
-    assert str(info.value) == "block_table: [0, 0] is 6; the caches have 6 blocks"
+    assert str(info.value) == "block_table[0, 0]: 6 is no block of the caches (0 to 5)"
     with pytest.raises(SpecError) as info:
         compare(q, q, k_cache, v_cache, block_table=table, seqlens_k=[13, 7], layout="bnhd")
-    assert str(info.value) == "seqlens_k: [0] is 13; batch 0's cache holds 1 to 12 keys"
+    assert str(info.value) == "seqlens_k[0]: 13 is not 1 to 12, the keys batch 0's cache holds"
 
 
 def test_a_decode_shape_a_few_queries_against_a_long_cache():
@@ -159,7 +159,7 @@ def test_fp8_inputs_with_descales_as_flash_attn_3_takes_them(fmt):
         ({"cu_seqlens_q": [0, 4]}, "cu_seqlens_k: missing: varlen takes both"),
         (
             {"cu_seqlens_q": [0, 3], "cu_seqlens_k": [0, 4]},
-            "cu_seqlens_q: [1] is 3, the last offset; q holds 4 tokens",
+            "cu_seqlens_q[1]: 3 is the last offset; q holds 4 tokens",
         ),
         (
             {"cu_seqlens_q": [0.0, 4.0], "cu_seqlens_k": [0, 4]},

@@ -139,6 +139,38 @@ def test_sdpa_passes_flash_rule_in_every_case_on_both_workers(sdpa_report):
     assert len({c["worker"] for c in report["cases"]}) == 2
 
 
+SINK_GRID = """\
+seed = 5
+rule = "flash"
+kinds = ["output", "dsink"]
+
+[grid]
+heads = [2]
+kv_heads = [1]
+seqlen = [16]
+head_dim = [8]
+dtype = ["float32", "bfloat16"]
+sinks = [true]
+"""
+
+
+@pytest.mark.slow  # a real Dask cluster
+def test_dsink_is_a_kind_of_a_sweep_with_sinks(cluster, capsys, tmp_path):
+    """The sinks' .grad is judged as compare(kind="dsink") judges it: a float64 kernel with sinks passes; one
+    whose sinks pass back half their gradient has the same output and fails dsink alone, in every case."""
+    code, report, err = _sweep(capsys, tmp_path, "sinks_float64", "--scheduler", cluster[0], grid=SINK_GRID)
+    assert (code, err, report["passed"], report["failed"]) == (0, "", 2, 0)
+    for case in report["cases"]:
+        assert [(c["kind"], c["verdict"], c["rule"]) for c in case["checks"]] == [
+            ("output", "pass", "flash(rtol=2, atol=0)"),
+            ("dsink", "pass", "flash(rtol=2, atol=0)"),
+        ]
+    code, report, err = _sweep(capsys, tmp_path, "sinks_half_dsink", "--scheduler", cluster[0], grid=SINK_GRID)
+    assert (code, err, report["passed"], report["failed"]) == (1, "", 0, 2)
+    got = [(c["dtype"], c["kind"], [x["verdict"] for x in c["checks"]], c["place"]) for c in report["cases"]]
+    assert got == [("float32", "dsink", ["pass", "fail"], "out[1]"), ("bfloat16", "dsink", ["pass", "fail"], "out[1]")]
+
+
 @pytest.mark.slow  # a real Dask cluster
 def test_a_kernel_wrong_for_bf16_causal_fails_exactly_those_two_cases(cluster, capsys, tmp_path):
     code, report, err = _sweep(capsys, tmp_path, "wrong_bf16_causal", "--scheduler", cluster[0])
@@ -252,7 +284,7 @@ BAD_GRIDS = [
     ),
     (
         'kinds = ["output", "dz"]\n[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\n',
-        "grid.toml: kinds[2]: expected one of output, lse, dq, dk, dv, got 'dz'",
+        "grid.toml: kinds[2]: expected one of output, lse, dq, dk, dv, dsink, got 'dz'",
     ),
     (
         'rtol = -1\n[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\n',
@@ -291,6 +323,17 @@ BAD_GRIDS = [
     (
         '[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\nsinks = [true, "no"]\n',
         "grid.toml: grid.sinks[2]: expected true or false, got 'no'",
+    ),
+    (
+        'kinds = ["output", "dsink"]\n[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\n',
+        "grid.toml: kinds[2]: 'dsink' is the gradient of the sink logits: every case needs them (sinks = [true] in "
+        "[grid])",
+    ),
+    (
+        'kinds = ["dsink"]\n[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\n'
+        "sinks = [false, true]\n",
+        "grid.toml: kinds[1]: 'dsink' is the gradient of the sink logits: every case needs them (sinks = [true] in "
+        "[grid])",
     ),
 ]
 

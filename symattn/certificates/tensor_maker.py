@@ -142,15 +142,19 @@ def grad_rows(path: str, batch: int, heads: int, n: int, dv: int, layout: str) -
     dropped), the heads side by side (n, heads·d_v), or with batch and head axes in the spec's layout."""
     from symattn.input.floats import read_result
     from symattn.kernel.deciding import is_double
+    from symattn.kernel.tensors import not_float32
 
     result = read_result(path)
     a = result.array
-    if a is None:  # JSON: its numbers exactly, where they are floats
-        if not all(x is not None and is_double(x) for row in result.rows for x in row):
-            raise SpecError(path, "dO", "every entry must be a finite float32 value (float16 and bfloat16 ones are)")
+    if a is None:  # JSON: its numbers exactly, where they are floats; its rows named as typed, 1-based
+        for i, row in enumerate(result.rows):
+            for j, x in enumerate(row):
+                if x is None or not is_double(x) or not float64.is_float32(np.array([float(x)])):
+                    raise SpecError(path, "dO", "not a finite float32 value", (i + 1, j + 1))
         a = np.array([[float(x) for x in row if x is not None] for row in result.rows], dtype=np.float64)
-    if not np.all(np.isfinite(a)) or not float64.is_float32(a):
-        raise SpecError(path, "dO", "every entry must be a finite float32 value (float16 and bfloat16 ones are)")
+    found = not_float32(a)
+    if found is not None:  # in the file's own axes
+        raise SpecError(path, "dO", found[1], index=found[0])
     shape = a.shape
     if a.ndim >= 2 and all(x == 1 for x in shape[:-2]):
         a = a.reshape(shape[-2:])

@@ -75,13 +75,8 @@ def read_batched(
     _given(reader, data, "heads", heads)
     if kv < heads or "kv_heads" in data:
         _given(reader, data, "kv_heads", kv)
-    import numpy as np
-
     for key in bhnd:  # named in the file's own axes, as numpy indexes it
-        bad = np.argwhere(~np.isfinite(arrays[key].values))
-        if bad.size:
-            at = tuple(int(i) for i in bad[0])
-            raise SpecError(reader.source, key, f"{filematrix.place(str(raw[key]), at)}: not a finite number")
+        _finite(arrays[key].values, str(raw[key]), key, reader.source)
     batches = tuple(
         tuple(_side_by_side(bhnd[key][b], arrays[key].format, str(raw[key]), key, reader) for key in ("Q", "K", "V"))
         for b in range(batch)
@@ -97,6 +92,17 @@ def read_batched(
     return out, batches if batch > 1 else (), layout, grads[1:]  # type: ignore[return-value]
 
 
+def _finite(values: Any, raw: str, key: str, source: str) -> None:
+    """Refuse a NaN or an infinity, naming the first in the file's own axes with its value, as the matrix
+    reader does: ``Q: 'q.npy'[0, 0, 2, 5]: not a finite number: nan``."""
+    from symattn.input import tensorfile
+
+    bad = tensorfile.not_finite(values)
+    if bad:
+        (at, what), *_ = bad
+        raise SpecError(source, key, f"{filematrix.place(raw, at)}: not a finite number: {what}")
+
+
 def _grad_outputs(reader: Reader, data: Mapping[str, Any], layout: str, shape: tuple[int, ...]) -> tuple:
     """``[backward] grad_output`` as a file with batch and head axes (dO of O's shape): each batch's (N, H·dv)
     matrix, as Q's; none where it is not such a file (the matrix reader checks it then)."""
@@ -108,16 +114,12 @@ def _grad_outputs(reader: Reader, data: Mapping[str, Any], layout: str, shape: t
     a = filematrix.read_array(str(raw), key, reader.source, reader.folder)
     if a.values.ndim not in (3, 4):
         return ()
-    import numpy as np
 
     dO = to_bhnd(a.values, layout)
     if dO.shape != shape:
         want = shape if layout == "bhnd" else (shape[0], shape[2], shape[1], shape[3])
         raise ShapeError(reader.source, key, f"{str(raw)!r}: shape {tuple(a.values.shape)}; O's is {want} ({layout})")
-    bad = np.argwhere(~np.isfinite(a.values))
-    if bad.size:
-        at = tuple(int(i) for i in bad[0])
-        raise SpecError(reader.source, key, f"{filematrix.place(str(raw), at)}: not a finite number")
+    _finite(a.values, str(raw), key, reader.source)
     return tuple(_side_by_side(dO[b], a.format, str(raw), key, reader) for b in range(shape[0]))
 
 

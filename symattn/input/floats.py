@@ -218,19 +218,20 @@ def measured(source: str, array: tensorfile.Array, fmt: str | None) -> tensorfil
     return tensorfile.Array(fmt, array.values)
 
 
-def in_format(source: str, values: np.ndarray, fmt: str, held: str) -> None:
-    """Refuse, in one line naming the first, a finite value that is not one of ``fmt``'s (the file holds ``held``)."""
+def in_format(source: str, values: np.ndarray, fmt: str, held: str, rows: bool = False) -> None:
+    """Refuse, in one line naming the first, a finite value that is not one of ``fmt``'s (the file holds ``held``):
+    at its place in the array, 0-based (``r.npy[0, 3, 17, 5]``), or, ``rows`` of a JSON result, as its reader
+    names them (``result[1][2]``)."""
     with np.errstate(all="ignore"):  # out of range: inf or NaN, unequal to the value
         back = values.astype(tensorfile.dtype_of(fmt)).astype(np.float64)
     wrong = np.isfinite(values) & (back != values)
     if wrong.any():
         at = tuple(int(i) for i in np.argwhere(wrong)[0])
-        raise SpecError(
-            source,
-            None,
-            f"the value at [{', '.join(map(str, at))}] (0-based) is {float(values[at])!r}, not a {fmt} value: "
-            f"--dtype {fmt} needs every value to be one (the file holds {held})",
-        )
+        why = f"{float(values[at])!r} is not a {fmt} value: --dtype {fmt} needs every value to be one"
+        why += f" (the file holds {held})"
+        if rows:
+            raise SpecError(source, "result", why, tuple(i + 1 for i in at))
+        raise SpecError(source, None, why, index=at)
 
 
 def _json(source: str, data: bytes, fmt: str) -> FloatResult:

@@ -236,7 +236,7 @@ def _whole(source: str, values: np.ndarray) -> np.ndarray:
     """Integers as int64; a uint64 past int64's range is refused, naming the first (0-based)."""
     if values.dtype == np.uint64 and values.size and values.max() > np.iinfo(np.int64).max:
         at = tuple(int(i) for i in np.argwhere(values > np.iinfo(np.int64).max)[0])
-        raise SpecError(source, None, f"[{', '.join(map(str, at))}] is {values[at]}, past int64's range")
+        raise SpecError(source, None, f"{values[at]} is past int64's range", index=at)
     return np.ascontiguousarray(values.astype(np.int64))
 
 

@@ -116,7 +116,7 @@ def checked_grad_output(spec: Any, grad_output: FloatResult | None, limit: int, 
     if grad_output.not_finite:
         (i, j), value = grad_output.not_finite[0]
         if grad_output.array is None:  # JSON: its typed rows, 1-based
-            raise SpecError(grad_output.source, "dO", f"not finite: {value}", (i + 1, j + 1))
+            raise SpecError(grad_output.source, "dO", f"not a finite number: {value}", (i + 1, j + 1))
         at = np.unravel_index(i * shape[1] + j, grad_output.given or grad_output.array.shape)  # the file's own axes
         raise SpecError(grad_output.source, "dO", f"not a finite number: {value}", index=tuple(int(x) for x in at))
     return grad_output

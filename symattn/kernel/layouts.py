@@ -34,6 +34,8 @@ class Packed:
     V: list[np.ndarray]
     masks: list[np.ndarray | None]
     starts: tuple[int, ...] = ()  # varlen: cu_seqlens_q, so that a place names its sequence
+    # paged: which entries of the k and v arrays as given (the file's axes but the last) are some batch's keys
+    used: tuple[np.ndarray, ...] = ()
 
 
 def integers(x: Any, name: str, axes: int) -> np.ndarray:
@@ -53,17 +55,17 @@ def _brief(a: np.ndarray) -> str:
 
 def _cumulative(cu: np.ndarray, name: str, total: int) -> None:
     """Offsets from 0 to the tokens given that never decrease (an empty sequence repeats one); the first
-    that does not fit is named (0-based)."""
+    that does not fit is named at its place (0-based, as numpy indexes: ``cu_seqlens_q[2]``)."""
     if cu[0] != 0:
-        raise SpecError(name, None, f"[0] is {cu[0]}; the offsets start at 0")
+        raise SpecError(name, None, f"{cu[0]} is not 0: the offsets start at 0", index=(0,))
     down = np.flatnonzero(np.diff(cu) < 0)
     if down.size:
         i = int(down[0]) + 1
-        raise SpecError(
-            name, None, f"[{i}] is {cu[i]}, less than [{i - 1}] ({cu[i - 1]}): the offsets may not decrease"
-        )
+        why = f"{cu[i]} is less than [{i - 1}] ({cu[i - 1]}): the offsets may not decrease"
+        raise SpecError(name, None, why, index=(i,))
     if cu[-1] != total:
-        raise SpecError(name, None, f"[{len(cu) - 1}] is {cu[-1]}, the last offset; {name[-1]} holds {total} tokens")
+        why = f"{cu[-1]} is the last offset; {name[-1]} holds {total} tokens"
+        raise SpecError(name, None, why, index=(len(cu) - 1,))
 
 
 def varlen(Q: np.ndarray, K: np.ndarray, V: np.ndarray, cu_q: Any, cu_k: Any, allowed) -> tuple[np.ndarray, Packed]:
@@ -105,8 +107,12 @@ def paged(K: np.ndarray, V: np.ndarray, table: Any, seqlens: Any, batch: int, la
     if len(lengths) != batch:
         raise ShapeError("seqlens_k", "shape", f"{len(lengths)} lengths; q has a batch of {batch}")
     if table is None:  # a contiguous cache (B, M, H_kv, D) in the layout, cut at each length
-        if K.ndim != 4 or K.shape[0] != batch:
-            raise ShapeError("k", "shape", f"{tuple(K.shape)}; a cache with seqlens_k is (batch, keys, kv heads, d)")
+        for name, a in (("k", K), ("v", V)):
+            if a.ndim != 4 or a.shape[0] != batch:
+                raise ShapeError(
+                    name, "shape", f"{tuple(a.shape)}; a cache with seqlens_k is (batch, keys, kv heads, d)"
+                )
+        given = K, V
         K, V = (a if layout == "bnhd" else a.transpose(0, 2, 1, 3) for a in (K, V))
         caches = [(K[b], V[b]) for b in range(batch)]
     else:
@@ -121,20 +127,33 @@ def paged(K: np.ndarray, V: np.ndarray, table: Any, seqlens: Any, batch: int, la
         bad = np.argwhere((blocks < 0) | (blocks >= K.shape[0]))
         if bad.size:
             b, i = (int(x) for x in bad[0])
-            raise SpecError("block_table", None, f"[{b}, {i}] is {blocks[b, i]}; the caches have {K.shape[0]} blocks")
+            why = f"{blocks[b, i]} is no block of the caches (0 to {K.shape[0] - 1})"
+            raise SpecError("block_table", None, why, index=(b, i))
+        given = K, V
         caches = [
             (K[blocks[b]].reshape(-1, *K.shape[2:]), V[blocks[b]].reshape(-1, *V.shape[2:])) for b in range(batch)
         ]
+    used = [np.zeros(a.shape[:-1], dtype=bool) for a in given]
     out_k, out_v = [], []
     for b, (k, v) in enumerate(caches):
         m = int(lengths[b])
         if not 1 <= m <= k.shape[0]:
-            raise SpecError("seqlens_k", None, f"[{b}] is {m}; batch {b}'s cache holds 1 to {k.shape[0]} keys")
+            raise SpecError(
+                "seqlens_k", None, f"{m} is not 1 to {k.shape[0]}, the keys batch {b}'s cache holds", index=(b,)
+            )
         if m > limits.KERNEL_TOKENS:
-            raise LimitError("seqlens_k", None, f"[{b}] is {m}; at most {limits.KERNEL_TOKENS} keys")
+            raise LimitError("seqlens_k", None, f"{m} keys; at most {limits.KERNEL_TOKENS}", index=(b,))
         out_k.append(np.ascontiguousarray(k[:m].transpose(1, 0, 2)))
         out_v.append(np.ascontiguousarray(v[:m].transpose(1, 0, 2)))
-    return Packed(out_k, out_v, [None] * batch)
+        for mask in used:  # its keys where the arrays hold them: (block, offset) or (batch, key), kv heads alike
+            if table is not None:
+                keys = np.arange(m)
+                mask[blocks[b][keys // given[0].shape[1]], keys % given[0].shape[1]] = True
+            elif layout == "bnhd":
+                mask[b, :m] = True
+            else:
+                mask[b, :, :m] = True
+    return Packed(out_k, out_v, [None] * batch, used=tuple(used))
 
 
 def descales(given: dict[str, Any], batch: int, kv: int) -> dict[str, np.ndarray]:
@@ -152,12 +171,8 @@ def descales(given: dict[str, Any], batch: int, kv: int) -> dict[str, np.ndarray
             bad = np.argwhere(~(np.isfinite(a) & (a > 0) & (a.astype(np.float32) == a)))
         if bad.size:
             at = tuple(int(i) for i in bad[0])
-            raise SpecError(
-                name,
-                None,
-                f"[{', '.join(map(str, at))}] is {float(a[at])!r}; expected positive float32 values "
-                "(flash_attn_3's descale factors)",
-            )
+            why = f"{float(a[at])!r} is not a positive float32 value (flash_attn_3's descale factors are)"
+            raise SpecError(name, None, why, index=at)
         out[name] = a
     return out
 

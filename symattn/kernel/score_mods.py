@@ -176,7 +176,7 @@ def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align:
             raise ShapeError(name, "shape", f"{tuple(a.shape)}; expected ({heads},), a finite logit per query head")
         for h, s in enumerate(a.tolist()):  # past 2^40 every other weight is below e^(−10^12): refused, not ranked
             if not -np.inf < s <= LOGIT_LIMIT:
-                raise SpecError(f"{name}[{h}]", None, f"{s!r} is not a finite logit at most 2^40 (1099511627776)")
+                raise SpecError(name, None, f"{s!r} is not a finite logit at most 2^40 (1099511627776)", index=(h,))
         return _ordered(kind, lambda b, h, n, m: Denominator((float(a[h]),), n))
     if a.shape == (heads,):
         a = np.broadcast_to(a, (batch, heads))

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from symattn import variants
-from symattn.input import limits
+from symattn.input import limits, tensorfile
 from symattn.input.errors import ShapeError, SpecError
 from symattn.input.floats import FloatResult
 from symattn.kernel import float64
@@ -73,9 +73,9 @@ def _grad_output(spec: Any, grad_output: FloatResult | None, shape: tuple[int, i
         if dO.shape != shape:
             want = shape if layout == "bhnd" else (batch, n, heads, dv)
             raise ShapeError(source, "shape", f"dO is {tuple(values.shape)} and O is {want} ({layout})")
-        bad = np.argwhere(~np.isfinite(values))
-        if bad.size:  # named in the file's own axes
-            raise SpecError(source, "dO", "not a finite number", index=tuple(int(i) for i in bad[0]))
+        bad = tensorfile.not_finite(values)
+        if bad:  # named in the file's own axes, its value said
+            raise SpecError(source, "dO", f"not a finite number: {bad[0][1]}", index=bad[0][0])
     else:
         given = None if spec.backward is None else spec.backward.grad_output
         if not isinstance(given, FileMatrix):

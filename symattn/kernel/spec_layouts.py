@@ -8,7 +8,7 @@ in their formats (or ``--dtype``'s), and :func:`symattn.kernel.oracle.judged` or
 memory; a file's result is named as ``symattn compare`` names every result (``o``, ``lse``, ``dq``), a
 partial by its tensor (``partials_out[1][…]``). The engine names its arguments in its one-line errors
 (``cu_seqlens_q: …``); here each is named as the spec gives it: the spec, the key and the file
-(``spec.toml: cu_seqlens_q: 'cu_q.npy': [2] is 3, less than [1] (5): the offsets may not decrease``).
+(``spec.toml: cu_seqlens_q: 'cu_q.npy'[2]: 3 is less than [1] (5): the offsets may not decrease``).
 """
 
 from __future__ import annotations

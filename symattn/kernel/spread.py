@@ -58,7 +58,7 @@ def _values(result: FloatResult, fmt: str) -> np.ndarray:
     # JSON: each number is the float its text stands for (a float's repr reads back as that float)
     rows = [[np.nan if v is None else float(v) for v in row] for row in result.rows]
     values = np.array(rows, dtype=np.float64)
-    in_format(result.source, values, fmt, "decimals")
+    in_format(result.source, values, fmt, "decimals", rows=True)
     return values
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from symattn.input import limits
-from symattn.input.errors import LimitError, ShapeError, SpecError, numpy_index
+from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import FORMATS, FloatResult
 from symattn.input.tensorfile import Array
 from symattn.kernel import float64, score_mods
@@ -141,10 +141,9 @@ def inputs_of(
     if batch * heads > limits.BATCH_HEADS:
         raise LimitError("q", "shape", f"{batch} batches × {heads} heads; at most {limits.BATCH_HEADS} (the limit)")
     _float32_values("q", q.values)
-    if mode != "standard":  # each batch's keys as gathered: a place in (kv head, key, column)
-        for name, arrays in (("k", packed.K), ("v", packed.V)):
-            for part in arrays:
-                _float32_values(name, part, gathered=True)
+    if mode != "standard":  # named in the arrays as given: varlen's (total, heads, d), a cache's own axes
+        for name, whole, used in zip("kv", (k, v), packed.used or (None, None)):
+            _float32_values(name, whole.values, used)
     scales = layouts.descales({x: given.get(x) for x in DESCALES}, batch, kv)
     if kind in GRADIENTS and (scales or mode == "paged"):
         raise SpecError(
@@ -220,22 +219,28 @@ def _shape_of(q: Array, dv: int) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def _float32_values(name: str, a: np.ndarray, gathered: bool = False) -> None:
+def _float32_values(name: str, a: np.ndarray, used: np.ndarray | None = None) -> None:
     """Refuse a NaN, an infinity or a float64 value that is no float32 value, naming the first as numpy indexes
-    the array given (0-based: ``q[0, 0, 2, 5]``), or, ``gathered``, a sequence's keys as a paged cache or
-    varlen gathers them (kv head, key, column)."""
-    bad = ~np.isfinite(a)
+    the array given (0-based: ``q[0, 0, 2, 5]``, a paged cache's ``k[block, offset, kv head, column]``);
+    ``used``: where a paged cache holds some batch's keys (the rest of a cache is not read)."""
+    found = not_float32(a, used)
+    if found is not None:
+        raise SpecError(name, None, found[1], index=found[0])
+
+
+def not_float32(a: np.ndarray, used: np.ndarray | None = None) -> tuple[tuple[int, ...], str] | None:
+    """The place (0-based) of the first NaN or infinity, else of the first value that is no float32 value, and
+    why; None where every value (``used``: of those where it is True, axes but the last) is a float32 one."""
+    within = np.ones(a.shape, dtype=bool) if used is None else np.broadcast_to(used[..., None], a.shape)
+    bad = ~np.isfinite(a) & within
+    if bad.any():  # its value said, as a spec's file names it: not a finite number: nan
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        return at, f"not a finite number: {'nan' if np.isnan(a[at]) else 'inf' if a[at] > 0 else '-inf'}"
+    bad = (a.astype(np.float32).astype(np.float64) != a) & within
     if not bad.any():
-        bad = a.astype(np.float32).astype(np.float64) != a
-        if not bad.any():
-            return
-        why = "no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
-    else:
-        why = "not a finite number"
-    at = tuple(int(i) for i in np.argwhere(bad)[0])
-    if gathered:
-        raise SpecError(name, None, f"the value at {numpy_index(at)} (gathered (kv head, key, column)) is {why}")
-    raise SpecError(name, None, why, index=at)
+        return None
+    why = "no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
+    return tuple(int(i) for i in np.argwhere(bad)[0]), why
 
 
 def _allowed(n: int, m: int, causal: bool, align: str, window: Any) -> np.ndarray | None:
