@@ -5,6 +5,7 @@ shape, measured in one run (issue 22).
     python bench/kernel.py --quick      # 1024×1024×64 only
     python bench/kernel.py --grid       # also FlashAttention's grid, 9 × 6 heads × 1024×1024×64 (minutes)
     python bench/kernel.py --certificates   # compute --certify --float64 and both verifiers (minutes)
+    python bench/kernel.py --batch      # a (2, 8, 1024, 128) batch via symattn.kernel.compare: text, then every entry
 
 Each run also measures dQ, dK and dV for a given dO at 1024×1024×64 (the float64 backward path, then arb for
 the entries its bound leaves open), against numpy's float64 backward pass of the same formulas.
@@ -84,14 +85,43 @@ def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0, eve
     start = time.perf_counter()
     c = kernel.compare_head(made, result, quantity, None if every else WORST)
     symattn_s = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux: GiB
+    return {"shape": f"{heads}×{n}×{n}×{d}", "quantity": quantity, **measured(c, numpy_s, symattn_s)}
+
+
+def batch(every: bool, seed: int = 0) -> dict:
+    """Time numpy's float64 attention of a (2, 8, 1024, 128) batch and ``symattn.kernel.compare`` of the naive
+    float32 kernel's O, to its text report (``worst=10``: each (batch, head)'s summary, the ten largest
+    errors), or with ``every`` what it did before, every entry decided first (``worst=None``), in this process."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from symattn.kernel import compare
+
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((2, 8, 1024, 128)).astype(np.float32) for _ in range(3))
+    wide = [
+        (q[b, h].astype(np.float64), k[b, h].astype(np.float64), v[b, h].astype(np.float64))
+        for b in range(2)
+        for h in range(8)
+    ]
+    numpy_s = best_of(3, lambda: [reference(*x) for x in wide])
+    out = np.stack([reference(q[b, h], k[b, h], v[b, h]) for b in range(2) for h in range(8)]).reshape(q.shape)
+    start = time.perf_counter()
+    report = compare(out, q, k, v, worst=None if every else 10)
+    assert replace(report, listed=10).text()  # the text report, the ten largest errors listed, as before
+    symattn_s = time.perf_counter() - start
+    made = measured(report.comparison, numpy_s, symattn_s)
+    return {"shape": "(2, 8, 1024, 128)", "quantity": "output" + (" (every entry)" if every else ""), **made}
+
+
+def measured(c, numpy_s: float, symattn_s: float) -> dict:
+    """The figures every target prints: the seconds, their ratio, the peak RSS, what arb refined, the worst."""
     return {
-        "shape": f"{heads}×{n}×{n}×{d}",
-        "quantity": quantity,
         "numpy_s": numpy_s,
         "symattn_s": symattn_s,
         "ratio": symattn_s / numpy_s,
-        "peak_gib": peak,
+        "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,  # KiB on Linux: GiB
         "refined": c.refined,
         "entries": len(c.entries),
         "max_ulps": str(c.worst.ulps) if c.worst else None,
@@ -145,17 +175,7 @@ def gradient(n: int, d: int, quantity: str, seed: int = 0) -> dict:
     c = kernel.compare_head([head], result, quantity, WORST)  # what the text report shows
     symattn_s = time.perf_counter() - start
     bound_s = best_of(3, lambda: float64_backward.gradient(head, quantity))
-    return {
-        "shape": f"{quantity} {n}×{n}×{d}",
-        "numpy_s": numpy_s,
-        "symattn_s": symattn_s,
-        "bound_s": bound_s,
-        "ratio": symattn_s / numpy_s,
-        "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-        "refined": c.refined,
-        "entries": len(c.entries),
-        "max_ulps": str(c.worst.ulps) if c.worst else None,
-    }
+    return {"shape": f"{quantity} {n}×{n}×{d}", "bound_s": bound_s, **measured(c, numpy_s, symattn_s)}
 
 
 def whole_process(n: int, d: int, files: bool = False, quantity: str = "output") -> str:
@@ -282,7 +302,23 @@ def main() -> None:
     parser.add_argument("--certificates", action="store_true", help="certificates and their verifiers only")
     parser.add_argument("--one", nargs=5, metavar=("N", "D", "HEADS", "QUANTITY", "EVERY"), help=argparse.SUPPRESS)
     parser.add_argument("--gradient", nargs=3, metavar=("N", "D", "QUANTITY"), help=argparse.SUPPRESS)
+    parser.add_argument("--batch", action="store_true", help="a (2, 8, 1024, 128) batch through the API only")
+    parser.add_argument("--one-batch", choices=("shown", "every"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_batch:
+        print(json.dumps(batch(args.one_batch == "every")))
+        return
+    if args.batch:  # the text report, then what it cost before (every entry decided), each in a process of its own
+        for every in ("shown", "every"):
+            run = subprocess.run(
+                [sys.executable, __file__, "--one-batch", every], capture_output=True, text=True, check=True
+            )
+            r = json.loads(run.stdout)
+            print(
+                f"{r['shape']} {r['quantity']} via symattn.kernel.compare: numpy {r['numpy_s']:.3f} s, symattn "
+                f"{r['symattn_s']:.3f} s ({r['ratio']:.1f}x), peak {r['peak_gib']:.2f} GiB, refined {r['refined']}"
+            )
+        return
     if args.one:
         n, d, heads, quantity, every = args.one
         print(json.dumps(one(int(n), int(d), int(heads), quantity, every=every == "every")))

@@ -54,4 +54,28 @@ def text(q: int, exponent: int) -> str:
     return str(Decimal(f"{q}E{exponent}"))
 
 
-__all__ = ["MOST", "significant_many", "text"]
+def texts(q: list[int], exponent: list[int]) -> list[str]:
+    """[text(a, e) for a, e in zip(q, exponent)], each q nonzero: the digits placed by str(Decimal)'s own rule
+    (Python's decimal.__str__, scientific off): with the coefficient's n digits and the exponent e, the point
+    goes after e + n of them where e ≤ 0 and e + n > −6, else after the first with "E" and e + n − 1."""
+    out = []
+    for a, e in zip(q, exponent):
+        digits = str(a)
+        sign = ""
+        if a < 0:
+            sign, digits = "-", digits[1:]
+        left = e + len(digits)
+        if e <= 0 and left > -6:
+            if e == 0:
+                out.append(sign + digits)
+            elif left <= 0:
+                out.append(sign + "0." + "0" * -left + digits)
+            else:
+                out.append(sign + digits[:left] + "." + digits[left:])
+        else:
+            point = "." + digits[1:] if len(digits) > 1 else ""
+            out.append(f"{sign}{digits[0]}{point}E{left - 1:+d}")
+    return out
+
+
+__all__ = ["MOST", "significant_many", "text", "texts"]

@@ -163,6 +163,9 @@ def _check_nesting(data: dict[str, Any], source: str) -> None:
     for _ in range(limits.NESTING):
         following = []
         for path, value in level:
+            inner = value.values() if isinstance(value, dict) else value
+            if not any(issubclass(t, (dict, list)) for t in set(map(type, inner))):  # scalars only: in C
+                continue
             items = value.items() if isinstance(value, dict) else enumerate(value, 1)
             following += [(path + (k,), v) for k, v in items if isinstance(v, (dict, list))]
         if not following:

@@ -159,6 +159,12 @@ class Comparison:
     places: Any = None
     # the exact values as intervals narrowed on demand (checking/enclosing.py), for the verdict of tolerance.py
     enclose: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+    # the float64 path with worst: the comparison that decides every entry, made when first asked for (whole)
+    complete: Callable[[], Comparison] | None = field(default=None, compare=False, repr=False)
+
+    def whole(self) -> Comparison:
+        """This comparison with every entry decided: itself, or the one ``complete`` makes."""
+        return self if self.complete is None else self.complete()
 
     @property
     def where(self) -> Any:

@@ -8,6 +8,7 @@ and head axes, the same places, so the same figures, byte for byte.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cache
 from typing import Any
 
 from symattn.input.floats import FloatResult
@@ -22,13 +23,15 @@ def run(
     worst: int | None = None,
     places: Any = None,
     symbol: str | None = None,
+    complete: bool = False,
 ) -> Comparison:
     """Compare ``result`` with the exact ``quantity`` (output, weights, lse, lse2, dQ, dK, dV) of ``inputs``.
 
     A result with batch and head axes (or inputs of several batches) is lined up as the heads are, and its
-    places name those axes; a matrix result keeps ``places`` (places.Places). With ``worst``, a matrix
-    result decides only what a report of the ``worst`` largest errors shows. ``symbol`` names the result
-    in every place (``out[1, 2, 77, 5]``); None keeps the quantity's own (``o``).
+    places name those axes; a matrix result keeps ``places`` (places.Places). With ``worst``, only what a
+    report of the ``worst`` largest errors and each (batch, head)'s summary show is decided; reading any other
+    entry is an error, or with ``complete`` decides every entry then (``Comparison.whole``, the JSON's).
+    ``symbol`` names the result in every place (``out[1, 2, 77, 5]``); None keeps the quantity's own (``o``).
     """
     from symattn.input.batched import arrange
     from symattn.kernel.heads import compare_head
@@ -42,15 +45,22 @@ def run(
         axes = (inputs.batch, inputs.head_count)
         width = result.shape[1] // (inputs.batch * inputs.head_count)
         places = lined_places(quantity, inputs.layout, dims, inputs.batch, inputs.head_count, width)
-        worst = None  # each head's summary reads all of its entries
     if places is not None:
         places = as_given(places, quantity, result.given, inputs.layout)
     if symbol is not None:
         places = replace(places, symbol=symbol)
     if inputs.starts:  # varlen: a query is a token of the packed sequences, and its place names its sequence
         places = replace(places, axes=tuple("token" if a == "query" else a for a in places.axes), starts=inputs.starts)
-    comparison = compare_head(heads, result, quantity, worst, places)
-    return replace(comparison, batch_heads=axes, places=places)
+    comparison = replace(compare_head(heads, result, quantity, worst, places), batch_heads=axes, places=places)
+    if worst is None or not complete:
+        return comparison
+
+    @cache
+    def whole() -> Comparison:  # every entry decided: the same figures, as the decided ones are (tests/test_lean.py)
+        return replace(compare_head(heads, result, quantity, None, places), batch_heads=axes, places=places)
+
+    comparison.entries.full = lambda: whole().entries  # an EntryTable: its entries not decided read these
+    return replace(comparison, complete=whole)
 
 
 __all__ = ["run"]

@@ -38,7 +38,7 @@ def entries_text(c: Comparison, place: Callable[[int, int], dict[str, int]]) -> 
 
 
 def _items(c: Comparison, place: Callable[[int, int], dict[str, int]]) -> Iterator[str]:
-    entries = c.entries
+    entries = c.entries.complete() if isinstance(c.entries, EntryTable) else c.entries
     if not isinstance(entries, EntryTable) or entries.known is not None:
         for e in entries:
             yield _item(place(e.row, e.col), _fields(e))

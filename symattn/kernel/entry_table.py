@@ -99,20 +99,28 @@ class EntryTable(Entries):
         known: np.ndarray | None = None,
         worst: int | None = None,
         floats: np.ndarray | None = None,
+        full: Callable[[], EntryTable] | None = None,
     ):
         self.value, self.finite, self.exact = value, finite, exact
         self.floats = floats  # where given: each finite entry's value is that float, exactly (JSON writes it)
         self.ulps, self.relative, self.bucket, self.row_relative = ulps, relative, bucket, row_relative
         # kernel.compare_head's worst: the entries decided (known) are those a report of the worst shows
         self.known, self.worst_decided = known, worst
+        self.full = full  # where given: reading an entry not decided reads the table of every entry (complete)
         self.shape = finite.shape
         self._keys: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
         return self.shape[0] * self.shape[1]
 
+    def complete(self) -> EntryTable:
+        """The table of every entry decided: this one, or the one ``full`` makes (where given)."""
+        return self if self.known is None or self.full is None else self.full()
+
     def entry(self, i: int, j: int) -> Entry:
         if self.known is not None and not self.known[i, j]:
+            if self.full is not None:
+                return self.full().entry(i, j)
             raise LookupError(f"entry ({i + 1}, {j + 1}) was not decided: compare(..., worst=None) decides all")
         if not self.finite[i, j]:  # not finite: its exact value still shown
             return Entry(i, j, None, self.exact.of_ends(i, j), None, None, len(EDGES))
@@ -166,11 +174,15 @@ class EntryTable(Entries):
         # only an entry whose bucket reaches past the bound may be over it: those are read, the rest counted out
         tops = np.array([float(e) for e in EDGES] + [np.inf, 0.0])  # each bucket's upper edge; ZERO: no ULP
         reach = self.finite & (tops[self.bucket] >= float(bound) * (1 - 2.0**-40))
+        if self.known is not None and self.full is not None and not self.known[reach].all():
+            return self.full().over(bound)
         figures = (self.ulps.at(*divmod(int(n), self.shape[1])) for n in np.flatnonzero(reach))
         return sum(1 for u in figures if u is not None and u > bound)
 
     def ranked(self, count: int) -> list[Entry]:
         if self.worst_decided is not None and count > self.worst_decided:
+            if self.full is not None:
+                return self.full().ranked(count)
             raise LookupError(f"only the {self.worst_decided} largest errors were decided, not {count}")
         return [self[int(n)] for n in ranked_at(self.finite, self.bucket, self._key("ulps"), count)]
 

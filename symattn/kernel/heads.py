@@ -180,7 +180,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     tight = lean.Tight(heads, offsets, lo, hi) if cheap else None
     if tight is not None:  # lean's bound, and float64's in the rows of what a report may show
         ok, (q_u, k_u), (q_r, k_r), bucket, bounds, wanted = _lean_decide(
-            tight, x, x0, exact_float, result.format, worst, (places.segment if places is not None else None) or cols
+            tight, x, x0, exact_float, result.format, worst, places
         )
     else:
         ok, (q_u, k_u), (q_r, k_r), bucket = decide(x0, lo, hi, result.format)
@@ -188,7 +188,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
         wanted, bounds = np.ones(ok.shape, dtype=bool), None  # with worst: the entries a report may show
         if worst is not None:
             bounds = errors(x0, lo, hi, result.format)
-            wanted = needed(x, exact_float, bounds, worst)
+            wanted = needed(x, exact_float, bounds, worst, places)
     summed: set[tuple[int, int]] = set()
     if quantity == "output":  # the outputs left open: their sums again, error-free (a bound ~10x tighter)
         for h, head in enumerate(heads):
@@ -220,7 +220,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
             again = deciding.reported(deciding._errors(x0[at], lo[at], hi[at], result.format), lo[at], hi[at])
             for f in dataclasses.fields(again):  # only the entries summed again have new ends
                 getattr(bounds, f.name)[at] = getattr(again, f.name)
-            wanted = needed(x, exact_float, bounds, worst)
+            wanted = needed(x, exact_float, bounds, worst, places)
     decided: dict[tuple[int, int], tuple] = {}
     open_rows: dict[int, list[int]] = {}
     for i, j in zip(*np.nonzero(~ok & wanted)):
@@ -335,16 +335,17 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     )
 
 
-def _lean_decide(tight: lean.Tight, x: np.ndarray, x0: np.ndarray, exact_float: np.ndarray, fmt: str, worst, width):
+def _lean_decide(tight: lean.Tight, x: np.ndarray, x0: np.ndarray, exact_float: np.ndarray, fmt: str, worst, places):
     """decide and errors for a report of the ``worst`` largest errors on lean's ends: the rows of the entries
     it may show get float64's ends first (tight.rows, until no more are wanted), and only the entries it
-    may show get their figures (no other is read: each ranks below those). ``width``: the columns of one
-    head's row (the scale of the row-relative figures)."""
+    may show get their figures (no other is read: each ranks below those). ``places`` (places.Places or
+    None): each head's summary, and the columns of one head's row (the scale of the row-relative figures)."""
     lo, hi = tight.lo, tight.hi
+    width = (places.segment if places is not None else None) or lo.shape[1]
     raw = deciding.pieces(x0, lo, hi, fmt)
     while True:
         bounds = deciding.reported(raw, lo, hi)
-        wanted = needed(x, exact_float, bounds, worst) | rowscale.may_be_largest(x, lo, hi, width)
+        wanted = needed(x, exact_float, bounds, worst, places) | rowscale.may_be_largest(x, lo, hi, width)
         done = tight.rows(wanted)
         if not done:
             break
@@ -362,11 +363,21 @@ def _lean_decide(tight: lean.Tight, x: np.ndarray, x0: np.ndarray, exact_float: 
     return ok, (q_u, k_u), (q_r, k_r), raw.bucket, bounds, wanted
 
 
-def needed(x: np.ndarray, exact_float: np.ndarray, e: Errors, worst: int) -> np.ndarray:
+def needed(x: np.ndarray, exact_float: np.ndarray, e: Errors, worst: int, places=None) -> np.ndarray:
     """The entries whose figures a report of the ``worst`` largest errors (and the largest relative error)
     may show: those whose bucket or bounds are open, and those whose upper bound reaches, within BELOW,
     the ``worst``-th largest lower bound (bucket, ULPs), or the largest lower bound of the relative error.
-    Every other entry ranks below all of them, rounded to three digits too."""
+    Every other entry ranks below all of them, rounded to three digits too. With ``places`` (places.Places)
+    of batch and head axes, also those of each (batch, head)'s block that its summary may show: its largest
+    error and its largest relative error (the same rule on the block, with a worst of one)."""
+    need = _needed(x, exact_float, e, worst)
+    for _, (rows, cols) in places.regions(x.shape) if places is not None and places.has_heads else ():
+        block = Errors(*(getattr(e, f.name)[rows, cols] for f in dataclasses.fields(e)))
+        need[rows, cols] |= _needed(x[rows, cols], exact_float[rows, cols], block, 1)
+    return need
+
+
+def _needed(x: np.ndarray, exact_float: np.ndarray, e: Errors, worst: int) -> np.ndarray:
     usable = e.bucket_ok & exact_float  # (bucket, ULPs) bounded, the bucket decided
     need = np.isfinite(x) & ~usable
     at = np.flatnonzero(usable)

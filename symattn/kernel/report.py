@@ -96,7 +96,7 @@ class Report:
         """The JSON of ``symattn compare --format json`` (``summary``: without the list of every entry)."""
         if self.runs:
             return self._runs_data()
-        return comparison_data(self.comparison, self.verdict, self.max_ulp, entries=not summary)
+        return comparison_data(self.comparison.whole(), self.verdict, self.max_ulp, entries=not summary)
 
     def to_json(self, summary: bool = False) -> str:
         """``data()`` as ``symattn compare --format json`` prints it, byte for byte: the list of every entry
@@ -105,12 +105,13 @@ class Report:
             return json.dumps(self.data(summary), ensure_ascii=False, indent=2) + "\n"
         from symattn.kernel.entries_json import entries_text
 
-        data = comparison_data(self.comparison, self.verdict, self.max_ulp, entries=False, keep=True)
+        whole = self.comparison.whole()  # every entry decided (the JSON lists them all)
+        data = comparison_data(whole, self.verdict, self.max_ulp, entries=False, keep=True)
         text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
         # the key at depth 1 with its placeholder: a string of the data holding these quotes is escaped
         held = '\n  "entries": null,\n'
         at = text.index(held)
-        entries = entries_text(self.comparison, self.comparison.where.index)
+        entries = entries_text(whole, whole.where.index)
         return text[:at] + '\n  "entries": ' + entries + ",\n" + text[at + len(held) :]
 
     def text(self, lang: str = "en") -> str:
