@@ -47,7 +47,7 @@ class Result:
 
     def compute(self, digits: int = 15, exact: bool = True) -> dict[str, Any]:
         """Every intermediate to ``digits`` significant digits; ``exact=False`` leaves out the closed forms,
-        whose printing is most of the time with softcap's tanh or a long sum."""
+        whose printing is most of the time with a tanh cap or a long sum."""
         from symattn.derivation.intermediates import compute
 
         return compute(self.spec, self.model, digits, exact)

@@ -345,7 +345,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         default="output",
         help="what the result holds: the output O (default), the weights A, lse: each query's "
         "log-sum-exp of its scaled scores (one row per head; float32-valued inputs), or the gradient "
-        "dQ, dK or dV for the dO of --grad-output, or dsink: the gradient of the spec's sink logits, (H,)",
+        "dQ, dK or dV for the dO of --grad-output, or dsink: (H,), the gradient of the spec's per-head "
+        "denominator logits",
     )
     compare.add_argument(
         "--lse-base",

@@ -131,8 +131,8 @@ def read_array(raw: str, key: str, source: str, folder: Path | None) -> tensorfi
 
 
 def per_head(raw: str, key: str, source: str, folder: Path | None, heads: int) -> tuple[Numeral, ...]:
-    """The numbers of a per-head key's file (sinks, alibi_slopes): ``heads`` finite floats, shape (heads,),
-    each as the Numeral of its exact decimal."""
+    """The numbers of a per-head key's file (a kernel keyword of one number a head): ``heads`` finite floats,
+    shape (heads,), each as the Numeral of its exact decimal."""
     from symattn.input import tensorfile
 
     values = read_array(raw, key, source, folder).values

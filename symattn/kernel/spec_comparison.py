@@ -63,7 +63,7 @@ def compare(
     fast = inputs.of_spec(spec, quantity, grad_output)
     if fast is not None:  # Q, K, V (and dO) of float32 values: the float64 path
         if quantity == "dsink":  # (H,): a number per query head, summed over the batches
-            _dsink_shape(result, fast.head_count)
+            _per_head_shape(result, fast.head_count)
         return engine.run(fast, result, how, worst, _matrix_places(spec, how))
     if quantity in GRADIENTS:
         spec = _with_grad_output(spec, grad_output)
@@ -165,7 +165,7 @@ def _matrix_places(spec: Any, quantity: str) -> Any:
     return matrix_places(quantity, spec.heads, segment)
 
 
-def _dsink_shape(result: FloatResult, heads: int) -> None:
+def _per_head_shape(result: FloatResult, heads: int) -> None:
     """A dsink result is (H,), as the API takes it (tensors.result_of); a file of one row of H is read as one."""
     given = result.given or (result.array.shape if result.array is not None else result.shape)
     if tuple(given) != (heads,):

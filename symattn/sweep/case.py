@@ -22,7 +22,8 @@ from symattn.input.errors import SymattnError, clip
 
 TOPIC = "symattn-sweep"  # the worker's event when a case starts: the client's clock for --case-seconds
 SHAPE = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_k", "head_dim_qk", "head_dim_v")
-GRADIENTS = ("dq", "dk", "dv", "dsink")  # the kinds that take dO (dsink: the sinks' gradient)
+# the kinds that take dO: the inputs' gradients, and a part keyword's own (its .grad)
+GRADIENTS = ("dq", "dk", "dv", *parts.keyword_gradients())
 
 
 class KernelFailure(Exception):
@@ -128,12 +129,14 @@ def _checks(settings: dict[str, Any], point: dict[str, Any], kernel: str) -> lis
     q, k, v = (torch.from_numpy(made[n]).to(device=device, dtype=dtype).requires_grad_(grads) for n in "qkv")
     dout = torch.from_numpy(made["dout"]).to(device=device, dtype=dtype)
     extra = {name: t.to(device) if hasattr(t, "to") else t for name, t in variants(point, made).items()}
-    if "dsink" in settings["kinds"]:  # the grid has sinks in every case (grid.py): dsink is their .grad
-        extra["sinks"].requires_grad_(True)
+    own = {kind: p.keyword for kind, p in parts.keyword_gradients().items()}
+    for kind, keyword in own.items():
+        if kind in settings["kinds"]:  # every case has the keyword (grid.py): its gradient is its .grad
+            extra[keyword].requires_grad_(True)
     masks = {"causal": point["causal"], "causal_align": settings["causal_align"]}
     out, lse = _call(function, (q, k, v), point, extra, dout if grads else None)
     results = {"output": out, "lse": lse, "dq": q.grad, "dk": k.grad, "dv": v.grad}
-    results["dsink"] = extra["sinks"].grad if "sinks" in extra else None
+    results |= {kind: extra[keyword].grad if keyword in extra else None for kind, keyword in own.items()}
     references: dict[str, Any] = {}
     if settings["rule"] == "flash":
         references = _reference(q, k, v, dout if grads else None, masks, extra, lse)
@@ -174,16 +177,17 @@ def _reference(q: Any, k: Any, v: Any, dout: Any, masks: dict[str, Any], extra: 
     from symattn.sweep.reference import naive
 
     leaves = [t.detach().clone().requires_grad_(dout is not None) for t in (q, k, v)]
-    # the sinks of dsink as a leaf of its own: the kernel's sinks.grad is left as the kernel made it
-    sinks = extra.get("sinks")
-    own = sinks.detach().clone().requires_grad_(True) if sinks is not None and sinks.requires_grad else None
-    keywords = extra if own is None else {**extra, "sinks": own}
+    # a keyword whose gradient is checked, as a leaf of its own: the kernel's .grad is left as the kernel made it
+    own = {
+        name: t.detach().clone().requires_grad_(True) for name, t in extra.items() if getattr(t, "requires_grad", False)
+    }
+    keywords = {**extra, **own}
     out, log_sum = naive(*leaves, causal=masks["causal"], causal_align=masks["causal_align"], keywords=keywords)
     made = {"output": out.detach(), "lse": log_sum.detach() if lse is None else log_sum.detach().to(lse.dtype)}
     if dout is not None:
         out.backward(dout)
         made |= {"dq": leaves[0].grad, "dk": leaves[1].grad, "dv": leaves[2].grad}
-        made |= {} if own is None else {"dsink": own.grad}
+        made |= {kind: own[p.keyword].grad for kind, p in parts.keyword_gradients().items() if p.keyword in own}
     return made
 
 

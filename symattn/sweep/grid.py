@@ -21,7 +21,7 @@ from symattn.input.records import record
 from symattn.kernel.tolerance import parse_tolerance
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
-KINDS = ("output", "lse", "dq", "dk", "dv", "dsink")
+KINDS = ("output", "lse", "dq", "dk", "dv", *variants.keyword_gradients())
 RULES = ("allclose", "flash", "ulp")
 ALIGNMENTS = ("top-left", "bottom-right")
 SETTINGS = ("seed", "rule", "rtol", "atol", "max_ulp", "kinds", "causal_align", "device", "grid")
@@ -111,9 +111,11 @@ def grid_of(data: dict[str, Any], source: str) -> Grid:
     )
     for case in cases:
         _check_point(case.point, lists, source)
-    if "dsink" in kinds and not all(case.point.get("sinks") for case in cases):  # no sink: nothing to differentiate
-        why = "'dsink' is the gradient of the sink logits: every case needs them (sinks = [true] in [grid])"
-        raise SpecError(source, "kinds", why, (kinds.index("dsink") + 1,))
+    for kind, part in variants.keyword_gradients().items():  # a case without the keyword: nothing to differentiate
+        if kind in kinds and not all(case.point.get(part.grid_key) for case in cases):
+            needs = f"every case needs them ({part.grid_key} = [true] in [grid])"
+            why = f"{kind!r} is the gradient of {part.gradient_noun}: {needs}"
+            raise SpecError(source, "kinds", why, (kinds.index(kind) + 1,))
     return Grid(
         source=source,
         seed=seed,

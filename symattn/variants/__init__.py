@@ -190,6 +190,11 @@ def kernel_mask(n: int, m: int, causal: bool, align: str, window: Any) -> Any:
     return next(p for p in PARTS if p.stage == MASK).kernel_mask(n, m, causal, align, window)
 
 
+def keyword_gradients() -> dict[str, Part]:
+    """The parts whose kernel keyword has a gradient a sweep checks, by that gradient's kind (dsink)."""
+    return {p.gradient: p for p in PARTS if p.gradient}
+
+
 def float64_words(noun: bool = False, rules: bool = True, certified: bool = False) -> str:
     """The parts the float64 path refuses, as its messages list them; ``rules`` False: those with a kernel rule
     too (what a path that takes none refuses), but for ``certified`` ones (what version 3 certificates take)."""
@@ -374,6 +379,7 @@ __all__ = [
     "head_parts",
     "heads_of",
     "kernel_arguments",
+    "keyword_gradients",
     "kernel_mask",
     "kernel_per_head",
     "kernel_parts",

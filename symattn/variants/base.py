@@ -242,6 +242,9 @@ class Part:
     # FlashAttention's naive reference; torch is imported inside the hooks, only when a sweep runs
 
     grid_key: ClassVar[str] = ""  # its key in a sweep's [grid] table; "" where a sweep has none
+    # the kind a sweep (and compare) checks of its keyword's own gradient, and that gradient's noun; "": none
+    gradient: ClassVar[str] = ""
+    gradient_noun: ClassVar[str] = ""
     drawn: ClassVar[bool] = False  # a sweep draws its keyword from the seed, one number per head (float32)
 
     @property

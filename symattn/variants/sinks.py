@@ -74,6 +74,8 @@ class Sinks(Part):
     certify = "--certify does not cover sinks"
     argument = "sinks"
     grid_key = "sinks"
+    gradient = "dsink"
+    gradient_noun = "the sink logits"
     drawn = True
     kernel_rule = "denominator_logit"  # symattn.kernel.compare(sinks=…): e^s in each row's denominator, bounded
     certified = True  # version-3 certificates hold the sinks, and both verifiers have the rule
