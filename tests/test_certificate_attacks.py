@@ -103,7 +103,7 @@ def test_a_spec_the_certificate_does_not_cover_is_not_its_spec(folder, capsys, f
         problem = f"{capped}: softcap: --certify does not cover ALiBi or softcap"
     else:  # float64 certificates cover softcap (tests/test_certificate_softcap.py): this one holds none
         problem = (
-            f'{forged}: certificate.inputs.softcap: null, but the spec {capped} gives "0x1.0000000000000p+1": the '
+            f'{forged}: certificate.inputs.tanh_cap: null, but the spec {capped} gives "0x1.0000000000000p+1": the '
             "certificate is not of its files"
         )
     assert verified(capsys, forged) == (2, "", f"symattn: {problem}\n")
@@ -240,7 +240,7 @@ UNKNOWN = [
     (
         V3,
         lambda d: d["certificate"]["inputs"].update(W_O=[["1"]]),
-        "certificate.inputs.W_O: an unknown field; this holds layout, batch, heads, kv_heads, Q, K, V, dO, denominator_logits, bias_slopes, softcap, scale, mask",
+        "certificate.inputs.W_O: an unknown field; this holds layout, batch, heads, kv_heads, Q, K, V, dO, denominator_logits, bias_slopes, tanh_cap, scale, mask",
     ),
     (
         V3,

@@ -43,12 +43,12 @@ def made(tmp_path_factory):
 def test_a_softcap_certificate_verifies_with_both_and_is_torch_s(made, capsys):
     folder, cert = made
     data = json.loads(cert.read_text(encoding="utf-8"))
-    assert data["certificate"]["inputs"]["softcap"] == float(CAP).hex()
+    assert data["certificate"]["inputs"]["tanh_cap"] == float(CAP).hex()
     agree(data, torch_values(folder))
     code, out, err = fast(capsys, cert)
     assert (code, err) == (0, "") and out.startswith(f"{cert}: 672 values verified: ")
     code, lines = run(cert)
-    own = "(the spec is hashed, not read: the scale, the mask and the soft cap are the certificate's own)"
+    own = "(the spec is hashed, not read: the scale, the mask and the tanh cap are the certificate's own)"
     assert (code, lines[0], lines[-1].endswith(own)) == (0, f"{cert}: 672 values verified: {STANDALONE_CLAIM}", True)
 
 
@@ -61,13 +61,13 @@ def test_without_the_cap_the_values_are_not_torch_s(made):
 
 def test_a_changed_cap_fails_with_both(made, capsys):
     folder, cert = made
-    forged = forge(cert, lambda d: d["certificate"]["inputs"].__setitem__("softcap", "0x1.8000000000000p+1"))
+    forged = forge(cert, lambda d: d["certificate"]["inputs"].__setitem__("tanh_cap", "0x1.8000000000000p+1"))
     code, lines = run(forged)  # the values are proved for the cap it holds, 3: they are not
     assert code == 1 and lines[0].startswith(f"{forged}: ") and "the exact value does not round to" in lines[0]
     code, out, err = fast(capsys, forged)  # the spec read back gives another cap
     assert (code, out) == (2, "")
     assert err == (
-        f'symattn: {forged}: certificate.inputs.softcap: "0x1.8000000000000p+1", but the spec {folder / "s.toml"} '
+        f'symattn: {forged}: certificate.inputs.tanh_cap: "0x1.8000000000000p+1", but the spec {folder / "s.toml"} '
         'and its grad_output gives "0x1.0000000000000p+1": the certificate is not of its files\n'
     )
 
@@ -92,8 +92,8 @@ def test_a_cap_is_read_strictly(made):
         ("0x1.0000000000000p+10", "0x1.0000000000000p+10: above 0 and at most 1000"),
         ("2", "expected a float64 value as float.hex writes it, got the text '2'"),
     ):
-        forged = forge(cert, lambda d, raw=raw: d["certificate"]["inputs"].__setitem__("softcap", raw))
-        assert run(forged) == (2, [f"{forged}: certificate.inputs.softcap: {problem}"])
+        forged = forge(cert, lambda d, raw=raw: d["certificate"]["inputs"].__setitem__("tanh_cap", raw))
+        assert run(forged) == (2, [f"{forged}: certificate.inputs.tanh_cap: {problem}"])
 
 
 def test_softcap_with_alibi_verifies_with_both_and_is_torch_s(tmp_path, capsys):

@@ -41,7 +41,7 @@ class Tensors:
     gradients: bool
     logits: tuple[float, ...] | None = None  # a denominator logit per query head (score_mods.Denominator)
     slopes: tuple[float, ...] | None = None  # a distance bias's slope per query head (score_mods.Bias, rows')
-    softcap: float | None = None  # c of c·tanh(z/c) after the bias, as a spec orders them (score_mods.Cap)
+    tanh_cap: float | None = None  # c of c·tanh(z/c) after the bias, as a spec orders them (score_mods.Cap)
 
     @property
     def squeezed(self) -> bool:  # one head of a spec without batch or head axes
@@ -88,9 +88,9 @@ def build(
     allowed: np.ndarray | None,
     logits: tuple[float, ...] | None = None,
     slopes: tuple[float, ...] | None = None,
-    softcap: float | None = None,
+    tanh_cap: float | None = None,
 ) -> Tensors | None:
-    """The heads of Q, K, V (and dO) rows in (batch, head, token) order, with a distance bias, a soft cap and a
+    """The heads of Q, K, V (and dO) rows in (batch, head, token) order, with a distance bias, a tanh cap and a
     denominator logit per query head where given, in a spec's order (score_mods.ORDER); None where the scale
     is past the float64 path's range."""
     n, m, group = len(rows["Q"]) // (batch * query_heads), len(rows["K"]) // (batch * kv_heads), query_heads // kv_heads
@@ -99,7 +99,7 @@ def build(
         for h in range(query_heads):
             q, kv = slice((b * query_heads + h) * n, (b * query_heads + h + 1) * n), (b * kv_heads + h // group) * m
             mods: tuple = () if slopes is None else (score_mods.Bias((slopes[h],), n, 0),)
-            mods += () if softcap is None else (score_mods.Cap(softcap),)
+            mods += () if tanh_cap is None else (score_mods.Cap(tanh_cap),)
             mods += () if logits is None else (score_mods.Denominator((logits[h],), n),)
             head = float64.head(rows["Q"][q], rows["K"][kv : kv + m], rows["V"][kv : kv + m], scale, allowed, mods=mods)
             if head is None:
@@ -109,7 +109,7 @@ def build(
                 made = float64_backward.ModGradientHead if mods else float64_backward.GradientHead
                 head = made(**fields, dO=rows["dO"][q])
             heads.append(head)
-    return Tensors(tuple(heads), batch, query_heads, kv_heads, layout, "dO" in rows, logits, slopes, softcap)
+    return Tensors(tuple(heads), batch, query_heads, kv_heads, layout, "dO" in rows, logits, slopes, tanh_cap)
 
 
 def evaluate(tensors: Tensors) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -298,7 +298,7 @@ def exact_value(tensors: Tensors, name: str, r: int, c: int, memo: dict | None =
     an output of a row of equal scores or of a V column of one value over the allowed keys; an LSE of one key
     of score 0; a dQ, dK or dV entry that the backward pass makes 0 term by term (with denominator logits, only
     a dK or dV entry whose every term has a zero Q or dO factor; with a distance bias, no rule of equal scores
-    or of the LSE; with a soft cap, no dQ rule of a K column of one value). Else None. ``memo`` keeps what a row's
+    or of the LSE; with a tanh cap, no dQ rule of a K column of one value). Else None. ``memo`` keeps what a row's
     entries share (whether its scores, or its dP, are one value) for the next entry."""
     n, m = tensors.heads[0].Q.shape[0], tensors.heads[0].K.shape[0]
     memo = {} if memo is None else memo
@@ -332,7 +332,7 @@ def exact_value(tensors: Tensors, name: str, r: int, c: int, memo: dict | None =
         return Fraction(0) if len(one) == 1 and _exact_dots(head.Q[i], one)[0] == 0 else None
     column = head.K[keys, c]
     # Σ_j dS_ij·K_c = K_c·Σ_j dS_ij = 0; with a cap dQ sums dS_ij·(1 − tanh²(z_ij/c))·K_c, which need not be 0
-    if (tensors.softcap is None and (column == column[0]).all()) or _still(head, hh, i, memo):
+    if (tensors.tanh_cap is None and (column == column[0]).all()) or _still(head, hh, i, memo):
         return Fraction(0)
     return None
 

@@ -24,7 +24,7 @@ from symattn.certificates.float_digits import MOST, significant_many, text
 from symattn.certificates.float_maker import COMPENSATED, FLOAT, PATHS, portable
 from symattn.certificates.float_tensors import Tensors, build, compensate, decide_beyond, evaluate, place
 from symattn.input.errors import ShapeError, SpecError
-from symattn.kernel import float64, score_mods
+from symattn.kernel import float64
 
 VERSION = 4  # 3 was made before the float64 engine's split was corrected (issue 30): docs/kernel.md
 ARB = "a"
@@ -89,7 +89,7 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
             raise SpecError(spec.source, None, COVERS)
         heads += part
     first = heads[0]
-    logits, slopes, softcap = _rules(spec, heads[: spec.heads])
+    logits, slopes, tanh_cap = _rules(spec, heads[: spec.heads])
     rows = {name: np.concatenate([getattr(h, name) for h in heads]) for name in ("Q",)}
     group = spec.heads // spec.kv_groups
     firsts = [b * spec.heads + g * group for b in range(spec.kernel.batch) for g in range(spec.kv_groups)]
@@ -109,7 +109,7 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
         first.allowed,
         logits,
         slopes,
-        softcap,
+        tanh_cap,
     )
     if made is None:
         raise SpecError(spec.source, "scale", "beyond the float64 path's range (2^±900)")
@@ -118,14 +118,14 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
 
 def _rules(spec, heads: list[float64.Head]) -> tuple[Any, Any, float | None]:
     """(the denominator logit, the distance bias's slope) of each query head, None where they have none, and
-    the soft cap c (score_mods.Denominator, Bias and Cap: the rules of the parts whose ``certified`` is set);
+    the tanh cap c (score_mods.Denominator, Bias and Cap: the rules of the parts whose ``certified`` is set);
     a head with any other rule is refused (no certificate rule for it yet), and a bias by positions too."""
     found: dict[str, list[float]] = {"logit": [], "slope": [], "cap": []}
     for head in heads:
         for mod in float64.extras(head)[1]:
             if hasattr(mod, "logits"):  # score_mods.Denominator
                 found["logit"].append(float(mod.logits[0]))
-            elif isinstance(mod, score_mods.Cap):
+            elif hasattr(mod, "c"):  # score_mods.Cap
                 found["cap"].append(float(mod.c))
             elif not hasattr(mod, "slopes"):  # score_mods.Bias's
                 raise SpecError(spec.source, None, COVERS)
@@ -205,8 +205,8 @@ def certificate_json(tensors: Tensors, digits: int, files: list[dict[str, str]])
     for name, given in (("denominator_logits", tensors.logits), ("bias_slopes", tensors.slopes)):
         if given is not None:  # one per query head, as float.hex writes it
             yield f'      "{name}": {json.dumps([float.hex(x) for x in given])},\n'
-    if tensors.softcap is not None:  # one c for every head
-        yield f'      "softcap": {json.dumps(float.hex(tensors.softcap))},\n'
+    if tensors.tanh_cap is not None:  # one c for every head
+        yield f'      "tanh_cap": {json.dumps(float.hex(tensors.tanh_cap))},\n'
     scale = "sqrt" if head.exact_scale is None else str(head.exact_scale)
     mask = None if head.allowed is None else ["".join("1" if x else "0" for x in row) for row in head.allowed.tolist()]
     yield f'      "scale": {json.dumps(scale)},\n      "mask": {json.dumps(mask)}\n    }}\n  }}\n}}\n'

@@ -54,7 +54,7 @@ def run(path: Path) -> tuple[int, list[str]]:
     t = cert.inputs
     given = ["the scale", "the mask"] + [
         name
-        for name, x in (("the denominator logits", t.logits), ("the slopes", t.slopes), ("the soft cap", t.softcap))
+        for name, x in (("the denominator logits", t.logits), ("the slopes", t.slopes), ("the tanh cap", t.tanh_cap))
         if x
     ]
     own = ", ".join(given[:-1]) + f" and {given[-1]} are"

@@ -19,7 +19,7 @@ term is shifted by the larger of c·S_max and s, so that none exceeds 1 (e^(s �
 others are), the LSE is that shift plus log ℓ, and the weights A = e/ℓ, which add up to less than 1, go
 through the same backward formulas.
 
-A soft cap c maps each z (after the bias) to c·tanh(z/c). tanh(y) = sign(y)·(1 − E)/(1 + E) with
+A tanh cap c maps each z (after the bias) to c·tanh(z/c). tanh(y) = sign(y)·(1 − E)/(1 + E) with
 E = e^(−2|y|), which falls as E grows: each end of z's interval takes E from ``mpf_exp`` rounded the other
 way, then the subtraction, sum, division and product by c each rounded outward, so the capped interval holds
 c·tanh of every point of z's (tanh rises). Every term is then e^(z_j − z_top) with both ends enclosed so.
@@ -134,7 +134,7 @@ class Head:
         self.V_columns = [list(c) for c in zip(*self.V)]
         self.logit = None if t.logits is None else _mpf(t.logits[h])  # the head's denominator logit s, exactly
         self.slope = None if t.slopes is None else t.slopes[h]  # the head's distance bias −m·|i − j|
-        self.cap = None if t.softcap is None else _mpf(t.softcap)  # c of c·tanh(z/c), after the bias
+        self.cap = None if t.tanh_cap is None else _mpf(t.tanh_cap)  # c of c·tanh(z/c), after the bias
 
     def allowed(self, i: int) -> list[int]:
         mask = self.exact.inputs.mask

@@ -18,7 +18,7 @@ docs/kernel.md gives for the certificates' path "a"):
 With denominator logits (a term e^s of each row's ℓ with no value) a row's weights add up to less than 1,
 so of these only the zeros term by term hold: dK_jc = 0 where each such query has Q_ic = 0, dV_jk = 0 where
 each has dO_ik = 0. With a distance bias (z = c·S − m·|i − j|) equal scores are no longer equal z: the
-output's rule of equal scores and the log-sum-exp's rule are off. With a soft cap (z ← c·tanh(z/c)) equal
+output's rule of equal scores and the log-sum-exp's rule are off. With a tanh cap (z ← c·tanh(z/c)) equal
 scores still give equal z and a score of 0 a z of 0, but dQ sums dS_ij·(1 − tanh²(z_ij/c))·K_jc, so the dQ
 rule of a K column of one value is off.
 """
@@ -223,7 +223,7 @@ def _exact_values(exact: Exact, pending: dict):
 
     sunk = t.logits is not None  # weights that add up to less than 1: the zeros term by term alone
     biased = t.slopes is not None  # z = c·S − m·|i − j|: equal scores are no longer equal z
-    capped = t.softcap is not None  # dQ sums dS_ij·(1 − tanh²)·K_jc: a K column of one value no longer gives 0
+    capped = t.tanh_cap is not None  # dQ sums dS_ij·(1 − tanh²)·K_jc: a K column of one value no longer gives 0
     for name, entries in pending.items():
         for r, c in list(entries):
             if name in ("output", "dq", "lse", "lse2"):

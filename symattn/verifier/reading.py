@@ -72,7 +72,7 @@ class Inputs:
     mask: list[str] | None  # a row of "1" (may attend) and "0" per query, shared by every head
     logits: list[float] | None = None  # a denominator logit s per query head: e^s in each row's ℓ, no value
     slopes: list[float] | None = None  # a distance bias's slope m per query head: z − m·|i − j|
-    softcap: float | None = None  # c of z ← c·tanh(z/c), after the bias, for every head
+    tanh_cap: float | None = None  # c of z ← c·tanh(z/c), after the bias, for every head
 
     @property
     def queries(self) -> int:
@@ -368,7 +368,7 @@ def _inputs(raw: Any) -> Inputs:
     key = "certificate.inputs"
     if not isinstance(raw, dict):
         raise CertificateError(key, f"expected a table, got {kind(raw)}")
-    optional = ("dO", "denominator_logits", "bias_slopes", "softcap")
+    optional = ("dO", "denominator_logits", "bias_slopes", "tanh_cap")
     known = ("layout", "batch", "heads", "kv_heads", "Q", "K", "V", *optional, "scale", "mask")
     fields(raw, key, known, tuple(k for k in known if k not in optional))
     if raw["layout"] not in _LAYOUTS:
@@ -413,13 +413,13 @@ def _inputs(raw: Any) -> Inputs:
     logits = _per_head(raw, key, "denominator_logits", heads, lambda x: abs(x) <= MOST, f"at most {MOST} in size")
     slopes = _per_head(raw, key, "bias_slopes", heads, lambda x: 0 < x <= MOST, f"above 0 and at most {MOST}")
     cap = None
-    if "softcap" in raw:  # one float for every head, at most 1000 as a spec's limit is
+    if "tanh_cap" in raw:  # one float for every head, at most 1000 as a spec's limit is
         try:
-            cap = floats([[raw["softcap"]]], f"{key}.softcap", 1, 1, "a float64 value")[0][0]
+            cap = floats([[raw["tanh_cap"]]], f"{key}.tanh_cap", 1, 1, "a float64 value")[0][0]
         except CertificateError as exc:
             raise CertificateError(exc.key, exc.problem) from None
         if not 0 < cap <= 1000:
-            raise CertificateError(f"{key}.softcap", f"{cap.hex()}: above 0 and at most 1000")
+            raise CertificateError(f"{key}.tanh_cap", f"{cap.hex()}: above 0 and at most 1000")
     return Inputs(batch, heads, kv, raw["layout"], Q, K, V, dO, scale, mask, logits, slopes, cap)
 
 
