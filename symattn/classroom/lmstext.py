@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import symattn.classroom.mla_sheet as mla_sheet
+from symattn import variants as parts
 from symattn.classroom.variants import Asked, Variant, worked_rows
 
 _TEXT = str.maketrans(
@@ -102,7 +103,8 @@ def intro(v: Variant, t) -> str:
 
 # the [mla] table's matrices as the sheet writes them (templates/sheet_mla.j2)
 _TEX = {"W_DKV": "W_{DKV}", "W_UK": "W_{UK}", "W_UV": "W_{UV}", "W_Q": "W_Q", "W_DQ": "W_{DQ}", "W_UQ": "W_{UQ}"}
-_TEX.update(W_QR="W_{QR}", W_KR="W_{KR}", rope_cos="\\cos\\theta", rope_sin="\\sin\\theta")
+_TEX.update(W_QR="W_{QR}", W_KR="W_{KR}")
+_TEX.update(zip(parts.turner().turn_quantities, ("\\cos\\theta", "\\sin\\theta"), strict=True))
 
 
 def _matrix(name: str, m) -> str:
@@ -128,7 +130,7 @@ def _mla_words(spec, t) -> str:
     if pairs:
         words.append(
             t(
-                "sheet.mla_rope",
+                "sheet.mla_decoupled",
                 dr=2 * len(pairs),
                 qR=math("q_R = x\\, W_{QR}"),
                 kR=math("k_R = x\\, W_{KR}"),
@@ -140,7 +142,8 @@ def _mla_words(spec, t) -> str:
             )
         )
         if setting.route == "absorbed":
-            words.append(t("sheet.mla_rope_absorbed", s=math("\\tilde{q}\\, c_j^{\\top} + q'_R\\, {k'_R}^{\\top}")))
+            score = math("\\tilde{q}\\, c_j^{\\top} + q'_R\\, {k'_R}^{\\top}")
+            words.append(t("sheet.mla_decoupled_absorbed", s=score))
     return " ".join(words)
 
 

@@ -17,10 +17,10 @@ A template with them::
 Q, K and V are made from the table, so a sheet states the table and the route, never Q, K, V themselves.
 The latent and q̃ are exact decimals (products of decimals); u is rounded as the output is.
 
-With the decoupled position dims (W_QR, W_KR, and ``rope = true``) the sheet also states the turn: each
-token's cos and sin per pair, as matrices C and S. So a sheet takes RoPE only where those are exact decimals at
-every token: given ``rope_cos`` and ``rope_sin`` tables, or ``rope_frequencies`` of multiples of 90°; angles
-such as 30° or the base's (cos 1) are refused in one line.
+With the decoupled position dims (W_QR, W_KR, and the turn by position) the sheet also states the turn: each
+token's cos and sin per pair, as matrices C and S. So a sheet takes the turn only where those are exact
+decimals at every token: given cos and sin tables, or frequencies of multiples of 90°; angles such as 30° or
+the base's (cos 1) are refused in one line (the turning part's exact_turn).
 """
 
 from __future__ import annotations
@@ -29,14 +29,15 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from symattn import variants
 from symattn.input.decimals import round_half_up
 from symattn.input.files import kind_of
 
 QUANTITIES = ("latent", "absorbed_query", "latent_output")
 # what a sheet states and may vary
 STATED = ("X", "W_DKV", "W_UK", "W_UV", "W_Q", "W_DQ", "W_UQ", "W_QR", "W_KR")
-# the RoPE keys a sheet with the decoupled dims states (as the turn's cos and sin)
-ROPE_KEYS = ("rope", "rope_base", "rope_style", "rope_frequencies", "rope_cos", "rope_sin")
+# the keys of the turn a sheet with the decoupled dims states (as each token's cos and sin)
+TURN_KEYS = variants.turner().keys
 
 
 def matrices(base: Mapping[str, Any]) -> tuple[str, ...]:
@@ -53,41 +54,19 @@ def stated(spec: Any) -> tuple[tuple[str, Any], ...]:
     table = (("X", setting.X), ("W_DKV", setting.W_DKV), ("W_UK", setting.W_UK), ("W_UV", setting.W_UV))
     if setting.W_QR is None or setting.W_KR is None:
         return table + setting.query
-    from symattn.variants.mla import numerals
-
-    cos, sin = turn(spec)
-    turned = (("rope_cos", numerals(cos)), ("rope_sin", numerals(sin)))
+    names = variants.turner().turn_quantities
+    turned = tuple((name, variants.numerals(rows)) for name, rows in zip(names, turn(spec), strict=True))
     return table + setting.query + (("W_QR", setting.W_QR), ("W_KR", setting.W_KR)) + turned
 
 
-def turn(spec: Any) -> tuple[tuple[tuple[Fraction, ...], ...], tuple[tuple[Fraction, ...], ...]]:
+def turn(spec: Any) -> Any:
     """Each token's cos and sin per pair of the decoupled dims, exactly; one line where a sheet cannot state
     them as exact decimals, or where a key's position is not its query's (the sheet names one per token)."""
-    from symattn.exact.heads import build_model
-    from symattn.exact.numeric import as_fraction
-    from symattn.input.decimals import terminating_decimals
     from symattn.input.errors import SpecError
 
     if spec.setting("positions") is not None:
         raise SpecError(spec.source, "positions", "an exercise sheet turns each token by its own row's position")
-    key = {"tables": "rope_cos", "frequencies": "rope_frequencies", "base": "rope"}[spec.setting("rope").given]
-    model = build_model(spec)
-    out = []
-    for quantity in ("rope_cos", "rope_sin"):
-        rows = []
-        for row in model.exact(quantity).tolist():
-            values = [as_fraction(x) for x in row]
-            if any(x is None or terminating_decimals(x) is None for x in values):
-                raise SpecError(
-                    spec.source,
-                    key,
-                    "an exercise sheet states each token's cos and sin as exact decimals; these angles give "
-                    "others (cos 30° = √3/2): give rope_cos and rope_sin tables, or rope_frequencies in "
-                    "multiples of 90°",
-                )
-            rows.append(tuple(x for x in values if x is not None))
-        out.append(tuple(rows))
-    return out[0], out[1]
+    return variants.turner().exact_turn(spec)
 
 
 def check_turn(spec: Any) -> None:
@@ -99,10 +78,10 @@ def check_turn(spec: Any) -> None:
 def pairs(spec: Any) -> tuple[tuple[int, int], ...]:
     """The pairs a sheet's decoupled dims turn, 1-based within q_R: (1, 2), or (t, t + d_r/2)."""
     setting = spec.setting("mla")
-    rope = spec.setting("rope")
-    if setting is None or rope is None:
+    if setting is None:
         return ()
-    return tuple((a - setting.d_nope + 1, b - setting.d_nope + 1) for a, b in rope.pairs(setting.d_nope + setting.d_r))
+    turned = variants.turn_pairs(spec, setting.d_nope + setting.d_r)
+    return tuple((a - setting.d_nope + 1, b - setting.d_nope + 1) for a, b in turned)
 
 
 def route(spec: Any) -> str:
@@ -111,9 +90,9 @@ def route(spec: Any) -> str:
 
 
 def states(key: str, data: Mapping[str, Any]) -> bool:
-    """Whether a sheet states a key that sheets otherwise leave unsaid: RoPE's, beside the decoupled dims."""
+    """Whether a sheet states a key that sheets otherwise leave unsaid: the turn's, beside the decoupled dims."""
     table = data.get("mla")
-    return key in ROPE_KEYS and isinstance(table, Mapping) and "W_KR" in table
+    return key in TURN_KEYS and isinstance(table, Mapping) and "W_KR" in table
 
 
 def check_template(reader: Any, data: Mapping[str, Any], vary: Mapping[str, Any], ask: list[Any]) -> None:
@@ -170,7 +149,6 @@ def asked_cols(spec: Any, quantity: str) -> range:
 
 def values(spec: Any, model: Any, quantity: str) -> Any:
     """An MLA quantity's rows as the key shows them: the latent and q̃ exact, u rounded as the output."""
-    from symattn import variants
     from symattn.exact.rounding import exact_or_rounded, from_model
 
     setting = spec.setting("mla")
@@ -184,8 +162,6 @@ def values(spec: Any, model: Any, quantity: str) -> Any:
 def hand_agrees(spec: Any, model: Any, hand_weights: Any, rows: Any) -> bool:
     """Whether u from the hand chain's shown weights and the exact latent, rounded to the output's decimals,
     shows the key's digits, and no exact entry of u lies within 10⁻⁹ of a rounding boundary."""
-    from symattn import variants
-
     shown = values(spec, model, "latent_output")
     view = variants.view(spec, "latent_output", model)
     latent = spec.setting("mla").latent
@@ -209,7 +185,7 @@ def hand_agrees(spec: Any, model: Any, hand_weights: Any, rows: Any) -> bool:
 
 __all__ = [
     "QUANTITIES",
-    "ROPE_KEYS",
+    "TURN_KEYS",
     "STATED",
     "asked_cols",
     "check_template",

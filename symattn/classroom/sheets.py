@@ -41,7 +41,7 @@ class SheetView:
     attends: tuple[tuple[str, ...], ...] | None = None  # with a mask: the tokens each token may attend to
     mla: tuple[tuple[str, Any], ...] = ()  # an [mla] table's matrices (name, numerals): Q, K, V are made from it
     route: str = "naive"  # the MLA route the sheet asks for
-    pairs: tuple[tuple[int, int], ...] = ()  # with the decoupled dims: the pairs RoPE turns (1-based within q_R)
+    pairs: tuple[tuple[int, int], ...] = ()  # with the decoupled dims: the pairs the turn takes (1-based within q_R)
 
 
 def _sheet_view(v: Variant) -> SheetView:

@@ -265,7 +265,7 @@ def proved_rational(x: sympy.Expr, lo: Fraction, hi: Fraction) -> Fraction | Non
     if not lo <= guess <= hi:
         return None
     # the exps of each product merged (e^a · e^b = e^(a + b), as powsimp would, but asking SymPy no exponent's
-    # sign: an evalf each, a minute for two heads of MLA's decoupled RoPE), then each e^z, cos, sin and tanh an
+    # sign: an evalf each, a minute for two heads of MLA's decoupled position dims), then each e^z, cos, sin and tanh an
     # independent symbol
     x = x.replace(_exp_product, _merged)
     atoms = sorted(x.atoms(sympy.exp), key=sympy.default_sort_key)

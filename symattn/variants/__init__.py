@@ -195,6 +195,20 @@ def keyword_gradients() -> dict[str, Part]:
     return {p.gradient: p for p in PARTS if p.gradient}
 
 
+numerals = mla.numerals  # made values as numerals, one width across the matrix (what a sheet states)
+
+
+def turner() -> Part:
+    """The part that turns Q and K by position, whose turn an exercise sheet may state."""
+    return next(p for p in PARTS if p.turn_quantities)
+
+
+def turn_pairs(spec: Any, width: int) -> tuple[tuple[int, int], ...]:
+    """The pairs of ``width`` columns the spec's turn takes (1-based); () where the spec has none."""
+    setting = spec.setting(turner().name)
+    return () if setting is None else setting.pairs(width)
+
+
 def float64_words(noun: bool = False, rules: bool = True, certified: bool = False) -> str:
     """The parts the float64 path refuses, as its messages list them; ``rules`` False: those with a kernel rule
     too (what a path that takes none refuses), but for ``certified`` ones (what version 3 certificates take)."""
@@ -379,6 +393,9 @@ __all__ = [
     "head_parts",
     "heads_of",
     "kernel_arguments",
+    "turner",
+    "numerals",
+    "turn_pairs",
     "keyword_gradients",
     "kernel_mask",
     "kernel_per_head",

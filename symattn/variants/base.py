@@ -242,6 +242,13 @@ class Part:
     # FlashAttention's naive reference; torch is imported inside the hooks, only when a sweep runs
 
     grid_key: ClassVar[str] = ""  # its key in a sweep's [grid] table; "" where a sweep has none
+    # what an exercise sheet states of a part that turns Q and K (its exact_turn), where those are exact
+    turn_quantities: ClassVar[tuple[str, ...]] = ()
+
+    def exact_turn(self, spec: Any) -> Any:
+        """The turn_quantities of each token, exactly, as a sheet states them (a part with turn_quantities)."""
+        raise NotImplementedError
+
     # the kind a sweep (and compare) checks of its keyword's own gradient, and that gradient's noun; "": none
     gradient: ClassVar[str] = ""
     gradient_noun: ClassVar[str] = ""

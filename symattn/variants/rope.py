@@ -257,6 +257,7 @@ class RopePart(Part):
         {"key": "rope_cos", "kind": "table", "default": ""},
         {"key": "rope_sin", "kind": "table", "default": ""},
     )
+    turn_quantities = ("rope_cos", "rope_sin")  # what an exercise sheet states of the turn, where exact
     quantities = (
         Quantity("rope_frequency", "scores", rows="pair", cols=None, asked_by="scores", needs=NEEDS),
         Quantity("rope_angle", "scores", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
@@ -449,6 +450,27 @@ class RopePart(Part):
                 bool(spec.setting("rope").cos),
             ),
         )
+
+    def exact_turn(self, spec: Any) -> tuple[tuple[tuple[Fraction, ...], ...], ...]:
+        """Each token's cos and sin per pair, exactly, as a sheet states them; one line where one is no exact
+        decimal (cos 30° = √3/2), naming the key that gave the angles."""
+        from symattn.exact.heads import build_model
+        from symattn.exact.numeric import as_fraction
+        from symattn.input.decimals import terminating_decimals
+        from symattn.input.errors import SpecError
+
+        key = {"tables": "rope_cos", "frequencies": "rope_frequencies", "base": "rope"}[spec.setting(self.name).given]
+        model = build_model(spec)
+        out = []
+        for quantity in self.turn_quantities:
+            rows = []
+            for row in model.exact(quantity).tolist():
+                values = [as_fraction(x) for x in row]
+                if any(x is None or terminating_decimals(x) is None for x in values):
+                    raise SpecError(spec.source, key, said("sheet_turn"))
+                rows.append(tuple(x for x in values if x is not None))
+            out.append(tuple(rows))
+        return tuple(out)
 
 
 PART = RopePart()

@@ -14,8 +14,8 @@ scaled scores and the block before (claimed as ``running_max[b][i]`` …).
 With an ``[mla]`` table the round starts from X (:data:`MLA`): the latent c_KV of every token, the focus row's
 query, then K and V of every token (the naive route) or the absorbed query q̃ = q W_UKᵀ with its scores
 (the absorbed route, which ends with u = P c_KV and o = u W_UV). Their hints take the student's latent, query,
-keys, values and u, claimed as ``latent[i]``, ``Q[i]``, ``K[i]``, ``V[i]`` and ``latent_output``. The
-decoupled RoPE dims of MLA are refused: the round has no steps for them yet.
+keys, values and u, claimed as ``latent[i]``, ``Q[i]``, ``K[i]``, ``V[i]`` and ``latent_output``. MLA's
+decoupled position dims are refused: the round has no steps for them yet.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _latents(step: Any, quantity: str, source: str) -> Any:
     if step is None and quantity in MLA:
         raise SpecError(source, "mla", said("practice_mla", quantity=quantity))
     if step is not None and step.d_r:
-        raise SpecError(source, "mla.W_QR", said("practice_mla_rope"))
+        raise SpecError(source, "mla.W_QR", said("practice_mla_decoupled"))
     return step
 
 
