@@ -73,8 +73,10 @@ def digits(ball: Any, n: int) -> Decimal | None:
         if lo < 10 ** (n - 1) or hi >= 10**n:
             continue
         q_lo, q_hi = int(lo + Fraction(1, 2)), int(hi + Fraction(1, 2))
-        if q_lo != q_hi or q_hi >= 10**n:
+        if q_lo != q_hi:
             return None
+        if q_hi == 10**n:  # 9.995… rounds up into the next decade: 1.00·10^(k+1)
+            return Decimal(f"{10 ** (n - 1)}E{k - n + 2}")
         return Decimal(f"{q_lo}E{k - n + 1}")  # no context: its exponent may be far past Decimal's default
     return None
 
@@ -106,7 +108,9 @@ def decide(x: Fraction, e: Any, fmt: str, shown_digits: int, error_from) -> tupl
         ulps = abs(d) / _arb(Fraction(2) ** (emin - precision + 1))
         signed = digits(abs(e), shown_digits)
         shown = None if signed is None else (signed if e > 0 else signed.copy_negate())  # no context: any exponent
-        figures = digits(ulps, SHOWN_DIGITS), digits(abs(d) / abs(e), SHOWN_DIGITS), _bucket(ulps)
+        # x = 0: d = e, and the relative error is 1 exactly, which no ball of d/e decides
+        relative = significant_exact(Fraction(1), SHOWN_DIGITS) if x == 0 else digits(abs(d) / abs(e), SHOWN_DIGITS)
+        figures = digits(ulps, SHOWN_DIGITS), relative, _bucket(ulps)
         return None if shown is None or None in figures else (figures, (d, x, e), shown)
     y = _nearest(_fraction(e.mid()), fmt)
     dy = error_from(y)
@@ -132,6 +136,20 @@ def decide(x: Fraction, e: Any, fmt: str, shown_digits: int, error_from) -> tupl
     if shown is None or None in figures:
         return None
     return figures, (dy, y, e), shown
+
+
+def decide_entry(errors: Floats, i: int, j: int, e: Any, error_from, digits: int, name, out: dict) -> None:
+    """``decide`` for entry (i, j) of ``errors``' result: its (figures, shown) into ``out`` and its error's ball into
+    ``errors.found`` where decided; a figure past what the reports rank raises, the entry named (``name``)."""
+    try:
+        decided = decide(errors.value(i, j), e, errors.format, digits, error_from)
+    except EvaluationError as error:  # named, on one line
+        named = f"the error of entry ({i + 1}, {j + 1})" if name is None else name(i, j)
+        raise EvaluationError(f"{named} {error}") from None
+    if decided is not None:
+        figures, found, shown = decided
+        errors.found[(i, j)] = found
+        out[(i, j)] = (figures, shown)
 
 
 def error_of(found: tuple, v: Fraction) -> Any:
@@ -164,4 +182,4 @@ def _near_bucket(g, y: Fraction, step: Fraction) -> int | None:
     return past if at == past or g(y) in EDGES else None
 
 
-__all__ = ["Floats", "decide", "digits", "error_of"]
+__all__ = ["Floats", "decide", "decide_entry", "digits", "error_of"]

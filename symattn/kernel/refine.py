@@ -104,8 +104,9 @@ def refine(
     exact_inputs = None  # made for the first proof that an entry is 0
     while pending:
         suspects: dict[int, list[int]] = {}  # outputs whose balls hold x, or lie below normal: deviation's
+        kept: dict[tuple[int, int], Any] = {}  # the gradients' balls, for their suspects
         try:
-            rows = list(_ends_by_rows(head, quantity, pending, bits, balls, name))
+            rows = list(_ends_by_rows(head, quantity, pending, bits, balls, name, kept))
         except NotFinite as bad:
             named = f"the error of entry ({bad.i + 1}, {bad.j + 1})" if name is None else name(bad.i, bad.j)
             raise EvaluationError(f"{named}: its exact value is not finite in arb at {bits} bits") from None
@@ -121,10 +122,14 @@ def refine(
                 exact = significant_exact(lo, digits)
                 if outcome is not None and exact == significant_exact(hi, digits):
                     out[(i, j)] = (outcome, exact)
-                elif errors is not None and quantity == "output" and errors.suspect(i, j, lo, hi):
+                elif errors is not None and quantity in ("output", *GRADIENTS) and errors.suspect(i, j, lo, hi):
                     suspects.setdefault(i, []).append(j)
-        if suspects:  # a saturated row's outputs, an exact value below normal: from the balls of their errors
-            out.update(_by_errors(head, suspects, bits, balls, errors, digits, name))
+        if suspects and quantity == "output":  # a saturated row's outputs, an exact value below normal: from
+            out.update(_by_errors(head, suspects, bits, balls, errors, digits, name))  # the balls of their errors
+        elif suspects:
+            from symattn.kernel.refine_gradients import by_error_balls
+
+            out.update(by_error_balls(kept, suspects, bits, errors, digits, name))
         pending = {i: [j for j in cols if (i, j) not in out] for i, cols in pending.items()}
         pending = {i: cols for i, cols in pending.items() if cols}
         if pending and bits * 2 > limits.DIGITS * 3.33:
@@ -159,7 +164,7 @@ def _by_errors(head: float64.Head, entries: dict[int, list[int]], bits: int, bal
 
     from symattn.kernel import deviation
 
-    out = {}
+    out: dict[tuple[int, int], tuple] = {}
     saved = ctx.prec
     ctx.prec = bits
     try:
@@ -171,18 +176,9 @@ def _by_errors(head: float64.Head, entries: dict[int, list[int]], bits: int, bal
             extra = sum((mod.arb_exp(i) for mod in _denominators(head)), arb(0))  # a denominator logit's e^s: no value
 
             for j in cols:
-                x = errors.value(i, j)
                 e = (exps * arb_mat([[v] for v in head.V[:, j].tolist()]))[0, 0] / total
-                try:
-                    error_from = partial(_error_from, head.V[:, j].tolist(), exps, extra, total)
-                    decided = deviation.decide(x, e, errors.format, digits, error_from)
-                except EvaluationError as error:  # a figure past what the reports rank: named, on one line
-                    named = f"the error of entry ({i + 1}, {j + 1})" if name is None else name(i, j)
-                    raise EvaluationError(f"{named} {error}") from None
-                if decided is not None:
-                    figures, found, shown = decided
-                    errors.found[(i, j)] = found
-                    out[(i, j)] = (figures, shown)
+                error_from = partial(_error_from, head.V[:, j].tolist(), exps, extra, total)
+                deviation.decide_entry(errors, i, j, e, error_from, digits, name, out)
     finally:
         ctx.prec = saved
     return out
@@ -325,11 +321,10 @@ def _by_rows(
         yield from zip(chunk, _arb_rows(head, quantity, {i: wanted[i] for i in chunk}, bits, balls))
 
 
-def _ends_by_rows(
-    head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None, name=None
-):
+def _ends_by_rows(head: float64.Head, quantity: str, wanted: dict, bits: int, balls=None, name=None, kept=None):
     """(row, {column: exact ends}) for each row of ``wanted``, in order, at ``bits``: _by_rows's balls as
-    their ends, its chunks of rows in two processes from PARALLEL_ROWS rows on (the same chunks)."""
+    their ends, its chunks of rows in two processes from PARALLEL_ROWS rows on (the same chunks); a
+    gradient's balls also in ``kept``, by (row, column)."""
     balls = Balls(0) if balls is None else balls
     rows = sorted(wanted)
     if quantity == "dsink":  # one number: every row of every batch counts
@@ -339,6 +334,8 @@ def _ends_by_rows(
         return
     if quantity in GRADIENTS:
         for i, values in _by_rows(head, quantity, wanted, bits, balls, name):
+            if kept is not None:
+                kept.update({(i, j): ball for j, ball in values.items()})
             yield i, {j: _ends(ball, i, j) for j, ball in values.items()}
         return
     chunks = [{i: wanted[i] for i in rows[n : n + ROWS_AT_ONCE]} for n in range(0, len(rows), ROWS_AT_ONCE)]

@@ -87,7 +87,8 @@ def gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int, 
                 if dA is None:
                     factors.append(weight)
                     continue
-                dS = [w * (dA[r, t] - Ds[r]) for t, w in enumerate(weight)]
+                P, C = Ds[r]
+                dS = [w * ((dA[r, t] - P) - C) for t, w in enumerate(weight)]  # dA − P exact: no cancellation
                 if capped:  # the tanh cap: dS back through 1 − tanh²(z/c) at each key
                     dS = [x * _mod_factor(head, i, j) for x, j in zip(dS, keys)]
                 factors.append(dS)
@@ -125,7 +126,7 @@ def logit_gradient(given, bits: int, name=None):
         try:
             ells, Ds = _row_stats(head, bits, _transposed_integers(head.K), True)
             exp = _denominators(head)[0].arb_exp
-            total -= sum((exp(i) / ell * D for i, (ell, D) in enumerate(zip(ells, Ds))), arb(0))
+            total -= sum((exp(i) / ell * (D[0] + D[1]) for i, (ell, D) in enumerate(zip(ells, Ds))), arb(0))
         finally:
             ctx.prec = saved
     return total
@@ -154,18 +155,71 @@ def _row_stats(head, bits: int, KT, with_d: bool):
 
 
 def _ell_and_d(head, chunk: list[int], exps, totals, VT) -> tuple[list, list]:
-    """ℓ of the chunk's rows, and with VT (Vᵀ as integers · 2^-shift; None: no D) their D = Σ_j A_ij dA_ij."""
-    from flint import arb, arb_mat, fmpz_mat
+    """ℓ of the chunk's rows, and with VT (Vᵀ as integers · 2^-shift; None: no D) their D = Σ_j A_ij dA_ij as a
+    pair (P, C), D = P + C: P = dA_ip exactly at a pivot key p (the largest raw score), and, since
+    Σ_j A_ij + a = 1 (a the denominator logits' share e^s/ℓ, 0 without one),
+
+        C = Σ_j A_ij (dA_ij − dA_ip) − a·dA_ip,
+
+    the differences dA_ij − dA_ip exact in integers. Then dA_ij − D = (dA_ij − P) − C has no cancellation
+    where one key takes nearly all the weight: there D − dA_ip is e^(−gap)-small, and the plain D would
+    lose it at any precision short of gap·log2(e) bits (a saturated row needed thousands)."""
+    from flint import arb, arb_mat, fmpz, fmpz_mat
 
     ells = [totals[r, 0] for r in range(len(chunk))]
     if VT is None:
         return ells, [None] * len(chunk)
     grads, shift = _integers(head.dO[chunk])
     unit = arb(2) ** -(shift + VT[1])
+    denominators = _denominators(head)
     Ds = []
-    for r in range(len(chunk)):  # a row's e times its dA = dO·Vᵀ, exact in integers: one dot product
-        Ds.append((arb_mat([exps[r]]) * (fmpz_mat([grads[r]]) * VT[0]).transpose())[0, 0] * unit / ells[r])
+    for r, i in enumerate(chunk):  # a row's dA = dO·Vᵀ exact in integers; its e times dA − dA_p: one dot product
+        g = fmpz_mat([grads[r]]) * VT[0]
+        p = _pivot(head, i)
+        g_p = g[0, p] if p is not None else fmpz(0)
+        diffs = fmpz_mat([[g[0, t] - g_p for t in range(g.ncols())]])
+        P = arb(g_p) * unit
+        C = (arb_mat([exps[r]]) * diffs.transpose())[0, 0] * unit / ells[r]
+        if denominators:
+            C -= P * sum((mod.arb_exp(i) for mod in denominators), arb(0)) / ells[r]
+        Ds.append((P, C))
     return ells, Ds
 
 
-__all__ = ["gradient_rows", "logit_gradient"]
+def _pivot(head, i: int) -> int | None:
+    """The allowed key of query i's largest raw score (smallest for a negative scale): any key keeps D = P + C
+    exact, this one makes C small on a saturated row; None where the row attends no key."""
+    import numpy as np
+
+    z = (head.K @ head.Q[i]) * (1.0 if head.scale >= 0 else -1.0)
+    if head.allowed is not None:
+        if not head.allowed[i].any():
+            return None
+        z = np.where(head.allowed[i], z, -np.inf)
+    return int(np.argmax(z))
+
+
+def by_error_balls(kept: dict, entries: dict[int, list[int]], bits: int, errors, digits: int, name) -> dict:
+    """{(i, j): (outcome, shown)} of the gradient entries that deviation.decide decides from the ball of their
+    error e − y = ball − y (one exact subtraction in arb): an exact value below the format's normal range, or
+    below refine's TINY_END (a saturated row's dQ is e^(−gap)-small, past what its ends can hold), keeps the
+    ball's relative precision, so its ULP (the least subnormal's) and its digits need no more bits."""
+    from flint import ctx
+
+    from symattn.kernel import deviation
+    from symattn.kernel.deviation import _arb
+
+    out: dict[tuple[int, int], tuple] = {}
+    saved = ctx.prec
+    ctx.prec = bits  # the balls' own precision: the figures' products and quotients keep it
+    try:
+        for i, cols in entries.items():
+            for j in cols:
+                ball = kept[(i, j)]
+                deviation.decide_entry(errors, i, j, ball, lambda y, b=ball: b - _arb(y), digits, name, out)
+    finally:
+        ctx.prec = saved
+    return out
+
+
+__all__ = ["by_error_balls", "gradient_rows", "logit_gradient"]

@@ -44,6 +44,7 @@ class Inputs:
     attends: Callable[[int, int], bool]  # whether query i sees key j
     dO: Rows | None = None
     _scores: dict[int, list[Fraction]] = field(default_factory=dict)
+    _dP: dict[tuple[int, int], Fraction] = field(default_factory=dict)
 
     def keys(self, i: int) -> list[int]:
         return [j for j in range(len(self.K)) if self.attends(i, j)]
@@ -56,8 +57,11 @@ class Inputs:
         return self._scores[i]
 
     def dP(self, i: int, j: int) -> Fraction:
+        """dO_i·V_j exactly, made once: a dQ row's proofs (one per column) read every key's."""
         assert self.dO is not None  # the gradients' inputs have dO
-        return sum((a * b for a, b in zip(self.dO[i], self.V[j])), Fraction(0))
+        if (i, j) not in self._dP:
+            self._dP[(i, j)] = sum((a * b for a, b in zip(self.dO[i], self.V[j])), Fraction(0))
+        return self._dP[(i, j)]
 
 
 def is_zero(inputs: Inputs, quantity: str, i: int, j: int) -> bool:
