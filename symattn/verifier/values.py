@@ -1,0 +1,142 @@
+"""Strict readers of a certificate's values, one field at a time: whole numbers, rows, ``float.hex`` floats,
+shown digits and exact fractions, each refusing with a :class:`CertificateError` that names the key and the
+1-based position (the standalone verifier: the standard library only)."""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+_SHOWN = re.compile(r"-?[0-9]{1,40}(?:\.[0-9]{1,40})?(?:E[+-][0-9]{1,4})?")
+_EXACT = re.compile(r"-?[0-9]{1,400}(?:/[0-9]{1,400})?")
+BOUND_LENGTH = 64_000  # characters of a version-2 enclosure's end (its exact decimal)
+
+
+class CertificateError(ValueError):
+    """The certificate is malformed: ``key`` (dotted), ``position`` (1-based), ``problem``."""
+
+    def __init__(self, key: str, problem: str, position: tuple[int, ...] = ()):
+        self.key, self.problem, self.position = key, problem, position
+        super().__init__(f"{key}{''.join(f'[{p}]' for p in position)}: {problem}" if key else problem)
+
+
+class _Float(str):
+    """A JSON number with a point or an exponent, kept as its text (a certificate's numbers are whole)."""
+
+
+def whole(raw: Any) -> int | None:
+    """A whole number of up to 9 digits: a JSON integer (or its text, as symattn's own reader keeps it)."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw if abs(raw) < 10**9 else None
+    if isinstance(raw, str) and type(raw) is not str and not isinstance(raw, _Float):
+        return int(raw) if len(raw) <= 9 and raw.isdigit() else None
+    return None
+
+
+def kind(raw: Any) -> str:
+    if isinstance(raw, dict):
+        return "a table"
+    if isinstance(raw, list):
+        return "a list" if raw else "an empty list"
+    if isinstance(raw, str) and type(raw) is str:
+        return f"the text {raw[:40]!r}" + ("…" if len(raw) > 40 else "")
+    return f"the number {str(raw)[:40]}"
+
+
+def fields(table: dict[str, Any], key: str, known: tuple[str, ...], required: tuple[str, ...]) -> None:
+    for name in table:
+        if name not in known:
+            where = f"{key}.{name[:50]}" if key else name[:50]
+            raise CertificateError(where, f"an unknown field; this holds {', '.join(known)}")
+    for name in required:
+        if name not in table:
+            raise CertificateError(f"{key}.{name}" if key else name, "missing")
+
+
+def rows(raw: Any, key: str, count: int | None, width: int | None, what: str) -> list[list[Any]]:
+    """A list of ``count`` rows of ``width`` entries each (None: as given, within the limits)."""
+    if not isinstance(raw, list) or not raw:
+        raise CertificateError(key, f"expected a list of rows of {what}, got {kind(raw)}")
+    if count is not None and len(raw) != count:
+        raise CertificateError(key, f"{len(raw)} rows; {count} expected")
+    for i, row in enumerate(raw, 1):
+        if not isinstance(row, list) or not row:
+            raise CertificateError(key, f"expected a list of {what}, got {kind(row)}", (i,))
+        if width is None:
+            width = len(row)
+        if len(row) != width:
+            raise CertificateError(key, f"{len(row)} entries; {width} expected", (i,))
+    return raw
+
+
+# exactly the texts float.hex writes of finite floats (tests/test_verifier_speed.py): a normal one's 13 hex
+# digits and its exponent from −1022 to +1023 (no leading zero, "+0" not "-0"), a subnormal's nonzero digits
+# at −1022, and zero; float.hex itself took three times as long
+_EXPONENT = r"(?:\+(?:0|[1-9]\d{0,2}|10[01]\d|102[0-3])|-(?:[1-9]\d{0,2}|10[01]\d|102[0-2]))"
+HEX = re.compile(rf"-?0x(?:1\.[0-9a-f]{{13}}p{_EXPONENT}|0\.(?!0{{13}})[0-9a-f]{{13}}p-1022|0\.0p\+0)")
+_HEX_INF = re.compile(rf"{HEX.pattern}|inf")
+
+
+def floats(raw: Any, key: str, count: int | None, width: int | None, what: str, inf: bool = False) -> list[list[float]]:
+    """Rows of float.hex texts as floats: each the text float.hex gives its own value, finite (or inf)."""
+    out = []
+    form = _HEX_INF if inf else HEX
+    for i, row in enumerate(rows(raw, key, count, width, what), 1):
+        try:  # the usual row: every text of float.hex's form, checked in C
+            if all(map(form.fullmatch, row)):
+                out.append(list(map(float.fromhex, row)))
+                continue
+        except TypeError:  # not a string: the check below names it
+            pass
+        try:  # the whole row at once in C; +inf (only where allowed) is "inf", float.hex's own text
+            values = list(map(float.fromhex, row))
+            good = list(map(float.hex, values)) == row and (
+                all(map(math.isfinite, values)) or all(v == math.inf for v in values if not math.isfinite(v))
+            )
+        except (TypeError, ValueError, OverflowError):
+            good = False
+        if not good or not inf and "inf" in row:
+            j = next(j for j, x in enumerate(row) if not _hex(x, inf))
+            raise CertificateError(key, f"expected {what} as float.hex writes it, got {kind(row[j])}", (i, j + 1))
+        out.append(values)
+    return out
+
+
+def _hex(x: Any, inf: bool) -> bool:
+    if not isinstance(x, str) or len(x) > 24:
+        return False
+    if x == "inf":
+        return inf
+    try:
+        v = float.fromhex(x)
+    except (ValueError, OverflowError):
+        return False
+    return math.isfinite(v) and v.hex() == x
+
+
+def shown(text: Any, key: str, position: tuple[int, ...], digits: int) -> Fraction:
+    """A value as shown: ``digits`` significant digits (or "0"), as Decimal writes it; exactly."""
+    if not isinstance(text, str) or _SHOWN.fullmatch(text) is None:
+        raise CertificateError(
+            key, f'expected a value such as "0.4171325333" or "2.028E+4", got {kind(text)}', position
+        )
+    value = Decimal(text)
+    if value != 0 and len(value.as_tuple().digits) != digits:
+        raise CertificateError(
+            key, f"{text} has {len(value.as_tuple().digits)} significant digits, not {digits}", position
+        )
+    if value == 0 and text != "0":
+        raise CertificateError(key, f'an exact zero is shown as "0", got {text!r}', position)
+    return Fraction(value)
+
+
+def exact(text: Any, key: str, position: tuple[int, ...], pattern: re.Pattern[str] = _EXACT) -> Fraction:
+    if not isinstance(text, str) or len(text) > BOUND_LENGTH or pattern.fullmatch(text) is None:
+        raise CertificateError(key, f'expected an exact number such as "3/10", got {kind(text)}', position)
+    num, _, den = text.partition("/")
+    if den and not den.strip("0"):
+        raise CertificateError(key, f"{text} divides by zero", position)
+    return Fraction(Decimal(num)) / (Fraction(Decimal(den)) if den else 1)
