@@ -97,7 +97,7 @@ def test_the_hints_take_the_students_latent_query_and_keys(client):
 def test_the_absorbed_hints_fold_w_uk_into_the_query_and_w_uv_after_the_weights(client):
     claims = {**LATENT, "Q[3]": ["1", "1"], "rows": {"sat": {"absorbed_query": ["1", "2"]}}}
     assert hint(client, "absorbed", claims) == (
-        "<p>Fold W_UK into your query, q̃ = q W_UKᵀ, then score each of your latent rows with your q̃:</p>\n"
+        "<p>Fold W_UK into your query (your q times the transpose of W_UK), then score each of your latent rows with it:</p>\n"
         '<div class="math display">\\begin{aligned}\n'
         "\\tilde{q}_{1} &amp;= 1\\times 1 + 1\\times 0 \\\\\n"
         "\\tilde{q}_{2} &amp;= 1\\times 1 + 1\\times 1 \\\\\n"
@@ -125,7 +125,7 @@ def test_the_hints_in_chinese(client):
     spec = example("mla", "zh")
     claims = {"rows": {"下": {"absorbed_query": ["1", "2"]}}}
     assert hint(client, "absorbed", claims, spec).startswith(
-        "<p>把 W_UK 并入你的查询，q̃ = q W_UKᵀ，再用你的 q̃ 与你的每个潜在向量算分数：</p>\n"
+        "<p>把 W_UK 并入你的查询（你的 q 乘 W_UK 的转置），再用它与你的每个潜在向量算分数：</p>\n"
     )
     assert hint(client, "Q", {}, spec).startswith("<p>「下」的查询是它的 X 行乘以查询投影的每一列：</p>\n")
 
@@ -232,12 +232,13 @@ WORDS = {
     "wrong": ("✘\nwrong", "✘\n错误"),
     "Q": ("Compute the query Q of “sat”.", "计算「下」的查询 Q。"),
     "absorbed": (
-        "Compute the absorbed query q̃ = q W_UKᵀ of “sat”, then its scores q̃ c_KVᵀ.",
-        "计算「下」吸收后的查询 q̃ = q W_UKᵀ，再算它的分数 q̃ c_KVᵀ。",
+        "Compute the absorbed query of “sat” (its q times the transpose of W_UK), then its score against each latent "
+        "row c_KV.",
+        "计算「下」吸收后的查询（q 乘 W_UK 的转置），再算它与每个潜在向量 c_KV 的分数。",
     ),
     "absorbed_captions": (
-        ["q̃, column 1", "q̃, column 2", "the", "cat", "sat"],
-        ["q̃ 第 1 列", "q̃ 第 2 列", "猫", "坐", "下"],
+        ["absorbed query, column 1", "absorbed query, column 2", "the", "cat", "sat"],
+        ["吸收后的查询第 1 列", "吸收后的查询第 2 列", "猫", "坐", "下"],
     ),
     "output": (
         "Compute u = P c_KV of “sat”, then its output o = u W_UV.",
