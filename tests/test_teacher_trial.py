@@ -1,8 +1,13 @@
 """What a teacher's trial of check, grade and the derivation found (issue 32's variants in class)."""
 
 from symattn.checking.checker import check
+from symattn.classroom.grading import grade
 from symattn.input.spec import load_spec
 from symattn.rendering.renderer import render_report
+
+from .test_exercise import key_numbers
+from .test_grade import fill
+from .test_grade_surprises import small_class  # noqa: F401  (the fixture)
 
 TILE = {
     "title": "Online softmax, one key at a time",
@@ -110,3 +115,63 @@ def test_an_mla_output_from_the_claimants_weights_and_v_is_carried_beside_u():
     for slip in ("1.645", "1.648"):  # one off either route's own number: a rounding slip of theirs
         text = render_report(check(load_spec(MLA), mla_claims(slip)), "text")
         assert f"  output of head 1 (fast, column 1): {slip} — last-digit\n" in text
+
+
+# --- 3. last-digit only where a rounding lies on the claim's path --------------------------------------------
+
+PLAIN = {
+    "tokens": ["a", "b", "c"],
+    "Q": [[1, 0], [0, 1], [1, 1]],
+    "K": [[1, 0], [0, 1], [1, 1]],
+    "V": [[1, 0], [0, 1], [1, 1]],
+}
+
+
+def test_one_unit_off_an_exact_product_of_the_given_decimals_is_wrong():
+    claims = {"scores[3][1]": "1.1", "scores[3][3]": "3", "scaled[1][1]": "0.8"}
+    report = check(load_spec(PLAIN), {"claims": claims})
+    assert [(v.claim.key, v.verdict) for v in report.results] == [
+        ("claims.scores[3][1]", "wrong"),  # 1 exactly, from the given numbers
+        ("claims.scores[3][3]", "wrong"),
+        ("claims.scaled[1][1]", "last-digit"),  # 1/√2 = 0.707…: rounded on its way
+    ]
+    text = render_report(report, "text")
+    assert "  score S (c, a): 1.1 — wrong\n    1×1 + 1×0 = 1; correctly rounded: 1.0\n" in text
+    assert "  scaled S/√d_k (a, a): 0.8 — last-digit\n    1 / √2 ≈ 0.707107; correctly rounded: 0.7\n" in text
+
+
+def test_one_unit_off_an_mla_latent_of_the_given_decimals_is_wrong():
+    report = check(load_spec(MLA), {"claims": {"h1.latent[3][1]": "0.6", "h2.latent[3][1]": "0.5"}})
+    assert [v.verdict for v in report.results] == ["wrong", "exact"]
+    assert (
+        "  MLA latent c_KV of head 1 (fast, column 1): 0.6 — wrong\n    1×0.5 + 1×0 + 0×1 = 0.5; correctly rounded: 0.5\n"
+    ) in render_report(report, "text")
+
+
+def test_one_unit_off_a_number_carried_from_the_claimants_own_rounded_claims_is_last_digit():
+    spec = {
+        "tokens": ["a", "b"],
+        "X": [[1, 0], [0, 1]],
+        "W_Q": [["1.25", 0], [0, 1]],
+        "W_K": [[2, 0], [0, 1]],
+        "W_V": [[1, 0], [0, 1]],
+    }
+    # their Q 1.3 is 1.25 rounded; the score from it is 2.6 (exactly 2.5): 2.7 is one off their own number
+    claims = {"Q[1][1]": "1.3", "scores[1][1]": "2.7", "scores[2][2]": "1.1"}
+    report = check(load_spec(spec), {"claims": claims})
+    assert [v.verdict for v in report.results] == ["rounded", "last-digit", "wrong"]
+    assert "from your own earlier numbers: 2.6" in render_report(report, "text")
+    # with their Q exact, nothing was rounded before the score: one off is wrong
+    exact = check(load_spec(spec), {"claims": {"Q[1][1]": "1.25", "scores[1][1]": "2.6"}})
+    assert [v.verdict for v in exact.results] == ["exact", "wrong"]
+
+
+def test_grading_follows_the_same_verdict(small_class):  # noqa: F811
+    out, v = small_class
+    numbers = key_numbers(v["s01"])
+    score = numbers["scores[3][1]"]  # a score of the given decimals: exact at its two decimals
+    off = f"{float(score) + 0.01:.2f}"
+    (out / "s01" / "answers.toml").write_text(fill(v["s01"], {**numbers, "scores[3][1]": off}), encoding="utf-8")
+    row = next(r for r in grade(out).rows if r.id == "s01")
+    assert (dict(row.counts)["last-digit"], dict(row.counts)["wrong"]) == (0, 1)
+    assert row.first_to_fix == "scores[3][1]"
