@@ -1,7 +1,9 @@
 """What a teacher's trial of check, grade and the derivation found (issue 32's variants in class)."""
 
 from symattn.checking.checker import check
-from symattn.classroom.grading import grade
+from symattn.classroom.gradebook import gradebook_text
+from symattn.classroom.grading import Note, grade
+from symattn.cli.commands import main
 from symattn.input.spec import load_spec
 from symattn.rendering.renderer import render_report
 
@@ -175,3 +177,36 @@ def test_grading_follows_the_same_verdict(small_class):  # noqa: F811
     row = next(r for r in grade(out).rows if r.id == "s01")
     assert (dict(row.counts)["last-digit"], dict(row.counts)["wrong"]) == (0, 1)
     assert row.first_to_fix == "scores[3][1]"
+
+
+# --- 4. an answers file left as exercise wrote it is not a return --------------------------------------------
+
+
+def test_untouched_answers_files_are_not_returned(small_class):  # noqa: F811
+    out, v = small_class
+    (out / "s01" / "answers.toml").write_text(fill(v["s01"], key_numbers(v["s01"])), encoding="utf-8")
+    (out / "s01-copy.toml").write_text(fill(v["s01"], {}), encoding="utf-8")  # beside a graded return: none
+    book = grade(out)
+    assert [(r.id, r.file, r.error) for r in book.rows] == [
+        ("s01", "s01/answers.toml", None),
+        ("s02", "s02/answers.toml", Note("not_returned", text="s02/answers.toml")),
+        ("s03", "s03/answers.toml", Note("not_returned", text="s03/answers.toml")),
+    ]
+    text = gradebook_text(book, "markdown")
+    assert "| s02 |  |  |  |  |  |  |  |  |  |  | not returned |\n" in text
+    assert "- s02 (s02/answers.toml): answers file not filled in: every blank is still blank\n" in text
+    assert "1 returns graded, 0 could not be graded, 2 students returned nothing.\n" in text
+    zh = gradebook_text(book, "markdown", "zh")
+    assert "已评分 1 份，未能评分 0 份，2 人没有交。" in zh and "答卷没有填写：每个空都还是空的" in zh
+
+
+def test_an_answers_file_with_one_answer_or_one_non_number_is_a_return(small_class, capsys):  # noqa: F811
+    out, v = small_class
+    (out / "s01" / "answers.toml").write_text(fill(v["s01"], {"scores[3][1]": "abc"}), encoding="utf-8")
+    (out / "s02" / "answers.toml").write_text(fill(v["s02"], {"scores[3][1]": "0"}), encoding="utf-8")
+    book = grade(out)
+    assert [r.error for r in book.rows] == [None, None, Note("not_returned", text="s03/answers.toml")]
+    assert dict(book.rows[0].counts)["blank"] == 11
+    assert "2 returns graded, 0 could not be graded, 1 students returned nothing.\n" in gradebook_text(book, "markdown")
+    assert main(["grade", str(out), "--format", "csv"]) == 0
+    assert capsys.readouterr().err == ""
