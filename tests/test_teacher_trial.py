@@ -4,8 +4,9 @@ from symattn.checking.checker import check
 from symattn.classroom.gradebook import gradebook_text
 from symattn.classroom.grading import Note, grade
 from symattn.cli.commands import main
+from symattn.derivation.derive import derive
 from symattn.input.spec import load_spec
-from symattn.rendering.renderer import render_report
+from symattn.rendering.renderer import render, render_report
 
 from .test_exercise import key_numbers
 from .test_grade import fill
@@ -210,3 +211,35 @@ def test_an_answers_file_with_one_answer_or_one_non_number_is_a_return(small_cla
     assert "2 returns graded, 0 could not be graded, 1 students returned nothing.\n" in gradebook_text(book, "markdown")
     assert main(["grade", str(out), "--format", "csv"]) == 0
     assert capsys.readouterr().err == ""
+
+
+# --- 5. QK-norm's weights are shown -------------------------------------------------------------------------
+
+QKN = {
+    "title": "QK-norm by hand",
+    "tokens": ["red", "green", "blue"],
+    "Q": [[3, 4], [1, 0], [2, 2]],
+    "K": [[0, 2], [1, 1], [4, 3]],
+    "V": [[1, 0], [0, 1], [2, 2]],
+    "qk_norm": True,
+    "qk_norm_eps": "1/100",
+    "q_norm_weight": [1, "0.5"],
+}
+
+
+def test_qk_norm_shows_its_weights_as_given_in_both_languages():
+    en = render(derive(load_spec(QKN)), "markdown")
+    assert "The weights are $w_Q = [1,\\ 0.5]$ for the queries and $w_K = 1$ for the keys.\n" in en
+    assert (
+        "q' &= \\frac{x \\odot w_Q}{\\sigma} = \\frac{[2,\\ 2] \\odot [1,\\ 0.5]}{\\sigma} \\approx [0.999,\\ 0.499]\n"
+    ) in en
+    assert "No weights are given" not in en
+    zh = render(derive(load_spec({**QKN, "lang": "zh", "k_norm_weight": ["2", "-1"]})), "markdown")
+    assert "权重：查询用 $w_Q = [1,\\ 0.5]$，键用 $w_K = [2,\\ -1]$。\n" in zh
+    # the keys' weights alone: no q′ formula with w_Q, and w_Q = 1 said
+    keys = render(
+        derive(load_spec({**{k: v for k, v in QKN.items() if k != "q_norm_weight"}, "k_norm_weight": [1, 2]})),
+        "markdown",
+    )
+    assert "The weights are $w_Q = 1$ for the queries and $w_K = [1,\\ 2]$ for the keys.\n" in keys
+    assert "q' &\\approx [0.999,\\ 0.999]\n" in keys
