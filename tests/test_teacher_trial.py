@@ -1,5 +1,9 @@
 """What a teacher's trial of check, grade and the derivation found (issue 32's variants in class)."""
 
+import re
+
+import pytest
+
 from symattn.checking.checker import check
 from symattn.classroom.gradebook import gradebook_text
 from symattn.classroom.grading import Note, grade
@@ -243,3 +247,40 @@ def test_qk_norm_shows_its_weights_as_given_in_both_languages():
     )
     assert "The weights are $w_Q = 1$ for the queries and $w_K = [1,\\ 2]$ for the keys.\n" in keys
     assert "q' &\\approx [0.999,\\ 0.999]\n" in keys
+
+
+# --- 6. the recap names every key that ties for the top ----------------------------------------------------
+
+TIE = {**{k: v for k, v in TILE.items() if not k.startswith("rope")}, "block_keys": 2, "rounding": "hand"}
+
+
+def test_the_recap_names_every_tied_key_as_step_3_does():
+    en = render(derive(load_spec(TIE)), "markdown")
+    assert "“snow” attends most to “sun”, “rain” (43.4%).\n" in en
+    assert (
+        "- $QK^\\top$: snow·sun, snow·rain = 2.0 tie for the highest → “the right question”\n"
+        "- dividing by $\\sqrt{d_k}$ only cools the scores down, so they do not grow too large\n"
+        "- softmax: 2.0 becomes a weight of about 43% for each of them\n"
+        "- $\\times V$: 43% × $[4,\\ 0]$ + 43% × $[0,\\ 2]$ → the output takes on the meanings of “sun”, “rain” alike\n"
+    ) in en
+    zh = render(derive(load_spec({**TIE, "lang": "zh"})), "markdown")
+    assert (
+        "- $QK^\\top$：snow·sun、snow·rain = 2.0 并列最高 →「问得对」\n"
+        "- 除以 $\\sqrt{d_k}$：只是降温，防止分数太大\n"
+        "- softmax：2.0 各变成约 43% 权重\n"
+        "- $\\times V$：43% × $[4,\\ 0]$ + 43% × $[0,\\ 2]$ → 输出里同样出现「sun」、「rain」的语义成分\n"
+    ) in zh
+    # one top key: the recap as before
+    alone = render(derive(load_spec({**TIE, "Q": [[1, 0], ["0.5", 1], [1, 1], [1, 2]]})), "markdown")
+    assert "is the highest → “the right question”" in alone and "tie for" not in alone
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_weights_and_ties_pass_katex_and_tex(katex, latex, tmp_path, lang):
+    for spec in (QKN, TIE):
+        doc = derive(load_spec({**spec, "lang": lang}))
+        assert katex(render(doc, "markdown")) == []
+        latex(render(doc, "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+        log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+        assert re.findall(r"Overfull \\[hv]box", log) == []
