@@ -283,7 +283,7 @@ def test_claims_on_projected_q_k_v(tmp_path):
     got = {(v.claim.quantity, v.row_label, v.col_label): v.verdict for v in report.results}
     # Q[3][1] is 1.1; the score 1.2 follows from their own 1.2 (1.2×1.00 + 0.0×0.45)
     assert got == {
-        ("Q", "it", 1): "last-digit",
+        ("Q", "it", 1): "wrong",  # X W is 1.1 exactly: one unit off with no rounding on its path
         ("K", "cat", 2): "exact",
         ("scores", "it", "cat"): "carried",
         ("scores", "it", "eats"): "carried",

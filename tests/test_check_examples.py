@@ -238,7 +238,8 @@ def test_rowsum_claims_and_dz_from_the_claimed_rowsum():
     [
         ([[2, 1]], "5", "wrong"),  # the score is exactly 6: an integer one off is a wrong computation
         ([[2, 1]], "7", "wrong"),
-        ([[2, 1]], "5.9", "last-digit"),  # decimals: a rounding slip is plausible
+        ([[2, 1]], "5.9", "wrong"),  # 6 exactly from the given numbers: no rounding on its path to slip
+        ([[2, 1]], "5.99", "wrong"),
         ([[2, 1]], "6", "exact"),
         ([["2.8", 0]], "5", "last-digit"),  # 5.6: an integer for a value that is not one
         ([["2.8", 0]], "6", "rounded"),

@@ -160,7 +160,10 @@ def graded_rows(template, out, capsys, count):
 def test_the_class_grades_full_marks_for_the_key(tmp_path, capsys):
     rows = graded_rows(_template(tmp_path), tmp_path / "class", capsys, 2)
     assert rows[1].startswith("s01,,11,7,0,0,0,0,0,0,18,18,")
-    assert rows[2].startswith("s02,,0,0,0,0,0,0,0,18,0,18,")
+    # s02 left the file as handed out: not returned
+    assert (
+        rows[2] == "s02,,0,0,0,0,0,0,0,0,0,0,,,answers file not filled in: every blank is still blank,s02/answers.toml"
+    )
 
 
 @pytest.mark.parametrize(

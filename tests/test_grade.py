@@ -296,11 +296,13 @@ def test_grade_cli(classroom, tmp_path, capsys):
     assert capsys.readouterr().err == f"symattn: {tmp_path / 'nowhere'}: not a folder of returned answers\n"
 
 
-def test_untouched_class_is_all_blank(classroom):
+def test_untouched_class_is_not_returned(classroom):
     out, _, _, _ = classroom
     book = grade(out)
     assert len(book.rows) == 30
-    assert all(dict(r.counts)["blank"] == 11 and r.score == 0 and r.error is None and not r.notes for r in book.rows)
+    # as ``exercise`` wrote them: not returns, each row naming its file
+    assert all(r.error == Note("not_returned", text=f"{r.id}/answers.toml") and r.score == 0 for r in book.rows)
+    assert (book.summary.graded, book.summary.not_returned) == (0, 30)
 
 
 @pytest.mark.parametrize("lang, engine", [("en", "pdflatex"), ("zh", "xelatex")])

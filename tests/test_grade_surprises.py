@@ -56,15 +56,20 @@ def test_decimal_commas_are_one_note(small_class):
 
 
 def test_all_blank_class_says_so(small_class):
+    # answers files as ``exercise`` wrote them are not returns: nothing is graded, and nothing said to be right
     out, _ = small_class
     text = gradebook_text(grade(out), "markdown")
     assert text.endswith(
-        "3 returns graded, 0 could not be graded, 0 students returned nothing.\n\n"
-        "Every graded return is blank: no number was filled in.\n"
+        "## Notes\n\n"
+        "- s01 (s01/answers.toml): answers file not filled in: every blank is still blank\n"
+        "- s02 (s02/answers.toml): answers file not filled in: every blank is still blank\n"
+        "- s03 (s03/answers.toml): answers file not filled in: every blank is still blank\n\n"
+        "## Class summary\n\n"
+        "0 returns graded, 0 could not be graded, 3 students returned nothing.\n\n"
     )
-    assert "No wrong numbers." not in text
     zh = gradebook_text(grade(out), "latex", "zh")
-    assert "评分的答卷全是空白：一个数也没有填。" in zh
+    assert "已评分 0 份，未能评分 0 份，3 人没有交。" in zh and "答卷没有填写：每个空都还是空的" in zh
+    assert "没有错误的数。" not in zh
 
 
 def test_a_chinese_class_is_chinese_in_every_file(tmp_path):
@@ -243,7 +248,7 @@ def test_a_class_of_30_without_surprises(tmp_path, monkeypatch):
     assert rows["s23"].notes == (Note("trivial_equal", "scores", "8", "sat"),)
     assert all(rows[i].score < 11 - 3 for i in ("s22", "s23"))
     assert rows["s24"].first_to_fix == "scaled[3][2]"
-    assert all(dict(rows[i].counts)["blank"] == 11 for i in ids[24:])
+    assert all(rows[i].error == Note("not_returned", text=f"{i}/answers.toml") for i in ids[24:])
     assert text.count("：11 个数用了小数逗号，按小数点读（第一个：分数 S (sat, the) \\[scores\\[3\\]\\[1\\]\\]）") == 1
     assert (
         "- s22 (s22/answers.toml)：分数 S（sat）全写成 0；由它沿用的 8 个数按“沿用平凡答案”（carried-trivial）计分"
@@ -252,7 +257,7 @@ def test_a_class_of_30_without_surprises(tmp_path, monkeypatch):
     assert "| s24 |  | " in text and "$S/\\sqrt{d_k}$ (sat, cat) |" in text and "scaled[3][2]" not in text
     # the return that never finished is named by its own file, and every other return was graded
     assert "- a-slow.toml：未能评分：a-slow.toml: took longer than 0." in text
-    assert "已评分 30 份，未能评分 1 份，0 人没有交。" in text
+    assert "已评分 24 份，未能评分 1 份，6 人没有交。" in text  # s25-s30 left their files as handed out
     assert "没有错误的数。" not in text or "出错的步骤" in text
 
 
@@ -321,7 +326,7 @@ def test_a_class_not_filled_in_yet_says_so_and_exits_0(small_class, tmp_path, ca
     assert (
         capsys.readouterr().err == f"symattn: {out}: 3 answers files, none filled in yet: every asked number is blank\n"
     )
-    assert page.read_text(encoding="utf-8").count("0/11") == 3
+    assert page.read_text(encoding="utf-8").count("not returned") == 3 and "0/11" not in page.read_text("utf-8")
     for i in IDS:
         (out / i / "answers.toml").unlink()
     assert main(["grade", str(out), "-o", str(page)]) == 0

@@ -93,16 +93,15 @@ def test_a_term_from_the_claimants_wrong_projection_is_carried_into_the_score():
 def test_the_report_names_each_term_in_both_languages_and_json():
     claims = {"claims": {"products.scores[3][1]": ["0.9", "0.03"]}}
     report = check(load_spec(SEED), claims)
-    assert (
-        "  partial product of S (it, cat, term 2): 0.03 — last-digit\n    0.1×0.2 = 0.02; correctly rounded: 0.02\n"
-        in (render_report(report, "text"))
+    assert "  partial product of S (it, cat, term 2): 0.03 — wrong\n    0.1×0.2 = 0.02; correctly rounded: 0.02\n" in (
+        render_report(report, "text")
     )
     zh = check(load_spec(builtin.example_path("seed", "zh")), claims)
-    assert "  S 的部分积 (它, 小猫, 第 2 项): 0.03 — 末位差一\n" in render_report(zh, "text")
+    assert "  S 的部分积 (它, 小猫, 第 2 项): 0.03 — 错误\n" in render_report(zh, "text")
     data = report_data(report)["claims"]
     assert [(c["quantity"], c["row"], c["col"], c["term"], c["verdict"]) for c in data] == [
         ("products.scores", "it", "cat", 1, "exact"),
-        ("products.scores", "it", "cat", 2, "last-digit"),
+        ("products.scores", "it", "cat", 2, "wrong"),  # 0.1×0.2 is 0.02 exactly: no rounding to slip
     ]
     assert "term" not in report_data(check(load_spec(SEED), {"claims": {"scores[1][1]": "1"}}))["claims"][0]
     json.dumps(data)
@@ -123,7 +122,7 @@ def test_whole_matrices_rows_and_blanks_of_terms():
         ("eats", 0, "wrong"),
         ("eats", 1, "wrong"),
         ("it", 0, "wrong"),
-        ("it", 1, "last-digit"),  # 0.1×0.3 = 0.03
+        ("it", 1, "wrong"),  # 0.1×0.3 = 0.03 exactly: one unit off with no rounding on its path
     ]
 
 

@@ -110,6 +110,18 @@ class Chain:
                 )
         return self._cache[key]
 
+    def others(self, quantity: str, row: int | None, col: int | None, head: int | None = None) -> tuple[Value, ...]:
+        """Other ways than ``computed``'s that a quantity follows from the claimant's own numbers: a score or an
+        output entry that a route carries its own way (MLA's u, the online softmax's acc / l) also follows by the
+        head's rule, since both give one exact value."""
+        if (head, quantity, row, col) in self.terms or row is None or quantity in INPUTS:
+            return ()
+        if quantity in variants.VIEWED or self.layout.is_layer(quantity, head):
+            return ()
+        if variants.carried_core(self, self.spec, quantity, row, col, head) is None:
+            return ()
+        return (self._part(quantity, row, col, head) or self._head(quantity, row, col, head),)
+
     def summed(self, key: tuple) -> Value:
         """A score or an output entry as the sum of the claimant's terms, each claimed or else their own."""
         total = self.own_terms(key)

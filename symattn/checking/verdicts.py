@@ -17,7 +17,9 @@ Each claim gets one verdict, the first that holds:
 ``last-digit``  one unit off in the last place from the rounded exact or carried
                 value (``truncated`` when cutting the exact value gives it), where a
                 rounding slip is plausible: the claim has decimals, or the value is not
-                an integer (an integer one off from an exact integer is ``wrong``);
+                an integer (an integer one off from an exact integer is ``wrong``); and
+                where some rounding lies on its path (``rounds_on_path``): a product or
+                sum of the given decimals exact at the claim's decimals is ``wrong``;
 ``wrong``       anything else.
 
 With the stable softmax, ``exp`` and ``exp_sum`` are e^(z − max) and its sum, as the document
@@ -51,8 +53,10 @@ from symattn.input.limits import CLAIM_EXPONENT, NUMBER_LENGTH
 from symattn.input.quantities import COLUMNS, GRADIENTS, HEAD_FORWARD, INPUTS, SCALARS
 from symattn.input.records import record
 from symattn.input.spec import Spec
+from symattn.variants.mla_head import RATIONAL
 
 SIGNIFICANT = 6
+SLIPS = ("carried", "last-digit", "wrong")  # what decide() says beyond exact and rounded, best first
 # bits above the point of a carried value that some claim may round to: past 10^(CLAIM_EXPONENT + NUMBER_LENGTH)
 CARRIED_BITS = int((CLAIM_EXPONENT + NUMBER_LENGTH) * 3.33) + 64
 # the field of a ``decimals`` table that asks for each claimed quantity's decimals
@@ -173,6 +177,10 @@ class Checker:
         exact = self.exact(quantity, i, j, d, head, unmasked)
         y, from_claims = self.chain.computed(quantity, claim.row, claim.col, head)
         verdict, carried = self.decide(claim, exact, y, from_claims)
+        for other in self.chain.others(quantity, claim.row, claim.col, head) if verdict in SLIPS else ():
+            found = self.decide(claim, exact, *other)  # the other route's own numbers may give it
+            if SLIPS.index(found[0]) < SLIPS.index(verdict):
+                verdict, carried = found
         note = None
         if verdict in ("wrong", "last-digit") and L.stable and quantity in ("exp", "exp_sum"):
             # e^z where the document shows e^(z − max): right in the other convention
@@ -286,9 +294,49 @@ class Checker:
             d is not None
             and self.one_off(c, d, exact.rounded, carried)
             and is_plausible_rounding(claim, exact.rational)
+            and self.rounds_on_path(claim, exact.rational, y, from_claims)
         ):
             return "last-digit", carried
         return "wrong", carried
+
+    def rounds_on_path(self, claim: Claim, exact: Fraction | None, y: sympy.Expr, from_claims: bool) -> bool:
+        """Whether some rounding lies on a claim's path, so that one unit off may be a rounding slip: the exact
+        value has more decimals than the claim shows, an exp, a root or a turn comes before it, the claimant's
+        own value has more decimals, or it differs from the exact one through their own rounded claims."""
+        d = claim.number.decimals
+        assert d is not None  # one unit off in the last place: the claim has decimals
+        if not fits(exact, d) or not self.is_exact_path(claim):
+            return True
+        if not from_claims:
+            return False
+        own = Fraction(int(y.p), int(y.q)) if isinstance(y, sympy.Rational) else None
+        return not fits(own, d) or (own != exact and self.has_rounded_claims)
+
+    def is_exact_path(self, claim: Claim) -> bool:
+        """Whether a claim's quantity is made of the given exact decimals by products and sums alone: Q, K and V,
+        an MLA latent and absorbed query, and the scores (and their terms) where no part turns or normalizes q, k."""
+        quantity = PRODUCTS.get(claim.quantity, base(claim.quantity))
+        if quantity in INPUTS + RATIONAL:
+            return True
+        return quantity == "scores" and self.layout.heads[self.layout.index(claim.head)].qk is None
+
+    @cached_property
+    def has_rounded_claims(self) -> bool:
+        """Whether a claim shows fewer decimals than its exact value has (an earlier rounding to carry)."""
+        for c in self.chain.index.values():
+            for claim in c:
+                if claim.number.decimals is None or claim.number.is_infinite:
+                    continue
+                i, j = self.position(claim)
+                q = base(claim.quantity)
+                is_masked = q in ("scaled", "shifted") and not self.layout.heads[
+                    self.layout.index(claim.head)
+                ].may_attend(i, j)
+                if is_masked:
+                    continue
+                if not fits(self.exact(q, i, j, None, claim.head).rational, claim.number.decimals):
+                    return True
+        return False
 
     def unshifted(self, claim: Claim, i: int, j: int, d: int | None) -> tuple[_Exact, str, Decimal | None] | None:
         """The verdict on an exp (or a sum of exps) as e^z, if that one is right."""
@@ -378,6 +426,12 @@ class Checker:
             if c >= 0
             else model.compare(quantity, i, j, low) > 0 >= model.compare(quantity, i, j, high)
         )
+
+
+def fits(value: Fraction | None, decimals: int) -> bool:
+    """Whether a value is a decimal of at most ``decimals`` places (an irrational one never is)."""
+    places = None if value is None else terminating_decimals(value)
+    return places is not None and places <= decimals
 
 
 def is_plausible_rounding(claim: Claim, exact: Fraction | None) -> bool:

@@ -103,6 +103,10 @@ def nothing_graded(book: Gradebook, returns: str = "answers file") -> str | None
     if s.graded and s.blank == s.graded and not s.not_graded:
         plural = "s" if s.graded > 1 else ""
         return f"{book.source}: {s.graded} {returns}{plural}, none filled in yet: every asked number is blank"
+    left = sum(r.error is not None and r.error.code == "not_returned" and bool(r.error.text) for r in book.rows)
+    if not s.graded and not s.not_graded and left:  # answers files as ``exercise`` wrote them, and no other
+        plural = "s" if left > 1 else ""
+        return f"{book.source}: {left} {returns}{plural}, none filled in yet: every asked number is blank"
     if not s.graded and not s.not_graded and s.not_returned:
         students = f"{s.not_returned} student" + ("s" if s.not_returned > 1 else "")
         return f"{book.source}: no {returns}s returned yet ({students} in the index)"

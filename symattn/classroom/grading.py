@@ -233,7 +233,17 @@ def grade_file(
         return error_row(student, name, shown, Note("not_checked", text=str(exc)))
     if not _inputs_match(data, variant):
         notes.append(INPUTS_CHANGED)
-    return grade_variant(data, variant, shown, policy, tuple(notes))
+    row = grade_variant(data, variant, shown, policy, tuple(notes))
+    if row.error is None and _untouched(row):
+        # every blank still blank, as ``exercise`` wrote it: nothing was returned yet
+        return error_row(student, name, shown, Note("not_returned", text=shown))
+    return row
+
+
+def _untouched(row: Row) -> bool:
+    """Whether a graded return holds no answer: every asked number blank, and nothing written that is not one."""
+    answered = sum(n for v, n in row.counts if v != "blank")
+    return not answered and not any(n.code in ("not_number", "foreign_digits") for n in row.notes)
 
 
 def grade_variant(data: Mapping[str, Any], variant, shown: str, policy=POLICY, found: tuple[Note, ...] = ()) -> Row:
@@ -334,6 +344,11 @@ def _canonical(v) -> str:
     return _step(v) + "".join(f"[{i + 1}]" for i in (c.row, c.col) if i is not None)
 
 
+def _is_left(row: Row) -> bool:
+    """An answers file left as ``exercise`` wrote it (its row reads "not returned", naming the file)."""
+    return row.error is not None and row.error.code == "not_returned" and bool(row.error.text)
+
+
 def error_row(student: str, name: str, shown: str, error: Note, notes: tuple[Note, ...] = ()) -> Row:
     """A return (or an attempt) that could not be graded: no counts, score 0, the reason as its error."""
     return Row(student, name, shown, tuple((v, 0) for v in COUNTED), Fraction(0), 0, None, notes, error)
@@ -426,7 +441,10 @@ def grade(
         if r.error is None and returns[r.id] > 1
         else r
         for r in rows
+        if not _is_left(r) or r.id not in returns  # an untouched file beside a graded return is no return
     ]
+    untouched = {r.id: r for r in reversed(rows) if _is_left(r)}  # one row for a student's untouched files
+    rows = [r for r in rows if not _is_left(r) or untouched[r.id] is r]
     # a student of the index with no return at all is a row too: the teacher must see who is missing
     returned = {r.id for r in rows}
     rows += [

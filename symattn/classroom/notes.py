@@ -38,16 +38,16 @@ def place_of(spec, quantity: str, row: int | None, col: int | None, key: str = "
 class Note:
     """A finding about one return, as a code of the language files' ``[grade.note]`` and its details.
 
-    Codes: ``inputs_changed``, ``decimal_comma`` (places: the number, text: as written),
-    ``decimal_commas`` (places: the first, text: how many claims), ``duplicate`` (text: how many returns),
-    ``foreign_digits`` (places, text: an answer in other digits than 0-9, counted blank), ``not_number``
-    (places, text: an answer that is not a number, counted blank), ``trivial_zeros``, ``trivial_equal``,
-    ``trivial_inputs`` (key: the quantity, token: its row, text: how many carried numbers follow from it),
-    ``lms_marks`` (places: the numbers scored otherwise than by the LMS, text: the LMS's own total); for
-    returns not graded, ``unreadable`` (text: the reader's message), ``no_student``, ``unknown_student``
-    (text: the id), ``not_checked`` (text: the checker's message), ``not_returned`` (no answers file),
-    ``time_limit`` (text: the limit, naming the return); for files not read, ``outside`` (text: where the
-    link leads, outside the returns folder), ``not_a_file`` (a FIFO, device or socket).
+    Codes: ``inputs_changed``, ``decimal_comma`` (places: the number, text: as written), ``decimal_commas`` (places:
+    the first, text: how many claims), ``duplicate`` (text: how many returns), ``foreign_digits`` (places, text: an
+    answer in other digits than 0-9, counted blank), ``not_number`` (places, text: an answer that is not a number,
+    counted blank), ``trivial_zeros``, ``trivial_equal``, ``trivial_inputs`` (key: the quantity, token: its row,
+    text: how many carried numbers follow from it), ``lms_marks`` (places: the numbers scored otherwise than by the
+    LMS, text: the LMS's own total); for returns not graded, ``unreadable`` (text: the reader's message),
+    ``no_student``, ``unknown_student`` (text: the id), ``not_checked`` (text: the checker's message),
+    ``not_returned`` (no answers file; text: a file with every blank still blank), ``time_limit`` (text: the limit,
+    naming the return); for files not read, ``outside`` (text: where the link leads, outside the returns folder),
+    ``not_a_file`` (a FIFO, device or socket).
     """
 
     code: str
@@ -100,6 +100,8 @@ def note_text(lang: str) -> Callable[[Note], str]:
             where = n.key
         if n.code == "foreign_digits":  # what to write instead: ٣.٥ as 3.5
             return phrases("grade.note.foreign_digits", where=where, text=n.text, ascii=in_ascii_digits(n.text))
+        if n.code == "not_returned" and n.text:  # a file as ``exercise`` wrote it
+            return phrases("grade.note.not_filled", where=where, text=n.text)
         return phrases(f"grade.note.{n.code}", where=where, text=n.text)
 
     return say

@@ -277,7 +277,8 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
     fig: Figures = figures(model, spec)
     f = spec.focus
     scale_kind, scale_value = scale_parts(spec)
-    top = attended_keys(model, f)[0]  # the largest z: with a bias, not always the largest score
+    tops = attended_keys(model, f)  # the largest z (with a bias, not always the largest score), ties together
+    top = tops[0]
     steps: list[Step] = [
         Setup(
             spec.d_k,
@@ -295,7 +296,17 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
     steps += _core_steps(spec, model, fig)
     steps += pictures(spec, "A", (fig.weights,))
     z = fig.scaled[f][top] if model.stage_parts(ADD) or model.stage_parts(MAP) else None
-    recap = Recap(top, fig.scores[f][top], fig.percent_whole[f][top], spec.V[top], model.qk is not None, z)
+    tied = tops if len(tops) > 1 else ()
+    recap = Recap(
+        top,
+        fig.scores[f][top],
+        fig.percent_whole[f][top],
+        spec.V[top],
+        model.qk is not None,
+        z,
+        tied,
+        tuple(spec.V[k] for k in tied),
+    )
     steps += [recap, _toy(spec)]
     return assemble(spec, tuple(steps))
 

@@ -245,6 +245,8 @@ class Recap:
     value: tuple[Entry, ...]  # V of the top token
     rotated: bool = False  # the scores are Q′K′ᵀ of a Q/K part
     z: Num | None = None  # with an additive or monotone part: the top key's z, which the softmax weighs instead
+    tied: tuple[int, ...] = ()  # every key that ties for the top (none: one key alone), as Step 3 names them
+    tied_values: tuple[tuple[Entry, ...], ...] = ()  # their V rows
 
 
 @record

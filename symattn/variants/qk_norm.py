@@ -49,6 +49,7 @@ class QkNorm:
     q_weight: tuple[Fraction, ...] | None
     k_weight: tuple[Fraction, ...] | None
     eps_text: Any = None  # the Numeral as the spec gives it (the default's: 1e-6)
+    typed: tuple[Any, Any] = (None, None)  # the weights' Numerals as given, to show them as typed
 
 
 # --- the step of a derivation ----------------------------------------------------------------------
@@ -69,6 +70,8 @@ class Normalization:
     Q_norm: NumRows
     K_norm: NumRows
     zero: tuple[int, int] = (1, 1)  # its place among the steps before step 1, and how many (see forward.py)
+    q_weight: tuple[Any, ...] = ()  # the weights w of the queries and of the keys as given (Numerals; none: w = 1)
+    k_weight: tuple[Any, ...] = ()
 
 
 @record
@@ -141,21 +144,24 @@ class QkNormPart(Part):
                 raise reader.error("qk_norm_eps", said("qk_norm_eps", got=n.text, most=QK_NORM_EPS))
             eps, text = n.value, n
         weights: list[tuple[Fraction, ...] | None] = []
+        typed: list[tuple[Any, ...] | None] = []
         for key in ("q_norm_weight", "k_norm_weight"):
             if key not in data:
                 weights.append(None)
+                typed.append(None)
                 continue
             row = reader.vector(data[key], key)
             if len(row) != where.d_k:
                 raise reader.error(key, said("norm_weights", d_k=where.d_k, n=len(row)))
             weights.append(tuple(x.value for x in row))
+            typed.append(tuple(row))
         from symattn import variants  # here: the registry imports this module
 
         for other in variants.PARTS:  # their rules assume plain scores (or their own)
             if other is not self and other.stage in (QK, ADD, DENOMINATOR):
                 if other.read(reader, data, where) is not None:
                     raise reader.error("qk_norm", said("qk_norm_combine", part=other.title))
-        return QkNorm(eps, weights[0], weights[1], text)
+        return QkNorm(eps, weights[0], weights[1], text, (typed[0], typed[1]))
 
     def head_part(self, setting: QkNorm, spec: Any) -> Normed:
         from symattn.variants.qk_norm_head import Normed
@@ -186,16 +192,19 @@ class QkNormPart(Part):
         sigma = sympy.sqrt(sympy.Rational(a.numerator, a.denominator))
         exact = numeric.as_fraction(sigma)
         rounded = numeric.round_expr(sigma, spec.decimals.scores)
+        q_weight, k_weight = (w or () for w in spec.setting("qk_norm").typed)
         step = Normalization(
             spec.setting("qk_norm").eps_text,
             model.d_k,
             tuple(spec.Q[f]),
             exact_or_rounded([[a]], spec.decimals.scores, spec.notation)[0][0],
             Num(rounded, exact is not None and Fraction(rounded) == exact),
-            part.q_weight is not None,
+            part.q_weight is not None or part.k_weight is not None,
             Q[f],
             Q,
             K,
+            q_weight=q_weight,
+            k_weight=k_weight,
         )
         return step, Q, K
 

@@ -153,6 +153,11 @@ class Tiles(Part):
 
         return carried(chain, model, setting, quantity, row, col, head)
 
+    def carried_core(self, chain: Any, setting: Any, quantity: str, row: int, col: int | None, head: Any) -> Any:
+        from symattn.variants.tiling_chain import carried_output
+
+        return None if quantity != "output" else carried_output(chain, setting, row, col, head)
+
     def after_weighted(self, spec: Any, model: Any, fig: Any) -> tuple[Tiling, ...]:
         from symattn.variants.tiling_steps import tiling_step
 

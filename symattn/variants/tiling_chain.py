@@ -82,4 +82,21 @@ def carried(chain: Any, model: Any, setting: Any, quantity: str, row: int, col: 
     return None
 
 
-__all__ = ["carried"]
+def carried_output(chain: Any, setting: Any, row: int, col: int | None, head: Any) -> Value | None:
+    """O = acc / l of the last block, where the claimant gave that block's acc or l of the row (None: the
+    head's rule, from their weights)."""
+    if setting is None or setting.block is None or col is None:
+        return None
+    tiled = Tiled(chain.layout.heads[chain.layout.index(head)], setting.block)
+    last = tiled.blocks - 1
+    stacked = last * tiled.n_queries + row
+    if (head, "accumulator", stacked, col) not in chain.index and (head, "running_sum", last, row) not in chain.index:
+        return None
+    (acc, a), (total, b) = (
+        chain.implied("accumulator", stacked, col, head),
+        chain.implied("running_sum", last, row, head),
+    )
+    return acc / total, a or b
+
+
+__all__ = ["carried", "carried_output"]
