@@ -34,7 +34,7 @@ def test_a_file_with_batch_and_head_axes_names_its_own_place(tmp_path, capsys):
     assert cli(capsys, spec, tmp_path / "o.npy") == (
         2,
         "",
-        f"symattn: {spec}: K: 'k.npy'[1, 3, 0, 2]: not a finite number\n",
+        f"symattn: {spec}: K: 'k.npy'[1, 3, 0, 2]: not a finite number: nan\n",
     )
 
 
@@ -65,10 +65,10 @@ def test_do_files_name_their_own_place(tmp_path, capsys):
     do[0, 2, 1, 3] = np.nan
     spec = write(tmp_path, ['layout = "bnhd"', 'mask = "causal"'], q=q, k=k, v=v, do=do, dq=q)
     got = cli(capsys, spec, tmp_path / "dq.npy", "--quantity", "dq", "--grad-output", tmp_path / "do.npy")
-    assert got == (2, "", f"symattn: {tmp_path / 'do.npy'}: dO[0, 2, 1, 3]: not a finite number\n")
+    assert got == (2, "", f"symattn: {tmp_path / 'do.npy'}: dO[0, 2, 1, 3]: not a finite number: nan\n")
     spec = write(tmp_path, ['layout = "bnhd"', 'mask = "causal"', "[backward]", 'grad_output = "do.npy"'])
     got = cli(capsys, spec, tmp_path / "dq.npy", "--quantity", "dq")
-    assert got == (2, "", f"symattn: {spec}: backward.grad_output: 'do.npy'[0, 2, 1, 3]: not a finite number\n")
+    assert got == (2, "", f"symattn: {spec}: backward.grad_output: 'do.npy'[0, 2, 1, 3]: not a finite number: nan\n")
     one = [np.ascontiguousarray(a[0, :, 0]) for a in (q, k, v, do)]
     one[3][3, 1] = np.nan
     spec = write(tmp_path, [], q=one[0], k=one[1], v=one[2], do=one[3], dq=one[0])
@@ -86,7 +86,7 @@ def test_a_layout_spec_names_the_file_s_place(tmp_path, capsys):
     assert cli(capsys, spec, tmp_path / "o.npy") == (
         2,
         "",
-        f"symattn: {spec}: Q: 'q.npy'[7, 2, 1]: not a finite number\n",
+        f"symattn: {spec}: Q: 'q.npy'[7, 2, 1]: not a finite number: nan\n",
     )
 
 
@@ -98,12 +98,12 @@ def test_in_memory_arrays_name_their_own_place():
     v[1, 0, 2, 3] = np.inf
     with pytest.raises(SpecError) as info:
         compare(out, q, k, v, layout="bnhd")
-    assert str(info.value) == "v[1, 0, 2, 3]: not a finite number"
+    assert str(info.value) == "v[1, 0, 2, 3]: not a finite number: inf"
     dout = out.astype(np.float64)
     dout[0, 4, 1, 0] = 0.1  # float64's 0.1: no float32 value
     with pytest.raises(SpecError) as info:
         compare(out, q, k, q, kind="dq", dout=dout, layout="bnhd")
     assert str(info.value) == (
-        "dout[0, 4, 1, 0]: no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 "
-        "ones are)"
+        "dout[0, 4, 1, 0]: no float32 value: 0.1; the float64 path takes float32 values (float16, bfloat16 and "
+        "float8 ones are)"
     )

@@ -220,12 +220,13 @@ def test_bad_tensors_are_one_line():
         (
             (x, x, x, np.full((4, 2), 0.1)),
             {},
-            "v[0, 0]: no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)",
+            "v[0, 0]: no float32 value: 0.1; the float64 path takes float32 values (float16, bfloat16 and float8 "
+            "ones are)",
         ),
         (
             (x, np.array([[1, np.nan]] * 4, np.float32), x, x),
             {},
-            "q[0, 1]: not a finite number",
+            "q[0, 1]: not a finite number: nan",
         ),
         ((x[:3], x, x, x), {}, "out: shape: (3, 2); the output of these q, k and v is (4, 2)"),
         (

@@ -62,3 +62,64 @@ def test_the_api_names_the_same_shapes(tmp_path):
     with pytest.raises(ShapeError) as info:  # a batch of two without its axis
         assert_attention_close(np.zeros((4, 8, 4), np.float32), q, k, v, causal=True)
     assert str(info.value) == "out: shape: (4, 8, 4); the output of these q, k and v is (2, 4, 8, 4)"
+
+
+@pytest.mark.parametrize(("layout", "key", "at"), [("bhnd", "K", (1, 1, 3, 2)), ("bnhd", "V", (1, 6, 0, 3))])
+def test_a_float64_input_that_is_no_float32_value_is_named_at_its_place(tmp_path, capsys, layout, key, at):
+    arrays = dict(zip("qkv", inputs()))
+    if layout == "bnhd":
+        arrays = {name: a.transpose(0, 2, 1, 3).copy() for name, a in arrays.items()}
+    bad = arrays[key.lower()].astype(np.float64)
+    bad[at] = 0.1
+    arrays[key.lower()] = bad
+    spec = write(tmp_path, [*SPEC, f'layout = "{layout}"'], **arrays, o=arrays["q"])
+    code, out, err = run(capsys, spec, tmp_path / "o.npy")
+    assert (code, out) == (2, "")
+    place = ", ".join(map(str, at))
+    assert err == (
+        f"symattn: {spec}: {key}: '{key.lower()}.npy'[{place}]: no float32 value: 0.1; a batch of 2 needs the "
+        "float64 path, which takes float32 values\n"
+    )
+    code, out, err = run(capsys, spec, tmp_path / "o.npy", "--quantity", "dq", "--grad-output", tmp_path / "q.npy")
+    assert err == (
+        f"symattn: {spec}: {key}: '{key.lower()}.npy'[{place}]: no float32 value: 0.1; --quantity dq, dk and dv "
+        "of 2 batches × 4 heads need the float64 path, which takes float32 values\n"
+    )
+
+
+def test_a_do_file_names_its_value(tmp_path, capsys):
+    q, k, v = inputs()
+    do = q.astype(np.float64)
+    do[1, 2, 3, 1] = 0.1
+    spec = write(tmp_path, SPEC, q=q, k=k, v=v, do=do)
+    code, _, err = run(capsys, spec, tmp_path / "q.npy", "--quantity", "dq", "--grad-output", tmp_path / "do.npy")
+    assert code == 2
+    assert err == (
+        f"symattn: {tmp_path}/do.npy: dO[1, 2, 3, 1]: no float32 value: 0.1; the float64 path takes float32 values\n"
+    )
+    do[0, 0, 0, 0] = -np.inf
+    np.save(tmp_path / "do.npy", do)
+    code, _, err = run(capsys, spec, tmp_path / "q.npy", "--quantity", "dq", "--grad-output", tmp_path / "do.npy")
+    assert err == f"symattn: {tmp_path}/do.npy: dO[0, 0, 0, 0]: not a finite number: -inf\n"
+
+
+def test_every_not_finite_input_names_its_value(tmp_path, capsys):
+    from symattn.input.errors import SpecError
+    from symattn.testing import assert_attention_close
+
+    q, k, v = inputs()
+    k[1, 0, 5, 2] = np.inf
+    with pytest.raises(SpecError) as info:
+        assert_attention_close(q, q, k, v)
+    assert str(info.value) == "k[1, 0, 5, 2]: not a finite number: inf"
+    spec = write(tmp_path, SPEC, q=q, k=k, v=v)
+    assert (
+        run(capsys, spec, tmp_path / "q.npy")[2]
+        == f"symattn: {spec}: K: 'k.npy'[1, 0, 5, 2]: not a finite number: inf\n"
+    )
+    k[1, 0, 5, 2] = 0
+    do = q.copy()
+    do[0, 3, 7, 0] = np.nan
+    spec = write(tmp_path, [*SPEC, "[backward]", 'grad_output = "do.npy"'], k=k, do=do)
+    got = run(capsys, spec, tmp_path / "q.npy", "--quantity", "dq")[2]
+    assert got == f"symattn: {spec}: backward.grad_output: 'do.npy'[0, 3, 7, 0]: not a finite number: nan\n"

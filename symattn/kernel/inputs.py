@@ -59,6 +59,7 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
         for b in range(spec.kernel.batch):
             part = heads_of(spec.of_batch(b), quantity)
             if part is None:
+                refuse_no_float32(spec, f"a batch of {spec.kernel.batch} needs")
                 raise SpecError(
                     spec.source,
                     "Q",
@@ -69,6 +70,16 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
         return Inputs(tuple(heads), spec.kernel.batch, spec.heads, spec.kernel.layout)
     found = heads_of(spec, quantity)
     return None if found is None else Inputs(tuple(found), 1, spec.heads, spec.kernel.layout)
+
+
+def refuse_no_float32(spec: Any, needs: str) -> None:
+    """Refuse the first value of a batched spec's Q, K or V that is no float32 value, at its place in the file."""
+    from symattn.input.batched import first_not_float32
+
+    found = first_not_float32(spec.kernel.batches, spec.kernel.layout, spec.heads)
+    if found is not None:
+        key, where = found
+        raise SpecError(spec.source, key, f"{where}; {needs} the float64 path, which takes float32 values")
 
 
 def result_shape(inputs: Inputs, kind: str, dims: int) -> tuple[int, ...]:
@@ -137,7 +148,7 @@ def checked_grad_output(spec: Any, grad_output: FloatResult | None, limit: int, 
     if grad_output.not_finite:
         (i, j), value = grad_output.not_finite[0]
         if grad_output.array is None:  # JSON: its typed rows, 1-based
-            raise SpecError(grad_output.source, "dO", f"not finite: {value}", (i + 1, j + 1))
+            raise SpecError(grad_output.source, "dO", f"not a finite number: {value}", (i + 1, j + 1))
         at = np.unravel_index(i * shape[1] + j, grad_output.given or grad_output.array.shape)  # the file's own axes
         raise SpecError(grad_output.source, "dO", f"not a finite number: {value}", index=tuple(int(x) for x in at))
     return grad_output
@@ -170,6 +181,7 @@ __all__ = [
     "checked_grad_output",
     "gradient_head",
     "of_spec",
+    "refuse_no_float32",
     "result_shape",
     "spec_grad_output",
 ]

@@ -26,6 +26,7 @@ from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens, resu
 LAYOUTS = ("bhnd", "bnhd")
 KINDS = ("output", "lse", "dq", "dk", "dv", "dsink")
 DESCALES = ("q_descale", "k_descale", "v_descale")
+TAKEN = "float16, bfloat16 and float8"  # the formats whose every value is a float32 value
 
 
 def exact_array(x: Any, name: str) -> Array:
@@ -224,15 +225,18 @@ def _float32_values(name: str, a: np.ndarray, gathered: bool = False) -> None:
     """Refuse a NaN, an infinity or a float64 value that is no float32 value, naming the first as numpy indexes
     the array given (0-based: ``q[0, 0, 2, 5]``), or, ``gathered``, a sequence's keys as a paged cache or
     varlen gathers them (kv head, key, column)."""
-    bad = ~np.isfinite(a)
-    if not bad.any():
-        bad = a.astype(np.float32).astype(np.float64) != a
-        if not bad.any():
-            return
-        why = "no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
+    from symattn.input.tensorfile import first_not_float32
+
+    bad = np.argwhere(~np.isfinite(a))
+    if bad.size:
+        at = tuple(int(i) for i in bad[0])
+        why = f"not a finite number: {float(a[at])}"
     else:
-        why = "not a finite number"
-    at = tuple(int(i) for i in np.argwhere(bad)[0])
+        found = first_not_float32(a)
+        if found is None:
+            return
+        at, value = found
+        why = f"no float32 value: {value!r}; the float64 path takes float32 values ({TAKEN} ones are)"
     if gathered:
         raise SpecError(name, None, f"the value at {numpy_index(at)} (gathered (kv head, key, column)) is {why}")
     raise SpecError(name, None, why, index=at)
