@@ -8,11 +8,16 @@ Each test writes its spec and .npy files in tmp_path and runs ``symattn compare`
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from tests.test_compare_layouts import compare as run
 from tests.test_compare_layouts import write
+from tests.test_kernel_layouts import packed  # noqa: F401 (a fixture)
+
+torch = pytest.importorskip("torch")
 
 SPEC = ['Q = "q.npy"', 'K = "k.npy"', 'V = "v.npy"', 'mask = "causal"']
 
@@ -123,3 +128,54 @@ def test_every_not_finite_input_names_its_value(tmp_path, capsys):
     spec = write(tmp_path, [*SPEC, "[backward]", 'grad_output = "do.npy"'], k=k, do=do)
     got = run(capsys, spec, tmp_path / "q.npy", "--quantity", "dq")[2]
     assert got == f"symattn: {spec}: backward.grad_output: 'do.npy'[0, 3, 7, 0]: not a finite number: nan\n"
+
+
+def head_lines(text):
+    """The heading and each head's line up to its count: ``  sequence 0, head 0: 0 of 40 correctly rounded``."""
+    lines = text.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("Each ("))
+    return [lines[start]] + [x.split(";")[0] for x in lines[start + 1 :] if x.startswith("  ") and ", head " in x]
+
+
+def test_varlen_reports_each_sequence_and_head(packed):
+    """Sequences of 5, 0, 7 and 3 queries (6, 2, 7 and 9 keys): a summary per (sequence, head), the one
+    without queries has none; dK's rows are keys, summed up by their own sequences."""
+    from symattn.kernel import compare
+
+    q, k, v, cq, ck, ref = packed
+    options = {"cu_seqlens_q": cq, "cu_seqlens_k": ck, "causal": True, "causal_align": "bottom-right"}
+    report = compare(np.zeros(ref.shape, np.float32), q, k, v, **options)
+    want = [
+        f"  sequence {s}, head {h}: 0 of {8 * n} correctly rounded"
+        for s, n in ((0, 5), (2, 7), (3, 3))
+        for h in range(4)
+    ]
+    assert head_lines(report.text()) == ["Each (sequence, head):", *want]
+    heads = json.loads(report.to_json())["heads"]
+    assert [(x["sequence"], x["head"], x["entries"]) for x in heads] == [
+        (s, h, 8 * n) for s, n in ((0, 5), (2, 7), (3, 3)) for h in range(4)
+    ]
+    assert "batch" not in heads[0]
+    dout = torch.ones(q.shape)
+    report = compare(np.zeros(k.shape, np.float32), q, k, v, kind="dk", dout=dout, **options)
+    # sequence 1 has keys and no query: its dK is exactly 0, and 0 is correctly rounded
+    want = [
+        f"  sequence {s}, head {h}: {16 if s == 1 else 0} of {8 * n} correctly rounded"
+        for s, n in enumerate((6, 2, 7, 9))
+        for h in range(2)
+    ]
+    assert head_lines(report.text()) == ["Each (sequence, head):", *want]
+
+
+def test_a_paged_cache_reports_each_batch_and_head():
+    from symattn.kernel import compare
+
+    q, k, v = inputs(b=2, h=2, kv=1, n=4, d=4)
+    cache_k, cache_v = (a.transpose(0, 2, 1, 3).reshape(4, 2, 1, 4) for a in (k, v))  # blocks of 2 keys
+    table = np.array([[0, 1], [2, 3]], np.int32)
+    paged = {"block_table": table, "seqlens_k": np.array([4, 3], np.int32), "layout": "bnhd"}
+    q = q.transpose(0, 2, 1, 3).copy()
+    report = compare(np.zeros(q.shape, np.float32), q, cache_k, cache_v, **paged)
+    want = [f"  batch {b}, head {h}: 0 of 16 correctly rounded" for b in range(2) for h in range(2)]
+    assert head_lines(report.text()) == ["Each (batch, head):", *want]
+    assert [(x["batch"], x["head"]) for x in json.loads(report.to_json())["heads"]] == [(0, 0), (0, 1), (1, 0), (1, 1)]

@@ -49,7 +49,9 @@ def run(
     if symbol is not None:
         places = replace(places, symbol=symbol)
     if inputs.starts:  # varlen: a query is a token of the packed sequences, and its place names its sequence
-        places = replace(places, axes=tuple("token" if a == "query" else a for a in places.axes), starts=inputs.starts)
+        named = tuple("token" if a == "query" else a for a in places.axes)
+        sequences = inputs.key_starts if quantity in ("dK", "dV") else inputs.starts  # a row of dK is a key's
+        places = replace(places, axes=named, starts=inputs.starts, sequences=sequences)
     comparison = compare_head(heads, result, quantity, worst, places)
     return replace(comparison, batch_heads=axes, places=places)
 

@@ -34,6 +34,7 @@ class Inputs:
     head_count: int = 1  # query heads per batch
     layout: str = "bhnd"  # or "bnhd"
     starts: tuple[int, ...] = ()  # varlen: cu_seqlens_q, each sequence's first token (places name it)
+    key_starts: tuple[int, ...] = ()  # varlen: cu_seqlens_k (dK and dV are summed up by sequence and head)
 
 
 def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs | None:

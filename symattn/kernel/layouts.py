@@ -34,6 +34,7 @@ class Packed:
     V: list[np.ndarray]
     masks: list[np.ndarray | None]
     starts: tuple[int, ...] = ()  # varlen: cu_seqlens_q, so that a place names its sequence
+    key_starts: tuple[int, ...] = ()  # varlen: cu_seqlens_k
 
 
 def integers(x: Any, name: str, axes: int) -> np.ndarray:
@@ -93,7 +94,7 @@ def varlen(Q: np.ndarray, K: np.ndarray, V: np.ndarray, cu_q: Any, cu_k: Any, al
             raise SpecError(e.source, None, f"sequence {s}: {e.problem}") from None
         mask[rows, keys] = True if block is None else block
     return Q.transpose(1, 0, 2)[None], Packed(
-        [K.transpose(1, 0, 2)], [V.transpose(1, 0, 2)], [mask], tuple(cq.tolist())
+        [K.transpose(1, 0, 2)], [V.transpose(1, 0, 2)], [mask], tuple(cq.tolist()), tuple(ck.tolist())
     )
 
 

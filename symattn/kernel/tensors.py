@@ -189,7 +189,7 @@ def inputs_of(
         made, count = gradient_heads(made, dO, GRADIENTS[kind], kv, scale is None)
     elif dout is not None:
         raise SpecError("dout", None, "is for kind dq, dk, dv or dsink")
-    return Inputs(tuple(made), batch, count, layout, packed.starts)
+    return Inputs(tuple(made), batch, count, layout, packed.starts, packed.key_starts)
 
 
 def _logit_gradients(forward: list, dO: np.ndarray, heads: int, sqrt_scale: bool) -> Inputs:
