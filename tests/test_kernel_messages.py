@@ -179,3 +179,98 @@ def test_a_paged_cache_reports_each_batch_and_head():
     want = [f"  batch {b}, head {h}: 0 of 16 correctly rounded" for b in range(2) for h in range(2)]
     assert head_lines(report.text()) == ["Each (batch, head):", *want]
     assert [(x["batch"], x["head"]) for x in json.loads(report.to_json())["heads"]] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+def sdpa_masked(q, k, v, allowed):
+    """torch's float64 attention under an explicit boolean mask (True: attend), rounded to float32."""
+    q, k, v = (torch.from_numpy(a).double() for a in (q, k, v))
+    k, v = (t.repeat_interleave(q.shape[1] // t.shape[1], dim=1) for t in (k, v))
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(allowed))
+    return out.float().numpy()
+
+
+def flash_mask(n, m, left, right, offset, causal=False):
+    """FlashAttention's window_size: key j allowed iff i + offset − left ≤ j ≤ i + offset + right (−1: no bound)."""
+    i, j = np.arange(n)[:, None] + offset, np.arange(m)[None, :]
+    allowed = ((left < 0) | (i - left <= j)) & ((right < 0) | (j <= i + right))
+    return allowed & (j <= i) if causal else allowed
+
+
+CLOSE = {"rtol": 1.2e-7, "atol": 1e-13}
+
+
+@pytest.mark.parametrize(
+    ("window", "align", "causal"),
+    [
+        ((2, 1), "top-left", False),
+        ((3, 2), "bottom-right", False),
+        ((-1, 0), "bottom-right", False),
+        ((2, -1), "top-left", False),
+        ((4, 3), "bottom-right", True),
+    ],
+)
+def test_flashattentions_window_size_against_torch_float64_with_an_explicit_mask(window, align, causal):
+    from symattn.testing import assert_attention_close
+
+    q, k, v = inputs(n=6)
+    k, v = (np.concatenate([a, a[:, :, :3] * 0.5], axis=2) for a in (k, v))  # 9 keys for 6 queries
+    offset = 3 if align == "bottom-right" else 0
+    allowed = flash_mask(6, 9, *window, offset, causal)
+    out = sdpa_masked(q, k, v, allowed)
+    report = assert_attention_close(out, q, k, v, window=window, causal=causal, causal_align=align, **CLOSE)
+    assert report.ok
+
+
+def test_an_int_window_is_causal_and_a_pair_is_not():
+    """window=w keeps its meaning, (w − 1, 0) and causal even without causal=True; (w − 1, w − 1) looks ahead."""
+    from symattn.testing import assert_attention_close
+
+    q, k, v = inputs()
+    causal = sdpa_masked(q, k, v, flash_mask(8, 8, 2, 0, 0))
+    assert assert_attention_close(causal, q, k, v, window=3, **CLOSE).ok
+    assert assert_attention_close(causal, q, k, v, window=[2, 0], **CLOSE).ok  # a spec's TOML array
+    with pytest.raises(AssertionError):
+        assert_attention_close(causal, q, k, v, window=(2, 2), **CLOSE)
+    both = sdpa_masked(q, k, v, flash_mask(8, 8, 2, 2, 0))
+    assert assert_attention_close(both, q, k, v, window=(2, 2), **CLOSE).ok
+
+
+def test_a_window_wider_than_the_keys_is_no_window(tmp_path, capsys):
+    from symattn.input.errors import SpecError
+    from symattn.testing import assert_attention_close
+
+    q, k, v = inputs()
+    causal = sdpa_masked(q, k, v, flash_mask(8, 8, -1, 0, 0))
+    for wide in (10000, 2**31 - 1, (2**31 - 1, 0)):
+        assert assert_attention_close(causal, q, k, v, window=wide, **CLOSE).ok
+    spec = write(tmp_path, ['Q = "q.npy"', 'K = "k.npy"', 'V = "v.npy"', "window = 10000"], q=q, k=k, v=v, o=causal)
+    code, out, _ = run(capsys, spec, tmp_path / "o.npy", "--rtol", "1.2e-7", "--atol", "1e-13")
+    assert code == 0 and "Pass by torch.allclose's rule" in out
+    why = (
+        "window: expected keys from 1 to 2147483647 (a causal window ending at the diagonal) or FlashAttention's "
+        "window_size (left, right), each -1 (no bound) or 0 to 2147483647; got "
+    )
+    for bad, got in ((0, "0"), (2**31, "2147483648"), ((3, -2), "(3, -2)"), ((1, 2, 3), "(1, 2, 3)"), (2.0, "2.0")):
+        with pytest.raises(SpecError) as info:
+            assert_attention_close(causal, q, k, v, window=bad)
+        assert str(info.value) == why + got
+    for bad in ("0", "2147483648"):
+        spec = write(tmp_path, ['Q = "q.npy"', 'K = "k.npy"', 'V = "v.npy"', f"window = {bad}"])
+        code, _, err = run(capsys, spec, tmp_path / "o.npy")
+        assert (code, err) == (
+            2,
+            f"symattn: {spec}: window: expected an integer from 1 to 2147483647 (keys), got {bad}\n",
+        )
+
+
+def test_a_window_size_that_leaves_a_query_no_key_is_one_line():
+    from symattn.input.errors import SpecError
+    from symattn.testing import assert_attention_close
+
+    q, k, v = inputs()
+    with pytest.raises(SpecError) as info:
+        assert_attention_close(q, q, k[:, :, :2], v[:, :, :2], window=(0, 0))
+    assert (
+        str(info.value)
+        == "window: query 2 (0-based) may attend no key (window_size (0, 0)); softmax is undefined there"
+    )
