@@ -274,3 +274,33 @@ def test_a_window_size_that_leaves_a_query_no_key_is_one_line():
         str(info.value)
         == "window: query 2 (0-based) may attend no key (window_size (0, 0)); softmax is undefined there"
     )
+
+
+def test_the_standalone_verifier_ends_a_failed_run_with_its_verdict(tmp_path, capsys):
+    """After its per-value and per-file lines, one last line says what failed, counted; exit 1 as before."""
+    from symattn.verifier.__main__ import main as verifier
+    from tests.test_certificate_v3 import certify, forge, one_head
+
+    cert = certify(one_head(tmp_path), "--grad-output", "do.npy", "--digits", "6")
+
+    def changed(value):
+        return value[:-1] + str((int(value[-1]) + 1) % 10)
+
+    def change(data):
+        for row in (0, 1, 2):
+            data["dk"]["value"][row][1] = changed(data["dk"]["value"][row][1])
+
+    forged = forge(cert, change)
+    capsys.readouterr()
+    assert verifier([str(forged)]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == f"{forged}: NOT verified: 3 values do not round to the value shown"
+    assert sum("does not round to" in line for line in lines) == 3
+    np.save(tmp_path / "k.npy", np.load(tmp_path / "k.npy") * 2)  # and a file that is not the one certified
+    assert verifier([str(forged)]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"{forged}: NOT verified: 1 file is not the file certified; 3 values do not round to the value shown"
+    )
+    np.save(tmp_path / "k.npy", np.load(tmp_path / "k.npy") / 2)
+    assert verifier([str(cert)]) == 0
+    assert "NOT verified" not in capsys.readouterr().out
