@@ -304,3 +304,71 @@ def test_the_standalone_verifier_ends_a_failed_run_with_its_verdict(tmp_path, ca
     np.save(tmp_path / "k.npy", np.load(tmp_path / "k.npy") / 2)
     assert verifier([str(cert)]) == 0
     assert "NOT verified" not in capsys.readouterr().out
+
+
+def test_the_fast_verifier_names_where_a_changed_input_comes_from(tmp_path, capsys):
+    """The cap is the spec's, dO its grad_output file's: each message names its own source."""
+    from tests.test_certificate_v3 import certify, fast, forge, one_head
+
+    spec = one_head(tmp_path)
+    spec.write_text(spec.read_text(encoding="utf-8") + "softcap = 2.0\n", encoding="utf-8")
+    cert = certify(spec, "--grad-output", "do.npy", "--digits", "6")
+    forged = forge(cert, lambda d: d["certificate"]["inputs"].__setitem__("softcap", "0x1.8000000000000p+1"))
+    assert fast(capsys, forged)[2] == (
+        f'symattn: {forged}: certificate.inputs.softcap: "0x1.8000000000000p+1", but the spec {spec} gives '
+        '"0x1.0000000000000p+1": the certificate is not of its files\n'
+    )
+    forged = forge(cert, lambda d: d["certificate"]["inputs"]["dO"][1].__setitem__(2, "0x1.0000000000000p+0"))
+    err = fast(capsys, forged)[2]
+    assert err.startswith(f"symattn: {forged}: certificate.inputs.dO[2][3]: 0x1.0000000000000p+0, but the grad_output ")
+    assert err.endswith(
+        f"file {tmp_path / 'do.npy'} gives {float(np.load(tmp_path / 'do.npy')[1, 2]).hex()}: the certificate is not of its files\n"
+    )
+
+
+def test_a_shape_of_one_axis_is_pythons_tuple(tmp_path, capsys):
+    q, k, v = inputs()
+    spec = write(tmp_path, [*SPEC, 'sinks = "sinks.npy"'], q=q, k=k, v=v, sinks=np.ones(3, np.float32))
+    assert run(capsys, spec, tmp_path / "q.npy")[2] == (
+        f"symattn: {spec}: sinks: 'sinks.npy': expected shape (4,), one number per head, got (3,)\n"
+    )
+    one = np.ones((4, 2), np.float32)
+    spec = write(tmp_path, ['Q = "q1.npy"', 'K = "k1.npy"', 'V = "v1.npy"'], q1=np.ones(5, np.float32), k1=one, v1=one)
+    assert run(capsys, spec, tmp_path / "q.npy")[2] == (
+        f"symattn: {spec}: Q: 'q1.npy': expected a matrix (rows, columns), got shape (5,)\n"
+    )
+
+
+def test_a_gradients_text_names_its_own_quantity(tmp_path, capsys):
+    """|dq − exact| beside dq[…] places, where an output's report says |out − exact|."""
+    q, k, v = inputs()
+    do = inputs(seed=1)[0]
+    qq = torch.from_numpy(q).double().requires_grad_()
+    kk, vv = (torch.from_numpy(a).double().repeat_interleave(2, dim=1) for a in (k, v))
+    torch.nn.functional.scaled_dot_product_attention(qq, kk, vv, is_causal=True).backward(torch.from_numpy(do).double())
+    dq = qq.grad.float().numpy().copy()
+    dq[:, :, 0] = 0  # query 0 attends key 0 alone: its dQ is exactly 0 (torch's is a rounding error off)
+    dq[0, 0, 0, 0] = np.float32(1e-7)
+    spec = write(tmp_path, SPEC, q=q, k=k, v=v, do=do, dq=dq)
+    code, out, _ = run(
+        capsys,
+        spec,
+        tmp_path / "dq.npy",
+        "--quantity",
+        "dq",
+        "--grad-output",
+        tmp_path / "do.npy",
+        "--rtol",
+        "1e-3",
+        "--atol",
+        "1e-9",
+    )
+    lines = out.splitlines()
+    assert code == 1
+    assert [x for x in lines if x.startswith("Entries exactly 0")] == [
+        "Entries exactly 0 that the result misses (no ULP measures them): 1; the largest |dq − exact| is 1.00e-7, at dq[0, 0, 0, 0]."
+    ]
+    assert "Fail by torch.allclose's rule, |dq − exact| ≤ 1e-9 + 0.001·|exact| for every entry." in lines
+    assert "The worst entry is dq[0, 0, 0, 0], where |dq − exact| / (atol + rtol·|exact|) = 100." in lines
+    assert "    fail by torch.allclose's rule: |dq − exact| / (atol + rtol·|exact|) = 100 at dq[0, 0, 0, 0]" in lines
+    assert "out − exact" not in out

@@ -43,8 +43,8 @@ def read_batched(
     arrays = {key: filematrix.read_array(v, key, reader.source, reader.folder) for key, v in raw.items()}
     for key, a in arrays.items():
         if 0 in a.values.shape:  # no entries: no head to compare, whatever the other axes say
-            shape = ", ".join(map(str, a.values.shape))
-            raise ShapeError(reader.source, key, f"{raw[key]!r}: shape ({shape}) has an axis of length 0 (no entries)")
+            shape = tuple(a.values.shape)
+            raise ShapeError(reader.source, key, f"{raw[key]!r}: shape {shape} has an axis of length 0 (no entries)")
     axes = {key: a.values.ndim for key, a in arrays.items()}
     if all(tensorfile.one_head(a.values.shape, layout) for a in arrays.values()):  # one head each: matrices
         out = dict(data)

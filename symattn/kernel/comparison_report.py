@@ -194,6 +194,7 @@ def render_comparison(
         place=lambda e: places.text(e.row, e.col),
         place_at=lambda ij: places.text(*ij),
         unit=places.unit,
+        out=places.measured,
     )
 
 

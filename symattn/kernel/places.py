@@ -92,6 +92,12 @@ class Places:
         return arrange(result, self.layout, "lse" if self.lined == "rows" else "output", self.batch, self.heads)
 
     @property
+    def measured(self) -> str:
+        """What |… − exact| measures: ``out`` for an output (``o``, ``a``, the API's ``out``), else the
+        quantity's own symbol (``dq``, ``lse``), as its places name it."""
+        return "out" if self.symbol in ("o", "a") else self.symbol
+
+    @property
     def unit(self) -> str:
         """What a head's summary is of beside its head: a ``batch``, or varlen's ``sequence``."""
         return "sequence" if self.sequences else "batch"
