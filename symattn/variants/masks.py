@@ -24,9 +24,7 @@ from symattn.variants.base import MASK, Part, Where
 from symattn.variants.positions import read_positions
 
 # --- limits of the masks --------------------------------------------------------------------
-# keys of a sliding window: no array is sized by it, and one wider than the keys is no window at all; the
-# bound is FlashAttention's int32 window_size
-WINDOW = 2**31 - 1
+WINDOW = 2**31 - 1  # keys of a sliding window: window_size's int32 (no array is sized by it; a wider one: none)
 
 # --- the setting ---------------------------------------------------------------------------
 
