@@ -68,7 +68,7 @@ def test_a_changed_cap_fails_with_both(made, capsys):
     assert (code, out) == (2, "")
     assert err == (
         f'symattn: {forged}: certificate.inputs.tanh_cap: "0x1.8000000000000p+1", but the spec {folder / "s.toml"} '
-        'and its grad_output gives "0x1.0000000000000p+1": the certificate is not of its files\n'
+        'gives "0x1.0000000000000p+1": the certificate is not of its files\n'
     )
 
 

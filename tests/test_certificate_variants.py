@@ -108,7 +108,7 @@ def test_changed_sinks_fail_with_both(made, capsys):
     assert err == (
         f'symattn: {forged}: certificate.inputs.denominator_logits: ["0x1.0000000000000p+0", "0x1.8000000000000p+1", '
         '"-0x1.0000000000000p+1", "0x1.4000000000000p+5"], but the spec '
-        f'{folder / "s.toml"} and its grad_output gives ["0x1.0000000000000p-1", "0x1.8000000000000p+1", '
+        f'{folder / "s.toml"} gives ["0x1.0000000000000p-1", "0x1.8000000000000p+1", '
         '"-0x1.0000000000000p+1", "0x1.4000000000000p+5"]: the certificate is not of its files\n'
     )
 

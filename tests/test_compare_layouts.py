@@ -342,7 +342,12 @@ def test_bad_specs_and_options_are_one_line(varlen, tmp_path, capsys):
             [],
             f"{spec}: tokens: not taken with a layout's files: such a spec gives Q, K, V, layout, mask, causal_align, window, scale, backward, alibi_slopes, softcap, sinks, cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, q_descale, k_descale, v_descale",
         ),
-        ("window = 0\n", [], f"{spec}: window: expected a whole number of keys from 1 to 8192, got 0"),
+        (
+            "window = 0\n",
+            [],
+            f"{spec}: window: expected keys from 1 to 2147483647 (a causal window ending at the diagonal) or "
+            "FlashAttention's window_size (left, right), each -1 (no bound) or 0 to 2147483647; got 0",
+        ),
         ("", ["--quantity", "weights"], "--quantity: weights: cu_seqlens_q takes output, lse, dq, dk, dv or dsink"),
         ("", ["--splits", "2"], "--splits: is for --partials: the splits of a split-KV kernel's keys"),
         ("", ["--partials"], f"{result}: expected a .safetensors file, whose tensors are named"),  # varlen: taken

@@ -83,7 +83,7 @@ def test_the_bf16_causal_dq_that_stopped_at_1000_digits(tmp_path, run, capsys):
     assert code == 0
     absolute = significant_exact(abs(Fraction(float(dq[1, 5]))), 3)
     assert (
-        "Entries exactly 0 that the result misses (no ULP measures them): 1; the largest |out − exact| is "
+        "Entries exactly 0 that the result misses (no ULP measures them): 1; the largest |dq − exact| is "
         f"{number_text(absolute)}, at dq[1, 5].\n"
     ) in out
     assert "  exact 0 missed  1       " in out
@@ -158,7 +158,7 @@ def test_a_dq_zero_that_only_equal_sums_of_scores_explain(tmp_path, run):
     code, out = run(tmp_path, str(tmp_path / "r.npy"), "--quantity", "dq", "--grad-output", str(tmp_path / "do.npy"))
     assert code == 0
     assert "dq[0, 1]  0                       9.9999999392252903E-9   —         —         " in out
-    assert "the largest |out − exact| is 1.00e-8, at dq[0, 1].\n" in out
+    assert "the largest |dq − exact| is 1.00e-8, at dq[0, 1].\n" in out
 
 
 def test_an_output_zero_of_groups_of_equal_scores(tmp_path, run):

@@ -114,8 +114,8 @@ def test_in_memory_arrays_name_their_own_place():
     with pytest.raises(SpecError) as info:
         compare(out, q, k, q, kind="dq", dout=dout, layout="bnhd")
     assert str(info.value) == (
-        "dout[0, 4, 1, 0]: no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 "
-        "ones are)"
+        "dout[0, 4, 1, 0]: no float32 value: 0.1; the float64 path takes float32 values (float16, bfloat16 and "
+        "float8 ones are)"
     )
 
 

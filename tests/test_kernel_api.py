@@ -26,6 +26,12 @@ F = torch.nn.functional
 B, H, G, N, D = 2, 4, 2, 128, 64
 
 
+WINDOW_RANGE = (
+    "window: expected keys from 1 to 2147483647 (a causal window ending at the diagonal) or FlashAttention's "
+    "window_size (left, right), each -1 (no bound) or 0 to 2147483647; got "
+)
+
+
 def figure(x: float) -> str:
     """Three significant digits, as the reports show a ratio, a share or an error."""
     return number_text(significant_exact(Fraction(x), 3))
@@ -178,8 +184,8 @@ def test_gradients_of_one_head_and_a_dout_of_the_wrong_shape(kernel):
         ("rule", "ulp", "max_ulp: missing: rule='ulp' needs the bound"),
         ("dout", np.ones((4, 2), np.float32), "dout: is for kind dq, dk, dv or dsink"),
         ("scale", "0.5", "scale: expected a finite number (the float the kernel multiplies by), got '0.5'"),
-        ("window", 0, "window: expected a whole number of keys from 1 to 8192, got 0"),
-        ("window", 8193, "window: expected a whole number of keys from 1 to 8192, got 8193"),  # the float64 path's
+        ("window", 0, f"{WINDOW_RANGE}0"),
+        ("window", 2**31, f"{WINDOW_RANGE}2147483648"),  # FlashAttention's int32
         ("rtol", -1, "rtol: expected a number at least 0 such as 1e-3 or 0.01, got '-1'"),
     ],
 )
@@ -192,18 +198,16 @@ def test_what_the_float64_path_does_not_take_is_one_line(name, value, message):
     assert str(info.value) == message
 
 
-def test_the_window_takes_as_many_keys_as_the_float64_path():
-    """window = KERNEL_TOKENS (8192, Mistral's 4096 well inside) is a window, in memory and in a spec; one
-    more is refused (above, and tests/test_masks_modern.py)."""
-    from symattn.input import limits
+def test_the_window_takes_any_int32_of_keys():
+    """window = 2^31 − 1 (FlashAttention's int32; no array is sized by it) is a window, in memory and in a
+    spec; one more is refused (above, and tests/test_masks_modern.py)."""
     from symattn.input.spec import load_spec
     from symattn.kernel import compare
 
     x = np.ones((4, 2), np.float32)
-    assert limits.KERNEL_TOKENS == 8192
-    report = compare(x, x, x, x, window=8192, rule="ulp", max_ulp=0)
+    report = compare(x, x, x, x, window=2**31 - 1, rule="ulp", max_ulp=0)
     assert report.ok and len(report.comparison.entries) == 8
-    assert load_spec({"Q": [[1]], "K": [[1]], "V": [[1]], "window": 8192}).setting("masks").window == 8192
+    assert load_spec({"Q": [[1]], "K": [[1]], "V": [[1]], "window": 2**31 - 1}).setting("masks").window == 2**31 - 1
 
 
 def test_bad_tensors_are_one_line():
@@ -220,7 +224,8 @@ def test_bad_tensors_are_one_line():
         (
             (x, x, x, np.full((4, 2), 0.1)),
             {},
-            "v[0, 0]: no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)",
+            "v[0, 0]: no float32 value: 0.1; the float64 path takes float32 values (float16, bfloat16 and float8 "
+            "ones are)",
         ),
         (
             (x, np.array([[1, np.nan]] * 4, np.float32), x, x),

@@ -61,10 +61,14 @@ BAD = [
         SpecError,
         "<dict>: causal_align: expected one of 'top-left', 'bottom-right', got 'diagonal'",
     ),
-    ({**CROSS, "window": 0}, SpecError, "<dict>: window: expected an integer from 1 to 8192 (keys), got 0"),
-    ({**CROSS, "window": 1.5}, SpecError, "<dict>: window: expected an integer from 1 to 8192 (keys), got 1.5"),
-    ({**CROSS, "window": True}, SpecError, "<dict>: window: expected an integer from 1 to 8192 (keys), got true"),
-    ({**CROSS, "window": 8193}, SpecError, "<dict>: window: expected an integer from 1 to 8192 (keys), got 8193"),
+    ({**CROSS, "window": 0}, SpecError, "<dict>: window: expected an integer from 1 to 2147483647 (keys), got 0"),
+    ({**CROSS, "window": 1.5}, SpecError, "<dict>: window: expected an integer from 1 to 2147483647 (keys), got 1.5"),
+    ({**CROSS, "window": True}, SpecError, "<dict>: window: expected an integer from 1 to 2147483647 (keys), got true"),
+    (
+        {**CROSS, "window": 2**31},
+        SpecError,
+        "<dict>: window: expected an integer from 1 to 2147483647 (keys), got 2147483648",
+    ),
     (
         {"Q": [[1]] * 5, "K": [[1]] * 2, "V": [[1]] * 2, "window": 1},
         SpecError,

@@ -306,7 +306,7 @@ BAD_GRIDS = [
     ),
     (
         '[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\nwindow = [2, -1]\n',
-        "grid.toml: grid.window[2]: expected keys from 1 to 8192, or 0 for none, got -1",
+        "grid.toml: grid.window[2]: expected keys from 1 to 2147483647, or 0 for none, got -1",
     ),
     (
         '[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\nsoftcap = [1001]\n',

@@ -140,10 +140,12 @@ def _bind(named: Any, mine: Tensors, read: Reader) -> None:
 
     extra = named.extra or {}
     given = tensors_of(named.spec, str(extra["grad_output"]) if "grad_output" in extra else None)
-    theirs = f"the spec {named.spec_shown}" + (" and its grad_output" if "grad_output" in extra else "")
+    spec = f"the spec {named.spec_shown}"
     key = "certificate.inputs."
 
     def other(name: str, ours: str, got: str, position: tuple[int, ...] = ()) -> SpecError:
+        # dO is its grad_output file's; everything else (Q, K, V, the cap, the mask, …) the spec's
+        theirs = f"the grad_output file {extra['grad_output']}" if name == "dO" else spec
         return read.error(
             key + name, f"{ours}, but {theirs} gives {got}: the certificate is not of its files", position
         )

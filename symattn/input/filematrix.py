@@ -137,8 +137,8 @@ def per_head(raw: str, key: str, source: str, folder: Path | None, heads: int) -
 
     values = read_array(raw, key, source, folder).values
     if values.shape != (heads,):
-        axes = ", ".join(map(str, values.shape))
-        raise SpecError(source, key, f"{_brief(raw)}: expected shape ({heads},), one number per head, got ({axes})")
+        axes = tuple(values.shape)  # Python's tuple: (3,) for one axis
+        raise SpecError(source, key, f"{_brief(raw)}: expected shape ({heads},), one number per head, got {axes}")
     bad = tensorfile.not_finite(values.reshape(1, heads))
     if bad:
         (_, h), what = bad[0]
@@ -212,11 +212,11 @@ def _read_bytes(path: Path, name: str, error: Any) -> bytes:
 def matrix_of(array: tensorfile.Array, raw: str, key: str, source: str, max_rows: int) -> FileMatrix:
     values = array.values
     shape = list(values.shape)
-    axes = ", ".join(map(str, shape))
+    axes = tuple(shape)
     while len(shape) > 2 and shape[0] == 1:  # (1, n, d) and (1, 1, n, d): a batch of one, one head
         shape.pop(0)
     if len(shape) != 2 or 0 in shape:
-        raise SpecError(source, key, f"{_brief(raw)}: expected a matrix (rows, columns), got shape ({axes})")
+        raise SpecError(source, key, f"{_brief(raw)}: expected a matrix (rows, columns), got shape {axes}")
     rows, cols = shape
     if rows > max_rows or cols > limits.DIMS:
         raise LimitError(source, key, f"{_brief(raw)}: {rows}×{cols}; at most {max_rows}×{limits.DIMS}")

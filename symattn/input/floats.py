@@ -186,17 +186,17 @@ def array_result(source: str, array: tensorfile.Array, fmt: str | None = None, l
     """A result of a file's array (or a tensor's) in ``layout``, measured in ``fmt`` (default: its own format)."""
     array = measured(source, array, fmt)
     shape = list(array.values.shape)
-    parts = ", ".join(map(str, shape))
+    parts = str(tuple(shape))  # Python's tuple: (3,) for one axis
     while len(shape) > 2 and shape[0] == 1 and (len(shape) > 3 or tensorfile.one_head(tuple(shape), layout)):
         shape.pop(0)  # (1, n, d) and (1, 1, n, d): a batch of one, one head; a batch of one
     if len(shape) == 1:
         shape = [1, shape[0]]
     if len(shape) in (3, 4) and 0 not in shape:  # batch and head axes: compare lines them up with the spec's
         if array.values.size > limits.TENSOR_ENTRIES:
-            raise LimitError(source, "shape", f"({parts}): more than {limits.TENSOR_ENTRIES} entries (the limit)")
+            raise LimitError(source, "shape", f"{parts}: more than {limits.TENSOR_ENTRIES} entries (the limit)")
         return FloatResult(source, array.format, (), (), array.values.reshape(shape), array.values.shape)
     if len(shape) != 2 or 0 in shape:
-        raise SpecError(source, "shape", f"expected a matrix (rows, columns), got shape ({parts})")
+        raise SpecError(source, "shape", f"expected a matrix (rows, columns), got shape {parts}")
     rows, cols = shape
     if max(rows, cols) > limits.KERNEL_TOKENS or rows * cols > limits.TENSOR_ENTRIES:  # O, A or a row of LSE
         raise LimitError(

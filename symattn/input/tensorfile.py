@@ -288,6 +288,16 @@ def not_finite(values: np.ndarray) -> list[tuple[tuple[int, ...], str]]:
     ]
 
 
+def first_not_float32(values: np.ndarray) -> tuple[tuple[int, ...], float] | None:
+    """The first value (C order, 0-based) of a float64 array that is no float32 value, and that value."""
+    with np.errstate(over="ignore"):
+        bad = np.argwhere(values.astype(np.float32).astype(np.float64) != values)
+    if not bad.size:
+        return None
+    at = tuple(int(i) for i in bad[0])
+    return at, float(values[at])
+
+
 def one_head(shape: tuple[int, ...], layout: str) -> bool:
     """Whether an array of ``shape`` is one head's matrix: (N, D), or (1, N, D), (1, 1, N, D) in bhnd; in bnhd
     (1, 1, D) or (1, 1, 1, D) only, since the leading 1 of (1, H, D) is one query of H heads, not H queries."""
@@ -300,6 +310,7 @@ __all__ = [
     "dtype_of",
     "KINDS",
     "NPY_MAGIC",
+    "first_not_float32",
     "not_finite",
     "one_head",
     "read_npy",

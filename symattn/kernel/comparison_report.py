@@ -129,7 +129,7 @@ def _head_data(c: Comparison, verdict: Any, max_ulp: Decimal | None) -> list[dic
     out = []
     for s in summaries(c):
         data: dict[str, Any] = {
-            "batch": s["batch"],
+            places.unit: s["batch"],  # varlen: its sequence
             "head": s["head"],
             "entries": s["entries"],
             "correctly_rounded": s["correctly_rounded"],
@@ -193,6 +193,8 @@ def render_comparison(
         heads=None if not places.has_heads else _head_lines(c, tolerance, max_ulp),
         place=lambda e: places.text(e.row, e.col),
         place_at=lambda ij: places.text(*ij),
+        unit=places.unit,
+        out=places.measured,
     )
 
 

@@ -41,6 +41,7 @@ def run(
     axes = None
     if inputs.batch > 1 or (result.array is not None and not result.rows):  # batch and head axes
         dims = result.array.ndim if result.array is not None else 2
+        _check_shape(inputs, result, quantity)
         result = arrange(result, inputs.layout, quantity, inputs.batch, inputs.head_count)
         axes = (inputs.batch, inputs.head_count)
         width = result.shape[1] // (inputs.batch * inputs.head_count)
@@ -50,7 +51,9 @@ def run(
     if symbol is not None:
         places = replace(places, symbol=symbol)
     if inputs.starts:  # varlen: a query is a token of the packed sequences, and its place names its sequence
-        places = replace(places, axes=tuple("token" if a == "query" else a for a in places.axes), starts=inputs.starts)
+        named = tuple("token" if a == "query" else a for a in places.axes)
+        sequences = inputs.key_starts if quantity in ("dK", "dV") else inputs.starts  # a row of dK is a key's
+        places = replace(places, axes=named, starts=inputs.starts, sequences=sequences)
     comparison = replace(compare_head(heads, result, quantity, worst, places), batch_heads=axes, places=places)
     if worst is None or not complete:
         return comparison
@@ -61,6 +64,21 @@ def run(
 
     comparison.entries.full = lambda: whole().entries  # an EntryTable: its entries not decided read these
     return replace(comparison, complete=whole)
+
+
+def _check_shape(inputs: Inputs, result: FloatResult, quantity: str) -> None:
+    """Refuse a result not of the inputs' shape in the shapes as given (``(2, 4, 63, 16); the output of
+    these q, k and v is (2, 4, 64, 16)``), not in the matrix the heads are lined up in."""
+    from symattn.input.errors import ShapeError
+    from symattn.kernel.inputs import result_shape
+
+    if result.array is None or quantity in ("weights", "dsink"):  # weights: refused by arrange
+        return
+    given = tuple(result.given or result.array.shape)
+    kind = "lse" if quantity == "lse2" else quantity.lower() if quantity in ("dQ", "dK", "dV") else quantity
+    wanted = result_shape(inputs, kind, len(given) + (kind == "lse"))  # the q of an LSE has one axis more
+    if given != wanted:
+        raise ShapeError(result.source, "shape", f"{given}; the {kind} of these q, k and v is {wanted}")
 
 
 __all__ = ["run"]

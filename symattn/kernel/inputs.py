@@ -34,6 +34,7 @@ class Inputs:
     head_count: int = 1  # query heads per batch
     layout: str = "bhnd"  # or "bnhd"
     starts: tuple[int, ...] = ()  # varlen: cu_seqlens_q, each sequence's first token (places name it)
+    key_starts: tuple[int, ...] = ()  # varlen: cu_seqlens_k (dK and dV are summed up by sequence and head)
 
 
 def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs | None:
@@ -59,6 +60,7 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
         for b in range(spec.kernel.batch):
             part = heads_of(spec.of_batch(b), quantity)
             if part is None:
+                refuse_no_float32(spec, f"a batch of {spec.kernel.batch} needs")
                 raise SpecError(
                     spec.source,
                     "Q",
@@ -69,6 +71,37 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
         return Inputs(tuple(heads), spec.kernel.batch, spec.heads, spec.kernel.layout)
     found = heads_of(spec, quantity)
     return None if found is None else Inputs(tuple(found), 1, spec.heads, spec.kernel.layout)
+
+
+def refuse_no_float32(spec: Any, needs: str) -> None:
+    """Refuse the first value of a batched spec's Q, K or V that is no float32 value, at its place in the file."""
+    from symattn.input.batched import first_not_float32
+
+    found = first_not_float32(spec.kernel.batches, spec.kernel.layout, spec.heads)
+    if found is not None:
+        key, where = found
+        raise SpecError(spec.source, key, f"{where}; {needs} the float64 path, which takes float32 values")
+
+
+def result_shape(inputs: Inputs, kind: str, dims: int) -> tuple[int, ...]:
+    """The shape of the result ``kind`` (output, lse, dq, dk, dv) for a q of ``dims`` axes in the inputs' layout
+    (the LSE has one axis fewer): its leading batch and head axes dropped where they are of length one."""
+    head = inputs.heads[0]
+    batch, heads, layout = inputs.batch, inputs.head_count, inputs.layout
+    n, m, dv = head.Q.shape[0], head.K.shape[0], head.V.shape[1]
+    if kind == "lse":
+        full: tuple[int, ...] = (batch, heads, n)
+        if dims <= 2:
+            return (n,)
+        dims -= 1
+    else:
+        rows, cols = {"dk": (m, head.K.shape[1]), "dv": (m, dv), "dq": (n, head.Q.shape[1])}.get(kind, (n, dv))
+        full = (batch, heads, rows, cols) if layout == "bhnd" else (batch, rows, heads, cols)
+        if dims <= 2:
+            return (rows, cols)
+    while len(full) > dims and full[0] == 1:
+        full = full[1:]
+    return full
 
 
 def gradient_head(head: float64.Head, dO: np.ndarray, sqrt_scale: bool) -> float64_backward.GradientHead:
@@ -149,5 +182,7 @@ __all__ = [
     "checked_grad_output",
     "gradient_head",
     "of_spec",
+    "refuse_no_float32",
+    "result_shape",
     "spec_grad_output",
 ]

@@ -36,6 +36,7 @@ class Packed:
     starts: tuple[int, ...] = ()  # varlen: cu_seqlens_q, so that a place names its sequence
     # paged: which entries of the k and v arrays as given (the file's axes but the last) are some batch's keys
     used: tuple[np.ndarray, ...] = ()
+    key_starts: tuple[int, ...] = ()  # varlen: cu_seqlens_k
 
 
 def integers(x: Any, name: str, axes: int) -> np.ndarray:
@@ -95,7 +96,7 @@ def varlen(Q: np.ndarray, K: np.ndarray, V: np.ndarray, cu_q: Any, cu_k: Any, al
             raise SpecError(e.source, None, f"sequence {s}: {e.problem}") from None
         mask[rows, keys] = True if block is None else block
     return Q.transpose(1, 0, 2)[None], Packed(
-        [K.transpose(1, 0, 2)], [V.transpose(1, 0, 2)], [mask], tuple(cq.tolist())
+        [K.transpose(1, 0, 2)], [V.transpose(1, 0, 2)], [mask], tuple(cq.tolist()), tuple(ck.tolist())
     )
 
 

@@ -34,7 +34,7 @@ def compare(
     dout: Any = None,
     causal: bool = False,
     causal_align: str = "top-left",
-    window: int | None = None,
+    window: int | tuple[int, int] | None = None,
     scale: float | None = None,
     layout: str = "bhnd",
     cu_seqlens_q: Any = None,

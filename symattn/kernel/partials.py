@@ -174,7 +174,7 @@ def compare_partials(
     lse: Any = None,
     causal: bool = False,
     causal_align: str = "top-left",
-    window: int | None = None,
+    window: int | tuple[int, int] | None = None,
     scale: float | None = None,
     layout: str = "bhnd",
     lse_base: str = "e",

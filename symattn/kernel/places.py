@@ -45,6 +45,8 @@ class Places:
     layout: str = "bhnd"  # the order of a result's batch and head axes (bnhd: batch, query, head, column)
     batch: int = 1
     starts: tuple[int, ...] = ()  # varlen's cu_seqlens_q: the axis "token" is a query of a packed sequence
+    sequences: tuple[int, ...] = ()  # varlen: the offsets of the sequences along the rows (O, dQ: cu_seqlens_q;
+    # dK, dV: cu_seqlens_k) or the LSE's columns; each (sequence, head) has a summary of its own
 
     def index(self, i: int, j: int) -> dict[str, int]:
         """The place of entry (i, j) of compare's matrix in the result: {axis: 0-based index}, in its order."""
@@ -89,15 +91,39 @@ class Places:
 
         return arrange(result, self.layout, "lse" if self.lined == "rows" else "output", self.batch, self.heads)
 
+    @property
+    def measured(self) -> str:
+        """What |… − exact| measures: ``out`` for an output (``o``, ``a``, the API's ``out``), else the
+        quantity's own symbol (``dq``, ``lse``), as its places name it."""
+        return "out" if self.symbol in ("o", "a") else self.symbol
+
+    @property
+    def unit(self) -> str:
+        """What a head's summary is of beside its head: a ``batch``, or varlen's ``sequence``."""
+        return "sequence" if self.sequences else "batch"
+
     def head_of(self, i: int, j: int) -> tuple[int, int]:
-        """The (batch, head) of entry (i, j), 0-based."""
+        """The (batch, head) of entry (i, j), 0-based; varlen's (sequence, head)."""
         k = j // self.width if self.lined == "columns" else i
+        if self.sequences:  # one batch of packed sequences: the token (a row of O, a column of the LSE) says which
+            from bisect import bisect_right
+
+            return bisect_right(self.sequences, i if self.lined == "columns" else j) - 1, k % self.heads
         return k // self.heads, k % self.heads
 
     def regions(self, shape: tuple[int, int]) -> Iterator[tuple[tuple[int, int], tuple[slice, slice]]]:
-        """Each (batch, head) and its block of compare's matrix, in order (none for a matrix result)."""
+        """Each (batch, head) and its block of compare's matrix, in order (none for a matrix result); varlen's
+        (sequence, head), sequence by sequence (one without queries has none)."""
         rows, cols = shape
-        if self.lined == "columns":
+        if self.sequences:
+            tokens = rows if self.lined == "columns" else cols
+            for s, (first, stop) in enumerate(zip(self.sequences, (*self.sequences[1:], tokens))):
+                for h in range(self.heads) if first < stop else ():
+                    if self.lined == "columns":
+                        yield (s, h), (slice(first, stop), slice(h * self.width, (h + 1) * self.width))
+                    else:
+                        yield (s, h), (slice(h, h + 1), slice(first, stop))
+        elif self.lined == "columns":
             for k in range(cols // self.width):
                 yield divmod(k, self.heads), (slice(0, rows), slice(k * self.width, (k + 1) * self.width))
         elif self.lined == "rows":

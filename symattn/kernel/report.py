@@ -175,6 +175,7 @@ class Report:
             runs=runs,
             num=number_text,
             place_at=lambda ij: places.text(*ij),
+            out=places.measured,
         )
 
 

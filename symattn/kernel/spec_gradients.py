@@ -18,7 +18,7 @@ from symattn.input.errors import ShapeError, SpecError
 from symattn.input.floats import FloatResult
 from symattn.kernel import float64
 from symattn.kernel.gradient_heads import gradient_heads, logit_gradients
-from symattn.kernel.inputs import Inputs, check_gradient_tokens
+from symattn.kernel.inputs import Inputs, check_gradient_tokens, refuse_no_float32
 
 
 def batched_gradients(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs:
@@ -33,6 +33,7 @@ def batched_gradients(spec: Any, quantity: str, grad_output: FloatResult | None)
     for b in range(batch):
         part = heads_of(replace(spec.of_batch(b), backward=None), "output")
         if part is None:
+            refuse_no_float32(spec, f"--quantity {asked} of {batch} batches × {heads} heads need")
             raise SpecError(
                 spec.source,
                 "Q",
@@ -76,6 +77,11 @@ def _grad_output(spec: Any, grad_output: FloatResult | None, shape: tuple[int, i
         bad = tensorfile.not_finite(values)
         if bad:  # named in the file's own axes, its value said
             raise SpecError(source, "dO", f"not a finite number: {bad[0][1]}", index=bad[0][0])
+        found = tensorfile.first_not_float32(values)
+        if found is not None:
+            at, value = found
+            why = f"no float32 value: {value!r}; the float64 path takes float32 values"
+            raise SpecError(source, "dO", why, index=at)
     else:
         given = None if spec.backward is None else spec.backward.grad_output
         if not isinstance(given, FileMatrix):

@@ -21,11 +21,12 @@ from symattn.input.floats import FORMATS, FloatResult
 from symattn.input.tensorfile import Array
 from symattn.kernel import float64, score_mods
 from symattn.kernel.gradient_heads import gradient_heads
-from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens
+from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens, result_shape
 
 LAYOUTS = ("bhnd", "bnhd")
 KINDS = ("output", "lse", "dq", "dk", "dv", "dsink")
 DESCALES = ("q_descale", "k_descale", "v_descale")
+TAKEN = "float16, bfloat16 and float8"  # the formats whose every value is a float32 value
 
 
 def exact_array(x: Any, name: str) -> Array:
@@ -187,7 +188,7 @@ def inputs_of(
         made, count = gradient_heads(made, dO, GRADIENTS[kind], kv, scale is None)
     elif dout is not None:
         raise SpecError("dout", None, "is for kind dq, dk, dv or dsink")
-    return Inputs(tuple(made), batch, count, layout, packed.starts)
+    return Inputs(tuple(made), batch, count, layout, packed.starts, packed.key_starts)
 
 
 def _logit_gradients(forward: list, dO: np.ndarray, heads: int, sqrt_scale: bool) -> Inputs:
@@ -267,15 +268,7 @@ def result_of(out: Array, kind: str, inputs: Inputs, dims: int, source: str) -> 
                 source, "shape", f"{tuple(out.values.shape)}; the dsink of these q, k and v is ({inputs.head_count},)"
             )
         return replace(FloatResult.of_array(source, out.format, out.values.reshape(1, -1)), given=out.values.shape)
-    head = inputs.heads[0]
-    batch, heads, layout = inputs.batch, inputs.head_count, inputs.layout
-    n, m, dv = head.Q.shape[0], head.K.shape[0], head.V.shape[1]
-    if kind == "lse":
-        wanted: tuple[int, ...] = (batch, heads, n)[4 - dims :] if dims > 2 else (n,)
-    else:
-        rows, cols = {"dk": (m, head.K.shape[1]), "dv": (m, dv), "dq": (n, head.Q.shape[1])}.get(kind, (n, dv))
-        wanted = (batch, heads, rows, cols) if layout == "bhnd" else (batch, rows, heads, cols)
-        wanted = wanted[4 - dims :] if dims > 2 else (rows, cols)
+    wanted = result_shape(inputs, kind, dims)
     if out.values.shape != wanted:
         raise ShapeError(source, "shape", f"{tuple(out.values.shape)}; the {kind} of these q, k and v is {wanted}")
     if dims == 2 or (kind == "lse" and dims == 3):  # a matrix: one head's, or the heads' LSE a row each

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from symattn.input import limits
 from symattn.input.messages import said
 from symattn.input.reader import brief, parse_index
 from symattn.input.records import record
@@ -25,7 +24,7 @@ from symattn.variants.base import MASK, Part, Where
 from symattn.variants.positions import read_positions
 
 # --- limits of the masks --------------------------------------------------------------------
-WINDOW = limits.KERNEL_TOKENS  # keys of a sliding window: the float64 path's tokens (a wider one means no window)
+WINDOW = 2**31 - 1  # keys of a sliding window: window_size's int32 (no array is sized by it; a wider one: none)
 
 # --- the setting ---------------------------------------------------------------------------
 
@@ -191,20 +190,28 @@ class Masks(Part):
 
         if align not in ALIGNMENTS:
             raise SpecError("causal_align", None, f"expected {' or '.join(map(repr, ALIGNMENTS))}, got {align!r}")
-        if window is not None and (type(window) is not int or not 1 <= window <= WINDOW):
-            raise SpecError("window", None, f"expected a whole number of keys from 1 to {WINDOW}, got {window!r}")
-        if not causal and window is None:
+        sides = window_size(window)
+        if not causal and (window is None or sides == (-1, -1)):
             return None
         offset = m - n if align == "bottom-right" else 0
         top = np.arange(n)[:, None] + offset
         j = np.arange(m)[None, :]
-        allowed = j <= top
-        if window is not None and window < m:
+        allowed = j <= top if causal or type(window) is int else np.ones((n, m), dtype=bool)
+        if type(window) is int and window < m:
             allowed &= top - window < j
+        elif sides is not None:  # FlashAttention's window_size: i + offset − left ≤ j ≤ i + offset + right
+            left, right = sides
+            if left >= 0:
+                allowed &= top - left <= j
+            if right >= 0:
+                allowed &= j <= top + right
         empty = np.flatnonzero(~allowed.any(axis=1))
         if empty.size:
             i = int(empty[0])
-            key, why = self.empty_row(Diagonal(align, offset, window, m), i, m) or ("mask", "")
+            if window is None or type(window) is int:
+                key, why = self.empty_row(Diagonal(align, offset, window, m), i, m) or ("mask", "")
+            else:
+                key, why = "window", f" (window_size {sides})"
             raise SpecError(key, None, f"query {i} (0-based) may attend no key{why}; softmax is undefined there")
         return allowed
 
@@ -224,6 +231,28 @@ class Masks(Part):
         return scores.masked_fill(~allowed, float("-inf"))
 
 
+def window_size(window: Any) -> tuple[int, int] | None:
+    """compare's ``window`` as FlashAttention's window_size (left, right): w keys ending at the diagonal is
+    (w − 1, 0), and causal; a pair is FlashAttention's own, −1 a side without bound. None: no window."""
+    from symattn.input.errors import SpecError, clip
+    from symattn.input.errors import brief as shown
+
+    if window is None:
+        return None
+    if type(window) is int and 1 <= window <= WINDOW:
+        return window - 1, 0
+    if isinstance(window, (tuple, list)) and len(window) == 2 and all(type(x) is int for x in window):
+        if all(-1 <= x <= WINDOW for x in window):
+            return window[0], window[1]
+    got = clip(str(tuple(window)), 40) if isinstance(window, (tuple, list)) else shown(window)
+    raise SpecError(
+        "window",
+        None,
+        f"expected keys from 1 to {WINDOW} (a causal window ending at the diagonal) or FlashAttention's "
+        f"window_size (left, right), each -1 (no bound) or 0 to {WINDOW}; got {got}",
+    )
+
+
 PART = Masks()
 
-__all__ = ["ALIGNMENTS", "PART", "WINDOW", "Diagonal", "MaskDiagonal", "Masks"]
+__all__ = ["ALIGNMENTS", "PART", "WINDOW", "Diagonal", "MaskDiagonal", "Masks", "window_size"]

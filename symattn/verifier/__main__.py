@@ -46,10 +46,9 @@ def run(path: Path) -> tuple[int, list[str]]:
         checked, wrong = verify_values(cert)
     except CertificateError as exc:
         return 2, [f"{path}: {exc}"]
-    failures += wrong
-    lines = [f"{path}: {line}" for line in failures]
-    if failures:
-        return 1, lines + [f"{path}: {line}" for line in files]
+    lines = [f"{path}: {line}" for line in failures + wrong]
+    if failures or wrong:
+        return 1, lines + [f"{path}: {line}" for line in files] + [f"{path}: NOT verified: {verdict(failures, wrong)}"]
     inputs = "Q, K, V and dO" if cert.inputs.dO is not None else "Q, K and V"
     t = cert.inputs
     given = ["the scale", "the mask"] + [
@@ -65,6 +64,29 @@ def run(path: Path) -> tuple[int, list[str]]:
         else "its inputs are not all checked against files: not every one is an .npy file here"
     )
     return 0, [f"{path}: {checked} values verified: {CLAIM}", *(f"{path}: {line}" for line in files), f"{path}: {said}"]
+
+
+# what a failure line says of its value (checking.Value.judge), and the verdict's words for one and for n
+REFUTED = (
+    ("does not round to", "does not round to the value shown", "do not round to the value shown"),
+    ("float ± bound", "lies outside the certificate's float ± bound", "lie outside the certificate's float ± bound"),
+    ("enclosure", "lies outside the certificate's enclosure", "lie outside the certificate's enclosure"),
+    ("not decided at", "is not decided", "are not decided"),
+    ("the exact value is not", "is not the exact value given", "are not the exact values given"),
+)
+
+
+def verdict(files: list[str], wrong: list[str]) -> str:
+    """What failed, counted: ``1600 values do not round to the value shown; 1 file is not the file certified``."""
+    parts = [
+        f"{len(files)} files are not the files certified" if len(files) > 1 else "1 file is not the file certified"
+    ]
+    parts = parts if files else []
+    for phrase, one, many in REFUTED:
+        n = sum(phrase in line for line in wrong)
+        if n:
+            parts.append(f"1 value {one}" if n == 1 else f"{n} values {many}")
+    return "; ".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
