@@ -314,7 +314,10 @@ def test_the_standalone_verifier_runs_as_a_program(tmp_path):
     said = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
     assert said.stdout.splitlines()[-1] == str(
         ["symattn"]
-        + [f"symattn.verifier{m}" for m in ("", ".arithmetic", ".binding", ".checking", ".npyfile", ".reading", ".values")]
+        + [
+            f"symattn.verifier{m}"
+            for m in ("", ".arithmetic", ".binding", ".checking", ".npyfile", ".reading", ".values")
+        ]
     )
 
 

@@ -172,7 +172,8 @@ def test_a_paged_cache_names_the_place_in_its_own_axes():
     with pytest.raises(SpecError) as info:
         compare(q, q, k, v, block_table=table, seqlens_k=lengths, layout="bnhd")
     assert str(info.value) == (
-        "v[4, 2, 0, 7]: no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
+        "v[4, 2, 0, 7]: no float32 value: 0.1; the float64 path takes float32 values (float16, bfloat16 and float8 "
+        "ones are)"
     )
 
 
@@ -257,7 +258,7 @@ def test_a_certificate_s_do_file_names_its_own_place(tmp_path, capsys):
     cases = [(do, "dO[1, 2, 5, 3]: not a finite number: nan")]
     do = do.astype(np.float32).astype(np.float64)
     do[1, 2, 5, 3], do[0, 3, 1, 2] = 0.5, 0.1  # float64's 0.1
-    why = "no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
+    why = "no float32 value: 0.1; the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
     cases.append((do, f"dO[0, 3, 1, 2]: {why}"))
     for array, message in cases:
         np.save(tmp_path / "do.npy", array)

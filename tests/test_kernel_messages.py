@@ -313,9 +313,9 @@ def test_the_fast_verifier_names_where_a_changed_input_comes_from(tmp_path, caps
     spec = one_head(tmp_path)
     spec.write_text(spec.read_text(encoding="utf-8") + "softcap = 2.0\n", encoding="utf-8")
     cert = certify(spec, "--grad-output", "do.npy", "--digits", "6")
-    forged = forge(cert, lambda d: d["certificate"]["inputs"].__setitem__("softcap", "0x1.8000000000000p+1"))
+    forged = forge(cert, lambda d: d["certificate"]["inputs"].__setitem__("tanh_cap", "0x1.8000000000000p+1"))
     assert fast(capsys, forged)[2] == (
-        f'symattn: {forged}: certificate.inputs.softcap: "0x1.8000000000000p+1", but the spec {spec} gives '
+        f'symattn: {forged}: certificate.inputs.tanh_cap: "0x1.8000000000000p+1", but the spec {spec} gives '
         '"0x1.0000000000000p+1": the certificate is not of its files\n'
     )
     forged = forge(cert, lambda d: d["certificate"]["inputs"]["dO"][1].__setitem__(2, "0x1.0000000000000p+0"))

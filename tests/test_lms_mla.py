@@ -168,7 +168,10 @@ def test_the_question_states_the_table_and_the_route_not_q_k_v(variants):
 def test_chinese_feedback_names_the_mla_slip(variants):
     text = ET.fromstring(moodle_xml(variants[:1], "zh")).findall("question")[1].findtext("questiontext/text")
     _, found = moodle_gaps(text)
-    assert found[6][1][1][3] == "不对：这是典型错误（W_UK 的转置用反了：K = c_KV 乘 W_UK 的转置，或吸收后的查询 = q W_UK）得到的数。"
+    assert (
+        found[6][1][1][3]
+        == "不对：这是典型错误（W_UK 的转置用反了：K = c_KV 乘 W_UK 的转置，或吸收后的查询 = q W_UK）得到的数。"
+    )
     assert "多头潜在注意力：键和值来自潜在向量 \\(c_{KV} = X W_{DKV}\\)" in text
 
 

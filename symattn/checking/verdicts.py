@@ -53,7 +53,6 @@ from symattn.input.limits import CLAIM_EXPONENT, NUMBER_LENGTH
 from symattn.input.quantities import COLUMNS, GRADIENTS, HEAD_FORWARD, INPUTS, SCALARS
 from symattn.input.records import record
 from symattn.input.spec import Spec
-from symattn.variants.mla_head import RATIONAL
 
 SIGNIFICANT = 6
 SLIPS = ("carried", "last-digit", "wrong")  # what decide() says beyond exact and rounded, best first
@@ -316,7 +315,7 @@ class Checker:
         """Whether a claim's quantity is made of the given exact decimals by products and sums alone: Q, K and V,
         an MLA latent and absorbed query, and the scores (and their terms) where no part turns or normalizes q, k."""
         quantity = PRODUCTS.get(claim.quantity, base(claim.quantity))
-        if quantity in INPUTS + RATIONAL:
+        if quantity in INPUTS + variants.EXACT_PRODUCTS:
             return True
         return quantity == "scores" and self.layout.heads[self.layout.index(claim.head)].qk is None
 

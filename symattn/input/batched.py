@@ -123,6 +123,26 @@ def _grad_outputs(reader: Reader, data: Mapping[str, Any], layout: str, shape: t
     return tuple(_side_by_side(dO[b], a.format, str(raw), key, reader) for b in range(shape[0]))
 
 
+def first_not_float32(batches: tuple[Batch, ...], layout: str, heads: int) -> tuple[str, str] | None:
+    """The first value of Q, K or V (in that order) that is no float32 value, as its key and the place and
+    value in the file's own axes (``'q.npy'[0, 0, 0, 0]: no float32 value: 0.1``); None where all are."""
+    import numpy as np
+
+    from symattn.input import tensorfile
+
+    d = batches[0][0].array.shape[1] // heads
+    for i, key in enumerate(("Q", "K", "V")):
+        matrices = [b[i] for b in batches]
+        count = heads if key == "Q" else batches[0][1].array.shape[1] // d  # K's and V's heads: kv heads
+        n, width = matrices[0].array.shape
+        values = np.stack([m.array for m in matrices]).reshape(len(batches), n, count, width // count)
+        found = tensorfile.first_not_float32(values if layout == "bnhd" else values.transpose(0, 2, 1, 3))
+        if found is not None:
+            at, value = found
+            return key, f"{filematrix.place(matrices[0].name, at)}: no float32 value: {value!r}"
+    return None
+
+
 def to_bhnd(values: np.ndarray, layout: str) -> np.ndarray:
     """(B, H, N, D) of a 3- or 4-axis array in ``layout``."""
     if values.ndim == 3:
@@ -179,4 +199,4 @@ def arrange(result: Any, layout: str, quantity: str, batch: int, heads: int) -> 
     return replace(type(result).of_array(result.source, result.format, values), given=result.given)
 
 
-__all__ = ["LAYOUTS", "arrange", "read_batched", "to_bhnd"]
+__all__ = ["LAYOUTS", "arrange", "first_not_float32", "read_batched", "to_bhnd"]

@@ -96,7 +96,7 @@ def varlen(Q: np.ndarray, K: np.ndarray, V: np.ndarray, cu_q: Any, cu_k: Any, al
             raise SpecError(e.source, None, f"sequence {s}: {e.problem}") from None
         mask[rows, keys] = True if block is None else block
     return Q.transpose(1, 0, 2)[None], Packed(
-        [K.transpose(1, 0, 2)], [V.transpose(1, 0, 2)], [mask], tuple(cq.tolist()), tuple(ck.tolist())
+        [K.transpose(1, 0, 2)], [V.transpose(1, 0, 2)], [mask], tuple(cq.tolist()), key_starts=tuple(ck.tolist())
     )
 
 

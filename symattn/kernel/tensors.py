@@ -240,8 +240,8 @@ def not_float32(a: np.ndarray, used: np.ndarray | None = None) -> tuple[tuple[in
     bad = (a.astype(np.float32).astype(np.float64) != a) & within
     if not bad.any():
         return None
-    why = "no float32 value: the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
-    return tuple(int(i) for i in np.argwhere(bad)[0]), why
+    at = tuple(int(i) for i in np.argwhere(bad)[0])
+    return at, f"no float32 value: {float(a[at])!r}; the float64 path takes float32 values ({TAKEN} ones are)"
 
 
 def _allowed(n: int, m: int, causal: bool, align: str, window: Any) -> np.ndarray | None:
