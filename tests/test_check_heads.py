@@ -395,5 +395,5 @@ def test_the_claims_file_syntax_of_several_heads(tmp_path):
     assert {v.verdict for v in report.results} <= {"exact", "rounded"}
     assert len(report.results) == 5 + 6 + 12
     text = render_report(report, "text")
-    assert "第 1 个头的e^z 之和 (它)" in text
+    assert "第 1 个头的 e^z 之和 (它)" in text
     assert "第 2 个头的输出 (它, 第 2 列)" in text

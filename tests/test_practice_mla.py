@@ -224,7 +224,7 @@ WORDS = {
         ["Step 1 of 8", "Step 2 of 8", "Step 3 of 8", "Step 8 of 8"],
         ["第 1 步，共 8 步", "第 2 步，共 8 步", "第 3 步，共 8 步", "第 8 步，共 8 步"],
     ),
-    "latent": ("Compute the MLA latent c_KV of every token.", "计算每个词元的MLA 潜在向量 c_KV。"),
+    "latent": ("Compute the MLA latent c_KV of every token.", "计算每个词元的 MLA 潜在向量 c_KV。"),
     "captions": (
         ["the, column 1", "the, column 2", "cat, column 1", "cat, column 2", "sat, column 1", "sat, column 2"],
         ["猫 第 1 列", "猫 第 2 列", "坐 第 1 列", "坐 第 2 列", "下 第 1 列", "下 第 2 列"],

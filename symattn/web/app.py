@@ -60,6 +60,7 @@ def _ui_strings() -> dict[str, dict[str, Any]]:
     for lang in languages():
         prose = load_language(lang)
         out[lang] = {section: prose[section] for section in ("ui", "verdict", "quantity", "slip")}
+        out[lang]["cjk_spacing"] = prose["cjk_spacing"]
         practice = prose["practice"]
         out[lang]["practice"] = {
             "question": practice["question"],
