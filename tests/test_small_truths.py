@@ -297,6 +297,7 @@ def test_a_block_of_one_key_adds_its_one_term_without_a_sum():
     ]
     frames = [line for line in render_beamer(d).splitlines() if "z_{4}" in line or "sum_{j=4}" in line]
     assert frames == [
+        r"m_{2} &= \max\bigl(m_{1},\ z_{4}\bigr) = 1 \\",  # its one score, not max_j z_j
         r"l_{2} &= 1 \cdot 1.656 + e^{z_{4} - m_{2}} \approx 1.879 \\",
         r"\mathrm{acc}_{2} &= 1 \cdot \begin{bmatrix}1.607 & 1.050\end{bmatrix} + e^{z_{4} - m_{2}}\, V_{4}"
         r" \approx \begin{bmatrix}2.053 & 1.050\end{bmatrix}",
