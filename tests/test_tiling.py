@@ -16,7 +16,7 @@ from symattn.input import builtin
 from symattn.input.claims import load_claims
 from symattn.input.errors import SpecError
 from symattn.input.spec import load_spec
-from symattn.rendering.renderer import render
+from symattn.rendering.renderer import render, render_report
 from symattn.variants.tiling_head import Tiled
 
 FLASH = {
@@ -145,6 +145,37 @@ def test_accumulator_claims_take_three_indices_and_whole_blocks():
         ("claims.accumulator[2][4]", "rounded", "2.053", "2.053"),
         ("claims.accumulator[2][4]", "rounded", "1.05", "1.05"),
     ]
+
+
+@pytest.mark.parametrize(
+    "lang, places",
+    [
+        (
+            "en",
+            [
+                "running max m (block 2, d)",
+                "accumulator acc (block 2, d, column 1)",
+                "accumulator acc (block 2, d, column 2)",
+                "log-sum-exp LSE (d)",
+            ],
+        ),
+        (
+            "zh",
+            [
+                "运行最大值 m (第 2 块, d)",
+                "累加器 acc (第 2 块, d, 第 1 列)",
+                "累加器 acc (第 2 块, d, 第 2 列)",
+                "对数求和指数 LSE (d)",
+            ],
+        ),
+    ],
+)
+def test_the_report_names_a_block_s_column_and_no_quantity_with_an_article(lang, places):
+    claims = {"running_max[2][4]": "1", "accumulator[2][4]": ["2.053", "1.05"], "lse[4]": "0.631"}
+    report = check(load_spec({**FLASH, "lang": lang}), {"claims": claims})
+    rows = render_report(report, "text").split("\n\n")[1].splitlines()[1:]
+    assert [row[4 : 4 + len(place) + 1] for row, place in zip(rows, places, strict=True)] == [p + " " for p in places]
+    assert report.data()["claims"][1]["col"] == ("d", 1)
 
 
 @pytest.mark.parametrize(
