@@ -66,7 +66,7 @@ def _ui_strings() -> dict[str, dict[str, Any]]:
             "question": practice["question"],
             "block": practice["block"],
             "block_one": practice["block_one"],
-            **{key: practice[key] for key in ("every", "absorbed", "absorbed_output", "mla_rope")},
+            **{key: practice[key] for key in ("every", "absorbed", "absorbed_output", "mla_rope", "heads")},
             "caption": practice["caption"],
             "quote": prose["quote"],
         }

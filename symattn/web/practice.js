@@ -72,7 +72,12 @@
       size: blocks ? Number(c.block_keys) : 0, mla};
   }
   // why the round has no steps for this spec (a sentence), or null
-  function refused() { const s = shape(); return s && s.mla && s.mla.decoupled ? page().phrases().practice.mla_rope : null; }
+  function refused() {
+    const c = answer && answer.compute && (answer.compute.values || answer.compute);
+    if (c && c.heads) return page().phrases().practice.heads; // the boxes are one head's
+    const s = shape();
+    return s && s.mla && s.mla.decoupled ? page().phrases().practice.mla_rope : null;
+  }
 
   // the round's steps: {id, block, parts: [{q, name, count, row}]}; a block's parts claim q[block][focus row],
   // a part with a row (1-based) claims q[row], the others the focus row's q
