@@ -395,5 +395,36 @@ def test_the_claims_file_syntax_of_several_heads(tmp_path):
     assert {v.verdict for v in report.results} <= {"exact", "rounded"}
     assert len(report.results) == 5 + 6 + 12
     text = render_report(report, "text")
-    assert "第 1 个头的e^z 之和 (它)" in text
+    assert "第 1 个头的 e^z 之和 (它)" in text
     assert "第 2 个头的输出 (它, 第 2 列)" in text
+
+
+@pytest.mark.parametrize(
+    "lang, header, rows",
+    [
+        (
+            "en",
+            "#   quantity                                               claimed   verdict       exact",
+            [
+                "1   query Q (the, column 1)                                0         wrong         1 = 1",
+                "2   MLA latent output u = P c_KV of head 1 (the, column 1) 1         rounded       0.945116 = ",
+            ],
+        ),
+        (
+            "zh",
+            "#   量                                                给出的数  结论          精确值",
+            [
+                "1   查询 Q (猫, 第 1 列)                              0         错误          1 = 1",
+                "2   第 1 个头的 MLA 潜在输出 u = P c_KV (猫, 第 1 列) 1         正确舍入      0.945116 = ",
+            ],
+        ),
+    ],
+)
+def test_the_report_s_columns_line_up_after_its_longest_quantity(lang, header, rows):
+    # a CJK character takes two columns in a terminal
+    report = check(
+        load_spec(builtin.example_path("mla-heads", lang)), {"claims": {"h1.latent_output[1][1]": "1", "Q[1][1]": "0"}}
+    )
+    table = render_report(report, "text").split("\n\n")[1].splitlines()
+    assert table[0].startswith(header)
+    assert [line[: len(row)] for line, row in zip(table[1:], rows, strict=True)] == rows

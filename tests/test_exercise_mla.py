@@ -83,9 +83,9 @@ def test_the_draw_varies_x_and_w_q_in_their_shapes_and_keeps_the_rest(tmp_path):
                 "| the | $[1,\\ 0,\\ 1]$ |",
                 "W_Q=\\begin{bmatrix}0.5 & 1.0 \\\\ -0.5 & 1.0 \\\\ 0.0 & 1.0\\end{bmatrix}",
                 "Work out the row of the token “sat”.",
-                "- MLA latent output u = P c\\_KV: 3 decimal places",
-                "| 1 | MLA latent c\\_KV | the | column 1 | `latent[1][1]` ________ |",
-                "| 16 | MLA latent output u = P c\\_KV | sat | column 2 | `latent_output[3][2]` ________ |",
+                "- MLA latent output $u = P\\, c_{KV}$: 3 decimal places",
+                "| 1 | MLA latent $c_{KV}$ | the | column 1 | `latent[1][1]` ________ |",
+                "| 16 | MLA latent output $u = P\\, c_{KV}$ | sat | column 2 | `latent_output[3][2]` ________ |",
             ),
         ),
         (
@@ -252,3 +252,13 @@ def test_the_key_labels_the_latent_s_columns_by_number_and_its_rows_by_token(tmp
     cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
     assert all(c[3].startswith("column ") for c in cells)
     assert {c[2] for c in cells} <= set(v.spec.tokens)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_latent_s_names_are_set_as_math_like_the_scores(tmp_path, lang):
+    (v,) = ex.exercise(_template(tmp_path, lang), ["s01"], 1)
+    text = sheets.sheet(v)
+    assert "c_KV" not in text and "c\\_KV" not in text
+    if lang == "zh":
+        assert "\n- MLA 潜在输出 $u = P\\, c_{KV}$ 保留 3 位小数\n" in text
+        assert "\n| 1 | MLA 潜在向量 $c_{KV}$ | the | 第 1 列 | `latent[1][1]` ________ |\n" in text

@@ -384,3 +384,16 @@ def test_the_readme_pictures_are_current():
     for fid in ("weights", "tokens"):
         committed = (ROOT / "docs" / f"causal.{fid}.svg").read_text(encoding="utf-8")
         assert committed == svg(figure(d, fid)), "stale: run python docs/make_pictures.py"
+
+
+def _heads_panels(tokens: int) -> list[tuple[Decimal, Decimal]]:
+    rows = [[str((i + j) % 3 - 1) for j in range(4)] for i in range(tokens)]
+    spec = {"tokens": [f"t{i}" for i in range(tokens)], "heads": 2, "Q": rows, "K": rows, "V": rows}
+    (weights,) = [f for f in all_figures(derive(load_spec(spec))) if f.kind == "heatmap"]
+    return [(p.x, p.y) for p in weights.panels]
+
+
+def test_two_heads_heatmaps_sit_side_by_side_for_four_tokens_and_stack_for_five():
+    # as docs/teacher.md says: as many to a row as prints them largest
+    assert _heads_panels(4) == [(Decimal("0.00"), Decimal("0.00")), (Decimal("164.40"), Decimal("0.00"))]
+    assert _heads_panels(5) == [(Decimal("0.00"), Decimal("0.00")), (Decimal("0.00"), Decimal("196.00"))]

@@ -244,7 +244,7 @@ def test_feedback_in_the_students_language(classroom):
     _, returned, _, _ = classroom
     rows = rows_by_id(grade(returned))
     zh = feedback(rows["s02"], "text")
-    assert zh.startswith("手算结果核对: Homework 3: attention by hand\n核对文件：s02/answers.toml\n")
+    assert zh.startswith("手算结果核对：Homework 3: attention by hand\n核对文件：s02/answers.toml\n")
     en = feedback(rows["s19"], "markdown")
     assert en.startswith("# Checking hand-computed numbers: Homework 3: attention by hand\nClaims file: s19.toml\n")
     assert "wrong (the scores were not divided by the square root of the dimension)" in en

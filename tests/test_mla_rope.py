@@ -335,6 +335,22 @@ def test_the_example_shows_the_decoupled_dims_and_states_the_identity(lang, phra
     )
 
 
+SIX = ",\\allowbreak ".join(["W_{DKV}", "W_{UK}", "W_{UV}", "W_Q", "W_{QR}", "W_{KR}"])  # may break in a narrow column
+
+
+@pytest.mark.parametrize(
+    "name, lang, row",
+    [
+        ("mla-rope", "en", f"| $X$ and ${SIX}$ written by hand |"),
+        ("mla-rope", "zh", f"| $X$ 和 ${SIX}$ 手写给出 |"),
+        ("mla", "en", "| $X$ and $W_{DKV}, W_{UK}, W_{UV}, W_Q$ written by hand |"),  # no decoupled dims
+    ],
+)
+def test_the_toy_table_lists_every_matrix_of_the_mla_table(name, lang, row):
+    text = render(derive(load_spec(builtin.example_path(name, lang))), "markdown")
+    assert text.count(row) == 1
+
+
 def test_the_heads_example_says_which_head_it_is():
     text = render(derive(load_spec(heads_without_rope("en"))), "markdown")
     assert text.count("This is head 2 of 2: it takes its own block of columns of $W_{UK}, W_{UV}, W_Q$") == 1

@@ -106,7 +106,7 @@ def test_the_decode_example_says_what_is_cached_and_what_is_new(lang):
         assert "The keys “I”, “like”, “green” come from the KV cache" in text
         assert "new at this step: “tea”." in text
     else:
-        assert "键 「我」, 「喜欢」, 「绿」 来自键值缓存" in text
+        assert "键「我」、「喜欢」、「绿」来自键值缓存" in text
 
 
 @pytest.mark.parametrize(

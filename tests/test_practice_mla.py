@@ -224,10 +224,10 @@ WORDS = {
         ["Step 1 of 8", "Step 2 of 8", "Step 3 of 8", "Step 8 of 8"],
         ["第 1 步，共 8 步", "第 2 步，共 8 步", "第 3 步，共 8 步", "第 8 步，共 8 步"],
     ),
-    "latent": ("Compute the MLA latent c_KV of every token.", "计算每个词元的MLA 潜在向量 c_KV。"),
+    "latent": ("Compute the MLA latent c_KV of every token.", "计算每个词元的 MLA 潜在向量 c_KV。"),
     "captions": (
         ["the, column 1", "the, column 2", "cat, column 1", "cat, column 2", "sat, column 1", "sat, column 2"],
-        ["猫 第 1 列", "猫 第 2 列", "坐 第 1 列", "坐 第 2 列", "下 第 1 列", "下 第 2 列"],
+        ["猫，第 1 列", "猫，第 2 列", "坐，第 1 列", "坐，第 2 列", "下，第 1 列", "下，第 2 列"],
     ),
     "wrong": ("✘\nwrong", "✘\n错误"),
     "Q": ("Compute the query Q of “sat”.", "计算「下」的查询 Q。"),
@@ -238,7 +238,7 @@ WORDS = {
     ),
     "absorbed_captions": (
         ["absorbed query, column 1", "absorbed query, column 2", "the", "cat", "sat"],
-        ["吸收后的查询第 1 列", "吸收后的查询第 2 列", "猫", "坐", "下"],
+        ["吸收后的查询，第 1 列", "吸收后的查询，第 2 列", "猫", "坐", "下"],
     ),
     "output": (
         "Compute u = P c_KV of “sat”, then its output o = u W_UV.",
@@ -368,14 +368,24 @@ def test_the_naive_round_goes_through_k_and_v(page, server):
     assert "&= 1\\times 2 + 1\\times 2.5" in tex
 
 
-def test_decoupled_rope_dims_are_refused_in_one_line(page, server):
-    driver, lang = page
-    _open(driver, server, "mla-rope", lang)
-    message = {
+REFUSALS = {
+    "mla-rope": {
         "en": "Practice mode has no steps for MLA's decoupled RoPE dims yet; check these numbers in the tab “Check my numbers”.",
         "zh": "练习模式还没有 MLA 解耦 RoPE 维度的步骤；请在「核对我的数」页核对这些数。",
-    }[lang]
-    wait(driver, lambda: _text(driver, "practice-error") == message, what="the refusal")
+    },
+    # two heads of MLA: the page's boxes are one head's
+    "mla-heads": {
+        "en": "Practice mode works one head without W_O; check the numbers of several heads with symattn check.",
+        "zh": "练习模式只练没有 W_O 的单个头；多个头的数请用 symattn check 核对。",
+    },
+}
+
+
+@pytest.mark.parametrize("name", REFUSALS)
+def test_a_refused_round_shows_no_step_and_no_buttons(page, server, name):
+    driver, lang = page
+    _open(driver, server, name, lang)
+    wait(driver, lambda: _text(driver, "practice-error") == REFUSALS[name][lang], what="the refusal")
     assert driver.find_elements("css selector", "#practice-boxes .box") == []
     assert _text(driver, "practice-progress") == "" and _text(driver, "practice-question") == ""
     for button in ("practice-reveal", "practice-hint", "practice-next", "practice-previous"):

@@ -272,7 +272,7 @@ def test_a_too_coarse_sum_of_the_claimants_terms_is_explained_by_their_terms():
 
 
 def test_the_summary_counts_as_carried_only_what_follows_the_lost_precision():
-    lost = "精度在 分数 S (它, 小猫) 处丢失：0.9 的小数位数少于要求的 3 位"
+    lost = "精度在分数 S (它, 小猫) 处丢失：0.9 的小数位数少于要求的 3 位"
     # 0.636 = 0.9/√2 and 1.889 = e^0.636, carried from the coarse 0.9
     zh = _terms_report({"scores[3][1]": "0.9", "scaled[3][1]": "0.636", "exp[3][1]": "1.889"}, "zh")
     assert f"  {lost}；此后由它推出的数记为沿用。\n" in zh
@@ -297,6 +297,7 @@ def test_a_block_of_one_key_adds_its_one_term_without_a_sum():
     ]
     frames = [line for line in render_beamer(d).splitlines() if "z_{4}" in line or "sum_{j=4}" in line]
     assert frames == [
+        r"m_{2} &= \max\bigl(m_{1},\ z_{4}\bigr) = 1 \\",  # its one score, not max_j z_j
         r"l_{2} &= 1 \cdot 1.656 + e^{z_{4} - m_{2}} \approx 1.879 \\",
         r"\mathrm{acc}_{2} &= 1 \cdot \begin{bmatrix}1.607 & 1.050\end{bmatrix} + e^{z_{4} - m_{2}}\, V_{4}"
         r" \approx \begin{bmatrix}2.053 & 1.050\end{bmatrix}",

@@ -16,7 +16,7 @@ from symattn.input import builtin
 from symattn.input.claims import load_claims
 from symattn.input.errors import SpecError
 from symattn.input.spec import load_spec
-from symattn.rendering.renderer import render
+from symattn.rendering.renderer import render, render_report
 from symattn.variants.tiling_head import Tiled
 
 FLASH = {
@@ -148,6 +148,77 @@ def test_accumulator_claims_take_three_indices_and_whole_blocks():
 
 
 @pytest.mark.parametrize(
+    "lang, places",
+    [
+        (
+            "en",
+            [
+                "running max m (block 2, d)",
+                "accumulator acc (block 2, d, column 1)",
+                "accumulator acc (block 2, d, column 2)",
+                "log-sum-exp LSE (d)",
+            ],
+        ),
+        (
+            "zh",
+            [
+                "运行最大值 m (第 2 块, d)",
+                "累加器 acc (第 2 块, d, 第 1 列)",
+                "累加器 acc (第 2 块, d, 第 2 列)",
+                "对数求和指数 LSE (d)",
+            ],
+        ),
+    ],
+)
+def test_the_report_names_a_block_s_column_and_no_quantity_with_an_article(lang, places):
+    claims = {"running_max[2][4]": "1", "accumulator[2][4]": ["2.053", "1.05"], "lse[4]": "0.631"}
+    report = check(load_spec({**FLASH, "lang": lang}), {"claims": claims})
+    rows = render_report(report, "text").split("\n\n")[1].splitlines()[1:]
+    assert [row[4 : 4 + len(place) + 1] for row, place in zip(rows, places, strict=True)] == [p + " " for p in places]
+    assert report.data()["claims"][1]["col"] == ("d", 1)
+
+
+@pytest.mark.parametrize(
+    "lang, split, lines",
+    [
+        (
+            "en",
+            2,
+            [
+                "With one block of all 4 keys, the running max $m$, the running sum $l$ and the unnormalised "
+                "accumulator $\\mathrm{acc}$ are taken over the whole row at once; $e^{m_{b-1} - m_b}$ rescales "
+                "nothing. For “d”:",
+                "Block 1 (keys 1 to 4):",
+                "Part 1 (keys 1 to 2):",
+                "Part 2 (keys 3 to 4):",
+            ],
+        ),
+        (
+            "en",
+            4,
+            ["Block 1 (keys 1 to 4):", "Part 1 (key 1):", "Part 2 (key 2):", "Part 3 (key 3):", "Part 4 (key 4):"],
+        ),
+        (
+            "zh",
+            2,
+            [
+                "只有一块，就是全部 4 个键：运行最大值 $m$、运行和 $l$ 和未归一化的累加器 $\\mathrm{acc}$ 一次对整行求出，"
+                "$e^{m_{b-1} - m_b}$ 不必重新缩放任何东西。「d」这一行：",
+                "第 1 块（键 1 到 4）：",
+                "第 1 份（键 1 到 2）：",
+                "第 2 份（键 3 到 4）：",
+            ],
+        ),
+    ],
+)
+def test_split_keys_alone_is_one_block_and_names_the_keys_of_each_part(lang, split, lines):
+    spec = {k: v for k, v in FLASH.items() if k != "block_keys"} | {"split_keys": split, "lang": lang}
+    text = render(derive(load_spec(spec)), "markdown")
+    said = [line for line in text.splitlines() if re.match(r"(With one|只有一块|Block|Part|第 \d+ [块份])", line)]
+    assert said[-len(lines) :] == lines and len(said) == len(lines) + (split == 4)  # 4: the intro, as with 2
+
+
+@pytest.mark.parametrize(
     "extra, message",
     [
         ({"block_keys": 0}, "<dict>: block_keys: expected a whole number of keys from 1 to 4, got 0"),
@@ -190,7 +261,7 @@ def test_the_tiled_route_is_exactly_the_softmax(q, k, block):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_flash_example_shows_every_block_and_the_identity(lang):
     text = render(derive(load_spec(builtin.example_path("flash", lang))), "markdown")
-    assert len(re.findall(r"^(Block|第) \d", text, re.M)) == 2
+    assert len(re.findall(r"^(Block \d|第 \d+ 块)", text, re.M)) == 2  # blocks, not split-KV's parts
     assert ("is exactly the softmax's output above" in text) if lang == "en" else ("这正是上面 softmax 的输出" in text)
 
 

@@ -64,7 +64,7 @@ def test_flash_ratio_and_verdict_text_and_json(tmp_path, capsys):
         "ratio": "0.427",
     }
     assert main(["compare", str(SEED), o, "--naive", n, "--lang", "zh"]) == 0
-    assert "按FlashAttention 的规则 max|out − exact| ≤ 2·max|naive − exact| + 0：通过。" in capsys.readouterr().out
+    assert "按 FlashAttention 的规则 max|out − exact| ≤ 2·max|naive − exact| + 0：通过。" in capsys.readouterr().out
 
 
 def test_allclose_verdict_text_and_json(tmp_path, capsys):

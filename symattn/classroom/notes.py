@@ -9,7 +9,7 @@ report numbers the parts of a response).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from symattn.input.records import record
 
@@ -20,7 +20,7 @@ class Place(NamedTuple):
 
     quantity: str
     row: str | int | None
-    col: str | int | None
+    col: str | int | tuple[str, int] | None  # (token, column) in a block's accumulator
     row_axis: str | None
     col_axis: str | None
     key: str = ""  # the answers file's key (scaled[3][1]); "" for an LMS's response
@@ -71,7 +71,9 @@ def place_words(p: Place, lang: str, phrases=None) -> str:
     written: "weight A (sat, the) [weights[3][1]]"."""
     t = phrases or _phrases(lang)
 
-    def label(value: str | int | None, axis: str | None, is_row: bool) -> str:
+    def label(value: Any, axis: str | None, is_row: bool) -> str:
+        if axis == "token_dim":  # (token, column) of a block's accumulator
+            return f"{value[0]}, {t('report.axis.dim', n=value[1])}"
         if not isinstance(value, int):
             return str(value)
         return t(f"report.axis.{axis}" + ("_row" if is_row and axis == "dim" else ""), n=value)

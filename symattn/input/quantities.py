@@ -58,6 +58,7 @@ NOT_IN_ROWS = (
 # what the rows and columns are: a query token, a key token, a column of the matrix (1-based), an input
 # dimension (a column of X, a row of W)
 TOKEN, KEY, DIM, INPUT, PAIR, BLOCK = "token", "key", "dim", "input", "pair", "block"
+TOKEN_DIM = "token_dim"  # a (token, 1-based column) pair: a column of one query's row in a block
 _AXES = {
     "Q": (TOKEN, DIM),
     "K": (KEY, DIM),
@@ -97,8 +98,8 @@ def labels(spec: Spec, quantity: str, row: int | None, col: int | None) -> tuple
     row_axis, col_axis = axes(quantity)
     q = PART_QUANTITIES.get(quantity)
     if q is not None and q.inner is not None and row is not None and col is not None:
-        block, i = divmod(row, len(spec.Q))  # [b][i][c], held as row b·n + i: the block, then "token, column"
-        return block + 1, f"{spec.tokens[i]}, {col + 1}", BLOCK, TOKEN
+        block, i = divmod(row, len(spec.Q))  # [b][i][c], held as row b·n + i: the block, then (token, column)
+        return block + 1, (spec.tokens[i], col + 1), BLOCK, TOKEN_DIM
     return _label(spec, row_axis, row), _label(spec, col_axis, col), row_axis, col_axis
 
 

@@ -338,7 +338,7 @@ def environment(fmt: str, numbered: bool = False) -> jinja2.Environment:
         env.filters.update(display=_display(fmt), items=_items(fmt), row=ROWS[fmt], table=_table(fmt))
         env.filters["shown"] = _shown(fmt)
     if fmt == "text":
-        env.filters.update(val=plain_number, opnd=plain_operand, rel=plain_relation, pad=pad)
+        env.filters.update(val=plain_number, opnd=plain_operand, rel=plain_relation, pad=pad, width=_text_width)
     env.globals["format"] = fmt
     env.globals["provide_texorpdfstring"] = PROVIDE_TEXORPDFSTRING
     return env

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import string
 import tomllib
+import unicodedata
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -50,14 +51,31 @@ class Phrases:
         return self.fill(self.raw(key), **values)
 
     def fill(self, phrase: str, **values: Any) -> str:
-        out = []
+        out = ""
         for literal, name, _spec, _conv in string.Formatter().parse(phrase):
-            out.append(self.escape(literal))
+            out = self.join(out, self.escape(literal))
             if name is not None:
                 if name not in values:
                     raise RenderError(f"phrase {phrase!r} needs a value for {{{name}}}")
-                out.append(str(values[name]))
-        return "".join(out)
+                out = self.join(out, str(values[name]))
+        return out
+
+    def join(self, left: str, right: str) -> str:
+        """Two pieces of prose, spaced as the language spaces them where they meet.
+
+        A value's first or last character decides the space around it, which its phrase cannot know:
+        Chinese puts one space between a Han character and Latin text or maths ("第 2 个头的 MLA"),
+        and none next to its own punctuation or between two Han characters ("「茶」这一行").
+        """
+        if not self.prose.get("cjk_spacing"):
+            return left + right
+        head, tail = left.rstrip(" "), right.lstrip(" ")
+        if not head or not tail:
+            return left + right
+        kinds = {_kind(head, end=True), _kind(tail, end=False)}
+        if "mark" in kinds or kinds == {"han"}:
+            return head + tail
+        return head + " " + tail if kinds == {"han", "latin"} else left + right
 
     def quoted(self, labels: list[str]) -> str:
         """Labels, each escaped and quoted, joined as the language lists things."""
@@ -67,3 +85,14 @@ class Phrases:
     def count(self, n: int) -> str:
         words = self.prose.get("numbers", [])
         return words[n] if n < len(words) else str(n)
+
+
+def _kind(text: str, end: bool) -> str:
+    """What a piece of text meets its neighbour with: a Han character, a CJK mark, Latin text or maths."""
+    if text.endswith("\\)") if end else text.startswith("\\("):  # LaTeX's inline maths
+        return "latin"
+    ch = text[-1] if end else text[0]
+    if unicodedata.east_asian_width(ch) in "WF":
+        return "mark" if unicodedata.category(ch)[0] in "PS" else "han"
+    letter = ch.isalnum() and unicodedata.category(ch)[0] in "LN"
+    return "latin" if letter or ch == "$" else "other"

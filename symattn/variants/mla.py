@@ -310,7 +310,7 @@ class MlaPart(Part):
         Quantity("latent_output", "output", cols="dim", width="d_c", asked_by="output", needs=NEEDS),
     )
     step_kinds = ("mla", "mla_output")
-    facts = (("toy_vs_real", "mla", None),)
+    facts = (("toy_vs_real", "mla", None), ("toy_vs_real", "mla_weights", ()))
     rounded_read = True
     float64_in_mask = True  # all it does is in the spec's Q, K, V, made when it is read: compare's path takes them
     certify = "--certify does not cover MLA yet"
@@ -420,7 +420,10 @@ class MlaPart(Part):
         return {"routes_agree": Latent(model, setting).routes_agree}
 
     def toy(self, spec: Any, setting: Mla) -> tuple[tuple[str, Any], ...]:
-        return (("mla", len(setting.W_DKV[0])),)
+        # the matrices it learns, decoupled RoPE's W_QR and W_KR included where given
+        rope = tuple(name for name in ("W_QR", "W_KR") if getattr(setting, name) is not None)
+        weights = ("W_DKV", "W_UK", "W_UV", *(name for name, _ in setting.query), *rope)
+        return (("mla", len(setting.W_DKV[0])), ("mla_weights", weights))
 
     def hidden_width(self, setting: Mla) -> int:
         return len(setting.X[0])

@@ -60,12 +60,13 @@ def _ui_strings() -> dict[str, dict[str, Any]]:
     for lang in languages():
         prose = load_language(lang)
         out[lang] = {section: prose[section] for section in ("ui", "verdict", "quantity", "slip")}
+        out[lang]["cjk_spacing"] = prose["cjk_spacing"]
         practice = prose["practice"]
         out[lang]["practice"] = {
             "question": practice["question"],
             "block": practice["block"],
             "block_one": practice["block_one"],
-            **{key: practice[key] for key in ("every", "absorbed", "absorbed_output", "mla_decoupled")},
+            **{key: practice[key] for key in ("every", "absorbed", "absorbed_output", "mla_decoupled", "heads")},
             "caption": practice["caption"],
             "quote": prose["quote"],
         }

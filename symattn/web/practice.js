@@ -72,7 +72,12 @@
       size: blocks ? Number(c.block_keys) : 0, mla};
   }
   // why the round has no steps for this spec (a sentence), or null
-  function refused() { const s = shape(); return s && s.mla && s.mla.decoupled ? page().phrases().practice.mla_decoupled : null; }
+  function refused() {
+    const c = answer && answer.compute && (answer.compute.values || answer.compute);
+    if (c && c.heads) return page().phrases().practice.heads; // the boxes are one head's
+    const s = shape();
+    return s && s.mla && s.mla.decoupled ? page().phrases().practice.mla_decoupled : null;
+  }
 
   // the round's steps: {id, block, parts: [{q, name, count, row}]}; a block's parts claim q[block][focus row],
   // a part with a row (1-based) claims q[row], the others the focus row's q
@@ -157,7 +162,30 @@
     showStep();
   }
 
-  function fill(text, values) { return String(text).replace(/\{([a-z_]+)\}/g, (m, k) => (k in values ? values[k] : m)); }
+  function fill(text, values) {
+    const spaced = page().phrases().cjk_spacing;
+    let out = "";
+    for (const [i, piece] of String(text).split(/\{([a-z_]+)\}/).entries()) {
+      const part = i % 2 ? (piece in values ? String(values[piece]) : `{${piece}}`) : piece;
+      out = spaced ? join(out, part) : out + part;
+    }
+    return out;
+  }
+
+  // Chinese spaces a phrase and its values by what they hold, as symattn.rendering.phrases does
+  function join(left, right) {
+    const head = left.replace(/ +$/, ""), tail = right.replace(/^ +/, "");
+    if (!head || !tail) return left + right;
+    const kinds = new Set([kind(head.at(-1)), kind(tail[0])]);
+    if (kinds.has("mark") || (kinds.size === 1 && kinds.has("han"))) return head + tail;
+    return kinds.has("han") && kinds.has("latin") ? `${head} ${tail}` : left + right;
+  }
+
+  function kind(ch) {
+    if (/[\u3000-\u303f\uff00-\uffef]/u.test(ch)) return "mark";
+    if (/[\u2e80-\u2fff\u3040-\u9fff\uac00-\ud7af\uf900-\ufaff]/u.test(ch)) return "han";
+    return /[\p{L}\p{N}$]/u.test(ch) ? "latin" : "other";
+  }
   function quote(label) { return fill(page().phrases().practice.quote, {x: label}); }
 
   function remember() {
