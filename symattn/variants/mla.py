@@ -420,9 +420,9 @@ class MlaPart(Part):
         return {"routes_agree": Latent(model, setting).routes_agree}
 
     def toy(self, spec: Any, setting: Mla) -> tuple[tuple[str, Any], ...]:
-        # the matrices it learns, decoupled RoPE's W_QR and W_KR included where given
-        rope = tuple(name for name in ("W_QR", "W_KR") if getattr(setting, name) is not None)
-        weights = ("W_DKV", "W_UK", "W_UV", *(name for name, _ in setting.query), *rope)
+        # the matrices it learns, the decoupled W_QR and W_KR included where given
+        turned = tuple(name for name in ("W_QR", "W_KR") if getattr(setting, name) is not None)
+        weights = ("W_DKV", "W_UK", "W_UV", *(name for name, _ in setting.query), *turned)
         return (("mla", len(setting.W_DKV[0])), ("mla_weights", weights))
 
     def hidden_width(self, setting: Mla) -> int:
