@@ -219,9 +219,9 @@ class _Walker:
         m = re.search(r"\\sqrt\{d_k\} = \\sqrt\{\d+\} (?:\\approx|=) (\d+(?:\.\d+)?)", line)
         if m and self.page.sqrt is None:
             self.page.sqrt = Decimal(m[1])
-        if re.match(r"## ", line):  # a step of the whole document, or a head's section (columns a–b)
-            m = re.search(r"(\d+)\D+?(\d+)–(\d+)", line)
-            self.head, self.columns = (int(m[1]), (int(m[2]) - 1, int(m[3]))) if m else (0, (0, 0))
+        if re.match(r"## ", line):  # a step of the whole document, or a head's section (columns a–b, column a)
+            m = re.search(r"(\d+)\D+?(\d+)–(\d+)", line) or re.search(r"^## (?:Head |第 |头 )(\d+)\D+?(\d+)()", line)
+            self.head, self.columns = (int(m[1]), (int(m[2]) - 1, int(m[3] or m[2]))) if m else (0, (0, 0))
         if line.startswith("#"):
             self.output_projection = False
         if line.startswith("| ") and line.count("%") == len(self.page.keys) and "---" not in line:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from symattn.variants import alibi, masks, mla, mla_head, positions, qk_norm, rope, sinks, softcap, tiling
+from symattn.variants import alibi, masks, mla, positions, qk_norm, rope, sinks, softcap, tiling
 from symattn.variants.base import ADD, DENOMINATOR, MAP, MASK, PLACE, QK, ROUTE, HeadPart, Part, Quantity, Where, listed
 
 # every part, in the order their keys are listed (spec files, the web page); they act in the order of
@@ -196,7 +196,7 @@ def keyword_gradients() -> dict[str, Part]:
 
 
 # quantities a part makes as products and sums of the given decimals (exact decimals, no rounding on the way)
-EXACT_PRODUCTS = mla_head.RATIONAL
+EXACT_PRODUCTS = tuple(q for part in PARTS for q in part.exact_products)
 numerals = mla.numerals  # made values as numerals, one width across the matrix (what a sheet states)
 
 

@@ -242,6 +242,8 @@ class Part:
     # FlashAttention's naive reference; torch is imported inside the hooks, only when a sweep runs
 
     grid_key: ClassVar[str] = ""  # its key in a sweep's [grid] table; "" where a sweep has none
+    # its quantities that are products and sums of the given decimals: exact decimals, no rounding on the way
+    exact_products: ClassVar[tuple[str, ...]] = ()
     # what an exercise sheet states of a part that turns Q and K (its exact_turn), where those are exact
     turn_quantities: ClassVar[tuple[str, ...]] = ()
 

@@ -299,6 +299,7 @@ class LatentOutput:
 
 class MlaPart(Part):
     name = "mla"
+    exact_products = ("latent", "absorbed_query")  # X·W_DKV and q·W_UKᵀ: products of the given decimals
     keys = ("mla", "mla_route")
     stage = ROUTE
     title = "MLA"

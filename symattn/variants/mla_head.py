@@ -22,9 +22,9 @@ from symattn.exact.base import Rounding, integer_matrix
 from symattn.exact.numeric import Fixed
 from symattn.exact.rounding import exact_or_rounded, from_model
 from symattn.input.records import record
-from symattn.variants.mla import Fractions, LatentOutput, Latents, Mla, claimed_head, numerals, product
+from symattn.variants.mla import Fractions, LatentOutput, Latents, Mla, MlaPart, claimed_head, numerals, product
 
-RATIONAL = ("latent", "absorbed_query")
+RATIONAL = MlaPart.exact_products
 
 
 def _matrix(values: Fractions) -> ImmutableMatrix:
