@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -234,6 +235,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return (1, 0) if item.get_closest_marker("slow") else (2, 0)
 
     items.sort(key=weight)  # stable: within a weight, the files' own order
+
+
+def interruptible() -> None:
+    """preexec_fn of a child a test interrupts: SIGINT back to its default, so that Python turns it into
+    KeyboardInterrupt even where the suite itself was started with SIGINT ignored (a background job of a shell
+    without job control)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_until(condition, seconds: float):

@@ -16,6 +16,8 @@ import pytest
 
 from symattn.cli.commands import main
 
+from .conftest import interruptible
+
 ROOT = Path(__file__).resolve().parent.parent
 SEED = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}
 TINY = {"Q": [[1]], "K": [[1]], "V": [[1]]}
@@ -569,6 +571,7 @@ def test_ctrl_c_is_one_line():
         stderr=subprocess.PIPE,
         cwd=os.environ.get("TMPDIR", "/tmp"),
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=interruptible,
     )
     threading.Event().wait(3)
     proc.send_signal(signal.SIGINT)

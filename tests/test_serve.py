@@ -43,7 +43,7 @@ from symattn.input.limits import BODY_BYTES  # noqa: E402
 from symattn.web.app import create_app  # noqa: E402
 from symattn.web.tasks import spec_toml  # noqa: E402
 
-from .conftest import chromium_driver  # noqa: E402
+from .conftest import chromium_driver, interruptible  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -484,6 +484,7 @@ def _start(*argv: str, cwd: Path, launcher: tuple[str, ...] = ("-m", "symattn"))
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     ready, _, _ = select.select([process.stdout], [], [], 60)
     line = process.stdout.readline() if ready else ""
