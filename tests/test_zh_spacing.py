@@ -60,17 +60,7 @@ def test_an_english_phrase_keeps_its_spaces():
 
 @pytest.mark.parametrize(
     "name",
-    [
-        pytest.param(
-            n,
-            marks=pytest.mark.xfail(
-                strict=True, reason="qk_norm.j2 joins two sentences with a space; it belongs to the QK-norm work"
-            ),
-        )
-        if n == "qk-norm"
-        else n
-        for n in builtin.names()
-    ],
+    builtin.names(),
 )
 def test_every_chinese_example_is_spaced_as_chinese_is(name):
     assert spacing_slips(render(derive(load_spec(builtin.example_path(name, "zh"))), "markdown")) == []
