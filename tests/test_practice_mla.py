@@ -148,11 +148,6 @@ def test_the_query_paths_two_matrices(client):
     [
         (seed("en"), "latent", "spec: mla: the hint of latent needs an [mla] table"),
         (seed("en"), "absorbed", "spec: mla: the hint of absorbed needs an [mla] table"),
-        (
-            example("mla-rope"),
-            "scores",
-            "spec: mla.W_QR: practice mode has no steps for MLA's decoupled RoPE dims yet; check them in the check tab",
-        ),
     ],
 )
 def test_mla_hint_errors(client, spec, quantity, message):
@@ -162,8 +157,12 @@ def test_mla_hint_errors(client, spec, quantity, message):
 
 def test_the_refusal_in_chinese(client):
     headers = {"accept-language": "zh-CN,zh"}
-    response = client.post("/api/hint", json={"spec": example("mla-rope", "zh"), "quantity": "Q"}, headers=headers)
-    assert response.json()["error"] == "spec: mla.W_QR: 练习模式还没有 MLA 解耦 RoPE 维度的步骤；请在核对页核对它们"
+    spec = {**example("mla-rope", "zh"), "positions": [3, 4, 5]}
+    response = client.post("/api/hint", json={"spec": spec, "quantity": "Q"}, headers=headers)
+    assert response.json()["error"] == (
+        "spec: positions: 练习模式只在每个键都是位于自己那一行位置上的词元时旋转 Q 和 K（不给 positions，也不是交叉注意力）；"
+        "请在核对页核对它们"
+    )
     response = client.post("/api/hint", json={"spec": seed("zh"), "quantity": "V"}, headers=headers)
     assert response.json()["error"] == "spec: mla: V 的提示需要 [mla] 表"
 
@@ -369,10 +368,6 @@ def test_the_naive_round_goes_through_k_and_v(page, server):
 
 
 REFUSALS = {
-    "mla-rope": {
-        "en": "Practice mode has no steps for MLA's decoupled RoPE dims yet; check these numbers in the tab “Check my numbers”.",
-        "zh": "练习模式还没有 MLA 解耦 RoPE 维度的步骤；请在「核对我的数」页核对这些数。",
-    },
     # two heads of MLA: the page's boxes are one head's
     "mla-heads": {
         "en": "Practice mode works one head without W_O; check the numbers of several heads with symattn check.",

@@ -132,9 +132,9 @@ def shape(quantity: str, spec: Spec, per_head: bool) -> tuple[int, ...]:
     if quantity in SCALARS:
         return ()
     if quantity in PART_QUANTITIES and PART_QUANTITIES[quantity].rows == PAIR:  # one number per pair of Q's columns
-        return (d_q // 2,)
-    if quantity in COLUMNS:
-        return (n,)
+        return variants.shape(spec, quantity) or (d_q // 2,)
+    if quantity in COLUMNS:  # one number per query (or per key)
+        return (m if quantity in PART_QUANTITIES and PART_QUANTITIES[quantity].rows == KEY else n,)
     if quantity in INPUTS:
         matrix = getattr(spec, quantity)
         return (len(matrix), len(matrix[0]) // (heads if quantity == "Q" else groups))

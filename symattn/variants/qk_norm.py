@@ -41,6 +41,7 @@ QK_NORM_EPS = 10**12  # qk_norm_eps: from 1/10^12 to 1, numerator and denominato
 
 NEEDS = "qk_norm = true (Q and K through RMSNorm)"
 NORMED = ("Q_norm", "K_norm")
+RMS = ("Q_rms", "K_rms")  # σ of each row of Q and of K: what a student works before the normalized rows
 
 
 @record
@@ -117,6 +118,8 @@ class QkNormPart(Part):
         {"key": "qk_norm_eps", "kind": "text", "default": ""},
     )
     quantities = (
+        Quantity("Q_rms", "scores", cols=None, asked_by="scores", needs=NEEDS),
+        Quantity("K_rms", "scores", rows="key", cols=None, asked_by="scores", needs=NEEDS),
         Quantity("Q_norm", "scores", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
         Quantity("K_norm", "scores", rows="key", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
     )

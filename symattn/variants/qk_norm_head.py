@@ -16,7 +16,7 @@ from symattn.exact.numeric import Fixed
 from symattn.input.records import record
 from symattn.variants.base import QK, HeadPart, Rows
 from symattn.variants.forms import ScoreBoxes, scale_parts
-from symattn.variants.qk_norm import NORMED
+from symattn.variants.qk_norm import NORMED, RMS
 
 Root = tuple[Fraction, Fraction]  # ρ·√m
 Diff = tuple[Root, Root]  # a difference of two
@@ -75,7 +75,7 @@ class Normed(ScoreBoxes, HeadPart):
     q_weight: tuple[Fraction, ...] | None
     k_weight: tuple[Fraction, ...] | None
     stage: ClassVar[int] = QK
-    quantities: ClassVar[tuple[str, ...]] = NORMED
+    quantities: ClassVar[tuple[str, ...]] = RMS + NORMED
     computed: ClassVar[tuple[str, ...]] = NORMED
     factors: ClassVar[tuple[str, str] | None] = NORMED
     exposes: ClassVar[tuple[str, ...]] = ()
@@ -100,6 +100,9 @@ class Normed(ScoreBoxes, HeadPart):
         return rows if w is None else [[x * c for x, c in zip(row, w)] for row in rows]
 
     def exact(self, model: Any, quantity: str) -> ImmutableMatrix:
+        if quantity in RMS:  # σ = √(mean(x²) + ε), one per row
+            squares = self.mean_squares(model, NORMED[RMS.index(quantity)])
+            return ImmutableMatrix([[sympy.sqrt(_rat(a))] for a in squares])
         key = "qk_norm:" + quantity
         if key not in model.memo:
             rows, a = self.weighted(model, quantity), self.mean_squares(model, quantity)
@@ -107,6 +110,8 @@ class Normed(ScoreBoxes, HeadPart):
         return model.memo[key]
 
     def rationals(self, model: Any, quantity: str) -> Rows | None:
+        if quantity in RMS:
+            return tuple((_square(a),) for a in self.mean_squares(model, NORMED[RMS.index(quantity)]))
         if quantity in NORMED:
             out = []
             for row, a in zip(self.weighted(model, quantity), self.mean_squares(model, quantity)):
@@ -173,9 +178,17 @@ class Normed(ScoreBoxes, HeadPart):
     # --- the claimant's numbers carried forward ----------------------------------------
 
     def implied(self, chain: Any, model: Any, quantity: str, row: int, col: int | None, head: int | None) -> Any:
-        """Q̂ and K̂ exact (from the inputs); the scores from the claimant's own Q̂ and K̂ where claimed."""
-        if quantity in NORMED:
-            return self.exact(model, quantity)[row, col], False
+        """σ exact; Q̂ and K̂ from the inputs and the claimant's own σ of the row where claimed; the scores from
+        their own Q̂ and K̂ where claimed."""
+        if quantity in RMS:
+            return self.exact(model, quantity)[row, 0], False
+        if quantity in NORMED and col is not None:
+            rms = RMS[NORMED.index(quantity)]
+            if rms not in chain.names:
+                return self.exact(model, quantity)[row, col], False
+            sigma, carried = chain.implied(rms, row, None, head)
+            x = self.weighted(model, quantity)[row][col]
+            return _rat(x) / sigma, carried
         if quantity == "scores" and col is not None:
             if chain.names & set(NORMED):
                 width = chain.layout.width_q
@@ -190,7 +203,7 @@ class Normed(ScoreBoxes, HeadPart):
 
     def explained(self, explainer: Any, model: Any, quantity: str, row: int | None, head: int | None) -> Any:
         """A wrong normalized entry: the document shows its row's σ; the report, its value."""
-        return () if quantity in NORMED else None
+        return () if quantity in NORMED + RMS else None
 
     def operands(self, explainer: Any, model: Any, quantity: str, i: int, k: int, head: int | None) -> Any:
         if quantity == "scores":

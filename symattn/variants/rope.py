@@ -355,6 +355,13 @@ class RopePart(Part):
     def toy(self, spec: Any, setting: Any) -> tuple[tuple[str, Any], ...]:
         return (("rope", True),)
 
+    def shape(self, spec: Any, setting: Rope, quantity: str) -> tuple[int, ...] | None:
+        """With only some columns turned (MLA's decoupled dims): one angle, cos and sin per turned pair."""
+        if setting.columns is None or quantity not in ("rope_frequency", "rope_angle", "rope_cos", "rope_sin"):
+            return None
+        pairs = setting.columns[1] // 2
+        return (pairs,) if quantity == "rope_frequency" else (len(spec.Q), pairs)
+
     def _shown(self, spec: Any, model: Any) -> Any:
         return model.qk.shown(model, spec.decimals.scores, spec.notation, spec.rounding == "hand")
 

@@ -66,7 +66,9 @@ def _ui_strings() -> dict[str, dict[str, Any]]:
             "question": practice["question"],
             "block": practice["block"],
             "block_one": practice["block_one"],
-            **{key: practice[key] for key in ("every", "absorbed", "absorbed_output", "mla_decoupled", "heads")},
+            **{key: practice[key] for key in ("every", "absorbed", "absorbed_output", "turn_positions", "heads")},
+            **{key: practice[key] for key in ("angle", "trig", "trig_tables", "Q_rot", "K_rot")},  # the turn's steps
+            **{key: practice[key] for key in ("rms", "Q_norm", "K_norm")},  # QK-norm's
             "caption": practice["caption"],
             "quote": prose["quote"],
         }

@@ -17,8 +17,13 @@
  * With an [mla] table (MLA) the round starts from X: the latent c_KV of every token, the focus row's query Q,
  * then K and V of every token (the naive route) or the absorbed query q̃ = q W_UKᵀ with its scores q̃ c_KVᵀ
  * (the absorbed route, which ends with u = P c_KV and the output o = u W_UV). A step reveals the MLA step only
- * up to the matrix it asks for (CUTS): the rest shows numbers that later steps ask. MLA's decoupled RoPE dims
- * have no steps yet: the round says so and shows no boxes.
+ * up to the matrix it asks for (CUTS): the rest shows numbers that later steps ask.
+ *
+ * With RoPE (TURN) the scores come after the turn: every token's angles rope_angle (none with given cos/sin
+ * tables), their rope_cos and rope_sin, the focus row's Q′ and every key's K′ (Q_rot, K_rot), in the order the
+ * checker carries them; with MLA only the decoupled dims turn, after K and V (naive) or before q̃ (absorbed).
+ * With QK-norm (NORM): σ of the focus row's q and of every key's k (Q_rms, K_rms), then Q̂ and K̂. A spec with
+ * positions or cross-attention has no turn steps (the angles are claimed by row): the round says so.
  *
  * Progress is state.practice = {step, answers: {name: [numbers as typed]}, revealed: [step…]}, a name
  * being a quantity or, in a block, "running_max[2]"; kept in the URL fragment with the rest of the state
@@ -32,12 +37,20 @@
   const MLA = {naive: ["latent", "Q", "K", "V", "scores"], absorbed: ["latent", "Q", "absorbed"]}; // before "scaled"
   const PARTS = {absorbed: ["absorbed_query", "scores"], absorbed_output: ["latent_output", "output"]}; // two in one step
   const EVERY = ["latent", "K", "V"]; // every token's row, claimed as latent[i] …
+  const TURN = ["angle", "trig", "Q_rot", "K_rot"]; // RoPE's turn, right before the scores (or q̃)
+  const NORM = ["rms", "Q_norm", "K_norm"]; // QK-norm's
+  const ROWS = {angle: ["rope_angle"], trig: ["rope_cos", "rope_sin"], K_rot: ["K_rot"], K_norm: ["K_norm"]}; // by row
+  const BY_ROW = ["rope_angle", "rope_cos", "rope_sin", "K_rot", "K_norm", "K_rms"]; // claimed q[row] for each row
+  const FOCUS = ["Q", "Q_rot", "Q_norm", "Q_rms"]; // claimed q[i] of the focus row
   const PARTS_CAPTIONED = {absorbed_query: true, latent_output: true}; // "q̃, column n", "u, column n"
   // where a revealed MLA step stops: the last display whose TeX holds one of these (the matrix asked)
-  const CUTS = {latent: ["c_{KV} = X W_{DKV}"], Q: ["W_Q=", "W_{UQ}="], K: ["W_{UK}="]};
+  const TURNED = ["Q'=", "Q'\\approx"]; // the turn's and QK-norm's steps stop at Q′ (Q̂): K′ (K̂) is a later step's answer
+  const CUTS = {latent: ["c_{KV} = X W_{DKV}"], Q: ["W_Q=", "W_{UQ}="], K: ["W_{UK}="],
+    angle: TURNED, trig: TURNED, Q_rot: TURNED, rms: TURNED, Q_norm: TURNED};
   // the derivation's step that each quantity belongs to (its kind, from the render answer's step_kinds)
   const KINDS = {scores: "scores", scaled: "scaling", exp: "softmax", exp_sum: "softmax", weights: "softmax", output: "weighted_sum",
-    block: "tiling", latent: "mla", Q: "mla", K: "mla", V: "mla", absorbed: "mla", absorbed_output: "mla_output"};
+    block: "tiling", latent: "mla", Q: "mla", K: "mla", V: "mla", absorbed: "mla", absorbed_output: "mla_output",
+    angle: "rotation", trig: "rotation", Q_rot: "rotation", K_rot: "rotation", rms: "qk_norm", Q_norm: "qk_norm", K_norm: "qk_norm"};
   const ICONS = {exact: "✔", rounded: "✔", carried: "↪", "input-rounding": "✔", "too-coarse": "≈", "last-digit": "≈", wrong: "✘"};
   const TONES = {exact: "good", rounded: "good", carried: "carried", "input-rounding": "good", "too-coarse": "near", "last-digit": "near", wrong: "wrong", hand: "good"};
   const RIGHT = ["exact", "rounded", "input-rounding"];
@@ -68,15 +81,18 @@
     const width = (m) => (m.exact || m.value)[0].length;
     const mla = c.latent ? {route: c.mla_route === "absorbed" ? "absorbed" : "naive", dc: width(c.latent), dq: width(c.Q),
       dk: width(c.K), decoupled: Boolean(c.Q_rot)} : null; // Q_rot with MLA: the decoupled dims are turned
+    // the turn: pairs of dims, the first turned column (MLA's decoupled dims are the last), whether angles are asked
+    const turn = c.rope_cos ? {angles: Boolean(c.rope_angle), pairs: width(c.rope_cos), dk: width(c.Q_rot),
+      first: width(c.Q_rot) - 2 * width(c.rope_cos), placed: Boolean(c.positions || c.key_tokens)} : null;
     return {keys: c.key_tokens || c.tokens, tokens: c.tokens, queries: c.tokens.length, dv: c.output.value[0].length, blocks,
-      size: blocks ? Number(c.block_keys) : 0, mla};
+      size: blocks ? Number(c.block_keys) : 0, mla, turn, norm: c.Q_norm ? width(c.Q_norm) : 0};
   }
   // why the round has no steps for this spec (a sentence), or null
   function refused() {
     const c = answer && answer.compute && (answer.compute.values || answer.compute);
     if (c && c.heads) return page().phrases().practice.heads; // the boxes are one head's
     const s = shape();
-    return s && s.mla && s.mla.decoupled ? page().phrases().practice.mla_decoupled : null;
+    return s && s.turn && s.turn.placed ? page().phrases().practice.turn_positions : null;
   }
 
   // the round's steps: {id, block, parts: [{q, name, count, row}]}; a block's parts claim q[block][focus row],
@@ -85,29 +101,58 @@
     const s = shape();
     const part = (q) => ({q, name: q, count: s ? count(q, s) : 0, row: 0});
     const plain = (q) => (EVERY.includes(q) && s ? {id: q, block: 0, parts: s.tokens.map((t, r) => ({...part(q), name: `${q}[${r + 1}]`, row: r + 1}))}
+      : s && (ROWS[q] || q === "rms") ? {id: q, block: 0, parts: byRow(q, s, part)}
       : {id: q, block: 0, parts: (PARTS[q] || [q]).map(part)});
     if (!s) return STEPS.map(plain);
-    const before = s.mla ? MLA[s.mla.route] : ["scores"];
+    const before = withTurn(s, s.mla ? MLA[s.mla.route] : ["scores"]);
     if (!s.blocks) return [...before, "scaled", "exp", "exp_sum", "weights", s.mla && s.mla.route === "absorbed" ? "absorbed_output" : "output"].map(plain);
     const block = (b) => ({id: `block${b}`, block: b,
       parts: BLOCK.map((q) => ({q, name: `${q}[${b}]`, count: q === "accumulator" ? s.dv : 1, row: 0}))});
     const tiled = [...before, ...TILED.slice(1)];
     return tiled.flatMap((q) => (q === "block" ? Array.from({length: s.blocks}, (x, b) => block(b + 1)) : [plain(q)]));
   }
+  // the turn's (or QK-norm's) steps, right before the scores or the absorbed query's step
+  function withTurn(s, before) {
+    const extra = s.turn ? (s.turn.angles ? TURN : TURN.slice(1)) : s.norm ? NORM : [];
+    const at = before.indexOf(s.mla && s.mla.route === "absorbed" ? "absorbed" : "scores");
+    return [...before.slice(0, at), ...extra, ...before.slice(at)];
+  }
+  // each token's (key's) row of the step's quantities; σ: the focus row's q, then each key's k
+  function byRow(q, s, part) {
+    const rows = q === "angle" || q === "trig" ? s.tokens : s.keys;
+    const named = (name, r) => ({...part(name), name: `${name}[${r + 1}]`, row: r + 1});
+    if (q === "rms") return [part("Q_rms"), ...rows.map((t, r) => named("K_rms", r))];
+    return rows.flatMap((t, r) => ROWS[q].map((name) => named(name, r)));
+  }
   function step() { return steps()[progress().step]; }
   function order() { return steps().flatMap((st) => st.parts.map((part) => part.name)); }
 
   function count(q, s) {
     const m = s.mla || {};
-    const widths = {exp_sum: 1, output: s.dv, V: s.dv, Q: m.dq, K: m.dk, latent: m.dc, absorbed_query: m.dc, latent_output: m.dc};
+    const widths = {exp_sum: 1, output: s.dv, V: s.dv, Q: m.dq, K: m.dk, latent: m.dc, absorbed_query: m.dc, latent_output: m.dc,
+      Q_rms: 1, K_rms: 1, Q_norm: s.norm, K_norm: s.norm};
+    if (s.turn) Object.assign(widths, {rope_angle: s.turn.pairs, rope_cos: s.turn.pairs, rope_sin: s.turn.pairs,
+      Q_rot: s.turn.dk - s.turn.first, K_rot: s.turn.dk - s.turn.first});
     return q in widths ? widths[q] : s.keys.length;
   }
+  // the first column a part's boxes claim (Q′ and K′ of MLA: the decoupled dims), and the claim's width
+  function offset(part) { const s = shape(); return s && s.turn && (part.q === "Q_rot" || part.q === "K_rot") ? s.turn.first : 0; }
+  function padded(part, typed) {
+    const first = offset(part);
+    if (!first) return typed;
+    const row = Array(first).fill("");
+    return [...row, ...typed];
+  }
   // one number, kept as a string: the sum, and a block's m, rescale and l
-  function single(part) { return part.q === "exp_sum" || (BLOCK.includes(part.q) && part.q !== "accumulator"); }
+  function single(part) { return ["exp_sum", "Q_rms", "K_rms"].includes(part.q) || (BLOCK.includes(part.q) && part.q !== "accumulator"); }
 
   function question(st) {
     const {phrases} = page();
     if (EVERY.includes(st.id)) return fill(phrases().practice.every, {quantity: phrases().quantity[st.id]});
+    if (TURN.includes(st.id) || NORM.includes(st.id)) {
+      const id = st.id === "trig" && !shape().turn.angles ? "trig_tables" : st.id; // given tables: read, not worked
+      return fill(phrases().practice[id], {token: quote(token())});
+    }
     if (PARTS[st.id]) return fill(phrases().practice[st.id], {token: quote(token())});
     if (!st.block) return fill(phrases().practice.question, {quantity: phrases().quantity[st.id], token: quote(token())});
     const s = shape(), first = (st.block - 1) * s.size;
@@ -119,7 +164,12 @@
   function caption(part, j, s, st) {
     const {ui, phrases} = page();
     const captions = phrases().practice.caption;
-    if (part.row) return fill(captions.row, {token: s.tokens[part.row - 1], n: j + 1});
+    const n = offset(part) + j + 1;
+    if (["rope_angle", "rope_cos", "rope_sin"].includes(part.q)) return fill(captions[part.q === "rope_angle" ? "pair" : part.q.slice(5)], {token: s.tokens[part.row - 1], n});
+    if (part.q === "K_rms") return fill(captions.sigma_k, {token: s.keys[part.row - 1]});
+    if (part.q === "Q_rms") return fill(captions.sigma_q, {token: token()});
+    if (part.row) return fill(captions.row, {token: (EVERY.includes(part.q) ? s.tokens : s.keys)[part.row - 1], n});
+    if (part.q === "Q_rot" || part.q === "Q_norm") return ui("check_column", {n});
     if (st.id === "absorbed_output" && part.q === "output") return fill(captions.o, {n: j + 1});
     if (BLOCK.includes(part.q) || part.q in PARTS_CAPTIONED) return fill(captions[part.q], {n: j + 1});
     if (part.q === "Q") return ui("check_column", {n: j + 1});
@@ -143,7 +193,7 @@
         boxes.push(el("div", {class: "box", id},
           el("label", {for: id + "-input", class: "caption", text: caption(part, j, s, st)}),
           el("input", {id: id + "-input", type: "text", value, size: 7, autocomplete: "off", spellcheck: "false",
-            inputmode: "decimal", class: "claim", dataset: {name: part.name, col: String(j)}}),
+            inputmode: "decimal", class: "claim", dataset: {name: part.name, col: String(offset(part) + j)}}),
           el("span", {class: "verdict", id: id + "-verdict"})));
       }
     }
@@ -205,8 +255,8 @@
         const given = single(part) ? typeof typed === "string" && typed.trim() !== "" : Array.isArray(typed) && typed.length === part.count;
         if (!given) continue;
         if (st.block) out[`${part.q}[${st.block}][${i}]`] = typed;
-        else if (part.row) out[`${part.q}[${part.row}]`] = typed;
-        else if (part.q === "Q") out[`Q[${i}]`] = typed; // Q is not a row's quantity in a claims file
+        else if (part.row) out[`${part.q}[${part.row}]`] = single(part) ? typed : padded(part, typed);
+        else if (FOCUS.includes(part.q)) out[`${part.q}[${i}]`] = single(part) ? typed : padded(part, typed); // not a row's quantity
         else row[part.q] = typed;
       }
     }
@@ -220,6 +270,7 @@
     if (q === "accumulator") return s && row % s.queries === focus ? [`${q}[${Math.floor(row / s.queries) + 1}]`, col] : null;
     if (BLOCK.includes(q)) return col === focus ? [`${q}[${row + 1}]`, 0] : null;
     if (EVERY.includes(q)) return [`${q}[${row + 1}]`, col];
+    if (BY_ROW.includes(q)) return [`${q}[${row + 1}]`, col === null ? 0 : col];
     return row === focus ? [q, col === null ? 0 : col] : null;
   }
 

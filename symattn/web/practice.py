@@ -14,8 +14,13 @@ scaled scores and the block before (claimed as ``running_max[b][i]`` …).
 With an ``[mla]`` table the round starts from X (:data:`MLA`): the latent c_KV of every token, the focus row's
 query, then K and V of every token (the naive route) or the absorbed query q̃ = q W_UKᵀ with its scores
 (the absorbed route, which ends with u = P c_KV and o = u W_UV). Their hints take the student's latent, query,
-keys, values and u, claimed as ``latent[i]``, ``Q[i]``, ``K[i]``, ``V[i]`` and ``latent_output``. MLA's
-decoupled position dims are refused: the round has no steps for them yet.
+keys, values and u, claimed as ``latent[i]``, ``Q[i]``, ``K[i]``, ``V[i]`` and ``latent_output``.
+
+Where Q and K are turned by position before the scores (:data:`TURN`, MLA's decoupled dims too), the round works
+the turn first: each token's angles (position × frequency; none with given cos/sin tables), their cos and sin,
+the focus row's Q′ and every key's K′, then the scores from them. With QK-norm (:data:`NORM`): σ of the focus
+row's q and of every key's k, the normalized rows, then the scores. Their hints take the student's numbers
+from the claims by name (any claim of the head, by quantity, row and column).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ BLOCK = "block"  # with block_keys: one step per block of keys (the online softm
 # with an [mla] table: the latent, the query, K and V, or the absorbed query with its scores, and u with o
 MLA = ("latent", "Q", "K", "V", "absorbed", "absorbed_output")
 EVERY = ("latent", "K", "V")  # claimed for every token: the student's rows, not only the focus row's
+TURN = ("angle", "trig", "Q_rot", "K_rot")  # the turn by position: the angles, cos and sin, Q′ and K′
+NORM = ("rms", "Q_norm", "K_norm")  # QK-norm: σ of each row, then the normalized rows
 
 
 def hint_task(body: Any) -> dict[str, Any]:
@@ -44,7 +51,7 @@ def hint_task(body: Any) -> dict[str, Any]:
 
     reader = request_reader(REQUEST_SOURCE)
     body = request_fields(body, ("spec", "quantity", "claims", "block"), ("spec", "quantity"))
-    quantity = reader.choice(body["quantity"], "quantity", (*STEPS, BLOCK, *MLA))
+    quantity = reader.choice(body["quantity"], "quantity", (*STEPS, BLOCK, *MLA, *TURN, *NORM))
     spec = spec_of(body["spec"])
     claims = claims_of(spec, body.get("claims", {}))  # one head only, as the check tab
     derivation = derive(spec, build(spec))
@@ -55,7 +62,9 @@ def hint_task(body: Any) -> dict[str, Any]:
     focus = derivation.focus
     mine = {(c.quantity, c.col): c.number for c in claims.claims if c.row == focus and c.head is None}
     latents = _latents(steps.get("mla"), quantity, spec.source)
-    rows = {(c.quantity, c.row, c.col): c.number for c in claims.claims if c.quantity in EVERY and c.head is None}
+    turn = _needed(steps.get("rotation"), quantity, TURN, spec, "practice_turn")
+    normed = _needed(steps.get("qk_norm"), quantity, NORM, spec, "practice_norm")
+    rows = {(c.quantity, c.row, c.col): c.number for c in claims.claims if c.head is None}
     block = _block(reader, body, quantity, steps.get("tiling"), spec.source)
     # a round through the blocks ends with O = acc / l from the last block's numbers
     setting, blocks = spec.block_keys, getattr(steps.get("tiling"), "blocks", ())
@@ -73,6 +82,9 @@ def hint_task(body: Any) -> dict[str, Any]:
         scaling=steps["scaling"],
         values=values,
         mla=latents,
+        turn=turn,
+        normed=normed,
+        given=(spec.Q, spec.K),
         rows=rows,
         block=block,
         tiled=_tiled(claims.claims, focus, len(derivation.tokens)) if block or last else {},
@@ -89,8 +101,18 @@ def _latents(step: Any, quantity: str, source: str) -> Any:
 
     if step is None and quantity in MLA:
         raise SpecError(source, "mla", said("practice_mla", quantity=quantity))
-    if step is not None and step.d_r:
-        raise SpecError(source, "mla.W_QR", said("practice_mla_decoupled"))
+    return step
+
+
+def _needed(step: Any, quantity: str, names: tuple[str, ...], spec: Any, message: str) -> Any:
+    """The derivation's step of the turn (or of QK-norm), or None without it; a hint of its quantities needs it,
+    and the turn's need each key to be a token at its row's own position (the angles are claimed by row)."""
+    from symattn.input.messages import said
+
+    if step is None and quantity in names:
+        raise SpecError(spec.source, "quantity", said(message, quantity=quantity))
+    if step is not None and names == TURN and (spec.is_cross or spec.setting("positions") is not None):
+        raise SpecError(spec.source, "positions", said("practice_turn_positions"))
     return step
 
 
