@@ -363,3 +363,27 @@ def test_mla_with_decoupled_dims_turns_them_before_the_absorbed_query(page, serv
     assert captions == {"en": ["column 3", "column 4"], "zh": ["第 3 列", "第 4 列"]}[lang]
     # q_R of "sat" = [1, 1] turned by 2 rad: (cos 2 − sin 2, sin 2 + cos 2) ≈ (−1.325, 0.493)
     _answer(driver, {"practice-Q_rot": ["-1.325", "0.939"]}, {"practice-Q_rot": ["rounded", "wrong"]})
+
+
+REFUSED = {
+    "en": "Practice mode turns Q and K only where every key is a token at its own row's position (no positions, no "
+    "cross-attention); check these numbers in the tab “Check my numbers”.",
+    "zh": "练习模式只在每个键都是位于自己那一行位置上的词元时旋转 Q 和 K（不给 positions，也不是交叉注意力）；"
+    "请在「核对我的数」页核对这些数。",
+}
+
+
+def test_a_turn_at_given_positions_shows_no_step(page, server):
+    import base64
+    import json
+
+    from .test_serve_live import forget
+
+    driver, lang = page
+    spec = {**example("rope", lang), "positions": [4, 5, 6, 7]}
+    state = {"spec": spec, "claims": {}, "tab": "practice", "row": "focus", "practice": {"step": 0}}
+    forget(driver, server)
+    driver.get(f"{server}#j=" + base64.urlsafe_b64encode(json.dumps(state).encode()).decode().rstrip("="))
+    wait(driver, lambda: _text(driver, "practice-error") == REFUSED[lang], what="the refusal")
+    assert driver.find_elements("css selector", "#practice-boxes .box") == []
+    assert not driver.find_element("id", "practice-hint").is_enabled()

@@ -115,6 +115,28 @@ def test_claims_on_the_normalized_rows_and_the_scores_carried_from_them():
     ]
 
 
+def test_a_claimed_sigma_carries_into_its_normalized_row_with_the_learned_scale():
+    # q of "tea" = [3, 4] with w = [2, 1]: σ = √(12.5 + 10⁻⁶) ≈ 3.536; from a σ of 5, q̂ = (3·2/5, 4·1/5) = (1.2, 0.8)
+    spec = load_spec({**_example_dict(), "q_norm_weight": ["2", "1"]})
+    claims = {"claims": {"Q_rms[3]": "5.000", "Q_norm[3]": ["1.200", "0.800"], "K_rms": ["1.000", "1.414", "2.121"]}}
+    got = [(v.claim.quantity, v.row_label, v.col_label, v.verdict) for v in check(spec, claims).results]
+    assert got == [
+        ("Q_rms", "tea", None, "wrong"),
+        ("K_rms", "I", None, "rounded"),
+        ("K_rms", "like", None, "rounded"),
+        ("K_rms", "tea", None, "rounded"),
+        ("Q_norm", "tea", 1, "carried"),
+        ("Q_norm", "tea", 2, "carried"),
+    ]
+    assert compute(spec)["Q_norm"]["exact"][2] == ["2000*sqrt(154321)/462963", "4000*sqrt(154321)/1388889"]
+
+
+def _example_dict() -> dict:
+    from symattn.input.files import read_table
+
+    return dict(read_table(builtin.example_path("qk-norm", "en")))
+
+
 @pytest.mark.parametrize(
     "change, message",
     [

@@ -478,7 +478,8 @@ def test_hint_is_the_formula_with_the_students_numbers(client):
         (
             {"quantity": "softmax"},
             "request: quantity: expected one of 'scores', 'scaled', 'exp', 'exp_sum', 'weights', 'output', 'block', "
-            "'latent', 'Q', 'K', 'V', 'absorbed', 'absorbed_output', got 'softmax'",
+            "'latent', 'Q', 'K', 'V', 'absorbed', 'absorbed_output', 'angle', 'trig', 'Q_rot', 'K_rot', 'rms', "
+            "'Q_norm', 'K_norm', got 'softmax'",
         ),
         (
             {"quantity": "exp", "claims": {"rows": {"it": {"scores": ["1", "os.system", "2"]}}}},
@@ -487,7 +488,8 @@ def test_hint_is_the_formula_with_the_students_numbers(client):
         (
             {"quantity": None},
             "request: quantity: expected one of 'scores', 'scaled', 'exp', 'exp_sum', 'weights', 'output', 'block', "
-            "'latent', 'Q', 'K', 'V', 'absorbed', 'absorbed_output', got null",
+            "'latent', 'Q', 'K', 'V', 'absorbed', 'absorbed_output', 'angle', 'trig', 'Q_rot', 'K_rot', 'rms', "
+            "'Q_norm', 'K_norm', got null",
         ),
         ({}, "request: quantity: missing"),
         ({"quantity": "exp", "claims": None}, "claims: claims: expected a table of claims, got null"),
