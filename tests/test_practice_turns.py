@@ -210,6 +210,35 @@ def test_a_turn_at_given_positions_is_refused(client):
     )
 
 
+TURN_CLAIMS = {"rope_angle[2]": ["-0.5"], "rope_cos[2]": ["-0.4"]}
+CASES = [
+    ("rope-angles", "en", ("angle", "trig", "Q_rot", "K_rot", "scores"), TURN_CLAIMS),
+    ("rope", "zh", ("angle", "trig", "Q_rot", "K_rot", "scores"), {"rope_angle[2]": ["-0.5", "1"]}),
+    ("qk-norm", "zh", ("rms", "Q_norm", "K_norm", "scores"), {"Q_rms[3]": "3.5", "K_rms[1]": "1"}),
+    ("mla-rope", "en", ("Q", "angle", "trig", "Q_rot", "K_rot", "absorbed"), TURN_CLAIMS),
+]
+
+
+@pytest.mark.parametrize("name, lang, quantities, claims", CASES)
+def test_every_new_hint_parses_in_katex(client, katex, name, lang, quantities, claims):
+    import html as html_
+
+    from .conftest import math_spans
+
+    for quantity in quantities:
+        text = hint(client, name, quantity, claims, lang)
+        markdown = "".join(
+            f"$$\n{html_.unescape(part.split('</div>')[0])}\n$$\n"
+            for part in text.split('<div class="math display">')[1:]
+        )
+        assert math_spans(markdown) and katex(markdown) == [], (name, quantity)
+    naive = {**example("mla-rope"), "mla_route": "naive"}
+    for quantity in ("K", "scores"):
+        text = client.post("/api/hint", json={"spec": naive, "quantity": quantity}).json()["html"]
+        tex = html_.unescape(text.split('<div class="math display">')[1].split("</div>")[0])
+        assert katex(f"$$\n{tex}\n$$\n") == []
+
+
 # --- the rounds in Chromium ---------------------------------------------------------------------------------
 
 STEPS = {
