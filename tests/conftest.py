@@ -149,6 +149,62 @@ def latex():
     return compile_
 
 
+_OVERFULL = re.compile(r"Overfull \\([hv])box \(([\d.]+)pt too (?:wide|high)\)(?:.*? at lines? (\d+))?", re.MULTILINE)
+
+
+def tex_bundles(documents: dict[str, str]) -> list[tuple[str, dict[str, range]]]:
+    """Standalone documents with the same preamble, set one after another in one document each.
+
+    A TeX start (its format, and ctex's CJK fonts under xelatex) costs more than a small body, and the suite
+    sets hundreds of documents. Each body keeps its own preamble and sits in a group on pages of its own, so
+    what it sets is what it sets alone. Returns each bundle's source and the source lines of each label."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for label, tex in documents.items():
+        preamble, rest = tex.split("\\begin{document}", 1)
+        body, _ = rest.rsplit("\\end{document}", 1)
+        groups.setdefault(preamble, []).append((label, body))
+    bundles = []
+    for preamble, bodies in groups.items():
+        source = preamble + "\\begin{document}"
+        lines: dict[str, range] = {}
+        for label, body in bodies:
+            part = "\n\\clearpage\\begingroup\n" + body + "\n\\endgroup\n"
+            first = source.count("\n") + 1
+            source += part
+            lines[label] = range(first, source.count("\n") + 2)
+        bundles.append((source + "\\end{document}\n", lines))
+    return bundles
+
+
+@pytest.fixture(scope="session")
+def latex_each(latex):
+    """compile(documents, engine, workdir) -> each label's overfull boxes, as ("h" or "v", points).
+
+    Documents that share a preamble compile as one (tex_bundles); a box TeX places by its source line goes to
+    that line's label, one it does not place (an overfull page) to every label of its bundle."""
+
+    def compile_(documents: dict[str, str], engine: str, workdir: Path) -> dict[str, list[tuple[str, float]]]:
+        boxes: dict[str, list[tuple[str, float]]] = {label: [] for label in documents}
+        for n, (source, lines) in enumerate(tex_bundles(documents)):
+            folder = workdir / f"bundle{n}"
+            folder.mkdir()
+            try:
+                latex(source, engine, folder)
+            except AssertionError as failure:
+                log = (folder / "doc.log").read_text(encoding="utf-8", errors="replace")
+                at = [int(m) for m in re.findall(r"^l\.(\d+)", log, re.MULTILINE)]
+                named = [label for label, span in lines.items() if any(line in span for line in at)]
+                raise AssertionError(f"{engine} failed on {named or list(lines)}: {failure}") from None
+            log = (folder / "doc.log").read_text(encoding="utf-8", errors="replace")
+            for kind, points, line in _OVERFULL.findall(log):
+                owners = [label for label, span in lines.items() if line and int(line) in span] or list(lines)
+                for label in owners:
+                    boxes[label].append((kind, float(points)))
+        return boxes
+
+    return compile_
+
+
 def chromium_driver(
     window: str = "1000,800", loopback: bool = False, scrollbars: bool = True, languages: str = "en-US,en"
 ):
