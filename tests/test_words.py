@@ -17,10 +17,23 @@ def _documents(lang):
             yield name, fmt, render(derivation, fmt)
 
 
+@pytest.fixture(scope="module")
+def documents():
+    """_documents(lang), made once for the module's tests (every example, both formats, is seconds of work)."""
+    made: dict[str, list] = {}
+
+    def get(lang):
+        if lang not in made:
+            made[lang] = list(_documents(lang))
+        return made[lang]
+
+    return get
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_no_math_name_is_escaped_text(lang):
+def test_no_math_name_is_escaped_text(documents, lang):
     # no label of the built-in examples has an underscore: an escaped one is a math name set as text
-    for name, fmt, text in _documents(lang):
+    for name, fmt, text in documents(lang):
         assert "\\_" not in text, (name, fmt)
 
 
@@ -79,8 +92,8 @@ def test_the_scores_are_divided_by_the_root(lang, setup, heads):
 
 
 @pytest.mark.parametrize("lang, words", [("en", ("scaling factor", "scaled by", "scale by")), ("zh", ("缩放因子",))])
-def test_no_document_says_scale_by(lang, words):
-    for name, fmt, text in _documents(lang):
+def test_no_document_says_scale_by(documents, lang, words):
+    for name, fmt, text in documents(lang):
         assert [w for w in words if w in text] == [], (name, fmt)
 
 
