@@ -141,8 +141,8 @@ def grad_rows(path: str, batch: int, heads: int, n: int, dv: int, layout: str) -
     """dO from its file, as rows in (batch, head, query) order: one head's (n, d_v) matrix (leading axes of one
     dropped), the heads side by side (n, heads·d_v), or with batch and head axes in the spec's layout."""
     from symattn.input.floats import read_result
+    from symattn.input.tensorfile import not_float32
     from symattn.kernel.deciding import is_double
-    from symattn.kernel.tensors import not_float32
 
     result = read_result(path)
     a = result.array

@@ -80,7 +80,7 @@ def refuse_no_float32(spec: Any, needs: str) -> None:
     found = first_not_float32(spec.kernel.batches, spec.kernel.layout, spec.heads)
     if found is not None:
         key, where = found
-        raise SpecError(spec.source, key, f"{where}; {needs} the float64 path, which takes float32 values")
+        raise SpecError(spec.source, key, f"{where}; {needs} it")
 
 
 def result_shape(inputs: Inputs, kind: str, dims: int) -> tuple[int, ...]:

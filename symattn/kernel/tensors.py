@@ -18,7 +18,7 @@ import numpy as np
 from symattn.input import limits
 from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import FORMATS, FloatResult
-from symattn.input.tensorfile import Array
+from symattn.input.tensorfile import Array, not_float32
 from symattn.kernel import float64, score_mods
 from symattn.kernel.gradient_heads import gradient_heads
 from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens, result_shape
@@ -26,7 +26,6 @@ from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens, resu
 LAYOUTS = ("bhnd", "bnhd")
 KINDS = ("output", "lse", "dq", "dk", "dv", "dsink")
 DESCALES = ("q_descale", "k_descale", "v_descale")
-TAKEN = "float16, bfloat16 and float8"  # the formats whose every value is a float32 value
 
 
 def exact_array(x: Any, name: str) -> Array:
@@ -227,21 +226,6 @@ def _float32_values(name: str, a: np.ndarray, used: np.ndarray | None = None) ->
     found = not_float32(a, used)
     if found is not None:
         raise SpecError(name, None, found[1], index=found[0])
-
-
-def not_float32(a: np.ndarray, used: np.ndarray | None = None) -> tuple[tuple[int, ...], str] | None:
-    """The place (0-based) of the first NaN or infinity, else of the first value that is no float32 value, and
-    why; None where every value (``used``: of those where it is True, axes but the last) is a float32 one."""
-    within = np.ones(a.shape, dtype=bool) if used is None else np.broadcast_to(used[..., None], a.shape)
-    bad = ~np.isfinite(a) & within
-    if bad.any():  # its value said, as a spec's file names it: not a finite number: nan
-        at = tuple(int(i) for i in np.argwhere(bad)[0])
-        return at, f"not a finite number: {'nan' if np.isnan(a[at]) else 'inf' if a[at] > 0 else '-inf'}"
-    bad = (a.astype(np.float32).astype(np.float64) != a) & within
-    if not bad.any():
-        return None
-    at = tuple(int(i) for i in np.argwhere(bad)[0])
-    return at, f"no float32 value: {float(a[at])!r}; the float64 path takes float32 values ({TAKEN} ones are)"
 
 
 def _allowed(n: int, m: int, causal: bool, align: str, window: Any) -> np.ndarray | None:
