@@ -35,6 +35,7 @@ class Inputs:
     layout: str = "bhnd"  # or "bnhd"
     starts: tuple[int, ...] = ()  # varlen: cu_seqlens_q, each sequence's first token (places name it)
     key_starts: tuple[int, ...] = ()  # varlen: cu_seqlens_k (dK and dV are summed up by sequence and head)
+    order: str | None = None  # where a cap and a distance bias both act: their order (variants.ORDER_KEY's value)
 
 
 def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs | None:

@@ -156,7 +156,9 @@ def inputs_of(
         score_mods.of_argument(variants.kernel_rule(name), name, value, batch, heads, causal_align)
         for name, value in given.get("variants", {}).items()
     ]
-    rules = sorted((r for r in rules if r is not None), key=lambda r: score_mods.FLASH_ORDER.index(r.kind))
+    order, value = variants.rule_order(given.get("order"))  # FlashAttention's unless the keyword says
+    rules = sorted((r for r in rules if r is not None), key=lambda r: order.index(r.kind))
+    named = value if variants.ORDER_ACTS <= {r.kind for r in rules} else None  # the reports name it
     made = []
     for b in range(batch):
         K, V = packed.K[b], packed.V[b]
@@ -183,11 +185,11 @@ def inputs_of(
             raise ShapeError("dout", "shape", f"{tuple(dout.values.shape)}; O's shape is {want}")
         _float32_values("dout", dout.values)
         if kind == "dsink":
-            return _logit_gradients(made, dO, heads, scale is None)
+            return replace(_logit_gradients(made, dO, heads, scale is None), order=named)
         made, count = gradient_heads(made, dO, GRADIENTS[kind], kv, scale is None)
     elif dout is not None:
         raise SpecError("dout", None, "is for kind dq, dk, dv or dsink")
-    return Inputs(tuple(made), batch, count, layout, packed.starts, packed.key_starts)
+    return Inputs(tuple(made), batch, count, layout, packed.starts, packed.key_starts, named)
 
 
 def _logit_gradients(forward: list, dO: np.ndarray, heads: int, sqrt_scale: bool) -> Inputs:
