@@ -281,3 +281,21 @@ def test_a_sweeps_naive_reference_takes_the_order_compare_takes(inputs, order):
     taken = order or "before-bias"
     assert torch.allclose(out, reference(q, k, v, taken), rtol=1e-13, atol=1e-15)
     assert not torch.allclose(out, reference(q, k, v, "after-bias" if taken == "before-bias" else "before-bias"))
+
+
+@pytest.mark.parametrize("order", [None, "before-bias", "after-bias", "first"])
+def test_a_layout_spec_takes_the_keyword_as_compare_does(tmp_path, capsys, inputs, order):
+    """A spec of a layout is compare's arguments: FlashAttention's order unless its key says otherwise."""
+    q, k, v = (t[0].transpose(0, 1).contiguous() for t in inputs)  # one varlen sequence: (tokens, heads, d)
+    taken = order or "before-bias"
+    lines = ['Q = "q.npy"', 'K = "k.npy"', 'V = "v.npy"', 'cu_seqlens_q = "cu.npy"', 'cu_seqlens_k = "cu.npy"']
+    lines += ["softcap = 2", "alibi_slopes = [0.5, 0.25]"] + ([] if order is None else [f'softcap_order = "{order}"'])
+    out = q if order == "first" else reference(*inputs, taken)[0].transpose(0, 1).float()
+    spec = write(tmp_path, lines, q=q, k=k, v=v, cu=np.array([0, 8], np.int32), o=out)
+    code, text, err = run_compare(capsys, spec, tmp_path / "o.npy", "--rtol", "1.2e-7", "--atol", "1e-13")
+    if order == "first":
+        assert (code, text, err) == (2, "", f"symattn: {spec}: {REFUSED}\n")
+        return
+    assert (code, err) == (0, "")
+    assert text.splitlines()[2] == (BEFORE if taken == "before-bias" else AFTER)
+    assert json.loads(run_compare(capsys, spec, tmp_path / "o.npy", "--format", "json")[1])["softcap_order"] == taken
