@@ -240,7 +240,7 @@ UNKNOWN = [
     (
         V3,
         lambda d: d["certificate"]["inputs"].update(W_O=[["1"]]),
-        "certificate.inputs.W_O: an unknown field; this holds layout, batch, heads, kv_heads, Q, K, V, dO, denominator_logits, bias_slopes, tanh_cap, scale, mask",
+        "certificate.inputs.W_O: an unknown field; this holds layout, batch, heads, kv_heads, Q, K, V, dO, denominator_logits, bias_slopes, tanh_cap, tanh_cap_order, scale, mask",
     ),
     (
         V3,

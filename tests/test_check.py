@@ -185,7 +185,7 @@ def test_bad_claims(tmp_path, monkeypatch, claims, message):
             "claims, decimals, engine, expand, figures, focus, heading_level, heads, inputs, k_norm_weight, "
             "key_padding, key_positions, key_tokens, kv_heads, lang, layout, mask, mla, mla_route, notation, numbered, paper, "
             "positions, q_norm_weight, qk_norm, qk_norm_eps, rope, rope_base, rope_cos, rope_frequencies, "
-            "rope_sin, rope_style, rounding, scale, sinks, softcap, softmax, spec, split_keys, "
+            "rope_sin, rope_style, rounding, scale, sinks, softcap, softcap_order, softmax, spec, split_keys, "
             "subs, title, tokens, window "
             "(did you mean 'claims'?)",
         ),

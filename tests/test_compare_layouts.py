@@ -340,7 +340,7 @@ def test_bad_specs_and_options_are_one_line(varlen, tmp_path, capsys):
         (
             'tokens = ["a"]\n',
             [],
-            f"{spec}: tokens: not taken with a layout's files: such a spec gives Q, K, V, layout, mask, causal_align, window, scale, backward, alibi_slopes, softcap, sinks, cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, q_descale, k_descale, v_descale",
+            f"{spec}: tokens: not taken with a layout's files: such a spec gives Q, K, V, layout, mask, causal_align, window, scale, backward, alibi_slopes, softcap, sinks, softcap_order, cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, q_descale, k_descale, v_descale",
         ),
         (
             "window = 0\n",

@@ -218,7 +218,7 @@ def test_a_layout_spec_takes_the_variants_as_compare_s_keywords(tmp_path, capsys
         (
             "alibi = true",
             "alibi: not taken with a layout's files: such a spec gives Q, K, V, layout, mask, causal_align, window, "
-            "scale, backward, alibi_slopes, softcap, sinks, cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, "
+            "scale, backward, alibi_slopes, softcap, sinks, softcap_order, cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, "
             "q_descale, k_descale, v_descale",
         ),
     ],

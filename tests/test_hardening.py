@@ -26,7 +26,7 @@ ALL_KEYS = (
     "block_keys, causal_align, cjk_font, decimals, engine, expand, figures, focus, heading_level, heads, "
     "inputs, k_norm_weight, key_padding, key_positions, key_tokens, kv_heads, lang, layout, mask, "
     "mla, mla_route, notation, numbered, paper, positions, q_norm_weight, qk_norm, qk_norm_eps, rope, rope_base, "
-    "rope_cos, rope_frequencies, rope_sin, rope_style, rounding, scale, sinks, softcap, softmax, "
+    "rope_cos, rope_frequencies, rope_sin, rope_style, rounding, scale, sinks, softcap, softcap_order, softmax, "
     "split_keys, subs, title, tokens, "
     "window"
 )

@@ -20,6 +20,8 @@ from tests.test_kernel_layouts import packed  # noqa: F401 (a fixture)
 torch = pytest.importorskip("torch")
 
 SPEC = ['Q = "q.npy"', 'K = "k.npy"', 'V = "v.npy"', 'mask = "causal"']
+# the one message of a float64 value that is no float32 value (symattn.input.tensorfile.not_float32), every caller's
+NO_FLOAT32 = "no float32 value: 0.1; the float64 path takes float32 values (float16, bfloat16 and float8 ones are)"
 
 
 def inputs(b=2, h=4, kv=2, n=8, d=4, seed=0):
@@ -81,14 +83,11 @@ def test_a_float64_input_that_is_no_float32_value_is_named_at_its_place(tmp_path
     code, out, err = run(capsys, spec, tmp_path / "o.npy")
     assert (code, out) == (2, "")
     place = ", ".join(map(str, at))
-    assert err == (
-        f"symattn: {spec}: {key}: '{key.lower()}.npy'[{place}]: no float32 value: 0.1; a batch of 2 needs the "
-        "float64 path, which takes float32 values\n"
-    )
+    assert err == (f"symattn: {spec}: {key}: '{key.lower()}.npy'[{place}]: {NO_FLOAT32}; a batch of 2 needs it\n")
     code, out, err = run(capsys, spec, tmp_path / "o.npy", "--quantity", "dq", "--grad-output", tmp_path / "q.npy")
     assert err == (
-        f"symattn: {spec}: {key}: '{key.lower()}.npy'[{place}]: no float32 value: 0.1; --quantity dq, dk and dv "
-        "of 2 batches × 4 heads need the float64 path, which takes float32 values\n"
+        f"symattn: {spec}: {key}: '{key.lower()}.npy'[{place}]: {NO_FLOAT32}; --quantity dq, dk and dv "
+        "of 2 batches × 4 heads need it\n"
     )
 
 
@@ -99,9 +98,7 @@ def test_a_do_file_names_its_value(tmp_path, capsys):
     spec = write(tmp_path, SPEC, q=q, k=k, v=v, do=do)
     code, _, err = run(capsys, spec, tmp_path / "q.npy", "--quantity", "dq", "--grad-output", tmp_path / "do.npy")
     assert code == 2
-    assert err == (
-        f"symattn: {tmp_path}/do.npy: dO[1, 2, 3, 1]: no float32 value: 0.1; the float64 path takes float32 values\n"
-    )
+    assert err == (f"symattn: {tmp_path}/do.npy: dO[1, 2, 3, 1]: {NO_FLOAT32}\n")
     do[0, 0, 0, 0] = -np.inf
     np.save(tmp_path / "do.npy", do)
     code, _, err = run(capsys, spec, tmp_path / "q.npy", "--quantity", "dq", "--grad-output", tmp_path / "do.npy")
@@ -128,6 +125,22 @@ def test_every_not_finite_input_names_its_value(tmp_path, capsys):
     spec = write(tmp_path, [*SPEC, "[backward]", 'grad_output = "do.npy"'], k=k, do=do)
     got = run(capsys, spec, tmp_path / "q.npy", "--quantity", "dq")[2]
     assert got == f"symattn: {spec}: backward.grad_output: 'do.npy'[0, 3, 7, 0]: not a finite number: nan\n"
+
+
+@pytest.mark.parametrize("layout", ["bhnd", "bnhd"])
+def test_a_specs_do_that_is_no_float32_names_its_batch_head_query_and_column(tmp_path, capsys, layout):
+    """The spec's own [backward] grad_output (read as exact values for any path) meets the float64 path's one
+    check when the gradients are compared, named by its batch, head, query and column whatever the file's axes."""
+    q, k, v = inputs()
+    do = q.astype(np.float64)
+    do[1, 3, 6, 2] = 0.1
+    arrays = {"q": q, "k": k, "v": v, "do": do}
+    if layout == "bnhd":
+        arrays = {name: a.transpose(0, 2, 1, 3).copy() for name, a in arrays.items()}
+    spec = write(tmp_path, [*SPEC, f'layout = "{layout}"', "[backward]", 'grad_output = "do.npy"'], **arrays)
+    code, out, err = run(capsys, spec, tmp_path / "q.npy", "--quantity", "dq")
+    assert (code, out) == (2, "")
+    assert err == f"symattn: {spec}: backward.grad_output: dO: batch 1, head 3, query 6, column 2: {NO_FLOAT32}\n"
 
 
 def head_lines(text):

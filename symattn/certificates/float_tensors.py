@@ -42,6 +42,7 @@ class Tensors:
     logits: tuple[float, ...] | None = None  # a denominator logit per query head (score_mods.Denominator)
     slopes: tuple[float, ...] | None = None  # a distance bias's slope per query head (score_mods.Bias, rows')
     tanh_cap: float | None = None  # c of c·tanh(z/c) after the bias, as a spec orders them (score_mods.Cap)
+    cap_first: bool = False  # with a bias too: the cap before it (FlashAttention's order; tanh_cap_order)
 
     @property
     def squeezed(self) -> bool:  # one head of a spec without batch or head axes
@@ -89,17 +90,19 @@ def build(
     logits: tuple[float, ...] | None = None,
     slopes: tuple[float, ...] | None = None,
     tanh_cap: float | None = None,
+    cap_first: bool = False,
 ) -> Tensors | None:
     """The heads of Q, K, V (and dO) rows in (batch, head, token) order, with a distance bias, a tanh cap and a
-    denominator logit per query head where given, in a spec's order (score_mods.ORDER); None where the scale
-    is past the float64 path's range."""
+    denominator logit per query head where given, the cap after the bias (a spec's order) or before it
+    (``cap_first``); None where the scale is past the float64 path's range."""
     n, m, group = len(rows["Q"]) // (batch * query_heads), len(rows["K"]) // (batch * kv_heads), query_heads // kv_heads
     heads = []
     for b in range(batch):
         for h in range(query_heads):
             q, kv = slice((b * query_heads + h) * n, (b * query_heads + h + 1) * n), (b * kv_heads + h // group) * m
             mods: tuple = () if slopes is None else (score_mods.Bias((slopes[h],), n, 0),)
-            mods += () if tanh_cap is None else (score_mods.Cap(tanh_cap),)
+            capped = () if tanh_cap is None else (score_mods.Cap(tanh_cap),)
+            mods = capped + mods if cap_first else mods + capped
             mods += () if logits is None else (score_mods.Denominator((logits[h],), n),)
             head = float64.head(rows["Q"][q], rows["K"][kv : kv + m], rows["V"][kv : kv + m], scale, allowed, mods=mods)
             if head is None:
@@ -109,7 +112,8 @@ def build(
                 made = float64_backward.ModGradientHead if mods else float64_backward.GradientHead
                 head = made(**fields, dO=rows["dO"][q])
             heads.append(head)
-    return Tensors(tuple(heads), batch, query_heads, kv_heads, layout, "dO" in rows, logits, slopes, tanh_cap)
+    first = cap_first and slopes is not None and tanh_cap is not None
+    return Tensors(tuple(heads), batch, query_heads, kv_heads, layout, "dO" in rows, logits, slopes, tanh_cap, first)
 
 
 def evaluate(tensors: Tensors) -> dict[str, tuple[np.ndarray, np.ndarray]]:

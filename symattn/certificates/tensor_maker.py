@@ -89,7 +89,7 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
             raise SpecError(spec.source, None, COVERS)
         heads += part
     first = heads[0]
-    logits, slopes, tanh_cap = _rules(spec, heads[: spec.heads])
+    logits, slopes, tanh_cap, cap_first = _rules(spec, heads[: spec.heads])
     rows = {name: np.concatenate([getattr(h, name) for h in heads]) for name in ("Q",)}
     group = spec.heads // spec.kv_groups
     firsts = [b * spec.heads + g * group for b in range(spec.kernel.batch) for g in range(spec.kv_groups)]
@@ -110,23 +110,28 @@ def tensors_of(spec, grad_output: str | None) -> Tensors:
         logits,
         slopes,
         tanh_cap,
+        cap_first,
     )
     if made is None:
         raise SpecError(spec.source, "scale", "beyond the float64 path's range (2^±900)")
     return made
 
 
-def _rules(spec, heads: list[float64.Head]) -> tuple[Any, Any, float | None]:
-    """(the denominator logit, the distance bias's slope) of each query head, None where they have none, and
-    the tanh cap c (score_mods.Denominator, Bias and Cap: the rules of the parts whose ``certified`` is set);
-    a head with any other rule is refused (no certificate rule for it yet), and a bias by positions too."""
+def _rules(spec, heads: list[float64.Head]) -> tuple[Any, Any, float | None, bool]:
+    """(the denominator logit, the distance bias's slope) of each query head, None where they have none, the
+    tanh cap c (score_mods.Denominator, Bias and Cap: the rules of the parts whose ``certified`` is set) and
+    whether the cap acts before the bias; a head with any other rule is refused (no certificate rule for it
+    yet), and a bias by positions too."""
     found: dict[str, list[float]] = {"logit": [], "slope": [], "cap": []}
+    cap_first = False
     for head in heads:
-        for mod in float64.extras(head)[1]:
+        mods = float64.extras(head)[1]
+        for mod in mods:
             if hasattr(mod, "logits"):  # score_mods.Denominator
                 found["logit"].append(float(mod.logits[0]))
             elif hasattr(mod, "c"):  # score_mods.Cap
                 found["cap"].append(float(mod.c))
+                cap_first = not any(hasattr(m, "slopes") for m in mods[: mods.index(mod)])  # no bias before it
             elif not hasattr(mod, "slopes"):  # score_mods.Bias's
                 raise SpecError(spec.source, None, COVERS)
             elif mod.positions is not None or mod.offset:
@@ -134,15 +139,15 @@ def _rules(spec, heads: list[float64.Head]) -> tuple[Any, Any, float | None]:
             else:
                 found["slope"].append(float(mod.slopes[0]))
     logits, slopes = (tuple(found[k]) if found[k] else None for k in ("logit", "slope"))
-    return logits, slopes, found["cap"][0] if found["cap"] else None
+    return logits, slopes, found["cap"][0] if found["cap"] else None, cap_first and slopes is not None
 
 
 def grad_rows(path: str, batch: int, heads: int, n: int, dv: int, layout: str) -> np.ndarray:
     """dO from its file, as rows in (batch, head, query) order: one head's (n, d_v) matrix (leading axes of one
     dropped), the heads side by side (n, heads·d_v), or with batch and head axes in the spec's layout."""
     from symattn.input.floats import read_result
+    from symattn.input.tensorfile import not_float32
     from symattn.kernel.deciding import is_double
-    from symattn.kernel.tensors import not_float32
 
     result = read_result(path)
     a = result.array
@@ -207,6 +212,8 @@ def certificate_json(tensors: Tensors, digits: int, files: list[dict[str, str]])
             yield f'      "{name}": {json.dumps([float.hex(x) for x in given])},\n'
     if tensors.tanh_cap is not None:  # one c for every head
         yield f'      "tanh_cap": {json.dumps(float.hex(tensors.tanh_cap))},\n'
+    if tensors.tanh_cap is not None and tensors.slopes is not None:  # the order binds: absent, "after-bias"
+        yield f'      "tanh_cap_order": "{"before-bias" if tensors.cap_first else "after-bias"}",\n'
     scale = "sqrt" if head.exact_scale is None else str(head.exact_scale)
     mask = None if head.allowed is None else ["".join("1" if x else "0" for x in row) for row in head.allowed.tolist()]
     yield f'      "scale": {json.dumps(scale)},\n      "mask": {json.dumps(mask)}\n    }}\n  }}\n}}\n'

@@ -57,7 +57,9 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
     rows = {name: np.array(getattr(t, name)) for name in ("Q", "K", "V", "dO") if getattr(t, name) is not None}
     allowed = None if t.mask is None else np.array([[x == "1" for x in row] for row in t.mask])
     logits, slopes = (None if x is None else tuple(x) for x in (t.logits, t.slopes))
-    tensors = build(rows, t.batch, t.heads, t.kv_heads, t.layout, t.scale, allowed, logits, slopes, t.tanh_cap)
+    tensors = build(
+        rows, t.batch, t.heads, t.kv_heads, t.layout, t.scale, allowed, logits, slopes, t.tanh_cap, t.cap_first
+    )
     if tensors is None:
         raise read.error("certificate.inputs.scale", "beyond the float64 path's range (2^±900)")
     file_lines = named.lines
@@ -174,6 +176,9 @@ def _bind(named: Any, mine: Tensors, read: Reader) -> None:
     if mine.tanh_cap != given.tanh_cap:
         ours, got = (json.dumps(None if x is None else float.hex(x)) for x in (mine.tanh_cap, given.tanh_cap))
         raise other("tanh_cap", ours, got)
+    if mine.cap_first != given.cap_first:  # the cap before or after the bias: each its own values
+        ours, got = ('"before-bias"' if x else '"after-bias"' for x in (mine.cap_first, given.cap_first))
+        raise other("tanh_cap_order", ours, got)
     h, g = mine.heads[0], given.heads[0]
     if h.exact_scale != g.exact_scale:
         raise other("scale", str(h.exact_scale or '"sqrt"'), str(g.exact_scale or '"sqrt"'))

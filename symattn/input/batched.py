@@ -124,8 +124,9 @@ def _grad_outputs(reader: Reader, data: Mapping[str, Any], layout: str, shape: t
 
 
 def first_not_float32(batches: tuple[Batch, ...], layout: str, heads: int) -> tuple[str, str] | None:
-    """The first value of Q, K or V (in that order) that is no float32 value, as its key and the place and
-    value in the file's own axes (``'q.npy'[0, 0, 0, 0]: no float32 value: 0.1``); None where all are."""
+    """The first value of Q, K or V (in that order) that is no float32 value, as its key and the place in the
+    file's own axes with tensorfile.not_float32's words (``'q.npy'[0, 0, 0, 0]: no float32 value: 0.1; …``);
+    None where all are."""
     import numpy as np
 
     from symattn.input import tensorfile
@@ -136,10 +137,9 @@ def first_not_float32(batches: tuple[Batch, ...], layout: str, heads: int) -> tu
         count = heads if key == "Q" else batches[0][1].array.shape[1] // d  # K's and V's heads: kv heads
         n, width = matrices[0].array.shape
         values = np.stack([m.array for m in matrices]).reshape(len(batches), n, count, width // count)
-        found = tensorfile.first_not_float32(values if layout == "bnhd" else values.transpose(0, 2, 1, 3))
+        found = tensorfile.not_float32(values if layout == "bnhd" else values.transpose(0, 2, 1, 3))
         if found is not None:
-            at, value = found
-            return key, f"{filematrix.place(matrices[0].name, at)}: no float32 value: {value!r}"
+            return key, f"{filematrix.place(matrices[0].name, found[0])}: {found[1]}"
     return None
 
 

@@ -26,7 +26,10 @@ DESCALE_KEYS = ("q_descale", "k_descale", "v_descale")  # flash_attn_3's, float3
 LAYOUT_KEYS = INTEGER_KEYS + DESCALE_KEYS
 # the keys such a spec takes: the tensors, and the settings compare's keywords have
 VARIANT_KEYS = variants.kernel_arguments()  # compare's keywords of the parts with a kernel rule
-TAKEN = ("Q", "K", "V", "layout", "mask", "causal_align", "window", "scale", "backward", *VARIANT_KEYS, *LAYOUT_KEYS)
+TAKEN = (
+    *("Q", "K", "V", "layout", "mask", "causal_align", "window", "scale", "backward"),
+    *(*VARIANT_KEYS, variants.ORDER_KEY, *LAYOUT_KEYS),
+)
 
 
 @record
@@ -104,7 +107,12 @@ def read_kernel_spec(data: Mapping[str, Any], source: str, folder: Path | None, 
         "scale": _scale(reader, data),
         "layout": reader.choice(data.get("layout", "bhnd"), "layout", LAYOUTS),
     }
-    made = {key: _variant(reader, data[key], key, files) for key in VARIANT_KEYS if key in data}
+    made: dict[str, Any] = {key: _variant(reader, data[key], key, files) for key in VARIANT_KEYS if key in data}
+    if variants.ORDER_KEY in data:  # compare's keyword as it is (FlashAttention's order where it is not given)
+        refused = variants.order_refusal(data[variants.ORDER_KEY])
+        if refused is not None:
+            raise reader.error(variants.ORDER_KEY, refused)
+        made[variants.ORDER_KEY] = data[variants.ORDER_KEY]
     return KernelSpec(source, arrays["Q"], arrays["K"], arrays["V"], packing, keywords, files, dout, made)
 
 

@@ -288,14 +288,26 @@ def not_finite(values: np.ndarray) -> list[tuple[tuple[int, ...], str]]:
     ]
 
 
-def first_not_float32(values: np.ndarray) -> tuple[tuple[int, ...], float] | None:
-    """The first value (C order, 0-based) of a float64 array that is no float32 value, and that value."""
+FLOAT32_TAKEN = "float16, bfloat16 and float8"  # the formats whose every value is a float32 value
+
+
+def not_float32(values: np.ndarray, used: np.ndarray | None = None) -> tuple[tuple[int, ...], str] | None:
+    """The one check of the float64 path's inputs: the place (0-based, C order) of the first NaN or infinity,
+    else of the first value that is no float32 value, and why (``not a finite number: nan``, ``no float32
+    value: 0.1; the float64 path takes float32 values (…)``); None where every value (``used``: of those where
+    it is True, axes but the last) is a finite float32 one. Every caller words it so."""
+    within = np.ones(values.shape, dtype=bool) if used is None else np.broadcast_to(used[..., None], values.shape)
+    bad = ~np.isfinite(values) & within
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        return at, f"not a finite number: {'nan' if np.isnan(values[at]) else 'inf' if values[at] > 0 else '-inf'}"
     with np.errstate(over="ignore"):
-        bad = np.argwhere(values.astype(np.float32).astype(np.float64) != values)
-    if not bad.size:
+        bad = (values.astype(np.float32).astype(np.float64) != values) & within
+    if not bad.any():
         return None
-    at = tuple(int(i) for i in bad[0])
-    return at, float(values[at])
+    at = tuple(int(i) for i in np.argwhere(bad)[0])
+    why = f"the float64 path takes float32 values ({FLOAT32_TAKEN} ones are)"
+    return at, f"no float32 value: {float(values[at])!r}; {why}"
 
 
 def one_head(shape: tuple[int, ...], layout: str) -> bool:
@@ -310,8 +322,9 @@ __all__ = [
     "dtype_of",
     "KINDS",
     "NPY_MAGIC",
-    "first_not_float32",
+    "FLOAT32_TAKEN",
     "not_finite",
+    "not_float32",
     "one_head",
     "read_npy",
     "read_npy_integers",

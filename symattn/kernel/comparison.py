@@ -157,6 +157,7 @@ class Comparison:
     batch_heads: tuple[int, int] | None = None
     # where each entry lies in the result as given (places.Places); None: a matrix of the quantity's own axes
     places: Any = None
+    order: str | None = None  # where a cap and a distance bias both act: their order (variants.ORDER_KEY's value)
     # the exact values as intervals narrowed on demand (checking/enclosing.py), for the verdict of tolerance.py
     enclose: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
     # the float64 path with worst: the comparison that decides every entry, made when first asked for (whole)

@@ -23,6 +23,13 @@ def convention(c: Comparison) -> str:
     return f"0-based, as numpy indexes: {c.where.convention}"
 
 
+def order_data(c: Comparison) -> dict[str, str]:
+    """Where a cap and a distance bias both act, their order under its keyword's name; else nothing."""
+    from symattn import variants
+
+    return {} if c.order is None else {variants.ORDER_KEY: c.order}
+
+
 def comparison_data(
     c: Comparison, verdict: Any = None, max_ulp: Decimal | None = None, entries: bool = True, keep: bool = False
 ) -> dict[str, Any]:
@@ -41,6 +48,7 @@ def comparison_data(
         "quantity": c.quantity,
         "format": c.format,
         "places": convention(c),
+        **order_data(c),
         "entries": [_entry_data(places.index(e.row, e.col), e) for e in c.entries] if entries else None,
         "not_finite": [{**places.index(i, j), "value": v} for (i, j), v in c.not_finite],
         "summary": {

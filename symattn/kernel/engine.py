@@ -54,13 +54,16 @@ def run(
         named = tuple("token" if a == "query" else a for a in places.axes)
         sequences = inputs.key_starts if quantity in ("dK", "dV") else inputs.starts  # a row of dK is a key's
         places = replace(places, axes=named, starts=inputs.starts, sequences=sequences)
-    comparison = replace(compare_head(heads, result, quantity, worst, places), batch_heads=axes, places=places)
+    comparison = replace(
+        compare_head(heads, result, quantity, worst, places), batch_heads=axes, places=places, order=inputs.order
+    )
     if worst is None or not complete:
         return comparison
 
     @cache
     def whole() -> Comparison:  # every entry decided: the same figures, as the decided ones are (tests/test_lean.py)
-        return replace(compare_head(heads, result, quantity, None, places), batch_heads=axes, places=places)
+        whole = compare_head(heads, result, quantity, None, places)
+        return replace(whole, batch_heads=axes, places=places, order=inputs.order)
 
     comparison.entries.full = lambda: whole().entries  # an EntryTable: its entries not decided read these
     return replace(comparison, complete=whole)

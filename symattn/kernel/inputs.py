@@ -35,6 +35,7 @@ class Inputs:
     layout: str = "bhnd"  # or "bnhd"
     starts: tuple[int, ...] = ()  # varlen: cu_seqlens_q, each sequence's first token (places name it)
     key_starts: tuple[int, ...] = ()  # varlen: cu_seqlens_k (dK and dV are summed up by sequence and head)
+    order: str | None = None  # where a cap and a distance bias both act: their order (variants.ORDER_KEY's value)
 
 
 def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs | None:
@@ -80,7 +81,7 @@ def refuse_no_float32(spec: Any, needs: str) -> None:
     found = first_not_float32(spec.kernel.batches, spec.kernel.layout, spec.heads)
     if found is not None:
         key, where = found
-        raise SpecError(spec.source, key, f"{where}; {needs} the float64 path, which takes float32 values")
+        raise SpecError(spec.source, key, f"{where}; {needs} it")
 
 
 def result_shape(inputs: Inputs, kind: str, dims: int) -> tuple[int, ...]:

@@ -71,10 +71,15 @@ def compare(
     "allclose" with rtol or atol, else no verdict. ``max_ulp`` holds beside any rule. ``worst``: the largest
     errors ``text()`` lists (None: every entry). A variant's keyword, as FlashAttention names it (each part
     of :mod:`symattn.variants` says its own), takes the float64 path where the part names a rule of
-    kernel/score_mods.py for it, and is refused in one line where not; any other keyword is a TypeError.
+    kernel/score_mods.py for it, and is refused in one line where not; ``variants.ORDER_KEY`` says where a cap
+    acts beside a distance bias ("before-bias", FlashAttention's and the default, or "after-bias"); any other
+    keyword is a TypeError.
     """
     packing = dict(zip(PACKING, (cu_seqlens_q, cu_seqlens_k, block_table, seqlens_k, q_descale, k_descale, v_descale)))
     for name, value in variant_arguments.items():  # a variant's keyword, as FlashAttention names it
+        if name == variants.ORDER_KEY:  # where the cap acts beside the distance bias (FlashAttention's: before)
+            packing["order"] = value
+            continue
         if variants.kernel_rule(name):  # on the float64 path in memory (kernel/score_mods.py)
             packing.setdefault("variants", {})[name] = value
             continue

@@ -20,6 +20,7 @@ from symattn.kernel.comparison_report import (
     WORST,
     comparison_data,
     convention,
+    order_data,
     passes_max_ulp,
     render_comparison,
 )
@@ -131,6 +132,7 @@ class Report:
             "quantity": first.quantity,
             "format": first.format,
             "places": convention(first),
+            **order_data(first),
             "runs": [r.data(summary=True) for r in self.runs],
             "spread": {
                 "entries": spread.entries,

@@ -1,6 +1,7 @@
 """Score modifiers on the float64 path, each with its rigorous bound and its arb form for refinement; a
 part of :mod:`symattn.variants` names the rule its keyword takes (``Part.kernel_rule``). Each acts on the
-scaled scores z = c·q·k before the mask and the softmax, in the parts' stage order (a bias, then a cap).
+scaled scores z = c·q·k before the mask and the softmax, in the order variants.rule_order gives: a cap before
+the distance bias (FlashAttention's, compare's keywords' default) or after it (a spec's).
 
 - **distance bias** (``Bias``): z ← z − m·|i + offset − j|, offset 0 (top-left) or M − N (bottom-right,
   FlashAttention's). The slope m is a float as given (a float32 value is exact); m·|…| is
@@ -149,10 +150,6 @@ class Denominator:
 
 
 LOGIT_LIMIT = 2.0**40  # the figures of a larger denominator logit's outputs lie past 10^(−10^13) (kernel/deviation.py)
-ORDER = ("distance_bias", "tanh_cap", "denominator_logit")  # the stages' order: a bias, a map of z, the denominator
-# FlashAttention's keywords act in its own order: the map of z first, then the distance bias (its attention_ref,
-# and its kernels' cap before their mask); a spec keeps the derivation's order above (docs/spec.md)
-FLASH_ORDER = ("tanh_cap", "distance_bias", "denominator_logit")
 
 
 def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align: str, positions: Any = None) -> Any:
@@ -190,8 +187,8 @@ def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align:
 
 
 def _ordered(kind: str, rule: Any) -> Any:
-    rule.kind = kind  # sorted by ORDER (a spec's) or FLASH_ORDER (the keywords')
+    rule.kind = kind  # sorted by the order variants.rule_order gives (FlashAttention's, or a spec's)
     return rule
 
 
-__all__ = ["FLASH_ORDER", "ORDER", "Bias", "Cap", "Denominator", "of_argument"]
+__all__ = ["Bias", "Cap", "Denominator", "of_argument"]

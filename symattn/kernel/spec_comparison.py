@@ -20,6 +20,7 @@ from typing import Any
 from symattn.input import limits
 from symattn.input.errors import EvaluationError, ShapeError, SpecError
 from symattn.input.floats import FloatResult
+from symattn.kernel import spec_variants
 from symattn.kernel.comparison import (
     EDGES,
     EXACT_DIGITS,
@@ -64,6 +65,7 @@ def compare(
     if fast is not None:  # Q, K, V (and dO) of float32 values: the float64 path
         if quantity == "dsink":  # (H,): a number per query head, summed over the batches
             _per_head_shape(result, fast.head_count)
+        fast = replace(fast, order=spec_variants.named_order(spec))  # its reports name it
         return engine.run(fast, result, how, worst, _matrix_places(spec, how))
     if quantity in GRADIENTS:
         spec = _with_grad_output(spec, grad_output)
@@ -151,6 +153,7 @@ def compare(
         None,
         axes,
         places=places,
+        order=spec_variants.named_order(spec),
         enclose=lambda: enclosure,
     )
 

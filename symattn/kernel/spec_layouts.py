@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from symattn import variants
 from symattn.input.errors import SpecError, brief, numpy_index
 from symattn.input.floats import read_tensor, read_tensors
 from symattn.input.kernel_spec import VARIANT_KEYS, KernelSpec
@@ -25,7 +26,7 @@ from symattn.kernel.comparison_report import WORST
 from symattn.kernel.partials import PartialsReport, compare_partials
 
 ARGUMENTS = {"q": "Q", "k": "K", "v": "V"}  # the engine's argument and the spec's key, where they differ
-SETTINGS = ("causal_align", "window", "scale", "layout", "mask", *VARIANT_KEYS)  # spec keys that name no file
+SETTINGS = ("causal_align", "window", "scale", "layout", "mask", *VARIANT_KEYS, variants.ORDER_KEY)  # no file
 OPTIONS = {"kind": "--quantity", "splits": "--splits", "lse_base": "--lse-base"}
 PARTIALS = ("partials_out", "partials_lse", "out", "lse")  # the tensors of a --partials file
 
@@ -90,7 +91,9 @@ def compare_files(
     rtol, atol, bound = tolerances
     packing = spec.packing
     if spec.variants:  # the variants' keywords, as the API takes them
-        packing = {**packing, "variants": spec_variants.keywords(spec.source, spec.variants)}
+        given = dict(spec.variants)
+        order = given.pop(variants.ORDER_KEY, None)
+        packing = {**packing, "variants": spec_variants.keywords(spec.source, given), "order": order}
     with located(spec, {"dout": named, "reference": naive}):
         return oracle.judged(
             outs if len(outs) > 1 else outs[0],

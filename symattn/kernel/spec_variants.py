@@ -57,6 +57,14 @@ def _refusal(number: Any, argument: str) -> str:
     return f"{number.text} is no float64 value, and {why}: give the float's exact decimal ({nearest})"
 
 
+def named_order(spec: Any) -> str | None:
+    """The spec's order of a cap and a distance bias where it has both (its reports name it), else None."""
+    from symattn import variants
+
+    kinds = {part.kernel_rule for part, _ in variants.kernel_parts(spec)}
+    return variants.spec_order(spec) if variants.ORDER_ACTS <= kinds else None
+
+
 def mods(spec: Any, n: int, m: int) -> tuple[Any, ...]:
     """The score rules of a single-head spec of n queries and m keys, in the order they act (its numbers
     checked by :func:`check`)."""
@@ -71,7 +79,8 @@ def mods(spec: Any, n: int, m: int) -> tuple[Any, ...]:
         rule = score_mods.of_argument(part.kernel_rule, part.argument, value, 1, 1, "top-left", placed)
         if rule is not None:
             rules.append(rule)
-    return tuple(rule(0, 0, n, m) for rule in sorted(rules, key=lambda r: score_mods.ORDER.index(r.kind)))
+    order = variants.rule_order(variants.spec_order(spec), keyword=False)[0]
+    return tuple(rule(0, 0, n, m) for rule in sorted(rules, key=lambda r: order.index(r.kind)))
 
 
-__all__ = ["check", "keywords", "mods"]
+__all__ = ["check", "keywords", "mods", "named_order"]

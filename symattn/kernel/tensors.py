@@ -18,7 +18,7 @@ import numpy as np
 from symattn.input import limits
 from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import FORMATS, FloatResult
-from symattn.input.tensorfile import Array
+from symattn.input.tensorfile import Array, not_float32
 from symattn.kernel import float64, score_mods
 from symattn.kernel.gradient_heads import gradient_heads
 from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens, result_shape
@@ -26,7 +26,6 @@ from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens, resu
 LAYOUTS = ("bhnd", "bnhd")
 KINDS = ("output", "lse", "dq", "dk", "dv", "dsink")
 DESCALES = ("q_descale", "k_descale", "v_descale")
-TAKEN = "float16, bfloat16 and float8"  # the formats whose every value is a float32 value
 
 
 def exact_array(x: Any, name: str) -> Array:
@@ -157,7 +156,9 @@ def inputs_of(
         score_mods.of_argument(variants.kernel_rule(name), name, value, batch, heads, causal_align)
         for name, value in given.get("variants", {}).items()
     ]
-    rules = sorted((r for r in rules if r is not None), key=lambda r: score_mods.FLASH_ORDER.index(r.kind))
+    order, value = variants.rule_order(given.get("order"))  # FlashAttention's unless the keyword says
+    rules = sorted((r for r in rules if r is not None), key=lambda r: order.index(r.kind))
+    named = value if variants.ORDER_ACTS <= {r.kind for r in rules} else None  # the reports name it
     made = []
     for b in range(batch):
         K, V = packed.K[b], packed.V[b]
@@ -184,11 +185,11 @@ def inputs_of(
             raise ShapeError("dout", "shape", f"{tuple(dout.values.shape)}; O's shape is {want}")
         _float32_values("dout", dout.values)
         if kind == "dsink":
-            return _logit_gradients(made, dO, heads, scale is None)
+            return replace(_logit_gradients(made, dO, heads, scale is None), order=named)
         made, count = gradient_heads(made, dO, GRADIENTS[kind], kv, scale is None)
     elif dout is not None:
         raise SpecError("dout", None, "is for kind dq, dk, dv or dsink")
-    return Inputs(tuple(made), batch, count, layout, packed.starts, packed.key_starts)
+    return Inputs(tuple(made), batch, count, layout, packed.starts, packed.key_starts, named)
 
 
 def _logit_gradients(forward: list, dO: np.ndarray, heads: int, sqrt_scale: bool) -> Inputs:
@@ -227,21 +228,6 @@ def _float32_values(name: str, a: np.ndarray, used: np.ndarray | None = None) ->
     found = not_float32(a, used)
     if found is not None:
         raise SpecError(name, None, found[1], index=found[0])
-
-
-def not_float32(a: np.ndarray, used: np.ndarray | None = None) -> tuple[tuple[int, ...], str] | None:
-    """The place (0-based) of the first NaN or infinity, else of the first value that is no float32 value, and
-    why; None where every value (``used``: of those where it is True, axes but the last) is a float32 one."""
-    within = np.ones(a.shape, dtype=bool) if used is None else np.broadcast_to(used[..., None], a.shape)
-    bad = ~np.isfinite(a) & within
-    if bad.any():  # its value said, as a spec's file names it: not a finite number: nan
-        at = tuple(int(i) for i in np.argwhere(bad)[0])
-        return at, f"not a finite number: {'nan' if np.isnan(a[at]) else 'inf' if a[at] > 0 else '-inf'}"
-    bad = (a.astype(np.float32).astype(np.float64) != a) & within
-    if not bad.any():
-        return None
-    at = tuple(int(i) for i in np.argwhere(bad)[0])
-    return at, f"no float32 value: {float(a[at])!r}; the float64 path takes float32 values ({TAKEN} ones are)"
 
 
 def _allowed(n: int, m: int, causal: bool, align: str, window: Any) -> np.ndarray | None:

@@ -18,20 +18,32 @@ def naive(q: Any, k: Any, v: Any, *, causal: bool, causal_align: str, keywords: 
     the parts' keywords as the kernel was called with them (those off absent)."""
     import torch
 
-    from symattn import variants
-
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
     scores = q @ (k / math.sqrt(q.shape[-1])).transpose(-1, -2)  # reorder_ops: K scaled, not Q
     n, m = scores.shape[-2:]
     i = torch.arange(n, device=q.device)[:, None]
     j = torch.arange(m, device=q.device)[None, :]
-    for part in sorted(variants.SWEPT, key=lambda part: part.stage):
+    for part in _in_order(keywords):
         scores = part.score_mod(keywords.get(part.keyword), scores, i, j, causal, causal_align)
     attention = torch.softmax(scores, dim=-1).to(v.dtype)
     if attention.shape[-1] > m:
         attention = attention[..., :m]
     return attention @ v, torch.logsumexp(scores, dim=-1)
+
+
+def _in_order(keywords: dict[str, Any]) -> list[Any]:
+    """The swept parts in the order they act: their stages, a cap and a distance bias in the order compare
+    takes them (variants.rule_order: FlashAttention's, the cap first, unless the keywords say otherwise)."""
+    from symattn import variants
+
+    order = variants.rule_order(keywords.get(variants.ORDER_KEY))[0]
+    first = min(p.stage for p in variants.SWEPT if p.kernel_rule in variants.ORDER_ACTS)
+
+    def turn(part: Any) -> tuple[int, int]:
+        return (first, order.index(part.kernel_rule)) if part.kernel_rule in variants.ORDER_ACTS else (part.stage, 0)
+
+    return sorted(variants.SWEPT, key=turn)
 
 
 __all__ = ["naive"]

@@ -190,6 +190,31 @@ def kernel_mask(n: int, m: int, causal: bool, align: str, window: Any) -> Any:
     return next(p for p in PARTS if p.stage == MASK).kernel_mask(n, m, causal, align, window)
 
 
+# where the cap acts beside the distance bias, as compare's keyword and a spec's key name it (softcap.ORDERS)
+ORDER_KEY = softcap.ORDER_KEY
+ORDER_ACTS = {"tanh_cap", "distance_bias"}  # the rules whose order it settles: both on, the reports name it
+order_refusal = softcap.order_refusal  # why a value is refused (after the key), or None
+
+
+def rule_order(value: Any, keyword: bool = True) -> tuple[tuple[str, ...], str]:
+    """The kernel rules' order (score_mods' kinds, as they act on z) for an order's value, and that value:
+    None takes the default of compare's keywords (``keyword``) or of a spec; any other is refused in one line."""
+    if value is None:
+        value = softcap.KEYWORD_ORDER if keyword else softcap.SPEC_ORDER
+    why = softcap.order_refusal(value)
+    if why is not None:
+        from symattn.input.errors import SpecError
+
+        raise SpecError(ORDER_KEY, None, why)
+    return softcap.ORDERS[value], value
+
+
+def spec_order(spec: Any) -> str:
+    """A spec's order (its default where it gives none, or has no cap)."""
+    setting = spec.setting(softcap.PART.name)
+    return softcap.SPEC_ORDER if setting is None else setting.order
+
+
 def keyword_gradients() -> dict[str, Part]:
     """The parts whose kernel keyword has a gradient a sweep checks, by that gradient's kind (dsink)."""
     return {p.gradient: p for p in PARTS if p.gradient}
@@ -383,6 +408,11 @@ __all__ = [
     "WEB_FIELDS",
     "Where",
     "argument_refusal",
+    "ORDER_ACTS",
+    "ORDER_KEY",
+    "order_refusal",
+    "rule_order",
+    "spec_order",
     "kernel_rule",
     "argument_of",
     "attribute",

@@ -5,8 +5,11 @@ they allow with the mask matrix and the key padding, and refuses a row left with
     top-left (torch's ``is_causal``):    query i may attend key j ≤ i
     bottom-right (FlashAttention's):     query i may attend key j ≤ i + n_k − n_q
     window w, diagonal at i + offset:    i + offset − w < j ≤ i + offset
+    window [left, right]:                i + offset − left ≤ j ≤ i + offset + right (−1: no bound that side)
 
-A window of n_k keys or more sets no lower bound: it means no window, only its diagonal (j ≤ i + offset).
+The pair is FlashAttention's ``window_size``, as compare and a layout spec take it; it is not causal unless
+the mask is (FlashAttention's ``causal=True`` sets right to 0). A window of n_k keys or more sets no lower
+bound: it means no window, only its diagonal (j ≤ i + offset).
 Everything it does is in ``spec.allowed``, so the exact model, the checker and compare's float64 path
 take it as any mask; the masking step of a derivation says where the diagonal lies and how wide the
 window is.
@@ -37,7 +40,7 @@ class Diagonal:
 
     align: str = "top-left"
     offset: int = 0  # query i's diagonal is key i + offset
-    window: int | None = None  # as given; None: no window
+    window: int | tuple[int, int] | None = None  # as given (keys, or window_size's pair); None: no window
     keys: int = 0  # n_k: a window of as many keys or more has no lower bound
     q_pos: tuple[int, ...] = ()  # the tokens' positions where the spec gives them (symattn.variants.positions)
     k_pos: tuple[int, ...] = ()
@@ -45,12 +48,15 @@ class Diagonal:
     def allows(self, causal: bool, i: int, j: int) -> bool:
         """Whether query i may attend key j under the causal mask (when ``causal``) and the window: by their
         positions where the spec gives them, else by their rows."""
-        wide = self.window is not None and self.window >= self.keys  # as wide as the keys: no lower bound
+        wide = type(self.window) is int and self.window >= self.keys  # as wide as the keys: no lower bound
         if self.q_pos:  # positions: a window counts them, however few the keys
             i, j, wide = self.q_pos[i], self.k_pos[j], False
         top = i + self.offset
         if self.window is None:
             return not causal or j <= top
+        if isinstance(self.window, tuple):  # FlashAttention's window_size: −1 leaves a side without bound
+            left, right = self.window
+            return (not causal or j <= top) and (left < 0 or top - left <= j) and (right < 0 or j <= top + right)
         return j <= top and (wide or top - self.window < j)
 
 
@@ -67,11 +73,11 @@ class MaskDiagonal:
     offset: int  # query i's diagonal is key i + offset
     n_queries: int
     n_keys: int
-    window: int | None
+    window: int | tuple[int, int] | None
     wide: bool  # a window of n_k keys or more: only its diagonal bounds it
     query: int  # the focus query, 1-based
-    high: int  # i + offset
-    low: int | None  # i + offset − window, or None without a window
+    high: int | None  # i + offset (i + offset + right for a pair without the causal mask; None: no bound)
+    low: int | None  # i + offset − window (− left − 1 for a pair), or None without a lower bound
     keys: tuple[int, ...]  # the keys (0-based) the diagonal and the window leave the focus query
 
 
@@ -97,12 +103,21 @@ class Masks(Part):
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Diagonal | None:
         """``causal_align`` and ``window`` for n_q queries and n_k keys (``where.causal``: mask = "causal");
         None where neither is given."""
-        window = None
+        window: int | tuple[int, int] | None = None
         if "window" in data:
             raw = data["window"]
-            window = parse_index(raw)
-            if window is None or not 1 <= window <= WINDOW:
-                raise reader.error("window", said("window_range", most=WINDOW, got=brief(raw)))
+            if isinstance(raw, list):  # FlashAttention's window_size [left, right], as a layout spec takes it
+                from symattn.input.errors import SpecError
+
+                try:
+                    window = window_size(raw)
+                except SpecError as exc:
+                    raise reader.error("window", exc.problem) from None
+                window = None if window == (-1, -1) else window  # no bound on either side: no window
+            else:
+                window = parse_index(raw)
+                if window is None or not 1 <= window <= WINDOW:
+                    raise reader.error("window", said("window_range", most=WINDOW, got=brief(raw)))
         align = "top-left"
         if "causal_align" in data:
             align = reader.choice(data["causal_align"], "causal_align", ALIGNMENTS)
@@ -145,6 +160,9 @@ class Masks(Part):
         top = i + diagonal.offset
         if top < 0:
             return "causal_align", said("align_before", align=repr(diagonal.align))
+        if isinstance(diagonal.window, tuple):
+            left, right = diagonal.window
+            return "window", said("window_size_past", left=left, right=right)
         if diagonal.window is not None and diagonal.window < n_k and top - diagonal.window + 1 >= n_k:
             return "window", said("window_past", window=diagonal.window, key=top + 1, last=n_k)
         return None
@@ -153,7 +171,7 @@ class Masks(Part):
         """The window and the causal alignment, where they are set."""
         out: dict[str, Any] = {}
         if spec.window is not None:
-            out["window"] = spec.window
+            out["window"] = list(spec.window) if isinstance(spec.window, tuple) else spec.window
         if spec.causal_align != "top-left":
             out["causal_align"] = spec.causal_align
         return out
@@ -173,10 +191,17 @@ class Masks(Part):
             return None
         offset = m - n if align == "bottom-right" else 0
         i = spec.focus + 1
-        high = i + offset
-        low = None if window is None or window >= m else high - window  # a window of n_k keys: none
-        keys = tuple(j for j in range(m) if j + 1 <= high and (low is None or j + 1 > low))
-        wide = window is not None and window >= m
+        top = i + offset
+        high: int | None = top
+        if isinstance(window, tuple):  # window_size: top − left ≤ j ≤ top + right, −1 a side without bound
+            left, right = window
+            low = None if left < 0 else top - left - 1
+            high = top if causal else None if right < 0 else top + right
+            wide = False
+        else:
+            low = None if window is None or window >= m else top - window  # a window of n_k keys: none
+            wide = window is not None and window >= m
+        keys = tuple(j for j in range(m) if (high is None or j + 1 <= high) and (low is None or j + 1 > low))
         return MaskDiagonal(causal, align, offset, n, m, window, wide, i, high, low, keys)
 
     def kernel_mask(self, n: int, m: int, causal: bool, align: str, window: Any) -> Any:
@@ -216,17 +241,36 @@ class Masks(Part):
         return allowed
 
     def grid_refusal(self, entry: Any) -> str | None:
+        if isinstance(entry, list):  # FlashAttention's window_size [left, right]
+            from symattn.input.errors import SpecError
+
+            try:
+                window_size(entry)
+            except SpecError as exc:
+                return exc.problem
+            return None
         if type(entry) is not int or not 0 <= entry <= WINDOW:
             return f"expected keys from 1 to {WINDOW}, or 0 for none, got {brief(entry)}"
         return None
 
+    def grid_value(self, entry: Any) -> Any:
+        return list(entry) if isinstance(entry, list) else entry  # a pair as a list: as its record reads back
+
     def score_mod(self, argument: Any, scores: Any, i: Any, j: Any, causal: bool, align: str) -> Any:
-        """The causal diagonal (``align``: its alignment) and the window of ``argument`` keys ending at it."""
+        """The causal diagonal (``align``: its alignment) and the window of ``argument`` keys ending at it, or
+        FlashAttention's window_size (left, right) around it (causal only with the causal mask)."""
         if not causal and argument is None:
             return scores
         top = i + (scores.shape[-1] - scores.shape[-2] if align == "bottom-right" else 0)
-        allowed = j <= top
-        if argument is not None:
+        pair = isinstance(argument, (tuple, list))
+        allowed = (j <= top) if causal or not pair else (j >= 0) & (top >= 0)
+        if pair:
+            left, right = argument
+            if left >= 0:
+                allowed = allowed & (top - left <= j)
+            if right >= 0:
+                allowed = allowed & (j <= top + right)
+        elif argument is not None:
             allowed = allowed & (top - argument < j)
         return scores.masked_fill(~allowed, float("-inf"))
 
@@ -244,7 +288,10 @@ def window_size(window: Any) -> tuple[int, int] | None:
     if isinstance(window, (tuple, list)) and len(window) == 2 and all(type(x) is int for x in window):
         if all(-1 <= x <= WINDOW for x in window):
             return window[0], window[1]
-    got = clip(str(tuple(window)), 40) if isinstance(window, (tuple, list)) else shown(window)
+    if isinstance(window, (tuple, list)):  # a TOML float keeps its text (a str subclass): shown as the number
+        got = clip(str(tuple(float(x) if isinstance(x, str) and type(x) is not str else x for x in window)), 40)
+    else:
+        got = shown(window)
     raise SpecError(
         "window",
         None,

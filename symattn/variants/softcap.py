@@ -10,6 +10,13 @@ maximum's group and not known to be rational elsewhere. Its box is tanh(x) = 1 �
 mpmath's interval arithmetic, x occurring once (no widening by dependence). A tiny c saturates: two
 capped scores can differ by 10^−300000, which no fixed-point box separates, so the shifted scores then
 come from :func:`saturated`. Backward, dz/dy = 1 − tanh²(y/c).
+
+The order beside ALiBi's bias (``softcap_order``): "after-bias" caps the biased scores, c·tanh((s − m·d)/c), as a
+spec's derivation does; "before-bias" caps first and adds the bias after, c·tanh(s/c) − m·d, as FlashAttention's
+kernels (``apply_softcap`` on the scores, then the bias in ``apply_mask``) and its ``attention_ref`` do. The
+in-memory API and a layout spec take FlashAttention's by default, a spec the derivation's; the exact model takes
+the derivation's only (its ties and maxima are decided before the cap, :mod:`symattn.variants.forms`), and
+the float64 path (score_mods) and version-3 certificates both.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from symattn.exact.num import Num, NumRow, NumRows
-from symattn.input.errors import EvaluationError, brief
+from symattn.input.errors import EvaluationError, SpecError, brief
 from symattn.input.limits import PRECISION_BITS
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral
@@ -37,8 +44,37 @@ if TYPE_CHECKING:  # the spec reads the part without SymPy or mpmath (compare's 
 # --- limits of softcap -------------------------------------------------------------------
 SOFTCAP = 1000  # the largest softcap c: capped scores lie in (−c, c), well inside ABS_Z
 
+# --- the order beside ALiBi's bias ---------------------------------------------------------------
+ORDER_KEY = "softcap_order"
+# each order's kernel rules, in the order they act on z (symattn/kernel/score_mods.py)
+ORDERS = {
+    "before-bias": ("tanh_cap", "distance_bias", "denominator_logit"),  # FlashAttention's
+    "after-bias": ("distance_bias", "tanh_cap", "denominator_logit"),  # a spec's derivation's
+}
+KEYWORD_ORDER = "before-bias"  # symattn.kernel.compare's, assert_attention_close's, a sweep's, a layout spec's
+SPEC_ORDER = "after-bias"  # a spec's (the exact model's only one)
+
+
+def order_refusal(value: Any) -> str | None:
+    """Why a softcap_order is refused (the message after the key), or None."""
+    if isinstance(value, str) and value in ORDERS:
+        return None
+    got = repr(value) if isinstance(value, str) else brief(value)
+    return (
+        "expected 'before-bias' (FlashAttention's: the cap, then ALiBi's bias) or 'after-bias' (the bias, then "
+        f"the cap), got {got}"
+    )
+
 
 # --- the steps of a derivation ---------------------------------------------------------------------
+
+
+@record
+class Capping:
+    """A spec's setting: the cap c, and where it acts beside ALiBi's bias (``ORDERS``' keys)."""
+
+    cap: Numeral
+    order: str = SPEC_ORDER
 
 
 @record
@@ -52,6 +88,7 @@ class SoftCap:
     Z: NumRows  # every capped score, before any mask
     exact: bool
     after_exact: bool
+    order: str | None = None  # with ALiBi's bias too: where the cap acts (ORDERS' keys); None without it
 
 
 @record
@@ -75,7 +112,7 @@ class CapBack:
 
 class Softcap(Part):
     name = "softcap"
-    keys = ("softcap",)
+    keys = ("softcap", ORDER_KEY)
     stage = MAP
     title = "softcap"
     noun = "soft-capping"
@@ -90,39 +127,57 @@ class Softcap(Part):
     kernel_rule = "tanh_cap"  # symattn.kernel.compare(softcap=c): c·tanh(z/c) with its bound
     certified = True  # version-4 certificates hold the cap, and both verifiers have the rule
 
-    def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Numeral | None:
-        """``softcap = c``: z ← c·tanh(z / c) on the (biased) scaled scores, c a decimal > 0."""
+    def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Capping | None:
+        """``softcap = c``: z ← c·tanh(z / c) on the scaled scores, c a decimal > 0; ``softcap_order``: where
+        beside ALiBi's bias ("after-bias", the default, or "before-bias")."""
+        order = data.get(ORDER_KEY, SPEC_ORDER)
+        if ORDER_KEY in data:
+            if "softcap" not in data:
+                raise reader.error(ORDER_KEY, "only with softcap: it says where the cap acts beside ALiBi's bias")
+            why = order_refusal(order)
+            if why is not None:
+                raise reader.error(ORDER_KEY, why)
         if "softcap" not in data:
             return None
         c = reader.number(data["softcap"], "softcap")
         if not 0 < c.value <= SOFTCAP:
             raise reader.error("softcap", said("softcap_range", most=SOFTCAP, got=c.text))
-        self.check(reader, c, where.symbolic)
-        return c
+        setting = Capping(c, order)
+        self.check(reader, setting, where.symbolic)
+        return setting
 
     def check(self, reader: Any, setting: Any, symbolic: bool) -> None:
         if setting is not None and symbolic:
             raise reader.error("softcap", "symbols are not supported with softcap; give numbers")
 
-    def kernel_numbers(self, setting: Numeral) -> tuple[KernelNumber, ...]:
-        return (KernelNumber(setting.value, setting.text, "softcap"),)
+    def kernel_numbers(self, setting: Capping) -> tuple[KernelNumber, ...]:
+        return (KernelNumber(setting.cap.value, setting.cap.text, "softcap"),)
 
-    def head_part(self, setting: Numeral, spec: Any) -> Cap:
-        return Cap(setting.value)
+    def head_part(self, setting: Capping, spec: Any) -> Cap:
+        if setting.order != SPEC_ORDER and spec.setting("alibi") is not None:
+            raise SpecError(
+                spec.source,
+                ORDER_KEY,
+                f"{setting.order!r} (FlashAttention's order: the cap, then ALiBi's bias) is taken by symattn "
+                "compare on the float64 path (float32 inputs) and by --certify --float64; the exact model applies "
+                "the bias, then the cap ('after-bias')",
+            )
+        return Cap(setting.cap.value)
 
     def toy(self, spec: Any, setting: Any) -> tuple[tuple[str, Any], ...]:
         return (("softcap", True),)
 
-    def operand(self, setting: Numeral, sig: Any, i: int, k: int) -> Numeral:
+    def operand(self, setting: Capping, sig: Any, i: int, k: int) -> Numeral:
         """What a wrong scaled score's explanation shows of the cap: c."""
-        return setting
+        return setting.cap
 
     def z_step(self, spec: Any, model: Any, fig: Any, shown: Any) -> SoftCap:
         from symattn.exact.rounding import is_exact
 
         before, f = shown(MAP), spec.focus  # the scores before the cap
-        after = fig.unmasked
-        return SoftCap(spec.setting("softcap"), before[f], after[f], after, is_exact(after), is_exact([after[f]]))
+        after, setting = fig.unmasked, spec.setting("softcap")
+        order = setting.order if spec.setting("alibi") is not None else None
+        return SoftCap(setting.cap, before[f], after[f], after, is_exact(after), is_exact([after[f]]), order)
 
     def backward_fact(self, spec: Any, model: Any, fig: Any, g: Mapping[str, Any], head: int) -> tuple[str, CapBack]:
         from symattn.exact.rounding import is_exact
@@ -130,7 +185,7 @@ class Softcap(Part):
         f = spec.focus
         keys = tuple(j for j in range(model.n_keys) if model.may_attend(f, j))
         cap = CapBack(
-            spec.setting("softcap"),
+            spec.setting("softcap").cap,
             f,
             keys,
             tuple(g["dZ"][f][j] for j in keys),
@@ -346,4 +401,15 @@ def _rational(x: Fraction) -> iv.mpf:
     return iv.mpf(x.numerator) / x.denominator
 
 
-__all__ = ["PART", "Cap", "CapBack", "SoftCap", "Softcap"]
+__all__ = [
+    "KEYWORD_ORDER",
+    "ORDERS",
+    "ORDER_KEY",
+    "PART",
+    "SPEC_ORDER",
+    "Cap",
+    "CapBack",
+    "Capping",
+    "SoftCap",
+    "Softcap",
+]

@@ -51,10 +51,9 @@ def run(path: Path) -> tuple[int, list[str]]:
         return 1, lines + [f"{path}: {line}" for line in files] + [f"{path}: NOT verified: {verdict(failures, wrong)}"]
     inputs = "Q, K, V and dO" if cert.inputs.dO is not None else "Q, K and V"
     t = cert.inputs
+    cap = "the tanh cap" + ("" if not t.slopes else " (before the bias)" if t.cap_first else " (after the bias)")
     given = ["the scale", "the mask"] + [
-        name
-        for name, x in (("the denominator logits", t.logits), ("the slopes", t.slopes), ("the tanh cap", t.tanh_cap))
-        if x
+        name for name, x in (("the denominator logits", t.logits), ("the slopes", t.slopes), (cap, t.tanh_cap)) if x
     ]
     own = ", ".join(given[:-1]) + f" and {given[-1]} are"
     said = (

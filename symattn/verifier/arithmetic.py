@@ -19,7 +19,9 @@ term is shifted by the larger of c·S_max and s, so that none exceeds 1 (e^(s �
 others are), the LSE is that shift plus log ℓ, and the weights A = e/ℓ, which add up to less than 1, go
 through the same backward formulas.
 
-A tanh cap c maps each z (after the bias) to c·tanh(z/c). tanh(y) = sign(y)·(1 − E)/(1 + E) with
+A tanh cap c maps each z (after the bias) to c·tanh(z/c); with ``tanh_cap_order`` "before-bias" it maps the
+scaled score first and the bias comes after, z = c·tanh(t/c) − m·|i − j| (FlashAttention's order), each end of
+the capped interval less the exact bias, rounded outward. tanh(y) = sign(y)·(1 − E)/(1 + E) with
 E = e^(−2|y|), which falls as E grows: each end of z's interval takes E from ``mpf_exp`` rounded the other
 way, then the subtraction, sum, division and product by c each rounded outward, so the capped interval holds
 c·tanh of every point of z's (tanh rises). Every term is then e^(z_j − z_top) with both ends enclosed so.
@@ -135,6 +137,7 @@ class Head:
         self.logit = None if t.logits is None else _mpf(t.logits[h])  # the head's denominator logit s, exactly
         self.slope = None if t.slopes is None else t.slopes[h]  # the head's distance bias −m·|i − j|
         self.cap = None if t.tanh_cap is None else _mpf(t.tanh_cap)  # c of c·tanh(z/c), after the bias
+        self.cap_first = t.cap_first  # or before it: z = c·tanh(t/c) − m·|i − j|, t the scaled score
 
     def allowed(self, i: int) -> list[int]:
         mask = self.exact.inputs.mask
@@ -204,21 +207,31 @@ class Row:
         # the shift's key: the largest score (with a bias, the largest z as floats tell it: any key would do,
         # and this one leaves every term at most about 1)
         top = max(self.allowed, key=S.__getitem__)
-        if head.slope is not None:
+        cap = None if head.cap is None else float(fraction(head.cap))
+        first = cap is not None and head.cap_first  # the cap before the bias: z's order is not t's
+        c_cap = cap or 1.0
+
+        def z_first(j: int) -> float:  # z_j = c·tanh(t_j/c) − m·|i − j| as floats tell it
+            return c_cap * math.tanh(math.ldexp(float(S[j]) * c_float, -shift) / c_cap) - m_float * abs(i - j)
+
+        if first:
+            top = max(self.allowed, key=z_first)
+        elif head.slope is not None:
             top = max(self.allowed, key=lambda j: math.ldexp(float(S[j]) * c_float, -shift) - m_float * abs(i - j))
         self.S, self.top, self.near, self.top_key = S, S[top], abs(i - top), top
         m = len(head.K)
         self.lo, self.hi = [0] * m, [0] * m
         one = 1 << bits
         extra, self.over = self._logit_term(bits)  # e^(s − z_top)'s ends, or (1, 1) where s is above z_top
-        cap = None if head.cap is None else float(fraction(head.cap))
         for j in self.allowed:
             gap, farther = S[j] - self.top, abs(i - j) - self.near
             if gap == 0 and (farther == 0 or head.slope is None) and self.over is None:
                 self.lo[j] = self.hi[j] = one  # z_j = z_top: the same t, capped or not
                 continue
             t_gap = math.ldexp(gap * c_float, -shift) - m_float * farther
-            if cap is not None:  # z's gap, capped: the floats are far within the margin of _LN2_ABOVE
+            if first:
+                t_gap = z_first(j) - z_first(top)
+            elif cap is not None:  # z's gap, capped: the floats are far within the margin of _LN2_ABOVE
                 t_top = math.ldexp(self.top * c_float, -shift) - m_float * self.near
                 t_gap = cap * (math.tanh((t_top + t_gap) / cap) - math.tanh(t_top / cap))
             if t_gap < -(bits + 1) * _LN2_ABOVE:
@@ -262,24 +275,33 @@ class Row:
         return self.z_ends(self.top_key, P)
 
     def t_ends(self, j: int, P: int) -> tuple[tuple, tuple]:
-        """The ends of t_j = c·S_j − m·|i − j|, the score before a cap, at P bits."""
+        """The ends of t_j = c·S_j − m·|i − j|, the score before a cap (c·S_j where the cap comes first), at P
+        bits."""
         ex = self.head.exact
         score = from_man_exp(self.S[j], -(ex.qs + ex.ks))
         c_lo, c_hi = self.c if self.S[j] >= 0 else self.c[::-1]
         lo, hi = mpf_mul(score, c_lo, P, "f"), mpf_mul(score, c_hi, P, "c")
-        if self.head.slope is not None:
-            bias = mpf_mul(_mpf(self.head.slope), from_int(abs(self.i - j)))
-            lo, hi = mpf_sub(lo, bias, P, "f"), mpf_sub(hi, bias, P, "c")
+        if self.head.slope is not None and not (self.head.cap is not None and self.head.cap_first):
+            lo, hi = self._biased(lo, hi, j, P)
         return lo, hi
 
+    def _biased(self, lo: tuple, hi: tuple, j: int, P: int) -> tuple[tuple, tuple]:
+        """[lo, hi] − m·|i − j|, each end rounded outward."""
+        bias = mpf_mul(_mpf(self.head.slope or 0.0), from_int(abs(self.i - j)))
+        return mpf_sub(lo, bias, P, "f"), mpf_sub(hi, bias, P, "c")
+
     def z_ends(self, j: int, P: int) -> tuple[tuple, tuple]:
-        """The ends of z_j: t_j, or c·tanh(t_j/c) with a cap (tanh rises, so each end maps to its own)."""
+        """The ends of z_j: t_j, or c·tanh(t_j/c) with a cap (tanh rises, so each end maps to its own), minus
+        the bias where the cap comes first."""
         lo, hi = self.t_ends(j, P)
         cap = self.head.cap
         if cap is None:
             return lo, hi
         y_lo, y_hi = mpf_div(lo, cap, P, "f"), mpf_div(hi, cap, P, "c")
-        return mpf_mul(cap, _tanh_end(y_lo, P, False), P, "f"), mpf_mul(cap, _tanh_end(y_hi, P, True), P, "c")
+        lo, hi = mpf_mul(cap, _tanh_end(y_lo, P, False), P, "f"), mpf_mul(cap, _tanh_end(y_hi, P, True), P, "c")
+        if self.head.slope is not None and self.head.cap_first:
+            lo, hi = self._biased(lo, hi, j, P)
+        return lo, hi
 
     def output(self, k: int) -> tuple[Fraction, Fraction]:
         v = self.head.V_columns[k]

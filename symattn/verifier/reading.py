@@ -26,6 +26,7 @@ MOST_DIGITS = 13
 TOKENS = 1 << 14  # queries or keys
 DIMS = 1024  # columns of Q, K, V
 HEADS = 1024  # batches × heads
+ORDERS = ("after-bias", "before-bias")  # where the tanh cap acts beside the distance bias
 MOST = 100  # the largest |s| of a denominator logit and slope m of a distance bias, as a spec's limits are
 QUANTITIES = ("output", "lse", "lse2", "dq", "dk", "dv")
 GRADIENTS = ("dq", "dk", "dv")
@@ -63,6 +64,7 @@ class Inputs:
     logits: list[float] | None = None  # a denominator logit s per query head: e^s in each row's ℓ, no value
     slopes: list[float] | None = None  # a distance bias's slope m per query head: z − m·|i − j|
     tanh_cap: float | None = None  # c of z ← c·tanh(z/c), after the bias, for every head
+    cap_first: bool = False  # with both: the cap acts before the bias, c·tanh(t/c) − m·|i − j| (tanh_cap_order)
 
     @property
     def queries(self) -> int:
@@ -239,7 +241,7 @@ def _inputs(raw: Any) -> Inputs:
     key = "certificate.inputs"
     if not isinstance(raw, dict):
         raise CertificateError(key, f"expected a table, got {kind(raw)}")
-    optional = ("dO", "denominator_logits", "bias_slopes", "tanh_cap")
+    optional = ("dO", "denominator_logits", "bias_slopes", "tanh_cap", "tanh_cap_order")
     known = ("layout", "batch", "heads", "kv_heads", "Q", "K", "V", *optional, "scale", "mask")
     fields(raw, key, known, tuple(k for k in known if k not in optional))
     if raw["layout"] not in _LAYOUTS:
@@ -291,7 +293,12 @@ def _inputs(raw: Any) -> Inputs:
             raise CertificateError(exc.key, exc.problem) from None
         if not 0 < cap <= 1000:
             raise CertificateError(f"{key}.tanh_cap", f"{cap.hex()}: above 0 and at most 1000")
-    return Inputs(batch, heads, kv, raw["layout"], Q, K, V, dO, scale, mask, logits, slopes, cap)
+    order = raw.get("tanh_cap_order", ORDERS[0])  # absent: after the bias, as certificates before it meant
+    if order not in ORDERS or ("tanh_cap_order" in raw and (cap is None or slopes is None)):
+        raise CertificateError(
+            f"{key}.tanh_cap_order", 'expected "after-bias" or "before-bias", and only with tanh_cap and bias_slopes'
+        )
+    return Inputs(batch, heads, kv, raw["layout"], Q, K, V, dO, scale, mask, logits, slopes, cap, order == ORDERS[1])
 
 
 def _per_head(raw: dict[str, Any], key: str, name: str, heads: int, good: Any, what: str) -> list[float] | None:
