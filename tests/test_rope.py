@@ -189,19 +189,22 @@ def test_certify_is_refused():
 
 @pytest.mark.client
 @pytest.mark.parametrize("lang", ["zh", "en"])
-@pytest.mark.parametrize("variant", [{}, {"expand": "all", "rounding": "hand"}])
-@pytest.mark.parametrize("backward", [False, True])
-def test_rope_documents_pass_katex_and_compile_without_overfull_boxes(katex, latex, tmp_path, lang, variant, backward):
-    import re
-
+def test_rope_documents_pass_katex_and_compile_without_overfull_boxes(katex, latex_each, tmp_path, lang):
     from symattn.derivation.derive import derive
     from symattn.rendering.renderer import render
 
-    spec = load_spec(builtin.example_path("rope", lang)).with_options(**variant, backward=backward or None)
-    assert katex(render(derive(spec), "markdown")) == []
-    latex(render(derive(spec), "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
-    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
-    assert re.findall(r"Overfull \\[hv]box \(([\d.]+)pt too \w+\)", log) == []
+    documents, math = {}, {}
+    for variant in ({}, {"expand": "all", "rounding": "hand"}):
+        for backward in (None, True):
+            label = f"{variant or 'focus'} backward={backward}"
+            derivation = derive(
+                load_spec(builtin.example_path("rope", lang)).with_options(**variant, backward=backward)
+            )
+            math[label] = katex(render(derivation, "markdown"))
+            documents[label] = render(derivation, "latex", standalone=True)
+    assert math == {label: [] for label in documents}
+    boxes = latex_each(documents, "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    assert boxes == {label: [] for label in documents}
 
 
 @pytest.mark.parametrize(
