@@ -112,11 +112,21 @@ def build(
     return Tensors(tuple(heads), batch, query_heads, kv_heads, layout, "dO" in rows, logits, slopes, tanh_cap)
 
 
-def evaluate(tensors: Tensors) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Each quantity's floats and bounds as the certificate's tables (rows × last axis)."""
+def evaluate(
+    tensors: Tensors, sums: dict[str, list[tuple[int, int]]] | None = None
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each quantity's floats and bounds as the certificate's tables (rows × last axis). ``sums``: output
+    entries (table row, column) to redo from the same exps with the error-free sums: those of "c" in place of
+    the float64 path's, as :func:`compensate` gives them; those of "a" (the bound with each exp's own error,
+    compensated.stage_outputs's ``per_key``) as "tight", a float and a bound for each, in the order given."""
     h = tensors.heads[0]
-    work = len(tensors.heads) * h.Q.shape[0] * h.K.shape[0] * h.Q.shape[1]
-    parts = map_forked(_head, tensors, range(len(tensors.heads)), work >= PARALLEL_WORK)
+    n = h.Q.shape[0]
+    work = len(tensors.heads) * n * h.Q.shape[1] * h.K.shape[0]
+    asked: dict[int, dict[str, list[tuple[int, int, int]]]] = {}
+    for kind, pairs in (sums or {}).items():
+        for p, (r, c) in enumerate(pairs):
+            asked.setdefault(r // n, {}).setdefault(kind, []).append((p, r % n, c))
+    parts = map_forked(_head, (tensors, asked), range(len(tensors.heads)), work >= PARALLEL_WORK)
     out = {}
     for name in ("output", "lse", "lse2", "dq"):
         if name in parts[0]:
@@ -125,22 +135,44 @@ def evaluate(tensors: Tensors) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     for name in ("dk", "dv"):
         if name in parts[0]:
             out[name] = _group_sums(tensors, [p[name] for p in parts])
+    if sums and "a" in sums:
+        value, error = np.empty(len(sums["a"])), np.empty(len(sums["a"]))
+        for part in parts:
+            if "tight" in part:
+                where, v, e = part["tight"]
+                value[where], error[where] = v, e
+        out["tight"] = (value, error)
     return out
 
 
-def _head(tensors: Tensors, hh: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """One head's quantities: the output and both LSEs from one pass of blocks, then the gradients."""
-    head = tensors.heads[hh]
+def _head(data: tuple, hh: int) -> dict[str, tuple]:
+    """One head's quantities: the output and both LSEs from one pass of blocks (with the error-free sums
+    asked for, from each block's exps), then the gradients."""
+    tensors, asked = data
+    head, mine = tensors.heads[hh], asked.get(hh, {})
     n, dv = head.Q.shape[0], head.V.shape[1]
-    out = {name: (np.empty(shape), np.empty(shape)) for name, shape in (("output", (n, dv)), ("lse", n), ("lse2", n))}
-    for b in float64.blocks(head, weights=False):
+    out: dict[str, tuple] = {
+        name: (np.empty(shape), np.empty(shape)) for name, shape in (("output", (n, dv)), ("lse", n), ("lse2", n))
+    }
+    tight: list[tuple[np.ndarray, ...]] = []
+    for b in float64.blocks(head, weights=False, stages=bool(mine)):
         rows = slice(b.start, b.stop)
         out["output"][0][rows], out["output"][1][rows] = b.output, b.output_error
         for name, base in (("lse", "e"), ("lse2", "2")):
             out[name][0][rows], out[name][1][rows] = logsumexp.lse(b, base)
+        here = [(kind == "a", p, i - b.start, c) for kind, pairs in mine.items() for p, i, c in pairs]
+        here = [x for x in here if 0 <= x[2] < b.stop - b.start]
+        if here and b.stage is not None:  # one call for both kinds: the row sums once
+            flag, where, r, cols = (np.array(x) for x in zip(*here))
+            v, e = compensated.stage_outputs(head, b.stage, r, cols, per_key=flag)
+            c = ~flag
+            out["output"][0][r[c] + b.start, cols[c]], out["output"][1][r[c] + b.start, cols[c]] = v[c], e[c]
+            tight.append((where[flag], v[flag], e[flag]))
+    if "a" in mine:
+        out["tight"] = tuple(np.concatenate(x) for x in zip(*tight)) if tight else (np.empty(0, int),) * 3
     if tensors.gradients:
         for name in ("dq", "dk", "dv"):
-            out[name] = float64_backward.gradient(head, ENGINE[name])  # type: ignore[arg-type]
+            out[name] = float64_backward.gradient(head, ENGINE[name])
     return out
 
 
