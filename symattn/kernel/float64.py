@@ -191,15 +191,22 @@ def head(
 
 
 def blocks(
-    head: Head, weights: bool = True, block: int = BLOCK, split: Split | None = None, stages: bool = False
+    head: Head,
+    weights: bool = True,
+    block: int = BLOCK,
+    split: Split | None = None,
+    stages: bool = False,
+    rows: tuple[int, int] | None = None,
 ) -> Iterator[Block]:
     """The head's weights (only with ``weights``) and output with their error bounds, block by block;
     ``split``: K's (Split.of(head.K)), where the caller has it already; with ``stages`` each block keeps its
-    exp stage, for sums redone from the same exps (compensated.stage_outputs)."""
+    exp stage, for sums redone from the same exps (compensated.stage_outputs); ``rows``: only the query rows
+    [start, stop), start a multiple of ``block`` (the blocks are those of the whole pass)."""
     split, absV = Split.of(head.K) if split is None else split, np.abs(head.V)
-    for start in range(0, head.Q.shape[0], block):
+    first, end = (0, head.Q.shape[0]) if rows is None else rows
+    for start in range(first, end, block):
         with np.errstate(invalid="ignore", over="ignore"):  # 0·inf and overflow leave no bound: inf below
-            yield _block(head, start, min(start + block, head.Q.shape[0]), weights, split, absV, stages)
+            yield _block(head, start, min(start + block, end), weights, split, absV, stages)
 
 
 def exact_s(d: int) -> int:
