@@ -48,6 +48,7 @@ def test_a_changed_spec_is_caught_in_one_line(tmp_path, capsys):
     want = hashlib.sha256(SPEC.encode()).hexdigest()
     assert err == (
         f"symattn: {cert}: spec {spec}: its SHA-256 is {got}, the certificate's is {want}: not the file certified\n"
+        f"symattn: {cert}: NOT verified: 1 file is not the file certified\n"
     )
     assert captured.out == ""
     spec.unlink()  # absent: said, not checked, and the values still verified
@@ -69,7 +70,8 @@ def test_a_changed_value_or_bound_is_caught_in_one_line(tmp_path, capsys):
     assert main(["verify-certificate", str(cert)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == [
-        f"symattn: {cert}: weights[1][2]: {changed['weights']['value'][0][1]} is not the rounding of every point of [{lo}, {hi}]"
+        f"symattn: {cert}: weights[1][2]: {changed['weights']['value'][0][1]} is not the rounding of every point of [{lo}, {hi}]",
+        f"symattn: {cert}: NOT verified: 1 value does not round to the value shown",
     ]
     changed = json.loads(json.dumps(data))
     changed["weights"]["bounds"][0][1] = [hi, hi]  # a bound moved past the exact value
@@ -77,7 +79,8 @@ def test_a_changed_value_or_bound_is_caught_in_one_line(tmp_path, capsys):
     assert main(["verify-certificate", str(cert)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == [
-        f"symattn: {cert}: weights[1][2]: a bound of zero width needs a value known exactly, and this one is not"
+        f"symattn: {cert}: weights[1][2]: a bound of zero width needs a value known exactly, and this one is not",
+        f"symattn: {cert}: NOT verified: 1 value fails its check",
     ]
     changed["certificate"]["files"][0]["sha256"] = "0" * 63 + "g"
     cert.write_text(json.dumps(changed), encoding="utf-8")
@@ -119,4 +122,7 @@ def test_the_certificate_names_the_input_files_too(tmp_path, capsys):
     assert main(["verify-certificate", str(cert)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"symattn: {cert}: K {tmp_path / 'k.npy'}: its SHA-256 is ")
-    assert err.endswith(f", the certificate's is {files[2]['sha256']}: not the file certified\n")
+    assert err.endswith(
+        f", the certificate's is {files[2]['sha256']}: not the file certified\n"
+        f"symattn: {cert}: NOT verified: 1 file is not the file certified\n"
+    )

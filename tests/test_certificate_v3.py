@@ -193,7 +193,7 @@ def test_a_swapped_or_changed_file_is_refused_by_both(tmp_path, capsys):
     assert (code, err) == (
         1,
         f"symattn: {cert}: Q {tmp_path / 'q.npy'}: its SHA-256 is {digest}, the certificate's is {certified}: not the "
-        "file certified\n",
+        f"file certified\nsymattn: {cert}: NOT verified: 1 file is not the file certified\n",
     )
     code, lines = standalone(cert)
     assert (code, lines[0]) == (

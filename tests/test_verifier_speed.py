@@ -80,6 +80,20 @@ def test_a_row_off_the_form_is_refused_as_before():
     assert caught.value.problem == "expected x as float.hex writes it, got the text '0x1.0000000000000p-0'"
     got = reading.floats([["inf", "0x1.8000000000000p+1"]], "b", None, None, "bounds", inf=True)
     assert got == [[math.inf, 3.0]]
+    # a row is matched joined by commas: a text that holds one (two texts in one) is not taken for two
+    two = "0x1.0000000000000p+0,0x1.0000000000000p+0"
+    with pytest.raises(reading.CertificateError) as caught:
+        reading.floats([[two, "0x1.0000000000000p+0"]], "certificate.inputs.K", None, None, "x")
+    assert (caught.value.position, caught.value.problem) == (
+        (1, 1),
+        f"expected x as float.hex writes it, got the text '{two[:-1]}'…",
+    )
+    with pytest.raises(reading.CertificateError) as caught:
+        reading.floats([["inf", 7]], "b", None, None, "bounds", inf=True)
+    assert (caught.value.position, caught.value.problem) == (
+        (1, 2),
+        "expected bounds as float.hex writes it, got the number 7",
+    )
 
 
 @settings(max_examples=300, deadline=None)

@@ -26,6 +26,7 @@ from symattn.kernel.float64 import SAFETY, gamma
 QUANTITIES = ("output", "lse", "lse2", "dq", "dk", "dv")
 ENGINE = {"output": "output", "lse": "lse", "lse2": "lse2", "dq": "dQ", "dk": "dK", "dv": "dV"}  # refine's names
 PARALLEL_WORK = 2**24  # multiply-adds of all heads' scores below which one process is quicker than two
+PIECES = 4  # runs of a head's rows the work is cut into where there are fewer heads than this
 START_BITS = 96
 
 
@@ -116,35 +117,83 @@ def build(
     return Tensors(tuple(heads), batch, query_heads, kv_heads, layout, "dO" in rows, logits, slopes, tanh_cap, first)
 
 
-def evaluate(tensors: Tensors) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Each quantity's floats and bounds as the certificate's tables (rows × last axis)."""
-    h = tensors.heads[0]
-    work = len(tensors.heads) * h.Q.shape[0] * h.K.shape[0] * h.Q.shape[1]
-    parts = map_forked(_head, tensors, range(len(tensors.heads)), work >= PARALLEL_WORK)
+def evaluate(
+    tensors: Tensors, sums: dict[str, list[tuple[int, int]]] | None = None
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each quantity's floats and bounds as the certificate's tables (rows × last axis). ``sums``: output
+    entries (table row, column) to redo from the same exps with the error-free sums: those of "c" in place of
+    the float64 path's, as :func:`compensate` gives them; those of "a" (the bound with each exp's own error,
+    compensated.stage_outputs's ``per_key``) as "tight", a float and a bound for each, in the order given.
+
+    The work goes to both cores by pieces: a head's rows in runs of whole blocks (fewer heads than PIECES:
+    each piece's blocks are the ones one pass makes, so the floats are the same), and its gradients."""
+    heads, h = tensors.heads, tensors.heads[0]
+    n = h.Q.shape[0]
+    work = len(heads) * n * h.Q.shape[1] * h.K.shape[0]
+    asked: dict[int, dict[str, list[tuple[int, int, int]]]] = {}
+    for kind, pairs in (sums or {}).items():
+        for p, (r, c) in enumerate(pairs):
+            asked.setdefault(r // n, {}).setdefault(kind, []).append((p, r % n, c))
+    count = -(-n // float64.BLOCK)  # blocks a head
+    size = float64.BLOCK * -(-count // max(1, min(count, PIECES // len(heads))))
+    pieces = [(hh, start, min(start + size, n)) for hh in range(len(heads)) for start in range(0, n, size)]
+    pieces += [(hh, 0, 0) for hh in range(len(heads))] if tensors.gradients else []
+    parts = map_forked(_piece, (tensors, asked), pieces, work >= PARALLEL_WORK)
+    whole: list[dict] = [{} for _ in heads]
+    for name in ("output", "lse", "lse2"):  # each head's runs of rows, in order
+        for hh, w in enumerate(whole):
+            runs = [p[name] for (at, a, z), p in zip(pieces, parts) if at == hh and a != z]
+            w[name] = (np.concatenate([x[0] for x in runs]), np.concatenate([x[1] for x in runs]))
+    for (hh, a, z), part in zip(pieces, parts):
+        if a == z:  # the gradients
+            whole[hh].update(part)
     out = {}
     for name in ("output", "lse", "lse2", "dq"):
-        if name in parts[0]:
+        if name in whole[0]:
             stack = np.stack if name.startswith("lse") else np.concatenate
-            out[name] = (stack([p[name][0] for p in parts]), stack([p[name][1] for p in parts]))
+            out[name] = (stack([p[name][0] for p in whole]), stack([p[name][1] for p in whole]))
     for name in ("dk", "dv"):
-        if name in parts[0]:
-            out[name] = _group_sums(tensors, [p[name] for p in parts])
+        if name in whole[0]:
+            out[name] = _group_sums(tensors, [p[name] for p in whole])
+    if sums and "a" in sums:
+        value, error = np.empty(len(sums["a"])), np.empty(len(sums["a"]))
+        for part in parts:
+            if "tight" in part:
+                where, v, e = part["tight"]
+                value[where], error[where] = v, e
+        out["tight"] = (value, error)
     return out
 
 
-def _head(tensors: Tensors, hh: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """One head's quantities: the output and both LSEs from one pass of blocks, then the gradients."""
-    head = tensors.heads[hh]
-    n, dv = head.Q.shape[0], head.V.shape[1]
-    out = {name: (np.empty(shape), np.empty(shape)) for name, shape in (("output", (n, dv)), ("lse", n), ("lse2", n))}
-    for b in float64.blocks(head, weights=False):
-        rows = slice(b.start, b.stop)
+def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, tuple]:
+    """One head's rows [start, stop): the output and both LSEs from one pass of blocks (with the error-free
+    sums asked for, from each block's exps); or, for an empty run of rows, its gradients."""
+    tensors, asked = data
+    hh, first, end = piece
+    head, mine = tensors.heads[hh], asked.get(hh, {})
+    if first == end:
+        return {name: float64_backward.gradient(head, ENGINE[name]) for name in ("dq", "dk", "dv")}
+    dv = head.V.shape[1]
+    out: dict[str, tuple] = {
+        name: (np.empty(shape), np.empty(shape))
+        for name, shape in (("output", (end - first, dv)), ("lse", end - first), ("lse2", end - first))
+    }
+    tight: list[tuple[np.ndarray, ...]] = []
+    wanted = [(kind == "a", p, i, c) for kind, pairs in mine.items() for p, i, c in pairs if first <= i < end]
+    for b in float64.blocks(head, weights=False, stages=bool(wanted), rows=(first, end)):
+        rows = slice(b.start - first, b.stop - first)
         out["output"][0][rows], out["output"][1][rows] = b.output, b.output_error
         for name, base in (("lse", "e"), ("lse2", "2")):
             out[name][0][rows], out[name][1][rows] = logsumexp.lse(b, base)
-    if tensors.gradients:
-        for name in ("dq", "dk", "dv"):
-            out[name] = float64_backward.gradient(head, ENGINE[name])  # type: ignore[arg-type]
+        here = [(flag, p, i - b.start, c) for flag, p, i, c in wanted if b.start <= i < b.stop]
+        if here and b.stage is not None:  # one call for both kinds: the row sums once
+            flag, where, r, cols = (np.array(x) for x in zip(*here))
+            v, e = compensated.stage_outputs(head, b.stage, r, cols, per_key=flag)
+            c, at = ~flag, r + (b.start - first)
+            out["output"][0][at[c], cols[c]], out["output"][1][at[c], cols[c]] = v[c], e[c]
+            tight.append((where[flag], v[flag], e[flag]))
+    if tight:
+        out["tight"] = tuple(np.concatenate(x) for x in zip(*tight))
     return out
 
 

@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 
 from symattn.certificates.float_digits import significant_many, text, texts
-from symattn.certificates.float_tensors import Tensors, build, compensate, decide_beyond, evaluate, place
+from symattn.certificates.float_tensors import Tensors, build, decide_beyond, evaluate, place
 from symattn.certificates.float_verifier import BOUND_FACTOR
 from symattn.certificates.reader import Reader
+from symattn.input.decimals import significant_exact
 from symattn.input.errors import SpecError
 from symattn.kernel import float64
 from symattn.verifier import reading
@@ -68,11 +69,14 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
         file_lines = bound(named)
         if tensors.gradients:
             file_lines += ("and its dO is the values of its grad_output file, read here",)
-    values = evaluate(tensors)
+    output = cert.tables["output"].paths
+    sums = {code: [(r, c) for r, p in enumerate(output) for c, x in enumerate(p) if x == code] for code in "ca"}
+    values = evaluate(tensors, sums)  # the "c" outputs by the error-free sums already, and "a"'s tight bounds
     failures: list[str] = list(named.failures)
     lines = []
     for name, table in cert.tables.items():
-        failures += _check(tensors, table, *values[name], cert.digits, read, cert.version)
+        tight = (sums["a"], *values["tight"]) if name == "output" else None
+        failures += _check(tensors, table, *values[name], cert.digits, read, cert.version, tight)
         counts = {code: sum(p.count(code) for p in table.paths) for code in "fca"}
         summed = f", {counts['c']} by its error-free sums" if name == "output" else ""
         lines.append(f"{name}: {counts['f']} by the float64 path{summed}, {counts['a']} beyond (exact or arb)")
@@ -80,15 +84,17 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
     return Verification(checked, tuple(failures), tuple(file_lines), ("; ".join(lines),), CLAIM)
 
 
-def _check(tensors: Tensors, table: reading.Table, f, b, digits: int, read: Reader, version: int) -> list[str]:
-    """One quantity's failures: each value against the engine's recomputed float ± bound, then arb; a version-3
-    value whose float ± bound does not hold the corrected engine's refuses the certificate (:data:`BEFORE`)."""
+def _check(
+    tensors: Tensors, table: reading.Table, f, b, digits: int, read: Reader, version: int, tight: tuple | None
+) -> list[str]:
+    """One quantity's failures: each value against the engine's recomputed float ± bound (the outputs of "c"
+    by the error-free sums, as ``f`` and ``b`` hold them), then the values beyond it: the outputs first by
+    ``tight`` (their entries, floats and bounds: the error-free sums with each exp's own bound), the rest
+    exactly or by arb; a version-3 value whose float ± bound does not hold the corrected engine's refuses the
+    certificate (:data:`BEFORE`)."""
     name = table.name
-    f, b = f.reshape(len(table.paths), -1).copy(), b.reshape(len(table.paths), -1).copy()
+    f, b = f.reshape(len(table.paths), -1), b.reshape(len(table.paths), -1)
     codes = np.array([list(p) for p in table.paths])
-    rows, cols = np.nonzero(codes == "c")
-    if rows.size:  # the values the error-free sums decided: theirs, recomputed
-        f[rows, cols], b[rows, cols] = compensate(tensors, list(zip(rows.tolist(), cols.tolist())))
     f_cert, b_cert = np.array(table.floats), np.array(table.bounds)
     wide = np.isfinite(b_cert) & (b_cert > np.nextafter(BOUND_FACTOR * b, np.inf))
     if wide.any():
@@ -125,7 +131,8 @@ def _check(tensors: Tensors, table: reading.Table, f, b, digits: int, read: Read
                     f"{place(tensors, name, r, c)}: {shown} is not the rounding of every point of the "
                     f"float64 path's interval, which rounds to {text(q_row[c], e_row[c])}"
                 )
-    decided = decide_beyond(tensors, name, beyond, digits)
+    decided = _tight(tight, beyond, digits) if tight is not None else {}
+    decided |= decide_beyond(tensors, name, [x for x in beyond if x not in decided], digits)
     for r, c in beyond:
         shown = table.values[r][c]
         if (r, c) not in decided:
@@ -133,6 +140,25 @@ def _check(tensors: Tensors, table: reading.Table, f, b, digits: int, read: Read
         elif decided[(r, c)] != shown:
             failures.append(f"{place(tensors, name, r, c)}: {shown}, but the exact value rounds to {decided[(r, c)]}")
     return failures
+
+
+def _tight(tight: tuple, beyond: list[tuple[int, int]], digits: int) -> dict[tuple[int, int], str]:
+    """{(row, column): the value shown} of the entries in ``beyond`` whose tight interval (a float and a bound
+    for each of ``tight``'s entries) rounds to one value at every point, shown as decide_beyond shows them:
+    the exact value lies in it, so it rounds to that value too."""
+    pairs, value, error = tight
+    at = {key: p for p, key in enumerate(pairs)}
+    asked = [key for key in beyond if key in at]
+    if not asked:
+        return {}
+    where = np.array([at[key] for key in asked])
+    lo, hi = float64.interval(value[where], error[where])
+    ok, _, _ = significant_many(lo, hi, digits)
+    return {
+        key: str(significant_exact(Fraction(a), digits))
+        for key, good, a in zip(asked, ok.tolist(), lo.tolist())
+        if good
+    }
 
 
 def _bind(named: Any, mine: Tensors, read: Reader) -> None:

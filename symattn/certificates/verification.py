@@ -24,6 +24,41 @@ class Verification:
         return not self.failures and self.checked > 0
 
 
+# what a failure line of these verifiers says, and the verdict's words for one value and for n: the last
+# line of a failed run, counted as the standalone verifier counts its own (symattn/verifier/__main__.py)
+REFUTED = (
+    (
+        ("is not the rounding of", "but the exact value rounds to"),
+        "does not round to the value shown",
+        "do not round to the value shown",
+    ),
+    (
+        ("does not hold",),
+        "has a float ± bound that does not hold the one recomputed",
+        "have a float ± bound that does not hold the one recomputed",
+    ),
+    (("outside",), "lies outside its bounds", "lie outside their bounds"),
+    (("not decided",), "is not decided", "are not decided"),
+)
+FILE = "not the file certified"
+
+
+def verdict(failures: tuple[str, ...]) -> str:
+    """``NOT verified: 1 file is not the file certified; 3 values do not round to the value shown``."""
+    files = sum(FILE in line for line in failures)
+    parts = ["1 file is not the file certified" if files == 1 else f"{files} files are not the files certified"]
+    parts = parts if files else []
+    left = [line for line in failures if FILE not in line]
+    for phrases, one, many in REFUTED:
+        n = sum(any(p in line for p in phrases) for line in left)
+        left = [line for line in left if not any(p in line for p in phrases)]
+        if n:
+            parts.append(f"1 value {one}" if n == 1 else f"{n} values {many}")
+    if left:  # a line of another kind (the form of a bound, say)
+        parts.append("1 value fails its check" if len(left) == 1 else f"{len(left)} values fail their check")
+    return "NOT verified: " + ("; ".join(parts) or "no value was checked")
+
+
 def round_significant(x: Fraction, digits: int) -> Fraction:
     """x rounded half-up (away from zero on ties) to ``digits`` significant digits, exactly."""
     if x == 0:
@@ -39,4 +74,4 @@ def round_significant(x: Fraction, digits: int) -> Fraction:
     return (q * unit) * (1 if x > 0 else -1)
 
 
-__all__ = ["CLAIM", "Verification", "round_significant"]
+__all__ = ["CLAIM", "REFUTED", "Verification", "round_significant", "verdict"]

@@ -370,6 +370,7 @@ def _verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from symattn.certificates.exact_verifier import verify
+    from symattn.certificates.verification import verdict
     from symattn.input import limits
     from symattn.input.files import read_table
 
@@ -383,6 +384,7 @@ def _verify(args: argparse.Namespace) -> int:
         _emit(f"{args.certificate}: {result.checked} values verified: {result.claim}\n" + paths + files, None)
         return 0
     _emit(files, None)
+    say(f"{args.certificate}: {verdict(result.failures)}")  # last: a failed run never ends on a file's "matches"
     return 1
 
 

@@ -17,7 +17,7 @@ from symattn.kernel.cores import map_forked
 from symattn.kernel.float64 import SAFETY, TINY, Head, Split, U, exps, extra_term, gamma, joined
 
 _SPLITTER = 2.0**27 + 1  # Veltkamp: hi keeps 26 bits
-PAIRS = 512  # pairs summed at once: a few m × PAIRS arrays of their terms (32 MB each at 8192 keys)
+PAIRS = 64  # pairs summed at once: a few PAIRS × 2m arrays of their terms (8 MB each at 8192 keys)
 STEP = 256  # query rows of one exp stage (float64.exps)
 
 
@@ -25,6 +25,45 @@ def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)  # Knuth: s + err = a + b exactly
+
+
+def _sum2(terms: np.ndarray) -> np.ndarray:
+    """Ogita, Rump and Oishi's Sum2 of each row of ``terms`` (a first column of zeros, then the terms), left to
+    right: float for float what the loop ``s, q = _two_sum(s, t); c += q`` (s = c = 0 first) and then s + c
+    give, in a few numpy calls. The running sums s_j are np.add.accumulate from 0 (that recursion,
+    s_j = fl(s_{j−1} + t_j), where a reduction may sum pairwise), each TwoSum's error comes from
+    (s_{j−1}, t_j, s_j) by Knuth's operations, and c is their running sum in the same order."""
+    run = np.add.accumulate(terms, axis=1)
+    before, after = run[:, :-1], run[:, 1:]
+    bb = after - before
+    q = np.subtract(after, bb)
+    np.subtract(before, q, out=q)
+    t = terms[:, 1:]
+    np.subtract(t, bb, out=bb)
+    np.add(q, bb, out=bb)  # each TwoSum's error; then c, from 0 in the first column again
+    terms[:, 1:] = bb
+    return run[:, -1] + np.add.accumulate(terms, axis=1)[:, -1]
+
+
+def _accumulated(terms: np.ndarray) -> np.ndarray:
+    """Each row's sum, from 0 left to right, as ``total += t`` rounds it (a first column of zeros)."""
+    return np.add.accumulate(terms, axis=1)[:, -1]
+
+
+def _with_zero(terms: np.ndarray) -> np.ndarray:
+    out = np.empty((terms.shape[0], terms.shape[1] + 1))
+    out[:, 0] = 0.0
+    out[:, 1:] = terms
+    return out
+
+
+def _products(H: np.ndarray, L: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """Each row's terms in Sum2's order after a 0, key by key: hi·v, then lo·v (each exact)."""
+    terms = np.empty((H.shape[0], 2 * H.shape[1] + 1))
+    terms[:, 0] = 0.0
+    np.multiply(H, V, out=terms[:, 1::2])
+    np.multiply(L, V, out=terms[:, 2::2])
+    return terms
 
 
 def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -58,48 +97,60 @@ def _sums(data: tuple, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The error-free sums of the rows of one exp stage (rows[start : start + STEP]): where their pairs are
     in ``pairs``, their values and error bounds."""
     head, pairs, at, stages = data
-    m, step = head.K.shape[0], STEP
-    E, eE, eps, under, _, extra = stages[start // STEP]
-    chunk = range(start, start + E.shape[0])
-    s, c = np.zeros(len(chunk)), np.zeros(len(chunk))
-    for e in np.ascontiguousarray(E.T):  # Sum2 of each row, key by key (a row of E.T: a key's exps)
-        s, q = _two_sum(s, e)
-        c += q
-    ell = s + c
+    mine = [(n, i, k) for n, (i, k) in enumerate(pairs) if start <= at[i] < start + STEP]
+    where = np.array([n for n, _, _ in mine])
+    r = np.array([at[i] - start for _, i, _ in mine])
+    cols = np.array([k for _, _, k in mine])
+    return (where, *stage_outputs(head, stages[start // STEP], r, cols))
+
+
+def stage_outputs(
+    head: Head, stage: tuple, r: np.ndarray, cols: np.ndarray, per_key: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Values and error bounds of the outputs at (row r of the stage, column) by the error-free sums of the
+    stage's exps (float64.exps and extra_term of its rows, as a block keeps them with blocks(stages=True)).
+
+    Where ``per_key`` (a flag per pair) is set, the exps' part of the bound is also formed key by key, the
+    smaller kept: Σ_j eE_j·|v_j| (each exp's own bound, TINY where it underflowed) rather than
+    max_j eps_j · Σ_j E_j|v_j| (the row's largest eps times B). Both bound |Σ_j E_j·v_j − Σ_j e^(t_j)·v_j|, the
+    first term by term (|E_j − e^(t_j)| ≤ eE_j); its float sum, m non-negative products rounded once each, is
+    below the exact one by at most γ_{m+1} of it, so times 1 + 2γ_{m+1} it is above. It is tighter (about 0.8
+    of the other at 4096 keys, where it decides half the outputs the other leaves open): the keys far below
+    the row's maximum, whose eps is largest, weigh least.
+    """
+    m = head.K.shape[0]
+    E, eE, eps, under, _, extra = stage
+    ell = _sum2(_with_zero(E))  # Sum2 of each row, key by key
     e_ell = SAFETY * (U * ell + gamma(m) ** 2 * ell * 2 + np.sum(eE, axis=1))
     ell, e_ell = joined(ell, e_ell, extra)
     eps_row = np.max(eps, axis=1)
     tiny_row = np.where(np.any(under, axis=1), TINY, 0.0)
-    mine = [(n, i, k) for n, (i, k) in enumerate(pairs) if start <= at[i] < start + step]
-    where = np.array([n for n, _, _ in mine])
-    r = np.array([at[i] - start for _, i, _ in mine])
-    cols = np.array([k for _, _, k in mine])
     hi, lo = _split(E)
-    N, B, V1 = np.empty(len(mine)), np.empty(len(mine)), np.empty(len(mine))
-    # PAIRS pairs at a time, each pair's terms contiguous, key by key: a few m × PAIRS arrays, never m × pairs
+    N, B, V1, W = np.empty(len(r)), np.empty(len(r)), np.empty(len(r)), np.empty(len(r))
+    # PAIRS pairs at a time, each pair's terms a row, key by key: a few PAIRS × 2m arrays, never pairs × m
     # (a stage of 256 rows may hold 30,000 pairs: 2 GB an array at 8192 keys)
-    for part in range(0, len(mine), PAIRS):
+    for part in range(0, len(r), PAIRS):
         some = slice(part, part + PAIRS)
-        H, L = np.ascontiguousarray(hi[r[some]].T), np.ascontiguousarray(lo[r[some]].T)
-        Vc = np.ascontiguousarray(head.V[:, cols[some]])
-        s, c, b = np.zeros(H.shape[1]), np.zeros(H.shape[1]), np.zeros(H.shape[1])
-        for j in range(m):  # Sum2 of the 2m exact products of each pair; Σ e|v| key by key beside it
-            s, q = _two_sum(s, H[j] * Vc[j])
-            c += q
-            s, q = _two_sum(s, L[j] * Vc[j])
-            c += q
-            b += (H[j] + L[j]) * np.abs(Vc[j])
-        N[some] = s + c
+        H, L = hi[r[some]], lo[r[some]]
+        Vc = head.V[:, cols[some]].T
+        N[some] = _sum2(_products(H, L, Vc))  # the 2m exact products of each pair
+        b = _accumulated(_with_zero((H + L) * np.abs(Vc)))  # Σ e|v| key by key
         B[some] = b * (1 + 2 * gamma(m))  # rounded up: γ_m covers the sum's roundings, in any order
-        V1[some] = np.abs(Vc).sum(0)  # Σ |v|
+        if per_key is not None:
+            with np.errstate(invalid="ignore"):  # inf · 0: no bound
+                W[some] = (eE[r[some]] * np.abs(Vc)).sum(axis=1) * (1 + 2 * gamma(m + 1))
+    for part in range(0, len(r), 512):  # Σ |v|, summed as before (a column of 512 pairs' at a time)
+        V1[part : part + 512] = np.abs(head.V[:, cols[part : part + 512]]).sum(0)
     eN = SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + eps_row[r] * B + tiny_row[r] * V1)
+    if per_key is not None:  # fmin: a NaN is no bound
+        eN = np.where(per_key, np.fmin(eN, SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + W)), eN)
     L, eL = ell[r], e_ell[r]
     O = N / L
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.where(L > eL, L * (L - eL), 0.0)
         eO = SAFETY * (U * np.abs(O) + eN / L + (np.abs(N) + eN) * eL / room)
     eO[~np.isfinite(eO)] = np.inf
-    return where, O, eO
+    return O, eO
 
 
-__all__ = ["outputs"]
+__all__ = ["outputs", "stage_outputs"]

@@ -162,6 +162,7 @@ class Block:
     shift: np.ndarray  # each row's maximum scaled score M (a float): the sum below is of e^(z − M)
     total: np.ndarray  # Σ e^(z − M), a column
     total_error: np.ndarray
+    stage: tuple | None = None  # with blocks(stages=True): the rows' exps (exps, and extra_term's)
 
 
 def head(
@@ -189,13 +190,23 @@ def head(
     return ModHead(Q, K, V, scale, error, exact_scale, allowed, factor, mods)
 
 
-def blocks(head: Head, weights: bool = True, block: int = BLOCK, split: Split | None = None) -> Iterator[Block]:
+def blocks(
+    head: Head,
+    weights: bool = True,
+    block: int = BLOCK,
+    split: Split | None = None,
+    stages: bool = False,
+    rows: tuple[int, int] | None = None,
+) -> Iterator[Block]:
     """The head's weights (only with ``weights``) and output with their error bounds, block by block;
-    ``split``: K's (Split.of(head.K)), where the caller has it already."""
+    ``split``: K's (Split.of(head.K)), where the caller has it already; with ``stages`` each block keeps its
+    exp stage, for sums redone from the same exps (compensated.stage_outputs); ``rows``: only the query rows
+    [start, stop), start a multiple of ``block`` (the blocks are those of the whole pass)."""
     split, absV = Split.of(head.K) if split is None else split, np.abs(head.V)
-    for start in range(0, head.Q.shape[0], block):
+    first, end = (0, head.Q.shape[0]) if rows is None else rows
+    for start in range(first, end, block):
         with np.errstate(invalid="ignore", over="ignore"):  # 0·inf and overflow leave no bound: inf below
-            yield _block(head, start, min(start + block, head.Q.shape[0]), weights, split, absV)
+            yield _block(head, start, min(start + block, end), weights, split, absV, stages)
 
 
 def exact_s(d: int) -> int:
@@ -312,7 +323,7 @@ def joined(ell: np.ndarray, e_ell: np.ndarray, term: tuple[np.ndarray, np.ndarra
     return total, SAFETY * (e_ell + term[1].reshape(ell.shape) + U * total)
 
 
-def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV: np.ndarray) -> Block:
+def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV: np.ndarray, keep: bool) -> Block:
     m = head.K.shape[0]
     width = math.isqrt(m - 1) + 1  # keys per chunk: sums of chunk sums lose γ_{width + chunks}, not γ_m
     chunks = -(-m // width)
@@ -320,7 +331,8 @@ def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV:
     E, eE, eps, under, M = exps(head, slice(start, stop), split)
     ell = _chunked(E, width, chunks)
     e_ell = SAFETY * (g_sum * ell + np.sum(eE, axis=1, keepdims=True))
-    ell, e_ell = joined(ell, e_ell, extra_term(head, slice(start, stop), M))  # a logit with no value: its e^(s − M)
+    extra = extra_term(head, slice(start, stop), M)
+    ell, e_ell = joined(ell, e_ell, extra)  # a logit with no value: its e^(s − M)
     eps_row = np.max(eps, axis=1, keepdims=True)
     tiny_row = np.where(np.any(under, axis=1, keepdims=True), TINY, 0.0)
     N = _chunked(E, width, chunks, head.V)
@@ -335,7 +347,7 @@ def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV:
         A, eA = divided(E, eE, ell, e_ell)
     else:
         A = eA = np.empty((0, 0))
-    return Block(start, stop, A, eA, O, eO, M, ell, e_ell)
+    return Block(start, stop, A, eA, O, eO, M, ell, e_ell, (E, eE, eps, under, M, extra) if keep else None)
 
 
 def divided(E: np.ndarray, eE: np.ndarray, ell: np.ndarray, e_ell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

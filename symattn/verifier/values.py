@@ -78,15 +78,19 @@ def rows(raw: Any, key: str, count: int | None, width: int | None, what: str) ->
 _EXPONENT = r"(?:\+(?:0|[1-9]\d{0,2}|10[01]\d|102[0-3])|-(?:[1-9]\d{0,2}|10[01]\d|102[0-2]))"
 HEX = re.compile(rf"-?0x(?:1\.[0-9a-f]{{13}}p{_EXPONENT}|0\.(?!0{{13}})[0-9a-f]{{13}}p-1022|0\.0p\+0)")
 _HEX_INF = re.compile(rf"{HEX.pattern}|inf")
+# a whole row at once, its texts joined by commas (which no text of either form holds): one match in C
+_ROW = re.compile(rf"(?:{HEX.pattern})(?:,(?:{HEX.pattern}))*")
+_ROW_INF = re.compile(rf"(?:{_HEX_INF.pattern})(?:,(?:{_HEX_INF.pattern}))*")
 
 
 def floats(raw: Any, key: str, count: int | None, width: int | None, what: str, inf: bool = False) -> list[list[float]]:
     """Rows of float.hex texts as floats: each the text float.hex gives its own value, finite (or inf)."""
     out = []
-    form = _HEX_INF if inf else HEX
+    form = _ROW_INF if inf else _ROW
     for i, row in enumerate(rows(raw, key, count, width, what), 1):
-        try:  # the usual row: every text of float.hex's form, checked in C
-            if all(map(form.fullmatch, row)):
+        try:  # the usual row: every text of float.hex's form (as many as the commas say), checked in C
+            joined = ",".join(row)
+            if joined.count(",") == len(row) - 1 and form.fullmatch(joined):
                 out.append(list(map(float.fromhex, row)))
                 continue
         except TypeError:  # not a string: the check below names it
