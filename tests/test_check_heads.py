@@ -168,7 +168,7 @@ def test_q_k_v_claims_are_the_whole_projections(tmp_path):
     path.write_text(json.dumps({"spec": str(spec), "claims": claims}), encoding="utf-8")
     got = {(v.claim.key, v.row_label, v.col_label): v.verdict for v in check(None, str(path)).results}
     assert got[("claims.Q", "it", 3)] == "wrong"
-    assert got[("claims.h2.Q[3][2]", "it", 4)] == "exact"  # head 2's column 2 is column 4 of Q
+    assert got[("claims.h2.Q[3][2]", "it", 2)] == "exact"  # head 2's column 2 (column 4 of Q), named as written
     assert got[("claims.h1.scores[3][1]", "it", "cat")] == "exact"  # 1.30 × 1.00 + 0.20 × 0.25: head 1's columns
     assert got[("claims.h2.scores[3][1]", "it", "cat")] == "carried"  # 1.20 × 1.00 + 0.40 × 0.00 (exactly 1.1)
 

@@ -22,7 +22,7 @@ from symattn.exact.base import Rounding, integer_matrix
 from symattn.exact.numeric import Fixed
 from symattn.exact.rounding import exact_or_rounded, from_model
 from symattn.input.records import record
-from symattn.variants.mla import Fractions, LatentOutput, Latents, Mla, MlaPart, claimed_head, numerals, product
+from symattn.variants.mla import Fractions, LatentOutput, Latents, Mla, MlaPart, numerals, product
 
 RATIONAL = MlaPart.exact_products
 
@@ -124,7 +124,7 @@ def _sum(pairs: list[tuple[Value, Value]]) -> Value:
 
 def carried(chain: Any, setting: Mla, quantity: str, row: int, col: int | None, head: Any) -> Any:
     """An MLA quantity from the claimant's own numbers before it: the latent from X and W_DKV (inputs), q̃ from
-    their Q (its head's q_nope columns), u from their weights and latent."""
+    their Q (its head's q_nope columns), u from their weights and latent (one c_KV, claimed without a head)."""
     assert col is not None  # each is a matrix
     if quantity == "latent":
         return rational(setting.latent[row][col]), False
@@ -134,7 +134,7 @@ def carried(chain: Any, setting: Mla, quantity: str, row: int, col: int | None, 
         return _sum([(chain.implied("Q", row, q0 + k), (rational(W[col][k].value), False)) for k in range(len(W[0]))])
     if quantity == "latent_output":
         keys = range(len(setting.X))
-        return _sum([(chain.implied("weights", row, j, head), chain.implied("latent", j, col, head)) for j in keys])
+        return _sum([(chain.implied("weights", row, j, head), chain.implied("latent", j, col)) for j in keys])
     return None
 
 
@@ -146,9 +146,7 @@ def carried_core(chain: Any, setting: Mla, quantity: str, row: int, col: int | N
         return None
     if quantity == "scores" and "absorbed_query" in chain.names:
         d_c = len(s.W_DKV[0])
-        pairs = [
-            (chain.implied("absorbed_query", row, c, head), chain.implied("latent", col, c, head)) for c in range(d_c)
-        ]
+        pairs = [(chain.implied("absorbed_query", row, c, head), chain.implied("latent", col, c)) for c in range(d_c)]
         turned = range(s.d_nope, s.d_nope + s.d_r)  # the decoupled dims: their Q′ and K′ there
         pairs += [(chain.implied("Q_rot", row, k, head), chain.implied("K_rot", col, k, head)) for k in turned]
         return _sum(pairs)
@@ -170,10 +168,7 @@ def carried_input(chain: Any, setting: Mla, quantity: str, row: int, col: int) -
         return None
     head = setting.of_head(h)
     W = head.W_UK if quantity == "K" else head.W_UV
-    latent = claimed_head(setting, h)
-    return _sum(
-        [(chain.implied("latent", row, c, latent), (rational(W[c][local].value), False)) for c in range(len(W))]
-    )
+    return _sum([(chain.implied("latent", row, c), (rational(W[c][local].value), False)) for c in range(len(W))])
 
 
 # --- the steps --------------------------------------------------------------------------------------------
