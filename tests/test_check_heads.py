@@ -395,8 +395,8 @@ def test_the_claims_file_syntax_of_several_heads(tmp_path):
     assert {v.verdict for v in report.results} <= {"exact", "rounded"}
     assert len(report.results) == 5 + 6 + 12
     text = render_report(report, "text")
-    assert "第 1 个头的 e^z 之和 (它)" in text
-    assert "第 2 个头的输出 (它, 第 2 列)" in text
+    assert "第 1 个头的 e^z 之和（它）" in text
+    assert "第 2 个头的输出（它，第 2 列）" in text
 
 
 @pytest.mark.parametrize(
@@ -412,10 +412,10 @@ def test_the_claims_file_syntax_of_several_heads(tmp_path):
         ),
         (
             "zh",
-            "#   量                                                给出的数  结论          精确值",
+            "#   量                                                 给出的数  结论          精确值",
             [
-                "1   查询 Q (猫, 第 1 列)                              0         错误          1 = 1",
-                "2   第 1 个头的 MLA 潜在输出 u = P c_KV (猫, 第 1 列) 1         正确舍入      0.945116 = ",
+                "1   查询 Q（猫，第 1 列）                              0         错误          1 = 1",
+                "2   第 1 个头的 MLA 潜在输出 u = P c_KV（猫，第 1 列） 1         正确舍入      0.945116 = ",
             ],
         ),
     ],

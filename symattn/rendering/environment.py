@@ -77,7 +77,12 @@ class _Loader(jinja2.BaseLoader):
 
 
 def _title_filter(fmt: str) -> Callable[[str], str]:
-    """A title: its text escaped, its ``$...$`` math re-emitted from the title-math parse tree."""
+    """A title: its text escaped, its ``$...$`` math re-emitted from the title-math parse tree (in plain text,
+    written out: ``$c_{KV}$`` is c_KV, as a terminal shows no TeX)."""
+    if fmt == "text":
+        from symattn.input.titlemath import plain_title
+
+        return plain_title
     escape, text_escape = ESCAPERS[fmt], MATH_TEXT_ESCAPERS[fmt]
     wrap = (lambda tex: f"${tex}$") if fmt == "text" else _inline_math(fmt)
 
