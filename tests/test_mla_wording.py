@@ -60,3 +60,39 @@ def test_the_hint_of_a_block_of_one_key_adds_its_one_term(client):
         "\\mathrm{acc}_{2,1} &amp;= r_{2}\\,\\mathrm{acc}_{1,1} + e^{z_{\\text{tea}} - m_{2}} V_{\\text{tea},1} = "
         "\\square\\times \\square + e^{-0.5 - \\square}\\times 2 \\\\\n"
     ) in html
+
+
+@pytest.mark.parametrize(
+    "lang, shared, intro, agree, own",
+    [
+        (
+            "en",
+            "## The latent $c_{KV}$, shared by every head (MLA)",
+            "Multi-head latent attention (DeepSeek-V2, V3)",
+            "Both routes give the same output, exactly",
+            "The head's own decoupled query part, $Q_R = X W_{QR}$ ($d_r = 2$); its key part $K_R = X W_{KR}$ is the "
+            "one above, shared by every head:",
+        ),
+        (
+            "zh",
+            "## 各头共用的潜在向量 $c_{KV}$（MLA）",
+            "多头潜在注意力（DeepSeek-V2、V3）",
+            "两条路线的输出完全相同",
+            "这个头自己的解耦查询部分 $Q_R = X W_{QR}$（$d_r = 2$）；键部分 $K_R = X W_{KR}$ 就是上面各头共用的那个：",
+        ),
+    ],
+)
+def test_what_the_heads_share_is_written_once_before_them(lang, shared, intro, agree, own):
+    from symattn.derivation.derive import derive
+    from symattn.rendering.renderer import render
+
+    text = render(derive(load_spec(builtin.example_path("mla-heads", lang))), "markdown")
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings[1:4] == [shared, *headings[2:4]] and headings[2].startswith(("## Head 1", "## 第 1 个头"))
+    before_heads, heads = text.split(headings[2])
+    # X, W_DKV, c_KV, the shared K_R and the routes' proof: once, before the heads
+    for once in (intro, agree, "c_{KV} = X W_{DKV} = \\begin{bmatrix}", "W_{KR}=\\begin{bmatrix}"):
+        assert text.count(once) == 1 and once in before_heads, once
+    # each head: its own blocks (W_Q, W_UK, W_UV, W_QR) and its absorbed query, no more
+    assert heads.count(own) == 2 and heads.count("W_{UK}=\\begin{bmatrix}") == 2
+    assert heads.count("\\tilde{q} = \\begin{bmatrix}") == 2 and "X=\\begin{bmatrix}" not in heads

@@ -189,6 +189,11 @@ class Part:
         """Its steps before the scores (how the Q, K, V it made came about)."""
         return ()
 
+    def before_heads(self, spec: Any, models: tuple[Any, ...]) -> tuple[Any, ...]:
+        """With several heads, its steps said once before them: what every head shares (each head's own step
+        then says only what is the head's)."""
+        return ()
+
     def carried_input(self, chain: Any, setting: Any, quantity: str, row: int, col: int) -> Any:
         """Q, K or V that it made, from the claimant's own numbers before them (None: the spec's value)."""
         return None

@@ -305,7 +305,7 @@ class MlaPart(Part):
         Quantity("absorbed_query", "scores", cols="dim", width="d_c", asked_by="scores", needs=NEEDS),
         Quantity("latent_output", "output", cols="dim", width="d_c", asked_by="output", needs=NEEDS),
     )
-    step_kinds = ("mla", "mla_output")
+    step_kinds = ("mla", "mla_output", "mla_shared")
     facts = (("toy_vs_real", "mla", None), ("toy_vs_real", "mla_weights", ()))
     rounded_read = True
     float64_in_mask = True  # all it does is in the spec's Q, K, V, made when it is read: compare's path takes them
@@ -430,6 +430,12 @@ class MlaPart(Part):
 
         setting = spec.setting(self.name)
         return () if setting is None else (latents_step(spec, model, setting),)
+
+    def before_heads(self, spec: Any, models: tuple[Any, ...]) -> tuple[Any, ...]:
+        from symattn.variants.mla_head import shared_step
+
+        setting = spec.setting(self.name)
+        return () if setting is None or setting.heads == 1 else (shared_step(spec, models, setting),)
 
     def after_weighted(self, spec: Any, model: Any, fig: Any) -> tuple[LatentOutput, ...]:
         from symattn.variants.mla_head import output_step

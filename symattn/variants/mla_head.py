@@ -13,14 +13,16 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import sympy
 from sympy import ImmutableMatrix
 
 from symattn.exact.base import Rounding, integer_matrix
+from symattn.exact.num import NumRows
 from symattn.exact.numeric import Fixed
 from symattn.exact.rounding import exact_or_rounded, from_model
+from symattn.input.reader import Numerals
 from symattn.input.records import record
 from symattn.variants.mla import Fractions, LatentOutput, Latents, Mla, MlaPart, numerals, product
 
@@ -174,43 +176,82 @@ def carried_input(chain: Any, setting: Mla, quantity: str, row: int, col: int) -
 # --- the steps --------------------------------------------------------------------------------------------
 
 
+def _shared(spec: Any, setting: Mla) -> dict[str, Any]:
+    """What one head's step and the heads' shared step both show: the sizes, X, W_DKV, c_KV and the query path."""
+    d, notation = spec.decimals, spec.notation
+    c_q = setting.query_latent
+    return {
+        "route": setting.route,
+        "d_model": len(setting.X[0]),
+        "d_c": len(setting.W_DKV[0]),
+        "d_k": setting.d_nope,
+        "X": setting.X,
+        "W_DKV": setting.W_DKV,
+        "latent": exact_or_rounded(setting.latent, d.scores, notation),
+        "query": setting.query,
+        "query_latent": None if c_q is None else exact_or_rounded(c_q, d.scores, notation),
+        "d_r": setting.d_r,
+        "W_KR": setting.W_KR,
+    }
+
+
 def latents_step(spec: Any, model: Any, setting: Mla) -> Latents:
     d, f, notation = spec.decimals, spec.focus, spec.notation
-    view = Latent(model, setting)
-    latent = exact_or_rounded(setting.latent, d.scores, notation)
-    c_q = setting.query_latent
     absorbed = exact_or_rounded(setting.absorbed, d.scores, notation)
     scores = product((setting.absorbed[f],), tuple(zip(*setting.latent)))
     Qn, Kn, QR, KR = (exact_or_rounded(m, d.scores, notation) if m else () for m in setting.parts)
     return Latents(
-        setting.route,
-        len(setting.X[0]),
-        len(setting.W_DKV[0]),
-        setting.d_nope,
-        setting.d_v,
-        setting.X,
-        setting.W_DKV,
-        latent,
-        setting.query,
-        None if c_q is None else exact_or_rounded(c_q, d.scores, notation),
-        spec.Q,
-        setting.W_UK,
-        setting.W_UV,
-        spec.K,
-        spec.V,
-        tuple(spec.Q[f][: setting.d_nope]),
-        absorbed[f],
-        exact_or_rounded(scores, d.scores, notation)[0],
-        view.routes_agree,
-        setting.d_r,
-        setting.W_QR,
-        setting.W_KR,
-        Qn,
-        Kn,
-        QR,
-        KR,
-        setting.head,
-        setting.of_heads,
+        **_shared(spec, setting),
+        d_v=setting.d_v,
+        Q=spec.Q,
+        W_UK=setting.W_UK,
+        W_UV=setting.W_UV,
+        K=spec.K,
+        V=spec.V,
+        q=tuple(spec.Q[f][: setting.d_nope]),
+        absorbed=absorbed[f],
+        scores=exact_or_rounded(scores, d.scores, notation)[0],
+        routes_agree=Latent(model, setting).routes_agree,
+        W_QR=setting.W_QR,
+        Q_nope=Qn,
+        K_nope=Kn,
+        Q_R=QR,
+        K_R=KR,
+        head=setting.head,
+        heads=setting.of_heads,
+    )
+
+
+@record
+class SharedLatent:
+    """What the heads of MLA share, said once before them: X, W_DKV and the latent c_KV, the queries' own latent
+    c_Q, the one decoupled key part K_R, and why both routes give one output (in every head)."""
+
+    kind: ClassVar[str] = "mla_shared"
+    route: str
+    d_model: int
+    d_c: int
+    d_k: int  # each head's d_nope
+    X: Numerals
+    W_DKV: Numerals
+    latent: NumRows
+    query: tuple[tuple[str, Numerals], ...]  # the query path (its last matrix is each head's, in blocks)
+    query_latent: NumRows | None  # c_Q = X W_DQ
+    routes_agree: bool  # in every head
+    heads: int
+    d_r: int = 0
+    W_KR: Numerals | None = None
+    K_R: NumRows = ()
+    head: None = None  # no head's own: the template shows what every head shares
+
+
+def shared_step(spec: Any, models: tuple[Any, ...], setting: Mla) -> SharedLatent:
+    K_R = setting.parts[3]
+    return SharedLatent(
+        **_shared(spec, setting),
+        routes_agree=all(Latent(model, setting.of_head(h)).routes_agree for h, model in enumerate(models)),
+        heads=setting.heads,
+        K_R=exact_or_rounded(K_R, spec.decimals.scores, spec.notation) if K_R else (),
     )
 
 
@@ -220,4 +261,14 @@ def output_step(spec: Any, model: Any, fig: Any, setting: Mla) -> LatentOutput:
     return LatentOutput(u[spec.focus], setting.W_UV, fig.output[spec.focus], view.routes_agree)
 
 
-__all__ = ["RATIONAL", "Latent", "carried", "carried_core", "carried_input", "latents_step", "output_step"]
+__all__ = [
+    "RATIONAL",
+    "Latent",
+    "SharedLatent",
+    "carried",
+    "carried_core",
+    "carried_input",
+    "latents_step",
+    "output_step",
+    "shared_step",
+]
