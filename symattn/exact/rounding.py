@@ -201,7 +201,12 @@ def from_model(
 
 
 def _percent(weights: NumRows, shift: int = 2) -> NumRows:
-    return tuple(tuple(Num(w.value.scaleb(shift), w.exact, w.scientific) for w in row) for row in weights)
+    def scaled(x: Decimal) -> Decimal:  # an exact 0.5 is 50, not 5E+1
+        y = x.scaleb(shift)
+        exponent = y.as_tuple().exponent
+        return y.quantize(Decimal(1)) if isinstance(exponent, int) and exponent > 0 and y.is_finite() else y
+
+    return tuple(tuple(Num(scaled(w.value), w.exact, w.scientific) for w in row) for row in weights)
 
 
 def _fractions(rows: NumRows) -> list[list[Fraction]]:
