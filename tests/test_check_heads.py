@@ -168,7 +168,7 @@ def test_q_k_v_claims_are_the_whole_projections(tmp_path):
     path.write_text(json.dumps({"spec": str(spec), "claims": claims}), encoding="utf-8")
     got = {(v.claim.key, v.row_label, v.col_label): v.verdict for v in check(None, str(path)).results}
     assert got[("claims.Q", "it", 3)] == "wrong"
-    assert got[("claims.h2.Q[3][2]", "it", 4)] == "exact"  # head 2's column 2 is column 4 of Q
+    assert got[("claims.h2.Q[3][2]", "it", 2)] == "exact"  # head 2's column 2 (column 4 of Q), named as written
     assert got[("claims.h1.scores[3][1]", "it", "cat")] == "exact"  # 1.30 × 1.00 + 0.20 × 0.25: head 1's columns
     assert got[("claims.h2.scores[3][1]", "it", "cat")] == "carried"  # 1.20 × 1.00 + 0.40 × 0.00 (exactly 1.1)
 
@@ -395,8 +395,8 @@ def test_the_claims_file_syntax_of_several_heads(tmp_path):
     assert {v.verdict for v in report.results} <= {"exact", "rounded"}
     assert len(report.results) == 5 + 6 + 12
     text = render_report(report, "text")
-    assert "第 1 个头的 e^z 之和 (它)" in text
-    assert "第 2 个头的输出 (它, 第 2 列)" in text
+    assert "第 1 个头的 e^z 之和（它）" in text
+    assert "第 2 个头的输出（它，第 2 列）" in text
 
 
 @pytest.mark.parametrize(
@@ -412,10 +412,10 @@ def test_the_claims_file_syntax_of_several_heads(tmp_path):
         ),
         (
             "zh",
-            "#   量                                                给出的数  结论          精确值",
+            "#   量                                                 给出的数  结论          精确值",
             [
-                "1   查询 Q (猫, 第 1 列)                              0         错误          1 = 1",
-                "2   第 1 个头的 MLA 潜在输出 u = P c_KV (猫, 第 1 列) 1         正确舍入      0.945116 = ",
+                "1   查询 Q（猫，第 1 列）                              0         错误          1 = 1",
+                "2   第 1 个头的 MLA 潜在输出 u = P c_KV（猫，第 1 列） 1         正确舍入      0.945116 = ",
             ],
         ),
     ],

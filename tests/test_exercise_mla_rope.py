@@ -43,7 +43,8 @@ def test_the_draw_varies_w_qr_and_keeps_the_turn(tmp_path):
     assert v.mapping["rope_cos"] == [[1], ["0.6"], [0]]
     # q̃ of "sat", its scores (the latent's part plus the turned parts' product), its weights
     assert [str(x.value) for x in sheets.answer_values(v)][6:14] == [
-        *("1.5", "-0.5", "2.500", "0.100", "-1", "0.678", "0.204", "0.118"),
+        # the scores are exact (rational cos and sin): one width across their matrix, as the document writes them
+        *("1.5", "-0.5", "2.50", "0.10", "-1.00", "0.678", "0.204", "0.118"),
     ]
 
 

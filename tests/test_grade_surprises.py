@@ -254,7 +254,7 @@ def test_a_class_of_30_without_surprises(tmp_path, monkeypatch):
         "- s22 (s22/answers.toml)：分数 S（sat）全写成 0；由它沿用的 8 个数按“沿用平凡答案”（carried-trivial）计分"
         in text
     )
-    assert "| s24 |  | " in text and "$S/\\sqrt{d_k}$ (sat, cat) |" in text and "scaled[3][2]" not in text
+    assert "| s24 |  | " in text and "$S/\\sqrt{d_k}$（sat，cat） |" in text and "scaled[3][2]" not in text
     # the return that never finished is named by its own file, and every other return was graded
     assert "- a-slow.toml：未能评分：a-slow.toml: took longer than 0." in text
     assert "已评分 24 份，未能评分 1 份，6 人没有交。" in text  # s25-s30 left their files as handed out

@@ -160,9 +160,11 @@ def test_the_question_states_the_table_and_the_route_not_q_k_v(variants):
         "<p>\\(W_Q = \\begin{bmatrix}0.5 &amp; 1.0 \\\\ -0.5 &amp; 1.0 \\\\ 0.0 &amp; 1.0\\end{bmatrix}\\)</p>" in text
     )
     assert "<p>Work out the row of the token “<span" in text  # the latent of every key is no row to work out
-    assert "<li>MLA latent output u = P c_KV: 3 decimal places</li>" in text and "<li>MLA latent c_KV" not in text
+    # the formulas in the quantities' names are math, as the other formulas of the question are
+    assert "<li>MLA latent output \\(u = P\\, c_{KV}\\): 3 decimal places</li>" in text and "<li>MLA latent" in text
+    assert "u = P c_KV" not in text
     rest, _ = moodle_gaps(text)
-    assert "<td>MLA latent c_KV</td><td><span" in rest and "</span></td><td>column 2</td><td>{#2}</td>" in rest
+    assert "<td>MLA latent \\(c_{KV}\\)</td><td><span" in rest and "</span></td><td>column 2</td><td>{#2}</td>" in rest
 
 
 def test_chinese_feedback_names_the_mla_slip(variants):
@@ -186,11 +188,11 @@ def test_qti_items(variants):
     shown = [i.find(f"{QTI}presentation/{QTI}material/{QTI}mattext").text for i in items]
     assert (
         shown[1]
-        == '<p>MLA latent c_KV: row <span class="nolink tex2jax_ignore mathjax_ignore">the</span>, column 1.</p>'
+        == '<p>MLA latent \\(c_{KV}\\): row <span class="nolink tex2jax_ignore mathjax_ignore">the</span>, column 1.</p>'
     )
     assert shown[16] == (
-        '<p>MLA latent output u = P c_KV: row <span class="nolink tex2jax_ignore mathjax_ignore">sat</span>, column 2.'
-        "</p><p>MLA latent output u = P c_KV: 3 decimal places</p>"
+        '<p>MLA latent output \\(u = P\\, c_{KV}\\): row <span class="nolink tex2jax_ignore mathjax_ignore">sat</span>, '
+        "column 2.</p><p>MLA latent output \\(u = P\\, c_{KV}\\): 3 decimal places</p>"
     )
     assert "<th>\\(X\\)</th>" in shown[0]
 

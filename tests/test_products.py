@@ -97,7 +97,7 @@ def test_the_report_names_each_term_in_both_languages_and_json():
         render_report(report, "text")
     )
     zh = check(load_spec(builtin.example_path("seed", "zh")), claims)
-    assert "  S 的部分积 (它, 小猫, 第 2 项): 0.03 — 错误\n" in render_report(zh, "text")
+    assert "  S 的部分积（它，小猫，第 2 项）：0.03——错误\n" in render_report(zh, "text")
     data = report_data(report)["claims"]
     assert [(c["quantity"], c["row"], c["col"], c["term"], c["verdict"]) for c in data] == [
         ("products.scores", "it", "cat", 1, "exact"),
@@ -225,5 +225,5 @@ def test_a_report_of_terms_compiles_and_parses(latex, katex, tmp_path, lang, eng
     pdf = latex(render_report(report, "latex", standalone=True), engine, tmp_path)
     assert pdf.stat().st_size > 0
     markdown = render_report(report, "markdown")
-    assert ("column 1, term 3" if lang == "en" else "第 1 列, 第 3 项") in markdown
+    assert ("column 1, term 3" if lang == "en" else "第 1 列，第 3 项") in markdown
     assert katex(markdown) == []

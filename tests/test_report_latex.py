@@ -87,7 +87,7 @@ def test_table_and_quantities_typeset(lang):
         assert "exact: 9, rounded: 20, carried: 6, last-digit: 2, wrong: 5" in tex
     else:
         assert rows[16] == (
-            r"17 & 缩放后 \(S/\sqrt{d_k}\) (它, 小猫) & \(0\) & \(.650\) & "
+            r"17 & 缩放后 \(S/\sqrt{d_k}\)（它，小猫） & \(0\) & \(.650\) & "
             r"\textbf{末位差一}（截断而非四舍五入） & \(0\) & \(.650538\) \\"
         )
         assert "精确：9、正确舍入：20、沿用前面的数：6、末位差一：2、错误：5" in tex

@@ -226,29 +226,31 @@ def test_the_angle_s_rule_says_d_k_then_puts_its_value_in(keys, theta):
     assert "-2(t-1)/2}" not in text and "-2(t-1)/4}" not in text
 
 
-def test_a_rotated_matrix_shows_its_exact_numbers_with_its_decimals():
+def test_a_rotated_matrix_shows_its_exact_numbers_in_their_own_form():
     from symattn.derivation.derive import derive
     from symattn.rendering.renderer import render
 
     text = render(derive(load_spec(builtin.example_path("rope", "en"))), "markdown")
-    # position 0 is not turned: its exact 1 and 0 are written with the matrix's three decimals
-    assert r"Q'\approx\begin{bmatrix}1.000 & 1.000 & 0.000 & 1.000 \\ 0.540 & 0.990 & 0.841 & 1.010 \\ " in text
-    assert r"Q'K'^\top&:\ [1.009,\ 1.583,\ 2.540,\ 3.000]" in text
+    # position 0 is not turned: its exact 1 and 0 are written as in Q, not padded to the rounded entries' decimals
+    assert r"Q'\approx\begin{bmatrix}1 & 1 & 0 & 1 \\ 0.540 & 0.990 & 0.841 & 1.010 \\ " in text
+    assert r"Q'K'^\top&:\ [1.009,\ 1.583,\ 2.540,\ 3]" in text
 
 
-def test_same_decimals_pads_only_exact_numbers_with_fewer_decimals():
+def test_exact_numbers_keep_their_own_shortest_form_beside_rounded_ones():
     from decimal import Decimal
 
     from symattn.exact.num import Num
-    from symattn.rendering.numbers import same_decimals, tex_number
+    from symattn.exact.rounding import exact_width
+    from symattn.rendering.numbers import tex_number
 
     def row(*xs):
         return tuple(Num(Decimal(v), exact) for v, exact in xs)
 
-    rows = (row(("1", True), ("0.540", False), ("0.0625", True)), row(("-2", True), ("0", True), ("0.5", True)))
-    assert [[tex_number(x) for x in r] for r in same_decimals(rows)] == [
-        ["1.000", "0.540", "0.0625"],
-        ["-2.000", "0.000", "0.500"],
+    mixed = (row(("1", True), ("0.540", False), ("0.0625", True)), row(("-2", True), ("0.000", True), ("2.500", True)))
+    assert [[tex_number(x) for x in r] for r in exact_width(mixed)] == [
+        ["1", "0.540", "0.0625"],
+        ["-2", "0", "2.5"],
     ]
-    exact = (row(("1", True), ("0.5", True)),)
-    assert same_decimals(exact) == exact  # nothing rounded: exact numbers keep their own digits
+    # exact numbers only: one width, the fewest decimals that show each of them
+    exact = (row(("1", True), ("0.500", True)), row(("-2", True), ("0.25", True)))
+    assert [[tex_number(x) for x in r] for r in exact_width(exact)] == [["1.00", "0.50"], ["-2.00", "0.25"]]

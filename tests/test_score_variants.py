@@ -436,7 +436,7 @@ def test_reports_name_the_biased_scores_z(lang, softcap, name):
         spec = load_spec({**BASE, "lang": lang, "alibi": True, "softcap": softcap})
     report = check(spec, {"claims": {"scaled[2][1]": "-0.36"}})
     text = render_report(report, "text")
-    assert f"1   {name} (" in text
+    assert f"1   {name}{' (' if lang == 'en' else '（'}" in text
     assert "S/√d_k" not in text
     md = render_report(report, "markdown")
     assert name.replace(" z", " $z$") in md

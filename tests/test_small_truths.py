@@ -272,7 +272,7 @@ def test_a_too_coarse_sum_of_the_claimants_terms_is_explained_by_their_terms():
 
 
 def test_the_summary_counts_as_carried_only_what_follows_the_lost_precision():
-    lost = "精度在分数 S (它, 小猫) 处丢失：0.9 的小数位数少于要求的 3 位"
+    lost = "精度在分数 S（它，小猫）处丢失：0.9 的小数位数少于要求的 3 位"
     # 0.636 = 0.9/√2 and 1.889 = e^0.636, carried from the coarse 0.9
     zh = _terms_report({"scores[3][1]": "0.9", "scaled[3][1]": "0.636", "exp[3][1]": "1.889"}, "zh")
     assert f"  {lost}；此后由它推出的数记为沿用。\n" in zh

@@ -151,7 +151,7 @@ def test_one_unit_off_an_mla_latent_of_the_given_decimals_is_wrong():
     report = check(load_spec(MLA), {"claims": {"h1.latent[3][1]": "0.6", "h2.latent[3][1]": "0.5"}})
     assert [v.verdict for v in report.results] == ["wrong", "exact"]
     assert (
-        "  MLA latent c_KV of head 1 (fast, column 1): 0.6 — wrong\n    1×0.5 + 1×0 + 0×1 = 0.5; correctly rounded: 0.5\n"
+        "  MLA latent c_KV (fast, column 1): 0.6 — wrong\n    1×0.5 + 1×0 + 0×1 = 0.5; correctly rounded: 0.5\n"
     ) in render_report(report, "text")
 
 

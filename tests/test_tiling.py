@@ -162,10 +162,10 @@ def test_accumulator_claims_take_three_indices_and_whole_blocks():
         (
             "zh",
             [
-                "运行最大值 m (第 2 块, d)",
-                "累加器 acc (第 2 块, d, 第 1 列)",
-                "累加器 acc (第 2 块, d, 第 2 列)",
-                "对数求和指数 LSE (d)",
+                "运行最大值 m（第 2 块，d）",
+                "累加器 acc（第 2 块，d，第 1 列）",
+                "累加器 acc（第 2 块，d，第 2 列）",
+                "对数求和指数 LSE（d）",
             ],
         ),
     ],

@@ -79,6 +79,6 @@ def test_the_chinese_mla_sheet_is_spaced_as_chinese_is(tmp_path):
 
 def test_a_chinese_report_names_a_head_s_latin_quantity_after_a_space():
     spec = load_spec(builtin.example_path("mla-heads", "zh"))
-    text = render_report(check(spec, {"claims": {"h2.latent[1][1]": "0"}}), "text")
-    assert "第 2 个头的 MLA 潜在向量 c_KV (" in text
+    text = render_report(check(spec, {"claims": {"h2.absorbed_query[1][1]": "0"}}), "text")
+    assert "第 2 个头的 MLA 吸收后的查询（猫，第 1 列）" in text
     assert text.startswith("手算结果核对：")

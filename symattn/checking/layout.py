@@ -22,6 +22,7 @@ from symattn.input.quantities import (
     HEAD_FORWARD,
     INPUTS,
     SHARED,
+    SHARED_PARTS,
     is_multihead,
     labels,
 )
@@ -78,7 +79,7 @@ class Layout:
             return True
         if not self.multihead:  # dO comes from the loss, before any head
             return quantity == "dO" or quantity not in HEAD_FORWARD + HEAD_BACKWARD
-        return head is None
+        return head is None and quantity not in SHARED_PARTS  # a shared one is any head's (the first's)
 
     def model(self, quantity: str, head: int | None) -> Any:
         """The model whose exact numbers a claim is compared with (None for the inputs Q, K, V)."""

@@ -58,8 +58,8 @@ class Verdict:
 
     @property
     def head(self) -> int | None:
-        """The 0-based head of a per-head claim."""
-        return self.claim.head
+        """The 0-based head of a per-head claim, or of the columns an hN.Q, hN.K, hN.V claim names."""
+        return self.claim.head if self.claim.head is not None else self.claim.prefix
 
     @property
     def is_problem(self) -> bool:

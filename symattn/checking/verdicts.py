@@ -50,7 +50,7 @@ from symattn.exact.rounding import Num, is_extreme
 from symattn.input.claims import PRODUCTS, Claim
 from symattn.input.decimals import Percent, round_half_up, terminating_decimals, truncate
 from symattn.input.limits import CLAIM_EXPONENT, NUMBER_LENGTH
-from symattn.input.quantities import COLUMNS, GRADIENTS, HEAD_FORWARD, INPUTS, SCALARS
+from symattn.input.quantities import COLUMNS, GRADIENTS, HEAD_FORWARD, INPUTS, SCALARS, shape
 from symattn.input.records import record
 from symattn.input.spec import Spec
 
@@ -127,6 +127,13 @@ class Checker:
         if claim.quantity not in HEAD_FORWARD or self.layout.is_layer(claim.quantity, claim.head):
             return None
         return self.slips[self.layout.index(claim.head)]
+
+    def labels(self, claim: Claim, quantity: str) -> tuple[Any, Any, str | None, str | None]:
+        """A claim's place in its own matrix: hN.Q[i][j] is column j of head N's columns, as written."""
+        col = claim.col
+        if claim.prefix is not None and col is not None:
+            col -= claim.prefix * shape(quantity, self.spec, True)[1]
+        return self.layout.labels(quantity, claim.row, col)
 
     # --- exact values ----------------------------------------------------
 
@@ -217,7 +224,7 @@ class Checker:
             expected, carried = (None if x is None else Percent(x.scaleb(2)) for x in (expected, carried))
         slips = self.slips_of(claim) if verdict == "wrong" else None
         diagnosis = None if slips is None else slips.diagnose(quantity, i, j, claim.number.value, d)
-        row_label, col_label, row_axis, col_axis = L.labels(quantity, claim.row, claim.col)
+        row_label, col_label, row_axis, col_axis = self.labels(claim, quantity)
         return Verdict(
             claim,
             verdict,
@@ -374,7 +381,7 @@ class Checker:
         explanation = (
             None if is_masked else self.explainer.explain(quantity, claim.row, claim.col, claim.head, exact.shown)
         )
-        row_label, col_label, row_axis, col_axis = self.layout.labels(quantity, claim.row, claim.col)
+        row_label, col_label, row_axis, col_axis = self.labels(claim, quantity)
         return Verdict(
             claim,
             "exact" if is_masked else "wrong",

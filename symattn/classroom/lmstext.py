@@ -164,6 +164,20 @@ def numbered(quantity: str) -> bool:
     return quantity == "output" or quantity in mla_sheet.QUANTITIES
 
 
+# the formulas in a quantity's name, typeset as the question's other formulas are (as the report's place.j2 does)
+_NAMED = {"latent": ("c_KV", "c_{KV}"), "latent_output": ("u = P c_KV", "u = P\\, c_{KV}")}
+
+
+def quantity_name(t, quantity: str) -> str:
+    """A quantity's name as the question writes it: "MLA latent output \\(u = P\\, c_{KV}\\)"."""
+    name = t(f"quantity.{quantity}")
+    plain, tex = _NAMED.get(quantity, ("", ""))
+    if not plain or plain not in name:
+        return name
+    before, _, after = name.rpartition(plain)
+    return before + math(tex) + after
+
+
 def label_cells(a: Asked, v: Variant, t) -> list[str]:
     """The quantity, row and column of an asked number, as the sheet's table names them."""
     tokens = v.spec.tokens
@@ -174,7 +188,7 @@ def label_cells(a: Asked, v: Variant, t) -> list[str]:
         col = t("sheet.column", n=a.col + 1)
     else:
         col = user(tokens[a.col])
-    return [t(f"quantity.{a.quantity}"), row, col]
+    return [quantity_name(t, a.quantity), row, col]
 
 
 def decimals_note(t: Callable, quantity_name: str, n: int) -> str:
@@ -192,6 +206,7 @@ __all__ = [
     "numbered",
     "phrases",
     "plain_phrases",
+    "quantity_name",
     "text",
     "title",
     "user",

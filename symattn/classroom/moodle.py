@@ -18,7 +18,17 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from symattn.classroom.gaps import Gap, gaps
-from symattn.classroom.lmstext import decimals_note, intro, label_cells, math, phrases, plain_phrases, text, title
+from symattn.classroom.lmstext import (
+    decimals_note,
+    intro,
+    label_cells,
+    math,
+    phrases,
+    plain_phrases,
+    quantity_name,
+    text,
+    title,
+)
 from symattn.classroom.variants import Variant
 from symattn.input.errors import SpecError
 
@@ -81,7 +91,7 @@ def question_html(v: Variant, lang: str, the_gaps: Sequence[Gap] | None = None) 
             shown.append(g.asked.quantity)
     places = {g.asked.quantity: g.decimals for g in the_gaps}
     if shown:
-        items = "".join(f"<li>{decimals_note(t, t(f'quantity.{q}'), places[q])}</li>" for q in shown)
+        items = "".join(f"<li>{decimals_note(t, quantity_name(t, q), places[q])}</li>" for q in shown)
         parts.append(f"<p>{t('sheet.rounding')}</p><ul>{items}</ul>")
     head = "".join(f"<th>{text(h)}</th>" for h in t.raw("sheet.header"))
     by_key = {g.asked.key: g for g in the_gaps}

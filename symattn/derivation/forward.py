@@ -344,6 +344,7 @@ def derive_heads(spec: Spec, mh: MultiHead) -> Derivation:
         ),
         *([_projecting(spec)] if spec.projection is not None else []),
         *[g for g in [groups_step(spec)] if g is not None],
+        *variants.before_heads(spec, mh.heads),  # what the heads share (MLA's latent), said once
         *heads,
         *pictures(spec, "A", tuple(weights)),
         *([Concat(spec.heads, concat, is_exact(concat))] if spec.heads > 1 else []),  # one head: its output is all

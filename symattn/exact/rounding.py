@@ -7,7 +7,9 @@
 
 Sums and products of shown numbers that terminate are shown exactly, padded
 to the same decimals across one matrix; everything else is rounded to its
-quantity's decimals.
+quantity's decimals. In a matrix with rounded entries, each exact one keeps its
+own shortest form (:func:`exact_width`): 2.5 beside 0.541, not 2.500, so an
+exact value reads as in the matrix it came from.
 
 Notation: ``fixed`` shows every number with its quantity's decimals;
 ``scientific`` shows every nonzero number as m × 10^k with one more significant
@@ -93,7 +95,30 @@ def exact_or_rounded(values: Sequence[Sequence[Fraction]], decimals: int, notati
             )
             for row in values
         )
-    return _rounded(values, decimals, notation)
+    return exact_width(_rounded(values, decimals, notation))
+
+
+def exact_width(rows: NumRows) -> NumRows:
+    """Exact values are never padded to a rounding's decimals. A matrix of exact values only shares one width, the
+    fewest decimals that show each of them (1.5 and 1.0); in a matrix with rounded values, each exact one has its
+    own shortest form (2, 2.5, 0.75 beside 0.541), as in the matrix it came from. m × 10^k stays as it is."""
+
+    def fixed_exact(x: Num) -> bool:
+        return x.exact and not x.scientific and not x.is_infinite
+
+    def places(x: Num) -> int:
+        exponent = x.value.normalize().as_tuple().exponent
+        return max(0, -exponent) if isinstance(exponent, int) else 0
+
+    entries = [x for row in rows for x in row if not x.is_infinite]
+    if all(x.exact for x in entries):
+        common = max((places(x) for x in entries if fixed_exact(x)), default=0)
+        return tuple(tuple(_quantized(x, common) if fixed_exact(x) else x for x in row) for row in rows)
+    return tuple(tuple(_quantized(x, places(x)) if fixed_exact(x) else x for x in row) for row in rows)
+
+
+def _quantized(x: Num, places: int) -> Num:
+    return Num(x.value.quantize(Decimal(1).scaleb(-places)), True)
 
 
 def _exact_digits(value: Fraction) -> Decimal:
@@ -168,14 +193,20 @@ def from_model(
     def entry(i: int, j: int) -> Callable[[], Decimal]:
         return lambda: significant()[i][j]
 
-    return tuple(
+    shown_rows = tuple(
         tuple(_in_notation(_num(d, e), e, entry(i, j), notation, shift) for j, (d, e) in enumerate(zip(row, exact_row)))
         for i, (row, exact_row) in enumerate(zip(shown, exact))
     )
+    return exact_width(shown_rows)
 
 
 def _percent(weights: NumRows, shift: int = 2) -> NumRows:
-    return tuple(tuple(Num(w.value.scaleb(shift), w.exact, w.scientific) for w in row) for row in weights)
+    def scaled(x: Decimal) -> Decimal:  # an exact 0.5 is 50, not 5E+1
+        y = x.scaleb(shift)
+        exponent = y.as_tuple().exponent
+        return y.quantize(Decimal(1)) if isinstance(exponent, int) and exponent > 0 and y.is_finite() else y
+
+    return tuple(tuple(Num(scaled(w.value), w.exact, w.scientific) for w in row) for row in weights)
 
 
 def _fractions(rows: NumRows) -> list[list[Fraction]]:

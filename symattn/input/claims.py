@@ -39,6 +39,7 @@ from symattn.input.quantities import (
     PROJECTED_GRADIENTS,
     QUANTITIES,
     SHARED,
+    SHARED_PARTS,
     is_multihead,
     is_per_head,
 )
@@ -68,6 +69,7 @@ class Claim:
     key: str  # as in the file, for messages
     head: int | None = None  # 0-based head of a per-head claim (several heads or W_O); None: the layer's
     term: int | None = None  # 0-based term t of a partial product (products.scores[i][j], t); None: a value
+    prefix: int | None = None  # hN.Q, hN.K, hN.V: the layer's matrix, in head N's columns (0-based N), as written
 
 
 class Written(NamedTuple):
@@ -144,10 +146,11 @@ class _ClaimReader(Reader):
         except NumeralError as exc:
             raise self.error(key, str(exc), position) from None
 
-    def add(self, quantity: str, at: tuple[int | None, int | None], number: Numeral, in_row: bool, key: str, head):
+    def add(self, where: _Where, at: tuple[int | None, int | None], number: Numeral, key: str):
         if len(self.out) >= CLAIMS:
             raise self.limit(key, f"more than {CLAIMS} claims (the limit)")
-        self.out.append(Claim(quantity, at[0], at[1], number, in_row, key, head))
+        in_row = where.row is not None
+        self.out.append(Claim(where.quantity, at[0], at[1], number, in_row, key, where.head, prefix=where.prefix))
 
     def section(self, table: Mapping[str, Any], prefix: str, row: int | None, head: int | None = None) -> None:
         for raw_key, value in table.items():
@@ -252,7 +255,8 @@ class _ClaimReader(Reader):
         for index, size in zip(indices, shape):
             if not 1 <= index <= size:
                 raise self.error(key, f"index {index} is out of range 1..{size}")
-        where = _Where(name, row, head if per_head else None, offset, shape[1] if len(shape) == 3 else 0)
+        inner = shape[1] if len(shape) == 3 else 0
+        where = _Where(name, row, head if per_head else None, offset, inner, head if name in INPUTS else None)
         self.values(where, value, shape[len(indices) :], indices, key)
 
     def refuse(self, name: str, key: str, row: int | None, prefixed: bool) -> None:
@@ -279,7 +283,7 @@ class _ClaimReader(Reader):
             )
         if name not in QUANTITIES or (row is not None and name in SHARED + INPUTS):
             raise self.error(key, "unknown quantity; expected one of " + ", ".join(self.allowed(row, prefixed)))
-        if not is_multihead(spec) or name in INPUTS + SHARED:
+        if not is_multihead(spec) or name in INPUTS + SHARED + SHARED_PARTS:
             return
         heads = spec.heads
         if prefixed and name in OUTPUT_PROJECTION + PROJECTED_GRADIENTS:
@@ -341,7 +345,7 @@ class _ClaimReader(Reader):
         """One entry: a blank, or a claim at its place."""
         if not self.is_blank(raw, key, position, where, index):
             number = self.number_of(raw, key, position, where, index)
-            self.add(where.quantity, where.at(index), number, where.row is not None, key, where.head)
+            self.add(where, where.at(index), number, key)
 
     def listed(
         self, value: Any, key: str, size: int, name: str, *, matrix: bool = False, position: tuple[int, ...] = ()
@@ -373,6 +377,7 @@ class _Where:
     head: int | None
     offset: int
     inner: int = 0  # the rows of each block of a [block][row][col] quantity (0: it has two indices)
+    prefix: int | None = None  # the head of hN.Q, hN.K, hN.V (the offset is its first column)
 
     def at(self, index: tuple[int, ...]) -> tuple[int | None, int | None]:
         """The 0-based (row, column) of an entry, from its index under this key ([b][i][c]: row b·n + i)."""

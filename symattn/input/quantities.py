@@ -29,6 +29,7 @@ def _with_parts(core: tuple[str, ...], gradient: bool) -> tuple[str, ...]:
 PART_QUANTITIES = {q.name: q for q in variants.QUANTITIES}  # the parts' own claimable quantities
 INPUTS = ("Q", "K", "V")  # claimable when they are computed from X and W
 SHARED = ("sqrt_dk", "scale")  # scalars, the same for every head
+SHARED_PARTS = tuple(q.name for q in variants.QUANTITIES if q.shared)  # a part's matrix that every head shares
 HEAD_FORWARD = _with_parts(("scores", "scaled", "shifted", "exp", "exp_sum", "weights", "percent", "output"), False)
 HEAD_BACKWARD = _with_parts(("dO", "dV", "dA", "rowsum", "dZ", "dS", "dQ", "dK"), True)
 LAYER_FORWARD = ("concat", "output")
@@ -118,7 +119,7 @@ def _label(spec: Spec, axis: str | None, index: int | None) -> str | int | None:
 
 def is_per_head(quantity: str, spec: Spec, prefixed: bool) -> bool:
     """Whether a claim names one head's quantity (prefixed ``output`` is the head's, plain the layer's)."""
-    if not is_multihead(spec) or quantity not in HEAD_FORWARD + HEAD_BACKWARD:
+    if not is_multihead(spec) or quantity not in HEAD_FORWARD + HEAD_BACKWARD or quantity in SHARED_PARTS:
         return False
     return prefixed or quantity not in LAYER_FORWARD + LAYER_TOP + LAYER_BACKWARD
 
@@ -169,7 +170,7 @@ def order(quantity: str, head: int | None, multihead: bool) -> tuple[int, int, i
     """Where a quantity comes in the derivation: the inputs, each head's forward steps, concat and the
     output, the backward pass's start, each head's gradients, then the gradients after the heads."""
     stage = QUANTITIES.index("weights" if quantity == "percent" else quantity)
-    if quantity in INPUTS + SHARED:
+    if quantity in INPUTS + SHARED + SHARED_PARTS:
         block = 0
     elif head is not None:
         block = 1 if quantity in HEAD_FORWARD else 4
@@ -187,6 +188,7 @@ __all__ = [
     "INPUTS",
     "PART_QUANTITIES",
     "QUANTITIES",
+    "SHARED_PARTS",
     "axes",
     "is_multihead",
     "is_per_head",

@@ -316,6 +316,13 @@ _PLAIN = {
 }
 
 
+def plain_title(title: str) -> str:
+    """A title as plain text (a menu, a terminal): its ``$…$`` math written out from the parse tree."""
+    from symattn.input.text import split_math
+
+    return "".join(plain(parse(piece)) if is_math else piece for is_math, piece in split_math(title))
+
+
 def plain(node) -> str:
     """The tree as plain text, for where TeX is not typeset (a menu): Greek and symbols as Unicode, a
     fraction as a/b, a root as √, scripts as ``_`` and ``^``."""
@@ -338,7 +345,8 @@ def plain(node) -> str:
         out = plain(node.base) + "′" * node.primes
         for op, script in node.scripts:
             text = plain(script)
-            out += text if (op, text) == ("^", "ᵀ") else op + (text if len(text) == 1 else "{" + text + "}")
+            # c_KV as the examples' comments write it; braces where the script is more than a name (x_{i+1})
+            out += text if (op, text) == ("^", "ᵀ") else op + (text if text.isalnum() else "{" + text + "}")
         return out
     raise TypeError(f"not a title-math node: {node!r}")  # pragma: no cover - the parser makes no other node
 

@@ -33,7 +33,6 @@ from symattn.rendering.numbers import (
     plain_operand,
     plain_relation,
     relation,
-    same_decimals,
     tex_inline,
     tex_number,
     tex_operand,
@@ -77,7 +76,12 @@ class _Loader(jinja2.BaseLoader):
 
 
 def _title_filter(fmt: str) -> Callable[[str], str]:
-    """A title: its text escaped, its ``$...$`` math re-emitted from the title-math parse tree."""
+    """A title: its text escaped, its ``$...$`` math re-emitted from the title-math parse tree (in plain text,
+    written out: ``$c_{KV}$`` is c_KV, as a terminal shows no TeX)."""
+    if fmt == "text":
+        from symattn.input.titlemath import plain_title
+
+        return plain_title
     escape, text_escape = ESCAPERS[fmt], MATH_TEXT_ESCAPERS[fmt]
     wrap = (lambda tex: f"${tex}$") if fmt == "text" else _inline_math(fmt)
 
@@ -182,7 +186,6 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "format_percent": lambda text: f"{text}\\%",
     "fits": lambda pieces: fits(*pieces),
     "vector": tex_vector,
-    "same_decimals": same_decimals,
     "all_exact": _all_exact,
     "inline": tex_inline,
     "inline_vector": lambda items: tex_vector(items, tex_inline),

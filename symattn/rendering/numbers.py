@@ -91,28 +91,6 @@ def tex_vector(items, number: Callable[[Any], str] = tex_number) -> str:
     return left + ",\\ ".join(texts) + right
 
 
-def _places(x: Num) -> int:
-    exponent = x.value.as_tuple().exponent
-    return -exponent if isinstance(exponent, int) else 0
-
-
-def same_decimals(rows: tuple[tuple[Num, ...], ...]) -> tuple[tuple[Num, ...], ...]:
-    """A matrix of exact and rounded numbers with the same decimals across it: an exact 1 or 0 beside 0.540
-    shows as 1.000 and 0.000 (the same value, its zeros written out); exact values with more decimals and
-    m × 10^k stay as they are."""
-    rounded = [_places(x) for row in rows for x in row if not (x.exact or x.scientific or x.is_infinite)]
-    if not rounded:
-        return rows
-    places = max(rounded)
-
-    def padded(x: Num) -> Num:
-        if not x.exact or x.scientific or x.is_infinite or _places(x) >= places:
-            return x
-        return Num(x.value.quantize(Decimal(1).scaleb(-places)), True)
-
-    return tuple(tuple(padded(x) for x in row) for row in rows)
-
-
 def relation(exact: bool) -> str:
     return "=" if exact else "\\approx"
 

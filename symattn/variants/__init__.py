@@ -318,6 +318,11 @@ def placing(spec: Any, model: Any) -> tuple[Any, ...]:
     return made + (() if step is None else (step,))
 
 
+def before_heads(spec: Any, models: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The parts' steps before the heads: what every head shares, said once."""
+    return tuple(s for p, _ in of(spec) for s in p.before_heads(spec, models))
+
+
 def after_weighted(spec: Any, model: Any, fig: Any) -> tuple[Any, ...]:
     """The ROUTE parts' steps after the weighted sum (the online softmax, block by block)."""
     return tuple(step for p, _ in stage(spec, ROUTE) for step in p.after_weighted(spec, model, fig))
@@ -392,6 +397,7 @@ __all__ = [
     "STEP_KINDS",
     "SWEPT",
     "VIEWED",
+    "before_heads",
     "after_weighted",
     "carried",
     "carried_core",

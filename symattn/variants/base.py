@@ -64,6 +64,7 @@ class Quantity:
     are none: a column of one number per query has no ``cols``, a scalar neither). ``width``: the head's
     columns of Q ("d_q") where ``cols`` is ``dim``. ``asked_by``: the ``decimals`` field that asks for
     its decimals. ``needs``: how a claim on it without the part is refused (``claims on X need …``).
+    ``shared``: every head has the same value, so a claim needs no head (its ``hN.`` names the same one).
     """
 
     name: str
@@ -75,6 +76,7 @@ class Quantity:
     asked_by: str | None = None
     needs: str = ""  # "": every spec has it
     inner: str | None = None  # a third index after rows and cols ([b][i][c]: held as row b·n + i, column c)
+    shared: bool = False  # one value for every head (MLA's c_KV): claimed plain, and hN. names the same value
 
 
 @record
@@ -185,6 +187,11 @@ class Part:
 
     def before_scores(self, spec: Any, model: Any) -> tuple[Any, ...]:
         """Its steps before the scores (how the Q, K, V it made came about)."""
+        return ()
+
+    def before_heads(self, spec: Any, models: tuple[Any, ...]) -> tuple[Any, ...]:
+        """With several heads, its steps said once before them: what every head shares (each head's own step
+        then says only what is the head's)."""
         return ()
 
     def carried_input(self, chain: Any, setting: Any, quantity: str, row: int, col: int) -> Any:

@@ -232,11 +232,6 @@ def read_table(reader: Any, data: Mapping[str, Any]) -> Mla:
     return Mla(m["X"], m["W_DKV"], m["W_UK"], m["W_UV"], query, route, r.get("W_QR"), r.get("W_KR"), heads)
 
 
-def claimed_head(setting: Mla, head: int) -> int | None:
-    """How claims name a head's quantity: by its index with several heads, by none with one."""
-    return head if setting.heads > 1 else None
-
-
 def _mismatch(reader: Any, key: str, name: str, A: Numerals, B: Numerals, need: str) -> ShapeError:
     a, b = f"{len(A)}×{len(A[0])}", f"{len(B)}×{len(B[0])}"
     problem = f"shape mismatch: {name} is {a} and {key} is {b}; {key} needs {need}"
@@ -306,11 +301,11 @@ class MlaPart(Part):
     unstated = ()  # a sheet states the [mla] table and the route (classroom.mla_sheet)
     web_fields = ({"key": "mla_route", "kind": "select", "choices": list(ROUTES), "default": "naive"},)
     quantities = (
-        Quantity("latent", "scores", cols="dim", width="d_c", asked_by="scores", needs=NEEDS),
+        Quantity("latent", "scores", cols="dim", width="d_c", asked_by="scores", needs=NEEDS, shared=True),
         Quantity("absorbed_query", "scores", cols="dim", width="d_c", asked_by="scores", needs=NEEDS),
         Quantity("latent_output", "output", cols="dim", width="d_c", asked_by="output", needs=NEEDS),
     )
-    step_kinds = ("mla", "mla_output")
+    step_kinds = ("mla", "mla_output", "mla_shared")
     facts = (("toy_vs_real", "mla", None), ("toy_vs_real", "mla_weights", ()))
     rounded_read = True
     float64_in_mask = True  # all it does is in the spec's Q, K, V, made when it is read: compare's path takes them
@@ -387,9 +382,7 @@ class MlaPart(Part):
         head = setting.of_head(h)
         if quantity == "V":
             W = head.W_UV
-            return tuple(
-                (explainer.sig("latent", row, c, claimed_head(setting, h)), W[c][local]) for c in range(len(W))
-            )
+            return tuple((explainer.sig("latent", row, c), W[c][local]) for c in range(len(W)))
         c_q = setting.query_latent
         source = setting.X if quantity == "K" or c_q is None else numerals(c_q)
         if local >= setting.d_nope:  # a decoupled dim: X W_KR, or X W_QR (c_Q W_QR)
@@ -399,7 +392,7 @@ class MlaPart(Part):
         if quantity == "Q":
             return tuple(zip(source[row], [w[local] for w in head.query[-1][1]]))
         W = head.W_UK
-        return tuple((explainer.sig("latent", row, c, claimed_head(setting, h)), W[c][local]) for c in range(len(W)))
+        return tuple((explainer.sig("latent", row, c), W[c][local]) for c in range(len(W)))
 
     explains = True
 
@@ -412,7 +405,7 @@ class MlaPart(Part):
             W = setting.of_head(head).W_UK[col]
             return tuple((explainer.sig("Q", row, q0 + k), W[k]) for k in range(len(W)))
         keys = range(len(setting.X))
-        return tuple((explainer.sig("weights", row, j, head), explainer.sig("latent", j, col, head)) for j in keys)
+        return tuple((explainer.sig("weights", row, j, head), explainer.sig("latent", j, col)) for j in keys)
 
     def computed(self, spec: Any, setting: Mla, model: Any) -> dict[str, Any]:
         """Whether the routes agree (a head's: ``setting`` is the head's with several)."""
@@ -438,6 +431,12 @@ class MlaPart(Part):
         setting = spec.setting(self.name)
         return () if setting is None else (latents_step(spec, model, setting),)
 
+    def before_heads(self, spec: Any, models: tuple[Any, ...]) -> tuple[Any, ...]:
+        from symattn.variants.mla_head import shared_step
+
+        setting = spec.setting(self.name)
+        return () if setting is None or setting.heads == 1 else (shared_step(spec, models, setting),)
+
     def after_weighted(self, spec: Any, model: Any, fig: Any) -> tuple[LatentOutput, ...]:
         from symattn.variants.mla_head import output_step
 
@@ -452,7 +451,6 @@ PART = MlaPart()
 
 __all__ = [
     "MLA_DIMS",
-    "claimed_head",
     "PART",
     "ROUTES",
     "LatentOutput",

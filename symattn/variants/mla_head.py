@@ -13,16 +13,18 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import sympy
 from sympy import ImmutableMatrix
 
 from symattn.exact.base import Rounding, integer_matrix
+from symattn.exact.num import NumRows
 from symattn.exact.numeric import Fixed
 from symattn.exact.rounding import exact_or_rounded, from_model
+from symattn.input.reader import Numerals
 from symattn.input.records import record
-from symattn.variants.mla import Fractions, LatentOutput, Latents, Mla, MlaPart, claimed_head, numerals, product
+from symattn.variants.mla import Fractions, LatentOutput, Latents, Mla, MlaPart, numerals, product
 
 RATIONAL = MlaPart.exact_products
 
@@ -124,7 +126,7 @@ def _sum(pairs: list[tuple[Value, Value]]) -> Value:
 
 def carried(chain: Any, setting: Mla, quantity: str, row: int, col: int | None, head: Any) -> Any:
     """An MLA quantity from the claimant's own numbers before it: the latent from X and W_DKV (inputs), q̃ from
-    their Q (its head's q_nope columns), u from their weights and latent."""
+    their Q (its head's q_nope columns), u from their weights and latent (one c_KV, claimed without a head)."""
     assert col is not None  # each is a matrix
     if quantity == "latent":
         return rational(setting.latent[row][col]), False
@@ -134,7 +136,7 @@ def carried(chain: Any, setting: Mla, quantity: str, row: int, col: int | None, 
         return _sum([(chain.implied("Q", row, q0 + k), (rational(W[col][k].value), False)) for k in range(len(W[0]))])
     if quantity == "latent_output":
         keys = range(len(setting.X))
-        return _sum([(chain.implied("weights", row, j, head), chain.implied("latent", j, col, head)) for j in keys])
+        return _sum([(chain.implied("weights", row, j, head), chain.implied("latent", j, col)) for j in keys])
     return None
 
 
@@ -146,9 +148,7 @@ def carried_core(chain: Any, setting: Mla, quantity: str, row: int, col: int | N
         return None
     if quantity == "scores" and "absorbed_query" in chain.names:
         d_c = len(s.W_DKV[0])
-        pairs = [
-            (chain.implied("absorbed_query", row, c, head), chain.implied("latent", col, c, head)) for c in range(d_c)
-        ]
+        pairs = [(chain.implied("absorbed_query", row, c, head), chain.implied("latent", col, c)) for c in range(d_c)]
         turned = range(s.d_nope, s.d_nope + s.d_r)  # the decoupled dims: their Q′ and K′ there
         pairs += [(chain.implied("Q_rot", row, k, head), chain.implied("K_rot", col, k, head)) for k in turned]
         return _sum(pairs)
@@ -170,52 +170,88 @@ def carried_input(chain: Any, setting: Mla, quantity: str, row: int, col: int) -
         return None
     head = setting.of_head(h)
     W = head.W_UK if quantity == "K" else head.W_UV
-    latent = claimed_head(setting, h)
-    return _sum(
-        [(chain.implied("latent", row, c, latent), (rational(W[c][local].value), False)) for c in range(len(W))]
-    )
+    return _sum([(chain.implied("latent", row, c), (rational(W[c][local].value), False)) for c in range(len(W))])
 
 
 # --- the steps --------------------------------------------------------------------------------------------
 
 
+def _shared(spec: Any, setting: Mla) -> dict[str, Any]:
+    """What one head's step and the heads' shared step both show: the sizes, X, W_DKV, c_KV and the query path."""
+    d, notation = spec.decimals, spec.notation
+    c_q = setting.query_latent
+    return {
+        "route": setting.route,
+        "d_model": len(setting.X[0]),
+        "d_c": len(setting.W_DKV[0]),
+        "d_k": setting.d_nope,
+        "X": setting.X,
+        "W_DKV": setting.W_DKV,
+        "latent": exact_or_rounded(setting.latent, d.scores, notation),
+        "query": setting.query,
+        "query_latent": None if c_q is None else exact_or_rounded(c_q, d.scores, notation),
+        "d_r": setting.d_r,
+        "W_KR": setting.W_KR,
+    }
+
+
 def latents_step(spec: Any, model: Any, setting: Mla) -> Latents:
     d, f, notation = spec.decimals, spec.focus, spec.notation
-    view = Latent(model, setting)
-    latent = exact_or_rounded(setting.latent, d.scores, notation)
-    c_q = setting.query_latent
     absorbed = exact_or_rounded(setting.absorbed, d.scores, notation)
     scores = product((setting.absorbed[f],), tuple(zip(*setting.latent)))
     Qn, Kn, QR, KR = (exact_or_rounded(m, d.scores, notation) if m else () for m in setting.parts)
     return Latents(
-        setting.route,
-        len(setting.X[0]),
-        len(setting.W_DKV[0]),
-        setting.d_nope,
-        setting.d_v,
-        setting.X,
-        setting.W_DKV,
-        latent,
-        setting.query,
-        None if c_q is None else exact_or_rounded(c_q, d.scores, notation),
-        spec.Q,
-        setting.W_UK,
-        setting.W_UV,
-        spec.K,
-        spec.V,
-        tuple(spec.Q[f][: setting.d_nope]),
-        absorbed[f],
-        exact_or_rounded(scores, d.scores, notation)[0],
-        view.routes_agree,
-        setting.d_r,
-        setting.W_QR,
-        setting.W_KR,
-        Qn,
-        Kn,
-        QR,
-        KR,
-        setting.head,
-        setting.of_heads,
+        **_shared(spec, setting),
+        d_v=setting.d_v,
+        Q=spec.Q,
+        W_UK=setting.W_UK,
+        W_UV=setting.W_UV,
+        K=spec.K,
+        V=spec.V,
+        q=tuple(spec.Q[f][: setting.d_nope]),
+        absorbed=absorbed[f],
+        scores=exact_or_rounded(scores, d.scores, notation)[0],
+        routes_agree=Latent(model, setting).routes_agree,
+        W_QR=setting.W_QR,
+        Q_nope=Qn,
+        K_nope=Kn,
+        Q_R=QR,
+        K_R=KR,
+        head=setting.head,
+        heads=setting.of_heads,
+    )
+
+
+@record
+class SharedLatent:
+    """What the heads of MLA share, said once before them: X, W_DKV and the latent c_KV, the queries' own latent
+    c_Q, the one decoupled key part K_R, and why both routes give one output (in every head)."""
+
+    kind: ClassVar[str] = "mla_shared"
+    route: str
+    d_model: int
+    d_c: int
+    d_k: int  # each head's d_nope
+    X: Numerals
+    W_DKV: Numerals
+    latent: NumRows
+    query: tuple[tuple[str, Numerals], ...]  # the query path (its last matrix is each head's, in blocks)
+    query_latent: NumRows | None  # c_Q = X W_DQ
+    routes_agree: bool  # in every head
+    heads: int
+    d_r: int = 0
+    W_KR: Numerals | None = None
+    K_R: NumRows = ()
+    head: None = None  # no head's own: the template shows what every head shares
+
+
+def shared_step(spec: Any, models: tuple[Any, ...], setting: Mla) -> SharedLatent:
+    K_R = setting.parts[3]
+    return SharedLatent(
+        **_shared(spec, setting),
+        routes_agree=all(Latent(model, setting.of_head(h)).routes_agree for h, model in enumerate(models)),
+        heads=setting.heads,
+        K_R=exact_or_rounded(K_R, spec.decimals.scores, spec.notation) if K_R else (),
     )
 
 
@@ -225,4 +261,14 @@ def output_step(spec: Any, model: Any, fig: Any, setting: Mla) -> LatentOutput:
     return LatentOutput(u[spec.focus], setting.W_UV, fig.output[spec.focus], view.routes_agree)
 
 
-__all__ = ["RATIONAL", "Latent", "carried", "carried_core", "carried_input", "latents_step", "output_step"]
+__all__ = [
+    "RATIONAL",
+    "Latent",
+    "SharedLatent",
+    "carried",
+    "carried_core",
+    "carried_input",
+    "latents_step",
+    "output_step",
+    "shared_step",
+]

@@ -61,6 +61,7 @@ def _ui_strings() -> dict[str, dict[str, Any]]:
         prose = load_language(lang)
         out[lang] = {section: prose[section] for section in ("ui", "verdict", "quantity", "slip")}
         out[lang]["cjk_spacing"] = prose["cjk_spacing"]
+        out[lang]["list_sep"] = prose["list_sep"]  # a list in a sentence: "「猫」、「坐」"
         practice = prose["practice"]
         out[lang]["practice"] = {
             "question": practice["question"],
@@ -100,11 +101,10 @@ def _examples() -> list[dict[str, Any]]:
 
 
 def plain_title(title: str) -> str:
-    """A title as plain text, for a menu: its ``$…$`` math written out from the title-math parse tree."""
-    from symattn.input.text import split_math
-    from symattn.input.titlemath import parse, plain
+    """A title as plain text, for a menu (:func:`symattn.input.titlemath.plain_title`)."""
+    from symattn.input.titlemath import plain_title as written_out
 
-    return "".join(plain(parse(piece)) if is_math else piece for is_math, piece in split_math(title))
+    return written_out(title)
 
 
 def browser_language(accept: str) -> str:

@@ -158,7 +158,7 @@
     const s = shape(), first = (st.block - 1) * s.size;
     const shown = s.keys.slice(first, first + s.size);
     const phrase = shown.length === 1 ? phrases().practice.block_one : phrases().practice.block;
-    return fill(phrase, {block: st.block, keys: shown.map(quote).join(", "), token: quote(token())});
+    return fill(phrase, {block: st.block, keys: shown.map(quote).join(phrases().list_sep), token: quote(token())});
   }
 
   function caption(part, j, s, st) {
