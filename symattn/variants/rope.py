@@ -209,6 +209,7 @@ class Rotation:
     key_positions: tuple[int, ...] = ()  # at given positions: each key's, and its cos and sin [key][pair] as shown
     key_cos: NumRows = ()
     key_sin: NumRows = ()
+    query_positions: tuple[int, ...] = ()  # at given positions: each query's
     zero: tuple[int, int] = (1, 1)  # its place among the steps before step 1, and how many (see forward.py)
 
 
@@ -267,7 +268,6 @@ class RopePart(Part):
         Quantity("rope_angle", "scores", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
         Quantity("rope_cos", "scores", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
         Quantity("rope_sin", "scores", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
-        # with given positions the keys sit elsewhere than the queries: their own angles, a row per key
         Quantity("rope_key_angle", "scores", rows="key", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
         Quantity("rope_key_cos", "scores", rows="key", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
         Quantity("rope_key_sin", "scores", rows="key", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
@@ -332,7 +332,7 @@ class RopePart(Part):
         return Rope(base, style, frequencies, cos, sin, where.turned, bool(placed))
 
     def lacks(self, setting: Rope, name: str) -> str | None:
-        """Given tables have no angles: claims on them are refused in one line."""
+        """Tables give no angles, keys at no given positions no rope_key_* of their own: refused in one line."""
         if setting.cos and name in ("rope_frequency", "rope_angle"):
             return "angles, which rope_cos and rope_sin do not give (they give cos and sin)"
         if name.startswith("rope_key_") and not setting.placed:
@@ -368,8 +368,7 @@ class RopePart(Part):
         """With only some columns turned (MLA's decoupled dims): one angle, cos and sin per turned pair."""
         if setting.columns is None or quantity in ("Q_rot", "K_rot"):
             return None
-        pairs = setting.columns[1] // 2
-        rows = len(spec.K) if quantity.startswith("rope_key_") else len(spec.Q)
+        pairs, rows = setting.columns[1] // 2, len(spec.K if quantity.startswith("rope_key_") else spec.Q)
         return (pairs,) if quantity == "rope_frequency" else (rows, pairs)
 
     def _shown(self, spec: Any, model: Any) -> Any:
@@ -426,6 +425,7 @@ class RopePart(Part):
             keys,
             tuple(tuple(c for c, _ in row) for row in key_trig),
             tuple(tuple(s for _, s in row) for row in key_trig),
+            tuple(part.place("Q", i) for i in range(len(spec.Q))) if rope.placed else (),
         )
         return step, shown.Q_rot, shown.K_rot
 
