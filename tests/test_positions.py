@@ -84,12 +84,9 @@ def test_a_window_counts_positions():
             "<dict>: causal_align: with positions the causal mask compares them; leave causal_align out",
         ),
         (
-            {"positions": [2], "rope": True, "rope_frequencies": ["30deg"]},
-            "<dict>: rope_frequencies: does not combine with positions yet: give rope_base instead",
-        ),
-        (
             {"key_positions": [0, 1, 2], "rope": True, "rope_cos": [[1]] * 3, "rope_sin": [[0]] * 3},
-            "<dict>: rope_cos: does not combine with key_positions yet: give rope_base instead",
+            "<dict>: rope_cos: does not combine with key_positions yet (its rows are positions 0, 1, …): give "
+            "rope_base or rope_frequencies instead",
         ),
     ],
 )

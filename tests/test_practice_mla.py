@@ -157,10 +157,12 @@ def test_mla_hint_errors(client, spec, quantity, message):
 
 def test_the_refusal_in_chinese(client):
     headers = {"accept-language": "zh-CN,zh"}
-    spec = {**example("mla-rope", "zh"), "positions": [3, 4, 5]}
-    response = client.post("/api/hint", json={"spec": spec, "quantity": "Q"}, headers=headers)
+    # the turn in cross-attention without positions (with them, the keys' angles are their own)
+    keys = {"key_tokens": ["x", "y"], "K": [[1, 0, 1, 0], [0, 1, 0, 1]], "V": [[1, 0], [0, 1]]}
+    spec = {**example("rope", "zh"), **keys}
+    response = client.post("/api/hint", json={"spec": spec, "quantity": "angle"}, headers=headers)
     assert response.json()["error"] == (
-        "spec: positions: 练习模式只在每个键都是位于自己那一行位置上的词元时旋转 Q 和 K（不给 positions，也不是交叉注意力）；"
+        "spec: positions: 交叉注意力中，练习模式只在规格给出 positions 时旋转 Q 和 K（否则键的角度要按查询的行来写）；"
         "请在核对页核对它们"
     )
     response = client.post("/api/hint", json={"spec": seed("zh"), "quantity": "V"}, headers=headers)

@@ -201,12 +201,57 @@ def test_turn_and_norm_hint_errors(client, name, quantity, message):
     assert response.status_code == 400 and response.json()["error"] == message
 
 
-def test_a_turn_at_given_positions_is_refused(client):
-    spec = {**example("rope"), "positions": [4, 5, 6, 7]}
-    response = client.post("/api/hint", json={"spec": spec, "quantity": "scores"})
+def cross(lang: str = "en") -> dict:
+    """The rope example's queries against three keys of their own, at rows 0, 1, 2 (no positions given)."""
+    K = [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 1, 1]]
+    return {**example("rope", lang), "key_tokens": ["x", "y", "z"], "K": K, "V": [[1, 0], [0, 1], [1, 1]]}
+
+
+def test_a_turn_in_cross_attention_without_positions_is_refused(client):
+    response = client.post("/api/hint", json={"spec": cross(), "quantity": "scores"})
     assert response.json()["error"] == (
-        "spec: positions: practice mode turns Q and K only where every key is a token at its own row's position "
-        "(no positions, no cross-attention); check them in the check tab"
+        "spec: positions: practice mode turns Q and K in cross-attention only where the spec gives positions (else "
+        "the keys' angles are claimed by the queries' rows); check them in the check tab"
+    )
+
+
+# the rope example's four queries at positions 4..7 against their keys at 0..3 (a KV cache's prompt)
+PLACED = {**example("rope"), "positions": [4, 5, 6, 7]}
+
+
+def placed_hint(client, quantity: str, claims: dict, lang: str = "en") -> str:
+    spec = {**PLACED, "lang": lang}
+    response = client.post("/api/hint", json={"spec": spec, "quantity": quantity, "claims": claims})
+    assert response.status_code == 200, response.json()
+    return response.json()["html"]
+
+
+def test_at_given_positions_the_queries_and_the_keys_angles_are_their_own(client):
+    angles = placed_hint(client, "angle", {})
+    assert "\\varphi_{\\text{the},1} &amp;= 4 \\cdot \\theta_{1} \\\\\n" in angles  # query "the" at 4
+    assert "\\varphi^{K}_{\\text{the},1} &amp;= 0 \\cdot \\theta_{1} \\\\\n" in angles  # key "the" at 0
+    assert angles.endswith("\\varphi^{K}_{\\text{down},2} &amp;= 3 \\cdot \\theta_{2}\n\\end{aligned}</div>\n")
+    claims = {"rope_key_angle[2]": ["5.1", "1"], "rope_angle[4]": ["7", "0.07"], "rope_key_cos[1]": ["0.5", "0.9"]}
+    trig = placed_hint(client, "trig", claims)
+    assert (
+        "\\cos\\varphi_{\\text{down},2} &amp;= \\cos\\bigl( 0.07 \\bigr),\\quad "
+        "\\sin\\varphi_{\\text{down},2} = \\sin\\bigl( 0.07 \\bigr) \\\\\n"
+    ) in trig
+    assert (
+        "\\cos\\varphi^{K}_{\\text{cat},1} &amp;= \\cos\\bigl( 5.1 \\bigr),\\quad "
+        "\\sin\\varphi^{K}_{\\text{cat},1} = \\sin\\bigl( 5.1 \\bigr) \\\\\n"
+    ) in trig
+    keys = placed_hint(client, "K_rot", claims)
+    assert keys.startswith(
+        "<p>Turn each pair (a, b) of every key with your cos and sin of that key (at its own position), "
+        "(a cos − b sin, a sin + b cos):</p>\n"
+        '<div class="math display">\\begin{aligned}\n'
+        "K'_{\\text{the},1} &amp;= 1\\times 0.5 - 0\\times \\square \\\\\n"
+        "K'_{\\text{the},3} &amp;= 1\\times \\square + 0\\times 0.5 \\\\\n"
+        "K'_{\\text{the},2} &amp;= 1\\times 0.9 - 1\\times \\square \\\\\n"
+    )
+    assert placed_hint(client, "K_rot", {}, "zh").startswith(
+        "<p>用你算的那个键自己（在它自己的位置上）的 cos 和 sin 旋转每个键的每一对 (a, b)，即 (a cos − b sin, a sin + b cos)：</p>"
     )
 
 
@@ -219,6 +264,15 @@ CASES = [
 ]
 
 
+def _displays(text: str) -> str:
+    """A hint's displayed math as Markdown, for KaTeX."""
+    import html as html_
+
+    return "".join(
+        f"$$\n{html_.unescape(part.split('</div>')[0])}\n$$\n" for part in text.split('<div class="math display">')[1:]
+    )
+
+
 @pytest.mark.parametrize("name, lang, quantities, claims", CASES)
 def test_every_new_hint_parses_in_katex(client, katex, name, lang, quantities, claims):
     import html as html_
@@ -226,11 +280,7 @@ def test_every_new_hint_parses_in_katex(client, katex, name, lang, quantities, c
     from .conftest import math_spans
 
     for quantity in quantities:
-        text = hint(client, name, quantity, claims, lang)
-        markdown = "".join(
-            f"$$\n{html_.unescape(part.split('</div>')[0])}\n$$\n"
-            for part in text.split('<div class="math display">')[1:]
-        )
+        markdown = _displays(hint(client, name, quantity, claims, lang))
         assert math_spans(markdown) and katex(markdown) == [], (name, quantity)
     naive = {**example("mla-rope"), "mla_route": "naive"}
     for quantity in ("K", "scores"):
@@ -395,24 +445,66 @@ def test_mla_with_decoupled_dims_turns_them_before_the_absorbed_query(page, serv
 
 
 REFUSED = {
-    "en": "Practice mode turns Q and K only where every key is a token at its own row's position (no positions, no "
-    "cross-attention); check these numbers in the tab “Check my numbers”.",
-    "zh": "练习模式只在每个键都是位于自己那一行位置上的词元时旋转 Q 和 K（不给 positions，也不是交叉注意力）；"
+    "en": "Practice mode turns Q and K in cross-attention only where the spec gives the positions (else the keys' "
+    "angles are claimed by the queries' rows); check these numbers in the tab “Check my numbers”.",
+    "zh": "交叉注意力中，练习模式只在规格给出位置时旋转 Q 和 K（否则键的角度要按查询的行来写）；"
     "请在「核对我的数」页核对这些数。",
 }
 
 
-def test_a_turn_at_given_positions_shows_no_step(page, server):
+def _open_spec(driver, server, spec: dict) -> None:
     import base64
     import json
 
     from .test_serve_live import forget
 
-    driver, lang = page
-    spec = {**example("rope", lang), "positions": [4, 5, 6, 7]}
     state = {"spec": spec, "claims": {}, "tab": "practice", "row": "focus", "practice": {"step": 0}}
     forget(driver, server)
     driver.get(f"{server}#j=" + base64.urlsafe_b64encode(json.dumps(state).encode()).decode().rstrip("="))
+
+
+def test_a_turn_in_cross_attention_without_positions_shows_no_step(page, server):
+    driver, lang = page
+    _open_spec(driver, server, cross(lang))
     wait(driver, lambda: _text(driver, "practice-error") == REFUSED[lang], what="the refusal")
     assert driver.find_elements("css selector", "#practice-boxes .box") == []
     assert not driver.find_element("id", "practice-hint").is_enabled()
+
+
+KEY_CAPTIONS = {
+    "en": ["key the, pair 1", "key the, pair 2", "key cat, pair 1", "key cat, pair 2"],
+    "zh": ["键小猫，第 1 对", "键小猫，第 2 对", "键坐，第 1 对", "键坐，第 2 对"],
+}
+
+
+def test_at_given_positions_the_round_asks_the_keys_angles_and_carries_them_into_k(page, server):
+    driver, lang = page
+    _open_spec(driver, server, {**example("rope", lang), "positions": [4, 5, 6, 7]})
+    # the angles, cos and sin, Q′, K′, the scores and the softmax's five steps
+    progress = {"en": "Step 1 of 10", "zh": "第 1 步，共 10 步"}[lang]
+    wait(driver, lambda: _text(driver, "practice-progress") == progress, what=progress)
+    wait(driver, lambda: driver.find_elements("id", "practice-rope_key_angle-r1-0-input"), what="the keys' angles")
+    captions = [c.text for c in driver.find_elements("css selector", "#practice-boxes .caption")]
+    assert captions[8:12] == KEY_CAPTIONS[lang]  # after the four queries' two pairs
+    # query "the" sits at 4, key "cat" at 1: θ = (1, 0.01); 0.03 is wrong for the key
+    boxes = {"practice-rope_angle-r1": ["4", "0.04"], "practice-rope_key_angle-r2": ["1", "0.03"]}
+    expected = {"practice-rope_angle-r1": ["exact", "exact"], "practice-rope_key_angle-r2": ["exact", "wrong"]}
+    _answer(driver, boxes, expected)
+    driver.find_element("id", "practice-next").click()
+    # cos and sin of key "cat" from the student's 0.03, not the exact 0.01: carried
+    trig = {"practice-rope_key_cos-r2": ["0.540", "1.000"], "practice-rope_key_sin-r2": ["0.841", "0.030"]}
+    _answer(
+        driver,
+        trig,
+        {"practice-rope_key_cos-r2": ["rounded", "rounded"], "practice-rope_key_sin-r2": ["rounded", "carried"]},
+    )
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_hints_at_given_positions_parse_in_katex(client, katex, lang):
+    from .conftest import math_spans
+
+    claims = {"rope_key_angle[2]": ["-0.5", "1"], "rope_key_cos[1]": ["0.5", "0.9"], "rope_cos[4]": ["0.7", "1"]}
+    for quantity in ("angle", "trig", "Q_rot", "K_rot", "scores"):
+        markdown = _displays(placed_hint(client, quantity, claims, lang))
+        assert math_spans(markdown) and katex(markdown) == [], quantity

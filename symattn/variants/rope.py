@@ -52,6 +52,7 @@ class Rope:
     cos: tuple[tuple[Fraction, ...], ...] = ()  # given tables [position][pair] (rope_cos, rope_sin)
     sin: tuple[tuple[Fraction, ...], ...] = ()
     columns: tuple[int, int] | None = None  # (first, width): the only columns turned (Where.turned); None: all
+    placed: bool = False  # the spec gives positions: the keys' angles are their own quantities (rope_key_*)
 
     @property
     def given(self) -> str:
@@ -205,6 +206,10 @@ class Rotation:
     frequencies: tuple[Any, ...] = ()  # θ_t as Formulas, where given
     not_rotations: tuple[int, ...] = ()  # positions of given tables where some pair has cos² + sin² ≠ 1
     turned: tuple[int, int] | None = None  # (first, width) of the only columns turned (Rope.columns)
+    key_positions: tuple[int, ...] = ()  # at given positions: each key's, and its cos and sin [key][pair] as shown
+    key_cos: NumRows = ()
+    key_sin: NumRows = ()
+    query_positions: tuple[int, ...] = ()  # at given positions: each query's
     zero: tuple[int, int] = (1, 1)  # its place among the steps before step 1, and how many (see forward.py)
 
 
@@ -263,6 +268,9 @@ class RopePart(Part):
         Quantity("rope_angle", "scores", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
         Quantity("rope_cos", "scores", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
         Quantity("rope_sin", "scores", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
+        Quantity("rope_key_angle", "scores", rows="key", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
+        Quantity("rope_key_cos", "scores", rows="key", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
+        Quantity("rope_key_sin", "scores", rows="key", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
         Quantity("Q_rot", "scores", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
         Quantity("K_rot", "scores", rows="key", cols="dim", width="d_q", asked_by="scores", needs=NEEDS),
     )
@@ -300,8 +308,8 @@ class RopePart(Part):
         if len(given) > 1:
             raise reader.error(given[1], said("rope_one_of", first=given[0]))
         placed = [key for key in ("positions", "key_positions") if key in data]
-        chosen = [key for key in ("rope_frequencies", "rope_cos", "rope_sin") if key in data]
-        if placed and chosen:  # their turns count rows; positions turn by position with rope_base only
+        chosen = [key for key in ("rope_cos", "rope_sin") if key in data]
+        if placed and chosen:  # a table's rows are positions 0, 1, …: given positions may lie far past them
             raise reader.error(chosen[0], said("rope_positions", key=placed[0]))
         frequencies = read_frequencies(reader, data, d_k // 2) if "rope_frequencies" in data else ()
         if frequencies and frequencies[0].of_pi:
@@ -321,12 +329,14 @@ class RopePart(Part):
             raise reader.limit(
                 "rope", said("rope_terms", shape=shape, heads=where.heads, pairs=d_k // 2, n=terms, most=ROPE_TERMS)
             )
-        return Rope(base, style, frequencies, cos, sin, where.turned)
+        return Rope(base, style, frequencies, cos, sin, where.turned, bool(placed))
 
     def lacks(self, setting: Rope, name: str) -> str | None:
-        """Given tables have no angles: claims on them are refused in one line."""
+        """Tables give no angles, keys at no given positions no rope_key_* of their own: refused in one line."""
         if setting.cos and name in ("rope_frequency", "rope_angle"):
             return "angles, which rope_cos and rope_sin do not give (they give cos and sin)"
+        if name.startswith("rope_key_") and not setting.placed:
+            return "positions or key_positions (without them key j sits at position j: claim rope_angle[j] and so on)"
         return None
 
     def head_part(self, setting: Rope, spec: Any) -> Rotated:
@@ -338,29 +348,28 @@ class RopePart(Part):
         pairs = setting.pairs(spec.d_k)
         if setting.cos:
             return Tabled(pairs, (), cos=setting.cos, sin=setting.sin)
+        placed = spec.setting("positions")  # the tokens' positions where the spec gives them (a KV cache's)
+        q_pos, k_pos = ((), ()) if placed is None else (placed.queries, placed.keys)
         if setting.frequencies:
             thetas = tuple(f.expr for f in setting.frequencies)
             if setting.frequencies[0].of_pi:
                 halves = tuple(f.value / 2 for f in setting.frequencies)
                 field = Cyclotomic(roots_needed(setting.frequencies))
-                return RotatedByPi(pairs, thetas, field=field, halves=halves)
-            return Rotated(pairs, thetas)
+                return RotatedByPi(pairs, thetas, q_pos, k_pos, field=field, halves=halves)
+            return Rotated(pairs, thetas, q_pos, k_pos)
         base = sympy.Rational(setting.base.value.numerator, setting.base.value.denominator)
-        placed = spec.setting("positions")  # the tokens' positions where the spec gives them (a KV cache's)
         thetas = tuple(base ** sympy.Rational(-2 * t, setting.width(spec.d_k)) for t in range(len(pairs)))
-        if placed is None:
-            return Rotated(pairs, thetas)
-        return Rotated(pairs, thetas, placed.queries, placed.keys)
+        return Rotated(pairs, thetas, q_pos, k_pos)
 
     def toy(self, spec: Any, setting: Any) -> tuple[tuple[str, Any], ...]:
         return (("rope", True),)
 
     def shape(self, spec: Any, setting: Rope, quantity: str) -> tuple[int, ...] | None:
         """With only some columns turned (MLA's decoupled dims): one angle, cos and sin per turned pair."""
-        if setting.columns is None or quantity not in ("rope_frequency", "rope_angle", "rope_cos", "rope_sin"):
+        if setting.columns is None or quantity in ("Q_rot", "K_rot"):
             return None
-        pairs = setting.columns[1] // 2
-        return (pairs,) if quantity == "rope_frequency" else (len(spec.Q), pairs)
+        pairs, rows = setting.columns[1] // 2, len(spec.K if quantity.startswith("rope_key_") else spec.Q)
+        return (pairs,) if quantity == "rope_frequency" else (rows, pairs)
 
     def _shown(self, spec: Any, model: Any) -> Any:
         return model.qk.shown(model, spec.decimals.scores, spec.notation, spec.rounding == "hand")
@@ -392,6 +401,8 @@ class RopePart(Part):
             [[Fraction(int(x), den) for x in model.s.to_list()[f]]], spec.decimals.scores, spec.notation
         )[0]
         rope = spec.setting("rope")
+        keys = tuple(part.place("K", j) for j in range(len(spec.K))) if rope.placed else ()
+        key_trig = [shown.trig[p] for p in keys]
         step = Rotation(
             rope.style,
             rope.base,
@@ -411,6 +422,10 @@ class RopePart(Part):
                 if any(c * c + s * s != 1 for c, s in zip(cs, ss))
             ),
             rope.columns,
+            keys,
+            tuple(tuple(c for c, _ in row) for row in key_trig),
+            tuple(tuple(s for _, s in row) for row in key_trig),
+            tuple(part.place("Q", i) for i in range(len(spec.Q))) if rope.placed else (),
         )
         return step, shown.Q_rot, shown.K_rot
 

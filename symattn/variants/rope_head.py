@@ -56,6 +56,8 @@ from symattn.variants.turns import (
 )
 
 TRIG = ("rope_frequency", "rope_angle", "rope_cos", "rope_sin")  # θ_t per pair; per query row and pair
+KEYED = ("rope_key_angle", "rope_key_cos", "rope_key_sin")  # per key row and pair: with given positions only
+QUERY_OF = dict(zip(KEYED, TRIG[1:]))  # a key's quantity -> the query's of the same kind
 
 
 @record
@@ -67,14 +69,18 @@ class Rotated(ScoreBoxes, HeadPart):
     q_pos: tuple[int, ...] = ()  # the tokens' positions where the spec gives them (symattn.variants.positions)
     k_pos: tuple[int, ...] = ()
     stage: ClassVar[int] = QK
-    quantities: ClassVar[tuple[str, ...]] = TRIG + ROTATED
-    computed: ClassVar[tuple[str, ...]] = TRIG + ROTATED
+    quantities: ClassVar[tuple[str, ...]] = TRIG + KEYED + ROTATED
     columns: ClassVar[tuple[str, ...]] = ("rope_frequency",)  # one number per pair
     exposes: ClassVar[tuple[str, ...]] = ("pairs", "thetas", "angles", "angle", "structures", *ROTATED)
     gradients: ClassVar[tuple[str, ...]] = ("dQ_rot", "dK_rot")
     silent: ClassVar[tuple[str, ...]] = ("dQ", "dK")  # dQ′ turned back: the document shows how
     factors: ClassVar[tuple[str, str] | None] = ROTATED
     not_rational: ClassVar[str] = "the scores with RoPE are not rational: use structures"
+
+    @property
+    def computed(self) -> tuple[str, ...]:  # type: ignore[override]
+        """What compute writes: the keys' angles, cos and sin too where the tokens sit at given positions."""
+        return TRIG + KEYED + ROTATED if self.q_pos else TRIG + ROTATED
 
     def expose(self, model: Any, name: str) -> Any:
         if name in ROTATED:
@@ -132,15 +138,18 @@ class Rotated(ScoreBoxes, HeadPart):
         return ImmutableMatrix(out)
 
     def _trig_quantity(self, model: Any, quantity: str) -> ImmutableMatrix:
-        """θ_t (a column over the pairs), or each query row's angle, cos or sin of each pair."""
+        """θ_t (a column over the pairs), or each query row's (each key row's: KEYED) angle, cos or sin of each
+        pair, at the row's position."""
         if quantity == "rope_frequency":
             return ImmutableMatrix([[theta] for theta in self.thetas])
+        which, kind = ("K", QUERY_OF[quantity]) if quantity in KEYED else ("Q", quantity)
         pick = {"rope_angle": lambda p, t: self.angle(p, t), "rope_cos": lambda p, t: self.trig_exact(p, t)[0]}
         pick["rope_sin"] = lambda p, t: self.trig_exact(p, t)[1]
-        return ImmutableMatrix(model.n_queries, len(self.pairs), pick[quantity])
+        rows = model.n_keys if which == "K" else model.n_queries
+        return ImmutableMatrix(rows, len(self.pairs), lambda r, t: pick[kind](self.place(which, r), t))
 
     def exact(self, model: Any, quantity: str) -> ImmutableMatrix:
-        if quantity in TRIG:
+        if quantity in TRIG + KEYED:
             return self._trig_quantity(model, quantity)
         key = "rope:" + quantity
         if key not in model.memo:
@@ -207,7 +216,7 @@ class Rotated(ScoreBoxes, HeadPart):
     # --- rational entries ------------------------------------------------
 
     def rationals(self, model: Any, quantity: str) -> Rows | None:
-        if quantity in TRIG:  # SymPy keeps cos and sin of a nonzero algebraic angle (Lindemann) and
+        if quantity in TRIG + KEYED:  # SymPy keeps cos and sin of a nonzero algebraic angle (Lindemann) and
             # evaluates the rational ones at multiples of π (Niven: 0, ±1/2, ±1 only)
             m = self.exact(model, quantity)
             return tuple(tuple(numeric.as_fraction(m[i, j]) for j in range(m.cols)) for i in range(m.rows))
@@ -248,7 +257,7 @@ class Rotated(ScoreBoxes, HeadPart):
     def boxes(self, boxes: Any, quantity: str) -> list[Fixed]:
         """Q_rot or K_rot at 2**-bits, row by row (and the angles, cos and sin)."""
         model, bits = boxes.model, boxes.bits
-        if quantity in TRIG:
+        if quantity in TRIG + KEYED:
             cache: dict[Any, Any] = {}
             m = self.exact(model, quantity)
             return [Fixed.from_interval(numeric.enclose(x, bits + 32, cache), bits) for x in m]
@@ -285,8 +294,9 @@ class Rotated(ScoreBoxes, HeadPart):
             return tuple(
                 (explainer.sig("Q_rot", i, c, head), explainer.sig("K_rot", k, c, head)) for c in range(model.d_k)
             )
-        if quantity == "rope_angle":  # position × frequency
-            return ((Num(Decimal(i), True), explainer.sig("rope_frequency", k, 0, head)),)
+        if quantity in ("rope_angle", "rope_key_angle"):  # position × frequency
+            p = self.place("K" if quantity in KEYED else "Q", i)
+            return ((Num(Decimal(p), True), explainer.sig("rope_frequency", k, 0, head)),)
         if quantity not in ROTATED:
             return None
         sub = explainer.layout.head_specs[explainer.layout.index(head)]
@@ -304,14 +314,22 @@ class Rotated(ScoreBoxes, HeadPart):
 
     def explained(self, explainer: Any, model: Any, quantity: str, row: int | None, head: int | None) -> Any:
         """A frequency, cos or sin is given or looked up: nothing to show but its value."""
-        return () if quantity in ("rope_frequency", "rope_cos", "rope_sin") else None
+        return () if quantity in ("rope_frequency", "rope_cos", "rope_sin", *KEYED[1:]) else None
 
-    def _trig_implied(self, chain: Any, p: int, t: int, head: int | None) -> tuple[Any, Any, bool]:
-        """(cos, sin, carried) at position p: the claimant's own (claimed, or from an angle) for a query, else exact."""
-        if p < chain.layout.heads[chain.layout.index(head)].n_queries and chain.names & set(TRIG):
-            (c, u), (s, w) = chain.implied("rope_cos", p, t, head), chain.implied("rope_sin", p, t, head)
+    def _trig_implied(self, chain: Any, which: str, r: int, t: int, head: int | None) -> tuple[Any, Any, bool]:
+        """(cos, sin, carried) of row r of Q or K (``which``): the claimant's own (claimed, or from an angle or a
+        frequency), else exact. At given positions a query row takes the queries' table and a key row the keys';
+        without them row r sits at position r, so a key row takes the query row's of that position, where
+        there is one."""
+        names: tuple[str, ...] = ("rope_cos", "rope_sin")
+        if self.q_pos and which == "K":
+            names = ("rope_key_cos", "rope_key_sin")
+        elif not self.q_pos and r >= chain.layout.heads[chain.layout.index(head)].n_queries:
+            names = ()
+        if names and chain.names & {*TRIG, *KEYED}:
+            (c, u), (s, w) = chain.implied(names[0], r, t, head), chain.implied(names[1], r, t, head)
             return c, s, u or w
-        c, s = self.trig_exact(p, t)
+        c, s = self.trig_exact(self.place(which, r), t)
         return c, s, False
 
     def implied(self, chain: Any, model: Any, quantity: str, row: int, col: int | None, head: int | None) -> Any:
@@ -321,33 +339,33 @@ class Rotated(ScoreBoxes, HeadPart):
         L = chain.layout
         if quantity == "rope_frequency":
             return self.thetas[row], False
-        if quantity == "rope_angle" and col is not None:
+        keyed = quantity in KEYED
+        kind, which = (QUERY_OF[quantity], "K") if keyed else (quantity, "Q")
+        if kind == "rope_angle" and col is not None:
             theta, a = chain.implied("rope_frequency", col, None, head)
-            return row * theta, a
-        if quantity in ("rope_cos", "rope_sin") and col is not None:
-            if not self.thetas or "rope_angle" not in chain.names and "rope_frequency" not in chain.names:
-                return self.trig_exact(row, col)[quantity == "rope_sin"], False
-            angle, a = chain.implied("rope_angle", row, col, head)
-            return (sympy.cos if quantity == "rope_cos" else sympy.sin)(angle), a
+            return self.place(which, row) * theta, a
+        if kind in ("rope_cos", "rope_sin") and col is not None:
+            angle_name = "rope_key_angle" if keyed else "rope_angle"
+            if not self.thetas or angle_name not in chain.names and "rope_frequency" not in chain.names:
+                return self.trig_exact(self.place(which, row), col)[kind == "rope_sin"], False
+            angle, a = chain.implied(angle_name, row, col, head)
+            return (sympy.cos if kind == "rope_cos" else sympy.sin)(angle), a
         if quantity in ROTATED:
             assert col is not None
             name = quantity[0]
-            if name not in chain.names and not chain.names & set(TRIG):
+            if name not in chain.names and not chain.names & {*TRIG, *KEYED}:
                 return self.exact(model, quantity)[row, col], False
             q0 = L.index(head) * L.width_q
             t = next((t for t, pair in enumerate(self.pairs) if col in pair), None)
             if t is None:  # a column no pair turns
                 return chain.implied(name, row, q0 + col)
             a, b = self.pairs[t]
-            if self.q_pos:  # tokens at given positions: cos and sin exact (claims of them count by row)
-                c, s, v = (*self.trig_exact(self.place(name, row), t), False)
-            else:
-                c, s, v = self._trig_implied(chain, row, t, head)
+            c, s, v = self._trig_implied(chain, name, row, t, head)
             (x, u), (y, w) = chain.implied(name, row, q0 + a), chain.implied(name, row, q0 + b)
             return (x * c - y * s if col == a else x * s + y * c), u or w or v
         if quantity == "scores":
             assert col is not None
-            if chain.names & {"Q_rot", "K_rot", *TRIG}:
+            if chain.names & {"Q_rot", "K_rot", *TRIG, *KEYED}:
                 return chain.dot(
                     [
                         (chain.implied("Q_rot", row, k, head), chain.implied("K_rot", col, k, head))
@@ -463,6 +481,7 @@ class TableRotary(TableTurn, Rotary):
 
 
 __all__ = [
+    "KEYED",
     "ROTATED",
     "TRIG",
     "RotatedByPi",

@@ -182,6 +182,8 @@ class ByRoots:
 
         def exact(self, model: Any, quantity: str) -> Any: ...
 
+        def place(self, which: str, row: int) -> int: ...
+
     def den(self, model: Any) -> int:
         return 2 * model.dq * model.dk
 
@@ -206,7 +208,8 @@ class ByRoots:
                 terms: dict[int, int] = {0: 2 * sum(int(qi[c]) * int(kj[c]) for c in kept)} if kept else {}
                 for t, (a, b) in enumerate(self.pairs):
                     qa, qb, ka, kb = int(qi[a]), int(qi[b]), int(kj[a]), int(kj[b])
-                    self._trig_terms(j - i, t, qa * ka + qb * kb, qb * ka - qa * kb, terms)
+                    delta = self.place("K", j) - self.place("Q", i)  # the rows' own, or the given positions
+                    self._trig_terms(delta, t, qa * ka + qb * kb, qb * ka - qa * kb, terms)
                 row.append(self.field.element(terms))
             out.append(tuple(row))
         return tuple(out)
@@ -252,8 +255,9 @@ class ByRoots:
             m = model.q if quantity == "Q_rot" else model.k
             d = model.dq if quantity == "Q_rot" else model.dk
             out = []
-            for p, row in enumerate(m.to_list()):
+            for r, row in enumerate(m.to_list()):
                 values: list[Fraction | None] = [Fraction(int(x), d) for x in row]
+                p = self.place(quantity[0], r)
                 for t, (a, b) in enumerate(self.pairs):
                     xa, xb = int(row[a]), int(row[b])
                     for col, (c, s) in ((a, (xa, -xb)), (b, (xb, xa))):

@@ -22,8 +22,9 @@
  * With RoPE (TURN) the scores come after the turn: every token's angles rope_angle (none with given cos/sin
  * tables), their rope_cos and rope_sin, the focus row's Q′ and every key's K′ (Q_rot, K_rot), in the order the
  * checker carries them; with MLA only the decoupled dims turn, after K and V (naive) or before q̃ (absorbed).
- * With QK-norm (NORM): σ of the focus row's q and of every key's k (Q_rms, K_rms), then Q̂ and K̂. A spec with
- * positions or cross-attention has no turn steps (the angles are claimed by row): the round says so.
+ * At given positions the keys' angles, cos and sin are their own (rope_key_angle, …, a row per key), asked after the
+ * queries'. With QK-norm (NORM): σ of the focus row's q and of every key's k (Q_rms, K_rms), then Q̂ and K̂. A spec
+ * with cross-attention and no positions has no turn steps (the angles are claimed by row): the round says so.
  *
  * Progress is state.practice = {step, answers: {name: [numbers as typed]}, revealed: [step…]}, a name
  * being a quantity or, in a block, "running_max[2]"; kept in the URL fragment with the rest of the state
@@ -40,7 +41,8 @@
   const TURN = ["angle", "trig", "Q_rot", "K_rot"]; // RoPE's turn, right before the scores (or q̃)
   const NORM = ["rms", "Q_norm", "K_norm"]; // QK-norm's
   const ROWS = {angle: ["rope_angle"], trig: ["rope_cos", "rope_sin"], K_rot: ["K_rot"], K_norm: ["K_norm"]}; // by row
-  const BY_ROW = ["rope_angle", "rope_cos", "rope_sin", "K_rot", "K_norm", "K_rms"]; // claimed q[row] for each row
+  const KEYED = {angle: ["rope_key_angle"], trig: ["rope_key_cos", "rope_key_sin"]}; // the keys' own, at given positions
+  const BY_ROW = ["rope_angle", "rope_cos", "rope_sin", "K_rot", "K_norm", "K_rms", ...KEYED.angle, ...KEYED.trig]; // claimed q[row] for each row
   const FOCUS = ["Q", "Q_rot", "Q_norm", "Q_rms"]; // claimed q[i] of the focus row
   const PARTS_CAPTIONED = {absorbed_query: true, latent_output: true}; // "q̃, column n", "u, column n"
   // where a revealed MLA step stops: the last display whose TeX holds one of these (the matrix asked)
@@ -83,7 +85,7 @@
       dk: width(c.K), decoupled: Boolean(c.Q_rot)} : null; // Q_rot with MLA: the decoupled dims are turned
     // the turn: pairs of dims, the first turned column (MLA's decoupled dims are the last), whether angles are asked
     const turn = c.rope_cos ? {angles: Boolean(c.rope_angle), pairs: width(c.rope_cos), dk: width(c.Q_rot),
-      first: width(c.Q_rot) - 2 * width(c.rope_cos), placed: Boolean(c.positions || c.key_tokens)} : null;
+      first: width(c.Q_rot) - 2 * width(c.rope_cos), placed: Boolean(c.rope_key_cos), cross: Boolean(c.key_tokens && !c.positions)} : null;
     return {keys: c.key_tokens || c.tokens, tokens: c.tokens, queries: c.tokens.length, dv: c.output.value[0].length, blocks,
       size: blocks ? Number(c.block_keys) : 0, mla, turn, norm: c.Q_norm ? width(c.Q_norm) : 0};
   }
@@ -92,7 +94,7 @@
     const c = answer && answer.compute && (answer.compute.values || answer.compute);
     if (c && c.heads) return page().phrases().practice.heads; // the boxes are one head's
     const s = shape();
-    return s && s.turn && s.turn.placed ? page().phrases().practice.turn_positions : null;
+    return s && s.turn && s.turn.cross ? page().phrases().practice.turn_positions : null;
   }
 
   // the round's steps: {id, block, parts: [{q, name, count, row}]}; a block's parts claim q[block][focus row],
@@ -122,7 +124,8 @@
     const rows = q === "angle" || q === "trig" ? s.tokens : s.keys;
     const named = (name, r) => ({...part(name), name: `${name}[${r + 1}]`, row: r + 1});
     if (q === "rms") return [part("Q_rms"), ...rows.map((t, r) => named("K_rms", r))];
-    return rows.flatMap((t, r) => ROWS[q].map((name) => named(name, r)));
+    const keyed = s.turn && s.turn.placed && KEYED[q] ? s.keys.flatMap((t, r) => KEYED[q].map((name) => named(name, r))) : [];
+    return [...rows.flatMap((t, r) => ROWS[q].map((name) => named(name, r))), ...keyed];
   }
   function step() { return steps()[progress().step]; }
   function order() { return steps().flatMap((st) => st.parts.map((part) => part.name)); }
@@ -132,6 +135,7 @@
     const widths = {exp_sum: 1, output: s.dv, V: s.dv, Q: m.dq, K: m.dk, latent: m.dc, absorbed_query: m.dc, latent_output: m.dc,
       Q_rms: 1, K_rms: 1, Q_norm: s.norm, K_norm: s.norm};
     if (s.turn) Object.assign(widths, {rope_angle: s.turn.pairs, rope_cos: s.turn.pairs, rope_sin: s.turn.pairs,
+      rope_key_angle: s.turn.pairs, rope_key_cos: s.turn.pairs, rope_key_sin: s.turn.pairs,
       Q_rot: s.turn.dk - s.turn.first, K_rot: s.turn.dk - s.turn.first});
     return q in widths ? widths[q] : s.keys.length;
   }
@@ -166,6 +170,7 @@
     const captions = phrases().practice.caption;
     const n = offset(part) + j + 1;
     if (["rope_angle", "rope_cos", "rope_sin"].includes(part.q)) return fill(captions[part.q === "rope_angle" ? "pair" : part.q.slice(5)], {token: s.tokens[part.row - 1], n});
+    if (part.q.startsWith("rope_key_")) return fill(captions[part.q === "rope_key_angle" ? "key_pair" : "key_" + part.q.slice(9)], {token: s.keys[part.row - 1], n});
     if (part.q === "K_rms") return fill(captions.sigma_k, {token: s.keys[part.row - 1]});
     if (part.q === "Q_rms") return fill(captions.sigma_q, {token: token()});
     if (part.row) return fill(captions.row, {token: (EVERY.includes(part.q) ? s.tokens : s.keys)[part.row - 1], n});

@@ -18,7 +18,8 @@ keys, values and u, claimed as ``latent[i]``, ``Q[i]``, ``K[i]``, ``V[i]`` and `
 
 Where Q and K are turned by position before the scores (:data:`TURN`, MLA's decoupled dims too), the round works
 the turn first: each token's angles (position × frequency; none with given cos/sin tables), their cos and sin,
-the focus row's Q′ and every key's K′, then the scores from them. With QK-norm (:data:`NORM`): σ of the focus
+the focus row's Q′ and every key's K′, then the scores from them (at given positions the keys' angles, cos and sin
+are their own, after the queries'). With QK-norm (:data:`NORM`): σ of the focus
 row's q and of every key's k, the normalized rows, then the scores. Their hints take the student's numbers
 from the claims by name (any claim of the head, by quantity, row and column).
 """
@@ -106,12 +107,12 @@ def _latents(step: Any, quantity: str, source: str) -> Any:
 
 def _needed(step: Any, quantity: str, names: tuple[str, ...], spec: Any, message: str) -> Any:
     """The derivation's step of the turn (or of QK-norm), or None without it; a hint of its quantities needs it,
-    and the turn's need each key to be a token at its row's own position (the angles are claimed by row)."""
+    and the turn's in cross-attention need given positions (else the keys' angles are claimed by the queries' rows)."""
     from symattn.input.messages import said
 
     if step is None and quantity in names:
         raise SpecError(spec.source, "quantity", said(message, quantity=quantity))
-    if step is not None and names == TURN and (spec.is_cross or spec.setting("positions") is not None):
+    if step is not None and names == TURN and spec.is_cross and spec.setting("positions") is None:
         raise SpecError(spec.source, "positions", said("practice_turn_positions"))
     return step
 
