@@ -164,7 +164,7 @@ def test_the_derivation_shows_the_keys_angles_at_their_positions(lang):
     }[lang]
     for sentence in said:
         assert sentence in text
-    assert "\\sin\\varphi^{K}\\approx\\begin{bmatrix}0.000 & 0.000 \\\\ 0.841 & 0.010 \\\\ 0.909 & 0.020" in text
+    assert "\\sin\\varphi^{K}\\approx\\begin{bmatrix}0 & 0 \\\\ 0.841 & 0.010 \\\\ 0.909 & 0.020" in text
     assert "&t = 1:\\ \\varphi = 5 \\cdot \\theta_{1} = 5,\\quad \\cos\\varphi \\approx 0.284" in text
     assert "Positions count from 0" not in text and "位置从 0 数起" not in text
 
