@@ -22,6 +22,7 @@ non-negative terms and multiplied by SAFETY, far more than the few roundings of 
   once each (u|p|) and are summed as the row sums are; the terms' own errors add Σ_j Â e_dA + e_A (|dÂ| + e_dA).
 - **dS.** Ŷ = fl(dÂ − D̂) with e_Y = u|Ŷ| + e_dA + e_D, then dŜ = fl(Â·Ŷ) with
   e_dS = u|dŜ| + |Â| e_Y + e_A (|Ŷ| + e_Y). A masked key has Â = 0 and e_A = 0 exactly: dS is 0 there.
+  On a saturated row Ŷ is (dA − dA_p) − C instead, with a bound relative to C (``_pivoted``).
 - **The products** dQ = c·dS·K, dK = c·dSᵀ·Q, dV = Aᵀ·dO are sums of full float64 terms, but split as
   the scores are (``float64._scores``: rows x = high + low by ExtractScalar, the highs' product exact in
   any order): only the small rest loses γ, about u/10 of the sum of magnitudes at 1024 keys where a plain
@@ -52,6 +53,7 @@ from symattn.kernel.float64 import (
     _scores,
     divided,
     exps,
+    extra_logits,
     extra_term,
     gamma,
     joined,
@@ -187,10 +189,43 @@ def _score_gradient(head: GradientHead, A, e_A, values: Split, rows: slice) -> t
     Y = dA - D
     e_Y = SAFETY * (U * np.abs(Y) + e_dA + e_D)
     del dA, e_dA
+    Y, e_Y = _pivoted(head, A, e_A, rows, Y, e_Y)
     dS = A * Y
     e_dS = SAFETY * (U * np.abs(dS) + A * e_Y + e_A * (np.abs(Y) + e_Y))
     e_dS[np.isnan(e_dS)] = np.inf  # an unbounded weight (inf) times a zero
     return dS, e_dS
+
+
+def _pivoted(head: GradientHead, A, e_A, rows: slice, Y, e_Y) -> tuple[np.ndarray, np.ndarray]:
+    """dA − D of the rows where one weight A_ip is at least 1/2 (a saturated row, where D is dA_ip up to the
+    other weights and the bound above, absolute in dA, dwarfs dA_ip − D) as (dA − dA_p) − C, taken where its
+    bound is 16 times tighter. Since Σ_k A_ik = 1 (no denominator logit),
+
+        dA_ij − D_i = (dA_ij − dA_ip) − C_i,  C_i = Σ_k A_ik (dA_ik − dA_ip),
+
+    exactly, for any key p. R = dA − dA_p = dO·Wᵀ with W = V − V_p: Ŵ rounds once (u|Ŵ|, none at p, where
+    Ŵ_p = 0 and R_ip = 0 exactly), R̂ comes with ``_scores``' bound plus Σ_l |dO_il| u|Ŵ_kl|, relative to
+    |dO|·|V − V_p| and not to |dO|·|V|; C is summed as D is, its terms' errors Â e_R + e_A (|R̂| + e_R); and
+    fl(R̂ − Ĉ) rounds once more. So dS = A ∘ (R − C) keeps the size of C, e^(−gap) or so, in its bound."""
+    if extra_logits(head, rows, A.shape[0]):  # a denominator logit's share: the weights add up to less than 1
+        return Y, e_Y
+    pivots = np.argmax(A, axis=1)
+    saturated = np.nonzero(A[np.arange(A.shape[0]), pivots] >= 0.5)[0]
+    dO = head.dO[rows]
+    for p in np.unique(pivots[saturated]).tolist():
+        r = saturated[pivots[saturated] == p]
+        W = head.V - head.V[p]
+        R, e_R = _scores(dO[r], Split.of(W))
+        e_R += SAFETY * U * (np.abs(dO[r]) @ np.abs(W).T)
+        R[:, p], e_R[:, p] = 0.0, 0.0
+        t = A[r] * R
+        C, e_sum = _row_sums(t)
+        e_C = SAFETY * (e_sum + np.sum(U * np.abs(t) + A[r] * e_R + e_A[r] * (np.abs(R) + e_R), axis=1, keepdims=True))
+        Z = R - C
+        e_Z = SAFETY * (U * np.abs(Z) + e_R + e_C)
+        better = 16 * e_Z < e_Y[r]
+        Y[r], e_Y[r] = np.where(better, Z, Y[r]), np.where(better, e_Z, e_Y[r])
+    return Y, e_Y
 
 
 def _through_mods(head: Head, dS, e_dS, rows: slice, keys: Split) -> tuple[np.ndarray, np.ndarray]:
