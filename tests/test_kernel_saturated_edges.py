@@ -172,3 +172,36 @@ def test_a_ball_across_a_power_of_ten_has_three_digits_where_both_sides_round_al
     assert digits(arb(1, 2.0**-80), 3) == Decimal("1.00")  # 0.99999… and 1.00001…: a row's largest against itself
     assert digits(arb(10) ** -300 * arb(1, 2.0**-80), 3) == Decimal("1.00E-300")
     assert digits(arb(1, 0.004), 3) is None  # 0.996 rounds to 0.996, 1.004 to 1.00
+
+
+def test_gradients_whose_score_gradients_are_subnormal_keep_their_bound():
+    """A weight near e^-697 (2^-1005.6) times dA − D near 2^-20 gives a subnormal dS, and its products with Q
+    underflow further: each off by up to 2^-1075 absolute, which the relative u missed (bounds of 0 against
+    values of 1.4e-312 before float64_backward.UNDER)."""
+    from symattn.kernel.float64_backward import GradientHead
+
+    rng = np.random.default_rng(0)
+    f32 = lambda a: np.array(a, dtype=np.float32).astype(np.float64)  # noqa: E731
+    mp = lambda x: mpmath.mpf(float(x))  # noqa: E731
+    for _ in range(12):
+        gap, q = float(rng.uniform(690, 699)), float(rng.uniform(0.5, 2))
+        Q = f32([[q, 2.0**-12], [q * 1.0001, 2.0**-14]])
+        K = f32([[0.0, 0.0], [-gap / q, 0.0]])
+        V = f32([[1.0, 0.5], [1.0 + 2.0 ** -float(rng.integers(10, 30)), 0.5]])
+        dO = f32([[1.0, rng.uniform(-1, 1)], [rng.uniform(-1, 1), 1.0]])
+        head = GradientHead(Q, K, V, 1.0, 0.0, Fraction(1), None, dO)
+        S = [[mpmath.fsum(mp(a) * mp(b) for a, b in zip(Q[i], K[j])) for j in range(2)] for i in range(2)]
+        dA = [[mpmath.fsum(mp(a) * mp(b) for a, b in zip(dO[i], V[j])) for j in range(2)] for i in range(2)]
+        A = [[mpmath.exp(s - max(row)) / mpmath.fsum(mpmath.exp(t - max(row)) for t in row) for s in row] for row in S]
+        dS = [
+            [A[i][j] * mpmath.fsum(A[i][k] * (dA[i][j] - dA[i][k]) for k in range(2)) for j in range(2)]
+            for i in range(2)
+        ]
+        exact = {
+            "dK": [[mpmath.fsum(dS[i][r] * mp(Q[i, c]) for i in range(2)) for c in range(2)] for r in range(2)],
+            "dQ": [[mpmath.fsum(dS[r][j] * mp(K[j, c]) for j in range(2)) for c in range(2)] for r in range(2)],
+        }
+        for quantity, want in exact.items():
+            value, error = gradient(head, quantity)
+            for r, c in np.ndindex(value.shape):
+                assert abs(mpmath.mpf(float(value[r, c])) - want[r][c]) <= error[r, c]
