@@ -219,17 +219,15 @@ def _decide(x: Fraction, lo: Fraction, hi: Fraction, fmt: str) -> tuple[Decimal 
     exact 0 (lo = hi = 0) that x misses has no ULP figure (bucket ZERO)."""
     if lo == hi == 0:
         return (Decimal(0), None, 0) if x == 0 else (None, None, ZERO)
+    if lo <= 0 <= hi:  # not exactly 0, but may be: no relative error (as below, without the big fractions)
+        return None
     far = max(abs(x - lo), abs(x - hi))
     near = Fraction(0) if lo <= x <= hi else min(abs(x - lo), abs(x - hi))
-    units = sorted({ulp(lo, fmt), ulp(hi, fmt)} | ({ulp(Fraction(0), fmt)} if lo < 0 < hi else set()))
+    units = sorted({ulp(lo, fmt), ulp(hi, fmt)})
     e_lo, e_hi = near / units[-1], far / units[0]
     shown = significant_exact(e_lo, SHOWN_DIGITS)
     bucket = _bucket(e_lo)
     if shown != significant_exact(e_hi, SHOWN_DIGITS) or bucket != _bucket(e_hi):
-        return None
-    if lo <= 0 <= hi:
-        if lo == hi:  # exactly 0: no relative error
-            return shown, None, bucket
         return None
     mags = (abs(lo), abs(hi)) if lo > 0 else (abs(hi), abs(lo))
     r_lo, r_hi = near / mags[1], far / mags[0]

@@ -22,6 +22,7 @@ from symattn.input.floats import FORMATS, ulp
 
 SHOWN_DIGITS = 3
 NEAR = 40  # |d| below 2^-NEAR ULP of x: the exact value's ULP and its shown digits follow from d's sign
+FINER = 256  # a rational y (``decide``'s near) is read within 2^-(NEAR + FINER) ULP where e lies that close
 EXPONENTS = 10**13  # figures past 10^±EXPONENTS are refused: the entry table ranks exponents up to that
 
 
@@ -55,6 +56,16 @@ def _fraction(x: Any) -> Fraction:
     return Fraction(int(man)) * Fraction(2) ** int(exp)
 
 
+def _scaled_ends(x: Any) -> tuple[int, int, int]:
+    """Integers lo, hi and s ≥ 0 with the ball's ends lo·2^-s and hi·2^-s exactly."""
+    man, exp = x.mid().man_exp()
+    rman, rexp = x.rad().man_exp()
+    man, exp, rman, rexp = int(man), int(exp), int(rman), int(rexp)
+    s = max(0, -exp, -rexp)
+    mid, rad = man << (exp + s), rman << (rexp + s)
+    return mid - rad, mid + rad, s
+
+
 def digits(ball: Any, n: int) -> Decimal | None:
     """The ``n`` significant digits (half-up) every point of a positive ball rounds to, or None."""
     from flint import arb
@@ -69,10 +80,13 @@ def digits(ball: Any, n: int) -> Decimal | None:
         t = ball * arb(10) ** (n - 1 - k)  # ~10^(n−1): its ends are short rationals
         if not t.rad() < 1:
             return None
-        lo, hi = _fraction(t.mid()) - _fraction(t.rad()), _fraction(t.mid()) + _fraction(t.rad())
-        if lo < 10 ** (n - 1) or hi >= 10**n:
+        lo, hi, s = _scaled_ends(t)  # the ends lo/2^s and hi/2^s: integers, not fractions (a row takes thousands)
+        low, top, half = 10 ** (n - 1) << s, 10**n << s, 1 << s >> 1 if s else 0
+        if 10 * lo + half >= top and lo < low <= hi and 2 * hi < 2 * low + (1 << s):
+            return Decimal(f"{10 ** (n - 1)}E{k - n + 1}")  # 0.99999… and 1.00001… both round to 1.00 (a row's max)
+        if lo < low or hi >= top:
             continue
-        q_lo, q_hi = int(lo + Fraction(1, 2)), int(hi + Fraction(1, 2))
+        q_lo, q_hi = (2 * lo + (1 << s)) >> (s + 1), (2 * hi + (1 << s)) >> (s + 1)  # ⌊end + 1/2⌋
         if q_lo != q_hi:
             return None
         if q_hi == 10**n:  # 9.995… rounds up into the next decade: 1.00·10^(k+1)
@@ -86,18 +100,37 @@ def _bucket(ulps: Any) -> int | None:
     from symattn.kernel.comparison import EDGES
 
     below = 0
-    for k, edge in enumerate(EDGES):
-        if ulps <= _arb(edge):
+    for k, edge in enumerate(_edges(tuple(EDGES))):
+        if ulps <= edge:
             return k if below == k else None
-        if ulps > _arb(edge):
+        if ulps > edge:
             below = k + 1
     return len(EDGES) if below == len(EDGES) else None
 
 
-def decide(x: Fraction, e: Any, fmt: str, shown_digits: int, error_from) -> tuple[tuple, tuple, Decimal] | None:
+def _edges(edges: tuple) -> list:
+    """The edges as arb balls at the working precision, made once for it (a row's entries ask thousands of times)."""
+    from flint import ctx
+
+    key = (edges, ctx.prec)
+    if key not in _EDGES:
+        _EDGES.clear()
+        _EDGES[key] = [_arb(edge) for edge in edges]
+    return _EDGES[key]
+
+
+_EDGES: dict = {}
+
+
+def decide(
+    x: Fraction, e: Any, fmt: str, shown_digits: int, error_from, near=None
+) -> tuple[tuple, tuple, Decimal] | None:
     """((ULPs, relative, bucket), (the ball of e − y, y, e), exact value shown) of x against the exact value e, where
     e lies within 2^-NEAR ULP of a float y of the format (y = x in a saturated row) on a known side, or below
-    the format's least normal; else None. ``error_from(y)``: the ball of e − y, summed as the module says."""
+    the format's least normal; else None. ``error_from(y)``: the ball of e − y, summed as the module says.
+    ``near``: a rational y to read from instead (a float sum of a saturated dV: its figures may be ties), where
+    no power of 2 lies within 2^-NEAR ULP of it: the figures are monotone past it as past a float; where e lies
+    within 2^-(NEAR + FINER) ULP of it, only that far is read (a 17-digit tie may lie nearer than 2^-NEAR)."""
     precision, emin = FORMATS[fmt]
     if not (e > 0 or e < 0):
         return None
@@ -112,7 +145,7 @@ def decide(x: Fraction, e: Any, fmt: str, shown_digits: int, error_from) -> tupl
         relative = significant_exact(Fraction(1), SHOWN_DIGITS) if x == 0 else digits(abs(d) / abs(e), SHOWN_DIGITS)
         figures = digits(ulps, SHOWN_DIGITS), relative, _bucket(ulps)
         return None if shown is None or None in figures else (figures, (d, x, e), shown)
-    y = _nearest(_fraction(e.mid()), fmt)
+    y = _nearest(_fraction(e.mid()), fmt) if near is None else near
     dy = error_from(y)
     unit = ulp(y, fmt)
     if y == 0 or not (dy > 0 or dy < 0) or not abs(dy) < _arb(unit) / 2**NEAR:
@@ -120,6 +153,11 @@ def decide(x: Fraction, e: Any, fmt: str, shown_digits: int, error_from) -> tupl
     # no power of 2 strictly between y and e: the ULP is the one just past y on dy's side, and every
     # figure is monotone on (y, y + step] (x lies outside it), where its ties are far apart
     step = (1 if dy > 0 else -1) * unit / 2**NEAR
+    if near is not None and abs(dy) < _arb(abs(step)) / 2**FINER:  # a tie at 17 digits may lie within 2^-NEAR ULP
+        step /= 2**FINER  # still past e, and short: its fractions stay small
+    if near is not None:
+        if ulp(y - abs(step), fmt) != ulp(y + abs(step), fmt):  # a rational y: one ULP around it
+            return None
     u = ulp(y + step, fmt)
     shown = _near(lambda t: t, y, step, shown_digits)
     if x == y:
@@ -138,11 +176,11 @@ def decide(x: Fraction, e: Any, fmt: str, shown_digits: int, error_from) -> tupl
     return figures, (dy, y, e), shown
 
 
-def decide_entry(errors: Floats, i: int, j: int, e: Any, error_from, digits: int, name, out: dict) -> None:
+def decide_entry(errors: Floats, i: int, j: int, e: Any, error_from, digits: int, name, out: dict, near=None) -> None:
     """``decide`` for entry (i, j) of ``errors``' result: its (figures, shown) into ``out`` and its error's ball into
     ``errors.found`` where decided; a figure past what the reports rank raises, the entry named (``name``)."""
     try:
-        decided = decide(errors.value(i, j), e, errors.format, digits, error_from)
+        decided = decide(errors.value(i, j), e, errors.format, digits, error_from, near)
     except EvaluationError as error:  # named, on one line
         named = f"the error of entry ({i + 1}, {j + 1})" if name is None else name(i, j)
         raise EvaluationError(f"{named} {error}") from None

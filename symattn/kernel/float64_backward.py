@@ -22,6 +22,7 @@ non-negative terms and multiplied by SAFETY, far more than the few roundings of 
   once each (u|p|) and are summed as the row sums are; the terms' own errors add Σ_j Â e_dA + e_A (|dÂ| + e_dA).
 - **dS.** Ŷ = fl(dÂ − D̂) with e_Y = u|Ŷ| + e_dA + e_D, then dŜ = fl(Â·Ŷ) with
   e_dS = u|dŜ| + |Â| e_Y + e_A (|Ŷ| + e_Y). A masked key has Â = 0 and e_A = 0 exactly: dS is 0 there.
+  On a saturated row Ŷ is (dA − dA_p) − C instead, with a bound relative to C (``_pivoted``).
 - **The products** dQ = c·dS·K, dK = c·dSᵀ·Q, dV = Aᵀ·dO are sums of full float64 terms, but split as
   the scores are (``float64._scores``: rows x = high + low by ExtractScalar, the highs' product exact in
   any order): only the small rest loses γ, about u/10 of the sum of magnitudes at 1024 keys where a plain
@@ -30,6 +31,12 @@ non-negative terms and multiplied by SAFETY, far more than the few roundings of 
   Σ_j e_dS,ij |K_jl| for dS·K, one matrix product of non-negative floats.
 - **The scale.** dQ̂ = fl(ĉ·P̂): u|dQ̂| + ĉ e_P + (|P̂| + e_P) ĉ·ε_c, ε_c ĉ bounding |ĉ − c| as the
   forward pass takes it.
+
+- **Underflow.** A product below 2^-1022 is off by up to 2^-1075 absolute, which no u|x| covers: a weight
+  near e^-700 times a small dA − D makes dS subnormal, and dS·K, dSᵀ·Q underflow further (bounds of 0 were
+  seen beside values of 1e-312). Wherever a factor or a result is nonzero and below 2^-800 (``_tiny``), each
+  stage adds UNDER = 2^-1070 (32 such underflows) an entry, and a product of such terms that times their count
+  plus one; elsewhere nothing changes.
 
 A bound that overflows or meets 0·∞ is ∞: that entry is left to arb. Memory stays O(block · keys + N · D):
 dK and dV are summed block by block, never an N × N matrix whole.
@@ -52,6 +59,7 @@ from symattn.kernel.float64 import (
     _scores,
     divided,
     exps,
+    extra_logits,
     extra_term,
     gamma,
     joined,
@@ -104,15 +112,36 @@ def _gradient(head: GradientHead, quantity: str, block: int) -> tuple[np.ndarray
             A, e_A = _through_mods(head, A, e_A, rows, keys)
         if quantity == "dQ":
             P, e_P = _scores(A, columns)
+            e_P += UNDER * _terms(np.sum(_tiny(A, e_A), axis=1, keepdims=True))
             value[rows], error[rows] = _scaled(head, P, SAFETY * (e_P + e_A @ absK))
             continue
         part = across[rows]
         P, e_P = _scores(np.ascontiguousarray(A.T), Split.of(np.ascontiguousarray(part.T)))
         value += P
-        error += g * np.abs(P) + e_P + e_A.T @ np.abs(part)
+        error += g * np.abs(P) + e_P + e_A.T @ np.abs(part) + UNDER * _terms(np.sum(_tiny(A, e_A), axis=0)[:, None])
     if quantity == "dK":
         return _scaled(head, value, SAFETY * error)
     return value, SAFETY * error if quantity == "dV" else error
+
+
+UNDER = 2.0**-1070  # 32 underflows, each off by at most 2^-1075 (half the least subnormal), absolute
+SMALL = 2.0**-800  # a factor or result below it may make a product, or a bound's product, subnormal
+
+
+def _tiny(*arrays: np.ndarray) -> np.ndarray:
+    """1.0 where any of the arrays (broadcast) is nonzero and below SMALL, else 0.0: there a product and the few
+    products of its bound may underflow, each off by at most 2^-1075 absolute, which no relative u covers (a
+    weight near e^-700 times a small dA − D gives a subnormal dS, and its products with Q and K more)."""
+    out = np.zeros(np.broadcast_shapes(*(a.shape for a in arrays)), dtype=bool)
+    for a in arrays:
+        out |= (a != 0) & (np.abs(a) < SMALL)
+    return out.astype(np.float64)
+
+
+def _terms(count: np.ndarray) -> np.ndarray:
+    """The underflows of a product's entries with ``count`` tiny terms: each term's three products and bound
+    products (32 in UNDER), and once more for the sums' and the scale's bounds where any term is tiny."""
+    return np.where(count > 0, count + 1, 0)
 
 
 def _row_sums(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -146,7 +175,7 @@ def _dots(head: GradientHead, A, e_A, values: Split, rows: slice) -> tuple[np.nd
     dA, e_dA = _scores(head.dO[rows], values)
     p = A * dA
     D, e_sum = _row_sums(p)
-    terms = U * np.abs(p) + A * e_dA + e_A * (np.abs(dA) + e_dA)
+    terms = U * np.abs(p) + A * e_dA + e_A * (np.abs(dA) + e_dA) + UNDER * _tiny(p, A, dA)
     return dA, e_dA, D, SAFETY * (e_sum + np.sum(terms, axis=1, keepdims=True))
 
 
@@ -187,10 +216,44 @@ def _score_gradient(head: GradientHead, A, e_A, values: Split, rows: slice) -> t
     Y = dA - D
     e_Y = SAFETY * (U * np.abs(Y) + e_dA + e_D)
     del dA, e_dA
+    Y, e_Y = _pivoted(head, A, e_A, rows, Y, e_Y)
     dS = A * Y
-    e_dS = SAFETY * (U * np.abs(dS) + A * e_Y + e_A * (np.abs(Y) + e_Y))
+    e_dS = SAFETY * (U * np.abs(dS) + A * e_Y + e_A * (np.abs(Y) + e_Y) + UNDER * _tiny(dS, A, Y))
     e_dS[np.isnan(e_dS)] = np.inf  # an unbounded weight (inf) times a zero
     return dS, e_dS
+
+
+def _pivoted(head: GradientHead, A, e_A, rows: slice, Y, e_Y) -> tuple[np.ndarray, np.ndarray]:
+    """dA − D of the rows where one weight A_ip is at least 1/2 (a saturated row, where D is dA_ip up to the
+    other weights and the bound above, absolute in dA, dwarfs dA_ip − D) as (dA − dA_p) − C, taken where its
+    bound is 16 times tighter. Since Σ_k A_ik = 1 (no denominator logit),
+
+        dA_ij − D_i = (dA_ij − dA_ip) − C_i,  C_i = Σ_k A_ik (dA_ik − dA_ip),
+
+    exactly, for any key p. R = dA − dA_p = dO·Wᵀ with W = V − V_p: Ŵ rounds once (u|Ŵ|, none at p, where
+    Ŵ_p = 0 and R_ip = 0 exactly), R̂ comes with ``_scores``' bound plus Σ_l |dO_il| u|Ŵ_kl|, relative to
+    |dO|·|V − V_p| and not to |dO|·|V|; C is summed as D is, its terms' errors Â e_R + e_A (|R̂| + e_R); and
+    fl(R̂ − Ĉ) rounds once more. So dS = A ∘ (R − C) keeps the size of C, e^(−gap) or so, in its bound."""
+    if extra_logits(head, rows, A.shape[0]):  # a denominator logit's share: the weights add up to less than 1
+        return Y, e_Y
+    pivots = np.argmax(A, axis=1)
+    saturated = np.nonzero(A[np.arange(A.shape[0]), pivots] >= 0.5)[0]
+    dO = head.dO[rows]
+    for p in np.unique(pivots[saturated]).tolist():
+        r = saturated[pivots[saturated] == p]
+        W = head.V - head.V[p]
+        R, e_R = _scores(dO[r], Split.of(W))
+        e_R += SAFETY * U * (np.abs(dO[r]) @ np.abs(W).T)
+        R[:, p], e_R[:, p] = 0.0, 0.0
+        t = A[r] * R
+        C, e_sum = _row_sums(t)
+        terms = U * np.abs(t) + A[r] * e_R + e_A[r] * (np.abs(R) + e_R) + UNDER * _tiny(t, A[r], R)
+        e_C = SAFETY * (e_sum + np.sum(terms, axis=1, keepdims=True))
+        Z = R - C
+        e_Z = SAFETY * (U * np.abs(Z) + e_R + e_C)
+        better = 16 * e_Z < e_Y[r]
+        Y[r], e_Y[r] = np.where(better, Z, Y[r]), np.where(better, e_Z, e_Y[r])
+    return Y, e_Y
 
 
 def _through_mods(head: Head, dS, e_dS, rows: slice, keys: Split) -> tuple[np.ndarray, np.ndarray]:
@@ -204,7 +267,8 @@ def _through_mods(head: Head, dS, e_dS, rows: slice, keys: Split) -> tuple[np.nd
         if hasattr(mod, "derivative"):
             g, e_g = mod.derivative(Z, eZ)
             product = dS * g
-            e_dS = SAFETY * (np.abs(g) * e_dS + (np.abs(dS) + e_dS) * e_g + U * np.abs(product))
+            under = UNDER * _tiny(product, dS, e_dS)
+            e_dS = SAFETY * (np.abs(g) * e_dS + (np.abs(dS) + e_dS) * e_g + U * np.abs(product) + under)
             dS = product
         Z, eZ = mod.float64(Z, eZ, rows)
     return dS, e_dS
@@ -214,7 +278,8 @@ def _scaled(head: Head, P: np.ndarray, e_P: np.ndarray) -> tuple[np.ndarray, np.
     """c·P and its bound: ĉ·P̂ rounds once, and ĉ is within scale_error of c."""
     c = abs(head.scale)
     value = head.scale * P
-    return value, SAFETY * (U * np.abs(value) + c * e_P + (np.abs(P) + e_P) * (c * head.scale_error))
+    under = UNDER * _tiny(value, P, e_P)
+    return value, SAFETY * (U * np.abs(value) + c * e_P + (np.abs(P) + e_P) * (c * head.scale_error) + under)
 
 
 __all__ = ["GRADIENTS", "GradientHead", "ModGradientHead", "LogitGradient", "gradient", "logit_gradient"]

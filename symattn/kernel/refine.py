@@ -105,31 +105,39 @@ def refine(
     while pending:
         suspects: dict[int, list[int]] = {}  # outputs whose balls hold x, or lie below normal: deviation's
         kept: dict[tuple[int, int], Any] = {}  # the gradients' balls, for their suspects
+        parts: dict[tuple[int, int], tuple] = {}  # dV's (exact part, rest): refine_gradients.gradient_rows
         try:
-            rows = list(_ends_by_rows(head, quantity, pending, bits, balls, name, kept))
+            rows = list(_ends_by_rows(head, quantity, pending, bits, balls, name, kept, parts))
         except NotFinite as bad:
             named = f"the error of entry ({bad.i + 1}, {bad.j + 1})" if name is None else name(bad.i, bad.j)
             raise EvaluationError(f"{named}: its exact value is not finite in arb at {bits} bits") from None
         for i, values in rows:
             for j in pending[i]:
                 lo, hi = values[j]
-                if prove_zeros and bits == START_BITS and lo <= 0 <= hi:
+                nonzero = (i, j) in kept and (kept[(i, j)] > 0 or kept[(i, j)] < 0)  # a tiny ball's ends hold 0
+                if prove_zeros and bits == START_BITS and lo <= 0 <= hi and not nonzero:
                     if exact_inputs is None:
                         exact_inputs = zeros.of_arrays(head.Q, head.K, head.V, head.allowed, getattr(head, "dO", None))
                     if zeros.is_zero(exact_inputs, quantity, i, j):
                         lo = hi = Fraction(0)
                 outcome = decide_one(i, j, lo, hi)
-                exact = significant_exact(lo, digits)
+                exact = None if outcome is None else significant_exact(lo, digits)
                 if outcome is not None and exact == significant_exact(hi, digits):
                     out[(i, j)] = (outcome, exact)
-                elif errors is not None and quantity in ("output", *GRADIENTS) and errors.suspect(i, j, lo, hi):
+                elif (
+                    errors is not None
+                    and quantity in ("output", *GRADIENTS)
+                    and (
+                        errors.suspect(i, j, lo, hi) or (i, j) in parts  # dV near a float sum of dO
+                    )
+                ):
                     suspects.setdefault(i, []).append(j)
         if suspects and quantity == "output":  # a saturated row's outputs, an exact value below normal: from
             out.update(_by_errors(head, suspects, bits, balls, errors, digits, name))  # the balls of their errors
         elif suspects:
             from symattn.kernel.refine_gradients import by_error_balls
 
-            out.update(by_error_balls(kept, suspects, bits, errors, digits, name))
+            out.update(by_error_balls(kept, suspects, bits, errors, digits, name, parts))
         pending = {i: [j for j in cols if (i, j) not in out] for i, cols in pending.items()}
         pending = {i: cols for i, cols in pending.items() if cols}
         if pending and bits * 2 > limits.DIGITS * 3.33:
@@ -304,7 +312,7 @@ def _shift(a: np.ndarray) -> int:
 
 
 def _by_rows(
-    head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls: Balls | None = None, name=None
+    head: float64.Head, quantity: str, wanted: dict[int, list[int]], bits: int, balls=None, name=None, parts=None
 ):
     """(row, {column: ball}) for each row of ``wanted``, in order, at ``bits`` (``name``: as refine's)."""
     # ROWS_AT_ONCE rows of balls at a time: memory stays O(ROWS_AT_ONCE · keys), not O(rows · keys)
@@ -314,14 +322,16 @@ def _by_rows(
         wanted = {i: wanted[i] for i in rows}
         from symattn.kernel.refine_gradients import gradient_rows
 
-        yield from zip(rows, gradient_rows(head, quantity, wanted, bits, balls.keys(head), name))
+        yield from zip(rows, gradient_rows(head, quantity, wanted, bits, balls.keys(head), name, parts))
         return
     for start in range(0, len(rows), ROWS_AT_ONCE):
         chunk = rows[start : start + ROWS_AT_ONCE]
         yield from zip(chunk, _arb_rows(head, quantity, {i: wanted[i] for i in chunk}, bits, balls))
 
 
-def _ends_by_rows(head: float64.Head, quantity: str, wanted: dict, bits: int, balls=None, name=None, kept=None):
+def _ends_by_rows(
+    head: float64.Head, quantity: str, wanted: dict, bits: int, balls=None, name=None, kept=None, parts=None
+):
     """(row, {column: exact ends}) for each row of ``wanted``, in order, at ``bits``: _by_rows's balls as
     their ends, its chunks of rows in two processes from PARALLEL_ROWS rows on (the same chunks); a
     gradient's balls also in ``kept``, by (row, column)."""
@@ -333,7 +343,7 @@ def _ends_by_rows(head: float64.Head, quantity: str, wanted: dict, bits: int, ba
         yield 0, {0: _ends(logit_gradient(head, bits, name))}
         return
     if quantity in GRADIENTS:
-        for i, values in _by_rows(head, quantity, wanted, bits, balls, name):
+        for i, values in _by_rows(head, quantity, wanted, bits, balls, name, parts):
             if kept is not None:
                 kept.update({(i, j): ball for j, ball in values.items()})
             yield i, {j: _ends(ball, i, j) for j, ball in values.items()}

@@ -34,11 +34,14 @@ def _mod_factor(head: float64.Head, i: int, j: int):
     return g
 
 
-def gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int, KT, name=None):
+def gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int, KT, name=None, parts=None):
     """For each row of ``wanted`` (in order), {column: ball} of dQ (a query's row) or dK, dV (a key's):
     the backward pass of float64_backward in arb, dS = A ∘ (dO·Vᵀ − D), D = rowsum(dO ∘ O). dK and dV need
     every query's ℓ and D (limits.GRADIENT_REFINE_SCORES bounds the scores that takes), then the exps of
-    the keys asked for only."""
+    the keys asked for only. ``parts`` (a dict): dV's entries also as (F, r), dV = F + r, F = Σ dO_ik over the
+    queries i whose pivot (the largest score) is this key, exact, and r the ball of the rest,
+    Σ_{other i} A_ij dO_ik − Σ_{those i} (1 − A_ij) dO_ik, 1 − A_ij = Σ_{l≠j} e^z_il / ℓ_i (a denominator
+    logit's e^s in it) summed without cancellation: a saturated dV is a float sum of dO up to e^(−gap), r keeps it."""
     from flint import arb, arb_mat, ctx, fmpz_mat
 
     n, m = head.Q.shape[0], head.K.shape[0]
@@ -62,8 +65,11 @@ def gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int, 
         valueless = bool(_denominators(head))
         columns = head.K.T.tolist() if quantity == "dQ" else None  # K's columns as Python floats
         across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
-        stats = None if quantity == "dQ" else _row_stats(head, bits, KT, quantity == "dK")
+        stats = None if quantity == "dQ" else _row_stats(head, bits, KT, quantity == "dK", quantity == "dV")
         sums = {j: [zero] * len(wanted[j]) for j in keys} if quantity != "dQ" else {}  # dK, dV: over the queries
+        split = parts is not None and quantity == "dV"
+        exact = {j: [Fraction(0)] * len(wanted[j]) for j in keys} if split else {}
+        rest = {j: [zero] * len(wanted[j]) for j in keys} if split else {}
         for start in range(0, len(queries), ROWS_AT_ONCE):
             chunk = queries[start : start + ROWS_AT_ONCE]
             if stats is None:
@@ -97,12 +103,16 @@ def gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int, 
                     yield {col: c * sum((f * k for f, k in zip(factors[r], columns[col])), zero) for col in wanted[i]}
                 continue
             rows = across[chunk].tolist()  # only the entries asked for: a dot product each, not a matrix product
+            if split:
+                _split_sums(chunk, keys, wanted, factors, rows, stats, exact, rest)
             for t, j in enumerate(keys):
                 sums[j] = [
                     s + sum((f[t] * row[col] for f, row in zip(factors, rows)), zero)
                     for s, col in zip(sums[j], wanted[j])
                 ]
         for j in sums:
+            if split:
+                parts.update({(j, col): (f, r) for col, f, r in zip(wanted[j], exact[j], rest[j])})
             yield {col: (c if quantity == "dK" else one) * s for col, s in zip(wanted[j], sums[j])}
     finally:
         ctx.prec = saved
@@ -124,7 +134,7 @@ def logit_gradient(given, bits: int, name=None):
         saved = ctx.prec
         ctx.prec = bits
         try:
-            ells, Ds = _row_stats(head, bits, _transposed_integers(head.K), True)
+            ells, Ds, _, _ = _row_stats(head, bits, _transposed_integers(head.K), True)
             exp = _denominators(head)[0].arb_exp
             total -= sum((exp(i) / ell * (D[0] + D[1]) for i, (ell, D) in enumerate(zip(ells, Ds))), arb(0))
         finally:
@@ -135,12 +145,18 @@ def logit_gradient(given, bits: int, name=None):
 _STATS: dict = {}  # the last head's (ℓ, D) at a precision: a second refinement of its dK or dV reuses them
 
 
-def _row_stats(head, bits: int, KT, with_d: bool):
-    """Every query's ℓ = Σ_j e^z and D_i = Σ_k dO_ik O_ik (None without ``with_d``), as arb balls."""
-    key = (id(head), bits, with_d)
+def _row_stats(head, bits: int, KT, with_d: bool, with_rest: bool = False):
+    """Every query's ℓ = Σ_j e^z and D_i = Σ_k dO_ik O_ik (None without ``with_d``), as arb balls, and with
+    ``with_rest`` its pivot p (:func:`_pivot`) and ℓ − e^z_ip summed over the other keys (a denominator logit's
+    e^s too)."""
+    from flint import arb
+
+    key = (id(head), bits, with_d, with_rest)
     if _STATS.get("key") != key:
         ells: list = []
         Ds: list = []
+        pivots: list = []
+        rests: list = []
         n = head.Q.shape[0]
         VT = _transposed(head.V) if with_d else None
         for start in range(0, n, ROWS_AT_ONCE):
@@ -149,9 +165,28 @@ def _row_stats(head, bits: int, KT, with_d: bool):
             ell, D = _ell_and_d(head, chunk, exps, totals, VT)
             ells += ell
             Ds += D
+            for r, i in enumerate(chunk) if with_rest else ():
+                p = _pivot(head, i)
+                extra = sum((mod.arb_exp(i) for mod in _denominators(head)), arb(0))
+                pivots.append(p)
+                rests.append(sum((x for t, x in enumerate(exps[r]) if t != p), extra))
         _STATS.clear()
-        _STATS.update(key=key, head=head, value=(ells, Ds))  # the head kept: its id stays its own
+        _STATS.update(key=key, head=head, value=(ells, Ds, pivots, rests))  # the head kept: its id stays its own
     return _STATS["value"]
+
+
+def _split_sums(chunk, keys, wanted, factors, rows, stats, exact: dict, rest: dict) -> None:
+    """dV's (F, r) of gradient_rows, the chunk's queries added: a query pivoted at key j adds dO exactly to F
+    and −(ℓ − e^z_ij)/ℓ · dO to r, any other its A_ij·dO to r."""
+    for r, i in enumerate(chunk):
+        p, ell, other = stats[2][i], stats[0][i], stats[3][i]  # every query: indexed by i
+        for t, j in enumerate(keys):
+            if j == p:
+                deficit = -other / ell
+                exact[j] = [f + Fraction(rows[r][col]) for f, col in zip(exact[j], wanted[j])]
+                rest[j] = [s + deficit * rows[r][col] for s, col in zip(rest[j], wanted[j])]
+            else:
+                rest[j] = [s + factors[r][t] * rows[r][col] for s, col in zip(rest[j], wanted[j])]
 
 
 def _ell_and_d(head, chunk: list[int], exps, totals, VT) -> tuple[list, list]:
@@ -199,7 +234,7 @@ def _pivot(head, i: int) -> int | None:
     return int(np.argmax(z))
 
 
-def by_error_balls(kept: dict, entries: dict[int, list[int]], bits: int, errors, digits: int, name) -> dict:
+def by_error_balls(kept: dict, entries: dict[int, list[int]], bits: int, errors, digits: int, name, parts=None) -> dict:
     """{(i, j): (outcome, shown)} of the gradient entries that deviation.decide decides from the ball of their
     error e − y = ball − y (one exact subtraction in arb): an exact value below the format's normal range, or
     below refine's TINY_END (a saturated row's dQ is e^(−gap)-small, past what its ends can hold), keeps the
@@ -216,6 +251,13 @@ def by_error_balls(kept: dict, entries: dict[int, list[int]], bits: int, errors,
         for i, cols in entries.items():
             for j in cols:
                 ball = kept[(i, j)]
+                if parts and (i, j) in parts:  # dV: F − y exact, then the rest, no cancellation
+                    f, r = parts[(i, j)]
+                    for near in (f, None) if f else (None,):  # read from F itself, then from the float nearest
+                        if (i, j) not in out:
+                            error = lambda y, f=f, r=r: _arb(f - y) + r  # noqa: E731
+                            deviation.decide_entry(errors, i, j, ball, error, digits, name, out, near)
+                    continue
                 deviation.decide_entry(errors, i, j, ball, lambda y, b=ball: b - _arb(y), digits, name, out)
     finally:
         ctx.prec = saved

@@ -97,6 +97,7 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], sho
         others[(i, j)] = Decimal(0)
     pending -= zero
     balls = enclosure.deviations  # {entry: (e − y, y, e)}, arb balls and a float y (kernel/deviation.py)
+    largest: dict[tuple[int, int], tuple] = {}  # each row's, once
     for i, j in sorted(pending & balls.keys()):  # the row's largest |exact| in floats, or of its entries' balls
         s = j - j % width
         row = [(i, c) for c in range(s, s + width)]
@@ -105,7 +106,9 @@ def row_relative(result: FloatResult, enclosure, zero: set[tuple[int, int]], sho
         d = error_of(balls[(i, j)], v)
         figure = _deviation_figure(d, float(r_lo[i, j]), float(r_hi[i, j]))
         if figure is None and all(p in balls for p in row):
-            figure = _deviation_figure(d, *_largest([abs(balls[p][2]) for p in row]))
+            if (i, s) not in largest:
+                largest[(i, s)] = _largest([abs(balls[p][2]) for p in row])
+            figure = _deviation_figure(d, *largest[(i, s)])
         if figure is not None:
             others[(i, j)] = figure
             pending.discard((i, j))

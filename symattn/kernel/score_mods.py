@@ -22,6 +22,7 @@ the distance bias (FlashAttention's, compare's keywords' default) or after it (a
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -95,7 +96,7 @@ class Cap:
         return g, SAFETY * ((2 * np.abs(tau) + e_tau) * e_tau + U * tau * tau + U * np.abs(g))
 
     def tanh(self, Z: np.ndarray, eZ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """tanh(z/c) and its bound (the module's derivation)."""
+        """tanh(z/c) and its bound (the module's derivation; |x̂| ≤ 1/2 by :func:`_expm1`)."""
         c = self.c
         x = Z / c
         ex = eZ / c + U * np.abs(x)
@@ -103,6 +104,12 @@ class Cap:
         E = exp_bounded(t)
         tau = np.sign(x) * (1.0 - E) / (1.0 + E)
         e_exp = np.where(t < FLOOR, 2 * TINY, 2 * RHO * E / (1 - RHO))
+        near = t >= -1.0  # 1 − E cancels: RHO·E would be an absolute bound on a small τ
+        if near.any():
+            N, e_N = _expm1(np.where(near, t, 0.0))
+            N = -N  # 1 − e^t ∈ [0, 0.633]
+            small = np.sign(x) * N / (2.0 - N)
+            tau, e_exp = np.where(near, small, tau), np.where(near, 1.07 * e_N, e_exp)
         return tau, SAFETY * (ex + e_exp + 3.01 * U * np.abs(tau))
 
     def arb(self, z: Any, i: int, j: int) -> Any:
@@ -118,6 +125,29 @@ class Cap:
         c = Fraction(self.c)
         t = (z / (arb(c.numerator) / c.denominator)).tanh()
         return 1 - t * t
+
+
+_EXPM1 = [1.0 / math.factorial(k + 1) for k in range(18)]  # e^t − 1 = t·Σ_k t^k/(k + 1)!, k ≤ 17
+
+
+def _expm1(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """e^t − 1 for t ∈ [−1, 0] and a bound relative to it, where 1 − e^t by an exp loses RHO absolute.
+
+    e^t − 1 = t·p(t), p = Σ_{k≤17} t^k/(k + 1)! + e^ξ t^18/19! (Lagrange, ξ ∈ [t, 0], e^ξ ≤ 1): the rest is at
+    most 1/19! < 8.3e-18. Horner's p̂ from the rounded coefficients (each within u of c_k: at most
+    u·Σ c_k |t|^k = u(e^|t| − 1)/|t| ≤ 1.72u in all) is within Higham's running bound u(2μ − |p̂|) of p of
+    those coefficients (Accuracy and Stability of Numerical Algorithms, Algorithm 5.1; μ sums non-negative
+    floats, its own roundings far below SAFETY). t·p̂ rounds once more. With N = 1 − e^t ∈ [0, 0.633],
+    τ = N/(2 − N) has |dτ/dN| = 2/(2 − N)² ≤ 1.07, and 2 − N̂ and the quotient round twice (3.01u|τ̂|)."""
+    p = np.full(t.shape, _EXPM1[-1])
+    mu = np.abs(p) / 2
+    a = np.abs(t)
+    for c in reversed(_EXPM1[:-1]):
+        p = p * t + c
+        mu = a * mu + np.abs(p)
+    e_p = U * (2 * mu - np.abs(p)) + 1.72 * U + 8.3e-18
+    value = t * p
+    return value, SAFETY * (a * e_p + U * np.abs(value))
 
 
 @record
