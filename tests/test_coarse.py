@@ -146,7 +146,7 @@ def test_verdicts_and_the_report():
         "asked; the numbers after it that follow from it are counted as carried.\n"
     ) in text
     zh = render_report(check(None, {**INPUTS, "lang": "zh", **claims}), "text")
-    assert "精度在缩放后 S/√d_k (c, a) 处丢失：0.7 的小数位数少于要求的 3 位；此后由它推出的数记为沿用。" in zh
+    assert "精度在缩放后 S/√d_k（c，a）处丢失：0.7 的小数位数少于要求的 3 位；此后由它推出的数记为沿用。" in zh
     assert "位数不足：2" in zh
 
 

@@ -65,7 +65,7 @@ def test_feedback_pdf_has_no_near_empty_last_page(graded, tmp_path):
     assert len(fitted) == 1
     lines = [line.strip() for line in fitted[0].splitlines() if line.strip()]
     assert lines[:2] == ["1", "手算结果核对"]  # the page number, then the title
-    assert lines[-1] == "最先要改的：分数 S (sat, sat) 给出 0.09，应为 −0.09（后面的错误可能由它引起）。"
+    assert lines[-1] == "最先要改的：分数 S（sat，sat）给出 0.09，应为 −0.09（后面的错误可能由它引起）。"
 
 
 def test_refit_shares_the_last_lines_out_and_keeps_margins():

@@ -75,7 +75,7 @@ def test_the_report_names_the_inputs():
         in text
     )
     zh = render_report(check(None, {**spec, "lang": "zh", "inputs": "rounded", "claims": claims}), "text")
-    assert "(对舍入成所给输入的某些值是对的：Q[1], K[1] 的舍入可以解释它)" in zh
+    assert "（对舍入成所给输入的某些值是对的：Q[1]、K[1] 的舍入可以解释它）" in zh
 
 
 def test_enclosures_hold_every_reachable_value():

@@ -11,7 +11,6 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
-import torch
 
 from symattn.kernel.float64_backward import gradient
 from symattn.kernel.score_mods import Cap
@@ -41,7 +40,8 @@ def _exact(head, quantity: str, r: int, c: int) -> mpmath.mpf:
     return scale * mpmath.fsum(dS[j] * mp(head.K[j, c]) for j in range(m))
 
 
-def _inputs(shape: tuple[int, ...], scale: float) -> tuple[torch.Tensor, ...]:
+def _inputs(shape: tuple[int, ...], scale: float) -> tuple:
+    torch = pytest.importorskip("torch")
     torch.manual_seed(0)
     q, k = ((torch.randn(shape) * scale).float() for _ in range(2))
     return q, k, torch.randn(shape).float(), torch.randn(shape).float()
@@ -56,6 +56,7 @@ def _mp_head(q, k, v, dout):
 
 
 def test_a_saturated_dq_at_1000_has_every_row_relative_figure():
+    torch = pytest.importorskip("torch")
     q, k, v, dout = _inputs((1, 1, 16, 16), 1000.0)
     report = assert_attention_close(torch.zeros(1, 1, 16, 16), q, k, v, kind="dq", dout=dout)
     entries = json.loads(report.to_json())["entries"]
@@ -72,6 +73,7 @@ def test_a_saturated_dq_at_1000_has_every_row_relative_figure():
 
 
 def test_a_saturated_dv_at_1000_is_decided_near_its_float_sum():
+    torch = pytest.importorskip("torch")
     q, k, v, dout = _inputs((1, 1, 32, 64), 1000.0)
     leaves = [t.clone().double().requires_grad_() for t in (q, k, v)]
     torch.nn.functional.scaled_dot_product_attention(*leaves).backward(dout.double())
@@ -155,6 +157,7 @@ def test_the_cap_s_tanh_bound_is_relative_near_zero():
 
 
 def test_softcap_gradients_refine_few_entries():
+    torch = pytest.importorskip("torch")
     torch.manual_seed(0)
     q, k, v, dout = (torch.randn((2, 4, 40, 16)).float() for _ in range(4))
     leaves = [t.clone().double().requires_grad_() for t in (q, k, v)]

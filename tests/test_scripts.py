@@ -219,7 +219,9 @@ def test_project_prose_needs_no_script_font():
                 yield from strings(value)
 
     for lang in ("en", "zh"):
-        wrapped = {s for s in strings(dict(load_language(lang))) if any(f for f, _ in scripts.runs(s))}
+        # but the practice round's words (σ, φ, θ_t) go only to the live page, whose fonts set every script
+        document = {key: value for key, value in load_language(lang).items() if key != "practice"}
+        wrapped = {s for s in strings(document) if any(f for f, _ in scripts.runs(s))}
         assert wrapped == set(), lang
 
 

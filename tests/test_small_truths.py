@@ -200,7 +200,7 @@ def test_a_wide_accumulator_and_a_long_sum_continue_on_the_next_line_of_their_sl
     tex = render_beamer(derive(load_spec(_tiled8(lang))))
     assert (
         tex.count(
-            "\\mathrm{acc}_{2} &= 0.430 \\cdot \\begin{bmatrix}-7.500 & -7.500 & 15 & -7.500\\end{bmatrix} + "
+            "\\mathrm{acc}_{2} &= 0.430 \\cdot \\begin{bmatrix}-7.5 & -7.5 & 15 & -7.5\\end{bmatrix} + "
             "\\textstyle\\sum_{j=4}^{6} e^{z_j - m_{2}}\\, V_j \\\\\n"
             "&\\approx \\begin{bmatrix}-5.027 & 8.925 & 0.376 & -5.027\\end{bmatrix}\n"
         )

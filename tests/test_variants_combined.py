@@ -269,7 +269,7 @@ COMBINED = {
         ),
         (
             "ALiBi, as in BLOOM, adds $-m\\,\\lvert i - j\\rvert$ to every scaled score: the farther key $j$ is from query $i$, the more its score drops, so nearby tokens win unless the scores say otherwise. Here it comes on top of RoPE: the scores are those of the rotated Q and K.",
-            "z \\approx [0.493,\\ 0.784,\\ 1.266,\\ 1.500], \\qquad 2 \\tanh\\!\\left(\\frac{z}{2}\\right) \\approx [0.483,\\ 0.746,\\ 1.120,\\ 1.270]",
+            "z \\approx [0.493,\\ 0.784,\\ 1.266,\\ 1.5], \\qquad 2 \\tanh\\!\\left(\\frac{z}{2}\\right) \\approx [0.483,\\ 0.746,\\ 1.120,\\ 1.270]",
             "\\text{sink} \\approx \\frac{0.463}{3.371} \\approx 0.137, \\qquad \\sum_j \\alpha_j = 1 - 0.137",
         ),
     ),
@@ -299,7 +299,7 @@ COMBINED = {
         ),
         (
             "ALiBi（BLOOM 用的就是它）给每个缩放后的分数加上 $-m\\,\\lvert i - j\\rvert$：键 $j$ 离查询 $i$ 越远，分数扣得越多，所以除非分数另有所指，近处的词胜出。这里它叠加在 RoPE 之上：分数来自旋转后的 Q 和 K。",
-            "z \\approx [0.493,\\ 0.784,\\ 1.266,\\ 1.500], \\qquad 2 \\tanh\\!\\left(\\frac{z}{2}\\right) \\approx [0.483,\\ 0.746,\\ 1.120,\\ 1.270]",
+            "z \\approx [0.493,\\ 0.784,\\ 1.266,\\ 1.5], \\qquad 2 \\tanh\\!\\left(\\frac{z}{2}\\right) \\approx [0.483,\\ 0.746,\\ 1.120,\\ 1.270]",
             "\\text{汇点} \\approx \\frac{0.463}{3.371} \\approx 0.137, \\qquad \\sum_j \\alpha_j = 1 - 0.137",
         ),
     ),
