@@ -117,8 +117,8 @@ def test_the_tiles_are_a_frame_per_block():
         "z &= \\begin{bmatrix}1 & -0.5\\end{bmatrix} \\\\\n"
         "m_{2} &= \\max\\bigl(m_{1},\\ \\max_j z_j\\bigr) = 1 \\\\\n"
         "e^{m_{1} - m_{2}} &= e^{0.5 - 1} \\approx 0.607 \\\\\n"
-        "l_{2} &= 0.607 \\cdot 1.082 + \\textstyle\\sum_{j=3}^{4} e^{z_j - m_{2}} \\approx 1.879 \\\\\n"
-        "\\mathrm{acc}_{2} &= 0.607 \\cdot \\begin{bmatrix}1 & 0.082\\end{bmatrix} + \\textstyle\\sum_{j=3}^{4} "
+        "l_{2} &\\approx 0.607 \\cdot 1.082 + \\textstyle\\sum_{j=3}^{4} e^{z_j - m_{2}} \\approx 1.879 \\\\\n"
+        "\\mathrm{acc}_{2} &\\approx 0.607 \\cdot \\begin{bmatrix}1 & 0.082\\end{bmatrix} + \\textstyle\\sum_{j=3}^{4} "
         "e^{z_j - m_{2}}\\, V_j \\approx \\begin{bmatrix}2.053 & 1.050\\end{bmatrix}\n"
         "\\end{aligned}\n\\]\n\n"
     )

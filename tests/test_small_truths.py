@@ -200,7 +200,7 @@ def test_a_wide_accumulator_and_a_long_sum_continue_on_the_next_line_of_their_sl
     tex = render_beamer(derive(load_spec(_tiled8(lang))))
     assert (
         tex.count(
-            "\\mathrm{acc}_{2} &= 0.430 \\cdot \\begin{bmatrix}-7.5 & -7.5 & 15 & -7.5\\end{bmatrix} + "
+            "\\mathrm{acc}_{2} &\\approx 0.430 \\cdot \\begin{bmatrix}-7.5 & -7.5 & 15 & -7.5\\end{bmatrix} + "
             "\\textstyle\\sum_{j=4}^{6} e^{z_j - m_{2}}\\, V_j \\\\\n"
             "&\\approx \\begin{bmatrix}-5.027 & 8.925 & 0.376 & -5.027\\end{bmatrix}\n"
         )
@@ -292,14 +292,14 @@ def test_a_block_of_one_key_adds_its_one_term_without_a_sum():
     d = derive(load_spec(FLASH3))
     lines = [line for line in render(d, "markdown").splitlines() if "z_{4}" in line or "sum_{j=4}" in line]
     assert lines == [
-        r"l = 1 \cdot 1.656 + e^{z_{4} - m} \approx 1.879, \qquad \mathrm{acc} \approx"
+        r"l \approx 1 \cdot 1.656 + e^{z_{4} - m} \approx 1.879, \qquad \mathrm{acc} \approx"
         r" \begin{bmatrix}2.053 & 1.050\end{bmatrix}"
     ]
     frames = [line for line in render_beamer(d).splitlines() if "z_{4}" in line or "sum_{j=4}" in line]
     assert frames == [
         r"m_{2} &= \max\bigl(m_{1},\ z_{4}\bigr) = 1 \\",  # its one score, not max_j z_j
-        r"l_{2} &= 1 \cdot 1.656 + e^{z_{4} - m_{2}} \approx 1.879 \\",
-        r"\mathrm{acc}_{2} &= 1 \cdot \begin{bmatrix}1.607 & 1.050\end{bmatrix} + e^{z_{4} - m_{2}}\, V_{4}"
+        r"l_{2} &\approx 1 \cdot 1.656 + e^{z_{4} - m_{2}} \approx 1.879 \\",
+        r"\mathrm{acc}_{2} &\approx 1 \cdot \begin{bmatrix}1.607 & 1.050\end{bmatrix} + e^{z_{4} - m_{2}}\, V_{4}"
         r" \approx \begin{bmatrix}2.053 & 1.050\end{bmatrix}",
     ]
 
