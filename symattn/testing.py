@@ -22,6 +22,7 @@ dtype) the default is FlashAttention's rule; with ``max_ulp`` alone, every error
 
 from __future__ import annotations
 
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -116,8 +117,17 @@ def _entry(r: Report, at: tuple[int, int] | None) -> str:
     c = r.comparison
     e = c.entries.entry(*at)
     value = "—" if e.value is None else str(significant_exact(e.value, 9))
-    exact = significant_exact(Fraction(e.exact), 9)
-    return f"{c.where.text(*at)} (out {value}, exact {exact})"
+    return f"{c.where.text(*at)} (out {value}, exact {_nine_decided(e.exact)})"
+
+
+def _nine_decided(exact: Decimal) -> str:
+    """The exact value to 9 significant digits where its decided digits fix them, else every decided digit:
+    fewer than 9 were decided (a saturated gradient's 0.952760 is not 0.952760000), or the decided value lies
+    on a 9-digit half-way point, which the exact value may lie on either side of."""
+    digits = exact.as_tuple().digits
+    if len(digits) <= 9 or (digits[9] == 5 and not any(digits[10:])):
+        return str(exact)
+    return str(significant_exact(Fraction(exact), 9))
 
 
 __all__ = ["PRECISIONS", "assert_attention_close", "failure", "with_tolerances"]

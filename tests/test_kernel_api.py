@@ -384,3 +384,15 @@ def test_the_public_names():
 
     assert symattn.kernel.compare is compare and symattn.compare is compare
     assert symattn.kernel.Report.__name__ == "Report"
+
+
+def test_the_message_shows_no_exact_digit_that_was_not_decided():
+    # a kernel author's trial: a saturated dV's exact value decided to 6 digits read "exact 0.952760000"
+    from decimal import Decimal
+
+    from symattn.testing import _nine_decided
+
+    assert [
+        _nine_decided(Decimal(text))
+        for text in ("0.952760", "0.16230000000000001", "2.1560783008892759E-1527", "0.12345678950000000")
+    ] == ["0.952760", "0.162300000", "2.15607830E-1527", "0.12345678950000000"]
