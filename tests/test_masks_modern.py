@@ -137,8 +137,8 @@ def test_the_masking_step_writes_out_the_focus_rows_window():
     spec = load_spec(builtin.example_path("window", "en"))
     text = render(derive(spec), "markdown")
     assert (
-        "Causal mask with its diagonal bottom-right (as FlashAttention: the last query sees every key, as when "
-        "decoding with a cache): with 2 queries and 5 keys, query $i$ may look only at keys up to its diagonal "
+        "Causal mask with its diagonal bottom-right (as FlashAttention: the last query's diagonal falls on the last key, as "
+        "when decoding with a cache): with 2 queries and 5 keys, query $i$ may look only at keys up to its diagonal "
         "($j \\le i + 3$)." in text
     )
     assert (

@@ -66,7 +66,11 @@ def test_every_chinese_check_and_practice_phrase_filled_with_sample_values_punct
     for section in SECTIONS:
         for path, phrase in _phrases(prose[section], section):
             numbers = QUOTING_TOML.get(path)
-            filled = re.sub(r"\{([A-Za-z_]+)\}", lambda m: numbers[m.group(1)] if numbers else next(samples), phrase)
+            filled = re.sub(
+                r"\{([A-Za-z_]+)\}",
+                lambda m, numbers=numbers: numbers[m.group(1)] if numbers else next(samples),
+                phrase,
+            )
             assert ascii_marks(filled) == [], path
             checked += 1
     assert checked > 300
