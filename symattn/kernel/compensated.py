@@ -7,6 +7,7 @@ apart): |Sum2 − Σ p| ≤ u·|Sum2| + γ_{n−1}² Σ|p| (their Proposition 4.
 exactly into two floats first: e = e_hi + e_lo by Veltkamp's splitting (26 bits each) and v has at most
 24, so e_hi·v and e_lo·v are exact. What is left is the exps' own bound (float64.exps), about 4u plus
 the scores' rounding, so the bound shrinks by an order of magnitude and fewer entries need arb.
+Products of a tiny e (below 2^-800) may underflow: float64's absolute UNDER per such e, as there.
 """
 
 from __future__ import annotations
@@ -14,7 +15,20 @@ from __future__ import annotations
 import numpy as np
 
 from symattn.kernel.cores import map_forked
-from symattn.kernel.float64 import SAFETY, TINY, Head, Split, U, exps, extra_term, gamma, joined
+from symattn.kernel.float64 import (
+    SAFETY,
+    TINY,
+    UNDER,
+    Head,
+    Split,
+    U,
+    exps,
+    extra_term,
+    gamma,
+    joined,
+    tiny,
+    tiny_terms,
+)
 
 _SPLITTER = 2.0**27 + 1  # Veltkamp: hi keeps 26 bits
 PAIRS = 64  # pairs summed at once: a few PAIRS × 2m arrays of their terms (8 MB each at 8192 keys)
@@ -141,14 +155,15 @@ def stage_outputs(
                 W[some] = (eE[r[some]] * np.abs(Vc)).sum(axis=1) * (1 + 2 * gamma(m + 1))
     for part in range(0, len(r), 512):  # Σ |v|, summed as before (a column of 512 pairs' at a time)
         V1[part : part + 512] = np.abs(head.V[:, cols[part : part + 512]]).sum(0)
-    eN = SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + eps_row[r] * B + tiny_row[r] * V1)
+    under = UNDER * tiny_terms(np.sum(tiny(E), axis=1))[r]  # products hi·v, lo·v below 2^-1022 (float64.tiny)
+    eN = SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + eps_row[r] * B + tiny_row[r] * V1 + under)
     if per_key is not None:  # fmin: a NaN is no bound
-        eN = np.where(per_key, np.fmin(eN, SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + W)), eN)
+        eN = np.where(per_key, np.fmin(eN, SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + W + under)), eN)
     L, eL = ell[r], e_ell[r]
     O = N / L
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.where(L > eL, L * (L - eL), 0.0)
-        eO = SAFETY * (U * np.abs(O) + eN / L + (np.abs(N) + eN) * eL / room)
+        eO = SAFETY * (U * np.abs(O) + eN / L + (np.abs(N) + eN) * eL / room + UNDER * tiny(O, N))
     eO[~np.isfinite(eO)] = np.inf
     return O, eO
 

@@ -17,6 +17,12 @@ arithmetic alone (round to nearest, unit roundoff u = 2^-53; γ_n = n·u / (1 �
   loses at most γ_{chunk + chunks} of its sum of magnitudes (products e·v one rounding more), not γ_m;
   each division and product one rounding. Every bound is formed in floats from
   non-negative terms and multiplied by SAFETY (1 + 10^-4), far more than the few roundings of forming it.
+- **Underflow.** A product or quotient below 2^-1022 is off by up to 2^-1075 absolute, which no u|x|
+  covers. Only a nonzero e below 2^-800 (``tiny``; e ≥ e^-700 > 2^-1010, |v| ≥ 2^-149) makes e·v, e/ℓ
+  (ℓ ≥ 1) or their bounds' products subnormal: there N's bound adds UNDER = 2^-1070 (32 such
+  underflows) per tiny e of the row, plus one, and O's and A's bounds UNDER where they or N, e are tiny.
+  One query row, 100 keys at z − M = −699 with v ≈ 8.7·10^-19 gave O = 2.322·10^-320 with a bound of 0
+  beside 2.342·10^-320 exactly. An underflowed e (0, bounded by TINY) needs nothing: TINY/ℓ ≫ 2^-1075.
 
 The values and bounds come by blocks of query rows, so memory stays O(block · keys + N · D).
 """
@@ -337,11 +343,12 @@ def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV:
     tiny_row = np.where(np.any(under, axis=1, keepdims=True), TINY, 0.0)
     N = _chunked(E, width, chunks, head.V)
     B = _chunked(E, width, chunks, absV)
-    eN = SAFETY * ((g_sum + eps_row * (1 + g_sum)) * B + tiny_row * np.sum(absV, axis=0))
+    under_row = UNDER * tiny_terms(np.sum(tiny(E), axis=1, keepdims=True))  # products e·v below 2^-1022
+    eN = SAFETY * ((g_sum + eps_row * (1 + g_sum)) * B + tiny_row * np.sum(absV, axis=0) + under_row)
     O = N / ell
     room = np.where(ell > e_ell, ell * (ell - e_ell), 0.0)  # no room: no bound (inf)
     with np.errstate(divide="ignore", invalid="ignore"):
-        eO = SAFETY * (U * np.abs(O) + eN / ell + (np.abs(N) + eN) * e_ell / room)
+        eO = SAFETY * (U * np.abs(O) + eN / ell + (np.abs(N) + eN) * e_ell / room + UNDER * tiny(O, N))
     eO[~np.isfinite(eO)] = np.inf
     if weights:
         A, eA = divided(E, eE, ell, e_ell)
@@ -355,7 +362,7 @@ def divided(E: np.ndarray, eE: np.ndarray, ell: np.ndarray, e_ell: np.ndarray) -
     room = np.where(ell > e_ell, ell * (ell - e_ell), 0.0)  # no room: no bound (inf)
     A = E / ell
     with np.errstate(divide="ignore", invalid="ignore"):
-        eA = SAFETY * (U * A + eE / ell + (E + eE) * e_ell / room)
+        eA = SAFETY * (U * A + eE / ell + (E + eE) * e_ell / room + UNDER * tiny(A, E))
     eA[~np.isfinite(eA)] = np.inf
     return A, eA
 
@@ -372,6 +379,26 @@ def _chunked(E: np.ndarray, width: int, chunks: int, V: np.ndarray | None = None
         return parts.sum(axis=2).sum(axis=1, keepdims=True)
     stacked = np.ascontiguousarray(parts.transpose(1, 0, 2))  # contiguous: one BLAS call per chunk
     return np.matmul(stacked, V.reshape(chunks, width, V.shape[1])).sum(axis=0)
+
+
+UNDER = 2.0**-1070  # 32 underflows, each off by at most 2^-1075 (half the least subnormal), absolute
+SMALL = 2.0**-800  # a factor or result below it may make a product, or a bound's product, subnormal
+
+
+def tiny(*arrays: np.ndarray) -> np.ndarray:
+    """1.0 where any of the arrays (broadcast) is nonzero and below SMALL, else 0.0: there a product and the few
+    products of its bound may underflow, each off by at most 2^-1075 absolute, which no relative u covers (a
+    weight near e^-700 times a small dA − D gives a subnormal dS, and its products with Q and K more)."""
+    out = np.zeros(np.broadcast_shapes(*(a.shape for a in arrays)), dtype=bool)
+    for a in arrays:
+        out |= (a != 0) & (np.abs(a) < SMALL)
+    return out.astype(np.float64)
+
+
+def tiny_terms(count: np.ndarray) -> np.ndarray:
+    """The underflows of a product's entries with ``count`` tiny terms: each term's three products and bound
+    products (32 in UNDER), and once more for the sums' and the scale's bounds where any term is tiny."""
+    return np.where(count > 0, count + 1, 0)
 
 
 def interval(value: np.ndarray, error: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

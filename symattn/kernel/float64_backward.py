@@ -34,7 +34,7 @@ non-negative terms and multiplied by SAFETY, far more than the few roundings of 
 
 - **Underflow.** A product below 2^-1022 is off by up to 2^-1075 absolute, which no u|x| covers: a weight
   near e^-700 times a small dA − D makes dS subnormal, and dS·K, dSᵀ·Q underflow further (bounds of 0 were
-  seen beside values of 1e-312). Wherever a factor or a result is nonzero and below 2^-800 (``_tiny``), each
+  seen beside values of 1e-312). Wherever a factor or a result is nonzero and below 2^-800 (``float64.tiny``), each
   stage adds UNDER = 2^-1070 (32 such underflows) an entry, and a product of such terms that times their count
   plus one; elsewhere nothing changes.
 
@@ -53,6 +53,7 @@ from symattn.input.records import record
 from symattn.kernel.float64 import (
     BLOCK,
     SAFETY,
+    UNDER,
     Head,
     Split,
     U,
@@ -64,6 +65,8 @@ from symattn.kernel.float64 import (
     gamma,
     joined,
     scaled,
+    tiny,
+    tiny_terms,
 )
 
 GRADIENTS = ("dQ", "dK", "dV")
@@ -112,36 +115,16 @@ def _gradient(head: GradientHead, quantity: str, block: int) -> tuple[np.ndarray
             A, e_A = _through_mods(head, A, e_A, rows, keys)
         if quantity == "dQ":
             P, e_P = _scores(A, columns)
-            e_P += UNDER * _terms(np.sum(_tiny(A, e_A), axis=1, keepdims=True))
+            e_P += UNDER * tiny_terms(np.sum(tiny(A, e_A), axis=1, keepdims=True))
             value[rows], error[rows] = _scaled(head, P, SAFETY * (e_P + e_A @ absK))
             continue
         part = across[rows]
         P, e_P = _scores(np.ascontiguousarray(A.T), Split.of(np.ascontiguousarray(part.T)))
         value += P
-        error += g * np.abs(P) + e_P + e_A.T @ np.abs(part) + UNDER * _terms(np.sum(_tiny(A, e_A), axis=0)[:, None])
+        error += g * np.abs(P) + e_P + e_A.T @ np.abs(part) + UNDER * tiny_terms(np.sum(tiny(A, e_A), axis=0)[:, None])
     if quantity == "dK":
         return _scaled(head, value, SAFETY * error)
     return value, SAFETY * error if quantity == "dV" else error
-
-
-UNDER = 2.0**-1070  # 32 underflows, each off by at most 2^-1075 (half the least subnormal), absolute
-SMALL = 2.0**-800  # a factor or result below it may make a product, or a bound's product, subnormal
-
-
-def _tiny(*arrays: np.ndarray) -> np.ndarray:
-    """1.0 where any of the arrays (broadcast) is nonzero and below SMALL, else 0.0: there a product and the few
-    products of its bound may underflow, each off by at most 2^-1075 absolute, which no relative u covers (a
-    weight near e^-700 times a small dA − D gives a subnormal dS, and its products with Q and K more)."""
-    out = np.zeros(np.broadcast_shapes(*(a.shape for a in arrays)), dtype=bool)
-    for a in arrays:
-        out |= (a != 0) & (np.abs(a) < SMALL)
-    return out.astype(np.float64)
-
-
-def _terms(count: np.ndarray) -> np.ndarray:
-    """The underflows of a product's entries with ``count`` tiny terms: each term's three products and bound
-    products (32 in UNDER), and once more for the sums' and the scale's bounds where any term is tiny."""
-    return np.where(count > 0, count + 1, 0)
 
 
 def _row_sums(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -175,7 +158,7 @@ def _dots(head: GradientHead, A, e_A, values: Split, rows: slice) -> tuple[np.nd
     dA, e_dA = _scores(head.dO[rows], values)
     p = A * dA
     D, e_sum = _row_sums(p)
-    terms = U * np.abs(p) + A * e_dA + e_A * (np.abs(dA) + e_dA) + UNDER * _tiny(p, A, dA)
+    terms = U * np.abs(p) + A * e_dA + e_A * (np.abs(dA) + e_dA) + UNDER * tiny(p, A, dA)
     return dA, e_dA, D, SAFETY * (e_sum + np.sum(terms, axis=1, keepdims=True))
 
 
@@ -218,7 +201,7 @@ def _score_gradient(head: GradientHead, A, e_A, values: Split, rows: slice) -> t
     del dA, e_dA
     Y, e_Y = _pivoted(head, A, e_A, rows, Y, e_Y)
     dS = A * Y
-    e_dS = SAFETY * (U * np.abs(dS) + A * e_Y + e_A * (np.abs(Y) + e_Y) + UNDER * _tiny(dS, A, Y))
+    e_dS = SAFETY * (U * np.abs(dS) + A * e_Y + e_A * (np.abs(Y) + e_Y) + UNDER * tiny(dS, A, Y))
     e_dS[np.isnan(e_dS)] = np.inf  # an unbounded weight (inf) times a zero
     return dS, e_dS
 
@@ -247,7 +230,7 @@ def _pivoted(head: GradientHead, A, e_A, rows: slice, Y, e_Y) -> tuple[np.ndarra
         R[:, p], e_R[:, p] = 0.0, 0.0
         t = A[r] * R
         C, e_sum = _row_sums(t)
-        terms = U * np.abs(t) + A[r] * e_R + e_A[r] * (np.abs(R) + e_R) + UNDER * _tiny(t, A[r], R)
+        terms = U * np.abs(t) + A[r] * e_R + e_A[r] * (np.abs(R) + e_R) + UNDER * tiny(t, A[r], R)
         e_C = SAFETY * (e_sum + np.sum(terms, axis=1, keepdims=True))
         Z = R - C
         e_Z = SAFETY * (U * np.abs(Z) + e_R + e_C)
@@ -267,7 +250,7 @@ def _through_mods(head: Head, dS, e_dS, rows: slice, keys: Split) -> tuple[np.nd
         if hasattr(mod, "derivative"):
             g, e_g = mod.derivative(Z, eZ)
             product = dS * g
-            under = UNDER * _tiny(product, dS, e_dS)
+            under = UNDER * tiny(product, dS, e_dS)
             e_dS = SAFETY * (np.abs(g) * e_dS + (np.abs(dS) + e_dS) * e_g + U * np.abs(product) + under)
             dS = product
         Z, eZ = mod.float64(Z, eZ, rows)
@@ -278,7 +261,7 @@ def _scaled(head: Head, P: np.ndarray, e_P: np.ndarray) -> tuple[np.ndarray, np.
     """c·P and its bound: ĉ·P̂ rounds once, and ĉ is within scale_error of c."""
     c = abs(head.scale)
     value = head.scale * P
-    under = UNDER * _tiny(value, P, e_P)
+    under = UNDER * tiny(value, P, e_P)
     return value, SAFETY * (U * np.abs(value) + c * e_P + (np.abs(P) + e_P) * (c * head.scale_error) + under)
 
 

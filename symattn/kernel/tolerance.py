@@ -54,6 +54,7 @@ class Tolerance:
     not_finite_in: str | None = None  # the source of the result the first of them (at worst) is in
     # a result with batch and head axes: each ((batch, head), its own verdict by the same rule), in order
     heads: tuple[tuple[tuple[int, int], Tolerance], ...] = ()
+    worst_places: int = 1  # entries whose error balls may each hold the worst figure (``worst`` is the first)
 
 
 def parse_tolerance(text: str, option: str) -> Fraction:
@@ -78,6 +79,7 @@ class _Maximum:
         self.bounds: tuple[Any, Any] = (Fraction(0), Fraction(0))
         self.worst: tuple[int, int] | None = None
         self.ball: Any = None  # the maximum's figure as an arb ball, where one entry's error ball holds it
+        self.places = 1  # the places that may hold it: several where overlapping balls are all that is left
 
     def _float_figure(self, x, lo, hi):
         slack = np.abs(x) * 2.0**-52  # a result that is no float64 (JSON decimals): float() moved it this far
@@ -136,9 +138,9 @@ class _Maximum:
             self.ball = top.union(high)  # the maximum lies between the largest lower end and the largest upper
         self.bounds = (low, max(figures[p][1] for p in self.candidates))
         if self.ball is None:
-            self.worst = max(self.candidates, key=lambda p: (figures[p][0], -p[0], -p[1]))
-        else:  # the largest lower end of the balls, the first of equal ones
-            self.worst = worst
+            self.worst, self.places = max(self.candidates, key=lambda p: (figures[p][0], -p[0], -p[1])), 1
+        else:  # the largest lower end of the balls, the first of equal ones; the others kept may hold it too
+            self.worst, self.places = worst, len(self.candidates)
         return self.bounds
 
     def _ball_figure(self, d: Any, lo: Fraction, hi: Fraction) -> Any:
@@ -251,7 +253,9 @@ def _flash(out: FloatResult, naive: FloatResult, enclosure, rtol: Fraction, atol
             ends = [rtol * b_lo + atol - a_hi, rtol * b_hi + atol - a_lo]
         ratio_done = b_hi == 0 or ratio is not None
         if ratio_done and (ends[0] >= 0 or ends[1] < 0):
-            return Tolerance("flash", rtol, atol, ends[0] >= 0, a.worst, ratio=ratio, naive=naive.source)
+            return Tolerance(
+                "flash", rtol, atol, ends[0] >= 0, a.worst, ratio=ratio, naive=naive.source, worst_places=a.places
+            )
     raise EvaluationError(f"{out.source}: FlashAttention's verdict is not decided at the highest precision")
 
 
@@ -266,7 +270,7 @@ def _allclose(out: FloatResult, enclosure, rtol: Fraction, atol: Fraction, regio
             return Tolerance("allclose", rtol, atol, False, m.worst, share=None)
         share = m.digits()
         if share is not None and (hi <= 1 or lo > 1):
-            return Tolerance("allclose", rtol, atol, hi <= 1, m.worst, share=share)
+            return Tolerance("allclose", rtol, atol, hi <= 1, m.worst, share=share, worst_places=m.places)
     raise EvaluationError(f"{out.source}: the allclose verdict is not decided at the highest precision")
 
 
@@ -309,6 +313,8 @@ def tolerance_data(t: Tolerance, places: Any) -> dict[str, Any]:
         "worst_at": None if t.worst is None else places.index(*t.worst),
         "not_finite": t.not_finite,
     }
+    if t.worst_places > 1:  # overlapping error balls: worst_at is the first of them
+        data["worst_places"] = t.worst_places
     if t.rule == "flash":
         data["naive"] = t.naive
         data["ratio"] = None if t.ratio is None else number_text(t.ratio)
