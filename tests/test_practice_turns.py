@@ -508,3 +508,54 @@ def test_the_hints_at_given_positions_parse_in_katex(client, katex, lang):
     for quantity in ("angle", "trig", "Q_rot", "K_rot", "scores"):
         markdown = _displays(placed_hint(client, quantity, claims, lang))
         assert math_spans(markdown) and katex(markdown) == [], quantity
+
+
+# mla-rope's step 6 revealed: the turn down to K′, not the Q′K′ᵀ line after it (the scores' answers)
+REVEALED_TURN = (
+    "Q, K p p\\,\\theta_t \\theta_t = 10000^{-2(t-1)/d_r} = 10000^{-(t-1)},\\ t = 1 10000 d_r = 2 "
+    "(d_{nope} + t,\\ d_{nope} + t + d_r/2) d_r = 2 \\begin{aligned}\n"
+    "&t = 1:\\ \\varphi = 2 \\cdot \\theta_{1} = 2,\\quad \\cos\\varphi \\approx -0.416,\\quad \\sin\\varphi \\approx 0.909 \\\\\n"
+    "&\\quad q'_{3} = q_{3}\\cos\\varphi - q_{4}\\sin\\varphi \\\\\n"
+    "&\\qquad = 1 \\times \\left(-0.416\\right) - 1 \\times 0.909 = -1.325 \\\\\n"
+    "&\\quad q'_{4} = q_{3}\\sin\\varphi + q_{4}\\cos\\varphi \\\\\n"
+    "&\\qquad = 1 \\times 0.909 + 1 \\times \\left(-0.416\\right) = 0.493\n"
+    "\\end{aligned} Q' K' "
+    "Q'=\\begin{bmatrix}1.000 & 0.000 & 1.000 & 0.000 \\\\ 0.000 & 1.000 & -0.841 & 0.540 \\\\ "
+    "1.000 & 1.000 & -1.325 & 0.493\\end{bmatrix} "
+    "K'=\\begin{bmatrix}2.000 & 0.500 & 0.000 & 1.000 \\\\ 2.000 & 1.500 & 0.540 & 0.841 \\\\ "
+    "2.000 & 1.000 & -1.325 & 0.493\\end{bmatrix}"
+)
+
+
+def test_the_keys_turn_is_revealed_to_k_not_to_the_scores(page, server):
+    import base64
+    import json
+
+    from .test_serve import forget
+
+    driver, lang = page
+    state = {
+        "spec": example("mla-rope", lang),
+        "claims": {},
+        "tab": "practice",
+        "row": "focus",
+        "practice": {"step": 5},
+    }
+    fragment_ = base64.urlsafe_b64encode(json.dumps(state).encode()).decode().rstrip("=")
+    forget(driver, server)
+    driver.get(f"{server}#j={fragment_}")
+    progress = {"en": "Step 6 of 12", "zh": "第 6 步，共 12 步"}[lang]
+    wait(driver, lambda: _text(driver, "practice-progress") == progress, what=progress)
+    # K′'s decoupled dims: k_R = X W_KR turned by 0, 1 and 2 radians
+    keys = {
+        "practice-K_rot-r1": ["0", "1"],
+        "practice-K_rot-r2": ["0.540", "0.841"],
+        "practice-K_rot-r3": ["-1.325", "0.493"],
+    }
+    verdicts = {"practice-K_rot-r1": ["exact", "exact"]}
+    _answer(driver, keys, {**verdicts, "practice-K_rot-r2": ["rounded"] * 2, "practice-K_rot-r3": ["rounded"] * 2})
+    driver.find_element("id", "practice-reveal").click()
+    assert wait(driver, lambda: _annotations(driver, "#practice-step"), what="the keys' turn revealed") == REVEALED_TURN
+    assert _text(driver, "practice-step").endswith(
+        "K\n′\n=\n2.000\n2.000\n2.000\n0.500\n1.500\n1.000\n0.000\n0.540\n−1.325\n1.000\n0.841\n0.493"
+    )
