@@ -527,25 +527,24 @@ REVEALED_TURN = (
 )
 
 
-def test_the_keys_turn_is_revealed_to_k_not_to_the_scores(page, server):
+def _open_mla_rope_at(driver, server: str, lang: str, step: int) -> None:
+    """The mla-rope example's practice round, opened at ``step`` (1-based) through the page's URL fragment."""
     import base64
     import json
 
     from .test_serve import forget
 
-    driver, lang = page
-    state = {
-        "spec": example("mla-rope", lang),
-        "claims": {},
-        "tab": "practice",
-        "row": "focus",
-        "practice": {"step": 5},
-    }
-    fragment_ = base64.urlsafe_b64encode(json.dumps(state).encode()).decode().rstrip("=")
+    state = {"spec": example("mla-rope", lang), "claims": {}, "tab": "practice", "practice": {"step": step - 1}}
+    fragment_ = base64.urlsafe_b64encode(json.dumps({**state, "row": "focus"}).encode()).decode().rstrip("=")
     forget(driver, server)
     driver.get(f"{server}#j={fragment_}")
-    progress = {"en": "Step 6 of 12", "zh": "第 6 步，共 12 步"}[lang]
+    progress = {"en": f"Step {step} of 12", "zh": f"第 {step} 步，共 12 步"}[lang]
     wait(driver, lambda: _text(driver, "practice-progress") == progress, what=progress)
+
+
+def test_the_keys_turn_is_revealed_to_k_not_to_the_scores(page, server):
+    driver, lang = page
+    _open_mla_rope_at(driver, server, lang, 6)
     # K′'s decoupled dims: k_R = X W_KR turned by 0, 1 and 2 radians
     keys = {
         "practice-K_rot-r1": ["0", "1"],
@@ -559,3 +558,17 @@ def test_the_keys_turn_is_revealed_to_k_not_to_the_scores(page, server):
     assert _text(driver, "practice-step").endswith(
         "K\n′\n=\n2.000\n2.000\n2.000\n0.500\n1.500\n1.000\n0.000\n0.540\n−1.325\n1.000\n0.841\n0.493"
     )
+
+
+ABSORBED_TURNED = {
+    "en": "Compute the absorbed query of “sat” (its q times the transpose of W_UK), then its score against each latent row "
+    "c_KV plus its turned q′_R times that token's turned k′_R.",
+    "zh": "计算「下」吸收后的查询（q 乘 W_UK 的转置），再算它与每个潜在向量 c_KV 的分数，并加上它旋转后的 q′_R 与该词元旋转后的 "
+    "k′_R 之积。",
+}
+
+
+def test_the_absorbed_question_names_the_turned_term_where_the_dims_are_decoupled(page, server):
+    driver, lang = page
+    _open_mla_rope_at(driver, server, lang, 7)
+    wait(driver, lambda: _text(driver, "practice-question") == ABSORBED_TURNED[lang], what=ABSORBED_TURNED[lang])

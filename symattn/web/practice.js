@@ -158,7 +158,8 @@
       const id = st.id === "trig" && !shape().turn.angles ? "trig_tables" : st.id; // given tables: read, not worked
       return fill(phrases().practice[id], {token: quote(token())});
     }
-    if (PARTS[st.id]) return fill(phrases().practice[st.id], {token: quote(token())});
+    const turned = st.id === "absorbed" && shape() && shape().mla.decoupled; // q′_R · k′_R is part of each score
+    if (PARTS[st.id]) return fill(phrases().practice[turned ? "absorbed_turned" : st.id], {token: quote(token())});
     if (!st.block) return fill(phrases().practice.question, {quantity: phrases().quantity[st.id], token: quote(token())});
     const s = shape(), first = (st.block - 1) * s.size;
     const shown = s.keys.slice(first, first + s.size);
