@@ -473,7 +473,16 @@ def test_a_turn_in_cross_attention_without_positions_shows_no_step(page, server)
 
 KEY_CAPTIONS = {
     "en": ["key the, pair 1", "key the, pair 2", "key cat, pair 1", "key cat, pair 2"],
-    "zh": ["键小猫，第 1 对", "键小猫，第 2 对", "键坐，第 1 对", "键坐，第 2 对"],
+    "zh": ["键「小猫」，第 1 对", "键「小猫」，第 2 对", "键「坐」，第 1 对", "键「坐」，第 2 对"],
+}
+KEY_TRIG_CAPTIONS = {
+    "en": ["key the: cos, pair 1", "key the: cos, pair 2", "key the: sin, pair 1", "key the: sin, pair 2"],
+    "zh": [
+        "键「小猫」：cos，第 1 对",
+        "键「小猫」：cos，第 2 对",
+        "键「小猫」：sin，第 1 对",
+        "键「小猫」：sin，第 2 对",
+    ],
 }
 
 
@@ -491,6 +500,9 @@ def test_at_given_positions_the_round_asks_the_keys_angles_and_carries_them_into
     expected = {"practice-rope_angle-r1": ["exact", "exact"], "practice-rope_key_angle-r2": ["exact", "wrong"]}
     _answer(driver, boxes, expected)
     driver.find_element("id", "practice-next").click()
+    wait(driver, lambda: driver.find_elements("id", "practice-rope_key_cos-r1-0-input"), what="the keys' cos and sin")
+    captions = [c.text for c in driver.find_elements("css selector", "#practice-boxes .caption")]
+    assert [c for c in captions if c.startswith(("key ", "键"))][:4] == KEY_TRIG_CAPTIONS[lang]
     # cos and sin of key "cat" from the student's 0.03, not the exact 0.01: carried
     trig = {"practice-rope_key_cos-r2": ["0.540", "1.000"], "practice-rope_key_sin-r2": ["0.841", "0.030"]}
     _answer(
