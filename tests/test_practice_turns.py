@@ -473,7 +473,16 @@ def test_a_turn_in_cross_attention_without_positions_shows_no_step(page, server)
 
 KEY_CAPTIONS = {
     "en": ["key the, pair 1", "key the, pair 2", "key cat, pair 1", "key cat, pair 2"],
-    "zh": ["键小猫，第 1 对", "键小猫，第 2 对", "键坐，第 1 对", "键坐，第 2 对"],
+    "zh": ["键「小猫」，第 1 对", "键「小猫」，第 2 对", "键「坐」，第 1 对", "键「坐」，第 2 对"],
+}
+KEY_TRIG_CAPTIONS = {
+    "en": ["key the: cos, pair 1", "key the: cos, pair 2", "key the: sin, pair 1", "key the: sin, pair 2"],
+    "zh": [
+        "键「小猫」：cos，第 1 对",
+        "键「小猫」：cos，第 2 对",
+        "键「小猫」：sin，第 1 对",
+        "键「小猫」：sin，第 2 对",
+    ],
 }
 
 
@@ -491,6 +500,9 @@ def test_at_given_positions_the_round_asks_the_keys_angles_and_carries_them_into
     expected = {"practice-rope_angle-r1": ["exact", "exact"], "practice-rope_key_angle-r2": ["exact", "wrong"]}
     _answer(driver, boxes, expected)
     driver.find_element("id", "practice-next").click()
+    wait(driver, lambda: driver.find_elements("id", "practice-rope_key_cos-r1-0-input"), what="the keys' cos and sin")
+    captions = [c.text for c in driver.find_elements("css selector", "#practice-boxes .caption")]
+    assert [c for c in captions if c.startswith(("key ", "键"))][:4] == KEY_TRIG_CAPTIONS[lang]
     # cos and sin of key "cat" from the student's 0.03, not the exact 0.01: carried
     trig = {"practice-rope_key_cos-r2": ["0.540", "1.000"], "practice-rope_key_sin-r2": ["0.841", "0.030"]}
     _answer(
@@ -508,3 +520,67 @@ def test_the_hints_at_given_positions_parse_in_katex(client, katex, lang):
     for quantity in ("angle", "trig", "Q_rot", "K_rot", "scores"):
         markdown = _displays(placed_hint(client, quantity, claims, lang))
         assert math_spans(markdown) and katex(markdown) == [], quantity
+
+
+# mla-rope's step 6 revealed: the turn down to K′, not the Q′K′ᵀ line after it (the scores' answers)
+REVEALED_TURN = (
+    "Q, K p p\\,\\theta_t \\theta_t = 10000^{-2(t-1)/d_r} = 10000^{-(t-1)},\\ t = 1 10000 d_r = 2 "
+    "(d_{nope} + t,\\ d_{nope} + t + d_r/2) d_r = 2 \\begin{aligned}\n"
+    "&t = 1:\\ \\varphi = 2 \\cdot \\theta_{1} = 2,\\quad \\cos\\varphi \\approx -0.416,\\quad \\sin\\varphi \\approx 0.909 \\\\\n"
+    "&\\quad q'_{3} = q_{3}\\cos\\varphi - q_{4}\\sin\\varphi \\\\\n"
+    "&\\qquad = 1 \\times \\left(-0.416\\right) - 1 \\times 0.909 = -1.325 \\\\\n"
+    "&\\quad q'_{4} = q_{3}\\sin\\varphi + q_{4}\\cos\\varphi \\\\\n"
+    "&\\qquad = 1 \\times 0.909 + 1 \\times \\left(-0.416\\right) = 0.493\n"
+    "\\end{aligned} Q' K' "
+    "Q'=\\begin{bmatrix}1.000 & 0.000 & 1.000 & 0.000 \\\\ 0.000 & 1.000 & -0.841 & 0.540 \\\\ "
+    "1.000 & 1.000 & -1.325 & 0.493\\end{bmatrix} "
+    "K'=\\begin{bmatrix}2.000 & 0.500 & 0.000 & 1.000 \\\\ 2.000 & 1.500 & 0.540 & 0.841 \\\\ "
+    "2.000 & 1.000 & -1.325 & 0.493\\end{bmatrix}"
+)
+
+
+def _open_mla_rope_at(driver, server: str, lang: str, step: int) -> None:
+    """The mla-rope example's practice round, opened at ``step`` (1-based) through the page's URL fragment."""
+    import base64
+    import json
+
+    from .test_serve import forget
+
+    state = {"spec": example("mla-rope", lang), "claims": {}, "tab": "practice", "practice": {"step": step - 1}}
+    fragment_ = base64.urlsafe_b64encode(json.dumps({**state, "row": "focus"}).encode()).decode().rstrip("=")
+    forget(driver, server)
+    driver.get(f"{server}#j={fragment_}")
+    progress = {"en": f"Step {step} of 12", "zh": f"第 {step} 步，共 12 步"}[lang]
+    wait(driver, lambda: _text(driver, "practice-progress") == progress, what=progress)
+
+
+def test_the_keys_turn_is_revealed_to_k_not_to_the_scores(page, server):
+    driver, lang = page
+    _open_mla_rope_at(driver, server, lang, 6)
+    # K′'s decoupled dims: k_R = X W_KR turned by 0, 1 and 2 radians
+    keys = {
+        "practice-K_rot-r1": ["0", "1"],
+        "practice-K_rot-r2": ["0.540", "0.841"],
+        "practice-K_rot-r3": ["-1.325", "0.493"],
+    }
+    verdicts = {"practice-K_rot-r1": ["exact", "exact"]}
+    _answer(driver, keys, {**verdicts, "practice-K_rot-r2": ["rounded"] * 2, "practice-K_rot-r3": ["rounded"] * 2})
+    driver.find_element("id", "practice-reveal").click()
+    assert wait(driver, lambda: _annotations(driver, "#practice-step"), what="the keys' turn revealed") == REVEALED_TURN
+    assert _text(driver, "practice-step").endswith(
+        "K\n′\n=\n2.000\n2.000\n2.000\n0.500\n1.500\n1.000\n0.000\n0.540\n−1.325\n1.000\n0.841\n0.493"
+    )
+
+
+ABSORBED_TURNED = {
+    "en": "Compute the absorbed query of “sat” (its q times the transpose of W_UK), then its score against each latent row "
+    "c_KV plus its turned q′_R times that token's turned k′_R.",
+    "zh": "计算「下」吸收后的查询（q 乘 W_UK 的转置），再算它与每个潜在向量 c_KV 的分数，并加上它旋转后的 q′_R 与该词元旋转后的 "
+    "k′_R 之积。",
+}
+
+
+def test_the_absorbed_question_names_the_turned_term_where_the_dims_are_decoupled(page, server):
+    driver, lang = page
+    _open_mla_rope_at(driver, server, lang, 7)
+    wait(driver, lambda: _text(driver, "practice-question") == ABSORBED_TURNED[lang], what=ABSORBED_TURNED[lang])

@@ -68,6 +68,7 @@ def _ui_strings() -> dict[str, dict[str, Any]]:
             "block": practice["block"],
             "block_one": practice["block_one"],
             **{key: practice[key] for key in ("every", "absorbed", "absorbed_output", "turn_positions", "heads")},
+            "absorbed_turned": practice["absorbed_turned"],  # the absorbed question with MLA's turned decoupled dims
             **{key: practice[key] for key in ("angle", "trig", "trig_tables", "Q_rot", "K_rot")},  # the turn's steps
             **{key: practice[key] for key in ("rms", "Q_norm", "K_norm")},  # QK-norm's
             "caption": practice["caption"],

@@ -47,8 +47,9 @@
   const PARTS_CAPTIONED = {absorbed_query: true, latent_output: true}; // "q̃, column n", "u, column n"
   // where a revealed MLA step stops: the last display whose TeX holds one of these (the matrix asked)
   const TURNED = ["Q'=", "Q'\\approx"]; // the turn's and QK-norm's steps stop at Q′ (Q̂): K′ (K̂) is a later step's answer
+  const KEYS_TURNED = ["K'=", "K'\\approx"]; // and at K′ (K̂): the Q′K′ᵀ line after it is the scores' answer
   const CUTS = {latent: ["c_{KV} = X W_{DKV}"], Q: ["W_Q=", "W_{UQ}="], K: ["W_{UK}="],
-    angle: TURNED, trig: TURNED, Q_rot: TURNED, rms: TURNED, Q_norm: TURNED};
+    angle: TURNED, trig: TURNED, Q_rot: TURNED, rms: TURNED, Q_norm: TURNED, K_rot: KEYS_TURNED, K_norm: KEYS_TURNED};
   // the derivation's step that each quantity belongs to (its kind, from the render answer's step_kinds)
   const KINDS = {scores: "scores", scaled: "scaling", exp: "softmax", exp_sum: "softmax", weights: "softmax", output: "weighted_sum",
     block: "tiling", latent: "mla", Q: "mla", K: "mla", V: "mla", absorbed: "mla", absorbed_output: "mla_output",
@@ -157,7 +158,8 @@
       const id = st.id === "trig" && !shape().turn.angles ? "trig_tables" : st.id; // given tables: read, not worked
       return fill(phrases().practice[id], {token: quote(token())});
     }
-    if (PARTS[st.id]) return fill(phrases().practice[st.id], {token: quote(token())});
+    const turned = st.id === "absorbed" && shape() && shape().mla.decoupled; // q′_R · k′_R is part of each score
+    if (PARTS[st.id]) return fill(phrases().practice[turned ? "absorbed_turned" : st.id], {token: quote(token())});
     if (!st.block) return fill(phrases().practice.question, {quantity: phrases().quantity[st.id], token: quote(token())});
     const s = shape(), first = (st.block - 1) * s.size;
     const shown = s.keys.slice(first, first + s.size);
