@@ -1,4 +1,7 @@
-"""What a teacher's trial of check found (issue 32): one number claimed under two names."""
+"""What a teacher's trial of check found (issue 32): one number claimed under two names, an explanation with
+nothing left of its "=" (a cos or sin given or looked up)."""
+
+import re
 
 import pytest
 
@@ -7,6 +10,7 @@ from symattn.cli.commands import main
 from symattn.input import builtin
 from symattn.input.errors import SpecError
 from symattn.input.messages import messages_in
+from symattn.rendering.renderer import render_report
 
 MLA_HEADS = builtin.example_path("mla-heads", "en")
 
@@ -45,3 +49,60 @@ def test_one_name_may_claim_an_entry_twice_and_other_entries_pass():
         ("claims.latent[1]", 0, 1, "exact"),
         ("claims.h2.latent[2][1]", 1, 0, "exact"),
     ]
+
+
+TABLES = {  # cos and sin given as tables: no angle, nothing to compute
+    "tokens": ["I", "like", "tea"],
+    "Q": [[1, 0], [0, 1], [1, 1]],
+    "K": [[1, 0], [1, 1], [0, 1]],
+    "V": [[1, 0], [0, 1], [1, 1]],
+    "rope": True,
+    "rope_cos": [[1], ["0.5"], ["0.6"]],
+    "rope_sin": [[0], ["0.8"], ["0.8"]],
+}
+ANGLES = {**TABLES, "rope_frequencies": ["30deg"]}
+del ANGLES["rope_cos"], ANGLES["rope_sin"]
+
+
+@pytest.mark.parametrize(
+    "lang, lines",
+    [
+        (
+            "en",
+            [
+                "    exact 1/2 = 0.5; correctly rounded: 0.5",  # given in the table
+                "    exact 1; correctly rounded: 1",  # cos 0 (angles): its closed form is its value
+                "    exact sqrt(3)/2 ≈ 0.866025; correctly rounded: 0.9",  # cos 30°
+            ],
+        ),
+        (
+            "zh",
+            [
+                "    精确值 1/2 = 0.5；正确舍入：0.5",
+                "    精确值 1；正确舍入：1",
+                "    精确值 sqrt(3)/2 ≈ 0.866025；正确舍入：0.9",
+            ],
+        ),
+    ],
+)
+def test_a_given_or_looked_up_cos_is_explained_as_a_sentence(lang, lines):
+    given = check({**TABLES, "lang": lang}, {"claims": {"rope_cos[2][1]": "0.4"}})
+    turned = check({**ANGLES, "lang": lang}, {"claims": {"rope_cos[1][1]": "2", "rope_cos[2][1]": "0.8"}})
+    text = render_report(given, "text") + render_report(turned, "text")
+    assert re.findall(r"^    \S.*$", text, re.MULTILINE) == lines  # the explanations: indented by four
+
+
+def test_a_given_cos_in_markdown_and_latex():
+    report = check(TABLES, {"claims": {"rope_cos[2][1]": "0.4"}})
+    assert "$$\n\\text{exact}\\, \\frac{1}{2} = 0.5\n$$\n\ncorrectly rounded: 0.5" in render_report(report, "markdown")
+    assert "\\[\n\\text{exact}\\, \\frac{1}{2} = 0.5\n\\]\n" in render_report(report, "latex")
+
+
+@pytest.mark.client
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_looked_up_cos_passes_katex_and_tex(katex, latex, tmp_path, lang):
+    report = check({**ANGLES, "lang": lang}, {"claims": {"rope_cos[1][1]": "2", "rope_cos[2][1]": "0.8"}})
+    assert katex(render_report(report, "markdown")) == []
+    latex(render_report(report, "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
+    log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
+    assert re.findall(r"Overfull \\[hv]box", log) == []
