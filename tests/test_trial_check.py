@@ -1,6 +1,7 @@
 """What a teacher's trial of check found (issue 32): one number claimed under two names, an explanation with
 nothing left of its "=" (a cos or sin given or looked up)."""
 
+import json
 import re
 
 import pytest
@@ -106,3 +107,72 @@ def test_a_looked_up_cos_passes_katex_and_tex(katex, latex, tmp_path, lang):
     latex(render_report(report, "latex", standalone=True), "xelatex" if lang == "zh" else "pdflatex", tmp_path)
     log = (tmp_path / "doc.log").read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"Overfull \\[hv]box", log) == []
+
+
+DEGREES = {  # the document shows φ = π/2 and 3π/4: the claims may say so
+    "tokens": ["a", "b", "c", "d"],
+    "Q": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1]],
+    "K": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1]],
+    "V": [[1, 0], [0, 1], [1, 1], [2, 0]],
+    "rope": True,
+    "rope_frequencies": ["90deg", "45deg"],
+}
+
+
+def test_angles_typed_as_the_document_writes_them_are_judged_exactly(tmp_path, capsys):
+    claims = {
+        "rope_angle[1][1]": "0deg",
+        "rope_angle[2][1]": "pi/2",
+        "rope_angle[3][1]": "180°",
+        "rope_angle[4][1]": "90deg",  # 3 × 90°: wrong
+        "rope_angle[4][2]": "3pi/4",
+        "rope_angle[3][2]": "π/2",
+    }
+    report = check(DEGREES, {"claims": claims})
+    assert [(v.claim.key, v.verdict, str(v.closed_form)) for v in report.results] == [
+        ("claims.rope_angle[1][1]", "exact", "0"),
+        ("claims.rope_angle[2][1]", "exact", "pi/2"),
+        ("claims.rope_angle[3][1]", "exact", "pi"),
+        ("claims.rope_angle[3][2]", "exact", "pi/2"),
+        ("claims.rope_angle[4][1]", "wrong", "3*pi/2"),
+        ("claims.rope_angle[4][2]", "exact", "3*pi/4"),
+    ]
+    (tmp_path / "s.json").write_text(json.dumps(DEGREES), encoding="utf-8")
+    path = tmp_path / "c.toml"
+    path.write_text('spec = "s.json"\n[claims]\n"rope_angle[2][1]" = "pi/2"\n"rope_angle[4][2]" = "3pi/4"\n', "utf-8")
+    assert main(["check", str(path)]) == 0
+    assert "exact: 2" in capsys.readouterr().out
+    latex = render_report(report, "latex")
+    assert "& \\(\\frac{3\\pi}{4}\\) &" in latex and "& \\(\\frac{\\pi}{2}\\) &" in latex  # as claimed
+
+
+def test_a_claimed_angle_carries_into_its_cos_and_sin():
+    claims = {"rope_angle[2][1]": "pi/3", "rope_cos[2][1]": "0.5", "rope_sin[2][1]": "0.866"}
+    assert [(v.claim.key, v.verdict) for v in check(DEGREES, {"claims": claims}).results] == [
+        ("claims.rope_angle[2][1]", "wrong"),  # π/2
+        ("claims.rope_cos[2][1]", "carried"),  # cos(π/3), from their own angle
+        ("claims.rope_sin[2][1]", "carried"),
+    ]
+    radians = {**DEGREES, "rope_frequencies": ["1", "0.5"]}  # an angle of 1 radian is not π
+    assert [v.verdict for v in check(radians, {"claims": {"rope_angle[2][1]": "pi"}}).results] == ["wrong"]
+
+
+@pytest.mark.parametrize(
+    "key, text",
+    [
+        ("rope_angle[2][1]", "pi/0"),
+        ("rope_angle[2][1]", "90 degrees"),
+        ("rope_angle[2][1]", "pi*pi"),
+        ("rope_angle[2][1]", "(pi)/2"),
+        ("rope_angle[2][1]", "__import__('os')"),
+        ("rope_cos[2][1]", "pi/2"),  # angles only
+        ("rope_frequency[1]", "90deg"),
+    ],
+)
+def test_other_text_is_still_not_a_number(key, text):
+    with pytest.raises(SpecError) as info:
+        check(DEGREES, {"claims": {key: text}})
+    assert str(info.value) == f"<dict>: claims.{key}: not a number: {text!r}"
+    with messages_in("zh"), pytest.raises(SpecError) as info:
+        check(DEGREES, {"claims": {key: text}})
+    assert str(info.value) == f"<dict>: claims.{key}: 不是数：{text!r}"

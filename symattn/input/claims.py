@@ -134,6 +134,9 @@ class _ClaimReader(Reader):
         self, raw: object, key: str, position: tuple[int, ...], where: _Where, index: tuple[int, ...]
     ) -> Numeral:
         quantity = where.quantity
+        angle = variants.claimed_angle(quantity, raw)  # "pi/2", "90deg": an angle as the document writes it
+        if angle is not None:
+            return angle
         if isinstance(raw, str) and len(raw) <= 2 * NUMBER_LENGTH and _COMMA.fullmatch(raw.strip()):
             # a decimal comma is read as a point, as grade reads it; the report notes it once
             self.commas.append(self.written(key, position, raw, where, index))
@@ -407,6 +410,8 @@ class _Where:
 def _is_number(quantity: str, raw: str) -> bool:
     """Whether an answer's text reads as a number (a decimal comma too; under percent a bare number)."""
     text = raw.strip()
+    if variants.claimed_angle(quantity, text) is not None:
+        return True
     if len(text) <= 2 * NUMBER_LENGTH and _COMMA.fullmatch(text):
         text = text.replace(",", ".")
     try:
