@@ -32,8 +32,8 @@ def tex_number(x: Num | Numeral | Formula | Decimal | int) -> str:
     if isinstance(x, int):
         return str(x)
     if isinstance(x, Numeral):
-        if x.form == "pi":  # an angle as a multiple of π, as claimed ("3pi/4", "135deg")
-            return _of_pi(x.value, "\\frac{{{}}}{{{}}}")
+        if x.form == "pi":  # an angle as a multiple of π, as claimed ("3pi/4", "135deg"): no taller than a line
+            return _of_pi(x.value)
         if x.form == "fraction":
             sign = "-" if x.value < 0 else ""
             return f"{sign}\\frac{{{abs(x.value.numerator)}}}{{{x.value.denominator}}}"
@@ -44,13 +44,13 @@ def tex_number(x: Num | Numeral | Formula | Decimal | int) -> str:
     raise TypeError(f"not a number: {x!r}")
 
 
-def _of_pi(r: Fraction, over: str) -> str:
-    """r·π in TeX: 0, \\pi, -2\\pi, and a fraction by ``over`` (\\frac{3\\pi}{4}, 3\\pi/4)."""
+def _of_pi(r: Fraction) -> str:
+    """r·π in TeX: 0, \\pi, -2\\pi, 3\\pi/4."""
     if r == 0:
         return "0"
     top = abs(r.numerator)
     pi = ("" if top == 1 else str(top)) + "\\pi"
-    return ("-" if r < 0 else "") + (pi if r.denominator == 1 else over.format(pi, r.denominator))
+    return ("-" if r < 0 else "") + (pi if r.denominator == 1 else f"{pi}/{r.denominator}")
 
 
 def _is_scientific(value: Decimal) -> bool:
@@ -92,8 +92,6 @@ def tex_inline(x: Num | Numeral) -> str:
         return printing.latex(x.expr, inline=True)
     if isinstance(x, Numeral) and x.form == "fraction":
         return f"{'-' if x.value < 0 else ''}{abs(x.value.numerator)}/{x.value.denominator}"
-    if isinstance(x, Numeral) and x.form == "pi":
-        return _of_pi(x.value, "{}/{}")
     return tex_number(x)
 
 
