@@ -166,8 +166,15 @@ def test_q_k_v_claims_are_the_whole_projections(tmp_path):
     claims = {"Q": Q, "h1.scores[3][1]": "1.35", "h2.scores[3][1]": "1.2", "h2.Q[3][2]": "0.4"}
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"spec": str(spec), "claims": claims}), encoding="utf-8")
+    with pytest.raises(SpecError) as info:  # Q claims Q[3][4] too: one number, two names, two verdicts
+        check(None, str(path))
+    assert str(info.value) == (
+        f"{path}: claims.h2.Q[3][2]: the same entry as claims.Q[3][4] (both keys name one number); claim it once"
+    )
+    claims = {"Q[3][3]": "1.20", **{k: v for k, v in claims.items() if k != "Q"}}
+    path.write_text(json.dumps({"spec": str(spec), "claims": claims}), encoding="utf-8")
     got = {(v.claim.key, v.row_label, v.col_label): v.verdict for v in check(None, str(path)).results}
-    assert got[("claims.Q", "it", 3)] == "wrong"
+    assert got[("claims.Q[3][3]", "it", 3)] == "wrong"
     assert got[("claims.h2.Q[3][2]", "it", 2)] == "exact"  # head 2's column 2 (column 4 of Q), named as written
     assert got[("claims.h1.scores[3][1]", "it", "cat")] == "exact"  # 1.30 × 1.00 + 0.20 × 0.25: head 1's columns
     assert got[("claims.h2.scores[3][1]", "it", "cat")] == "carried"  # 1.20 × 1.00 + 0.40 × 0.00 (exactly 1.1)
@@ -205,11 +212,17 @@ def test_one_head_has_no_concat_and_h1_is_the_head():
         str(info.value)
         == "<dict>: claims.concat[1][1]: concat is a quantity of several heads or W_O; this spec has one head"
     )
-    report = check(seed, {"claims": {"h1.weights[3][1]": "0.403", "weights[3][1]": "0.40"}})
+    report = check(seed, {"claims": {"h1.weights[3][1]": "0.403", "weights[3][2]": "0.24"}})
     assert [(v.claim.key, v.head, v.verdict) for v in report.results] == [
         ("claims.h1.weights[3][1]", None, "rounded"),
-        ("claims.weights[3][1]", None, "rounded"),
+        ("claims.weights[3][2]", None, "rounded"),
     ]
+    with pytest.raises(SpecError) as info:  # h1.weights is weights: one entry under two names
+        check(seed, {"claims": {"h1.weights[3][1]": "0.403", "weights[3][1]": "0.40"}})
+    assert str(info.value) == (
+        "<dict>: claims.weights[3][1]: the same entry as claims.h1.weights[3][1] (both keys name one number); "
+        "claim it once"
+    )
 
 
 def test_render_and_compute_several_heads_given_directly():

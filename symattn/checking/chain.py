@@ -29,6 +29,11 @@ def rational(x: Fraction) -> sympy.Rational:
     return sympy.Rational(x.numerator, x.denominator)
 
 
+def claimed_value(x: Numeral) -> sympy.Expr:
+    """A claimed number's exact value: an angle written as a multiple of π ("3pi/4", "135deg") is that multiple."""
+    return rational(x.value) * sympy.pi if x.form == "pi" else rational(x.value)
+
+
 def number(x: Entry) -> sympy.Rational:
     assert isinstance(x, Numeral)  # the checker's spec has numbers only: values are substituted for symbols
     return rational(x.value)
@@ -77,20 +82,23 @@ class Chain:
         self.enclosures: dict[int, dict] = {}  # shared by the comparisons of claimed maxima
 
     def claimed(self, quantity: str, row: int | None, col: int | None, head: int | None = None) -> Fraction | None:
+        best = self.best(quantity, row, col, head)
+        return None if best is None else best.value
+
+    def best(self, quantity: str, row: int | None, col: int | None, head: int | None = None) -> Numeral | None:
+        """The claimed number that feeds what follows: a row section's in its own row, the most precise of several."""
         found = [c for c in self.index.get((head, quantity, row, col), []) if not c.number.is_infinite]
         if not found:
             return None
-        # a row section feeds its own row; the most precise of several claims wins
-        best = max(found, key=lambda c: (c.in_row_section, c.number.decimals is None, c.number.decimals or 0))
-        return best.number.value
+        return max(found, key=lambda c: (c.in_row_section, c.number.decimals is None, c.number.decimals or 0)).number
 
     def implied(self, quantity: str, row: int | None = None, col: int | None = None, head: int | None = None) -> Value:
         key = (head, quantity, row, col)
         found = self._implied.get(key)
         if found is None:  # an output row asks for each claimed weight once per column: looked up once
-            value = self.claimed(quantity, row, col, head)
+            value = self.best(quantity, row, col, head)
             found = self._implied[key] = (
-                (rational(value), True) if value is not None else self.computed(quantity, row, col, head)
+                (claimed_value(value), True) if value is not None else self.computed(quantity, row, col, head)
             )
         return found
 

@@ -282,6 +282,10 @@ class Checker:
     def decide(self, claim: Claim, exact: _Exact, y: sympy.Expr, from_claims: bool) -> tuple[str, Decimal | None]:
         """The verdict against one exact value and one carried value, and the carried value rounded."""
         d, c = claim.number.decimals, claim.number.value
+        if claim.number.form == "pi":  # an angle as a multiple of π ("3pi/4"): exact, carried or wrong
+            if _of_pi(exact.closed.expr, c):
+                return "exact", None
+            return ("carried" if from_claims and _of_pi(y, c) else "wrong"), None
         if y.has(sympy.nan, sympy.zoo):  # e.g. weights from a claimed sum of 0: no value to carry
             from_claims = False
         carried = None
@@ -404,6 +408,7 @@ class Checker:
             if (
                 other is not claim
                 and d is not None
+                and other.number.form != "pi"  # value·π: its value is not the angle
                 and (od is None or od > d)
                 and Fraction(round_half_up(other.number.value, d)) == c
             ):
@@ -438,6 +443,12 @@ def fits(value: Fraction | None, decimals: int) -> bool:
     """Whether a value is a decimal of at most ``decimals`` places (an irrational one never is)."""
     places = None if value is None else terminating_decimals(value)
     return places is not None and places <= decimals
+
+
+def _of_pi(value: sympy.Expr, c: Fraction) -> bool:
+    """Whether an exact value is c·π: its quotient by π is the rational c (an algebraic angle never is, but 0)."""
+    q = value / sympy.pi
+    return isinstance(q, sympy.Rational) and Fraction(int(q.p), int(q.q)) == c
 
 
 def is_plausible_rounding(claim: Claim, exact: Fraction | None) -> bool:

@@ -29,6 +29,7 @@ from symattn.input import quantities
 from symattn.input.errors import SpecError
 from symattn.input.files import kind_of, read_table
 from symattn.input.limits import CLAIMS, NUMBER_LENGTH
+from symattn.input.messages import said
 from symattn.input.numeral import Numeral, NumeralError, has_foreign_digits, parse_claimed
 from symattn.input.parts import read_decimals
 from symattn.input.quantities import (
@@ -110,6 +111,8 @@ class _ClaimReader(Reader):
         self.text_blank = text_blank
         self.foreign: list[Written] = []
         self.unreadable: list[Written] = []
+        self.seen: dict[tuple, tuple[str, str]] = {}  # each entry claimed: its name as written, the key that claimed it
+        self.under = ""  # the head prefix the key being read is written under ("h2."), or none
 
     def is_blank(self, raw: object, key: str, position: tuple[int, ...], where: _Where, index: tuple[int, ...]) -> bool:
         """An empty string is a blank left to fill in: recorded, never checked. With ``text_blank``
@@ -131,6 +134,9 @@ class _ClaimReader(Reader):
         self, raw: object, key: str, position: tuple[int, ...], where: _Where, index: tuple[int, ...]
     ) -> Numeral:
         quantity = where.quantity
+        angle = variants.claimed_angle(quantity, raw)  # "pi/2", "90deg": an angle as the document writes it
+        if angle is not None:
+            return angle
         if isinstance(raw, str) and len(raw) <= 2 * NUMBER_LENGTH and _COMMA.fullmatch(raw.strip()):
             # a decimal comma is read as a point, as grade reads it; the report notes it once
             self.commas.append(self.written(key, position, raw, where, index))
@@ -146,14 +152,24 @@ class _ClaimReader(Reader):
         except NumeralError as exc:
             raise self.error(key, str(exc), position) from None
 
-    def add(self, where: _Where, at: tuple[int | None, int | None], number: Numeral, key: str):
+    def add(self, claim: Claim, position: tuple[int, ...]) -> None:
+        """One claim more. An entry claimed again under another name (h2.latent and latent are one shared
+        matrix, h2.Q[1][1] is Q[1][3]) is refused in one line naming both keys: two verdicts in two rows that
+        read alike. Under one name it may be claimed twice: a table's weights and a row's, at other digits."""
+        key = claim.key
         if len(self.out) >= CLAIMS:
             raise self.limit(key, f"more than {CLAIMS} claims (the limit)")
-        in_row = where.row is not None
-        self.out.append(Claim(where.quantity, at[0], at[1], number, in_row, key, where.head, prefix=where.prefix))
+        name = self.under + claim.quantity
+        place = (claim.quantity, claim.head, claim.row, claim.col, claim.term)
+        first = self.seen.setdefault(place, (name, key + "".join(f"[{p}]" for p in position)))
+        if first[0] != name:
+            raise self.error(key, said("claimed_twice", first=first[1]), position)
+        self.out.append(claim)
 
     def section(self, table: Mapping[str, Any], prefix: str, row: int | None, head: int | None = None) -> None:
+        outer = self.under
         for raw_key, value in table.items():
+            self.under = outer  # the prefix of the table this one lies in; a key's own is set by head_of
             key, text = f"{prefix}.{raw_key}", str(raw_key)
             if row is None and text == "rows":
                 self.rows(value, key, head)
@@ -168,6 +184,7 @@ class _ClaimReader(Reader):
                 self.claim(prefixed.group(2), value, key, row, self.head_of(prefixed.group(1), key))
             else:
                 self.claim(text, value, key, row, head)
+        self.under = outer
 
     def products(self, text: str, value: Any, key: str, row: int | None, head: int | None) -> None:
         """Partial products: ``products.scores[i][j]`` (a dotted TOML key, or one quoted key), a list of terms."""
@@ -222,15 +239,14 @@ class _ClaimReader(Reader):
             if self.is_blank(raw, key, position, where, (i, j)):
                 continue
             number = self.number_of(raw, key, position, where, (i, j))
-            if len(self.out) >= CLAIMS:
-                raise self.limit(key, f"more than {CLAIMS} claims (the limit)")
-            self.out.append(Claim(where.quantity, i, j, number, False, key, where.head, t))
+            self.add(Claim(where.quantity, i, j, number, False, key, where.head, t), position)
 
     def head_of(self, digits: str, key: str) -> int | None:
         """The 0-based head of a prefix hN; None for the one head of a spec without W_O (h1 is all there is)."""
         n, heads = int(digits), self.spec.heads
         if not 1 <= n <= heads:
             raise self.error(key, f"head {n} is out of range 1..{heads}")
+        self.under = f"h{n}."  # the name the claims below are written under (section resets it)
         return n - 1 if is_multihead(self.spec) else None
 
     def claim(self, text: str, value: Any, key: str, row: int | None, head: int | None) -> None:
@@ -345,7 +361,9 @@ class _ClaimReader(Reader):
         """One entry: a blank, or a claim at its place."""
         if not self.is_blank(raw, key, position, where, index):
             number = self.number_of(raw, key, position, where, index)
-            self.add(where, where.at(index), number, key)
+            row, col = where.at(index)
+            claim = Claim(where.quantity, row, col, number, where.row is not None, key, where.head, prefix=where.prefix)
+            self.add(claim, position)
 
     def listed(
         self, value: Any, key: str, size: int, name: str, *, matrix: bool = False, position: tuple[int, ...] = ()
@@ -392,6 +410,8 @@ class _Where:
 def _is_number(quantity: str, raw: str) -> bool:
     """Whether an answer's text reads as a number (a decimal comma too; under percent a bare number)."""
     text = raw.strip()
+    if variants.claimed_angle(quantity, text) is not None:
+        return True
     if len(text) <= 2 * NUMBER_LENGTH and _COMMA.fullmatch(text):
         text = text.replace(",", ".")
     try:

@@ -44,7 +44,7 @@ class Numeral:
 
     text: str
     value: Fraction
-    form: str  # "decimal", "fraction", "percent", or "-infinity" (claims on masked scores)
+    form: str  # "decimal", "fraction", "percent", "-infinity" (claims on masked scores), "pi" (an angle: value·π)
     # Digits after the point of ``value`` as written: "0.650" -> 3, "40.3%" -> 3,
     # "1e-2" -> 2, "10" -> 0. None for fractions, which claim exactness.
     decimals: int | None

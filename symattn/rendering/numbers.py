@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from symattn.exact.num import Num
@@ -31,6 +32,8 @@ def tex_number(x: Num | Numeral | Formula | Decimal | int) -> str:
     if isinstance(x, int):
         return str(x)
     if isinstance(x, Numeral):
+        if x.form == "pi":  # an angle as a multiple of π, as claimed ("3pi/4", "135deg"): no taller than a line
+            return _of_pi(x.value)
         if x.form == "fraction":
             sign = "-" if x.value < 0 else ""
             return f"{sign}\\frac{{{abs(x.value.numerator)}}}{{{x.value.denominator}}}"
@@ -39,6 +42,15 @@ def tex_number(x: Num | Numeral | Formula | Decimal | int) -> str:
             mantissa += f"\\times 10^{{{x.exponent}}}"
         return mantissa + ("\\%" if x.form == "percent" else "")
     raise TypeError(f"not a number: {x!r}")
+
+
+def _of_pi(r: Fraction) -> str:
+    """r·π in TeX: 0, \\pi, -2\\pi, 3\\pi/4."""
+    if r == 0:
+        return "0"
+    top = abs(r.numerator)
+    pi = ("" if top == 1 else str(top)) + "\\pi"
+    return ("-" if r < 0 else "") + (pi if r.denominator == 1 else f"{pi}/{r.denominator}")
 
 
 def _is_scientific(value: Decimal) -> bool:
@@ -65,7 +77,7 @@ def tex_operand(x: Num | Numeral) -> str:
     text = tex_number(x)
     needs = (
         (x.is_negative and not x.is_infinite)
-        or (isinstance(x, Numeral) and (x.exponent or x.form == "fraction"))
+        or (isinstance(x, Numeral) and (x.exponent or x.form in ("fraction", "pi")))
         or (isinstance(x, Formula) and _is_compound_sum(x))
         or (isinstance(x, Num) and x.scientific)
     )

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from symattn.input.limits import NUMBER_LENGTH
+from symattn.input.numeral import Numeral
 from symattn.variants import alibi, masks, mla, positions, qk_norm, rope, sinks, softcap, tiling
 from symattn.variants.base import ADD, DENOMINATOR, MAP, MASK, PLACE, QK, ROUTE, HeadPart, Part, Quantity, Where, listed
 
@@ -246,6 +248,18 @@ def float64_words(noun: bool = False, rules: bool = True, certified: bool = Fals
 
 
 # --- claims and compute -------------------------------------------------------------------------------
+
+
+ANGLES = tuple(name for p in PARTS for name in p.angles)
+
+
+def claimed_angle(name: str, raw: object) -> Numeral | None:
+    """A claimed angle as the document writes one: in degrees or as a rational multiple of π ("90deg", "3pi/4";
+    rope_frequencies' grammar, matched, never evaluated). None for anything else, a plain number included."""
+    if name not in ANGLES or not isinstance(raw, str) or len(raw) > NUMBER_LENGTH:
+        return None
+    found = rope.parse_frequency(raw)
+    return None if found is None or not found.of_pi else Numeral(found.text, found.value, "pi", None)
 
 
 def quantity(name: str) -> Quantity | None:

@@ -253,6 +253,7 @@ class Part:
     exact_products: ClassVar[tuple[str, ...]] = ()
     # what an exercise sheet states of a part that turns Q and K (its exact_turn), where those are exact
     turn_quantities: ClassVar[tuple[str, ...]] = ()
+    angles: ClassVar[tuple[str, ...]] = ()  # its angles: claimed in degrees or as multiples of π too ("3pi/4")
 
     def exact_turn(self, spec: Any) -> Any:
         """The turn_quantities of each token, exactly, as a sheet states them (a part with turn_quantities)."""

@@ -117,8 +117,7 @@ def parse_frequency(raw: object) -> Frequency | None:
 
 def read_frequencies(reader: Any, data: Any, pairs: int) -> tuple[Frequency, ...]:
     """``rope_frequencies``: one per pair, all in radians (> 0) or all rational multiples of π."""
-    raw = data["rope_frequencies"]
-    key = "rope_frequencies"
+    raw, key = data["rope_frequencies"], "rope_frequencies"
     if not isinstance(raw, list):
         raise reader.error(key, said("frequencies_list", pairs=pairs, got=kind_of(raw)))
     if len(raw) != pairs:
@@ -263,6 +262,7 @@ class RopePart(Part):
         {"key": "rope_sin", "kind": "table", "default": ""},
     )
     turn_quantities = ("rope_cos", "rope_sin")  # what an exercise sheet states of the turn, where exact
+    angles = ("rope_angle", "rope_key_angle")  # "90deg", "3pi/4": as the document writes them (parse_frequency)
     quantities = (
         Quantity("rope_frequency", "scores", rows="pair", cols=None, asked_by="scores", needs=NEEDS),
         Quantity("rope_angle", "scores", cols="pair", width="pairs", asked_by="scores", needs=NEEDS),
