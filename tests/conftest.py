@@ -269,13 +269,6 @@ def run_in_terminal(argv: list[str], cwd: Path, env: dict[str, str] | None = Non
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """-n auto: one worker more than the cores. Much of the suite waits (on Chromium, a server, TeX, a pip
-    install) rather than computes: with a worker a core, two cores were busy 1.3 of the time."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores + 1
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """pytest-xdist (--dist loadgroup) hands out tests one by one, so that no worker is left with a long file
     at the end; a module's tests that share a module-scoped fixture (a docs build, a wheel, a browser) stay on
