@@ -179,3 +179,23 @@ def test_other_text_is_still_not_a_number(key, text):
     with messages_in("zh"), pytest.raises(SpecError) as info:
         check(DEGREES, {"claims": {key: text}})
     assert str(info.value) == f"<dict>: claims.{key}: 不是数：{text!r}"
+
+
+def test_one_unit_off_an_exact_cos_is_wrong_and_off_a_rounded_sine_a_last_digit_slip():
+    # a teacher's trial: 0.6 for cos 60° = 1/2 was amber ("last-digit"), though nothing rounds on its way
+    spec = {
+        "tokens": ["a", "b"],
+        "Q": [["1", "0"], ["0", "1"]],
+        "K": [["1", "0"], ["0", "1"]],
+        "V": [["1", "0"], ["0", "1"]],
+        "rope": True,
+        "rope_frequencies": ["60deg"],
+    }
+    claims = {"rope_cos[2][1]": "0.6", "rope_cos[1][1]": "1", "rope_sin[2][1]": "0.867", "Q_rot[2][1]": "-0.867"}
+    report = check(None, {**spec, "claims": claims})
+    assert [(r.claim.key, r.verdict) for r in report.results] == [
+        ("claims.rope_cos[1][1]", "exact"),
+        ("claims.rope_cos[2][1]", "wrong"),
+        ("claims.rope_sin[2][1]", "last-digit"),  # √3/2 ≈ 0.866: a rounding lies on its way
+        ("claims.Q_rot[2][1]", "carried"),
+    ]

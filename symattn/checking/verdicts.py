@@ -324,9 +324,10 @@ class Checker:
 
     def is_exact_path(self, claim: Claim) -> bool:
         """Whether a claim's quantity is made of the given exact decimals by products and sums alone: Q, K and V,
-        an MLA latent and absorbed query, and the scores (and their terms) where no part turns or normalizes q, k."""
+        an MLA latent and absorbed query, and the scores (and their terms) where no part turns or normalizes q, k;
+        or made in one step from exact numbers (a turn's angle, and its cos and sin)."""
         quantity = PRODUCTS.get(claim.quantity, base(claim.quantity))
-        if quantity in INPUTS + variants.EXACT_PRODUCTS:
+        if quantity in INPUTS + variants.EXACT_PRODUCTS + variants.ONE_STEP:
             return True
         return quantity == "scores" and self.layout.heads[self.layout.index(claim.head)].qk is None
 

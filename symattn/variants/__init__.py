@@ -251,6 +251,9 @@ def float64_words(noun: bool = False, rules: bool = True, certified: bool = Fals
 
 
 ANGLES = tuple(name for p in PARTS for name in p.angles)
+# a turn's angles and their cos and sin: each made in one step from exact numbers (p·θ_t, then cos φ), so where
+# the exact value fits a claim's decimals no rounding lies before it, and one unit off is no rounding slip
+ONE_STEP = tuple(q for a in ANGLES for q in (a, a.replace("angle", "cos"), a.replace("angle", "sin")))
 
 
 def claimed_angle(name: str, raw: object) -> Numeral | None:
@@ -447,6 +450,7 @@ __all__ = [
     "kernel_arguments",
     "turner",
     "EXACT_PRODUCTS",
+    "ONE_STEP",
     "numerals",
     "turn_pairs",
     "keyword_gradients",
