@@ -104,7 +104,7 @@ def test_claims_at_positions_get_their_verdicts_and_carry_forward():
         "1   RoPE angle (e, pair 1)            4         exact         4 = 4",
         "2   RoPE cos (e, pair 1)              -0.60     wrong         -0.653644 = cos(4)",
         "3   RoPE sin (e, pair 1)              -0.80     wrong         -0.756802 = sin(4)",
-        "4   RoPE angle of the key (f, pair 1) 5.1       last-digit    5 = 5",
+        "4   RoPE angle of the key (f, pair 1) 5.1       wrong         5 = 5",
         "5   RoPE cos of the key (e, pair 1)   -0.70     wrong         -0.653644 = cos(4)",
         "6   RoPE cos of the key (f, pair 1)   0.378     carried       0.283662 = cos(5)",
         "7   RoPE sin of the key (e, pair 1)   -0.70     wrong         -0.756802 = sin(4)",
