@@ -12,6 +12,8 @@ import pytest
 from symattn.checking.checker import check
 from symattn.cli.commands import main
 from symattn.input import builtin
+from symattn.input.spec import load_spec
+from symattn.rendering.layout import breakable
 from symattn.rendering.renderer import render_report
 
 ENGINES = {"zh": "xelatex", "en": "pdflatex"}
@@ -38,9 +40,63 @@ def needs(*tools):
             pytest.skip(f"{tool} not installed")
 
 
+# a student's calculator digits (25 and 50 of them), a claim in scientific notation and one far from 1
+LONG = {
+    "Q": [["1", "0"], ["0", "1"], ["1", "1"]],
+    "K": [["1", "0"], ["1", "1"], ["0", "1"]],
+    "V": [["1"], ["2"], ["3"]],
+}
+CALCULATOR = {"weights[1][1]": "0.4223187982515122", "scores[1][1]": "1.000000000000000000000001"}
+LONGEST = {
+    "weights[1][1]": "0.42231879825151220000000000000000000000000000000000",
+    "scores[1][1]": "12345678901234567890123.0000000000000000000000000000000000000001",
+    "scores[1][2]": "-1e-4999",
+    "output[2][1]": "1.1234567890123456789e4000",
+}
+
+
+def long_report(claims, lang):
+    return render_report(check(load_spec({**LONG, "lang": lang}), {"claims": claims}), "latex", standalone=True)
+
+
+def table_of(tex):
+    return next(line for line in tex.splitlines() if line.startswith("\\begin{longtable}"))
+
+
 @pytest.mark.parametrize("lang", ["zh", "en"])
-def test_seed_report_compiles(latex, tmp_path, lang):
-    latex(seed_tex(lang), ENGINES[lang], tmp_path)
+def test_the_reports_stay_on_the_page_however_long_the_claims(latex_each, tmp_path, lang):
+    documents = {
+        "seed": seed_tex(lang),
+        "calculator": long_report(CALCULATOR, lang),
+        "longest": long_report(LONGEST, lang),
+    }
+    assert latex_each(documents, ENGINES[lang], tmp_path) == {label: [] for label in documents}
+
+
+def test_claims_line_up_on_their_points_and_the_verdicts_take_what_is_left():
+    tex = long_report(CALCULATOR, "en")
+    assert table_of(tex) == (
+        r"\begin{longtable}{@{}r@{\hspace{0.8em}}l@{\hspace{1em}}r@{}l@{\hspace{1.2em}}>{\raggedright\arraybackslash}"
+        r"p{\dimexpr\ifdim\dimexpr\linewidth-36.1em\relax>14.5em 14.5em\else\linewidth-36.1em\fi\relax}"
+        r"@{\hspace{1.5em}}r@{}l@{}}"
+    )
+    assert r"1 & score \(S\) (t1, t1) & \(1\) & \(.000000000000000000000001\) & \textbf{wrong} & \(1\) &  \\" in tex
+
+
+def test_a_claim_too_long_to_line_up_breaks_after_every_fifth_digit():
+    tex = long_report(LONGEST, "en")
+    assert table_of(tex) == (
+        r"\begin{longtable}{@{}r@{\hspace{0.8em}}l@{\hspace{1em}}>{\raggedleft\arraybackslash}"
+        r"p{\dimexpr\linewidth-35.5em\relax}@{\hspace{1.2em}}>{\raggedright\arraybackslash}p{10em}"
+        r"@{\hspace{1.5em}}r@{}l@{}}"
+    )
+    assert (
+        r"3 & weight \(A\) (t1, t1) & \(0.42231\allowbreak 87982\allowbreak 51512\allowbreak 20000\allowbreak "
+        r"00000\allowbreak 00000\allowbreak 00000\allowbreak 00000\allowbreak 00000\allowbreak 00000\) & "
+        r"\textbf{wrong} & \(0\) & \(.401112\) \\"
+    ) in tex
+    assert breakable(r"-1234567\pi/3") == r"-1234567\pi/3"  # runs under nine digits stay whole
+    assert breakable("1.1234567890123456789") == r"1.12345\allowbreak 67890\allowbreak 12345\allowbreak 6789"
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])

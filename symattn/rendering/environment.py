@@ -19,9 +19,11 @@ from symattn.rendering import user_cache
 from symattn.rendering.bookmarks import PROVIDE_TEXORPDFSTRING, bookmarked
 from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, escape_latex
 from symattn.rendering.layout import (
+    breakable,
     chain,
     fits,
     relation_lines,
+    report_columns,
     side_by_side,
     sum_lines,
     table_fits,
@@ -178,6 +180,14 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "products": lambda pairs: [f"{tex_operand(a)}\\times {tex_operand(b)}" for a, b in pairs],
     "sum_lines": sum_lines,
     "text_width": text_width,
+    "breakable": breakable,
+    "report_columns": lambda results, place, claimed, head, exact_head, lang: report_columns(
+        [place(v) for v in results],
+        [claimed(v, False) for v in results],
+        [tex_number(v.value) for v in results],
+        (head[1], head[4], exact_head),
+        lang,
+    ),
     "side_by_side": side_by_side,
     "relation_lines": relation_lines,
     "chain": chain,
