@@ -28,7 +28,7 @@ from typing import Any
 
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import SpecError
-from symattn.kernel.comparison import number_text
+from symattn.kernel.comparison import figure_text
 from symattn.kernel.report import Report
 from symattn.kernel.tolerance import fraction_text
 
@@ -86,11 +86,11 @@ def failure(report: Report) -> str:
             rtol, atol = fraction_text(v.rtol), fraction_text(v.atol)
             if v.rule == "flash":
                 rule = f"FlashAttention's rule max|out − exact| ≤ {rtol}·max|reference − exact| + {atol}"
-                figure = "ratio undefined" if v.ratio is None else f"ratio {number_text(v.ratio)}"
+                figure = "ratio undefined" if v.ratio is None else f"ratio {figure_text(v.ratio)}"
                 figure += ", the largest |out − exact|"
             else:
                 rule = f"torch.allclose's rule |out − exact| ≤ {atol} + {rtol}·|exact|"
-                share = "∞" if v.share is None else number_text(v.share)
+                share = "∞" if v.share is None else figure_text(v.share)
                 figure = f"|out − exact| / (atol + rtol·|exact|) = {share}"
             lines.append(f"{source}fails {rule}: {figure} at {_entry(r, v.worst)}")
         if r.max_ulp is not None and r.rule is not None and not _max_ulp_ok(r):
@@ -99,7 +99,7 @@ def failure(report: Report) -> str:
             over = c.entries.over(r.max_ulp)
             lines.append(
                 f"{source}fails max_ulp={r.max_ulp}: {over} of {len(c.entries)} entries exceed it; the largest "
-                f"error is {number_text(worst.ulps)} ULP at {_entry(r, (worst.row, worst.col))}"
+                f"error is {figure_text(worst.ulps)} ULP at {_entry(r, (worst.row, worst.col))}"
             )
     return "\n".join(lines)
 

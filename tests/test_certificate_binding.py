@@ -30,10 +30,11 @@ def test_the_certificate_names_the_spec_files_sha256(tmp_path, capsys):
     assert main(["verify-certificate", str(cert)]) == 0
     captured = capsys.readouterr()
     assert captured.err == ""
-    assert captured.out == (
-        f"{cert}: 24 values verified: each exact value lies in its bounds, and every point of the bounds rounds "
-        f"to the value shown\n{cert}: spec {spec}: SHA-256 matches\n"
+    assert captured.out == (  # the verdict last
+        f"{cert}: spec {spec}: SHA-256 matches\n"
         f"{cert}: its inputs are the values the spec {spec} gives, read here from its files\n"
+        f"{cert}: 24 values verified: each exact value lies in its bounds, and every point of the bounds rounds "
+        "to the value shown\n"
     )
     assert spec_sources(load_spec({"Q": [["1"]], "K": [["1"]], "V": [["1"]]})) == []  # a spec given as data
 
@@ -53,9 +54,11 @@ def test_a_changed_spec_is_caught_in_one_line(tmp_path, capsys):
     assert captured.out == ""
     spec.unlink()  # absent: said, not checked, and the values still verified
     assert main(["verify-certificate", str(cert)]) == 0
-    assert capsys.readouterr().out.endswith(
-        f"\n{cert}: spec {spec}: absent, its SHA-256 not checked\n"
+    assert capsys.readouterr().out == (
+        f"{cert}: spec {spec}: absent, its SHA-256 not checked\n"
         f"{cert}: its inputs are not checked against its files: not all of them are here\n"
+        f"{cert}: 24 values verified: each exact value lies in its bounds, and every point of the bounds rounds "
+        "to the value shown\n"
     )
 
 

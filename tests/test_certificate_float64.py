@@ -72,16 +72,21 @@ def test_a_256_by_64_certificate_verifies(tmp_path, capsys):
     assert data["output"]["value"][0][:3] == ["-0.07012202020", "-0.1139758372", "0.06988937497"]
     capsys.readouterr()
     assert main(["verify-certificate", str(cert)]) == 0
-    assert capsys.readouterr().out == (
-        # not "every point of the bounds": the certificate's bounds are wider than the interval that decided
-        f"{cert}: 16384 values verified: each exact value lies in the interval recomputed here from the inputs "
-        "(the float64 path's float ± its bound) or in its arb enclosure, and every point of that interval or "
-        "enclosure rounds to the value shown\n"
-        f"{cert}: 16352 by the float64 path and 17 by its error-free sums (their floats and bounds recomputed "
-        "here), 15 by arb\n"
-        f"{cert}: spec {spec}: SHA-256 matches\n"
-        + "".join(f"{cert}: {n.upper()} {tmp_path / f'{n}.npy'}: SHA-256 matches\n" for n in "qkv")
-        + f"{cert}: its inputs are the values the spec {spec} gives, read here from its files\n"
+    assert (
+        capsys.readouterr().out
+        == (
+            f"{cert}: 16352 by the float64 path and 17 by its error-free sums (their floats and bounds recomputed "
+            "here), 15 by arb\n"
+            f"{cert}: spec {spec}: SHA-256 matches\n"
+            + "".join(f"{cert}: {n.upper()} {tmp_path / f'{n}.npy'}: SHA-256 matches\n" for n in "qkv")
+            + f"{cert}: its inputs are the values the spec {spec} gives, read here from its files\n"
+            f"{cert}: it certifies output of Q, K and V, with the scale and the mask\n"  # as the standalone one says
+            # the verdict last; not "every point of the bounds": the certificate's bounds are wider than the interval
+            # that decided
+            f"{cert}: 16384 values verified: each exact value lies in the interval recomputed here from the inputs "
+            "(the float64 path's float ± its bound) or in its arb enclosure, and every point of that interval or "
+            "enclosure rounds to the value shown\n"
+        )
     )
 
 

@@ -92,8 +92,8 @@ def test_a_batched_gqa_certificate_with_gradients_verifies_with_both(tmp_path, c
     code, out, err = fast(capsys, cert)
     files = [f"spec {tmp_path / 's.toml'}"] + [f"{n} {tmp_path / f'{f}.npy'}" for n, f in zip(("Q", "K", "V"), "qkv")]
     assert (code, err) == (0, "")
+    named = f"{cert}: it certifies output, lse, lse2, dq, dk and dv of Q, K, V and dO, with the scale and the mask"
     assert out.splitlines() == [
-        f"{cert}: 3328 values verified: {FAST_CLAIM}",
         f"{cert}: output: 1024 by the float64 path, 0 by its error-free sums, 0 beyond (exact or arb); lse: 128 "
         "by the float64 path, 0 beyond (exact or arb); lse2: 128 by the float64 path, 0 beyond (exact or arb); dq: "
         "1024 by the float64 path, 0 beyond (exact or arb); dk: 512 by the float64 path, 0 beyond (exact or arb); "
@@ -102,10 +102,12 @@ def test_a_batched_gqa_certificate_with_gradients_verifies_with_both(tmp_path, c
         f"{cert}: grad_output {tmp_path / 'do.npy'}: SHA-256 matches",
         f"{cert}: its inputs are the values the spec {tmp_path / 's.toml'} gives, read here from its files",
         f"{cert}: and its dO is the values of its grad_output file, read here",
+        named,  # as the standalone verifier names it
+        f"{cert}: 3328 values verified: {FAST_CLAIM}",  # the verdict last
     ]
     code, lines = standalone(cert)
-    assert (code, lines[0]) == (0, f"{cert}: 3328 values verified: {STANDALONE_CLAIM}")
-    assert lines[-1] == (
+    assert (code, lines[-2:]) == (0, [named, f"{cert}: 3328 values verified: {STANDALONE_CLAIM}"])
+    assert lines[-3] == (
         f"{cert}: its inputs Q, K, V and dO are the values of the .npy files named, read here (the spec is hashed, "
         "not read: the scale and the mask are the certificate's own)"
     )
@@ -193,7 +195,8 @@ def test_a_swapped_or_changed_file_is_refused_by_both(tmp_path, capsys):
     assert (code, err) == (
         1,
         f"symattn: {cert}: Q {tmp_path / 'q.npy'}: its SHA-256 is {digest}, the certificate's is {certified}: not the "
-        f"file certified\nsymattn: {cert}: NOT verified: 1 file is not the file certified\n",
+        f"file certified\nsymattn: {cert}: it certifies output, lse and lse2 of Q, K and V, with the scale and the "
+        f"mask\nsymattn: {cert}: NOT verified: 1 file is not the file certified\n",
     )
     code, lines = standalone(cert)
     assert (code, lines[0]) == (
@@ -254,14 +257,17 @@ def test_a_version_2_certificate_verifies_with_both(tmp_path, capsys):
     assert json.loads(cert.read_text(encoding="utf-8"))["certificate"]["version"] == 2
     assert fast(capsys, cert)[0] == 0
     code, lines = standalone(cert)
-    assert (code, lines[0]) == (0, f"{cert}: 32 values verified: {STANDALONE_CLAIM}")
+    named = f"{cert}: it certifies output of Q, K and V, with the scale and the mask"
+    assert (code, lines[-2:]) == (0, [named, f"{cert}: 32 values verified: {STANDALONE_CLAIM}"])
+    assert fast(capsys, cert)[1].splitlines()[-2] == named  # both name it alike
     forged = forge(cert, lambda d: d["output"]["value"][1].__setitem__(0, "0.123456"))
     assert fast(capsys, forged)[0] == 1
     assert standalone(forged) == (
         1,
         [
             f"{forged}: output[1, 0]: the exact value does not round to 0.123456",
-            *(line.replace(str(cert), str(forged)) for line in lines[1:-1]),
+            *(line.replace(str(cert), str(forged)) for line in lines[:-3]),  # the files
+            named.replace(str(cert), str(forged)),
             f"{forged}: NOT verified: 1 value does not round to the value shown",
         ],
     )
@@ -300,7 +306,7 @@ def test_the_standalone_verifier_runs_as_a_program(tmp_path):
     verifier's modules load, no numpy, sympy or flint."""
     cert = certify(one_head(tmp_path))
     said = subprocess.run([sys.executable, "-m", "symattn.verifier", str(cert)], capture_output=True, text=True)
-    assert (said.returncode, said.stderr, said.stdout.splitlines()[0]) == (
+    assert (said.returncode, said.stderr, said.stdout.splitlines()[-1]) == (
         0,
         "",
         f"{cert}: 48 values verified: {STANDALONE_CLAIM}",
@@ -396,8 +402,8 @@ def test_a_version_3_certificate_of_the_engine_before_issue_30_verifies_on_the_c
         moved = [a != b for ra, rb in zip(before[name]["bound"], after[name]["bound"]) for a, b in zip(ra, rb)]
         assert all(moved), name
     code, out, err = fast(capsys, old)
-    assert (code, err, out.splitlines()[0]) == (0, "", f"{old}: 3328 values verified: {FAST_CLAIM}")
-    assert standalone(old)[1][0] == f"{old}: 3328 values verified: {STANDALONE_CLAIM}"
+    assert (code, err, out.splitlines()[-1]) == (0, "", f"{old}: 3328 values verified: {FAST_CLAIM}")
+    assert standalone(old)[1][-1] == f"{old}: 3328 values verified: {STANDALONE_CLAIM}"
 
 
 def test_a_version_3_bound_that_does_not_hold_the_corrected_engines_is_refused_in_one_line(tmp_path, capsys):

@@ -12,7 +12,7 @@ import pytest
 
 from symattn.cli.commands import main
 from symattn.verifier.__main__ import run
-from tests.test_certificate_v3 import STANDALONE_CLAIM, fast, forge
+from tests.test_certificate_v3 import FAST_CLAIM, STANDALONE_CLAIM, fast, forge
 
 SINKS = [0.5, 3, -2, 40]  # 40 is above every score (the terms shift by it), −2 below most
 
@@ -79,13 +79,19 @@ def test_a_certificate_with_sinks_verifies_with_both(made, capsys):
     assert data["certificate"]["inputs"]["denominator_logits"] == [float(s).hex() for s in SINKS]
     code, out, err = fast(capsys, cert)
     assert (code, err) == (0, "")
-    assert out.splitlines()[-2:] == [
+    named = (
+        f"{cert}: it certifies output, lse, lse2, dq, dk and dv of Q, K, V and dO, with the scale, the mask and the "
+        "denominator logits"
+    )
+    assert out.splitlines()[-4:] == [
         f"{cert}: its inputs are the values the spec {folder / 's.toml'} gives, read here from its files",
         f"{cert}: and its dO is the values of its grad_output file, read here",
+        named,
+        f"{cert}: 672 values verified: {FAST_CLAIM}",
     ]
     code, lines = run(cert)
-    assert code == 0 and lines[0] == f"{cert}: 672 values verified: {STANDALONE_CLAIM}"
-    assert lines[-1] == (
+    assert code == 0 and lines[-2:] == [named, f"{cert}: 672 values verified: {STANDALONE_CLAIM}"]
+    assert lines[-3] == (
         f"{cert}: its inputs Q, K, V and dO are the values of the .npy files named, read here (the spec is hashed, "
         "not read: the scale, the mask and the denominator logits are the certificate's own)"
     )
@@ -102,7 +108,7 @@ def test_changed_sinks_fail_with_both(made, capsys):
         cert, lambda d: d["certificate"]["inputs"]["denominator_logits"].__setitem__(0, "0x1.0000000000000p+0")
     )
     code, lines = run(forged)  # the standalone verifier proves the values for the sinks it holds: they are not
-    assert code == 1 and lines[0] == f"{forged}: dk[0, 0, 0, 0]: the exact value does not round to -0.0104823458"
+    assert code == 1 and lines[0] == f"{forged}: output[0, 0, 0, 0]: the exact value does not round to -0.0672169764"
     code, out, err = fast(capsys, forged)  # the spec read back gives other sinks
     assert (code, out) == (2, "")
     assert err == (
@@ -159,15 +165,16 @@ def test_an_alibi_certificate_verifies_with_both_and_is_torch_s(tmp_path, capsys
     agree(data, torch_values(tmp_path, SINKS, slopes, causal))
     assert fast(capsys, cert)[0] == 0
     code, lines = run(cert)
-    assert code == 0 and lines[-1].endswith(
+    assert code == 0 and lines[-3].endswith(
         "(the spec is hashed, not read: the scale, the mask, the denominator logits and the slopes are the "
         "certificate's own)"
     )
     forged = forge(cert, lambda d: d["certificate"]["inputs"]["bias_slopes"].__setitem__(2, "0x1.0000000000000p+0"))
     code, lines = run(forged)
+    i = 1 if causal else 0  # head 2's first query with a key at a distance (the places in numeric order)
     assert (code, lines[0]) == (
         1,
-        f"{forged}: dk[0, 1, 0, 0]: the exact value does not round to {data['dk']['value'][12][0]}",
+        f"{forged}: output[0, 2, {i}, 0]: the exact value does not round to {data['output']['value'][24 + i][0]}",
     )
     code, out, err = fast(capsys, forged)
     assert (code, out) == (2, "") and err.startswith(f"symattn: {forged}: certificate.inputs.bias_slopes: [")

@@ -222,10 +222,15 @@ def test_a_certificate_of_each_order_names_it_verifies_and_is_torch_s(certificat
     agree(data, torch_certified(folder, order))
     with pytest.raises(AssertionError):
         agree(data, torch_certified(folder, "after-bias" if order == "before-bias" else "before-bias"))
-    assert fast(capsys, cert)[0] == 0
+    named = (
+        f"{cert}: it certifies output, lse, lse2, dq, dk and dv of Q, K, V and dO, with the scale, the mask, the "
+        f"slopes and the tanh cap ({order.replace('-', ' the ')})"
+    )
+    code, out, _ = fast(capsys, cert)
+    assert (code, out.splitlines()[-2]) == (0, named)  # as the standalone one names it, the order included
     code, lines = run(cert)
-    assert code == 0
-    assert lines[-1].endswith(
+    assert (code, lines[-2]) == (0, named)
+    assert lines[-3].endswith(
         f"not read: the scale, the mask, the slopes and the tanh cap ({order.replace('-', ' the ')}) are the "
         "certificate's own)"
     )

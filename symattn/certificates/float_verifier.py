@@ -165,6 +165,7 @@ def _holds(f: float, b: float, f2: float, b2: float) -> bool:
 def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reader, base: Path | None):
     from symattn.certificates.files import bound, check_files
     from symattn.certificates.verification import Verification
+    from symattn.verifier import reading
 
     read.fields(data, "", FIELDS, "a version-2 certificate")
     read.fields(cert, "certificate", CERTIFICATE, "a version-2 certificate's certificate")
@@ -253,7 +254,8 @@ def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reade
         f"{n * dv - arbs - comps} by the float64 path and {comps} by its error-free sums (their floats and bounds "
         f"recomputed here), {arbs} by arb",
     )
-    return Verification(n * dv, tuple(failures), tuple(file_lines), lines, CLAIM)
+    said = reading.certifies(("output",), reading.Inputs(1, 1, 1, "bhnd", [], [], [], None, None, None))
+    return Verification(n * dv, tuple(failures), tuple(file_lines), lines, CLAIM, said)
 
 
 def _counts(cert: Mapping[str, Any], read: Reader, codes: np.ndarray) -> None:

@@ -65,7 +65,7 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
         raise read.error("certificate.inputs.scale", "beyond the float64 path's range (2^±900)")
     file_lines = named.lines
     if named.spec is not None:
-        _bind(named, tensors, read)
+        _bind(named, tensors, read, t.order_given)
         file_lines = bound(named)
         if tensors.gradients:
             file_lines += ("and its dO is the values of its grad_output file, read here",)
@@ -81,7 +81,8 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
         summed = f", {counts['c']} by its error-free sums" if name == "output" else ""
         lines.append(f"{name}: {counts['f']} by the float64 path{summed}, {counts['a']} beyond (exact or arb)")
     checked = sum(len(table.paths) * table.shape[-1] for table in cert.tables.values())
-    return Verification(checked, tuple(failures), tuple(file_lines), ("; ".join(lines),), CLAIM)
+    certified = reading.certifies(tuple(cert.tables), t)
+    return Verification(checked, tuple(failures), tuple(file_lines), ("; ".join(lines),), CLAIM, certified)
 
 
 def _check(
@@ -105,7 +106,7 @@ def _check(
             f"{b[r, c].hex()} (the most a certificate's bound may be)",
             (r + 1, c + 1),
         )
-    failures = []
+    failures: list[tuple[int, int, str]] = []  # (row, column, line): sorted into the places' numeric order
     for r, c in zip(*np.nonzero(~((f_cert == f) & (b_cert >= b)))):
         r, c = int(r), int(c)
         F, B, F2, B2 = (Fraction(x) if np.isfinite(x) else None for x in (f_cert[r, c], b_cert[r, c], f[r, c], b[r, c]))
@@ -114,8 +115,12 @@ def _check(
         if version == 3:
             raise read.error("certificate.version", BEFORE.format(place=place(tensors, name, r, c)))
         failures.append(
-            f"{place(tensors, name, r, c)}: the certificate's float ± bound, {f_cert[r, c].hex()} ± "
-            f"{b_cert[r, c].hex()}, does not hold the float64 path's {f[r, c].hex()} ± {b[r, c].hex()}"
+            (
+                r,
+                c,
+                f"{place(tensors, name, r, c)}: the certificate's float ± bound, {f_cert[r, c].hex()} ± "
+                f"{b_cert[r, c].hex()}, does not hold the float64 path's {f[r, c].hex()} ± {b[r, c].hex()}",
+            )
         )
     ok, q, e = significant_many(*float64.interval(f, b), digits)
     ok &= codes != "a"
@@ -128,18 +133,24 @@ def _check(
                 beyond.append((r, c))
             elif shown != text(q_row[c], e_row[c]):
                 failures.append(
-                    f"{place(tensors, name, r, c)}: {shown} is not the rounding of every point of the "
-                    f"float64 path's interval, which rounds to {text(q_row[c], e_row[c])}"
+                    (
+                        r,
+                        c,
+                        f"{place(tensors, name, r, c)}: {shown} is not the rounding of every point of the "
+                        f"float64 path's interval, which rounds to {text(q_row[c], e_row[c])}",
+                    )
                 )
     decided = _tight(tight, beyond, digits) if tight is not None else {}
     decided |= decide_beyond(tensors, name, [x for x in beyond if x not in decided], digits)
     for r, c in beyond:
         shown = table.values[r][c]
         if (r, c) not in decided:
-            failures.append(f"{place(tensors, name, r, c)}: not decided here at the most digits")
+            failures.append((r, c, f"{place(tensors, name, r, c)}: not decided here at the most digits"))
         elif decided[(r, c)] != shown:
-            failures.append(f"{place(tensors, name, r, c)}: {shown}, but the exact value rounds to {decided[(r, c)]}")
-    return failures
+            failures.append(
+                (r, c, f"{place(tensors, name, r, c)}: {shown}, but the exact value rounds to {decided[(r, c)]}")
+            )
+    return [line for *_, line in sorted(failures, key=lambda x: x[:2])]  # stable: one place's lines as found
 
 
 def _tight(tight: tuple, beyond: list[tuple[int, int]], digits: int) -> dict[tuple[int, int], str]:
@@ -161,9 +172,9 @@ def _tight(tight: tuple, beyond: list[tuple[int, int]], digits: int) -> dict[tup
     }
 
 
-def _bind(named: Any, mine: Tensors, read: Reader) -> None:
+def _bind(named: Any, mine: Tensors, read: Reader, order_given: bool) -> None:
     """The spec the certificate names, read back (and dO from its grad_output file): the certificate's
-    inputs, value by value."""
+    inputs, value by value (``order_given``: the certificate holds tanh_cap_order)."""
     from symattn.certificates.tensor_maker import tensors_of
 
     extra = named.extra or {}
@@ -204,6 +215,8 @@ def _bind(named: Any, mine: Tensors, read: Reader) -> None:
         raise other("tanh_cap", ours, got)
     if mine.cap_first != given.cap_first:  # the cap before or after the bias: each its own values
         ours, got = ('"before-bias"' if x else '"after-bias"' for x in (mine.cap_first, given.cap_first))
+        if not order_given:  # what its absence means, not a value it holds
+            ours = 'absent (a certificate without it means "after-bias", as those made before the field)'
         raise other("tanh_cap_order", ours, got)
     h, g = mine.heads[0], given.heads[0]
     if h.exact_scale != g.exact_scale:

@@ -18,6 +18,7 @@ class Verification:
     files: tuple[str, ...] = ()  # one line per file the certificate names: its SHA-256 matched, or it is absent
     paths: tuple[str, ...] = ()  # how many values each path decided (a float64-path certificate)
     claim: str = CLAIM  # what was proved of each value, in words true of this certificate's version
+    certified: str = ""  # what a float64-path certificate certifies, as python -m symattn.verifier says it
 
     @property
     def ok(self) -> bool:

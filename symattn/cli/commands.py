@@ -373,17 +373,21 @@ def _verify(args: argparse.Namespace) -> int:
     from symattn.certificates.verification import verdict
     from symattn.input import limits
     from symattn.input.files import read_table
+    from symattn.verifier.reading import shortened
 
     data = read_table(args.certificate, what="a certificate", limit=limits.CERTIFICATE_BYTES)
     result = verify(data, args.certificate, Path(args.certificate).parent)
-    for line in result.failures:
+    for line in shortened(list(result.failures)):  # the first 20, and how many more: the verdict counts them all
         say(f"{args.certificate}: {line}")
     files = "".join(f"{args.certificate}: {line}\n" for line in result.files)  # what was hashed, or absent
     paths = "".join(f"{args.certificate}: {line}\n" for line in result.paths)
-    if result.ok:
-        _emit(f"{args.certificate}: {result.checked} values verified: {result.claim}\n" + paths + files, None)
+    named = f"{args.certificate}: {result.certified}\n" if result.certified else ""  # as the standalone one says it
+    if result.ok:  # the verdict last, as python -m symattn.verifier ends
+        _emit(paths + files + named + f"{args.certificate}: {result.checked} values verified: {result.claim}\n", None)
         return 0
     _emit(files, None)
+    if named:
+        say(named.rstrip("\n"))
     say(f"{args.certificate}: {verdict(result.failures)}")  # last: a failed run never ends on a file's "matches"
     return 1
 

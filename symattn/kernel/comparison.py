@@ -245,3 +245,17 @@ def number_text(x: Decimal) -> str:
     mantissa = "".join(map(str, digits))
     mantissa = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
     return f"{'-' if sign else ''}{mantissa}e{x.adjusted()}"
+
+
+FIGURE_RANGE = 308  # past 10^±308, float64's range, a text figure reads as a power of ten: about 10^881512
+
+
+def figure_text(x: Decimal, about: str = "about") -> str:
+    """A figure as the text reports show it: :func:`number_text`, except past 10^±308 the power of ten nearest
+    it, ``about 10^881512`` (``about``: the language's word; JSON keeps the three digits)."""
+    if x == 0 or abs(x.adjusted()) <= FIGURE_RANGE:
+        return number_text(x)
+    digits = x.as_tuple().digits  # in integers: no decimal context limits the exponent
+    m, n = int("".join(map(str, digits))), len(digits) - 1  # |x| = m·10^(adjusted − n)
+    power = x.adjusted() + (m * m >= 10 ** (2 * n + 1))  # log10|x| rounded to the nearest whole number
+    return f"{about} {'-' if x < 0 else ''}10^{power}"

@@ -13,7 +13,8 @@ from fractions import Fraction
 from typing import Any
 
 from symattn.input.decimals import round_half_up, significant_exact
-from symattn.kernel.comparison import EDGES, EXACT_DIGITS, ZERO, Comparison, Entry, number_text
+from symattn.input.floats import ulp
+from symattn.kernel.comparison import EDGES, EXACT_DIGITS, ZERO, Comparison, Entry, figure_text, number_text
 
 WORST = 10  # entries the text report lists
 
@@ -166,10 +167,21 @@ def render_comparison(
     ``max_ulp``, each (batch, head), the histogram, then the worst entries (or every entry)."""
     from symattn.kernel.tolerance import fraction_text
     from symattn.rendering.environment import render_template
+    from symattn.rendering.phrases import load_language
 
     total = max(1, len(c.entries))
     shown = list(c.entries) if every else c.entries.not_finite() + c.entries.ranked(worst)
     places = c.where
+    least = ulp(Fraction(0), c.format)  # the format's least subnormal: below it the best float is 0 or it
+    below = [e for e in shown if e.exact != 0 and abs(e.exact) < least]
+    marked = {id(e) for e in below}
+    exact = {id(e): f"{e.exact}*" if id(e) in marked else str(e.exact) for e in shown}
+    about = load_language(lang)["compare"]["about"]  # a figure past float64's range: about 10^881512
+
+    def num(x: Decimal) -> str:
+        return figure_text(x, about)
+
+    figures = [[num(x) for x in (e.ulps, e.relative) if x is not None] for e in shown]
     # a bar of up to 40 marks per bucket, at least one for a bucket that has an entry
     histogram = [(b, n, max(1, (n * 40 + total - 1) // total)) for b, n in c.histogram]
     missed = c.entries.zeros_missed()
@@ -180,7 +192,14 @@ def render_comparison(
         c=c,
         convention=places.convention,
         shown=shown,
-        width=max([10] + [len(places.text(e.row, e.col)) + 2 for e in shown]),
+        widths=(  # a column widens only where a text leaves no space in it
+            max([10] + [len(places.text(e.row, e.col)) + 2 for e in shown]),
+            _width(24, exact.values()),
+            24,
+            *(_width(10, [x for f in figures for x in f]),) * 2,
+        ),
+        exact_text=lambda e: exact[id(e)],
+        least=None if not below else {"power": least.denominator.bit_length() - 1, "about": _about(least)},
         all_shown=every,
         histogram=histogram,
         percent=None if c.refined is None else _percent(c.refined, total),
@@ -196,9 +215,9 @@ def render_comparison(
         tol_text=fraction_text,
         label=bucket_label,
         zero=ZERO,
-        num=number_text,
+        num=num,
         value=lambda e: "—" if e.value is None else _float_text(e.value),
-        heads=None if not places.has_heads else _head_lines(c, tolerance, max_ulp),
+        heads=None if not places.has_heads else _head_lines(c, tolerance, max_ulp, num),
         place=lambda e: places.text(e.row, e.col),
         place_at=lambda ij: places.text(*ij),
         unit=places.unit,
@@ -206,7 +225,7 @@ def render_comparison(
     )
 
 
-def _head_lines(c: Comparison, tolerance: Any, max_ulp: Decimal | None) -> list[dict[str, Any]]:
+def _head_lines(c: Comparison, tolerance: Any, max_ulp: Decimal | None, num: Any) -> list[dict[str, Any]]:
     """Each (batch, head)'s figures and verdicts as the text report shows them."""
     from symattn.kernel.perhead import summaries
 
@@ -218,9 +237,9 @@ def _head_lines(c: Comparison, tolerance: Any, max_ulp: Decimal | None) -> list[
         out.append(
             {
                 **s,
-                "max_ulps": "—" if w is None else number_text(w.ulps),
+                "max_ulps": "—" if w is None else num(w.ulps),
                 "at": "—" if w is None else places.text(w.row, w.col),
-                "max_relative": "—" if s["worst_relative"] is None else number_text(s["worst_relative"].relative),
+                "max_relative": "—" if s["worst_relative"] is None else num(s["worst_relative"].relative),
                 "max_ulp_pass": None if max_ulp is None else passes_max_ulp(w, max_ulp),
                 "verdict": verdicts.get((s["batch"], s["head"])),
             }
@@ -231,6 +250,19 @@ def _head_lines(c: Comparison, tolerance: Any, max_ulp: Decimal | None) -> list[
 def _percent(part: int, total: int) -> str:
     # the share to three decimals, rounded half-up from the exact fraction
     return format(round_half_up(Fraction(100 * part, total), 3), "f")
+
+
+def _width(least: int, texts: Any) -> int:
+    # a column's width in terminal columns: ``least``, or where a text fills it, the longest text and two spaces
+    from symattn.rendering.environment import terminal_width  # as pad measures it: a CJK character takes two
+
+    longest = max(map(terminal_width, texts), default=0)
+    return least if longest < least else longest + 2
+
+
+def _about(x: Fraction) -> str:
+    # a positive x to two significant digits, as the text shows an exact value: 1.4E-45
+    return str(significant_exact(x, 2))
 
 
 def _float_text(x: Fraction) -> str:

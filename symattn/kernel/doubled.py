@@ -49,6 +49,17 @@ and multiplied by SAFETY (1 + 10^-4), far more than the roundings of forming it.
   each of the last three sums' magnitudes (each product exact: parts of float32 values have at most 24
   bits), bounded a priori by |h| ≤ 2^e, |l| ≤ 2^(e+s−53): d·f·(2^e·2^e₂' + 2^e₂·2^e' + f·2^e·2^e') with
   f = 2^(s−53), about 2^-24 of what :func:`outputs` leaves.
+- **Subnormal outputs** (after cancellation: tests/test_kernel_doubled_subnormal.py, against 50-digit mpmath).
+  No rounding above is taken as u of its result where that result may be subnormal. q₁·L = p + p' is exact
+  only while p' does not underflow: where |p| < 2^-900 and q₁ ≠ 0 no bound is given (a subnormal or tiny q₁
+  goes to arb). Where q₁ = 0 (N/L underflowed, or N cancelled to 0) p = p' = c = 0 exactly and r is
+  fl(N_s + N_σ). Of r's five operations a sum of floats whose result is subnormal is exact, and q₁·L₂ is
+  off by at most 2^-1075: e_r's 5·2^-1074. q₂ = fl(r̂/L) subnormal or 0 is off by at most 2^-1075: the
+  bound's 2^-1074. In :func:`outputs` a subnormal O = fl(N/L) is off by at most 2^-1075 too, within
+  SAFETY·eN/L's m·2^-1074/L where L ≤ 2m: each T_j ≤ ln 2, as |S_j − S_r| beyond S_hi's order is at most
+  ulp(S), so wherever c·|S| < 2^51.
+  An exact output in the subnormal range by way of exps below the floor (e^-700·v) gets O = 0 within
+  TINY·Σ|v|: true, and left to arb.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 
 from symattn.input.floats import FloatResult
 from symattn.input.records import record
-from symattn.kernel.comparison import Comparison, number_text
+from symattn.kernel.comparison import Comparison, figure_text
 from symattn.kernel.comparison_report import (
     WORST,
     comparison_data,
@@ -79,11 +79,11 @@ class Report:
         if v is not None and v.not_finite:
             return "not finite"
         if v is not None and v.rule == "flash":
-            return "ratio undefined" if v.ratio is None else f"ratio {number_text(v.ratio)}"
+            return "ratio undefined" if v.ratio is None else f"ratio {figure_text(v.ratio)}"
         if v is not None:
-            return "share ∞" if v.share is None else f"share {number_text(v.share)}"
+            return "share ∞" if v.share is None else f"share {figure_text(v.share)}"
         worst = self.comparison.worst
-        return "—" if worst is None or worst.ulps is None else f"{number_text(worst.ulps)} ULP"
+        return "—" if worst is None or worst.ulps is None else f"{figure_text(worst.ulps)} ULP"
 
     def rule_text(self) -> str:
         """The rule with its tolerances: ``allclose(rtol=0.016, atol=1e-5)``, ``flash(rtol=2, atol=0)``,
@@ -144,6 +144,12 @@ class Report:
 
     def _runs_text(self, lang: str) -> str:
         from symattn.rendering.environment import render_template
+        from symattn.rendering.phrases import load_language
+
+        about = load_language(lang)["compare"]["about"]  # a figure past float64's range: about 10^881512
+
+        def num(x: Decimal) -> str:
+            return figure_text(x, about)
 
         places = self.comparison.where
         runs = []
@@ -155,7 +161,7 @@ class Report:
                     "n": c.correctly_rounded,
                     "total": len(c.entries),
                     "worst": worst,
-                    "ulps": "—" if worst is None or worst.ulps is None else number_text(worst.ulps),
+                    "ulps": "—" if worst is None or worst.ulps is None else num(worst.ulps),
                     "at": "—" if worst is None else places.text(worst.row, worst.col),
                     "not_finite": len(c.not_finite),
                     "verdict": r.verdict,
@@ -175,7 +181,7 @@ class Report:
             spread=spread,
             spread_at="—" if spread.at is None else places.text(*spread.at),
             runs=runs,
-            num=number_text,
+            num=num,
             place_at=lambda ij: places.text(*ij),
             out=places.measured,
         )

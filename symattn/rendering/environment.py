@@ -125,7 +125,7 @@ def _closed_form(fmt: str) -> Callable[[Any], str]:
     return show
 
 
-def _text_width(text: str) -> int:
+def terminal_width(text: str) -> int:
     # terminal columns: wide (CJK) characters take two
     text = str(text)
     if text.isascii():  # no wide characters: the common case, without a look-up per character
@@ -136,7 +136,7 @@ def _text_width(text: str) -> int:
 def pad(text: Any, width: int) -> str:
     """Left-align text in ``width`` terminal columns, with at least one space after it."""
     text = str(text)
-    return text + " " * max(1, width - _text_width(text))
+    return text + " " * max(1, width - terminal_width(text))
 
 
 def _text_number(math: Callable[[str], str]) -> Callable[[Any], str]:
@@ -351,7 +351,7 @@ def environment(fmt: str, numbered: bool = False) -> jinja2.Environment:
         env.filters.update(display=_display(fmt), items=_items(fmt), row=ROWS[fmt], table=_table(fmt))
         env.filters["shown"] = _shown(fmt)
     if fmt == "text":
-        env.filters.update(val=plain_number, opnd=plain_operand, rel=plain_relation, pad=pad, width=_text_width)
+        env.filters.update(val=plain_number, opnd=plain_operand, rel=plain_relation, pad=pad, width=terminal_width)
     env.globals["format"] = fmt
     env.globals["provide_texorpdfstring"] = PROVIDE_TEXORPDFSTRING
     return env

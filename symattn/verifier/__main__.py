@@ -11,7 +11,18 @@ from pathlib import Path
 
 from .binding import check_files
 from .checking import verify_values
-from .reading import Certificate, CertificateError, certificate, parse
+from .reading import (
+    ORDERS,
+    Certificate,
+    CertificateError,
+    Inputs,
+    certificate,
+    certifies,
+    listed,
+    own_inputs,
+    parse,
+    shortened,
+)
 
 CERTIFICATE_MOST = 1 << 30  # bytes of a certificate (symattn's own limit)
 CLAIM = (
@@ -39,30 +50,45 @@ def read(path: Path) -> Certificate:
 
 
 def run(path: Path) -> tuple[int, list[str]]:
-    """(exit status, the lines to print) of verifying the certificate at ``path``."""
+    """(exit status, the lines to print) of verifying the certificate at ``path``: the last one the verdict."""
     try:
         cert = read(path)
         failures, files, bound = check_files(cert, path.parent)
         checked, wrong = verify_values(cert)
     except CertificateError as exc:
         return 2, [f"{path}: {exc}"]
-    lines = [f"{path}: {line}" for line in failures + wrong]
-    if failures or wrong:
-        return 1, lines + [f"{path}: {line}" for line in files] + [f"{path}: NOT verified: {verdict(failures, wrong)}"]
-    inputs = "Q, K, V and dO" if cert.inputs.dO is not None else "Q, K and V"
     t = cert.inputs
-    cap = "the tanh cap" + ("" if not t.slopes else " (before the bias)" if t.cap_first else " (after the bias)")
-    given = ["the scale", "the mask"] + [
-        name for name, x in (("the denominator logits", t.logits), ("the slopes", t.slopes), (cap, t.tanh_cap)) if x
-    ]
-    own = ", ".join(given[:-1]) + f" and {given[-1]} are"
+    named = certifies(tuple(cert.tables), t)
+    if failures or wrong:
+        lines = [*failures, *shortened(wrong), *files, *_suspect(t, checked, wrong), named]
+        return 1, [f"{path}: {line}" for line in lines] + [f"{path}: NOT verified: {verdict(failures, wrong)}"]
+    inputs = "Q, K, V and dO" if t.dO is not None else "Q, K and V"
     said = (
         f"its inputs {inputs} are the values of the .npy files named, read here (the spec is hashed, not read: "
-        f"{own} the certificate's own)"
+        f"{listed(own_inputs(t))} are the certificate's own)"
         if bound
         else "its inputs are not all checked against files: not every one is an .npy file here"
     )
-    return 0, [f"{path}: {checked} values verified: {CLAIM}", *(f"{path}: {line}" for line in files), f"{path}: {said}"]
+    lines = [*files, said, named, f"{checked} values verified: {CLAIM}"]
+    return 0, [f"{path}: {line}" for line in lines]
+
+
+def _suspect(t: Inputs, checked: int, wrong: list[str]) -> list[str]:
+    """Where most values fail and the certificate gives a variant's inputs (which no file here binds), the
+    line naming them: a certificate whose tanh_cap_order is not its values' fails so."""
+    total = checked + len(wrong)
+    given = [
+        key for key, x in (("denominator_logits", t.logits), ("bias_slopes", t.slopes), ("tanh_cap", t.tanh_cap)) if x
+    ]
+    if 2 * len(wrong) < total or not given:
+        return []
+    if t.slopes and t.tanh_cap:
+        order = ORDERS[1] if t.cap_first else ORDERS[0]
+        given.append(f'tanh_cap_order "{order}"' if t.order_given else 'no tanh_cap_order (which means "after-bias")')
+    return [
+        f"{len(wrong)} of {total} values fail, as they do where an input the certificate alone gives is not the one "
+        f"its values were made with (the spec is hashed, not read here): it names {listed(given)}"
+    ]
 
 
 # what a failure line says of its value (checking.Value.judge), and the verdict's words for one and for n

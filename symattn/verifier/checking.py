@@ -30,7 +30,7 @@ from fractions import Fraction
 from operator import mul
 
 from .arithmetic import Exact, Row, scaled
-from .reading import Certificate, Table
+from .reading import QUANTITIES, Certificate, Table
 
 START_BITS = 96
 MAX_BITS = 1 << 13
@@ -41,7 +41,9 @@ class Value:
     """One shown value and what it must lie in: its rounding cell and the certificate's float ± bound."""
 
     def __init__(self, table: Table, r: int, c: int, given):
-        self.where = _place(table, r, c)
+        self.index = _index(table, r, c)
+        self.where = f"{table.name}[{', '.join(map(str, self.index))}]"  # output[1, 2, 77, 5]
+        self.order = (QUANTITIES.index(table.name), self.index)  # where its line goes: places in numeric order
         text = table.values[r][c]
         self.shown = Fraction(Decimal(text))
         form = Decimal(text).as_tuple()
@@ -84,18 +86,19 @@ class Value:
         return True if inside else None
 
 
-def _place(table: Table, r: int, c: int) -> str:
-    """The value's place, 0-based, in the quantity's own axes: output[1, 2, 77, 5]."""
+def _index(table: Table, r: int, c: int) -> tuple[int, ...]:
+    """The value's place, 0-based, in the quantity's own axes: (1, 2, 77, 5)."""
     index, rest = [c], r
     for n in reversed(table.shape[:-1]):
         rest, i = divmod(rest, n)
         index.append(i)
-    return f"{table.name}[{', '.join(map(str, reversed(index)))}]"
+    return tuple(reversed(index))
 
 
 def verify_values(cert: Certificate) -> tuple[int, list[str]]:
-    """(values proved, one line per value refuted or not decided)."""
-    failures: list[str] = []
+    """(values proved, one line per value refuted or not decided, in the certificate's order of quantities and
+    each one's places in numeric order: lse2[0, 0, 2] before lse2[0, 0, 10])."""
+    failures: list[tuple[tuple, str]] = []
     pending = {
         name: {
             (r, c): Value(t, r, c, cert.enclosures.get((r, c)) if name == "output" else None)
@@ -108,19 +111,21 @@ def verify_values(cert: Certificate) -> tuple[int, list[str]]:
     total, bits = sum(map(len, pending.values())), START_BITS
     while any(pending.values()) and bits <= MAX_BITS:
         for name, (r, c), lo, hi in _enclosures(exact, pending, bits):
-            outcome = pending[name][(r, c)].judge(lo, hi)
+            value = pending[name][(r, c)]
+            outcome = value.judge(lo, hi)
             if outcome is not None:
-                failures += [] if outcome is True else [str(outcome)]
+                failures += [] if outcome is True else [(value.order, str(outcome))]
                 del pending[name][(r, c)]
         if bits == START_BITS:
             for name, (r, c), x in _exact_values(exact, pending):
-                outcome = pending[name][(r, c)].judge(x, x)
+                value = pending[name][(r, c)]
+                outcome = value.judge(x, x)
                 if outcome is not None:
-                    failures += [] if outcome is True else [str(outcome)]
+                    failures += [] if outcome is True else [(value.order, str(outcome))]
                     del pending[name][(r, c)]
         bits *= 2
-    failures += [f"{v.where}: not decided at {MAX_BITS} bits" for p in pending.values() for v in p.values()]
-    return total - len(failures), sorted(failures)
+    failures += [(v.order, f"{v.where}: not decided at {MAX_BITS} bits") for p in pending.values() for v in p.values()]
+    return total - len(failures), [line for _, line in sorted(failures)]
 
 
 def _enclosures(exact: Exact, pending: dict, bits: int):

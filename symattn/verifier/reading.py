@@ -65,6 +65,7 @@ class Inputs:
     slopes: list[float] | None = None  # a distance bias's slope m per query head: z − m·|i − j|
     tanh_cap: float | None = None  # c of z ← c·tanh(z/c), after the bias, for every head
     cap_first: bool = False  # with both: the cap acts before the bias, c·tanh(t/c) − m·|i − j| (tanh_cap_order)
+    order_given: bool = False  # tanh_cap_order is in the certificate (absent: "after-bias", as before the field)
 
     @property
     def queries(self) -> int:
@@ -84,6 +85,35 @@ class Certificate:
     files: list[tuple[str, str, str]]  # (name, path, sha256)
     enclosures: dict[tuple[int, int], Any] = field(default_factory=dict)  # version 2: (lo, hi) or a Fraction
     squeezed: bool = True  # no batch and head axes (one head of a spec without them)
+
+
+def own_inputs(t: Inputs) -> list[str]:
+    """The inputs a certificate alone gives, named as both verifiers name them: ``the scale``, ``the mask``,
+    …, ``the tanh cap (before the bias)`` (with the order wherever a cap and a bias both act)."""
+    cap = "the tanh cap"
+    if t.slopes is not None:
+        order = ORDERS[1] if t.cap_first else ORDERS[0]
+        absent = ' (after the bias: a certificate without tanh_cap_order means "after-bias")'
+        cap += f" ({order.replace('-', ' the ')})" if t.order_given else absent
+    named = (("the denominator logits", t.logits), ("the slopes", t.slopes), (cap, t.tanh_cap))
+    return ["the scale", "the mask"] + [name for name, x in named if x is not None]
+
+
+def listed(names: list[str]) -> str:
+    """``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+
+
+def shortened(lines: list[str], most: int = 20) -> list[str]:
+    """The first ``most`` lines of a listing, and ``… and N more`` for the rest (the verdict counts them all)."""
+    return lines if len(lines) <= most else [*lines[:most], f"… and {len(lines) - most} more"]
+
+
+def certifies(names: tuple[str, ...], t: Inputs) -> str:
+    """What a certificate certifies, in the words both verifiers print: ``it certifies output, lse, lse2, dq, dk
+    and dv of Q, K, V and dO, with the scale, the mask, the slopes and the tanh cap (before the bias)``."""
+    inputs = "Q, K, V and dO" if t.dO is not None else "Q, K and V"
+    return f"it certifies {listed(list(names))} of {inputs}, with {listed(own_inputs(t))}"
 
 
 def parse(text: str) -> dict[str, Any]:
@@ -298,7 +328,10 @@ def _inputs(raw: Any) -> Inputs:
         raise CertificateError(
             f"{key}.tanh_cap_order", 'expected "after-bias" or "before-bias", and only with tanh_cap and bias_slopes'
         )
-    return Inputs(batch, heads, kv, raw["layout"], Q, K, V, dO, scale, mask, logits, slopes, cap, order == ORDERS[1])
+    given = "tanh_cap_order" in raw
+    return Inputs(
+        batch, heads, kv, raw["layout"], Q, K, V, dO, scale, mask, logits, slopes, cap, order == ORDERS[1], given
+    )
 
 
 def _per_head(raw: dict[str, Any], key: str, name: str, heads: int, good: Any, what: str) -> list[float] | None:
@@ -397,8 +430,12 @@ __all__ = [
     "Inputs",
     "Table",
     "certificate",
+    "certifies",
     "floats",
+    "listed",
+    "own_inputs",
     "parse",
+    "shortened",
     "shown",
     "whole",
 ]
