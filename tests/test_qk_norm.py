@@ -129,6 +129,13 @@ def test_a_claimed_sigma_carries_into_its_normalized_row_with_the_learned_scale(
         ("Q_norm", "tea", 2, "carried"),
     ]
     assert compute(spec)["Q_norm"]["exact"][2] == ["2000*sqrt(154321)/462963", "4000*sqrt(154321)/1388889"]
+    # compute writes the σ that check judges, one per row
+    shown = compute(spec, digits=4)
+    assert shown["Q_rms"] == {
+        "exact": ["sqrt(500001)/1000", "sqrt(2000001)/1000", "9*sqrt(154321)/1000"],
+        "value": ["0.7071", "1.414", "3.536"],
+    }
+    assert shown["K_rms"]["value"] == ["1.000", "1.414", "2.121"]
 
 
 def _example_dict() -> dict:
