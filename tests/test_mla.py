@@ -128,12 +128,12 @@ def test_claims_right_wrong_and_carried_forward():
     }
     got = [(v.claim.quantity, v.row_label, v.col_label, v.verdict) for v in check(spec, claims).results]
     assert got == [
+        ("latent", "the", 1, "wrong"),  # c_KV first: K and V are made from it
+        ("latent", "sat", 1, "exact"),
+        ("latent", "sat", 2, "exact"),
         ("Q", "sat", 1, "wrong"),
         ("K", "the", 1, "carried"),
         ("K", "cat", 1, "wrong"),
-        ("latent", "the", 1, "wrong"),
-        ("latent", "sat", 1, "exact"),
-        ("latent", "sat", 2, "exact"),
         ("absorbed_query", "sat", 2, "carried"),
         ("latent_output", "cat", 2, "wrong"),
         ("latent_output", "sat", 1, "rounded"),

@@ -22,12 +22,12 @@ def test_the_plain_latent_is_claimed_with_two_heads_and_h2_latent_is_the_same_ma
     report = check(load_spec(HEADS), {"claims": claims})
     got = [(v.claim.key, v.head, v.row_label, v.col_label, v.verdict) for v in report.results]
     assert got == [
-        ("claims.h2.K[2][1]", 1, "cat", 1, "wrong"),
         ("claims.h2.latent[1][1]", None, "the", 1, "rounded"),  # 3/2 to no decimals
         ("claims.latent[3][1]", None, "sat", 1, "exact"),
+        ("claims.h2.K[2][1]", 1, "cat", 1, "wrong"),  # after the latent it is made from
     ]
     text = render_report(report, "text")
-    assert "3   MLA latent c_KV (sat, column 1) 1         exact         1 = 1\n" in text
+    assert "2   MLA latent c_KV (sat, column 1) 1         exact         1 = 1\n" in text
     # head 2's K from the one latent (0.5, 1.5 of cat) and its block of W_UK
     assert "  key K of head 2 (cat, column 1): 5 — wrong\n    0.5×0 + 1.5×1 = 1.5; correctly rounded: 2\n" in text
 
@@ -38,10 +38,10 @@ def test_a_claimed_plain_latent_carries_into_every_heads_keys():
     claims = {"latent[2]": ["0.5", "2.5"], "h2.K[2][1]": "2.5", "h1.K[2][1]": "3"}
     report = check(load_spec(HEADS), {"claims": claims})
     assert [(v.claim.key, v.col_label, v.verdict) for v in report.results] == [
-        ("claims.h1.K[2][1]", 1, "carried"),
-        ("claims.h2.K[2][1]", 1, "carried"),
         ("claims.latent[2]", 1, "exact"),
         ("claims.latent[2]", 2, "wrong"),
+        ("claims.h1.K[2][1]", 1, "carried"),
+        ("claims.h2.K[2][1]", 1, "carried"),
     ]
 
 
@@ -74,4 +74,13 @@ def test_the_json_report_names_the_head_and_its_column():
         "sat",
         3,
         "exact",
+    )
+
+
+def test_fix_first_names_the_latent_that_the_wrong_keys_come_from():
+    spec = load_spec(builtin.example_path("mla", "en"))
+    report = check(spec, {"claims": {"scores[3][1]": "9", "latent[1][1]": "7", "K[1][1]": "5"}})
+    assert [v.claim.quantity for v in report.results] == ["latent", "K", "scores"]
+    assert render_report(report, "text").splitlines()[-1] == (
+        "  Fix first: MLA latent c_KV (the, column 1) is given as 7 but should be 2 (later mistakes may follow from it)."
     )

@@ -257,8 +257,8 @@ def test_claims_on_the_second_head_carry_its_own_columns():
     }
     got = [(v.claim.quantity, v.claim.head, v.col_label, v.verdict) for v in check(spec, claims).results]
     assert got == [
-        ("Q", None, 3, "wrong"),
         ("latent", None, 1, "exact"),  # one c_KV: h2.latent is the plain latent, before any head's numbers
+        ("Q", None, 3, "wrong"),
         ("absorbed_query", 0, 2, "exact"),
         ("absorbed_query", 1, 1, "wrong"),
         ("absorbed_query", 1, 2, "carried"),

@@ -170,7 +170,9 @@ def order(quantity: str, head: int | None, multihead: bool) -> tuple[int, int, i
     """Where a quantity comes in the derivation: the inputs, each head's forward steps, concat and the
     output, the backward pass's start, each head's gradients, then the gradients after the heads."""
     stage = QUANTITIES.index("weights" if quantity == "percent" else quantity)
-    if quantity in INPUTS + SHARED + SHARED_PARTS:
+    if quantity in SHARED_PARTS:  # made from the layer's input before any head (MLA's c_KV: K and V come from it)
+        block, stage = 0, SHARED_PARTS.index(quantity) - len(SHARED_PARTS)
+    elif quantity in INPUTS + SHARED:
         block = 0
     elif head is not None:
         block = 1 if quantity in HEAD_FORWARD else 4
