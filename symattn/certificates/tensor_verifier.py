@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from symattn.certificates.float_digits import significant_many, text, texts
-from symattn.certificates.float_tensors import Tensors, build, decide_beyond, evaluate, place
+from symattn.certificates.float_tensors import Tensors, build, compensate, decide_beyond, evaluate, place
 from symattn.certificates.float_verifier import BOUND_FACTOR
 from symattn.certificates.reader import Reader
 from symattn.input.decimals import significant_exact
@@ -71,27 +71,38 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
             file_lines += ("and its dO is the values of its grad_output file, read here",)
     output = cert.tables["output"].paths
     sums = {code: [(r, c) for r, p in enumerate(output) for c, x in enumerate(p) if x == code] for code in "ca"}
-    values = evaluate(tensors, sums)  # the "c" outputs by the error-free sums already, and "a"'s tight bounds
+    values = evaluate(tensors, sums)  # and the "c" and "a" outputs again, by the error-free product
     failures: list[str] = list(named.failures)
     lines = []
     for name, table in cert.tables.items():
-        tight = (sums["a"], *values["tight"]) if name == "output" else None
-        failures += _check(tensors, table, *values[name], cert.digits, read, cert.version, tight)
+        tight = summed = None
+        if name == "output":
+            tight, summed = (sums["a"], *values["tight"]), (sums["c"], *values["summed"])
+        failures += _check(tensors, table, *values[name], cert.digits, read, cert.version, tight, summed)
         counts = {code: sum(p.count(code) for p in table.paths) for code in "fca"}
-        summed = f", {counts['c']} by its error-free sums" if name == "output" else ""
-        lines.append(f"{name}: {counts['f']} by the float64 path{summed}, {counts['a']} beyond (exact or arb)")
+        by_sums = f", {counts['c']} by its error-free sums" if name == "output" else ""
+        lines.append(f"{name}: {counts['f']} by the float64 path{by_sums}, {counts['a']} beyond (exact or arb)")
     checked = sum(len(table.paths) * table.shape[-1] for table in cert.tables.values())
     return Verification(checked, tuple(failures), tuple(file_lines), ("; ".join(lines),), CLAIM)
 
 
 def _check(
-    tensors: Tensors, table: reading.Table, f, b, digits: int, read: Reader, version: int, tight: tuple | None
+    tensors: Tensors,
+    table: reading.Table,
+    f,
+    b,
+    digits: int,
+    read: Reader,
+    version: int,
+    tight: tuple | None,
+    summed: tuple | None,
 ) -> list[str]:
-    """One quantity's failures: each value against the engine's recomputed float ± bound (the outputs of "c"
-    by the error-free sums, as ``f`` and ``b`` hold them), then the values beyond it: the outputs first by
-    ``tight`` (their entries, floats and bounds: the error-free sums with each exp's own bound), the rest
-    exactly or by arb; a version-3 value whose float ± bound does not hold the corrected engine's refuses the
-    certificate (:data:`BEFORE`)."""
+    """One quantity's failures: each value against the engine's recomputed float ± bound (``f`` and ``b``; the
+    outputs of "c" by ``summed``, their entries, floats and bounds by the error-free product, or where the
+    certificate's does not hold that, by the error-free sums the maker used), then the values beyond it: the
+    outputs first by ``tight`` (the same for "a"), the rest exactly or by arb; a version-3 value whose
+    float ± bound does not hold the corrected engine's refuses the certificate (:data:`BEFORE`). Every bound
+    is at most BOUND_FACTOR times the engine's first one (``b``: the chunked sums)."""
     name = table.name
     f, b = f.reshape(len(table.paths), -1), b.reshape(len(table.paths), -1)
     codes = np.array([list(p) for p in table.paths])
@@ -106,10 +117,22 @@ def _check(
             (r + 1, c + 1),
         )
     failures = []
-    for r, c in zip(*np.nonzero(~((f_cert == f) & (b_cert >= b)))):
+    if summed is not None and summed[0]:
+        f, b = f.copy(), b.copy()
+        rows, cols = (np.array(x) for x in zip(*summed[0]))
+        f[rows, cols], b[rows, cols] = summed[1], summed[2]
+        sure = _surely_held(f_cert[rows, cols], b_cert[rows, cols], f[rows, cols], b[rows, cols])
+        out = [
+            (r, c)
+            for r, c, ok in zip(rows.tolist(), cols.tolist(), sure.tolist())
+            if not ok and not _holds(f_cert, b_cert, f, b, r, c)
+        ]
+        if out:  # the error-free sums' own float ± bound, which the maker wrote, for these
+            rows, cols = (np.array(x) for x in zip(*out))
+            f[rows, cols], b[rows, cols] = compensate(tensors, out)
+    for r, c in zip(*np.nonzero(~((f_cert == f) & (b_cert >= b) | _surely_held(f_cert, b_cert, f, b)))):
         r, c = int(r), int(c)
-        F, B, F2, B2 = (Fraction(x) if np.isfinite(x) else None for x in (f_cert[r, c], b_cert[r, c], f[r, c], b[r, c]))
-        if B is None or B2 is not None and F - B <= F2 - B2 and F2 + B2 <= F + B:  # type: ignore[operator]
+        if _holds(f_cert, b_cert, f, b, r, c):
             continue
         if version == 3:
             raise read.error("certificate.version", BEFORE.format(place=place(tensors, name, r, c)))
@@ -140,6 +163,21 @@ def _check(
         elif decided[(r, c)] != shown:
             failures.append(f"{place(tensors, name, r, c)}: {shown}, but the exact value rounds to {decided[(r, c)]}")
     return failures
+
+
+def _surely_held(F: np.ndarray, B: np.ndarray, f: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where [f − b, f + b] ⊆ [F − B, F + B] surely: each end of a difference or sum rounded once lies between
+    the floats beside it, so comparing the outer neighbours decides (False: not known here)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        low = np.nextafter(F - B, np.inf) <= np.nextafter(f - b, -np.inf)
+        return low & (np.nextafter(f + b, np.inf) <= np.nextafter(F + B, -np.inf))
+
+
+def _holds(f_cert: np.ndarray, b_cert: np.ndarray, f: np.ndarray, b: np.ndarray, r: int, c: int) -> bool:
+    """The certificate's float ± bound at (r, c) holds the recomputed one, exactly (an infinite bound of the
+    certificate holds anything, an infinite recomputed one only that)."""
+    F, B, F2, B2 = (Fraction(x) if np.isfinite(x) else None for x in (f_cert[r, c], b_cert[r, c], f[r, c], b[r, c]))
+    return B is None or B2 is not None and F - B <= F2 - B2 and F2 + B2 <= F + B  # type: ignore[operator]
 
 
 def _tight(tight: tuple, beyond: list[tuple[int, int]], digits: int) -> dict[tuple[int, int], str]:
