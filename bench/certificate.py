@@ -5,16 +5,14 @@ ratios against a plain numpy float64 attention of the same shape measured in the
     python bench/certificate.py --quick       # 256 × 64 only
     python bench/certificate.py --exact       # also the exact path at 256 × 64 (minutes to verify)
 
-The float64 path (compute --certify --float64) certifies the output: each value's float and bound, which
-verify-certificate recomputes, and arb where the bound does not decide the digits. 256 × 64 is two whole
-`symattn` processes from a spec naming .npy files. At 4096 × 128 the spec reader's token limit (1024)
-stops compute, so the certificate is made in this process (derivation.float_certificate, the function
-compute calls) and written out; verify-certificate is a whole process, as a reader runs it.
-
-At 4096 × 128 the certificate is version 4, the one compute --certify --float64 writes (version 2, which
-this bench measured before, spent minutes in mpmath's exps of its 2679 arb values; version 4 decides them
-with double words and arb balls). Its line gives CPU seconds beside the wall clock, numpy's on one BLAS
-thread, and verify-certificate's peak memory.
+The float64 path (compute --certify --float64) certifies the output and both LSEs: each value's float and
+bound, which verify-certificate recomputes, and exact rules, double words or arb where the bound does not
+decide the digits. 256 × 64 is two whole `symattn` processes from a spec naming .npy files. At 4096 × 128
+the certificate is made in this process (certificates.tensor_maker.certificate_json, the function compute
+calls: version 4) and written out; verify-certificate is a whole process, as a reader runs it, and its line
+gives CPU seconds (with its forked workers') beside the wall clock, against numpy's on one BLAS thread, and
+its peak memory. (Version 2, which this bench measured before, spent minutes in mpmath's exps of its 2679
+arb values.)
 """
 
 from __future__ import annotations
