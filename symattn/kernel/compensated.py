@@ -168,7 +168,7 @@ def stage_outputs(
 
 
 def quotient(N: np.ndarray, eN: np.ndarray, L: np.ndarray, eL: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """O = N / L and its bound, N within eN and L ≥ 1 within eL of theirs: one rounding, u|O|; the errors
+    """O = N / L and its bound, N within eN and L > 0 within eL of theirs: one rounding, u|O|; the errors
     through the division; UNDER where O or N is tiny; no bound (inf) where eL leaves no room below L."""
     O = N / L
     with np.errstate(divide="ignore", invalid="ignore"):
