@@ -5,14 +5,14 @@ ratios against a plain numpy float64 attention of the same shape measured in the
     python bench/certificate.py --quick       # 256 × 64 only
     python bench/certificate.py --exact       # also the exact path at 256 × 64 (minutes to verify)
 
-The float64 path (compute --certify --float64) certifies the output: each value's float and bound, which
-verify-certificate recomputes, and arb where the bound does not decide the digits. 256 × 64 is two whole
-`symattn` processes from a spec naming .npy files. At 4096 × 128 the spec reader's token limit (1024)
-stops compute, so the certificate is made in this process (derivation.float_certificate, the function
-compute calls) and written out; verify-certificate is a whole process, as a reader runs it.
-
-The arb values dominate verify-certificate's time (mpmath's exps of each of their rows): at 4096 × 128
-and 10 digits about 0.5% of the outputs need arb, at 8 digits (`--digits 8`) under 0.01%.
+The float64 path (compute --certify --float64) certifies the output and both LSEs: each value's float and
+bound, which verify-certificate recomputes, and exact rules, double words or arb where the bound does not
+decide the digits. 256 × 64 is two whole `symattn` processes from a spec naming .npy files. At 4096 × 128
+the certificate is made in this process (certificates.tensor_maker.certificate_json, the function compute
+calls: version 4) and written out; verify-certificate is a whole process, as a reader runs it, and its line
+gives CPU seconds (with its forked workers') beside the wall clock, against numpy's on one BLAS thread, and
+its peak memory. (Version 2, which this bench measured before, spent minutes in mpmath's exps of its 2679
+arb values.)
 """
 
 from __future__ import annotations
@@ -38,11 +38,15 @@ def reference_s(Q, K, V) -> float:
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter()
-        Z = (Q @ K.T) / np.sqrt(Q.shape[1])
-        E = np.exp(Z - Z.max(axis=1, keepdims=True))
-        _ = (E @ V) / E.sum(axis=1, keepdims=True)
+        attention(np, Q, K, V)
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def attention(np, Q, K, V):
+    Z = (Q @ K.T) / np.sqrt(Q.shape[1])
+    E = np.exp(Z - Z.max(axis=1, keepdims=True))
+    return (E @ V) / E.sum(axis=1, keepdims=True)
 
 
 def verify(cert: Path) -> tuple[float, str, int]:
@@ -93,26 +97,64 @@ def small(folder: Path, n: int, d: int, digits: int, exact: bool) -> None:
 
 
 def large(folder: Path, n: int, d: int, digits: int) -> None:
+    """The certificate compute --certify --float64 writes (version 4: O and both LSEs), made in this process
+    past the spec's token limit, then verify-certificate as a whole process: wall and CPU seconds (with its
+    forked workers'), and its peak memory, against numpy's float64 attention (CPU: BLAS on one thread)."""
     import numpy as np
 
-    from symattn.certificates.float_maker import certificate_json
-    from symattn.kernel import float64
+    from symattn.certificates.float_tensors import build
+    from symattn.certificates.tensor_maker import certificate_json
 
     rng = np.random.default_rng(2)
     Q, K, V = (rng.standard_normal((n, d)).astype(np.float32).astype(np.float64) for _ in range(3))
-    ref = reference_s(Q, K, V)
-    head = float64.head(Q, K, V, None, None)
-    assert head is not None
+    ref, ref_cpu = reference_s(Q, K, V), reference_cpu(Q, K, V)
+    tensors = build({"Q": Q, "K": K, "V": V}, 1, 1, 1, "bhnd", None, None)
+    assert tensors is not None
     cert = folder / "large.json"
     start = time.perf_counter()
     with cert.open("w", encoding="utf-8") as out:
-        for piece in certificate_json(head, digits, []):
+        for piece in certificate_json(tensors, digits, []):
             out.write(piece)
     made = time.perf_counter() - start
-    checked, said, code = verify(cert)
-    shape = f"{n}×{d} float64 path, {digits} digits (made in process)"
-    print(line(shape, made, cert.stat().st_size, checked, ref, code))
+    checked, cpu, peak, said, code = verified(cert)
+    paths = json.loads(cert.read_text(encoding="utf-8"))["certificate"]["paths"]["output"]
+    print(
+        f"{n}×{n}×{d} float64 path, version 4, {digits} digits (made in process, {made:.1f} s, "
+        f"{cert.stat().st_size / 1e6:.1f} MB; paths {paths}): verify-certificate {checked:.1f} s "
+        f"({checked / ref:.0f}× numpy's {ref * 1e3:.0f} ms), CPU {cpu:.2f} s ({cpu / ref_cpu:.1f}× numpy's "
+        f"{ref_cpu * 1e3:.0f} ms on one thread), peak {peak:.2f} GiB, exit {code}"
+    )
     print(said)
+
+
+def reference_cpu(Q, K, V) -> float:
+    """CPU seconds of the same attention with BLAS on one thread (the best of three): a ratio of CPU times
+    holds on a machine that other work keeps busy."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    best = float("inf")
+    with threadpool_limits(limits=1):
+        for _ in range(3):
+            start = time.process_time()
+            attention(np, Q, K, V)
+            best = min(best, time.process_time() - start)
+    return best
+
+
+def verified(cert: Path) -> tuple[float, float, float, str, int]:
+    """(wall seconds, CPU seconds with its forked workers', peak GiB, what it said, exit status) of
+    verify-certificate as a whole process (os.wait4: that child's own figures)."""
+    import os
+
+    start = time.perf_counter()
+    command = [*RUN, "verify-certificate", str(cert), "--max-seconds", "3600"]
+    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = child.stdout.read() if child.stdout else ""
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    cpu, peak = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 2**20
+    return seconds, cpu, peak, out.strip(), os.waitstatus_to_exitcode(status)
 
 
 def main() -> None:

@@ -121,9 +121,10 @@ def evaluate(
     tensors: Tensors, sums: dict[str, list[tuple[int, int]]] | None = None
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Each quantity's floats and bounds as the certificate's tables (rows × last axis). ``sums``: output
-    entries (table row, column) to redo from the same exps with the error-free sums: those of "c" in place of
-    the float64 path's, as :func:`compensate` gives them; those of "a" (the bound with each exp's own error,
-    compensated.stage_outputs's ``per_key``) as "tight", a float and a bound for each, in the order given.
+    entries (table row, column) to redo from the same exps, a float and a bound for each in the order given:
+    those of "c" as "summed", those of "a" as "tight", both by compensated.product_outputs (the error-free
+    product, each exp's own error), or where its exact part would underflow by compensated.stage_outputs
+    (the error-free sums; "a" with ``per_key``).
 
     The work goes to both cores by pieces: a head's rows in runs of whole blocks (fewer heads than PIECES:
     each piece's blocks are the ones one pass makes, so the floats are the same), and its gradients."""
@@ -155,13 +156,14 @@ def evaluate(
     for name in ("dk", "dv"):
         if name in whole[0]:
             out[name] = _group_sums(tensors, [p[name] for p in whole])
-    if sums and "a" in sums:
-        value, error = np.empty(len(sums["a"])), np.empty(len(sums["a"]))
-        for part in parts:
-            if "tight" in part:
-                where, v, e = part["tight"]
-                value[where], error[where] = v, e
-        out["tight"] = (value, error)
+    for kind, code in (("summed", "c"), ("tight", "a")):  # each pair's float and bound, in the order asked
+        if sums and code in sums:
+            value, error = np.empty(len(sums[code])), np.empty(len(sums[code]))
+            for part in parts:
+                if kind in part:
+                    where, v, e = part[kind]
+                    value[where], error[where] = v, e
+            out[kind] = (value, error)
     return out
 
 
@@ -178,8 +180,9 @@ def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, tuple]:
         name: (np.empty(shape), np.empty(shape))
         for name, shape in (("output", (end - first, dv)), ("lse", end - first), ("lse2", end - first))
     }
-    tight: list[tuple[np.ndarray, ...]] = []
+    found: dict[str, list[tuple[np.ndarray, ...]]] = {}
     wanted = [(kind == "a", p, i, c) for kind, pairs in mine.items() for p, i, c in pairs if first <= i < end]
+    absV = np.abs(head.V)
     for b in float64.blocks(head, weights=False, stages=bool(wanted), rows=(first, end)):
         rows = slice(b.start - first, b.stop - first)
         out["output"][0][rows], out["output"][1][rows] = b.output, b.output_error
@@ -188,12 +191,15 @@ def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, tuple]:
         here = [(flag, p, i - b.start, c) for flag, p, i, c in wanted if b.start <= i < b.stop]
         if here and b.stage is not None:  # one call for both kinds: the row sums once
             flag, where, r, cols = (np.array(x) for x in zip(*here))
-            v, e = compensated.stage_outputs(head, b.stage, r, cols, per_key=flag)
-            c, at = ~flag, r + (b.start - first)
-            out["output"][0][at[c], cols[c]], out["output"][1][at[c], cols[c]] = v[c], e[c]
-            tight.append((where[flag], v[flag], e[flag]))
-    if tight:
-        out["tight"] = tuple(np.concatenate(x) for x in zip(*tight))
+            every = compensated.product_outputs(head, b.stage, absV)  # the block's outputs at once
+            if every is None:
+                v, e = compensated.stage_outputs(head, b.stage, r, cols, per_key=flag)
+            else:
+                v, e = every[0][r, cols], every[1][r, cols]
+            for kind, pick in (("summed", ~flag), ("tight", flag)):
+                found.setdefault(kind, []).append((where[pick], v[pick], e[pick]))
+    for kind, runs in found.items():
+        out[kind] = tuple(np.concatenate(x) for x in zip(*runs))
     return out
 
 

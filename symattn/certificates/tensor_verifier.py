@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from symattn.certificates.float_digits import significant_many, text, texts
-from symattn.certificates.float_tensors import Tensors, build, decide_beyond, evaluate, place
+from symattn.certificates.float_digits import significant_many, texts
+from symattn.certificates.float_tensors import Tensors, build, compensate, decide_beyond, evaluate, place
 from symattn.certificates.float_verifier import BOUND_FACTOR
 from symattn.certificates.reader import Reader
 from symattn.input.decimals import significant_exact
@@ -70,32 +70,44 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
         if tensors.gradients:
             file_lines += ("and its dO is the values of its grad_output file, read here",)
     output = cert.tables["output"].paths
-    sums = {code: [(r, c) for r, p in enumerate(output) for c, x in enumerate(p) if x == code] for code in "ca"}
-    values = evaluate(tensors, sums)  # the "c" outputs by the error-free sums already, and "a"'s tight bounds
+    letters = _letters(output)
+    sums = {code: list(zip(*(x.tolist() for x in np.nonzero(letters == code)))) for code in "ca"}
+    values = evaluate(tensors, sums)  # and the "c" and "a" outputs again, by the error-free product
     failures: list[str] = list(named.failures)
     lines = []
     for name, table in cert.tables.items():
-        tight = (sums["a"], *values["tight"]) if name == "output" else None
-        failures += _check(tensors, table, *values[name], cert.digits, read, cert.version, tight)
+        tight = summed = None
+        if name == "output":
+            tight, summed = (sums["a"], *values["tight"]), (sums["c"], *values["summed"])
+        failures += _check(tensors, table, *values[name], cert.digits, read, cert.version, tight, summed)
         counts = {code: sum(p.count(code) for p in table.paths) for code in "fca"}
-        summed = f", {counts['c']} by its error-free sums" if name == "output" else ""
-        lines.append(f"{name}: {counts['f']} by the float64 path{summed}, {counts['a']} beyond (exact or arb)")
+        by_sums = f", {counts['c']} by its error-free sums" if name == "output" else ""
+        lines.append(f"{name}: {counts['f']} by the float64 path{by_sums}, {counts['a']} beyond (exact or arb)")
     checked = sum(len(table.paths) * table.shape[-1] for table in cert.tables.values())
     certified = reading.certifies(tuple(cert.tables), t)
     return Verification(checked, tuple(failures), tuple(file_lines), ("; ".join(lines),), CLAIM, certified)
 
 
 def _check(
-    tensors: Tensors, table: reading.Table, f, b, digits: int, read: Reader, version: int, tight: tuple | None
+    tensors: Tensors,
+    table: reading.Table,
+    f,
+    b,
+    digits: int,
+    read: Reader,
+    version: int,
+    tight: tuple | None,
+    summed: tuple | None,
 ) -> list[str]:
-    """One quantity's failures: each value against the engine's recomputed float ± bound (the outputs of "c"
-    by the error-free sums, as ``f`` and ``b`` hold them), then the values beyond it: the outputs first by
-    ``tight`` (their entries, floats and bounds: the error-free sums with each exp's own bound), the rest
-    exactly or by arb; a version-3 value whose float ± bound does not hold the corrected engine's refuses the
-    certificate (:data:`BEFORE`)."""
+    """One quantity's failures: each value against the engine's recomputed float ± bound (``f`` and ``b``; the
+    outputs of "c" by ``summed``, their entries, floats and bounds by the error-free product, or where the
+    certificate's does not hold that, by the error-free sums the maker used), then the values beyond it: the
+    outputs first by ``tight`` (the same for "a"), the rest exactly or by arb; a version-3 value whose
+    float ± bound does not hold the corrected engine's refuses the certificate (:data:`BEFORE`). Every bound
+    is at most BOUND_FACTOR times the engine's first one (``b``: the chunked sums)."""
     name = table.name
     f, b = f.reshape(len(table.paths), -1), b.reshape(len(table.paths), -1)
-    codes = np.array([list(p) for p in table.paths])
+    codes = _letters(table.paths)
     f_cert, b_cert = np.array(table.floats), np.array(table.bounds)
     wide = np.isfinite(b_cert) & (b_cert > np.nextafter(BOUND_FACTOR * b, np.inf))
     if wide.any():
@@ -107,10 +119,22 @@ def _check(
             (r + 1, c + 1),
         )
     failures: list[tuple[int, int, str]] = []  # (row, column, line): sorted into the places' numeric order
-    for r, c in zip(*np.nonzero(~((f_cert == f) & (b_cert >= b)))):
+    if summed is not None and summed[0]:
+        f, b = f.copy(), b.copy()
+        rows, cols = (np.array(x) for x in zip(*summed[0]))
+        f[rows, cols], b[rows, cols] = summed[1], summed[2]
+        sure = _surely_held(f_cert[rows, cols], b_cert[rows, cols], f[rows, cols], b[rows, cols])
+        out = [
+            (r, c)
+            for r, c, ok in zip(rows.tolist(), cols.tolist(), sure.tolist())
+            if not ok and not _holds(f_cert, b_cert, f, b, r, c)
+        ]
+        if out:  # the error-free sums' own float ± bound, which the maker wrote, for these
+            rows, cols = (np.array(x) for x in zip(*out))
+            f[rows, cols], b[rows, cols] = compensate(tensors, out)
+    for r, c in zip(*np.nonzero(~((f_cert == f) & (b_cert >= b) | _surely_held(f_cert, b_cert, f, b)))):
         r, c = int(r), int(c)
-        F, B, F2, B2 = (Fraction(x) if np.isfinite(x) else None for x in (f_cert[r, c], b_cert[r, c], f[r, c], b[r, c]))
-        if B is None or B2 is not None and F - B <= F2 - B2 and F2 + B2 <= F + B:  # type: ignore[operator]
+        if _holds(f_cert, b_cert, f, b, r, c):
             continue
         if version == 3:
             raise read.error("certificate.version", BEFORE.format(place=place(tensors, name, r, c)))
@@ -126,18 +150,19 @@ def _check(
     ok &= codes != "a"
     beyond = []
     for r, (row, ok_row, q_row, e_row) in enumerate(zip(table.values, ok.tolist(), q.tolist(), e.tolist())):
-        if all(ok_row) and texts(q_row, e_row) == row:  # the usual row: every value decided and shown right
+        made = texts(q_row, e_row)  # every value's text at once (a value left open: a text never compared)
+        if all(ok_row) and made == row:  # the usual row: every value decided and shown right
             continue
         for c, shown in enumerate(row):
             if not ok_row[c]:
                 beyond.append((r, c))
-            elif shown != text(q_row[c], e_row[c]):
+            elif shown != made[c]:
                 failures.append(
                     (
                         r,
                         c,
                         f"{place(tensors, name, r, c)}: {shown} is not the rounding of every point of the "
-                        f"float64 path's interval, which rounds to {text(q_row[c], e_row[c])}",
+                        f"float64 path's interval, which rounds to {made[c]}",
                     )
                 )
     decided = _tight(tight, beyond, digits) if tight is not None else {}
@@ -151,6 +176,28 @@ def _check(
                 (r, c, f"{place(tensors, name, r, c)}: {shown}, but the exact value rounds to {decided[(r, c)]}")
             )
     return [line for *_, line in sorted(failures, key=lambda x: x[:2])]  # stable: one place's lines as found
+
+
+def _letters(paths: list[str]) -> np.ndarray:
+    """The path letters as an array of one-letter texts, a row per row (the reader has checked them: ASCII,
+    one width)."""
+    joined = np.frombuffer("".join(paths).encode("ascii"), dtype=np.uint8)
+    return joined.view("S1").astype("U1").reshape(len(paths), -1)
+
+
+def _surely_held(F: np.ndarray, B: np.ndarray, f: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where [f − b, f + b] ⊆ [F − B, F + B] surely: each end of a difference or sum rounded once lies between
+    the floats beside it, so comparing the outer neighbours decides (False: not known here)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        low = np.nextafter(F - B, np.inf) <= np.nextafter(f - b, -np.inf)
+        return low & (np.nextafter(f + b, np.inf) <= np.nextafter(F + B, -np.inf))
+
+
+def _holds(f_cert: np.ndarray, b_cert: np.ndarray, f: np.ndarray, b: np.ndarray, r: int, c: int) -> bool:
+    """The certificate's float ± bound at (r, c) holds the recomputed one, exactly (an infinite bound of the
+    certificate holds anything, an infinite recomputed one only that)."""
+    F, B, F2, B2 = (Fraction(x) if np.isfinite(x) else None for x in (f_cert[r, c], b_cert[r, c], f[r, c], b[r, c]))
+    return B is None or B2 is not None and F - B <= F2 - B2 and F2 + B2 <= F + B  # type: ignore[operator]
 
 
 def _tight(tight: tuple, beyond: list[tuple[int, int]], digits: int) -> dict[tuple[int, int], str]:

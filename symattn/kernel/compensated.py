@@ -8,12 +8,17 @@ exactly into two floats first: e = e_hi + e_lo by Veltkamp's splitting (26 bits 
 24, so e_hi·v and e_lo·v are exact. What is left is the exps' own bound (float64.exps), about 4u plus
 the scores' rounding, so the bound shrinks by an order of magnitude and fewer entries need arb.
 Products of a tiny e (below 2^-800) may underflow: float64's absolute UNDER per such e, as there.
+
+:func:`product_outputs` gives every output of a stage's rows at once, as tight: the sums by
+:mod:`.exact_product` (error-free but for u of each result and γ_m·2^(s−53) of the magnitudes, s =
+float64.exact_s(m)) and the exps' part key by key, as stage_outputs's ``per_key``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from symattn.kernel import exact_product
 from symattn.kernel.cores import map_forked
 from symattn.kernel.float64 import (
     SAFETY,
@@ -159,7 +164,12 @@ def stage_outputs(
     eN = SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + eps_row[r] * B + tiny_row[r] * V1 + under)
     if per_key is not None:  # fmin: a NaN is no bound
         eN = np.where(per_key, np.fmin(eN, SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + W + under)), eN)
-    L, eL = ell[r], e_ell[r]
+    return quotient(N, eN, ell[r], e_ell[r])
+
+
+def quotient(N: np.ndarray, eN: np.ndarray, L: np.ndarray, eL: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """O = N / L and its bound, N within eN and L > 0 within eL of theirs: one rounding, u|O|; the errors
+    through the division; UNDER where O or N is tiny; no bound (inf) where eL leaves no room below L."""
     O = N / L
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.where(L > eL, L * (L - eL), 0.0)
@@ -168,4 +178,27 @@ def stage_outputs(
     return O, eO
 
 
-__all__ = ["outputs", "stage_outputs"]
+def product_outputs(head: Head, stage: tuple, absV: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every output of the stage's rows (float64.exps and extra_term's, as a block keeps them) and its bound:
+    N = E·V and ℓ = E·1 by :func:`.exact_product.product` (V with a column of ones), each within its bound e_P
+    of the sum of the stage's E; the exps' own errors key by key, Σ_j eE_j·|v_j| (TINY where one underflowed),
+    a BLAS product of non-negative terms whose value is above the float by at most γ_m of it and m·2^-1075
+    for products below 2^-1022, so times 1 + 2γ_m plus m·2^-1074 it is above; then ℓ's with the denominator
+    logit's term and the quotient as stage_outputs carries them. ``absV``: |V|. None where the product's
+    exact part would underflow (a row whose exps are all far below 1)."""
+    m = head.K.shape[0]
+    E, eE, _, _, _, extra = stage
+    made = exact_product.product(E, np.concatenate([head.V, np.ones((m, 1))], axis=1))
+    if made is None:
+        return None
+    P, eP = made
+    with np.errstate(invalid="ignore"):  # inf · 0 (an exp without a bound, a zero v): no bound
+        W = (eE @ absV) * (1 + 2 * gamma(m)) + m * exact_product.LEAST
+    W[np.isnan(W)] = np.inf
+    N, ell = P[:, :-1], P[:, -1]
+    e_ell = SAFETY * (eP[:, -1] + np.sum(eE, axis=1))
+    ell, e_ell = joined(ell, e_ell, extra)
+    return quotient(N, SAFETY * (eP[:, :-1] + W), ell[:, None], e_ell[:, None])
+
+
+__all__ = ["outputs", "product_outputs", "quotient", "stage_outputs"]
