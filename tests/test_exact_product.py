@@ -224,6 +224,7 @@ def test_a_value_the_product_does_not_hold_goes_back_to_the_error_free_sums(tmp_
         [
             f"symattn: {forged}: output[{i}, {k}]: the certificate's float ± bound, {f} ± {b}, does not hold the "
             f"float64 path's {value[0].hex()} ± {error[0].hex()}",
+            f"symattn: {forged}: it certifies output, lse and lse2 of Q, K and V, with the scale and the mask",
             f"symattn: {forged}: NOT verified: 1 value has a float ± bound that does not hold the one recomputed",
         ],
     )
