@@ -66,3 +66,20 @@ def test_rejects(raw, message):
     with pytest.raises(NumeralError) as info:
         parse_numeral(raw)
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    "raw, text, value, decimals",
+    [
+        ("\u22123.35735781894581", "-3.35735781894581", Fraction(-335735781894581, 10**14), 14),
+        ("\u22127.071e\u22121", "-7.071e-1", Fraction(-7071, 10**4), 4),
+        ("\u22122.06\u00d710^\u22123", "-2.06\u00d710^-3", Fraction(-206, 10**5), 5),
+        ("\u221240.3%", "-40.3%", Fraction(-403, 1000), 3),
+    ],
+)
+def test_a_claim_takes_the_minus_sign_symattns_documents_print(raw, text, value, decimals):
+    from symattn.input.numeral import parse_claimed
+
+    got = parse_claimed(raw)
+    assert (got.text, got.value, got.decimals) == (text, value, decimals)
+    assert parse_claimed("\u2212\u221e").is_infinite
