@@ -181,9 +181,10 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "sum_lines": sum_lines,
     "text_width": text_width,
     "breakable": breakable,
-    "report_columns": lambda results, place, claimed, head, exact_head, lang: report_columns(
+    "report_columns": lambda results, place, claimed, verdict, head, exact_head, lang: report_columns(
         [place(v) for v in results],
         [claimed(v, False) for v in results],
+        [verdict(v) for v in results],
         [tex_number(v.value) for v in results],
         (head[1], head[4], exact_head),
         lang,

@@ -386,24 +386,34 @@ def shrink_wide_displays(latex: str, width: float = TEXT_WIDTH + 10.0) -> str:
 
 
 # The check report's table (templates/report.latex.j2), in em: its gaps (0.8 + 1 + 1.2 + 1.5); its verdict
-# column at most, at least while claims line up, and beside wrapped claims; the narrowest line a report is
-# set into, for that choice (A4 at 2.2 cm margins: 45 em in ctexart's 10.5 pt, 47 em in article's 10 pt)
+# column at most, at least while claims line up, and beside wrapped claims at most; the narrowest line a
+# report is set into, for that choice (A4 at 2.2 cm margins: 45 em in ctexart's 10.5 pt, 47 em in article's)
 _REPORT_GAPS, _REPORT_VERDICT, _REPORT_LEAST_VERDICT, _REPORT_NARROW_VERDICT = 4.5, 14.5, 8.0, 10.0
 _REPORT_LINE = {"zh": 45.0, "en": 47.0}
 _REPORT_PLACE = 11.0  # a column of wrapped places; up to 14 em a place stands on one line
 _LONG_DIGITS = re.compile(r"\d{9,}")
+# a break inside a number is taken only where the line has no other (before the number, at a space); 1000, not
+# more: a 5000-digit number breaks on 60 lines, and TeX gives up past 2^30 demerits (60 × 5000² is past)
+_DIGIT_BREAK = "\\penalty1000 "
 
 
 def report_columns(
-    places: list[str], claims: list[str], values: list[str], heads: tuple[str, str, list[str]], lang: str
+    places: list[str],
+    claims: list[str],
+    verdicts: list[str],
+    values: list[str],
+    heads: tuple[str, str, list[str]],
+    lang: str,
 ) -> tuple[str, bool]:
     """The check report's longtable columns, and whether the claims line up on their decimal points;
     ``heads``: the places', the claims' and the exact values' headers (its lines).
 
     Widths are estimated (in em, generously) except the verdicts': TeX gives them what the line leaves, up
-    to 14.5 em. Where that would be under 8 em on A4, a claim is too long to line up (a student's 25
-    calculator digits): the claims then take what the line leaves beside verdicts of 10 em, and break
-    inside their digits (:func:`breakable`). TeX never breaks a number by itself: the row ran off the page.
+    to 14.5 em. Where that would be under what the verdicts need (their widest, up to 8 em) on A4, a claim
+    is too long to line up (a student's 25 calculator digits): the claims then take what the line leaves
+    beside verdicts as wide as their widest (up to 10 em), flush left, and break inside their digits
+    (:func:`breakable`) with the rest of a number indented. TeX never breaks a number by itself: the row ran
+    off the page.
     """
 
     def em(widths) -> float:
@@ -419,21 +429,26 @@ def report_columns(
     fixed = len(str(len(places))) * 0.5 + max(_REPORT_PLACE if place > 14 else place, em([text_width(place_head)]))
     fixed += _REPORT_GAPS + max(aligned(values), em(text_width(line) for line in value_head))
     claims_em = max(aligned(claims), em([text_width(claim_head)]))
+    # a bold verdict ("wrong") is about a fifth wider; \\textbf's name is no text
+    verdict_em = round(em(text_width(v.replace("\\textbf{", "{")) * 1.2 for v in verdicts) + 0.5, 1)
     start = f"@{{}}r@{{\\hspace{{0.8em}}}}{column}@{{\\hspace{{1em}}}}"
     end = "@{\\hspace{1.5em}}r@{}l@{}"
     ragged = ">{\\raggedright\\arraybackslash}"
-    if _REPORT_LINE.get(lang, 47.0) - fixed - claims_em >= _REPORT_LEAST_VERDICT:
+    if _REPORT_LINE.get(lang, 47.0) - fixed - claims_em >= min(verdict_em, _REPORT_LEAST_VERDICT):
         rest = round(fixed + claims_em, 1)
         verdict = (
             f"p{{\\dimexpr\\ifdim\\dimexpr\\linewidth-{rest:g}em\\relax>{_REPORT_VERDICT:g}em {_REPORT_VERDICT:g}em"
             f"\\else\\linewidth-{rest:g}em\\fi\\relax}}"
         )
         return f"{start}r@{{}}l@{{\\hspace{{1.2em}}}}{ragged}{verdict}{end}", True
-    rest = round(fixed + _REPORT_NARROW_VERDICT + 0.5, 1)
-    claim = f">{{\\raggedleft\\arraybackslash}}p{{\\dimexpr\\linewidth-{rest:g}em\\relax}}"
-    return f"{start}{claim}@{{\\hspace{{1.2em}}}}{ragged}p{{{_REPORT_NARROW_VERDICT:g}em}}{end}", False
+    narrow = min(max(verdict_em, 3.0), _REPORT_NARROW_VERDICT)
+    rest = round(fixed + narrow + 0.5, 1)
+    hanging = "\\hangindent=1em\\hangafter=1 "
+    claim = f">{{\\raggedright\\arraybackslash{hanging}}}p{{\\dimexpr\\linewidth-{rest:g}em\\relax}}"
+    return f"{start}{claim}@{{\\hspace{{1.2em}}}}{ragged}p{{{narrow:g}em}}{end}", False
 
 
 def breakable(tex: str) -> str:
-    """A number's LaTeX with a break allowed after every fifth digit of a run of nine or more."""
-    return _LONG_DIGITS.sub(lambda m: "\\allowbreak ".join(re.findall(r"\d{1,5}", m.group(0))), tex)
+    """A number's LaTeX with a break allowed, where nothing else is, after every fifth digit of a run of
+    nine or more."""
+    return _LONG_DIGITS.sub(lambda m: _DIGIT_BREAK.join(re.findall(r"\d{1,5}", m.group(0))), tex)
