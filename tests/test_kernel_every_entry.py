@@ -61,6 +61,35 @@ def test_every_entry_json_is_the_one_without_the_shortcuts(monkeypatch):
     assert every_entry_json(head, result) == quick
 
 
+def test_every_entry_json_of_a_batch_is_the_one_without_the_shortcuts(monkeypatch):
+    # heads side by side, each row's scale its own head's (places.segment): symattn.kernel.compare's JSON
+    from symattn.kernel import compare
+
+    rng = np.random.default_rng(6)
+    q, k, v = (rng.standard_normal((2, 3, 128, 32)).astype(np.float32) for _ in range(3))
+    Z = np.einsum("bhnd,bhmd->bhnm", q, k) / np.float32(np.sqrt(32))
+    E = np.exp(Z - Z.max(axis=-1, keepdims=True))
+    out = (np.einsum("bhnm,bhmd->bhnd", E, v) / E.sum(axis=-1, keepdims=True)).astype(np.float32)
+    seen: list[int] = []
+    made = rowscale.Tighter.__init__
+
+    def counted(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        seen.append(int(self.open.sum()))
+
+    monkeypatch.setattr(rowscale.Tighter, "__init__", counted)
+    quick = compare(out, q, k, v, worst=None).to_json()
+    assert seen == [25]
+
+    def none_open(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        self.open[:] = False
+
+    monkeypatch.setattr(rowscale.Tighter, "__init__", none_open)
+    monkeypatch.setattr(deciding, "hopeless", lambda x, lo, hi, fmt: np.zeros(x.shape, dtype=bool))
+    assert compare(out, q, k, v, worst=None).to_json() == quick
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.sampled_from(["float16", "bfloat16", "float32", "float64"]),
