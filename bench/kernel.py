@@ -6,6 +6,7 @@ shape, measured in one run (issue 22).
     python bench/kernel.py --grid       # also FlashAttention's grid, 9 × 6 heads × 1024×1024×64 (minutes)
     python bench/kernel.py --certificates   # compute --certify --float64 and both verifiers (minutes)
     python bench/kernel.py --batch      # a (2, 8, 1024, 128) batch via symattn.kernel.compare: text, then every entry
+    python bench/kernel.py --every      # one head of 4096×4096×128 with every entry decided (JSON, --all) only
 
 Each run also measures dQ, dK and dV for a given dO at 1024×1024×64 (the float64 backward path, then arb for
 the entries its bound leaves open), against numpy's float64 backward pass of the same formulas.
@@ -13,7 +14,9 @@ the entries its bound leaves open), against numpy's float64 backward pass of the
 Each target runs in a fresh process (its peak RSS is its own). The kernel measured is the same formula
 computed in float32 (a naive float32 kernel, errors of a few ULPs); symattn's compare (the float64 path
 with bounds, then two floats and arb for the entries the bound leaves open) measures it entry by entry. Printed:
-the seconds of each, their ratio, peak RSS, and the fraction of entries refined past the float64 bounds.
+the seconds of each, their ratio, peak RSS, and the fraction of entries refined past the float64 bounds; for
+the forward targets also the CPU seconds of each (numpy's the best of three, its BLAS threads included;
+symattn's with its forked workers'), which hold better than wall seconds on a machine other work keeps busy.
 The numpy reference is timed on the arrays, the best of three warm runs (a first call pays BLAS's start-up:
 0.85 s where a warm one takes 0.14 s at 4096×4096×128); compare is timed from a FloatResult (what the .npy reader
 gives) to the text report's figures (every bucket, the maxima, the ten worst entries: what
@@ -82,10 +85,18 @@ def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0, eve
         x = np.concatenate([reference(*(M.astype(np.float32) for M in (h.Q, h.K, h.V))) for h in made], axis=1)
     assert x.dtype == np.float32 and outputs
     result = FloatResult.of_array("bench", "float32", x.astype(np.float64))  # what the .npy reader gives
-    start = time.perf_counter()
+    numpy_cpu = best_of(3, lambda: [reference(h.Q, h.K, h.V) for h in made], time.process_time)
+    start, cpu = time.perf_counter(), cpu_seconds()
     c = kernel.compare_head(made, result, quantity, None if every else WORST)
-    symattn_s = time.perf_counter() - start
-    return {"shape": f"{heads}×{n}×{n}×{d}", "quantity": quantity, **measured(c, numpy_s, symattn_s)}
+    symattn_s, symattn_cpu = time.perf_counter() - start, cpu_seconds() - cpu
+    cpus = {"numpy_cpu": numpy_cpu, "symattn_cpu": symattn_cpu}
+    return {"shape": f"{heads}×{n}×{n}×{d}", "quantity": quantity, **measured(c, numpy_s, symattn_s), **cpus}
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of the worker processes it forked and reaped (symattn.kernel.cores)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def batch(every: bool, seed: int = 0) -> dict:
@@ -140,13 +151,13 @@ def backward(Q, K, V, dO):
     return {"dQ": c * (dS @ K), "dK": c * (dS.T @ Q), "dV": A.T @ dO}
 
 
-def best_of(times: int, run) -> float:
-    """The least of ``times`` wall-clock seconds of run(): the machine's other work only ever adds."""
+def best_of(times: int, run, clock=time.perf_counter) -> float:
+    """The least of ``times`` wall-clock seconds (or ``clock``'s) of run(): the machine's other work only adds."""
     best = float("inf")
     for _ in range(times):
-        start = time.perf_counter()
+        start = clock()
         run()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best
 
 
@@ -303,6 +314,7 @@ def main() -> None:
     parser.add_argument("--one", nargs=5, metavar=("N", "D", "HEADS", "QUANTITY", "EVERY"), help=argparse.SUPPRESS)
     parser.add_argument("--gradient", nargs=3, metavar=("N", "D", "QUANTITY"), help=argparse.SUPPRESS)
     parser.add_argument("--batch", action="store_true", help="a (2, 8, 1024, 128) batch through the API only")
+    parser.add_argument("--every", action="store_true", help="one head of 4096×4096×128, every entry decided, only")
     parser.add_argument("--one-batch", choices=("shown", "every"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one_batch:
@@ -335,11 +347,11 @@ def main() -> None:
         ):
             certificates(n, d, digits, gradients, standalone)
         return
-    targets = [(1024, 64, 1, "output", "shown")]
-    if not args.quick:  # the text report, then every entry decided (--all, JSON) for the same O
+    targets = [(4096, 128, 1, "output", "every")] if args.every else [(1024, 64, 1, "output", "shown")]
+    if not args.quick and not args.every:  # the text report, then every entry decided (--all, JSON) for the same O
         targets += [(4096, 128, 1, "output", "shown"), (4096, 128, 1, "output", "every")]
         targets += [(4096, 128, 1, "lse", "shown")]
-    targets += [(1024, 128, 16, "output", "shown")]  # the work of a (2, 8, 1024, 128) batch: 16 heads
+    targets += [] if args.every else [(1024, 128, 16, "output", "shown")]  # a (2, 8, 1024, 128) batch's work
     targets += [(1024, 64, 54, "output", "shown")] if args.grid else []
     for n, d, heads, quantity, every in targets:
         run = subprocess.run(
@@ -353,8 +365,11 @@ def main() -> None:
         print(
             f"{r['shape']} {r['quantity']}{label}: numpy {r['numpy_s']:.3f} s, symattn compare {r['symattn_s']:.3f} s "
             f"({r['ratio']:.1f}x), peak {r['peak_gib']:.2f} GiB, refined (two floats, then arb) {r['refined']} of "
-            f"{r['entries']} ({100 * r['refined'] / r['entries']:.3f}%), max {r['max_ulps']} ULP"
+            f"{r['entries']} ({100 * r['refined'] / r['entries']:.3f}%), max {r['max_ulps']} ULP; CPU: numpy "
+            f"{r['numpy_cpu']:.3f} s, symattn {r['symattn_cpu']:.3f} s ({r['symattn_cpu'] / r['numpy_cpu']:.1f}x)"
         )
+    if args.every:
+        return
     for quantity in ("dQ", "dK", "dV"):
         run = subprocess.run(
             [sys.executable, __file__, "--gradient", "1024", "64", quantity], capture_output=True, text=True, check=True

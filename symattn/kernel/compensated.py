@@ -91,17 +91,19 @@ def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, a - hi
 
 
-def outputs(head: Head, pairs: list[tuple[int, int]], split: Split | None = None) -> tuple[np.ndarray, np.ndarray]:
+def outputs(
+    head: Head, pairs: list[tuple[int, int]], split: Split | None = None, per_key: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Values and error bounds of the outputs O[i, k] for the (query row, column) pairs asked for; ``split``:
-    K's, where the caller has it already (made again for each call, it took 128 MB at 8192 × 1024)."""
+    K's, where the caller has it already (made again for each call, it took 128 MB at 8192 × 1024);
+    ``per_key``: a flag per pair, stage_outputs's (the others' bounds are the same with it or without)."""
     split = Split.of(head.K) if split is None else split
     rows = sorted({i for i, _ in pairs})
     at = {i: n for n, i in enumerate(rows)}
     value, error = np.empty(len(pairs)), np.empty(len(pairs))
     starts = range(0, len(rows), STEP)
-    with np.errstate(invalid="ignore", over="ignore"):  # here: BLAS's threads in one process only
-        stages = [_stage(head, np.array(rows[start : start + STEP]), split) for start in starts]
-    for where, O, eO in map_forked(_sums, (head, pairs, at, stages), list(starts)):  # numpy alone: both cores
+    # a stage in each piece, made where it is summed: numpy alone holds the GIL, so both cores
+    for where, O, eO in map_forked(_sums, (head, pairs, at, rows, split, per_key), list(starts)):
         value[where], error[where] = O, eO
     return value, error
 
@@ -115,12 +117,14 @@ def _stage(head: Head, rows: np.ndarray, split: Split) -> tuple:
 def _sums(data: tuple, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The error-free sums of the rows of one exp stage (rows[start : start + STEP]): where their pairs are
     in ``pairs``, their values and error bounds."""
-    head, pairs, at, stages = data
+    head, pairs, at, rows, split, per_key = data
+    with np.errstate(invalid="ignore", over="ignore"):  # the same rows as a stage: the same exps (BLAS's M)
+        stage = _stage(head, np.array(rows[start : start + STEP]), split)
     mine = [(n, i, k) for n, (i, k) in enumerate(pairs) if start <= at[i] < start + STEP]
     where = np.array([n for n, _, _ in mine])
     r = np.array([at[i] - start for _, i, _ in mine])
     cols = np.array([k for _, _, k in mine])
-    return (where, *stage_outputs(head, stages[start // STEP], r, cols))
+    return (where, *stage_outputs(head, stage, r, cols, None if per_key is None else per_key[where]))
 
 
 def stage_outputs(

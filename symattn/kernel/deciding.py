@@ -117,6 +117,42 @@ def _errors(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
     return Errors(bounded, e_lo, e_hi, r_lo, r_hi, b_lo, bounded & (b_lo == b_hi), crosses)
 
 
+def hopeless(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> np.ndarray:
+    """Where comparison._decide of a float x on [lo, hi] is sure to find the three digits of its two ends'
+    errors in ULPs, or of its relative errors, different (so it returns None), without exact rationals.
+
+    _decide takes e_lo = near/U and e_hi = far/U' (near and far the least and largest |x − e| over [lo, hi],
+    U ≥ U' the ULPs of the ends, powers of two), and r_lo = near/|the larger end|, r_hi = far/|the smaller|.
+    ``_errors`` forms near and far with one rounding each (u = 2⁻⁵³; near is exactly 0 where x lies inside),
+    divides (exact by a power of two above 2⁻¹⁰⁰⁰, else one rounding) and multiplies by 1 ∓ WIDEN (2⁻⁴⁸), so
+    e_lo ≤ ê_lo(1 + u)/((1 − WIDEN)(1 − u)²) ≤ ê_lo(1 + 2⁻⁴⁷) ≤ fl(ê_lo(1 + 2⁻⁴⁶)), and likewise each other
+    figure: :func:`_apart` of those ends."""
+    e = _errors(x, lo, hi, fmt)
+    apart = _apart(e.ulps_lo, e.ulps_hi) | _apart(e.relative_lo, e.relative_hi)
+    return ((lo > 0) | (hi < 0)) & np.isfinite(lo) & np.isfinite(hi) & np.isfinite(x) & apart
+
+
+def _apart(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Where every figure below A = fl(low(1 + 2⁻⁴⁶)) and every figure above B = fl(high(1 − 2⁻⁴⁶)) have
+    different three digits, half-up. With 10^k ≤ A (k from A's log10, checked below), t_A = A·10^(2−k) and
+    t_B as numpy forms them are within 10⁻¹² of the exact ones, far inside MARGIN: where 100 + MARGIN ≤ t_A
+    ≤ t_B ≤ 999.5 − MARGIN, the digits of A and B are ⌊t + 1/2⌋ in one decade, and ⌊t_B + 1/2 − MARGIN⌋ >
+    ⌊t_A + 1/2 + MARGIN⌋ puts a rounding boundary between them (half-up rounding is monotone). A = 0 (x
+    inside [lo, hi]) shows 0, which no B > 0 does. Only finite figures, 0 or above 2⁻¹⁰⁰⁰."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        a, b = low * (1 + 2.0**-46), high * (1 - 2.0**-46)
+        k = np.floor(np.log10(np.where(a > 0, a, 1.0))).astype(np.int64)
+        scale = 10.0 ** (2 - k).astype(np.float64)
+        t_a, t_b = a * scale, b * scale
+        digits = (
+            (t_a >= 100 + MARGIN)
+            & (t_b <= 999.5 - MARGIN)
+            & (np.floor(t_b + 0.5 - MARGIN) > np.floor(t_a + 0.5 + MARGIN))
+        )
+        finite = (b > 2.0**-1000) & np.isfinite(b)
+        return finite & (((a > 2.0**-1000) & digits) | (a == 0))
+
+
 def _ulp(y: np.ndarray, precision: int, emin: int) -> np.ndarray:
     _, e = np.frexp(y)  # |y| = m·2^e, m in [1/2, 1): floor(log2 |y|) = e − 1, exactly
     return np.ldexp(1.0, np.maximum(e - 1, emin) - precision + 1)
@@ -149,12 +185,12 @@ def shown_many(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     """Vectorised :func:`shown` for up to 13 digits, where numpy's scaling (relative error < 1e-15) stays far
     from the rounding boundaries: (ok, signed q, exponent) with the value q·10^exponent."""
     same = ((lo > 0) | (hi < 0)) & np.isfinite(lo) & np.isfinite(hi)
-    a, b = np.where(same, np.abs(lo), 1.0), np.where(same, np.abs(hi), 1.0)
-    top = np.floor(np.log10(np.maximum(a, b))).astype(np.int64)
     ok = np.zeros(lo.shape, dtype=bool)
     q = np.zeros(lo.shape, dtype=np.int64)
     exponent = np.zeros(lo.shape, dtype=np.int64)
-    active = same.copy()
+    at = np.flatnonzero(same)  # the entries still open, each computed as it would be among all of them
+    a, b = np.abs(lo.ravel()[at]), np.abs(hi.ravel()[at])
+    top = np.floor(np.log10(np.maximum(a, b))).astype(np.int64)
     with np.errstate(over="ignore", invalid="ignore"):  # past float64's range: inf or nan, left to shown()
         for k in range(13, 0, -1):
             scale = 10.0 ** (k - 1 - top).astype(np.float64)
@@ -168,11 +204,12 @@ def shown_many(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
                 & (np.minimum(ta, tb) > 10.0 ** (k - 1) + 0.51)
                 & (np.maximum(ta, tb) < 10.0**k - 0.01)
             )
-            fits = active & clear & (fa == fb)
-            q = np.where(fits, fa.astype(np.int64), q)
-            exponent = np.where(fits, top - k + 1, exponent)
-            ok |= fits
-            active &= clear & (fa != fb)  # unsure at k digits: left to shown()
+            fits = clear & (fa == fb)
+            q.ravel()[at[fits]] = fa[fits].astype(np.int64)
+            exponent.ravel()[at[fits]] = top[fits] - k + 1
+            ok.ravel()[at[fits]] = True
+            rest = clear & (fa != fb)  # unsure at k digits: left to shown()
+            at, a, b, top = at[rest], a[rest], b[rest], top[rest]
     return ok, np.where(lo < 0, -q, q), exponent
 
 
@@ -208,6 +245,7 @@ __all__ = [
     "decided",
     "errors",
     "figure",
+    "hopeless",
     "is_double",
     "pieces",
     "reported",

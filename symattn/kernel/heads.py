@@ -24,7 +24,7 @@ from symattn.kernel.refine import Balls, refine
 
 LSE = {"lse": "e", "lse2": "2"}  # the log-sum-exp, natural or base 2: one row per head
 LEAN_WORK = 2**24  # multiply-adds of all heads' scores from which a report's first bound is lean's
-LEAN_ROWS = 512  # query rows of one piece of lean's work
+LEAN_ROWS = 512  # query rows of one piece of the first bound (a multiple of float64.BLOCK)
 PARALLEL_WORK = 2**24  # multiply-adds of all heads' scores below which one process is quicker than two
 FLOAT_DIGITS = 13  # of an exact value the float64 bound decides: shown() and shown_many() agree up to 13
 
@@ -92,8 +92,9 @@ def _head(spec, arrays: list[np.ndarray]) -> float64.Head | None:
     return float64.head(arrays[0], arrays[1], arrays[2], exact, allowed, mods=mods)
 
 
-def intervals(head: float64.Head, quantity: str) -> tuple[np.ndarray, np.ndarray]:
-    """[lo, hi] around each exact weight, output or log-sum-exp (a row: one per query) of one head."""
+def intervals(head: float64.Head, quantity: str, rows: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """[lo, hi] around each exact weight, output or log-sum-exp (a row: one per query) of one head; ``rows``:
+    only the outputs of the query rows [start, stop), start a multiple of float64.BLOCK (float64.blocks)."""
     if quantity == "dsink":  # a float64_backward.LogitGradient: one number, the query head's over its batches
         return float64.interval(*float64_backward.logit_gradient(head))  # type: ignore[arg-type]
     if quantity in float64_backward.GRADIENTS:  # dQ, dK or dV of a float64_backward.GradientHead
@@ -105,11 +106,12 @@ def intervals(head: float64.Head, quantity: str) -> tuple[np.ndarray, np.ndarray
             value, error = logsumexp.lse(b, LSE[quantity])
             lo[0, b.start : b.stop], hi[0, b.start : b.stop] = float64.interval(value, error)
         return lo, hi
-    shape = (n, m) if quantity == "weights" else (n, dv)
+    first, stop = (0, n) if rows is None else rows
+    shape = (stop - first, m) if quantity == "weights" else (stop - first, dv)
     lo, hi = np.empty(shape), np.empty(shape)
-    for b in float64.blocks(head, weights=quantity == "weights"):
+    for b in float64.blocks(head, weights=quantity == "weights", rows=rows):
         value, error = (b.weights, b.weights_error) if quantity == "weights" else (b.output, b.output_error)
-        lo[b.start : b.stop], hi[b.start : b.stop] = float64.interval(value, error)
+        lo[b.start - first : b.stop - first], hi[b.start - first : b.stop - first] = float64.interval(value, error)
     return lo, hi
 
 
@@ -118,15 +120,17 @@ def _work(heads: list[float64.Head]) -> int:
 
 
 def _all_intervals(heads: list[float64.Head], quantity: str, cheap: bool = False) -> list[tuple[np.ndarray, ...]]:
-    # several heads: one process per core (numpy's own loops hold the GIL); one head stays here, since
-    # BLAS's threads in two processes at once took ten times as long as one process (the LSE at 4096)
+    # several heads: one process per core (numpy's own loops hold the GIL); one head's LSE stays here, since
+    # BLAS's threads in two processes at once took ten times as long as one process (the LSE at 4096);
+    # the outputs go by pieces of rows, each worker's BLAS on one thread (cores.py)
     parallel = _work(heads) >= PARALLEL_WORK
-    if not cheap:
+    if not cheap and (quantity != "output" or not parallel):
         return map_forked(_head_intervals, (heads, quantity), range(len(heads)), parallel)
-    # lean's: pieces of LEAN_ROWS query rows, so that one head takes both cores too (BLAS on one thread each)
+    # pieces of LEAN_ROWS query rows, so that one head takes both cores too (BLAS on one thread each); each
+    # block of float64's bound is the one a whole pass makes (the same rows), so its ends are the same
     rows = [x.Q.shape[0] for x in heads]
     pieces = [(h, i, min(i + LEAN_ROWS, n)) for h, n in enumerate(rows) for i in range(0, n, LEAN_ROWS)]
-    done = map_forked(_lean_piece, heads, pieces, parallel)
+    done = map_forked(_lean_piece if cheap else _rows_piece, heads, pieces, parallel)
     return [
         tuple(np.concatenate([p[k] for (g, _, _), p in zip(pieces, done) if g == h]) for k in (0, 1))
         for h in range(len(heads))
@@ -136,6 +140,11 @@ def _all_intervals(heads: list[float64.Head], quantity: str, cheap: bool = False
 def _head_intervals(data: tuple, h: int) -> tuple[np.ndarray, np.ndarray]:
     heads, quantity = data
     return intervals(heads[h], quantity)
+
+
+def _rows_piece(heads: list[float64.Head], piece: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    h, first, last = piece
+    return intervals(heads[h], "output", (first, last))
 
 
 def _lean_piece(heads: list[float64.Head], piece: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -190,15 +199,30 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
             bounds = errors(x0, lo, hi, result.format)
             wanted = needed(x, exact_float, bounds, worst, places)
     summed: set[tuple[int, int]] = set()
+    # every entry decided: those whose row-relative figure alone is open are summed again too, their ends
+    # kept apart (rowscale.Tighter) so that every other figure and digit is the one these ends give
+    every = quantity == "output" and worst is None
+    tighter = rowscale.Tighter(result, lo, hi, ok & exact_float, places) if every else None
     if quantity == "output":  # the outputs left open: their sums again, error-free (a bound ~10x tighter)
         for h, head in enumerate(heads):
             start, stop = offsets[h], offsets[h + 1]
             if not float64.is_float32(head.V):  # V times v_descale: e_hi·v would not be exact (compensated)
                 continue
             at = np.nonzero((~ok & exact_float & wanted)[:, start:stop])
-            if not at[0].size:
+            pairs = list(zip(at[0].tolist(), at[1].tolist()))
+            also: list[tuple[int, int]] = []
+            if tighter is not None:
+                also, apart = tighter.pairs(pairs, start, stop)
+                if apart:  # rows of their own: summed apart (the rows of ``pairs`` keep their stages as before)
+                    tighter.meet(apart, start, *compensated.outputs(head, apart, per_key=np.ones(len(apart), bool)))
+            if not pairs:
                 continue
-            value, error = compensated.outputs(head, list(zip(at[0].tolist(), at[1].tolist())))
+            # the same rows, so the same values (and the pairs of ``also`` take the bound formed key by key too)
+            key_by_key = np.arange(len(pairs + also)) >= len(pairs) if also else None
+            value, error = compensated.outputs(head, pairs + also, per_key=key_by_key)
+            if tighter is not None and also:
+                tighter.meet(also, start, value[len(pairs) :], error[len(pairs) :])
+                value, error = value[: len(pairs)], error[: len(pairs)]
             a, b = float64.interval(value, error)
             rr, cc = at[0], at[1] + start
             summed.update(zip(rr.tolist(), cc.tolist()))
@@ -223,12 +247,15 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
             wanted = needed(x, exact_float, bounds, worst, places)
     decided: dict[tuple[int, int], tuple] = {}
     open_rows: dict[int, list[int]] = {}
-    for i, j in zip(*np.nonzero(~ok & wanted)):
+    left = np.nonzero(~ok & wanted)
+    # where numpy shows that the exact rationals could not decide, they are not tried (deciding.hopeless)
+    hopeless = (deciding.hopeless(x0[left], lo[left], hi[left], result.format) & exact_float[left]).tolist()
+    for i, j, sure in zip(*left, hopeless):
         i, j = int(i), int(j)
         v = result.value(i, j)
         if v is None:
             continue
-        if not (np.isfinite(lo[i, j]) and np.isfinite(hi[i, j])):  # the float64 bound overflowed: arb's balls
+        if sure or not (np.isfinite(lo[i, j]) and np.isfinite(hi[i, j])):  # overflowed bounds too: arb's balls
             open_rows.setdefault(i, []).append(j)
             continue
         outcome = _decide(v, Fraction(float(lo[i, j])), Fraction(float(hi[i, j])), result.format)
@@ -290,7 +317,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
         bucket[i, j] = b
     ulps = Figures(ok, q_u, k_u, {p: outcome[0] for p, (outcome, _) in decided.items()})
     shown_at = None if worst is None else ranked_at(finite, bucket, ulps, worst)
-    by_row = row_relative(result, enclosure, zero, shown_at, places)
+    by_row = row_relative(result, enclosure, zero, shown_at, places, None if tighter is None else tighter.ends(lo, hi))
     known = None
     if worst is not None:  # an entry is read only where its figures and its row's are decided
         figures, by_rows = ok.copy(), by_row.ok.copy()
