@@ -122,10 +122,10 @@ _TIMES_TEN = re.compile(r"([+-]?[0-9]*\.?[0-9]+)\s*[×x*·]\s*10\s*\^\s*\{?\s*([
 
 def parse_claimed(raw: object) -> Numeral:
     """A claimed number: a numeral, a percentage, or −∞ (written -inf, −∞ or -∞) for a masked score."""
-    if isinstance(raw, str):  # the minus sign U+2212, as symattn's own documents print it: a student's "-"
-        raw = raw.replace("\u2212", "-")
     if isinstance(raw, str) and raw.strip().lower() in NEG_INFINITY_TEXTS:
         return Numeral(raw.strip(), Fraction(0), "-infinity", None)
+    if isinstance(raw, str):  # the minus sign U+2212, as symattn's own documents print it: a student's "-"
+        raw = raw.replace("\u2212", "-")
     if isinstance(raw, float) and raw == float("-inf"):
         return Numeral("-inf", Fraction(0), "-infinity", None)
     if isinstance(raw, str):
