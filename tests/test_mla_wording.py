@@ -70,7 +70,7 @@ def test_the_hint_of_a_block_of_one_key_adds_its_one_term(client):
             "## The latent $c_{KV}$, shared by every head (MLA)",
             "Multi-head latent attention (DeepSeek-V2, V3)",
             "Both routes give the same output, exactly",
-            "The head's own decoupled query part, $Q_R = X W_{QR}$ ($d_r = 2$); its key part $K_R = X W_{KR}$ is the "
+            "The head's own decoupled query part, $Q_R = X W_{QR}^{(h)}$ ($d_r = 2$); its key part $K_R = X W_{KR}$ is the "
             "one above, shared by every head:",
         ),
         (
@@ -78,7 +78,7 @@ def test_the_hint_of_a_block_of_one_key_adds_its_one_term(client):
             "## 各头共用的潜在向量 $c_{KV}$（MLA）",
             "多头潜在注意力（DeepSeek-V2、V3）",
             "两条路线的输出完全相同",
-            "这个头自己的解耦查询部分 $Q_R = X W_{QR}$（$d_r = 2$）；键部分 $K_R = X W_{KR}$ 就是上面各头共用的那个：",
+            "这个头自己的解耦查询部分 $Q_R = X W_{QR}^{(h)}$（$d_r = 2$）；键部分 $K_R = X W_{KR}$ 就是上面各头共用的那个：",
         ),
     ],
 )
@@ -94,5 +94,7 @@ def test_what_the_heads_share_is_written_once_before_them(lang, shared, intro, a
     for once in (intro, agree, "c_{KV} = X W_{DKV} = \\begin{bmatrix}", "W_{KR}=\\begin{bmatrix}"):
         assert text.count(once) == 1 and once in before_heads, once
     # each head: its own blocks (W_Q, W_UK, W_UV, W_QR) and its absorbed query, no more
-    assert heads.count(own) == 2 and heads.count("W_{UK}=\\begin{bmatrix}") == 2
+    # each head's blocks written W^{(h)}: head 2's W_UK is not head 1's
+    assert all(heads.count(own.replace("(h)", f"({h})")) == 1 for h in (1, 2))
+    assert [heads.count(f"W_{{UK}}^{{({h})}}=\\begin{{bmatrix}}") for h in (1, 2)] == [1, 1]
     assert heads.count("\\tilde{q} = \\begin{bmatrix}") == 2 and "X=\\begin{bmatrix}" not in heads

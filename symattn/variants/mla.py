@@ -287,6 +287,7 @@ class LatentOutput:
     W_UV: Numerals
     output: NumRow
     routes_agree: bool
+    head: int | None = None  # 0-based, where the heads are several: its W_UV is its own block (W_UV^(h))
 
 
 # --- the part ---------------------------------------------------------------------------------------

@@ -258,7 +258,7 @@ def shared_step(spec: Any, models: tuple[Any, ...], setting: Mla) -> SharedLaten
 def output_step(spec: Any, model: Any, fig: Any, setting: Mla) -> LatentOutput:
     view = Latent(model, setting)
     u = from_model(view, "latent_output", spec.decimals.output, spec.notation)
-    return LatentOutput(u[spec.focus], setting.W_UV, fig.output[spec.focus], view.routes_agree)
+    return LatentOutput(u[spec.focus], setting.W_UV, fig.output[spec.focus], view.routes_agree, setting.head)
 
 
 __all__ = [
