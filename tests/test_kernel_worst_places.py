@@ -32,10 +32,10 @@ def test_torch_allclose_s_worst_place_is_one_of_two_within_the_bound():
     assert (report.verdict.worst, report.verdict.worst_places) == ((4, 1), 2)
     assert _lines(report, "en", "worst entry") == [
         "The worst entry is out[0, 0, 4, 1] (one of 2 places within the bound), "
-        "where |out − exact| / (atol + rtol·|exact|) = about 10^-1058449."  # the JSON keeps 1.00e-1058449
+        "where |out − exact| / (atol + rtol·|exact|) = 1.00×10^-1058449."  # the JSON keeps 1.00e-1058449
     ]
     assert _lines(report, "zh", "最差") == [
-        "最差的元素是 out[0, 0, 4, 1]（误差界内的 2 处之一），其 |out − exact| / (atol + rtol·|exact|) = 约 10^-1058449。"
+        "最差的元素是 out[0, 0, 4, 1]（误差界内的 2 处之一），其 |out − exact| / (atol + rtol·|exact|) = 1.00×10^-1058449。"
     ]
     data = json.loads(report.to_json())
     assert data["verdict"] == {

@@ -247,15 +247,13 @@ def number_text(x: Decimal) -> str:
     return f"{'-' if sign else ''}{mantissa}e{x.adjusted()}"
 
 
-FIGURE_RANGE = 308  # past 10^±308, float64's range, a text figure reads as a power of ten: about 10^881512
+FIGURE_RANGE = 308  # past 10^±308, float64's range, a text figure reads as digits times a power of ten
 
 
-def figure_text(x: Decimal, about: str = "about") -> str:
-    """A figure as the text reports show it: :func:`number_text`, except past 10^±308 the power of ten nearest
-    it, ``about 10^881512`` (``about``: the language's word; JSON keeps the three digits)."""
+def figure_text(x: Decimal) -> str:
+    """A figure as the text reports show it: :func:`number_text`, except past 10^±308 its digits times a power
+    of ten, ``1.26×10^881512`` (the same in every language; JSON keeps ``1.26e881512``)."""
     if x == 0 or abs(x.adjusted()) <= FIGURE_RANGE:
         return number_text(x)
-    digits = x.as_tuple().digits  # in integers: no decimal context limits the exponent
-    m, n = int("".join(map(str, digits))), len(digits) - 1  # |x| = m·10^(adjusted − n)
-    power = x.adjusted() + (m * m >= 10 ** (2 * n + 1))  # log10|x| rounded to the nearest whole number
-    return f"{about} {'-' if x < 0 else ''}10^{power}"
+    mantissa, power = number_text(x).split("e")
+    return f"{mantissa}×10^{power}"

@@ -167,7 +167,6 @@ def render_comparison(
     ``max_ulp``, each (batch, head), the histogram, then the worst entries (or every entry)."""
     from symattn.kernel.tolerance import fraction_text
     from symattn.rendering.environment import render_template
-    from symattn.rendering.phrases import load_language
 
     total = max(1, len(c.entries))
     shown = list(c.entries) if every else c.entries.not_finite() + c.entries.ranked(worst)
@@ -176,11 +175,7 @@ def render_comparison(
     below = [e for e in shown if e.exact != 0 and abs(e.exact) < least]
     marked = {id(e) for e in below}
     exact = {id(e): f"{e.exact}*" if id(e) in marked else str(e.exact) for e in shown}
-    about = load_language(lang)["compare"]["about"]  # a figure past float64's range: about 10^881512
-
-    def num(x: Decimal) -> str:
-        return figure_text(x, about)
-
+    num = figure_text
     figures = [[num(x) for x in (e.ulps, e.relative) if x is not None] for e in shown]
     # a bar of up to 40 marks per bucket, at least one for a bucket that has an entry
     histogram = [(b, n, max(1, (n * 40 + total - 1) // total)) for b, n in c.histogram]
