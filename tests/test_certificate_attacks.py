@@ -315,11 +315,14 @@ def test_bounds_of_2_to_the_1000_do_not_verify_in_version_1(folder, capsys):
     data["weights"]["bounds"][1][0] = [lo, huge]
     forged = write(folder / "forged.json", data)
     shown = data["weights"]["value"][1][0]
-    code, _, err = verified(capsys, forged)
-    assert (code, err) == (
+    hashed = (("spec", "s.toml"), ("Q", "q.npy"), ("K", "k.npy"), ("V", "v.npy"))
+    assert verified(capsys, forged) == (
         1,
-        f"symattn: {forged}: weights[2][1]: {shown} is not the rounding of every point of [{lo}, {huge}]\n"
-        f"symattn: {forged}: NOT verified: 1 value does not round to the value shown\n",
+        f"{forged}: weights[2][1]: {shown} is not the rounding of every point of [{lo}, {huge}]\n"
+        + "".join(f"{forged}: {name} {folder / file}: SHA-256 matches\n" for name, file in hashed)
+        + f"{forged}: its inputs are the values the spec {folder / 's.toml'} gives, read here from its files\n"
+        f"{forged}: NOT verified: 1 value does not round to the value shown\n",
+        "",
     )
 
 

@@ -44,14 +44,13 @@ def test_a_changed_spec_is_caught_in_one_line(tmp_path, capsys):
     spec.write_text(SPEC.replace('"0.5"', '"0.25"'), encoding="utf-8")
     assert main(["verify-certificate", str(cert)]) == 1
     captured = capsys.readouterr()
-    err = captured.err
     got = hashlib.sha256(spec.read_bytes()).hexdigest()
     want = hashlib.sha256(SPEC.encode()).hexdigest()
-    assert err == (
-        f"symattn: {cert}: spec {spec}: its SHA-256 is {got}, the certificate's is {want}: not the file certified\n"
-        f"symattn: {cert}: NOT verified: 1 file is not the file certified\n"
+    assert captured.out == (  # the report on stdout, its verdict last
+        f"{cert}: spec {spec}: its SHA-256 is {got}, the certificate's is {want}: not the file certified\n"
+        f"{cert}: NOT verified: 1 file is not the file certified\n"
     )
-    assert captured.out == ""
+    assert captured.err == ""
     spec.unlink()  # absent: said, not checked, and the values still verified
     assert main(["verify-certificate", str(cert)]) == 0
     assert capsys.readouterr().out == (
@@ -71,19 +70,26 @@ def test_a_changed_value_or_bound_is_caught_in_one_line(tmp_path, capsys):
     changed["weights"]["value"][0][1] = value[:-1] + str((int(value[-1]) + 1) % 10)
     cert.write_text(json.dumps(changed), encoding="utf-8")
     assert main(["verify-certificate", str(cert)]) == 1
-    err = capsys.readouterr().err.splitlines()
-    assert err == [
-        f"symattn: {cert}: weights[1][2]: {changed['weights']['value'][0][1]} is not the rounding of every point of [{lo}, {hi}]",
-        f"symattn: {cert}: NOT verified: 1 value does not round to the value shown",
+    out = capsys.readouterr().out.splitlines()
+    spec = tmp_path / "s.toml"
+    files = [  # the files' lines, between the values that fail and the verdict
+        f"{cert}: spec {spec}: SHA-256 matches",
+        f"{cert}: its inputs are the values the spec {spec} gives, read here from its files",
+    ]
+    assert out == [
+        f"{cert}: weights[1][2]: {changed['weights']['value'][0][1]} is not the rounding of every point of [{lo}, {hi}]",
+        *files,
+        f"{cert}: NOT verified: 1 value does not round to the value shown",
     ]
     changed = json.loads(json.dumps(data))
     changed["weights"]["bounds"][0][1] = [hi, hi]  # a bound moved past the exact value
     cert.write_text(json.dumps(changed), encoding="utf-8")
     assert main(["verify-certificate", str(cert)]) == 1
-    err = capsys.readouterr().err.splitlines()
-    assert err == [
-        f"symattn: {cert}: weights[1][2]: a bound of zero width needs a value known exactly, and this one is not",
-        f"symattn: {cert}: NOT verified: 1 value fails its check",
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"{cert}: weights[1][2]: a bound of zero width needs a value known exactly, and this one is not",
+        *files,
+        f"{cert}: NOT verified: 1 value fails its check",
     ]
     changed["certificate"]["files"][0]["sha256"] = "0" * 63 + "g"
     cert.write_text(json.dumps(changed), encoding="utf-8")
@@ -123,9 +129,12 @@ def test_the_certificate_names_the_input_files_too(tmp_path, capsys):
     k[1, 0] = 0.5  # the kernel's input changed after the certificate was made
     np.save(tmp_path / "k.npy", k)
     assert main(["verify-certificate", str(cert)]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith(f"symattn: {cert}: K {tmp_path / 'k.npy'}: its SHA-256 is ")
-    assert err.endswith(
-        f", the certificate's is {files[2]['sha256']}: not the file certified\n"
-        f"symattn: {cert}: NOT verified: 1 file is not the file certified\n"
-    )
+    out, err = capsys.readouterr()
+    assert err == "" and out.startswith(f"{cert}: K {tmp_path / 'k.npy'}: its SHA-256 is ")
+    assert out.splitlines()[1:] == [  # after the file that failed: those that match, then the verdict
+        f"{cert}: spec {spec}: SHA-256 matches",
+        f"{cert}: Q {tmp_path / 'q.npy'}: SHA-256 matches",
+        f"{cert}: V {tmp_path / 'v.npy'}: SHA-256 matches",
+        f"{cert}: NOT verified: 1 file is not the file certified",
+    ]
+    assert out.splitlines()[0].endswith(f", the certificate's is {files[2]['sha256']}: not the file certified")

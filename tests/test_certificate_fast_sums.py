@@ -138,6 +138,8 @@ def test_the_values_beyond_the_float64_bounds_go_to_the_tight_bound_first(tmp_pa
     capsys.readouterr()
     assert main(["verify-certificate", str(cert)]) == 0
     assert asked == [45, 1, 0]  # output, lse, lse2
+    passed = capsys.readouterr().out.splitlines()  # the paths' line, the files' lines, what it certifies, the verdict
+    assert passed[0].startswith(f"{cert}: output: ")
     i, k = next((i, p.index("a")) for i, p in enumerate(paths) if "a" in p)
     shown = data["output"]["value"][i][k]
     data["output"]["value"][i][k] = changed = shown[:-1] + str((int(shown[-1]) + 1) % 10)
@@ -145,11 +147,16 @@ def test_the_values_beyond_the_float64_bounds_go_to_the_tight_bound_first(tmp_pa
     forged.write_text(json.dumps(data), encoding="utf-8")
     capsys.readouterr()
     assert main(["verify-certificate", str(forged)]) == 1
-    assert capsys.readouterr().err.splitlines() == [
-        f"symattn: {forged}: output[{i}, {k}]: {changed}, but the exact value rounds to {shown}",
-        f"symattn: {forged}: it certifies output, lse and lse2 of Q, K and V, with the scale and the mask",
-        f"symattn: {forged}: NOT verified: 1 value does not round to the value shown",
-    ]
+    out, err = capsys.readouterr()
+    assert (out.splitlines(), err) == (
+        [
+            f"{forged}: output[{i}, {k}]: {changed}, but the exact value rounds to {shown}",
+            *(line.replace(str(cert), str(forged)) for line in passed[1:-2]),
+            f"{forged}: it certifies output, lse and lse2 of Q, K and V, with the scale and the mask",
+            f"{forged}: NOT verified: 1 value does not round to the value shown",
+        ],
+        "",
+    )
 
 
 def test_the_verdict_counts_what_failed():

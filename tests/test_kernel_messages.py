@@ -306,12 +306,13 @@ def test_the_standalone_verifier_ends_a_failed_run_with_its_verdict(tmp_path, ca
     forged = forge(cert, change)
     capsys.readouterr()
     assert verifier([str(forged)]) == 1
-    lines = capsys.readouterr().err.splitlines()
-    assert lines[-1] == f"{forged}: NOT verified: 3 values do not round to the value shown"
+    out, err = capsys.readouterr()  # the report on stdout, its verdict last
+    lines = out.splitlines()
+    assert (err, lines[-1]) == ("", f"{forged}: NOT verified: 3 values do not round to the value shown")
     assert sum("does not round to" in line for line in lines) == 3
     np.save(tmp_path / "k.npy", np.load(tmp_path / "k.npy") * 2)  # and a file that is not the one certified
     assert verifier([str(forged)]) == 1
-    assert capsys.readouterr().err.splitlines()[-1] == (
+    assert capsys.readouterr().out.splitlines()[-1] == (
         f"{forged}: NOT verified: 1 file is not the file certified; 3 values do not round to the value shown"
     )
     np.save(tmp_path / "k.npy", np.load(tmp_path / "k.npy") / 2)

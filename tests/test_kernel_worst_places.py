@@ -32,10 +32,10 @@ def test_torch_allclose_s_worst_place_is_one_of_two_within_the_bound():
     assert (report.verdict.worst, report.verdict.worst_places) == ((4, 1), 2)
     assert _lines(report, "en", "worst entry") == [
         "The worst entry is out[0, 0, 4, 1] (one of 2 places within the bound), "
-        "where |out − exact| / (atol + rtol·|exact|) = about 10^-1058449."  # the JSON keeps 1.00e-1058449
+        "where |out − exact| / (atol + rtol·|exact|) = 1.00×10^-1058449."  # the JSON keeps 1.00e-1058449
     ]
     assert _lines(report, "zh", "最差") == [
-        "最差的元素是 out[0, 0, 4, 1]（误差界内的 2 处之一），其 |out − exact| / (atol + rtol·|exact|) = 约 10^-1058449。"
+        "最差的元素是 out[0, 0, 4, 1]（误差界内的 2 处之一），其 |out − exact| / (atol + rtol·|exact|) = 1.00×10^-1058449。"
     ]
     data = json.loads(report.to_json())
     assert data["verdict"] == {
@@ -50,7 +50,20 @@ def test_torch_allclose_s_worst_place_is_one_of_two_within_the_bound():
     }
     # each head alone has one place: no phrase, no key
     assert [h.worst_places for _, h in report.verdict.heads] == [1, 1]
-    assert _lines(report, "en", "one of") == _lines(report, "en", "worst entry")
+    # the heads' errors are equal exactly: compare's own largest figures are each one of 2 places too (issue 30)
+    assert _lines(report, "en", "one of") == [
+        "Largest error: 1.49×10^-1058447 ULP, at out[0, 0, 4, 1] (one of 2 places).",
+        "Largest relative error: 1.00×10^-1058454, at out[0, 0, 4, 1] (one of 2 places).",
+        "Largest error relative to its row's largest magnitude: 3.66×10^-1058455, at out[0, 0, 4, 2] (one of 2 places).",
+        *_lines(report, "en", "worst entry"),
+    ]
+    assert _lines(report, "zh", "2 处之一")[:3] == [
+        "最大误差：1.49×10^-1058447 ULP，在 out[0, 0, 4, 1]（2 处之一）。",
+        "最大相对误差：1.00×10^-1058454，在 out[0, 0, 4, 1]（2 处之一）。",
+        "相对于所在行最大绝对值的最大误差：3.66×10^-1058455，在 out[0, 0, 4, 2]（2 处之一）。",
+    ]
+    summary = data["summary"]
+    assert [summary[f"max_{f}_places"] for f in ("ulps", "relative", "row_relative")] == [2, 2, 2]
     assert all("worst_places" not in head["verdict"] for head in data["heads"])
 
 

@@ -263,14 +263,48 @@ def test_a_certificate_without_the_field_keeps_its_old_meaning(certificates):
     _, before = certificates["before-bias"]
     old = forge(before, lambda d: d["certificate"]["inputs"].pop("tanh_cap_order"), "old.json")
     assert run(old)[0] == 1
-    bad = forge(before, lambda d: d["certificate"]["inputs"].__setitem__("tanh_cap_order", "first"), "bad.json")
-    assert run(bad) == (
-        2,
-        [
-            f'{bad}: certificate.inputs.tanh_cap_order: expected "after-bias" or "before-bias", and only with '
-            "tanh_cap and bias_slopes"
-        ],
-    )
+
+
+def _without(*names):
+    def change(d):
+        for name in names:
+            d["certificate"]["inputs"].pop(name)
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (
+            lambda d: d["certificate"]["inputs"].__setitem__("tanh_cap_order", "first"),
+            'certificate.inputs.tanh_cap_order: expected "after-bias" or "before-bias", got the text \'first\'',
+        ),
+        (
+            _without("bias_slopes"),
+            'certificate.inputs.bias_slopes: absent, but tanh_cap_order "before-bias" orders tanh_cap and bias_slopes',
+        ),
+        (
+            _without("tanh_cap"),
+            'certificate.inputs.tanh_cap: absent, but tanh_cap_order "before-bias" orders tanh_cap and bias_slopes',
+        ),
+        (
+            _without("tanh_cap", "bias_slopes"),
+            'certificate.inputs.tanh_cap: absent, and bias_slopes too, but tanh_cap_order "before-bias" orders '
+            "tanh_cap and bias_slopes",
+        ),
+    ],
+)
+def test_a_bad_order_echoes_it_and_an_order_without_its_inputs_names_the_input_missing(
+    certificates, capsys, change, problem
+):
+    """Both verifiers: the value given where it is no order; the input it orders where that is absent."""
+    from symattn.verifier.__main__ import run
+
+    _, before = certificates["before-bias"]
+    bad = forge(before, change, "bad.json")
+    assert run(bad) == (2, [f"{bad}: {problem}"])
+    assert fast(capsys, bad) == (2, "", f"symattn: {bad}: {problem}\n")
 
 
 @pytest.mark.parametrize("order", [None, "before-bias", "after-bias"])

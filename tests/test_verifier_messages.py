@@ -31,6 +31,17 @@ def made(tmp_path_factory):
     return folder, certify(spec, "--grad-output", folder / "do.npy", "--digits", "9")
 
 
+def files(folder, cert) -> list[str]:
+    """The fast verifier's lines on the files of ``made``'s certificate (at ``cert``): each hashed, then what they bind."""
+    spec = folder / "s.toml"
+    hashed = [("spec", "s.toml"), ("Q", "q.npy"), ("K", "k.npy"), ("V", "v.npy"), ("grad_output", "do.npy")]
+    return [
+        *(f"{cert}: {name} {folder / file}: SHA-256 matches" for name, file in hashed),
+        f"{cert}: its inputs are the values the spec {spec} gives, read here from its files",
+        f"{cert}: and its dO is the values of its grad_output file, read here",
+    ]
+
+
 def test_both_verifiers_end_with_the_verdict_after_naming_the_order_alike(made, capsys):
     folder, cert = made
     code, out, err = fast(capsys, cert)
@@ -107,7 +118,7 @@ def test_without_the_field_both_say_what_its_absence_means(made, capsys):
 def test_places_sort_numerically_in_both_verifiers(made, capsys):
     """Twelve LSE values of head 1 one digit off: lse2[0, 1, 2] comes before lse2[0, 1, 10] (as text it would
     not); a few failures name no input."""
-    _, cert = made
+    folder, cert = made
     data = json.loads(cert.read_text(encoding="utf-8"))
 
     def off(text: str) -> str:
@@ -125,32 +136,34 @@ def test_places_sort_numerically_in_both_verifiers(made, capsys):
         f"{forged}: NOT verified: 12 values do not round to the value shown",
     ]
     code, out, err = fast(capsys, forged)
-    said = err.splitlines()
-    assert code == 1
-    assert [line.split(": ")[2] for line in said[:12]] == [f"lse2[0, 1, {i}]" for i in range(12)]
+    said = out.splitlines()
+    assert (code, err) == (1, "")
+    assert [line.split(": ")[1] for line in said[:12]] == [f"lse2[0, 1, {i}]" for i in range(12)]
     assert said[12:] == [
-        f"symattn: {forged}: {CERTIFIES} (before the bias)",
-        f"symattn: {forged}: NOT verified: 12 values do not round to the value shown",
+        *files(folder, forged),
+        f"{forged}: {CERTIFIES} (before the bias)",
+        f"{forged}: NOT verified: 12 values do not round to the value shown",
     ]
 
 
 def test_the_fast_verifier_cuts_a_long_listing_too(made, capsys):
-    _, cert = made
+    folder, cert = made
 
     def off(d):
         d["output"]["value"] = [[x[:-1] + str((int(x[-1]) + 1) % 10) for x in row] for row in d["output"]["value"]]
 
     forged = forge(cert, off)
-    code, _, err = fast(capsys, forged)
-    said = err.splitlines()
-    assert code == 1 and len(said) == 23
-    assert [line.split(": ")[2] for line in said[:20]] == [
+    code, out, err = fast(capsys, forged)
+    said = out.splitlines()
+    assert (code, err) == (1, "")
+    assert [line.split(": ")[1] for line in said[:20]] == [
         f"output[0, 0, {i}, {c}]" for i in range(5) for c in range(4)
     ]
     assert said[20:] == [
-        f"symattn: {forged}: … and 172 more",
-        f"symattn: {forged}: {CERTIFIES} (before the bias)",
-        f"symattn: {forged}: NOT verified: 192 values do not round to the value shown",
+        f"{forged}: … and 172 more",
+        *files(folder, forged),
+        f"{forged}: {CERTIFIES} (before the bias)",
+        f"{forged}: NOT verified: 192 values do not round to the value shown",
     ]
 
 

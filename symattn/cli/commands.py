@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from symattn.cli.parser import build_parser, command_named, say
 from symattn.cli.terminal import counter, is_terminal, progress, steps
-from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, brief
+from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, brief, shown
 
 if TYPE_CHECKING:
     from symattn.rendering.export import Export
@@ -377,19 +377,14 @@ def _verify(args: argparse.Namespace) -> int:
 
     data = read_table(args.certificate, what="a certificate", limit=limits.CERTIFICATE_BYTES)
     result = verify(data, args.certificate, Path(args.certificate).parent)
-    for line in shortened(list(result.failures)):  # the first 20, and how many more: the verdict counts them all
-        say(f"{args.certificate}: {line}")
-    files = "".join(f"{args.certificate}: {line}\n" for line in result.files)  # what was hashed, or absent
-    paths = "".join(f"{args.certificate}: {line}\n" for line in result.paths)
-    named = f"{args.certificate}: {result.certified}\n" if result.certified else ""  # as the standalone one says it
-    if result.ok:  # the verdict last, as python -m symattn.verifier ends
-        _emit(paths + files + named + f"{args.certificate}: {result.checked} values verified: {result.claim}\n", None)
-        return 0
-    _emit(files, None)
-    if named:
-        say(named.rstrip("\n"))
-    say(f"{args.certificate}: {verdict(result.failures)}")  # last: a failed run never ends on a file's "matches"
-    return 1
+    named = [result.certified] if result.certified else []  # as the standalone one says it
+    if result.ok:
+        lines = [*result.paths, *result.files, *named, f"{result.checked} values verified: {result.claim}"]
+    else:  # the first 20 failures, and how many more: the verdict counts them all
+        lines = [*shortened(list(result.failures)), *result.files, *named, verdict(result.failures)]
+    # the report on stdout, its verdict last (as python -m symattn.verifier's): `| tail -1` is the verdict
+    _emit("".join(f"{shown(f'{args.certificate}: {line}')}\n" for line in lines), None)
+    return 0 if result.ok else 1
 
 
 def _serve(args: argparse.Namespace) -> int:

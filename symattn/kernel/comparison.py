@@ -97,6 +97,14 @@ class Entries(Sequence[Entry]):
     def correctly_rounded(self) -> int:
         return sum(1 for e in self if e.value is not None and e.bucket <= 1)
 
+    def tied(self, figure: str, region: tuple[slice, slice] | None = None) -> list[Entry]:
+        """The entries (in ``region``: rows and columns) whose ``figure`` shows the largest digits ("ulps": with
+        its bucket), in row order: ties.order tells them apart."""
+        inside = [e for e in self if getattr(e, figure) is not None and _inside(region, e)]
+        key = (lambda e: (e.bucket, e.ulps)) if figure == "ulps" else (lambda e: getattr(e, figure))
+        top = max(map(key, inside), default=None)
+        return [e for e in inside if key(e) == top]
+
     def over(self, bound: Decimal) -> int:
         """How many entries have an error, in ULPs to the three digits shown, over ``bound`` (--max-ulp)."""
         return sum(1 for e in self if e.ulps is not None and e.ulps > bound)
@@ -134,6 +142,15 @@ def head_summary(batch: int, head: int, entries: Entries) -> dict[str, Any]:
         "worst": entries.worst(),
         "worst_relative": entries.largest("relative"),
     }
+
+
+def _inside(region: tuple[slice, slice] | None, e: Entry) -> bool:
+    return region is None or all(s.start <= k < s.stop for s, k in zip(region, (e.row, e.col)))
+
+
+def _shown(e: Entry) -> tuple[Any, Any]:
+    # the order ``ranked`` sorts by: the bucket's place, then the three digits (exact zeros missed: none)
+    return rank(e.bucket), e.ulps
 
 
 def rank(bucket: Any) -> Any:
@@ -183,17 +200,60 @@ class Comparison:
         """(bucket, count) for every bucket with an entry, not-finite entries left out."""
         return self.entries.histogram()
 
+    def top(self, figure: str, region: tuple[slice, slice] | None = None) -> tuple[Entry | None, int]:
+        """The entry of the largest ``figure`` ("ulps", "relative", "row_relative"; in ``region``, rows and
+        columns, where given) by the figures' true order, and how many places may hold it (ties.order)."""
+        from symattn.kernel.ties import order
+
+        try:
+            tied = self.entries.tied(figure, region)
+        except LookupError:  # an entry tied with the largest was not decided: every entry decided
+            if self.complete is None:
+                raise
+            return self.whole().top(figure, region)
+        if len(tied) < 2:
+            return (tied[0] if tied else None), 1
+        first = order(self, figure, tied)[0]
+        return first[0], len(first)
+
+    def ranked(self, count: int) -> list[Entry]:
+        """The ``count`` entries of the largest errors, as ``Entries.ranked``, those whose figures show the same
+        digits in their true order (ties.order)."""
+        from itertools import groupby
+
+        from symattn.kernel.ties import order
+
+        n = min(count + 1, len(self.entries))
+        while count:  # enough entries that every one tied with the count-th is among them
+            try:
+                got = self.entries.ranked(n)
+            except LookupError:  # past the entries decided: every entry decided, where it can be
+                if self.complete is not None:
+                    return self.whole().ranked(count)
+                got = self.entries.ranked(count)  # compare_head's alone: those decided
+                break
+            if len(got) < n or len(got) <= count or _shown(got[-1]) != _shown(got[count - 1]):
+                break
+            n *= 2
+        else:
+            return []
+        out: list[Entry] = []
+        for _, same in groupby(got, key=_shown):
+            group = list(same)
+            out += [e for g in order(self, "ulps", group) for e in g] if group[0].ulps is not None else group
+        return out[:count]
+
     @property
     def worst(self) -> Entry | None:
-        return self.entries.worst()
+        return self.top("ulps")[0]
 
     @property
     def worst_relative(self) -> Entry | None:
-        return self.entries.largest("relative")
+        return self.top("relative")[0]
 
     @property
     def worst_row_relative(self) -> Entry | None:
-        return self.entries.largest("row_relative")
+        return self.top("row_relative")[0]
 
     @property
     def correctly_rounded(self) -> int:
@@ -247,15 +307,13 @@ def number_text(x: Decimal) -> str:
     return f"{'-' if sign else ''}{mantissa}e{x.adjusted()}"
 
 
-FIGURE_RANGE = 308  # past 10^±308, float64's range, a text figure reads as a power of ten: about 10^881512
+FIGURE_RANGE = 308  # past 10^±308, float64's range, a text figure reads as digits times a power of ten
 
 
-def figure_text(x: Decimal, about: str = "about") -> str:
-    """A figure as the text reports show it: :func:`number_text`, except past 10^±308 the power of ten nearest
-    it, ``about 10^881512`` (``about``: the language's word; JSON keeps the three digits)."""
+def figure_text(x: Decimal) -> str:
+    """A figure as the text reports show it: :func:`number_text`, except past 10^±308 its digits times a power
+    of ten, ``1.26×10^881512`` (the same in every language; JSON keeps ``1.26e881512``)."""
     if x == 0 or abs(x.adjusted()) <= FIGURE_RANGE:
         return number_text(x)
-    digits = x.as_tuple().digits  # in integers: no decimal context limits the exponent
-    m, n = int("".join(map(str, digits))), len(digits) - 1  # |x| = m·10^(adjusted − n)
-    power = x.adjusted() + (m * m >= 10 ** (2 * n + 1))  # log10|x| rounded to the nearest whole number
-    return f"{about} {'-' if x < 0 else ''}10^{power}"
+    mantissa, power = number_text(x).split("e")
+    return f"{mantissa}×10^{power}"

@@ -43,7 +43,7 @@ def comparison_data(
     def at(e: Entry | None) -> dict[str, int] | None:
         return None if e is None else places.index(e.row, e.col)
 
-    worst, worst_relative, worst_row = c.worst, c.worst_relative, c.worst_row_relative
+    (worst, n_ulps), (worst_relative, n_relative), (worst_row, n_row) = (c.top(f) for f in FIGURES)
     data: dict[str, Any] = {
         "source": c.source,
         "quantity": c.quantity,
@@ -61,6 +61,7 @@ def comparison_data(
             "max_relative_at": at(worst_relative),
             "max_row_relative": None if worst_row is None else _text(worst_row.row_relative),
             "max_row_relative_at": at(worst_row),
+            **_ties_data(("max_ulps", n_ulps), ("max_relative", n_relative), ("max_row_relative", n_row)),
             **_zero_data(c, at),
             "histogram": [{"ulps": bucket_label(b), "count": n} for b, n in c.histogram],
         },
@@ -87,6 +88,14 @@ def comparison_data(
         if verdict.rule == "flash":  # at the top, as kernel tests read it
             data["ratio"] = data["verdict"]["ratio"]
     return data
+
+
+FIGURES = ("ulps", "relative", "row_relative")
+
+
+def _ties_data(*counts: tuple[str, int]) -> dict[str, int]:
+    # a figure whose largest value several entries may hold: how many (its _at is the first of them)
+    return {f"{name}_places": n for name, n in counts if n > 1}
 
 
 def _text(x: Decimal | None) -> str | None:
@@ -146,6 +155,7 @@ def _head_data(c: Comparison, verdict: Any, max_ulp: Decimal | None) -> list[dic
             "max_ulps_at": at(s["worst"]),
             "max_relative": None if s["worst_relative"] is None else number_text(s["worst_relative"].relative),
             "max_relative_at": at(s["worst_relative"]),
+            **_ties_data(("max_ulps", s["worst_places"]), ("max_relative", s["worst_relative_places"])),
         }
         if max_ulp is not None:
             data["max_ulp_pass"] = passes_max_ulp(s["worst"], max_ulp)
@@ -167,20 +177,16 @@ def render_comparison(
     ``max_ulp``, each (batch, head), the histogram, then the worst entries (or every entry)."""
     from symattn.kernel.tolerance import fraction_text
     from symattn.rendering.environment import render_template
-    from symattn.rendering.phrases import load_language
 
     total = max(1, len(c.entries))
-    shown = list(c.entries) if every else c.entries.not_finite() + c.entries.ranked(worst)
+    shown = list(c.entries) if every else c.entries.not_finite() + c.ranked(worst)
+    tops = [c.top(f) for f in FIGURES]
     places = c.where
     least = ulp(Fraction(0), c.format)  # the format's least subnormal: below it the best float is 0 or it
     below = [e for e in shown if e.exact != 0 and abs(e.exact) < least]
     marked = {id(e) for e in below}
     exact = {id(e): f"{e.exact}*" if id(e) in marked else str(e.exact) for e in shown}
-    about = load_language(lang)["compare"]["about"]  # a figure past float64's range: about 10^881512
-
-    def num(x: Decimal) -> str:
-        return figure_text(x, about)
-
+    num = figure_text
     figures = [[num(x) for x in (e.ulps, e.relative) if x is not None] for e in shown]
     # a bar of up to 40 marks per bucket, at least one for a bucket that has an entry
     histogram = [(b, n, max(1, (n * 40 + total - 1) // total)) for b, n in c.histogram]
@@ -203,13 +209,14 @@ def render_comparison(
         all_shown=every,
         histogram=histogram,
         percent=None if c.refined is None else _percent(c.refined, total),
-        worst=c.worst,
-        worst_relative=c.worst_relative,
-        worst_row=c.worst_row_relative,
+        worst=tops[0][0],
+        worst_relative=tops[1][0],
+        worst_row=tops[2][0],
+        ties=[n for _, n in tops],  # how many places may hold each largest figure
         missed=missed,
         worst_zero=max(missed, key=lambda e: e.absolute or 0) if missed else None,
         max_ulp=None if max_ulp is None else str(max_ulp),  # as typed
-        max_ulp_pass=None if max_ulp is None else passes_max_ulp(c.worst, max_ulp),
+        max_ulp_pass=None if max_ulp is None else passes_max_ulp(tops[0][0], max_ulp),
         max_ulp_over=None if max_ulp is None else c.entries.over(max_ulp),
         tol=tolerance,
         tol_text=fraction_text,
@@ -239,6 +246,7 @@ def _head_lines(c: Comparison, tolerance: Any, max_ulp: Decimal | None, num: Any
                 **s,
                 "max_ulps": "—" if w is None else num(w.ulps),
                 "at": "—" if w is None else places.text(w.row, w.col),
+                "at_places": s["worst_places"],
                 "max_relative": "—" if s["worst_relative"] is None else num(s["worst_relative"].relative),
                 "max_ulp_pass": None if max_ulp is None else passes_max_ulp(w, max_ulp),
                 "verdict": verdicts.get((s["batch"], s["head"])),

@@ -30,7 +30,8 @@ def run(
     A result with batch and head axes (or inputs of several batches) is lined up as the heads are, and its
     places name those axes; a matrix result keeps ``places`` (places.Places). With ``worst``, only what a
     report of the ``worst`` largest errors and each (batch, head)'s summary show is decided; reading any other
-    entry is an error, or with ``complete`` decides every entry then (``Comparison.whole``, the JSON's).
+    entry is an error, or with ``complete`` decides every entry then (``Comparison.whole``, the JSON's, which
+    a tie of figures past the entries decided reads in either case: kernel/ties.py).
     ``symbol`` names the result in every place (``out[1, 2, 77, 5]``); None keeps the quantity's own (``o``).
     """
     from symattn.input.batched import arrange
@@ -57,7 +58,7 @@ def run(
     comparison = replace(
         compare_head(heads, result, quantity, worst, places), batch_heads=axes, places=places, order=inputs.order
     )
-    if worst is None or not complete:
+    if worst is None:
         return comparison
 
     @cache
@@ -65,8 +66,9 @@ def run(
         whole = compare_head(heads, result, quantity, None, places)
         return replace(whole, batch_heads=axes, places=places, order=inputs.order)
 
-    comparison.entries.full = lambda: whole().entries  # an EntryTable: its entries not decided read these
-    return replace(comparison, complete=whole)
+    if complete:  # an EntryTable: its entries not decided read these (else reading one is an error)
+        comparison.entries.full = lambda: whole().entries
+    return replace(comparison, complete=whole)  # ties.order's figures tied past those decided read it too
 
 
 def _check_shape(inputs: Inputs, result: FloatResult, quantity: str) -> None:

@@ -170,6 +170,16 @@ class EntryTable(Entries):
     def correctly_rounded(self) -> int:
         return int(np.count_nonzero(self.finite & (self.bucket <= 1)))
 
+    def tied(self, figure: str, region: tuple[slice, slice] | None = None) -> list[Entry]:
+        keys = self._key(figure)
+        if figure == "ulps":
+            keys = np.where(keys >= 0, self.bucket * _SCALE + keys, -1)
+        rows, cols = region or (slice(0, self.shape[0]), slice(0, self.shape[1]))
+        block = keys[rows, cols]
+        if block.size == 0 or block.max() < 0:
+            return []
+        return [self.entry(rows.start + int(i), cols.start + int(j)) for i, j in zip(*np.nonzero(block == block.max()))]
+
     def over(self, bound: Decimal) -> int:
         # only an entry whose bucket reaches past the bound may be over it: those are read, the rest counted out
         tops = np.array([float(e) for e in EDGES] + [np.inf, 0.0])  # each bucket's upper edge; ZERO: no ULP

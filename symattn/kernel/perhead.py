@@ -14,8 +14,17 @@ from symattn.kernel.comparison import Comparison
 
 def summaries(c: Comparison) -> list[dict[str, Any]]:
     """Each (batch, head), 0-based, in order: its entries, how many are correctly rounded, its largest errors
-    (Entry objects, placed in the whole)."""
-    return c.entries.head_summaries(c.where)
+    (Entry objects, placed in the whole) by the figures' true order, and how many places may hold each."""
+    shape = getattr(c.entries, "shape", None)
+    if shape is None:  # Entry objects: their rows and columns
+        shape = (max((e.row for e in c.entries), default=0) + 1, max((e.col for e in c.entries), default=0) + 1)
+    regions = dict(c.where.regions(shape))
+    out = []
+    for s in c.entries.head_summaries(c.where):
+        region = regions.get((s["batch"], s["head"]))
+        (worst, n), (relative, m) = c.top("ulps", region), c.top("relative", region)
+        out.append({**s, "worst": worst, "worst_places": n, "worst_relative": relative, "worst_relative_places": m})
+    return out
 
 
 __all__ = ["summaries"]

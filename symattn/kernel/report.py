@@ -144,13 +144,8 @@ class Report:
 
     def _runs_text(self, lang: str) -> str:
         from symattn.rendering.environment import render_template
-        from symattn.rendering.phrases import load_language
 
-        about = load_language(lang)["compare"]["about"]  # a figure past float64's range: about 10^881512
-
-        def num(x: Decimal) -> str:
-            return figure_text(x, about)
-
+        num = figure_text
         places = self.comparison.where
         runs = []
         for r in self.runs:

@@ -122,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         code, lines = run(Path(args.certificate))
     except KeyboardInterrupt:
         return 130
-    for line in lines:
-        print(line, file=sys.stdout if code == 0 else sys.stderr)
+    for line in lines:  # the report on stdout, its verdict last; a certificate refused (2) on stderr
+        print(line, file=sys.stderr if code == 2 else sys.stdout)
     return code
 
 

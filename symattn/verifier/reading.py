@@ -324,11 +324,15 @@ def _inputs(raw: Any) -> Inputs:
         if not 0 < cap <= 1000:
             raise CertificateError(f"{key}.tanh_cap", f"{cap.hex()}: above 0 and at most 1000")
     order = raw.get("tanh_cap_order", ORDERS[0])  # absent: after the bias, as certificates before it meant
-    if order not in ORDERS or ("tanh_cap_order" in raw and (cap is None or slopes is None)):
-        raise CertificateError(
-            f"{key}.tanh_cap_order", 'expected "after-bias" or "before-bias", and only with tanh_cap and bias_slopes'
-        )
+    if order not in ORDERS:
+        raise CertificateError(f"{key}.tanh_cap_order", f'expected "after-bias" or "before-bias", got {kind(order)}')
     given = "tanh_cap_order" in raw
+    missing = [name for name, x in (("tanh_cap", cap), ("bias_slopes", slopes)) if x is None]
+    if given and missing:  # the order is of the two: the input it orders is what is wrong
+        too = ", and bias_slopes too" if len(missing) == 2 else ""
+        raise CertificateError(
+            f"{key}.{missing[0]}", f'absent{too}, but tanh_cap_order "{order}" orders tanh_cap and bias_slopes'
+        )
     return Inputs(
         batch, heads, kv, raw["layout"], Q, K, V, dO, scale, mask, logits, slopes, cap, order == ORDERS[1], given
     )
