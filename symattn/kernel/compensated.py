@@ -223,7 +223,7 @@ def product_outputs(
     m = head.K.shape[0]
     E, eE, _, _, _, extra = stage
     columns = values(head) if columns is None else columns
-    made = exact_product.product(E, columns.B, columns)
+    made = exact_product.product(E, columns.B, columns, nonnegative=True)  # exps: E ≥ 0
     if made is None:
         return None
     P, eP = made

@@ -49,16 +49,20 @@ class Columns:
         self.top = float(np.max(np.abs(B))) if B.size else 0.0
 
 
-def product(A: np.ndarray, B: np.ndarray, columns: Columns | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+def product(
+    A: np.ndarray, B: np.ndarray, columns: Columns | None = None, nonnegative: bool = False
+) -> tuple[np.ndarray, np.ndarray] | None:
     """(P, error): P = fl(A·B) as above and a bound on |P − A·B| for each entry, for finite float A (n×m) and
     B (m×k); None where the exact part's unit would fall below the subnormals (rows and columns far below
-    2^-400 together). ``columns``: Columns(B), where the caller has it already."""
+    2^-400 together). ``columns``: Columns(B), where the caller has it already; ``nonnegative``: every
+    entry of A is ≥ 0 (exps), so |A| = A and |H| = H (x ≥ 0 gives fl(x + σ) ≥ σ)."""
     m = A.shape[1]
     made = Columns(B) if columns is None else columns
     s = made.s
-    if A.size and B.size and max(float(np.max(np.abs(A))), made.top) >= 2.0 ** (1022 - s):
+    largest = np.max(A if nonnegative else np.abs(A), axis=1, keepdims=True, initial=0.0)
+    if A.size and B.size and max(float(np.max(largest)), made.top) >= 2.0 ** (1022 - s):
         return None  # σ = 2^(e+s) past the floats
-    rows, cols = Split.of(A, s), made.split
+    rows, cols = Split.of(A, s, largest), made.split
     if A.size and B.size and float(rows.top.min()) * float(cols.top.min()) * 2.0 ** (2 * s - 106) < LEAST:
         return None  # the exact part's unit below the subnormals
     exact = rows.high @ cols.high.T
@@ -66,7 +70,7 @@ def product(A: np.ndarray, B: np.ndarray, columns: Columns | None = None) -> tup
     rest += rows.low @ B
     P = exact + rest
     f = 2.0 ** (s - 53)
-    high_sums = np.sum(np.abs(rows.high), axis=1, keepdims=True)  # exact: see above
+    high_sums = np.sum(rows.high if nonnegative else np.abs(rows.high), axis=1, keepdims=True)  # exact: see above
     small = gamma(m) * f * (high_sums * cols.top.T + rows.top * made.sums) + 2 * m * LEAST
     return P, SAFETY * (U * np.abs(P) + U * np.abs(rest) + small)
 
