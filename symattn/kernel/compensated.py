@@ -27,9 +27,11 @@ from symattn.kernel.float64 import (
     Head,
     Split,
     U,
+    blocks,
     exps,
     extra_term,
     gamma,
+    interval,
     joined,
     tiny,
     tiny_terms,
@@ -182,17 +184,46 @@ def quotient(N: np.ndarray, eN: np.ndarray, L: np.ndarray, eL: np.ndarray) -> tu
     return O, eO
 
 
-def product_outputs(head: Head, stage: tuple, absV: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def met(head: Head, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[lo, hi] of the outputs of the query rows [start, stop) (start a multiple of float64.BLOCK): float64's
+    ends (its blocks, those of a whole pass) met with :func:`product_outputs`' ends of the same block's
+    exps, and a flag per row where the product held (elsewhere float64's ends alone). Both enclose each
+    exact value, so their meet does; inside float64's ends, it shows no digit fewer than they do."""
+    start, stop = rows
+    lo, hi = np.empty((stop - start, head.V.shape[1])), np.empty((stop - start, head.V.shape[1]))
+    held = np.zeros(stop - start, dtype=bool)
+    absV, columns = np.abs(head.V), values(head)
+    for b in blocks(head, weights=False, rows=rows, stages=True):
+        at = slice(b.start - start, b.stop - start)
+        assert b.stage is not None  # kept: stages=True
+        lo[at], hi[at] = interval(b.output, b.output_error)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # as float64.blocks: inf, no bound
+            made = product_outputs(head, b.stage, absV, columns)
+        if made is not None:
+            a, c = interval(*made)
+            lo[at], hi[at], held[at] = np.fmax(lo[at], a), np.fmin(hi[at], c), True  # fmax: a NaN end is none
+    return lo, hi, held
+
+
+def values(head: Head) -> exact_product.Columns:
+    """V with a column of ones (N = E·V and ℓ = E·1 in one product), split once for every block."""
+    return exact_product.Columns(np.concatenate([head.V, np.ones((head.K.shape[0], 1))], axis=1))
+
+
+def product_outputs(
+    head: Head, stage: tuple, absV: np.ndarray, columns: exact_product.Columns | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Every output of the stage's rows (float64.exps and extra_term's, as a block keeps them) and its bound:
     N = E·V and ℓ = E·1 by :func:`.exact_product.product` (V with a column of ones), each within its bound e_P
     of the sum of the stage's E; the exps' own errors key by key, Σ_j eE_j·|v_j| (TINY where one underflowed),
     a BLAS product of non-negative terms whose value is above the float by at most γ_m of it and m·2^-1075
     for products below 2^-1022, so times 1 + 2γ_m plus m·2^-1074 it is above; then ℓ's with the denominator
     logit's term and the quotient as stage_outputs carries them. ``absV``: |V|. None where the product's
-    exact part would underflow (a row whose exps are all far below 1)."""
+    exact part would underflow (a row whose exps are all far below 1). ``columns``: :func:`values` (head)."""
     m = head.K.shape[0]
     E, eE, _, _, _, extra = stage
-    made = exact_product.product(E, np.concatenate([head.V, np.ones((m, 1))], axis=1))
+    columns = values(head) if columns is None else columns
+    made = exact_product.product(E, columns.B, columns, nonnegative=True)  # exps: E ≥ 0
     if made is None:
         return None
     P, eP = made
@@ -205,4 +236,4 @@ def product_outputs(head: Head, stage: tuple, absV: np.ndarray) -> tuple[np.ndar
     return quotient(N, SAFETY * (eP[:, :-1] + W), ell[:, None], e_ell[:, None])
 
 
-__all__ = ["outputs", "product_outputs", "quotient", "stage_outputs"]
+__all__ = ["met", "outputs", "product_outputs", "quotient", "stage_outputs"]

@@ -103,11 +103,13 @@ class FloatEnclosure(Enclosure):
         balls=None,
         summed: set[Point] | None = None,
         deviations: dict[Point, Any] | None = None,
+        held: np.ndarray | None = None,
     ):
         super().__init__(lo, hi)
         self.deviations = deviations or {}
         self.balls = balls  # refine.Balls: the rows arb computed already
         self.summed = summed or set()  # entries whose sums compare redid error-free: lo and hi hold that bound
+        self.held = held  # the same, as a flag per entry: ends met with the error-free product's (heads.py)
         self.heads, self.quantity, self.offsets = heads, quantity, offsets
         # {entry: exact ends}: what compare's refinement already reached, within [lo, hi]
         self.narrowed: dict[Point, Ends] = narrowed or {}
@@ -169,7 +171,7 @@ class FloatEnclosure(Enclosure):
             for i, j in points:
                 if (i, j) in out:
                     continue
-                if (i, j) in self.summed:  # level 1 is their bound already, met with lo and hi
+                if (i, j) in self.summed or (self.held is not None and self.held[i, j]):  # level 1 is their bound
                     h, row, col = self._place(i, j)
                     wanted[h][row].remove(col)
                     out[(i, j)] = (_rational(self.lo[i, j]), _rational(self.hi[i, j]))

@@ -37,15 +37,32 @@ from symattn.kernel.float64 import SAFETY, Split, U, exact_s, gamma
 LEAST = 2.0**-1074  # the least subnormal
 
 
-def product(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+class Columns:
+    """B's columns split once (ExtractScalar, as above) and Σ_j|B_jk| rounded up, for products of several A
+    with the same B (the blocks of a head's rows times its V)."""
+
+    def __init__(self, B: np.ndarray):
+        m = B.shape[0]
+        self.B, self.s = B, exact_s(m)
+        self.split = Split.of(np.ascontiguousarray(B.T), self.s)
+        self.sums = np.sum(np.abs(B), axis=0, keepdims=True) * (1 + 2 * gamma(m))  # rounded up past its value
+        self.top = float(np.max(np.abs(B))) if B.size else 0.0
+
+
+def product(
+    A: np.ndarray, B: np.ndarray, columns: Columns | None = None, nonnegative: bool = False
+) -> tuple[np.ndarray, np.ndarray] | None:
     """(P, error): P = fl(A·B) as above and a bound on |P − A·B| for each entry, for finite float A (n×m) and
     B (m×k); None where the exact part's unit would fall below the subnormals (rows and columns far below
-    2^-400 together)."""
+    2^-400 together). ``columns``: Columns(B), where the caller has it already; ``nonnegative``: every
+    entry of A is ≥ 0 (exps), so |A| = A and |H| = H (x ≥ 0 gives fl(x + σ) ≥ σ)."""
     m = A.shape[1]
-    s = exact_s(m)
-    if A.size and B.size and max(float(np.max(np.abs(A))), float(np.max(np.abs(B)))) >= 2.0 ** (1022 - s):
+    made = Columns(B) if columns is None else columns
+    s = made.s
+    largest = np.max(A if nonnegative else np.abs(A), axis=1, keepdims=True, initial=0.0)
+    if A.size and B.size and max(float(np.max(largest)), made.top) >= 2.0 ** (1022 - s):
         return None  # σ = 2^(e+s) past the floats
-    rows, cols = Split.of(A, s), Split.of(np.ascontiguousarray(B.T), s)
+    rows, cols = Split.of(A, s, largest), made.split
     if A.size and B.size and float(rows.top.min()) * float(cols.top.min()) * 2.0 ** (2 * s - 106) < LEAST:
         return None  # the exact part's unit below the subnormals
     exact = rows.high @ cols.high.T
@@ -53,10 +70,9 @@ def product(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray] | Non
     rest += rows.low @ B
     P = exact + rest
     f = 2.0 ** (s - 53)
-    high_sums = np.sum(np.abs(rows.high), axis=1, keepdims=True)  # exact: see above
-    b_sums = np.sum(np.abs(B), axis=0, keepdims=True) * (1 + 2 * gamma(m))  # rounded up past its value
-    small = gamma(m) * f * (high_sums * cols.top.T + rows.top * b_sums) + 2 * m * LEAST
+    high_sums = np.sum(rows.high if nonnegative else np.abs(rows.high), axis=1, keepdims=True)  # exact: see above
+    small = gamma(m) * f * (high_sums * cols.top.T + rows.top * made.sums) + 2 * m * LEAST
     return P, SAFETY * (U * np.abs(P) + U * np.abs(rest) + small)
 
 
-__all__ = ["product"]
+__all__ = ["Columns", "product"]

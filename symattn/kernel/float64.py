@@ -244,9 +244,11 @@ class Split:
     s: int
 
     @staticmethod
-    def of(x: np.ndarray, s: int | None = None) -> Split:
+    def of(x: np.ndarray, s: int | None = None, largest: np.ndarray | None = None) -> Split:
+        """``largest``: each row's max |x| as a column, where the caller has it already."""
         s = exact_s(x.shape[1]) if s is None else s
-        _, e = np.frexp(np.max(np.abs(x), axis=1, keepdims=True))  # max < 2^e (e = 0 for a zero row)
+        largest = np.max(np.abs(x), axis=1, keepdims=True) if largest is None else largest
+        _, e = np.frexp(largest)  # max < 2^e (e = 0 for a zero row)
         sigma = np.ldexp(1.0, e + s)
         high = (x + sigma) - sigma  # exact (ExtractScalar): a multiple of 2^(e+s−53)
         return Split(x, high, x - high, np.ldexp(1.0, e), s)
@@ -341,8 +343,7 @@ def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV:
     ell, e_ell = joined(ell, e_ell, extra)  # a logit with no value: its e^(s − M)
     eps_row = np.max(eps, axis=1, keepdims=True)
     tiny_row = np.where(np.any(under, axis=1, keepdims=True), TINY, 0.0)
-    N = _chunked(E, width, chunks, head.V)
-    B = _chunked(E, width, chunks, absV)
+    N, B = _chunked(E, width, chunks, head.V, absV)
     under_row = UNDER * tiny_terms(np.sum(tiny(E), axis=1, keepdims=True))  # products e·v below 2^-1022
     eN = SAFETY * ((g_sum + eps_row * (1 + g_sum)) * B + tiny_row * np.sum(absV, axis=0) + under_row)
     O = N / ell
@@ -367,18 +368,18 @@ def divided(E: np.ndarray, eE: np.ndarray, ell: np.ndarray, e_ell: np.ndarray) -
     return A, eA
 
 
-def _chunked(E: np.ndarray, width: int, chunks: int, V: np.ndarray | None = None) -> np.ndarray:
-    """Row sums of E (or E·V) as sums over chunks of ``width`` keys of each chunk's sum, in any order."""
+def _chunked(E: np.ndarray, width: int, chunks: int, *Vs: np.ndarray) -> Any:
+    """Row sums of E (or E·V for each V given, a tuple) as sums over chunks of ``width`` keys of each chunk's
+    sum, in any order."""
     n, m = E.shape
     if chunks * width != m:  # zeros pad the last chunk: they add nothing and lose nothing
         E = np.concatenate([E, np.zeros((n, chunks * width - m))], axis=1)
-        if V is not None:
-            V = np.concatenate([V, np.zeros((chunks * width - m, V.shape[1]))], axis=0)
+        Vs = tuple(np.concatenate([V, np.zeros((chunks * width - m, V.shape[1]))], axis=0) for V in Vs)
     parts = E.reshape(n, chunks, width)
-    if V is None:
+    if not Vs:
         return parts.sum(axis=2).sum(axis=1, keepdims=True)
-    stacked = np.ascontiguousarray(parts.transpose(1, 0, 2))  # contiguous: one BLAS call per chunk
-    return np.matmul(stacked, V.reshape(chunks, width, V.shape[1])).sum(axis=0)
+    stacked = np.ascontiguousarray(parts.transpose(1, 0, 2))  # contiguous: one BLAS call per chunk, made once
+    return tuple(np.matmul(stacked, V.reshape(chunks, width, V.shape[1])).sum(axis=0) for V in Vs)
 
 
 UNDER = 2.0**-1070  # 32 underflows, each off by at most 2^-1075 (half the least subnormal), absolute

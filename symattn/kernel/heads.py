@@ -25,6 +25,7 @@ from symattn.kernel.refine import Balls, refine
 LSE = {"lse": "e", "lse2": "2"}  # the log-sum-exp, natural or base 2: one row per head
 LEAN_WORK = 2**24  # multiply-adds of all heads' scores from which a report's first bound is lean's
 LEAN_ROWS = 512  # query rows of one piece of the first bound (a multiple of float64.BLOCK)
+PRODUCT_WORK = 2**24  # multiply-adds from which every entry decided meets float64's ends with the product's
 PARALLEL_WORK = 2**24  # multiply-adds of all heads' scores below which one process is quicker than two
 FLOAT_DIGITS = 13  # of an exact value the float64 bound decides: shown() and shown_many() agree up to 13
 
@@ -119,20 +120,23 @@ def _work(heads: list[float64.Head]) -> int:
     return sum(x.Q.shape[0] * x.K.shape[0] * x.Q.shape[1] for h in heads for x in getattr(h, "heads", (h,)))
 
 
-def _all_intervals(heads: list[float64.Head], quantity: str, cheap: bool = False) -> list[tuple[np.ndarray, ...]]:
+def _all_intervals(
+    heads: list[float64.Head], quantity: str, cheap: bool = False, product: bool = False
+) -> list[tuple[np.ndarray, ...]]:
     # several heads: one process per core (numpy's own loops hold the GIL); one head's LSE stays here, since
     # BLAS's threads in two processes at once took ten times as long as one process (the LSE at 4096);
     # the outputs go by pieces of rows, each worker's BLAS on one thread (cores.py)
     parallel = _work(heads) >= PARALLEL_WORK
-    if not cheap and (quantity != "output" or not parallel):
+    if not cheap and not product and (quantity != "output" or not parallel):
         return map_forked(_head_intervals, (heads, quantity), range(len(heads)), parallel)
     # pieces of LEAN_ROWS query rows, so that one head takes both cores too (BLAS on one thread each); each
     # block of float64's bound is the one a whole pass makes (the same rows), so its ends are the same
     rows = [x.Q.shape[0] for x in heads]
     pieces = [(h, i, min(i + LEAN_ROWS, n)) for h, n in enumerate(rows) for i in range(0, n, LEAN_ROWS)]
-    done = map_forked(_lean_piece if cheap else _rows_piece, heads, pieces, parallel)
+    done = map_forked(_lean_piece if cheap else _met_piece if product else _rows_piece, heads, pieces, parallel)
+    parts = range(3 if product else 2)  # lo, hi, and with the product a flag per row where it held
     return [
-        tuple(np.concatenate([p[k] for (g, _, _), p in zip(pieces, done) if g == h]) for k in (0, 1))
+        tuple(np.concatenate([p[k] for (g, _, _), p in zip(pieces, done) if g == h]) for k in parts)
         for h in range(len(heads))
     ]
 
@@ -145,6 +149,11 @@ def _head_intervals(data: tuple, h: int) -> tuple[np.ndarray, np.ndarray]:
 def _rows_piece(heads: list[float64.Head], piece: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
     h, first, last = piece
     return intervals(heads[h], "output", (first, last))
+
+
+def _met_piece(heads: list[float64.Head], piece: tuple[int, int, int]) -> tuple[np.ndarray, ...]:
+    h, first, last = piece
+    return compensated.met(heads[h], (first, last))
 
 
 def _lean_piece(heads: list[float64.Head], piece: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -168,7 +177,10 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     from symattn.kernel.entry_table import EntryTable, ExactShown, Figures, ranked_at
 
     cheap = takes_lean(heads, quantity, worst)
-    parts = _all_intervals(heads, quantity, cheap)
+    # every entry decided at kernel sizes: every output's ends met with the error-free product's (the sums
+    # again, tighter than Sum2's, for all at once); rows where it declined take the sums below, as before
+    product = quantity == "output" and worst is None and _work(heads) >= PRODUCT_WORK
+    parts = _all_intervals(heads, quantity, cheap, product)
     axis = 0 if quantity in LSE else 1  # heads side by side (O), or a row per head (the LSE)
     lo, hi = np.concatenate([p[0] for p in parts], axis=axis), np.concatenate([p[1] for p in parts], axis=axis)
     offsets = np.cumsum([0] + [p[0].shape[1] for p in parts]).tolist()
@@ -186,6 +198,9 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
         x = np.array([[np.nan if v is None else float(v) for v in row] for row in result.rows], dtype=np.float64)
         exact_float = np.array([[v is not None and is_double(v) for v in row] for row in result.rows], dtype=bool)
     x0 = np.where(exact_float, x, 0.0)
+    held = np.zeros((rows, cols), dtype=bool)  # entries whose ends hold the product's bound (those sums again)
+    for h, part in enumerate(parts if product else ()):
+        held[:, offsets[h] : offsets[h + 1]] = part[2][:, None]
     tight = lean.Tight(heads, offsets, lo, hi) if cheap else None
     if tight is not None:  # lean's bound, and float64's in the rows of what a report may show
         ok, (q_u, k_u), (q_r, k_r), bucket, bounds, wanted = _lean_decide(
@@ -202,13 +217,13 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     # every entry decided: those whose row-relative figure alone is open are summed again too, their ends
     # kept apart (rowscale.Tighter) so that every other figure and digit is the one these ends give
     every = quantity == "output" and worst is None
-    tighter = rowscale.Tighter(result, lo, hi, ok & exact_float, places) if every else None
+    tighter = rowscale.Tighter(result, lo, hi, ok & exact_float & ~held, places) if every else None
     if quantity == "output":  # the outputs left open: their sums again, error-free (a bound ~10x tighter)
         for h, head in enumerate(heads):
             start, stop = offsets[h], offsets[h + 1]
             if not float64.is_float32(head.V):  # V times v_descale: e_hi·v would not be exact (compensated)
                 continue
-            at = np.nonzero((~ok & exact_float & wanted)[:, start:stop])
+            at = np.nonzero((~ok & exact_float & wanted & ~held)[:, start:stop])
             pairs = list(zip(at[0].tolist(), at[1].tolist()))
             also: list[tuple[int, int]] = []
             if tighter is not None:
@@ -308,7 +323,8 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     from symattn.kernel.enclosing import FloatEnclosure
     from symattn.kernel.rowscale import row_relative
 
-    enclosure = FloatEnclosure(heads, quantity, lo, hi, offsets, narrowed, balls, summed, deviations)  # narrows lo, hi
+    # narrows lo, hi
+    enclosure = FloatEnclosure(heads, quantity, lo, hi, offsets, narrowed, balls, summed, deviations, held)
     zero = {p for p, ((ulps, _, _), _) in decided.items() if ulps == 0}  # 0 ULP: x is the exact value
     finite = np.isfinite(x)  # NaN where the result's entry is not finite
     # with worst, the float64 bound alone decides the bucket of an entry whose figures are left open

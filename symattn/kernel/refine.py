@@ -288,8 +288,11 @@ def _transposed_integers(a: np.ndarray) -> tuple:
     from flint import fmpz_mat
 
     shift = _shift(a)
+    whole = np.ldexp(a, shift)
+    if a.size <= 2**20 and float(np.max(np.abs(whole), initial=0.0)) < 2.0**62:  # one list of ints (≤ 40 MB)
+        return fmpz_mat(a.shape[1], a.shape[0], whole.T.astype(np.int64).ravel().tolist()), shift
     out = fmpz_mat(a.shape[1], a.shape[0])
-    for i, row in enumerate(np.ldexp(a, shift)):
+    for i, row in enumerate(whole):
         for j, x in enumerate(row.tolist()):
             if x:
                 out[j, i] = int(x)
