@@ -11,8 +11,9 @@ arithmetic alone (round to nearest, unit roundoff u = 2^-53; γ_n = n·u / (1 �
 - **exp.** Our own, not libm's: e^t = 2^k · e^r with k = rint(t / ln 2), r = t − k·ln 2 (Cody–Waite),
   and e^r by its Taylor polynomial of degree 13 in Horner's form on |r| ≤ 0.35. RHO, its relative error,
   is computed at import in exact rationals (``_relative_error``: Horner's rounding step by step, the
-  coefficients' rounding, Lagrange's remainder, the reduction's error): about 4.2u. Below t = −700 the
-  value is 0 with an absolute error of at most 2^-1000.
+  coefficients' rounding, Lagrange's remainder, the reduction's error): about 4.2u. Below T = −700 the
+  value is 0, off by e^t for the true t within eT of T: at most TINY = 2^-1000 only where T + eT < −693.15
+  surely (``exps``: SURELY_UNDER); elsewhere below the floor eT > 5.99, and the entry has no bound (inf).
 - **Sums, division.** Row sums and the products with V are summed in chunks of about √m keys: each
   loses at most γ_{chunk + chunks} of its sum of magnitudes (products e·v one rounding more), not γ_m;
   each division and product one rounding. Every bound is formed in floats from
@@ -42,6 +43,7 @@ U = 2.0**-53
 SAFETY = 1.0001
 TINY = 2.0**-1000  # bounds e^t for t < −700 (e^-699 < 2^-1000)
 FLOOR = -700.0
+SURELY_UNDER = -694.0  # fl(T + eT) below it: T + eT ≤ −694/(1 + u) < ln TINY = −693.147
 BLOCK = 256  # query rows per block
 _DEGREE = 13
 _COEFFS = [1.0]
@@ -277,7 +279,15 @@ def scaled(head: Head, rows: slice | np.ndarray, split: Split) -> tuple[np.ndarr
 
 def exps(head: Head, rows: slice | np.ndarray, split: Split):
     """The exp stage of the given query rows: E = e^(z − M) and its error eE, the relative bound eps of
-    each entry, which entries underflowed (bounded by TINY), the row maxima M."""
+    each entry, which entries underflowed (bounded by TINY), the row maxima M.
+
+    The true t = z − M lies within eT of T. Where T < FLOOR, E = 0 and its error is e^t ≤ e^(T + eT): TINY
+    bounds it only where T + eT < ln TINY = −693.147, so an entry is under where fl(T + eT) < −694 (then
+    T + eT ≤ −694/(1 + u)). eT is a priori (the split's rest, c·γ_d·d·2^(s−52)·2^(e+e′) of ``scaled``,
+    or a modifier's own): a key large where the query is 0 gets eT of 10 and more while the row's maximum
+    keeps a tiny one, and T = −702 within 12 reaches e^-690 > TINY. Every other entry below the floor has
+    eT > 5.99 > 0.5: no bound, eE = inf (not E·eps, 0·inf). Where eT < 5.99 nothing changed (issue 30).
+    """
     Z, eZ = scaled(head, rows, split)
     for mod in extras(head)[1]:  # score modifiers: before the mask, each with its own bound
         Z, eZ = mod.float64(Z, eZ, rows)
@@ -294,12 +304,17 @@ def exps(head: Head, rows: slice | np.ndarray, split: Split):
     big = eT > 0.5  # where e^{eT} − 1 ≤ eT + eT² no longer bounds usefully: no bound at all
     eps = SAFETY * (1 + 2 * RHO) * (eT * (1 + eT) + RHO)
     eps[big] = np.inf
-    under = T < FLOOR
+    low = T < FLOOR  # E = 0 there
+    under = low & (T + eT < SURELY_UNDER)  # e^t < TINY for every t within eT of T: TINY bounds it
+    lost = low & ~under  # E = 0 beside an e^t that may pass TINY: eT > 5.99, no bound
     if mask is not None:
         eps[~mask] = 0.0  # a masked key: exactly 0
         under &= mask
-    eE = E * eps
+        lost &= mask
+    with np.errstate(invalid="ignore"):  # 0·inf where lost: replaced below
+        eE = E * eps
     eE[under] = TINY
+    eE[lost] = np.inf
     return E, eE, eps, under, M
 
 
@@ -311,7 +326,8 @@ def extra_logits(head: Head, rows: slice | np.ndarray, count: int) -> list[np.nd
 
 def extra_term(head: Head, rows: slice | np.ndarray, M: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """e^(s − M) of each row's denominator logit s (a float, exact) and its bound; None without one. s − M rounds
-    once (u|T|), and the exp is the one of ``exps``: within eT(1 + eT) + RHO relative, or TINY below FLOOR."""
+    once (u|T|), and the exp is the one of ``exps``: within eT(1 + eT) + RHO relative, or TINY below FLOOR,
+    which holds here without ``exps``' test: eT ≤ 1.0001u|T|, so T < −700 gives T + eT < −699.9."""
     logits = extra_logits(head, rows, M.shape[0])
     if not logits:
         return None
