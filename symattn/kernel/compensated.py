@@ -8,6 +8,8 @@ exactly into two floats first: e = e_hi + e_lo by Veltkamp's splitting (26 bits 
 24, so e_hi·v and e_lo·v are exact. What is left is the exps' own bound (float64.exps), about 4u plus
 the scores' rounding, so the bound shrinks by an order of magnitude and fewer entries need arb.
 Products of a tiny e (below 2^-800) may underflow: float64's absolute UNDER per such e, as there.
+An e below the floor is 0 within its eE from the stage: TINY, or inf where its T's bound reaches past ln TINY
+(float64.exps), which makes ℓ's bound, so every bound of its row, inf; no floor of its own here.
 
 :func:`product_outputs` gives every output of a stage's rows at once, as tight: the sums by
 :mod:`.exact_product` (error-free but for u of each result and γ_m·2^(s−53) of the magnitudes, s =
@@ -167,7 +169,8 @@ def stage_outputs(
     for part in range(0, len(r), 512):  # Σ |v|, summed as before (a column of 512 pairs' at a time)
         V1[part : part + 512] = np.abs(head.V[:, cols[part : part + 512]]).sum(0)
     under = UNDER * tiny_terms(np.sum(tiny(E), axis=1))[r]  # products hi·v, lo·v below 2^-1022 (float64.tiny)
-    eN = SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + eps_row[r] * B + tiny_row[r] * V1 + under)
+    with np.errstate(invalid="ignore"):  # inf · 0 (an exp without a bound, B = 0): NaN, no bound in quotient
+        eN = SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + eps_row[r] * B + tiny_row[r] * V1 + under)
     if per_key is not None:  # fmin: a NaN is no bound
         eN = np.where(per_key, np.fmin(eN, SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + W + under)), eN)
     return quotient(N, eN, ell[r], e_ell[r])

@@ -75,7 +75,9 @@ from symattn.kernel.cores import map_forked
 from symattn.kernel.float64 import SAFETY, Head, Split, U, extras, gamma, horner_error, is_float32
 
 _N = 256  # table entries 2^(j/N)
-_FLOOR = -480.0  # e^-480 < 2^-692: below it a term is 0, off by at most TINY
+# e^-480 < 2^-692 (ln 2^-692 = −479.65): below it a term is 0, off by at most TINY, for its true T within η
+# of t1 + t_lo: where η > 10^-4 the term's ρ is inf (``big``: η enters e_arg), so the row has no bound
+_FLOOR = -480.0
 TINY = 2.0**-692
 _REACH = Fraction(136, 100000)  # |r| ≤ ln 2 / 512 + 2^-40 < 0.00136
 _TAIL = [1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720]  # P(r) = Σ r^i / (i + 2)!, i ≤ 4: fl of each

@@ -26,6 +26,7 @@ entry by entry. The bound is formed in floats from non-negative terms and multip
 far more than the few roundings of forming it (:mod:`.float64`'s rule). At m = 4096 (s = 33) the rest is
 within about 2^-20·γ_m ≈ u/256 of |A|·|B|'s scale: what is left is the products' last rounding, u|P|.
 Three BLAS products and a few passes over A and B: about three times a plain float64 product.
+No floor: an entry of A is taken as it is (an exp's own bound is its caller's, float64.exps).
 """
 
 from __future__ import annotations

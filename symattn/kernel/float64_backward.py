@@ -5,7 +5,8 @@ The backward pass of O = A·V, A = softmax(Z), Z = c·Q·Kᵀ (c the scale), as 
     dV = Aᵀ·dO,  dA = dO·Vᵀ,  D_i = Σ_k dO_ik O_ik (= Σ_j A_ij dA_ij),  dS = A ∘ (dA − D),
     dQ = c·dS·K,  dK = c·dSᵀ·Q.
 
-The forward pass is :mod:`symattn.kernel.float64`'s exp stage (``exps``: E = e^(z − M) within e_E),
+The forward pass is :mod:`symattn.kernel.float64`'s exp stage (``exps``: E = e^(z − M) within e_E, which
+is TINY below the floor only where the score's own bound keeps e^(z − M) below it, else inf: no floor here),
 with the row sums done more tightly than for O. Everything below is standard forward error analysis
 (u = 2^-53, γ_n = n·u/(1 − n·u); x̂ a float, e_x a bound on |x̂ − x|), each bound formed in floats from
 non-negative terms and multiplied by SAFETY, far more than the few roundings of forming it:

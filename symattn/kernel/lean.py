@@ -21,7 +21,9 @@ For query row i (c the float scale, within ε_c·c of the exact one, z_ij = c·q
   |T_ij − (z_ij − M)| ≤ u|T_ij| + η_i ≤ 2u·c·s_i(1 + u) + η_i =: τ_i, since |Z|, |M| ≤ c·s_i(1 + u).
 - **exp.** :func:`.float64.exp_bounded`, within RHO relative for T ≥ −700: each E_ij is within ε_i·E_ij of
   e^(z_ij − M), ε_i = (1 + 2RHO)(τ_i(1 + τ_i) + RHO) (as :func:`.float64.exps`, no bound for τ_i > 0.5);
-  below −700 (only where 2c·s_i(1 + u) + τ_i may pass 700, checked then) E_ij = 0 and e^(z − M) < 2^-1000.
+  below −700 (only where 2c·s_i(1 + u) + τ_i may pass 700, checked then) E_ij = 0 and e^(z − M) < 2^-1000:
+  τ_i is the row's, and where τ_i ≤ 0.5 the true z − M < −699.5 (ln 2^-1000 = −693.15); where τ_i > 0.5
+  the whole row has no bound, so no key's bound rests on TINY beyond its τ (float64.exps's hole, not here).
 - **Sums.** By chunks of CHUNK keys: ℓ = Σ_c fl(Σ_{j in c} E_ij) and N = Σ_c fl(E_c·V_c), one BLAS product a
   chunk, each chunk's sum within γ_CHUNK of its magnitudes and the chunks' sum γ_chunks more, so γ_g with
   g = CHUNK + chunks in all. ℓ is within γ_g ℓ (non-negative terms) and, with the exps' errors,

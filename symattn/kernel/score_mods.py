@@ -10,7 +10,8 @@ the distance bias (FlashAttention's, compare's keywords' default) or after it (a
 - **tanh cap** (``Cap``): z ← c·tanh(z/c), c a float. x̂ = fl(ẑ/c) is within e_z/c + u|x̂| of z/c,
   and |tanh′| ≤ 1, so tanh(x̂) is within that of tanh(z/c). tanh(x̂) = sign(x̂)·(1 − E)/(1 + E) with
   E = e^{−2|x̂|} by float64's own exp (within RHO·E, or TINY below −700): τ(E) = (1 − E)/(1 + E) has
-  |τ′| ≤ 2 on E ≥ 0, so the exp's error adds 2·RHO·E/(1 − RHO) (2·TINY below); 1 − Ê, 1 + Ê and the
+  |τ′| ≤ 2 on E ≥ 0, so the exp's error adds 2·RHO·E/(1 − RHO) (2·TINY below: its argument −2|x̂| is
+  exact, so below −700 its exp is below TINY; x̂'s own error goes in through e_x); 1 − Ê, 1 + Ê and the
   quotient round three times, 3.01u|τ̂|; the product with c once more:
   e_z' = u|ẑ'| + c·(e_z/c + u|x̂| + 2·RHO·Ê/(1 − RHO) + 2·TINY + 3.01u|τ̂|), times SAFETY.
 - **denominator logit** (``Denominator``, a DENOMINATOR part's): leaves z alone; its logit s (a float,
