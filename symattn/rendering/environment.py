@@ -362,7 +362,7 @@ def render_template(name: str, fmt: str, lang: str, *, numbered: bool = False, *
     """Render ``<name>.<fmt>.j2`` with the phrases of ``lang``."""
     env = environment(fmt, numbered)
     prose = load_language(lang)
-    phrases = Phrases(prose, ESCAPERS[fmt], lang)
+    phrases = Phrases(prose, ESCAPERS[fmt], lang, list_break="\\allowbreak " if fmt == "latex" else "")
     math_phrases = Phrases(prose, MATH_TEXT_ESCAPERS[fmt], lang)  # for \text{} inside math
     template = env.get_template(f"{name}.{fmt}.j2")
     try:

@@ -34,10 +34,12 @@ class Phrases:
     Values must already be in the target format (escaped labels, math spans).
     """
 
-    def __init__(self, prose: Mapping[str, Any], escape: Callable[[str], str], lang: str):
+    def __init__(self, prose: Mapping[str, Any], escape: Callable[[str], str], lang: str, list_break: str = ""):
         self.prose = prose
         self.escape = escape
         self.lang = lang
+        # after a list separator with no space ("、"): where the line may break (xeCJK breaks none of "」、「")
+        self.list_break = list_break
 
     def raw(self, key: str) -> Any:
         node: Any = self.prose
@@ -80,6 +82,7 @@ class Phrases:
     def quoted(self, labels: list[str]) -> str:
         """Labels, each escaped and quoted, joined as the language lists things."""
         sep = self.escape(self.raw("list_sep"))
+        sep += "" if sep.endswith(" ") else self.list_break
         return sep.join(self("quote", x=self.escape(label)) for label in labels)
 
     def count(self, n: int) -> str:
