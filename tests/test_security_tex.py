@@ -15,7 +15,7 @@ from symattn.cli.commands import main
 from symattn.input.errors import RenderError
 from symattn.input.text import math_problem
 from symattn.input.titlemath import emit, parse
-from symattn.rendering.escape import escape_katex_text, escape_latex
+from symattn.rendering.escape import escape_katex_text, escape_latex, escape_latex_words
 from symattn.rendering.pdf import latex_to_pdf
 
 CANARY = "CANARY7Q2X"
@@ -227,3 +227,13 @@ def _pdf_text(pdf: bytes) -> str:
     if not shutil.which("pdftotext"):
         pytest.skip("pdftotext not installed (poppler-utils)")
     return subprocess.run(["pdftotext", "-", "-"], input=pdf, capture_output=True, check=True).stdout.decode()
+
+
+def test_a_long_word_of_user_text_may_break_every_ten_letters_in_latex():
+    gap = "\\hskip0pt plus4em\\penalty0\\hskip0pt plus-4em\\relax "
+    assert escape_latex_words("a short label of words") == "a short label of words"
+    assert escape_latex_words("x " + "a_" * 12) == "x " + "a\\_" * 5 + gap + "a\\_" * 5 + gap + "a\\_" * 2
+    arabic = "قطة" * 8  # a right-to-left run, and letters that join: never cut
+    assert escape_latex_words(arabic) == escape_latex(arabic)
+    accented = ["e\u0301" * 5, "e\u0301" * 5, "e\u0301" * 2]  # a letter keeps its combining mark
+    assert escape_latex_words("".join(accented)) == gap.join(escape_latex(piece) for piece in accented)

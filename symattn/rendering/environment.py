@@ -17,11 +17,12 @@ from symattn.input.symbolic_entry import Formula
 from symattn.input.text import split_math
 from symattn.rendering import user_cache
 from symattn.rendering.bookmarks import PROVIDE_TEXORPDFSTRING, bookmarked
-from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, escape_latex
+from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, escape_latex, escape_latex_words
 from symattn.rendering.layout import (
     breakable,
     chain,
     fits,
+    label_column,
     relation_lines,
     report_columns,
     side_by_side,
@@ -194,6 +195,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "chain": chain,
     "table_fits": lambda rows: table_fits(*rows),
     "two_columns": two_columns,
+    "label_column": label_column,
     "format_percent": lambda text: f"{text}\\%",
     "fits": lambda pieces: fits(*pieces),
     "vector": tex_vector,
@@ -338,7 +340,7 @@ def environment(fmt: str, numbered: bool = False) -> jinja2.Environment:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
     env = template_environment(bytecode_cache=bytecode_cache())
     env.filters.update(FILTERS)
-    env.filters["esc"] = ESCAPERS[fmt]
+    env.filters["esc"] = escape_latex_words if fmt == "latex" else ESCAPERS[fmt]  # user text: long words break
     env.filters["title"] = _title_filter(fmt)
     env.filters["heading"] = lambda text, depth, toc=None: HEADINGS[fmt](text, depth, numbered, toc)
     env.filters["im"] = _inline_math(fmt)
@@ -362,7 +364,10 @@ def render_template(name: str, fmt: str, lang: str, *, numbered: bool = False, *
     """Render ``<name>.<fmt>.j2`` with the phrases of ``lang``."""
     env = environment(fmt, numbered)
     prose = load_language(lang)
-    phrases = Phrases(prose, ESCAPERS[fmt], lang)
+    latex = fmt == "latex"
+    phrases = Phrases(
+        prose, ESCAPERS[fmt], lang, "\\allowbreak " if latex else "", escape_latex_words if latex else None
+    )
     math_phrases = Phrases(prose, MATH_TEXT_ESCAPERS[fmt], lang)  # for \text{} inside math
     template = env.get_template(f"{name}.{fmt}.j2")
     try:

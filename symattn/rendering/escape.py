@@ -6,7 +6,7 @@ replaced once, so no replacement is ever escaped again.
 
 from __future__ import annotations
 
-from symattn.input.scripts import runs
+from symattn.input.scripts import is_joiner, is_mark, runs, script_of
 from symattn.input.text import CONTROL_ESCAPES, show_controls
 
 # Text mode of LaTeX. The same escapes work inside \text{} in KaTeX. "[" and "*" are
@@ -52,6 +52,41 @@ _MARKDOWN_TABLE = str.maketrans({**_MARKDOWN, **{ch: "\\\\" + s for ch, s in _SH
 
 # a right-to-left run in Markdown and HTML: isolated, as \beginR … \endR isolates it in the PDF
 _RLI, _PDI = "\u2067", "\u2069"
+
+
+def escape_latex_words(text: str) -> str:
+    """User text for LaTeX prose and tables (``escape_latex``), where a word too long for a line (a label of
+    40 signs, a path) may break every few letters."""
+    if len(text) > _LONG_WORD and any(len(word) > _LONG_WORD for word in text.split(" ")):
+        return _BREAK.join(escape_latex(piece) for piece in _pieces(text))
+    return escape_latex(text)
+
+
+# a word longer than this breaks after each _PIECE letters in a row where nothing joins them
+_LONG_WORD, _PIECE = 20, 10
+# a break that gives its line room to stretch (a line of nothing but a label has no space to stretch), and none
+# where the line goes on: the second glue takes back what the first gave
+_BREAK = "\\hskip0pt plus4em\\penalty0\\hskip0pt plus-4em\\relax "
+_UNSHAPED = {None, "latin", "greek", "cyrillic"}  # scripts whose letters stand alone: a break never reshapes them
+
+
+def _pieces(text: str) -> list[str]:
+    pieces = [""]
+    for k, word in enumerate(text.split(" ")):
+        pieces[-1] += (" " if k else "") + word[:1]
+        since = 1
+        for before, ch in zip(word, word[1:]):
+            apart = not (is_mark(ch) or is_joiner(ch) or is_joiner(before))
+            scripts = {getattr(script_of(c), "key", None) for c in (before, ch)}
+            if not scripts <= _UNSHAPED:
+                since = 0  # Chinese and Japanese break anyway; Arabic and Indic runs are never cut
+            if len(word) > _LONG_WORD and since >= _PIECE and apart:
+                pieces.append(ch)
+                since = 1
+            else:
+                pieces[-1] += ch
+                since += 1
+    return pieces
 
 
 def escape_latex(text: str) -> str:

@@ -349,6 +349,16 @@ def table_fits(*rows: list[str], width: float = TEXT_WIDTH) -> bool:
     return sum(widths) + 12.0 * columns <= width
 
 
+LABEL_WIDTH = 120.0  # pt: the widest a column of labels grows before its labels wrap
+
+
+def label_column(labels: list[str]) -> str:
+    """The column spec of a table's column of labels: ``l``, or one that wraps labels too long for it."""
+    return (
+        "l" if max((_text_width(a) for a in labels), default=0.0) * 1.1 <= LABEL_WIDTH else f"p{{{LABEL_WIDTH:.0f}pt}}"
+    )
+
+
 def two_columns(first: list[str], second: list[str], width: float = TEXT_WIDTH) -> str:
     """The column spec of a two-column table: ``ll`` when it fits, else the second column wraps.
 
@@ -358,6 +368,8 @@ def two_columns(first: list[str], second: list[str], width: float = TEXT_WIDTH) 
     if table_fits(*([a, b] for a, b in zip(first, second)), width=width):
         return "ll"
     label = max(_text_width(a) for a in first) * 1.1 + 4.0
+    if label > LABEL_WIDTH:  # a label longer than that wraps (escape_latex_words breaks long words)
+        return f"@{{}}p{{{LABEL_WIDTH:.0f}pt}}p{{\\dimexpr\\linewidth-{LABEL_WIDTH:.0f}pt-2\\tabcolsep\\relax}}@{{}}"
     return f"@{{}}lp{{\\dimexpr\\linewidth-{label:.0f}pt-2\\tabcolsep\\relax}}@{{}}"
 
 

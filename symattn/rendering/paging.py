@@ -77,7 +77,7 @@ def _display(whole: str, body: str, note: BlockNote, width: float, height: float
     # align* sets every row's right side after the widest left side (what comes before '&')
     left = max((tex_width(_split(row, "&")[0]) for row in rows if len(_split(row, "&")) > 1), default=0.0)
     lines: list[str] = []
-    for whole_row in rows:
+    for whole_row in _rejoined(rows, width - left):
         # once the display is rebuilt, it is set at full size: a row must fit as it is; a sum continues on
         # the next line before a matrix of it is cut into blocks
         pieces = _sum_lines(whole_row, width - left) if _too_big(_right(whole_row), width - left, height, 1.0) else []
@@ -88,6 +88,27 @@ def _display(whole: str, body: str, note: BlockNote, width: float, height: float
 
 
 _CONTINUES = ("&\\quad", "&=", "&\\approx", "&\\phantom")
+_MORE = "&\\quad + "  # how a sum's next line begins
+
+
+def _rejoined(rows: list[str], width: float) -> list[str]:
+    """Rows with each sum of numbers broken afresh where one of its lines is wider than ``width`` (the line
+    less the widest left side, after which align* sets every row's right side); other rows as they are."""
+    sums: list[list[str]] = []
+    for row in rows:
+        if row.startswith(_MORE) and sums:
+            sums[-1].append(row)  # a sum's next line
+        else:
+            sums.append([row])
+    out: list[str] = []
+    for lines in sums:
+        plain = all(_matrix(_right(line)) is None for line in lines)
+        if plain and any(tex_width(_right(line)) > width for line in lines):
+            joined = " + ".join([lines[0], *(line[len(_MORE) :] for line in lines[1:])])
+            out.extend(_sum_lines(joined, width) or [joined])
+        else:
+            out.extend(lines)
+    return out
 
 
 def _sum_lines(row: str, width: float) -> list[str]:

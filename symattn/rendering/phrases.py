@@ -34,10 +34,20 @@ class Phrases:
     Values must already be in the target format (escaped labels, math spans).
     """
 
-    def __init__(self, prose: Mapping[str, Any], escape: Callable[[str], str], lang: str):
+    def __init__(
+        self,
+        prose: Mapping[str, Any],
+        escape: Callable[[str], str],
+        lang: str,
+        list_break: str = "",
+        label_escape: Callable[[str], str] | None = None,
+    ):
         self.prose = prose
         self.escape = escape
+        self.label_escape = label_escape or escape  # labels in prose: LaTeX breaks a long one
         self.lang = lang
+        # after a list separator with no space ("、"): where the line may break (xeCJK breaks none of "」、「")
+        self.list_break = list_break
 
     def raw(self, key: str) -> Any:
         node: Any = self.prose
@@ -80,7 +90,8 @@ class Phrases:
     def quoted(self, labels: list[str]) -> str:
         """Labels, each escaped and quoted, joined as the language lists things."""
         sep = self.escape(self.raw("list_sep"))
-        return sep.join(self("quote", x=self.escape(label)) for label in labels)
+        sep += "" if sep.endswith(" ") else self.list_break
+        return sep.join(self("quote", x=self.label_escape(label)) for label in labels)
 
     def count(self, n: int) -> str:
         words = self.prose.get("numbers", [])
