@@ -156,7 +156,7 @@ def _recomputed(head: float64.Head) -> tuple[np.ndarray, np.ndarray]:
     return value, error
 
 
-def _holds(f: float, b: float, f2: float, b2: float) -> bool:
+def encloses(f: float, b: float, f2: float, b2: float) -> bool:
     """[f2 − b2, f2 + b2] ⊆ [f − b, f + b], exactly."""
     F, B, F2, B2 = (Fraction(x) for x in (f, b, f2, b2))
     return F - B <= F2 - B2 and F2 + B2 <= F + B
@@ -227,7 +227,7 @@ def verify_float64(data: Mapping[str, Any], cert: Mapping[str, Any], read: Reade
     holds = (f_cert == f) & (b_cert >= b)
     for i, k in zip(*np.nonzero(~holds)):
         i, k = int(i), int(k)
-        if not _holds(f_cert[i, k], b_cert[i, k], f[i, k], b[i, k]):
+        if not encloses(f_cert[i, k], b_cert[i, k], f[i, k], b[i, k]):
             failures.append(
                 f"output[{i + 1}][{k + 1}]: the certificate's float ± bound, {f_cert[i, k].hex()} ± "
                 f"{b_cert[i, k].hex()}, does not hold the float64 path's {f[i, k].hex()} ± {b[i, k].hex()}"

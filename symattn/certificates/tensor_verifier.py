@@ -27,7 +27,7 @@ import numpy as np
 
 from symattn.certificates.float_digits import significant_many, texts
 from symattn.certificates.float_tensors import Tensors, build, compensate, decide_beyond, evaluate, place
-from symattn.certificates.float_verifier import BOUND_FACTOR
+from symattn.certificates.float_verifier import BOUND_FACTOR, encloses
 from symattn.certificates.reader import Reader
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import SpecError
@@ -196,8 +196,9 @@ def _surely_held(F: np.ndarray, B: np.ndarray, f: np.ndarray, b: np.ndarray) -> 
 def _holds(f_cert: np.ndarray, b_cert: np.ndarray, f: np.ndarray, b: np.ndarray, r: int, c: int) -> bool:
     """The certificate's float ± bound at (r, c) holds the recomputed one, exactly (an infinite bound of the
     certificate holds anything, an infinite recomputed one only that)."""
-    F, B, F2, B2 = (Fraction(x) if np.isfinite(x) else None for x in (f_cert[r, c], b_cert[r, c], f[r, c], b[r, c]))
-    return B is None or B2 is not None and F - B <= F2 - B2 and F2 + B2 <= F + B  # type: ignore[operator]
+    if not np.isfinite(b_cert[r, c]):
+        return True
+    return bool(np.isfinite(b[r, c])) and encloses(f_cert[r, c], b_cert[r, c], f[r, c], b[r, c])
 
 
 def _tight(tight: tuple, beyond: list[tuple[int, int]], digits: int) -> dict[tuple[int, int], str]:

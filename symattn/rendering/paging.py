@@ -128,7 +128,7 @@ def _sum_lines(row: str, width: float) -> list[str]:
         if tex_width(_right(joined)) <= width:
             lines[-1] = joined
         else:
-            lines.append("&\\quad + " + term)
+            lines.append(_MORE + term)
     return lines if len(lines) > 1 else []
 
 
