@@ -312,6 +312,25 @@ def test_gradebook_latex_compiles(classroom, latex, tmp_path, lang, engine):
     assert pdf.read_bytes().startswith(b"%PDF-")
 
 
+@pytest.mark.parametrize("lang, engine", [("en", "pdflatex"), ("zh", "xelatex")])
+def test_the_gradebook_fits_the_page_wherever_its_folder_is(classroom, latex_each, tmp_path, lang, engine):
+    # a note names the file it could not read by its whole path, which breaks only every few characters:
+    # with the folder's path of each length (the first the one a CI run overflowed by 1.7pt under xelatex),
+    # every line of every note stays within the page
+    import dataclasses
+
+    _, returned, _, _ = classroom
+    book = grade(returned)
+    message = ": invalid TOML: Expected ']' at the end of a table declaration (at line 2, column 8)"
+    folders = ["/tmp/pytest-of-root/pytest-0/popen-gw1/returned0"] + [f"/{'p' * k}/returned" for k in range(1, 31)]
+    documents = {}
+    for folder in folders:
+        note = Note("unreadable", text=f"{folder}/s26.toml{message}")
+        rows = tuple(dataclasses.replace(r, error=note) if r.file == "s26.toml" else r for r in book.rows)
+        documents[folder] = gradebook_text(dataclasses.replace(book, rows=rows), "latex", lang)
+    assert latex_each(documents, engine, tmp_path) == {folder: [] for folder in folders}
+
+
 def test_roster(tmp_path):
     roster = tmp_path / "roster.csv"
     roster.write_text("id,name\nann,Ann Lee\nbo,Bo Chen\n", encoding="utf-8")

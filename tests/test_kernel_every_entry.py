@@ -50,7 +50,9 @@ def test_every_entry_json_is_the_one_without_the_shortcuts(monkeypatch):
     monkeypatch.setattr(rowscale.Tighter, "__init__", counted)
     monkeypatch.setattr(deciding, "hopeless", spy)
     quick = every_entry_json(head, result)
-    assert seen == {"row-relative open": 26, "hopeless": 18, "asked": 30}  # the shortcuts were taken
+    # the shortcuts were taken (how often depends on the BLAS's last bits: OpenBLAS's Haswell kernels gave
+    # 26, 18 of 30, its SkylakeX ones 26, 20 of 32)
+    assert seen["row-relative open"] > 0 and 0 < seen["hopeless"] < seen["asked"]
 
     def none_open(self, *args, **kwargs):
         made(self, *args, **kwargs)

