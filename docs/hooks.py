@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tokenize
 from decimal import ROUND_HALF_UP, Decimal
@@ -75,23 +76,44 @@ def run(*argv: str, cwd: Path, codes: tuple[int, ...] = (0,)) -> subprocess.Comp
 
     Each run is a forked copy of this process with SymPy, numpy and the command line already imported: a
     process of its own (its own folder, standard streams, exit code and signals, as a new one has), without
-    the half second a new interpreter spends importing them, some thirty times a build."""
-    _imported()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()  # nothing of this process's is written twice by the copy
-        pid = os.fork()
-        if pid == 0:  # the copy: it never returns into the build
-            _as_symattn(argv, cwd, out.fileno(), err.fileno())
-        code = _waited(pid, argv)
-        out.seek(0)
-        err.seek(0)
-        done = subprocess.CompletedProcess(["symattn", *argv], code, out.read(), err.read())
+    the half second a new interpreter spends importing them, some thirty times a build. Where the build has
+    threads (mkdocs serve), a new interpreter all the same."""
+    if threading.active_count() > 1:  # mkdocs serve: a copy of a process with threads may hang on their locks
+        done = _spawned(argv, cwd)
+    else:
+        _imported()
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()  # nothing of this process's is written twice by the copy
+            pid = os.fork()
+            if pid == 0:  # the copy: it never returns into the build
+                _as_symattn(argv, cwd, out.fileno(), err.fileno())
+            code = _waited(pid, argv)
+            out.seek(0)
+            err.seek(0)
+            done = subprocess.CompletedProcess(["symattn", *argv], code, out.read(), err.read())
     if done.returncode not in codes:
         raise PluginError(
             f"symattn {' '.join(argv)}: exit {done.returncode}: {done.stderr.decode('utf-8', 'replace').strip()}"
         )
     return done
+
+
+def _spawned(argv: tuple[str, ...], cwd: Path) -> subprocess.CompletedProcess:
+    """``python -m symattn ARGV`` as a new interpreter, on the checkout."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "symattn", *argv],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            timeout=SECONDS,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise PluginError(f"symattn {' '.join(argv)}: took longer than {SECONDS} s") from None
 
 
 def _imported() -> None:
