@@ -348,13 +348,14 @@ def _piece(data: tuple, rows: list[int]) -> tuple[list[int], np.ndarray, np.ndar
         terms = np.concatenate([hh[r] * Vc, hl[r] * Vc, E_lo[r] * Vc], axis=1)
         Ns, Nsig, Nb = _tree_sums(terms)
         P = np.abs(terms).sum(axis=1) * (1 + 2 * gamma(terms.shape[1]))
-        eN = SAFETY * (
-            Nb
-            + rho_row[r] * (1 + 2 * U) * P
-            + U * (np.abs(E_lo[r]) * absV[:, cols].T).sum(axis=1) * 1.001
-            + kept.shape[1] * 2.0**-1074
-            + tiny_row[r] * absV[:, cols].sum(axis=0)
-        )
+        with np.errstate(invalid="ignore"):  # an exp without a bound (ρ = ∞) times terms of 0: NaN, no bound
+            eN = SAFETY * (
+                Nb
+                + rho_row[r] * (1 + 2 * U) * P
+                + U * (np.abs(E_lo[r]) * absV[:, cols].T).sum(axis=1) * 1.001
+                + kept.shape[1] * 2.0**-1074
+                + tiny_row[r] * absV[:, cols].sum(axis=0)
+            )
         N = Ns + Nsig
         L, L2 = _two_sum(ls[r], lsig[r])  # L exactly as before (fl(ls + lsig)); L + L2 = ls + lsig
         eN0, eL0 = eN, e_ell[r]  # |Ns + Nsig − N| and |ls + lsig − ℓ|, before N's and L's roundings

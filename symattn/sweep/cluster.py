@@ -52,6 +52,9 @@ def connect(scheduler: str | None) -> Iterator[Any]:
                 processes=True,
                 host="127.0.0.1",
                 scheduler_kwargs={"dashboard": False},  # no web server: nobody looks at it, and it starts slowly
+                # its HTTP routes (health, metrics) start all the same: on the loopback and a free port, not
+                # on every interface's 8787, which a second sweep (or another Dask) holds
+                dashboard_address="127.0.0.1:0",
             )
         try:
             with Client(cluster) as client:
