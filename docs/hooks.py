@@ -113,7 +113,7 @@ def _spawned(argv: tuple[str, ...], cwd: Path) -> subprocess.CompletedProcess:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise PluginError(f"symattn {' '.join(argv)}: took longer than {SECONDS} s") from None
+        raise _too_long(argv) from None
 
 
 def _imported() -> None:
@@ -146,7 +146,6 @@ def _as_symattn(argv: tuple[str, ...], cwd: Path, out: int, err: int) -> None:
         import traceback
 
         traceback.print_exc()
-        code = 70
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -166,8 +165,12 @@ def _waited(pid: int, argv: tuple[str, ...]) -> int:
         if time.monotonic() > end:
             os.kill(pid, 9)
             os.waitpid(pid, 0)
-            raise PluginError(f"symattn {' '.join(argv)}: took longer than {SECONDS} s")
+            raise _too_long(argv)
         time.sleep(0.005)
+
+
+def _too_long(argv: tuple[str, ...]) -> PluginError:
+    return PluginError(f"symattn {' '.join(argv)}: took longer than {SECONDS} s")
 
 
 def symattn(*argv: str, cwd: Path, codes: tuple[int, ...] = (0,)) -> str:

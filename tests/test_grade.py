@@ -1,3 +1,4 @@
+import dataclasses
 import shutil
 from decimal import Decimal
 from fractions import Fraction
@@ -317,8 +318,6 @@ def test_the_gradebook_fits_the_page_wherever_its_folder_is(classroom, latex_eac
     # a note names the file it could not read by its whole path, which breaks only every few characters:
     # with the folder's path of each length (the first the one a CI run overflowed by 1.7pt under xelatex),
     # every line of every note stays within the page
-    import dataclasses
-
     _, returned, _, _ = classroom
     book = grade(returned)
     message = ": invalid TOML: Expected ']' at the end of a table declaration (at line 2, column 8)"

@@ -32,6 +32,7 @@ class Enclosure:
 
     def __init__(self, lo: np.ndarray, hi: np.ndarray):
         self.lo, self.hi = lo, hi
+        self.tie_orders: dict[tuple, list[list[Point]]] = {}  # kernel/ties.py's orders, found once per group
 
     def at(self, points: list[Point], level: int) -> dict[Point, Ends]:
         if level == 0:

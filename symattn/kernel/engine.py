@@ -56,12 +56,7 @@ def run(
         sequences = inputs.key_starts if quantity in ("dK", "dV") else inputs.starts  # a row of dK is a key's
         places = replace(places, axes=named, starts=inputs.starts, sequences=sequences)
     comparison = replace(
-        # one more than shown: whether the next entry ties the last shown one is then known without every
-        # entry decided (the report of the 10 largest errors asked for the 11th, and decided all 2 million)
-        compare_head(heads, result, quantity, None if worst is None else worst + 1, places),
-        batch_heads=axes,
-        places=places,
-        order=inputs.order,
+        compare_head(heads, result, quantity, worst, places), batch_heads=axes, places=places, order=inputs.order
     )
     if worst is None:
         return comparison

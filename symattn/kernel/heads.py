@@ -176,6 +176,9 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     from symattn.kernel.comparison import EDGES, EXACT_DIGITS, Comparison, _decide
     from symattn.kernel.entry_table import EntryTable, ExactShown, Figures, ranked_at
 
+    # one more than shown: whether the next entry ties the last shown one (Comparison.ranked) is then known
+    # without every entry decided (the report of the 10 largest asked for the 11th, and decided 2 million)
+    worst = None if worst is None else worst + 1
     cheap = takes_lean(heads, quantity, worst)
     # every entry decided at kernel sizes: every output's ends met with the error-free product's (the sums
     # again, tighter than Sum2's, for all at once); rows where it declined take the sums below, as before

@@ -24,7 +24,7 @@ def order(c: Any, figure: str, entries: list[Any]) -> list[list[Any]]:
     if len(entries) < 2:
         return [entries] if entries else []
     enclosure = c.enclose()
-    cache = enclosure.__dict__.setdefault("_ties", {})
+    cache = enclosure.tie_orders
     key = (figure, tuple((e.row, e.col) for e in entries))
     if key not in cache:
         cache[key] = _order(c, enclosure, figure, entries)
