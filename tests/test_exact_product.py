@@ -6,6 +6,7 @@ verify-certificate on its numbers: a "c" value the product does not hold goes ba
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 
 import mpmath
@@ -98,22 +99,30 @@ def head_of(seed: int, n: int, m: int, d: int, dv: int, scale: float, masked: bo
 
 
 def exact_outputs(head: float64.Head, sink: float | None = None) -> list[list[mpmath.mpf]]:
-    """O at 50 digits: exact scores (float32 products), mpmath's exps; ``sink``: a logit in the denominator."""
+    """O at 50 digits: exact scores (float32 products), mpmath's exps; ``sink``: a logit in the denominator.
+    The scores are sums of integers: each float of Q and K is an integer over one power of two, 2^shift."""
     mpmath.mp.dps = 50
     c = 1 / mpmath.sqrt(head.Q.shape[1])
+    shift = max(-math.frexp(x)[1] + 53 for x in [*head.Q.ravel().tolist(), *head.K.ravel().tolist(), 1.0])
+    Q, K = ([[whole(x, shift) for x in row] for row in a.tolist()] for a in (head.Q, head.K))
+    V = [[mpmath.mpf(x) for x in row] for row in head.V.tolist()]
     out = []
     for i in range(head.Q.shape[0]):
         keys = range(head.K.shape[0]) if head.allowed is None else np.nonzero(head.allowed[i])[0].tolist()
-        scores = [sum(Fraction(a) * Fraction(b) for a, b in zip(head.Q[i], head.K[j])) for j in keys]
+        scores = [sum(a * b for a, b in zip(Q[i], K[j])) for j in keys]  # each score times 2^(2·shift)
         top = max(scores)
-        e = [mpmath.exp(c * mpmath.mpf((s - top).numerator) / (s - top).denominator) for s in scores]
+        e = [mpmath.exp(c * mpmath.ldexp(mpmath.mpf(s - top), -2 * shift)) for s in scores]
         total = mpmath.fsum(e)
         if sink is not None:  # e^(s − c·top), as the engine shifts
-            total += mpmath.exp(mpmath.mpf(sink) - c * mpmath.mpf(top.numerator) / top.denominator)
-        out.append(
-            [mpmath.fsum(w * mpmath.mpf(head.V[j, k]) for w, j in zip(e, keys)) / total for k in range(head.V.shape[1])]
-        )
+            total += mpmath.exp(mpmath.mpf(sink) - c * mpmath.ldexp(mpmath.mpf(top), -2 * shift))
+        out.append([mpmath.fsum(w * V[j][k] for w, j in zip(e, keys)) / total for k in range(head.V.shape[1])])
     return out
+
+
+def whole(x: float, shift: int) -> int:
+    """x·2^shift, an integer by the choice of shift, exactly."""
+    num, den = x.as_integer_ratio()
+    return num * (2**shift // den)
 
 
 @pytest.mark.parametrize(
