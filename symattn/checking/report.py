@@ -41,8 +41,9 @@ class Verdict:
     truncated: bool
     value: Num  # the exact value to SIGNIFICANT digits
     closed_form: Closed  # str() is SymPy's text; .expr the expression
-    expected: Decimal | None  # the exact value rounded to the claim's decimals
-    carried: Decimal | None  # what the claimant's own numbers give at those decimals
+    # the exact value rounded to the claim's decimals (a Num m·10^k for a claim written so: checking.verdicts)
+    expected: Decimal | Num | None
+    carried: Decimal | Num | None  # what the claimant's own numbers give at those decimals
     explanation: Explanation | None
     row_label: str | int | None  # the query or key token, or a 1-based row (an input dimension of dW_Q)
     col_label: str | int | None  # the key token, or a 1-based column
@@ -119,7 +120,9 @@ class Report:
 def report_data(report: Report) -> dict[str, Any]:
     """The report as JSON-ready data: one object per claim, then a summary."""
 
-    def text(x: Decimal | None) -> str | None:
+    def text(x: Decimal | Num | None) -> str | None:
+        if isinstance(x, Num):  # m·10^k as the claim was written, or 0
+            return str(x.value) if x.scientific else format(x.value, "f")
         return None if x is None else format(x, "f")
 
     claims = [

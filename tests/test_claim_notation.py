@@ -1,0 +1,70 @@
+"""A claim written m·10^k gets its right value written so too: 1.187×10^-3071 for a weight of 1.18650×10^-3071,
+not "0.000…" with 3,070 zeros (a claim's exponent may reach limits.CLAIM_EXPONENT, since exact values reach
+10^±4343). A claim orders of magnitude off gets the exact value correctly rounded to its own significant digits
+(5e-4999 for 1/2: 5×10^-1), and an exact 0 is 0."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from symattn.cli.commands import main
+
+SPEC = "Q = [[100, 0], [0, 1]]\nK = [[100, 0], [0, 0]]\nV = [[1, 2], [3, 4]]\n"
+CLAIMS = """spec = "spec.toml"
+[claims]
+"weights[1][2]" = "1.000e-3071"
+"weights[2][1]" = "5e-4999"
+"scores[2][1]" = "1e-60"
+"weights[2][2]" = "5.1e-1"
+"""
+
+
+def check(tmp_path, capsys, *options: str) -> str:
+    (tmp_path / "spec.toml").write_text(SPEC, encoding="utf-8")
+    (tmp_path / "claims.toml").write_text(CLAIMS, encoding="utf-8")
+    assert main(["check", str(tmp_path / "claims.toml"), *options]) == 1
+    out, err = capsys.readouterr()
+    assert err == ""
+    return out
+
+
+def test_the_right_values_are_written_as_the_claims_are(tmp_path, capsys):
+    out = check(tmp_path, capsys)
+    assert len(out) < 2000
+    lines = [line.strip() for line in out.splitlines()]
+    assert lines[4:8] == [
+        "1   score S (t2, t1)            1e-60       wrong         0 = 0",
+        "2   weight A (t1, t2)           1.000e-3071 wrong         1.18650×10^-3071 = 1/(1 + exp(5000*sqrt(2)))",
+        "3   weight A (t2, t1)           5e-4999     wrong         0.5 = 1/2",
+        "4   weight A (t2, t2)           5.1e-1      last-digit    0.5 = 1/2",
+    ]
+    assert [line for line in lines if "correctly rounded" in line] == [
+        "0×100 + 1×0 = 0; correctly rounded: 0",
+        "1 / 8.42814×10^3070 ≈ 1.18650×10^-3071; correctly rounded: 1.187×10^-3071",
+        "1 / 2 = 0.5; correctly rounded: 5×10^-1",
+        "1 / 2 = 0.5; correctly rounded: 5.0×10^-1",
+    ]
+    assert lines[-1] == (
+        "Fix first: score S (t2, t1) is given as 1e-60 but should be 0 (later mistakes may follow from it)."
+    )
+
+
+def test_json_gives_them_as_decimals_with_an_exponent(tmp_path, capsys):
+    data = json.loads(check(tmp_path, capsys, "--format", "json"))
+    got = {c["claimed"]: (c["verdict"], c["expected"]) for c in data["claims"]}
+    assert got == {
+        "1.000e-3071": ("wrong", "1.187E-3071"),
+        "5e-4999": ("wrong", "0.5"),
+        "1e-60": ("wrong", "0"),
+        "5.1e-1": ("last-digit", "0.50"),
+    }
+
+
+@pytest.mark.client
+def test_the_latex_report_sets_them_on_the_page(tmp_path, capsys, latex):
+    tex = check(tmp_path, capsys, "--format", "latex", "--standalone")
+    assert "1.187\\times 10^{-3071}" in tex
+    assert "0.0000000000" not in tex
+    latex(tex, "pdflatex", tmp_path)
