@@ -171,11 +171,10 @@ class EntryTable(Entries):
         return int(np.count_nonzero(self.finite & (self.bucket <= 1)))
 
     def tied(self, figure: str, region: tuple[slice, slice] | None = None) -> list[Entry]:
-        keys = self._key(figure)
-        if figure == "ulps":
-            keys = np.where(keys >= 0, self.bucket * _SCALE + keys, -1)
         rows, cols = region or (slice(0, self.shape[0]), slice(0, self.shape[1]))
-        block = keys[rows, cols]
+        block = self._key(figure)[rows, cols]  # the region first: a head's summary reads its own block only
+        if figure == "ulps":
+            block = np.where(block >= 0, self.bucket[rows, cols] * _SCALE + block, -1)
         if block.size == 0 or block.max() < 0:
             return []
         return [self.entry(rows.start + int(i), cols.start + int(j)) for i, j in zip(*np.nonzero(block == block.max()))]

@@ -426,13 +426,15 @@ def needed(x: np.ndarray, exact_float: np.ndarray, e: Errors, worst: int, places
 def _needed(x: np.ndarray, exact_float: np.ndarray, e: Errors, worst: int) -> np.ndarray:
     usable = e.bucket_ok & exact_float  # (bucket, ULPs) bounded, the bucket decided
     need = np.isfinite(x) & ~usable
-    at = np.flatnonzero(usable)
-    if at.size > worst:
+    # buckets are a few small integers: the worst-th largest is read off their counts, from the top
+    above = np.cumsum(np.bincount(e.bucket[usable], minlength=1)[::-1])  # above[k]: entries in the top k + 1
+    if above[-1] > worst:
         # the worst-th largest lower bound in (bucket, ULPs) order: its bucket, then its ULPs in that bucket
-        b, low = e.bucket.ravel()[at], e.ulps_lo.ravel()[at]
-        top_b = np.partition(b, -worst)[-worst]
-        rest = worst - int(np.count_nonzero(b > top_b))
-        top = np.partition(low[b == top_b], -rest)[-rest]
+        k = int(np.searchsorted(above, worst))
+        top_b = len(above) - 1 - k
+        rest = worst - (int(above[k - 1]) if k else 0)
+        low = e.ulps_lo[usable & (e.bucket == top_b)]
+        top = low.max() if rest == 1 else np.partition(low, -rest)[-rest]
         below = (e.bucket < top_b) | ((e.bucket == top_b) & (e.ulps_hi < top * BELOW))
         need |= usable & ~below
     else:
