@@ -6,6 +6,7 @@ not "0.000…" with 3,070 zeros (a claim's exponent may reach limits.CLAIM_EXPON
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -68,3 +69,40 @@ def test_the_latex_report_sets_them_on_the_page(tmp_path, capsys, latex):
     assert "1.187\\times 10^{-3071}" in tex
     assert "0.0000000000" not in tex
     latex(tex, "pdflatex", tmp_path)
+
+
+LARGE_SPEC = 'tokens = ["a", "b", "c"]\nQ = [[1, 2], [0.5, -1], [3, 0]]\nK = [[0.2, 1], [-1, 0.5], [2, 2]]\nV = [[1, 0], [0, 1], [3, -2]]\n'
+LARGE = """spec = "spec.toml"
+[claims]
+"scores[1][3]" = "6e3"
+"scores[2][3]" = "6.00e3"
+"exp_sum[1]" = "7.5e3"
+"weights[1][3]" = "9e2"
+"""
+
+
+def test_a_claim_too_large_gets_the_value_at_its_own_digits_not_0(tmp_path, capsys):
+    """Rounded to 6e3's place (thousands), 6 is 0 and 75.3 is 1×10^2: each is the value at the claim's own
+    significant digits instead, and a value carried from the claims stays at the claim's place."""
+    (tmp_path / "spec.toml").write_text(LARGE_SPEC, encoding="utf-8")
+    (tmp_path / "claims.toml").write_text(LARGE, encoding="utf-8")
+    assert main(["check", str(tmp_path / "claims.toml")]) == 1
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    assert [line.split("; from your own")[0] for line in lines if "correctly rounded" in line] == [
+        "1×2 + 2×2 = 6; correctly rounded: 6×10^0",
+        "0.5×2 + (-1)×2 = -1; correctly rounded: -1.00×10^0",
+        "4.73809 + 1 + 69.5914 ≈ 75.3295; correctly rounded: 7.5×10^1",
+        "69.5914 / 75.3295 ≈ 0.923827; correctly rounded: 9×10^-1",
+    ]
+    # from the claimed score 6e3: e^(6000/√2) at the claim's place (hundreds), two digits shown
+    assert "from your own earlier numbers: 3.6×10^1842" in lines[lines.index("sum of e^z (a): 7.5e3 — wrong") + 1]
+
+
+@pytest.mark.client
+def test_the_markdown_report_sets_them_as_math_that_katex_parses(tmp_path, capsys, katex):
+    md = check(tmp_path, capsys, "--format", "markdown")
+    assert "| 1.000e-3071 | $1.18650\\times 10^{-3071}$ |" in md
+    assert "correctly rounded: $1.187\\times 10^{-3071}$" in md
+    prose = [line for line in md.splitlines() if line.startswith(("correctly rounded", "Fix first"))]
+    assert len(prose) == 5 and not any("\\" in re.sub(r"\$[^$]*\$", "", line) for line in prose)
+    assert katex(md) == []

@@ -29,7 +29,6 @@ with the note ``unshifted``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
@@ -39,6 +38,7 @@ import sympy
 
 from symattn import variants
 from symattn.checking.chain import Chain, base, rational
+from symattn.checking.claim_notation import like_claim
 from symattn.checking.closed import Closed, Texts
 from symattn.checking.enclosure import ROUNDED_QUANTITIES, TILED, Enclosure, depends_on, explains, is_supported
 from symattn.checking.explain import Explainer
@@ -225,10 +225,10 @@ class Checker:
         if claim.quantity == "percent":  # report in the claim's own unit
             expected, shown_carried = (None if x is None else Percent(x.scaleb(2)) for x in (exact.rounded, carried))
         elif claim.number.form == "decimal" and claim.number.exponent:  # m·10^k as claimed, not in fixed digits
-            expected = self.like_claim(
-                claim, exact.rounded, lambda d: self.exact(quantity, i, j, d, head, unmasked).rounded
+            expected = like_claim(
+                claim, exact.rounded, lambda d: self.exact(quantity, i, j, d, head, unmasked).rounded, exact.shown.value
             )
-            shown_carried = self.like_claim(claim, carried, lambda d: self.carried_at(y, d))
+            shown_carried = like_claim(claim, carried, lambda d: self.carried_at(y, d))
         slips = self.slips_of(claim) if verdict == "wrong" else None
         diagnosis = None if slips is None else slips.diagnose(quantity, i, j, claim.number.value, d)
         row_label, col_label, row_axis, col_axis = self.labels(claim, quantity)
@@ -282,18 +282,6 @@ class Checker:
         # a shorter copy of their own number given at the asked decimals loses nothing
         precise = any(o.number.decimals is None or o.number.decimals >= asked + unit for o in same if o is not claim)
         return None if precise else asked
-
-    @staticmethod
-    def like_claim(claim: Claim, x: Decimal | None, at: Callable[[int], Decimal | None]) -> Num | None:
-        """A rounded value of a claim written m·10^k, shown so (1.187×10^-3071, not 3,000 zeros): at the claim's
-        decimals where its digits are about as many as the claim's, else (a claim orders of magnitude off, as
-        5e-4999 for 0.401) correctly rounded to the claim's significant digits by ``at`` (decimals → value)."""
-        if x is None or x == 0:
-            return None if x is None else Num(Decimal(0), False)
-        digits = max(1, len(claim.number.mantissa.lstrip("+-").replace(".", "").lstrip("0")))
-        if len(x.as_tuple().digits) > digits + 1:  # x.adjusted(): its magnitude, at most one decade off
-            x = at(digits - 1 - x.adjusted())
-        return None if x is None else Num(x, False, x != 0)
 
     def carried_at(self, y: sympy.Expr, decimals: int) -> Decimal:
         return numeric.round_expr(y, decimals, self._tables.setdefault("enclosures", {}), most_bits=CARRIED_BITS)
