@@ -177,6 +177,9 @@ TABLE = [
     ({**SEED, "lang": "cn"}, [], "lang: expected en or zh, got 'cn'"),
     ({**SEED, "mask": "casual"}, [], "mask: expected one of 'none', 'causal', got 'casual' (did you mean 'causal'?)"),
     ({**SEED, "Q": [["1/a", 1], [0, 1]], "subs": {"a": 0}}, [], "Q[1][1]: division by zero: '1/a' with a = 0"),
+    # a number written as text, read as a formula for its letter e: its exponent's limit names the place too
+    ({**SEED, "Q": [["1e999999", 1], [0, 1]]}, [], "Q[1][1]: exponent out of range (at most 50): '1e999999'"),
+    ({**SEED, "V": [[1, 0], [0, "2*1e51"]]}, [], "V[2][2]: exponent out of range (at most 50): '1e51'"),
     (
         {**SEED, "Q": [["a", 1], [0, 1]]},
         ["--subs", "b\x1b=1"],

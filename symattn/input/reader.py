@@ -114,11 +114,11 @@ class Reader:
                 or not any(ch.isalpha() or ch in "()^*" for ch in raw)
             ):
                 raise self.error(key, str(exc), position) from None
-        from symattn.input.formula import FormulaError, parse_formula
+        from symattn.input.formula import parse_formula
 
         try:
             return parse_formula(raw)
-        except FormulaError as exc:
+        except NumeralError as exc:  # a FormulaError, or a number inside the formula ("1e999999": its exponent)
             raise self.error(key, str(exc), position) from None
 
     def number(self, raw: object, key: str, position: tuple[int, ...] = (), **kw: Any) -> Numeral:
