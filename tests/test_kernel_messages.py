@@ -386,3 +386,31 @@ def test_a_gradients_text_names_its_own_quantity(tmp_path, capsys):
     assert "The worst entry is dq[0, 0, 0, 0], where |dq − exact| / (atol + rtol·|exact|) = 100." in lines
     assert "    fail by torch.allclose's rule: |dq − exact| / (atol + rtol·|exact|) = 100 at dq[0, 0, 0, 0]" in lines
     assert "out − exact" not in out
+
+
+def test_a_result_of_nans_lists_ten_places_and_counts_the_rest():
+    """The text report listed each entry that is not finite, twice (its line, then the entries' table):
+    32,788 lines for a (2, 4, 64, 32) output of NaN. It lists the first ten, in row order, then counts the
+    rest; every one is in its JSON, and in the text of every entry."""
+    from dataclasses import replace
+
+    from symattn.kernel import compare
+
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((2, 4, 64, 32)).astype(np.float32)
+    k, v = (rng.standard_normal((2, 2, 64, 32)).astype(np.float32) for _ in range(2))
+    out = np.full(q.shape, np.nan, np.float32)
+    out[1, 3, 63, 31] = 1.0
+    report = compare(out, q, k, v, causal=True)
+    lines = report.text().splitlines()
+    listed = [line for line in lines if line.startswith("Not finite at")]
+    assert listed == [f"Not finite at out[0, 0, 0, {j}]: nan." for j in range(10)] + [
+        "Not finite at 16373 more places (--all or JSON lists every one)."
+    ]
+    assert len(lines) < 60
+    assert len(report.data(summary=True)["not_finite"]) == 16383
+    every = replace(report, listed=None).text().splitlines()
+    assert sum(line.startswith("Not finite at out[") for line in every) == 16383
+    assert not any("more places" in line for line in every)
+    zh = report.text("zh").splitlines()
+    assert "另有 16373 处不是有限数（--all 或 JSON 列出每一处）。" in zh

@@ -179,7 +179,9 @@ def render_comparison(
     from symattn.rendering.environment import render_template
 
     total = max(1, len(c.entries))
-    shown = list(c.entries) if every else c.entries.not_finite() + c.ranked(worst)
+    # not finite: each listed with every entry, else the first ``worst`` (an output of NaN listed 16,384 twice)
+    not_finite = c.not_finite if every else c.not_finite[:worst]
+    shown = list(c.entries) if every else c.entries.not_finite()[:worst] + c.ranked(worst)
     tops = [c.top(f) for f in FIGURES]
     places = c.where
     least = ulp(Fraction(0), c.format)  # the format's least subnormal: below it the best float is 0 or it
@@ -196,6 +198,8 @@ def render_comparison(
         "text",
         lang,
         c=c,
+        not_finite=not_finite,
+        not_finite_more=len(c.not_finite) - len(not_finite),
         convention=places.convention,
         shown=shown,
         widths=(  # a column widens only where a text leaves no space in it
