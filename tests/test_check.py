@@ -189,7 +189,7 @@ def test_bad_claims(tmp_path, monkeypatch, claims, message):
             "subs, title, tokens, window "
             "(did you mean 'claims'?)",
         ),
-        ({"spec": "nope.toml", "claims": {}}, "nope.toml: cannot read file: No such file or directory"),
+        ({"spec": "nope.toml", "claims": {}}, "c.json: spec: cannot read 'nope.toml': no such file"),
     ],
 )
 def test_bad_claims_files(tmp_path, monkeypatch, data, message):

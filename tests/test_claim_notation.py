@@ -106,3 +106,19 @@ def test_the_markdown_report_sets_them_as_math_that_katex_parses(tmp_path, capsy
     prose = [line for line in md.splitlines() if line.startswith(("correctly rounded", "Fix first"))]
     assert len(prose) == 5 and not any("\\" in re.sub(r"\$[^$]*\$", "", line) for line in prose)
     assert katex(md) == []
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("nothere.toml", "spec: cannot read 'nothere.toml': no such file"),
+        ("folder", "spec: cannot read 'folder': a folder"),
+        ("claims.toml", "spec: 'claims.toml' is this claims file itself; name the spec's own file"),
+    ],
+)
+def test_a_spec_the_claims_file_names_but_cannot_be_read_names_the_claims_file(tmp_path, capsys, spec, message):
+    (tmp_path / "folder").mkdir()
+    claims = tmp_path / "claims.toml"
+    claims.write_text(f'spec = "{spec}"\n[claims]\nscores = [[1]]\n', encoding="utf-8")
+    assert main(["check", str(claims)]) == 2
+    assert capsys.readouterr() == ("", f"symattn: {claims}: {message}\n")
