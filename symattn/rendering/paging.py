@@ -71,7 +71,7 @@ def _max_columns(latex: str) -> str:
 
 
 def _display(whole: str, body: str, note: BlockNote, width: float, height: float) -> str:
-    rows = _rows(body)
+    rows = [part for row in _rows(body) for part in _side_by_side(row, width, height)]
     if not any(_too_big(row, width, height) for row in rows) and sum(map(_height, rows)) <= height:
         return whole
     # align* sets every row's right side after the widest left side (what comes before '&')
@@ -85,6 +85,17 @@ def _display(whole: str, body: str, note: BlockNote, width: float, height: float
             big = _too_big(_right(row), width - left, height, 1.0)
             lines.extend(_block_lines(row, note, width - left, height) if big else [_aligned(row)])
     return "\\begingroup\\allowdisplaybreaks\n" + _join(lines, height) + "\n\\endgroup"
+
+
+def _side_by_side(row: str, width: float, height: float) -> list[str]:
+    """A row of relations set side by side (``a = […], \\qquad b \\approx […]``) whose widest matrix, too
+    big for the line, comes after the others: the ones before it on rows of their own (ALiBi's 12 distances
+    ran 172 pt past the line in front of its bias's first block)."""
+    found = _matrix(row) if len(_split(row, "&")) == 1 and _too_big(row, width, height) else None
+    if found is None or len(_split(found.before, ", \\qquad ")) < 2:
+        return [row]  # the matrix cut into blocks comes first: what follows it goes on lines of its own already
+    parts = _split(found.before, ", \\qquad ")
+    return [part + "," for part in parts[:-1]] + [parts[-1] + row[len(found.before) :]]
 
 
 _CONTINUES = ("&\\quad", "&=", "&\\approx", "&\\phantom")
@@ -269,7 +280,7 @@ def _block_lines(row: str, note: BlockNote, width: float, height: float) -> list
     """
     found = _matrix(row)
     assert found is not None  # _too_big found it
-    before, after = found.before.rstrip(), found.after.strip()
+    before, after = _rstrip_tex(found.before), found.after.strip()
     lead = before if len(_split(before, "&")) > 1 else before + "&"
     # what later lines start with, so that their blocks line up under the first one
     rest = _split(lead, "&")[-1]
@@ -291,6 +302,14 @@ def _block_lines(row: str, note: BlockNote, width: float, height: float) -> list
     elif after:
         lines[-1] += after
     return lines
+
+
+def _rstrip_tex(tex: str) -> str:
+    """``tex`` without its trailing spaces, but a control space (``:\\ ``) keeps its own: stripped, its
+    backslash would join the matrix's (``:\\begin``, TeX's line break)."""
+    stripped = tex.rstrip()
+    odd = (len(stripped) - len(stripped.rstrip("\\"))) % 2
+    return stripped + " " if odd and stripped != tex else stripped
 
 
 def _row_blocks(cells: list[list[str]], page: float) -> list[tuple[int, int]]:
