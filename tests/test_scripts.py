@@ -475,17 +475,23 @@ def test_report_sheet_key_and_gradebook_with_other_scripts(latex, tmp_path):
     )
     variants = ex.exercise(template, [("s01", "Nguyễn Văn An"), ("s02", "김민수")], 1)
     counts = tuple((name, 0) for name in COUNTED)
+    # s02's first thing to fix is a score between Korean tokens: the gradebook names it, in its script's font
+    first = report.first_problem
+    assert (first.row_label, first.col_label) == (CASES["korean"][0][1], CASES["korean"][0][0])
     book = Gradebook(
         tuple(
-            Row(i, name, f"{i}.toml", counts, Fraction(1), 1, None)
-            for i, name in (("s01", "Đặng Thu"), ("s02", "فاطمة"))
+            Row(i, name, f"{i}.toml", counts, Fraction(1), 1, fix, report=mine)
+            for i, name, fix, mine in (("s01", "Đặng Thu", None, None), ("s02", "فاطمة", first.claim.key, report))
         )
     )
     documents = {  # each with what its PDF text must show
         "report": (render_report(report, "latex", standalone=True), ["Ελληνικά καὶ", "고양이", "먹는다"]),
         "sheet": (sheets.sheet(variants[0], "latex"), ["Bài tập", "고양이", "बिल्ली", "Nguyễn Văn An"]),
         "key-all": (sheets.key_all(variants, "latex"), ["Nguyễn Văn An", "김민수", "बिल्ली"]),
-        "gradebook": (gradebook_text(book, "latex", "en"), ["Đặng Thu", "\ufed3\ufe8e\ufec3\ufee4\ufe94"]),  # فاطمة
+        "gradebook": (  # فاطمة, and the place of her first thing to fix
+            gradebook_text(book, "latex", "en"),
+            ["Đặng Thu", "\ufed3\ufe8e\ufec3\ufee4\ufe94", f"{CASES['korean'][0][1]}, {CASES['korean'][0][0]}"],
+        ),
     }
     for name, (tex, shown) in documents.items():
         folder = tmp_path / name

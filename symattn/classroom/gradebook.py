@@ -42,6 +42,9 @@ def gradebook_text(book: Gradebook, fmt: str = "csv", lang: str = "en") -> str:
         from symattn.rendering.renderer import latex_setup
 
         texts = [r.name for r in book.rows] + [r.id for r in book.rows] + [book.source]
+        # the labels each "fix first" names: a script among them needs its font's macro (\symattnhangul)
+        firsts = [r.report.first_problem for r in book.rows if r.first_to_fix and r.report is not None]
+        texts += [str(label) for v in firsts if v is not None for label in (v.row_label, v.col_label) if label]
         return render_template(
             "gradebook",
             fmt,
