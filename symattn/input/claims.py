@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from symattn import variants
 from symattn.input import quantities
 from symattn.input.errors import SpecError, brief
-from symattn.input.files import kind_of, read_table
+from symattn.input.files import kind_of, read_table, unreadable
 from symattn.input.limits import CLAIMS, NUMBER_LENGTH
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral, NumeralError, has_foreign_digits, parse_claimed
@@ -451,12 +451,9 @@ def claims_from_mapping(
             if not isinstance(path, str):
                 raise reader.error("spec", f"expected a path, got {kind_of(path)}")
             full = (base or Path(".")) / path
-            # named from the claims file: which file and key sent the reader to a spec it cannot read
-            if Path(source).is_file() and full.is_file() and full.samefile(source):
-                raise reader.error("spec", f"{brief(path)} is this claims file itself; name the spec's own file")
-            if not full.is_file():
-                what = "a folder" if full.is_dir() else "not a regular file" if full.exists() else "no such file"
-                raise reader.error("spec", f"cannot read {brief(path)}: {what}")
+            problem = unreadable(full, source)  # named from the claims file, whose key sent the reader there
+            if problem is not None:
+                raise reader.error("spec", problem.format(brief(path)))
             spec = spec_from_mapping(read_table(full), str(full), full.parent)
         else:
             spec = spec_from_mapping(inline, source)

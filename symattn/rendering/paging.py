@@ -89,8 +89,8 @@ def _display(whole: str, body: str, note: BlockNote, width: float, height: float
 
 def _side_by_side(row: str, width: float, height: float) -> list[str]:
     """A row of relations set side by side (``a = […], \\qquad b \\approx […]``) whose widest matrix, too
-    big for the line, comes after the others: the ones before it on rows of their own (ALiBi's 12 distances
-    ran 172 pt past the line in front of its bias's first block)."""
+    big for the line, comes after the others: the ones before it on rows of their own (12 distances before a
+    bias ran 172 pt past the line in front of the bias's first block)."""
     found = _matrix(row) if len(_split(row, "&")) == 1 and _too_big(row, width, height) else None
     if found is None or len(_split(found.before, ", \\qquad ")) < 2:
         return [row]  # the matrix cut into blocks comes first: what follows it goes on lines of its own already
