@@ -41,7 +41,7 @@ class Verdict:
     truncated: bool
     value: Num  # the exact value to SIGNIFICANT digits
     closed_form: Closed  # str() is SymPy's text; .expr the expression
-    # the exact value rounded to the claim's decimals (a Num m·10^k for a claim written so: checking.verdicts)
+    # the exact value rounded to the claim's decimals (a Num m·10^k for a claim written so: claim_notation)
     expected: Decimal | Num | None
     carried: Decimal | Num | None  # what the claimant's own numbers give at those decimals
     explanation: Explanation | None
@@ -121,7 +121,7 @@ def report_data(report: Report) -> dict[str, Any]:
     """The report as JSON-ready data: one object per claim, then a summary."""
 
     def text(x: Decimal | Num | None) -> str | None:
-        if isinstance(x, Num):  # m·10^k as the claim was written, or 0
+        if isinstance(x, Num):  # a value shown m·10^k keeps its exponent (1.187E-3071), as it is shown
             return str(x.value) if x.scientific else format(x.value, "f")
         return None if x is None else format(x, "f")
 
@@ -132,7 +132,7 @@ def report_data(report: Report) -> dict[str, Any]:
             "col": v.col_label,
             "claimed": v.claim.number.text,
             "exact": str(v.closed_form),
-            "value": str(v.value.value) if v.value.scientific else format(v.value.value, "f"),
+            "value": text(v.value),
             "verdict": v.verdict,
             "truncated": v.truncated,
             "expected": text(v.expected),

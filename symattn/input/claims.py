@@ -451,9 +451,9 @@ def claims_from_mapping(
             if not isinstance(path, str):
                 raise reader.error("spec", f"expected a path, got {kind_of(path)}")
             full = (base or Path(".")) / path
-            problem = unreadable(full, source)  # named from the claims file, whose key sent the reader there
+            problem = unreadable(full, source, brief(path))  # named from the claims file, whose key sent us there
             if problem is not None:
-                raise reader.error("spec", problem.format(brief(path)))
+                raise reader.error("spec", problem)
             spec = spec_from_mapping(read_table(full), str(full), full.parent)
         else:
             spec = spec_from_mapping(inline, source)

@@ -52,13 +52,14 @@ def read_table(
     return parse_text(text, str(path), json_=path.suffix.lower() == ".json")
 
 
-def unreadable(path: Path, source: str) -> str | None:
-    """Why a file that ``source`` names as its spec cannot be read ("{}" stands for the name as written), or None."""
+def unreadable(path: Path, source: str, name: str) -> str | None:
+    """Why the file ``path`` that ``source`` names as its spec (``name``, as written) cannot be read, or None."""
     if Path(source).is_file() and path.is_file() and path.samefile(source):
-        return "{} is this claims file itself; name the spec's own file"
+        return f"{name} is this claims file itself; name the spec's own file"
     if not path.is_file():
-        what = "a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
-        return "cannot read {}: " + what
+        return f"cannot read {name}: " + (
+            "a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
+        )
     return None
 
 
