@@ -1,6 +1,7 @@
 """The checker on the worked example's own numbers, bad claims files, and properties."""
 
 import json
+import shutil
 from decimal import Decimal
 from fractions import Fraction
 
@@ -276,7 +277,7 @@ def test_an_early_error_is_carried_forward(raw, decimals, units, data):
 
 def test_claims_on_projected_q_k_v(tmp_path):
     claims = {
-        "spec": str(builtin.example_path("projection", "en")),
+        "spec": _beside(tmp_path, builtin.example_path("projection", "en")),
         "claims": {"Q[3][1]": "1.2", "K[1][2]": "0.45", "scores[3][2]": "0.12", "scores[3][1]": "1.2"},
     }
     report = check(None, claims_file(tmp_path, claims))
@@ -294,7 +295,7 @@ def test_claims_on_projected_q_k_v(tmp_path):
 
 
 def test_claims_on_q_need_a_projection(tmp_path):
-    claims = {"spec": str(builtin.example_path("seed", "en")), "claims": {"Q[1][1]": 1}}
+    claims = {"spec": _beside(tmp_path, builtin.example_path("seed", "en")), "claims": {"Q[1][1]": 1}}
     with pytest.raises(SpecError) as info:
         check(None, claims_file(tmp_path, claims))
     assert str(info.value).endswith(
@@ -331,3 +332,9 @@ def test_classic_slips_are_named(claims, diagnosis):
     spec = {"lang": "en", "tokens": ["a", "b"], "Q": [[1, 0], [1, 2]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}
     report = check(spec, {"claims": claims})
     assert [(r.verdict, r.diagnosis) for r in report.results] == [("wrong", diagnosis)]
+
+
+def _beside(folder, spec) -> str:
+    """The example spec copied beside the claims file, named as a claims file names its spec: a plain name."""
+    shutil.copyfile(spec, folder / spec.name)
+    return spec.name

@@ -2,6 +2,7 @@
 error carried forward within a head and into concat, and the heads' gradients."""
 
 import json
+import shutil
 from fractions import Fraction
 
 import pytest
@@ -165,14 +166,14 @@ def test_q_k_v_claims_are_the_whole_projections(tmp_path):
     Q[2][2] = "1.20"  # every head's columns side by side; a slip in column 3, head 2's first
     claims = {"Q": Q, "h1.scores[3][1]": "1.35", "h2.scores[3][1]": "1.2", "h2.Q[3][2]": "0.4"}
     path = tmp_path / "c.json"
-    path.write_text(json.dumps({"spec": str(spec), "claims": claims}), encoding="utf-8")
+    path.write_text(json.dumps({"spec": _beside(tmp_path, spec), "claims": claims}), encoding="utf-8")
     with pytest.raises(SpecError) as info:  # Q claims Q[3][4] too: one number, two names, two verdicts
         check(None, str(path))
     assert str(info.value) == (
         f"{path}: claims.h2.Q[3][2]: the same entry as claims.Q[3][4] (both keys name one number); claim it once"
     )
     claims = {"Q[3][3]": "1.20", **{k: v for k, v in claims.items() if k != "Q"}}
-    path.write_text(json.dumps({"spec": str(spec), "claims": claims}), encoding="utf-8")
+    path.write_text(json.dumps({"spec": _beside(tmp_path, spec), "claims": claims}), encoding="utf-8")
     got = {(v.claim.key, v.row_label, v.col_label): v.verdict for v in check(None, str(path)).results}
     assert got[("claims.Q[3][3]", "it", 3)] == "wrong"
     assert got[("claims.h2.Q[3][2]", "it", 2)] == "exact"  # head 2's column 2 (column 4 of Q), named as written
@@ -441,3 +442,9 @@ def test_the_report_s_columns_line_up_after_its_longest_quantity(lang, header, r
     table = render_report(report, "text").split("\n\n")[1].splitlines()
     assert table[0].startswith(header)
     assert [line[: len(row)] for line, row in zip(table[1:], rows, strict=True)] == rows
+
+
+def _beside(folder, spec) -> str:
+    """The example spec copied beside the claims file, named as a claims file names its spec: a plain name."""
+    shutil.copyfile(spec, folder / spec.name)
+    return spec.name

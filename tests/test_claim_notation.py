@@ -122,3 +122,22 @@ def test_a_spec_the_claims_file_names_but_cannot_be_read_names_the_claims_file(t
     claims.write_text(f'spec = "{spec}"\n[claims]\nscores = [[1]]\n', encoding="utf-8")
     assert main(["check", str(claims)]) == 2
     assert capsys.readouterr() == ("", f"symattn: {claims}: {message}\n")
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("/etc/hostname", "spec: '/etc/hostname': a file name relative to the claims file's folder is needed"),
+        ("../outside.toml", "spec: '../outside.toml': a file name may not go up a folder (..)"),
+        ("link.toml", "spec: 'link.toml': leads outside the claims file's folder (through a link)"),
+    ],
+)
+def test_the_spec_a_claims_file_names_is_read_beside_it_only(tmp_path, capsys, spec, message):
+    (tmp_path / "outside.toml").write_text('Q = [[1]]\nK = [[1]]\nV = [["1"]]\n', encoding="utf-8")
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "link.toml").symlink_to(tmp_path / "outside.toml")
+    claims = folder / "claims.toml"
+    claims.write_text(f'spec = "{spec}"\n[claims]\nscores = [[1]]\n', encoding="utf-8")
+    assert main(["check", str(claims)]) == 2
+    assert capsys.readouterr() == ("", f"symattn: {claims}: {message}\n")

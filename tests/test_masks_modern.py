@@ -4,6 +4,7 @@ derived, computed and checked (the torch oracles are in test_torch_masks.py)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -246,7 +247,7 @@ def test_check_reads_the_grouped_shapes(tmp_path):
     # [0, 1], [1, 0], [0.5, 0.5] give S = [1, 0, 0.5]; 0.2 is the score against key/value head 1's K instead
     spec = builtin.example_path("gqa", "en")
     path = tmp_path / "claims.toml"
-    path.write_text(f"spec = {json.dumps(str(spec))}\n" + CLAIMS, encoding="utf-8")
+    path.write_text(f"spec = {json.dumps(_beside(tmp_path, spec))}\n" + CLAIMS, encoding="utf-8")
     report = check(None, str(path))
     got = [(v.claim.quantity, v.head, v.claim.col, v.verdict) for v in report.results]
     assert got == [
@@ -314,3 +315,9 @@ def test_a_wrong_shared_gradient_is_explained_as_its_heads_sum(tmp_path, capsys)
     assert main(["check", str(path), "--lang", "en"]) == 1
     out = capsys.readouterr().out
     assert "gradient dK (c, column 2): 3.5 — wrong\n    0 + 2.71148 ≈ 2.71148; correctly rounded: 2.7" in out
+
+
+def _beside(folder, spec) -> str:
+    """The example spec copied beside the claims file, named as a claims file names its spec: a plain name."""
+    shutil.copyfile(spec, folder / spec.name)
+    return spec.name

@@ -3,6 +3,7 @@ nothing left of its "=" (a cos or sin given or looked up)."""
 
 import json
 import re
+import shutil
 
 import pytest
 
@@ -19,7 +20,8 @@ MLA_HEADS = builtin.example_path("mla-heads", "en")
 def test_a_shared_latent_claimed_under_two_names_is_refused_in_one_line(tmp_path, capsys):
     claims = tmp_path / "c.toml"
     claims.write_text(
-        f'spec = "{MLA_HEADS.as_posix()}"\n[claims]\n"latent[1][1]" = "1"\n"h2.latent[1][1]" = "5"\n', encoding="utf-8"
+        f'spec = "{_beside(tmp_path, MLA_HEADS)}"\n[claims]\n"latent[1][1]" = "1"\n"h2.latent[1][1]" = "5"\n',
+        encoding="utf-8",
     )
     assert main(["check", str(claims)]) == 2
     assert capsys.readouterr() == (
@@ -199,3 +201,9 @@ def test_one_unit_off_an_exact_cos_is_wrong_and_off_a_rounded_sine_a_last_digit_
         ("claims.rope_sin[2][1]", "last-digit"),  # √3/2 ≈ 0.866: a rounding lies on its way
         ("claims.Q_rot[2][1]", "carried"),
     ]
+
+
+def _beside(folder, spec) -> str:
+    """The example spec copied beside the claims file, named as a claims file names its spec: a plain name."""
+    shutil.copyfile(spec, folder / spec.name)
+    return spec.name

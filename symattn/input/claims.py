@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 
 from symattn import variants
 from symattn.input import quantities
-from symattn.input.errors import SpecError, brief
-from symattn.input.files import kind_of, read_table, unreadable
+from symattn.input.errors import SpecError
+from symattn.input.files import kind_of, named_spec, read_table
 from symattn.input.limits import CLAIMS, NUMBER_LENGTH
 from symattn.input.messages import said
 from symattn.input.numeral import Numeral, NumeralError, has_foreign_digits, parse_claimed
@@ -450,11 +450,11 @@ def claims_from_mapping(
             path = data["spec"]
             if not isinstance(path, str):
                 raise reader.error("spec", f"expected a path, got {kind_of(path)}")
-            full = (base or Path(".")) / path
-            problem = unreadable(full, source, brief(path))  # named from the claims file, whose key sent us there
-            if problem is not None:
+            real, problem = named_spec(path, source, base or Path("."))  # named from the claims file's key
+            if real is None:
                 raise reader.error("spec", problem)
-            spec = spec_from_mapping(read_table(full), str(full), full.parent)
+            full = (base or Path(".")) / path
+            spec = spec_from_mapping(read_table(real), str(full), full.parent)
         else:
             spec = spec_from_mapping(inline, source)
     if "claims" not in data:

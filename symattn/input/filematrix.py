@@ -18,11 +18,12 @@ import stat
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError, numpy_index
+from symattn.input.files import beside
 from symattn.input.numeral import Numeral
 
 if TYPE_CHECKING:  # numpy only where a file is read: render of a spec of numbers starts without it
@@ -173,19 +174,9 @@ def _read(raw: str, key: str, source: str, folder: Path | None, npy: Any, safete
     if folder is None:
         raise error(f"a file name ({_brief(raw)}) is read only from a spec file, beside it; give the rows here")
     name = match["path"]
-    pure = PurePosixPath(name)
-    if "\\" in name or "\x00" in name or pure.is_absolute() or re.match(r"[A-Za-z]:", name):
-        raise error(f"{_brief(name)}: a file name relative to the spec's folder is needed")
-    if ".." in pure.parts:
-        raise error(f"{_brief(name)}: a file name may not go up a folder (..)")
-    base = folder.resolve()
-    try:
-        real = (base / name).resolve(strict=True)
-    except (OSError, RuntimeError) as exc:  # missing, or a loop of links
-        reason = getattr(exc, "strerror", None) or "a loop of links"
-        raise error(f"{_brief(name)}: cannot read file: {reason}") from None
-    if not real.is_relative_to(base):
-        raise error(f"{_brief(name)}: leads outside the spec's folder (through a link)")
+    real, problem = beside(name, folder, "spec")
+    if real is None:
+        raise error(problem)
     data = _read_bytes(real, name, error)
     shown = _brief(name)
     try:

@@ -7,7 +7,7 @@ import json
 import os
 import stat
 import tomllib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from symattn.input import limits
@@ -52,15 +52,37 @@ def read_table(
     return parse_text(text, str(path), json_=path.suffix.lower() == ".json")
 
 
-def unreadable(path: Path, source: str, name: str) -> str | None:
-    """Why the file ``path`` that ``source`` names as its spec (``name``, as written) cannot be read, or None."""
+def beside(name: str, folder: Path, owner: str) -> tuple[Path | None, str]:
+    """(the real path, "") of a file that a file names, found in ``folder``, the naming file's own, and only
+    there: the name is relative, has no "..", and no link leads it out; else (None, the problem, in words
+    that begin with the name as written). ``owner``: the naming file, as the problem names its folder."""
+    shown_name = repr(name if len(name) <= 200 else name[:200] + "…")
+    pure = PurePosixPath(name)
+    drive = name[1:2] == ":" and name[:1].isascii() and name[:1].isalpha()  # C:…, as Windows reads it
+    if "\\" in name or "\x00" in name or pure.is_absolute() or drive:
+        return None, f"{shown_name}: a file name relative to the {owner}'s folder is needed"
+    if ".." in pure.parts:
+        return None, f"{shown_name}: a file name may not go up a folder (..)"
+    base = folder.resolve()
+    try:
+        real = (base / name).resolve(strict=True)
+    except (OSError, RuntimeError) as exc:  # missing, or a loop of links
+        return None, f"{shown_name}: cannot read file: {getattr(exc, 'strerror', None) or 'a loop of links'}"
+    if not real.is_relative_to(base):
+        return None, f"{shown_name}: leads outside the {owner}'s folder (through a link)"
+    return real, ""
+
+
+def named_spec(name: str, source: str, folder: Path) -> tuple[Path | None, str]:
+    """(the real path, "") of the spec that the claims file ``source`` names (``name``, as written), read from
+    its ``folder`` only (:func:`beside`), or (None, why it cannot be read)."""
+    path, shown_name = folder / name, brief(name)
     if Path(source).is_file() and path.is_file() and path.samefile(source):
-        return f"{name} is this claims file itself; name the spec's own file"
+        return None, f"{shown_name} is this claims file itself; name the spec's own file"
     if not path.is_file():
-        return f"cannot read {name}: " + (
-            "a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
-        )
-    return None
+        why = "a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
+        return None, f"cannot read {shown_name}: {why}"
+    return beside(name, folder, "claims file")
 
 
 def read_text(
