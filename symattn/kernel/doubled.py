@@ -316,7 +316,10 @@ def _all(head: Head, pairs: list[tuple[int, int]], split: Split | None, tight: b
     for n, (i, _) in enumerate(pairs):
         by_row.setdefault(i, []).append(n)
     rows = sorted(by_row)
-    pieces = [rows[start : start + _ROWS] for start in range(0, len(rows), _ROWS)]
+    count = -(-len(rows) // _ROWS)
+    count += count % 2 if count > 1 else 0  # an even count of equal pieces: both cores end together
+    size = max(1, -(-len(rows) // max(count, 1)))  # (216 rows: 108 and 108, where 128 and 88 left one core idle)
+    pieces = [rows[start : start + size] for start in range(0, len(rows), size)]
     parallel = len(rows) * head.K.shape[0] >= PARALLEL_EXPS
     again = _keys_again(split) if tight else None
     for where, O, eO, q2, e2 in map_forked(_piece, (head, pairs, by_row, split, again), pieces, parallel):
