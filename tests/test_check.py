@@ -338,3 +338,34 @@ def _beside(folder, spec) -> str:
     """The example spec copied beside the claims file, named as a claims file names its spec: a plain name."""
     shutil.copyfile(spec, folder / spec.name)
     return spec.name
+
+
+@pytest.mark.parametrize(
+    "scale, lines",
+    [
+        (
+            '"1/2"',  # 2 × 1/2 and 3 × 1/2: products of the given numbers, nothing rounded: one off is wrong
+            [
+                "2   scaled S × 1/2 (t2, t1)     1.1       wrong         1 = 1",
+                "3   scaled S × 1/2 (t2, t2)     1.4       wrong         1.5 = 3/2",
+            ],
+        ),
+        (
+            '"none"',  # z is the score itself (this stopped check with a traceback)
+            [
+                "2   unscaled z = S (t2, t1)     1.1       wrong         2 = 2",
+                "3   unscaled z = S (t2, t2)     1.4       wrong         3 = 3",
+            ],
+        ),
+    ],
+)
+def test_scaled_scores_of_a_rational_scale_are_named_by_it_and_one_off_is_wrong(tmp_path, capsys, scale, lines):
+    claims = tmp_path / "c.toml"
+    claims.write_text(
+        f"Q = [[1, 0], [2, 1]]\nK = [[1, 0], [1, 1]]\nV = [[1], [0]]\nscale = {scale}\n"
+        '[claims]\n"scores[2][2]" = 3\n"scaled[2][2]" = 1.4\n"scaled[2][1]" = 1.1\n',
+        encoding="utf-8",
+    )
+    assert main(["check", str(claims)]) == 1  # a claim is wrong
+    out = capsys.readouterr().out.splitlines()
+    assert out[5:7] == lines

@@ -211,3 +211,35 @@ def test_negative_operands_get_parentheses():
         r"Q_{\text{t1}}\cdot K_{\text{t1}} &= \left(-0.5\right)\times 2 + \left(\frac{1}{3}\right)"
         r"\times \left(1\times 10^{-2}\right) \approx -0.997"
     ) in text
+
+
+@pytest.mark.parametrize(
+    "scale, formula, en, zh",
+    [
+        (
+            '"none"',
+            r"\mathrm{softmax}\!\left(QK^\top\right)V",
+            "- no scaling here: the softmax takes the scores as they are\n",
+            "- 本例不缩放：softmax 直接作用于分数\n",
+        ),
+        (
+            '"1/2"',
+            r"\mathrm{softmax}\!\left(\frac{1}{2}\,QK^\top\right)V",
+            r"- multiplying by $\frac{1}{2}$ rescales the scores before the softmax" + "\n",
+            r"- 乘以 $\frac{1}{2}$：在 softmax 之前缩放分数" + "\n",
+        ),
+        ("1", r"\mathrm{softmax}\!\left(QK^\top\right)V", "- no scaling here:", "- 本例不缩放："),  # × 1: none
+    ],
+)
+def test_the_closing_formula_and_the_recap_say_the_specs_own_scaling(tmp_path, scale, formula, en, zh):
+    for lang, line in (("en", en), ("zh", zh)):
+        spec = tmp_path / f"{lang}.toml"
+        spec.write_text(
+            f'lang = "{lang}"\nQ = [[1, 0], [0, 1]]\nK = [[1, 0], [0, 1]]\nV = [[1, 0], [0, 1]]\nscale = {scale}\n'
+            'figures = "none"\n',
+            encoding="utf-8",
+        )
+        text = render(derive(load_spec(spec)), "markdown")
+        assert formula in text and r"\sqrt{d_k}}\right)V" not in text
+        assert line in text
+        assert "cools" not in text and "降温" not in text

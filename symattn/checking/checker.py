@@ -24,6 +24,7 @@ from symattn.checking.enclosure import is_supported
 from symattn.checking.report import Report, Verdict
 from symattn.checking.slips import diagnose_rows
 from symattn.checking.verdicts import Checker
+from symattn.derivation.steps import formula_scale
 from symattn.exact import progress
 from symattn.exact.factory import build
 from symattn.input.claims import PRODUCTS, Claim, Claims, load_claims
@@ -104,6 +105,8 @@ def check(
         softmax=spec.softmax,
         z=variants.z_word(spec),
         commas=loaded.commas,
+        scaling=formula_scale(spec)[0],
+        scale_value=formula_scale(spec)[1],
     )
 
 

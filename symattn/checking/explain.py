@@ -126,7 +126,9 @@ class Explainer:
         if quantity == "scores":
             return tuple(zip(sub.Q[i], sub.K[k]))
         if quantity == "scaled":
-            operands = (sig("scores", i, k), sub.d_k if sub.scale == "sqrt" else sub.scale)
+            # d_k (over its root), the spec's number (times it), or None: no scaling, z is the score
+            factor = sub.d_k if sub.scale == "sqrt" else None if sub.scale == "none" else sub.scale
+            operands = (sig("scores", i, k), factor)
             if not model.varied:
                 return operands
             # + an additive part's term, then a monotone map's (None where the head has none)

@@ -85,6 +85,9 @@ class Report:
     # "biased" or "capped" (a part's, symattn.variants.z_word): the claimed scaled scores are z, not S/√d_k,
     # and the report names them so
     z: str | None = None
+    # the scaling the report names the scaled scores by: "sqrt" (S/√d_k), "none" (z = S) or "number" (S × scale_value)
+    scaling: str = "sqrt"
+    scale_value: Any = None
     commas: tuple[Written, ...] = ()  # claims with a decimal comma, read as a point (key first)
 
     @property

@@ -336,7 +336,12 @@ class Checker:
         quantity = PRODUCTS.get(claim.quantity, base(claim.quantity))
         if quantity in INPUTS + variants.EXACT_PRODUCTS + variants.ONE_STEP:
             return True
-        return quantity == "scores" and self.layout.heads[self.layout.index(claim.head)].qk is None
+        head = self.layout.heads[self.layout.index(claim.head)]
+        if quantity == "scaled" and head.qk is None and head.scale.is_Rational:  # z = S × a rational c, if no part
+            i, j = self.position(claim)  # adds to it: then one product more of the given decimals
+            s, z = (self.exact(q, i, j, None, claim.head).rational for q in ("scores", "scaled"))
+            return s is not None and z == s * Fraction(int(head.scale.p), int(head.scale.q))
+        return quantity == "scores" and head.qk is None
 
     @cached_property
     def has_rounded_claims(self) -> bool:

@@ -30,6 +30,7 @@ from symattn.derivation.steps import (
     WeightedSum,
     assemble,
     attended_keys,
+    formula_scale,
     pictures,
     scale_parts,
     transpose,
@@ -50,6 +51,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
     f = spec.focus
     rows = range(model.n_queries) if spec.document.expand == "all" else [f]
     scale_kind, scale_value = scale_parts(spec)
+    said = formula_scale(spec)  # the formula's factor: one of exactly 1 is none
     turned = next((p.scores_step(spec, model, fig) for p, _ in variants.stage(spec, QK)), None)
     Q, K = (spec.Q, spec.K) if turned is None else turned[1:]  # a Q/K part's: the dots of its Q' and K'
     dots = tuple(Dot(i, j, tuple(zip(Q[i], K[j])), fig.scores[i][j]) for i in rows for j in range(model.n_keys))
@@ -120,6 +122,8 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             is_exact(fig.output),
             av_dots,
             parts=variants.formula_parts(spec),
+            scale=said[0],
+            scale_value=said[1],
         ),
     ]
     return tuple(steps)
@@ -237,7 +241,8 @@ def derive_symbolic(spec: Spec, model: SymbolicModel) -> Derivation:
             for i in range(len(spec.tokens))
             for k in range(len(spec.V[0]))
         )
-    steps.append(MatrixForm(A, True, O, True, av_dots))
+    scale, value = formula_scale(spec)
+    steps.append(MatrixForm(A, True, O, True, av_dots, scale=scale, scale_value=value))
     steps.append(_toy(spec))
     return assemble(spec, tuple(steps), symbolic=True)
 
@@ -306,6 +311,7 @@ def derive_head(spec: Spec, model: Model) -> Derivation:
         z,
         tied,
         tuple(spec.V[k] for k in tied),
+        *formula_scale(spec),
     )
     steps += [recap, _toy(spec)]
     return assemble(spec, tuple(steps))

@@ -179,6 +179,8 @@ class MatrixForm:
     dots: tuple[Dot, ...]  # every entry of AV, with expand = "all"
     note_at: int | None = None  # where the document says why shown terms need not add up (see addition.py)
     parts: tuple[str, ...] = ()  # the parts that change the formula beyond 2017's, by name, in the order they act
+    scale: str = "sqrt"  # the scores' factor in the formula: "sqrt" (1/√d_k), "none" or "number" (scale_value)
+    scale_value: Numeral | None = None
 
 
 @record
@@ -247,6 +249,8 @@ class Recap:
     z: Num | None = None  # with an additive or monotone part: the top key's z, which the softmax weighs instead
     tied: tuple[int, ...] = ()  # every key that ties for the top (none: one key alone), as Step 3 names them
     tied_values: tuple[tuple[Entry, ...], ...] = ()  # their V rows
+    scale: str = "sqrt"  # what the recap says of the scaling: "sqrt", "none" or "number" (scale_value)
+    scale_value: Numeral | None = None
 
 
 @record
@@ -382,6 +386,12 @@ def transpose(m: Matrix) -> Matrix:
 
 def scale_parts(spec: Spec) -> tuple[str, Numeral | None]:
     return (spec.scale, None) if isinstance(spec.scale, str) else ("number", spec.scale)
+
+
+def formula_scale(spec: Spec) -> tuple[str, Numeral | None]:
+    """scale_parts as the formula and the recap say it: a factor of exactly 1 scales nothing."""
+    kind, value = scale_parts(spec)
+    return ("none", None) if value is not None and value.value == 1 else (kind, value)
 
 
 def assemble(spec: Spec, steps: tuple[AnyStep, ...], symbolic: bool = False) -> Derivation:
