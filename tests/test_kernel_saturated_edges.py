@@ -212,3 +212,27 @@ def test_gradients_whose_score_gradients_are_subnormal_keep_their_bound():
             value, error = gradient(head, quantity)
             for r, c in np.ndindex(value.shape):
                 assert abs(mpmath.mpf(float(value[r, c])) - want[r][c]) <= error[r, c]
+
+
+def test_a_saturated_output_next_to_a_tie_of_its_shown_digits_is_decided():
+    # one weight 1 and one e^(−32768): the exact output is v_0 + O(e^(−32768)), which SDPA returns; v_0's 17th
+    # digit lies 5.1·10^-21 from a tie, within the 2^-40 ULP that decide first reads past it (it said "not
+    # decided at 1000 digits", exit 2)
+    from symattn.kernel import compare
+
+    q, k = np.array([[4096.0]], np.float32), np.array([[8.0], [0.0]], np.float32)
+    v = np.array([[0.0804324522614479], [1.25]], np.float32)
+    assert Fraction(float(v[0, 0])) == Fraction("0.080432452261447906494140625")  # the tie: …906|5
+    report = compare(v[:1].copy(), q, k, v)
+    # mpmath at 15,000 digits: e − v_0 = 1.2777·10^-14231, 1.715·10^-14223 ULP (2^-27), relative 1.5886·10^-14230
+    assert json.loads(report.to_json())["entries"] == [
+        {
+            "query": 0,
+            "column": 0,
+            "value": "0.080432452261447906",
+            "exact": "0.080432452261447906",
+            "ulps": "1.71e-14223",
+            "relative": "1.59e-14230",
+            "row_relative": "1.59e-14230",
+        }
+    ]

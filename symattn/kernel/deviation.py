@@ -159,7 +159,7 @@ def decide(
         if ulp(y - abs(step), fmt) != ulp(y + abs(step), fmt):  # a rational y: one ULP around it
             return None
     u = ulp(y + step, fmt)
-    shown = _near(lambda t: t, y, step, shown_digits)
+    shown = _near(lambda t: t, y, step, shown_digits) or _shown_within(y, dy, shown_digits)
     if x == y:
         ulps = abs(dy) / _arb(u)
         figures = digits(ulps, SHOWN_DIGITS), digits(abs(dy) / abs(e), SHOWN_DIGITS), _bucket(ulps)
@@ -199,6 +199,14 @@ def _nearest(value: Fraction, fmt: str) -> Fraction:
     """A float of the format nearest ``value`` (or next to it, beside a power of 2)."""
     u = ulp(value, fmt)
     return round(value / u) * u
+
+
+def _shown_within(y: Fraction, dy: Any, n: int) -> Decimal | None:
+    """The n digits of e = y + dy from the ends of dy's own ball, where a tie of n digits lies within the step
+    past y (e^(−32768) from y, and the tie 5·10^-21 from it, in a saturated row): both ends round alike."""
+    lo, hi, s = _scaled_ends(dy)
+    at, past = (significant_exact(y + Fraction(end, 1 << s), n) for end in (lo, hi))
+    return at if at == past else None
 
 
 def _near(g, y: Fraction, step: Fraction, n: int) -> Decimal | None:
