@@ -338,6 +338,7 @@ def test_the_standalone_verifier_runs_as_a_program(tmp_path):
 def test_the_standalone_rounding_cell_below_a_power_of_ten_is_ten_times_narrower():
     """0.9999999997 shows as itself at 10 digits, not as 1.000000000: a forged 1.000000000 is refuted, while
     0.99999999995 ≤ x < 1 does round to it (half-up; mirrored below zero)."""
+    from decimal import Decimal
     from fractions import Fraction as F
 
     from symattn.verifier.checking import Value
@@ -347,7 +348,8 @@ def test_the_standalone_rounding_cell_below_a_power_of_ten_is_ten_times_narrower
         table = Table(
             "lse", (2, 3), [["0"] * 3, ["0", text, "0"]], ["aaa"] * 2, [[0.0] * 3] * 2, [[float("inf")] * 3] * 2
         )
-        return Value(table, 1, 1, None).judge(F(lo), F(hi))
+        digits = len(Decimal(text).as_tuple().digits)  # the certificate's digits: as many as the text shows
+        return Value(table, 1, 1, None, digits).judge(F(lo), F(hi))
 
     assert (
         judged("1.000000000", "0.9999999997", "0.9999999997")
@@ -359,7 +361,7 @@ def test_the_standalone_rounding_cell_below_a_power_of_ten_is_ten_times_narrower
         "lse[1, 1]: the exact value does not round to -1.000000000"
     )
     assert judged("2.000000000", "1.99999999995", "1.99999999995") is True
-    assert judged("1.000E+3", "999.95", "999.96") is True and judged("1.000E+3", "999.94", "999.96") is None
+    assert judged("1000", "999.95", "999.96") is True and judged("1000", "999.94", "999.96") is None
 
 
 def test_a_bnhd_causal_gqa_certificate_agrees_with_torch_sdpa_and_both_verifiers(tmp_path, capsys):

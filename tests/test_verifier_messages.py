@@ -173,3 +173,27 @@ def test_the_fast_verifier_cuts_a_long_listing_too(made, capsys):
 )
 def test_a_listing_is_cut_after_20_lines(count, want):
     assert shortened([f"line {i}" for i in range(count)]) == want
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        ("abc", 'expected a value such as "0.4171325333" or "2.028E+4", got the text \'abc\''),
+        ("NaN", 'expected a value such as "0.4171325333" or "2.028E+4", got the text \'NaN\''),
+        ([1], 'expected a value such as "0.4171325333" or "2.028E+4", got a list'),
+        (" 0.5", 'expected a value such as "0.4171325333" or "2.028E+4", got the text \' 0.5\''),
+        ("0.0918603", "0.0918603 has 6 significant digits, not 9"),
+        ("5.00000000E-1", "5.00000000E-1 is not written as Decimal writes its value: 0.500000000"),
+    ],
+)
+def test_a_shown_value_not_as_compute_writes_it_is_refused_by_both_in_one_line(made, capsys, value, problem):
+    # the standalone verifier stopped with a traceback on the first three and verified the last three
+    folder, cert = made
+
+    def change(data):
+        data["output"]["value"][3][2] = value
+
+    forged = forge(cert, change)
+    code, out, err = fast(capsys, forged)
+    assert (code, out, err) == (2, "", f"symattn: {forged}: output.value[4][3]: {problem}\n")
+    assert run(forged) == (2, [f"{forged}: output.value[4][3]: {problem}"])

@@ -32,7 +32,7 @@ from symattn.certificates.reader import Reader
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import SpecError
 from symattn.kernel import float64
-from symattn.verifier import reading
+from symattn.verifier import reading, values
 
 BEFORE = (
     "3: made before symattn corrected its float64 engine (issue 30: the scores' split was one bit short, so "
@@ -154,6 +154,8 @@ def _check(
         if all(ok_row) and made == row:  # the usual row: every value decided and shown right
             continue
         for c, shown in enumerate(row):
+            if not ok_row[c] or shown != made[c]:  # a text not as compute writes one is refused in one line
+                _form(shown, name, r, c, digits, read)
             if not ok_row[c]:
                 beyond.append((r, c))
             elif shown != made[c]:
@@ -176,6 +178,14 @@ def _check(
                 (r, c, f"{place(tensors, name, r, c)}: {shown}, but the exact value rounds to {decided[(r, c)]}")
             )
     return [line for *_, line in sorted(failures, key=lambda x: x[:2])]  # stable: one place's lines as found
+
+
+def _form(text: Any, name: str, r: int, c: int, digits: int, read: Reader) -> None:
+    """A shown value's form, as the standalone verifier reads it (values.shown): else one line, exit 2."""
+    try:
+        values.shown(text, f"{name}.value", (r + 1, c + 1), digits)
+    except reading.CertificateError as exc:
+        raise read.error(exc.key, exc.problem, exc.position) from None
 
 
 def _letters(paths: list[str]) -> np.ndarray:

@@ -31,6 +31,7 @@ from operator import mul
 
 from .arithmetic import Exact, Row, scaled
 from .reading import QUANTITIES, Certificate, Table
+from .values import shown
 
 START_BITS = 96
 MAX_BITS = 1 << 13
@@ -40,14 +41,14 @@ CHUNK_SCORES = 1 << 22  # dS entries held at once for dK and dV
 class Value:
     """One shown value and what it must lie in: its rounding cell and the certificate's float ± bound."""
 
-    def __init__(self, table: Table, r: int, c: int, given):
+    def __init__(self, table: Table, r: int, c: int, given, digits: int):
         self.index = _index(table, r, c)
         self.where = f"{table.name}[{', '.join(map(str, self.index))}]"  # output[1, 2, 77, 5]
         self.order = (QUANTITIES.index(table.name), self.index)  # where its line goes: places in numeric order
         text = table.values[r][c]
-        self.shown = Fraction(Decimal(text))
+        self.shown = shown(text, f"{table.name}.value", (r + 1, c + 1), digits)  # its form, or refused in one line
         form = Decimal(text).as_tuple()
-        exponent = int(form.exponent)  # a finite value's: reading.shown took only digits
+        exponent = int(form.exponent)  # a finite value's: shown took only digits
         self.half = Fraction(10) ** exponent / 2 if self.shown else Fraction(0)
         # toward zero the cell is as wide, except below a power of ten: there the digits step ten times finer
         # (0.99999999995 ≤ x < 1 rounds to 1.000000000, but 0.9999999997 to itself)
@@ -101,7 +102,7 @@ def verify_values(cert: Certificate) -> tuple[int, list[str]]:
     failures: list[tuple[tuple, str]] = []
     pending = {
         name: {
-            (r, c): Value(t, r, c, cert.enclosures.get((r, c)) if name == "output" else None)
+            (r, c): Value(t, r, c, cert.enclosures.get((r, c)) if name == "output" else None, cert.digits)
             for r in range(len(t.values))
             for c in range(t.shape[-1])
         }

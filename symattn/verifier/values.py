@@ -134,6 +134,8 @@ def shown(text: Any, key: str, position: tuple[int, ...], digits: int) -> Fracti
         )
     if value == 0 and text != "0":
         raise CertificateError(key, f'an exact zero is shown as "0", got {text!r}', position)
+    if str(value) != text:  # one text for each value: the one compute writes
+        raise CertificateError(key, f"{text} is not written as Decimal writes its value: {value}", position)
     return Fraction(value)
 
 
