@@ -174,6 +174,9 @@ def test_gradients_of_one_head_and_a_dout_of_the_wrong_shape(kernel):
     assert str(info.value) == "dout: shape: (4, 128, 64); O's shape is (2, 4, 128, 64)"
 
 
+WORST = "worst: expected a whole number from 1 up, or None (every entry), got "
+
+
 @pytest.mark.parametrize(
     "name, value, message",
     [
@@ -187,6 +190,11 @@ def test_gradients_of_one_head_and_a_dout_of_the_wrong_shape(kernel):
         ("window", 0, f"{WINDOW_RANGE}0"),
         ("window", 2**31, f"{WINDOW_RANGE}2147483648"),  # FlashAttention's int32
         ("rtol", -1, "rtol: expected a number at least 0 such as 1e-3 or 0.01, got '-1'"),
+        ("worst", 0, f"{WORST}0"),  # listed 10 before
+        ("worst", -1, f"{WORST}-1"),  # an IndexError's traceback before
+        ("worst", 2.5, f"{WORST}2.5"),
+        ("worst", "3", f"{WORST}'3'"),
+        ("worst", True, f"{WORST}True"),
     ],
 )
 def test_what_the_float64_path_does_not_take_is_one_line(name, value, message):
@@ -396,3 +404,10 @@ def test_the_message_shows_no_exact_digit_that_was_not_decided():
         _nine_decided(Decimal(text))
         for text in ("0.952760", "0.16230000000000001", "2.1560783008892759E-1527", "0.12345678950000000")
     ] == ["0.952760", "0.162300000", "2.15607830E-1527", "0.12345678950000000"]
+
+
+def test_worst_takes_numpys_whole_numbers_too():
+    from symattn.kernel import compare
+
+    x = np.ones((4, 2), np.float32)
+    assert compare(x, x, x, x, worst=np.int64(3)).text() == compare(x, x, x, x, worst=3).text()

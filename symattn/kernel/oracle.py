@@ -92,6 +92,11 @@ def compare(
         raise SpecError("kind", None, f"expected one of {', '.join(tensors.KINDS)}, got {kind!r}")
     if lse_base not in ("e", "2"):
         raise SpecError("lse_base", None, f"expected 'e' or '2', got {lse_base!r}")
+    if worst is not None:  # a whole number (numpy's too), not a bool: True is no count
+        whole = not isinstance(worst, bool) and hasattr(type(worst), "__index__")
+        if not whole or worst.__index__() < 1:
+            raise SpecError("worst", None, f"expected a whole number from 1 up, or None (every entry), got {worst!r}")
+        worst = worst.__index__()
     rtol, atol, bound = _tolerance(rtol, "rtol"), _tolerance(atol, "atol"), _ulps(max_ulp)
     masks = {"causal": causal, "causal_align": causal_align, "window": window, "scale": scale, "layout": layout}
     return judged(out, q, k, v, kind, dout, masks, packing, rule, reference, rtol, atol, bound, lse_base, worst)
