@@ -19,6 +19,7 @@ from symattn.kernel import record
 
 _KEY = "symattn_checks"
 _collected: list[dict[str, str]] = []  # the controller's rows: its own and every worker's
+_order: dict[str, int] = {}  # each test's place in the session's order, as collected
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -34,6 +35,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("symattn_summary"):
         _collected.clear()
+        _order.clear()
         record.start()
 
 
@@ -44,6 +46,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
     finally:
         record.test = ""
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The tests' order, without pytest-xdist (under it, each worker's is the same: see below)."""
+    _order.update({item.nodeid: n for n, item in enumerate(session.items) if item.nodeid not in _order})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """pytest-xdist, on the controller: the order of the tests a worker collected (every worker's is one)."""
+    _order.update({nodeid: n for n, nodeid in enumerate(ids) if nodeid not in _order})
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -66,7 +79,8 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if not config.getoption("symattn_summary") or hasattr(config, "workerinput"):
         return
-    rows = sorted(_collected, key=lambda r: r["test"])  # stable: a test's own checks stay in their order
+    # in the order of the tests (stable: a test's own checks stay in theirs); a row of no test collected last
+    rows = sorted(_collected, key=lambda r: _order.get(r["test"], len(_order)))
     terminalreporter.section("symattn: attention checks")
     for line in table(rows):
         terminalreporter.write_line(line)
