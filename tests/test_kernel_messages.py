@@ -414,3 +414,13 @@ def test_a_result_of_nans_lists_ten_places_and_counts_the_rest():
     assert not any("more places" in line for line in every)
     zh = report.text("zh").splitlines()
     assert "另有 16373 处不是有限数（--all 或 JSON 列出每一处）。" in zh
+
+
+def test_a_result_of_no_entries_says_so_whatever_its_axes(tmp_path, capsys):
+    # a 4-axis result is taken: its zero-length axis is the problem ("expected a matrix (rows, columns)" before)
+    q, k, v = inputs()
+    spec = write(tmp_path, SPEC, q=q, k=k, v=v)
+    np.save(tmp_path / "o.npy", np.ones((2, 4, 0, 4), np.float32))
+    assert run(capsys, spec, tmp_path / "o.npy")[2] == (
+        f"symattn: {tmp_path / 'o.npy'}: shape: (2, 4, 0, 4) has an axis of length 0 (no entries)\n"
+    )

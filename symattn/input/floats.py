@@ -195,7 +195,9 @@ def array_result(source: str, array: tensorfile.Array, fmt: str | None = None, l
         if array.values.size > limits.TENSOR_ENTRIES:
             raise LimitError(source, "shape", f"{parts}: more than {limits.TENSOR_ENTRIES} entries (the limit)")
         return FloatResult(source, array.format, (), (), array.values.reshape(shape), array.values.shape)
-    if len(shape) != 2 or 0 in shape:
+    if 0 in shape:  # a result of no entries, whatever its axes
+        raise SpecError(source, "shape", f"{parts} has an axis of length 0 (no entries)")
+    if len(shape) != 2:
         raise SpecError(source, "shape", f"expected a matrix (rows, columns), got shape {parts}")
     rows, cols = shape
     if max(rows, cols) > limits.KERNEL_TOKENS or rows * cols > limits.TENSOR_ENTRIES:  # O, A or a row of LSE
