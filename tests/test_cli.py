@@ -145,3 +145,35 @@ def test_compute_without_closed_forms(capsys):
         "value": [["0.4171", "0.2207", "0.3621"], ["0.2608", "0.4592", "0.2799"], ["0.4027", "0.2403", "0.3570"]]
     }
     assert data["scale"] == {"value": "0.7071"}
+
+
+@pytest.mark.parametrize(
+    "argv, name, starts",
+    [
+        (["render", "--example", "seed", "--lang", "en"], "d.tex", "\\section*{"),  # was Markdown in a .tex
+        (["check", "--example", "--lang", "en"], "r.md", "# Checking hand-computed numbers"),
+        (["check", "--example", "--lang", "en"], "r.json", "{"),
+    ],
+)
+def test_o_s_name_says_the_format(tmp_path, capsys, argv, name, starts):
+    assert main([*argv, "-o", str(tmp_path / name)]) in (0, 1)  # check: the example's slips
+    assert (tmp_path / name).read_text(encoding="utf-8").startswith(starts)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["render", "--example", "seed"],
+            "-o .csv: this command writes no csv (markdown, latex, pdf, html); give --format",
+        ),
+        (
+            ["check", "--example"],
+            "-o .csv: this command writes no csv (text, json, markdown, latex, pdf, html); give --format",
+        ),
+    ],
+)
+def test_o_s_name_of_a_format_the_command_does_not_write_is_refused(tmp_path, capsys, argv, message):
+    assert main([*argv, "-o", str(tmp_path / "x.csv")]) == 2
+    assert capsys.readouterr().err == f"symattn: {message}\n"
+    assert not (tmp_path / "x.csv").exists()

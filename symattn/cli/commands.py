@@ -62,7 +62,7 @@ def _render(args: argparse.Namespace) -> int:
     from symattn.derivation.derive import derive
     from symattn.rendering.export import export
 
-    fmt = args.format = _slides(args) if args.slides else _format(args, "markdown")
+    fmt = args.format = _slides(args) if args.slides else _format(args, "markdown", ("latex", "pdf", "html"))
     if args.standalone and fmt not in ("latex", "pdf"):  # a PDF is always made from a whole document
         raise _UsageError("--standalone needs --format latex")
     _check_export(args)
@@ -94,17 +94,39 @@ def _has_room_beside(path: str) -> bool:
     return is_file_name(path)
 
 
-def _format(args: argparse.Namespace, default: str) -> str:
-    """--format, else what -o's name says for a PDF or a web page (-o x.pdf, -o x.html), else ``default``."""
+# what -o's name says of the format, where --format does not: a name of another suffix takes the default
+_SUFFIXES = {
+    ".pdf": "pdf",
+    ".html": "html",
+    ".htm": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".tex": "latex",
+    ".json": "json",
+    ".csv": "csv",
+    ".txt": "text",
+}
+
+
+def _format(args: argparse.Namespace, default: str, formats: tuple[str, ...] = ("pdf", "html")) -> str:
+    """--format, else what -o's name says (x.pdf, x.md, x.tex, …) among the command's ``formats``, else
+    ``default``. A name whose suffix is another format's is refused: it would hold what its name denies."""
     if args.format:
         return args.format
     suffix = os.path.splitext(args.output or "")[1].lower()
-    return {".pdf": "pdf", ".html": "html", ".htm": "html"}.get(suffix, default)
+    said = _SUFFIXES.get(suffix)
+    if said is None or said == default:
+        return default
+    if said not in formats:
+        raise _UsageError(
+            f"-o {suffix}: this command writes no {said} ({', '.join((default, *formats))}); give --format"
+        )
+    return said
 
 
 def _slides(args: argparse.Namespace) -> str:
     """--slides: the deck in the format -o's name says (x.pdf: compiled, x.html: the HTML deck), else Beamer."""
-    fmt = _format(args, "beamer")
+    fmt = _format(args, "beamer", ("pdf", "html", "latex"))
     decks = {"pdf": "beamer-pdf", "html": "slides", "latex": "beamer"}
     if fmt not in (*decks, *decks.values()):
         raise _UsageError(f"--slides makes a deck: beamer, beamer-pdf or slides, not --format {fmt}")
@@ -192,7 +214,7 @@ def _check(args: argparse.Namespace) -> int:
 
     if bool(args.claims) == bool(args.example):
         raise _UsageError("give a CLAIMS file or --example (not both)")
-    args.format = _format(args, "text")
+    args.format = _format(args, "text", ("json", "markdown", "latex", "pdf", "html"))
     _check_export(args)
     if args.example:
         path = builtin.example_path("seed-claims", args.lang or "zh")
@@ -262,7 +284,7 @@ def _grade(args: argparse.Namespace) -> int:
     from symattn.classroom.grading import POLICY, grade, read_policy
     from symattn.classroom.lmsexport import left_out_line
 
-    fmt = args.format = _format(args, "csv")
+    fmt = args.format = _format(args, "csv", ("markdown", "json", "latex", "html", "pdf"))
     _check_export(args)
     if args.assignment_id is not None and (fmt != "canvas-grades" or not args.assignment_id.isdecimal()):
         raise _UsageError("--assignment-id takes the digits of a Canvas assignment's id, with --format canvas-grades")
