@@ -18,6 +18,9 @@ CASES = {
     "scale-none": {"scale": "none", "focus": 1},
     "scale-number": {"scale": "1/2", "expand": "all"},
     "fractions": {"Q": [["1/3", "-2/7"], ["1e-2", "-0.5"], ["1", "1"]], "expand": "all"},
+    # KaTeX's \text{} refuses Greek in strict mode (its math takes it); its ligatures would join -- and ''
+    "greek": {"tokens": ["α", "λόγος", "Ϊά"], "title": "Ω -- ''q''", "expand": "all"},
+    "ligatures": {"tokens": ["a--b", "''e''", "x`y"], "expand": "all"},
 }
 
 

@@ -414,3 +414,23 @@ def test_result_pdf_for_notebooks(tmp_path):
     info, text = pdf_text(path)
     assert info["Page size"] == "595.28 x 841.89 pts (A4)"
     assert all(token in text for token in ("小猫", "吃", "它"))
+
+
+def test_labels_and_titles_are_shown_as_typed_in_the_pdf(tmp_path, capsys):
+    # TeX's fonts joined -- into an en dash, '' into ”, !` into ¡ and ,, into „; ` and ' became curly quotes
+    needs("latexmk", "pdflatex")
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'title = "Dashes -- --- and quotes \'\' `` !` ?` ,,"\nlang = "en"\n'
+        "tokens = [\"a--b\", \"c---d\", \"''e''\", \"!`f?`\", \",,h\", \"x'y`z\"]\n"
+        "Q = [[1], [2], [3], [-1], [0.5], [0]]\nK = [[1], [2], [3], [-1], [0.5], [0]]\n"
+        'V = [[1], [2], [3], [-1], [0.5], [0]]\nfigures = "none"\n',
+        encoding="utf-8",
+    )
+    target = tmp_path / "x.pdf"
+    assert run(capsys, "render", str(spec), "-o", str(target)) == (0, "", "")
+    text = pdf_text(target)[1]
+    assert "Dashes -- --- and quotes '' `` !` ?` ,," in text
+    for label in ("a--b", "c---d", "''e''", "!`f?`", ",,h", "x'y`z"):
+        assert f"“{label}”" in text  # the focus row's label, quoted by the document's own quotes
+    assert not [joined for joined in ("a–b", "c—d", "”e”", "¡f¿", "„h", "x’y‘z") if joined in text]  # none anywhere

@@ -17,7 +17,14 @@ from symattn.input.symbolic_entry import Formula
 from symattn.input.text import split_math
 from symattn.rendering import user_cache
 from symattn.rendering.bookmarks import PROVIDE_TEXORPDFSTRING, bookmarked
-from symattn.rendering.escape import ESCAPERS, MATH_TEXT_ESCAPERS, escape_latex, escape_latex_words
+from symattn.rendering.escape import (
+    ESCAPERS,
+    MATH_TEXT_ESCAPERS,
+    USER_ESCAPERS,
+    USER_MATH_TEXT_ESCAPERS,
+    escape_latex,
+    escape_latex_words,
+)
 from symattn.rendering.layout import (
     breakable,
     chain,
@@ -85,7 +92,7 @@ def _title_filter(fmt: str) -> Callable[[str], str]:
         from symattn.input.titlemath import plain_title
 
         return plain_title
-    escape, text_escape = ESCAPERS[fmt], MATH_TEXT_ESCAPERS[fmt]
+    escape, text_escape = USER_ESCAPERS[fmt], USER_MATH_TEXT_ESCAPERS[fmt]
     wrap = (lambda tex: f"${tex}$") if fmt == "text" else _inline_math(fmt)
 
     def math(piece: str) -> str:
@@ -105,7 +112,7 @@ CODE: dict[str, Callable[[str], str]] = {
 
 
 def _label_filter(fmt: str) -> Callable[[str], str]:
-    escape = MATH_TEXT_ESCAPERS[fmt]
+    escape = USER_MATH_TEXT_ESCAPERS[fmt]
     return lambda label: f"\\text{{{escape(label)}}}"
 
 
@@ -340,14 +347,14 @@ def environment(fmt: str, numbered: bool = False) -> jinja2.Environment:
         raise RenderError(f"unknown format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}")
     env = template_environment(bytecode_cache=bytecode_cache())
     env.filters.update(FILTERS)
-    env.filters["esc"] = escape_latex_words if fmt == "latex" else ESCAPERS[fmt]  # user text: long words break
+    env.filters["esc"] = escape_latex_words if fmt == "latex" else USER_ESCAPERS[fmt]  # user text: long words break
     env.filters["title"] = _title_filter(fmt)
     env.filters["heading"] = lambda text, depth, toc=None: HEADINGS[fmt](text, depth, numbered, toc)
     env.filters["im"] = _inline_math(fmt)
     env.filters["tval"] = _text_number(_inline_math(fmt) if fmt != "text" else (lambda tex: tex))
     env.filters["label"] = _label_filter(fmt)
     env.filters["code"] = CODE[fmt]
-    env.filters["mesc"] = MATH_TEXT_ESCAPERS[fmt]
+    env.filters["mesc"] = USER_MATH_TEXT_ESCAPERS[fmt]  # a label inside a phrase in math
     env.filters["closed"] = _closed_form(fmt)
     env.filters["percent"] = lambda x: env.filters["tval"](x) + ESCAPERS[fmt]("%")
     if fmt in _DISPLAY:  # the documents' block markup

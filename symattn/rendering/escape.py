@@ -6,6 +6,9 @@ replaced once, so no replacement is ever escaped again.
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 from symattn.input.scripts import is_joiner, is_mark, runs, script_of
 from symattn.input.text import CONTROL_ESCAPES, show_controls
 
@@ -45,8 +48,18 @@ _LATEX_SYMBOLS = {
 # CommonMark backslash escapes: any ASCII punctuation may be escaped; these matter.
 _MARKDOWN = {ch: "\\" + ch for ch in "\\`*_[]<>#|~$&!{}"}
 
+# TeX's text fonts turn ' and ` into curly quotes (!` into ¡): LaTeX's own straight ones keep them as typed.
+# KaTeX has neither, so there a single ' or ` stays curly, and only the pairs below are kept apart.
+_QUOTES = {"'": r"\textquotesingle{}", "`": r"\textasciigrave{}"}
+# the pairs a font's ligatures would join (-- into an en dash, ,, into „ in T1, '' into ”): {} keeps them apart
+_PAIRS = re.compile(r"-(?=-)|,(?=,)")
+_KATEX_PAIRS = re.compile(r"-(?=-)|'(?=')|`(?=`)")
+
 _SHOWN = CONTROL_ESCAPES  # controls from outside text: shown as escapes in every format (input.text)
 _LATEX_TABLE = str.maketrans({**_LATEX, **_LATEX_SYMBOLS, **{ch: r"\textbackslash{}" + s for ch, s in _SHOWN.items()}})
+_USER_TABLE = str.maketrans(  # user text: every character as typed, quotes too
+    {**_LATEX, **_QUOTES, **_LATEX_SYMBOLS, **{ch: r"\textbackslash{}" + s for ch, s in _SHOWN.items()}}
+)
 _KATEX_TABLE = str.maketrans({**_LATEX, **{ch: r"\textbackslash{}" + s for ch, s in _SHOWN.items()}})
 _MARKDOWN_TABLE = str.maketrans({**_MARKDOWN, **{ch: "\\\\" + s for ch, s in _SHOWN.items()}})
 
@@ -58,8 +71,8 @@ def escape_latex_words(text: str) -> str:
     """User text for LaTeX prose and tables (``escape_latex``), where a word too long for a line (a label of
     40 signs, a path) may break every few letters."""
     if len(text) > _LONG_WORD and any(len(word) > _LONG_WORD for word in text.split(" ")):
-        return _BREAK.join(escape_latex(piece) for piece in _pieces(text))
-    return escape_latex(text)
+        return _BREAK.join(escape_latex_user(piece) for piece in _pieces(text))
+    return escape_latex_user(text)
 
 
 # a word longer than this breaks after each _PIECE letters in a row where nothing joins them
@@ -90,22 +103,70 @@ def _pieces(text: str) -> list[str]:
 
 
 def escape_latex(text: str) -> str:
-    """Escape text for LaTeX text mode (and for ``\\text{}`` inside math).
+    """Escape our own prose for LaTeX text mode (and for ``\\text{}`` inside math): its apostrophes and dashes
+    are typeset as TeX sets them. User text goes through :func:`escape_latex_user`.
 
     A run in a script that needs its own font is ``\\symattn<script>{…}``, a
     macro that the standalone preamble defines (``input.scripts``).
     """
+    return _latex(text, _LATEX_TABLE, None)
+
+
+def escape_latex_user(text: str) -> str:
+    """``escape_latex`` for user text (titles, labels, names): every character shown as typed, no font's
+    ligature or curly quote in its place (a--b stays a--b, not a–b)."""
+    return _latex(text, _USER_TABLE, _PAIRS)
+
+
+def _latex(text: str, table: dict[int, str], pairs: re.Pattern[str] | None) -> str:
     if text.isascii():
-        return text.translate(_LATEX_TABLE)
+        return _apart(text.translate(table), pairs)
     return "".join(
-        piece.translate(_LATEX_TABLE) if font is None else f"\\symattn{font.key}{{{piece.translate(_LATEX_TABLE)}}}"
+        _apart(piece.translate(table), pairs)
+        if font is None
+        else f"\\symattn{font.key}{{{_apart(piece.translate(table), pairs)}}}"
         for font, piece in runs(text)
     )
 
 
+def _apart(tex: str, pairs: re.Pattern[str] | None) -> str:
+    """The escaped text with {} between the characters a font's ligatures would join."""
+    return pairs.sub(lambda m: m.group() + "{}", tex) if pairs is not None and pairs.search(tex) else tex
+
+
 def escape_katex_text(text: str) -> str:
-    """Escape text for ``\\text{}`` inside KaTeX math, which reads Unicode symbols as they are."""
+    """Escape our own prose for ``\\text{}`` inside KaTeX math, which reads Unicode symbols as they are."""
     return text.translate(_KATEX_TABLE)
+
+
+def escape_katex_user(text: str) -> str:
+    """``escape_katex_text`` for user text: no two characters joined by KaTeX's ligatures (-- stays --; a
+    single ' or ` stays KaTeX's curly one, as KaTeX has no straight quote); Greek in math (:func:`_greek`)."""
+    tex = _apart(text.translate(_KATEX_TABLE), _KATEX_PAIRS)
+    return _GREEK_RUN.sub(_greek, tex) if _GREEK_RUN.search(tex) else tex
+
+
+# KaTeX's \text{} knows no Greek letter (strict mode refuses one); its math knows these, and their tonos and
+# dialytika as accents. Other Greek (polytonic marks, archaic letters) is left as it is.
+_GREEK_MATH = set("ΑΒΓΔΕΖΗΘΙΚΛΜΝΞΟΠΡΣΤΥΦΧΨΩαβγδεζηθικλμνξοπρςστυφχψωϑϕϖϱϵ")
+_GREEK_MARKS = {"\u0301": "\\acute", "\u0308": "\\ddot"}  # tonos (as an acute), dialytika
+_GREEK_RUN = re.compile("[\u0370-\u03ff]+")
+
+
+def _greek(run: re.Match[str]) -> str:
+    """A run of Greek letters as math inside \\text{}: \\(λ\\acute{ο}γος\\) (no $: Markdown's math ends at one), as far
+    as KaTeX's math has them."""
+    out, math = "", ""
+    for ch in run.group():
+        base, *marks = unicodedata.normalize("NFD", ch)
+        if base not in _GREEK_MATH or any(m not in _GREEK_MARKS for m in marks):
+            out += (f"\\({math}\\)" if math else "") + ch
+            math = ""
+            continue
+        for mark in marks:
+            base = f"{_GREEK_MARKS[mark]}{{{base}}}"
+        math += base
+    return out + (f"\\({math}\\)" if math else "")
 
 
 def escape_markdown(text: str) -> str:
@@ -121,5 +182,7 @@ def escape_text(text: str) -> str:
     return show_controls(text)
 
 
-ESCAPERS = {"latex": escape_latex, "markdown": escape_markdown, "text": escape_text}
+ESCAPERS = {"latex": escape_latex, "markdown": escape_markdown, "text": escape_text}  # our prose
 MATH_TEXT_ESCAPERS = {"latex": escape_latex, "markdown": escape_katex_text, "text": escape_text}
+USER_ESCAPERS = {"latex": escape_latex_user, "markdown": escape_markdown, "text": escape_text}  # user text
+USER_MATH_TEXT_ESCAPERS = {"latex": escape_latex_user, "markdown": escape_katex_user, "text": escape_text}
