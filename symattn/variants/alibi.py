@@ -201,7 +201,7 @@ class AlibiPart(Part):
         return sig("bias", i, k) if i != k else None  # −m·|i − j| (none on the diagonal, where it is 0)
 
     def z_step(self, spec: Any, model: Any, fig: Any, shown: Any) -> AlibiBias:
-        from symattn.exact import numeric
+        from symattn.exact import numeric, rounding
         from symattn.exact.rounding import is_exact
 
         part = model.owner("bias")
@@ -210,8 +210,12 @@ class AlibiPart(Part):
         rounded = numeric.round_expr(part.slope, spec.decimals.scaled)
         Z, f = shown(MAP), spec.focus  # the biased scores, before any map
         given = spec.setting("positions") is not None  # positions the spec gives: the step says them
+        # a slope that terminates is shown whole (2^-4 = 0.0625), else rounded (≈)
+        shown_slope = (
+            Num(rounded, False) if exact is None else rounding.exact_or_rounded([[exact]], spec.decimals.scaled)[0][0]
+        )
         return AlibiBias(
-            slope=Num(rounded, exact is not None and Fraction(rounded) == exact),
+            slope=shown_slope,
             exponent=None if slope.given is not None else slope.exponent,
             given=slope.given,
             head=slope.head,
@@ -351,9 +355,11 @@ class Bias(HeadPart):
         places = [terminating_decimals(x) if x is not None else None for row in exact for x in row]
         if all(p is not None and p <= decimals for p in places):  # short enough to show whole (−1.5, not −1.500)
             return rounding.exact_or_rounded(exact, decimals, notation)
-        return tuple(
-            tuple(Num(d, x is not None and Fraction(d) == x) for d, x in zip(row, exact_row))
-            for row, exact_row in zip(model.rounded("bias", decimals), exact)
+        return rounding.exact_width(  # the exact ones unpadded (0, −0.125) beside the rounded (−0.188)
+            tuple(
+                tuple(Num(d, x is not None and Fraction(d) == x) for d, x in zip(row, exact_row))
+                for row, exact_row in zip(model.rounded("bias", decimals), exact)
+            )
         )
 
     def by_hand(self, model: Any, unmasked: NumRows, decimals: int, notation: str) -> NumRows:

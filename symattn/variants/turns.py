@@ -409,12 +409,15 @@ def shown_turn(part: Any, model: Any, used: Any, places: int, notation: str, han
 def cos_sin_shown(trig: tuple[sympy.Expr, sympy.Expr], places: int) -> tuple[Num, Num]:
     """An exact cos and sin, correctly rounded (exactly 1 and 0 at angle 0; a rational shown whole where its
     digits end within the places); in [−1, 1], so always fixed decimals."""
+    from symattn.exact.rounding import exact_width
+
     shown = []
     for x in trig:
         value = numeric.as_fraction(x)
         rounded = Decimal(int(x)) if isinstance(x, sympy.Integer) else numeric.round_expr(x, places)
         shown.append(Num(rounded, value is not None and Fraction(rounded) == value))
-    return shown[0], shown[1]
+    cos, sin = exact_width(((shown[0], shown[1]),))[0]  # an exact one unpadded: −0.5, not −0.500
+    return cos, sin
 
 
 def six_digits(x: sympy.Expr) -> Num:
