@@ -73,7 +73,7 @@ def returned(tmp_path_factory):
 
 def test_the_answers_file_asks_the_sheets_decimals(returned):
     _, v, _ = returned
-    assert "\ndecimals = { output = 1, scaled = 3, weights = 3 }\n" in sheets.answers(v["s01"])
+    assert "\ndecimals = { output = 1, scaled = 3, weights = 3, scores = 2 }\n" in sheets.answers(v["s01"])
     assert sheets.asked_decimals(v["s01"]) == {"scaled": 3, "weights": 3, "output": 1}
 
 

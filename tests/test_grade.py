@@ -375,3 +375,23 @@ def test_class_pages_in_chromium(classroom, browser, tmp_path):
     assert state["lang"] == "en" and "Fix first: scaled " in state["text"]
     assert " (sat, the) is given as 0.20 but should be 0.14" in state["text"]
     assert pages["gradebook"].count("<tr>") == 34 and '<html lang="zh-CN">' in pages["gradebook"]
+
+
+def test_scores_written_with_fewer_digits_than_their_own_are_too_coarse():
+    # the sheet does not round the scores: they are exact at the key's digits (-0.54), so -0.5 is a score
+    # rounded early (half credit, as any number rounded early), not "rounded" (full credit, with everything
+    # carried from it)
+    from symattn.checking.checker import check
+    from symattn.input.claims import claims_from_mapping
+
+    (v,) = ex.exercise(HOMEWORK, ["s01"], 1)
+    right = key_numbers(v)
+    scores = {k: x for k, x in right.items() if k.startswith("scores")}
+    assert {Decimal(x).as_tuple().exponent for x in scores.values()} == {-2}  # the key writes them at 2 decimals
+    assert sheets.claimed_decimals(v) == {**sheets.asked_decimals(v), "scores": 2}
+    assert 'scores = 2' in sheets.answers(v)
+    coarse = {k: format(Decimal(x).quantize(Decimal("0.1")), "f") for k, x in scores.items()}
+    assert coarse != scores  # every one rounds to another value at 1 decimal
+    loaded = claims_from_mapping({"claims": coarse}, "r.toml", spec=v.spec)
+    report = check(v.spec, loaded, asked=sheets.claimed_decimals(v))
+    assert [r.verdict for r in report.results] == ["too-coarse"] * len(scores)

@@ -269,8 +269,10 @@ def test_carried_trivial_is_a_policy_key(small_class, tmp_path):
     for value in ("1", "0"):
         policy.write_text(f'"carried-trivial" = {value}\n', encoding="utf-8")
         scores.append(next(r for r in grade(out, policy=grading.read_policy(policy)).rows if r.id == "s01").score)
-    # rounded 1 + last-digit 2 × ½, then the 8 carried numbers at 1 (the old silent 10/11) or 0
-    assert scores == [10, 2] and next(r for r in grade(out).rows if r.id == "s01").score == 6
+    # too coarse ½ (a score of 2 decimals written "0") + last-digit 2 × ½, then the 8 carried numbers at 1
+    # (the old silent 10/11) or 0
+    assert scores == [Fraction(19, 2), Fraction(3, 2)]
+    assert next(r for r in grade(out).rows if r.id == "s01").score == Fraction(11, 2)
 
 
 def test_trivial_answers_of_each_kind():

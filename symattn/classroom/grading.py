@@ -250,7 +250,7 @@ def grade_variant(data: Mapping[str, Any], variant, shown: str, policy=POLICY, f
     """The claims (``data["claims"]``; ``data["lang"]``) of the student ``variant.id`` against their variant, with
     error carried forward; ``found``: notes made before. A bad return is a row with an ``error``."""
     from symattn.checking.checker import check
-    from symattn.classroom.sheets import asked_decimals
+    from symattn.classroom.sheets import claimed_decimals
     from symattn.input.claims import claims_from_mapping
 
     notes, student, name = list(found), variant.id, variant.name
@@ -267,7 +267,7 @@ def grade_variant(data: Mapping[str, Any], variant, shown: str, policy=POLICY, f
         # answers that are not numbers count blank, each named (as grading an LMS's report does)
         notes += [Note("foreign_digits", text=quoted(clip(w.text)), places=at(w)) for w in loaded.foreign]
         notes += [Note("not_number", text=quoted(clip(w.text)), places=at(w)) for w in loaded.unreadable]
-        report = check(variant.spec, loaded, asked=asked_decimals(variant))
+        report = check(variant.spec, loaded, asked=claimed_decimals(variant))
         commas = loaded.commas  # read as points by the claims reader, as check reads them
         if commas:  # one note for all of them: the same habit, not one finding per claim
             many = len(commas) > 1

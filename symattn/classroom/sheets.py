@@ -200,6 +200,24 @@ def asked_decimals(v: Variant) -> dict[str, int]:
     return {ASKED_BY[q]: n for q, n in _sheet_view(v).decimals}
 
 
+def claimed_decimals(v: Variant) -> dict[str, int]:
+    """``asked_decimals``, and for each asked quantity the sheet does not round (the scores: exact at their own
+    digits) the decimals the key writes it with: a claim with fewer is too coarse (−1 for −0.75, which was
+    "rounded", full credit, with everything carried from it), as a number rounded early is."""
+    from symattn.checking.verdicts import ASKED_BY
+
+    rounded = asked_decimals(v)
+    out = dict(rounded)
+    for a, num in zip(v.asked, answer_values(v)):
+        field = ASKED_BY.get(a.quantity)
+        if field is None or field in rounded or not num.exact or num.scientific or num.is_infinite:
+            continue
+        exponent = num.value.as_tuple().exponent
+        assert isinstance(exponent, int)  # a finite number
+        out[field] = max(out.get(field, 0), -exponent)
+    return out
+
+
 def answers(v: Variant, lang: str | None = None) -> str:
     """A claims file to fill in: the student's id and inputs inline, every asked number as ``""``.
 
@@ -209,7 +227,7 @@ def answers(v: Variant, lang: str | None = None) -> str:
 
     data = dict(v.data)
     given = data.get("decimals")
-    data["decimals"] = {**(dict(given) if isinstance(given, Mapping) else {}), **asked_decimals(v)}
+    data["decimals"] = {**(dict(given) if isinstance(given, Mapping) else {}), **claimed_decimals(v)}
     if lang is not None:
         data["lang"] = lang
     from symattn.rendering.phrases import Phrases, load_language
@@ -250,6 +268,7 @@ __all__ = [
     "answer_values",
     "answers",
     "asked_decimals",
+    "claimed_decimals",
     "files",
     "key",
     "key_all",
