@@ -1134,3 +1134,30 @@ def test_screenshot(chrome, server, tmp_path, request):
     assert (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")) == (1280, 900)
     if request.config.getoption("--regen-golden"):  # the README's picture, rewritten with the golden files
         shutil.copyfile(picture, DOCS / "serve.png")
+
+
+def test_an_answers_file_of_single_entries_opens_with_every_answer(chrome, server):
+    # symattn exercise's answers.toml names each entry ("scores[3][1]"): the page kept only sqrt_dk of them
+    open_fresh(chrome, server)
+    answers = builtin.example_text("seed", "zh") + (
+        '\n[claims]\nsqrt_dk = "1.414"\n"scores[3][1]" = "0.92"\n"scores[3][3]" = "0.75"\n'
+        '"exp_sum[3]" = "4.758"\n"weights[3][2]" = ""\n"output[3][2]" = "2.76"\n'
+    )
+    chrome.find_element("id", "paste-toggle").click()
+    chrome.execute_script("document.getElementById('paste-text').value = arguments[0];", answers)
+    chrome.find_element("id", "paste-open").click()
+    chrome.find_element("id", "tab-check").click()
+    wait(chrome, lambda: chrome.find_elements("id", "box-output-2-1-input"), what="the check boxes")
+    shown = {
+        box: chrome.find_element("id", f"box-{box}-input").get_attribute("value")
+        for box in ("sqrt_dk-n-n", "scores-2-0", "scores-2-1", "scores-2-2", "exp_sum-2-n", "weights-2-1", "output-2-1")
+    }
+    assert shown == {
+        "sqrt_dk-n-n": "1.414",
+        "scores-2-0": "0.92",
+        "scores-2-1": "",  # not in the file
+        "scores-2-2": "0.75",
+        "exp_sum-2-n": "4.758",
+        "weights-2-1": "",
+        "output-2-1": "2.76",
+    }

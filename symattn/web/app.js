@@ -721,6 +721,18 @@
       const target = claims.rows[name] = claims.rows[name] || {};
       for (const [quantity, value] of Object.entries(section)) target[quantity] = Array.isArray(value) ? value.map(text) : text(value);
     }
+    // single entries, as an answers file of symattn exercise writes them: "scores[3][1]" (1-based), "exp_sum[3]"
+    for (const [key, value] of Object.entries(raw)) {
+      const entry = /^([a-z_]+)\[(\d+)\](?:\[(\d+)\])?$/.exec(key);
+      if (!entry || !ROW_QUANTITIES.includes(entry[1])) continue;
+      const label = tokens[Number(entry[2]) - 1];
+      if (label === undefined) continue;
+      const section = claims.rows[label] = claims.rows[label] || {};
+      if (entry[3] === undefined) { section[entry[1]] = text(value); continue; }
+      const row = Array.isArray(section[entry[1]]) ? section[entry[1]] : [];
+      row[Number(entry[3]) - 1] = text(value);
+      section[entry[1]] = Array.from(row, (x) => (x === undefined ? "" : x)); // no holes: each column a text
+    }
     return claims;
   }
 
