@@ -160,9 +160,11 @@ def test_controls_in_names_and_ids_are_shown_as_escapes_in_every_format(tmp_path
 def test_the_escapes_of_each_format():
     from symattn.rendering.escape import escape_latex, escape_markdown, escape_text
 
-    text = "a\x00b\x1bc\u202ed\x85e\tf"
+    # user text is one line: a tab or a line break (a file's name in a note) is shown as its escape too
+    text = "a\x00b\x1bc\u202ed\x85e\tf\ng"
     assert escape_latex(text) == (
-        "a\\textbackslash{}x00b\\textbackslash{}x1bc\\textbackslash{}u202ed\\textbackslash{}x85e\tf"
+        "a\\textbackslash{}x00b\\textbackslash{}x1bc\\textbackslash{}u202ed\\textbackslash{}x85e"
+        "\\textbackslash{}tf\\textbackslash{}ng"
     )
-    assert escape_markdown(text) == "a\\\\x00b\\\\x1bc\\\\u202ed\\\\x85e\tf"
-    assert escape_text(text) == "a\\x00b\\x1bc\\u202ed\\x85e\tf"
+    assert escape_markdown(text) == "a\\\\x00b\\\\x1bc\\\\u202ed\\\\x85e\\\\tf\\\\ng"
+    assert escape_text(text) == "a\\x00b\\x1bc\\u202ed\\x85e\\tf\\ng"

@@ -104,6 +104,9 @@ def note_text(lang: str) -> Callable[[Note], str]:
             return phrases("grade.note.foreign_digits", where=where, text=n.text, ascii=in_ascii_digits(n.text))
         if n.code == "not_returned" and n.text:  # a file as ``exercise`` wrote it
             return phrases("grade.note.not_filled", where=where, text=n.text)
+        if n.code.startswith("trivial_"):  # "the 1 number carried from it scores", "the 8 numbers … score"
+            one_or_more = phrases.raw(f"grade.note.{n.code}")[0 if n.text == "1" else 1]
+            return phrases.fill(one_or_more, where=where, text=n.text)
         return phrases(f"grade.note.{n.code}", where=where, text=n.text)
 
     return say

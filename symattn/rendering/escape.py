@@ -10,7 +10,7 @@ import re
 import unicodedata
 
 from symattn.input.scripts import is_joiner, is_mark, runs, script_of
-from symattn.input.text import CONTROL_ESCAPES, show_controls
+from symattn.input.text import CONTROL_ESCAPES
 
 # Text mode of LaTeX. The same escapes work inside \text{} in KaTeX. "[" and "*" are
 # braced so that text after a line break (\\) or \item is never read as its option.
@@ -55,7 +55,10 @@ _QUOTES = {"'": r"\textquotesingle{}", "`": r"\textasciigrave{}"}
 _PAIRS = re.compile(r"-(?=-)|,(?=,)")
 _KATEX_PAIRS = re.compile(r"-(?=-)|'(?=')|`(?=`)")
 
-_SHOWN = CONTROL_ESCAPES  # controls from outside text: shown as escapes in every format (input.text)
+# controls from outside text: shown as escapes in every format (input.text); a line break or tab too, as user text
+# is one line (a label, a file's name in a one-line note, a roster's name in a table cell)
+_SHOWN = {**CONTROL_ESCAPES, "\n": "n", "\r": "r", "\t": "t"}
+_SHOW = str.maketrans({ch: "\\" + s for ch, s in _SHOWN.items()})
 _LATEX_TABLE = str.maketrans({**_LATEX, **_LATEX_SYMBOLS, **{ch: r"\textbackslash{}" + s for ch, s in _SHOWN.items()}})
 _USER_TABLE = str.maketrans(  # user text: every character as typed, quotes too
     {**_LATEX, **_QUOTES, **_LATEX_SYMBOLS, **{ch: r"\textbackslash{}" + s for ch, s in _SHOWN.items()}}
@@ -178,8 +181,8 @@ def escape_markdown(text: str) -> str:
 
 
 def escape_text(text: str) -> str:
-    """Plain text: only its controls shown as escapes."""
-    return show_controls(text)
+    """Plain text: only its controls (and line breaks) shown as escapes."""
+    return text.translate(_SHOW)
 
 
 ESCAPERS = {"latex": escape_latex, "markdown": escape_markdown, "text": escape_text}  # our prose
