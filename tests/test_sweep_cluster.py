@@ -30,3 +30,39 @@ def test_the_local_cluster_listens_on_the_loopback_only():
     assert {port for _, port in listening} == ports | http  # every one of the cluster's ports was found
     assert {ip for ip, _ in listening} == {"127.0.0.1"}
     assert 8787 not in http
+
+
+def test_the_symattn_script_s_local_cluster_imports_a_kernel_from_the_current_folder(tmp_path):
+    # Dask's nanny spawns each worker with this process's sys.path: under the symattn script (not python -m)
+    # it lacked the current folder, and every case failed "No module named 'mykernels'"
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("torch")
+    script = Path(sys.executable).parent / "symattn"
+    if not script.exists():
+        script = Path(shutil.which("symattn") or "")
+    assert script.name == "symattn" and script.exists()
+    (tmp_path / "mykernels.py").write_text(
+        "import torch.nn.functional as F\n\n\n"
+        "def attention(q, k, v, *, causal, scale):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "grid.toml").write_text(
+        'seed = 1\nrule = "allclose"\n[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\n',
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [str(script), "sweep", "grid.toml", "--kernel", "mykernels:attention"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 of 1 cases pass" in done.stdout

@@ -14,6 +14,7 @@ that says so while the sweep goes on:
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import uuid
@@ -78,10 +79,15 @@ def connect(scheduler: str | None) -> Iterator[Any]:
 
 
 def _importable_here() -> None:
-    """The local workers import the kernel as ``python -m`` would here: the current folder on their path."""
+    """The local workers import the kernel as ``python -m`` would here: the current folder on their path. Dask's
+    nanny spawns them with this process's sys.path (not PYTHONPATH's): under the ``symattn`` script that lacks
+    the folder, so it goes on both (every case failed "No module named 'mykernels'" there)."""
+    here = os.getcwd()
     path = os.environ.get("PYTHONPATH", "")
-    if os.getcwd() not in path.split(os.pathsep):
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), path) if p)
+    if here not in path.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, path) if p)
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
 
 
 def stream(
