@@ -85,6 +85,7 @@ def test_cli(tmp_path, capsys):
     assert main(["compute", "--certify", "--no-exact", "--digits", "20", "-o", str(target)]) == 0
     assert main(["verify-certificate", str(target)]) == 0
     assert capsys.readouterr().out == (
+        f"{target}: its inputs are the certificate's own: it names no files to check them against\n"
         f"{target}: 47 values verified: each exact value lies in its bounds, and every "
         "point of the bounds rounds to the value shown\n"
     )

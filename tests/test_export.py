@@ -422,7 +422,7 @@ def test_labels_and_titles_are_shown_as_typed_in_the_pdf(tmp_path, capsys):
     spec = tmp_path / "s.toml"
     spec.write_text(
         'title = "Dashes -- --- and quotes \'\' `` !` ?` ,,"\nlang = "en"\n'
-        "tokens = [\"a--b\", \"c---d\", \"''e''\", \"!`f?`\", \",,h\", \"x'y`z\"]\n"
+        'tokens = ["a--b", "c---d", "\'\'e\'\'", "!`f?`", ",,h", "x\'y`z"]\n'
         "Q = [[1], [2], [3], [-1], [0.5], [0]]\nK = [[1], [2], [3], [-1], [0.5], [0]]\n"
         'V = [[1], [2], [3], [-1], [0.5], [0]]\nfigures = "none"\n',
         encoding="utf-8",

@@ -389,7 +389,7 @@ def test_scores_written_with_fewer_digits_than_their_own_are_too_coarse():
     scores = {k: x for k, x in right.items() if k.startswith("scores")}
     assert {Decimal(x).as_tuple().exponent for x in scores.values()} == {-2}  # the key writes them at 2 decimals
     assert sheets.claimed_decimals(v) == {**sheets.asked_decimals(v), "scores": 2}
-    assert 'scores = 2' in sheets.answers(v)
+    assert "scores = 2" in sheets.answers(v)
     coarse = {k: format(Decimal(x).quantize(Decimal("0.1")), "f") for k, x in scores.items()}
     assert coarse != scores  # every one rounds to another value at 1 decimal
     loaded = claims_from_mapping({"claims": coarse}, "r.toml", spec=v.spec)

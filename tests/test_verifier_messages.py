@@ -197,3 +197,32 @@ def test_a_shown_value_not_as_compute_writes_it_is_refused_by_both_in_one_line(m
     code, out, err = fast(capsys, forged)
     assert (code, out, err) == (2, "", f"symattn: {forged}: output.value[4][3]: {problem}\n")
     assert run(forged) == (2, [f"{forged}: output.value[4][3]: {problem}"])
+
+
+def test_without_its_files_both_say_the_inputs_are_the_certificates_own(made, capsys):
+    # the fast verifier said nothing of files once certificate.files was struck out
+    folder, cert = made
+    forged = forge(cert, lambda data: data["certificate"].__setitem__("files", []))
+    code, out, err = fast(capsys, forged)
+    assert (code, err) == (0, "")
+    assert f"{forged}: its inputs are the certificate's own: it names no files to check them against" in out
+    code, lines = run(forged)
+    assert code == 0
+    assert f"{forged}: its inputs are not all checked against files: not every one is an .npy file here" in lines
+
+
+def test_a_byte_order_mark_is_read_by_both(made, capsys):
+    # verify-certificate read it, python -m symattn.verifier refused it ("Unexpected UTF-8 BOM")
+    folder, cert = made
+    marked = folder / "bom.json"
+    marked.write_bytes(b"\xef\xbb\xbf" + cert.read_bytes())
+    assert fast(capsys, marked)[0] == 0
+    assert run(marked)[0] == 0
+
+
+def test_a_wrong_shape_is_shown_as_written_by_both(made, capsys):
+    folder, cert = made
+    forged = forge(cert, lambda data: data["output"].__setitem__("shape", [1, 4, 12, 5]))
+    problem = "output.shape: expected [1, 4, 12, 4] (from the inputs), got [1, 4, 12, 5]"  # was "got a list"
+    assert fast(capsys, forged) == (2, "", f"symattn: {forged}: {problem}\n")
+    assert run(forged) == (2, [f"{forged}: {problem}"])

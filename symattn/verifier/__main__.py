@@ -43,7 +43,7 @@ def read(path: Path) -> Certificate:
             raise CertificateError("", f"not a regular file of at most {CERTIFICATE_MOST} bytes")
         raw = fh.read(CERTIFICATE_MOST + 1)
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark allowed, as verify-certificate reads it (RFC 8259 §8.1)
     except UnicodeDecodeError as exc:
         raise CertificateError("", f"not UTF-8 text (byte {exc.start + 1})") from None
     return certificate(parse(text))

@@ -216,7 +216,12 @@ def _table(raw: Any, name: str, shape: tuple[int, ...], digits: int) -> Table:
     fields(raw, name, ("shape", "value", "path", "float", "bound"), ("shape", "value", "path", "float", "bound"))
     given = raw["shape"]
     if not isinstance(given, list) or [whole(x) for x in given] != list(shape):
-        raise CertificateError(f"{name}.shape", f"expected {list(shape)} (from the inputs), got {kind(given)}")
+        # a number as written (a reader that keeps its text gives a str subclass), anything else as JSON
+        got = kind(given)
+        if isinstance(given, list) and len(given) <= 8:
+            texts = (x if isinstance(x, str) and type(x) is not str else json.dumps(x)[:20] for x in given)
+            got = f"[{', '.join(texts)}]"
+        raise CertificateError(f"{name}.shape", f"expected {list(shape)} (from the inputs), got {got}")
     count = 1
     for n in shape[:-1]:
         count *= n
