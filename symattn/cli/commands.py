@@ -94,34 +94,16 @@ def _has_room_beside(path: str) -> bool:
     return is_file_name(path)
 
 
-# what -o's name says of the format, where --format does not: a name of another suffix takes the default
-_SUFFIXES = {
-    ".pdf": "pdf",
-    ".html": "html",
-    ".htm": "html",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".tex": "latex",
-    ".json": "json",
-    ".csv": "csv",
-    ".txt": "text",
-}
-
-
 def _format(args: argparse.Namespace, default: str, formats: tuple[str, ...] = ("pdf", "html")) -> str:
-    """--format, else what -o's name says (x.pdf, x.md, x.tex, …) among the command's ``formats``, else
-    ``default``. A name whose suffix is another format's is refused: it would hold what its name denies."""
+    """--format, else what -o's name says among the command's ``formats`` (cli/naming.py), else ``default``."""
+    from symattn.cli.naming import named_format
+
     if args.format:
         return args.format
-    suffix = os.path.splitext(args.output or "")[1].lower()
-    said = _SUFFIXES.get(suffix)
-    if said is None or said == default:
-        return default
-    if said not in formats:
-        raise _UsageError(
-            f"-o {suffix}: this command writes no {said} ({', '.join((default, *formats))}); give --format"
-        )
-    return said
+    fmt, problem = named_format(args.output, default, formats)
+    if problem:
+        raise _UsageError(problem)
+    return fmt
 
 
 def _slides(args: argparse.Namespace) -> str:
