@@ -335,6 +335,13 @@ BAD_GRIDS = [
         "grid.toml: kinds[1]: 'dsink' is the gradient of the sink logits: every case needs them (sinks = [true] in "
         "[grid])",
     ),
+    *(  # each failed every case with a worker's traceback on stderr, exit 1
+        (
+            f'device = "{device}"\n[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\n',
+            f'grid.toml: device: expected a torch device such as "cpu", "cuda" or "cuda:1", got {device!r}',
+        )
+        for device in ("meta", "cuda:0; rm -rf /", "CPU")
+    ),
 ]
 
 
@@ -446,3 +453,19 @@ def test_the_text_report_is_a_table_with_each_failure_below(tmp_path):
         "Why each failing case fails:\n"
         "  case 3: timed out after 5 s (--case-seconds); its worker was restarted\n"
     )
+
+
+def test_a_device_this_machine_lacks_is_refused_before_the_local_cluster_starts(capsys, tmp_path, monkeypatch):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    monkeypatch.chdir(tmp_path)
+    Path("grid.toml").write_text(
+        'device = "cuda"\n[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\n'
+    )
+    code = main(["sweep", "grid.toml", "--kernel", "tests.sweep_kernels:sdpa"])
+    message = (
+        "grid.toml: device: 'cuda': torch has no cuda device on this machine, where the local cluster's workers run"
+    )
+    assert (code, capsys.readouterr()) == (2, ("", f"symattn: {message}\n"))

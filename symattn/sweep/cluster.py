@@ -78,6 +78,24 @@ def connect(scheduler: str | None) -> Iterator[Any]:
         yield client
 
 
+def device_here(device: str) -> str | None:
+    """Why the local cluster's workers, which run on this machine, cannot hold tensors on ``device``; None where
+    they can. (A scheduler's workers are elsewhere: their devices are theirs.)"""
+    kind, _, index = device.partition(":")
+    if kind == "cpu":
+        return None
+    import torch
+
+    backend = {"cuda": torch.cuda, "mps": getattr(torch.backends, "mps", None), "xpu": getattr(torch, "xpu", None)}
+    module = backend.get(kind)
+    if module is None or not module.is_available():
+        return f"{device!r}: torch has no {kind} device on this machine, where the local cluster's workers run"
+    count = module.device_count() if hasattr(module, "device_count") else 1
+    if index and int(index) >= count:
+        return f"{device!r}: this machine has {count} {kind} device{'s' if count != 1 else ''}"
+    return None
+
+
 def _importable_here() -> None:
     """The local workers import the kernel as ``python -m`` would here: the current folder on their path. Dask's
     nanny spawns them with this process's sys.path (not PYTHONPATH's): under the ``symattn`` script that lacks

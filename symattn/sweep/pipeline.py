@@ -37,6 +37,12 @@ def sweep(
         raise SpecError("--kernel", None, f"expected MODULE:FUNCTION such as mykernels:attention, got {brief(kernel)}")
     if resume and output is None:
         raise SpecError("--resume", None, "goes on from the record of -o FILE: give -o too")
+    if scheduler is None:  # the local cluster's workers hold tensors on this machine's devices
+        from symattn.sweep.cluster import device_here
+
+        problem = device_here(grid.device)
+        if problem is not None:
+            raise SpecError(grid_path, "device", problem)
     done: dict[str, dict[str, Any]] = {}
     journal = None
     if output is not None:
