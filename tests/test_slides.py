@@ -367,3 +367,14 @@ def test_the_html_deck_s_figures_take_the_slide_s_width(deck_browser, tmp_path, 
     )
     assert sizes["heatmap"][1] >= 300 and sizes["diagram"][0] >= 800  # drawn at 160 and 300 px before
     assert sizes["heatmap"][2] and sizes["diagram"][2]
+
+
+@pytest.mark.parametrize("name", ["multihead", "gqa"])
+def test_several_heads_with_the_backward_pass_are_frames_named_by_each_head(name):
+    # both decks stopped with a TypeError (the heading phrase of a head's backward pass became a list)
+    d = deck(name, "en", backward=True)
+    tex = render_beamer(d)
+    whole = "dC" if name == "multihead" else "dO"  # multihead's W_O projects the heads' outputs
+    for n, columns in ((1, "1–2"), (2, "3–4")):
+        assert f"\\frametitle{{Head {n} backward: columns {columns} of \\({whole}\\)}}" in tex
+    assert len(frames(d)) == tex.count("\\begin{frame}")
