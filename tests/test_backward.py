@@ -340,7 +340,9 @@ def test_hand_rounding_uses_the_shown_numbers():
         r"r_{\text{it}} = \sum_k dA_k\,\alpha_k &\approx 10\times 0.403 + 10\times 0.240 + 2\times 0.357 = 7.144"
         in text
     )
-    assert r"dZ_{\text{it},\text{cat}} &\approx 0.403\times\left( 10 - 7.144\right) = 1.150968" in text
+    # 0.403 × 2.856 = 1.150968 exactly, shown at the gradients' 3 decimals (by hand digits would pile up: 11
+    # places two steps on)
+    assert r"dZ_{\text{it},\text{cat}} &\approx 0.403\times\left( 10 - 7.144\right) \approx 1.151" in text
 
 
 def test_masked_keys_are_named_in_the_softmax_step():

@@ -199,3 +199,26 @@ def test_the_package_map_reads_every_form_of_import(tmp_path):
     # derivation/steps.py reads the registry by `from symattn import variants`: the map names it
     row = next(line for line in hooks.package_map(tmp_path).splitlines() if line.startswith("| `steps` |"))
     assert "`variants`" in row.rsplit("|", 2)[1]
+
+
+def test_every_python_name_the_docs_give_imports():
+    # docs/author.md named symattn.pdf.latex_to_pdf and symattn.html.page, which no module holds
+    docs = ROOT / "docs"
+    named = {m for page in docs.glob("*.md") for m in re.findall(r"`(symattn(?:\.\w+)+)", page.read_text("utf-8"))}
+    missing = []
+    for name in sorted(named):
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):  # the longest importable module, then its attributes
+            try:
+                found: object = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            try:
+                for attribute in parts[cut:]:
+                    found = getattr(found, attribute)
+            except AttributeError:
+                missing.append(name)
+            break
+        else:
+            missing.append(name)
+    assert len(named) > 30 and missing == []

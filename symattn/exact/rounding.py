@@ -263,6 +263,13 @@ class _Hand:
         return x * self.spec.scale.value
 
 
+def _by_hand(values: Sequence[Sequence[Fraction]], decimals: int, notation: str) -> NumRows:
+    """A gradient worked by hand from the shown numbers, at the gradients' decimals: products of shown decimals
+    terminate, but their digits pile up step after step (dZ at 11 places); a value of no more places is shown
+    whole (exact, unpadded), any other rounded (≈), as a calculator's user writes it."""
+    return exact_width(_rounded(values, decimals, notation))
+
+
 def gradient_figures(
     model,
     spec: Spec,
@@ -294,18 +301,18 @@ def gradient_figures(
             given = forward[name]
             assert given is not None  # the caller gives O and the concatenation as shown wherever they are used
             return _fractions(given)
-        shown[name] = exact_or_rounded(values, decimals, notation)
+        shown[name] = _by_hand(values, decimals, notation)
         return _fractions(shown[name])
 
     A = [_fractions(w) for w in weights]
     gradients(alg, model.inputs, A, hook)
     for h, a in enumerate(A):
         suffix = f"@{h}" if model.is_split else ""
-        shown["jacobian" + suffix] = J = exact_or_rounded(jacobian(alg, a), decimals, notation)
+        shown["jacobian" + suffix] = J = _by_hand(jacobian(alg, a), decimals, notation)
         m = len(a[0])
         dA = shown["dA" + suffix]
         # the Jacobian times dA, from the shown Jacobian (the compact form uses the shown mean instead)
-        shown["jacobian_dA" + suffix] = exact_or_rounded(
+        shown["jacobian_dA" + suffix] = _by_hand(
             [
                 [sum((J[i * m + j][k].fraction * dA[i][j].fraction for j in range(m)), Fraction(0)) for k in range(m)]
                 for i in range(len(a))
