@@ -439,3 +439,21 @@ def test_gradient_claims_need_the_backward_pass():
         str(err.value) == "<dict>: claims.dV[1][1]: a claim on a gradient needs [backward] in the spec (or --backward)"
     )
     assert check(EN, {"claims": {"dV[1][1]": "1.081"}}, backward=True).results[0].verdict == "rounded"
+
+
+def test_a_long_label_s_softmax_rows_stay_on_the_page(latex, tmp_path):
+    # J dA^T = α ⊙ (dA − r) names the row five times: with a label of 13 signs it ran 54 pt past the line
+    spec = load_spec(
+        {
+            "lang": "en",
+            "tokens": ["我们", "注意力机制的一个很长的标签", "end"],
+            "focus": "注意力机制的一个很长的标签",
+            "Q": [["0.5", "1.0"], ["0.1", "-0.4"], ["0.3", "0.6"]],
+            "K": [["1.0", "0.0"], ["0.5", "0.5"], ["-0.2", "0.9"]],
+            "V": [[1, 2], ["0.5", -1], [0, 3]],
+            "backward": {"loss": "sum"},
+        }
+    )
+    tex = render(derive(spec), "latex", standalone=True)
+    assert "\\\\ &= \\alpha_{" in tex  # the links on lines of their own
+    latex(tex, "xelatex", tmp_path)  # fails on any overfull box
