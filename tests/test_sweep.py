@@ -456,7 +456,7 @@ def test_the_text_report_is_a_table_with_each_failure_below(tmp_path):
 
 
 def test_a_device_this_machine_lacks_is_refused_before_the_local_cluster_starts(capsys, tmp_path, monkeypatch):
-    import torch
+    torch = pytest.importorskip("torch")
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA device")
