@@ -161,7 +161,8 @@ def _greek(run: re.Match[str]) -> str:
     as KaTeX's math has them."""
     out, math = "", ""
     for ch in run.group():
-        base, *marks = unicodedata.normalize("NFD", ch)
+        decomposed = unicodedata.normalize("NFD", ch)
+        base, marks = decomposed[0], decomposed[1:]
         if base not in _GREEK_MATH or any(m not in _GREEK_MARKS for m in marks):
             out += (f"\\({math}\\)" if math else "") + ch
             math = ""
