@@ -308,11 +308,12 @@ def gradient_figures(
     gradients(alg, model.inputs, A, hook)
     for h, a in enumerate(A):
         suffix = f"@{h}" if model.is_split else ""
-        shown["jacobian" + suffix] = J = _by_hand(jacobian(alg, a), decimals, notation)
+        # the Jacobian and J·dA exactly from the shown weights (six places): its row is then dZ's exact row
+        shown["jacobian" + suffix] = J = exact_or_rounded(jacobian(alg, a), decimals, notation)
         m = len(a[0])
         dA = shown["dA" + suffix]
         # the Jacobian times dA, from the shown Jacobian (the compact form uses the shown mean instead)
-        shown["jacobian_dA" + suffix] = _by_hand(
+        shown["jacobian_dA" + suffix] = exact_or_rounded(
             [
                 [sum((J[i * m + j][k].fraction * dA[i][j].fraction for j in range(m)), Fraction(0)) for k in range(m)]
                 for i in range(len(a))
