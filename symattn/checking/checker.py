@@ -90,6 +90,7 @@ def check(
     results = diagnose_rows(
         tuple(_verdict(checker, c, loaded.source) for c in ordered), checker.slips_of, checker.position
     )
+    scaling, scale_value = formula_scale(spec)  # how the report names the scaled scores
     return Report(
         spec.document.title,
         spec.document.lang,
@@ -105,8 +106,8 @@ def check(
         softmax=spec.softmax,
         z=variants.z_word(spec),
         commas=loaded.commas,
-        scaling=formula_scale(spec)[0],
-        scale_value=formula_scale(spec)[1],
+        scaling=scaling,
+        scale_value=scale_value,
     )
 
 

@@ -51,7 +51,7 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
     f = spec.focus
     rows = range(model.n_queries) if spec.document.expand == "all" else [f]
     scale_kind, scale_value = scale_parts(spec)
-    said = formula_scale(spec)  # the formula's factor: one of exactly 1 is none
+    said_kind, said_value = formula_scale(spec)  # the formula's factor: one of exactly 1 is none
     turned = next((p.scores_step(spec, model, fig) for p, _ in variants.stage(spec, QK)), None)
     Q, K = (spec.Q, spec.K) if turned is None else turned[1:]  # a Q/K part's: the dots of its Q' and K'
     dots = tuple(Dot(i, j, tuple(zip(Q[i], K[j])), fig.scores[i][j]) for i in rows for j in range(model.n_keys))
@@ -122,8 +122,8 @@ def _core_steps(spec: Spec, model: Model, fig: Figures) -> tuple[Step, ...]:
             is_exact(fig.output),
             av_dots,
             parts=variants.formula_parts(spec),
-            scale=said[0],
-            scale_value=said[1],
+            scale=said_kind,
+            scale_value=said_value,
         ),
     ]
     return tuple(steps)

@@ -159,7 +159,9 @@ def decide(
         if ulp(y - abs(step), fmt) != ulp(y + abs(step), fmt):  # a rational y: one ULP around it
             return None
     u = ulp(y + step, fmt)
-    shown = _near(lambda t: t, y, step, shown_digits) or _shown_within(y, dy, shown_digits)
+    shown = _near(lambda t: t, y, step, shown_digits)
+    if shown is None:  # a tie within the step: the ends of dy's own ball
+        shown = _shown_within(y, dy, shown_digits)
     if x == y:
         ulps = abs(dy) / _arb(u)
         figures = digits(ulps, SHOWN_DIGITS), digits(abs(dy) / abs(e), SHOWN_DIGITS), _bucket(ulps)
