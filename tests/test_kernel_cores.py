@@ -30,15 +30,20 @@ def test_each_forked_process_runs_blas_on_one_thread():
             assert pools and all(threads == 1 for _, threads in pools), pools
 
 
+def _gqa(batches: int, tokens: int, seed: int) -> tuple[np.ndarray, ...]:
+    """(out, q, k, v): float32 inputs of 4 query heads over 2 KV heads, d = 16, and numpy's attention of them."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((batches, 4, tokens, 16)).astype(np.float32)
+    k, v = (rng.standard_normal((batches, 2, tokens, 16)).astype(np.float32) for _ in range(2))
+    s = np.einsum("bhnd,bhmd->bhnm", q.astype(np.float64), np.repeat(k, 2, axis=1).astype(np.float64)) / 4
+    w = np.exp(s - s.max(axis=-1, keepdims=True))
+    return ((w / w.sum(axis=-1, keepdims=True)) @ np.repeat(v, 2, axis=1)).astype(np.float32), q, k, v
+
+
 def test_one_process_or_several_give_the_same_report(monkeypatch):
     from symattn.kernel import compare
 
-    rng = np.random.default_rng(7)
-    q = rng.standard_normal((1, 4, 48, 16)).astype(np.float32)
-    k, v = (rng.standard_normal((1, 2, 48, 16)).astype(np.float32) for _ in range(2))
-    s = np.einsum("bhnd,bhmd->bhnm", q.astype(np.float64), np.repeat(k, 2, axis=1).astype(np.float64)) / 4
-    w = np.exp(s - s.max(axis=-1, keepdims=True))
-    out = ((w / w.sum(axis=-1, keepdims=True)) @ np.repeat(v, 2, axis=1)).astype(np.float32)
+    out, q, k, v = _gqa(batches=1, tokens=48, seed=7)
     monkeypatch.setattr(heads, "PARALLEL_WORK", 10**18)
     alone = compare(out, q, k, v, max_ulp=1)
     monkeypatch.setattr(heads, "PARALLEL_WORK", 0)
@@ -56,3 +61,60 @@ def test_the_apis_masks_are_the_specs(align):
             diagonal = Diagonal(align, offset, window, m)
             expected = np.array([[diagonal.allows(True, i, j) for j in range(m)] for i in range(n)])
             assert np.array_equal(_allowed(n, m, True, align, window), expected), (n, m, window)
+
+
+def test_threads_give_the_pieces_results_in_order_with_the_callers_errstate():
+    import warnings
+
+    from symattn.kernel.cores import map_threads
+
+    def divide(n: int) -> float:
+        return float(np.float64(n) / np.float64(0.0))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(divide="ignore", invalid="ignore"):  # the caller's, held in each thread's piece
+            got = map_threads(divide, [0, 1, -1, 2])
+        with pytest.raises(RuntimeWarning, match="divide by zero"):
+            map_threads(divide, [1, 2])
+    assert [str(x) for x in got] == ["nan", "inf", "-inf", "inf"]
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: map_threads starts no thread")
+def test_threads_run_blas_on_one_thread_and_give_it_back():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from symattn.kernel.cores import map_threads
+
+    def blas(_: int) -> int:
+        return next(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert map_threads(blas, [0, 1], blas=True) == [1, 1]
+        assert blas(0) == 2
+
+
+def test_bands_cover_each_row_once_in_order(monkeypatch):
+    from symattn.kernel import cores
+
+    monkeypatch.setattr(cores, "BAND", 10)
+    assert cores.bands((7, 3)) == [slice(0, 3), slice(3, 6), slice(6, 9)]
+    assert cores.bands((5, 40)) == [slice(i, i + 1) for i in range(5)]  # a row at least
+    assert cores.bands((25,)) == [slice(0, 10), slice(10, 20), slice(20, 30)]
+    assert cores.bands((0, 4)) == []
+
+
+def test_a_batchs_report_is_the_same_in_many_bands_on_threads_or_in_one(monkeypatch):
+    from symattn.kernel import compare, cores
+
+    out, q, k, v = _gqa(batches=2, tokens=40, seed=11)
+    out[1, 3, 7, 5] += np.float32(3e-6)  # one entry far off: the largest error, named by its place
+    monkeypatch.setattr(heads, "LEAN_WORK", 0)  # lean's first bound and its threads, at this size
+    reports = []
+    for band, work in ((10**9, 10**18), (48, 0)):  # all here, in order; or bands of three rows, lean's pieces
+        monkeypatch.setattr(cores, "BAND", band)  # and the heads on threads
+        monkeypatch.setattr(heads, "PARALLEL_WORK", work)
+        got = compare(out, q, k, v, worst=10)
+        reports.append((got.text(), got.to_json()))
+    assert reports[0] == reports[1]
+    assert "out[1, 3, 7, 5]" in reports[0][0]

@@ -1,4 +1,4 @@
-"""Both cores for the float64 path's independent pieces of work (several heads, arb rows, compensated sums).
+"""Both cores for the float64 path's independent pieces of work: processes, or threads for numpy's own.
 
 The pieces are the same ones one process works through, so each result is the same, whichever process
 made it, and they come back in order: the output does not depend on the number of cores. The work's data
@@ -11,6 +11,13 @@ none waits for a piece nobody will read. Each also dies with its parent (Linux),
 Each forked process runs BLAS on one thread (threadpoolctl): the processes are the parallelism, and two
 processes' BLAS pools each as wide as the machine fought over the cores (timings swung 3-5x). Every
 figure is decided on rigorous bounds, so BLAS's summation order changes no digit of the output.
+
+Work that is numpy's loops and BLAS on large arrays (bands of rows of the deciding, lean's first bound,
+two floats' rows) goes on threads instead (map_threads): those loops let go of the GIL, and a thread
+costs no fork, no pickled result and no copy-on-write fault afterwards on every page this process
+writes (at (2, 8, 1024, 128) these took a fifth of the text report's time). Arb's rows stay in
+processes (python-flint holds the GIL), and so do several heads' float64 bounds and the error-free
+sums, which were no quicker on threads.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any
 
 _FRAME = struct.Struct("<Q")
 _STOPS = {signal.SIGALRM, signal.SIGINT, signal.SIGTERM}  # what ends a command early: held while workers change
+BAND = 2**16  # entries of one band of rows (bands): its temporaries (a few dozen) fit in the cache
 _busy = False  # map_forked is running here: one level of processes, none inside another
 
 
@@ -51,6 +59,50 @@ def map_forked(function: Callable[[Any, Any], Any], data: Any, pieces: Sequence[
             _end(workers)
         finally:
             _busy = False
+
+
+def map_threads(function: Callable[[Any], Any], pieces: Sequence[Any], blas: bool = False) -> list:
+    """[function(piece) for piece in pieces], on a thread a core: for numpy's work on bands of rows, whose
+    loops and BLAS let go of the GIL (``blas``: BLAS on one thread meanwhile, threadpoolctl, as in the
+    forked workers). Each piece is computed as it is alone, so the results are the same ones. No process is
+    forked: no copy-on-write fault afterwards on each page of this process's memory, nothing pickled. The
+    threads end before this returns (a later fork copies no live thread); inside a worker, or within
+    one_process, the pieces go here, one after another."""
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = min(len(pieces), os.cpu_count() or 1)
+    if threads < 2 or _busy:
+        return [function(piece) for piece in pieces]
+    # each piece in a copy of the caller's context: numpy's errstate (a context variable) holds there too
+    caller = contextvars.copy_context()
+
+    def run(piece: Any) -> Any:
+        return caller.copy().run(function, piece)
+
+    with _blas_on_one_thread(blas), ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(run, pieces))
+
+
+def bands(shape: tuple[int, ...]) -> list[slice]:
+    """An array's first axis in bands of about BAND entries (at least a row each): for map_threads, each
+    band's temporaries stay in the cache."""
+    width = 1
+    for n in shape[1:]:
+        width *= n
+    step = max(1, BAND // max(1, width))
+    return [slice(i, i + step) for i in range(0, shape[0] if shape else 0, step)]
+
+
+@contextmanager
+def _blas_on_one_thread(limit: bool) -> Iterator[None]:
+    if not limit:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def _deal(workers: dict[int, tuple[int, int, int]], count: int) -> list:
@@ -259,4 +311,4 @@ def one_process() -> Iterator[None]:
         _busy = before
 
 
-__all__ = ["map_forked", "one_process"]
+__all__ = ["bands", "map_forked", "map_threads", "one_process"]

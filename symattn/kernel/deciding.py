@@ -17,10 +17,15 @@ import numpy as np
 from symattn.input.decimals import significant_exact
 from symattn.input.floats import FORMATS
 from symattn.input.records import record
+from symattn.kernel.comparison import EDGES
 
 MARGIN = 1e-9  # in units of the third digit: far above numpy's own rounding of the figures (≈ 1e-12)
 WIDEN = 2.0**-48  # the relative rounding of near, far and the relative error's division
-_EDGES = None  # compare.EDGES as floats, made on first use
+_POWERS = EDGES[1:]  # the histogram's edges past 0: consecutive powers of two (bucket reads them off the bits)
+_LEAST = _POWERS[0].numerator.bit_length() - _POWERS[0].denominator.bit_length()
+assert EDGES[0] == 0 and _POWERS == tuple(Fraction(2) ** (_LEAST + k) for k in range(len(_POWERS)))
+# Errors' fields that are no floats: the flags, and the buckets
+_KINDS = {"bounded": bool, "bucket_ok": bool, "crosses": bool, "bucket": np.int64}
 # y < BELOW·t: y's three digits, half-up (each within 0.5%), are below t's: a bound this far under the
 # largest lower bound cannot give the largest figure, nor tie with it
 BELOW = 0.98
@@ -37,8 +42,21 @@ def is_double(v: Fraction) -> bool:
 
 def decide(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str):
     """Vectorised comparison._decide: (decided, ulps, relative, bucket), each figure as (q, exponent) of
-    q·10^exponent with q of three digits (relative: q = −1 where it has none: an exact 0)."""
-    return decided(_errors(x, lo, hi, fmt))
+    q·10^exponent with q of three digits (relative: q = −1 where it has none: an exact 0); a band of rows
+    at a time, on a thread a core."""
+    from symattn.kernel.cores import bands, map_threads
+
+    ok, bucket = np.empty(x.shape, dtype=bool), np.empty(x.shape, dtype=np.int64)
+    figures = [np.empty(x.shape, dtype=np.int64) for _ in range(4)]
+
+    def band(rows: slice) -> None:
+        done, (q_u, k_u), (q_r, k_r), bucket[rows] = decided(_errors(x[rows], lo[rows], hi[rows], fmt))
+        ok[rows] = done
+        for whole, part in zip(figures, (q_u, k_u, q_r, k_r)):
+            whole[rows] = part
+
+    map_threads(band, bands(x.shape))
+    return ok, (figures[0], figures[1]), (figures[2], figures[3]), bucket
 
 
 def decided(e: Errors):
@@ -78,43 +96,71 @@ def errors(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
 
 def reported(e: Errors, lo: np.ndarray, hi: np.ndarray) -> Errors:
     """``errors`` of the bounds ``_errors`` gives."""
-    signed = ~e.crosses & (lo != 0) & (hi != 0)
-    return replace(
-        e,
-        relative_lo=np.where(signed, e.relative_lo, 0.0),
-        relative_hi=np.where(signed & (e.relative_hi >= 0), e.relative_hi, np.inf),
-    )
+    from symattn.kernel.cores import bands, map_threads
+
+    relative_lo, relative_hi = np.empty(lo.shape), np.empty(lo.shape)
+
+    def band(rows: slice) -> None:
+        signed = ~e.crosses[rows] & (lo[rows] != 0) & (hi[rows] != 0)
+        relative_lo[rows] = np.where(signed, e.relative_lo[rows], 0.0)
+        relative_hi[rows] = np.where(signed & (e.relative_hi[rows] >= 0), e.relative_hi[rows], np.inf)
+
+    map_threads(band, bands(lo.shape))
+    return replace(e, relative_lo=relative_lo, relative_hi=relative_hi)
 
 
-def pieces(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str, size: int = 2**16) -> Errors:
-    """``_errors`` of matrices, a few rows of ``size`` entries at a time: each entry's figures are its own,
-    and the temporaries stay in the cache."""
-    step = max(1, size // max(1, x.shape[1]))
-    parts = [_errors(x[i : i + step], lo[i : i + step], hi[i : i + step], fmt) for i in range(0, x.shape[0], step)]
-    return Errors(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Errors)))
+def pieces(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
+    """``_errors`` of matrices, a band of rows at a time, on a thread a core (cores.map_threads): each
+    entry's figures are its own."""
+    from symattn.kernel.cores import bands, map_threads
+
+    made = {f.name: np.empty(x.shape, dtype=_KINDS.get(f.name, np.float64)) for f in fields(Errors)}
+
+    def band(rows: slice) -> None:
+        part = _errors(x[rows], lo[rows], hi[rows], fmt)
+        for name, whole in made.items():
+            whole[rows] = getattr(part, name)
+
+    map_threads(band, bands(x.shape))
+    return Errors(**made)
 
 
 def _errors(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
-    global _EDGES
-    from symattn.kernel.comparison import EDGES
-
-    if _EDGES is None:
-        _EDGES = np.array([float(e) for e in EDGES])
     precision, emin = FORMATS[fmt]
-    inside = (lo <= x) & (x <= hi)
-    near = np.where(inside, 0.0, np.minimum(np.abs(x - lo), np.abs(x - hi))) * (1 - WIDEN)
-    far = np.maximum(np.abs(x - lo), np.abs(x - hi)) * (1 + WIDEN)
+    below, above = x - lo, hi - x  # both ≥ 0 inside [lo, hi]; fl(lo − x) = −fl(x − lo) exactly
+    near = np.maximum(-np.minimum(below, above), 0.0)  # the distance to [lo, hi]: 0 inside
+    near *= 1 - WIDEN
+    far = np.maximum(below, above)  # to the farther end
+    far *= 1 + WIDEN
     u_lo, u_hi = _ulp(lo, precision, emin), _ulp(hi, precision, emin)
     crosses = (lo < 0) & (hi > 0)
     u_small = np.where(crosses, 2.0 ** (emin - precision + 1), np.minimum(u_lo, u_hi))
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         e_lo, e_hi = near / np.maximum(u_lo, u_hi), far / u_small
-        b_lo, b_hi = np.searchsorted(_EDGES, e_lo, "left"), np.searchsorted(_EDGES, e_hi, "left")
-        small = np.where(lo > 0, lo, -hi)
-        big = np.where(lo > 0, hi, -lo)
-        r_lo, r_hi = near / big * (1 - WIDEN), far / small * (1 + WIDEN)
+        b_lo, b_hi = bucket(e_lo), bucket(e_hi)
+        positive = lo > 0
+        small = np.where(positive, lo, -hi)
+        big = np.where(positive, hi, -lo)
+        r_lo, r_hi = near / big, far / small
+        r_lo *= 1 - WIDEN
+        r_hi *= 1 + WIDEN
     bounded = (lo != 0) & (hi != 0) & np.isfinite(x)  # _ulp(0) is no ULP of 0
     return Errors(bounded, e_lo, e_hi, r_lo, r_hi, b_lo, bounded & (b_lo == b_hi), crosses)
+
+
+def bucket(e: np.ndarray) -> np.ndarray:
+    """np.searchsorted(EDGES, e, "left") (how many edges lie below each e ≥ 0, NaN past them all), from e's
+    bits: EDGES are 0 and the powers of two from 2^LEAST on, so a positive e in (2^(p−1), 2^p] lies above
+    0 and above p − LEAST of the powers. p = ⌈log₂ e⌉ is e's biased exponent, one more where its
+    fraction is not 0 (the carry of adding 2^52 − 1 to its bits), less 1023; subnormals give p ≤ −1022."""
+    bits = np.ascontiguousarray(e, dtype=np.float64).view(np.int64)
+    p = bits + ((1 << 52) - 1)
+    p >>= 52
+    p += 1 - 1023 - _LEAST
+    np.clip(p, 1, len(_POWERS) + 1, out=p)
+    p[e == 0] = 0
+    p[np.isnan(e)] = len(_POWERS) + 1
+    return p
 
 
 def hopeless(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> np.ndarray:
@@ -183,7 +229,21 @@ def figure(q: int, exponent: int) -> Decimal:
 
 def shown_many(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Vectorised :func:`shown` for up to 13 digits, where numpy's scaling (relative error < 1e-15) stays far
-    from the rounding boundaries: (ok, signed q, exponent) with the value q·10^exponent."""
+    from the rounding boundaries: (ok, signed q, exponent) with the value q·10^exponent; a band of rows at a
+    time, on a thread a core (each entry's digits are its own)."""
+    from symattn.kernel.cores import bands, map_threads
+
+    made = (np.empty(lo.shape, dtype=bool), np.empty(lo.shape, dtype=np.int64), np.empty(lo.shape, dtype=np.int64))
+
+    def band(rows: slice) -> None:
+        for whole, part in zip(made, _shown_many(lo[rows], hi[rows])):
+            whole[rows] = part
+
+    map_threads(band, bands(lo.shape))
+    return made
+
+
+def _shown_many(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     same = ((lo > 0) | (hi < 0)) & np.isfinite(lo) & np.isfinite(hi)
     ok = np.zeros(lo.shape, dtype=bool)
     q = np.zeros(lo.shape, dtype=np.int64)

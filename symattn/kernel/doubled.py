@@ -71,7 +71,7 @@ from functools import cache
 import numpy as np
 
 from symattn.kernel.compensated import _split, _two_sum  # Knuth's TwoSum, Veltkamp's split (26 + 27 bits)
-from symattn.kernel.cores import map_forked
+from symattn.kernel.cores import map_threads
 from symattn.kernel.float64 import SAFETY, Head, Split, U, extras, gamma, horner_error, is_float32
 
 _N = 256  # table entries 2^(j/N)
@@ -84,7 +84,7 @@ _TAIL = [1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720]  # P(r) = Σ r^i / (i + 2)!, i 
 _ROWS = 128  # query rows at once: a few ROWS × keys arrays
 _PAIRS = 64  # (row, column) pairs summed at once: 3 · keys terms each
 _SCALE_RANGE = (2.0**-100, 2.0**100)
-PARALLEL_EXPS = 1 << 20  # rows × keys below which one process is quicker than two
+PARALLEL_EXPS = 1 << 18  # rows × keys below which one thread is as quick as two
 
 
 @cache
@@ -316,13 +316,20 @@ def _all(head: Head, pairs: list[tuple[int, int]], split: Split | None, tight: b
     for n, (i, _) in enumerate(pairs):
         by_row.setdefault(i, []).append(n)
     rows = sorted(by_row)
+    parallel = len(rows) * head.K.shape[0] >= PARALLEL_EXPS
     count = -(-len(rows) // _ROWS)
-    count += count % 2 if count > 1 else 0  # an even count of equal pieces: both cores end together
+    count += count % 2 if count > 1 or parallel else 0  # an even count of equal pieces: both cores end together
     size = max(1, -(-len(rows) // max(count, 1)))  # (216 rows: 108 and 108, where 128 and 88 left one core idle)
     pieces = [rows[start : start + size] for start in range(0, len(rows), size)]
-    parallel = len(rows) * head.K.shape[0] >= PARALLEL_EXPS
-    again = _keys_again(split) if tight else None
-    for where, O, eO, q2, e2 in map_forked(_piece, (head, pairs, by_row, split, again), pieces, parallel):
+    data = (head, pairs, by_row, split, _keys_again(split) if tight else None)
+
+    def piece(rows: list[int]) -> tuple:
+        return _piece(data, rows)
+
+    # numpy's and BLAS's work on arrays of rows × keys: on threads (quicker than forked processes, whose
+    # copy-on-write faults the parent paid for afterwards), each piece computed as it is alone
+    made = map_threads(piece, pieces, blas=True) if parallel else [piece(p) for p in pieces]
+    for where, O, eO, q2, e2 in made:
         value[where], error[where], low[where], bound[where] = O, eO, q2, e2
     return value, error, low, bound
 

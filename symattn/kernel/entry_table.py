@@ -38,11 +38,17 @@ class Figures:
             return figure(int(self.q[i, j]), int(self.k[i, j]))
         return self.others.get((i, j))
 
-    def keys(self) -> np.ndarray:
-        """An integer per entry in the order of the figures' values: 0 for an exact 0, −1 for none."""
-        keys = np.where(self.ok, (self.k + 2 + _OFFSET) * 1000 + self.q, -1).astype(np.int64)
+    def keys(self, finite: np.ndarray | None = None) -> np.ndarray:
+        """An integer per entry in the order of the figures' values: 0 for an exact 0, −1 for none (and,
+        where ``finite`` is given, for the entries it marks False)."""
+        keys = self.k + (2 + _OFFSET)
+        keys *= 1000
+        keys += self.q
+        keys = np.where(self.ok, keys, -1).astype(np.int64, copy=False)
         for (i, j), d in self.others.items():
             keys[i, j] = _key(d)
+        if finite is not None:
+            keys[~finite] = -1
         return keys
 
 
@@ -100,6 +106,7 @@ class EntryTable(Entries):
         worst: int | None = None,
         floats: np.ndarray | None = None,
         full: Callable[[], EntryTable] | None = None,
+        keys: dict[str, np.ndarray] | None = None,
     ):
         self.value, self.finite, self.exact = value, finite, exact
         self.floats = floats  # where given: each finite entry's value is that float, exactly (JSON writes it)
@@ -108,7 +115,7 @@ class EntryTable(Entries):
         self.known, self.worst_decided = known, worst
         self.full = full  # where given: reading an entry not decided reads the table of every entry (complete)
         self.shape = finite.shape
-        self._keys: dict[str, np.ndarray] = {}
+        self._keys: dict[str, np.ndarray] = dict(keys or {})  # a figure's keys (Figures.keys), made once
 
     def __len__(self) -> int:
         return self.shape[0] * self.shape[1]
@@ -148,7 +155,7 @@ class EntryTable(Entries):
 
     def _key(self, name: str) -> np.ndarray:
         if name not in self._keys:
-            self._keys[name] = np.where(self.finite, getattr(self, name).keys(), -1)
+            self._keys[name] = getattr(self, name).keys(self.finite)
         return self._keys[name]
 
     def _first_max(self, keys: np.ndarray) -> Entry | None:
@@ -232,16 +239,22 @@ class EntryTable(Entries):
         return self.entry(rows.start + i, cols.start + j)
 
 
-def ranked_at(finite: np.ndarray, bucket: np.ndarray, ulps: Figures | np.ndarray, count: int) -> np.ndarray:
+def ranked_at(finite: np.ndarray, bucket: np.ndarray, keys: np.ndarray, count: int) -> np.ndarray:
     """The flat indices of the ``count`` finite entries of the largest (bucket, ULPs), ties in row order; the
-    exact zeros missed (bucket ZERO: no ULP figure) after all the others."""
-    keys = np.where(finite, ulps.keys(), -1) if isinstance(ulps, Figures) else ulps
-    at = np.flatnonzero(finite)
-    if 0 < count < at.size // 4:  # only those that reach the count-th largest (bucket, ULPs) are sorted
-        ranks = rank(bucket.ravel()[at]).astype(np.int64)
-        key = ranks * _SCALE + keys.ravel()[at]  # the same order: every key is below _SCALE
-        at = at[key >= np.partition(key, -count)[-count]]
-    order = np.lexsort((at, -keys.ravel()[at], -rank(bucket.ravel()[at])))[:count]
+    exact zeros missed (bucket ZERO: no ULP figure) after all the others. ``keys``: the ULP figures' keys,
+    −1 where an entry is not finite (Figures.keys(finite))."""
+    # each finite entry's place in the buckets' order, from 1 (ZERO) up; 0: not finite
+    places = rank(bucket).ravel() + 2
+    places[~finite.ravel()] = 0
+    at = np.flatnonzero(places)
+    if 0 < count < at.size // 4:  # only the buckets from the top down that hold the count largest are sorted
+        held = np.cumsum(np.bincount(places, minlength=2)[:0:-1])  # entries in the top 1, 2, … buckets
+        least = len(held) - int(np.searchsorted(held, count))  # the lowest place among the count largest
+        at = np.flatnonzero(places >= least)
+        if count < at.size // 4:  # that bucket is crowded: the count-th largest (bucket, ULPs) found first
+            key = places[at].astype(np.int64) * _SCALE + keys.ravel()[at]  # every key is below _SCALE
+            at = at[key >= np.partition(key, -count)[-count]]
+    order = np.lexsort((at, -keys.ravel()[at], -places[at]))[:count]
     return at[order]
 
 

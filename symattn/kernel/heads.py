@@ -18,7 +18,7 @@ import numpy as np
 from symattn.input.filematrix import FileMatrix
 from symattn.input.floats import FloatResult
 from symattn.kernel import compensated, deciding, deviation, float64, float64_backward, lean, logsumexp, rowscale
-from symattn.kernel.cores import map_forked
+from symattn.kernel.cores import map_forked, map_threads
 from symattn.kernel.deciding import BELOW, Errors, decide, errors, is_double, shown, shown_many
 from symattn.kernel.refine import Balls, refine
 
@@ -133,7 +133,14 @@ def _all_intervals(
     # block of float64's bound is the one a whole pass makes (the same rows), so its ends are the same
     rows = [x.Q.shape[0] for x in heads]
     pieces = [(h, i, min(i + LEAN_ROWS, n)) for h, n in enumerate(rows) for i in range(0, n, LEAN_ROWS)]
-    done = map_forked(_lean_piece if cheap else _met_piece if product else _rows_piece, heads, pieces, parallel)
+    if cheap:  # lean's pieces are BLAS and numpy's loops: on threads, as quick, and no process forked
+
+        def lean_piece(piece: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+            return _lean_piece(heads, piece)
+
+        done = map_threads(lean_piece, pieces, blas=True) if parallel else [lean_piece(p) for p in pieces]
+    else:
+        done = map_forked(_met_piece if product else _rows_piece, heads, pieces, parallel)
     parts = range(3 if product else 2)  # lo, hi, and with the product a flag per row where it held
     return [
         tuple(np.concatenate([p[k] for (g, _, _), p in zip(pieces, done) if g == h]) for k in parts)
@@ -222,11 +229,12 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     every = quantity == "output" and worst is None
     tighter = rowscale.Tighter(result, lo, hi, ok & exact_float & ~held, places) if every else None
     if quantity == "output":  # the outputs left open: their sums again, error-free (a bound ~10x tighter)
+        open_ = ~ok & exact_float & wanted & ~held
         for h, head in enumerate(heads):
             start, stop = offsets[h], offsets[h + 1]
             if not float64.is_float32(head.V):  # V times v_descale: e_hi·v would not be exact (compensated)
                 continue
-            at = np.nonzero((~ok & exact_float & wanted & ~held)[:, start:stop])
+            at = np.nonzero(open_[:, start:stop])
             pairs = list(zip(at[0].tolist(), at[1].tolist()))
             also: list[tuple[int, int]] = []
             if tighter is not None:
@@ -335,7 +343,8 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     for (i, j), ((_, _, b), _) in decided.items():
         bucket[i, j] = b
     ulps = Figures(ok, q_u, k_u, {p: outcome[0] for p, (outcome, _) in decided.items()})
-    shown_at = None if worst is None else ranked_at(finite, bucket, ulps, worst)
+    ulps_keys = ulps.keys(finite)
+    shown_at = None if worst is None else ranked_at(finite, bucket, ulps_keys, worst)
     by_row = row_relative(result, enclosure, zero, shown_at, places, None if tighter is None else tighter.ends(lo, hi))
     known = None
     if worst is not None:  # an entry is read only where its figures and its row's are decided
@@ -368,6 +377,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
         known,
         worst,
         result.array if result.array is not None and result.array.ndim == 2 else None,
+        keys={"ulps": ulps_keys},
     )
     return Comparison(
         result.source,
@@ -416,10 +426,17 @@ def needed(x: np.ndarray, exact_float: np.ndarray, e: Errors, worst: int, places
     Every other entry ranks below all of them, rounded to three digits too. With ``places`` (places.Places)
     of batch and head axes, also those of each (batch, head)'s block that its summary may show: its largest
     error and its largest relative error (the same rule on the block, with a worst of one)."""
-    need = _needed(x, exact_float, e, worst)
-    for _, (rows, cols) in places.regions(x.shape) if places is not None and places.has_heads else ():
-        block = Errors(*(getattr(e, f.name)[rows, cols] for f in dataclasses.fields(e)))
-        need[rows, cols] |= _needed(x[rows, cols], exact_float[rows, cols], block, 1)
+    regions = [r for _, r in places.regions(x.shape)] if places is not None and places.has_heads else []
+
+    def one(region: tuple[slice, slice] | None) -> np.ndarray:  # the whole's (None), or a block's
+        if region is None:
+            return _needed(x, exact_float, e, worst)
+        block = Errors(*(getattr(e, f.name)[region] for f in dataclasses.fields(e)))
+        return _needed(x[region], exact_float[region], block, 1)
+
+    need, *blocks = map_threads(one, [None, *regions])
+    for region, block_need in zip(regions, blocks):
+        need[region] |= block_need
     return need
 
 

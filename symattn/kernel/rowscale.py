@@ -29,8 +29,8 @@ WIDEN = 2.0**-45  # numpy's relative roundings in one figure (a few, each at mos
 
 def _magnitudes(lo, hi):
     """The least and the largest |e| over [lo, hi] (0 where it holds zero)."""
-    small = np.where(lo > 0, lo, np.where(hi < 0, -hi, 0.0))
-    return small, np.maximum(np.abs(lo), np.abs(hi))
+    small = np.maximum(lo, 0.0) + np.maximum(-hi, 0.0)  # lo > 0: lo; hi < 0: −hi; else 0 (one term is 0)
+    return small, np.maximum(-lo, hi)  # lo ≤ hi
 
 
 def _bounds(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int):
@@ -39,23 +39,34 @@ def _bounds(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int):
     small, big = _magnitudes(lo, hi)
     r_lo, r_hi = (_row_max(m, width) for m in (small, big))
     slack = np.abs(x) * 2.0**-52  # a result that is no float64 (JSON decimals): float() moved it this far
-    inside = (lo <= x) & (x <= hi)
-    near = np.maximum(np.where(inside, 0.0, np.minimum(np.abs(x - lo), np.abs(x - hi))) - slack, 0.0)
-    far = np.maximum(np.abs(x - lo), np.abs(x - hi)) + slack
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a non-finite x: no figure is read
+        below, above = x - lo, hi - x  # both ≥ 0 inside [lo, hi]
+        near = np.maximum(-np.minimum(below, above) - slack, 0.0)
+        far = np.maximum(below, above) + slack
         return near / r_hi * (1 - WIDEN) ** 2, far / r_lo * (1 + WIDEN) ** 2, r_lo, r_hi, big
 
 
+def _bands(x: np.ndarray, band) -> list:
+    """[band(rows) for each band of rows of x], on a thread a core."""
+    from symattn.kernel.cores import bands, map_threads
+
+    return map_threads(band, bands(x.shape))
+
+
 def _figures(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) -> list[np.ndarray]:
-    """_bounds and the three digits where they are decided (ok, q, k), a few rows at a time: the
-    temporaries stay in the cache."""
-    step = max(1, 2**16 // max(1, x.shape[1]))
-    parts = []
-    for i in range(0, x.shape[0], step):
-        f_lo, f_hi, *rest = _bounds(x[i : i + step], lo[i : i + step], hi[i : i + step], width)
+    """_bounds and the three digits where they are decided (ok, q, k)."""
+    kinds = (np.float64,) * 5 + (bool, np.int64, np.int64)
+    made = [np.empty(x.shape, dtype=kind) for kind in kinds]
+
+    def band(rows: slice) -> None:
+        f_lo, f_hi, *rest = _bounds(x[rows], lo[rows], hi[rows], width)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            parts.append((f_lo, f_hi, *rest, *_digits(np.where(np.isfinite(f_lo), f_lo, 0.0), f_hi)))
-    return [np.concatenate(arrays) for arrays in zip(*parts)]
+            parts = (f_lo, f_hi, *rest, *_digits(np.where(np.isfinite(f_lo), f_lo, 0.0), f_hi))
+        for whole, part in zip(made, parts):
+            whole[rows] = part
+
+    _bands(x, band)
+    return made
 
 
 def _may_be_largest(finite: np.ndarray, f_lo: np.ndarray, f_hi: np.ndarray) -> np.ndarray:
@@ -66,13 +77,14 @@ def _may_be_largest(finite: np.ndarray, f_lo: np.ndarray, f_hi: np.ndarray) -> n
 def may_be_largest(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) -> np.ndarray:
     """The finite entries that may hold the largest figure, on these ends (as row_relative finds them)."""
     finite = np.isfinite(x)
-    step = max(1, 2**16 // max(1, x.shape[1]))  # a few rows at a time: the temporaries stay in the cache
-    top, highs = 0.0, []
-    for i in range(0, x.shape[0], step):
-        f_lo, f_hi, *_ = _bounds(x[i : i + step], lo[i : i + step], hi[i : i + step], width)
-        top = max(top, float(np.max(np.where(finite[i : i + step] & np.isfinite(f_lo), f_lo, 0.0), initial=0.0)))
-        highs.append(f_hi)
-    return finite & ~(np.concatenate(highs) < top * BELOW)
+    highs = np.empty(x.shape)
+
+    def band(rows: slice) -> float:
+        f_lo, highs[rows], *_ = _bounds(x[rows], lo[rows], hi[rows], width)
+        return float(np.max(np.where(finite[rows] & np.isfinite(f_lo), f_lo, 0.0), initial=0.0))
+
+    top = max(_bands(x, band), default=0.0)
+    return finite & ~(highs < top * BELOW)
 
 
 class Tighter:
