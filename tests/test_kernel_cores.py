@@ -118,3 +118,27 @@ def test_a_batchs_report_is_the_same_in_many_bands_on_threads_or_in_one(monkeypa
         reports.append((got.text(), got.to_json()))
     assert reports[0] == reports[1]
     assert "out[1, 3, 7, 5]" in reports[0][0]
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: map_threads starts no thread")
+def test_an_error_in_a_piece_drops_the_pieces_not_begun():
+    import threading
+    import time
+
+    from symattn.kernel.cores import map_threads
+
+    begun: list[int] = []
+    lock = threading.Lock()
+
+    def piece(n: int) -> int:
+        with lock:
+            begun.append(n)
+        if n == 0:
+            raise ValueError("piece 0")
+        time.sleep(0.05)
+        return n
+
+    before = threading.active_count()
+    with pytest.raises(ValueError, match="piece 0"):
+        map_threads(piece, list(range(40)))
+    assert len(begun) < 40 and threading.active_count() == before  # its threads have ended

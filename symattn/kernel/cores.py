@@ -80,8 +80,12 @@ def map_threads(function: Callable[[Any], Any], pieces: Sequence[Any], blas: boo
     def run(piece: Any) -> Any:
         return caller.copy().run(function, piece)
 
-    with _blas_on_one_thread(blas), ThreadPoolExecutor(threads) as pool:
-        return list(pool.map(run, pieces))
+    with _blas_on_one_thread(blas):
+        pool = ThreadPoolExecutor(threads)
+        try:
+            return list(pool.map(run, pieces))
+        finally:  # the time limit or Ctrl-C: the pieces not begun are dropped, the running ones end
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def bands(shape: tuple[int, ...]) -> list[slice]:
