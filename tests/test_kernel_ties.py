@@ -113,3 +113,25 @@ def test_figures_equal_exactly_are_one_of_n_places(inputs, lang, relative, row):
     assert (summary["max_row_relative"], summary["max_row_relative_places"]) == ("1.00", 4)
     assert summary["max_row_relative_at"] == {"batch": 0, "head": 0, "query": 0, "column": 3}
     assert "max_ulps_places" not in summary
+
+
+def test_arb_orders_a_tie_that_the_levels_before_it_leave_as_they_were():
+    """The float64 path's levels below arb (its sums again, two floats) may give an entry the ends it has
+    already; its levels of rising precision are tried all the same (a (1, 8, 130, 128) float32 head named
+    the first of two places where 0.4999825 and 0.4999838 ULP both show 0.500)."""
+    from fractions import Fraction
+    from types import SimpleNamespace
+
+    from symattn.kernel.ties import order
+
+    ulp = Fraction(1, 2**23)  # float32's at 1
+
+    def ends(points, level):  # the same ends at levels 0 and 1 (overlapping), narrower from level 2
+        width = Fraction(1, 2**40) if level < 2 else Fraction(1, 2**60)
+        centre = {(0, 0): 1 + Fraction(4999825, 10**7) * ulp, (0, 1): 1 + Fraction(4999838, 10**7) * ulp}
+        return {p: (centre[p] - width, centre[p] + width) for p in points}
+
+    enclosure = SimpleNamespace(levels=3, first_arb=2, deviations={}, tie_orders={}, at=ends)
+    comparison = SimpleNamespace(enclose=lambda: enclosure, format="float32")
+    x = [SimpleNamespace(row=0, col=j, value=Fraction(1)) for j in (0, 1)]  # both show 0.500 ULP
+    assert [[(e.row, e.col) for e in group] for group in order(comparison, "ulps", x)] == [[(0, 1)], [(0, 0)]]

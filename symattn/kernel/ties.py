@@ -4,7 +4,7 @@ A report names the largest error and ranks the ten largest by figures of three d
 round alike may still differ (|err| 9.3114e-4 against 9.3047e-4, both 6.64e41 ULP). Their exact values,
 narrowed level by level (``enclosing.Enclosure.at``, and the balls of ``deviation``), order them in exact
 rationals. Entries whose figures are equal exactly (a result 0 is off by exactly 1 relative) or still
-overlap when narrowing gains nothing more are one group: the first in row order stands for it, and a
+overlap when a doubled precision gains nothing more are one group: the first in row order stands for it, and a
 report says it is one of the group's places.
 """
 
@@ -35,12 +35,15 @@ def order(c: Any, figure: str, entries: list[Any]) -> list[list[Any]]:
 def _order(c: Any, enclosure: Any, figure: str, entries: list[Any]) -> list[list[tuple[int, int]]]:
     before: dict[tuple[int, int], Interval] = {}
     groups: list[list[tuple[int, int]]] = []
+    # the levels below the first of rising precision (the float64 path's sums again, its two floats) may
+    # gain nothing for an entry whose ends are theirs already: arb's levels are tried after them all the same
+    rising = getattr(enclosure, "first_arb", 0)
     for level in range(enclosure.levels + 1):
         now = _figures(c, enclosure, figure, entries, level)
         groups = _groups(now)
         open_ = [g for g in groups if _loose(g, now)]
-        if not open_ or all(now[p] == before.get(p) for g in open_ for p in g):
-            break  # decided, or equal exactly, or narrowing gained nothing
+        if not open_ or level > rising and all(now[p] == before.get(p) for g in open_ for p in g):
+            break  # decided, or equal exactly, or a doubled precision gained nothing
         before = now
     return groups
 
