@@ -3,8 +3,9 @@
 A report names the largest error and ranks the ten largest by figures of three digits; two errors that
 round alike may still differ (|err| 9.3114e-4 against 9.3047e-4, both 6.64e41 ULP). Their exact values,
 narrowed level by level (``enclosing.Enclosure.at``, and the balls of ``deviation``), order them in exact
-rationals. Entries whose figures are equal exactly (a result 0 is off by exactly 1 relative) or still
-overlap when a doubled precision gains nothing more are one group: the first in row order stands for it, and a
+rationals. Entries whose figures are equal exactly (a result 0 is off by exactly 1 relative), whose
+balls are the same to the bit at a level of rising precision (two heads alike), or that still overlap
+when a doubled precision gains nothing more are one group: the first in row order stands for it, and a
 report says it is one of the group's places.
 """
 
@@ -42,8 +43,12 @@ def _order(c: Any, enclosure: Any, figure: str, entries: list[Any]) -> list[list
         now = _figures(c, enclosure, figure, entries, level)
         groups = _groups(now)
         open_ = [g for g in groups if _loose(g, now)]
-        if not open_ or level > rising and all(now[p] == before.get(p) for g in open_ for p in g):
-            break  # decided, or equal exactly, or a doubled precision gained nothing
+        if not open_:
+            break  # decided, or equal exactly
+        if level >= rising and all(len({now[p] for p in g}) == 1 for g in open_):
+            break  # each group's balls the same to the bit (two heads alike): its errors are one
+        if level > rising and all(now[p] == before.get(p) for g in open_ for p in g):
+            break  # a doubled precision gained nothing
         before = now
     return groups
 
