@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
+from symattn.cli.naming import NAMED, named_format
 from symattn.cli.parser import build_parser, command_named, say
 from symattn.cli.terminal import counter, is_terminal, progress, steps
 from symattn.input.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_INTERRUPTED, OutputError, SymattnError, brief, shown
@@ -62,7 +63,7 @@ def _render(args: argparse.Namespace) -> int:
     from symattn.derivation.derive import derive
     from symattn.rendering.export import export
 
-    fmt = args.format = _slides(args) if args.slides else _format(args, "markdown", ("latex", "pdf", "html"))
+    fmt = args.format = _slides(args) if args.slides else _format(args, "markdown", NAMED["render"])
     if args.standalone and fmt not in ("latex", "pdf"):  # a PDF is always made from a whole document
         raise _UsageError("--standalone needs --format latex")
     _check_export(args)
@@ -96,8 +97,6 @@ def _has_room_beside(path: str) -> bool:
 
 def _format(args: argparse.Namespace, default: str, formats: tuple[str, ...] = ("pdf", "html")) -> str:
     """--format, else what -o's name says among the command's ``formats`` (cli/naming.py), else ``default``."""
-    from symattn.cli.naming import named_format
-
     if args.format:
         return args.format
     fmt, problem = named_format(args.output, default, formats)
@@ -196,7 +195,7 @@ def _check(args: argparse.Namespace) -> int:
 
     if bool(args.claims) == bool(args.example):
         raise _UsageError("give a CLAIMS file or --example (not both)")
-    args.format = _format(args, "text", ("json", "markdown", "latex", "pdf", "html"))
+    args.format = _format(args, "text", NAMED["check"])
     _check_export(args)
     if args.example:
         path = builtin.example_path("seed-claims", args.lang or "zh")
@@ -266,7 +265,7 @@ def _grade(args: argparse.Namespace) -> int:
     from symattn.classroom.grading import POLICY, grade, read_policy
     from symattn.classroom.lmsexport import left_out_line
 
-    fmt = args.format = _format(args, "csv", ("markdown", "json", "latex", "html", "pdf"))
+    fmt = args.format = _format(args, "csv", NAMED["grade"])
     _check_export(args)
     if args.assignment_id is not None and (fmt != "canvas-grades" or not args.assignment_id.isdecimal()):
         raise _UsageError("--assignment-id takes the digits of a Canvas assignment's id, with --format canvas-grades")

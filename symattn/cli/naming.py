@@ -17,6 +17,18 @@ SUFFIXES = {
     ".txt": "text",
 }
 
+# the formats -o's name may ask for, each command's (its default aside): the one list --help gives
+NAMED = {
+    "render": ("latex", "pdf", "html"),
+    "check": ("json", "markdown", "latex", "pdf", "html"),
+    "grade": ("markdown", "json", "latex", "html", "pdf"),
+}
+
+
+def suffixes(command: str) -> str:
+    """The suffixes of -o's names that ask for one of the command's formats: ".tex, .pdf, .html"."""
+    return ", ".join(s for f in NAMED[command] for s in SUFFIXES if SUFFIXES[s] == f and s not in (".htm", ".markdown"))
+
 
 def named_format(output: str | None, default: str, formats: tuple[str, ...]) -> tuple[str, str]:
     """(the format -o's name says among a command's ``formats``, else ``default``; "") or (default, the
@@ -31,4 +43,4 @@ def named_format(output: str | None, default: str, formats: tuple[str, ...]) -> 
     return said, ""
 
 
-__all__ = ["SUFFIXES", "named_format"]
+__all__ = ["NAMED", "SUFFIXES", "named_format", "suffixes"]

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from symattn.cli.naming import suffixes
 from symattn.input.errors import EXIT_INPUT, brief, shown
 
 
@@ -143,7 +144,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     render.add_argument(
         "--format",
         choices=("markdown", "latex", "pdf", "html", "beamer", "beamer-pdf", "slides"),
-        help="markdown (default; else the one -o's name says: .md, .tex, .json, .csv, .html, .pdf); "
+        help=f"markdown (default; else the one -o's name says: {suffixes('render')}); "
         "pdf: compiled with latexmk; html: one offline page, math typeset by KaTeX; "
         "beamer: a Beamer deck (16:9, a frame per step); beamer-pdf: that deck compiled; "
         "slides: one offline HTML deck (reveal.js), the same frames",
@@ -232,7 +233,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     check.add_argument(
         "--format",
         choices=("text", "json", "markdown", "latex", "pdf", "html"),
-        help="text (default; else the one -o's name says: .md, .tex, .json, .csv, .html, .pdf)",
+        help=f"text (default; else the one -o's name says: {suffixes('check')})",
     )
     check.add_argument("--standalone", action="store_true", help="with --format latex: a whole document")
     _engine(check)
@@ -291,7 +292,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     grade.add_argument(
         "--format",
         choices=("csv", "markdown", "json", "latex", "html", "pdf", "moodle-grades", "canvas-grades"),
-        help="csv (default; else the one -o's name says: .md, .tex, .json, .csv, .html, .pdf); markdown, latex, html "
+        help=f"csv (default; else the one -o's name says: {suffixes('grade')}); markdown, latex, html "
         "and pdf add the notes and the class summary; json has both; moodle-grades and canvas-grades are "
         "the CSV that Moodle's and Canvas's gradebooks import (one row per student, the best score)",
     )

@@ -98,6 +98,23 @@ def bands(shape: tuple[int, ...]) -> list[slice]:
     return [slice(i, i + step) for i in range(0, shape[0] if shape else 0, step)]
 
 
+def in_bands(function: Callable[..., Sequence[Any]], arrays: Sequence[Any], kinds: Sequence[Any]) -> list:
+    """function(*(a[rows] for a in arrays)) for each band of rows of the arrays (their first axis, as
+    ``bands`` cuts it), on threads: its results, one array per dtype of ``kinds``, written into whole arrays
+    of the arrays' shape. Each entry's results must be its own (the same in any band)."""
+    import numpy as np
+
+    shape = arrays[0].shape
+    made = [np.empty(shape, dtype=kind) for kind in kinds]
+
+    def band(rows: slice) -> None:
+        for whole, part in zip(made, function(*(a[rows] for a in arrays))):
+            whole[rows] = part
+
+    map_threads(band, bands(shape))
+    return made
+
+
 @contextmanager
 def _blas_on_one_thread(limit: bool) -> Iterator[None]:
     if not limit:
@@ -315,4 +332,4 @@ def one_process() -> Iterator[None]:
         _busy = before
 
 
-__all__ = ["bands", "map_forked", "map_threads", "one_process"]
+__all__ = ["bands", "in_bands", "map_forked", "map_threads", "one_process"]

@@ -44,19 +44,14 @@ def decide(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str):
     """Vectorised comparison._decide: (decided, ulps, relative, bucket), each figure as (q, exponent) of
     q·10^exponent with q of three digits (relative: q = −1 where it has none: an exact 0); a band of rows
     at a time, on a thread a core."""
-    from symattn.kernel.cores import bands, map_threads
+    from symattn.kernel.cores import in_bands
 
-    ok, bucket = np.empty(x.shape, dtype=bool), np.empty(x.shape, dtype=np.int64)
-    figures = [np.empty(x.shape, dtype=np.int64) for _ in range(4)]
+    def band(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple:
+        ok, (q_u, k_u), (q_r, k_r), bucket = decided(_errors(x, lo, hi, fmt))
+        return ok, q_u, k_u, q_r, k_r, bucket
 
-    def band(rows: slice) -> None:
-        done, (q_u, k_u), (q_r, k_r), bucket[rows] = decided(_errors(x[rows], lo[rows], hi[rows], fmt))
-        ok[rows] = done
-        for whole, part in zip(figures, (q_u, k_u, q_r, k_r)):
-            whole[rows] = part
-
-    map_threads(band, bands(x.shape))
-    return ok, (figures[0], figures[1]), (figures[2], figures[3]), bucket
+    ok, q_u, k_u, q_r, k_r, bucket = in_bands(band, (x, lo, hi), (bool,) + (np.int64,) * 5)
+    return ok, (q_u, k_u), (q_r, k_r), bucket
 
 
 def decided(e: Errors):
@@ -96,33 +91,28 @@ def errors(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
 
 def reported(e: Errors, lo: np.ndarray, hi: np.ndarray) -> Errors:
     """``errors`` of the bounds ``_errors`` gives."""
-    from symattn.kernel.cores import bands, map_threads
+    from symattn.kernel.cores import in_bands
 
-    relative_lo, relative_hi = np.empty(lo.shape), np.empty(lo.shape)
+    def band(crosses, lo, hi, relative_lo, relative_hi) -> tuple:
+        signed = ~crosses & (lo != 0) & (hi != 0)
+        return np.where(signed, relative_lo, 0.0), np.where(signed & (relative_hi >= 0), relative_hi, np.inf)
 
-    def band(rows: slice) -> None:
-        signed = ~e.crosses[rows] & (lo[rows] != 0) & (hi[rows] != 0)
-        relative_lo[rows] = np.where(signed, e.relative_lo[rows], 0.0)
-        relative_hi[rows] = np.where(signed & (e.relative_hi[rows] >= 0), e.relative_hi[rows], np.inf)
-
-    map_threads(band, bands(lo.shape))
-    return replace(e, relative_lo=relative_lo, relative_hi=relative_hi)
+    made = in_bands(band, (e.crosses, lo, hi, e.relative_lo, e.relative_hi), (np.float64, np.float64))
+    return replace(e, relative_lo=made[0], relative_hi=made[1])
 
 
 def pieces(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
-    """``_errors`` of matrices, a band of rows at a time, on a thread a core (cores.map_threads): each
-    entry's figures are its own."""
-    from symattn.kernel.cores import bands, map_threads
+    """``_errors`` of matrices, a band of rows at a time, on a thread a core (cores.in_bands): each entry's
+    figures are its own."""
+    from symattn.kernel.cores import in_bands
 
-    made = {f.name: np.empty(x.shape, dtype=_KINDS.get(f.name, np.float64)) for f in fields(Errors)}
+    names = [f.name for f in fields(Errors)]
 
-    def band(rows: slice) -> None:
-        part = _errors(x[rows], lo[rows], hi[rows], fmt)
-        for name, whole in made.items():
-            whole[rows] = getattr(part, name)
+    def band(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
+        part = _errors(x, lo, hi, fmt)
+        return [getattr(part, name) for name in names]
 
-    map_threads(band, bands(x.shape))
-    return Errors(**made)
+    return Errors(*in_bands(band, (x, lo, hi), [_KINDS.get(name, np.float64) for name in names]))
 
 
 def _errors(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
@@ -231,16 +221,10 @@ def shown_many(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     """Vectorised :func:`shown` for up to 13 digits, where numpy's scaling (relative error < 1e-15) stays far
     from the rounding boundaries: (ok, signed q, exponent) with the value q·10^exponent; a band of rows at a
     time, on a thread a core (each entry's digits are its own)."""
-    from symattn.kernel.cores import bands, map_threads
+    from symattn.kernel.cores import in_bands
 
-    made = (np.empty(lo.shape, dtype=bool), np.empty(lo.shape, dtype=np.int64), np.empty(lo.shape, dtype=np.int64))
-
-    def band(rows: slice) -> None:
-        for whole, part in zip(made, _shown_many(lo[rows], hi[rows])):
-            whole[rows] = part
-
-    map_threads(band, bands(lo.shape))
-    return made
+    ok, q, exponent = in_bands(_shown_many, (lo, hi), (bool, np.int64, np.int64))
+    return ok, q, exponent
 
 
 def _shown_many(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -46,27 +46,16 @@ def _bounds(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int):
         return near / r_hi * (1 - WIDEN) ** 2, far / r_lo * (1 + WIDEN) ** 2, r_lo, r_hi, big
 
 
-def _bands(x: np.ndarray, band) -> list:
-    """[band(rows) for each band of rows of x], on a thread a core."""
-    from symattn.kernel.cores import bands, map_threads
-
-    return map_threads(band, bands(x.shape))
-
-
 def _figures(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) -> list[np.ndarray]:
-    """_bounds and the three digits where they are decided (ok, q, k)."""
-    kinds = (np.float64,) * 5 + (bool, np.int64, np.int64)
-    made = [np.empty(x.shape, dtype=kind) for kind in kinds]
+    """_bounds and the three digits where they are decided (ok, q, k), a band of rows at a time, on threads."""
+    from symattn.kernel.cores import in_bands
 
-    def band(rows: slice) -> None:
-        f_lo, f_hi, *rest = _bounds(x[rows], lo[rows], hi[rows], width)
+    def band(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple:
+        f_lo, f_hi, *rest = _bounds(x, lo, hi, width)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            parts = (f_lo, f_hi, *rest, *_digits(np.where(np.isfinite(f_lo), f_lo, 0.0), f_hi))
-        for whole, part in zip(made, parts):
-            whole[rows] = part
+            return (f_lo, f_hi, *rest, *_digits(np.where(np.isfinite(f_lo), f_lo, 0.0), f_hi))
 
-    _bands(x, band)
-    return made
+    return in_bands(band, (x, lo, hi), (np.float64,) * 5 + (bool, np.int64, np.int64))
 
 
 def _may_be_largest(finite: np.ndarray, f_lo: np.ndarray, f_hi: np.ndarray) -> np.ndarray:
@@ -76,6 +65,8 @@ def _may_be_largest(finite: np.ndarray, f_lo: np.ndarray, f_hi: np.ndarray) -> n
 
 def may_be_largest(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) -> np.ndarray:
     """The finite entries that may hold the largest figure, on these ends (as row_relative finds them)."""
+    from symattn.kernel.cores import bands, map_threads
+
     finite = np.isfinite(x)
     highs = np.empty(x.shape)
 
@@ -83,7 +74,7 @@ def may_be_largest(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) ->
         f_lo, highs[rows], *_ = _bounds(x[rows], lo[rows], hi[rows], width)
         return float(np.max(np.where(finite[rows] & np.isfinite(f_lo), f_lo, 0.0), initial=0.0))
 
-    top = max(_bands(x, band), default=0.0)
+    top = max(map_threads(band, bands(x.shape)), default=0.0)
     return finite & ~(highs < top * BELOW)
 
 
