@@ -136,3 +136,34 @@ def test_a_certificate_of_values_it_decides_verifies_with_both_verifiers(tmp_pat
     assert out[-1].startswith(f"{cert}: 8 values verified")
     code, lines = run(cert)
     assert code == 0 and lines[-1].startswith(f"{cert}: 8 values verified")
+
+
+def test_the_constants_made_on_several_threads_at_once_are_the_ones_made_alone():
+    """flint's precision is the process's: pieces on threads that made the table at once set and restored it
+    under each other, and the exps' ρ came out of 53-bit balls (10^6 times wider: the 4096 certificate's
+    double-word sums then left 1141 of 1269 outputs to arb, not 10)."""
+    import threading
+
+    from flint import ctx
+
+    alone = doubled._constants()
+    before = ctx.prec
+    for _ in range(5):
+        doubled._constants.cache_clear()
+        start, made = threading.Barrier(4), []
+
+        def make(start: threading.Barrier, made: list) -> None:
+            start.wait()
+            made.append(doubled._constants())
+
+        threads = [threading.Thread(target=make, args=(start, made)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert ctx.prec == before
+        for constants in made + [doubled._constants()]:
+            assert constants["rho"] == alone["rho"] == 6.249480134389836e-22
+            assert (constants["l1"], constants["l2"], constants["l3"]) == (alone["l1"], alone["l2"], alone["l3"])
+            assert constants["hi"].tolist() == alone["hi"].tolist()
+            assert constants["lo"].tolist() == alone["lo"].tolist()

@@ -65,6 +65,7 @@ and multiplied by SAFETY (1 + 10^-4), far more than the roundings of forming it.
 from __future__ import annotations
 
 import math
+import threading
 from fractions import Fraction
 from functools import cache
 
@@ -85,6 +86,9 @@ _ROWS = 128  # query rows at once: a few ROWS × keys arrays
 _PAIRS = 64  # (row, column) pairs summed at once: 3 · keys terms each
 _SCALE_RANGE = (2.0**-100, 2.0**100)
 PARALLEL_EXPS = 1 << 18  # rows × keys below which one thread is as quick as two
+# flint's precision is the process's, not a thread's: two pieces on threads making the constants at once
+# set and restored it under each other, and the table came out of 53-bit balls (sound, its ρ 10^6 times wider)
+_PRECISION = threading.Lock()
 
 
 @cache
@@ -93,6 +97,11 @@ def _constants() -> dict:
     balls at 300 bits (each ball's radius counted)."""
     from flint import arb, ctx
 
+    with _PRECISION:
+        return _made_constants(arb, ctx)
+
+
+def _made_constants(arb, ctx) -> dict:
     saved, ctx.prec = ctx.prec, 300
     try:
 
