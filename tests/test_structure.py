@@ -2,7 +2,10 @@
 each product lives in its own wing, and no module grows past 500 lines."""
 
 import ast
+import json
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "symattn"
@@ -176,7 +179,8 @@ def test_the_standalone_verifier_imports_only_the_standard_library_and_mpmath():
     assert found == []
 
 
-def test_the_standalone_verifier_runs_with_only_its_folder_and_mpmath(tmp_path):
+@pytest.mark.parametrize("packed", [False, True], ids=["version 4", "version 5, packed"])
+def test_the_standalone_verifier_runs_with_only_its_folder_and_mpmath(tmp_path, monkeypatch, packed):
     """A copy of the folder beside a link to mpmath, Python started isolated and without site-packages: the
     certificate verifies, and neither symattn nor numpy, sympy or flint was imported."""
     import shutil
@@ -186,7 +190,10 @@ def test_the_standalone_verifier_runs_with_only_its_folder_and_mpmath(tmp_path):
     import mpmath
     import numpy as np
 
+    from symattn.certificates import tensor_maker
     from symattn.cli.commands import main
+
+    monkeypatch.setattr(tensor_maker, "PACKED_FROM", 1 if packed else 1 << 16)
 
     lib = tmp_path / "lib"
     shutil.copytree(VERIFIER, lib / "verifier", ignore=shutil.ignore_patterns("__pycache__"))
@@ -212,3 +219,4 @@ def test_the_standalone_verifier_runs_with_only_its_folder_and_mpmath(tmp_path):
     assert (said.returncode, said.stderr) == (0, "")
     assert said.stdout.splitlines()[-2].startswith(f"{cert}: 108 values verified: each exact value, computed here")
     assert said.stdout.splitlines()[-1] == "imported: [] []"
+    assert json.loads(cert.read_text(encoding="utf-8"))["certificate"]["version"] == (5 if packed else 4)

@@ -24,7 +24,7 @@ is there, its values must be the inputs. Anything else is a one-line :class:`~sy
 
 That is version 1, which has no ``version`` field. Version 2, a float64-path certificate of the output
 (``compute --certify --float64`` before version 3), is checked by :mod:`symattn.certificates.float_verifier`;
-versions 3 and 4 by :mod:`symattn.certificates.tensor_verifier`.
+versions 3, 4 and 5 by :mod:`symattn.certificates.tensor_verifier`.
 """
 
 from __future__ import annotations
@@ -383,12 +383,12 @@ def verify(data: Mapping[str, Any], source: str = "<certificate>", base: Path | 
         from symattn.certificates.float_verifier import verify_float64
 
         return verify_float64(data, cert, read, base)
-    if version in (3, 4):
+    if version in (3, 4, 5):
         from symattn.certificates.tensor_verifier import verify_tensors
 
         return verify_tensors(data, read, base)
     if version != 1:
-        raise read.error("certificate.version", f"{brief(raw)}: this symattn reads versions 1, 2, 3 and 4")
+        raise read.error("certificate.version", f"{brief(raw)}: this symattn reads versions 1 to 5")
     read.fields(data, "", FIELDS, "a version-1 certificate")
     read.fields(cert, "certificate", CERTIFICATE, "a version-1 certificate's certificate")
     named = check_files(cert, read, base)

@@ -1,17 +1,21 @@
-"""Version 4 of ``compute --certify --float64``: the output, the log-sum-exp in both bases and, for a dO given
-with ``--grad-output``, dQ, dK and dV, of one head or of every (batch, head) with grouped-query heads.
-Version 4 is version 3's format, its floats and bounds by the engine as issue 30 corrected it.
+"""Versions 4 and 5 of ``compute --certify --float64``: the output, the log-sum-exp in both bases and, for a dO
+given with ``--grad-output``, dQ, dK and dV, of one head or of every (batch, head) with grouped-query heads.
+Version 4 is version 3's format, its floats and bounds by the engine as issue 30 corrected it; version 5,
+made from PACKED_FROM values on, is version 4 with every table's floats and bounds and the inputs packed
+(base64 of little-endian binary64 and binary32 values: reading them as float.hex texts was most of the
+verifiers' time at 4096 × 4096 × 128).
 
 Each quantity is a table of the tensor's values shown to ``digits`` significant digits, a row per line of
 its last axis (``float_tensors``), with for each value its path ("f": every point of the float64 engine's
 float ± bound rounds to it; "c", outputs only: the same with error-free sums; "a": beyond both, decided
 exactly by the rules docs/kernel.md gives, or by arb balls), its float and its bound (PORTABLE times the
-engine's: ``float_maker.portable``). The inputs are ``float.hex`` rows in (batch, head, token) order.
+engine's: ``float_maker.portable``). The inputs are rows in (batch, head, token) order.
 Nothing else: the verifiers recompute every enclosure themselves.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +31,8 @@ from symattn.input.errors import ShapeError, SpecError
 from symattn.kernel import float64
 
 VERSION = 4  # 3 was made before the float64 engine's split was corrected (issue 30): docs/kernel.md
+PACKED = 5  # version 4 with its float matrices packed
+PACKED_FROM = 1 << 16  # values in the tables: from here on a float.hex text of each float is packed
 ARB = "a"
 METHOD = (
     "float64 with a rigorous a-priori bound of each value's error (symattn.kernel.float64, logsumexp, "
@@ -178,24 +184,37 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(map(str, shape)) + ")"
 
 
-def certificate_json(tensors: Tensors, digits: int, files: list[dict[str, str]]) -> Iterator[str]:
-    """The certificate as JSON text, in pieces: one key per line, a table row per line."""
+def certificate_json(
+    tensors: Tensors, digits: int, files: list[dict[str, str]], packed: bool | None = None
+) -> Iterator[str]:
+    """The certificate as JSON text, in pieces: one key per line, a table row per line. ``packed``: version 5's
+    packed float matrices (None: from PACKED_FROM values on)."""
     if not 1 <= digits <= MOST:
         raise ValueError(f"the float64 path shows 1 to {MOST} significant digits, not {digits}")
     tables = {name: _table(tensors, name, value, error, digits) for name, (value, error) in evaluate(tensors).items()}
+    if packed is None:
+        packed = sum(t[3].size for t in tables.values()) >= PACKED_FROM
+    floats = _packed if packed else _texts
     yield "{\n"
     for name, (shape, shown, paths, value, bound) in tables.items():
         yield f'  "{name}": {{\n    "shape": {json.dumps(list(shape))},\n'
         yield from _rows("value", shown, 4, ",")
         yield from _rows("path", ["".join(p) for p in paths], 4, ",")
-        yield from _rows("float", ([float.hex(x) for x in row] for row in value.tolist()), 4, ",")
-        yield from _rows("bound", ([float.hex(x) for x in row] for row in portable(bound).tolist()), 4, "")
+        yield from floats("float", value, "float64", 4, ",")
+        yield from floats("bound", portable(bound), "float64", 4, "")
         yield "  },\n"
     counts = {
         name: {path: sum(p.count(code) for p in t[2]) for path, code in _letters(name)} for name, t in tables.items()
     }
     head = tensors.heads[0]
-    cert = {"version": VERSION, "path": "float64", "method": METHOD, "digits": digits, "paths": counts, "files": files}
+    cert = {
+        "version": PACKED if packed else VERSION,
+        "path": "float64",
+        "method": METHOD,
+        "digits": digits,
+        "paths": counts,
+        "files": files,
+    }
     yield '  "certificate": {\n'
     yield "".join(f"    {json.dumps(k)}: {json.dumps(v)},\n" for k, v in cert.items())
     shape = {
@@ -206,7 +225,7 @@ def certificate_json(tensors: Tensors, digits: int, files: list[dict[str, str]])
     }
     yield '    "inputs": {\n' + "".join(f"      {json.dumps(k)}: {json.dumps(v)},\n" for k, v in shape.items())
     for name in ("Q", "K", "V", "dO") if tensors.gradients else ("Q", "K", "V"):
-        yield from _rows(name, ([float.hex(x) for x in row] for row in tensors.rows(name).tolist()), 6, ",")
+        yield from floats(name, tensors.rows(name), "float32", 6, ",")
     for name, given in (("denominator_logits", tensors.logits), ("bias_slopes", tensors.slopes)):
         if given is not None:  # one per query head, as float.hex writes it
             yield f'      "{name}": {json.dumps([float.hex(x) for x in given])},\n'
@@ -215,12 +234,32 @@ def certificate_json(tensors: Tensors, digits: int, files: list[dict[str, str]])
     if tensors.tanh_cap is not None and tensors.slopes is not None:  # the order binds: absent, "after-bias"
         yield f'      "tanh_cap_order": "{"before-bias" if tensors.cap_first else "after-bias"}",\n'
     scale = "sqrt" if head.exact_scale is None else str(head.exact_scale)
-    mask = None if head.allowed is None else ["".join("1" if x else "0" for x in row) for row in head.allowed.tolist()]
+    mask = None if head.allowed is None else _mask_rows(head.allowed)
     yield f'      "scale": {json.dumps(scale)},\n      "mask": {json.dumps(mask)}\n    }}\n  }}\n}}\n'
+
+
+def _mask_rows(allowed: np.ndarray) -> list[str]:
+    """A row of "1" (may attend) and "0" per query, as bytes at once (16 million characters at 4096)."""
+    text = np.where(allowed, ord("1"), ord("0")).astype(np.uint8).tobytes().decode("ascii")
+    width = allowed.shape[1]
+    return [text[i : i + width] for i in range(0, len(text), width)]
 
 
 def _letters(name: str) -> list[tuple[str, str]]:
     return [(path, code) for path, code in PATHS.items() if name == "output" or code != COMPENSATED]
+
+
+def _texts(key: str, matrix: np.ndarray, form: str, indent: int, after: str) -> Iterator[str]:
+    """A matrix as rows of float.hex texts (versions 3 and 4)."""
+    yield from _rows(key, ([float.hex(x) for x in row] for row in matrix.tolist()), indent, after)
+
+
+def _packed(key: str, matrix: np.ndarray, form: str, indent: int, after: str) -> Iterator[str]:
+    """A matrix packed (version 5): its rows, columns and base64 of its little-endian ``form`` values."""
+    data = np.ascontiguousarray(matrix, dtype="<f8" if form == "float64" else "<f4")  # inputs: float32 values
+    rows, columns = data.shape
+    text = base64.b64encode(data.tobytes()).decode("ascii")
+    yield f'{" " * indent}{json.dumps(key)}: {{"rows": {rows}, "columns": {columns}, "{form}": "{text}"}}{after}\n'
 
 
 def _rows(key: str, rows: Any, indent: int, after: str) -> Iterator[str]:

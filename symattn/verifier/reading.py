@@ -1,4 +1,4 @@
-"""Reading a float64-path certificate (versions 2, 3 and 4) strictly, into plain data.
+"""Reading a float64-path certificate (versions 2 to 5) strictly, into plain data.
 
 The JSON text is parsed with a duplicate key refused anywhere, NaN and Infinity refused, and no float
 parsed (the certificate's floats are ``float.hex`` strings). Every field must be one this reader knows
@@ -6,7 +6,8 @@ parsed (the certificate's floats are ``float.hex`` strings). Every field must be
 text of a finite value (a bound may also be ``inf``: no bound, then the value's path is "a"), every input a
 float32 value. A problem is a :class:`CertificateError`: the key, the 1-based position in the JSON, what is
 wrong. Version 2 (one head's output) is read as version 3 of one head with its output only; version 4 is
-version 3's format.
+version 3's format; version 5 is version 4's, where each table's float and bound and each of Q, K, V and dO
+may instead be packed: base64 of little-endian binary64 (binary32 for the inputs) values (values.packed).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .values import HEX, CertificateError, _Float, exact, fields, floats, kind, rows, shown, whole
+from .values import HEX, CertificateError, _Float, exact, fields, floats, kind, packed, rows, shown, whole
 
-VERSIONS = (2, 3, 4)  # 4 is 3's format, made by the corrected engine (issue 30); the checks are exact
+VERSIONS = (2, 3, 4, 5)  # 4 is 3's format, made by the corrected engine (issue 30); 5 may pack its floats
+PACKS = 5  # the first version whose float matrices may be packed (values.packed)
 MOST_DIGITS = 13
 TOKENS = 1 << 14  # queries or keys
 DIMS = 1024  # columns of Q, K, V
@@ -172,7 +174,7 @@ def certificate(data: dict[str, Any]) -> Certificate:
     if version not in VERSIONS:
         raise CertificateError(
             "certificate.version",
-            f"{kind(cert.get('version'))}: this verifier reads the float64 path's versions 2, 3 and 4",
+            f"{kind(cert.get('version'))}: this verifier reads the float64 path's versions 2 to 5",
         )
     if cert.get("path") != "float64":
         raise CertificateError("certificate.path", f'expected "float64", got {kind(cert.get("path"))}')
@@ -188,11 +190,11 @@ def certificate(data: dict[str, Any]) -> Certificate:
     fields(
         cert, "certificate", ("version", "path", "method", "digits", "paths", "files", "inputs"), ("inputs", "paths")
     )
-    inputs = _inputs(cert["inputs"])
+    inputs = _inputs(cert["inputs"], version)
     squeezed = inputs.batch == inputs.heads == 1
     names = QUANTITIES if inputs.dO is not None else QUANTITIES[:3]
     fields(data, "", (*names, "certificate"), (*names, "certificate"))
-    tables = {name: _table(data[name], name, _shape(inputs, name, squeezed), digits) for name in names}
+    tables = {name: _table(data[name], name, _shape(inputs, name, squeezed), digits, version) for name in names}
     _paths(cert["paths"], tables)
     return Certificate(version, digits, inputs, tables, files, {}, squeezed)
 
@@ -210,7 +212,7 @@ def _shape(inputs: Inputs, name: str, squeezed: bool) -> tuple[int, ...]:
     return tail[1:] if squeezed else (inputs.batch, *tail)
 
 
-def _table(raw: Any, name: str, shape: tuple[int, ...], digits: int) -> Table:
+def _table(raw: Any, name: str, shape: tuple[int, ...], digits: int, version: int = 3) -> Table:
     if not isinstance(raw, dict):
         raise CertificateError(name, f"expected a table of shape, value, path, float and bound, got {kind(raw)}")
     fields(raw, name, ("shape", "value", "path", "float", "bound"), ("shape", "value", "path", "float", "bound"))
@@ -239,9 +241,20 @@ def _table(raw: Any, name: str, shape: tuple[int, ...], digits: int) -> Table:
         shape,
         values,
         paths,
-        floats(raw["float"], f"{name}.float", count, width, "a float"),
-        _bounds(floats(raw["bound"], f"{name}.bound", count, width, "a bound", inf=True), paths, name),
+        _matrix(raw["float"], f"{name}.float", count, width, "a float", version, "float64")[0],
+        _bounds(
+            _matrix(raw["bound"], f"{name}.bound", count, width, "a bound", version, "float64", True)[0], paths, name
+        ),
     )
+
+
+def _matrix(
+    raw: Any, key: str, count: int | None, width: int | None, what: str, version: int, form: str, inf: bool = False
+) -> tuple[list[list[float]], bool]:
+    """(rows of floats, packed): from version 5 a packed table (values.packed) or rows of float.hex texts."""
+    if version >= PACKS and isinstance(raw, dict):
+        return packed(raw, key, count, width, what, form, inf), True
+    return floats(raw, key, count, width, what, inf), False
 
 
 def _bounds(bounds: list[list[float]], paths: list[str], name: str) -> list[list[float]]:
@@ -272,7 +285,7 @@ def _paths(raw: Any, tables: dict[str, Table]) -> None:
                 )
 
 
-def _inputs(raw: Any) -> Inputs:
+def _inputs(raw: Any, version: int = 3) -> Inputs:
     key = "certificate.inputs"
     if not isinstance(raw, dict):
         raise CertificateError(key, f"expected a table, got {kind(raw)}")
@@ -287,21 +300,23 @@ def _inputs(raw: Any) -> Inputs:
             f"{key}.heads",
             f"batch, heads and kv_heads: whole numbers, kv_heads dividing heads, batch × heads at most {HEADS}",
         )
-    Q = floats(raw["Q"], f"{key}.Q", None, None, "float32 values")
+    Q, q32 = _matrix(raw["Q"], f"{key}.Q", None, None, "float32 values", version, "float32")
     if len(Q) % (batch * heads) or len(Q) // (batch * heads) > TOKENS or len(Q[0]) > DIMS:
         raise CertificateError(
             f"{key}.Q",
             f"{len(Q)} rows of {len(Q[0])}: not batch × heads × queries (at most {TOKENS}) rows of at most {DIMS}",
         )
-    K = floats(raw["K"], f"{key}.K", None, len(Q[0]), "float32 values")
+    K, k32 = _matrix(raw["K"], f"{key}.K", None, len(Q[0]), "float32 values", version, "float32")
     if len(K) % (batch * kv) or len(K) // (batch * kv) > TOKENS:
         raise CertificateError(f"{key}.K", f"{len(K)} rows: not batch × kv_heads × keys (at most {TOKENS})")
-    V = floats(raw["V"], f"{key}.V", len(K), None, "float32 values")
+    V, v32 = _matrix(raw["V"], f"{key}.V", len(K), None, "float32 values", version, "float32")
     if len(V[0]) > DIMS:
         raise CertificateError(f"{key}.V", f"rows of {len(V[0])}; at most {DIMS}")
-    dO = None if "dO" not in raw else floats(raw["dO"], f"{key}.dO", len(Q), len(V[0]), "float32 values")
-    for name, m in (("Q", Q), ("K", K), ("V", V), ("dO", dO or [])):
-        for i, row in enumerate(m, 1):
+    dO, o32 = None, True
+    if "dO" in raw:
+        dO, o32 = _matrix(raw["dO"], f"{key}.dO", len(Q), len(V[0]), "float32 values", version, "float32")
+    for name, m, binary32 in (("Q", Q, q32), ("K", K, k32), ("V", V, v32), ("dO", dO or [], o32)):
+        for i, row in enumerate([] if binary32 else m, 1):  # a packed float32 value is one already
             if not _all_float32(row):
                 j = next(j for j, x in enumerate(row) if not _all_float32([x]))
                 raise CertificateError(f"{key}.{name}", f"{row[j].hex()} is not a float32 value", (i, j + 1))

@@ -4,8 +4,12 @@ shown digits and exact fractions, each refusing with a :class:`CertificateError`
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
+import sys
+from array import array
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -107,6 +111,43 @@ def floats(raw: Any, key: str, count: int | None, width: int | None, what: str, 
             raise CertificateError(key, f"expected {what} as float.hex writes it, got {kind(row[j])}", (i, j + 1))
         out.append(values)
     return out
+
+
+PACKED = {"float64": "d", "float32": "f"}  # a packed matrix's field: its values' IEEE binary64 or binary32
+
+
+def packed(raw: Any, key: str, count: int | None, width: int | None, what: str, form: str, inf: bool = False):
+    """Rows of floats packed (version 5): ``{"rows": R, "columns": C, form: text}``, the text base64's own
+    (RFC 4648, padded, no line breaks) of R × C little-endian IEEE values of ``form`` ("float64" or
+    "float32") in row order; each finite (or +inf where ``inf``). ``count`` and ``width``: R and C wanted
+    (None: as given)."""
+    if not isinstance(raw, dict):
+        raise CertificateError(key, f"expected a list of rows of {what} or a packed table, got {kind(raw)}")
+    fields(raw, key, ("rows", "columns", form), ("rows", "columns", form))
+    r, c = whole(raw["rows"]), whole(raw["columns"])
+    for name, n, wanted in (("rows", r, count), ("columns", c, width)):
+        if n is None or n < 1 or wanted is not None and n != wanted:
+            expected = "a whole number above 0" if wanted is None else str(wanted)
+            raise CertificateError(f"{key}.{name}", f"expected {expected}, got {kind(raw[name])}")
+    assert r is not None and c is not None
+    text, size = raw[form], r * c * (8 if form == "float64" else 4)
+    if not isinstance(text, str) or type(text) is not str or len(text) != 4 * -(-size // 3):
+        raise CertificateError(f"{key}.{form}", f"expected the base64 text of {r} × {c} {form} values ({size} bytes)")
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        data = b""
+    if len(data) != size or base64.b64encode(data).decode("ascii") != text:  # one text for each value
+        raise CertificateError(f"{key}.{form}", f"not the base64 text of {size} bytes as base64 writes it")
+    values = array(PACKED[form], data)
+    if sys.byteorder == "big":
+        values.byteswap()
+    flat = values.tolist()
+    if not all(map(math.isfinite, flat)):
+        for i, x in enumerate(flat):
+            if not (math.isfinite(x) or inf and x == math.inf):
+                raise CertificateError(key, f"{x!r}: expected {what}", (i // c + 1, i % c + 1))
+    return [flat[i : i + c] for i in range(0, len(flat), c)]
 
 
 def _hex(x: Any, inf: bool) -> bool:
