@@ -1,4 +1,4 @@
-"""What a version-4 (or 3) certificate is of: every (batch, head) of float32 inputs, and each quantity's floats and
+"""What a version-3, 4 or 5 certificate is of: every (batch, head) of float32 inputs, and each quantity's floats and
 rigorous bounds by the float64 engine, as rows of the certificate's tables.
 
 Both :mod:`.tensor_maker` and :mod:`.tensor_verifier` build the heads with :func:`build` from the same rows

@@ -125,7 +125,7 @@ class Softcap(Part):
     argument = "softcap"
     grid_key = "softcap"
     kernel_rule = "tanh_cap"  # symattn.kernel.compare(softcap=c): c·tanh(z/c) with its bound
-    certified = True  # version-4 certificates hold the cap, and both verifiers have the rule
+    certified = True  # certificates from version 4 on hold the cap, and both verifiers have the rule
 
     def read(self, reader: Any, data: Mapping[str, Any], where: Where) -> Capping | None:
         """``softcap = c``: z ← c·tanh(z / c) on the scaled scores, c a decimal > 0; ``softcap_order``: where
