@@ -173,6 +173,9 @@ PATHS = [
     ("link", "'link': leads outside the certificate's folder (through a link)"),
     ("fifo", "'fifo': not a regular file"),
     ("sub", "'sub': not a regular file"),
+    ("q\ud800.npy", "'q\\ud800.npy': a control character or a lone surrogate"),
+    ("q\udcff.npy", "'q\\udcff.npy': a control character or a lone surrogate"),
+    ("q\n.npy", "'q\\n.npy': a control character or a lone surrogate"),
 ]
 
 

@@ -128,7 +128,7 @@ def _bound_inf(d):
     table["float64"] = base64.b64encode(bytes(data)).decode("ascii")
 
 
-BYTES = "expected the base64 text of 128 × 8 float64 values (8192 bytes)"
+BYTES = "expected the base64 text of 128 × 8 float64 values (8192 bytes, 10924 characters)"
 
 
 @pytest.mark.parametrize(
@@ -141,20 +141,33 @@ BYTES = "expected the base64 text of 128 × 8 float64 values (8192 bytes)"
         (lambda d: _float(d).pop("columns"), "output.float.columns: missing"),
         (lambda d: _float(d).update(rows=511), "output.float.rows: expected 128, got the number 511"),
         (lambda d: _float(d).update(columns="8"), "output.float.columns: expected 8, got the text '8'"),
-        (lambda d: _float(d).update(float64=_text(d)[:-4]), f"output.float.float64: {BYTES}"),
-        (lambda d: _float(d).update(float64=[_text(d)]), f"output.float.float64: {BYTES}"),
+        (lambda d: _float(d).update(float64=_text(d)[:-4]), f"output.float.float64: {BYTES}, got 10920 characters"),
+        (lambda d: _float(d).update(float64=[_text(d)]), f"output.float.float64: {BYTES}, got a list"),
+        (lambda d: _float(d).update(float64=None), f"output.float.float64: {BYTES}, got null"),
         (
-            lambda d: _float(d).update(float64="*" + _text(d)[1:]),
-            "output.float.float64: not the base64 text of 8192 bytes as base64 writes it",
+            lambda d: _float(d).update(float64=_text(d)[:99] + "\n" + _text(d)[100:]),
+            "output.float.float64: '\\n' at character 100: not base64's alphabet",
         ),
-        (_noncanonical, "output.float.float64: not the base64 text of 8192 bytes as base64 writes it"),
+        (
+            lambda d: _float(d).update(float64=_text(d)[:8].replace(_text(d)[7], "=") + _text(d)[8:]),
+            "output.float.float64: its padding (=) is not where base64 writes it",
+        ),
+        (
+            _noncanonical,
+            "output.float.float64: not the text base64 writes of its bytes: the last digit's unused bits are set",
+        ),
+        (lambda d: _float(d).update(rows=True), "output.float.rows: expected 128, got true"),
+        (
+            lambda d: d["certificate"]["inputs"]["Q"].update(columns=7987200),
+            "certificate.inputs.Q.columns: expected a whole number from 1 to 1024, got the number 7987200",
+        ),
         (lambda d: _set_float(d, 1, 2, float("nan")), "output.float[2][3]: nan: expected a float"),
         (lambda d: _set_float(d, 0, 7, float("-inf")), "output.float[1][8]: -inf: expected a float"),
         (_bound_inf, 'output.bound[1][1]: negative, or infinite where the path is not "a"'),
         (lambda d: _set_input(d, float("inf")), "certificate.inputs.Q[1][2]: inf: expected float32 values"),
         (
             lambda d: d["certificate"]["inputs"]["K"].update(rows=0),
-            "certificate.inputs.K.rows: expected a whole number above 0, got the number 0",
+            "certificate.inputs.K.rows: expected a whole number from 1 to 16777216, got the number 0",
         ),
         (
             lambda d: d["certificate"]["inputs"]["V"].update(float64=d["certificate"]["inputs"]["V"].pop("float32")),
@@ -173,7 +186,7 @@ def test_version_4_holds_no_packed_field(made, capsys):
     _, four, five = made
     packed = json.loads(five.read_text(encoding="utf-8"))["output"]["float"]
     forged = forge(four, lambda d: d["output"].update(float=packed))
-    problem = "output.float: expected a list of rows of a float, got a table"
+    problem = "output.float: expected a list of rows of a float, got a table (packed values: version 5)"
     assert fast(capsys, forged) == (2, "", f"symattn: {forged}: {problem}\n")
     assert standalone(forged) == (2, [f"{forged}: {problem}"])
 
@@ -196,3 +209,49 @@ def test_a_changed_packed_input_is_refused_by_both(made, capsys):
             "certificate is not of its files"
         ],
     )
+
+
+def test_a_count_of_5000_digits_is_named_with_its_field_by_both(made, capsys):
+    _, _, five = made
+    forged = forge(five, lambda d: _float(d).update(rows="ROWS"))
+    forged.write_text(forged.read_text(encoding="utf-8").replace('"ROWS"', "1" + "0" * 5000), encoding="utf-8")
+    problem = f"output.float.rows: expected 128, got the number 1{'0' * 39}…"
+    assert fast(capsys, forged) == (2, "", f"symattn: {forged}: {problem}\n")
+    assert standalone(forged) == (2, [f"{forged}: {problem}"])
+
+
+@pytest.mark.parametrize("path", ["q\ud800.npy", "q\n.npy", "q\udcff.npy"])
+def test_a_path_no_file_system_names_is_one_line_from_both(made, capsys, path):
+    _, _, five = made
+    forged = forge(five, lambda d: d["certificate"]["files"][1].update(path=path))
+    problem = "certificate.files.path[2]: a control character or a lone surrogate"
+    assert fast(capsys, forged) == (2, "", f"symattn: {forged}: {problem}\n")
+    assert standalone(forged) == (2, [f"{forged}: {problem}"])
+
+
+def test_a_key_with_a_newline_is_written_on_one_line_by_both(made, capsys):
+    _, _, five = made
+    forged = forge(five, lambda d: _float(d).update({"x\ny\u202e": 1}))
+    problem = "output.float.x\\ny\\u202e: an unknown field; this holds rows, columns, float64"
+    assert fast(capsys, forged) == (2, "", f"symattn: {forged}: {problem}\n")
+    assert standalone(forged) == (2, [f"{forged}: {problem}"])
+
+
+def test_inputs_changed_where_no_file_binds_them_are_refuted_by_both(made, capsys):
+    """No files to check them against: the values do not round, and the bounds the certificate gives are
+    wider than the fast verifier's own for those inputs; both exit 1, neither refuses to read it."""
+    _, _, five = made
+
+    def changed(d):
+        d["certificate"]["files"] = []
+        _set_input(d, 1e-40)  # Q[1][2], a float32 subnormal
+
+    forged = forge(five, changed)
+    code, out, err = fast(capsys, forged)
+    verdict = out.splitlines()[-1]
+    assert (code, err) == (1, "") and verdict.startswith(f"{forged}: NOT verified: ")
+    code, lines = standalone(forged)
+    assert code == 1 and lines[-1].startswith(f"{forged}: NOT verified: ")
+    rounding = [part for part in verdict.split(": ", 2)[2].split("; ") if "do not round" in part]
+    assert rounding == [lines[-1].split(": ", 2)[2]]  # the same count of values that do not round
+    assert "have bounds wider than they may be" in verdict

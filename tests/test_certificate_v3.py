@@ -444,3 +444,19 @@ def test_a_version_3_bound_that_does_not_hold_the_corrected_engines_is_refused_i
         )
     )
     assert fast(capsys, forge(cert, lambda d: d["certificate"].update(version=3), "same.json"))[0] == 0
+
+
+@pytest.mark.parametrize("flags", [(), ("--float64",)], ids=["exact path", "float64 path"])
+def test_compute_refuses_to_certify_a_file_whose_name_no_verifier_takes(tmp_path, capsys, flags):
+    rng = np.random.default_rng(3)
+    for name in ("q\x01", "k", "v"):
+        np.save(tmp_path / f"{name}.npy", rng.standard_normal((3, 2)).astype(np.float16))
+    spec = tmp_path / "s.toml"
+    spec.write_text('Q = "q\\u0001.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    capsys.readouterr()
+    assert main(["compute", str(spec), "--certify", *flags, "-o", str(tmp_path / "c.json")]) == 2
+    assert capsys.readouterr().err == (
+        f"symattn: {tmp_path}/q\\x01.npy: a control character or an undecodable byte in its name: rename it to "
+        "certify\n"
+    )
+    assert not (tmp_path / "c.json").exists()

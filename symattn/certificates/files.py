@@ -25,6 +25,7 @@ from symattn.certificates.reader import Reader, brief, kind_of
 from symattn.input import limits
 from symattn.input.errors import LimitError, shown
 from symattn.input.records import record
+from symattn.input.sources import unnameable
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _NAME = re.compile(r"spec|[A-Za-z_][A-Za-z0-9_]{0,31}(?:\.[A-Za-z_][A-Za-z0-9_]{0,31})?")  # "spec", a spec key
@@ -113,6 +114,8 @@ def _entry(read: Reader, n: int, entry: Any) -> tuple[str, str, str]:
         raise read.error("certificate.files.path", f"expected a text of 1 to 4096 characters, got {brief(path)}", (n,))
     if not isinstance(digest, str) or _SHA256.fullmatch(digest) is None:
         raise read.error("certificate.files.sha256", f"expected 64 lowercase hex digits, got {brief(digest)}", (n,))
+    if unnameable(path):
+        raise read.error("certificate.files.path", f"{brief(path)}: a control character or a lone surrogate", (n,))
     pure = PurePosixPath(path)
     if "\\" in path or "\x00" in path or pure.is_absolute() or re.match(r"[A-Za-z]:", path):
         raise read.error(

@@ -40,6 +40,11 @@ REFUTED = (
     ),
     (("outside",), "lies outside its bounds", "lie outside their bounds"),
     (("not decided",), "is not decided", "are not decided"),
+    (
+        ("wider than a certificate's bound may be",),
+        "has a bound wider than it may be",
+        "have bounds wider than they may be",
+    ),
 )
 FILE = "not the file certified"
 

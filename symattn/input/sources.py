@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import unicodedata
 from pathlib import Path
 
 from symattn.input import limits
@@ -42,6 +43,8 @@ def relative_inside(path: str, folder: Path) -> str:
     """``path`` relative to ``folder``, '/'-separated; refused where it lies outside, links followed."""
     relative = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(folder)))
     real, base = Path(path).resolve(), folder.resolve()
+    if unnameable(str(relative)):  # the verifiers refuse such a path
+        raise SpecError(path, None, "a control character or an undecodable byte in its name: rename it to certify")
     if relative.parts[:1] == ("..",) or not real.is_relative_to(base):
         raise SpecError(
             path,
@@ -50,6 +53,11 @@ def relative_inside(path: str, folder: Path) -> str:
             "names only files in its own folder (write it beside its spec, with -o)",
         )
     return relative.as_posix()
+
+
+def unnameable(path: str) -> bool:
+    """A control character or a lone surrogate (an undecodable byte) in ``path``: no file a certificate names."""
+    return any(unicodedata.category(ch) in ("Cc", "Cs") for ch in path)
 
 
 def sha256_file(path: str | Path) -> str:
@@ -75,4 +83,4 @@ def hashes(sources: list[tuple[str, str, str]]) -> list[dict[str, str]]:
     return [{"name": name, "path": path, "sha256": sha256_file(here)} for name, path, here in sources]
 
 
-__all__ = ["hashes", "relative_inside", "sha256_file", "spec_sources"]
+__all__ = ["hashes", "relative_inside", "sha256_file", "spec_sources", "unnameable"]

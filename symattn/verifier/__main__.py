@@ -50,7 +50,19 @@ def read(path: Path) -> Certificate:
 
 
 def run(path: Path) -> tuple[int, list[str]]:
-    """(exit status, the lines to print) of verifying the certificate at ``path``: the last one the verdict."""
+    """(exit status, the lines to print) of verifying the certificate at ``path``: the last one the verdict.
+    Each line one line: a character that is not printable (a newline, a control, a lone surrogate in a key
+    or a path the certificate holds) is written as ``repr`` writes it, so a certificate cannot add a line
+    to the report or send a control sequence to the terminal."""
+    code, lines = _run(path)
+    return code, [line if line.isprintable() else "".join(_printable(ch) for ch in line) for line in lines]
+
+
+def _printable(ch: str) -> str:
+    return ch if ch.isprintable() else repr(ch)[1:-1]
+
+
+def _run(path: Path) -> tuple[int, list[str]]:
     try:
         cert = read(path)
         failures, files, bound = check_files(cert, path.parent)

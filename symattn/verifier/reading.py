@@ -16,11 +16,12 @@ import json
 import math
 import re
 import struct
+import unicodedata
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .values import HEX, CertificateError, _Float, exact, fields, floats, kind, packed, rows, shown, whole
+from .values import HEX, CertificateError, _Float, exact, fields, floats, integer, kind, packed, rows, shown, whole
 
 VERSIONS = (2, 3, 4, 5)  # 4 is 3's format, made by the corrected engine (issue 30); 5 may pack its floats
 PACKS = 5  # the first version whose float matrices may be packed (values.packed)
@@ -135,7 +136,7 @@ def parse(text: str) -> dict[str, Any]:
         raise CertificateError("", f"{name} is not a number a certificate holds")
 
     try:
-        data = json.loads(text, object_pairs_hook=table, parse_constant=constant, parse_float=_Float)
+        data = json.loads(text, object_pairs_hook=table, parse_constant=constant, parse_float=_Float, parse_int=integer)
     except RecursionError:
         raise CertificateError("", "nested too deeply") from None
     except json.JSONDecodeError as exc:
@@ -252,8 +253,10 @@ def _matrix(
     raw: Any, key: str, count: int | None, width: int | None, what: str, version: int, form: str, inf: bool = False
 ) -> tuple[list[list[float]], bool]:
     """(rows of floats, packed): from version 5 a packed table (values.packed) or rows of float.hex texts."""
-    if version >= PACKS and isinstance(raw, dict):
-        return packed(raw, key, count, width, what, form, inf), True
+    if isinstance(raw, dict) and version < PACKS:
+        raise CertificateError(key, f"expected a list of rows of {what}, got a table (packed values: version 5)")
+    if isinstance(raw, dict):
+        return packed(raw, key, count, width, what, form, inf, (HEADS * TOKENS, DIMS)), True
     return floats(raw, key, count, width, what, inf), False
 
 
@@ -393,6 +396,8 @@ def _files(raw: Any) -> list[tuple[str, str, str]]:
             raise CertificateError("certificate.files.name", f'expected a name such as "Q", got {kind(name)}', (n,))
         if not isinstance(path, str) or not 0 < len(path) <= 4096:
             raise CertificateError("certificate.files.path", "expected a text of 1 to 4096 characters", (n,))
+        if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in path):  # no file system names one
+            raise CertificateError("certificate.files.path", "a control character or a lone surrogate", (n,))
         if not isinstance(digest, str) or re.fullmatch(r"[0-9a-f]{64}", digest) is None:
             raise CertificateError("certificate.files.sha256", "expected 64 lowercase hex digits", (n,))
         if name in [x[0] for x in out]:

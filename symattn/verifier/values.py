@@ -31,6 +31,16 @@ class _Float(str):
     """A JSON number with a point or an exponent, kept as its text (a certificate's numbers are whole)."""
 
 
+class _Long(str):
+    """A JSON integer of more digits than any count a certificate holds, kept as its text (Python's int()
+    refuses past 4300 digits, and the refusal would name no field)."""
+
+
+def integer(text: str) -> int | str:
+    """A JSON integer: an int, or past 100 digits its text (:class:`_Long`: no whole number a reader takes)."""
+    return int(text) if len(text) <= 100 else _Long(text)
+
+
 def whole(raw: Any) -> int | None:
     """A whole number of up to 9 digits: a JSON integer (or its text, as symattn's own reader keeps it)."""
     if isinstance(raw, int) and not isinstance(raw, bool):
@@ -47,7 +57,9 @@ def kind(raw: Any) -> str:
         return "a list" if raw else "an empty list"
     if isinstance(raw, str) and type(raw) is str:
         return f"the text {raw[:40]!r}" + ("…" if len(raw) > 40 else "")
-    return f"the number {str(raw)[:40]}"
+    if raw is None or isinstance(raw, bool):
+        return {None: "null", True: "true", False: "false"}[raw]
+    return f"the number {str(raw)[:40]}" + ("…" if len(str(raw)) > 40 else "")
 
 
 def fields(table: dict[str, Any], key: str, known: tuple[str, ...], required: tuple[str, ...]) -> None:
@@ -116,29 +128,47 @@ def floats(raw: Any, key: str, count: int | None, width: int | None, what: str, 
 PACKED = {"float64": "d", "float32": "f"}  # a packed matrix's field: its values' IEEE binary64 or binary32
 
 
-def packed(raw: Any, key: str, count: int | None, width: int | None, what: str, form: str, inf: bool = False):
+def packed(
+    raw: Any,
+    key: str,
+    count: int | None,
+    width: int | None,
+    what: str,
+    form: str,
+    inf: bool = False,
+    most: tuple[int, int] = (1 << 30, 1 << 30),
+):
     """Rows of floats packed (version 5): ``{"rows": R, "columns": C, form: text}``, the text base64's own
     (RFC 4648, padded, no line breaks) of R × C little-endian IEEE values of ``form`` ("float64" or
     "float32") in row order; each finite (or +inf where ``inf``). ``count`` and ``width``: R and C wanted
-    (None: as given)."""
+    (None: as given, at most ``most``), checked before a byte is decoded."""
     if not isinstance(raw, dict):
         raise CertificateError(key, f"expected a list of rows of {what} or a packed table, got {kind(raw)}")
     fields(raw, key, ("rows", "columns", form), ("rows", "columns", form))
     r, c = whole(raw["rows"]), whole(raw["columns"])
-    for name, n, wanted in (("rows", r, count), ("columns", c, width)):
-        if n is None or n < 1 or wanted is not None and n != wanted:
-            expected = "a whole number above 0" if wanted is None else str(wanted)
+    for name, n, wanted, limit in (("rows", r, count, most[0]), ("columns", c, width, most[1])):
+        if n is None or n < 1 or wanted is not None and n != wanted or n > limit:
+            expected = str(wanted) if wanted is not None else f"a whole number from 1 to {limit}"
             raise CertificateError(f"{key}.{name}", f"expected {expected}, got {kind(raw[name])}")
     assert r is not None and c is not None
     text, size = raw[form], r * c * (8 if form == "float64" else 4)
-    if not isinstance(text, str) or type(text) is not str or len(text) != 4 * -(-size // 3):
-        raise CertificateError(f"{key}.{form}", f"expected the base64 text of {r} × {c} {form} values ({size} bytes)")
+    where, length = f"{key}.{form}", 4 * -(-size // 3)
+    wanted_text = f"expected the base64 text of {r} × {c} {form} values ({size} bytes, {length} characters)"
+    if not isinstance(text, str) or type(text) is not str:
+        raise CertificateError(where, f"{wanted_text}, got {kind(text)}")
+    if len(text) != length:
+        raise CertificateError(where, f"{wanted_text}, got {len(text)} characters")
+    bad = _OUTSIDE.search(text)
+    if bad is not None:
+        raise CertificateError(where, f"{bad.group()!r} at character {bad.start() + 1}: not base64's alphabet")
     try:
         data = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         data = b""
-    if len(data) != size or base64.b64encode(data).decode("ascii") != text:  # one text for each value
-        raise CertificateError(f"{key}.{form}", f"not the base64 text of {size} bytes as base64 writes it")
+    if len(data) != size:
+        raise CertificateError(where, "its padding (=) is not where base64 writes it")
+    if base64.b64encode(data).decode("ascii") != text:  # one text for each value
+        raise CertificateError(where, "not the text base64 writes of its bytes: the last digit's unused bits are set")
     values = array(PACKED[form], data)
     if sys.byteorder == "big":
         values.byteswap()
@@ -148,6 +178,9 @@ def packed(raw: Any, key: str, count: int | None, width: int | None, what: str, 
             if not (math.isfinite(x) or inf and x == math.inf):
                 raise CertificateError(key, f"{x!r}: expected {what}", (i // c + 1, i % c + 1))
     return [flat[i : i + c] for i in range(0, len(flat), c)]
+
+
+_OUTSIDE = re.compile(r"[^A-Za-z0-9+/=]")  # a character base64's alphabet (and its padding) lacks
 
 
 def _hex(x: Any, inf: bool) -> bool:
