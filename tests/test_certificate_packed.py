@@ -255,3 +255,20 @@ def test_inputs_changed_where_no_file_binds_them_are_refuted_by_both(made, capsy
     rounding = [part for part in verdict.split(": ", 2)[2].split("; ") if "do not round" in part]
     assert rounding == [lines[-1].split(": ", 2)[2]]  # the same count of values that do not round
     assert "have bounds wider than they may be" in verdict
+
+
+def test_a_table_wider_than_the_inputs_columns_may_be_is_read(tmp_path, capsys):
+    """The LSE of one head of 1040 queries is a row of 1040 values, past DIMS (1024), the most columns an
+    input may have: the limit is the inputs', not the tables' (whose shape the inputs give)."""
+    from symattn.verifier import reading
+
+    rng = np.random.default_rng(8)
+    for name in "qkv":
+        np.save(tmp_path / f"{name}.npy", rng.standard_normal((1040, 64)).astype(np.float16))
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    cert = certify(tmp_path / "s.toml")
+    text = cert.read_text(encoding="utf-8")
+    read = reading.certificate(reading.parse(text))  # the standalone verifier's reader
+    assert (read.version, read.tables["lse"].shape, len(read.tables["lse"].floats[0])) == (5, (1040,), 1040)
+    code, out, err = fast(capsys, cert)
+    assert (code, err) == (0, "") and out.splitlines()[-1] == f"{cert}: 68640 values verified: {FAST_CLAIM}"

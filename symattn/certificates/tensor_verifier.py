@@ -56,7 +56,11 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
         raise read.error(exc.key, exc.problem, exc.position) from None
     named = check_files(data["certificate"], read, base, extra=("grad_output",))
     t = cert.inputs
-    rows = {name: np.array(getattr(t, name)) for name in ("Q", "K", "V", "dO") if getattr(t, name) is not None}
+    rows = {
+        name: np.array(getattr(t, name), dtype=np.float64)
+        for name in ("Q", "K", "V", "dO")
+        if getattr(t, name) is not None
+    }
     allowed = None  # the reader let only rows of "1" and "0", all as long: their bytes, 16 million of them at 4096
     if t.mask is not None:
         allowed = np.frombuffer("".join(t.mask).encode("ascii"), dtype=np.uint8).reshape(len(t.mask), -1) == ord("1")
@@ -111,7 +115,7 @@ def _check(
     name = table.name
     f, b = f.reshape(len(table.paths), -1), b.reshape(len(table.paths), -1)
     codes = _letters(table.paths)
-    f_cert, b_cert = np.array(table.floats), np.array(table.bounds)
+    f_cert, b_cert = np.array(table.floats, dtype=np.float64), np.array(table.bounds, dtype=np.float64)
     failures: list[tuple[int, int, str]] = []  # (row, column, line): sorted into the places' numeric order
     # a bound that wide would be true and say nothing (2^1000 holds any float): refuted, as a value that
     # does not round is (inputs changed where no file binds them make such bounds: both verifiers exit 1)

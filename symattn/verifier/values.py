@@ -147,7 +147,7 @@ def packed(
     fields(raw, key, ("rows", "columns", form), ("rows", "columns", form))
     r, c = whole(raw["rows"]), whole(raw["columns"])
     for name, n, wanted, limit in (("rows", r, count, most[0]), ("columns", c, width, most[1])):
-        if n is None or n < 1 or wanted is not None and n != wanted or n > limit:
+        if n is None or n < 1 or (n != wanted if wanted is not None else n > limit):
             expected = str(wanted) if wanted is not None else f"a whole number from 1 to {limit}"
             raise CertificateError(f"{key}.{name}", f"expected {expected}, got {kind(raw[name])}")
     assert r is not None and c is not None
@@ -172,12 +172,44 @@ def packed(
     values = array(PACKED[form], data)
     if sys.byteorder == "big":
         values.byteswap()
-    flat = values.tolist()
-    if not all(map(math.isfinite, flat)):
-        for i, x in enumerate(flat):
+    if not all(map(math.isfinite, values)):
+        for i, x in enumerate(values):
             if not (math.isfinite(x) or inf and x == math.inf):
                 raise CertificateError(key, f"{x!r}: expected {what}", (i // c + 1, i % c + 1))
-    return [flat[i : i + c] for i in range(0, len(flat), c)]
+    return Packed(values, c)
+
+
+class Packed:
+    """A packed matrix's rows: its R × C floats in one array (8 or 4 bytes each, where a list of Python floats
+    takes 32), each row made as a list of floats when asked for, as :func:`floats` gives them; numpy reads
+    the whole at once through ``__array_interface__`` (no numpy here, and no list made)."""
+
+    def __init__(self, values: array, columns: int):
+        self.values, self.columns = values, columns
+        self._last: tuple[int, list[float]] = (-1, [])  # the row asked for last: a value at a time reads it
+
+    def __len__(self) -> int:
+        return len(self.values) // self.columns
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        i = i + n if i < 0 else i
+        if not 0 <= i < n:
+            raise IndexError(i)
+        if self._last[0] != i:
+            self._last = (i, self.values[i * self.columns : (i + 1) * self.columns].tolist())
+        return list(self._last[1])  # a copy: a caller may change its row
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        order = "<" if sys.byteorder == "little" else ">"
+        typestr = f"{order}f{self.values.itemsize}"
+        return {"shape": (len(self), self.columns), "typestr": typestr, "data": self.values, "version": 3}
 
 
 _OUTSIDE = re.compile(r"[^A-Za-z0-9+/=]")  # a character base64's alphabet (and its padding) lacks
