@@ -177,3 +177,13 @@ def test_o_s_name_of_a_format_the_command_does_not_write_is_refused(tmp_path, ca
     assert main([*argv, "-o", str(tmp_path / "x.csv")]) == 2
     assert capsys.readouterr().err == f"symattn: {message}\n"
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_compares_lang_option_names_itself_once(tmp_path, capsys):
+    import numpy as np
+
+    for name in "qkvo":
+        np.save(tmp_path / f"{name}.npy", np.ones((1, 2, 4, 2), np.float32))
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    code, out, err = run(capsys, "compare", str(tmp_path / "s.toml"), str(tmp_path / "o.npy"), "--lang", "xx")
+    assert (code, out, err) == (2, "", "symattn: --lang: expected en or zh, got 'xx'\n")

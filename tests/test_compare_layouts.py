@@ -251,6 +251,12 @@ BAD_VARLEN = [  # (the file saved as cu_q.npy, the line)
     ),
     (np.array([[0, 5], [12, 15]], np.int32), "expected 1 axis of whole numbers, got shape (2, 2) of int64"),
     (np.array([0, 5, 12, 15], np.int32), "4 sequences; cu_seqlens_q has 3"),
+    # offsets that a difference of int64s would see rise: 2^62, then −2^63 + 100 (np.diff wraps round)
+    (
+        np.array([0, 2**62, -(2**63) + 100, 12, 15], np.int64),
+        "[2]: -9223372036854775708 is less than [1] (4611686018427387904): the offsets may not decrease",
+    ),
+    (np.array([0], np.int32), "1 offset: at least 2, a sequence's first and its end"),
 ]
 
 

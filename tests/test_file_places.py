@@ -243,6 +243,11 @@ def test_integer_files_name_their_own_place(tmp_path, capsys):
     with pytest.raises(SpecError) as info:
         compare(q[0], q[0], k[0], v[0], cu_seqlens_q=[0, 2, 1, 3], cu_seqlens_k=[0, 1, 2, 4])
     assert str(info.value) == "cu_seqlens_q[2]: 1 is less than [1] (2): the offsets may not decrease"
+    with pytest.raises(SpecError) as info:  # np.diff would wrap round and see these rise: no pass, no IndexError
+        compare(q[0], q[0], k[0], v[0], cu_seqlens_q=[0, 2**62, -(2**63) + 100, 3], cu_seqlens_k=[0, 1, 2, 4])
+    assert str(info.value) == (
+        "cu_seqlens_q[2]: -9223372036854775708 is less than [1] (4611686018427387904): the offsets may not decrease"
+    )
 
 
 def test_a_certificate_s_do_file_names_its_own_place(tmp_path, capsys):

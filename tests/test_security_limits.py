@@ -101,6 +101,7 @@ HEADER = "{'descr': '<f8', 'fortran_order': False, 'shape': (%s), }"
             "shape: a dimension of more than 9 digits; at most 1024×1024",
         ),
         ("negative.npy", npy(HEADER % "-1, 2"), "shape: (-1, 2): a negative dimension"),
+        ("true.npy", npy(HEADER % "True, 2"), "shape: (True, 2): every dimension a whole number"),
         (
             "number.json",
             ("[[" + "1" * 5000 + "]]").encode(),

@@ -399,7 +399,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _language(lang: str) -> str:
     from symattn.input.reader import Reader
 
-    return Reader("--lang").lang(lang, "--lang")
+    return Reader("--lang").lang(lang, "")  # the option names itself once: "--lang: expected en or zh"
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError, numpy_index
-from symattn.input.files import beside
+from symattn.input.files import beside, note_read
 from symattn.input.numeral import Numeral
 
 if TYPE_CHECKING:  # numpy only where a file is read: render of a spec of numbers starts without it
@@ -195,6 +195,7 @@ def _read_bytes(path: Path, name: str, error: Any) -> bytes:
                 raise error(f"{_brief(name)}: not a regular file")
             if info.st_size > limits.TENSOR_BYTES:
                 raise error(f"{_brief(name)}: larger than {limits.TENSOR_BYTES // 2**20} MiB (the limit)", limit=True)
+            note_read(info)
             return fh.read(limits.TENSOR_BYTES + 1)
     except OSError as exc:
         raise error(f"{_brief(name)}: cannot read file: {exc.strerror or exc}") from None

@@ -97,6 +97,21 @@ def read_text(
         raise SpecError(str(path), None, f"not UTF-8 text (byte {exc.start + 1})") from None
 
 
+# each regular file read, as (device, inode, change time): -o replaces none of them; the change time tells a
+# new file that was given the inode of one deleted since (a long test run's) from the file that was read
+_READ: set[tuple[int, int, int]] = set()
+
+
+def note_read(info: os.stat_result) -> None:
+    """Remember a regular file as one this process read (an input): ``-o`` never replaces it."""
+    _READ.add((info.st_dev, info.st_ino, info.st_ctime_ns))
+
+
+def was_read(info: os.stat_result) -> bool:
+    """Whether the file of ``info`` is one this process read (:func:`note_read`), by whatever name or link."""
+    return (info.st_dev, info.st_ino, info.st_ctime_ns) in _READ
+
+
 def read_bytes(
     path: str | Path, what: str = "a spec or claims file", regular_only: bool = False, limit: int | None = None
 ) -> bytes:
@@ -116,6 +131,7 @@ def read_bytes(
                 raise SpecError(source, None, "not a regular file")
             if info.st_size > most:
                 raise _too_large(source, what, most)
+            note_read(info)
             raw = fh.read(most + 1)
     except OSError as exc:
         raise SpecError(source, None, f"cannot read file: {exc.strerror or exc}") from None

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import field, replace
 from fractions import Fraction
@@ -27,6 +29,7 @@ import numpy as np
 
 from symattn.input import limits, tensorfile
 from symattn.input.errors import LimitError, SpecError
+from symattn.input.files import note_read
 from symattn.input.records import record
 
 # precision p (significand bits, with the hidden one) and the smallest normal exponent of each format
@@ -169,11 +172,12 @@ def _tensor(path: str | Path) -> tuple[tensorfile.Array | None, bytes]:
 
 def _read_bytes(path: str | Path) -> bytes:
     source = str(path)
-    try:
-        p = Path(path)
-        if p.exists() and not p.is_file():
-            raise SpecError(source, None, "not a regular file")
-        with p.open("rb") as f:
+    try:  # a FIFO opened without waiting for a writer, and refused with anything else not a regular file
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise SpecError(source, None, "not a regular file")
+            note_read(info)
             data = f.read(limits.RESULT_BYTES + 1)
     except OSError as exc:
         raise SpecError(source, None, f"cannot read file: {exc.strerror or exc}") from None

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError, shown
+from symattn.input.files import note_read
 
 CHUNK = 1 << 20
 
@@ -70,6 +71,7 @@ def sha256_file(path: str | Path) -> str:
                 raise SpecError(source, None, "not a regular file: nothing to hash")
             if info.st_size > limits.HASHED_BYTES:
                 raise LimitError(source, None, f"larger than {limits.HASHED_BYTES // 2**30} GiB (the limit to hash)")
+            note_read(info)
             digest = hashlib.sha256()
             while chunk := fh.read(CHUNK):
                 digest.update(chunk)

@@ -249,6 +249,8 @@ def _shape(source: str, dims: tuple[int, ...] | list[int], axes: int = 4) -> tup
     parts = [str(n) for n in dims]
     if len(parts) > axes:
         raise SpecError(source, "shape", f"{len(parts)} axes; at most {axes}")
+    if any(isinstance(n, bool) or not isinstance(n, int) for n in dims):  # True passed as 1; numpy refuses it
+        raise SpecError(source, "shape", f"({', '.join(parts)}): every dimension a whole number")
     if any(len(p) > 9 for p in parts):  # a dimension of a billion: refused before any product
         raise LimitError(source, "shape", f"a dimension of more than 9 digits; at most {limits.TOKENS}×{limits.DIMS}")
     shape = tuple(int(n) for n in dims)

@@ -59,7 +59,7 @@ def _cumulative(cu: np.ndarray, name: str, total: int) -> None:
     that does not fit is named at its place (0-based, as numpy indexes: ``cu_seqlens_q[2]``)."""
     if cu[0] != 0:
         raise SpecError(name, None, f"{cu[0]} is not 0: the offsets start at 0", index=(0,))
-    down = np.flatnonzero(np.diff(cu) < 0)
+    down = np.flatnonzero(cu[1:] < cu[:-1])  # compared, not subtracted: a difference of int64s can wrap
     if down.size:
         i = int(down[0]) + 1
         why = f"{cu[i]} is less than [{i - 1}] ({cu[i - 1]}): the offsets may not decrease"
@@ -78,6 +78,9 @@ def varlen(Q: np.ndarray, K: np.ndarray, V: np.ndarray, cu_q: Any, cu_k: Any, al
         shapes = ", ".join(f"{n} {tuple(a.shape)}" for n, a in zip("qkv", (Q, K, V)))
         raise ShapeError("q", "shape", f"varlen takes (total, heads, d) arrays; got {shapes}")
     cq, ck = integers(cu_q, "cu_seqlens_q", 1), integers(cu_k, "cu_seqlens_k", 1)
+    for cu, name in ((cq, "cu_seqlens_q"), (ck, "cu_seqlens_k")):
+        if len(cu) < 2:
+            raise SpecError(name, None, f"{len(cu)} offset: at least 2, a sequence's first and its end")
     if len(cq) != len(ck):
         raise SpecError("cu_seqlens_k", None, f"{len(ck) - 1} sequences; cu_seqlens_q has {len(cq) - 1}")
     _cumulative(cq, "cu_seqlens_q", Q.shape[0])

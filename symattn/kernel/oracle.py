@@ -13,6 +13,8 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from symattn import variants
 from symattn.input.errors import SpecError
 from symattn.kernel import engine, record, report, spread, tensors
@@ -98,8 +100,21 @@ def compare(
             raise SpecError("worst", None, f"expected a whole number from 1 up, or None (every entry), got {worst!r}")
         worst = worst.__index__()
     rtol, atol, bound = _tolerance(rtol, "rtol"), _tolerance(atol, "atol"), _ulps(max_ulp)
-    masks = {"causal": causal, "causal_align": causal_align, "window": window, "scale": scale, "layout": layout}
+    if not isinstance(causal, bool | np.bool_):  # "yes" would be true, and so would "no"
+        raise SpecError("causal", None, f"expected True or False, got {causal!r}")
+    window = _whole_numbers(window)
+    masks = {"causal": bool(causal), "causal_align": causal_align, "window": window, "scale": scale, "layout": layout}
     return judged(out, q, k, v, kind, dout, masks, packing, rule, reference, rtol, atol, bound, lse_base, worst)
+
+
+def _whole_numbers(window: Any) -> Any:
+    """A window (w, or FlashAttention's (left, right)) given as numpy's or torch's integers, as Python's: a
+    window computed from a shape is numpy's int64. Anything else is left for the window's own check."""
+
+    def whole(x: Any) -> Any:
+        return x.__index__() if not isinstance(x, bool) and hasattr(type(x), "__index__") else x
+
+    return tuple(whole(x) for x in window) if isinstance(window, (tuple, list)) else whole(window)
 
 
 def judged(

@@ -34,6 +34,9 @@ def exact_array(x: Any, name: str) -> Array:
     if isinstance(x, Array):
         return x
     if type(x).__module__.partition(".")[0] == "torch":
+        if x.is_meta or str(x.layout) != "torch.strided":  # no values to read, or not as a dense array
+            form = "meta" if x.is_meta else str(x.layout).removeprefix("torch.")
+            raise SpecError(name, None, f"a {form} tensor: a dense one, with its values, is needed")
         t = x.detach().cpu()
         fmt = str(t.dtype).removeprefix("torch.")
         if fmt not in FORMATS:
@@ -241,8 +244,12 @@ def _scale(scale: Any) -> Fraction | None:
     """The scale c of Z = c·Q·Kᵀ exactly: None for 1/√d; a float as the float it is."""
     if scale is None:
         return None
+    if isinstance(scale, np.floating | np.integer):  # numpy's scalars, as a shape's arithmetic gives them
+        scale = scale.item()
     if isinstance(scale, bool) or not isinstance(scale, (int, float, Fraction)) or not np.isfinite(float(scale)):
         raise SpecError("scale", None, f"expected a finite number (the float the kernel multiplies by), got {scale!r}")
+    if scale <= 0:  # as a spec's scale must be
+        raise SpecError("scale", None, f"{scale!r}: must be positive")
     return Fraction(scale)
 
 

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO
 
 from symattn.input.errors import OutputError, shown
+from symattn.input.files import was_read
 
 Data = bytes | Iterable[bytes]  # whole, or in pieces (an unnamed file of the whole document, too)
 CHUNK = 1 << 20
@@ -58,6 +59,7 @@ def write_output(path: str, text: str | bytes | Iterable[bytes]) -> None:
         elif not stat.S_ISREG(info.st_mode):
             _write_special(target, spooled(data), info)
         else:
+            _not_an_input(path, info)
             if not (info.st_mode & 0o222) or not os.access(target, os.W_OK):
                 raise OutputError(
                     path, f"the file is read-only (mode {stat.S_IMODE(info.st_mode):04o}); refusing to replace it"
@@ -70,6 +72,13 @@ def write_output(path: str, text: str | bytes | Iterable[bytes]) -> None:
         raise
     except OSError as exc:
         raise OutputError.from_os(path, exc) from None
+
+
+def _not_an_input(path: str, info: os.stat_result) -> None:
+    """-o naming a file this command read (its spec, a result, a .npy file: by any name or link) is refused:
+    ``compare spec.toml o.npy -o o.npy`` replaced the kernel's output with the report."""
+    if was_read(info):
+        raise OutputError(path, "is one of this command's own inputs; refusing to replace it (give another -o)")
 
 
 def _target(path: str) -> tuple[str, os.stat_result | None]:
@@ -98,6 +107,8 @@ def open_growing(path: str, first: bytes) -> tuple[int, bool]:
         if info is not None and not stat.S_ISREG(info.st_mode):
             _write_special(target, first, info)
             return os.open(target, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)), False
+        if info is not None:
+            _not_an_input(path, info)
         if info is not None and (not (info.st_mode & 0o222) or not os.access(target, os.W_OK)):
             mode = stat.S_IMODE(info.st_mode)
             raise OutputError(path, f"the file is read-only (mode {mode:04o}); refusing to replace it")
