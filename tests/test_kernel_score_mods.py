@@ -92,6 +92,12 @@ def test_variant_arguments_that_do_not_fit_are_one_line(inputs):
     with pytest.raises(ShapeError) as info:
         compare(q, q, k, v, alibi_slopes=[0.5, 0.25])
     assert str(info.value) == "alibi_slopes: shape: (2,); expected (4,) or (2, 4), finite"
+    with pytest.raises(SpecError) as info:  # the place of the slope that is not finite, not a shape
+        compare(q, q, k, v, alibi_slopes=[0.5, 0.25, float("nan"), 1.0])
+    assert str(info.value) == "alibi_slopes[2]: nan is not a finite slope"
+    with pytest.raises(SpecError) as info:
+        compare(q, q, k, v, alibi_slopes=[[0.5, 0.25, 0.125, 1.0], [0.5, float("-inf"), 0.125, 1.0]])
+    assert str(info.value) == "alibi_slopes[1, 1]: -inf is not a finite slope"
     with pytest.raises(SpecError) as info:
         compare(q, q, k, v, softcap=-1.0)
     assert str(info.value) == "softcap: expected a positive number (FlashAttention's softcap), got -1.0"

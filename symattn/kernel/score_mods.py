@@ -206,10 +206,15 @@ def of_argument(kind: str, name: str, value: Any, batch: int, heads: int, align:
             if not -np.inf < s <= LOGIT_LIMIT:
                 raise SpecError(name, None, f"{s!r} is not a finite logit at most 2^40 (1099511627776)", index=(h,))
         return _ordered(kind, lambda b, h, n, m: Denominator((float(a[h]),), n))
+    given = a.shape
     if a.shape == (heads,):
         a = np.broadcast_to(a, (batch, heads))
-    if a.shape != (batch, heads) or not np.all(np.isfinite(a)):
-        raise ShapeError(name, "shape", f"{tuple(a.shape)}; expected ({heads},) or ({batch}, {heads}), finite")
+    if a.shape != (batch, heads):
+        raise ShapeError(name, "shape", f"{given}; expected ({heads},) or ({batch}, {heads}), finite")
+    bad = np.argwhere(~np.isfinite(a))
+    if bad.size:  # the place as given: (h,) of a slope a head, (b, h) of a slope a batch and head
+        place = tuple(int(x) for x in bad[0])[-len(given) :]
+        raise SpecError(name, None, f"{float(a[tuple(bad[0])])!r} is not a finite slope", index=place)
 
     def bias(b: int, h: int, n: int, m: int) -> Bias:  # the distance aligned as the causal mask is
         return Bias((float(a[b, h]),), n, m - n if align == "bottom-right" else 0, positions)
