@@ -97,34 +97,30 @@ def _constants() -> dict:
     balls at 300 bits (each ball's radius counted)."""
     from flint import arb, ctx
 
-    with _PRECISION:
-        return _made_constants(arb, ctx)
+    with _PRECISION:  # flint's precision is the process's: one thread at a time sets it
+        saved, ctx.prec = ctx.prec, 300
+        try:
 
+            def exact(x) -> tuple[Fraction, Fraction]:
+                man, exp = x.mid().man_exp()
+                rman, rexp = x.rad().man_exp()
+                return Fraction(int(man)) * Fraction(2) ** int(exp), Fraction(int(rman)) * Fraction(2) ** int(rexp)
 
-def _made_constants(arb, ctx) -> dict:
-    saved, ctx.prec = ctx.prec, 300
-    try:
-
-        def exact(x) -> tuple[Fraction, Fraction]:
-            man, exp = x.mid().man_exp()
-            rman, rexp = x.rad().man_exp()
-            return Fraction(int(man)) * Fraction(2) ** int(exp), Fraction(int(rman)) * Fraction(2) ** int(rexp)
-
-        hi, lo, worst = [], [], Fraction(0)
-        for j in range(_N):
-            mid, rad = exact(arb(2) ** (arb(j) / _N))
-            h = float(mid)
-            low = float(mid - Fraction(h))
-            hi.append(h)
-            lo.append(low)
-            worst = max(worst, abs(mid - Fraction(h) - Fraction(low)) + rad)  # 2^(j/N) ≥ 1: relative too
-        mid, rad = exact(arb(2).log() / _N)
-        m, e = math.frexp(float(mid))
-        l1 = math.ldexp(math.floor(m * 2**35) / 2**35, e)  # 35 bits: k·L1 exact for |k| < 2^18
-        l2 = float(mid - Fraction(l1))
-        l3 = abs(mid - Fraction(l1) - Fraction(l2)) + rad
-    finally:
-        ctx.prec = saved
+            hi, lo, worst = [], [], Fraction(0)
+            for j in range(_N):
+                mid, rad = exact(arb(2) ** (arb(j) / _N))
+                h = float(mid)
+                low = float(mid - Fraction(h))
+                hi.append(h)
+                lo.append(low)
+                worst = max(worst, abs(mid - Fraction(h) - Fraction(low)) + rad)  # 2^(j/N) ≥ 1: relative too
+            mid, rad = exact(arb(2).log() / _N)
+            m, e = math.frexp(float(mid))
+            l1 = math.ldexp(math.floor(m * 2**35) / 2**35, e)  # 35 bits: k·L1 exact for |k| < 2^18
+            l2 = float(mid - Fraction(l1))
+            l3 = abs(mid - Fraction(l1) - Fraction(l2)) + rad
+        finally:
+            ctx.prec = saved
     u = Fraction(U)
     r = _REACH
     coeffs = sum(

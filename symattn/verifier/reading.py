@@ -242,22 +242,26 @@ def _table(raw: Any, name: str, shape: tuple[int, ...], digits: int, version: in
         shape,
         values,
         paths,
-        _matrix(raw["float"], f"{name}.float", count, width, "a float", version, "float64")[0],
-        _bounds(
-            _matrix(raw["bound"], f"{name}.bound", count, width, "a bound", version, "float64", True)[0], paths, name
-        ),
+        _matrix(raw["float"], f"{name}.float", count, width, "a float", version, "float64"),
+        _bounds(_matrix(raw["bound"], f"{name}.bound", count, width, "a bound", version, "float64", True), paths, name),
     )
 
 
 def _matrix(
     raw: Any, key: str, count: int | None, width: int | None, what: str, version: int, form: str, inf: bool = False
-) -> tuple[list[list[float]], bool]:
-    """(rows of floats, packed): from version 5 a packed table (values.packed) or rows of float.hex texts."""
+) -> Any:
+    """Rows of floats: from version 5 a packed table (values.packed), or rows of float.hex texts, each a
+    float32 value where ``form`` is "float32" (a packed one is one already)."""
     if isinstance(raw, dict) and version < PACKS:
         raise CertificateError(key, f"expected a list of rows of {what}, got a table (packed values: version 5)")
     if isinstance(raw, dict):
-        return packed(raw, key, count, width, what, form, inf, (HEADS * TOKENS, DIMS)), True
-    return floats(raw, key, count, width, what, inf), False
+        return packed(raw, key, count, width, what, form, inf, (HEADS * TOKENS, DIMS))
+    m = floats(raw, key, count, width, what, inf)
+    for i, row in enumerate(m if form == "float32" else [], 1):
+        if not _all_float32(row):
+            j = next(j for j, x in enumerate(row) if not _all_float32([x]))
+            raise CertificateError(key, f"{row[j].hex()} is not a float32 value", (i, j + 1))
+    return m
 
 
 def _bounds(bounds: list[list[float]], paths: list[str], name: str) -> list[list[float]]:
@@ -303,26 +307,23 @@ def _inputs(raw: Any, version: int = 3) -> Inputs:
             f"{key}.heads",
             f"batch, heads and kv_heads: whole numbers, kv_heads dividing heads, batch × heads at most {HEADS}",
         )
-    Q, q32 = _matrix(raw["Q"], f"{key}.Q", None, None, "float32 values", version, "float32")
+    Q = _matrix(raw["Q"], f"{key}.Q", None, None, "float32 values", version, "float32")
     if len(Q) % (batch * heads) or len(Q) // (batch * heads) > TOKENS or len(Q[0]) > DIMS:
         raise CertificateError(
             f"{key}.Q",
             f"{len(Q)} rows of {len(Q[0])}: not batch × heads × queries (at most {TOKENS}) rows of at most {DIMS}",
         )
-    K, k32 = _matrix(raw["K"], f"{key}.K", None, len(Q[0]), "float32 values", version, "float32")
+    K = _matrix(raw["K"], f"{key}.K", None, len(Q[0]), "float32 values", version, "float32")
     if len(K) % (batch * kv) or len(K) // (batch * kv) > TOKENS:
         raise CertificateError(f"{key}.K", f"{len(K)} rows: not batch × kv_heads × keys (at most {TOKENS})")
-    V, v32 = _matrix(raw["V"], f"{key}.V", len(K), None, "float32 values", version, "float32")
+    V = _matrix(raw["V"], f"{key}.V", len(K), None, "float32 values", version, "float32")
     if len(V[0]) > DIMS:
         raise CertificateError(f"{key}.V", f"rows of {len(V[0])}; at most {DIMS}")
-    dO, o32 = None, True
-    if "dO" in raw:
-        dO, o32 = _matrix(raw["dO"], f"{key}.dO", len(Q), len(V[0]), "float32 values", version, "float32")
-    for name, m, binary32 in (("Q", Q, q32), ("K", K, k32), ("V", V, v32), ("dO", dO or [], o32)):
-        for i, row in enumerate([] if binary32 else m, 1):  # a packed float32 value is one already
-            if not _all_float32(row):
-                j = next(j for j, x in enumerate(row) if not _all_float32([x]))
-                raise CertificateError(f"{key}.{name}", f"{row[j].hex()} is not a float32 value", (i, j + 1))
+    dO = (
+        None
+        if "dO" not in raw
+        else _matrix(raw["dO"], f"{key}.dO", len(Q), len(V[0]), "float32 values", version, "float32")
+    )
     scale = None
     if raw["scale"] != "sqrt":
         scale = exact(raw["scale"], f"{key}.scale", ())
