@@ -460,3 +460,15 @@ def test_compute_refuses_to_certify_a_file_whose_name_no_verifier_takes(tmp_path
         "certify\n"
     )
     assert not (tmp_path / "c.json").exists()
+
+
+def test_an_edited_kv_heads_is_named_where_the_mask_no_longer_fits(tmp_path, capsys):
+    spec = batched(tmp_path)
+    spec.write_text(spec.read_text(encoding="utf-8") + 'mask = "causal"\n', encoding="utf-8")
+    cert = certify(spec)
+    forged = forge(cert, lambda d: d["certificate"]["inputs"].__setitem__("kv_heads", 4))
+    line = "certificate.inputs.mask[1]: 16 characters, where K's 64 rows are batch 2 × kv_heads 4 × 8 keys"
+    code, out, err = fast(capsys, forged)
+    assert (code, out, err) == (2, "", f"symattn: {forged}: {line}\n")
+    code, lines = standalone(forged)
+    assert (code, lines) == (2, [f"{forged}: {line}"])

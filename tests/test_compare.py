@@ -129,8 +129,27 @@ def test_json_results_and_weights(tmp_path):
     assert str(info.value) == f"{path}: shape: the result is 1×3 and the exact weights is 3×3"
     rows = "[[0.4165, 0.2614, 0.3221], [0.2741, 0.4436, 0.2823], [0.4030, 0.2573, 0.3397]]"
     path.write_text(rows, encoding="utf-8")
-    c = compare(load_spec(SEED), read_result(path, "float16"), "weights")
-    assert c.format == "float16" and c.entries[0].value == Fraction(4165, 10000)
+    c = compare(load_spec(SEED), read_result(path), "weights")
+    assert c.format == "float64" and c.entries[0].value == Fraction(0.4165)  # json.load's float, exactly
+    with pytest.raises(SpecError) as info:
+        read_result(path, "float16")
+    assert str(info.value) == (
+        f"{path}: result[1][1]: 0.4165 is not a float16 value: --dtype float16 needs every value to be one (the "
+        "file holds decimals)"
+    )
+
+
+def test_a_json_number_is_the_float64_nearest_it(tmp_path):
+    """As json.load reads it, ties to even: json.dump's shortest repr is the kernel's float again."""
+    path = tmp_path / "r.json"
+    x = 4.3835785136956433  # a float64 whose shortest repr, 4.383578513695643, lies 0.27 ULP below it
+    path.write_text(json.dumps([[x, 0.1, 1e-400]]), encoding="utf-8")
+    assert read_result(path).rows == ((Fraction(x), Fraction(0.1), Fraction(0)),)
+    # 1 + 2^-53, halfway between 1 and the next float64, goes to 1 (the even one); a little more, to the next
+    path.write_text("[[1.00000000000000011102230246251565404236316680908203125, 1.000000000000000112]]")
+    assert read_result(path).rows == ((1, 1 + Fraction(1, 2**52)),)
+    path.write_text("[[0.0999755859375, 65504]]", encoding="utf-8")  # float16 values, written out
+    assert read_result(path, "float16").rows == ((Fraction(0.0999755859375), 65504),)
 
 
 def test_not_finite_entries_and_exit_codes(tmp_path, capsys):

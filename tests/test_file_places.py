@@ -4,6 +4,8 @@ their 1-based ``Q[1][2]`` (issue 30)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -36,6 +38,21 @@ def test_a_file_with_batch_and_head_axes_names_its_own_place(tmp_path, capsys):
         "",
         f"symattn: {spec}: K: 'k.npy'[1, 3, 0, 2]: not a finite number: nan\n",
     )
+
+
+def test_a_signalling_nan_in_a_bfloat16_file_is_one_line_and_no_warning(tmp_path, capsys, recwarn):
+    """numpy warns as it widens a signalling NaN's bits (0x7F81 in bfloat16): the line alone is said."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    q, k, v, _ = arrays()
+    q16 = q.astype(ml_dtypes.bfloat16)
+    q16.view(np.uint16)[0, 4, 1, 3] = 0x7F81
+    spec = write(tmp_path, ['layout = "bnhd"'], q=q16, k=k, v=v, o=q)
+    assert cli(capsys, spec, tmp_path / "o.npy") == (
+        2,
+        "",
+        f"symattn: {spec}: Q: 'q.npy'[0, 4, 1, 3]: not a finite number: nan\n",
+    )
+    assert [str(w.message) for w in recwarn] == []
 
 
 def test_a_matrix_file_names_its_own_place(tmp_path, capsys):
@@ -248,6 +265,12 @@ def test_integer_files_name_their_own_place(tmp_path, capsys):
     assert str(info.value) == (
         "cu_seqlens_q[2]: -9223372036854775708 is less than [1] (4611686018427387904): the offsets may not decrease"
     )
+    spec = write(tmp_path, [*lines[:2], 'seqlens_k = "two.npy"'], two=np.array([[10, 12]], np.int32))
+    assert cli(capsys, spec, tmp_path / "o.npy") == (  # the file's own dtype: int64 before
+        2,
+        "",
+        f"symattn: {spec}: seqlens_k: 'two.npy': expected 1 axis of whole numbers, got shape (1, 2) of int32\n",
+    )
 
 
 def test_a_certificate_s_do_file_names_its_own_place(tmp_path, capsys):
@@ -282,3 +305,16 @@ def test_a_certificate_s_do_file_names_its_own_place(tmp_path, capsys):
     argv = ["compute", str(tmp_path / "s.toml"), "--certify", "--float64", "--grad-output", str(tmp_path / "do.json")]
     assert main([*argv, "-o", str(tmp_path / "c.json")]) == 2
     assert capsys.readouterr() == ("", f"symattn: {tmp_path / 'do.json'}: dO[2][1]: not a finite float32 value\n")
+
+
+def test_a_json_do_of_more_axes_is_named_do_and_told_what_json_holds(tmp_path, capsys):
+    q, k, v, _ = arrays(2)
+    spec = write(tmp_path, ['layout = "bnhd"'], q=q, k=k, v=v, dq=q)
+    (tmp_path / "do.json").write_text(json.dumps(q.tolist()))
+    got = cli(capsys, spec, tmp_path / "dq.npy", "--quantity", "dq", "--grad-output", tmp_path / "do.json")
+    assert got == (
+        2,
+        "",
+        f"symattn: {tmp_path / 'do.json'}: dO[1][1]: not a number: a list (JSON holds rows of numbers, two axes: a "
+        "tensor of more goes in a .npy file)\n",
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -190,6 +191,9 @@ WORST = "worst: expected a whole number from 1 up, or None (every entry), got "
         ("window", 0, f"{WINDOW_RANGE}0"),
         ("window", 2**31, f"{WINDOW_RANGE}2147483648"),  # FlashAttention's int32
         ("rtol", -1, "rtol: expected a number at least 0 such as 1e-3 or 0.01, got '-1'"),
+        ("rtol", Fraction(-1, 2), "rtol: expected a number at least 0 such as 1e-3 or 0.01, got -1/2"),
+        ("atol", Fraction(10**400), "atol: beyond float64's range (at most about 1.8e308)"),  # an OverflowError
+        ("rtol", Decimal("1e400"), "rtol: beyond float64's range (at most about 1.8e308)"),
         ("worst", 0, f"{WORST}0"),  # listed 10 before
         ("worst", -1, f"{WORST}-1"),  # an IndexError's traceback before
         ("worst", 2.5, f"{WORST}2.5"),

@@ -67,3 +67,20 @@ def test_a_tensor_without_dense_values_is_one_line():
             compare(out, tensor, q, q)
         assert str(info.value) == f"q: a {form} tensor: a dense one, with its values, is needed"
     assert compare(out, q, q, q, causal=True, window=4, scale=np.float64(0.5), max_ulp=4).ok
+
+
+def test_a_nested_tensor_and_a_meta_cu_seqlens_are_one_line():
+    """torch's own errors from deep inside before: 'NestedTensorImpl doesn't support sizes', 'Cannot copy out
+    of meta tensor'."""
+    torch = pytest.importorskip("torch")
+    x = torch.ones(2, 4, 8)
+    with pytest.warns(UserWarning):  # torch's: nested tensors are a prototype
+        nested = torch.nested.nested_tensor([x[0], x[1]])
+    with pytest.raises(SpecError) as info:
+        compare(x, nested, x, x)
+    assert str(info.value) == "q: a nested tensor: a dense one, with its values, is needed"
+    cu = torch.tensor([0, 2], dtype=torch.int32)
+    with pytest.raises(SpecError) as info:
+        compare(x, x, x, x, cu_seqlens_q=cu.to("meta"), cu_seqlens_k=cu)
+    assert str(info.value) == "cu_seqlens_q: a meta tensor: a dense one, with its values, is needed"
+    assert compare(x, x, x, x, cu_seqlens_q=cu, cu_seqlens_k=cu).ok

@@ -196,3 +196,20 @@ def test_a_varlen_sequence_whose_query_sees_no_key_names_the_sequence():
         "causal_align: sequence 1: query 0 (0-based) may attend no key (causal_align = 'bottom-right' puts its "
         "diagonal before the first key); softmax is undefined there"
     )
+
+
+def test_varlen_descales_a_factor_per_sequence_are_refused_in_one_line():
+    """flash_attn_3 takes varlen's descales per sequence, (sequences, kv heads); the engine's scale is one per
+    head, so only one factor for all sequences is taken, and the other is one line that says so."""
+    from symattn.kernel import compare
+
+    x = np.ones((8, 4, 8), np.float32)
+    y = np.ones((13, 2, 8), np.float32)
+    layout = {"cu_seqlens_q": [0, 3, 3, 8], "cu_seqlens_k": [0, 5, 7, 13]}
+    with pytest.raises(ShapeError) as info:
+        compare(x, x, y, y, **layout, k_descale=np.ones((3, 2), np.float32))
+    assert str(info.value) == (
+        "k_descale: shape: (3, 2); varlen takes one factor for all 3 sequences here, (1, 2) (flash_attn_3's factor "
+        "per sequence, (3, 2), is not taken: compare the sequences as batches of their own)"
+    )
+    assert compare(x, x, y, y, **layout, k_descale=np.ones((1, 2), np.float32)).ok

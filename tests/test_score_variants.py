@@ -201,7 +201,11 @@ def test_claimed_scores_carry_into_the_biased_scores():
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"softcap": "0"}, "softcap: expected a number > 0 and at most 1000, got 0"),
+        (
+            {"softcap": "0"},
+            'softcap: 0 is FlashAttention\'s "no cap" (symattn.kernel.compare takes it so); a spec has no cap by '
+            "leaving softcap out",
+        ),
         ({"softcap": "-2"}, "softcap: expected a number > 0 and at most 1000, got -2"),
         ({"softcap": "1001"}, "softcap: expected a number > 0 and at most 1000, got 1001"),
         ({"softcap": "two"}, "softcap:"),

@@ -108,7 +108,14 @@ HEADER = "{'descr': '<f8', 'fortran_order': False, 'shape': (%s), }"
             "result[1][1]: 5000 characters; a number has at most 1100 (the limit)",
         ),
         ("deep.json", ("[" * 100_000 + "]" * 100_000).encode(), "lists nested too deep (a result is rows of numbers)"),
-        ("list.json", ("[[" + "[" * 900 + "]" * 900 + "]]").encode(), "result[1][1]: not a number: a list"),
+        (
+            "list.json",
+            ("[[" + "[" * 900 + "]" * 900 + "]]").encode(),
+            (
+                "result[1][1]: not a number: a list (JSON holds rows of numbers, two axes: a tensor of more goes in "
+                "a .npy file)"
+            ),
+        ),
         ("object.json", b'[[{"a": 1}]]', "result[1][1]: not a number: an object"),
     ],
 )

@@ -117,6 +117,7 @@ BAD = [
         "<dict>: scale: expected 'sqrt', 'none' or an exact number such as '1/2', got 'cube'",
     ),
     ({"scale": "-1"}, SpecError, "<dict>: scale: must be positive, got '-1'"),
+    ({"scale": 1e300}, SpecError, "<dict>: scale: exponent out of range (at most 50): '1e+300'"),  # not "not exact"
     ({"rounding": "banker"}, SpecError, "<dict>: rounding: expected one of 'exact', 'hand', got 'banker'"),
     ({"lang": "fr-CA"}, SpecError, "<dict>: lang: expected en or zh, got 'fr-CA'"),
     ({"lang": "cn"}, SpecError, "<dict>: lang: expected en or zh, got 'cn'"),

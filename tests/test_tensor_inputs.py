@@ -140,6 +140,26 @@ def test_a_safetensors_file_names_its_tensor(tmp_path):
     )
 
 
+def test_a_tensors_name_may_hold_a_colon_and_an_empty_name_is_one_line(tmp_path):
+    q = np.arange(6, dtype=np.float32).reshape(2, 3) / 8
+    safetensors(tmp_path / "qkv.safetensors", {"layer:0/q": ("F32", [2, 3], q.tobytes())})
+    np.save(tmp_path / "k.npy", q)
+    spec = load_spec(spec_file(tmp_path, Q="qkv.safetensors:layer:0/q", K="qkv.safetensors:layer:0/q", V="k.npy"))
+    assert entries(spec.Q) == [Fraction(int(i), 8) for i in range(6)]
+    result = read_result(tmp_path / "qkv.safetensors:layer:0/q")
+    assert result.rows == tuple(tuple(Fraction(int(i), 8) for i in range(r, r + 3)) for r in (0, 3))
+    for name, why in (
+        ("qkv.safetensors:", "expected a tensor's name after ':' (FILE.safetensors:NAME)"),
+        ("k.npy:q", "a .npy file holds one array; no name follows it"),
+    ):
+        with pytest.raises(SpecError) as info:
+            load_spec(spec_file(tmp_path, Q=name, K="k.npy", V="k.npy"))
+        assert str(info.value) == f"{tmp_path / 's.toml'}: Q: {name!r}: {why}"
+    with pytest.raises(SpecError) as info:
+        read_result(tmp_path / "qkv.safetensors:")
+    assert str(info.value) == f"{tmp_path}/qkv.safetensors:: expected a tensor's name after ':' (FILE.safetensors:NAME)"
+
+
 def test_the_exact_decimal_is_the_text():
     assert numeral(0.1).text == "0.1000000000000000055511151231257827021181583404541015625"
     assert numeral(float(np.float32(0.1))).text == "0.100000001490116119384765625"
@@ -223,6 +243,10 @@ def test_hostile_npy_files_are_one_line_errors(tmp_path, capsys):
         (
             header_only("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }", struct.pack("<ff", 1, np.nan)),
             "Q: 'q.npy'[0, 1]: not a finite number: nan",
+        ),
+        (  # UTF-8 in the header: shown as written, the right-to-left override escaped (mojibake before)
+            b"\x93NUMPY\x01\x00\x40\x00" + "{'descr': '<f4\u202e', 'shape': (2,), }".encode().ljust(64),
+            "Q: 'q.npy': a .npy header numpy cannot read (\"{'descr': '<f4\\u202e', 'shape': (2,), }\")",
         ),
     ]
     for content, message in cases:

@@ -106,6 +106,8 @@ def test_identical_results_have_ratio_one_and_nan_fails(tmp_path, capsys):
         (["--atol", "1e-3x"], "--atol: expected a number at least 0 such as 1e-3 or 0.01, got '1e-3x'"),
         (["--rtol", "-1"], "--rtol: expected a number at least 0 such as 1e-3 or 0.01, got '-1'"),
         (["--rtol", "１"], "--rtol: expected a number at least 0"),
+        (["--rtol", "1e400"], "--rtol: beyond float64's range (at most about 1.8e308)"),  # a traceback before
+        (["--atol", "2e308"], "--atol: beyond float64's range (at most about 1.8e308)"),
     ],
 )
 def test_bad_tolerances_are_one_line(tmp_path, capsys, args, message):
@@ -307,3 +309,21 @@ def test_gradients_refuse_a_wrong_do_and_too_many_tokens(tmp_path, capsys, monke
     monkeypatch.setattr(limits, "KERNEL_GRADIENT_TOKENS", 2)
     assert main([*args, str(tmp_path / "dO.npy")]) == 2
     assert "3 tokens; --quantity dq, dk and dv take at most 2 (the float64 path)" in capsys.readouterr().err
+
+
+def test_the_text_report_shows_a_hostile_files_name_escaped(tmp_path, capsys):
+    """A result's and a naive result's names as a one-line error shows them: no escape sequence reaches the
+    terminal, no right-to-left override turns the line around."""
+    name = "ev\x1b[2Jil\u202e"
+    o, n = (str(tmp_path / f"{name}{x}.npy") for x in ("o", "n"))
+    np.save(o, OUT)
+    np.save(n, OUT)
+    assert main(["compare", str(SEED), o, "--naive", n]) == 0
+    text = capsys.readouterr().out
+    shown = str(tmp_path) + "/ev\\x1b[2Jil\\u202e"
+    assert text.splitlines()[0] == f"The output of {shown}o.npy (float32) against the exact values"
+    assert (
+        text.splitlines()[7]
+        == f"FlashAttention's ratio max|out − exact| / max|naive − exact|: 1.00 (naive: {shown}n.npy)."
+    )
+    assert "\x1b" not in text and "\u202e" not in text

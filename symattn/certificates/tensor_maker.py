@@ -155,7 +155,7 @@ def grad_rows(path: str, batch: int, heads: int, n: int, dv: int, layout: str) -
     from symattn.input.tensorfile import not_float32
     from symattn.kernel.deciding import is_double
 
-    result = read_result(path)
+    result = read_result(path, key="dO")
     a = result.array
     if a is None:  # JSON: its numbers exactly, where they are floats; its rows named as typed, 1-based
         for i, row in enumerate(result.rows):

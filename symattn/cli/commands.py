@@ -332,7 +332,7 @@ def _compare(args: argparse.Namespace) -> int:
     layout = "bhnd" if args.quantity.startswith("lse") else spec.kernel.layout  # an LSE is (B, H, N) in both
     results = [read_result(path, args.dtype, layout) for path in args.result]
     naive = None if args.naive is None else read_result(args.naive, args.dtype, layout)
-    grad_output = None if args.grad_output is None else read_result(args.grad_output)
+    grad_output = None if args.grad_output is None else read_result(args.grad_output, key="dO")
     # JSON, --all and a verdict (its worst place, and what passes --max-ulp, must be decided) decide every
     # entry; a plain text report only those it can show
     full = args.format == "json" or args.all or naive is not None or rtol is not None or atol is not None

@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # numpy only where a file is read: render of a spec of number
 
     from symattn.input import tensorfile
 
-_NAME = re.compile(r"(?P<path>[^:]+\.(?P<kind>npy|safetensors))(?::(?P<tensor>[^:]+))?")
+# a tensor's name is whatever follows the file's ':' ("a:b" too); an empty one is refused where it is read
+_NAME = re.compile(r"(?P<path>[^:]+\.(?P<kind>npy|safetensors))(?::(?P<tensor>.*))?", re.DOTALL)
 
 
 class FileMatrix(Sequence[tuple[Numeral, ...]]):
@@ -174,6 +175,10 @@ def _read(raw: str, key: str, source: str, folder: Path | None, npy: Any, safete
     if folder is None:
         raise error(f"a file name ({_brief(raw)}) is read only from a spec file, beside it; give the rows here")
     name = match["path"]
+    if match["tensor"] is not None and match["kind"] == "npy":
+        raise error(f"{_brief(raw)}: a .npy file holds one array; no name follows it")
+    if match["tensor"] == "":
+        raise error(f"{_brief(raw)}: expected a tensor's name after ':' (FILE.safetensors:NAME)")
     real, problem = beside(name, folder, "spec")
     if real is None:
         raise error(problem)

@@ -1,11 +1,14 @@
 """Float results read exactly: a ``.npy`` file (NumPy's format, also what ``numpy.save(t.numpy())``
 writes for a torch tensor), a tensor of a ``.safetensors`` file (``FILE.safetensors:NAME``) or a JSON
-array, each entry as the exact rational it stands for.
+array, each entry as the float it stands for.
 
-A binary float is a dyadic rational, so ``Fraction(x)`` is exact; a JSON number is
-read from its decimal text with a strict grammar, never through ``float()``. NaN and
-infinities stay as they are (``None`` with a note of which): a kernel that returns
-them has an error the report must show, not a crash.
+A binary float is a dyadic rational, so ``Fraction(x)`` is exact. A JSON number is read from its decimal
+text with a strict grammar, never through ``float()``, and rounded to the nearest float64, ties to even,
+as ``json.load`` reads it: the repr that ``json.dump`` writes gives back exactly the kernel's float, and
+is measured as that float, not as the shorter decimal (which lies up to half a ULP from it). With
+``--dtype`` every number must then be one of that format's floats, as a file's values must. NaN and
+infinities stay as they are (``None`` with a note of which): a kernel that returns them has an error the
+report must show, not a crash.
 
 The files are read by numpy's and safetensors' own readers within our limits (``tensorfile.py``,
 shared with the spec keys that name a file). A file's dtype is its format unless ``--dtype`` names
@@ -43,7 +46,6 @@ FORMATS = {
 }
 # the least magnitude that rounds to infinity in float64: the largest float plus half its spacing
 FLOAT64_LIMIT = Fraction(2) ** 1024 - Fraction(2) ** 970
-_SAFETENSORS = re.compile(r"(?P<path>.+\.safetensors):(?P<name>[^:/\\]+)")
 _DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]{1,4})?")
 
 
@@ -73,6 +75,14 @@ class FloatResult:
     def shape(self) -> tuple[int, int]:
         return len(self.rows), len(self.rows[0])
 
+    def shape_text(self, rows: int | None = None, cols: int | None = None) -> str:
+        """The shape as its file or tensor gave it, leading axes of one kept (1×1×16×8), or that shape with
+        ``rows`` × ``cols`` for its last two axes: a message's shapes, in the result's own axes."""
+        mine = self.shape
+        wanted = mine if rows is None or cols is None else (rows, cols)
+        lead = self.given[:-2] if len(self.given) > 2 else ()
+        return "×".join(map(str, (*lead, *wanted)))
+
     def value(self, i: int, j: int) -> Fraction | None:
         """One entry exactly (None where not finite): of a file's floats, without making its row."""
         if self.array is not None and self.array.ndim == 2:
@@ -82,7 +92,7 @@ class FloatResult:
 
     def floats(self) -> tuple[np.ndarray, np.ndarray]:
         """Every entry as a float64 (0 where not finite) and where it is finite: a file's own floats, or each
-        Fraction correctly rounded (a JSON decimal such as 0.1 is no float64: float() moves it)."""
+        Fraction as a float64 (a JSON result's are floats of its format: exact)."""
         if self.array is not None and self.array.ndim == 2:
             finite = np.isfinite(self.array)
             return np.where(finite, self.array, 0.0), finite
@@ -120,17 +130,17 @@ class ArrayRows(Sequence):
         return hash(tuple(self))
 
 
-def read_result(path: str | Path, fmt: str | None = None, layout: str = "bhnd") -> FloatResult:
+def read_result(path: str | Path, fmt: str | None = None, layout: str = "bhnd", key: str = "result") -> FloatResult:
     """A float matrix from ``.npy`` or ``.safetensors`` (``FILE.safetensors:NAME``: its own dtype, or ``fmt``
     where every value is one of that format) or ``.json`` (``fmt``, default float64); an array's axes are
-    read in ``layout``."""
+    read in ``layout``. ``key``: what a JSON file's messages call it (``result[2][1]``, a gradient's ``dO``)."""
     source = str(path)
     if fmt is not None and fmt not in FORMATS:
         raise SpecError(source, None, f"unknown float format {fmt!r}; expected one of {', '.join(FORMATS)}")
     array, data = _tensor(path)
     if array is not None:
         return array_result(source, array, fmt, layout)
-    return _json(source, data, fmt or "float64")
+    return _json(source, data, fmt or "float64", key)
 
 
 def read_tensor(path: str | Path, fmt: str | None = None) -> tensorfile.Array:
@@ -159,9 +169,11 @@ def read_tensors(path: str | Path, fmt: str | None = None) -> dict[str, tensorfi
 def _tensor(path: str | Path) -> tuple[tensorfile.Array | None, bytes]:
     """The array of a .npy or .safetensors result, or None and the bytes of any other (JSON)."""
     source = str(path)
-    named = _SAFETENSORS.fullmatch(source)
-    if named is not None and not Path(path).is_file():  # FILE.safetensors:NAME
-        return tensorfile.read_safetensors(source, _read_bytes(named["path"]), named["name"]), b""
+    file, colon, name = source.partition(".safetensors:")  # FILE.safetensors:NAME, the name any text ("a:b")
+    if colon and not Path(path).is_file():
+        if not name:
+            raise SpecError(source, None, "expected a tensor's name after ':' (FILE.safetensors:NAME)")
+        return tensorfile.read_safetensors(source, _read_bytes(file + ".safetensors"), name), b""
     data = _read_bytes(path)
     if source.lower().endswith(".safetensors"):
         return tensorfile.read_safetensors(source, data, None), data
@@ -240,7 +252,7 @@ def in_format(source: str, values: np.ndarray, fmt: str, held: str, rows: bool =
         raise SpecError(source, None, why, index=at)
 
 
-def _json(source: str, data: bytes, fmt: str) -> FloatResult:
+def _json(source: str, data: bytes, fmt: str, key: str = "result") -> FloatResult:
     try:
         raw = json.loads(
             data.decode("utf-8"),
@@ -271,7 +283,7 @@ def _json(source: str, data: bytes, fmt: str) -> FloatResult:
             elif isinstance(x, str) and len(x) > limits.RESULT_NUMBER_LENGTH:  # before it is matched or converted
                 raise LimitError(
                     source,
-                    "result",
+                    key,
                     f"{len(x)} characters; a number has at most {limits.RESULT_NUMBER_LENGTH} (the limit)",
                     (i + 1, j + 1),
                 )
@@ -279,14 +291,18 @@ def _json(source: str, data: bytes, fmt: str) -> FloatResult:
                 value = _decimal(x)
                 if abs(value) >= FLOAT64_LIMIT:  # no format holds it; compare's floats would overflow
                     shown = x if len(x) <= 40 else x[:20] + "…"
-                    raise SpecError(
-                        source, "result", f"{shown} is beyond float64's range (at most about 1.8e308)", (i + 1, j + 1)
-                    )
-                values.append(value)
+                    why = f"{shown} is beyond float64's range (at most about 1.8e308)"
+                    raise SpecError(source, key, why, (i + 1, j + 1))
+                values.append(nearest(value, "float64"))  # json.load's float: a float's repr is that float
             else:
                 what = repr(x) if isinstance(x, str) else _KINDS.get(type(x), "null")  # never a deep repr
-                raise SpecError(source, "result", f"not a number: {what}", (i + 1, j + 1))
+                if isinstance(x, list):  # a tensor of more axes than rows and columns
+                    what += " (JSON holds rows of numbers, two axes: a tensor of more goes in a .npy file)"
+                raise SpecError(source, key, f"not a number: {what}", (i + 1, j + 1))
         rows.append(values)
+    if fmt != "float64":  # --dtype: every value one of its floats, as a file's must be
+        floats = np.array([[np.nan if v is None else float(v) for v in row] for row in rows], dtype=np.float64)
+        in_format(source, floats, fmt, "decimals", rows=True)
     return FloatResult(source, fmt, tuple(tuple(r) for r in rows), tuple(bad))
 
 
@@ -299,6 +315,13 @@ def _decimal(text: str) -> Fraction:
     value = Fraction(int(whole + digits), 10 ** len(digits))
     e = int(exponent) if exponent else 0
     return value * Fraction(10) ** e
+
+
+def nearest(value: Fraction, fmt: str) -> Fraction:
+    """The float of ``fmt`` nearest ``value``, ties to even, its exponent unbounded above (as IEEE rounds, and
+    json.load reads a decimal into float64): a float's repr, as json.dump writes it, gives back that float."""
+    u = ulp(value, fmt)
+    return round(value / u) * u  # Fraction's round: half to even
 
 
 def ulp(value: Fraction, fmt: str) -> Fraction:
@@ -319,6 +342,7 @@ __all__ = [
     "array_result",
     "in_format",
     "measured",
+    "nearest",
     "read_result",
     "read_tensor",
     "read_tensors",

@@ -34,6 +34,10 @@ class NumeralError(SymattnError, ValueError):
     """A text is not a number of our grammar. Callers add the location."""
 
 
+class RangeError(NumeralError):
+    """A number whose exponent is past the ones a spec takes (1e300): a number, but not one of ours."""
+
+
 class NotFiniteError(NumeralError):
     """inf or nan: never a number here, and never a symbol name either."""
 
@@ -102,10 +106,10 @@ def _parse_decimal(text: str, body: str, max_exponent: int = NUMBER_EXPONENT) ->
     sign, whole, frac, exp = match.groups()
     frac = frac or ""
     if exp and len(exp.lstrip("+-0")) > len(str(max_exponent)):
-        raise NumeralError(said("exponent_range", most=max_exponent, text=repr(text)))
+        raise RangeError(said("exponent_range", most=max_exponent, text=repr(text)))
     exponent = int(exp) if exp else 0
     if abs(exponent) > max_exponent:
-        raise NumeralError(said("exponent_range", most=max_exponent, text=repr(text)))
+        raise RangeError(said("exponent_range", most=max_exponent, text=repr(text)))
     digits = int((whole or "0") + frac)
     if sign == "-":
         digits = -digits

@@ -16,7 +16,7 @@ from symattn.input.errors import LimitError, SpecError
 from symattn.input.errors import brief as shortly
 from symattn.input.files import FloatText, kind_of
 from symattn.input.messages import said
-from symattn.input.numeral import NotFiniteError, Numeral, NumeralError, parse_numeral
+from symattn.input.numeral import NotFiniteError, Numeral, NumeralError, RangeError, parse_numeral
 from symattn.input.text import math_problem, normalize, unsupported_character
 
 if TYPE_CHECKING:  # formulas are SymPy: imported only where an entry is one (the float64 path needs none)
@@ -243,6 +243,8 @@ class Reader:
             return cast(Scale, raw.strip())
         try:
             number = parse_numeral(raw)
+        except RangeError as exc:  # a number past the exponents a spec takes says so, not "not exact"
+            raise self.error(key, str(exc)) from None
         except NumeralError:
             raise self.error(
                 key, f"expected 'sqrt', 'none' or an exact number such as '1/2', got {brief(raw)}"

@@ -84,7 +84,9 @@ def read_npy(source: str, data: bytes) -> Array:
     values = _npy_values(source, data)
     if values.dtype.kind == "V" and values.dtype.name != "bfloat16":  # raw bytes of bfloat16 (torch's <V2)
         values = (np.ascontiguousarray(values).view("<u2").astype(np.uint32) << 16).view(np.float32)
-    return Array(fmt, np.ascontiguousarray(values.astype(np.float64)).reshape(shape))
+    with np.errstate(invalid="ignore"):  # a signalling NaN's bits widen to a NaN, which is named after, in one line
+        widened = values.astype(np.float64)
+    return Array(fmt, np.ascontiguousarray(widened).reshape(shape))
 
 
 def read_npy_integers(source: str, data: bytes) -> np.ndarray:
@@ -120,7 +122,11 @@ def _npy_header(source: str, data: bytes) -> tuple[tuple[int, ...], np.dtype, st
         raise SpecError(
             source, None, f"a truncated .npy file: {len(data)} bytes, the preamble and header take {start + size}"
         )
-    header = data[start : start + size].decode("latin-1").strip()
+    raw = data[start : start + size]
+    try:  # version 3's header is UTF-8, and a UTF-8 text in an older one is shown as its author wrote it
+        header = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        header = raw.decode("latin-1").strip()
     if "bfloat16" in header:  # a dtype numpy knows by that name once ml_dtypes has registered it
         dtype_of("bfloat16")
     stream = io.BytesIO(data)
@@ -233,11 +239,12 @@ def read_safetensors_integers(source: str, data: bytes, name: str | None) -> np.
 
 
 def _whole(source: str, values: np.ndarray) -> np.ndarray:
-    """Integers as int64; a uint64 past int64's range is refused, naming the first (0-based)."""
+    """Integers in their own dtype (a message names an int32 file's as int32; layouts.integers makes them
+    int64); a uint64 past int64's range is refused, naming the first (0-based)."""
     if values.dtype == np.uint64 and values.size and values.max() > np.iinfo(np.int64).max:
         at = tuple(int(i) for i in np.argwhere(values > np.iinfo(np.int64).max)[0])
         raise SpecError(source, None, f"{values[at]} is past int64's range", index=at)
-    return np.ascontiguousarray(values.astype(np.int64))
+    return np.ascontiguousarray(values)
 
 
 def _dtype_name(dtype: np.dtype) -> str:

@@ -24,6 +24,7 @@ SHOWN_DIGITS = 3
 NEAR = 40  # |d| below 2^-NEAR ULP of x: the exact value's ULP and its shown digits follow from d's sign
 FINER = 256  # a rational y (``decide``'s near) is read within 2^-(NEAR + FINER) ULP where e lies that close
 EXPONENTS = 10**13  # figures past 10^±EXPONENTS are refused: the entry table ranks exponents up to that
+FAR_BITS = 1 << 20  # a ball's middle or radius past 2^±FAR_BITS is never made a rational (_near_enough)
 
 
 @dataclass
@@ -53,7 +54,16 @@ def _arb(x: Fraction) -> Any:
 
 def _fraction(x: Any) -> Fraction:
     man, exp = x.man_exp()
-    return Fraction(int(man)) * Fraction(2) ** int(exp)
+    man, exp = int(man), int(exp)
+    _near_enough(man, exp)
+    return Fraction(man) * Fraction(2) ** exp
+
+
+def _near_enough(man: int, exp: int) -> None:
+    """Refuses man·2^exp past 2^±FAR_BITS (an error of e^-(2^120) where scores reach 2^120): as a rational it
+    would take gigabytes (one run took 24 GB before the system killed it)."""
+    if man and abs(man.bit_length() + exp) > FAR_BITS:
+        raise EvaluationError(f"is near 2^{man.bit_length() + exp}, past 2^±{FAR_BITS}")
 
 
 def _scaled_ends(x: Any) -> tuple[int, int, int]:
@@ -61,6 +71,8 @@ def _scaled_ends(x: Any) -> tuple[int, int, int]:
     man, exp = x.mid().man_exp()
     rman, rexp = x.rad().man_exp()
     man, exp, rman, rexp = int(man), int(exp), int(rman), int(rexp)
+    _near_enough(man, exp)
+    _near_enough(rman, rexp)
     s = max(0, -exp, -rexp)
     mid, rad = man << (exp + s), rman << (rexp + s)
     return mid - rad, mid + rad, s

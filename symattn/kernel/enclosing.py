@@ -155,7 +155,7 @@ class FloatEnclosure(Enclosure):
         return out
 
     def _narrowed(self, points: list[Point], level: int) -> dict[Point, Ends]:
-        from symattn.kernel.refine import _ends_by_rows
+        from symattn.kernel.refine import NotFinite, _ends_by_rows
 
         wanted: dict[int, dict[int, list[int]]] = {}
         back: dict[tuple[int, int, int], Point] = {}
@@ -191,12 +191,18 @@ class FloatEnclosure(Enclosure):
             return out
         bits = 96 * 2 ** (level - self.first_arb)
         for h, rows in wanted.items():
-            for row, values in _ends_by_rows(self.heads[h], self.quantity, rows, bits, self.balls):
-                for col in rows[row]:
-                    i, j = back[(h, row, col)]
-                    a, b = values[col]
-                    # both enclose the exact value: so does their meet
-                    out[(i, j)] = (max(a, _rational(self.lo[i, j])), min(b, _rational(self.hi[i, j])))
+            try:
+                for row, values in _ends_by_rows(self.heads[h], self.quantity, rows, bits, self.balls):
+                    for col in rows[row]:
+                        i, j = back[(h, row, col)]
+                        a, b = values[col]
+                        # both enclose the exact value: so does their meet
+                        out[(i, j)] = (max(a, _rational(self.lo[i, j])), min(b, _rational(self.hi[i, j])))
+            except NotFinite:  # balls of scores far past 2^bits: this level narrows none of the head's
+                for row, cols in rows.items():
+                    for col in cols:
+                        i, j = back[(h, row, col)]
+                        out[(i, j)] = (_rational(self.lo[i, j]), _rational(self.hi[i, j]))
         return out
 
 

@@ -199,12 +199,14 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     got = result.shape
     if got != (rows, cols):
         raise ShapeError(
-            result.source, "shape", f"the result is {got[0]}×{got[1]} and the exact {quantity} is {rows}×{cols}"
+            result.source,
+            "shape",
+            f"the result is {result.shape_text()} and the exact {quantity} is {result.shape_text(rows, cols)}",
         )
     if result.array is not None:  # a .npy file's floats, exactly: no Fraction turned back
         x = result.array
         exact_float = np.isfinite(x)
-    else:  # JSON: its decimals, of which only the float64 values are decided here
+    else:  # rows of Fractions (JSON: floats of its format); any that is no float64 is decided exactly
         x = np.array([[np.nan if v is None else float(v) for v in row] for row in result.rows], dtype=np.float64)
         exact_float = np.array([[v is not None and is_double(v) for v in row] for row in result.rows], dtype=bool)
     x0 = np.where(exact_float, x, 0.0)

@@ -42,12 +42,21 @@ class Packed:
 def integers(x: Any, name: str, axes: int) -> np.ndarray:
     """A tensor or array of whole numbers (torch's int32 cu_seqlens, a list) as int64, of ``axes`` axes."""
     if type(x).__module__.partition(".")[0] == "torch":
-        x = x.detach().cpu().numpy()
+        x = dense_torch(x, name).numpy()
     a = np.asarray(x)
     if a.dtype.kind not in "iu" or a.ndim != axes or 0 in a.shape:
         axis = "axes" if axes > 1 else "axis"
         raise SpecError(name, None, f"expected {axes} {axis} of whole numbers, got {_brief(a)}")
     return a.astype(np.int64)
+
+
+def dense_torch(x: Any, name: str) -> Any:
+    """A torch tensor detached and on the CPU; a meta, sparse or nested one (no values to read, or not as a
+    dense array) is one line, where torch would raise its own error from deep inside."""
+    if x.is_meta or getattr(x, "is_nested", False) or str(x.layout) != "torch.strided":
+        form = "meta" if x.is_meta else "nested" if getattr(x, "is_nested", False) else str(x.layout)
+        raise SpecError(name, None, f"a {form.removeprefix('torch.')} tensor: a dense one, with its values, is needed")
+    return x.detach().cpu()
 
 
 def _brief(a: np.ndarray) -> str:
@@ -160,8 +169,10 @@ def paged(K: np.ndarray, V: np.ndarray, table: Any, seqlens: Any, batch: int, la
     return Packed(out_k, out_v, [None] * batch, used=tuple(used))
 
 
-def descales(given: dict[str, Any], batch: int, kv: int) -> dict[str, np.ndarray]:
-    """Each descale given as (B, H_kv) float32 values (float64 arrays), checked: finite, positive."""
+def descales(given: dict[str, Any], batch: int, kv: int, sequences: int | None = None) -> dict[str, np.ndarray]:
+    """Each descale given as (B, H_kv) float32 values (float64 arrays), checked: finite, positive. ``sequences``:
+    varlen's count, whose one batch takes one factor for all of them (a factor per sequence, as flash_attn_3
+    takes them, would scale the scores row by row: the engine's scale is one per head)."""
     from symattn.kernel.tensors import exact_array
 
     out = {}
@@ -169,6 +180,14 @@ def descales(given: dict[str, Any], batch: int, kv: int) -> dict[str, np.ndarray
         if x is None:
             continue
         a = exact_array(x, name).values
+        if sequences is not None and a.shape != (batch, kv):
+            raise ShapeError(
+                name,
+                "shape",
+                f"{tuple(a.shape)}; varlen takes one factor for all {sequences} sequences here, {(batch, kv)} "
+                f"(flash_attn_3's factor per sequence, {(sequences, kv)}, is not taken: compare the sequences "
+                "as batches of their own)",
+            )
         if a.shape != (batch, kv):
             raise ShapeError(name, "shape", f"{tuple(a.shape)}; flash_attn_3 takes (batch, kv heads) = {(batch, kv)}")
         with np.errstate(over="ignore", invalid="ignore"):  # a float64 past float32's range: not one of its
@@ -181,4 +200,4 @@ def descales(given: dict[str, Any], batch: int, kv: int) -> dict[str, np.ndarray
     return out
 
 
-__all__ = ["Packed", "descales", "integers", "paged", "varlen"]
+__all__ = ["Packed", "dense_torch", "descales", "integers", "paged", "varlen"]

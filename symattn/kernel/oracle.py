@@ -21,7 +21,7 @@ from symattn.kernel import engine, record, report, spread, tensors
 from symattn.kernel.comparison_report import WORST
 from symattn.kernel.inputs import GRADIENTS
 from symattn.kernel.places import matrix_places
-from symattn.kernel.tolerance import ALLCLOSE_ATOL, ALLCLOSE_RTOL, parse_tolerance
+from symattn.kernel.tolerance import ALLCLOSE_ATOL, ALLCLOSE_RTOL, checked_tolerance, parse_tolerance
 
 PACKING = ("cu_seqlens_q", "cu_seqlens_k", "block_table", "seqlens_k", "q_descale", "k_descale", "v_descale")
 
@@ -201,7 +201,7 @@ def _tolerance(value: Any, name: str) -> Fraction | None:
     if value is None:
         return None
     if isinstance(value, Fraction):
-        return value
+        return checked_tolerance(value, name)
     if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
         raise SpecError(name, None, f"expected a number such as 1e-3, got {value!r}")
     return parse_tolerance(repr(value) if isinstance(value, float) else str(value), name)

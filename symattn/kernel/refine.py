@@ -108,9 +108,14 @@ def refine(
         parts: dict[tuple[int, int], tuple] = {}  # dV's (exact part, rest): refine_gradients.gradient_rows
         try:
             rows = list(_ends_by_rows(head, quantity, pending, bits, balls, name, kept, parts))
-        except NotFinite as bad:
-            named = f"the error of entry ({bad.i + 1}, {bad.j + 1})" if name is None else name(bad.i, bad.j)
-            raise EvaluationError(f"{named}: its exact value is not finite in arb at {bits} bits") from None
+        except NotFinite as bad:  # the value is finite; balls of scores far past 2^bits lose it: more bits
+            if bits * 2 > limits.DIGITS * 3.33:
+                named = f"the error of entry ({bad.i + 1}, {bad.j + 1})" if name is None else name(bad.i, bad.j)
+                raise EvaluationError(
+                    f"{named} is not decided at {limits.DIGITS} digits (its arb balls were not finite)"
+                ) from None
+            bits *= 2
+            continue
         for i, values in rows:
             for j in pending[i]:
                 lo, hi = values[j]

@@ -97,7 +97,9 @@ def compare(
     got = (len(result.rows), len(result.rows[0]))
     if got != (rows, cols):
         raise ShapeError(
-            result.source, "shape", f"the result is {got[0]}×{got[1]} and the exact {quantity} is {rows}×{cols}"
+            result.source,
+            "shape",
+            f"the result is {result.shape_text()} and the exact {quantity} is {result.shape_text(rows, cols)}",
         )
     shown = model.significant(quantity, EXACT_DIGITS)
     pending = {(i, j) for i in range(rows) for j in range(cols) if result.rows[i][j] is not None}

@@ -19,7 +19,7 @@ from symattn.input import limits
 from symattn.input.errors import LimitError, ShapeError, SpecError
 from symattn.input.floats import FORMATS, FloatResult
 from symattn.input.tensorfile import Array, not_float32
-from symattn.kernel import float64, score_mods
+from symattn.kernel import float64, layouts, score_mods
 from symattn.kernel.gradient_heads import gradient_heads
 from symattn.kernel.inputs import GRADIENTS, Inputs, check_gradient_tokens, result_shape
 
@@ -34,10 +34,7 @@ def exact_array(x: Any, name: str) -> Array:
     if isinstance(x, Array):
         return x
     if type(x).__module__.partition(".")[0] == "torch":
-        if x.is_meta or str(x.layout) != "torch.strided":  # no values to read, or not as a dense array
-            form = "meta" if x.is_meta else str(x.layout).removeprefix("torch.")
-            raise SpecError(name, None, f"a {form} tensor: a dense one, with its values, is needed")
-        t = x.detach().cpu()
+        t = layouts.dense_torch(x, name)
         fmt = str(t.dtype).removeprefix("torch.")
         if fmt not in FORMATS:
             raise SpecError(name, None, f"dtype {t.dtype}; expected one of {', '.join(FORMATS)}")
@@ -79,8 +76,6 @@ def inputs_of(
 ) -> Inputs:
     """The engine's inputs for the tensors of one call (checked: one line naming the argument for each fault).
     ``packing``: varlen's cu_seqlens_q/k, a paged cache's block_table and seqlens_k, FP8's descales."""
-    from symattn.kernel import layouts
-
     if layout not in LAYOUTS:
         raise SpecError("layout", None, f"expected {' or '.join(map(repr, LAYOUTS))}, got {layout!r}")
     given = {name: x for name, x in (packing or {}).items() if x is not None}
@@ -147,7 +142,8 @@ def inputs_of(
     if mode != "standard":  # named in the arrays as given: varlen's (total, heads, d), a cache's own axes
         for name, whole, used in zip("kv", (k, v), packed.used or (None, None)):
             _float32_values(name, whole.values, used)
-    scales = layouts.descales({x: given.get(x) for x in DESCALES}, batch, kv)
+    sequences = len(packed.starts) - 1 if mode == "varlen" else None
+    scales = layouts.descales({x: given.get(x) for x in DESCALES}, batch, kv, sequences)
     if kind in GRADIENTS and (scales or mode == "paged"):
         raise SpecError(
             "kind", None, f"{kind} is for training: FP8 descales and paged caches take kind 'output' or 'lse'"

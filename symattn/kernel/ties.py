@@ -14,6 +14,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from symattn.input.errors import EvaluationError
 from symattn.input.floats import ulp
 
 Interval = tuple[Fraction, Fraction | None]  # None: no finite upper end
@@ -121,7 +122,10 @@ def _ends(enclosure: Any, points: list[tuple[int, int]], level: int, c: Any) -> 
         d, y, e = found  # the balls of e − y and of e (its own relative precision, where it is tiny), and y
         lo, hi = ends[p]
         for at, ball in ((y, d), (0, e)):
-            mid, rad = _fraction(ball.mid()), _fraction(ball.rad())
+            try:
+                mid, rad = _fraction(ball.mid()), _fraction(ball.rad())
+            except EvaluationError:  # a ball past 2^±FAR_BITS (deviation.py): the ends stand as they are
+                continue
             lo, hi = max(lo, at + mid - rad), min(hi, at + mid + rad)
         ends[p] = (lo, hi)
     return ends

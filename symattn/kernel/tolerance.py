@@ -26,7 +26,7 @@ import numpy as np
 
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError, ShapeError, SpecError
-from symattn.input.floats import FloatResult
+from symattn.input.floats import FLOAT64_LIMIT, FloatResult
 from symattn.input.records import record
 from symattn.kernel.deviation import _arb, error_of
 
@@ -61,7 +61,16 @@ def parse_tolerance(text: str, option: str) -> Fraction:
     """A tolerance as the exact decimal typed (1e-3 is 1/1000), never through float(); one line otherwise."""
     if len(text) > 64 or _TOLERANCE.fullmatch(text) is None:
         raise SpecError(option, None, f"expected a number at least 0 such as 1e-3 or 0.01, got {text!r}")
-    return Fraction(Decimal(text))  # exact: a short decimal with an exponent of at most three digits
+    return checked_tolerance(Fraction(Decimal(text)), option)  # exact: a short decimal, an exponent of ≤ 3 digits
+
+
+def checked_tolerance(value: Fraction, option: str) -> Fraction:
+    """A tolerance at least 0 and within float64's range (the bounds compare it in floats): else one line."""
+    if value < 0:
+        raise SpecError(option, None, f"expected a number at least 0 such as 1e-3 or 0.01, got {value}")
+    if value >= FLOAT64_LIMIT:  # float() of it would overflow
+        raise SpecError(option, None, "beyond float64's range (at most about 1.8e308)")
+    return value
 
 
 class _Maximum:
@@ -219,7 +228,7 @@ def decide(
         shape, got = out.shape, naive.shape
         if shape != got:
             raise ShapeError(
-                naive.source, "shape", f"the naive result is {got[0]}×{got[1]} and the result is {shape[0]}×{shape[1]}"
+                naive.source, "shape", f"the naive result is {naive.shape_text()} and the result is {out.shape_text()}"
             )
         rule = partial(_flash, out, naive, enclosure, FLASH_RTOL if rtol is None else rtol, atol or Fraction(0))
     else:
@@ -333,4 +342,4 @@ def fraction_text(x: Fraction) -> str:
     return number_text(d.normalize()) if d else "0"
 
 
-__all__ = ["Tolerance", "decide", "options", "parse_tolerance", "tolerance_data", "verdict"]
+__all__ = ["Tolerance", "decide", "options", "checked_tolerance", "parse_tolerance", "tolerance_data", "verdict"]

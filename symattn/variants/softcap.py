@@ -140,6 +140,8 @@ class Softcap(Part):
         if "softcap" not in data:
             return None
         c = reader.number(data["softcap"], "softcap")
+        if c.value == 0:  # the API takes FlashAttention's 0 as no cap; a spec has no cap by leaving it out
+            raise reader.error("softcap", said("softcap_zero"))
         if not 0 < c.value <= SOFTCAP:
             raise reader.error("softcap", said("softcap_range", most=SOFTCAP, got=c.text))
         setting = Capping(c, order)

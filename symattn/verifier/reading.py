@@ -333,9 +333,13 @@ def _inputs(raw: Any, version: int = 3) -> Inputs:
     mask = raw["mask"]
     if mask is not None:
         if not isinstance(mask, list) or len(mask) != queries:
-            raise CertificateError(f"{key}.mask", f"expected null or {queries} rows, one per query")
+            why = f"expected null or {queries} rows, one per query (Q's {len(Q)} rows: batch × heads × queries)"
+            raise CertificateError(f"{key}.mask", why)
         for i, row in enumerate(mask, 1):
-            if not isinstance(row, str) or len(row) != keys or row.strip("01") or "1" not in row:
+            if isinstance(row, str) and len(row) != keys:  # the keys are K's rows over batch × kv_heads
+                why = f"{len(row)} characters, where K's {len(K)} rows are batch {batch} × kv_heads {kv} × {keys} keys"
+                raise CertificateError(f"{key}.mask", why, (i,))
+            if not isinstance(row, str) or row.strip("01") or "1" not in row:
                 raise CertificateError(f"{key}.mask", f"expected {keys} characters 1 or 0, at least one 1", (i,))
     logits = _per_head(raw, key, "denominator_logits", heads, lambda x: abs(x) <= MOST, f"at most {MOST} in size")
     slopes = _per_head(raw, key, "bias_slopes", heads, lambda x: 0 < x <= MOST, f"above 0 and at most {MOST}")
