@@ -249,7 +249,7 @@ BAD_VARLEN = [  # (the file saved as cu_q.npy, the line)
         np.array([0, 5, 5, 12, 15], object),
         "descr: an object array where whole numbers are needed (int32 or int64, as torch saves them)",
     ),
-    (np.array([[0, 5], [12, 15]], np.int32), "expected 1 axis of whole numbers, got shape (2, 2) of int64"),
+    (np.array([[0, 5], [12, 15]], np.int32), "expected 1 axis of whole numbers, got shape (2, 2) of int32"),
     (np.array([0, 5, 12, 15], np.int32), "4 sequences; cu_seqlens_q has 3"),
     # offsets that a difference of int64s would see rise: 2^62, then −2^63 + 100 (np.diff wraps round)
     (
@@ -318,7 +318,7 @@ BAD_PAGED = [  # (what is saved over the paged.safetensors tensors, the key, the
     (
         {"block_table": torch.tensor([5, 0, 3], dtype=torch.int32)},
         "block_table",
-        "expected 2 axes of whole numbers, got shape (3,) of int64",
+        "expected 2 axes of whole numbers, got shape (3,) of int32",
     ),
 ]
 

@@ -225,9 +225,16 @@ API_ERRORS = [
     ),
     (
         "softcap",
+        "-2",
+        "spec: softcap: expected a number > 0 and at most 1000, got -2",
+        "spec: softcap: 应为大于 0、最多 1000 的数，实为 -2",
+    ),
+    (
+        "softcap",
         "0",
-        "spec: softcap: expected a number > 0 and at most 1000, got 0",
-        "spec: softcap: 应为大于 0、最多 1000 的数，实为 0",
+        'spec: softcap: 0 is FlashAttention\'s "no cap" (symattn.kernel.compare takes it so); a spec has no cap by '
+        "leaving softcap out",
+        "spec: softcap: 0 在 FlashAttention 中表示不设上限（symattn.kernel.compare 亦如此）；规格不设上限时请省去 softcap",
     ),
     (
         "tokens",

@@ -99,8 +99,7 @@ def refine(
     if pending and two_floats and quantity == "output" and doubled.takes(head):  # the first round: two floats
         out.update(_doubled(head, pending, decide_one, digits))
         first = 2 * bits  # reported as arb's first round: its balls are ~2^30 narrower than the two floats'
-        pending = {i: [j for j in cols if (i, j) not in out] for i, cols in pending.items()}
-        pending = {i: cols for i, cols in pending.items() if cols}
+        pending = {i: c for i, cols in pending.items() if (c := [j for j in cols if (i, j) not in out])}
     exact_inputs = None  # made for the first proof that an entry is 0
     while pending:
         suspects: dict[int, list[int]] = {}  # outputs whose balls hold x, or lie below normal: deviation's
@@ -110,10 +109,7 @@ def refine(
             rows = list(_ends_by_rows(head, quantity, pending, bits, balls, name, kept, parts))
         except NotFinite as bad:  # the value is finite; balls of scores far past 2^bits lose it: more bits
             if bits * 2 > limits.DIGITS * 3.33:
-                named = f"the error of entry ({bad.i + 1}, {bad.j + 1})" if name is None else name(bad.i, bad.j)
-                raise EvaluationError(
-                    f"{named} is not decided at {limits.DIGITS} digits (its arb balls were not finite)"
-                ) from None
+                raise _undecided(name, bad.i, bad.j, " (its arb balls were not finite)") from None
             bits *= 2
             continue
         for i, values in rows:
@@ -143,14 +139,16 @@ def refine(
             from symattn.kernel.refine_gradients import by_error_balls
 
             out.update(by_error_balls(kept, suspects, bits, errors, digits, name, parts))
-        pending = {i: [j for j in cols if (i, j) not in out] for i, cols in pending.items()}
-        pending = {i: cols for i, cols in pending.items() if cols}
+        pending = {i: c for i, cols in pending.items() if (c := [j for j in cols if (i, j) not in out])}
         if pending and bits * 2 > limits.DIGITS * 3.33:
-            i = min(pending)
-            named = f"the error of entry ({i + 1}, {pending[i][0] + 1})" if name is None else name(i, pending[i][0])
-            raise EvaluationError(f"{named} is not decided at {limits.DIGITS} digits")
+            raise _undecided(name, min(pending), pending[min(pending)][0])
         bits *= 2
     return out, int(max(bits, first) / 2 / 3.33)
+
+
+def _undecided(name, i: int, j: int, why: str = "") -> EvaluationError:
+    named = f"the error of entry ({i + 1}, {j + 1})" if name is None else name(i, j)
+    return EvaluationError(f"{named} is not decided at {limits.DIGITS} digits{why}")
 
 
 def _doubled(head: float64.Head, entries: dict[int, list[int]], decide_one, digits: int) -> dict:
