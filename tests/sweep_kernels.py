@@ -52,6 +52,17 @@ def raises(q, k, v, *, causal, scale):
     raise ValueError("no kernel for this shape")
 
 
+def exits(q, k, v, *, causal, scale):
+    raise SystemExit(3)
+
+
+def clobbers_q(q, k, v, *, causal, scale):
+    """SDPA on a query it zeroes first: uniform attention, which the zeroed q would make right."""
+    with torch.no_grad():
+        q.zero_()
+    return sdpa(q, k, v, causal=causal, scale=scale)
+
+
 def sinks_float64(q, k, v, *, causal, scale, sinks):
     """gpt-oss's attention with sinks in float64, rounded to the inputs' dtype: (out, lse), the LSE over the
     keys and the sink (a column of the scores, dropped after the softmax). Causal top-left, as sweeps align."""

@@ -182,3 +182,41 @@ def test_hypothesis_gradients_of_any_small_gqa_shape_agree_with_torch_float64(ba
         return  # rows with no key are refused (test_kernel_api)
     wide = grads(q.double(), k.double(), v.double(), dout.double(), **mask)[kind]
     float64_agrees(wide, q, k, v, kind=kind, dout=dout, **align)
+
+
+TYPED = """\
+heads = 4
+kv_heads = 2
+mask = "causal"
+softcap = 2
+alibi = true
+Q = [[0.5, -1.25, 1, 0.75, -0.5, 2, 0.25, 1.5], [1.5, 0.25, -0.75, 1, 1.25, -1, 0.5, 0.5],
+     [-1, 2, 0.5, -0.25, 0.75, 0.5, -1.5, 1], [0.25, 0.5, 1.75, -1.5, 0, 1, 1, -0.75]]
+K = [[1, 0.5, -0.5, 1.25], [0.75, -1, 1.5, 0.25], [-0.5, 1.25, 0.5, -1], [2, 0.25, -1.25, 0.5]]
+V = [[1, -2, 0.5, 3], [0.25, 1, -1.5, 2], [-1, 0.5, 2, -0.75], [1.5, -0.25, 1, 0.5]]
+[backward]
+"""
+DO = [[1, -0.5, 0.25, 2, -1, 0.5, 1.5, -0.75], [0.5, 1, -1, 0.25, 2, -1.5, 0.75, 1],
+      [-0.25, 0.75, 1.5, -2, 0.5, 1, -0.5, 0.25], [2, 0.25, -0.75, 1, -0.25, 0.5, 1, -1.5]]  # fmt: skip
+
+
+def test_a_typed_or_json_do_of_a_multi_head_spec_is_the_files_do(tmp_path, capsys):
+    """[backward] grad_output typed in the spec was "missing", and a JSON --grad-output "a .npy or .safetensors
+    file of O's shape", where a .npy file of the same numbers was taken: all three give one report now."""
+    np.save(tmp_path / "do.npy", np.array(DO, np.float32))
+    np.save(tmp_path / "dq.npy", np.zeros((4, 8)))
+    (tmp_path / "do.json").write_text(json.dumps(DO))
+    (tmp_path / "file.toml").write_text(TYPED + 'grad_output = "do.npy"\n')
+    (tmp_path / "typed.toml").write_text(TYPED + f"grad_output = {DO}\n")
+    reports = []
+    for spec, more in (("file", []), ("typed", []), ("file", ["--grad-output", str(tmp_path / "do.json")])):
+        code = main(["compare", str(tmp_path / f"{spec}.toml"), str(tmp_path / "dq.npy"), "--quantity", "dq", *more])
+        reports.append((code, capsys.readouterr()))
+    assert reports[0][0] == 0 and reports[0][1].err == ""
+    assert "\n8 of 32 entries are correctly rounded (error at most 0.5 ULP).\n" in reports[0][1].out  # the zeros
+    assert reports[1:] == [reports[0]] * 2
+    (tmp_path / "typed.toml").write_text(TYPED + f"grad_output = {DO}\n".replace("[[1,", "[[0.1,"))
+    assert main(["compare", str(tmp_path / "typed.toml"), str(tmp_path / "dq.npy"), "--quantity", "dq"]) == 2
+    assert capsys.readouterr().err == (
+        f"symattn: {tmp_path / 'typed.toml'}: backward.grad_output: dO[1][1]: 0.1 is not a float32 value\n"
+    )

@@ -182,6 +182,32 @@ def test_a_kernel_wrong_for_bf16_causal_fails_exactly_those_two_cases(cluster, c
         )
 
 
+ONE = """\
+[grid]
+heads = [2]
+kv_heads = [1]
+seqlen = [8]
+head_dim = [4]
+dtype = ["float32"]
+"""
+
+
+@pytest.mark.slow  # a real Dask cluster
+@pytest.mark.parametrize(
+    "kernel, message",
+    [
+        ("clobbers_q", "the kernel changed its input q in place"),  # passed before: judged on the zeroed q
+        ("exits", "the kernel raised SystemExit: 3"),  # its worker's tracebacks and "worker died" before
+    ],
+)
+def test_a_kernel_that_changes_its_inputs_or_exits_fails_its_case_in_one_line(
+    cluster, capsys, tmp_path, kernel, message
+):
+    code, report, err = _sweep(capsys, tmp_path, kernel, "--scheduler", cluster[0], grid=ONE)
+    assert (code, err) == (1, "")
+    assert [(c["verdict"], c["message"]) for c in report["cases"]] == [("fail", message)]
+
+
 @pytest.mark.slow  # a real Dask cluster
 def test_the_same_grid_passes_on_the_local_cluster_with_the_same_report(sdpa_report, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the command adds the current folder for its workers
@@ -316,6 +342,18 @@ BAD_GRIDS = [
         '[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\nsoftcap = ["30"]\n',
         "grid.toml: grid.softcap[1]: expected a number from 0 (none) to 1000, got '30'",
     ),
+    (  # two cases of one cap before
+        '[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\nsoftcap = [30, 30.0]\n',
+        "grid.toml: grid.softcap[2]: 30.0 is the value at [1] again",
+    ),
+    (  # no cap at all before
+        '[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\nsoftcap = [1e-400]\n',
+        "grid.toml: grid.softcap[1]: 1e-400 is 0 as a float, which is no cap: give 0 for none, or a cap a float holds",
+    ),
+    (  # refused after the kernel had run on it before (27 s of kernel work at this size)
+        '[grid]\nheads = [64]\nseqlen = [8192]\nhead_dim = [32]\ndtype = ["float32"]\n',
+        "grid.toml: grid: q of a case would be (1, 64, 8192, 32), 16777216 entries; at most 8388608",
+    ),
     (
         '[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\nalibi = [1]\n',
         "grid.toml: grid.alibi[1]: expected true or false, got 1",
@@ -353,6 +391,47 @@ def test_a_bad_grid_is_one_line_and_exit_2_before_anything_runs(text, message, c
     code = main(["sweep", "grid.toml", "--kernel", "tests.sweep_kernels:sdpa", "-o", str(record)])
     assert (code, capsys.readouterr()) == (2, ("", f"symattn: {message}\n"))
     assert not record.exists()
+
+
+def test_a_json_grid_is_the_toml_grid(tmp_path):
+    """JSON's whole numbers were refused before ("expected a whole number from 1 to 64, got 2")."""
+    from symattn.sweep.grid import load_grid
+
+    (tmp_path / "g.json").write_text(
+        json.dumps(
+            {
+                "seed": 3,
+                "rtol": 0.01,
+                "grid": {"heads": [2], "seqlen": [8], "head_dim": [4], "dtype": ["float32"], "softcap": [30, 0.5]},
+            }
+        )
+    )
+    (tmp_path / "g.toml").write_text(
+        'seed = 3\nrtol = 0.01\n[grid]\nheads = [2]\nseqlen = [8]\nhead_dim = [4]\ndtype = ["float32"]\n'
+        "softcap = [30, 0.5]\n"
+    )
+    made = [load_grid(tmp_path / name) for name in ("g.json", "g.toml")]
+    assert [(g.seed, g.rtol, [c.point for c in g.cases]) for g in made] == [
+        (
+            3,
+            "0.01",
+            [
+                {
+                    "batch": 1,
+                    "heads": 2,
+                    "kv_heads": 2,
+                    "seqlen_q": 8,
+                    "seqlen_k": 8,
+                    "head_dim_qk": 4,
+                    "head_dim_v": 4,
+                    "dtype": "float32",
+                    "causal": False,
+                    "softcap": x,
+                }
+                for x in (30.0, 0.5)
+            ],
+        )
+    ] * 2
 
 
 def test_each_part_makes_its_keyword_from_a_grid_point(tmp_path):

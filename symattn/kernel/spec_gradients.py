@@ -8,6 +8,7 @@ or, where that is not given, from the spec's own ``[backward] grad_output`` file
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,8 @@ def _grad_output(spec: Any, grad_output: FloatResult | None, shape: tuple[int, i
 
     batch, heads, n, dv = shape
     layout = spec.kernel.layout
+    if grad_output is not None and grad_output.array is None and batch == 1:  # JSON: the rows of O, N × H·dv
+        return _typed(grad_output.source, grad_output.rows, n, heads, dv)
     if grad_output is not None:
         source, values = grad_output.source, grad_output.array
         if values is not None and values.ndim == 2 and batch == heads == 1:  # one head's dO (dsink)
@@ -79,9 +82,13 @@ def _grad_output(spec: Any, grad_output: FloatResult | None, shape: tuple[int, i
             raise SpecError(source, "dO", found[1], index=found[0])
     else:
         given = None if spec.backward is None else spec.backward.grad_output
-        if not isinstance(given, FileMatrix):
+        if given is None:
             why = "missing: --quantity dq, dk, dv and dsink need dO (--grad-output, or [backward] grad_output)"
             raise SpecError("--grad-output", None, why)
+        if not isinstance(given, FileMatrix):  # typed in the spec: its rows of numbers, N × H·dv as O's
+            return _typed(
+                f"{spec.source}: backward.grad_output", [[x.value for x in row] for row in given], n, heads, dv
+            )
         source = f"{spec.source}: backward.grad_output"
         rows = [given, *spec.kernel.grad_outputs]
         dO = np.stack([np.asarray(r.array).reshape(n, heads, dv).transpose(1, 0, 2) for r in rows])
@@ -90,6 +97,20 @@ def _grad_output(spec: Any, grad_output: FloatResult | None, shape: tuple[int, i
             b, h, i, c = found[0]
             raise SpecError(source, "dO", f"batch {b}, head {h}, query {i}, column {c}: {found[1]}")
     return np.ascontiguousarray(dO)
+
+
+def _typed(source: str, rows: Any, n: int, heads: int, dv: int) -> np.ndarray:
+    """dO of one batch from rows of exact numbers (a JSON file's, or typed in the spec) laid out as O is, N × H·dv:
+    each must be a float32 value, as a kernel's dO is (a rational that is none is refused, not rounded)."""
+    if (len(rows), len(rows[0])) != (n, heads * dv):
+        raise ShapeError(source, "shape", f"dO is {len(rows)}×{len(rows[0])} and O is {n}×{heads * dv}")
+    for i, row in enumerate(rows):
+        for j, x in enumerate(row):
+            if x is None or Fraction(float(np.float32(x))) != x:
+                shown = "not finite" if x is None else repr(float(x))  # 0.1, as typed
+                raise SpecError(source, "dO", f"{shown} is not a float32 value", (i + 1, j + 1))
+    values = np.array([[float(x) for x in row] for row in rows], dtype=np.float64)
+    return np.ascontiguousarray(values.reshape(n, heads, dv).transpose(1, 0, 2)[None])
 
 
 __all__ = ["batched_gradients"]

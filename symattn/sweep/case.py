@@ -134,7 +134,13 @@ def _checks(settings: dict[str, Any], point: dict[str, Any], kernel: str) -> lis
         if kind in settings["kinds"]:  # every case has the keyword (grid.py): its gradient is its .grad
             extra[keyword].requires_grad_(True)
     masks = {"causal": point["causal"], "causal_align": settings["causal_align"]}
+    given = {"q": q, "k": k, "v": v, "dout": dout, **{n: t for n, t in extra.items() if isinstance(t, torch.Tensor)}}
+    kept = {name: t.detach().clone() for name, t in given.items()}
     out, lse = _call(function, (q, k, v), point, extra, dout if grads else None)
+    # judged against the inputs it was given: one it changed in place would judge it on what it made of them
+    changed = [name for name, t in given.items() if not torch.equal(t.detach(), kept[name])]
+    if changed:
+        raise KernelFailure(f"the kernel changed its input {', '.join(changed)} in place")
     results = {"output": out, "lse": lse, "dq": q.grad, "dk": k.grad, "dv": v.grad}
     results |= {kind: extra[keyword].grad if keyword in extra else None for kind, keyword in own.items()}
     references: dict[str, Any] = {}
@@ -158,7 +164,7 @@ def _call(function: Any, qkv: tuple[Any, ...], point: dict[str, Any], extra: dic
     scale = 1 / math.sqrt(point["head_dim_qk"])
     try:
         made = function(*qkv, causal=point["causal"], scale=scale, **extra)
-    except Exception as exc:  # the user's kernel: whatever it raises fails this case
+    except (Exception, SystemExit) as exc:  # the user's kernel: whatever it raises (exit() too) fails this case
         raise KernelFailure(f"the kernel raised {_raised(exc)}") from None
     out, lse = made if isinstance(made, tuple) and len(made) == 2 else (made, None)
     if not hasattr(out, "backward"):
@@ -166,7 +172,7 @@ def _call(function: Any, qkv: tuple[Any, ...], point: dict[str, Any], extra: dic
     if dout is not None:
         try:
             out.backward(dout.to(device=out.device, dtype=out.dtype))
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise KernelFailure(f"the kernel's output has no backward: {_raised(exc)}") from None
     return out, lse
 

@@ -2,9 +2,10 @@
 
 Everything the file says wrongly on its own is refused here, in one line naming the file, the key and the
 1-based position, before any case runs: a key not known, a value of the wrong type or out of range, an
-empty or repeated list entry, ``kv_heads`` not dividing ``heads``, a rule without its numbers, too many
-cases. What the engine or the kernel does with a case (a variant not yet on the float64 path, a kernel that
-raises) is that case's failed row, not an error of the grid.
+empty or repeated list entry (30 and 30.0 too), ``kv_heads`` not dividing ``heads``, a rule without its
+numbers, too many cases, a case whose tensors pass the engine's limit on one (it would be refused only after
+the kernel had run on it). What the engine or the kernel does with a case (a variant not yet on the float64
+path, a kernel that raises) is that case's failed row, not an error of the grid.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 from typing import Any
 
 from symattn import variants
 from symattn.input import limits
 from symattn.input.errors import LimitError, SpecError, brief
+from symattn.input.files import FloatText
 from symattn.input.records import record
 from symattn.kernel.tolerance import parse_tolerance
 
@@ -82,6 +85,7 @@ def load_grid(path: str) -> Grid:
 
 def grid_of(data: dict[str, Any], source: str) -> Grid:
     """A grid from its table (as read_table gives it: floats as their text)."""
+    data = _whole_numbers(data)
     for key in data:
         if key not in SETTINGS:
             raise SpecError(source, key, f"unknown key; a grid file has {', '.join(SETTINGS)}")
@@ -176,6 +180,10 @@ def _lists(table: dict[str, Any], source: str) -> dict[str, list[Any]]:
     for key in VARIANTS:
         if key in table:
             lists[key] = [SWEPT[key].grid_value(v) for v in table[key]]
+            for i, value in enumerate(lists[key]):  # 30 and 30.0: one case twice
+                if (at := lists[key].index(value)) != i:
+                    why = f"{brief(table[key][i])} is the value at [{at + 1}] again"
+                    raise SpecError(source, f"grid.{key}", why, (i + 1,))
     count = 1
     for value in lists.values():
         count *= len(value)
@@ -217,12 +225,30 @@ def _check_point(point: dict[str, Any], lists: dict[str, list[Any]], source: str
         raise LimitError(
             source, "grid.batch", f"{point['batch']} batches × {heads} heads; at most {limits.BATCH_HEADS}", at
         )
+    b, n, m, d, dv = (point[key] for key in ("batch", "seqlen_q", "seqlen_k", "head_dim_qk", "head_dim_v"))
+    shapes = {"q": (b, heads, n, d), "k": (b, kv, m, d), "v": (b, kv, m, dv), "out": (b, heads, n, dv)}
+    for name, shape in shapes.items():  # the engine's limit on a tensor: refused here, before a kernel runs
+        if math.prod(shape) > limits.TENSOR_ENTRIES:
+            why = f"{name} of a case would be {shape}, {math.prod(shape)} entries; at most {limits.TENSOR_ENTRIES}"
+            raise LimitError(source, "grid", why)
 
 
 def _choice(data: dict[str, Any], key: str, choices: tuple[str, ...], default: str, source: str) -> str:
     value = data.get(key, default)
     if value not in choices:
         raise SpecError(source, key, f"expected one of {', '.join(map(repr, choices))}, got {brief(value)}")
+    return value
+
+
+def _whole_numbers(value: Any) -> Any:
+    """A JSON grid's whole numbers as TOML's are, ints (read_table keeps every JSON number as its text);
+    a longer one than any setting takes stays text, and is refused where it is read."""
+    if isinstance(value, dict):
+        return {key: _whole_numbers(x) for key, x in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(x) for x in value]
+    if isinstance(value, FloatText) and len(value) <= 30 and value.lstrip("-").isdigit() and value.isascii():
+        return int(value)
     return value
 
 

@@ -203,6 +203,8 @@ class Softcap(Part):
     def grid_refusal(self, entry: Any) -> str | None:
         if not _is_decimal(entry, SOFTCAP):
             return f"expected a number from 0 (none) to {SOFTCAP}, got {brief(entry)}"
+        if Decimal(entry) != 0 and float(Decimal(entry)) == 0:  # the kernel's float would be 0: no cap at all
+            return f"{brief(entry)} is 0 as a float, which is no cap: give 0 for none, or a cap a float holds"
         return None
 
     def grid_value(self, entry: Any) -> float:
