@@ -26,10 +26,13 @@ EXACT = [
 
 
 def test_ulp_of_each_format():
-    assert ulp(Fraction(1), "float64") == Fraction(1, 2**52)
+    # at a power of two the spacing below it (Kahan's): the float just below 1 is 1 ULP from 1, not 0.5
+    assert ulp(Fraction(1), "float64") == Fraction(1, 2**53)
+    assert ulp(Fraction(1) + Fraction(1, 2**60), "float64") == Fraction(1, 2**52)  # just above: the binade's own
     assert ulp(Fraction(3, 2), "float32") == Fraction(1, 2**23)
     assert ulp(Fraction(1) - Fraction(1, 2**60), "float32") == Fraction(1, 2**24)  # just below a power of two
-    assert ulp(Fraction(1), "float16") == Fraction(1, 1024) and ulp(Fraction(1), "bfloat16") == Fraction(1, 128)
+    assert ulp(Fraction(1), "float16") == Fraction(1, 2048) and ulp(Fraction(1), "bfloat16") == Fraction(1, 256)
+    assert ulp(Fraction(1, 2**14), "float16") == Fraction(1, 2**24)  # the least normal: below it, the subnormals'
     assert ulp(Fraction(0), "float16") == Fraction(1, 2**24)  # the smallest subnormal
     assert ulp(Fraction(1, 2**30), "float16") == Fraction(1, 2**24)  # subnormal range: a fixed spacing
 

@@ -415,3 +415,29 @@ def test_worst_takes_numpys_whole_numbers_too():
 
     x = np.ones((4, 2), np.float32)
     assert compare(x, x, x, x, worst=np.int64(3)).text() == compare(x, x, x, x, worst=3).text()
+
+
+def test_the_text_report_decides_each_heads_own_worst_entry(tmp_path, capsys):
+    """A head's largest error ranks below the report's ten, and its row-relative figure was left open: the
+    text report raised LookupError, exit 1 (a helper's randomized grid: SDPA in float64, GQA 4/2, causal)."""
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(214)
+    q = torch.randn(2, 4, 29, 2, generator=g)
+    k, v = (torch.randn(2, 2, 15, 2, generator=g) for _ in range(2))
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q.double(), k.double(), v.double(), is_causal=True, scale=0.125, enable_gqa=True
+    )
+    for name, x in zip("qkvo", (q, k, v, out)):
+        np.save(tmp_path / f"{name}.npy", x.numpy())
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\nmask = "causal"\nscale = "1/8"\n')
+    said = []
+    for more in ([], ["--all"]):
+        code = main(["compare", str(tmp_path / "s.toml"), str(tmp_path / "o.npy"), *more])
+        said.append((code, capsys.readouterr()))
+    assert [(code, err) for code, (_, err) in said] == [(0, ""), (0, "")]
+    text, every = (out.splitlines() for _, (out, _) in said)
+    assert text[:19] == every[:19]  # the summary and each head's line: the same figures as every entry's
+    assert (
+        text[11]
+        == "  batch 0, head 1: 9 of 58 correctly rounded; largest error 1550 ULP at o[0, 1, 23, 1], largest relative 1.80e-13"
+    )

@@ -325,13 +325,18 @@ def nearest(value: Fraction, fmt: str) -> Fraction:
 
 
 def ulp(value: Fraction, fmt: str) -> Fraction:
-    """The unit in the last place of ``value`` in a binary format (subnormals included; ulp(0) is the smallest)."""
+    """The unit in the last place of ``value`` in a binary format (subnormals included; ulp(0) is the smallest):
+    the spacing of the floats around it, and at a power of two the spacing below it, the two floats nearest
+    it (Kahan's ulp): so an error of at most half of it is the correctly rounded float's, there too (the float
+    just below 1 is 1 ULP from 1, not the half of the spacing above)."""
     precision, emin = FORMATS[fmt]
     x = abs(value)
     if x == 0:
         return Fraction(2) ** (emin - precision + 1)
     e = x.numerator.bit_length() - x.denominator.bit_length()  # floor(log2 x) is e or e - 1
     if Fraction(2) ** e > x:
+        e -= 1
+    if e > emin and x == Fraction(2) ** e:
         e -= 1
     return Fraction(2) ** (max(e, emin) - precision + 1)
 

@@ -117,11 +117,12 @@ def pieces(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
 
 def _errors(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, fmt: str) -> Errors:
     precision, emin = FORMATS[fmt]
-    below, above = x - lo, hi - x  # both ≥ 0 inside [lo, hi]; fl(lo − x) = −fl(x − lo) exactly
-    near = np.maximum(-np.minimum(below, above), 0.0)  # the distance to [lo, hi]: 0 inside
-    near *= 1 - WIDEN
-    far = np.maximum(below, above)  # to the farther end
-    far *= 1 + WIDEN
+    with np.errstate(over="ignore", invalid="ignore"):  # near float64's largest: inf, a figure left open
+        below, above = x - lo, hi - x  # both ≥ 0 inside [lo, hi]; fl(lo − x) = −fl(x − lo) exactly
+        near = np.maximum(-np.minimum(below, above), 0.0)  # the distance to [lo, hi]: 0 inside
+        near *= 1 - WIDEN
+        far = np.maximum(below, above)  # to the farther end
+        far *= 1 + WIDEN
     u_lo, u_hi = _ulp(lo, precision, emin), _ulp(hi, precision, emin)
     crosses = (lo < 0) & (hi > 0)
     u_small = np.where(crosses, 2.0 ** (emin - precision + 1), np.minimum(u_lo, u_hi))
@@ -190,8 +191,11 @@ def _apart(low: np.ndarray, high: np.ndarray) -> np.ndarray:
 
 
 def _ulp(y: np.ndarray, precision: int, emin: int) -> np.ndarray:
-    _, e = np.frexp(y)  # |y| = m·2^e, m in [1/2, 1): floor(log2 |y|) = e − 1, exactly
-    return np.ldexp(1.0, np.maximum(e - 1, emin) - precision + 1)
+    """floats.ulp of each float: at a power of two the spacing below it (Kahan's ulp)."""
+    m, e = np.frexp(y)  # |y| = m·2^e, m in [1/2, 1): floor(log2 |y|) = e − 1, exactly
+    e -= 1
+    e -= (np.abs(m) == 0.5) & (e > emin)
+    return np.ldexp(1.0, np.maximum(e, emin) - precision + 1)
 
 
 def _digits(lo: np.ndarray, hi: np.ndarray):

@@ -239,6 +239,22 @@ class EntryTable(Entries):
         return self.entry(rows.start + i, cols.start + j)
 
 
+def head_maxima(places, bucket: np.ndarray, ulps: np.ndarray, relative: np.ndarray) -> np.ndarray:
+    """The flat indices of each (batch, head)'s largest error and largest relative error, as
+    :meth:`EntryTable.head_summaries` picks them from the same keys: a report shows each head's, so its
+    figures (the row-relative one too) are decided, however far below the report's largest it ranks."""
+    worst = np.where(ulps >= 0, bucket * _SCALE + ulps, -1)
+    found = []
+    for _, (rows, cols) in places.regions(worst.shape):
+        for keys in (worst, relative):
+            block = keys[rows, cols]
+            n = int(np.argmax(block))
+            if block.flat[n] >= 0:
+                i, j = divmod(n, block.shape[1])
+                found.append((rows.start + i) * worst.shape[1] + cols.start + j)
+    return np.array(found, dtype=np.int64)
+
+
 def ranked_at(finite: np.ndarray, bucket: np.ndarray, keys: np.ndarray, count: int) -> np.ndarray:
     """The flat indices of the ``count`` finite entries of the largest (bucket, ULPs), ties in row order; the
     exact zeros missed (bucket ZERO: no ULP figure) after all the others. ``keys``: the ULP figures' keys,
@@ -258,4 +274,4 @@ def ranked_at(finite: np.ndarray, bucket: np.ndarray, keys: np.ndarray, count: i
     return at[order]
 
 
-__all__ = ["EntryTable", "ExactShown", "Figures", "ranked_at"]
+__all__ = ["EntryTable", "ExactShown", "Figures", "head_maxima", "ranked_at"]

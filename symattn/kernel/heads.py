@@ -181,7 +181,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     in the result, and which columns of a row are one head's (its row-relative figures' scale)."""
     from symattn.input.errors import ShapeError
     from symattn.kernel.comparison import EDGES, EXACT_DIGITS, Comparison, _decide
-    from symattn.kernel.entry_table import EntryTable, ExactShown, Figures, ranked_at
+    from symattn.kernel.entry_table import EntryTable, ExactShown, Figures, head_maxima, ranked_at
 
     # one more than shown: whether the next entry ties the last shown one (Comparison.ranked) is then known
     # without every entry decided (the report of the 10 largest asked for the 11th, and decided 2 million)
@@ -347,6 +347,9 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     ulps = Figures(ok, q_u, k_u, {p: outcome[0] for p, (outcome, _) in decided.items()})
     ulps_keys = ulps.keys(finite)
     shown_at = None if worst is None else ranked_at(finite, bucket, ulps_keys, worst)
+    if shown_at is not None and places is not None and places.has_heads:  # each head's summary shows its own
+        relative_keys = Figures(ok, q_r, k_r, {p: outcome[1] for p, (outcome, _) in decided.items()}).keys(finite)
+        shown_at = np.union1d(shown_at, head_maxima(places, bucket, ulps_keys, relative_keys))
     by_row = row_relative(result, enclosure, zero, shown_at, places, None if tighter is None else tighter.ends(lo, hi))
     known = None
     if worst is not None:  # an entry is read only where its figures and its row's are decided
