@@ -345,11 +345,11 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     for (i, j), ((_, _, b), _) in decided.items():
         bucket[i, j] = b
     ulps = Figures(ok, q_u, k_u, {p: outcome[0] for p, (outcome, _) in decided.items()})
+    relative = Figures(ok, q_r, k_r, {p: outcome[1] for p, (outcome, _) in decided.items()})
     ulps_keys = ulps.keys(finite)
     shown_at = None if worst is None else ranked_at(finite, bucket, ulps_keys, worst)
     if shown_at is not None and places is not None and places.has_heads:  # each head's summary shows its own
-        relative_keys = Figures(ok, q_r, k_r, {p: outcome[1] for p, (outcome, _) in decided.items()}).keys(finite)
-        shown_at = np.union1d(shown_at, head_maxima(places, bucket, ulps_keys, relative_keys))
+        shown_at = np.union1d(shown_at, head_maxima(places, bucket, ulps_keys, relative.keys(finite)))
     by_row = row_relative(result, enclosure, zero, shown_at, places, None if tighter is None else tighter.ends(lo, hi))
     known = None
     if worst is not None:  # an entry is read only where its figures and its row's are decided
@@ -376,7 +376,7 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
             None if tight is None else tight.row,
         ),
         ulps,
-        Figures(ok, q_r, k_r, {p: outcome[1] for p, (outcome, _) in decided.items()}),
+        relative,
         bucket,
         by_row,
         known,

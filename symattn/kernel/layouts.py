@@ -180,16 +180,15 @@ def descales(given: dict[str, Any], batch: int, kv: int, sequences: int | None =
         if x is None:
             continue
         a = exact_array(x, name).values
-        if sequences is not None and a.shape != (batch, kv):
-            raise ShapeError(
-                name,
-                "shape",
-                f"{tuple(a.shape)}; varlen takes one factor for all {sequences} sequences here, {(batch, kv)} "
-                f"(flash_attn_3's factor per sequence, {(sequences, kv)}, is not taken: compare the sequences "
-                "as batches of their own)",
-            )
         if a.shape != (batch, kv):
-            raise ShapeError(name, "shape", f"{tuple(a.shape)}; flash_attn_3 takes (batch, kv heads) = {(batch, kv)}")
+            why = f"flash_attn_3 takes (batch, kv heads) = {(batch, kv)}"
+            if sequences is not None:
+                why = (
+                    f"varlen takes one factor for all {sequences} sequences here, {(batch, kv)} (flash_attn_3's "
+                    f"factor per sequence, {(sequences, kv)}, is not taken: compare the sequences as batches of "
+                    "their own)"
+                )
+            raise ShapeError(name, "shape", f"{tuple(a.shape)}; {why}")
         with np.errstate(over="ignore", invalid="ignore"):  # a float64 past float32's range: not one of its
             bad = np.argwhere(~(np.isfinite(a) & (a > 0) & (a.astype(np.float32) == a)))
         if bad.size:

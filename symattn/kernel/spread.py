@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from symattn.input.errors import SpecError
-from symattn.input.floats import FloatResult, in_format
+from symattn.input.floats import FloatResult
 from symattn.input.records import record
 from symattn.input.tensorfile import dtype_of
 
@@ -55,11 +55,9 @@ def _values(result: FloatResult, fmt: str) -> np.ndarray:
     """A lined-up result's values as float64, each exactly one of ``fmt``'s floats (NaN and infinities kept)."""
     if result.array is not None and result.array.ndim == 2:  # a file's or a tensor's: of its format already
         return np.ascontiguousarray(result.array, dtype=np.float64)
-    # JSON: each number is the float its text stands for (a float's repr reads back as that float)
+    # JSON: each number a float of the format already (floats._json rounds it and checks --dtype)
     rows = [[np.nan if v is None else float(v) for v in row] for row in result.rows]
-    values = np.array(rows, dtype=np.float64)
-    in_format(result.source, values, fmt, "decimals", rows=True)
-    return values
+    return np.array(rows, dtype=np.float64)
 
 
 def _ordinals(values: np.ndarray, fmt: str) -> np.ndarray:

@@ -146,11 +146,12 @@ class _Maximum:
             self.candidates = [p for p in self.candidates if not balls[p] < top]
             self.ball = top.union(high)  # the maximum lies between the largest lower end and the largest upper
         self.bounds = (low, max(figures[p][1] for p in self.candidates))
-        if self.ball is None:  # the largest lower end, the first of equal ones; the others kept may hold it too
-            self.worst = max(self.candidates, key=lambda p: (figures[p][0], -p[0], -p[1]))
-            self.places = len(self.candidates)
-        else:  # the largest lower end of the balls, the first of equal ones; the others kept may hold it too
-            self.worst, self.places = worst, len(self.candidates)
+        # the largest lower end (of the balls, where each is one), the first of equal ones; the others kept may
+        # hold the maximum too
+        self.worst = (
+            worst if self.ball is not None else max(self.candidates, key=lambda p: (figures[p][0], -p[0], -p[1]))
+        )
+        self.places = len(self.candidates)
         return self.bounds
 
     def _ball_figure(self, d: Any, lo: Fraction, hi: Fraction) -> Any:

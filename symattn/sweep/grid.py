@@ -163,12 +163,13 @@ def _lists(table: dict[str, Any], source: str) -> dict[str, list[Any]]:
             raise SpecError(source, f"grid.{key}", "empty: give at least one value")
         if not isinstance(value, list):
             raise SpecError(source, f"grid.{key}", f"expected a list of at least one value, got {brief(value)}")
+        made: list[Any] = []  # the values the cases take (a part's: 30 and 30.0 are one cap)
         for i, entry in enumerate(value):
             _check_entry(key, entry, source, i)
-            if value.index(entry) != i:
-                raise SpecError(
-                    source, f"grid.{key}", f"{brief(entry)} is already at [{value.index(entry) + 1}]", (i + 1,)
-                )
+            made.append(SWEPT[key].grid_value(entry) if key in SWEPT else entry)
+            if (at := made.index(made[i])) != i:
+                said = "is already at [{}]" if value[at] == entry else "is the value at [{}] again"
+                raise SpecError(source, f"grid.{key}", f"{brief(entry)} {said.format(at + 1)}", (i + 1,))
     lists: dict[str, list[Any]] = {"batch": table.get("batch", [1]), "heads": table["heads"]}
     if "kv_heads" in table:
         lists["kv_heads"] = table["kv_heads"]
@@ -180,10 +181,6 @@ def _lists(table: dict[str, Any], source: str) -> dict[str, list[Any]]:
     for key in VARIANTS:
         if key in table:
             lists[key] = [SWEPT[key].grid_value(v) for v in table[key]]
-            for i, value in enumerate(lists[key]):  # 30 and 30.0: one case twice
-                if (at := lists[key].index(value)) != i:
-                    why = f"{brief(table[key][i])} is the value at [{at + 1}] again"
-                    raise SpecError(source, f"grid.{key}", why, (i + 1,))
     count = 1
     for value in lists.values():
         count *= len(value)
