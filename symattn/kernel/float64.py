@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from symattn.input.records import record
+from symattn.kernel.cores import in_bands
 
 U = 2.0**-53
 SAFETY = 1.0001
@@ -258,23 +259,46 @@ class Split:
 
 def _scores(q: np.ndarray, keys: Split) -> tuple[np.ndarray, np.ndarray]:
     """S = q·Kᵀ and a bound on its error: the high parts' product is exact, the rest is small."""
+    exact, rest, top, factor = _products(q, keys)
+
+    def band(exact: np.ndarray, rest: np.ndarray, top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _bounded(exact, rest, top * keys.top.T, factor)
+
+    S, eS = in_bands(band, (exact, rest, top), (np.float64, np.float64))
+    return S, eS
+
+
+def _products(q: np.ndarray, keys: Split) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """The scores' matrix products: (exact, rest, the rows' 2^e, the factor of the rest's bound)."""
     d = q.shape[1]
     rows = Split.of(q, keys.s)
     exact = rows.high @ keys.high.T
-    rest = rows.high @ keys.low.T + rows.low @ keys.whole.T  # products exact (≤ 24 + 24 bits); sums not
-    S = exact + rest
+    rest = rows.high @ keys.low.T
+    rest += rows.low @ keys.whole.T  # products exact (≤ 24 + 24 bits); sums not
     # |high| ≤ 2^e, |k'| < 2^e', |low| ≤ 2^(e+s−53): Σ|high·low'| + Σ|low·k'| ≤ d·2^(e+e'+s−52), and each
     # of the two sums loses at most γ_d of its own (products rounded or not); then two additions, u each
-    small = (gamma(d) * d * 2.0 ** (keys.s - 52) * SAFETY) * (rows.top @ keys.top.T)
-    return S, SAFETY * (U * np.abs(S) + U * np.abs(rest) + small)
+    return exact, rest, rows.top, gamma(d) * d * 2.0 ** (keys.s - 52) * SAFETY
+
+
+def _bounded(exact: np.ndarray, rest: np.ndarray, tops: np.ndarray, factor: float) -> tuple[np.ndarray, np.ndarray]:
+    """(S, its bound) from :func:`_products`; ``tops``: 2^(e+e') of each entry (exact)."""
+    S = exact + rest
+    return S, SAFETY * (U * np.abs(S) + U * np.abs(rest) + factor * tops)
 
 
 def scaled(head: Head, rows: slice | np.ndarray, split: Split) -> tuple[np.ndarray, np.ndarray]:
-    """z = c·q·k of the given query rows (before any modifier) and its bound."""
-    S, eS = _scores(head.Q[rows], split)
-    c = head.scale
-    Z = S * c
-    return Z, SAFETY * (U * np.abs(Z) + eS * c + (np.abs(S) + eS) * (c * head.scale_error))
+    """z = c·q·k of the given query rows (before any modifier) and its bound: the products once, the rest
+    entry by entry in bands of rows whose temporaries stay in the cache (the same floats)."""
+    exact, rest, top, factor = _products(head.Q[rows], split)
+    c, error = head.scale, head.scale * head.scale_error
+
+    def band(exact: np.ndarray, rest: np.ndarray, top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        S, eS = _bounded(exact, rest, top * split.top.T, factor)
+        Z = S * c
+        return Z, SAFETY * (U * np.abs(Z) + eS * c + (np.abs(S) + eS) * error)
+
+    Z, eZ = in_bands(band, (exact, rest, top), (np.float64, np.float64))
+    return Z, eZ
 
 
 def exps(head: Head, rows: slice | np.ndarray, split: Split):
@@ -297,9 +321,15 @@ def exps(head: Head, rows: slice | np.ndarray, split: Split):
     M = np.max(Z, axis=1, keepdims=True)
     for logit in extra_logits(head, rows, Z.shape[0]):  # a denominator's logit joins the maximum: T ≤ 0 still
         M = np.maximum(M, logit)
+    # the rest entry by entry, in bands (as in ``scaled``)
+    E, eE, eps, under = in_bands(_stage, (Z, eZ, M) if mask is None else (Z, eZ, M, mask), (np.float64,) * 3 + (bool,))
+    return E, eE, eps, under, M
+
+
+def _stage(Z: np.ndarray, eZ: np.ndarray, M: np.ndarray, mask: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """(E, eE, eps, under) of :func:`exps` from the scores, their bounds and the rows' maxima."""
     T = Z - M  # T ≤ 0; the softmax is the same for any shift, so shifting by the float M is exact
     eT = SAFETY * (U * np.abs(T) + eZ)
-    del Z, eZ
     E = exp_bounded(T)
     big = eT > 0.5  # where e^{eT} − 1 ≤ eT + eT² no longer bounds usefully: no bound at all
     eps = SAFETY * (1 + 2 * RHO) * (eT * (1 + eT) + RHO)
@@ -315,7 +345,7 @@ def exps(head: Head, rows: slice | np.ndarray, split: Split):
         eE = E * eps
     eE[under] = TINY
     eE[lost] = np.inf
-    return E, eE, eps, under, M
+    return E, eE, eps, under
 
 
 def extra_logits(head: Head, rows: slice | np.ndarray, count: int) -> list[np.ndarray]:
