@@ -83,6 +83,7 @@ TINY = 2.0**-692
 _REACH = Fraction(136, 100000)  # |r| ≤ ln 2 / 512 + 2^-40 < 0.00136
 _TAIL = [1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720]  # P(r) = Σ r^i / (i + 2)!, i ≤ 4: fl of each
 _ENTRIES = 2**17  # rows × keys of a piece: its temporaries stay in the cache (128 × 4096 took 1.6× as long)
+_LEAST = 16  # rows of a piece at least: each piece's products read all of K (4 rows of 32768 keys: 1.6× as long)
 _PAIRS = 64  # (row, column) pairs summed at once: 3 · keys terms each
 _SCALE_RANGE = (2.0**-100, 2.0**100)
 PARALLEL_EXPS = 1 << 18  # rows × keys below which one thread is as quick as two
@@ -322,7 +323,7 @@ def _all(head: Head, pairs: list[tuple[int, int]], split: Split | None, tight: b
         by_row.setdefault(i, []).append(n)
     rows = sorted(by_row)
     parallel = len(rows) * head.K.shape[0] >= PARALLEL_EXPS
-    count = -(-len(rows) // max(1, _ENTRIES // head.K.shape[0]))
+    count = -(-len(rows) // max(_LEAST, _ENTRIES // head.K.shape[0]))
     count += count % 2 if count > 1 or parallel else 0  # an even count of equal pieces: both cores end together
     size = max(1, -(-len(rows) // max(count, 1)))  # (216 rows: 108 and 108, where 128 and 88 left one core idle)
     pieces = [rows[start : start + size] for start in range(0, len(rows), size)]
