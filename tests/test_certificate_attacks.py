@@ -339,3 +339,16 @@ def test_a_key_given_twice_in_any_json_file_is_one_line(tmp_path, capsys):
     with pytest.raises(SpecError) as info:  # the first key given twice in the file's order, where it lies
         parse_text('{"a": [1, {"b": {"c": 1, "c": 2}}], "d": {"e": 1, "e": 1}}', "x.json", json_=True)
     assert str(info.value) == "x.json: a[2].b: the key 'c' twice in one object; keep one"
+
+
+def test_the_standalone_verifier_refuses_a_folder_in_one_line(folder):
+    """A helper's attack (session 13): os.fdopen refused a folder with a traceback, before the regular-file test."""
+    from symattn.verifier.__main__ import run
+
+    certify(folder, "s.toml", V3)
+    (folder / "d.json").mkdir()
+    assert run(folder / "d.json") == (2, [f"{folder / 'd.json'}: not a regular file of at most 1073741824 bytes"])
+    (folder / "q.npy").unlink()
+    (folder / "q.npy").mkdir()  # a file the certificate names
+    code, lines = run(folder / "c.json")
+    assert (code, lines[-1]) == (2, f"{folder / 'c.json'}: certificate.files.path[2]: 'q.npy': not a regular file")

@@ -472,3 +472,33 @@ def test_an_edited_kv_heads_is_named_where_the_mask_no_longer_fits(tmp_path, cap
     assert (code, out, err) == (2, "", f"symattn: {forged}: {line}\n")
     code, lines = standalone(forged)
     assert (code, lines) == (2, [f"{forged}: {line}"])
+
+
+def test_big_endian_inputs_compute_certifies_the_standalone_verifier_reads(tmp_path):
+    """A helper's attack (session 13): numpy reads '>f2' (and compute --certify certified it), but the standalone
+    verifier refused it, so such a certificate could never pass there; its reader takes both byte orders."""
+    spec = one_head(tmp_path)
+    for name in ("q", "k", "v"):
+        np.save(tmp_path / f"{name}.npy", np.load(tmp_path / f"{name}.npy").astype(">f2"))
+    code, lines = standalone(certify(spec))
+    assert (code, lines[-1].endswith(STANDALONE_CLAIM)) == (0, True)
+
+
+def test_the_standalone_npy_reader_takes_numpys_header_without_its_spaces():
+    from symattn.verifier.npyfile import NpyError, read_npy
+
+    def npy(header: str, body: bytes) -> bytes:
+        header += " " * (63 - 10 - len(header)) + "\n"
+        return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + body
+
+    body = np.arange(6, dtype=">f4").tobytes()
+    assert read_npy(npy("{'descr':'>f4','fortran_order':False,'shape':(2,3)}", body)) == (
+        (2, 3),
+        [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
+    )
+    with pytest.raises(NpyError) as caught:
+        read_npy(npy("{'descr':'>i4','fortran_order':False,'shape':(2,3)}", body))
+    assert str(caught.value) == (
+        "a header this reader does not take (f2, f4, f8 or bf16 only): "
+        "\"{'descr':'>i4','fortran_order':False,'shape':(2,3)}  \\n\""
+    )

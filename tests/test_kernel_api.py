@@ -322,6 +322,7 @@ def test_three_runs_with_one_differing_entry_report_the_spread(small, tmp_path, 
         "differ": 1,
         "ulps_apart": 3,
         "ulps_apart_at": {"batch": 1, "head": 2, "query": 77, "column": 5},
+        "differ_not_finite": 0,
     }
     for i, t in enumerate((out, moved, out)):
         np.save(tmp_path / f"r{i}.npy", t.numpy())
@@ -339,6 +340,20 @@ def test_three_runs_with_one_differing_entry_report_the_spread(small, tmp_path, 
     )
     assert main(["compare", str(tmp_path / "s.toml"), runs[0], runs[2]]) == 0
     assert f"Bitwise spread: none; all {n_entries} entries are the same bits in every run.\n" in capsys.readouterr().out
+
+
+def test_a_run_with_a_nan_where_another_has_a_number_is_counted_apart(small):
+    """A helper's attack (session 13): one run's NaN beside another's float was 'differ: 1, ulps_apart: 0', as if
+    that entry were near; the entries that differ where a run is not finite are counted on their own."""
+    from symattn.kernel import compare
+
+    q, k, v, out, _, ref = small
+    broken = out.clone()
+    broken[0, 1, 3, 2] = float("nan")
+    report = compare([out, broken], q, k, v, causal=True)
+    data = json.loads(report.to_json())["spread"]
+    assert (data["differ"], data["ulps_apart"], data["ulps_apart_at"], data["differ_not_finite"]) == (1, 0, None, 1)
+    assert "1 of them are not finite in some run: no ULP distance is counted there.\n" in report.text()
 
 
 def test_a_safetensors_result_and_bfloat16_saved_as_float32(small, tmp_path, capsys):

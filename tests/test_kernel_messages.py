@@ -424,3 +424,17 @@ def test_a_result_of_no_entries_says_so_whatever_its_axes(tmp_path, capsys):
     assert run(capsys, spec, tmp_path / "o.npy")[2] == (
         f"symattn: {tmp_path / 'o.npy'}: shape: (2, 4, 0, 4) has an axis of length 0 (no entries)\n"
     )
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_weights_with_batch_and_head_axes_are_refused_for_that_whatever_the_batch(tmp_path, capsys, batch):
+    """A helper's attack (session 13): a batch of 2 of plain float32 inputs was refused as if it needed float32
+    values; a batch of 1 had the true reason."""
+    q, k, v = inputs(b=batch)
+    spec = write(tmp_path, SPEC[:3], q=q, k=k, v=v, a=np.zeros((batch, 4, 8, 8), np.float32))
+    code, out, err = run(capsys, spec, tmp_path / "a.npy", "--quantity", "weights")
+    assert (code, out, err) == (
+        2,
+        "",
+        "symattn: --quantity: weights with batch and head axes: compare one head's (N, M) weights\n",
+    )

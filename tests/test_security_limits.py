@@ -295,3 +295,16 @@ def test_decimal_commas_are_read_from_bounded_text():
     loaded = claims_from_mapping({"claims": {"scaled[1][1]": " 0,311 "}}, "c", spec=spec)
     assert [(w.key, w.text) for w in loaded.commas] == [("claims.scaled[1][1]", "0,311")]
     assert loaded.claims[0].number.text == "0.311"
+
+
+@pytest.mark.parametrize("text", ["[" + "0," * (1 << 20) + "0]", '{"a": [' + "0.5," * (1 << 20) + "0]}"])
+def test_a_certificate_of_millions_of_numbers_is_refused_as_it_is_read(tmp_path, capsys, text):
+    """A helper's attack (session 13): every JSON number is an object, so 60 MB of "0," took 4.5 GB and 40 s
+    before "expected a JSON object"; a certificate's numbers are its shapes and counts (34 at 4096 × 128)."""
+    from symattn.verifier.__main__ import run
+
+    path = tmp_path / "c.json"
+    path.write_text(text, encoding="utf-8")
+    assert main(["verify-certificate", str(path)]) == 2
+    assert capsys.readouterr().err == f"symattn: {path}: more than 1048576 numbers, the most a certificate may hold\n"
+    assert run(path) == (2, [f"{path}: more than 1048576 numbers, the most a certificate may hold"])

@@ -378,7 +378,9 @@ def _verify(args: argparse.Namespace) -> int:
     from symattn.input.files import read_table
     from symattn.verifier.reading import shortened
 
-    data = read_table(args.certificate, what="a certificate", limit=limits.CERTIFICATE_BYTES)
+    data = read_table(
+        args.certificate, what="a certificate", limit=limits.CERTIFICATE_BYTES, numbers=limits.CERTIFICATE_NUMBERS
+    )
     result = verify(data, args.certificate, Path(args.certificate).parent)
     named = [result.certified] if result.certified else []  # as the standalone one says it
     if result.ok:

@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # numpy only where files are read: render of a spec of number
 LAYOUTS = ("bhnd", "bnhd")
 Batch = tuple[FileMatrix, FileMatrix, FileMatrix]  # one batch's Q, K, V, each (N, heads · D)
 
+WEIGHTS_AXES = "weights with batch and head axes: compare one head's (N, M) weights"
+
 
 def read_batched(
     reader: Reader, data: Mapping[str, Any]
@@ -170,7 +172,7 @@ def arrange(result: Any, layout: str, quantity: str, batch: int, heads: int) -> 
     (B·H, N) for the log-sum-exp (a row per head), batch by batch."""
     values = result.array
     if quantity == "weights":
-        raise SpecError("--quantity", None, "weights with batch and head axes: compare one head's (N, M) weights")
+        raise SpecError("--quantity", None, WEIGHTS_AXES)
     if values is None or values.ndim < 3:
         raise ShapeError(
             result.source, "shape", f"the spec has {batch} batches × {heads} heads: the result needs those axes too"

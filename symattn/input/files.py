@@ -3,6 +3,7 @@ the text the user typed (TOML and JSON alike)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import stat
@@ -17,6 +18,8 @@ from symattn.input.numeral import NumeralError
 
 class FloatText(str):
     """The text of a TOML or JSON float: a number, never a formula."""
+
+    __slots__ = ()  # no instance dict: a JSON of millions of numbers holds one of these each
 
 
 def kind_of(value: object) -> str:
@@ -40,16 +43,20 @@ def _toml_float(text: str) -> str:
 
 
 def read_table(
-    path: str | Path, regular_only: bool = False, what: str = "a spec or claims file", limit: int | None = None
+    path: str | Path,
+    regular_only: bool = False,
+    what: str = "a spec or claims file",
+    limit: int | None = None,
+    numbers: int | None = None,
 ) -> dict[str, Any]:
     """Read a TOML or JSON file with every float kept as its text.
 
     The size is checked (see :func:`read_text`; ``limit`` bytes, default ``limits.FILE_BYTES``), and so is the
-    nesting of lists and tables.
+    nesting of lists and tables; a JSON file of more than ``numbers`` numbers is refused as it is read.
     """
     path = Path(path)
     text = read_text(path, what, regular_only=regular_only, limit=limit)
-    return parse_text(text, str(path), json_=path.suffix.lower() == ".json")
+    return parse_text(text, str(path), json_=path.suffix.lower() == ".json", numbers=numbers, what=what)
 
 
 def beside(name: str, folder: Path, owner: str) -> tuple[Path | None, str]:
@@ -140,24 +147,28 @@ def read_bytes(
     return raw
 
 
-def parse_text(text: str, source: str, json_: bool = False) -> dict[str, Any]:
-    """TOML (or JSON) text as a table, every float kept as its text, nesting bounded; nothing in it is run."""
+def parse_text(
+    text: str, source: str, json_: bool = False, numbers: int | None = None, what: str = "the file"
+) -> dict[str, Any]:
+    """TOML (or JSON) text as a table, every float kept as its text, nesting bounded; nothing in it is run.
+    ``numbers``: the most JSON numbers ``what`` may hold (each is an object: 80 bytes for "0," in the file)."""
     try:
-        data = _parse(text, source, json_)
+        data = _parse(text, source, json_, numbers, what)
     except RecursionError:
         raise _too_deep(source, None) from None
     _check_nesting(data, source)
     return data
 
 
-def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
+def _parse(text: str, source: str, json_: bool, numbers: int | None, what: str) -> dict[str, Any]:
     if json_:
         twice: list[bool] = []
+        number: Any = FloatText if numbers is None else _counted(numbers, source, what)
         try:
             data = json.loads(
                 text,
-                parse_float=FloatText,
-                parse_int=FloatText,
+                parse_float=number,
+                parse_int=number,
                 parse_constant=_reject_constant,
                 object_pairs_hook=lambda pairs: _table(pairs, twice),
             )
@@ -180,6 +191,18 @@ def _parse(text: str, source: str, json_: bool) -> dict[str, Any]:
             None,
             f"an integer with thousands of digits; numbers may have at most {limits.NUMBER_LENGTH} characters",
         ) from None
+
+
+def _counted(most: int, source: str, what: str) -> Any:
+    """FloatText of each JSON number, refusing the one past ``most`` (in one line, before memory runs out)."""
+    count = itertools.count(1)
+
+    def number(text: str) -> FloatText:
+        if next(count) > most:
+            raise LimitError(source, None, f"more than {most} numbers, the most {what} may hold")
+        return FloatText(text)
+
+    return number
 
 
 class TwiceError(ValueError):

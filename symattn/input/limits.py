@@ -20,6 +20,9 @@ from symattn.input.errors import LimitError
 # --- reading input ----------------------------------------------------------
 FILE_BYTES = 4 * 1024 * 1024  # a spec or claims file; checked before it is read
 CERTIFICATE_BYTES = 1024 * 1024 * 1024  # a certificate that verify-certificate reads (256 × 64 is ~47 MB)
+# JSON numbers in a certificate: its shapes and counts (its values, floats and inputs are strings; 4096 × 128 holds
+# 34); each number read is an object, so 1 GB of "0," would take 80 GB before any check of its structure
+CERTIFICATE_NUMBERS = 1 << 20
 FLOAT_CERTIFICATE_TOKENS = 1 << 14  # queries or keys of a float64-path certificate (compute --certify --float64)
 # multiply-adds of a float64-path certificate's scores (n·m·d), which verify-certificate recomputes in float64
 # (4096 × 4096 × 128 is 2^31)

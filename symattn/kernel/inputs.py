@@ -57,6 +57,10 @@ def of_spec(spec: Any, quantity: str, grad_output: FloatResult | None) -> Inputs
         raise SpecError("--grad-output", None, "is for --quantity dq, dk, dv or dsink")
     spec = replace(spec, backward=None)  # the forward pass: whatever [backward] says of dO
     if spec.kernel.batches:
+        if quantity == "weights":  # as arrange refuses them with one batch (no batch is the float64 path's)
+            from symattn.input.batched import WEIGHTS_AXES
+
+            raise SpecError("--quantity", None, WEIGHTS_AXES)
         heads: list = []
         for b in range(spec.kernel.batch):
             part = heads_of(spec.of_batch(b), quantity)

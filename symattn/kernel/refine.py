@@ -1,7 +1,8 @@
 """Arb balls for the entries the float64 bound leaves open: their rows at rising precision.
 
 Like the exact path: python-flint's arb (matrix products in C, one exp per score), the precision doubled
-until each entry is decided. A row whose allowed scores are all equal has rational weights, known exactly.
+until each entry is decided. What no ball can decide is known exactly: rows of equal scores, constant V
+columns and rational LSEs (:mod:`.rational_rows`), zeros and rational outputs (:mod:`.zeros`).
 The gradients dQ, dK, dV and dsink (float64_backward) are the backward pass in arb
 (:mod:`symattn.kernel.refine_gradients`). A logit in the denominator alone (kernel/score_mods.Denominator)
 adds its e^s to each row's sum.
@@ -19,9 +20,10 @@ import numpy as np
 from symattn.input import limits
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import EvaluationError
-from symattn.kernel import doubled, float64, zeros
+from symattn.kernel import doubled, float64, rational_rows, zeros
 from symattn.kernel.cores import map_forked
 from symattn.kernel.float64_backward import GRADIENTS
+from symattn.kernel.rational_rows import denominators
 
 TINY_END = Fraction(1, 2**4096)  # a ball below it has these ends: its figures come from kernel/deviation.py
 START_BITS = 96  # enough for most entries the float64 bounds leave open; doubled for the rest
@@ -82,12 +84,16 @@ def refine(
     bits = START_BITS
     # rational rows: a query's (dK's and dV's rows are keys': none is looked for)
     plain = not float64.extras(head)[1]  # modified scores: equal raw scores need not give equal z; no zeros proof
-    candidates = set() if quantity in ("dK", "dV", "dsink") or not plain else _equal_score_rows(head, sorted(entries))
+    candidates = (
+        set()
+        if quantity in ("dK", "dV", "dsink") or not plain
+        else rational_rows.equal_score_rows(head, sorted(entries))
+    )
     prove_zeros = prove_zeros and plain
     for i, cols in entries.items():
-        known = _rational_row(head, quantity, i) if i in candidates else None
+        known = rational_rows.rational_row(head, quantity, i) if i in candidates else None
         for j in cols:
-            value = known[j] if known is not None else _constant_output(head, quantity, i, j)
+            value = known[j] if known is not None else rational_rows.constant_output(head, quantity, i, j)
             if value is None:
                 continue
             outcome = decide_one(i, j, value, value)
@@ -100,7 +106,10 @@ def refine(
         out.update(_doubled(head, pending, decide_one, digits))
         first = 2 * bits  # reported as arb's first round: its balls are ~2^30 narrower than the two floats'
         pending = {i: c for i, cols in pending.items() if (c := [j for j in cols if (i, j) not in out])}
-    exact_inputs = None  # made for the first proof that an entry is 0
+    prove_zeros = prove_zeros and quantity in zeros.QUANTITIES  # those its rules cover
+    exact_inputs = (
+        zeros.of_arrays(head.Q, head.K, head.V, head.allowed, getattr(head, "dO", None)) if prove_zeros else None
+    )
     while pending:
         suspects: dict[int, list[int]] = {}  # outputs whose balls hold x, or lie below normal: deviation's
         kept: dict[tuple[int, int], Any] = {}  # the gradients' balls, for their suspects
@@ -116,11 +125,13 @@ def refine(
             for j in pending[i]:
                 lo, hi = values[j]
                 nonzero = (i, j) in kept and (kept[(i, j)] > 0 or kept[(i, j)] < 0)  # a tiny ball's ends hold 0
-                if prove_zeros and bits == START_BITS and lo <= 0 <= hi and not nonzero:
-                    if exact_inputs is None:
-                        exact_inputs = zeros.of_arrays(head.Q, head.K, head.V, head.allowed, getattr(head, "dO", None))
-                    if zeros.is_zero(exact_inputs, quantity, i, j):
-                        lo = hi = Fraction(0)
+                proof = (
+                    None
+                    if exact_inputs is None
+                    else zeros.proved(exact_inputs, quantity, i, j, lo, hi, bits == START_BITS)
+                )
+                if proof is not None and not nonzero:  # 0, or a rational output (Lindemann–Weierstrass)
+                    lo = hi = proof
                 outcome = decide_one(i, j, lo, hi)
                 exact = None if outcome is None else significant_exact(lo, digits)
                 if outcome is not None and exact == significant_exact(hi, digits):
@@ -184,7 +195,7 @@ def _by_errors(head: float64.Head, entries: dict[int, list[int]], bits: int, bal
             if made is None:
                 made = _exps(head, [i], (balls or Balls(0)).keys(head))[0]
             exps, total = made
-            extra = sum((mod.arb_exp(i) for mod in _denominators(head)), arb(0))  # a denominator logit's e^s: no value
+            extra = sum((mod.arb_exp(i) for mod in denominators(head)), arb(0))  # a denominator logit's e^s: no value
 
             for j in cols:
                 e = (exps * arb_mat([[v] for v in head.V[:, j].tolist()]))[0, 0] / total
@@ -207,76 +218,6 @@ def enclose(head: float64.Head, quantity: str, entries: dict[int, list[int]], bi
     """{(row, column): (lo, hi)}, exact ends of the arb balls of the entries {row: [columns]} at ``bits``:
     no shortcut for rational rows or zeros (a certificate's rules decide those; see certificates)."""
     return {(i, j): ends for i, values in _ends_by_rows(head, quantity, entries, bits) for j, ends in values.items()}
-
-
-def _rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] | None:
-    """A row whose allowed scores are all equal has rational weights 1/count (Lindemann–Weierstrass
-    says no other row has): its weights or outputs exactly; None for any other row."""
-    keep = np.ones(head.K.shape[0], dtype=bool) if head.allowed is None else head.allowed[i]
-    keys = np.nonzero(keep)[0]
-    if quantity in ("lse", "lse2"):  # log(count) + z: rational only for one key, a rational scale and base e
-        return None if len(keys) > 1 or quantity == "lse2" or head.exact_scale is None else _one_key(head, i, keys[0])
-    q = [Fraction(float(a)) for a in head.Q[i]]
-    exact = [sum((Fraction(float(a)) * b for a, b in zip(head.K[j], q)), Fraction(0)) for j in keys]
-    if any(e != exact[0] for e in exact):
-        return None
-    w = Fraction(1, len(keys))
-    if quantity == "dQ":
-        return _rational_dq(head, i, keys, w)
-    if quantity == "weights":
-        return [w if k else Fraction(0) for k in keep]
-    return [w * sum((Fraction(float(head.V[j, c])) for j in keys), Fraction(0)) for c in range(head.V.shape[1])]
-
-
-def _constant_output(head: float64.Head, quantity: str, i: int, k: int) -> Fraction | None:
-    """Output (i, k) exactly where column k of V is one value v over the keys row i attends: the weights sum
-    to 1, so the output is v, whatever the scores (an exact tie such as 1.5 at one digit needs it)."""
-    if quantity != "output" or _denominators(head):  # a denominator logit: the weights add up to less than 1
-        return None
-    column = head.V[:, k] if head.allowed is None else head.V[head.allowed[i], k]
-    return Fraction(float(column[0])) if column.size and (column == column[0]).all() else None
-
-
-def _rational_dq(head, i: int, keys, w: Fraction) -> list[Fraction] | None:
-    """dQ's row i exactly where its weights are all w: dS = w·(dA − D) is rational, and so is c·dS·K for a
-    rational scale c (given, or 1/√d with d a square); None for an irrational one."""
-    d = head.Q.shape[1]
-    c = head.exact_scale if head.exact_scale is not None else Fraction(1, math.isqrt(d))
-    if (head.exact_scale is None and math.isqrt(d) ** 2 != d) or float64.extras(head)[0] is not None:
-        return None
-    g = [Fraction(x) for x in head.dO[i].tolist()]
-    dA = [sum((Fraction(v) * x for v, x in zip(head.V[j].tolist(), g)), Fraction(0)) for j in keys]
-    D = w * sum(dA, Fraction(0))
-    dS = [w * (a - D) for a in dA]
-    K = [[Fraction(x) for x in head.K[j].tolist()] for j in keys]
-    return [c * sum((s * row[k] for s, row in zip(dS, K)), Fraction(0)) for k in range(d)]
-
-
-def _equal_score_rows(head: float64.Head, rows: list[int]) -> set[int]:
-    """The rows whose allowed float scores are all within their error of each other (the others certainly
-    have scores that differ): one matrix product for each block of rows (a block's scores at a time, not
-    every row's: 8192 rows of 8192 keys would be half a gigabyte a matrix)."""
-    out: set[int] = set()
-    absK = np.abs(head.K).T
-    for start in range(0, len(rows), float64.BLOCK):
-        block = rows[start : start + float64.BLOCK]
-        q = head.Q[block]
-        S = q @ head.K.T
-        bound = 4 * float64.gamma(head.Q.shape[1]) * np.max(np.abs(q) @ absK, axis=1)
-        if head.allowed is not None:
-            keep = head.allowed[block]
-            top, low = np.where(keep, S, -np.inf).max(axis=1), np.where(keep, S, np.inf).min(axis=1)
-        else:
-            top, low = S.max(axis=1), S.min(axis=1)
-        out |= {i for i, close in zip(block, (top - low <= bound).tolist()) if close}
-    return out
-
-
-def _one_key(head: float64.Head, i: int, j: int) -> list[Fraction]:
-    assert head.exact_scale is not None  # asked for by the caller
-    score = sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(head.Q[i], head.K[j])), Fraction(0))
-    factor = float64.extras(head)[0]
-    return [score * head.exact_scale * (1 if factor is None else factor)]
 
 
 def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
@@ -389,14 +330,9 @@ def _exp_rows(head: float64.Head, rows: list[int], KT, columns: list[int] | None
         exps.append([Z[r, t].exp() if ok else zero for t, ok in enumerate(keep)])
     E = arb_mat(exps)
     totals = E * arb_mat([[1]] * len(columns))
-    for extra in _denominators(head):  # its e^s joins each row's sum, with no value
+    for extra in denominators(head):  # its e^s joins each row's sum, with no value
         totals = arb_mat([[totals[r, 0] + extra.arb_exp(i)] for r, i in enumerate(rows)])
     return exps, E, totals
-
-
-def _denominators(head: float64.Head) -> list:
-    """The head's logits in the denominator alone (kernel/score_mods.Denominator)."""
-    return [mod for mod in float64.extras(head)[1] if hasattr(mod, "arb_exp")]
 
 
 def _modded(head: float64.Head, z, i: int, j: int):

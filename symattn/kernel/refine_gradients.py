@@ -10,9 +10,9 @@ from fractions import Fraction
 from symattn.input import limits
 from symattn.input.errors import EvaluationError
 from symattn.kernel import float64
+from symattn.kernel.rational_rows import denominators
 from symattn.kernel.refine import (
     ROWS_AT_ONCE,
-    _denominators,
     _exp_rows,
     _integers,
     _scale,
@@ -62,7 +62,7 @@ def gradient_rows(head, quantity: str, wanted: dict[int, list[int]], bits: int, 
         KT_keys = (fmpz_mat([ints[j] for j in keys]).transpose(), KT[1])  # the keys' rows, the same shift
         c, zero, one = _scale(head), arb(0), arb(1)
         capped = any(hasattr(mod, "arb_derivative") for mod in float64.extras(head)[1])
-        valueless = bool(_denominators(head))
+        valueless = bool(denominators(head))
         columns = head.K.T.tolist() if quantity == "dQ" else None  # K's columns as Python floats
         across = head.Q if quantity == "dK" else head.dO  # dK = c·dSᵀ·Q, dV = Aᵀ·dO
         stats = None if quantity == "dQ" else _row_stats(head, bits, KT, quantity == "dK", quantity == "dV")
@@ -135,7 +135,7 @@ def logit_gradient(given, bits: int, name=None):
         ctx.prec = bits
         try:
             ells, Ds, _, _ = _row_stats(head, bits, _transposed_integers(head.K), True)
-            exp = _denominators(head)[0].arb_exp
+            exp = denominators(head)[0].arb_exp
             total -= sum((exp(i) / ell * (D[0] + D[1]) for i, (ell, D) in enumerate(zip(ells, Ds))), arb(0))
         finally:
             ctx.prec = saved
@@ -167,7 +167,7 @@ def _row_stats(head, bits: int, KT, with_d: bool, with_rest: bool = False):
             Ds += D
             for r, i in enumerate(chunk) if with_rest else ():
                 p = _pivot(head, i)
-                extra = sum((mod.arb_exp(i) for mod in _denominators(head)), arb(0))
+                extra = sum((mod.arb_exp(i) for mod in denominators(head)), arb(0))
                 pivots.append(p)
                 rests.append(sum((x for t, x in enumerate(exps[r]) if t != p), extra))
         _STATS.clear()
@@ -206,7 +206,7 @@ def _ell_and_d(head, chunk: list[int], exps, totals, VT) -> tuple[list, list]:
         return ells, [None] * len(chunk)
     grads, shift = _integers(head.dO[chunk])
     unit = arb(2) ** -(shift + VT[1])
-    denominators = _denominators(head)
+    logits = denominators(head)
     Ds = []
     for r, i in enumerate(chunk):  # a row's dA = dO·Vᵀ exact in integers; its e times dA − dA_p: one dot product
         g = fmpz_mat([grads[r]]) * VT[0]
@@ -215,8 +215,8 @@ def _ell_and_d(head, chunk: list[int], exps, totals, VT) -> tuple[list, list]:
         diffs = fmpz_mat([[g[0, t] - g_p for t in range(g.ncols())]])
         P = arb(g_p) * unit
         C = (arb_mat([exps[r]]) * diffs.transpose())[0, 0] * unit / ells[r]
-        if denominators:
-            C -= P * sum((mod.arb_exp(i) for mod in denominators), arb(0)) / ells[r]
+        if logits:
+            C -= P * sum((mod.arb_exp(i) for mod in logits), arb(0)) / ells[r]
         Ds.append((P, C))
     return ells, Ds
 

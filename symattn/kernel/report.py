@@ -139,6 +139,7 @@ class Report:
                 "differ": spread.differ,
                 "ulps_apart": spread.ulps_apart,
                 "ulps_apart_at": None if spread.at is None else places.index(*spread.at),
+                "differ_not_finite": spread.not_finite,
             },
         }
 

@@ -26,6 +26,7 @@ class Spread:
     differ: int  # entries whose bits are not the same in every run
     ulps_apart: int  # the most steps between two runs' values at one entry, in the format's floats (both finite)
     at: tuple[int, int] | None  # 0-based, in the comparison's lined-up matrix: the first entry that far apart
+    not_finite: int = 0  # of those that differ, the entries not finite in some run: no ULP distance counted there
 
 
 def spread(results: list[FloatResult], fmt: str) -> Spread:
@@ -48,7 +49,8 @@ def spread(results: list[FloatResult], fmt: str) -> Spread:
     if most:
         i, j = divmod(int(np.argmax(apart)), shape[1])
         at = (i, j)
-    return Spread(int(np.prod(shape)), int(np.count_nonzero(differ)), most, at)
+    lost = int(np.count_nonzero(differ & ~finite))
+    return Spread(int(np.prod(shape)), int(np.count_nonzero(differ)), most, at, lost)
 
 
 def _values(result: FloatResult, fmt: str) -> np.ndarray:

@@ -1,6 +1,7 @@
-"""Which exact values are 0, proved from the structure of the inputs (issue 28).
+"""Which exact values are 0, or rational, proved from the structure of the inputs (issue 28).
 
-An enclosure never shrinks to a point, so an exact 0 is never decided by narrowing it: it is proved here.
+An enclosure never shrinks to a point, so an exact 0 (or an exact rational on a float or a rounding tie) is
+never decided by narrowing it: it is proved here.
 By Lindemann–Weierstrass, e^{α_1}, …, e^{α_n} for distinct algebraic α are linearly independent over the
 algebraic numbers, so Σ_k c_k e^{α_k} with rational c_k is 0 exactly when the c_k of each distinct α sum
 to 0. The inputs are exact rationals (floats, or a spec's decimals), so each score s_j = q·k_j is rational
@@ -8,7 +9,9 @@ and z_j = c·s_j, with c = 1/√d or a rational scale, algebraic; distinct sums 
 exponents. With L = Σ_j e^{z_j} over the keys a query attends and dP_j = dO_i·V_j:
 
 - a weight e^{z_j}/L is 0 exactly where the key is masked;
-- O_ic = Σ_j e^{z_j} V_jc / L is 0 iff Σ V_jc over each group of equal scores is 0;
+- O_ic = Σ_j e^{z_j} V_jc / L is 0 iff Σ V_jc over each group of equal scores is 0, and rational iff the
+  mean of V_jc over each group is the same (Σ_g e^{z_g}(S_g − x·n_g) = 0 for a rational x: each group's
+  sum S_g is x times its count n_g), and then it is that mean;
 - the log-sum-exp log L is 0 iff L = 1 = e^0: one key, of score 0;
 - dQ_ic · L² / c = Σ_{j,k} e^{z_j + z_k} K_jc (dP_j − dP_k) is 0 iff for each distinct value σ of
   s_j + s_k the pairs' K_jc (dP_j − dP_k) sum to 0 (with groups of equal scores a, b of n_a keys:
@@ -32,6 +35,7 @@ from typing import Any
 from symattn.input import limits
 
 Rows = Sequence[Sequence[Fraction]]
+QUANTITIES = ("output", "weights", "lse", "lse2", "dQ", "dK", "dV")  # those the rules above cover
 
 
 @dataclass
@@ -82,6 +86,31 @@ def is_zero(inputs: Inputs, quantity: str, i: int, j: int) -> bool:
     if quantity in ("dK", "dV"):
         return _key_is_zero(inputs, quantity, i, j)
     return False
+
+
+def proved(inputs: Inputs, quantity: str, i: int, j: int, lo: Fraction, hi: Fraction, first: bool) -> Fraction | None:
+    """The exact value of entry (i, j) that balls [lo, hi] left open, where the rules above prove one: 0 where
+    the ``first`` balls hold it, and from the second round on, an output's rational value in [lo, hi]."""
+    if first:
+        return Fraction(0) if lo <= 0 <= hi and is_zero(inputs, quantity, i, j) else None
+    value = rational_output(inputs, i, j) if quantity == "output" else None
+    return value if value is not None and lo <= value <= hi else None
+
+
+def rational_output(inputs: Inputs, i: int, c: int) -> Fraction | None:
+    """O_ic exactly where it is rational: the mean of V_jc over each group of equal scores, where it is the same
+    for every group; None where not, or where the proof would take more than limits.ZERO_TERMS terms."""
+    keys = inputs.keys(i)
+    if not keys or not _work(len(inputs.K) * len(inputs.Q[i])):
+        return None
+    scores = inputs.scores(i)
+    groups: dict[Fraction, list] = {}  # score: [count, Σ V_jc]
+    for k in keys:
+        g = groups.setdefault(scores[k], [0, Fraction(0)])
+        g[0] += 1
+        g[1] += inputs.V[k][c]
+    means = {total / count for count, total in groups.values()}
+    return means.pop() if len(means) == 1 else None
 
 
 def _work(terms: int) -> bool:
@@ -174,4 +203,4 @@ def of_arrays(Q: Any, K: Any, V: Any, allowed: Any = None, dO: Any = None) -> In
     return Inputs(FloatRows(Q), FloatRows(K), FloatRows(V), attends, None if dO is None else FloatRows(dO))
 
 
-__all__ = ["FloatRows", "Inputs", "is_zero", "of_arrays"]
+__all__ = ["QUANTITIES", "FloatRows", "Inputs", "is_zero", "of_arrays", "proved", "rational_output"]

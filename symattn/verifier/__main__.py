@@ -37,10 +37,11 @@ def read(path: Path) -> Certificate:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise CertificateError("", f"cannot open: {exc.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > CERTIFICATE_MOST:  # before fdopen: a folder fails there
+        os.close(fd)
+        raise CertificateError("", f"not a regular file of at most {CERTIFICATE_MOST} bytes")
     with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > CERTIFICATE_MOST:
-            raise CertificateError("", f"not a regular file of at most {CERTIFICATE_MOST} bytes")
         raw = fh.read(CERTIFICATE_MOST + 1)
     try:
         text = raw.decode("utf-8-sig")  # a byte-order mark allowed, as verify-certificate reads it (RFC 8259 §8.1)

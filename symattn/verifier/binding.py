@@ -77,12 +77,13 @@ def _read(real: Path, path: str, n: int, whole: bool) -> tuple[bytes | None, str
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError as exc:
         raise CertificateError(key, f"{path[:60]!r}: cannot open: {exc.strerror}", (n,)) from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fd)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > (NPY_MOST if whole else HASH_MOST):  # before fdopen
+        os.close(fd)
         if not stat.S_ISREG(info.st_mode):
             raise CertificateError(key, f"{path[:60]!r}: not a regular file", (n,))
-        if info.st_size > (NPY_MOST if whole else HASH_MOST):
-            raise CertificateError(key, f"{path[:60]!r}: {info.st_size} bytes, past this verifier's limit", (n,))
+        raise CertificateError(key, f"{path[:60]!r}: {info.st_size} bytes, past this verifier's limit", (n,))
+    with os.fdopen(fd, "rb") as fh:
         digest = hashlib.sha256()
         if whole:
             data = fh.read()

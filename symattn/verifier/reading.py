@@ -12,6 +12,7 @@ may instead be packed: base64 of little-endian binary64 (binary32 for the inputs
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -29,6 +30,7 @@ MOST_DIGITS = 13
 TOKENS = 1 << 14  # queries or keys
 DIMS = 1024  # columns of Q, K, V
 HEADS = 1024  # batches × heads
+NUMBERS_MOST = 1 << 20  # JSON numbers: a certificate's are its shapes and counts (values and floats are strings)
 ORDERS = ("after-bias", "before-bias")  # where the tanh cap acts beside the distance bias
 MOST = 100  # the largest |s| of a denominator logit and slope m of a distance bias, as a spec's limits are
 QUANTITIES = ("output", "lse", "lse2", "dq", "dk", "dv")
@@ -135,8 +137,24 @@ def parse(text: str) -> dict[str, Any]:
     def constant(name: str) -> Any:
         raise CertificateError("", f"{name} is not a number a certificate holds")
 
+    count = itertools.count(1)
+
+    def counted(make: Any) -> Any:
+        def number(text: str) -> Any:  # each one an object: refused past NUMBERS_MOST, before memory runs out
+            if next(count) > NUMBERS_MOST:
+                raise CertificateError("", f"more than {NUMBERS_MOST} numbers, the most a certificate may hold")
+            return make(text)
+
+        return number
+
     try:
-        data = json.loads(text, object_pairs_hook=table, parse_constant=constant, parse_float=_Float, parse_int=integer)
+        data = json.loads(
+            text,
+            object_pairs_hook=table,
+            parse_constant=constant,
+            parse_float=counted(_Float),
+            parse_int=counted(integer),
+        )
     except RecursionError:
         raise CertificateError("", "nested too deeply") from None
     except json.JSONDecodeError as exc:
