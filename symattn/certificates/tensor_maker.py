@@ -153,16 +153,16 @@ def grad_rows(path: str, batch: int, heads: int, n: int, dv: int, layout: str) -
     dropped), the heads side by side (n, heads·d_v), or with batch and head axes in the spec's layout."""
     from symattn.input.floats import read_result
     from symattn.input.tensorfile import not_float32
-    from symattn.kernel.deciding import is_double
 
     result = read_result(path, key="dO")
     a = result.array
-    if a is None:  # JSON: its numbers exactly, where they are floats; its rows named as typed, 1-based
-        for i, row in enumerate(result.rows):
-            for j, x in enumerate(row):
-                if x is None or not is_double(x) or not float64.is_float32(np.array([float(x)])):
-                    raise SpecError(path, "dO", "not a finite float32 value", (i + 1, j + 1))
-        a = np.array([[float(x) for x in row if x is not None] for row in result.rows], dtype=np.float64)
+    if a is None:  # JSON: float64 values (read_result rounds them); its rows named as typed, 1-based
+        a, finite = result.floats()
+        with np.errstate(over="ignore"):  # past float32's range: inf, unequal
+            bad = np.argwhere(~finite | (a.astype(np.float32) != a))
+        if bad.size:
+            i, j = bad[0].tolist()
+            raise SpecError(path, "dO", "not a finite float32 value", (i + 1, j + 1))
     found = not_float32(a)
     if found is not None:  # in the file's own axes
         raise SpecError(path, "dO", found[1], index=found[0])

@@ -236,10 +236,10 @@ def measured(source: str, array: tensorfile.Array, fmt: str | None) -> tensorfil
     return tensorfile.Array(fmt, array.values)
 
 
-def in_format(source: str, values: np.ndarray, fmt: str, held: str, rows: bool = False) -> None:
+def in_format(source: str, values: np.ndarray, fmt: str, held: str, key: str | None = None) -> None:
     """Refuse, in one line naming the first, a finite value that is not one of ``fmt``'s (the file holds ``held``):
-    at its place in the array, 0-based (``r.npy[0, 3, 17, 5]``), or, ``rows`` of a JSON result, as its reader
-    names them (``result[1][2]``)."""
+    at its place in the array, 0-based (``r.npy[0, 3, 17, 5]``), or, with the ``key`` of a JSON result's rows,
+    as its reader names them (``result[1][2]``)."""
     with np.errstate(all="ignore"):  # out of range: inf or NaN, unequal to the value
         back = values.astype(tensorfile.dtype_of(fmt)).astype(np.float64)
     wrong = np.isfinite(values) & (back != values)
@@ -247,8 +247,8 @@ def in_format(source: str, values: np.ndarray, fmt: str, held: str, rows: bool =
         at = tuple(int(i) for i in np.argwhere(wrong)[0])
         why = f"{float(values[at])!r} is not a {fmt} value: --dtype {fmt} needs every value to be one"
         why += f" (the file holds {held})"
-        if rows:
-            raise SpecError(source, "result", why, tuple(i + 1 for i in at))
+        if key is not None:
+            raise SpecError(source, key, why, tuple(i + 1 for i in at))
         raise SpecError(source, None, why, index=at)
 
 
@@ -300,10 +300,10 @@ def _json(source: str, data: bytes, fmt: str, key: str = "result") -> FloatResul
                     what += " (JSON holds rows of numbers, two axes: a tensor of more goes in a .npy file)"
                 raise SpecError(source, key, f"not a number: {what}", (i + 1, j + 1))
         rows.append(values)
+    result = FloatResult(source, fmt, tuple(tuple(r) for r in rows), tuple(bad))
     if fmt != "float64":  # --dtype: every value one of its floats, as a file's must be
-        floats = np.array([[np.nan if v is None else float(v) for v in row] for row in rows], dtype=np.float64)
-        in_format(source, floats, fmt, "decimals", rows=True)
-    return FloatResult(source, fmt, tuple(tuple(r) for r in rows), tuple(bad))
+        in_format(source, result.floats()[0], fmt, "decimals", key)
+    return result
 
 
 _KINDS = {list: "a list", dict: "an object", bool: "a boolean"}

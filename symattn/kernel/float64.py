@@ -257,19 +257,10 @@ class Split:
         return Split(x, high, x - high, np.ldexp(1.0, e), s)
 
 
-def _scores(q: np.ndarray, keys: Split) -> tuple[np.ndarray, np.ndarray]:
-    """S = q·Kᵀ and a bound on its error: the high parts' product is exact, the rest is small."""
-    exact, rest, top, factor = _products(q, keys)
-
-    def band(exact: np.ndarray, rest: np.ndarray, top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return _bounded(exact, rest, top * keys.top.T, factor)
-
-    S, eS = in_bands(band, (exact, rest, top), (np.float64, np.float64))
-    return S, eS
-
-
-def _products(q: np.ndarray, keys: Split) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """The scores' matrix products: (exact, rest, the rows' 2^e, the factor of the rest's bound)."""
+def _scores(q: np.ndarray, keys: Split, then: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """S = q·Kᵀ and a bound on its error: the high parts' product is exact, the rest is small. The products
+    once, the rest entry by entry in bands of rows whose temporaries stay in the cache (the same floats);
+    ``then(S, eS)``: what a band makes of them instead (``scaled``'s z)."""
     d = q.shape[1]
     rows = Split.of(q, keys.s)
     exact = rows.high @ keys.high.T
@@ -277,28 +268,26 @@ def _products(q: np.ndarray, keys: Split) -> tuple[np.ndarray, np.ndarray, np.nd
     rest += rows.low @ keys.whole.T  # products exact (≤ 24 + 24 bits); sums not
     # |high| ≤ 2^e, |k'| < 2^e', |low| ≤ 2^(e+s−53): Σ|high·low'| + Σ|low·k'| ≤ d·2^(e+e'+s−52), and each
     # of the two sums loses at most γ_d of its own (products rounded or not); then two additions, u each
-    return exact, rest, rows.top, gamma(d) * d * 2.0 ** (keys.s - 52) * SAFETY
+    factor = gamma(d) * d * 2.0 ** (keys.s - 52) * SAFETY
 
+    def band(exact: np.ndarray, rest: np.ndarray, top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        S = exact + rest
+        eS = SAFETY * (U * np.abs(S) + U * np.abs(rest) + factor * (top * keys.top.T))
+        return (S, eS) if then is None else then(S, eS)
 
-def _bounded(exact: np.ndarray, rest: np.ndarray, tops: np.ndarray, factor: float) -> tuple[np.ndarray, np.ndarray]:
-    """(S, its bound) from :func:`_products`; ``tops``: 2^(e+e') of each entry (exact)."""
-    S = exact + rest
-    return S, SAFETY * (U * np.abs(S) + U * np.abs(rest) + factor * tops)
+    S, eS = in_bands(band, (exact, rest, rows.top), (np.float64, np.float64))
+    return S, eS
 
 
 def scaled(head: Head, rows: slice | np.ndarray, split: Split) -> tuple[np.ndarray, np.ndarray]:
-    """z = c·q·k of the given query rows (before any modifier) and its bound: the products once, the rest
-    entry by entry in bands of rows whose temporaries stay in the cache (the same floats)."""
-    exact, rest, top, factor = _products(head.Q[rows], split)
+    """z = c·q·k of the given query rows (before any modifier) and its bound."""
     c, error = head.scale, head.scale * head.scale_error
 
-    def band(exact: np.ndarray, rest: np.ndarray, top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        S, eS = _bounded(exact, rest, top * split.top.T, factor)
+    def z(S: np.ndarray, eS: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         Z = S * c
         return Z, SAFETY * (U * np.abs(Z) + eS * c + (np.abs(S) + eS) * error)
 
-    Z, eZ = in_bands(band, (exact, rest, top), (np.float64, np.float64))
-    return Z, eZ
+    return _scores(head.Q[rows], split, z)
 
 
 def exps(head: Head, rows: slice | np.ndarray, split: Split):

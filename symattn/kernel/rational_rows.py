@@ -40,10 +40,10 @@ def rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] | 
     keys = np.nonzero(keep)[0]
     if not keys.size:  # a row that attends to no key: no value
         return None
-    if quantity in ("lse", "lse2"):
-        return _log_row(head, i, keys, quantity)
     q = [Fraction(float(a)) for a in head.Q[i]]
     exact = [sum((Fraction(float(a)) * b for a, b in zip(head.K[j], q)), Fraction(0)) for j in keys]
+    if quantity in ("lse", "lse2"):
+        return _log_row(head, exact, quantity)
     if any(e != exact[0] for e in exact):
         return None
     w = Fraction(1, len(keys))
@@ -54,15 +54,14 @@ def rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] | 
     return [w * sum((Fraction(float(head.V[j, c])) for j in keys), Fraction(0)) for c in range(head.V.shape[1])]
 
 
-def _log_row(head: float64.Head, i: int, keys, quantity: str) -> list[Fraction] | None:
-    """The LSE of a row where it is rational: log Σ e^z = log(count) + z over equal z (Lindemann–Weierstrass),
-    so in base e one key's z at a rational scale, and in base 2 k for 2^k keys of score 0; else None."""
-    q = [Fraction(float(a)) for a in head.Q[i]]
-    scores = {sum((Fraction(float(a)) * b for a, b in zip(head.K[j], q)), Fraction(0)) for j in keys}
-    count, c, factor = len(keys), _rational_scale(head), float64.extras(head)[0]
+def _log_row(head: float64.Head, exact: list[Fraction], quantity: str) -> list[Fraction] | None:
+    """The LSE of a row of these exact scores where it is rational: log Σ e^z = log(count) + z over equal z
+    (Lindemann–Weierstrass), so in base e one key's z at a rational scale, and in base 2 k for 2^k keys of
+    score 0; else None."""
+    count, c, factor = len(exact), _rational_scale(head), float64.extras(head)[0]
     if quantity == "lse2":
-        return [Fraction(count.bit_length() - 1)] if scores == {0} and count & (count - 1) == 0 else None
-    return None if count != 1 or c is None else [scores.pop() * c * (1 if factor is None else factor)]
+        return [Fraction(count.bit_length() - 1)] if set(exact) == {0} and count & (count - 1) == 0 else None
+    return None if count != 1 or c is None else [exact[0] * c * (1 if factor is None else factor)]
 
 
 def _rational_dq(head, i: int, keys, w: Fraction) -> list[Fraction] | None:

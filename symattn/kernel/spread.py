@@ -57,9 +57,8 @@ def _values(result: FloatResult, fmt: str) -> np.ndarray:
     """A lined-up result's values as float64, each exactly one of ``fmt``'s floats (NaN and infinities kept)."""
     if result.array is not None and result.array.ndim == 2:  # a file's or a tensor's: of its format already
         return np.ascontiguousarray(result.array, dtype=np.float64)
-    # JSON: each number a float of the format already (floats._json rounds it and checks --dtype)
-    rows = [[np.nan if v is None else float(v) for v in row] for row in result.rows]
-    return np.array(rows, dtype=np.float64)
+    x, finite = result.floats()  # JSON: each number a float of the format already (floats._json checks it)
+    return np.where(finite, x, np.nan)
 
 
 def _ordinals(values: np.ndarray, fmt: str) -> np.ndarray:
