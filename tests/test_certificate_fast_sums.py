@@ -130,9 +130,9 @@ def test_the_values_beyond_the_float64_bounds_go_to_the_tight_bound_first(tmp_pa
     asked: list[int] = []
     beyond = tensor_verifier.decide_beyond
 
-    def counted(tensors, name, entries, digits):
+    def counted(tensors, name, entries, digits, known=None):
         asked.append(len(entries))
-        return beyond(tensors, name, entries, digits)
+        return beyond(tensors, name, entries, digits, known)
 
     monkeypatch.setattr(tensor_verifier, "decide_beyond", counted)
     capsys.readouterr()
@@ -176,3 +176,39 @@ def test_the_verdict_counts_what_failed():
         "float ± bound that does not hold the one recomputed; 1 value lies outside its bounds; 1 value is not "
         "decided; 1 value fails its check"
     )
+
+
+def test_the_double_word_enclosures_are_made_beside_the_blocks_and_two_floats_come_before_arb(tmp_path, monkeypatch):
+    """The 45 outputs the per-key bound leaves open at 12 digits get their double-word enclosures in the
+    engine's pieces, from each block's own score products: bit for bit doubled.outputs' made alone. The one
+    those leave open goes to the two-float quotient, which decides it: no output goes to arb (the LSE's one
+    value does)."""
+    from symattn.certificates import float_tensors
+    from symattn.kernel import doubled, refine
+
+    cert = certified(tmp_path, 12)
+    seen: dict = {}
+    beyond, two_floats, enclose = tensor_verifier.decide_beyond, float_tensors._two_floats, refine.enclose
+
+    def counted(tensors, name, entries, digits, known=None):
+        seen.setdefault(name, (tensors, len(entries), known))
+        return beyond(tensors, name, entries, digits, known)
+
+    def two(head, n, entries, digits, out):
+        seen.setdefault("two floats", []).append(len(entries))
+        return two_floats(head, n, entries, digits, out)
+
+    def arb(head, engine, wanted, bits):
+        seen.setdefault("arb", []).append(sum(len(columns) for columns in wanted.values()))
+        return enclose(head, engine, wanted, bits)
+
+    monkeypatch.setattr(tensor_verifier, "decide_beyond", counted)
+    monkeypatch.setattr(float_tensors, "_two_floats", two)
+    monkeypatch.setattr(refine, "enclose", arb)
+    assert main(["verify-certificate", str(cert)]) == 0
+    tensors, asked, known = seen["output"]
+    pairs = sorted(known)
+    value, error = doubled.outputs(tensors.heads[0], pairs)
+    assert (asked, len(known)) == (45, 45)
+    assert [known[p] for p in pairs] == list(zip(value.tolist(), error.tolist()))
+    assert (seen["two floats"], seen["arb"], seen["lse"][1]) == ([1], [1], 1)

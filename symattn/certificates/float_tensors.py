@@ -11,6 +11,7 @@ group's query heads: Σ_h v_h in order, off by at most γ_G Σ_h |v_h| beside th
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from fractions import Fraction
 
 import numpy as np
@@ -118,13 +119,15 @@ def build(
 
 
 def evaluate(
-    tensors: Tensors, sums: dict[str, list[tuple[int, int]]] | None = None
+    tensors: Tensors, sums: dict[str, list[tuple[int, int]]] | None = None, digits: int | None = None
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Each quantity's floats and bounds as the certificate's tables (rows × last axis). ``sums``: output
     entries (table row, column) to redo from the same exps, a float and a bound for each in the order given:
     those of "c" as "summed", those of "a" as "tight", both by compensated.product_outputs (the error-free
     product, each exp's own error), or where its exact part would underflow by compensated.stage_outputs
-    (the error-free sums; "a" with ``per_key``).
+    (the error-free sums; "a" with ``per_key``). With ``digits``, those of "a" that "tight" leaves open at
+    that many digits get their double-word enclosure (doubled.outputs) as "doubled", in the workers beside
+    the rest (a bound NaN: not made there), for decide_beyond's ``known``.
 
     The work goes to both cores by pieces: a head's rows in runs of whole blocks (fewer heads than PIECES:
     each piece's blocks are the ones one pass makes, so the floats are the same), and its gradients."""
@@ -139,7 +142,7 @@ def evaluate(
     size = float64.BLOCK * -(-count // max(1, min(count, PIECES // len(heads))))
     pieces = [(hh, start, min(start + size, n)) for hh in range(len(heads)) for start in range(0, n, size)]
     pieces += [(hh, 0, 0) for hh in range(len(heads))] if tensors.gradients else []
-    parts = map_forked(_piece, (tensors, asked), pieces, work >= PARALLEL_WORK)
+    parts = map_forked(_piece, (tensors, asked, digits), pieces, work >= PARALLEL_WORK)
     whole: list[dict] = [{} for _ in heads]
     for name in ("output", "lse", "lse2"):  # each head's runs of rows, in order
         for hh, w in enumerate(whole):
@@ -156,9 +159,9 @@ def evaluate(
     for name in ("dk", "dv"):
         if name in whole[0]:
             out[name] = _group_sums(tensors, [p[name] for p in whole])
-    for kind, code in (("summed", "c"), ("tight", "a")):  # each pair's float and bound, in the order asked
+    for kind, code in (("summed", "c"), ("tight", "a"), ("doubled", "a")):  # each pair's, in the order asked
         if sums and code in sums:
-            value, error = np.empty(len(sums[code])), np.empty(len(sums[code]))
+            value, error = np.full(len(sums[code]), np.nan), np.full(len(sums[code]), np.nan)
             for part in parts:
                 if kind in part:
                     where, v, e = part[kind]
@@ -170,7 +173,7 @@ def evaluate(
 def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, tuple]:
     """One head's rows [start, stop): the output and both LSEs from one pass of blocks (with the error-free
     sums asked for, from each block's exps); or, for an empty run of rows, its gradients."""
-    tensors, asked = data
+    tensors, asked, digits = data
     hh, first, end = piece
     head, mine = tensors.heads[hh], asked.get(hh, {})
     if first == end:
@@ -182,8 +185,8 @@ def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, tuple]:
     }
     found: dict[str, list[tuple[np.ndarray, ...]]] = {}
     wanted = [(kind == "a", p, i, c) for kind, pairs in mine.items() for p, i, c in pairs if first <= i < end]
-    absV = np.abs(head.V)
-    for b in float64.blocks(head, weights=False, stages=bool(wanted), rows=(first, end)):
+    absV, split = np.abs(head.V), float64.Split.of(head.K)
+    for b in float64.blocks(head, weights=False, split=split, stages=bool(wanted), rows=(first, end)):
         rows = slice(b.start - first, b.stop - first)
         out["output"][0][rows], out["output"][1][rows] = b.output, b.output_error
         for name, base in (("lse", "e"), ("lse2", "2")):
@@ -198,6 +201,13 @@ def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, tuple]:
                 v, e = every[0][r, cols], every[1][r, cols]
             for kind, pick in (("summed", ~flag), ("tight", flag)):
                 found.setdefault(kind, []).append((where[pick], v[pick], e[pick]))
+            if digits is not None and flag.any() and doubled.covers(head):  # "a" that "tight" leaves open
+                ok, _, _ = significant_many(*float64.interval(v[flag], e[flag]), digits)
+                left = np.nonzero(flag)[0][~ok]
+                if left.size:
+                    pairs = list(zip((r[left] + b.start).tolist(), cols[left].tolist()))
+                    made = doubled.outputs(head, pairs, split, b.scores)
+                    found.setdefault("doubled", []).append((where[left], *made))
     for kind, runs in found.items():
         out[kind] = tuple(np.concatenate(x) for x in zip(*runs))
     return out
@@ -242,26 +252,31 @@ def place(tensors: Tensors, name: str, r: int, c: int) -> str:
     return f"{name}[{', '.join(map(str, reversed(index)))}]"
 
 
-def decide_beyond(tensors: Tensors, name: str, entries: list[tuple[int, int]], digits: int) -> dict:
-    """{(row, column): the value shown, as text} of the entries the float64 bounds leave open: exactly where
-    the rules of docs/kernel.md know the value, an output where its double-word enclosure decides it
-    (kernel/doubled.py), else by arb balls at rising precision (kernel/refine.py), dK and dV summed over the
-    group's heads. An entry not decided at limits.DIGITS digits is left out."""
+def decide_beyond(
+    tensors: Tensors, name: str, entries: list[tuple[int, int]], digits: int, known: Mapping | None = None
+) -> dict:
+    """{(row, column): the value shown, as text} of the entries the float64 bounds leave open: an output where
+    its double-word enclosure or two-float quotient decides it (kernel/doubled.py), else exactly where the
+    rules of docs/kernel.md know the value, else by arb balls at rising precision (kernel/refine.py), dK and
+    dV summed over the group's heads. Each way is exact or a true enclosure, so their order changes no value
+    shown. An entry not decided at limits.DIGITS digits is left out. ``known``: outputs' double-word
+    enclosures made already, {(row, column): (value, bound)}."""
     from symattn.kernel.refine import enclose
 
-    out = {}
-    open_: list[tuple[int, int]] = []
+    out: dict[tuple[int, int], str] = {}
     memo: dict = {}
-    if name == "output":
-        _differing_scores(tensors, entries, memo)
-    for r, c in entries:
+    # the outputs' enclosures first: the exact rules' product of scores then has a few rows, not every row
+    open_ = _doubled(tensors, entries, digits, out, known) if name == "output" and entries else entries
+    if name == "output" and open_:
+        _differing_scores(tensors, open_, memo)
+    still = []
+    for r, c in open_:
         x = exact_value(tensors, name, r, c, memo)
         if x is None:
-            open_.append((r, c))
+            still.append((r, c))
         else:
             out[(r, c)] = str(significant_exact(x, digits))
-    if name == "output" and open_:
-        open_ = _doubled(tensors, open_, digits, out)
+    open_ = still
     bits = START_BITS
     while open_ and bits <= limits.DIGITS * 3.33:
         ends: dict[tuple[int, int], list[Fraction]] = {}
@@ -306,9 +321,12 @@ def _differing_scores(tensors: Tensors, entries: list[tuple[int, int]], memo: di
                     memo[("scores", hh, i)] = False
 
 
-def _doubled(tensors: Tensors, entries: list[tuple[int, int]], digits: int, out: dict) -> list[tuple[int, int]]:
+def _doubled(
+    tensors: Tensors, entries: list[tuple[int, int]], digits: int, out: dict, known: Mapping | None = None
+) -> list[tuple[int, int]]:
     """Puts in ``out`` the outputs whose double-word enclosure (kernel/doubled.py) rounds to one value at
-    every point, shown as the arb path shows them; returns the others, left open."""
+    every point, shown as the arb path shows them; returns the others, left open. ``known``: (value, bound)
+    of some of them, made already by doubled.outputs (evaluate's "doubled")."""
     n = tensors.heads[0].Q.shape[0]
     by_head: dict[int, list[tuple[int, int]]] = {}
     for r, c in entries:
@@ -319,8 +337,16 @@ def _doubled(tensors: Tensors, entries: list[tuple[int, int]], digits: int, out:
         if not doubled.covers(head):
             still += keys
             continue
-        lo, hi = float64.interval(*doubled.outputs(head, [(r % n, c) for r, c in keys]))
+        value, error = np.empty(len(keys)), np.empty(len(keys))
+        made = [p for p, key in enumerate(keys) if known is None or key not in known]
+        for p, key in enumerate(keys):
+            if known is not None and key in known:
+                value[p], error[p] = known[key]
+        if made:
+            value[made], error[made] = doubled.outputs(head, [(keys[p][0] % n, keys[p][1]) for p in made])
+        lo, hi = float64.interval(value, error)
         ok, _, _ = significant_many(lo, hi, digits)
+        left = []
         for key, good, a, b in zip(keys, ok.tolist(), lo.tolist(), hi.tolist()):
             one_sign = math.isfinite(a) and math.isfinite(b) and (a > 0 or b < 0)
             shown = significant_exact(Fraction(a), digits) if good or one_sign else None
@@ -329,7 +355,26 @@ def _doubled(tensors: Tensors, entries: list[tuple[int, int]], digits: int, out:
             if shown is not None and (good or shown == significant_exact(Fraction(b), digits)):
                 out[key] = str(shown)
             else:
-                still.append(key)
+                left.append(key)
+        still += _two_floats(head, n, left, digits, out) if left and doubled.takes(head) else left
+    return still
+
+
+def _two_floats(head: float64.Head, n: int, entries: list[tuple[int, int]], digits: int, out: dict) -> list:
+    """Puts in ``out`` the outputs that the two-float quotient (doubled.quotients: the scores split once more,
+    no 3u|O| left) decides, the few the double-word enclosure leaves open (10 of 1269 at 4096 × 4096, in
+    15 ms where arb took 130); returns the others."""
+    q1, q2, bound = doubled.quotients(head, [(r % n, c) for r, c in entries])
+    still = []
+    for key, a, b, e in zip(entries, q1.tolist(), q2.tolist(), bound.tolist()):
+        if math.isfinite(e):
+            middle, radius = Fraction(a) + Fraction(b), Fraction(e)
+            lo, hi = middle - radius, middle + radius
+            shown = significant_exact(lo, digits)
+            if lo * hi > 0 and shown == significant_exact(hi, digits):
+                out[key] = str(shown)
+                continue
+        still.append(key)
     return still
 
 

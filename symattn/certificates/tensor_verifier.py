@@ -79,14 +79,15 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
     output = cert.tables["output"].paths
     letters = _letters(output)
     sums = {code: list(zip(*(x.tolist() for x in np.nonzero(letters == code)))) for code in "ca"}
-    values = evaluate(tensors, sums)  # and the "c" and "a" outputs again, by the error-free product
+    values = evaluate(tensors, sums, cert.digits)  # and the "c" and "a" outputs again, by the error-free product
     failures: list[str] = list(named.failures)
     lines = []
     for name, table in cert.tables.items():
-        tight = summed = None
+        tight = summed = known = None
         if name == "output":
             tight, summed = (sums["a"], *values["tight"]), (sums["c"], *values["summed"])
-        failures += _check(tensors, table, *values[name], cert.digits, read, cert.version, tight, summed)
+            known = _made(sums["a"], *values["doubled"]) if "doubled" in values else None
+        failures += _check(tensors, table, *values[name], cert.digits, read, cert.version, tight, summed, known)
         counts = {code: sum(p.count(code) for p in table.paths) for code in "fca"}
         by_sums = f", {counts['c']} by its error-free sums" if name == "output" else ""
         lines.append(f"{name}: {counts['f']} by the float64 path{by_sums}, {counts['a']} beyond (exact or arb)")
@@ -105,6 +106,7 @@ def _check(
     version: int,
     tight: tuple | None,
     summed: tuple | None,
+    known: dict | None = None,
 ) -> list[str]:
     """One quantity's failures: each value against the engine's recomputed float ± bound (``f`` and ``b``; the
     outputs of "c" by ``summed``, their entries, floats and bounds by the error-free product, or where the
@@ -175,7 +177,7 @@ def _check(
                     )
                 )
     decided = _tight(tight, beyond, digits) if tight is not None else {}
-    decided |= decide_beyond(tensors, name, [x for x in beyond if x not in decided], digits)
+    decided |= decide_beyond(tensors, name, [x for x in beyond if x not in decided], digits, known)
     for r, c in beyond:
         shown = table.values[r][c]
         if (r, c) not in decided:
@@ -235,6 +237,11 @@ def _tight(tight: tuple, beyond: list[tuple[int, int]], digits: int) -> dict[tup
         for key, good, a in zip(asked, ok.tolist(), lo.tolist())
         if good
     }
+
+
+def _made(pairs: list[tuple[int, int]], value: np.ndarray, error: np.ndarray) -> dict:
+    """{(row, column): (value, bound)} of the double-word enclosures evaluate made (a NaN bound: none made)."""
+    return {key: (v, e) for key, v, e in zip(pairs, value.tolist(), error.tolist()) if e == e}
 
 
 def _bind(named: Any, mine: Tensors, read: Reader, order_given: bool) -> None:

@@ -183,18 +183,23 @@ def _two_product(a: np.ndarray | float, b: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def _arguments(
-    head: Head, rows: np.ndarray, split: Split, again: Split | None = None
+    head: Head, rows: np.ndarray, split: Split, again: Split | None = None, scores: tuple | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(T_hi, T_lo, η, kept): T = c·(S_j − S_r) of the rows as pairs, η a bound on each one's error, kept
-    the allowed keys; with ``again`` (:func:`_keys_again`) the scores' rest as :func:`_rest` bounds it."""
+    the allowed keys; with ``again`` (:func:`_keys_again`) the scores' rest as :func:`_rest` bounds it;
+    ``scores``: :func:`outputs`'."""
     d = head.Q.shape[1]
-    q = Split.of(head.Q[rows], split.s)
-    exact = q.high @ split.high.T  # exact (float64.Split)
+    if scores is not None:  # float64's products of these rows: the same sums, made once
+        at = rows - scores[3]
+        exact, rest, top = scores[0][at], scores[1][at], scores[2][at]
+    else:
+        q = Split.of(head.Q[rows], split.s)
+        exact, top = q.high @ split.high.T, q.top  # exact (float64.Split)
     if again is not None:
         rest, eS = _rest(q, split, again, d)
     else:  # |low| ≤ 2^(e+s−53) in every place
-        rest = q.high @ split.low.T + q.low @ split.whole.T
-        eS = SAFETY * (U * np.abs(rest) + (gamma(d) * d * 2.0 ** (split.s - 52) * SAFETY) * (q.top @ split.top.T))
+        rest = q.high @ split.low.T + q.low @ split.whole.T if scores is None else rest
+        eS = SAFETY * (U * np.abs(rest) + (gamma(d) * d * 2.0 ** (split.s - 52) * SAFETY) * (top @ split.top.T))
     S_hi, S_lo = _two_sum(exact, rest)
     kept = np.ones(S_hi.shape, dtype=bool) if head.allowed is None else head.allowed[rows]
     ref = np.argmax(np.where(kept, S_hi, -np.inf), axis=1)
@@ -300,10 +305,13 @@ def _tree_sums(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return X[:, 0], sigma, bound
 
 
-def outputs(head: Head, pairs: list[tuple[int, int]], split: Split | None = None) -> tuple[np.ndarray, np.ndarray]:
+def outputs(
+    head: Head, pairs: list[tuple[int, int]], split: Split | None = None, scores: tuple | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Values and error bounds of the outputs O[i, k] for the (query row, column) pairs asked for, in that
-    order (inf where no bound holds). The head must be one :func:`covers`."""
-    value, error, _, _ = _all(head, pairs, split, False)
+    order (inf where no bound holds). The head must be one :func:`covers`. ``scores``: a float64 block's
+    (float64.Block.scores: its products with ``split`` and its first row), which holds every row asked."""
+    value, error, _, _ = _all(head, pairs, split, False, scores)
     return value, error
 
 
@@ -314,7 +322,9 @@ def quotients(head: Head, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.
     return q1, q2, error
 
 
-def _all(head: Head, pairs: list[tuple[int, int]], split: Split | None, tight: bool) -> tuple[np.ndarray, ...]:
+def _all(
+    head: Head, pairs: list[tuple[int, int]], split: Split | None, tight: bool, scores: tuple | None = None
+) -> tuple[np.ndarray, ...]:
     split = Split.of(head.K) if split is None else split
     value, error = np.full(len(pairs), np.nan), np.full(len(pairs), np.inf)
     low, bound = np.zeros(len(pairs)), np.full(len(pairs), np.inf)
@@ -327,7 +337,7 @@ def _all(head: Head, pairs: list[tuple[int, int]], split: Split | None, tight: b
     count += count % 2 if count > 1 or parallel else 0  # an even count of equal pieces: both cores end together
     size = max(1, -(-len(rows) // max(count, 1)))  # (216 rows: 108 and 108, where 128 and 88 left one core idle)
     pieces = [rows[start : start + size] for start in range(0, len(rows), size)]
-    data = (head, pairs, by_row, split, _keys_again(split) if tight else None)
+    data = (head, pairs, by_row, split, _keys_again(split) if tight else None, scores)
 
     def piece(rows: list[int]) -> tuple:
         return _piece(data, rows)
@@ -342,10 +352,10 @@ def _all(head: Head, pairs: list[tuple[int, int]], split: Split | None, tight: b
 
 def _piece(data: tuple, rows: list[int]) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(places in ``pairs``, values, bounds, second floats, their bounds) of the pairs in the given query rows."""
-    head, pairs, by_row, split, again = data
+    head, pairs, by_row, split, again, scores = data
     chunk = np.array(rows)
     with np.errstate(invalid="ignore", over="ignore"):
-        t1, t_lo, eta, kept = _arguments(head, chunk, split, again)
+        t1, t_lo, eta, kept = _arguments(head, chunk, split, again, scores)
         E_hi, E_lo, rho, under = _exps(t1, t_lo, eta, kept)
     rho_row = np.max(rho, axis=1)
     tiny_row = np.where(np.any(under, axis=1), TINY, 0.0)

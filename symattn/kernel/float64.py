@@ -172,6 +172,7 @@ class Block:
     total: np.ndarray  # Σ e^(z − M), a column
     total_error: np.ndarray
     stage: tuple | None = None  # with blocks(stages=True): the rows' exps (exps, and extra_term's)
+    scores: tuple | None = None  # with stages: the scores' exact part, their rest and the rows' 2^e (_scores)
 
 
 def head(
@@ -212,10 +213,11 @@ def blocks(
     exp stage, for sums redone from the same exps (compensated.stage_outputs); ``rows``: only the query rows
     [start, stop), start a multiple of ``block`` (the blocks are those of the whole pass)."""
     split, absV = Split.of(head.K) if split is None else split, np.abs(head.V)
+    both = np.concatenate([head.V, absV], axis=1)  # N = E·V and B = E·|V| in one product
     first, end = (0, head.Q.shape[0]) if rows is None else rows
     for start in range(first, end, block):
         with np.errstate(invalid="ignore", over="ignore"):  # 0·inf and overflow leave no bound: inf below
-            yield _block(head, start, min(start + block, end), weights, split, absV, stages)
+            yield _block(head, start, min(start + block, end), weights, split, both, stages)
 
 
 def exact_s(d: int) -> int:
@@ -257,15 +259,18 @@ class Split:
         return Split(x, high, x - high, np.ldexp(1.0, e), s)
 
 
-def _scores(q: np.ndarray, keys: Split, then: Any = None) -> tuple[np.ndarray, np.ndarray]:
+def _scores(q: np.ndarray, keys: Split, then: Any = None, keep: list | None = None) -> tuple[np.ndarray, np.ndarray]:
     """S = q·Kᵀ and a bound on its error: the high parts' product is exact, the rest is small. The products
     once, the rest entry by entry in bands of rows whose temporaries stay in the cache (the same floats);
-    ``then(S, eS)``: what a band makes of them instead (``scaled``'s z)."""
+    ``then(S, eS)``: what a band makes of them instead (``scaled``'s z); ``keep``: a list the products and the
+    rows' 2^e go to (doubled.outputs's scores, not made twice)."""
     d = q.shape[1]
     rows = Split.of(q, keys.s)
     exact = rows.high @ keys.high.T
     rest = rows.high @ keys.low.T
     rest += rows.low @ keys.whole.T  # products exact (≤ 24 + 24 bits); sums not
+    if keep is not None:
+        keep.append((exact, rest, rows.top))
     # |high| ≤ 2^e, |k'| < 2^e', |low| ≤ 2^(e+s−53): Σ|high·low'| + Σ|low·k'| ≤ d·2^(e+e'+s−52), and each
     # of the two sums loses at most γ_d of its own (products rounded or not); then two additions, u each
     factor = gamma(d) * d * 2.0 ** (keys.s - 52) * SAFETY
@@ -279,7 +284,9 @@ def _scores(q: np.ndarray, keys: Split, then: Any = None) -> tuple[np.ndarray, n
     return S, eS
 
 
-def scaled(head: Head, rows: slice | np.ndarray, split: Split) -> tuple[np.ndarray, np.ndarray]:
+def scaled(
+    head: Head, rows: slice | np.ndarray, split: Split, keep: list | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """z = c·q·k of the given query rows (before any modifier) and its bound."""
     c, error = head.scale, head.scale * head.scale_error
 
@@ -287,10 +294,10 @@ def scaled(head: Head, rows: slice | np.ndarray, split: Split) -> tuple[np.ndarr
         Z = S * c
         return Z, SAFETY * (U * np.abs(Z) + eS * c + (np.abs(S) + eS) * error)
 
-    return _scores(head.Q[rows], split, z)
+    return _scores(head.Q[rows], split, z, keep)
 
 
-def exps(head: Head, rows: slice | np.ndarray, split: Split):
+def exps(head: Head, rows: slice | np.ndarray, split: Split, keep: list | None = None):
     """The exp stage of the given query rows: E = e^(z − M) and its error eE, the relative bound eps of
     each entry, which entries underflowed (bounded by TINY), the row maxima M.
 
@@ -301,7 +308,7 @@ def exps(head: Head, rows: slice | np.ndarray, split: Split):
     keeps a tiny one, and T = −702 within 12 reaches e^-690 > TINY. Every other entry below the floor has
     eT > 5.99 > 0.5: no bound, eE = inf (not E·eps, 0·inf). Where eT < 5.99 nothing changed (issue 30).
     """
-    Z, eZ = scaled(head, rows, split)
+    Z, eZ = scaled(head, rows, split, keep)
     for mod in extras(head)[1]:  # score modifiers: before the mask, each with its own bound
         Z, eZ = mod.float64(Z, eZ, rows)
     mask = None if head.allowed is None else head.allowed[rows]
@@ -366,19 +373,22 @@ def joined(ell: np.ndarray, e_ell: np.ndarray, term: tuple[np.ndarray, np.ndarra
     return total, SAFETY * (e_ell + term[1].reshape(ell.shape) + U * total)
 
 
-def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV: np.ndarray, keep: bool) -> Block:
-    m = head.K.shape[0]
+def _block(head: Head, start: int, stop: int, weights: bool, split: Split, both: np.ndarray, keep: bool) -> Block:
+    m, dv = head.K.shape[0], head.V.shape[1]
+    absV = both[:, dv:]
     width = math.isqrt(m - 1) + 1  # keys per chunk: sums of chunk sums lose γ_{width + chunks}, not γ_m
     chunks = -(-m // width)
     g_sum = gamma(width + chunks + 1)  # +1: the products e·v round once more
-    E, eE, eps, under, M = exps(head, slice(start, stop), split)
+    kept: list | None = [] if keep else None
+    E, eE, eps, under, M = exps(head, slice(start, stop), split, kept)
     ell = _chunked(E, width, chunks)
     e_ell = SAFETY * (g_sum * ell + np.sum(eE, axis=1, keepdims=True))
     extra = extra_term(head, slice(start, stop), M)
     ell, e_ell = joined(ell, e_ell, extra)  # a logit with no value: its e^(s − M)
     eps_row = np.max(eps, axis=1, keepdims=True)
     tiny_row = np.where(np.any(under, axis=1, keepdims=True), TINY, 0.0)
-    N, B = _chunked(E, width, chunks, head.V, absV)
+    NB = _chunked(E, width, chunks, both)
+    N, B = NB[:, :dv], NB[:, dv:]
     under_row = UNDER * tiny_terms(np.sum(tiny(E), axis=1, keepdims=True))  # products e·v below 2^-1022
     eN = SAFETY * ((g_sum + eps_row * (1 + g_sum)) * B + tiny_row * np.sum(absV, axis=0) + under_row)
     O = N / ell
@@ -390,7 +400,8 @@ def _block(head: Head, start: int, stop: int, weights: bool, split: Split, absV:
         A, eA = divided(E, eE, ell, e_ell)
     else:
         A = eA = np.empty((0, 0))
-    return Block(start, stop, A, eA, O, eO, M, ell, e_ell, (E, eE, eps, under, M, extra) if keep else None)
+    stage = (E, eE, eps, under, M, extra) if keep else None
+    return Block(start, stop, A, eA, O, eO, M, ell, e_ell, stage, (*kept[0], start) if kept else None)
 
 
 def divided(E: np.ndarray, eE: np.ndarray, ell: np.ndarray, e_ell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -403,18 +414,18 @@ def divided(E: np.ndarray, eE: np.ndarray, ell: np.ndarray, e_ell: np.ndarray) -
     return A, eA
 
 
-def _chunked(E: np.ndarray, width: int, chunks: int, *Vs: np.ndarray) -> Any:
-    """Row sums of E (or E·V for each V given, a tuple) as sums over chunks of ``width`` keys of each chunk's
-    sum, in any order."""
+def _chunked(E: np.ndarray, width: int, chunks: int, V: np.ndarray | None = None) -> np.ndarray:
+    """Row sums of E (a column), or E·V, as sums over chunks of ``width`` keys of each chunk's sum, in any
+    order: E·V a BLAS product a chunk, added in turn (as numpy summed them stacked, without the copy)."""
     n, m = E.shape
+    if V is not None:
+        out = np.zeros((n, V.shape[1]))
+        for start in range(0, m, width):
+            out += E[:, start : start + width] @ V[start : start + width]
+        return out
     if chunks * width != m:  # zeros pad the last chunk: they add nothing and lose nothing
         E = np.concatenate([E, np.zeros((n, chunks * width - m))], axis=1)
-        Vs = tuple(np.concatenate([V, np.zeros((chunks * width - m, V.shape[1]))], axis=0) for V in Vs)
-    parts = E.reshape(n, chunks, width)
-    if not Vs:
-        return parts.sum(axis=2).sum(axis=1, keepdims=True)
-    stacked = np.ascontiguousarray(parts.transpose(1, 0, 2))  # contiguous: one BLAS call per chunk, made once
-    return tuple(np.matmul(stacked, V.reshape(chunks, width, V.shape[1])).sum(axis=0) for V in Vs)
+    return E.reshape(n, chunks, width).sum(axis=2).sum(axis=1, keepdims=True)
 
 
 UNDER = 2.0**-1070  # 32 underflows, each off by at most 2^-1075 (half the least subnormal), absolute
