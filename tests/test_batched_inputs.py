@@ -246,3 +246,30 @@ def test_the_lse_of_each_batch_and_head_is_that_head_s_own(tmp_path, capsys):
             assert [(e["query"], e["ulps"], e["exact"], e["row_relative"]) for e in mine] == [
                 (e["query"], e["ulps"], e["exact"], e["row_relative"]) for e in alone["entries"]
             ]
+
+
+def test_a_model_s_width_of_heads_from_files(tmp_path, capsys):
+    """32 query heads of d 128 over 8 key/value heads (a Llama's 4096 columns): each head's d is limited, as the
+    in-memory API limits it, not the heads' columns side by side (refused as "32×4096 per batch" before); a
+    spec's own ``heads`` keeps its limit of 16."""
+    rng = np.random.default_rng(5)
+    Q = rng.standard_normal((1, 32, 4, 128)).astype(np.float32)
+    K, V = (rng.standard_normal((1, 8, 4, 128)).astype(np.float32) for _ in range(2))
+    group = np.repeat(np.arange(8), 4)
+    Z = np.einsum("hnd,hmd->hnm", Q[0].astype(np.float64), K[0, group].astype(np.float64)) / np.sqrt(128)
+    A = np.exp(Z - Z.max(axis=2, keepdims=True))
+    out = np.einsum("hnm,hmd->hnd", A / A.sum(axis=2, keepdims=True), V[0, group].astype(np.float64))
+    out = out[None].astype(np.float32)
+    out[0, 17, 2, 100] += 1
+    write(tmp_path, "bhnd", q=Q, k=K, v=V, o=out)
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
+    spec = load_spec(tmp_path / "s.toml")
+    assert (spec.heads, spec.kv_heads, len(spec.Q[0])) == (32, 8, 4096)
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "s.toml"), str(tmp_path / "o.npy"), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["summary"]["max_ulps_at"] == {"batch": 0, "head": 17, "query": 2, "column": 100}
+    (tmp_path / "t.toml").write_text("Q = [[1, 2]]\nK = [[1, 2]]\nV = [[1, 2]]\nheads = 32\n")
+    with pytest.raises(SpecError) as info:
+        load_spec(tmp_path / "t.toml")
+    assert str(info.value).endswith("heads: expected an integer from 1 to 16, got 32")

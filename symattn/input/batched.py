@@ -29,16 +29,18 @@ WEIGHTS_AXES = "weights with batch and head axes: compare one head's (N, M) weig
 
 def read_batched(
     reader: Reader, data: Mapping[str, Any]
-) -> tuple[dict[str, Any], tuple[Batch, ...], str, tuple[FileMatrix, ...]]:
+) -> tuple[dict[str, Any], tuple[Batch, ...], str, tuple[FileMatrix, ...], bool]:
     """The spec's keys with Q, K, V of batch 0 as matrices (and heads, kv_heads set), every batch, the layout,
-    and the dO of ``[backward] grad_output`` of every batch past the first (a file with batch and head axes).
+    the dO of ``[backward] grad_output`` of every batch past the first (a file with batch and head axes), and
+    whether the files had head axes (then their heads were checked here, against BATCH_HEADS, as the
+    in-memory API checks them: a spec's own ``heads`` keeps its smaller limit).
 
     Q, K and V that are not all files of 3 or 4 axes are left as they are (no batches).
     """
     layout = reader.choice(data.get("layout", "bhnd"), "layout", LAYOUTS)
     given = {key: data.get(key) for key in ("Q", "K", "V")}
     if not all(filematrix.names_file(v) for v in given.values()) or reader.folder is None:
-        return dict(data), (), layout, ()
+        return dict(data), (), layout, (), False
     from symattn.input import tensorfile  # numpy's: only for a spec that names files
 
     raw = {key: str(v) for key, v in given.items()}
@@ -52,7 +54,7 @@ def read_batched(
         out = dict(data)
         for key, a in arrays.items():
             out[key] = filematrix.matrix_of(a, raw[key], key, reader.source, limits.KERNEL_TOKENS)
-        return out, (), layout, ()
+        return out, (), layout, (), False
     if len(set(axes.values())) != 1 or axes["Q"] not in (3, 4):
         shapes = ", ".join(f"{k} {tuple(a.values.shape)}" for k, a in arrays.items())
         raise ShapeError(reader.source, "Q", f"Q, K and V need 3 or 4 axes alike ({layout}); got {shapes}")
@@ -91,7 +93,7 @@ def read_batched(
     grads = _grad_outputs(reader, data, layout, (batch, heads, n, V.shape[3]))
     if grads:
         out["backward"] = {**data["backward"], "grad_output": grads[0]}
-    return out, batches if batch > 1 else (), layout, grads[1:]  # type: ignore[return-value]
+    return out, batches if batch > 1 else (), layout, grads[1:], True  # type: ignore[return-value]
 
 
 def _finite(values: Any, raw: str, key: str, source: str) -> None:
@@ -157,8 +159,10 @@ def _side_by_side(heads: np.ndarray, fmt: str, name: str, key: str, reader: Read
     import numpy as np
 
     h, n, d = heads.shape
-    if n > limits.KERNEL_TOKENS or h * d > limits.DIMS:
-        raise LimitError(reader.source, key, f"{n}×{h * d} per batch; at most {limits.KERNEL_TOKENS}×{limits.DIMS}")
+    if n > limits.KERNEL_TOKENS or d > limits.DIMS:  # each head's d, as the in-memory API (32 × 128 is Llama's)
+        raise LimitError(
+            reader.source, key, f"{n} tokens, head dim {d}; at most {limits.KERNEL_TOKENS} and {limits.DIMS}"
+        )
     return FileMatrix(np.ascontiguousarray(heads.transpose(1, 0, 2).reshape(n, h * d)), fmt, name)
 
 

@@ -14,14 +14,16 @@ from symattn.input import limits
 from symattn.input.reader import Reader, brief, parse_index
 
 
-def read_kv_heads(reader: Reader, data: Mapping[str, Any]) -> int | None:
-    """``kv_heads`` as given (None when absent); :func:`check_kv_heads` checks it against ``heads``."""
+def read_kv_heads(reader: Reader, data: Mapping[str, Any], most: int | None = None) -> int | None:
+    """``kv_heads`` as given (None when absent); :func:`check_kv_heads` checks it against ``heads``;
+    ``most``: another limit."""
     if "kv_heads" not in data:
         return None
+    most = limits.KV_HEADS if most is None else most
     raw = data["kv_heads"]
     value = parse_index(raw)
-    if value is None or not 1 <= value <= limits.KV_HEADS:
-        raise reader.error("kv_heads", f"expected an integer from 1 to {limits.KV_HEADS}, got {brief(raw)}")
+    if value is None or not 1 <= value <= most:
+        raise reader.error("kv_heads", f"expected an integer from 1 to {most}, got {brief(raw)}")
     return value
 
 

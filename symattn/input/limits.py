@@ -36,7 +36,7 @@ TOKENS = 1024  # rows of Q, K, V or X, for compute and check
 # rows of Q, K, V given as .npy or .safetensors files: compare's float64 path streams them by row blocks
 # (FlashAttention's tests reach 4224); the exact path still takes TOKENS
 KERNEL_TOKENS = 8192
-DIMS = 1024  # columns of any input matrix
+DIMS = 1024  # columns of any input matrix, and a head's d in files with head axes
 DOCUMENT_TOKENS = 128  # rows (queries or keys) a rendered document may show
 DOCUMENT_DIMS = 512  # columns a rendered document may show
 HEADS = 16

@@ -230,11 +230,12 @@ def read_backward(reader: Reader, raw: object, rows: int, cols: int) -> Backward
     return Backward("sum")
 
 
-def heads_count(reader: Reader, data: Mapping[str, Any]) -> int:
-    """``heads``: a whole number from 1 to the limit (1 where it is not given)."""
+def heads_count(reader: Reader, data: Mapping[str, Any], most: int | None = None) -> int:
+    """``heads``: a whole number from 1 to the limit (1 where it is not given); ``most``: another limit."""
+    most = limits.HEADS if most is None else most
     heads = parse_index(data.get("heads", 1))
-    if heads is None or not 1 <= heads <= limits.HEADS:
-        raise reader.error("heads", said("integer_range", most=limits.HEADS, got=brief(data.get("heads"))))
+    if heads is None or not 1 <= heads <= most:
+        raise reader.error("heads", said("integer_range", most=most, got=brief(data.get("heads"))))
     return heads
 
 
@@ -246,10 +247,11 @@ def read_heads(
     d_q: int,
     kv_heads: int | None = None,
     d_k: int | None = None,
+    most: int | None = None,
 ):
     """``heads``, W_O and b_O; with ``kv_heads`` (grouped-query), K and V have kv_heads head blocks
-    (``d_k``: the columns of K)."""
-    heads = heads_count(reader, data)
+    (``d_k``: the columns of K); ``most``: heads_count's."""
+    heads = heads_count(reader, data, most)
     check_kv_heads(reader, kv_heads, heads)
     groups = kv_heads or heads
     if projection is None and (heads > 1 or kv_heads is not None):

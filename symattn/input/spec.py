@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from symattn import variants
+from symattn.input import limits
 from symattn.input.batched import read_batched
 from symattn.input.choices import CJK_FONTS, ENGINES, EXPANDS, FIGURES, NOTATIONS, PAPERS, ROUNDINGS, SOFTMAXES
 from symattn.input.choices import INPUTS as INPUT_MODES
@@ -291,10 +292,12 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
     batches: tuple = ()
     grads: tuple = ()
     layout = "bhnd"
+    filed = False  # heads from files' head axes
     made = variants.inputs(reader, data)  # Q, K, V that a part makes from its own keys (MLA's [mla] table)
     if "X" not in data and made is None:  # Q, K, V files with batch and head axes: batch 0 as matrices, heads set
-        data, batches, layout, grads = read_batched(reader, data)
-    kv_heads = read_kv_heads(reader, data)  # issue 20: grouped-query heads (K and V checked in read_heads)
+        data, batches, layout, grads, filed = read_batched(reader, data)
+    most = limits.BATCH_HEADS if filed else None
+    kv_heads = read_kv_heads(reader, data, most)  # issue 20: grouped-query heads (K and V checked in read_heads)
     projection = None
     if made is not None:
         Q, K, V, rows_of = made
@@ -342,7 +345,7 @@ def spec_from_mapping(data: Mapping[str, Any], source: str = "<dict>", folder: P
         )
     else:
         key_tokens = ()
-    heads, W_O, b_O = read_heads(reader, data, projection, len(V[0]), len(Q[0]), kv_heads, len(K[0]))
+    heads, W_O, b_O = read_heads(reader, data, projection, len(V[0]), len(Q[0]), kv_heads, len(K[0]), most)
     if heads > 1 and any(has_formulas(m) for m in (Q, K, V)):
         raise reader.error("heads", "symbols are supported with one head only")
     turned = variants.turned(reader, data) if made is not None else None  # MLA's decoupled dims
