@@ -134,6 +134,32 @@ def test_flashattentions_rule_in_bfloat16_against_the_naive_bfloat16_reference(s
     assert json.loads(report.to_json())["ratio"] == figure(ratio)
 
 
+def test_the_default_floors_fail_a_bfloat16_row_that_cancels_and_the_message_names_the_rule_to_use():
+    """torch's CPU SDPA in bfloat16, causal, (2, 4, 128, 64): query 2 of head (0, 0) has three keys, and its
+    output 0.0341 misses 1e-3 + 0.016·|exact| by 1.85 times; the message says which rule such a kernel is
+    tested by. A tolerance given alone takes the other from the dtype's defaults, so no hint there."""
+    from symattn.testing import assert_attention_close
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 128, 64, generator=g).bfloat16() for _ in range(3))
+    out = sdpa(q, k, v)
+    with pytest.raises(AssertionError) as info:
+        assert_attention_close(out, q, k, v, causal=True)
+    first = (
+        "fails torch.allclose's rule |out − exact| ≤ 0.001 + 0.016·|exact|: |out − exact| / (atol + rtol·|exact|) "
+        "= 1.85 at out[0, 0, 2, 24] (out 0.0312500000, exact 0.0341169650)"
+    )
+    assert str(info.value).splitlines()[:3] == [
+        first,
+        "(the default tolerances are PyTorch's floors; a bfloat16 or float16 kernel is tested by FlashAttention's "
+        'rule: rule="flash", reference=the naive attention in its dtype; docs/pytest.md)',
+        "",
+    ]
+    with pytest.raises(AssertionError) as info:
+        assert_attention_close(out, q, k, v, causal=True, rtol=0.016)
+    assert str(info.value).splitlines()[:2] == [first, ""]
+
+
 def test_the_log_sum_exp_in_both_bases(small):
     from symattn.kernel import compare
 
@@ -148,6 +174,12 @@ def test_the_log_sum_exp_in_both_bases(small):
     assert report.ok and report.comparison.where.convention == "out[batch, head, query]"
     base2 = compare((lse / math.log(2)).float(), q, k, v, kind="lse", lse_base="2", causal=True, max_ulp="0.51")
     assert base2.ok
+    as_number = compare((lse / math.log(2)).float(), q, k, v, kind="lse", lse_base=2, causal=True, max_ulp="0.51")
+    assert as_number.to_json() == base2.to_json()  # the CLI's --lse-base 2, as a number
+    for odd in (3, True, "10"):
+        with pytest.raises(SpecError) as info:
+            compare(lse.float(), q, k, v, kind="lse", lse_base=odd)
+        assert str(info.value) == f"lse_base: expected 'e' or '2' (or 2), got {odd!r}"
     bad = lse.float().clone()
     bad[1, 2, 77] = torch.nextafter(torch.nextafter(bad[1, 2, 77], torch.tensor(1e9)), torch.tensor(1e9))
     report = compare(bad, q, k, v, kind="lse", causal=True, max_ulp=1)
@@ -219,6 +251,12 @@ def test_the_window_takes_any_int32_of_keys():
     x = np.ones((4, 2), np.float32)
     report = compare(x, x, x, x, window=2**31 - 1, rule="ulp", max_ulp=0)
     assert report.ok and len(report.comparison.entries) == 8
+    pair = compare(x, x, x, x, window=(1, 0), rule="ulp", max_ulp=0).to_json()
+    for given in (torch.tensor([1, 0]), np.array([1, 0], np.int32)):  # a pair as an array, torch's or numpy's
+        assert compare(x, x, x, x, window=given, rule="ulp", max_ulp=0).to_json() == pair
+    with pytest.raises(SpecError) as info:
+        compare(x, x, x, x, window=torch.tensor([1.5, 0.0]))
+    assert str(info.value).startswith("window: ")
     assert load_spec({"Q": [[1]], "K": [[1]], "V": [[1]], "window": 2**31 - 1}).setting("masks").window == 2**31 - 1
 
 
@@ -310,7 +348,7 @@ def test_three_runs_with_one_differing_entry_report_the_spread(small, tmp_path, 
     report = compare([out, moved, out], q, k, v, causal=True)
     spread = report.spread
     assert (spread.entries, spread.differ, spread.ulps_apart) == (n_entries, 1, 3)
-    assert report.comparison.where.text(*spread.at) == "out[1, 2, 77, 5]"
+    assert report.spread_at == {"batch": 1, "head": 2, "query": 77, "column": 5}  # the tensor's own axes
     alone = [compare(t, q, k, v, causal=True) for t in (out, moved)]
     data = json.loads(report.to_json())
     assert [r["source"] for r in data["runs"]] == ["run 0", "run 1", "run 2"]
@@ -456,3 +494,20 @@ def test_the_text_report_decides_each_heads_own_worst_entry(tmp_path, capsys):
         text[11]
         == "  batch 0, head 1: 9 of 58 correctly rounded; largest error 1550 ULP at o[0, 1, 23, 1], largest relative 1.80e-13"
     )
+
+
+def test_a_bnhd_tensor_read_as_bhnd_past_the_heads_limit_says_which_layout_fits():
+    from symattn.input.errors import LimitError
+    from symattn.kernel import compare
+
+    q = np.ones((2, 96, 4, 32), np.float32)  # (B, N, H, D) given without layout="bnhd"
+    with pytest.raises(LimitError) as info:
+        compare(q, q, q, q)
+    assert str(info.value) == (
+        "q: shape: 2 batches × 96 heads (bhnd); at most 64 (the limit); read as layout='bnhd', 4 heads"
+    )
+    assert compare(q, q, q, q, layout="bnhd", rule="ulp", max_ulp=0).ok  # V's rows all one: exactly 1
+    wide = np.ones((2, 96, 40, 32), np.float32)  # no layout fits: no hint
+    with pytest.raises(LimitError) as info:
+        compare(wide, wide, wide, wide)
+    assert str(info.value) == "q: shape: 2 batches × 96 heads (bhnd); at most 64 (the limit)"

@@ -72,3 +72,26 @@ def test_torchs_sdpa_on_keys_of_equal_means_passes_the_ulp_rule():
     out = torch.tensor([[[[2.0]]]])
     report = assert_attention_close(out, q, k, v, rule="ulp", max_ulp=0)
     assert (report.ok, report.worst_place, report.figure()) == (True, "out[0, 0, 0, 0]", "0 ULP")
+
+
+def test_a_float_as_integers_times_a_power_of_two_is_exact():
+    """rational_rows.integers: each value is its integer times 2^shift, exactly (zeros, signs, subnormals of
+    float32 and float64, 2^±100 apart in one array); the all-ones head's rows then agree exactly."""
+    from symattn.kernel import rational_rows
+
+    x = np.array([[0.0, -0.0, 1.5, -(2.0**-149)], [2.0**100, -(2.0**-100) / 3, 5e-324, 0.1]])
+    ints, shift = rational_rows.integers(x)
+    assert [[Fraction(int(a)) * Fraction(2) ** shift for a in row] for row in ints.tolist()] == [
+        [Fraction(v) for v in row] for row in x.tolist()
+    ]
+    assert rational_rows.integers(np.zeros(3))[1] == 0  # no nonzero value: no shift
+
+
+def test_an_all_ones_batch_is_exactly_one_everywhere():
+    """torch.ones-style inputs: every row's scores are equal, every output exactly 1 (0 ULP at every place)."""
+    from symattn.kernel import compare as compare_tensors
+
+    q = np.ones((2, 12, 4, 8), np.float32)
+    report = compare_tensors(q, q, q, q, layout="bnhd", rule="ulp", max_ulp=0)
+    data = json.loads(report.to_json())
+    assert (report.ok, data["summary"]["entries"], data["summary"]["correctly_rounded"]) == (True, 768, 768)

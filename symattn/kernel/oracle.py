@@ -51,7 +51,7 @@ def compare(
     rtol: Any = None,
     atol: Any = None,
     max_ulp: Any = None,
-    lse_base: str = "e",
+    lse_base: str | int = "e",
     worst: int | None = WORST,
     **variant_arguments: Any,
 ) -> report.Report:
@@ -92,8 +92,7 @@ def compare(
             raise SpecError(name, None, refusal)
     if kind not in tensors.KINDS:
         raise SpecError("kind", None, f"expected one of {', '.join(tensors.KINDS)}, got {kind!r}")
-    if lse_base not in ("e", "2"):
-        raise SpecError("lse_base", None, f"expected 'e' or '2', got {lse_base!r}")
+    lse_base = base_of(lse_base)
     if worst is not None:  # a whole number (numpy's too), not a bool: True is no count
         whole = not isinstance(worst, bool) and hasattr(type(worst), "__index__")
         if not whole or worst.__index__() < 1:
@@ -114,6 +113,8 @@ def _whole_numbers(window: Any) -> Any:
     def whole(x: Any) -> Any:
         return x.__index__() if not isinstance(x, bool) and hasattr(type(x), "__index__") else x
 
+    if hasattr(window, "tolist") and hasattr(window, "ndim"):  # numpy's or torch's array: (2,) a pair, () one
+        window = window.tolist()
     return tuple(whole(x) for x in window) if isinstance(window, (tuple, list)) else whole(window)
 
 
@@ -179,6 +180,15 @@ def runs_of(out: Any) -> list[Any]:
     """The results given: several runs of one kernel (a list or tuple of tensors or arrays), or one."""
     several = isinstance(out, (list, tuple)) and len(out) > 0 and all(hasattr(r, "shape") for r in out)
     return list(out) if several else [out]
+
+
+def base_of(lse_base: Any) -> str:
+    """ "e" or "2" for an LSE's base as given: those texts, or the number 2 (as the CLI's ``--lse-base 2``)."""
+    if not isinstance(lse_base, bool) and lse_base == 2:
+        return "2"
+    if lse_base not in ("e", "2"):
+        raise SpecError("lse_base", None, f"expected 'e' or '2' (or 2), got {lse_base!r}")
+    return lse_base
 
 
 def rule_inputs(rule: str | None, reference: Any, rtol: Any, atol: Any, bound: Decimal | None) -> Any:

@@ -33,25 +33,70 @@ def equal_score_rows(head: float64.Head, rows: list[int]) -> set[int]:
     return out
 
 
-def rational_row(head: float64.Head, quantity: str, i: int) -> list[Fraction] | None:
+class Exact:
+    """A head's K and V as Python integers times a power of two each, made once for the rows refine asks for:
+    a row's exact scores are one integer product and V's sums over its keys integer sums (Fractions took
+    14 s for the 768 rows of an all-ones (2, 4, 96, 32) head; the sums are kept for each set of keys)."""
+
+    def __init__(self, head: float64.Head):
+        self.head = head
+        self._K: tuple[np.ndarray, int] | None = None
+        self._V: tuple[np.ndarray, int] | None = None
+        self._sums: dict[bytes, list[Fraction]] = {}
+
+    def scores(self, i: int, keys: np.ndarray) -> tuple[np.ndarray, int]:
+        """The exact scores q_i·k_j of the keys, as integers times 2^shift: (integers, shift)."""
+        if self._K is None:
+            self._K = integers(self.head.K)
+        q, shift = integers(self.head.Q[i])
+        return self._K[0][keys] @ q, shift + self._K[1]
+
+    def output(self, keys: np.ndarray) -> list[Fraction]:
+        """Each column's mean of V over the keys, exactly."""
+        found = self._sums.get(keys.tobytes())
+        if found is None:
+            if self._V is None:
+                self._V = integers(self.head.V)
+            sums, shift = self._V[0][keys].sum(axis=0), self._V[1]
+            scale = Fraction(2) ** shift / len(keys)
+            found = self._sums[keys.tobytes()] = [int(x) * scale for x in sums.tolist()]
+        return found
+
+
+def integers(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """Finite floats x as integers times 2^shift, exactly: (an object array of Python's integers, shift)."""
+    mantissa, exponent = np.frexp(x)
+    whole = (mantissa * 2.0**53).astype(np.int64)  # exact: a float's 53 bits
+    exponent = exponent.astype(np.int64) - 53
+    nonzero = whole != 0
+    shift = int(exponent[nonzero].min()) if nonzero.any() else 0
+    out = np.empty(x.shape, dtype=object)
+    out.reshape(-1)[:] = [
+        a << b if a else 0 for a, b in zip(whole.ravel().tolist(), (exponent - shift).ravel().tolist())
+    ]
+    return out, shift
+
+
+def rational_row(head: float64.Head, quantity: str, i: int, exact: Exact | None = None) -> list[Fraction] | None:
     """A row whose allowed scores are all equal has rational weights 1/count (Lindemann–Weierstrass
-    says no other row has): its weights or outputs exactly; None for any other row."""
+    says no other row has): its weights or outputs exactly; None for any other row. ``exact``: the head's
+    :class:`Exact`, kept by the caller for its other rows."""
     keep = np.ones(head.K.shape[0], dtype=bool) if head.allowed is None else head.allowed[i]
     keys = np.nonzero(keep)[0]
     if not keys.size:  # a row that attends to no key: no value
         return None
-    q = [Fraction(float(a)) for a in head.Q[i]]
-    exact = [sum((Fraction(float(a)) * b for a, b in zip(head.K[j], q)), Fraction(0)) for j in keys]
+    exact = Exact(head) if exact is None else exact
+    scores, shift = exact.scores(i, keys)
     if quantity in ("lse", "lse2"):
-        return _log_row(head, exact, quantity)
-    if any(e != exact[0] for e in exact):
+        return _log_row(head, [int(x) * Fraction(2) ** shift for x in scores.tolist()], quantity)
+    if any(x != scores[0] for x in scores.tolist()):
         return None
     w = Fraction(1, len(keys))
     if quantity == "dQ":
         return _rational_dq(head, i, keys, w)
     if quantity == "weights":
         return [w if k else Fraction(0) for k in keep]
-    return [w * sum((Fraction(float(head.V[j, c])) for j in keys), Fraction(0)) for c in range(head.V.shape[1])]
+    return exact.output(keys)
 
 
 def _log_row(head: float64.Head, exact: list[Fraction], quantity: str) -> list[Fraction] | None:
@@ -100,4 +145,4 @@ def denominators(head: float64.Head) -> list:
     return [mod for mod in float64.extras(head)[1] if hasattr(mod, "arb_exp")]
 
 
-__all__ = ["constant_output", "denominators", "equal_score_rows", "rational_row"]
+__all__ = ["Exact", "constant_output", "denominators", "equal_score_rows", "integers", "rational_row"]

@@ -90,8 +90,9 @@ def refine(
         else rational_rows.equal_score_rows(head, sorted(entries))
     )
     prove_zeros = prove_zeros and plain
+    integers = rational_rows.Exact(head)
     for i, cols in entries.items():
-        known = rational_rows.rational_row(head, quantity, i) if i in candidates else None
+        known = rational_rows.rational_row(head, quantity, i, integers) if i in candidates else None
         for j in cols:
             value = known[j] if known is not None else rational_rows.constant_output(head, quantity, i, j)
             if value is None:

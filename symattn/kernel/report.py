@@ -53,6 +53,14 @@ class Report:
         return not (over or failed or self.comparison.not_finite)
 
     @property
+    def spread_at(self) -> dict[str, int] | None:
+        """Where several runs lie farthest apart, 0-based in the result's own axes ({"batch": 1, "head": 3,
+        "query": 40, "column": 7}), as JSON's ``ulps_apart_at``; None for one run or no entry apart."""
+        if self.spread is None or self.spread.cell is None:
+            return None
+        return self.comparison.where.index(*self.spread.cell)
+
+    @property
     def rule(self) -> str | None:
         """The rule that decides ``ok``: "flash", "allclose", "ulp" (``max_ulp`` alone), or None (no verdict)."""
         if self.verdict is not None:
@@ -127,7 +135,6 @@ class Report:
     def _runs_data(self) -> dict[str, Any]:
         first, spread = self.comparison, self.spread
         assert spread is not None  # a report of runs has their spread
-        places = first.where
         return {
             "quantity": first.quantity,
             "format": first.format,
@@ -138,7 +145,7 @@ class Report:
                 "entries": spread.entries,
                 "differ": spread.differ,
                 "ulps_apart": spread.ulps_apart,
-                "ulps_apart_at": None if spread.at is None else places.index(*spread.at),
+                "ulps_apart_at": self.spread_at,
                 "differ_not_finite": spread.not_finite,
             },
         }
@@ -175,7 +182,7 @@ class Report:
             count=len(self.runs),
             convention=places.convention,
             spread=spread,
-            spread_at="—" if spread.at is None else places.text(*spread.at),
+            spread_at="—" if spread.cell is None else places.text(*spread.cell),
             runs=runs,
             num=num,
             place_at=lambda ij: places.text(*ij),

@@ -25,7 +25,7 @@ class Spread:
     entries: int
     differ: int  # entries whose bits are not the same in every run
     ulps_apart: int  # the most steps between two runs' values at one entry, in the format's floats (both finite)
-    at: tuple[int, int] | None  # 0-based, in the comparison's lined-up matrix: the first entry that far apart
+    cell: tuple[int, int] | None  # in compare's lined-up matrix: the first entry that far apart (Report.spread_at)
     not_finite: int = 0  # of those that differ, the entries not finite in some run: no ULP distance counted there
 
 
