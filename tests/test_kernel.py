@@ -539,3 +539,23 @@ def test_the_text_report_of_an_lse_names_its_places_as_the_lse_s_axes(tmp_path, 
     assert "Places are 0-based, as numpy indexes: lse[query].\n" in out  # (B, H, N): lse[batch, head, query]
     assert "Largest error: 2.15 ULP, at lse[2].\n" in out
     assert "\nlse[2]    1.724237304479          1.7242375612258911      2.15      1.49e-7   1.41e-7\n" in out
+
+
+def test_the_largest_errors_columns_stay_aligned_past_24_characters():
+    """A float32 result near 10^-5 shows as up to 25 characters (-0.0000099781673270626925): the result
+    column widens, as the exact one does, so that every ULP figure starts under its header."""
+    from symattn.kernel import compare as compare_tensors
+
+    rng = np.random.default_rng(4)
+    q, k = (rng.standard_normal((1, 1, 64, 16)).astype(np.float32) for _ in range(2))
+    v = (rng.standard_normal((1, 1, 64, 16)) * 1e-5).astype(np.float32)
+    z = q[0, 0].astype(np.float64) @ k[0, 0].T.astype(np.float64) / 4
+    a = np.exp(z - z.max(axis=1, keepdims=True))
+    out = ((a / a.sum(axis=1, keepdims=True)) @ v[0, 0].astype(np.float64)).astype(np.float32)
+    out = np.nextafter(out, np.float32(1))[None, None]  # a few ULP off everywhere
+    lines = compare_tensors(out, q, k, v).text().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("entry "))
+    table = lines[header : header + 11]
+    start, column = table[0].index("result"), table[0].index("ULP")
+    assert max(len(line[start:column].strip()) for line in table[1:]) == 25  # past the old width, 24
+    assert all(line[column - 2 : column] == "  " and line[column] != " " for line in table[1:])

@@ -76,6 +76,10 @@ def test_varlen_gradients_sum_each_sequence_alone(packed):
     options = {"cu_seqlens_q": cq, "cu_seqlens_k": ck, "causal": True, "causal_align": "bottom-right"}
     report = compare(dk.float(), q, k, v, kind="dk", dout=dout, **options, **CLOSE)
     assert report.ok and report.comparison.where.convention == "out[key, head, column]"
+    bad = dk.float().clone()
+    bad[int(ck[2]) + 1, 1, 3] += 1  # the second key of sequence 2
+    report = compare(bad, q, k, v, kind="dk", dout=dout, **options, **CLOSE)
+    assert report.worst_place == f"out[{int(ck[2]) + 1}, 1, 3] (sequence 2, key 1)"  # a row of dK is a key's
 
 
 def test_a_paged_cache_against_torch_float64():

@@ -205,7 +205,7 @@ def render_comparison(
         widths=(  # a column widens only where a text leaves no space in it
             max([10] + [len(places.text(e.row, e.col)) + 2 for e in shown]),
             _width(24, exact.values()),
-            24,
+            _width(24, ["—" if e.value is None else _float_text(e.value) for e in shown]),
             *(_width(10, [x for f in figures for x in f]),) * 2,
         ),
         exact_text=lambda e: exact[id(e)],

@@ -62,15 +62,18 @@ class Places:
         return {axis: named.get(axis, 0) for axis in self.axes}  # an axis of length one: as_given's, at 0
 
     def text(self, i: int, j: int) -> str:
-        """``o[1, 2, 77, 5]``; varlen's ``out[37, 2, 5] (sequence 1, query 5)``."""
+        """``o[1, 2, 77, 5]``; varlen's ``out[37, 2, 5] (sequence 1, query 5)``, dK's and dV's ``(sequence 1,
+        key 3)``."""
         place = self.index(i, j)
         text = f"{self.symbol}[{', '.join(str(v) for v in place.values())}]"
-        if self.starts and "token" in place:
+        if self.starts and ("token" in place or ("key" in place and self.sequences)):
             from bisect import bisect_right
 
-            t = place["token"]
-            s = bisect_right(self.starts, t) - 1
-            text += f" (sequence {s}, query {t - self.starts[s]})"
+            t, starts, word = (
+                (place["token"], self.starts, "query") if "token" in place else (place["key"], self.sequences, "key")
+            )
+            s = bisect_right(starts, t) - 1
+            text += f" (sequence {s}, {word} {t - starts[s]})"
         return text
 
     @property
