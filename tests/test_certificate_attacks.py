@@ -352,3 +352,30 @@ def test_the_standalone_verifier_refuses_a_folder_in_one_line(folder):
     (folder / "q.npy").mkdir()  # a file the certificate names
     code, lines = run(folder / "c.json")
     assert (code, lines[-1]) == (2, f"{folder / 'c.json'}: certificate.files.path[2]: 'q.npy': not a regular file")
+
+
+def test_an_output_whose_exps_fell_below_the_floor_never_has_a_bound_of_0(tmp_path, capsys):
+    """A helper's attack (session 14): a query 1000 apart over two keys at scale 1, V's column (0, 2^-149).
+    The exact output is e^-1000·2^-149/(1 + e^-1000) ≈ 7.11E-480; the float64 path gave 0 ± 0 (TINY·2^-149
+    rounds to 0), so a certificate edited to 0 ± 0 verified, exit 0, where the standalone verifier refused
+    it. Now the bound is UNDER (2^-1070) times SAFETY, in the float64 path and in the error-free sums."""
+    from symattn.kernel import compensated, float64
+
+    np.save(tmp_path / "q.npy", np.array([[1000.0]], np.float32))
+    np.save(tmp_path / "k.npy", np.array([[1.0], [0.0]], np.float32))
+    np.save(tmp_path / "v.npy", np.array([[0.0], [2.0**-149]], np.float32))
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\nscale = "1"\n', encoding="utf-8")
+    data = certify(tmp_path, "s.toml", V3)
+    assert (data["output"]["value"], data["output"]["float"]) == ([["7.112933408E-480"]], [["0x0.0p+0"]])
+    data["output"]["bound"][0][0] = "0x0.0p+0"
+    code, out, _ = verified(capsys, write(tmp_path / "zero.json", data))
+    assert code == 1 and out.splitlines()[0] == (
+        f"{tmp_path / 'zero.json'}: output[0, 0]: the certificate's float ± bound, 0x0.0p+0 ± 0x0.0p+0, does not "
+        "hold the float64 path's 0x0.0p+0 ± 0x0.0000000000010p-1022"
+    )
+    head = float64.head(*(np.load(tmp_path / f"{m}.npy").astype(np.float64) for m in "qkv"), Fraction(1), None)
+    assert head is not None
+    block = next(float64.blocks(head, weights=False, stages=True))
+    assert block.stage is not None and (block.output[0, 0], block.output_error[0, 0]) == (0.0, 2.0**-1070 * 1.0001)
+    value, error = compensated.stage_outputs(head, block.stage, np.array([0]), np.array([0]))
+    assert (value[0], error[0]) == (0.0, 2.0**-1070 * 1.0001)

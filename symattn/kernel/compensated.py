@@ -35,6 +35,7 @@ from symattn.kernel.float64 import (
     gamma,
     interval,
     joined,
+    lost,
     tiny,
     tiny_terms,
 )
@@ -173,16 +174,19 @@ def stage_outputs(
         eN = SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + eps_row[r] * B + tiny_row[r] * V1 + under)
     if per_key is not None:  # fmin: a NaN is no bound
         eN = np.where(per_key, np.fmin(eN, SAFETY * (U * np.abs(N) + gamma(2 * m) ** 2 * B * 2 + W + under)), eN)
-    return quotient(N, eN, ell[r], e_ell[r])
+    return quotient(N, eN, ell[r], e_ell[r], lost(tiny_row[r]))
 
 
-def quotient(N: np.ndarray, eN: np.ndarray, L: np.ndarray, eL: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def quotient(
+    N: np.ndarray, eN: np.ndarray, L: np.ndarray, eL: np.ndarray, floor: np.ndarray | float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """O = N / L and its bound, N within eN and L > 0 within eL of theirs: one rounding, u|O|; the errors
-    through the division; UNDER where O or N is tiny; no bound (inf) where eL leaves no room below L."""
+    through the division; UNDER where O or N is tiny; no bound (inf) where eL leaves no room below L.
+    ``floor``: added to the bound (float64.lost: eN's part that may have rounded to 0 on the way)."""
     O = N / L
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.where(L > eL, L * (L - eL), 0.0)
-        eO = SAFETY * (U * np.abs(O) + eN / L + (np.abs(N) + eN) * eL / room + UNDER * tiny(O, N))
+        eO = SAFETY * (U * np.abs(O) + eN / L + (np.abs(N) + eN) * eL / room + UNDER * tiny(O, N) + floor)
     eO[~np.isfinite(eO)] = np.inf
     return O, eO
 

@@ -23,7 +23,8 @@ arithmetic alone (round to nearest, unit roundoff u = 2^-53; γ_n = n·u / (1 �
   (ℓ ≥ 1) or their bounds' products subnormal: there N's bound adds UNDER = 2^-1070 (32 such
   underflows) per tiny e of the row, plus one, and O's and A's bounds UNDER where they or N, e are tiny.
   One query row, 100 keys at z − M = −699 with v ≈ 8.7·10^-19 gave O = 2.322·10^-320 with a bound of 0
-  beside 2.342·10^-320 exactly. An underflowed e (0, bounded by TINY) needs nothing: TINY/ℓ ≫ 2^-1075.
+  beside 2.342·10^-320 exactly. An underflowed e (0, bounded by TINY) needs nothing in A (TINY/ℓ ≫ 2^-1075),
+  but TINY·Σ|v| does for a column of V below 2^-22: O's bound adds UNDER where the row has one (``lost``).
 
 The values and bounds come by blocks of query rows, so memory stays O(block · keys + N · D).
 """
@@ -394,7 +395,7 @@ def _block(head: Head, start: int, stop: int, weights: bool, split: Split, both:
     O = N / ell
     room = np.where(ell > e_ell, ell * (ell - e_ell), 0.0)  # no room: no bound (inf)
     with np.errstate(divide="ignore", invalid="ignore"):
-        eO = SAFETY * (U * np.abs(O) + eN / ell + (np.abs(N) + eN) * e_ell / room + UNDER * tiny(O, N))
+        eO = SAFETY * (U * np.abs(O) + eN / ell + (np.abs(N) + eN) * e_ell / room + UNDER * tiny(O, N) + lost(tiny_row))
     eO[~np.isfinite(eO)] = np.inf
     if weights:
         A, eA = divided(E, eE, ell, e_ell)
@@ -442,6 +443,14 @@ def tiny(*arrays: np.ndarray) -> np.ndarray:
     return out.astype(np.float64)
 
 
+def lost(tiny_row: np.ndarray) -> np.ndarray:
+    """UNDER where a row has an exp below the floor (``tiny_row`` TINY): TINY·Σ|v| falls below 2^-1022 for
+    V's columns below 2^-22, and with what it passes through (eN, eN/ℓ) it may round to 0 there, each
+    rounding off by at most 2^-1075: an output of 0 with the bound 0 beside e^-1000·2^-149 exactly (a
+    helper's attack, session 14)."""
+    return np.where(tiny_row > 0, UNDER, 0.0)
+
+
 def tiny_terms(count: np.ndarray) -> np.ndarray:
     """The underflows of a product's entries with ``count`` tiny terms: each term's three products and bound
     products (32 in UNDER), and once more for the sums' and the scale's bounds where any term is tiny."""
@@ -468,4 +477,5 @@ __all__ = [
     "is_float32",
     "joined",
     "extra_term",
+    "lost",
 ]
