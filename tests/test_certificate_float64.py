@@ -423,3 +423,40 @@ def test_a_column_of_zeros_is_exactly_zero():
     data = parse_text("".join(certificate_json(float64.head(h.Q, h.K, V, None, None), 10, [])), "c.json", json_=True)
     assert [row[1] for row in data["output"]["value"]] == ["0"] * 16
     assert [p[1] for p in data["output"]["path"]] == ["a"] * 16 and verify(data).failures == ()
+
+
+def test_equal_keys_and_ties_are_decided_by_the_exact_rules_in_integers(tmp_path, capsys):
+    """Every key the same (all scores equal) and V's columns alternating 0.25 and 0.5: each output is exactly
+    0.375, a tie at 2 digits that no enclosure decides; the exact rules give it (0.38, half-up), with the
+    dots and V's means in integers (in Fractions a 512 × 512 × 64 head took 106 s, a helper found)."""
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "q.npy", rng.standard_normal((32, 8)).astype(np.float32))
+    np.save(tmp_path / "k.npy", np.tile(rng.standard_normal((1, 8)).astype(np.float32), (40, 1)))
+    np.save(
+        tmp_path / "v.npy",
+        np.where(np.arange(40)[:, None] % 2 == 0, 0.25, 0.5).astype(np.float32) * np.ones((1, 8), np.float32),
+    )
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    cert = tmp_path / "c.json"
+    assert main(["compute", str(tmp_path / "s.toml"), "--certify", "--float64", "--digits", "2", "-o", str(cert)]) == 0
+    data = json.loads(cert.read_text(encoding="utf-8"))
+    assert data["output"]["value"] == [["0.38"] * 8] * 32 and data["output"]["path"] == ["a" * 8] * 32
+    capsys.readouterr()
+    assert main(["verify-certificate", str(cert)]) == 0
+
+
+def test_scores_near_1e30_take_more_bits_not_a_refusal(tmp_path, capsys):
+    """A query of 1e30 (float32) over two keys: arb's balls at 96 bits lose the finite value ("not finite in
+    arb", exit 2, in compute and verify-certificate, where the standalone verifier verified); they now take
+    more bits, as compare's refinement does. LSE = 1e30/√2 (float32's 1e30 is 1.0000000150474662e30)."""
+    np.save(tmp_path / "q.npy", np.array([[1e30, 0]], np.float32))
+    np.save(tmp_path / "k.npy", np.array([[1, 0], [0, 1]], np.float32))
+    np.save(tmp_path / "v.npy", np.array([[0.5], [2]], np.float32))
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n', encoding="utf-8")
+    cert = tmp_path / "c.json"
+    assert main(["compute", str(tmp_path / "s.toml"), "--certify", "--float64", "-o", str(cert)]) == 0
+    data = json.loads(cert.read_text(encoding="utf-8"))
+    shown = [data[name]["value"] for name in ("output", "lse", "lse2")]
+    assert shown == [[["0.5000000000"]], [["7.071067918E+29"]], [["1.020139462E+30"]]]
+    capsys.readouterr()
+    assert main(["verify-certificate", str(cert)]) == 0

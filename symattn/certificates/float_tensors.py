@@ -23,6 +23,7 @@ from symattn.input.records import record
 from symattn.kernel import compensated, doubled, float64, float64_backward, logsumexp, score_mods
 from symattn.kernel.cores import map_forked
 from symattn.kernel.float64 import SAFETY, gamma
+from symattn.kernel.rational_rows import Exact
 
 QUANTITIES = ("output", "lse", "lse2", "dq", "dk", "dv")
 ENGINE = {"output": "output", "lse": "lse", "lse2": "lse2", "dq": "dQ", "dk": "dK", "dv": "dV"}  # refine's names
@@ -261,7 +262,7 @@ def decide_beyond(
     dV summed over the group's heads. Each way is exact or a true enclosure, so their order changes no value
     shown. An entry not decided at limits.DIGITS digits is left out. ``known``: outputs' double-word
     enclosures made already, {(row, column): (value, bound)}."""
-    from symattn.kernel.refine import enclose
+    from symattn.kernel.refine import NotFinite, enclose
 
     out: dict[tuple[int, int], str] = {}
     memo: dict = {}
@@ -280,14 +281,23 @@ def decide_beyond(
     bits = START_BITS
     while open_ and bits <= limits.DIGITS * 3.33:
         ends: dict[tuple[int, int], list[Fraction]] = {}
+        lost: set[tuple[int, int]] = set()  # a head's balls not finite: its entries wait for more bits
         for hh, wanted, at in _by_head(tensors, name, open_):
-            for (i, j), (lo, hi) in enclose(tensors.heads[hh], ENGINE[name], wanted, bits).items():
+            try:
+                found = enclose(tensors.heads[hh], ENGINE[name], wanted, bits)
+            except NotFinite:  # balls of scores far past 2^bits lose a finite value: more bits, as refine does
+                lost |= set(at.values())
+                continue
+            for (i, j), (lo, hi) in found.items():
                 key = at[(i, j)]
                 sums = ends.setdefault(key, [Fraction(0), Fraction(0)])
                 sums[0] += lo
                 sums[1] += hi
         still = []
         for key in open_:
+            if key in lost:
+                still.append(key)
+                continue
             lo, hi = ends[key]
             shown = significant_exact(lo, digits)
             if shown == significant_exact(hi, digits) and lo * hi > 0:
@@ -425,15 +435,17 @@ def exact_value(tensors: Tensors, name: str, r: int, c: int, memo: dict | None =
     keys = _keys(head, i)
     if name == "output":
         column = head.V[keys, c]
-        equal = not biased and _memo(memo, ("scores", hh, i), lambda: _one_value(head.Q[i], head.K[keys]))
-        if (column == column[0]).all() or equal:
-            return sum((Fraction(x) for x in column.tolist()), Fraction(0)) / len(column)
+        equal = not biased and _memo(
+            memo, ("scores", hh, i), lambda: _one_value(_exact(memo, hh, head), head.Q[i], "K", keys)
+        )
+        if (column == column[0]).all() or equal:  # the column's mean, every column's at once for these keys
+            return _exact(memo, hh, head).output(keys)[c]
         return None
     if name in ("lse", "lse2"):
         if biased:
             return None
         one = head.K[keys]
-        return Fraction(0) if len(one) == 1 and _exact_dots(head.Q[i], one)[0] == 0 else None
+        return Fraction(0) if len(one) == 1 and not _exact(memo, hh, head).scores(i, keys)[0].any() else None
     column = head.K[keys, c]
     # Σ_j dS_ij·K_c = K_c·Σ_j dS_ij = 0; with a cap dQ sums dS_ij·(1 − tanh²(z_ij/c))·K_c, which need not be 0
     if (tensors.tanh_cap is None and (column == column[0]).all()) or _still(head, hh, i, memo):
@@ -441,8 +453,9 @@ def exact_value(tensors: Tensors, name: str, r: int, c: int, memo: dict | None =
     return None
 
 
-def _keys(head: float64.Head, i: int) -> slice | np.ndarray:
-    return slice(None) if head.allowed is None else np.nonzero(head.allowed[i])[0]
+def _keys(head: float64.Head, i: int) -> np.ndarray:
+    """The keys query i attends, as indices."""
+    return np.arange(head.K.shape[0]) if head.allowed is None else np.nonzero(head.allowed[i])[0]
 
 
 def _memo(memo: dict, key: tuple, find) -> bool:
@@ -453,26 +466,30 @@ def _memo(memo: dict, key: tuple, find) -> bool:
 
 def _still(head, hh: int, i: int, memo: dict) -> bool:
     """dS_i = 0: dP_ij = dO_i · V_j is one value over the keys query i attends (exactly)."""
-    return _memo(memo, ("dP", hh, i), lambda: _one_value(head.dO[i], head.V[_keys(head, i)]))
+    return _memo(memo, ("dP", hh, i), lambda: _one_value(_exact(memo, hh, head), head.dO[i], "V", _keys(head, i)))
 
 
-def _one_value(x: np.ndarray, rows: np.ndarray) -> bool:
-    """x · row is one value for every row, exactly. Most rows are told apart in float64 first: each float dot
-    is within e of its exact value, so two floats more than 3·max e apart (their difference rounds once) are
-    two values; only the rest are summed in rationals."""
+def _one_value(exact: Exact, x: np.ndarray, name: str, keys: np.ndarray) -> bool:
+    """x · row is one value for every row of K or V (``name``) the keys pick, exactly. Most rows are told apart
+    in float64 first: each float dot is within e of its exact value, so two floats more than 3·max e apart
+    (their difference rounds once) are two values; only the rest are summed exactly, in integers (Fractions
+    took 0.37 s a row of 512 keys of 64, 106 s a head of such rows)."""
+    rows = getattr(exact.head, name)[keys]
     if len(rows) <= 1:
         return True
     dots = rows @ x
     error = SAFETY * gamma(len(x)) * float((np.abs(rows) @ np.abs(x)).max())
     if float(dots.max() - dots.min()) > 3 * error:
         return False
-    return len(set(_exact_dots(x, rows))) == 1
+    values = exact.dots(x, name, keys)[0].tolist()
+    return all(v == values[0] for v in values)
 
 
-def _exact_dots(x: np.ndarray, rows: np.ndarray) -> list[Fraction]:
-    """x · row for each row, exactly (float32 values: each product exact, the sums in rationals)."""
-    xs = [Fraction(v) for v in x.tolist()]
-    return [sum((a * Fraction(b) for a, b in zip(xs, row) if b), Fraction(0)) for row in rows.tolist()]
+def _exact(memo: dict, hh: int, head: float64.Head) -> Exact:
+    """The head's rational_rows.Exact, made once for the entries of a call (its V's sums kept per set of keys)."""
+    if ("exact", hh) not in memo:
+        memo[("exact", hh)] = Exact(head)
+    return memo[("exact", hh)]
 
 
 __all__ = ["QUANTITIES", "Tensors", "build", "compensate", "decide_beyond", "evaluate", "exact_value", "place"]

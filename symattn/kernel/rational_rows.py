@@ -40,26 +40,31 @@ class Exact:
 
     def __init__(self, head: float64.Head):
         self.head = head
-        self._K: tuple[np.ndarray, int] | None = None
-        self._V: tuple[np.ndarray, int] | None = None
+        self._made: dict[str, tuple[np.ndarray, int]] = {}
         self._sums: dict[bytes, list[Fraction]] = {}
+
+    def _integers(self, name: str) -> tuple[np.ndarray, int]:
+        if name not in self._made:
+            self._made[name] = integers(getattr(self.head, name))
+        return self._made[name]
+
+    def dots(self, x: np.ndarray, name: str, keys: np.ndarray) -> tuple[np.ndarray, int]:
+        """x · row for the keys' rows of K or V (``name``), exactly: (integers, shift), each dot integer·2^shift."""
+        rows, shift = self._integers(name)
+        a, more = integers(x)
+        return rows[keys] @ a, shift + more
 
     def scores(self, i: int, keys: np.ndarray) -> tuple[np.ndarray, int]:
         """The exact scores q_i·k_j of the keys, as integers times 2^shift: (integers, shift)."""
-        if self._K is None:
-            self._K = integers(self.head.K)
-        q, shift = integers(self.head.Q[i])
-        return self._K[0][keys] @ q, shift + self._K[1]
+        return self.dots(self.head.Q[i], "K", keys)
 
     def output(self, keys: np.ndarray) -> list[Fraction]:
         """Each column's mean of V over the keys, exactly."""
         found = self._sums.get(keys.tobytes())
         if found is None:
-            if self._V is None:
-                self._V = integers(self.head.V)
-            sums, shift = self._V[0][keys].sum(axis=0), self._V[1]
+            ints, shift = self._integers("V")
             scale = Fraction(2) ** shift / len(keys)
-            found = self._sums[keys.tobytes()] = [int(x) * scale for x in sums.tolist()]
+            found = self._sums[keys.tobytes()] = [int(x) * scale for x in ints[keys].sum(axis=0).tolist()]
         return found
 
 
