@@ -34,9 +34,10 @@ def equal_score_rows(head: float64.Head, rows: list[int]) -> set[int]:
 
 
 class Exact:
-    """A head's K and V as Python integers times a power of two each, made once for the rows refine asks for:
-    a row's exact scores are one integer product and V's sums over its keys integer sums (Fractions took
-    14 s for the 768 rows of an all-ones (2, 4, 96, 32) head; the sums are kept for each set of keys)."""
+    """A head's K and V as Python integers times a power of two each, made once for the rows that refine or a
+    certificate's exact rules ask about: a row's exact dots are one integer product and V's sums over its keys
+    integer sums (Fractions took 14 s for the 768 rows of an all-ones (2, 4, 96, 32) head; the sums are kept
+    for each set of keys)."""
 
     def __init__(self, head: float64.Head):
         self.head = head
