@@ -273,3 +273,26 @@ def test_a_model_s_width_of_heads_from_files(tmp_path, capsys):
     with pytest.raises(SpecError) as info:
         load_spec(tmp_path / "t.toml")
     assert str(info.value).endswith("heads: expected an integer from 1 to 16, got 32")
+
+
+def test_a_bnhd_file_read_as_bhnd_past_the_limit_says_which_layout_fits_and_heads_are_whole(tmp_path, capsys):
+    """A (1, 80, 8, 16) file given as bhnd reads as 80 heads: the line says the other layout has 8 (and says
+    "1 batch", not "1 batches"); a spec's own heads must be a whole number, the files' count."""
+    for name in "qkv":
+        np.save(tmp_path / f"{name}.npy", np.ones((1, 80, 8, 16), np.float32))
+    (tmp_path / "s.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\n')
+    with pytest.raises(LimitError) as info:
+        load_spec(tmp_path / "s.toml")
+    assert str(info.value) == (
+        f"{tmp_path / 's.toml'}: Q: 1 batch × 80 heads; at most 64 (the limit); read as layout='bnhd', 8 heads"
+    )
+    for given, problem in (
+        ("8.0", "expected a whole number (the files have 8), got 8.0"),
+        ("9", "9, but the files have 8"),
+    ):
+        (tmp_path / "t.toml").write_text(f'Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\nlayout = "bnhd"\nheads = {given}\n')
+        with pytest.raises(SpecError) as info:
+            load_spec(tmp_path / "t.toml")
+        assert str(info.value) == f"{tmp_path / 't.toml'}: heads: {problem}"
+    (tmp_path / "t.toml").write_text('Q = "q.npy"\nK = "k.npy"\nV = "v.npy"\nlayout = "bnhd"\nheads = 8\n')
+    assert load_spec(tmp_path / "t.toml").heads == 8

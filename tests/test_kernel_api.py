@@ -507,7 +507,27 @@ def test_a_bnhd_tensor_read_as_bhnd_past_the_heads_limit_says_which_layout_fits(
         "q: shape: 2 batches × 96 heads (bhnd); at most 64 (the limit); read as layout='bnhd', 4 heads"
     )
     assert compare(q, q, q, q, layout="bnhd", rule="ulp", max_ulp=0).ok  # V's rows all one: exactly 1
+    three = np.ones((128, 8, 4), np.float32)  # (N, H, D) without its batch axis: the same slip
+    with pytest.raises(LimitError) as info:
+        compare(three, three, three, three)
+    assert str(info.value) == (
+        "q: shape: 1 batch × 128 heads (bhnd); at most 64 (the limit); read as layout='bnhd', 8 heads"
+    )
     wide = np.ones((2, 96, 40, 32), np.float32)  # no layout fits: no hint
     with pytest.raises(LimitError) as info:
         compare(wide, wide, wide, wide)
     assert str(info.value) == "q: shape: 2 batches × 96 heads (bhnd); at most 64 (the limit)"
+
+
+def test_max_ulp_takes_the_tolerances_grammar_as_the_report_writes_figures():
+    """``1e3`` as the report writes 1.32e6 (it was refused: "such as 0.5 or 2"), in the API and the CLI's parser."""
+    from symattn.cli.parser import _ulps
+    from symattn.kernel import compare
+
+    x = np.ones((4, 2), np.float32)
+    assert compare(x, x, x, x, max_ulp="1e3").max_ulp == Decimal("1E+3")
+    assert (_ulps("1e3"), _ulps("0.5"), _ulps("2")) == (Decimal("1e3"), Decimal("0.5"), Decimal("2"))
+    for bad in ("inf", "-1", "1e9999", True):
+        with pytest.raises(SpecError) as info:
+            compare(x, x, x, x, max_ulp=bad)
+        assert str(info.value) == f"max_ulp: expected a number of ULPs such as 0.5, 2 or 1e3, got {bad!r}"

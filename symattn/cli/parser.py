@@ -33,14 +33,11 @@ def say(message: object) -> None:
 
 
 def _ulps(text: str):
-    from decimal import Decimal, InvalidOperation
+    from symattn.kernel.tolerance import parse_ulps
 
-    try:
-        value = Decimal(text) if text.isascii() and text.replace(".", "", 1).isdigit() else None
-    except InvalidOperation:
-        value = None
+    value = parse_ulps(text)
     if value is None:
-        raise argparse.ArgumentTypeError(f"expected a number of ULPs such as 0.5 or 2, got {brief(text)}")
+        raise argparse.ArgumentTypeError(f"expected a number of ULPs such as 0.5, 2 or 1e3, got {brief(text)}")
     return value
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from symattn.input import filematrix, limits
 from symattn.input.errors import LimitError, ShapeError, SpecError, brief
 from symattn.input.filematrix import FileMatrix
-from symattn.input.reader import Reader
+from symattn.input.reader import Reader, parse_index
 
 if TYPE_CHECKING:  # numpy only where files are read: render of a spec of numbers starts without it
     import numpy as np
@@ -73,9 +73,8 @@ def read_batched(
     if heads % kv:
         raise ShapeError(reader.source, "K", f"{kv} key/value heads do not divide Q's {heads} heads")
     if batch * heads > limits.BATCH_HEADS:
-        raise LimitError(
-            reader.source, "Q", f"{batch} batches × {heads} heads; at most {limits.BATCH_HEADS} (the limit)"
-        )
+        hint = other_layout(arrays["Q"].values.shape, layout)
+        raise LimitError(reader.source, "Q", f"{grid(batch, heads)}; at most {limits.BATCH_HEADS} (the limit){hint}")
     _given(reader, data, "heads", heads)
     if kv < heads or "kv_heads" in data:
         _given(reader, data, "kv_heads", kv)
@@ -147,6 +146,23 @@ def first_not_float32(batches: tuple[Batch, ...], layout: str, heads: int) -> tu
     return None
 
 
+def grid(batch: int, heads: int) -> str:
+    """``1 batch × 80 heads``: counts of batches and heads, each noun as its count needs."""
+    return f"{batch} batch{'' if batch == 1 else 'es'} × {heads} head{'' if heads == 1 else 's'}"
+
+
+def other_layout(shape: tuple[int, ...], layout: str) -> str:
+    """``; read as layout='bnhd', 8 heads`` where Q of this shape (3 or 4 axes) fits BATCH_HEADS read in the
+    other layout: the usual slip, a (B, N, H, D) tensor given as bhnd; else nothing."""
+    if len(shape) not in (3, 4):
+        return ""
+    four = shape if len(shape) == 4 else (1, *shape)
+    other, heads = ("bnhd", four[2]) if layout == "bhnd" else ("bhnd", four[1])
+    if four[0] * heads > limits.BATCH_HEADS:
+        return ""
+    return f"; read as layout={other!r}, {heads} head{'' if heads == 1 else 's'}"
+
+
 def to_bhnd(values: np.ndarray, layout: str) -> np.ndarray:
     """(B, H, N, D) of a 3- or 4-axis array in ``layout``."""
     if values.ndim == 3:
@@ -167,7 +183,13 @@ def _side_by_side(heads: np.ndarray, fmt: str, name: str, key: str, reader: Read
 
 
 def _given(reader: Reader, data: Mapping[str, Any], key: str, value: int) -> None:
-    if key in data and data[key] != value:
+    """A spec's own ``heads`` or ``kv_heads`` beside files that have them: a whole number, theirs."""
+    if key not in data:
+        return
+    given = parse_index(data[key])
+    if given is None:
+        raise reader.error(key, f"expected a whole number (the files have {value}), got {brief(data[key])}")
+    if given != value:
         raise reader.error(key, f"{brief(data[key])}, but the files have {value}")
 
 

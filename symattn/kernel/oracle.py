@@ -21,7 +21,7 @@ from symattn.kernel import engine, record, report, spread, tensors
 from symattn.kernel.comparison_report import WORST
 from symattn.kernel.inputs import GRADIENTS
 from symattn.kernel.places import matrix_places
-from symattn.kernel.tolerance import ALLCLOSE_ATOL, ALLCLOSE_RTOL, checked_tolerance, parse_tolerance
+from symattn.kernel.tolerance import ALLCLOSE_ATOL, ALLCLOSE_RTOL, checked_tolerance, parse_tolerance, parse_ulps
 
 PACKING = ("cu_seqlens_q", "cu_seqlens_k", "block_table", "seqlens_k", "q_descale", "k_descale", "v_descale")
 
@@ -220,10 +220,10 @@ def _tolerance(value: Any, name: str) -> Fraction | None:
 def _ulps(value: Any) -> Decimal | None:
     if value is None:
         return None
-    text = repr(value) if isinstance(value, float) else str(value)
-    if isinstance(value, bool) or not text.replace(".", "", 1).isdigit() or not text.isascii():
-        raise SpecError("max_ulp", None, f"expected a number of ULPs such as 0.5 or 2, got {value!r}")
-    return Decimal(text)
+    found = None if isinstance(value, bool) else parse_ulps(repr(value) if isinstance(value, float) else str(value))
+    if found is None:
+        raise SpecError("max_ulp", None, f"expected a number of ULPs such as 0.5, 2 or 1e3, got {value!r}")
+    return found
 
 
 __all__ = ["PACKING", "compare", "judged", "runs_of"]

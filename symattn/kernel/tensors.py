@@ -137,13 +137,11 @@ def inputs_of(
             "q", "shape", f"{n} queries, {m} keys, d {d}; at most {limits.KERNEL_TOKENS} tokens and {limits.DIMS} dims"
         )
     if batch * heads > limits.BATCH_HEADS:
-        other = "bnhd" if layout == "bhnd" else "bhnd"  # the usual slip: a (B, N, H, D) tensor read as bhnd
-        hint = (
-            f"; read as layout={other!r}, {n} heads" if q.values.ndim == 4 and batch * n <= limits.BATCH_HEADS else ""
-        )
-        raise LimitError(
-            "q", "shape", f"{batch} batches × {heads} heads ({layout}); at most {limits.BATCH_HEADS} (the limit){hint}"
-        )
+        from symattn.input.batched import grid, other_layout
+
+        hint = other_layout(q.values.shape, layout) if mode == "standard" else ""
+        limit = f"{grid(batch, heads)} ({layout}); at most {limits.BATCH_HEADS} (the limit){hint}"
+        raise LimitError("q", "shape", limit)
     _float32_values("q", q.values)
     if mode != "standard":  # named in the arrays as given: varlen's (total, heads, d), a cache's own axes
         for name, whole, used in zip("kv", (k, v), packed.used or (None, None)):

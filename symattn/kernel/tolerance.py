@@ -64,6 +64,15 @@ def parse_tolerance(text: str, option: str) -> Fraction:
     return checked_tolerance(Fraction(Decimal(text)), option)  # exact: a short decimal, an exponent of ≤ 3 digits
 
 
+def parse_ulps(text: str) -> Decimal | None:
+    """A count of ULPs as typed (``2``, ``0.5``, ``1e3``: the tolerances' grammar, as the report writes
+    ``1.32e6``), exactly; None where it is not one."""
+    if len(text) > 64 or _TOLERANCE.fullmatch(text) is None:
+        return None
+    value = Decimal(text)
+    return value if value < FLOAT64_LIMIT else None
+
+
 def checked_tolerance(value: Fraction, option: str) -> Fraction:
     """A tolerance at least 0 and within float64's range (the bounds compare it in floats): else one line."""
     if value < 0:
@@ -344,4 +353,13 @@ def fraction_text(x: Fraction) -> str:
     return number_text(d.normalize()) if d else "0"
 
 
-__all__ = ["Tolerance", "decide", "options", "checked_tolerance", "parse_tolerance", "tolerance_data", "verdict"]
+__all__ = [
+    "Tolerance",
+    "decide",
+    "options",
+    "checked_tolerance",
+    "parse_tolerance",
+    "parse_ulps",
+    "tolerance_data",
+    "verdict",
+]
