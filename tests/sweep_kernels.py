@@ -41,10 +41,20 @@ def hang_bfloat16_causal(q, k, v, *, causal, scale):
 
 
 def counted(q, k, v, *, causal, scale):
-    """SDPA that appends its case to the file $SWEEP_CALLS, and takes a while (for the interrupted sweep)."""
-    with open(os.environ["SWEEP_CALLS"], "a") as fh:
+    """SDPA that appends its case to the file $SWEEP_CALLS, and takes a while (for the interrupted sweep).
+    Where $SWEEP_CALLS.armed exists, every call past the second waits for $SWEEP_CALLS.open (a minute at
+    most): the sweep is surely still running when the test interrupts it, however loaded the machine (with
+    0.4 s a case alone, a loaded CI run once finished all 8 before its SIGINT came)."""
+    calls = os.environ["SWEEP_CALLS"]
+    with open(calls, "a") as fh:
         fh.write(f"{q.shape[1]} {k.shape[1]} {q.dtype} {causal}\n")
     time.sleep(0.4)
+    if os.path.exists(calls + ".armed"):
+        with open(calls) as fh:
+            made = len(fh.read().splitlines())
+        end = time.monotonic() + 60
+        while made > 2 and not os.path.exists(calls + ".open") and time.monotonic() < end:
+            time.sleep(0.05)
     return sdpa(q, k, v, causal=causal, scale=scale)
 
 

@@ -248,10 +248,17 @@ def test_resume_after_an_interrupt_runs_only_the_unfinished_cases(cluster, tmp_p
     argv += ["tests.sweep_kernels:counted", "--scheduler", address, "-o", str(record), "--format", "json"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     calls.write_text("")
-    first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert wait_until(lambda: record.exists() and len(record.read_text().splitlines()) >= 3, 60)
-    first.send_signal(signal.SIGINT)
-    out, err = first.communicate(timeout=60)
+    armed, gate = Path(f"{calls}.armed"), Path(f"{calls}.open")
+    armed.write_text("")  # the kernel's calls past the second wait for the gate: the sweep cannot end first
+    gate.unlink(missing_ok=True)
+    try:
+        first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert wait_until(lambda: record.exists() and len(record.read_text().splitlines()) >= 3, 60)
+        first.send_signal(signal.SIGINT)
+        out, err = first.communicate(timeout=60)
+    finally:  # the cases left running on the workers finish; the resumed sweep's never wait
+        gate.write_text("")
+        armed.unlink()
     assert (first.returncode, out, err) == (130, "", "symattn: interrupted\n")
     _idle(address)  # a case already running on a worker when the sweep stopped finishes there, unrecorded
     rows = [json.loads(line) for line in record.read_text().splitlines()[1:]]
