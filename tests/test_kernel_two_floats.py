@@ -23,7 +23,7 @@ from tests.test_kernel import float_attention, in_format, mp_row, spec_of
 def counted(monkeypatch) -> dict[str, list]:
     """The entries each round of refinement is asked for: two floats, then arb."""
     asked: dict[str, list] = {"two floats": [], "arb": []}
-    two, arb = refine._doubled, refine._ends_by_rows
+    two, arb = refine.by_two_floats, refine._ends_by_rows
 
     def spy_two(head, entries, *rest):
         asked["two floats"].append({i: list(js) for i, js in entries.items()})
@@ -33,7 +33,7 @@ def counted(monkeypatch) -> dict[str, list]:
         asked["arb"].append({i: list(js) for i, js in wanted.items()})
         return arb(head, quantity, wanted, *rest)
 
-    monkeypatch.setattr(refine, "_doubled", spy_two)
+    monkeypatch.setattr(refine, "by_two_floats", spy_two)
     monkeypatch.setattr(refine, "_ends_by_rows", spy_arb)
     return asked
 

@@ -189,16 +189,17 @@ def _arguments(
     the allowed keys; with ``again`` (:func:`_keys_again`) the scores' rest as :func:`_rest` bounds it;
     ``scores``: :func:`outputs`'."""
     d = head.Q.shape[1]
-    if scores is not None:  # float64's products of these rows: the same sums, made once
+    if scores is not None:  # float64's products of these rows (outputs, not quotients): the same sums, made once
         at = rows - scores[3]
         exact, rest, top = scores[0][at], scores[1][at], scores[2][at]
     else:
         q = Split.of(head.Q[rows], split.s)
         exact, top = q.high @ split.high.T, q.top  # exact (float64.Split)
-    if again is not None:
-        rest, eS = _rest(q, split, again, d)
-    else:  # |low| ≤ 2^(e+s−53) in every place
-        rest = q.high @ split.low.T + q.low @ split.whole.T if scores is None else rest
+        if again is not None:
+            rest, eS = _rest(q, split, again, d)
+        else:
+            rest = q.high @ split.low.T + q.low @ split.whole.T
+    if again is None:  # |low| ≤ 2^(e+s−53) in every place
         eS = SAFETY * (U * np.abs(rest) + (gamma(d) * d * 2.0 ** (split.s - 52) * SAFETY) * (top @ split.top.T))
     S_hi, S_lo = _two_sum(exact, rest)
     kept = np.ones(S_hi.shape, dtype=bool) if head.allowed is None else head.allowed[rows]

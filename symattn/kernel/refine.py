@@ -104,7 +104,7 @@ def refine(
     pending = {i: cols for i, cols in pending.items() if cols}
     first = bits  # the precision reported for refinement's first round
     if pending and two_floats and quantity == "output" and doubled.takes(head):  # the first round: two floats
-        out.update(_doubled(head, pending, decide_one, digits))
+        out.update(by_two_floats(head, pending, decide_one, digits))
         first = 2 * bits  # reported as arb's first round: its balls are ~2^30 narrower than the two floats'
         pending = {i: c for i, cols in pending.items() if (c := [j for j in cols if (i, j) not in out])}
     prove_zeros = prove_zeros and quantity in zeros.QUANTITIES  # those its rules cover
@@ -163,7 +163,7 @@ def _undecided(name, i: int, j: int, why: str = "") -> EvaluationError:
     return EvaluationError(f"{named} is not decided at {limits.DIGITS} digits{why}")
 
 
-def _doubled(head: float64.Head, entries: dict[int, list[int]], decide_one, digits: int) -> dict:
+def by_two_floats(head: float64.Head, entries: dict[int, list[int]], decide_one, digits: int) -> dict:
     """{(i, j): (outcome, shown)} of the outputs whose two-float enclosure decides them and rounds to one
     value at ``digits`` at both ends, as an arb ball's would."""
     pairs = [(i, j) for i, cols in entries.items() for j in cols]
@@ -434,4 +434,4 @@ def _ends(x, i: int = 0, j: int = 0) -> tuple[Fraction, Fraction]:
     return mid - rad, mid + rad
 
 
-__all__ = ["enclose", "refine"]
+__all__ = ["by_two_floats", "enclose", "refine"]
