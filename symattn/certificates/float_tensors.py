@@ -11,8 +11,9 @@ group's query heads: Σ_h v_h in order, off by at most γ_G Σ_h |v_h| beside th
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -120,15 +121,21 @@ def build(
 
 
 def evaluate(
-    tensors: Tensors, sums: dict[str, list[tuple[int, int]]] | None = None, digits: int | None = None
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    tensors: Tensors,
+    sums: dict[str, list[tuple[int, int]]] | None = None,
+    digits: int | None = None,
+    shown: Callable[[int, np.ndarray, np.ndarray], np.ndarray] | None = None,
+) -> dict[str, Any]:
     """Each quantity's floats and bounds as the certificate's tables (rows × last axis). ``sums``: output
     entries (table row, column) to redo from the same exps, a float and a bound for each in the order given:
     those of "c" as "summed", those of "a" as "tight", both by compensated.product_outputs (the error-free
     product, each exp's own error), or where its exact part would underflow by compensated.stage_outputs
     (the error-free sums; "a" with ``per_key``). With ``digits``, those of "a" that "tight" leaves open at
     that many digits get their double-word enclosure (doubled.outputs) as "doubled", in the workers beside
-    the rest (a bound NaN: not made there), for decide_beyond's ``known``.
+    the rest (a bound NaN: not made there), for decide_beyond's ``known``. ``shown(row, floats, bounds)``: a
+    flag for each of a block's output rows (the table's, from ``row``) by their floats and bounds, those of "c"
+    by the error-free product, as "shown" (a flag per table row): the verifier's digits check, there on both
+    cores rather than on one after them (a fifth of verify-certificate's time at 4096 × 4096).
 
     The work goes to both cores by pieces: a head's rows in runs of whole blocks (fewer heads than PIECES:
     each piece's blocks are the ones one pass makes, so the floats are the same), and its gradients."""
@@ -143,16 +150,20 @@ def evaluate(
     size = float64.BLOCK * -(-count // max(1, min(count, PIECES // len(heads))))
     pieces = [(hh, start, min(start + size, n)) for hh in range(len(heads)) for start in range(0, n, size)]
     pieces += [(hh, 0, 0) for hh in range(len(heads))] if tensors.gradients else []
-    parts = map_forked(_piece, (tensors, asked, digits), pieces, work >= PARALLEL_WORK)
+    if digits is not None and sums and sums.get("a") and doubled.covers(h):
+        doubled.prepare()  # its table made once here, not in each worker
+    parts = map_forked(_piece, (tensors, asked, digits, shown), pieces, work >= PARALLEL_WORK)
     whole: list[dict] = [{} for _ in heads]
     for name in ("output", "lse", "lse2"):  # each head's runs of rows, in order
         for hh, w in enumerate(whole):
             runs = [p[name] for (at, a, z), p in zip(pieces, parts) if at == hh and a != z]
             w[name] = (np.concatenate([x[0] for x in runs]), np.concatenate([x[1] for x in runs]))
+    out: dict[str, Any] = {}
+    if shown is not None:
+        out["shown"] = np.concatenate([p["shown"] for (_, a, z), p in zip(pieces, parts) if a != z])
     for (hh, a, z), part in zip(pieces, parts):
         if a == z:  # the gradients
             whole[hh].update(part)
-    out = {}
     for name in ("output", "lse", "lse2", "dq"):
         if name in whole[0]:
             stack = np.stack if name.startswith("lse") else np.concatenate
@@ -174,7 +185,7 @@ def evaluate(
 def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, tuple]:
     """One head's rows [start, stop): the output and both LSEs from one pass of blocks (with the error-free
     sums asked for, from each block's exps); or, for an empty run of rows, its gradients."""
-    tensors, asked, digits = data
+    tensors, asked, digits, shown = data
     hh, first, end = piece
     head, mine = tensors.heads[hh], asked.get(hh, {})
     if first == end:
@@ -187,15 +198,17 @@ def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, tuple]:
     found: dict[str, list[tuple[np.ndarray, ...]]] = {}
     wanted = [(kind == "a", p, i, c) for kind, pairs in mine.items() for p, i, c in pairs if first <= i < end]
     absV, split = np.abs(head.V), float64.Split.of(head.K)
+    columns = compensated.values(head) if wanted else None  # V split once for every block's product
     for b in float64.blocks(head, weights=False, split=split, stages=bool(wanted), rows=(first, end)):
         rows = slice(b.start - first, b.stop - first)
         out["output"][0][rows], out["output"][1][rows] = b.output, b.output_error
         for name, base in (("lse", "e"), ("lse2", "2")):
             out[name][0][rows], out[name][1][rows] = logsumexp.lse(b, base)
         here = [(flag, p, i - b.start, c) for flag, p, i, c in wanted if b.start <= i < b.stop]
+        f, e_f = b.output, b.output_error
         if here and b.stage is not None:  # one call for both kinds: the row sums once
             flag, where, r, cols = (np.array(x) for x in zip(*here))
-            every = compensated.product_outputs(head, b.stage, absV)  # the block's outputs at once
+            every = compensated.product_outputs(head, b.stage, absV, columns)  # the block's outputs at once
             if every is None:
                 v, e = compensated.stage_outputs(head, b.stage, r, cols, per_key=flag)
             else:
@@ -209,8 +222,14 @@ def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, tuple]:
                     pairs = list(zip((r[left] + b.start).tolist(), cols[left].tolist()))
                     made = doubled.outputs(head, pairs, split, b.scores)
                     found.setdefault("doubled", []).append((where[left], *made))
+            f, e_f = f.copy(), e_f.copy()  # as the verifier's table has them: those of "c" by the product
+            f[r[~flag], cols[~flag]], e_f[r[~flag], cols[~flag]] = v[~flag], e[~flag]
+        if shown is not None:
+            found.setdefault("shown", []).append((shown(hh * head.Q.shape[0] + b.start, f, e_f),))
     for kind, runs in found.items():
         out[kind] = tuple(np.concatenate(x) for x in zip(*runs))
+    if "shown" in out:
+        out["shown"] = out["shown"][0]
     return out
 
 

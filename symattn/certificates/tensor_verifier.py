@@ -79,15 +79,17 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
     output = cert.tables["output"].paths
     letters = _letters(output)
     sums = {code: list(zip(*(x.tolist() for x in np.nonzero(letters == code)))) for code in "ca"}
-    values = evaluate(tensors, sums, cert.digits)  # and the "c" and "a" outputs again, by the error-free product
+    # and the "c" and "a" outputs again, by the error-free product; the output's digits checked there too
+    values = evaluate(tensors, sums, cert.digits, _shown_right(cert.tables["output"], letters, cert.digits))
     failures: list[str] = list(named.failures)
     lines = []
     for name, table in cert.tables.items():
-        tight = summed = known = None
+        tight = summed = known = right = None
         if name == "output":
-            tight, summed = (sums["a"], *values["tight"]), (sums["c"], *values["summed"])
+            tight, summed, right = (sums["a"], *values["tight"]), (sums["c"], *values["summed"]), values["shown"]
             known = _made(sums["a"], *values["doubled"]) if "doubled" in values else None
-        failures += _check(tensors, table, *values[name], cert.digits, read, cert.version, tight, summed, known)
+        codes, (f, b) = letters if name == "output" else _letters(table.paths), values[name]
+        failures += _check(tensors, table, codes, f, b, cert.digits, read, cert.version, tight, summed, known, right)
         counts = {code: sum(p.count(code) for p in table.paths) for code in "fca"}
         by_sums = f", {counts['c']} by its error-free sums" if name == "output" else ""
         lines.append(f"{name}: {counts['f']} by the float64 path{by_sums}, {counts['a']} beyond (exact or arb)")
@@ -99,6 +101,7 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
 def _check(
     tensors: Tensors,
     table: reading.Table,
+    codes: np.ndarray,
     f,
     b,
     digits: int,
@@ -107,16 +110,19 @@ def _check(
     tight: tuple | None,
     summed: tuple | None,
     known: dict | None = None,
+    right: np.ndarray | None = None,
 ) -> list[str]:
     """One quantity's failures: each value against the engine's recomputed float ± bound (``f`` and ``b``; the
     outputs of "c" by ``summed``, their entries, floats and bounds by the error-free product, or where the
     certificate's does not hold that, by the error-free sums the maker used), then the values beyond it: the
     outputs first by ``tight`` (the same for "a"), the rest exactly or by arb; a version-3 value whose
     float ± bound does not hold the corrected engine's refuses the certificate (:data:`BEFORE`). Every bound
-    is at most BOUND_FACTOR times the engine's first one (``b``: the chunked sums)."""
+    is at most BOUND_FACTOR times the engine's first one (``b``: the chunked sums). ``codes``: the table's path
+    letters (:func:`_letters`); ``right``: a flag per row whose values were found shown right from these
+    floats and bounds (:func:`_shown_right`, in the workers): its "a" values are read here, and a row whose
+    floats change here is checked again."""
     name = table.name
     f, b = f.reshape(len(table.paths), -1), b.reshape(len(table.paths), -1)
-    codes = _letters(table.paths)
     f_cert, b_cert = np.array(table.floats, dtype=np.float64), np.array(table.bounds, dtype=np.float64)
     failures: list[tuple[int, int, str]] = []  # (row, column, line): sorted into the places' numeric order
     # a bound that wide would be true and say nothing (2^1000 holds any float): refuted, as a value that
@@ -128,6 +134,7 @@ def _check(
             f"{BOUND_FACTOR:.5g} times the float64 path's own, {b[r, c].hex()} ({WIDE})"
         )
         failures.append((r, c, line))
+    again = np.ones(len(table.paths), dtype=bool) if right is None else ~right  # rows whose digits are checked here
     if summed is not None and summed[0]:
         f, b = f.copy(), b.copy()
         rows, cols = (np.array(x) for x in zip(*summed[0]))
@@ -141,6 +148,7 @@ def _check(
         if out:  # the error-free sums' own float ± bound, which the maker wrote, for these
             rows, cols = (np.array(x) for x in zip(*out))
             f[rows, cols], b[rows, cols] = compensate(tensors, out)
+            again[rows] = True
     for r, c in zip(*np.nonzero(~((f_cert == f) & (b_cert >= b) | _surely_held(f_cert, b_cert, f, b)))):
         r, c = int(r), int(c)
         if _holds(f_cert, b_cert, f, b, r, c):
@@ -155,10 +163,16 @@ def _check(
                 f"{b_cert[r, c].hex()}, does not hold the float64 path's {f[r, c].hex()} ± {b[r, c].hex()}",
             )
         )
-    ok, q, e = significant_many(*float64.interval(f, b), digits)
-    ok &= codes != "a"
     beyond = []
-    for r, (row, ok_row, q_row, e_row) in enumerate(zip(table.values, ok.tolist(), q.tolist(), e.tolist())):
+    for r, c in zip(*np.nonzero((codes == "a") & ~again[:, None])):  # shown right but for these: beyond
+        r, c = int(r), int(c)
+        _form(table.values[r][c], name, r, c, digits, read)
+        beyond.append((r, c))
+    here = np.nonzero(again)[0]
+    ok, q, e = significant_many(*float64.interval(f[here], b[here]), digits)
+    ok &= codes[here] != "a"
+    for r, ok_row, q_row, e_row in zip(here.tolist(), ok.tolist(), q.tolist(), e.tolist()):
+        row = table.values[r]
         made = texts(q_row, e_row)  # every value's text at once (a value left open: a text never compared)
         if all(ok_row) and made == row:  # the usual row: every value decided and shown right
             continue
@@ -176,6 +190,7 @@ def _check(
                         f"float64 path's interval, which rounds to {made[c]}",
                     )
                 )
+    beyond.sort()
     decided = _tight(tight, beyond, digits) if tight is not None else {}
     decided |= decide_beyond(tensors, name, [x for x in beyond if x not in decided], digits, known)
     for r, c in beyond:
@@ -187,6 +202,26 @@ def _check(
                 (r, c, f"{place(tensors, name, r, c)}: {shown}, but the exact value rounds to {decided[(r, c)]}")
             )
     return [line for *_, line in sorted(failures, key=lambda x: x[:2])]  # stable: one place's lines as found
+
+
+def _shown_right(table: reading.Table, codes: np.ndarray, digits: int):
+    """``shown(row, floats, bounds)`` for evaluate: a flag for each of a block's rows (the table's, from
+    ``row``), set where its every value but those of path "a" is the one text that every point of its
+    interval rounds to, as the loop of :func:`_check` finds it (its values of "a" it reads itself)."""
+
+    def shown(first: int, f: np.ndarray, b: np.ndarray) -> np.ndarray:
+        beyond = codes[first : first + len(f)] == "a"
+        ok, q, e = significant_many(*float64.interval(f, b), digits)
+        flags = np.zeros(len(f), dtype=bool)
+        for i, (all_ok, q_row, e_row) in enumerate(zip((ok | beyond).all(axis=1).tolist(), q.tolist(), e.tolist())):
+            if all_ok:
+                made, row = texts(q_row, e_row), table.values[first + i]
+                for c in np.nonzero(beyond[i])[0].tolist():
+                    made[c] = row[c]
+                flags[i] = made == row
+        return flags
+
+    return shown
 
 
 def _form(text: Any, name: str, r: int, c: int, digits: int, read: Reader) -> None:

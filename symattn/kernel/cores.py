@@ -22,6 +22,7 @@ sums, which were no quicker on threads.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import selectors
@@ -46,6 +47,7 @@ def map_forked(function: Callable[[Any, Any], Any], data: Any, pieces: Sequence[
     if not parallel or cores < 2 or _busy:
         return [function(data, piece) for piece in pieces]
     _busy = True
+    _imported()
     workers: dict[int, tuple[int, int, int]] = {}  # results' fd: (pid, pieces' fd, piece it works on)
     try:
         with _stops_held():  # no worker made and not yet known to _end
@@ -68,12 +70,12 @@ def map_threads(function: Callable[[Any], Any], pieces: Sequence[Any], blas: boo
     forked: no copy-on-write fault afterwards on each page of this process's memory, nothing pickled. The
     threads end before this returns (a later fork copies no live thread); inside a worker, or within
     one_process, the pieces go here, one after another."""
-    import contextvars
-    from concurrent.futures import ThreadPoolExecutor
-
     threads = min(len(pieces), os.cpu_count() or 1)
     if threads < 2 or _busy:
         return [function(piece) for piece in pieces]
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
     # each piece in a copy of the caller's context: numpy's errstate (a context variable) holds there too
     caller = contextvars.copy_context()
 
@@ -173,6 +175,7 @@ def _fork(
             for fd in (asks, answers, *theirs):
                 os.close(fd)
             _end_with_parent(parent)
+            gc.freeze()  # the parent's objects: no collection here walks them (each a copy-on-write fault)
             _one_thread()
             _kept_memory()
             _work(function, data, pieces, asks_read, answers_write)
@@ -182,6 +185,14 @@ def _fork(
     os.close(asks_read)
     os.close(answers_write)
     return pid, asks, answers
+
+
+def _imported() -> None:
+    """What every worker imports (_one_thread, _kept_memory), imported here once before the fork rather than
+    in each worker after it: 20 ms of each one's start."""
+    import ctypes.util  # noqa: F401
+
+    import threadpoolctl  # noqa: F401
 
 
 def _one_thread() -> None:

@@ -149,6 +149,11 @@ def _constants() -> dict:
     }
 
 
+def prepare() -> None:
+    """The exp's table made now, in this process (before a fork: its workers have it, and flint, already)."""
+    _constants()
+
+
 @cache
 def _scale_pair(d: int, exact_scale: Fraction | None) -> tuple[float, float, float]:
     """(c_hi, c_lo, bound on |c − c_hi − c_lo|): the scale (None: 1/√d) as a pair of floats."""
@@ -429,4 +434,4 @@ def _second(Ns, Nsig, q1, L, L2, eN0, eL0) -> tuple[np.ndarray, np.ndarray]:
     return np.where(bad, 0.0, q2), np.where(bad, np.inf, e2)
 
 
-__all__ = ["TINY", "covers", "outputs", "quotients", "takes"]
+__all__ = ["TINY", "covers", "outputs", "prepare", "quotients", "takes"]

@@ -1,0 +1,109 @@
+"""verify-certificate checks the output's digits in its workers, beside the floats (float_tensors.evaluate's
+``shown``), and reads in its own process only the rows they did not find right and the values of path "a":
+a changed digit of each path is found there as in one process, and a value out of form is one line."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from symattn.certificates.exact_verifier import verify
+from symattn.certificates.float_tensors import build
+from symattn.certificates.tensor_maker import certificate_json
+from symattn.input.errors import SpecError
+from symattn.kernel.cores import one_process
+
+
+@pytest.fixture(scope="module")
+def made():
+    """A 512 × 512 × 64 head (enough work for two processes): 104 outputs by the error-free sums, 64 beyond."""
+    rng = np.random.default_rng(3)
+    Q, K, V = (rng.standard_normal((512, 64)).astype(np.float32).astype(np.float64) for _ in range(3))
+    tensors = build({"Q": Q, "K": K, "V": V}, 1, 1, 1, "bhnd", None, None)
+    data = json.loads("".join(certificate_json(tensors, 10, [])))
+    assert data["certificate"]["paths"]["output"] == {"float64": 32600, "compensated": 104, "arb": 64}
+    return data
+
+
+def first(data, letter):
+    """(row, column) of the first output of path ``letter`` in a row that also holds an "f"."""
+    for r, path in enumerate(data["output"]["path"]):
+        if letter in path and "f" in path:
+            return r, path.index(letter)
+    raise AssertionError(letter)
+
+
+def changed(text):
+    """The value with its last digit one more (mod 10): still ten digits, now wrong."""
+    head, _, tail = text.rpartition("E") if "E" in text else (text, "", "")
+    body = head[:-1] + str((int(head[-1]) + 1) % 10)
+    return f"{body}E{tail}" if tail else body
+
+
+def lines(data):
+    """The failures of both ways: the workers (the work is 2^24 multiply-adds) and one process."""
+    parallel = verify(data, "c.json").failures
+    with one_process():
+        alone = verify(data, "c.json").failures
+    assert parallel == alone
+    return parallel
+
+
+def test_the_genuine_certificate_verifies_in_workers_and_in_one_process(made):
+    assert lines(made) == ()
+    assert verify(made, "c.json").checked == 512 * 64 + 2 * 512
+
+
+@pytest.mark.parametrize("letter", ["f", "c", "a"])
+def test_a_changed_digit_of_each_path_is_named(made, letter):
+    r, c = first(made, letter) if letter != "f" else first(made, "a")
+    if letter == "f":
+        c = made["output"]["path"][r].index("f")
+    bad = copy.deepcopy(made)
+    shown = bad["output"]["value"][r][c]
+    bad["output"]["value"][r][c] = changed(shown)
+    (line,) = lines(bad)
+    if letter == "a":
+        assert line == f"output[{r}, {c}]: {changed(shown)}, but the exact value rounds to {shown}"
+    else:
+        assert line == (
+            f"output[{r}, {c}]: {changed(shown)} is not the rounding of every point of the float64 path's "
+            f"interval, which rounds to {shown}"
+        )
+
+
+def test_changed_digits_in_many_rows_are_named_in_order(made):
+    bad = copy.deepcopy(made)
+    places = [first(made, "a"), first(made, "c"), (0, 0), (511, 63)]
+    for r, c in places:
+        bad["output"]["value"][r][c] = changed(bad["output"]["value"][r][c])
+    found = lines(bad)
+    assert [line.split(":")[0] for line in found] == [f"output[{r}, {c}]" for r, c in sorted(places)]
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("0.5", "0.5 has 1 significant digits, not 10"),
+        (0.5, 'expected a value such as "0.4171325333" or "2.028E+4", got the number 0.5'),
+        (None, 'expected a value such as "0.4171325333" or "2.028E+4", got null'),
+    ],
+)
+@pytest.mark.parametrize("letter", ["f", "a"])
+def test_a_value_out_of_form_in_a_row_otherwise_right_is_one_line(made, letter, value, problem):
+    r, c = first(made, "a")
+    if letter == "f":
+        c = made["output"]["path"][r].index("f")
+    bad = copy.deepcopy(made)
+    bad["output"]["value"][r][c] = value
+    for way in (False, True):
+        with pytest.raises(SpecError) as info:
+            if way:
+                with one_process():
+                    verify(bad, "c.json")
+            else:
+                verify(bad, "c.json")
+        assert str(info.value) == f"c.json: output.value[{r + 1}][{c + 1}]: {problem}"
