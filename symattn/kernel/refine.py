@@ -224,7 +224,10 @@ def enclose(head: float64.Head, quantity: str, entries: dict[int, list[int]], bi
 def _integers(a: np.ndarray) -> tuple[list[list[int]], int]:
     """a = ints · 2^-shift exactly (float32 values: each a dyadic rational of at most 24 bits)."""
     shift = _shift(a)
-    return [[int(x) for x in row] for row in np.ldexp(a, shift).tolist()], shift
+    whole = np.ldexp(a, shift)
+    if float(np.max(np.abs(whole), initial=0.0)) < 2.0**62:  # each below 2^62: int64 holds it exactly (in C)
+        return whole.astype(np.int64).tolist(), shift
+    return [[int(x) for x in row] for row in whole.tolist()], shift
 
 
 def _transposed_integers(a: np.ndarray) -> tuple:

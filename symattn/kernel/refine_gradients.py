@@ -5,6 +5,7 @@ every query's ℓ and D, then only its own key's weights; dsink every query's �
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from fractions import Fraction
 
 from symattn.input import limits
@@ -142,7 +143,11 @@ def logit_gradient(given, bits: int, name=None):
     return total
 
 
-_STATS: dict = {}  # the last head's (ℓ, D) at a precision: a second refinement of its dK or dV reuses them
+# heads' (ℓ, D) at a precision, the latest last: the second pass over a comparison's heads (its row-relative
+# figures' refinement) reuses them; the first pass over 64 heads of 256 made them again, head by head (half of
+# a dK's 20 s). At most STATS_ROWS rows of balls are kept (a few hundred bytes a row).
+_STATS: OrderedDict = OrderedDict()
+STATS_ROWS = 2**17
 
 
 def _row_stats(head, bits: int, KT, with_d: bool, with_rest: bool = False):
@@ -152,7 +157,9 @@ def _row_stats(head, bits: int, KT, with_d: bool, with_rest: bool = False):
     from flint import arb
 
     key = (id(head), bits, with_d, with_rest)
-    if _STATS.get("key") != key:
+    if key in _STATS:
+        _STATS.move_to_end(key)
+    else:
         ells: list = []
         Ds: list = []
         pivots: list = []
@@ -170,9 +177,10 @@ def _row_stats(head, bits: int, KT, with_d: bool, with_rest: bool = False):
                 extra = sum((mod.arb_exp(i) for mod in denominators(head)), arb(0))
                 pivots.append(p)
                 rests.append(sum((x for t, x in enumerate(exps[r]) if t != p), extra))
-        _STATS.clear()
-        _STATS.update(key=key, head=head, value=(ells, Ds, pivots, rests))  # the head kept: its id stays its own
-    return _STATS["value"]
+        _STATS[key] = (head, (ells, Ds, pivots, rests))  # the head kept: its id stays its own
+        while sum(len(v[1][0]) for v in _STATS.values()) > STATS_ROWS and len(_STATS) > 1:
+            _STATS.popitem(last=False)
+    return _STATS[key][1]
 
 
 def _split_sums(chunk, keys, wanted, factors, rows, stats, exact: dict, rest: dict) -> None:
