@@ -107,3 +107,57 @@ def test_a_value_out_of_form_in_a_row_otherwise_right_is_one_line(made, letter, 
             else:
                 verify(bad, "c.json")
         assert str(info.value) == f"c.json: output.value[{r + 1}][{c + 1}]: {problem}"
+
+
+def test_the_first_value_out_of_form_in_the_files_order_is_named(made):
+    """A row the workers did not find right (its "f" value out of form) before a row they did, whose value of
+    path "a" is out of form: the first in the file is named, as the standalone verifier names it."""
+    r_a, c_a = next((r, p.index("a")) for r, p in enumerate(made["output"]["path"]) if r > 0 and "a" in p)
+    bad = copy.deepcopy(made)
+    bad["output"]["value"][0][0] = "+" + bad["output"]["value"][0][0]
+    bad["output"]["value"][r_a][c_a] = "+" + bad["output"]["value"][r_a][c_a]
+    for way in (verify, one_process_verify):
+        with pytest.raises(SpecError) as info:
+            way(bad, "c.json")
+        assert str(info.value).startswith("c.json: output.value[1][1]: expected a value such as")
+
+
+def one_process_verify(data, source):
+    with one_process():
+        return verify(data, source)
+
+
+@pytest.mark.parametrize("letter", ["f", "a"])
+def test_a_bare_json_number_is_not_a_value_shown(made, letter):
+    """A value written as a JSON number, not a text (a hand edit: compute writes texts), is refused in one line
+    though its digits are the right ones: the reader keeps a number's digits as a str subclass."""
+    from symattn.input.files import parse_text
+
+    r, c = first(made, "a")
+    if letter == "f":
+        c = made["output"]["path"][r].index("f")
+    shown = made["output"]["value"][r][c]
+    text = json.dumps(made).replace(
+        json.dumps(made["output"]["value"][r]), json.dumps(made["output"]["value"][r]).replace(f'"{shown}"', shown)
+    )
+    data = parse_text(text, "c.json", json_=True)
+    assert type(data["output"]["value"][r][c]) is not str and data["output"]["value"][r][c] == shown
+    for way in (verify, one_process_verify):
+        with pytest.raises(SpecError) as info:
+            way(data, "c.json")
+        assert str(info.value) == (
+            f'c.json: output.value[{r + 1}][{c + 1}]: expected a value such as "0.4171325333" or "2.028E+4", '
+            f"got the number {shown}"
+        )
+
+
+def test_a_mask_row_that_attends_no_key_is_one_line_from_the_maker():
+    from symattn.certificates.float_tensors import build
+
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.standard_normal((4, 2)).astype(np.float32).astype(np.float64) for _ in range(3))
+    allowed = np.ones((4, 4), dtype=bool)
+    allowed[2] = False
+    with pytest.raises(SpecError) as info:
+        build({"Q": Q, "K": K, "V": V}, 1, 1, 1, "bhnd", None, allowed)
+    assert str(info.value) == "mask[2]: query 2 (0-based) attends no key; softmax is undefined there"

@@ -16,7 +16,7 @@ from symattn.certificates.float_maker import certificate_json
 from symattn.cli.commands import main
 from symattn.derivation.intermediates import _decimal
 from symattn.input.errors import LimitError, SpecError
-from symattn.input.files import parse_text
+from symattn.input.files import FloatText, parse_text
 from symattn.kernel import float64
 
 
@@ -277,6 +277,11 @@ def test_a_changed_digit_and_a_moved_enclosure_are_caught(small):
         (
             lambda d: d["certificate"]["enclosures"][0].update(at=[1, 2]),
             'c.json: certificate.enclosures.at[1]: output[1][2] has path "f": it has no enclosure',
+        ),
+        (  # a JSON number, not a text: its digits right (the reader keeps them as FloatText, a str)
+            lambda d: d["output"]["value"][0].__setitem__(0, FloatText(d["output"]["value"][0][0])),
+            'c.json: output.value[1][1]: expected a value in a string as compute --certify shows it, such as "0.4171" '
+            'or "2.028E+4", got a number',
         ),
         (
             lambda d: d["output"]["value"].__setitem__(0, "0.5"),

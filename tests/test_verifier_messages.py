@@ -199,6 +199,23 @@ def test_a_shown_value_not_as_compute_writes_it_is_refused_by_both_in_one_line(m
     assert run(forged) == (2, [f"{forged}: output.value[4][3]: {problem}"])
 
 
+def test_a_value_written_as_a_json_number_is_refused_by_both_in_one_line(made, capsys):
+    """Its digits the right ones, but a number, not the text compute writes (both readers keep a number's
+    digits as a str subclass, and both verified it)."""
+    folder, cert = made
+    shown = json.loads(cert.read_text(encoding="utf-8"))["output"]["value"][3][2]
+    assert repr(float(shown)) == shown  # json.dumps writes the float back with the same digits
+
+    def change(data):
+        data["output"]["value"][3][2] = float(shown)
+
+    forged = forge(cert, change)
+    problem = f'expected a value such as "0.4171325333" or "2.028E+4", got the number {shown}'
+    code, out, err = fast(capsys, forged)
+    assert (code, out, err) == (2, "", f"symattn: {forged}: output.value[4][3]: {problem}\n")
+    assert run(forged) == (2, [f"{forged}: output.value[4][3]: {problem}"])
+
+
 def test_without_its_files_both_say_the_inputs_are_the_certificates_own(made, capsys):
     # the fast verifier said nothing of files once certificate.files was struck out
     folder, cert = made

@@ -20,6 +20,7 @@ import numpy as np
 from symattn.certificates.float_digits import significant_many
 from symattn.input import limits
 from symattn.input.decimals import significant_exact
+from symattn.input.errors import SpecError
 from symattn.input.records import record
 from symattn.kernel import compensated, doubled, float64, float64_backward, logsumexp, score_mods
 from symattn.kernel.cores import map_forked
@@ -100,6 +101,9 @@ def build(
     denominator logit per query head where given, the cap after the bias (a spec's order) or before it
     (``cap_first``); None where the scale is past the float64 path's range."""
     n, m, group = len(rows["Q"]) // (batch * query_heads), len(rows["K"]) // (batch * kv_heads), query_heads // kv_heads
+    if allowed is not None and not allowed.any(axis=1).all():  # a spec's reader refuses such a mask first
+        i = int(np.argmin(allowed.any(axis=1)))
+        raise SpecError("mask", None, f"query {i} (0-based) attends no key; softmax is undefined there", index=(i,))
     heads = []
     for b in range(batch):
         for h in range(query_heads):

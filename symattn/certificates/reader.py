@@ -89,7 +89,8 @@ class Reader:
 
     def number(self, raw: Any, key: str, position: tuple[int, ...], form: str) -> Fraction:
         pattern, expected = _FORMS[form]
-        if not isinstance(raw, str):
+        # a value shown is a JSON text, as compute writes it; a bare number's digits would read the same
+        if not isinstance(raw, str) or form == "shown" and type(raw) is not str:
             raise self.error(key, f"expected {expected}, got {kind_of(raw)}", position)
         if len(raw) > BOUND_LENGTH:
             raise LimitError(

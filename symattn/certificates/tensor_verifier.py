@@ -164,20 +164,24 @@ def _check(
             )
         )
     beyond = []
-    for r, c in zip(*np.nonzero((codes == "a") & ~again[:, None])):  # shown right but for these: beyond
-        r, c = int(r), int(c)
-        _form(table.values[r][c], name, r, c, digits, read)
-        beyond.append((r, c))
     here = np.nonzero(again)[0]
     ok, q, e = significant_many(*float64.interval(f[here], b[here]), digits)
     ok &= codes[here] != "a"
-    for r, ok_row, q_row, e_row in zip(here.tolist(), ok.tolist(), q.tolist(), e.tolist()):
+    interval = dict(zip(here.tolist(), zip(ok.tolist(), q.tolist(), e.tolist())))
+    # row by row, as the file holds them (a value out of form: the first one is named)
+    for r in np.nonzero(again | (codes == "a").any(axis=1))[0].tolist():
         row = table.values[r]
+        if r not in interval:  # shown right (the workers found it) but for its values of path "a": beyond
+            for c in np.nonzero(codes[r] == "a")[0].tolist():
+                _form(row[c], name, r, c, digits, read)
+                beyond.append((r, c))
+            continue
+        ok_row, q_row, e_row = interval[r]
         made = texts(q_row, e_row)  # every value's text at once (a value left open: a text never compared)
-        if all(ok_row) and made == row:  # the usual row: every value decided and shown right
+        if all(ok_row) and made == row and _texts(row):  # the usual row: every value decided and shown right
             continue
         for c, shown in enumerate(row):
-            if not ok_row[c] or shown != made[c]:  # a text not as compute writes one is refused in one line
+            if not ok_row[c] or shown != made[c] or type(shown) is not str:  # not as compute writes: one line
                 _form(shown, name, r, c, digits, read)
             if not ok_row[c]:
                 beyond.append((r, c))
@@ -190,7 +194,6 @@ def _check(
                         f"float64 path's interval, which rounds to {made[c]}",
                     )
                 )
-    beyond.sort()
     decided = _tight(tight, beyond, digits) if tight is not None else {}
     decided |= decide_beyond(tensors, name, [x for x in beyond if x not in decided], digits, known)
     for r, c in beyond:
@@ -218,10 +221,16 @@ def _shown_right(table: reading.Table, codes: np.ndarray, digits: int):
                 made, row = texts(q_row, e_row), table.values[first + i]
                 for c in np.nonzero(beyond[i])[0].tolist():
                     made[c] = row[c]
-                flags[i] = made == row
+                flags[i] = made == row and _texts(row)
         return flags
 
     return shown
+
+
+def _texts(row: list) -> bool:
+    """Every value a JSON text: a bare JSON number is read as a text of its digits (FloatText, a str
+    subclass) and would equal the one shown; the reader names it (values.shown)."""
+    return set(map(type, row)) == {str}
 
 
 def _form(text: Any, name: str, r: int, c: int, digits: int, read: Reader) -> None:
