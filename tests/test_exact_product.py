@@ -209,8 +209,8 @@ def test_a_value_the_product_does_not_hold_goes_back_to_the_error_free_sums(tmp_
     asked: list[int] = []
     compensate = float_tensors.compensate
 
-    def wide(head, stage, absV):
-        O, eO = made(head, stage, absV)
+    def wide(head, stage, absV, columns=None):
+        O, eO = made(head, stage, absV, columns)
         return O, 10 * eO
 
     def counted(tensors, pairs):

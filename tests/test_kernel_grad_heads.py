@@ -225,7 +225,7 @@ def test_a_typed_or_json_do_of_a_multi_head_spec_is_the_files_do(tmp_path, capsy
 def test_each_heads_row_stats_are_made_once_in_a_comparison(monkeypatch):
     """dK decided entry by entry refines some entries of most heads, and then the rows its row-relative figures
     need, head by head again: each head's ℓ and D balls (every query's) are made once and kept for the
-    second pass (it made them twice: half of a 2 × 32 × 256 causal dK's 20 s)."""
+    second pass (it made them twice: half of a 2 × 32 × 256 causal dK's 20 s), then dropped."""
     from symattn.kernel import refine_gradients
     from symattn.kernel.oracle import compare
 
@@ -245,3 +245,4 @@ def test_each_heads_row_stats_are_made_once_in_a_comparison(monkeypatch):
     assert report.ok and report.comparison.refined == 46
     heads = {h for h, _ in chunks}
     assert len(chunks) == len(set(chunks)) == 4 * len(heads) and len(heads) == 15  # 128 rows: 4 chunks of 32
+    assert not refine_gradients._STATS  # dropped as the comparison ends: no head kept alive past it

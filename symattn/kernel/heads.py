@@ -179,6 +179,16 @@ def compare_head(heads: list[float64.Head], result: FloatResult, quantity: str, 
     only what a report of the ``worst`` largest errors shows is decided (see needed); the other entries
     have their bucket only, and reading one is an error. ``places`` (places.Places): where the entries lie
     in the result, and which columns of a row are one head's (its row-relative figures' scale)."""
+    from symattn.kernel import refine_gradients
+
+    try:
+        return _compared(heads, result, quantity, worst, places)
+    finally:  # the heads' row stats (ℓ, D balls): kept for this comparison's passes over its heads, not past it
+        refine_gradients.forget()
+
+
+def _compared(heads: list[float64.Head], result: FloatResult, quantity: str, worst: int | None, places):
+    """compare_head's Comparison."""
     from symattn.input.errors import ShapeError
     from symattn.kernel.comparison import EDGES, EXACT_DIGITS, Comparison, _decide
     from symattn.kernel.entry_table import EntryTable, ExactShown, Figures, head_maxima, ranked_at

@@ -145,9 +145,14 @@ def logit_gradient(given, bits: int, name=None):
 
 # heads' (ℓ, D) at a precision, the latest last: the second pass over a comparison's heads (its row-relative
 # figures' refinement) reuses them; the first pass over 64 heads of 256 made them again, head by head (half of
-# a dK's 20 s). At most STATS_ROWS rows of balls are kept (a few hundred bytes a row).
+# a dK's 20 s). At most STATS_ROWS rows of balls (a few hundred bytes a row), until the comparison ends (forget).
 _STATS: OrderedDict = OrderedDict()
-STATS_ROWS = 2**17
+STATS_ROWS = 2**16
+
+
+def forget() -> None:
+    """The kept row stats dropped, and the heads they keep alive (heads.compare_head, as it returns)."""
+    _STATS.clear()
 
 
 def _row_stats(head, bits: int, KT, with_d: bool, with_rest: bool = False):
@@ -272,4 +277,4 @@ def by_error_balls(kept: dict, entries: dict[int, list[int]], bits: int, errors,
     return out
 
 
-__all__ = ["by_error_balls", "gradient_rows", "logit_gradient"]
+__all__ = ["by_error_balls", "forget", "gradient_rows", "logit_gradient"]
