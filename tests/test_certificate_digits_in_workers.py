@@ -85,14 +85,14 @@ def test_changed_digits_in_many_rows_are_named_in_order(made):
 
 
 @pytest.mark.parametrize(
-    ("value", "problem"),
+    ("letter", "value", "problem"),
     [
-        ("0.5", "0.5 has 1 significant digits, not 10"),
-        (0.5, 'expected a value such as "0.4171325333" or "2.028E+4", got the number 0.5'),
-        (None, 'expected a value such as "0.4171325333" or "2.028E+4", got null'),
+        ("f", "0.5", "0.5 has 1 significant digits, not 10"),
+        ("a", "0.5", "0.5 has 1 significant digits, not 10"),
+        ("a", 0.5, 'expected a value such as "0.4171325333" or "2.028E+4", got the number 0.5'),
+        ("f", None, 'expected a value such as "0.4171325333" or "2.028E+4", got null'),
     ],
 )
-@pytest.mark.parametrize("letter", ["f", "a"])
 def test_a_value_out_of_form_in_a_row_otherwise_right_is_one_line(made, letter, value, problem):
     r, c = first(made, "a")
     if letter == "f":
