@@ -91,3 +91,12 @@ def sinks_float64(q, k, v, *, causal, scale, sinks):
 def sinks_half_dsink(q, k, v, *, causal, scale, sinks):
     """sinks_float64 whose sink logits pass back half their gradient: the same output, a wrong dsink."""
     return sinks_float64(q, k, v, causal=causal, scale=scale, sinks=sinks * 0.5 + sinks.detach() * 0.5)
+
+
+def short_lse(q, k, v, *, causal, scale):
+    """SDPA's output, and an LSE one query short: the LSE check's refusal names the LSE."""
+    out = sdpa(q, k, v, causal=causal, scale=scale)
+    z = (q.double() @ k.double().repeat_interleave(q.shape[1] // k.shape[1], 1).transpose(-1, -2)) * scale
+    if causal:
+        z = z.masked_fill(~torch.ones(z.shape[-2:], dtype=torch.bool).tril(), float("-inf"))
+    return out, torch.logsumexp(z, -1).float()[..., :-1]

@@ -195,3 +195,23 @@ def test_a_sweep_with_sinks_checks_every_kind(tmp_path):
     assert [[c["kind"] for c in r["checks"] if c["verdict"] == "pass"] for r in rows] == [
         ["output", "lse", "dq", "dk", "dv"]
     ] * 2
+
+
+def test_a_sweeps_refusal_of_an_lse_names_the_lse_not_compares_out(tmp_path):
+    """The kernel's (out, lse) with an LSE one query short: the LSE check's line names the LSE (compare's own
+    line calls its first argument out, which in a sweep's table read as the output); the output passes."""
+    pytest.importorskip("distributed")
+    from symattn.sweep.case import run_case
+    from symattn.sweep.grid import load_grid
+    from symattn.sweep.pipeline import settings
+
+    grid = '[grid]\nheads = [2]\nkv_heads = [1]\nseqlen = [16]\nhead_dim = [8]\ndtype = ["float32"]\ncausal = [true]\n'
+    (tmp_path / "grid.toml").write_text('seed = 5\nrule = "ulp"\nmax_ulp = 1e6\nkinds = ["output", "lse"]\n' + grid)
+    loaded = load_grid(str(tmp_path / "grid.toml"))
+    (row,) = [
+        run_case(settings(loaded), i, c.point, "tests.sweep_kernels:short_lse", "") for i, c in enumerate(loaded.cases)
+    ]
+    assert [(c["kind"], c["verdict"], c["message"]) for c in row["checks"]] == [
+        ("output", "pass", None),
+        ("lse", "fail", "lse: shape: (1, 2, 15); the lse of these q, k and v is (1, 2, 16)"),
+    ]

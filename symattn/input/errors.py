@@ -86,6 +86,10 @@ class SpecError(SymattnError, ValueError):
         self.problem = problem
         super().__init__(f"{_where(source, key, position, index)}: {problem}")
 
+    def named(self, source: str) -> str:
+        """Its line with ``source`` named where this names its own (a sweep names compare's ``out`` by its kind)."""
+        return f"{_where(source, self.key, self.position, self.index)}: {self.problem}"
+
 
 class ShapeError(SpecError):
     """Two matrices do not fit together."""

@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from symattn import variants as parts
-from symattn.input.errors import SymattnError, clip
+from symattn.input.errors import SpecError, SymattnError, clip
 
 TOPIC = "symattn-sweep"  # the worker's event when a case starts: the client's clock for --case-seconds
 SHAPE = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_k", "head_dim_qk", "head_dim_v")
@@ -210,7 +210,9 @@ def _check(kind: str, result: Any, qkv: tuple[Any, ...], options: dict[str, Any]
     try:
         report = compare(result, *qkv, **with_tolerances(result, options))
     except SymattnError as exc:  # a refusal of the engine: this case's, in its one line
-        return check | {"largest_ulp": None, "message": str(exc)}
+        # compare names its first argument out; here that is the kernel's LSE or a gradient, named by its kind
+        named = exc.named(kind) if isinstance(exc, SpecError) and exc.source == "out" and kind != "output" else None
+        return check | {"largest_ulp": None, "message": named or str(exc)}
     worst = report.comparison.worst
     return check | {
         "verdict": "pass" if report.ok else "fail",
