@@ -186,7 +186,7 @@ def evaluate(
     return out
 
 
-def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, tuple]:
+def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, Any]:
     """One head's rows [start, stop): the output and both LSEs from one pass of blocks (with the error-free
     sums asked for, from each block's exps); or, for an empty run of rows, its gradients."""
     tensors, asked, digits, shown = data
@@ -195,11 +195,12 @@ def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, tuple]:
     if first == end:
         return {name: float64_backward.gradient(head, ENGINE[name]) for name in ("dq", "dk", "dv")}
     dv = head.V.shape[1]
-    out: dict[str, tuple] = {
+    out: dict[str, Any] = {
         name: (np.empty(shape), np.empty(shape))
         for name, shape in (("output", (end - first, dv)), ("lse", end - first), ("lse2", end - first))
     }
     found: dict[str, list[tuple[np.ndarray, ...]]] = {}
+    flags: list[np.ndarray] = []  # shown's, block by block
     wanted = [(kind == "a", p, i, c) for kind, pairs in mine.items() for p, i, c in pairs if first <= i < end]
     absV, split = np.abs(head.V), float64.Split.of(head.K)
     columns = compensated.values(head) if wanted else None  # V split once for every block's product
@@ -229,11 +230,11 @@ def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, tuple]:
             f, e_f = f.copy(), e_f.copy()  # as the verifier's table has them: those of "c" by the product
             f[r[~flag], cols[~flag]], e_f[r[~flag], cols[~flag]] = v[~flag], e[~flag]
         if shown is not None:
-            found.setdefault("shown", []).append((shown(hh * head.Q.shape[0] + b.start, f, e_f),))
+            flags.append(shown(hh * head.Q.shape[0] + b.start, f, e_f))
     for kind, runs in found.items():
         out[kind] = tuple(np.concatenate(x) for x in zip(*runs))
-    if "shown" in out:
-        out["shown"] = out["shown"][0]
+    if flags:
+        out["shown"] = np.concatenate(flags)
     return out
 
 

@@ -119,8 +119,8 @@ def _check(
     float ± bound does not hold the corrected engine's refuses the certificate (:data:`BEFORE`). Every bound
     is at most BOUND_FACTOR times the engine's first one (``b``: the chunked sums). ``codes``: the table's path
     letters (:func:`_letters`); ``right``: a flag per row whose values were found shown right from these
-    floats and bounds (:func:`_shown_right`, in the workers): its "a" values are read here, and a row whose
-    floats change here is checked again."""
+    floats and bounds (:func:`_shown_right`, in the workers; None: found here): its "a" values are read here,
+    and a row whose floats change here is read again."""
     name = table.name
     f, b = f.reshape(len(table.paths), -1), b.reshape(len(table.paths), -1)
     f_cert, b_cert = np.array(table.floats, dtype=np.float64), np.array(table.bounds, dtype=np.float64)
@@ -134,7 +134,7 @@ def _check(
             f"{BOUND_FACTOR:.5g} times the float64 path's own, {b[r, c].hex()} ({WIDE})"
         )
         failures.append((r, c, line))
-    again = np.ones(len(table.paths), dtype=bool) if right is None else ~right  # rows whose digits are checked here
+    changed = np.zeros(len(table.paths), dtype=bool)  # rows whose floats change here, after the workers' flags
     if summed is not None and summed[0]:
         f, b = f.copy(), b.copy()
         rows, cols = (np.array(x) for x in zip(*summed[0]))
@@ -148,7 +148,7 @@ def _check(
         if out:  # the error-free sums' own float ± bound, which the maker wrote, for these
             rows, cols = (np.array(x) for x in zip(*out))
             f[rows, cols], b[rows, cols] = compensate(tensors, out)
-            again[rows] = True
+            changed[rows] = True
     for r, c in zip(*np.nonzero(~((f_cert == f) & (b_cert >= b) | _surely_held(f_cert, b_cert, f, b)))):
         r, c = int(r), int(c)
         if _holds(f_cert, b_cert, f, b, r, c):
@@ -163,6 +163,9 @@ def _check(
                 f"{b_cert[r, c].hex()}, does not hold the float64 path's {f[r, c].hex()} ± {b[r, c].hex()}",
             )
         )
+    if right is None:  # no workers' flags (the LSE, the gradients): the same check, here
+        right = _shown_right(table, codes, digits)(0, f, b)
+    again = ~right | changed  # rows whose digits are read here, value by value
     beyond = []
     here = np.nonzero(again)[0]
     ok, q, e = significant_many(*float64.interval(f[here], b[here]), digits)
@@ -178,8 +181,6 @@ def _check(
             continue
         ok_row, q_row, e_row = interval[r]
         made = texts(q_row, e_row)  # every value's text at once (a value left open: a text never compared)
-        if all(ok_row) and made == row and _texts(row):  # the usual row: every value decided and shown right
-            continue
         for c, shown in enumerate(row):
             if not ok_row[c] or shown != made[c] or type(shown) is not str:  # not as compute writes: one line
                 _form(shown, name, r, c, digits, read)
@@ -210,7 +211,7 @@ def _check(
 def _shown_right(table: reading.Table, codes: np.ndarray, digits: int):
     """``shown(row, floats, bounds)`` for evaluate: a flag for each of a block's rows (the table's, from
     ``row``), set where its every value but those of path "a" is the one text that every point of its
-    interval rounds to, as the loop of :func:`_check` finds it (its values of "a" it reads itself)."""
+    interval rounds to (the values of "a" are read by :func:`_check`, and so is every row not flagged)."""
 
     def shown(first: int, f: np.ndarray, b: np.ndarray) -> np.ndarray:
         beyond = codes[first : first + len(f)] == "a"
