@@ -161,3 +161,24 @@ def test_a_mask_row_that_attends_no_key_is_one_line_from_the_maker():
     with pytest.raises(SpecError) as info:
         build({"Q": Q, "K": K, "V": V}, 1, 1, 1, "bhnd", None, allowed)
     assert str(info.value) == "mask[2]: query 2 (0-based) attends no key; softmax is undefined there"
+
+
+@pytest.mark.parametrize("change", ["comma", "fullwidth", "nul"])
+def test_a_row_joined_as_its_right_line_is_still_read_value_by_value(made, change):
+    """The workers compare a row's values joined by commas with the line of its right texts: values that join
+    into that line (one holding the next with its comma, and the next empty) or that differ from it only in
+    bytes ASCII lacks or a NUL are not right, and the reader names the first in one line."""
+    r = next(r for r, p in enumerate(made["output"]["path"]) if set(p) == {"f"})
+    bad = copy.deepcopy(made)
+    row = bad["output"]["value"][r]
+    if change == "comma":
+        row[0], row[1] = f"{row[0]},{row[1]}", ""
+    else:
+        row[0] = row[0][:-1] + (chr(0xFF10 + int(row[0][-1])) if change == "fullwidth" else row[0][-1] + "\0")
+    for way in (verify, one_process_verify):
+        with pytest.raises(SpecError) as info:
+            way(bad, "c.json")
+        assert str(info.value) == (
+            f'c.json: output.value[{r + 1}][1]: expected a value such as "0.4171325333" or "2.028E+4", got the '
+            f"text {row[0]!r}"
+        )

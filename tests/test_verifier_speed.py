@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symattn.certificates.float_digits import text, texts
+from symattn.certificates.float_digits import text, text_lines, texts
 from symattn.input.errors import LimitError
 from symattn.input.files import parse_text
 from symattn.input.limits import NESTING
@@ -102,6 +103,33 @@ def test_texts_are_the_decimal_texts(digits, exponent, seed, negative):
     q = 10 ** (digits - 1) + seed % (9 * 10 ** (digits - 1))
     q = -q if negative else q
     assert texts([q], [exponent]) == [text(q, exponent)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 13),
+    st.lists(st.tuples(st.integers(-400, 400), st.integers(0, 10**13), st.booleans(), st.booleans()), min_size=1),
+    st.integers(1, 3),
+)
+def test_a_rows_line_is_its_decimal_texts_each_with_a_comma(digits, entries, rows):
+    """text_lines, the workers' texts built as bytes: each row's line is text(q, e) + "," for each entry, "," for
+    a blank one, whatever exponents share a row (each row the entries turned by one more)."""
+    turned = [entries[k:] + entries[:k] for k in range(rows)]
+    q = np.array([[10 ** (digits - 1) + s % (9 * 10 ** (digits - 1)) for _, s, _, _ in row] for row in turned])
+    q = np.where(np.array([[neg for *_, neg, _ in row] for row in turned]), -q, q)
+    e = np.array([[x for x, *_ in row] for row in turned])
+    blank = np.array([[b for *_, b in row] for row in turned])
+    want = [
+        "".join(("" if b else text(a, x)) + "," for a, x, b in zip(*row)).encode("ascii")
+        for row in zip(q.tolist(), e.tolist(), blank.tolist())
+    ]
+    assert text_lines(q, e, digits, blank) == want
+
+
+def test_each_form_of_a_text_is_in_its_line():
+    q, e = np.array([[1234, -1234, 1234, 1234, -1234, 1000, 1234, 1234]]), np.array([[0, -2, -4, -9, -10, 3, 1, -12]])
+    blank = np.array([[False] * 7 + [True]])
+    assert text_lines(q, e, 4, blank) == [b"1234,-12.34,0.1234,0.000001234,-1.234E-7,1.000E+6,1.234E+4,,"]
 
 
 def test_a_wide_table_of_scalars_passes_and_nesting_past_the_limit_is_refused():

@@ -14,6 +14,7 @@ from decimal import Decimal
 import numpy as np
 
 MOST = 13  # significant digits the margin covers (0.01 of the last digit at 13)
+_FOUR = (np.arange(10**4)[:, None] // np.array([1000, 100, 10, 1]) % 10 + ord("0")).astype(np.uint8)
 _POWERS = np.array([float(10**k) for k in range(23)])  # exact: 10^22 < 2^53 · 2^22
 
 
@@ -78,4 +79,48 @@ def texts(q: list[int], exponent: list[int]) -> list[str]:
     return out
 
 
-__all__ = ["MOST", "significant_many", "text", "texts"]
+def text_lines(q: np.ndarray, exponent: np.ndarray, digits: int, blank: np.ndarray) -> list[bytes]:
+    """Each row of q (a matrix) as one line of ASCII: every entry's text(q, exponent) followed by a comma, a
+    ``blank`` entry as the comma alone; every other |q| has ``digits`` digits. A row's shown values joined
+    the same way are equal to its line exactly where each is its text (no text holds a comma). Built as
+    bytes in numpy: texts, Python's loop, took 0.13 s of a verifier's worker for 131,072 values."""
+    rows, columns = q.shape
+    a, negative, exponent, blank = np.abs(q).ravel(), q.ravel() < 0, exponent.ravel(), blank.ravel()
+    chunks = -(-digits // 4)  # q's digits four at a time, through a table of their bytes
+    parts = np.stack([(a // 10 ** (4 * k)) % 10**4 for k in reversed(range(chunks))], axis=1)
+    figures = _FOUR[parts].reshape(len(a), 4 * chunks)[:, 4 * chunks - digits :]
+    layouts = {e: [*_layout(digits, e), ord(",")] for e in np.unique(exponent[~blank]).tolist()}
+    made = np.zeros((len(a), 1 + max(map(len, layouts.values()), default=1)), dtype=np.uint8)  # a sign's room
+    made[blank, 0] = ord(",")
+    lengths = np.ones(len(a), dtype=np.int64)
+    for e, layout in layouts.items():  # a byte's value, or −1 − i for q's i-th digit
+        at = np.nonzero((exponent == e) & ~blank)[0]
+        body = np.empty((len(at), len(layout) + 1), dtype=np.uint8)
+        body[:, 0] = ord("-")
+        for k, part in enumerate(layout, 1):
+            body[:, k] = figures[at, -1 - part] if part < 0 else part
+        ahead = ~negative[at]
+        body[ahead, :-1] = body[ahead, 1:]  # no sign: the text a byte to the left, a NUL (dropped) after it
+        body[ahead, -1] = 0
+        made[at, : body.shape[1]] = body
+        lengths[at] = len(layout) + negative[at]
+    line = made[made != 0].tobytes()  # the texts one after another: no text holds a NUL
+    ends = np.cumsum(lengths.reshape(rows, columns).sum(axis=1)).tolist()
+    return [line[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+
+
+def _layout(n: int, e: int) -> list[int]:
+    """text's bytes for q of n digits and exponent e: a byte's value, or −1 − i for q's i-th digit."""
+    digit = [-1 - i for i in range(n)]
+    left = e + n
+    if e <= 0 and left > -6:
+        if e == 0:
+            return digit
+        if left <= 0:
+            return [ord("0"), ord("."), *[ord("0")] * -left, *digit]
+        return [*digit[:left], ord("."), *digit[left:]]
+    point = [ord("."), *digit[1:]] if n > 1 else []
+    return [digit[0], *point, *f"E{left - 1:+d}".encode("ascii")]
+
+
+__all__ = ["MOST", "significant_many", "text", "text_lines", "texts"]

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from symattn.certificates.float_digits import significant_many, texts
+from symattn.certificates.float_digits import significant_many, text_lines, texts
 from symattn.certificates.float_tensors import Tensors, build, compensate, decide_beyond, evaluate, place
 from symattn.certificates.float_verifier import BOUND_FACTOR, encloses
 from symattn.certificates.reader import Reader
@@ -217,12 +217,18 @@ def _shown_right(table: reading.Table, codes: np.ndarray, digits: int):
         beyond = codes[first : first + len(f)] == "a"
         ok, q, e = significant_many(*float64.interval(f, b), digits)
         flags = np.zeros(len(f), dtype=bool)
-        for i, (all_ok, q_row, e_row) in enumerate(zip((ok | beyond).all(axis=1).tolist(), q.tolist(), e.tolist())):
-            if all_ok:
-                made, row = texts(q_row, e_row), table.values[first + i]
-                for c in np.nonzero(beyond[i])[0].tolist():
-                    made[c] = row[c]
-                flags[i] = made == row and _texts(row)
+        decided = np.nonzero((ok | beyond).all(axis=1))[0]
+        lines = text_lines(q[decided], e[decided], digits, beyond[decided])
+        for i, line, blank in zip(decided.tolist(), lines, beyond[decided].any(axis=1).tolist()):
+            row = table.values[first + i]
+            if not _texts(row):
+                continue
+            if blank:  # its values of "a": a blank in the line, as in the row joined here
+                row = ["" if a else x for a, x in zip(beyond[i].tolist(), row)]
+            try:
+                flags[i] = (",".join(row) + ",").encode("ascii") == line
+            except UnicodeEncodeError:  # not a text compute writes: read by _check, named there
+                pass
         return flags
 
     return shown
