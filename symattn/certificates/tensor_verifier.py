@@ -78,7 +78,7 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
             file_lines += ("and its dO is the values of its grad_output file, read here",)
     output = cert.tables["output"].paths
     letters = _letters(output)
-    sums = {code: list(zip(*(x.tolist() for x in np.nonzero(letters == code)))) for code in "ca"}
+    sums = {code: list(zip(*(x.tolist() for x in np.nonzero(letters == code.encode())))) for code in "ca"}
     # and the "c" and "a" outputs again, by the error-free product; the output's digits checked there too
     values = evaluate(tensors, sums, cert.digits, _shown_right(cert.tables["output"], letters, cert.digits))
     failures: list[str] = list(named.failures)
@@ -90,7 +90,7 @@ def verify_tensors(data: Mapping[str, Any], read: Reader, base: Path | None):
             known = _made(sums["a"], *values["doubled"]) if "doubled" in values else None
         codes, (f, b) = letters if name == "output" else _letters(table.paths), values[name]
         failures += _check(tensors, table, codes, f, b, cert.digits, read, cert.version, tight, summed, known, right)
-        counts = {code: sum(p.count(code) for p in table.paths) for code in "fca"}
+        counts = {code: int(np.count_nonzero(codes == code.encode())) for code in "fca"}
         by_sums = f", {counts['c']} by its error-free sums" if name == "output" else ""
         lines.append(f"{name}: {counts['f']} by the float64 path{by_sums}, {counts['a']} beyond (exact or arb)")
     checked = sum(len(table.paths) * table.shape[-1] for table in cert.tables.values())
@@ -169,13 +169,13 @@ def _check(
     beyond = []
     here = np.nonzero(again)[0]
     ok, q, e = significant_many(*float64.interval(f[here], b[here]), digits)
-    ok &= codes[here] != "a"
+    ok &= codes[here] != b"a"
     interval = dict(zip(here.tolist(), zip(ok.tolist(), q.tolist(), e.tolist())))
     # row by row, as the file holds them (a value out of form: the first one is named)
-    for r in np.nonzero(again | (codes == "a").any(axis=1))[0].tolist():
+    for r in np.nonzero(again | (codes == b"a").any(axis=1))[0].tolist():
         row = table.values[r]
         if r not in interval:  # shown right (the workers found it) but for its values of path "a": beyond
-            for c in np.nonzero(codes[r] == "a")[0].tolist():
+            for c in np.nonzero(codes[r] == b"a")[0].tolist():
                 _form(row[c], name, r, c, digits, read)
                 beyond.append((r, c))
             continue
@@ -214,7 +214,7 @@ def _shown_right(table: reading.Table, codes: np.ndarray, digits: int):
     interval rounds to (the values of "a" are read by :func:`_check`, and so is every row not flagged)."""
 
     def shown(first: int, f: np.ndarray, b: np.ndarray) -> np.ndarray:
-        beyond = codes[first : first + len(f)] == "a"
+        beyond = codes[first : first + len(f)] == b"a"
         ok, q, e = significant_many(*float64.interval(f, b), digits)
         flags = np.zeros(len(f), dtype=bool)
         decided = np.nonzero((ok | beyond).all(axis=1))[0]
@@ -249,10 +249,10 @@ def _form(text: Any, name: str, r: int, c: int, digits: int, read: Reader) -> No
 
 
 def _letters(paths: list[str]) -> np.ndarray:
-    """The path letters as an array of one-letter texts, a row per row (the reader has checked them: ASCII,
-    one width)."""
+    """The path letters as an array of one-byte texts (b"f", b"c", b"a"), a row per row (the reader has
+    checked them: ASCII, one width)."""
     joined = np.frombuffer("".join(paths).encode("ascii"), dtype=np.uint8)
-    return joined.view("S1").astype("U1").reshape(len(paths), -1)
+    return joined.view("S1").reshape(len(paths), -1)
 
 
 def _surely_held(F: np.ndarray, B: np.ndarray, f: np.ndarray, b: np.ndarray) -> np.ndarray:
