@@ -24,7 +24,9 @@ and multiplied by SAFETY (1 + 10^-4), far more than the roundings of forming it.
   2^(j/N) comes from a table of pairs of floats (arb at 300 bits when the module loads, within 2^-104).
   The products of pairs: TwoProduct of the high parts, the cross terms in floats. Each exp's relative error
   ρ_j is the argument's error (e^η − 1 ≤ 1.0001η) plus the evaluation's; below T = −480 the value is 0,
-  off by at most 2^-692 (so every product below stays far above the subnormals).
+  off by at most 2^-692 (so every product below stays far above the subnormals). Only a row's largest ρ_j
+  is used (ρ_max below), so it is bounded as a whole: each of its terms (and of η's) by that term's largest
+  in the row, a sum of maxima being at least the maximum of the sums; a third fewer passes over the keys.
 - **Sums.** ℓ = Σ e_j and N_k = Σ e_j v_jk over terms that are exact: e_hi split by Veltkamp into 26 and
   27 bits, each times a float32 v (at most 51 bits, and a multiple of 2^-893: exact), e_lo·v rounded (u of
   it). The terms are added by a tree of TwoSums (each exact: s + q = a + b), the errors q summed apart in
@@ -181,18 +183,30 @@ def takes(head: Head) -> bool:
 
 
 def _two_product(a: np.ndarray | float, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker's TwoProduct: p + err = a·b exactly, err = ((ah·bh − p) + ah·bl + al·bh) + al·bl in that
+    order, in two arrays besides the splits."""
     p = a * b
     ah, al = _split(np.asarray(a, dtype=np.float64))
     bh, bl = _split(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl  # Dekker: p + err = a·b exactly
+    err = ah * bh
+    err -= p
+    step = ah * bl
+    err += step
+    np.multiply(al, bh, out=step)
+    err += step
+    np.multiply(al, bl, out=step)
+    err += step
+    return p, err
 
 
 def _arguments(
     head: Head, rows: np.ndarray, split: Split, again: Split | None = None, scores: tuple | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(T_hi, T_lo, η, kept): T = c·(S_j − S_r) of the rows as pairs, η a bound on each one's error, kept
-    the allowed keys; with ``again`` (:func:`_keys_again`) the scores' rest as :func:`_rest` bounds it;
-    ``scores``: :func:`outputs`'."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """(T_hi, T_lo, η, kept): T = c·(S_j − S_r) of the rows as pairs; η two columns bounding the error of
+    each key in its row, the first over the keys whose exps are made (kept, T ≥ the floor), the second over
+    every kept key (each of η's terms by its largest in the row: a sum of maxima is at least the maximum of
+    the sums, and only the row's largest ρ is used); kept the allowed keys (None: all); with ``again``
+    (:func:`_keys_again`) the scores' rest as :func:`_rest` bounds it; ``scores``: :func:`outputs`'."""
     d = head.Q.shape[1]
     if scores is not None:  # float64's products of these rows (outputs, not quotients): the same sums, made once
         at = rows - scores[3]
@@ -204,11 +218,9 @@ def _arguments(
             rest, eS = _rest(q, split, again, d)
         else:
             rest = q.high @ split.low.T + q.low @ split.whole.T
-    if again is None:  # |low| ≤ 2^(e+s−53) in every place
-        eS = SAFETY * (U * np.abs(rest) + (gamma(d) * d * 2.0 ** (split.s - 52) * SAFETY) * (top @ split.top.T))
     S_hi, S_lo = _two_sum(exact, rest)
-    kept = np.ones(S_hi.shape, dtype=bool) if head.allowed is None else head.allowed[rows]
-    ref = np.argmax(np.where(kept, S_hi, -np.inf), axis=1)
+    kept = None if head.allowed is None else head.allowed[rows]
+    ref = np.argmax(S_hi if kept is None else np.where(kept, S_hi, -np.inf), axis=1)
     at = np.arange(len(ref))
     a_s, a_e = _two_sum(S_hi, -S_hi[at, ref][:, None])
     b = S_lo - S_lo[at, ref][:, None]
@@ -219,15 +231,35 @@ def _arguments(
     t4 = c_lo * a_s
     t5 = t2 + t3
     T_lo = t5 + t4
-    gap = np.abs(a_s) + np.abs(r1)
-    eta = SAFETY * (
-        U * (np.abs(b) + np.abs(r1)) * c_hi  # b's and r1's roundings, times c
-        + U * (np.abs(t3) + np.abs(t4) + np.abs(t5) + np.abs(T_lo))  # the four products' and sums' roundings
-        + abs(c_lo) * np.abs(r1) * 2  # c_lo·r1, dropped
-        + e_c * gap * 2  # the scale's own error
-        + (c_hi + abs(c_lo)) * 2 * (eS + eS[at, ref][:, None])  # the scores' errors
+    f = gamma(d) * d * 2.0 ** (split.s - 52) * SAFETY  # |low| ≤ 2^(e+s−53): eS = SAFETY·(u|rest| + f·2^e·2^e')
+    eS_ref = (
+        eS[at, ref] if again is not None else SAFETY * (U * np.abs(rest[at, ref]) + f * top[:, 0] * split.top[ref, 0])
     )
-    return t1, T_lo, eta, kept
+
+    def most(keys: np.ndarray | None) -> np.ndarray:  # η's terms, each its largest over these keys
+        R1 = _most(np.abs(r1), keys)
+        if again is not None:
+            eS_most = _most(eS, keys)
+        else:  # the largest 2^e' of all keys: at least that of these
+            eS_most = SAFETY * (U * _most(np.abs(rest), keys) + f * top * float(np.max(split.top, initial=0.0)))
+        return SAFETY * (
+            U * (_most(np.abs(b), keys) + R1) * c_hi  # b's and r1's roundings, times c
+            + U * sum(_most(np.abs(x), keys) for x in (t3, t4, t5, T_lo))  # the four products' and sums' roundings
+            + abs(c_lo) * R1 * 2  # c_lo·r1, dropped
+            + e_c * (_most(np.abs(a_s), keys) + R1) * 2  # the scale's own error, of c·(|a_s| + |r1|)
+            + (c_hi + abs(c_lo)) * 2 * (eS_most + eS_ref[:, None])  # the scores' errors
+        )
+
+    above = t1 >= _FLOOR  # the keys whose exps are made; those below are 0, within TINY while η ≤ 10^-4
+    live = above if kept is None else kept & above
+    eta = most(None if bool(live.all()) else live)
+    every = eta if bool(above.all()) else most(kept)
+    return t1, T_lo, np.concatenate([eta, every], axis=1), kept
+
+
+def _most(x: np.ndarray, kept: np.ndarray | None) -> np.ndarray:
+    """Each row's largest entry of x (x ≥ 0) among its kept keys (0 where none), as a column."""
+    return np.max(x if kept is None else np.where(kept, x, 0.0), axis=1, keepdims=True, initial=0.0)
 
 
 def _keys_again(k: Split) -> Split:
@@ -250,14 +282,18 @@ def _rest(q: Split, k: Split, kl: Split, d: int) -> tuple[np.ndarray, np.ndarray
     return rest, SAFETY * (U * rounded + gamma(d) * sums)
 
 
-def _exps(t1: np.ndarray, t_lo: np.ndarray, eta: np.ndarray, kept: np.ndarray):
-    """(E_hi, E_lo, ρ, under): e^T as pairs, each within ρ·(E_hi + E_lo) of e^T (relative to the pair, the
-    factor 1/(1 − ρ) folded into SAFETY); ``under``: the kept terms below the floor (0, off by ≤ TINY)."""
+def _exps(t1: np.ndarray, t_lo: np.ndarray, eta: np.ndarray, kept: np.ndarray | None):
+    """(E_hi, E_lo, ρ, under): e^T as pairs, each kept key's within ρ·(E_hi + E_lo) of e^T, ρ a column (the
+    row's: each term's largest; the factor 1/(1 − ρ) folded into SAFETY; inf where an argument's error
+    passes 10^-4); ``eta``: :func:`_arguments`' columns; ``under``: the kept terms below the floor (0, off by ≤
+    TINY). A key not kept or under is computed as T = 0 and set to 0: its terms add nothing to the maxima."""
     k_ = _constants()
-    under = kept & (t1 < _FLOOR)
-    live = kept & ~under
-    t = np.where(live, t1, 0.0)
-    tl = np.where(live, t_lo, 0.0)
+    low = t1 < _FLOOR
+    under = low if kept is None else kept & low
+    live = ~low if kept is None else kept & ~low
+    every = bool(live.all())
+    t = t1 if every else np.where(live, t1, 0.0)
+    tl = t_lo if every else np.where(live, t_lo, 0.0)
     k = np.rint(t * k_["inv"])
     x1 = k * k_["l1"]  # exact: |k| < 2^18, L1 of 35 bits
     r_s, r_e = _two_sum(t, -x1)
@@ -265,32 +301,46 @@ def _exps(t1: np.ndarray, t_lo: np.ndarray, eta: np.ndarray, kept: np.ndarray):
     u1 = r_e + tl
     r_lo = u1 - kl2
     # r = T − k·ln 2/N: r_s + r_lo, off by the roundings of kl2, u1, r_lo, k·L3 and T's own η
-    e_arg = SAFETY * (U * (np.abs(kl2) + np.abs(u1) + np.abs(r_lo)) + np.abs(k) * k_["l3"] + eta)
+    e_arg = SAFETY * (
+        U * (_most(np.abs(kl2), None) + _most(np.abs(u1), None) + _most(np.abs(r_lo), None))
+        + _most(np.abs(k), None) * k_["l3"]
+        + eta[:, :1]
+    )
     r_hi, r_lo = _two_sum(r_s, r_lo)  # exact; now |r_lo| ≤ u|r_hi| (k·L2 alone reaches 2^-25)
-    if np.any(np.abs(np.where(live, r_hi, 0.0)) > float(_REACH) - 2.0**-40):
+    if r_hi.size and float(np.max(np.abs(r_hi))) > float(_REACH) - 2.0**-40:  # 0 where not live
         raise ArithmeticError("doubled: argument reduction left |r| past its reach")
     p = np.full_like(r_hi, _TAIL[-1])
     for c in reversed(_TAIL[:-1]):
         p *= r_hi
         p += c
     p *= r_hi * r_hi
-    h, low = _two_sum(np.ones_like(r_hi), r_hi)  # exact
+    h, small = _two_sum(np.ones_like(r_hi), r_hi)  # exact
     # e^(r_hi + r_lo) = e^(r_hi) + r_lo + (e^(r_hi) − 1)·r_lo + …: the last terms below 0.0015·|r_lo|
-    low = low + (p + r_lo)
+    small += p + r_lo
     j = (k.astype(np.int64)) % _N
     th, tl_ = k_["hi"][j], k_["lo"][j]
     p1, p2 = _two_product(th, h)
-    cross = th * low + tl_ * h
-    p3 = p2 + cross
+    a1, a2 = th * small, tl_ * h
+    p3 = p2 + (a1 + a2)
     # the product's roundings (th·low, tl·h, their sum, p3) and the dropped tl·low, relative to p1 ≥ 0.998
-    product = (U * (2 * (np.abs(th * low) + np.abs(tl_ * h)) + np.abs(p3)) + np.abs(tl_ * low) * 1.01) * 1.003
+    product = (
+        U * (2 * (_most(np.abs(a1), None) + _most(np.abs(a2), None)) + _most(np.abs(p3), None))
+        + _most(np.abs(tl_ * small), None) * 1.01
+    ) * 1.003
     scale = ((k.astype(np.int64) - j) // _N).astype(np.int32)
-    E_hi = np.where(live, np.ldexp(p1, scale), 0.0)
-    E_lo = np.where(live, np.ldexp(p3, scale), 0.0)  # below 2^-1022 it rounds: 2^-380 of E at most
-    big = e_arg > 1e-4
-    rho = SAFETY * (k_["rho"] + e_arg * 1.0001 + np.abs(r_lo) * 0.0015 + U * np.abs(low) * 1.002 + product)
-    rho = np.where(big, np.inf, np.where(live, rho, 0.0))
-    return E_hi, E_lo, rho, under
+    E_hi, E_lo = np.ldexp(p1, scale), np.ldexp(p3, scale)  # below 2^-1022 E_lo rounds: 2^-380 of E at most
+    if not every:
+        E_hi[~live], E_lo[~live] = 0.0, 0.0
+    rho = SAFETY * (
+        k_["rho"]
+        + e_arg * 1.0001
+        + _most(np.abs(r_lo), None) * 0.0015
+        + U * _most(np.abs(small), None) * 1.002
+        + product
+    )
+    # no bound where an argument's error passes 10^-4: e^η − 1 ≤ 1.0001η no longer holds, and a key below
+    # the floor is within TINY only for its true T below it too (its e_arg is SAFETY·η: t is 0 here)
+    return E_hi, E_lo, np.where((e_arg > 1e-4) | (SAFETY * eta[:, 1:] > 1e-4), np.inf, rho), under
 
 
 def _tree_sums(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -363,11 +413,11 @@ def _piece(data: tuple, rows: list[int]) -> tuple[list[int], np.ndarray, np.ndar
     with np.errstate(invalid="ignore", over="ignore"):
         t1, t_lo, eta, kept = _arguments(head, chunk, split, again, scores)
         E_hi, E_lo, rho, under = _exps(t1, t_lo, eta, kept)
-    rho_row = np.max(rho, axis=1)
+    rho_row, m = rho[:, 0], head.K.shape[0]
     tiny_row = np.where(np.any(under, axis=1), TINY, 0.0)
     ls, lsig, lb = _tree_sums(np.concatenate([E_hi, E_lo], axis=1))
     e_ell = SAFETY * (lb + rho_row * (1 + 2 * U) * (np.abs(E_hi).sum(axis=1) + np.abs(E_lo).sum(axis=1)) * 1.001)
-    e_ell += tiny_row * kept.shape[1]
+    e_ell += tiny_row * m
     hh, hl = _split(E_hi)
     absV = np.abs(head.V)
     mine = [(r, n) for r, i in enumerate(rows) for n in by_row[i]]
@@ -379,13 +429,14 @@ def _piece(data: tuple, rows: list[int]) -> tuple[list[int], np.ndarray, np.ndar
         Vc = head.V[:, cols].T  # pairs × keys
         terms = np.concatenate([hh[r] * Vc, hl[r] * Vc, E_lo[r] * Vc], axis=1)
         Ns, Nsig, Nb = _tree_sums(terms)
-        P = np.abs(terms).sum(axis=1) * (1 + 2 * gamma(terms.shape[1]))
+        sizes = np.abs(terms)
+        P = sizes.sum(axis=1) * (1 + 2 * gamma(terms.shape[1]))
         with np.errstate(invalid="ignore"):  # an exp without a bound (ρ = ∞) times terms of 0: NaN, no bound
             eN = SAFETY * (
                 Nb
                 + rho_row[r] * (1 + 2 * U) * P
-                + U * (np.abs(E_lo[r]) * absV[:, cols].T).sum(axis=1) * 1.001
-                + kept.shape[1] * 2.0**-1074
+                + U * sizes[:, 2 * m :].sum(axis=1) * 1.001  # e_lo·v's roundings: |fl(e_lo·v)| = fl(|e_lo|·|v|)
+                + m * 2.0**-1074
                 + tiny_row[r] * absV[:, cols].sum(axis=0)
             )
         N = Ns + Nsig
