@@ -5,6 +5,7 @@ with both verifiers."""
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 
 import mpmath
@@ -115,6 +116,24 @@ def test_the_exact_value_lies_within_the_bound_and_decided_digits_are_exact(head
                 == significant_exact(b, digits)
                 == Fraction(int(q[p])) * Fraction(10) ** int(e[p])
             )
+
+
+@settings(max_examples=60, deadline=None)
+@given(heads())
+def test_the_two_float_quotient_holds_the_exact_value(head):
+    """quotients' q1 + q2 ± bound holds arb's ball at 256 bits, masks, keys below the exps' floor and
+    scores far apart included (its ρ and η bounded a row at a time, each term by its largest)."""
+    n, dv = head.Q.shape[0], head.V.shape[1]
+    pairs = [(i, k) for i in range(n) for k in range(dv)]
+    q1, q2, bound = doubled.quotients(head, pairs)
+    wanted = {i: list(range(dv)) for i in range(n)}
+    balls = dict(zip(wanted, refine._arb_rows(head, "output", wanted, 256)))
+    for p, (i, k) in enumerate(pairs):
+        if not math.isfinite(bound[p]):
+            continue  # no bound: left to arb
+        a, b = refine._ends(balls[i][k])
+        middle, radius = Fraction(float(q1[p])) + Fraction(float(q2[p])), Fraction(float(bound[p]))
+        assert middle - radius <= a and b <= middle + radius, (i, k)
 
 
 def test_a_certificate_of_values_it_decides_verifies_with_both_verifiers(tmp_path, capsys):
