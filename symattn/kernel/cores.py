@@ -247,8 +247,7 @@ def _end(workers: dict[int, tuple[int, int, int]]) -> None:
     while workers:
         try:
             with _stops_held():
-                while workers:
-                    answers, (pid, asks, _) = workers.popitem()
+                for answers, (pid, asks, _) in workers.items():  # all killed first: their memory goes at once
                     for fd in (asks, answers):
                         try:
                             os.close(fd)
@@ -258,6 +257,8 @@ def _end(workers: dict[int, tuple[int, int, int]]) -> None:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
+                while workers:
+                    _, (pid, _, _) = workers.popitem()
                     try:
                         os.waitpid(pid, 0)
                     except ChildProcessError:
