@@ -174,11 +174,19 @@ def packed(
     values = array(PACKED[form], data)
     if sys.byteorder == "big":
         values.byteswap()
-    if not math.isfinite(sum(values)):  # a NaN or an infinity makes the sum one (or finite ones overflow it)
+    if not _surely_finite(data, form) and not math.isfinite(sum(values)):  # NaN or ∞ makes the sum one
         for i, x in enumerate(values):
             if not (math.isfinite(x) or inf and x == math.inf):
                 raise CertificateError(key, f"{x!r}: expected {what}", (i // c + 1, i % c + 1))
     return Packed(values, c)
+
+
+def _surely_finite(data: bytes, form: str) -> bool:
+    """No value of the little-endian bytes is a NaN or an infinity, seen from their top bytes alone (a scan
+    in C, where summing boxed each float: 25 ms at 4096 × 128): those have every exponent bit set, so their
+    top byte is 0x7F or 0xFF. False: perhaps some (or a finite value of 2^1009 and more, 2^127 in float32)."""
+    top = data[7::8] if form == "float64" else data[3::4]
+    return b"\x7f" not in top and b"\xff" not in top
 
 
 class Packed:
