@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from symattn.certificates.exact_rules import differing_scores, exact_value
-from symattn.certificates.float_digits import significant_many
+from symattn.certificates.float_digits import significant_many, texts
 from symattn.input import limits
 from symattn.input.decimals import significant_exact
 from symattn.input.errors import SpecError
@@ -128,7 +128,7 @@ def evaluate(
     tensors: Tensors,
     sums: dict[str, list[tuple[int, int]]] | None = None,
     digits: int | None = None,
-    shown: Callable[[int, np.ndarray, np.ndarray], np.ndarray] | None = None,
+    shown: Callable[[int, np.ndarray, np.ndarray, dict], np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Each quantity's floats and bounds as the certificate's tables (rows × last axis). ``sums``: output
     entries (table row, column) to redo from the same exps, a float and a bound for each in the order given:
@@ -136,10 +136,12 @@ def evaluate(
     product, each exp's own error), or where its exact part would underflow by compensated.stage_outputs
     (the error-free sums; "a" with ``per_key``). With ``digits``, those of "a" that "tight" leaves open at
     that many digits get their double-word enclosure (doubled.outputs) as "doubled", in the workers beside
-    the rest (a bound NaN: not made there), for decide_beyond's ``known``. ``shown(row, floats, bounds)``: a
-    flag for each of a block's output rows (the table's, from ``row``) by their floats and bounds, those of "c"
-    by the error-free product, as "shown" (a flag per table row): the verifier's digits check, there on both
-    cores rather than on one after them (a fifth of verify-certificate's time at 4096 × 4096).
+    the rest (a bound NaN: not made there), for decide_beyond's ``known``. ``shown(row, floats, bounds,
+    decided)``: a flag for each of a block's output rows (the table's, from ``row``) by their floats and
+    bounds, those of "c" by the error-free product, and the values of "a" that "tight" or "doubled" decide
+    ({(the block's row, column): the text every point of its interval rounds to}), as "shown" (a flag per
+    table row): the verifier's digits check, there on both cores rather than on one after them (a fifth of
+    verify-certificate's time at 4096 × 4096).
 
     The work goes to both cores by pieces: a head's rows in runs of whole blocks (fewer heads than PIECES:
     each piece's blocks are the ones one pass makes, so the floats are the same), and its gradients."""
@@ -211,6 +213,7 @@ def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, Any]:
             out[name][0][rows], out[name][1][rows] = logsumexp.lse(b, base)
         here = [(flag, p, i - b.start, c) for flag, p, i, c in wanted if b.start <= i < b.stop]
         f, e_f = b.output, b.output_error
+        decided: dict[tuple[int, int], str] = {}  # the block's outputs of "a" whose digits are found here
         if here and b.stage is not None:  # one call for both kinds: the row sums once
             flag, where, r, cols = (np.array(x) for x in zip(*here))
             every = compensated.product_outputs(head, b.stage, absV, columns)  # the block's outputs at once
@@ -220,17 +223,23 @@ def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, Any]:
                 v, e = every[0][r, cols], every[1][r, cols]
             for kind, pick in (("summed", ~flag), ("tight", flag)):
                 found.setdefault(kind, []).append((where[pick], v[pick], e[pick]))
-            if digits is not None and flag.any() and doubled.covers(head):  # "a" that "tight" leaves open
-                ok, _, _ = significant_many(*float64.interval(v[flag], e[flag]), digits)
+            if digits is not None and flag.any():
+                va, ea = v[flag], e[flag]
+                ok, _, _ = significant_many(*float64.interval(va, ea), digits)
                 left = np.nonzero(flag)[0][~ok]
-                if left.size:
+                if left.size and doubled.covers(head):  # "a" that "tight" leaves open: the double word
                     pairs = list(zip((r[left] + b.start).tolist(), cols[left].tolist()))
                     made = doubled.outputs(head, pairs, split, b.scores)
                     found.setdefault("doubled", []).append((where[left], *made))
+                    va[~ok], ea[~ok] = made
+                if shown is not None:  # every point of its interval rounds to it: the exact value does
+                    ok, q, x = significant_many(*float64.interval(va, ea), digits)
+                    at = zip(r[flag][ok].tolist(), cols[flag][ok].tolist())
+                    decided = dict(zip(at, texts(q[ok].tolist(), x[ok].tolist())))
             f, e_f = f.copy(), e_f.copy()  # as the verifier's table has them: those of "c" by the product
             f[r[~flag], cols[~flag]], e_f[r[~flag], cols[~flag]] = v[~flag], e[~flag]
         if shown is not None:
-            flags.append(shown(hh * head.Q.shape[0] + b.start, f, e_f))
+            flags.append(shown(hh * head.Q.shape[0] + b.start, f, e_f, decided))
     for kind, runs in found.items():
         out[kind] = tuple(np.concatenate(x) for x in zip(*runs))
     if flags:

@@ -118,9 +118,9 @@ def _check(
     outputs first by ``tight`` (the same for "a"), the rest exactly or by arb; a version-3 value whose
     float ± bound does not hold the corrected engine's refuses the certificate (:data:`BEFORE`). Every bound
     is at most BOUND_FACTOR times the engine's first one (``b``: the chunked sums). ``codes``: the table's path
-    letters (:func:`_letters`); ``right``: a flag per row whose values were found shown right from these
-    floats and bounds (:func:`_shown_right`, in the workers; None: found here): its "a" values are read here,
-    and a row whose floats change here is read again."""
+    letters (:func:`_letters`); ``right``: a flag per row whose values were all found shown right
+    (:func:`_shown_right`, in the workers, its "a" values by their enclosures there; None: found here, where
+    no "a" value is decided first): a row not flagged, or whose floats change here, is read value by value."""
     name = table.name
     f, b = f.reshape(len(table.paths), -1), b.reshape(len(table.paths), -1)
     f_cert, b_cert = np.array(table.floats, dtype=np.float64), np.array(table.bounds, dtype=np.float64)
@@ -170,16 +170,9 @@ def _check(
     here = np.nonzero(again)[0]
     ok, q, e = significant_many(*float64.interval(f[here], b[here]), digits)
     ok &= codes[here] != b"a"
-    interval = dict(zip(here.tolist(), zip(ok.tolist(), q.tolist(), e.tolist())))
     # row by row, as the file holds them (a value out of form: the first one is named)
-    for r in np.nonzero(again | (codes == b"a").any(axis=1))[0].tolist():
+    for r, ok_row, q_row, e_row in zip(here.tolist(), ok.tolist(), q.tolist(), e.tolist()):
         row = table.values[r]
-        if r not in interval:  # shown right (the workers found it) but for its values of path "a": beyond
-            for c in np.nonzero(codes[r] == b"a")[0].tolist():
-                _form(row[c], name, r, c, digits, read)
-                beyond.append((r, c))
-            continue
-        ok_row, q_row, e_row = interval[r]
         made = texts(q_row, e_row)  # every value's text at once (a value left open: a text never compared)
         for c, shown in enumerate(row):
             if not ok_row[c] or shown != made[c] or type(shown) is not str:  # not as compute writes: one line
@@ -209,21 +202,26 @@ def _check(
 
 
 def _shown_right(table: reading.Table, codes: np.ndarray, digits: int):
-    """``shown(row, floats, bounds)`` for evaluate: a flag for each of a block's rows (the table's, from
-    ``row``), set where its every value but those of path "a" is the one text that every point of its
-    interval rounds to (the values of "a" are read by :func:`_check`, and so is every row not flagged)."""
+    """``shown(row, floats, bounds, decided)`` for evaluate: a flag for each of a block's rows (the table's,
+    from ``row``), set where its every value is the one text that every point of its interval rounds to,
+    those of path "a" by the texts ``decided`` holds for them ({(the block's row, column): text}, the ones
+    the workers' tight or double-word enclosures decide; a row with any other is not flagged). A row not
+    flagged is read by :func:`_check`, value by value."""
 
-    def shown(first: int, f: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def shown(first: int, f: np.ndarray, b: np.ndarray, decided: dict | None = None) -> np.ndarray:
         beyond = codes[first : first + len(f)] == b"a"
         ok, q, e = significant_many(*float64.interval(f, b), digits)
         flags = np.zeros(len(f), dtype=bool)
-        decided = np.nonzero((ok | beyond).all(axis=1))[0]
-        lines = text_lines(q[decided], e[decided], digits, beyond[decided])
-        for i, line, blank in zip(decided.tolist(), lines, beyond[decided].any(axis=1).tolist()):
+        rows = np.nonzero((ok | beyond).all(axis=1))[0]
+        lines = text_lines(q[rows], e[rows], digits, beyond[rows])
+        for i, line, blank in zip(rows.tolist(), lines, beyond[rows].any(axis=1).tolist()):
             row = table.values[first + i]
             if not _texts(row):
                 continue
-            if blank:  # its values of "a": a blank in the line, as in the row joined here
+            if blank:  # its values of "a": each the text decided there, and a blank in the line
+                places = np.nonzero(beyond[i])[0].tolist()
+                if decided is None or any(decided.get((i, c)) != row[c] for c in places):
+                    continue
                 row = ["" if a else x for a, x in zip(beyond[i].tolist(), row)]
             try:
                 flags[i] = (",".join(row) + ",").encode("ascii") == line
