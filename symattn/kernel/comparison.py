@@ -8,6 +8,7 @@ of them imports the module that dispatches to the others.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import field
 from decimal import Decimal
@@ -261,10 +262,9 @@ class Comparison:
 
 
 def _bucket(e: Fraction) -> int:
-    for k, edge in enumerate(EDGES):
-        if e <= edge:
-            return k
-    return len(EDGES)
+    """The first bucket whose upper edge is at least e (past the last: len(EDGES)), by bisection: a loop over
+    the 23 edges took a third of a refined entry's deciding."""
+    return bisect.bisect_left(EDGES, e)
 
 
 def _half_unit(value: Decimal) -> Fraction:
