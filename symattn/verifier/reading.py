@@ -283,6 +283,8 @@ def _matrix(
 
 
 def _bounds(bounds: list[list[float]], paths: list[str], name: str) -> list[list[float]]:
+    if getattr(bounds, "plain", False):  # packed, and no value negative or infinite (values.Packed.plain)
+        return bounds
     for i, (row, p) in enumerate(zip(bounds, paths), 1):
         if min(row) >= 0 and math.inf not in row:  # the usual row, at C's speed (no NaN is left to read)
             continue

@@ -178,7 +178,8 @@ def packed(
         for i, x in enumerate(values):
             if not (math.isfinite(x) or inf and x == math.inf):
                 raise CertificateError(key, f"{x!r}: expected {what}", (i // c + 1, i % c + 1))
-    return Packed(values, c)
+    top = data[7::8] if form == "float64" else data[3::4]
+    return Packed(values, c, not top or max(top) < 0x7F)
 
 
 def _surely_finite(data: bytes, form: str) -> bool:
@@ -194,8 +195,9 @@ class Packed:
     takes 32), each row made as a list of floats when asked for, as :func:`floats` gives them; numpy reads
     the whole at once through ``__array_interface__`` (no numpy here, and no list made)."""
 
-    def __init__(self, values: array, columns: int):
+    def __init__(self, values: array, columns: int, plain: bool = False):
         self.values, self.columns = values, columns
+        self.plain = plain  # every value finite and at least +0, seen from its top byte (below 0x7F)
         self._last: tuple[int, list[float]] = (-1, [])  # the row asked for last: a value at a time reads it
 
     def __len__(self) -> int:
