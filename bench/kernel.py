@@ -17,10 +17,12 @@ with bounds, then two floats and arb for the entries the bound leaves open) meas
 the seconds of each, their ratio, peak RSS, and the fraction of entries refined past the float64 bounds; for
 the forward targets also the CPU seconds of each (numpy's the best of three, its BLAS threads included;
 symattn's with its forked workers'), which hold better than wall seconds on a machine other work keeps busy.
-The numpy reference is timed on the arrays, the best of three warm runs (a first call pays BLAS's start-up:
-0.85 s where a warm one takes 0.14 s at 4096×4096×128); compare likewise, the best of three, its first call
-printed beside (a fresh process faults its arrays' pages in: here, a VM, the first touch of memory cost up to
-0.5 s more at (2, 8, 1024, 128)). compare is timed from a FloatResult (what the .npy reader
+The numpy reference is timed on the arrays, warm (a first call pays BLAS's start-up: 0.85 s where a warm
+one takes 0.14 s at 4096×4096×128), twice just before each of compare's three calls, and its best is the
+reference (this VM's speed drifts by 10 to 15% from minute to minute: figures taken minutes apart gave a
+ratio that drifted with it); compare likewise, the best of three, its first call printed beside (a fresh
+process faults its arrays' pages in: here, a VM, the first touch of memory cost up to 0.5 s more at
+(2, 8, 1024, 128)). compare is timed from a FloatResult (what the .npy reader
 gives) to the text report's figures (every bucket, the maxima, the ten worst entries: what
 ``compare_head(..., worst=10)`` decides), and for O at 4096 also with every entry's figures decided (what
 --all and JSON print), spec reading left out; the last lines are the whole `symattn compare`
@@ -79,7 +81,7 @@ def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0, eve
         Q, K, V = (rng.standard_normal((n, d)).astype(np.float32).astype(np.float64) for _ in range(3))
         made.append(float64.Head(Q, K, V, 1 / np.sqrt(d), 3 * float64.U, None, None))
     outputs = [reference(h.Q, h.K, h.V) for h in made]
-    numpy_s = best_of(3, lambda: [reference(h.Q, h.K, h.V) for h in made])  # warm, as the gradients' reference
+    best_of(3, lambda: [reference(h.Q, h.K, h.V) for h in made])  # warm: BLAS's start-up paid here
     # the kernel measured: the same formula computed in float32 (FlashAttention's "naive" of the dtype)
     if quantity == "lse":
         x = np.stack([reference_lse(h.Q.astype(np.float32), h.K.astype(np.float32)) for h in made])
@@ -87,21 +89,30 @@ def one(n: int, d: int, heads: int, quantity: str = "output", seed: int = 0, eve
         x = np.concatenate([reference(*(M.astype(np.float32) for M in (h.Q, h.K, h.V))) for h in made], axis=1)
     assert x.dtype == np.float32 and outputs
     result = FloatResult.of_array("bench", "float32", x.astype(np.float64))  # what the .npy reader gives
-    numpy_cpu = best_of(3, lambda: [reference(h.Q, h.K, h.V) for h in made], time.process_time)
     worst = None if every else WORST
-    c, first_s, symattn_s, symattn_cpu = timed(lambda: kernel.compare_head(made, result, quantity, worst))
+    beside: list[tuple[float, ...]] = []  # numpy's wall and CPU seconds, run just before each call of compare
+
+    def numpy_again() -> None:
+        beside.append(tuple(best_of(2, lambda: [reference(h.Q, h.K, h.V) for h in made], clock) for clock in CLOCKS))
+
+    c, first_s, symattn_s, symattn_cpu = timed(lambda: kernel.compare_head(made, result, quantity, worst), numpy_again)
+    numpy_s, numpy_cpu = (min(x[k] for x in beside) for k in range(2))  # the same spells of the machine as compare's
     cpus = {"numpy_cpu": numpy_cpu, "symattn_cpu": symattn_cpu, "first_s": first_s}
     return {"shape": f"{heads}×{n}×{n}×{d}", "quantity": quantity, **measured(c, numpy_s, symattn_s), **cpus}
 
 
-def timed(run, times: int = 3):
+def timed(run, between=None, times: int = 3):
     """(run()'s result, the first call's wall seconds, the least of ``times`` calls' wall seconds and CPU
     seconds, forked workers' included): the best of three as numpy's, and the first apart (a fresh process
-    faults in its arrays' pages: on this project's VM the first touch of memory costs the most)."""
+    faults in its arrays' pages: on this project's VM the first touch of memory costs the most). ``between``:
+    run before each call, untimed here (numpy's reference again: the VM's speed drifts by 10 to 15% from one
+    minute to the next, and a ratio of figures taken minutes apart drifted with it)."""
     global _FIRST_PEAK
     walls, cpus, made = [], [], None
     for _ in range(times):
         made = None  # the last call's result let go first
+        if between is not None:
+            between()
         start, cpu = time.perf_counter(), cpu_seconds()
         made = run()
         walls.append(time.perf_counter() - start)
@@ -112,6 +123,7 @@ def timed(run, times: int = 3):
 
 
 _FIRST_PEAK = 0  # KiB (Linux), after timed's first call
+CLOCKS = (time.perf_counter, time.process_time)  # wall seconds, CPU seconds (BLAS's threads included)
 
 
 def cpu_seconds() -> float:
@@ -137,15 +149,17 @@ def batch(every: bool, seed: int = 0) -> dict:
         for b in range(2)
         for h in range(8)
     ]
-    numpy_s = best_of(3, lambda: [reference(*x) for x in wide])
+    best_of(3, lambda: [reference(*x) for x in wide])  # warm: BLAS's start-up paid here
     out = np.stack([reference(q[b, h], k[b, h], v[b, h]) for b in range(2) for h in range(8)]).reshape(q.shape)
+    beside: list[float] = []  # numpy's seconds, run just before each call of compare
 
     def run():
         report = compare(out, q, k, v, worst=None if every else 10)
         assert replace(report, listed=10).text()  # the text report, the ten largest errors listed, as before
         return report
 
-    report, first_s, symattn_s, _ = timed(run)
+    report, first_s, symattn_s, _ = timed(run, lambda: beside.append(best_of(2, lambda: [reference(*x) for x in wide])))
+    numpy_s = min(beside)
     made = measured(report.comparison, numpy_s, symattn_s)
     label = "output" + (" (every entry)" if every else "")
     return {"shape": "(2, 8, 1024, 128)", "quantity": label, **made, "first_s": first_s}
@@ -257,17 +271,13 @@ def whole_process(n: int, d: int, files: bool = False, quantity: str = "output")
 
 
 def peak_process(command: list[str], cwd: str) -> tuple[float, float, int, str, float]:
-    """(seconds, peak RSS in GiB, exit status, its first line, CPU seconds) of a whole `symattn` process:
-    os.wait4 gives that child's own peak, and its CPU time with that of the processes it forked and reaped."""
-    import os
+    """(seconds, peak RSS in GiB, exit status, its first line, CPU seconds) of a whole `symattn` process, its
+    own figures (bench/launched.py), its CPU time with that of the processes it forked and reaped."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.launched import launched
 
-    start = time.perf_counter()
-    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = child.stdout.read() if child.stdout else ""
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    cpu = usage.ru_utime + usage.ru_stime
-    return time.perf_counter() - start, usage.ru_maxrss / 2**20, child.returncode, out.split("\n")[0][:160], cpu
+    seconds, cpu, peak, code, out = launched(command, cwd)
+    return seconds, peak, code, out.split("\n")[0][:160], cpu
 
 
 def best_cpu(times: int, run) -> float:
