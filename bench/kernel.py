@@ -273,7 +273,6 @@ def whole_process(n: int, d: int, files: bool = False, quantity: str = "output")
 def peak_process(command: list[str], cwd: str) -> tuple[float, float, int, str, float]:
     """(seconds, peak RSS in GiB, exit status, its first line, CPU seconds) of a whole `symattn` process, its
     own figures (bench/launched.py), its CPU time with that of the processes it forked and reaped."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from bench.launched import launched
 
     seconds, cpu, peak, code, out = launched(command, cwd)

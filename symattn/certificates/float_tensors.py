@@ -225,15 +225,15 @@ def _piece(data: tuple, piece: tuple[int, int, int]) -> dict[str, Any]:
                 found.setdefault(kind, []).append((where[pick], v[pick], e[pick]))
             if digits is not None and flag.any():
                 va, ea = v[flag], e[flag]
-                ok, _, _ = significant_many(*float64.interval(va, ea), digits)
+                ok, q, x = significant_many(*float64.interval(va, ea), digits)
                 left = np.nonzero(flag)[0][~ok]
                 if left.size and doubled.covers(head):  # "a" that "tight" leaves open: the double word
                     pairs = list(zip((r[left] + b.start).tolist(), cols[left].tolist()))
                     made = doubled.outputs(head, pairs, split, b.scores)
                     found.setdefault("doubled", []).append((where[left], *made))
                     va[~ok], ea[~ok] = made
-                if shown is not None:  # every point of its interval rounds to it: the exact value does
                     ok, q, x = significant_many(*float64.interval(va, ea), digits)
+                if shown is not None:  # every point of its interval rounds to it: the exact value does
                     at = zip(r[flag][ok].tolist(), cols[flag][ok].tolist())
                     decided = dict(zip(at, texts(q[ok].tolist(), x[ok].tolist())))
             f, e_f = f.copy(), e_f.copy()  # as the verifier's table has them: those of "c" by the product

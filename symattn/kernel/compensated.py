@@ -46,15 +46,9 @@ STEP = 256  # query rows of one exp stage (float64.exps)
 
 
 def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Knuth's TwoSum of arrays (broadcast): s + err = a + b exactly, err = (a − (s − bb)) + (b − bb), each
-    step the one written, in three arrays rather than six (doubled's rows: a fifth of its time was this)."""
-    s = np.add(a, b)
+    s = a + b
     bb = s - a
-    err = s - bb
-    np.subtract(a, err, out=err)
-    np.subtract(b, bb, out=bb)
-    err += bb
-    return s, err
+    return s, (a - (s - bb)) + (b - bb)  # Knuth: s + err = a + b exactly
 
 
 def _sum2(terms: np.ndarray) -> np.ndarray:
@@ -97,14 +91,9 @@ def _products(H: np.ndarray, L: np.ndarray, V: np.ndarray) -> np.ndarray:
 
 
 def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Veltkamp's split, hi = c − (c − a) with c = (2^27 + 1)·a, and a − hi, in two arrays."""
-    if np.ndim(a) == 0:  # a scalar (doubled's scale): numpy gives no array to write into
-        c = _SPLITTER * a
-        return c - (c - a), a - (c - (c - a))
-    hi = np.multiply(_SPLITTER, a)
-    low = hi - a
-    hi -= low
-    return hi, np.subtract(a, hi, out=low)
+    c = _SPLITTER * a
+    hi = c - (c - a)
+    return hi, a - hi
 
 
 def outputs(

@@ -183,20 +183,10 @@ def takes(head: Head) -> bool:
 
 
 def _two_product(a: np.ndarray | float, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker's TwoProduct: p + err = a·b exactly, err = ((ah·bh − p) + ah·bl + al·bh) + al·bl in that
-    order, in two arrays besides the splits."""
     p = a * b
     ah, al = _split(np.asarray(a, dtype=np.float64))
     bh, bl = _split(b)
-    err = ah * bh
-    err -= p
-    step = ah * bl
-    err += step
-    np.multiply(al, bh, out=step)
-    err += step
-    np.multiply(al, bl, out=step)
-    err += step
-    return p, err
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl  # Dekker: p + err = a·b exactly
 
 
 def _arguments(

@@ -174,20 +174,16 @@ def packed(
     values = array(PACKED[form], data)
     if sys.byteorder == "big":
         values.byteswap()
-    if not _surely_finite(data, form) and not math.isfinite(sum(values)):  # NaN or ∞ makes the sum one
+    # each value's top byte (little-endian), scanned in C where summing boxed each float (25 ms at 4096 × 128):
+    # a NaN or an infinity has every exponent bit set, so its top byte is 0x7F or 0xFF (so has a finite value
+    # of 2^1009 and more, 2^127 in float32: summed, as any table holding such a byte); a negative one ≥ 0x80
+    top = data[7::8] if form == "float64" else data[3::4]
+    surely_finite = b"\x7f" not in top and b"\xff" not in top
+    if not surely_finite and not math.isfinite(sum(values)):  # a NaN or an infinity makes the sum one
         for i, x in enumerate(values):
             if not (math.isfinite(x) or inf and x == math.inf):
                 raise CertificateError(key, f"{x!r}: expected {what}", (i // c + 1, i % c + 1))
-    top = data[7::8] if form == "float64" else data[3::4]
     return Packed(values, c, not top or max(top) < 0x7F)
-
-
-def _surely_finite(data: bytes, form: str) -> bool:
-    """No value of the little-endian bytes is a NaN or an infinity, seen from their top bytes alone (a scan
-    in C, where summing boxed each float: 25 ms at 4096 × 128): those have every exponent bit set, so their
-    top byte is 0x7F or 0xFF. False: perhaps some (or a finite value of 2^1009 and more, 2^127 in float32)."""
-    top = data[7::8] if form == "float64" else data[3::4]
-    return b"\x7f" not in top and b"\xff" not in top
 
 
 class Packed:
